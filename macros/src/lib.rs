@@ -1,0 +1,1 @@
+//! pgas macros.

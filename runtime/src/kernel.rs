@@ -1,0 +1,86 @@
+//! What the `#[pgas_kernel]` macro hands the runtime: a static description of a kernel
+//! ([`KernelSpec`]) and its packed arguments ([`KernelArgs`]).
+//!
+//! The macro-generated launchers are the only intended users of [`KernelArgs`]; the types
+//! are public because macro output lives in the user's crate.
+
+/// Which of the two generated sources to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// No bounds or PE checks (`unsafe launch_unchecked`).
+    Plain,
+    /// Every index checked against its buffer length and every `pe` against `n_pes()`;
+    /// a violation prints the Rust `file:line` and traps (`launch`).
+    Checked,
+}
+
+impl Variant {
+    /// The suffix used in kernel symbol names (`plain` / `checked`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Variant::Plain => "plain",
+            Variant::Checked => "checked",
+        }
+    }
+}
+
+/// How a kernel parameter is passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// `&SymTensor<T>` / `&mut SymTensor<T>`: pointer plus length; may be a remote target.
+    Sym { elem: &'static str, mutable: bool },
+    /// `&CudaSlice<T>` / `&mut CudaSlice<T>`: pointer plus length; local only.
+    Local { elem: &'static str, mutable: bool },
+    /// A scalar passed by value; the string is the Rust type name.
+    Scalar(&'static str),
+    /// An NVSHMEM team handle.
+    Team,
+    /// A `#[comptime]` value baked into the source; not passed at launch.
+    Comptime(&'static str),
+}
+
+/// One kernel parameter as written in Rust.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub kind: ParamKind,
+}
+
+/// Everything the runtime needs to JIT-compile and launch one `#[pgas_kernel]`.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelSpec {
+    /// The Rust function name.
+    pub rust_name: &'static str,
+    /// Unique CUDA base name (`pgas_<name>_<hash>`); see `pgas_codegen::specialize`.
+    pub cuda_name: &'static str,
+    /// Rust source file and line of the `fn`.
+    pub file: &'static str,
+    pub line: u32,
+    /// Generated CUDA of the plain variant (prelude included, name and comptime macros unset).
+    pub plain_source: &'static str,
+    /// Generated CUDA of the checked variant.
+    pub checked_source: &'static str,
+    /// All parameters in declaration order, comptime ones included.
+    pub params: &'static [ParamSpec],
+    /// Whether the kernel calls a device barrier, sync or collective and so needs all blocks
+    /// resident at once (cooperative launch).
+    pub collective: bool,
+}
+
+impl KernelSpec {
+    /// The source of one variant.
+    pub fn source(&self, variant: Variant) -> &'static str {
+        match variant {
+            Variant::Plain => self.plain_source,
+            Variant::Checked => self.checked_source,
+        }
+    }
+
+    /// Names of the comptime parameters, in declaration order.
+    pub fn comptime_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.params.iter().filter_map(|p| match p.kind {
+            ParamKind::Comptime(_) => Some(p.name),
+            _ => None,
+        })
+    }
+}
