@@ -136,8 +136,16 @@ fn main() -> BenchResult<()> {
     let target = if n > 1 { 1 } else { 0 };
     let mut rows: Vec<Row> = Vec::new();
     // Compile everything up front (in parallel), so no first launch inside a timing waits on NVRTC.
-    let checked = |spec| Prewarm { spec, variant: Variant::Checked, comptime: &[] };
-    let specs = [&bw_put_nbi_block::SPEC, &ping_pong::SPEC, &barrier_loop::SPEC];
+    let checked = |spec| Prewarm {
+        spec,
+        variant: Variant::Checked,
+        comptime: &[],
+    };
+    let specs = [
+        &bw_put_nbi_block::SPEC,
+        &ping_pong::SPEC,
+        &barrier_loop::SPEC,
+    ];
     pgas::jit::prewarm(&p, &specs.map(checked))?;
 
     // 1 GiB put_nbi_block, PE 0 sending.
@@ -153,14 +161,18 @@ fn main() -> BenchResult<()> {
                 return Ok(f64::NAN);
             }
             let pe = target as i32;
-            time_on_stream(&s, || Ok(bw_put_nbi_block::launch(&p, cfg, &mut dst, &src, pe)?))
+            time_on_stream(&s, || {
+                Ok(bw_put_nbi_block::launch(&p, cfg, &mut dst, &src, pe)?)
+            })
         })?;
         let (cuda, _, cuda_hi) = repeat(&p, || {
             if me != 0 {
                 return Ok(f64::NAN);
             }
             let mut args = KernelArgs::new();
-            args.push_sym(&dst).push_sym(&src).push_scalar(target as i32);
+            args.push_sym(&dst)
+                .push_sym(&src)
+                .push_scalar(target as i32);
             // SAFETY: the arguments match cuda_put_nbi_block's parameters, and the 1 GiB buffers
             // split exactly into `blocks` pieces.
             time_on_stream(&s, || Ok(unsafe { raw_put.launch(&p, cfg, &mut args)? }))
@@ -171,7 +183,11 @@ fn main() -> BenchResult<()> {
             unit: "GB/s",
             dsl: gbs(dsl),
             cuda: gbs(cuda),
-            note: format!("median of {REPS}; slowest run {} / {} GB/s", show(gbs(dsl_hi)), show(gbs(cuda_hi))),
+            note: format!(
+                "median of {REPS}; slowest run {} / {} GB/s",
+                show(gbs(dsl_hi)),
+                show(gbs(cuda_hi))
+            ),
         });
     }
     // The data must have arrived: every element of the target's copy is 1.5.
@@ -242,7 +258,9 @@ fn main() -> BenchResult<()> {
         let mut args = KernelArgs::new();
         args.push_scalar(BARRIER_ITERS);
         // SAFETY: the argument matches cuda_barrier_loop's parameter.
-        time_on_stream(&s, || Ok(unsafe { raw_barrier.launch(&p, cfg, &mut args)? }))
+        time_on_stream(&s, || {
+            Ok(unsafe { raw_barrier.launch(&p, cfg, &mut args)? })
+        })
     })?;
     let per = |ms: f64| ms * 1e3 / BARRIER_ITERS as f64;
     rows.push(Row {
@@ -261,8 +279,14 @@ fn main() -> BenchResult<()> {
 }
 
 fn print_report(machine: &str, rows: &[Row], host_gbs: f64, init_s: f64, n: usize) {
-    println!("\n{BENCH} on {machine} (PE 0 -> PE {})", if n > 1 { 1 } else { 0 });
-    println!("{:<34} {:>10} {:>10} {:>9}  unit", "figure", "DSL", "CUDA C", "DSL/CUDA");
+    println!(
+        "\n{BENCH} on {machine} (PE 0 -> PE {})",
+        if n > 1 { 1 } else { 0 }
+    );
+    println!(
+        "{:<34} {:>10} {:>10} {:>9}  unit",
+        "figure", "DSL", "CUDA C", "DSL/CUDA"
+    );
     for r in rows {
         let ratio = r.dsl / r.cuda;
         println!(
@@ -276,14 +300,37 @@ fn print_report(machine: &str, rows: &[Row], host_gbs: f64, init_s: f64, n: usiz
         let key = r.what.replace([' ', ','], "_").replace("__", "_");
         for (which, v) in [("dsl", r.dsl), ("cuda", r.cuda), ("ratio", ratio)] {
             let unit = if which == "ratio" { "x" } else { r.unit };
-            let f = Figure { name: format!("{key}/{which}"), value: v, unit, note: r.note.clone() };
+            let f = Figure {
+                name: format!("{key}/{which}"),
+                value: v,
+                unit,
+                note: r.note.clone(),
+            };
             emit(BENCH, machine, &f);
         }
     }
-    println!("{:<34} {:>10}  GB/s", "host putmem_on_stream 1 GiB", show(host_gbs));
-    println!("{:<34} {:>10}  s", "pgas::init (NVSHMEM init)", show(init_s));
-    let host = Figure { name: "host_putmem_on_stream_1GiB".into(), value: host_gbs, unit: "GB/s", note: format!("median of {REPS}") };
+    println!(
+        "{:<34} {:>10}  GB/s",
+        "host putmem_on_stream 1 GiB",
+        show(host_gbs)
+    );
+    println!(
+        "{:<34} {:>10}  s",
+        "pgas::init (NVSHMEM init)",
+        show(init_s)
+    );
+    let host = Figure {
+        name: "host_putmem_on_stream_1GiB".into(),
+        value: host_gbs,
+        unit: "GB/s",
+        note: format!("median of {REPS}"),
+    };
     emit(BENCH, machine, &host);
-    let init = Figure { name: format!("init_{n}pe"), value: init_s, unit: "s", note: "wall time of pgas::builder().init() on PE 0".into() };
+    let init = Figure {
+        name: format!("init_{n}pe"),
+        value: init_s,
+        unit: "s",
+        note: "wall time of pgas::builder().init() on PE 0".into(),
+    };
     emit(BENCH, machine, &init);
 }

@@ -67,7 +67,10 @@ extern "C" __global__ void cuda_trivial(unsigned int* x, unsigned long long len)
 "#;
 
 /// Median host time of one call of `launch`, in microseconds.
-fn per_launch(stream_sync: &dyn Fn() -> BenchResult<()>, mut launch: impl FnMut() -> BenchResult<()>) -> BenchResult<f64> {
+fn per_launch(
+    stream_sync: &dyn Fn() -> BenchResult<()>,
+    mut launch: impl FnMut() -> BenchResult<()>,
+) -> BenchResult<f64> {
     let mut us = Vec::with_capacity(LAUNCHES);
     for i in 0..LAUNCHES + DRAIN {
         if i % DRAIN == 0 {
@@ -100,32 +103,66 @@ fn main() -> BenchResult<()> {
     let machine = format!("{} x{} PE", p.cuda().name()?, p.n_pes());
     let mut figs: Vec<Figure> = Vec::new();
     let mut fig = |name: &str, value: f64, unit: &'static str, note: &str| {
-        figs.push(Figure { name: name.into(), value, unit, note: note.into() })
+        figs.push(Figure {
+            name: name.into(),
+            value,
+            unit,
+            note: note.into(),
+        })
     };
-    fig("nvshmem_init", init_s, "s", "wall time of pgas::init() with one PE");
+    fig(
+        "nvshmem_init",
+        init_s,
+        "s",
+        "wall time of pgas::init() with one PE",
+    );
 
     // Toolchain discovery happens once per process, with the first compile.
     let bare1 = Bare::new(p.device_ordinal())?;
     let trivial = RawKernel::from_source(CUDA_TRIVIAL, "cuda_trivial");
     let (r, first_s) = wall(|| bare1.prewarm_raw(&trivial));
     r?;
-    fig("first_compile_with_discovery", first_s, "s", "toolchain discovery + NVRTC of an empty kernel");
+    fig(
+        "first_compile_with_discovery",
+        first_s,
+        "s",
+        "toolchain discovery + NVRTC of an empty kernel",
+    );
 
     // Cold compiles of the typical kernel, DSL (through the Pgas: includes cumodule_init) and raw.
-    let ring = [Prewarm { spec: &ring_shift::SPEC, variant: Variant::Checked, comptime: &[] }];
+    let ring = [Prewarm {
+        spec: &ring_shift::SPEC,
+        variant: Variant::Checked,
+        comptime: &[],
+    }];
     let (r, dsl_cold) = wall(|| pgas::jit::prewarm(&p, &ring));
     r?;
-    fig("cold_compile_dsl_ring_shift", dsl_cold, "s", "NVRTC + cache store + load + cumodule_init");
+    fig(
+        "cold_compile_dsl_ring_shift",
+        dsl_cold,
+        "s",
+        "NVRTC + cache store + load + cumodule_init",
+    );
     let raw_ring = RawKernel::from_source(CUDA_RING, "cuda_ring_shift");
     let (r, raw_cold) = wall(|| bare1.prewarm_raw(&raw_ring));
     r?;
-    fig("cold_compile_cuda_ring_shift", raw_cold, "s", "NVRTC + cache store + load (no NVSHMEM module init)");
+    fig(
+        "cold_compile_cuda_ring_shift",
+        raw_cold,
+        "s",
+        "NVRTC + cache store + load (no NVSHMEM module init)",
+    );
 
     // Disk-cache load: a second JIT state with an empty memory cache, same cache directory.
     let bare2 = Bare::new(p.device_ordinal())?;
     let (r, disk_s) = wall(|| bare2.prewarm_raw(&raw_ring));
     r?;
-    fig("disk_cache_load", disk_s * 1e3, "ms", "fresh memory cache: read + verify CUBIN + module load");
+    fig(
+        "disk_cache_load",
+        disk_s * 1e3,
+        "ms",
+        "fresh memory cache: read + verify CUBIN + module load",
+    );
 
     // In-memory hits: the kernel is loaded in bare2, so this is the lookup alone.
     let mut hits = Vec::with_capacity(HITS);
@@ -134,7 +171,12 @@ fn main() -> BenchResult<()> {
         bare2.prewarm_raw(&raw_ring)?;
         hits.push(t.elapsed().as_secs_f64() * 1e6);
     }
-    fig("memory_cache_hit", median(&hits), "us", "lookup of a loaded kernel, median");
+    fig(
+        "memory_cache_hit",
+        median(&hits),
+        "us",
+        "lookup of a loaded kernel, median",
+    );
 
     // Host cost of one cached launch.
     let mut x = p.alloc::<u32>(1)?;
@@ -142,11 +184,23 @@ fn main() -> BenchResult<()> {
     let sync_p = || -> BenchResult<()> { Ok(p.stream().synchronize()?) };
     empty_dsl::launch(&p, cfg, &mut x)?;
     let dsl_checked = per_launch(&sync_p, || Ok(empty_dsl::launch(&p, cfg, &mut x)?))?;
-    fig("launch_dsl_checked", dsl_checked, "us", "host time of one cached launch, median");
+    fig(
+        "launch_dsl_checked",
+        dsl_checked,
+        "us",
+        "host time of one cached launch, median",
+    );
     // SAFETY: the empty kernel reads nothing and writes x[0] only when x is empty, which it is not.
     unsafe { empty_dsl::launch_unchecked(&p, cfg, &mut x)? };
-    let dsl_plain = per_launch(&sync_p, || Ok(unsafe { empty_dsl::launch_unchecked(&p, cfg, &mut x)? }))?;
-    fig("launch_dsl_unchecked", dsl_plain, "us", "host time of one cached launch, median");
+    let dsl_plain = per_launch(&sync_p, || {
+        Ok(unsafe { empty_dsl::launch_unchecked(&p, cfg, &mut x)? })
+    })?;
+    fig(
+        "launch_dsl_unchecked",
+        dsl_plain,
+        "us",
+        "host time of one cached launch, median",
+    );
 
     let empty = RawKernel::from_source(CUDA_EMPTY, "cuda_empty");
     let sync_b = || -> BenchResult<()> { Ok(bare2.stream().synchronize()?) };
@@ -159,7 +213,12 @@ fn main() -> BenchResult<()> {
     };
     raw_launch(&bare2)?;
     let raw = per_launch(&sync_b, || raw_launch(&bare2))?;
-    fig("launch_rawkernel", raw, "us", "host time of one cached RawKernel launch, median");
+    fig(
+        "launch_rawkernel",
+        raw,
+        "us",
+        "host time of one cached RawKernel launch, median",
+    );
 
     let f = bare2.function_handle(&empty)?;
     let (ptr, _guard) = pgas::cudarc::driver::DevicePtr::device_ptr(&local, bare2.stream());
@@ -167,18 +226,42 @@ fn main() -> BenchResult<()> {
     let mut len_arg = 1u64;
     let stream = bare2.stream().cu_stream();
     let bare = per_launch(&sync_b, || {
-        let mut params = [&mut ptr_arg as *mut _ as *mut c_void, &mut len_arg as *mut _ as *mut c_void];
+        let mut params = [
+            &mut ptr_arg as *mut _ as *mut c_void,
+            &mut len_arg as *mut _ as *mut c_void,
+        ];
         // SAFETY: f is cuda_empty, loaded in bare2's context; the parameters are its two.
         unsafe { result::launch_kernel(f, (1, 1, 1), (32, 1, 1), 0, stream, &mut params)? };
         Ok(())
     })?;
-    fig("launch_bare_culaunchkernel", bare, "us", "cuLaunchKernel of the same CUfunction, median");
-    fig("launch_overhead_rawkernel_vs_bare", raw - bare, "us", "pgas launch path minus the driver call");
-    fig("launch_overhead_dsl_checked_vs_bare", dsl_checked - bare, "us", "argument checks, lookup, launch");
+    fig(
+        "launch_bare_culaunchkernel",
+        bare,
+        "us",
+        "cuLaunchKernel of the same CUfunction, median",
+    );
+    fig(
+        "launch_overhead_rawkernel_vs_bare",
+        raw - bare,
+        "us",
+        "pgas launch path minus the driver call",
+    );
+    fig(
+        "launch_overhead_dsl_checked_vs_bare",
+        dsl_checked - bare,
+        "us",
+        "argument checks, lookup, launch",
+    );
 
     println!("\n{BENCH} on {machine}");
     for f in &figs {
-        println!("{:<40} {:>10} {:<3} {}", f.name, show(f.value), f.unit, f.note);
+        println!(
+            "{:<40} {:>10} {:<3} {}",
+            f.name,
+            show(f.value),
+            f.unit,
+            f.note
+        );
     }
     for f in &figs {
         emit(BENCH, &machine, f);

@@ -45,7 +45,10 @@ pub fn spread(xs: &[f64]) -> (f64, f64) {
 
 /// Milliseconds between two CUDA events recorded around `work` on `stream`, after the stream
 /// finished. `work` only enqueues.
-pub fn time_on_stream(stream: &CudaStream, work: impl FnOnce() -> BenchResult<()>) -> BenchResult<f64> {
+pub fn time_on_stream(
+    stream: &CudaStream,
+    work: impl FnOnce() -> BenchResult<()>,
+) -> BenchResult<f64> {
     let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
     let start = stream.record_event(flags)?;
     work()?;

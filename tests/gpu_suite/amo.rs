@@ -3,19 +3,24 @@
 //! Each PE targets the next one; `atomic_add` and the bit operations target every PE, so the
 //! final values depend on the PE count and are computed here for it.
 
-use crate::runner::Case;
+use crate::runner::{case, Case};
 use crate::util::{self, check_eq, ensure, sorted, CaseResult};
 use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
-    Case { name: "amo/u64_all", run: u64_case },
-    Case { name: "amo/i32", run: i32_case },
-    Case { name: "amo/f32_fetch_set_swap", run: f32_case },
+    case("amo/u64_all", u64_case),
+    case("amo/i32", i32_case),
+    case("amo/f32_fetch_set_swap", f32_case),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
-pub const KERNELS: &[&KernelSpec] = &[&amo_u64::SPEC, &amo_fetch_u64::SPEC, &amo_i32::SPEC, &amo_f32::SPEC];
+pub const KERNELS: &[&KernelSpec] = &[
+    &amo_u64::SPEC,
+    &amo_fetch_u64::SPEC,
+    &amo_i32::SPEC,
+    &amo_f32::SPEC,
+];
 
 const T: usize = 128;
 /// Where the one-thread fetches (one per target PE, up to 8 PEs) start in the fetch buffer.
@@ -77,21 +82,41 @@ fn u64_case(p: &Pgas) -> CaseResult {
     let mask = (1u64 << n) - 1;
     let all_xor = xor_pattern(0..n);
     let t = T as u64;
-    check_eq("atomic_add from every thread of every PE", &xv[..4], &[t * n as u64, 2 * t, t, t])?;
+    check_eq(
+        "atomic_add from every thread of every PE",
+        &xv[..4],
+        &[t * n as u64, 2 * t, t, t],
+    )?;
     check_eq("atomic_or / and / xor", &xv[6..9], &[mask, !mask, all_xor])?;
-    check_eq("atomic_fetch_or / and / xor finals", &xv[9..12], &[mask, !mask, all_xor])?;
-    check_eq("atomic_set then atomic_fetch", &[xv[12], out.to_vec()?[0]], &[42 + util::prev(p) as u64, 42 + me as u64])?;
+    check_eq(
+        "atomic_fetch_or / and / xor finals",
+        &xv[9..12],
+        &[mask, !mask, all_xor],
+    )?;
+    check_eq(
+        "atomic_set then atomic_fetch",
+        &[xv[12], out.to_vec()?[0]],
+        &[42 + util::prev(p) as u64, 42 + me as u64],
+    )?;
     let want_fa: Vec<u64> = (0..t).map(|v| 2 * v).collect();
     check_eq("atomic_fetch_add old values", &sorted(&fv[..T]), &want_fa)?;
-    check_eq("atomic_fetch_inc old values", &sorted(&fv[T..2 * T]), &(0..t).collect::<Vec<_>>())?;
+    check_eq(
+        "atomic_fetch_inc old values",
+        &sorted(&fv[T..2 * T]),
+        &(0..t).collect::<Vec<_>>(),
+    )?;
     let cas = &fv[2 * T..3 * T];
     let zeros = cas.iter().filter(|&&v| v == 0).count();
     let won = cas.iter().copied().find(|&v| v != 0).unwrap_or(0);
-    ensure(zeros == 1 && (1..=t).contains(&won) && cas.iter().all(|&v| v == 0 || v == won), || {
-        format!("atomic_compare_swap: {zeros} threads saw 0 (want 1), others saw {cas:?}")
-    })?;
+    ensure(
+        zeros == 1 && (1..=t).contains(&won) && cas.iter().all(|&v| v == 0 || v == won),
+        || format!("atomic_compare_swap: {zeros} threads saw 0 (want 1), others saw {cas:?}"),
+    )?;
     ensure((1..=t).contains(&xv[4]) && (1..=t).contains(&xv[5]), || {
-        format!("compare_swap/swap finals {} {} out of 1..={t}", xv[4], xv[5])
+        format!(
+            "compare_swap/swap finals {} {} out of 1..={t}",
+            xv[4], xv[5]
+        )
     })?;
     let swaps = sorted(&fv[3 * T..4 * T]);
     let distinct = swaps.windows(2).all(|w| w[0] != w[1]);
@@ -103,11 +128,17 @@ fn u64_case(p: &Pgas) -> CaseResult {
         let (o, a, x_) = (fv[F1 + k], fv[F1 + 8 + k], fv[F1 + 16 + k]);
         let subsets = 0..1u32 << (n - 1);
         let xor_ok = subsets.clone().any(|s| {
-            x_ == xor_pattern(others().enumerate().filter(|(j, _)| s >> j & 1 == 1).map(|(_, k)| k))
+            x_ == xor_pattern(
+                others()
+                    .enumerate()
+                    .filter(|(j, _)| s >> j & 1 == 1)
+                    .map(|(_, k)| k),
+            )
         });
-        ensure(o >> me & 1 == 0 && o & !mask == 0 && a >> me & 1 == 1 && xor_ok, || {
-            format!("fetch_or/and/xor on PE {k} returned {o:#x} {a:#x} {x_:#x}")
-        })?;
+        ensure(
+            o >> me & 1 == 0 && o & !mask == 0 && a >> me & 1 == 1 && xor_ok,
+            || format!("fetch_or/and/xor on PE {k} returned {o:#x} {a:#x} {x_:#x}"),
+        )?;
     }
     Ok(())
 }
@@ -144,7 +175,13 @@ fn i32_case(p: &Pgas) -> CaseResult {
     let mut f = p.alloc::<i32>(4 * T + 4)?;
     f.fill(i32::MIN)?;
     p.barrier_all()?;
-    amo_i32::launch(p, LaunchConfig::blocks(2, 64), &mut x, &mut f, util::next(p) as i32)?;
+    amo_i32::launch(
+        p,
+        LaunchConfig::blocks(2, 64),
+        &mut x,
+        &mut f,
+        util::next(p) as i32,
+    )?;
     util::settle(p)?;
     let (xv, fv) = (x.to_vec()?, f.to_vec()?);
     let t = T as i32;
@@ -152,8 +189,16 @@ fn i32_case(p: &Pgas) -> CaseResult {
     #[rustfmt::skip]
     let want = [-3 * t * n as i32, -t, t, t, xv[4], xv[5], bit, !bit, 5 ^ bit, bit, !bit, 5 ^ bit, -42, 1234];
     check_eq("i32 finals", &xv, &want)?;
-    check_eq("atomic_fetch_add", &sorted(&fv[..T]), &(-t + 1..=0).collect::<Vec<_>>())?;
-    check_eq("atomic_fetch_inc", &sorted(&fv[T..2 * T]), &(0..t).collect::<Vec<_>>())?;
+    check_eq(
+        "atomic_fetch_add",
+        &sorted(&fv[..T]),
+        &(-t + 1..=0).collect::<Vec<_>>(),
+    )?;
+    check_eq(
+        "atomic_fetch_inc",
+        &sorted(&fv[T..2 * T]),
+        &(0..t).collect::<Vec<_>>(),
+    )?;
     let cas = &fv[2 * T..3 * T];
     let winners = cas.iter().filter(|&&v| v == -1).count();
     ensure(winners == 1 && (0..t).contains(&xv[4]), || {
@@ -161,7 +206,11 @@ fn i32_case(p: &Pgas) -> CaseResult {
     })?;
     let mut chain = fv[3 * T..4 * T].to_vec();
     chain.push(xv[5]);
-    check_eq("atomic_swap chain", &sorted(&chain), &(0..=t).collect::<Vec<_>>())?;
+    check_eq(
+        "atomic_swap chain",
+        &sorted(&chain),
+        &(0..=t).collect::<Vec<_>>(),
+    )?;
     let want_f = [0, -1, 5, 1234];
     check_eq("fetch_or/and/xor, fetch", &fv[4 * T..], &want_f)?;
     Ok(())
@@ -186,13 +235,25 @@ fn f32_case(p: &Pgas) -> CaseResult {
     let mut f = p.alloc::<f32>(T_F32 + 1)?;
     f.fill(f32::NAN)?;
     p.barrier_all()?;
-    amo_f32::launch(p, LaunchConfig::blocks(1, T_F32 as u32), &mut x, &mut f, util::next(p) as i32)?;
+    amo_f32::launch(
+        p,
+        LaunchConfig::blocks(1, T_F32 as u32),
+        &mut x,
+        &mut f,
+        util::next(p) as i32,
+    )?;
     util::settle(p)?;
     let (xv, fv) = (x.to_vec()?, f.to_vec()?);
     let mut chain: Vec<i64> = fv[..T_F32].iter().map(|&v| (v * 2.0) as i64).collect();
     chain.push((xv[0] * 2.0) as i64);
-    let want: Vec<i64> = std::iter::once(-2).chain((0..T_F32 as i64).map(|t| 2 * t + 1)).collect();
+    let want: Vec<i64> = std::iter::once(-2)
+        .chain((0..T_F32 as i64).map(|t| 2 * t + 1))
+        .collect();
     check_eq("f32 atomic_swap chain (doubled)", &sorted(&chain), &want)?;
     check_eq("f32 atomic_set", &xv[1..2], &[-2.25])?;
-    check_eq("f32 atomic_fetch", &fv[T_F32..], &[util::next(p) as f32 + 0.75])
+    check_eq(
+        "f32 atomic_fetch",
+        &fv[T_F32..],
+        &[util::next(p) as f32 + 0.75],
+    )
 }

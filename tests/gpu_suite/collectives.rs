@@ -3,22 +3,29 @@
 //! against the same reductions done here over every PE's inputs (each PE's inputs are a
 //! function of its number, so each PE can compute all of them).
 
-use crate::runner::Case;
+use crate::runner::{case, Case};
 use crate::util::{self, check_eq, CaseResult};
 use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
-    Case { name: "collectives/reduce_i32_block", run: |p| reduce_i32(p, true) },
-    Case { name: "collectives/reduce_i32_warp", run: |p| reduce_i32(p, false) },
-    Case { name: "collectives/reduce_f32_block", run: |p| reduce_f32(p, true) },
-    Case { name: "collectives/reduce_f32_warp", run: |p| reduce_f32(p, false) },
-    Case { name: "collectives/movers_block", run: |p| movers(p, true) },
-    Case { name: "collectives/movers_warp", run: |p| movers(p, false) },
+    case("collectives/reduce_i32_block", |p| reduce_i32(p, true)),
+    case("collectives/reduce_i32_warp", |p| reduce_i32(p, false)),
+    case("collectives/reduce_f32_block", |p| reduce_f32(p, true)),
+    case("collectives/reduce_f32_warp", |p| reduce_f32(p, false)),
+    case("collectives/movers_block", |p| movers(p, true)),
+    case("collectives/movers_warp", |p| movers(p, false)),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
-pub const KERNELS: &[&KernelSpec] = &[&reduce_i32_block::SPEC, &reduce_i32_warp::SPEC, &reduce_f32_block::SPEC, &reduce_f32_warp::SPEC, &movers_block::SPEC, &movers_warp::SPEC];
+pub const KERNELS: &[&KernelSpec] = &[
+    &reduce_i32_block::SPEC,
+    &reduce_i32_warp::SPEC,
+    &reduce_f32_block::SPEC,
+    &reduce_f32_warp::SPEC,
+    &movers_block::SPEC,
+    &movers_warp::SPEC,
+];
 
 /// Elements per PE.
 const L: usize = 256;
@@ -98,7 +105,11 @@ fn reduce_i32(p: &Pgas, block: bool) -> CaseResult {
     for (k, (name, op)) in ops.iter().enumerate() {
         let want: Vec<i32> = (0..L).map(|i| fold_pes(n, i, ival, op)).collect();
         let scope = if block { "block" } else { "warp" };
-        check_eq(&format!("reduce_{scope} i32 {name}"), &got[k * L..(k + 1) * L], &want)?;
+        check_eq(
+            &format!("reduce_{scope} i32 {name}"),
+            &got[k * L..(k + 1) * L],
+            &want,
+        )?;
     }
     Ok(())
 }
@@ -126,7 +137,11 @@ fn reduce_f32(p: &Pgas, block: bool) -> CaseResult {
     for (k, (name, op)) in ops.iter().enumerate() {
         let want: Vec<f32> = (0..L).map(|i| fold_pes(n, i, fval, op)).collect();
         let scope = if block { "block" } else { "warp" };
-        check_eq(&format!("reduce_{scope} f32 {name}"), &got[k * L..(k + 1) * L], &want)?;
+        check_eq(
+            &format!("reduce_{scope} f32 {name}"),
+            &got[k * L..(k + 1) * L],
+            &want,
+        )?;
     }
     Ok(())
 }
@@ -194,21 +209,59 @@ fn movers(p: &Pgas, block: bool) -> CaseResult {
     let r = root as i32;
     if block {
         let cfg = LaunchConfig::blocks(1, 128);
-        movers_block::launch(p, cfg, Team::WORLD, &mut rs, &rs_src, &mut ag, &ag_src,
-            &mut a2a, &a2a_src, &mut bc, &bc_src, r)?;
+        movers_block::launch(
+            p,
+            cfg,
+            Team::WORLD,
+            &mut rs,
+            &rs_src,
+            &mut ag,
+            &ag_src,
+            &mut a2a,
+            &a2a_src,
+            &mut bc,
+            &bc_src,
+            r,
+        )?;
     } else {
         let cfg = LaunchConfig::blocks(1, 32);
-        movers_warp::launch(p, cfg, Team::WORLD, &mut rs, &rs_src, &mut ag, &ag_src,
-            &mut a2a, &a2a_src, &mut bc, &bc_src, r)?;
+        movers_warp::launch(
+            p,
+            cfg,
+            Team::WORLD,
+            &mut rs,
+            &rs_src,
+            &mut ag,
+            &ag_src,
+            &mut a2a,
+            &a2a_src,
+            &mut bc,
+            &bc_src,
+            r,
+        )?;
     }
     util::settle(p)?;
     let scope = if block { "block" } else { "warp" };
-    let want_rs: Vec<i64> = (0..L).map(|i| (0..n).map(|k| mval(1, k, me * L + i)).sum()).collect();
-    check_eq(&format!("reduce_scatter_{scope} Sum"), &rs.to_vec()?, &want_rs)?;
-    let want_ag: Vec<i64> = (0..n).flat_map(|k| (0..L).map(move |i| mval(2, k, i))).collect();
+    let want_rs: Vec<i64> = (0..L)
+        .map(|i| (0..n).map(|k| mval(1, k, me * L + i)).sum())
+        .collect();
+    check_eq(
+        &format!("reduce_scatter_{scope} Sum"),
+        &rs.to_vec()?,
+        &want_rs,
+    )?;
+    let want_ag: Vec<i64> = (0..n)
+        .flat_map(|k| (0..L).map(move |i| mval(2, k, i)))
+        .collect();
     check_eq(&format!("all_gather_{scope}"), &ag.to_vec()?, &want_ag)?;
-    let want_a2a: Vec<i64> = (0..n).flat_map(|k| (0..L).map(move |i| mval(3, k, me * L + i))).collect();
+    let want_a2a: Vec<i64> = (0..n)
+        .flat_map(|k| (0..L).map(move |i| mval(3, k, me * L + i)))
+        .collect();
     check_eq(&format!("all_to_all_{scope}"), &a2a.to_vec()?, &want_a2a)?;
     let want_bc: Vec<i64> = (0..L).map(|i| mval(4, root, i)).collect();
-    check_eq(&format!("broadcast_{scope} from PE {root}"), &bc.to_vec()?, &want_bc)
+    check_eq(
+        &format!("broadcast_{scope} from PE {root}"),
+        &bc.to_vec()?,
+        &want_bc,
+    )
 }

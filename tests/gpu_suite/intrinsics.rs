@@ -1,15 +1,15 @@
 //! Block and warp intrinsics: static shared memory with `sync_threads`, warp shuffles,
 //! `sync_warp`, `threadfence`, and the local atomics on `CudaSlice` buffers.
 
-use crate::runner::Case;
+use crate::runner::{case, Case};
 use crate::util::{self, check_eq, sorted, CaseResult};
 use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
-    Case { name: "intrinsics/shared_array_sync_threads", run: shared_reduce },
-    Case { name: "intrinsics/shuffles_sync_warp", run: shuffles },
-    Case { name: "intrinsics/local_atomics", run: local_atomics_case },
+    case("intrinsics/shared_array_sync_threads", shared_reduce),
+    case("intrinsics/shuffles_sync_warp", shuffles),
+    case("intrinsics/local_atomics", local_atomics_case),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
@@ -36,7 +36,9 @@ fn block_sum(out: &mut SymTensor<u32>, x: &SymTensor<u32>) {
 
 fn shared_reduce(p: &Pgas) -> CaseResult {
     let blocks = 6;
-    let xs: Vec<u32> = (0..blocks * 256).map(|i| (i as u32).wrapping_mul(2654435761) >> 20).collect();
+    let xs: Vec<u32> = (0..blocks * 256)
+        .map(|i| (i as u32).wrapping_mul(2654435761) >> 20)
+        .collect();
     let x = p.alloc_from(&xs)?;
     let mut out = p.alloc::<u32>(blocks)?;
     out.fill(0)?;
@@ -47,7 +49,11 @@ fn shared_reduce(p: &Pgas) -> CaseResult {
 }
 
 #[pgas_kernel]
-fn warp_ops(xor_sum: &mut SymTensor<u32>, down_sum: &mut SymTensor<u32>, mirror: &mut SymTensor<u32>) {
+fn warp_ops(
+    xor_sum: &mut SymTensor<u32>,
+    down_sum: &mut SymTensor<u32>,
+    mirror: &mut SymTensor<u32>,
+) {
     let t = thread_idx_x() as usize;
     let lane = lane_id() as u32;
     let v = lane * lane + warp_id() as u32 * 1000;
@@ -80,7 +86,13 @@ fn shuffles(p: &Pgas) -> CaseResult {
     xs.fill(u32::MAX)?;
     ds.fill(u32::MAX)?;
     mirror.fill(u32::MAX)?;
-    warp_ops::launch(p, LaunchConfig::blocks(1, n as u32), &mut xs, &mut ds, &mut mirror)?;
+    warp_ops::launch(
+        p,
+        LaunchConfig::blocks(1, n as u32),
+        &mut xs,
+        &mut ds,
+        &mut mirror,
+    )?;
     util::settle(p)?;
     let v = |t: usize| ((t % 32) * (t % 32) + (t / 32) * 1000) as u32;
     let warp_total = |w: usize| (0..32).map(|l| v(w * 32 + l)).sum::<u32>();
@@ -89,9 +101,17 @@ fn shuffles(p: &Pgas) -> CaseResult {
     // shfl_down leaves lane l with the sum over lanes l, l+1, ... of a tree; lane 0 has it all.
     let got_down = ds.to_vec()?;
     let lane0: Vec<u32> = (0..n / 32).map(|w| got_down[w * 32]).collect();
-    check_eq("shfl_down_sync sum at lane 0", &lane0, &(0..n / 32).map(warp_total).collect::<Vec<_>>())?;
+    check_eq(
+        "shfl_down_sync sum at lane 0",
+        &lane0,
+        &(0..n / 32).map(warp_total).collect::<Vec<_>>(),
+    )?;
     let want_mirror: Vec<u32> = (0..n).map(|t| v(t - t % 32 + 31 - t % 32)).collect();
-    check_eq("shared memory across sync_warp", &mirror.to_vec()?, &want_mirror)
+    check_eq(
+        "shared memory across sync_warp",
+        &mirror.to_vec()?,
+        &want_mirror,
+    )
 }
 
 #[pgas_kernel]
@@ -120,19 +140,47 @@ fn local_atomics_case(p: &Pgas) -> CaseResult {
     let mut fsum = s.memcpy_stod(&[0.0f32])?;
     let mut olds = p.alloc::<u32>(3 * n)?;
     olds.fill(u32::MAX)?;
-    local_atomics::launch(p, LaunchConfig::blocks(4, 64), &mut cnt, &mut ints, &mut fsum, &mut olds)?;
+    local_atomics::launch(
+        p,
+        LaunchConfig::blocks(4, 64),
+        &mut cnt,
+        &mut ints,
+        &mut fsum,
+        &mut olds,
+    )?;
     util::settle(p)?;
     let c = s.memcpy_dtov(&cnt)?;
     let o = olds.to_vec()?;
-    check_eq("atomic_add_local old values", &sorted(&o[..n]), &(0..n as u32).collect::<Vec<_>>())?;
-    check_eq("atomic_add_local / sub final", &c[..2], &[n as u32, 10_000 - 2 * n as u32])?;
+    check_eq(
+        "atomic_add_local old values",
+        &sorted(&o[..n]),
+        &(0..n as u32).collect::<Vec<_>>(),
+    )?;
+    check_eq(
+        "atomic_add_local / sub final",
+        &c[..2],
+        &[n as u32, 10_000 - 2 * n as u32],
+    )?;
     let mut exch: Vec<u32> = o[n..2 * n].to_vec();
     exch.push(c[2]);
-    check_eq("atomic_exch_local chain", &sorted(&exch), &(0..=n as u32).collect::<Vec<_>>())?;
+    check_eq(
+        "atomic_exch_local chain",
+        &sorted(&exch),
+        &(0..=n as u32).collect::<Vec<_>>(),
+    )?;
     let winners = o[2 * n..].iter().filter(|&&v| v == 0).count();
-    util::ensure(winners == 1 && o[2 * n..].iter().all(|&v| v == 0 || v == c[3]), || {
-        format!("atomic_cas_local: {winners} winners, final {}", c[3])
-    })?;
-    check_eq("atomic_max/min_local", &s.memcpy_dtov(&ints)?, &[n as i32 - 101, -100])?;
-    check_eq("atomic_add_local f32", &s.memcpy_dtov(&fsum)?, &[n as f32 * 0.5])
+    util::ensure(
+        winners == 1 && o[2 * n..].iter().all(|&v| v == 0 || v == c[3]),
+        || format!("atomic_cas_local: {winners} winners, final {}", c[3]),
+    )?;
+    check_eq(
+        "atomic_max/min_local",
+        &s.memcpy_dtov(&ints)?,
+        &[n as i32 - 101, -100],
+    )?;
+    check_eq(
+        "atomic_add_local f32",
+        &s.memcpy_dtov(&fsum)?,
+        &[n as f32 * 0.5],
+    )
 }

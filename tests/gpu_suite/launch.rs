@@ -2,12 +2,12 @@
 //! once. Too large a grid must come back as the runtime's error naming the largest grid that
 //! fits; that largest grid must then launch and run.
 
-use crate::runner::Case;
+use crate::runner::{case, Case};
 use crate::util::{self, ensure, CaseResult};
 use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
-pub const CASES: &[Case] = &[Case { name: "launch/collective_grid_too_large", run: too_large }];
+pub const CASES: &[Case] = &[case("launch/collective_grid_too_large", too_large)];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
 pub const KERNELS: &[&KernelSpec] = &[&grid_barrier::SPEC];
@@ -32,7 +32,9 @@ fn too_large(p: &Pgas) -> CaseResult {
     let err = match grid_barrier::launch(p, LaunchConfig::blocks(TOO_MANY, 1024), &mut out) {
         Ok(()) => {
             util::settle(p)?;
-            return Err(format!("a collective launch of {TOO_MANY} x 1024 threads was accepted").into());
+            return Err(
+                format!("a collective launch of {TOO_MANY} x 1024 threads was accepted").into(),
+            );
         }
         Err(e) => e,
     };
@@ -41,15 +43,25 @@ fn too_large(p: &Pgas) -> CaseResult {
         pgas::Error::CollectiveGrid { max, .. } => *max,
         other => return Err(format!("expected the collective-grid error, got: {other}").into()),
     };
-    ensure(max > 0 && max < TOO_MANY as u64 && msg.contains(&max.to_string()), || {
-        format!("the error does not name a usable largest grid: {msg}")
-    })?;
-    println!("gpu_suite[pe {}]: collective grid error as expected: {msg}", util::me(p));
+    ensure(
+        max > 0 && max < TOO_MANY as u64 && msg.contains(&max.to_string()),
+        || format!("the error does not name a usable largest grid: {msg}"),
+    )?;
+    println!(
+        "gpu_suite[pe {}]: collective grid error as expected: {msg}",
+        util::me(p)
+    );
     // The largest grid it names must fit and run; every block leaves its mark.
     grid_barrier::launch(p, LaunchConfig::blocks(max as u32, 1024), &mut out)?;
     util::settle(p)?;
     let v = out.to_vec()?;
     let want: Vec<u32> = (1..=max as u32).collect();
-    util::check_eq(&format!("largest grid ({max} blocks) ran"), &v[..max as usize], &want)?;
-    ensure(v[max as usize..].iter().all(|&x| x == 0), || "blocks past the grid wrote".into())
+    util::check_eq(
+        &format!("largest grid ({max} blocks) ran"),
+        &v[..max as usize],
+        &want,
+    )?;
+    ensure(v[max as usize..].iter().all(|&x| x == 0), || {
+        "blocks past the grid wrote".into()
+    })
 }

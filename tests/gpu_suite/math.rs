@@ -2,14 +2,14 @@
 //! host. Tolerances: CUDA's single-precision functions are within a few ulp (about 1e-6
 //! relative); double within 1e-14.
 
-use crate::runner::Case;
+use crate::runner::{case, Case};
 use crate::util::{self, check_close, CaseResult};
 use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
-    Case { name: "math/f32", run: math_f32_case },
-    Case { name: "math/f64", run: math_f64_case },
+    case("math/f32", math_f32_case),
+    case("math/f64", math_f64_case),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
@@ -106,7 +106,9 @@ fn math_f64(out: &mut SymTensor<f64>, xs: &SymTensor<f64>) {
 
 /// Inputs in (0.05, 4.05): positive for ln/sqrt, both signs for `v - 2` (abs, floor, tanh).
 fn inputs() -> Vec<f64> {
-    (0..N).map(|i| 0.05 + (i as f64 * 0.618_034).fract() * 4.0).collect()
+    (0..N)
+        .map(|i| 0.05 + (i as f64 * 0.618_034).fract() * 4.0)
+        .collect()
 }
 
 fn reference(v: f64, i: usize) -> [f64; K] {

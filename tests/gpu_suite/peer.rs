@@ -2,12 +2,12 @@
 //! A PE can always reach itself; the test machines join their GPUs with NVLink, so every other
 //! PE is expected to be reachable too, and a PE that is not is reported as a failure there.
 
-use crate::runner::Case;
+use crate::runner::{case, Case};
 use crate::util::{self, check_eq, CaseResult};
 use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
-pub const CASES: &[Case] = &[Case { name: "peer/has_peer_load_store", run: peer_case }];
+pub const CASES: &[Case] = &[case("peer/has_peer_load_store", peer_case)];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
 pub const KERNELS: &[&KernelSpec] = &[&peer_access::SPEC];
@@ -16,7 +16,12 @@ const H: usize = 64;
 
 /// Thread i stores into the upper half of the next PE's `x` and loads from its lower half.
 #[pgas_kernel]
-fn peer_access(x: &mut SymTensor<u32>, has: &mut SymTensor<u32>, got: &mut SymTensor<u32>, pe: i32) {
+fn peer_access(
+    x: &mut SymTensor<u32>,
+    has: &mut SymTensor<u32>,
+    got: &mut SymTensor<u32>,
+    pe: i32,
+) {
     let i = thread_idx_x() as usize;
     if i == 0 {
         for k in 0..n_pes() {
@@ -40,11 +45,28 @@ fn peer_case(p: &Pgas) -> CaseResult {
     has.fill(9)?;
     got.fill(u32::MAX)?;
     p.barrier_all()?;
-    peer_access::launch(p, LaunchConfig::blocks(1, H as u32), &mut x, &mut has, &mut got, util::next(p) as i32)?;
+    peer_access::launch(
+        p,
+        LaunchConfig::blocks(1, H as u32),
+        &mut x,
+        &mut has,
+        &mut got,
+        util::next(p) as i32,
+    )?;
     util::settle(p)?;
-    check_eq("has_peer for every PE (all NVLink-reachable)", &has.to_vec()?, &vec![1; n])?;
+    check_eq(
+        "has_peer for every PE (all NVLink-reachable)",
+        &has.to_vec()?,
+        &vec![1; n],
+    )?;
     let xv = x.to_vec()?;
-    let stored: Vec<u32> = (0..H as u32).map(|i| util::prev(p) as u32 * 1000 + i).collect();
+    let stored: Vec<u32> = (0..H as u32)
+        .map(|i| util::prev(p) as u32 * 1000 + i)
+        .collect();
     check_eq("stores through peer()", &xv[H..], &stored)?;
-    check_eq("loads through peer()", &got.to_vec()?, &lower(util::next(p)).collect::<Vec<_>>())
+    check_eq(
+        "loads through peer()",
+        &got.to_vec()?,
+        &lower(util::next(p)).collect::<Vec<_>>(),
+    )
 }

@@ -3,24 +3,32 @@
 //! `CudaSlice`. Every PE puts to the next PE and gets from it, so after a run PE k holds PE k-1's
 //! data in the put targets and PE k+1's in the get targets (itself on both sides with one PE).
 
-use crate::runner::Case;
+use crate::runner::{case, Case};
 use crate::util::{self, check_eq, CaseResult};
 use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
-    Case { name: "rma/p_g_small_ints", run: pg_small },
-    Case { name: "rma/p_g_wide_ints", run: pg_wide },
-    Case { name: "rma/p_g_floats", run: pg_floats },
-    Case { name: "rma/p_g_f16_bf16", run: pg_halves },
-    Case { name: "rma/put_get_thread", run: thread_scope },
-    Case { name: "rma/put_get_warp", run: warp_scope },
-    Case { name: "rma/put_get_block", run: block_scope },
-    Case { name: "rma/put_get_unchecked", run: unchecked },
+    case("rma/p_g_small_ints", pg_small),
+    case("rma/p_g_wide_ints", pg_wide),
+    case("rma/p_g_floats", pg_floats),
+    case("rma/p_g_f16_bf16", pg_halves),
+    case("rma/put_get_thread", thread_scope),
+    case("rma/put_get_warp", warp_scope),
+    case("rma/put_get_block", block_scope),
+    case("rma/put_get_unchecked", unchecked),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
-pub const KERNELS: &[&KernelSpec] = &[&pg_small_kernel::SPEC, &pg_wide_kernel::SPEC, &pg_float_kernel::SPEC, &pg_half_kernel::SPEC, &rma_thread::SPEC, &rma_warp::SPEC, &rma_block::SPEC];
+pub const KERNELS: &[&KernelSpec] = &[
+    &pg_small_kernel::SPEC,
+    &pg_wide_kernel::SPEC,
+    &pg_float_kernel::SPEC,
+    &pg_half_kernel::SPEC,
+    &rma_thread::SPEC,
+    &rma_warp::SPEC,
+    &rma_block::SPEC,
+];
 
 const E: usize = 64;
 
@@ -31,10 +39,18 @@ fn val(pe: usize, i: usize) -> i64 {
 
 #[pgas_kernel]
 fn pg_small_kernel(
-    d8: &mut SymTensor<i8>, s8: &SymTensor<i8>, g8: &mut SymTensor<i8>,
-    du8: &mut SymTensor<u8>, su8: &SymTensor<u8>, gu8: &mut SymTensor<u8>,
-    d16: &mut SymTensor<i16>, s16: &SymTensor<i16>, g16: &mut SymTensor<i16>,
-    du16: &mut SymTensor<u16>, su16: &SymTensor<u16>, gu16: &mut SymTensor<u16>,
+    d8: &mut SymTensor<i8>,
+    s8: &SymTensor<i8>,
+    g8: &mut SymTensor<i8>,
+    du8: &mut SymTensor<u8>,
+    su8: &SymTensor<u8>,
+    gu8: &mut SymTensor<u8>,
+    d16: &mut SymTensor<i16>,
+    s16: &SymTensor<i16>,
+    g16: &mut SymTensor<i16>,
+    du16: &mut SymTensor<u16>,
+    su16: &SymTensor<u16>,
+    gu16: &mut SymTensor<u16>,
     pe: i32,
 ) {
     let i = thread_idx_x() as usize;
@@ -50,12 +66,24 @@ fn pg_small_kernel(
 
 #[pgas_kernel]
 fn pg_wide_kernel(
-    d32: &mut SymTensor<i32>, s32: &SymTensor<i32>, g32: &mut SymTensor<i32>,
-    du32: &mut SymTensor<u32>, su32: &SymTensor<u32>, gu32: &mut SymTensor<u32>,
-    d64: &mut SymTensor<i64>, s64: &SymTensor<i64>, g64: &mut SymTensor<i64>,
-    du64: &mut SymTensor<u64>, su64: &SymTensor<u64>, gu64: &mut SymTensor<u64>,
-    dsz: &mut SymTensor<isize>, ssz: &SymTensor<isize>, gsz: &mut SymTensor<isize>,
-    dus: &mut SymTensor<usize>, sus: &SymTensor<usize>, gus: &mut SymTensor<usize>,
+    d32: &mut SymTensor<i32>,
+    s32: &SymTensor<i32>,
+    g32: &mut SymTensor<i32>,
+    du32: &mut SymTensor<u32>,
+    su32: &SymTensor<u32>,
+    gu32: &mut SymTensor<u32>,
+    d64: &mut SymTensor<i64>,
+    s64: &SymTensor<i64>,
+    g64: &mut SymTensor<i64>,
+    du64: &mut SymTensor<u64>,
+    su64: &SymTensor<u64>,
+    gu64: &mut SymTensor<u64>,
+    dsz: &mut SymTensor<isize>,
+    ssz: &SymTensor<isize>,
+    gsz: &mut SymTensor<isize>,
+    dus: &mut SymTensor<usize>,
+    sus: &SymTensor<usize>,
+    gus: &mut SymTensor<usize>,
     pe: i32,
 ) {
     let i = thread_idx_x() as usize;
@@ -75,8 +103,12 @@ fn pg_wide_kernel(
 
 #[pgas_kernel]
 fn pg_float_kernel(
-    d32: &mut SymTensor<f32>, s32: &SymTensor<f32>, g32: &mut SymTensor<f32>,
-    d64: &mut SymTensor<f64>, s64: &SymTensor<f64>, g64: &mut SymTensor<f64>,
+    d32: &mut SymTensor<f32>,
+    s32: &SymTensor<f32>,
+    g32: &mut SymTensor<f32>,
+    d64: &mut SymTensor<f64>,
+    s64: &SymTensor<f64>,
+    g64: &mut SymTensor<f64>,
     pe: i32,
 ) {
     let i = thread_idx_x() as usize;
@@ -88,8 +120,12 @@ fn pg_float_kernel(
 
 #[pgas_kernel]
 fn pg_half_kernel(
-    dh: &mut SymTensor<f16>, sh: &SymTensor<f16>, gh: &mut SymTensor<f16>,
-    db: &mut SymTensor<bf16>, sb: &SymTensor<bf16>, gb: &mut SymTensor<bf16>,
+    dh: &mut SymTensor<f16>,
+    sh: &SymTensor<f16>,
+    gh: &mut SymTensor<f16>,
+    db: &mut SymTensor<bf16>,
+    sb: &SymTensor<bf16>,
+    gb: &mut SymTensor<bf16>,
     pe: i32,
 ) {
     let i = thread_idx_x() as usize;
@@ -136,9 +172,21 @@ fn pg_small(p: &Pgas) -> CaseResult {
     let (mut du16, su16, mut gu16) = triple!(p, u16, |v: i64| v as u16 * 3, u16::MAX);
     p.barrier_all()?;
     pg_small_kernel::launch(
-        p, LaunchConfig::blocks(1, E as u32),
-        &mut d8, &s8, &mut g8, &mut du8, &su8, &mut gu8,
-        &mut d16, &s16, &mut g16, &mut du16, &su16, &mut gu16, pe_next(p),
+        p,
+        LaunchConfig::blocks(1, E as u32),
+        &mut d8,
+        &s8,
+        &mut g8,
+        &mut du8,
+        &su8,
+        &mut gu8,
+        &mut d16,
+        &s16,
+        &mut g16,
+        &mut du16,
+        &su16,
+        &mut gu16,
+        pe_next(p),
     )?;
     util::settle(p)?;
     check!(p, "i8", d8, g8, |v: i64| (v % 100) as i8, |x| x);
@@ -157,10 +205,27 @@ fn pg_wide(p: &Pgas) -> CaseResult {
     let (mut dus, sus, mut gus) = triple!(p, usize, |v: i64| (v as usize) << 34, 0);
     p.barrier_all()?;
     pg_wide_kernel::launch(
-        p, LaunchConfig::blocks(1, E as u32),
-        &mut d32, &s32, &mut g32, &mut du32, &su32, &mut gu32,
-        &mut d64, &s64, &mut g64, &mut du64, &su64, &mut gu64,
-        &mut dsz, &ssz, &mut gsz, &mut dus, &sus, &mut gus, pe_next(p),
+        p,
+        LaunchConfig::blocks(1, E as u32),
+        &mut d32,
+        &s32,
+        &mut g32,
+        &mut du32,
+        &su32,
+        &mut gu32,
+        &mut d64,
+        &s64,
+        &mut g64,
+        &mut du64,
+        &su64,
+        &mut gu64,
+        &mut dsz,
+        &ssz,
+        &mut gsz,
+        &mut dus,
+        &sus,
+        &mut gus,
+        pe_next(p),
     )?;
     util::settle(p)?;
     check!(p, "i32", d32, g32, |v: i64| -(v as i32) * 1000, |x| x);
@@ -177,12 +242,21 @@ fn pg_floats(p: &Pgas) -> CaseResult {
     let (mut d64, s64, mut g64) = triple!(p, f64, |v: i64| -(v as f64) / 3.0, f64::NAN);
     p.barrier_all()?;
     pg_float_kernel::launch(
-        p, LaunchConfig::blocks(1, E as u32),
-        &mut d32, &s32, &mut g32, &mut d64, &s64, &mut g64, pe_next(p),
+        p,
+        LaunchConfig::blocks(1, E as u32),
+        &mut d32,
+        &s32,
+        &mut g32,
+        &mut d64,
+        &s64,
+        &mut g64,
+        pe_next(p),
     )?;
     util::settle(p)?;
-    check!(p, "f32", d32, g32, |v: i64| v as f32 + 0.125, |x: f32| x * 0.5);
-    check!(p, "f64", d64, g64, |v: i64| -(v as f64) / 3.0, |x: f64| x * 0.25);
+    check!(p, "f32", d32, g32, |v: i64| v as f32 + 0.125, |x: f32| x
+        * 0.5);
+    check!(p, "f64", d64, g64, |v: i64| -(v as f64) / 3.0, |x: f64| x
+        * 0.25);
     Ok(())
 }
 
@@ -191,12 +265,33 @@ fn pg_halves(p: &Pgas) -> CaseResult {
     let (mut db, sb, mut gb) = triple!(p, bf16, |v: i64| bf16::from_f32(-(v as f32)), bf16::NAN);
     p.barrier_all()?;
     pg_half_kernel::launch(
-        p, LaunchConfig::blocks(1, E as u32),
-        &mut dh, &sh, &mut gh, &mut db, &sb, &mut gb, pe_next(p),
+        p,
+        LaunchConfig::blocks(1, E as u32),
+        &mut dh,
+        &sh,
+        &mut gh,
+        &mut db,
+        &sb,
+        &mut gb,
+        pe_next(p),
     )?;
     util::settle(p)?;
-    check!(p, "f16", dh, gh, |v: i64| f16::from_f32(v as f32 / 4.0), |x| x);
-    check!(p, "bf16", db, gb, |v: i64| bf16::from_f32(-(v as f32)), |x| x);
+    check!(
+        p,
+        "f16",
+        dh,
+        gh,
+        |v: i64| f16::from_f32(v as f32 / 4.0),
+        |x| x
+    );
+    check!(
+        p,
+        "bf16",
+        db,
+        gb,
+        |v: i64| bf16::from_f32(-(v as f32)),
+        |x| x
+    );
     Ok(())
 }
 
@@ -263,7 +358,9 @@ fn rma_block(
 }
 
 fn bulk_src(pe: usize) -> Vec<i32> {
-    (0..L).map(|i| (pe as i32 + 1) * 1_000_000 + i as i32).collect()
+    (0..L)
+        .map(|i| (pe as i32 + 1) * 1_000_000 + i as i32)
+        .collect()
 }
 
 struct Bulk {
@@ -296,7 +393,10 @@ fn check_bulk(p: &Pgas, scope: &str, got: [Vec<i32>; 4]) -> CaseResult {
 }
 
 fn thread_scope(p: &Pgas) -> CaseResult {
-    let Bulk { src, d: [mut a, mut b, mut c, _] } = bulk(p)?;
+    let Bulk {
+        src,
+        d: [mut a, mut b, mut c, _],
+    } = bulk(p)?;
     let mut local = p.stream().memcpy_stod(&vec![-1i32; L])?;
     let cfg = LaunchConfig::blocks(4, 64);
     rma_thread::launch(p, cfg, &mut a, &mut b, &mut c, &mut local, &src, pe_next(p))?;
@@ -306,24 +406,41 @@ fn thread_scope(p: &Pgas) -> CaseResult {
 }
 
 fn warp_scope(p: &Pgas) -> CaseResult {
-    let Bulk { src, d: [mut a, mut b, mut c, mut d] } = bulk(p)?;
+    let Bulk {
+        src,
+        d: [mut a, mut b, mut c, mut d],
+    } = bulk(p)?;
     let cfg = LaunchConfig::blocks(2, 128);
     rma_warp::launch(p, cfg, &mut a, &mut b, &mut c, &mut d, &src, pe_next(p))?;
     util::settle(p)?;
-    check_bulk(p, "_warp", [a.to_vec()?, b.to_vec()?, c.to_vec()?, d.to_vec()?])
+    check_bulk(
+        p,
+        "_warp",
+        [a.to_vec()?, b.to_vec()?, c.to_vec()?, d.to_vec()?],
+    )
 }
 
 fn block_scope(p: &Pgas) -> CaseResult {
-    let Bulk { src, d: [mut a, mut b, mut c, mut d] } = bulk(p)?;
+    let Bulk {
+        src,
+        d: [mut a, mut b, mut c, mut d],
+    } = bulk(p)?;
     let cfg = LaunchConfig::blocks(4, 256);
     rma_block::launch(p, cfg, &mut a, &mut b, &mut c, &mut d, &src, pe_next(p))?;
     util::settle(p)?;
-    check_bulk(p, "_block", [a.to_vec()?, b.to_vec()?, c.to_vec()?, d.to_vec()?])
+    check_bulk(
+        p,
+        "_block",
+        [a.to_vec()?, b.to_vec()?, c.to_vec()?, d.to_vec()?],
+    )
 }
 
 /// The plain variant (`launch_unchecked`) of the block-scope kernel gives the same data.
 fn unchecked(p: &Pgas) -> CaseResult {
-    let Bulk { src, d: [mut a, mut b, mut c, mut d] } = bulk(p)?;
+    let Bulk {
+        src,
+        d: [mut a, mut b, mut c, mut d],
+    } = bulk(p)?;
     let cfg = LaunchConfig::blocks(4, 256);
     // SAFETY: every index stays inside the 8192-element buffers (4 blocks x 2048) and the
     // target PE is the next one in the ring, which exists.
@@ -331,5 +448,9 @@ fn unchecked(p: &Pgas) -> CaseResult {
         rma_block::launch_unchecked(p, cfg, &mut a, &mut b, &mut c, &mut d, &src, pe_next(p))?
     };
     util::settle(p)?;
-    check_bulk(p, "_block unchecked", [a.to_vec()?, b.to_vec()?, c.to_vec()?, d.to_vec()?])
+    check_bulk(
+        p,
+        "_block unchecked",
+        [a.to_vec()?, b.to_vec()?, c.to_vec()?, d.to_vec()?],
+    )
 }

@@ -18,6 +18,11 @@ pub struct Case {
     pub run: fn(&Pgas) -> CaseResult,
 }
 
+/// A named case (a `const fn`, so the case lists are constants).
+pub const fn case(name: &'static str, run: fn(&Pgas) -> CaseResult) -> Case {
+    Case { name, run }
+}
+
 /// A case that runs longer than this is reported as hung and the process exits: a lost signal
 /// would otherwise keep the GPU spinning until the outer `timeout` kills everything silently.
 /// Generous, because the first run of a case includes NVRTC compiles (several seconds each).
@@ -101,9 +106,17 @@ pub fn run(cases: &[Case], kernels: &[&'static KernelSpec], filters: &[String]) 
 fn prewarm(pgas: &Pgas, kernels: &[&'static KernelSpec]) {
     let mut list: Vec<Prewarm<'static>> = kernels
         .iter()
-        .map(|&spec| Prewarm { spec, variant: Variant::Checked, comptime: &[] })
+        .map(|&spec| Prewarm {
+            spec,
+            variant: Variant::Checked,
+            comptime: &[],
+        })
         .collect();
-    list.push(Prewarm { spec: &publish::SPEC, variant: Variant::Checked, comptime: &[] });
+    list.push(Prewarm {
+        spec: &publish::SPEC,
+        variant: Variant::Checked,
+        comptime: &[],
+    });
     let t = Instant::now();
     let outcome = pgas::jit::prewarm(pgas, &list);
     if util::me(pgas) == 0 {
@@ -113,7 +126,9 @@ fn prewarm(pgas: &Pgas, kernels: &[&'static KernelSpec]) {
                 list.len(),
                 t.elapsed().as_secs_f64()
             ),
-            Err(e) => println!("gpu_suite: prewarm stopped at an error (the case will say more): {e}"),
+            Err(e) => {
+                println!("gpu_suite: prewarm stopped at an error (the case will say more): {e}")
+            }
         }
     }
 }
@@ -131,7 +146,9 @@ fn report(pgas: &Pgas, cases: &[&Case], ok: &[bool]) -> ExitCode {
     });
     let (mut passed, mut failed) = (0, 0);
     for (c, case) in cases.iter().enumerate() {
-        let bad: Vec<usize> = (0..n).filter(|&pe| table[pe * cases.len() + c] == 0).collect();
+        let bad: Vec<usize> = (0..n)
+            .filter(|&pe| table[pe * cases.len() + c] == 0)
+            .collect();
         if bad.is_empty() {
             passed += 1;
         } else {

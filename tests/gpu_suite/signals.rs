@@ -5,21 +5,27 @@
 //! signalled about inside the kernel, right after its wait: that copy proves the data had
 //! arrived when the signal did, which a check after the kernel could not.
 
-use crate::runner::Case;
+use crate::runner::{case, Case};
 use crate::util::{self, check_eq, CaseResult};
 use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
-    Case { name: "signals/put_signal_thread", run: ps_thread },
-    Case { name: "signals/put_signal_warp", run: ps_warp },
-    Case { name: "signals/put_signal_block", run: ps_block },
-    Case { name: "signals/signal_op_wait_fetch", run: signal_ops_case },
-    Case { name: "signals/wait_until_test_fence_quiet", run: p2p_case },
+    case("signals/put_signal_thread", ps_thread),
+    case("signals/put_signal_warp", ps_warp),
+    case("signals/put_signal_block", ps_block),
+    case("signals/signal_op_wait_fetch", signal_ops_case),
+    case("signals/wait_until_test_fence_quiet", p2p_case),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
-pub const KERNELS: &[&KernelSpec] = &[&put_signal_thread::SPEC, &put_signal_warp_kernel::SPEC, &put_signal_block_kernel::SPEC, &signal_ops::SPEC, &p2p::SPEC];
+pub const KERNELS: &[&KernelSpec] = &[
+    &put_signal_thread::SPEC,
+    &put_signal_warp_kernel::SPEC,
+    &put_signal_block_kernel::SPEC,
+    &signal_ops::SPEC,
+    &p2p::SPEC,
+];
 
 const L: usize = 4096;
 
@@ -117,24 +123,56 @@ fn ps_setup(p: &Pgas) -> Result<PutSignal, Box<dyn std::error::Error>> {
     let src = p.alloc_from(&src_of(util::me(p)))?;
     // No PE may signal another before that one has zeroed its signals.
     p.barrier_all()?;
-    Ok(PutSignal { d, d_nbi, seen, src, sig, got })
+    Ok(PutSignal {
+        d,
+        d_nbi,
+        seen,
+        src,
+        sig,
+        got,
+    })
 }
 
 fn ps_check(p: &Pgas, s: &PutSignal, scope: &str) -> CaseResult {
     let want = src_of(util::prev(p));
     check_eq(&format!("put_signal{scope} data"), &s.d.to_vec()?, &want)?;
-    check_eq(&format!("put_signal_nbi{scope} data"), &s.d_nbi.to_vec()?, &want)?;
+    check_eq(
+        &format!("put_signal_nbi{scope} data"),
+        &s.d_nbi.to_vec()?,
+        &want,
+    )?;
     // Both copies equal at wait time, so their xor seen right after the waits is all zero.
-    check_eq(&format!("put_signal{scope} data visible at the signal"), &s.seen.to_vec()?, &vec![0; L])?;
-    check_eq(&format!("put_signal{scope} signals (Set 1, Add 5)"), &s.sig.to_vec()?, &[1, 5])?;
-    check_eq(&format!("signal_wait_until{scope} returns"), &s.got.to_vec()?, &[1, 5])
+    check_eq(
+        &format!("put_signal{scope} data visible at the signal"),
+        &s.seen.to_vec()?,
+        &vec![0; L],
+    )?;
+    check_eq(
+        &format!("put_signal{scope} signals (Set 1, Add 5)"),
+        &s.sig.to_vec()?,
+        &[1, 5],
+    )?;
+    check_eq(
+        &format!("signal_wait_until{scope} returns"),
+        &s.got.to_vec()?,
+        &[1, 5],
+    )
 }
 
 fn ps_thread(p: &Pgas) -> CaseResult {
     let mut s = ps_setup(p)?;
     let pe = util::next(p) as i32;
-    put_signal_thread::launch(p, LaunchConfig::blocks(1, 1),
-        &mut s.d, &mut s.d_nbi, &mut s.seen, &s.src, &mut s.sig, &mut s.got, pe)?;
+    put_signal_thread::launch(
+        p,
+        LaunchConfig::blocks(1, 1),
+        &mut s.d,
+        &mut s.d_nbi,
+        &mut s.seen,
+        &s.src,
+        &mut s.sig,
+        &mut s.got,
+        pe,
+    )?;
     util::settle(p)?;
     ps_check(p, &s, "")
 }
@@ -142,8 +180,17 @@ fn ps_thread(p: &Pgas) -> CaseResult {
 fn ps_warp(p: &Pgas) -> CaseResult {
     let mut s = ps_setup(p)?;
     let pe = util::next(p) as i32;
-    put_signal_warp_kernel::launch(p, LaunchConfig::blocks(1, 32),
-        &mut s.d, &mut s.d_nbi, &mut s.seen, &s.src, &mut s.sig, &mut s.got, pe)?;
+    put_signal_warp_kernel::launch(
+        p,
+        LaunchConfig::blocks(1, 32),
+        &mut s.d,
+        &mut s.d_nbi,
+        &mut s.seen,
+        &s.src,
+        &mut s.sig,
+        &mut s.got,
+        pe,
+    )?;
     util::settle(p)?;
     ps_check(p, &s, "_warp")
 }
@@ -151,8 +198,17 @@ fn ps_warp(p: &Pgas) -> CaseResult {
 fn ps_block(p: &Pgas) -> CaseResult {
     let mut s = ps_setup(p)?;
     let pe = util::next(p) as i32;
-    put_signal_block_kernel::launch(p, LaunchConfig::blocks(1, 256),
-        &mut s.d, &mut s.d_nbi, &mut s.seen, &s.src, &mut s.sig, &mut s.got, pe)?;
+    put_signal_block_kernel::launch(
+        p,
+        LaunchConfig::blocks(1, 256),
+        &mut s.d,
+        &mut s.d_nbi,
+        &mut s.seen,
+        &s.src,
+        &mut s.sig,
+        &mut s.got,
+        pe,
+    )?;
     util::settle(p)?;
     ps_check(p, &s, "_block")
 }
@@ -179,10 +235,24 @@ fn signal_ops_case(p: &Pgas) -> CaseResult {
     let mut got = p.alloc::<u64>(8)?;
     got.fill(u64::MAX)?;
     p.barrier_all()?;
-    signal_ops::launch(p, LaunchConfig::blocks(1, 1), &mut sig, &mut got, util::next(p) as i32)?;
+    signal_ops::launch(
+        p,
+        LaunchConfig::blocks(1, 1),
+        &mut sig,
+        &mut got,
+        util::next(p) as i32,
+    )?;
     util::settle(p)?;
-    check_eq("signal_wait_until / signal_fetch results", &got.to_vec()?, &[7, 7, 7, 9, 11, 2, 5, 7])?;
-    check_eq("signals after Set and two Adds", &sig.to_vec()?, &[7, 7, 9, 11, 2, 5])
+    check_eq(
+        "signal_wait_until / signal_fetch results",
+        &got.to_vec()?,
+        &[7, 7, 7, 9, 11, 2, 5, 7],
+    )?;
+    check_eq(
+        "signals after Set and two Adds",
+        &sig.to_vec()?,
+        &[7, 7, 9, 11, 2, 5],
+    )
 }
 
 /// One thread. Data by `p` then `fence` then a flag: the flag's arrival implies the data's.
@@ -249,13 +319,32 @@ fn p2p_case(p: &Pgas) -> CaseResult {
     seen.fill(f32::NAN)?;
     tests.fill(7)?;
     p.barrier_all()?;
-    p2p::launch(p, LaunchConfig::blocks(1, 1),
-        &mut flag, &mut data, &mut data2, &src, &mut seen, &mut tests, util::next(p) as i32)?;
+    p2p::launch(
+        p,
+        LaunchConfig::blocks(1, 1),
+        &mut flag,
+        &mut data,
+        &mut data2,
+        &src,
+        &mut seen,
+        &mut tests,
+        util::next(p) as i32,
+    )?;
     util::settle(p)?;
-    let prev: Vec<f32> = (0..n).map(|i| util::prev(p) as f32 * 1000.0 + i as f32).collect();
+    let prev: Vec<f32> = (0..n)
+        .map(|i| util::prev(p) as f32 * 1000.0 + i as f32)
+        .collect();
     let both: Vec<f32> = prev.iter().chain(prev.iter()).copied().collect();
-    check_eq("data seen after fence+flag, then after quiet+flag", &seen.to_vec()?, &both)?;
+    check_eq(
+        "data seen after fence+flag, then after quiet+flag",
+        &seen.to_vec()?,
+        &both,
+    )?;
     check_eq("flags", &flag.to_vec()?, &[1, 2, 5])?;
     let want = [1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0];
-    check_eq("test() with Eq Ne Gt Ge Lt Le (true, false)", &tests.to_vec()?, &want)
+    check_eq(
+        "test() with Eq Ne Gt Ge Lt Le (true, false)",
+        &tests.to_vec()?,
+        &want,
+    )
 }

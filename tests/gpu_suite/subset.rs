@@ -1,22 +1,28 @@
 //! The Rust subset inside kernels and the thread intrinsics: every statement and expression form
 //! of the spec, computed on the GPU and by the same Rust on the host.
 
-use crate::runner::Case;
+use crate::runner::{case, Case};
 use crate::util::{self, check_eq, ensure, CaseResult};
 use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
-    Case { name: "subset/thread_ids_3d", run: thread_ids_3d },
-    Case { name: "subset/global_thread_idx", run: global_idx },
-    Case { name: "subset/control_flow", run: control_flow_case },
-    Case { name: "subset/device_fns", run: device_fns },
-    Case { name: "subset/slices", run: slices_case },
-    Case { name: "subset/comptime", run: comptime_case },
+    case("subset/thread_ids_3d", thread_ids_3d),
+    case("subset/global_thread_idx", global_idx),
+    case("subset/control_flow", control_flow_case),
+    case("subset/device_fns", device_fns),
+    case("subset/slices", slices_case),
+    case("subset/comptime", comptime_case),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
-pub const KERNELS: &[&KernelSpec] = &[&thread_ids::SPEC, &global_ids::SPEC, &control_flow::SPEC, &device_fn_user::SPEC, &slices::SPEC];
+pub const KERNELS: &[&KernelSpec] = &[
+    &thread_ids::SPEC,
+    &global_ids::SPEC,
+    &control_flow::SPEC,
+    &device_fn_user::SPEC,
+    &slices::SPEC,
+];
 
 const ROW: usize = 14;
 
@@ -56,7 +62,20 @@ fn thread_ids_3d(p: &Pgas) -> CaseResult {
             let blk = bx + g.0 * (by + g.1 * bz);
             let r = ((blk * b.0 * b.1 * b.2 + t) as usize) * ROW;
             want[r..r + ROW].copy_from_slice(&[
-                tx, ty, tz, bx, by, bz, b.0, b.1, b.2, g.0, g.1, g.2, t % 32, t / 32,
+                tx,
+                ty,
+                tz,
+                bx,
+                by,
+                bz,
+                b.0,
+                b.1,
+                b.2,
+                g.0,
+                g.1,
+                g.2,
+                t % 32,
+                t / 32,
             ]);
         }
     }
@@ -311,7 +330,9 @@ fn comptime_case(p: &Pgas) -> CaseResult {
         out.fill(u32::MAX)?;
         comptime_scale::launch(p, LaunchConfig::blocks(1, 32), &mut out, k, neg)?;
         util::settle(p)?;
-        let want: Vec<u32> = (0..32).map(|i| if neg { 1000 - i * k } else { i * k }).collect();
+        let want: Vec<u32> = (0..32)
+            .map(|i| if neg { 1000 - i * k } else { i * k })
+            .collect();
         check_eq(&format!("comptime k={k} neg={neg}"), &out.to_vec()?, &want)?;
     }
     ensure(comptime_scale::SPEC.params.len() == 3, || {

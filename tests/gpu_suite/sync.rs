@@ -4,20 +4,25 @@
 //! every slot at least at that round. `barrier*` completes the writes itself; `sync*` only
 //! synchronizes, so the writer calls `quiet()` before it.
 
-use crate::runner::Case;
+use crate::runner::{case, Case};
 use crate::util::{self, check_eq, CaseResult};
 use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
-    Case { name: "sync/team_queries", run: queries },
-    Case { name: "sync/barriers_thread", run: thread_scope },
-    Case { name: "sync/barriers_warp", run: warp_scope },
-    Case { name: "sync/barriers_block", run: block_scope },
+    case("sync/team_queries", queries),
+    case("sync/barriers_thread", thread_scope),
+    case("sync/barriers_warp", warp_scope),
+    case("sync/barriers_block", block_scope),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
-pub const KERNELS: &[&KernelSpec] = &[&team_queries::SPEC, &barriers_thread::SPEC, &barriers_warp::SPEC, &barriers_block::SPEC];
+pub const KERNELS: &[&KernelSpec] = &[
+    &team_queries::SPEC,
+    &barriers_thread::SPEC,
+    &barriers_warp::SPEC,
+    &barriers_block::SPEC,
+];
 
 const ROUNDS: u32 = 50;
 
@@ -36,7 +41,11 @@ fn queries(p: &Pgas) -> CaseResult {
     team_queries::launch(p, LaunchConfig::blocks(1, 1), &mut out, Team::WORLD)?;
     util::settle(p)?;
     let (me, n) = (util::me(p) as i32, util::npes(p) as i32);
-    check_eq("my_pe n_pes team_my_pe team_n_pes team_translate_pe", &out.to_vec()?, &[me, n, me, n, (me + 1) % n])
+    check_eq(
+        "my_pe n_pes team_my_pe team_n_pes team_translate_pe",
+        &out.to_vec()?,
+        &[me, n, me, n, (me + 1) % n],
+    )
 }
 
 /// One thread per PE: four stages per round, one per barrier form.
@@ -159,29 +168,59 @@ fn run_barriers(p: &Pgas, launch: BarrierLaunch, forms: [&str; 4]) -> CaseResult
     let e = errs.to_vec()?;
     for (s, form) in forms.iter().enumerate() {
         util::ensure(e[s] == 0, || {
-            format!("{form}: {} stale slots seen after it in {ROUNDS} rounds", e[s])
+            format!(
+                "{form}: {} stale slots seen after it in {ROUNDS} rounds",
+                e[s]
+            )
         })?;
     }
-    check_eq("slots after the last round", &x.to_vec()?, &vec![ROUNDS * 4; n])
+    check_eq(
+        "slots after the last round",
+        &x.to_vec()?,
+        &vec![ROUNDS * 4; n],
+    )
 }
 
 fn thread_scope(p: &Pgas) -> CaseResult {
-    let forms = ["barrier_all", "quiet+sync_all", "barrier(team)", "quiet+team_sync(team)"];
-    run_barriers(p, |p, x, e| {
-        barriers_thread::launch(p, LaunchConfig::blocks(1, 1), x, e, Team::WORLD, ROUNDS)
-    }, forms)
+    let forms = [
+        "barrier_all",
+        "quiet+sync_all",
+        "barrier(team)",
+        "quiet+team_sync(team)",
+    ];
+    run_barriers(
+        p,
+        |p, x, e| barriers_thread::launch(p, LaunchConfig::blocks(1, 1), x, e, Team::WORLD, ROUNDS),
+        forms,
+    )
 }
 
 fn warp_scope(p: &Pgas) -> CaseResult {
-    let forms = ["barrier_all_warp", "quiet+sync_all_warp", "barrier_warp(team)", "quiet+team_sync_warp(team)"];
-    run_barriers(p, |p, x, e| {
-        barriers_warp::launch(p, LaunchConfig::blocks(1, 32), x, e, Team::WORLD, ROUNDS)
-    }, forms)
+    let forms = [
+        "barrier_all_warp",
+        "quiet+sync_all_warp",
+        "barrier_warp(team)",
+        "quiet+team_sync_warp(team)",
+    ];
+    run_barriers(
+        p,
+        |p, x, e| barriers_warp::launch(p, LaunchConfig::blocks(1, 32), x, e, Team::WORLD, ROUNDS),
+        forms,
+    )
 }
 
 fn block_scope(p: &Pgas) -> CaseResult {
-    let forms = ["barrier_all_block", "quiet+sync_all_block", "barrier_block(team)", "quiet+team_sync_block(team)"];
-    run_barriers(p, |p, x, e| {
-        barriers_block::launch(p, LaunchConfig::blocks(1, 128), x, e, Team::WORLD, ROUNDS)
-    }, forms)
+    let forms = [
+        "barrier_all_block",
+        "quiet+sync_all_block",
+        "barrier_block(team)",
+        "quiet+team_sync_block(team)",
+    ];
+    run_barriers(
+        p,
+        |p, x, e| {
+            barriers_block::launch(p, LaunchConfig::blocks(1, 128), x, e, Team::WORLD, ROUNDS)
+        },
+        forms,
+    )
 }

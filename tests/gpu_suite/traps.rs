@@ -32,7 +32,10 @@ pub fn run(which: &str) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    println!("expect-trap {which}: the report must name file {}, line {line}", file!());
+    println!(
+        "expect-trap {which}: the report must name file {}, line {line}",
+        file!()
+    );
     let outcome = (|| -> Result<(), Box<dyn std::error::Error>> {
         let pgas = pgas::init()?;
         let mut x = pgas.alloc::<u32>(16)?;

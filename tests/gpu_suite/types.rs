@@ -1,20 +1,25 @@
 //! Every scalar type of the spec as a by-value parameter, in arithmetic, in casts and stored in a
 //! `SymTensor` of its type; literals with and without suffixes.
 
-use crate::runner::Case;
+use crate::runner::{case, Case};
 use crate::util::{self, check_eq, CaseResult};
 use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
-    Case { name: "types/integers", run: integers },
-    Case { name: "types/floats_and_literals", run: floats },
-    Case { name: "types/f16_bf16", run: halves },
-    Case { name: "types/bool", run: bools },
+    case("types/integers", integers),
+    case("types/floats_and_literals", floats),
+    case("types/f16_bf16", halves),
+    case("types/bool", bools),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
-pub const KERNELS: &[&KernelSpec] = &[&ints::SPEC, &float_kernel::SPEC, &half_kernel::SPEC, &bool_kernel::SPEC];
+pub const KERNELS: &[&KernelSpec] = &[
+    &ints::SPEC,
+    &float_kernel::SPEC,
+    &half_kernel::SPEC,
+    &bool_kernel::SPEC,
+];
 
 const N: usize = 16;
 
@@ -93,18 +98,55 @@ fn integers(p: &Pgas) -> CaseResult {
     )?;
     util::settle(p)?;
     let r = 0..N;
-    check_eq("i8", &o8.to_vec()?, &r.clone().map(|i| a + i as i8 * 3).collect::<Vec<_>>())?;
-    check_eq("i16", &o16.to_vec()?, &r.clone().map(|i| b - i as i16 * 1000).collect::<Vec<_>>())?;
-    check_eq("i32", &o32.to_vec()?, &r.clone().map(|i| c * (i as i32 + 1) + 16).collect::<Vec<_>>())?;
+    check_eq(
+        "i8",
+        &o8.to_vec()?,
+        &r.clone().map(|i| a + i as i8 * 3).collect::<Vec<_>>(),
+    )?;
+    check_eq(
+        "i16",
+        &o16.to_vec()?,
+        &r.clone().map(|i| b - i as i16 * 1000).collect::<Vec<_>>(),
+    )?;
+    check_eq(
+        "i32",
+        &o32.to_vec()?,
+        &r.clone()
+            .map(|i| c * (i as i32 + 1) + 16)
+            .collect::<Vec<_>>(),
+    )?;
     let w64: Vec<i64> = r.clone().map(|i| d + i as i64 * 1_000_000_007).collect();
     check_eq("i64", &o64.to_vec()?, &w64)?;
-    check_eq("isize", &osz.to_vec()?, &r.clone().map(|i| e - i as isize).collect::<Vec<_>>())?;
-    check_eq("u8", &u8o.to_vec()?, &r.clone().map(|i| f / 2 + i as u8 * 7).collect::<Vec<_>>())?;
-    check_eq("u16", &u16o.to_vec()?, &r.clone().map(|i| g % 1000 + i as u16).collect::<Vec<_>>())?;
-    let w32: Vec<u32> = r.clone().map(|i| (h ^ i as u32).min(0xFFFF_0000).max(5)).collect();
+    check_eq(
+        "isize",
+        &osz.to_vec()?,
+        &r.clone().map(|i| e - i as isize).collect::<Vec<_>>(),
+    )?;
+    check_eq(
+        "u8",
+        &u8o.to_vec()?,
+        &r.clone().map(|i| f / 2 + i as u8 * 7).collect::<Vec<_>>(),
+    )?;
+    check_eq(
+        "u16",
+        &u16o.to_vec()?,
+        &r.clone().map(|i| g % 1000 + i as u16).collect::<Vec<_>>(),
+    )?;
+    let w32: Vec<u32> = r
+        .clone()
+        .map(|i| (h ^ i as u32).min(0xFFFF_0000).max(5))
+        .collect();
     check_eq("u32 with min/max", &u32o.to_vec()?, &w32)?;
-    check_eq("u64", &u64o.to_vec()?, &r.clone().map(|i| k >> i | 1).collect::<Vec<_>>())?;
-    check_eq("usize", &usz.to_vec()?, &r.map(|i| m + i * 8).collect::<Vec<_>>())
+    check_eq(
+        "u64",
+        &u64o.to_vec()?,
+        &r.clone().map(|i| k >> i | 1).collect::<Vec<_>>(),
+    )?;
+    check_eq(
+        "usize",
+        &usz.to_vec()?,
+        &r.map(|i| m + i * 8).collect::<Vec<_>>(),
+    )
 }
 
 #[pgas_kernel]
@@ -123,7 +165,14 @@ fn floats(p: &Pgas) -> CaseResult {
     let mut o64 = p.alloc::<f64>(N)?;
     o32.fill(f32::NAN)?;
     o64.fill(f64::NAN)?;
-    float_kernel::launch(p, LaunchConfig::blocks(1, N as u32), &mut o32, &mut o64, x, y)?;
+    float_kernel::launch(
+        p,
+        LaunchConfig::blocks(1, N as u32),
+        &mut o32,
+        &mut o64,
+        x,
+        y,
+    )?;
     util::settle(p)?;
     // Bit-exact: single-precision literals computed in single precision, in Rust's order.
     let w32: Vec<f32> = (0..N)
@@ -159,7 +208,15 @@ fn halves(p: &Pgas) -> CaseResult {
     h.fill(f16::NAN)?;
     b.fill(bf16::NAN)?;
     hf.fill(f32::NAN)?;
-    half_kernel::launch(p, LaunchConfig::blocks(1, N as u32), &mut h, &mut b, &mut hf, x, y)?;
+    half_kernel::launch(
+        p,
+        LaunchConfig::blocks(1, N as u32),
+        &mut h,
+        &mut b,
+        &mut hf,
+        x,
+        y,
+    )?;
     util::settle(p)?;
     // Small exact values: one rounding per operation gives the same bits on both sides.
     let wh: Vec<f16> = (0..N).map(|i| x * f16::from_f32(i as f32) + x).collect();
@@ -174,7 +231,13 @@ fn halves(p: &Pgas) -> CaseResult {
 fn bool_kernel(out: &mut SymTensor<u8>, flags: &mut SymTensor<bool>, on: bool) {
     let i = thread_idx_x() as usize;
     let odd = i % 2 == 1;
-    out[i] = if on && !odd { 1 } else if on || odd { 2 } else { 3 };
+    out[i] = if on && !odd {
+        1
+    } else if on || odd {
+        2
+    } else {
+        3
+    };
     flags[i] = odd != on;
 }
 
@@ -184,7 +247,13 @@ fn bools(p: &Pgas) -> CaseResult {
     for on in [true, false] {
         out.fill(0)?;
         flags.fill(false)?;
-        bool_kernel::launch(p, LaunchConfig::blocks(1, N as u32), &mut out, &mut flags, on)?;
+        bool_kernel::launch(
+            p,
+            LaunchConfig::blocks(1, N as u32),
+            &mut out,
+            &mut flags,
+            on,
+        )?;
         util::settle(p)?;
         let want: Vec<u8> = (0..N)
             .map(|i| {

@@ -39,7 +39,9 @@ pub fn prev(p: &Pgas) -> usize {
 }
 
 pub fn device_name(p: &Pgas) -> String {
-    p.cuda().name().unwrap_or_else(|e| format!("(name unknown: {e})"))
+    p.cuda()
+        .name()
+        .unwrap_or_else(|e| format!("(name unknown: {e})"))
 }
 
 /// Waits for this PE's work, then for every PE: the point where results may be read back.
@@ -48,7 +50,6 @@ pub fn settle(p: &Pgas) -> CaseResult {
     p.barrier_all()?;
     Ok(())
 }
-
 
 /// Exact comparison; names the first differing index and how many differ.
 pub fn check_eq<T: PartialEq + Debug>(what: &str, got: &[T], want: &[T]) -> CaseResult {
