@@ -181,10 +181,6 @@ fn lower_param_type(ty: &syn::Type, errors: &mut Errors) -> Option<Ty> {
                                 _ => None,
                             };
                             return match elem {
-                                Some(Scalar::Bool) => {
-                                    errors.push(seg.arguments.span(), "buffers of `bool` are not supported (NVSHMEM has no bool type); use `u8`");
-                                    None
-                                }
                                 Some(elem) => Some(Ty::Buf(BufTy {
                                     kind,
                                     elem,
