@@ -1,0 +1,1 @@
+//! `pgas doctor` (in progress).

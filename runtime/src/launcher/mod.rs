@@ -1,0 +1,1 @@
+//! `pgas-run` library code (in progress).
