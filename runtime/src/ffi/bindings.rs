@@ -37,12 +37,18 @@ pub struct nvshmemx_uniqueid_v1 {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of nvshmemx_uniqueid_v1"][::std::mem::size_of::<nvshmemx_uniqueid_v1>() - 128usize];
-    ["Alignment of nvshmemx_uniqueid_v1"][::std::mem::align_of::<nvshmemx_uniqueid_v1>() - 4usize];
-    ["Offset of field: nvshmemx_uniqueid_v1::version"]
-        [::std::mem::offset_of!(nvshmemx_uniqueid_v1, version) - 0usize];
-    ["Offset of field: nvshmemx_uniqueid_v1::internal"]
-        [::std::mem::offset_of!(nvshmemx_uniqueid_v1, internal) - 4usize];
+    [
+        "Size of nvshmemx_uniqueid_v1",
+    ][::std::mem::size_of::<nvshmemx_uniqueid_v1>() - 128usize];
+    [
+        "Alignment of nvshmemx_uniqueid_v1",
+    ][::std::mem::align_of::<nvshmemx_uniqueid_v1>() - 4usize];
+    [
+        "Offset of field: nvshmemx_uniqueid_v1::version",
+    ][::std::mem::offset_of!(nvshmemx_uniqueid_v1, version) - 0usize];
+    [
+        "Offset of field: nvshmemx_uniqueid_v1::internal",
+    ][::std::mem::offset_of!(nvshmemx_uniqueid_v1, internal) - 4usize];
 };
 impl Default for nvshmemx_uniqueid_v1 {
     fn default() -> Self {
@@ -64,18 +70,24 @@ pub struct nvshmemx_uniqueid_args_v1 {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of nvshmemx_uniqueid_args_v1"]
-        [::std::mem::size_of::<nvshmemx_uniqueid_args_v1>() - 24usize];
-    ["Alignment of nvshmemx_uniqueid_args_v1"]
-        [::std::mem::align_of::<nvshmemx_uniqueid_args_v1>() - 8usize];
-    ["Offset of field: nvshmemx_uniqueid_args_v1::version"]
-        [::std::mem::offset_of!(nvshmemx_uniqueid_args_v1, version) - 0usize];
-    ["Offset of field: nvshmemx_uniqueid_args_v1::id"]
-        [::std::mem::offset_of!(nvshmemx_uniqueid_args_v1, id) - 8usize];
-    ["Offset of field: nvshmemx_uniqueid_args_v1::myrank"]
-        [::std::mem::offset_of!(nvshmemx_uniqueid_args_v1, myrank) - 16usize];
-    ["Offset of field: nvshmemx_uniqueid_args_v1::nranks"]
-        [::std::mem::offset_of!(nvshmemx_uniqueid_args_v1, nranks) - 20usize];
+    [
+        "Size of nvshmemx_uniqueid_args_v1",
+    ][::std::mem::size_of::<nvshmemx_uniqueid_args_v1>() - 24usize];
+    [
+        "Alignment of nvshmemx_uniqueid_args_v1",
+    ][::std::mem::align_of::<nvshmemx_uniqueid_args_v1>() - 8usize];
+    [
+        "Offset of field: nvshmemx_uniqueid_args_v1::version",
+    ][::std::mem::offset_of!(nvshmemx_uniqueid_args_v1, version) - 0usize];
+    [
+        "Offset of field: nvshmemx_uniqueid_args_v1::id",
+    ][::std::mem::offset_of!(nvshmemx_uniqueid_args_v1, id) - 8usize];
+    [
+        "Offset of field: nvshmemx_uniqueid_args_v1::myrank",
+    ][::std::mem::offset_of!(nvshmemx_uniqueid_args_v1, myrank) - 16usize];
+    [
+        "Offset of field: nvshmemx_uniqueid_args_v1::nranks",
+    ][::std::mem::offset_of!(nvshmemx_uniqueid_args_v1, nranks) - 20usize];
 };
 impl Default for nvshmemx_uniqueid_args_v1 {
     fn default() -> Self {
@@ -98,15 +110,21 @@ pub struct nvshmemx_init_args_v1 {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of nvshmemx_init_args_v1"][::std::mem::size_of::<nvshmemx_init_args_v1>() - 128usize];
-    ["Alignment of nvshmemx_init_args_v1"]
-        [::std::mem::align_of::<nvshmemx_init_args_v1>() - 8usize];
-    ["Offset of field: nvshmemx_init_args_v1::version"]
-        [::std::mem::offset_of!(nvshmemx_init_args_v1, version) - 0usize];
-    ["Offset of field: nvshmemx_init_args_v1::uid_args"]
-        [::std::mem::offset_of!(nvshmemx_init_args_v1, uid_args) - 8usize];
-    ["Offset of field: nvshmemx_init_args_v1::content"]
-        [::std::mem::offset_of!(nvshmemx_init_args_v1, content) - 32usize];
+    [
+        "Size of nvshmemx_init_args_v1",
+    ][::std::mem::size_of::<nvshmemx_init_args_v1>() - 128usize];
+    [
+        "Alignment of nvshmemx_init_args_v1",
+    ][::std::mem::align_of::<nvshmemx_init_args_v1>() - 8usize];
+    [
+        "Offset of field: nvshmemx_init_args_v1::version",
+    ][::std::mem::offset_of!(nvshmemx_init_args_v1, version) - 0usize];
+    [
+        "Offset of field: nvshmemx_init_args_v1::uid_args",
+    ][::std::mem::offset_of!(nvshmemx_init_args_v1, uid_args) - 8usize];
+    [
+        "Offset of field: nvshmemx_init_args_v1::content",
+    ][::std::mem::offset_of!(nvshmemx_init_args_v1, content) - 32usize];
 };
 impl Default for nvshmemx_init_args_v1 {
     fn default() -> Self {
@@ -127,15 +145,21 @@ pub struct nvshmemx_init_attr_v1 {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of nvshmemx_init_attr_v1"][::std::mem::size_of::<nvshmemx_init_attr_v1>() - 144usize];
-    ["Alignment of nvshmemx_init_attr_v1"]
-        [::std::mem::align_of::<nvshmemx_init_attr_v1>() - 8usize];
-    ["Offset of field: nvshmemx_init_attr_v1::version"]
-        [::std::mem::offset_of!(nvshmemx_init_attr_v1, version) - 0usize];
-    ["Offset of field: nvshmemx_init_attr_v1::mpi_comm"]
-        [::std::mem::offset_of!(nvshmemx_init_attr_v1, mpi_comm) - 8usize];
-    ["Offset of field: nvshmemx_init_attr_v1::args"]
-        [::std::mem::offset_of!(nvshmemx_init_attr_v1, args) - 16usize];
+    [
+        "Size of nvshmemx_init_attr_v1",
+    ][::std::mem::size_of::<nvshmemx_init_attr_v1>() - 144usize];
+    [
+        "Alignment of nvshmemx_init_attr_v1",
+    ][::std::mem::align_of::<nvshmemx_init_attr_v1>() - 8usize];
+    [
+        "Offset of field: nvshmemx_init_attr_v1::version",
+    ][::std::mem::offset_of!(nvshmemx_init_attr_v1, version) - 0usize];
+    [
+        "Offset of field: nvshmemx_init_attr_v1::mpi_comm",
+    ][::std::mem::offset_of!(nvshmemx_init_attr_v1, mpi_comm) - 8usize];
+    [
+        "Offset of field: nvshmemx_init_attr_v1::args",
+    ][::std::mem::offset_of!(nvshmemx_init_attr_v1, args) - 16usize];
 };
 impl Default for nvshmemx_init_attr_v1 {
     fn default() -> Self {
@@ -157,17 +181,24 @@ pub struct nvshmem_team_config_v2 {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of nvshmem_team_config_v2"][::std::mem::size_of::<nvshmem_team_config_v2>() - 64usize];
-    ["Alignment of nvshmem_team_config_v2"]
-        [::std::mem::align_of::<nvshmem_team_config_v2>() - 8usize];
-    ["Offset of field: nvshmem_team_config_v2::version"]
-        [::std::mem::offset_of!(nvshmem_team_config_v2, version) - 0usize];
-    ["Offset of field: nvshmem_team_config_v2::num_contexts"]
-        [::std::mem::offset_of!(nvshmem_team_config_v2, num_contexts) - 4usize];
-    ["Offset of field: nvshmem_team_config_v2::uniqueid"]
-        [::std::mem::offset_of!(nvshmem_team_config_v2, uniqueid) - 8usize];
-    ["Offset of field: nvshmem_team_config_v2::padding"]
-        [::std::mem::offset_of!(nvshmem_team_config_v2, padding) - 16usize];
+    [
+        "Size of nvshmem_team_config_v2",
+    ][::std::mem::size_of::<nvshmem_team_config_v2>() - 64usize];
+    [
+        "Alignment of nvshmem_team_config_v2",
+    ][::std::mem::align_of::<nvshmem_team_config_v2>() - 8usize];
+    [
+        "Offset of field: nvshmem_team_config_v2::version",
+    ][::std::mem::offset_of!(nvshmem_team_config_v2, version) - 0usize];
+    [
+        "Offset of field: nvshmem_team_config_v2::num_contexts",
+    ][::std::mem::offset_of!(nvshmem_team_config_v2, num_contexts) - 4usize];
+    [
+        "Offset of field: nvshmem_team_config_v2::uniqueid",
+    ][::std::mem::offset_of!(nvshmem_team_config_v2, uniqueid) - 8usize];
+    [
+        "Offset of field: nvshmem_team_config_v2::padding",
+    ][::std::mem::offset_of!(nvshmem_team_config_v2, padding) - 16usize];
 };
 impl Default for nvshmem_team_config_v2 {
     fn default() -> Self {
@@ -296,11 +327,15 @@ pub struct NvshmemHost {
         nelem: usize,
         stream: cudaStream_t,
     ) -> ::std::os::raw::c_int,
-    pub nvshmemx_barrier_on_stream:
-        unsafe extern "C" fn(team: nvshmem_team_t, stream: cudaStream_t) -> ::std::os::raw::c_int,
+    pub nvshmemx_barrier_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
     pub nvshmemx_barrier_all_on_stream: unsafe extern "C" fn(arg1: cudaStream_t),
-    pub nvshmemx_team_sync_on_stream:
-        unsafe extern "C" fn(team: nvshmem_team_t, stream: cudaStream_t) -> ::std::os::raw::c_int,
+    pub nvshmemx_team_sync_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
     pub nvshmemx_sync_all_on_stream: unsafe extern "C" fn(arg1: cudaStream_t),
     pub nvshmemx_bfloat16_broadcast_on_stream: unsafe extern "C" fn(
         team: nvshmem_team_t,
@@ -1005,8 +1040,10 @@ pub struct NvshmemHost {
     pub nvshmem_global_exit: unsafe extern "C" fn(status: ::std::os::raw::c_int),
     pub nvshmem_my_pe: unsafe extern "C" fn() -> ::std::os::raw::c_int,
     pub nvshmem_n_pes: unsafe extern "C" fn() -> ::std::os::raw::c_int,
-    pub nvshmem_info_get_version:
-        unsafe extern "C" fn(major: *mut ::std::os::raw::c_int, minor: *mut ::std::os::raw::c_int),
+    pub nvshmem_info_get_version: unsafe extern "C" fn(
+        major: *mut ::std::os::raw::c_int,
+        minor: *mut ::std::os::raw::c_int,
+    ),
     pub nvshmem_info_get_name: unsafe extern "C" fn(name: *mut ::std::os::raw::c_char),
     pub nvshmemx_vendor_get_version_info: unsafe extern "C" fn(
         major: *mut ::std::os::raw::c_int,
@@ -1014,10 +1051,14 @@ pub struct NvshmemHost {
         patch: *mut ::std::os::raw::c_int,
     ),
     pub nvshmem_malloc: unsafe extern "C" fn(size: usize) -> *mut ::std::os::raw::c_void,
-    pub nvshmem_calloc:
-        unsafe extern "C" fn(arg1: usize, arg2: usize) -> *mut ::std::os::raw::c_void,
-    pub nvshmem_align:
-        unsafe extern "C" fn(arg1: usize, arg2: usize) -> *mut ::std::os::raw::c_void,
+    pub nvshmem_calloc: unsafe extern "C" fn(
+        arg1: usize,
+        arg2: usize,
+    ) -> *mut ::std::os::raw::c_void,
+    pub nvshmem_align: unsafe extern "C" fn(
+        arg1: usize,
+        arg2: usize,
+    ) -> *mut ::std::os::raw::c_void,
     pub nvshmem_free: unsafe extern "C" fn(ptr: *mut ::std::os::raw::c_void),
     pub nvshmem_ptr: unsafe extern "C" fn(
         ptr: *const ::std::os::raw::c_void,
@@ -1041,8 +1082,12 @@ pub struct NvshmemHost {
     ),
     pub nvshmem_quiet: unsafe extern "C" fn(),
     pub nvshmem_fence: unsafe extern "C" fn(),
-    pub nvshmem_team_my_pe: unsafe extern "C" fn(team: nvshmem_team_t) -> ::std::os::raw::c_int,
-    pub nvshmem_team_n_pes: unsafe extern "C" fn(team: nvshmem_team_t) -> ::std::os::raw::c_int,
+    pub nvshmem_team_my_pe: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmem_team_n_pes: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+    ) -> ::std::os::raw::c_int,
     pub nvshmem_team_translate_pe: unsafe extern "C" fn(
         src_team: nvshmem_team_t,
         src_pe: ::std::os::raw::c_int,
@@ -1068,16 +1113,21 @@ pub struct NvshmemHost {
         yaxis_team: *mut nvshmem_team_t,
     ) -> ::std::os::raw::c_int,
     pub nvshmem_team_destroy: unsafe extern "C" fn(team: nvshmem_team_t),
-    pub nvshmem_barrier: unsafe extern "C" fn(team: nvshmem_team_t) -> ::std::os::raw::c_int,
+    pub nvshmem_barrier: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+    ) -> ::std::os::raw::c_int,
     pub nvshmem_barrier_all: unsafe extern "C" fn(),
-    pub nvshmem_team_sync: unsafe extern "C" fn(team: nvshmem_team_t) -> ::std::os::raw::c_int,
+    pub nvshmem_team_sync: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+    ) -> ::std::os::raw::c_int,
     pub nvshmem_sync_all: unsafe extern "C" fn(),
     pub nvshmemx_buffer_register: unsafe extern "C" fn(
         addr: *mut ::std::os::raw::c_void,
         length: usize,
     ) -> ::std::os::raw::c_int,
-    pub nvshmemx_buffer_unregister:
-        unsafe extern "C" fn(addr: *mut ::std::os::raw::c_void) -> ::std::os::raw::c_int,
+    pub nvshmemx_buffer_unregister: unsafe extern "C" fn(
+        addr: *mut ::std::os::raw::c_void,
+    ) -> ::std::os::raw::c_int,
     pub nvshmemx_hostlib_init_attr: unsafe extern "C" fn(
         flags: ::std::os::raw::c_uint,
         attr: *mut nvshmemx_init_attr_t,
@@ -1089,13 +1139,21 @@ pub struct NvshmemHost {
         uniqueid: *const nvshmemx_uniqueid_t,
         attr: *mut nvshmemx_init_attr_t,
     ) -> ::std::os::raw::c_int,
-    pub nvshmemx_get_uniqueid:
-        unsafe extern "C" fn(uniqueid: *mut nvshmemx_uniqueid_t) -> ::std::os::raw::c_int,
-    pub nvshmemx_cumodule_init: unsafe extern "C" fn(module: CUmodule) -> ::std::os::raw::c_int,
-    pub nvshmemx_cumodule_finalize: unsafe extern "C" fn(module: CUmodule) -> ::std::os::raw::c_int,
-    pub nvshmemx_culibrary_init: unsafe extern "C" fn(library: CUlibrary) -> ::std::os::raw::c_int,
-    pub nvshmemx_culibrary_finalize:
-        unsafe extern "C" fn(library: CUlibrary) -> ::std::os::raw::c_int,
+    pub nvshmemx_get_uniqueid: unsafe extern "C" fn(
+        uniqueid: *mut nvshmemx_uniqueid_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_cumodule_init: unsafe extern "C" fn(
+        module: CUmodule,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_cumodule_finalize: unsafe extern "C" fn(
+        module: CUmodule,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_culibrary_init: unsafe extern "C" fn(
+        library: CUlibrary,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_culibrary_finalize: unsafe extern "C" fn(
+        library: CUlibrary,
+    ) -> ::std::os::raw::c_int,
     pub nvshmemx_putmem_on_stream: unsafe extern "C" fn(
         dest: *mut ::std::os::raw::c_void,
         source: *const ::std::os::raw::c_void,
@@ -1493,14 +1551,20 @@ impl NvshmemHost {
         let nvshmemx_double_prod_reduce_on_stream = __library
             .get(b"nvshmemx_double_prod_reduce_on_stream\0")
             .map(|sym| *sym)?;
-        let nvshmemx_init_status = __library.get(b"nvshmemx_init_status\0").map(|sym| *sym)?;
-        let nvshmem_global_exit = __library.get(b"nvshmem_global_exit\0").map(|sym| *sym)?;
+        let nvshmemx_init_status = __library
+            .get(b"nvshmemx_init_status\0")
+            .map(|sym| *sym)?;
+        let nvshmem_global_exit = __library
+            .get(b"nvshmem_global_exit\0")
+            .map(|sym| *sym)?;
         let nvshmem_my_pe = __library.get(b"nvshmem_my_pe\0").map(|sym| *sym)?;
         let nvshmem_n_pes = __library.get(b"nvshmem_n_pes\0").map(|sym| *sym)?;
         let nvshmem_info_get_version = __library
             .get(b"nvshmem_info_get_version\0")
             .map(|sym| *sym)?;
-        let nvshmem_info_get_name = __library.get(b"nvshmem_info_get_name\0").map(|sym| *sym)?;
+        let nvshmem_info_get_name = __library
+            .get(b"nvshmem_info_get_name\0")
+            .map(|sym| *sym)?;
         let nvshmemx_vendor_get_version_info = __library
             .get(b"nvshmemx_vendor_get_version_info\0")
             .map(|sym| *sym)?;
@@ -1522,10 +1586,16 @@ impl NvshmemHost {
         let nvshmem_team_split_strided = __library
             .get(b"nvshmem_team_split_strided\0")
             .map(|sym| *sym)?;
-        let nvshmem_team_split_2d = __library.get(b"nvshmem_team_split_2d\0").map(|sym| *sym)?;
-        let nvshmem_team_destroy = __library.get(b"nvshmem_team_destroy\0").map(|sym| *sym)?;
+        let nvshmem_team_split_2d = __library
+            .get(b"nvshmem_team_split_2d\0")
+            .map(|sym| *sym)?;
+        let nvshmem_team_destroy = __library
+            .get(b"nvshmem_team_destroy\0")
+            .map(|sym| *sym)?;
         let nvshmem_barrier = __library.get(b"nvshmem_barrier\0").map(|sym| *sym)?;
-        let nvshmem_barrier_all = __library.get(b"nvshmem_barrier_all\0").map(|sym| *sym)?;
+        let nvshmem_barrier_all = __library
+            .get(b"nvshmem_barrier_all\0")
+            .map(|sym| *sym)?;
         let nvshmem_team_sync = __library.get(b"nvshmem_team_sync\0").map(|sym| *sym)?;
         let nvshmem_sync_all = __library.get(b"nvshmem_sync_all\0").map(|sym| *sym)?;
         let nvshmemx_buffer_register = __library
@@ -1543,8 +1613,12 @@ impl NvshmemHost {
         let nvshmemx_set_attr_uniqueid_args = __library
             .get(b"nvshmemx_set_attr_uniqueid_args\0")
             .map(|sym| *sym)?;
-        let nvshmemx_get_uniqueid = __library.get(b"nvshmemx_get_uniqueid\0").map(|sym| *sym)?;
-        let nvshmemx_cumodule_init = __library.get(b"nvshmemx_cumodule_init\0").map(|sym| *sym)?;
+        let nvshmemx_get_uniqueid = __library
+            .get(b"nvshmemx_get_uniqueid\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_cumodule_init = __library
+            .get(b"nvshmemx_cumodule_init\0")
+            .map(|sym| *sym)?;
         let nvshmemx_cumodule_finalize = __library
             .get(b"nvshmemx_cumodule_finalize\0")
             .map(|sym| *sym)?;
@@ -1893,7 +1967,15 @@ impl NvshmemHost {
         PE_root: ::std::os::raw::c_int,
         stream: cudaStream_t,
     ) -> ::std::os::raw::c_int {
-        (self.nvshmemx_bfloat16_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
+        (self
+            .nvshmemx_bfloat16_broadcast_on_stream)(
+            team,
+            dest,
+            src,
+            nelem,
+            PE_root,
+            stream,
+        )
     }
     pub unsafe fn nvshmemx_half_broadcast_on_stream(
         &self,
@@ -1915,7 +1997,8 @@ impl NvshmemHost {
         PE_root: ::std::os::raw::c_int,
         stream: cudaStream_t,
     ) -> ::std::os::raw::c_int {
-        (self.nvshmemx_float_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
+        (self
+            .nvshmemx_float_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
     }
     pub unsafe fn nvshmemx_double_broadcast_on_stream(
         &self,
@@ -1926,7 +2009,15 @@ impl NvshmemHost {
         PE_root: ::std::os::raw::c_int,
         stream: cudaStream_t,
     ) -> ::std::os::raw::c_int {
-        (self.nvshmemx_double_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
+        (self
+            .nvshmemx_double_broadcast_on_stream)(
+            team,
+            dest,
+            src,
+            nelem,
+            PE_root,
+            stream,
+        )
     }
     pub unsafe fn nvshmemx_int8_broadcast_on_stream(
         &self,
@@ -1948,7 +2039,8 @@ impl NvshmemHost {
         PE_root: ::std::os::raw::c_int,
         stream: cudaStream_t,
     ) -> ::std::os::raw::c_int {
-        (self.nvshmemx_int16_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
+        (self
+            .nvshmemx_int16_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
     }
     pub unsafe fn nvshmemx_int32_broadcast_on_stream(
         &self,
@@ -1959,7 +2051,8 @@ impl NvshmemHost {
         PE_root: ::std::os::raw::c_int,
         stream: cudaStream_t,
     ) -> ::std::os::raw::c_int {
-        (self.nvshmemx_int32_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
+        (self
+            .nvshmemx_int32_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
     }
     pub unsafe fn nvshmemx_int64_broadcast_on_stream(
         &self,
@@ -1970,7 +2063,8 @@ impl NvshmemHost {
         PE_root: ::std::os::raw::c_int,
         stream: cudaStream_t,
     ) -> ::std::os::raw::c_int {
-        (self.nvshmemx_int64_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
+        (self
+            .nvshmemx_int64_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
     }
     pub unsafe fn nvshmemx_uint8_broadcast_on_stream(
         &self,
@@ -1981,7 +2075,8 @@ impl NvshmemHost {
         PE_root: ::std::os::raw::c_int,
         stream: cudaStream_t,
     ) -> ::std::os::raw::c_int {
-        (self.nvshmemx_uint8_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
+        (self
+            .nvshmemx_uint8_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
     }
     pub unsafe fn nvshmemx_uint16_broadcast_on_stream(
         &self,
@@ -1992,7 +2087,15 @@ impl NvshmemHost {
         PE_root: ::std::os::raw::c_int,
         stream: cudaStream_t,
     ) -> ::std::os::raw::c_int {
-        (self.nvshmemx_uint16_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
+        (self
+            .nvshmemx_uint16_broadcast_on_stream)(
+            team,
+            dest,
+            src,
+            nelem,
+            PE_root,
+            stream,
+        )
     }
     pub unsafe fn nvshmemx_uint32_broadcast_on_stream(
         &self,
@@ -2003,7 +2106,15 @@ impl NvshmemHost {
         PE_root: ::std::os::raw::c_int,
         stream: cudaStream_t,
     ) -> ::std::os::raw::c_int {
-        (self.nvshmemx_uint32_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
+        (self
+            .nvshmemx_uint32_broadcast_on_stream)(
+            team,
+            dest,
+            src,
+            nelem,
+            PE_root,
+            stream,
+        )
     }
     pub unsafe fn nvshmemx_uint64_broadcast_on_stream(
         &self,
@@ -2014,7 +2125,15 @@ impl NvshmemHost {
         PE_root: ::std::os::raw::c_int,
         stream: cudaStream_t,
     ) -> ::std::os::raw::c_int {
-        (self.nvshmemx_uint64_broadcast_on_stream)(team, dest, src, nelem, PE_root, stream)
+        (self
+            .nvshmemx_uint64_broadcast_on_stream)(
+            team,
+            dest,
+            src,
+            nelem,
+            PE_root,
+            stream,
+        )
     }
     pub unsafe fn nvshmemx_broadcastmem_on_stream(
         &self,
@@ -2910,10 +3029,18 @@ impl NvshmemHost {
     pub unsafe fn nvshmem_malloc(&self, size: usize) -> *mut ::std::os::raw::c_void {
         (self.nvshmem_malloc)(size)
     }
-    pub unsafe fn nvshmem_calloc(&self, arg1: usize, arg2: usize) -> *mut ::std::os::raw::c_void {
+    pub unsafe fn nvshmem_calloc(
+        &self,
+        arg1: usize,
+        arg2: usize,
+    ) -> *mut ::std::os::raw::c_void {
         (self.nvshmem_calloc)(arg1, arg2)
     }
-    pub unsafe fn nvshmem_align(&self, arg1: usize, arg2: usize) -> *mut ::std::os::raw::c_void {
+    pub unsafe fn nvshmem_align(
+        &self,
+        arg1: usize,
+        arg2: usize,
+    ) -> *mut ::std::os::raw::c_void {
         (self.nvshmem_align)(arg1, arg2)
     }
     pub unsafe fn nvshmem_free(&self, ptr: *mut ::std::os::raw::c_void) {
@@ -2957,10 +3084,16 @@ impl NvshmemHost {
     pub unsafe fn nvshmem_fence(&self) {
         (self.nvshmem_fence)()
     }
-    pub unsafe fn nvshmem_team_my_pe(&self, team: nvshmem_team_t) -> ::std::os::raw::c_int {
+    pub unsafe fn nvshmem_team_my_pe(
+        &self,
+        team: nvshmem_team_t,
+    ) -> ::std::os::raw::c_int {
         (self.nvshmem_team_my_pe)(team)
     }
-    pub unsafe fn nvshmem_team_n_pes(&self, team: nvshmem_team_t) -> ::std::os::raw::c_int {
+    pub unsafe fn nvshmem_team_n_pes(
+        &self,
+        team: nvshmem_team_t,
+    ) -> ::std::os::raw::c_int {
         (self.nvshmem_team_n_pes)(team)
     }
     pub unsafe fn nvshmem_team_translate_pe(
@@ -2981,7 +3114,8 @@ impl NvshmemHost {
         config_mask: ::std::os::raw::c_long,
         new_team: *mut nvshmem_team_t,
     ) -> ::std::os::raw::c_int {
-        (self.nvshmem_team_split_strided)(
+        (self
+            .nvshmem_team_split_strided)(
             parent_team,
             PE_start,
             PE_stride,
@@ -3002,7 +3136,8 @@ impl NvshmemHost {
         yaxis_mask: ::std::os::raw::c_long,
         yaxis_team: *mut nvshmem_team_t,
     ) -> ::std::os::raw::c_int {
-        (self.nvshmem_team_split_2d)(
+        (self
+            .nvshmem_team_split_2d)(
             parent_team,
             xrange,
             xaxis_config,
@@ -3022,7 +3157,10 @@ impl NvshmemHost {
     pub unsafe fn nvshmem_barrier_all(&self) {
         (self.nvshmem_barrier_all)()
     }
-    pub unsafe fn nvshmem_team_sync(&self, team: nvshmem_team_t) -> ::std::os::raw::c_int {
+    pub unsafe fn nvshmem_team_sync(
+        &self,
+        team: nvshmem_team_t,
+    ) -> ::std::os::raw::c_int {
         (self.nvshmem_team_sync)(team)
     }
     pub unsafe fn nvshmem_sync_all(&self) {
@@ -3066,16 +3204,28 @@ impl NvshmemHost {
     ) -> ::std::os::raw::c_int {
         (self.nvshmemx_get_uniqueid)(uniqueid)
     }
-    pub unsafe fn nvshmemx_cumodule_init(&self, module: CUmodule) -> ::std::os::raw::c_int {
+    pub unsafe fn nvshmemx_cumodule_init(
+        &self,
+        module: CUmodule,
+    ) -> ::std::os::raw::c_int {
         (self.nvshmemx_cumodule_init)(module)
     }
-    pub unsafe fn nvshmemx_cumodule_finalize(&self, module: CUmodule) -> ::std::os::raw::c_int {
+    pub unsafe fn nvshmemx_cumodule_finalize(
+        &self,
+        module: CUmodule,
+    ) -> ::std::os::raw::c_int {
         (self.nvshmemx_cumodule_finalize)(module)
     }
-    pub unsafe fn nvshmemx_culibrary_init(&self, library: CUlibrary) -> ::std::os::raw::c_int {
+    pub unsafe fn nvshmemx_culibrary_init(
+        &self,
+        library: CUlibrary,
+    ) -> ::std::os::raw::c_int {
         (self.nvshmemx_culibrary_init)(library)
     }
-    pub unsafe fn nvshmemx_culibrary_finalize(&self, library: CUlibrary) -> ::std::os::raw::c_int {
+    pub unsafe fn nvshmemx_culibrary_finalize(
+        &self,
+        library: CUlibrary,
+    ) -> ::std::os::raw::c_int {
         (self.nvshmemx_culibrary_finalize)(library)
     }
     pub unsafe fn nvshmemx_putmem_on_stream(
@@ -3099,8 +3249,16 @@ impl NvshmemHost {
         pe: ::std::os::raw::c_int,
         cstrm: cudaStream_t,
     ) {
-        (self.nvshmemx_putmem_signal_on_stream)(
-            dest, source, bytes, sig_addr, signal, sig_op, pe, cstrm,
+        (self
+            .nvshmemx_putmem_signal_on_stream)(
+            dest,
+            source,
+            bytes,
+            sig_addr,
+            signal,
+            sig_op,
+            pe,
+            cstrm,
         )
     }
     pub unsafe fn nvshmemx_getmem_on_stream(

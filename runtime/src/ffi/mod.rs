@@ -15,6 +15,7 @@
     missing_docs,
     clippy::all
 )]
+#[rustfmt::skip] // bit-for-bit bindgen output, so the freshness test can compare it
 mod bindings;
 
 pub use bindings::*;
