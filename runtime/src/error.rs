@@ -1,12 +1,16 @@
 //! The one error type of pgas. Every message says what went wrong and what to do about it.
 
+use std::fmt;
 use std::path::PathBuf;
 
 /// `Result` with pgas's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in pgas, one variant per kind of failure.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` prints the same message as `Display`, so `fn main() -> pgas::Result<()>` shows the
+/// message and its fix rather than a struct dump.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// No NVSHMEM install was found; `searched` lists every place looked at, one per line.
@@ -224,6 +228,13 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Every message already includes its source's text.
+        write!(f, "{self}")
+    }
 }
 
 impl Error {
