@@ -104,7 +104,6 @@ pub fn pick_device(
 }
 
 /// What the bootstrap leaves behind that must outlive NVSHMEM (MPI must finalize after it).
-#[derive(Debug)]
 pub(crate) struct Bootstrapped {
     /// The bootstrap that ran.
     pub(crate) method: Bootstrap,
