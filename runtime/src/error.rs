@@ -1,0 +1,251 @@
+//! The one error type of pgas. Every message says what went wrong and what to do about it.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// `Result` with pgas's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in pgas, one variant per kind of failure.
+///
+/// `Debug` prints the same message as `Display`, so `fn main() -> pgas::Result<()>` shows the
+/// message and its fix rather than a struct dump.
+#[derive(thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No NVSHMEM install was found; `searched` lists every place looked at, one per line.
+    #[error(
+        "NVSHMEM was not found. Looked in:\n{searched}\nFix: `pip install nvidia-nvshmem-cu13==3.4.5` \
+         (pgas finds the wheel through python3) or set PGAS_NVSHMEM_HOME to an NVSHMEM root that holds \
+         include/nvshmem.h and lib/libnvshmem_host.so.3"
+    )]
+    NvshmemNotFound {
+        /// The places looked at and why each did not qualify.
+        searched: String,
+    },
+
+    /// `libnvshmem_host.so.3` exists but could not be loaded or lacks a symbol pgas needs.
+    #[error(
+        "cannot load {path}: {reason}. Fix: point PGAS_NVSHMEM_HOME at a complete NVSHMEM 3.x install \
+         (`pip install nvidia-nvshmem-cu13==3.4.5`)"
+    )]
+    NvshmemLoad {
+        /// The library file.
+        path: PathBuf,
+        /// The loader's message.
+        reason: String,
+    },
+
+    /// The headers' version could not be read.
+    #[error("cannot read the NVSHMEM version from {path}: {reason}. Fix: use an NVSHMEM install with intact headers")]
+    NvshmemHeader {
+        /// `include/non_abi/nvshmem_version.h`.
+        path: PathBuf,
+        /// What was wrong with it.
+        reason: String,
+    },
+
+    /// The library and the headers of the NVSHMEM root disagree on the version.
+    #[error(
+        "NVSHMEM version mismatch: {library} is {}.{}.{} but the headers in {include} are {}.{}.{}. \
+         The JIT compiles device code against the headers, so both must come from one install. Fix: set \
+         PGAS_NVSHMEM_HOME to one root holding both (e.g. `pip install nvidia-nvshmem-cu13==3.4.5`)",
+        library_version.0, library_version.1, library_version.2,
+        header_version.0, header_version.1, header_version.2
+    )]
+    NvshmemVersionMismatch {
+        /// The library file.
+        library: PathBuf,
+        /// Version the library reports.
+        library_version: (u32, u32, u32),
+        /// The include directory.
+        include: PathBuf,
+        /// Version the headers declare.
+        header_version: (u32, u32, u32),
+    },
+
+    /// An NVSHMEM call returned a failure status.
+    #[error("{call} failed (status {status}). {hint}")]
+    Nvshmem {
+        /// The NVSHMEM function.
+        call: &'static str,
+        /// Its return value.
+        status: i32,
+        /// What to check.
+        hint: &'static str,
+    },
+
+    /// `libcuda.so.1` could not be loaded.
+    #[error(
+        "the NVIDIA driver (libcuda.so.1) is not available on this machine. pgas needs an NVIDIA GPU and \
+         its driver; run `pgas doctor` to see what is missing"
+    )]
+    NoCudaDriver,
+
+    /// A CUDA driver call failed.
+    #[error("CUDA error while {context}: {source}")]
+    Cuda {
+        /// What pgas was doing.
+        context: &'static str,
+        /// cudarc's error.
+        #[source]
+        source: cudarc::driver::DriverError,
+    },
+
+    /// The device ordinal asked for does not exist.
+    #[error(
+        "GPU {requested} was asked for ({why}) but only {count} GPU(s) are visible. Fix: start at most one \
+         process per GPU, or pick a device with PgasBuilder::device"
+    )]
+    NoSuchDevice {
+        /// The ordinal asked for.
+        requested: usize,
+        /// Where that ordinal came from.
+        why: String,
+        /// How many GPUs CUDA sees.
+        count: usize,
+    },
+
+    /// `init` was called while a `Pgas` handle is alive.
+    #[error(
+        "pgas is already initialized in this process. Clone the existing `Pgas` handle (it is cheap) \
+         instead of calling init() again"
+    )]
+    AlreadyInitialized,
+
+    /// `init` was called after the last handle was dropped.
+    #[error(
+        "pgas was already finalized in this process (the last `Pgas` handle was dropped) and NVSHMEM \
+         cannot be initialized twice in one process. Keep one `Pgas` handle alive for the whole program"
+    )]
+    Finalized,
+
+    /// Bootstrapping the PEs failed.
+    #[error("bootstrap through {method} failed: {reason}")]
+    Bootstrap {
+        /// The bootstrap in use.
+        method: &'static str,
+        /// What went wrong and what to do.
+        reason: String,
+    },
+
+    /// The `mpi` bootstrap was asked for in a build without the `mpi` feature.
+    #[error(
+        "the MPI bootstrap was requested but pgas was built without MPI support. Fix: build with \
+         `--features mpi`, or run under `pgas-run`, or set NVSHMEM_BOOTSTRAP=MPI to use NVSHMEM's own"
+    )]
+    MpiNotEnabled,
+
+    /// The allocation does not fit in the symmetric heap.
+    #[error(
+        "symmetric allocation of {requested} bytes does not fit: the symmetric heap is {heap} bytes{in_use}. \
+         Fix: raise it with PgasBuilder::heap_size(bytes) or the NVSHMEM_SYMMETRIC_SIZE environment variable \
+         (e.g. NVSHMEM_SYMMETRIC_SIZE=4G)"
+    )]
+    HeapExhausted {
+        /// Bytes asked for.
+        requested: usize,
+        /// Heap size in bytes.
+        heap: usize,
+        /// Empty, or a note that part of the heap is in use.
+        in_use: &'static str,
+    },
+
+    /// An allocation of zero elements (NVSHMEM has no symmetric address for it).
+    #[error("cannot allocate a zero-length symmetric tensor; allocate at least one element")]
+    EmptyAllocation,
+
+    /// A range reaches past the end of a tensor, or starts after it ends.
+    #[error("range {start}..{end} is out of bounds for a symmetric tensor of length {len}")]
+    OutOfRange {
+        /// First index.
+        start: usize,
+        /// One past the last index.
+        end: usize,
+        /// Length of the tensor.
+        len: usize,
+    },
+
+    /// A view of zero elements.
+    #[error("the view {start}..{end} is empty; a view must hold at least one element")]
+    EmptyView {
+        /// First index.
+        start: usize,
+        /// One past the last index.
+        end: usize,
+    },
+
+    /// Two buffers that must have one length do not.
+    #[error("length mismatch: {what} has {got} elements but {expected} were expected")]
+    LengthMismatch {
+        /// Which buffer.
+        what: &'static str,
+        /// Its length.
+        got: usize,
+        /// The length required.
+        expected: usize,
+    },
+
+    /// A PE number outside `0..n_pes` (of the team in question).
+    #[error("PE {pe} does not exist: there are {n_pes} PEs")]
+    InvalidPe {
+        /// The PE asked for.
+        pe: usize,
+        /// Number of PEs.
+        n_pes: usize,
+    },
+
+    /// An option or environment variable has a value pgas cannot use.
+    #[error("invalid {name} {value:?}: {reason}")]
+    InvalidConfig {
+        /// The option or variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// Why it is invalid and what is accepted.
+        reason: String,
+    },
+
+    /// An error of the `pgas-run` launcher itself (not of a rank).
+    #[error("pgas-run: {0}")]
+    Launcher(String),
+
+    /// A rank started by `pgas-run` failed.
+    #[error("pgas-run: rank {rank} {status}; the other ranks were stopped")]
+    RankFailed {
+        /// The first rank that failed.
+        rank: usize,
+        /// How it ended (`exited with status 3`, `was killed by signal 11 (SIGSEGV)`).
+        status: String,
+    },
+
+    /// An I/O error, with what pgas was doing.
+    #[error("{context}: {source}")]
+    Io {
+        /// What pgas was doing.
+        context: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Every message already includes its source's text.
+        write!(f, "{self}")
+    }
+}
+
+impl Error {
+    /// Wraps a cudarc error with what pgas was doing.
+    pub(crate) fn cuda(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+        move |source| Error::Cuda { context, source }
+    }
+
+    /// Wraps an I/O error with what pgas was doing.
+    pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+        let context = context.into();
+        move |source| Error::Io { context, source }
+    }
+}
