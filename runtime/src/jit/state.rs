@@ -4,13 +4,12 @@
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::hash::{Hash, Hasher};
-use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cudarc::driver::{result, sys, CudaContext};
 
 use crate::error::{Error, Result};
-use crate::jit::disk::{CacheKey, DiskCache, Lookup};
+use crate::jit::disk::DiskCache;
 use crate::jit::toolchain::Toolchain;
 use crate::kernel::Variant;
 
@@ -237,35 +236,16 @@ impl JitState {
     /// The CUBIN of `src` for `arch`: from the disk cache, else from NVRTC (then stored).
     fn cubin(&self, src: &Source, arch: (u32, u32)) -> Result<Vec<u8>> {
         let tc = self.toolchain()?;
-        let opts = tc.options(arch);
-        let key = CacheKey::new(
-            &src.text,
-            &src.cuda_name,
-            &opts,
-            tc.nvrtc_version(),
-            tc.nvshmem_version(),
-            arch,
-        );
-        let dump = std::env::var_os("PGAS_DUMP_DIR").map(std::path::PathBuf::from);
-        if let Some(dir) = &dump {
-            dump_file(dir, &format!("{}.cu", src.cuda_name), &src.text);
-        }
         let disk = self.disk()?;
-        if let Some(d) = &disk {
-            if let Lookup::Hit(cubin) = d.load(&key)? {
-                if let Some(dir) = &dump {
-                    let note = format!(
-                        "options: {}\nloaded from {}\n",
-                        opts.join(" "),
-                        d.path(&key).display()
-                    );
-                    dump_file(dir, &format!("{}.log", src.cuda_name), &note);
-                }
-                return Ok(cubin);
-            }
-        }
-        let compiled = tc
-            .compile_with(&src.text, &src.cuda_name, arch, &opts)
+        let dump = std::env::var_os("PGAS_DUMP_DIR").map(std::path::PathBuf::from);
+        let (compiled, _) = tc
+            .compile_cached(
+                disk.as_deref(),
+                dump.as_deref(),
+                &src.text,
+                &src.cuda_name,
+                arch,
+            )
             .map_err(|e| match e {
                 Error::Compile { location, log, .. } => Error::Compile {
                     kernel: format!("{} ({})", src.display, src.cuda_name),
@@ -273,22 +253,7 @@ impl JitState {
                     log,
                 },
                 other => other,
-            });
-        if let Some(dir) = &dump {
-            let log = match &compiled {
-                Ok(c) => c.log.clone(),
-                Err(e) => e.to_string(),
-            };
-            dump_file(
-                dir,
-                &format!("{}.log", src.cuda_name),
-                &format!("options: {}\n{log}\n", opts.join(" ")),
-            );
-        }
-        let compiled = compiled?;
-        if let Some(d) = &disk {
-            d.store(&key, &compiled.cubin)?;
-        }
+            })?;
         Ok(compiled.cubin)
     }
 
@@ -364,18 +329,6 @@ impl Drop for JitState {
         // Modules that were never NVSHMEM-initialized (or whose owner skipped `finalize`) are
         // still unloaded.
         self.finalize(None);
-    }
-}
-
-/// Writes a `PGAS_DUMP_DIR` file; a failure is reported, not fatal (dumps are a debugging aid).
-fn dump_file(dir: &Path, name: &str, text: &str) {
-    if let Err(e) = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(dir.join(name), text))
-    {
-        eprintln!(
-            "pgas: cannot write {} to PGAS_DUMP_DIR {}: {e}",
-            name,
-            dir.display()
-        );
     }
 }
 

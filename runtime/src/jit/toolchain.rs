@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::{Error, Result};
+use crate::jit::disk::{CacheKey, DiskCache, Lookup};
 use crate::jit::nvrtc;
 
 use crate::jit::nvrtc::NVRTC_SONAME;
@@ -150,6 +151,65 @@ impl Toolchain {
         self.compile_with(source, kernel_name, arch, &self.options(arch))
     }
 
+    /// [`Toolchain::compile_cubin`] through a disk cache: a verified entry is returned as is
+    /// (`true`: from the cache), else NVRTC compiles and the result is stored; a corrupt entry
+    /// is dropped and rebuilt. With `dump`, `<kernel_name>.cu` and `<kernel_name>.log` (options,
+    /// NVRTC log or the cache entry used) are written there.
+    pub fn compile_cached(
+        &self,
+        cache: Option<&DiskCache>,
+        dump: Option<&Path>,
+        source: &str,
+        kernel_name: &str,
+        arch: (u32, u32),
+    ) -> Result<(Compiled, bool)> {
+        let opts = self.options(arch);
+        let key = CacheKey::new(
+            source,
+            kernel_name,
+            &opts,
+            self.nvrtc_version,
+            &self.nvshmem_version,
+            arch,
+        );
+        if let Some(dir) = dump {
+            dump_file(dir, &format!("{kernel_name}.cu"), source);
+        }
+        let log_header = format!("options: {}\n", opts.join(" "));
+        if let Some(c) = cache {
+            if let Lookup::Hit(cubin) = c.load(&key)? {
+                if let Some(dir) = dump {
+                    let note = format!("{log_header}loaded from {}\n", c.path(&key).display());
+                    dump_file(dir, &format!("{kernel_name}.log"), &note);
+                }
+                return Ok((
+                    Compiled {
+                        cubin,
+                        log: String::new(),
+                    },
+                    true,
+                ));
+            }
+        }
+        let compiled = self.compile_with(source, kernel_name, arch, &opts);
+        if let Some(dir) = dump {
+            let log = match &compiled {
+                Ok(c) => c.log.clone(),
+                Err(e) => e.to_string(),
+            };
+            dump_file(
+                dir,
+                &format!("{kernel_name}.log"),
+                &format!("{log_header}{log}\n"),
+            );
+        }
+        let compiled = compiled?;
+        if let Some(c) = cache {
+            c.store(&key, &compiled.cubin)?;
+        }
+        Ok((compiled, false))
+    }
+
     /// [`Toolchain::compile_cubin`] with explicit options (see [`Toolchain::options`]).
     pub fn compile_with(
         &self,
@@ -179,6 +239,17 @@ impl Toolchain {
                 log: out.log,
             }),
         }
+    }
+}
+
+/// Writes a `PGAS_DUMP_DIR` file; a failure is reported, not fatal (dumps are a debugging aid).
+fn dump_file(dir: &Path, name: &str, text: &str) {
+    if let Err(e) = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(dir.join(name), text))
+    {
+        eprintln!(
+            "pgas: cannot write {name} to the dump directory {}: {e}",
+            dir.display()
+        );
     }
 }
 
