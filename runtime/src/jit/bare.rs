@@ -76,6 +76,28 @@ impl Bare {
         )
     }
 
+    /// [`Bare::launch`] on `stream` (a stream of this device's context).
+    pub fn launch_on(
+        &self,
+        stream: &CudaStream,
+        spec: &'static KernelSpec,
+        variant: Variant,
+        comptime: &[i128],
+        cfg: LaunchConfig,
+        args: &mut KernelArgs<'_>,
+    ) -> Result<()> {
+        launch_in(
+            &self.target(),
+            &self.stream,
+            spec,
+            variant,
+            comptime,
+            cfg,
+            Some(stream),
+            args,
+        )
+    }
+
     /// [`RawKernel::launch`] on this device.
     ///
     /// # Safety
@@ -87,6 +109,12 @@ impl Bare {
         args: &mut KernelArgs<'_>,
     ) -> Result<()> {
         k.launch_in(&self.target(), &self.stream, cfg, args)
+    }
+
+    /// The loaded function of `k` (compiling it if needed), for comparing against bare driver
+    /// launches.
+    pub fn function_handle(&self, k: &RawKernel) -> Result<cudarc::driver::sys::CUfunction> {
+        k.function(&self.target()).map(|f| f.raw())
     }
 
     /// Compiles and loads `k` now.

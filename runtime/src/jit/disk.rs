@@ -152,7 +152,15 @@ impl DiskCache {
     ) -> Result<()> {
         let tmp = self.tmp_path(&key.file_name());
         let result = (|| {
-            let mut f = io::BufWriter::new(fs::File::create(&tmp)?);
+            let file = match fs::File::create(&tmp) {
+                // The directory was removed while in use (say `rm -rf ~/.cache/pgas`): recreate it.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    fs::create_dir_all(&self.dir)?;
+                    fs::File::create(&tmp)?
+                }
+                other => other?,
+            };
+            let mut f = io::BufWriter::new(file);
             write(&mut f)?;
             f.into_inner().map_err(|e| e.into_error())?;
             fs::rename(&tmp, self.path(key))
@@ -353,6 +361,16 @@ mod tests {
             "{msg}"
         );
         fs::remove_file(file).unwrap();
+    }
+
+    #[test]
+    fn a_removed_directory_is_recreated() {
+        let dir = tmpdir("removed");
+        let c = DiskCache::open(&dir).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        c.store(&key(5), b"x").unwrap();
+        assert_eq!(c.load(&key(5)).unwrap(), Lookup::Hit(b"x".to_vec()));
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -130,7 +130,6 @@ pub struct JitState {
     /// One gate per kernel being built, so concurrent first launches compile it once.
     building: Mutex<HashMap<FnKey, Arc<Mutex<()>>>>,
     modules: Mutex<Vec<Module>>,
-    toolchain: Mutex<Option<Arc<Toolchain>>>,
     disk: Mutex<Option<Option<Arc<DiskCache>>>>,
     device: OnceLock<DeviceInfo>,
 }
@@ -148,7 +147,6 @@ impl JitState {
             functions: RwLock::new(HashMap::new()),
             building: Mutex::new(HashMap::new()),
             modules: Mutex::new(Vec::new()),
-            toolchain: Mutex::new(None),
             disk: Mutex::new(None),
             device: OnceLock::new(),
         }
@@ -208,9 +206,11 @@ impl JitState {
         Ok(f)
     }
 
-    /// The toolchain, discovered on first use. A failed discovery is retried next time.
+    /// The toolchain, discovered on first use and shared by every context of the process
+    /// (discovery may start python3). A failed discovery is retried next time.
     pub(crate) fn toolchain(&self) -> Result<Arc<Toolchain>> {
-        let mut tc = lock(&self.toolchain);
+        static TOOLCHAIN: Mutex<Option<Arc<Toolchain>>> = Mutex::new(None);
+        let mut tc = lock(&TOOLCHAIN);
         if let Some(t) = &*tc {
             return Ok(t.clone());
         }
