@@ -418,7 +418,7 @@ mod tests {
     fn empty_roots_mean_nvrtc_missing() {
         let dir = std::env::temp_dir().join(format!("pgas-empty-cuda-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let err = find_cuda(&[dir.clone()]).unwrap_err();
+        let err = find_cuda(std::slice::from_ref(&dir)).unwrap_err();
         assert!(matches!(err, Error::NvrtcMissing { .. }), "{err}");
         assert!(
             err.to_string().contains(&dir.display().to_string()),
@@ -433,7 +433,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pgas-nohdr-cuda-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("lib")).unwrap();
         std::fs::write(dir.join("lib").join(NVRTC_SONAME), b"").unwrap();
-        let err = find_cuda(&[dir.clone()]).unwrap_err();
+        let err = find_cuda(std::slice::from_ref(&dir)).unwrap_err();
         assert!(matches!(err, Error::HeadersMissing { .. }), "{err}");
         assert!(err.to_string().contains("cuda_runtime.h"), "{err}");
         std::fs::remove_dir_all(dir).unwrap();
