@@ -1,40 +1,290 @@
-//! The pgas context.
+//! The pgas context: [`init`], [`PgasBuilder`] and the [`Pgas`] handle.
 //!
-//! PLACEHOLDER on branch rt-jit: the real `Pgas` (NVSHMEM bootstrap, symmetric memory) is the
-//! foundation engineer's (branch rt-foundation) and replaces this file on merge. This stand-in
-//! holds only what the JIT reads, so the JIT compiles and its tests run before that merge.
+//! One NVSHMEM runtime per process. `init` brings it up; the handle is a cheap `Clone`
+//! (`Arc`); NVSHMEM finalizes once, when the last handle (or the last [`crate::SymTensor`],
+//! which holds one) drops, in this order: JIT modules, then NVSHMEM, then MPI if pgas started it.
 
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, CudaStream};
 
-use crate::jit::state::Target;
-use crate::jit::JitState;
+use crate::bootstrap::{self, env, Bootstrap, Bootstrapped};
+use crate::error::{Error, Result};
+use crate::heap;
+use crate::nvshmem::{self, Nvshmem, NvshmemInstall};
 
-/// A PE's view of the job: its GPU, stream, NVSHMEM, and JIT state.
+/// Where this process is in NVSHMEM's one-shot lifecycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Never initialized.
+    Fresh,
+    /// A `Pgas` is alive.
+    Live,
+    /// Initialized and finalized: NVSHMEM cannot be initialized again in this process.
+    Finalized,
+}
+
+/// Held for the whole of `init`, so concurrent calls are serialized.
+static PHASE: Mutex<Phase> = Mutex::new(Phase::Fresh);
+
+/// Whether `init` may proceed in this phase.
+pub(crate) fn admit(phase: Phase) -> Result<()> {
+    match phase {
+        Phase::Fresh => Ok(()),
+        Phase::Live => Err(Error::AlreadyInitialized),
+        Phase::Finalized => Err(Error::Finalized),
+    }
+}
+
+fn lock_phase() -> std::sync::MutexGuard<'static, Phase> {
+    // A panic while holding the lock leaves a valid Phase behind; keep going.
+    PHASE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Initializes pgas with the defaults: [`Bootstrap::Auto`], the GPU of this process's local
+/// rank (GPU 0 without a launcher), NVSHMEM's heap size (`NVSHMEM_SYMMETRIC_SIZE`, else 1 GiB).
+///
+/// Call it once per process and clone the handle. Calling it while a handle is alive returns
+/// [`Error::AlreadyInitialized`]; after the last handle dropped, [`Error::Finalized`].
+pub fn init() -> Result<Pgas> {
+    builder().init()
+}
+
+/// A builder for non-default settings: `pgas::builder().heap_size(4 << 30).init()?`.
+pub fn builder() -> PgasBuilder {
+    PgasBuilder::default()
+}
+
+/// Settings for [`init`].
+#[derive(Clone, Debug, Default)]
+pub struct PgasBuilder {
+    heap_size: Option<usize>,
+    device: Option<usize>,
+    bootstrap: Bootstrap,
+}
+
+impl PgasBuilder {
+    /// Symmetric heap size per PE in bytes (sets `NVSHMEM_SYMMETRIC_SIZE` for NVSHMEM). Every
+    /// symmetric allocation comes out of it; the default is NVSHMEM's 1 GiB.
+    pub fn heap_size(mut self, bytes: usize) -> Self {
+        self.heap_size = Some(bytes);
+        self
+    }
+
+    /// CUDA device ordinal of this process; by default the local rank's (see
+    /// [`bootstrap::pick_device`]).
+    pub fn device(mut self, ordinal: usize) -> Self {
+        self.device = Some(ordinal);
+        self
+    }
+
+    /// How the PEs find each other; [`Bootstrap::Auto`] by default.
+    pub fn bootstrap(mut self, bootstrap: Bootstrap) -> Self {
+        self.bootstrap = bootstrap;
+        self
+    }
+
+    /// Brings NVSHMEM up on the chosen GPU. Collective over all PEs.
+    pub fn init(self) -> Result<Pgas> {
+        let mut phase = lock_phase();
+        admit(*phase)?;
+        if self.heap_size == Some(0) {
+            return Err(Error::InvalidConfig {
+                name: "PgasBuilder::heap_size",
+                value: "0".to_string(),
+                reason: "the symmetric heap needs at least one byte".to_string(),
+            });
+        }
+        let method = bootstrap::resolve(self.bootstrap, &env::process)?;
+        let install = nvshmem::find()?;
+        // Loaded once per process and never unloaded: NVSHMEM cannot re-initialize anyway, and
+        // unloading it under its plugins or atexit handlers is asking for trouble.
+        let nv: &'static Nvshmem = Box::leak(Box::new(Nvshmem::load(&install)?));
+
+        // cudarc's dynamic loader panics without libcuda; ask first.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(Error::NoCudaDriver);
+        }
+        let count = CudaContext::device_count().map_err(Error::cuda("counting GPUs"))?;
+        let device = bootstrap::pick_device(self.device, &env::process, count.max(0) as usize)?;
+        // NVSHMEM binds to the current context, so the GPU is selected before init.
+        let ctx = CudaContext::new(device).map_err(Error::cuda("creating the CUDA context"))?;
+        let stream = ctx
+            .new_stream()
+            .map_err(Error::cuda("creating the pgas stream"))?;
+
+        let heap_size = match self.heap_size {
+            Some(bytes) => {
+                // NVSHMEM reads its heap size only from the environment, at init.
+                std::env::set_var(heap::HEAP_SIZE_VAR, bytes.to_string());
+                bytes
+            }
+            None => match env::process(heap::HEAP_SIZE_VAR) {
+                Some(v) => heap::parse_size(&v)?,
+                None => heap::DEFAULT_HEAP_SIZE,
+            },
+        };
+
+        let bootstrapped = bootstrap::run(method, nv)?;
+        let raw = nv.raw();
+        let (my_pe, n_pes) = unsafe { (raw.nvshmem_my_pe(), raw.nvshmem_n_pes()) };
+        let inner = Inner {
+            jit: crate::jit::JitState::new(),
+            my_pe: my_pe as usize,
+            n_pes: n_pes as usize,
+            device,
+            heap_size,
+            stream,
+            ctx,
+            bootstrap: bootstrapped,
+            install,
+            nvshmem: nv,
+        };
+        *phase = Phase::Live;
+        Ok(Pgas {
+            inner: Arc::new(inner),
+        })
+    }
+}
+
+/// Everything one initialized NVSHMEM runtime owns. Dropped once, by the last handle.
+pub(crate) struct Inner {
+    /// JIT-compiled modules, finalized before NVSHMEM.
+    pub(crate) jit: crate::jit::JitState,
+    pub(crate) my_pe: usize,
+    pub(crate) n_pes: usize,
+    pub(crate) device: usize,
+    pub(crate) heap_size: usize,
+    pub(crate) stream: Arc<CudaStream>,
+    pub(crate) ctx: Arc<CudaContext>,
+    /// Dropped after NVSHMEM finalized (MPI_Finalize must come after it).
+    bootstrap: Bootstrapped,
+    pub(crate) install: NvshmemInstall,
+    pub(crate) nvshmem: &'static Nvshmem,
+}
+
+impl Inner {
+    /// Makes this context current on the calling thread (the driver API is per thread).
+    pub(crate) fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(Error::cuda("making the pgas CUDA context current"))
+    }
+
+    /// Waits for the pgas stream.
+    pub(crate) fn sync_stream(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(Error::cuda("synchronizing the pgas stream"))
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Errors cannot be returned from drop, and finalization must happen regardless.
+        let _ = self.bind();
+        let _ = self.sync_stream();
+        self.jit.finalize(self.nvshmem);
+        unsafe { self.nvshmem.raw().nvshmemx_hostlib_finalize() };
+        *lock_phase() = Phase::Finalized;
+    }
+}
+
+/// A handle to the NVSHMEM runtime of this process. Cheap to clone; NVSHMEM finalizes when the
+/// last clone (and the last symmetric tensor) is dropped.
+#[derive(Clone)]
 pub struct Pgas {
-    cuda: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
-    jit: JitState,
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Pgas {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pgas")
+            .field("my_pe", &self.inner.my_pe)
+            .field("n_pes", &self.inner.n_pes)
+            .field("device", &self.inner.device)
+            .field("heap_size", &self.inner.heap_size)
+            .field("bootstrap", &self.inner.bootstrap.method)
+            .finish()
+    }
 }
 
 impl Pgas {
-    /// The CUDA context of this PE's GPU.
+    /// This PE's number in `0..n_pes()`.
+    pub fn my_pe(&self) -> usize {
+        self.inner.my_pe
+    }
+
+    /// Number of PEs.
+    pub fn n_pes(&self) -> usize {
+        self.inner.n_pes
+    }
+
+    /// CUDA ordinal of this PE's GPU.
+    pub fn device_ordinal(&self) -> usize {
+        self.inner.device
+    }
+
+    /// The CUDA context of this PE's GPU (cudarc), for local buffers and other CUDA work.
     pub fn cuda(&self) -> &Arc<CudaContext> {
-        &self.cuda
+        &self.inner.ctx
     }
 
-    /// The stream launches and host-side operations use by default.
+    /// The stream pgas issues its host-side RMA, collectives and copies on.
     pub fn stream(&self) -> &Arc<CudaStream> {
-        &self.stream
+        &self.inner.stream
     }
 
-    /// Where this context's kernels load: with the real context, `nvshmem` is its NVSHMEM.
-    pub(crate) fn jit_target(&self) -> Target<'_> {
-        Target {
-            ctx: &self.cuda,
-            jit: &self.jit,
-            nvshmem: None,
+    /// Symmetric heap size per PE, in bytes.
+    pub fn heap_size(&self) -> usize {
+        self.inner.heap_size
+    }
+
+    /// The bootstrap that brought the PEs together.
+    pub fn bootstrap(&self) -> Bootstrap {
+        self.inner.bootstrap.method
+    }
+
+    /// The loaded NVSHMEM host library.
+    pub(crate) fn nvshmem(&self) -> &Nvshmem {
+        self.inner.nvshmem
+    }
+
+    /// The NVSHMEM install in use (its headers are what the JIT compiles against).
+    pub fn install(&self) -> &NvshmemInstall {
+        &self.inner.install
+    }
+
+    /// Checks that `pe` is a PE of the world.
+    pub(crate) fn check_pe(&self, pe: usize) -> Result<i32> {
+        if pe < self.inner.n_pes {
+            Ok(pe as i32)
+        } else {
+            Err(Error::InvalidPe {
+                pe,
+                n_pes: self.inner.n_pes,
+            })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_is_admitted_once_per_process() {
+        assert!(admit(Phase::Fresh).is_ok());
+        let twice = admit(Phase::Live).unwrap_err().to_string();
+        assert!(
+            twice.contains("already initialized") && twice.contains("Clone"),
+            "{twice}"
+        );
+        let after = admit(Phase::Finalized).unwrap_err().to_string();
+        assert!(
+            after.contains("finalized") && after.contains("cannot be initialized twice"),
+            "{after}"
+        );
     }
 }

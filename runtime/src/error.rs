@@ -1,109 +1,365 @@
-//! The runtime's error type.
-//!
-//! Every failure the runtime can see (missing libraries, NVRTC errors, a cache that cannot be
-//! written, a launch that does not fit) comes back as an [`Error`] whose message says what to do.
+//! The one error type of pgas. Every message says what went wrong and what to do about it.
 
+use std::fmt;
 use std::path::PathBuf;
 
-/// Result alias used throughout the runtime.
+/// `Result` with pgas's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything that can go wrong in the runtime.
-#[derive(Debug, thiserror::Error)]
+/// Everything that can go wrong in pgas, one variant per kind of failure.
+///
+/// `Debug` prints the same message as `Display`, so `fn main() -> pgas::Result<()>` shows the
+/// message and its fix rather than a struct dump.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A CUDA driver call failed.
-    #[error("CUDA driver call {call} failed: {source}")]
-    Driver {
+    /// No NVSHMEM install was found; `searched` lists every place looked at, one per line.
+    #[error(
+        "NVSHMEM was not found. Looked in:\n{searched}\nFix: `pip install nvidia-nvshmem-cu13==3.4.5` \
+         (pgas finds the wheel through python3) or set PGAS_NVSHMEM_HOME to an NVSHMEM root that holds \
+         include/nvshmem.h and lib/libnvshmem_host.so.3"
+    )]
+    NvshmemNotFound {
+        /// The places looked at and why each did not qualify.
+        searched: String,
+    },
+
+    /// `libnvshmem_host.so.3` exists but could not be loaded or lacks a symbol pgas needs.
+    #[error(
+        "cannot load {path}: {reason}. Fix: point PGAS_NVSHMEM_HOME at a complete NVSHMEM 3.x install \
+         (`pip install nvidia-nvshmem-cu13==3.4.5`)"
+    )]
+    NvshmemLoad {
+        /// The library file.
+        path: PathBuf,
+        /// The loader's message.
+        reason: String,
+    },
+
+    /// The headers' version could not be read.
+    #[error("cannot read the NVSHMEM version from {path}: {reason}. Fix: use an NVSHMEM install with intact headers")]
+    NvshmemHeader {
+        /// `include/non_abi/nvshmem_version.h`.
+        path: PathBuf,
+        /// What was wrong with it.
+        reason: String,
+    },
+
+    /// The library and the headers of the NVSHMEM root disagree on the version.
+    #[error(
+        "NVSHMEM version mismatch: {library} is {}.{}.{} but the headers in {include} are {}.{}.{}. \
+         The JIT compiles device code against the headers, so both must come from one install. Fix: set \
+         PGAS_NVSHMEM_HOME to one root holding both (e.g. `pip install nvidia-nvshmem-cu13==3.4.5`)",
+        library_version.0, library_version.1, library_version.2,
+        header_version.0, header_version.1, header_version.2
+    )]
+    NvshmemVersionMismatch {
+        /// The library file.
+        library: PathBuf,
+        /// Version the library reports.
+        library_version: (u32, u32, u32),
+        /// The include directory.
+        include: PathBuf,
+        /// Version the headers declare.
+        header_version: (u32, u32, u32),
+    },
+
+    /// An NVSHMEM call returned a failure status.
+    #[error("{call} failed (status {status}). {hint}")]
+    Nvshmem {
+        /// The NVSHMEM function.
         call: &'static str,
+        /// Its return value.
+        status: i32,
+        /// What to check.
+        hint: &'static str,
+    },
+
+    /// `libcuda.so.1` could not be loaded.
+    #[error(
+        "the NVIDIA driver (libcuda.so.1) is not available on this machine. pgas needs an NVIDIA GPU and \
+         its driver; run `pgas doctor` to see what is missing"
+    )]
+    NoCudaDriver,
+
+    /// A CUDA driver call failed.
+    #[error("CUDA error while {context}: {source}")]
+    Cuda {
+        /// What pgas was doing.
+        context: &'static str,
+        /// cudarc's error.
         #[source]
         source: cudarc::driver::DriverError,
     },
 
-    /// The CUDA driver library (`libcuda.so.1`) could not be loaded.
+    /// The device ordinal asked for does not exist.
     #[error(
-        "the CUDA driver (libcuda.so.1) could not be loaded: is an NVIDIA driver installed and \
-         is this a machine with a GPU?"
+        "GPU {requested} was asked for ({why}) but only {count} GPU(s) are visible. Fix: start at most one \
+         process per GPU, or pick a device with PgasBuilder::device"
     )]
-    DriverMissing,
+    NoSuchDevice {
+        /// The ordinal asked for.
+        requested: usize,
+        /// Where that ordinal came from.
+        why: String,
+        /// How many GPUs CUDA sees.
+        count: usize,
+    },
+
+    /// `init` was called while a `Pgas` handle is alive.
+    #[error(
+        "pgas is already initialized in this process. Clone the existing `Pgas` handle (it is cheap) \
+         instead of calling init() again"
+    )]
+    AlreadyInitialized,
+
+    /// `init` was called after the last handle was dropped.
+    #[error(
+        "pgas was already finalized in this process (the last `Pgas` handle was dropped) and NVSHMEM \
+         cannot be initialized twice in one process. Keep one `Pgas` handle alive for the whole program"
+    )]
+    Finalized,
+
+    /// Bootstrapping the PEs failed.
+    #[error("bootstrap through {method} failed: {reason}")]
+    Bootstrap {
+        /// The bootstrap in use.
+        method: &'static str,
+        /// What went wrong and what to do.
+        reason: String,
+    },
+
+    /// The `mpi` bootstrap was asked for in a build without the `mpi` feature.
+    #[error(
+        "the MPI bootstrap was requested but pgas was built without MPI support. Fix: build with \
+         `--features mpi`, or run under `pgas-run`, or set NVSHMEM_BOOTSTRAP=MPI to use NVSHMEM's own"
+    )]
+    MpiNotEnabled,
+
+    /// The allocation does not fit in the symmetric heap.
+    #[error(
+        "symmetric allocation of {requested} bytes does not fit: the symmetric heap is {heap} bytes{in_use}. \
+         Fix: raise it with PgasBuilder::heap_size(bytes) or the NVSHMEM_SYMMETRIC_SIZE environment variable \
+         (e.g. NVSHMEM_SYMMETRIC_SIZE=4G)"
+    )]
+    HeapExhausted {
+        /// Bytes asked for.
+        requested: usize,
+        /// Heap size in bytes.
+        heap: usize,
+        /// Empty, or a note that part of the heap is in use.
+        in_use: &'static str,
+    },
+
+    /// An allocation of zero elements (NVSHMEM has no symmetric address for it).
+    #[error("cannot allocate a zero-length symmetric tensor; allocate at least one element")]
+    EmptyAllocation,
+
+    /// A range reaches past the end of a tensor, or starts after it ends.
+    #[error("range {start}..{end} is out of bounds for a symmetric tensor of length {len}")]
+    OutOfRange {
+        /// First index.
+        start: usize,
+        /// One past the last index.
+        end: usize,
+        /// Length of the tensor.
+        len: usize,
+    },
+
+    /// A view of zero elements.
+    #[error("the view {start}..{end} is empty; a view must hold at least one element")]
+    EmptyView {
+        /// First index.
+        start: usize,
+        /// One past the last index.
+        end: usize,
+    },
+
+    /// Two buffers that must have one length do not.
+    #[error("length mismatch: {what} has {got} elements but {expected} were expected")]
+    LengthMismatch {
+        /// Which buffer.
+        what: &'static str,
+        /// Its length.
+        got: usize,
+        /// The length required.
+        expected: usize,
+    },
+
+    /// A PE number outside `0..n_pes` (of the team in question).
+    #[error("PE {pe} does not exist: there are {n_pes} PEs")]
+    InvalidPe {
+        /// The PE asked for.
+        pe: usize,
+        /// Number of PEs.
+        n_pes: usize,
+    },
+
+    /// An option or environment variable has a value pgas cannot use.
+    #[error("invalid {name} {value:?}: {reason}")]
+    InvalidConfig {
+        /// The option or variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// Why it is invalid and what is accepted.
+        reason: String,
+    },
+
+    /// An error of the `pgas-run` launcher itself (not of a rank).
+    #[error("pgas-run: {0}")]
+    Launcher(String),
+
+    /// A rank started by `pgas-run` failed.
+    #[error("pgas-run: rank {rank} {status}; the other ranks were stopped")]
+    RankFailed {
+        /// The first rank that failed.
+        rank: usize,
+        /// How it ended (`exited with status 3`, `was killed by signal 11 (SIGSEGV)`).
+        status: String,
+    },
 
     /// No NVRTC library was found.
     #[error(
-        "NVRTC (libnvrtc.so.13) not found; searched: {searched}. Install CUDA 13 (or the \
+        "NVRTC (libnvrtc.so.13) not found; searched: {searched}. Fix: install CUDA 13 (or the \
          nvidia-cuda-nvrtc wheel) and set PGAS_CUDA_HOME to its root"
     )]
-    NvrtcMissing { searched: String },
+    NvrtcMissing {
+        /// Every place looked at.
+        searched: String,
+    },
 
     /// Headers needed to compile kernels are missing.
-    #[error("{what} not found; searched: {searched}. {hint}")]
+    #[error("{what} not found; searched: {searched}. Fix: {hint}")]
     HeadersMissing {
+        /// Which headers.
         what: &'static str,
+        /// Where they were looked for.
         searched: String,
+        /// What to do.
         hint: &'static str,
     },
 
     /// An NVRTC API call failed outside compilation proper.
     #[error("NVRTC call {call} failed: {detail}")]
-    Nvrtc { call: &'static str, detail: String },
+    Nvrtc {
+        /// The NVRTC function.
+        call: &'static str,
+        /// NVRTC's description of the status.
+        detail: String,
+    },
 
-    /// NVRTC rejected the requested GPU architecture.
+    /// NVRTC cannot compile for the requested GPU architecture.
     #[error(
-        "NVRTC cannot compile for compute capability {}.{} (option -arch=sm_{}{}): {log}",
+        "NVRTC cannot compile for compute capability {}.{} (-arch=sm_{}{}): {log}. Fix: use a \
+         CUDA whose NVRTC supports this GPU",
         arch.0, arch.1, arch.0, arch.1
     )]
-    UnsupportedArch { arch: (u32, u32), log: String },
+    UnsupportedArch {
+        /// The requested compute capability.
+        arch: (u32, u32),
+        /// What NVRTC supports.
+        log: String,
+    },
 
-    /// A kernel failed to compile. `location` is the Rust `file:line` of the first error when the
-    /// generated source carried `#line` directives.
+    /// A kernel failed to compile. `location` is the Rust `file:line` of the first error (through
+    /// the `#line` directives of generated code).
     #[error(
         "kernel `{kernel}` failed to compile{}:\n{log}",
         location.as_deref().map(|l| format!(" at {l}")).unwrap_or_default()
     )]
     Compile {
+        /// The Rust kernel name (and its CUDA symbol).
         kernel: String,
+        /// `file:line` of the first error, if the log names one.
         location: Option<String>,
+        /// NVRTC's full log.
         log: String,
     },
 
     /// The on-disk kernel cache could not be used.
     #[error(
-        "kernel cache at {dir}: {action} failed: {source}. Point PGAS_CACHE_DIR at a writable \
-         directory with free space, or set PGAS_CACHE=off to compile without a disk cache"
+        "kernel cache at {dir}: {action} failed: {source}. Fix: point PGAS_CACHE_DIR at a \
+         writable directory with free space, or set PGAS_CACHE=off to compile without a disk cache"
     )]
     Cache {
+        /// The cache directory.
         dir: PathBuf,
+        /// What pgas was doing.
         action: &'static str,
+        /// The OS error.
         #[source]
         source: std::io::Error,
     },
 
     /// `nvshmemx_cumodule_init` failed for a freshly loaded kernel module.
-    #[error("nvshmemx_cumodule_init failed for kernel `{kernel}` with status {status}")]
-    ModuleInit { kernel: String, status: i32 },
+    #[error(
+        "nvshmemx_cumodule_init failed for kernel `{kernel}` (status {status}). Fix: check that \
+         the kernel was compiled against the same NVSHMEM as the host library (pgas doctor)"
+    )]
+    ModuleInit {
+        /// The Rust kernel name.
+        kernel: String,
+        /// NVSHMEM's status.
+        status: i32,
+    },
 
-    /// A launch was asked with arguments or a configuration that do not match the kernel.
+    /// A launch whose arguments or configuration do not match the kernel.
     #[error("cannot launch kernel `{kernel}`: {reason}")]
-    Launch { kernel: String, reason: String },
+    Launch {
+        /// The Rust kernel name.
+        kernel: String,
+        /// What is wrong.
+        reason: String,
+    },
 
     /// A kernel that needs all its blocks resident at once was launched with too many blocks.
     #[error(
         "kernel `{kernel}` needs a collective (cooperative) launch, so all its blocks must be \
          resident at once: the grid of {requested} blocks exceeds the largest that fits, {max} \
-         ({per_sm} blocks per SM x {sms} SMs at this block size and shared memory); launch at \
-         most {max} blocks"
+         ({per_sm} blocks per SM x {sms} SMs at this block size and shared memory). Fix: launch \
+         at most {max} blocks"
     )]
     CollectiveGrid {
+        /// The Rust kernel name.
         kernel: String,
+        /// Blocks requested.
         requested: u64,
+        /// The largest grid that fits.
         max: u64,
+        /// Resident blocks per SM.
         per_sm: u32,
+        /// SMs on the device.
         sms: u32,
+    },
+
+    /// An I/O error, with what pgas was doing.
+    #[error("{context}: {source}")]
+    Io {
+        /// What pgas was doing.
+        context: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
     },
 }
 
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Every message already includes its source's text.
+        write!(f, "{self}")
+    }
+}
+
 impl Error {
-    /// Wraps a driver error with the name of the call that produced it.
-    pub(crate) fn driver(call: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
-        move |source| Error::Driver { call, source }
+    /// Wraps a cudarc error with what pgas was doing.
+    pub(crate) fn cuda(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+        move |source| Error::Cuda { context, source }
+    }
+
+    /// Wraps an I/O error with what pgas was doing.
+    pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+        let context = context.into();
+        move |source| Error::Io { context, source }
     }
 }

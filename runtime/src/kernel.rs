@@ -93,6 +93,8 @@ use crate::context::Pgas;
 use crate::error::{Error, Result};
 use crate::jit::launch::{launch_function, LaunchConfig};
 use crate::jit::state::{FnKey, Function, KernelId, Source, Target, MAX_COMPTIME};
+use crate::memory::SymRegion;
+use crate::team::Team;
 
 /// Most ABI parameters one launch may pass (a buffer counts two: pointer and length).
 pub const MAX_PARAMS: usize = 48;
@@ -135,21 +137,6 @@ const fn scalar_name(name: &'static str) -> &'static str {
         b"half::bf16" => "bf16",
         _ => name,
     }
-}
-
-/// Symmetric memory a kernel can take (`SymTensor<T>`): a device pointer valid on every PE and an
-/// element count.
-pub trait SymBuffer {
-    /// Device address of the first element.
-    fn sym_device_ptr(&self) -> u64;
-    /// Number of elements.
-    fn sym_len(&self) -> usize;
-}
-
-/// An NVSHMEM team handle as a kernel takes it (`nvshmem_team_t`, an `int`).
-pub trait TeamHandle {
-    /// The raw `nvshmem_team_t`.
-    fn raw_team(&self) -> i32;
 }
 
 /// What was pushed for one Rust parameter, to check against the spec.
@@ -245,14 +232,14 @@ impl<'a> KernelArgs<'a> {
         self
     }
 
-    /// A `&SymTensor<T>`: pointer and length.
-    pub fn push_sym<S: SymBuffer + ?Sized>(&mut self, t: &S) -> &mut Self {
-        self.push_param(Pushed::Sym, &[t.sym_device_ptr(), t.sym_len() as u64]);
+    /// A `&SymTensor<T>` (or a view of one): pointer and length.
+    pub fn push_sym<T, S: SymRegion<T> + ?Sized>(&mut self, t: &S) -> &mut Self {
+        self.push_param(Pushed::Sym, &[t.as_device_ptr(), t.len() as u64]);
         self
     }
 
-    /// A `&mut SymTensor<T>`: pointer and length.
-    pub fn push_sym_mut<S: SymBuffer + ?Sized>(&mut self, t: &mut S) -> &mut Self {
+    /// A `&mut SymTensor<T>` (or a mutable view of one): pointer and length.
+    pub fn push_sym_mut<T, S: SymRegion<T> + ?Sized>(&mut self, t: &mut S) -> &mut Self {
         self.push_sym(&*t)
     }
 
@@ -274,8 +261,8 @@ impl<'a> KernelArgs<'a> {
     }
 
     /// A team handle, as `int`.
-    pub fn push_team<T: TeamHandle>(&mut self, team: T) -> &mut Self {
-        self.push_param(Pushed::Team, &[team.raw_team() as u32 as u64]);
+    pub fn push_team(&mut self, team: Team) -> &mut Self {
+        self.push_param(Pushed::Team, &[team.raw() as u32 as u64]);
         self
     }
 
@@ -480,7 +467,7 @@ pub(crate) fn launch_checked_stream(
     target
         .ctx
         .bind_to_thread()
-        .map_err(Error::driver("cuCtxSetCurrent"))?;
+        .map_err(Error::cuda("making the pgas CUDA context current"))?;
     let sms = if collective {
         target.jit.device(target.ctx)?.sms
     } else {
@@ -509,17 +496,12 @@ mod tests {
     use super::*;
 
     struct Sym(u64, usize);
-    impl SymBuffer for Sym {
-        fn sym_device_ptr(&self) -> u64 {
+    impl SymRegion<f32> for Sym {
+        fn as_device_ptr(&self) -> u64 {
             self.0
         }
-        fn sym_len(&self) -> usize {
+        fn len(&self) -> usize {
             self.1
-        }
-    }
-    impl TeamHandle for i32 {
-        fn raw_team(&self) -> i32 {
-            *self
         }
     }
 
@@ -571,7 +553,7 @@ mod tests {
             .push_scalar(2.5f32)
             .push_scalar(true)
             .push_scalar(half::f16::from_f32(1.0))
-            .push_team(-1i32);
+            .push_team(Team::WORLD);
         assert_eq!(
             a.slots(),
             &[
@@ -580,7 +562,7 @@ mod tests {
                 2.5f32.to_bits() as u64,
                 1,
                 0x3c00,
-                0xffff_ffff
+                Team::WORLD.raw() as u32 as u64
             ]
         );
         a.check(&SPEC, &[128]).unwrap();
@@ -597,7 +579,7 @@ mod tests {
             .push_scalar(1.0f32)
             .push_scalar(true)
             .push_scalar(half::f16::ZERO)
-            .push_team(0i32);
+            .push_team(Team::WORLD);
         assert!(err(&a, &[]).contains("expected 1 comptime values"));
         assert!(err(&a, &[1, 2]).contains("got 2"));
 
@@ -610,7 +592,7 @@ mod tests {
             .push_scalar(1.0f64)
             .push_scalar(true)
             .push_scalar(half::f16::ZERO)
-            .push_team(0i32);
+            .push_team(Team::WORLD);
         let e = err(&a, &[1]);
         assert!(e.contains("`scale`") && e.contains("f64"), "{e}");
 

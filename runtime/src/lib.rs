@@ -1,19 +1,28 @@
 //! pgas runtime: NVSHMEM host binding (loaded at run time), bootstrap, symmetric memory,
 //! host-side RMA/collectives/teams, the JIT and kernel launch. Users reach it through the `pgas`
 //! facade crate.
+//!
+//! Nothing here needs CUDA, NVSHMEM or MPI at build time: `libnvshmem_host.so.3` is found and
+//! loaded by [`init`] (see [`nvshmem::discover`]) and CUDA comes through cudarc's dynamic loader.
 
-pub mod context;
-pub mod error;
+pub mod bootstrap;
+mod context;
+pub mod doctor;
+mod error;
+pub mod ffi;
+pub mod heap;
 pub mod jit;
 pub mod kernel;
+pub mod launcher;
+mod memory;
+pub mod nvshmem;
+pub mod prelude;
+mod rma;
+mod team;
 
-pub use context::Pgas;
+pub use bootstrap::Bootstrap;
+pub use context::{builder, init, Pgas, PgasBuilder};
 pub use error::{Error, Result};
 pub use jit::LaunchConfig;
-pub use kernel::{KernelSpec, Variant};
-
-/// What kernel files and host programs usually need.
-pub mod prelude {
-    pub use crate::jit::{LaunchConfig, RawKernel};
-    pub use crate::{Error, Pgas, Result};
-}
+pub use memory::{SymRegion, SymTensor, SymView, SymViewMut};
+pub use team::Team;

@@ -217,7 +217,12 @@ fn concurrent_first_launches_compile_once_and_all_run() {
                 }
                 let out = stream.clone_dtoh(&x).unwrap();
                 let want = 1024.0;
-                let wrong: Vec<_> = out.iter().enumerate().filter(|(_, &v)| v != want).take(5).collect();
+                let wrong: Vec<_> = out
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &v)| v != want)
+                    .take(5)
+                    .collect();
                 assert!(wrong.is_empty(), "thread {t}: {wrong:?}");
             });
         }

@@ -25,10 +25,9 @@ impl Bare {
     pub fn new(ordinal: usize) -> Result<Bare> {
         // SAFETY: only probes dlopen; cudarc panics on a missing driver, so check first.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
-            return Err(Error::DriverMissing);
+            return Err(Error::NoCudaDriver);
         }
-        let ctx =
-            CudaContext::new(ordinal).map_err(Error::driver("cuInit/cuDevicePrimaryCtxRetain"))?;
+        let ctx = CudaContext::new(ordinal).map_err(Error::cuda("opening the GPU"))?;
         let stream = ctx.default_stream();
         Ok(Bare {
             ctx,

@@ -91,7 +91,7 @@ pub(crate) fn max_resident_grid(f: Function, cfg: &LaunchConfig, sms: u32) -> Re
             cfg.shared_mem_bytes as usize,
         )
     }
-    .map_err(Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?;
+    .map_err(Error::cuda("computing occupancy for a collective launch"))?;
     let per_sm = per_sm.max(0) as u32;
     Ok((per_sm as u64 * sms as u64, per_sm))
 }
@@ -130,7 +130,9 @@ pub(crate) unsafe fn launch_function(
             stream.cu_stream(),
             params,
         )
-        .map_err(Error::driver("cuLaunchCooperativeKernel"))
+        .map_err(Error::cuda(
+            "launching a kernel cooperatively (cuLaunchCooperativeKernel)",
+        ))
     } else {
         result::launch_kernel(
             f.raw(),
@@ -140,7 +142,7 @@ pub(crate) unsafe fn launch_function(
             stream.cu_stream(),
             params,
         )
-        .map_err(Error::driver("cuLaunchKernel"))
+        .map_err(Error::cuda("launching a kernel (cuLaunchKernel)"))
     }
 }
 

@@ -21,7 +21,34 @@ pub use raw::RawKernel;
 pub use state::{JitState, MAX_COMPTIME};
 pub use toolchain::{Compiled, Toolchain};
 
+use crate::context::Pgas;
 use crate::kernel::Variant;
+use crate::nvshmem::Nvshmem;
+use state::{ModuleHooks, Target};
+
+impl Pgas {
+    /// Where this context's kernels load: its CUDA context, JIT state and NVSHMEM.
+    pub(crate) fn jit_target(&self) -> Target<'_> {
+        Target {
+            ctx: &self.inner.ctx,
+            jit: &self.inner.jit,
+            nvshmem: Some(self.inner.nvshmem),
+        }
+    }
+}
+
+impl ModuleHooks for Nvshmem {
+    fn cumodule_init(&self, module: cudarc::driver::sys::CUmodule) -> i32 {
+        // SAFETY: a module just loaded in the current context, NVSHMEM initialized (a Pgas
+        // exists); cudarc's and bindgen's CUmodule are the same opaque pointer.
+        unsafe { self.raw().nvshmemx_cumodule_init(module.cast()) }
+    }
+
+    fn cumodule_finalize(&self, module: cudarc::driver::sys::CUmodule) -> i32 {
+        // SAFETY: as above, for a module about to be unloaded.
+        unsafe { self.raw().nvshmemx_cumodule_finalize(module.cast()) }
+    }
+}
 
 /// The prelude every kernel source starts with (see `docs/jit.md`).
 // TODO(main): use pgas_codegen::PRELUDE once pgas-codegen exports it, so raw and generated

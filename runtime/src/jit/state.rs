@@ -134,6 +134,18 @@ pub struct JitState {
     device: OnceLock<DeviceInfo>,
 }
 
+impl std::fmt::Debug for JitState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JitState")
+            .field(
+                "functions",
+                &self.functions.read().map(|m| m.len()).unwrap_or(0),
+            )
+            .field("modules", &lock(&self.modules).len())
+            .finish()
+    }
+}
+
 impl Default for JitState {
     fn default() -> Self {
         JitState::new()
@@ -169,10 +181,10 @@ impl JitState {
         }
         let (major, minor) = ctx
             .compute_capability()
-            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+            .map_err(Error::cuda("reading the GPU architecture and SM count"))?;
         let sms = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+            .map_err(Error::cuda("reading the GPU architecture and SM count"))?;
         Ok(*self.device.get_or_init(|| DeviceInfo {
             arch: (major as u32, minor as u32),
             sms: sms as u32,
@@ -262,10 +274,11 @@ impl JitState {
         target
             .ctx
             .bind_to_thread()
-            .map_err(Error::driver("cuCtxSetCurrent"))?;
+            .map_err(Error::cuda("making the pgas CUDA context current"))?;
         // SAFETY: the image is a CUBIN NVRTC produced (or a verified cache entry of one).
-        let module = unsafe { result::module::load_data(cubin.as_ptr().cast()) }
-            .map_err(Error::driver("cuModuleLoadData"))?;
+        let module = unsafe { result::module::load_data(cubin.as_ptr().cast()) }.map_err(
+            Error::cuda("loading a JIT-compiled kernel module (cuModuleLoadData)"),
+        )?;
         let unload = |e: Error| {
             // SAFETY: the module was just loaded and nothing else refers to it.
             let _ = unsafe { result::module::unload(module) };
@@ -286,8 +299,9 @@ impl JitState {
         });
         // SAFETY: the module is loaded.
         let f = name.and_then(|n| {
-            unsafe { result::module::get_function(module, n) }
-                .map_err(Error::driver("cuModuleGetFunction"))
+            unsafe { result::module::get_function(module, n) }.map_err(Error::cuda(
+                "finding the kernel in its module (cuModuleGetFunction)",
+            ))
         });
         let f = match f {
             Ok(f) => f,
@@ -306,9 +320,13 @@ impl JitState {
         Ok(Function(f))
     }
 
-    /// Finalizes (for NVSHMEM) and unloads every module, and empties the caches. The context
-    /// calls this before NVSHMEM finalizes; a `Pgas` must not launch afterwards.
-    pub(crate) fn finalize(&self, nv: Option<&dyn ModuleHooks>) {
+    /// Finalizes (`nvshmemx_cumodule_finalize`) and unloads every module, and empties the
+    /// caches. The context calls this before NVSHMEM finalizes.
+    pub(crate) fn finalize(&self, nv: &crate::nvshmem::Nvshmem) {
+        self.finalize_with(Some(nv));
+    }
+
+    fn finalize_with(&self, nv: Option<&dyn ModuleHooks>) {
         self.functions
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -328,7 +346,7 @@ impl Drop for JitState {
     fn drop(&mut self) {
         // Modules that were never NVSHMEM-initialized (or whose owner skipped `finalize`) are
         // still unloaded.
-        self.finalize(None);
+        self.finalize_with(None);
     }
 }
 

@@ -60,13 +60,14 @@ impl Toolchain {
     ///
     /// CUDA: `PGAS_CUDA_HOME` if set (and then only there, so a wrong value is an error rather
     /// than silently replaced), else `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda` and the
-    /// `nvidia/cu13` directory of python3's `nvidia` wheels. NVSHMEM: see
-    /// [`nvshmem_home`].
+    /// `nvidia/cu13` directory of python3's `nvidia` wheels. NVSHMEM: as
+    /// [`crate::nvshmem::find`] finds it for the host library, so kernels compile against the
+    /// headers of the library they run with.
     pub fn discover() -> Result<Toolchain> {
         let env = |k: &str| std::env::var_os(k);
         let cuda = find_cuda(&cuda_candidates(&env))?;
-        let nvshmem = nvshmem_home(&env)?;
-        Toolchain::with(cuda, &nvshmem)
+        let nvshmem = crate::nvshmem::find()?;
+        Toolchain::with(cuda, &nvshmem.root)
     }
 
     /// A toolchain from explicit roots: a CUDA root (`<root>/lib*/libnvrtc.so.13`,
@@ -86,7 +87,11 @@ impl Toolchain {
                        wheel's nvidia/nvshmem directory)",
             });
         }
-        let nvshmem_version = nvshmem_version(&nvshmem_include);
+        // Part of the disk cache key; unreadable means "unknown", which still keys correctly
+        // against itself.
+        let nvshmem_version = crate::nvshmem::version::read_header_version(&nvshmem_include)
+            .map(crate::nvshmem::version::display)
+            .unwrap_or_else(|_| "unknown".to_owned());
         let nvrtc_version = nvrtc::load(&cuda.lib_dir)?;
         Ok(Toolchain {
             cuda,
@@ -329,34 +334,6 @@ pub fn find_cuda(candidates: &[PathBuf]) -> Result<CudaInstall> {
     })
 }
 
-/// The NVSHMEM root whose headers kernels compile against: `PGAS_NVSHMEM_HOME`, else python3's
-/// `nvidia/nvshmem` wheel directory.
-// TODO(rt-foundation): switch to crate::nvshmem::discover::find() once it lands, so the JIT
-// compiles against the same NVSHMEM the host library was loaded from.
-pub fn nvshmem_home(env: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf> {
-    if let Some(home) = env("PGAS_NVSHMEM_HOME") {
-        return Ok(PathBuf::from(home));
-    }
-    let dirs = python_nvidia_dirs();
-    dirs.iter()
-        .map(|d| d.join("nvshmem"))
-        .find(|d| d.join("include/nvshmem.h").is_file())
-        .ok_or_else(|| Error::HeadersMissing {
-            what: "the NVSHMEM headers (include/nvshmem.h)",
-            searched: if dirs.is_empty() {
-                "PGAS_NVSHMEM_HOME (unset); python3's nvidia packages (none)".to_owned()
-            } else {
-                let d: Vec<String> = dirs
-                    .iter()
-                    .map(|d| d.join("nvshmem").display().to_string())
-                    .collect();
-                format!("PGAS_NVSHMEM_HOME (unset), {}", d.join(", "))
-            },
-            hint:
-                "Set PGAS_NVSHMEM_HOME to an NVSHMEM 3.x root, or pip install nvidia-nvshmem-cu13",
-        })
-}
-
 /// The directories of python3's `nvidia` namespace package (where NVIDIA's wheels unpack).
 fn python_nvidia_dirs() -> Vec<PathBuf> {
     let out = Command::new("python3")
@@ -372,26 +349,6 @@ fn python_nvidia_dirs() -> Vec<PathBuf> {
                 .collect()
         }
         _ => Vec::new(),
-    }
-}
-
-/// `major.minor.patch` from `non_abi/nvshmem_version.h`; it goes into the disk cache key.
-fn nvshmem_version(include: &Path) -> String {
-    let text =
-        std::fs::read_to_string(include.join("non_abi/nvshmem_version.h")).unwrap_or_default();
-    let field = |name: &str| {
-        text.lines().find_map(|l| {
-            let rest = l.trim().strip_prefix("#define ")?.strip_prefix(name)?;
-            Some(rest.trim().to_owned())
-        })
-    };
-    match (
-        field("NVSHMEM_VENDOR_MAJOR_VERSION"),
-        field("NVSHMEM_VENDOR_MINOR_VERSION"),
-        field("NVSHMEM_VENDOR_PATCH_VERSION"),
-    ) {
-        (Some(a), Some(b), Some(c)) => format!("{a}.{b}.{c}"),
-        _ => "unknown".to_owned(),
     }
 }
 

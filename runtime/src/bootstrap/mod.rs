@@ -1,0 +1,283 @@
+//! How the PEs find each other, and which GPU each one uses.
+//!
+//! [`Bootstrap::Auto`] (the default) picks, in order:
+//! 1. `NVSHMEM_BOOTSTRAP` set (PMI, PMI2, PMIX, MPI, ...): NVSHMEM's own bootstrap;
+//! 2. `PGAS_RANK` / `PGAS_RENDEZVOUS` set (by `pgas-run`): a unique id handed from rank 0 to the
+//!    others through the launcher's loopback rendezvous;
+//! 3. an MPI launcher's environment with more than one rank (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`,
+//!    `SLURM_NTASKS` under `srun`, ...): the unique id broadcast with MPI (`mpi` feature);
+//! 4. otherwise a single PE.
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+use crate::ffi;
+use crate::nvshmem::Nvshmem;
+
+pub mod env;
+mod launcher;
+#[cfg(feature = "mpi")]
+mod mpi;
+pub mod rendezvous;
+
+/// Which bootstrap `init` uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Bootstrap {
+    /// Decide from the environment (see the module documentation).
+    #[default]
+    Auto,
+    /// One PE, no launcher.
+    Single,
+    /// Under `pgas-run`: unique id through the launcher's rendezvous.
+    Launcher,
+    /// Under `mpirun` / `srun`: unique id broadcast with MPI (needs the `mpi` feature).
+    Mpi,
+    /// NVSHMEM's own bootstrap, configured by `NVSHMEM_BOOTSTRAP`.
+    Nvshmem,
+}
+
+impl fmt::Display for Bootstrap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Bootstrap::Auto => "auto",
+            Bootstrap::Single => "single PE (no launcher)",
+            Bootstrap::Launcher => "pgas-run (unique id over loopback rendezvous)",
+            Bootstrap::Mpi => "MPI (unique id broadcast with rsmpi)",
+            Bootstrap::Nvshmem => "NVSHMEM's own (NVSHMEM_BOOTSTRAP)",
+        })
+    }
+}
+
+/// Resolves [`Bootstrap::Auto`] against an environment (`get` returns a variable's value).
+/// A concrete choice is returned as is.
+pub fn resolve(requested: Bootstrap, get: &dyn Fn(&str) -> Option<String>) -> Result<Bootstrap> {
+    if requested != Bootstrap::Auto {
+        return Ok(requested);
+    }
+    if get(env::NVSHMEM_BOOTSTRAP).is_some() {
+        return Ok(Bootstrap::Nvshmem);
+    }
+    if get(env::RANK).is_some() || get(env::RENDEZVOUS).is_some() {
+        return Ok(Bootstrap::Launcher);
+    }
+    match env::mpi_world_size(get) {
+        Some(n) if n > 1 && cfg!(feature = "mpi") => Ok(Bootstrap::Mpi),
+        // Starting each MPI rank as its own one-PE job would silently compute the wrong thing.
+        Some(n) if n > 1 => Err(Error::MpiNotEnabled),
+        _ => Ok(Bootstrap::Single),
+    }
+}
+
+/// What `init()` would do in the current process environment, in words (for `pgas doctor`).
+pub fn describe_auto() -> String {
+    match resolve(Bootstrap::Auto, &env::process) {
+        Ok(b) => b.to_string(),
+        Err(e) => format!("none: {e}"),
+    }
+}
+
+/// Picks the GPU of this process, before NVSHMEM init: an explicit ordinal, else `PGAS_DEVICE`
+/// (set by `pgas-run`), else the local rank from the launcher's environment, else 0.
+pub fn pick_device(
+    explicit: Option<usize>,
+    get: &dyn Fn(&str) -> Option<String>,
+    count: usize,
+) -> Result<usize> {
+    let (ordinal, why) = match explicit {
+        Some(d) => (d, "PgasBuilder::device".to_string()),
+        None => match env::parse_usize(get, env::DEVICE)? {
+            Some(d) => (d, format!("{}={d}", env::DEVICE)),
+            None => match env::local_rank(get)? {
+                Some((var, r)) => (r, format!("local rank {var}={r}")),
+                None => (0, "default".to_string()),
+            },
+        },
+    };
+    if ordinal >= count {
+        return Err(Error::NoSuchDevice {
+            requested: ordinal,
+            why,
+            count,
+        });
+    }
+    Ok(ordinal)
+}
+
+/// What the bootstrap leaves behind that must outlive NVSHMEM (MPI must finalize after it).
+pub(crate) struct Bootstrapped {
+    /// The bootstrap that ran.
+    pub(crate) method: Bootstrap,
+    #[cfg(feature = "mpi")]
+    pub(crate) _mpi: Option<::mpi::environment::Universe>,
+}
+
+/// Initializes NVSHMEM with a resolved (non-`Auto`) bootstrap. The GPU must already be current.
+pub(crate) fn run(method: Bootstrap, nv: &Nvshmem) -> Result<Bootstrapped> {
+    let mut done = match method {
+        Bootstrap::Auto => unreachable!("resolve() never returns Auto"),
+        Bootstrap::Single => uid_init(nv, 0, 1, |_| Ok(()))?,
+        Bootstrap::Launcher => {
+            let peer = launcher::Peer::from_env(&env::process)?;
+            uid_init(nv, peer.rank, peer.size, |id| peer.exchange(id))?
+        }
+        Bootstrap::Mpi => mpi_init(nv)?,
+        Bootstrap::Nvshmem => {
+            let mut attr = ffi::init_attr();
+            let status = unsafe { nv.raw().nvshmemx_hostlib_init_attr(0, &mut attr) };
+            Nvshmem::check(
+                status,
+                "nvshmemx_hostlib_init_attr (NVSHMEM_BOOTSTRAP)",
+                "Check NVSHMEM_BOOTSTRAP and that the matching launcher (mpirun, srun) started this process; \
+                 NVSHMEM_DEBUG=INFO shows NVSHMEM's own log",
+            )?;
+            Bootstrapped::new(Bootstrap::Nvshmem)
+        }
+    };
+    done.method = method;
+    Ok(done)
+}
+
+#[cfg(feature = "mpi")]
+fn mpi_init(nv: &Nvshmem) -> Result<Bootstrapped> {
+    mpi::init(nv)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn mpi_init(_nv: &Nvshmem) -> Result<Bootstrapped> {
+    Err(Error::MpiNotEnabled)
+}
+
+impl Bootstrapped {
+    fn new(method: Bootstrap) -> Self {
+        Bootstrapped {
+            method,
+            #[cfg(feature = "mpi")]
+            _mpi: None,
+        }
+    }
+}
+
+/// The unique-id bootstrap: rank 0 creates the id, `exchange` hands it to the others (on rank 0
+/// it sends, elsewhere it fills `id` in), then every rank initializes with it.
+pub(crate) fn uid_init(
+    nv: &Nvshmem,
+    rank: usize,
+    size: usize,
+    exchange: impl FnOnce(&mut ffi::nvshmemx_uniqueid_t) -> Result<()>,
+) -> Result<Bootstrapped> {
+    let hint = "Check that every rank runs the same program and that NVSHMEM_DEBUG=INFO shows no \
+                network error (NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME picks the interface)";
+    let mut id = ffi::empty_uniqueid();
+    if rank == 0 {
+        let status = unsafe { nv.raw().nvshmemx_get_uniqueid(&mut id) };
+        Nvshmem::check(status, "nvshmemx_get_uniqueid", hint)?;
+    }
+    exchange(&mut id)?;
+    let mut attr = ffi::init_attr();
+    let status = unsafe {
+        nv.raw()
+            .nvshmemx_set_attr_uniqueid_args(rank as i32, size as i32, &id, &mut attr)
+    };
+    Nvshmem::check(status, "nvshmemx_set_attr_uniqueid_args", hint)?;
+    let flags = ffi::flags::NVSHMEMX_INIT_WITH_UNIQUEID as u32;
+    let status = unsafe { nv.raw().nvshmemx_hostlib_init_attr(flags, &mut attr) };
+    Nvshmem::check(status, "nvshmemx_hostlib_init_attr (unique id)", hint)?;
+    Ok(Bootstrapped::new(Bootstrap::Single))
+}
+
+/// The bytes of a unique id, for sending.
+pub(crate) fn uid_bytes(id: &ffi::nvshmemx_uniqueid_t) -> [u8; rendezvous::ID_LEN] {
+    // nvshmemx_uniqueid_t is a 128-byte plain C struct (checked by the bindgen layout test).
+    unsafe { std::mem::transmute_copy(id) }
+}
+
+/// A unique id from received bytes.
+pub(crate) fn uid_from_bytes(bytes: &[u8; rendezvous::ID_LEN]) -> ffi::nvshmemx_uniqueid_t {
+    unsafe { std::mem::transmute_copy(bytes) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn auto_picks_in_the_documented_order() {
+        let r = |p: &'static [(&'static str, &'static str)]| resolve(Bootstrap::Auto, &env_of(p));
+        assert_eq!(r(&[]).unwrap(), Bootstrap::Single);
+        assert_eq!(
+            r(&[("NVSHMEM_BOOTSTRAP", "PMI"), ("PGAS_RANK", "0")]).unwrap(),
+            Bootstrap::Nvshmem
+        );
+        assert_eq!(
+            r(&[("PGAS_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2")]).unwrap(),
+            Bootstrap::Launcher
+        );
+        assert_eq!(
+            r(&[("OMPI_COMM_WORLD_SIZE", "1")]).unwrap(),
+            Bootstrap::Single
+        );
+        let mpi = r(&[("OMPI_COMM_WORLD_SIZE", "2")]);
+        if cfg!(feature = "mpi") {
+            assert_eq!(mpi.unwrap(), Bootstrap::Mpi);
+        } else {
+            assert!(matches!(mpi, Err(Error::MpiNotEnabled)));
+        }
+        assert_eq!(
+            resolve(Bootstrap::Single, &env_of(&[("PGAS_RANK", "1")])).unwrap(),
+            Bootstrap::Single
+        );
+    }
+
+    #[test]
+    fn device_comes_from_builder_then_pgas_device_then_local_rank() {
+        assert_eq!(
+            pick_device(Some(1), &env_of(&[("PGAS_DEVICE", "0")]), 2).unwrap(),
+            1
+        );
+        assert_eq!(
+            pick_device(
+                None,
+                &env_of(&[("PGAS_DEVICE", "1"), ("PGAS_LOCAL_RANK", "0")]),
+                2
+            )
+            .unwrap(),
+            1
+        );
+        assert_eq!(
+            pick_device(None, &env_of(&[("SLURM_LOCALID", "1")]), 2).unwrap(),
+            1
+        );
+        assert_eq!(pick_device(None, &env_of(&[]), 1).unwrap(), 0);
+        let e = pick_device(None, &env_of(&[("OMPI_COMM_WORLD_LOCAL_RANK", "2")]), 2)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("GPU 2")
+                && e.contains("OMPI_COMM_WORLD_LOCAL_RANK=2")
+                && e.contains("2 GPU"),
+            "{e}"
+        );
+        let e = pick_device(None, &env_of(&[("PGAS_DEVICE", "x")]), 2)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("PGAS_DEVICE"), "{e}");
+    }
+
+    #[test]
+    fn uid_round_trips_through_bytes() {
+        let mut id = ffi::empty_uniqueid();
+        id.internal[7] = 42;
+        let back = uid_from_bytes(&uid_bytes(&id));
+        assert_eq!(back.version, id.version);
+        assert_eq!(back.internal[7], 42);
+    }
+}

@@ -1,0 +1,284 @@
+//! `pgas doctor`: what this machine has for pgas, and the exact fix for each missing piece.
+//! Runs anywhere, including machines without a GPU (it says so).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use cudarc::driver::{result as cu, sys as cusys};
+
+use crate::bootstrap;
+use crate::heap;
+use crate::nvshmem::{self, version, Nvshmem};
+
+/// How one check came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Present and usable.
+    Ok,
+    /// Usable, but worth a look.
+    Warn,
+    /// Missing or broken: pgas cannot run kernels until it is fixed.
+    Missing,
+}
+
+/// One line of the report.
+#[derive(Clone, Debug)]
+pub struct Check {
+    /// What was checked.
+    pub name: &'static str,
+    /// How it came out.
+    pub status: Status,
+    /// What was found.
+    pub detail: String,
+    /// What to do, when not [`Status::Ok`].
+    pub fix: Option<String>,
+}
+
+/// Everything `pgas doctor` found.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The checks, in display order.
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    /// Whether nothing is [`Status::Missing`].
+    pub fn ready(&self) -> bool {
+        self.checks.iter().all(|c| c.status != Status::Missing)
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "pgas doctor")?;
+        for c in &self.checks {
+            let tag = match c.status {
+                Status::Ok => "ok",
+                Status::Warn => "warn",
+                Status::Missing => "MISSING",
+            };
+            writeln!(f, "  [{tag:>7}] {}: {}", c.name, c.detail)?;
+            if let Some(fix) = &c.fix {
+                writeln!(
+                    f,
+                    "            fix: {}",
+                    fix.replace('\n', "\n                 ")
+                )?;
+            }
+        }
+        if self.ready() {
+            writeln!(f, "Everything pgas needs is here.")
+        } else {
+            writeln!(f, "Some pieces are missing; pgas builds and compiles kernels without them but cannot run them.")
+        }
+    }
+}
+
+fn ok(name: &'static str, detail: impl Into<String>) -> Check {
+    Check {
+        name,
+        status: Status::Ok,
+        detail: detail.into(),
+        fix: None,
+    }
+}
+
+fn bad(
+    name: &'static str,
+    status: Status,
+    detail: impl Into<String>,
+    fix: impl Into<String>,
+) -> Check {
+    Check {
+        name,
+        status,
+        detail: detail.into(),
+        fix: Some(fix.into()),
+    }
+}
+
+/// Runs every check.
+pub fn run() -> Report {
+    let mut checks = cuda_checks();
+    checks.push(nvrtc_check());
+    checks.push(nvshmem_check());
+    checks.push(mpi_check());
+    checks.push(ok(
+        "bootstrap",
+        format!("init() would use {}", bootstrap::describe_auto()),
+    ));
+    checks.extend(env_checks());
+    Report { checks }
+}
+
+fn cuda_checks() -> Vec<Check> {
+    if !unsafe { cusys::is_culib_present() } {
+        return vec![bad(
+            "NVIDIA driver",
+            Status::Missing,
+            "libcuda.so.1 not found: this machine has no NVIDIA driver, so no GPU to run on",
+            "run on a machine with an NVIDIA GPU and its driver installed (libcuda.so.1 on the loader path)",
+        )];
+    }
+    if let Err(e) = cu::init() {
+        return vec![bad(
+            "NVIDIA driver",
+            Status::Missing,
+            format!("cuInit failed: {e}"),
+            "check `nvidia-smi`; CUDA_ERROR_NO_DEVICE means no GPU is visible (CUDA_VISIBLE_DEVICES?)",
+        )];
+    }
+    let mut v = 0;
+    let _ = unsafe { cusys::cuDriverGetVersion(&mut v) };
+    let mut checks = vec![ok(
+        "NVIDIA driver",
+        format!("CUDA driver API {}.{}", v / 1000, (v % 1000) / 10),
+    )];
+    let count = cu::device::get_count().unwrap_or(0);
+    if count == 0 {
+        checks.push(bad(
+            "GPUs",
+            Status::Missing,
+            "none visible",
+            "check `nvidia-smi` and CUDA_VISIBLE_DEVICES",
+        ));
+    }
+    for i in 0..count {
+        checks.push(match describe_gpu(i) {
+            Ok(d) => ok("GPU", format!("{i}: {d}")),
+            Err(e) => bad(
+                "GPU",
+                Status::Warn,
+                format!("{i}: cannot query ({e})"),
+                "check `nvidia-smi`",
+            ),
+        });
+    }
+    checks
+}
+
+fn describe_gpu(ordinal: i32) -> Result<String, cu::DriverError> {
+    use cusys::CUdevice_attribute::{
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR as MAJOR,
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR as MINOR,
+    };
+    let dev = cu::device::get(ordinal)?;
+    let name = cu::device::get_name(dev)?;
+    let mem = unsafe { cu::device::total_mem(dev)? };
+    let (major, minor) = unsafe {
+        (
+            cu::device::get_attribute(dev, MAJOR)?,
+            cu::device::get_attribute(dev, MINOR)?,
+        )
+    };
+    Ok(format!(
+        "{name}, sm_{major}{minor}, {:.0} GiB",
+        mem as f64 / (1u64 << 30) as f64
+    ))
+}
+
+fn nvrtc_check() -> Check {
+    const FIX: &str = "install the CUDA toolkit, or `pip install nvidia-cuda-nvrtc==13.0.88` and put its lib folder \
+                       on LD_LIBRARY_PATH (libnvrtc.so.13 loads libnvrtc-builtins from there)";
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return bad(
+            "NVRTC",
+            Status::Missing,
+            "libnvrtc not found (the JIT compiles kernels with it)",
+            FIX,
+        );
+    }
+    let (mut major, mut minor) = (0, 0);
+    let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    if r == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
+        ok("NVRTC", format!("{major}.{minor}"))
+    } else {
+        bad(
+            "NVRTC",
+            Status::Missing,
+            format!("nvrtcVersion failed: {r:?}"),
+            FIX,
+        )
+    }
+}
+
+fn nvshmem_check() -> Check {
+    let install = match nvshmem::find() {
+        Ok(i) => i,
+        Err(e) => return bad("NVSHMEM", Status::Missing, "not found", e.to_string()),
+    };
+    let header = version::display(install.header_version);
+    let where_ = format!(
+        "{} (found via {}), headers {header}",
+        install.root.display(),
+        install.found_via
+    );
+    match Nvshmem::load(&install) {
+        Ok(nv) => ok(
+            "NVSHMEM",
+            format!("{where_}, library {}", version::display(nv.version())),
+        ),
+        Err(e) => bad("NVSHMEM", Status::Missing, where_, e.to_string()),
+    }
+}
+
+fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(program))
+            .find(|f| f.is_file())
+    })
+}
+
+fn mpi_check() -> Check {
+    let mpirun = on_path("mpirun")
+        .map(|p| format!("; mpirun at {}", p.display()))
+        .unwrap_or_default();
+    if cfg!(feature = "mpi") {
+        ok("MPI", format!("built with the `mpi` feature{mpirun}"))
+    } else {
+        bad(
+            "MPI",
+            Status::Warn,
+            format!("built without the `mpi` feature{mpirun}"),
+            "only needed for mpirun/srun jobs: build with `--features mpi` (needs an MPI library, e.g. \
+             apt-get install libopenmpi-dev), or keep this build and set NVSHMEM_BOOTSTRAP=MPI; \
+             single-node jobs can use pgas-run",
+        )
+    }
+}
+
+fn env_checks() -> Vec<Check> {
+    let mut checks = Vec::new();
+    match bootstrap::env::process(heap::HEAP_SIZE_VAR) {
+        None => checks.push(ok(
+            "symmetric heap",
+            format!(
+                "{} (NVSHMEM default)",
+                heap::format_size(heap::DEFAULT_HEAP_SIZE)
+            ),
+        )),
+        Some(v) => checks.push(match heap::parse_size(&v) {
+            Ok(b) => ok(
+                "symmetric heap",
+                format!("{} from {}", heap::format_size(b), heap::HEAP_SIZE_VAR),
+            ),
+            Err(e) => bad(
+                "symmetric heap",
+                Status::Missing,
+                e.to_string(),
+                format!("set {} to e.g. 4G", heap::HEAP_SIZE_VAR),
+            ),
+        }),
+    }
+    let nvls = bootstrap::env::process("NVSHMEM_DISABLE_NVLS");
+    checks.push(ok(
+        "NVLink multicast",
+        match nvls.as_deref() {
+            Some("1") => "disabled (NVSHMEM_DISABLE_NVLS=1); pgas-run passes it on",
+            Some(_) => "NVSHMEM_DISABLE_NVLS set; pgas-run passes it on",
+            None => "NVSHMEM_DISABLE_NVLS not set (NVSHMEM decides)",
+        },
+    ));
+    checks
+}

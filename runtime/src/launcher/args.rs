@@ -1,0 +1,157 @@
+//! Command line of `pgas-run`.
+
+use std::ffi::OsString;
+
+use crate::error::{Error, Result};
+
+/// `pgas-run --help`.
+pub const USAGE: &str = "\
+usage: pgas-run -n N [--gpus LIST] -- PROGRAM [ARGS...]
+
+Starts N copies of PROGRAM on this node, one per GPU, bootstrapped together for pgas::init().
+
+  -n, --nproc-per-node N   number of ranks (default: the length of --gpus)
+  --gpus LIST              comma-separated GPU ordinals, rank i uses the i-th (default: 0..N)
+  -h, --help               this help
+
+Output lines are prefixed with [rank N]. If a rank fails, the others are stopped and pgas-run
+exits non-zero, naming the rank. For several nodes use mpirun or srun (feature `mpi`).";
+
+/// What `pgas-run` was asked to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunArgs {
+    /// Number of ranks.
+    pub nproc: usize,
+    /// GPU of each rank, if given (`--gpus`).
+    pub gpus: Option<Vec<usize>>,
+    /// The program to run.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+}
+
+fn usage_err(msg: impl Into<String>) -> Error {
+    Error::Launcher(format!("{}\n\n{USAGE}", msg.into()))
+}
+
+/// Parses the arguments after the program name. `Ok(None)` means `--help` was asked for.
+pub fn parse_args(argv: impl IntoIterator<Item = OsString>) -> Result<Option<RunArgs>> {
+    let mut it = argv.into_iter();
+    let mut nproc = None;
+    let mut gpus = None;
+    let mut program = None;
+    while let Some(arg) = it.next() {
+        let s = arg.to_string_lossy().into_owned();
+        let (flag, inline) = match s.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (s.clone(), None),
+        };
+        let mut value = |name: &str| -> Result<String> {
+            inline
+                .clone()
+                .or_else(|| it.next().map(|v| v.to_string_lossy().into_owned()))
+                .ok_or_else(|| usage_err(format!("{name} needs a value")))
+        };
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "-n" | "--nproc-per-node" | "--nproc" => {
+                let v = value(&flag)?;
+                let n: usize = v
+                    .parse()
+                    .map_err(|_| usage_err(format!("{flag} {v:?}: expected a number of ranks")))?;
+                if n == 0 {
+                    return Err(usage_err(format!("{flag} must be at least 1")));
+                }
+                nproc = Some(n);
+            }
+            "--gpus" => gpus = Some(parse_gpu_list(&value("--gpus")?)?),
+            "--" => {
+                program = it.next();
+                break;
+            }
+            _ if s.starts_with('-') => return Err(usage_err(format!("unknown option {s:?}"))),
+            // `pgas-run -n 2 ./prog args` works too: the first free word is the program.
+            _ => {
+                program = Some(arg);
+                break;
+            }
+        }
+    }
+    let program = program.ok_or_else(|| usage_err("no PROGRAM given (put it after `--`)"))?;
+    let nproc = match (nproc, &gpus) {
+        (Some(n), Some(list)) if n > list.len() => {
+            return Err(usage_err(format!(
+                "-n {n} asks for more ranks than the {} GPU(s) in --gpus",
+                list.len()
+            )))
+        }
+        (Some(n), _) => n,
+        (None, Some(list)) => list.len(),
+        (None, None) => return Err(usage_err("say how many ranks with -n N")),
+    };
+    Ok(Some(RunArgs {
+        nproc,
+        gpus,
+        program,
+        args: it.collect(),
+    }))
+}
+
+fn parse_gpu_list(text: &str) -> Result<Vec<usize>> {
+    let list: Vec<usize> = text
+        .split(',')
+        .map(|g| {
+            g.trim()
+                .parse()
+                .map_err(|_| usage_err(format!("--gpus {text:?}: expected ordinals like 0,1,3")))
+        })
+        .collect::<Result<_>>()?;
+    let mut sorted = list.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != list.len() {
+        return Err(usage_err(format!(
+            "--gpus {text:?} names a GPU twice; pgas runs one rank per GPU"
+        )));
+    }
+    Ok(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<Option<RunArgs>> {
+        parse_args(args.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn parses_the_usual_forms() {
+        let a = p(&["-n", "2", "--", "prog", "-x", "--y"]).unwrap().unwrap();
+        assert_eq!((a.nproc, a.gpus, a.program), (2, None, "prog".into()));
+        assert_eq!(a.args, vec![OsString::from("-x"), OsString::from("--y")]);
+        let b = p(&["--gpus=1,0", "prog"]).unwrap().unwrap();
+        assert_eq!((b.nproc, b.gpus), (2, Some(vec![1, 0])));
+        let c = p(&["--nproc-per-node", "1", "--gpus", "3,2", "--", "prog"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.nproc, 1);
+        assert!(p(&["--help"]).unwrap().is_none());
+    }
+
+    #[test]
+    fn bad_command_lines_say_why() {
+        for (args, want) in [
+            (&["--", "prog"][..], "-n N"),
+            (&["-n", "0", "prog"][..], "at least 1"),
+            (&["-n", "x", "prog"][..], "expected a number"),
+            (&["-n", "2"][..], "no PROGRAM"),
+            (&["-n", "3", "--gpus", "0,1", "prog"][..], "more ranks than"),
+            (&["--gpus", "0,0", "prog"][..], "twice"),
+            (&["--bogus", "prog"][..], "unknown option"),
+        ] {
+            let e = p(args).unwrap_err().to_string();
+            assert!(e.contains(want) && e.contains("usage:"), "{args:?}: {e}");
+        }
+    }
+}

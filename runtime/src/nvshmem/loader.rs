@@ -1,0 +1,93 @@
+//! Loading `libnvshmem_host.so.3` at run time.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::discover::NvshmemInstall;
+use super::version::{self, Version};
+use crate::error::{Error, Result};
+use crate::ffi::NvshmemHost;
+
+/// The loaded NVSHMEM host library: every allowlisted function of [`crate::ffi`], resolved.
+pub struct Nvshmem {
+    host: NvshmemHost,
+    path: PathBuf,
+    version: Version,
+}
+
+impl fmt::Debug for Nvshmem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Nvshmem")
+            .field("path", &self.path)
+            .field("version", &self.version)
+            .finish()
+    }
+}
+
+impl Nvshmem {
+    /// Opens the install's host library, resolves every symbol and checks that the library's
+    /// version equals the headers'. Needs no GPU.
+    pub fn load(install: &NvshmemInstall) -> Result<Self> {
+        let nv = Self::open(&install.host_library())?;
+        version::check(
+            &nv.path,
+            nv.version,
+            &install.include_dir,
+            install.header_version,
+        )?;
+        Ok(nv)
+    }
+
+    /// Opens a host library without comparing it with any headers.
+    pub fn open(path: &Path) -> Result<Self> {
+        let load_err = |reason: String| Error::NvshmemLoad {
+            path: path.to_path_buf(),
+            reason,
+        };
+        // RTLD_GLOBAL: NVSHMEM's bootstrap and transport plugins, which it dlopens itself,
+        // resolve symbols of the host library through the global namespace.
+        let lib = unsafe {
+            libloading::os::unix::Library::open(
+                Some(path),
+                libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
+            )
+        }
+        .map_err(|e| load_err(e.to_string()))?;
+        let host =
+            unsafe { NvshmemHost::from_library(lib) }.map_err(|e| load_err(e.to_string()))?;
+        let (mut major, mut minor, mut patch) = (0, 0, 0);
+        // Safe to call before init: it only reports compile-time constants of the library.
+        unsafe { host.nvshmemx_vendor_get_version_info(&mut major, &mut minor, &mut patch) };
+        let version = (major as u32, minor as u32, patch as u32);
+        Ok(Nvshmem {
+            host,
+            path: path.to_path_buf(),
+            version,
+        })
+    }
+
+    /// The library's own version.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// Path of the loaded library.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The raw function table, for the binding layers inside the crate (memory, RMA, teams,
+    /// JIT module init).
+    pub(crate) fn raw(&self) -> &NvshmemHost {
+        &self.host
+    }
+
+    /// Turns an NVSHMEM status code into a `Result`.
+    pub(crate) fn check(status: i32, call: &'static str, hint: &'static str) -> Result<()> {
+        if status == 0 {
+            Ok(())
+        } else {
+            Err(Error::Nvshmem { call, status, hint })
+        }
+    }
+}

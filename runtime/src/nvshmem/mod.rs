@@ -1,0 +1,9 @@
+//! Finding, loading and checking NVSHMEM: [`discover::find`] locates an install,
+//! [`Nvshmem::load`] opens its host library and checks its version against the headers.
+
+pub mod discover;
+mod loader;
+pub mod version;
+
+pub use discover::{find, FoundVia, NvshmemInstall};
+pub use loader::Nvshmem;

@@ -1,0 +1,95 @@
+//! Host-side RMA and ordering, issued on the pgas stream (`nvshmemx_*_on_stream`).
+//!
+//! `put` and `get` are asynchronous on [`Pgas::stream`]; `barrier_all`, `sync_all` and `quiet`
+//! wait on the host until the stream reached them, so after `barrier_all()` returns every put
+//! issued before it, by any PE, has landed.
+
+use std::ffi::c_void;
+
+use crate::context::Pgas;
+use crate::error::Result;
+use crate::memory::{check_len, SymRegion};
+
+impl Pgas {
+    /// Copies this PE's `src` into `dst` on PE `pe` (`nvshmemx_putmem_on_stream`). Asynchronous;
+    /// complete after [`Pgas::quiet`] or [`Pgas::barrier_all`].
+    pub fn put<T>(
+        &self,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        pe: usize,
+    ) -> Result<()> {
+        let pe = self.check_pe(pe)?;
+        check_len("the source", src.len(), dst.len())?;
+        self.inner.bind()?;
+        unsafe {
+            self.nvshmem().raw().nvshmemx_putmem_on_stream(
+                dst.as_device_ptr() as *mut c_void,
+                src.as_device_ptr() as *const c_void,
+                src.len() * std::mem::size_of::<T>(),
+                pe,
+                self.inner.stream.cu_stream(),
+            )
+        };
+        Ok(())
+    }
+
+    /// Copies `src` on PE `pe` into this PE's `dst` (`nvshmemx_getmem_on_stream`). Asynchronous
+    /// on the pgas stream; `dst.to_vec()` (which uses that stream) sees the result.
+    pub fn get<T>(
+        &self,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        pe: usize,
+    ) -> Result<()> {
+        let pe = self.check_pe(pe)?;
+        check_len("the source", src.len(), dst.len())?;
+        self.inner.bind()?;
+        unsafe {
+            self.nvshmem().raw().nvshmemx_getmem_on_stream(
+                dst.as_device_ptr() as *mut c_void,
+                src.as_device_ptr() as *const c_void,
+                src.len() * std::mem::size_of::<T>(),
+                pe,
+                self.inner.stream.cu_stream(),
+            )
+        };
+        Ok(())
+    }
+
+    /// Barrier over all PEs that also completes every RMA issued before it
+    /// (`nvshmemx_barrier_all_on_stream`), then waits for the stream.
+    pub fn barrier_all(&self) -> Result<()> {
+        self.inner.bind()?;
+        unsafe {
+            self.nvshmem()
+                .raw()
+                .nvshmemx_barrier_all_on_stream(self.inner.stream.cu_stream())
+        };
+        self.inner.sync_stream()
+    }
+
+    /// Synchronizes all PEs without completing outstanding RMA (`nvshmemx_sync_all_on_stream`),
+    /// then waits for the stream.
+    pub fn sync_all(&self) -> Result<()> {
+        self.inner.bind()?;
+        unsafe {
+            self.nvshmem()
+                .raw()
+                .nvshmemx_sync_all_on_stream(self.inner.stream.cu_stream())
+        };
+        self.inner.sync_stream()
+    }
+
+    /// Completes every RMA this PE issued on the stream (`nvshmemx_quiet_on_stream`), then waits
+    /// for the stream.
+    pub fn quiet(&self) -> Result<()> {
+        self.inner.bind()?;
+        unsafe {
+            self.nvshmem()
+                .raw()
+                .nvshmemx_quiet_on_stream(self.inner.stream.cu_stream())
+        };
+        self.inner.sync_stream()
+    }
+}
