@@ -1,1 +1,303 @@
-//! pgas kernel compiler.
+//! The pgas kernel compiler: Rust kernel syntax to kernel IR, type check, CUDA C++.
+//!
+//! `#[pgas_kernel]` and `#[pgas_device]` (crate `pgas-macros`) are thin shims over
+//! [`expand_kernel`] and [`expand_device`]. Tests, tools and the runtime use the same compiler
+//! through [`compile_file`] / [`compile_kernel`], and [`specialize`] to turn a generated source
+//! into one compilable specialization.
+//!
+//! ```
+//! let src = r#"
+//!     use pgas::prelude::*;
+//!     #[pgas_kernel]
+//!     fn scale(x: &mut SymTensor<f32>, a: f32) {
+//!         let i = global_thread_idx();
+//!         if i < x.len() {
+//!             x[i] = x[i] * a + 1.0;
+//!         }
+//!     }
+//! "#;
+//! let kernels = pgas_codegen::compile_file(src, "src/scale.rs").unwrap();
+//! assert_eq!(kernels[0].rust_name, "scale");
+//! assert!(kernels[0].plain.contains("1.0f"));
+//! let (full, symbol) = pgas_codegen::specialize(&kernels[0].checked, &kernels[0].cuda_name, "checked", &[]);
+//! assert!(full.starts_with("#define PGAS_KERNEL_NAME"));
+//! assert!(symbol.ends_with("_checked"));
+//! ```
+
+mod check;
+mod docs;
+mod emit;
+mod error;
+mod expand;
+pub mod intrinsics;
+mod ir;
+mod parse;
+mod prelude;
+mod specialize;
+mod types;
+
+pub use docs::intrinsics_markdown;
+pub use error::CodegenError;
+pub use expand::{expand_device, expand_kernel};
+pub use prelude::PRELUDE;
+pub use specialize::specialize;
+pub use types::Scalar;
+
+use check::{check_fn, FnSig};
+use error::Errors;
+use ir::Function;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use types::{BufKind, Ty};
+
+/// The file name the macro passes to the compiler; the generated `SPEC` splices `file!()` in
+/// its place (`concat!`), because a proc macro on stable Rust cannot name its source file.
+pub const FILE_PLACEHOLDER: &str = "@PGAS_RUST_FILE@";
+
+/// How one kernel parameter is passed (mirrors `pgas_runtime::kernel::ParamKind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// `&SymTensor<T>` / `&mut SymTensor<T>`: `T *ptr, unsigned long long len`.
+    Sym { elem: Scalar, mutable: bool },
+    /// `&CudaSlice<T>` / `&mut CudaSlice<T>`: `T *ptr, unsigned long long len`.
+    Local { elem: Scalar, mutable: bool },
+    /// A scalar by value.
+    Scalar(Scalar),
+    /// `Team`: `nvshmem_team_t` (an `int`).
+    Team,
+    /// `#[comptime]`: baked into the source by [`specialize`], not passed at launch.
+    Comptime(Scalar),
+}
+
+/// One kernel parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelParam {
+    pub name: String,
+    pub kind: ParamKind,
+}
+
+/// A compiled `#[pgas_kernel]`.
+#[derive(Clone, Debug)]
+pub struct CompiledKernel {
+    /// The Rust function name.
+    pub rust_name: String,
+    /// Unique CUDA base name `pgas_<name>_<hash>`; [`specialize`] appends the variant and
+    /// comptime values.
+    pub cuda_name: String,
+    /// Line of the `fn` name in the Rust source.
+    pub line: usize,
+    /// Plain variant: prelude included, `PGAS_KERNEL_NAME`/`PGAS_CT_*` left to [`specialize`].
+    pub plain: String,
+    /// Checked variant: every index, slice range and PE checked.
+    pub checked: String,
+    /// All parameters in declaration order, comptime ones included.
+    pub params: Vec<KernelParam>,
+    /// Whether the kernel (or a device function it calls) uses a barrier, sync or collective
+    /// and so needs a collective (cooperative) launch.
+    pub collective: bool,
+    /// Names of the comptime parameters, in declaration order.
+    pub comptime: Vec<String>,
+}
+
+impl CompiledKernel {
+    /// The source of one variant (`checked` or plain).
+    pub fn source(&self, checked: bool) -> &str {
+        if checked {
+            &self.checked
+        } else {
+            &self.plain
+        }
+    }
+}
+
+/// Compile every `#[pgas_kernel]` in a Rust source file, with the `#[pgas_device]` functions
+/// of the same file (inline modules included). `file_name` goes into the `#line` directives
+/// and the checked variant's messages.
+pub fn compile_file(src: &str, file_name: &str) -> Result<Vec<CompiledKernel>, Vec<CodegenError>> {
+    let file = syn::parse_file(src).map_err(|e| vec![CodegenError::from(e)])?;
+    compile_syn_file(&file, file_name)
+}
+
+/// [`compile_file`] on an already parsed file.
+pub fn compile_syn_file(
+    file: &syn::File,
+    file_name: &str,
+) -> Result<Vec<CompiledKernel>, Vec<CodegenError>> {
+    let mut kernels = Vec::new();
+    let mut helpers = Vec::new();
+    collect_items(&file.items, &mut kernels, &mut helpers);
+    let mut out = Vec::new();
+    let mut errors: Vec<CodegenError> = Vec::new();
+    let mut seen = HashSet::new();
+    for k in kernels {
+        match compile_kernel(k, &helpers, file_name) {
+            Ok(c) => out.push(c),
+            Err(es) => {
+                for e in es {
+                    if seen.insert((e.line(), e.column(), e.message.clone())) {
+                        errors.push(e);
+                    }
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+fn has_attr(f: &syn::ItemFn, name: &str) -> bool {
+    f.attrs
+        .iter()
+        .any(|a| a.path().segments.last().is_some_and(|s| s.ident == name))
+}
+
+fn collect_items<'a>(
+    items: &'a [syn::Item],
+    kernels: &mut Vec<&'a syn::ItemFn>,
+    helpers: &mut Vec<syn::ItemFn>,
+) {
+    for item in items {
+        match item {
+            syn::Item::Fn(f) if has_attr(f, "pgas_kernel") => kernels.push(f),
+            syn::Item::Fn(f) if has_attr(f, "pgas_device") => helpers.push(f.clone()),
+            syn::Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    collect_items(inner, kernels, helpers);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Compile one kernel together with the device functions it may call.
+pub fn compile_kernel(
+    kernel: &syn::ItemFn,
+    helpers: &[syn::ItemFn],
+    file_name: &str,
+) -> Result<CompiledKernel, Vec<CodegenError>> {
+    let mut errors = Errors::default();
+    let mut kf = parse::lower_fn(kernel, true, &mut errors);
+    let mut hfs: Vec<Function> = helpers
+        .iter()
+        .map(|h| parse::lower_fn(h, false, &mut errors))
+        .collect();
+    if !errors.is_empty() {
+        return Err(errors.into_vec());
+    }
+    let mut sigs = HashMap::new();
+    for h in &hfs {
+        if h.name == kf.name || sigs.contains_key(&h.name) {
+            errors.push(h.span, format!("`{}` is defined more than once", h.name));
+        }
+        sigs.insert(
+            h.name.clone(),
+            FnSig {
+                params: h.params.iter().map(|p| p.ty).collect(),
+                ret: h.ret.map(|(s, _)| Ty::Scalar(s)).unwrap_or(Ty::Unit),
+            },
+        );
+    }
+    let mut infos = HashMap::new();
+    for h in &mut hfs {
+        match check_fn(h, &sigs, false) {
+            Ok(info) => {
+                infos.insert(h.name.clone(), info);
+            }
+            Err(e) => errors.extend(e.into_vec()),
+        }
+    }
+    let kinfo = match check_fn(&mut kf, &sigs, false) {
+        Ok(i) => Some(i),
+        Err(e) => {
+            errors.extend(e.into_vec());
+            None
+        }
+    };
+    let Some(kinfo) = kinfo.filter(|_| errors.is_empty()) else {
+        return Err(errors.into_vec());
+    };
+    // Device functions the kernel reaches, and whether any of them is collective.
+    let mut collective = kinfo.collective;
+    let mut reached = BTreeSet::new();
+    let mut stack: Vec<String> = kinfo.calls.iter().cloned().collect();
+    while let Some(n) = stack.pop() {
+        if reached.insert(n.clone()) {
+            if let Some(info) = infos.get(&n) {
+                collective |= info.collective;
+                stack.extend(info.calls.iter().cloned());
+            }
+        }
+    }
+    let used: Vec<&Function> = hfs.iter().filter(|h| reached.contains(&h.name)).collect();
+    let plain = emit::emit_source(&kf, &used, false, file_name);
+    let checked = emit::emit_source(&kf, &used, true, file_name);
+    let params: Vec<KernelParam> = kf
+        .params
+        .iter()
+        .map(|p| KernelParam {
+            name: p.name.clone(),
+            kind: match p.ty {
+                _ if p.comptime => ParamKind::Comptime(p.ty.scalar().unwrap_or(Scalar::I32)),
+                Ty::Buf(b) if b.kind == BufKind::Sym => ParamKind::Sym {
+                    elem: b.elem,
+                    mutable: b.mutable,
+                },
+                Ty::Buf(b) => ParamKind::Local {
+                    elem: b.elem,
+                    mutable: b.mutable,
+                },
+                Ty::Team => ParamKind::Team,
+                t => ParamKind::Scalar(t.scalar().unwrap_or(Scalar::I32)),
+            },
+        })
+        .collect();
+    let comptime = kf
+        .params
+        .iter()
+        .filter(|p| p.comptime)
+        .map(|p| p.name.clone())
+        .collect();
+    let cuda_name = format!(
+        "pgas_{}_{:08x}",
+        emit::c_ident(&kf.name),
+        fnv32(&[kf.name.as_bytes(), plain.replace(file_name, "").as_bytes()])
+    );
+    Ok(CompiledKernel {
+        rust_name: kf.name.clone(),
+        cuda_name,
+        line: kf.line,
+        plain,
+        checked,
+        params,
+        collective,
+        comptime,
+    })
+}
+
+/// Errors a `#[pgas_device]` function has on its own (its callees unknown yet).
+pub(crate) fn device_errors(item: &syn::ItemFn) -> Vec<CodegenError> {
+    let mut errors = Errors::default();
+    let mut f = parse::lower_fn(item, false, &mut errors);
+    if !errors.is_empty() {
+        return errors.into_vec();
+    }
+    match check_fn(&mut f, &HashMap::new(), true) {
+        Ok(_) => Vec::new(),
+        Err(e) => e.into_vec(),
+    }
+}
+
+/// FNV-1a, folded to 32 bits: a short stable hash for symbol names.
+fn fnv32(parts: &[&[u8]]) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in *part {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    (h ^ (h >> 32)) as u32
+}

@@ -1,1 +1,17 @@
-//! pgas macros.
+//! `#[pgas_kernel]` and `#[pgas_device]`: a thin shim; all the work is in `pgas-codegen`.
+
+use proc_macro::TokenStream;
+
+/// Compile a Rust function into a GPU kernel. The function is replaced by a module of the same
+/// name with `SPEC` and the launchers `launch`, `launch_unchecked`, `launch_on`,
+/// `launch_unchecked_on`. See the language reference in `docs/dsl.md`.
+#[proc_macro_attribute]
+pub fn pgas_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    pgas_codegen::expand_kernel(attr.into(), item.into()).into()
+}
+
+/// A device function that `#[pgas_kernel]` functions in the same module may call.
+#[proc_macro_attribute]
+pub fn pgas_device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    pgas_codegen::expand_device(attr.into(), item.into()).into()
+}

@@ -1,0 +1,99 @@
+//! What both benchmarks share: the GPU check, medians, CUDA-event timing and the output format.
+//!
+//! Every figure is printed twice: in a table for people, and as one machine-readable line
+//! `FIGURE {"bench":..,"name":..,"value":..,"unit":..,"machine":..}` that scripts/gpu-suite.sh
+//! copies into its summary. Nothing here asserts on a time.
+
+#![allow(dead_code)]
+
+use pgas::cudarc::driver::sys::CUevent_flags;
+use pgas::cudarc::driver::CudaStream;
+use std::time::Instant;
+
+pub type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Whether a CUDA driver and at least one device are present (cudarc's loader panics without
+/// `libcuda.so.1`, so that is probed first).
+pub fn gpu_present() -> bool {
+    use pgas::cudarc::driver::{result, sys};
+    // SAFETY: only probes whether the library can be opened.
+    if !unsafe { sys::is_culib_present() } {
+        return false;
+    }
+    std::panic::catch_unwind(|| result::init().and_then(|_| result::device::get_count()))
+        .ok()
+        .and_then(Result::ok)
+        .is_some_and(|n| n > 0)
+}
+
+/// Median of a sample (upper median for an even count); NaN for none.
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Smallest and largest value: the spread printed beside each median.
+pub fn spread(xs: &[f64]) -> (f64, f64) {
+    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (min, max)
+}
+
+/// Milliseconds between two CUDA events recorded around `work` on `stream`, after the stream
+/// finished. `work` only enqueues.
+pub fn time_on_stream(
+    stream: &CudaStream,
+    work: impl FnOnce() -> BenchResult<()>,
+) -> BenchResult<f64> {
+    let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
+    let start = stream.record_event(flags)?;
+    work()?;
+    let end = stream.record_event(flags)?;
+    end.synchronize()?;
+    Ok(start.elapsed_ms(&end)? as f64)
+}
+
+/// Wall-clock seconds of `work`.
+pub fn wall<T>(work: impl FnOnce() -> T) -> (T, f64) {
+    let t = Instant::now();
+    let out = work();
+    (out, t.elapsed().as_secs_f64())
+}
+
+/// One measured figure.
+pub struct Figure {
+    pub name: String,
+    pub value: f64,
+    pub unit: &'static str,
+    /// Free-form detail for people (spread, repetitions, configuration).
+    pub note: String,
+}
+
+/// Prints the machine-readable line of a figure.
+pub fn emit(bench: &str, machine: &str, f: &Figure) {
+    println!(
+        "FIGURE {{\"bench\":\"{bench}\",\"name\":\"{}\",\"value\":{},\"unit\":\"{}\",\"machine\":\"{}\",\"note\":\"{}\"}}",
+        f.name,
+        if f.value.is_finite() { format!("{:.4}", f.value) } else { "null".into() },
+        f.unit,
+        machine,
+        f.note.replace('"', "'")
+    );
+}
+
+/// Formats a value with a sensible number of digits for the table.
+pub fn show(v: f64) -> String {
+    if !v.is_finite() {
+        "-".into()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}

@@ -1,0 +1,272 @@
+//! What the JIT costs, on one PE (`jit_costs`, no launcher):
+//! - NVSHMEM init: wall time of `pgas::init()`;
+//! - toolchain discovery plus a first trivial compile (what the first kernel of a process pays);
+//! - cold compile of a typical kernel (the `ring_shift` of the README: `put_signal_block` and
+//!   `signal_wait_until`), in a fresh `PGAS_CACHE_DIR`: NVRTC, cache store, module load,
+//!   `nvshmemx_cumodule_init`; for the DSL kernel and for the same kernel in CUDA C;
+//! - disk-cache load of it: a fresh JIT state (memory cache empty) over the same cache dir;
+//! - in-memory hit: the lookup a launch does once the kernel is loaded;
+//! - host cost of one cached launch: DSL `launch` (checked variant) and `launch_unchecked`,
+//!   `RawKernel` launch, and a bare `cuLaunchKernel` of the very same `CUfunction` (cudarc's
+//!   `result` layer), each the median over many launches of an empty kernel.
+//!
+//! The cache-layer figures use `pgas::jit::Bare` (a JIT state without NVSHMEM; it compiles and
+//! loads exactly like a `Pgas` but skips `cumodule_init`), because a process holds one `Pgas`.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::{emit, median, show, wall, BenchResult, Figure};
+use pgas::cudarc::driver::result;
+use pgas::jit::{Bare, Prewarm, RawKernel};
+use pgas::kernel::{KernelArgs, Variant};
+use pgas::prelude::*;
+use std::ffi::c_void;
+use std::time::Instant;
+
+const BENCH: &str = "jit_costs";
+/// Launches timed per launch kind; the stream is drained every `DRAIN` launches, untimed, so the
+/// launch queue never fills (a full queue would make launches wait on the GPU).
+const LAUNCHES: usize = 20_000;
+const DRAIN: usize = 256;
+const HITS: usize = 10_000;
+
+#[pgas_kernel]
+fn ring_shift(dst: &mut SymTensor<f32>, src: &SymTensor<f32>, sig: &mut SymTensor<u64>) {
+    let peer = (my_pe() + 1) % n_pes();
+    put_signal_block(dst, src, &mut sig[0], 1, SignalOp::Set, peer);
+    signal_wait_until(&sig[0], Cmp::Eq, 1);
+}
+
+const CUDA_RING: &str = r#"
+extern "C" __global__ void cuda_ring_shift(float* dst, unsigned long long dst_len,
+                                           const float* src, unsigned long long src_len,
+                                           uint64_t* sig, unsigned long long sig_len) {
+    int peer = (nvshmem_my_pe() + 1) % nvshmem_n_pes();
+    unsigned long long n = dst_len < src_len ? dst_len : src_len;
+    nvshmemx_float_put_signal_block(dst, src, n, sig, 1, NVSHMEM_SIGNAL_SET, peer);
+    nvshmem_signal_wait_until(sig, NVSHMEM_CMP_EQ, 1);
+}
+"#;
+
+#[pgas_kernel]
+fn empty_dsl(x: &mut SymTensor<u32>) {
+    if x.len() == 0 {
+        x[0] = 1;
+    }
+}
+
+const CUDA_EMPTY: &str = r#"
+extern "C" __global__ void cuda_empty(unsigned int* x, unsigned long long len) {
+    if (len == 0) x[0] = 1;
+}
+"#;
+
+const CUDA_TRIVIAL: &str = r#"
+extern "C" __global__ void cuda_trivial(unsigned int* x, unsigned long long len) { }
+"#;
+
+/// Median host time of one call of `launch`, in microseconds.
+fn per_launch(
+    stream_sync: &dyn Fn() -> BenchResult<()>,
+    mut launch: impl FnMut() -> BenchResult<()>,
+) -> BenchResult<f64> {
+    let mut us = Vec::with_capacity(LAUNCHES);
+    for i in 0..LAUNCHES + DRAIN {
+        if i % DRAIN == 0 {
+            stream_sync()?;
+        }
+        let t = Instant::now();
+        launch()?;
+        let dt = t.elapsed().as_secs_f64() * 1e6;
+        if i >= DRAIN {
+            us.push(dt);
+        }
+    }
+    stream_sync()?;
+    Ok(median(&us))
+}
+
+fn main() -> BenchResult<()> {
+    if !common::gpu_present() {
+        println!("{BENCH}: skipped: no GPU");
+        return Ok(());
+    }
+    // A fresh cache directory, so the first compile of each kernel is cold.
+    let cache = std::env::temp_dir().join(format!("pgas-jit-costs-{}", std::process::id()));
+    std::fs::create_dir_all(&cache)?;
+    std::env::set_var("PGAS_CACHE_DIR", &cache);
+    std::env::remove_var("PGAS_CACHE");
+
+    let (p, init_s) = wall(pgas::init);
+    let p = p?;
+    let machine = format!("{} x{} PE", p.cuda().name()?, p.n_pes());
+    let mut figs: Vec<Figure> = Vec::new();
+    let mut fig = |name: &str, value: f64, unit: &'static str, note: &str| {
+        figs.push(Figure {
+            name: name.into(),
+            value,
+            unit,
+            note: note.into(),
+        })
+    };
+    fig(
+        "nvshmem_init",
+        init_s,
+        "s",
+        "wall time of pgas::init() with one PE",
+    );
+
+    // Toolchain discovery happens once per process, with the first compile.
+    let bare1 = Bare::new(p.device_ordinal())?;
+    let trivial = RawKernel::from_source(CUDA_TRIVIAL, "cuda_trivial");
+    let (r, first_s) = wall(|| bare1.prewarm_raw(&trivial));
+    r?;
+    fig(
+        "first_compile_with_discovery",
+        first_s,
+        "s",
+        "toolchain discovery + NVRTC of an empty kernel",
+    );
+
+    // Cold compiles of the typical kernel, DSL (through the Pgas: includes cumodule_init) and raw.
+    let ring = [Prewarm {
+        spec: &ring_shift::SPEC,
+        variant: Variant::Checked,
+        comptime: &[],
+    }];
+    let (r, dsl_cold) = wall(|| pgas::jit::prewarm(&p, &ring));
+    r?;
+    fig(
+        "cold_compile_dsl_ring_shift",
+        dsl_cold,
+        "s",
+        "NVRTC + cache store + load + cumodule_init",
+    );
+    let raw_ring = RawKernel::from_source(CUDA_RING, "cuda_ring_shift");
+    let (r, raw_cold) = wall(|| bare1.prewarm_raw(&raw_ring));
+    r?;
+    fig(
+        "cold_compile_cuda_ring_shift",
+        raw_cold,
+        "s",
+        "NVRTC + cache store + load (no NVSHMEM module init)",
+    );
+
+    // Disk-cache load: a second JIT state with an empty memory cache, same cache directory.
+    let bare2 = Bare::new(p.device_ordinal())?;
+    let (r, disk_s) = wall(|| bare2.prewarm_raw(&raw_ring));
+    r?;
+    fig(
+        "disk_cache_load",
+        disk_s * 1e3,
+        "ms",
+        "fresh memory cache: read + verify CUBIN + module load",
+    );
+
+    // In-memory hits: the kernel is loaded in bare2, so this is the lookup alone.
+    let mut hits = Vec::with_capacity(HITS);
+    for _ in 0..HITS {
+        let t = Instant::now();
+        bare2.prewarm_raw(&raw_ring)?;
+        hits.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    fig(
+        "memory_cache_hit",
+        median(&hits),
+        "us",
+        "lookup of a loaded kernel, median",
+    );
+
+    // Host cost of one cached launch.
+    let mut x = p.alloc::<u32>(1)?;
+    let cfg = LaunchConfig::blocks(1, 32);
+    let sync_p = || -> BenchResult<()> { Ok(p.stream().synchronize()?) };
+    empty_dsl::launch(&p, cfg, &mut x)?;
+    let dsl_checked = per_launch(&sync_p, || Ok(empty_dsl::launch(&p, cfg, &mut x)?))?;
+    fig(
+        "launch_dsl_checked",
+        dsl_checked,
+        "us",
+        "host time of one cached launch, median",
+    );
+    // SAFETY: the empty kernel reads nothing and writes x[0] only when x is empty, which it is not.
+    unsafe { empty_dsl::launch_unchecked(&p, cfg, &mut x)? };
+    let dsl_plain = per_launch(&sync_p, || {
+        Ok(unsafe { empty_dsl::launch_unchecked(&p, cfg, &mut x)? })
+    })?;
+    fig(
+        "launch_dsl_unchecked",
+        dsl_plain,
+        "us",
+        "host time of one cached launch, median",
+    );
+
+    let empty = RawKernel::from_source(CUDA_EMPTY, "cuda_empty");
+    let sync_b = || -> BenchResult<()> { Ok(bare2.stream().synchronize()?) };
+    let local = bare2.stream().alloc_zeros::<u32>(1)?;
+    let raw_launch = |bare: &Bare| -> BenchResult<()> {
+        let mut args = KernelArgs::new();
+        args.push_local(&local);
+        // SAFETY: the arguments match cuda_empty's parameters.
+        Ok(unsafe { bare.launch_raw(&empty, cfg, &mut args)? })
+    };
+    raw_launch(&bare2)?;
+    let raw = per_launch(&sync_b, || raw_launch(&bare2))?;
+    fig(
+        "launch_rawkernel",
+        raw,
+        "us",
+        "host time of one cached RawKernel launch, median",
+    );
+
+    let f = bare2.function_handle(&empty)?;
+    let (ptr, _guard) = pgas::cudarc::driver::DevicePtr::device_ptr(&local, bare2.stream());
+    let mut ptr_arg = ptr;
+    let mut len_arg = 1u64;
+    let stream = bare2.stream().cu_stream();
+    let bare = per_launch(&sync_b, || {
+        let mut params = [
+            &mut ptr_arg as *mut _ as *mut c_void,
+            &mut len_arg as *mut _ as *mut c_void,
+        ];
+        // SAFETY: f is cuda_empty, loaded in bare2's context; the parameters are its two.
+        unsafe { result::launch_kernel(f, (1, 1, 1), (32, 1, 1), 0, stream, &mut params)? };
+        Ok(())
+    })?;
+    fig(
+        "launch_bare_culaunchkernel",
+        bare,
+        "us",
+        "cuLaunchKernel of the same CUfunction, median",
+    );
+    fig(
+        "launch_overhead_rawkernel_vs_bare",
+        raw - bare,
+        "us",
+        "pgas launch path minus the driver call",
+    );
+    fig(
+        "launch_overhead_dsl_checked_vs_bare",
+        dsl_checked - bare,
+        "us",
+        "argument checks, lookup, launch",
+    );
+
+    println!("\n{BENCH} on {machine}");
+    for f in &figs {
+        println!(
+            "{:<40} {:>10} {:<3} {}",
+            f.name,
+            show(f.value),
+            f.unit,
+            f.note
+        );
+    }
+    for f in &figs {
+        emit(BENCH, &machine, f);
+    }
+    drop((bare1, bare2));
+    let _ = std::fs::remove_dir_all(&cache);
+    Ok(())
+}

@@ -1,0 +1,364 @@
+//! What `#[pgas_kernel]` and `#[pgas_device]` expand to.
+//!
+//! A kernel becomes a module of the same name holding `SPEC` (both generated sources, the
+//! parameter list, comptime names, the collective flag) and typed launchers. The user's body
+//! is never re-emitted as Rust: its intrinsics have no Rust definitions, and rustc would
+//! report every one of them.
+//!
+//! A proc macro sees only its own item, so device functions reach kernels through the macro
+//! system: `#[pgas_device] fn f` expands to a `macro_rules! __pgas_device_f` holding `f`'s
+//! tokens. When a kernel calls a function that is not an intrinsic and not among the helpers
+//! it already holds, it expands to `__pgas_device_f! { {helpers} kernel }`, which re-invokes
+//! `#[::pgas::pgas_kernel(__helpers { helpers f })]` on the kernel. This repeats until every
+//! callee (transitively) is present; then the kernel compiles.
+
+use crate::error::CodegenError;
+use crate::{compile_kernel, device_errors, CompiledKernel, ParamKind, FILE_PLACEHOLDER};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote};
+use std::collections::HashSet;
+use syn::parse::{ParseStream, Parser};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+
+/// Expand `#[pgas_kernel]` (`attr` is the attribute's arguments).
+pub fn expand_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item_fn: syn::ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => {
+            let err =
+                syn::Error::new(e.span(), "#[pgas_kernel] applies to a `fn`").to_compile_error();
+            return quote! { #err #item };
+        }
+    };
+    let helpers = match parse_helpers(attr) {
+        Ok(h) => h,
+        Err(e) => {
+            let err = e.to_compile_error();
+            let module = fallback_module(&item_fn);
+            return quote! { #err #module };
+        }
+    };
+    if let Some(missing) = first_missing_callee(&item_fn, &helpers) {
+        // Ask the device function's macro (spanned at the call, so a missing function is
+        // reported there) to add itself and re-run this attribute.
+        let mac = format_ident!("__pgas_device_{}", missing, span = missing.span());
+        return quote! { #mac! { { #(#helpers)* } #item_fn } };
+    }
+    match compile_kernel(&item_fn, &helpers, FILE_PLACEHOLDER) {
+        Ok(k) => kernel_module(&item_fn, &k),
+        Err(errors) => {
+            // A device function with errors of its own reports them where it is declared;
+            // do not repeat them here.
+            let reported: Vec<Span> = helpers
+                .iter()
+                .filter(|h| !device_errors(h).is_empty())
+                .map(|h| h.span())
+                .collect();
+            let errs = errors
+                .iter()
+                .filter(|e| !reported.iter().any(|h| contains(*h, e.span)))
+                .map(CodegenError::to_compile_error);
+            let module = fallback_module(&item_fn);
+            quote! { #(#errs)* #module }
+        }
+    }
+}
+
+/// Expand `#[pgas_device]`.
+pub fn expand_device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let f: syn::ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => {
+            let err =
+                syn::Error::new(e.span(), "#[pgas_device] applies to a `fn`").to_compile_error();
+            return quote! { #err #item };
+        }
+    };
+    let mut errs: Vec<TokenStream> = device_errors(&f)
+        .iter()
+        .map(CodegenError::to_compile_error)
+        .collect();
+    if !attr.is_empty() {
+        errs.push(
+            syn::Error::new(attr.span(), "#[pgas_device] takes no arguments").to_compile_error(),
+        );
+    }
+    let mac = format_ident!("__pgas_device_{}", f.sig.ident);
+    quote! {
+        #(#errs)*
+        #[doc(hidden)]
+        #[allow(unused_macros)]
+        macro_rules! #mac {
+            ({ $($helpers:tt)* } $($kernel:tt)*) => {
+                #[::pgas::pgas_kernel(__helpers { $($helpers)* #f })]
+                $($kernel)*
+            };
+        }
+        #[allow(unused_imports)]
+        pub(crate) use #mac;
+    }
+}
+
+fn parse_helpers(attr: TokenStream) -> syn::Result<Vec<syn::ItemFn>> {
+    if attr.is_empty() {
+        return Ok(Vec::new());
+    }
+    let parser = |input: ParseStream| -> syn::Result<Vec<syn::ItemFn>> {
+        let kw: Ident = input.parse()?;
+        if kw != "__helpers" {
+            return Err(syn::Error::new(
+                kw.span(),
+                "#[pgas_kernel] takes no arguments",
+            ));
+        }
+        let content;
+        syn::braced!(content in input);
+        let mut out = Vec::new();
+        while !content.is_empty() {
+            out.push(content.parse()?);
+        }
+        Ok(out)
+    };
+    let span = attr.span();
+    parser.parse2(attr).map_err(|e| {
+        if e.to_string().contains("takes no arguments") {
+            e
+        } else {
+            syn::Error::new(span, "#[pgas_kernel] takes no arguments")
+        }
+    })
+}
+
+/// The first called name that is neither an intrinsic nor a helper already present.
+fn first_missing_callee(kernel: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Option<Ident> {
+    struct Calls(Vec<Ident>);
+    impl<'ast> Visit<'ast> for Calls {
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if let syn::Expr::Path(p) = &*c.func {
+                if p.qself.is_none() && p.path.segments.len() == 1 {
+                    self.0.push(p.path.segments[0].ident.clone());
+                }
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+    }
+    let have: HashSet<String> = helpers.iter().map(|h| h.sig.ident.to_string()).collect();
+    let mut calls = Calls(Vec::new());
+    calls.visit_item_fn(kernel);
+    for h in helpers {
+        calls.visit_item_fn(h);
+    }
+    calls.0.into_iter().find(|id| {
+        let n = id.to_string();
+        !have.contains(&n)
+            && n != kernel.sig.ident.to_string()
+            && crate::intrinsics::free(&n).is_none()
+            && crate::intrinsics::method(&n).is_none()
+    })
+}
+
+/// Whether `outer` contains `inner` (by line/column; false when spans carry no location).
+fn contains(outer: Span, inner: Span) -> bool {
+    let (os, oe, is, ie) = (outer.start(), outer.end(), inner.start(), inner.end());
+    if os.line == 0 {
+        return false;
+    }
+    (os.line, os.column) <= (is.line, is.column) && (ie.line, ie.column) <= (oe.line, oe.column)
+}
+
+/// `concat!` of the source with `file!()` where the placeholder stands.
+fn source_tokens(src: &str) -> TokenStream {
+    let parts = src.split(FILE_PLACEHOLDER).collect::<Vec<_>>();
+    let mut items = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            items.push(quote! { ::core::file!() });
+        }
+        items.push(quote! { #p });
+    }
+    quote! { ::core::concat!(#(#items),*) }
+}
+
+struct LauncherParam<'a> {
+    name: &'a Ident,
+    ty: &'a syn::Type,
+}
+
+fn launcher_params(f: &syn::ItemFn) -> Option<Vec<LauncherParam<'_>>> {
+    f.sig
+        .inputs
+        .iter()
+        .map(|a| match a {
+            syn::FnArg::Typed(pt) => match &*pt.pat {
+                syn::Pat::Ident(pi) => Some(LauncherParam {
+                    name: &pi.ident,
+                    ty: &pt.ty,
+                }),
+                _ => None,
+            },
+            syn::FnArg::Receiver(_) => None,
+        })
+        .collect()
+}
+
+fn kernel_module(f: &syn::ItemFn, k: &CompiledKernel) -> TokenStream {
+    let vis = &f.vis;
+    let name = &f.sig.ident;
+    let docs = f.attrs.iter().filter(|a| a.path().is_ident("doc"));
+    let Some(lparams) = launcher_params(f) else {
+        return fallback_module(f);
+    };
+    let rust_name = &k.rust_name;
+    let cuda_name = &k.cuda_name;
+    let line = k.line as u32;
+    let plain = source_tokens(&k.plain);
+    let checked = source_tokens(&k.checked);
+    let collective = k.collective;
+    let mut specs = Vec::new();
+    let mut pushes = Vec::new();
+    let mut comptime = Vec::new();
+    for (p, lp) in k.params.iter().zip(&lparams) {
+        let pname = &p.name;
+        let id = lp.name;
+        let kind = match p.kind {
+            ParamKind::Sym { elem, mutable } => {
+                let e = elem.rust_name();
+                pushes.push(if mutable {
+                    quote! { __pgas_args.push_sym_mut(#id); }
+                } else {
+                    quote! { __pgas_args.push_sym(#id); }
+                });
+                quote! { ::pgas::__private::ParamKind::Sym { elem: #e, mutable: #mutable } }
+            }
+            ParamKind::Local { elem, mutable } => {
+                let e = elem.rust_name();
+                pushes.push(if mutable {
+                    quote! { __pgas_args.push_local_mut(#id); }
+                } else {
+                    quote! { __pgas_args.push_local(#id); }
+                });
+                quote! { ::pgas::__private::ParamKind::Local { elem: #e, mutable: #mutable } }
+            }
+            ParamKind::Scalar(s) => {
+                let e = s.rust_name();
+                pushes.push(quote! { __pgas_args.push_scalar(#id); });
+                quote! { ::pgas::__private::ParamKind::Scalar(#e) }
+            }
+            ParamKind::Team => {
+                pushes.push(quote! { __pgas_args.push_team(#id); });
+                quote! { ::pgas::__private::ParamKind::Team }
+            }
+            ParamKind::Comptime(s) => {
+                let e = s.rust_name();
+                comptime.push(quote! { (#id) as i128 });
+                quote! { ::pgas::__private::ParamKind::Comptime(#e) }
+            }
+        };
+        specs.push(quote! { ::pgas::__private::ParamSpec { name: #pname, kind: #kind } });
+    }
+    let sig_params: Vec<TokenStream> = lparams
+        .iter()
+        .map(|p| {
+            let (n, t) = (p.name, p.ty);
+            quote! { #n: #t }
+        })
+        .collect();
+    let launch_doc = format!("Launch `{rust_name}` (checked variant: indices and PEs are checked; a violation traps after printing the Rust file:line).");
+    let unchecked_doc = format!("Launch `{rust_name}` without index and PE checks.\n\n# Safety\nAn out-of-bounds index or PE in the kernel is undefined behavior.");
+    let body = |variant: TokenStream, stream: TokenStream| {
+        quote! {
+            let mut __pgas_args = ::pgas::__private::KernelArgs::new();
+            #(#pushes)*
+            ::pgas::__private::launch(pgas, &SPEC, #variant, &[#(#comptime),*], cfg, #stream, &mut __pgas_args)
+        }
+    };
+    let none = quote! { ::core::option::Option::None };
+    let some = quote! { ::core::option::Option::Some(stream) };
+    let checked_v = quote! { ::pgas::__private::Variant::Checked };
+    let plain_v = quote! { ::pgas::__private::Variant::Plain };
+    let b1 = body(checked_v.clone(), none.clone());
+    let b2 = body(plain_v.clone(), none);
+    let b3 = body(checked_v, some.clone());
+    let b4 = body(plain_v, some);
+    quote! {
+        #(#docs)*
+        #[allow(non_snake_case, dead_code, unused_imports, clippy::all)]
+        #vis mod #name {
+            use super::*;
+
+            /// What the runtime needs to JIT-compile and launch this kernel.
+            pub const SPEC: ::pgas::__private::KernelSpec = ::pgas::__private::KernelSpec {
+                rust_name: #rust_name,
+                cuda_name: #cuda_name,
+                file: ::core::file!(),
+                line: #line,
+                plain_source: #plain,
+                checked_source: #checked,
+                params: &[#(#specs),*],
+                collective: #collective,
+            };
+
+            #[doc = #launch_doc]
+            pub fn launch(pgas: &::pgas::Pgas, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+                #b1
+            }
+
+            #[doc = #unchecked_doc]
+            pub unsafe fn launch_unchecked(pgas: &::pgas::Pgas, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+                #b2
+            }
+
+            /// Like `launch`, on `stream`.
+            pub fn launch_on(pgas: &::pgas::Pgas, stream: &::pgas::__private::CudaStream, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+                #b3
+            }
+
+            /// Like `launch_unchecked`, on `stream`.
+            ///
+            /// # Safety
+            /// An out-of-bounds index or PE in the kernel is undefined behavior.
+            pub unsafe fn launch_unchecked_on(pgas: &::pgas::Pgas, stream: &::pgas::__private::CudaStream, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+                #b4
+            }
+        }
+    }
+}
+
+/// After an error: the module with the launchers' signatures (so call sites still resolve
+/// in editors) when the parameters are valid, else an empty module.
+fn fallback_module(f: &syn::ItemFn) -> TokenStream {
+    let vis = &f.vis;
+    let name = &f.sig.ident;
+    let valid = crate::parse::params_valid(f);
+    let lparams = launcher_params(f).filter(|_| valid);
+    let Some(lparams) = lparams else {
+        return quote! {
+            #[allow(non_snake_case, dead_code)]
+            #vis mod #name {}
+        };
+    };
+    let names: Vec<&Ident> = lparams.iter().map(|p| p.name).collect();
+    let sig_params: Vec<TokenStream> = lparams
+        .iter()
+        .map(|p| {
+            let (n, t) = (p.name, p.ty);
+            quote! { #n: #t }
+        })
+        .collect();
+    let msg = format!("kernel `{name}` failed to compile");
+    quote! {
+        #[allow(non_snake_case, dead_code, unused_imports, unused_variables, clippy::all)]
+        #vis mod #name {
+            use super::*;
+            pub fn launch(pgas: &::pgas::Pgas, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+                let _ = (pgas, cfg, #(#names),*);
+                ::core::unreachable!(#msg)
+            }
+            pub unsafe fn launch_unchecked(pgas: &::pgas::Pgas, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+                let _ = (pgas, cfg, #(#names),*);
+                ::core::unreachable!(#msg)
+            }
+        }
+    }
+}

@@ -1,0 +1,821 @@
+//! The one table of kernel intrinsics.
+//!
+//! Every function a kernel may call (thread queries, math, local atomics, the NVSHMEM device
+//! API) is a row of [`INTRINSICS`]. The type checker reads a row's argument kinds, return
+//! kind and type set; the emitter expands its CUDA template; `docs/dsl.md`'s reference table is
+//! generated from the same rows ([`crate::intrinsics_markdown`]). Adding a function means adding
+//! a row, nothing else.
+
+use crate::types::Scalar;
+
+/// How a row may be called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// `name(args)`.
+    Free,
+    /// `recv.name(args)`: the receiver is argument 0.
+    Method,
+    /// Either, like `x.sqrt()` and `sqrt(x)`.
+    Both,
+}
+
+/// Who executes a call together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Thread,
+    Warp,
+    Block,
+}
+
+impl Scope {
+    /// The lowercase name used in docs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Thread => "thread",
+            Scope::Warp => "warp",
+            Scope::Block => "block",
+        }
+    }
+}
+
+/// The doc section a row belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    Thread,
+    Math,
+    LocalAtomic,
+    Query,
+    ElementRma,
+    BlockRma,
+    SignalledPut,
+    Signal,
+    PointToPoint,
+    Ordering,
+    Amo,
+    Barrier,
+    Collective,
+    PeerMemory,
+    Buffer,
+}
+
+impl Group {
+    /// Every group, in doc order.
+    pub const ALL: [Group; 15] = [
+        Group::Thread,
+        Group::Math,
+        Group::LocalAtomic,
+        Group::Query,
+        Group::ElementRma,
+        Group::BlockRma,
+        Group::SignalledPut,
+        Group::Signal,
+        Group::PointToPoint,
+        Group::Ordering,
+        Group::Amo,
+        Group::Barrier,
+        Group::Collective,
+        Group::PeerMemory,
+        Group::Buffer,
+    ];
+
+    /// Heading used in docs.
+    pub fn title(self) -> &'static str {
+        match self {
+            Group::Thread => "Thread and warp",
+            Group::Math => "Math (f32/f64; min/max/abs also on integers)",
+            Group::LocalAtomic => "Local atomics",
+            Group::Query => "NVSHMEM queries",
+            Group::ElementRma => "Element RMA",
+            Group::BlockRma => "Bulk RMA",
+            Group::SignalledPut => "Signalled put",
+            Group::Signal => "Signals",
+            Group::PointToPoint => "Point-to-point synchronization",
+            Group::Ordering => "Ordering",
+            Group::Amo => "Remote atomics (AMO)",
+            Group::Barrier => "Barriers and syncs",
+            Group::Collective => "Device collectives",
+            Group::PeerMemory => "Peer memory",
+            Group::Buffer => "Buffers",
+        }
+    }
+}
+
+/// The kind of one argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arg {
+    /// A PE number: any integer expression, passed as `int`; checked against `n_pes()`.
+    Pe,
+    /// A PE number relative to the team in argument `.0`; checked against that team's size.
+    TeamPe(usize),
+    /// An NVSHMEM `Team`.
+    Team,
+    /// A scalar of exactly this type.
+    Exact(Scalar),
+    /// A scalar of the row's element type `T`.
+    Value,
+    /// `SignalOp::Set` / `SignalOp::Add`.
+    SignalOp,
+    /// `Cmp::Eq` ... `Cmp::Le`.
+    Cmp,
+    /// `ReduceOp::Sum` ... `ReduceOp::Xor` (bit operations on integer types only).
+    ReduceOp,
+    /// A mutable symmetric buffer or slice of `T`: a remote destination.
+    RemoteDst,
+    /// A symmetric buffer or slice of `T`: a remote source, or a collective's source.
+    SymSrc,
+    /// Any buffer or slice of `T` (local or symmetric): a local source.
+    AnySrc,
+    /// Any mutable buffer or slice of `T`: a local destination.
+    AnyDst,
+    /// `&x[i]` / `&mut x[i]` of a symmetric buffer of `T`.
+    SymElem { mutable: bool },
+    /// `&sig[k]` / `&mut sig[k]` of a symmetric `u64` buffer.
+    Signal { mutable: bool },
+    /// `&mut x[i]` of any mutable buffer of `T`.
+    AnyElemMut,
+    /// Any buffer (a method receiver).
+    AnyBuf,
+}
+
+impl Arg {
+    /// How the docs spell this argument.
+    pub fn doc(self, name: &str) -> String {
+        match self {
+            Arg::Pe | Arg::TeamPe(_) => format!("{name}: i32"),
+            Arg::Team => format!("{name}: Team"),
+            Arg::Exact(s) => format!("{name}: {s}"),
+            Arg::Value => format!("{name}: T"),
+            Arg::SignalOp => format!("{name}: SignalOp"),
+            Arg::Cmp => format!("{name}: Cmp"),
+            Arg::ReduceOp => format!("{name}: ReduceOp"),
+            Arg::RemoteDst => format!("{name}: &mut SymTensor<T>"),
+            Arg::SymSrc => format!("{name}: &SymTensor<T>"),
+            Arg::AnySrc => format!("{name}: &[T]"),
+            Arg::AnyDst => format!("{name}: &mut [T]"),
+            Arg::SymElem { mutable: true } => format!("&mut {name}[i]"),
+            Arg::SymElem { mutable: false } => format!("&{name}[i]"),
+            Arg::Signal { mutable: true } => format!("&mut {name}[k]"),
+            Arg::Signal { mutable: false } => format!("&{name}[k]"),
+            Arg::AnyElemMut => format!("&mut {name}[i]"),
+            Arg::AnyBuf => name.to_string(),
+        }
+    }
+}
+
+/// What a call returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ret {
+    Unit,
+    /// The element type `T`.
+    Elem,
+    Exact(Scalar),
+    /// `x.peer(pe)`: a peer view of the receiver.
+    PeerView,
+    /// `shared_array::<T, N>()`: a block-shared buffer.
+    SharedArray,
+}
+
+/// How many elements a bulk call moves (`{n}` in the template).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    None,
+    /// `min(len(a), len(b))` of the arguments at these positions.
+    Min(usize, usize),
+    /// Reduce-scatter (team, dst, src): `min(dst.len(), src.len() / team_n_pes)`.
+    ReduceScatter,
+    /// All-gather (team, dst, src): `min(src.len(), dst.len() / team_n_pes)`.
+    AllGather,
+    /// All-to-all (team, dst, src): `min(dst.len(), src.len()) / team_n_pes` per PE.
+    AllToAll,
+}
+
+/// One intrinsic.
+#[derive(Debug)]
+pub struct Intrinsic {
+    /// Rust name.
+    pub name: &'static str,
+    pub group: Group,
+    pub form: Form,
+    /// Argument kinds with their doc names; for methods, argument 0 is the receiver.
+    pub args: &'static [(&'static str, Arg)],
+    pub ret: Ret,
+    pub scope: Scope,
+    /// The element types `T` may be, each with the text `{T}` expands to. Empty: not generic.
+    pub types: &'static [(Scalar, &'static str)],
+    /// CUDA template: `{0}`.. are arguments (a buffer's pointer), `{0.len}` a buffer's length,
+    /// `{n}` the element count, `{T}` the type set's text, `{C}` the C type of `T`, `{op}` the
+    /// reduction's name.
+    pub cuda: &'static str,
+    pub count: Count,
+    /// Whether calling it requires a collective (cooperative) launch.
+    pub collective: bool,
+    pub doc: &'static str,
+}
+
+/// Every NVSHMEM type name for the RMA family (`nvshmem_{T}_put` ...).
+const RMA: &[(Scalar, &str)] = &[
+    (Scalar::I8, "int8"),
+    (Scalar::I16, "int16"),
+    (Scalar::I32, "int32"),
+    (Scalar::I64, "int64"),
+    (Scalar::Isize, "ptrdiff"),
+    (Scalar::U8, "uint8"),
+    (Scalar::U16, "uint16"),
+    (Scalar::U32, "uint32"),
+    (Scalar::U64, "uint64"),
+    (Scalar::Usize, "size"),
+    (Scalar::F16, "half"),
+    (Scalar::Bf16, "bfloat16"),
+    (Scalar::F32, "float"),
+    (Scalar::F64, "double"),
+];
+/// Standard AMOs (inc, add, compare-swap).
+const AMO_STD: &[(Scalar, &str)] = &[
+    (Scalar::I32, "int32"),
+    (Scalar::I64, "int64"),
+    (Scalar::Isize, "ptrdiff"),
+    (Scalar::U32, "uint32"),
+    (Scalar::U64, "uint64"),
+    (Scalar::Usize, "size"),
+];
+/// Extended AMOs (fetch, set, swap): standard plus floats.
+const AMO_EXT: &[(Scalar, &str)] = &[
+    (Scalar::I32, "int32"),
+    (Scalar::I64, "int64"),
+    (Scalar::Isize, "ptrdiff"),
+    (Scalar::U32, "uint32"),
+    (Scalar::U64, "uint64"),
+    (Scalar::Usize, "size"),
+    (Scalar::F32, "float"),
+    (Scalar::F64, "double"),
+];
+/// Bitwise AMOs (and, or, xor).
+const AMO_BIT: &[(Scalar, &str)] = &[
+    (Scalar::I32, "int32"),
+    (Scalar::I64, "int64"),
+    (Scalar::U32, "uint32"),
+    (Scalar::U64, "uint64"),
+];
+/// `wait_until` / `test`.
+const WAIT: &[(Scalar, &str)] = &[
+    (Scalar::I16, "short"),
+    (Scalar::I32, "int32"),
+    (Scalar::I64, "int64"),
+    (Scalar::Isize, "ptrdiff"),
+    (Scalar::U16, "ushort"),
+    (Scalar::U32, "uint32"),
+    (Scalar::U64, "uint64"),
+    (Scalar::Usize, "size"),
+];
+/// Reductions; the bit operations are limited to [`REDUCE_BITWISE`] by the checker.
+const REDUCE: &[(Scalar, &str)] = &[
+    (Scalar::I8, "int8"),
+    (Scalar::I16, "int16"),
+    (Scalar::I32, "int32"),
+    (Scalar::I64, "int64"),
+    (Scalar::U8, "uint8"),
+    (Scalar::U16, "uint16"),
+    (Scalar::U32, "uint32"),
+    (Scalar::U64, "uint64"),
+    (Scalar::Usize, "size"),
+    (Scalar::F16, "half"),
+    (Scalar::Bf16, "bfloat16"),
+    (Scalar::F32, "float"),
+    (Scalar::F64, "double"),
+];
+/// Types NVSHMEM's `and`/`or`/`xor` reductions accept.
+pub const REDUCE_BITWISE: &[Scalar] = &[
+    Scalar::I8,
+    Scalar::I16,
+    Scalar::I32,
+    Scalar::I64,
+    Scalar::U8,
+    Scalar::U16,
+    Scalar::U32,
+    Scalar::U64,
+    Scalar::Usize,
+];
+/// Float math: `{T}` is the C function suffix (`sqrtf` / `sqrt`).
+const FLOAT: &[(Scalar, &str)] = &[(Scalar::F32, "f"), (Scalar::F64, "")];
+/// `min`: the whole function name.
+const MIN: &[(Scalar, &str)] = &[
+    (Scalar::F32, "fminf"),
+    (Scalar::F64, "fmin"),
+    (Scalar::I8, "pgas_min"),
+    (Scalar::I16, "pgas_min"),
+    (Scalar::I32, "pgas_min"),
+    (Scalar::I64, "pgas_min"),
+    (Scalar::Isize, "pgas_min"),
+    (Scalar::U8, "pgas_min"),
+    (Scalar::U16, "pgas_min"),
+    (Scalar::U32, "pgas_min"),
+    (Scalar::U64, "pgas_min"),
+    (Scalar::Usize, "pgas_min"),
+];
+const MAX: &[(Scalar, &str)] = &[
+    (Scalar::F32, "fmaxf"),
+    (Scalar::F64, "fmax"),
+    (Scalar::I8, "pgas_max"),
+    (Scalar::I16, "pgas_max"),
+    (Scalar::I32, "pgas_max"),
+    (Scalar::I64, "pgas_max"),
+    (Scalar::Isize, "pgas_max"),
+    (Scalar::U8, "pgas_max"),
+    (Scalar::U16, "pgas_max"),
+    (Scalar::U32, "pgas_max"),
+    (Scalar::U64, "pgas_max"),
+    (Scalar::Usize, "pgas_max"),
+];
+const ABS: &[(Scalar, &str)] = &[
+    (Scalar::F32, "fabsf"),
+    (Scalar::F64, "fabs"),
+    (Scalar::I8, "pgas_abs"),
+    (Scalar::I16, "pgas_abs"),
+    (Scalar::I32, "pgas_abs"),
+    (Scalar::I64, "pgas_abs"),
+    (Scalar::Isize, "pgas_abs"),
+];
+/// `__shfl_*_sync` overloads.
+const SHFL: &[(Scalar, &str)] = &[
+    (Scalar::I32, ""),
+    (Scalar::I64, ""),
+    (Scalar::U32, ""),
+    (Scalar::U64, ""),
+    (Scalar::F16, ""),
+    (Scalar::Bf16, ""),
+    (Scalar::F32, ""),
+    (Scalar::F64, ""),
+];
+/// Local atomics: `{T}` is the C type CUDA's `atomic*` overload takes.
+const ATOMIC_ADD: &[(Scalar, &str)] = &[
+    (Scalar::I32, "int"),
+    (Scalar::I64, "unsigned long long"),
+    (Scalar::U32, "unsigned int"),
+    (Scalar::U64, "unsigned long long"),
+    (Scalar::Usize, "unsigned long long"),
+    (Scalar::F32, "float"),
+    (Scalar::F64, "double"),
+];
+const ATOMIC_SUB: &[(Scalar, &str)] = &[(Scalar::I32, "int"), (Scalar::U32, "unsigned int")];
+const ATOMIC_MINMAX: &[(Scalar, &str)] = &[
+    (Scalar::I32, "int"),
+    (Scalar::I64, "long long"),
+    (Scalar::U32, "unsigned int"),
+    (Scalar::U64, "unsigned long long"),
+    (Scalar::Usize, "unsigned long long"),
+];
+const ATOMIC_CAS: &[(Scalar, &str)] = &[
+    (Scalar::I32, "int"),
+    (Scalar::I64, "unsigned long long"),
+    (Scalar::U32, "unsigned int"),
+    (Scalar::U64, "unsigned long long"),
+    (Scalar::Usize, "unsigned long long"),
+];
+const ATOMIC_EXCH: &[(Scalar, &str)] = &[
+    (Scalar::I32, "int"),
+    (Scalar::I64, "unsigned long long"),
+    (Scalar::U32, "unsigned int"),
+    (Scalar::U64, "unsigned long long"),
+    (Scalar::Usize, "unsigned long long"),
+    (Scalar::F32, "float"),
+];
+/// `shared_array::<T, N>()`: every scalar but `bool` (kept out so shared flags are explicit
+/// integers).
+const SHARED: &[(Scalar, &str)] = RMA;
+
+/// Builds a table row; keeps each row on a few lines.
+#[allow(clippy::too_many_arguments)]
+const fn row(
+    name: &'static str,
+    group: Group,
+    form: Form,
+    args: &'static [(&'static str, Arg)],
+    ret: Ret,
+    scope: Scope,
+    types: &'static [(Scalar, &'static str)],
+    cuda: &'static str,
+    count: Count,
+    collective: bool,
+    doc: &'static str,
+) -> Intrinsic {
+    Intrinsic {
+        name,
+        group,
+        form,
+        args,
+        ret,
+        scope,
+        types,
+        cuda,
+        count,
+        collective,
+        doc,
+    }
+}
+
+use Arg as A;
+use Count as N;
+use Form as F;
+use Group as G;
+use Ret as R;
+use Scope as S;
+
+const U32: Ret = R::Exact(Scalar::U32);
+const I32: Ret = R::Exact(Scalar::I32);
+const BOOL: Ret = R::Exact(Scalar::Bool);
+const U64: Ret = R::Exact(Scalar::U64);
+const NONE: &[(Scalar, &str)] = &[];
+
+const fn thread(name: &'static str, cuda: &'static str, doc: &'static str) -> Intrinsic {
+    row(
+        name,
+        G::Thread,
+        F::Free,
+        &[],
+        U32,
+        S::Thread,
+        NONE,
+        cuda,
+        N::None,
+        false,
+        doc,
+    )
+}
+const fn unary_math(name: &'static str, cuda: &'static str, doc: &'static str) -> Intrinsic {
+    row(
+        name,
+        G::Math,
+        F::Both,
+        &[("x", A::Value)],
+        R::Elem,
+        S::Thread,
+        FLOAT,
+        cuda,
+        N::None,
+        false,
+        doc,
+    )
+}
+const fn local_atomic(
+    name: &'static str,
+    types: &'static [(Scalar, &'static str)],
+    cuda: &'static str,
+    doc: &'static str,
+) -> Intrinsic {
+    row(
+        name,
+        G::LocalAtomic,
+        F::Free,
+        &[("x", A::AnyElemMut), ("v", A::Value)],
+        R::Elem,
+        S::Thread,
+        types,
+        cuda,
+        N::None,
+        false,
+        doc,
+    )
+}
+const fn bulk(
+    name: &'static str,
+    get: bool,
+    scope: Scope,
+    cuda: &'static str,
+    doc: &'static str,
+) -> Intrinsic {
+    let args: &'static [(&'static str, Arg)] = if get {
+        &[("dst", A::AnyDst), ("src", A::SymSrc), ("pe", A::Pe)]
+    } else {
+        &[("dst", A::RemoteDst), ("src", A::AnySrc), ("pe", A::Pe)]
+    };
+    row(
+        name,
+        G::BlockRma,
+        F::Free,
+        args,
+        R::Unit,
+        scope,
+        RMA,
+        cuda,
+        N::Min(0, 1),
+        false,
+        doc,
+    )
+}
+const PUT_SIGNAL_ARGS: &[(&str, Arg)] = &[
+    ("dst", A::RemoteDst),
+    ("src", A::AnySrc),
+    ("sig", A::Signal { mutable: true }),
+    ("value", A::Exact(Scalar::U64)),
+    ("op", A::SignalOp),
+    ("pe", A::Pe),
+];
+const fn put_signal(
+    name: &'static str,
+    scope: Scope,
+    cuda: &'static str,
+    doc: &'static str,
+) -> Intrinsic {
+    row(
+        name,
+        G::SignalledPut,
+        F::Free,
+        PUT_SIGNAL_ARGS,
+        R::Unit,
+        scope,
+        RMA,
+        cuda,
+        N::Min(0, 1),
+        false,
+        doc,
+    )
+}
+const fn amo(
+    name: &'static str,
+    args: &'static [(&'static str, Arg)],
+    ret: Ret,
+    types: &'static [(Scalar, &'static str)],
+    cuda: &'static str,
+    doc: &'static str,
+) -> Intrinsic {
+    row(
+        name,
+        G::Amo,
+        F::Free,
+        args,
+        ret,
+        S::Thread,
+        types,
+        cuda,
+        N::None,
+        false,
+        doc,
+    )
+}
+const AMO_VALUE: &[(&str, Arg)] = &[
+    ("x", A::SymElem { mutable: true }),
+    ("v", A::Value),
+    ("pe", A::Pe),
+];
+const AMO_NOVALUE: &[(&str, Arg)] = &[("x", A::SymElem { mutable: true }), ("pe", A::Pe)];
+const fn barrier(
+    name: &'static str,
+    team: bool,
+    scope: Scope,
+    cuda: &'static str,
+    doc: &'static str,
+) -> Intrinsic {
+    let args: &'static [(&'static str, Arg)] = if team { &[("team", A::Team)] } else { &[] };
+    row(
+        name,
+        G::Barrier,
+        F::Free,
+        args,
+        R::Unit,
+        scope,
+        NONE,
+        cuda,
+        N::None,
+        true,
+        doc,
+    )
+}
+const REDUCE_ARGS: &[(&str, Arg)] = &[
+    ("team", A::Team),
+    ("dst", A::RemoteDst),
+    ("src", A::SymSrc),
+    ("op", A::ReduceOp),
+];
+const COLL_ARGS: &[(&str, Arg)] = &[("team", A::Team), ("dst", A::RemoteDst), ("src", A::SymSrc)];
+const BCAST_ARGS: &[(&str, Arg)] = &[
+    ("team", A::Team),
+    ("dst", A::RemoteDst),
+    ("src", A::SymSrc),
+    ("root", A::TeamPe(0)),
+];
+#[allow(clippy::too_many_arguments)]
+const fn coll(
+    name: &'static str,
+    args: &'static [(&'static str, Arg)],
+    scope: Scope,
+    types: &'static [(Scalar, &'static str)],
+    cuda: &'static str,
+    count: Count,
+    doc: &'static str,
+) -> Intrinsic {
+    row(
+        name,
+        G::Collective,
+        F::Free,
+        args,
+        R::Unit,
+        scope,
+        types,
+        cuda,
+        count,
+        true,
+        doc,
+    )
+}
+
+/// The table.
+#[rustfmt::skip]
+pub static INTRINSICS: &[Intrinsic] = &[
+    // Thread and warp.
+    thread("thread_idx_x", "threadIdx.x", "Thread index in the block, x."),
+    thread("thread_idx_y", "threadIdx.y", "Thread index in the block, y."),
+    thread("thread_idx_z", "threadIdx.z", "Thread index in the block, z."),
+    thread("block_idx_x", "blockIdx.x", "Block index in the grid, x."),
+    thread("block_idx_y", "blockIdx.y", "Block index in the grid, y."),
+    thread("block_idx_z", "blockIdx.z", "Block index in the grid, z."),
+    thread("block_dim_x", "blockDim.x", "Threads per block, x."),
+    thread("block_dim_y", "blockDim.y", "Threads per block, y."),
+    thread("block_dim_z", "blockDim.z", "Threads per block, z."),
+    thread("grid_dim_x", "gridDim.x", "Blocks per grid, x."),
+    thread("grid_dim_y", "gridDim.y", "Blocks per grid, y."),
+    thread("grid_dim_z", "gridDim.z", "Blocks per grid, z."),
+    row("global_thread_idx", G::Thread, F::Free, &[], R::Exact(Scalar::Usize), S::Thread, NONE,
+        "((size_t)blockIdx.x * blockDim.x + threadIdx.x)", N::None, false,
+        "Global thread index in the x dimension."),
+    thread("lane_id", "(threadIdx.x & 31u)", "Lane of the thread in its warp (x dimension)."),
+    thread("warp_id", "(threadIdx.x >> 5)", "Warp of the thread in its block (x dimension)."),
+    row("sync_threads", G::Thread, F::Free, &[], R::Unit, S::Block, NONE, "__syncthreads()", N::None, false,
+        "Block-wide barrier."),
+    row("sync_warp", G::Thread, F::Free, &[], R::Unit, S::Warp, NONE, "__syncwarp()", N::None, false,
+        "Warp-wide barrier."),
+    row("threadfence", G::Thread, F::Free, &[], R::Unit, S::Thread, NONE, "__threadfence()", N::None, false,
+        "Device-wide memory fence."),
+    row("shared_array", G::Thread, F::Free, &[], R::SharedArray, S::Block, SHARED, "__shared__ {C} name[N]", N::None, false,
+        "`let s = shared_array::<T, N>();` declares static shared memory of N elements (N a literal or a comptime parameter)."),
+    row("shfl_xor_sync", G::Thread, F::Free, &[("mask", A::Exact(Scalar::U32)), ("v", A::Value), ("lane_mask", A::Exact(Scalar::I32))],
+        R::Elem, S::Warp, SHFL, "__shfl_xor_sync({0}, {1}, {2})", N::None, false,
+        "Butterfly exchange within the warp."),
+    row("shfl_down_sync", G::Thread, F::Free, &[("mask", A::Exact(Scalar::U32)), ("v", A::Value), ("delta", A::Exact(Scalar::U32))],
+        R::Elem, S::Warp, SHFL, "__shfl_down_sync({0}, {1}, {2})", N::None, false,
+        "Value from the lane `delta` above."),
+    // Math.
+    unary_math("sqrt", "sqrt{T}({0})", "Square root."),
+    unary_math("rsqrt", "rsqrt{T}({0})", "Reciprocal square root."),
+    unary_math("exp", "exp{T}({0})", "e^x."),
+    unary_math("ln", "log{T}({0})", "Natural logarithm."),
+    unary_math("log2", "log2{T}({0})", "Base-2 logarithm."),
+    unary_math("sin", "sin{T}({0})", "Sine."),
+    unary_math("cos", "cos{T}({0})", "Cosine."),
+    unary_math("tanh", "tanh{T}({0})", "Hyperbolic tangent."),
+    unary_math("floor", "floor{T}({0})", "Round down."),
+    unary_math("ceil", "ceil{T}({0})", "Round up."),
+    unary_math("recip", "(({C})1 / {0})", "1 / x."),
+    row("abs", G::Math, F::Both, &[("x", A::Value)], R::Elem, S::Thread, ABS, "{T}({0})", N::None, false,
+        "Absolute value (floats and signed integers)."),
+    row("min", G::Math, F::Both, &[("a", A::Value), ("b", A::Value)], R::Elem, S::Thread, MIN, "{T}({0}, {1})", N::None, false,
+        "Smaller of two values (floats ignore a NaN, like Rust)."),
+    row("max", G::Math, F::Both, &[("a", A::Value), ("b", A::Value)], R::Elem, S::Thread, MAX, "{T}({0}, {1})", N::None, false,
+        "Larger of two values (floats ignore a NaN, like Rust)."),
+    row("powf", G::Math, F::Both, &[("x", A::Value), ("y", A::Value)], R::Elem, S::Thread, FLOAT, "pow{T}({0}, {1})", N::None, false,
+        "x^y."),
+    row("powi", G::Math, F::Both, &[("x", A::Value), ("n", A::Exact(Scalar::I32))], R::Elem, S::Thread, FLOAT, "pow{T}({0}, ({C}){1})", N::None, false,
+        "x^n for an i32 n."),
+    row("mul_add", G::Math, F::Both, &[("x", A::Value), ("a", A::Value), ("b", A::Value)], R::Elem, S::Thread, FLOAT, "fma{T}({0}, {1}, {2})", N::None, false,
+        "x * a + b with one rounding."),
+    // Local atomics.
+    local_atomic("atomic_add_local", ATOMIC_ADD, "(({C})atomicAdd(({T} *){0}, ({T}){1}))", "Atomic add on local or shared memory; returns the old value."),
+    local_atomic("atomic_sub_local", ATOMIC_SUB, "(({C})atomicSub(({T} *){0}, ({T}){1}))", "Atomic subtract; returns the old value."),
+    local_atomic("atomic_min_local", ATOMIC_MINMAX, "(({C})atomicMin(({T} *){0}, ({T}){1}))", "Atomic minimum; returns the old value."),
+    local_atomic("atomic_max_local", ATOMIC_MINMAX, "(({C})atomicMax(({T} *){0}, ({T}){1}))", "Atomic maximum; returns the old value."),
+    local_atomic("atomic_exch_local", ATOMIC_EXCH, "(({C})atomicExch(({T} *){0}, ({T}){1}))", "Atomic exchange; returns the old value."),
+    row("atomic_cas_local", G::LocalAtomic, F::Free, &[("x", A::AnyElemMut), ("compare", A::Value), ("v", A::Value)], R::Elem, S::Thread, ATOMIC_CAS,
+        "(({C})atomicCAS(({T} *){0}, ({T}){1}, ({T}){2}))", N::None, false,
+        "Atomic compare-and-swap; returns the old value."),
+    // NVSHMEM queries.
+    row("my_pe", G::Query, F::Free, &[], I32, S::Thread, NONE, "nvshmem_my_pe()", N::None, false, "This PE's number."),
+    row("n_pes", G::Query, F::Free, &[], I32, S::Thread, NONE, "nvshmem_n_pes()", N::None, false, "Number of PEs."),
+    row("team_my_pe", G::Query, F::Free, &[("team", A::Team)], I32, S::Thread, NONE, "nvshmem_team_my_pe({0})", N::None, false,
+        "This PE's number in `team`."),
+    row("team_n_pes", G::Query, F::Free, &[("team", A::Team)], I32, S::Thread, NONE, "nvshmem_team_n_pes({0})", N::None, false,
+        "Number of PEs in `team`."),
+    row("team_translate_pe", G::Query, F::Free, &[("src_team", A::Team), ("pe", A::TeamPe(0)), ("dst_team", A::Team)], I32, S::Thread, NONE,
+        "nvshmem_team_translate_pe({0}, {1}, {2})", N::None, false,
+        "The number in `dst_team` of PE `pe` of `src_team` (-1 if not a member)."),
+    // Element RMA.
+    row("p", G::ElementRma, F::Free, &[("dst", A::SymElem { mutable: true }), ("v", A::Value), ("pe", A::Pe)], R::Unit, S::Thread, RMA,
+        "nvshmem_{T}_p({0}, {1}, {2})", N::None, false, "Store one element on PE `pe`."),
+    row("g", G::ElementRma, F::Free, &[("src", A::SymElem { mutable: false }), ("pe", A::Pe)], R::Elem, S::Thread, RMA,
+        "nvshmem_{T}_g({0}, {1})", N::None, false, "Load one element from PE `pe`."),
+    // Bulk RMA.
+    bulk("put", false, S::Thread, "nvshmem_{T}_put({0}, {1}, {n}, {2})", "Copy `min(dst.len(), src.len())` elements to PE `pe`; returns when `src` may be reused."),
+    bulk("get", true, S::Thread, "nvshmem_{T}_get({0}, {1}, {n}, {2})", "Copy from PE `pe` into local `dst`."),
+    bulk("put_nbi", false, S::Thread, "nvshmem_{T}_put_nbi({0}, {1}, {n}, {2})", "Non-blocking put; complete with `quiet()`."),
+    bulk("get_nbi", true, S::Thread, "nvshmem_{T}_get_nbi({0}, {1}, {n}, {2})", "Non-blocking get; complete with `quiet()`."),
+    bulk("put_warp", false, S::Warp, "nvshmemx_{T}_put_warp({0}, {1}, {n}, {2})", "Put by the whole warp."),
+    bulk("get_warp", true, S::Warp, "nvshmemx_{T}_get_warp({0}, {1}, {n}, {2})", "Get by the whole warp."),
+    bulk("put_block", false, S::Block, "nvshmemx_{T}_put_block({0}, {1}, {n}, {2})", "Put by the whole block."),
+    bulk("get_block", true, S::Block, "nvshmemx_{T}_get_block({0}, {1}, {n}, {2})", "Get by the whole block."),
+    bulk("put_nbi_warp", false, S::Warp, "nvshmemx_{T}_put_nbi_warp({0}, {1}, {n}, {2})", "Non-blocking put by the warp."),
+    bulk("get_nbi_warp", true, S::Warp, "nvshmemx_{T}_get_nbi_warp({0}, {1}, {n}, {2})", "Non-blocking get by the warp."),
+    bulk("put_nbi_block", false, S::Block, "nvshmemx_{T}_put_nbi_block({0}, {1}, {n}, {2})", "Non-blocking put by the block."),
+    bulk("get_nbi_block", true, S::Block, "nvshmemx_{T}_get_nbi_block({0}, {1}, {n}, {2})", "Non-blocking get by the block."),
+    // Signalled put.
+    put_signal("put_signal", S::Thread, "nvshmem_{T}_put_signal({0}, {1}, {n}, {2}, {3}, {4}, {5})", "Put, then update `sig` on PE `pe` once the data is delivered."),
+    put_signal("put_signal_nbi", S::Thread, "nvshmem_{T}_put_signal_nbi({0}, {1}, {n}, {2}, {3}, {4}, {5})", "Non-blocking signalled put."),
+    put_signal("put_signal_warp", S::Warp, "nvshmemx_{T}_put_signal_warp({0}, {1}, {n}, {2}, {3}, {4}, {5})", "Signalled put by the warp."),
+    put_signal("put_signal_block", S::Block, "nvshmemx_{T}_put_signal_block({0}, {1}, {n}, {2}, {3}, {4}, {5})", "Signalled put by the block."),
+    put_signal("put_signal_nbi_warp", S::Warp, "nvshmemx_{T}_put_signal_nbi_warp({0}, {1}, {n}, {2}, {3}, {4}, {5})", "Non-blocking signalled put by the warp."),
+    put_signal("put_signal_nbi_block", S::Block, "nvshmemx_{T}_put_signal_nbi_block({0}, {1}, {n}, {2}, {3}, {4}, {5})", "Non-blocking signalled put by the block."),
+    // Signals.
+    row("signal_op", G::Signal, F::Free, &[("sig", A::Signal { mutable: true }), ("value", A::Exact(Scalar::U64)), ("op", A::SignalOp), ("pe", A::Pe)],
+        R::Unit, S::Thread, NONE, "nvshmemx_signal_op({0}, {1}, {2}, {3})", N::None, false, "Set or add to `sig` on PE `pe`."),
+    row("signal_wait_until", G::Signal, F::Free, &[("sig", A::Signal { mutable: false }), ("cmp", A::Cmp), ("value", A::Exact(Scalar::U64))],
+        U64, S::Thread, NONE, "nvshmem_signal_wait_until({0}, {1}, {2})", N::None, false,
+        "Wait until the local `sig` compares true; returns its value."),
+    row("signal_fetch", G::Signal, F::Free, &[("sig", A::Signal { mutable: false })], U64, S::Thread, NONE,
+        "nvshmem_signal_fetch({0})", N::None, false, "Read the local `sig`."),
+    // Point-to-point synchronization.
+    row("wait_until", G::PointToPoint, F::Free, &[("x", A::SymElem { mutable: false }), ("cmp", A::Cmp), ("value", A::Value)], R::Unit, S::Thread, WAIT,
+        "nvshmem_{T}_wait_until({0}, {1}, {2})", N::None, false, "Wait until the local `x[i]` compares true."),
+    row("test", G::PointToPoint, F::Free, &[("x", A::SymElem { mutable: false }), ("cmp", A::Cmp), ("value", A::Value)], BOOL, S::Thread, WAIT,
+        "(nvshmem_{T}_test({0}, {1}, {2}) != 0)", N::None, false, "Whether the local `x[i]` compares true now."),
+    // Ordering.
+    row("fence", G::Ordering, F::Free, &[], R::Unit, S::Thread, NONE, "nvshmem_fence()", N::None, false,
+        "Order this thread's puts to each PE."),
+    row("quiet", G::Ordering, F::Free, &[], R::Unit, S::Thread, NONE, "nvshmem_quiet()", N::None, false,
+        "Complete this thread's outstanding puts and non-blocking calls."),
+    // Remote atomics.
+    amo("atomic_fetch", &[("x", A::SymElem { mutable: false }), ("pe", A::Pe)], R::Elem, AMO_EXT, "nvshmem_{T}_atomic_fetch({0}, {1})", "Atomic read of `x[i]` on PE `pe`."),
+    amo("atomic_set", AMO_VALUE, R::Unit, AMO_EXT, "nvshmem_{T}_atomic_set({0}, {1}, {2})", "Atomic write."),
+    amo("atomic_swap", AMO_VALUE, R::Elem, AMO_EXT, "nvshmem_{T}_atomic_swap({0}, {1}, {2})", "Atomic swap; returns the old value."),
+    amo("atomic_compare_swap", &[("x", A::SymElem { mutable: true }), ("compare", A::Value), ("v", A::Value), ("pe", A::Pe)], R::Elem, AMO_STD,
+        "nvshmem_{T}_atomic_compare_swap({0}, {1}, {2}, {3})", "Store `v` if `x[i] == compare`; returns the old value."),
+    amo("atomic_inc", AMO_NOVALUE, R::Unit, AMO_STD, "nvshmem_{T}_atomic_inc({0}, {1})", "Atomic increment."),
+    amo("atomic_fetch_inc", AMO_NOVALUE, R::Elem, AMO_STD, "nvshmem_{T}_atomic_fetch_inc({0}, {1})", "Atomic increment; returns the old value."),
+    amo("atomic_add", AMO_VALUE, R::Unit, AMO_STD, "nvshmem_{T}_atomic_add({0}, {1}, {2})", "Atomic add."),
+    amo("atomic_fetch_add", AMO_VALUE, R::Elem, AMO_STD, "nvshmem_{T}_atomic_fetch_add({0}, {1}, {2})", "Atomic add; returns the old value."),
+    amo("atomic_and", AMO_VALUE, R::Unit, AMO_BIT, "nvshmem_{T}_atomic_and({0}, {1}, {2})", "Atomic bitwise and."),
+    amo("atomic_fetch_and", AMO_VALUE, R::Elem, AMO_BIT, "nvshmem_{T}_atomic_fetch_and({0}, {1}, {2})", "Atomic bitwise and; returns the old value."),
+    amo("atomic_or", AMO_VALUE, R::Unit, AMO_BIT, "nvshmem_{T}_atomic_or({0}, {1}, {2})", "Atomic bitwise or."),
+    amo("atomic_fetch_or", AMO_VALUE, R::Elem, AMO_BIT, "nvshmem_{T}_atomic_fetch_or({0}, {1}, {2})", "Atomic bitwise or; returns the old value."),
+    amo("atomic_xor", AMO_VALUE, R::Unit, AMO_BIT, "nvshmem_{T}_atomic_xor({0}, {1}, {2})", "Atomic bitwise xor."),
+    amo("atomic_fetch_xor", AMO_VALUE, R::Elem, AMO_BIT, "nvshmem_{T}_atomic_fetch_xor({0}, {1}, {2})", "Atomic bitwise xor; returns the old value."),
+    // Barriers and syncs.
+    barrier("barrier_all", false, S::Thread, "nvshmem_barrier_all()", "Complete all puts, then wait for every PE."),
+    barrier("barrier_all_warp", false, S::Warp, "nvshmemx_barrier_all_warp()", "`barrier_all` by the warp."),
+    barrier("barrier_all_block", false, S::Block, "nvshmemx_barrier_all_block()", "`barrier_all` by the block."),
+    barrier("sync_all", false, S::Thread, "nvshmem_sync_all()", "Wait for every PE (no completion of puts)."),
+    barrier("sync_all_warp", false, S::Warp, "nvshmemx_sync_all_warp()", "`sync_all` by the warp."),
+    barrier("sync_all_block", false, S::Block, "nvshmemx_sync_all_block()", "`sync_all` by the block."),
+    barrier("barrier", true, S::Thread, "nvshmem_barrier({0})", "Complete puts, then wait for every PE of `team`."),
+    barrier("barrier_warp", true, S::Warp, "nvshmemx_barrier_warp({0})", "`barrier` by the warp."),
+    barrier("barrier_block", true, S::Block, "nvshmemx_barrier_block({0})", "`barrier` by the block."),
+    barrier("team_sync", true, S::Thread, "nvshmem_team_sync({0})", "Wait for every PE of `team`."),
+    barrier("team_sync_warp", true, S::Warp, "nvshmemx_team_sync_warp({0})", "`team_sync` by the warp."),
+    barrier("team_sync_block", true, S::Block, "nvshmemx_team_sync_block({0})", "`team_sync` by the block."),
+    // Device collectives.
+    coll("reduce_block", REDUCE_ARGS, S::Block, REDUCE, "nvshmemx_{T}_{op}_reduce_block({0}, {1}, {2}, {n})", N::Min(1, 2),
+        "Element-wise reduction of `src` over the team into every PE's `dst`."),
+    coll("reduce_warp", REDUCE_ARGS, S::Warp, REDUCE, "nvshmemx_{T}_{op}_reduce_warp({0}, {1}, {2}, {n})", N::Min(1, 2),
+        "`reduce_block` by one warp."),
+    coll("reduce_scatter_block", REDUCE_ARGS, S::Block, REDUCE, "nvshmemx_{T}_{op}_reducescatter_block({0}, {1}, {2}, {n})", N::ReduceScatter,
+        "Reduce `src` (team size x n) and leave block `team_my_pe` of the result in `dst` (n)."),
+    coll("reduce_scatter_warp", REDUCE_ARGS, S::Warp, REDUCE, "nvshmemx_{T}_{op}_reducescatter_warp({0}, {1}, {2}, {n})", N::ReduceScatter,
+        "`reduce_scatter_block` by one warp."),
+    coll("all_gather_block", COLL_ARGS, S::Block, RMA, "nvshmemx_{T}_fcollect_block({0}, {1}, {2}, {n})", N::AllGather,
+        "Concatenate every PE's `src` (n) into `dst` (team size x n), in team order (fcollect)."),
+    coll("all_gather_warp", COLL_ARGS, S::Warp, RMA, "nvshmemx_{T}_fcollect_warp({0}, {1}, {2}, {n})", N::AllGather,
+        "`all_gather_block` by one warp."),
+    coll("all_to_all_block", COLL_ARGS, S::Block, RMA, "nvshmemx_{T}_alltoall_block({0}, {1}, {2}, {n})", N::AllToAll,
+        "Send block j of `src` to PE j, receive block i of `dst` from PE i."),
+    coll("all_to_all_warp", COLL_ARGS, S::Warp, RMA, "nvshmemx_{T}_alltoall_warp({0}, {1}, {2}, {n})", N::AllToAll,
+        "`all_to_all_block` by one warp."),
+    coll("broadcast_block", BCAST_ARGS, S::Block, RMA, "nvshmemx_{T}_broadcast_block({0}, {1}, {2}, {n}, {3})", N::Min(1, 2),
+        "Copy `src` of team PE `root` into every PE's `dst`."),
+    coll("broadcast_warp", BCAST_ARGS, S::Warp, RMA, "nvshmemx_{T}_broadcast_warp({0}, {1}, {2}, {n}, {3})", N::Min(1, 2),
+        "`broadcast_block` by one warp."),
+    // Peer memory.
+    row("peer", G::PeerMemory, F::Method, &[("x", A::SymSrc), ("pe", A::Pe)], R::PeerView, S::Thread, RMA,
+        "(({C} *)nvshmem_ptr({0}, {1}))", N::None, false,
+        "`x.peer(pe)`: view of `x` on PE `pe` for plain loads and stores over NVLink (index it)."),
+    row("has_peer", G::PeerMemory, F::Method, &[("x", A::SymSrc), ("pe", A::Pe)], BOOL, S::Thread, RMA,
+        "(nvshmem_ptr({0}, {1}) != NULL)", N::None, false,
+        "`x.has_peer(pe)`: whether PE `pe` is load/store reachable."),
+    // Buffers.
+    row("len", G::Buffer, F::Method, &[("x", A::AnyBuf)], R::Exact(Scalar::Usize), S::Thread, NONE,
+        "((size_t){0.len})", N::None, false, "`x.len()`: number of elements."),
+];
+
+/// The row for a free call `name(...)`.
+pub fn free(name: &str) -> Option<&'static Intrinsic> {
+    INTRINSICS
+        .iter()
+        .find(|r| r.name == name && r.form != Form::Method)
+}
+
+/// The row for a method call `x.name(...)`.
+pub fn method(name: &str) -> Option<&'static Intrinsic> {
+    INTRINSICS
+        .iter()
+        .find(|r| r.name == name && r.form != Form::Free)
+}
+
+/// The text `{T}` expands to for element type `elem`, if the row supports it.
+pub fn type_text(row: &Intrinsic, elem: Scalar) -> Option<&'static str> {
+    row.types.iter().find(|(s, _)| *s == elem).map(|(_, t)| *t)
+}

@@ -1,0 +1,61 @@
+//! Turning a generated source into one compilable specialization.
+
+/// Prepend the `#define`s that pick the kernel's symbol name and its comptime values.
+///
+/// Returns `(full_source, kernel_name)`. The name is `<base_name>_<variant>` followed by
+/// `_<param><value>` for each comptime value (a negative value is written `m<abs>`), so every
+/// specialization has its own symbol. Booleans are passed as 0/1. The runtime JIT and the CI
+/// NVRTC tests both call this.
+pub fn specialize(
+    source: &str,
+    base_name: &str,
+    variant: &str,
+    comptime: &[(&str, i128)],
+) -> (String, String) {
+    let mut name = format!("{base_name}_{variant}");
+    let mut defines = String::new();
+    for (param, value) in comptime {
+        let tag = if *value < 0 {
+            format!("m{}", value.unsigned_abs())
+        } else {
+            value.to_string()
+        };
+        name.push_str(&format!("_{param}{tag}"));
+        defines.push_str(&format!("#define PGAS_CT_{param} {}\n", literal(*value)));
+    }
+    let full = format!("#define PGAS_KERNEL_NAME {name}\n{defines}{source}");
+    (full, name)
+}
+
+/// A C integer literal for `v` that never overflows its own type (the source casts it to the
+/// parameter's type).
+fn literal(v: i128) -> String {
+    if v == i64::MIN as i128 {
+        "(-9223372036854775807ll - 1)".to_string()
+    } else if v < 0 {
+        format!("(-{}ll)", v.unsigned_abs())
+    } else {
+        format!("{v}ull")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_defines() {
+        let (src, name) = specialize("BODY", "pgas_k_1234", "checked", &[("n", 4), ("neg", -3)]);
+        assert_eq!(name, "pgas_k_1234_checked_n4_negm3");
+        assert_eq!(
+            src,
+            "#define PGAS_KERNEL_NAME pgas_k_1234_checked_n4_negm3\n#define PGAS_CT_n 4ull\n#define PGAS_CT_neg (-3ll)\nBODY"
+        );
+    }
+
+    #[test]
+    fn extreme_values() {
+        assert_eq!(literal(i64::MIN as i128), "(-9223372036854775807ll - 1)");
+        assert_eq!(literal(u64::MAX as i128), "18446744073709551615ull");
+    }
+}

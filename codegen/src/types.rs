@@ -1,0 +1,260 @@
+//! The kernel language's types and their CUDA spellings.
+
+use std::fmt;
+
+/// A scalar type a kernel can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scalar {
+    Bool,
+    I8,
+    I16,
+    I32,
+    I64,
+    Isize,
+    U8,
+    U16,
+    U32,
+    U64,
+    Usize,
+    F16,
+    Bf16,
+    F32,
+    F64,
+}
+
+impl Scalar {
+    /// Every scalar type, in the order the docs list them.
+    pub const ALL: [Scalar; 15] = [
+        Scalar::Bool,
+        Scalar::I8,
+        Scalar::I16,
+        Scalar::I32,
+        Scalar::I64,
+        Scalar::Isize,
+        Scalar::U8,
+        Scalar::U16,
+        Scalar::U32,
+        Scalar::U64,
+        Scalar::Usize,
+        Scalar::F16,
+        Scalar::Bf16,
+        Scalar::F32,
+        Scalar::F64,
+    ];
+
+    /// The scalar a Rust type name denotes (`f16`/`bf16` are the `half` crate's).
+    pub fn from_rust(name: &str) -> Option<Scalar> {
+        Scalar::ALL.iter().copied().find(|s| s.rust_name() == name)
+    }
+
+    /// The Rust spelling.
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            Scalar::Bool => "bool",
+            Scalar::I8 => "i8",
+            Scalar::I16 => "i16",
+            Scalar::I32 => "i32",
+            Scalar::I64 => "i64",
+            Scalar::Isize => "isize",
+            Scalar::U8 => "u8",
+            Scalar::U16 => "u16",
+            Scalar::U32 => "u32",
+            Scalar::U64 => "u64",
+            Scalar::Usize => "usize",
+            Scalar::F16 => "f16",
+            Scalar::Bf16 => "bf16",
+            Scalar::F32 => "f32",
+            Scalar::F64 => "f64",
+        }
+    }
+
+    /// The CUDA spelling. Fixed-width `<stdint.h>` names, so that pointers match NVSHMEM's typed
+    /// prototypes exactly (`uint64_t *` is not `unsigned long long *` on LP64); `usize`/`isize`
+    /// are `size_t`/`ptrdiff_t`, 64-bit like the ABI's `unsigned long long` lengths.
+    pub fn c_type(self) -> &'static str {
+        match self {
+            Scalar::Bool => "bool",
+            Scalar::I8 => "int8_t",
+            Scalar::I16 => "int16_t",
+            Scalar::I32 => "int32_t",
+            Scalar::I64 => "int64_t",
+            Scalar::Isize => "ptrdiff_t",
+            Scalar::U8 => "uint8_t",
+            Scalar::U16 => "uint16_t",
+            Scalar::U32 => "uint32_t",
+            Scalar::U64 => "uint64_t",
+            Scalar::Usize => "size_t",
+            Scalar::F16 => "__half",
+            Scalar::Bf16 => "__nv_bfloat16",
+            Scalar::F32 => "float",
+            Scalar::F64 => "double",
+        }
+    }
+
+    /// Integer types (not `bool`).
+    pub fn is_int(self) -> bool {
+        !matches!(
+            self,
+            Scalar::Bool | Scalar::F16 | Scalar::Bf16 | Scalar::F32 | Scalar::F64
+        )
+    }
+
+    /// Signed integer types.
+    pub fn is_signed_int(self) -> bool {
+        matches!(
+            self,
+            Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64 | Scalar::Isize
+        )
+    }
+
+    /// Floating-point types, half precision included.
+    pub fn is_float(self) -> bool {
+        matches!(self, Scalar::F16 | Scalar::Bf16 | Scalar::F32 | Scalar::F64)
+    }
+
+    /// `f16`/`bf16`: stored as CUDA's half types, converted through `float`.
+    pub fn is_half(self) -> bool {
+        matches!(self, Scalar::F16 | Scalar::Bf16)
+    }
+
+    /// Integers narrower than `int`, whose C arithmetic promotes and must be cast back to wrap
+    /// like Rust.
+    pub fn is_narrow_int(self) -> bool {
+        matches!(self, Scalar::I8 | Scalar::I16 | Scalar::U8 | Scalar::U16)
+    }
+
+    /// Inclusive value range of an integer type, for literal range checks.
+    pub fn int_range(self) -> Option<(i128, i128)> {
+        Some(match self {
+            Scalar::I8 => (i8::MIN as i128, i8::MAX as i128),
+            Scalar::I16 => (i16::MIN as i128, i16::MAX as i128),
+            Scalar::I32 => (i32::MIN as i128, i32::MAX as i128),
+            Scalar::I64 | Scalar::Isize => (i64::MIN as i128, i64::MAX as i128),
+            Scalar::U8 => (0, u8::MAX as i128),
+            Scalar::U16 => (0, u16::MAX as i128),
+            Scalar::U32 => (0, u32::MAX as i128),
+            Scalar::U64 | Scalar::Usize => (0, u64::MAX as i128),
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.rust_name())
+    }
+}
+
+/// Where a buffer lives, which decides whether it may be a remote target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BufKind {
+    /// `SymTensor`: symmetric, the only kind NVSHMEM can address on another PE.
+    Sym,
+    /// `CudaSlice`: a local device buffer.
+    Local,
+    /// `shared_array::<T, N>()`: block-shared memory.
+    Shared,
+    /// `x.peer(pe)`: another PE's copy of a symmetric buffer, reached by loads and stores.
+    Peer,
+}
+
+/// A buffer view: a pointer plus a length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BufTy {
+    pub kind: BufKind,
+    pub elem: Scalar,
+    pub mutable: bool,
+}
+
+impl fmt::Display for BufTy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = if self.mutable { "&mut " } else { "&" };
+        match self.kind {
+            BufKind::Sym => write!(f, "{m}SymTensor<{}>", self.elem),
+            BufKind::Local => write!(f, "{m}CudaSlice<{}>", self.elem),
+            BufKind::Shared => write!(f, "shared array of {}", self.elem),
+            BufKind::Peer => write!(f, "peer view of SymTensor<{}>", self.elem),
+        }
+    }
+}
+
+/// The enums kernels pass to NVSHMEM calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EnumTy {
+    SignalOp,
+    Cmp,
+    ReduceOp,
+}
+
+impl EnumTy {
+    /// Rust name of the enum.
+    pub fn name(self) -> &'static str {
+        match self {
+            EnumTy::SignalOp => "SignalOp",
+            EnumTy::Cmp => "Cmp",
+            EnumTy::ReduceOp => "ReduceOp",
+        }
+    }
+
+    /// Variants and their CUDA spelling (the NVSHMEM constant, or the reduction's name
+    /// infix for `ReduceOp`).
+    pub fn variants(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            EnumTy::SignalOp => &[("Set", "NVSHMEM_SIGNAL_SET"), ("Add", "NVSHMEM_SIGNAL_ADD")],
+            EnumTy::Cmp => &[
+                ("Eq", "NVSHMEM_CMP_EQ"),
+                ("Ne", "NVSHMEM_CMP_NE"),
+                ("Gt", "NVSHMEM_CMP_GT"),
+                ("Ge", "NVSHMEM_CMP_GE"),
+                ("Lt", "NVSHMEM_CMP_LT"),
+                ("Le", "NVSHMEM_CMP_LE"),
+            ],
+            EnumTy::ReduceOp => &[
+                ("Sum", "sum"),
+                ("Prod", "prod"),
+                ("Min", "min"),
+                ("Max", "max"),
+                ("And", "and"),
+                ("Or", "or"),
+                ("Xor", "xor"),
+            ],
+        }
+    }
+
+    /// The enum a Rust name denotes.
+    pub fn from_rust(name: &str) -> Option<EnumTy> {
+        [EnumTy::SignalOp, EnumTy::Cmp, EnumTy::ReduceOp]
+            .into_iter()
+            .find(|e| e.name() == name)
+    }
+}
+
+/// The type of an expression during and after checking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ty {
+    Scalar(Scalar),
+    /// An inference variable for an unsuffixed literal; resolved (or defaulted to `i32`/`f64`
+    /// as Rust does) before emission.
+    Var(u32),
+    /// A buffer or a range slice of one.
+    Buf(BufTy),
+    /// `&x[i]` / `&mut x[i]`: an element address, only as an intrinsic argument.
+    ElemRef(BufTy),
+    Team,
+    Enum(EnumTy),
+    Unit,
+    /// The type of `return`, `break`, `continue`: fits anywhere.
+    Never,
+    /// After an error: fits anywhere, so one mistake is reported once.
+    Error,
+}
+
+impl Ty {
+    /// The scalar, if this is one.
+    pub fn scalar(self) -> Option<Scalar> {
+        match self {
+            Ty::Scalar(s) => Some(s),
+            _ => None,
+        }
+    }
+}

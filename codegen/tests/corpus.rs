@@ -1,0 +1,156 @@
+//! Snapshot tests of the CUDA generated for every kernel in `tests/corpus/`.
+//!
+//! Each kernel's plain and checked sources are snapshotted without the fixed prelude and
+//! support helpers (checked separately below), so a snapshot shows only what the kernel
+//! produced. `cargo insta review` updates them.
+
+use pgas_codegen::{compile_file, CompiledKernel, PRELUDE};
+use std::path::{Path, PathBuf};
+
+fn corpus() -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/corpus exists")
+        .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let stem = p
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("")
+                .to_string();
+            (
+                stem,
+                std::fs::read_to_string(&p).expect("readable corpus file"),
+            )
+        })
+        .collect()
+}
+
+fn compile(stem: &str, src: &str) -> Vec<CompiledKernel> {
+    match compile_file(src, &format!("tests/corpus/{stem}.rs")) {
+        Ok(k) => k,
+        Err(errors) => {
+            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            panic!(
+                "tests/corpus/{stem}.rs does not compile:\n{}",
+                list.join("\n")
+            )
+        }
+    }
+}
+
+/// The part of a source after the fixed helpers: the device functions and the kernel.
+fn kernel_part(src: &str) -> &str {
+    let marker = src
+        .find("\nstatic __device__ ")
+        .filter(|&i| !src[i..].starts_with("\nstatic __device__ __forceinline__"))
+        .or_else(|| src.find("\nextern \"C\" __global__"));
+    let mut start = 0;
+    // Skip past the last support helper: device functions and the kernel follow it.
+    for (i, _) in src.match_indices("\nextern \"C\" __global__") {
+        start = i;
+    }
+    if let Some(m) = marker {
+        start = start.min(m);
+    }
+    &src[start + 1..]
+}
+
+#[test]
+fn corpus_snapshots() {
+    let mut count = 0;
+    for (stem, src) in corpus() {
+        for k in compile(&stem, &src) {
+            count += 1;
+            let meta = format!(
+                "cuda_name: {}\nline: {}\ncollective: {}\ncomptime: {:?}\nparams: {:#?}\n",
+                k.cuda_name, k.line, k.collective, k.comptime, k.params
+            );
+            insta::assert_snapshot!(format!("{stem}__{}__meta", k.rust_name), meta);
+            insta::assert_snapshot!(
+                format!("{stem}__{}__plain", k.rust_name),
+                kernel_part(&k.plain)
+            );
+            insta::assert_snapshot!(
+                format!("{stem}__{}__checked", k.rust_name),
+                kernel_part(&k.checked)
+            );
+        }
+    }
+    assert!(
+        count >= 25,
+        "the corpus has {count} kernels; it must have at least 25"
+    );
+}
+
+#[test]
+fn every_source_starts_with_the_prelude_and_names_the_file() {
+    for (stem, src) in corpus() {
+        for k in compile(&stem, &src) {
+            for s in [&k.plain, &k.checked] {
+                let body = s
+                    .split_once('\n')
+                    .and_then(|(_, r)| r.split_once('\n'))
+                    .map(|(_, r)| r)
+                    .unwrap_or("");
+                assert!(body.starts_with(PRELUDE), "{}: prelude", k.rust_name);
+                assert!(s.contains(&format!(
+                    "#define PGAS_RUST_FILE \"tests/corpus/{stem}.rs\""
+                )));
+                assert!(s.contains("#line "), "{}: #line directives", k.rust_name);
+                assert_eq!(s.matches("extern \"C\" __global__").count(), 1);
+            }
+            assert!(
+                k.checked.contains("pgas_check_"),
+                "{}: checked variant checks",
+                k.rust_name
+            );
+            assert!(
+                !k.plain.contains("pgas_check_"),
+                "{}: plain variant has no checks",
+                k.rust_name
+            );
+        }
+    }
+}
+
+#[test]
+fn collective_flag_follows_barriers_and_collectives() {
+    let mut seen = std::collections::BTreeMap::new();
+    for (stem, src) in corpus() {
+        for k in compile(&stem, &src) {
+            seen.insert(k.rust_name.clone(), k.collective);
+        }
+    }
+    for name in [
+        "world_barriers",
+        "team_barriers",
+        "reductions",
+        "data_movement",
+        "normalize",
+    ] {
+        assert_eq!(
+            seen.get(name),
+            Some(&true),
+            "{name} needs a collective launch"
+        );
+    }
+    for name in [
+        "ring_shift",
+        "saxpy",
+        "element_rma",
+        "peer_copy",
+        "tiled_copy",
+    ] {
+        assert_eq!(
+            seen.get(name),
+            Some(&false),
+            "{name} does not need a collective launch"
+        );
+    }
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Builds, here, the release binaries the GPU test machines run (they have no Rust toolchain) and
+# puts them, stripped and under stable names, in .device/bin (git-ignored), for
+# scripts/gpu-suite.sh to run there:
+#   pgas, pgas-run                 the CLI and the launcher
+#   gpu_suite                      the GPU test suite (tests/gpu_suite)
+#   dsl_vs_cuda, jit_costs         the benchmarks (benches/)
+#   <example>                      every example in examples/
+#   hello_ring_mpi                 examples/hello_ring.rs built with the `mpi` feature
+# Building needs no GPU, CUDA or NVSHMEM; the mpi build needs an MPI library (scripts/deps.sh
+# installs OpenMPI) and is skipped with a warning without one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.device/bin
+rm -rf "$out"
+mkdir -p "$out"
+json=$(mktemp)
+trap 'rm -f "$json"' EXIT
+
+cargo build --release --bins --examples --message-format=json-render-diagnostics >>"$json"
+cargo test --release --features gpu --no-run --test gpu_suite --message-format=json-render-diagnostics >>"$json"
+cargo bench --no-run --features gpu --bench dsl_vs_cuda --bench jit_costs \
+  --message-format=json-render-diagnostics >>"$json"
+
+# Copies every executable cargo reported under its target name (test and bench binaries carry a
+# hash in their file name; the target name is stable). $1 renames one target (old=new).
+copy_artifacts() {
+  python3 - "$json" "$out" "${1:-}" <<'EOF'
+import json, shutil, sys
+path, out, rename = sys.argv[1], sys.argv[2], sys.argv[3]
+old, _, new = rename.partition("=")
+for line in open(path):
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    if msg.get("reason") != "compiler-artifact" or not msg.get("executable"):
+        continue
+    name = msg["target"]["name"]
+    if old and name != old:
+        continue
+    shutil.copy2(msg["executable"], f"{out}/{new if old else name}")
+EOF
+}
+copy_artifacts
+
+if command -v mpicc >/dev/null 2>&1 && [ -f examples/hello_ring.rs ]; then
+  : >"$json"
+  cargo build --release --features mpi --example hello_ring --message-format=json-render-diagnostics >>"$json"
+  copy_artifacts hello_ring=hello_ring_mpi
+else
+  echo "build-device: no MPI compiler (mpicc) or no examples/hello_ring.rs: hello_ring_mpi not built" >&2
+fi
+
+strip "$out"/*
+# The device copy of the tree has no .git: record what was built.
+echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!.device' || echo -dirty)" >.device/COMMIT
+du -sh "$out"
+ls -l "$out"
+size=$(du -sm "$out" | cut -f1)
+if [ "$size" -gt 50 ]; then
+  echo "build-device: WARNING: $out is ${size} MiB, over the 50 MiB the device tool carries comfortably" >&2
+fi

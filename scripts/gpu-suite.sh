@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# The GPU run, in one script, for a GPU test machine (no Rust there): runs the binaries that
+# scripts/build-device.sh put in .device/bin and writes full logs to OUTDIR:
+#   env.log        nvidia-smi, the environment, `pgas doctor`
+#   suite.log      the GPU test suite on 1 PE, `pgas-run -n 2`, `pgas-run -n 4` (where 4 GPUs)
+#   traps.log      the checked variant's traps (bad index, bad pe), one process each
+#   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; the gallery
+#   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE)
+#   nccl.log       NCCL through torch.distributed
+#   figures.jsonl  every benchmark figure, one JSON object a line
+#   summary.txt    one line per step (ok/FAIL/SKIP and key figures), also printed last
+# Every step has a time limit and the whole stays within 9 minutes; a failing step never stops
+# the ones after it. Exit status: 0 when every step that ran passed.
+#
+# Usage: scripts/gpu-suite.sh OUTDIR
+set -uo pipefail
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR}"
+cd "$(dirname "$0")/.."
+root=$(pwd)
+mkdir -p "$outarg"
+out=$(cd "$outarg" && pwd)
+bin="$root/.device/bin"
+start=$(date +%s)
+deadline=$((start + 530))
+
+# What the test machines require (shared/notes/gpu-test-machines.md): NVLink multicast off for
+# every process, mpirun as root.
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export PYTHONUNBUFFERED=1
+# The python3 that has the nvidia-nvshmem wheel (pgas finds NVSHMEM through it) and torch.
+if [ -x /opt/torch/.venv/bin/python3 ]; then export PATH="/opt/torch/.venv/bin:$PATH"; fi
+# One kernel cache for every step, outside OUTDIR (only a few files come back from there).
+export PGAS_CACHE_DIR="${PGAS_CACHE_DIR:-/tmp/pgas-gpu-suite-cache}"
+mkdir -p "$PGAS_CACHE_DIR"
+
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+machine=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || cat "$root/.device/COMMIT" 2>/dev/null || echo unknown)
+summary=()
+failed=0
+
+note() { summary+=("$1"); echo "== $1"; }
+
+# step NAME LOG MAX_SECONDS CMD...: runs CMD with a time limit of MAX_SECONDS or what is left of
+# the budget, appending its output to LOG; leaves the output in $last and the status in $rc.
+step() {
+  local name=$1 log=$2 max=$3
+  shift 3
+  local left=$((deadline - $(date +%s)))
+  local limit=$((max < left ? max : left))
+  last=""
+  if [ "$limit" -lt 10 ]; then
+    rc=-1
+    note "SKIP $name (out of time)"
+    return
+  fi
+  echo "===== $name (limit ${limit}s): $*" >>"$out/$log"
+  local tmp
+  tmp=$(mktemp)
+  local t0
+  t0=$(date +%s)
+  timeout -k 5 "$limit" "$@" >"$tmp" 2>&1
+  rc=$?
+  cat "$tmp" >>"$out/$log"
+  echo "===== $name: exit $rc after $(($(date +%s) - t0))s" >>"$out/$log"
+  last=$(cat "$tmp")
+  rm -f "$tmp"
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then last="$last
+TIMEOUT after ${limit}s"; fi
+}
+
+# verdict NAME DETAIL: ok when $rc is 0, else FAIL (counted).
+verdict() {
+  if [ "$rc" = 0 ]; then
+    note "ok   $1${2:+: $2}"
+  else
+    failed=$((failed + 1))
+    local why="exit $rc"
+    [ "$rc" = 124 ] || [ "$rc" = 137 ] && why="timed out"
+    note "FAIL $1 ($why)${2:+: $2}"
+  fi
+}
+
+{
+  echo "date: $(date -u +%FT%TZ)  commit: $commit  machine: ${gpus} x ${machine:-no GPU}"
+  nvidia-smi 2>&1
+  nvidia-smi topo -m 2>&1
+  echo "python3: $(command -v python3)"
+  env | grep -E '^(NVSHMEM|NCCL|PGAS|CUDA|LD_LIBRARY)' | sort
+  ls -l "$bin"
+} >"$out/env.log" 2>&1
+note "run on ${gpus} x ${machine:-no GPU}, commit $commit, $(date -u +%FT%TZ)"
+
+step "pgas doctor" env.log 30 "$bin/pgas" doctor
+verdict "pgas doctor" "$(echo "$last" | tail -1)"
+
+# The GPU test suite. Its last line is `gpu_suite: N passed, M failed`.
+suite() {
+  local n=$1
+  shift
+  step "gpu_suite $n PE" suite.log "$@"
+  verdict "gpu_suite $n PE" "$(echo "$last" | grep -E '^gpu_suite: ([0-9]+ passed|aborted)' | tail -1)"
+}
+suite 1 240 "$bin/gpu_suite"
+if [ "$gpus" -ge 2 ]; then suite 2 120 "$bin/pgas-run" -n 2 -- "$bin/gpu_suite"; else note "SKIP gpu_suite 2 PE (1 GPU)"; fi
+if [ "$gpus" -ge 4 ]; then suite 4 150 "$bin/pgas-run" -n 4 -- "$bin/gpu_suite"; else note "SKIP gpu_suite 4 PE (${gpus} GPU)"; fi
+
+# Traps: the process must report the launch failure and the output name the Rust file:line.
+for kind in oob bad-pe; do
+  step "trap $kind" traps.log 40 "$bin/gpu_suite" --expect-trap "$kind"
+  line=$(echo "$last" | sed -n 's/.*the report must name file .*, line \([0-9]*\).*/\1/p' | head -1)
+  if [ "$rc" = 0 ] && [ -n "$line" ] && ! echo "$last" | grep -q "traps.rs:$line"; then
+    rc=1
+    last="$last
+the output does not name traps.rs:$line"
+  fi
+  verdict "checked trap $kind" "$(echo "$last" | grep -o "[^ ]*traps.rs:[0-9]*" | head -1)"
+done
+
+# The first example on one PE, through pgas-run and through mpirun.
+if [ -x "$bin/hello_ring" ]; then
+  step "hello_ring 1 PE" examples.log 40 "$bin/hello_ring"
+  verdict "hello_ring 1 PE" "$(echo "$last" | tail -1)"
+  if [ "$gpus" -ge 2 ]; then
+    step "hello_ring pgas-run -n 2" examples.log 40 "$bin/pgas-run" -n 2 -- "$bin/hello_ring"
+    verdict "hello_ring pgas-run -n 2" "$(echo "$last" | tail -1)"
+  fi
+else
+  rc=1
+  verdict "hello_ring" "not in $bin"
+fi
+if [ -x "$bin/hello_ring_mpi" ] && [ "$gpus" -ge 2 ]; then
+  # Local ranks inherit mpirun's environment (NVSHMEM_DISABLE_NVLS included).
+  step "hello_ring mpirun -np 2" examples.log 40 mpirun -np 2 --bind-to none "$bin/hello_ring_mpi"
+  verdict "hello_ring mpirun -np 2" "$(echo "$last" | tail -1)"
+else
+  note "SKIP hello_ring mpirun (no hello_ring_mpi binary or 1 GPU)"
+fi
+
+# Benchmarks, figures to figures.jsonl.
+: >"$out/figures.jsonl"
+figures() { echo "$last" | sed -n 's/^FIGURE //p' | tee -a "$out/figures.jsonl"; }
+brief() {
+  # "name=value unit" for the figures whose name contains one of the |-separated words in $1.
+  python3 -c '
+import json, sys
+words = sys.argv[1].split("|")
+rows = [json.loads(l) for l in sys.stdin if l.strip()]
+print("; ".join("%s=%s %s" % (r["name"], r["value"], r["unit"]) for r in rows if any(w in r["name"] for w in words)))
+' "$1"
+}
+bench_pes=$((gpus >= 2 ? 2 : 1))
+step "dsl_vs_cuda $bench_pes PE" bench.log 120 "$bin/pgas-run" -n "$bench_pes" -- "$bin/dsl_vs_cuda"
+verdict "dsl_vs_cuda $bench_pes PE" "$(figures | brief '64x1024|ping|barrier|host_put|init')"
+step "jit_costs" bench.log 90 "$bin/jit_costs"
+verdict "jit_costs" "$(figures | brief 'cold_compile|disk|memory|launch_dsl_checked|launch_bare|nvshmem_init')"
+step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$((gpus > 0 ? gpus : 1))"
+verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
+
+# The gallery: every example on every GPU.
+step "gallery" examples.log 90 env PGAS_BIN_DIR="$bin" "$root/scripts/gallery.sh"
+verdict "gallery" "$(echo "$last" | tail -1)"
+
+note "total $(($(date +%s) - start))s; $failed step(s) failed"
+printf '%s\n' "${summary[@]}" >"$out/summary.txt"
+echo
+echo "===== summary ($out)"
+cat "$out/summary.txt"
+[ "$failed" = 0 ]

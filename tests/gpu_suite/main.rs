@@ -1,0 +1,77 @@
+//! The GPU test suite: every row of the kernel language (`shared/spec/dsl.md`) run on real GPUs,
+//! each result checked against an expectation computed on the host.
+//!
+//! It is one program that every PE runs: `gpu_suite` alone is one PE, `pgas-run -n N gpu_suite`
+//! is N. With one PE every "remote" target is the PE itself, so the same cases run everywhere.
+//! Each case returns `Err` with what differed; the runner prints one line per case and PE, then
+//! PE 0 prints the verdict over all PEs, ending with exactly `gpu_suite: N passed, M failed`, and
+//! every PE exits non-zero when any case failed on any PE.
+//!
+//! A checked launch that catches a bad index or `pe` traps, and a trap kills the CUDA context, so
+//! those two run as separate invocations: `gpu_suite --expect-trap oob|bad-pe` (see `traps.rs`).
+//! `gpu_suite CASE...` runs only the cases whose names contain one of the given words.
+//!
+//! Without a GPU (CI runs `cargo test --all-features` on CPU machines) it prints
+//! `gpu_suite: skipped: no GPU` and exits 0.
+
+mod amo;
+mod collectives;
+mod intrinsics;
+mod launch;
+mod math;
+mod peer;
+mod rma;
+mod runner;
+mod signals;
+mod subset;
+mod sync;
+mod traps;
+mod types;
+mod util;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    // `cargo test` passes harness flags such as `--nocapture`; they mean nothing here.
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--") || a == "--expect-trap")
+        .collect();
+    if !util::gpu_present() {
+        println!("gpu_suite: skipped: no GPU (no CUDA driver or no device on this machine)");
+        return ExitCode::SUCCESS;
+    }
+    if let Some(pos) = args.iter().position(|a| a == "--expect-trap") {
+        let which = args.get(pos + 1).map(String::as_str).unwrap_or("");
+        return traps::run(which);
+    }
+    let cases: Vec<runner::Case> = [
+        subset::CASES,
+        types::CASES,
+        math::CASES,
+        intrinsics::CASES,
+        rma::CASES,
+        signals::CASES,
+        amo::CASES,
+        sync::CASES,
+        collectives::CASES,
+        peer::CASES,
+        launch::CASES,
+    ]
+    .concat();
+    let kernels: Vec<&'static pgas::kernel::KernelSpec> = [
+        subset::KERNELS,
+        types::KERNELS,
+        math::KERNELS,
+        intrinsics::KERNELS,
+        rma::KERNELS,
+        signals::KERNELS,
+        amo::KERNELS,
+        sync::KERNELS,
+        collectives::KERNELS,
+        peer::KERNELS,
+        launch::KERNELS,
+    ]
+    .concat();
+    runner::run(&cases, &kernels, &args)
+}

@@ -1,0 +1,190 @@
+//! The runner: runs each case on every PE, prints per-case lines as they finish (so a log shows
+//! how far a run got even when a case hangs), then combines the PEs' verdicts on PE 0.
+
+use crate::util::{self, CaseResult};
+use pgas::jit::Prewarm;
+use pgas::kernel::{KernelSpec, Variant};
+use pgas::prelude::*;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One named check. `run` is called on every PE with the same context; it must make the same
+/// collective calls (launches of collective kernels, `barrier_all`) on every PE, and report a
+/// mismatch only after those, so that one PE failing never leaves the others waiting.
+pub struct Case {
+    pub name: &'static str,
+    pub run: fn(&Pgas) -> CaseResult,
+}
+
+/// A named case (a `const fn`, so the case lists are constants).
+pub const fn case(name: &'static str, run: fn(&Pgas) -> CaseResult) -> Case {
+    Case { name, run }
+}
+
+/// A case that runs longer than this is reported as hung and the process exits: a lost signal
+/// would otherwise keep the GPU spinning until the outer `timeout` kills everything silently.
+/// Generous, because the first run of a case includes NVRTC compiles (several seconds each).
+const CASE_TIMEOUT: Duration = Duration::from_secs(150);
+
+static CURRENT: Mutex<&str> = Mutex::new("");
+static STARTED_MS: AtomicU64 = AtomicU64::new(0);
+
+fn watchdog(origin: Instant, pe: usize) {
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let started = STARTED_MS.load(Ordering::SeqCst);
+        let now = origin.elapsed().as_millis() as u64;
+        if started > 0 && now - started > CASE_TIMEOUT.as_millis() as u64 {
+            let name = *CURRENT.lock().unwrap();
+            println!(
+                "gpu_suite[pe {pe}]: FAIL {name}: still running after {} s (hung); giving up",
+                CASE_TIMEOUT.as_secs()
+            );
+            println!("gpu_suite: aborted in case {name}");
+            std::process::exit(124);
+        }
+    });
+}
+
+pub fn run(cases: &[Case], kernels: &[&'static KernelSpec], filters: &[String]) -> ExitCode {
+    let pgas = match pgas::init() {
+        Ok(p) => p,
+        Err(e) => {
+            println!("gpu_suite: FAIL init: {e}");
+            println!("gpu_suite: 0 passed, 1 failed");
+            return ExitCode::FAILURE;
+        }
+    };
+    let me = util::me(&pgas);
+    let n = util::npes(&pgas);
+    let selected: Vec<&Case> = cases
+        .iter()
+        .filter(|c| filters.is_empty() || filters.iter().any(|f| c.name.contains(f.as_str())))
+        .collect();
+    if me == 0 {
+        println!(
+            "gpu_suite: {} cases on {n} PE(s), device {}",
+            selected.len(),
+            util::device_name(&pgas)
+        );
+    }
+    if filters.is_empty() {
+        prewarm(&pgas, kernels);
+    }
+    let origin = Instant::now();
+    watchdog(origin, me);
+    let mut ok = Vec::with_capacity(selected.len());
+    for case in &selected {
+        *CURRENT.lock().unwrap() = case.name;
+        STARTED_MS.store(origin.elapsed().as_millis() as u64 + 1, Ordering::SeqCst);
+        let t = Instant::now();
+        let result = std::panic::catch_unwind(|| (case.run)(&pgas))
+            .unwrap_or_else(|_| Err("panicked (see the message above)".into()));
+        // Every case ends at a common point, whatever it returned.
+        let fence = util::settle(&pgas);
+        STARTED_MS.store(0, Ordering::SeqCst);
+        let ms = t.elapsed().as_millis();
+        match result.and(fence) {
+            Ok(()) => {
+                println!("gpu_suite[pe {me}]: PASS {} ({ms} ms)", case.name);
+                ok.push(true);
+            }
+            Err(e) => {
+                println!("gpu_suite[pe {me}]: FAIL {}: {e}", case.name);
+                ok.push(false);
+            }
+        }
+    }
+    report(&pgas, &selected, &ok)
+}
+
+/// Compiles (or loads from the disk cache) every kernel at once, one per CPU core, instead of
+/// one after the other as the cases first launch them: NVRTC takes seconds per kernel. A kernel
+/// that fails to compile is only reported here; its case fails with the full error.
+fn prewarm(pgas: &Pgas, kernels: &[&'static KernelSpec]) {
+    let mut list: Vec<Prewarm<'static>> = kernels
+        .iter()
+        .map(|&spec| Prewarm {
+            spec,
+            variant: Variant::Checked,
+            comptime: &[],
+        })
+        .collect();
+    list.push(Prewarm {
+        spec: &publish::SPEC,
+        variant: Variant::Checked,
+        comptime: &[],
+    });
+    let t = Instant::now();
+    let outcome = pgas::jit::prewarm(pgas, &list);
+    if util::me(pgas) == 0 {
+        match outcome {
+            Ok(()) => println!(
+                "gpu_suite: {} kernels compiled or loaded in {:.1} s",
+                list.len(),
+                t.elapsed().as_secs_f64()
+            ),
+            Err(e) => {
+                println!("gpu_suite: prewarm stopped at an error (the case will say more): {e}")
+            }
+        }
+    }
+}
+
+/// Combines every PE's verdicts (each PE puts its row into every PE's table) and prints the total.
+fn report(pgas: &Pgas, cases: &[&Case], ok: &[bool]) -> ExitCode {
+    let me = util::me(pgas);
+    let n = util::npes(pgas);
+    let mine: Vec<u32> = ok.iter().map(|&b| b as u32).collect();
+    let table = gather(pgas, &mine).unwrap_or_else(|e| {
+        println!("gpu_suite[pe {me}]: could not combine the PEs' results ({e}); this PE's only");
+        let mut t = vec![1u32; n * mine.len()];
+        t[me * mine.len()..(me + 1) * mine.len()].copy_from_slice(&mine);
+        t
+    });
+    let (mut passed, mut failed) = (0, 0);
+    for (c, case) in cases.iter().enumerate() {
+        let bad: Vec<usize> = (0..n)
+            .filter(|&pe| table[pe * cases.len() + c] == 0)
+            .collect();
+        if bad.is_empty() {
+            passed += 1;
+        } else {
+            failed += 1;
+            if me == 0 {
+                println!("gpu_suite: FAIL {} on PE(s) {bad:?}", case.name);
+            }
+        }
+    }
+    if me == 0 {
+        println!("gpu_suite: {passed} passed, {failed} failed");
+    }
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+#[pgas_kernel]
+fn publish(table: &mut SymTensor<u32>, mine: &SymTensor<u32>) {
+    let rows = mine.len();
+    let at = my_pe() as usize * rows;
+    for pe in 0..n_pes() {
+        put(&mut table[at..at + rows], mine, pe);
+    }
+    quiet();
+}
+
+fn gather(pgas: &Pgas, mine: &[u32]) -> Result<Vec<u32>, Box<dyn std::error::Error>> {
+    let n = util::npes(pgas);
+    let mut table = pgas.alloc::<u32>(n * mine.len().max(1))?;
+    table.fill(0)?;
+    let src = pgas.alloc_from(if mine.is_empty() { &[1] } else { mine })?;
+    pgas.barrier_all()?;
+    publish::launch(pgas, LaunchConfig::blocks(1, 1), &mut table, &src)?;
+    util::settle(pgas)?;
+    Ok(table.to_vec()?)
+}
