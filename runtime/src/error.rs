@@ -219,6 +219,120 @@ pub enum Error {
         status: String,
     },
 
+    /// No NVRTC library was found.
+    #[error(
+        "NVRTC (libnvrtc.so.13) not found; searched: {searched}. Fix: install CUDA 13 (or the \
+         nvidia-cuda-nvrtc wheel) and set PGAS_CUDA_HOME to its root"
+    )]
+    NvrtcMissing {
+        /// Every place looked at.
+        searched: String,
+    },
+
+    /// Headers needed to compile kernels are missing.
+    #[error("{what} not found; searched: {searched}. Fix: {hint}")]
+    HeadersMissing {
+        /// Which headers.
+        what: &'static str,
+        /// Where they were looked for.
+        searched: String,
+        /// What to do.
+        hint: &'static str,
+    },
+
+    /// An NVRTC API call failed outside compilation proper.
+    #[error("NVRTC call {call} failed: {detail}")]
+    Nvrtc {
+        /// The NVRTC function.
+        call: &'static str,
+        /// NVRTC's description of the status.
+        detail: String,
+    },
+
+    /// NVRTC cannot compile for the requested GPU architecture.
+    #[error(
+        "NVRTC cannot compile for compute capability {}.{} (-arch=sm_{}{}): {log}. Fix: use a \
+         CUDA whose NVRTC supports this GPU",
+        arch.0, arch.1, arch.0, arch.1
+    )]
+    UnsupportedArch {
+        /// The requested compute capability.
+        arch: (u32, u32),
+        /// What NVRTC supports.
+        log: String,
+    },
+
+    /// A kernel failed to compile. `location` is the Rust `file:line` of the first error (through
+    /// the `#line` directives of generated code).
+    #[error(
+        "kernel `{kernel}` failed to compile{}:\n{log}",
+        location.as_deref().map(|l| format!(" at {l}")).unwrap_or_default()
+    )]
+    Compile {
+        /// The Rust kernel name (and its CUDA symbol).
+        kernel: String,
+        /// `file:line` of the first error, if the log names one.
+        location: Option<String>,
+        /// NVRTC's full log.
+        log: String,
+    },
+
+    /// The on-disk kernel cache could not be used.
+    #[error(
+        "kernel cache at {dir}: {action} failed: {source}. Fix: point PGAS_CACHE_DIR at a \
+         writable directory with free space, or set PGAS_CACHE=off to compile without a disk cache"
+    )]
+    Cache {
+        /// The cache directory.
+        dir: PathBuf,
+        /// What pgas was doing.
+        action: &'static str,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// `nvshmemx_cumodule_init` failed for a freshly loaded kernel module.
+    #[error(
+        "nvshmemx_cumodule_init failed for kernel `{kernel}` (status {status}). Fix: check that \
+         the kernel was compiled against the same NVSHMEM as the host library (pgas doctor)"
+    )]
+    ModuleInit {
+        /// The Rust kernel name.
+        kernel: String,
+        /// NVSHMEM's status.
+        status: i32,
+    },
+
+    /// A launch whose arguments or configuration do not match the kernel.
+    #[error("cannot launch kernel `{kernel}`: {reason}")]
+    Launch {
+        /// The Rust kernel name.
+        kernel: String,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A kernel that needs all its blocks resident at once was launched with too many blocks.
+    #[error(
+        "kernel `{kernel}` needs a collective (cooperative) launch, so all its blocks must be \
+         resident at once: the grid of {requested} blocks exceeds the largest that fits, {max} \
+         ({per_sm} blocks per SM x {sms} SMs at this block size and shared memory). Fix: launch \
+         at most {max} blocks"
+    )]
+    CollectiveGrid {
+        /// The Rust kernel name.
+        kernel: String,
+        /// Blocks requested.
+        requested: u64,
+        /// The largest grid that fits.
+        max: u64,
+        /// Resident blocks per SM.
+        per_sm: u32,
+        /// SMs on the device.
+        sms: u32,
+    },
+
     /// An I/O error, with what pgas was doing.
     #[error("{context}: {source}")]
     Io {

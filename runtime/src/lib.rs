@@ -23,5 +23,6 @@ mod team;
 pub use bootstrap::Bootstrap;
 pub use context::{builder, init, Pgas, PgasBuilder};
 pub use error::{Error, Result};
+pub use jit::LaunchConfig;
 pub use memory::{SymRegion, SymTensor, SymView, SymViewMut};
 pub use team::Team;

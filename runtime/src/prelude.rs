@@ -3,5 +3,6 @@
 pub use crate::bootstrap::Bootstrap;
 pub use crate::context::{Pgas, PgasBuilder};
 pub use crate::error::{Error, Result};
+pub use crate::jit::{LaunchConfig, RawKernel};
 pub use crate::memory::{SymRegion, SymTensor, SymView, SymViewMut};
 pub use crate::team::Team;

@@ -1,0 +1,398 @@
+//! Finding what NVRTC needs (the NVRTC library, the CUDA and CCCL headers, the NVSHMEM headers)
+//! and compiling one CUDA source to a CUBIN. Needs no GPU: CI compiles every generated kernel
+//! through [`Toolchain::compile_cubin`].
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{Error, Result};
+use crate::jit::disk::{CacheKey, DiskCache, Lookup};
+use crate::jit::nvrtc;
+
+use crate::jit::nvrtc::NVRTC_SONAME;
+/// Where a CUDA root keeps its libraries, depending on how it was installed.
+const LIB_SUBDIRS: &[&str] = &["lib64", "lib", "targets/x86_64-linux/lib"];
+/// Where a CUDA root keeps its headers.
+const INCLUDE_SUBDIRS: &[&str] = &["include", "targets/x86_64-linux/include"];
+
+/// A CUDA installation as NVRTC needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CudaInstall {
+    /// The root the search found (e.g. `/usr/local/cuda` or `<site-packages>/nvidia/cu13`).
+    pub root: PathBuf,
+    /// Directory holding `libnvrtc.so.13`.
+    pub lib_dir: PathBuf,
+    /// Directory holding `cuda_runtime.h`.
+    pub include: PathBuf,
+    /// Directory holding `cuda/std/type_traits` (CCCL), when it is not `include` itself.
+    pub cccl_include: Option<PathBuf>,
+}
+
+/// Everything needed to turn CUDA C that includes `nvshmem.h` into a CUBIN.
+#[derive(Clone, Debug)]
+pub struct Toolchain {
+    cuda: CudaInstall,
+    nvshmem_include: PathBuf,
+    nvshmem_version: String,
+    nvrtc_version: (i32, i32),
+}
+
+/// A compiled kernel image and the NVRTC log that came with it.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The CUBIN for the requested architecture.
+    pub cubin: Vec<u8>,
+    /// NVRTC's log: empty for clean generated code; see [`Compiled::warnings`].
+    pub log: String,
+}
+
+impl Compiled {
+    /// The lines of the log that are warnings (generated code should produce none; CI fails on
+    /// any).
+    pub fn warnings(&self) -> impl Iterator<Item = &str> {
+        self.log.lines().filter(|l| l.contains(": warning"))
+    }
+}
+
+impl Toolchain {
+    /// Finds NVRTC, the CUDA headers and the NVSHMEM headers.
+    ///
+    /// CUDA: `PGAS_CUDA_HOME` if set (and then only there, so a wrong value is an error rather
+    /// than silently replaced), else `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda` and the
+    /// `nvidia/cu13` directory of python3's `nvidia` wheels. NVSHMEM: as
+    /// [`crate::nvshmem::find`] finds it for the host library, so kernels compile against the
+    /// headers of the library they run with.
+    pub fn discover() -> Result<Toolchain> {
+        let env = |k: &str| std::env::var_os(k);
+        let cuda = find_cuda(&cuda_candidates(&env))?;
+        let nvshmem = crate::nvshmem::find()?;
+        Toolchain::with(cuda, &nvshmem.root)
+    }
+
+    /// A toolchain from explicit roots: a CUDA root (`<root>/lib*/libnvrtc.so.13`,
+    /// `<root>/include`) and an NVSHMEM root (`<root>/include/nvshmem.h`).
+    pub fn from_roots(cuda_root: &Path, nvshmem_root: &Path) -> Result<Toolchain> {
+        let cuda = find_cuda(&[cuda_root.to_path_buf()])?;
+        Toolchain::with(cuda, nvshmem_root)
+    }
+
+    fn with(cuda: CudaInstall, nvshmem_root: &Path) -> Result<Toolchain> {
+        let nvshmem_include = nvshmem_root.join("include");
+        if !nvshmem_include.join("nvshmem.h").is_file() {
+            return Err(Error::HeadersMissing {
+                what: "the NVSHMEM headers (include/nvshmem.h)",
+                searched: nvshmem_root.display().to_string(),
+                hint: "Set PGAS_NVSHMEM_HOME to an NVSHMEM 3.x root (e.g. the nvidia-nvshmem-cu13 \
+                       wheel's nvidia/nvshmem directory)",
+            });
+        }
+        // Part of the disk cache key; unreadable means "unknown", which still keys correctly
+        // against itself.
+        let nvshmem_version = crate::nvshmem::version::read_header_version(&nvshmem_include)
+            .map(crate::nvshmem::version::display)
+            .unwrap_or_else(|_| "unknown".to_owned());
+        let nvrtc_version = nvrtc::load(&cuda.lib_dir)?;
+        Ok(Toolchain {
+            cuda,
+            nvshmem_include,
+            nvshmem_version,
+            nvrtc_version,
+        })
+    }
+
+    /// The CUDA installation in use.
+    pub fn cuda(&self) -> &CudaInstall {
+        &self.cuda
+    }
+
+    /// The NVSHMEM include directory in use.
+    pub fn nvshmem_include(&self) -> &Path {
+        &self.nvshmem_include
+    }
+
+    /// NVSHMEM's version as its headers state it (`3.4.5`), or `unknown`.
+    pub fn nvshmem_version(&self) -> &str {
+        &self.nvshmem_version
+    }
+
+    /// NVRTC's version (`(13, 0)`).
+    pub fn nvrtc_version(&self) -> (i32, i32) {
+        self.nvrtc_version
+    }
+
+    /// The NVRTC options for `arch`: those of `docs/jit.md`, which NVSHMEM's device code needs.
+    pub fn options(&self, arch: (u32, u32)) -> Vec<String> {
+        let mut opts = vec![
+            format!("-arch=sm_{}{}", arch.0, arch.1),
+            "-std=c++17".to_owned(),
+            // NVSHMEM's headers have unannotated inline functions; NVRTC rejects them as host
+            // functions without this.
+            "-default-device".to_owned(),
+            // Keeps NVSHMEM's device state in a per-module __constant__ that
+            // nvshmemx_cumodule_init fills in.
+            "-D__NVSHMEM_NUMBA_SUPPORT__".to_owned(),
+            format!("-I{}", self.nvshmem_include.display()),
+            format!("-I{}", self.cuda.include.display()),
+        ];
+        if let Some(cccl) = &self.cuda.cccl_include {
+            opts.push(format!("-I{}", cccl.display()));
+        }
+        opts
+    }
+
+    /// Compiles `source` (which defines `extern "C" __global__ void <kernel_name>(...)`) to a
+    /// CUBIN for compute capability `arch`.
+    ///
+    /// A compile error is [`Error::Compile`] naming `kernel_name`, the `file:line` of the first
+    /// error (the Rust location when the source carries `#line` directives) and the full log; an
+    /// architecture NVRTC does not know is [`Error::UnsupportedArch`].
+    pub fn compile_cubin(
+        &self,
+        source: &str,
+        kernel_name: &str,
+        arch: (u32, u32),
+    ) -> Result<Compiled> {
+        self.compile_with(source, kernel_name, arch, &self.options(arch))
+    }
+
+    /// [`Toolchain::compile_cubin`] through a disk cache: a verified entry is returned as is
+    /// (`true`: from the cache), else NVRTC compiles and the result is stored; a corrupt entry
+    /// is dropped and rebuilt. With `dump`, `<kernel_name>.cu` and `<kernel_name>.log` (options,
+    /// NVRTC log or the cache entry used) are written there.
+    pub fn compile_cached(
+        &self,
+        cache: Option<&DiskCache>,
+        dump: Option<&Path>,
+        source: &str,
+        kernel_name: &str,
+        arch: (u32, u32),
+    ) -> Result<(Compiled, bool)> {
+        let opts = self.options(arch);
+        let key = CacheKey::new(
+            source,
+            kernel_name,
+            &opts,
+            self.nvrtc_version,
+            &self.nvshmem_version,
+            arch,
+        );
+        if let Some(dir) = dump {
+            dump_file(dir, &format!("{kernel_name}.cu"), source);
+        }
+        let log_header = format!("options: {}\n", opts.join(" "));
+        if let Some(c) = cache {
+            if let Lookup::Hit(cubin) = c.load(&key)? {
+                if let Some(dir) = dump {
+                    let note = format!("{log_header}loaded from {}\n", c.path(&key).display());
+                    dump_file(dir, &format!("{kernel_name}.log"), &note);
+                }
+                return Ok((
+                    Compiled {
+                        cubin,
+                        log: String::new(),
+                    },
+                    true,
+                ));
+            }
+        }
+        let compiled = self.compile_with(source, kernel_name, arch, &opts);
+        if let Some(dir) = dump {
+            let log = match &compiled {
+                Ok(c) => c.log.clone(),
+                Err(e) => e.to_string(),
+            };
+            dump_file(
+                dir,
+                &format!("{kernel_name}.log"),
+                &format!("{log_header}{log}\n"),
+            );
+        }
+        let compiled = compiled?;
+        if let Some(c) = cache {
+            c.store(&key, &compiled.cubin)?;
+        }
+        Ok((compiled, false))
+    }
+
+    /// [`Toolchain::compile_cubin`] with explicit options (see [`Toolchain::options`]).
+    pub fn compile_with(
+        &self,
+        source: &str,
+        kernel_name: &str,
+        arch: (u32, u32),
+        options: &[String],
+    ) -> Result<Compiled> {
+        let supported = nvrtc::supported_archs()?;
+        let wanted = (arch.0 * 10 + arch.1) as i32;
+        if !supported.contains(&wanted) {
+            let list: Vec<String> = supported.iter().map(|a| format!("sm_{a}")).collect();
+            return Err(Error::UnsupportedArch {
+                arch,
+                log: format!("this NVRTC supports {}", list.join(", ")),
+            });
+        }
+        let out = nvrtc::compile(source, &format!("{kernel_name}.cu"), options)?;
+        match out.cubin {
+            Some(cubin) => Ok(Compiled {
+                cubin,
+                log: out.log,
+            }),
+            None => Err(Error::Compile {
+                kernel: kernel_name.to_owned(),
+                location: first_error_location(&out.log),
+                log: out.log,
+            }),
+        }
+    }
+}
+
+/// Writes a `PGAS_DUMP_DIR` file; a failure is reported, not fatal (dumps are a debugging aid).
+fn dump_file(dir: &Path, name: &str, text: &str) {
+    if let Err(e) = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(dir.join(name), text))
+    {
+        eprintln!(
+            "pgas: cannot write {name} to the dump directory {}: {e}",
+            dir.display()
+        );
+    }
+}
+
+/// The `file:line` of the first error in an NVRTC log (`file(line): error: ...`).
+pub(crate) fn first_error_location(log: &str) -> Option<String> {
+    log.lines().find_map(|line| {
+        let (head, rest) = line.split_once("): ")?;
+        if !(rest.starts_with("error") || rest.starts_with("catastrophic error")) {
+            return None;
+        }
+        let (file, num) = head.rsplit_once('(')?;
+        num.parse::<u32>().ok()?;
+        Some(format!("{file}:{num}"))
+    })
+}
+
+/// The CUDA roots to search, in order. `PGAS_CUDA_HOME`, when set, is the only one.
+pub fn cuda_candidates(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+    if let Some(home) = env("PGAS_CUDA_HOME") {
+        return vec![PathBuf::from(home)];
+    }
+    let mut out: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(|k| env(k).map(PathBuf::from))
+        .collect();
+    out.push(PathBuf::from("/usr/local/cuda"));
+    out.extend(python_nvidia_dirs().into_iter().map(|d| d.join("cu13")));
+    out
+}
+
+/// Searches `candidates` for NVRTC and the headers; the first root with NVRTC wins.
+pub fn find_cuda(candidates: &[PathBuf]) -> Result<CudaInstall> {
+    for root in candidates {
+        let Some(lib_dir) = LIB_SUBDIRS
+            .iter()
+            .map(|d| root.join(d))
+            .find(|d| d.join(NVRTC_SONAME).is_file())
+        else {
+            continue;
+        };
+        let Some(include) = INCLUDE_SUBDIRS
+            .iter()
+            .map(|d| root.join(d))
+            .find(|d| d.join("cuda_runtime.h").is_file())
+        else {
+            return Err(Error::HeadersMissing {
+                what: "the CUDA headers (include/cuda_runtime.h)",
+                searched: root.display().to_string(),
+                hint: "NVRTC was found there but not the headers: install the CUDA runtime \
+                       headers (the nvidia-cuda-runtime wheel) into the same root",
+            });
+        };
+        let cccl_include = if include.join("cuda/std/type_traits").is_file() {
+            None
+        } else if include.join("cccl/cuda/std/type_traits").is_file() {
+            Some(include.join("cccl"))
+        } else {
+            return Err(Error::HeadersMissing {
+                what: "the CCCL headers (cuda/std/type_traits)",
+                searched: format!("{0}, {0}/cccl", include.display()),
+                hint: "install CCCL (the nvidia-cuda-cccl wheel) into the same CUDA root",
+            });
+        };
+        return Ok(CudaInstall {
+            root: root.clone(),
+            lib_dir,
+            include,
+            cccl_include,
+        });
+    }
+    let searched: Vec<String> = candidates
+        .iter()
+        .map(|r| format!("{}/{{{}}}", r.display(), LIB_SUBDIRS.join(",")))
+        .collect();
+    Err(Error::NvrtcMissing {
+        searched: searched.join(", "),
+    })
+}
+
+/// The directories of python3's `nvidia` namespace package (where NVIDIA's wheels unpack).
+fn python_nvidia_dirs() -> Vec<PathBuf> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import nvidia, os; print(os.pathsep.join(nvidia.__path__))",
+        ])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            std::env::split_paths(String::from_utf8_lossy(&o.stdout).trim())
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_location_from_line_directive() {
+        let log = "src/ring.rs(12): warning #1: meh\nsrc/ring.rs(14): error: identifier \"x\" is undefined\n";
+        assert_eq!(first_error_location(log).as_deref(), Some("src/ring.rs:14"));
+        let log = "k.cu(1): catastrophic error: cannot open source file \"nope.h\"";
+        assert_eq!(first_error_location(log).as_deref(), Some("k.cu:1"));
+        assert_eq!(first_error_location("nvrtc: error: invalid value"), None);
+    }
+
+    #[test]
+    fn explicit_cuda_home_is_the_only_candidate() {
+        let env = |k: &str| (k == "PGAS_CUDA_HOME").then(|| OsString::from("/x"));
+        assert_eq!(cuda_candidates(&env), vec![PathBuf::from("/x")]);
+    }
+
+    #[test]
+    fn empty_roots_mean_nvrtc_missing() {
+        let dir = std::env::temp_dir().join(format!("pgas-empty-cuda-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let err = find_cuda(std::slice::from_ref(&dir)).unwrap_err();
+        assert!(matches!(err, Error::NvrtcMissing { .. }), "{err}");
+        assert!(
+            err.to_string().contains(&dir.display().to_string()),
+            "{err}"
+        );
+        assert!(err.to_string().contains("PGAS_CUDA_HOME"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn nvrtc_without_headers_is_headers_missing() {
+        let dir = std::env::temp_dir().join(format!("pgas-nohdr-cuda-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        std::fs::write(dir.join("lib").join(NVRTC_SONAME), b"").unwrap();
+        let err = find_cuda(std::slice::from_ref(&dir)).unwrap_err();
+        assert!(matches!(err, Error::HeadersMissing { .. }), "{err}");
+        assert!(err.to_string().contains("cuda_runtime.h"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
