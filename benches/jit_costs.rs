@@ -221,7 +221,7 @@ fn main() -> BenchResult<()> {
     );
 
     let f = bare2.function_handle(&empty)?;
-    let (ptr, _guard) = pgas::cudarc::driver::DevicePtr::device_ptr(&local, bare2.stream());
+    let (ptr, guard) = pgas::cudarc::driver::DevicePtr::device_ptr(&local, bare2.stream());
     let mut ptr_arg = ptr;
     let mut len_arg = 1u64;
     let stream = bare2.stream().cu_stream();
@@ -234,6 +234,7 @@ fn main() -> BenchResult<()> {
         unsafe { result::launch_kernel(f, (1, 1, 1), (32, 1, 1), 0, stream, &mut params)? };
         Ok(())
     })?;
+    drop(guard);
     fig(
         "launch_bare_culaunchkernel",
         bare,

@@ -135,9 +135,9 @@ fn local_atomics(
 fn local_atomics_case(p: &Pgas) -> CaseResult {
     let n = 4 * 64usize;
     let s = p.stream();
-    let mut cnt = s.memcpy_stod(&[0u32, 10_000, 0, 0])?;
-    let mut ints = s.memcpy_stod(&[-1000i32, 1000])?;
-    let mut fsum = s.memcpy_stod(&[0.0f32])?;
+    let mut cnt = s.clone_htod(&[0u32, 10_000, 0, 0])?;
+    let mut ints = s.clone_htod(&[-1000i32, 1000])?;
+    let mut fsum = s.clone_htod(&[0.0f32])?;
     let mut olds = p.alloc::<u32>(3 * n)?;
     olds.fill(u32::MAX)?;
     local_atomics::launch(
@@ -149,7 +149,7 @@ fn local_atomics_case(p: &Pgas) -> CaseResult {
         &mut olds,
     )?;
     util::settle(p)?;
-    let c = s.memcpy_dtov(&cnt)?;
+    let c = s.clone_dtoh(&cnt)?;
     let o = olds.to_vec()?;
     check_eq(
         "atomic_add_local old values",
@@ -175,12 +175,12 @@ fn local_atomics_case(p: &Pgas) -> CaseResult {
     )?;
     check_eq(
         "atomic_max/min_local",
-        &s.memcpy_dtov(&ints)?,
+        &s.clone_dtoh(&ints)?,
         &[n as i32 - 101, -100],
     )?;
     check_eq(
         "atomic_add_local f32",
-        &s.memcpy_dtov(&fsum)?,
+        &s.clone_dtoh(&fsum)?,
         &[n as f32 * 0.5],
     )
 }

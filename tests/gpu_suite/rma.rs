@@ -370,7 +370,7 @@ struct Bulk {
 
 fn bulk(p: &Pgas) -> Result<Bulk, Box<dyn std::error::Error>> {
     let src = p.alloc_from(&bulk_src(util::me(p)))?;
-    let mut mk = || -> Result<SymTensor<i32>, Box<dyn std::error::Error>> {
+    let mk = || -> Result<SymTensor<i32>, Box<dyn std::error::Error>> {
         let mut t = p.alloc::<i32>(L)?;
         t.fill(-1)?;
         Ok(t)
@@ -397,11 +397,11 @@ fn thread_scope(p: &Pgas) -> CaseResult {
         src,
         d: [mut a, mut b, mut c, _],
     } = bulk(p)?;
-    let mut local = p.stream().memcpy_stod(&vec![-1i32; L])?;
+    let mut local = p.stream().clone_htod(&vec![-1i32; L])?;
     let cfg = LaunchConfig::blocks(4, 64);
     rma_thread::launch(p, cfg, &mut a, &mut b, &mut c, &mut local, &src, pe_next(p))?;
     util::settle(p)?;
-    let l = p.stream().memcpy_dtov(&local)?;
+    let l = p.stream().clone_dtoh(&local)?;
     check_bulk(p, " (thread)", [a.to_vec()?, b.to_vec()?, c.to_vec()?, l])
 }
 

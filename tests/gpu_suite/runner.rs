@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 /// One named check. `run` is called on every PE with the same context; it must make the same
 /// collective calls (launches of collective kernels, `barrier_all`) on every PE, and report a
 /// mismatch only after those, so that one PE failing never leaves the others waiting.
+#[derive(Clone, Copy)]
 pub struct Case {
     pub name: &'static str,
     pub run: fn(&Pgas) -> CaseResult,

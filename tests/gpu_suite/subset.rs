@@ -74,11 +74,12 @@ fn thread_ids_3d(p: &Pgas) -> CaseResult {
                 g.0,
                 g.1,
                 g.2,
-                t % 32,
-                t / 32,
+                tx % 32,
+                tx / 32,
             ]);
         }
     }
+    // lane_id()/warp_id() are documented on the x dimension (threadIdx.x & 31, >> 5).
     check_eq("thread/block/grid ids, lane, warp", &out.to_vec()?, &want)
 }
 
