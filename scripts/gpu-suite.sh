@@ -95,12 +95,13 @@ note "run on ${gpus} x ${machine:-no GPU}, commit $commit, $(date -u +%FT%TZ)"
 step "pgas doctor" env.log 30 "$bin/pgas" doctor
 verdict "pgas doctor" "$(echo "$last" | tail -1)"
 
-# The GPU test suite. Its last line is `gpu_suite: N passed, M failed`.
+# The GPU test suite. PE 0's last line is `gpu_suite: N passed, M failed` (pgas-run prefixes
+# each line with `[rank N] `).
 suite() {
   local n=$1
   shift
   step "gpu_suite $n PE" suite.log "$@"
-  verdict "gpu_suite $n PE" "$(echo "$last" | grep -E '^gpu_suite: ([0-9]+ passed|aborted)' | tail -1)"
+  verdict "gpu_suite $n PE" "$(echo "$last" | grep -E 'gpu_suite: ([0-9]+ passed|aborted)' | tail -1)"
 }
 suite 1 240 "$bin/gpu_suite"
 if [ "$gpus" -ge 2 ]; then suite 2 120 "$bin/pgas-run" -n 2 -- "$bin/gpu_suite"; else note "SKIP gpu_suite 2 PE (1 GPU)"; fi
@@ -140,7 +141,7 @@ fi
 
 # Benchmarks, figures to figures.jsonl.
 : >"$out/figures.jsonl"
-figures() { echo "$last" | sed -n 's/^FIGURE //p' | tee -a "$out/figures.jsonl"; }
+figures() { echo "$last" | sed -n 's/^.*FIGURE //p' | tee -a "$out/figures.jsonl"; }
 brief() {
   # "name=value unit" for the figures whose name contains one of the |-separated words in $1.
   python3 -c '

@@ -12,8 +12,11 @@ pub const CASES: &[Case] = &[case("launch/collective_grid_too_large", too_large)
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
 pub const KERNELS: &[&KernelSpec] = &[&grid_barrier::SPEC];
 
-/// More blocks of 1024 threads than any GPU holds at once (an H200 holds 2 per SM x 132 SMs).
+/// More blocks than any GPU holds at once (an H200 holds at most 8 blocks of 256 threads on each
+/// of its 132 SMs). 256 threads, not 1024, so that even a register-hungry build of the kernel
+/// fits at least one block per SM.
 const TOO_MANY: u32 = 100_000;
+const THREADS: u32 = 256;
 
 #[pgas_kernel]
 fn grid_barrier(out: &mut SymTensor<u32>) {
@@ -29,11 +32,11 @@ fn too_large(p: &Pgas) -> CaseResult {
     let mut out = p.alloc::<u32>(TOO_MANY as usize)?;
     out.fill(0)?;
     p.barrier_all()?;
-    let err = match grid_barrier::launch(p, LaunchConfig::blocks(TOO_MANY, 1024), &mut out) {
+    let err = match grid_barrier::launch(p, LaunchConfig::blocks(TOO_MANY, THREADS), &mut out) {
         Ok(()) => {
             util::settle(p)?;
             return Err(
-                format!("a collective launch of {TOO_MANY} x 1024 threads was accepted").into(),
+                format!("a collective launch of {TOO_MANY} x {THREADS} threads was accepted").into(),
             );
         }
         Err(e) => e,
@@ -52,7 +55,7 @@ fn too_large(p: &Pgas) -> CaseResult {
         util::me(p)
     );
     // The largest grid it names must fit and run; every block leaves its mark.
-    grid_barrier::launch(p, LaunchConfig::blocks(max as u32, 1024), &mut out)?;
+    grid_barrier::launch(p, LaunchConfig::blocks(max as u32, THREADS), &mut out)?;
     util::settle(p)?;
     let v = out.to_vec()?;
     let want: Vec<u32> = (1..=max as u32).collect();
