@@ -6,7 +6,7 @@
 //! `SymTensor` is a remote target) and mutability, gives every local a unique C name, and
 //! records whether the function needs a collective launch.
 
-use crate::error::Errors;
+use crate::error::{Errors, Sp};
 use crate::intrinsics::{self, Arg, Form, Intrinsic, Ret, REDUCE_BITWISE};
 use crate::ir::*;
 use crate::types::{BufKind, BufTy, EnumTy, Scalar, Ty};
@@ -219,6 +219,8 @@ pub struct Checker<'a> {
     ret: Ty,
     loop_depth: usize,
     info: FnInfo,
+    /// A lenient check met a callee it does not know, so its types are incomplete.
+    incomplete: bool,
 }
 
 /// Check `f` against the signatures of the device functions it may call. On success the IR
@@ -240,6 +242,7 @@ pub fn check_fn(
         ret: f.ret.map(|(s, _)| Ty::Scalar(s)).unwrap_or(Ty::Unit),
         loop_depth: 0,
         info: FnInfo::default(),
+        incomplete: false,
     };
     let mut seen = HashSet::new();
     for p in &mut f.params {
@@ -292,7 +295,9 @@ pub fn check_fn(
         p.read = read.contains(&p.c_name);
     }
     c.finish_block(&mut f.body, &read);
-    if c.errors.is_empty() {
+    // Without its callees' signatures a lenient check cannot judge types; the kernel that
+    // supplies them reports any error.
+    if c.errors.is_empty() || c.incomplete {
         Ok(c.info)
     } else {
         Err(c.errors)
@@ -968,7 +973,9 @@ impl Checker<'_> {
                         name_span,
                         format!("`{name}` is a method: write `x.{name}(...)`"),
                     );
-                } else if !self.lenient {
+                } else if self.lenient {
+                    self.incomplete = true;
+                } else {
                     self.errors.push(name_span, format!("cannot find function `{name}`: a kernel can call the intrinsics listed in docs/dsl.md and #[pgas_device] functions"));
                 }
                 Ty::Error
@@ -1021,6 +1028,7 @@ impl Checker<'_> {
                         if !matches!(self.resolve(tt), Ty::Unit | Ty::Never | Ty::Error) {
                             let shown = self.show(tt);
                             self.errors.push(then.span, format!("`if` without `else` has no value, but this block evaluates to `{shown}`; add `;` or an `else`"));
+                            return Ty::Error;
                         }
                         Ty::Unit
                     }
@@ -1169,7 +1177,7 @@ impl Checker<'_> {
         }
     }
 
-    fn read_only(&mut self, span: Span, b: &BufTy, fix: &str) {
+    fn read_only(&mut self, span: Sp, b: &BufTy, fix: &str) {
         let msg = match b.kind {
             BufKind::Sym => format!("cannot write through a read-only `&SymTensor<{0}>`; take the parameter as `&mut SymTensor<{0}>` and {fix}", b.elem),
             BufKind::Local => format!("cannot write through a read-only `&CudaSlice<{0}>`; take the parameter as `&mut CudaSlice<{0}>` and {fix}", b.elem),
@@ -1243,7 +1251,7 @@ impl Checker<'_> {
         l: &mut Expr,
         r: &mut Expr,
         expect: Option<Ty>,
-        span: Span,
+        span: Sp,
     ) -> Ty {
         match op {
             BinOp::And | BinOp::Or => {
@@ -1291,7 +1299,7 @@ impl Checker<'_> {
     }
 
     /// Operands of `+ - * / % & | ^`: same type, numeric (bit ops: integers or bool).
-    fn arith_operands(&mut self, op: BinOp, lt: Ty, rt: Ty, span: Span) -> Ty {
+    fn arith_operands(&mut self, op: BinOp, lt: Ty, rt: Ty, span: Sp) -> Ty {
         if !self.unify(lt, rt) {
             let (a, b) = (self.show(lt), self.show(rt));
             let hint = if self.is_numeric(lt) && self.is_numeric(rt) {
@@ -1328,7 +1336,7 @@ impl Checker<'_> {
         lt
     }
 
-    fn device_call(&mut self, name: &str, sig: &FnSig, args: &mut [Expr], span: Span) -> Ty {
+    fn device_call(&mut self, name: &str, sig: &FnSig, args: &mut [Expr], span: Sp) -> Ty {
         if args.len() != sig.params.len() {
             self.errors.push(
                 span,
@@ -1382,7 +1390,7 @@ impl Checker<'_> {
         &mut self,
         row: &'static Intrinsic,
         args: &mut [Expr],
-        span: Span,
+        span: Sp,
         name_span: Span,
         method: bool,
     ) -> (Ty, Option<Scalar>) {
@@ -1397,10 +1405,14 @@ impl Checker<'_> {
             let (want, got) = (row.args.len() - skip, args.len().saturating_sub(skip));
             self.errors.push(
                 span,
-                format!(
-                    "`{shown_name}` takes {want} argument(s) ({}) but {got} were given",
-                    list.join(", ")
-                ),
+                if list.is_empty() {
+                    format!("`{shown_name}` takes no arguments but {got} were given")
+                } else {
+                    format!(
+                        "`{shown_name}` takes {want} argument(s) ({}) but {got} were given",
+                        list.join(", ")
+                    )
+                },
             );
             for a in args.iter_mut() {
                 self.expr(a, None, Ctx::Arg);
@@ -1603,7 +1615,7 @@ impl Checker<'_> {
         t: Ty,
         pname: &str,
         fname: &str,
-        span: Span,
+        span: Sp,
     ) -> Option<BufTy> {
         let want_text = match kind {
             Arg::RemoteDst => "a `&mut SymTensor<T>` or a slice `&mut x[a..b]` of one",

@@ -2,6 +2,7 @@
 //! builds it with `ty: Ty::Error` placeholders; the checker fills in types, C names and call
 //! targets; the emitter prints it.
 
+use crate::error::Sp;
 use crate::intrinsics::Intrinsic;
 use crate::types::{EnumTy, Scalar, Ty};
 use proc_macro2::Span;
@@ -39,7 +40,7 @@ pub struct Param {
 pub struct Block {
     pub stmts: Vec<Stmt>,
     pub tail: Option<Box<Expr>>,
-    pub span: Span,
+    pub span: Sp,
 }
 
 /// A statement.
@@ -73,7 +74,7 @@ pub struct Let {
 #[derive(Debug)]
 pub struct Expr {
     pub kind: ExprKind,
-    pub span: Span,
+    pub span: Sp,
     pub line: usize,
     pub ty: Ty,
 }
@@ -240,11 +241,12 @@ pub enum ExprKind {
 
 impl Expr {
     /// A new expression with an unknown type.
-    pub fn new(kind: ExprKind, span: Span) -> Expr {
+    pub fn new(kind: ExprKind, span: impl Into<Sp>) -> Expr {
+        let span = span.into();
         Expr {
             kind,
             span,
-            line: span.start().line,
+            line: span.start.start().line,
             ty: Ty::Error,
         }
     }

@@ -1,10 +1,9 @@
 //! Front end: `syn` items to the kernel IR. Everything outside the kernel subset is reported
 //! here, at its own span, with what is supported instead.
 
-use crate::error::Errors;
+use crate::error::{Errors, Sp};
 use crate::ir::*;
 use crate::types::{BufKind, BufTy, EnumTy, Scalar, Ty};
-use proc_macro2::Span;
 use syn::spanned::Spanned;
 
 /// Lower one function. `is_kernel` selects the kernel rules (comptime parameters, no return
@@ -27,24 +26,23 @@ pub fn lower_fn(item: &syn::ItemFn, is_kernel: bool, errors: &mut Errors) -> Fun
     }
     if let Some(abi) = &sig.abi {
         errors.push(
-            abi.span(),
+            Sp::of(&abi),
             format!("a {what} function cannot declare an ABI"),
         );
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        errors.push(
-            sig.generics.span(),
+        errors.push(Sp::of(&sig.generics),
             "generic kernels are not supported; use concrete types, or `#[comptime]` parameters for values",
         );
     }
     if let Some(v) = &sig.variadic {
-        errors.push(v.span(), "variadic functions are not supported");
+        errors.push(Sp::of(&v), "variadic functions are not supported");
     }
     let mut params = Vec::new();
     for input in &sig.inputs {
         match input {
             syn::FnArg::Receiver(r) => errors.push(
-                r.span(),
+                Sp::of(&r),
                 format!("a {what} function cannot take `self`; it is a free function"),
             ),
             syn::FnArg::Typed(pt) => {
@@ -58,8 +56,7 @@ pub fn lower_fn(item: &syn::ItemFn, is_kernel: bool, errors: &mut Errors) -> Fun
         syn::ReturnType::Default => None,
         syn::ReturnType::Type(_, ty) => {
             if is_kernel {
-                errors.push(
-                    ty.span(),
+                errors.push(Sp::of(&ty),
                     "a #[pgas_kernel] returns nothing; write results into a `&mut SymTensor` or `&mut CudaSlice`",
                 );
                 None
@@ -67,8 +64,7 @@ pub fn lower_fn(item: &syn::ItemFn, is_kernel: bool, errors: &mut Errors) -> Fun
                 match scalar_of_type(ty) {
                     Some(s) => Some((s, ty.span())),
                     None => {
-                        errors.push(
-                            ty.span(),
+                        errors.push(Sp::of(&ty),
                             "a #[pgas_device] function returns a scalar type (bool, i8..i64, u8..u64, usize, isize, f16, bf16, f32, f64) or nothing",
                         );
                         None
@@ -96,14 +92,13 @@ fn lower_param(pt: &syn::PatType, is_kernel: bool, errors: &mut Errors) -> Optio
             if is_kernel {
                 comptime = true;
             } else {
-                errors.push(
-                    attr.span(),
+                errors.push(Sp::of(&attr),
                     "`#[comptime]` parameters belong to #[pgas_kernel] functions; pass the value to the helper as an ordinary argument",
                 );
             }
         } else {
             errors.push(
-                attr.span(),
+                Sp::of(&attr),
                 "unsupported parameter attribute; only `#[comptime]` is allowed",
             );
         }
@@ -120,7 +115,7 @@ fn lower_param(pt: &syn::PatType, is_kernel: bool, errors: &mut Errors) -> Optio
         }
         other => {
             errors.push(
-                other.span(),
+                Sp::of(&other),
                 "parameters must be plain names (`x: T`); patterns are not supported",
             );
             return None;
@@ -132,7 +127,7 @@ fn lower_param(pt: &syn::PatType, is_kernel: bool, errors: &mut Errors) -> Optio
             Ty::Scalar(s) if s.is_int() || s == Scalar::Bool => {}
             _ => {
                 errors.push(
-                    pt.ty.span(),
+                    Sp::of(&pt.ty),
                     "a `#[comptime]` parameter must be an integer or `bool`",
                 );
                 return None;
@@ -156,7 +151,7 @@ fn lower_param_type(ty: &syn::Type, errors: &mut Errors) -> Option<Ty> {
         syn::Type::Reference(r) => {
             if r.lifetime.is_some() {
                 errors.push(
-                    r.span(),
+                    Sp::of(&r),
                     "lifetimes are not needed on kernel parameters; remove `'a`",
                 );
                 return None;
@@ -188,7 +183,7 @@ fn lower_param_type(ty: &syn::Type, errors: &mut Errors) -> Option<Ty> {
                                 })),
                                 None => {
                                     errors.push(
-                                        seg.arguments.span(),
+                                        Sp::of(&seg.arguments),
                                         format!(
                                             "`{}` takes one scalar element type, e.g. `{}<f32>`",
                                             seg.ident, seg.ident
@@ -201,7 +196,7 @@ fn lower_param_type(ty: &syn::Type, errors: &mut Errors) -> Option<Ty> {
                     }
                 }
             }
-            errors.push(ty.span(), PARAM_TYPES);
+            errors.push(Sp::of(&ty), PARAM_TYPES);
             None
         }
         _ => {
@@ -215,7 +210,7 @@ fn lower_param_type(ty: &syn::Type, errors: &mut Errors) -> Option<Ty> {
                     }
                     if seg.ident == "SymTensor" || seg.ident == "CudaSlice" {
                         errors.push(
-                            ty.span(),
+                            Sp::of(&ty),
                             format!(
                                 "take the buffer by reference: `&{0}<T>` or `&mut {0}<T>`",
                                 seg.ident
@@ -225,7 +220,7 @@ fn lower_param_type(ty: &syn::Type, errors: &mut Errors) -> Option<Ty> {
                     }
                 }
             }
-            errors.push(ty.span(), PARAM_TYPES);
+            errors.push(Sp::of(&ty), PARAM_TYPES);
             None
         }
     }
@@ -258,8 +253,7 @@ fn lower_block(block: &syn::Block, errors: &mut Errors) -> Block {
                     stmts.push(Stmt::Let(l));
                 }
             }
-            syn::Stmt::Item(item) => errors.push(
-                item.span(),
+            syn::Stmt::Item(item) => errors.push(Sp::of(&item),
                 "items (fn, struct, use, const, static ...) inside a kernel are not supported; declare helpers as #[pgas_device] functions outside it",
             ),
             syn::Stmt::Expr(e, semi) => {
@@ -279,7 +273,7 @@ fn lower_block(block: &syn::Block, errors: &mut Errors) -> Block {
     Block {
         stmts,
         tail,
-        span: block.span(),
+        span: block.brace_token.span.join().into(),
     }
 }
 
@@ -289,8 +283,7 @@ fn lower_let(local: &syn::Local, errors: &mut Errors) -> Option<Let> {
             let d = match scalar_of_type(&pt.ty) {
                 Some(s) => Some((s, pt.ty.span())),
                 None => {
-                    errors.push(
-                        pt.ty.span(),
+                    errors.push(Sp::of(&pt.ty),
                         "a `let` type annotation must be a scalar type; buffers, slices and peer views take their type from the initializer",
                     );
                     None
@@ -308,14 +301,13 @@ fn lower_let(local: &syn::Local, errors: &mut Errors) -> Option<Let> {
         ),
         syn::Pat::Wild(w) => {
             errors.push(
-                w.span(),
+                Sp::of(&w),
                 "`let _ = ...` is not supported; use the expression as a statement: `expr;`",
             );
             return None;
         }
         other => {
-            errors.push(
-                other.span(),
+            errors.push(Sp::of(&other),
                 "only `let name` and `let mut name` are supported; tuple and struct patterns are not",
             );
             return None;
@@ -324,7 +316,7 @@ fn lower_let(local: &syn::Local, errors: &mut Errors) -> Option<Let> {
     let init = match &local.init {
         Some(init) => {
             if let Some((_, d)) = &init.diverge {
-                errors.push(d.span(), "`let ... else` is not supported");
+                errors.push(Sp::of(&d), "`let ... else` is not supported");
             }
             Some(lower_expr(&init.expr, errors))
         }
@@ -380,7 +372,7 @@ fn bin_op(op: &syn::BinOp) -> (BinOp, bool) {
     }
 }
 
-fn err_expr(span: Span) -> Expr {
+fn err_expr(span: Sp) -> Expr {
     Expr::new(ExprKind::Bool(false), span)
 }
 
@@ -390,7 +382,7 @@ fn boxed(e: &syn::Expr, errors: &mut Errors) -> Box<Expr> {
 
 /// Lower an expression.
 pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
-    let span = e.span();
+    let span = Sp::of(e);
     let kind = match e {
         syn::Expr::Lit(l) => return lower_lit(&l.lit, errors),
         syn::Expr::Paren(p) => return lower_expr(&p.expr, errors),
@@ -402,7 +394,7 @@ pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
                 syn::UnOp::Not(_) => UnOp::Not,
                 _ => {
                     errors.push(
-                        u.op.span(),
+                        Sp::of(&u.op),
                         "dereferencing with `*` is not supported; index buffers with `x[i]`",
                     );
                     return err_expr(span);
@@ -424,14 +416,14 @@ pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::Cast(c) => match scalar_of_type(&c.ty) {
             Some(s) => ExprKind::Cast(boxed(&c.expr, errors), s),
             None => {
-                errors.push(c.ty.span(), "`as` casts only to scalar types (bool, i8..i64, u8..u64, usize, isize, f16, bf16, f32, f64)");
+                errors.push(Sp::of(&c.ty), "`as` casts only to scalar types (bool, i8..i64, u8..u64, usize, isize, f16, bf16, f32, f64)");
                 return err_expr(span);
             }
         },
         syn::Expr::Index(ix) => {
             if let syn::Expr::Range(r) = &*ix.index {
                 errors.push(
-                    r.span(),
+                    Sp::of(&r),
                     "a range slice must be borrowed: write `&x[a..b]` or `&mut x[a..b]`",
                 );
                 return err_expr(span);
@@ -445,7 +437,7 @@ pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
                     syn::Expr::Range(range) => {
                         if let syn::RangeLimits::Closed(c) = range.limits {
                             errors.push(
-                                c.span(),
+                                Sp::of(&c),
                                 "inclusive ranges `a..=b` are not supported; use `a..b + 1`",
                             );
                         }
@@ -469,8 +461,7 @@ pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
                     return inner;
                 }
                 other => {
-                    errors.push(
-                        other.span(),
+                    errors.push(Sp::of(&other),
                         "`&` is supported on buffer elements `&x[i]`, slices `&x[a..b]` and buffer names",
                     );
                     return err_expr(span);
@@ -485,15 +476,14 @@ pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
                         syn::PathArguments::None => Vec::new(),
                         syn::PathArguments::AngleBracketed(ab) => lower_generics(ab, errors),
                         syn::PathArguments::Parenthesized(pa) => {
-                            errors.push(pa.span(), "unsupported call syntax");
+                            errors.push(Sp::of(&pa), "unsupported call syntax");
                             Vec::new()
                         }
                     };
                     (seg.ident.to_string(), seg.ident.span(), generics)
                 }
                 other => {
-                    errors.push(
-                        other.span(),
+                    errors.push(Sp::of(&other),
                         "only calls of kernel intrinsics and #[pgas_device] functions by plain name are supported (no paths, closures or host functions)",
                     );
                     return err_expr(span);
@@ -509,7 +499,7 @@ pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         }
         syn::Expr::MethodCall(m) => {
             if let Some(t) = &m.turbofish {
-                errors.push(t.span(), "method turbofish is not supported");
+                errors.push(Sp::of(&t), "method turbofish is not supported");
             }
             let mut args = vec![lower_expr(&m.receiver, errors)];
             args.extend(m.args.iter().map(|a| lower_expr(a, errors)));
@@ -523,7 +513,7 @@ pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         syn::Expr::If(i) => {
             if let syn::Expr::Let(l) = &*i.cond {
                 errors.push(
-                    l.span(),
+                    Sp::of(&l),
                     "`if let` is not supported; kernels have no enums or options to match",
                 );
                 return err_expr(span);
@@ -536,17 +526,17 @@ pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         }
         syn::Expr::Block(b) => {
             if let Some(l) = &b.label {
-                errors.push(l.span(), "labeled blocks are not supported");
+                errors.push(Sp::of(&l), "labeled blocks are not supported");
             }
             ExprKind::Block(lower_block(&b.block, errors))
         }
         syn::Expr::ForLoop(f) => return lower_for(f, errors),
         syn::Expr::While(w) => {
             if let Some(l) = &w.label {
-                errors.push(l.span(), "loop labels are not supported");
+                errors.push(Sp::of(&l), "loop labels are not supported");
             }
             if let syn::Expr::Let(l) = &*w.cond {
-                errors.push(l.span(), "`while let` is not supported");
+                errors.push(Sp::of(&l), "`while let` is not supported");
                 return err_expr(span);
             }
             ExprKind::While {
@@ -556,17 +546,17 @@ pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         }
         syn::Expr::Loop(l) => {
             if let Some(lb) = &l.label {
-                errors.push(lb.span(), "loop labels are not supported");
+                errors.push(Sp::of(&lb), "loop labels are not supported");
             }
             ExprKind::Loop(lower_block(&l.body, errors))
         }
         syn::Expr::Break(b) => {
             if let Some(l) = &b.label {
-                errors.push(l.span(), "loop labels are not supported");
+                errors.push(Sp::of(&l), "loop labels are not supported");
             }
             if let Some(v) = &b.expr {
                 errors.push(
-                    v.span(),
+                    Sp::of(&v),
                     "`break` with a value is not supported; assign to a `let mut` before breaking",
                 );
             }
@@ -574,7 +564,7 @@ pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         }
         syn::Expr::Continue(c) => {
             if let Some(l) = &c.label {
-                errors.push(l.span(), "loop labels are not supported");
+                errors.push(Sp::of(&l), "loop labels are not supported");
             }
             ExprKind::Continue
         }
@@ -589,7 +579,7 @@ pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
         }
         syn::Expr::Range(r) => {
             errors.push(
-                r.span(),
+                Sp::of(&r),
                 "ranges are only supported in `for` loops and in slices `&x[a..b]`",
             );
             return err_expr(span);
@@ -609,7 +599,7 @@ pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
             return err_expr(span);
         }
         syn::Expr::Field(f) => {
-            errors.push(f.span(), "field access is not supported; kernels have no structs (use `x.len()` for a buffer's length)");
+            errors.push(Sp::of(&f), "field access is not supported; kernels have no structs (use `x.len()` for a buffer's length)");
             return err_expr(span);
         }
         syn::Expr::Match(m) => {
@@ -667,11 +657,11 @@ fn lower_generics(ab: &syn::AngleBracketedGenericArguments, errors: &mut Errors)
                 } else if let syn::Type::Path(tp) = t {
                     match tp.path.get_ident() {
                         Some(id) => out.push(Generic::Name(id.to_string(), id.span())),
-                        None => errors.push(t.span(), "expected a scalar type, an integer literal or a comptime parameter name"),
+                        None => errors.push(Sp::of(&t), "expected a scalar type, an integer literal or a comptime parameter name"),
                     }
                 } else {
                     errors.push(
-                        t.span(),
+                        Sp::of(&t),
                         "expected a scalar type, an integer literal or a comptime parameter name",
                     );
                 }
@@ -681,7 +671,7 @@ fn lower_generics(ab: &syn::AngleBracketedGenericArguments, errors: &mut Errors)
                 ..
             })) => match i.base10_parse::<u64>() {
                 Ok(v) => out.push(Generic::Len(v, i.span())),
-                Err(e) => errors.push(i.span(), e.to_string()),
+                Err(e) => errors.push(Sp::of(&i), e.to_string()),
             },
             syn::GenericArgument::Const(syn::Expr::Block(b)) => match b.block.stmts.as_slice() {
                 [syn::Stmt::Expr(syn::Expr::Path(p), None)] if p.path.get_ident().is_some() => {
@@ -691,12 +681,12 @@ fn lower_generics(ab: &syn::AngleBracketedGenericArguments, errors: &mut Errors)
                     }
                 }
                 _ => errors.push(
-                    b.span(),
+                    Sp::of(&b),
                     "expected an integer literal or a comptime parameter name",
                 ),
             },
             other => errors.push(
-                other.span(),
+                Sp::of(&other),
                 "expected a scalar type, an integer literal or a comptime parameter name",
             ),
         }
@@ -705,7 +695,7 @@ fn lower_generics(ab: &syn::AngleBracketedGenericArguments, errors: &mut Errors)
 }
 
 fn lower_lit(lit: &syn::Lit, errors: &mut Errors) -> Expr {
-    let span = lit.span();
+    let span = Sp::of(lit);
     let kind = match lit {
         syn::Lit::Int(i) => {
             let suffix = i.suffix();
@@ -764,7 +754,7 @@ fn lower_lit(lit: &syn::Lit, errors: &mut Errors) -> Expr {
 }
 
 fn lower_path(p: &syn::ExprPath, errors: &mut Errors) -> Expr {
-    let span = p.span();
+    let span = Sp::of(p);
     if p.qself.is_none() {
         if let Some(id) = p.path.get_ident() {
             let name = id.to_string();
@@ -815,9 +805,9 @@ fn lower_path(p: &syn::ExprPath, errors: &mut Errors) -> Expr {
 }
 
 fn lower_for(f: &syn::ExprForLoop, errors: &mut Errors) -> Expr {
-    let span = f.span();
+    let span = Sp::of(f);
     if let Some(l) = &f.label {
-        errors.push(l.span(), "loop labels are not supported");
+        errors.push(Sp::of(&l), "loop labels are not supported");
     }
     let (var, var_span) = match &*f.pat {
         syn::Pat::Ident(pi)
@@ -827,7 +817,7 @@ fn lower_for(f: &syn::ExprForLoop, errors: &mut Errors) -> Expr {
         }
         syn::Pat::Wild(w) => ("_".to_string(), w.span()),
         other => {
-            errors.push(other.span(), "the loop variable must be a plain name");
+            errors.push(Sp::of(&other), "the loop variable must be a plain name");
             return err_expr(span);
         }
     };
@@ -838,7 +828,7 @@ fn lower_for(f: &syn::ExprForLoop, errors: &mut Errors) -> Expr {
                 syn::Expr::Range(r) => (r, Some(boxed(&m.args[0], errors))),
                 other => {
                     errors.push(
-                        other.span(),
+                        Sp::of(&other),
                         "`step_by` is supported on a range: `(a..b).step_by(s)`",
                     );
                     return err_expr(span);
@@ -846,8 +836,7 @@ fn lower_for(f: &syn::ExprForLoop, errors: &mut Errors) -> Expr {
             }
         }
         other => {
-            errors.push(
-                other.span(),
+            errors.push(Sp::of(&other),
                 "`for` loops iterate over `a..b` or `(a..b).step_by(s)`; iterators over buffers are not supported",
             );
             return err_expr(span);
@@ -855,14 +844,14 @@ fn lower_for(f: &syn::ExprForLoop, errors: &mut Errors) -> Expr {
     };
     if let syn::RangeLimits::Closed(c) = range.limits {
         errors.push(
-            c.span(),
+            Sp::of(&c),
             "inclusive ranges `a..=b` are not supported; use `a..b + 1`",
         );
     }
     let (start, end) = match (&range.start, &range.end) {
         (Some(s), Some(e)) => (boxed(s, errors), boxed(e, errors)),
         _ => {
-            errors.push(range.span(), "the loop range needs both ends: `a..b`");
+            errors.push(Sp::of(&range), "the loop range needs both ends: `a..b`");
             return err_expr(span);
         }
     };
@@ -891,7 +880,7 @@ fn strip(e: &syn::Expr) -> &syn::Expr {
 }
 
 fn lower_macro(mac: &syn::Macro, errors: &mut Errors) -> Expr {
-    let span = mac.span();
+    let span = Sp::of(mac);
     let name = mac
         .path
         .get_ident()
@@ -909,7 +898,7 @@ fn lower_macro(mac: &syn::Macro, errors: &mut Errors) -> Expr {
             _ => "macros are not supported in kernels except `assert!`",
         };
         errors.push(
-            mac.path.span(),
+            Sp::of(&mac.path),
             format!("`{}!`: {hint}", name_of(&mac.path)),
         );
         return err_expr(span);
@@ -937,7 +926,7 @@ fn lower_macro(mac: &syn::Macro, errors: &mut Errors) -> Expr {
             ..
         })) if it.next().is_none() => s.value(),
         Some(other) => {
-            errors.push(other.span(), "`assert!` takes a condition and at most a plain string message (no format arguments)");
+            errors.push(Sp::of(&other), "`assert!` takes a condition and at most a plain string message (no format arguments)");
             return err_expr(span);
         }
     };

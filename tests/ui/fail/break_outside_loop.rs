@@ -1,0 +1,7 @@
+use pgas::prelude::*;
+#[pgas_kernel]
+fn k() {
+    break;
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use pgas::prelude::*;
+#[pgas_kernel]
+fn k(x: SymTensor<f32>) {
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use pgas::prelude::*;
+#[pgas_kernel(fast)]
+fn k(x: &mut SymTensor<f32>) {
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use pgas::prelude::*;
+#[pgas_kernel]
+fn k() {
+    'outer: loop {
+        break 'outer;
+    }
+}
+
+fn main() {}

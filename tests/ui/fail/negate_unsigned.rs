@@ -1,0 +1,7 @@
+use pgas::prelude::*;
+#[pgas_kernel]
+fn k(out: &mut CudaSlice<u32>, n: u32) {
+    out[0] = -n;
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use pgas::prelude::*;
+#[pgas_kernel]
+struct NotAKernel;
+
+
+fn main() {}

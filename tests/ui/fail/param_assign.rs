@@ -1,0 +1,7 @@
+use pgas::prelude::*;
+#[pgas_kernel]
+fn k(n: u32) {
+    n = 3;
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+use pgas::prelude::*;
+#[pgas_kernel]
+fn k(x: &SymTensor<f32>) {
+    println!("{}", x[0]);
+}
+
+fn main() {}

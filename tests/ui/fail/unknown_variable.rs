@@ -1,0 +1,7 @@
+use pgas::prelude::*;
+#[pgas_kernel]
+fn k(x: &mut SymTensor<f32>) {
+    x[0] = y;
+}
+
+fn main() {}
