@@ -959,7 +959,7 @@ impl Checker<'_> {
                     return self.device_call(name, &sig, args, span);
                 }
                 if let Some(row) = intrinsics::free(name) {
-                    let (t, elem) = self.intrinsic(row, args, span, name_span, false);
+                    let (t, elem) = self.intrinsic(row, args, span, name_span, false, expect);
                     if t != Ty::Error {
                         *callee = Callee::Intrinsic(row, elem);
                     }
@@ -989,7 +989,7 @@ impl Checker<'_> {
                 let name_span = *name_span;
                 match intrinsics::method(name) {
                     Some(row) => {
-                        let (t, elem) = self.intrinsic(row, args, span, name_span, true);
+                        let (t, elem) = self.intrinsic(row, args, span, name_span, true, expect);
                         if t != Ty::Error {
                             *callee = Callee::Intrinsic(row, elem);
                         }
@@ -1393,6 +1393,7 @@ impl Checker<'_> {
         span: Sp,
         name_span: Span,
         method: bool,
+        expect: Option<Ty>,
     ) -> (Ty, Option<Scalar>) {
         let shown_name = if method {
             format!(".{}", row.name)
@@ -1474,13 +1475,16 @@ impl Checker<'_> {
                 None => failed = true,
             }
         }
-        // With no buffer argument, the first value argument fixes `T`.
+        // With no buffer argument the value arguments fix `T`: they unify with each other
+        // (and with the call's expected type when `T` is returned), like a Rust generic.
+        let mut value_ty: Option<Ty> = None;
         if elem.is_none() && !row.types.is_empty() {
             if let Some(i) = row.args.iter().position(|(_, k)| *k == Arg::Value) {
                 done[i] = true;
-                let t = self.expr(&mut args[i], None, Ctx::Nested);
-                match self.concrete(t) {
-                    Ty::Scalar(s) => elem = Some(s),
+                let hint = if row.ret == Ret::Elem { expect } else { None };
+                let t = self.expr(&mut args[i], hint, Ctx::Nested);
+                match self.resolve(t) {
+                    Ty::Scalar(_) | Ty::Var(_) => value_ty = Some(t),
                     Ty::Error => failed = true,
                     other => {
                         let shown = self.show(other);
@@ -1523,9 +1527,9 @@ impl Checker<'_> {
                         failed = true;
                     }
                 }
-                Arg::Value => match elem {
+                Arg::Value => match elem.map(Ty::Scalar).or(value_ty) {
                     Some(t) => {
-                        if self.expect(a, Ty::Scalar(t), Ctx::Nested) == Ty::Error {
+                        if self.expect(a, t, Ctx::Nested) == Ty::Error {
                             failed = true;
                         }
                     }
@@ -1565,6 +1569,15 @@ impl Checker<'_> {
         }
         if failed {
             return (Ty::Error, None);
+        }
+        if let (None, Some(t)) = (elem, value_ty) {
+            match self.resolve(t) {
+                Ty::Scalar(s) => elem = Some(s),
+                // Still a literal's type: it may unify later (`min(1, 2) ^ x_u64`), so the
+                // element type is fixed and checked in the final pass.
+                _ if row.ret == Ret::Elem => return (t, None),
+                _ => elem = self.concrete(t).scalar(),
+            }
         }
         if !row.types.is_empty() {
             let Some(t) = elem else {
@@ -1718,6 +1731,26 @@ impl Checker<'_> {
                 if (*v as i128) > hi || *v > i128::MAX as u128 {
                     self.errors
                         .push(e.span, format!("literal out of range for `{s}`"));
+                }
+            }
+        }
+        if let ExprKind::Call { callee, .. } | ExprKind::Method { callee, .. } = &mut e.kind {
+            if let (Callee::Intrinsic(row, None), Ty::Scalar(t)) = (*callee, e.ty) {
+                if !row.types.is_empty() {
+                    if intrinsics::type_text(row, t).is_some() {
+                        *callee = Callee::Intrinsic(row, Some(t));
+                    } else {
+                        let list: Vec<String> =
+                            row.types.iter().map(|(s, _)| s.to_string()).collect();
+                        self.errors.push(
+                            e.span,
+                            format!(
+                                "`{}` does not support `{t}`; it takes {}",
+                                row.name,
+                                list.join(", ")
+                            ),
+                        );
+                    }
                 }
             }
         }

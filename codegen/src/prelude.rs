@@ -13,7 +13,10 @@ namespace std { using namespace cuda::std; }   // 3.4.5's reduce.cuh:819 names s
 
 /// Helpers both variants use. Integer `min`/`max`/`abs` are templates so each fixed-width type
 /// keeps its own type (CUDA's overloads would promote `int8_t` to `int`).
-pub const SUPPORT: &str = "template <typename T> __device__ __forceinline__ T pgas_min(T a, T b) { return b < a ? b : a; }
+pub const SUPPORT: &str =
+    "// Rust accepts comparisons such as `x >= 0` on unsigned integers; NVRTC would warn (#186).
+#pragma nv_diag_suppress 186
+template <typename T> __device__ __forceinline__ T pgas_min(T a, T b) { return b < a ? b : a; }
 template <typename T> __device__ __forceinline__ T pgas_max(T a, T b) { return a < b ? b : a; }
 template <typename T> __device__ __forceinline__ T pgas_abs(T a) { return a < (T)0 ? (T)-a : a; }
 __device__ __forceinline__ size_t pgas_min_len(unsigned long long a, unsigned long long b) {
