@@ -1522,10 +1522,8 @@ impl Checker<'_> {
                         failed = true;
                     }
                 }
-                Arg::Exact(s) => {
-                    if self.expect(a, Ty::Scalar(*s), Ctx::Nested) == Ty::Error {
-                        failed = true;
-                    }
+                Arg::Exact(s) if self.expect(a, Ty::Scalar(*s), Ctx::Nested) == Ty::Error => {
+                    failed = true;
                 }
                 Arg::Value => match elem.map(Ty::Scalar).or(value_ty) {
                     Some(t) => {

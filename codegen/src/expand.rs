@@ -152,7 +152,7 @@ fn first_missing_callee(kernel: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Option
     calls.0.into_iter().find(|id| {
         let n = id.to_string();
         !have.contains(&n)
-            && n != kernel.sig.ident.to_string()
+            && kernel.sig.ident != n
             && crate::intrinsics::free(&n).is_none()
             && crate::intrinsics::method(&n).is_none()
     })

@@ -46,19 +46,14 @@ fn compile(stem: &str, src: &str) -> Vec<CompiledKernel> {
 
 /// The part of a source after the fixed helpers: the device functions and the kernel.
 fn kernel_part(src: &str) -> &str {
-    let marker = src
+    let start = src
         .find("\nstatic __device__ ")
-        .filter(|&i| !src[i..].starts_with("\nstatic __device__ __forceinline__"))
-        .or_else(|| src.find("\nextern \"C\" __global__"));
-    let mut start = 0;
-    // Skip past the last support helper: device functions and the kernel follow it.
-    for (i, _) in src.match_indices("\nextern \"C\" __global__") {
-        start = i;
-    }
-    if let Some(m) = marker {
-        start = start.min(m);
-    }
-    &src[start + 1..]
+        .into_iter()
+        .chain(src.find("\nextern \"C\" __global__"))
+        .min()
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    &src[start..]
 }
 
 #[test]
@@ -153,4 +148,28 @@ fn collective_flag_follows_barriers_and_collectives() {
             "{name} does not need a collective launch"
         );
     }
+}
+
+#[test]
+fn corpus_uses_every_intrinsic() {
+    let all: String = corpus().into_iter().map(|(_, s)| s).collect();
+    let missing: Vec<&str> = pgas_codegen::intrinsics::INTRINSICS
+        .iter()
+        .map(|r| r.name)
+        .filter(|n| {
+            let free = format!("{n}(");
+            let generic = format!("{n}::<");
+            let method = format!(".{n}(");
+            !all.match_indices(&free).any(|(i, _)| {
+                i == 0
+                    || !all.as_bytes()[i - 1].is_ascii_alphanumeric()
+                        && all.as_bytes()[i - 1] != b'_'
+            }) && !all.contains(&generic)
+                && !all.contains(&method)
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "intrinsics no corpus kernel calls: {missing:?}"
+    );
 }
