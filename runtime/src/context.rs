@@ -5,6 +5,7 @@
 //! which holds one) drops, in this order: JIT modules, then NVSHMEM, then MPI if pgas started it.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, CudaStream};
@@ -140,6 +141,7 @@ impl PgasBuilder {
             bootstrap: bootstrapped,
             install,
             nvshmem: nv,
+            lost: AtomicBool::new(false),
         };
         *phase = Phase::Live;
         Ok(Pgas {
@@ -162,6 +164,8 @@ pub(crate) struct Inner {
     bootstrap: Bootstrapped,
     pub(crate) install: NvshmemInstall,
     pub(crate) nvshmem: &'static Nvshmem,
+    /// Set once the CUDA context is known to be unusable (see [`Inner::context_lost`]).
+    pub(crate) lost: AtomicBool,
 }
 
 impl Inner {
@@ -170,6 +174,35 @@ impl Inner {
         self.ctx
             .bind_to_thread()
             .map_err(Error::cuda("making the pgas CUDA context current"))
+    }
+
+    /// Whether the CUDA context has hit an unrecoverable ("sticky") error, such as a kernel trap
+    /// or an illegal address. After one, every NVSHMEM call that touches the GPU (a collective
+    /// free, finalize) makes NVSHMEM print an error and exit the process, so teardown must skip
+    /// them: the memory goes away with the process. Checked once per teardown step; the first
+    /// detection is remembered and reported on stderr.
+    pub(crate) fn context_lost(&self) -> bool {
+        if self.lost.load(Ordering::Relaxed) {
+            return true;
+        }
+        let status = self.bind().and_then(|()| {
+            self.ctx
+                .synchronize()
+                .map_err(Error::cuda("synchronizing the pgas context"))
+        });
+        match status {
+            Ok(()) => false,
+            Err(e) => {
+                if !self.lost.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "pgas: PE {}: {e}; the CUDA context is unusable, so pgas skips the \
+                         collective frees and NVSHMEM finalize that would abort the process",
+                        self.my_pe
+                    );
+                }
+                true
+            }
+        }
     }
 
     /// Waits for the pgas stream.
@@ -182,11 +215,13 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Errors cannot be returned from drop, and finalization must happen regardless.
-        let _ = self.bind();
-        let _ = self.sync_stream();
-        self.jit.finalize(self.nvshmem);
-        unsafe { self.nvshmem.raw().nvshmemx_hostlib_finalize() };
+        // Errors cannot be returned from drop, and finalization must happen regardless, unless
+        // the context is lost, when NVSHMEM would abort the process instead.
+        if !self.context_lost() {
+            let _ = self.sync_stream();
+            self.jit.finalize(self.nvshmem);
+            unsafe { self.nvshmem.raw().nvshmemx_hostlib_finalize() };
+        }
         *lock_phase() = Phase::Finalized;
     }
 }

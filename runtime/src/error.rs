@@ -351,6 +351,17 @@ impl fmt::Debug for Error {
     }
 }
 
+/// Lets `?` carry cudarc's errors in user code that mixes pgas with its own CUDA calls
+/// (`pgas.stream().clone_htod(..)?` in a function returning `pgas::Result`).
+impl From<cudarc::driver::DriverError> for Error {
+    fn from(source: cudarc::driver::DriverError) -> Self {
+        Error::Cuda {
+            context: "a CUDA driver call",
+            source,
+        }
+    }
+}
+
 impl Error {
     /// Wraps a cudarc error with what pgas was doing.
     pub(crate) fn cuda(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {

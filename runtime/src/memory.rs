@@ -145,7 +145,9 @@ impl<T: DeviceRepr> SymTensor<T> {
 impl<T> Drop for SymTensor<T> {
     fn drop(&mut self) {
         // Collective free. Work still queued on the pgas stream may use this memory.
-        let _ = self.inner.bind();
+        if self.inner.context_lost() {
+            return;
+        }
         let _ = self.inner.sync_stream();
         unsafe {
             self.inner
