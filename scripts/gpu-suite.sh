@@ -70,9 +70,13 @@ step() {
 TIMEOUT after ${limit}s"; fi
 }
 
-# verdict NAME DETAIL: ok when $rc is 0, else FAIL (counted).
+# verdict NAME DETAIL: ok when $rc is 0, else FAIL (counted); SKIP when the program said it
+# skipped (no GPU).
 verdict() {
-  if [ "$rc" = 0 ]; then
+  [ "$rc" = -1 ] && return # step() already noted the skip
+  if [ "$rc" = 0 ] && echo "$last" | grep -q "skipped: no GPU"; then
+    note "SKIP $1 (the program found no GPU)"
+  elif [ "$rc" = 0 ]; then
     note "ok   $1${2:+: $2}"
   else
     failed=$((failed + 1))
@@ -94,6 +98,19 @@ note "run on ${gpus} x ${machine:-no GPU}, commit $commit, $(date -u +%FT%TZ)"
 
 step "pgas doctor" env.log 30 "$bin/pgas" doctor
 verdict "pgas doctor" "$(echo "$last" | tail -1)"
+finish() {
+  note "total $(($(date +%s) - start))s; $failed step(s) failed"
+  printf '%s\n' "${summary[@]}" >"$out/summary.txt"
+  echo
+  echo "===== summary ($out)"
+  cat "$out/summary.txt"
+  [ "$failed" = 0 ]
+  exit
+}
+if [ "$gpus" = 0 ]; then
+  note "SKIP every GPU step: nvidia-smi lists no GPU here"
+  finish
+fi
 
 # The GPU test suite. PE 0's last line is `gpu_suite: N passed, M failed` (pgas-run prefixes
 # each line with `[rank N] `).
@@ -104,14 +121,15 @@ suite() {
   verdict "gpu_suite $n PE" "$(echo "$last" | grep -E 'gpu_suite: ([0-9]+ passed|aborted)' | tail -1)"
 }
 suite 1 240 "$bin/gpu_suite"
-if [ "$gpus" -ge 2 ]; then suite 2 120 "$bin/pgas-run" -n 2 -- "$bin/gpu_suite"; else note "SKIP gpu_suite 2 PE (1 GPU)"; fi
+if [ "$gpus" -ge 2 ]; then suite 2 120 "$bin/pgas-run" -n 2 -- "$bin/gpu_suite"; else note "SKIP gpu_suite 2 PE (${gpus} GPU)"; fi
 if [ "$gpus" -ge 4 ]; then suite 4 150 "$bin/pgas-run" -n 4 -- "$bin/gpu_suite"; else note "SKIP gpu_suite 4 PE (${gpus} GPU)"; fi
 
 # Traps: the process must report the launch failure and the output name the Rust file:line.
 for kind in oob bad-pe; do
   step "trap $kind" traps.log 40 "$bin/gpu_suite" --expect-trap "$kind"
   line=$(echo "$last" | sed -n 's/.*the report must name file .*, line \([0-9]*\).*/\1/p' | head -1)
-  if [ "$rc" = 0 ] && [ -n "$line" ] && ! echo "$last" | grep -q "traps.rs:$line"; then
+  if [ "$rc" = 0 ] && ! echo "$last" | grep -q "skipped: no GPU" &&
+    { [ -z "$line" ] || ! echo "$last" | grep -q "traps.rs:$line"; }; then
     rc=1
     last="$last
 the output does not name traps.rs:$line"
@@ -163,9 +181,4 @@ verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_
 step "gallery" examples.log 90 env PGAS_BIN_DIR="$bin" "$root/scripts/gallery.sh"
 verdict "gallery" "$(echo "$last" | tail -1)"
 
-note "total $(($(date +%s) - start))s; $failed step(s) failed"
-printf '%s\n' "${summary[@]}" >"$out/summary.txt"
-echo
-echo "===== summary ($out)"
-cat "$out/summary.txt"
-[ "$failed" = 0 ]
+finish
