@@ -725,7 +725,12 @@ impl Checker<'_> {
     fn expr(&mut self, e: &mut Expr, expect: Option<Ty>, ctx: Ctx) -> Ty {
         let mut ty = self.expr_kind(e, expect, ctx);
         // A buffer view is a pointer plus a length; C has no conditional pair of them.
-        if matches!(ty, Ty::Buf(_)) && matches!(e.kind, ExprKind::If { .. } | ExprKind::Block(_)) {
+        let else_reported =
+            matches!(&e.kind, ExprKind::If { els: Some(x), .. } if x.ty == Ty::Error);
+        if matches!(ty, Ty::Buf(_))
+            && !else_reported
+            && matches!(e.kind, ExprKind::If { .. } | ExprKind::Block(_))
+        {
             self.errors.push(e.span, "an `if` or block cannot produce a buffer view; index or slice inside the branches instead");
             ty = Ty::Error;
         }

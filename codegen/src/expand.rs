@@ -12,7 +12,7 @@
 //! `#[::pgas::pgas_kernel(__helpers { helpers f })]` on the kernel. This repeats until every
 //! callee (transitively) is present; then the kernel compiles.
 
-use crate::error::CodegenError;
+use crate::error::{CodegenError, Sp};
 use crate::{compile_kernel, device_errors, CompiledKernel, ParamKind, FILE_PLACEHOLDER};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
@@ -50,10 +50,10 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(errors) => {
             // A device function with errors of its own reports them where it is declared;
             // do not repeat them here.
-            let reported: Vec<Span> = helpers
+            let reported: Vec<Sp> = helpers
                 .iter()
                 .filter(|h| !device_errors(h).is_empty())
-                .map(|h| h.span())
+                .map(Sp::of)
                 .collect();
             let errs = errors
                 .iter()
@@ -159,12 +159,12 @@ fn first_missing_callee(kernel: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Option
 }
 
 /// Whether `outer` contains `inner` (by line/column; false when spans carry no location).
-fn contains(outer: Span, inner: Span) -> bool {
-    let (os, oe, is, ie) = (outer.start(), outer.end(), inner.start(), inner.end());
+fn contains(outer: Sp, inner: Span) -> bool {
+    let (os, oe, is) = (outer.start.start(), outer.end.end(), inner.start());
     if os.line == 0 {
         return false;
     }
-    (os.line, os.column) <= (is.line, is.column) && (ie.line, ie.column) <= (oe.line, oe.column)
+    (os.line, os.column) <= (is.line, is.column) && (is.line, is.column) <= (oe.line, oe.column)
 }
 
 /// `concat!` of the source with `file!()` where the placeholder stands.
