@@ -221,7 +221,7 @@ fn main() -> BenchResult<()> {
     );
 
     let f = bare2.function_handle(&empty)?;
-    let (ptr, _guard) = pgas::cudarc::driver::DevicePtr::device_ptr(&local, bare2.stream());
+    let (ptr, guard) = pgas::cudarc::driver::DevicePtr::device_ptr(&local, bare2.stream());
     let mut ptr_arg = ptr;
     let mut len_arg = 1u64;
     let stream = bare2.stream().cu_stream();
@@ -266,6 +266,8 @@ fn main() -> BenchResult<()> {
     for f in &figs {
         emit(BENCH, &machine, f);
     }
+    // The pointer guard borrows bare2's stream: release it first.
+    drop(guard);
     drop((bare1, bare2));
     let _ = std::fs::remove_dir_all(&cache);
     Ok(())
