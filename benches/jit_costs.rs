@@ -267,6 +267,8 @@ fn main() -> BenchResult<()> {
     for f in &figs {
         emit(BENCH, &machine, f);
     }
+    // The pointer guard borrows bare2's stream: release it first.
+    drop(guard);
     drop((bare1, bare2));
     let _ = std::fs::remove_dir_all(&cache);
     Ok(())

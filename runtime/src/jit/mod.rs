@@ -50,35 +50,16 @@ impl ModuleHooks for Nvshmem {
     }
 }
 
-/// The prelude every kernel source starts with (see `docs/jit.md`).
-// TODO(main): use pgas_codegen::PRELUDE once pgas-codegen exports it, so raw and generated
-// kernels share one copy.
-pub const PRELUDE: &str = r#"#include <non_abi/nvshmem_build_options.h>
-#undef NVSHMEM_IBGDA_SUPPORT
-#include <cuda/std/type_traits>
-namespace std { using namespace cuda::std; }
-#include <nvshmem.h>
-#include <nvshmemx.h>
-"#;
+/// The prelude every kernel source starts with: pgas-codegen's, so raw and generated kernels
+/// compile against the same headers.
+pub use pgas_codegen::PRELUDE;
 
-/// Prepends the kernel-name and comptime `#define`s to a generated source and returns it with the
-/// specialization's symbol (`<base>_<variant>[_<param><value>]...`), as `docs/internals.md`
-/// specifies.
-// TODO(main): call pgas_codegen::specialize once it lands (the CI corpus test uses that one).
+/// [`pgas_codegen::specialize`] for a runtime [`Variant`].
 pub(crate) fn specialize(
     source: &str,
     base_name: &str,
     variant: Variant,
     comptime: &[(&str, i128)],
 ) -> (String, String) {
-    let mut name = format!("{base_name}_{}", variant.as_str());
-    for (param, value) in comptime {
-        name.push_str(&format!("_{param}{}", value.to_string().replace('-', "m")));
-    }
-    let mut text = format!("#define PGAS_KERNEL_NAME {name}\n");
-    for (param, value) in comptime {
-        text.push_str(&format!("#define PGAS_CT_{param} ({value})\n"));
-    }
-    text.push_str(source);
-    (text, name)
+    pgas_codegen::specialize(source, base_name, variant.as_str(), comptime)
 }
