@@ -482,6 +482,20 @@ pub fn lower_expr(e: &syn::Expr, errors: &mut Errors) -> Expr {
                     };
                     (seg.ident.to_string(), seg.ident.span(), generics)
                 }
+                syn::Expr::Path(p)
+                    if p.path.segments.first().is_some_and(|s| {
+                        matches!(
+                            s.ident.to_string().as_str(),
+                            "Box" | "Vec" | "String" | "Rc" | "Arc"
+                        )
+                    }) =>
+                {
+                    errors.push(
+                        Sp::of(p),
+                        "heap allocation (`Box`, `Vec`, `String` ...) is not supported in kernels; use buffer parameters or `shared_array::<T, N>()`",
+                    );
+                    return err_expr(span);
+                }
                 other => {
                     errors.push(Sp::of(&other),
                         "only calls of kernel intrinsics and #[pgas_device] functions by plain name are supported (no paths, closures or host functions)",

@@ -1,0 +1,6 @@
+use pgas::prelude::*;
+
+#[pgas_kernel]
+fn k(name: String) {}
+
+fn main() {}
