@@ -202,6 +202,12 @@ const RESERVED: &[&str] = &[
     "fmaf",
     "fmod",
     "fmodf",
+    "atomicAdd",
+    "atomicSub",
+    "atomicMin",
+    "atomicMax",
+    "atomicExch",
+    "atomicCAS",
 ];
 
 /// Checks one function.
