@@ -49,4 +49,7 @@ fn main() {
     assert_eq!(names, ["block"]);
     assert!(spec.checked_source.contains("pgas_check_index"));
     assert!(spec.plain_source.contains("PGAS_CT_block"));
+    // Lines come from the macro's spans: the `fn` name and the first statement.
+    assert_eq!(spec.line, 5);
+    assert!(spec.plain_source.contains("#line 16 PGAS_RUST_FILE"));
 }
