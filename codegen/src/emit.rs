@@ -311,7 +311,7 @@ impl Emitter {
                     }
                     Some(init) => {
                         let v = self.expr(init);
-                        self.line(&format!("{unused}{c_ty} {} = {v};", l.c_name));
+                        self.line(&format!("{unused}{c_ty} {} = {};", l.c_name, bare(&v)));
                     }
                     None => self.line(&format!("{unused}{c_ty} {};", l.c_name)),
                 }
@@ -328,7 +328,7 @@ impl Emitter {
                 els: Some(els),
             } if !is_simple_value(e) => {
                 let c = self.expr(cond);
-                self.line(&format!("if ({c}) {{"));
+                self.line(&format!("if ({}) {{", bare(&c)));
                 self.block_into(then, target);
                 self.line("} else {");
                 self.indent += 1;
@@ -346,8 +346,8 @@ impl Emitter {
             _ => {
                 let v = self.expr(e);
                 match target {
-                    Target::Return => self.line(&format!("return {v};")),
-                    Target::Var(name) => self.line(&format!("{name} = {v};")),
+                    Target::Return => self.line(&format!("return {};", bare(&v))),
+                    Target::Var(name) => self.line(&format!("{name} = {};", bare(&v))),
                 }
             }
         }
@@ -367,7 +367,7 @@ impl Emitter {
         match &e.kind {
             ExprKind::If { cond, then, els } => {
                 let c = self.expr(cond);
-                self.line(&format!("if ({c}) {{"));
+                self.line(&format!("if ({}) {{", bare(&c)));
                 self.block_body(then);
                 let mut els = els.as_deref();
                 while let Some(x) = els {
@@ -378,7 +378,7 @@ impl Emitter {
                             els: next,
                         } => {
                             let c = self.expr(cond);
-                            self.line(&format!("}} else if ({c}) {{"));
+                            self.line(&format!("}} else if ({}) {{", bare(&c)));
                             self.block_body(then);
                             els = next.as_deref();
                         }
@@ -412,7 +412,14 @@ impl Emitter {
                 };
                 let (s, en) = (self.expr(start), self.expr(end));
                 let inc = match step {
-                    Some(st) => format!("{c_var} += ({t})({})", self.expr(st)),
+                    Some(st) => {
+                        let step = self.expr(st);
+                        if start.ty == Ty::Scalar(Scalar::Usize) {
+                            format!("{c_var} += {}", bare(&step))
+                        } else {
+                            format!("{c_var} += ({t})({})", bare(&step))
+                        }
+                    }
                     None => format!("++{c_var}"),
                 };
                 self.line(&format!(
@@ -423,7 +430,7 @@ impl Emitter {
             }
             ExprKind::While { cond, body } => {
                 let c = self.expr(cond);
-                self.line(&format!("while ({c}) {{"));
+                self.line(&format!("while ({}) {{", bare(&c)));
                 self.block_body(body);
                 self.line("}");
             }
@@ -453,7 +460,7 @@ impl Emitter {
                 let lhs = self.expr(l);
                 if is_simple_value(r) {
                     let v = self.expr(r);
-                    self.line(&format!("{lhs} = {v};"));
+                    self.line(&format!("{lhs} = {};", bare(&v)));
                 } else {
                     self.value_into(r, &Target::Var(&lhs));
                 }
@@ -714,6 +721,32 @@ impl Emitter {
             .unwrap_or("");
         let c_text = elem.map(|s| s.c_type()).unwrap_or("");
         expand_template(row.cuda, &texts, &lens, &count, t_text, c_text, op)
+    }
+}
+
+/// `x` without one pair of enclosing parentheses, where they enclose all of it (statement
+/// positions need none).
+fn bare(x: &str) -> &str {
+    let Some(inner) = x.strip_prefix('(').and_then(|r| r.strip_suffix(')')) else {
+        return x;
+    };
+    let mut depth = 0i32;
+    for ch in inner.chars() {
+        match ch {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth < 0 {
+                    return x;
+                }
+            }
+            _ => {}
+        }
+    }
+    if depth == 0 {
+        inner
+    } else {
+        x
     }
 }
 
