@@ -234,7 +234,6 @@ fn main() -> BenchResult<()> {
         unsafe { result::launch_kernel(f, (1, 1, 1), (32, 1, 1), 0, stream, &mut params)? };
         Ok(())
     })?;
-    drop(guard);
     fig(
         "launch_bare_culaunchkernel",
         bare,
