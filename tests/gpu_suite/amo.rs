@@ -204,12 +204,13 @@ fn i32_case(p: &Pgas) -> CaseResult {
     ensure(winners == 1 && (0..t).contains(&xv[4]), || {
         format!("atomic_compare_swap: {winners} winners, final {}", xv[4])
     })?;
-    let mut chain = fv[3 * T..4 * T].to_vec();
-    chain.push(xv[5]);
-    check_eq(
-        "atomic_swap chain",
-        &sorted(&chain),
-        &(0..=t).collect::<Vec<_>>(),
+    // This PE saw the next PE's initial 0 and all of its own swaps but the one that stayed there
+    // last, each once; its own final value is one of the previous PE's swaps.
+    let swaps = sorted(&fv[3 * T..4 * T]);
+    let distinct = swaps.windows(2).all(|w| w[0] != w[1]);
+    ensure(
+        swaps[0] == 0 && distinct && swaps[T - 1] <= t && (1..=t).contains(&xv[5]),
+        || format!("atomic_swap: old values {swaps:?}, final {}", xv[5]),
     )?;
     let want_f = [0, -1, 5, 1234];
     check_eq("fetch_or/and/xor, fetch", &fv[4 * T..], &want_f)?;
@@ -244,12 +245,28 @@ fn f32_case(p: &Pgas) -> CaseResult {
     )?;
     util::settle(p)?;
     let (xv, fv) = (x.to_vec()?, f.to_vec()?);
-    let mut chain: Vec<i64> = fv[..T_F32].iter().map(|&v| (v * 2.0) as i64).collect();
-    chain.push((xv[0] * 2.0) as i64);
-    let want: Vec<i64> = std::iter::once(-2)
-        .chain((0..T_F32 as i64).map(|t| 2 * t + 1))
-        .collect();
-    check_eq("f32 atomic_swap chain (doubled)", &sorted(&chain), &want)?;
+    // Doubled, the values are integers: the initial -1.0 is -2, the swaps t + 0.5 are 2t + 1.
+    // As for i32: the next PE's initial value and distinct swaps; this PE's final is a swap.
+    let seen: Vec<i64> = sorted(
+        &fv[..T_F32]
+            .iter()
+            .map(|&v| (v * 2.0) as i64)
+            .collect::<Vec<_>>(),
+    );
+    let is_swap = |v: i64| v % 2 == 1 && (1..2 * T_F32 as i64).contains(&v);
+    let distinct = seen.windows(2).all(|w| w[0] != w[1]);
+    ensure(
+        seen[0] == -2
+            && distinct
+            && seen[1..].iter().all(|&v| is_swap(v))
+            && is_swap((xv[0] * 2.0) as i64),
+        || {
+            format!(
+                "f32 atomic_swap: old values (doubled) {seen:?}, final {}",
+                xv[0]
+            )
+        },
+    )?;
     check_eq("f32 atomic_set", &xv[1..2], &[-2.25])?;
     check_eq(
         "f32 atomic_fetch",

@@ -35,9 +35,10 @@ fn too_large(p: &Pgas) -> CaseResult {
     let err = match grid_barrier::launch(p, LaunchConfig::blocks(TOO_MANY, THREADS), &mut out) {
         Ok(()) => {
             util::settle(p)?;
-            return Err(
-                format!("a collective launch of {TOO_MANY} x {THREADS} threads was accepted").into(),
-            );
+            return Err(format!(
+                "a collective launch of {TOO_MANY} x {THREADS} threads was accepted"
+            )
+            .into());
         }
         Err(e) => e,
     };

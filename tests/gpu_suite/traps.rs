@@ -36,10 +36,26 @@ pub fn run(which: &str) -> ExitCode {
         "expect-trap {which}: the report must name file {}, line {line}",
         file!()
     );
+    // Nothing that touches NVSHMEM may be dropped after the trap (freeing symmetric memory or
+    // finalizing on a dead context can abort the process), so every value lives until `exit`.
+    let pgas = match pgas::init() {
+        Ok(p) => p,
+        Err(e) => {
+            println!("expect-trap {which}: FAIL: pgas::init failed: {e}");
+            std::process::exit(1)
+        }
+    };
+    let mut x = match pgas
+        .alloc::<u32>(16)
+        .and_then(|mut x| x.fill(0).map(|()| x))
+    {
+        Ok(x) => x,
+        Err(e) => {
+            println!("expect-trap {which}: FAIL: allocation failed: {e}");
+            std::process::exit(1)
+        }
+    };
     let outcome = (|| -> Result<(), Box<dyn std::error::Error>> {
-        let pgas = pgas::init()?;
-        let mut x = pgas.alloc::<u32>(16)?;
-        x.fill(0)?;
         if which == "oob" {
             trap_oob::launch(&pgas, LaunchConfig::blocks(1, 1), &mut x, 16)?;
         } else {
@@ -49,7 +65,7 @@ pub fn run(which: &str) -> ExitCode {
         pgas.stream().synchronize()?;
         Ok(())
     })();
-    // Exit at once: after a trap the context is dead and an orderly NVSHMEM finalize could hang.
+    // Exit at once, without destructors: after a trap the context is dead.
     match outcome {
         Err(e) => {
             println!("expect-trap {which}: the launch failed as expected: {e}");
