@@ -118,7 +118,9 @@ suite() {
   local n=$1
   shift
   step "gpu_suite $n PE" suite.log "$@"
-  verdict "gpu_suite $n PE" "$(echo "$last" | grep -E 'gpu_suite: ([0-9]+ passed|aborted)' | tail -1)"
+  local failing
+  failing=$(echo "$last" | sed -n 's/.*gpu_suite: FAIL \([^ ]*\) on PE.*/\1/p' | tr '\n' ' ')
+  verdict "gpu_suite $n PE" "$(echo "$last" | grep -E 'gpu_suite: ([0-9]+ passed|aborted)' | tail -1)${failing:+ (failed: $failing)}"
 }
 suite 1 240 "$bin/gpu_suite"
 if [ "$gpus" -ge 2 ]; then suite 2 120 "$bin/pgas-run" -n 2 -- "$bin/gpu_suite"; else note "SKIP gpu_suite 2 PE (${gpus} GPU)"; fi
