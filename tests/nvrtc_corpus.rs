@@ -67,9 +67,14 @@ fn batch(specs: &[Spec]) -> Option<String> {
     for (i, s) in specs.iter().enumerate() {
         let (defines, rest) = s.source.split_once(PRELUDE)?;
         out.push_str("#undef PGAS_KERNEL_NAME\n");
+        // Before the prelude: specialize's #defines and the generator's comments.
         for line in defines.lines() {
-            let name = line.strip_prefix("#define ")?.split_whitespace().next()?;
-            out.push_str(&format!("#undef {name}\n"));
+            if let Some(name) = line
+                .strip_prefix("#define ")
+                .and_then(|d| d.split_whitespace().next())
+            {
+                out.push_str(&format!("#undef {name}\n"));
+            }
         }
         out.push_str(&format!(
             "{defines}namespace pgas_batch_{i} {{\n{rest}\n}}\n"
@@ -89,24 +94,32 @@ enum Job {
 fn run(tc: &Toolchain, job: Job) -> (Vec<String>, Vec<Job>) {
     match job {
         Job::Batch(file, specs) => {
-            let clean = batch(&specs).is_some_and(|src| {
-                tc.compile_cubin(
-                    &src,
-                    &format!("{}_batch", file.replace(['/', '.'], "_")),
-                    ARCH,
-                )
-                .is_ok_and(|out| out.warnings().count() == 0)
-            });
-            if clean {
-                (Vec::new(), Vec::new())
-            } else {
-                (
-                    Vec::new(),
-                    specs
-                        .into_iter()
-                        .map(|s| Job::Single(file.clone(), s))
-                        .collect(),
-                )
+            let name = format!("{}_batch", file.replace(['/', '.'], "_"));
+            let outcome = match batch(&specs) {
+                None => Err("sources do not start with PRELUDE".to_owned()),
+                Some(src) => match tc.compile_cubin(&src, &name, ARCH) {
+                    Ok(out) if out.warnings().count() == 0 => Ok(()),
+                    Ok(out) => Err(format!("{} warning lines", out.warnings().count())),
+                    Err(e) => Err(e
+                        .to_string()
+                        .lines()
+                        .take(3)
+                        .collect::<Vec<_>>()
+                        .join(" | ")),
+                },
+            };
+            match outcome {
+                Ok(()) => (Vec::new(), Vec::new()),
+                Err(why) => {
+                    println!("{file}: batch not clean ({why}); compiling its kernels one by one");
+                    (
+                        Vec::new(),
+                        specs
+                            .into_iter()
+                            .map(|s| Job::Single(file.clone(), s))
+                            .collect(),
+                    )
+                }
             }
         }
         Job::Single(file, s) => match tc.compile_cubin(&s.source, &s.name, ARCH) {
