@@ -1,0 +1,199 @@
+//! Every kernel of `tests/corpus/*.rs`, both variants, specialized with sample comptime values,
+//! compiled by NVRTC for sm_90 exactly as the runtime JIT would: no errors and no warnings.
+//! Needs no GPU; needs NVRTC and the headers (CI sets `PGAS_CUDA_HOME` and `PGAS_NVSHMEM_HOME`).
+//!
+//! An NVRTC compile including `nvshmem.h` takes seconds, and parsing the headers is most of it,
+//! so the specializations of one corpus file are compiled as one NVRTC program (each in its own
+//! namespace), files in parallel. A batch that fails or warns is recompiled one specialization at
+//! a time, so every report names the kernel it belongs to.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use pgas_codegen::{
+    compile_file, specialize, CompiledKernel, KernelParam, ParamKind, Scalar, PRELUDE,
+};
+use pgas_runtime::jit::Toolchain;
+
+const ARCH: (u32, u32) = (9, 0);
+
+/// One specialization: its symbol and full source.
+struct Spec {
+    name: String,
+    source: String,
+}
+
+fn corpus() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/corpus exists")
+        .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// A sample value for a comptime parameter of type `s` (booleans are 0/1).
+fn sample(s: Scalar) -> i128 {
+    match s {
+        Scalar::Bool => 1,
+        _ => 4,
+    }
+}
+
+fn specializations(k: &CompiledKernel) -> Vec<Spec> {
+    let comptime: Vec<(&str, i128)> = k
+        .params
+        .iter()
+        .filter_map(|p: &KernelParam| match p.kind {
+            ParamKind::Comptime(s) => Some((p.name.as_str(), sample(s))),
+            _ => None,
+        })
+        .collect();
+    [("plain", false), ("checked", true)]
+        .iter()
+        .map(|&(variant, checked)| {
+            let (source, name) = specialize(k.source(checked), &k.cuda_name, variant, &comptime);
+            Spec { name, source }
+        })
+        .collect()
+}
+
+/// The specializations as one program: the prelude once, then each source's remainder in a
+/// namespace of its own (their helpers share names), with the name/comptime macros reset.
+fn batch(specs: &[Spec]) -> Option<String> {
+    let mut out = String::from(PRELUDE);
+    for (i, s) in specs.iter().enumerate() {
+        let (defines, rest) = s.source.split_once(PRELUDE)?;
+        out.push_str("#undef PGAS_KERNEL_NAME\n");
+        // Before the prelude: specialize's #defines and the generator's comments.
+        for line in defines.lines() {
+            if let Some(name) = line
+                .strip_prefix("#define ")
+                .and_then(|d| d.split_whitespace().next())
+            {
+                out.push_str(&format!("#undef {name}\n"));
+            }
+        }
+        out.push_str(&format!(
+            "{defines}namespace pgas_batch_{i} {{\n{rest}\n}}\n"
+        ));
+    }
+    Some(out)
+}
+
+/// A unit of work: a whole file's specializations as one program, or one specialization (after
+/// its file's batch failed or warned, to say which kernel is at fault).
+enum Job {
+    Batch(String, Vec<Spec>),
+    Single(String, Spec),
+}
+
+/// Runs `job`; returns the problems found and the jobs it leaves to do.
+fn run(tc: &Toolchain, job: Job) -> (Vec<String>, Vec<Job>) {
+    match job {
+        Job::Batch(file, specs) => {
+            let name = format!("{}_batch", file.replace(['/', '.'], "_"));
+            let outcome = match batch(&specs) {
+                None => Err("sources do not start with PRELUDE".to_owned()),
+                Some(src) => match tc.compile_cubin(&src, &name, ARCH) {
+                    Ok(out) if out.warnings().count() == 0 => Ok(()),
+                    Ok(out) => Err(format!("{} warning lines", out.warnings().count())),
+                    Err(e) => Err(e
+                        .to_string()
+                        .lines()
+                        .take(3)
+                        .collect::<Vec<_>>()
+                        .join(" | ")),
+                },
+            };
+            match outcome {
+                Ok(()) => (Vec::new(), Vec::new()),
+                Err(why) => {
+                    println!("{file}: batch not clean ({why}); compiling its kernels one by one");
+                    (
+                        Vec::new(),
+                        specs
+                            .into_iter()
+                            .map(|s| Job::Single(file.clone(), s))
+                            .collect(),
+                    )
+                }
+            }
+        }
+        Job::Single(file, s) => match tc.compile_cubin(&s.source, &s.name, ARCH) {
+            Ok(out) if out.warnings().count() == 0 => (Vec::new(), Vec::new()),
+            Ok(out) => (
+                vec![format!("{file}: {}: warnings:\n{}", s.name, out.log)],
+                Vec::new(),
+            ),
+            Err(e) => (vec![format!("{file}: {e}")], Vec::new()),
+        },
+    }
+}
+
+#[test]
+fn every_corpus_kernel_compiles_without_warnings() {
+    let tc = Toolchain::discover()
+        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    // PGAS_CORPUS=amo,rma limits the run to those files (for quick local checks).
+    let only: Option<Vec<String>> = std::env::var("PGAS_CORPUS")
+        .ok()
+        .map(|v| v.split(',').map(|f| format!("{f}.rs")).collect());
+    let mut jobs = Vec::new();
+    let mut problems = Vec::new();
+    for path in corpus() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if only.as_ref().is_some_and(|o| !o.contains(&name)) {
+            continue;
+        }
+        let file = format!("tests/corpus/{name}");
+        let text = std::fs::read_to_string(&path).expect("readable corpus file");
+        match compile_file(&text, &file) {
+            Ok(kernels) => jobs.push(Job::Batch(
+                file,
+                kernels.iter().flat_map(specializations).collect(),
+            )),
+            Err(errors) => problems.extend(errors.iter().map(|e| format!("{file}: codegen: {e}"))),
+        }
+    }
+    let n_files = jobs.len();
+    let jobs = Mutex::new(jobs);
+    let found = Mutex::new(problems);
+    let busy = std::sync::atomic::AtomicUsize::new(0);
+    let t = std::time::Instant::now();
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let job = {
+                    let mut q = jobs.lock().unwrap();
+                    match q.pop() {
+                        Some(j) => {
+                            busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            j
+                        }
+                        // Others may still turn a failed batch into single jobs.
+                        None if busy.load(std::sync::atomic::Ordering::SeqCst) > 0 => {
+                            drop(q);
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                            continue;
+                        }
+                        None => return,
+                    }
+                };
+                let (p, more) = run(&tc, job);
+                found.lock().unwrap().extend(p);
+                jobs.lock().unwrap().extend(more);
+                busy.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            });
+        }
+    });
+    let found = found.into_inner().unwrap();
+    println!(
+        "{n_files} corpus files compiled in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(found.is_empty(), "{}", found.join("\n\n"));
+}
