@@ -12,8 +12,8 @@ use std::fmt::Write;
 const GENERATED: usize = 200;
 const MUTATIONS_PER_KERNEL: usize = 2;
 /// Kernels per NVRTC compile (each with both variants) and how many compiles to run.
-const BATCH: usize = 24;
-const BATCHES: usize = 3;
+const BATCH: usize = 30;
+const BATCHES: usize = 4;
 
 struct Rng(u64);
 
