@@ -1,9 +1,10 @@
-//! Every kernel of `tests/corpus/*.rs`, both variants, specialized with sample comptime values,
+//! Every kernel of `tests/corpus/*.rs` and `examples/*.rs`, both variants, specialized with sample comptime values,
 //! compiled by NVRTC for sm_90 exactly as the runtime JIT would: no errors and no warnings.
 //! Needs no GPU; needs NVRTC and the headers (CI sets `PGAS_CUDA_HOME` and `PGAS_NVSHMEM_HOME`).
 //!
 //! An NVRTC compile including `nvshmem.h` takes seconds, and parsing the headers is most of it,
-//! so the specializations of one corpus file are compiled as one NVRTC program (each in its own
+//! so the specializations of one corpus file that share a prelude (full for collective kernels,
+//! point-to-point for the others) are compiled as one NVRTC program (each in its own
 //! namespace), files in parallel. A batch that fails or warns is recompiled one specialization at
 //! a time, so every report names the kernel it belongs to.
 
@@ -11,25 +12,33 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use pgas_codegen::{
-    compile_file, specialize, CompiledKernel, KernelParam, ParamKind, Scalar, PRELUDE,
+    compile_file, prelude_for, specialize, CompiledKernel, KernelParam, ParamKind, Scalar,
 };
 use pgas_runtime::jit::Toolchain;
 
 const ARCH: (u32, u32) = (9, 0);
 
-/// One specialization: its symbol and full source.
+/// One specialization: its symbol, full source and the prelude that source starts with.
 struct Spec {
     name: String,
     source: String,
+    prelude: &'static str,
 }
 
-fn corpus() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("tests/corpus exists")
-        .map(|e| e.expect("readable entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .collect();
+/// The corpus and the gallery (`examples/`, whose kernels users run first): every file that
+/// holds kernels, as (path relative to the crate, absolute path).
+fn corpus() -> Vec<(String, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["tests/corpus", "examples"] {
+        for entry in std::fs::read_dir(root.join(dir)).expect("the folder exists") {
+            let path = entry.expect("readable entry").path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                files.push((format!("{dir}/{name}"), path));
+            }
+        }
+    }
     files.sort();
     files
 }
@@ -55,17 +64,23 @@ fn specializations(k: &CompiledKernel) -> Vec<Spec> {
         .iter()
         .map(|&(variant, checked)| {
             let (source, name) = specialize(k.source(checked), &k.cuda_name, variant, &comptime);
-            Spec { name, source }
+            Spec {
+                name,
+                source,
+                prelude: prelude_for(k.collective),
+            }
         })
         .collect()
 }
 
-/// The specializations as one program: the prelude once, then each source's remainder in a
-/// namespace of its own (their helpers share names), with the name/comptime macros reset.
+/// The specializations (all with one prelude) as one program: the prelude once, then each
+/// source's remainder in a namespace of its own (their helpers share names), with the
+/// name/comptime macros reset.
 fn batch(specs: &[Spec]) -> Option<String> {
-    let mut out = String::from(PRELUDE);
+    let prelude = specs.first()?.prelude;
+    let mut out = String::from(prelude);
     for (i, s) in specs.iter().enumerate() {
-        let (defines, rest) = s.source.split_once(PRELUDE)?;
+        let (defines, rest) = s.source.split_once(prelude)?;
         out.push_str("#undef PGAS_KERNEL_NAME\n");
         // Before the prelude: specialize's #defines and the generator's comments.
         for line in defines.lines() {
@@ -94,9 +109,14 @@ enum Job {
 fn run(tc: &Toolchain, job: Job) -> (Vec<String>, Vec<Job>) {
     match job {
         Job::Batch(file, specs) => {
-            let name = format!("{}_batch", file.replace(['/', '.'], "_"));
+            let kind = if specs[0].prelude == prelude_for(true) {
+                "full"
+            } else {
+                "p2p"
+            };
+            let name = format!("{}_batch_{kind}", file.replace(['/', '.'], "_"));
             let outcome = match batch(&specs) {
-                None => Err("sources do not start with PRELUDE".to_owned()),
+                None => Err("sources do not start with their prelude".to_owned()),
                 Some(src) => match tc.compile_cubin(&src, &name, ARCH) {
                     Ok(out) if out.warnings().count() == 0 => Ok(()),
                     Ok(out) => Err(format!("{} warning lines", out.warnings().count())),
@@ -140,21 +160,26 @@ fn every_corpus_kernel_compiles_without_warnings() {
     // PGAS_CORPUS=amo,rma limits the run to those files (for quick local checks).
     let only: Option<Vec<String>> = std::env::var("PGAS_CORPUS")
         .ok()
-        .map(|v| v.split(',').map(|f| format!("{f}.rs")).collect());
+        .map(|v| v.split(',').map(str::to_owned).collect());
     let mut jobs = Vec::new();
     let mut problems = Vec::new();
-    for path in corpus() {
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if only.as_ref().is_some_and(|o| !o.contains(&name)) {
+    for (file, path) in corpus() {
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if only.as_ref().is_some_and(|o| !o.contains(&stem)) {
             continue;
         }
-        let file = format!("tests/corpus/{name}");
         let text = std::fs::read_to_string(&path).expect("readable corpus file");
         match compile_file(&text, &file) {
-            Ok(kernels) => jobs.push(Job::Batch(
-                file,
-                kernels.iter().flat_map(specializations).collect(),
-            )),
+            Ok(kernels) => {
+                // One program per prelude: the full one and the point-to-point one.
+                let (full, p2p): (Vec<Spec>, Vec<Spec>) = kernels
+                    .iter()
+                    .flat_map(specializations)
+                    .partition(|s| s.prelude == prelude_for(true));
+                for specs in [full, p2p].into_iter().filter(|s| !s.is_empty()) {
+                    jobs.push(Job::Batch(file.clone(), specs));
+                }
+            }
             Err(errors) => problems.extend(errors.iter().map(|e| format!("{file}: codegen: {e}"))),
         }
     }
@@ -192,7 +217,7 @@ fn every_corpus_kernel_compiles_without_warnings() {
     });
     let found = found.into_inner().unwrap();
     println!(
-        "{n_files} corpus files compiled in {:.1} s",
+        "{n_files} NVRTC programs compiled in {:.1} s",
         t.elapsed().as_secs_f64()
     );
     assert!(found.is_empty(), "{}", found.join("\n\n"));

@@ -39,7 +39,7 @@ mod types;
 pub use docs::intrinsics_markdown;
 pub use error::CodegenError;
 pub use expand::{expand_device, expand_kernel};
-pub use prelude::PRELUDE;
+pub use prelude::{prelude_for, PRELUDE, PRELUDE_P2P};
 pub use specialize::specialize;
 pub use types::Scalar;
 
@@ -232,8 +232,8 @@ pub fn compile_kernel(
         }
     }
     let used: Vec<&Function> = hfs.iter().filter(|h| reached.contains(&h.name)).collect();
-    let plain = emit::emit_source(&kf, &used, false, file_name);
-    let checked = emit::emit_source(&kf, &used, true, file_name);
+    let plain = emit::emit_source(&kf, &used, false, collective, file_name);
+    let checked = emit::emit_source(&kf, &used, true, collective, file_name);
     let params: Vec<KernelParam> = kf
         .params
         .iter()

@@ -2,7 +2,8 @@
 
 /// The NVSHMEM prelude for NVRTC (shared/notes/nvshmem-jit.md): IBGDA off (its header needs
 /// `mlx5dv.h`), and `std::` aliased to `cuda::std::` because NVSHMEM 3.4.5's `reduce.cuh`
-/// names `std::is_integral`.
+/// names `std::is_integral`. The whole device API; kernels that use a barrier, sync or
+/// collective start with it.
 pub const PRELUDE: &str = "#include <non_abi/nvshmem_build_options.h>
 #undef NVSHMEM_IBGDA_SUPPORT        // else ibgda_device.cuh wants <infiniband/mlx5dv.h>
 #include <cuda/std/type_traits>
@@ -10,6 +11,29 @@ namespace std { using namespace cuda::std; }   // 3.4.5's reduce.cuh:819 names s
 #include <nvshmem.h>
 #include <nvshmemx.h>
 ";
+
+/// The prelude of kernels that use no barrier, sync or collective: NVSHMEM's device API without
+/// its collective headers (`nvshmem.h` minus `nvshmem{,x}_coll_defines.cuh`). Those headers
+/// instantiate every collective template for every type and operation, which is most of an
+/// NVRTC compile (docs/jit.md: 2.1-2.5 s with them, 0.9 s without, on an H200 machine), and
+/// the barriers live there too, so the intrinsic table's collective flag decides.
+pub const PRELUDE_P2P: &str = "#include <non_abi/nvshmem_build_options.h>
+#undef NVSHMEM_IBGDA_SUPPORT        // else ibgda_device.cuh wants <infiniband/mlx5dv.h>
+#include <cuda/std/type_traits>
+namespace std { using namespace cuda::std; }   // as in the full prelude
+#include <device/nvshmem_defines.h>     // nvshmem.h without the collective headers
+#include <device/nvshmemx_defines.h>
+";
+
+/// The prelude a kernel's source starts with: [`PRELUDE`] when it needs a collective launch,
+/// else the lighter [`PRELUDE_P2P`].
+pub fn prelude_for(collective: bool) -> &'static str {
+    if collective {
+        PRELUDE
+    } else {
+        PRELUDE_P2P
+    }
+}
 
 /// Helpers both variants use. Integer `min`/`max`/`abs` are templates so each fixed-width type
 /// keeps its own type (CUDA's overloads would promote `int8_t` to `int`).

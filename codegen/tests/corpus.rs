@@ -4,7 +4,7 @@
 //! support helpers (checked separately below), so a snapshot shows only what the kernel
 //! produced. `cargo insta review` updates them.
 
-use pgas_codegen::{compile_file, CompiledKernel, PRELUDE};
+use pgas_codegen::{compile_file, prelude_for, CompiledKernel};
 use std::path::{Path, PathBuf};
 
 fn corpus() -> Vec<(String, String)> {
@@ -88,7 +88,11 @@ fn every_source_starts_with_the_prelude_and_names_the_file() {
     for (stem, src) in corpus() {
         for k in compile(&stem, &src) {
             for s in [&k.plain, &k.checked] {
-                assert!(s.starts_with(PRELUDE), "{}: prelude", k.rust_name);
+                assert!(
+                    s.starts_with(prelude_for(k.collective)),
+                    "{}: prelude",
+                    k.rust_name
+                );
                 assert!(s.contains(&format!(
                     "#define PGAS_RUST_FILE \"tests/corpus/{stem}.rs\""
                 )));
