@@ -158,6 +158,12 @@ if [ -x "$bin/hello_ring_mpi" ] && [ "$gpus" -ge 2 ]; then
 else
   note "SKIP hello_ring mpirun (no hello_ring_mpi binary or 1 GPU)"
 fi
+if [ -x "$bin/hello_ring" ] && [ "$gpus" -ge 2 ]; then
+  # NVSHMEM's own bootstrap (NVSHMEM_BOOTSTRAP set): the plain build, no rsmpi, NVSHMEM's MPI plugin.
+  step "hello_ring NVSHMEM_BOOTSTRAP=MPI" examples.log 40 \
+    mpirun -np 2 --bind-to none -x NVSHMEM_BOOTSTRAP=MPI "$bin/hello_ring"
+  verdict "hello_ring NVSHMEM_BOOTSTRAP=MPI mpirun -np 2" "$(echo "$last" | tail -1)"
+fi
 
 # Benchmarks, figures to figures.jsonl.
 : >"$out/figures.jsonl"
