@@ -158,6 +158,12 @@ if [ -x "$bin/hello_ring_mpi" ] && [ "$gpus" -ge 2 ]; then
 else
   note "SKIP hello_ring mpirun (no hello_ring_mpi binary or 1 GPU)"
 fi
+if [ -x "$bin/hello_ring" ] && [ "$gpus" -ge 1 ]; then
+  # More ranks than GPUs: pgas-run must refuse before starting anything.
+  step "pgas-run -n $((gpus + 1))" examples.log 20 "$bin/pgas-run" -n $((gpus + 1)) -- "$bin/hello_ring"
+  if [ "$rc" != 0 ] && ! echo "$last" | grep -q "PE 0/"; then rc=0; else rc=1; fi
+  verdict "pgas-run refuses $((gpus + 1)) ranks on $gpus GPU(s)" "$(echo "$last" | head -1 | cut -c1-150)"
+fi
 if [ -x "$bin/hello_ring" ] && [ "$gpus" -ge 2 ]; then
   # NVSHMEM's own bootstrap (NVSHMEM_BOOTSTRAP set): the plain build, no rsmpi, NVSHMEM's MPI plugin.
   step "hello_ring NVSHMEM_BOOTSTRAP=MPI" examples.log 40 \
