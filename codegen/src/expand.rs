@@ -205,7 +205,7 @@ fn launcher_params(f: &syn::ItemFn) -> Option<Vec<LauncherParam<'_>>> {
 fn kernel_module(f: &syn::ItemFn, k: &CompiledKernel) -> TokenStream {
     let vis = &f.vis;
     let name = &f.sig.ident;
-    let docs = f.attrs.iter().filter(|a| a.path().is_ident("doc"));
+    let docs = kept_attrs(f);
     let Some(lparams) = launcher_params(f) else {
         return fallback_module(f);
     };
@@ -325,6 +325,14 @@ fn kernel_module(f: &syn::ItemFn, k: &CompiledKernel) -> TokenStream {
     }
 }
 
+/// The kernel's attributes that also make sense on its module: docs, `cfg`, lint levels.
+fn kept_attrs(f: &syn::ItemFn) -> impl Iterator<Item = &syn::Attribute> {
+    const KEPT: &[&str] = &["doc", "cfg", "cfg_attr", "allow", "warn", "deny", "expect"];
+    f.attrs
+        .iter()
+        .filter(|a| KEPT.iter().any(|k| a.path().is_ident(k)))
+}
+
 /// After an error: the module with the launchers' signatures (so call sites still resolve
 /// in editors) when the parameters are valid, else an empty module.
 fn fallback_module(f: &syn::ItemFn) -> TokenStream {
@@ -333,7 +341,9 @@ fn fallback_module(f: &syn::ItemFn) -> TokenStream {
     let valid = crate::parse::params_valid(f);
     let lparams = launcher_params(f).filter(|_| valid);
     let Some(lparams) = lparams else {
+        let attrs = kept_attrs(f);
         return quote! {
+            #(#attrs)*
             #[allow(non_snake_case, dead_code)]
             #vis mod #name {}
         };
@@ -347,7 +357,9 @@ fn fallback_module(f: &syn::ItemFn) -> TokenStream {
         })
         .collect();
     let msg = format!("kernel `{name}` failed to compile");
+    let attrs = kept_attrs(f);
     quote! {
+        #(#attrs)*
         #[allow(non_snake_case, dead_code, unused_imports, unused_variables, clippy::all)]
         #vis mod #name {
             use super::*;

@@ -103,3 +103,25 @@ fn a_non_function_is_an_error_and_kept() {
     assert!(out.contains("compile_error !"));
     assert!(out.contains("struct S ;"));
 }
+
+#[test]
+fn cfg_docs_and_lints_carry_over_to_the_module() {
+    let out = norm(
+        pgas_codegen::expand_kernel(
+            quote!(),
+            quote! {
+                /// Doc.
+                #[cfg(feature = "gpu")]
+                #[allow(unused)]
+                #[inline]
+                fn k(x: &mut SymTensor<f32>) { x[0] = 1.0; }
+            },
+        )
+        .to_string(),
+    );
+    let module = &out[..out.find("mod k").expect("a module")];
+    assert!(module.contains("# [doc = r\" Doc.\"]"), "{module}");
+    assert!(module.contains("# [cfg (feature = \"gpu\")]"));
+    assert!(module.contains("# [allow (unused)]"));
+    assert!(!module.contains("inline"));
+}
