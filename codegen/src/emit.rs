@@ -38,7 +38,6 @@ pub fn c_string(s: &str) -> String {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
-            '%' => out.push_str("%%"),
             c if c.is_ascii_graphic() || c == ' ' => out.push(c),
             c => {
                 let mut buf = [0u8; 4];
