@@ -59,6 +59,8 @@ struct Gen<'r> {
     vars: Vec<(String, &'static str, bool)>,
     next_var: usize,
     depth: usize,
+    /// A `#[pgas_device] fn` of the file: (name, its argument and return type).
+    helper: Option<(String, &'static str)>,
 }
 
 impl Gen<'_> {
@@ -163,11 +165,28 @@ impl Gen<'_> {
             .map(|v| v.0.clone())
             .collect();
         let bufs: Vec<Buf> = self.bufs.iter().filter(|b| b.elem == t).cloned().collect();
-        match self.rng.below(3) {
+        let syms: Vec<Buf> = bufs.iter().filter(|b| b.sym).cloned().collect();
+        match self.rng.below(7) {
             0 if !vars.is_empty() => self.rng.pick(&vars).clone(),
-            1 if !bufs.is_empty() => {
+            1 | 2 if !bufs.is_empty() => {
                 let b = self.rng.pick(&bufs).clone();
                 format!("{}[{}]", b.name, self.index(&b))
+            }
+            3 if !syms.is_empty() => {
+                let b = self.rng.pick(&syms).clone();
+                format!("g(&{}[0], my_pe())", b.name)
+            }
+            4 if matches!(t, "i32" | "u32" | "i64" | "u64" | "f32" | "f64" | "f16") => {
+                let v = self.literal(t);
+                format!("shfl_xor_sync(0xffff_ffff, {v}, 1)")
+            }
+            5 if self.helper.as_ref().is_some_and(|h| h.1 == t) && self.depth < 3 => {
+                let name = self
+                    .helper
+                    .as_ref()
+                    .map(|h| h.0.clone())
+                    .unwrap_or_default();
+                format!("{name}({}, {})", self.literal(t), self.literal(t))
             }
             _ => self.literal(t),
         }
@@ -285,10 +304,41 @@ impl Gen<'_> {
             .cloned()
             .collect();
         let amo = matches!(dst.elem, "i32" | "u32" | "i64" | "u64" | "usize");
-        match self.rng.below(6) {
+        let local_add = matches!(
+            dst.elem,
+            "i32" | "u32" | "i64" | "u64" | "usize" | "f32" | "f64"
+        );
+        match self.rng.below(9) {
             0 => {
                 let v = self.expr(dst.elem);
                 let _ = writeln!(out, "{pad}p(&mut {}[0], {v}, {pe});", dst.name);
+            }
+            6 if !srcs.is_empty() => {
+                let src = self.rng.pick(&srcs).clone();
+                let f = *self
+                    .rng
+                    .pick(&["get", "get_nbi", "get_block", "get_nbi_warp"]);
+                if src.sym {
+                    let _ = writeln!(
+                        out,
+                        "{pad}{f}(&mut {}[1..], &{}[..], {pe});",
+                        dst.name, src.name
+                    );
+                } else {
+                    let _ = writeln!(out, "{pad}{f}(&mut {}[1..], {}, {pe});", dst.name, dst.name);
+                }
+            }
+            7 if local_add => {
+                let v = self.literal(dst.elem);
+                let _ = writeln!(out, "{pad}atomic_add_local(&mut {}[0], {v});", dst.name);
+            }
+            8 => {
+                let v = self.literal("u64");
+                let _ = writeln!(
+                    out,
+                    "{pad}signal_op(&mut sig[0], {v}, SignalOp::Add, {pe});"
+                );
+                let _ = writeln!(out, "{pad}signal_wait_until(&sig[0], Cmp::Ge, {v});");
             }
             1 if !srcs.is_empty() => {
                 let src = self.rng.pick(&srcs).clone();
@@ -323,7 +373,7 @@ impl Gen<'_> {
 }
 
 fn generate(rng: &mut Rng, id: usize) -> String {
-    let mut bufs = Vec::new();
+    let mut bufs: Vec<Buf> = Vec::new();
     let n = 1 + rng.below(3);
     for i in 0..n {
         bufs.push(Buf {
@@ -351,18 +401,40 @@ fn generate(rng: &mut Rng, id: usize) -> String {
         params.push("#[comptime] c0: usize".into());
         vars.push(("c0".to_string(), "usize", false));
     }
+    params.push("sig: &mut SymTensor<u64>".into());
+    let mut prologue = String::new();
+    let mut helper_src = String::new();
+    let mut helper = None;
+    if rng.chance(30) {
+        let t = *rng.pick(&["f32", "i32", "u64", "f64"]);
+        helper_src = format!(
+            "#[pgas_device]\nfn h{id}(a: {t}, b: {t}) -> {t} {{\n    if a > b {{\n        return a - b;\n    }}\n    a + b\n}}\n\n"
+        );
+        helper = Some((format!("h{id}"), t));
+    }
+    if rng.chance(30) {
+        let t = *rng.pick(TYPES);
+        prologue = format!("    let sh = shared_array::<{t}, 64>();\n");
+        bufs.push(Buf {
+            name: "sh".into(),
+            elem: t,
+            sym: false,
+            mutable: true,
+        });
+    }
     let mut g = Gen {
         rng,
         bufs,
         vars,
         next_var: 0,
         depth: 0,
+        helper,
     };
-    let mut body = String::new();
+    let mut body = prologue;
     let count = 1 + g.rng.below(6);
     g.stmts(count, &mut body, 1);
     format!(
-        "use pgas::prelude::*;\n\n#[pgas_kernel]\nfn fuzz_{id}({}) {{\n{body}}}\n",
+        "use pgas::prelude::*;\n\n{helper_src}#[pgas_kernel]\nfn fuzz_{id}({}) {{\n{body}}}\n",
         params.join(", ")
     )
 }
@@ -508,10 +580,13 @@ fn generated_and_mutated_kernels() {
         let mut batch = prefix.to_string();
         for (i, (_, k)) in chunk.iter().enumerate() {
             for (variant, source) in [("plain", &k.plain), ("checked", &k.checked)] {
-                let (_, part) = split_prefix(source);
+                // Device functions are per source; keep their names apart in the batch.
+                let part = split_prefix(source)
+                    .1
+                    .replace("pgas_fn_", &format!("pgas_fn_{i}{variant}_"));
                 let comptime: Vec<(&str, i128)> =
                     k.comptime.iter().map(|c| (c.as_str(), 3)).collect();
-                let (full, _) = specialize(part, &format!("fuzz_b{b}_{i}"), variant, &comptime);
+                let (full, _) = specialize(&part, &format!("fuzz_b{b}_{i}"), variant, &comptime);
                 let _ = writeln!(
                     batch,
                     "#undef PGAS_RUST_FILE\n#define PGAS_RUST_FILE \"{}.rs\"",

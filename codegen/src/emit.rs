@@ -280,8 +280,9 @@ impl Emitter {
         let unused = if l.read { "" } else { "[[maybe_unused]] " };
         match (l.ty, &l.shared_len) {
             (Ty::Buf(b), Some(n)) => {
+                // `s.len()` alone reads only the length, so the array may go unreferenced.
                 self.line(&format!(
-                    "__shared__ {} {}[{n}];",
+                    "[[maybe_unused]] __shared__ {} {}[{n}];",
                     b.elem.c_type(),
                     l.c_name
                 ));
