@@ -20,6 +20,7 @@ pub fn intrinsics_markdown() -> String {
         for r in rows {
             let args: Vec<String> = r.args.iter().map(|(n, a)| a.doc(n)).collect();
             let call = match r.form {
+                _ if r.ret == Ret::SharedArray => format!("`{}::<T, N>()`", r.name),
                 Form::Free => format!("`{}({})`", r.name, args.join(", ")),
                 Form::Method => {
                     let recv = r.args.first().map(|(n, _)| *n).unwrap_or("x");
