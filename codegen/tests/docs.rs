@@ -27,6 +27,7 @@ fn dsl_reference_lists_every_intrinsic() {
     for row in pgas_codegen::intrinsics::INTRINSICS {
         assert!(
             generated.contains(&format!("`{}(", row.name))
+                || generated.contains(&format!("`{}::<", row.name))
                 || generated.contains(&format!(".{}(", row.name)),
             "{}",
             row.name
