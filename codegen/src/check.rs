@@ -1081,7 +1081,6 @@ impl Checker<'_> {
             }
             ExprKind::For {
                 var,
-                var_span,
                 c_var,
                 c_end,
                 start,
@@ -1106,7 +1105,6 @@ impl Checker<'_> {
                 }
                 self.scopes.push(Vec::new());
                 *c_var = self.declare(var, st, false, false, false);
-                let _ = var_span;
                 *c_end = self.c_name(&format!("{c_var}_end"), false);
                 self.loop_depth += 1;
                 self.block(body, Some(Ty::Unit), Ctx::Stmt);

@@ -216,7 +216,6 @@ pub enum ExprKind {
     Block(Block),
     For {
         var: String,
-        var_span: Span,
         c_var: String,
         c_end: String,
         start: Box<Expr>,

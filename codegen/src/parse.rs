@@ -823,13 +823,13 @@ fn lower_for(f: &syn::ExprForLoop, errors: &mut Errors) -> Expr {
     if let Some(l) = &f.label {
         errors.push(Sp::of(&l), "loop labels are not supported");
     }
-    let (var, var_span) = match &*f.pat {
+    let var = match &*f.pat {
         syn::Pat::Ident(pi)
             if pi.by_ref.is_none() && pi.subpat.is_none() && pi.mutability.is_none() =>
         {
-            (pi.ident.to_string(), pi.ident.span())
+            pi.ident.to_string()
         }
-        syn::Pat::Wild(w) => ("_".to_string(), w.span()),
+        syn::Pat::Wild(_) => "_".to_string(),
         other => {
             errors.push(Sp::of(&other), "the loop variable must be a plain name");
             return err_expr(span);
@@ -873,7 +873,6 @@ fn lower_for(f: &syn::ExprForLoop, errors: &mut Errors) -> Expr {
     Expr::new(
         ExprKind::For {
             var,
-            var_span,
             c_var: String::new(),
             c_end: String::new(),
             start,
