@@ -129,12 +129,17 @@ fn param_list(f: &Function) -> String {
 }
 
 fn int_literal(v: u128, s: Scalar) -> String {
+    // A cast binds tighter than any binary operator, so `(T)N` needs no outer parentheses; a
+    // suffix only where the value does not fit an `int`.
+    let suffix = match (v > i32::MAX as u128, s.is_signed_int()) {
+        (false, _) => "",
+        (true, true) => "ll",
+        (true, false) => "ull",
+    };
     match s {
         Scalar::I32 => format!("{v}"),
         Scalar::U32 => format!("{v}u"),
-        Scalar::I64 | Scalar::Isize => format!("(({}){v}ll)", s.c_type()),
-        Scalar::U64 | Scalar::Usize => format!("(({}){v}ull)", s.c_type()),
-        _ => format!("(({}){v})", s.c_type()),
+        _ => format!("({}){v}{suffix}", s.c_type()),
     }
 }
 
