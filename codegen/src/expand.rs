@@ -85,8 +85,14 @@ pub fn expand_device(attr: TokenStream, item: TokenStream) -> TokenStream {
         );
     }
     let mac = format_ident!("__pgas_device_{}", f.sig.ident);
+    let cfgs: Vec<&syn::Attribute> = f
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr"))
+        .collect();
     quote! {
         #(#errs)*
+        #(#cfgs)*
         #[doc(hidden)]
         #[allow(unused_macros)]
         macro_rules! #mac {
@@ -95,6 +101,7 @@ pub fn expand_device(attr: TokenStream, item: TokenStream) -> TokenStream {
                 $($kernel)*
             };
         }
+        #(#cfgs)*
         #[allow(unused_imports)]
         pub(crate) use #mac;
     }
