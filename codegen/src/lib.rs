@@ -192,6 +192,9 @@ pub fn compile_kernel(
         if h.name == kf.name || sigs.contains_key(&h.name) {
             errors.push(h.span, format!("`{}` is defined more than once", h.name));
         }
+        if let Some(message) = intrinsic_name_clash(&h.name) {
+            errors.push(h.span, message);
+        }
         sigs.insert(
             h.name.clone(),
             FnSig {
@@ -277,9 +280,20 @@ pub fn compile_kernel(
     })
 }
 
+/// A device function may not take an intrinsic's name: calls would be ambiguous.
+fn intrinsic_name_clash(name: &str) -> Option<String> {
+    intrinsics::INTRINSICS
+        .iter()
+        .any(|r| r.name == name)
+        .then(|| format!("`{name}` is the name of a kernel intrinsic; give the #[pgas_device] function another name"))
+}
+
 /// Errors a `#[pgas_device]` function has on its own (its callees unknown yet).
 pub(crate) fn device_errors(item: &syn::ItemFn) -> Vec<CodegenError> {
     let mut errors = Errors::default();
+    if let Some(message) = intrinsic_name_clash(&item.sig.ident.to_string()) {
+        errors.push(item.sig.ident.span(), message);
+    }
     let mut f = parse::lower_fn(item, false, &mut errors);
     if !errors.is_empty() {
         return errors.into_vec();
