@@ -98,6 +98,19 @@ impl PgasBuilder {
             });
         }
         let method = bootstrap::resolve(self.bootstrap, &env::process)?;
+        let heap_size = match self.heap_size {
+            Some(bytes) => {
+                // NVSHMEM reads its heap size only from the environment, and may read its options
+                // as soon as the library is loaded: set it before loading.
+                std::env::set_var(heap::HEAP_SIZE_VAR, bytes.to_string());
+                bytes
+            }
+            None => match env::process(heap::HEAP_SIZE_VAR) {
+                Some(v) => heap::parse_size(&v)?,
+                None => heap::DEFAULT_HEAP_SIZE,
+            },
+        };
+
         let install = nvshmem::find()?;
         // Loaded once per process and never unloaded: NVSHMEM cannot re-initialize anyway, and
         // unloading it under its plugins or atexit handlers is asking for trouble.
@@ -114,18 +127,6 @@ impl PgasBuilder {
         let stream = ctx
             .new_stream()
             .map_err(Error::cuda("creating the pgas stream"))?;
-
-        let heap_size = match self.heap_size {
-            Some(bytes) => {
-                // NVSHMEM reads its heap size only from the environment, at init.
-                std::env::set_var(heap::HEAP_SIZE_VAR, bytes.to_string());
-                bytes
-            }
-            None => match env::process(heap::HEAP_SIZE_VAR) {
-                Some(v) => heap::parse_size(&v)?,
-                None => heap::DEFAULT_HEAP_SIZE,
-            },
-        };
 
         let bootstrapped = bootstrap::run(method, nv)?;
         let raw = nv.raw();
