@@ -29,15 +29,33 @@ fn jacobi_ring(
         let slot = 2 * (it % 2) as usize;
         let arrived = (it + 1) as u64;
         if tid == 0 {
-            put_signal(&mut halo[slot..slot + 1], &u[len - 1..len], &mut sig[0], arrived, SignalOp::Set, next);
-            put_signal(&mut halo[slot + 1..slot + 2], &u[0..1], &mut sig[1], arrived, SignalOp::Set, prev);
+            put_signal(
+                &mut halo[slot..slot + 1],
+                &u[len - 1..len],
+                &mut sig[0],
+                arrived,
+                SignalOp::Set,
+                next,
+            );
+            put_signal(
+                &mut halo[slot + 1..slot + 2],
+                &u[0..1],
+                &mut sig[1],
+                arrived,
+                SignalOp::Set,
+                prev,
+            );
             signal_wait_until(&sig[0], Cmp::Ge, arrived);
             signal_wait_until(&sig[1], Cmp::Ge, arrived);
         }
         sync_threads();
         for i in (tid..len).step_by(step) {
             let left = if i == 0 { halo[slot] } else { u[i - 1] };
-            let right = if i == len - 1 { halo[slot + 1] } else { u[i + 1] };
+            let right = if i == len - 1 {
+                halo[slot + 1]
+            } else {
+                u[i + 1]
+            };
             scratch[i] = 0.5 * u[i] + 0.25 * (left + right);
         }
         sync_threads();

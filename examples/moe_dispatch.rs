@@ -32,9 +32,17 @@ fn moe_dispatch(
         }
         sync_warp();
         let row = slots[w] as usize;
-        put_warp(&mut recv[row * d..(row + 1) * d], &tokens[token * d..(token + 1) * d], pe);
+        put_warp(
+            &mut recv[row * d..(row + 1) * d],
+            &tokens[token * d..(token + 1) * d],
+            pe,
+        );
         if lane_id() == 0 {
-            p(&mut recv_ids[row], (my_pe() as usize * dest.len() + token) as i32, pe);
+            p(
+                &mut recv_ids[row],
+                (my_pe() as usize * dest.len() + token) as i32,
+                pe,
+            );
         }
     }
 }
@@ -85,7 +93,9 @@ fn main() -> pgas::Result<()> {
     pgas.barrier_all()?;
 
     let got = count.to_vec()?[0] as usize;
-    let mut want: Vec<usize> = (0..TOKENS_PER_PE * n).filter(|&id| route(id, n) == me).collect();
+    let mut want: Vec<usize> = (0..TOKENS_PER_PE * n)
+        .filter(|&id| route(id, n) == me)
+        .collect();
     let rows = recv.to_vec()?;
     let mut got_ids: Vec<usize> = recv_ids.to_vec()?[..got.min(TOKENS_PER_PE * n)]
         .iter()

@@ -25,7 +25,13 @@ fn main() -> pgas::Result<()> {
     let mut dst = pgas.alloc::<f32>(LEN)?;
     let src = pgas.alloc_from(&vec![me as f32; LEN])?;
     let mut sig = pgas.alloc::<u64>(1)?;
-    ring_shift::launch(&pgas, LaunchConfig::blocks(1, 512), &mut dst, &src, &mut sig)?;
+    ring_shift::launch(
+        &pgas,
+        LaunchConfig::blocks(1, 512),
+        &mut dst,
+        &src,
+        &mut sig,
+    )?;
     pgas.barrier_all()?;
 
     let got = dst.to_vec()?;

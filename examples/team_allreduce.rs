@@ -55,7 +55,11 @@ fn main() -> pgas::Result<()> {
     }
     let b = bcast.to_vec()?;
     if let Some(i) = (0..LEN).find(|&i| b[i] != i as i64 * 1000) {
-        eprintln!("PE {me}: bcast[{i}] = {}, expected {}", b[i], i as i64 * 1000);
+        eprintln!(
+            "PE {me}: bcast[{i}] = {}, expected {}",
+            b[i],
+            i as i64 * 1000
+        );
         std::process::exit(1);
     }
     println!("PE {me}/{n}: device all-reduce of {LEN} floats and broadcast from PE 0 match, ok");
