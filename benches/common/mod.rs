@@ -12,18 +12,9 @@ use std::time::Instant;
 
 pub type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
-/// Whether a CUDA driver and at least one device are present (cudarc's loader panics without
-/// `libcuda.so.1`, so that is probed first).
+/// Whether a CUDA driver and at least one GPU are there.
 pub fn gpu_present() -> bool {
-    use pgas::cudarc::driver::{result, sys};
-    // SAFETY: only probes whether the library can be opened.
-    if !unsafe { sys::is_culib_present() } {
-        return false;
-    }
-    std::panic::catch_unwind(|| result::init().and_then(|_| result::device::get_count()))
-        .ok()
-        .and_then(Result::ok)
-        .is_some_and(|n| n > 0)
+    pgas::gpu_count().is_ok_and(|n| n > 0)
 }
 
 /// Median of a sample (upper median for an even count); NaN for none.

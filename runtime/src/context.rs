@@ -116,12 +116,8 @@ impl PgasBuilder {
         // unloading it under its plugins or atexit handlers is asking for trouble.
         let nv: &'static Nvshmem = Box::leak(Box::new(Nvshmem::load(&install)?));
 
-        // cudarc's dynamic loader panics without libcuda; ask first.
-        if !unsafe { cudarc::driver::sys::is_culib_present() } {
-            return Err(Error::NoCudaDriver);
-        }
-        let count = CudaContext::device_count().map_err(Error::cuda("counting GPUs"))?;
-        let device = bootstrap::pick_device(self.device, &env::process, count.max(0) as usize)?;
+        let count = crate::gpu_count()?;
+        let device = bootstrap::pick_device(self.device, &env::process, count)?;
         // NVSHMEM binds to the current context, so the GPU is selected before init.
         let ctx = CudaContext::new(device).map_err(Error::cuda("creating the CUDA context"))?;
         let stream = ctx

@@ -7,6 +7,7 @@
 
 pub mod bootstrap;
 mod context;
+mod device;
 pub mod doctor;
 mod error;
 pub mod ffi;
@@ -22,6 +23,7 @@ mod team;
 
 pub use bootstrap::Bootstrap;
 pub use context::{builder, init, Pgas, PgasBuilder};
+pub use device::gpu_count;
 pub use error::{Error, Result};
 pub use jit::LaunchConfig;
 pub use memory::{SymRegion, SymTensor, SymView, SymViewMut};

@@ -6,18 +6,9 @@ use std::fmt::Debug;
 
 pub type CaseResult = Result<(), Box<dyn std::error::Error>>;
 
-/// Whether a CUDA driver and at least one device are there. Loading the driver library is tried
-/// first because cudarc's dynamic loader panics when `libcuda.so.1` is absent.
+/// Whether a CUDA driver and at least one GPU are there.
 pub fn gpu_present() -> bool {
-    use pgas::cudarc::driver::{result, sys};
-    // SAFETY: only probes whether the library can be opened.
-    if !unsafe { sys::is_culib_present() } {
-        return false;
-    }
-    std::panic::catch_unwind(|| result::init().and_then(|_| result::device::get_count()))
-        .ok()
-        .and_then(Result::ok)
-        .is_some_and(|n| n > 0)
+    pgas::gpu_count().is_ok_and(|n| n > 0)
 }
 
 pub fn me(p: &Pgas) -> usize {

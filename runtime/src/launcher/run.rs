@@ -40,14 +40,13 @@ pub fn visible_gpus() -> Result<usize> {
     if let Some(n) = env::parse_usize(&env::process, GPU_COUNT_VAR)? {
         return Ok(n);
     }
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err(Error::Launcher(format!(
+    crate::gpu_count().map_err(|e| match e {
+        Error::NoCudaDriver => Error::Launcher(format!(
             "no NVIDIA driver (libcuda.so.1) on this machine, so no GPU to start ranks on; run `pgas doctor`. \
              (To exercise the launcher without GPUs, set {GPU_COUNT_VAR}=N.)"
-        )));
-    }
-    let n = cudarc::driver::CudaContext::device_count().map_err(Error::cuda("counting GPUs"))?;
-    Ok(n.max(0) as usize)
+        )),
+        other => other,
+    })
 }
 
 /// The exit code `pgas-run` ends with after `launch` returned this.
