@@ -6,8 +6,11 @@
 
 use std::ffi::c_void;
 
+use cudarc::driver::sys::CUstream;
+
 use crate::context::Pgas;
 use crate::error::Result;
+use crate::ffi::NvshmemHost;
 use crate::memory::{check_len, SymRegion};
 
 impl Pgas {
@@ -21,17 +24,15 @@ impl Pgas {
     ) -> Result<()> {
         let pe = self.check_pe(pe)?;
         check_len("the source", src.len(), dst.len())?;
-        self.inner.bind()?;
-        unsafe {
-            self.nvshmem().raw().nvshmemx_putmem_on_stream(
-                dst.as_device_ptr() as *mut c_void,
-                src.as_device_ptr() as *const c_void,
-                src.len() * std::mem::size_of::<T>(),
-                pe,
-                self.inner.stream.cu_stream(),
-            )
-        };
-        Ok(())
+        let bytes = src.len() * std::mem::size_of::<T>();
+        let (d, s) = (
+            dst.as_device_ptr() as *mut c_void,
+            src.as_device_ptr() as *const c_void,
+        );
+        // SAFETY: both regions are symmetric allocations of at least `bytes` on every PE.
+        self.on_stream(|nv, stream| unsafe {
+            nv.nvshmemx_putmem_on_stream(d, s, bytes, pe, stream)
+        })
     }
 
     /// Copies `src` on PE `pe` into this PE's `dst` (`nvshmemx_getmem_on_stream`). Asynchronous
@@ -44,52 +45,46 @@ impl Pgas {
     ) -> Result<()> {
         let pe = self.check_pe(pe)?;
         check_len("the source", src.len(), dst.len())?;
-        self.inner.bind()?;
-        unsafe {
-            self.nvshmem().raw().nvshmemx_getmem_on_stream(
-                dst.as_device_ptr() as *mut c_void,
-                src.as_device_ptr() as *const c_void,
-                src.len() * std::mem::size_of::<T>(),
-                pe,
-                self.inner.stream.cu_stream(),
-            )
-        };
-        Ok(())
+        let bytes = src.len() * std::mem::size_of::<T>();
+        let (d, s) = (
+            dst.as_device_ptr() as *mut c_void,
+            src.as_device_ptr() as *const c_void,
+        );
+        // SAFETY: both regions are symmetric allocations of at least `bytes` on every PE.
+        self.on_stream(|nv, stream| unsafe {
+            nv.nvshmemx_getmem_on_stream(d, s, bytes, pe, stream)
+        })
     }
 
     /// Barrier over all PEs that also completes every RMA issued before it
     /// (`nvshmemx_barrier_all_on_stream`), then waits for the stream.
     pub fn barrier_all(&self) -> Result<()> {
-        self.inner.bind()?;
-        unsafe {
-            self.nvshmem()
-                .raw()
-                .nvshmemx_barrier_all_on_stream(self.inner.stream.cu_stream())
-        };
+        // SAFETY: the pgas stream belongs to the context NVSHMEM was initialized on.
+        self.on_stream(|nv, stream| unsafe { nv.nvshmemx_barrier_all_on_stream(stream) })?;
         self.inner.sync_stream()
     }
 
     /// Synchronizes all PEs without completing outstanding RMA (`nvshmemx_sync_all_on_stream`),
     /// then waits for the stream.
     pub fn sync_all(&self) -> Result<()> {
-        self.inner.bind()?;
-        unsafe {
-            self.nvshmem()
-                .raw()
-                .nvshmemx_sync_all_on_stream(self.inner.stream.cu_stream())
-        };
+        // SAFETY: as in `barrier_all`.
+        self.on_stream(|nv, stream| unsafe { nv.nvshmemx_sync_all_on_stream(stream) })?;
         self.inner.sync_stream()
     }
 
     /// Completes every RMA this PE issued on the stream (`nvshmemx_quiet_on_stream`), then waits
     /// for the stream.
     pub fn quiet(&self) -> Result<()> {
-        self.inner.bind()?;
-        unsafe {
-            self.nvshmem()
-                .raw()
-                .nvshmemx_quiet_on_stream(self.inner.stream.cu_stream())
-        };
+        // SAFETY: as in `barrier_all`.
+        self.on_stream(|nv, stream| unsafe { nv.nvshmemx_quiet_on_stream(stream) })?;
         self.inner.sync_stream()
+    }
+
+    /// Issues one `nvshmemx_*_on_stream` call on the pgas stream, with the pgas context current
+    /// on this thread (the driver API is per thread).
+    fn on_stream(&self, call: impl FnOnce(&NvshmemHost, CUstream)) -> Result<()> {
+        self.inner.bind()?;
+        call(self.nvshmem().raw(), self.inner.stream.cu_stream());
+        Ok(())
     }
 }
