@@ -178,27 +178,21 @@ fn describe_gpu(ordinal: i32) -> Result<String, cu::DriverError> {
 }
 
 fn nvrtc_check() -> Check {
-    const FIX: &str = "install the CUDA toolkit, or `pip install nvidia-cuda-nvrtc==13.0.88` and put its lib folder \
-                       on LD_LIBRARY_PATH (libnvrtc.so.13 loads libnvrtc-builtins from there)";
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return bad(
+    // The JIT's own discovery, so doctor reports exactly what a launch would find.
+    match crate::jit::Toolchain::discover() {
+        Ok(tc) => {
+            let (major, minor) = tc.nvrtc_version();
+            ok(
+                "NVRTC",
+                format!("{major}.{minor} in {}", tc.cuda().lib_dir.display()),
+            )
+        }
+        Err(e) => bad(
             "NVRTC",
             Status::Missing,
-            "libnvrtc not found (the JIT compiles kernels with it)",
-            FIX,
-        );
-    }
-    let (mut major, mut minor) = (0, 0);
-    let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
-    if r == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
-        ok("NVRTC", format!("{major}.{minor}"))
-    } else {
-        bad(
-            "NVRTC",
-            Status::Missing,
-            format!("nvrtcVersion failed: {r:?}"),
-            FIX,
-        )
+            "the JIT cannot compile kernels here",
+            e.to_string(),
+        ),
     }
 }
 

@@ -1,0 +1,77 @@
+//! `pgas doctor`, run as users run it: the real binary, on whatever this machine has. In CI that is
+//! no GPU, and the wheels that scripts/test.sh installs (PGAS_CUDA_HOME, PGAS_NVSHMEM_HOME).
+
+use std::process::{Command, Output};
+
+fn doctor(args: &[&str], env: &[(&str, &str)]) -> (Output, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pgas"));
+    cmd.arg("doctor").args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the pgas binary runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out, text)
+}
+
+#[test]
+fn reports_every_piece_with_a_fix_for_what_is_missing() {
+    let (out, text) = doctor(&[], &[]);
+    assert!(
+        out.status.success(),
+        "doctor without --strict exits 0:\n{text}"
+    );
+    for piece in [
+        "NVIDIA driver",
+        "NVRTC",
+        "NVSHMEM",
+        "MPI",
+        "bootstrap",
+        "symmetric heap",
+    ] {
+        assert!(text.contains(piece), "no line for {piece}:\n{text}");
+    }
+    if pgas::gpu_count().is_err() {
+        // No driver here: doctor must say so, with the fix, and --strict must fail.
+        assert!(
+            text.contains("[MISSING] NVIDIA driver")
+                && text.contains("fix: run on a machine with an NVIDIA GPU"),
+            "{text}"
+        );
+        let (strict, _) = doctor(&["--strict"], &[]);
+        assert_eq!(
+            strict.status.code(),
+            Some(1),
+            "--strict exits 1 when a piece is missing"
+        );
+    }
+    if std::env::var_os("PGAS_NVSHMEM_HOME").is_some() {
+        assert!(
+            text.contains("[     ok] NVSHMEM:") && text.contains("found via PGAS_NVSHMEM_HOME"),
+            "{text}"
+        );
+    }
+    if std::env::var_os("PGAS_CUDA_HOME").is_some() {
+        assert!(text.contains("[     ok] NVRTC: 13."), "{text}");
+    }
+}
+
+#[test]
+fn a_wrong_cuda_home_is_missing_nvrtc_with_the_fix() {
+    let empty = std::env::temp_dir().join(format!("pgas-doctor-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let (_, text) = doctor(&[], &[("PGAS_CUDA_HOME", empty.to_str().unwrap())]);
+    std::fs::remove_dir_all(&empty).ok();
+    assert!(text.contains("[MISSING] NVRTC"), "{text}");
+    assert!(
+        text.contains("PGAS_CUDA_HOME"),
+        "the fix names the variable:\n{text}"
+    );
+}
+
+#[test]
+fn an_unknown_option_is_a_usage_error() {
+    let (out, _) = doctor(&["--frobnicate"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("usage: pgas doctor"));
+}
