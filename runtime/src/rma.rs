@@ -13,6 +13,9 @@ use crate::error::Result;
 use crate::ffi::NvshmemHost;
 use crate::memory::{check_len, SymRegion};
 
+/// The shape of `nvshmemx_{put,get}mem_on_stream`.
+type Transfer = unsafe fn(&NvshmemHost, *mut c_void, *const c_void, usize, i32, CUstream);
+
 impl Pgas {
     /// Copies this PE's `src` into `dst` on PE `pe` (`nvshmemx_putmem_on_stream`). Asynchronous;
     /// complete after [`Pgas::quiet`] or [`Pgas::barrier_all`].
@@ -22,17 +25,7 @@ impl Pgas {
         src: &impl SymRegion<T>,
         pe: usize,
     ) -> Result<()> {
-        let pe = self.check_pe(pe)?;
-        check_len("the source", src.len(), dst.len())?;
-        let bytes = src.len() * std::mem::size_of::<T>();
-        let (d, s) = (
-            dst.as_device_ptr() as *mut c_void,
-            src.as_device_ptr() as *const c_void,
-        );
-        // SAFETY: both regions are symmetric allocations of at least `bytes` on every PE.
-        self.on_stream(|nv, stream| unsafe {
-            nv.nvshmemx_putmem_on_stream(d, s, bytes, pe, stream)
-        })
+        self.transfer(dst, src, pe, NvshmemHost::nvshmemx_putmem_on_stream)
     }
 
     /// Copies `src` on PE `pe` into this PE's `dst` (`nvshmemx_getmem_on_stream`). Asynchronous
@@ -43,6 +36,17 @@ impl Pgas {
         src: &impl SymRegion<T>,
         pe: usize,
     ) -> Result<()> {
+        self.transfer(dst, src, pe, NvshmemHost::nvshmemx_getmem_on_stream)
+    }
+
+    /// `put` and `get`: checks the PE and the lengths, then issues `call` (dst, src, bytes, pe).
+    fn transfer<T>(
+        &self,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        pe: usize,
+        call: Transfer,
+    ) -> Result<()> {
         let pe = self.check_pe(pe)?;
         check_len("the source", src.len(), dst.len())?;
         let bytes = src.len() * std::mem::size_of::<T>();
@@ -51,9 +55,7 @@ impl Pgas {
             src.as_device_ptr() as *const c_void,
         );
         // SAFETY: both regions are symmetric allocations of at least `bytes` on every PE.
-        self.on_stream(|nv, stream| unsafe {
-            nv.nvshmemx_getmem_on_stream(d, s, bytes, pe, stream)
-        })
+        self.on_stream(|nv, stream| unsafe { call(nv, d, s, bytes, pe, stream) })
     }
 
     /// Barrier over all PEs that also completes every RMA issued before it
