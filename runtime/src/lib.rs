@@ -6,6 +6,7 @@
 //! loaded by [`init`] (see [`nvshmem::discover`]) and CUDA comes through cudarc's dynamic loader.
 
 pub mod bootstrap;
+mod collectives;
 mod context;
 pub mod doctor;
 mod error;
@@ -21,6 +22,7 @@ mod rma;
 mod team;
 
 pub use bootstrap::Bootstrap;
+pub use collectives::{CollectiveElem, ReduceOp};
 pub use context::{builder, init, Pgas, PgasBuilder};
 pub use error::{Error, Result};
 pub use memory::{SymRegion, SymTensor, SymView, SymViewMut};
