@@ -1,6 +1,6 @@
 //! Placeholder for the JIT, which lives on branch `rt-jit`; that branch replaces this file.
 //!
-//! The context calls [`JitState::finalize`] before NVSHMEM finalizes, so JIT-loaded modules
+//! The context calls `JitState::finalize` before NVSHMEM finalizes, so JIT-loaded modules
 //! can be handed back (`nvshmemx_cumodule_finalize`) while NVSHMEM is still alive.
 
 use crate::nvshmem::Nvshmem;
