@@ -301,6 +301,12 @@ impl Pgas {
     }
 }
 
+// The handle is shared across threads; keep every part of `Inner` thread-safe.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Pgas>();
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,7 +30,8 @@ pub fn parse_size(text: &str) -> Result<usize> {
     };
     let value: f64 = number.trim().parse().map_err(|_| invalid("not a number"))?;
     let bytes = value * (1u64 << shift) as f64;
-    if !(bytes >= 1.0) || bytes > usize::MAX as f64 {
+    // NaN fails the range check too.
+    if !(1.0..=usize::MAX as f64).contains(&bytes) {
         return Err(invalid("out of range"));
     }
     Ok(bytes as usize)

@@ -6,6 +6,7 @@
 //! loaded by [`init`] (see [`nvshmem::discover`]) and CUDA comes through cudarc's dynamic loader.
 
 pub mod bootstrap;
+mod collectives;
 mod context;
 mod device;
 pub mod doctor;
@@ -22,6 +23,7 @@ mod rma;
 mod team;
 
 pub use bootstrap::Bootstrap;
+pub use collectives::{CollectiveElem, ReduceOp};
 pub use context::{builder, init, Pgas, PgasBuilder};
 pub use device::gpu_count;
 pub use error::{Error, Result};

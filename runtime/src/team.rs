@@ -59,11 +59,7 @@ impl Team {
         size: usize,
     ) -> Result<Option<Team>> {
         let n = self.n_pes(pgas);
-        let last = start.checked_add(
-            stride
-                .checked_mul(size.saturating_sub(1))
-                .unwrap_or(usize::MAX),
-        );
+        let last = start.checked_add(stride.saturating_mul(size.saturating_sub(1)));
         if size == 0 || stride == 0 || last.map_or(true, |l| l >= n) {
             return Err(Error::InvalidConfig {
                 name: "Team::split_strided",

@@ -1,0 +1,309 @@
+//! Host-side collectives on the pgas stream (`nvshmemx_<type>_<coll>_on_stream`), grouped as in
+//! the NVSHMEM specification: broadcast, fcollect, alltoall, reductions.
+//!
+//! Every PE of the team calls them with the same arguments; they are ordered on
+//! [`Pgas::stream`] and do not wait on the host (`to_vec`, which uses the same stream, sees
+//! the result; so does anything after [`Pgas::barrier_all`]).
+
+use cudarc::driver::sys::CUstream;
+
+use crate::context::Pgas;
+use crate::error::{Error, Result};
+use crate::ffi::NvshmemHost;
+use crate::memory::SymRegion;
+use crate::nvshmem::Nvshmem;
+use crate::team::Team;
+
+/// A reduction operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// `+`
+    Sum,
+    /// `*`
+    Prod,
+    /// minimum
+    Min,
+    /// maximum
+    Max,
+    /// bitwise and (integers only)
+    And,
+    /// bitwise or (integers only)
+    Or,
+    /// bitwise xor (integers only)
+    Xor,
+}
+
+/// Element types NVSHMEM has typed collectives for: `f32`, `f64`, `f16`, `bf16` and the 8- to
+/// 64-bit integers. Sealed: the set is NVSHMEM's.
+pub trait CollectiveElem: cudarc::driver::DeviceRepr + private::Sealed + Sized {
+    #[doc(hidden)]
+    unsafe fn broadcast(
+        h: &NvshmemHost,
+        t: i32,
+        d: *mut Self,
+        s: *const Self,
+        n: usize,
+        root: i32,
+        st: CUstream,
+    ) -> i32;
+    #[doc(hidden)]
+    unsafe fn fcollect(
+        h: &NvshmemHost,
+        t: i32,
+        d: *mut Self,
+        s: *const Self,
+        n: usize,
+        st: CUstream,
+    ) -> i32;
+    #[doc(hidden)]
+    unsafe fn alltoall(
+        h: &NvshmemHost,
+        t: i32,
+        d: *mut Self,
+        s: *const Self,
+        n: usize,
+        st: CUstream,
+    ) -> i32;
+    /// `None` when NVSHMEM has no such reduction for the type (bitwise ops on floats).
+    #[doc(hidden)]
+    unsafe fn reduce(
+        h: &NvshmemHost,
+        op: ReduceOp,
+        t: i32,
+        d: *mut Self,
+        s: *const Self,
+        n: usize,
+        st: CUstream,
+    ) -> Option<i32>;
+}
+
+mod private {
+    pub trait Sealed {}
+}
+
+macro_rules! elem {
+    ($t:ty, $c:ident: $bc:ident, $fc:ident, $a2a:ident; $($op:ident => $red:ident),*) => {
+        impl private::Sealed for $t {}
+        impl CollectiveElem for $t {
+            unsafe fn broadcast(h: &NvshmemHost, t: i32, d: *mut Self, s: *const Self, n: usize, root: i32, st: CUstream) -> i32 {
+                h.$bc(t, d, s, n, root, st)
+            }
+            unsafe fn fcollect(h: &NvshmemHost, t: i32, d: *mut Self, s: *const Self, n: usize, st: CUstream) -> i32 {
+                h.$fc(t, d, s, n, st)
+            }
+            unsafe fn alltoall(h: &NvshmemHost, t: i32, d: *mut Self, s: *const Self, n: usize, st: CUstream) -> i32 {
+                h.$a2a(t, d, s, n, st)
+            }
+            unsafe fn reduce(h: &NvshmemHost, op: ReduceOp, t: i32, d: *mut Self, s: *const Self, n: usize, st: CUstream) -> Option<i32> {
+                match op {
+                    $(ReduceOp::$op => Some(h.$red(t, d, s, n, st)),)*
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+elem!(f32, float: nvshmemx_float_broadcast_on_stream, nvshmemx_float_fcollect_on_stream, nvshmemx_float_alltoall_on_stream; Sum => nvshmemx_float_sum_reduce_on_stream, Prod => nvshmemx_float_prod_reduce_on_stream, Min => nvshmemx_float_min_reduce_on_stream, Max => nvshmemx_float_max_reduce_on_stream);
+elem!(f64, double: nvshmemx_double_broadcast_on_stream, nvshmemx_double_fcollect_on_stream, nvshmemx_double_alltoall_on_stream; Sum => nvshmemx_double_sum_reduce_on_stream, Prod => nvshmemx_double_prod_reduce_on_stream, Min => nvshmemx_double_min_reduce_on_stream, Max => nvshmemx_double_max_reduce_on_stream);
+elem!(half::f16, half: nvshmemx_half_broadcast_on_stream, nvshmemx_half_fcollect_on_stream, nvshmemx_half_alltoall_on_stream; Sum => nvshmemx_half_sum_reduce_on_stream, Prod => nvshmemx_half_prod_reduce_on_stream, Min => nvshmemx_half_min_reduce_on_stream, Max => nvshmemx_half_max_reduce_on_stream);
+elem!(half::bf16, bfloat16: nvshmemx_bfloat16_broadcast_on_stream, nvshmemx_bfloat16_fcollect_on_stream, nvshmemx_bfloat16_alltoall_on_stream; Sum => nvshmemx_bfloat16_sum_reduce_on_stream, Prod => nvshmemx_bfloat16_prod_reduce_on_stream, Min => nvshmemx_bfloat16_min_reduce_on_stream, Max => nvshmemx_bfloat16_max_reduce_on_stream);
+elem!(i8, int8: nvshmemx_int8_broadcast_on_stream, nvshmemx_int8_fcollect_on_stream, nvshmemx_int8_alltoall_on_stream; Sum => nvshmemx_int8_sum_reduce_on_stream, Prod => nvshmemx_int8_prod_reduce_on_stream, Min => nvshmemx_int8_min_reduce_on_stream, Max => nvshmemx_int8_max_reduce_on_stream, And => nvshmemx_int8_and_reduce_on_stream, Or => nvshmemx_int8_or_reduce_on_stream, Xor => nvshmemx_int8_xor_reduce_on_stream);
+elem!(i16, int16: nvshmemx_int16_broadcast_on_stream, nvshmemx_int16_fcollect_on_stream, nvshmemx_int16_alltoall_on_stream; Sum => nvshmemx_int16_sum_reduce_on_stream, Prod => nvshmemx_int16_prod_reduce_on_stream, Min => nvshmemx_int16_min_reduce_on_stream, Max => nvshmemx_int16_max_reduce_on_stream, And => nvshmemx_int16_and_reduce_on_stream, Or => nvshmemx_int16_or_reduce_on_stream, Xor => nvshmemx_int16_xor_reduce_on_stream);
+elem!(i32, int32: nvshmemx_int32_broadcast_on_stream, nvshmemx_int32_fcollect_on_stream, nvshmemx_int32_alltoall_on_stream; Sum => nvshmemx_int32_sum_reduce_on_stream, Prod => nvshmemx_int32_prod_reduce_on_stream, Min => nvshmemx_int32_min_reduce_on_stream, Max => nvshmemx_int32_max_reduce_on_stream, And => nvshmemx_int32_and_reduce_on_stream, Or => nvshmemx_int32_or_reduce_on_stream, Xor => nvshmemx_int32_xor_reduce_on_stream);
+elem!(i64, int64: nvshmemx_int64_broadcast_on_stream, nvshmemx_int64_fcollect_on_stream, nvshmemx_int64_alltoall_on_stream; Sum => nvshmemx_int64_sum_reduce_on_stream, Prod => nvshmemx_int64_prod_reduce_on_stream, Min => nvshmemx_int64_min_reduce_on_stream, Max => nvshmemx_int64_max_reduce_on_stream, And => nvshmemx_int64_and_reduce_on_stream, Or => nvshmemx_int64_or_reduce_on_stream, Xor => nvshmemx_int64_xor_reduce_on_stream);
+elem!(u8, uint8: nvshmemx_uint8_broadcast_on_stream, nvshmemx_uint8_fcollect_on_stream, nvshmemx_uint8_alltoall_on_stream; Sum => nvshmemx_uint8_sum_reduce_on_stream, Prod => nvshmemx_uint8_prod_reduce_on_stream, Min => nvshmemx_uint8_min_reduce_on_stream, Max => nvshmemx_uint8_max_reduce_on_stream, And => nvshmemx_uint8_and_reduce_on_stream, Or => nvshmemx_uint8_or_reduce_on_stream, Xor => nvshmemx_uint8_xor_reduce_on_stream);
+elem!(u16, uint16: nvshmemx_uint16_broadcast_on_stream, nvshmemx_uint16_fcollect_on_stream, nvshmemx_uint16_alltoall_on_stream; Sum => nvshmemx_uint16_sum_reduce_on_stream, Prod => nvshmemx_uint16_prod_reduce_on_stream, Min => nvshmemx_uint16_min_reduce_on_stream, Max => nvshmemx_uint16_max_reduce_on_stream, And => nvshmemx_uint16_and_reduce_on_stream, Or => nvshmemx_uint16_or_reduce_on_stream, Xor => nvshmemx_uint16_xor_reduce_on_stream);
+elem!(u32, uint32: nvshmemx_uint32_broadcast_on_stream, nvshmemx_uint32_fcollect_on_stream, nvshmemx_uint32_alltoall_on_stream; Sum => nvshmemx_uint32_sum_reduce_on_stream, Prod => nvshmemx_uint32_prod_reduce_on_stream, Min => nvshmemx_uint32_min_reduce_on_stream, Max => nvshmemx_uint32_max_reduce_on_stream, And => nvshmemx_uint32_and_reduce_on_stream, Or => nvshmemx_uint32_or_reduce_on_stream, Xor => nvshmemx_uint32_xor_reduce_on_stream);
+elem!(u64, uint64: nvshmemx_uint64_broadcast_on_stream, nvshmemx_uint64_fcollect_on_stream, nvshmemx_uint64_alltoall_on_stream; Sum => nvshmemx_uint64_sum_reduce_on_stream, Prod => nvshmemx_uint64_prod_reduce_on_stream, Min => nvshmemx_uint64_min_reduce_on_stream, Max => nvshmemx_uint64_max_reduce_on_stream, And => nvshmemx_uint64_and_reduce_on_stream, Or => nvshmemx_uint64_or_reduce_on_stream, Xor => nvshmemx_uint64_xor_reduce_on_stream);
+
+/// Element counts of a collective, checked before NVSHMEM sees them.
+pub(crate) mod shape {
+    use crate::error::{Error, Result};
+
+    fn mismatch(what: &'static str, got: usize, expected: usize) -> Error {
+        Error::LengthMismatch {
+            what,
+            got,
+            expected,
+        }
+    }
+
+    /// broadcast / reduce: same length both sides.
+    pub(crate) fn same(dst: usize, src: usize) -> Result<usize> {
+        if dst == src {
+            Ok(src)
+        } else {
+            Err(mismatch("the destination", dst, src))
+        }
+    }
+
+    /// fcollect: `dst` holds every PE's `src`.
+    pub(crate) fn fcollect(dst: usize, src: usize, n_pes: usize) -> Result<usize> {
+        if dst == src * n_pes {
+            Ok(src)
+        } else {
+            Err(mismatch(
+                "the destination (source length x team size)",
+                dst,
+                src * n_pes,
+            ))
+        }
+    }
+
+    /// alltoall: both hold one block per PE; returns the block length.
+    pub(crate) fn alltoall(dst: usize, src: usize, n_pes: usize) -> Result<usize> {
+        same(dst, src)?;
+        if n_pes > 0 && src % n_pes == 0 {
+            Ok(src / n_pes)
+        } else {
+            Err(mismatch(
+                "the source (a multiple of the team size)",
+                src,
+                (src / n_pes.max(1) + 1) * n_pes,
+            ))
+        }
+    }
+}
+
+const HINT: &str = "every PE of the team must call the same collective with the same arguments";
+
+impl Pgas {
+    fn team_check(&self, team: Team) -> Result<usize> {
+        match team.n_pes(self) {
+            0 => Err(Error::InvalidConfig {
+                name: "team",
+                value: format!("{}", team.raw()),
+                reason: "not a valid team (destroyed, or this PE was not in the split)".to_string(),
+            }),
+            n => Ok(n),
+        }
+    }
+
+    /// Copies `src` of PE `root` (numbered in `team`) into `dst` on every PE of the team.
+    pub fn broadcast<T: CollectiveElem>(
+        &self,
+        team: Team,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        root: usize,
+    ) -> Result<()> {
+        let n_pes = self.team_check(team)?;
+        if root >= n_pes {
+            return Err(Error::InvalidPe { pe: root, n_pes });
+        }
+        let n = shape::same(dst.len(), src.len())?;
+        self.inner.bind()?;
+        let st = unsafe {
+            T::broadcast(
+                self.nvshmem().raw(),
+                team.raw(),
+                dst.as_device_ptr() as *mut T,
+                src.as_device_ptr() as *const T,
+                n,
+                root as i32,
+                self.stream().cu_stream(),
+            )
+        };
+        Nvshmem::check(st, "nvshmemx_<type>_broadcast_on_stream", HINT)
+    }
+
+    /// Concatenates every PE's `src` into `dst` (length `src.len() * team size`), in PE order.
+    pub fn fcollect<T: CollectiveElem>(
+        &self,
+        team: Team,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+    ) -> Result<()> {
+        let n = shape::fcollect(dst.len(), src.len(), self.team_check(team)?)?;
+        self.inner.bind()?;
+        let st = unsafe {
+            T::fcollect(
+                self.nvshmem().raw(),
+                team.raw(),
+                dst.as_device_ptr() as *mut T,
+                src.as_device_ptr() as *const T,
+                n,
+                self.stream().cu_stream(),
+            )
+        };
+        Nvshmem::check(st, "nvshmemx_<type>_fcollect_on_stream", HINT)
+    }
+
+    /// Block `j` of `src` on PE `i` lands as block `i` of `dst` on PE `j`; both hold one equal
+    /// block per PE of the team.
+    pub fn alltoall<T: CollectiveElem>(
+        &self,
+        team: Team,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+    ) -> Result<()> {
+        let n = shape::alltoall(dst.len(), src.len(), self.team_check(team)?)?;
+        self.inner.bind()?;
+        let st = unsafe {
+            T::alltoall(
+                self.nvshmem().raw(),
+                team.raw(),
+                dst.as_device_ptr() as *mut T,
+                src.as_device_ptr() as *const T,
+                n,
+                self.stream().cu_stream(),
+            )
+        };
+        Nvshmem::check(st, "nvshmemx_<type>_alltoall_on_stream", HINT)
+    }
+
+    /// Element-wise reduction of every PE's `src` into `dst` on every PE of the team
+    /// (all-reduce). Bitwise operators are for integer types only.
+    pub fn reduce<T: CollectiveElem>(
+        &self,
+        team: Team,
+        op: ReduceOp,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+    ) -> Result<()> {
+        self.team_check(team)?;
+        let n = shape::same(dst.len(), src.len())?;
+        self.inner.bind()?;
+        let st = unsafe {
+            T::reduce(
+                self.nvshmem().raw(),
+                op,
+                team.raw(),
+                dst.as_device_ptr() as *mut T,
+                src.as_device_ptr() as *const T,
+                n,
+                self.stream().cu_stream(),
+            )
+        };
+        match st {
+            Some(st) => Nvshmem::check(st, "nvshmemx_<type>_<op>_reduce_on_stream", HINT),
+            None => Err(Error::InvalidConfig {
+                name: "reduce operator",
+                value: format!("{op:?}"),
+                reason: format!("NVSHMEM has no {op:?} reduction for {}; bitwise operators need an integer type", std::any::type_name::<T>()),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shape;
+
+    #[test]
+    fn collective_shapes_are_checked() {
+        assert_eq!(shape::same(4, 4).unwrap(), 4);
+        assert!(shape::same(4, 5).is_err());
+        assert_eq!(shape::fcollect(8, 4, 2).unwrap(), 4);
+        let e = shape::fcollect(7, 4, 2).unwrap_err().to_string();
+        assert!(
+            e.contains("7 elements") && e.contains("8 were expected"),
+            "{e}"
+        );
+        assert_eq!(shape::alltoall(8, 8, 4).unwrap(), 2);
+        assert!(shape::alltoall(6, 6, 4).is_err());
+        assert!(shape::alltoall(8, 6, 2).is_err());
+    }
+}
