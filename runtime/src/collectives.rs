@@ -77,6 +77,9 @@ pub trait CollectiveElem: cudarc::driver::DeviceRepr + private::Sealed + Sized {
     ) -> Option<i32>;
 }
 
+/// The shape of `CollectiveElem::{fcollect, alltoall}`.
+type Exchange<T> = unsafe fn(&NvshmemHost, i32, *mut T, *const T, usize, CUstream) -> i32;
+
 mod private {
     pub trait Sealed {}
 }
@@ -217,18 +220,14 @@ impl Pgas {
         src: &impl SymRegion<T>,
     ) -> Result<()> {
         let n = shape::fcollect(dst.len(), src.len(), self.team_check(team)?)?;
-        self.inner.bind()?;
-        let st = unsafe {
-            T::fcollect(
-                self.nvshmem().raw(),
-                team.raw(),
-                dst.as_device_ptr() as *mut T,
-                src.as_device_ptr() as *const T,
-                n,
-                self.stream().cu_stream(),
-            )
-        };
-        Nvshmem::check(st, "nvshmemx_<type>_fcollect_on_stream", HINT)
+        self.exchange(
+            team,
+            dst,
+            src,
+            n,
+            T::fcollect,
+            "nvshmemx_<type>_fcollect_on_stream",
+        )
     }
 
     /// Block `j` of `src` on PE `i` lands as block `i` of `dst` on PE `j`; both hold one equal
@@ -240,9 +239,31 @@ impl Pgas {
         src: &impl SymRegion<T>,
     ) -> Result<()> {
         let n = shape::alltoall(dst.len(), src.len(), self.team_check(team)?)?;
+        self.exchange(
+            team,
+            dst,
+            src,
+            n,
+            T::alltoall,
+            "nvshmemx_<type>_alltoall_on_stream",
+        )
+    }
+
+    /// `fcollect` and `alltoall` once their shapes are checked: issues `call` with `n` elements
+    /// per PE on the pgas stream.
+    fn exchange<T: CollectiveElem>(
+        &self,
+        team: Team,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        n: usize,
+        call: Exchange<T>,
+        what: &'static str,
+    ) -> Result<()> {
         self.inner.bind()?;
+        // SAFETY: both regions are symmetric and hold the `n`-per-PE shape checked by the caller.
         let st = unsafe {
-            T::alltoall(
+            call(
                 self.nvshmem().raw(),
                 team.raw(),
                 dst.as_device_ptr() as *mut T,
@@ -251,7 +272,7 @@ impl Pgas {
                 self.stream().cu_stream(),
             )
         };
-        Nvshmem::check(st, "nvshmemx_<type>_alltoall_on_stream", HINT)
+        Nvshmem::check(st, what, HINT)
     }
 
     /// Element-wise reduction of every PE's `src` into `dst` on every PE of the team
