@@ -18,8 +18,8 @@
 mod common;
 
 use common::{emit, median, show, spread, time_on_stream, wall, BenchResult, Figure};
-use pgas::jit::{Prewarm, RawKernel};
-use pgas::kernel::{KernelArgs, Variant};
+use pgas::kernel::Variant;
+use pgas::launch::{KernelArgs, Prewarm, RawKernel};
 use pgas::prelude::*;
 
 const BENCH: &str = "dsl_vs_cuda";
@@ -151,7 +151,7 @@ fn main() -> BenchResult<()> {
         &ping_pong::SPEC,
         &barrier_loop::SPEC,
     ];
-    pgas::jit::prewarm(&p, &specs.map(plain))?;
+    pgas::launch::prewarm(&p, &specs.map(plain))?;
 
     // 1 GiB put_nbi_block, PE 0 sending.
     let src = p.alloc_from(&vec![1.5f32; ELEMS])?;

@@ -10,7 +10,7 @@
 //!   `RawKernel` launch, and a bare `cuLaunchKernel` of the very same `CUfunction` (cudarc's
 //!   `result` layer), each the median over many launches of an empty kernel.
 //!
-//! The cache-layer figures use `pgas::jit::Bare` (a JIT state without NVSHMEM; it compiles and
+//! The cache-layer figures use `pgas::launch::Bare` (a JIT state without NVSHMEM; it compiles and
 //! loads exactly like a `Pgas` but skips `cumodule_init`), because a process holds one `Pgas`.
 
 #[path = "common/mod.rs"]
@@ -18,8 +18,8 @@ mod common;
 
 use common::{emit, median, show, wall, BenchResult, Figure};
 use pgas::cudarc::driver::result;
-use pgas::jit::{Bare, Prewarm, RawKernel};
-use pgas::kernel::{KernelArgs, Variant};
+use pgas::kernel::Variant;
+use pgas::launch::{Bare, KernelArgs, Prewarm, RawKernel};
 use pgas::prelude::*;
 use std::ffi::c_void;
 use std::time::Instant;
@@ -135,7 +135,7 @@ fn main() -> BenchResult<()> {
         variant: Variant::Checked,
         comptime: &[],
     }];
-    let (r, dsl_cold) = wall(|| pgas::jit::prewarm(&p, &ring));
+    let (r, dsl_cold) = wall(|| pgas::launch::prewarm(&p, &ring));
     r?;
     fig(
         "cold_compile_dsl_ring_shift",

@@ -49,4 +49,5 @@ pub mod prelude {
 pub mod __private {
     pub use cudarc::driver::CudaStream;
     pub use pgas_runtime::kernel::*;
+    pub use pgas_runtime::launch::{launch, KernelArgs};
 }

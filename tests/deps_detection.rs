@@ -67,8 +67,11 @@ impl FakeMachine {
             "deps.sh --check failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let mut items: Vec<String> =
-            String::from_utf8(out.stdout).unwrap().lines().map(str::to_owned).collect();
+        let mut items: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
         items.sort();
         items
     }
@@ -83,7 +86,10 @@ impl Drop for FakeMachine {
 #[test]
 fn a_bare_machine_needs_everything() {
     let m = FakeMachine::new("bare");
-    assert_eq!(m.missing(), ["libclang-dev", "libopenmpi-dev", "openmpi-bin", "wheels"]);
+    assert_eq!(
+        m.missing(),
+        ["libclang-dev", "libopenmpi-dev", "openmpi-bin", "wheels"]
+    );
 }
 
 #[test]
@@ -108,7 +114,10 @@ fn each_libclang_name_bindgen_loads_counts() {
         m.add_mpicc();
         m.add_wheels();
         m.touch(file);
-        assert!(m.missing().is_empty(), "{file} should satisfy the libclang check");
+        assert!(
+            m.missing().is_empty(),
+            "{file} should satisfy the libclang check"
+        );
     }
 }
 
@@ -123,7 +132,11 @@ fn a_stamp_over_missing_files_reinstalls_the_wheels() {
     assert_eq!(m.missing(), ["wheels"]);
     m.add_wheels();
     fs::write(m.dir.join("deps/.installed"), "nvidia-nvshmem-cu13==3.4.4").unwrap();
-    assert_eq!(m.missing(), ["wheels"], "a stamp of other versions is not an install");
+    assert_eq!(
+        m.missing(),
+        ["wheels"],
+        "a stamp of other versions is not an install"
+    );
 }
 
 #[test]

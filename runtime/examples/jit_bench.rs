@@ -1,6 +1,6 @@
 //! JIT figures on one GPU (issue 4, item 7): cold compile of a typical NVSHMEM kernel, disk-cache
 //! load, in-memory hit, and the host cost of one launch against a bare `cuLaunchKernel` of the
-//! same function. NVSHMEM is not initialized (`jit::Bare`), so the kernels here only include
+//! same function. NVSHMEM is not initialized (`launch::Bare`), so the kernels here only include
 //! NVSHMEM's headers.
 //!
 //! `cargo run --release -p pgas-runtime --example jit_bench`
@@ -8,8 +8,7 @@
 use std::time::{Duration, Instant};
 
 use cudarc::driver::result;
-use pgas_runtime::jit::{Bare, LaunchConfig, RawKernel};
-use pgas_runtime::kernel::KernelArgs;
+use pgas_runtime::launch::{Bare, KernelArgs, LaunchConfig, RawKernel};
 
 /// A typical kernel: a put-with-signal to the next PE and a wait.
 const TYPICAL: &str = r#"extern "C" __global__ void ring(float* dst, unsigned long long n, const float* src,

@@ -4,9 +4,13 @@
 //!
 //! Nothing here needs CUDA, NVSHMEM or MPI at build time: `libnvshmem_host.so.3` is found and
 //! loaded by [`init`] (see [`nvshmem::discover`]) and CUDA comes through cudarc's dynamic loader.
+//!
+//! The modules are layers that only import downwards (`docs/internals.md`; a test keeps it so):
+//! `error`, `ffi`, `nvshmem`, `device` -> `bootstrap`, `heap` -> `kernel` (what a kernel is) ->
+//! `jit` (compile, cache, load) -> `context` (the `Pgas` handle, memory, teams) -> `launch`
+//! (checks and the driver call) -> `doctor`, `launcher`, `prelude`.
 
 pub mod bootstrap;
-mod collectives;
 mod context;
 mod device;
 pub mod doctor;
@@ -15,18 +19,16 @@ pub mod ffi;
 pub mod heap;
 pub mod jit;
 pub mod kernel;
+pub mod launch;
 pub mod launcher;
-mod memory;
 pub mod nvshmem;
 pub mod prelude;
-mod rma;
-mod team;
 
 pub use bootstrap::Bootstrap;
-pub use collectives::{CollectiveElem, ReduceOp};
-pub use context::{builder, init, Pgas, PgasBuilder};
+pub use context::{
+    builder, init, CollectiveElem, Pgas, PgasBuilder, ReduceOp, SymRegion, SymTensor, SymView,
+    SymViewMut, Team,
+};
 pub use device::gpu_count;
 pub use error::{Error, Result};
-pub use jit::LaunchConfig;
-pub use memory::{SymRegion, SymTensor, SymView, SymViewMut};
-pub use team::Team;
+pub use launch::LaunchConfig;

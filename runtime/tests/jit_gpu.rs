@@ -1,12 +1,12 @@
-//! The JIT on a GPU, without NVSHMEM (through `jit::Bare`): compile, load, specialize, launch,
+//! The JIT on a GPU, without NVSHMEM (through `launch::Bare`): compile, load, specialize, launch,
 //! cooperative launch and its grid check, and the in-memory/disk caches.
 //!
 //! Needs a GPU: run with `cargo test -p pgas-runtime --test jit_gpu -- --ignored`.
 
 use std::sync::Arc;
 
-use pgas_runtime::jit::{Bare, LaunchConfig, RawKernel};
-use pgas_runtime::kernel::{KernelArgs, KernelSpec, ParamKind, ParamSpec, Variant};
+use pgas_runtime::kernel::{KernelSpec, ParamKind, ParamSpec, Variant};
+use pgas_runtime::launch::{Bare, KernelArgs, LaunchConfig, RawKernel};
 use pgas_runtime::Error;
 
 const SCALE_SRC: &str = concat!(

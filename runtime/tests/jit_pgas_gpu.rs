@@ -3,8 +3,9 @@
 //!
 //! Needs a GPU and NVSHMEM: `cargo test -p pgas-runtime --test jit_pgas_gpu -- --ignored`.
 
-use pgas_runtime::jit::{prewarm, LaunchConfig, Prewarm, RawKernel, PRELUDE};
-use pgas_runtime::kernel::{launch, KernelArgs, KernelSpec, ParamKind, ParamSpec, Variant};
+use pgas_runtime::jit::PRELUDE;
+use pgas_runtime::kernel::{KernelSpec, ParamKind, ParamSpec, Variant};
+use pgas_runtime::launch::{launch, prewarm, KernelArgs, LaunchConfig, Prewarm, RawKernel};
 use pgas_runtime::{Error, Team};
 
 const PE_SRC: &str = concat!(

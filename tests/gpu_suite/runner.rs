@@ -2,8 +2,8 @@
 //! how far a run got even when a case hangs), then combines the PEs' verdicts on PE 0.
 
 use crate::util::{self, CaseResult};
-use pgas::jit::Prewarm;
 use pgas::kernel::{KernelSpec, Variant};
+use pgas::launch::Prewarm;
 use pgas::prelude::*;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -119,7 +119,7 @@ fn prewarm(pgas: &Pgas, kernels: &[&'static KernelSpec]) {
         comptime: &[],
     });
     let t = Instant::now();
-    let outcome = pgas::jit::prewarm(pgas, &list);
+    let outcome = pgas::launch::prewarm(pgas, &list);
     if util::me(pgas) == 0 {
         match outcome {
             Ok(()) => println!(

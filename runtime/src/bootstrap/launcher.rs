@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::{env, rendezvous, uid_bytes, uid_from_bytes};
+use super::{env, rendezvous, uid};
 use crate::error::{Error, Result};
 use crate::ffi;
 
@@ -63,9 +63,9 @@ impl Peer {
     /// Rank 0 posts the id; the others fetch it.
     pub(crate) fn exchange(&self, id: &mut ffi::nvshmemx_uniqueid_t) -> Result<()> {
         if self.rank == 0 {
-            rendezvous::publish(self.addr, &self.token, &uid_bytes(id))
+            rendezvous::publish(self.addr, &self.token, &uid::to_bytes(id))
         } else {
-            *id = uid_from_bytes(&rendezvous::fetch(self.addr, &self.token, self.timeout)?);
+            *id = uid::from_bytes(&rendezvous::fetch(self.addr, &self.token, self.timeout)?);
             Ok(())
         }
     }

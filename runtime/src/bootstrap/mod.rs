@@ -19,6 +19,7 @@ mod launcher;
 #[cfg(feature = "mpi")]
 mod mpi;
 pub mod rendezvous;
+mod uid;
 
 /// Which bootstrap `init` uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -113,12 +114,16 @@ pub(crate) struct Bootstrapped {
 
 /// Initializes NVSHMEM with a resolved (non-`Auto`) bootstrap. The GPU must already be current.
 pub(crate) fn run(method: Bootstrap, nv: &Nvshmem) -> Result<Bootstrapped> {
-    let mut done = match method {
+    Ok(match method {
         Bootstrap::Auto => unreachable!("resolve() never returns Auto"),
-        Bootstrap::Single => uid_init(nv, 0, 1, |_| Ok(()))?,
+        Bootstrap::Single => {
+            uid::init(nv, 0, 1, |_| Ok(()))?;
+            Bootstrapped::new(method)
+        }
         Bootstrap::Launcher => {
             let peer = launcher::Peer::from_env(&env::process)?;
-            uid_init(nv, peer.rank, peer.size, |id| peer.exchange(id))?
+            uid::init(nv, peer.rank, peer.size, |id| peer.exchange(id))?;
+            Bootstrapped::new(method)
         }
         Bootstrap::Mpi => mpi_init(nv)?,
         Bootstrap::Nvshmem => {
@@ -130,16 +135,17 @@ pub(crate) fn run(method: Bootstrap, nv: &Nvshmem) -> Result<Bootstrapped> {
                 "Check NVSHMEM_BOOTSTRAP and that the matching launcher (mpirun, srun) started this process; \
                  NVSHMEM_DEBUG=INFO shows NVSHMEM's own log",
             )?;
-            Bootstrapped::new(Bootstrap::Nvshmem)
+            Bootstrapped::new(method)
         }
-    };
-    done.method = method;
-    Ok(done)
+    })
 }
 
 #[cfg(feature = "mpi")]
 fn mpi_init(nv: &Nvshmem) -> Result<Bootstrapped> {
-    mpi::init(nv)
+    Ok(Bootstrapped {
+        method: Bootstrap::Mpi,
+        _mpi: mpi::init(nv)?,
+    })
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -155,45 +161,6 @@ impl Bootstrapped {
             _mpi: None,
         }
     }
-}
-
-/// The unique-id bootstrap: rank 0 creates the id, `exchange` hands it to the others (on rank 0
-/// it sends, elsewhere it fills `id` in), then every rank initializes with it.
-pub(crate) fn uid_init(
-    nv: &Nvshmem,
-    rank: usize,
-    size: usize,
-    exchange: impl FnOnce(&mut ffi::nvshmemx_uniqueid_t) -> Result<()>,
-) -> Result<Bootstrapped> {
-    let hint = "Check that every rank runs the same program and that NVSHMEM_DEBUG=INFO shows no \
-                network error (NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME picks the interface)";
-    let mut id = ffi::empty_uniqueid();
-    if rank == 0 {
-        let status = unsafe { nv.raw().nvshmemx_get_uniqueid(&mut id) };
-        Nvshmem::check(status, "nvshmemx_get_uniqueid", hint)?;
-    }
-    exchange(&mut id)?;
-    let mut attr = ffi::init_attr();
-    let status = unsafe {
-        nv.raw()
-            .nvshmemx_set_attr_uniqueid_args(rank as i32, size as i32, &id, &mut attr)
-    };
-    Nvshmem::check(status, "nvshmemx_set_attr_uniqueid_args", hint)?;
-    let flags = ffi::flags::NVSHMEMX_INIT_WITH_UNIQUEID as u32;
-    let status = unsafe { nv.raw().nvshmemx_hostlib_init_attr(flags, &mut attr) };
-    Nvshmem::check(status, "nvshmemx_hostlib_init_attr (unique id)", hint)?;
-    Ok(Bootstrapped::new(Bootstrap::Single))
-}
-
-/// The bytes of a unique id, for sending.
-pub(crate) fn uid_bytes(id: &ffi::nvshmemx_uniqueid_t) -> [u8; rendezvous::ID_LEN] {
-    // nvshmemx_uniqueid_t is a 128-byte plain C struct (checked by the bindgen layout test).
-    unsafe { std::mem::transmute_copy(id) }
-}
-
-/// A unique id from received bytes.
-pub(crate) fn uid_from_bytes(bytes: &[u8; rendezvous::ID_LEN]) -> ffi::nvshmemx_uniqueid_t {
-    unsafe { std::mem::transmute_copy(bytes) }
 }
 
 #[cfg(test)]
@@ -270,14 +237,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("PGAS_DEVICE"), "{e}");
-    }
-
-    #[test]
-    fn uid_round_trips_through_bytes() {
-        let mut id = ffi::empty_uniqueid();
-        id.internal[7] = 42;
-        let back = uid_from_bytes(&uid_bytes(&id));
-        assert_eq!(back.version, id.version);
-        assert_eq!(back.internal[7], 42);
     }
 }

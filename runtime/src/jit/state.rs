@@ -11,10 +11,7 @@ use cudarc::driver::{result, sys, CudaContext};
 use crate::error::{Error, Result};
 use crate::jit::disk::DiskCache;
 use crate::jit::toolchain::Toolchain;
-use crate::kernel::Variant;
-
-/// Most comptime parameters one kernel may have (keys hold them inline, with no allocation).
-pub const MAX_COMPTIME: usize = 8;
+use crate::kernel::{Variant, MAX_COMPTIME};
 
 /// Which kernel a cached function belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

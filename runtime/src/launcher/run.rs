@@ -40,7 +40,7 @@ pub fn visible_gpus() -> Result<usize> {
     if let Some(n) = env::parse_usize(&env::process, GPU_COUNT_VAR)? {
         return Ok(n);
     }
-    crate::gpu_count().map_err(|e| match e {
+    crate::device::gpu_count().map_err(|e| match e {
         Error::NoCudaDriver => Error::Launcher(format!(
             "no NVIDIA driver (libcuda.so.1) on this machine, so no GPU to start ranks on; run `pgas doctor`. \
              (To exercise the launcher without GPUs, set {GPU_COUNT_VAR}=N.)"

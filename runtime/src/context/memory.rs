@@ -13,7 +13,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::{self as cu, CUdeviceptr};
 use cudarc::driver::DeviceRepr;
 
-use crate::context::{Inner, Pgas};
+use super::pgas::{Inner, Pgas};
 use crate::error::{Error, Result};
 use crate::heap;
 

@@ -13,6 +13,7 @@ use cudarc::driver::{CudaContext, CudaStream};
 use crate::bootstrap::{self, env, Bootstrap, Bootstrapped};
 use crate::error::{Error, Result};
 use crate::heap;
+use crate::jit::state::{JitState, Target};
 use crate::nvshmem::{self, Nvshmem, NvshmemInstall};
 
 /// Where this process is in NVSHMEM's one-shot lifecycle.
@@ -116,7 +117,7 @@ impl PgasBuilder {
         // unloading it under its plugins or atexit handlers is asking for trouble.
         let nv: &'static Nvshmem = Box::leak(Box::new(Nvshmem::load(&install)?));
 
-        let count = crate::gpu_count()?;
+        let count = crate::device::gpu_count()?;
         let device = bootstrap::pick_device(self.device, &env::process, count)?;
         // NVSHMEM binds to the current context, so the GPU is selected before init.
         let ctx = CudaContext::new(device).map_err(Error::cuda("creating the CUDA context"))?;
@@ -128,7 +129,7 @@ impl PgasBuilder {
         let raw = nv.raw();
         let (my_pe, n_pes) = unsafe { (raw.nvshmem_my_pe(), raw.nvshmem_n_pes()) };
         let inner = Inner {
-            jit: crate::jit::JitState::new(),
+            jit: JitState::new(),
             my_pe: my_pe as usize,
             n_pes: n_pes as usize,
             device,
@@ -150,7 +151,7 @@ impl PgasBuilder {
 /// Everything one initialized NVSHMEM runtime owns. Dropped once, by the last handle.
 pub(crate) struct Inner {
     /// JIT-compiled modules, finalized before NVSHMEM.
-    pub(crate) jit: crate::jit::JitState,
+    pub(crate) jit: JitState,
     pub(crate) my_pe: usize,
     pub(crate) n_pes: usize,
     pub(crate) device: usize,
@@ -243,6 +244,15 @@ impl fmt::Debug for Pgas {
 }
 
 impl Pgas {
+    /// Where this context's kernels load: its CUDA context, JIT state and NVSHMEM.
+    pub(crate) fn jit_target(&self) -> Target<'_> {
+        Target {
+            ctx: &self.inner.ctx,
+            jit: &self.inner.jit,
+            nvshmem: Some(self.inner.nvshmem),
+        }
+    }
+
     /// This PE's number in `0..n_pes()`.
     pub fn my_pe(&self) -> usize {
         self.inner.my_pe

@@ -5,12 +5,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use cudarc::driver::CudaStream;
 
-use crate::context::Pgas;
+use super::args::KernelArgs;
+use super::driver::LaunchConfig;
+use super::entry::launch_checked_stream;
+use crate::context::pgas::Pgas;
 use crate::error::Result;
-use crate::jit::launch::LaunchConfig;
 use crate::jit::state::{FnKey, Function, KernelId, Source, Target};
-use crate::jit::PRELUDE;
-use crate::kernel::{launch_checked_stream, KernelArgs, Variant};
+use crate::kernel::Variant;
+use pgas_codegen::PRELUDE;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -18,8 +20,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 ///
 /// ```no_run
 /// # fn f(pgas: &pgas_runtime::Pgas, buf: &mut cudarc::driver::CudaSlice<f32>) -> pgas_runtime::Result<()> {
-/// use pgas_runtime::jit::{LaunchConfig, RawKernel};
-/// use pgas_runtime::kernel::KernelArgs;
+/// use pgas_runtime::launch::{KernelArgs, LaunchConfig, RawKernel};
 /// let k = RawKernel::from_source(
 ///     r#"extern "C" __global__ void twice(float* x, unsigned long long n) {
 ///         unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -7,12 +7,12 @@
 
 use cudarc::driver::sys::CUstream;
 
-use crate::context::Pgas;
+use super::memory::SymRegion;
+use super::pgas::Pgas;
+use super::team::Team;
 use crate::error::{Error, Result};
 use crate::ffi::NvshmemHost;
-use crate::memory::SymRegion;
 use crate::nvshmem::Nvshmem;
-use crate::team::Team;
 
 /// A reduction operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -6,11 +6,13 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaStream};
 
+use super::args::KernelArgs;
+use super::driver::LaunchConfig;
+use super::entry::launch_in;
+use super::raw::RawKernel;
 use crate::error::{Error, Result};
-use crate::jit::launch::LaunchConfig;
 use crate::jit::state::{JitState, Target};
-use crate::jit::RawKernel;
-use crate::kernel::{launch_in, KernelArgs, KernelSpec, Variant};
+use crate::kernel::{KernelSpec, Variant};
 
 /// One GPU's context and stream with its own [`JitState`], and no NVSHMEM.
 #[doc(hidden)]
@@ -54,7 +56,7 @@ impl Bare {
         }
     }
 
-    /// [`crate::kernel::launch`] on this device.
+    /// [`super::launch`] on this device.
     pub fn launch(
         &self,
         spec: &'static KernelSpec,

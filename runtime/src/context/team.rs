@@ -1,6 +1,6 @@
 //! NVSHMEM teams: subsets of PEs that collectives and device code can address.
 
-use crate::context::Pgas;
+use super::pgas::Pgas;
 use crate::error::{Error, Result};
 use crate::ffi;
 use crate::nvshmem::Nvshmem;

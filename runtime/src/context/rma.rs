@@ -8,10 +8,10 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys::CUstream;
 
-use crate::context::Pgas;
+use super::memory::{check_len, SymRegion};
+use super::pgas::Pgas;
 use crate::error::Result;
 use crate::ffi::NvshmemHost;
-use crate::memory::{check_len, SymRegion};
 
 /// The shape of `nvshmemx_{put,get}mem_on_stream`.
 type Transfer = unsafe fn(&NvshmemHost, *mut c_void, *const c_void, usize, i32, CUstream);

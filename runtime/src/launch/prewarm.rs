@@ -1,9 +1,10 @@
 //! Compiling kernels ahead of their first launch, several at once.
 
-use crate::context::Pgas;
+use crate::context::pgas::Pgas;
 use crate::error::{Error, Result};
+use crate::jit::source::spec_source;
 use crate::jit::state::{FnKey, KernelId};
-use crate::kernel::{spec_source, KernelSpec, Variant};
+use crate::kernel::{KernelSpec, Variant};
 
 /// One specialization to compile ahead of time.
 #[derive(Clone, Copy, Debug)]

@@ -1,0 +1,418 @@
+//! The packed arguments of one launch ([`KernelArgs`]), checked against a [`KernelSpec`].
+//!
+//! The macro-generated launchers are the only intended users of [`KernelArgs`]; the types are
+//! public because macro output lives in the user's crate.
+
+use std::ffi::c_void;
+
+use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
+
+use crate::context::memory::SymRegion;
+use crate::context::team::Team;
+use crate::error::{Error, Result};
+use crate::jit::state::Function;
+use crate::kernel::{KernelSpec, ParamKind, MAX_COMPTIME};
+
+use super::driver::{launch_function, LaunchConfig};
+
+/// Most ABI parameters one launch may pass (a buffer counts two: pointer and length).
+pub const MAX_PARAMS: usize = 48;
+/// Most local (`CudaSlice`) buffers one launch may pass.
+pub const MAX_LOCAL_BUFFERS: usize = 16;
+
+/// A scalar kernel parameter, passed by value as the C type of the same size.
+pub trait KernelScalar: Copy {
+    /// The Rust type name, as [`ParamKind::Scalar`] spells it.
+    const RUST_NAME: &'static str;
+    /// The value's bytes, little-endian in the low bytes of a `u64` (how the kernel reads them).
+    fn to_slot(self) -> u64;
+}
+
+macro_rules! scalar {
+    ($($t:ty => |$v:ident| $bits:expr),* $(,)?) => {$(
+        impl KernelScalar for $t {
+            const RUST_NAME: &'static str = stringify!($t);
+            #[inline]
+            fn to_slot(self) -> u64 {
+                let $v = self;
+                $bits
+            }
+        }
+    )*};
+}
+
+scalar! {
+    bool => |v| v as u64, i8 => |v| v as u8 as u64, i16 => |v| v as u16 as u64,
+    i32 => |v| v as u32 as u64, i64 => |v| v as u64, isize => |v| v as u64,
+    u8 => |v| v as u64, u16 => |v| v as u64, u32 => |v| v as u64, u64 => |v| v,
+    usize => |v| v as u64, f32 => |v| v.to_bits() as u64, f64 => |v| v.to_bits(),
+    half::f16 => |v| v.to_bits() as u64, half::bf16 => |v| v.to_bits() as u64,
+}
+
+// `stringify!` spells the half types with their path; specs name them as Rust code does.
+const fn scalar_name(name: &'static str) -> &'static str {
+    match name.as_bytes() {
+        b"half::f16" => "f16",
+        b"half::bf16" => "bf16",
+        _ => name,
+    }
+}
+
+/// What was pushed for one Rust parameter, to check against the spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pushed {
+    Sym,
+    Local,
+    Scalar(&'static str),
+    Team,
+}
+
+/// A local buffer whose device pointer is taken on the launch stream, so cudarc can order it
+/// after earlier work on other streams and record this launch as its last use.
+trait LocalRead {
+    fn ptr<'s>(&'s self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>);
+}
+trait LocalWrite {
+    fn ptr_mut<'s>(&'s mut self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>);
+}
+impl<T> LocalRead for CudaSlice<T> {
+    fn ptr<'s>(&'s self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>) {
+        self.device_ptr(stream)
+    }
+}
+impl<T> LocalWrite for CudaSlice<T> {
+    fn ptr_mut<'s>(&'s mut self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>) {
+        self.device_ptr_mut(stream)
+    }
+}
+
+enum Local<'a> {
+    Read(usize, &'a dyn LocalRead),
+    Write(usize, &'a mut dyn LocalWrite),
+}
+
+/// The packed arguments of one launch, in the parameter ABI of `docs/internals.md`.
+///
+/// Fixed inline storage: building and launching allocates nothing. Pushing more than
+/// [`MAX_PARAMS`] parameters (or [`MAX_LOCAL_BUFFERS`] local buffers) makes the launch an error.
+pub struct KernelArgs<'a> {
+    /// One 8-byte slot per ABI parameter; the kernel reads each from its slot's address.
+    slots: [u64; MAX_PARAMS],
+    n_slots: usize,
+    pushed: [Pushed; MAX_PARAMS],
+    n_pushed: usize,
+    locals: [Option<Local<'a>>; MAX_LOCAL_BUFFERS],
+    n_locals: usize,
+    overflow: bool,
+}
+
+impl Default for KernelArgs<'_> {
+    fn default() -> Self {
+        KernelArgs::new()
+    }
+}
+
+impl<'a> KernelArgs<'a> {
+    /// No arguments yet.
+    pub fn new() -> KernelArgs<'a> {
+        KernelArgs {
+            slots: [0; MAX_PARAMS],
+            n_slots: 0,
+            pushed: [Pushed::Team; MAX_PARAMS],
+            n_pushed: 0,
+            locals: [const { None }; MAX_LOCAL_BUFFERS],
+            n_locals: 0,
+            overflow: false,
+        }
+    }
+
+    fn push_param(&mut self, kind: Pushed, slots: &[u64]) -> Option<usize> {
+        let first = self.n_slots;
+        if self.overflow || first + slots.len() > MAX_PARAMS {
+            self.overflow = true;
+            return None;
+        }
+        self.slots[first..first + slots.len()].copy_from_slice(slots);
+        self.n_slots += slots.len();
+        self.pushed[self.n_pushed] = kind;
+        self.n_pushed += 1;
+        Some(first)
+    }
+
+    fn push_local_buf(&mut self, len: usize, local: impl FnOnce(usize) -> Local<'a>) -> &mut Self {
+        if self.n_locals == MAX_LOCAL_BUFFERS {
+            self.overflow = true;
+            return self;
+        }
+        if let Some(slot) = self.push_param(Pushed::Local, &[0, len as u64]) {
+            self.locals[self.n_locals] = Some(local(slot));
+            self.n_locals += 1;
+        }
+        self
+    }
+
+    /// A `&SymTensor<T>` (or a view of one): pointer and length.
+    pub fn push_sym<T, S: SymRegion<T> + ?Sized>(&mut self, t: &S) -> &mut Self {
+        self.push_param(Pushed::Sym, &[t.as_device_ptr(), t.len() as u64]);
+        self
+    }
+
+    /// A `&mut SymTensor<T>` (or a mutable view of one): pointer and length.
+    pub fn push_sym_mut<T, S: SymRegion<T> + ?Sized>(&mut self, t: &mut S) -> &mut Self {
+        self.push_sym(&*t)
+    }
+
+    /// A `&CudaSlice<T>`: pointer (taken on the launch stream) and length.
+    pub fn push_local<T>(&mut self, s: &'a CudaSlice<T>) -> &mut Self {
+        self.push_local_buf(s.len(), |slot| Local::Read(slot, s))
+    }
+
+    /// A `&mut CudaSlice<T>`: pointer (taken on the launch stream) and length.
+    pub fn push_local_mut<T>(&mut self, s: &'a mut CudaSlice<T>) -> &mut Self {
+        let len = s.len();
+        self.push_local_buf(len, |slot| Local::Write(slot, s))
+    }
+
+    /// A scalar by value.
+    pub fn push_scalar<T: KernelScalar>(&mut self, v: T) -> &mut Self {
+        self.push_param(Pushed::Scalar(scalar_name(T::RUST_NAME)), &[v.to_slot()]);
+        self
+    }
+
+    /// A team handle, as `int`.
+    pub fn push_team(&mut self, team: Team) -> &mut Self {
+        self.push_param(Pushed::Team, &[team.raw() as u32 as u64]);
+        self
+    }
+
+    /// The packed ABI slots so far (for tests and debugging).
+    pub fn slots(&self) -> &[u64] {
+        &self.slots[..self.n_slots]
+    }
+
+    /// Checks the arguments and comptime values against the kernel's parameter list: counts,
+    /// kinds and scalar types. Cheap; runs on every launch.
+    pub fn check(&self, spec: &KernelSpec, comptime: &[i128]) -> Result<()> {
+        let bad = |reason: String| {
+            Err(Error::Launch {
+                kernel: spec.rust_name.to_owned(),
+                reason,
+            })
+        };
+        if self.overflow {
+            return bad(format!(
+                "too many parameters: at most {MAX_PARAMS} ABI parameters (a buffer takes two) and \
+                 {MAX_LOCAL_BUFFERS} CudaSlice buffers per kernel"
+            ));
+        }
+        let n_comptime = spec.comptime_names().count();
+        if comptime.len() != n_comptime || n_comptime > MAX_COMPTIME {
+            return bad(format!(
+                "expected {n_comptime} comptime values (at most {MAX_COMPTIME}), got {}",
+                comptime.len()
+            ));
+        }
+        let mut runtime = spec
+            .params
+            .iter()
+            .filter(|p| !matches!(p.kind, ParamKind::Comptime(_)));
+        let expected = runtime.clone().count();
+        if self.n_pushed != expected {
+            return bad(format!(
+                "expected {expected} arguments, got {}",
+                self.n_pushed
+            ));
+        }
+        for (i, got) in self.pushed[..self.n_pushed].iter().enumerate() {
+            let p = runtime.next().expect("counted above");
+            let ok = match (p.kind, *got) {
+                (ParamKind::Sym { .. }, Pushed::Sym) | (ParamKind::Local { .. }, Pushed::Local) => {
+                    true
+                }
+                (ParamKind::Scalar(want), Pushed::Scalar(have)) => want == have,
+                (ParamKind::Team, Pushed::Team) => true,
+                _ => false,
+            };
+            if !ok {
+                return bad(format!(
+                    "argument {i} (`{}`) should be {:?}, got {got:?}",
+                    p.name, p.kind
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The checks a raw kernel allows (it has no parameter list): only the storage limits.
+    pub(crate) fn check_raw(&self, kernel: &str) -> Result<()> {
+        if self.overflow {
+            return Err(Error::Launch {
+                kernel: kernel.to_owned(),
+                reason: format!("too many parameters: at most {MAX_PARAMS} ABI parameters"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Takes the local buffers' pointers on `stream` and launches `f`; cudarc records the launch
+    /// as the buffers' last use when the guards drop, after the launch call.
+    pub(super) fn launch(
+        &mut self,
+        f: Function,
+        kernel: &str,
+        collective: bool,
+        sms: u32,
+        cfg: &LaunchConfig,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        let KernelArgs {
+            slots,
+            n_slots,
+            locals,
+            n_locals,
+            ..
+        } = self;
+        let mut guards: [Option<SyncOnDrop<'_>>; MAX_LOCAL_BUFFERS] =
+            [const { None }; MAX_LOCAL_BUFFERS];
+        for (local, guard) in locals[..*n_locals].iter_mut().zip(guards.iter_mut()) {
+            let (slot, (ptr, g)) = match local {
+                Some(Local::Read(slot, buf)) => (*slot, buf.ptr(stream)),
+                Some(Local::Write(slot, buf)) => (*slot, buf.ptr_mut(stream)),
+                None => continue,
+            };
+            slots[slot] = ptr;
+            *guard = Some(g);
+        }
+        let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
+        for (p, s) in params.iter_mut().zip(slots[..*n_slots].iter_mut()) {
+            *p = (s as *mut u64).cast();
+        }
+        // SAFETY: `check` matched the pushed parameters against the kernel's parameter list, and
+        // the slots outlive the call (the driver copies parameter values at launch).
+        unsafe {
+            launch_function(
+                f,
+                kernel,
+                collective,
+                sms,
+                cfg,
+                stream,
+                &mut params[..*n_slots],
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::ParamSpec;
+
+    struct Sym(u64, usize);
+    impl SymRegion<f32> for Sym {
+        fn as_device_ptr(&self) -> u64 {
+            self.0
+        }
+        fn len(&self) -> usize {
+            self.1
+        }
+    }
+
+    const PARAMS: &[ParamSpec] = &[
+        ParamSpec {
+            name: "dst",
+            kind: ParamKind::Sym {
+                elem: "f32",
+                mutable: true,
+            },
+        },
+        ParamSpec {
+            name: "n",
+            kind: ParamKind::Comptime("u32"),
+        },
+        ParamSpec {
+            name: "scale",
+            kind: ParamKind::Scalar("f32"),
+        },
+        ParamSpec {
+            name: "flag",
+            kind: ParamKind::Scalar("bool"),
+        },
+        ParamSpec {
+            name: "h",
+            kind: ParamKind::Scalar("f16"),
+        },
+        ParamSpec {
+            name: "team",
+            kind: ParamKind::Team,
+        },
+    ];
+    static SPEC: KernelSpec = KernelSpec {
+        rust_name: "scale",
+        cuda_name: "pgas_scale_0",
+        file: "src/x.rs",
+        line: 1,
+        plain_source: "",
+        checked_source: "",
+        params: PARAMS,
+        collective: false,
+    };
+
+    #[test]
+    fn packs_the_abi() {
+        let mut s = Sym(0xdead_0000, 7);
+        let mut a = KernelArgs::new();
+        a.push_sym_mut(&mut s)
+            .push_scalar(2.5f32)
+            .push_scalar(true)
+            .push_scalar(half::f16::from_f32(1.0))
+            .push_team(Team::WORLD);
+        assert_eq!(
+            a.slots(),
+            &[
+                0xdead_0000,
+                7,
+                2.5f32.to_bits() as u64,
+                1,
+                0x3c00,
+                Team::WORLD.raw() as u32 as u64
+            ]
+        );
+        a.check(&SPEC, &[128]).unwrap();
+        assert_eq!((-2i8).to_slot(), 0xfe);
+    }
+
+    #[test]
+    fn wrong_arguments_are_errors() {
+        let s = Sym(0, 1);
+        let err = |a: &KernelArgs, ct: &[i128]| a.check(&SPEC, ct).unwrap_err().to_string();
+
+        let mut a = KernelArgs::new();
+        a.push_sym(&s)
+            .push_scalar(1.0f32)
+            .push_scalar(true)
+            .push_scalar(half::f16::ZERO)
+            .push_team(Team::WORLD);
+        assert!(err(&a, &[]).contains("expected 1 comptime values"));
+        assert!(err(&a, &[1, 2]).contains("got 2"));
+
+        let mut a = KernelArgs::new();
+        a.push_sym(&s).push_scalar(1.0f32);
+        assert!(err(&a, &[1]).contains("expected 5 arguments, got 2"));
+
+        let mut a = KernelArgs::new();
+        a.push_sym(&s)
+            .push_scalar(1.0f64)
+            .push_scalar(true)
+            .push_scalar(half::f16::ZERO)
+            .push_team(Team::WORLD);
+        let e = err(&a, &[1]);
+        assert!(e.contains("`scale`") && e.contains("f64"), "{e}");
+
+        let mut a = KernelArgs::new();
+        for _ in 0..MAX_PARAMS {
+            a.push_sym(&s);
+        }
+        assert!(err(&a, &[1]).contains("too many parameters"));
+    }
+}

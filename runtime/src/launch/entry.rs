@@ -1,0 +1,104 @@
+//! The one path from a launcher to the driver: argument and geometry checks, the function from the
+//! JIT (a cache hit, or compile and load), the stream check, then [`super::driver`].
+
+use cudarc::driver::CudaStream;
+
+use super::args::KernelArgs;
+use super::driver::LaunchConfig;
+use crate::context::pgas::Pgas;
+use crate::error::{Error, Result};
+use crate::jit::source::spec_source;
+use crate::jit::state::{FnKey, Function, KernelId, Target};
+use crate::kernel::{KernelSpec, Variant, MAX_COMPTIME};
+
+/// Launches a `#[pgas_kernel]`: what macro-generated launchers call.
+///
+/// Checks `args` and `comptime` against the spec, finds (or compiles and loads) the
+/// specialization, and launches it on `stream` (default: the context's stream); collective
+/// kernels go through a cooperative launch after an occupancy check.
+pub fn launch(
+    pgas: &Pgas,
+    spec: &'static KernelSpec,
+    variant: Variant,
+    comptime: &[i128],
+    cfg: LaunchConfig,
+    stream: Option<&CudaStream>,
+    args: &mut KernelArgs<'_>,
+) -> Result<()> {
+    launch_in(
+        &pgas.jit_target(),
+        pgas.stream(),
+        spec,
+        variant,
+        comptime,
+        cfg,
+        stream,
+        args,
+    )
+}
+
+/// [`launch`] on any target (a `Pgas` or a [`super::Bare`] device).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_in(
+    target: &Target<'_>,
+    default_stream: &CudaStream,
+    spec: &'static KernelSpec,
+    variant: Variant,
+    comptime: &[i128],
+    cfg: LaunchConfig,
+    stream: Option<&CudaStream>,
+    args: &mut KernelArgs<'_>,
+) -> Result<()> {
+    args.check(spec, comptime)?;
+    cfg.validate(spec.rust_name)?;
+    let key = FnKey::new(KernelId::Spec(spec.cuda_name), variant, comptime).ok_or_else(|| {
+        Error::Launch {
+            kernel: spec.rust_name.to_owned(),
+            reason: format!("more than {MAX_COMPTIME} comptime values"),
+        }
+    })?;
+    let f = match target.jit.lookup(&key) {
+        Some(f) => f,
+        None => target
+            .jit
+            .get_or_build(target, key, &|| spec_source(spec, variant, comptime))?,
+    };
+    let stream = stream.unwrap_or(default_stream);
+    launch_checked_stream(
+        target,
+        f,
+        spec.rust_name,
+        spec.collective,
+        &cfg,
+        stream,
+        args,
+    )
+}
+
+/// Binds the context, checks the stream belongs to it, and launches.
+pub(crate) fn launch_checked_stream(
+    target: &Target<'_>,
+    f: Function,
+    kernel: &str,
+    collective: bool,
+    cfg: &LaunchConfig,
+    stream: &CudaStream,
+    args: &mut KernelArgs<'_>,
+) -> Result<()> {
+    if stream.context().cu_ctx() != target.ctx.cu_ctx() {
+        return Err(Error::Launch {
+            kernel: kernel.to_owned(),
+            reason: "the stream belongs to another CUDA context than this Pgas".to_owned(),
+        });
+    }
+    target
+        .ctx
+        .bind_to_thread()
+        .map_err(Error::cuda("making the pgas CUDA context current"))?;
+    let sms = if collective {
+        target.jit.device(target.ctx)?.sms
+    } else {
+        0
+    };
+    args.launch(f, kernel, collective, sms, cfg, stream)
+}

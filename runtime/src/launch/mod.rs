@@ -1,0 +1,17 @@
+//! Launching: the geometry ([`LaunchConfig`]), the packed arguments ([`KernelArgs`]), the one path
+//! from a launcher to the driver ([`launch`]), and what launches kernels besides macro output:
+//! [`prewarm`], [`RawKernel`] and the NVSHMEM-less [`Bare`] device.
+
+mod args;
+mod bare;
+mod driver;
+mod entry;
+mod prewarm;
+mod raw;
+
+pub use args::{KernelArgs, KernelScalar, MAX_LOCAL_BUFFERS, MAX_PARAMS};
+pub use bare::Bare;
+pub use driver::LaunchConfig;
+pub use entry::launch;
+pub use prewarm::{prewarm, Prewarm};
+pub use raw::RawKernel;
