@@ -3,23 +3,25 @@
 //! Needs no GPU; needs NVRTC and the headers (CI sets `PGAS_CUDA_HOME` and `PGAS_NVSHMEM_HOME`).
 //!
 //! An NVRTC compile including `nvshmem.h` takes seconds, and parsing the headers is most of it,
-//! so the specializations of one corpus file that share a prelude (full for collective kernels,
-//! point-to-point for the others) are compiled as one NVRTC program (each in its own
-//! namespace), files in parallel. A batch that fails or warns is recompiled one specialization at
-//! a time, so every report names the kernel it belongs to.
+//! so the specializations that share a prelude (full for collective kernels, point-to-point for
+//! the others) are compiled as a few NVRTC programs (`pgas_codegen::batch`, as the runtime's JIT
+//! batches them), one per core and prelude. A batch that fails or warns is recompiled one
+//! specialization at a time, so every report names the kernel and file it belongs to.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use pgas_codegen::{
-    compile_file, prelude_for, specialize, CompiledKernel, KernelParam, ParamKind, Scalar,
+    batch, compile_file, prelude_for, specialize, CompiledKernel, KernelParam, ParamKind, Scalar,
 };
 use pgas_runtime::jit::Toolchain;
 
 const ARCH: (u32, u32) = (9, 0);
 
-/// One specialization: its symbol, full source and the prelude that source starts with.
+/// One specialization: its corpus file, symbol, full source and the prelude that source starts
+/// with.
 struct Spec {
+    file: String,
     name: String,
     source: String,
     prelude: &'static str,
@@ -51,7 +53,7 @@ fn sample(s: Scalar) -> i128 {
     }
 }
 
-fn specializations(k: &CompiledKernel) -> Vec<Spec> {
+fn specializations(file: &str, k: &CompiledKernel) -> Vec<Spec> {
     let comptime: Vec<(&str, i128)> = k
         .params
         .iter()
@@ -65,6 +67,7 @@ fn specializations(k: &CompiledKernel) -> Vec<Spec> {
         .map(|&(variant, checked)| {
             let (source, name) = specialize(k.source(checked), &k.cuda_name, variant, &comptime);
             Spec {
+                file: file.to_owned(),
                 name,
                 source,
                 prelude: prelude_for(k.collective),
@@ -73,49 +76,25 @@ fn specializations(k: &CompiledKernel) -> Vec<Spec> {
         .collect()
 }
 
-/// The specializations (all with one prelude) as one program: the prelude once, then each
-/// source's remainder in a namespace of its own (their helpers share names), with the
-/// name/comptime macros reset.
-fn batch(specs: &[Spec]) -> Option<String> {
-    let prelude = specs.first()?.prelude;
-    let mut out = String::from(prelude);
-    for (i, s) in specs.iter().enumerate() {
-        let (defines, rest) = s.source.split_once(prelude)?;
-        out.push_str("#undef PGAS_KERNEL_NAME\n");
-        // Before the prelude: specialize's #defines and the generator's comments.
-        for line in defines.lines() {
-            if let Some(name) = line
-                .strip_prefix("#define ")
-                .and_then(|d| d.split_whitespace().next())
-            {
-                out.push_str(&format!("#undef {name}\n"));
-            }
-        }
-        out.push_str(&format!(
-            "{defines}namespace pgas_batch_{i} {{\n{rest}\n}}\n"
-        ));
-    }
-    Some(out)
-}
-
-/// A unit of work: a whole file's specializations as one program, or one specialization (after
-/// its file's batch failed or warned, to say which kernel is at fault).
+/// A unit of work: specializations of one prelude as one program, or one specialization (after
+/// its batch failed or warned, to say which kernel is at fault).
 enum Job {
-    Batch(String, Vec<Spec>),
-    Single(String, Spec),
+    Batch(Vec<Spec>),
+    Single(Spec),
 }
 
 /// Runs `job`; returns the problems found and the jobs it leaves to do.
 fn run(tc: &Toolchain, job: Job) -> (Vec<String>, Vec<Job>) {
     match job {
-        Job::Batch(file, specs) => {
+        Job::Batch(specs) => {
             let kind = if specs[0].prelude == prelude_for(true) {
                 "full"
             } else {
                 "p2p"
             };
-            let name = format!("{}_batch_{kind}", file.replace(['/', '.'], "_"));
-            let outcome = match batch(&specs) {
+            let name = format!("pgas_corpus_batch_{kind}");
+            let sources: Vec<&str> = specs.iter().map(|s| s.source.as_str()).collect();
+            let outcome = match batch(specs[0].prelude, &sources) {
                 None => Err("sources do not start with their prelude".to_owned()),
                 Some(src) => match tc.compile_cubin(&src, &name, ARCH) {
                     Ok(out) if out.warnings().count() == 0 => Ok(()),
@@ -131,24 +110,20 @@ fn run(tc: &Toolchain, job: Job) -> (Vec<String>, Vec<Job>) {
             match outcome {
                 Ok(()) => (Vec::new(), Vec::new()),
                 Err(why) => {
-                    println!("{file}: batch not clean ({why}); compiling its kernels one by one");
-                    (
-                        Vec::new(),
-                        specs
-                            .into_iter()
-                            .map(|s| Job::Single(file.clone(), s))
-                            .collect(),
-                    )
+                    println!(
+                        "a {kind} batch is not clean ({why}); compiling its kernels one by one"
+                    );
+                    (Vec::new(), specs.into_iter().map(Job::Single).collect())
                 }
             }
         }
-        Job::Single(file, s) => match tc.compile_cubin(&s.source, &s.name, ARCH) {
+        Job::Single(s) => match tc.compile_cubin(&s.source, &s.name, ARCH) {
             Ok(out) if out.warnings().count() == 0 => (Vec::new(), Vec::new()),
             Ok(out) => (
-                vec![format!("{file}: {}: warnings:\n{}", s.name, out.log)],
+                vec![format!("{}: {}: warnings:\n{}", s.file, s.name, out.log)],
                 Vec::new(),
             ),
-            Err(e) => (vec![format!("{file}: {e}")], Vec::new()),
+            Err(e) => (vec![format!("{}: {e}", s.file)], Vec::new()),
         },
     }
 }
@@ -161,7 +136,7 @@ fn every_corpus_kernel_compiles_without_warnings() {
     let only: Option<Vec<String>> = std::env::var("PGAS_CORPUS")
         .ok()
         .map(|v| v.split(',').map(str::to_owned).collect());
-    let mut jobs = Vec::new();
+    let mut specs = Vec::new();
     let mut problems = Vec::new();
     for (file, path) in corpus() {
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
@@ -170,25 +145,29 @@ fn every_corpus_kernel_compiles_without_warnings() {
         }
         let text = std::fs::read_to_string(&path).expect("readable corpus file");
         match compile_file(&text, &file) {
-            Ok(kernels) => {
-                // One program per prelude: the full one and the point-to-point one.
-                let (full, p2p): (Vec<Spec>, Vec<Spec>) = kernels
-                    .iter()
-                    .flat_map(specializations)
-                    .partition(|s| s.prelude == prelude_for(true));
-                for specs in [full, p2p].into_iter().filter(|s| !s.is_empty()) {
-                    jobs.push(Job::Batch(file.clone(), specs));
-                }
-            }
+            Ok(kernels) => specs.extend(kernels.iter().flat_map(|k| specializations(&file, k))),
             Err(errors) => problems.extend(errors.iter().map(|e| format!("{file}: codegen: {e}"))),
         }
     }
-    let n_files = jobs.len();
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    // Per prelude, one program per core: each pays the header parse once.
+    let n_specs = specs.len();
+    let (full, p2p): (Vec<Spec>, Vec<Spec>) = specs
+        .into_iter()
+        .partition(|s| s.prelude == prelude_for(true));
+    let mut jobs = Vec::new();
+    for group in [full, p2p] {
+        let per_job = group.len().div_ceil(workers).max(1);
+        let mut group = group.into_iter().peekable();
+        while group.peek().is_some() {
+            jobs.push(Job::Batch(group.by_ref().take(per_job).collect()));
+        }
+    }
+    let n_programs = jobs.len();
     let jobs = Mutex::new(jobs);
     let found = Mutex::new(problems);
     let busy = std::sync::atomic::AtomicUsize::new(0);
     let t = std::time::Instant::now();
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {
@@ -217,7 +196,7 @@ fn every_corpus_kernel_compiles_without_warnings() {
     });
     let found = found.into_inner().unwrap();
     println!(
-        "{n_files} NVRTC programs compiled in {:.1} s",
+        "{n_specs} specializations in {n_programs} NVRTC programs compiled in {:.1} s",
         t.elapsed().as_secs_f64()
     );
     assert!(found.is_empty(), "{}", found.join("\n\n"));

@@ -40,7 +40,7 @@ pub use docs::intrinsics_markdown;
 pub use error::CodegenError;
 pub use expand::{expand_device, expand_kernel};
 pub use prelude::{prelude_for, PRELUDE, PRELUDE_P2P};
-pub use specialize::specialize;
+pub use specialize::{batch, specialize};
 pub use types::Scalar;
 
 use check::{check_fn, FnSig};

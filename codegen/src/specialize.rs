@@ -27,6 +27,30 @@ pub fn specialize(
     (full, name)
 }
 
+/// Several specializations as one NVRTC program, so the headers (most of a compile) are parsed
+/// once: `prelude` once, then each source's remainder in a namespace of its own (their helpers
+/// share names) after its name and comptime macros are reset. `extern "C"` keeps each kernel's
+/// symbol as it is. Every source must start, after [`specialize`]'s `#define`s, with `prelude`;
+/// `None` when one does not. The runtime JIT and the CI NVRTC tests both batch through this.
+pub fn batch(prelude: &str, sources: &[&str]) -> Option<String> {
+    let mut out = String::from(prelude);
+    for (i, source) in sources.iter().enumerate() {
+        let (defines, rest) = source.split_once(prelude)?;
+        for line in defines.lines() {
+            if let Some(name) = line
+                .strip_prefix("#define ")
+                .and_then(|d| d.split_whitespace().next())
+            {
+                out.push_str(&format!("#undef {name}\n"));
+            }
+        }
+        out.push_str(&format!(
+            "{defines}namespace pgas_batch_{i} {{\n{rest}\n}}\n"
+        ));
+    }
+    Some(out)
+}
+
 /// A C integer literal for `v` that never overflows its own type (the source casts it to the
 /// parameter's type).
 fn literal(v: i128) -> String {
@@ -51,6 +75,19 @@ mod tests {
             src,
             "#define PGAS_KERNEL_NAME pgas_k_1234_checked_n4_negm3\n#define PGAS_CT_n 4ull\n#define PGAS_CT_neg (-3ll)\nBODY"
         );
+    }
+
+    #[test]
+    fn batches_reset_the_macros_and_keep_each_kernel_apart() {
+        let (a, _) = specialize("PRE\nA", "k", "plain", &[("n", 1)]);
+        let (b, _) = specialize("PRE\nB", "k", "checked", &[]);
+        assert_eq!(
+            batch("PRE\n", &[&a, &b]).unwrap(),
+            "PRE\n#undef PGAS_KERNEL_NAME\n#undef PGAS_CT_n\n#define PGAS_KERNEL_NAME k_plain_n1\n\
+             #define PGAS_CT_n 1ull\nnamespace pgas_batch_0 {\nA\n}\n#undef PGAS_KERNEL_NAME\n\
+             #define PGAS_KERNEL_NAME k_checked\nnamespace pgas_batch_1 {\nB\n}\n"
+        );
+        assert_eq!(batch("OTHER\n", &[&a]), None);
     }
 
     #[test]

@@ -277,6 +277,18 @@ pub enum Error {
         log: String,
     },
 
+    /// Several kernels of one prewarm failed to build; each error names its kernel (and, for a
+    /// compile error, the Rust line). The kernels not listed were built and loaded.
+    #[error(
+        "{} kernels failed to build (the others are loaded):\n{}",
+        failures.len(),
+        failures.iter().map(|e| format!("- {e}")).collect::<Vec<_>>().join("\n")
+    )]
+    Kernels {
+        /// One error per failing kernel, in the order they were asked for.
+        failures: Vec<Error>,
+    },
+
     /// The on-disk kernel cache could not be used.
     #[error(
         "kernel cache at {dir}: {action} failed: {source}. Fix: point PGAS_CACHE_DIR at a \

@@ -52,6 +52,16 @@ impl CacheKey {
         CacheKey(h.finalize().into())
     }
 
+    /// The key's 32 bytes (what a batch link stores).
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// A key from the 32 bytes [`CacheKey::as_bytes`] gave; `None` for any other length.
+    pub fn from_bytes(bytes: &[u8]) -> Option<CacheKey> {
+        bytes.try_into().ok().map(CacheKey)
+    }
+
     fn file_name(&self) -> String {
         let hex: String = self.0.iter().map(|b| format!("{b:02x}")).collect();
         format!("{hex}.cubin")

@@ -6,6 +6,7 @@
 //! (`PGAS_CUDA_HOME`, `PGAS_NVSHMEM_HOME`, `PGAS_CACHE_DIR`, `PGAS_CACHE`, `PGAS_DUMP_DIR`) and
 //! the measured costs.
 
+mod batch;
 pub mod disk;
 mod nvrtc;
 pub(crate) mod source;

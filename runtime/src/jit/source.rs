@@ -20,5 +20,6 @@ pub(crate) fn spec_source(spec: &KernelSpec, variant: Variant, comptime: &[i128]
         display: spec.rust_name.to_owned(),
         cuda_name,
         text,
+        batchable: true,
     }
 }

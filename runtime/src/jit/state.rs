@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cudarc::driver::{result, sys, CudaContext};
 
+use super::batch;
+use super::disk::{CacheKey, DiskCache};
+use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
-use crate::jit::disk::DiskCache;
-use crate::jit::toolchain::Toolchain;
 use crate::kernel::{Variant, MAX_COMPTIME};
 
 /// Which kernel a cached function belongs to.
@@ -84,6 +85,43 @@ pub(crate) trait ModuleHooks: Sync {
     fn cumodule_finalize(&self, module: sys::CUmodule) -> i32;
 }
 
+/// A build compiling at least this many kernels prints a line per batch (a first run of many
+/// kernels takes seconds, and should say what it is doing).
+const PROGRESS_MIN: usize = 4;
+
+/// Runs `work` on every item with at most one thread per core, keeping the items' order.
+fn run_bounded<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if items.len() <= 1 {
+        return items.iter().map(&work).collect();
+    }
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out: Vec<(usize, R)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else {
+                            return done;
+                        };
+                        done.push((i, work(item)));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, r)| r).collect()
+}
+
 /// Where kernels are loaded: a context, its JIT state and its NVSHMEM (if any).
 pub(crate) struct Target<'a> {
     pub ctx: &'a Arc<CudaContext>,
@@ -100,9 +138,21 @@ pub(crate) struct Source {
     pub cuda_name: String,
     /// The full CUDA source.
     pub text: String,
+    /// Whether it may share an NVRTC program with others: a `#[pgas_kernel]` specialization
+    /// (unique symbol) yes, a raw kernel (whose name may repeat) no.
+    pub batchable: bool,
+}
+
+/// One kernel [`JitState::build`] is asked for: its key, and how to make its source (called only
+/// when the kernel is not loaded yet).
+pub(crate) struct Want<'a> {
+    pub key: FnKey,
+    pub source: &'a dyn Fn() -> Source,
 }
 
 struct Module {
+    /// The image it was loaded from: kernels of one batch share it.
+    image: CacheKey,
     raw: sys::CUmodule,
     ctx: Arc<CudaContext>,
     nvshmem: bool,
@@ -124,8 +174,9 @@ pub(crate) struct DeviceInfo {
 /// to insert a freshly loaded function (compilation happens outside it).
 pub struct JitState {
     functions: RwLock<HashMap<FnKey, Function>>,
-    /// One gate per kernel being built, so concurrent first launches compile it once.
-    building: Mutex<HashMap<FnKey, Arc<Mutex<()>>>>,
+    /// Held while building, so concurrent first launches compile a kernel once; the parallelism
+    /// of a build is in its batches, not in threads racing into NVRTC.
+    building: Mutex<()>,
     modules: Mutex<Vec<Module>>,
     disk: Mutex<Option<Option<Arc<DiskCache>>>>,
     device: OnceLock<DeviceInfo>,
@@ -154,7 +205,7 @@ impl JitState {
     pub fn new() -> JitState {
         JitState {
             functions: RwLock::new(HashMap::new()),
-            building: Mutex::new(HashMap::new()),
+            building: Mutex::new(()),
             modules: Mutex::new(Vec::new()),
             disk: Mutex::new(None),
             device: OnceLock::new(),
@@ -198,21 +249,114 @@ impl JitState {
         if let Some(f) = self.lookup(&key) {
             return Ok(f);
         }
-        let gate = lock(&self.building).entry(key).or_default().clone();
-        let _building = lock(&gate);
-        if let Some(f) = self.lookup(&key) {
-            return Ok(f);
+        self.build(target, &[Want { key, source }])?
+            .pop()
+            .expect("one result per want")
+    }
+
+    /// Loads every kernel of `wants` that is not loaded yet: disk-cache hits as they are, misses
+    /// compiled as one NVRTC program per prelude (see [`super::batch`]), each image loaded as
+    /// one module. One result per want; the outer `Err` is a failure no kernel is to blame for
+    /// (no toolchain, an unusable cache).
+    pub(crate) fn build(
+        &self,
+        target: &Target<'_>,
+        wants: &[Want<'_>],
+    ) -> Result<Vec<Result<Function>>> {
+        let _building = lock(&self.building);
+        let mut results: Vec<Option<Result<Function>>> =
+            wants.iter().map(|w| self.lookup(&w.key).map(Ok)).collect();
+        if results.iter().all(Option::is_some) {
+            return Ok(results.into_iter().flatten().collect());
         }
-        let src = source();
+        let tc = self.toolchain()?;
+        let disk = self.disk()?;
         let arch = self.device(target.ctx)?.arch;
-        let cubin = self.cubin(&src, arch)?;
-        let f = self.load(target, &src, &cubin)?;
-        self.functions
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, f);
-        lock(&self.building).remove(&key);
-        Ok(f)
+        let dump = std::env::var_os("PGAS_DUMP_DIR").map(std::path::PathBuf::from);
+
+        // Each pending kernel: from the disk cache, or into its prelude's group.
+        let mut found: Vec<(usize, Source, batch::Image)> = Vec::new();
+        let mut groups: Vec<(Option<&'static str>, Vec<(usize, Source)>)> = Vec::new();
+        for (i, w) in wants.iter().enumerate() {
+            if results[i].is_some() {
+                continue;
+            }
+            let src = (w.source)();
+            let cached = match &disk {
+                Some(d) => batch::lookup(d, &batch::kernel_key(&tc, &src, arch))?,
+                None => None,
+            };
+            if let Some(image) = cached {
+                found.push((i, src, image));
+                continue;
+            }
+            let prelude = batch::prelude_of(&src);
+            match groups
+                .iter_mut()
+                .find(|(p, _)| prelude.is_some() && *p == prelude)
+            {
+                Some((_, members)) => members.push((i, src)),
+                None => groups.push((prelude, vec![(i, src)])),
+            }
+        }
+
+        let total: usize = groups.iter().map(|(_, m)| m.len()).sum();
+        let progress = total >= PROGRESS_MIN;
+        let started = std::time::Instant::now();
+        let compiled = run_bounded(&groups, |(prelude, members)| {
+            if progress {
+                eprintln!(
+                    "pgas: JIT: compiling {} kernel(s) ({}) as one NVRTC program",
+                    members.len(),
+                    batch::prelude_name(*prelude)
+                );
+            }
+            let _span = tracing::info_span!(
+                "pgas.compile_batch",
+                kernels = members.len(),
+                prelude = batch::prelude_name(*prelude)
+            )
+            .entered();
+            let sources: Vec<&Source> = members.iter().map(|(_, s)| s).collect();
+            batch::compile(
+                &tc,
+                disk.as_deref(),
+                dump.as_deref(),
+                *prelude,
+                &sources,
+                arch,
+            )
+        });
+        if progress {
+            eprintln!(
+                "pgas: JIT: {total} kernel(s) compiled in {:.2} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        for ((_, members), outcome) in groups.into_iter().zip(compiled) {
+            for ((i, src), image) in members.into_iter().zip(outcome?) {
+                match image {
+                    Ok(image) => found.push((i, src, image)),
+                    Err(e) => results[i] = Some(Err(e)),
+                }
+            }
+        }
+
+        let _span = tracing::info_span!("pgas.load", kernels = found.len()).entered();
+        for (i, src, image) in found {
+            let f = self.load(target, &src, &image);
+            if let Ok(f) = f {
+                self.functions
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(wants[i].key, f);
+            }
+            results[i] = Some(f);
+        }
+        Ok(results
+            .into_iter()
+            .map(|r| r.expect("every want has a result"))
+            .collect())
     }
 
     /// The toolchain, discovered on first use and shared by every context of the process
@@ -242,79 +386,52 @@ impl JitState {
         Ok(d)
     }
 
-    /// The CUBIN of `src` for `arch`: from the disk cache, else from NVRTC (then stored).
-    fn cubin(&self, src: &Source, arch: (u32, u32)) -> Result<Vec<u8>> {
-        let tc = self.toolchain()?;
-        let disk = self.disk()?;
-        let dump = std::env::var_os("PGAS_DUMP_DIR").map(std::path::PathBuf::from);
-        let (compiled, _) = tc
-            .compile_cached(
-                disk.as_deref(),
-                dump.as_deref(),
-                &src.text,
-                &src.cuda_name,
-                arch,
-            )
-            .map_err(|e| match e {
-                Error::Compile { location, log, .. } => Error::Compile {
-                    kernel: format!("{} ({})", src.display, src.cuda_name),
-                    location,
-                    log,
-                },
-                other => other,
-            })?;
-        Ok(compiled.cubin)
-    }
-
-    /// Loads a CUBIN into the target's context and readies it for NVSHMEM.
-    fn load(&self, target: &Target<'_>, src: &Source, cubin: &[u8]) -> Result<Function> {
+    /// The function `src` names in `image`, loading the image as a module (and readying it for
+    /// NVSHMEM) unless an earlier kernel of the same batch already did.
+    fn load(&self, target: &Target<'_>, src: &Source, image: &batch::Image) -> Result<Function> {
         target
             .ctx
             .bind_to_thread()
             .map_err(Error::cuda("making the pgas CUDA context current"))?;
-        // SAFETY: the image is a CUBIN NVRTC produced (or a verified cache entry of one).
-        let module = unsafe { result::module::load_data(cubin.as_ptr().cast()) }.map_err(
-            Error::cuda("loading a JIT-compiled kernel module (cuModuleLoadData)"),
-        )?;
-        let unload = |e: Error| {
-            // SAFETY: the module was just loaded and nothing else refers to it.
-            let _ = unsafe { result::module::unload(module) };
-            e
-        };
-        if let Some(nv) = target.nvshmem {
-            let status = nv.cumodule_init(module);
-            if status != 0 {
-                return Err(unload(Error::ModuleInit {
-                    kernel: src.display.clone(),
-                    status,
-                }));
-            }
-        }
         let name = CString::new(src.cuda_name.as_str()).map_err(|_| Error::Launch {
             kernel: src.display.clone(),
             reason: "the CUDA kernel name contains a NUL byte".to_owned(),
-        });
-        // SAFETY: the module is loaded.
-        let f = name.and_then(|n| {
-            unsafe { result::module::get_function(module, n) }.map_err(Error::cuda(
-                "finding the kernel in its module (cuModuleGetFunction)",
-            ))
-        });
-        let f = match f {
-            Ok(f) => f,
-            Err(e) => {
+        })?;
+        let mut modules = lock(&self.modules);
+        let module = match modules.iter().find(|m| m.image == image.key) {
+            Some(m) => m.raw,
+            None => {
+                // SAFETY: the image is a CUBIN NVRTC produced (or a verified cache entry of one).
+                let module = unsafe { result::module::load_data(image.cubin.as_ptr().cast()) }
+                    .map_err(Error::cuda(
+                        "loading a JIT-compiled kernel module (cuModuleLoadData)",
+                    ))?;
                 if let Some(nv) = target.nvshmem {
-                    nv.cumodule_finalize(module);
+                    let status = nv.cumodule_init(module);
+                    if status != 0 {
+                        // SAFETY: the module was just loaded and nothing else refers to it.
+                        let _ = unsafe { result::module::unload(module) };
+                        return Err(Error::ModuleInit {
+                            kernel: src.display.clone(),
+                            status,
+                        });
+                    }
                 }
-                return Err(unload(e));
+                modules.push(Module {
+                    image: image.key,
+                    raw: module,
+                    ctx: target.ctx.clone(),
+                    nvshmem: target.nvshmem.is_some(),
+                });
+                module
             }
         };
-        lock(&self.modules).push(Module {
-            raw: module,
-            ctx: target.ctx.clone(),
-            nvshmem: target.nvshmem.is_some(),
-        });
-        Ok(Function(f))
+        // SAFETY: the module is loaded (and stays loaded until finalize).
+        unsafe { result::module::get_function(module, name) }
+            .map(Function)
+            .map_err(Error::cuda(
+                "finding the kernel in its module (cuModuleGetFunction)",
+            ))
     }
 
     /// Finalizes (`nvshmemx_cumodule_finalize`) and unloads every module, and empties the

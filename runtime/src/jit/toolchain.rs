@@ -64,6 +64,7 @@ impl Toolchain {
     /// [`crate::nvshmem::find`] finds it for the host library, so kernels compile against the
     /// headers of the library they run with.
     pub fn discover() -> Result<Toolchain> {
+        let _span = tracing::info_span!("pgas.discover").entered();
         let env = |k: &str| std::env::var_os(k);
         let cuda = find_cuda(&cuda_candidates(&env))?;
         let nvshmem = crate::nvshmem::find()?;
@@ -156,6 +157,19 @@ impl Toolchain {
         self.compile_with(source, kernel_name, arch, &self.options(arch))
     }
 
+    /// The disk-cache key of `source` compiled as `kernel_name` for `arch`: it covers every NVRTC
+    /// option and the NVRTC and NVSHMEM versions.
+    pub fn cache_key(&self, source: &str, kernel_name: &str, arch: (u32, u32)) -> CacheKey {
+        CacheKey::new(
+            source,
+            kernel_name,
+            &self.options(arch),
+            self.nvrtc_version,
+            &self.nvshmem_version,
+            arch,
+        )
+    }
+
     /// [`Toolchain::compile_cubin`] through a disk cache: a verified entry is returned as is
     /// (`true`: from the cache), else NVRTC compiles and the result is stored; a corrupt entry
     /// is dropped and rebuilt. With `dump`, `<kernel_name>.cu` and `<kernel_name>.log` (options,
@@ -168,23 +182,16 @@ impl Toolchain {
         kernel_name: &str,
         arch: (u32, u32),
     ) -> Result<(Compiled, bool)> {
-        let opts = self.options(arch);
-        let key = CacheKey::new(
-            source,
-            kernel_name,
-            &opts,
-            self.nvrtc_version,
-            &self.nvshmem_version,
-            arch,
-        );
-        if let Some(dir) = dump {
-            dump_file(dir, &format!("{kernel_name}.cu"), source);
-        }
-        let log_header = format!("options: {}\n", opts.join(" "));
+        let key = self.cache_key(source, kernel_name, arch);
         if let Some(c) = cache {
             if let Lookup::Hit(cubin) = c.load(&key)? {
                 if let Some(dir) = dump {
-                    let note = format!("{log_header}loaded from {}\n", c.path(&key).display());
+                    dump_file(dir, &format!("{kernel_name}.cu"), source);
+                    let note = format!(
+                        "options: {}\nloaded from {}\n",
+                        self.options(arch).join(" "),
+                        c.path(&key).display()
+                    );
                     dump_file(dir, &format!("{kernel_name}.log"), &note);
                 }
                 return Ok((
@@ -196,23 +203,37 @@ impl Toolchain {
                 ));
             }
         }
+        let compiled = self.compile_dumped(dump, source, kernel_name, arch)?;
+        if let Some(c) = cache {
+            c.store(&key, &compiled.cubin)?;
+        }
+        Ok((compiled, false))
+    }
+
+    /// [`Toolchain::compile_cubin`], writing `<kernel_name>.cu` and `<kernel_name>.log` (options
+    /// and NVRTC's log) to `dump` when given.
+    pub(crate) fn compile_dumped(
+        &self,
+        dump: Option<&Path>,
+        source: &str,
+        kernel_name: &str,
+        arch: (u32, u32),
+    ) -> Result<Compiled> {
+        let opts = self.options(arch);
+        let _span = tracing::debug_span!("pgas.compile", kernel = kernel_name).entered();
+        if let Some(dir) = dump {
+            dump_file(dir, &format!("{kernel_name}.cu"), source);
+        }
         let compiled = self.compile_with(source, kernel_name, arch, &opts);
         if let Some(dir) = dump {
             let log = match &compiled {
                 Ok(c) => c.log.clone(),
                 Err(e) => e.to_string(),
             };
-            dump_file(
-                dir,
-                &format!("{kernel_name}.log"),
-                &format!("{log_header}{log}\n"),
-            );
+            let text = format!("options: {}\n{log}\n", opts.join(" "));
+            dump_file(dir, &format!("{kernel_name}.log"), &text);
         }
-        let compiled = compiled?;
-        if let Some(c) = cache {
-            c.store(&key, &compiled.cubin)?;
-        }
-        Ok((compiled, false))
+        compiled
     }
 
     /// [`Toolchain::compile_cubin`] with explicit options (see [`Toolchain::options`]).

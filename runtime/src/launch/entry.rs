@@ -49,6 +49,8 @@ pub(crate) fn launch_in(
     stream: Option<&CudaStream>,
     args: &mut KernelArgs<'_>,
 ) -> Result<()> {
+    // A trace-level span: one relaxed load when nobody listens, on the launch hit path.
+    let _span = tracing::trace_span!("pgas.launch", kernel = spec.rust_name).entered();
     args.check(spec, comptime)?;
     cfg.validate(spec.rust_name)?;
     let key = FnKey::new(KernelId::Spec(spec.cuda_name), variant, comptime).ok_or_else(|| {

@@ -1,9 +1,9 @@
-//! Compiling kernels ahead of their first launch, several at once.
+//! Compiling kernels ahead of their first launch, many at once.
 
 use crate::context::pgas::Pgas;
 use crate::error::{Error, Result};
 use crate::jit::source::spec_source;
-use crate::jit::state::{FnKey, KernelId};
+use crate::jit::state::{FnKey, KernelId, Source, Want};
 use crate::kernel::{KernelSpec, Variant};
 
 /// One specialization to compile ahead of time.
@@ -15,45 +15,53 @@ pub struct Prewarm<'a> {
     pub comptime: &'a [i128],
 }
 
-/// Compiles (or loads from the disk cache) and loads every kernel in `kernels`, up to one per
-/// CPU core at a time, so their first launches are cache hits. Returns the first error.
+/// Compiles (or loads from the disk cache) and loads every kernel in `kernels`, so their first
+/// launches are cache hits. The kernels not cached yet are compiled as one NVRTC program per
+/// prelude and loaded as one module each; a build of several kernels prints a line per batch.
+///
+/// Every kernel that can be built is loaded; when some cannot, the error is
+/// [`Error::Kernels`], one entry per failing kernel (its Rust name and, for a compile error, its
+/// Rust line), or the one failure when just one kernel fails.
 pub fn prewarm(pgas: &Pgas, kernels: &[Prewarm<'_>]) -> Result<()> {
+    let keys: Vec<FnKey> = kernels.iter().map(key).collect::<Result<_>>()?;
+    let sources: Vec<Box<dyn Fn() -> Source + '_>> = kernels
+        .iter()
+        .map(|k| {
+            Box::new(move || spec_source(k.spec, k.variant, k.comptime)) as Box<dyn Fn() -> Source>
+        })
+        .collect();
+    let wants: Vec<Want<'_>> = keys
+        .iter()
+        .zip(&sources)
+        .map(|(&key, source)| Want {
+            key,
+            source: &**source,
+        })
+        .collect();
     let target = pgas.jit_target();
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(kernels.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<Result<()>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| -> Result<()> {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(k) = kernels.get(i) else {
-                            return Ok(());
-                        };
-                        let expected = k.spec.comptime_names().count();
-                        let key =
-                            FnKey::new(KernelId::Spec(k.spec.cuda_name), k.variant, k.comptime)
-                                .filter(|_| k.comptime.len() == expected)
-                                .ok_or_else(|| Error::Launch {
-                                    kernel: k.spec.rust_name.to_owned(),
-                                    reason: format!(
-                                        "expected {expected} comptime values, got {}",
-                                        k.comptime.len()
-                                    ),
-                                })?;
-                        target.jit.get_or_build(&target, key, &|| {
-                            spec_source(k.spec, k.variant, k.comptime)
-                        })?;
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    results.into_iter().collect()
+    let mut failures: Vec<Error> = target
+        .jit
+        .build(&target, &wants)?
+        .into_iter()
+        .filter_map(|r| r.err())
+        .collect();
+    match failures.len() {
+        0 => Ok(()),
+        1 => Err(failures.remove(0)),
+        _ => Err(Error::Kernels { failures }),
+    }
+}
+
+/// The cache key of one prewarm entry, checking its comptime count.
+fn key(k: &Prewarm<'_>) -> Result<FnKey> {
+    let expected = k.spec.comptime_names().count();
+    FnKey::new(KernelId::Spec(k.spec.cuda_name), k.variant, k.comptime)
+        .filter(|_| k.comptime.len() == expected)
+        .ok_or_else(|| Error::Launch {
+            kernel: k.spec.rust_name.to_owned(),
+            reason: format!(
+                "expected {expected} comptime values, got {}",
+                k.comptime.len()
+            ),
+        })
 }

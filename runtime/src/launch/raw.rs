@@ -106,6 +106,7 @@ impl RawKernel {
                 display: self.name.clone(),
                 cuda_name: self.name.clone(),
                 text: self.source.clone(),
+                batchable: false,
             }),
         }
     }

@@ -1,0 +1,338 @@
+//! Compiling many kernels as one. NVRTC spends most of a compile parsing NVSHMEM's headers, so
+//! the pending specializations that share a prelude become one NVRTC program
+//! ([`pgas_codegen::batch`]) and one CUBIN ("image") that loads as one module.
+//!
+//! On disk a batch is one entry, named by the hash of the whole program, plus one small link per
+//! kernel, named by the kernel's own key and holding the batch's key: a later process that wants
+//! any of the kernels finds the link, then the image. A missing or corrupt image behind a link is a
+//! miss, and the kernel is rebuilt.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::disk::{CacheKey, DiskCache, Lookup};
+use super::state::Source;
+use super::toolchain::Toolchain;
+use crate::error::{Error, Result};
+
+/// A link entry's payload starts with this (a CUBIN starts with ELF's magic, so the two cannot be
+/// confused), followed by the 32-byte key of the image.
+const LINK: &[u8; 8] = b"PGASLNK1";
+
+/// A compiled CUBIN and the key it is cached (and loaded) under; several kernels may share one.
+#[derive(Clone, Debug)]
+pub(crate) struct Image {
+    pub key: CacheKey,
+    pub cubin: Arc<[u8]>,
+}
+
+/// How one specialization's source is keyed in the disk cache.
+pub(crate) fn kernel_key(tc: &Toolchain, src: &Source, arch: (u32, u32)) -> CacheKey {
+    tc.cache_key(&src.text, &src.cuda_name, arch)
+}
+
+/// The image that holds the kernel of `key`, from the disk cache: its own CUBIN, or the batch
+/// its link names. `None` when either is missing or corrupt (corrupt entries are removed).
+pub(crate) fn lookup(disk: &DiskCache, key: &CacheKey) -> Result<Option<Image>> {
+    let Lookup::Hit(payload) = disk.load(key)? else {
+        return Ok(None);
+    };
+    match payload.strip_prefix(LINK) {
+        None => Ok(Some(Image {
+            key: *key,
+            cubin: payload.into(),
+        })),
+        Some(target) => {
+            let Some(target) = CacheKey::from_bytes(target) else {
+                return Ok(None);
+            };
+            Ok(match disk.load(&target)? {
+                Lookup::Hit(cubin) if !cubin.starts_with(LINK) => Some(Image {
+                    key: target,
+                    cubin: cubin.into(),
+                }),
+                _ => None,
+            })
+        }
+    }
+}
+
+/// Which prelude a source starts with, for grouping and for progress lines: the point-to-point
+/// or the full one. Raw kernels are never batched (two may share a symbol name).
+pub(crate) fn prelude_of(src: &Source) -> Option<&'static str> {
+    if !src.batchable {
+        return None;
+    }
+    [pgas_codegen::PRELUDE_P2P, pgas_codegen::PRELUDE]
+        .into_iter()
+        .find(|p| src.text.contains(p))
+}
+
+/// A prelude's name in progress lines.
+pub(crate) fn prelude_name(prelude: Option<&str>) -> &'static str {
+    match prelude {
+        Some(p) if p == pgas_codegen::PRELUDE_P2P => "point-to-point prelude",
+        Some(_) => "full prelude",
+        None => "raw kernel",
+    }
+}
+
+/// Compiles `members` (all with prelude `prelude`, or one raw kernel when `None`) into one image,
+/// stores it and a link per kernel, and returns one result per member. When NVRTC rejects the
+/// batch, each kernel is compiled alone, so every failing kernel is reported under its own name and
+/// Rust line and the others still build. The outer `Err` is a failure no kernel is to blame for
+/// (no NVRTC, an unusable cache).
+pub(crate) fn compile(
+    tc: &Toolchain,
+    disk: Option<&DiskCache>,
+    dump: Option<&Path>,
+    prelude: Option<&str>,
+    members: &[&Source],
+    arch: (u32, u32),
+) -> Result<Vec<Result<Image>>> {
+    let (Some(prelude), true) = (prelude, members.len() > 1) else {
+        return members
+            .iter()
+            .map(|m| alone(tc, disk, dump, m, arch))
+            .collect();
+    };
+    let texts: Vec<&str> = members.iter().map(|m| m.text.as_str()).collect();
+    let program = pgas_codegen::batch(prelude, &texts).ok_or_else(|| Error::Launch {
+        kernel: members[0].display.clone(),
+        reason: "a batched source does not start with its prelude".to_owned(),
+    })?;
+    let name = "pgas_batch";
+    let key = tc.cache_key(&program, name, arch);
+    let cached = match disk {
+        Some(d) => lookup(d, &key)?,
+        None => None,
+    };
+    let image = match cached {
+        Some(image) => image,
+        None => match tc.compile_dumped(dump, &program, &batch_name(&key), arch) {
+            Ok(compiled) => {
+                let image = Image {
+                    key,
+                    cubin: compiled.cubin.into(),
+                };
+                if let Some(d) = disk {
+                    d.store(&key, &image.cubin)?;
+                }
+                image
+            }
+            Err(Error::Compile { .. }) => {
+                return members
+                    .iter()
+                    .map(|m| alone(tc, disk, dump, m, arch))
+                    .collect();
+            }
+            Err(e) => return Err(e),
+        },
+    };
+    if let Some(d) = disk {
+        let mut link = LINK.to_vec();
+        link.extend_from_slice(image.key.as_bytes());
+        for m in members {
+            d.store(&kernel_key(tc, m, arch), &link)?;
+        }
+    }
+    Ok(members.iter().map(|_| Ok(image.clone())).collect())
+}
+
+/// One kernel compiled on its own (a raw kernel, a batch of one, or a member of a batch NVRTC
+/// rejected), cached under its own key.
+fn alone(
+    tc: &Toolchain,
+    disk: Option<&DiskCache>,
+    dump: Option<&Path>,
+    src: &Source,
+    arch: (u32, u32),
+) -> Result<Result<Image>> {
+    let key = kernel_key(tc, src, arch);
+    let compiled = match tc.compile_dumped(dump, &src.text, &src.cuda_name, arch) {
+        Ok(c) => c,
+        Err(Error::Compile { location, log, .. }) => {
+            return Ok(Err(Error::Compile {
+                kernel: format!("{} ({})", src.display, src.cuda_name),
+                location,
+                log,
+            }))
+        }
+        Err(e) => return Err(e),
+    };
+    if let Some(d) = disk {
+        d.store(&key, &compiled.cubin)?;
+    }
+    Ok(Ok(Image {
+        key,
+        cubin: compiled.cubin.into(),
+    }))
+}
+
+/// The dump-file name of a batch program.
+fn batch_name(key: &CacheKey) -> String {
+    let hex: String = key.as_bytes()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("pgas_batch_{hex}")
+}
+
+/// These compile real NVSHMEM kernels with NVRTC (no GPU): CI points `PGAS_CUDA_HOME` and
+/// `PGAS_NVSHMEM_HOME` at the pinned wheels. A few compiles of seconds each.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn toolchain() -> Toolchain {
+        Toolchain::discover()
+            .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"))
+    }
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("pgas-batch-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    /// A point-to-point specialization as codegen emits one: defines, prelude, `#line`, kernel.
+    fn spec(name: &str, body: &str) -> Source {
+        let text = format!(
+            "#define PGAS_KERNEL_NAME {name}\n{}#line 10 \"src/{name}.rs\"\nextern \"C\" __global__ void PGAS_KERNEL_NAME(float* x, unsigned long long n) {{\n{body}\n}}\n",
+            pgas_codegen::PRELUDE_P2P
+        );
+        Source {
+            display: format!("{name}_rust"),
+            cuda_name: name.to_owned(),
+            text,
+            batchable: true,
+        }
+    }
+
+    const ARCH: (u32, u32) = (9, 0);
+
+    fn has_symbol(cubin: &[u8], name: &str) -> bool {
+        cubin.windows(name.len()).any(|w| w == name.as_bytes())
+    }
+
+    #[test]
+    fn a_batch_is_one_image_with_a_link_per_kernel_and_survives_concurrent_builders() {
+        let tc = toolchain();
+        let dir = tmpdir("ok");
+        let a = spec("batch_a", "if (n) x[0] = 1.0f;");
+        let b = spec(
+            "batch_b",
+            "if (n) nvshmem_float_p(x, 2.0f, (nvshmem_my_pe() + 1) % nvshmem_n_pes());",
+        );
+        let c = spec("batch_c", "if (n > 1) x[1] = x[0];");
+        let members = [&a, &b, &c];
+        let prelude = prelude_of(&a);
+        assert_eq!(prelude, Some(pgas_codegen::PRELUDE_P2P));
+        // Two PEs building the same batch into one cache at once: both succeed, and the entries
+        // they leave are whole.
+        let outcomes: Vec<Vec<Result<Image>>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        let disk = DiskCache::open(&dir).unwrap();
+                        compile(&tc, Some(&disk), None, prelude, &members, ARCH).unwrap()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let disk = DiskCache::open(&dir).unwrap();
+        for images in outcomes {
+            let keys: Vec<CacheKey> = images.into_iter().map(|r| r.unwrap().key).collect();
+            assert!(
+                keys.windows(2).all(|k| k[0] == k[1]),
+                "one image for the batch"
+            );
+        }
+        let image = lookup(&disk, &kernel_key(&tc, &b, ARCH)).unwrap().unwrap();
+        for m in members {
+            let found = lookup(&disk, &kernel_key(&tc, m, ARCH)).unwrap().unwrap();
+            assert_eq!(found.key, image.key, "{} links to the batch", m.cuda_name);
+            assert!(
+                has_symbol(&image.cubin, &m.cuda_name),
+                "{} in the image",
+                m.cuda_name
+            );
+        }
+        // No temporary files left behind.
+        let stray: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(stray.is_empty(), "{stray:?}");
+
+        // A corrupt image behind a link is a miss (and removed), so the kernel is rebuilt.
+        let path = disk.path(&image.key);
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        assert!(lookup(&disk, &kernel_key(&tc, &a, ARCH)).unwrap().is_none());
+        assert!(!path.exists(), "the truncated image was removed");
+        // A truncated link is a miss too.
+        let link = disk.path(&kernel_key(&tc, &c, ARCH));
+        let bytes = std::fs::read(&link).unwrap();
+        std::fs::write(&link, &bytes[..bytes.len() - 5]).unwrap();
+        assert!(lookup(&disk, &kernel_key(&tc, &c, ARCH)).unwrap().is_none());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_rejected_batch_names_every_failing_kernel_and_builds_the_others() {
+        let tc = toolchain();
+        let dir = tmpdir("bad");
+        let disk = DiskCache::open(&dir).unwrap();
+        let good = spec("batch_good", "if (n) x[0] = 3.0f;");
+        let bad1 = spec("batch_bad1", "x[0] = undefined_one;");
+        let bad2 = spec("batch_bad2", "\n\nx[0] = undefined_two;");
+        let members = [&bad1, &good, &bad2];
+        let out = compile(&tc, Some(&disk), None, prelude_of(&good), &members, ARCH).unwrap();
+        let err = |r: &Result<Image>| match r {
+            Err(Error::Compile {
+                kernel, location, ..
+            }) => (kernel.clone(), location.clone()),
+            other => panic!("expected a compile error, got {other:?}"),
+        };
+        assert_eq!(
+            err(&out[0]),
+            (
+                "batch_bad1_rust (batch_bad1)".to_owned(),
+                Some("src/batch_bad1.rs:11".to_owned())
+            )
+        );
+        assert_eq!(
+            err(&out[2]),
+            (
+                "batch_bad2_rust (batch_bad2)".to_owned(),
+                Some("src/batch_bad2.rs:13".to_owned())
+            )
+        );
+        let image = out[1].as_ref().unwrap();
+        assert!(has_symbol(&image.cubin, "batch_good"));
+        assert_eq!(
+            lookup(&disk, &kernel_key(&tc, &good, ARCH))
+                .unwrap()
+                .unwrap()
+                .key,
+            image.key,
+            "the good kernel is cached under its own key"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn raw_kernels_and_other_preludes_are_never_batched() {
+        let mut raw = spec("raw", "");
+        raw.batchable = false;
+        assert_eq!(prelude_of(&raw), None);
+        let mut odd = spec("odd", "");
+        odd.text = "extern \"C\" __global__ void odd() {}".to_owned();
+        assert_eq!(prelude_of(&odd), None);
+        assert_eq!(prelude_name(None), "raw kernel");
+    }
+}
