@@ -1,0 +1,355 @@
+//! The expression walk: literals, variables, unary and binary operators, casts, assignment
+//! and its target. `expr_kind` hands buffer accesses to `buffer.rs`, calls to `call.rs` and
+//! control flow to `stmt.rs`, so this file holds only the rules for scalar values.
+
+use super::infer::Slot;
+use super::{Checker, Ctx};
+use crate::error::Sp;
+use crate::intrinsics;
+use crate::ir::*;
+use crate::types::{Scalar, Ty};
+
+impl Checker<'_> {
+    /// Check `e` where a `want` is required, reporting a mismatch at `e`.
+    pub(super) fn expect(&mut self, e: &mut Expr, want: Ty, ctx: Ctx) -> Ty {
+        let t = self.expr(e, Some(want), ctx);
+        if !self.unify(t, want) {
+            let (found, wanted) = (self.show(t), self.show(want));
+            let hint = if let ExprKind::Int(v, None) = &e.kind {
+                if matches!(self.resolve(want), Ty::Scalar(s) if s.is_float()) {
+                    format!("; write a float literal: `{v}.0`")
+                } else {
+                    String::new()
+                }
+            } else if self.is_numeric(t) && self.is_numeric(want) {
+                format!("; Rust does not convert numbers implicitly: use `as {wanted}`")
+            } else {
+                String::new()
+            };
+            self.errors.push(
+                e.span,
+                format!("mismatched types: expected `{wanted}`, found `{found}`{hint}"),
+            );
+            return Ty::Error;
+        }
+        want
+    }
+
+    pub(super) fn expr(&mut self, e: &mut Expr, expect: Option<Ty>, ctx: Ctx) -> Ty {
+        let mut ty = self.expr_kind(e, expect, ctx);
+        // A buffer view is a pointer plus a length; C has no conditional pair of them.
+        let else_reported =
+            matches!(&e.kind, ExprKind::If { els: Some(x), .. } if x.ty == Ty::Error);
+        if matches!(ty, Ty::Buf(_))
+            && !else_reported
+            && matches!(e.kind, ExprKind::If { .. } | ExprKind::Block(_))
+        {
+            self.errors.push(e.span, "an `if` or block cannot produce a buffer view; index or slice inside the branches instead");
+            ty = Ty::Error;
+        }
+        e.ty = ty;
+        ty
+    }
+
+    pub(super) fn expr_kind(&mut self, e: &mut Expr, expect: Option<Ty>, ctx: Ctx) -> Ty {
+        let span = e.span;
+        let expect = expect.map(|t| self.resolve(t));
+        match &mut e.kind {
+            ExprKind::Int(v, suffix) => match suffix {
+                Some(s) => Ty::Scalar(*s),
+                None => match expect {
+                    Some(Ty::Scalar(s)) if s.is_int() => Ty::Scalar(s),
+                    Some(Ty::Var(x)) if matches!(self.slots[x as usize], Slot::Int) => Ty::Var(x),
+                    _ => {
+                        let _ = v;
+                        self.fresh(Slot::Int)
+                    }
+                },
+            },
+            ExprKind::Float(_, suffix) => match suffix {
+                Some(s) => Ty::Scalar(*s),
+                None => match expect {
+                    Some(Ty::Scalar(s)) if s.is_float() => Ty::Scalar(s),
+                    Some(Ty::Var(x)) if matches!(self.slots[x as usize], Slot::Float) => Ty::Var(x),
+                    _ => self.fresh(Slot::Float),
+                },
+            },
+            ExprKind::Bool(_) => Ty::Scalar(Scalar::Bool),
+            ExprKind::Var { name, c_name } => match self.lookup(name) {
+                Some(i) => {
+                    let l = &self.locals[i];
+                    *c_name = l.c_name.clone();
+                    self.read.insert(l.c_name.clone());
+                    l.ty
+                }
+                None => {
+                    let msg = if intrinsics::free(name).is_some()
+                        || self.sigs.contains_key(name.as_str())
+                    {
+                        format!("`{name}` is a function; call it: `{name}(...)`")
+                    } else {
+                        format!("cannot find `{name}` in this kernel; kernels see only their parameters and locals (no host globals or constants)")
+                    };
+                    self.errors.push(span, msg);
+                    Ty::Error
+                }
+            },
+            ExprKind::Enum(en, _) => Ty::Enum(*en),
+            ExprKind::Unary(op, inner) => {
+                let t = self.expr(inner, expect, Ctx::Nested);
+                let r = self.resolve(t);
+                match op {
+                    UnOp::Neg => {
+                        let bad = match r {
+                            Ty::Scalar(s) => {
+                                s == Scalar::Bool || (s.is_int() && !s.is_signed_int())
+                            }
+                            _ => !self.is_numeric(r),
+                        };
+                        if bad {
+                            let shown = self.show(r);
+                            self.errors
+                                .push(span, format!("cannot apply unary `-` to type `{shown}`"));
+                            return Ty::Error;
+                        }
+                    }
+                    UnOp::Not => {
+                        let ok = matches!(r, Ty::Scalar(Scalar::Bool)) || self.is_int(r);
+                        if !ok {
+                            let shown = self.show(r);
+                            self.errors.push(span, format!("cannot apply `!` to type `{shown}`; it works on `bool` and integers"));
+                            return Ty::Error;
+                        }
+                    }
+                }
+                t
+            }
+            ExprKind::Binary(op, l, r) => {
+                let op = *op;
+                self.binary(op, l, r, expect, span)
+            }
+            ExprKind::Cast(inner, target) => {
+                let target = *target;
+                let t = self.expr(inner, None, Ctx::Nested);
+                let from = self.concrete(t);
+                match from {
+                    Ty::Scalar(s) => {
+                        let ok = if target == Scalar::Bool {
+                            s == Scalar::Bool
+                        } else if s == Scalar::Bool {
+                            target.is_int()
+                        } else {
+                            true
+                        };
+                        if !ok {
+                            let hint = if target == Scalar::Bool {
+                                "; compare instead: `x != 0`"
+                            } else {
+                                ""
+                            };
+                            self.errors
+                                .push(span, format!("cannot cast `{s}` as `{target}`{hint}"));
+                            return Ty::Error;
+                        }
+                        Ty::Scalar(target)
+                    }
+                    Ty::Error => Ty::Error,
+                    other => {
+                        let shown = self.show(other);
+                        self.errors.push(span, format!("cannot cast `{shown}` as `{target}`; `as` converts between scalar types"));
+                        Ty::Error
+                    }
+                }
+            }
+            ExprKind::Assign(l, r) => {
+                let lt = self.place(l);
+                if lt != Ty::Error {
+                    self.expect(r, lt, Ctx::Stmt);
+                } else {
+                    self.expr(r, None, Ctx::Stmt);
+                }
+                Ty::Unit
+            }
+            ExprKind::AssignOp(op, l, r) => {
+                let op = *op;
+                let lt = self.place(l);
+                if lt == Ty::Error {
+                    self.expr(r, None, Ctx::Nested);
+                    return Ty::Unit;
+                }
+                if matches!(op, BinOp::Shl | BinOp::Shr) {
+                    let rt = self.expr(r, None, Ctx::Nested);
+                    if !self.is_int(lt) || !self.is_int(rt) {
+                        self.errors.push(span, "shifts take integers");
+                    }
+                } else {
+                    let rt = self.expr(r, Some(lt), Ctx::Nested);
+                    self.arith_operands(op, lt, rt, span);
+                }
+                Ty::Unit
+            }
+            ExprKind::Index(..) | ExprKind::Slice { .. } | ExprKind::ElemRef { .. } => {
+                self.buffer_expr(e, ctx)
+            }
+            ExprKind::Call { .. } | ExprKind::Method { .. } => self.call_expr(e, expect),
+            ExprKind::If { .. }
+            | ExprKind::Block(_)
+            | ExprKind::For { .. }
+            | ExprKind::While { .. }
+            | ExprKind::Loop(_)
+            | ExprKind::Break
+            | ExprKind::Continue
+            | ExprKind::Return(_)
+            | ExprKind::Assert { .. } => self.control_expr(e, expect, ctx),
+        }
+    }
+
+    /// Check an assignment target; returns its type (or `Error`).
+    pub(super) fn place(&mut self, e: &mut Expr) -> Ty {
+        let span = e.span;
+        let ty = match &mut e.kind {
+            ExprKind::Var { name, c_name } => match self.lookup(name) {
+                Some(i) => {
+                    let l = self.locals[i].clone();
+                    *c_name = l.c_name.clone();
+                    if l.is_param {
+                        self.errors.push(span, format!("cannot assign to parameter `{name}`; copy it into a local: `let mut {name} = {name};`"));
+                        Ty::Error
+                    } else if matches!(l.ty, Ty::Buf(_)) {
+                        self.errors.push(
+                            span,
+                            "buffer views cannot be reassigned; assign to elements: `x[i] = v`",
+                        );
+                        Ty::Error
+                    } else if !l.mutable {
+                        self.errors.push(span, format!("cannot assign twice to immutable variable `{name}`; declare it `let mut {name}`"));
+                        Ty::Error
+                    } else {
+                        l.ty
+                    }
+                }
+                None => {
+                    self.errors
+                        .push(span, format!("cannot find `{name}` in this kernel"));
+                    Ty::Error
+                }
+            },
+            ExprKind::Index(base, index) => {
+                let bt = self.expr(base, None, Ctx::Nested);
+                self.expect_index(index);
+                match bt {
+                    Ty::Buf(b) if b.mutable => Ty::Scalar(b.elem),
+                    Ty::Buf(b) => {
+                        self.read_only(base.span, &b, "write through it");
+                        Ty::Error
+                    }
+                    Ty::Error => Ty::Error,
+                    other => {
+                        let shown = self.show(other);
+                        self.errors
+                            .push(base.span, format!("cannot index a value of type `{shown}`"));
+                        Ty::Error
+                    }
+                }
+            }
+            _ => {
+                self.expr(e, None, Ctx::Nested);
+                self.errors.push(span, "cannot assign to this expression; assign to a `let mut` variable or a buffer element `x[i]`");
+                Ty::Error
+            }
+        };
+        e.ty = ty;
+        ty
+    }
+
+    pub(super) fn binary(
+        &mut self,
+        op: BinOp,
+        l: &mut Expr,
+        r: &mut Expr,
+        expect: Option<Ty>,
+        span: Sp,
+    ) -> Ty {
+        match op {
+            BinOp::And | BinOp::Or => {
+                self.expect(l, Ty::Scalar(Scalar::Bool), Ctx::Nested);
+                self.expect(r, Ty::Scalar(Scalar::Bool), Ctx::Nested);
+                Ty::Scalar(Scalar::Bool)
+            }
+            BinOp::Shl | BinOp::Shr => {
+                let lt = self.expr(l, expect, Ctx::Nested);
+                let rt = self.expr(r, None, Ctx::Nested);
+                if !self.is_int(lt) || !self.is_int(rt) {
+                    let (a, b) = (self.show(lt), self.show(rt));
+                    self.errors.push(
+                        span,
+                        format!("cannot shift `{a}` by `{b}`; shifts take integers"),
+                    );
+                    return Ty::Error;
+                }
+                lt
+            }
+            _ if op.is_comparison() => {
+                let lt = self.expr(l, None, Ctx::Nested);
+                let rt = self.expr(r, Some(lt), Ctx::Nested);
+                if !self.unify(lt, rt) {
+                    let (a, b) = (self.show(lt), self.show(rt));
+                    self.errors.push(span, format!("cannot compare `{a}` with `{b}`; Rust does not convert numbers implicitly: use `as` on one side"));
+                    return Ty::Error;
+                }
+                match self.resolve(lt) {
+                    Ty::Scalar(_) | Ty::Var(_) | Ty::Error | Ty::Never => {}
+                    other => {
+                        let shown = self.show(other);
+                        self.errors
+                            .push(span, format!("cannot compare values of type `{shown}`"));
+                    }
+                }
+                Ty::Scalar(Scalar::Bool)
+            }
+            _ => {
+                let lt = self.expr(l, expect, Ctx::Nested);
+                let rt = self.expr(r, Some(lt), Ctx::Nested);
+                self.arith_operands(op, lt, rt, span)
+            }
+        }
+    }
+
+    /// Operands of `+ - * / % & | ^`: same type, numeric (bit ops: integers or bool).
+    pub(super) fn arith_operands(&mut self, op: BinOp, lt: Ty, rt: Ty, span: Sp) -> Ty {
+        if !self.unify(lt, rt) {
+            let (a, b) = (self.show(lt), self.show(rt));
+            let hint = if self.is_numeric(lt) && self.is_numeric(rt) {
+                format!("; Rust does not convert numbers implicitly: use `as`, e.g. `(...) as {a}`")
+            } else {
+                String::new()
+            };
+            self.errors.push(
+                span,
+                format!("cannot apply `{}` to `{a}` and `{b}`{hint}", op.text()),
+            );
+            return Ty::Error;
+        }
+        let t = self.resolve(lt);
+        let ok = match op {
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
+                self.is_int(t) || t == Ty::Scalar(Scalar::Bool)
+            }
+            BinOp::Rem => self.is_numeric(t) && !matches!(t, Ty::Scalar(s) if s.is_half()),
+            _ => self.is_numeric(t),
+        };
+        if !ok {
+            let shown = self.show(t);
+            let hint = match t {
+                Ty::Buf(_) => "; index the buffer: `x[i]`",
+                _ => "",
+            };
+            self.errors.push(
+                span,
+                format!("cannot apply `{}` to type `{shown}`{hint}", op.text()),
+            );
+            return Ty::Error;
+        }
+        lt
+    }
+}

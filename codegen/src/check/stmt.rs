@@ -1,0 +1,335 @@
+//! Blocks, `let` statements (including `let s = shared_array::<T, N>()`) and control flow:
+//! `if`, `for`, `while`, `loop`, `break`/`continue`, `return`, `assert!`. Kept apart from
+//! `expr.rs` because these decide where a value may come from (a block's tail, a branch) and
+//! what a function returns, not what an operator does.
+
+use super::{ends_in_return, is_simple_block, is_simple_value, show_scalar, Checker, Ctx};
+use crate::intrinsics;
+use crate::ir::*;
+use crate::types::{BufKind, BufTy, Scalar, Ty};
+
+impl Checker<'_> {
+    pub(super) fn block(&mut self, b: &mut Block, expect: Option<Ty>, ctx: Ctx) -> Ty {
+        self.scopes.push(Vec::new());
+        for stmt in &mut b.stmts {
+            match stmt {
+                Stmt::Let(l) => self.let_stmt(l),
+                Stmt::Expr(e) => {
+                    self.expr(e, None, Ctx::Stmt);
+                }
+            }
+        }
+        let ty = match &mut b.tail {
+            Some(t) => self.expr(
+                t,
+                expect,
+                if ctx == Ctx::Stmt {
+                    Ctx::Stmt
+                } else {
+                    Ctx::Nested
+                },
+            ),
+            None => {
+                if ends_in_return(b) {
+                    Ty::Never
+                } else {
+                    Ty::Unit
+                }
+            }
+        };
+        self.scopes.pop();
+        ty
+    }
+
+    pub(super) fn let_stmt(&mut self, l: &mut Let) {
+        if let Some(Expr {
+            kind: ExprKind::Call { name, .. },
+            ..
+        }) = &l.init
+        {
+            if name == "shared_array" {
+                self.shared_let(l);
+                return;
+            }
+        }
+        let ty = match (&mut l.init, l.declared) {
+            (Some(init), Some((s, _))) => {
+                self.expect(init, Ty::Scalar(s), Ctx::Stmt);
+                Ty::Scalar(s)
+            }
+            (Some(init), None) => {
+                let t = self.expr(init, None, Ctx::Stmt);
+                let span = init.span;
+                match self.resolve(t) {
+                    Ty::ElemRef(_) => {
+                        self.errors.push(span, "an element address `&x[i]` can only be passed to an intrinsic; bind the value `x[i]` or a slice `&x[i..j]` instead");
+                        Ty::Error
+                    }
+                    Ty::Enum(e) => {
+                        self.errors.push(span, format!("a `{}` cannot be stored in a variable; pass it to the intrinsic directly", e.name()));
+                        Ty::Error
+                    }
+                    Ty::Unit => {
+                        self.errors
+                            .push(span, "this expression has no value (type `()`) to bind");
+                        Ty::Error
+                    }
+                    _ => t,
+                }
+            }
+            (None, Some((s, _))) => Ty::Scalar(s),
+            (None, None) => {
+                self.errors.push(
+                    l.span,
+                    format!("`let {}` needs a type annotation or an initializer", l.name),
+                );
+                Ty::Error
+            }
+        };
+        if matches!(ty, Ty::Buf(_)) && l.mutable {
+            self.errors.push(
+                l.span,
+                "a buffer view cannot be `mut`; its elements are written through `&mut` views",
+            );
+        }
+        // A `let` without initializer may be assigned once later, like in Rust.
+        let assignable = l.mutable || l.init.is_none();
+        l.c_name = self.declare(&l.name, ty, assignable, false, false);
+        l.ty = ty;
+    }
+
+    pub(super) fn shared_let(&mut self, l: &mut Let) {
+        let Some(Expr {
+            kind:
+                ExprKind::Call {
+                    generics,
+                    args,
+                    callee,
+                    ..
+                },
+            span,
+            ty,
+            ..
+        }) = &mut l.init
+        else {
+            return;
+        };
+        let span = *span;
+        let row = intrinsics::free("shared_array");
+        let mut result = Ty::Error;
+        if !args.is_empty() {
+            self.errors
+                .push(span, "`shared_array::<T, N>()` takes no arguments");
+        }
+        if l.declared.is_some() {
+            self.errors.push(
+                l.span,
+                "a shared array's type comes from `shared_array::<T, N>()`; remove the annotation",
+            );
+        }
+        match generics.as_slice() {
+            [Generic::Type(t, tspan), len] => {
+                let elem_ok = row.is_some_and(|r| intrinsics::type_text(r, *t).is_some());
+                if !elem_ok {
+                    self.errors.push(*tspan, format!("shared arrays of `{t}` are not supported; use an integer or float type"));
+                }
+                let n = match len {
+                    Generic::Len(0, s) => {
+                        self.errors
+                            .push(*s, "a shared array needs at least one element");
+                        None
+                    }
+                    Generic::Len(n, _) => Some(n.to_string()),
+                    Generic::Name(name, s) => match self.lookup(name) {
+                        Some(i) if self.locals[i].comptime => {
+                            let c = self.locals[i].c_name.clone();
+                            self.read.insert(c.clone());
+                            Some(c)
+                        }
+                        _ => {
+                            self.errors.push(*s, format!("`{name}` is not a `#[comptime]` parameter; a shared array's length is a literal or a comptime parameter"));
+                            None
+                        }
+                    },
+                    Generic::Type(_, s) => {
+                        self.errors.push(
+                            *s,
+                            "expected the length: an integer literal or a comptime parameter",
+                        );
+                        None
+                    }
+                };
+                if let (true, Some(n), Some(row)) = (elem_ok, n, row) {
+                    l.shared_len = Some(n);
+                    *callee = Callee::Intrinsic(row, Some(*t));
+                    result = Ty::Buf(BufTy {
+                        kind: BufKind::Shared,
+                        elem: *t,
+                        mutable: true,
+                    });
+                }
+            }
+            _ => self.errors.push(
+                span,
+                "write `shared_array::<T, N>()` with an element type and a length",
+            ),
+        }
+        *ty = result;
+        l.c_name = self.declare(&l.name, result, false, false, false);
+        l.ty = result;
+    }
+
+    /// Check an `if`, block, loop, `break`/`continue`, `return` or `assert!`.
+    pub(super) fn control_expr(&mut self, e: &mut Expr, expect: Option<Ty>, ctx: Ctx) -> Ty {
+        let span = e.span;
+        match &mut e.kind {
+            ExprKind::If { cond, then, els } => {
+                self.expect(cond, Ty::Scalar(Scalar::Bool), Ctx::Nested);
+                let inner_ctx = if ctx == Ctx::Stmt {
+                    Ctx::Stmt
+                } else {
+                    Ctx::Nested
+                };
+                let tt = self.block(then, expect, inner_ctx);
+                match els {
+                    None => {
+                        if !matches!(self.resolve(tt), Ty::Unit | Ty::Never | Ty::Error) {
+                            let shown = self.show(tt);
+                            self.errors.push(then.span, format!("`if` without `else` has no value, but this block evaluates to `{shown}`; add `;` or an `else`"));
+                            return Ty::Error;
+                        }
+                        Ty::Unit
+                    }
+                    Some(els) => {
+                        let et = self.expr(els, expect.or(Some(tt)), inner_ctx);
+                        if ctx != Ctx::Stmt && !(is_simple_block(then) && is_simple_value(els)) {
+                            self.errors.push(span, "an `if` whose branches contain statements can only produce a value as a `let` initializer, an assignment, a `return` value or a block's last expression; bind it with `let` first");
+                        }
+                        if !self.unify(tt, et) {
+                            let (a, b) = (self.show(tt), self.show(et));
+                            self.errors.push(
+                                els.span,
+                                format!("`if` and `else` have incompatible types: `{a}` and `{b}`"),
+                            );
+                            return Ty::Error;
+                        }
+                        match self.resolve(tt) {
+                            Ty::Never => et,
+                            _ => tt,
+                        }
+                    }
+                }
+            }
+            ExprKind::Block(b) => {
+                if ctx != Ctx::Stmt && !b.stmts.is_empty() {
+                    self.errors.push(span, "a block with statements can only produce a value as a `let` initializer, an assignment, a `return` value or a block's last expression");
+                }
+                let inner_ctx = if ctx == Ctx::Stmt {
+                    Ctx::Stmt
+                } else {
+                    Ctx::Nested
+                };
+                self.block(b, expect, inner_ctx)
+            }
+            ExprKind::For {
+                var,
+                c_var,
+                c_end,
+                start,
+                end,
+                step,
+                body,
+            } => {
+                let st = self.expr(start, None, Ctx::Nested);
+                let et = self.expr(end, Some(st), Ctx::Nested);
+                if !self.unify(st, et) {
+                    let (a, b) = (self.show(st), self.show(et));
+                    self.errors.push(end.span, format!("the range ends have different types: `{a}` and `{b}`; convert one with `as`"));
+                } else if !self.is_int(st) {
+                    let shown = self.show(st);
+                    self.errors.push(
+                        start.span,
+                        format!("`for` ranges are over integers, not `{shown}`"),
+                    );
+                }
+                if let Some(s) = step {
+                    self.expect(s, Ty::Scalar(Scalar::Usize), Ctx::Nested);
+                }
+                self.scopes.push(Vec::new());
+                *c_var = self.declare(var, st, false, false, false);
+                *c_end = self.c_name(&format!("{c_var}_end"), false);
+                self.loop_depth += 1;
+                self.block(body, Some(Ty::Unit), Ctx::Stmt);
+                self.loop_depth -= 1;
+                self.scopes.pop();
+                self.loop_body_unit(body);
+                Ty::Unit
+            }
+            ExprKind::While { cond, body } => {
+                self.expect(cond, Ty::Scalar(Scalar::Bool), Ctx::Nested);
+                self.loop_depth += 1;
+                self.block(body, Some(Ty::Unit), Ctx::Stmt);
+                self.loop_depth -= 1;
+                self.loop_body_unit(body);
+                Ty::Unit
+            }
+            ExprKind::Loop(body) => {
+                self.loop_depth += 1;
+                self.block(body, Some(Ty::Unit), Ctx::Stmt);
+                self.loop_depth -= 1;
+                self.loop_body_unit(body);
+                Ty::Unit
+            }
+            ExprKind::Break | ExprKind::Continue => {
+                if self.loop_depth == 0 {
+                    self.errors
+                        .push(span, "`break`/`continue` outside of a loop");
+                }
+                Ty::Never
+            }
+            ExprKind::Return(value) => {
+                let ret = self.ret;
+                match value {
+                    Some(v) => {
+                        if ret == Ty::Unit {
+                            self.expr(v, None, Ctx::Stmt);
+                            self.errors
+                                .push(v.span, "this function returns nothing; use `return;`");
+                        } else {
+                            self.expect(v, ret, Ctx::Stmt);
+                        }
+                    }
+                    None => {
+                        if ret != Ty::Unit {
+                            self.errors.push(
+                                span,
+                                format!(
+                                    "this function returns `{}`: `return value;`",
+                                    show_scalar(ret)
+                                ),
+                            );
+                        }
+                    }
+                }
+                Ty::Never
+            }
+            ExprKind::Assert { cond, .. } => {
+                self.expect(cond, Ty::Scalar(Scalar::Bool), Ctx::Nested);
+                Ty::Unit
+            }
+            _ => unreachable!("control_expr takes control flow only"),
+        }
+    }
+
+    pub(super) fn loop_body_unit(&mut self, body: &Block) {
+        if let Some(t) = &body.tail {
+            if !matches!(self.resolve(t.ty), Ty::Unit | Ty::Never | Ty::Error) {
+                let shown = self.show(t.ty);
+                self.errors.push(
+                    t.span,
+                    format!("a loop body has no value, but this evaluates to `{shown}`; add `;`"),
+                );
+            }
+        }
+    }
+}
