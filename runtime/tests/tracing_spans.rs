@@ -42,7 +42,8 @@ fn discovery_and_compile_open_spans() {
         let tc = Toolchain::discover()
             .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
         let src = r#"extern "C" __global__ void traced(float* x) { x[0] = 1.0f; }"#;
-        tc.compile_cached(None, None, src, "traced", (9, 0)).unwrap();
+        tc.compile_cached(None, None, src, "traced", (9, 0))
+            .unwrap();
     });
     let names = rec.names.lock().unwrap().clone();
     assert!(names.contains(&"pgas.discover".to_owned()), "{names:?}");

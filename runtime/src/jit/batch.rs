@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::disk::{CacheKey, DiskCache, Lookup};
-use super::state::Source;
+use super::source::Source;
 use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
 

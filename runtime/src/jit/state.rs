@@ -10,6 +10,7 @@ use cudarc::driver::{result, sys, CudaContext};
 
 use super::batch;
 use super::disk::{CacheKey, DiskCache};
+use super::source::Source;
 use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
 use crate::kernel::{Variant, MAX_COMPTIME};
@@ -128,19 +129,6 @@ pub(crate) struct Target<'a> {
     pub jit: &'a JitState,
     /// `None` only for [`crate::jit::Bare`], which runs kernels that do not call NVSHMEM.
     pub nvshmem: Option<&'a dyn ModuleHooks>,
-}
-
-/// What the slow path compiles; built only on a cache miss.
-pub(crate) struct Source {
-    /// How errors name the kernel (the Rust name).
-    pub display: String,
-    /// The `extern "C"` symbol.
-    pub cuda_name: String,
-    /// The full CUDA source.
-    pub text: String,
-    /// Whether it may share an NVRTC program with others: a `#[pgas_kernel]` specialization
-    /// (unique symbol) yes, a raw kernel (whose name may repeat) no.
-    pub batchable: bool,
 }
 
 /// One kernel [`JitState::build`] is asked for: its key, and how to make its source (called only

@@ -2,8 +2,8 @@
 
 use crate::context::pgas::Pgas;
 use crate::error::{Error, Result};
-use crate::jit::source::spec_source;
-use crate::jit::state::{FnKey, KernelId, Source, Want};
+use crate::jit::source::{spec_source, Source};
+use crate::jit::state::{FnKey, KernelId, Want};
 use crate::kernel::{KernelSpec, Variant};
 
 /// One specialization to compile ahead of time.

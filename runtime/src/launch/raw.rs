@@ -10,7 +10,8 @@ use super::driver::LaunchConfig;
 use super::entry::launch_checked_stream;
 use crate::context::pgas::Pgas;
 use crate::error::Result;
-use crate::jit::state::{FnKey, Function, KernelId, Source, Target};
+use crate::jit::source::Source;
+use crate::jit::state::{FnKey, Function, KernelId, Target};
 use crate::kernel::Variant;
 use pgas_codegen::PRELUDE;
 
