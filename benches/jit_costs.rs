@@ -4,6 +4,9 @@
 //! - cold compile of a typical kernel (the `ring_shift` of the README: `put_signal_block` and
 //!   `signal_wait_until`), in a fresh `PGAS_CACHE_DIR`: NVRTC, cache store, module load,
 //!   `nvshmemx_cumodule_init`; for the DSL kernel and for the same kernel in CUDA C;
+//! - cold compile of a kernel with a device collective (`reduce_block` in a loop, the full
+//!   prelude), and of 16 specializations of one kernel (16 comptime values) in one `prewarm`,
+//!   which the JIT compiles as one NVRTC program;
 //! - disk-cache load of it: a fresh JIT state (memory cache empty) over the same cache dir;
 //! - in-memory hit: the lookup a launch does once the kernel is loaded;
 //! - host cost of one cached launch: DSL `launch` (checked variant) and `launch_unchecked`,
@@ -48,6 +51,24 @@ extern "C" __global__ void cuda_ring_shift(float* dst, unsigned long long dst_le
     nvshmem_signal_wait_until(sig, NVSHMEM_CMP_EQ, 1);
 }
 "#;
+
+/// A kernel with a device collective: it starts with the full prelude.
+#[pgas_kernel]
+fn reduce_loop(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, rounds: u32) {
+    let n = dst.len();
+    for _ in 0..rounds {
+        reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
+    }
+}
+
+/// One kernel, many specializations: each comptime value is its own kernel.
+#[pgas_kernel]
+fn scaled(#[comptime] k: u32, x: &mut SymTensor<f32>) {
+    let i = global_thread_idx();
+    if i < x.len() {
+        x[i] = x[i] * k as f32;
+    }
+}
 
 #[pgas_kernel]
 fn empty_dsl(x: &mut SymTensor<u32>) {
@@ -142,6 +163,36 @@ fn main() -> BenchResult<()> {
         dsl_cold,
         "s",
         "NVRTC + cache store + load + cumodule_init",
+    );
+    let reduce = [Prewarm {
+        spec: &reduce_loop::SPEC,
+        variant: Variant::Checked,
+        comptime: &[],
+    }];
+    let (r, coll_cold) = wall(|| pgas::launch::prewarm(&p, &reduce));
+    r?;
+    fig(
+        "cold_compile_dsl_collective",
+        coll_cold,
+        "s",
+        "reduce_block in a loop (full prelude): NVRTC + store + load + cumodule_init",
+    );
+    let values: Vec<[i128; 1]> = (1..=16).map(|k| [k]).collect();
+    let sixteen: Vec<Prewarm<'_>> = values
+        .iter()
+        .map(|v| Prewarm {
+            spec: &scaled::SPEC,
+            variant: Variant::Checked,
+            comptime: v,
+        })
+        .collect();
+    let (r, batch_cold) = wall(|| pgas::launch::prewarm(&p, &sixteen));
+    r?;
+    fig(
+        "cold_compile_dsl_16_specializations",
+        batch_cold,
+        "s",
+        "16 comptime values of one kernel in one prewarm (one NVRTC program, one module)",
     );
     let raw_ring = RawKernel::from_source(CUDA_RING, "cuda_ring_shift");
     let (r, raw_cold) = wall(|| bare1.prewarm_raw(&raw_ring));

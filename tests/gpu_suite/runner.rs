@@ -101,9 +101,10 @@ pub fn run(cases: &[Case], kernels: &[&'static KernelSpec], filters: &[String]) 
     report(&pgas, &selected, &ok)
 }
 
-/// Compiles (or loads from the disk cache) every kernel at once, one per CPU core, instead of
-/// one after the other as the cases first launch them: NVRTC takes seconds per kernel. A kernel
-/// that fails to compile is only reported here; its case fails with the full error.
+/// Compiles (or loads from the disk cache) every kernel at once, as one NVRTC program per prelude,
+/// instead of one after the other as the cases first launch them: NVRTC takes about a second per
+/// program. A kernel that fails to compile is only reported here; its case fails with the full
+/// error.
 fn prewarm(pgas: &Pgas, kernels: &[&'static KernelSpec]) {
     let mut list: Vec<Prewarm<'static>> = kernels
         .iter()
