@@ -65,6 +65,9 @@ pub struct KernelSpec {
     /// Whether the kernel calls a device barrier, sync or collective and so needs all blocks
     /// resident at once (cooperative launch).
     pub collective: bool,
+    /// The most threads per block the kernel declares (`#[pgas_kernel(max_threads = N)]`,
+    /// compiled as `__launch_bounds__(N)`); a larger block is refused before compiling.
+    pub max_threads: Option<u32>,
 }
 
 impl KernelSpec {
@@ -424,6 +427,7 @@ pub(crate) fn launch_in(
 ) -> Result<()> {
     args.check(spec, comptime)?;
     cfg.validate(spec.rust_name)?;
+    cfg.check_max_threads(spec.rust_name, spec.collective, spec.max_threads)?;
     let key = FnKey::new(KernelId::Spec(spec.cuda_name), variant, comptime).ok_or_else(|| {
         Error::Launch {
             kernel: spec.rust_name.to_owned(),
@@ -543,6 +547,7 @@ mod tests {
         checked_source: "",
         params: PARAMS,
         collective: false,
+        max_threads: None,
     };
 
     #[test]
