@@ -52,18 +52,21 @@ pub fn c_string(s: &str) -> String {
 }
 
 /// Print one kernel (with the helpers it reaches, callees in any order) as a full source;
-/// `collective` (the kernel or a helper uses a barrier, sync or collective) picks the prelude.
+/// `collective` (the kernel or a helper uses a barrier, sync or collective) picks the prelude;
+/// `max_threads` becomes the kernel's `__launch_bounds__`.
 pub fn emit_source(
     kernel: &Function,
     helpers: &[&Function],
     checked: bool,
     collective: bool,
+    max_threads: Option<u32>,
     file: &str,
 ) -> String {
     let mut e = Emitter {
         out: String::new(),
         indent: 0,
         checked,
+        max_threads,
         cur_line: None,
     };
     // The source starts with its prelude (docs/internals.md), so tools can split on it.
@@ -95,6 +98,8 @@ struct Emitter {
     out: String,
     indent: usize,
     checked: bool,
+    /// The kernel's `max_threads`, emitted as `__launch_bounds__`.
+    max_threads: Option<u32>,
     /// The Rust line the next output line maps to, once a `#line` has been written.
     cur_line: Option<usize>,
 }
@@ -216,7 +221,13 @@ impl Emitter {
     fn signature(&self, f: &Function) -> String {
         let params = param_list(f);
         if f.is_kernel {
-            format!("extern \"C\" __global__ void PGAS_KERNEL_NAME({params})")
+            // The bound lets NVRTC budget registers for blocks of that many threads (spilling if
+            // it must); without it a register-hungry kernel may not fit 1024 threads on an SM.
+            let bounds = self
+                .max_threads
+                .map(|n| format!("__launch_bounds__({n}) "))
+                .unwrap_or_default();
+            format!("extern \"C\" __global__ void {bounds}PGAS_KERNEL_NAME({params})")
         } else {
             let ret = f.ret.map(|(s, _)| s.c_type()).unwrap_or("void");
             format!(

@@ -8,15 +8,17 @@
 //! A proc macro sees only its own item, so device functions reach kernels through the macro
 //! system: `#[pgas_device] fn f` expands to a `macro_rules! __pgas_device_f` holding `f`'s
 //! tokens. When a kernel calls a function that is not an intrinsic and not among the helpers
-//! it already holds, it expands to `__pgas_device_f! { {helpers} kernel }`, which re-invokes
-//! `#[::pgas::pgas_kernel(__helpers { helpers f })]` on the kernel. This repeats until every
-//! callee (transitively) is present; then the kernel compiles.
+//! it already holds, it expands to `__pgas_device_f! { {args} {helpers} kernel }`, which
+//! re-invokes `#[::pgas::pgas_kernel(args __helpers { helpers f })]` on the kernel (`args`: the
+//! user's own arguments, such as `max_threads = N`). This repeats until every callee
+//! (transitively) is present; then the kernel compiles.
 
 use crate::error::{CodegenError, Sp};
 use crate::{compile_kernel, device_errors, CompiledKernel, ParamKind, FILE_PLACEHOLDER};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::HashSet;
+use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
@@ -31,21 +33,24 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
             return quote! { #err #item };
         }
     };
-    let helpers = match parse_helpers(attr) {
-        Ok(h) => h,
+    let attr = match parse_kernel_attr(attr) {
+        Ok(a) => a,
         Err(e) => {
             let err = e.to_compile_error();
             let module = fallback_module(&item_fn);
             return quote! { #err #module };
         }
     };
-    if let Some(missing) = first_missing_callee(&item_fn, &helpers) {
+    let helpers = &attr.helpers;
+    if let Some(missing) = first_missing_callee(&item_fn, helpers) {
         // Ask the device function's macro (spanned at the call, so a missing function is
-        // reported there) to add itself and re-run this attribute.
+        // reported there) to add itself and re-run this attribute with the user's arguments.
         let mac = format_ident!("__pgas_device_{}", missing, span = missing.span());
-        return quote! { #mac! { { #(#helpers)* } #item_fn } };
+        let args = attr.user_args();
+        return quote! { #mac! { { #args } { #(#helpers)* } #item_fn } };
     }
-    match compile_kernel(&item_fn, &helpers, FILE_PLACEHOLDER) {
+    let max_threads = attr.max_threads.as_ref().map(|(n, _)| *n);
+    match compile_kernel(&item_fn, helpers, max_threads, FILE_PLACEHOLDER) {
         Ok(k) => kernel_module(&item_fn, &k),
         Err(errors) => {
             // A device function with errors of its own reports them where it is declared;
@@ -96,8 +101,8 @@ pub fn expand_device(attr: TokenStream, item: TokenStream) -> TokenStream {
         #[doc(hidden)]
         #[allow(unused_macros)]
         macro_rules! #mac {
-            ({ $($helpers:tt)* } $($kernel:tt)*) => {
-                #[::pgas::pgas_kernel(__helpers { $($helpers)* #f })]
+            ({ $($args:tt)* } { $($helpers:tt)* } $($kernel:tt)*) => {
+                #[::pgas::pgas_kernel($($args)* __helpers { $($helpers)* #f })]
                 $($kernel)*
             };
         }
@@ -107,34 +112,95 @@ pub fn expand_device(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-fn parse_helpers(attr: TokenStream) -> syn::Result<Vec<syn::ItemFn>> {
-    if attr.is_empty() {
-        return Ok(Vec::new());
-    }
-    let parser = |input: ParseStream| -> syn::Result<Vec<syn::ItemFn>> {
-        let kw: Ident = input.parse()?;
-        if kw != "__helpers" {
-            return Err(syn::Error::new(
-                kw.span(),
-                "#[pgas_kernel] takes no arguments",
-            ));
+/// The largest block CUDA allows, so the largest `max_threads`.
+const MAX_BLOCK_THREADS: u64 = 1024;
+
+/// The arguments of `#[pgas_kernel(...)]`: the user's `max_threads = N` and the internal
+/// `__helpers { ... }` that device-function macros add.
+#[derive(Default)]
+pub(crate) struct KernelAttr {
+    /// `max_threads = N`: the value, and the literal as written (re-emitted through the
+    /// device-function macros so a later error still points at the user's token).
+    pub max_threads: Option<(u32, syn::LitInt)>,
+    pub helpers: Vec<syn::ItemFn>,
+}
+
+impl KernelAttr {
+    /// The user's arguments as tokens, to hand to a device function's macro.
+    fn user_args(&self) -> TokenStream {
+        match &self.max_threads {
+            Some((_, lit)) => quote! { max_threads = #lit, },
+            None => TokenStream::new(),
         }
-        let content;
-        syn::braced!(content in input);
-        let mut out = Vec::new();
-        while !content.is_empty() {
-            out.push(content.parse()?);
+    }
+}
+
+/// Parses `#[pgas_kernel]`'s arguments: `max_threads = N` (1 to 1024) and `__helpers { fn... }`,
+/// comma-separated. Errors point at the offending token.
+pub(crate) fn parse_kernel_attr(attr: TokenStream) -> syn::Result<KernelAttr> {
+    let parser = |input: ParseStream| -> syn::Result<KernelAttr> {
+        let mut out = KernelAttr::default();
+        while !input.is_empty() {
+            // Any word, keywords included, so `#[pgas_kernel(type = 1)]` gets the same message.
+            let key = input.call(Ident::parse_any)?;
+            if key == "__helpers" {
+                let content;
+                syn::braced!(content in input);
+                while !content.is_empty() {
+                    out.helpers.push(content.parse()?);
+                }
+            } else if key == "max_threads" {
+                if out.max_threads.is_some() {
+                    return Err(syn::Error::new(key.span(), "`max_threads` is given twice"));
+                }
+                if !input.peek(syn::Token![=]) {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        "write `max_threads = N`, N the most threads per block (1 to 1024)",
+                    ));
+                }
+                input.parse::<syn::Token![=]>()?;
+                out.max_threads = Some(max_threads_value(input.parse()?)?);
+            } else {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "unknown #[pgas_kernel] argument `{key}`; the one argument is \
+                         `max_threads = N` (the most threads per block, 1 to 1024)"
+                    ),
+                ));
+            }
+            if !input.is_empty() {
+                input.parse::<syn::Token![,]>()?;
+            }
         }
         Ok(out)
     };
-    let span = attr.span();
-    parser.parse2(attr).map_err(|e| {
-        if e.to_string().contains("takes no arguments") {
-            e
-        } else {
-            syn::Error::new(span, "#[pgas_kernel] takes no arguments")
-        }
-    })
+    parser.parse2(attr)
+}
+
+/// The value of `max_threads`: an integer literal from 1 to [`MAX_BLOCK_THREADS`].
+fn max_threads_value(value: syn::Expr) -> syn::Result<(u32, syn::LitInt)> {
+    let syn::Expr::Lit(syn::ExprLit {
+        lit: syn::Lit::Int(lit),
+        ..
+    }) = value
+    else {
+        return Err(syn::Error::new(
+            value.span(),
+            "`max_threads` takes an integer literal: the most threads per block (1 to 1024)",
+        ));
+    };
+    match lit.base10_parse::<u64>() {
+        Ok(n @ 1..=MAX_BLOCK_THREADS) => Ok((n as u32, lit)),
+        _ => Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "`max_threads` must be from 1 to {MAX_BLOCK_THREADS} (CUDA's largest block), not {}",
+                lit.base10_digits()
+            ),
+        )),
+    }
 }
 
 /// The first called name that is neither an intrinsic nor a helper already present.
@@ -222,6 +288,10 @@ fn kernel_module(f: &syn::ItemFn, k: &CompiledKernel) -> TokenStream {
     let plain = source_tokens(&k.plain);
     let checked = source_tokens(&k.checked);
     let collective = k.collective;
+    let max_threads = match k.max_threads {
+        Some(n) => quote! { ::core::option::Option::Some(#n) },
+        None => quote! { ::core::option::Option::None },
+    };
     let mut specs = Vec::new();
     let mut pushes = Vec::new();
     let mut comptime = Vec::new();
@@ -304,6 +374,7 @@ fn kernel_module(f: &syn::ItemFn, k: &CompiledKernel) -> TokenStream {
                 checked_source: #checked,
                 params: &[#(#specs),*],
                 collective: #collective,
+                max_threads: #max_threads,
             };
 
             #[doc = #launch_doc]

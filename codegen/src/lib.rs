@@ -96,6 +96,10 @@ pub struct CompiledKernel {
     pub collective: bool,
     /// Names of the comptime parameters, in declaration order.
     pub comptime: Vec<String>,
+    /// The most threads per block the kernel declares (`#[pgas_kernel(max_threads = N)]`),
+    /// emitted as `__launch_bounds__(N)` so NVRTC keeps its registers within what blocks of `N`
+    /// threads can have.
+    pub max_threads: Option<u32>,
 }
 
 impl CompiledKernel {
@@ -129,7 +133,10 @@ pub fn compile_syn_file(
     let mut errors: Vec<CodegenError> = Vec::new();
     let mut seen = HashSet::new();
     for k in kernels {
-        match compile_kernel(k, &helpers, file_name) {
+        let compiled = kernel_max_threads(k)
+            .map_err(|e| vec![CodegenError::from(e)])
+            .and_then(|max_threads| compile_kernel(k, &helpers, max_threads, file_name));
+        match compiled {
             Ok(c) => out.push(c),
             Err(es) => {
                 for e in es {
@@ -147,10 +154,24 @@ pub fn compile_syn_file(
     }
 }
 
-fn has_attr(f: &syn::ItemFn, name: &str) -> bool {
+fn attr<'a>(f: &'a syn::ItemFn, name: &str) -> Option<&'a syn::Attribute> {
     f.attrs
         .iter()
-        .any(|a| a.path().segments.last().is_some_and(|s| s.ident == name))
+        .find(|a| a.path().segments.last().is_some_and(|s| s.ident == name))
+}
+
+fn has_attr(f: &syn::ItemFn, name: &str) -> bool {
+    attr(f, name).is_some()
+}
+
+/// The `max_threads` of a kernel's own `#[pgas_kernel(...)]` attribute (what the macro gets as
+/// its arguments).
+fn kernel_max_threads(f: &syn::ItemFn) -> syn::Result<Option<u32>> {
+    let args = match attr(f, "pgas_kernel").map(|a| &a.meta) {
+        Some(syn::Meta::List(list)) => list.tokens.clone(),
+        _ => return Ok(None),
+    };
+    Ok(expand::parse_kernel_attr(args)?.max_threads.map(|(n, _)| n))
 }
 
 fn collect_items<'a>(
@@ -172,10 +193,12 @@ fn collect_items<'a>(
     }
 }
 
-/// Compile one kernel together with the device functions it may call.
+/// Compile one kernel together with the device functions it may call; `max_threads` is the
+/// kernel's `#[pgas_kernel(max_threads = N)]` (see [`CompiledKernel::max_threads`]).
 pub fn compile_kernel(
     kernel: &syn::ItemFn,
     helpers: &[syn::ItemFn],
+    max_threads: Option<u32>,
     file_name: &str,
 ) -> Result<CompiledKernel, Vec<CodegenError>> {
     let mut errors = Errors::default();
@@ -235,8 +258,8 @@ pub fn compile_kernel(
         }
     }
     let used: Vec<&Function> = hfs.iter().filter(|h| reached.contains(&h.name)).collect();
-    let plain = emit::emit_source(&kf, &used, false, collective, file_name);
-    let checked = emit::emit_source(&kf, &used, true, collective, file_name);
+    let emit = |checked| emit::emit_source(&kf, &used, checked, collective, max_threads, file_name);
+    let (plain, checked) = (emit(false), emit(true));
     let params: Vec<KernelParam> = kf
         .params
         .iter()
@@ -277,6 +300,7 @@ pub fn compile_kernel(
         params,
         collective,
         comptime,
+        max_threads,
     })
 }
 

@@ -62,10 +62,14 @@ fn corpus_snapshots() {
     for (stem, src) in corpus() {
         for k in compile(&stem, &src) {
             count += 1;
-            let meta = format!(
+            let mut meta = format!(
                 "cuda_name: {}\nline: {}\ncollective: {}\ncomptime: {:?}\nparams: {:#?}\n",
                 k.cuda_name, k.line, k.collective, k.comptime, k.params
             );
+            // Only where declared, so the snapshots of kernels without it stay as they were.
+            if let Some(n) = k.max_threads {
+                meta.push_str(&format!("max_threads: {n}\n"));
+            }
             insta::assert_snapshot!(format!("{stem}__{}__meta", k.rust_name), meta);
             insta::assert_snapshot!(
                 format!("{stem}__{}__plain", k.rust_name),

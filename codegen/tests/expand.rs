@@ -53,7 +53,7 @@ fn unknown_callee_asks_its_device_macro() {
         .to_string(),
     );
     assert!(
-        out.starts_with("__pgas_device_helper ! { { } fn k"),
+        out.starts_with("__pgas_device_helper ! { { } { } fn k"),
         "{out}"
     );
 }
@@ -72,13 +72,90 @@ fn helpers_passed_back_compile_into_the_kernel() {
 }
 
 #[test]
+fn max_threads_reaches_the_spec_and_the_source() {
+    let out = norm(
+        pgas_codegen::expand_kernel(
+            quote!(max_threads = 512),
+            quote! { fn k(x: &mut SymTensor<f32>) { x[0] = 1.0; } },
+        )
+        .to_string(),
+    );
+    assert!(
+        out.contains("max_threads : :: core :: option :: Option :: Some (512u32)"),
+        "{out}"
+    );
+    assert!(out.contains("__launch_bounds__(512) PGAS_KERNEL_NAME"));
+    let none = norm(
+        pgas_codegen::expand_kernel(
+            quote!(),
+            quote! { fn k(x: &mut SymTensor<f32>) { x[0] = 1.0; } },
+        )
+        .to_string(),
+    );
+    assert!(none.contains("max_threads : :: core :: option :: Option :: None"));
+    assert!(!none.contains("__launch_bounds__"));
+}
+
+#[test]
+fn max_threads_survives_the_device_macros() {
+    // A kernel waiting for a helper hands its arguments to the helper's macro, which puts them
+    // back in front of `__helpers`; the re-expanded kernel still has its bound.
+    let out = norm(
+        pgas_codegen::expand_kernel(
+            quote!(max_threads = 1024),
+            quote! { fn k(x: &mut SymTensor<f32>) { x[0] = helper(1.0); } },
+        )
+        .to_string(),
+    );
+    assert!(
+        out.starts_with("__pgas_device_helper ! { { max_threads = 1024 , } { } fn k"),
+        "{out}"
+    );
+    let out = norm(
+        pgas_codegen::expand_kernel(
+            quote!(max_threads = 1024, __helpers { fn helper(v: f32) -> f32 { v * 2.0 } }),
+            quote! { fn k(x: &mut SymTensor<f32>) { x[0] = helper(1.0); } },
+        )
+        .to_string(),
+    );
+    assert!(out.contains("Some (1024u32)"), "{out}");
+    assert!(out.contains("__launch_bounds__(1024)"));
+}
+
+#[test]
+fn bad_kernel_arguments_are_errors_at_their_token() {
+    for (attr, message) in [
+        (quote!(fast), "unknown #[pgas_kernel] argument `fast`"),
+        (
+            quote!(max_threads = 0),
+            "from 1 to 1024 (CUDA's largest block), not 0",
+        ),
+        (quote!(max_threads = 2048), "not 2048"),
+        (quote!(max_threads = "256"), "takes an integer literal"),
+        (quote!(max_threads = 2.5), "takes an integer literal"),
+        (quote!(max_threads), "write `max_threads = N`"),
+        (quote!(max_threads = 64, max_threads = 64), "given twice"),
+    ] {
+        let out = pgas_codegen::expand_kernel(
+            attr.clone(),
+            quote! { fn k(x: &mut SymTensor<f32>) { x[0] = 1.0; } },
+        )
+        .to_string();
+        assert!(out.contains("compile_error"), "{attr}: {out}");
+        assert!(out.contains(message), "{attr}: {out}");
+        assert!(!out.contains("SPEC"), "{attr}: {out}");
+    }
+}
+
+#[test]
 fn device_function_becomes_a_macro() {
     let out = norm(
         pgas_codegen::expand_device(quote!(), quote! { fn helper(v: f32) -> f32 { v * 2.0 } })
             .to_string(),
     );
     assert!(out.contains("macro_rules ! __pgas_device_helper"), "{out}");
-    assert!(out.contains("# [:: pgas :: pgas_kernel (__helpers { $ ($ helpers) * fn helper"));
+    assert!(out
+        .contains("# [:: pgas :: pgas_kernel ($ ($ args) * __helpers { $ ($ helpers) * fn helper"));
     assert!(out.contains("pub (crate) use __pgas_device_helper"));
     assert!(!out.contains("compile_error"));
 }

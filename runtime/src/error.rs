@@ -325,7 +325,8 @@ pub enum Error {
         reason: String,
     },
 
-    /// A kernel that needs all its blocks resident at once was launched with too many blocks.
+    /// A kernel that needs all its blocks resident at once was launched with too many blocks
+    /// (at least one block fits per SM; when none does, the error is [`Error::BlockDoesNotFit`]).
     #[error(
         "kernel `{kernel}` needs a collective (cooperative) launch, so all its blocks must be \
          resident at once: the grid of {requested} blocks exceeds the largest that fits, {max} \
@@ -343,6 +344,35 @@ pub enum Error {
         per_sm: u32,
         /// SMs on the device.
         sms: u32,
+    },
+
+    /// A block of this size (or shared memory) cannot run the kernel on this GPU at all: too many
+    /// registers for that many threads, more threads than the kernel's `max_threads`, or too
+    /// much shared memory. Reported before the driver would refuse the launch, for plain and
+    /// collective launches alike.
+    #[error(
+        "kernel `{kernel}` cannot run blocks of {threads} threads{}: {cause}. {}. Fix: {fix}",
+        if *collective {
+            " (its collective launch fits 0 blocks per SM, whatever the grid)"
+        } else {
+            ""
+        },
+        largest_block(*max_threads)
+    )]
+    BlockDoesNotFit {
+        /// The Rust kernel name.
+        kernel: String,
+        /// Threads per block asked for.
+        threads: u32,
+        /// Whether the launch was collective (cooperative).
+        collective: bool,
+        /// What does not fit, with its numbers.
+        cause: String,
+        /// The largest block (threads per block) that fits; 0 when no block size does (too much
+        /// shared memory).
+        max_threads: u32,
+        /// What to change.
+        fix: String,
     },
 
     /// An I/O error, with what pgas was doing.
@@ -371,6 +401,14 @@ impl From<cudarc::driver::DriverError> for Error {
             context: "a CUDA driver call",
             source,
         }
+    }
+}
+
+/// The sentence of [`Error::BlockDoesNotFit`] about the largest block.
+fn largest_block(max_threads: u32) -> String {
+    match max_threads {
+        0 => "No block size fits with this much shared memory".to_owned(),
+        n => format!("The largest block that fits is {n} threads"),
     }
 }
 

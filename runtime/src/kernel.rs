@@ -63,6 +63,9 @@ pub struct KernelSpec {
     /// Whether the kernel calls a device barrier, sync or collective and so needs all blocks
     /// resident at once (cooperative launch).
     pub collective: bool,
+    /// The most threads per block the kernel declares (`#[pgas_kernel(max_threads = N)]`,
+    /// compiled as `__launch_bounds__(N)`); a larger block is refused before compiling.
+    pub max_threads: Option<u32>,
 }
 
 impl KernelSpec {

@@ -42,6 +42,7 @@ static SCALE: KernelSpec = KernelSpec {
         },
     ],
     collective: false,
+    max_threads: None,
 };
 
 /// A GPU, with the disk cache in a directory of this test process (one value for every test:
@@ -188,6 +189,67 @@ fn collective_launch_checks_the_grid() {
         blocks * 1024,
         "all blocks arrived before the grid sync"
     );
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn plain_launch_of_a_block_that_does_not_fit_is_diagnosed() {
+    // A compiled bound below the block, and more shared memory than any GPU gives a block: both
+    // come back as the diagnosis, before cuLaunchKernel.
+    let src = r#"extern "C" __global__ void __launch_bounds__(128) bounded(float* x, unsigned long long n) {
+        unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+        if (i < n) x[i] = 1.0f;
+    }"#;
+    let k = RawKernel::from_source(src, "bounded");
+    let dev = gpu();
+    let stream = dev.stream().clone();
+    let mut x = stream.alloc_zeros::<f32>(512).unwrap();
+    let err = unsafe {
+        dev.launch_raw(
+            &k,
+            LaunchConfig::blocks(1, 512),
+            KernelArgs::new().push_local_mut(&mut x),
+        )
+    }
+    .unwrap_err();
+    let msg = err.to_string();
+    let Error::BlockDoesNotFit {
+        threads: 512,
+        collective: false,
+        max_threads: 128,
+        ..
+    } = err
+    else {
+        panic!("{msg}")
+    };
+    assert!(msg.contains("`__launch_bounds__(128)`"), "{msg}");
+    let err = unsafe {
+        dev.launch_raw(
+            &k,
+            LaunchConfig::blocks(4, 128).with_shared_mem(1 << 20),
+            KernelArgs::new().push_local_mut(&mut x),
+        )
+    }
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(err, Error::BlockDoesNotFit { max_threads: 0, .. }),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("1048576 bytes of dynamic shared memory"),
+        "{msg}"
+    );
+    // Within the limits it runs.
+    unsafe {
+        dev.launch_raw(
+            &k,
+            LaunchConfig::blocks(4, 128),
+            KernelArgs::new().push_local_mut(&mut x),
+        )
+    }
+    .unwrap();
+    assert_eq!(stream.clone_dtoh(&x).unwrap(), vec![1.0f32; 512]);
 }
 
 #[test]

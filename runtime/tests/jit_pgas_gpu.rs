@@ -31,6 +31,7 @@ fn pe_spec() -> &'static KernelSpec {
             checked_source: source,
             params: PE_PARAMS,
             collective: false,
+            max_threads: None,
         }
     })
 }

@@ -356,6 +356,7 @@ mod tests {
         checked_source: "",
         params: PARAMS,
         collective: false,
+        max_threads: None,
     };
 
     #[test]

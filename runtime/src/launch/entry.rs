@@ -53,6 +53,7 @@ pub(crate) fn launch_in(
     let _span = tracing::trace_span!("pgas.launch", kernel = spec.rust_name).entered();
     args.check(spec, comptime)?;
     cfg.validate(spec.rust_name)?;
+    cfg.check_max_threads(spec.rust_name, spec.collective, spec.max_threads)?;
     let key = FnKey::new(KernelId::Spec(spec.cuda_name), variant, comptime).ok_or_else(|| {
         Error::Launch {
             kernel: spec.rust_name.to_owned(),
