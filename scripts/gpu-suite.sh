@@ -39,7 +39,9 @@ mkdir -p "$PGAS_CACHE_DIR"
 
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 machine=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || cat "$root/.device/COMMIT" 2>/dev/null || echo unknown)
+# The commit the binaries were built from (build-device.sh records it; a copied tree's .git may be
+# stale).
+commit=$(cat "$root/.device/COMMIT" 2>/dev/null || git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 summary=()
 failed=0
 
@@ -177,6 +179,10 @@ if [ -x "$bin/hello_ring" ] && [ "$gpus" -ge 2 ]; then
   verdict "hello_ring NVSHMEM_BOOTSTRAP=MPI mpirun -np 2" "$(echo "$last" | tail -1)"
 fi
 
+# The gallery: every example on every GPU.
+step "gallery" examples.log 90 env PGAS_BIN_DIR="$bin" "$root/scripts/gallery.sh"
+verdict "gallery" "$(echo "$last" | tail -1)"
+
 # Benchmarks, figures to figures.jsonl.
 : >"$out/figures.jsonl"
 figures() { echo "$last" | sed -n 's/^.*FIGURE //p' | tee -a "$out/figures.jsonl"; }
@@ -194,11 +200,11 @@ step "dsl_vs_cuda $bench_pes PE" bench.log 120 "$bin/pgas-run" -n "$bench_pes" -
 verdict "dsl_vs_cuda $bench_pes PE" "$(figures | brief '64x1024|ping|barrier|host_put|init')"
 step "jit_costs" bench.log 90 "$bin/jit_costs"
 verdict "jit_costs" "$(figures | brief 'cold_compile|disk|memory|launch_dsl_checked|launch_bare|nvshmem_init')"
+# The same cold compiles with NVRTC's --Ofast-compile=max (figures named fast_compile_max/...).
+step "jit_costs PGAS_JIT_FAST_COMPILE=max" bench.log 60 env PGAS_JIT_FAST_COMPILE=max "$bin/jit_costs"
+last=$(echo "$last" | sed 's/"name": *"/&fast_compile_max\//')
+verdict "jit_costs PGAS_JIT_FAST_COMPILE=max" "$(figures | brief 'cold_compile')"
 step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$((gpus > 0 ? gpus : 1))"
 verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
-
-# The gallery: every example on every GPU.
-step "gallery" examples.log 90 env PGAS_BIN_DIR="$bin" "$root/scripts/gallery.sh"
-verdict "gallery" "$(echo "$last" | tail -1)"
 
 finish

@@ -68,6 +68,38 @@ pub(crate) fn prelude_of(src: &Source) -> Option<&'static str> {
         .find(|p| src.text.contains(p))
 }
 
+/// How many kernels one NVRTC program of `prelude` takes, for `n` pending kernels on `cores`
+/// cores. Point-to-point kernels cost mostly the header parse (about 1.9 s of NVRTC, then a
+/// fraction of a second per kernel on an H200), so they batch: at least 8 a program, and no more
+/// programs than cores. Full-prelude (collective) kernels cost mostly NVVM and ptxas on NVSHMEM's
+/// collective code (a kernel with `reduce_block`: 14.7 s, of which the front end is 3.4 s), which
+/// one program would run kernel after kernel, so they spread over every core, down to one kernel
+/// a program. Raw kernels compile alone.
+pub(crate) fn chunk_size(prelude: Option<&str>, n: usize, cores: usize) -> usize {
+    let spread = n.div_ceil(cores.max(1)).max(1);
+    match prelude {
+        Some(p) if p == pgas_codegen::PRELUDE_P2P => spread.max(MIN_P2P_BATCH),
+        Some(_) => spread,
+        None => 1,
+    }
+}
+
+/// The fewest point-to-point kernels worth a program of their own (see [`chunk_size`]).
+const MIN_P2P_BATCH: usize = 8;
+
+/// `members` cut into the programs [`chunk_size`] asks for, in order.
+pub(crate) fn chunks<T>(prelude: Option<&str>, members: Vec<T>, cores: usize) -> Vec<Vec<T>> {
+    let size = chunk_size(prelude, members.len(), cores);
+    let mut out: Vec<Vec<T>> = Vec::new();
+    for m in members {
+        match out.last_mut() {
+            Some(last) if last.len() < size => last.push(m),
+            _ => out.push(vec![m]),
+        }
+    }
+    out
+}
+
 /// A prelude's name in progress lines.
 pub(crate) fn prelude_name(prelude: Option<&str>) -> &'static str {
     match prelude {
@@ -103,6 +135,8 @@ pub(crate) fn compile(
     })?;
     let name = "pgas_batch";
     let key = tc.cache_key(&program, name, arch);
+    // PEs of one node asking for the same batch: one compiles, the others wait and load it.
+    let _lock = disk.map(|d| d.lock(&key)).transpose()?;
     let cached = match disk {
         Some(d) => lookup(d, &key)?,
         None => None,
@@ -149,6 +183,10 @@ fn alone(
     arch: (u32, u32),
 ) -> Result<Result<Image>> {
     let key = kernel_key(tc, src, arch);
+    let _lock = disk.map(|d| d.lock(&key)).transpose()?;
+    if let Some(image) = disk.map(|d| lookup(d, &key)).transpose()?.flatten() {
+        return Ok(Ok(image));
+    }
     let compiled = match tc.compile_dumped(dump, &src.text, &src.cuda_name, arch) {
         Ok(c) => c,
         Err(Error::Compile { location, log, .. }) => {
@@ -323,6 +361,25 @@ mod tests {
             "the good kernel is cached under its own key"
         );
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn point_to_point_kernels_batch_and_collective_ones_spread_over_the_cores() {
+        let p2p = Some(pgas_codegen::PRELUDE_P2P);
+        let full = Some(pgas_codegen::PRELUDE);
+        let sizes = |p, n, cores| -> Vec<usize> {
+            chunks(p, (0..n).collect::<Vec<_>>(), cores)
+                .iter()
+                .map(Vec::len)
+                .collect()
+        };
+        assert_eq!(sizes(p2p, 34, 16), [8, 8, 8, 8, 2]);
+        assert_eq!(sizes(p2p, 34, 2), [17, 17]);
+        assert_eq!(sizes(p2p, 3, 16), [3]);
+        assert_eq!(sizes(full, 12, 16), [1; 12]);
+        assert_eq!(sizes(full, 12, 4), [3, 3, 3, 3]);
+        assert_eq!(sizes(None, 3, 1), [1, 1, 1]);
+        assert!(sizes(full, 0, 8).is_empty());
     }
 
     #[test]

@@ -181,6 +181,38 @@ impl DiskCache {
         })
     }
 
+    /// An exclusive lock on `key` across the processes sharing this directory (`flock` on a lock
+    /// file), held until the guard drops: a PE that takes it after another built the entry finds
+    /// it in the cache instead of compiling it again. Dropping the guard removes the lock file;
+    /// a process that waited on the removed file and one that creates a new one may then both
+    /// build, which only costs time (entries are written atomically).
+    pub fn lock(&self, key: &CacheKey) -> Result<EntryLock> {
+        use std::os::fd::AsRawFd;
+        let path = self.dir.join(format!(".{}.lock", key.file_name()));
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .or_else(|e| match e.kind() {
+                io::ErrorKind::NotFound => {
+                    fs::create_dir_all(&self.dir)?;
+                    fs::OpenOptions::new()
+                        .create(true)
+                        .truncate(false)
+                        .write(true)
+                        .open(&path)
+                }
+                _ => Err(e),
+            })
+            .map_err(|e| self.err("creating a lock file", e))?;
+        // SAFETY: flock on a file descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(self.err("locking an entry", io::Error::last_os_error()));
+        }
+        Ok(EntryLock { path, _file: file })
+    }
+
     fn tmp_path(&self, stem: &str) -> PathBuf {
         let seq = TMP_SEQ.fetch_add(1, Ordering::Relaxed);
         self.dir
@@ -193,6 +225,21 @@ impl DiskCache {
             action,
             source,
         }
+    }
+}
+
+/// The lock [`DiskCache::lock`] returns; unlocked (and its file removed) when dropped.
+#[derive(Debug)]
+pub struct EntryLock {
+    path: PathBuf,
+    _file: fs::File,
+}
+
+impl Drop for EntryLock {
+    fn drop(&mut self) {
+        // Removed while still held, so no process locks a file that is about to vanish; the
+        // descriptor closes (and the flock ends) right after.
+        let _ = fs::remove_file(&self.path);
     }
 }
 
@@ -236,6 +283,33 @@ mod tests {
         let d = std::env::temp_dir().join(format!("pgas-disk-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         d
+    }
+
+    #[test]
+    fn a_lock_keeps_other_holders_waiting_until_it_drops() {
+        let dir = tmpdir("lock");
+        let cache = DiskCache::open(&dir).unwrap();
+        let first = cache.lock(&key(1)).unwrap();
+        let other_key = cache.lock(&key(2)).unwrap();
+        drop(other_key);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _second = cache.lock(&key(1)).unwrap();
+                tx.send(()).unwrap();
+            });
+            let waited = rx.recv_timeout(std::time::Duration::from_millis(300));
+            assert!(
+                waited.is_err(),
+                "the second holder got the lock while the first held it"
+            );
+            drop(first);
+            rx.recv_timeout(std::time::Duration::from_secs(10))
+                .expect("the second holder gets the lock once the first drops");
+        });
+        let left: Vec<_> = fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).collect();
+        assert!(left.is_empty(), "lock files are removed: {left:?}");
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -264,7 +264,7 @@ impl JitState {
 
         // Each pending kernel: from the disk cache, or into its prelude's group.
         let mut found: Vec<(usize, Source, batch::Image)> = Vec::new();
-        let mut groups: Vec<(Option<&'static str>, Vec<(usize, Source)>)> = Vec::new();
+        let mut by_prelude: Vec<(Option<&'static str>, Vec<(usize, Source)>)> = Vec::new();
         for (i, w) in wants.iter().enumerate() {
             if results[i].is_some() {
                 continue;
@@ -279,14 +279,23 @@ impl JitState {
                 continue;
             }
             let prelude = batch::prelude_of(&src);
-            match groups
+            match by_prelude
                 .iter_mut()
                 .find(|(p, _)| prelude.is_some() && *p == prelude)
             {
                 Some((_, members)) => members.push((i, src)),
-                None => groups.push((prelude, vec![(i, src)])),
+                None => by_prelude.push((prelude, vec![(i, src)])),
             }
         }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let groups: Vec<(Option<&'static str>, Vec<(usize, Source)>)> = by_prelude
+            .into_iter()
+            .flat_map(|(prelude, members)| {
+                batch::chunks(prelude, members, cores)
+                    .into_iter()
+                    .map(move |c| (prelude, c))
+            })
+            .collect();
 
         let total: usize = groups.iter().map(|(_, m)| m.len()).sum();
         let progress = total >= PROGRESS_MIN;

@@ -36,6 +36,9 @@ pub struct Toolchain {
     nvshmem_include: PathBuf,
     nvshmem_version: String,
     nvrtc_version: (i32, i32),
+    /// `PGAS_JIT_FAST_COMPILE` (`min`, `mid`, `max`): NVRTC's `--Ofast-compile`, which trades
+    /// kernel speed for compile time (docs/jit.md). `None`: full optimization.
+    fast_compile: Option<String>,
 }
 
 /// A compiled kernel image and the NVRTC log that came with it.
@@ -94,11 +97,13 @@ impl Toolchain {
             .map(crate::nvshmem::version::display)
             .unwrap_or_else(|_| "unknown".to_owned());
         let nvrtc_version = nvrtc::load(&cuda.lib_dir)?;
+        let fast_compile = fast_compile(std::env::var("PGAS_JIT_FAST_COMPILE").ok().as_deref())?;
         Ok(Toolchain {
             cuda,
             nvshmem_include,
             nvshmem_version,
             nvrtc_version,
+            fast_compile,
         })
     }
 
@@ -138,6 +143,9 @@ impl Toolchain {
         ];
         if let Some(cccl) = &self.cuda.cccl_include {
             opts.push(format!("-I{}", cccl.display()));
+        }
+        if let Some(level) = &self.fast_compile {
+            opts.push(format!("--Ofast-compile={level}"));
         }
         opts
     }
@@ -268,6 +276,20 @@ impl Toolchain {
     }
 }
 
+/// The `--Ofast-compile` level `PGAS_JIT_FAST_COMPILE` asks for: `None` when unset, empty or
+/// `off`; a clear error for anything but `min`, `mid` or `max`.
+fn fast_compile(value: Option<&str>) -> Result<Option<String>> {
+    match value.map(str::trim) {
+        None | Some("") | Some("off") | Some("0") => Ok(None),
+        Some(level @ ("min" | "mid" | "max")) => Ok(Some(level.to_owned())),
+        Some(other) => Err(Error::InvalidConfig {
+            name: "PGAS_JIT_FAST_COMPILE",
+            value: other.to_owned(),
+            reason: "use min, mid or max (NVRTC's --Ofast-compile level), or off".to_owned(),
+        }),
+    }
+}
+
 /// Writes a `PGAS_DUMP_DIR` file; a failure is reported, not fatal (dumps are a debugging aid).
 fn dump_file(dir: &Path, name: &str, text: &str) {
     if let Err(e) = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(dir.join(name), text))
@@ -384,6 +406,18 @@ mod tests {
         let log = "k.cu(1): catastrophic error: cannot open source file \"nope.h\"";
         assert_eq!(first_error_location(log).as_deref(), Some("k.cu:1"));
         assert_eq!(first_error_location("nvrtc: error: invalid value"), None);
+    }
+
+    #[test]
+    fn fast_compile_levels() {
+        assert_eq!(fast_compile(None).unwrap(), None);
+        assert_eq!(fast_compile(Some("off")).unwrap(), None);
+        assert_eq!(fast_compile(Some("max")).unwrap().as_deref(), Some("max"));
+        let e = fast_compile(Some("fast")).unwrap_err().to_string();
+        assert!(
+            e.contains("PGAS_JIT_FAST_COMPILE") && e.contains("min, mid or max"),
+            "{e}"
+        );
     }
 
     #[test]
