@@ -5,7 +5,7 @@
 #   suite.log      the GPU test suite on 1 PE, `pgas-run -n 2`, `pgas-run -n 4` (where 4 GPUs)
 #   traps.log      the checked variant's traps (bad index, bad pe), one process each
 #   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; the gallery
-#   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE)
+#   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE)
 #   nccl.log       NCCL through torch.distributed
 #   figures.jsonl  every benchmark figure, one JSON object a line
 #   summary.txt    one line per step (ok/FAIL/SKIP and key figures), also printed last
@@ -204,6 +204,10 @@ verdict "jit_costs" "$(figures | brief 'cold_compile|disk|memory|launch_dsl_chec
 step "jit_costs PGAS_JIT_FAST_COMPILE=max" bench.log 60 env PGAS_JIT_FAST_COMPILE=max "$bin/jit_costs"
 last=$(echo "$last" | sed 's/"name": *"/&fast_compile_max\//')
 verdict "jit_costs PGAS_JIT_FAST_COMPILE=max" "$(figures | brief 'cold_compile')"
+# The bf16 GEMM against cuBLAS; cuBLAS from CUDA 13's toolkit or PyTorch's wheel when the loader
+# does not find it (the bench looks in both).
+step "gemm vs cuBLAS" bench.log 150 "$bin/gemm"
+verdict "gemm vs cuBLAS" "$(figures | brief 'ratio|pgas_tflops|cold_compile_gemm')"
 step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$((gpus > 0 ? gpus : 1))"
 verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
 

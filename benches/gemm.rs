@@ -1,0 +1,358 @@
+//! The bf16 GEMM of `examples/gemm_bf16.rs` (written in pgas: `mma.sync`, `ldmatrix`, `cp.async`)
+//! against cuBLAS (`cublasGemmEx`, bf16 in and out, f32 compute) in the same run, on one GPU:
+//! 4096^3, 8192^3 and the skinny M = 128 and M = 1024 with N = K = 8192. For each shape: median
+//! time over repetitions (CUDA events on the same stream, after warm-up), TFLOP/s, pgas/cuBLAS,
+//! and the largest difference between the two results relative to the largest |C| (pgas is also
+//! spot-checked against the host, so a wrong result fails even without cuBLAS). Also the cold
+//! JIT compile of each variant of the kernel, in a fresh `PGAS_CACHE_DIR`.
+//!
+//! cuBLAS is loaded at run time (cudarc's `dynamic-loading`): from the loader's path, else from
+//! `PGAS_CUBLAS_DIR`, the CUDA toolkit (`CUDA_HOME`, `/usr/local/cuda`) or the `nvidia-cublas`
+//! wheel of the `python3` on `PATH`. Without it the cuBLAS columns say so and pgas runs alone.
+//!
+//! Run: `gemm` (1 PE) or `pgas-run -n 1 -- gemm`. Exit status 1 when a result is wrong.
+
+#[path = "common/mod.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "../examples/gemm_bf16.rs"]
+mod gemm_example;
+
+use common::{emit, median, show, time_on_stream, wall, BenchResult, Figure};
+use gemm_example::{gemm, gemm_bf16, STAGES};
+use pgas::cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
+use pgas::cudarc::driver::CudaSlice;
+use pgas::kernel::Variant;
+use pgas::launch::Prewarm;
+use pgas::prelude::*;
+use std::path::{Path, PathBuf};
+
+const BENCH: &str = "gemm";
+const WARMUP: usize = 3;
+const REPS: usize = 10;
+const SHAPES: [(usize, usize, usize); 4] = [
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (128, 8192, 8192),
+    (1024, 8192, 8192),
+];
+/// The largest |pgas - cuBLAS| allowed, relative to the largest |C|: both round to bf16 (2^-8
+/// relative), so a few units of that; a wrong tile is off by the size of C itself.
+const MAX_REL_DIFF: f64 = 2e-2;
+
+/// A reproducible value in [-1, 1), rounded to bf16 (the example's generator).
+fn value(i: usize, salt: u64) -> bf16 {
+    let mut x = (i as u64 ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(salt);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    bf16::from_f32((x >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
+}
+
+/// Directories that may hold libcublas, in the order tried.
+fn cublas_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(d) = std::env::var_os("PGAS_CUBLAS_DIR") {
+        dirs.push(d.into());
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(d) = std::env::var_os(var) {
+            dirs.push(Path::new(&d).join("lib64"));
+        }
+    }
+    dirs.push("/usr/local/cuda/lib64".into());
+    dirs.push("/usr/local/cuda/targets/x86_64-linux/lib".into());
+    // The nvidia-cublas wheel (PyTorch's dependency) of the python3 on PATH.
+    let wheel = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], 'lib'))",
+        ])
+        .output();
+    if let Ok(out) = wheel {
+        if out.status.success() {
+            dirs.push(String::from_utf8_lossy(&out.stdout).trim().into());
+        }
+    }
+    dirs
+}
+
+/// Makes libcublas loadable by cudarc, which looks it up by name (`libcublas.so.13` ...): when
+/// the loader does not find it, loads libcublasLt and libcublas by path from [`cublas_dirs`],
+/// globally and for the whole process, so that the lookup by name finds the loaded library (the
+/// loader matches a loaded library's soname). Returns where it came from, or why not.
+fn load_cublas() -> Result<String, String> {
+    // SAFETY: only probes whether the library can be opened.
+    if unsafe { pgas::cudarc::cublas::sys::is_culib_present() } {
+        return Ok("found by the loader".into());
+    }
+    let dirs = cublas_dirs();
+    for dir in &dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .collect();
+        names.sort();
+        let pick = |prefix: &str| names.iter().rev().find(|n| n.starts_with(prefix)).cloned();
+        let (Some(lt), Some(blas)) = (pick("libcublasLt.so"), pick("libcublas.so")) else {
+            continue;
+        };
+        let flags = libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL;
+        for name in [&lt, &blas] {
+            // SAFETY: loading NVIDIA's libraries runs only their initializers.
+            match unsafe { libloading::os::unix::Library::open(Some(dir.join(name)), flags) } {
+                // Kept loaded for the life of the process: cudarc resolves symbols from it.
+                Ok(lib) => std::mem::forget(lib),
+                Err(e) => return Err(format!("{} did not load: {e}", dir.join(name).display())),
+            }
+        }
+        // SAFETY: as above.
+        if unsafe { pgas::cudarc::cublas::sys::is_culib_present() } {
+            return Ok(format!("{}", dir.join(blas).display()));
+        }
+    }
+    Err(format!(
+        "no libcublas on the loader's path or in {}",
+        dirs.iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+/// Median milliseconds of `REPS` runs of `run` after `WARMUP`, each timed on `stream`.
+fn timed(
+    stream: &pgas::cudarc::driver::CudaStream,
+    mut run: impl FnMut() -> BenchResult<()>,
+) -> BenchResult<f64> {
+    let mut ms = Vec::with_capacity(REPS);
+    for i in 0..WARMUP + REPS {
+        let t = time_on_stream(stream, &mut run)?;
+        if i >= WARMUP {
+            ms.push(t);
+        }
+    }
+    Ok(median(&ms))
+}
+
+/// cuBLAS on row-major matrices: `C = A B` is `C^T = B^T A^T` in cuBLAS's column-major terms, so
+/// B goes first and nothing is transposed.
+fn cublas_gemm(
+    blas: &CudaBlas,
+    c: &mut CudaSlice<bf16>,
+    a: &CudaSlice<bf16>,
+    b: &CudaSlice<bf16>,
+    (m, n, k): (usize, usize, usize),
+) -> BenchResult<()> {
+    let cfg = GemmConfig {
+        transa: cublasOperation_t::CUBLAS_OP_N,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: n as i32,
+        n: m as i32,
+        k: k as i32,
+        alpha: bf16::ONE,
+        lda: n as i32,
+        ldb: k as i32,
+        beta: bf16::ZERO,
+        ldc: n as i32,
+    };
+    // SAFETY: a is m x k, b is k x n and c is m x n (checked by the caller's allocation), and
+    // the leading dimensions above are those of row-major storage read as column-major.
+    unsafe { blas.gemm(cfg, b, a, c)? };
+    Ok(())
+}
+
+/// The largest |got - want| over the largest |want|.
+fn rel_diff(got: &[bf16], want: &[bf16]) -> f64 {
+    let scale = want.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max);
+    let diff = got
+        .iter()
+        .zip(want)
+        .map(|(g, w)| (g.to_f64() - w.to_f64()).abs())
+        .fold(
+            0.0,
+            |acc: f64, d| if d.is_nan() { f64::NAN } else { acc.max(d) },
+        );
+    diff / scale.max(f64::MIN_POSITIVE)
+}
+
+/// pgas's C at 64 points against the host (f64), relative to the same scale as [`rel_diff`].
+fn host_spot_check(got: &[bf16], a: &[bf16], b: &[bf16], (m, n, k): (usize, usize, usize)) -> f64 {
+    let mut worst: f64 = 0.0;
+    let mut scale: f64 = 0.0;
+    for i in 0..64 {
+        let (row, col) = ((i * 977 + 13) % m, (i * 613 + 101) % n);
+        let want: f64 = (0..k)
+            .map(|x| a[row * k + x].to_f64() * b[x * n + col].to_f64())
+            .sum();
+        let d = (got[row * n + col].to_f64() - want).abs();
+        worst = if d.is_nan() { f64::NAN } else { worst.max(d) };
+        scale = scale.max(want.abs());
+    }
+    worst / scale.max(1.0)
+}
+
+struct Row {
+    shape: (usize, usize, usize),
+    pgas_ms: f64,
+    cublas_ms: f64,
+    diff: f64,
+}
+
+fn main() -> BenchResult<()> {
+    if !common::gpu_present() {
+        println!("{BENCH}: skipped: no GPU");
+        return Ok(());
+    }
+    // A fresh kernel cache, so the first compile is cold (read by init).
+    let cache = std::env::temp_dir().join(format!("pgas-gemm-bench-{}", std::process::id()));
+    std::env::set_var("PGAS_CACHE_DIR", &cache);
+    let p = pgas::init()?;
+    let machine = format!("{} x1 PE", p.cuda().name()?);
+    let stream = p.stream().clone();
+
+    // Cold JIT compile of each variant (NVRTC, cache store, module load).
+    let comptime = [STAGES as i128];
+    let mut compile = Vec::new();
+    for variant in [Variant::Plain, Variant::Checked] {
+        let one = [Prewarm {
+            spec: &gemm_bf16::SPEC,
+            variant,
+            comptime: &comptime,
+        }];
+        let (r, s) = wall(|| pgas::launch::prewarm(&p, &one));
+        r?;
+        compile.push((variant, s));
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+
+    let blas = match load_cublas() {
+        Ok(from) => {
+            println!("{BENCH}: cuBLAS from {from}");
+            Some(CudaBlas::new(stream.clone())?)
+        }
+        Err(why) => {
+            println!("{BENCH}: cuBLAS skipped: {why}; pgas runs alone (set PGAS_CUBLAS_DIR)");
+            None
+        }
+    };
+
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    let big_b: Vec<bf16> = (0..8192 * 8192).map(|i| value(i, 2)).collect();
+    let big_a: Vec<bf16> = (0..8192 * 8192).map(|i| value(i, 1)).collect();
+    for (m, n, k) in SHAPES {
+        let (a_host, b_host) = if (m, n, k) == (4096, 4096, 4096) {
+            (
+                (0..m * k).map(|i| value(i, 3)).collect::<Vec<_>>(),
+                (0..k * n).map(|i| value(i, 4)).collect::<Vec<_>>(),
+            )
+        } else {
+            (big_a[..m * k].to_vec(), big_b[..k * n].to_vec())
+        };
+        let a = stream.clone_htod(&a_host)?;
+        let b = stream.clone_htod(&b_host)?;
+        let mut c = stream.alloc_zeros::<bf16>(m * n)?;
+        let pgas_ms = timed(&stream, || {
+            gemm(&p, &mut c, &a, &b, (m, n, k), STAGES, false)?;
+            Ok(())
+        })?;
+        let got = stream.clone_dtoh(&c)?;
+        let spot = host_spot_check(&got, &a_host, &b_host, (m, n, k));
+        if spot.is_nan() || spot > MAX_REL_DIFF {
+            failures.push(format!(
+                "{m}x{n}x{k}: pgas differs from the host by {spot:.3e} (relative)"
+            ));
+        }
+        let (cublas_ms, diff) = match &blas {
+            Some(blas) => {
+                let mut cb = stream.alloc_zeros::<bf16>(m * n)?;
+                let ms = timed(&stream, || cublas_gemm(blas, &mut cb, &a, &b, (m, n, k)))?;
+                let diff = rel_diff(&got, &stream.clone_dtoh(&cb)?);
+                if diff.is_nan() || diff > MAX_REL_DIFF {
+                    failures.push(format!(
+                        "{m}x{n}x{k}: pgas differs from cuBLAS by {diff:.3e} (relative)"
+                    ));
+                }
+                (ms, diff)
+            }
+            None => (f64::NAN, f64::NAN),
+        };
+        rows.push(Row {
+            shape: (m, n, k),
+            pgas_ms,
+            cublas_ms,
+            diff,
+        });
+    }
+
+    print_report(&machine, &rows, &compile);
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        for f in &failures {
+            println!("{BENCH}: FAIL {f}");
+        }
+        std::process::exit(1)
+    }
+}
+
+fn print_report(machine: &str, rows: &[Row], compile: &[(Variant, f64)]) {
+    println!("\n{BENCH} on {machine}: bf16 in, f32 accumulate, bf16 out; median of {REPS}");
+    println!(
+        "{:<18} {:>9} {:>9} {:>10} {:>10} {:>8} {:>10}",
+        "M x N x K", "pgas ms", "cuBLAS ms", "pgas TF/s", "cuBLAS TF/s", "ratio", "max diff"
+    );
+    for r in rows {
+        let (m, n, k) = r.shape;
+        let flop = 2.0 * (m * n * k) as f64;
+        let tf = |ms: f64| flop / (ms * 1e-3) / 1e12;
+        let ratio = r.cublas_ms / r.pgas_ms;
+        println!(
+            "{:<18} {:>9} {:>9} {:>10} {:>10} {:>8} {:>10}",
+            format!("{m}x{n}x{k}"),
+            show(r.pgas_ms),
+            show(r.cublas_ms),
+            show(tf(r.pgas_ms)),
+            show(tf(r.cublas_ms)),
+            show(ratio),
+            if r.diff.is_finite() {
+                format!("{:.2e}", r.diff)
+            } else {
+                "-".into()
+            }
+        );
+        let note = format!("median of {REPS}, {STAGES} stages, plain variant");
+        let key = format!("gemm_{m}x{n}x{k}");
+        for (name, value, unit) in [
+            ("pgas_tflops", tf(r.pgas_ms), "TFLOP/s"),
+            ("cublas_tflops", tf(r.cublas_ms), "TFLOP/s"),
+            ("ratio", ratio, "x"),
+            ("max_rel_diff", r.diff, "rel"),
+        ] {
+            let f = Figure {
+                name: format!("{key}/{name}"),
+                value,
+                unit,
+                note: note.clone(),
+            };
+            emit(BENCH, machine, &f);
+        }
+    }
+    for (variant, s) in compile {
+        println!(
+            "cold JIT compile of gemm_bf16, {} variant: {} s",
+            variant.as_str(),
+            show(*s)
+        );
+        let f = Figure {
+            name: format!("cold_compile_gemm_bf16_{}", variant.as_str()),
+            value: *s,
+            unit: "s",
+            note: "NVRTC + cache store + module load, fresh PGAS_CACHE_DIR".into(),
+        };
+        emit(BENCH, machine, &f);
+    }
+}
