@@ -39,7 +39,7 @@ mod types;
 pub use docs::intrinsics_markdown;
 pub use error::CodegenError;
 pub use expand::{expand_device, expand_kernel};
-pub use prelude::{prelude_for, PRELUDE, PRELUDE_P2P};
+pub use prelude::{Prelude, PRELUDE, PRELUDE_BARRIER, PRELUDE_P2P};
 pub use specialize::{batch, specialize};
 pub use types::Scalar;
 
@@ -94,6 +94,8 @@ pub struct CompiledKernel {
     /// Whether the kernel (or a device function it calls) uses a barrier, sync or collective
     /// and so needs a collective (cooperative) launch.
     pub collective: bool,
+    /// The prelude its sources start with (what its calls need).
+    pub prelude: Prelude,
     /// Names of the comptime parameters, in declaration order.
     pub comptime: Vec<String>,
     /// The most threads per block the kernel declares (`#[pgas_kernel(max_threads = N)]`),
@@ -245,20 +247,20 @@ pub fn compile_kernel(
     let Some(kinfo) = kinfo.filter(|_| errors.is_empty()) else {
         return Err(errors.into_vec());
     };
-    // Device functions the kernel reaches, and whether any of them is collective.
-    let mut collective = kinfo.collective;
+    // Device functions the kernel reaches, and the headers any of them needs.
+    let mut prelude = kinfo.prelude;
     let mut reached = BTreeSet::new();
     let mut stack: Vec<String> = kinfo.calls.iter().cloned().collect();
     while let Some(n) = stack.pop() {
         if reached.insert(n.clone()) {
             if let Some(info) = infos.get(&n) {
-                collective |= info.collective;
+                prelude = prelude.max(info.prelude);
                 stack.extend(info.calls.iter().cloned());
             }
         }
     }
     let used: Vec<&Function> = hfs.iter().filter(|h| reached.contains(&h.name)).collect();
-    let emit = |checked| emit::emit_source(&kf, &used, checked, collective, max_threads, file_name);
+    let emit = |checked| emit::emit_source(&kf, &used, checked, prelude, max_threads, file_name);
     let (plain, checked) = (emit(false), emit(true));
     let params: Vec<KernelParam> = kf
         .params
@@ -298,7 +300,8 @@ pub fn compile_kernel(
         plain,
         checked,
         params,
-        collective,
+        collective: prelude.collective(),
+        prelude,
         comptime,
         max_threads,
     })

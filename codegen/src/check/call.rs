@@ -367,9 +367,7 @@ impl Checker<'_> {
                 }
             }
         }
-        if row.collective {
-            self.info.collective = true;
-        }
+        self.info.prelude = self.info.prelude.max(row.prelude);
         let ty = match row.ret {
             Ret::Unit => Ty::Unit,
             Ret::Elem => elem.map(Ty::Scalar).unwrap_or(Ty::Error),

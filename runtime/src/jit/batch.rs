@@ -14,6 +14,7 @@ use super::disk::{CacheKey, DiskCache, Lookup};
 use super::source::Source;
 use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
+use pgas_codegen::Prelude;
 
 /// A link entry's payload starts with this (a CUBIN starts with ELF's magic, so the two cannot be
 /// confused), followed by the 32-byte key of the image.
@@ -57,38 +58,39 @@ pub(crate) fn lookup(disk: &DiskCache, key: &CacheKey) -> Result<Option<Image>> 
     }
 }
 
-/// Which prelude a source starts with, for grouping and for progress lines: the point-to-point
-/// or the full one. Raw kernels are never batched (two may share a symbol name).
-pub(crate) fn prelude_of(src: &Source) -> Option<&'static str> {
+/// Which prelude a source starts with, for grouping and for progress lines. Raw kernels are
+/// never batched (two may share a symbol name).
+pub(crate) fn prelude_of(src: &Source) -> Option<Prelude> {
     if !src.batchable {
         return None;
     }
-    [pgas_codegen::PRELUDE_P2P, pgas_codegen::PRELUDE]
-        .into_iter()
-        .find(|p| src.text.contains(p))
+    Prelude::of_source(&src.text)
 }
 
 /// How many kernels one NVRTC program of `prelude` takes, for `n` pending kernels on `cores`
-/// cores. Point-to-point kernels cost mostly the header parse (about 1.9 s of NVRTC, then a
-/// fraction of a second per kernel on an H200), so they batch: at least 8 a program, and no more
-/// programs than cores. Full-prelude (collective) kernels cost mostly NVVM and ptxas on NVSHMEM's
-/// collective code (a kernel with `reduce_block`: 14.7 s, of which the front end is 3.4 s), which
-/// one program would run kernel after kernel, so they spread over every core, down to one kernel
-/// a program. Raw kernels compile alone.
-pub(crate) fn chunk_size(prelude: Option<&str>, n: usize, cores: usize) -> usize {
+/// cores. Point-to-point and barrier kernels cost mostly the header parse (1.4-1.9 s of NVRTC,
+/// then a fraction of a second per kernel), so they batch: at least 8 a program, and no more
+/// programs than cores. Full-prelude kernels (a device collective) cost mostly NVVM and ptxas on
+/// NVSHMEM's collective code (a kernel with `reduce_block`: 14.7 s on an H200, 3.4 s of it the
+/// front end), which one program would run kernel after kernel, so each group of them is cut
+/// into one program per core. Raw kernels compile alone. (NVRTC runs one compile at a time per
+/// process, measured in docs/jit.md, so what the cut buys is that PEs sharing the cache split the
+/// programs among themselves.)
+pub(crate) fn chunk_size(prelude: Option<Prelude>, n: usize, cores: usize) -> usize {
     let spread = n.div_ceil(cores.max(1)).max(1);
     match prelude {
-        Some(p) if p == pgas_codegen::PRELUDE_P2P => spread.max(MIN_P2P_BATCH),
-        Some(_) => spread,
+        Some(Prelude::P2p | Prelude::Barrier) => spread.max(MIN_BATCH),
+        Some(Prelude::Full) => spread,
         None => 1,
     }
 }
 
-/// The fewest point-to-point kernels worth a program of their own (see [`chunk_size`]).
-const MIN_P2P_BATCH: usize = 8;
+/// The fewest point-to-point or barrier kernels worth a program of their own (see
+/// [`chunk_size`]).
+const MIN_BATCH: usize = 8;
 
 /// `members` cut into the programs [`chunk_size`] asks for, in order.
-pub(crate) fn chunks<T>(prelude: Option<&str>, members: Vec<T>, cores: usize) -> Vec<Vec<T>> {
+pub(crate) fn chunks<T>(prelude: Option<Prelude>, members: Vec<T>, cores: usize) -> Vec<Vec<T>> {
     let size = chunk_size(prelude, members.len(), cores);
     let mut out: Vec<Vec<T>> = Vec::new();
     for m in members {
@@ -101,12 +103,8 @@ pub(crate) fn chunks<T>(prelude: Option<&str>, members: Vec<T>, cores: usize) ->
 }
 
 /// A prelude's name in progress lines.
-pub(crate) fn prelude_name(prelude: Option<&str>) -> &'static str {
-    match prelude {
-        Some(p) if p == pgas_codegen::PRELUDE_P2P => "point-to-point prelude",
-        Some(_) => "full prelude",
-        None => "raw kernel",
-    }
+pub(crate) fn prelude_name(prelude: Option<Prelude>) -> &'static str {
+    prelude.map_or("raw kernel", Prelude::name)
 }
 
 /// Compiles `members` (all with prelude `prelude`, or one raw kernel when `None`) into one image,
@@ -118,7 +116,7 @@ pub(crate) fn compile(
     tc: &Toolchain,
     disk: Option<&DiskCache>,
     dump: Option<&Path>,
-    prelude: Option<&str>,
+    prelude: Option<Prelude>,
     members: &[&Source],
     arch: (u32, u32),
 ) -> Result<Vec<Result<Image>>> {
@@ -129,7 +127,7 @@ pub(crate) fn compile(
             .collect();
     };
     let texts: Vec<&str> = members.iter().map(|m| m.text.as_str()).collect();
-    let program = pgas_codegen::batch(prelude, &texts).ok_or_else(|| Error::Launch {
+    let program = pgas_codegen::batch(prelude.text(), &texts).ok_or_else(|| Error::Launch {
         kernel: members[0].display.clone(),
         reason: "a batched source does not start with its prelude".to_owned(),
     })?;
@@ -266,7 +264,7 @@ mod tests {
         let c = spec("batch_c", "if (n > 1) x[1] = x[0];");
         let members = [&a, &b, &c];
         let prelude = prelude_of(&a);
-        assert_eq!(prelude, Some(pgas_codegen::PRELUDE_P2P));
+        assert_eq!(prelude, Some(Prelude::P2p));
         // Two PEs building the same batch into one cache at once: both succeed, and the entries
         // they leave are whole.
         let outcomes: Vec<Vec<Result<Image>>> = std::thread::scope(|s| {
@@ -365,8 +363,8 @@ mod tests {
 
     #[test]
     fn point_to_point_kernels_batch_and_collective_ones_spread_over_the_cores() {
-        let p2p = Some(pgas_codegen::PRELUDE_P2P);
-        let full = Some(pgas_codegen::PRELUDE);
+        let p2p = Some(Prelude::P2p);
+        let full = Some(Prelude::Full);
         let sizes = |p, n, cores| -> Vec<usize> {
             chunks(p, (0..n).collect::<Vec<_>>(), cores)
                 .iter()

@@ -14,6 +14,7 @@ use super::source::Source;
 use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
 use crate::kernel::{Variant, MAX_COMPTIME};
+use pgas_codegen::Prelude;
 
 /// Which kernel a cached function belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -264,7 +265,7 @@ impl JitState {
 
         // Each pending kernel: from the disk cache, or into its prelude's group.
         let mut found: Vec<(usize, Source, batch::Image)> = Vec::new();
-        let mut by_prelude: Vec<(Option<&'static str>, Vec<(usize, Source)>)> = Vec::new();
+        let mut by_prelude: Vec<(Option<Prelude>, Vec<(usize, Source)>)> = Vec::new();
         for (i, w) in wants.iter().enumerate() {
             if results[i].is_some() {
                 continue;
@@ -288,7 +289,7 @@ impl JitState {
             }
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let groups: Vec<(Option<&'static str>, Vec<(usize, Source)>)> = by_prelude
+        let groups: Vec<(Option<Prelude>, Vec<(usize, Source)>)> = by_prelude
             .into_iter()
             .flat_map(|(prelude, members)| {
                 batch::chunks(prelude, members, cores)
