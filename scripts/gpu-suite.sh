@@ -135,7 +135,7 @@ if [ "$gpus" -ge 2 ]; then suite 2 120 "$bin/pgas-run" -n 2 -- "$bin/gpu_suite";
 if [ "$gpus" -ge 4 ]; then suite 4 150 "$bin/pgas-run" -n 4 -- "$bin/gpu_suite"; else note "SKIP gpu_suite 4 PE (${gpus} GPU)"; fi
 
 # Traps: the process must report the launch failure and the output name the Rust file:line.
-for kind in oob bad-pe; do
+for kind in oob bad-pe partial-warp divergent-mma; do
   step "trap $kind" traps.log 40 "$bin/gpu_suite" --expect-trap "$kind"
   line=$(echo "$last" | sed -n 's/.*the report must name file .*, line \([0-9]*\).*/\1/p' | head -1)
   if [ "$rc" = 0 ] && ! echo "$last" | grep -q "skipped: no GPU" &&

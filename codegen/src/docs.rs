@@ -20,7 +20,8 @@ pub fn intrinsics_markdown() -> String {
         for r in rows {
             let args: Vec<String> = r.args.iter().map(|(n, a)| a.doc(n)).collect();
             let call = match r.form {
-                _ if r.ret == Ret::SharedArray => format!("`{}::<T, N>()`", r.name),
+                _ if r.ret == Ret::DynShared => format!("`{}::<T>()`", r.name),
+                _ if r.ret.is_declaration() => format!("`{}::<T, N>()`", r.name),
                 Form::Free => format!("`{}({})`", r.name, args.join(", ")),
                 Form::Method => {
                     let recv = r.args.first().map(|(n, _)| *n).unwrap_or("x");
@@ -43,6 +44,12 @@ pub fn intrinsics_markdown() -> String {
                 Ret::Exact(s) => format!("`{s}`"),
                 Ret::PeerView => "peer view of `x`".to_string(),
                 Ret::SharedArray => "shared buffer".to_string(),
+                Ret::DynShared => "shared buffer".to_string(),
+                Ret::FragArray(k) => format!(
+                    "N {} fragments",
+                    k.decl_name().trim_start_matches("frag_").to_uppercase()
+                ),
+                Ret::Vec16 => "`Vec16<T>`".to_string(),
             };
             let types = if r.types.is_empty() {
                 String::new()

@@ -7,7 +7,7 @@
 //! a row, nothing else.
 
 use crate::prelude::Prelude;
-use crate::types::Scalar;
+use crate::types::{FragKind, Scalar};
 
 /// How a row may be called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +25,11 @@ pub enum Form {
 pub enum Scope {
     Thread,
     Warp,
+    /// All 32 lanes of a warp, converged: the warp-wide tensor-core instructions
+    /// (`mma.sync.aligned`, `ldmatrix.sync.aligned`). A kernel that uses one traps unless its
+    /// block is whole warps; the checked variant also traps where a call is reached by part of
+    /// a warp.
+    FullWarp,
     Block,
 }
 
@@ -34,6 +39,7 @@ impl Scope {
         match self {
             Scope::Thread => "thread",
             Scope::Warp => "warp",
+            Scope::FullWarp => "full warp",
             Scope::Block => "block",
         }
     }
@@ -57,11 +63,13 @@ pub enum Group {
     Collective,
     PeerMemory,
     Buffer,
+    Tiles,
+    Tensor,
 }
 
 impl Group {
     /// Every group, in doc order.
-    pub const ALL: [Group; 15] = [
+    pub const ALL: [Group; 17] = [
         Group::Thread,
         Group::Math,
         Group::LocalAtomic,
@@ -77,6 +85,8 @@ impl Group {
         Group::Collective,
         Group::PeerMemory,
         Group::Buffer,
+        Group::Tiles,
+        Group::Tensor,
     ];
 
     /// Heading used in docs.
@@ -97,6 +107,10 @@ impl Group {
             Group::Collective => "Device collectives",
             Group::PeerMemory => "Peer memory",
             Group::Buffer => "Buffers",
+            Group::Tiles => {
+                "Tiles: dynamic shared memory, async copies, 16-byte vectors, 2-D indices"
+            }
+            Group::Tensor => "Tensor cores: fragments, ldmatrix, mma.sync m16n8k16",
         }
     }
 }
@@ -136,6 +150,29 @@ pub enum Arg {
     AnyElemMut,
     /// Any buffer (a method receiver).
     AnyBuf,
+    /// `&x[i]` / `&mut x[i]` of `T` where 16 bytes start (16-byte aligned), in memory `space`.
+    Bytes16 { space: Space, mutable: bool },
+    /// `&x[i]` / `&mut x[i]` of a fragment array of this kind; A and B fragments fix `T`.
+    Frag { kind: FragKind, mutable: bool },
+    /// A `Vec16<T>` value (`load_vec16`).
+    Vec16,
+    /// An integer of this type known when the kernel is compiled: a literal, a `#[comptime]`
+    /// parameter, or arithmetic on them (an immediate operand of the instruction).
+    Const(Scalar),
+    /// A `usize` column index, less than argument `.0` (a leading dimension); the checked
+    /// variant traps otherwise.
+    Col(usize),
+}
+
+/// The memory an element address of [`Arg::Bytes16`] must point into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Space {
+    /// Shared memory: a `shared_array` or `dyn_shared` buffer.
+    Shared,
+    /// Global memory: a `SymTensor`, a `CudaSlice` or a peer view.
+    Global,
+    /// Either.
+    Any,
 }
 
 impl Arg {
@@ -159,6 +196,15 @@ impl Arg {
             Arg::Signal { mutable: false } => format!("&{name}[k]"),
             Arg::AnyElemMut => format!("&mut {name}[i]"),
             Arg::AnyBuf => name.to_string(),
+            Arg::Bytes16 { mutable: true, .. } | Arg::Frag { mutable: true, .. } => {
+                format!("&mut {name}[i]")
+            }
+            Arg::Bytes16 { mutable: false, .. } | Arg::Frag { mutable: false, .. } => {
+                format!("&{name}[i]")
+            }
+            Arg::Vec16 => format!("{name}: Vec16<T>"),
+            Arg::Const(s) => format!("{name}: {s} (constant)"),
+            Arg::Col(_) => format!("{name}: usize"),
         }
     }
 }
@@ -174,6 +220,20 @@ pub enum Ret {
     PeerView,
     /// `shared_array::<T, N>()`: a block-shared buffer.
     SharedArray,
+    /// `dyn_shared::<T>()`: the block's dynamic shared memory as a buffer of `T`.
+    DynShared,
+    /// `frag_a/frag_b/frag_c::<T, N>()`: N fragments in registers.
+    FragArray(FragKind),
+    /// `Vec16<T>`: 16 bytes of `T` in registers.
+    Vec16,
+}
+
+impl Ret {
+    /// Rows that declare something (`let s = shared_array::<f32, 256>();`): they take generic
+    /// arguments and are only `let` initializers.
+    pub fn is_declaration(self) -> bool {
+        matches!(self, Ret::SharedArray | Ret::DynShared | Ret::FragArray(_))
+    }
 }
 
 /// How many elements a bulk call moves (`{n}` in the template).
@@ -384,6 +444,13 @@ const ATOMIC_EXCH: &[(Scalar, &str)] = &[
 /// `shared_array::<T, N>()`: every scalar but `bool` (kept out so shared flags are explicit
 /// integers).
 const SHARED: &[(Scalar, &str)] = RMA;
+/// The 16-bit floats `mma.sync` multiplies; `{T}` is the suffix of the support helper
+/// (`pgas_mma_bf16`), which spells the PTX type.
+const HALF16: &[(Scalar, &str)] = &[(Scalar::Bf16, "bf16"), (Scalar::F16, "f16")];
+/// The accumulator of `mma.sync ... .f32.{T}.{T}.f32`.
+const ACC: &[(Scalar, &str)] = &[(Scalar::F32, "f32")];
+const SMEM: Space = Space::Shared;
+const GMEM: Space = Space::Global;
 
 /// Builds a table row; keeps each row on a few lines.
 #[allow(clippy::too_many_arguments)]
@@ -808,6 +875,45 @@ pub static INTRINSICS: &[Intrinsic] = &[
     // Buffers.
     row("len", G::Buffer, F::Method, &[("x", A::AnyBuf)], R::Exact(Scalar::Usize), S::Thread, NONE,
         "((size_t){0.len})", N::None, false, "`x.len()`: number of elements."),
+    // Tiles.
+    row("dyn_shared", G::Tiles, F::Free, &[], R::DynShared, S::Block, SHARED, "(({C} *)pgas_dyn_smem)", N::None, false,
+        "`let s = dyn_shared::<T>();` views the block's dynamic shared memory (`LaunchConfig::with_shared_mem(bytes)`, over 48 KiB allowed up to the GPU's limit) as `bytes / size_of::<T>()` elements, 128-byte aligned. Every call views the same bytes: slice it to split."),
+    row("cp_async_16", G::Tiles, F::Free, &[("smem", A::Bytes16 { space: SMEM, mutable: true }), ("src", A::Bytes16 { space: GMEM, mutable: false })],
+        R::Unit, S::Thread, SHARED, "pgas_cp_async_16({0}, {1})", N::None, false,
+        "Start copying 16 bytes from global memory (`SymTensor`, `CudaSlice`, peer view) to shared memory without registers (`cp.async.cg`); both 16-byte aligned. Complete with `cp_async_commit` and `cp_async_wait`."),
+    row("cp_async_commit", G::Tiles, F::Free, &[], R::Unit, S::Thread, NONE, "pgas_cp_async_commit()", N::None, false,
+        "Close the group of this thread's `cp_async_16` copies started since the last commit."),
+    row("cp_async_wait", G::Tiles, F::Free, &[("n", A::Const(Scalar::U32))], R::Unit, S::Thread, NONE, "pgas_cp_async_wait<{0}>()", N::None, false,
+        "Wait until at most `n` of this thread's committed groups are in flight (`n`: a literal or comptime value); `sync_threads()` after it to see the other threads' copies."),
+    row("load_vec16", G::Tiles, F::Free, &[("src", A::Bytes16 { space: Space::Any, mutable: false })], R::Vec16, S::Thread, SHARED, "pgas_load_vec16({0})", N::None, false,
+        "Load 16 bytes (`16 / size_of::<T>()` elements from `src[i]` on, 16-byte aligned) in one instruction."),
+    row("store_vec16", G::Tiles, F::Free, &[("dst", A::Bytes16 { space: Space::Any, mutable: true }), ("v", A::Vec16)], R::Unit, S::Thread, SHARED, "pgas_store_vec16({0}, {1})", N::None, false,
+        "Store 16 bytes loaded by `load_vec16` (of the same `T`) at `dst[i]` on, 16-byte aligned."),
+    row("idx2", G::Tiles, F::Free, &[("row", A::Exact(Scalar::Usize)), ("col", A::Col(2)), ("ld", A::Exact(Scalar::Usize))], R::Exact(Scalar::Usize), S::Thread, NONE,
+        "({0} * {2} + {1})", N::None, false,
+        "Index of (`row`, `col`) in a row-major tile of `ld` elements per row; the checked variant traps when `col >= ld`."),
+    // Tensor cores.
+    row("frag_a", G::Tensor, F::Free, &[], R::FragArray(FragKind::A), S::Thread, HALF16, "pgas_frag_a name[N]", N::None, false,
+        "`let mut a = frag_a::<T, N>();`: N fragments of A (16 x 16, row-major; 4 `u32` registers a lane), zeroed. Index them with constants (loops over them are unrolled)."),
+    row("frag_b", G::Tensor, F::Free, &[], R::FragArray(FragKind::B), S::Thread, HALF16, "pgas_frag_b name[N]", N::None, false,
+        "`let mut b = frag_b::<T, N>();`: N fragments of B (16 x 8, column-major; 2 `u32` registers a lane), zeroed."),
+    row("frag_c", G::Tensor, F::Free, &[], R::FragArray(FragKind::C), S::Thread, ACC, "pgas_frag_c name[N]", N::None, false,
+        "`let mut c = frag_c::<f32, N>();`: N accumulators (16 x 8 `f32`), zeroed. Lane `l` holds `c[i][0..2]` at row `l / 4`, columns `2 * (l % 4) + 0..2`, and `c[i][2..4]` 8 rows below."),
+    row("ldmatrix_x4", G::Tensor, F::Free, &[("a", A::Frag { kind: FragKind::A, mutable: true }), ("smem", A::Bytes16 { space: SMEM, mutable: false })],
+        R::Unit, S::FullWarp, HALF16, "pgas_ldmatrix_x4({0}, {1})", N::None, false,
+        "Load an A fragment from a row-major 16 x 16 tile in shared memory (`ldmatrix.x4`): lane `l` passes the address of row `l % 16`, column `8 * (l / 16)`."),
+    row("ldmatrix_x2", G::Tensor, F::Free, &[("b", A::Frag { kind: FragKind::B, mutable: true }), ("smem", A::Bytes16 { space: SMEM, mutable: false })],
+        R::Unit, S::FullWarp, HALF16, "pgas_ldmatrix_x2({0}, {1})", N::None, false,
+        "Load a B fragment from an 8 x 16 tile stored `[n][k]` in shared memory (`ldmatrix.x2`): lane `l` passes the address of row `l % 8`, column `8 * ((l / 8) % 2)`."),
+    row("ldmatrix_x2_trans", G::Tensor, F::Free, &[("b", A::Frag { kind: FragKind::B, mutable: true }), ("smem", A::Bytes16 { space: SMEM, mutable: false })],
+        R::Unit, S::FullWarp, HALF16, "pgas_ldmatrix_x2_trans({0}, {1})", N::None, false,
+        "Load a B fragment from a row-major 16 x 8 `[k][n]` tile in shared memory (`ldmatrix.x2.trans`): lane `l` passes the address of row `l % 16`, column 0."),
+    row("ldmatrix_x4_trans", G::Tensor, F::Free, &[("b0", A::Frag { kind: FragKind::B, mutable: true }), ("b1", A::Frag { kind: FragKind::B, mutable: true }), ("smem", A::Bytes16 { space: SMEM, mutable: false })],
+        R::Unit, S::FullWarp, HALF16, "pgas_ldmatrix_x4_trans({0}, {1}, {2})", N::None, false,
+        "Load two B fragments (columns 0..8 into `b0`, 8..16 into `b1`) from a row-major 16 x 16 `[k][n]` tile in shared memory (`ldmatrix.x4.trans`): lane `l` passes the address of row `l % 16`, column `8 * (l / 16)`."),
+    row("mma_sync", G::Tensor, F::Free, &[("c", A::Frag { kind: FragKind::C, mutable: true }), ("a", A::Frag { kind: FragKind::A, mutable: false }), ("b", A::Frag { kind: FragKind::B, mutable: false })],
+        R::Unit, S::FullWarp, HALF16, "pgas_mma_{T}({0}, {1}, {2})", N::None, false,
+        "`c += a * b` on the tensor cores, f32 accumulate (`mma.sync.aligned.m16n8k16.row.col.f32.{T}.{T}.f32`)."),
 ];
 
 /// The row for a free call `name(...)`.

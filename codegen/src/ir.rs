@@ -66,8 +66,8 @@ pub struct Let {
     /// Whether the variable is ever read (unread ones are declared `[[maybe_unused]]` so NVRTC
     /// stays quiet).
     pub read: bool,
-    /// For `shared_array::<T, N>()`: N as C text.
-    pub shared_len: Option<String>,
+    /// For `shared_array::<T, N>()` and the fragment arrays `frag_*::<T, N>()`: N as C text.
+    pub array_len: Option<String>,
 }
 
 /// An expression.
@@ -154,7 +154,8 @@ pub enum Callee {
     Device,
 }
 
-/// A const generic argument of `shared_array::<T, N>()`.
+/// A generic argument of a declaration (`shared_array::<T, N>()`, `frag_c::<f32, N>()`,
+/// `dyn_shared::<T>()`).
 #[derive(Debug, Clone)]
 pub enum Generic {
     Type(Scalar, Span),
@@ -222,6 +223,9 @@ pub enum ExprKind {
         end: Box<Expr>,
         step: Option<Box<Expr>>,
         body: Block,
+        /// The loop variable indexes a fragment array (set by the checker): the loop is emitted
+        /// with `#pragma unroll`, so the index is a constant and the fragments stay in registers.
+        unroll: bool,
     },
     While {
         cond: Box<Expr>,

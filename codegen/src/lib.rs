@@ -247,20 +247,26 @@ pub fn compile_kernel(
     let Some(kinfo) = kinfo.filter(|_| errors.is_empty()) else {
         return Err(errors.into_vec());
     };
-    // Device functions the kernel reaches, and the headers any of them needs.
-    let mut prelude = kinfo.prelude;
+    // Device functions the kernel reaches, and what any of them uses.
+    let mut uses = emit::Uses {
+        prelude: kinfo.prelude,
+        full_warp: kinfo.full_warp,
+        tensor: kinfo.tensor,
+    };
     let mut reached = BTreeSet::new();
     let mut stack: Vec<String> = kinfo.calls.iter().cloned().collect();
     while let Some(n) = stack.pop() {
         if reached.insert(n.clone()) {
             if let Some(info) = infos.get(&n) {
-                prelude = prelude.max(info.prelude);
+                uses.prelude = uses.prelude.max(info.prelude);
+                uses.full_warp |= info.full_warp;
+                uses.tensor |= info.tensor;
                 stack.extend(info.calls.iter().cloned());
             }
         }
     }
     let used: Vec<&Function> = hfs.iter().filter(|h| reached.contains(&h.name)).collect();
-    let emit = |checked| emit::emit_source(&kf, &used, checked, prelude, max_threads, file_name);
+    let emit = |checked| emit::emit_source(&kf, &used, checked, uses, max_threads, file_name);
     let (plain, checked) = (emit(false), emit(true));
     let params: Vec<KernelParam> = kf
         .params
@@ -300,8 +306,8 @@ pub fn compile_kernel(
         plain,
         checked,
         params,
-        collective: prelude.collective(),
-        prelude,
+        collective: uses.prelude.collective(),
+        prelude: uses.prelude,
         comptime,
         max_threads,
     })

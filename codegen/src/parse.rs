@@ -332,7 +332,7 @@ fn lower_let(local: &syn::Local, errors: &mut Errors) -> Option<Let> {
         ty: Ty::Error,
         c_name: String::new(),
         read: false,
-        shared_len: None,
+        array_len: None,
     })
 }
 
@@ -879,6 +879,7 @@ fn lower_for(f: &syn::ExprForLoop, errors: &mut Errors) -> Expr {
             end,
             step,
             body,
+            unroll: false,
         },
         span,
     )

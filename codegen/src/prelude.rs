@@ -152,3 +152,108 @@ template <typename T> __device__ __forceinline__ T *pgas_check_peer(T *sym, long
     return ptr;
 }
 ";
+
+/// Helpers of kernels that use the tile or tensor-core intrinsics (both variants): fragment
+/// structs, dynamic shared memory, `cp.async`, 16-byte vectors, `ldmatrix` and `mma.sync` as
+/// inline PTX (PTX ISA 7.0+, sm_80+ for `cp.async`, `ldmatrix` and the bf16 `mma`). Kept out of
+/// [`SUPPORT`] so that other kernels do not carry them. The `asm` statements that move data
+/// behind the compiler's back (`cp.async` and its waits) clobber `memory`, so no shared-memory
+/// access is moved across them.
+pub const TENSOR_SUPPORT: &str = "// Fragments of mma.sync.m16n8k16 (PTX ISA, \"Matrix fragments for mma.m16n8k16\").
+struct pgas_frag_a { uint32_t x[4]; };
+struct pgas_frag_b { uint32_t x[2]; };
+struct pgas_frag_c { float x[4]; };
+extern __shared__ __align__(128) unsigned char pgas_dyn_smem[];
+// The dynamic shared memory of this launch, in elements of `elem_size` bytes.
+__device__ __forceinline__ unsigned long long pgas_dyn_smem_len(unsigned long long elem_size) {
+    uint32_t bytes;
+    asm(\"mov.u32 %0, %%dynamic_smem_size;\" : \"=r\"(bytes));
+    return bytes / elem_size;
+}
+__device__ __forceinline__ uint32_t pgas_smem_addr(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void pgas_cp_async_16(void *smem, const void *gmem) {
+    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(pgas_smem_addr(smem)), \"l\"(__cvta_generic_to_global(gmem)) : \"memory\");
+}
+__device__ __forceinline__ void pgas_cp_async_commit() {
+    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");
+}
+template <unsigned N> __device__ __forceinline__ void pgas_cp_async_wait() {
+    asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\");
+}
+__device__ __forceinline__ uint4 pgas_load_vec16(const void *p) {
+    return *(const uint4 *)p;
+}
+__device__ __forceinline__ void pgas_store_vec16(void *p, uint4 v) {
+    *(uint4 *)p = v;
+}
+__device__ __forceinline__ void pgas_ldmatrix_x4(pgas_frag_a &a, const void *smem) {
+    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\"
+                 : \"=r\"(a.x[0]), \"=r\"(a.x[1]), \"=r\"(a.x[2]), \"=r\"(a.x[3]) : \"r\"(pgas_smem_addr(smem)));
+}
+__device__ __forceinline__ void pgas_ldmatrix_x2(pgas_frag_b &b, const void *smem) {
+    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\"
+                 : \"=r\"(b.x[0]), \"=r\"(b.x[1]) : \"r\"(pgas_smem_addr(smem)));
+}
+__device__ __forceinline__ void pgas_ldmatrix_x2_trans(pgas_frag_b &b, const void *smem) {
+    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\"
+                 : \"=r\"(b.x[0]), \"=r\"(b.x[1]) : \"r\"(pgas_smem_addr(smem)));
+}
+__device__ __forceinline__ void pgas_ldmatrix_x4_trans(pgas_frag_b &b0, pgas_frag_b &b1, const void *smem) {
+    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\"
+                 : \"=r\"(b0.x[0]), \"=r\"(b0.x[1]), \"=r\"(b1.x[0]), \"=r\"(b1.x[1]) : \"r\"(pgas_smem_addr(smem)));
+}
+__device__ __forceinline__ void pgas_mma_bf16(pgas_frag_c &c, const pgas_frag_a &a, const pgas_frag_b &b) {
+    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"
+                 : \"+f\"(c.x[0]), \"+f\"(c.x[1]), \"+f\"(c.x[2]), \"+f\"(c.x[3])
+                 : \"r\"(a.x[0]), \"r\"(a.x[1]), \"r\"(a.x[2]), \"r\"(a.x[3]), \"r\"(b.x[0]), \"r\"(b.x[1]));
+}
+__device__ __forceinline__ void pgas_mma_f16(pgas_frag_c &c, const pgas_frag_a &a, const pgas_frag_b &b) {
+    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"
+                 : \"+f\"(c.x[0]), \"+f\"(c.x[1]), \"+f\"(c.x[2]), \"+f\"(c.x[3])
+                 : \"r\"(a.x[0]), \"r\"(a.x[1]), \"r\"(a.x[2]), \"r\"(a.x[3]), \"r\"(b.x[0]), \"r\"(b.x[1]));
+}
+// Warp-wide instructions need every lane: a block that is not whole warps would leave the last
+// warp short and the instruction undefined (a hang or garbage), so the kernel traps at entry.
+__device__ __forceinline__ void pgas_require_whole_warps(int line) {
+    unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    if (threads % 32u != 0u) {
+        if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+            printf(\"%s:%d: this kernel uses warp-wide tensor-core instructions (mma_sync, ldmatrix_*) and needs whole warps, but its block has %u threads, not a multiple of 32\\n\", PGAS_RUST_FILE, line, threads);
+        }
+        __trap();
+    }
+}
+";
+
+/// Checks of the checked variant for [`TENSOR_SUPPORT`]'s intrinsics: 16-byte accesses in
+/// bounds and aligned, column indices within the leading dimension, warp-wide instructions
+/// reached by the whole warp.
+pub const CHECK_TENSOR_SUPPORT: &str = "template <typename T> __device__ __forceinline__ T *pgas_check_16(T *base, size_t i, unsigned long long len, int line) {
+    const unsigned long long n = 16 / sizeof(T);
+    if (i >= len || len - i < n) {
+        printf(\"%s:%d: 16-byte access out of bounds: elements %llu..%llu of a buffer of len %llu\\n\", PGAS_RUST_FILE, line, (unsigned long long)i, (unsigned long long)i + n, len);
+        __trap();
+    }
+    if ((size_t)(base + i) % 16 != 0) {
+        printf(\"%s:%d: 16-byte access at element %llu is not 16-byte aligned\\n\", PGAS_RUST_FILE, line, (unsigned long long)i);
+        __trap();
+    }
+    return base + i;
+}
+__device__ __forceinline__ size_t pgas_check_col(size_t col, size_t ld, int line) {
+    if (col >= ld) {
+        printf(\"%s:%d: column out of range: the column is %llu but the leading dimension is %llu\\n\", PGAS_RUST_FILE, line, (unsigned long long)col, (unsigned long long)ld);
+        __trap();
+    }
+    return col;
+}
+__device__ __forceinline__ void pgas_check_full_warp(int line) {
+    unsigned mask = __activemask();
+    if (mask != 0xffffffffu) {
+        printf(\"%s:%d: a warp-wide tensor-core instruction is reached by part of a warp (active lanes %08x); all 32 lanes must call it together\\n\", PGAS_RUST_FILE, line, mask);
+        __trap();
+    }
+}
+";

@@ -178,6 +178,68 @@ impl fmt::Display for BufTy {
     }
 }
 
+/// Which operand of `mma.sync.m16n8k16` a fragment holds (PTX ISA, "Matrix fragments for
+/// mma.m16n8k16"): each lane of the warp keeps its share of the tile in registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FragKind {
+    /// A, 16 x 16 row-major `bf16`/`f16`: four 32-bit registers (eight values) per lane.
+    A,
+    /// B, 16 x 8 column-major `bf16`/`f16`: two 32-bit registers (four values) per lane.
+    B,
+    /// The `f32` accumulator C/D, 16 x 8: four `f32` per lane.
+    C,
+}
+
+impl FragKind {
+    /// The declaring intrinsic (`frag_a` ...), also how messages name the kind.
+    pub fn decl_name(self) -> &'static str {
+        match self {
+            FragKind::A => "frag_a",
+            FragKind::B => "frag_b",
+            FragKind::C => "frag_c",
+        }
+    }
+
+    /// The C struct of one fragment (defined in the tensor support code).
+    pub fn c_type(self) -> &'static str {
+        match self {
+            FragKind::A => "pgas_frag_a",
+            FragKind::B => "pgas_frag_b",
+            FragKind::C => "pgas_frag_c",
+        }
+    }
+
+    /// Registers per lane, and what one of them holds (`acc[i][j]`).
+    pub fn regs(self) -> (u32, Scalar) {
+        match self {
+            FragKind::A => (4, Scalar::U32),
+            FragKind::B => (2, Scalar::U32),
+            FragKind::C => (4, Scalar::F32),
+        }
+    }
+}
+
+/// A fragment array (`let mut acc = frag_c::<f32, 16>();`) or one fragment of it (`acc[i]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FragTy {
+    pub kind: FragKind,
+    /// The values the fragment holds: `bf16`/`f16` for A and B, `f32` for C.
+    pub elem: Scalar,
+    /// Declared `let mut` (and, for `&mut acc[i]`, borrowed mutably).
+    pub mutable: bool,
+}
+
+impl fmt::Display for FragTy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.kind {
+            FragKind::A => "A",
+            FragKind::B => "B",
+            FragKind::C => "C",
+        };
+        write!(f, "{kind} fragment of {}", self.elem)
+    }
+}
+
 /// The enums kernels pass to NVSHMEM calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EnumTy {
@@ -240,6 +302,13 @@ pub enum Ty {
     Buf(BufTy),
     /// `&x[i]` / `&mut x[i]`: an element address, only as an intrinsic argument.
     ElemRef(BufTy),
+    /// A fragment array, declared by `frag_a/frag_b/frag_c::<T, N>()`; lives in registers.
+    FragArray(FragTy),
+    /// One fragment `acc[i]`: indexed further (`acc[i][j]`) or passed as `&acc[i]` /
+    /// `&mut acc[i]` to a tensor-core intrinsic.
+    Frag(FragTy),
+    /// Sixteen bytes of `T` in registers (`load_vec16`), stored back with `store_vec16`.
+    Vec16(Scalar),
     Team,
     Enum(EnumTy),
     Unit,

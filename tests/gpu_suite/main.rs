@@ -25,6 +25,7 @@ mod runner;
 mod signals;
 mod subset;
 mod sync;
+mod tensor;
 mod traps;
 mod types;
 mod util;
@@ -57,6 +58,7 @@ fn main() -> ExitCode {
         collectives::CASES,
         peer::CASES,
         launch::CASES,
+        tensor::CASES,
     ]
     .concat();
     let kernels: Vec<&'static pgas::kernel::KernelSpec> = [
@@ -71,6 +73,7 @@ fn main() -> ExitCode {
         collectives::KERNELS,
         peer::KERNELS,
         launch::KERNELS,
+        tensor::KERNELS,
     ]
     .concat();
     runner::run(&cases, &kernels, &args)

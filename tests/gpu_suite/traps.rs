@@ -1,6 +1,8 @@
 //! The checked variant's traps, one per process (a trap kills the CUDA context):
 //! `gpu_suite --expect-trap oob` indexes one past the end of a buffer, `--expect-trap bad-pe`
-//! targets PE `n_pes()`. The checked launch must print the Rust file and line of the offending
+//! targets PE `n_pes()`, `--expect-trap partial-warp` runs a tensor-core kernel with a block
+//! that is not whole warps (both variants trap at entry, naming the kernel's `fn` line), and
+//! `--expect-trap divergent-mma` reaches `mma_sync` from half a warp. The checked launch must print the Rust file and line of the offending
 //! statement before trapping; scripts/gpu-suite.sh checks that the output names
 //! `tests/gpu_suite/traps.rs:LINE` with the line announced here. The announcement spells the
 //! location differently (`file ..., line N`) so that it can never satisfy that check itself.
@@ -23,12 +25,38 @@ fn trap_bad_pe(x: &mut SymTensor<u32>, pe: i32) {
 /// The line of `p(...)` above.
 const BAD_PE_LINE: u32 = line!() - 3;
 
+#[pgas_kernel]
+fn trap_partial_warp(c: &mut CudaSlice<f32>) {
+    let mut acc = frag_c::<f32, 1>();
+    let a = frag_a::<bf16, 1>();
+    let b = frag_b::<bf16, 1>();
+    mma_sync(&mut acc[0], &a[0], &b[0]);
+    c[thread_idx_x() as usize] = acc[0][0];
+}
+/// The line of `fn trap_partial_warp` above.
+const PARTIAL_WARP_LINE: u32 = line!() - 8;
+
+#[pgas_kernel]
+fn trap_divergent_mma(c: &mut CudaSlice<f32>) {
+    let mut acc = frag_c::<f32, 1>();
+    let a = frag_a::<bf16, 1>();
+    let b = frag_b::<bf16, 1>();
+    if lane_id() < 16 {
+        mma_sync(&mut acc[0], &a[0], &b[0]);
+    }
+    c[thread_idx_x() as usize] = acc[0][0];
+}
+/// The line of `mma_sync(...)` above.
+const DIVERGENT_LINE: u32 = line!() - 5;
+
 pub fn run(which: &str) -> ExitCode {
     let line = match which {
         "oob" => OOB_LINE,
         "bad-pe" => BAD_PE_LINE,
+        "partial-warp" => PARTIAL_WARP_LINE,
+        "divergent-mma" => DIVERGENT_LINE,
         other => {
-            println!("gpu_suite: --expect-trap takes `oob` or `bad-pe`, not `{other}`");
+            println!("gpu_suite: --expect-trap takes `oob`, `bad-pe`, `partial-warp` or `divergent-mma`, not `{other}`");
             return ExitCode::from(2);
         }
     };
@@ -56,11 +84,25 @@ pub fn run(which: &str) -> ExitCode {
         }
     };
     let outcome = (|| -> Result<(), Box<dyn std::error::Error>> {
-        if which == "oob" {
-            trap_oob::launch(&pgas, LaunchConfig::blocks(1, 1), &mut x, 16)?;
-        } else {
-            let bad = util::npes(&pgas) as i32;
-            trap_bad_pe::launch(&pgas, LaunchConfig::blocks(1, 1), &mut x, bad)?;
+        match which {
+            "oob" => trap_oob::launch(&pgas, LaunchConfig::blocks(1, 1), &mut x, 16)?,
+            "bad-pe" => {
+                let bad = util::npes(&pgas) as i32;
+                trap_bad_pe::launch(&pgas, LaunchConfig::blocks(1, 1), &mut x, bad)?;
+            }
+            _ => {
+                // Leaked: nothing may be dropped after the trap.
+                let c = Box::leak(Box::new(pgas.stream().alloc_zeros::<f32>(64)?));
+                if which == "partial-warp" {
+                    // The plain variant: the guard is there without the checks too.
+                    // SAFETY: 48 threads index c (64 elements) by thread index.
+                    unsafe {
+                        trap_partial_warp::launch_unchecked(&pgas, LaunchConfig::blocks(1, 48), c)?
+                    };
+                } else {
+                    trap_divergent_mma::launch(&pgas, LaunchConfig::blocks(1, 32), c)?;
+                }
+            }
         }
         pgas.stream().synchronize()?;
         Ok(())

@@ -6,7 +6,7 @@ use super::{Checker, Ctx};
 use crate::error::Sp;
 use crate::intrinsics::Arg;
 use crate::ir::*;
-use crate::types::{BufKind, BufTy, Scalar, Ty};
+use crate::types::{BufKind, BufTy, FragTy, Scalar, Ty};
 
 impl Checker<'_> {
     /// Check an index `x[i]`, a slice `&x[a..b]` or an element address `&x[i]`.
@@ -18,6 +18,14 @@ impl Checker<'_> {
                 self.expect_index(index);
                 match bt {
                     Ty::Buf(b) => Ty::Scalar(b.elem),
+                    Ty::FragArray(f) => {
+                        self.note_frag_index(index);
+                        Ty::Frag(f)
+                    }
+                    Ty::Frag(f) => {
+                        self.note_frag_index(index);
+                        Ty::Scalar(f.kind.regs().1)
+                    }
                     Ty::Error => Ty::Error,
                     other => {
                         let shown = self.show(other);
@@ -75,6 +83,14 @@ impl Checker<'_> {
                             return Ty::Error;
                         }
                         Ty::ElemRef(BufTy { mutable, ..b })
+                    }
+                    Ty::FragArray(f) => {
+                        self.note_frag_index(index);
+                        if mutable && !f.mutable {
+                            self.errors.push(base.span, "cannot borrow a fragment as mutable: declare its array with `let mut`");
+                            return Ty::Error;
+                        }
+                        Ty::Frag(FragTy { mutable, ..f })
                     }
                     Ty::Error => Ty::Error,
                     other => {

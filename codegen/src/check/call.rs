@@ -6,7 +6,7 @@
 
 use super::{Checker, Ctx, FnSig};
 use crate::error::Sp;
-use crate::intrinsics::{self, Arg, Form, Intrinsic, Ret, REDUCE_BITWISE};
+use crate::intrinsics::{self, Arg, Form, Group, Intrinsic, Ret, Scope, REDUCE_BITWISE};
 use crate::ir::*;
 use crate::types::{BufKind, BufTy, EnumTy, Scalar, Ty};
 use proc_macro2::Span;
@@ -24,8 +24,23 @@ impl Checker<'_> {
                 callee,
             } => {
                 let name_span = *name_span;
-                if name == "shared_array" {
-                    self.errors.push(span, "`shared_array::<T, N>()` must be the initializer of a `let`: `let s = shared_array::<f32, 256>();`");
+                if let Some(row) = intrinsics::free(name).filter(|r| r.ret.is_declaration()) {
+                    let example = match row.ret {
+                        Ret::DynShared => "let s = dyn_shared::<bf16>();",
+                        Ret::FragArray(_) => "let mut acc = frag_c::<f32, 16>();",
+                        _ => "let s = shared_array::<f32, 256>();",
+                    };
+                    let form = if row.ret == Ret::DynShared {
+                        "<T>"
+                    } else {
+                        "<T, N>"
+                    };
+                    self.errors.push(
+                        span,
+                        format!(
+                            "`{name}::{form}()` must be the initializer of a `let`: `{example}`"
+                        ),
+                    );
                     return Ty::Error;
                 }
                 if !generics.is_empty() {
@@ -207,6 +222,27 @@ impl Checker<'_> {
                     | Arg::AnyElemMut
                     | Arg::AnyBuf
             );
+            if matches!(kind, Arg::Bytes16 { .. } | Arg::Frag { .. } | Arg::Vec16) {
+                done[i] = true;
+                match self.tensor_arg(*kind, &mut args[i], pname, &shown_name) {
+                    Ok(Some(b)) => {
+                        match elem {
+                            None => elem = Some(b),
+                            Some(e) if e != b => {
+                                self.errors.push(
+                                args[i].span,
+                                format!("mismatched element types in `{shown_name}`: `{e}` and `{b}`"),
+                            );
+                                failed = true;
+                            }
+                            _ => {}
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(()) => failed = true,
+                }
+                continue;
+            }
             if !binds {
                 continue;
             }
@@ -293,6 +329,12 @@ impl Checker<'_> {
                 Arg::Exact(s) if self.expect(a, Ty::Scalar(*s), Ctx::Nested) == Ty::Error => {
                     failed = true;
                 }
+                Arg::Col(_)
+                    if self.expect(a, Ty::Scalar(Scalar::Usize), Ctx::Nested) == Ty::Error =>
+                {
+                    failed = true;
+                }
+                Arg::Const(s) if !self.const_arg(*s, a, pname, &shown_name) => failed = true,
                 Arg::Value => match elem.map(Ty::Scalar).or(value_ty) {
                     Some(t) => {
                         if self.expect(a, t, Ctx::Nested) == Ty::Error {
@@ -368,6 +410,12 @@ impl Checker<'_> {
             }
         }
         self.info.prelude = self.info.prelude.max(row.prelude);
+        if row.scope == Scope::FullWarp {
+            self.info.full_warp = true;
+        }
+        if matches!(row.group, Group::Tiles | Group::Tensor) {
+            self.info.tensor = true;
+        }
         let ty = match row.ret {
             Ret::Unit => Ty::Unit,
             Ret::Elem => elem.map(Ty::Scalar).unwrap_or(Ty::Error),
@@ -380,7 +428,9 @@ impl Checker<'_> {
                 }),
                 None => Ty::Error,
             },
-            Ret::SharedArray => Ty::Error,
+            Ret::Vec16 => elem.map(Ty::Vec16).unwrap_or(Ty::Error),
+            // Declarations are checked as `let` initializers (`decl_let`), never here.
+            Ret::SharedArray | Ret::DynShared | Ret::FragArray(_) => Ty::Error,
         };
         (ty, elem)
     }

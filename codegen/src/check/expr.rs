@@ -221,6 +221,9 @@ impl Checker<'_> {
                             "buffer views cannot be reassigned; assign to elements: `x[i] = v`",
                         );
                         Ty::Error
+                    } else if matches!(l.ty, Ty::FragArray(_)) {
+                        self.errors.push(span, "fragment arrays cannot be reassigned; intrinsics write whole fragments, and `acc[i][j] = v` one register");
+                        Ty::Error
                     } else if !l.mutable {
                         self.errors.push(span, format!("cannot assign twice to immutable variable `{name}`; declare it `let mut {name}`"));
                         Ty::Error
@@ -241,6 +244,18 @@ impl Checker<'_> {
                     Ty::Buf(b) if b.mutable => Ty::Scalar(b.elem),
                     Ty::Buf(b) => {
                         self.read_only(base.span, &b, "write through it");
+                        Ty::Error
+                    }
+                    Ty::Frag(f) if f.mutable => {
+                        self.note_frag_index(index);
+                        Ty::Scalar(f.kind.regs().1)
+                    }
+                    Ty::Frag(_) => {
+                        self.errors.push(base.span, "cannot assign to a fragment register: declare the fragment array with `let mut`");
+                        Ty::Error
+                    }
+                    Ty::FragArray(_) => {
+                        self.errors.push(base.span, "a whole fragment cannot be assigned; write one register `acc[i][j] = v`, or pass `&mut acc[i]` to an intrinsic");
                         Ty::Error
                     }
                     Ty::Error => Ty::Error,

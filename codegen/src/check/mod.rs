@@ -17,6 +17,7 @@
 //! | `expr.rs` | the expression walk: literals, variables, operators, casts, assignment |
 //! | `buffer.rs` | indexing, slices, element addresses, buffer kinds and mutability |
 //! | `call.rs` | device-function and intrinsic calls; records callees and collectives |
+//! | `tensor.rs` | fragments, 16-byte tile accesses, compile-time constants, unrolled loops |
 //! | `finish.rs` | the final pass: default literal types, literal ranges, unread locals |
 
 mod buffer;
@@ -26,6 +27,7 @@ mod finish;
 mod infer;
 mod scope;
 mod stmt;
+mod tensor;
 
 use crate::error::Errors;
 use crate::ir::*;
@@ -50,6 +52,12 @@ pub struct FnInfo {
     pub prelude: Prelude,
     /// Device functions it calls directly.
     pub calls: BTreeSet<String>,
+    /// Calls a warp-wide tensor-core instruction (scope `FullWarp`) directly: the kernel must
+    /// run whole warps.
+    pub full_warp: bool,
+    /// Uses a row of the tile or tensor-core groups directly: the source needs their support
+    /// code.
+    pub tensor: bool,
 }
 
 /// Where an expression sits, which decides what it may be.
@@ -81,6 +89,10 @@ pub struct Checker<'a> {
     info: FnInfo,
     /// A lenient check met a callee it does not know, so its types are incomplete.
     incomplete: bool,
+    /// C names of the variables a fragment array index depends on: loops over them unroll.
+    frag_index_vars: HashSet<String>,
+    /// For each local, the C names of the variables its initializer reads (transitively).
+    var_deps: HashMap<String, Vec<String>>,
 }
 
 /// Check `f` against the signatures of the device functions it may call. On success the IR
@@ -103,6 +115,8 @@ pub fn check_fn(
         loop_depth: 0,
         info: FnInfo::default(),
         incomplete: false,
+        frag_index_vars: HashSet::new(),
+        var_deps: HashMap::new(),
     };
     let mut seen = HashSet::new();
     for p in &mut f.params {

@@ -208,7 +208,7 @@ impl Checker<'_> {
         is_param: bool,
         comptime: bool,
     ) -> String {
-        let c_name = self.c_name(name, matches!(ty, Ty::Buf(_)));
+        let c_name = self.c_name(name, matches!(ty, Ty::Buf(_) | Ty::FragArray(_)));
         self.locals.push(Local {
             name: name.to_string(),
             ty,

@@ -4,9 +4,9 @@
 //! what a function returns, not what an operator does.
 
 use super::{ends_in_return, is_simple_block, is_simple_value, show_scalar, Checker, Ctx};
-use crate::intrinsics;
+use crate::intrinsics::{self, Group, Intrinsic, Ret};
 use crate::ir::*;
-use crate::types::{BufKind, BufTy, Scalar, Ty};
+use crate::types::{BufKind, BufTy, FragKind, FragTy, Scalar, Ty};
 
 impl Checker<'_> {
     pub(super) fn block(&mut self, b: &mut Block, expect: Option<Ty>, ctx: Ctx) -> Ty {
@@ -47,8 +47,8 @@ impl Checker<'_> {
             ..
         }) = &l.init
         {
-            if name == "shared_array" {
-                self.shared_let(l);
+            if let Some(row) = intrinsics::free(name).filter(|r| r.ret.is_declaration()) {
+                self.decl_let(l, row);
                 return;
             }
         }
@@ -67,6 +67,10 @@ impl Checker<'_> {
                     }
                     Ty::Enum(e) => {
                         self.errors.push(span, format!("a `{}` cannot be stored in a variable; pass it to the intrinsic directly", e.name()));
+                        Ty::Error
+                    }
+                    Ty::Frag(_) | Ty::FragArray(_) => {
+                        self.errors.push(span, "fragments stay in the array that declares them: pass `&acc[i]` / `&mut acc[i]` to the tensor-core intrinsics, or read a register as `acc[i][j]`");
                         Ty::Error
                     }
                     Ty::Unit => {
@@ -96,9 +100,16 @@ impl Checker<'_> {
         let assignable = l.mutable || l.init.is_none();
         l.c_name = self.declare(&l.name, ty, assignable, false, false);
         l.ty = ty;
+        if let Some(init) = &l.init {
+            self.record_deps(&l.c_name, init);
+        }
     }
 
-    pub(super) fn shared_let(&mut self, l: &mut Let) {
+    /// A `let` whose initializer declares storage: `shared_array::<T, N>()`,
+    /// `dyn_shared::<T>()` or a fragment array `frag_a/frag_b/frag_c::<T, N>()`. The row fixes
+    /// which generic arguments it takes and which element types.
+    pub(super) fn decl_let(&mut self, l: &mut Let, row: &'static Intrinsic) {
+        let mutable = l.mutable;
         let Some(Expr {
             kind:
                 ExprKind::Call {
@@ -115,43 +126,55 @@ impl Checker<'_> {
             return;
         };
         let span = *span;
-        let row = intrinsics::free("shared_array");
+        let name = row.name;
+        let (what, form) = match row.ret {
+            Ret::DynShared => ("dynamic shared memory", format!("`{name}::<T>()`")),
+            Ret::FragArray(_) => ("a fragment array", format!("`{name}::<T, N>()`")),
+            _ => ("a shared array", format!("`{name}::<T, N>()`")),
+        };
         let mut result = Ty::Error;
         if !args.is_empty() {
-            self.errors
-                .push(span, "`shared_array::<T, N>()` takes no arguments");
+            self.errors.push(span, format!("{form} takes no arguments"));
         }
         if l.declared.is_some() {
             self.errors.push(
                 l.span,
-                "a shared array's type comes from `shared_array::<T, N>()`; remove the annotation",
+                format!("{what}'s type comes from {form}; remove the annotation"),
             );
         }
+        let with_len = row.ret != Ret::DynShared;
         match generics.as_slice() {
-            [Generic::Type(t, tspan), len] => {
-                let elem_ok = row.is_some_and(|r| intrinsics::type_text(r, *t).is_some());
+            [Generic::Type(t, tspan), rest @ ..] if rest.len() == usize::from(with_len) => {
+                let elem_ok = intrinsics::type_text(row, *t).is_some();
                 if !elem_ok {
-                    self.errors.push(*tspan, format!("shared arrays of `{t}` are not supported; use an integer or float type"));
+                    let msg = match row.ret {
+                        Ret::FragArray(FragKind::C) => format!("`frag_c` accumulators hold `f32` (mma.sync m16n8k16 accumulates in f32), not `{t}`"),
+                        Ret::FragArray(_) => format!("`{name}` fragments hold `bf16` or `f16` (the inputs of mma.sync m16n8k16), not `{t}`"),
+                        Ret::DynShared => format!("dynamic shared memory of `{t}` is not supported; use an integer or float type"),
+                        _ => format!("shared arrays of `{t}` are not supported; use an integer or float type"),
+                    };
+                    self.errors.push(*tspan, msg);
                 }
-                let n = match len {
-                    Generic::Len(0, s) => {
+                let n = match rest.first() {
+                    None => Some(String::new()),
+                    Some(Generic::Len(0, s)) => {
                         self.errors
-                            .push(*s, "a shared array needs at least one element");
+                            .push(*s, format!("{what} needs at least one element"));
                         None
                     }
-                    Generic::Len(n, _) => Some(n.to_string()),
-                    Generic::Name(name, s) => match self.lookup(name) {
+                    Some(Generic::Len(n, _)) => Some(n.to_string()),
+                    Some(Generic::Name(pname, s)) => match self.lookup(pname) {
                         Some(i) if self.locals[i].comptime => {
                             let c = self.locals[i].c_name.clone();
                             self.read.insert(c.clone());
                             Some(c)
                         }
                         _ => {
-                            self.errors.push(*s, format!("`{name}` is not a `#[comptime]` parameter; a shared array's length is a literal or a comptime parameter"));
+                            self.errors.push(*s, format!("`{pname}` is not a `#[comptime]` parameter; {what}'s length is a literal or a comptime parameter"));
                             None
                         }
                     },
-                    Generic::Type(_, s) => {
+                    Some(Generic::Type(_, s)) => {
                         self.errors.push(
                             *s,
                             "expected the length: an integer literal or a comptime parameter",
@@ -159,20 +182,35 @@ impl Checker<'_> {
                         None
                     }
                 };
-                if let (true, Some(n), Some(row)) = (elem_ok, n, row) {
-                    l.shared_len = Some(n);
+                if let (true, Some(n)) = (elem_ok, n) {
                     *callee = Callee::Intrinsic(row, Some(*t));
-                    result = Ty::Buf(BufTy {
-                        kind: BufKind::Shared,
-                        elem: *t,
-                        mutable: true,
-                    });
+                    result = match row.ret {
+                        Ret::FragArray(kind) => Ty::FragArray(FragTy {
+                            kind,
+                            elem: *t,
+                            mutable,
+                        }),
+                        _ => Ty::Buf(BufTy {
+                            kind: BufKind::Shared,
+                            elem: *t,
+                            mutable: true,
+                        }),
+                    };
+                    if with_len {
+                        l.array_len = Some(n);
+                    }
+                    if matches!(row.group, Group::Tiles | Group::Tensor) {
+                        self.info.tensor = true;
+                    }
                 }
             }
-            _ => self.errors.push(
+            _ if with_len => self.errors.push(
                 span,
-                "write `shared_array::<T, N>()` with an element type and a length",
+                format!("write {form} with an element type and a length"),
             ),
+            _ => self
+                .errors
+                .push(span, format!("write {form} with an element type")),
         }
         *ty = result;
         l.c_name = self.declare(&l.name, result, false, false, false);
@@ -239,6 +277,7 @@ impl Checker<'_> {
                 end,
                 step,
                 body,
+                unroll,
             } => {
                 let st = self.expr(start, None, Ctx::Nested);
                 let et = self.expr(end, Some(st), Ctx::Nested);
@@ -262,6 +301,7 @@ impl Checker<'_> {
                 self.block(body, Some(Ty::Unit), Ctx::Stmt);
                 self.loop_depth -= 1;
                 self.scopes.pop();
+                *unroll = self.frag_index_vars.contains(c_var.as_str());
                 self.loop_body_unit(body);
                 Ty::Unit
             }

@@ -130,7 +130,8 @@ pub(crate) struct BlockLimits {
     /// `MAX_REGISTERS_PER_BLOCK`.
     pub regs_per_sm: u32,
     /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`: shared memory per block for a
-    /// function that opts in (pgas does not).
+    /// function that opts in (pgas opts in when a launch asks for more than
+    /// [`DEFAULT_DYNAMIC_SHARED`]).
     pub shared_optin: u32,
     /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR`.
     pub threads_per_sm: u32,
@@ -295,9 +296,9 @@ impl BlockDiagnosis {
                 optin,
             } => {
                 let optin = if u64::from(optin) > u64::from(static_bytes) + u64::from(max_dynamic) {
-                    format!(" (the GPU's {optin} bytes per block need an opt-in pgas does not make)")
+                    format!(" (this GPU's limit is {optin} bytes per block, static and dynamic together, but this kernel was not allowed more)")
                 } else {
-                    String::new()
+                    format!(" (this GPU's limit is {optin} bytes per block, static and dynamic together)")
                 };
                 (
                     format!(
@@ -403,6 +404,44 @@ fn plain_block_fits(f: Function, cfg: &LaunchConfig) -> Result<bool> {
             <= attr(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?)
 }
 
+/// Dynamic shared memory a function may use without opting in: 48 KiB on every GPU since sm_70
+/// (less its static shared memory).
+pub(crate) const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
+
+/// Lets `f` use more than [`DEFAULT_DYNAMIC_SHARED`] bytes of dynamic shared memory when a launch
+/// asks for `bytes`: raises `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` to all the device
+/// gives a block (`MAX_SHARED_MEMORY_PER_BLOCK_OPTIN` less the function's static shared memory),
+/// once per function, so that a request over the device's limit is then diagnosed against that
+/// limit, not against 48 KiB.
+fn allow_dynamic_shared(f: Function, bytes: u32, ctx: &CudaContext) -> Result<()> {
+    let context = "allowing more than 48 KiB of dynamic shared memory (cuFuncSetAttribute)";
+    // SAFETY: f is a live function of the current context.
+    let get = |a| unsafe { result::function::get_function_attribute(f.raw(), a) };
+    let allowed = get(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+        .map_err(Error::cuda(context))?;
+    if i64::from(bytes) <= i64::from(allowed) {
+        return Ok(());
+    }
+    let optin = ctx
+        .attribute(DevAttr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        .map_err(Error::cuda(context))?;
+    let static_bytes =
+        get(FnAttr::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).map_err(Error::cuda(context))?;
+    let max = optin.saturating_sub(static_bytes);
+    if max > allowed {
+        // SAFETY: f is a live function of the current context; `max` is what the device allows.
+        unsafe {
+            result::function::set_function_attribute(
+                f.raw(),
+                FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                max,
+            )
+        }
+        .map_err(Error::cuda(context))?;
+    }
+    Ok(())
+}
+
 /// The largest grid that can be resident at once for `f` at this block size and shared memory,
 /// and its factors (blocks per SM, SMs).
 pub(crate) fn max_resident_grid(f: Function, cfg: &LaunchConfig, sms: u32) -> Result<(u64, u32)> {
@@ -435,6 +474,10 @@ pub(crate) unsafe fn launch_function(
     stream: &CudaStream,
     params: &mut [*mut c_void],
 ) -> Result<()> {
+    // Before the occupancy and fit checks: both count against the function's allowance.
+    if cfg.shared_mem_bytes > DEFAULT_DYNAMIC_SHARED {
+        allow_dynamic_shared(f, cfg.shared_mem_bytes, stream.context())?;
+    }
     if collective {
         let (max, per_sm) = max_resident_grid(f, cfg, sms)?;
         if per_sm == 0 {
@@ -603,9 +646,29 @@ mod tests {
         let msg = d.into_error("k", true).to_string();
         for part in [
             "65536 bytes of dynamic shared memory per block (besides 1024 bytes of static), more than the 48128",
-            "232448 bytes per block need an opt-in",
+            "this GPU's limit is 232448 bytes per block, static and dynamic together, but this kernel was not allowed more",
             "No block size fits with this much shared memory",
             "Fix: ask for at most 48128 bytes of dynamic shared memory",
+        ] {
+            assert!(msg.contains(part), "{part:?} missing from: {msg}");
+        }
+    }
+
+    #[test]
+    fn shared_memory_over_the_device_limit_names_it() {
+        // After the opt-in a kernel may use all the device gives a block, less its static
+        // shared memory; asking for more names the device's limit.
+        let limits = BlockLimits {
+            max_dynamic_shared: 232448 - 1024,
+            ..hopper(32, 1024)
+        };
+        let msg = diagnose_block(256, 300 * 1024, &limits)
+            .into_error("k", false)
+            .to_string();
+        for part in [
+            "307200 bytes of dynamic shared memory per block (besides 1024 bytes of static), more than the 231424",
+            "this GPU's limit is 232448 bytes per block, static and dynamic together)",
+            "Fix: ask for at most 231424 bytes of dynamic shared memory",
         ] {
             assert!(msg.contains(part), "{part:?} missing from: {msg}");
         }
