@@ -60,7 +60,7 @@ pub fn intrinsics_markdown() -> String {
                     .collect::<Vec<_>>()
                     .join(" ")
             };
-            let collective = if r.collective { "yes" } else { "" };
+            let collective = if r.prelude.collective() { "yes" } else { "" };
             out.push_str(&format!(
                 "| {call} | {ret} | {} | {types} | `{}` | {collective} | {} |\n",
                 r.scope.name(),

@@ -6,6 +6,7 @@
 //! generated from the same rows ([`crate::intrinsics_markdown`]). Adding a function means adding
 //! a row, nothing else.
 
+use crate::prelude::Prelude;
 use crate::types::{FragKind, Scalar};
 
 /// How a row may be called.
@@ -267,8 +268,9 @@ pub struct Intrinsic {
     /// reduction's name.
     pub cuda: &'static str,
     pub count: Count,
-    /// Whether calling it requires a collective (cooperative) launch.
-    pub collective: bool,
+    /// The NVSHMEM headers a call needs; any but the point-to-point ones also means the kernel
+    /// needs a collective (cooperative) launch.
+    pub prelude: Prelude,
     pub doc: &'static str,
 }
 
@@ -475,7 +477,11 @@ const fn row(
         types,
         cuda,
         count,
-        collective,
+        prelude: if collective {
+            Prelude::Full
+        } else {
+            Prelude::P2p
+        },
         doc,
     }
 }
@@ -633,19 +639,22 @@ const fn barrier(
     doc: &'static str,
 ) -> Intrinsic {
     let args: &'static [(&'static str, Arg)] = if team { &[("team", A::Team)] } else { &[] };
-    row(
-        name,
-        G::Barrier,
-        F::Free,
-        args,
-        R::Unit,
-        scope,
-        NONE,
-        cuda,
-        N::None,
-        true,
-        doc,
-    )
+    Intrinsic {
+        prelude: Prelude::Barrier,
+        ..row(
+            name,
+            G::Barrier,
+            F::Free,
+            args,
+            R::Unit,
+            scope,
+            NONE,
+            cuda,
+            N::None,
+            true,
+            doc,
+        )
+    }
 }
 const REDUCE_ARGS: &[(&str, Arg)] = &[
     ("team", A::Team),
@@ -823,18 +832,18 @@ pub static INTRINSICS: &[Intrinsic] = &[
     amo("atomic_xor", AMO_VALUE, R::Unit, AMO_BIT, "nvshmem_{T}_atomic_xor({0}, {1}, {2})", "Atomic bitwise xor."),
     amo("atomic_fetch_xor", AMO_VALUE, R::Elem, AMO_BIT, "nvshmem_{T}_atomic_fetch_xor({0}, {1}, {2})", "Atomic bitwise xor; returns the old value."),
     // Barriers and syncs.
-    barrier("barrier_all", false, S::Thread, "nvshmem_barrier_all()", "Complete all puts, then wait for every PE."),
-    barrier("barrier_all_warp", false, S::Warp, "nvshmemx_barrier_all_warp()", "`barrier_all` by the warp."),
-    barrier("barrier_all_block", false, S::Block, "nvshmemx_barrier_all_block()", "`barrier_all` by the block."),
-    barrier("sync_all", false, S::Thread, "nvshmem_sync_all()", "Wait for every PE (no completion of puts)."),
-    barrier("sync_all_warp", false, S::Warp, "nvshmemx_sync_all_warp()", "`sync_all` by the warp."),
-    barrier("sync_all_block", false, S::Block, "nvshmemx_sync_all_block()", "`sync_all` by the block."),
-    barrier("barrier", true, S::Thread, "nvshmem_barrier({0})", "Complete puts, then wait for every PE of `team`."),
-    barrier("barrier_warp", true, S::Warp, "nvshmemx_barrier_warp({0})", "`barrier` by the warp."),
-    barrier("barrier_block", true, S::Block, "nvshmemx_barrier_block({0})", "`barrier` by the block."),
-    barrier("team_sync", true, S::Thread, "nvshmem_team_sync({0})", "Wait for every PE of `team`."),
-    barrier("team_sync_warp", true, S::Warp, "nvshmemx_team_sync_warp({0})", "`team_sync` by the warp."),
-    barrier("team_sync_block", true, S::Block, "nvshmemx_team_sync_block({0})", "`team_sync` by the block."),
+    barrier("barrier_all", false, S::Thread, "nvshmemi_barrier_threadgroup<nvshmemi_threadgroup_thread>(NVSHMEM_TEAM_WORLD)", "Complete all puts, then wait for every PE."),
+    barrier("barrier_all_warp", false, S::Warp, "nvshmemi_barrier_threadgroup<nvshmemi_threadgroup_warp>(NVSHMEM_TEAM_WORLD)", "`barrier_all` by the warp."),
+    barrier("barrier_all_block", false, S::Block, "nvshmemi_barrier_threadgroup<nvshmemi_threadgroup_block>(NVSHMEM_TEAM_WORLD)", "`barrier_all` by the block."),
+    barrier("sync_all", false, S::Thread, "nvshmemi_sync_threadgroup<nvshmemi_threadgroup_thread>(NVSHMEM_TEAM_WORLD)", "Wait for every PE (no completion of puts)."),
+    barrier("sync_all_warp", false, S::Warp, "nvshmemi_sync_threadgroup<nvshmemi_threadgroup_warp>(NVSHMEM_TEAM_WORLD)", "`sync_all` by the warp."),
+    barrier("sync_all_block", false, S::Block, "nvshmemi_sync_threadgroup<nvshmemi_threadgroup_block>(NVSHMEM_TEAM_WORLD)", "`sync_all` by the block."),
+    barrier("barrier", true, S::Thread, "nvshmemi_barrier_threadgroup<nvshmemi_threadgroup_thread>({0})", "Complete puts, then wait for every PE of `team`."),
+    barrier("barrier_warp", true, S::Warp, "nvshmemi_barrier_threadgroup<nvshmemi_threadgroup_warp>({0})", "`barrier` by the warp."),
+    barrier("barrier_block", true, S::Block, "nvshmemi_barrier_threadgroup<nvshmemi_threadgroup_block>({0})", "`barrier` by the block."),
+    barrier("team_sync", true, S::Thread, "nvshmemi_sync_threadgroup<nvshmemi_threadgroup_thread>({0})", "Wait for every PE of `team`."),
+    barrier("team_sync_warp", true, S::Warp, "nvshmemi_sync_threadgroup<nvshmemi_threadgroup_warp>({0})", "`team_sync` by the warp."),
+    barrier("team_sync_block", true, S::Block, "nvshmemi_sync_threadgroup<nvshmemi_threadgroup_block>({0})", "`team_sync` by the block."),
     // Device collectives.
     coll("reduce_block", REDUCE_ARGS, S::Block, REDUCE, "nvshmemx_{T}_{op}_reduce_block({0}, {1}, {2}, {n})", N::Min(1, 2),
         "Element-wise reduction of `src` over the team into every PE's `dst`."),

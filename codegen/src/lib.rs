@@ -39,7 +39,7 @@ mod types;
 pub use docs::intrinsics_markdown;
 pub use error::CodegenError;
 pub use expand::{expand_device, expand_kernel};
-pub use prelude::{prelude_for, PRELUDE, PRELUDE_P2P};
+pub use prelude::{Prelude, PRELUDE, PRELUDE_BARRIER, PRELUDE_P2P};
 pub use specialize::{batch, specialize};
 pub use types::Scalar;
 
@@ -94,6 +94,8 @@ pub struct CompiledKernel {
     /// Whether the kernel (or a device function it calls) uses a barrier, sync or collective
     /// and so needs a collective (cooperative) launch.
     pub collective: bool,
+    /// The prelude its sources start with (what its calls need).
+    pub prelude: Prelude,
     /// Names of the comptime parameters, in declaration order.
     pub comptime: Vec<String>,
     /// The most threads per block the kernel declares (`#[pgas_kernel(max_threads = N)]`),
@@ -247,7 +249,7 @@ pub fn compile_kernel(
     };
     // Device functions the kernel reaches, and what any of them uses.
     let mut uses = emit::Uses {
-        collective: kinfo.collective,
+        prelude: kinfo.prelude,
         full_warp: kinfo.full_warp,
         tensor: kinfo.tensor,
     };
@@ -256,7 +258,7 @@ pub fn compile_kernel(
     while let Some(n) = stack.pop() {
         if reached.insert(n.clone()) {
             if let Some(info) = infos.get(&n) {
-                uses.collective |= info.collective;
+                uses.prelude = uses.prelude.max(info.prelude);
                 uses.full_warp |= info.full_warp;
                 uses.tensor |= info.tensor;
                 stack.extend(info.calls.iter().cloned());
@@ -304,7 +306,8 @@ pub fn compile_kernel(
         plain,
         checked,
         params,
-        collective: uses.collective,
+        collective: uses.prelude.collective(),
+        prelude: uses.prelude,
         comptime,
         max_threads,
     })

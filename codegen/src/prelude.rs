@@ -1,37 +1,99 @@
 //! Fixed CUDA text every generated source starts with.
 
-/// The NVSHMEM prelude for NVRTC (shared/notes/nvshmem-jit.md): IBGDA off (its header needs
-/// `mlx5dv.h`), and `std::` aliased to `cuda::std::` because NVSHMEM 3.4.5's `reduce.cuh`
-/// names `std::is_integral`. The whole device API; kernels that use a barrier, sync or
-/// collective start with it.
-pub const PRELUDE: &str = "#include <non_abi/nvshmem_build_options.h>
+/// The first lines of every prelude (shared/notes/nvshmem-jit.md): IBGDA off (its header needs
+/// `mlx5dv.h`), and `std::` aliased to `cuda::std::` because NVSHMEM 3.4.5's `reduce.cuh` names
+/// `std::is_integral`.
+macro_rules! prelude_head {
+    () => {
+        "#include <non_abi/nvshmem_build_options.h>
 #undef NVSHMEM_IBGDA_SUPPORT        // else ibgda_device.cuh wants <infiniband/mlx5dv.h>
 #include <cuda/std/type_traits>
 namespace std { using namespace cuda::std; }   // 3.4.5's reduce.cuh:819 names std::is_integral
-#include <nvshmem.h>
+"
+    };
+}
+
+/// NVSHMEM's device API without its collective headers, for kernels that use no barrier, sync or
+/// collective.
+macro_rules! p2p_headers {
+    () => {
+        "#include <device/nvshmem_defines.h>     // nvshmem.h without the collective headers
+#include <device/nvshmemx_defines.h>
+"
+    };
+}
+
+/// The whole device API (`nvshmem.h`, `nvshmemx.h`), for kernels that call a device collective
+/// (reduce, reduce-scatter, all-gather, all-to-all, broadcast).
+pub const PRELUDE: &str = concat!(
+    prelude_head!(),
+    "#include <nvshmem.h>
 #include <nvshmemx.h>
-";
+"
+);
 
 /// The prelude of kernels that use no barrier, sync or collective: NVSHMEM's device API without
 /// its collective headers (`nvshmem.h` minus `nvshmem{,x}_coll_defines.cuh`). Those headers
-/// instantiate every collective template for every type and operation, which is most of an
-/// NVRTC compile (docs/jit.md: 2.1-2.5 s with them, 0.9 s without, on an H200 machine), and
-/// the barriers live there too, so the intrinsic table's collective flag decides.
-pub const PRELUDE_P2P: &str = "#include <non_abi/nvshmem_build_options.h>
-#undef NVSHMEM_IBGDA_SUPPORT        // else ibgda_device.cuh wants <infiniband/mlx5dv.h>
-#include <cuda/std/type_traits>
-namespace std { using namespace cuda::std; }   // as in the full prelude
-#include <device/nvshmem_defines.h>     // nvshmem.h without the collective headers
-#include <device/nvshmemx_defines.h>
-";
+/// define a wrapper for every collective, type and operation, which instantiates NVSHMEM's
+/// collective templates whether a kernel uses them or not: most of an NVRTC compile (docs/jit.md).
+pub const PRELUDE_P2P: &str = concat!(prelude_head!(), p2p_headers!());
 
-/// The prelude a kernel's source starts with: [`PRELUDE`] when it needs a collective launch,
-/// else the lighter [`PRELUDE_P2P`].
-pub fn prelude_for(collective: bool) -> &'static str {
-    if collective {
-        PRELUDE
-    } else {
-        PRELUDE_P2P
+/// The prelude of kernels whose only collectives are barriers and syncs: the point-to-point one
+/// plus NVSHMEM's barrier templates alone. The intrinsic table calls those templates
+/// (`nvshmemi_barrier_threadgroup`, `nvshmemi_sync_threadgroup`) as NVSHMEM's own wrappers do,
+/// so none of the other collectives is instantiated: a barrier kernel compiles in a third of the
+/// time (docs/jit.md).
+pub const PRELUDE_BARRIER: &str = concat!(
+    prelude_head!(),
+    p2p_headers!(),
+    "#include <non_abi/device/coll/barrier.cuh>   // barriers and syncs, no other collective
+"
+);
+
+/// Which NVSHMEM headers a kernel needs, in increasing order: the checker keeps the largest its
+/// calls (and its device functions' calls) need.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Prelude {
+    /// No barrier, sync or collective: [`PRELUDE_P2P`].
+    #[default]
+    P2p,
+    /// Barriers and syncs only: [`PRELUDE_BARRIER`].
+    Barrier,
+    /// A device collective: [`PRELUDE`].
+    Full,
+}
+
+impl Prelude {
+    /// Every prelude, the ones that contain another's text first (so [`Prelude::of_source`] finds
+    /// the right one).
+    pub const ALL: [Prelude; 3] = [Prelude::Full, Prelude::Barrier, Prelude::P2p];
+
+    /// The CUDA text a source of this kind starts with.
+    pub fn text(self) -> &'static str {
+        match self {
+            Prelude::P2p => PRELUDE_P2P,
+            Prelude::Barrier => PRELUDE_BARRIER,
+            Prelude::Full => PRELUDE,
+        }
+    }
+
+    /// Whether kernels of this kind need a collective (cooperative) launch.
+    pub fn collective(self) -> bool {
+        self != Prelude::P2p
+    }
+
+    /// The prelude a (specialized) generated source starts with, if any.
+    pub fn of_source(source: &str) -> Option<Prelude> {
+        Prelude::ALL.into_iter().find(|p| source.contains(p.text()))
+    }
+
+    /// How progress lines and docs name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Prelude::P2p => "point-to-point prelude",
+            Prelude::Barrier => "barrier prelude",
+            Prelude::Full => "full prelude",
+        }
     }
 }
 

@@ -29,14 +29,16 @@ pub fn specialize(
 
 /// Several specializations as one NVRTC program, so the headers (most of a compile) are parsed
 /// once: `prelude` once, then each source's remainder in a namespace of its own (their helpers
-/// share names) after its name and comptime macros are reset. `extern "C"` keeps each kernel's
+/// share names) after every macro it defines is reset. `extern "C"` keeps each kernel's
 /// symbol as it is. Every source must start, after [`specialize`]'s `#define`s, with `prelude`;
 /// `None` when one does not. The runtime JIT and the CI NVRTC tests both batch through this.
 pub fn batch(prelude: &str, sources: &[&str]) -> Option<String> {
     let mut out = String::from(prelude);
     for (i, source) in sources.iter().enumerate() {
         let (defines, rest) = source.split_once(prelude)?;
-        for line in defines.lines() {
+        // Every macro the source defines (specialize's, and the generator's `PGAS_RUST_FILE`,
+        // which differs between Rust files) is reset first, so no redefinition warns.
+        for line in source.lines() {
             if let Some(name) = line
                 .strip_prefix("#define ")
                 .and_then(|d| d.split_whitespace().next())
@@ -79,13 +81,19 @@ mod tests {
 
     #[test]
     fn batches_reset_the_macros_and_keep_each_kernel_apart() {
-        let (a, _) = specialize("PRE\nA", "k", "plain", &[("n", 1)]);
+        let (a, _) = specialize(
+            "PRE\n#define PGAS_RUST_FILE \"a.rs\"\nA",
+            "k",
+            "plain",
+            &[("n", 1)],
+        );
         let (b, _) = specialize("PRE\nB", "k", "checked", &[]);
         assert_eq!(
             batch("PRE\n", &[&a, &b]).unwrap(),
-            "PRE\n#undef PGAS_KERNEL_NAME\n#undef PGAS_CT_n\n#define PGAS_KERNEL_NAME k_plain_n1\n\
-             #define PGAS_CT_n 1ull\nnamespace pgas_batch_0 {\nA\n}\n#undef PGAS_KERNEL_NAME\n\
-             #define PGAS_KERNEL_NAME k_checked\nnamespace pgas_batch_1 {\nB\n}\n"
+            "PRE\n#undef PGAS_KERNEL_NAME\n#undef PGAS_CT_n\n#undef PGAS_RUST_FILE\n\
+             #define PGAS_KERNEL_NAME k_plain_n1\n#define PGAS_CT_n 1ull\n\
+             namespace pgas_batch_0 {\n#define PGAS_RUST_FILE \"a.rs\"\nA\n}\n\
+             #undef PGAS_KERNEL_NAME\n#define PGAS_KERNEL_NAME k_checked\nnamespace pgas_batch_1 {\nB\n}\n"
         );
         assert_eq!(batch("OTHER\n", &[&a]), None);
     }

@@ -4,7 +4,7 @@
 //! support helpers (checked separately below), so a snapshot shows only what the kernel
 //! produced. `cargo insta review` updates them.
 
-use pgas_codegen::{compile_file, prelude_for, CompiledKernel};
+use pgas_codegen::{compile_file, CompiledKernel, Prelude};
 use std::path::{Path, PathBuf};
 
 fn corpus() -> Vec<(String, String)> {
@@ -92,11 +92,9 @@ fn every_source_starts_with_the_prelude_and_names_the_file() {
     for (stem, src) in corpus() {
         for k in compile(&stem, &src) {
             for s in [&k.plain, &k.checked] {
-                assert!(
-                    s.starts_with(prelude_for(k.collective)),
-                    "{}: prelude",
-                    k.rust_name
-                );
+                assert!(s.starts_with(k.prelude.text()), "{}: prelude", k.rust_name);
+                assert_eq!(Prelude::of_source(s), Some(k.prelude), "{}", k.rust_name);
+                assert_eq!(k.collective, k.prelude.collective(), "{}", k.rust_name);
                 assert!(s.contains(&format!(
                     "#define PGAS_RUST_FILE \"tests/corpus/{stem}.rs\""
                 )));
@@ -175,4 +173,36 @@ fn corpus_uses_every_intrinsic() {
         missing.is_empty(),
         "intrinsics no corpus kernel calls: {missing:?}"
     );
+}
+
+#[test]
+fn barrier_kernels_get_the_barrier_prelude_and_collective_ones_the_full_one() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_kernel]
+fn only_barriers(team: Team, x: &mut SymTensor<f32>) {
+    barrier_all_block();
+    x[0] = 1.0;
+    team_sync_warp(team);
+}
+#[pgas_kernel]
+fn reduces(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>) {
+    barrier_all_block();
+    reduce_block(team, dst, src, ReduceOp::Sum);
+}
+#[pgas_kernel]
+fn p2p(x: &mut SymTensor<f32>) {
+    p(&mut x[0], 1.0, 0);
+}
+"#;
+    let ks = compile_file(src, "k.rs").unwrap();
+    let prelude = |name: &str| ks.iter().find(|k| k.rust_name == name).unwrap().prelude;
+    assert_eq!(prelude("only_barriers"), Prelude::Barrier);
+    assert_eq!(prelude("reduces"), Prelude::Full);
+    assert_eq!(prelude("p2p"), Prelude::P2p);
+    let barrier = ks.iter().find(|k| k.rust_name == "only_barriers").unwrap();
+    assert!(barrier
+        .plain
+        .contains("nvshmemi_barrier_threadgroup<nvshmemi_threadgroup_block>(NVSHMEM_TEAM_WORLD)"));
+    assert!(!barrier.plain.contains("#include <nvshmem.h>"));
 }

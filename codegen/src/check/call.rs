@@ -409,9 +409,7 @@ impl Checker<'_> {
                 }
             }
         }
-        if row.collective {
-            self.info.collective = true;
-        }
+        self.info.prelude = self.info.prelude.max(row.prelude);
         if row.scope == Scope::FullWarp {
             self.info.full_warp = true;
         }

@@ -31,6 +31,7 @@ mod tensor;
 
 use crate::error::Errors;
 use crate::ir::*;
+use crate::prelude::Prelude;
 use crate::types::Ty;
 use infer::Slot;
 use scope::Local;
@@ -46,8 +47,9 @@ pub struct FnSig {
 /// What checking one function found out.
 #[derive(Debug, Default)]
 pub struct FnInfo {
-    /// Calls a barrier, sync or collective directly.
-    pub collective: bool,
+    /// The NVSHMEM headers its own calls need (a barrier or collective also means a
+    /// collective launch).
+    pub prelude: Prelude,
     /// Device functions it calls directly.
     pub calls: BTreeSet<String>,
     /// Calls a warp-wide tensor-core instruction (scope `FullWarp`) directly: the kernel must

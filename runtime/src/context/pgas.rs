@@ -128,8 +128,11 @@ impl PgasBuilder {
         let bootstrapped = bootstrap::run(method, nv)?;
         let raw = nv.raw();
         let (my_pe, n_pes) = unsafe { (raw.nvshmem_my_pe(), raw.nvshmem_n_pes()) };
+        // SAFETY: NVSHMEM is initialized; TEAM_NODE is predefined.
+        let node_pes = unsafe { raw.nvshmem_team_n_pes(crate::ffi::NVSHMEMX_TEAM_NODE) };
         let inner = Inner {
             jit: JitState::new(),
+            node_pes: node_pes.max(1) as usize,
             my_pe: my_pe as usize,
             n_pes: n_pes as usize,
             device,
@@ -154,6 +157,8 @@ pub(crate) struct Inner {
     pub(crate) jit: JitState,
     pub(crate) my_pe: usize,
     pub(crate) n_pes: usize,
+    /// PEs on this node (NVSHMEM's node team): they share a kernel cache.
+    pub(crate) node_pes: usize,
     pub(crate) device: usize,
     pub(crate) heap_size: usize,
     pub(crate) stream: Arc<CudaStream>,
@@ -250,6 +255,7 @@ impl Pgas {
             ctx: &self.inner.ctx,
             jit: &self.inner.jit,
             nvshmem: Some(self.inner.nvshmem),
+            node_pes: self.inner.node_pes,
         }
     }
 

@@ -10,10 +10,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::disk::{CacheKey, DiskCache, Lookup};
+use super::disk::{CacheKey, DiskCache, EntryLock, Lookup};
 use super::source::Source;
 use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
+use pgas_codegen::Prelude;
 
 /// A link entry's payload starts with this (a CUBIN starts with ELF's magic, so the two cannot be
 /// confused), followed by the 32-byte key of the image.
@@ -57,39 +58,40 @@ pub(crate) fn lookup(disk: &DiskCache, key: &CacheKey) -> Result<Option<Image>> 
     }
 }
 
-/// Which prelude a source starts with, for grouping and for progress lines: the point-to-point
-/// or the full one. Raw kernels are never batched (two may share a symbol name).
-pub(crate) fn prelude_of(src: &Source) -> Option<&'static str> {
+/// Which prelude a source starts with, for grouping and for progress lines. Raw kernels are
+/// never batched (two may share a symbol name).
+pub(crate) fn prelude_of(src: &Source) -> Option<Prelude> {
     if !src.batchable {
         return None;
     }
-    [pgas_codegen::PRELUDE_P2P, pgas_codegen::PRELUDE]
-        .into_iter()
-        .find(|p| src.text.contains(p))
+    Prelude::of_source(&src.text)
 }
 
-/// How many kernels one NVRTC program of `prelude` takes, for `n` pending kernels on `cores`
-/// cores. Point-to-point kernels cost mostly the header parse (about 1.9 s of NVRTC, then a
-/// fraction of a second per kernel on an H200), so they batch: at least 8 a program, and no more
-/// programs than cores. Full-prelude (collective) kernels cost mostly NVVM and ptxas on NVSHMEM's
-/// collective code (a kernel with `reduce_block`: 14.7 s, of which the front end is 3.4 s), which
-/// one program would run kernel after kernel, so they spread over every core, down to one kernel
-/// a program. Raw kernels compile alone.
-pub(crate) fn chunk_size(prelude: Option<&str>, n: usize, cores: usize) -> usize {
-    let spread = n.div_ceil(cores.max(1)).max(1);
+/// How many kernels one NVRTC program of `prelude` takes, for `n` pending kernels and `node_pes`
+/// PEs on this node. NVRTC runs one compile at a time per process (docs/jit.md), so a process
+/// gains nothing from more programs; the PEs of a node do, as each compiles its share of the
+/// programs (the others find them in the shared cache). So a group is cut into one program per
+/// node PE, except that point-to-point and barrier kernels, whose cost is mostly the header
+/// parse (1.4-1.9 s, then a fraction of a second per kernel), keep at least 8 a program.
+/// Full-prelude kernels (a device collective) cost mostly NVVM and ptxas on NVSHMEM's collective
+/// code (a kernel with `reduce_block`: 14.7 s on an H200, 3.4 s of it the front end), so they are
+/// cut as finely as the PEs allow. Raw kernels compile alone.
+pub(crate) fn chunk_size(prelude: Option<Prelude>, n: usize, node_pes: usize) -> usize {
+    let spread = n.div_ceil(node_pes.max(1)).max(1);
     match prelude {
-        Some(p) if p == pgas_codegen::PRELUDE_P2P => spread.max(MIN_P2P_BATCH),
-        Some(_) => spread,
+        Some(Prelude::P2p | Prelude::Barrier) => spread.max(MIN_BATCH),
+        Some(Prelude::Full) => spread,
         None => 1,
     }
 }
 
-/// The fewest point-to-point kernels worth a program of their own (see [`chunk_size`]).
-const MIN_P2P_BATCH: usize = 8;
+/// The fewest point-to-point or barrier kernels worth a program of their own (see
+/// [`chunk_size`]).
+const MIN_BATCH: usize = 8;
 
 /// `members` cut into the programs [`chunk_size`] asks for, in order.
-pub(crate) fn chunks<T>(prelude: Option<&str>, members: Vec<T>, cores: usize) -> Vec<Vec<T>> {
-    let size = chunk_size(prelude, members.len(), cores);
+pub(crate) fn chunks<T>(prelude: Option<Prelude>, members: Vec<T>, node_pes: usize) -> Vec<Vec<T>> {
+    let size = chunk_size(prelude, members.len(), node_pes);
     let mut out: Vec<Vec<T>> = Vec::new();
     for m in members {
         match out.last_mut() {
@@ -101,42 +103,56 @@ pub(crate) fn chunks<T>(prelude: Option<&str>, members: Vec<T>, cores: usize) ->
 }
 
 /// A prelude's name in progress lines.
-pub(crate) fn prelude_name(prelude: Option<&str>) -> &'static str {
-    match prelude {
-        Some(p) if p == pgas_codegen::PRELUDE_P2P => "point-to-point prelude",
-        Some(_) => "full prelude",
-        None => "raw kernel",
-    }
+pub(crate) fn prelude_name(prelude: Option<Prelude>) -> &'static str {
+    prelude.map_or("raw kernel", Prelude::name)
 }
 
-/// Compiles `members` (all with prelude `prelude`, or one raw kernel when `None`) into one image,
-/// stores it and a link per kernel, and returns one result per member. When NVRTC rejects the
-/// batch, each kernel is compiled alone, so every failing kernel is reported under its own name and
-/// Rust line and the others still build. The outer `Err` is a failure no kernel is to blame for
-/// (no NVRTC, an unusable cache).
+/// Compiles `members` (all with prelude `prelude`; one kernel when it is a raw one) into one
+/// image, stores it and a link per kernel, and returns one result per member. When NVRTC rejects
+/// the batch, each kernel is compiled alone, so every failing kernel is reported under its own name
+/// and Rust line and the others still build. The outer `Err` is a failure no kernel is to blame
+/// for (no NVRTC, an unusable cache).
+///
+/// With a disk cache, the program's entry is locked across processes first. `wait: false` returns
+/// `Ok(None)` at once when another process holds it (it is compiling the same program), so the
+/// caller can compile other programs meanwhile and come back with `wait: true`, which then finds
+/// the entry. NVRTC runs one compile at a time per process; this is how the PEs of a node share
+/// the work.
 pub(crate) fn compile(
     tc: &Toolchain,
     disk: Option<&DiskCache>,
     dump: Option<&Path>,
-    prelude: Option<&str>,
+    prelude: Option<Prelude>,
     members: &[&Source],
     arch: (u32, u32),
-) -> Result<Vec<Result<Image>>> {
-    let (Some(prelude), true) = (prelude, members.len() > 1) else {
-        return members
-            .iter()
-            .map(|m| alone(tc, disk, dump, m, arch))
-            .collect();
+    wait: bool,
+) -> Result<Option<Vec<Result<Image>>>> {
+    let lock = |key: &CacheKey| -> Result<Option<Option<EntryLock>>> {
+        match disk {
+            None => Ok(Some(None)),
+            Some(d) if wait => d.lock(key).map(|l| Some(Some(l))),
+            Some(d) => d.try_lock(key).map(|l| l.map(Some)),
+        }
+    };
+    let (Some(prelude), [_, _, ..]) = (prelude, members) else {
+        let mut out = Vec::new();
+        for m in members {
+            let Some(_lock) = lock(&kernel_key(tc, m, arch))? else {
+                return Ok(None);
+            };
+            out.push(alone(tc, disk, dump, m, arch)?);
+        }
+        return Ok(Some(out));
     };
     let texts: Vec<&str> = members.iter().map(|m| m.text.as_str()).collect();
-    let program = pgas_codegen::batch(prelude, &texts).ok_or_else(|| Error::Launch {
+    let program = pgas_codegen::batch(prelude.text(), &texts).ok_or_else(|| Error::Launch {
         kernel: members[0].display.clone(),
         reason: "a batched source does not start with its prelude".to_owned(),
     })?;
-    let name = "pgas_batch";
-    let key = tc.cache_key(&program, name, arch);
-    // PEs of one node asking for the same batch: one compiles, the others wait and load it.
-    let _lock = disk.map(|d| d.lock(&key)).transpose()?;
+    let key = tc.cache_key(&program, "pgas_batch", arch);
+    let Some(_lock) = lock(&key)? else {
+        return Ok(None);
+    };
     let cached = match disk {
         Some(d) => lookup(d, &key)?,
         None => None,
@@ -155,10 +171,12 @@ pub(crate) fn compile(
                 image
             }
             Err(Error::Compile { .. }) => {
-                return members
-                    .iter()
-                    .map(|m| alone(tc, disk, dump, m, arch))
-                    .collect();
+                let mut out = Vec::new();
+                for m in members {
+                    let _lock = disk.map(|d| d.lock(&kernel_key(tc, m, arch))).transpose()?;
+                    out.push(alone(tc, disk, dump, m, arch)?);
+                }
+                return Ok(Some(out));
             }
             Err(e) => return Err(e),
         },
@@ -170,11 +188,11 @@ pub(crate) fn compile(
             d.store(&kernel_key(tc, m, arch), &link)?;
         }
     }
-    Ok(members.iter().map(|_| Ok(image.clone())).collect())
+    Ok(Some(members.iter().map(|_| Ok(image.clone())).collect()))
 }
 
 /// One kernel compiled on its own (a raw kernel, a batch of one, or a member of a batch NVRTC
-/// rejected), cached under its own key.
+/// rejected), cached under its own key; the caller holds the key's lock.
 fn alone(
     tc: &Toolchain,
     disk: Option<&DiskCache>,
@@ -183,7 +201,6 @@ fn alone(
     arch: (u32, u32),
 ) -> Result<Result<Image>> {
     let key = kernel_key(tc, src, arch);
-    let _lock = disk.map(|d| d.lock(&key)).transpose()?;
     if let Some(image) = disk.map(|d| lookup(d, &key)).transpose()?.flatten() {
         return Ok(Ok(image));
     }
@@ -266,7 +283,7 @@ mod tests {
         let c = spec("batch_c", "if (n > 1) x[1] = x[0];");
         let members = [&a, &b, &c];
         let prelude = prelude_of(&a);
-        assert_eq!(prelude, Some(pgas_codegen::PRELUDE_P2P));
+        assert_eq!(prelude, Some(Prelude::P2p));
         // Two PEs building the same batch into one cache at once: both succeed, and the entries
         // they leave are whole.
         let outcomes: Vec<Vec<Result<Image>>> = std::thread::scope(|s| {
@@ -274,7 +291,9 @@ mod tests {
                 .map(|_| {
                     s.spawn(|| {
                         let disk = DiskCache::open(&dir).unwrap();
-                        compile(&tc, Some(&disk), None, prelude, &members, ARCH).unwrap()
+                        compile(&tc, Some(&disk), None, prelude, &members, ARCH, true)
+                            .unwrap()
+                            .unwrap()
                     })
                 })
                 .collect();
@@ -329,7 +348,17 @@ mod tests {
         let bad1 = spec("batch_bad1", "x[0] = undefined_one;");
         let bad2 = spec("batch_bad2", "\n\nx[0] = undefined_two;");
         let members = [&bad1, &good, &bad2];
-        let out = compile(&tc, Some(&disk), None, prelude_of(&good), &members, ARCH).unwrap();
+        let out = compile(
+            &tc,
+            Some(&disk),
+            None,
+            prelude_of(&good),
+            &members,
+            ARCH,
+            true,
+        )
+        .unwrap()
+        .unwrap();
         let err = |r: &Result<Image>| match r {
             Err(Error::Compile {
                 kernel, location, ..
@@ -364,19 +393,20 @@ mod tests {
     }
 
     #[test]
-    fn point_to_point_kernels_batch_and_collective_ones_spread_over_the_cores() {
-        let p2p = Some(pgas_codegen::PRELUDE_P2P);
-        let full = Some(pgas_codegen::PRELUDE);
-        let sizes = |p, n, cores| -> Vec<usize> {
-            chunks(p, (0..n).collect::<Vec<_>>(), cores)
+    fn programs_are_cut_among_the_node_pes() {
+        let p2p = Some(Prelude::P2p);
+        let full = Some(Prelude::Full);
+        let sizes = |p, n, node_pes| -> Vec<usize> {
+            chunks(p, (0..n).collect::<Vec<_>>(), node_pes)
                 .iter()
                 .map(Vec::len)
                 .collect()
         };
-        assert_eq!(sizes(p2p, 34, 16), [8, 8, 8, 8, 2]);
+        assert_eq!(sizes(p2p, 34, 1), [34]);
         assert_eq!(sizes(p2p, 34, 2), [17, 17]);
-        assert_eq!(sizes(p2p, 3, 16), [3]);
-        assert_eq!(sizes(full, 12, 16), [1; 12]);
+        assert_eq!(sizes(p2p, 34, 8), [8, 8, 8, 8, 2]);
+        assert_eq!(sizes(p2p, 3, 4), [3]);
+        assert_eq!(sizes(full, 12, 1), [12]);
         assert_eq!(sizes(full, 12, 4), [3, 3, 3, 3]);
         assert_eq!(sizes(None, 3, 1), [1, 1, 1]);
         assert!(sizes(full, 0, 8).is_empty());

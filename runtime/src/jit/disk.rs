@@ -187,30 +187,46 @@ impl DiskCache {
     /// a process that waited on the removed file and one that creates a new one may then both
     /// build, which only costs time (entries are written atomically).
     pub fn lock(&self, key: &CacheKey) -> Result<EntryLock> {
+        self.flock(key, true)
+            .map(|l| l.expect("a blocking lock is always taken"))
+    }
+
+    /// [`DiskCache::lock`] without waiting: `None` while another holder has it.
+    pub fn try_lock(&self, key: &CacheKey) -> Result<Option<EntryLock>> {
+        self.flock(key, false)
+    }
+
+    fn flock(&self, key: &CacheKey, wait: bool) -> Result<Option<EntryLock>> {
         use std::os::fd::AsRawFd;
         let path = self.dir.join(format!(".{}.lock", key.file_name()));
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
+        let open = || {
+            fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+        };
+        let file = open()
             .or_else(|e| match e.kind() {
-                io::ErrorKind::NotFound => {
-                    fs::create_dir_all(&self.dir)?;
-                    fs::OpenOptions::new()
-                        .create(true)
-                        .truncate(false)
-                        .write(true)
-                        .open(&path)
-                }
+                // The directory was removed while in use: recreate it.
+                io::ErrorKind::NotFound => fs::create_dir_all(&self.dir).and_then(|_| open()),
                 _ => Err(e),
             })
             .map_err(|e| self.err("creating a lock file", e))?;
+        let op = if wait {
+            libc::LOCK_EX
+        } else {
+            libc::LOCK_EX | libc::LOCK_NB
+        };
         // SAFETY: flock on a file descriptor this function owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(self.err("locking an entry", io::Error::last_os_error()));
+        if unsafe { libc::flock(file.as_raw_fd(), op) } != 0 {
+            let e = io::Error::last_os_error();
+            if !wait && e.kind() == io::ErrorKind::WouldBlock {
+                return Ok(None);
+            }
+            return Err(self.err("locking an entry", e));
         }
-        Ok(EntryLock { path, _file: file })
+        Ok(Some(EntryLock { path, _file: file }))
     }
 
     fn tmp_path(&self, stem: &str) -> PathBuf {
@@ -290,7 +306,12 @@ mod tests {
         let dir = tmpdir("lock");
         let cache = DiskCache::open(&dir).unwrap();
         let first = cache.lock(&key(1)).unwrap();
-        let other_key = cache.lock(&key(2)).unwrap();
+        assert!(
+            cache.try_lock(&key(1)).unwrap().is_none(),
+            "held: try_lock gives up"
+        );
+        let other_key = cache.try_lock(&key(2)).unwrap();
+        assert!(other_key.is_some(), "another entry's lock is free");
         drop(other_key);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {

@@ -14,6 +14,7 @@ use super::source::Source;
 use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
 use crate::kernel::{Variant, MAX_COMPTIME};
+use pgas_codegen::Prelude;
 
 /// Which kernel a cached function belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -90,45 +91,15 @@ pub(crate) trait ModuleHooks: Sync {
 /// kernels takes seconds, and should say what it is doing).
 const PROGRESS_MIN: usize = 4;
 
-/// Runs `work` on every item with at most one thread per core, keeping the items' order.
-fn run_bounded<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    if items.len() <= 1 {
-        return items.iter().map(&work).collect();
-    }
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(items.len());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut out: Vec<(usize, R)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(item) = items.get(i) else {
-                            return done;
-                        };
-                        done.push((i, work(item)));
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    out.sort_by_key(|(i, _)| *i);
-    out.into_iter().map(|(_, r)| r).collect()
-}
-
 /// Where kernels are loaded: a context, its JIT state and its NVSHMEM (if any).
 pub(crate) struct Target<'a> {
     pub ctx: &'a Arc<CudaContext>,
     pub jit: &'a JitState,
-    /// `None` only for [`crate::jit::Bare`], which runs kernels that do not call NVSHMEM.
+    /// `None` only for [`crate::launch::Bare`], which runs kernels that do not call NVSHMEM.
     pub nvshmem: Option<&'a dyn ModuleHooks>,
+    /// The PEs on this node (1 without NVSHMEM): they share the kernel cache, and each compiles
+    /// its share of a first run's programs (see [`batch::chunk_size`]).
+    pub node_pes: usize,
 }
 
 /// One kernel [`JitState::build`] is asked for: its key, and how to make its source (called only
@@ -264,7 +235,7 @@ impl JitState {
 
         // Each pending kernel: from the disk cache, or into its prelude's group.
         let mut found: Vec<(usize, Source, batch::Image)> = Vec::new();
-        let mut by_prelude: Vec<(Option<&'static str>, Vec<(usize, Source)>)> = Vec::new();
+        let mut by_prelude: Vec<(Option<Prelude>, Vec<(usize, Source)>)> = Vec::new();
         for (i, w) in wants.iter().enumerate() {
             if results[i].is_some() {
                 continue;
@@ -287,11 +258,10 @@ impl JitState {
                 None => by_prelude.push((prelude, vec![(i, src)])),
             }
         }
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let groups: Vec<(Option<&'static str>, Vec<(usize, Source)>)> = by_prelude
+        let groups: Vec<(Option<Prelude>, Vec<(usize, Source)>)> = by_prelude
             .into_iter()
             .flat_map(|(prelude, members)| {
-                batch::chunks(prelude, members, cores)
+                batch::chunks(prelude, members, target.node_pes)
                     .into_iter()
                     .map(move |c| (prelude, c))
             })
@@ -300,38 +270,55 @@ impl JitState {
         let total: usize = groups.iter().map(|(_, m)| m.len()).sum();
         let progress = total >= PROGRESS_MIN;
         let started = std::time::Instant::now();
-        let compiled = run_bounded(&groups, |(prelude, members)| {
-            if progress {
-                eprintln!(
-                    "pgas: JIT: compiling {} kernel(s) ({}) as one NVRTC program",
-                    members.len(),
-                    batch::prelude_name(*prelude)
-                );
+        // NVRTC runs one compile at a time per process, so programs are compiled one after the
+        // other. A first pass skips the programs another process holds (a PE of this node
+        // compiling the same kernels); the second waits for those and then finds them cached.
+        let n_programs = groups.len();
+        let mut outcomes: Vec<Option<Vec<Result<batch::Image>>>> =
+            groups.iter().map(|_| None).collect();
+        for wait in [false, true] {
+            for (g, (prelude, members)) in groups.iter().enumerate() {
+                if outcomes[g].is_some() {
+                    continue;
+                }
+                let t = std::time::Instant::now();
+                let _span = tracing::info_span!(
+                    "pgas.compile_batch",
+                    kernels = members.len(),
+                    prelude = batch::prelude_name(*prelude)
+                )
+                .entered();
+                let sources: Vec<&Source> = members.iter().map(|(_, s)| s).collect();
+                let out = batch::compile(
+                    &tc,
+                    disk.as_deref(),
+                    dump.as_deref(),
+                    *prelude,
+                    &sources,
+                    arch,
+                    wait,
+                )?;
+                if let (Some(_), true) = (&out, progress) {
+                    eprintln!(
+                        "pgas: JIT: program {}/{n_programs}: {} kernel(s), {}, {:.2} s",
+                        g + 1,
+                        members.len(),
+                        batch::prelude_name(*prelude),
+                        t.elapsed().as_secs_f64()
+                    );
+                }
+                outcomes[g] = out;
             }
-            let _span = tracing::info_span!(
-                "pgas.compile_batch",
-                kernels = members.len(),
-                prelude = batch::prelude_name(*prelude)
-            )
-            .entered();
-            let sources: Vec<&Source> = members.iter().map(|(_, s)| s).collect();
-            batch::compile(
-                &tc,
-                disk.as_deref(),
-                dump.as_deref(),
-                *prelude,
-                &sources,
-                arch,
-            )
-        });
+        }
         if progress {
             eprintln!(
-                "pgas: JIT: {total} kernel(s) compiled in {:.2} s",
+                "pgas: JIT: {total} kernel(s) compiled or loaded in {:.2} s",
                 started.elapsed().as_secs_f64()
             );
         }
-        for ((_, members), outcome) in groups.into_iter().zip(compiled) {
-            for ((i, src), image) in members.into_iter().zip(outcome?) {
+        for ((_, members), outcome) in groups.into_iter().zip(outcomes) {
+            let outcome = outcome.expect("the waiting pass builds every program");
+            for ((i, src), image) in members.into_iter().zip(outcome) {
                 match image {
                     Ok(image) => found.push((i, src, image)),
                     Err(e) => results[i] = Some(Err(e)),

@@ -53,6 +53,7 @@ impl Bare {
             ctx: &self.ctx,
             jit: &self.jit,
             nvshmem: None,
+            node_pes: 1,
         }
     }
 
