@@ -74,14 +74,14 @@ pub(crate) fn prelude_of(src: &Source) -> Option<Prelude> {
 /// node PE, except that point-to-point and barrier kernels, whose cost is mostly the header
 /// parse (1.4-1.9 s, then a fraction of a second per kernel), keep at least 8 a program.
 /// Full-prelude kernels (a device collective) cost mostly NVVM and ptxas on NVSHMEM's collective
-/// code (a kernel with `reduce_block`: 14.7 s on an H200, 3.4 s of it the front end), so they are
-/// cut as finely as the PEs allow. Raw kernels compile alone.
+/// code (a kernel with `reduce_block`: 14.7 s on an H200, 3.4 s of it the front end), and in one
+/// program that cost grows faster than the kernels do (4 of the GPU suite's collective kernels in
+/// one program: over 230 s; 12 alone: 217 s in all, gpu-report runs 7 and 9), so each compiles
+/// alone. Raw kernels compile alone.
 pub(crate) fn chunk_size(prelude: Option<Prelude>, n: usize, node_pes: usize) -> usize {
-    let spread = n.div_ceil(node_pes.max(1)).max(1);
     match prelude {
-        Some(Prelude::P2p | Prelude::Barrier) => spread.max(MIN_BATCH),
-        Some(Prelude::Full) => spread,
-        None => 1,
+        Some(Prelude::P2p | Prelude::Barrier) => n.div_ceil(node_pes.max(1)).max(MIN_BATCH),
+        Some(Prelude::Full) | None => 1,
     }
 }
 
@@ -406,8 +406,8 @@ mod tests {
         assert_eq!(sizes(p2p, 34, 2), [17, 17]);
         assert_eq!(sizes(p2p, 34, 8), [8, 8, 8, 8, 2]);
         assert_eq!(sizes(p2p, 3, 4), [3]);
-        assert_eq!(sizes(full, 12, 1), [12]);
-        assert_eq!(sizes(full, 12, 4), [3, 3, 3, 3]);
+        assert_eq!(sizes(full, 3, 1), [1, 1, 1]);
+        assert_eq!(sizes(full, 3, 4), [1, 1, 1]);
         assert_eq!(sizes(None, 3, 1), [1, 1, 1]);
         assert!(sizes(full, 0, 8).is_empty());
     }
