@@ -163,7 +163,6 @@ fn every_corpus_kernel_compiles_without_warnings() {
     // One program per prelude: NVRTC runs one compile at a time in a process (docs/jit.md), so
     // more programs would only parse the headers again.
     let mut jobs = Vec::new();
-    let mut specs = specs;
     for prelude in Prelude::ALL {
         let (group, rest): (Vec<Spec>, Vec<Spec>) =
             specs.into_iter().partition(|s| s.prelude == prelude);

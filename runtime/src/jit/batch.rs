@@ -340,6 +340,60 @@ mod tests {
     }
 
     #[test]
+    fn a_program_another_pe_holds_is_skipped_then_waited_for_and_found_cached() {
+        let tc = toolchain();
+        let dir = tmpdir("held");
+        let disk = DiskCache::open(&dir).unwrap();
+        let a = spec("held_a", "if (n) x[0] = 4.0f;");
+        let b = spec("held_b", "if (n) x[0] = 5.0f;");
+        let members = [&a, &b];
+        let texts = [a.text.as_str(), b.text.as_str()];
+        let program = pgas_codegen::batch(Prelude::P2p.text(), &texts).unwrap();
+        let key = tc.cache_key(&program, "pgas_batch", ARCH);
+        // Another PE holds the program's lock while it compiles it.
+        let other = disk.lock(&key).unwrap();
+        let skipped = compile(
+            &tc,
+            Some(&disk),
+            None,
+            Some(Prelude::P2p),
+            &members,
+            ARCH,
+            false,
+        );
+        assert!(
+            skipped.unwrap().is_none(),
+            "the first pass leaves a held program alone"
+        );
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                compile(
+                    &tc,
+                    Some(&disk),
+                    None,
+                    Some(Prelude::P2p),
+                    &members,
+                    ARCH,
+                    true,
+                )
+                .unwrap()
+                .unwrap()
+            });
+            // The other PE stores the program, then releases it: the waiter must load that
+            // entry (recognizable by its bytes) rather than compile the program again.
+            let marker = b"\x7fELF stored by the other PE".to_vec();
+            disk.store(&key, &marker).unwrap();
+            drop(other);
+            let got = waiter.join().unwrap();
+            for r in got {
+                let image = r.unwrap();
+                assert_eq!((image.key, &image.cubin[..]), (key, &marker[..]));
+            }
+        });
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn a_rejected_batch_names_every_failing_kernel_and_builds_the_others() {
         let tc = toolchain();
         let dir = tmpdir("bad");

@@ -87,6 +87,10 @@ pub(crate) trait ModuleHooks: Sync {
     fn cumodule_finalize(&self, module: sys::CUmodule) -> i32;
 }
 
+/// Kernels compiled together: their prelude (`None`: a raw kernel) and, for each, the index of
+/// its [`Want`] and its source.
+type Program = (Option<Prelude>, Vec<(usize, Source)>);
+
 /// A build compiling at least this many kernels prints a line per batch (a first run of many
 /// kernels takes seconds, and should say what it is doing).
 const PROGRESS_MIN: usize = 4;
@@ -235,7 +239,7 @@ impl JitState {
 
         // Each pending kernel: from the disk cache, or into its prelude's group.
         let mut found: Vec<(usize, Source, batch::Image)> = Vec::new();
-        let mut by_prelude: Vec<(Option<Prelude>, Vec<(usize, Source)>)> = Vec::new();
+        let mut by_prelude: Vec<Program> = Vec::new();
         for (i, w) in wants.iter().enumerate() {
             if results[i].is_some() {
                 continue;
@@ -258,7 +262,7 @@ impl JitState {
                 None => by_prelude.push((prelude, vec![(i, src)])),
             }
         }
-        let groups: Vec<(Option<Prelude>, Vec<(usize, Source)>)> = by_prelude
+        let groups: Vec<Program> = by_prelude
             .into_iter()
             .flat_map(|(prelude, members)| {
                 batch::chunks(prelude, members, target.node_pes)
