@@ -16,6 +16,7 @@
 
 mod amo;
 mod collectives;
+mod host_collectives;
 mod intrinsics;
 mod launch;
 mod math;
@@ -56,6 +57,7 @@ fn main() -> ExitCode {
         amo::CASES,
         sync::CASES,
         collectives::CASES,
+        host_collectives::CASES,
         peer::CASES,
         launch::CASES,
         tensor::CASES,
