@@ -75,3 +75,39 @@ fn an_unknown_option_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("usage: pgas doctor"));
 }
+
+#[test]
+fn info_prints_the_versions_it_finds() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pgas"))
+        .arg("info")
+        .output()
+        .expect("the pgas binary runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.starts_with(&format!("pgas {}\n", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    for line in ["NVSHMEM", "NVRTC", "CUDA driver", "kernel cache"] {
+        assert!(text.contains(line), "no {line} line:\n{text}");
+    }
+    if std::env::var_os("PGAS_NVSHMEM_HOME").is_some() {
+        // CI's pinned wheel: NVSHMEM 3.4.5, which implements OpenSHMEM 1.3.
+        assert!(text.contains("NVSHMEM 3.4.5 (OpenSHMEM 1.3) at"), "{text}");
+    }
+    if std::env::var_os("PGAS_CUDA_HOME").is_some() {
+        assert!(text.contains("NVRTC 13."), "{text}");
+    }
+    if pgas::gpu_count().is_err() {
+        assert!(text.contains("CUDA driver: no CUDA driver"), "{text}");
+    }
+    let bad = Command::new(env!("CARGO_BIN_EXE_pgas"))
+        .args(["info", "--bogus"])
+        .output()
+        .expect("the pgas binary runs");
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "an unknown argument is a usage error"
+    );
+}

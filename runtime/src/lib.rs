@@ -8,7 +8,7 @@
 //! The modules are layers that only import downwards (`docs/internals.md`; a test keeps it so):
 //! `error`, `ffi`, `nvshmem`, `device` -> `bootstrap`, `heap` -> `kernel` (what a kernel is) ->
 //! `jit` (compile, cache, load) -> `context` (the `Pgas` handle, memory, teams) -> `launch`
-//! (checks and the driver call) -> `doctor`, `launcher`, `prelude`.
+//! (checks and the driver call) -> `doctor`, `info`, `launcher`, `prelude`.
 
 pub mod bootstrap;
 mod context;
@@ -17,6 +17,7 @@ pub mod doctor;
 mod error;
 pub mod ffi;
 pub mod heap;
+pub mod info;
 pub mod jit;
 pub mod kernel;
 pub mod launch;

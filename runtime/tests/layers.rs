@@ -8,7 +8,7 @@
 //! | 3 jit | `jit` | specialize, compile, cache, load |
 //! | 4 context | `context` | init, the `Pgas` handle, symmetric memory, teams, host RMA and collectives |
 //! | 5 launch | `launch` | launch geometry, checks and the driver call; prewarm, raw kernels |
-//! | 6 tools | `doctor`, `launcher`, `prelude` | the CLI's checks, `pgas-run`, re-exports |
+//! | 6 tools | `doctor`, `info`, `launcher`, `prelude` | the CLI's checks and versions, `pgas-run`, re-exports |
 //!
 //! This test reads every `crate::` and `super::` path in `runtime/src` and fails on an import into a
 //! higher layer, or on any loop among the files (a module reaching a sibling through its parent's
@@ -29,6 +29,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("context", 4),
     ("launch", 5),
     ("doctor", 6),
+    ("info", 6),
     ("launcher", 6),
     ("prelude", 6),
 ];

@@ -1,15 +1,22 @@
-//! `pgas`: the project's command-line tool. Subcommands: `doctor` (more to come).
+//! `pgas`: the project's command-line tool. Subcommands: `doctor`, `info`.
 
 use std::process::ExitCode;
 
 /// One entry per subcommand: name, one-line help, handler (gets the remaining arguments).
 type Subcommand = (&'static str, &'static str, fn(&[String]) -> ExitCode);
 
-const SUBCOMMANDS: &[Subcommand] = &[(
-    "doctor",
-    "check the driver, GPUs, NVRTC, NVSHMEM, MPI and bootstrap, with a fix for each missing piece",
-    doctor,
-)];
+const SUBCOMMANDS: &[Subcommand] = &[
+    (
+        "doctor",
+        "check the driver, GPUs, NVRTC, NVSHMEM, MPI and bootstrap, with a fix for each missing piece",
+        doctor,
+    ),
+    (
+        "info",
+        "print the versions of pgas, NVSHMEM (and its OpenSHMEM spec), NVRTC and the CUDA driver",
+        info,
+    ),
+];
 
 fn usage() -> String {
     let mut s = String::from("usage: pgas <command> [args]\n\ncommands:\n");
@@ -35,6 +42,15 @@ fn doctor(args: &[String]) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+fn info(args: &[String]) -> ExitCode {
+    if !args.is_empty() {
+        eprintln!("usage: pgas info");
+        return ExitCode::from(2);
+    }
+    print!("{}", pgas::info::info());
+    ExitCode::SUCCESS
 }
 
 fn main() -> ExitCode {

@@ -30,6 +30,7 @@ mod tensor;
 mod traps;
 mod types;
 mod util;
+mod versions;
 
 use std::process::ExitCode;
 
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         sync::CASES,
         collectives::CASES,
         host_collectives::CASES,
+        versions::CASES,
         peer::CASES,
         launch::CASES,
         tensor::CASES,

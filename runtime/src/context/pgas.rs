@@ -299,6 +299,16 @@ impl Pgas {
         self.inner.nvshmem
     }
 
+    /// The running NVSHMEM library's version, `(major, minor, patch)`.
+    pub fn nvshmem_version(&self) -> (u32, u32, u32) {
+        self.inner.nvshmem.version()
+    }
+
+    /// The OpenSHMEM specification version that NVSHMEM implements, `(major, minor)`.
+    pub fn spec_version(&self) -> (u32, u32) {
+        self.inner.nvshmem.spec_version()
+    }
+
     /// The NVSHMEM install in use (its headers are what the JIT compiles against).
     pub fn install(&self) -> &NvshmemInstall {
         &self.inner.install

@@ -13,6 +13,7 @@ pub struct Nvshmem {
     host: NvshmemHost,
     path: PathBuf,
     version: Version,
+    spec_version: (u32, u32),
 }
 
 impl fmt::Debug for Nvshmem {
@@ -20,6 +21,7 @@ impl fmt::Debug for Nvshmem {
         f.debug_struct("Nvshmem")
             .field("path", &self.path)
             .field("version", &self.version)
+            .field("spec_version", &self.spec_version)
             .finish()
     }
 }
@@ -56,19 +58,28 @@ impl Nvshmem {
         let host =
             unsafe { NvshmemHost::from_library(lib) }.map_err(|e| load_err(e.to_string()))?;
         let (mut major, mut minor, mut patch) = (0, 0, 0);
-        // Safe to call before init: it only reports compile-time constants of the library.
+        // Safe to call before init: both only report compile-time constants of the library
+        // (OpenSHMEM allows shmem_info_get_version at any time).
         unsafe { host.nvshmemx_vendor_get_version_info(&mut major, &mut minor, &mut patch) };
         let version = (major as u32, minor as u32, patch as u32);
+        let (mut spec_major, mut spec_minor) = (0, 0);
+        unsafe { host.nvshmem_info_get_version(&mut spec_major, &mut spec_minor) };
         Ok(Nvshmem {
             host,
             path: path.to_path_buf(),
             version,
+            spec_version: (spec_major as u32, spec_minor as u32),
         })
     }
 
-    /// The library's own version.
+    /// The library's own version (`nvshmemx_vendor_get_version_info`).
     pub fn version(&self) -> Version {
         self.version
+    }
+
+    /// The OpenSHMEM specification version the library implements (`nvshmem_info_get_version`).
+    pub fn spec_version(&self) -> (u32, u32) {
+        self.spec_version
     }
 
     /// Path of the loaded library.
