@@ -23,9 +23,19 @@ pub struct Prewarm<'a> {
 /// [`Error::Kernels`], one entry per failing kernel (its Rust name and, for a compile error, its
 /// Rust line), or the one failure when just one kernel fails.
 pub fn prewarm(pgas: &Pgas, kernels: &[Prewarm<'_>]) -> Result<()> {
-    let keys: Vec<FnKey> = kernels.iter().map(key).collect::<Result<_>>()?;
-    let sources: Vec<Box<dyn Fn() -> Source + '_>> = kernels
-        .iter()
+    // A kernel listed twice is built once (twice in one NVRTC program would be a duplicate
+    // symbol).
+    let mut keys: Vec<FnKey> = Vec::with_capacity(kernels.len());
+    let mut unique: Vec<&Prewarm<'_>> = Vec::with_capacity(kernels.len());
+    for k in kernels {
+        let key = key(k)?;
+        if !keys.contains(&key) {
+            keys.push(key);
+            unique.push(k);
+        }
+    }
+    let sources: Vec<Box<dyn Fn() -> Source + '_>> = unique
+        .into_iter()
         .map(|k| {
             Box::new(move || spec_source(k.spec, k.variant, k.comptime)) as Box<dyn Fn() -> Source>
         })
