@@ -222,6 +222,9 @@ __device__ __forceinline__ void pgas_require_whole_warps(int line) {
         if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
             printf(\"%s:%d: this kernel uses warp-wide tensor-core instructions (mma_sync, ldmatrix_*) and needs whole warps, but its block has %u threads, not a multiple of 32\\n\", PGAS_RUST_FILE, line, threads);
         }
+        // Every thread traps only after the report is written: a trap in another warp first
+        // would end the grid before thread 0's printf (the block-wide condition is uniform).
+        __syncthreads();
         __trap();
     }
 }
