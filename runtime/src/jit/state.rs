@@ -95,6 +95,19 @@ type Program = (Option<Prelude>, Vec<(usize, Source)>);
 /// kernels takes seconds, and should say what it is doing).
 const PROGRESS_MIN: usize = 4;
 
+/// What a progress line says a program holds: its kernels by Rust name when there are few (a
+/// slow program then names its culprit), else their number.
+fn program_members(sources: &[&Source]) -> String {
+    match sources {
+        [one] => format!("1 kernel ({})", one.display),
+        few if few.len() <= 3 => {
+            let names: Vec<&str> = few.iter().map(|s| s.display.as_str()).collect();
+            format!("{} kernels ({})", few.len(), names.join(", "))
+        }
+        many => format!("{} kernels", many.len()),
+    }
+}
+
 /// Where kernels are loaded: a context, its JIT state and its NVSHMEM (if any).
 pub(crate) struct Target<'a> {
     pub ctx: &'a Arc<CudaContext>,
@@ -304,9 +317,9 @@ impl JitState {
                 )?;
                 if let (Some(_), true) = (&out, progress) {
                     eprintln!(
-                        "pgas: JIT: program {}/{n_programs}: {} kernel(s), {}, {:.2} s",
+                        "pgas: JIT: program {}/{n_programs}: {}, {}, {:.2} s",
                         g + 1,
-                        members.len(),
+                        program_members(&sources),
                         batch::prelude_name(*prelude),
                         t.elapsed().as_secs_f64()
                     );
@@ -454,4 +467,26 @@ impl Drop for JitState {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(name: &str) -> Source {
+        Source {
+            display: name.to_owned(),
+            cuda_name: format!("pgas_{name}"),
+            text: String::new(),
+            batchable: true,
+        }
+    }
+
+    #[test]
+    fn progress_names_the_kernels_of_small_programs() {
+        let (a, b, c, d) = (source("a"), source("b"), source("c"), source("d"));
+        assert_eq!(program_members(&[&a]), "1 kernel (a)");
+        assert_eq!(program_members(&[&a, &b, &c]), "3 kernels (a, b, c)");
+        assert_eq!(program_members(&[&a, &b, &c, &d]), "4 kernels");
+    }
 }
