@@ -7,6 +7,7 @@
 
 use crate::check::is_simple_value;
 use crate::intrinsics::{self, Arg, Count, Intrinsic, Ret, Scope};
+use crate::nvcall;
 use crate::ir::*;
 use crate::prelude::{Prelude, CHECK_SUPPORT, CHECK_TENSOR_SUPPORT, SUPPORT, TENSOR_SUPPORT};
 use crate::types::{Scalar, Ty};
@@ -82,6 +83,7 @@ pub fn emit_source(
         max_threads,
         full_warp: uses.full_warp,
         cur_line: None,
+        wrappers: Default::default(),
     };
     // The source starts with its prelude (docs/internals.md), so tools can split on it.
     e.raw_block(uses.prelude.text());
@@ -103,6 +105,8 @@ pub fn emit_source(
             e.raw_block(CHECK_TENSOR_SUPPORT);
         }
     }
+    // The wrappers of the NVSHMEM calls go here, once the functions below say which.
+    let wrappers_at = e.out.len();
     for h in helpers {
         let sig = e.signature(h);
         e.raw(&format!("{sig};"));
@@ -111,6 +115,16 @@ pub fn emit_source(
         e.function(h);
     }
     e.function(kernel);
+    if !e.wrappers.is_empty() {
+        let mut block = format!("{}\n", nvcall::WRAPPERS_BEGIN);
+        for def in e.wrappers.values() {
+            block.push_str(def);
+            block.push('\n');
+        }
+        block.push_str(nvcall::WRAPPERS_END);
+        block.push('\n');
+        e.out.insert_str(wrappers_at, &block);
+    }
     e.out
 }
 
@@ -125,6 +139,8 @@ struct Emitter {
     full_warp: bool,
     /// The Rust line the next output line maps to, once a `#line` has been written.
     cur_line: Option<usize>,
+    /// The NVSHMEM call wrappers the source uses, by name, as inline definitions.
+    wrappers: std::collections::BTreeMap<String, String>,
 }
 
 /// Where a value computed by statements goes.
@@ -839,7 +855,34 @@ impl Emitter {
             .and_then(|s| intrinsics::type_text(row, s))
             .unwrap_or("");
         let c_text = elem.map(|s| s.c_type()).unwrap_or("");
-        let call = expand_template(row.cuda, &texts, &lens, &count, t_text, c_text, op);
+        let call = if nvcall::wraps(row) {
+            // Through the row's wrapper (nvcall.rs), so the source also compiles link-time.
+            let w = nvcall::wrapper(row, elem, op);
+            let values: Vec<String> = w
+                .keys
+                .iter()
+                .map(|key| match key.split_once('.') {
+                    _ if key == "n" => count.clone(),
+                    Some((i, "len")) => i
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|i| lens.get(i).cloned())
+                        .unwrap_or_default(),
+                    _ => key
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|i| texts.get(i).cloned())
+                        .unwrap_or_default(),
+                })
+                .collect();
+            let call = format!("{}({})", w.name, values.join(", "));
+            self.wrappers
+                .entry(w.name.clone())
+                .or_insert_with(|| w.inline_definition());
+            call
+        } else {
+            expand_template(row.cuda, &texts, &lens, &count, t_text, c_text, op)
+        };
         if self.checked && row.scope == Scope::FullWarp {
             format!("(pgas_check_full_warp({line}), {call})")
         } else {
@@ -875,7 +918,7 @@ fn bare(x: &str) -> &str {
 }
 
 /// Substitute `{0}`, `{0.len}`, `{n}`, `{T}`, `{C}`, `{op}` in a row's CUDA template.
-fn expand_template(
+pub(crate) fn expand_template(
     template: &str,
     args: &[String],
     lens: &[String],
