@@ -63,3 +63,53 @@ pub(crate) fn get(
         .insert(key, ir.clone());
     Ok(ir)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn key(tag: &str) -> CacheKey {
+        CacheKey::new(tag, "pgas_nvshmem_library_test", &[], (13, 0), "3.4.5", (9, 0))
+    }
+
+    #[test]
+    fn the_library_is_built_once_then_found_and_a_damaged_copy_is_rebuilt() {
+        let dir = std::env::temp_dir().join(format!("pgas-library-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let disk = DiskCache::open(&dir).unwrap();
+        let builds = Cell::new(0);
+        let build = |bytes: &'static [u8]| {
+            let builds = &builds;
+            move || {
+                builds.set(builds.get() + 1);
+                Ok(bytes.to_vec())
+            }
+        };
+
+        // Not on disk: built and stored; then this process has it in memory.
+        let k = key(&format!("fresh {}", std::process::id()));
+        let ir = get(k, Some(&disk), Prelude::P2p, build(b"LTO-IR one")).unwrap();
+        assert_eq!((&*ir, builds.get()), (&b"LTO-IR one"[..], 1));
+        assert!(matches!(disk.load(&k).unwrap(), Lookup::Hit(b) if b == b"LTO-IR one"));
+        let again = get(k, Some(&disk), Prelude::P2p, build(b"other")).unwrap();
+        assert_eq!((&*again, builds.get()), (&b"LTO-IR one"[..], 1));
+
+        // Another process stored it: loaded from disk, not built.
+        let k = key(&format!("stored {}", std::process::id()));
+        disk.store(&k, b"LTO-IR two").unwrap();
+        let ir = get(k, Some(&disk), Prelude::Barrier, build(b"other")).unwrap();
+        assert_eq!((&*ir, builds.get()), (&b"LTO-IR two"[..], 1));
+
+        // A truncated copy fails its checksum: rebuilt and stored whole.
+        let k = key(&format!("truncated {}", std::process::id()));
+        disk.store(&k, b"LTO-IR three, long enough to cut").unwrap();
+        let path = disk.path(&k);
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 7]).unwrap();
+        let ir = get(k, Some(&disk), Prelude::P2p, build(b"LTO-IR rebuilt")).unwrap();
+        assert_eq!((&*ir, builds.get()), (&b"LTO-IR rebuilt"[..], 2));
+        assert!(matches!(disk.load(&k).unwrap(), Lookup::Hit(b) if b == b"LTO-IR rebuilt"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
