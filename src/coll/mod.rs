@@ -257,6 +257,42 @@ impl Comm {
         op: ReduceOp,
         algorithm: Algorithm,
     ) -> Result<Algorithm> {
+        let src = Region::<T>::of(src);
+        self.reduce_into(stream, dst, &src, op, algorithm)
+    }
+
+    /// All-reduce of `x` into itself, on the context's stream (two-shot or NVSHMEM's: one-shot
+    /// cannot run in place).
+    pub fn all_reduce_in_place<T: AllReduceElem>(
+        &mut self,
+        x: &mut impl SymRegion<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let stream = self.pgas.stream().clone();
+        self.all_reduce_in_place_on(&stream, x, op, algorithm)
+    }
+
+    /// [`Comm::all_reduce_in_place`] on `stream`.
+    pub fn all_reduce_in_place_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        x: &mut impl SymRegion<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let src = Region::<T>::of(&*x);
+        self.reduce_into(stream, x, &src, op, algorithm)
+    }
+
+    fn reduce_into<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &Region<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
         let rank = self.rank.ok_or_else(|| Error::InvalidConfig {
             name: "team",
             value: format!("{}", self.team.raw()),
@@ -399,4 +435,31 @@ pub fn prewarm_all() -> Vec<Prewarm<'static>> {
 /// Compiles (or loads from the disk cache) every collective kernel of element type `T`.
 pub fn prewarm<T: AllReduceElem>(pgas: &Pgas) -> Result<()> {
     pgas_runtime::launch::prewarm(pgas, &prewarm_list::<T>())
+}
+
+/// A symmetric region by address and length: lets one buffer be both operands of an in-place
+/// call (the borrow checker forbids `&mut x` and `&x` at once).
+struct Region<T> {
+    ptr: u64,
+    len: usize,
+    _elem: std::marker::PhantomData<T>,
+}
+
+impl<T> Region<T> {
+    fn of(r: &impl SymRegion<T>) -> Region<T> {
+        Region {
+            ptr: r.as_device_ptr(),
+            len: r.len(),
+            _elem: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T> SymRegion<T> for Region<T> {
+    fn as_device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
 }
