@@ -210,6 +210,15 @@ verdict "jit_costs PGAS_JIT_FAST_COMPILE=max" "$(figures | brief 'cold_compile')
 # does not find it (the bench looks in both).
 step "gemm vs cuBLAS" bench.log 150 "$bin/gemm"
 verdict "gemm vs cuBLAS" "$(figures | brief 'ratio|pgas_tflops|cold_compile_gemm')"
+# pgas::coll against NCCL in one job. cudarc loads NCCL as libnccl.so; PyTorch's wheel ships
+# libnccl.so.2 only, so a link to it goes on the loader's path.
+nccl_lib=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null || true)
+if [ -n "$nccl_lib" ] && [ -e "$nccl_lib/libnccl.so.2" ]; then
+  mkdir -p /tmp/pgas-nccl && ln -sf "$nccl_lib/libnccl.so.2" /tmp/pgas-nccl/libnccl.so
+fi
+step "coll vs NCCL $bench_pes PE" bench.log 240 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" NVSHMEM_DISABLE_CUDA_VMM=1 \
+  "$bin/pgas-run" -n "$bench_pes" -- "$bin/coll" "$out"
+verdict "coll vs NCCL $bench_pes PE" "$(figures | brief 'allreduce_bf16_(8B|1MiB|256MiB).*(auto|nccl)')"
 step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$((gpus > 0 ? gpus : 1))"
 verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
 

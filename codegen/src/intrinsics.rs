@@ -730,6 +730,8 @@ pub static INTRINSICS: &[Intrinsic] = &[
         "Warp-wide barrier."),
     row("threadfence", G::Thread, F::Free, &[], R::Unit, S::Thread, NONE, "__threadfence()", N::None, false,
         "Device-wide memory fence."),
+    row("threadfence_system", G::Thread, F::Free, &[], R::Unit, S::Thread, NONE, "__threadfence_system()", N::None, false,
+        "System-wide memory fence: orders this thread's stores, peer stores through `x.peer(pe)` included, before its later ones (a signal, say) as every GPU sees them."),
     row("shared_array", G::Thread, F::Free, &[], R::SharedArray, S::Block, SHARED, "__shared__ {C} name[N]", N::None, false,
         "`let s = shared_array::<T, N>();` declares static shared memory of N elements (N a literal or a comptime parameter)."),
     row("shfl_xor_sync", G::Thread, F::Free, &[("mask", A::Exact(Scalar::U32)), ("v", A::Value), ("lane_mask", A::Exact(Scalar::I32))],

@@ -15,6 +15,7 @@
 //! `gpu_suite: skipped: no GPU` and exits 0.
 
 mod amo;
+mod coll;
 mod collectives;
 mod host_collectives;
 mod intrinsics;
@@ -59,6 +60,7 @@ fn main() -> ExitCode {
         sync::CASES,
         collectives::CASES,
         host_collectives::CASES,
+        coll::CASES,
         versions::CASES,
         peer::CASES,
         launch::CASES,
@@ -75,6 +77,7 @@ fn main() -> ExitCode {
         amo::KERNELS,
         sync::KERNELS,
         collectives::KERNELS,
+        coll::KERNELS,
         peer::KERNELS,
         launch::KERNELS,
         tensor::KERNELS,
