@@ -45,5 +45,11 @@ fn every_collective_specialization_compiles_without_warnings() {
             .compile_with(&program, "pgas_coll", (9, 0), &tc.options((9, 0)))
             .unwrap_or_else(|e| panic!("NVRTC rejected the collectives: {e}"));
         assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
+        // And as the JIT compiles them by default: link-time, against the NVSHMEM library.
+        let linked = tc
+            .compile_program(None, &program, "pgas_coll_linked", (9, 0))
+            .unwrap_or_else(|e| panic!("the link-time compile of the collectives failed: {e}"));
+        assert_eq!(linked.warnings().count(), 0, "warnings:\n{}", linked.log);
+        assert!(tc.linker().is_some(), "scripts/deps.sh installs nvJitLink");
     }
 }
