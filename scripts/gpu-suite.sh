@@ -202,10 +202,14 @@ step "dsl_vs_cuda $bench_pes PE" bench.log 120 "$bin/pgas-run" -n "$bench_pes" -
 verdict "dsl_vs_cuda $bench_pes PE" "$(figures | brief '64x1024|ping|barrier|host_put|init')"
 step "jit_costs" bench.log 90 "$bin/jit_costs"
 verdict "jit_costs" "$(figures | brief 'cold_compile|disk|memory|launch_dsl_checked|launch_bare|nvshmem_init')"
-# The same cold compiles with NVRTC's --Ofast-compile=max (figures named fast_compile_max/...).
+# The same cold compiles against NVSHMEM's headers, without nvJitLink (figures named inline/...),
+# and with NVRTC's --Ofast-compile=max (which only the inline compiles use).
+step "jit_costs PGAS_JIT_LTO=off" bench.log 60 env PGAS_JIT_LTO=off "$bin/jit_costs"
+last=$(echo "$last" | sed 's/"name": *"/&inline\//')
+verdict "jit_costs PGAS_JIT_LTO=off" "$(figures | brief 'cold_compile')"
 step "jit_costs PGAS_JIT_FAST_COMPILE=max" bench.log 60 env PGAS_JIT_FAST_COMPILE=max "$bin/jit_costs"
 last=$(echo "$last" | sed 's/"name": *"/&fast_compile_max\//')
-verdict "jit_costs PGAS_JIT_FAST_COMPILE=max" "$(figures | brief 'cold_compile')"
+verdict "jit_costs PGAS_JIT_FAST_COMPILE=max" "$(figures | brief 'cold_compile_dsl_collective')"
 # The bf16 GEMM against cuBLAS; cuBLAS from CUDA 13's toolkit or PyTorch's wheel when the loader
 # does not find it (the bench looks in both).
 step "gemm vs cuBLAS" bench.log 150 "$bin/gemm"

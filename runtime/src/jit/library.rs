@@ -70,7 +70,14 @@ mod tests {
     use std::cell::Cell;
 
     fn key(tag: &str) -> CacheKey {
-        CacheKey::new(tag, "pgas_nvshmem_library_test", &[], (13, 0), "3.4.5", (9, 0))
+        CacheKey::new(
+            tag,
+            "pgas_nvshmem_library_test",
+            &[],
+            (13, 0),
+            "3.4.5",
+            (9, 0),
+        )
     }
 
     #[test]
