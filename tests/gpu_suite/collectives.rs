@@ -9,20 +9,31 @@ use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
-    case("collectives/reduce_i32_block", |p| reduce_i32(p, true)),
-    case("collectives/reduce_i32_warp", |p| reduce_i32(p, false)),
-    case("collectives/reduce_f32_block", |p| reduce_f32(p, true)),
-    case("collectives/reduce_f32_warp", |p| reduce_f32(p, false)),
+    case("collectives/reduce_i32", |p| {
+        reduce_cases(p, "i32", I32_OPS, ival, i32::MIN)
+    }),
+    case("collectives/reduce_f32", |p| {
+        reduce_cases(p, "f32", F32_OPS, fval, f32::NAN)
+    }),
     case("collectives/movers_block", |p| movers(p, true)),
     case("collectives/movers_warp", |p| movers(p, false)),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
 pub const KERNELS: &[&KernelSpec] = &[
-    &reduce_i32_block::SPEC,
-    &reduce_i32_warp::SPEC,
-    &reduce_f32_block::SPEC,
-    &reduce_f32_warp::SPEC,
+    &reduce_i32_block_sum::SPEC,
+    &reduce_i32_block_prod::SPEC,
+    &reduce_i32_block_min::SPEC,
+    &reduce_i32_block_max::SPEC,
+    &reduce_i32_block_and::SPEC,
+    &reduce_i32_block_or::SPEC,
+    &reduce_i32_block_xor::SPEC,
+    &reduce_i32_warp_sum::SPEC,
+    &reduce_f32_block_sum::SPEC,
+    &reduce_f32_block_prod::SPEC,
+    &reduce_f32_block_min::SPEC,
+    &reduce_f32_block_max::SPEC,
+    &reduce_f32_warp_max::SPEC,
     &movers_block::SPEC,
     &movers_warp::SPEC,
 ];
@@ -30,43 +41,64 @@ pub const KERNELS: &[&KernelSpec] = &[
 /// Elements per PE.
 const L: usize = 256;
 
-#[pgas_kernel]
-fn reduce_i32_block(team: Team, d: &mut SymTensor<i32>, src: &SymTensor<i32>) {
-    reduce_block(team, &mut d[0..256], src, ReduceOp::Sum);
-    reduce_block(team, &mut d[256..512], src, ReduceOp::Prod);
-    reduce_block(team, &mut d[512..768], src, ReduceOp::Min);
-    reduce_block(team, &mut d[768..1024], src, ReduceOp::Max);
-    reduce_block(team, &mut d[1024..1280], src, ReduceOp::And);
-    reduce_block(team, &mut d[1280..1536], src, ReduceOp::Or);
-    reduce_block(team, &mut d[1536..1792], src, ReduceOp::Xor);
+/// One kernel per type, scope and operator: NVSHMEM's reduce templates cost NVVM and ptxas more
+/// than linearly in the kernel's size (a kernel of seven reductions took 206 s to compile on an
+/// H200 host, one reduction about 12 s), and separate kernels spread over a node's PEs (run 10).
+/// Every operator at block scope; the warp scope runs the same template with another group, so
+/// two operators cover it.
+macro_rules! reduce_kernel {
+    ($name:ident, $t:ident, $scope:ident, $op:ident) => {
+        #[pgas_kernel]
+        fn $name(team: Team, d: &mut SymTensor<$t>, src: &SymTensor<$t>) {
+            $scope(team, d, src, ReduceOp::$op);
+        }
+    };
 }
+reduce_kernel!(reduce_i32_block_sum, i32, reduce_block, Sum);
+reduce_kernel!(reduce_i32_block_prod, i32, reduce_block, Prod);
+reduce_kernel!(reduce_i32_block_min, i32, reduce_block, Min);
+reduce_kernel!(reduce_i32_block_max, i32, reduce_block, Max);
+reduce_kernel!(reduce_i32_block_and, i32, reduce_block, And);
+reduce_kernel!(reduce_i32_block_or, i32, reduce_block, Or);
+reduce_kernel!(reduce_i32_block_xor, i32, reduce_block, Xor);
+reduce_kernel!(reduce_i32_warp_sum, i32, reduce_warp, Sum);
+reduce_kernel!(reduce_f32_block_sum, f32, reduce_block, Sum);
+reduce_kernel!(reduce_f32_block_prod, f32, reduce_block, Prod);
+reduce_kernel!(reduce_f32_block_min, f32, reduce_block, Min);
+reduce_kernel!(reduce_f32_block_max, f32, reduce_block, Max);
+reduce_kernel!(reduce_f32_warp_max, f32, reduce_warp, Max);
 
-#[pgas_kernel]
-fn reduce_i32_warp(team: Team, d: &mut SymTensor<i32>, src: &SymTensor<i32>) {
-    reduce_warp(team, &mut d[0..256], src, ReduceOp::Sum);
-    reduce_warp(team, &mut d[256..512], src, ReduceOp::Prod);
-    reduce_warp(team, &mut d[512..768], src, ReduceOp::Min);
-    reduce_warp(team, &mut d[768..1024], src, ReduceOp::Max);
-    reduce_warp(team, &mut d[1024..1280], src, ReduceOp::And);
-    reduce_warp(team, &mut d[1280..1536], src, ReduceOp::Or);
-    reduce_warp(team, &mut d[1536..1792], src, ReduceOp::Xor);
-}
+/// A reduce kernel's checked launch.
+type Launch<T> =
+    fn(&Pgas, LaunchConfig, Team, &mut SymTensor<T>, &SymTensor<T>) -> pgas::Result<()>;
 
-#[pgas_kernel]
-fn reduce_f32_block(team: Team, d: &mut SymTensor<f32>, src: &SymTensor<f32>) {
-    reduce_block(team, &mut d[0..256], src, ReduceOp::Sum);
-    reduce_block(team, &mut d[256..512], src, ReduceOp::Prod);
-    reduce_block(team, &mut d[512..768], src, ReduceOp::Min);
-    reduce_block(team, &mut d[768..1024], src, ReduceOp::Max);
-}
+/// The i32 reductions: name, launch, host operator.
+const I32_OPS: &[(&str, Launch<i32>, fn(i32, i32) -> i32)] = &[
+    ("block Sum", reduce_i32_block_sum::launch, |a, b| {
+        a.wrapping_add(b)
+    }),
+    ("block Prod", reduce_i32_block_prod::launch, |a, b| {
+        a.wrapping_mul(b)
+    }),
+    ("block Min", reduce_i32_block_min::launch, |a, b| a.min(b)),
+    ("block Max", reduce_i32_block_max::launch, |a, b| a.max(b)),
+    ("block And", reduce_i32_block_and::launch, |a, b| a & b),
+    ("block Or", reduce_i32_block_or::launch, |a, b| a | b),
+    ("block Xor", reduce_i32_block_xor::launch, |a, b| a ^ b),
+    ("warp Sum", reduce_i32_warp_sum::launch, |a, b| {
+        a.wrapping_add(b)
+    }),
+];
 
-#[pgas_kernel]
-fn reduce_f32_warp(team: Team, d: &mut SymTensor<f32>, src: &SymTensor<f32>) {
-    reduce_warp(team, &mut d[0..256], src, ReduceOp::Sum);
-    reduce_warp(team, &mut d[256..512], src, ReduceOp::Prod);
-    reduce_warp(team, &mut d[512..768], src, ReduceOp::Min);
-    reduce_warp(team, &mut d[768..1024], src, ReduceOp::Max);
-}
+/// The f32 reductions (halves and small integers: every sum and product here is exact in any
+/// order).
+const F32_OPS: &[(&str, Launch<f32>, fn(f32, f32) -> f32)] = &[
+    ("block Sum", reduce_f32_block_sum::launch, |a, b| a + b),
+    ("block Prod", reduce_f32_block_prod::launch, |a, b| a * b),
+    ("block Min", reduce_f32_block_min::launch, f32::min),
+    ("block Max", reduce_f32_block_max::launch, f32::max),
+    ("warp Max", reduce_f32_warp_max::launch, f32::max),
+];
 
 fn ival(pe: usize, i: usize) -> i32 {
     ((pe * 7 + i * 3) % 11) as i32 - 5
@@ -80,68 +112,41 @@ fn fold_pes<T: Copy>(n: usize, i: usize, v: fn(usize, usize) -> T, op: impl Fn(T
     (1..n).fold(v(0, i), |a, k| op(a, v(k, i)))
 }
 
-fn reduce_i32(p: &Pgas, block: bool) -> CaseResult {
+/// Each reduction of `ops` into a fresh buffer, against the host's fold over every PE's input.
+fn reduce_cases<T>(
+    p: &Pgas,
+    ty: &str,
+    ops: &[(&str, Launch<T>, fn(T, T) -> T)],
+    val: fn(usize, usize) -> T,
+    fill: T,
+) -> CaseResult
+where
+    T: pgas::cudarc::driver::DeviceRepr
+        + pgas::cudarc::driver::ValidAsZeroBits
+        + Copy
+        + PartialEq
+        + std::fmt::Debug
+        + Default
+        + Unpin
+        + 'static,
+{
     let (me, n) = (util::me(p), util::npes(p));
-    let src = p.alloc_from(&(0..L).map(|i| ival(me, i)).collect::<Vec<_>>())?;
-    let mut d = p.alloc::<i32>(7 * L)?;
-    d.fill(i32::MIN)?;
-    p.barrier_all()?;
-    if block {
-        reduce_i32_block::launch(p, LaunchConfig::blocks(1, 128), Team::WORLD, &mut d, &src)?;
-    } else {
-        reduce_i32_warp::launch(p, LaunchConfig::blocks(1, 32), Team::WORLD, &mut d, &src)?;
-    }
-    util::settle(p)?;
-    let got = d.to_vec()?;
-    let ops: [(&str, fn(i32, i32) -> i32); 7] = [
-        ("Sum", |a, b| a.wrapping_add(b)),
-        ("Prod", |a, b| a.wrapping_mul(b)),
-        ("Min", |a, b| a.min(b)),
-        ("Max", |a, b| a.max(b)),
-        ("And", |a, b| a & b),
-        ("Or", |a, b| a | b),
-        ("Xor", |a, b| a ^ b),
-    ];
-    for (k, (name, op)) in ops.iter().enumerate() {
-        let want: Vec<i32> = (0..L).map(|i| fold_pes(n, i, ival, op)).collect();
-        let scope = if block { "block" } else { "warp" };
-        check_eq(
-            &format!("reduce_{scope} i32 {name}"),
-            &got[k * L..(k + 1) * L],
-            &want,
+    let src = p.alloc_from(&(0..L).map(|i| val(me, i)).collect::<Vec<_>>())?;
+    for (name, launch, op) in ops {
+        let mut d = p.alloc::<T>(L)?;
+        d.fill(fill)?;
+        p.barrier_all()?;
+        let threads = if name.starts_with("warp") { 32 } else { 128 };
+        launch(
+            p,
+            LaunchConfig::blocks(1, threads),
+            Team::WORLD,
+            &mut d,
+            &src,
         )?;
-    }
-    Ok(())
-}
-
-fn reduce_f32(p: &Pgas, block: bool) -> CaseResult {
-    let (me, n) = (util::me(p), util::npes(p));
-    let src = p.alloc_from(&(0..L).map(|i| fval(me, i)).collect::<Vec<_>>())?;
-    let mut d = p.alloc::<f32>(4 * L)?;
-    d.fill(f32::NAN)?;
-    p.barrier_all()?;
-    if block {
-        reduce_f32_block::launch(p, LaunchConfig::blocks(1, 128), Team::WORLD, &mut d, &src)?;
-    } else {
-        reduce_f32_warp::launch(p, LaunchConfig::blocks(1, 32), Team::WORLD, &mut d, &src)?;
-    }
-    util::settle(p)?;
-    let got = d.to_vec()?;
-    // Halves and small integers: every sum and product here is exact in any order.
-    let ops: [(&str, fn(f32, f32) -> f32); 4] = [
-        ("Sum", |a, b| a + b),
-        ("Prod", |a, b| a * b),
-        ("Min", f32::min),
-        ("Max", f32::max),
-    ];
-    for (k, (name, op)) in ops.iter().enumerate() {
-        let want: Vec<f32> = (0..L).map(|i| fold_pes(n, i, fval, op)).collect();
-        let scope = if block { "block" } else { "warp" };
-        check_eq(
-            &format!("reduce_{scope} f32 {name}"),
-            &got[k * L..(k + 1) * L],
-            &want,
-        )?;
+        util::settle(p)?;
+        let want: Vec<T> = (0..L).map(|i| fold_pes(n, i, val, op)).collect();
+        check_eq(&format!("reduce {ty} {name}"), &d.to_vec()?, &want)?;
     }
     Ok(())
 }
