@@ -119,7 +119,7 @@ fn reduce_split(p: &Pgas) -> CaseResult {
             }
             let r = p.reduce(t, ReduceOp::Sum, &dst, &src);
             p.stream().synchronize()?;
-            t.destroy(p);
+            t.destroy(p)?;
             r
         }
         None if me % 2 == 1 => Ok(()),
