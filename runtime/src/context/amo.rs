@@ -30,8 +30,7 @@ pub trait AmoElem: DeviceRepr + Copy + sealed::Sealed {
 /// Integer element types with every host AMO: `i32`, `i64`, `u32`, `u64`.
 pub trait AmoInt: AmoElem {
     #[doc(hidden)]
-    unsafe fn compare_swap(nv: &NvshmemHost, dst: *mut Self, cond: Self, v: Self, pe: i32)
-        -> Self;
+    unsafe fn compare_swap(nv: &NvshmemHost, dst: *mut Self, cond: Self, v: Self, pe: i32) -> Self;
     #[doc(hidden)]
     unsafe fn rmw(nv: &NvshmemHost, op: IntOp, dst: *mut Self, v: Self, pe: i32);
     #[doc(hidden)]
@@ -241,7 +240,9 @@ impl Pgas {
         value: T,
         pe: usize,
     ) -> Result<()> {
-        self.amo(t, index, pe, |nv, dst, pe| unsafe { T::set(nv, dst, value, pe) })
+        self.amo(t, index, pe, |nv, dst, pe| unsafe {
+            T::set(nv, dst, value, pe)
+        })
     }
 
     /// Atomically writes `value` to `t[index]` on PE `pe` and returns the old value.

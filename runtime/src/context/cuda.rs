@@ -1,17 +1,16 @@
 //! cudarc interop: symmetric memory as cudarc buffers.
 //!
 //! A [`SymTensor`] (and a [`PeerView`]) holds a cudarc `CudaSlice` over its memory that never
-//! frees it ([`LocalSlice`]), so it can implement cudarc's `DevicePtr`/`DevicePtrMut` and lend
+//! frees it (`LocalSlice`), so it can implement cudarc's `DevicePtr`/`DevicePtrMut` and lend
 //! `CudaView`s with cudarc's own stream-ordering events. Copies between symmetric memory and
 //! cudarc buffers run on the pgas stream.
 
-use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{
-    CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr,
-    DeviceSlice, SyncOnDrop,
+    CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice,
+    SyncOnDrop,
 };
 
 use super::memory::{check_len, SymTensor, SymView, SymViewMut};
@@ -19,37 +18,7 @@ use super::peer::PeerView;
 use super::pgas::Pgas;
 use crate::error::{Error, Result};
 
-/// A cudarc slice over memory someone else owns: dropping it leaks the pointer back instead of
-/// freeing it (`CudaSlice::leak`), and releases only cudarc's events.
-pub(crate) struct LocalSlice<T>(ManuallyDrop<CudaSlice<T>>);
-
-impl<T> LocalSlice<T> {
-    /// A slice of `len` elements at `ptr`, ordered on `stream`.
-    pub(crate) fn new(stream: &Arc<CudaStream>, ptr: CUdeviceptr, len: usize) -> LocalSlice<T> {
-        // SAFETY: `ptr` holds `len` elements for as long as the owner of this slice lives, and
-        // the slice never frees it (see Drop).
-        LocalSlice(ManuallyDrop::new(unsafe {
-            stream.upgrade_device_ptr(ptr, len)
-        }))
-    }
-
-    pub(crate) fn slice(&self) -> &CudaSlice<T> {
-        &self.0
-    }
-
-    pub(crate) fn slice_mut(&mut self) -> &mut CudaSlice<T> {
-        &mut self.0
-    }
-}
-
-impl<T> Drop for LocalSlice<T> {
-    fn drop(&mut self) {
-        // SAFETY: taken once, here; `leak` gives the pointer back without freeing it.
-        unsafe { ManuallyDrop::take(&mut self.0) }.leak();
-    }
-}
-
-/// cudarc's buffer traits for a type with a [`LocalSlice`] in field `local`.
+/// cudarc's buffer traits for a type with a `LocalSlice` in field `local`.
 macro_rules! cudarc_buffer {
     ($ty:ident) => {
         impl<T> DeviceSlice<T> for $ty<'_, T> {

@@ -37,7 +37,10 @@ impl Pgas {
     /// its shape, without copying. It must be contiguous row-major with `T`'s dtype. Dropping the
     /// result calls the DLPack deleter. Import on every PE at the same point, so that the tensors
     /// are symmetric.
-    pub fn from_dlpack<T: DeviceRepr + DlpackElement>(&self, tensor: Dlpack) -> Result<SymTensor<T>> {
+    pub fn from_dlpack<T: DeviceRepr + DlpackElement>(
+        &self,
+        tensor: Dlpack,
+    ) -> Result<SymTensor<T>> {
         let (ptr, shape) = check_import::<T>(&tensor, self.inner.device)?;
         self.inner.bind()?;
         let end = ptr + (shape.len() * std::mem::size_of::<T>()) as u64 - 1;
@@ -170,8 +173,14 @@ mod tests {
         assert_eq!(t.device().device_id, 1);
         assert_eq!(unsafe { dl.tensor() }.data as u64, 0xdead_0000);
         assert_eq!(t.byte_offset(), 0);
-        assert_eq!(exported::<half::bf16>(&[5]).validate().unwrap().dtype(), DLDataType::BF16);
-        assert_eq!(exported::<u64>(&[5]).validate().unwrap().dtype(), DLDataType::U64);
+        assert_eq!(
+            exported::<half::bf16>(&[5]).validate().unwrap().dtype(),
+            DLDataType::BF16
+        );
+        assert_eq!(
+            exported::<u64>(&[5]).validate().unwrap().dtype(),
+            DLDataType::U64
+        );
     }
 
     #[test]
@@ -185,7 +194,10 @@ mod tests {
     fn import_refuses_another_dtype_or_device_with_the_fix() {
         let dl = exported::<f32>(&[16]);
         let e = check_import::<i32>(&dl, 1).unwrap_err().to_string();
-        assert!(e.contains("dtype") && e.contains("matching element type"), "{e}");
+        assert!(
+            e.contains("dtype") && e.contains("matching element type"),
+            "{e}"
+        );
         let e = check_import::<f32>(&dl, 0).unwrap_err().to_string();
         assert!(e.contains("CUDA device 0") && e.contains("cuda:0"), "{e}");
     }
@@ -200,6 +212,9 @@ mod tests {
             .set_data(0x1000 as *mut std::ffi::c_void);
         let dl = unsafe { t.finish() };
         let e = check_import::<f32>(&dl, 0).unwrap_err().to_string();
-        assert!(e.contains("not contiguous") && e.contains(".contiguous()"), "{e}");
+        assert!(
+            e.contains("not contiguous") && e.contains(".contiguous()"),
+            "{e}"
+        );
     }
 }

@@ -188,7 +188,7 @@ impl Pgas {
             });
         }
         let elem = std::mem::size_of::<T>();
-        if elem == 0 || buf.size % elem != 0 {
+        if elem == 0 || !buf.size.is_multiple_of(elem) {
             return Err(Error::InvalidConfig {
                 name: "Pgas::register_symmetric",
                 value: format!("{} bytes as {}", buf.size, std::any::type_name::<T>()),
@@ -277,6 +277,9 @@ mod tests {
         assert!(registration_blocked(None).is_none());
         assert!(registration_blocked(Some("0")).is_none());
         let why = registration_blocked(Some("1")).unwrap();
-        assert!(why.contains("NVSHMEM_DISABLE_CUDA_VMM=1") && why.contains("unset"), "{why}");
+        assert!(
+            why.contains("NVSHMEM_DISABLE_CUDA_VMM=1") && why.contains("unset"),
+            "{why}"
+        );
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::{self as cu, CUdeviceptr};
 use cudarc::driver::DeviceRepr;
 
-use super::cuda::LocalSlice;
+use super::local::LocalSlice;
 use super::pgas::{Inner, Pgas};
 use super::shape::Shape;
 use crate::error::{Error, Result};
@@ -209,7 +209,10 @@ impl<T: DeviceRepr> SymTensor<T> {
     pub fn into_typed<U: DeviceRepr>(self) -> Result<SymTensor<U>> {
         let bytes = self.len() * std::mem::size_of::<T>();
         let size = std::mem::size_of::<U>();
-        if size == 0 || bytes % size != 0 || self.ptr % std::mem::align_of::<U>() as u64 != 0 {
+        if size == 0
+            || !bytes.is_multiple_of(size)
+            || !self.ptr.is_multiple_of(std::mem::align_of::<U>() as u64)
+        {
             return Err(Error::InvalidConfig {
                 name: "SymTensor::into_typed",
                 value: format!("{bytes} bytes as {}", std::any::type_name::<U>()),
@@ -401,7 +404,12 @@ impl<T: DeviceRepr> SymViewMut<'_, T> {
     where
         T: Copy,
     {
-        fill(&self.tensor.inner, self.as_device_ptr(), self.shape.len(), value)
+        fill(
+            &self.tensor.inner,
+            self.as_device_ptr(),
+            self.shape.len(),
+            value,
+        )
     }
 }
 

@@ -7,6 +7,7 @@ pub(crate) mod collectives;
 mod cuda;
 mod dlpack;
 mod external;
+mod local;
 pub(crate) mod memory;
 mod peer;
 pub(crate) mod pgas;

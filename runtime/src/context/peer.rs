@@ -7,7 +7,7 @@ use std::ffi::c_void;
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::DeviceRepr;
 
-use super::cuda::LocalSlice;
+use super::local::LocalSlice;
 use super::memory::{check_len, copy_in, copy_out, SymTensor};
 use super::shape::Shape;
 use super::team::Team;

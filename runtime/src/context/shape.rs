@@ -34,7 +34,11 @@ impl Shape {
                 "every extent must be at least 1 (symmetric tensors are never empty)".into(),
             ));
         }
-        if dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).is_none() {
+        if dims
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .is_none()
+        {
             return Err(invalid("the number of elements overflows usize".into()));
         }
         let mut s = Shape {
@@ -157,7 +161,10 @@ mod tests {
             })
         ));
         let e = s.sub(&[0, 0, 0]).unwrap_err().to_string();
-        assert!(e.contains("1 to 2 leading indices") && e.contains("view(a..b)"), "{e}");
+        assert!(
+            e.contains("1 to 2 leading indices") && e.contains("view(a..b)"),
+            "{e}"
+        );
         assert!(s.sub(&[]).is_err());
     }
 

@@ -59,7 +59,8 @@ impl Team {
 
     /// This PE's number in the team, or [`Error::NotInTeam`] naming `what` was attempted.
     fn member(self, pgas: &Pgas, what: &'static str) -> Result<usize> {
-        self.my_pe(pgas).ok_or(Error::NotInTeam { team: self.0, what })
+        self.my_pe(pgas)
+            .ok_or(Error::NotInTeam { team: self.0, what })
     }
 
     /// The team's configuration (`nvshmem_team_get_config`). Only members may ask.
@@ -67,7 +68,11 @@ impl Team {
         self.member(pgas, "read its configuration")?;
         let mut raw = TeamConfig::default().to_raw();
         // SAFETY: `raw` is a versioned config NVSHMEM fills in.
-        unsafe { pgas.nvshmem().raw().nvshmem_team_get_config(self.0, &mut raw) };
+        unsafe {
+            pgas.nvshmem()
+                .raw()
+                .nvshmem_team_get_config(self.0, &mut raw)
+        };
         Ok(TeamConfig::from_raw(&raw))
     }
 
@@ -95,7 +100,7 @@ impl Team {
         self.member(pgas, "split it")?;
         let n = self.n_pes(pgas);
         let last = start.checked_add(stride.saturating_mul(size.saturating_sub(1)));
-        if size == 0 || stride == 0 || last.map_or(true, |l| l >= n) {
+        if size == 0 || stride == 0 || last.is_none_or(|l| l >= n) {
             return Err(Error::InvalidConfig {
                 name: "Team::split_strided",
                 value: format!("start {start}, stride {stride}, size {size}"),
@@ -271,6 +276,18 @@ impl TeamConfig {
     }
 }
 
+impl Pgas {
+    /// [`Team::split_strided`] of [`Team::WORLD`].
+    pub fn team_split_strided(
+        &self,
+        start: usize,
+        stride: usize,
+        size: usize,
+    ) -> Result<Option<Team>> {
+        Team::WORLD.split_strided(self, start, stride, size)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,17 +313,5 @@ mod tests {
     fn teams_print_their_names() {
         assert_eq!(Team::WORLD.to_string(), "Team::WORLD");
         assert_eq!(Team(7).to_string(), "team 7");
-    }
-}
-
-impl Pgas {
-    /// [`Team::split_strided`] of [`Team::WORLD`].
-    pub fn team_split_strided(
-        &self,
-        start: usize,
-        stride: usize,
-        size: usize,
-    ) -> Result<Option<Team>> {
-        Team::WORLD.split_strided(self, start, stride, size)
     }
 }
