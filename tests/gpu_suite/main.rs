@@ -16,6 +16,7 @@
 
 mod amo;
 mod collectives;
+mod host_api;
 mod host_collectives;
 mod intrinsics;
 mod launch;
@@ -59,6 +60,7 @@ fn main() -> ExitCode {
         sync::CASES,
         collectives::CASES,
         host_collectives::CASES,
+        host_api::CASES,
         versions::CASES,
         peer::CASES,
         launch::CASES,
