@@ -1,8 +1,11 @@
 //! Host atomics on symmetric memory (`nvshmem_<type>_atomic_<op>` called from the host).
 //!
-//! NVSHMEM's host AMOs are blocking: each returns when the operation is done at the target (for
-//! a peer reached over NVLink NVSHMEM runs it as a small kernel on its own stream and waits).
-//! pgas waits for its own stream first, so an AMO is ordered after the RMA issued before it.
+//! NVSHMEM supports host AMOs only towards PEs connected by NVLink (or the PE itself); it runs
+//! each as a small kernel on its own stream. The fetching ones return the old value, so they are
+//! done when they return; NVSHMEM lets the non-fetching ones (set, add, inc, and, or, xor) finish
+//! later, so pgas completes them with `nvshmem_quiet` before returning: every pgas host AMO is
+//! done at the target when it returns. pgas also waits for its own stream first, so an AMO is
+//! ordered after the RMA issued before it.
 //!
 //! The fixed-width integers have every operation; `f32`/`f64` have fetch, set and swap, as in
 //! NVSHMEM (its host library exports no other floating-point AMO).
@@ -206,7 +209,8 @@ fn element<T>(t: &impl SymRegion<T>, index: usize) -> Result<*mut T> {
 }
 
 impl Pgas {
-    /// Runs one host AMO on element `index` of `t` on PE `pe`, after the pgas stream's work.
+    /// Runs one fetching host AMO on element `index` of `t` on PE `pe`, after the pgas stream's
+    /// work.
     fn amo<T, R>(
         &self,
         t: &impl SymRegion<T>,
@@ -219,6 +223,20 @@ impl Pgas {
         self.inner.bind()?;
         self.inner.sync_stream()?;
         Ok(call(self.nvshmem().raw(), dst, pe))
+    }
+
+    /// [`Pgas::amo`] for a non-fetching AMO: completes it before returning.
+    fn amo_complete<T>(
+        &self,
+        t: &impl SymRegion<T>,
+        index: usize,
+        pe: usize,
+        call: impl FnOnce(&NvshmemHost, *mut T, i32),
+    ) -> Result<()> {
+        self.amo(t, index, pe, call)?;
+        // SAFETY: NVSHMEM is initialized.
+        unsafe { self.nvshmem().raw().nvshmem_quiet() };
+        Ok(())
     }
 
     /// Atomically reads `t[index]` on PE `pe` (`nvshmem_<type>_atomic_fetch`).
@@ -240,7 +258,7 @@ impl Pgas {
         value: T,
         pe: usize,
     ) -> Result<()> {
-        self.amo(t, index, pe, |nv, dst, pe| unsafe {
+        self.amo_complete(t, index, pe, |nv, dst, pe| unsafe {
             T::set(nv, dst, value, pe)
         })
     }
@@ -389,7 +407,7 @@ impl Pgas {
         value: T,
         pe: usize,
     ) -> Result<()> {
-        self.amo(t, index, pe, |nv, dst, pe| unsafe {
+        self.amo_complete(t, index, pe, |nv, dst, pe| unsafe {
             T::rmw(nv, op, dst, value, pe)
         })
     }
