@@ -60,11 +60,13 @@ fn main() -> ExitCode {
         sync::CASES,
         collectives::CASES,
         host_collectives::CASES,
-        host_api::CASES,
         versions::CASES,
         peer::CASES,
         launch::CASES,
         tensor::CASES,
+        // Last: the newest calls into NVSHMEM, so that if one of them took the process down, every
+        // older case would still have reported.
+        host_api::CASES,
     ]
     .concat();
     let kernels: Vec<&'static pgas::kernel::KernelSpec> = [
