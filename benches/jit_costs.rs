@@ -3,7 +3,9 @@
 //! - toolchain discovery plus a first trivial compile (what the first kernel of a process pays);
 //! - cold compile of a typical kernel (the `ring_shift` of the README: `put_signal_block` and
 //!   `signal_wait_until`), in a fresh `PGAS_CACHE_DIR`: NVRTC, cache store, module load,
-//!   `nvshmemx_cumodule_init`; for the DSL kernel and for the same kernel in CUDA C;
+//!   `nvshmemx_cumodule_init`; for the DSL kernel and for the same kernel in CUDA C; link-time
+//!   unless `PGAS_JIT_LTO=off` (the first such kernel also builds the NVSHMEM library), then the
+//!   median of 5 more new point-to-point kernels (what each next kernel costs);
 //! - cold compile of a kernel with a device collective (`reduce_block` in a loop, the full
 //!   prelude), and of 16 specializations of one kernel (16 comptime values) in one `prewarm`,
 //!   which the JIT compiles as one NVRTC program;
@@ -51,6 +53,25 @@ extern "C" __global__ void cuda_ring_shift(float* dst, unsigned long long dst_le
     nvshmem_signal_wait_until(sig, NVSHMEM_CMP_EQ, 1);
 }
 "#;
+
+/// `ring_shift` with a comptime scale: each value is a new point-to-point kernel, so the cold
+/// compile of a user's next kernel (the JIT experimentation loop) can be timed several times.
+#[pgas_kernel]
+fn ring_shift_scaled(
+    #[comptime] k: u32,
+    dst: &mut SymTensor<f32>,
+    src: &mut SymTensor<f32>,
+    sig: &mut SymTensor<u64>,
+) {
+    let i = global_thread_idx();
+    if i < src.len() {
+        src[i] = src[i] * k as f32;
+    }
+    sync_threads();
+    let peer = (my_pe() + 1) % n_pes();
+    put_signal_block(dst, src, &mut sig[0], 1, SignalOp::Set, peer);
+    signal_wait_until(&sig[0], Cmp::Eq, 1);
+}
 
 /// A kernel with a device collective: it starts with the full prelude.
 #[pgas_kernel]
@@ -158,11 +179,44 @@ fn main() -> BenchResult<()> {
     }];
     let (r, dsl_cold) = wall(|| pgas::launch::prewarm(&p, &ring));
     r?;
+    let linked = pgas::jit::Toolchain::discover()?.linker().is_some();
+    let mode = if linked {
+        "link-time (nvJitLink)"
+    } else {
+        "inline (NVSHMEM headers)"
+    };
     fig(
         "cold_compile_dsl_ring_shift",
         dsl_cold,
         "s",
-        "NVRTC + cache store + load + cumodule_init",
+        &format!(
+            "{mode}; NVRTC + cache store + load + cumodule_init; the first kernel on a fresh \
+             machine{}",
+            if linked {
+                ", so the NVSHMEM library's build is included"
+            } else {
+                ""
+            }
+        ),
+    );
+    // The user's next kernels: new specializations, one prewarm each, medians.
+    let mut next = Vec::new();
+    for k in 1..=5i128 {
+        let v = [k];
+        let one = [Prewarm {
+            spec: &ring_shift_scaled::SPEC,
+            variant: Variant::Checked,
+            comptime: &v,
+        }];
+        let (r, s) = wall(|| pgas::launch::prewarm(&p, &one));
+        r?;
+        next.push(s);
+    }
+    fig(
+        "cold_compile_dsl_next_p2p_kernel",
+        median(&next),
+        "s",
+        &format!("{mode}; median of 5 new point-to-point kernels, each compiled, stored, loaded"),
     );
     let reduce = [Prewarm {
         spec: &reduce_loop::SPEC,

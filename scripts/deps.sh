@@ -21,11 +21,12 @@ sysroot="${PGAS_DEPS_SYSROOT:-}"
 
 # The versions the GPU machines have (../shared/notes/nvshmem-jit.md). NVSHMEM must match the
 # GPU machines' library exactly, or kernels compiled here would not match the device state layout.
-wheels=(nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 nvidia-nvshmem-cu13==3.4.5)
+wheels=(nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 nvidia-nvshmem-cu13==3.4.5 nvidia-nvjitlink==13.0.88)
 stamp="$deps/.installed"
 # What pgas opens from the wheels: a stamp without them (a half-deleted .deps) is not an install.
 wheel_files=(
   nvidia/cu13/lib/libnvrtc.so.13
+  nvidia/cu13/lib/libnvJitLink.so.13
   nvidia/cu13/include/cuda_runtime.h
   nvidia/cu13/include/cccl/cuda/std/type_traits
   nvidia/nvshmem/include/nvshmem.h

@@ -202,14 +202,27 @@ step "dsl_vs_cuda $bench_pes PE" bench.log 120 "$bin/pgas-run" -n "$bench_pes" -
 verdict "dsl_vs_cuda $bench_pes PE" "$(figures | brief '64x1024|ping|barrier|host_put|init')"
 step "jit_costs" bench.log 90 "$bin/jit_costs"
 verdict "jit_costs" "$(figures | brief 'cold_compile|disk|memory|launch_dsl_checked|launch_bare|nvshmem_init')"
-# The same cold compiles with NVRTC's --Ofast-compile=max (figures named fast_compile_max/...).
+# The same cold compiles against NVSHMEM's headers, without nvJitLink (figures named inline/...),
+# and with NVRTC's --Ofast-compile=max (which only the inline compiles use).
+step "jit_costs PGAS_JIT_LTO=off" bench.log 60 env PGAS_JIT_LTO=off "$bin/jit_costs"
+last=$(echo "$last" | sed 's/"name": *"/&inline\//')
+verdict "jit_costs PGAS_JIT_LTO=off" "$(figures | brief 'cold_compile')"
 step "jit_costs PGAS_JIT_FAST_COMPILE=max" bench.log 60 env PGAS_JIT_FAST_COMPILE=max "$bin/jit_costs"
 last=$(echo "$last" | sed 's/"name": *"/&fast_compile_max\//')
-verdict "jit_costs PGAS_JIT_FAST_COMPILE=max" "$(figures | brief 'cold_compile')"
+verdict "jit_costs PGAS_JIT_FAST_COMPILE=max" "$(figures | brief 'cold_compile_dsl_collective')"
 # The bf16 GEMM against cuBLAS; cuBLAS from CUDA 13's toolkit or PyTorch's wheel when the loader
 # does not find it (the bench looks in both).
 step "gemm vs cuBLAS" bench.log 150 "$bin/gemm"
 verdict "gemm vs cuBLAS" "$(figures | brief 'ratio|pgas_tflops|cold_compile_gemm')"
+# pgas::coll against NCCL in one job. cudarc loads NCCL as libnccl.so; PyTorch's wheel ships
+# libnccl.so.2 only, so a link to it goes on the loader's path.
+nccl_lib=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null || true)
+if [ -n "$nccl_lib" ] && [ -e "$nccl_lib/libnccl.so.2" ]; then
+  mkdir -p /tmp/pgas-nccl && ln -sf "$nccl_lib/libnccl.so.2" /tmp/pgas-nccl/libnccl.so
+fi
+step "coll vs NCCL $bench_pes PE" bench.log 240 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" NVSHMEM_DISABLE_CUDA_VMM=1 \
+  "$bin/pgas-run" -n "$bench_pes" -- "$bin/coll" "$out"
+verdict "coll vs NCCL $bench_pes PE" "$(figures | brief 'allreduce_bf16_(8B|1MiB|256MiB).*(auto|nccl)')"
 step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$((gpus > 0 ? gpus : 1))"
 verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
 

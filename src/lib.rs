@@ -28,6 +28,11 @@
 //! See `docs/guide.md` for the guide, `docs/dsl.md` for the kernel language and `examples/` for the
 //! gallery.
 
+// The collectives in `coll` are `#[pgas_kernel]`s, whose expansion names `::pgas`.
+extern crate self as pgas;
+
+pub mod coll;
+
 pub use pgas_macros::{pgas_device, pgas_kernel};
 pub use pgas_runtime::*;
 

@@ -7,9 +7,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const WHEELS: &str = "nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 nvidia-nvshmem-cu13==3.4.5";
-const WHEEL_FILES: [&str; 5] = [
+const WHEELS: &str = "nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 nvidia-nvshmem-cu13==3.4.5 nvidia-nvjitlink==13.0.88";
+const WHEEL_FILES: [&str; 6] = [
     "nvidia/cu13/lib/libnvrtc.so.13",
+    "nvidia/cu13/lib/libnvJitLink.so.13",
     "nvidia/cu13/include/cuda_runtime.h",
     "nvidia/cu13/include/cccl/cuda/std/type_traits",
     "nvidia/nvshmem/include/nvshmem.h",

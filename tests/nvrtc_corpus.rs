@@ -209,3 +209,54 @@ fn every_corpus_kernel_compiles_without_warnings() {
     );
     assert!(found.is_empty(), "{}", found.join("\n\n"));
 }
+
+/// The link-time path (docs/jit.md): every point-to-point and barrier specialization, batched
+/// per prelude as the JIT batches them, through NVRTC to LTO-IR and nvJitLink against the
+/// NVSHMEM library of its prelude (built here from NVSHMEM's headers: a different NVSHMEM fails
+/// its checks). The image must hold every kernel and NVSHMEM's device state, which
+/// `nvshmemx_cumodule_init` fills in.
+#[test]
+fn every_linkable_kernel_links_against_the_nvshmem_library() {
+    let tc = Toolchain::discover()
+        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    assert!(
+        tc.linker().is_some(),
+        "no libnvJitLink.so.13 beside NVRTC in {} (scripts/deps.sh installs the nvidia-nvjitlink wheel)",
+        tc.cuda().lib_dir.display()
+    );
+    let mut specs = Vec::new();
+    for (file, path) in corpus() {
+        let text = std::fs::read_to_string(&path).expect("readable corpus file");
+        let kernels = compile_file(&text, &file).unwrap_or_else(|e| panic!("{file}: {e:?}"));
+        specs.extend(kernels.iter().flat_map(|k| specializations(&file, k)));
+    }
+    for prelude in [Prelude::P2p, Prelude::Barrier] {
+        let group: Vec<&Spec> = specs.iter().filter(|s| s.prelude == prelude).collect();
+        let sources: Vec<&str> = group.iter().map(|s| s.source.as_str()).collect();
+        let program = batch(prelude.text(), &sources).expect("sources start with their prelude");
+        let t = std::time::Instant::now();
+        let out = tc
+            .compile_program(None, &program, "pgas_corpus_linked", ARCH)
+            .unwrap_or_else(|e| panic!("{prelude:?}: {e}"));
+        println!(
+            "{} {:?} specializations linked in {:.2} s (library included)",
+            group.len(),
+            prelude,
+            t.elapsed().as_secs_f64()
+        );
+        let has = |name: &str| out.cubin.windows(name.len()).any(|w| w == name.as_bytes());
+        assert!(
+            has("nvshmemi_device_state_d"),
+            "{prelude:?}: no NVSHMEM device state"
+        );
+        for s in &group {
+            assert!(
+                has(&s.name),
+                "{prelude:?}: {} ({}) missing from the image",
+                s.name,
+                s.file
+            );
+        }
+        assert_eq!(out.warnings().count(), 0, "{prelude:?}: {}", out.log);
+    }
+}

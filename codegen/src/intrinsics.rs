@@ -291,11 +291,20 @@ const RMA: &[(Scalar, &str)] = &[
     (Scalar::F32, "float"),
     (Scalar::F64, "double"),
 ];
-/// Standard AMOs (inc, add, compare-swap).
+/// Standard AMOs (compare-swap).
 const AMO_STD: &[(Scalar, &str)] = &[
     (Scalar::I32, "int32"),
     (Scalar::I64, "int64"),
     (Scalar::Isize, "ptrdiff"),
+    (Scalar::U32, "uint32"),
+    (Scalar::U64, "uint64"),
+    (Scalar::Usize, "size"),
+];
+/// Arithmetic AMOs (inc, add): standard less `int64` and `ptrdiff`, which NVSHMEM 3.4.5
+/// leaves out ("lack of CUDA support", `nvshmem_defines.h`); the NVSHMEM library's compile
+/// (`nvcall::library`) checks every row against the headers.
+const AMO_ARITH: &[(Scalar, &str)] = &[
+    (Scalar::I32, "int32"),
     (Scalar::U32, "uint32"),
     (Scalar::U64, "uint64"),
     (Scalar::Usize, "size"),
@@ -721,6 +730,8 @@ pub static INTRINSICS: &[Intrinsic] = &[
         "Warp-wide barrier."),
     row("threadfence", G::Thread, F::Free, &[], R::Unit, S::Thread, NONE, "__threadfence()", N::None, false,
         "Device-wide memory fence."),
+    row("threadfence_system", G::Thread, F::Free, &[], R::Unit, S::Thread, NONE, "__threadfence_system()", N::None, false,
+        "System-wide memory fence: orders this thread's stores, peer stores through `x.peer(pe)` included, before its later ones (a signal, say) as every GPU sees them."),
     row("shared_array", G::Thread, F::Free, &[], R::SharedArray, S::Block, SHARED, "__shared__ {C} name[N]", N::None, false,
         "`let s = shared_array::<T, N>();` declares static shared memory of N elements (N a literal or a comptime parameter)."),
     row("shfl_xor_sync", G::Thread, F::Free, &[("mask", A::Exact(Scalar::U32)), ("v", A::Value), ("lane_mask", A::Exact(Scalar::I32))],
@@ -821,10 +832,10 @@ pub static INTRINSICS: &[Intrinsic] = &[
     amo("atomic_swap", AMO_VALUE, R::Elem, AMO_EXT, "nvshmem_{T}_atomic_swap({0}, {1}, {2})", "Atomic swap; returns the old value."),
     amo("atomic_compare_swap", &[("x", A::SymElem { mutable: true }), ("compare", A::Value), ("v", A::Value), ("pe", A::Pe)], R::Elem, AMO_STD,
         "nvshmem_{T}_atomic_compare_swap({0}, {1}, {2}, {3})", "Store `v` if `x[i] == compare`; returns the old value."),
-    amo("atomic_inc", AMO_NOVALUE, R::Unit, AMO_STD, "nvshmem_{T}_atomic_inc({0}, {1})", "Atomic increment."),
-    amo("atomic_fetch_inc", AMO_NOVALUE, R::Elem, AMO_STD, "nvshmem_{T}_atomic_fetch_inc({0}, {1})", "Atomic increment; returns the old value."),
-    amo("atomic_add", AMO_VALUE, R::Unit, AMO_STD, "nvshmem_{T}_atomic_add({0}, {1}, {2})", "Atomic add."),
-    amo("atomic_fetch_add", AMO_VALUE, R::Elem, AMO_STD, "nvshmem_{T}_atomic_fetch_add({0}, {1}, {2})", "Atomic add; returns the old value."),
+    amo("atomic_inc", AMO_NOVALUE, R::Unit, AMO_ARITH, "nvshmem_{T}_atomic_inc({0}, {1})", "Atomic increment."),
+    amo("atomic_fetch_inc", AMO_NOVALUE, R::Elem, AMO_ARITH, "nvshmem_{T}_atomic_fetch_inc({0}, {1})", "Atomic increment; returns the old value."),
+    amo("atomic_add", AMO_VALUE, R::Unit, AMO_ARITH, "nvshmem_{T}_atomic_add({0}, {1}, {2})", "Atomic add."),
+    amo("atomic_fetch_add", AMO_VALUE, R::Elem, AMO_ARITH, "nvshmem_{T}_atomic_fetch_add({0}, {1}, {2})", "Atomic add; returns the old value."),
     amo("atomic_and", AMO_VALUE, R::Unit, AMO_BIT, "nvshmem_{T}_atomic_and({0}, {1}, {2})", "Atomic bitwise and."),
     amo("atomic_fetch_and", AMO_VALUE, R::Elem, AMO_BIT, "nvshmem_{T}_atomic_fetch_and({0}, {1}, {2})", "Atomic bitwise and; returns the old value."),
     amo("atomic_or", AMO_VALUE, R::Unit, AMO_BIT, "nvshmem_{T}_atomic_or({0}, {1}, {2})", "Atomic bitwise or."),

@@ -31,6 +31,7 @@ mod error;
 mod expand;
 pub mod intrinsics;
 mod ir;
+pub mod nvcall;
 mod parse;
 mod prelude;
 mod specialize;

@@ -36,9 +36,10 @@ pub fn batch(prelude: &str, sources: &[&str]) -> Option<String> {
     let mut out = String::from(prelude);
     for (i, source) in sources.iter().enumerate() {
         let (defines, rest) = source.split_once(prelude)?;
-        // Every macro the source defines (specialize's, and the generator's `PGAS_RUST_FILE`,
-        // which differs between Rust files) is reset first, so no redefinition warns.
-        for line in source.lines() {
+        // Every macro the source defines outside the prelude (specialize's, and the
+        // generator's `PGAS_RUST_FILE`, which differs between Rust files) is reset first, so no
+        // redefinition warns; the prelude's own (the link-time head's constants) stay.
+        for line in defines.lines().chain(rest.lines()) {
             if let Some(name) = line
                 .strip_prefix("#define ")
                 .and_then(|d| d.split_whitespace().next())

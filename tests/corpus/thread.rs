@@ -44,6 +44,7 @@ fn block_sum(input: &CudaSlice<f32>, out: &mut CudaSlice<f32>) {
         }
     }
     threadfence();
+    threadfence_system();
 }
 
 /// All local atomics, on global and shared memory.

@@ -15,6 +15,7 @@
 //! `gpu_suite: skipped: no GPU` and exits 0.
 
 mod amo;
+mod coll;
 mod collectives;
 mod host_api;
 mod host_collectives;
@@ -60,6 +61,7 @@ fn main() -> ExitCode {
         sync::CASES,
         collectives::CASES,
         host_collectives::CASES,
+        coll::CASES,
         versions::CASES,
         peer::CASES,
         launch::CASES,
@@ -79,6 +81,7 @@ fn main() -> ExitCode {
         amo::KERNELS,
         sync::KERNELS,
         collectives::KERNELS,
+        coll::KERNELS,
         peer::KERNELS,
         launch::KERNELS,
         tensor::KERNELS,

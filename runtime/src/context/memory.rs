@@ -78,6 +78,23 @@ impl<T> fmt::Debug for SymTensor<T> {
 }
 
 impl Pgas {
+    /// Whether this PE reaches `region` on PE `pe` with plain loads and stores (NVLink or PCIe
+    /// peer access: `nvshmem_ptr` is not null), as `x.has_peer(pe)` tells inside a kernel.
+    /// Always true for this PE itself.
+    pub fn peer_reachable<T>(&self, region: &impl SymRegion<T>, pe: usize) -> Result<bool> {
+        let n_pes = self.n_pes();
+        if pe >= n_pes {
+            return Err(Error::InvalidPe { pe, n_pes });
+        }
+        // SAFETY: a symmetric address and a valid PE; nvshmem_ptr only computes an address.
+        let p = unsafe {
+            self.nvshmem()
+                .raw()
+                .nvshmem_ptr(region.as_device_ptr() as *const std::ffi::c_void, pe as i32)
+        };
+        Ok(!p.is_null())
+    }
+
     /// Allocates `len` zeroed elements on every PE. Collective: all PEs call it with the same
     /// `len`. Zero length and sizes over the heap are errors.
     pub fn alloc<T: DeviceRepr>(&self, len: usize) -> Result<SymTensor<T>> {

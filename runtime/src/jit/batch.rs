@@ -159,7 +159,7 @@ pub(crate) fn compile(
     };
     let image = match cached {
         Some(image) => image,
-        None => match tc.compile_dumped(dump, &program, &batch_name(&key), arch) {
+        None => match tc.compile_dumped(disk, dump, &program, &batch_name(&key), arch) {
             Ok(compiled) => {
                 let image = Image {
                     key,
@@ -204,7 +204,7 @@ fn alone(
     if let Some(image) = disk.map(|d| lookup(d, &key)).transpose()?.flatten() {
         return Ok(Ok(image));
     }
-    let compiled = match tc.compile_dumped(dump, &src.text, &src.cuda_name, arch) {
+    let compiled = match tc.compile_dumped(disk, dump, &src.text, &src.cuda_name, arch) {
         Ok(c) => c,
         Err(Error::Compile { location, log, .. }) => {
             return Ok(Err(Error::Compile {

@@ -8,6 +8,8 @@
 
 mod batch;
 pub mod disk;
+mod library;
+mod nvjitlink;
 mod nvrtc;
 pub(crate) mod source;
 pub(crate) mod state;

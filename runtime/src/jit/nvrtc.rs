@@ -73,7 +73,8 @@ pub(crate) fn supported_archs() -> Result<Vec<i32>> {
     Ok(archs)
 }
 
-/// What one NVRTC compilation produced: a CUBIN when it succeeded, and the log either way.
+/// What one NVRTC compilation produced: a CUBIN (or LTO-IR, when asked for) when it
+/// succeeded, and the log either way.
 pub(crate) struct Output {
     pub cubin: Option<Vec<u8>>,
     pub log: String,
@@ -89,8 +90,9 @@ impl Drop for Program {
     }
 }
 
-/// Compiles `source` (named `name` in diagnostics) with `options`.
-pub(crate) fn compile(source: &str, name: &str, options: &[String]) -> Result<Output> {
+/// Compiles `source` (named `name` in diagnostics) with `options`; with `lto`, returns the
+/// LTO-IR (`-dlto` among the options) instead of a CUBIN.
+pub(crate) fn compile(source: &str, name: &str, options: &[String], lto: bool) -> Result<Output> {
     let nul = |what: &'static str| Error::Nvrtc {
         call: "nvrtcCreateProgram",
         detail: format!("the {what} contains a NUL byte"),
@@ -136,15 +138,28 @@ pub(crate) fn compile(source: &str, name: &str, options: &[String]) -> Result<Ou
             other => check("nvrtcCompileProgram", other).map(|_| ())?,
         }
         let mut size = 0usize;
-        check(
-            "nvrtcGetCUBINSize",
-            sys::nvrtcGetCUBINSize(prog.0, &mut size),
-        )?;
-        let mut cubin = vec![0u8; size];
-        check(
-            "nvrtcGetCUBIN",
-            sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr().cast()),
-        )?;
+        let mut cubin;
+        if lto {
+            check(
+                "nvrtcGetLTOIRSize",
+                sys::nvrtcGetLTOIRSize(prog.0, &mut size),
+            )?;
+            cubin = vec![0u8; size];
+            check(
+                "nvrtcGetLTOIR",
+                sys::nvrtcGetLTOIR(prog.0, cubin.as_mut_ptr().cast()),
+            )?;
+        } else {
+            check(
+                "nvrtcGetCUBINSize",
+                sys::nvrtcGetCUBINSize(prog.0, &mut size),
+            )?;
+            cubin = vec![0u8; size];
+            check(
+                "nvrtcGetCUBIN",
+                sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr().cast()),
+            )?;
+        }
         Ok(Output {
             cubin: Some(cubin),
             log,

@@ -5,12 +5,17 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::jit::disk::{CacheKey, DiskCache, Lookup};
-use crate::jit::nvrtc;
+use crate::jit::nvjitlink::NvJitLink;
+use crate::jit::{library, nvrtc};
+use pgas_codegen::{nvcall, Prelude};
 
 use crate::jit::nvrtc::NVRTC_SONAME;
+/// The name the NVSHMEM library's program and link input go by.
+const LIBRARY: &str = "pgas_nvshmem_library";
 /// Where a CUDA root keeps its libraries, depending on how it was installed.
 const LIB_SUBDIRS: &[&str] = &["lib64", "lib", "targets/x86_64-linux/lib"];
 /// Where a CUDA root keeps its headers.
@@ -39,6 +44,9 @@ pub struct Toolchain {
     /// `PGAS_JIT_FAST_COMPILE` (`min`, `mid`, `max`): NVRTC's `--Ofast-compile`, which trades
     /// kernel speed for compile time (docs/jit.md). `None`: full optimization.
     fast_compile: Option<String>,
+    /// nvJitLink, when found and not turned off (`PGAS_JIT_LTO=off`): point-to-point and
+    /// barrier kernels then compile link-time (docs/jit.md), else against NVSHMEM's headers.
+    linker: Option<Arc<NvJitLink>>,
 }
 
 /// A compiled kernel image and the NVRTC log that came with it.
@@ -98,13 +106,50 @@ impl Toolchain {
             .unwrap_or_else(|_| "unknown".to_owned());
         let nvrtc_version = nvrtc::load(&cuda.lib_dir)?;
         let fast_compile = fast_compile(std::env::var("PGAS_JIT_FAST_COMPILE").ok().as_deref())?;
+        let linker = if link_time(std::env::var("PGAS_JIT_LTO").ok().as_deref())? {
+            // Beside NVRTC in a CUDA root and in the nvidia-nvjitlink wheel; without it kernels
+            // compile against the headers, as before (`pgas doctor` says which).
+            NvJitLink::load(&[cuda.lib_dir.as_path()])
+                .ok()
+                .map(Arc::new)
+        } else {
+            None
+        };
         Ok(Toolchain {
             cuda,
             nvshmem_include,
             nvshmem_version,
             nvrtc_version,
             fast_compile,
+            linker,
         })
+    }
+
+    /// Where nvJitLink was loaded from, when point-to-point and barrier kernels compile
+    /// link-time; `None` when they compile against NVSHMEM's headers (`PGAS_JIT_LTO=off`, or no
+    /// `libnvJitLink.so.13` beside NVRTC).
+    pub fn linker(&self) -> Option<&Path> {
+        self.linker.as_deref().map(NvJitLink::path)
+    }
+
+    /// The prelude whose library `source` links against, when it compiles link-time.
+    fn links(&self, source: &str) -> Option<Prelude> {
+        self.linker.as_ref()?;
+        Prelude::of_source(source)
+            .filter(|p| nvcall::links(*p) && source.contains(nvcall::GENERATED))
+    }
+
+    /// NVRTC's options for LTO-IR (link-time kernels and the NVSHMEM library): the usual ones,
+    /// without `--Ofast-compile` (optimization happens in the link), plus `-dlto -rdc=true`.
+    pub(crate) fn lto_options(&self, arch: (u32, u32)) -> Vec<String> {
+        let mut o: Vec<String> = self
+            .options(arch)
+            .into_iter()
+            .filter(|o| !o.starts_with("--Ofast-compile"))
+            .collect();
+        o.push("-dlto".to_owned());
+        o.push("-rdc=true".to_owned());
+        o
     }
 
     /// The CUDA installation in use.
@@ -168,10 +213,31 @@ impl Toolchain {
     /// The disk-cache key of `source` compiled as `kernel_name` for `arch`: it covers every NVRTC
     /// option and the NVRTC and NVSHMEM versions.
     pub fn cache_key(&self, source: &str, kernel_name: &str, arch: (u32, u32)) -> CacheKey {
+        let options = match self.links(source) {
+            // The linked image also depends on the library: its key stands for it.
+            Some(prelude) => {
+                let mut o = self.lto_options(arch);
+                let lib = self.library_key(prelude, arch);
+                o.push(format!("link {:02x?}", lib.as_bytes()));
+                o
+            }
+            None => self.options(arch),
+        };
+        self.cache_key_with(source, kernel_name, arch, &options)
+    }
+
+    /// The cache key of `source` compiled with `options`.
+    pub(crate) fn cache_key_with(
+        &self,
+        source: &str,
+        kernel_name: &str,
+        arch: (u32, u32),
+        options: &[String],
+    ) -> CacheKey {
         CacheKey::new(
             source,
             kernel_name,
-            &self.options(arch),
+            options,
             self.nvrtc_version,
             &self.nvshmem_version,
             arch,
@@ -211,37 +277,145 @@ impl Toolchain {
                 ));
             }
         }
-        let compiled = self.compile_dumped(dump, source, kernel_name, arch)?;
+        let compiled = self.compile_dumped(cache, dump, source, kernel_name, arch)?;
         if let Some(c) = cache {
             c.store(&key, &compiled.cubin)?;
         }
         Ok((compiled, false))
     }
 
-    /// [`Toolchain::compile_cubin`], writing `<kernel_name>.cu` and `<kernel_name>.log` (options
-    /// and NVRTC's log) to `dump` when given.
+    /// A generated source (or a batch of them) compiled as the JIT compiles it: link-time
+    /// against the NVSHMEM library when it applies ([`Toolchain::linker`]), else as
+    /// [`Toolchain::compile_cubin`]. The library comes from `disk` when given, else is built.
+    pub fn compile_program(
+        &self,
+        disk: Option<&DiskCache>,
+        source: &str,
+        kernel_name: &str,
+        arch: (u32, u32),
+    ) -> Result<Compiled> {
+        self.compile_dumped(disk, None, source, kernel_name, arch)
+    }
+
+    /// [`Toolchain::compile_cubin`], or the link-time compile where it applies (the library
+    /// from `disk` or built), writing `<kernel_name>.cu` and `<kernel_name>.log` (what NVRTC
+    /// compiled, its options and log) to `dump` when given.
     pub(crate) fn compile_dumped(
         &self,
+        disk: Option<&DiskCache>,
         dump: Option<&Path>,
         source: &str,
         kernel_name: &str,
         arch: (u32, u32),
     ) -> Result<Compiled> {
-        let opts = self.options(arch);
         let _span = tracing::debug_span!("pgas.compile", kernel = kernel_name).entered();
+        let (compiled, compiled_source, opts) = match self.links(source) {
+            Some(prelude) => {
+                let lto = nvcall::lto_source(source).ok_or_else(|| Error::Launch {
+                    kernel: kernel_name.to_owned(),
+                    reason: "a generated source has no link-time form".to_owned(),
+                })?;
+                let opts = self.lto_options(arch);
+                let compiled = self.compile_linked(disk, prelude, &lto, kernel_name, arch, &opts);
+                (compiled, lto, opts)
+            }
+            None => {
+                let opts = self.options(arch);
+                let compiled = self.compile_with(source, kernel_name, arch, &opts);
+                (compiled, source.to_owned(), opts)
+            }
+        };
         if let Some(dir) = dump {
-            dump_file(dir, &format!("{kernel_name}.cu"), source);
-        }
-        let compiled = self.compile_with(source, kernel_name, arch, &opts);
-        if let Some(dir) = dump {
+            dump_file(dir, &format!("{kernel_name}.cu"), &compiled_source);
             let log = match &compiled {
                 Ok(c) => c.log.clone(),
                 Err(e) => e.to_string(),
             };
-            let text = format!("options: {}\n{log}\n", opts.join(" "));
+            let linked = match self.links(source) {
+                Some(p) => format!(
+                    "linked by nvJitLink with the NVSHMEM library of the {}\n",
+                    p.name()
+                ),
+                None => String::new(),
+            };
+            let text = format!("options: {}\n{linked}{log}\n", opts.join(" "));
             dump_file(dir, &format!("{kernel_name}.log"), &text);
         }
         compiled
+    }
+
+    /// A link-time compile: NVRTC turns `lto_source` into LTO-IR, nvJitLink links it with the
+    /// NVSHMEM library of `prelude` into a CUBIN.
+    fn compile_linked(
+        &self,
+        disk: Option<&DiskCache>,
+        prelude: Prelude,
+        lto_source: &str,
+        kernel_name: &str,
+        arch: (u32, u32),
+        options: &[String],
+    ) -> Result<Compiled> {
+        let linker = self.linker.as_ref().ok_or_else(|| Error::Launch {
+            kernel: kernel_name.to_owned(),
+            reason: "no nvJitLink for a link-time compile".to_owned(),
+        })?;
+        self.check_arch(arch)?;
+        let lib = library::get(self.library_key(prelude, arch), disk, prelude, || {
+            self.build_library(prelude, arch)
+        })?;
+        let out = nvrtc::compile(lto_source, &format!("{kernel_name}.cu"), options, true)?;
+        let ir = out.cubin.ok_or_else(|| Error::Compile {
+            kernel: kernel_name.to_owned(),
+            location: first_error_location(&out.log),
+            log: out.log.clone(),
+        })?;
+        let _span = tracing::debug_span!("pgas.link", kernel = kernel_name).entered();
+        let cubin = linker.link(&[(kernel_name, &ir), (LIBRARY, &lib)], arch)?;
+        Ok(Compiled {
+            cubin,
+            log: out.log,
+        })
+    }
+
+    /// The disk-cache key of the NVSHMEM library of `prelude` on `arch`.
+    fn library_key(&self, prelude: Prelude, arch: (u32, u32)) -> CacheKey {
+        let source = nvcall::library(prelude);
+        self.cache_key_with(&source, LIBRARY, arch, &self.lto_options(arch))
+    }
+
+    /// Compiles the NVSHMEM library of `prelude` (every call wrapper its kernels may use) to
+    /// LTO-IR.
+    fn build_library(&self, prelude: Prelude, arch: (u32, u32)) -> Result<Vec<u8>> {
+        let source = nvcall::library(prelude);
+        let out = nvrtc::compile(
+            &source,
+            &format!("{LIBRARY}.cu"),
+            &self.lto_options(arch),
+            true,
+        )?;
+        out.cubin.ok_or_else(|| Error::Compile {
+            kernel: format!("the pgas NVSHMEM library ({})", prelude.name()),
+            location: first_error_location(&out.log),
+            log: format!(
+                "{}\n(this NVSHMEM's device API differs from what pgas expects; set \
+                 PGAS_JIT_LTO=off to compile kernels against its headers directly)",
+                out.log
+            ),
+        })
+    }
+
+    /// [`Error::UnsupportedArch`] unless this NVRTC can compile for `arch`.
+    fn check_arch(&self, arch: (u32, u32)) -> Result<()> {
+        let supported = nvrtc::supported_archs()?;
+        let wanted = (arch.0 * 10 + arch.1) as i32;
+        if !supported.contains(&wanted) {
+            let list: Vec<String> = supported.iter().map(|a| format!("sm_{a}")).collect();
+            return Err(Error::UnsupportedArch {
+                arch,
+                log: format!("this NVRTC supports {}", list.join(", ")),
+            });
+        }
+        Ok(())
     }
 
     /// [`Toolchain::compile_cubin`] with explicit options (see [`Toolchain::options`]).
@@ -252,16 +426,8 @@ impl Toolchain {
         arch: (u32, u32),
         options: &[String],
     ) -> Result<Compiled> {
-        let supported = nvrtc::supported_archs()?;
-        let wanted = (arch.0 * 10 + arch.1) as i32;
-        if !supported.contains(&wanted) {
-            let list: Vec<String> = supported.iter().map(|a| format!("sm_{a}")).collect();
-            return Err(Error::UnsupportedArch {
-                arch,
-                log: format!("this NVRTC supports {}", list.join(", ")),
-            });
-        }
-        let out = nvrtc::compile(source, &format!("{kernel_name}.cu"), options)?;
+        self.check_arch(arch)?;
+        let out = nvrtc::compile(source, &format!("{kernel_name}.cu"), options, false)?;
         match out.cubin {
             Some(cubin) => Ok(Compiled {
                 cubin,
@@ -286,6 +452,23 @@ fn fast_compile(value: Option<&str>) -> Result<Option<String>> {
             name: "PGAS_JIT_FAST_COMPILE",
             value: other.to_owned(),
             reason: "use min, mid or max (NVRTC's --Ofast-compile level), or off".to_owned(),
+        }),
+    }
+}
+
+/// Whether `PGAS_JIT_LTO` lets point-to-point and barrier kernels compile link-time: yes when
+/// unset, empty, `on` or `1`; no for `off` or `0`; a clear error otherwise.
+fn link_time(value: Option<&str>) -> Result<bool> {
+    match value.map(str::trim) {
+        None | Some("") | Some("on") | Some("1") => Ok(true),
+        Some("off") | Some("0") => Ok(false),
+        Some(other) => Err(Error::InvalidConfig {
+            name: "PGAS_JIT_LTO",
+            value: other.to_owned(),
+            reason: "use on (link point-to-point and barrier kernels against pgas's NVSHMEM \
+                     library with nvJitLink, the default) or off (compile every kernel against \
+                     NVSHMEM's headers)"
+                .to_owned(),
         }),
     }
 }

@@ -60,13 +60,16 @@ pub(crate) fn launch_in(
             reason: format!("more than {MAX_COMPTIME} comptime values"),
         }
     })?;
+    let stream = stream.unwrap_or(default_stream);
     let f = match target.jit.lookup(&key) {
         Some(f) => f,
-        None => target
-            .jit
-            .get_or_build(target, key, &|| spec_source(spec, variant, comptime))?,
+        None => {
+            refuse_build_while_capturing(stream, spec.rust_name)?;
+            target
+                .jit
+                .get_or_build(target, key, &|| spec_source(spec, variant, comptime))?
+        }
     };
-    let stream = stream.unwrap_or(default_stream);
     launch_checked_stream(
         target,
         f,
@@ -104,4 +107,26 @@ pub(crate) fn launch_checked_stream(
         0
     };
     args.launch(f, kernel, collective, sms, cfg, stream)
+}
+
+/// A first launch compiles and loads its kernel: `cuModuleLoadData` and NVSHMEM's module init
+/// (a synchronous copy to the module's constants) are not allowed while `stream` is being
+/// captured into a CUDA graph, and would invalidate the capture. So a kernel must have run once
+/// (or been prewarmed) before a launch of it is captured; say so rather than let the driver fail
+/// the capture with a bare status.
+fn refuse_build_while_capturing(stream: &CudaStream, kernel: &str) -> Result<()> {
+    let status = stream
+        .capture_status()
+        .map_err(Error::cuda("querying the stream's capture status"))?;
+    if status == cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        Ok(())
+    } else {
+        Err(Error::Launch {
+            kernel: kernel.to_owned(),
+            reason: "its stream is being captured into a CUDA graph, and this specialization is \
+                     not compiled and loaded yet (loading a module is not allowed during capture). \
+                     Fix: launch it once, or `pgas::launch::prewarm` it, before capturing"
+                .to_owned(),
+        })
+    }
 }

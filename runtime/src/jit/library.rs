@@ -1,0 +1,122 @@
+//! The pgas NVSHMEM library: every NVSHMEM call wrapper of a prelude
+//! (`pgas_codegen::nvcall::library`) compiled by NVRTC to LTO-IR, which link-time kernels link
+//! against. Built once per machine (kept in the disk cache, checksummed like kernels, so a
+//! corrupt or truncated copy is rebuilt) and once per process in memory.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use pgas_codegen::Prelude;
+
+use super::disk::{CacheKey, DiskCache, Lookup};
+use crate::error::Result;
+
+/// The libraries this process has, by cache key (which covers prelude, architecture, options
+/// and versions).
+static LOADED: Mutex<Option<HashMap<CacheKey, Arc<[u8]>>>> = Mutex::new(None);
+
+/// The LTO-IR of `prelude`'s library under `key` (which covers the prelude, architecture,
+/// options and versions): from memory, the disk cache, or `build` (then stored). PEs sharing
+/// the cache build it once: the others wait on its entry's lock.
+pub(crate) fn get(
+    key: CacheKey,
+    disk: Option<&DiskCache>,
+    prelude: Prelude,
+    build: impl FnOnce() -> Result<Vec<u8>>,
+) -> Result<Arc<[u8]>> {
+    if let Some(ir) = LOADED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .get(&key)
+    {
+        return Ok(ir.clone());
+    }
+    let _lock = disk.map(|d| d.lock(&key)).transpose()?;
+    let cached = match disk.map(|d| d.load(&key)).transpose()? {
+        Some(Lookup::Hit(ir)) => Some(ir),
+        _ => None,
+    };
+    let ir: Arc<[u8]> = match cached {
+        Some(ir) => ir.into(),
+        None => {
+            let _span =
+                tracing::info_span!("pgas.compile_library", prelude = prelude.name()).entered();
+            let t = std::time::Instant::now();
+            let ir = build()?;
+            eprintln!(
+                "pgas: JIT: built the NVSHMEM library of the {} in {:.2} s (once per machine: \
+                 kept in the kernel cache)",
+                prelude.name(),
+                t.elapsed().as_secs_f64()
+            );
+            if let Some(d) = disk {
+                d.store(&key, &ir)?;
+            }
+            ir.into()
+        }
+    };
+    LOADED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(key, ir.clone());
+    Ok(ir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn key(tag: &str) -> CacheKey {
+        CacheKey::new(
+            tag,
+            "pgas_nvshmem_library_test",
+            &[],
+            (13, 0),
+            "3.4.5",
+            (9, 0),
+        )
+    }
+
+    #[test]
+    fn the_library_is_built_once_then_found_and_a_damaged_copy_is_rebuilt() {
+        let dir = std::env::temp_dir().join(format!("pgas-library-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let disk = DiskCache::open(&dir).unwrap();
+        let builds = Cell::new(0);
+        let build = |bytes: &'static [u8]| {
+            let builds = &builds;
+            move || {
+                builds.set(builds.get() + 1);
+                Ok(bytes.to_vec())
+            }
+        };
+
+        // Not on disk: built and stored; then this process has it in memory.
+        let k = key(&format!("fresh {}", std::process::id()));
+        let ir = get(k, Some(&disk), Prelude::P2p, build(b"LTO-IR one")).unwrap();
+        assert_eq!((&*ir, builds.get()), (&b"LTO-IR one"[..], 1));
+        assert!(matches!(disk.load(&k).unwrap(), Lookup::Hit(b) if b == b"LTO-IR one"));
+        let again = get(k, Some(&disk), Prelude::P2p, build(b"other")).unwrap();
+        assert_eq!((&*again, builds.get()), (&b"LTO-IR one"[..], 1));
+
+        // Another process stored it: loaded from disk, not built.
+        let k = key(&format!("stored {}", std::process::id()));
+        disk.store(&k, b"LTO-IR two").unwrap();
+        let ir = get(k, Some(&disk), Prelude::Barrier, build(b"other")).unwrap();
+        assert_eq!((&*ir, builds.get()), (&b"LTO-IR two"[..], 1));
+
+        // A truncated copy fails its checksum: rebuilt and stored whole.
+        let k = key(&format!("truncated {}", std::process::id()));
+        disk.store(&k, b"LTO-IR three, long enough to cut").unwrap();
+        let path = disk.path(&k);
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 7]).unwrap();
+        let ir = get(k, Some(&disk), Prelude::P2p, build(b"LTO-IR rebuilt")).unwrap();
+        assert_eq!((&*ir, builds.get()), (&b"LTO-IR rebuilt"[..], 2));
+        assert!(matches!(disk.load(&k).unwrap(), Lookup::Hit(b) if b == b"LTO-IR rebuilt"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

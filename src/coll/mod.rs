@@ -1,0 +1,465 @@
+//! Collectives written in pgas: all-reduce over a [`Team`] from peer loads and stores over
+//! NVLink, synchronized with NVSHMEM signals instead of barriers, called from the host on a
+//! stream (and so capturable into a CUDA graph).
+//!
+//! ```no_run
+//! use pgas::coll::{Algorithm, Comm};
+//! use pgas::prelude::*;
+//!
+//! # fn main() -> pgas::Result<()> {
+//! let pgas = pgas::init()?;
+//! let mut comm = Comm::new(&pgas, Team::WORLD)?; // collective over all PEs
+//! let src = pgas.alloc_from(&vec![1.0f32; 1 << 20])?;
+//! let mut dst = pgas.alloc::<f32>(1 << 20)?;
+//! comm.all_reduce(&mut dst, &src, ReduceOp::Sum, Algorithm::Auto)?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Algorithms ([`Algorithm`]): *one-shot* (each PE loads all peers' inputs and reduces: the
+//! fewest steps, for small messages), *two-shot* (reduce-scatter by peer loads, then all-gather by
+//! peer stores: a fraction of the traffic, for large ones), or *NVSHMEM's own*
+//! (`nvshmemx_<type>_<op>_reduce_on_stream`, the fallback where peers are not load/store
+//! reachable). [`Algorithm::Auto`] chooses by size. The kernels and their flag protocol are in
+//! [`kernels`].
+
+pub mod kernels;
+
+use cudarc::driver::CudaStream;
+use pgas_runtime::kernel::{KernelSpec, Variant};
+use pgas_runtime::launch::{KernelArgs, Prewarm};
+use pgas_runtime::CollectiveElem;
+
+use crate::{Error, LaunchConfig, Pgas, ReduceOp, Result, SymRegion, SymTensor, Team};
+
+/// How [`Comm::all_reduce`] reduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// One-shot up to [`ONE_SHOT_MAX_BYTES`], two-shot above (in place: always two-shot);
+    /// NVSHMEM's own when some peer is not load/store reachable.
+    Auto,
+    /// Every PE reads every peer's input and reduces (needs `dst` and `src` apart).
+    OneShot,
+    /// Reduce-scatter by peer loads, all-gather by peer stores (also in place).
+    TwoShot,
+    /// NVSHMEM's on-stream reduction (`nvshmemx_<type>_<op>_reduce_on_stream`); only on the
+    /// context's stream ([`Pgas::stream`]).
+    Nvshmem,
+}
+
+/// [`Algorithm::Auto`] takes one-shot up to this many bytes: one-shot's single pass wins while
+/// latency dominates, two-shot's smaller traffic above.
+pub const ONE_SHOT_MAX_BYTES: usize = 256 << 10;
+
+/// Most blocks a collective grid has (also capped at the GPU's SM count, so that every block is
+/// resident: blocks wait for their namesakes on other PEs).
+pub const MAX_BLOCKS: usize = 128;
+
+/// Threads per block of the collective kernels.
+const THREADS: u32 = 512;
+
+/// Bytes of work per block before the grid grows: small messages take one block (one flag round
+/// trip), large ones spread over the SMs.
+const BYTES_PER_BLOCK: usize = 16 << 10;
+
+/// Element types of [`Comm::all_reduce`]: the 16-bit floats (reduced in `f32`), `f32`, `f64` and
+/// the 8- to 64-bit integers (wrapping, as NVSHMEM's). Sealed.
+pub trait AllReduceElem: CollectiveElem {
+    #[doc(hidden)]
+    const ONE_SHOT: &'static KernelSpec;
+    #[doc(hidden)]
+    const TWO_SHOT: &'static KernelSpec;
+    /// Whether the bitwise reductions exist for the type (integers).
+    #[doc(hidden)]
+    const BITS: bool;
+}
+
+macro_rules! elem {
+    ($($t:ty => $m:ident, $bits:literal;)*) => {$(
+        impl AllReduceElem for $t {
+            const ONE_SHOT: &'static KernelSpec = &kernels::$m::one_shot::SPEC;
+            const TWO_SHOT: &'static KernelSpec = &kernels::$m::two_shot::SPEC;
+            const BITS: bool = $bits;
+        }
+    )*};
+}
+
+elem! {
+    f32 => f32_, false;
+    f64 => f64_, false;
+    half::f16 => f16_, false;
+    half::bf16 => bf16_, false;
+    i8 => i8_, true;
+    i16 => i16_, true;
+    i32 => i32_, true;
+    i64 => i64_, true;
+    u8 => u8_, true;
+    u16 => u16_, true;
+    u32 => u32_, true;
+    u64 => u64_, true;
+}
+
+/// The comptime code of each reduction in the kernels (see `kernels.rs`).
+const OP_CODES: [[i128; 1]; 7] = [[0], [1], [2], [3], [4], [5], [6]];
+
+fn op_code(op: ReduceOp) -> &'static [i128; 1] {
+    &OP_CODES[match op {
+        ReduceOp::Sum => 0,
+        ReduceOp::Prod => 1,
+        ReduceOp::Min => 2,
+        ReduceOp::Max => 3,
+        ReduceOp::And => 4,
+        ReduceOp::Or => 5,
+        ReduceOp::Xor => 6,
+    }]
+}
+
+/// A communicator: a team plus the symmetric flags and call counters its collectives
+/// synchronize with. Create one per team (collectively) and reuse it; calls on one `Comm` must
+/// be ordered (one stream at a time, which `&mut self` enforces on the host), and every member
+/// of the team makes the same calls in the same order, with the same lengths, types and ops.
+pub struct Comm {
+    pgas: Pgas,
+    team: Team,
+    /// This PE's number in the team, `None` when it is not a member.
+    rank: Option<usize>,
+    n: usize,
+    /// Whether every member is load/store reachable from this PE.
+    p2p: bool,
+    max_blocks: usize,
+    /// Team rank -> world PE (the first `n` entries).
+    pes: SymTensor<i32>,
+    /// `sig[b * n + r]`: block `b` of team rank `r` entered (`2e - 1`) or left (`2e`) call `e`.
+    sig: SymTensor<u64>,
+    /// Calls each block took part in.
+    epochs: SymTensor<u64>,
+}
+
+impl std::fmt::Debug for Comm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Comm")
+            .field("team", &self.team)
+            .field("rank", &self.rank)
+            .field("n", &self.n)
+            .field("p2p", &self.p2p)
+            .finish()
+    }
+}
+
+impl Comm {
+    /// A communicator over `team`. Collective over **all** PEs (it allocates symmetric memory),
+    /// members or not: a PE outside the team passes `None` (what
+    /// [`Team::split_strided`] returned it) and gets a `Comm` whose calls are errors.
+    pub fn new(pgas: &Pgas, team: impl Into<Option<Team>>) -> Result<Comm> {
+        let world = pgas.n_pes();
+        let team = team.into();
+        let (team, rank, n) = match team {
+            Some(t) => match (t.my_pe(pgas), t.n_pes(pgas)) {
+                (Some(r), n) if n > 0 => (t, Some(r), n),
+                _ => (t, None, 0),
+            },
+            None => (Team::WORLD, None, 0),
+        };
+        let mut table = vec![0i32; world];
+        for (r, slot) in table.iter_mut().enumerate().take(n) {
+            *slot = team
+                .translate_pe(pgas, r, Team::WORLD)
+                .ok_or_else(|| Error::InvalidConfig {
+                    name: "team",
+                    value: format!("{}", team.raw()),
+                    reason: format!("its PE {r} has no number in the world team"),
+                })? as i32;
+        }
+        let pes = pgas.alloc_from(&table)?;
+        let sig = pgas.alloc::<u64>(MAX_BLOCKS * world)?;
+        let epochs = pgas.alloc::<u64>(MAX_BLOCKS)?;
+        let mut p2p = true;
+        for &pe in &table[..n] {
+            p2p &= pgas.peer_reachable(&sig, pe as usize)?;
+        }
+        let sms = pgas
+            .cuda()
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(|source| Error::Cuda {
+                context: "reading the GPU's SM count",
+                source,
+            })?;
+        Ok(Comm {
+            pgas: pgas.clone(),
+            team,
+            rank,
+            n,
+            p2p,
+            max_blocks: MAX_BLOCKS.min(sms.max(1) as usize),
+            pes,
+            sig,
+            epochs,
+        })
+    }
+
+    /// This PE's number in the team (`None` when it is not a member).
+    pub fn rank(&self) -> Option<usize> {
+        self.rank
+    }
+
+    /// Number of PEs in the team (0 on a PE that is not a member).
+    pub fn n_pes(&self) -> usize {
+        self.n
+    }
+
+    /// Whether every member's memory is load/store reachable from this PE (else only
+    /// [`Algorithm::Nvshmem`] works, and [`Algorithm::Auto`] takes it).
+    pub fn peers_reachable(&self) -> bool {
+        self.p2p
+    }
+
+    /// The algorithm [`Algorithm::Auto`] takes for `bytes` bytes (`in_place`: `dst` is `src`).
+    pub fn auto_algorithm(&self, bytes: usize, in_place: bool) -> Algorithm {
+        if !self.p2p {
+            Algorithm::Nvshmem
+        } else if bytes <= ONE_SHOT_MAX_BYTES && !in_place {
+            Algorithm::OneShot
+        } else {
+            Algorithm::TwoShot
+        }
+    }
+
+    /// Element-wise reduction of every member's `src` into every member's `dst`, on the
+    /// context's stream. Returns the algorithm used. See [`Comm::all_reduce_on`].
+    pub fn all_reduce<T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let stream = self.pgas.stream().clone();
+        self.all_reduce_on(&stream, dst, src, op, algorithm)
+    }
+
+    /// [`Comm::all_reduce`] on `stream`: ordered after the work already on it, and not waited
+    /// for on the host (so it can be captured into a CUDA graph once its kernel has run or
+    /// been prewarmed: [`prewarm`]). When it completes on a PE, no peer reads that PE's `src`
+    /// any more.
+    ///
+    /// Errors, before anything is launched: a PE that is not in the team, `dst` and `src` of
+    /// different lengths, a bitwise op on a float type, one-shot in place (or overlapping
+    /// buffers), a peer-to-peer algorithm when a peer is not reachable, NVSHMEM's algorithm on
+    /// another stream. Lengths, types and ops that differ between PEs cannot be seen here:
+    /// they are the caller's contract, as in NCCL.
+    pub fn all_reduce_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let src = Region::<T>::of(src);
+        self.reduce_into(stream, dst, &src, op, algorithm)
+    }
+
+    /// All-reduce of `x` into itself, on the context's stream (two-shot or NVSHMEM's: one-shot
+    /// cannot run in place).
+    pub fn all_reduce_in_place<T: AllReduceElem>(
+        &mut self,
+        x: &mut impl SymRegion<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let stream = self.pgas.stream().clone();
+        self.all_reduce_in_place_on(&stream, x, op, algorithm)
+    }
+
+    /// [`Comm::all_reduce_in_place`] on `stream`.
+    pub fn all_reduce_in_place_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        x: &mut impl SymRegion<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let src = Region::<T>::of(&*x);
+        self.reduce_into(stream, x, &src, op, algorithm)
+    }
+
+    fn reduce_into<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &Region<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let rank = self.rank.ok_or_else(|| Error::InvalidConfig {
+            name: "team",
+            value: format!("{}", self.team.raw()),
+            reason: format!(
+                "PE {} is not a member of this communicator's team; only members call its \
+                 collectives",
+                self.pgas.my_pe()
+            ),
+        })?;
+        if dst.len() != src.len() {
+            return Err(Error::LengthMismatch {
+                what: "the all-reduce destination (the source's length)",
+                got: dst.len(),
+                expected: src.len(),
+            });
+        }
+        if !T::BITS && matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor) {
+            return Err(Error::InvalidConfig {
+                name: "reduction",
+                value: format!("{op:?} on {}", std::any::type_name::<T>()),
+                reason: "bitwise reductions exist for integer types only; use Sum, Prod, Min or \
+                         Max"
+                .to_owned(),
+            });
+        }
+        let bytes = src.len() * std::mem::size_of::<T>();
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        let in_place = d == s;
+        let overlap = d < s + bytes as u64 && s < d + bytes as u64;
+        let algorithm = match algorithm {
+            Algorithm::Auto => self.auto_algorithm(bytes, in_place),
+            a => a,
+        };
+        if overlap && !(in_place && algorithm != Algorithm::OneShot) {
+            return Err(Error::InvalidConfig {
+                name: "all-reduce buffers",
+                value: format!("{algorithm:?} with dst {d:#x}, src {s:#x} ({bytes} bytes)"),
+                reason: if in_place {
+                    "one-shot reads every peer's input while peers write their outputs, so it \
+                     cannot run in place; use Algorithm::TwoShot (or Auto)"
+                        .to_owned()
+                } else {
+                    "dst and src overlap without being the same buffer; pass the same buffer \
+                     (in place) or two apart"
+                        .to_owned()
+                },
+            });
+        }
+        if src.is_empty() {
+            return Ok(algorithm);
+        }
+        let spec = match algorithm {
+            Algorithm::Nvshmem => {
+                if stream.cu_stream() != self.pgas.stream().cu_stream() {
+                    return Err(Error::InvalidConfig {
+                        name: "stream",
+                        value: "not the context's stream".to_owned(),
+                        reason: "NVSHMEM's on-stream reduction runs on Pgas::stream(); use it, \
+                                 or a peer-to-peer algorithm on this stream"
+                            .to_owned(),
+                    });
+                }
+                self.pgas.reduce(self.team, op, &*dst, src)?;
+                return Ok(algorithm);
+            }
+            _ if !self.p2p => {
+                return Err(Error::InvalidConfig {
+                    name: "algorithm",
+                    value: format!("{algorithm:?}"),
+                    reason: "a PE of the team is not load/store reachable from this one (no \
+                             NVLink or peer access); use Algorithm::Nvshmem or Auto"
+                        .to_owned(),
+                })
+            }
+            Algorithm::OneShot => T::ONE_SHOT,
+            _ => T::TWO_SHOT,
+        };
+        let work = if algorithm == Algorithm::OneShot {
+            bytes
+        } else {
+            bytes.div_ceil(self.n)
+        };
+        let blocks = work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks) as u32;
+        let mut args = KernelArgs::new();
+        args.push_sym_mut(dst)
+            .push_sym(src)
+            .push_sym(&self.pes)
+            .push_sym_mut(&mut self.sig)
+            .push_sym_mut(&mut self.epochs)
+            .push_scalar(self.n as u32)
+            .push_scalar(rank as u32);
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            spec,
+            Variant::Plain,
+            op_code(op),
+            LaunchConfig::blocks(blocks, THREADS),
+            Some(stream),
+            &mut args,
+        )?;
+        Ok(algorithm)
+    }
+}
+
+/// Every specialization the collectives of element type `T` can launch (each algorithm with
+/// each reduction the type has), for [`pgas_runtime::launch::prewarm`]: compile them up front,
+/// in one NVRTC program, so that no call compiles (and a graph capture can include any of them).
+pub fn prewarm_list<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
+    let ops = if T::BITS { 7 } else { 4 };
+    [T::ONE_SHOT, T::TWO_SHOT]
+        .into_iter()
+        .flat_map(|spec| {
+            OP_CODES[..ops].iter().map(move |c| Prewarm {
+                spec,
+                variant: Variant::Plain,
+                comptime: c,
+            })
+        })
+        .collect()
+}
+
+/// [`prewarm_list`] for every element type.
+pub fn prewarm_all() -> Vec<Prewarm<'static>> {
+    let mut all = Vec::new();
+    all.extend(prewarm_list::<f32>());
+    all.extend(prewarm_list::<f64>());
+    all.extend(prewarm_list::<half::f16>());
+    all.extend(prewarm_list::<half::bf16>());
+    all.extend(prewarm_list::<i8>());
+    all.extend(prewarm_list::<i16>());
+    all.extend(prewarm_list::<i32>());
+    all.extend(prewarm_list::<i64>());
+    all.extend(prewarm_list::<u8>());
+    all.extend(prewarm_list::<u16>());
+    all.extend(prewarm_list::<u32>());
+    all.extend(prewarm_list::<u64>());
+    all
+}
+
+/// Compiles (or loads from the disk cache) every collective kernel of element type `T`.
+pub fn prewarm<T: AllReduceElem>(pgas: &Pgas) -> Result<()> {
+    pgas_runtime::launch::prewarm(pgas, &prewarm_list::<T>())
+}
+
+/// A symmetric region by address and length: lets one buffer be both operands of an in-place
+/// call (the borrow checker forbids `&mut x` and `&x` at once).
+struct Region<T> {
+    ptr: u64,
+    len: usize,
+    _elem: std::marker::PhantomData<T>,
+}
+
+impl<T> Region<T> {
+    fn of(r: &impl SymRegion<T>) -> Region<T> {
+        Region {
+            ptr: r.as_device_ptr(),
+            len: r.len(),
+            _elem: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T> SymRegion<T> for Region<T> {
+    fn as_device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
