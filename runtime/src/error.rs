@@ -206,6 +206,44 @@ pub enum Error {
         reason: String,
     },
 
+    /// A team call made on a PE that is not a member of the team.
+    #[error(
+        "this PE is not a member of team {team}, so it cannot {what}. Fix: call it only on the team's \
+         members (Team::my_pe returns None on the others)"
+    )]
+    NotInTeam {
+        /// The raw team handle.
+        team: i32,
+        /// What was attempted.
+        what: &'static str,
+    },
+
+    /// A view or facility NVSHMEM does not provide on this system (a multicast view without
+    /// NVLink SHARP, a registration with a static heap); `reason` says why and what would enable it.
+    #[error("{what} is not available: {reason}")]
+    Unavailable {
+        /// What was asked for.
+        what: &'static str,
+        /// Why not, and what would make it available.
+        reason: String,
+    },
+
+    /// A bounded wait ran out: what was awaited did not happen in time.
+    #[error("{what}; gave up after {waited:?}")]
+    TimedOut {
+        /// What did not happen, and the likely cause.
+        what: String,
+        /// How long pgas waited.
+        waited: std::time::Duration,
+    },
+
+    /// A DLPack tensor that pgas cannot take as symmetric memory, or a tensor it cannot export.
+    #[error("DLPack: {reason}")]
+    Dlpack {
+        /// What is wrong with it and what to do.
+        reason: String,
+    },
+
     /// An error of the `pgas-run` launcher itself (not of a rank).
     #[error("pgas-run: {0}")]
     Launcher(String),

@@ -2,7 +2,8 @@
 
 pub use crate::bootstrap::Bootstrap;
 pub use crate::context::{
-    Pgas, PgasBuilder, ReduceOp, SymRegion, SymTensor, SymView, SymViewMut, Team,
+    Cmp, Pgas, PgasBuilder, ReduceOp, SignalOp, SymBuffer, SymRegion, SymTensor, SymView,
+    SymViewMut, Team, TeamConfig,
 };
 pub use crate::error::{Error, Result};
 pub use crate::launch::{LaunchConfig, RawKernel};

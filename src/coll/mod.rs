@@ -162,13 +162,13 @@ impl Comm {
         };
         let mut table = vec![0i32; world];
         for (r, slot) in table.iter_mut().enumerate().take(n) {
-            *slot = team
-                .translate_pe(pgas, r, Team::WORLD)
-                .ok_or_else(|| Error::InvalidConfig {
-                    name: "team",
-                    value: format!("{}", team.raw()),
-                    reason: format!("its PE {r} has no number in the world team"),
-                })? as i32;
+            *slot =
+                team.translate_pe(pgas, r, Team::WORLD)?
+                    .ok_or_else(|| Error::InvalidConfig {
+                        name: "team",
+                        value: format!("{}", team.raw()),
+                        reason: format!("its PE {r} has no number in the world team"),
+                    })? as i32;
         }
         let pes = pgas.alloc_from(&table)?;
         let sig = pgas.alloc::<u64>(MAX_BLOCKS * world)?;

@@ -242,7 +242,7 @@ fn split_team(p: &Pgas) -> CaseResult {
     }
     util::settle(p)?;
     if let Some(t) = team {
-        t.destroy(p);
+        t.destroy(p)?;
     }
     if me % 2 == 0 {
         ensure(comm.rank() == Some(me / 2), || {

@@ -119,7 +119,7 @@ fn reduce_split(p: &Pgas) -> CaseResult {
             }
             let r = p.reduce(t, ReduceOp::Sum, &dst, &src);
             p.stream().synchronize()?;
-            t.destroy(p);
+            t.destroy(p)?;
             r
         }
         None if me % 2 == 1 => Ok(()),
@@ -127,7 +127,7 @@ fn reduce_split(p: &Pgas) -> CaseResult {
     };
     result?;
     util::settle(p)?;
-    let want = if me % 2 == 0 {
+    let want = if me.is_multiple_of(2) {
         (0..n).step_by(2).map(|pe| pe as f32 + 1.0).sum()
     } else {
         -1.0

@@ -17,6 +17,7 @@
 mod amo;
 mod coll;
 mod collectives;
+mod host_api;
 mod host_collectives;
 mod intrinsics;
 mod launch;
@@ -65,6 +66,9 @@ fn main() -> ExitCode {
         peer::CASES,
         launch::CASES,
         tensor::CASES,
+        // Last: the newest calls into NVSHMEM, so that if one of them took the process down, every
+        // older case would still have reported.
+        host_api::CASES,
     ]
     .concat();
     let kernels: Vec<&'static pgas::kernel::KernelSpec> = [

@@ -158,7 +158,7 @@ pub(crate) mod shape {
     /// alltoall: both hold one block per PE; returns the block length.
     pub(crate) fn alltoall(dst: usize, src: usize, n_pes: usize) -> Result<usize> {
         same(dst, src)?;
-        if n_pes > 0 && src % n_pes == 0 {
+        if n_pes > 0 && src.is_multiple_of(n_pes) {
             Ok(src / n_pes)
         } else {
             Err(mismatch(

@@ -1,19 +1,22 @@
-//! Symmetric memory: [`SymTensor`] (one buffer at the same symmetric address on every PE) and
-//! its sub-range views [`SymView`] / [`SymViewMut`].
+//! Symmetric memory: [`SymTensor`] (one buffer at the same symmetric address on every PE, with a
+//! row-major [`Shape`]), untyped [`SymBuffer`]s, and the sub-range and sub-block views
+//! [`SymView`] / [`SymViewMut`].
 //!
 //! Allocation and free are collective: every PE must allocate the same sizes in the same order
 //! and drop its tensors in the same order (NVSHMEM's `nvshmem_calloc`/`nvshmem_free` include a
 //! barrier). Host copies run on the pgas stream and return when done.
 
 use std::fmt;
-use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use cudarc::driver::sys::{self as cu, CUdeviceptr};
 use cudarc::driver::DeviceRepr;
 
+use super::local::LocalSlice;
 use super::pgas::{Inner, Pgas};
+use super::shape::Shape;
 use crate::error::{Error, Result};
 use crate::heap;
 
@@ -31,22 +34,44 @@ pub trait SymRegion<T> {
     }
 }
 
-/// `len` elements of `T` in NVSHMEM's symmetric heap, zeroed at allocation.
+/// Elements of `T` in NVSHMEM's symmetric heap, zeroed at allocation, with a row-major shape
+/// (one-dimensional unless allocated with [`Pgas::alloc_shaped`] or [`SymTensor::reshape`]d).
+///
+/// It is also a cudarc buffer: it implements cudarc's `DevicePtr`/`DevicePtrMut` (so
+/// `stream.memcpy_dtod(&tensor, &mut slice)` and kernel launches through cudarc take it), and
+/// [`SymTensor::cuda_view`] lends this PE's part as a `CudaView`.
 pub struct SymTensor<T> {
-    ptr: CUdeviceptr,
-    len: usize,
+    pub(crate) ptr: CUdeviceptr,
+    pub(crate) shape: Shape,
+    /// This PE's part as a cudarc slice that never frees (NVSHMEM owns the memory).
+    pub(crate) local: LocalSlice<T>,
+    /// Who releases the memory when the tensor drops.
+    owner: Owner,
     // Keeps NVSHMEM alive until this memory is freed.
-    inner: Arc<Inner>,
-    _elem: PhantomData<T>,
+    pub(crate) inner: Arc<Inner>,
 }
+
+/// Who releases a tensor's memory.
+pub(crate) enum Owner {
+    /// `nvshmem_calloc`: freed collectively by `nvshmem_free`.
+    Heap,
+    /// Memory pgas did not allocate (a registered VMM buffer, an imported DLPack tensor):
+    /// released by dropping this value, after the pgas stream is idle.
+    Other(Box<dyn Send + Sync>),
+}
+
+/// An untyped symmetric buffer: bytes, as NVSHMEM4Py's `buffer`. Make one with
+/// [`Pgas::alloc_bytes`] or [`SymTensor::into_bytes`]; turn it into typed elements with
+/// [`SymTensor::into_typed`].
+pub type SymBuffer = SymTensor<u8>;
 
 impl<T> fmt::Debug for SymTensor<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "SymTensor<{}>[{}] @ {:#x}",
+            "SymTensor<{}>{} @ {:#x}",
             std::any::type_name::<T>(),
-            self.len,
+            self.shape,
             self.ptr
         )
     }
@@ -89,12 +114,26 @@ impl Pgas {
                          of 1 GiB from a larger heap: set NVSHMEM_DISABLE_CUDA_VMM=1 for a static heap)",
             });
         }
-        Ok(SymTensor {
-            ptr: raw as CUdeviceptr,
-            len,
-            inner: inner.clone(),
-            _elem: PhantomData,
-        })
+        Ok(SymTensor::wrap(
+            inner,
+            raw as CUdeviceptr,
+            Shape::flat(len),
+            Owner::Heap,
+        ))
+    }
+
+    /// Allocates a zeroed tensor of shape `dims` (row-major, e.g. `&[rows, cols]`). Collective,
+    /// like [`Pgas::alloc`]; 1 to 8 dimensions, none of extent 0.
+    pub fn alloc_shaped<T: DeviceRepr>(&self, dims: &[usize]) -> Result<SymTensor<T>> {
+        let shape = Shape::new(dims)?;
+        let mut t = self.alloc::<T>(shape.len())?;
+        t.shape = shape;
+        Ok(t)
+    }
+
+    /// Allocates `bytes` zeroed bytes of untyped symmetric memory (collective).
+    pub fn alloc_bytes(&self, bytes: usize) -> Result<SymBuffer> {
+        self.alloc::<u8>(bytes)
     }
 
     /// Allocates a symmetric tensor holding a copy of `data` on this PE (collective; each PE may
@@ -106,15 +145,100 @@ impl Pgas {
     }
 }
 
+impl<T> SymTensor<T> {
+    /// Wraps symmetric memory at `ptr`, released by `owner` when the tensor drops.
+    pub(crate) fn wrap(
+        inner: &Arc<Inner>,
+        ptr: CUdeviceptr,
+        shape: Shape,
+        owner: Owner,
+    ) -> SymTensor<T> {
+        SymTensor {
+            ptr,
+            shape,
+            local: LocalSlice::new(&inner.stream, ptr, shape.len()),
+            owner,
+            inner: inner.clone(),
+        }
+    }
+
+    /// Takes the memory out of `self` without freeing it, as a tensor of `U` with `shape`.
+    fn retype<U>(self, shape: Shape) -> SymTensor<U> {
+        let me = ManuallyDrop::new(self);
+        // SAFETY: `me` is never used or dropped again; its `local` slice is dropped here (it
+        // never frees) and its `inner` moves into the new tensor, which now owns the memory.
+        let inner = unsafe { std::ptr::read(&me.inner) };
+        let owner = unsafe { std::ptr::read(&me.owner) };
+        drop(unsafe { std::ptr::read(&me.local) });
+        SymTensor {
+            ptr: me.ptr,
+            shape,
+            local: LocalSlice::new(&inner.stream, me.ptr, shape.len()),
+            owner,
+            inner,
+        }
+    }
+}
+
 impl<T: DeviceRepr> SymTensor<T> {
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.len
+        self.shape.len()
     }
 
     /// Always false: symmetric tensors hold at least one element.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        false
+    }
+
+    /// The extents, row-major (`[len]` for a one-dimensional tensor).
+    pub fn shape(&self) -> &[usize] {
+        self.shape.dims()
+    }
+
+    /// Row-major strides in elements (the last dimension has stride 1).
+    pub fn strides(&self) -> Vec<usize> {
+        self.shape.strides()
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape.ndim()
+    }
+
+    /// The same memory with shape `dims`, which must hold as many elements. Local: changes no
+    /// data and involves no other PE.
+    pub fn reshape(mut self, dims: &[usize]) -> Result<SymTensor<T>> {
+        let shape = Shape::new(dims)?;
+        check_len("the new shape", shape.len(), self.len())?;
+        self.shape = shape;
+        Ok(self)
+    }
+
+    /// The same memory as untyped bytes (local, no copy).
+    pub fn into_bytes(self) -> SymBuffer {
+        let bytes = self.len() * std::mem::size_of::<T>();
+        self.retype(Shape::flat(bytes))
+    }
+
+    /// The bytes of this tensor as `len / size_of::<U>()` elements of `U` (local, no copy). The
+    /// byte count must be a multiple of `U`'s size.
+    pub fn into_typed<U: DeviceRepr>(self) -> Result<SymTensor<U>> {
+        let bytes = self.len() * std::mem::size_of::<T>();
+        let size = std::mem::size_of::<U>();
+        if size == 0
+            || !bytes.is_multiple_of(size)
+            || !self.ptr.is_multiple_of(std::mem::align_of::<U>() as u64)
+        {
+            return Err(Error::InvalidConfig {
+                name: "SymTensor::into_typed",
+                value: format!("{bytes} bytes as {}", std::any::type_name::<U>()),
+                reason: format!(
+                    "the byte count must be a multiple of the element size ({size} bytes);                      allocate a multiple of it"
+                ),
+            });
+        }
+        Ok(self.retype(Shape::flat(bytes / size)))
     }
 
     /// Device address of element 0 on this PE.
@@ -124,13 +248,13 @@ impl<T: DeviceRepr> SymTensor<T> {
 
     /// Copies `src` (same length) into this PE's copy.
     pub fn copy_from(&mut self, src: &[T]) -> Result<()> {
-        check_len("the source slice", src.len(), self.len)?;
+        check_len("the source slice", src.len(), self.len())?;
         copy_in(&self.inner, self.ptr, src)
     }
 
     /// Copies this PE's copy to the host.
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        copy_out(&self.inner, self.ptr, self.len)
+        copy_out(&self.inner, self.ptr, self.len())
     }
 
     /// Sets every element of this PE's copy to `value`.
@@ -138,27 +262,50 @@ impl<T: DeviceRepr> SymTensor<T> {
     where
         T: Copy,
     {
-        fill(&self.inner, self.ptr, self.len, value)
+        fill(&self.inner, self.ptr, self.len(), value)
     }
 
-    /// A read-only view of `range` (`..`, `a..b`, `a..`, `..=b`). Empty and out-of-range views are
-    /// errors.
+    /// A read-only view of the elements in `range` (`..`, `a..b`, `a..`, `..=b`) of the flat
+    /// tensor; the view is one-dimensional. Empty and out-of-range views are errors.
     pub fn view(&self, range: impl RangeBounds<usize>) -> Result<SymView<'_, T>> {
-        let (start, end) = resolve_range(&range, self.len)?;
+        let (start, end) = resolve_range(&range, self.len())?;
         Ok(SymView {
             tensor: self,
             start,
-            len: end - start,
+            shape: Shape::flat(end - start),
         })
     }
 
     /// A writable view of `range`.
     pub fn view_mut(&mut self, range: impl RangeBounds<usize>) -> Result<SymViewMut<'_, T>> {
-        let (start, end) = resolve_range(&range, self.len)?;
+        let (start, end) = resolve_range(&range, self.len())?;
         Ok(SymViewMut {
             tensor: self,
             start,
-            len: end - start,
+            shape: Shape::flat(end - start),
+        })
+    }
+
+    /// The sub-tensor at the leading indices `index`, with the remaining dimensions as its
+    /// shape: `m.sub(&[i])` of a `[rows, cols]` matrix is row `i` (shape `[cols]`), `t.sub(&[i,
+    /// j])` of a `[a, b, c]` tensor is the `[c]` vector at `(i, j)`. Sub-tensors of a row-major
+    /// tensor are contiguous, so the view works with every call that takes a region.
+    pub fn sub(&self, index: &[usize]) -> Result<SymView<'_, T>> {
+        let (start, shape) = self.shape.sub(index)?;
+        Ok(SymView {
+            tensor: self,
+            start,
+            shape,
+        })
+    }
+
+    /// A writable [`SymTensor::sub`].
+    pub fn sub_mut(&mut self, index: &[usize]) -> Result<SymViewMut<'_, T>> {
+        let (start, shape) = self.shape.sub(index)?;
+        Ok(SymViewMut {
+            tensor: self,
+            start,
+            shape,
         })
     }
 }
@@ -170,12 +317,15 @@ impl<T> Drop for SymTensor<T> {
             return;
         }
         let _ = self.inner.sync_stream();
-        unsafe {
-            self.inner
-                .nvshmem
-                .raw()
-                .nvshmem_free(self.ptr as *mut std::ffi::c_void)
-        };
+        match std::mem::replace(&mut self.owner, Owner::Heap) {
+            Owner::Heap => unsafe {
+                self.inner
+                    .nvshmem
+                    .raw()
+                    .nvshmem_free(self.ptr as *mut std::ffi::c_void)
+            },
+            Owner::Other(owner) => drop(owner),
+        }
     }
 }
 
@@ -184,24 +334,25 @@ impl<T: DeviceRepr> SymRegion<T> for SymTensor<T> {
         self.ptr
     }
     fn len(&self) -> usize {
-        self.len
+        self.shape.len()
     }
 }
 
-/// A read-only sub-range of a [`SymTensor`].
+/// A read-only part of a [`SymTensor`]: a range of its elements ([`SymTensor::view`], shape
+/// `[len]`) or a sub-tensor ([`SymTensor::sub`], the remaining dimensions).
 #[derive(Debug, Clone, Copy)]
 pub struct SymView<'a, T> {
-    tensor: &'a SymTensor<T>,
-    start: usize,
-    len: usize,
+    pub(crate) tensor: &'a SymTensor<T>,
+    pub(crate) start: usize,
+    pub(crate) shape: Shape,
 }
 
-/// A writable sub-range of a [`SymTensor`].
+/// A writable part of a [`SymTensor`] ([`SymTensor::view_mut`], [`SymTensor::sub_mut`]).
 #[derive(Debug)]
 pub struct SymViewMut<'a, T> {
-    tensor: &'a mut SymTensor<T>,
-    start: usize,
-    len: usize,
+    pub(crate) tensor: &'a mut SymTensor<T>,
+    pub(crate) start: usize,
+    pub(crate) shape: Shape,
 }
 
 fn offset_ptr<T>(t: &SymTensor<T>, start: usize) -> CUdeviceptr {
@@ -211,11 +362,15 @@ fn offset_ptr<T>(t: &SymTensor<T>, start: usize) -> CUdeviceptr {
 impl<T: DeviceRepr> SymView<'_, T> {
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.len
+        self.shape.len()
+    }
+    /// Its extents: `[len]` for a range view, the remaining dimensions for a sub-tensor.
+    pub fn shape(&self) -> &[usize] {
+        self.shape.dims()
     }
     /// Always false: views hold at least one element.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        false
     }
     /// Index of the first element in the tensor.
     pub fn start(&self) -> usize {
@@ -227,18 +382,22 @@ impl<T: DeviceRepr> SymView<'_, T> {
     }
     /// Copies this PE's elements to the host.
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        copy_out(&self.tensor.inner, self.as_device_ptr(), self.len)
+        copy_out(&self.tensor.inner, self.as_device_ptr(), self.shape.len())
     }
 }
 
 impl<T: DeviceRepr> SymViewMut<'_, T> {
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.len
+        self.shape.len()
+    }
+    /// Its extents: `[len]` for a range view, the remaining dimensions for a sub-tensor.
+    pub fn shape(&self) -> &[usize] {
+        self.shape.dims()
     }
     /// Always false: views hold at least one element.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        false
     }
     /// Index of the first element in the tensor.
     pub fn start(&self) -> usize {
@@ -250,11 +409,11 @@ impl<T: DeviceRepr> SymViewMut<'_, T> {
     }
     /// Copies this PE's elements to the host.
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        copy_out(&self.tensor.inner, self.as_device_ptr(), self.len)
+        copy_out(&self.tensor.inner, self.as_device_ptr(), self.shape.len())
     }
     /// Copies `src` (same length as the view) in.
     pub fn copy_from(&mut self, src: &[T]) -> Result<()> {
-        check_len("the source slice", src.len(), self.len)?;
+        check_len("the source slice", src.len(), self.shape.len())?;
         copy_in(&self.tensor.inner, self.as_device_ptr(), src)
     }
     /// Sets every element of the view to `value`.
@@ -262,7 +421,12 @@ impl<T: DeviceRepr> SymViewMut<'_, T> {
     where
         T: Copy,
     {
-        fill(&self.tensor.inner, self.as_device_ptr(), self.len, value)
+        fill(
+            &self.tensor.inner,
+            self.as_device_ptr(),
+            self.shape.len(),
+            value,
+        )
     }
 }
 
@@ -271,7 +435,7 @@ impl<T: DeviceRepr> SymRegion<T> for SymView<'_, T> {
         SymView::as_device_ptr(self)
     }
     fn len(&self) -> usize {
-        self.len
+        self.shape.len()
     }
 }
 
@@ -280,7 +444,7 @@ impl<T: DeviceRepr> SymRegion<T> for SymViewMut<'_, T> {
         SymViewMut::as_device_ptr(self)
     }
     fn len(&self) -> usize {
-        self.len
+        self.shape.len()
     }
 }
 
@@ -324,7 +488,7 @@ pub(crate) fn check_len(what: &'static str, got: usize, expected: usize) -> Resu
     }
 }
 
-fn copy_in<T>(inner: &Inner, dst: CUdeviceptr, src: &[T]) -> Result<()> {
+pub(crate) fn copy_in<T>(inner: &Inner, dst: CUdeviceptr, src: &[T]) -> Result<()> {
     inner.bind()?;
     unsafe { cudarc::driver::result::memcpy_htod_async(dst, src, inner.stream.cu_stream()) }
         .map_err(Error::cuda("copying host data into symmetric memory"))?;
@@ -332,7 +496,7 @@ fn copy_in<T>(inner: &Inner, dst: CUdeviceptr, src: &[T]) -> Result<()> {
     inner.sync_stream()
 }
 
-fn copy_out<T>(inner: &Inner, src: CUdeviceptr, len: usize) -> Result<Vec<T>> {
+pub(crate) fn copy_out<T>(inner: &Inner, src: CUdeviceptr, len: usize) -> Result<Vec<T>> {
     inner.bind()?;
     let mut out: Vec<T> = Vec::with_capacity(len);
     let bytes = len * std::mem::size_of::<T>();

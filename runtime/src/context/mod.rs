@@ -1,13 +1,26 @@
-//! A live NVSHMEM runtime: `init` and the [`Pgas`] handle, symmetric memory, teams, host RMA and
-//! host collectives. Each file holds one of these; `pgas.rs` is the handle the others hang off.
+//! A live NVSHMEM runtime: `init` and the [`Pgas`] handle, symmetric memory, teams, host RMA,
+//! signals, atomics and collectives, and interop. Each file holds one of these; `pgas.rs` is the
+//! handle the others hang off.
 
+mod amo;
 pub(crate) mod collectives;
+mod cuda;
+mod dlpack;
+mod external;
+mod local;
 pub(crate) mod memory;
+mod peer;
 pub(crate) mod pgas;
 mod rma;
+mod shape;
 pub(crate) mod team;
 
+pub use amo::{AmoElem, AmoInt};
 pub use collectives::{CollectiveElem, ReduceOp};
-pub use memory::{SymRegion, SymTensor, SymView, SymViewMut};
+pub use external::VmmBuffer;
+pub use memory::{SymBuffer, SymRegion, SymTensor, SymView, SymViewMut};
+pub use peer::{MulticastView, PeerView};
 pub use pgas::{builder, init, Pgas, PgasBuilder};
-pub use team::Team;
+pub use rma::{Cmp, SignalOp};
+pub use shape::{Shape, MAX_DIMS};
+pub use team::{Team, TeamConfig};

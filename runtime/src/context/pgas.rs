@@ -208,6 +208,36 @@ impl Inner {
         }
     }
 
+    /// Waits for the pgas stream for at most `timeout` (polling, so a stream blocked on a
+    /// signal that never comes cannot hang the caller); `what` describes the failure.
+    pub(crate) fn sync_stream_within(
+        &self,
+        timeout: std::time::Duration,
+        what: impl FnOnce() -> String,
+    ) -> Result<()> {
+        use cudarc::driver::sys::{cuStreamQuery, CUresult};
+        let start = std::time::Instant::now();
+        loop {
+            // SAFETY: the pgas stream is alive while `self` is.
+            match unsafe { cuStreamQuery(self.stream.cu_stream()) } {
+                CUresult::CUDA_SUCCESS => return Ok(()),
+                CUresult::CUDA_ERROR_NOT_READY => {}
+                other => {
+                    return other
+                        .result()
+                        .map_err(Error::cuda("waiting for the pgas stream"))
+                }
+            }
+            if start.elapsed() >= timeout {
+                return Err(Error::TimedOut {
+                    what: what(),
+                    waited: timeout,
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+
     /// Waits for the pgas stream.
     pub(crate) fn sync_stream(&self) -> Result<()> {
         self.stream

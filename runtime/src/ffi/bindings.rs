@@ -10,6 +10,8 @@ pub const NVSHMEM_VENDOR_MAJOR_VERSION: u32 = 3;
 pub const NVSHMEM_VENDOR_MINOR_VERSION: u32 = 4;
 pub const NVSHMEM_VENDOR_PATCH_VERSION: u32 = 5;
 pub const NVSHMEM_INIT_ATTR_VER: u32 = 1;
+pub const NVSHMEM_TEAM_CONFIG_MASK_NUM_CONTEXTS: u32 = 1;
+pub const NVSHMEM_TEAM_CONFIG_MASK_UNIQUEID: u32 = 2;
 pub const NVSHMEM_CMP_EQ: nvshmemi_cmp_type = 0;
 pub const NVSHMEM_CMP_NE: nvshmemi_cmp_type = 1;
 pub const NVSHMEM_CMP_GT: nvshmemi_cmp_type = 2;
@@ -1068,6 +1070,306 @@ pub struct NvshmemHost {
         team: nvshmem_team_t,
         ptr: *const ::std::os::raw::c_void,
     ) -> *mut ::std::os::raw::c_void,
+    pub nvshmem_int32_atomic_inc: unsafe extern "C" fn(
+        dest: *mut i32,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_uint32_atomic_inc: unsafe extern "C" fn(
+        dest: *mut u32,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_int64_atomic_inc: unsafe extern "C" fn(
+        dest: *mut i64,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_uint64_atomic_inc: unsafe extern "C" fn(
+        dest: *mut u64,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_int32_atomic_fetch_inc: unsafe extern "C" fn(
+        dest: *mut i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32,
+    pub nvshmem_uint32_atomic_fetch_inc: unsafe extern "C" fn(
+        dest: *mut u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32,
+    pub nvshmem_int64_atomic_fetch_inc: unsafe extern "C" fn(
+        dest: *mut i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64,
+    pub nvshmem_uint64_atomic_fetch_inc: unsafe extern "C" fn(
+        dest: *mut u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64,
+    pub nvshmem_int32_atomic_fetch: unsafe extern "C" fn(
+        dest: *const i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32,
+    pub nvshmem_uint32_atomic_fetch: unsafe extern "C" fn(
+        dest: *const u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32,
+    pub nvshmem_int64_atomic_fetch: unsafe extern "C" fn(
+        dest: *const i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64,
+    pub nvshmem_uint64_atomic_fetch: unsafe extern "C" fn(
+        dest: *const u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64,
+    pub nvshmem_float_atomic_fetch: unsafe extern "C" fn(
+        dest: *const f32,
+        pe: ::std::os::raw::c_int,
+    ) -> f32,
+    pub nvshmem_double_atomic_fetch: unsafe extern "C" fn(
+        dest: *const f64,
+        pe: ::std::os::raw::c_int,
+    ) -> f64,
+    pub nvshmem_int32_atomic_add: unsafe extern "C" fn(
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_uint32_atomic_add: unsafe extern "C" fn(
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_int64_atomic_add: unsafe extern "C" fn(
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_uint64_atomic_add: unsafe extern "C" fn(
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_int32_atomic_set: unsafe extern "C" fn(
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_uint32_atomic_set: unsafe extern "C" fn(
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_int64_atomic_set: unsafe extern "C" fn(
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_uint64_atomic_set: unsafe extern "C" fn(
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_float_atomic_set: unsafe extern "C" fn(
+        dest: *mut f32,
+        value: f32,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_double_atomic_set: unsafe extern "C" fn(
+        dest: *mut f64,
+        value: f64,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_int32_atomic_fetch_add: unsafe extern "C" fn(
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32,
+    pub nvshmem_uint32_atomic_fetch_add: unsafe extern "C" fn(
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32,
+    pub nvshmem_int64_atomic_fetch_add: unsafe extern "C" fn(
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64,
+    pub nvshmem_uint64_atomic_fetch_add: unsafe extern "C" fn(
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64,
+    pub nvshmem_int32_atomic_swap: unsafe extern "C" fn(
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32,
+    pub nvshmem_uint32_atomic_swap: unsafe extern "C" fn(
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32,
+    pub nvshmem_int64_atomic_swap: unsafe extern "C" fn(
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64,
+    pub nvshmem_uint64_atomic_swap: unsafe extern "C" fn(
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64,
+    pub nvshmem_float_atomic_swap: unsafe extern "C" fn(
+        dest: *mut f32,
+        value: f32,
+        pe: ::std::os::raw::c_int,
+    ) -> f32,
+    pub nvshmem_double_atomic_swap: unsafe extern "C" fn(
+        dest: *mut f64,
+        value: f64,
+        pe: ::std::os::raw::c_int,
+    ) -> f64,
+    pub nvshmem_int32_atomic_compare_swap: unsafe extern "C" fn(
+        dest: *mut i32,
+        cond: i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32,
+    pub nvshmem_uint32_atomic_compare_swap: unsafe extern "C" fn(
+        dest: *mut u32,
+        cond: u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32,
+    pub nvshmem_int64_atomic_compare_swap: unsafe extern "C" fn(
+        dest: *mut i64,
+        cond: i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64,
+    pub nvshmem_uint64_atomic_compare_swap: unsafe extern "C" fn(
+        dest: *mut u64,
+        cond: u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64,
+    pub nvshmem_int32_atomic_and: unsafe extern "C" fn(
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_uint32_atomic_and: unsafe extern "C" fn(
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_int64_atomic_and: unsafe extern "C" fn(
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_uint64_atomic_and: unsafe extern "C" fn(
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_int32_atomic_or: unsafe extern "C" fn(
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_uint32_atomic_or: unsafe extern "C" fn(
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_int64_atomic_or: unsafe extern "C" fn(
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_uint64_atomic_or: unsafe extern "C" fn(
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_int32_atomic_xor: unsafe extern "C" fn(
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_uint32_atomic_xor: unsafe extern "C" fn(
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_int64_atomic_xor: unsafe extern "C" fn(
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_uint64_atomic_xor: unsafe extern "C" fn(
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ),
+    pub nvshmem_int32_atomic_fetch_and: unsafe extern "C" fn(
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32,
+    pub nvshmem_uint32_atomic_fetch_and: unsafe extern "C" fn(
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32,
+    pub nvshmem_int64_atomic_fetch_and: unsafe extern "C" fn(
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64,
+    pub nvshmem_uint64_atomic_fetch_and: unsafe extern "C" fn(
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64,
+    pub nvshmem_int32_atomic_fetch_or: unsafe extern "C" fn(
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32,
+    pub nvshmem_uint32_atomic_fetch_or: unsafe extern "C" fn(
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32,
+    pub nvshmem_int64_atomic_fetch_or: unsafe extern "C" fn(
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64,
+    pub nvshmem_uint64_atomic_fetch_or: unsafe extern "C" fn(
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64,
+    pub nvshmem_int32_atomic_fetch_xor: unsafe extern "C" fn(
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32,
+    pub nvshmem_uint32_atomic_fetch_xor: unsafe extern "C" fn(
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32,
+    pub nvshmem_int64_atomic_fetch_xor: unsafe extern "C" fn(
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64,
+    pub nvshmem_uint64_atomic_fetch_xor: unsafe extern "C" fn(
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64,
     pub nvshmem_putmem: unsafe extern "C" fn(
         dest: *mut ::std::os::raw::c_void,
         source: *const ::std::os::raw::c_void,
@@ -1080,6 +1382,7 @@ pub struct NvshmemHost {
         bytes: usize,
         pe: ::std::os::raw::c_int,
     ),
+    pub nvshmem_signal_fetch: unsafe extern "C" fn(sig_addr: *mut u64) -> u64,
     pub nvshmem_quiet: unsafe extern "C" fn(),
     pub nvshmem_fence: unsafe extern "C" fn(),
     pub nvshmem_team_my_pe: unsafe extern "C" fn(
@@ -1088,6 +1391,10 @@ pub struct NvshmemHost {
     pub nvshmem_team_n_pes: unsafe extern "C" fn(
         team: nvshmem_team_t,
     ) -> ::std::os::raw::c_int,
+    pub nvshmem_team_get_config: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        config: *mut nvshmem_team_config_t,
+    ),
     pub nvshmem_team_translate_pe: unsafe extern "C" fn(
         src_team: nvshmem_team_t,
         src_pe: ::std::os::raw::c_int,
@@ -1148,6 +1455,15 @@ pub struct NvshmemHost {
     pub nvshmemx_cumodule_finalize: unsafe extern "C" fn(
         module: CUmodule,
     ) -> ::std::os::raw::c_int,
+    pub nvshmemx_buffer_register_symmetric: unsafe extern "C" fn(
+        buf_ptr: *mut ::std::os::raw::c_void,
+        size: usize,
+        flags: ::std::os::raw::c_int,
+    ) -> *mut ::std::os::raw::c_void,
+    pub nvshmemx_buffer_unregister_symmetric: unsafe extern "C" fn(
+        mmap_ptr: *mut ::std::os::raw::c_void,
+        size: usize,
+    ) -> ::std::os::raw::c_int,
     pub nvshmemx_culibrary_init: unsafe extern "C" fn(
         library: CUlibrary,
     ) -> ::std::os::raw::c_int,
@@ -1171,7 +1487,31 @@ pub struct NvshmemHost {
         pe: ::std::os::raw::c_int,
         cstrm: cudaStream_t,
     ),
+    pub nvshmemx_putmem_signal_nbi_on_stream: unsafe extern "C" fn(
+        dest: *mut ::std::os::raw::c_void,
+        source: *const ::std::os::raw::c_void,
+        bytes: usize,
+        sig_addr: *mut u64,
+        signal: u64,
+        sig_op: ::std::os::raw::c_int,
+        pe: ::std::os::raw::c_int,
+        cstrm: cudaStream_t,
+    ),
+    pub nvshmemx_putmem_nbi_on_stream: unsafe extern "C" fn(
+        dest: *mut ::std::os::raw::c_void,
+        source: *const ::std::os::raw::c_void,
+        bytes: usize,
+        pe: ::std::os::raw::c_int,
+        cstrm: cudaStream_t,
+    ),
     pub nvshmemx_getmem_on_stream: unsafe extern "C" fn(
+        dest: *mut ::std::os::raw::c_void,
+        source: *const ::std::os::raw::c_void,
+        bytes: usize,
+        pe: ::std::os::raw::c_int,
+        cstrm: cudaStream_t,
+    ),
+    pub nvshmemx_getmem_nbi_on_stream: unsafe extern "C" fn(
         dest: *mut ::std::os::raw::c_void,
         source: *const ::std::os::raw::c_void,
         bytes: usize,
@@ -1574,12 +1914,204 @@ impl NvshmemHost {
         let nvshmem_free = __library.get(b"nvshmem_free\0").map(|sym| *sym)?;
         let nvshmem_ptr = __library.get(b"nvshmem_ptr\0").map(|sym| *sym)?;
         let nvshmemx_mc_ptr = __library.get(b"nvshmemx_mc_ptr\0").map(|sym| *sym)?;
+        let nvshmem_int32_atomic_inc = __library
+            .get(b"nvshmem_int32_atomic_inc\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_inc = __library
+            .get(b"nvshmem_uint32_atomic_inc\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_inc = __library
+            .get(b"nvshmem_int64_atomic_inc\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_inc = __library
+            .get(b"nvshmem_uint64_atomic_inc\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int32_atomic_fetch_inc = __library
+            .get(b"nvshmem_int32_atomic_fetch_inc\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_fetch_inc = __library
+            .get(b"nvshmem_uint32_atomic_fetch_inc\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_fetch_inc = __library
+            .get(b"nvshmem_int64_atomic_fetch_inc\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_fetch_inc = __library
+            .get(b"nvshmem_uint64_atomic_fetch_inc\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int32_atomic_fetch = __library
+            .get(b"nvshmem_int32_atomic_fetch\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_fetch = __library
+            .get(b"nvshmem_uint32_atomic_fetch\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_fetch = __library
+            .get(b"nvshmem_int64_atomic_fetch\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_fetch = __library
+            .get(b"nvshmem_uint64_atomic_fetch\0")
+            .map(|sym| *sym)?;
+        let nvshmem_float_atomic_fetch = __library
+            .get(b"nvshmem_float_atomic_fetch\0")
+            .map(|sym| *sym)?;
+        let nvshmem_double_atomic_fetch = __library
+            .get(b"nvshmem_double_atomic_fetch\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int32_atomic_add = __library
+            .get(b"nvshmem_int32_atomic_add\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_add = __library
+            .get(b"nvshmem_uint32_atomic_add\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_add = __library
+            .get(b"nvshmem_int64_atomic_add\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_add = __library
+            .get(b"nvshmem_uint64_atomic_add\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int32_atomic_set = __library
+            .get(b"nvshmem_int32_atomic_set\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_set = __library
+            .get(b"nvshmem_uint32_atomic_set\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_set = __library
+            .get(b"nvshmem_int64_atomic_set\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_set = __library
+            .get(b"nvshmem_uint64_atomic_set\0")
+            .map(|sym| *sym)?;
+        let nvshmem_float_atomic_set = __library
+            .get(b"nvshmem_float_atomic_set\0")
+            .map(|sym| *sym)?;
+        let nvshmem_double_atomic_set = __library
+            .get(b"nvshmem_double_atomic_set\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int32_atomic_fetch_add = __library
+            .get(b"nvshmem_int32_atomic_fetch_add\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_fetch_add = __library
+            .get(b"nvshmem_uint32_atomic_fetch_add\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_fetch_add = __library
+            .get(b"nvshmem_int64_atomic_fetch_add\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_fetch_add = __library
+            .get(b"nvshmem_uint64_atomic_fetch_add\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int32_atomic_swap = __library
+            .get(b"nvshmem_int32_atomic_swap\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_swap = __library
+            .get(b"nvshmem_uint32_atomic_swap\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_swap = __library
+            .get(b"nvshmem_int64_atomic_swap\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_swap = __library
+            .get(b"nvshmem_uint64_atomic_swap\0")
+            .map(|sym| *sym)?;
+        let nvshmem_float_atomic_swap = __library
+            .get(b"nvshmem_float_atomic_swap\0")
+            .map(|sym| *sym)?;
+        let nvshmem_double_atomic_swap = __library
+            .get(b"nvshmem_double_atomic_swap\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int32_atomic_compare_swap = __library
+            .get(b"nvshmem_int32_atomic_compare_swap\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_compare_swap = __library
+            .get(b"nvshmem_uint32_atomic_compare_swap\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_compare_swap = __library
+            .get(b"nvshmem_int64_atomic_compare_swap\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_compare_swap = __library
+            .get(b"nvshmem_uint64_atomic_compare_swap\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int32_atomic_and = __library
+            .get(b"nvshmem_int32_atomic_and\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_and = __library
+            .get(b"nvshmem_uint32_atomic_and\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_and = __library
+            .get(b"nvshmem_int64_atomic_and\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_and = __library
+            .get(b"nvshmem_uint64_atomic_and\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int32_atomic_or = __library
+            .get(b"nvshmem_int32_atomic_or\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_or = __library
+            .get(b"nvshmem_uint32_atomic_or\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_or = __library
+            .get(b"nvshmem_int64_atomic_or\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_or = __library
+            .get(b"nvshmem_uint64_atomic_or\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int32_atomic_xor = __library
+            .get(b"nvshmem_int32_atomic_xor\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_xor = __library
+            .get(b"nvshmem_uint32_atomic_xor\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_xor = __library
+            .get(b"nvshmem_int64_atomic_xor\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_xor = __library
+            .get(b"nvshmem_uint64_atomic_xor\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int32_atomic_fetch_and = __library
+            .get(b"nvshmem_int32_atomic_fetch_and\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_fetch_and = __library
+            .get(b"nvshmem_uint32_atomic_fetch_and\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_fetch_and = __library
+            .get(b"nvshmem_int64_atomic_fetch_and\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_fetch_and = __library
+            .get(b"nvshmem_uint64_atomic_fetch_and\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int32_atomic_fetch_or = __library
+            .get(b"nvshmem_int32_atomic_fetch_or\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_fetch_or = __library
+            .get(b"nvshmem_uint32_atomic_fetch_or\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_fetch_or = __library
+            .get(b"nvshmem_int64_atomic_fetch_or\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_fetch_or = __library
+            .get(b"nvshmem_uint64_atomic_fetch_or\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int32_atomic_fetch_xor = __library
+            .get(b"nvshmem_int32_atomic_fetch_xor\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint32_atomic_fetch_xor = __library
+            .get(b"nvshmem_uint32_atomic_fetch_xor\0")
+            .map(|sym| *sym)?;
+        let nvshmem_int64_atomic_fetch_xor = __library
+            .get(b"nvshmem_int64_atomic_fetch_xor\0")
+            .map(|sym| *sym)?;
+        let nvshmem_uint64_atomic_fetch_xor = __library
+            .get(b"nvshmem_uint64_atomic_fetch_xor\0")
+            .map(|sym| *sym)?;
         let nvshmem_putmem = __library.get(b"nvshmem_putmem\0").map(|sym| *sym)?;
         let nvshmem_getmem = __library.get(b"nvshmem_getmem\0").map(|sym| *sym)?;
+        let nvshmem_signal_fetch = __library
+            .get(b"nvshmem_signal_fetch\0")
+            .map(|sym| *sym)?;
         let nvshmem_quiet = __library.get(b"nvshmem_quiet\0").map(|sym| *sym)?;
         let nvshmem_fence = __library.get(b"nvshmem_fence\0").map(|sym| *sym)?;
         let nvshmem_team_my_pe = __library.get(b"nvshmem_team_my_pe\0").map(|sym| *sym)?;
         let nvshmem_team_n_pes = __library.get(b"nvshmem_team_n_pes\0").map(|sym| *sym)?;
+        let nvshmem_team_get_config = __library
+            .get(b"nvshmem_team_get_config\0")
+            .map(|sym| *sym)?;
         let nvshmem_team_translate_pe = __library
             .get(b"nvshmem_team_translate_pe\0")
             .map(|sym| *sym)?;
@@ -1622,6 +2154,12 @@ impl NvshmemHost {
         let nvshmemx_cumodule_finalize = __library
             .get(b"nvshmemx_cumodule_finalize\0")
             .map(|sym| *sym)?;
+        let nvshmemx_buffer_register_symmetric = __library
+            .get(b"nvshmemx_buffer_register_symmetric\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_buffer_unregister_symmetric = __library
+            .get(b"nvshmemx_buffer_unregister_symmetric\0")
+            .map(|sym| *sym)?;
         let nvshmemx_culibrary_init = __library
             .get(b"nvshmemx_culibrary_init\0")
             .map(|sym| *sym)?;
@@ -1634,8 +2172,17 @@ impl NvshmemHost {
         let nvshmemx_putmem_signal_on_stream = __library
             .get(b"nvshmemx_putmem_signal_on_stream\0")
             .map(|sym| *sym)?;
+        let nvshmemx_putmem_signal_nbi_on_stream = __library
+            .get(b"nvshmemx_putmem_signal_nbi_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_putmem_nbi_on_stream = __library
+            .get(b"nvshmemx_putmem_nbi_on_stream\0")
+            .map(|sym| *sym)?;
         let nvshmemx_getmem_on_stream = __library
             .get(b"nvshmemx_getmem_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_getmem_nbi_on_stream = __library
+            .get(b"nvshmemx_getmem_nbi_on_stream\0")
             .map(|sym| *sym)?;
         let nvshmemx_quiet_on_stream = __library
             .get(b"nvshmemx_quiet_on_stream\0")
@@ -1776,12 +2323,76 @@ impl NvshmemHost {
             nvshmem_free,
             nvshmem_ptr,
             nvshmemx_mc_ptr,
+            nvshmem_int32_atomic_inc,
+            nvshmem_uint32_atomic_inc,
+            nvshmem_int64_atomic_inc,
+            nvshmem_uint64_atomic_inc,
+            nvshmem_int32_atomic_fetch_inc,
+            nvshmem_uint32_atomic_fetch_inc,
+            nvshmem_int64_atomic_fetch_inc,
+            nvshmem_uint64_atomic_fetch_inc,
+            nvshmem_int32_atomic_fetch,
+            nvshmem_uint32_atomic_fetch,
+            nvshmem_int64_atomic_fetch,
+            nvshmem_uint64_atomic_fetch,
+            nvshmem_float_atomic_fetch,
+            nvshmem_double_atomic_fetch,
+            nvshmem_int32_atomic_add,
+            nvshmem_uint32_atomic_add,
+            nvshmem_int64_atomic_add,
+            nvshmem_uint64_atomic_add,
+            nvshmem_int32_atomic_set,
+            nvshmem_uint32_atomic_set,
+            nvshmem_int64_atomic_set,
+            nvshmem_uint64_atomic_set,
+            nvshmem_float_atomic_set,
+            nvshmem_double_atomic_set,
+            nvshmem_int32_atomic_fetch_add,
+            nvshmem_uint32_atomic_fetch_add,
+            nvshmem_int64_atomic_fetch_add,
+            nvshmem_uint64_atomic_fetch_add,
+            nvshmem_int32_atomic_swap,
+            nvshmem_uint32_atomic_swap,
+            nvshmem_int64_atomic_swap,
+            nvshmem_uint64_atomic_swap,
+            nvshmem_float_atomic_swap,
+            nvshmem_double_atomic_swap,
+            nvshmem_int32_atomic_compare_swap,
+            nvshmem_uint32_atomic_compare_swap,
+            nvshmem_int64_atomic_compare_swap,
+            nvshmem_uint64_atomic_compare_swap,
+            nvshmem_int32_atomic_and,
+            nvshmem_uint32_atomic_and,
+            nvshmem_int64_atomic_and,
+            nvshmem_uint64_atomic_and,
+            nvshmem_int32_atomic_or,
+            nvshmem_uint32_atomic_or,
+            nvshmem_int64_atomic_or,
+            nvshmem_uint64_atomic_or,
+            nvshmem_int32_atomic_xor,
+            nvshmem_uint32_atomic_xor,
+            nvshmem_int64_atomic_xor,
+            nvshmem_uint64_atomic_xor,
+            nvshmem_int32_atomic_fetch_and,
+            nvshmem_uint32_atomic_fetch_and,
+            nvshmem_int64_atomic_fetch_and,
+            nvshmem_uint64_atomic_fetch_and,
+            nvshmem_int32_atomic_fetch_or,
+            nvshmem_uint32_atomic_fetch_or,
+            nvshmem_int64_atomic_fetch_or,
+            nvshmem_uint64_atomic_fetch_or,
+            nvshmem_int32_atomic_fetch_xor,
+            nvshmem_uint32_atomic_fetch_xor,
+            nvshmem_int64_atomic_fetch_xor,
+            nvshmem_uint64_atomic_fetch_xor,
             nvshmem_putmem,
             nvshmem_getmem,
+            nvshmem_signal_fetch,
             nvshmem_quiet,
             nvshmem_fence,
             nvshmem_team_my_pe,
             nvshmem_team_n_pes,
+            nvshmem_team_get_config,
             nvshmem_team_translate_pe,
             nvshmem_team_split_strided,
             nvshmem_team_split_2d,
@@ -1798,11 +2409,16 @@ impl NvshmemHost {
             nvshmemx_get_uniqueid,
             nvshmemx_cumodule_init,
             nvshmemx_cumodule_finalize,
+            nvshmemx_buffer_register_symmetric,
+            nvshmemx_buffer_unregister_symmetric,
             nvshmemx_culibrary_init,
             nvshmemx_culibrary_finalize,
             nvshmemx_putmem_on_stream,
             nvshmemx_putmem_signal_on_stream,
+            nvshmemx_putmem_signal_nbi_on_stream,
+            nvshmemx_putmem_nbi_on_stream,
             nvshmemx_getmem_on_stream,
+            nvshmemx_getmem_nbi_on_stream,
             nvshmemx_quiet_on_stream,
             nvshmemx_signal_op_on_stream,
             nvshmemx_signal_wait_until_on_stream,
@@ -3060,6 +3676,492 @@ impl NvshmemHost {
     ) -> *mut ::std::os::raw::c_void {
         (self.nvshmemx_mc_ptr)(team, ptr)
     }
+    pub unsafe fn nvshmem_int32_atomic_inc(
+        &self,
+        dest: *mut i32,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_int32_atomic_inc)(dest, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_inc(
+        &self,
+        dest: *mut u32,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_uint32_atomic_inc)(dest, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_inc(
+        &self,
+        dest: *mut i64,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_int64_atomic_inc)(dest, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_inc(
+        &self,
+        dest: *mut u64,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_uint64_atomic_inc)(dest, pe)
+    }
+    pub unsafe fn nvshmem_int32_atomic_fetch_inc(
+        &self,
+        dest: *mut i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32 {
+        (self.nvshmem_int32_atomic_fetch_inc)(dest, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_fetch_inc(
+        &self,
+        dest: *mut u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32 {
+        (self.nvshmem_uint32_atomic_fetch_inc)(dest, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_fetch_inc(
+        &self,
+        dest: *mut i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64 {
+        (self.nvshmem_int64_atomic_fetch_inc)(dest, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_fetch_inc(
+        &self,
+        dest: *mut u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64 {
+        (self.nvshmem_uint64_atomic_fetch_inc)(dest, pe)
+    }
+    pub unsafe fn nvshmem_int32_atomic_fetch(
+        &self,
+        dest: *const i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32 {
+        (self.nvshmem_int32_atomic_fetch)(dest, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_fetch(
+        &self,
+        dest: *const u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32 {
+        (self.nvshmem_uint32_atomic_fetch)(dest, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_fetch(
+        &self,
+        dest: *const i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64 {
+        (self.nvshmem_int64_atomic_fetch)(dest, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_fetch(
+        &self,
+        dest: *const u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64 {
+        (self.nvshmem_uint64_atomic_fetch)(dest, pe)
+    }
+    pub unsafe fn nvshmem_float_atomic_fetch(
+        &self,
+        dest: *const f32,
+        pe: ::std::os::raw::c_int,
+    ) -> f32 {
+        (self.nvshmem_float_atomic_fetch)(dest, pe)
+    }
+    pub unsafe fn nvshmem_double_atomic_fetch(
+        &self,
+        dest: *const f64,
+        pe: ::std::os::raw::c_int,
+    ) -> f64 {
+        (self.nvshmem_double_atomic_fetch)(dest, pe)
+    }
+    pub unsafe fn nvshmem_int32_atomic_add(
+        &self,
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_int32_atomic_add)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_add(
+        &self,
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_uint32_atomic_add)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_add(
+        &self,
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_int64_atomic_add)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_add(
+        &self,
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_uint64_atomic_add)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int32_atomic_set(
+        &self,
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_int32_atomic_set)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_set(
+        &self,
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_uint32_atomic_set)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_set(
+        &self,
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_int64_atomic_set)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_set(
+        &self,
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_uint64_atomic_set)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_float_atomic_set(
+        &self,
+        dest: *mut f32,
+        value: f32,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_float_atomic_set)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_double_atomic_set(
+        &self,
+        dest: *mut f64,
+        value: f64,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_double_atomic_set)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int32_atomic_fetch_add(
+        &self,
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32 {
+        (self.nvshmem_int32_atomic_fetch_add)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_fetch_add(
+        &self,
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32 {
+        (self.nvshmem_uint32_atomic_fetch_add)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_fetch_add(
+        &self,
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64 {
+        (self.nvshmem_int64_atomic_fetch_add)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_fetch_add(
+        &self,
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64 {
+        (self.nvshmem_uint64_atomic_fetch_add)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int32_atomic_swap(
+        &self,
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32 {
+        (self.nvshmem_int32_atomic_swap)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_swap(
+        &self,
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32 {
+        (self.nvshmem_uint32_atomic_swap)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_swap(
+        &self,
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64 {
+        (self.nvshmem_int64_atomic_swap)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_swap(
+        &self,
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64 {
+        (self.nvshmem_uint64_atomic_swap)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_float_atomic_swap(
+        &self,
+        dest: *mut f32,
+        value: f32,
+        pe: ::std::os::raw::c_int,
+    ) -> f32 {
+        (self.nvshmem_float_atomic_swap)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_double_atomic_swap(
+        &self,
+        dest: *mut f64,
+        value: f64,
+        pe: ::std::os::raw::c_int,
+    ) -> f64 {
+        (self.nvshmem_double_atomic_swap)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int32_atomic_compare_swap(
+        &self,
+        dest: *mut i32,
+        cond: i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32 {
+        (self.nvshmem_int32_atomic_compare_swap)(dest, cond, value, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_compare_swap(
+        &self,
+        dest: *mut u32,
+        cond: u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32 {
+        (self.nvshmem_uint32_atomic_compare_swap)(dest, cond, value, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_compare_swap(
+        &self,
+        dest: *mut i64,
+        cond: i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64 {
+        (self.nvshmem_int64_atomic_compare_swap)(dest, cond, value, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_compare_swap(
+        &self,
+        dest: *mut u64,
+        cond: u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64 {
+        (self.nvshmem_uint64_atomic_compare_swap)(dest, cond, value, pe)
+    }
+    pub unsafe fn nvshmem_int32_atomic_and(
+        &self,
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_int32_atomic_and)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_and(
+        &self,
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_uint32_atomic_and)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_and(
+        &self,
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_int64_atomic_and)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_and(
+        &self,
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_uint64_atomic_and)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int32_atomic_or(
+        &self,
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_int32_atomic_or)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_or(
+        &self,
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_uint32_atomic_or)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_or(
+        &self,
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_int64_atomic_or)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_or(
+        &self,
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_uint64_atomic_or)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int32_atomic_xor(
+        &self,
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_int32_atomic_xor)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_xor(
+        &self,
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_uint32_atomic_xor)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_xor(
+        &self,
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_int64_atomic_xor)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_xor(
+        &self,
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) {
+        (self.nvshmem_uint64_atomic_xor)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int32_atomic_fetch_and(
+        &self,
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32 {
+        (self.nvshmem_int32_atomic_fetch_and)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_fetch_and(
+        &self,
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32 {
+        (self.nvshmem_uint32_atomic_fetch_and)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_fetch_and(
+        &self,
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64 {
+        (self.nvshmem_int64_atomic_fetch_and)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_fetch_and(
+        &self,
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64 {
+        (self.nvshmem_uint64_atomic_fetch_and)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int32_atomic_fetch_or(
+        &self,
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32 {
+        (self.nvshmem_int32_atomic_fetch_or)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_fetch_or(
+        &self,
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32 {
+        (self.nvshmem_uint32_atomic_fetch_or)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_fetch_or(
+        &self,
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64 {
+        (self.nvshmem_int64_atomic_fetch_or)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_fetch_or(
+        &self,
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64 {
+        (self.nvshmem_uint64_atomic_fetch_or)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int32_atomic_fetch_xor(
+        &self,
+        dest: *mut i32,
+        value: i32,
+        pe: ::std::os::raw::c_int,
+    ) -> i32 {
+        (self.nvshmem_int32_atomic_fetch_xor)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint32_atomic_fetch_xor(
+        &self,
+        dest: *mut u32,
+        value: u32,
+        pe: ::std::os::raw::c_int,
+    ) -> u32 {
+        (self.nvshmem_uint32_atomic_fetch_xor)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_int64_atomic_fetch_xor(
+        &self,
+        dest: *mut i64,
+        value: i64,
+        pe: ::std::os::raw::c_int,
+    ) -> i64 {
+        (self.nvshmem_int64_atomic_fetch_xor)(dest, value, pe)
+    }
+    pub unsafe fn nvshmem_uint64_atomic_fetch_xor(
+        &self,
+        dest: *mut u64,
+        value: u64,
+        pe: ::std::os::raw::c_int,
+    ) -> u64 {
+        (self.nvshmem_uint64_atomic_fetch_xor)(dest, value, pe)
+    }
     pub unsafe fn nvshmem_putmem(
         &self,
         dest: *mut ::std::os::raw::c_void,
@@ -3078,6 +4180,9 @@ impl NvshmemHost {
     ) {
         (self.nvshmem_getmem)(dest, source, bytes, pe)
     }
+    pub unsafe fn nvshmem_signal_fetch(&self, sig_addr: *mut u64) -> u64 {
+        (self.nvshmem_signal_fetch)(sig_addr)
+    }
     pub unsafe fn nvshmem_quiet(&self) {
         (self.nvshmem_quiet)()
     }
@@ -3095,6 +4200,13 @@ impl NvshmemHost {
         team: nvshmem_team_t,
     ) -> ::std::os::raw::c_int {
         (self.nvshmem_team_n_pes)(team)
+    }
+    pub unsafe fn nvshmem_team_get_config(
+        &self,
+        team: nvshmem_team_t,
+        config: *mut nvshmem_team_config_t,
+    ) {
+        (self.nvshmem_team_get_config)(team, config)
     }
     pub unsafe fn nvshmem_team_translate_pe(
         &self,
@@ -3216,6 +4328,21 @@ impl NvshmemHost {
     ) -> ::std::os::raw::c_int {
         (self.nvshmemx_cumodule_finalize)(module)
     }
+    pub unsafe fn nvshmemx_buffer_register_symmetric(
+        &self,
+        buf_ptr: *mut ::std::os::raw::c_void,
+        size: usize,
+        flags: ::std::os::raw::c_int,
+    ) -> *mut ::std::os::raw::c_void {
+        (self.nvshmemx_buffer_register_symmetric)(buf_ptr, size, flags)
+    }
+    pub unsafe fn nvshmemx_buffer_unregister_symmetric(
+        &self,
+        mmap_ptr: *mut ::std::os::raw::c_void,
+        size: usize,
+    ) -> ::std::os::raw::c_int {
+        (self.nvshmemx_buffer_unregister_symmetric)(mmap_ptr, size)
+    }
     pub unsafe fn nvshmemx_culibrary_init(
         &self,
         library: CUlibrary,
@@ -3261,6 +4388,39 @@ impl NvshmemHost {
             cstrm,
         )
     }
+    pub unsafe fn nvshmemx_putmem_signal_nbi_on_stream(
+        &self,
+        dest: *mut ::std::os::raw::c_void,
+        source: *const ::std::os::raw::c_void,
+        bytes: usize,
+        sig_addr: *mut u64,
+        signal: u64,
+        sig_op: ::std::os::raw::c_int,
+        pe: ::std::os::raw::c_int,
+        cstrm: cudaStream_t,
+    ) {
+        (self
+            .nvshmemx_putmem_signal_nbi_on_stream)(
+            dest,
+            source,
+            bytes,
+            sig_addr,
+            signal,
+            sig_op,
+            pe,
+            cstrm,
+        )
+    }
+    pub unsafe fn nvshmemx_putmem_nbi_on_stream(
+        &self,
+        dest: *mut ::std::os::raw::c_void,
+        source: *const ::std::os::raw::c_void,
+        bytes: usize,
+        pe: ::std::os::raw::c_int,
+        cstrm: cudaStream_t,
+    ) {
+        (self.nvshmemx_putmem_nbi_on_stream)(dest, source, bytes, pe, cstrm)
+    }
     pub unsafe fn nvshmemx_getmem_on_stream(
         &self,
         dest: *mut ::std::os::raw::c_void,
@@ -3270,6 +4430,16 @@ impl NvshmemHost {
         cstrm: cudaStream_t,
     ) {
         (self.nvshmemx_getmem_on_stream)(dest, source, bytes, pe, cstrm)
+    }
+    pub unsafe fn nvshmemx_getmem_nbi_on_stream(
+        &self,
+        dest: *mut ::std::os::raw::c_void,
+        source: *const ::std::os::raw::c_void,
+        bytes: usize,
+        pe: ::std::os::raw::c_int,
+        cstrm: cudaStream_t,
+    ) {
+        (self.nvshmemx_getmem_nbi_on_stream)(dest, source, bytes, pe, cstrm)
     }
     pub unsafe fn nvshmemx_quiet_on_stream(&self, cstrm: cudaStream_t) {
         (self.nvshmemx_quiet_on_stream)(cstrm)

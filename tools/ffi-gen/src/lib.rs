@@ -41,6 +41,8 @@ const FUNCTIONS: &[&str] = &[
     "nvshmemx_mc_ptr",
     "nvshmemx_buffer_register",
     "nvshmemx_buffer_unregister",
+    "nvshmemx_buffer_register_symmetric",
+    "nvshmemx_buffer_unregister_symmetric",
     // JIT-loaded modules carry their own copy of the device state.
     "nvshmemx_cumodule_init",
     "nvshmemx_cumodule_finalize",
@@ -52,6 +54,10 @@ const FUNCTIONS: &[&str] = &[
     "nvshmemx_putmem_on_stream",
     "nvshmemx_getmem_on_stream",
     "nvshmemx_putmem_signal_on_stream",
+    "nvshmemx_putmem_nbi_on_stream",
+    "nvshmemx_getmem_nbi_on_stream",
+    "nvshmemx_putmem_signal_nbi_on_stream",
+    "nvshmem_signal_fetch",
     "nvshmemx_signal_op_on_stream",
     "nvshmemx_signal_wait_until_on_stream",
     // Ordering and synchronization.
@@ -73,6 +79,7 @@ const FUNCTIONS: &[&str] = &[
     "nvshmem_team_split_strided",
     "nvshmem_team_split_2d",
     "nvshmem_team_destroy",
+    "nvshmem_team_get_config",
     // Untyped collectives on a stream.
     "nvshmemx_broadcastmem_on_stream",
     "nvshmemx_fcollectmem_on_stream",
@@ -90,6 +97,16 @@ fn typed_collectives() -> Vec<String> {
         format!("nvshmemx_({COLLECTIVE_TYPES})_(sum|max|min|prod)_reduce_on_stream"),
         "nvshmemx_(int8|int16|int32|int64|uint8|uint16|uint32|uint64)_(and|or|xor)_reduce_on_stream"
             .to_string(),
+    ]
+}
+
+/// Regex for the blocking host AMOs: every operation on the fixed-width integers, and the ones
+/// NVSHMEM also offers on floating point (fetch, set, swap).
+fn host_atomics() -> Vec<String> {
+    vec![
+        "nvshmem_(int32|int64|uint32|uint64)_atomic_(fetch|set|swap|compare_swap|add|fetch_add|inc|fetch_inc|and|fetch_and|or|fetch_or|xor|fetch_xor)"
+            .to_string(),
+        "nvshmem_(float|double)_atomic_(fetch|set|swap)".to_string(),
     ]
 }
 
@@ -130,6 +147,7 @@ pub fn builder(nvshmem_root: &Path, cuda_include: &Path) -> bindgen::Builder {
         .allowlist_type("nvshmemx_init_status_t")
         .allowlist_var("NVSHMEM_VENDOR_(MAJOR|MINOR|PATCH)_VERSION")
         .allowlist_var("NVSHMEM_INIT_ATTR_VER")
+        .allowlist_var("NVSHMEM_TEAM_CONFIG_MASK_.*")
         .constified_enum_module("flags")
         .prepend_enum_name(false)
         .default_enum_style(bindgen::EnumVariation::Consts)
@@ -141,7 +159,7 @@ pub fn builder(nvshmem_root: &Path, cuda_include: &Path) -> bindgen::Builder {
     for f in FUNCTIONS {
         b = b.allowlist_function(format!("^{f}$"));
     }
-    for f in typed_collectives() {
+    for f in typed_collectives().into_iter().chain(host_atomics()) {
         b = b.allowlist_function(format!("^{f}$"));
     }
     b
