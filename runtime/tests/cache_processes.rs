@@ -24,7 +24,9 @@ fn key(name: &str) -> CacheKey {
 /// The payload of an entry: large enough that a write takes many system calls, and a function of
 /// the name only, so every writer of one entry writes the same bytes.
 fn payload(name: &str) -> Vec<u8> {
-    let seed = name.bytes().fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
+    let seed = name
+        .bytes()
+        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
     let len = (512 << 10) + (seed as usize % 4096);
     (0..len)
         .map(|i| (seed.wrapping_add(i as u32).wrapping_mul(2_654_435_761) >> 24) as u8)

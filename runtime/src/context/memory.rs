@@ -165,8 +165,11 @@ impl<T: DeviceRepr> SymTensor<T> {
 
 impl<T> Drop for SymTensor<T> {
     fn drop(&mut self) {
-        // Collective free. Work still queued on the pgas stream may use this memory.
-        if self.inner.context_lost() {
+        // Collective free. Work still queued on the pgas stream may use this memory. Skipped
+        // while a panic unwinds: the other PEs are not freeing with this one, so the free's
+        // barrier would hang this PE instead of letting it die (the memory goes with the
+        // process).
+        if std::thread::panicking() || self.inner.context_lost() {
             return;
         }
         let _ = self.inner.sync_stream();

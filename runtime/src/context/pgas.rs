@@ -219,8 +219,10 @@ impl Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         // Errors cannot be returned from drop, and finalization must happen regardless, unless
-        // the context is lost, when NVSHMEM would abort the process instead.
-        if !self.context_lost() {
+        // the context is lost, when NVSHMEM would abort the process instead, or a panic unwinds:
+        // finalize is collective, and the other PEs are not finalizing with this one, so it
+        // would hang this PE instead of letting it die and its launcher stop the job.
+        if !std::thread::panicking() && !self.context_lost() {
             let _ = self.sync_stream();
             self.jit.finalize(self.nvshmem);
             unsafe { self.nvshmem.raw().nvshmemx_hostlib_finalize() };
