@@ -13,6 +13,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::{self as cu, CUdeviceptr};
 use cudarc::driver::DeviceRepr;
 
+use super::agree;
 use super::pgas::{Inner, Pgas};
 use crate::error::{Error, Result};
 use crate::heap;
@@ -71,12 +72,16 @@ impl Pgas {
     }
 
     /// Allocates `len` zeroed elements on every PE. Collective: all PEs call it with the same
-    /// `len`. Zero length and sizes over the heap are errors.
+    /// `len`. Zero length and sizes over the heap are errors; with several PEs, sizes that differ
+    /// across PEs are [`Error::AllocMismatch`] on every PE (see `agree.rs`).
     pub fn alloc<T: DeviceRepr>(&self, len: usize) -> Result<SymTensor<T>> {
         let inner = &self.inner;
         let elem = std::mem::size_of::<T>();
-        let bytes = heap::check_alloc(len, elem, inner.heap_size)?;
         inner.bind()?;
+        // Before the local checks, so that a request only some PEs would refuse is refused on all.
+        let asked = (len as u64).saturating_mul(elem.max(1) as u64);
+        agree::same_size(inner, asked)?;
+        let bytes = heap::check_alloc(len, elem, inner.heap_size)?;
         let raw = unsafe { self.nvshmem().raw().nvshmem_calloc(len, elem.max(1)) };
         if raw.is_null() {
             return Err(Error::HeapExhausted {

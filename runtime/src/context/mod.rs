@@ -1,6 +1,7 @@
 //! A live NVSHMEM runtime: `init` and the [`Pgas`] handle, symmetric memory, teams, host RMA and
 //! host collectives. Each file holds one of these; `pgas.rs` is the handle the others hang off.
 
+mod agree;
 pub(crate) mod collectives;
 pub(crate) mod memory;
 pub(crate) mod pgas;

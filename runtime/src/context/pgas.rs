@@ -95,7 +95,9 @@ impl PgasBuilder {
             return Err(Error::InvalidConfig {
                 name: "PgasBuilder::heap_size",
                 value: "0".to_string(),
-                reason: "the symmetric heap needs at least one byte".to_string(),
+                reason: "the symmetric heap needs at least one byte. Fix: pass its size in bytes, \
+                         e.g. heap_size(1 << 30), or leave it unset for NVSHMEM's default"
+                    .to_string(),
             });
         }
         let method = bootstrap::resolve(self.bootstrap, &env::process)?;
