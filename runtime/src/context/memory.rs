@@ -401,6 +401,9 @@ mod tests {
         ));
         let e = resolve_range(&(5..11), 10).unwrap_err().to_string();
         assert!(e.contains("5..11") && e.contains("length 10"), "{e}");
+        assert!(e.contains("Fix: keep the range within 0..10"), "{e}");
+        let e = resolve_range(&(3..3), 10).unwrap_err().to_string();
+        assert!(e.contains("Fix: use a range with start < end"), "{e}");
         #[allow(clippy::reversed_empty_ranges)]
         let backwards = resolve_range(&(6..2), 10);
         assert!(matches!(backwards, Err(Error::OutOfRange { .. })));
@@ -417,5 +420,6 @@ mod tests {
             e.contains("3 elements") && e.contains("4 were expected"),
             "{e}"
         );
+        assert!(e.contains("Fix: pass buffers of matching lengths"), "{e}");
     }
 }

@@ -354,5 +354,6 @@ mod tests {
             after.contains("finalized") && after.contains("cannot be initialized twice"),
             "{after}"
         );
+        assert!(after.contains("Keep one `Pgas` handle alive"), "{after}");
     }
 }
