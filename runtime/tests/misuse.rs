@@ -20,7 +20,12 @@ fn fails_with<T: std::fmt::Debug>(r: Result<T>, fix: &[&str]) -> Error {
 }
 
 fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-    move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+    move |k| {
+        pairs
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    }
 }
 
 #[test]
@@ -30,18 +35,30 @@ fn heap_size_zero() {
         pgas_runtime::builder().heap_size(0).init(),
         &["at least one byte", "Fix: pass its size in bytes"],
     );
-    assert!(matches!(e, Error::InvalidConfig { name: "PgasBuilder::heap_size", .. }));
+    assert!(matches!(
+        e,
+        Error::InvalidConfig {
+            name: "PgasBuilder::heap_size",
+            ..
+        }
+    ));
 }
 
 #[test]
 fn heap_size_variable_unparsable() {
-    let e = fails_with(heap::parse_size("4 gigs"), &["NVSHMEM_SYMMETRIC_SIZE", "e.g. 4G"]);
+    let e = fails_with(
+        heap::parse_size("4 gigs"),
+        &["NVSHMEM_SYMMETRIC_SIZE", "e.g. 4G"],
+    );
     assert!(matches!(e, Error::InvalidConfig { .. }));
 }
 
 #[test]
 fn zero_length_allocation() {
-    let e = fails_with(heap::check_alloc(0, 4, 1 << 20), &["Fix: allocate at least one element"]);
+    let e = fails_with(
+        heap::check_alloc(0, 4, 1 << 20),
+        &["Fix: allocate at least one element"],
+    );
     assert!(matches!(e, Error::EmptyAllocation));
 }
 
@@ -49,15 +66,34 @@ fn zero_length_allocation() {
 fn allocation_over_the_heap() {
     let e = fails_with(
         heap::check_alloc(1 << 20, 8, 1 << 20),
-        &["8388608 bytes", "PgasBuilder::heap_size", "NVSHMEM_SYMMETRIC_SIZE"],
+        &[
+            "8388608 bytes",
+            "PgasBuilder::heap_size",
+            "NVSHMEM_SYMMETRIC_SIZE",
+        ],
     );
-    assert!(matches!(e, Error::HeapExhausted { requested: 8388608, .. }));
+    assert!(matches!(
+        e,
+        Error::HeapExhausted {
+            requested: 8388608,
+            ..
+        }
+    ));
 }
 
 #[test]
 fn allocation_size_overflows() {
-    let e = fails_with(heap::check_alloc(usize::MAX / 2, 16, 1 << 30), &["Fix: raise it"]);
-    assert!(matches!(e, Error::HeapExhausted { requested: usize::MAX, .. }));
+    let e = fails_with(
+        heap::check_alloc(usize::MAX / 2, 16, 1 << 30),
+        &["Fix: raise it"],
+    );
+    assert!(matches!(
+        e,
+        Error::HeapExhausted {
+            requested: usize::MAX,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -66,7 +102,14 @@ fn gpu_ordinal_beyond_the_visible_gpus() {
         bootstrap::pick_device(Some(3), &env_of(&[]), 2),
         &["GPU 3", "only 2 GPU", "Fix:"],
     );
-    assert!(matches!(e, Error::NoSuchDevice { requested: 3, count: 2, .. }));
+    assert!(matches!(
+        e,
+        Error::NoSuchDevice {
+            requested: 3,
+            count: 2,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -90,7 +133,10 @@ fn mpi_launch_without_the_mpi_feature() {
         assert_eq!(r.unwrap(), Bootstrap::Mpi);
         return;
     }
-    let e = fails_with(r, &["Fix: build with `--features mpi`", "NVSHMEM_BOOTSTRAP=MPI"]);
+    let e = fails_with(
+        r,
+        &["Fix: build with `--features mpi`", "NVSHMEM_BOOTSTRAP=MPI"],
+    );
     assert!(matches!(e, Error::MpiNotEnabled));
 }
 
@@ -101,19 +147,28 @@ fn launch_err(cfg: LaunchConfig, fix: &str) {
 
 #[test]
 fn launch_with_a_zero_dimension() {
-    launch_err(LaunchConfig::blocks(0, 128), "Fix: make every dimension at least 1");
+    launch_err(
+        LaunchConfig::blocks(0, 128),
+        "Fix: make every dimension at least 1",
+    );
     launch_err(LaunchConfig::dims((1, 1, 1), (32, 0, 1)), "at least 1");
 }
 
 #[test]
 fn launch_with_more_than_1024_threads_per_block() {
-    launch_err(LaunchConfig::blocks(1, 2048), "Fix: use at most 1024 threads per block");
+    launch_err(
+        LaunchConfig::blocks(1, 2048),
+        "Fix: use at most 1024 threads per block",
+    );
     launch_err(LaunchConfig::dims((1, 1, 1), (1, 1, 128)), "z at most 64");
 }
 
 #[test]
 fn launch_grid_beyond_cuda_limits() {
-    launch_err(LaunchConfig::dims((1, 70_000, 1), (32, 1, 1)), "Fix: loop inside the kernel");
+    launch_err(
+        LaunchConfig::dims((1, 70_000, 1), (32, 1, 1)),
+        "Fix: loop inside the kernel",
+    );
 }
 
 struct Fake(u64, usize);
@@ -173,7 +228,10 @@ fn too_many_kernel_parameters() {
     for _ in 0..MAX_PARAMS {
         a.push_sym(&x);
     }
-    let e = fails_with(a.check(&SPEC, &[]), &["too many parameters", "Fix: pass fewer"]);
+    let e = fails_with(
+        a.check(&SPEC, &[]),
+        &["too many parameters", "Fix: pass fewer"],
+    );
     assert!(matches!(e, Error::Launch { .. }));
 }
 

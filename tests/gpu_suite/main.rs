@@ -24,6 +24,7 @@ mod host_collectives;
 mod intrinsics;
 mod launch;
 mod math;
+mod misuse;
 mod peer;
 mod rma;
 mod runner;
@@ -71,6 +72,7 @@ fn main() -> ExitCode {
         peer::CASES,
         launch::CASES,
         tensor::CASES,
+        misuse::CASES,
     ]
     .concat();
     let kernels: Vec<&'static pgas::kernel::KernelSpec> = [
@@ -87,6 +89,7 @@ fn main() -> ExitCode {
         peer::KERNELS,
         launch::KERNELS,
         tensor::KERNELS,
+        misuse::KERNELS,
     ]
     .concat();
     runner::run(&cases, &kernels, &args)

@@ -2,7 +2,6 @@
 // last `SymTensor` (each holds the handle) are dropped, so anything that could still touch
 // NVSHMEM keeps it alive. What is left to get wrong, the borrow checker refuses: a view of a
 // freed tensor, and a handle used after it was dropped.
-use pgas::prelude::*;
 
 fn main() -> pgas::Result<()> {
     let pgas = pgas::init()?;
