@@ -12,7 +12,8 @@
 #   figures.jsonl  every benchmark figure, one JSON object a line
 #   summary.txt    one line per step (ok/FAIL/SKIP and key figures), also printed last
 # Every step has a time limit and the whole stays within 9 minutes (PGAS_SUITE_BUDGET seconds); a failing step never stops
-# the ones after it. Exit status: 0 when every step that ran passed.
+# the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
+# a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
 # Usage: scripts/gpu-suite.sh OUTDIR
 set -uo pipefail
@@ -151,50 +152,6 @@ the output does not name traps.rs:$line"
   verdict "checked trap $kind" "$(echo "$last" | grep -o "[^ ]*traps.rs:[0-9]*" | head -1)"
 done
 
-# Rank death (tests/gpu_suite/faults.rs): the last PE dies while the others wait for it in a
-# barrier or a kernel; the launcher must end the job within 5 s of the death (the dying PE prints
-# the time, Unix ms), exit non-zero, and name the rank and how it ended.
-rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must match
-  local name=$1 want=$2
-  shift 2
-  step "$name" faults.log 40 "$@"
-  local ended died took
-  ended=$(date +%s%3N)
-  died=$(echo "$last" | sed -n 's/.* dies by .* at \([0-9]*\) ms.*/\1/p' | head -1)
-  took=$((ended - ${died:-0}))
-  if [ "$rc" = -1 ]; then return; fi
-  if [ -z "$died" ]; then
-    rc=1 detail="no PE reported its death"
-  elif [ "$rc" = 0 ]; then
-    rc=1 detail="the job exited 0 although a PE died"
-  elif [ "$took" -ge 5000 ]; then
-    # A timeout of the step lands here too (its limit is far above 5 s).
-    rc=1 detail="the job ended ${took} ms after the death (limit 5000 ms)"
-  elif echo "$last" | grep -q "FAIL"; then
-    rc=1 detail="$(echo "$last" | grep -m1 FAIL | cut -c1-150)"
-  elif ! echo "$last" | grep -qE "$want"; then
-    rc=1 detail="the launcher's output does not match /$want/"
-  else
-    rc=0 detail="ended ${took} ms after the death: $(echo "$last" | grep -m1 -E "$want" | cut -c1-120)"
-  fi
-  verdict "$name" "$detail"
-}
-if [ "$gpus" -ge 2 ]; then
-  rank_death "rank death: panic in barrier (pgas-run)" "pgas-run: rank 1 exited with status 101" \
-    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death panic
-  rank_death "rank death: abort in barrier (pgas-run)" "pgas-run: rank 1 was killed by signal 6 \\(SIGABRT\\)" \
-    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death abort
-  rank_death "rank death: SIGKILL in barrier (pgas-run)" "pgas-run: rank 1 was killed by signal 9 \\(SIGKILL\\)" \
-    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death kill
-  rank_death "rank death: SIGKILL, others in a kernel (pgas-run)" "pgas-run: rank 1 was killed by signal 9 \\(SIGKILL\\)" \
-    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death kill-in-kernel
-  # OpenMPI ends the job itself ("mpirun noticed that process rank 1 ... exited on signal 9").
-  command -v mpirun >/dev/null && rank_death "rank death: SIGKILL in barrier (mpirun)" "rank 1 .*(signal 9|Killed)" \
-    mpirun -np 2 --bind-to none -x NVSHMEM_BOOTSTRAP=MPI "$bin/gpu_suite" --rank-death kill
-else
-  note "SKIP rank death (${gpus} GPU: needs 2)"
-fi
-
 # The first example on one PE, through pgas-run and through mpirun.
 if [ -x "$bin/hello_ring" ]; then
   step "hello_ring 1 PE" examples.log 40 "$bin/hello_ring"
@@ -272,9 +229,53 @@ verdict "coll vs NCCL $bench_pes PE" "$(figures | brief 'allreduce_bf16_(8B|1MiB
 step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$((gpus > 0 ? gpus : 1))"
 verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
 
+# Rank death (tests/gpu_suite/faults.rs): the last PE dies while the others wait for it in a
+# barrier or a kernel; the launcher must end the job within 5 s of the death (the dying PE prints
+# the time, Unix ms), exit non-zero, and name the rank and how it ended.
+rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must match
+  local name=$1 want=$2
+  shift 2
+  step "$name" faults.log 40 "$@"
+  local ended died took
+  ended=$(date +%s%3N)
+  died=$(echo "$last" | sed -n 's/.* dies by .* at \([0-9]*\) ms.*/\1/p' | head -1)
+  took=$((ended - ${died:-0}))
+  if [ "$rc" = -1 ]; then return; fi
+  if [ -z "$died" ]; then
+    rc=1 detail="no PE reported its death"
+  elif [ "$rc" = 0 ]; then
+    rc=1 detail="the job exited 0 although a PE died"
+  elif [ "$took" -ge 5000 ]; then
+    # A timeout of the step lands here too (its limit is far above 5 s).
+    rc=1 detail="the job ended ${took} ms after the death (limit 5000 ms)"
+  elif echo "$last" | grep -q "FAIL"; then
+    rc=1 detail="$(echo "$last" | grep -m1 FAIL | cut -c1-150)"
+  elif ! echo "$last" | grep -qE "$want"; then
+    rc=1 detail="the launcher's output does not match /$want/"
+  else
+    rc=0 detail="ended ${took} ms after the death: $(echo "$last" | grep -m1 -E "$want" | cut -c1-120)"
+  fi
+  verdict "$name" "$detail"
+}
+if [ "$gpus" -ge 2 ]; then
+  rank_death "rank death: panic in barrier (pgas-run)" "pgas-run: rank 1 exited with status 101" \
+    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death panic
+  rank_death "rank death: abort in barrier (pgas-run)" "pgas-run: rank 1 was killed by signal 6 \\(SIGABRT\\)" \
+    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death abort
+  rank_death "rank death: SIGKILL in barrier (pgas-run)" "pgas-run: rank 1 was killed by signal 9 \\(SIGKILL\\)" \
+    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death kill
+  rank_death "rank death: SIGKILL, others in a kernel (pgas-run)" "pgas-run: rank 1 was killed by signal 9 \\(SIGKILL\\)" \
+    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death kill-in-kernel
+  # OpenMPI ends the job itself ("mpirun noticed that process rank 1 ... exited on signal 9").
+  command -v mpirun >/dev/null && rank_death "rank death: SIGKILL in barrier (mpirun)" "rank 1 .*(signal 9|Killed)" \
+    mpirun -np 2 --bind-to none -x NVSHMEM_BOOTSTRAP=MPI "$bin/gpu_suite" --rank-death kill
+else
+  note "SKIP rank death (${gpus} GPU: needs 2)"
+fi
+
 # compute-sanitizer (memcheck, racecheck, synccheck) over part of the suite and two gallery
 # examples, 1 PE each, plus racecheck across `pgas-run -n 2` children; 0 errors expected. Its own
-# budget (under 120 s in all). NVSHMEM_DISABLE_NCCL=1: NVSHMEM's NCCL probe at init makes
+# limits, 115 s in all. NVSHMEM_DISABLE_NCCL=1: NVSHMEM's NCCL probe at init makes
 # memcheck report API errors inside libnccl (shared/notes/nvshmem-jit.md); --report-api-errors no
 # keeps API-error reports of other libraries out too, so only errors in kernels count. Where the
 # tool cannot attach (gVisor: "Device not supported"), every sanitizer step is a SKIP.
@@ -297,13 +298,13 @@ sanitizer_off=""
 if [ -z "$sanitizer" ]; then
   note "SKIP compute-sanitizer (sanitizer unavailable: not on PATH nor in /usr/local/cuda)"
 else
-  sanitize "memcheck hello_ring 1 PE" 25 memcheck "$bin/hello_ring"
+  sanitize "memcheck hello_ring 1 PE" 20 memcheck "$bin/hello_ring"
   if [ -z "$sanitizer_off" ]; then
-    sanitize "memcheck gpu_suite 1 PE (rma signals amo sync)" 45 memcheck "$bin/gpu_suite" rma signals amo sync
-    sanitize "racecheck team_allreduce 1 PE" 20 racecheck "$bin/team_allreduce"
-    sanitize "synccheck ring_shift 1 PE" 20 synccheck "$bin/ring_shift"
+    sanitize "memcheck gpu_suite 1 PE (rma signals amo sync)" 35 memcheck "$bin/gpu_suite" rma signals amo sync
+    sanitize "racecheck team_allreduce 1 PE" 15 racecheck "$bin/team_allreduce"
+    sanitize "synccheck ring_shift 1 PE" 15 synccheck "$bin/ring_shift"
     if [ "$gpus" -ge 2 ]; then
-      sanitize "racecheck ring_shift pgas-run -n 2" 25 racecheck "$bin/pgas-run" -n 2 -- "$bin/ring_shift"
+      sanitize "racecheck ring_shift pgas-run -n 2" 30 racecheck "$bin/pgas-run" -n 2 -- "$bin/ring_shift"
     fi
   fi
 fi
