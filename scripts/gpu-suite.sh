@@ -273,6 +273,18 @@ else
   note "SKIP rank death (${gpus} GPU: needs 2)"
 fi
 
+# A kernel cache that cannot be created (nobody can make a directory in /proc): the kernel must still
+# compile, load and run, with exactly one warning line (docs/faults.md, "The kernel cache").
+if [ -x "$bin/ring_shift" ]; then
+  step "ring_shift, cache unwritable" faults.log 40 env PGAS_CACHE_DIR=/proc/pgas-no-cache "$bin/ring_shift"
+  warnings=$(echo "$last" | grep -c "pgas: warning: kernel cache" || true)
+  if [ "$rc" = 0 ] && [ "$warnings" != 1 ]; then
+    rc=1 last="$last
+expected one warning line about the kernel cache, got $warnings"
+  fi
+  verdict "ring_shift with an unwritable kernel cache" "$warnings warning line(s): $(echo "$last" | grep -m1 "pgas: warning" | cut -c1-110)"
+fi
+
 # compute-sanitizer (memcheck, racecheck, synccheck) over part of the suite and two gallery
 # examples, 1 PE each, plus racecheck across `pgas-run -n 2` children; 0 errors expected. Its own
 # limits, 115 s in all. NVSHMEM_DISABLE_NCCL=1: NVSHMEM's NCCL probe at init makes
