@@ -316,7 +316,8 @@ pub enum Error {
         failures: Vec<Error>,
     },
 
-    /// The on-disk kernel cache could not be used.
+    /// The on-disk kernel cache could not be used. [`crate::jit::disk::DiskCache`]'s own methods
+    /// return it; the JIT prints it as one warning line and keeps its kernels in memory instead.
     #[error(
         "kernel cache at {dir}: {action} failed: {source}. Fix: point PGAS_CACHE_DIR at a \
          writable directory with free space, or set PGAS_CACHE=off to compile without a disk cache"
