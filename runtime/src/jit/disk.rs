@@ -8,7 +8,7 @@
 //!
 //! The cache only saves time, so it never fails a launch: a directory that cannot be opened
 //! (read-only, not a directory) means no disk cache, and an entry that cannot be read, locked or
-//! written (a full disk) is skipped; either prints one warning line per cache ([`warn`]) and the
+//! written (a full disk) is skipped; either prints one warning line per cache ([`warning`]) and the
 //! kernels are compiled and kept in memory.
 
 use std::fs;
