@@ -4,17 +4,23 @@
 #   env.log        nvidia-smi, the environment, `pgas doctor`
 #   suite.log      the GPU test suite on `pgas-run -n 4` (where 4 GPUs), `pgas-run -n 2`, 1 PE
 #   traps.log      the checked variant's traps (bad index, bad pe), one process each
+#   faults.log     rank death under pgas-run and mpirun (a PE panics, aborts or is killed)
+#   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
 #   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; the gallery
 #   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE)
 #   nccl.log       NCCL through torch.distributed
 #   figures.jsonl  every benchmark figure, one JSON object a line
 #   summary.txt    one line per step (ok/FAIL/SKIP and key figures), also printed last
 # Every step has a time limit and the whole stays within 9 minutes (PGAS_SUITE_BUDGET seconds); a failing step never stops
-# the ones after it. Exit status: 0 when every step that ran passed.
+# the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
+# a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
-# Usage: scripts/gpu-suite.sh OUTDIR
+# Usage: scripts/gpu-suite.sh OUTDIR [faults]
+#   faults: only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
+#           for a second device call when the whole does not fit one.
 set -uo pipefail
-outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR}"
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [faults]}"
+only="${2:-all}"
 cd "$(dirname "$0")/.."
 root=$(pwd)
 mkdir -p "$outarg"
@@ -116,6 +122,9 @@ if [ "$gpus" = 0 ]; then
   note "SKIP every GPU step: nvidia-smi lists no GPU here"
   finish
 fi
+
+# Everything but the last part, unless only that was asked for.
+if [ "$only" != faults ]; then
 
 # The GPU test suite. PE 0's last line is `gpu_suite: N passed, M failed` (pgas-run prefixes
 # each line with `[rank N] `).
@@ -225,5 +234,105 @@ step "coll vs NCCL $bench_pes PE" bench.log 240 env LD_LIBRARY_PATH="/tmp/pgas-n
 verdict "coll vs NCCL $bench_pes PE" "$(figures | brief 'allreduce_bf16_(8B|1MiB|256MiB).*(auto|nccl)')"
 step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$((gpus > 0 ? gpus : 1))"
 verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
+
+fi # [ "$only" != faults ]
+
+# Rank death (tests/gpu_suite/faults.rs): the last PE dies while the others wait for it in a
+# barrier or a kernel; the launcher must end the job within 5 s of the death (the dying PE prints
+# the time, Unix ms), exit non-zero, and name the rank and how it ended.
+rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must match
+  local name=$1 want=$2
+  shift 2
+  step "$name" faults.log 40 "$@"
+  local ended died took
+  ended=$(date +%s%3N)
+  died=$(echo "$last" | sed -n 's/.* dies by .* at \([0-9]*\) ms.*/\1/p' | head -1)
+  took=$((ended - ${died:-0}))
+  if [ "$rc" = -1 ]; then return; fi
+  if [ -z "$died" ]; then
+    rc=1 detail="no PE reported its death"
+  elif [ "$rc" = 0 ]; then
+    rc=1 detail="the job exited 0 although a PE died"
+  elif [ "$took" -ge 5000 ]; then
+    # A timeout of the step lands here too (its limit is far above 5 s).
+    rc=1 detail="the job ended ${took} ms after the death (limit 5000 ms)"
+  elif echo "$last" | grep -q "FAIL"; then
+    rc=1 detail="$(echo "$last" | grep -m1 FAIL | cut -c1-150)"
+  elif ! echo "$last" | grep -qE "$want"; then
+    rc=1 detail="the launcher's output does not match /$want/"
+  else
+    rc=0 detail="ended ${took} ms after the death: $(echo "$last" | grep -m1 -E "$want" | cut -c1-120)"
+  fi
+  verdict "$name" "$detail"
+}
+if [ "$gpus" -ge 2 ]; then
+  rank_death "rank death: panic in barrier (pgas-run)" "pgas-run: rank 1 exited with status 101" \
+    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death panic
+  rank_death "rank death: abort in barrier (pgas-run)" "pgas-run: rank 1 was killed by signal 6 \\(SIGABRT\\)" \
+    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death abort
+  rank_death "rank death: SIGKILL in barrier (pgas-run)" "pgas-run: rank 1 was killed by signal 9 \\(SIGKILL\\)" \
+    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death kill
+  rank_death "rank death: SIGKILL, others in a kernel (pgas-run)" "pgas-run: rank 1 was killed by signal 9 \\(SIGKILL\\)" \
+    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death kill-in-kernel
+  # OpenMPI ends the job itself ("mpirun noticed that process rank 1 ... exited on signal 9").
+  command -v mpirun >/dev/null && rank_death "rank death: SIGKILL in barrier (mpirun)" "rank 1 .*(signal 9|Killed)" \
+    mpirun -np 2 --bind-to none -x NVSHMEM_BOOTSTRAP=MPI "$bin/gpu_suite" --rank-death kill
+else
+  note "SKIP rank death (${gpus} GPU: needs 2)"
+fi
+
+# A kernel cache that cannot be created (nobody can make a directory in /proc): the kernel must still
+# compile, load and run, with exactly one warning line (docs/faults.md, "The kernel cache").
+if [ -x "$bin/ring_shift" ]; then
+  step "ring_shift, cache unwritable" faults.log 40 env PGAS_CACHE_DIR=/proc/pgas-no-cache "$bin/ring_shift"
+  warnings=$(echo "$last" | grep -c "pgas: warning: kernel cache" || true)
+  if [ "$rc" = 0 ] && [ "$warnings" != 1 ]; then
+    rc=1 last="$last
+expected one warning line about the kernel cache, got $warnings"
+  fi
+  verdict "ring_shift with an unwritable kernel cache" "$warnings warning line(s): $(echo "$last" | grep -m1 "pgas: warning" | cut -c1-110)"
+fi
+
+# compute-sanitizer (memcheck, racecheck, synccheck) over part of the suite and two gallery
+# examples, 1 PE each, plus racecheck across `pgas-run -n 2` children; 0 errors expected. Its own
+# limits, 115 s in all. NVSHMEM_DISABLE_NCCL=1: NVSHMEM's NCCL probe at init makes
+# memcheck report API errors inside libnccl (shared/notes/nvshmem-jit.md); --report-api-errors no
+# keeps API-error reports of other libraries out too, so only errors in kernels count. Where the
+# tool cannot attach (gVisor: "Device not supported"), every sanitizer step is a SKIP.
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
+sanitize() { # NAME LIMIT TOOL CMD...
+  local name=$1 limit=$2 tool=$3
+  shift 3
+  step "$name" sanitizer.log "$limit" env NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_CUDA_VMM=1 \
+    "$sanitizer" --tool "$tool" --error-exitcode 86 --report-api-errors no --target-processes all "$@"
+  local why
+  why=$(echo "$last" | grep -m1 -iE "device not supported|not supported on this|unable to (attach|initialize|find)|failed to (initialize|attach)|cannot attach" || true)
+  if [ "$rc" != 0 ] && [ -n "$why" ]; then
+    sanitizer_off="$why"
+    note "SKIP $name (sanitizer unavailable: $(echo "$why" | sed 's/^=* *//' | cut -c1-120))"
+    return
+  fi
+  verdict "$name" "$(echo "$last" | grep -E "ERROR SUMMARY" | sed 's/^=* *//' | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+}
+sanitizer_off=""
+if [ -z "$sanitizer" ]; then
+  note "SKIP compute-sanitizer (sanitizer unavailable: not on PATH nor in /usr/local/cuda)"
+else
+  sanitize "memcheck hello_ring 1 PE" 20 memcheck "$bin/hello_ring"
+  if [ -z "$sanitizer_off" ] && [ "$only" = faults ]; then
+    # The suite did not run before, so its kernels are not in the cache yet: compile them outside
+    # the sanitizer's limit.
+    step "gpu_suite rma signals amo sync (kernel cache warm-up)" sanitizer.log 60 "$bin/gpu_suite" rma signals amo sync
+    verdict "gpu_suite 1 PE, rma signals amo sync" "$(echo "$last" | grep -E 'gpu_suite: [0-9]+ passed' | tail -1)"
+  fi
+  if [ -z "$sanitizer_off" ]; then
+    sanitize "memcheck gpu_suite 1 PE (rma signals amo sync)" 35 memcheck "$bin/gpu_suite" rma signals amo sync
+    sanitize "racecheck team_allreduce 1 PE" 15 racecheck "$bin/team_allreduce"
+    sanitize "synccheck ring_shift 1 PE" 15 synccheck "$bin/ring_shift"
+    if [ "$gpus" -ge 2 ]; then
+      sanitize "racecheck ring_shift pgas-run -n 2" 30 racecheck "$bin/pgas-run" -n 2 -- "$bin/ring_shift"
+    fi
+  fi
+fi
 
 finish

@@ -152,11 +152,28 @@ pub enum Error {
     },
 
     /// An allocation of zero elements (NVSHMEM has no symmetric address for it).
-    #[error("cannot allocate a zero-length symmetric tensor; allocate at least one element")]
+    #[error("cannot allocate a zero-length symmetric tensor (NVSHMEM has no address for it). Fix: allocate at least one element")]
     EmptyAllocation,
 
+    /// The PEs asked for symmetric allocations of different sizes in one collective `alloc`
+    /// (detected by exchanging the sizes before allocating; no memory was allocated on any PE).
+    #[error(
+        "symmetric allocation sizes differ across PEs: {}. Every PE must allocate the same \
+         number of bytes in the same order, or the symmetric heaps drift apart. Fix: call alloc \
+         with the same length and element type on every PE (allocate the largest size everywhere \
+         and use a view of it where a PE needs less)",
+        sizes.iter().enumerate().map(|(pe, b)| format!("PE {pe} asked for {b} bytes")).collect::<Vec<_>>().join(", ")
+    )]
+    AllocMismatch {
+        /// Bytes each PE asked for, by PE number.
+        sizes: Vec<u64>,
+    },
+
     /// A range reaches past the end of a tensor, or starts after it ends.
-    #[error("range {start}..{end} is out of bounds for a symmetric tensor of length {len}")]
+    #[error(
+        "range {start}..{end} is out of bounds for a symmetric tensor of length {len}. Fix: keep \
+         the range within 0..{len}, start <= end (`tensor.len()` is the length)"
+    )]
     OutOfRange {
         /// First index.
         start: usize,
@@ -167,7 +184,10 @@ pub enum Error {
     },
 
     /// A view of zero elements.
-    #[error("the view {start}..{end} is empty; a view must hold at least one element")]
+    #[error(
+        "the view {start}..{end} is empty; a view must hold at least one element. Fix: use a \
+         range with start < end"
+    )]
     EmptyView {
         /// First index.
         start: usize,
@@ -176,7 +196,10 @@ pub enum Error {
     },
 
     /// Two buffers that must have one length do not.
-    #[error("length mismatch: {what} has {got} elements but {expected} were expected")]
+    #[error(
+        "length mismatch: {what} has {got} elements but {expected} were expected. Fix: pass \
+         buffers of matching lengths (a view, `tensor.view(a..b)`, selects part of a tensor)"
+    )]
     LengthMismatch {
         /// Which buffer.
         what: &'static str,
@@ -187,7 +210,11 @@ pub enum Error {
     },
 
     /// A PE number outside `0..n_pes` (of the team in question).
-    #[error("PE {pe} does not exist: there are {n_pes} PEs")]
+    #[error(
+        "PE {pe} does not exist: there are {n_pes} PEs, numbered 0..{n_pes}. Fix: pass a PE \
+         below `pgas.n_pes()` (of the team, for a team's PE numbers), e.g. \
+         `(pgas.my_pe() + 1) % pgas.n_pes()`"
+    )]
     InvalidPe {
         /// The PE asked for.
         pe: usize,
@@ -327,7 +354,8 @@ pub enum Error {
         failures: Vec<Error>,
     },
 
-    /// The on-disk kernel cache could not be used.
+    /// The on-disk kernel cache could not be used. [`crate::jit::disk::DiskCache`]'s own methods
+    /// return it; the JIT prints it as one warning line and keeps its kernels in memory instead.
     #[error(
         "kernel cache at {dir}: {action} failed: {source}. Fix: point PGAS_CACHE_DIR at a \
          writable directory with free space, or set PGAS_CACHE=off to compile without a disk cache"

@@ -59,7 +59,7 @@ fn a_rank_that_ignores_sigterm_is_killed_within_5_s() {
         2,
     );
     assert!(
-        t.elapsed() < Duration::from_secs(5 + 1),
+        t.elapsed() < Duration::from_secs(5),
         "took {:?}",
         t.elapsed()
     );

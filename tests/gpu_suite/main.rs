@@ -9,6 +9,8 @@
 //!
 //! A checked launch that catches a bad index or `pe` traps, and a trap kills the CUDA context, so
 //! those two run as separate invocations: `gpu_suite --expect-trap oob|bad-pe` (see `traps.rs`).
+//! `pgas-run -n 2 gpu_suite --rank-death panic|abort|kill|kill-in-kernel` kills one PE while the
+//! others wait for it (see `faults.rs`).
 //! `gpu_suite CASE...` runs only the cases whose names contain one of the given words.
 //!
 //! Without a GPU (CI runs `cargo test --all-features` on CPU machines) it prints
@@ -17,11 +19,13 @@
 mod amo;
 mod coll;
 mod collectives;
+mod faults;
 mod host_api;
 mod host_collectives;
 mod intrinsics;
 mod launch;
 mod math;
+mod misuse;
 mod peer;
 mod rma;
 mod runner;
@@ -40,7 +44,7 @@ fn main() -> ExitCode {
     // `cargo test` passes harness flags such as `--nocapture`; they mean nothing here.
     let args: Vec<String> = std::env::args()
         .skip(1)
-        .filter(|a| !a.starts_with("--") || a == "--expect-trap")
+        .filter(|a| !a.starts_with("--") || a == "--expect-trap" || a == "--rank-death")
         .collect();
     if !util::gpu_present() {
         println!("gpu_suite: skipped: no GPU (no CUDA driver or no device on this machine)");
@@ -49,6 +53,9 @@ fn main() -> ExitCode {
     if let Some(pos) = args.iter().position(|a| a == "--expect-trap") {
         let which = args.get(pos + 1).map(String::as_str).unwrap_or("");
         return traps::run(which);
+    }
+    if let Some(pos) = args.iter().position(|a| a == "--rank-death") {
+        return faults::run(args.get(pos + 1).map(String::as_str).unwrap_or(""));
     }
     let cases: Vec<runner::Case> = [
         subset::CASES,
@@ -66,6 +73,7 @@ fn main() -> ExitCode {
         peer::CASES,
         launch::CASES,
         tensor::CASES,
+        misuse::CASES,
         // Last: the newest calls into NVSHMEM, so that if one of them took the process down, every
         // older case would still have reported.
         host_api::CASES,
@@ -85,6 +93,7 @@ fn main() -> ExitCode {
         peer::KERNELS,
         launch::KERNELS,
         tensor::KERNELS,
+        misuse::KERNELS,
     ]
     .concat();
     runner::run(&cases, &kernels, &args)

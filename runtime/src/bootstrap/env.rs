@@ -55,7 +55,9 @@ pub fn parse_usize(
             v.trim().parse().map_err(|_| Error::InvalidConfig {
                 name,
                 value: v.clone(),
-                reason: "expected a non-negative integer".to_string(),
+                reason: "expected a non-negative integer. Fix: set it to a number such as 0, or \
+                         unset it"
+                    .to_string(),
             })
         })
         .transpose()

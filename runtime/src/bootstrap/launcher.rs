@@ -35,7 +35,8 @@ impl Peer {
             return Err(Error::Bootstrap {
                 method: METHOD,
                 reason: format!(
-                    "{}={rank} is not below {}={size}",
+                    "{}={rank} is not below {}={size}. Fix: start the ranks with \
+                     `pgas-run -n N`, which sets both",
                     env::RANK,
                     env::WORLD_SIZE
                 ),

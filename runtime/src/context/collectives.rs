@@ -178,7 +178,9 @@ impl Pgas {
             0 => Err(Error::InvalidConfig {
                 name: "team",
                 value: format!("{}", team.raw()),
-                reason: "not a valid team (destroyed, or this PE was not in the split)".to_string(),
+                reason: "not a valid team (destroyed, or this PE was not in the split). Fix: use \
+                         a team that split_strided returned as Some on this PE, before destroying it"
+                    .to_string(),
             }),
             n => Ok(n),
         }
@@ -303,7 +305,11 @@ impl Pgas {
             None => Err(Error::InvalidConfig {
                 name: "reduce operator",
                 value: format!("{op:?}"),
-                reason: format!("NVSHMEM has no {op:?} reduction for {}; bitwise operators need an integer type", std::any::type_name::<T>()),
+                reason: format!(
+                    "NVSHMEM has no {op:?} reduction for {}. Fix: use Sum, Prod, Min or Max for \
+                     floating-point types; bitwise operators need an integer type",
+                    std::any::type_name::<T>()
+                ),
             }),
         }
     }

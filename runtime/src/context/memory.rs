@@ -14,6 +14,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::{self as cu, CUdeviceptr};
 use cudarc::driver::DeviceRepr;
 
+use super::agree;
 use super::local::LocalSlice;
 use super::pgas::{Inner, Pgas};
 use super::shape::Shape;
@@ -96,12 +97,16 @@ impl Pgas {
     }
 
     /// Allocates `len` zeroed elements on every PE. Collective: all PEs call it with the same
-    /// `len`. Zero length and sizes over the heap are errors.
+    /// `len`. Zero length and sizes over the heap are errors; with several PEs, sizes that differ
+    /// across PEs are [`Error::AllocMismatch`] on every PE (see `agree.rs`).
     pub fn alloc<T: DeviceRepr>(&self, len: usize) -> Result<SymTensor<T>> {
         let inner = &self.inner;
         let elem = std::mem::size_of::<T>();
-        let bytes = heap::check_alloc(len, elem, inner.heap_size)?;
         inner.bind()?;
+        // Before the local checks, so that a request only some PEs would refuse is refused on all.
+        let asked = (len as u64).saturating_mul(elem.max(1) as u64);
+        agree::same_size(inner, asked)?;
+        let bytes = heap::check_alloc(len, elem, inner.heap_size)?;
         let raw = unsafe { self.nvshmem().raw().nvshmem_calloc(len, elem.max(1)) };
         if raw.is_null() {
             return Err(Error::HeapExhausted {
@@ -312,8 +317,11 @@ impl<T: DeviceRepr> SymTensor<T> {
 
 impl<T> Drop for SymTensor<T> {
     fn drop(&mut self) {
-        // Collective free. Work still queued on the pgas stream may use this memory.
-        if self.inner.context_lost() {
+        // Collective free. Work still queued on the pgas stream may use this memory. Skipped
+        // while a panic unwinds: the other PEs are not freeing with this one, so the free's
+        // barrier would hang this PE instead of letting it die (the memory goes with the
+        // process).
+        if std::thread::panicking() || self.inner.context_lost() {
             return;
         }
         let _ = self.inner.sync_stream();
@@ -557,6 +565,9 @@ mod tests {
         ));
         let e = resolve_range(&(5..11), 10).unwrap_err().to_string();
         assert!(e.contains("5..11") && e.contains("length 10"), "{e}");
+        assert!(e.contains("Fix: keep the range within 0..10"), "{e}");
+        let e = resolve_range(&(3..3), 10).unwrap_err().to_string();
+        assert!(e.contains("Fix: use a range with start < end"), "{e}");
         #[allow(clippy::reversed_empty_ranges)]
         let backwards = resolve_range(&(6..2), 10);
         assert!(matches!(backwards, Err(Error::OutOfRange { .. })));
@@ -573,5 +584,6 @@ mod tests {
             e.contains("3 elements") && e.contains("4 were expected"),
             "{e}"
         );
+        assert!(e.contains("Fix: pass buffers of matching lengths"), "{e}");
     }
 }

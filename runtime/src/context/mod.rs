@@ -2,6 +2,7 @@
 //! signals, atomics and collectives, and interop. Each file holds one of these; `pgas.rs` is the
 //! handle the others hang off.
 
+mod agree;
 mod amo;
 pub(crate) mod collectives;
 mod cuda;

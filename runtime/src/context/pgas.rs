@@ -95,7 +95,9 @@ impl PgasBuilder {
             return Err(Error::InvalidConfig {
                 name: "PgasBuilder::heap_size",
                 value: "0".to_string(),
-                reason: "the symmetric heap needs at least one byte".to_string(),
+                reason: "the symmetric heap needs at least one byte. Fix: pass its size in bytes, \
+                         e.g. heap_size(1 << 30), or leave it unset for NVSHMEM's default"
+                    .to_string(),
             });
         }
         let method = bootstrap::resolve(self.bootstrap, &env::process)?;
@@ -249,8 +251,10 @@ impl Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         // Errors cannot be returned from drop, and finalization must happen regardless, unless
-        // the context is lost, when NVSHMEM would abort the process instead.
-        if !self.context_lost() {
+        // the context is lost, when NVSHMEM would abort the process instead, or a panic unwinds:
+        // finalize is collective, and the other PEs are not finalizing with this one, so it
+        // would hang this PE instead of letting it die and its launcher stop the job.
+        if !std::thread::panicking() && !self.context_lost() {
             let _ = self.sync_stream();
             self.jit.finalize(self.nvshmem);
             unsafe { self.nvshmem.raw().nvshmemx_hostlib_finalize() };
@@ -380,5 +384,6 @@ mod tests {
             after.contains("finalized") && after.contains("cannot be initialized twice"),
             "{after}"
         );
+        assert!(after.contains("Keep one `Pgas` handle alive"), "{after}");
     }
 }

@@ -104,7 +104,10 @@ impl Team {
             return Err(Error::InvalidConfig {
                 name: "Team::split_strided",
                 value: format!("start {start}, stride {stride}, size {size}"),
-                reason: format!("the PEs must lie within the parent team's {n} PEs, with stride and size at least 1"),
+                reason: format!(
+                    "the PEs must lie within the parent team's {n} PEs, with stride and size at \
+                     least 1. Fix: pick start + stride * (size - 1) < {n}"
+                ),
             });
         }
         let mut new = ffi::NVSHMEM_TEAM_INVALID;

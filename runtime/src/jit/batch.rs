@@ -33,27 +33,26 @@ pub(crate) fn kernel_key(tc: &Toolchain, src: &Source, arch: (u32, u32)) -> Cach
 }
 
 /// The image that holds the kernel of `key`, from the disk cache: its own CUBIN, or the batch
-/// its link names. `None` when either is missing or corrupt (corrupt entries are removed).
-pub(crate) fn lookup(disk: &DiskCache, key: &CacheKey) -> Result<Option<Image>> {
-    let Lookup::Hit(payload) = disk.load(key)? else {
-        return Ok(None);
+/// its link names. `None` when either is missing, corrupt (corrupt entries are removed) or
+/// unreadable (reported once by the cache).
+pub(crate) fn lookup(disk: &DiskCache, key: &CacheKey) -> Option<Image> {
+    let Lookup::Hit(payload) = disk.load_or_miss(key) else {
+        return None;
     };
     match payload.strip_prefix(LINK) {
-        None => Ok(Some(Image {
+        None => Some(Image {
             key: *key,
             cubin: payload.into(),
-        })),
+        }),
         Some(target) => {
-            let Some(target) = CacheKey::from_bytes(target) else {
-                return Ok(None);
-            };
-            Ok(match disk.load(&target)? {
+            let target = CacheKey::from_bytes(target)?;
+            match disk.load_or_miss(&target) {
                 Lookup::Hit(cubin) if !cubin.starts_with(LINK) => Some(Image {
                     key: target,
                     cubin: cubin.into(),
                 }),
                 _ => None,
-            })
+            }
         }
     }
 }
@@ -111,7 +110,8 @@ pub(crate) fn prelude_name(prelude: Option<Prelude>) -> &'static str {
 /// image, stores it and a link per kernel, and returns one result per member. When NVRTC rejects
 /// the batch, each kernel is compiled alone, so every failing kernel is reported under its own name
 /// and Rust line and the others still build. The outer `Err` is a failure no kernel is to blame
-/// for (no NVRTC, an unusable cache).
+/// for (no NVRTC); a cache that cannot be read, locked or written is skipped (see
+/// [`super::disk`]).
 ///
 /// With a disk cache, the program's entry is locked across processes first. `wait: false` returns
 /// `Ok(None)` at once when another process holds it (it is compiling the same program), so the
@@ -127,17 +127,17 @@ pub(crate) fn compile(
     arch: (u32, u32),
     wait: bool,
 ) -> Result<Option<Vec<Result<Image>>>> {
-    let lock = |key: &CacheKey| -> Result<Option<Option<EntryLock>>> {
+    // `None`: another process holds the program (only when not waiting).
+    let lock = |key: &CacheKey| -> Option<Option<EntryLock>> {
         match disk {
-            None => Ok(Some(None)),
-            Some(d) if wait => d.lock(key).map(|l| Some(Some(l))),
-            Some(d) => d.try_lock(key).map(|l| l.map(Some)),
+            None => Some(None),
+            Some(d) => d.lock_or_warn(key, wait),
         }
     };
     let (Some(prelude), [_, _, ..]) = (prelude, members) else {
         let mut out = Vec::new();
         for m in members {
-            let Some(_lock) = lock(&kernel_key(tc, m, arch))? else {
+            let Some(_lock) = lock(&kernel_key(tc, m, arch)) else {
                 return Ok(None);
             };
             out.push(alone(tc, disk, dump, m, arch)?);
@@ -150,13 +150,10 @@ pub(crate) fn compile(
         reason: "a batched source does not start with its prelude".to_owned(),
     })?;
     let key = tc.cache_key(&program, "pgas_batch", arch);
-    let Some(_lock) = lock(&key)? else {
+    let Some(_lock) = lock(&key) else {
         return Ok(None);
     };
-    let cached = match disk {
-        Some(d) => lookup(d, &key)?,
-        None => None,
-    };
+    let cached = disk.and_then(|d| lookup(d, &key));
     let image = match cached {
         Some(image) => image,
         None => match tc.compile_dumped(disk, dump, &program, &batch_name(&key), arch) {
@@ -166,14 +163,14 @@ pub(crate) fn compile(
                     cubin: compiled.cubin.into(),
                 };
                 if let Some(d) = disk {
-                    d.store(&key, &image.cubin)?;
+                    d.store_or_warn(&key, &image.cubin);
                 }
                 image
             }
             Err(Error::Compile { .. }) => {
                 let mut out = Vec::new();
                 for m in members {
-                    let _lock = disk.map(|d| d.lock(&kernel_key(tc, m, arch))).transpose()?;
+                    let _lock = disk.map(|d| d.lock_or_warn(&kernel_key(tc, m, arch), true));
                     out.push(alone(tc, disk, dump, m, arch)?);
                 }
                 return Ok(Some(out));
@@ -185,7 +182,7 @@ pub(crate) fn compile(
         let mut link = LINK.to_vec();
         link.extend_from_slice(image.key.as_bytes());
         for m in members {
-            d.store(&kernel_key(tc, m, arch), &link)?;
+            d.store_or_warn(&kernel_key(tc, m, arch), &link);
         }
     }
     Ok(Some(members.iter().map(|_| Ok(image.clone())).collect()))
@@ -201,7 +198,7 @@ fn alone(
     arch: (u32, u32),
 ) -> Result<Result<Image>> {
     let key = kernel_key(tc, src, arch);
-    if let Some(image) = disk.map(|d| lookup(d, &key)).transpose()?.flatten() {
+    if let Some(image) = disk.and_then(|d| lookup(d, &key)) {
         return Ok(Ok(image));
     }
     let compiled = match tc.compile_dumped(disk, dump, &src.text, &src.cuda_name, arch) {
@@ -216,7 +213,7 @@ fn alone(
         Err(e) => return Err(e),
     };
     if let Some(d) = disk {
-        d.store(&key, &compiled.cubin)?;
+        d.store_or_warn(&key, &compiled.cubin);
     }
     Ok(Ok(Image {
         key,
@@ -307,9 +304,9 @@ mod tests {
                 "one image for the batch"
             );
         }
-        let image = lookup(&disk, &kernel_key(&tc, &b, ARCH)).unwrap().unwrap();
+        let image = lookup(&disk, &kernel_key(&tc, &b, ARCH)).unwrap();
         for m in members {
-            let found = lookup(&disk, &kernel_key(&tc, m, ARCH)).unwrap().unwrap();
+            let found = lookup(&disk, &kernel_key(&tc, m, ARCH)).unwrap();
             assert_eq!(found.key, image.key, "{} links to the batch", m.cuda_name);
             assert!(
                 has_symbol(&image.cubin, &m.cuda_name),
@@ -329,13 +326,13 @@ mod tests {
         let path = disk.path(&image.key);
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
-        assert!(lookup(&disk, &kernel_key(&tc, &a, ARCH)).unwrap().is_none());
+        assert!(lookup(&disk, &kernel_key(&tc, &a, ARCH)).is_none());
         assert!(!path.exists(), "the truncated image was removed");
         // A truncated link is a miss too.
         let link = disk.path(&kernel_key(&tc, &c, ARCH));
         let bytes = std::fs::read(&link).unwrap();
         std::fs::write(&link, &bytes[..bytes.len() - 5]).unwrap();
-        assert!(lookup(&disk, &kernel_key(&tc, &c, ARCH)).unwrap().is_none());
+        assert!(lookup(&disk, &kernel_key(&tc, &c, ARCH)).is_none());
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -436,14 +433,35 @@ mod tests {
         let image = out[1].as_ref().unwrap();
         assert!(has_symbol(&image.cubin, "batch_good"));
         assert_eq!(
-            lookup(&disk, &kernel_key(&tc, &good, ARCH))
-                .unwrap()
-                .unwrap()
-                .key,
+            lookup(&disk, &kernel_key(&tc, &good, ARCH)).unwrap().key,
             image.key,
             "the good kernel is cached under its own key"
         );
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn kernels_build_from_memory_when_the_cache_cannot_be_written() {
+        let tc = toolchain();
+        let dir = tmpdir("unwritable");
+        let disk = DiskCache::open(&dir).unwrap();
+        // The directory turns into a file: no entry can be read, locked or written (see
+        // disk.rs); a full disk fails the same calls.
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::write(&dir, b"").unwrap();
+        let a = spec("nodisk_a", "if (n) x[0] = 6.0f;");
+        let b = spec("nodisk_b", "if (n) x[0] = 7.0f;");
+        for (members, prelude) in [(vec![&a, &b], prelude_of(&a)), (vec![&a], None)] {
+            let out = compile(&tc, Some(&disk), None, prelude, &members, ARCH, true)
+                .unwrap()
+                .unwrap();
+            for (m, r) in members.iter().zip(out) {
+                let image = r.unwrap();
+                assert!(has_symbol(&image.cubin, &m.cuda_name), "{}", m.cuda_name);
+            }
+        }
+        assert!(disk.warned(), "the failure is reported (once)");
+        std::fs::remove_file(dir).unwrap();
     }
 
     #[test]

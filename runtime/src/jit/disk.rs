@@ -5,11 +5,16 @@
 //! file in the same directory and renamed into place, so PEs compiling the same kernel at once
 //! each see either no entry or a whole one. Every entry carries its key and a checksum of its
 //! payload, so a torn or corrupt file is detected, dropped and rebuilt.
+//!
+//! The cache only saves time, so it never fails a launch: a directory that cannot be opened
+//! (read-only, not a directory) means no disk cache, and an entry that cannot be read, locked or
+//! written (a full disk) is skipped; either prints one warning line per cache ([`warning`]) and the
+//! kernels are compiled and kept in memory.
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
@@ -83,6 +88,8 @@ pub enum Lookup {
 #[derive(Debug)]
 pub struct DiskCache {
     dir: PathBuf,
+    /// Whether a failure of this cache was reported already (one warning line per cache).
+    warned: AtomicBool,
 }
 
 /// Makes temporary file names unique among the threads of one process (the pid separates
@@ -107,13 +114,63 @@ impl DiskCache {
     /// an unusable directory is an [`Error::Cache`] naming it, here rather than at the first
     /// store.
     pub fn open(dir: impl Into<PathBuf>) -> Result<DiskCache> {
-        let cache = DiskCache { dir: dir.into() };
+        let cache = DiskCache {
+            dir: dir.into(),
+            warned: AtomicBool::new(false),
+        };
         fs::create_dir_all(&cache.dir).map_err(|e| cache.err("creating the directory", e))?;
         let probe = cache.tmp_path("probe");
         fs::write(&probe, b"")
             .and_then(|_| fs::remove_file(&probe))
             .map_err(|e| cache.err("writing a file", e))?;
         Ok(cache)
+    }
+
+    /// [`DiskCache::open`], or `None` after printing one warning line when the directory is
+    /// unusable: the JIT then keeps its kernels in memory only.
+    pub fn open_or_warn(dir: impl Into<PathBuf>) -> Option<DiskCache> {
+        DiskCache::open(dir).map_err(|e| warn(&e)).ok()
+    }
+
+    /// [`DiskCache::load`], with a failure to read taken as a miss (and reported once).
+    pub fn load_or_miss(&self, key: &CacheKey) -> Lookup {
+        self.load(key).unwrap_or_else(|e| {
+            self.warn_once(&e);
+            Lookup::Miss
+        })
+    }
+
+    /// [`DiskCache::store`], with a failure (a full disk, a directory made read-only) reported
+    /// once and otherwise ignored: the caller keeps the CUBIN in memory.
+    pub fn store_or_warn(&self, key: &CacheKey, cubin: &[u8]) {
+        if let Err(e) = self.store(key, cubin) {
+            self.warn_once(&e);
+        }
+    }
+
+    /// [`DiskCache::lock`] (`wait`) or [`DiskCache::try_lock`]: `Some(None)` when the lock
+    /// cannot be taken for a reason other than another holder (reported once); building
+    /// without it only risks a second process compiling the same kernel.
+    pub fn lock_or_warn(&self, key: &CacheKey, wait: bool) -> Option<Option<EntryLock>> {
+        match self.flock(key, wait) {
+            Ok(Some(l)) => Some(Some(l)),
+            Ok(None) => None,
+            Err(e) => {
+                self.warn_once(&e);
+                Some(None)
+            }
+        }
+    }
+
+    /// Whether a failure of this cache has been reported.
+    pub fn warned(&self) -> bool {
+        self.warned.load(Ordering::Relaxed)
+    }
+
+    fn warn_once(&self, e: &Error) {
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            warn(e);
+        }
     }
 
     /// The directory this cache lives in.
@@ -242,6 +299,16 @@ impl DiskCache {
             source,
         }
     }
+}
+
+/// The one line printed when the disk cache fails: the error (which names the directory and the
+/// fix) and what pgas does instead.
+pub fn warning(e: &Error) -> String {
+    format!("pgas: warning: {e}; compiling without it (kernels are kept in memory only)")
+}
+
+fn warn(e: &Error) {
+    eprintln!("{}", warning(e));
 }
 
 /// The lock [`DiskCache::lock`] returns; unlocked (and its file removed) when dropped.
@@ -466,6 +533,37 @@ mod tests {
             "{msg}"
         );
         fs::remove_file(file).unwrap();
+    }
+
+    #[test]
+    fn a_cache_that_fails_underneath_degrades_to_misses_and_warns_once() {
+        // Root ignores permission bits, so the failure is injected by putting a regular file
+        // where the directory was: every read, lock and write below it then fails (ENOTDIR),
+        // as on a directory made read-only or a disk that went away.
+        let dir = tmpdir("broken");
+        let c = DiskCache::open(&dir).unwrap();
+        c.store(&key(6), b"before").unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        fs::write(&dir, b"not a directory").unwrap();
+        assert!(!c.warned());
+        assert_eq!(c.load_or_miss(&key(6)), Lookup::Miss);
+        assert!(c.warned(), "the first failure is reported");
+        c.store_or_warn(&key(6), b"after");
+        assert!(matches!(c.lock_or_warn(&key(6), true), Some(None)));
+        assert!(matches!(c.lock_or_warn(&key(6), false), Some(None)));
+        assert_eq!(fs::read(&dir).unwrap(), b"not a directory");
+        // Opening such a cache gives none, with one line naming the directory and the fix.
+        assert!(DiskCache::open_or_warn(dir.join("kernels")).is_none());
+        let e = DiskCache::open(dir.join("kernels")).unwrap_err();
+        let line = warning(&e);
+        assert!(!line.contains('\n'), "one line: {line}");
+        assert!(
+            line.contains(&dir.display().to_string())
+                && line.contains("PGAS_CACHE_DIR")
+                && line.contains("kept in memory"),
+            "{line}"
+        );
+        fs::remove_file(dir).unwrap();
     }
 
     #[test]

@@ -32,8 +32,9 @@ pub(crate) fn get(
     {
         return Ok(ir.clone());
     }
-    let _lock = disk.map(|d| d.lock(&key)).transpose()?;
-    let cached = match disk.map(|d| d.load(&key)).transpose()? {
+    // A cache that cannot be locked, read or written is skipped (one warning; see `disk.rs`).
+    let _lock = disk.map(|d| d.lock_or_warn(&key, true));
+    let cached = match disk.map(|d| d.load_or_miss(&key)) {
         Some(Lookup::Hit(ir)) => Some(ir),
         _ => None,
     };
@@ -51,7 +52,7 @@ pub(crate) fn get(
                 t.elapsed().as_secs_f64()
             );
             if let Some(d) = disk {
-                d.store(&key, &ir)?;
+                d.store_or_warn(&key, &ir);
             }
             ir.into()
         }
@@ -118,5 +119,21 @@ mod tests {
         assert_eq!((&*ir, builds.get()), (&b"LTO-IR rebuilt"[..], 2));
         assert!(matches!(disk.load(&k).unwrap(), Lookup::Hit(b) if b == b"LTO-IR rebuilt"));
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_unusable_cache_still_gives_the_library() {
+        // The directory turns into a regular file under the open cache: nothing below it can be
+        // locked, read or written (see disk.rs's test of the same fault).
+        let dir = std::env::temp_dir().join(format!("pgas-library-broken-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let disk = DiskCache::open(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::write(&dir, b"").unwrap();
+        let k = key(&format!("broken {}", std::process::id()));
+        let ir = get(k, Some(&disk), Prelude::P2p, || Ok(b"LTO-IR".to_vec())).unwrap();
+        assert_eq!(&*ir, b"LTO-IR");
+        assert!(disk.warned());
+        std::fs::remove_file(dir).unwrap();
     }
 }

@@ -246,7 +246,7 @@ impl JitState {
             return Ok(results.into_iter().flatten().collect());
         }
         let tc = self.toolchain()?;
-        let disk = self.disk()?;
+        let disk = self.disk();
         let arch = self.device(target.ctx)?.arch;
         let dump = std::env::var_os("PGAS_DUMP_DIR").map(std::path::PathBuf::from);
 
@@ -258,10 +258,9 @@ impl JitState {
                 continue;
             }
             let src = (w.source)();
-            let cached = match &disk {
-                Some(d) => batch::lookup(d, &batch::kernel_key(&tc, &src, arch))?,
-                None => None,
-            };
+            let cached = disk
+                .as_deref()
+                .and_then(|d| batch::lookup(d, &batch::kernel_key(&tc, &src, arch)));
             if let Some(image) = cached {
                 found.push((i, src, image));
                 continue;
@@ -373,18 +372,18 @@ impl JitState {
         Ok(t)
     }
 
-    /// The disk cache (or `None` under `PGAS_CACHE=off`), opened on first use.
-    fn disk(&self) -> Result<Option<Arc<DiskCache>>> {
+    /// The disk cache, opened on first use: `None` under `PGAS_CACHE=off`, or when the directory
+    /// is unusable (then one warning line says so, and kernels stay in memory).
+    fn disk(&self) -> Option<Arc<DiskCache>> {
         let mut disk = lock(&self.disk);
         if let Some(d) = &*disk {
-            return Ok(d.clone());
+            return d.clone();
         }
-        let d = match DiskCache::dir_from_env() {
-            Some(dir) => Some(Arc::new(DiskCache::open(dir)?)),
-            None => None,
-        };
+        let d = DiskCache::dir_from_env()
+            .and_then(DiskCache::open_or_warn)
+            .map(Arc::new);
         *disk = Some(d.clone());
-        Ok(d)
+        d
     }
 
     /// The function `src` names in `image`, loading the image as a module (and readying it for

@@ -246,7 +246,8 @@ impl Toolchain {
 
     /// [`Toolchain::compile_cubin`] through a disk cache: a verified entry is returned as is
     /// (`true`: from the cache), else NVRTC compiles and the result is stored; a corrupt entry
-    /// is dropped and rebuilt. With `dump`, `<kernel_name>.cu` and `<kernel_name>.log` (options,
+    /// is dropped and rebuilt; a cache that cannot be read or written is skipped (one warning).
+    /// With `dump`, `<kernel_name>.cu` and `<kernel_name>.log` (options,
     /// NVRTC log or the cache entry used) are written there.
     pub fn compile_cached(
         &self,
@@ -258,7 +259,7 @@ impl Toolchain {
     ) -> Result<(Compiled, bool)> {
         let key = self.cache_key(source, kernel_name, arch);
         if let Some(c) = cache {
-            if let Lookup::Hit(cubin) = c.load(&key)? {
+            if let Lookup::Hit(cubin) = c.load_or_miss(&key) {
                 if let Some(dir) = dump {
                     dump_file(dir, &format!("{kernel_name}.cu"), source);
                     let note = format!(
@@ -279,7 +280,7 @@ impl Toolchain {
         }
         let compiled = self.compile_dumped(cache, dump, source, kernel_name, arch)?;
         if let Some(c) = cache {
-            c.store(&key, &compiled.cubin)?;
+            c.store_or_warn(&key, &compiled.cubin);
         }
         Ok((compiled, false))
     }

@@ -5,7 +5,9 @@
 
 use std::ffi::c_void;
 
-use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
+use cudarc::driver::{
+    sys, CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop,
+};
 
 use crate::context::memory::SymRegion;
 use crate::context::team::Team;
@@ -19,6 +21,11 @@ use super::driver::{launch_function, LaunchConfig};
 pub const MAX_PARAMS: usize = 48;
 /// Most local (`CudaSlice`) buffers one launch may pass.
 pub const MAX_LOCAL_BUFFERS: usize = 16;
+
+/// The fix for arguments that do not match the kernel's parameter list (only hand-built
+/// [`KernelArgs`] can get them wrong).
+const FIX_ORDER: &str = "Fix: call the kernel's generated `launch` (or `launch_on`), which passes \
+                         every argument in order with its declared type";
 
 /// A scalar kernel parameter, passed by value as the C type of the same size.
 pub trait KernelScalar: Copy {
@@ -71,18 +78,26 @@ enum Pushed {
 /// after earlier work on other streams and record this launch as its last use.
 trait LocalRead {
     fn ptr<'s>(&'s self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>);
+    fn owner(&self) -> &CudaContext;
 }
 trait LocalWrite {
     fn ptr_mut<'s>(&'s mut self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>);
+    fn owner(&self) -> &CudaContext;
 }
 impl<T> LocalRead for CudaSlice<T> {
     fn ptr<'s>(&'s self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>) {
         self.device_ptr(stream)
     }
+    fn owner(&self) -> &CudaContext {
+        self.context()
+    }
 }
 impl<T> LocalWrite for CudaSlice<T> {
     fn ptr_mut<'s>(&'s mut self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>) {
         self.device_ptr_mut(stream)
+    }
+    fn owner(&self) -> &CudaContext {
+        self.context()
     }
 }
 
@@ -202,13 +217,14 @@ impl<'a> KernelArgs<'a> {
         if self.overflow {
             return bad(format!(
                 "too many parameters: at most {MAX_PARAMS} ABI parameters (a buffer takes two) and \
-                 {MAX_LOCAL_BUFFERS} CudaSlice buffers per kernel"
+                 {MAX_LOCAL_BUFFERS} CudaSlice buffers per kernel. Fix: pass fewer parameters, \
+                 e.g. several buffers as views of one tensor"
             ));
         }
         let n_comptime = spec.comptime_names().count();
         if comptime.len() != n_comptime || n_comptime > MAX_COMPTIME {
             return bad(format!(
-                "expected {n_comptime} comptime values (at most {MAX_COMPTIME}), got {}",
+                "expected {n_comptime} comptime values (at most {MAX_COMPTIME}), got {}. {FIX_ORDER}",
                 comptime.len()
             ));
         }
@@ -219,7 +235,7 @@ impl<'a> KernelArgs<'a> {
         let expected = runtime.clone().count();
         if self.n_pushed != expected {
             return bad(format!(
-                "expected {expected} arguments, got {}",
+                "expected {expected} arguments, got {}. {FIX_ORDER}",
                 self.n_pushed
             ));
         }
@@ -235,7 +251,7 @@ impl<'a> KernelArgs<'a> {
             };
             if !ok {
                 return bad(format!(
-                    "argument {i} (`{}`) should be {:?}, got {got:?}",
+                    "argument {i} (`{}`) should be {:?}, got {got:?}. {FIX_ORDER}",
                     p.name, p.kind
                 ));
             }
@@ -248,7 +264,10 @@ impl<'a> KernelArgs<'a> {
         if self.overflow {
             return Err(Error::Launch {
                 kernel: kernel.to_owned(),
-                reason: format!("too many parameters: at most {MAX_PARAMS} ABI parameters"),
+                reason: format!(
+                    "too many parameters: at most {MAX_PARAMS} ABI parameters. Fix: pass fewer \
+                     parameters, e.g. several buffers as views of one tensor"
+                ),
             });
         }
         Ok(())
@@ -272,6 +291,26 @@ impl<'a> KernelArgs<'a> {
             n_locals,
             ..
         } = self;
+        // A buffer of another context (another GPU's) would be an illegal address here, or a
+        // silent peer access: refused before anything is queued.
+        for (slot, owner) in locals[..*n_locals].iter().filter_map(|l| match l {
+            Some(Local::Read(slot, buf)) => Some((*slot, buf.owner())),
+            Some(Local::Write(slot, buf)) => Some((*slot, buf.owner())),
+            None => None,
+        }) {
+            if owner.cu_ctx() != stream.context().cu_ctx() {
+                return Err(Error::Launch {
+                    kernel: kernel.to_owned(),
+                    reason: format!(
+                        "the CudaSlice passed as ABI parameter {slot} belongs to GPU {}'s CUDA \
+                         context, but the kernel runs on GPU {}. Fix: allocate it on this GPU \
+                         (`pgas.stream().alloc_zeros(n)`) or copy it there first",
+                        owner.ordinal(),
+                        stream.context().ordinal()
+                    ),
+                });
+            }
+        }
         let mut guards: [Option<SyncOnDrop<'_>>; MAX_LOCAL_BUFFERS] =
             [const { None }; MAX_LOCAL_BUFFERS];
         for (local, guard) in locals[..*n_locals].iter_mut().zip(guards.iter_mut()) {

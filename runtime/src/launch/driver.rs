@@ -67,17 +67,22 @@ impl LaunchConfig {
         let (g, b) = (self.grid, self.block);
         if g.0 == 0 || g.1 == 0 || g.2 == 0 || b.0 == 0 || b.1 == 0 || b.2 == 0 {
             return bad(format!(
-                "grid {g:?} and block {b:?} must have no zero dimension"
+                "grid {g:?} and block {b:?} must have no zero dimension. Fix: make every \
+                 dimension at least 1 (LaunchConfig::blocks(n, threads) with n, threads >= 1)"
             ));
         }
         if self.block_threads() > 1024 || b.2 > 64 {
             return bad(format!(
-                "block {b:?} has {} threads; at most 1024 (and z at most 64)",
+                "block {b:?} has {} threads; CUDA allows at most 1024 (and z at most 64). Fix: \
+                 use at most 1024 threads per block and more blocks",
                 self.block_threads()
             ));
         }
         if g.0 > i32::MAX as u32 || g.1 > 65535 || g.2 > 65535 {
-            return bad(format!("grid {g:?} exceeds (2^31-1, 65535, 65535)"));
+            return bad(format!(
+                "grid {g:?} exceeds CUDA's (2^31-1, 65535, 65535). Fix: loop inside the kernel \
+                 (a grid-stride loop) over fewer blocks"
+            ));
         }
         Ok(())
     }

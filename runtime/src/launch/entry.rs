@@ -57,7 +57,10 @@ pub(crate) fn launch_in(
     let key = FnKey::new(KernelId::Spec(spec.cuda_name), variant, comptime).ok_or_else(|| {
         Error::Launch {
             kernel: spec.rust_name.to_owned(),
-            reason: format!("more than {MAX_COMPTIME} comptime values"),
+            reason: format!(
+                "more than {MAX_COMPTIME} comptime values. Fix: make some of them runtime \
+                 parameters"
+            ),
         }
     })?;
     let stream = stream.unwrap_or(default_stream);
@@ -94,7 +97,13 @@ pub(crate) fn launch_checked_stream(
     if stream.context().cu_ctx() != target.ctx.cu_ctx() {
         return Err(Error::Launch {
             kernel: kernel.to_owned(),
-            reason: "the stream belongs to another CUDA context than this Pgas".to_owned(),
+            reason: format!(
+                "the stream belongs to another CUDA context (GPU {}) than this Pgas (GPU {}). \
+                 Fix: launch on `pgas.stream()` or a stream of this context, \
+                 `pgas.cuda().new_stream()`",
+                stream.context().ordinal(),
+                target.ctx.ordinal()
+            ),
         });
     }
     target

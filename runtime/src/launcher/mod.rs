@@ -8,7 +8,7 @@
 //! Each rank gets `PGAS_RANK`, `PGAS_WORLD_SIZE`, `PGAS_LOCAL_RANK`, `PGAS_LOCAL_WORLD_SIZE`,
 //! `PGAS_DEVICE` (its GPU) and the rendezvous address and job token, on top of the launcher's own
 //! environment (so `NVSHMEM_DISABLE_NVLS` and friends pass through). Output lines are prefixed
-//! with `[rank N]`. When a rank fails, the others are stopped (SIGTERM, then SIGKILL after 3 s)
+//! with `[rank N]`. When a rank fails, the others are stopped (SIGTERM, then SIGKILL after 2 s)
 //! and `pgas-run` exits non-zero naming the rank and how it ended. Multi-node jobs go through
 //! `mpirun`/`srun` instead.
 

@@ -1,0 +1,379 @@
+//! Runtime misuse on real PEs (the rows of `docs/faults.md` that need a GPU): each call must
+//! return its `pgas::Error` variant with a message that names the fix, leave the process and
+//! NVSHMEM usable (each case ends with a correct operation), and never abort. Every check here
+//! fails the same way on every PE, so no PE is left waiting in a collective another PE skipped.
+
+use crate::runner::{case, Case};
+use crate::util::{self, ensure, CaseResult};
+use pgas::cudarc::driver::CudaContext;
+use pgas::kernel::KernelSpec;
+use pgas::prelude::*;
+use pgas::Error;
+
+pub const CASES: &[Case] = &[
+    case("misuse/init_twice", init_twice),
+    case("misuse/pe_out_of_range", pe_out_of_range),
+    case("misuse/views_and_lengths", views_and_lengths),
+    case("misuse/heap_exhausted", heap_exhausted),
+    case("misuse/alloc_size_mismatch", alloc_size_mismatch),
+    case("misuse/collective_arguments", collective_arguments),
+    case("misuse/split_outside_the_team", split_outside_the_team),
+    case("misuse/launch_geometry", launch_geometry),
+    case("misuse/stream_of_another_gpu", stream_of_another_gpu),
+    case("misuse/buffer_of_another_gpu", buffer_of_another_gpu),
+];
+
+/// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
+pub const KERNELS: &[&KernelSpec] = &[&misuse_touch::SPEC, &misuse_local::SPEC];
+
+#[pgas_kernel]
+fn misuse_touch(out: &mut SymTensor<u32>) {
+    let i = global_thread_idx();
+    if i < out.len() {
+        out[i] = i as u32 + 1;
+    }
+}
+
+#[pgas_kernel]
+fn misuse_local(x: &mut CudaSlice<f32>) {
+    let i = global_thread_idx();
+    if i < x.len() {
+        x[i] = 2.0;
+    }
+}
+
+/// `r` must be an `Err` that `want` accepts, whose message holds every part of `fix`.
+fn expect_err<T>(
+    what: &str,
+    r: Result<T, Error>,
+    want: impl Fn(&Error) -> bool,
+    fix: &[&str],
+) -> CaseResult {
+    let e = match r {
+        Ok(_) => return Err(format!("{what}: accepted, expected an error").into()),
+        Err(e) => e,
+    };
+    let msg = e.to_string();
+    ensure(want(&e), || format!("{what}: wrong error: {msg}"))?;
+    for part in fix {
+        ensure(msg.contains(part), || {
+            format!("{what}: the message lacks {part:?}: {msg}")
+        })?;
+    }
+    Ok(())
+}
+
+/// A put around the ring and its check: NVSHMEM still works after the refused calls.
+fn ring_still_works(p: &Pgas, len: usize) -> CaseResult {
+    let me = util::me(p) as u32;
+    let src = p.alloc_from(&vec![me + 100; len])?;
+    let dst = p.alloc::<u32>(len)?;
+    p.barrier_all()?;
+    p.put(&dst, &src, util::next(p))?;
+    util::settle(p)?;
+    let from = util::prev(p) as u32 + 100;
+    util::check_eq(
+        "a put after the refused calls",
+        &dst.to_vec()?,
+        &vec![from; len],
+    )
+}
+
+fn init_twice(_p: &Pgas) -> CaseResult {
+    let fix = ["already initialized", "Clone the existing `Pgas` handle"];
+    expect_err(
+        "pgas::init() with a handle alive",
+        pgas::init(),
+        |e| matches!(e, Error::AlreadyInitialized),
+        &fix,
+    )?;
+    expect_err(
+        "builder().heap_size(..).init() with a handle alive",
+        pgas::builder().heap_size(1 << 20).init(),
+        |e| matches!(e, Error::AlreadyInitialized),
+        &fix,
+    )
+}
+
+fn pe_out_of_range(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let t = p.alloc::<f32>(4)?;
+    let u = p.alloc::<f32>(4)?;
+    let fix = ["does not exist", "Fix: pass a PE below `pgas.n_pes()`"];
+    let bad = |pe: usize| move |e: &Error| matches!(e, Error::InvalidPe { pe: got, n_pes } if *got == pe && *n_pes == n);
+    expect_err("put to PE n_pes", p.put(&t, &u, n), bad(n), &fix)?;
+    expect_err(
+        "get from PE n_pes + 5",
+        p.get(&t, &u, n + 5),
+        bad(n + 5),
+        &fix,
+    )?;
+    expect_err(
+        "broadcast from root n_pes",
+        p.broadcast(Team::WORLD, &t, &u, n),
+        bad(n),
+        &fix,
+    )?;
+    ring_still_works(p, 4)
+}
+
+fn views_and_lengths(p: &Pgas) -> CaseResult {
+    let mut t = p.alloc::<u32>(16)?;
+    let u = p.alloc::<u32>(16)?;
+    expect_err(
+        "view 0..17 of 16",
+        t.view(0..17),
+        |e| {
+            matches!(
+                e,
+                Error::OutOfRange {
+                    start: 0,
+                    end: 17,
+                    len: 16
+                }
+            )
+        },
+        &["Fix: keep the range within 0..16"],
+    )?;
+    expect_err(
+        "view 5..5",
+        t.view_mut(5..5),
+        |e| matches!(e, Error::EmptyView { start: 5, end: 5 }),
+        &["Fix: use a range with start < end"],
+    )?;
+    let fix = ["length mismatch", "Fix: pass buffers of matching lengths"];
+    expect_err(
+        "copy_from 3 elements into 16",
+        t.copy_from(&[1, 2, 3]),
+        |e| {
+            matches!(
+                e,
+                Error::LengthMismatch {
+                    got: 3,
+                    expected: 16,
+                    ..
+                }
+            )
+        },
+        &fix,
+    )?;
+    let head = u.view(0..4)?;
+    expect_err(
+        "put 16 elements into a view of 4",
+        p.put(&head, &t, util::next(p)),
+        |e| {
+            matches!(
+                e,
+                Error::LengthMismatch {
+                    got: 16,
+                    expected: 4,
+                    ..
+                }
+            )
+        },
+        &fix,
+    )?;
+    // The right view of the same tensor works.
+    let mut v = t.view_mut(4..8)?;
+    v.copy_from(&[7, 8, 9, 10])?;
+    util::check_eq(
+        "view 4..8 after the refusals",
+        &t.to_vec()?[4..8],
+        &[7, 8, 9, 10],
+    )
+}
+
+fn heap_exhausted(p: &Pgas) -> CaseResult {
+    expect_err(
+        "alloc of heap_size + 1 bytes",
+        p.alloc::<u8>(p.heap_size() + 1),
+        |e| matches!(e, Error::HeapExhausted { .. }),
+        &[
+            "does not fit",
+            "PgasBuilder::heap_size",
+            "NVSHMEM_SYMMETRIC_SIZE",
+        ],
+    )?;
+    expect_err(
+        "alloc of 0 elements",
+        p.alloc::<u8>(0),
+        |e| matches!(e, Error::EmptyAllocation),
+        &["Fix: allocate at least one element"],
+    )?;
+    ring_still_works(p, 1024)
+}
+
+fn alloc_size_mismatch(p: &Pgas) -> CaseResult {
+    let (me, n) = (util::me(p), util::npes(p));
+    if n < 2 {
+        println!(
+            "gpu_suite[pe {me}]: misuse/alloc_size_mismatch needs 2 PEs to mismatch; on 1 PE it \
+             checks that the allocations around it work"
+        );
+        return ring_still_works(p, 10);
+    }
+    // Each PE asks for a different length: every PE must get the error, with every PE's size.
+    let want: Vec<u64> = (0..n).map(|pe| 4 * (10 + pe as u64)).collect();
+    expect_err(
+        "alloc of 10 + my_pe elements",
+        p.alloc::<u32>(10 + me),
+        |e| matches!(e, Error::AllocMismatch { sizes } if *sizes == want),
+        &[
+            "sizes differ across PEs",
+            "PE 0 asked for 40 bytes",
+            "Fix: call alloc with the same length",
+        ],
+    )?;
+    // Nothing was allocated, so the heaps are still in step: symmetric addresses still match.
+    ring_still_works(p, 10)
+}
+
+fn collective_arguments(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let src = p.alloc::<f32>(4)?;
+    let dst = p.alloc::<f32>(4)?;
+    let long = p.alloc::<f32>(4 * n + 1)?;
+    expect_err(
+        "fcollect into 4 * n_pes + 1 elements",
+        p.fcollect(Team::WORLD, &long, &src),
+        |e| matches!(e, Error::LengthMismatch { .. }),
+        &["Fix: pass buffers of matching lengths"],
+    )?;
+    expect_err(
+        "bitwise-and reduction of f32",
+        p.reduce(Team::WORLD, ReduceOp::And, &dst, &src),
+        |e| {
+            matches!(
+                e,
+                Error::InvalidConfig {
+                    name: "reduce operator",
+                    ..
+                }
+            )
+        },
+        &["Fix: use Sum, Prod, Min or Max"],
+    )?;
+    expect_err(
+        "reduce of 4 into 4 * n_pes + 1",
+        p.reduce(Team::WORLD, ReduceOp::Sum, &long, &src),
+        |e| matches!(e, Error::LengthMismatch { .. }),
+        &["Fix:"],
+    )?;
+    ring_still_works(p, 4)
+}
+
+fn split_outside_the_team(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let fix = [
+        "Team::split_strided",
+        "Fix: pick start + stride * (size - 1) <",
+    ];
+    let bad = |e: &Error| {
+        matches!(
+            e,
+            Error::InvalidConfig {
+                name: "Team::split_strided",
+                ..
+            }
+        )
+    };
+    expect_err(
+        "split of n_pes + 1 PEs",
+        Team::WORLD.split_strided(p, 0, 1, n + 1),
+        bad,
+        &fix,
+    )?;
+    expect_err(
+        "split with stride 0",
+        Team::WORLD.split_strided(p, 0, 0, 1),
+        bad,
+        &fix,
+    )?;
+    ring_still_works(p, 4)
+}
+
+fn launch_geometry(p: &Pgas) -> CaseResult {
+    let mut out = p.alloc::<u32>(64)?;
+    let bad = |e: &Error| matches!(e, Error::Launch { .. });
+    expect_err(
+        "a grid of 0 blocks",
+        misuse_touch::launch(p, LaunchConfig::blocks(0, 64), &mut out),
+        bad,
+        &["Fix: make every dimension at least 1"],
+    )?;
+    expect_err(
+        "blocks of 2048 threads",
+        misuse_touch::launch(p, LaunchConfig::blocks(1, 2048), &mut out),
+        bad,
+        &["Fix: use at most 1024 threads per block"],
+    )?;
+    misuse_touch::launch(p, LaunchConfig::blocks(1, 64), &mut out)?;
+    p.stream().synchronize()?;
+    let want: Vec<u32> = (1..=64).collect();
+    util::check_eq("the launch after the refusals", &out.to_vec()?, &want)
+}
+
+/// Another GPU's context, or `None` (with a note) when only one GPU is visible.
+fn other_gpu(p: &Pgas) -> Result<Option<std::sync::Arc<CudaContext>>, Error> {
+    let count = pgas::gpu_count()?;
+    if count < 2 {
+        println!(
+            "gpu_suite[pe {}]: 1 GPU visible, so there is no other GPU's context to misuse; \
+             checking that the right one works",
+            util::me(p)
+        );
+        return Ok(None);
+    }
+    let other = (p.device_ordinal() + 1) % count;
+    let ctx = CudaContext::new(other)?;
+    // Creating a context makes it current on this thread; pgas binds its own for every call,
+    // and the checks below go through pgas.
+    p.cuda().bind_to_thread()?;
+    Ok(Some(ctx))
+}
+
+fn stream_of_another_gpu(p: &Pgas) -> CaseResult {
+    let mut out = p.alloc::<u32>(64)?;
+    if let Some(ctx) = other_gpu(p)? {
+        let stream = ctx.new_stream()?;
+        p.cuda().bind_to_thread()?;
+        expect_err(
+            "a launch on another GPU's stream",
+            misuse_touch::launch_on(p, &stream, LaunchConfig::blocks(1, 64), &mut out),
+            |e| matches!(e, Error::Launch { .. }),
+            &[
+                &format!("another CUDA context (GPU {})", ctx.ordinal()),
+                "Fix: launch on `pgas.stream()`",
+            ],
+        )?;
+    }
+    let mine = p.cuda().new_stream()?;
+    misuse_touch::launch_on(p, &mine, LaunchConfig::blocks(1, 64), &mut out)?;
+    mine.synchronize()?;
+    let want: Vec<u32> = (1..=64).collect();
+    util::check_eq(
+        "a launch on a stream of this context",
+        &out.to_vec()?,
+        &want,
+    )
+}
+
+fn buffer_of_another_gpu(p: &Pgas) -> CaseResult {
+    if let Some(ctx) = other_gpu(p)? {
+        let mut theirs = ctx.default_stream().alloc_zeros::<f32>(32)?;
+        p.cuda().bind_to_thread()?;
+        expect_err(
+            "a CudaSlice of another GPU as a kernel argument",
+            misuse_local::launch(p, LaunchConfig::blocks(1, 32), &mut theirs),
+            |e| matches!(e, Error::Launch { .. }),
+            &[
+                &format!("belongs to GPU {}'s CUDA context", ctx.ordinal()),
+                "Fix: allocate it on this GPU",
+            ],
+        )?;
+    }
+    let mut mine = p.stream().alloc_zeros::<f32>(32)?;
+    misuse_local::launch(p, LaunchConfig::blocks(1, 32), &mut mine)?;
+    let got = p.stream().clone_dtoh(&mine)?;
+    util::check_eq("a CudaSlice of this GPU", &got, &[2.0f32; 32])
+}
