@@ -39,7 +39,7 @@ mod types;
 pub use docs::intrinsics_markdown;
 pub use error::CodegenError;
 pub use expand::{expand_device, expand_kernel};
-pub use prelude::{Prelude, PRELUDE, PRELUDE_BARRIER, PRELUDE_P2P};
+pub use prelude::{Prelude, PRELUDE, PRELUDE_BARRIER, PRELUDE_P2P, SM90A_MARKER};
 pub use specialize::{batch, specialize};
 pub use types::Scalar;
 
@@ -64,6 +64,8 @@ pub enum ParamKind {
     Scalar(Scalar),
     /// `Team`: `nvshmem_team_t` (an `int`).
     Team,
+    /// `&TensorMap<T>`: the 128-byte `CUtensorMap` by value, then the tile shape.
+    TensorMap(Scalar),
     /// `#[comptime]`: baked into the source by [`specialize`], not passed at launch.
     Comptime(Scalar),
 }
@@ -252,6 +254,8 @@ pub fn compile_kernel(
         prelude: kinfo.prelude,
         full_warp: kinfo.full_warp,
         tensor: kinfo.tensor,
+        warpgroup: kinfo.warpgroup,
+        sm90: kinfo.sm90,
     };
     let mut reached = BTreeSet::new();
     let mut stack: Vec<String> = kinfo.calls.iter().cloned().collect();
@@ -261,6 +265,8 @@ pub fn compile_kernel(
                 uses.prelude = uses.prelude.max(info.prelude);
                 uses.full_warp |= info.full_warp;
                 uses.tensor |= info.tensor;
+                uses.warpgroup |= info.warpgroup;
+                uses.sm90 |= info.sm90;
                 stack.extend(info.calls.iter().cloned());
             }
         }
@@ -284,6 +290,7 @@ pub fn compile_kernel(
                     mutable: b.mutable,
                 },
                 Ty::Team => ParamKind::Team,
+                Ty::TensorMap(s) => ParamKind::TensorMap(s),
                 t => ParamKind::Scalar(t.scalar().unwrap_or(Scalar::I32)),
             },
         })

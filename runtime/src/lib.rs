@@ -27,8 +27,8 @@ pub mod prelude;
 
 pub use bootstrap::Bootstrap;
 pub use context::{
-    builder, init, CollectiveElem, Pgas, PgasBuilder, ReduceOp, SymRegion, SymTensor, SymView,
-    SymViewMut, Team,
+    builder, init, CollectiveElem, Pgas, PgasBuilder, ReduceOp, Swizzle, SymRegion, SymTensor,
+    SymView, SymViewMut, Team, TensorMap, Tile2d, TmaElem,
 };
 pub use device::gpu_count;
 pub use error::{Error, Result};

@@ -2,7 +2,8 @@
 
 pub use crate::bootstrap::Bootstrap;
 pub use crate::context::{
-    Pgas, PgasBuilder, ReduceOp, SymRegion, SymTensor, SymView, SymViewMut, Team,
+    Pgas, PgasBuilder, ReduceOp, Swizzle, SymRegion, SymTensor, SymView, SymViewMut, Team,
+    TensorMap, Tile2d,
 };
 pub use crate::error::{Error, Result};
 pub use crate::launch::{LaunchConfig, RawKernel};

@@ -16,6 +16,7 @@
 
 mod amo;
 mod collectives;
+mod hopper;
 mod host_collectives;
 mod intrinsics;
 mod launch;
@@ -63,6 +64,7 @@ fn main() -> ExitCode {
         peer::CASES,
         launch::CASES,
         tensor::CASES,
+        hopper::CASES,
     ]
     .concat();
     let kernels: Vec<&'static pgas::kernel::KernelSpec> = [
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
         peer::KERNELS,
         launch::KERNELS,
         tensor::KERNELS,
+        hopper::KERNELS,
     ]
     .concat();
     runner::run(&cases, &kernels, &args)

@@ -6,8 +6,10 @@ pub(crate) mod memory;
 pub(crate) mod pgas;
 mod rma;
 pub(crate) mod team;
+pub(crate) mod tensor_map;
 
 pub use collectives::{CollectiveElem, ReduceOp};
 pub use memory::{SymRegion, SymTensor, SymView, SymViewMut};
 pub use pgas::{builder, init, Pgas, PgasBuilder};
 pub use team::Team;
+pub use tensor_map::{Swizzle, TensorMap, Tile2d, TmaElem};

@@ -61,7 +61,9 @@ pub(crate) fn lookup(disk: &DiskCache, key: &CacheKey) -> Result<Option<Image>> 
 /// Which prelude a source starts with, for grouping and for progress lines. Raw kernels are
 /// never batched (two may share a symbol name).
 pub(crate) fn prelude_of(src: &Source) -> Option<Prelude> {
-    if !src.batchable {
+    // An sm_90a kernel compiles alone: batched, it would make its neighbours sm_90a too, and
+    // on a GPU without wgmma fail them with it.
+    if !src.batchable || src.text.contains(pgas_codegen::SM90A_MARKER) {
         return None;
     }
     Prelude::of_source(&src.text)

@@ -127,10 +127,13 @@ impl Toolchain {
         self.nvrtc_version
     }
 
-    /// The NVRTC options for `arch`: those of `docs/jit.md`, which NVSHMEM's device code needs.
-    pub fn options(&self, arch: (u32, u32)) -> Vec<String> {
+    /// The NVRTC options for `source` on `arch`: those of `docs/jit.md`, which NVSHMEM's device
+    /// code needs. A source with sm_90a instructions (`wgmma`, see
+    /// [`pgas_codegen::SM90A_MARKER`]) compiles for the architecture-specific `sm_90a`.
+    pub fn options(&self, arch: (u32, u32), source: &str) -> Vec<String> {
+        let suffix = if needs_sm90a(source) { "a" } else { "" };
         let mut opts = vec![
-            format!("-arch=sm_{}{}", arch.0, arch.1),
+            format!("-arch=sm_{}{}{suffix}", arch.0, arch.1),
             "-std=c++17".to_owned(),
             // NVSHMEM's headers have unannotated inline functions; NVRTC rejects them as host
             // functions without this.
@@ -162,7 +165,7 @@ impl Toolchain {
         kernel_name: &str,
         arch: (u32, u32),
     ) -> Result<Compiled> {
-        self.compile_with(source, kernel_name, arch, &self.options(arch))
+        self.compile_with(source, kernel_name, arch, &self.options(arch, source))
     }
 
     /// The disk-cache key of `source` compiled as `kernel_name` for `arch`: it covers every NVRTC
@@ -171,7 +174,7 @@ impl Toolchain {
         CacheKey::new(
             source,
             kernel_name,
-            &self.options(arch),
+            &self.options(arch, source),
             self.nvrtc_version,
             &self.nvshmem_version,
             arch,
@@ -197,7 +200,7 @@ impl Toolchain {
                     dump_file(dir, &format!("{kernel_name}.cu"), source);
                     let note = format!(
                         "options: {}\nloaded from {}\n",
-                        self.options(arch).join(" "),
+                        self.options(arch, source).join(" "),
                         c.path(&key).display()
                     );
                     dump_file(dir, &format!("{kernel_name}.log"), &note);
@@ -227,7 +230,7 @@ impl Toolchain {
         kernel_name: &str,
         arch: (u32, u32),
     ) -> Result<Compiled> {
-        let opts = self.options(arch);
+        let opts = self.options(arch, source);
         let _span = tracing::debug_span!("pgas.compile", kernel = kernel_name).entered();
         if let Some(dir) = dump {
             dump_file(dir, &format!("{kernel_name}.cu"), source);
@@ -252,6 +255,12 @@ impl Toolchain {
         arch: (u32, u32),
         options: &[String],
     ) -> Result<Compiled> {
+        if needs_sm90a(source) && arch != (9, 0) {
+            return Err(Error::NeedsSm90a {
+                kernel: kernel_name.to_owned(),
+                arch,
+            });
+        }
         let supported = nvrtc::supported_archs()?;
         let wanted = (arch.0 * 10 + arch.1) as i32;
         if !supported.contains(&wanted) {
@@ -274,6 +283,11 @@ impl Toolchain {
             }),
         }
     }
+}
+
+/// Whether `source` uses sm_90a-only instructions: its Hopper support code says so.
+fn needs_sm90a(source: &str) -> bool {
+    source.contains(pgas_codegen::SM90A_MARKER)
 }
 
 /// The `--Ofast-compile` level `PGAS_JIT_FAST_COMPILE` asks for: `None` when unset, empty or
