@@ -3,7 +3,8 @@
 //! row-major `bf16`, accumulated in `f32`. The sm_90a recipe (H100, H200):
 //!
 //! - each block computes a 128 x 256 tile of `C` with three warpgroups: warpgroup 0 feeds, 1 and 2
-//!   multiply (warp specialization);
+//!   multiply (warp specialization); where that gives fewer blocks than the GPU has
+//!   multiprocessors (skinny M), 128 x 128 tiles (`wgmma_m64n128k16`), twice the blocks;
 //! - the feeder's thread 0 runs the copy engine: per 64-wide K step one `tma_load_2d` of A's
 //!   128 x 64 tile and one of Bt's 256 x 64 tile (48 KiB, 128-byte swizzle) into a ring of
 //!   `stages` slots of dynamic shared memory, completing on the slot's `full` mbarrier;
@@ -23,7 +24,7 @@
 //!
 //! `benches/gemm.rs` times it beside the `mma.sync` kernel and cuBLAS.
 
-use pgas::cudarc::driver::sys::CUevent_flags;
+use pgas::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
 use pgas::prelude::*;
@@ -38,8 +39,6 @@ pub const THREADS: u32 = 384;
 /// Slots of the shared-memory ring (a comptime parameter: each value is its own
 /// specialization); 4 x 48 KiB fits Hopper's 227 KiB.
 pub const STAGES: u32 = 4;
-/// `bf16` elements of one slot: A's 128 x 64 tile, then Bt's 256 x 64.
-const SLOT: usize = BM * BK + BN * BK;
 
 #[pgas_kernel(max_threads = 384)]
 pub fn gemm_bf16_sm90(
@@ -50,27 +49,30 @@ pub fn gemm_bf16_sm90(
     n: usize,
     k: usize,
     #[comptime] stages: u32,
+    #[comptime] bn: u32,
 ) {
-    // Slot s holds A's tile at s * 24576 and Bt's 8192 elements later; the mbarriers follow the
-    // ring: `full` (the copy engine landed slot s) then `empty` (both warpgroups are done
-    // with it). The ring starts at the shared window's base, so every tile is 1024-byte aligned
-    // as the 128-byte swizzle needs.
+    // Slot s holds A's 128 x 64 tile at s * slot and Bt's bn x 64 tile 8192 elements later; the
+    // mbarriers follow the ring: `full` (the copy engine landed slot s) then `empty` (both
+    // warpgroups are done with it). The ring starts at the shared window's base and slots are
+    // multiples of 16 KiB, so every tile is 1024-byte aligned as the 128-byte swizzle needs.
     let smem = dyn_shared::<bf16>();
     let bars = dyn_shared::<u64>();
     let s = stages as usize;
-    let full0 = s * 24576 / 4;
+    let bw = bn as usize;
+    let slot = 8192 + bw * 64;
+    let full0 = s * slot / 4;
     let empty0 = full0 + s;
 
     // Which tile of C: blocks go down 8 tile rows before moving right, so the blocks running
     // together share rows of A and of Bt in L2.
     let tiles_m = m / 128;
-    let tiles_n = n / 256;
+    let tiles_n = n / bw;
     let pid = block_idx_x() as usize;
     let group = 8 * tiles_n;
     let first_m = (pid / group) * 8;
     let group_m = min(tiles_m - first_m, 8);
     let row0 = (first_m + (pid % group) % group_m) * 128;
-    let col0 = ((pid % group) / group_m) * 256;
+    let col0 = ((pid % group) / group_m) * bw;
 
     let t = thread_idx_x() as usize;
     let wg = t / 128;
@@ -93,17 +95,17 @@ pub fn gemm_bf16_sm90(
                     // Wait until k-tile kt - s, the slot's last tenant, has been multiplied.
                     mbarrier_wait(&bars[empty0 + st], ((kt / s + 1) % 2) as u32);
                 }
-                mbarrier_arrive_expect_tx(&mut bars[full0 + st], 49152);
+                mbarrier_arrive_expect_tx(&mut bars[full0 + st], (slot * 2) as u32);
                 let k0 = (kt * 64) as i32;
                 tma_load_2d(
-                    &mut smem[st * 24576],
+                    &mut smem[st * slot],
                     a_map,
                     &mut bars[full0 + st],
                     k0,
                     row0 as i32,
                 );
                 tma_load_2d(
-                    &mut smem[st * 24576 + 8192],
+                    &mut smem[st * slot + 8192],
                     b_map,
                     &mut bars[full0 + st],
                     k0,
@@ -119,14 +121,23 @@ pub fn gemm_bf16_sm90(
         for kt in 0..ktiles {
             let st = kt % s;
             mbarrier_wait(&bars[full0 + st], ((kt / s) % 2) as u32);
-            let base = st * 24576;
+            let base = st * slot;
             wgmma_fence();
             for ks in 0..4 {
-                wgmma_m64n256k16(
-                    &mut acc[0],
-                    &smem[base + arows + ks * 16],
-                    &smem[base + 8192 + ks * 16],
-                );
+                // `bn` is a comptime value: one branch is compiled.
+                if bn == 256 {
+                    wgmma_m64n256k16(
+                        &mut acc[0],
+                        &smem[base + arows + ks * 16],
+                        &smem[base + 8192 + ks * 16],
+                    );
+                } else {
+                    wgmma_m64n128k16(
+                        &mut acc[0],
+                        &smem[base + arows + ks * 16],
+                        &smem[base + 8192 + ks * 16],
+                    );
+                }
             }
             wgmma_commit();
             // The batch of k-tile kt - 1 is done: its slot can be refilled.
@@ -141,7 +152,7 @@ pub fn gemm_bf16_sm90(
         // laid out as frag_c: lane l at row l / 4 (+ 8), columns 2 (l % 4) and the next.
         let w = (t % 128) / 32;
         let r0 = row0 + (wg - 1) * 64 + w * 16 + lane / 4;
-        for ni in 0..32 {
+        for ni in 0..bw / 8 {
             for j in 0..4 {
                 let col = col0 + ni * 8 + (lane % 4) * 2 + j % 2;
                 c[idx2(r0 + (j / 2) * 8, col, n)] = acc[ni][j] as bf16;
@@ -151,21 +162,31 @@ pub fn gemm_bf16_sm90(
 }
 
 /// Shared memory per block: the ring and its 2 mbarriers a slot.
-pub fn shared_bytes(stages: u32) -> u32 {
-    (stages as usize * (SLOT * 2 + 16)) as u32
+pub fn shared_bytes(stages: u32, bn: usize) -> u32 {
+    (stages as usize * ((BM + bn) * BK * 2 + 16)) as u32
+}
+
+/// The tile width for `m x n`: 256, unless that leaves most of the GPU's `sms` multiprocessors
+/// idle (skinny M) and 128-wide tiles fit: twice the blocks, each with half the work.
+pub fn tile_n(m: usize, n: usize, sms: usize) -> usize {
+    if n % BN != 0 || (m / BM) * (n / BN) < sms {
+        128
+    } else {
+        BN
+    }
 }
 
 /// Why `(m, n, k)` cannot run, if it cannot: the kernel has no edge handling, so every
 /// dimension must be a whole number of tiles.
 pub fn shape_error(m: usize, n: usize, k: usize) -> Option<String> {
-    let bad: Vec<String> = [("M", m, BM), ("N", n, BN), ("K", k, BK)]
+    let bad: Vec<String> = [("M", m, BM), ("N", n, 128), ("K", k, BK)]
         .iter()
         .filter(|(_, v, t)| *v == 0 || v % t != 0)
         .map(|(name, v, t)| format!("{name} = {v} is not a positive multiple of {t}"))
         .collect();
     (!bad.is_empty()).then(|| {
         format!(
-            "gemm_bf16_sm90 takes whole {BM} x {BN} x {BK} tiles: {}",
+            "gemm_bf16_sm90 takes whole {BM} x 128 x {BK} tiles (N = 256 where it divides): {}",
             bad.join(", ")
         )
     })
@@ -206,6 +227,37 @@ pub fn gemm(
             c.len()
         ));
     }
+    let sms = pgas
+        .cuda()
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    gemm_tiled(
+        pgas,
+        c,
+        a,
+        bt,
+        (m, n, k),
+        (stages, tile_n(m, n, sms as usize)),
+        checked,
+    )
+}
+
+/// [`gemm`] with the tile width `bn` (128 or 256) given.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_tiled(
+    pgas: &Pgas,
+    c: &mut CudaSlice<bf16>,
+    a: &CudaSlice<bf16>,
+    bt: &CudaSlice<bf16>,
+    (m, n, k): (usize, usize, usize),
+    (stages, bn): (u32, usize),
+    checked: bool,
+) -> pgas::Result<()> {
+    if (bn != 128 && bn != BN) || n % bn != 0 {
+        return Err(pgas::Error::Launch {
+            kernel: "gemm_bf16_sm90".into(),
+            reason: format!("tile width {bn}: 128 or 256, dividing N = {n}"),
+        });
+    }
     let stream = pgas.stream();
     let tile = |rows, box_rows| Tile2d {
         rows,
@@ -215,15 +267,18 @@ pub fn gemm(
         swizzle: Swizzle::B128,
     };
     let a_map = TensorMap::tiled_2d(stream, a, tile(m, BM))?;
-    let b_map = TensorMap::tiled_2d(stream, bt, tile(n, BN))?;
-    let blocks = ((m / BM) * (n / BN)) as u32;
-    let cfg = LaunchConfig::blocks(blocks, THREADS).with_shared_mem(shared_bytes(stages));
+    let b_map = TensorMap::tiled_2d(stream, bt, tile(n, bn))?;
+    let blocks = ((m / BM) * (n / bn)) as u32;
+    let cfg = LaunchConfig::blocks(blocks, THREADS).with_shared_mem(shared_bytes(stages, bn));
+    let bn = bn as u32;
     if checked {
-        gemm_bf16_sm90::launch(pgas, cfg, c, &a_map, &b_map, m, n, k, stages)
+        gemm_bf16_sm90::launch(pgas, cfg, c, &a_map, &b_map, m, n, k, stages, bn)
     } else {
         // SAFETY: the shape is whole tiles and every buffer has exactly its matrix's size, so
         // every index the kernel forms is in bounds.
-        unsafe { gemm_bf16_sm90::launch_unchecked(pgas, cfg, c, &a_map, &b_map, m, n, k, stages) }
+        unsafe {
+            gemm_bf16_sm90::launch_unchecked(pgas, cfg, c, &a_map, &b_map, m, n, k, stages, bn)
+        }
     }
 }
 
@@ -270,13 +325,19 @@ fn main() -> pgas::Result<()> {
     let stream = pgas.stream().clone();
 
     let t = Instant::now();
-    let comptime = [STAGES as i128];
+    let wide = [STAGES as i128, BN as i128];
+    let narrow = [STAGES as i128, 128];
     pgas::launch::prewarm(
         &pgas,
-        &[Variant::Checked, Variant::Plain].map(|variant| Prewarm {
+        &[
+            (Variant::Checked, &wide),
+            (Variant::Checked, &narrow),
+            (Variant::Plain, &wide),
+        ]
+        .map(|(variant, comptime)| Prewarm {
             spec: &gemm_bf16_sm90::SPEC,
             variant,
-            comptime: &comptime,
+            comptime,
         }),
     )?;
     let compile_s = t.elapsed().as_secs_f64();
@@ -296,20 +357,24 @@ fn main() -> pgas::Result<()> {
     }
 
     // Correctness: the checked variant at 512^3 (and a K of 1024, so the ring wraps) against the
-    // host, every element.
-    for (m, n, k) in [(512, 512, 512), (256, 512, 1024)] {
+    // host, every element, with both tile widths.
+    for ((m, n, k), bn) in [
+        ((512, 512, 512), 256),
+        ((512, 512, 512), 128),
+        ((256, 512, 1024), 256),
+    ] {
         let a_host: Vec<bf16> = (0..m * k).map(|i| value(i, 1 + me as u64)).collect();
         let b_host: Vec<bf16> = (0..n * k).map(|i| value(i, 100 + me as u64)).collect();
         let a = stream.clone_htod(&a_host)?;
         let bt = stream.clone_htod(&b_host)?;
         let mut c = stream.alloc_zeros::<bf16>(m * n)?;
-        gemm(&pgas, &mut c, &a, &bt, (m, n, k), STAGES, true)?;
+        gemm_tiled(&pgas, &mut c, &a, &bt, (m, n, k), (STAGES, bn), true)?;
         let got = stream.clone_dtoh(&c)?;
         let all = (0..m).flat_map(|r| (0..n).map(move |col| (r, col)));
         let (ratio, row, col, g, want) = compare(&got, &a_host, &b_host, (n, k), all);
         if ratio.is_nan() || ratio > 1.0 {
             eprintln!(
-                "PE {me}: C[{row}][{col}] = {g} but the host says {want} ({m} x {n} x {k}, checked)"
+                "PE {me}: C[{row}][{col}] = {g} but the host says {want} ({m} x {n} x {k}, {bn}-wide tiles, checked)"
             );
             std::process::exit(1);
         }
@@ -344,9 +409,9 @@ fn main() -> pgas::Result<()> {
     }
     let tflops = 2.0 * (m * n * k) as f64 / (median * 1e-3) / 1e12;
     println!(
-        "PE {me}: sm_90a bf16 GEMM (TMA + wgmma) matches the host (512^3 and 256 x 512 x 1024 \
-         every element, 4096^3 at 512 points); 4096^3 in {median:.3} ms = {tflops:.1} TFLOP/s \
-         (median of 10, plain, {STAGES} stages); JIT compile of both variants {compile_s:.1} s, ok"
+        "PE {me}: sm_90a bf16 GEMM (TMA + wgmma) matches the host (512^3 with 256- and 128-wide \
+         tiles and 256 x 512 x 1024, every element, 4096^3 at 512 points); 4096^3 in {median:.3} ms = {tflops:.1} TFLOP/s \
+         (median of 10, plain, {STAGES} stages); JIT compile of three specializations {compile_s:.1} s, ok"
     );
     Ok(())
 }

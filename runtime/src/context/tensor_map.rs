@@ -218,6 +218,16 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
         (self.tile.box_rows * self.tile.box_cols * std::mem::size_of::<T>()) as u32
     }
 
+    /// A map with these descriptor bytes, for tests of argument packing (no driver).
+    #[cfg(test)]
+    pub(crate) fn from_raw(opaque: [u64; 16], tile: Tile2d) -> TensorMap<'a, T> {
+        TensorMap {
+            raw: sys::CUtensorMap { opaque },
+            tile,
+            _tensor: PhantomData,
+        }
+    }
+
     /// The kernel-parameter form: the 128 descriptor bytes, then `box_rows << 32 | box_cols`.
     pub(crate) fn words(&self) -> ([u64; 16], u64) {
         let boxes = ((self.tile.box_rows as u64) << 32) | self.tile.box_cols as u64;

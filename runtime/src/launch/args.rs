@@ -470,4 +470,38 @@ mod tests {
         }
         assert!(err(&a, &[1]).contains("too many parameters"));
     }
+
+    #[test]
+    fn a_tensor_map_is_one_aligned_parameter_then_its_tile() {
+        use crate::context::tensor_map::{Swizzle, Tile2d};
+        let tile = Tile2d {
+            rows: 256,
+            cols: 64,
+            box_rows: 128,
+            box_cols: 64,
+            swizzle: Swizzle::B128,
+        };
+        let desc: [u64; 16] = std::array::from_fn(|i| 100 + i as u64);
+        let map = TensorMap::<half::bf16>::from_raw(desc, tile);
+        let mut a = KernelArgs::new();
+        a.push_scalar(7u32).push_tensor_map(&map).push_scalar(9u64);
+        // The scalar, padding to word 8 (64 bytes), the descriptor, the tile, the scalar.
+        assert_eq!(&a.starts[..a.n_params], &[0, 8, 24, 25]);
+        assert_eq!(&a.slots()[8..24], &desc);
+        assert_eq!(a.slots()[24], (128 << 32) | 64);
+        assert_eq!(a.slots()[25], 9);
+        assert_eq!(a.pushed[1], Pushed::TensorMap("bf16"));
+        const PARAMS: &[ParamSpec] = &[ParamSpec {
+            name: "m",
+            kind: ParamKind::TensorMap("f16"),
+        }];
+        let spec = KernelSpec {
+            params: PARAMS,
+            ..SPEC
+        };
+        let mut b = KernelArgs::new();
+        b.push_tensor_map(&map);
+        let err = b.check(&spec, &[]).unwrap_err().to_string();
+        assert!(err.contains("should be TensorMap(\"f16\")"), "{err}");
+    }
 }
