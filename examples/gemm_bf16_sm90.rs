@@ -323,6 +323,16 @@ fn main() -> pgas::Result<()> {
     let pgas = pgas::init()?;
     let me = pgas.my_pe();
     let stream = pgas.stream().clone();
+    let major = pgas
+        .cuda()
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    if major != 9 {
+        // wgmma and sm_90a exist on Hopper alone; examples/gemm_bf16.rs is the portable GEMM.
+        println!(
+            "PE {me}: skipped: needs compute capability 9.0 (sm_90a), this GPU is {major}.x, ok"
+        );
+        return Ok(());
+    }
 
     let t = Instant::now();
     let wide = [STAGES as i128, BN as i128];
