@@ -4,10 +4,9 @@
 //!
 //! - each block computes a 128 x 128 tile of `C` with 4 warps, each warp a 64 x 64 sub-tile:
 //!   4 x 8 accumulators of `mma.sync.m16n8k16` (`frag_c::<f32, 32>()`), in registers;
-//! - the K dimension advances 64 at a time through a ring of `stages` tiles of `A` and `B` in
-//!   dynamic shared memory (32 KiB a stage), filled by `cp.async` while the tensor cores work on
-//!   the tile before: `stages - 1` tiles are always in flight, and one barrier a step covers
-//!   four k16 steps of `mma.sync`;
+//! - the K dimension advances 32 at a time through a ring of `stages` tiles of `A` and `B` in
+//!   dynamic shared memory (16 KiB a stage), filled by `cp.async` while the tensor cores work on
+//!   the tile before: `stages - 1` tiles are always in flight;
 //! - `ldmatrix` moves each warp's operands from shared memory into fragments (`.trans` for `B`,
 //!   which is stored K-major); both tiles are stored XOR-swizzled in 16-byte chunks, so the 8 rows
 //!   an `ldmatrix` phase reads fall on different banks;
@@ -32,11 +31,11 @@ use std::time::Instant;
 /// Rows and columns of `C` per block, and the K step.
 pub const BM: usize = 128;
 pub const BN: usize = 128;
-pub const BK: usize = 64;
+pub const BK: usize = 32;
 /// Threads per block: 4 warps in a 2 x 2 grid of 64 x 64 warp tiles.
 pub const THREADS: u32 = 128;
 /// Shared-memory tiles in flight (a comptime parameter: each value is its own specialization).
-pub const STAGES: u32 = 3;
+pub const STAGES: u32 = 4;
 
 #[pgas_kernel(max_threads = 128)]
 pub fn gemm_bf16(
@@ -48,7 +47,7 @@ pub fn gemm_bf16(
     k: usize,
     #[comptime] stages: u32,
 ) {
-    // Stage s holds A's 128 x 64 tile at s * 16384 and B's 64 x 128 tile 8192 elements later.
+    // Stage s holds A's 128 x 32 tile at s * 8192 and B's 32 x 128 tile 4096 elements later.
     let smem = dyn_shared::<bf16>();
     let s = stages as usize;
 
@@ -68,7 +67,7 @@ pub fn gemm_bf16(
     let warp = warp_id() as usize;
     let wm = (warp / 2) * 64;
     let wn = (warp % 2) * 64;
-    let ktiles = k / 64;
+    let ktiles = k / 32;
 
     let mut acc = frag_c::<f32, 32>();
     let mut fa = frag_a::<bf16, 4>();
@@ -77,21 +76,21 @@ pub fn gemm_bf16(
     // Prologue: start copying the first `stages - 1` k-tiles.
     for kt in 0..s - 1 {
         if kt < ktiles {
-            let base = kt * 16384;
-            let k0 = kt * 64;
-            for i in 0..8 {
-                // 1024 chunks of 16 bytes per tile; each thread copies 8 of A and 8 of B.
+            let base = kt * 8192;
+            let k0 = kt * 32;
+            for i in 0..4 {
+                // 512 chunks of 16 bytes per tile; each thread copies 4 of A and 4 of B.
                 let q = t + i * 128;
-                let ar = q / 8;
-                let ac = q % 8;
+                let ar = q / 4;
+                let ac = q % 4;
                 cp_async_16(
-                    &mut smem[base + ar * 64 + (ac ^ (ar % 8)) * 8],
+                    &mut smem[base + ar * 32 + (ac ^ ((ar / 2) % 4)) * 8],
                     &a[idx2(row0 + ar, k0 + ac * 8, k)],
                 );
                 let br = q / 16;
                 let bc = q % 16;
                 cp_async_16(
-                    &mut smem[base + 8192 + br * 128 + (bc ^ (br % 8)) * 8],
+                    &mut smem[base + 4096 + br * 128 + (bc ^ (br % 8)) * 8],
                     &b[idx2(k0 + br, col0 + bc * 8, n)],
                 );
             }
@@ -106,34 +105,34 @@ pub fn gemm_bf16(
         sync_threads();
         let next = kt + s - 1;
         if next < ktiles {
-            let base = (next % s) * 16384;
-            let k0 = next * 64;
-            for i in 0..8 {
+            let base = (next % s) * 8192;
+            let k0 = next * 32;
+            for i in 0..4 {
                 let q = t + i * 128;
-                let ar = q / 8;
-                let ac = q % 8;
+                let ar = q / 4;
+                let ac = q % 4;
                 cp_async_16(
-                    &mut smem[base + ar * 64 + (ac ^ (ar % 8)) * 8],
+                    &mut smem[base + ar * 32 + (ac ^ ((ar / 2) % 4)) * 8],
                     &a[idx2(row0 + ar, k0 + ac * 8, k)],
                 );
                 let br = q / 16;
                 let bc = q % 16;
                 cp_async_16(
-                    &mut smem[base + 8192 + br * 128 + (bc ^ (br % 8)) * 8],
+                    &mut smem[base + 4096 + br * 128 + (bc ^ (br % 8)) * 8],
                     &b[idx2(k0 + br, col0 + bc * 8, n)],
                 );
             }
         }
         cp_async_commit();
 
-        let base = (kt % s) * 16384;
-        for ks in 0..4 {
+        let base = (kt % s) * 8192;
+        for ks in 0..2 {
             // A: four 16 x 16 fragments down the warp's 64 rows; lane l gives row l % 16 and
             // the 8-column half l / 16 of the k-step (chunk ks * 2 + l / 16, swizzled).
             for mi in 0..4 {
                 let r = wm + mi * 16 + lane % 16;
                 let ch = ks * 2 + lane / 16;
-                ldmatrix_x4(&mut fa[mi], &smem[base + r * 64 + (ch ^ (r % 8)) * 8]);
+                ldmatrix_x4(&mut fa[mi], &smem[base + r * 32 + (ch ^ ((r / 2) % 4)) * 8]);
             }
             // B: eight 16 x 8 fragments across the warp's 64 columns, two per ldmatrix.
             for p in 0..4 {
@@ -142,7 +141,7 @@ pub fn gemm_bf16(
                 ldmatrix_x4_trans(
                     &mut fb[p * 2],
                     &mut fb[p * 2 + 1],
-                    &smem[base + 8192 + kr * 128 + (ch ^ (kr % 8)) * 8],
+                    &smem[base + 4096 + kr * 128 + (ch ^ (kr % 8)) * 8],
                 );
             }
             for mi in 0..4 {
