@@ -271,6 +271,14 @@ pub fn compile_kernel(
             }
         }
     }
+    if let (true, Some(n)) = (uses.warpgroup, max_threads.filter(|n| n % 128 != 0)) {
+        let mut errors = Errors::default();
+        errors.push(
+            error::Sp::of(&kernel.sig.ident),
+            format!("this kernel calls warpgroup-wide `wgmma_*` (128 threads together), so its blocks are whole warpgroups, but `max_threads = {n}` is not a multiple of 128"),
+        );
+        return Err(errors.into_vec());
+    }
     let used: Vec<&Function> = hfs.iter().filter(|h| reached.contains(&h.name)).collect();
     let emit = |checked| emit::emit_source(&kf, &used, checked, uses, max_threads, file_name);
     let (plain, checked) = (emit(false), emit(true));
