@@ -269,6 +269,18 @@ mod tests {
 
     const ARCH: (u32, u32) = (9, 0);
 
+    #[test]
+    fn sm90a_kernels_are_never_batched() {
+        let mut wg = spec("batch_wg", "if (n) x[0] = 1.0f;");
+        wg.text = wg.text.replacen(
+            "#line 10",
+            &format!("{}\n#line 10", pgas_codegen::SM90A_MARKER),
+            1,
+        );
+        assert_eq!(prelude_of(&wg), None);
+        assert_eq!(prelude_of(&spec("batch_x", "")), Some(Prelude::P2p));
+    }
+
     fn has_symbol(cubin: &[u8], name: &str) -> bool {
         cubin.windows(name.len()).any(|w| w == name.as_bytes())
     }
