@@ -1,5 +1,7 @@
-//! The bf16 GEMM of `examples/gemm_bf16.rs` (written in pgas: `mma.sync`, `ldmatrix`, `cp.async`)
-//! against cuBLAS (`cublasGemmEx`, bf16 in and out, f32 compute) in the same run, on one GPU:
+//! The bf16 GEMMs of the gallery, written in pgas: `examples/gemm_bf16.rs` (`mma.sync`,
+//! `ldmatrix`, `cp.async`; sm_80 and up) and `examples/gemm_bf16_sm90.rs` (TMA, mbarriers,
+//! `wgmma`; sm_90a, timed where the GPU has it, given B transposed), against cuBLAS
+//! (`cublasGemmEx`, bf16 in and out, f32 compute) in the same run, on one GPU:
 //! 4096^3, 8192^3 and the skinny M = 128 and M = 1024 with N = K = 8192. For each shape: median
 //! time over repetitions (CUDA events on the same stream, after warm-up), TFLOP/s, pgas/cuBLAS,
 //! and the largest difference between the two results relative to the largest |C| (pgas is also
@@ -17,6 +19,9 @@ mod common;
 #[allow(dead_code)]
 #[path = "../examples/gemm_bf16.rs"]
 mod gemm_example;
+#[allow(dead_code)]
+#[path = "../examples/gemm_bf16_sm90.rs"]
+mod sm90_example;
 
 use common::{emit, median, show, time_on_stream, wall, BenchResult, Figure};
 use gemm_example::{gemm, gemm_bf16, STAGES};
@@ -197,8 +202,22 @@ fn host_spot_check(got: &[bf16], a: &[bf16], b: &[bf16], (m, n, k): (usize, usiz
 struct Row {
     shape: (usize, usize, usize),
     pgas_ms: f64,
+    /// The wgmma kernel (NaN below sm_90).
+    sm90_ms: f64,
     cublas_ms: f64,
     diff: f64,
+    sm90_diff: f64,
+}
+
+/// `B` (k x n, row-major) transposed: the wgmma kernel's `Bt` (n x k).
+fn transpose(b: &[bf16], k: usize, n: usize) -> Vec<bf16> {
+    let mut t = vec![bf16::ZERO; k * n];
+    for (x, row) in b.chunks_exact(n).enumerate() {
+        for (col, v) in row.iter().enumerate() {
+            t[col * k + x] = *v;
+        }
+    }
+    t
 }
 
 fn main() -> BenchResult<()> {
@@ -214,17 +233,31 @@ fn main() -> BenchResult<()> {
     let stream = p.stream().clone();
 
     // Cold JIT compile of each variant (NVRTC, cache store, module load).
-    let comptime = [STAGES as i128];
+    let hopper = p.cuda().attribute(
+        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+    )? == 9;
     let mut compile = Vec::new();
-    for variant in [Variant::Plain, Variant::Checked] {
-        let one = [Prewarm {
-            spec: &gemm_bf16::SPEC,
-            variant,
-            comptime: &comptime,
-        }];
-        let (r, s) = wall(|| pgas::launch::prewarm(&p, &one));
-        r?;
-        compile.push((variant, s));
+    let kernels = [
+        (&gemm_bf16::SPEC, STAGES),
+        (&sm90_example::gemm_bf16_sm90::SPEC, sm90_example::STAGES),
+    ];
+    for (i, (spec, stages)) in kernels
+        .into_iter()
+        .take(if hopper { 2 } else { 1 })
+        .enumerate()
+    {
+        for variant in [Variant::Plain, Variant::Checked] {
+            // The wgmma kernel's second comptime value is its tile width (the 256 of big shapes).
+            let comptime: Vec<i128> = [stages as i128, sm90_example::BN as i128][..1 + i].to_vec();
+            let one = [Prewarm {
+                spec,
+                variant,
+                comptime: &comptime,
+            }];
+            let (r, s) = wall(|| pgas::launch::prewarm(&p, &one));
+            r?;
+            compile.push((spec.rust_name, variant, s));
+        }
     }
     let _ = std::fs::remove_dir_all(&cache);
 
@@ -259,6 +292,20 @@ fn main() -> BenchResult<()> {
             gemm(&p, &mut c, &a, &b, (m, n, k), STAGES, false)?;
             Ok(())
         })?;
+        // The ring depth is a tuning knob: the other depths at 8192^3, for the record.
+        if (m, n, k) == (8192, 8192, 8192) {
+            for stages in [2, 3, 4].into_iter().filter(|s| *s != STAGES) {
+                let ms = timed(&stream, || {
+                    gemm(&p, &mut c, &a, &b, (m, n, k), stages, false)?;
+                    Ok(())
+                })?;
+                let tflops = 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
+                println!(
+                    "{BENCH}: mma.sync kernel at 8192^3 with {stages} stages: {tflops:.1} TFLOP/s"
+                );
+            }
+            gemm(&p, &mut c, &a, &b, (m, n, k), STAGES, false)?;
+        }
         let got = stream.clone_dtoh(&c)?;
         let spot = host_spot_check(&got, &a_host, &b_host, (m, n, k));
         if spot.is_nan() || spot > MAX_REL_DIFF {
@@ -266,25 +313,60 @@ fn main() -> BenchResult<()> {
                 "{m}x{n}x{k}: pgas differs from the host by {spot:.3e} (relative)"
             ));
         }
-        let (cublas_ms, diff) = match &blas {
+        let (sm90_ms, got90) = if hopper {
+            let bt = stream.clone_htod(&transpose(&b_host, k, n))?;
+            let mut c90 = stream.alloc_zeros::<bf16>(m * n)?;
+            let ms = timed(&stream, || {
+                sm90_example::gemm(
+                    &p,
+                    &mut c90,
+                    &a,
+                    &bt,
+                    (m, n, k),
+                    sm90_example::STAGES,
+                    false,
+                )?;
+                Ok(())
+            })?;
+            let got90 = stream.clone_dtoh(&c90)?;
+            let spot = host_spot_check(&got90, &a_host, &b_host, (m, n, k));
+            if spot.is_nan() || spot > MAX_REL_DIFF {
+                failures.push(format!(
+                    "{m}x{n}x{k}: the wgmma kernel differs from the host by {spot:.3e} (relative)"
+                ));
+            }
+            (ms, Some(got90))
+        } else {
+            (f64::NAN, None)
+        };
+        let (cublas_ms, diff, sm90_diff) = match &blas {
             Some(blas) => {
                 let mut cb = stream.alloc_zeros::<bf16>(m * n)?;
                 let ms = timed(&stream, || cublas_gemm(blas, &mut cb, &a, &b, (m, n, k)))?;
-                let diff = rel_diff(&got, &stream.clone_dtoh(&cb)?);
-                if diff.is_nan() || diff > MAX_REL_DIFF {
-                    failures.push(format!(
-                        "{m}x{n}x{k}: pgas differs from cuBLAS by {diff:.3e} (relative)"
-                    ));
+                let want = stream.clone_dtoh(&cb)?;
+                let diff = rel_diff(&got, &want);
+                let sm90_diff = got90.as_deref().map_or(f64::NAN, |g| rel_diff(g, &want));
+                for (what, d) in [("pgas", diff), ("the wgmma kernel", sm90_diff)] {
+                    if d.is_nan() && what == "the wgmma kernel" && got90.is_none() {
+                        continue;
+                    }
+                    if d.is_nan() || d > MAX_REL_DIFF {
+                        failures.push(format!(
+                            "{m}x{n}x{k}: {what} differs from cuBLAS by {d:.3e} (relative)"
+                        ));
+                    }
                 }
-                (ms, diff)
+                (ms, diff, sm90_diff)
             }
-            None => (f64::NAN, f64::NAN),
+            None => (f64::NAN, f64::NAN, f64::NAN),
         };
         rows.push(Row {
             shape: (m, n, k),
             pgas_ms,
+            sm90_ms,
             cublas_ms,
             diff,
+            sm90_diff,
         });
     }
 
@@ -299,38 +381,64 @@ fn main() -> BenchResult<()> {
     }
 }
 
-fn print_report(machine: &str, rows: &[Row], compile: &[(Variant, f64)]) {
+fn print_report(machine: &str, rows: &[Row], compile: &[(&str, Variant, f64)]) {
     println!("\n{BENCH} on {machine}: bf16 in, f32 accumulate, bf16 out; median of {REPS}");
     println!(
-        "{:<18} {:>9} {:>9} {:>10} {:>10} {:>8} {:>10}",
-        "M x N x K", "pgas ms", "cuBLAS ms", "pgas TF/s", "cuBLAS TF/s", "ratio", "max diff"
+        "{:<18} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>8} {:>10}",
+        "M x N x K",
+        "mma ms",
+        "wgmma ms",
+        "cuBLAS ms",
+        "mma TF/s",
+        "wgmma TF/s",
+        "cuBLAS TF/s",
+        "mma/cB",
+        "wgmma/cB",
+        "max diff"
     );
     for r in rows {
         let (m, n, k) = r.shape;
         let flop = 2.0 * (m * n * k) as f64;
         let tf = |ms: f64| flop / (ms * 1e-3) / 1e12;
         let ratio = r.cublas_ms / r.pgas_ms;
+        let ratio90 = r.cublas_ms / r.sm90_ms;
         println!(
-            "{:<18} {:>9} {:>9} {:>10} {:>10} {:>8} {:>10}",
+            "{:<18} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>8} {:>10}",
             format!("{m}x{n}x{k}"),
             show(r.pgas_ms),
+            show(r.sm90_ms),
             show(r.cublas_ms),
             show(tf(r.pgas_ms)),
+            show(tf(r.sm90_ms)),
             show(tf(r.cublas_ms)),
             show(ratio),
+            show(ratio90),
             if r.diff.is_finite() {
-                format!("{:.2e}", r.diff)
+                format!(
+                    "{:.2e}",
+                    r.diff.max(if r.sm90_diff.is_finite() {
+                        r.sm90_diff
+                    } else {
+                        0.0
+                    })
+                )
             } else {
                 "-".into()
             }
         );
-        let note = format!("median of {REPS}, {STAGES} stages, plain variant");
+        let note = format!(
+            "median of {REPS}, plain variants ({STAGES}-stage mma.sync, {}-stage wgmma)",
+            sm90_example::STAGES
+        );
         let key = format!("gemm_{m}x{n}x{k}");
         for (name, value, unit) in [
             ("pgas_tflops", tf(r.pgas_ms), "TFLOP/s"),
+            ("wgmma_tflops", tf(r.sm90_ms), "TFLOP/s"),
             ("cublas_tflops", tf(r.cublas_ms), "TFLOP/s"),
             ("ratio", ratio, "x"),
+            ("wgmma_ratio", ratio90, "x"),
             ("max_rel_diff", r.diff, "rel"),
+            ("wgmma_max_rel_diff", r.sm90_diff, "rel"),
         ] {
             let f = Figure {
                 name: format!("{key}/{name}"),
@@ -341,14 +449,14 @@ fn print_report(machine: &str, rows: &[Row], compile: &[(Variant, f64)]) {
             emit(BENCH, machine, &f);
         }
     }
-    for (variant, s) in compile {
+    for (kernel, variant, s) in compile {
         println!(
-            "cold JIT compile of gemm_bf16, {} variant: {} s",
+            "cold JIT compile of {kernel}, {} variant: {} s",
             variant.as_str(),
             show(*s)
         );
         let f = Figure {
-            name: format!("cold_compile_gemm_bf16_{}", variant.as_str()),
+            name: format!("cold_compile_{kernel}_{}", variant.as_str()),
             value: *s,
             unit: "s",
             note: "NVRTC + cache store + module load, fresh PGAS_CACHE_DIR".into(),

@@ -42,7 +42,7 @@ fn every_collective_specialization_compiles_without_warnings() {
         let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
         let program = batch(prelude.text(), &refs).expect("sources start with their prelude");
         let out = tc
-            .compile_with(&program, "pgas_coll", (9, 0), &tc.options((9, 0)))
+            .compile_with(&program, "pgas_coll", (9, 0), &tc.options((9, 0), &program))
             .unwrap_or_else(|e| panic!("NVRTC rejected the collectives: {e}"));
         assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
         // And as the JIT compiles them by default: link-time, against the NVSHMEM library.

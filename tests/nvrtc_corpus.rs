@@ -79,9 +79,10 @@ fn specializations(file: &str, k: &CompiledKernel) -> Vec<Spec> {
         .collect()
 }
 
-/// The JIT's options with `--Ofast-compile=max` (see the module doc).
-fn options(tc: &Toolchain) -> Vec<String> {
-    let mut o = tc.options(ARCH);
+/// The JIT's options for `source` (sm_90a where it uses wgmma or TMA) with
+/// `--Ofast-compile=max` (see the module doc).
+fn options(tc: &Toolchain, source: &str) -> Vec<String> {
+    let mut o = tc.options(ARCH, source);
     if !o.iter().any(|x| x.starts_with("--Ofast-compile")) {
         o.push("--Ofast-compile=max".to_owned());
     }
@@ -104,7 +105,7 @@ fn run(tc: &Toolchain, job: Job) -> (Vec<String>, Vec<Job>) {
             let sources: Vec<&str> = specs.iter().map(|s| s.source.as_str()).collect();
             let outcome = match batch(specs[0].prelude.text(), &sources) {
                 None => Err("sources do not start with their prelude".to_owned()),
-                Some(src) => match tc.compile_with(&src, &name, ARCH, &options(tc)) {
+                Some(src) => match tc.compile_with(&src, &name, ARCH, &options(tc, &src)) {
                     Ok(out) if out.warnings().count() == 0 => Ok(()),
                     Ok(out) => Err(format!("{} warning lines", out.warnings().count())),
                     Err(e) => Err(e
@@ -125,14 +126,16 @@ fn run(tc: &Toolchain, job: Job) -> (Vec<String>, Vec<Job>) {
                 }
             }
         }
-        Job::Single(s) => match tc.compile_with(&s.source, &s.name, ARCH, &options(tc)) {
-            Ok(out) if out.warnings().count() == 0 => (Vec::new(), Vec::new()),
-            Ok(out) => (
-                vec![format!("{}: {}: warnings:\n{}", s.file, s.name, out.log)],
-                Vec::new(),
-            ),
-            Err(e) => (vec![format!("{}: {e}", s.file)], Vec::new()),
-        },
+        Job::Single(s) => {
+            match tc.compile_with(&s.source, &s.name, ARCH, &options(tc, &s.source)) {
+                Ok(out) if out.warnings().count() == 0 => (Vec::new(), Vec::new()),
+                Ok(out) => (
+                    vec![format!("{}: {}: warnings:\n{}", s.file, s.name, out.log)],
+                    Vec::new(),
+                ),
+                Err(e) => (vec![format!("{}: {e}", s.file)], Vec::new()),
+            }
+        }
     }
 }
 

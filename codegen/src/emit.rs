@@ -9,7 +9,10 @@ use crate::check::is_simple_value;
 use crate::intrinsics::{self, Arg, Count, Intrinsic, Ret, Scope};
 use crate::ir::*;
 use crate::nvcall;
-use crate::prelude::{Prelude, CHECK_SUPPORT, CHECK_TENSOR_SUPPORT, SUPPORT, TENSOR_SUPPORT};
+use crate::prelude::{
+    sm90_support, Prelude, CHECK_SM90_SUPPORT, CHECK_SUPPORT, CHECK_TENSOR_SUPPORT, SUPPORT,
+    TENSOR_SUPPORT,
+};
 use crate::types::{Scalar, Ty};
 
 /// The C name of a `#[pgas_device]` function.
@@ -63,6 +66,12 @@ pub struct Uses {
     pub full_warp: bool,
     /// A tile or tensor-core intrinsic: the source carries their support code.
     pub tensor: bool,
+    /// A warpgroup-wide instruction: the kernel traps at entry unless its block is whole
+    /// warpgroups.
+    pub warpgroup: bool,
+    /// A Hopper intrinsic (mbarrier, TMA, wgmma): the source carries their support code, whose
+    /// first line makes the runtime compile it for sm_90a.
+    pub sm90: bool,
 }
 
 /// Print one kernel (with the helpers it reaches, callees in any order) as a full source;
@@ -82,6 +91,7 @@ pub fn emit_source(
         checked,
         max_threads,
         full_warp: uses.full_warp,
+        warpgroup: uses.warpgroup,
         cur_line: None,
         wrappers: Default::default(),
     };
@@ -100,10 +110,16 @@ pub fn emit_source(
     if uses.tensor {
         e.raw_block(TENSOR_SUPPORT);
     }
+    if uses.sm90 {
+        e.raw_block(&sm90_support());
+    }
     if checked {
         e.raw_block(CHECK_SUPPORT);
         if uses.tensor {
             e.raw_block(CHECK_TENSOR_SUPPORT);
+        }
+        if uses.sm90 {
+            e.raw_block(CHECK_SM90_SUPPORT);
         }
     }
     // The wrappers of the NVSHMEM calls go here, once the functions below say which.
@@ -138,6 +154,9 @@ struct Emitter {
     /// The kernel reaches a warp-wide tensor-core instruction: it starts with the whole-warp
     /// guard.
     full_warp: bool,
+    /// The kernel reaches a warpgroup-wide instruction: it starts with the whole-warpgroup
+    /// guard.
+    warpgroup: bool,
     /// The Rust line the next output line maps to, once a `#line` has been written.
     cur_line: Option<usize>,
     /// The NVSHMEM call wrappers the source uses, by name, as inline definitions.
@@ -163,6 +182,16 @@ fn param_list(f: &Function) -> String {
             }
             Ty::Scalar(s) => parts.push(format!("{} {}", s.c_type(), p.c_name)),
             Ty::Team => parts.push(format!("nvshmem_team_t {}", p.c_name)),
+            // Passed by value in parameter space, where the copy engine reads it (a
+            // `__grid_constant__` parameter has an address); `_box` is the tile's rows << 32 |
+            // columns, for the checked variant's bounds.
+            Ty::TensorMap(_) => {
+                parts.push(format!(
+                    "const __grid_constant__ pgas_tensor_map {}",
+                    p.c_name
+                ));
+                parts.push(format!("unsigned long long {}_box", p.c_name));
+            }
             _ => {}
         }
     }
@@ -282,7 +311,9 @@ impl Emitter {
         let sig = self.signature(f);
         self.raw(&format!("{sig} {{"));
         self.indent += 1;
-        if f.is_kernel && self.full_warp {
+        if f.is_kernel && self.warpgroup {
+            self.line(&format!("pgas_require_whole_warpgroups({});", f.line));
+        } else if f.is_kernel && self.full_warp {
             self.line(&format!("pgas_require_whole_warps({});", f.line));
         }
         for p in &f.params {
@@ -813,6 +844,53 @@ impl Emitter {
                     }
                     _ => (self.expr(a), String::new()),
                 },
+                Some(Arg::TmaDst(map)) => match &a.kind {
+                    ExprKind::ElemRef { base, index, .. } => {
+                        let (bp, bl) = self.buf(base);
+                        let i = self.expr(index);
+                        if self.checked {
+                            let map = args.get(map).map(|m| self.expr(m)).unwrap_or_default();
+                            (
+                                format!("pgas_check_tma_dst({bp}, {i}, {bl}, {map}_box, {line})"),
+                                String::new(),
+                            )
+                        } else {
+                            (format!("({bp} + {i})"), String::new())
+                        }
+                    }
+                    _ => (self.expr(a), String::new()),
+                },
+                Some(Arg::WgTile { rows }) => match &a.kind {
+                    ExprKind::ElemRef { base, index, .. } => {
+                        let (bp, bl) = self.buf(base);
+                        let i = self.expr(index);
+                        if self.checked {
+                            (
+                                format!("pgas_check_wgmma_tile({bp}, {i}, {bl}, {rows}, {line})"),
+                                String::new(),
+                            )
+                        } else {
+                            (format!("({bp} + {i})"), String::new())
+                        }
+                    }
+                    _ => (self.expr(a), String::new()),
+                },
+                // The helpers take the first of `n` accumulators by pointer.
+                Some(Arg::WgAcc { n }) => match &a.kind {
+                    ExprKind::ElemRef { base, index, .. } => {
+                        let (bp, bl) = self.buf(base);
+                        let i = self.expr(index);
+                        if self.checked {
+                            (
+                                format!("&{bp}[pgas_check_range({i}, ({i}) + {n}, {bl}, {line})]"),
+                                String::new(),
+                            )
+                        } else {
+                            (format!("&{bp}[{i}]"), String::new())
+                        }
+                    }
+                    _ => (self.expr(a), String::new()),
+                },
                 Some(Arg::Col(ld)) => {
                     let x = self.expr(a);
                     if self.checked {
@@ -856,6 +934,7 @@ impl Emitter {
             .and_then(|s| intrinsics::type_text(row, s))
             .unwrap_or("");
         let c_text = elem.map(|s| s.c_type()).unwrap_or("");
+        let line_text = line.to_string();
         let call = if nvcall::wraps(row) {
             // Through the row's wrapper (nvcall.rs), so the source also compiles link-time.
             let w = nvcall::wrapper(row, elem, op);
@@ -864,6 +943,7 @@ impl Emitter {
                 .iter()
                 .map(|key| match key.split_once('.') {
                     _ if key == "n" => count.clone(),
+                    _ if key == "line" => line_text.clone(),
                     Some((i, "len")) => i
                         .parse::<usize>()
                         .ok()
@@ -882,9 +962,11 @@ impl Emitter {
                 .or_insert_with(|| w.inline_definition());
             call
         } else {
-            expand_template(row.cuda, &texts, &lens, &count, t_text, c_text, op)
+            expand_template(
+                row.cuda, &texts, &lens, &count, t_text, c_text, op, &line_text,
+            )
         };
-        if self.checked && row.scope == Scope::FullWarp {
+        if self.checked && matches!(row.scope, Scope::FullWarp | Scope::Warpgroup) {
             format!("(pgas_check_full_warp({line}), {call})")
         } else {
             call
@@ -918,7 +1000,8 @@ fn bare(x: &str) -> &str {
     }
 }
 
-/// Substitute `{0}`, `{0.len}`, `{n}`, `{T}`, `{C}`, `{op}` in a row's CUDA template.
+/// Substitute `{0}`, `{0.len}`, `{n}`, `{T}`, `{C}`, `{op}`, `{line}` in a row's CUDA template.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn expand_template(
     template: &str,
     args: &[String],
@@ -927,6 +1010,7 @@ pub(crate) fn expand_template(
     t: &str,
     c: &str,
     op: &str,
+    line: &str,
 ) -> String {
     let mut out = String::with_capacity(template.len() + 32);
     let mut rest = template;
@@ -943,6 +1027,7 @@ pub(crate) fn expand_template(
             "T" => t.to_string(),
             "C" => c.to_string(),
             "op" => op.to_string(),
+            "line" => line.to_string(),
             k => match k.split_once('.') {
                 Some((i, "len")) => i
                     .parse::<usize>()

@@ -30,6 +30,11 @@ pub enum Scope {
     /// block is whole warps; the checked variant also traps where a call is reached by part of
     /// a warp.
     FullWarp,
+    /// A warpgroup: 4 consecutive warps starting at a warp index divisible by 4, all 128 threads
+    /// converged (`wgmma.*.sync.aligned`). A kernel that uses one traps unless its block is
+    /// whole warpgroups; the checked variant also traps where a call is reached by part of a
+    /// warp.
+    Warpgroup,
     Block,
 }
 
@@ -40,6 +45,7 @@ impl Scope {
             Scope::Thread => "thread",
             Scope::Warp => "warp",
             Scope::FullWarp => "full warp",
+            Scope::Warpgroup => "warpgroup",
             Scope::Block => "block",
         }
     }
@@ -65,11 +71,12 @@ pub enum Group {
     Buffer,
     Tiles,
     Tensor,
+    Hopper,
 }
 
 impl Group {
     /// Every group, in doc order.
-    pub const ALL: [Group; 17] = [
+    pub const ALL: [Group; 18] = [
         Group::Thread,
         Group::Math,
         Group::LocalAtomic,
@@ -87,6 +94,7 @@ impl Group {
         Group::Buffer,
         Group::Tiles,
         Group::Tensor,
+        Group::Hopper,
     ];
 
     /// Heading used in docs.
@@ -111,6 +119,7 @@ impl Group {
                 "Tiles: dynamic shared memory, async copies, 16-byte vectors, 2-D indices"
             }
             Group::Tensor => "Tensor cores: fragments, ldmatrix, mma.sync m16n8k16",
+            Group::Hopper => "Hopper (sm_90a): mbarriers, TMA bulk tensor copies, wgmma",
         }
     }
 }
@@ -162,6 +171,20 @@ pub enum Arg {
     /// A `usize` column index, less than argument `.0` (a leading dimension); the checked
     /// variant traps otherwise.
     Col(usize),
+    /// `&x[i]` / `&mut x[i]` of a shared `u64` buffer: an mbarrier.
+    Mbar { mutable: bool },
+    /// A `&TensorMap<T>` kernel parameter.
+    Map,
+    /// `&mut x[i]` of a shared buffer of `T`: where a TMA tile of the tensor map in argument
+    /// `.0` lands (128-byte aligned; the checked variant traps unless the tile fits).
+    TmaDst(usize),
+    /// `&x[i]` of a shared buffer of `T` laid out as a 128-byte-swizzled TMA tile (rows of 128
+    /// bytes, 8-row atoms of 1024 bytes), at row 0 of a `rows`-row operand and a 16-element
+    /// K offset: a wgmma operand, passed as a matrix descriptor.
+    WgTile { rows: u32 },
+    /// `&mut acc[i]` of a `frag_c` array: `n` accumulators from `i` on, the registers of a
+    /// wgmma `m64nNk16` result (`N = 8 n`).
+    WgAcc { n: u32 },
 }
 
 /// The memory an element address of [`Arg::Bytes16`] must point into.
@@ -205,6 +228,11 @@ impl Arg {
             Arg::Vec16 => format!("{name}: Vec16<T>"),
             Arg::Const(s) => format!("{name}: {s} (constant)"),
             Arg::Col(_) => format!("{name}: usize"),
+            Arg::Mbar { mutable: true } | Arg::TmaDst(_) | Arg::WgAcc { .. } => {
+                format!("&mut {name}[i]")
+            }
+            Arg::Mbar { mutable: false } | Arg::WgTile { .. } => format!("&{name}[i]"),
+            Arg::Map => format!("{name}: &TensorMap<T>"),
         }
     }
 }
@@ -456,6 +484,20 @@ const SHARED: &[(Scalar, &str)] = RMA;
 /// The 16-bit floats `mma.sync` multiplies; `{T}` is the suffix of the support helper
 /// (`pgas_mma_bf16`), which spells the PTX type.
 const HALF16: &[(Scalar, &str)] = &[(Scalar::Bf16, "bf16"), (Scalar::F16, "f16")];
+/// What the copy engine moves (`tma_load_2d`): the `CUtensorMap` data types pgas builds maps
+/// for.
+const TMA: &[(Scalar, &str)] = &[
+    (Scalar::U8, ""),
+    (Scalar::U16, ""),
+    (Scalar::U32, ""),
+    (Scalar::I32, ""),
+    (Scalar::U64, ""),
+    (Scalar::I64, ""),
+    (Scalar::F16, ""),
+    (Scalar::Bf16, ""),
+    (Scalar::F32, ""),
+    (Scalar::F64, ""),
+];
 /// The accumulator of `mma.sync ... .f32.{T}.{T}.f32`.
 const ACC: &[(Scalar, &str)] = &[(Scalar::F32, "f32")];
 const SMEM: Space = Space::Shared;
@@ -925,6 +967,40 @@ pub static INTRINSICS: &[Intrinsic] = &[
     row("mma_sync", G::Tensor, F::Free, &[("c", A::Frag { kind: FragKind::C, mutable: true }), ("a", A::Frag { kind: FragKind::A, mutable: false }), ("b", A::Frag { kind: FragKind::B, mutable: false })],
         R::Unit, S::FullWarp, HALF16, "pgas_mma_{T}({0}, {1}, {2})", N::None, false,
         "`c += a * b` on the tensor cores, f32 accumulate (`mma.sync.aligned.m16n8k16.row.col.f32.{T}.{T}.f32`)."),
+    // Hopper.
+    row("mbarrier_init", G::Hopper, F::Free, &[("bar", A::Mbar { mutable: true }), ("count", A::Exact(Scalar::U32))], R::Unit, S::Thread, NONE,
+        "pgas_mbarrier_init({0}, {1})", N::None, false,
+        "Initialize the mbarrier `bar` (an element of a shared `u64` array) for `count` arrivals a phase; one thread, then `sync_threads()` before anyone uses it."),
+    row("mbarrier_arrive", G::Hopper, F::Free, &[("bar", A::Mbar { mutable: true })], R::Unit, S::Thread, NONE,
+        "pgas_mbarrier_arrive({0})", N::None, false,
+        "Arrive on `bar` (release: this thread's earlier shared-memory accesses are visible to whoever waits for the phase)."),
+    row("mbarrier_arrive_expect_tx", G::Hopper, F::Free, &[("bar", A::Mbar { mutable: true }), ("bytes", A::Exact(Scalar::U32))], R::Unit, S::Thread, NONE,
+        "pgas_mbarrier_arrive_expect_tx({0}, {1})", N::None, false,
+        "Arrive on `bar` and add `bytes` to the transfer its phase waits for: the bytes of the `tma_load_2d` copies that complete on it."),
+    row("mbarrier_wait", G::Hopper, F::Free, &[("bar", A::Mbar { mutable: false }), ("parity", A::Exact(Scalar::U32))], R::Unit, S::Thread, NONE,
+        "pgas_mbarrier_wait({0}, {1}, {line})", N::None, false,
+        "Wait until the phase of `bar` with parity `parity` (0, 1, 0, ... for its 1st, 2nd, 3rd phase) has completed (`mbarrier.try_wait.parity` loop). A wait that lasts over about 2^35 cycles (some 15 s) prints the Rust line and traps instead of hanging."),
+    row("fence_proxy_async", G::Hopper, F::Free, &[], R::Unit, S::Thread, NONE,
+        "pgas_fence_proxy_async()", N::None, false,
+        "Order this thread's ordinary shared-memory writes before later reads by the copy engine or the tensor cores (`fence.proxy.async.shared::cta`); then a barrier."),
+    row("tma_load_2d", G::Hopper, F::Free, &[("dst", A::TmaDst(1)), ("map", A::Map), ("bar", A::Mbar { mutable: true }), ("col", A::Exact(Scalar::I32)), ("row", A::Exact(Scalar::I32))],
+        R::Unit, S::Thread, TMA, "pgas_tma_load_2d({0}, &{1}, {2}, {3}, {4})", N::None, false,
+        "Start the copy engine on the tile of `map` whose first element is (`row`, `col`) of the tensor, into shared memory at `dst` (128-byte aligned; 1024 for a 128-byte swizzle read by `wgmma`); it completes on `bar` with the tile's bytes (`cp.async.bulk.tensor.2d`). The tensor may be a `CudaSlice`, a `SymTensor` or another PE's copy of one (`TensorMap::tiled_2d_peer`)."),
+    row("wgmma_fence", G::Hopper, F::Free, &[], R::Unit, S::Warpgroup, NONE, "pgas_wgmma_fence()", N::None, false,
+        "Before the first `wgmma_*` of a batch: orders the accumulators' register writes before the tensor cores read them (`wgmma.fence`)."),
+    row("wgmma_commit", G::Hopper, F::Free, &[], R::Unit, S::Warpgroup, NONE, "pgas_wgmma_commit()", N::None, false,
+        "Close the batch of `wgmma_*` issued since the last commit (`wgmma.commit_group`)."),
+    row("wgmma_wait", G::Hopper, F::Free, &[("n", A::Const(Scalar::U32))], R::Unit, S::Warpgroup, NONE, "pgas_wgmma_wait<{0}>()", N::None, false,
+        "Wait until at most `n` committed batches are in flight (`wgmma.wait_group`, `n` a constant); only then read the accumulators or reuse the operands' shared memory."),
+    row("wgmma_m64n64k16", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 8 }), ("a", A::WgTile { rows: 64 }), ("b", A::WgTile { rows: 64 })],
+        R::Unit, S::Warpgroup, HALF16, "pgas_wgmma_m64n64k16_{T}({0}, pgas_wgmma_desc({1}), pgas_wgmma_desc({2}))", N::None, false,
+        "`acc[i..i + 8] += a * b` by the warpgroup (`wgmma.mma_async` m64n64k16, f32 accumulate): `a` is 64 rows x 16 of K, `b` 64 rows (N) x 16 of K, both K-major tiles in shared memory as `tma_load_2d` leaves them with a 128-byte swizzle (rows of 64 elements); pass row 0 and the K offset (0, 16, 32, 48). Warp `w` of the warpgroup holds rows `16 w ..` of the result, fragment `i + j` columns `8 j ..`, laid out as `frag_c`. Asynchronous: `wgmma_fence` before, `wgmma_commit` and `wgmma_wait` after."),
+    row("wgmma_m64n128k16", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 16 }), ("a", A::WgTile { rows: 64 }), ("b", A::WgTile { rows: 128 })],
+        R::Unit, S::Warpgroup, HALF16, "pgas_wgmma_m64n128k16_{T}({0}, pgas_wgmma_desc({1}), pgas_wgmma_desc({2}))", N::None, false,
+        "`wgmma_m64n64k16` with N = 128: `acc[i..i + 16]`, `b` 128 rows."),
+    row("wgmma_m64n256k16", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 32 }), ("a", A::WgTile { rows: 64 }), ("b", A::WgTile { rows: 256 })],
+        R::Unit, S::Warpgroup, HALF16, "pgas_wgmma_m64n256k16_{T}({0}, pgas_wgmma_desc({1}), pgas_wgmma_desc({2}))", N::None, false,
+        "`wgmma_m64n64k16` with N = 256: `acc[i..i + 32]`, `b` 256 rows."),
 ];
 
 /// The row for a free call `name(...)`.

@@ -40,7 +40,7 @@ mod types;
 pub use docs::intrinsics_markdown;
 pub use error::CodegenError;
 pub use expand::{expand_device, expand_kernel};
-pub use prelude::{Prelude, PRELUDE, PRELUDE_BARRIER, PRELUDE_P2P};
+pub use prelude::{Prelude, PRELUDE, PRELUDE_BARRIER, PRELUDE_P2P, SM90A_MARKER};
 pub use specialize::{batch, specialize};
 pub use types::Scalar;
 
@@ -65,6 +65,8 @@ pub enum ParamKind {
     Scalar(Scalar),
     /// `Team`: `nvshmem_team_t` (an `int`).
     Team,
+    /// `&TensorMap<T>`: the 128-byte `CUtensorMap` by value, then the tile shape.
+    TensorMap(Scalar),
     /// `#[comptime]`: baked into the source by [`specialize`], not passed at launch.
     Comptime(Scalar),
 }
@@ -253,6 +255,8 @@ pub fn compile_kernel(
         prelude: kinfo.prelude,
         full_warp: kinfo.full_warp,
         tensor: kinfo.tensor,
+        warpgroup: kinfo.warpgroup,
+        sm90: kinfo.sm90,
     };
     let mut reached = BTreeSet::new();
     let mut stack: Vec<String> = kinfo.calls.iter().cloned().collect();
@@ -262,9 +266,19 @@ pub fn compile_kernel(
                 uses.prelude = uses.prelude.max(info.prelude);
                 uses.full_warp |= info.full_warp;
                 uses.tensor |= info.tensor;
+                uses.warpgroup |= info.warpgroup;
+                uses.sm90 |= info.sm90;
                 stack.extend(info.calls.iter().cloned());
             }
         }
+    }
+    if let (true, Some(n)) = (uses.warpgroup, max_threads.filter(|n| n % 128 != 0)) {
+        let mut errors = Errors::default();
+        errors.push(
+            error::Sp::of(&kernel.sig.ident),
+            format!("this kernel calls warpgroup-wide `wgmma_*` (128 threads together), so its blocks are whole warpgroups, but `max_threads = {n}` is not a multiple of 128"),
+        );
+        return Err(errors.into_vec());
     }
     let used: Vec<&Function> = hfs.iter().filter(|h| reached.contains(&h.name)).collect();
     let emit = |checked| emit::emit_source(&kf, &used, checked, uses, max_threads, file_name);
@@ -285,6 +299,7 @@ pub fn compile_kernel(
                     mutable: b.mutable,
                 },
                 Ty::Team => ParamKind::Team,
+                Ty::TensorMap(s) => ParamKind::TensorMap(s),
                 t => ParamKind::Scalar(t.scalar().unwrap_or(Scalar::I32)),
             },
         })

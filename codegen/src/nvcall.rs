@@ -91,7 +91,7 @@ pub struct Wrapper {
     pub ret: String,
     /// `type pN` for each placeholder, in the order the call passes them.
     pub params: Vec<String>,
-    /// Which placeholder each parameter stands for (`"0"`, `"0.len"`, `"n"`).
+    /// Which placeholder each parameter stands for (`"0"`, `"0.len"`, `"n"`, `"line"`).
     pub keys: Vec<String>,
     pub body: String,
 }
@@ -155,7 +155,12 @@ fn param_type(kind: Arg, c: &str) -> Option<String> {
         | Arg::Frag { .. }
         | Arg::Vec16
         | Arg::Const(_)
-        | Arg::Col(_) => return None,
+        | Arg::Col(_)
+        | Arg::Mbar { .. }
+        | Arg::Map
+        | Arg::TmaDst(_)
+        | Arg::WgTile { .. }
+        | Arg::WgAcc { .. } => return None,
     })
 }
 
@@ -204,11 +209,15 @@ pub fn wrapper(row: &Intrinsic, elem: Option<Scalar>, op: &str) -> Wrapper {
     let mut args: Vec<String> = vec![String::new(); row.args.len()];
     let mut lens: Vec<String> = vec![String::new(); row.args.len()];
     let mut count = String::new();
+    let mut line = String::new();
     for (i, key) in keys.iter().enumerate() {
         let p = format!("p{i}");
         let ty = if key == "n" {
             count = p.clone();
             "size_t".to_string()
+        } else if key == "line" {
+            line = p.clone();
+            "int".to_string()
         } else if let Some((a, "len")) = key.split_once('.') {
             if let Some(slot) = a.parse::<usize>().ok().and_then(|a| lens.get_mut(a)) {
                 *slot = p.clone();
@@ -225,7 +234,7 @@ pub fn wrapper(row: &Intrinsic, elem: Option<Scalar>, op: &str) -> Wrapper {
         };
         params.push(format!("{ty} {p}"));
     }
-    let body = crate::emit::expand_template(row.cuda, &args, &lens, &count, t, c, op);
+    let body = crate::emit::expand_template(row.cuda, &args, &lens, &count, t, c, op, &line);
     Wrapper {
         name,
         ret: ret_type(row.ret, c),

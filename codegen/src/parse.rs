@@ -144,7 +144,7 @@ fn lower_param(pt: &syn::PatType, is_kernel: bool, errors: &mut Errors) -> Optio
     })
 }
 
-const PARAM_TYPES: &str = "kernel parameters are `&SymTensor<T>`, `&mut SymTensor<T>`, `&CudaSlice<T>`, `&mut CudaSlice<T>`, a scalar type, or `Team`";
+const PARAM_TYPES: &str = "kernel parameters are `&SymTensor<T>`, `&mut SymTensor<T>`, `&CudaSlice<T>`, `&mut CudaSlice<T>`, `&TensorMap<T>`, a scalar type, or `Team`";
 
 fn lower_param_type(ty: &syn::Type, errors: &mut Errors) -> Option<Ty> {
     match ty {
@@ -160,6 +160,9 @@ fn lower_param_type(ty: &syn::Type, errors: &mut Errors) -> Option<Ty> {
             if let syn::Type::Path(tp) = &*r.elem {
                 if tp.qself.is_none() {
                     if let Some(seg) = tp.path.segments.last() {
+                        if seg.ident == "TensorMap" {
+                            return tensor_map_param(seg, mutable, errors);
+                        }
                         let kind = match seg.ident.to_string().as_str() {
                             "SymTensor" => Some(BufKind::Sym),
                             "CudaSlice" => Some(BufKind::Local),
@@ -224,6 +227,33 @@ fn lower_param_type(ty: &syn::Type, errors: &mut Errors) -> Option<Ty> {
             None
         }
     }
+}
+
+/// `&TensorMap<T>`: read-only (the copy engine reads it from parameter space), of a type the
+/// copy engine moves.
+fn tensor_map_param(seg: &syn::PathSegment, mutable: bool, errors: &mut Errors) -> Option<Ty> {
+    let elem = match &seg.arguments {
+        syn::PathArguments::AngleBracketed(ab) if ab.args.len() == 1 => match &ab.args[0] {
+            syn::GenericArgument::Type(t) => scalar_of_type(t),
+            _ => None,
+        },
+        _ => None,
+    };
+    let Some(elem) = elem.filter(|s| *s != Scalar::Bool) else {
+        errors.push(
+            Sp::of(&seg.arguments),
+            "`TensorMap` takes one numeric element type, e.g. `TensorMap<bf16>`",
+        );
+        return None;
+    };
+    if mutable {
+        errors.push(
+            Sp::of(seg),
+            "a tensor map is read-only in a kernel: take it as `&TensorMap<T>`",
+        );
+        return None;
+    }
+    Some(Ty::TensorMap(elem))
 }
 
 /// The scalar a type names, if it is one (`f32`, `half::f16`, ...).

@@ -260,3 +260,149 @@ __device__ __forceinline__ void pgas_check_full_warp(int line) {
     }
 }
 ";
+
+/// The first line of [`sm90_support`]: a source that contains it uses sm_90a-only instructions
+/// (`wgmma`), so the runtime compiles it with `-arch=sm_90a` and refuses other GPUs.
+pub const SM90A_MARKER: &str = "// pgas: this source needs sm_90a (wgmma, TMA, mbarrier tx)";
+
+/// The shapes of `wgmma.mma_async` the intrinsic table has rows for (`m64nNk16`).
+const WGMMA_N: [u32; 3] = [64, 128, 256];
+
+/// Helpers of kernels that use the Hopper intrinsics (both variants): the tensor map parameter
+/// type, mbarriers, the copy engine (`cp.async.bulk.tensor`), and `wgmma` with shared-memory
+/// operands through matrix descriptors, as inline PTX (sm_90a). The `wgmma` helpers are
+/// generated: one per shape and type, each naming all `N / 2` accumulator registers.
+pub fn sm90_support() -> String {
+    let mut s = String::new();
+    s.push_str(SM90A_MARKER);
+    s.push('\n');
+    s.push_str(SM90_FIXED);
+    for n in WGMMA_N {
+        for (t, ptx) in [("bf16", "bf16"), ("f16", "f16")] {
+            s.push_str(&wgmma_helper(n, t, ptx));
+        }
+    }
+    s
+}
+
+/// `pgas_wgmma_m64n{n}k16_{t}(acc, desc_a, desc_b)`: `acc += A B` with both operands K-major in
+/// shared memory, accumulating into the `n / 8` fragments from `acc` on (4 registers each).
+fn wgmma_helper(n: u32, t: &str, ptx: &str) -> String {
+    let regs = n / 2;
+    let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    let outs: Vec<String> = (0..regs)
+        .map(|i| format!("\"+f\"(c[{}].x[{}])", i / 4, i % 4))
+        .collect();
+    format!(
+        "__device__ __forceinline__ void pgas_wgmma_m64n{n}k16_{t}(pgas_frag_c *c, uint64_t da, uint64_t db) {{
+    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} {{{}}}, %{}, %{}, p, 1, 1, 0, 0; }}\"
+                 : {}
+                 : \"l\"(da), \"l\"(db));
+}}
+",
+        list.join(", "),
+        regs,
+        regs + 1,
+        outs.join(", ")
+    )
+}
+
+/// The fixed part of [`sm90_support`].
+const SM90_FIXED: &str = "// A CUtensorMap (cuda.h, which NVRTC does not ship): 128 opaque bytes, 64-byte aligned.
+struct __align__(64) pgas_tensor_map { unsigned long long opaque[16]; };
+__device__ __forceinline__ void pgas_mbarrier_init(uint64_t *bar, uint32_t count) {
+    asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(pgas_smem_addr(bar)), \"r\"(count) : \"memory\");
+    // Makes the initialization visible to the copy engine's complete_tx.
+    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");
+}
+__device__ __forceinline__ void pgas_mbarrier_arrive(uint64_t *bar) {
+    asm volatile(\"mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\" :: \"r\"(pgas_smem_addr(bar)) : \"memory\");
+}
+__device__ __forceinline__ void pgas_mbarrier_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
+    asm volatile(\"mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\" :: \"r\"(pgas_smem_addr(bar)), \"r\"(bytes) : \"memory\");
+}
+// try_wait suspends the thread for a while before it fails, so the loop does not spin hot; a
+// phase that never completes (a lost arrival, a wrong parity or byte count) traps with the Rust
+// line after about 2^35 cycles instead of hanging the GPU.
+__device__ __forceinline__ void pgas_mbarrier_wait(const uint64_t *bar, uint32_t parity, int line) {
+    const uint32_t addr = pgas_smem_addr(bar);
+    long long start = 0;
+    for (;;) {
+        uint32_t done;
+        asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }\"
+                     : \"=r\"(done) : \"r\"(addr), \"r\"(parity) : \"memory\");
+        if (done) return;
+        if (start == 0) {
+            start = clock64();
+        } else if (clock64() - start > (1ll << 35)) {
+            printf(\"%s:%d: mbarrier_wait timed out: the phase with parity %u never completed (check the arrival count, the parity and the bytes of arrive_expect_tx)\\n\", PGAS_RUST_FILE, line, parity);
+            __trap();
+        }
+    }
+}
+__device__ __forceinline__ void pgas_fence_proxy_async() {
+    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");
+}
+__device__ __forceinline__ void pgas_tma_load_2d(void *dst, const pgas_tensor_map *map, uint64_t *bar, int col, int row) {
+    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\"
+                 :: \"r\"(pgas_smem_addr(dst)), \"l\"((unsigned long long)map), \"r\"(pgas_smem_addr(bar)), \"r\"(col), \"r\"(row)
+                 : \"memory\");
+}
+// A wgmma matrix descriptor for a K-major operand tile as the copy engine writes it with a
+// 128-byte swizzle: rows of 128 bytes, 8-row atoms 1024 bytes apart (the stride), the leading
+// offset unused; the start address moves 32 bytes per 16 elements of K inside the atom.
+__device__ __forceinline__ uint64_t pgas_wgmma_desc(const void *smem) {
+    const uint64_t addr = pgas_smem_addr(smem);
+    return ((addr & 0x3ffff) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void pgas_wgmma_fence() {
+    asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");
+}
+__device__ __forceinline__ void pgas_wgmma_commit() {
+    asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");
+}
+template <unsigned N> __device__ __forceinline__ void pgas_wgmma_wait() {
+    asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(N) : \"memory\");
+}
+// wgmma needs all 128 threads of a warpgroup: a block that is not whole warpgroups would leave
+// the last one short and the instruction undefined, so the kernel traps at entry.
+__device__ __forceinline__ void pgas_require_whole_warpgroups(int line) {
+    unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    if (threads % 128u != 0u) {
+        if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+            printf(\"%s:%d: this kernel uses warpgroup-wide instructions (wgmma_*) and needs whole warpgroups, but its block has %u threads, not a multiple of 128\\n\", PGAS_RUST_FILE, line, threads);
+        }
+        __syncthreads();
+        __trap();
+    }
+}
+";
+
+/// Checks of the checked variant for [`sm90_support`]'s intrinsics: TMA destinations aligned
+/// and large enough for the tile, wgmma operands where a swizzled tile's row 0 can be.
+pub const CHECK_SM90_SUPPORT: &str = "template <typename T> __device__ __forceinline__ T *pgas_check_tma_dst(T *base, size_t i, unsigned long long len, unsigned long long box, int line) {
+    const unsigned long long n = (box >> 32) * (box & 0xffffffffull);
+    if (i >= len || len - i < n) {
+        printf(\"%s:%d: TMA tile out of bounds: %llu elements from element %llu of a buffer of len %llu\\n\", PGAS_RUST_FILE, line, n, (unsigned long long)i, len);
+        __trap();
+    }
+    if (pgas_smem_addr(base + i) % 128 != 0) {
+        printf(\"%s:%d: a TMA tile's destination must be 128-byte aligned (1024 for a 128-byte swizzle read by wgmma); element %llu is not\\n\", PGAS_RUST_FILE, line, (unsigned long long)i);
+        __trap();
+    }
+    return base + i;
+}
+template <typename T> __device__ __forceinline__ T *pgas_check_wgmma_tile(T *base, size_t i, unsigned long long len, unsigned rows, int line) {
+    const uint32_t addr = pgas_smem_addr(base + i);
+    const unsigned long long n = (unsigned long long)rows * (128 / sizeof(T)) - (addr % 128) / sizeof(T);
+    if (i >= len || len - i < n) {
+        printf(\"%s:%d: wgmma operand out of bounds: %u rows of 128 bytes from element %llu of a buffer of len %llu\\n\", PGAS_RUST_FILE, line, rows, (unsigned long long)i, len);
+        __trap();
+    }
+    if (addr % 1024 >= 128 || addr % 32 != 0) {
+        printf(\"%s:%d: a wgmma operand starts at row 0 of a 1024-byte-aligned swizzled tile, at a K offset of 16 elements (32 bytes); shared address %u is not\\n\", PGAS_RUST_FILE, line, addr);
+        __trap();
+    }
+    return base + i;
+}
+";

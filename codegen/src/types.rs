@@ -310,6 +310,8 @@ pub enum Ty {
     /// Sixteen bytes of `T` in registers (`load_vec16`), stored back with `store_vec16`.
     Vec16(Scalar),
     Team,
+    /// `&TensorMap<T>`: a TMA tensor map kernel parameter (`tma_load_2d`'s source).
+    TensorMap(Scalar),
     Enum(EnumTy),
     Unit,
     /// The type of `return`, `break`, `continue`: fits anywhere.

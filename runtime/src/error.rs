@@ -382,6 +382,26 @@ pub enum Error {
         status: i32,
     },
 
+    /// A tensor map (TMA descriptor) the copy engine cannot use, named by the rule it breaks.
+    #[error("cannot build a tensor map: {reason}")]
+    TensorMap {
+        /// What is wrong, and the limit.
+        reason: String,
+    },
+
+    /// A kernel that uses sm_90a instructions (`wgmma_*`, TMA) on a GPU that lacks them.
+    #[error(
+        "kernel `{kernel}` uses Hopper instructions (wgmma, TMA: compiled for sm_90a), but this GPU \
+         is compute capability {}.{}. Fix: run it on an H100/H200 (9.0), or use the mma_sync path",
+        arch.0, arch.1
+    )]
+    NeedsSm90a {
+        /// The Rust kernel name (or the batch's).
+        kernel: String,
+        /// The GPU's compute capability.
+        arch: (u32, u32),
+    },
+
     /// A launch whose arguments or configuration do not match the kernel.
     #[error("cannot launch kernel `{kernel}`: {reason}")]
     Launch {

@@ -33,6 +33,9 @@ pub enum ParamKind {
     Scalar(&'static str),
     /// An NVSHMEM team handle.
     Team,
+    /// `&TensorMap<T>`: the TMA descriptor by value, then its tile shape; the string is the Rust
+    /// element type.
+    TensorMap(&'static str),
     /// A `#[comptime]` value baked into the source; not passed at launch.
     Comptime(&'static str),
 }

@@ -28,8 +28,8 @@ pub mod prelude;
 pub use bootstrap::Bootstrap;
 pub use context::{
     builder, init, AmoElem, AmoInt, Cmp, CollectiveElem, MulticastView, PeerView, Pgas,
-    PgasBuilder, ReduceOp, Shape, SignalOp, SymBuffer, SymRegion, SymTensor, SymView, SymViewMut,
-    Team, TeamConfig, VmmBuffer, MAX_DIMS,
+    PgasBuilder, ReduceOp, Shape, SignalOp, Swizzle, SymBuffer, SymRegion, SymTensor, SymView,
+    SymViewMut, Team, TeamConfig, TensorMap, Tile2d, TmaElem, VmmBuffer, MAX_DIMS,
 };
 pub use device::gpu_count;
 /// The DLPack crate pgas exports and imports through ([`SymTensor::into_dlpack`],

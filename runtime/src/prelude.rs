@@ -2,8 +2,8 @@
 
 pub use crate::bootstrap::Bootstrap;
 pub use crate::context::{
-    Cmp, Pgas, PgasBuilder, ReduceOp, SignalOp, SymBuffer, SymRegion, SymTensor, SymView,
-    SymViewMut, Team, TeamConfig,
+    Cmp, Pgas, PgasBuilder, ReduceOp, SignalOp, Swizzle, SymBuffer, SymRegion, SymTensor, SymView,
+    SymViewMut, Team, TeamConfig, TensorMap, Tile2d,
 };
 pub use crate::error::{Error, Result};
 pub use crate::launch::{LaunchConfig, RawKernel};

@@ -167,3 +167,45 @@ fn disk_cache_hit_corruption_and_dump() {
     std::fs::remove_dir_all(dir).unwrap();
     std::fs::remove_dir_all(dump).unwrap();
 }
+
+/// A tiny source that uses `wgmma` (sm_90a only), with the marker generated Hopper code carries.
+fn wgmma_source() -> String {
+    format!(
+        "{}\n{}",
+        pgas_codegen::SM90A_MARKER,
+        r#"extern "C" __global__ void wg() {
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+"#
+    )
+}
+
+#[test]
+fn sm90a_sources_compile_for_sm90a_and_refuse_other_gpus() {
+    let tc = toolchain();
+    let src = wgmma_source();
+    assert!(tc
+        .options((9, 0), &src)
+        .contains(&"-arch=sm_90a".to_owned()));
+    assert!(tc.options((9, 0), TINY).contains(&"-arch=sm_90".to_owned()));
+    // The marker changes the options, so the cache key too.
+    assert_ne!(
+        tc.cache_key(&src, "wg", (9, 0)),
+        tc.cache_key(&src.replace(pgas_codegen::SM90A_MARKER, ""), "wg", (9, 0))
+    );
+    let out = tc.compile_cubin(&src, "wg", (9, 0)).unwrap();
+    assert_eq!(&out.cubin[..4], b"\x7fELF");
+    // Without sm_90a, NVRTC's ptxas rejects wgmma: the marker is what makes it compile.
+    let plain = src.replace(pgas_codegen::SM90A_MARKER, "");
+    assert!(tc.compile_cubin(&plain, "wg", (9, 0)).is_err());
+    match tc.compile_cubin(&src, "wg", (8, 0)) {
+        Err(e @ Error::NeedsSm90a { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("compute capability 8.0") && msg.contains("mma_sync"),
+                "{msg}"
+            );
+        }
+        other => panic!("expected NeedsSm90a on sm_80, got {other:?}"),
+    }
+}

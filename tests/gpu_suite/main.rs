@@ -20,6 +20,7 @@ mod amo;
 mod coll;
 mod collectives;
 mod faults;
+mod hopper;
 mod host_api;
 mod host_collectives;
 mod intrinsics;
@@ -73,6 +74,7 @@ fn main() -> ExitCode {
         peer::CASES,
         launch::CASES,
         tensor::CASES,
+        hopper::CASES,
         misuse::CASES,
         // Last: the newest calls into NVSHMEM, so that if one of them took the process down, every
         // older case would still have reported.
@@ -94,6 +96,7 @@ fn main() -> ExitCode {
         launch::KERNELS,
         tensor::KERNELS,
         misuse::KERNELS,
+        hopper::KERNELS,
     ]
     .concat();
     runner::run(&cases, &kernels, &args)

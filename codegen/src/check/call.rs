@@ -222,7 +222,17 @@ impl Checker<'_> {
                     | Arg::AnyElemMut
                     | Arg::AnyBuf
             );
-            if matches!(kind, Arg::Bytes16 { .. } | Arg::Frag { .. } | Arg::Vec16) {
+            if matches!(
+                kind,
+                Arg::Bytes16 { .. }
+                    | Arg::Frag { .. }
+                    | Arg::Vec16
+                    | Arg::Mbar { .. }
+                    | Arg::Map
+                    | Arg::TmaDst(_)
+                    | Arg::WgTile { .. }
+                    | Arg::WgAcc { .. }
+            ) {
                 done[i] = true;
                 match self.tensor_arg(*kind, &mut args[i], pname, &shown_name) {
                     Ok(Some(b)) => {
@@ -410,11 +420,16 @@ impl Checker<'_> {
             }
         }
         self.info.prelude = self.info.prelude.max(row.prelude);
-        if row.scope == Scope::FullWarp {
-            self.info.full_warp = true;
+        match row.scope {
+            Scope::FullWarp => self.info.full_warp = true,
+            Scope::Warpgroup => self.info.warpgroup = true,
+            _ => {}
         }
-        if matches!(row.group, Group::Tiles | Group::Tensor) {
+        if matches!(row.group, Group::Tiles | Group::Tensor | Group::Hopper) {
             self.info.tensor = true;
+        }
+        if row.group == Group::Hopper {
+            self.info.sm90 = true;
         }
         let ty = match row.ret {
             Ret::Unit => Ty::Unit,

@@ -100,6 +100,7 @@ impl Checker<'_> {
             Ty::Frag(f) => f.to_string(),
             Ty::Vec16(s) => format!("Vec16<{s}>"),
             Ty::Team => "Team".into(),
+            Ty::TensorMap(s) => format!("&TensorMap<{s}>"),
             Ty::Enum(e) => e.name().into(),
             Ty::Unit => "()".into(),
             Ty::Never => "!".into(),

@@ -58,6 +58,12 @@ pub struct FnInfo {
     /// Uses a row of the tile or tensor-core groups directly: the source needs their support
     /// code.
     pub tensor: bool,
+    /// Calls a warpgroup-wide instruction (scope `Warpgroup`, `wgmma_*`) directly: the kernel
+    /// must run whole warpgroups.
+    pub warpgroup: bool,
+    /// Uses a Hopper row (mbarriers, TMA, wgmma) directly: the source carries their support
+    /// code and compiles for sm_90a.
+    pub sm90: bool,
 }
 
 /// Where an expression sits, which decides what it may be.

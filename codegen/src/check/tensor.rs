@@ -22,6 +22,23 @@ impl Checker<'_> {
         pname: &str,
         fname: &str,
     ) -> Result<Option<Scalar>, ()> {
+        // TMA destinations and wgmma operands are shared-memory element addresses, wgmma
+        // accumulators `frag_c` fragments: the same rules, with their own emission.
+        let kind = match kind {
+            Arg::TmaDst(_) => Arg::Bytes16 {
+                space: Space::Shared,
+                mutable: true,
+            },
+            Arg::WgTile { .. } => Arg::Bytes16 {
+                space: Space::Shared,
+                mutable: false,
+            },
+            Arg::WgAcc { .. } => Arg::Frag {
+                kind: FragKind::C,
+                mutable: true,
+            },
+            k => k,
+        };
         let t = self.expr(a, None, Ctx::Arg);
         if t == Ty::Error {
             return Err(());
@@ -84,6 +101,29 @@ impl Checker<'_> {
                 Ty::Vec16(s) => Ok(Some(s)),
                 _ => {
                     self.errors.push(span, format!("`{pname}` of `{fname}` is a `Vec16<T>` from `load_vec16`, found `{shown}`"));
+                    Err(())
+                }
+            },
+            Arg::Mbar { mutable } => {
+                let amp = if mutable { "&mut " } else { "&" };
+                match t {
+                    Ty::ElemRef(b)
+                        if b.kind == BufKind::Shared
+                            && b.elem == Scalar::U64
+                            && (b.mutable || !mutable) =>
+                    {
+                        Ok(None)
+                    }
+                    _ => {
+                        self.errors.push(span, format!("`{pname}` of `{fname}` is an mbarrier: `{amp}{pname}[i]` of a shared `u64` array (`shared_array::<u64, N>()`), found `{shown}`"));
+                        Err(())
+                    }
+                }
+            }
+            Arg::Map => match t {
+                Ty::TensorMap(s) => Ok(Some(s)),
+                _ => {
+                    self.errors.push(span, format!("`{pname}` of `{fname}` is a `&TensorMap<T>` kernel parameter, found `{shown}`"));
                     Err(())
                 }
             },

@@ -15,6 +15,7 @@ pub(crate) mod pgas;
 mod rma;
 mod shape;
 pub(crate) mod team;
+pub(crate) mod tensor_map;
 
 pub use amo::{AmoElem, AmoInt};
 pub use collectives::{CollectiveElem, ReduceOp};
@@ -25,3 +26,4 @@ pub use pgas::{builder, init, Pgas, PgasBuilder};
 pub use rma::{Cmp, SignalOp};
 pub use shape::{Shape, MAX_DIMS};
 pub use team::{Team, TeamConfig};
+pub use tensor_map::{Swizzle, TensorMap, Tile2d, TmaElem};

@@ -60,7 +60,9 @@ pub(crate) fn lookup(disk: &DiskCache, key: &CacheKey) -> Option<Image> {
 /// Which prelude a source starts with, for grouping and for progress lines. Raw kernels are
 /// never batched (two may share a symbol name).
 pub(crate) fn prelude_of(src: &Source) -> Option<Prelude> {
-    if !src.batchable {
+    // An sm_90a kernel compiles alone: batched, it would make its neighbours sm_90a too, and
+    // on a GPU without wgmma fail them with it.
+    if !src.batchable || src.text.contains(pgas_codegen::SM90A_MARKER) {
         return None;
     }
     Prelude::of_source(&src.text)
@@ -263,6 +265,18 @@ mod tests {
     }
 
     const ARCH: (u32, u32) = (9, 0);
+
+    #[test]
+    fn sm90a_kernels_are_never_batched() {
+        let mut wg = spec("batch_wg", "if (n) x[0] = 1.0f;");
+        wg.text = wg.text.replacen(
+            "#line 10",
+            &format!("{}\n#line 10", pgas_codegen::SM90A_MARKER),
+            1,
+        );
+        assert_eq!(prelude_of(&wg), None);
+        assert_eq!(prelude_of(&spec("batch_x", "")), Some(Prelude::P2p));
+    }
 
     fn has_symbol(cubin: &[u8], name: &str) -> bool {
         cubin.windows(name.len()).any(|w| w == name.as_bytes())

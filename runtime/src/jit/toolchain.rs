@@ -135,15 +135,17 @@ impl Toolchain {
     /// The prelude whose library `source` links against, when it compiles link-time.
     fn links(&self, source: &str) -> Option<Prelude> {
         self.linker.as_ref()?;
-        Prelude::of_source(source)
-            .filter(|p| nvcall::links(*p) && source.contains(nvcall::GENERATED))
+        // sm_90a kernels (wgmma, TMA) compile inline: the library is built for plain sm_XY.
+        Prelude::of_source(source).filter(|p| {
+            nvcall::links(*p) && source.contains(nvcall::GENERATED) && !needs_sm90a(source)
+        })
     }
 
     /// NVRTC's options for LTO-IR (link-time kernels and the NVSHMEM library): the usual ones,
     /// without `--Ofast-compile` (optimization happens in the link), plus `-dlto -rdc=true`.
     pub(crate) fn lto_options(&self, arch: (u32, u32)) -> Vec<String> {
         let mut o: Vec<String> = self
-            .options(arch)
+            .options(arch, "")
             .into_iter()
             .filter(|o| !o.starts_with("--Ofast-compile"))
             .collect();
@@ -172,10 +174,13 @@ impl Toolchain {
         self.nvrtc_version
     }
 
-    /// The NVRTC options for `arch`: those of `docs/jit.md`, which NVSHMEM's device code needs.
-    pub fn options(&self, arch: (u32, u32)) -> Vec<String> {
+    /// The NVRTC options for `source` on `arch`: those of `docs/jit.md`, which NVSHMEM's device
+    /// code needs. A source with sm_90a instructions (`wgmma`, see
+    /// [`pgas_codegen::SM90A_MARKER`]) compiles for the architecture-specific `sm_90a`.
+    pub fn options(&self, arch: (u32, u32), source: &str) -> Vec<String> {
+        let suffix = if needs_sm90a(source) { "a" } else { "" };
         let mut opts = vec![
-            format!("-arch=sm_{}{}", arch.0, arch.1),
+            format!("-arch=sm_{}{}{suffix}", arch.0, arch.1),
             "-std=c++17".to_owned(),
             // NVSHMEM's headers have unannotated inline functions; NVRTC rejects them as host
             // functions without this.
@@ -207,7 +212,7 @@ impl Toolchain {
         kernel_name: &str,
         arch: (u32, u32),
     ) -> Result<Compiled> {
-        self.compile_with(source, kernel_name, arch, &self.options(arch))
+        self.compile_with(source, kernel_name, arch, &self.options(arch, source))
     }
 
     /// The disk-cache key of `source` compiled as `kernel_name` for `arch`: it covers every NVRTC
@@ -221,7 +226,7 @@ impl Toolchain {
                 o.push(format!("link {:02x?}", lib.as_bytes()));
                 o
             }
-            None => self.options(arch),
+            None => self.options(arch, source),
         };
         self.cache_key_with(source, kernel_name, arch, &options)
     }
@@ -264,7 +269,7 @@ impl Toolchain {
                     dump_file(dir, &format!("{kernel_name}.cu"), source);
                     let note = format!(
                         "options: {}\nloaded from {}\n",
-                        self.options(arch).join(" "),
+                        self.options(arch, source).join(" "),
                         c.path(&key).display()
                     );
                     dump_file(dir, &format!("{kernel_name}.log"), &note);
@@ -321,7 +326,7 @@ impl Toolchain {
                 (compiled, lto, opts)
             }
             None => {
-                let opts = self.options(arch);
+                let opts = self.options(arch, source);
                 let compiled = self.compile_with(source, kernel_name, arch, &opts);
                 (compiled, source.to_owned(), opts)
             }
@@ -427,6 +432,12 @@ impl Toolchain {
         arch: (u32, u32),
         options: &[String],
     ) -> Result<Compiled> {
+        if needs_sm90a(source) && arch != (9, 0) {
+            return Err(Error::NeedsSm90a {
+                kernel: kernel_name.to_owned(),
+                arch,
+            });
+        }
         self.check_arch(arch)?;
         let out = nvrtc::compile(source, &format!("{kernel_name}.cu"), options, false)?;
         match out.cubin {
@@ -441,6 +452,11 @@ impl Toolchain {
             }),
         }
     }
+}
+
+/// Whether `source` uses sm_90a-only instructions: its Hopper support code says so.
+fn needs_sm90a(source: &str) -> bool {
+    source.contains(pgas_codegen::SM90A_MARKER)
 }
 
 /// The `--Ofast-compile` level `PGAS_JIT_FAST_COMPILE` asks for: `None` when unset, empty or

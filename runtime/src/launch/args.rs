@@ -11,14 +11,21 @@ use cudarc::driver::{
 
 use crate::context::memory::SymRegion;
 use crate::context::team::Team;
+use crate::context::tensor_map::{TensorMap, TmaElem};
 use crate::error::{Error, Result};
 use crate::jit::state::Function;
 use crate::kernel::{KernelSpec, ParamKind, MAX_COMPTIME};
 
 use super::driver::{launch_function, LaunchConfig};
 
-/// Most ABI parameters one launch may pass (a buffer counts two: pointer and length).
+/// Most ABI parameters one launch may pass (a buffer counts two: pointer and length, a tensor
+/// map two: descriptor and tile shape).
 pub const MAX_PARAMS: usize = 48;
+/// 8-byte words of parameter storage: one per ABI parameter, a tensor map's descriptor 16 (at a
+/// 64-byte boundary, its alignment).
+const MAX_SLOTS: usize = 96;
+/// Slots of a tensor map's descriptor (128 bytes).
+const MAP_SLOTS: usize = 16;
 /// Most local (`CudaSlice`) buffers one launch may pass.
 pub const MAX_LOCAL_BUFFERS: usize = 16;
 
@@ -72,6 +79,7 @@ enum Pushed {
     Local,
     Scalar(&'static str),
     Team,
+    TensorMap(&'static str),
 }
 
 /// A local buffer whose device pointer is taken on the launch stream, so cudarc can order it
@@ -111,15 +119,23 @@ enum Local<'a> {
 /// Fixed inline storage: building and launching allocates nothing. Pushing more than
 /// [`MAX_PARAMS`] parameters (or [`MAX_LOCAL_BUFFERS`] local buffers) makes the launch an error.
 pub struct KernelArgs<'a> {
-    /// One 8-byte slot per ABI parameter; the kernel reads each from its slot's address.
-    slots: [u64; MAX_PARAMS],
+    /// The parameters' values, 8-byte words; the kernel reads each ABI parameter from the
+    /// address of its first word.
+    slots: Slots,
     n_slots: usize,
+    /// The first word of each ABI parameter.
+    starts: [u8; MAX_PARAMS],
+    n_params: usize,
     pushed: [Pushed; MAX_PARAMS],
     n_pushed: usize,
     locals: [Option<Local<'a>>; MAX_LOCAL_BUFFERS],
     n_locals: usize,
     overflow: bool,
 }
+
+/// Word storage aligned like a `CUtensorMap`.
+#[repr(C, align(64))]
+struct Slots([u64; MAX_SLOTS]);
 
 impl Default for KernelArgs<'_> {
     fn default() -> Self {
@@ -131,8 +147,10 @@ impl<'a> KernelArgs<'a> {
     /// No arguments yet.
     pub fn new() -> KernelArgs<'a> {
         KernelArgs {
-            slots: [0; MAX_PARAMS],
+            slots: Slots([0; MAX_SLOTS]),
             n_slots: 0,
+            starts: [0; MAX_PARAMS],
+            n_params: 0,
             pushed: [Pushed::Team; MAX_PARAMS],
             n_pushed: 0,
             locals: [const { None }; MAX_LOCAL_BUFFERS],
@@ -141,16 +159,32 @@ impl<'a> KernelArgs<'a> {
         }
     }
 
-    fn push_param(&mut self, kind: Pushed, slots: &[u64]) -> Option<usize> {
-        let first = self.n_slots;
-        if self.overflow || first + slots.len() > MAX_PARAMS {
+    /// One Rust parameter of one-word ABI parameters; returns the first one's slot.
+    fn push_param(&mut self, kind: Pushed, words: &[u64]) -> Option<usize> {
+        if self.overflow || self.n_params + words.len() > MAX_PARAMS {
             self.overflow = true;
             return None;
         }
-        self.slots[first..first + slots.len()].copy_from_slice(slots);
-        self.n_slots += slots.len();
+        let first = self.n_slots;
+        for w in words {
+            self.push_abi(&[*w], 1)?;
+        }
         self.pushed[self.n_pushed] = kind;
         self.n_pushed += 1;
+        Some(first)
+    }
+
+    /// One ABI parameter of `words`, starting at a multiple of `align` words.
+    fn push_abi(&mut self, words: &[u64], align: usize) -> Option<usize> {
+        let first = self.n_slots.next_multiple_of(align);
+        if self.overflow || first + words.len() > MAX_SLOTS || self.n_params == MAX_PARAMS {
+            self.overflow = true;
+            return None;
+        }
+        self.slots.0[first..first + words.len()].copy_from_slice(words);
+        self.n_slots = first + words.len();
+        self.starts[self.n_params] = first as u8;
+        self.n_params += 1;
         Some(first)
     }
 
@@ -200,9 +234,25 @@ impl<'a> KernelArgs<'a> {
         self
     }
 
+    /// A `&TensorMap<T>`: its 128-byte descriptor (64-byte aligned), then its tile shape.
+    pub fn push_tensor_map<T: TmaElem>(&mut self, map: &TensorMap<'_, T>) -> &mut Self {
+        let (desc, boxes) = map.words();
+        if self.overflow || self.n_params + 2 > MAX_PARAMS {
+            self.overflow = true;
+            return self;
+        }
+        let ok =
+            self.push_abi(&desc, MAP_SLOTS / 2).is_some() && self.push_abi(&[boxes], 1).is_some();
+        if ok {
+            self.pushed[self.n_pushed] = Pushed::TensorMap(T::RUST_NAME);
+            self.n_pushed += 1;
+        }
+        self
+    }
+
     /// The packed ABI slots so far (for tests and debugging).
     pub fn slots(&self) -> &[u64] {
-        &self.slots[..self.n_slots]
+        &self.slots.0[..self.n_slots]
     }
 
     /// Checks the arguments and comptime values against the kernel's parameter list: counts,
@@ -247,6 +297,7 @@ impl<'a> KernelArgs<'a> {
                 }
                 (ParamKind::Scalar(want), Pushed::Scalar(have)) => want == have,
                 (ParamKind::Team, Pushed::Team) => true,
+                (ParamKind::TensorMap(want), Pushed::TensorMap(have)) => want == have,
                 _ => false,
             };
             if !ok {
@@ -286,7 +337,8 @@ impl<'a> KernelArgs<'a> {
     ) -> Result<()> {
         let KernelArgs {
             slots,
-            n_slots,
+            starts,
+            n_params,
             locals,
             n_locals,
             ..
@@ -319,12 +371,14 @@ impl<'a> KernelArgs<'a> {
                 Some(Local::Write(slot, buf)) => (*slot, buf.ptr_mut(stream)),
                 None => continue,
             };
-            slots[slot] = ptr;
+            slots.0[slot] = ptr;
             *guard = Some(g);
         }
         let mut params = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
-        for (p, s) in params.iter_mut().zip(slots[..*n_slots].iter_mut()) {
-            *p = (s as *mut u64).cast();
+        let base = slots.0.as_mut_ptr();
+        for (p, &start) in params.iter_mut().zip(&starts[..*n_params]) {
+            // SAFETY: every start is below MAX_SLOTS (push_abi checked).
+            *p = unsafe { base.add(start as usize) }.cast();
         }
         // SAFETY: `check` matched the pushed parameters against the kernel's parameter list, and
         // the slots outlive the call (the driver copies parameter values at launch).
@@ -336,7 +390,7 @@ impl<'a> KernelArgs<'a> {
                 sms,
                 cfg,
                 stream,
-                &mut params[..*n_slots],
+                &mut params[..*n_params],
             )
         }
     }
@@ -454,5 +508,39 @@ mod tests {
             a.push_sym(&s);
         }
         assert!(err(&a, &[1]).contains("too many parameters"));
+    }
+
+    #[test]
+    fn a_tensor_map_is_one_aligned_parameter_then_its_tile() {
+        use crate::context::tensor_map::{Swizzle, Tile2d};
+        let tile = Tile2d {
+            rows: 256,
+            cols: 64,
+            box_rows: 128,
+            box_cols: 64,
+            swizzle: Swizzle::B128,
+        };
+        let desc: [u64; 16] = std::array::from_fn(|i| 100 + i as u64);
+        let map = TensorMap::<half::bf16>::from_raw(desc, tile);
+        let mut a = KernelArgs::new();
+        a.push_scalar(7u32).push_tensor_map(&map).push_scalar(9u64);
+        // The scalar, padding to word 8 (64 bytes), the descriptor, the tile, the scalar.
+        assert_eq!(&a.starts[..a.n_params], &[0, 8, 24, 25]);
+        assert_eq!(&a.slots()[8..24], &desc);
+        assert_eq!(a.slots()[24], (128 << 32) | 64);
+        assert_eq!(a.slots()[25], 9);
+        assert_eq!(a.pushed[1], Pushed::TensorMap("bf16"));
+        const PARAMS: &[ParamSpec] = &[ParamSpec {
+            name: "m",
+            kind: ParamKind::TensorMap("f16"),
+        }];
+        let spec = KernelSpec {
+            params: PARAMS,
+            ..SPEC
+        };
+        let mut b = KernelArgs::new();
+        b.push_tensor_map(&map);
+        let err = b.check(&spec, &[]).unwrap_err().to_string();
+        assert!(err.contains("should be TensorMap(\"f16\")"), "{err}");
     }
 }

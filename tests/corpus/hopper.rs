@@ -1,0 +1,155 @@
+//! Hopper (sm_90a): mbarriers, the copy engine (`tma_load_2d` from a `&TensorMap<T>` parameter)
+//! and warpgroup MMA (`wgmma_m64nNk16`) on 128-byte-swizzled tiles in dynamic shared memory.
+use pgas::prelude::*;
+
+/// One warpgroup: C (64 x 64, f32) = A (64 x 64) Btᵀ with Bt (64 x 64) stored `[n][k]`, both
+/// `bf16` tiles fetched by the copy engine onto one mbarrier, four K steps of 16.
+#[pgas_kernel(max_threads = 128)]
+fn wgmma_tile_bf16(c: &mut CudaSlice<f32>, a_map: &TensorMap<bf16>, b_map: &TensorMap<bf16>) {
+    let smem = dyn_shared::<bf16>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    // Two 8 KiB tiles, then the mbarrier (u64 element 2048).
+    if t == 0 {
+        mbarrier_init(&mut bars[2048], 1);
+    }
+    sync_threads();
+    if t == 0 {
+        mbarrier_arrive_expect_tx(&mut bars[2048], 16384);
+        tma_load_2d(&mut smem[0], a_map, &mut bars[2048], 0, 0);
+        tma_load_2d(&mut smem[4096], b_map, &mut bars[2048], 0, 0);
+    }
+    mbarrier_wait(&bars[2048], 0);
+    let mut acc = frag_c::<f32, 8>();
+    wgmma_fence();
+    for ks in 0..4 {
+        wgmma_m64n64k16(&mut acc[0], &smem[ks * 16], &smem[4096 + ks * 16]);
+    }
+    wgmma_commit();
+    wgmma_wait(0);
+    let lane = lane_id() as usize;
+    let r = warp_id() as usize * 16 + lane / 4;
+    for ni in 0..8 {
+        for j in 0..4 {
+            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 64)] = acc[ni][j];
+        }
+    }
+}
+
+/// One warpgroup, f16, N = 128: C (64 x 128) = A (64 x K) Btᵀ, Bt (128 x K), K in `ktiles`
+/// tiles of 64 through one slot: the mbarrier's phase parity alternates, and the slot is
+/// refilled only after `wgmma_wait(0)` (a fence for the copy engine's next write).
+#[pgas_kernel(max_threads = 128)]
+fn wgmma_ktiles_f16(
+    c: &mut CudaSlice<f32>,
+    a_map: &TensorMap<f16>,
+    b_map: &TensorMap<f16>,
+    #[comptime] ktiles: u32,
+) {
+    let smem = dyn_shared::<f16>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    // A's 64 x 64 tile (8 KiB), Bt's 128 x 64 (16 KiB), then the mbarrier (u64 element 3072).
+    if t == 0 {
+        mbarrier_init(&mut bars[3072], 1);
+    }
+    sync_threads();
+    let mut acc = frag_c::<f32, 16>();
+    for kt in 0..ktiles as usize {
+        if t == 0 {
+            mbarrier_arrive_expect_tx(&mut bars[3072], 24576);
+            tma_load_2d(&mut smem[0], a_map, &mut bars[3072], (kt * 64) as i32, 0);
+            tma_load_2d(&mut smem[4096], b_map, &mut bars[3072], (kt * 64) as i32, 0);
+        }
+        mbarrier_wait(&bars[3072], (kt % 2) as u32);
+        wgmma_fence();
+        for ks in 0..4 {
+            wgmma_m64n128k16(&mut acc[0], &smem[ks * 16], &smem[4096 + ks * 16]);
+        }
+        wgmma_commit();
+        wgmma_wait(0);
+        sync_threads();
+    }
+    let lane = lane_id() as usize;
+    let r = warp_id() as usize * 16 + lane / 4;
+    for ni in 0..16 {
+        for j in 0..4 {
+            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 128)] = acc[ni][j];
+        }
+    }
+}
+
+/// Shared memory written by threads (not the copy engine) feeding wgmma: `fence_proxy_async`
+/// orders the stores before the tensor cores read them, and `mbarrier_arrive` / `mbarrier_wait`
+/// hand the tile over between threads.
+#[pgas_kernel(max_threads = 256)]
+fn wgmma_from_thread_stores(c: &mut CudaSlice<f32>, a: &CudaSlice<bf16>, bt: &CudaSlice<bf16>) {
+    let smem = dyn_shared::<bf16>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    if t == 0 {
+        mbarrier_init(&mut bars[2048], 128);
+    }
+    sync_threads();
+    if t < 128 {
+        // The swizzle the copy engine would apply: 16-byte chunk q of row r goes to q ^ (r % 8).
+        for i in 0..4 {
+            let q = t * 4 + i;
+            let r = q / 8;
+            let ch = q % 8;
+            store_vec16(&mut smem[r * 64 + (ch ^ (r % 8)) * 8], load_vec16(&a[q * 8]));
+            store_vec16(&mut smem[4096 + r * 64 + (ch ^ (r % 8)) * 8], load_vec16(&bt[q * 8]));
+        }
+        fence_proxy_async();
+        mbarrier_arrive(&mut bars[2048]);
+    } else {
+        mbarrier_wait(&bars[2048], 0);
+        let mut acc = frag_c::<f32, 8>();
+        wgmma_fence();
+        for ks in 0..4 {
+            wgmma_m64n64k16(&mut acc[0], &smem[ks * 16], &smem[4096 + ks * 16]);
+        }
+        wgmma_commit();
+        wgmma_wait(0);
+        let lane = lane_id() as usize;
+        let r = (warp_id() as usize - 4) * 16 + lane / 4;
+        for ni in 0..8 {
+            for j in 0..4 {
+                c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 64)] = acc[ni][j];
+            }
+        }
+    }
+}
+
+/// Two multiplying warpgroups, N = 256: each takes 64 rows of a 128 x 64 A tile (64 rows of 64
+/// elements, 8 KiB, further for the second) against one 256 x 64 Bt tile.
+#[pgas_kernel(max_threads = 256)]
+fn wgmma_n256_two_warpgroups(c: &mut CudaSlice<f32>, a_map: &TensorMap<bf16>, b_map: &TensorMap<bf16>) {
+    let smem = dyn_shared::<bf16>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    // A: 8192 elements, Bt: 16384, then the mbarrier (u64 element 6144).
+    if t == 0 {
+        mbarrier_init(&mut bars[6144], 1);
+        mbarrier_arrive_expect_tx(&mut bars[6144], 49152);
+        tma_load_2d(&mut smem[0], a_map, &mut bars[6144], 0, 0);
+        tma_load_2d(&mut smem[8192], b_map, &mut bars[6144], 0, 0);
+    }
+    sync_threads();
+    mbarrier_wait(&bars[6144], 0);
+    let wg = t / 128;
+    let mut acc = frag_c::<f32, 32>();
+    wgmma_fence();
+    for ks in 0..4 {
+        wgmma_m64n256k16(&mut acc[0], &smem[wg * 4096 + ks * 16], &smem[8192 + ks * 16]);
+    }
+    wgmma_commit();
+    wgmma_wait(0);
+    let lane = lane_id() as usize;
+    let r = wg * 64 + (warp_id() as usize % 4) * 16 + lane / 4;
+    for ni in 0..32 {
+        for j in 0..4 {
+            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 256)] = acc[ni][j];
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! Hopper (sm_90a): the copy engine (`tma_load_2d` through host-built `TensorMap`s, from local and
+//! peer memory) completing on mbarriers, and warpgroup MMA (`wgmma_m64nNk16`, bf16 and f16) on
+//! 128-byte-swizzled tiles, fed by the copy engine or by thread stores behind
+//! `fence_proxy_async`; and the host's refusal of tiles that do not divide the tensor. Inputs
+//! are small integers, so every product and sum is exact in f32 and the results compare exactly.
+//! On a GPU below compute capability 9.0 the cases check that the launch is refused.
+
+use crate::runner::{case, Case};
+use crate::util::{self, check_eq, ensure, CaseResult};
+use pgas::cudarc::driver::sys::CUdevice_attribute;
+use pgas::kernel::KernelSpec;
+use pgas::prelude::*;
+
+pub const CASES: &[Case] = &[
+    case("hopper/wgmma_m64n64k16_bf16_tma", wgmma_bf16_case),
+    case(
+        "hopper/wgmma_m64n128k16_f16_3_ktiles_tma_peer",
+        wgmma_f16_peer_case,
+    ),
+    case(
+        "hopper/wgmma_from_thread_stores_fence_proxy",
+        thread_stores_case,
+    ),
+    case("hopper/tensor_map_refuses_bad_tiles", bad_tiles_case),
+];
+
+/// None: compiled at first launch (sm_90a), so a suite on an older GPU still prewarms the rest.
+pub const KERNELS: &[&KernelSpec] = &[];
+
+#[pgas_kernel(max_threads = 128)]
+fn wgmma_tile(c: &mut CudaSlice<f32>, a_map: &TensorMap<bf16>, b_map: &TensorMap<bf16>) {
+    let smem = dyn_shared::<bf16>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    if t == 0 {
+        mbarrier_init(&mut bars[2048], 1);
+    }
+    sync_threads();
+    if t == 0 {
+        mbarrier_arrive_expect_tx(&mut bars[2048], 16384);
+        tma_load_2d(&mut smem[0], a_map, &mut bars[2048], 0, 0);
+        tma_load_2d(&mut smem[4096], b_map, &mut bars[2048], 0, 0);
+    }
+    mbarrier_wait(&bars[2048], 0);
+    let mut acc = frag_c::<f32, 8>();
+    wgmma_fence();
+    for ks in 0..4 {
+        wgmma_m64n64k16(&mut acc[0], &smem[ks * 16], &smem[4096 + ks * 16]);
+    }
+    wgmma_commit();
+    wgmma_wait(0);
+    let lane = lane_id() as usize;
+    let r = warp_id() as usize * 16 + lane / 4;
+    for ni in 0..8 {
+        for j in 0..4 {
+            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 64)] = acc[ni][j];
+        }
+    }
+}
+
+#[pgas_kernel(max_threads = 128)]
+fn wgmma_ktiles(
+    c: &mut CudaSlice<f32>,
+    a_map: &TensorMap<f16>,
+    b_map: &TensorMap<f16>,
+    #[comptime] ktiles: u32,
+) {
+    let smem = dyn_shared::<f16>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    if t == 0 {
+        mbarrier_init(&mut bars[3072], 1);
+    }
+    sync_threads();
+    let mut acc = frag_c::<f32, 16>();
+    for kt in 0..ktiles as usize {
+        if t == 0 {
+            mbarrier_arrive_expect_tx(&mut bars[3072], 24576);
+            tma_load_2d(&mut smem[0], a_map, &mut bars[3072], (kt * 64) as i32, 0);
+            tma_load_2d(&mut smem[4096], b_map, &mut bars[3072], (kt * 64) as i32, 0);
+        }
+        mbarrier_wait(&bars[3072], (kt % 2) as u32);
+        wgmma_fence();
+        for ks in 0..4 {
+            wgmma_m64n128k16(&mut acc[0], &smem[ks * 16], &smem[4096 + ks * 16]);
+        }
+        wgmma_commit();
+        wgmma_wait(0);
+        sync_threads();
+    }
+    let lane = lane_id() as usize;
+    let r = warp_id() as usize * 16 + lane / 4;
+    for ni in 0..16 {
+        for j in 0..4 {
+            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 128)] = acc[ni][j];
+        }
+    }
+}
+
+#[pgas_kernel(max_threads = 256)]
+fn wgmma_stores(c: &mut CudaSlice<f32>, a: &CudaSlice<bf16>, bt: &CudaSlice<bf16>) {
+    let smem = dyn_shared::<bf16>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    if t == 0 {
+        mbarrier_init(&mut bars[2048], 128);
+    }
+    sync_threads();
+    if t < 128 {
+        for i in 0..4 {
+            let q = t * 4 + i;
+            let r = q / 8;
+            let ch = q % 8;
+            store_vec16(
+                &mut smem[r * 64 + (ch ^ (r % 8)) * 8],
+                load_vec16(&a[q * 8]),
+            );
+            store_vec16(
+                &mut smem[4096 + r * 64 + (ch ^ (r % 8)) * 8],
+                load_vec16(&bt[q * 8]),
+            );
+        }
+        fence_proxy_async();
+        mbarrier_arrive(&mut bars[2048]);
+    } else {
+        mbarrier_wait(&bars[2048], 0);
+        let mut acc = frag_c::<f32, 8>();
+        wgmma_fence();
+        for ks in 0..4 {
+            wgmma_m64n64k16(&mut acc[0], &smem[ks * 16], &smem[4096 + ks * 16]);
+        }
+        wgmma_commit();
+        wgmma_wait(0);
+        let lane = lane_id() as usize;
+        let r = (warp_id() as usize - 4) * 16 + lane / 4;
+        for ni in 0..8 {
+            for j in 0..4 {
+                c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 64)] = acc[ni][j];
+            }
+        }
+    }
+}
+
+/// A small integer in -4..=4 (exact in bf16 and f16, and so are all the sums below).
+fn small(i: usize, salt: usize) -> f32 {
+    ((i * 7 + salt * 13) % 9) as f32 - 4.0
+}
+
+/// Row-major `m x n` = `m x k` times `(n x k)ᵀ`, in f32 on the host.
+fn matmul_bt(a: &[f32], bt: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let mut c = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            c[i * n + j] = (0..k).map(|x| a[i * k + x] * bt[j * k + x]).sum();
+        }
+    }
+    c
+}
+
+/// Whether this GPU has sm_90a's instructions; below it, that the launch is refused instead.
+fn hopper_or_refused(p: &Pgas, launch: impl FnOnce() -> pgas::Result<()>) -> Result<bool, String> {
+    let major = p
+        .cuda()
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+        .map_err(|e| e.to_string())?;
+    if major == 9 {
+        return Ok(true);
+    }
+    match launch() {
+        Err(e) if e.to_string().contains("compiled for sm_90a") => Ok(false),
+        other => Err(format!(
+            "a wgmma kernel on compute capability {major}.x: {other:?}"
+        )),
+    }
+}
+
+fn tile(rows: usize, cols: usize, box_rows: usize) -> Tile2d {
+    Tile2d {
+        rows,
+        cols,
+        box_rows,
+        box_cols: 64,
+        swizzle: Swizzle::B128,
+    }
+}
+
+fn wgmma_bf16_case(p: &Pgas) -> CaseResult {
+    let a: Vec<f32> = (0..4096).map(|i| small(i, 1)).collect();
+    let bt: Vec<f32> = (0..4096).map(|i| small(i, 2)).collect();
+    let s = p.stream();
+    let bf = |v: &[f32]| v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>();
+    let (da, dbt) = (s.clone_htod(&bf(&a))?, s.clone_htod(&bf(&bt))?);
+    let mut dc = s.alloc_zeros::<f32>(4096)?;
+    let am = TensorMap::tiled_2d(s, &da, tile(64, 64, 64))?;
+    let bm = TensorMap::tiled_2d(s, &dbt, tile(64, 64, 64))?;
+    let cfg = LaunchConfig::blocks(1, 128).with_shared_mem(16384 + 8);
+    if !hopper_or_refused(p, || wgmma_tile::launch(p, cfg, &mut dc, &am, &bm))? {
+        return Ok(());
+    }
+    wgmma_tile::launch(p, cfg, &mut dc, &am, &bm)?;
+    util::settle(p)?;
+    check_eq(
+        "bf16 64x64x64 wgmma on TMA tiles",
+        &s.clone_dtoh(&dc)?,
+        &matmul_bt(&a, &bt, 64, 64, 64),
+    )
+}
+
+fn wgmma_f16_peer_case(p: &Pgas) -> CaseResult {
+    const K: usize = 192;
+    let me = util::me(p);
+    let peer = util::next(p);
+    // A lives in symmetric memory; the copy engine reads the next PE's copy.
+    let a_of = |pe: usize| -> Vec<f32> { (0..64 * K).map(|i| small(i, 3 + pe)).collect() };
+    let half = |v: &[f32]| v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>();
+    let sym = p.alloc_from(&half(&a_of(me)))?;
+    p.barrier_all()?;
+    let bt: Vec<f32> = (0..128 * K).map(|i| small(i, 5)).collect();
+    let s = p.stream();
+    let dbt = s.clone_htod(&half(&bt))?;
+    let mut dc = s.alloc_zeros::<f32>(64 * 128)?;
+    // Not mapped (no P2P path): the Err says what to do, and the case reads this PE's copy.
+    let (am, src) = match TensorMap::tiled_2d_peer(p, &sym, peer, tile(64, K, 64)) {
+        Ok(m) => (m, peer),
+        Err(e) if e.to_string().contains("get_nbi_block") => {
+            (TensorMap::tiled_2d_sym(&sym, tile(64, K, 64))?, me)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let bm = TensorMap::tiled_2d(s, &dbt, tile(128, K, 128))?;
+    let cfg = LaunchConfig::blocks(1, 128).with_shared_mem(24576 + 8);
+    let ktiles = (K / 64) as u32;
+    if !hopper_or_refused(p, || {
+        wgmma_ktiles::launch(p, cfg, &mut dc, &am, &bm, ktiles)
+    })? {
+        return Ok(());
+    }
+    wgmma_ktiles::launch(p, cfg, &mut dc, &am, &bm, ktiles)?;
+    util::settle(p)?;
+    let got = s.clone_dtoh(&dc)?;
+    // The peer may not overwrite its A before this PE's copy engine has read it.
+    p.barrier_all()?;
+    check_eq(
+        &format!("f16 64x128x192 wgmma, 3 TMA k-tiles of PE {src}'s A"),
+        &got,
+        &matmul_bt(&a_of(src), &bt, 64, K, 128),
+    )
+}
+
+fn thread_stores_case(p: &Pgas) -> CaseResult {
+    let a: Vec<f32> = (0..4096).map(|i| small(i, 6)).collect();
+    let bt: Vec<f32> = (0..4096).map(|i| small(i, 7)).collect();
+    let s = p.stream();
+    let bf = |v: &[f32]| v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>();
+    let (da, dbt) = (s.clone_htod(&bf(&a))?, s.clone_htod(&bf(&bt))?);
+    let mut dc = s.alloc_zeros::<f32>(4096)?;
+    let cfg = LaunchConfig::blocks(1, 256).with_shared_mem(16384 + 8);
+    if !hopper_or_refused(p, || wgmma_stores::launch(p, cfg, &mut dc, &da, &dbt))? {
+        return Ok(());
+    }
+    wgmma_stores::launch(p, cfg, &mut dc, &da, &dbt)?;
+    util::settle(p)?;
+    check_eq(
+        "bf16 64x64x64 wgmma on thread-stored swizzled tiles",
+        &s.clone_dtoh(&dc)?,
+        &matmul_bt(&a, &bt, 64, 64, 64),
+    )
+}
+
+fn bad_tiles_case(p: &Pgas) -> CaseResult {
+    let s = p.stream();
+    let d = s.alloc_zeros::<bf16>(500 * 64)?;
+    let msg = match TensorMap::tiled_2d(s, &d, tile(500, 64, 128)) {
+        Ok(_) => return Err("a 128-row tile of a 500-row tensor was accepted".into()),
+        Err(e) => e.to_string(),
+    };
+    ensure(
+        msg.contains("box_rows = 128 does not divide the tensor's 500"),
+        || format!("the error does not name the rule: {msg}"),
+    )?;
+    let wide = match TensorMap::tiled_2d(
+        s,
+        &d,
+        Tile2d {
+            box_cols: 128,
+            box_rows: 125,
+            rows: 250,
+            cols: 128,
+            swizzle: Swizzle::B128,
+        },
+    ) {
+        Ok(_) => return Err("a 256-byte tile row under a 128-byte swizzle was accepted".into()),
+        Err(e) => e.to_string(),
+    };
+    ensure(wide.contains("longer than the 128-byte swizzle"), || {
+        format!("the error does not name the swizzle limit: {wide}")
+    })
+}
