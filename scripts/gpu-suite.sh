@@ -261,7 +261,9 @@ rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must ma
   verdict "$name" "$detail"
 }
 if [ "$gpus" -ge 2 ]; then
-  rank_death "rank death: panic in barrier (pgas-run)" "pgas-run: rank 1 exited with status 101" \
+  # A panicking PE exits 101, or dies by SIGSEGV in NVSHMEM's exit handlers (run 12): either way
+  # the launcher must end the job and name the rank.
+  rank_death "rank death: panic in barrier (pgas-run)" "pgas-run: rank 1 (exited with status 101|was killed by signal 11 \\(SIGSEGV\\))" \
     "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death panic
   rank_death "rank death: abort in barrier (pgas-run)" "pgas-run: rank 1 was killed by signal 6 \\(SIGABRT\\)" \
     "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death abort
@@ -313,7 +315,7 @@ sanitizer_off=""
 if [ -z "$sanitizer" ]; then
   note "SKIP compute-sanitizer (sanitizer unavailable: not on PATH nor in /usr/local/cuda)"
 else
-  sanitize "memcheck hello_ring 1 PE" 20 memcheck "$bin/hello_ring"
+  sanitize "memcheck hello_ring 1 PE" 60 memcheck "$bin/hello_ring"
   if [ -z "$sanitizer_off" ] && [ "$only" = faults ]; then
     # The suite did not run before, so its kernels are not in the cache yet: compile them outside
     # the sanitizer's limit.

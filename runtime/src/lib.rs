@@ -27,13 +27,13 @@ pub mod prelude;
 
 pub use bootstrap::Bootstrap;
 pub use context::{
-    builder, init, AmoElem, AmoInt, Cmp, CollectiveElem, MulticastView, PeerView, Pgas,
-    PgasBuilder, ReduceOp, Shape, SignalOp, Swizzle, SymBuffer, SymRegion, SymTensor, SymView,
-    SymViewMut, Team, TeamConfig, TensorMap, Tile2d, TmaElem, VmmBuffer, MAX_DIMS,
+    builder, init, Cmp, CollectiveElem, MulticastView, PeerView, Pgas, PgasBuilder, ReduceOp,
+    Shape, SignalOp, Swizzle, SymBuffer, SymRegion, SymTensor, SymView, SymViewMut, Team,
+    TeamConfig, TensorMap, Tile2d, TmaElem, VmmBuffer, MAX_DIMS,
 };
 pub use device::gpu_count;
 /// The DLPack crate pgas exports and imports through ([`SymTensor::into_dlpack`],
 /// [`Pgas::from_dlpack`]); `dlpark::versioned::Dlpack` is the tensor type.
 pub use dlpark;
 pub use error::{Error, Result};
-pub use launch::LaunchConfig;
+pub use launch::{AmoElem, AmoInt, LaunchConfig};

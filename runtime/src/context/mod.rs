@@ -3,7 +3,6 @@
 //! handle the others hang off.
 
 mod agree;
-mod amo;
 pub(crate) mod collectives;
 mod cuda;
 mod dlpack;
@@ -17,7 +16,6 @@ mod shape;
 pub(crate) mod team;
 pub(crate) mod tensor_map;
 
-pub use amo::{AmoElem, AmoInt};
 pub use collectives::{CollectiveElem, ReduceOp};
 pub use external::VmmBuffer;
 pub use memory::{SymBuffer, SymRegion, SymTensor, SymView, SymViewMut};

@@ -2,6 +2,7 @@
 //! from a launcher to the driver ([`launch`]), and what launches kernels besides macro output:
 //! [`prewarm`], [`RawKernel`] and the NVSHMEM-less [`Bare`] device.
 
+mod amo;
 mod args;
 mod bare;
 mod driver;
@@ -9,6 +10,7 @@ mod entry;
 mod prewarm;
 mod raw;
 
+pub use amo::{AmoElem, AmoInt};
 pub use args::{KernelArgs, KernelScalar, MAX_LOCAL_BUFFERS, MAX_PARAMS};
 pub use bare::Bare;
 pub use driver::LaunchConfig;

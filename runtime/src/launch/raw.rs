@@ -53,6 +53,15 @@ impl RawKernel {
         }
     }
 
+    /// A kernel that uses only NVSHMEM's point-to-point API: [`pgas_codegen::PRELUDE_P2P`]
+    /// instead of the whole device API (a third of the compile, docs/jit.md).
+    pub(crate) fn point_to_point(cuda_src: &str, name: &str) -> RawKernel {
+        RawKernel {
+            source: format!("{}{cuda_src}", pgas_codegen::PRELUDE_P2P),
+            ..RawKernel::from_source("", name)
+        }
+    }
+
     /// Marks the kernel as needing all blocks resident at once (grid-wide sync, NVSHMEM
     /// collectives): it is then launched cooperatively, after an occupancy check.
     pub fn collective(mut self, yes: bool) -> RawKernel {
