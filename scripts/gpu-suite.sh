@@ -324,7 +324,7 @@ else
   fi
   if [ -z "$sanitizer_off" ]; then
     sanitize "memcheck gpu_suite 1 PE (rma signals amo sync)" 35 memcheck "$bin/gpu_suite" rma signals amo sync
-    sanitize "racecheck team_allreduce 1 PE" 15 racecheck "$bin/team_allreduce"
+    sanitize "racecheck team_allreduce 1 PE" 45 racecheck "$bin/team_allreduce"
     sanitize "synccheck ring_shift 1 PE" 15 synccheck "$bin/ring_shift"
     if [ "$gpus" -ge 2 ]; then
       sanitize "racecheck ring_shift pgas-run -n 2" 30 racecheck "$bin/pgas-run" -n 2 -- "$bin/ring_shift"
