@@ -6,7 +6,7 @@
 //! Deterministic (a fixed-seed xorshift generator) and bounded: a few hundred cases through the
 //! compiler, and a sample of the compiled ones batched into a few NVRTC compiles.
 
-use pgas_codegen::{compile_file, specialize, CompiledKernel};
+use pgas_codegen::{compile_file, specialize, CompiledKernel, Prelude};
 use std::fmt::Write;
 
 const GENERATED: usize = 200;
@@ -303,7 +303,8 @@ impl Gen<'_> {
             .filter(|b| b.elem == dst.elem && b.name != dst.name)
             .cloned()
             .collect();
-        let amo = matches!(dst.elem, "i32" | "u32" | "i64" | "u64" | "usize");
+        // The types `atomic_add` takes (NVSHMEM 3.4.5 has no int64 or ptrdiff add).
+        let amo = matches!(dst.elem, "i32" | "u32" | "u64" | "usize");
         let local_add = matches!(
             dst.elem,
             "i32" | "u32" | "i64" | "u64" | "usize" | "f32" | "f64"
@@ -485,18 +486,6 @@ fn mutate(rng: &mut Rng, src: &str) -> String {
     }
 }
 
-/// Everything before the first device function or the kernel: prelude and support helpers.
-fn split_prefix(source: &str) -> (&str, &str) {
-    let at = source
-        .find("\nstatic __device__ ")
-        .into_iter()
-        .chain(source.find("\nextern \"C\" __global__"))
-        .min()
-        .map(|i| i + 1)
-        .unwrap_or(0);
-    source.split_at(at)
-}
-
 fn check_errors(src: &str, errors: &[pgas_codegen::CodegenError]) {
     let lines = src.lines().count().max(1);
     assert!(
@@ -573,32 +562,33 @@ fn generated_and_mutated_kernels() {
         .step_by(stride)
         .take(BATCH * BATCHES)
         .collect();
-    let (coll, p2p): (Vec<_>, Vec<_>) = sample.into_iter().partition(|(_, k)| k.collective);
-    let chunks = coll.chunks(BATCH).chain(p2p.chunks(BATCH));
+    let by_prelude: Vec<Vec<&(String, CompiledKernel)>> = Prelude::ALL
+        .iter()
+        .map(|p| {
+            sample
+                .iter()
+                .copied()
+                .filter(|(_, k)| k.prelude == *p)
+                .collect()
+        })
+        .collect();
+    let chunks = by_prelude.iter().flat_map(|g| g.chunks(BATCH));
     for (b, chunk) in chunks.enumerate() {
-        let (prefix, _) = split_prefix(&chunk[0].1.checked);
-        let mut batch = prefix.to_string();
+        // As the JIT batches: the prelude once, each specialization in a namespace of its own
+        // (`pgas_codegen::batch`), with the NVSHMEM call wrappers it carries.
+        let mut sources = Vec::new();
         for (i, (_, k)) in chunk.iter().enumerate() {
             for (variant, source) in [("plain", &k.plain), ("checked", &k.checked)] {
-                // Device functions are per source; keep their names apart in the batch.
-                let part = split_prefix(source)
-                    .1
-                    .replace("pgas_fn_", &format!("pgas_fn_{i}{variant}_"));
                 let comptime: Vec<(&str, i128)> =
                     k.comptime.iter().map(|c| (c.as_str(), 3)).collect();
-                let (full, _) = specialize(&part, &format!("fuzz_b{b}_{i}"), variant, &comptime);
-                let _ = writeln!(
-                    batch,
-                    "#undef PGAS_RUST_FILE\n#define PGAS_RUST_FILE \"{}.rs\"",
-                    k.rust_name
-                );
-                batch.push_str(&full);
-                batch.push_str("\n#undef PGAS_KERNEL_NAME\n");
-                for c in &k.comptime {
-                    let _ = writeln!(batch, "#undef PGAS_CT_{c}");
-                }
+                let (full, _) = specialize(source, &format!("fuzz_b{b}_{i}"), variant, &comptime);
+                sources.push(full);
             }
         }
+        let prelude = Prelude::of_source(&sources[0]).expect("a generated source has a prelude");
+        let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
+        let batch =
+            pgas_codegen::batch(prelude.text(), &refs).expect("sources start with their prelude");
         let result = toolchain.compile_cubin(&batch, &format!("fuzz_batch_{b}"), (9, 0));
         let log = match &result {
             Ok(c) => c.log.clone(),
