@@ -168,7 +168,9 @@ fn main() -> BenchResult<()> {
             let pe = target as i32;
             time_on_stream(&s, || {
                 // SAFETY: every block's range lies inside both 1 GiB buffers and pe < n_pes.
-                Ok(unsafe { bw_put_nbi_block::launch_unchecked(&p, cfg, &mut dst, &src, pe)? })
+                let _: () =
+                    unsafe { bw_put_nbi_block::launch_unchecked(&p, cfg, &mut dst, &src, pe)? };
+                Ok(())
             })
         })?;
         let (cuda, _, cuda_hi) = repeat(&p, || {
@@ -181,7 +183,10 @@ fn main() -> BenchResult<()> {
                 .push_scalar(target as i32);
             // SAFETY: the arguments match cuda_put_nbi_block's parameters, and the 1 GiB buffers
             // split exactly into `blocks` pieces.
-            time_on_stream(&s, || Ok(unsafe { raw_put.launch(&p, cfg, &mut args)? }))
+            time_on_stream(&s, || {
+                let _: () = unsafe { raw_put.launch(&p, cfg, &mut args)? };
+                Ok(())
+            })
         })?;
         let gbs = |ms: f64| GIB as f64 / (ms * 1e-3) / 1e9;
         rows.push(Row {
@@ -268,7 +273,8 @@ fn main() -> BenchResult<()> {
     let (bar_dsl, _, _) = repeat(&p, || {
         // SAFETY: the kernel indexes no buffer and names no PE.
         time_on_stream(&s, || {
-            Ok(unsafe { barrier_loop::launch_unchecked(&p, cfg, BARRIER_ITERS)? })
+            let _: () = unsafe { barrier_loop::launch_unchecked(&p, cfg, BARRIER_ITERS)? };
+            Ok(())
         })
     })?;
     let (bar_cuda, _, _) = repeat(&p, || {
@@ -276,7 +282,8 @@ fn main() -> BenchResult<()> {
         args.push_scalar(BARRIER_ITERS);
         // SAFETY: the argument matches cuda_barrier_loop's parameter.
         time_on_stream(&s, || {
-            Ok(unsafe { raw_barrier.launch(&p, cfg, &mut args)? })
+            let _: () = unsafe { raw_barrier.launch(&p, cfg, &mut args)? };
+            Ok(())
         })
     })?;
     let per = |ms: f64| ms * 1e3 / BARRIER_ITERS as f64;

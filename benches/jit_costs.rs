@@ -298,7 +298,8 @@ fn main() -> BenchResult<()> {
     // SAFETY: the empty kernel reads nothing and writes x[0] only when x is empty, which it is not.
     unsafe { empty_dsl::launch_unchecked(&p, cfg, &mut x)? };
     let dsl_plain = per_launch(&sync_p, || {
-        Ok(unsafe { empty_dsl::launch_unchecked(&p, cfg, &mut x)? })
+        let _: () = unsafe { empty_dsl::launch_unchecked(&p, cfg, &mut x)? };
+        Ok(())
     })?;
     fig(
         "launch_dsl_unchecked",
@@ -314,7 +315,8 @@ fn main() -> BenchResult<()> {
         let mut args = KernelArgs::new();
         args.push_local(&local);
         // SAFETY: the arguments match cuda_empty's parameters.
-        Ok(unsafe { bare.launch_raw(&empty, cfg, &mut args)? })
+        let _: () = unsafe { bare.launch_raw(&empty, cfg, &mut args)? };
+        Ok(())
     };
     raw_launch(&bare2)?;
     let raw = per_launch(&sync_b, || raw_launch(&bare2))?;

@@ -169,7 +169,7 @@ pub fn shared_bytes(stages: u32, bn: usize) -> u32 {
 /// The tile width for `m x n`: 256, unless that leaves most of the GPU's `sms` multiprocessors
 /// idle (skinny M) and 128-wide tiles fit: twice the blocks, each with half the work.
 pub fn tile_n(m: usize, n: usize, sms: usize) -> usize {
-    if n % BN != 0 || (m / BM) * (n / BN) < sms {
+    if !n.is_multiple_of(BN) || (m / BM) * (n / BN) < sms {
         128
     } else {
         BN

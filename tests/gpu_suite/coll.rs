@@ -244,7 +244,7 @@ fn split_team(p: &Pgas) -> CaseResult {
     if let Some(t) = team {
         t.destroy(p)?;
     }
-    if me % 2 == 0 {
+    if me.is_multiple_of(2) {
         ensure(comm.rank() == Some(me / 2), || {
             format!("rank {:?}, expected {}", comm.rank(), me / 2)
         })?;

@@ -72,8 +72,11 @@ reduce_kernel!(reduce_f32_warp_max, f32, reduce_warp, Max);
 type Launch<T> =
     fn(&Pgas, LaunchConfig, Team, &mut SymTensor<T>, &SymTensor<T>) -> pgas::Result<()>;
 
-/// The i32 reductions: name, launch, host operator.
-const I32_OPS: &[(&str, Launch<i32>, fn(i32, i32) -> i32)] = &[
+/// One reduction: its name, its kernel's launch, the host operator it must match.
+type ReduceCase<T> = (&'static str, Launch<T>, fn(T, T) -> T);
+
+/// The i32 reductions.
+const I32_OPS: &[ReduceCase<i32>] = &[
     ("block Sum", reduce_i32_block_sum::launch, |a, b| {
         a.wrapping_add(b)
     }),
@@ -92,7 +95,7 @@ const I32_OPS: &[(&str, Launch<i32>, fn(i32, i32) -> i32)] = &[
 
 /// The f32 reductions (halves and small integers: every sum and product here is exact in any
 /// order).
-const F32_OPS: &[(&str, Launch<f32>, fn(f32, f32) -> f32)] = &[
+const F32_OPS: &[ReduceCase<f32>] = &[
     ("block Sum", reduce_f32_block_sum::launch, |a, b| a + b),
     ("block Prod", reduce_f32_block_prod::launch, |a, b| a * b),
     ("block Min", reduce_f32_block_min::launch, f32::min),
@@ -116,7 +119,7 @@ fn fold_pes<T: Copy>(n: usize, i: usize, v: fn(usize, usize) -> T, op: impl Fn(T
 fn reduce_cases<T>(
     p: &Pgas,
     ty: &str,
-    ops: &[(&str, Launch<T>, fn(T, T) -> T)],
+    ops: &[ReduceCase<T>],
     val: fn(usize, usize) -> T,
     fill: T,
 ) -> CaseResult

@@ -38,7 +38,7 @@ fn peer_case(p: &Pgas) -> CaseResult {
     let (me, n) = (util::me(p), util::npes(p));
     let lower = |pe: usize| (0..H as u32).map(move |i| pe as u32 * 7 + i);
     let mut init: Vec<u32> = lower(me).collect();
-    init.extend(std::iter::repeat(u32::MAX).take(H));
+    init.extend(std::iter::repeat_n(u32::MAX, H));
     let mut x = p.alloc_from(&init)?;
     let mut has = p.alloc::<u32>(n)?;
     let mut got = p.alloc::<u32>(H)?;

@@ -262,12 +262,12 @@ fn check(ptr: u64, len: usize, elem: usize, t: &Tile2d) -> Result<()> {
             ));
         }
     }
-    if ptr % 16 != 0 {
+    if !ptr.is_multiple_of(16) {
         return bad(format!(
             "the tensor's address {ptr:#x} is not 16-byte aligned"
         ));
     }
-    if (t.cols * elem) % 16 != 0 {
+    if !(t.cols * elem).is_multiple_of(16) {
         return bad(format!(
             "a row of {} elements is {} bytes: the copy engine needs rows of a multiple of 16 bytes",
             t.cols,
@@ -275,7 +275,7 @@ fn check(ptr: u64, len: usize, elem: usize, t: &Tile2d) -> Result<()> {
         ));
     }
     let row_bytes = t.box_cols * elem;
-    if row_bytes % 16 != 0 {
+    if !row_bytes.is_multiple_of(16) {
         return bad(format!(
             "a tile row of {} elements is {row_bytes} bytes, not a multiple of 16",
             t.box_cols

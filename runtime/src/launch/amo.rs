@@ -114,7 +114,8 @@ impl Op {
 
 /// The kernel of `op` on `T`: `(dst address, a, b, pe, out)`.
 fn kernel<T: AmoElem>(op: Op, add_as: (&'static str, &'static str)) -> Arc<RawKernel> {
-    static KERNELS: Mutex<Option<HashMap<(Op, &'static str), Arc<RawKernel>>>> = Mutex::new(None);
+    type Kernels = HashMap<(Op, &'static str), Arc<RawKernel>>;
+    static KERNELS: Mutex<Option<Kernels>> = Mutex::new(None);
     let mut map = KERNELS.lock().unwrap_or_else(|e| e.into_inner());
     map.get_or_insert_with(HashMap::new)
         .entry((op, T::NVSHMEM))
