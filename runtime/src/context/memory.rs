@@ -83,15 +83,12 @@ impl Pgas {
     /// peer access: `nvshmem_ptr` is not null), as `x.has_peer(pe)` tells inside a kernel.
     /// Always true for this PE itself.
     pub fn peer_reachable<T>(&self, region: &impl SymRegion<T>, pe: usize) -> Result<bool> {
-        let n_pes = self.n_pes();
-        if pe >= n_pes {
-            return Err(Error::InvalidPe { pe, n_pes });
-        }
+        let pe = self.check_pe(pe)?;
         // SAFETY: a symmetric address and a valid PE; nvshmem_ptr only computes an address.
         let p = unsafe {
             self.nvshmem()
                 .raw()
-                .nvshmem_ptr(region.as_device_ptr() as *const std::ffi::c_void, pe as i32)
+                .nvshmem_ptr(region.as_device_ptr() as *const std::ffi::c_void, pe)
         };
         Ok(!p.is_null())
     }

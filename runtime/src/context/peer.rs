@@ -44,7 +44,7 @@ impl<T: DeviceRepr> SymTensor<T> {
     /// access: RMA through NVSHMEM still works then). `pe == my_pe` gives this PE's own copy.
     /// A PE outside the world is an error.
     pub fn peer(&self, pe: usize) -> Result<Option<PeerView<'_, T>>> {
-        let pgas_pe = check_world_pe(self, pe)?;
+        let pgas_pe = self.inner.check_pe(pe)?;
         self.inner.bind()?;
         // SAFETY: `ptr` is a symmetric address; nvshmem_ptr only translates it.
         let raw = unsafe {
@@ -91,17 +91,6 @@ impl<T: DeviceRepr> SymTensor<T> {
             _tensor: self,
             ptr: raw as CUdeviceptr,
             shape: self.shape,
-        })
-    }
-}
-
-fn check_world_pe<T>(t: &SymTensor<T>, pe: usize) -> Result<i32> {
-    if pe < t.inner.n_pes {
-        Ok(pe as i32)
-    } else {
-        Err(Error::InvalidPe {
-            pe,
-            n_pes: t.inner.n_pes,
         })
     }
 }

@@ -174,6 +174,18 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Checks that `pe` is a PE of the world (what NVSHMEM calls take, as `int`).
+    pub(crate) fn check_pe(&self, pe: usize) -> Result<i32> {
+        if pe < self.n_pes {
+            Ok(pe as i32)
+        } else {
+            Err(Error::InvalidPe {
+                pe,
+                n_pes: self.n_pes,
+            })
+        }
+    }
+
     /// Makes this context current on the calling thread (the driver API is per thread).
     pub(crate) fn bind(&self) -> Result<()> {
         self.ctx
@@ -350,14 +362,7 @@ impl Pgas {
 
     /// Checks that `pe` is a PE of the world.
     pub(crate) fn check_pe(&self, pe: usize) -> Result<i32> {
-        if pe < self.inner.n_pes {
-            Ok(pe as i32)
-        } else {
-            Err(Error::InvalidPe {
-                pe,
-                n_pes: self.inner.n_pes,
-            })
-        }
+        self.inner.check_pe(pe)
     }
 }
 
