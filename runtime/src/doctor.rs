@@ -188,8 +188,8 @@ fn nvrtc_check() -> Check {
                     path.display()
                 ),
                 None => "; every kernel compiles against NVSHMEM's headers (PGAS_JIT_LTO=off, or \
-                         no libnvJitLink.so.13 beside NVRTC: first compiles take ~1 s instead of \
-                         ~0.1 s)"
+                         no libnvJitLink.so.13 beside NVRTC: first compiles take ~1.2 s instead of \
+                         ~0.2 s)"
                     .to_owned(),
             };
             ok(
