@@ -188,6 +188,58 @@ __device__ __forceinline__ uint4 pgas_load_vec16(const void *p) {
 __device__ __forceinline__ void pgas_store_vec16(void *p, uint4 v) {
     *(uint4 *)p = v;
 }
+// Lanes by shifts and selects on the four words, not by indexing the uint4 in memory: a lane
+// index the compiler cannot fold (a loop it does not unroll) then costs selects, not a stack
+// frame.
+__device__ __forceinline__ uint32_t pgas_vec16_word(uint4 v, unsigned w) {
+    return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ uint4 pgas_vec16_put_word(uint4 v, unsigned w, uint32_t x) {
+    v.x = w == 0 ? x : v.x;
+    v.y = w == 1 ? x : v.y;
+    v.z = w == 2 ? x : v.z;
+    v.w = w == 3 ? x : v.w;
+    return v;
+}
+template <typename T> __device__ __forceinline__ T pgas_vec16_get(uint4 v, unsigned j) {
+    T r;
+    if constexpr (sizeof(T) == 8) {
+        unsigned long long bits = ((unsigned long long)pgas_vec16_word(v, 2 * j + 1) << 32)
+                                  | pgas_vec16_word(v, 2 * j);
+        memcpy(&r, &bits, 8);
+    } else if constexpr (sizeof(T) == 4) {
+        uint32_t bits = pgas_vec16_word(v, j);
+        memcpy(&r, &bits, 4);
+    } else if constexpr (sizeof(T) == 2) {
+        unsigned short bits = (unsigned short)(pgas_vec16_word(v, j / 2) >> (16 * (j % 2)));
+        memcpy(&r, &bits, 2);
+    } else {
+        unsigned char bits = (unsigned char)(pgas_vec16_word(v, j / 4) >> (8 * (j % 4)));
+        memcpy(&r, &bits, 1);
+    }
+    return r;
+}
+template <typename T> __device__ __forceinline__ uint4 pgas_vec16_set(uint4 v, unsigned j, T x) {
+    if constexpr (sizeof(T) == 8) {
+        unsigned long long bits;
+        memcpy(&bits, &x, 8);
+        v = pgas_vec16_put_word(v, 2 * j, (uint32_t)bits);
+        return pgas_vec16_put_word(v, 2 * j + 1, (uint32_t)(bits >> 32));
+    } else if constexpr (sizeof(T) == 4) {
+        uint32_t bits;
+        memcpy(&bits, &x, 4);
+        return pgas_vec16_put_word(v, j, bits);
+    } else {
+        // 1 or 2 bytes: replace that many bytes of word `j / lanes-per-word`.
+        constexpr unsigned per = 4 / sizeof(T);
+        unsigned sh = 8 * sizeof(T) * (j % per);
+        uint32_t mask = (sizeof(T) == 2 ? 0xffffu : 0xffu) << sh;
+        uint32_t bits = 0;
+        memcpy(&bits, &x, sizeof(T));
+        uint32_t w = pgas_vec16_word(v, j / per);
+        return pgas_vec16_put_word(v, j / per, (w & ~mask) | (bits << sh));
+    }
+}
 __device__ __forceinline__ void pgas_ldmatrix_x4(pgas_frag_a &a, const void *smem) {
     asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\"
                  : \"=r\"(a.x[0]), \"=r\"(a.x[1]), \"=r\"(a.x[2]), \"=r\"(a.x[3]) : \"r\"(pgas_smem_addr(smem)));

@@ -18,18 +18,50 @@
 //! returns on a PE no peer reads its input any more: the caller may overwrite `src` at once
 //! (the race between consecutive calls).
 //!
+//! # The data path
+//! Elements move 16 bytes at a time (`load_vec16` / `store_vec16`, `$w` elements a vector) from
+//! the first 16-byte-aligned element on: the host passes `head`, the elements before it, and
+//! `vec`, whether `dst` and `src` share their offset modulo 16 bytes (symmetric buffers have the
+//! same offset on every PE, so a peer's copy is aligned where the local one is). Vector `v`
+//! covers elements `head + v * $w ..`; the `head` elements before the first vector and the
+//! fewer than `$w` past the last take the one-element path, as every element does without
+//! `vec`. Each thread handles two vectors a step, so that it has two loads of each peer in
+//! flight. A vector's lanes are combined in `$a` and rounded to `$t` after each peer (the
+//! one-element path rounds once at the end): the same result for two PEs, and for more PEs the
+//! rounding of a chain of `$t` operations, as ring reductions have.
+//!
 //! Writing the kernels as one `macro_rules!` template per kind of type keeps one text of each
 //! algorithm: `$t` is the element type, `$a` the type it is reduced in (`f32` for the 16-bit
-//! floats), `$bits` the bitwise reductions where the type has them.
+//! floats), `$w` the elements in 16 bytes, `$bits` the bitwise reductions where the type has
+//! them; the reduction of `a` and `b` is written once and pasted where values are combined.
 
 macro_rules! all_reduce_kernels {
-    ($($m:ident: $t:ident => $a:ident $(, [$($bits:tt)*])?;)*) => {$(
+    ($($m:ident: $t:ident => $a:ident, $w:literal $(, [$($bits:tt)*])?;)*) => {$(
+        // The reduction of `a` and `b` (both `$a`) by the comptime `op`, written once here and
+        // pasted where each algorithm combines two values (the scalar path and each vector slot).
+        all_reduce_kernels!(@kernels $m $t $a $w [
+            if op == 1 {
+                a * b
+            } else if op == 2 {
+                min(a, b)
+            } else if op == 3 {
+                max(a, b)
+            } $($($bits)*)? else {
+                a + b
+            }
+        ]);
+    )*};
+    (@kernels $m:ident $t:ident $a:ident $w:literal [$($red:tt)*]) => {
         #[doc = concat!("All-reduce kernels for `", stringify!($t), "`.")]
         pub mod $m {
             use crate::prelude::*;
 
             /// One-shot: every PE loads every peer's `src` over NVLink and reduces into its own
             /// `dst`. Latency: one flag round trip each side of one pass over the data.
+            ///
+            /// `head` elements are reduced one at a time before the first 16-byte vector when
+            /// `vec` is set (then `dst` and `src` share their offset modulo 16 bytes); without
+            /// `vec` every element is. See the module doc for the vector layout.
             #[pgas_kernel(max_threads = 512)]
             pub fn one_shot(
                 dst: &mut SymTensor<$t>,
@@ -39,53 +71,86 @@ macro_rules! all_reduce_kernels {
                 epochs: &mut SymTensor<u64>,
                 n: u32,
                 me: u32,
+                head: u32,
+                vec: u32,
                 #[comptime] op: u32,
             ) {
-                let b = block_idx_x() as usize;
+                let blk = block_idx_x() as usize;
                 let t = thread_idx_x() as usize;
                 let nn = n as usize;
-                let e = epochs[b] + 1;
+                let e = epochs[blk] + 1;
                 if t < nn {
-                    signal_op(&mut sig[b * nn + me as usize], 2 * e - 1, SignalOp::Set, pes[t]);
-                    signal_wait_until(&sig[b * nn + t], Cmp::Ge, 2 * e - 1);
+                    signal_op(&mut sig[blk * nn + me as usize], 2 * e - 1, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
                     threadfence_system();
                 }
                 sync_threads();
                 let len = dst.len();
+                let h = min(head as usize, len);
+                let nv = if vec != 0 { (len - h) / $w } else { 0 };
+                let vend = h + nv * $w;
                 let stride = (grid_dim_x() * block_dim_x()) as usize;
-                let mut i = b * block_dim_x() as usize + t;
-                while i < len {
-                    let mut acc = src[i] as $a;
+                let gt = blk * block_dim_x() as usize + t;
+                // Vectors, two per thread per step so that two 16-byte loads of each peer are
+                // in flight; past the end the second slot repeats the first (same value
+                // stored twice) rather than branching around a third copy of the reduction.
+                let mut v = gt;
+                while v < nv {
+                    let i0 = h + v * $w;
+                    let i1 = if v + stride < nv { i0 + stride * $w } else { i0 };
+                    let mut x0 = load_vec16(&src[i0]);
+                    let mut x1 = load_vec16(&src[i1]);
                     for k in 1..nn {
-                        let v = src.peer(pes[(me as usize + k) % nn])[i] as $a;
-                        acc = if op == 1 {
-                            acc * v
-                        } else if op == 2 {
-                            min(acc, v)
-                        } else if op == 3 {
-                            max(acc, v)
-                        } $($($bits)*)? else {
-                            acc + v
-                        };
+                        let p = src.peer(pes[(me as usize + k) % nn]);
+                        let y0 = load_vec16(&p[i0]);
+                        let y1 = load_vec16(&p[i1]);
+                        for j in 0..$w {
+                            let a = vec16_get(x0, j) as $a;
+                            let b = vec16_get(y0, j) as $a;
+                            let r = $($red)*;
+                            x0 = vec16_set(x0, j, r as $t);
+                            let a = vec16_get(x1, j) as $a;
+                            let b = vec16_get(y1, j) as $a;
+                            let r = $($red)*;
+                            x1 = vec16_set(x1, j, r as $t);
+                        }
                     }
-                    dst[i] = acc as $t;
-                    i += stride;
+                    store_vec16(&mut dst[i0], x0);
+                    store_vec16(&mut dst[i1], x1);
+                    v += 2 * stride;
+                }
+                // Scalars: the `h` elements before the first vector, then those past the last.
+                let ns = h + (len - vend);
+                let mut q = gt;
+                while q < ns {
+                    let i = if q < h { q } else { vend + q - h };
+                    let mut a = src[i] as $a;
+                    for k in 1..nn {
+                        let b = src.peer(pes[(me as usize + k) % nn])[i] as $a;
+                        a = $($red)*;
+                    }
+                    dst[i] = a as $t;
+                    q += stride;
                 }
                 sync_threads();
                 if t < nn {
-                    signal_op(&mut sig[b * nn + me as usize], 2 * e, SignalOp::Set, pes[t]);
-                    signal_wait_until(&sig[b * nn + t], Cmp::Ge, 2 * e);
+                    signal_op(&mut sig[blk * nn + me as usize], 2 * e, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
                 }
                 sync_threads();
                 if t == 0 {
-                    epochs[b] = e;
+                    epochs[blk] = e;
                 }
             }
 
             /// Two-shot: team rank `r` reduces chunk `r` of the data (loads from every peer), then
             /// stores the result into every peer's `dst` (including its own). Each PE moves
             /// `2 (n - 1) / n` of the data over NVLink instead of one-shot's `n - 1`. Safe in
-            /// place (`dst` and `src` the same buffer): only rank `r` reads or writes chunk `r`.
+            /// place (`dst` and `src` the same buffer): only rank `r` reads or writes chunk `r`,
+            /// and each thread loads all it reduces before it stores.
+            ///
+            /// The vectors are chunked by rank, and so are the scalar elements (`head` before
+            /// the first vector and the rest past the last; all of them without `vec`).
             #[pgas_kernel(max_threads = 512)]
             pub fn two_shot(
                 dst: &mut SymTensor<$t>,
@@ -95,72 +160,105 @@ macro_rules! all_reduce_kernels {
                 epochs: &mut SymTensor<u64>,
                 n: u32,
                 me: u32,
+                head: u32,
+                vec: u32,
                 #[comptime] op: u32,
             ) {
-                let b = block_idx_x() as usize;
+                let blk = block_idx_x() as usize;
                 let t = thread_idx_x() as usize;
                 let nn = n as usize;
-                let e = epochs[b] + 1;
+                let e = epochs[blk] + 1;
                 if t < nn {
-                    signal_op(&mut sig[b * nn + me as usize], 2 * e - 1, SignalOp::Set, pes[t]);
-                    signal_wait_until(&sig[b * nn + t], Cmp::Ge, 2 * e - 1);
+                    signal_op(&mut sig[blk * nn + me as usize], 2 * e - 1, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
                     threadfence_system();
                 }
                 sync_threads();
                 let len = dst.len();
-                let chunk = (len + nn - 1) / nn;
-                let lo = min(me as usize * chunk, len);
-                let hi = min(lo + chunk, len);
+                let h = min(head as usize, len);
+                let nv = if vec != 0 { (len - h) / $w } else { 0 };
+                let vend = h + nv * $w;
                 let stride = (grid_dim_x() * block_dim_x()) as usize;
-                let mut i = lo + b * block_dim_x() as usize + t;
-                while i < hi {
-                    let mut acc = src[i] as $a;
+                let gt = blk * block_dim_x() as usize + t;
+                let vchunk = (nv + nn - 1) / nn;
+                let vlo = min(me as usize * vchunk, nv);
+                let vhi = min(vlo + vchunk, nv);
+                // Two vectors per thread per step, as in one-shot (the second slot repeats
+                // the first past the end of the chunk).
+                let mut v = vlo + gt;
+                while v < vhi {
+                    let i0 = h + v * $w;
+                    let i1 = if v + stride < vhi { i0 + stride * $w } else { i0 };
+                    let mut x0 = load_vec16(&src[i0]);
+                    let mut x1 = load_vec16(&src[i1]);
                     for k in 1..nn {
-                        let v = src.peer(pes[(me as usize + k) % nn])[i] as $a;
-                        acc = if op == 1 {
-                            acc * v
-                        } else if op == 2 {
-                            min(acc, v)
-                        } else if op == 3 {
-                            max(acc, v)
-                        } $($($bits)*)? else {
-                            acc + v
-                        };
+                        let p = src.peer(pes[(me as usize + k) % nn]);
+                        let y0 = load_vec16(&p[i0]);
+                        let y1 = load_vec16(&p[i1]);
+                        for j in 0..$w {
+                            let a = vec16_get(x0, j) as $a;
+                            let b = vec16_get(y0, j) as $a;
+                            let r = $($red)*;
+                            x0 = vec16_set(x0, j, r as $t);
+                            let a = vec16_get(x1, j) as $a;
+                            let b = vec16_get(y1, j) as $a;
+                            let r = $($red)*;
+                            x1 = vec16_set(x1, j, r as $t);
+                        }
                     }
-                    let r = acc as $t;
+                    for k in 0..nn {
+                        let p = dst.peer(pes[(me as usize + k) % nn]);
+                        store_vec16(&mut p[i0], x0);
+                        store_vec16(&mut p[i1], x1);
+                    }
+                    v += 2 * stride;
+                }
+                let ns = h + (len - vend);
+                let schunk = (ns + nn - 1) / nn;
+                let slo = min(me as usize * schunk, ns);
+                let shi = min(slo + schunk, ns);
+                let mut q = slo + gt;
+                while q < shi {
+                    let i = if q < h { q } else { vend + q - h };
+                    let mut a = src[i] as $a;
+                    for k in 1..nn {
+                        let b = src.peer(pes[(me as usize + k) % nn])[i] as $a;
+                        a = $($red)*;
+                    }
+                    let r = a as $t;
                     for k in 0..nn {
                         dst.peer(pes[(me as usize + k) % nn])[i] = r;
                     }
-                    i += stride;
+                    q += stride;
                 }
                 // Release: this thread's peer stores before the block's signal.
                 threadfence_system();
                 sync_threads();
                 if t < nn {
-                    signal_op(&mut sig[b * nn + me as usize], 2 * e, SignalOp::Set, pes[t]);
-                    signal_wait_until(&sig[b * nn + t], Cmp::Ge, 2 * e);
+                    signal_op(&mut sig[blk * nn + me as usize], 2 * e, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
                     threadfence_system();
                 }
                 sync_threads();
                 if t == 0 {
-                    epochs[b] = e;
+                    epochs[blk] = e;
                 }
             }
         }
-    )*};
+    };
 }
 
 all_reduce_kernels! {
-    f32_: f32 => f32;
-    f64_: f64 => f64;
-    f16_: f16 => f32;
-    bf16_: bf16 => f32;
-    i8_: i8 => i8, [else if op == 4 { acc & v } else if op == 5 { acc | v } else if op == 6 { acc ^ v }];
-    i16_: i16 => i16, [else if op == 4 { acc & v } else if op == 5 { acc | v } else if op == 6 { acc ^ v }];
-    i32_: i32 => i32, [else if op == 4 { acc & v } else if op == 5 { acc | v } else if op == 6 { acc ^ v }];
-    i64_: i64 => i64, [else if op == 4 { acc & v } else if op == 5 { acc | v } else if op == 6 { acc ^ v }];
-    u8_: u8 => u8, [else if op == 4 { acc & v } else if op == 5 { acc | v } else if op == 6 { acc ^ v }];
-    u16_: u16 => u16, [else if op == 4 { acc & v } else if op == 5 { acc | v } else if op == 6 { acc ^ v }];
-    u32_: u32 => u32, [else if op == 4 { acc & v } else if op == 5 { acc | v } else if op == 6 { acc ^ v }];
-    u64_: u64 => u64, [else if op == 4 { acc & v } else if op == 5 { acc | v } else if op == 6 { acc ^ v }];
+    f32_: f32 => f32, 4;
+    f64_: f64 => f64, 2;
+    f16_: f16 => f32, 8;
+    bf16_: bf16 => f32, 8;
+    i8_: i8 => i8, 16, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    i16_: i16 => i16, 8, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    i32_: i32 => i32, 4, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    i64_: i64 => i64, 2, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u8_: u8 => u8, 16, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u16_: u16 => u16, 8, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u32_: u32 => u32, 4, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u64_: u64 => u64, 2, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
 }

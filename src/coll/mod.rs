@@ -52,14 +52,16 @@ pub enum Algorithm {
 pub const ONE_SHOT_MAX_BYTES: usize = 256 << 10;
 
 /// Most blocks a collective grid has (also capped at the GPU's SM count, so that every block is
-/// resident: blocks wait for their namesakes on other PEs).
-pub const MAX_BLOCKS: usize = 128;
+/// resident: blocks wait for their namesakes on other PEs). Above the SM count of current GPUs
+/// (132 on H100 and H200), so the SM count is the cap there and large messages use every SM.
+pub const MAX_BLOCKS: usize = 256;
 
 /// Threads per block of the collective kernels.
 const THREADS: u32 = 512;
 
 /// Bytes of work per block before the grid grows: small messages take one block (one flag round
-/// trip), large ones spread over the SMs.
+/// trip), large ones spread over the SMs. One step of a block: 512 threads x two 16-byte
+/// vectors, so below the SM cap every thread's two vector slots hold distinct data.
 const BYTES_PER_BLOCK: usize = 16 << 10;
 
 /// Element types of [`Comm::all_reduce`]: the 16-bit floats (reduced in `f32`), `f32`, `f64` and
@@ -376,6 +378,12 @@ impl Comm {
             bytes.div_ceil(self.n)
         };
         let blocks = work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks) as u32;
+        // The 16-byte data path (see `kernels.rs`): the elements before `src`'s first 16-byte
+        // boundary go one at a time, and vectors need `dst` at the same offset modulo 16.
+        // Elements are aligned to their size, so the distance to the boundary is whole elements.
+        let size = std::mem::size_of::<T>() as u64;
+        let head = ((16 - s % 16) % 16 / size).min(src.len() as u64) as u32;
+        let vec = u32::from(d % 16 == s % 16);
         let mut args = KernelArgs::new();
         args.push_sym_mut(dst)
             .push_sym(src)
@@ -383,7 +391,9 @@ impl Comm {
             .push_sym_mut(&mut self.sig)
             .push_sym_mut(&mut self.epochs)
             .push_scalar(self.n as u32)
-            .push_scalar(rank as u32);
+            .push_scalar(rank as u32)
+            .push_scalar(head)
+            .push_scalar(vec);
         pgas_runtime::launch::launch(
             &self.pgas,
             spec,

@@ -103,3 +103,19 @@ fn async_tile_copy(dst: &mut CudaSlice<bf16>, src: &SymTensor<bf16>, local: &Cud
         k += block_dim_x() as usize;
     }
 }
+
+/// Element-wise sum of two `f16` buffers 16 bytes at a time, in `f32`, through the lanes of
+/// the vectors (`vec16_get` / `vec16_set`), with a peer's buffer as one operand.
+#[pgas_kernel]
+fn vec16_lane_sum(dst: &mut SymTensor<f16>, a: &SymTensor<f16>, pe: i32) {
+    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize * 8;
+    if i + 8 <= dst.len() {
+        let mut x = load_vec16(&a[i]);
+        let y = load_vec16(&a.peer(pe)[i]);
+        for j in 0..8 {
+            let s = vec16_get(x, j) as f32 + vec16_get(y, j) as f32;
+            x = vec16_set(x, j, s as f16);
+        }
+        store_vec16(&mut dst[i], x);
+    }
+}

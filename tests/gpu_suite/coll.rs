@@ -32,8 +32,13 @@ pub const CASES: &[Case] = &[
 /// `coll::prewarm`).
 pub const KERNELS: &[&KernelSpec] = &[&coop_count::SPEC];
 
-/// 1 element, odd lengths, one block's worth, several blocks (two-shot chunks of unequal length).
-const LENS: &[usize] = &[1, 7, 1000, 4099, 70_001];
+/// 1 element, odd lengths, one block's worth, several blocks (two-shot chunks of unequal length),
+/// one 16-byte vector of 4- and 2-byte types (4, 8), and enough vectors that threads take a
+/// second step with a partial pair (300_007, a tail past the last vector in every type).
+const LENS: &[usize] = &[1, 4, 7, 8, 1000, 4099, 70_001, 300_007];
+
+/// Lengths of the views that start off a 16-byte boundary (see `sweep`).
+const VIEW_LENS: &[usize] = &[5, 4099, 70_001];
 
 const ALGS: &[Algorithm] = &[
     Algorithm::OneShot,
@@ -77,6 +82,65 @@ fn sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
                 &want,
             )?;
         }
+    }
+    // Views starting at element `ss` of the source and `ds` of the destination: both at 1
+    // (scalar elements up to the first 16-byte boundary, then vectors), 0 and 1 (offsets that
+    // differ modulo 16 bytes: every element one at a time), and two-shot in place at 1. The
+    // elements outside the views must keep their values.
+    for &len in VIEW_LENS {
+        let want: Vec<T> = (0..len)
+            .map(|i| (1..n).fold(to(input(0, i)), |acc, pe| fold(acc, to(input(pe, i)))))
+            .collect();
+        // Element `k` of a buffer viewed from `at` holds input `k - at`; before it, a marker.
+        let filled = |at: usize| -> Vec<T> {
+            (0..len + 2)
+                .map(|k| to(if k < at { 5 } else { input(me, k - at) }))
+                .collect()
+        };
+        for (ds, ss, alg) in [
+            (1, 1, Algorithm::OneShot),
+            (1, 1, Algorithm::TwoShot),
+            (0, 1, Algorithm::OneShot),
+            (0, 1, Algorithm::TwoShot),
+        ] {
+            let src = p.alloc_from(&filled(ss))?;
+            let marks = vec![to(5); len + 2];
+            let mut dst = p.alloc_from(&marks)?;
+            p.barrier_all()?;
+            comm.all_reduce(
+                &mut dst.view_mut(ds..ds + len)?,
+                &src.view(ss..ss + len)?,
+                op,
+                alg,
+            )?;
+            util::settle(p)?;
+            let got = dst.to_vec()?;
+            let what = format!("{op:?} {alg:?} of {len}, dst at {ds}, src at {ss}");
+            compare(&what, &got[ds..ds + len], &want)?;
+            compare(
+                &format!("{what}: outside the view"),
+                &got[..ds],
+                &marks[..ds],
+            )?;
+            compare(
+                &format!("{what}: past the view"),
+                &got[ds + len..],
+                &marks[ds + len..],
+            )?;
+        }
+        let mut x = p.alloc_from(&filled(1))?;
+        p.barrier_all()?;
+        comm.all_reduce_in_place(&mut x.view_mut(1..1 + len)?, op, Algorithm::TwoShot)?;
+        util::settle(p)?;
+        let got = x.to_vec()?;
+        let what = format!("{op:?} TwoShot in place of {len} at 1");
+        compare(&what, &got[1..1 + len], &want)?;
+        compare(&format!("{what}: outside the view"), &got[..1], &[to(5)])?;
+        compare(
+            &format!("{what}: past the view"),
+            &got[1 + len..],
+            &filled(1)[1 + len..],
+        )?;
     }
     Ok(())
 }
