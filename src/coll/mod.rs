@@ -35,8 +35,9 @@ use crate::{Error, LaunchConfig, Pgas, ReduceOp, Result, SymRegion, SymTensor, T
 /// How [`Comm::all_reduce`] reduces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
-    /// One-shot up to [`ONE_SHOT_MAX_BYTES`], two-shot above (in place: always two-shot);
-    /// NVSHMEM's own when some peer is not load/store reachable.
+    /// One-shot up to [`ONE_SHOT_MAX_BYTES`] ([`ONE_SHOT_MAX_BYTES_2PE`] in a team of two),
+    /// two-shot above (in place: always two-shot); NVSHMEM's own when some peer is not
+    /// load/store reachable.
     Auto,
     /// Every PE reads every peer's input and reduces (needs `dst` and `src` apart).
     OneShot,
@@ -50,6 +51,12 @@ pub enum Algorithm {
 /// [`Algorithm::Auto`] takes one-shot up to this many bytes: one-shot's single pass wins while
 /// latency dominates, two-shot's smaller traffic above.
 pub const ONE_SHOT_MAX_BYTES: usize = 256 << 10;
+
+/// [`ONE_SHOT_MAX_BYTES`] in a team of two PEs. One-shot moves `n - 1` times the data over
+/// NVLink, two-shot `2 (n - 1) / n` times: the same for two PEs, so one-shot's single pass (one
+/// flag round trip less a call, no peer stores) keeps winning past the latency-bound sizes
+/// (measured with the one-element data path: 27 us against 36 us at 1 MiB on 2 x H200).
+pub const ONE_SHOT_MAX_BYTES_2PE: usize = 8 << 20;
 
 /// Most blocks a collective grid has (also capped at the GPU's SM count, so that every block is
 /// resident: blocks wait for their namesakes on other PEs). Above the SM count of current GPUs
@@ -219,9 +226,14 @@ impl Comm {
 
     /// The algorithm [`Algorithm::Auto`] takes for `bytes` bytes (`in_place`: `dst` is `src`).
     pub fn auto_algorithm(&self, bytes: usize, in_place: bool) -> Algorithm {
+        let one_shot_max = if self.n == 2 {
+            ONE_SHOT_MAX_BYTES_2PE
+        } else {
+            ONE_SHOT_MAX_BYTES
+        };
         if !self.p2p {
             Algorithm::Nvshmem
-        } else if bytes <= ONE_SHOT_MAX_BYTES && !in_place {
+        } else if bytes <= one_shot_max && !in_place {
             Algorithm::OneShot
         } else {
             Algorithm::TwoShot
