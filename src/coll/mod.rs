@@ -67,8 +67,9 @@ pub const MAX_BLOCKS: usize = 256;
 const THREADS: u32 = 512;
 
 /// Bytes of work per block before the grid grows: small messages take one block (one flag round
-/// trip), large ones spread over the SMs. One step of a block: 512 threads x two 16-byte
-/// vectors, so below the SM cap every thread's two vector slots hold distinct data.
+/// trip), large ones spread over the SMs. One step of a block is 512 threads x two 16-byte
+/// vectors, so below the SM cap a thread's second slot rarely repeats its first (see
+/// `kernels.rs`).
 const BYTES_PER_BLOCK: usize = 16 << 10;
 
 /// Element types of [`Comm::all_reduce`]: the 16-bit floats (reduced in `f32`), `f32`, `f64` and
