@@ -1,7 +1,8 @@
-//! The all-reduce kernels, one module per element type (the language has no generics: each type
-//! is its own `#[pgas_kernel]`, and the reduction is a `#[comptime]` code, so every (type, op)
-//! pair is one small specialization that compiles in about a second with the peer-to-peer
-//! prelude: no NVSHMEM collective templates).
+//! The collective kernels (all-reduce one-shot and two-shot, reduce-scatter, all-gather), one
+//! module per element type (the language has no generics: each type is its own
+//! `#[pgas_kernel]`, and the reduction is a `#[comptime]` code, so every (type, op) pair is one
+//! small specialization that compiles in about a second with the peer-to-peer prelude: no
+//! NVSHMEM collective templates).
 //!
 //! # The flag protocol
 //! Every PE of the team runs the same grid, and block `b` of every PE handles the same elements,
@@ -34,12 +35,20 @@
 //! algorithm: `$t` is the element type, `$a` the type it is reduced in (`f32` for the 16-bit
 //! floats), `$w` the elements in 16 bytes, `$bits` the bitwise reductions where the type has
 //! them; the reduction of `a` and `b` is written once and pasted where values are combined.
+//! The pieces several kernels share (the entry and leave handshakes, the reduction of a vector
+//! pair or one element over the PEs, the stores to every PE) are also written once, in the
+//! template's `@pieces` arm, and pasted by the `@kernels` arm: two-shot is reduce-scatter's
+//! loads and all-gather's stores fused over one chunking, and [`reduce_scatter`] /
+//! [`all_gather`] are the halves as kernels of their own, on the same flags.
+//!
+//! [`reduce_scatter`]: f32_::reduce_scatter
+//! [`all_gather`]: f32_::all_gather
 
-macro_rules! all_reduce_kernels {
+macro_rules! coll_kernels {
     ($($m:ident: $t:ident => $a:ident, $w:literal $(, [$($bits:tt)*])?;)*) => {$(
         // The reduction of `a` and `b` (both `$a`) by the comptime `op`, written once here and
         // pasted where each algorithm combines two values (the scalar path and each vector slot).
-        all_reduce_kernels!(@kernels $m $t $a $w [
+        coll_kernels!(@pieces $m $t $a $w [
             if op == 1 {
                 a * b
             } else if op == 2 {
@@ -51,8 +60,97 @@ macro_rules! all_reduce_kernels {
             }
         ]);
     )*};
-    (@kernels $m:ident $t:ident $a:ident $w:literal [$($red:tt)*]) => {
-        #[doc = concat!("All-reduce kernels for `", stringify!($t), "`.")]
+    // The pieces the kernels share, each written once and pasted into every kernel that uses it:
+    // the entry handshake, the reduction of a vector pair `i0`, `i1` (and of one element `i`) of
+    // `src` over every PE into `x0`, `x1` (`a`), the stores of `x0`, `x1` (`r`) to `dst` at `i0`,
+    // `i1` (`i`) on every PE, and the leave handshake (after local stores, and after peer stores:
+    // then with the release fence before the signal and the acquire fence after the wait).
+    (@pieces $m:ident $t:ident $a:ident $w:literal [$($red:tt)*]) => {
+        coll_kernels!(@kernels $m $t $a $w
+            enter: [
+                let e = epochs[blk] + 1;
+                if t < nn {
+                    signal_op(&mut sig[blk * nn + me as usize], 2 * e - 1, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
+                    threadfence_system();
+                }
+                sync_threads();
+            ]
+            reduce_pair: [
+                let mut x0 = load_vec16(&src[i0]);
+                let mut x1 = load_vec16(&src[i1]);
+                for k in 1..nn {
+                    let p = src.peer(pes[(me as usize + k) % nn]);
+                    let y0 = load_vec16(&p[i0]);
+                    let y1 = load_vec16(&p[i1]);
+                    for j in 0..$w {
+                        let a = vec16_get(x0, j) as $a;
+                        let b = vec16_get(y0, j) as $a;
+                        let r = $($red)*;
+                        x0 = vec16_set(x0, j, r as $t);
+                        let a = vec16_get(x1, j) as $a;
+                        let b = vec16_get(y1, j) as $a;
+                        let r = $($red)*;
+                        x1 = vec16_set(x1, j, r as $t);
+                    }
+                }
+            ]
+            reduce_one: [
+                let mut a = src[i] as $a;
+                for k in 1..nn {
+                    let b = src.peer(pes[(me as usize + k) % nn])[i] as $a;
+                    a = $($red)*;
+                }
+            ]
+            put_pair: [
+                for k in 0..nn {
+                    let p = dst.peer(pes[(me as usize + k) % nn]);
+                    store_vec16(&mut p[i0], x0);
+                    store_vec16(&mut p[i1], x1);
+                }
+            ]
+            put_one: [
+                for k in 0..nn {
+                    dst.peer(pes[(me as usize + k) % nn])[i] = r;
+                }
+            ]
+            leave: [
+                sync_threads();
+                if t < nn {
+                    signal_op(&mut sig[blk * nn + me as usize], 2 * e, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
+                }
+                sync_threads();
+                if t == 0 {
+                    epochs[blk] = e;
+                }
+            ]
+            leave_after_puts: [
+                // Release: this thread's peer stores before the block's signal.
+                threadfence_system();
+                sync_threads();
+                if t < nn {
+                    signal_op(&mut sig[blk * nn + me as usize], 2 * e, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
+                    threadfence_system();
+                }
+                sync_threads();
+                if t == 0 {
+                    epochs[blk] = e;
+                }
+            ]
+        );
+    };
+    (@kernels $m:ident $t:ident $a:ident $w:literal
+        enter: [$($enter:tt)*]
+        reduce_pair: [$($reduce_pair:tt)*]
+        reduce_one: [$($reduce_one:tt)*]
+        put_pair: [$($put_pair:tt)*]
+        put_one: [$($put_one:tt)*]
+        leave: [$($leave:tt)*]
+        leave_after_puts: [$($leave_after_puts:tt)*]
+    ) => {
+        #[doc = concat!("Collective kernels for `", stringify!($t), "`.")]
         pub mod $m {
             use crate::prelude::*;
 
@@ -78,13 +176,7 @@ macro_rules! all_reduce_kernels {
                 let blk = block_idx_x() as usize;
                 let t = thread_idx_x() as usize;
                 let nn = n as usize;
-                let e = epochs[blk] + 1;
-                if t < nn {
-                    signal_op(&mut sig[blk * nn + me as usize], 2 * e - 1, SignalOp::Set, pes[t]);
-                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
-                    threadfence_system();
-                }
-                sync_threads();
+                $($enter)*
                 let len = dst.len();
                 let h = min(head as usize, len);
                 let nv = if vec != 0 { (len - h) / $w } else { 0 };
@@ -98,23 +190,7 @@ macro_rules! all_reduce_kernels {
                 while v < nv {
                     let i0 = h + v * $w;
                     let i1 = if v + stride < nv { i0 + stride * $w } else { i0 };
-                    let mut x0 = load_vec16(&src[i0]);
-                    let mut x1 = load_vec16(&src[i1]);
-                    for k in 1..nn {
-                        let p = src.peer(pes[(me as usize + k) % nn]);
-                        let y0 = load_vec16(&p[i0]);
-                        let y1 = load_vec16(&p[i1]);
-                        for j in 0..$w {
-                            let a = vec16_get(x0, j) as $a;
-                            let b = vec16_get(y0, j) as $a;
-                            let r = $($red)*;
-                            x0 = vec16_set(x0, j, r as $t);
-                            let a = vec16_get(x1, j) as $a;
-                            let b = vec16_get(y1, j) as $a;
-                            let r = $($red)*;
-                            x1 = vec16_set(x1, j, r as $t);
-                        }
-                    }
+                    $($reduce_pair)*
                     store_vec16(&mut dst[i0], x0);
                     store_vec16(&mut dst[i1], x1);
                     v += 2 * stride;
@@ -124,23 +200,11 @@ macro_rules! all_reduce_kernels {
                 let mut q = gt;
                 while q < ns {
                     let i = if q < h { q } else { vend + q - h };
-                    let mut a = src[i] as $a;
-                    for k in 1..nn {
-                        let b = src.peer(pes[(me as usize + k) % nn])[i] as $a;
-                        a = $($red)*;
-                    }
+                    $($reduce_one)*
                     dst[i] = a as $t;
                     q += stride;
                 }
-                sync_threads();
-                if t < nn {
-                    signal_op(&mut sig[blk * nn + me as usize], 2 * e, SignalOp::Set, pes[t]);
-                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
-                }
-                sync_threads();
-                if t == 0 {
-                    epochs[blk] = e;
-                }
+                $($leave)*
             }
 
             /// Two-shot: team rank `r` reduces chunk `r` of the data (loads from every peer), then
@@ -150,7 +214,8 @@ macro_rules! all_reduce_kernels {
             /// and each thread loads all it reduces before it stores.
             ///
             /// The vectors are chunked by rank, and so are the scalar elements (`head` before
-            /// the first vector and the rest past the last; all of them without `vec`).
+            /// the first vector and the rest past the last; all of them without `vec`). Its two
+            /// halves are [`reduce_scatter`] and [`all_gather`] (the same pasted pieces), fused.
             #[pgas_kernel(max_threads = 512)]
             pub fn two_shot(
                 dst: &mut SymTensor<$t>,
@@ -167,13 +232,7 @@ macro_rules! all_reduce_kernels {
                 let blk = block_idx_x() as usize;
                 let t = thread_idx_x() as usize;
                 let nn = n as usize;
-                let e = epochs[blk] + 1;
-                if t < nn {
-                    signal_op(&mut sig[blk * nn + me as usize], 2 * e - 1, SignalOp::Set, pes[t]);
-                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
-                    threadfence_system();
-                }
-                sync_threads();
+                $($enter)*
                 let len = dst.len();
                 let h = min(head as usize, len);
                 let nv = if vec != 0 { (len - h) / $w } else { 0 };
@@ -189,28 +248,8 @@ macro_rules! all_reduce_kernels {
                 while v < vhi {
                     let i0 = h + v * $w;
                     let i1 = if v + stride < vhi { i0 + stride * $w } else { i0 };
-                    let mut x0 = load_vec16(&src[i0]);
-                    let mut x1 = load_vec16(&src[i1]);
-                    for k in 1..nn {
-                        let p = src.peer(pes[(me as usize + k) % nn]);
-                        let y0 = load_vec16(&p[i0]);
-                        let y1 = load_vec16(&p[i1]);
-                        for j in 0..$w {
-                            let a = vec16_get(x0, j) as $a;
-                            let b = vec16_get(y0, j) as $a;
-                            let r = $($red)*;
-                            x0 = vec16_set(x0, j, r as $t);
-                            let a = vec16_get(x1, j) as $a;
-                            let b = vec16_get(y1, j) as $a;
-                            let r = $($red)*;
-                            x1 = vec16_set(x1, j, r as $t);
-                        }
-                    }
-                    for k in 0..nn {
-                        let p = dst.peer(pes[(me as usize + k) % nn]);
-                        store_vec16(&mut p[i0], x0);
-                        store_vec16(&mut p[i1], x1);
-                    }
+                    $($reduce_pair)*
+                    $($put_pair)*
                     v += 2 * stride;
                 }
                 let ns = h + (len - vend);
@@ -220,35 +259,119 @@ macro_rules! all_reduce_kernels {
                 let mut q = slo + gt;
                 while q < shi {
                     let i = if q < h { q } else { vend + q - h };
-                    let mut a = src[i] as $a;
-                    for k in 1..nn {
-                        let b = src.peer(pes[(me as usize + k) % nn])[i] as $a;
-                        a = $($red)*;
-                    }
+                    $($reduce_one)*
                     let r = a as $t;
-                    for k in 0..nn {
-                        dst.peer(pes[(me as usize + k) % nn])[i] = r;
-                    }
+                    $($put_one)*
                     q += stride;
                 }
-                // Release: this thread's peer stores before the block's signal.
-                threadfence_system();
-                sync_threads();
-                if t < nn {
-                    signal_op(&mut sig[blk * nn + me as usize], 2 * e, SignalOp::Set, pes[t]);
-                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
-                    threadfence_system();
+                $($leave_after_puts)*
+            }
+
+            /// Reduce-scatter (two-shot's first half): team rank `r` reduces chunk `r` of every
+            /// PE's `src` (elements `r * dst.len()` on, `dst.len()` of them) by peer loads into
+            /// its own `dst`. `head` and `vec` are those of the chunk: the elements before the
+            /// chunk's first 16-byte boundary, and whether `dst` shares the chunk's offset
+            /// modulo 16 bytes. Each PE moves `(n - 1) / n` of `src` over NVLink.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn reduce_scatter(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                head: u32,
+                vec: u32,
+                #[comptime] op: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                let len = dst.len();
+                let c = me as usize * len;
+                let h = min(head as usize, len);
+                let nv = if vec != 0 { (len - h) / $w } else { 0 };
+                let vend = h + nv * $w;
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                // `i0`, `i1` index `src` (in chunk `me`), `i0 - c`, `i1 - c` index `dst`.
+                let mut v = gt;
+                while v < nv {
+                    let i0 = c + h + v * $w;
+                    let i1 = if v + stride < nv { i0 + stride * $w } else { i0 };
+                    $($reduce_pair)*
+                    store_vec16(&mut dst[i0 - c], x0);
+                    store_vec16(&mut dst[i1 - c], x1);
+                    v += 2 * stride;
                 }
-                sync_threads();
-                if t == 0 {
-                    epochs[blk] = e;
+                let ns = h + (len - vend);
+                let mut q = gt;
+                while q < ns {
+                    let j = if q < h { q } else { vend + q - h };
+                    let i = c + j;
+                    $($reduce_one)*
+                    dst[j] = a as $t;
+                    q += stride;
                 }
+                $($leave)*
+            }
+
+            /// All-gather (two-shot's second half): team rank `r` stores its `src` into chunk
+            /// `r` of every PE's `dst` (elements `r * src.len()` on), its own included. `head`
+            /// and `vec` are those of `src`: the elements before its first 16-byte boundary, and
+            /// whether chunk `r` of `dst` shares its offset modulo 16 bytes. Each PE moves
+            /// `n - 1` copies of its `src` over NVLink.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn all_gather(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                head: u32,
+                vec: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                let len = src.len();
+                let c = me as usize * len;
+                let h = min(head as usize, len);
+                let nv = if vec != 0 { (len - h) / $w } else { 0 };
+                let vend = h + nv * $w;
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                // `i0`, `i1` index `dst` (in chunk `me`), `i0 - c`, `i1 - c` index `src`.
+                let mut v = gt;
+                while v < nv {
+                    let i0 = c + h + v * $w;
+                    let i1 = if v + stride < nv { i0 + stride * $w } else { i0 };
+                    let x0 = load_vec16(&src[i0 - c]);
+                    let x1 = load_vec16(&src[i1 - c]);
+                    $($put_pair)*
+                    v += 2 * stride;
+                }
+                let ns = h + (len - vend);
+                let mut q = gt;
+                while q < ns {
+                    let j = if q < h { q } else { vend + q - h };
+                    let i = c + j;
+                    let r = src[j];
+                    $($put_one)*
+                    q += stride;
+                }
+                $($leave_after_puts)*
             }
         }
     };
 }
 
-all_reduce_kernels! {
+coll_kernels! {
     f32_: f32 => f32, 4;
     f64_: f64 => f64, 2;
     f16_: f16 => f32, 8;

@@ -1,6 +1,6 @@
-//! Collectives written in pgas: all-reduce over a [`Team`] from peer loads and stores over
-//! NVLink, synchronized with NVSHMEM signals instead of barriers, called from the host on a
-//! stream (and so capturable into a CUDA graph).
+//! Collectives written in pgas: all-reduce, reduce-scatter and all-gather over a [`Team`] from
+//! peer loads and stores over NVLink, synchronized with NVSHMEM signals instead of barriers,
+//! called from the host on a stream (and so capturable into a CUDA graph).
 //!
 //! ```no_run
 //! use pgas::coll::{Algorithm, Comm};
@@ -20,8 +20,9 @@
 //! fewest steps, for small messages), *two-shot* (reduce-scatter by peer loads, then all-gather by
 //! peer stores: a fraction of the traffic, for large ones), or *NVSHMEM's own*
 //! (`nvshmemx_<type>_<op>_reduce_on_stream`, the fallback where peers are not load/store
-//! reachable). [`Algorithm::Auto`] chooses by size. The kernels and their flag protocol are in
-//! [`kernels`].
+//! reachable). [`Algorithm::Auto`] chooses by size. [`Comm::reduce_scatter`] and
+//! [`Comm::all_gather`] are two-shot's halves as kernels of their own (peer-to-peer only). The
+//! kernels and their flag protocol are in [`kernels`].
 
 pub mod kernels;
 
@@ -72,13 +73,18 @@ const THREADS: u32 = 512;
 /// `kernels.rs`).
 const BYTES_PER_BLOCK: usize = 16 << 10;
 
-/// Element types of [`Comm::all_reduce`]: the 16-bit floats (reduced in `f32`), `f32`, `f64` and
-/// the 8- to 64-bit integers (wrapping, as NVSHMEM's). Sealed.
+/// Element types of [`Comm::all_reduce`], [`Comm::reduce_scatter`] and [`Comm::all_gather`]: the
+/// 16-bit floats (reduced in `f32`), `f32`, `f64` and the 8- to 64-bit integers (wrapping, as
+/// NVSHMEM's). Sealed.
 pub trait AllReduceElem: CollectiveElem {
     #[doc(hidden)]
     const ONE_SHOT: &'static KernelSpec;
     #[doc(hidden)]
     const TWO_SHOT: &'static KernelSpec;
+    #[doc(hidden)]
+    const REDUCE_SCATTER: &'static KernelSpec;
+    #[doc(hidden)]
+    const ALL_GATHER: &'static KernelSpec;
     /// Whether the bitwise reductions exist for the type (integers).
     #[doc(hidden)]
     const BITS: bool;
@@ -89,6 +95,8 @@ macro_rules! elem {
         impl AllReduceElem for $t {
             const ONE_SHOT: &'static KernelSpec = &kernels::$m::one_shot::SPEC;
             const TWO_SHOT: &'static KernelSpec = &kernels::$m::two_shot::SPEC;
+            const REDUCE_SCATTER: &'static KernelSpec = &kernels::$m::reduce_scatter::SPEC;
+            const ALL_GATHER: &'static KernelSpec = &kernels::$m::all_gather::SPEC;
             const BITS: bool = $bits;
         }
     )*};
@@ -308,15 +316,7 @@ impl Comm {
         op: ReduceOp,
         algorithm: Algorithm,
     ) -> Result<Algorithm> {
-        let rank = self.rank.ok_or_else(|| Error::InvalidConfig {
-            name: "team",
-            value: format!("{}", self.team.raw()),
-            reason: format!(
-                "PE {} is not a member of this communicator's team; only members call its \
-                 collectives",
-                self.pgas.my_pe()
-            ),
-        })?;
+        let rank = self.member()?;
         if dst.len() != src.len() {
             return Err(Error::LengthMismatch {
                 what: "the all-reduce destination (the source's length)",
@@ -324,15 +324,7 @@ impl Comm {
                 expected: src.len(),
             });
         }
-        if !T::BITS && matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor) {
-            return Err(Error::InvalidConfig {
-                name: "reduction",
-                value: format!("{op:?} on {}", std::any::type_name::<T>()),
-                reason: "bitwise reductions exist for integer types only; use Sum, Prod, Min or \
-                         Max"
-                .to_owned(),
-            });
-        }
+        check_op::<T>(op)?;
         let bytes = src.len() * std::mem::size_of::<T>();
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
         let in_place = d == s;
@@ -418,14 +410,286 @@ impl Comm {
         )?;
         Ok(algorithm)
     }
+
+    /// Reduce-scatter on the context's stream: team rank `r`'s `dst` gets the element-wise
+    /// reduction of chunk `r` of every member's `src` (elements `r * dst.len()` to
+    /// `(r + 1) * dst.len()`), so `src.len() == n * dst.len()`. See [`Comm::reduce_scatter_on`].
+    pub fn reduce_scatter<T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        op: ReduceOp,
+    ) -> Result<()> {
+        let stream = self.pgas.stream().clone();
+        self.reduce_scatter_on(&stream, dst, src, op)
+    }
+
+    /// [`Comm::reduce_scatter`] on `stream` (not waited for on the host; capturable once
+    /// prewarmed, as [`Comm::all_reduce_on`]). Two-shot's first half: each rank loads its chunk
+    /// from every peer's `src` over NVLink and reduces it into its own `dst`, with the same flag
+    /// protocol, so when it completes on a PE no peer reads that PE's `src` any more.
+    ///
+    /// Errors, before anything is launched: a PE that is not in the team, a `src` length that
+    /// is not a multiple of the team size or not `n * dst.len()`, a bitwise op on a float
+    /// type, `dst` and `src` overlapping (no in-place form yet), `src` not in the symmetric
+    /// heap, a peer that is not load/store reachable (there is no NVSHMEM fallback yet).
+    pub fn reduce_scatter_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        op: ReduceOp,
+    ) -> Result<()> {
+        let rank = self.member()?;
+        let n = self.n;
+        if !src.len().is_multiple_of(n) {
+            return Err(Error::InvalidConfig {
+                name: "reduce-scatter source",
+                value: format!("{} elements", src.len()),
+                reason: format!(
+                    "the source is split into one chunk per PE of the team, so its length must \
+                     be a multiple of the team's {n} PEs"
+                ),
+            });
+        }
+        if dst.len() != src.len() / n {
+            return Err(Error::LengthMismatch {
+                what: "the reduce-scatter destination (the source's length / the team's PEs)",
+                got: dst.len(),
+                expected: src.len() / n,
+            });
+        }
+        check_op::<T>(op)?;
+        let size = std::mem::size_of::<T>();
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        check_apart("reduce-scatter", d, dst.len() * size, s, src.len() * size)?;
+        self.check_p2p("reduce-scatter")?;
+        self.check_symmetric(
+            "the reduce-scatter source (peers load it)",
+            s,
+            src.len() * size,
+        )?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        // The vector path starts at this rank's chunk of `src` (see `kernels.rs`).
+        let chunk = s + (rank * dst.len() * size) as u64;
+        let head = ((16 - chunk % 16) % 16 / size as u64).min(dst.len() as u64) as u32;
+        let vec = u32::from(d % 16 == chunk % 16);
+        let work = dst.len() * size;
+        let src = Region::<T>::of(src);
+        self.launch_p2p(
+            stream,
+            T::REDUCE_SCATTER,
+            op_code(op),
+            dst,
+            &src,
+            (rank, head, vec, work),
+        )
+    }
+
+    /// All-gather on the context's stream: every member's `dst` gets every member's `src`,
+    /// concatenated in team rank order (rank `r`'s at elements `r * src.len()` on), so
+    /// `dst.len() == n * src.len()`. See [`Comm::all_gather_on`].
+    pub fn all_gather<T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+    ) -> Result<()> {
+        let stream = self.pgas.stream().clone();
+        self.all_gather_on(&stream, dst, src)
+    }
+
+    /// [`Comm::all_gather`] on `stream` (not waited for on the host; capturable once
+    /// prewarmed). Two-shot's second half: each rank stores its `src` into its chunk of every
+    /// peer's `dst` over NVLink, with the same flag protocol, so when it completes on a PE every
+    /// peer's chunk has arrived in its `dst` and no peer writes it any more.
+    ///
+    /// Errors, before anything is launched: a PE that is not in the team, a `dst` length that
+    /// is not a multiple of the team size or not `n * src.len()`, `dst` and `src` overlapping
+    /// (no in-place form yet), `dst` not in the symmetric heap, a peer that is not load/store
+    /// reachable (there is no NVSHMEM fallback yet).
+    pub fn all_gather_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+    ) -> Result<()> {
+        let rank = self.member()?;
+        let n = self.n;
+        if !dst.len().is_multiple_of(n) {
+            return Err(Error::InvalidConfig {
+                name: "all-gather destination",
+                value: format!("{} elements", dst.len()),
+                reason: format!(
+                    "the destination holds one chunk per PE of the team, so its length must be \
+                     a multiple of the team's {n} PEs"
+                ),
+            });
+        }
+        if src.len() != dst.len() / n {
+            return Err(Error::LengthMismatch {
+                what: "the all-gather source (the destination's length / the team's PEs)",
+                got: src.len(),
+                expected: dst.len() / n,
+            });
+        }
+        let size = std::mem::size_of::<T>();
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        check_apart("all-gather", d, dst.len() * size, s, src.len() * size)?;
+        self.check_p2p("all-gather")?;
+        self.check_symmetric(
+            "the all-gather destination (peers store into it)",
+            d,
+            dst.len() * size,
+        )?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        // The vector path starts at `src`'s first 16-byte boundary; this rank's chunk of `dst`
+        // must sit at the same offset (see `kernels.rs`).
+        let chunk = d + (rank * src.len() * size) as u64;
+        let head = ((16 - s % 16) % 16 / size as u64).min(src.len() as u64) as u32;
+        let vec = u32::from(chunk % 16 == s % 16);
+        let work = src.len() * size;
+        let src = Region::<T>::of(src);
+        self.launch_p2p(
+            stream,
+            T::ALL_GATHER,
+            &[],
+            dst,
+            &src,
+            (rank, head, vec, work),
+        )
+    }
+
+    /// This PE's team rank, or the error a non-member's call gets.
+    fn member(&self) -> Result<usize> {
+        self.rank.ok_or_else(|| Error::InvalidConfig {
+            name: "team",
+            value: format!("{}", self.team.raw()),
+            reason: format!(
+                "PE {} is not a member of this communicator's team; only members call its \
+                 collectives",
+                self.pgas.my_pe()
+            ),
+        })
+    }
+
+    /// The error of a peer-to-peer collective when some peer is not load/store reachable.
+    fn check_p2p(&self, what: &str) -> Result<()> {
+        if self.p2p {
+            return Ok(());
+        }
+        Err(Error::InvalidConfig {
+            name: "team",
+            value: format!("{}", self.team.raw()),
+            reason: format!(
+                "a PE of the team is not load/store reachable from this one (no NVLink or peer \
+                 access), and pgas's {what} works only by peer loads and stores (no NVSHMEM \
+                 fallback yet)"
+            ),
+        })
+    }
+
+    /// An `Err` unless `bytes` bytes at `ptr` lie in the symmetric heap (a `SymRegion` of one's
+    /// own can name any address), checked at both ends as `from_dlpack` does.
+    fn check_symmetric(&self, what: &str, ptr: u64, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let me = self.pgas.my_pe();
+        for addr in [ptr, ptr + bytes as u64 - 1] {
+            let one = Region::<u8> {
+                ptr: addr,
+                len: 1,
+                _elem: std::marker::PhantomData,
+            };
+            if !self.pgas.peer_reachable(&one, me)? {
+                return Err(Error::InvalidConfig {
+                    name: "buffer",
+                    value: format!("{ptr:#x} ({bytes} bytes)"),
+                    reason: format!(
+                        "{what} is not inside NVSHMEM's symmetric heap, so peers cannot reach \
+                         it; allocate it with Pgas::alloc (or take a view of such a tensor)"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Launches a peer-to-peer collective kernel (the arguments of every kernel in
+    /// `kernels.rs`) with a grid of one block per [`BYTES_PER_BLOCK`] of `work` (the bytes each
+    /// PE handles: the same on every PE for the same call) up to the SM count.
+    fn launch_p2p<T>(
+        &mut self,
+        stream: &CudaStream,
+        spec: &'static KernelSpec,
+        comptime: &[i128],
+        dst: &mut impl SymRegion<T>,
+        src: &Region<T>,
+        (rank, head, vec, work): (usize, u32, u32, usize),
+    ) -> Result<()> {
+        let blocks = work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks) as u32;
+        let mut args = KernelArgs::new();
+        args.push_sym_mut(dst)
+            .push_sym(src)
+            .push_sym(&self.pes)
+            .push_sym_mut(&mut self.sig)
+            .push_sym_mut(&mut self.epochs)
+            .push_scalar(self.n as u32)
+            .push_scalar(rank as u32)
+            .push_scalar(head)
+            .push_scalar(vec);
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            spec,
+            Variant::Plain,
+            comptime,
+            LaunchConfig::blocks(blocks, THREADS),
+            Some(stream),
+            &mut args,
+        )
+    }
 }
 
-/// Every specialization the collectives of element type `T` can launch (each algorithm with
-/// each reduction the type has), for [`pgas_runtime::launch::prewarm`]: compile them up front,
-/// in one NVRTC program, so that no call compiles (and a graph capture can include any of them).
+/// An `Err` for a bitwise reduction on a float type.
+fn check_op<T: AllReduceElem>(op: ReduceOp) -> Result<()> {
+    if !T::BITS && matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor) {
+        return Err(Error::InvalidConfig {
+            name: "reduction",
+            value: format!("{op:?} on {}", std::any::type_name::<T>()),
+            reason: "bitwise reductions exist for integer types only; use Sum, Prod, Min or Max"
+                .to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// An `Err` when `dst` and `src` share a byte (reduce-scatter and all-gather have no in-place
+/// form yet).
+fn check_apart(what: &str, d: u64, dbytes: usize, s: u64, sbytes: usize) -> Result<()> {
+    if dbytes > 0 && sbytes > 0 && d < s + sbytes as u64 && s < d + dbytes as u64 {
+        return Err(Error::InvalidConfig {
+            name: "buffers",
+            value: format!("dst {d:#x} ({dbytes} bytes), src {s:#x} ({sbytes} bytes)"),
+            reason: format!(
+                "the {what} destination and source overlap; pass two buffers apart (there is no \
+                 in-place {what} yet)"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Every specialization the collectives of element type `T` can launch (one-shot, two-shot and
+/// reduce-scatter with each reduction the type has, and all-gather), for
+/// [`pgas_runtime::launch::prewarm`]: compile them up front, in one NVRTC program, so that no
+/// call compiles (and a graph capture can include any of them).
 pub fn prewarm_list<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
     let ops = if T::BITS { 7 } else { 4 };
-    [T::ONE_SHOT, T::TWO_SHOT]
+    let mut list: Vec<Prewarm<'static>> = [T::ONE_SHOT, T::TWO_SHOT, T::REDUCE_SCATTER]
         .into_iter()
         .flat_map(|spec| {
             OP_CODES[..ops].iter().map(move |c| Prewarm {
@@ -434,7 +698,14 @@ pub fn prewarm_list<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
                 comptime: c,
             })
         })
-        .collect()
+        .collect();
+    // All-gather has no reduction, so no comptime code.
+    list.push(Prewarm {
+        spec: T::ALL_GATHER,
+        variant: Variant::Plain,
+        comptime: &[],
+    });
+    list
 }
 
 /// [`prewarm_list`] for every element type.
