@@ -19,6 +19,7 @@
 
 mod common;
 
+use common::plot::{self, human};
 use common::{emit, median, show, time_on_stream, BenchResult, Figure};
 use pgas::coll::{self, Algorithm, Comm};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
@@ -338,16 +339,10 @@ fn main() -> BenchResult<()> {
     println!("{table}");
     if let Some(dir) = out_dir {
         std::fs::create_dir_all(&dir)?;
-        std::fs::write(std::path::Path::new(&dir).join("coll.md"), &table)?;
+        let dir = std::path::Path::new(&dir);
+        std::fs::write(dir.join("coll.md"), &table)?;
+        let names: [&str; 5] = std::array::from_fn(|i| METHODS[i].name());
+        plot::all_reduce(dir, &machine, SIZES, &results, &names, n)?;
     }
     Ok(())
-}
-
-fn human(bytes: usize) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{}GiB", b >> 30),
-        b if b >= 1 << 20 => format!("{}MiB", b >> 20),
-        b if b >= 1 << 10 => format!("{}KiB", b >> 10),
-        b => format!("{b}B"),
-    }
 }

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod plot;
+
 use pgas::cudarc::driver::sys::CUevent_flags;
 use pgas::cudarc::driver::CudaStream;
 use std::time::Instant;
