@@ -383,12 +383,8 @@ impl Comm {
             bytes.div_ceil(self.n)
         };
         let blocks = work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks) as u32;
-        // The 16-byte data path (see `kernels.rs`): the elements before `src`'s first 16-byte
-        // boundary go one at a time, and vectors need `dst` at the same offset modulo 16.
-        // Elements are aligned to their size, so the distance to the boundary is whole elements.
-        let size = std::mem::size_of::<T>() as u64;
-        let head = ((16 - s % 16) % 16 / size).min(src.len() as u64) as u32;
-        let vec = u32::from(d % 16 == s % 16);
+        // The 16-byte data path (see `kernels.rs`) walks `src`, paired with `dst`.
+        let (head, vec) = vector_start(s, d, std::mem::size_of::<T>(), src.len());
         let mut args = KernelArgs::new();
         args.push_sym_mut(dst)
             .push_sym(src)
@@ -474,8 +470,7 @@ impl Comm {
         }
         // The vector path starts at this rank's chunk of `src` (see `kernels.rs`).
         let chunk = s + (rank * dst.len() * size) as u64;
-        let head = ((16 - chunk % 16) % 16 / size as u64).min(dst.len() as u64) as u32;
-        let vec = u32::from(d % 16 == chunk % 16);
+        let (head, vec) = vector_start(chunk, d, size, dst.len());
         let work = dst.len() * size;
         let src = Region::<T>::of(src);
         self.launch_p2p(
@@ -549,8 +544,7 @@ impl Comm {
         // The vector path starts at `src`'s first 16-byte boundary; this rank's chunk of `dst`
         // must sit at the same offset (see `kernels.rs`).
         let chunk = d + (rank * src.len() * size) as u64;
-        let head = ((16 - s % 16) % 16 / size as u64).min(src.len() as u64) as u32;
-        let vec = u32::from(chunk % 16 == s % 16);
+        let (head, vec) = vector_start(s, chunk, size, src.len());
         let work = src.len() * size;
         let src = Region::<T>::of(src);
         self.launch_p2p(
@@ -755,5 +749,30 @@ impl<T> SymRegion<T> for Region<T> {
     }
     fn len(&self) -> usize {
         self.len
+    }
+}
+
+/// The kernels' 16-byte data path for a walk over `len` elements of `size` bytes that starts at
+/// address `start` and pairs with address `other`: `head`, the elements before `start`'s first
+/// 16-byte boundary (done one at a time), and `vec`, whether `other` sits at the same offset
+/// modulo 16 (else every element goes one at a time). Elements are aligned to their size, so the
+/// distance to the boundary is whole elements.
+fn vector_start(start: u64, other: u64, size: usize, len: usize) -> (u32, u32) {
+    let head = ((16 - start % 16) % 16 / size as u64).min(len as u64) as u32;
+    (head, u32::from(other % 16 == start % 16))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::vector_start;
+
+    #[test]
+    fn the_vector_path_starts_at_the_first_16_byte_boundary() {
+        // bf16 at 4 bytes past a boundary: 6 elements before the next one.
+        assert_eq!(vector_start(0x1004, 0x2004, 2, 100), (6, 1));
+        // Fewer elements than that: all of them one at a time.
+        assert_eq!(vector_start(0x1004, 0x2004, 2, 3), (3, 1));
+        // Aligned start; a partner at another offset takes no vectors.
+        assert_eq!(vector_start(0x1000, 0x2008, 4, 100), (0, 0));
     }
 }

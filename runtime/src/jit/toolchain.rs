@@ -2,10 +2,11 @@
 //! and compiling one CUDA source to a CUBIN. Needs no GPU: CI compiles every generated kernel
 //! through [`Toolchain::compile_cubin`].
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::jit::disk::{CacheKey, DiskCache, Lookup};
@@ -47,6 +48,9 @@ pub struct Toolchain {
     /// nvJitLink, when found and not turned off (`PGAS_JIT_LTO=off`): point-to-point and
     /// barrier kernels then compile link-time (docs/jit.md), else against NVSHMEM's headers.
     linker: Option<Arc<NvJitLink>>,
+    /// The NVSHMEM library's cache key per (prelude, arch): every linked kernel's key includes
+    /// it, and computing it generates and hashes the whole library source, so once is enough.
+    library_keys: Arc<Mutex<HashMap<(Prelude, (u32, u32)), CacheKey>>>,
 }
 
 /// A compiled kernel image and the NVRTC log that came with it.
@@ -122,6 +126,7 @@ impl Toolchain {
             nvrtc_version,
             fast_compile,
             linker,
+            library_keys: Arc::default(),
         })
     }
 
@@ -385,8 +390,11 @@ impl Toolchain {
 
     /// The disk-cache key of the NVSHMEM library of `prelude` on `arch`.
     fn library_key(&self, prelude: Prelude, arch: (u32, u32)) -> CacheKey {
-        let source = nvcall::library(prelude);
-        self.cache_key_with(&source, LIBRARY, arch, &self.lto_options(arch))
+        let mut keys = self.library_keys.lock().unwrap_or_else(|e| e.into_inner());
+        *keys.entry((prelude, arch)).or_insert_with(|| {
+            let source = nvcall::library(prelude);
+            self.cache_key_with(&source, LIBRARY, arch, &self.lto_options(arch))
+        })
     }
 
     /// Compiles the NVSHMEM library of `prelude` (every call wrapper its kernels may use) to
