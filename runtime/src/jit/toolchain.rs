@@ -320,7 +320,8 @@ impl Toolchain {
         arch: (u32, u32),
     ) -> Result<Compiled> {
         let _span = tracing::debug_span!("pgas.compile", kernel = kernel_name).entered();
-        let (compiled, compiled_source, opts) = match self.links(source) {
+        let linked = self.links(source);
+        let (compiled, compiled_source, opts) = match linked {
             Some(prelude) => {
                 let lto = nvcall::lto_source(source).ok_or_else(|| Error::Launch {
                     kernel: kernel_name.to_owned(),
@@ -342,14 +343,14 @@ impl Toolchain {
                 Ok(c) => c.log.clone(),
                 Err(e) => e.to_string(),
             };
-            let linked = match self.links(source) {
+            let how = match linked {
                 Some(p) => format!(
                     "linked by nvJitLink with the NVSHMEM library of the {}\n",
                     p.name()
                 ),
                 None => String::new(),
             };
-            let text = format!("options: {}\n{linked}{log}\n", opts.join(" "));
+            let text = format!("options: {}\n{how}{log}\n", opts.join(" "));
             dump_file(dir, &format!("{kernel_name}.log"), &text);
         }
         compiled

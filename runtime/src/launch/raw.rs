@@ -45,10 +45,14 @@ impl RawKernel {
     /// `cuda_src` must define `extern "C" __global__ void <name>(...)`; [`PRELUDE`] (NVSHMEM's
     /// headers) is prepended. Compilation happens at the first launch or [`RawKernel::prewarm`].
     pub fn from_source(cuda_src: &str, name: &str) -> RawKernel {
+        RawKernel::with_prelude(PRELUDE, cuda_src, name)
+    }
+
+    fn with_prelude(prelude: &str, cuda_src: &str, name: &str) -> RawKernel {
         RawKernel {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             name: name.to_owned(),
-            source: format!("{PRELUDE}{cuda_src}"),
+            source: format!("{prelude}{cuda_src}"),
             collective: false,
         }
     }
@@ -56,10 +60,7 @@ impl RawKernel {
     /// A kernel that uses only NVSHMEM's point-to-point API: [`pgas_codegen::PRELUDE_P2P`]
     /// instead of the whole device API (a third of the compile, docs/jit.md).
     pub(crate) fn point_to_point(cuda_src: &str, name: &str) -> RawKernel {
-        RawKernel {
-            source: format!("{}{cuda_src}", pgas_codegen::PRELUDE_P2P),
-            ..RawKernel::from_source("", name)
-        }
+        RawKernel::with_prelude(pgas_codegen::PRELUDE_P2P, cuda_src, name)
     }
 
     /// Marks the kernel as needing all blocks resident at once (grid-wide sync, NVSHMEM
