@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Link-time compile study (docs/jit.md, "Link-time compiles"): what NVRTC + nvJitLink against an
+LTO-IR NVSHMEM library costs beside NVRTC against NVSHMEM's headers. Standard library only
+(ctypes); no GPU. Reuses scripts/nvrtc_study.py's NVRTC wrapper, preludes and kernel bodies.
+
+    python3 scripts/nvjitlink_study.py [p2p] [reduce] [noinline] [--deps DIR] [--reps 3]
+
+- p2p: a put-with-signal + wait kernel compiled inline (point-to-point prelude, to CUBIN) against
+  the same kernel compiled against declarations only to LTO-IR and linked with a library of
+  extern "C" wrappers (the library compiled once, first line).
+- reduce: a `nvshmemx_float_sum_reduce_block` kernel inline (full prelude) against linked with a
+  library wrapper of it.
+- noinline: a kernel of four reductions (sum, prod, min, max) through `__forceinline__` wrappers
+  against `__noinline__` ones (slow: minutes on a 2-core machine).
+DIR is the pip --target layout scripts/deps.sh makes (default: <repo>/.deps).
+"""
+import argparse
+import ctypes
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import nvrtc_study as ns  # noqa: E402
+
+LTOIR = 3  # NVJITLINK_INPUT_LTOIR
+
+
+class Tools:
+    def __init__(self, deps):
+        lib = os.path.join(deps, "nvidia", "cu13", "lib")
+        self.nv = ns.Nvrtc(lib)
+        self.jl = ctypes.CDLL(os.path.join(lib, "libnvJitLink.so.13"))
+        inc = os.path.join(deps, "nvidia")
+        self.inline = ["-arch=sm_90", "-std=c++17", "-default-device", "-D__NVSHMEM_NUMBA_SUPPORT__",
+                       "-I" + inc + "/nvshmem/include", "-I" + inc + "/cu13/include",
+                       "-I" + inc + "/cu13/include/cccl", "--no-cache"]
+        self.lto = self.inline + ["-dlto", "-rdc=true"]
+
+    def ltoir(self, src):
+        """NVRTC to LTO-IR: (seconds, bytes)."""
+        lib = self.nv.lib
+        prog = ctypes.c_void_p()
+        assert lib.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"study.cu", 0, None, None) == 0
+        opts = (ctypes.c_char_p * len(self.lto))(*[o.encode() for o in self.lto])
+        t0 = time.perf_counter()
+        rc = lib.nvrtcCompileProgram(prog, len(self.lto), opts)
+        dt = time.perf_counter() - t0
+        n = ctypes.c_size_t()
+        if rc:
+            lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+            log = ctypes.create_string_buffer(max(n.value, 1))
+            lib.nvrtcGetProgramLog(prog, log)
+            sys.exit("NVRTC failed:\n" + log.value.decode()[:3000])
+        lib.nvrtcGetLTOIRSize(prog, ctypes.byref(n))
+        buf = ctypes.create_string_buffer(n.value)
+        lib.nvrtcGetLTOIR(prog, buf)
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+        return dt, buf.raw
+
+    def link(self, inputs):
+        """nvJitLink -lto of LTO-IR inputs to a CUBIN: (seconds, bytes)."""
+        # The versioned entry points nvJitLink.h's inline wrappers call (getattr: a name with
+        # two leading underscores would be mangled inside a class).
+        def jl(name):
+            return getattr(self.jl, "__nvJitLink%s_13_0" % name)
+        opts = [b"-arch=sm_90", b"-lto"]
+        h = ctypes.c_void_p()
+        t0 = time.perf_counter()
+        assert jl("Create")(ctypes.byref(h), len(opts), (ctypes.c_char_p * 2)(*opts)) == 0
+        for i, data in enumerate(inputs):
+            assert jl("AddData")(h, LTOIR, data, ctypes.c_size_t(len(data)), b"in%d" % i) == 0
+        rc = jl("Complete")(h)
+        dt = time.perf_counter() - t0
+        if rc:
+            n = ctypes.c_size_t()
+            jl("GetErrorLogSize")(h, ctypes.byref(n))
+            log = ctypes.create_string_buffer(n.value + 1)
+            jl("GetErrorLog")(h, log)
+            sys.exit("nvJitLink failed:\n" + log.value.decode()[:3000])
+        n = ctypes.c_size_t()
+        jl("GetLinkedCubinSize")(h, ctypes.byref(n))
+        cubin = ctypes.create_string_buffer(n.value)
+        jl("GetLinkedCubin")(h, cubin)
+        jl("Destroy")(ctypes.byref(h))
+        return dt, cubin.raw
+
+    def inline_cubin(self, src):
+        r = self.nv.compile(src, self.inline)
+        if r["rc"]:
+            sys.exit("NVRTC failed:\n" + r["log"][:3000])
+        return r["seconds"]
+
+
+DECLS = "typedef unsigned long long uint64_t; typedef int int32_t;\n"
+
+P2P_LIB = ns.PRELUDE_P2P + r'''
+extern "C" __device__ void pgas_w_put_signal_nbi_block(float *d, float *s, size_t n, uint64_t *sig, uint64_t v, int op, int pe) { nvshmemx_float_put_signal_nbi_block(d, s, n, sig, v, op, pe); }
+extern "C" __device__ void pgas_w_signal_wait_until(uint64_t *sig, int cmp, uint64_t v) { nvshmem_signal_wait_until(sig, cmp, v); }
+'''
+P2P_KERNEL = DECLS + r'''
+extern "C" __device__ void pgas_w_put_signal_nbi_block(float *d, float *s, size_t n, uint64_t *sig, uint64_t v, int op, int pe);
+extern "C" __device__ void pgas_w_signal_wait_until(uint64_t *sig, int cmp, uint64_t v);
+extern "C" __global__ void %s(float *dst, unsigned long long dst_len, float *src, unsigned long long src_len, uint64_t *sig, unsigned long long sig_len, int32_t pe) {
+    size_t n = dst_len < src_len ? dst_len : src_len;
+    if (blockIdx.x == 0) {
+        pgas_w_put_signal_nbi_block(dst, src, n, &sig[0], 1, 9, pe);
+        if (threadIdx.x == 0) pgas_w_signal_wait_until(&sig[0], 5, 1);
+    }
+}
+'''
+
+REDUCE_LIB = ns.PRELUDE_FULL + r'''
+extern "C" __device__ int pgas_w_sum_reduce_block(int team, float *d, float *s, size_t n) { return nvshmemx_float_sum_reduce_block(team, d, s, n); }
+extern "C" __device__ void pgas_w_barrier_all_block() { nvshmemx_barrier_all_block(); }
+'''
+REDUCE_KERNEL = DECLS + r'''
+extern "C" __device__ int pgas_w_sum_reduce_block(int team, float *d, float *s, size_t n);
+extern "C" __device__ void pgas_w_barrier_all_block();
+extern "C" __global__ void %s(int team, float *d, unsigned long long dl, float *s, unsigned long long sl) {
+    pgas_w_barrier_all_block();
+    pgas_w_sum_reduce_block(team, d, s, dl < sl ? dl : sl);
+}
+'''
+
+
+def four_reductions(qualifier, name):
+    ops = ["sum", "prod", "min", "max"]
+    wrappers = "".join(
+        "__device__ %s void w_%s(nvshmem_team_t t, float *d, float *s, size_t n) "
+        "{ nvshmemx_float_%s_reduce_block(t, d, s, n); }\n" % (qualifier, op, op) for op in ops)
+    calls = "".join("    w_%s(team, d + %d, s, n);\n" % (op, 256 * i) for i, op in enumerate(ops))
+    return (ns.PRELUDE_FULL + wrappers +
+            'extern "C" __global__ void %s(nvshmem_team_t team, float *d, float *s, size_t n) {\n%s}\n'
+            % (name, calls))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("modes", nargs="*", default=["p2p", "reduce"])
+    ap.add_argument("--deps", default=os.path.normpath(os.path.join(HERE, "..", ".deps")))
+    ap.add_argument("--reps", type=int, default=3)
+    a = ap.parse_args()
+    t = Tools(a.deps)
+    names = ns.Names()
+    if "p2p" in a.modes:
+        s, lib = t.ltoir(P2P_LIB)
+        print("p2p: library (2 wrappers) to LTO-IR: %.2f s, %d bytes" % (s, len(lib)))
+        for _ in range(a.reps):
+            inline = t.inline_cubin(ns.source("p2p", [names("i")], [ns.BODY_P2P], False))
+            k, ir = t.ltoir(P2P_KERNEL % names("l"))
+            l, _ = t.link([ir, lib])
+            print("p2p: inline %.3f s; link-time %.3f s (NVRTC %.3f + nvJitLink %.3f)" % (inline, k + l, k, l))
+    if "reduce" in a.modes:
+        s, lib = t.ltoir(REDUCE_LIB)
+        print("reduce: library to LTO-IR: %.2f s" % s)
+        k, ir = t.ltoir(REDUCE_KERNEL % names("r"))
+        l, _ = t.link([ir, lib])
+        inline = t.inline_cubin(ns.source("full", [names("ri")], [ns.BODY_REDUCE], False))
+        print("reduce: inline %.2f s; link-time %.2f s (NVRTC %.3f + nvJitLink %.2f)" % (inline, k + l, k, l))
+    if "noinline" in a.modes:
+        for q in ["__forceinline__", "__noinline__"]:
+            print("four reductions, %s wrappers: %.1f s" % (q, t.inline_cubin(four_reductions(q, names("n")))))
+
+
+if __name__ == "__main__":
+    main()
