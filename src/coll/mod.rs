@@ -25,6 +25,10 @@
 //! kernels and their flag protocol are in [`kernels`].
 
 pub mod kernels;
+mod layout;
+mod movement;
+
+pub use layout::AllToAllLayout;
 
 use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::{KernelSpec, Variant};
@@ -151,7 +155,15 @@ pub struct Comm {
     sig: SymTensor<u64>,
     /// Calls each block took part in.
     epochs: SymTensor<u64>,
+    /// Scratch of the host-side exchanges ([`Comm::all_to_all_layout`]): `world` gathered rows
+    /// of `layout::row_words(world)` words, then this PE's own row.
+    agree: SymTensor<u64>,
+    /// Tells this communicator's [`AllToAllLayout`]s from others' (unique in the process).
+    id: u64,
 }
+
+/// The next [`Comm`]'s `id`.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl std::fmt::Debug for Comm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -191,6 +203,7 @@ impl Comm {
         let pes = pgas.alloc_from(&table)?;
         let sig = pgas.alloc::<u64>(MAX_BLOCKS * world)?;
         let epochs = pgas.alloc::<u64>(MAX_BLOCKS)?;
+        let agree = pgas.alloc::<u64>((world + 1) * layout::row_words(world))?;
         let mut p2p = true;
         for &pe in &table[..n] {
             p2p &= pgas.peer_reachable(&sig, pe as usize)?;
@@ -214,6 +227,8 @@ impl Comm {
             pes,
             sig,
             epochs,
+            agree,
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         })
     }
 
@@ -316,7 +331,7 @@ impl Comm {
         op: ReduceOp,
         algorithm: Algorithm,
     ) -> Result<Algorithm> {
-        let rank = self.member()?;
+        self.member()?;
         if dst.len() != src.len() {
             return Err(Error::LengthMismatch {
                 what: "the all-reduce destination (the source's length)",
@@ -353,15 +368,7 @@ impl Comm {
         }
         let spec = match algorithm {
             Algorithm::Nvshmem => {
-                if stream.cu_stream() != self.pgas.stream().cu_stream() {
-                    return Err(Error::InvalidConfig {
-                        name: "stream",
-                        value: "not the context's stream".to_owned(),
-                        reason: "NVSHMEM's on-stream reduction runs on Pgas::stream(); use it, \
-                                 or a peer-to-peer algorithm on this stream"
-                            .to_owned(),
-                    });
-                }
+                self.check_context_stream(stream, "reduction")?;
                 self.pgas.reduce(self.team, op, &*dst, src)?;
                 return Ok(algorithm);
             }
@@ -382,27 +389,17 @@ impl Comm {
         } else {
             bytes.div_ceil(self.n)
         };
-        let blocks = work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks) as u32;
         // The 16-byte data path (see `kernels.rs`) walks `src`, paired with `dst`.
         let (head, vec) = vector_start(s, d, std::mem::size_of::<T>(), src.len());
-        let mut args = KernelArgs::new();
-        args.push_sym_mut(dst)
-            .push_sym(src)
-            .push_sym(&self.pes)
-            .push_sym_mut(&mut self.sig)
-            .push_sym_mut(&mut self.epochs)
-            .push_scalar(self.n as u32)
-            .push_scalar(rank as u32)
-            .push_scalar(head)
-            .push_scalar(vec);
-        pgas_runtime::launch::launch(
-            &self.pgas,
+        self.launch_p2p(
+            stream,
             spec,
-            Variant::Plain,
             op_code(op),
-            LaunchConfig::blocks(blocks, THREADS),
-            Some(stream),
-            &mut args,
+            dst,
+            src,
+            None,
+            work,
+            &[head, vec],
         )?;
         Ok(algorithm)
     }
@@ -479,7 +476,9 @@ impl Comm {
             op_code(op),
             dst,
             &src,
-            (rank, head, vec, work),
+            None,
+            work,
+            &[head, vec],
         )
     }
 
@@ -553,7 +552,9 @@ impl Comm {
             &[],
             dst,
             &src,
-            (rank, head, vec, work),
+            None,
+            work,
+            &[head, vec],
         )
     }
 
@@ -613,9 +614,12 @@ impl Comm {
         Ok(())
     }
 
-    /// Launches a peer-to-peer collective kernel (the arguments of every kernel in
-    /// `kernels.rs`) with a grid of one block per [`BYTES_PER_BLOCK`] of `work` (the bytes each
-    /// PE handles: the same on every PE for the same call) up to the SM count.
+    /// Launches a peer-to-peer collective kernel of `kernels.rs` (arguments `dst`, `src`, the
+    /// all-to-all-v `table` where given, the rank table, the flags, the team size, this PE's
+    /// rank, then `scalars`) with a grid of one block per [`BYTES_PER_BLOCK`] of `work` (the
+    /// bytes each PE handles: the same on every PE for the same call) up to the SM count. Called
+    /// by members only (after [`Comm::member`]).
+    #[allow(clippy::too_many_arguments)]
     fn launch_p2p<T>(
         &mut self,
         stream: &CudaStream,
@@ -623,19 +627,25 @@ impl Comm {
         comptime: &[i128],
         dst: &mut impl SymRegion<T>,
         src: &Region<T>,
-        (rank, head, vec, work): (usize, u32, u32, usize),
+        table: Option<&Region<u64>>,
+        work: usize,
+        scalars: &[u32],
     ) -> Result<()> {
+        let rank = self.member()?;
         let blocks = work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks) as u32;
         let mut args = KernelArgs::new();
-        args.push_sym_mut(dst)
-            .push_sym(src)
-            .push_sym(&self.pes)
+        args.push_sym_mut(dst).push_sym(src);
+        if let Some(table) = table {
+            args.push_sym(table);
+        }
+        args.push_sym(&self.pes)
             .push_sym_mut(&mut self.sig)
             .push_sym_mut(&mut self.epochs)
             .push_scalar(self.n as u32)
-            .push_scalar(rank as u32)
-            .push_scalar(head)
-            .push_scalar(vec);
+            .push_scalar(rank as u32);
+        for &v in scalars {
+            args.push_scalar(v);
+        }
         pgas_runtime::launch::launch(
             &self.pgas,
             spec,
@@ -678,7 +688,8 @@ fn check_apart(what: &str, d: u64, dbytes: usize, s: u64, sbytes: usize) -> Resu
 }
 
 /// Every specialization the collectives of element type `T` can launch (one-shot, two-shot and
-/// reduce-scatter with each reduction the type has, and all-gather), for
+/// reduce-scatter with each reduction the type has, all-gather, and the broadcast and
+/// all-to-all kernels of `T`'s size), for
 /// [`pgas_runtime::launch::prewarm`]: compile them up front, in one NVRTC program, so that no
 /// call compiles (and a graph capture can include any of them).
 pub fn prewarm_list<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
@@ -693,30 +704,45 @@ pub fn prewarm_list<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
             })
         })
         .collect();
-    // All-gather has no reduction, so no comptime code.
-    list.push(Prewarm {
-        spec: T::ALL_GATHER,
-        variant: Variant::Plain,
-        comptime: &[],
-    });
+    // All-gather and the data-movement kernels (those of `T`'s size) have no reduction, so no
+    // comptime code.
+    for spec in std::iter::once(T::ALL_GATHER).chain(movement::move_specs::<T>()) {
+        list.push(Prewarm {
+            spec,
+            variant: Variant::Plain,
+            comptime: &[],
+        });
+    }
     list
 }
 
-/// [`prewarm_list`] for every element type.
+/// [`prewarm_list`] for every element type, each specialization once (types of one size share
+/// the data-movement kernels).
 pub fn prewarm_all() -> Vec<Prewarm<'static>> {
-    let mut all = Vec::new();
-    all.extend(prewarm_list::<f32>());
-    all.extend(prewarm_list::<f64>());
-    all.extend(prewarm_list::<half::f16>());
-    all.extend(prewarm_list::<half::bf16>());
-    all.extend(prewarm_list::<i8>());
-    all.extend(prewarm_list::<i16>());
-    all.extend(prewarm_list::<i32>());
-    all.extend(prewarm_list::<i64>());
-    all.extend(prewarm_list::<u8>());
-    all.extend(prewarm_list::<u16>());
-    all.extend(prewarm_list::<u32>());
-    all.extend(prewarm_list::<u64>());
+    let mut all: Vec<Prewarm<'static>> = Vec::new();
+    for list in [
+        prewarm_list::<f32>(),
+        prewarm_list::<f64>(),
+        prewarm_list::<half::f16>(),
+        prewarm_list::<half::bf16>(),
+        prewarm_list::<i8>(),
+        prewarm_list::<i16>(),
+        prewarm_list::<i32>(),
+        prewarm_list::<i64>(),
+        prewarm_list::<u8>(),
+        prewarm_list::<u16>(),
+        prewarm_list::<u32>(),
+        prewarm_list::<u64>(),
+    ] {
+        for k in list {
+            if !all
+                .iter()
+                .any(|a| std::ptr::eq(a.spec, k.spec) && a.comptime == k.comptime)
+            {
+                all.push(k);
+            }
+        }
+    }
     all
 }
 
@@ -738,6 +764,18 @@ impl<T> Region<T> {
         Region {
             ptr: r.as_device_ptr(),
             len: r.len(),
+            _elem: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T> Region<T> {
+    /// The same address and length (in elements of `T`) as a region of `U`: the data-movement
+    /// kernels take any element type as the unsigned integer of its width.
+    fn cast<U>(self) -> Region<U> {
+        Region {
+            ptr: self.ptr,
+            len: self.len,
             _elem: std::marker::PhantomData,
         }
     }
