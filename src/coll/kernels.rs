@@ -105,10 +105,11 @@ macro_rules! with_shared_pieces {
 }
 
 macro_rules! coll_kernels {
-    ($($m:ident: $t:ident => $a:ident, $w:literal $(, [$($bits:tt)*])?;)*) => {$(
+    ($($m:ident: $t:ident => $a:ident, $w:literal, {$($code:literal $name:ident)*} $(, [$($bits:tt)*])?;)*) => {$(
         // The reduction of `a` and `b` (both `$a`) by the comptime `op`, written once here and
         // pasted where each algorithm combines two values (the scalar path and each vector slot).
-        coll_kernels!(@pieces $m $t $a $w [
+        // `$code $name`: the comptime code of each reduction the type has and its `ReduceOp`.
+        coll_kernels!(@pieces $m $t $a $w {$($code $name)*} [
             if op == 1 {
                 a * b
             } else if op == 2 {
@@ -124,8 +125,17 @@ macro_rules! coll_kernels {
     // kernel that uses it: the reduction of a vector pair `i0`, `i1` (and of one element `i`)
     // of `src` over every PE into `x0`, `x1` (`a`). The stores to every PE and the handshakes
     // come from `with_shared_pieces!`.
-    (@pieces $m:ident $t:ident $a:ident $w:literal [$($red:tt)*]) => {
+    (@pieces $m:ident $t:ident $a:ident $w:literal {$($code:literal $name:ident)*} [$($red:tt)*]) => {
         with_shared_pieces!(coll_kernels!(@kernels $m $t $a $w
+            // The low-latency all-reduce of this block's elements, by the reduction whose code
+            // `op` is (one `if` for each; the comptime `op` leaves one).
+            ll_reduce: [
+                $(
+                    if op == $code {
+                        team_all_reduce_block(team, &mut dst[lo..hi], &src[lo..hi], &mut scratch[at], ReduceOp::$name);
+                    }
+                )*
+            ]
             reduce_pair: [
                 let mut x0 = load_vec16(&src[i0]);
                 let mut x1 = load_vec16(&src[i1]);
@@ -155,6 +165,7 @@ macro_rules! coll_kernels {
         ));
     };
     (@kernels $m:ident $t:ident $a:ident $w:literal
+        ll_reduce: [$($ll_reduce:tt)*]
         reduce_pair: [$($reduce_pair:tt)*]
         reduce_one: [$($reduce_one:tt)*]
         put_pair: [$($put_pair:tt)*]
@@ -166,6 +177,30 @@ macro_rules! coll_kernels {
         #[doc = concat!("Collective kernels for `", stringify!($t), "`.")]
         pub mod $m {
             use crate::prelude::*;
+
+            /// Low latency (LL): block `b` all-reduces elements `b * per_block ..` (at most
+            /// `per_block` of them) with `team_all_reduce_block` over its own `region` words of
+            /// `scratch` (`pgas::coll::device_scratch_len` of `per_block` elements): each PE
+            /// stores its data, with the call's flag in every 8-byte word, into every peer's
+            /// scratch and polls its own, so a call is one NVLink crossing and no handshake.
+            /// Safe in place. The call counters live in `scratch`, not in `epochs`.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn low_latency(
+                team: Team,
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                scratch: &mut SymTensor<u64>,
+                region: u32,
+                per_block: u32,
+                #[comptime] op: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let len = dst.len();
+                let lo = min(blk * per_block as usize, len);
+                let hi = min(lo + per_block as usize, len);
+                let at = blk * region as usize;
+                $($ll_reduce)*
+            }
 
             /// One-shot: every PE loads every peer's `src` over NVLink and reduces into its own
             /// `dst`. Latency: one flag round trip each side of one pass over the data.
@@ -385,18 +420,18 @@ macro_rules! coll_kernels {
 }
 
 coll_kernels! {
-    f32_: f32 => f32, 4;
-    f64_: f64 => f64, 2;
-    f16_: f16 => f32, 8;
-    bf16_: bf16 => f32, 8;
-    i8_: i8 => i8, 16, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    i16_: i16 => i16, 8, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    i32_: i32 => i32, 4, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    i64_: i64 => i64, 2, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u8_: u8 => u8, 16, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u16_: u16 => u16, 8, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u32_: u32 => u32, 4, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u64_: u64 => u64, 2, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    f32_: f32 => f32, 4, {0 Sum 1 Prod 2 Min 3 Max};
+    f64_: f64 => f64, 2, {0 Sum 1 Prod 2 Min 3 Max};
+    f16_: f16 => f32, 8, {0 Sum 1 Prod 2 Min 3 Max};
+    bf16_: bf16 => f32, 8, {0 Sum 1 Prod 2 Min 3 Max};
+    i8_: i8 => i8, 16, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    i16_: i16 => i16, 8, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    i32_: i32 => i32, 4, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    i64_: i64 => i64, 2, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u8_: u8 => u8, 16, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u16_: u16 => u16, 8, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u32_: u32 => u32, 4, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u64_: u64 => u64, 2, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
 }
 
 /// The data-movement kernels (broadcast, all-to-all), one module per element size: they only

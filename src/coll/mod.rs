@@ -37,13 +37,19 @@ use pgas_runtime::CollectiveElem;
 
 use crate::{Error, LaunchConfig, Pgas, ReduceOp, Result, SymRegion, SymTensor, Team};
 
-/// How [`Comm::all_reduce`] reduces.
+/// How [`Comm::all_reduce`] reduces (and [`Comm::broadcast`] moves data: one-shot, two-shot,
+/// NVSHMEM's or `Auto`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
-    /// One-shot up to [`ONE_SHOT_MAX_BYTES`] ([`ONE_SHOT_MAX_BYTES_2PE`] in a team of two),
-    /// two-shot above (in place: always two-shot); NVSHMEM's own when some peer is not
-    /// load/store reachable.
+    /// All-reduce: low latency up to [`LL_MAX_BYTES`] (also in place), one-shot up to
+    /// [`ONE_SHOT_MAX_BYTES`] ([`ONE_SHOT_MAX_BYTES_2PE`] in a team of two), two-shot above (in
+    /// place: two-shot); NVSHMEM's own when some peer is not load/store reachable. Broadcast:
+    /// the same without low latency.
     Auto,
+    /// All-reduce only, up to [`LL_MAX_BYTES`]: every PE stores its data into every peer's
+    /// scratch with the call's flag beside each 4 bytes, and polls its own (the LL protocol of
+    /// `team_all_reduce_block`): one NVLink crossing, no handshake, no fence. Also in place.
+    LowLatency,
     /// Every PE reads every peer's input and reduces (needs `dst` and `src` apart).
     OneShot,
     /// Reduce-scatter by peer loads, all-gather by peer stores (also in place).
@@ -56,6 +62,15 @@ pub enum Algorithm {
 /// [`Algorithm::Auto`] takes one-shot up to this many bytes: one-shot's single pass wins while
 /// latency dominates, two-shot's smaller traffic above.
 pub const ONE_SHOT_MAX_BYTES: usize = 256 << 10;
+
+/// The largest all-reduce [`Algorithm::LowLatency`] takes (and [`Algorithm::Auto`] gives it):
+/// its scratch holds this much per call (twice over, per peer, in 16-byte lines of 8 data
+/// bytes). Above, the data sent twice over (each 8 bytes in a 16-byte line) costs more than the
+/// handshakes it saves.
+pub const LL_MAX_BYTES: usize = 64 << 10;
+
+/// Data bytes each block of a low-latency all-reduce handles (two 8-byte lines a thread).
+const LL_BYTES_PER_BLOCK: usize = 8 << 10;
 
 /// [`ONE_SHOT_MAX_BYTES`] in a team of two PEs. One-shot moves `n - 1` times the data over
 /// NVLink, two-shot `2 (n - 1) / n` times: the same for two PEs, so one-shot's single pass (one
@@ -82,6 +97,8 @@ const BYTES_PER_BLOCK: usize = 16 << 10;
 /// NVSHMEM's). Sealed.
 pub trait AllReduceElem: CollectiveElem {
     #[doc(hidden)]
+    const LOW_LATENCY: &'static KernelSpec;
+    #[doc(hidden)]
     const ONE_SHOT: &'static KernelSpec;
     #[doc(hidden)]
     const TWO_SHOT: &'static KernelSpec;
@@ -97,6 +114,7 @@ pub trait AllReduceElem: CollectiveElem {
 macro_rules! elem {
     ($($t:ty => $m:ident, $bits:literal;)*) => {$(
         impl AllReduceElem for $t {
+            const LOW_LATENCY: &'static KernelSpec = &kernels::$m::low_latency::SPEC;
             const ONE_SHOT: &'static KernelSpec = &kernels::$m::one_shot::SPEC;
             const TWO_SHOT: &'static KernelSpec = &kernels::$m::two_shot::SPEC;
             const REDUCE_SCATTER: &'static KernelSpec = &kernels::$m::reduce_scatter::SPEC;
@@ -160,6 +178,23 @@ pub struct Comm {
     agree: SymTensor<u64>,
     /// Tells this communicator's [`AllToAllLayout`]s from others' (unique in the process).
     id: u64,
+    /// The low-latency all-reduce's scratch: one region of `ll_region(world)` words per block.
+    ll_scratch: SymTensor<u64>,
+}
+
+/// Words of one block's region of the low-latency scratch in a team of `n` (the most any
+/// element type needs: lines of 8 bytes).
+fn ll_region(n: usize) -> usize {
+    device_scratch_len::<u64>(n, LL_BYTES_PER_BLOCK / 8)
+}
+
+/// The `u64` words of symmetric scratch one block's `team_all_reduce_block` or
+/// `team_all_gather_block` of `len` elements of `T` needs in a team of `n_pes`: its call counter
+/// and two sets of 16-byte lines (8 data bytes each) from every PE. Allocate a multiple for
+/// several blocks (each calls with its own `&mut scratch[b * words]`), zeroed (as
+/// `Pgas::alloc` is), once; reuse it for every later call with at most `len` elements.
+pub fn device_scratch_len<T>(n_pes: usize, len: usize) -> usize {
+    2 + 4 * n_pes * (len * std::mem::size_of::<T>()).div_ceil(8)
 }
 
 /// The next [`Comm`]'s `id`.
@@ -204,6 +239,7 @@ impl Comm {
         let sig = pgas.alloc::<u64>(MAX_BLOCKS * world)?;
         let epochs = pgas.alloc::<u64>(MAX_BLOCKS)?;
         let agree = pgas.alloc::<u64>((world + 1) * layout::row_words(world))?;
+        let ll_scratch = pgas.alloc::<u64>(LL_MAX_BYTES / LL_BYTES_PER_BLOCK * ll_region(world))?;
         let mut p2p = true;
         for &pe in &table[..n] {
             p2p &= pgas.peer_reachable(&sig, pe as usize)?;
@@ -229,6 +265,7 @@ impl Comm {
             epochs,
             agree,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            ll_scratch,
         })
     }
 
@@ -248,8 +285,20 @@ impl Comm {
         self.p2p
     }
 
-    /// The algorithm [`Algorithm::Auto`] takes for `bytes` bytes (`in_place`: `dst` is `src`).
+    /// The algorithm [`Algorithm::Auto`] takes for an all-reduce of `bytes` bytes (`in_place`:
+    /// `dst` is `src`).
     pub fn auto_algorithm(&self, bytes: usize, in_place: bool) -> Algorithm {
+        if self.p2p && bytes <= LL_MAX_BYTES {
+            Algorithm::LowLatency
+        } else {
+            self.auto_pass(bytes, in_place)
+        }
+    }
+
+    /// [`Algorithm::Auto`] without the low-latency all-reduce (and broadcast's choice): NVSHMEM's
+    /// when a peer is not reachable, one-shot up to the one-shot limit of the team's size when
+    /// not in place, two-shot above.
+    pub(crate) fn auto_pass(&self, bytes: usize, in_place: bool) -> Algorithm {
         let one_shot_max = if self.n == 2 {
             ONE_SHOT_MAX_BYTES_2PE
         } else {
@@ -348,6 +397,16 @@ impl Comm {
             Algorithm::Auto => self.auto_algorithm(bytes, in_place),
             a => a,
         };
+        if algorithm == Algorithm::LowLatency && bytes > LL_MAX_BYTES {
+            return Err(Error::InvalidConfig {
+                name: "algorithm",
+                value: format!("LowLatency for {bytes} bytes"),
+                reason: format!(
+                    "the low-latency all-reduce takes at most LL_MAX_BYTES ({LL_MAX_BYTES}) \
+                     bytes; use Algorithm::Auto, OneShot or TwoShot"
+                ),
+            });
+        }
         if overlap && !(in_place && algorithm != Algorithm::OneShot) {
             return Err(Error::InvalidConfig {
                 name: "all-reduce buffers",
@@ -380,6 +439,28 @@ impl Comm {
                              NVLink or peer access); use Algorithm::Nvshmem or Auto"
                         .to_owned(),
                 })
+            }
+            Algorithm::LowLatency => {
+                let per_block = LL_BYTES_PER_BLOCK / std::mem::size_of::<T>();
+                let blocks = src.len().div_ceil(per_block) as u32;
+                let region = device_scratch_len::<T>(self.n, per_block) as u32;
+                let mut args = KernelArgs::new();
+                args.push_team(self.team)
+                    .push_sym_mut(dst)
+                    .push_sym(src)
+                    .push_sym_mut(&mut self.ll_scratch)
+                    .push_scalar(region)
+                    .push_scalar(per_block as u32);
+                pgas_runtime::launch::launch(
+                    &self.pgas,
+                    T::LOW_LATENCY,
+                    Variant::Plain,
+                    op_code(op),
+                    LaunchConfig::blocks(blocks, THREADS),
+                    Some(stream),
+                    &mut args,
+                )?;
+                return Ok(algorithm);
             }
             Algorithm::OneShot => T::ONE_SHOT,
             _ => T::TWO_SHOT,
@@ -687,23 +768,24 @@ fn check_apart(what: &str, d: u64, dbytes: usize, s: u64, sbytes: usize) -> Resu
     Ok(())
 }
 
-/// Every specialization the collectives of element type `T` can launch (one-shot, two-shot and
-/// reduce-scatter with each reduction the type has, all-gather, and the broadcast and
+/// Every specialization the collectives of element type `T` can launch (low-latency,
+/// one-shot, two-shot and reduce-scatter with each reduction the type has, all-gather, and the broadcast and
 /// all-to-all kernels of `T`'s size), for
 /// [`pgas_runtime::launch::prewarm`]: compile them up front, in one NVRTC program, so that no
 /// call compiles (and a graph capture can include any of them).
 pub fn prewarm_list<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
     let ops = if T::BITS { 7 } else { 4 };
-    let mut list: Vec<Prewarm<'static>> = [T::ONE_SHOT, T::TWO_SHOT, T::REDUCE_SCATTER]
-        .into_iter()
-        .flat_map(|spec| {
-            OP_CODES[..ops].iter().map(move |c| Prewarm {
-                spec,
-                variant: Variant::Plain,
-                comptime: c,
+    let mut list: Vec<Prewarm<'static>> =
+        [T::LOW_LATENCY, T::ONE_SHOT, T::TWO_SHOT, T::REDUCE_SCATTER]
+            .into_iter()
+            .flat_map(|spec| {
+                OP_CODES[..ops].iter().map(move |c| Prewarm {
+                    spec,
+                    variant: Variant::Plain,
+                    comptime: c,
+                })
             })
-        })
-        .collect();
+            .collect();
     // All-gather and the data-movement kernels (those of `T`'s size) have no reduction, so no
     // comptime code.
     for spec in std::iter::once(T::ALL_GATHER).chain(movement::move_specs::<T>()) {

@@ -78,7 +78,8 @@ impl Comm {
     /// [`Algorithm::TwoShot`]: rank `r` loads chunk `r` of it and stores that into every PE's
     /// `dst` (the root's links carry one copy instead of `n - 1`); [`Algorithm::Nvshmem`]:
     /// `nvshmemx_<type>_broadcast_on_stream` (context stream only); [`Algorithm::Auto`]: as
-    /// for [`Comm::all_reduce`] by size ([`Comm::auto_algorithm`]). When it completes on a PE,
+    /// for [`Comm::all_reduce`] by size, without the low-latency protocol (which is an
+    /// all-reduce's: an `Err` here). When it completes on a PE,
     /// no peer reads the root's `src` or writes this PE's `dst` any more.
     ///
     /// Errors, before anything is launched: a PE that is not in the team, a `root` that is not
@@ -119,7 +120,16 @@ impl Comm {
             check_apart("broadcast", d, bytes, s, bytes)?;
         }
         let algorithm = match algorithm {
-            Algorithm::Auto => self.auto_algorithm(bytes, false),
+            Algorithm::Auto => self.auto_pass(bytes, false),
+            Algorithm::LowLatency => {
+                return Err(Error::InvalidConfig {
+                    name: "algorithm",
+                    value: "LowLatency".to_owned(),
+                    reason: "the low-latency protocol is an all-reduce's; broadcast with \
+                             Algorithm::Auto, OneShot, TwoShot or Nvshmem"
+                        .to_owned(),
+                })
+            }
             a => a,
         };
         if algorithm == Algorithm::Nvshmem {

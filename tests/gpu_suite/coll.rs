@@ -42,11 +42,17 @@ pub const CASES: &[Case] = &[
     case("coll/move_split_team", move_split_team),
     case("coll/move_bad_input", move_bad_input),
     case("coll/move_graph_capture", move_graph_capture),
+    case("coll/low_latency", low_latency),
+    case("coll/device_all_reduce", device_all_reduce_case),
 ];
 
 /// The suite's own kernels (the collectives' are prewarmed by the cases through
 /// `coll::prewarm`).
-pub const KERNELS: &[&KernelSpec] = &[&coop_count::SPEC];
+pub const KERNELS: &[&KernelSpec] = &[
+    &coop_count::SPEC,
+    &device_all_reduce::SPEC,
+    &device_all_gather::SPEC,
+];
 
 /// 1 element, odd lengths, one block's worth, several blocks (two-shot chunks of unequal length),
 /// one 16-byte vector of 4- and 2-byte types (4, 8), and enough vectors that threads take a
@@ -57,6 +63,7 @@ const LENS: &[usize] = &[1, 4, 7, 8, 1000, 4099, 70_001, 300_007];
 const VIEW_LENS: &[usize] = &[5, 4099, 70_001];
 
 const ALGS: &[Algorithm] = &[
+    Algorithm::LowLatency,
     Algorithm::OneShot,
     Algorithm::TwoShot,
     Algorithm::Auto,
@@ -90,6 +97,15 @@ fn sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
             // NVSHMEM's reductions exist for And/Or/Xor only on integers, as ours.
             let mut dst = p.alloc::<T>(len)?;
             p.barrier_all()?;
+            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > coll::LL_MAX_BYTES {
+                // Past the low-latency scratch: refused on every PE before any launch.
+                let e = comm.all_reduce(&mut dst, &src, op, alg).err();
+                let e = e.ok_or_else(|| format!("LowLatency of {len} elements was accepted"))?;
+                ensure(e.to_string().contains("LL_MAX_BYTES"), || {
+                    format!("unclear error: {e}")
+                })?;
+                continue;
+            }
             let used = comm.all_reduce(&mut dst, &src, op, alg)?;
             util::settle(p)?;
             compare(
@@ -114,11 +130,16 @@ fn sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
                 .collect()
         };
         for (ds, ss, alg) in [
+            (1, 1, Algorithm::LowLatency),
+            (0, 1, Algorithm::LowLatency),
             (1, 1, Algorithm::OneShot),
             (1, 1, Algorithm::TwoShot),
             (0, 1, Algorithm::OneShot),
             (0, 1, Algorithm::TwoShot),
         ] {
+            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > coll::LL_MAX_BYTES {
+                continue;
+            }
             let src = p.alloc_from(&filled(ss))?;
             let marks = vec![to(5); len + 2];
             let mut dst = p.alloc_from(&marks)?;
@@ -316,7 +337,12 @@ fn split_team(p: &Pgas) -> CaseResult {
     let mut dst = p.alloc::<f32>(999)?;
     p.barrier_all()?;
     let mut outcomes = Vec::new();
-    for alg in [Algorithm::OneShot, Algorithm::TwoShot, Algorithm::Nvshmem] {
+    for alg in [
+        Algorithm::LowLatency,
+        Algorithm::OneShot,
+        Algorithm::TwoShot,
+        Algorithm::Nvshmem,
+    ] {
         outcomes.push(comm.all_reduce(&mut dst, &src, ReduceOp::Sum, alg));
         p.stream().synchronize()?;
     }
@@ -1356,4 +1382,218 @@ fn move_graph_capture(p: &Pgas) -> CaseResult {
     let want_y: Vec<u32> = (0..n * m).map(|k| root[me * m + k % m]).collect();
     check_eq("3 replays: the all-to-all", &y.to_vec()?, &want_y)?;
     check_eq("3 replays: the all-to-all-v", &z.to_vec()?, &root)
+}
+
+/// The low-latency all-reduce: 40 calls queued with no host sync, alternating sizes (one
+/// block's lines, then eight blocks', so some lines of a block sit out calls) in place and
+/// ping-pong, then one-shot on the same communicator; 10 replays of a captured graph of LL
+/// calls; the limit refused.
+fn low_latency(p: &Pgas) -> CaseResult {
+    let n = util::npes(p) as u64;
+    let me = util::me(p);
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    coll::prewarm::<u64>(p)?;
+    let big = coll::LL_MAX_BYTES / 8;
+    let sum = |len: usize| -> Vec<u64> {
+        (0..len)
+            .map(|i| (0..n as usize).map(|pe| (pe * 3 + i) as u64).sum())
+            .collect()
+    };
+    let start = |len: usize| -> Vec<u64> { (0..len).map(|i| (me * 3 + i) as u64).collect() };
+    let mut small = p.alloc_from(&start(3))?;
+    let mut a = p.alloc_from(&start(big))?;
+    let mut b = p.alloc::<u64>(big)?;
+    p.barrier_all()?;
+    for k in 0..40 {
+        if k % 2 == 0 {
+            comm.all_reduce_in_place(&mut small, ReduceOp::Sum, Algorithm::LowLatency)?;
+        } else if k % 4 == 1 {
+            comm.all_reduce(&mut b, &a, ReduceOp::Sum, Algorithm::LowLatency)?;
+        } else {
+            comm.all_reduce(&mut a, &b, ReduceOp::Sum, Algorithm::Auto)?;
+        }
+    }
+    let mut c = p.alloc::<u64>(big)?;
+    comm.all_reduce(&mut c, &a, ReduceOp::Sum, Algorithm::OneShot)?;
+    util::settle(p)?;
+    let times = |v: Vec<u64>, calls: u32| -> Vec<u64> {
+        v.iter()
+            .map(|&x| x.wrapping_mul(n.wrapping_pow(calls - 1)))
+            .collect()
+    };
+    check_eq(
+        "20 in-place LL sums of 3",
+        &small.to_vec()?,
+        &times(sum(3), 20),
+    )?;
+    check_eq(
+        "20 ping-pong LL sums of 64 KiB",
+        &a.to_vec()?,
+        &times(sum(big), 20),
+    )?;
+    check_eq(
+        "and a one-shot after them",
+        &c.to_vec()?,
+        &times(sum(big), 21),
+    )?;
+    // A captured graph of two LL calls, replayed: each replay multiplies by n^2.
+    let mut x = p.alloc_from(&start(1000))?;
+    let mut y = p.alloc::<u64>(1000)?;
+    let stream = p.cuda().new_stream()?;
+    p.barrier_all()?;
+    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    let captured = (|| -> pgas::Result<()> {
+        comm.all_reduce_on(&stream, &mut y, &x, ReduceOp::Sum, Algorithm::LowLatency)?;
+        comm.all_reduce_in_place_on(&stream, &mut y, ReduceOp::Sum, Algorithm::Auto)?;
+        comm.all_reduce_on(&stream, &mut x, &y, ReduceOp::Max, Algorithm::LowLatency)?;
+        Ok(())
+    })();
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
+    captured?;
+    let graph = graph.ok_or("the capture produced no graph")?;
+    for _ in 0..10 {
+        graph.launch()?;
+    }
+    stream.synchronize()?;
+    util::settle(p)?;
+    let want: Vec<u64> = sum(1000)
+        .iter()
+        .map(|&v| v.wrapping_mul(n).wrapping_mul(n.wrapping_pow(2 * 9)))
+        .collect();
+    check_eq("10 replays of a captured LL graph", &x.to_vec()?, &want)?;
+    let mut over = p.alloc::<u64>(big + 1)?;
+    let e = comm
+        .all_reduce_in_place(&mut over, ReduceOp::Sum, Algorithm::LowLatency)
+        .err()
+        .ok_or("a low-latency all-reduce past LL_MAX_BYTES was accepted")?;
+    ensure(e.to_string().contains("LL_MAX_BYTES"), || {
+        format!("unclear error: {e}")
+    })
+}
+
+/// `team_all_reduce_block` inside a user kernel: each block all-reduces its `per_block`
+/// elements `a -> b -> a`, `reps` times over, with its own scratch region of `words` words.
+#[pgas_kernel(max_threads = 256)]
+fn device_all_reduce(
+    team: Team,
+    a: &mut SymTensor<i32>,
+    b: &mut SymTensor<i32>,
+    scratch: &mut SymTensor<u64>,
+    words: usize,
+    per_block: usize,
+    reps: u32,
+) {
+    let blk = block_idx_x() as usize;
+    let lo = min(blk * per_block, a.len());
+    let hi = min(lo + per_block, a.len());
+    let mut r = 0;
+    while r < reps {
+        team_all_reduce_block(
+            team,
+            &mut b[lo..hi],
+            &a[lo..hi],
+            &mut scratch[blk * words],
+            ReduceOp::Sum,
+        );
+        team_all_reduce_block(
+            team,
+            &mut a[lo..hi],
+            &b[lo..hi],
+            &mut scratch[blk * words],
+            ReduceOp::Sum,
+        );
+        r += 1;
+    }
+}
+
+/// `team_all_gather_block` from shared memory: 100 values of each team PE into `dst`.
+#[pgas_kernel(max_threads = 128)]
+fn device_all_gather(team: Team, dst: &mut SymTensor<f16>, scratch: &mut SymTensor<u64>) {
+    let s = shared_array::<f16, 100>();
+    let t = thread_idx_x() as usize;
+    if t < 100 {
+        s[t] = (team_my_pe(team) * 100 + t as i32) as f32 as f16;
+    }
+    sync_threads();
+    team_all_gather_block(team, dst, &s[0..100], &mut scratch[0]);
+}
+
+/// The in-kernel building blocks: 4 blocks x 3 rounds of two all-reduces each (odd lengths,
+/// the last block's share short), twice over the same scratch (its counters carry on across
+/// launches), over the world and over the even PEs (a scratch for each); then an all-gather
+/// from shared memory.
+fn device_all_reduce_case(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let evens = n.div_ceil(2);
+    let split = Team::WORLD.split_strided(p, 0, 2, evens)?;
+    let (per_block, blocks, len) = (1001, 4, 3 * 1001 + 17);
+    let words = coll::device_scratch_len::<i32>(n, per_block);
+    let start: Vec<i32> = (0..len).map(|i| (me * 10 + i % 97) as i32).collect();
+    for (team, members) in [(Some(Team::WORLD), n), (split, evens)] {
+        // One scratch per team (its lines are laid out by the team's size).
+        let mut scratch = p.alloc::<u64>(blocks * words)?;
+        let mut a = p.alloc_from(&start)?;
+        let mut b = p.alloc::<i32>(len)?;
+        p.barrier_all()?;
+        if let Some(team) = team {
+            for _ in 0..2 {
+                device_all_reduce::launch(
+                    p,
+                    LaunchConfig::blocks(blocks as u32, 256),
+                    team,
+                    &mut a,
+                    &mut b,
+                    &mut scratch,
+                    words,
+                    per_block,
+                    3,
+                )?;
+            }
+        }
+        util::settle(p)?;
+        if team.is_none() {
+            continue;
+        }
+        // 12 all-reduces over the members (PEs 0, 2, .. of the split; all of the world).
+        let step = if members == n { 1 } else { 2 };
+        let s: Vec<i32> = (0..len)
+            .map(|i| {
+                (0..n)
+                    .step_by(step)
+                    .map(|pe| (pe * 10 + i % 97) as i32)
+                    .sum()
+            })
+            .collect();
+        let mm = members as i32;
+        let want: Vec<i32> = s
+            .iter()
+            .map(|&v| v.wrapping_mul(mm.wrapping_pow(11)))
+            .collect();
+        check_eq(
+            &format!("12 in-kernel all-reduces over {members} PEs"),
+            &a.to_vec()?,
+            &want,
+        )?;
+    }
+    if let Some(t) = split {
+        t.destroy(p)?;
+    }
+    let mut dst = p.alloc::<f16>(n * 100)?;
+    let mut gscratch = p.alloc::<u64>(coll::device_scratch_len::<f16>(n, 100))?;
+    p.barrier_all()?;
+    device_all_gather::launch(
+        p,
+        LaunchConfig::blocks(1, 128),
+        Team::WORLD,
+        &mut dst,
+        &mut gscratch,
+    )?;
+    util::settle(p)?;
+    let want: Vec<f16> = (0..n * 100).map(|k| f16::from_f64(k as f64)).collect();
+    check_eq(
+        "in-kernel all-gather from shared memory",
+        &dst.to_vec()?,
+        &want,
+    )
 }
