@@ -149,7 +149,10 @@ mod tests {
         let d = p(&["-n", "4", "--share-gpus", "--gpus", "0,0,1,1", "prog"])
             .unwrap()
             .unwrap();
-        assert_eq!((d.nproc, d.gpus, d.share_gpus), (4, Some(vec![0, 0, 1, 1]), true));
+        assert_eq!(
+            (d.nproc, d.gpus, d.share_gpus),
+            (4, Some(vec![0, 0, 1, 1]), true)
+        );
         assert!(p(&["--help"]).unwrap().is_none());
     }
 

@@ -434,7 +434,10 @@ mod tests {
         let dir_s = dir.to_string_lossy().into_owned();
         let no_daemon = |k: &str| (k == "CUDA_MPS_PIPE_DIRECTORY").then(|| dir_s.clone());
         let e = sharing_env(&devices, &no_daemon).unwrap_err().to_string();
-        assert!(e.contains("nvidia-cuda-mps-control -d") && e.contains("4 ranks"), "{e}");
+        assert!(
+            e.contains("nvidia-cuda-mps-control -d") && e.contains("4 ranks"),
+            "{e}"
+        );
         std::fs::write(dir.join("control"), b"").unwrap();
         assert_eq!(
             sharing_env(&devices, &no_daemon).unwrap(),
