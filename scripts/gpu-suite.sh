@@ -16,12 +16,20 @@
 # the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
 # a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
-# Usage: scripts/gpu-suite.sh OUTDIR [faults]
-#   faults: only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
-#           for a second device call when the whole does not fit one.
+# Usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize]
+#   faults:   only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
+#             for a second device call when the whole does not fit one.
+#   sanitize: only `pgas doctor` and compute-sanitizer over the WHOLE suite (1 PE) and every gallery
+#             example (1 PE), each tool of PGAS_SANITIZE_TOOLS (default: memcheck racecheck
+#             synccheck); a call of its own (its steps take minutes).
 set -uo pipefail
-outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [faults]}"
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize]}"
 only="${2:-all}"
+case "$only" in all | faults | sanitize) ;; *)
+  echo "usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize] (not '$only')" >&2
+  exit 2
+  ;;
+esac
 cd "$(dirname "$0")/.."
 root=$(pwd)
 mkdir -p "$outarg"
@@ -125,7 +133,7 @@ if [ "$gpus" = 0 ]; then
 fi
 
 # Everything but the last part, unless only that was asked for.
-if [ "$only" != faults ]; then
+if [ "$only" = all ]; then
 
 # The GPU test suite. PE 0's last line is `gpu_suite: N passed, M failed` (pgas-run prefixes
 # each line with `[rank N] `).
@@ -248,7 +256,7 @@ step "coll vs NCCL $bench_pes PE" bench.log 240 env LD_LIBRARY_PATH="/tmp/pgas-n
   "$bin/pgas-run" -n "$bench_pes" -- "$bin/coll" "$out"
 verdict "coll vs NCCL $bench_pes PE" "$(figures | brief 'allreduce_bf16_(8B|1MiB|256MiB).*(auto|nccl)')"
 
-fi # [ "$only" != faults ]
+fi # [ "$only" = all ]
 
 # Rank death (tests/gpu_suite/faults.rs): the last PE dies while the others wait for it in a
 # barrier or a kernel; the launcher must end the job within 5 s of the death (the dying PE prints
@@ -278,7 +286,9 @@ rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must ma
   fi
   verdict "$name" "$detail"
 }
-if [ "$gpus" -ge 2 ]; then
+if [ "$only" = sanitize ]; then
+  : # the sweep below only
+elif [ "$gpus" -ge 2 ]; then
   # A panicking PE exits 101, or dies by SIGSEGV in NVSHMEM's exit handlers (run 12): either way
   # the launcher must end the job and name the rank.
   rank_death "rank death: panic in barrier (pgas-run)" "pgas-run: rank 1 (exited with status 101|was killed by signal 11 \\(SIGSEGV\\))" \
@@ -298,7 +308,7 @@ fi
 
 # A kernel cache that cannot be created (nobody can make a directory in /proc): the kernel must still
 # compile, load and run, with exactly one warning line (docs/faults.md, "The kernel cache").
-if [ -x "$bin/ring_shift" ]; then
+if [ -x "$bin/ring_shift" ] && [ "$only" != sanitize ]; then
   step "ring_shift, cache unwritable" faults.log 40 env PGAS_CACHE_DIR=/proc/pgas-no-cache "$bin/ring_shift"
   warnings=$(echo "$last" | grep -c "pgas: warning: kernel cache" || true)
   if [ "$rc" = 0 ] && [ "$warnings" != 1 ]; then
@@ -334,13 +344,25 @@ if [ -z "$sanitizer" ]; then
   note "SKIP compute-sanitizer (sanitizer unavailable: not on PATH nor in /usr/local/cuda)"
 else
   sanitize "memcheck hello_ring 1 PE" 60 memcheck "$bin/hello_ring"
-  if [ -z "$sanitizer_off" ] && [ "$only" = faults ]; then
+  if [ -z "$sanitizer_off" ] && [ "$only" = sanitize ]; then
+    # The sweep: the whole suite and every gallery example under each tool, 1 PE. The suite's
+    # kernels compile first, outside the sanitizer (it would time the JIT, not the kernels).
+    step "gpu_suite 1 PE (kernel cache warm-up)" sanitizer.log 200 "$bin/gpu_suite"
+    verdict "gpu_suite 1 PE (warm-up)" "$(echo "$last" | grep -E 'gpu_suite: [0-9]+ passed' | tail -1)"
+    for tool in ${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+      sanitize "$tool gpu_suite 1 PE (every case)" 240 "$tool" "$bin/gpu_suite"
+      for src in "$root"/examples/*.rs; do
+        name=$(basename "$src" .rs)
+        [ -x "$bin/$name" ] && sanitize "$tool $name 1 PE" 90 "$tool" "$bin/$name"
+      done
+    done
+  elif [ -z "$sanitizer_off" ] && [ "$only" = faults ]; then
     # The suite did not run before, so its kernels are not in the cache yet: compile them outside
     # the sanitizer's limit.
     step "gpu_suite rma signals amo sync (kernel cache warm-up)" sanitizer.log 60 "$bin/gpu_suite" rma signals amo sync
     verdict "gpu_suite 1 PE, rma signals amo sync" "$(echo "$last" | grep -E 'gpu_suite: [0-9]+ passed' | tail -1)"
   fi
-  if [ -z "$sanitizer_off" ]; then
+  if [ -z "$sanitizer_off" ] && [ "$only" != sanitize ]; then
     sanitize "memcheck gpu_suite 1 PE (rma signals amo sync)" 35 memcheck "$bin/gpu_suite" rma signals amo sync
     sanitize "racecheck team_allreduce 1 PE" 45 racecheck "$bin/team_allreduce"
     sanitize "synccheck ring_shift 1 PE" 15 synccheck "$bin/ring_shift"
@@ -352,7 +374,7 @@ fi
 
 # NCCL's other collectives through torch (all-reduce also ran in the coll bench above): last,
 # as the figures of earlier runs stand in when the budget runs out.
-if [ "$only" != faults ]; then
+if [ "$only" = all ]; then
   step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$((gpus > 0 ? gpus : 1))"
   verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
 fi
