@@ -17,16 +17,15 @@
 //! it. Each (collective, size, method, mode) is timed with CUDA events around `K` back-to-back
 //! calls (`K` shrinks with the size), repeated, and the median of the repetitions is reported;
 //! each method's result is checked against values computed here before its figures count.
-//! NCCL is loaded by name (`libnccl.so`, which cudarc looks for; PyTorch's wheel has
-//! `nvidia/nccl/lib/libnccl.so.2`, so put a `libnccl.so` link to it on `LD_LIBRARY_PATH`), its
-//! unique id crosses the PEs through an NVSHMEM broadcast, and it runs on the same symmetric
-//! buffers through cudarc's raw calls. Without it the NCCL columns say so. PE 0 prints a table
+//! NCCL comes from `common/nccl.rs` (loaded by name; its unique id crosses the PEs through an
+//! NVSHMEM broadcast) and runs on the same symmetric buffers through cudarc's raw calls. Without it the NCCL columns say so. PE 0 prints a table
 //! per collective and `FIGURE` lines, and writes the tables to `OUTDIR/coll.md` and two plots
 //! per collective (`{allreduce,allgather,reducescatter,broadcast,alltoall}_{latency,busbw}.png`)
 //! when given.
 
 mod common;
 
+use common::nccl::{nccl_comm, Nccl};
 use common::plot::{self, human};
 use common::{emit, median, show, time_on_stream, BenchResult, Figure};
 use pgas::coll::{self, Algorithm, Comm};
@@ -158,46 +157,6 @@ impl Method {
             _ => true,
         }
     }
-}
-
-struct Nccl(nccl_sys::ncclComm_t);
-
-impl Drop for Nccl {
-    fn drop(&mut self) {
-        // SAFETY: a communicator this program created and no longer uses.
-        unsafe {
-            let _ = nccl::comm_destroy(self.0);
-        }
-    }
-}
-
-/// An NCCL communicator over every PE, its unique id broadcast from PE 0 through NVSHMEM.
-fn nccl_comm(p: &Pgas) -> BenchResult<Option<Nccl>> {
-    // SAFETY: only probes whether the library loads.
-    if !unsafe { nccl_sys::is_culib_present() } {
-        return Ok(None);
-    }
-    let id = if p.my_pe() == 0 {
-        nccl::get_uniqueid().map_err(|e| format!("ncclGetUniqueId: {e:?}"))?
-    } else {
-        nccl_sys::ncclUniqueId { internal: [0; 128] }
-    };
-    let bytes: Vec<u8> = id.internal.iter().map(|&c| c as u8).collect();
-    let mine = p.alloc_from(&bytes)?;
-    let all = p.alloc::<u8>(128)?;
-    p.barrier_all()?;
-    p.broadcast(Team::WORLD, &all, &mine, 0)?;
-    p.stream().synchronize()?;
-    let got = all.to_vec()?;
-    let mut id = nccl_sys::ncclUniqueId { internal: [0; 128] };
-    for (d, s) in id.internal.iter_mut().zip(got) {
-        *d = s as std::ffi::c_char;
-    }
-    let mut comm = std::ptr::null_mut();
-    // SAFETY: every PE calls it with the same id and its own rank.
-    unsafe { nccl::comm_init_rank(&mut comm, p.n_pes() as i32, id, p.my_pe() as i32) }
-        .map_err(|e| format!("ncclCommInitRank: {e:?}"))?;
-    Ok(Some(Nccl(comm)))
 }
 
 /// Elements of the call's buffers for a size of `bytes`: (source, destination), whole
