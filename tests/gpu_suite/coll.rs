@@ -945,7 +945,7 @@ fn bcast_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
     let n = util::npes(p);
     let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
-    coll::prewarm::<T>(p)?;
+    prewarm_moves(p)?;
     for &len in RS_AG_LENS {
         for root in [0, n - 1] {
             let want: Vec<T> = (0..len).map(|k| to(moved(root, k))).collect();
@@ -1032,7 +1032,7 @@ fn a2a_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
     let n = util::npes(p);
     let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
-    coll::prewarm::<T>(p)?;
+    prewarm_moves(p)?;
     for &m in RS_AG_LENS {
         // Rank r's source element k is moved(r, k); rank me receives chunk me of each.
         let want: Vec<T> = (0..n * m)
@@ -1107,8 +1107,7 @@ fn all_to_all_v_case(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
     let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
-    coll::prewarm::<f32>(p)?;
-    coll::prewarm::<u16>(p)?;
+    prewarm_moves(p)?;
     for scale in [1, 1000, 40_000] {
         let (sc, sd, rc, rd) = layout_of(n, me, scale);
         let layout = comm.all_to_all_layout(&sc, &sd, &rc, &rd)?;
@@ -1178,7 +1177,7 @@ fn move_split_team(p: &Pgas) -> CaseResult {
     let evens = n.div_ceil(2);
     let team = Team::WORLD.split_strided(p, 0, 2, evens)?;
     let mut comm = Comm::new(p, team)?;
-    coll::prewarm::<i32>(p)?;
+    prewarm_moves(p)?;
     let m = 77;
     let src = p.alloc_from(
         &(0..evens * m)
@@ -1351,7 +1350,7 @@ fn move_graph_capture(p: &Pgas) -> CaseResult {
     let me = util::me(p);
     let m = 3001;
     let mut comm = Comm::new(p, Team::WORLD)?;
-    coll::prewarm::<u32>(p)?;
+    prewarm_moves(p)?;
     let start: Vec<u32> = (0..n * m).map(|k| (me * 100_000 + k) as u32).collect();
     let mut x = p.alloc_from(&start)?;
     let mut y = p.alloc::<u32>(n * m)?;
@@ -1393,7 +1392,15 @@ fn low_latency(p: &Pgas) -> CaseResult {
     let n = util::npes(p) as u64;
     let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
-    coll::prewarm::<u64>(p)?;
+    // The low-latency and one-shot kernels of u64 only, in one NVRTC program.
+    let list: Vec<_> = coll::prewarm_list::<u64>()
+        .into_iter()
+        .filter(|k| {
+            std::ptr::eq(k.spec, <u64 as AllReduceElem>::LOW_LATENCY)
+                || std::ptr::eq(k.spec, <u64 as AllReduceElem>::ONE_SHOT)
+        })
+        .collect();
+    pgas::launch::prewarm(p, &list)?;
     let big = coll::LL_MAX_BYTES / 8;
     let sum = |len: usize| -> Vec<u64> {
         (0..len)
@@ -1597,4 +1604,22 @@ fn device_all_reduce_case(p: &Pgas) -> CaseResult {
         &dst.to_vec()?,
         &want,
     )
+}
+
+/// Compiles the data-movement kernels of every element size (and the all-gathers: the
+/// specializations with no reduction), in one NVRTC program: the broadcast and all-to-all cases
+/// need no reductions, which `coll::prewarm` of each type they use would compile too. The later
+/// cases load them from the disk cache.
+fn prewarm_moves(p: &Pgas) -> CaseResult {
+    let mut list = Vec::new();
+    for l in [
+        coll::prewarm_list::<u8>(),
+        coll::prewarm_list::<u16>(),
+        coll::prewarm_list::<u32>(),
+        coll::prewarm_list::<u64>(),
+    ] {
+        list.extend(l.into_iter().filter(|k| k.comptime.is_empty()));
+    }
+    pgas::launch::prewarm(p, &list)?;
+    Ok(())
 }
