@@ -116,7 +116,11 @@ impl Comm {
                     context: "gathering the all-to-all-v layout",
                     source,
                 })?;
-            gathered.to_vec()?
+            let rows = gathered.to_vec()?;
+            // No member's next exchange may write into `agree` before every member has read
+            // this one's rows.
+            self.team.barrier(&self.pgas)?;
+            rows
         } else {
             mine
         };
