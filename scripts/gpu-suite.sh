@@ -132,9 +132,6 @@ if [ "$gpus" = 0 ]; then
   finish
 fi
 
-# Everything but the last part, unless only that was asked for.
-if [ "$only" = all ]; then
-
 # The GPU test suite. PE 0's last line is `gpu_suite: N passed, M failed` (pgas-run prefixes
 # each line with `[rank N] `).
 suite() {
@@ -165,6 +162,9 @@ pes() {
     note "SKIP gpu_suite $n PE (${gpus} GPU and no CUDA MPS daemon to share one)"
   fi
 }
+# Everything but the last part, unless only that was asked for.
+if [ "$only" = all ]; then
+
 # Most PEs first: that run starts from the empty cache, as a user's first `pgas-run -n N` does,
 # and its PEs share the cold compile (each compiles its share of the NVRTC programs).
 pes 4 240 "$bin/gpu_suite"
@@ -346,9 +346,10 @@ else
   sanitize "memcheck hello_ring 1 PE" 60 memcheck "$bin/hello_ring"
   if [ -z "$sanitizer_off" ] && [ "$only" = sanitize ]; then
     # The sweep: the whole suite and every gallery example under each tool, 1 PE. The suite's
-    # kernels compile first, outside the sanitizer (it would time the JIT, not the kernels).
-    step "gpu_suite 1 PE (kernel cache warm-up)" sanitizer.log 200 "$bin/gpu_suite"
-    verdict "gpu_suite 1 PE (warm-up)" "$(echo "$last" | grep -E 'gpu_suite: [0-9]+ passed' | tail -1)"
+    # kernels compile first, outside the sanitizer (it would time the JIT, not the kernels), by
+    # 4 PEs at once: NVRTC compiles one program at a time per process, and one process needs
+    # about 400 s for the suite's (run 16).
+    pes 4 240 "$bin/gpu_suite"
     for tool in ${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
       sanitize "$tool gpu_suite 1 PE (every case)" 240 "$tool" "$bin/gpu_suite"
       for src in "$root"/examples/*.rs; do
