@@ -148,8 +148,10 @@ fn check_import<T: DlpackElement, M: ManagedTensorBase>(
     }
     if !t.is_compact().unwrap_or(false) {
         return Err(bad(format!(
-            "the tensor is not contiguous row-major (shape {:?}, strides {:?}); make it so first \
-             (in PyTorch: .contiguous())",
+            "the tensor is not contiguous row-major (shape {:?}, strides {:?}); import a \
+             contiguous view (a row or a range of rows of a pgas tensor), or copy the data into \
+             a pgas tensor (PyTorch's .contiguous() would copy it outside the symmetric heap, \
+             where it cannot be imported)",
             t.shape(),
             t.strides()
         )));
@@ -250,7 +252,7 @@ mod tests {
         let dl = unsafe { t.finish() };
         let e = check_import::<f32, _>(&dl, 0).unwrap_err().to_string();
         assert!(
-            e.contains("not contiguous") && e.contains(".contiguous()"),
+            e.contains("not contiguous") && e.contains("contiguous view"),
             "{e}"
         );
     }
