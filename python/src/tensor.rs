@@ -144,13 +144,31 @@ struct Exporter {
 
 impl Exporter {
     fn export<M: ManagedTensorBase>(&self, py: Python<'_>) -> PyResult<Managed<M>> {
-        let owner = Box::new(self.tensor.clone_ref(py));
+        let owner = Box::new(ViewOwner(Some(self.tensor.clone_ref(py))));
         let me = self.tensor.borrow(py);
         // SAFETY: `owner` is a strong reference to the Python object that owns the tensor, and
         // `Tensor` never gives its `SymTensor` away, so the memory lives as long as the DLPack
         // tensor holds `owner`.
         with_tensor!(&me.data, t => unsafe { t.dlpack_sharing::<M, _>(owner) })
             .map_err(crate::to_py)
+    }
+}
+
+/// The reference to the `Tensor` that a DLPack tensor holds, released by the consumer's
+/// deleter.
+struct ViewOwner(Option<Py<Tensor>>);
+
+impl Drop for ViewOwner {
+    fn drop(&mut self) {
+        // The consumer calls the deleter from its own code (PyTorch: while CPython frees the
+        // last view), where pyo3 does not know the thread holds the GIL and would put the
+        // reference in its pool until its next call. Attaching drops it now, so the collective
+        // free of the last reference comes where the program let go of the view, at the same
+        // point on every PE. Where Python cannot be attached to (at shutdown, in a GC
+        // traversal), pyo3 defers it after all.
+        let mut owner = self.0.take();
+        let _ = Python::try_attach(|_py| drop(owner.take()));
+        drop(owner);
     }
 }
 
