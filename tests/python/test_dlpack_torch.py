@@ -101,7 +101,7 @@ def round_trips(ctx, dev):
         versioned = torch.from_dlpack(t.__dlpack__(max_version=(1, 0)))
         check(versioned.data_ptr() == t.data_ptr, "versioned capsule")
         versioned_note = "versioned capsule ok"
-    except (TypeError, RuntimeError, BufferError) as e:
+    except Exception as e:  # noqa: BLE001 (which error an older torch raises varies)
         # Older torch takes only the legacy capsule; torch.from_dlpack(t) negotiates that.
         versioned_note = f"torch {torch.__version__} refuses versioned capsules ({e})"
     del legacy
