@@ -182,6 +182,7 @@ impl Context {
         py.detach(|| self.pgas.barrier_all()).map_err(to_py)
     }
 
+    /// `pgas.Context(my_pe=..., n_pes=..., device=cuda:N)`.
     fn __repr__(&self) -> String {
         format!(
             "pgas.Context(my_pe={}, n_pes={}, device=cuda:{})",

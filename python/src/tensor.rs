@@ -55,10 +55,12 @@ impl Tensor {
         with_tensor!(&self.data, t => t.len() * elem_size(t))
     }
 
+    /// The first dimension, as for a PyTorch tensor.
     fn __len__(&self) -> usize {
         with_tensor!(&self.data, t => t.shape()[0])
     }
 
+    /// `pgas.Tensor(shape=..., dtype=..., device=cuda:N, data_ptr=0x...)`.
     fn __repr__(&self) -> String {
         let dims = with_tensor!(&self.data, t => t.shape().to_vec());
         format!(
@@ -118,7 +120,7 @@ impl Tensor {
         let request = ExportRequest::parse(stream, max_version, dl_device, copy)?;
         let exporter = Exporter {
             tensor: slf.clone().unbind(),
-            device: slf.borrow().dl_device(),
+            device: slf.try_borrow()?.dl_device(),
         };
         export_dlpack(&exporter, py, request)
     }
@@ -145,7 +147,9 @@ struct Exporter {
 impl Exporter {
     fn export<M: ManagedTensorBase>(&self, py: Python<'_>) -> PyResult<Managed<M>> {
         let owner = Box::new(ViewOwner(Some(self.tensor.clone_ref(py))));
-        let me = self.tensor.borrow(py);
+        // Another thread may be inside `fill` or `copy_from` (which let go of the GIL):
+        // then this is Python's "already mutably borrowed" error, not a panic.
+        let me = self.tensor.try_borrow(py)?;
         // SAFETY: `owner` is a strong reference to the Python object that owns the tensor, and
         // `Tensor` never gives its `SymTensor` away, so the memory lives as long as the DLPack
         // tensor holds `owner`.
