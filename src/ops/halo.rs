@@ -277,6 +277,11 @@ impl Halo2d {
         })
     }
 
+    /// The context it was made with.
+    pub fn pgas(&self) -> &Pgas {
+        &self.pgas
+    }
+
     /// Elements per row.
     pub fn nx(&self) -> usize {
         self.plan.nx
@@ -496,7 +501,9 @@ mod tests {
         // Two planes of (1024 + 2) x 1024 f32: 8 MiB and some.
         let e = plan(&[d(1024, 1024)], 0, 8 << 20).unwrap_err();
         match &e {
-            Error::HeapExhausted { requested, heap, .. } => {
+            Error::HeapExhausted {
+                requested, heap, ..
+            } => {
                 assert_eq!(*requested, 2 * 1026 * 1024 * 4 + STATE_BYTES);
                 assert_eq!(*heap, 8 << 20);
             }
