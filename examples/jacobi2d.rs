@@ -72,7 +72,7 @@ fn sweep(field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, ra: usiz
 /// One iteration over this PE's rows, plane `src` (halos in place) to plane `dst`; block `b`
 /// of `nb` takes rows `1 + b * rows / nb ..`.
 #[pgas_kernel(max_threads = 1024)]
-fn jacobi_step(field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, rows: usize) {
+pub fn jacobi_step(field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, rows: usize) {
     let b = block_idx_x() as usize;
     let nb = grid_dim_x() as usize;
     sweep(
@@ -88,7 +88,7 @@ fn jacobi_step(field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, ro
 /// Iterations `base .. base + iters` in one launch (see the module docs and
 /// `pgas::ops::halo`'s protocol). Every block must be resident: they wait for each other.
 #[pgas_kernel(max_threads = 1024)]
-fn jacobi_fused(
+pub fn jacobi_fused(
     field: &mut SymTensor<f32>,
     sig: &mut SymTensor<u64>,
     flags: &mut SymTensor<u64>,
