@@ -19,8 +19,12 @@
 //! `halo_time.png` and `halo_speedup.png` there.
 //!
 //! ```text
-//! NVSHMEM_DISABLE_CUDA_VMM=1 pgas-run -n 2 -- target/release/deps/halo-<hash> [OUTDIR] [--sizes 1024,4096]
+//! NVSHMEM_DISABLE_CUDA_VMM=1 pgas-run -n 2 -- target/release/deps/halo-<hash> [OUTDIR]
+//!     [--sizes 1024,4096] [--blocks N] [--no-nccl]
 //! ```
+//!
+//! `--blocks N` caps the fused kernel's grid (PEs sharing a GPU under MPS get part of its SMs);
+//! `--no-nccl` leaves NCCL out (it refuses two ranks on one GPU).
 //!
 //! `NVSHMEM_DISABLE_CUDA_VMM=1`: at N = 16384 a field is 2 GiB, and NVSHMEM 3.4.5's default
 //! (VMM) heap refuses single allocations of 1 GiB and more. NCCL is loaded as in
@@ -81,9 +85,9 @@ fn iters_for(n: usize) -> u32 {
 /// Blocks of the per-iteration stencil launch: two per SM (blocks of 1024 threads), at most one
 /// per row.
 fn step_blocks(p: &Pgas) -> BenchResult<usize> {
-    let sms = p
-        .cuda()
-        .attribute(pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let sms = p.cuda().attribute(
+        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    )?;
     Ok(2 * sms.max(1) as usize)
 }
 
@@ -125,7 +129,15 @@ fn run_nccl(
     for _ in 0..iters {
         nccl_exchange(h, c, stream)?;
         let planes = (h.current(), h.next());
-        jacobi::launch_step(p, stream, h.parts_mut().field, planes, (nx, rows), blocks, false)?;
+        jacobi::launch_step(
+            p,
+            stream,
+            h.parts_mut().field,
+            planes,
+            (nx, rows),
+            blocks,
+            false,
+        )?;
         h.advance(1);
     }
     Ok(())
@@ -152,10 +164,10 @@ fn measure(
     iters: u32,
     comm: Option<&Nccl>,
     stream: &Arc<CudaStream>,
-    step: usize,
+    (step, max_blocks): (usize, usize),
 ) -> BenchResult<(Vec<f64>, Vec<f32>)> {
     let mut h = fresh(p, n)?;
-    let fused_blocks = h.resident_blocks();
+    let fused_blocks = h.resident_blocks().min(max_blocks);
     let mut graph = None;
     if way == Way::NcclGraph {
         // The stencil kernel is compiled and NCCL warmed up by the eager ways before this one.
@@ -199,10 +211,10 @@ fn measure(
 }
 
 /// The fused kernel over `CHECK_ITERS` iterations against the host's smoother, exactly.
-fn host_check(p: &Pgas, n: usize, stream: &Arc<CudaStream>) -> BenchResult<()> {
+fn host_check(p: &Pgas, n: usize, stream: &Arc<CudaStream>, max_blocks: usize) -> BenchResult<()> {
     let (me, pes) = (p.my_pe(), p.n_pes());
     let mut h = fresh(p, n)?;
-    let blocks = h.resident_blocks();
+    let blocks = h.resident_blocks().min(max_blocks);
     jacobi::run_fused(&mut h, stream, CHECK_ITERS, blocks, false)?;
     stream.synchronize()?;
     let got = h.read_interior()?;
@@ -233,19 +245,26 @@ fn main() -> BenchResult<()> {
         return Ok(());
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let opt = |name: &str| args.iter().position(|a| a == name).map(|i| args.get(i + 1));
     let out_dir = args
         .iter()
         .enumerate()
-        .find(|(i, a)| !a.starts_with("--") && (*i == 0 || args[i - 1] != "--sizes"))
+        .find(|(i, a)| {
+            !a.starts_with("--")
+                && (*i == 0 || !matches!(args[i - 1].as_str(), "--sizes" | "--blocks"))
+        })
         .map(|(_, a)| a.clone());
-    let sizes: Vec<usize> = match args.iter().position(|a| a == "--sizes") {
-        Some(i) => args
-            .get(i + 1)
+    let sizes: Vec<usize> = match opt("--sizes") {
+        Some(v) => v
             .ok_or("--sizes needs a list such as 1024,4096")?
             .split(',')
             .map(str::parse)
             .collect::<Result<_, _>>()?,
         None => SIZES.to_vec(),
+    };
+    let max_blocks: usize = match opt("--blocks") {
+        Some(v) => v.ok_or("--blocks needs a number")?.parse()?,
+        None => usize::MAX,
     };
     let max = *sizes.iter().max().ok_or("no sizes")?;
     let field_bytes = |n: usize| 2 * (n + 2) * n * 4;
@@ -254,7 +273,12 @@ fn main() -> BenchResult<()> {
         .init()?;
     let (me, pes) = (p.my_pe(), p.n_pes());
     let machine = format!("{} x{pes} PE", p.cuda().name()?);
-    let comm = nccl_comm(&p)?;
+    // NCCL refuses two ranks on one GPU (PEs sharing a GPU under MPS): --no-nccl leaves it out.
+    let comm = if args.iter().any(|a| a == "--no-nccl") {
+        None
+    } else {
+        nccl_comm(&p)?
+    };
     let stream: Arc<CudaStream> = p.cuda().new_stream()?;
     let step = step_blocks(&p)?;
     if me == 0 {
@@ -274,7 +298,7 @@ fn main() -> BenchResult<()> {
         let iters = iters_for(n);
         iters_of.push(iters);
         if n <= HOST_CHECK_MAX {
-            host_check(&p, n, &stream)?;
+            host_check(&p, n, &stream, max_blocks)?;
         }
         let mut row: [Vec<f64>; 4] = Default::default();
         let mut reference: Option<Vec<f32>> = None;
@@ -282,7 +306,15 @@ fn main() -> BenchResult<()> {
             if matches!(way, Way::Nccl | Way::NcclGraph) && comm.is_none() {
                 continue;
             }
-            let (us, field) = measure(&p, way, n, iters, comm.as_ref(), &stream, step)?;
+            let (us, field) = measure(
+                &p,
+                way,
+                n,
+                iters,
+                comm.as_ref(),
+                &stream,
+                (step, max_blocks),
+            )?;
             match &reference {
                 None => reference = Some(field),
                 Some(r) => {
@@ -378,7 +410,9 @@ fn main() -> BenchResult<()> {
                 );
             }
             if wi > 0 {
-                speed_series[wi - 1].points.push((bytes as f64, m[wi] / m[0]));
+                speed_series[wi - 1]
+                    .points
+                    .push((bytes as f64, m[wi] / m[0]));
                 if m[wi].is_finite() {
                     emit(
                         BENCH,
