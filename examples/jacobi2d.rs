@@ -203,7 +203,7 @@ pub const THREADS: u32 = 1024;
 /// The stencil's 16-byte vectors need whole vectors per row. `nx` is the same on every PE
 /// (`Halo2d::new` checked it), so this is an `Err` on every PE alike.
 fn check_vector_rows(halo: &Halo2d) -> pgas::Result<()> {
-    if halo.nx() % 4 != 0 {
+    if !halo.nx().is_multiple_of(4) {
         return Err(pgas::Error::InvalidConfig {
             name: "jacobi2d row length nx",
             value: halo.nx().to_string(),
