@@ -31,24 +31,38 @@ use pgas::prelude::*;
 /// Computes rows `ra..rb` of the plane at `dst` from the plane at `src` (which holds the rows
 /// above and below them), with every thread of the block. A work item is 4 columns (one 16-byte
 /// vector) of up to 8 rows: the thread walks down them keeping the rows above, at and below in
-/// registers, so each row is loaded once per item. Consecutive threads take consecutive columns
-/// (coalesced). Columns wrap around (periodic in x); `nx` is a multiple of 4.
+/// registers, so each row is loaded once per item, and loads the next row before computing this
+/// one (two rows in flight). A small band takes fewer rows per item, so that every thread of the
+/// block has one. Consecutive threads take consecutive columns (coalesced). Columns wrap around
+/// (periodic in x); `nx` is a multiple of 4.
 #[pgas_device]
 fn sweep(field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, ra: usize, rb: usize) {
     let nv = nx / 4;
-    let items = (rb - ra + 7) / 8 * nv;
+    let threads = block_dim_x() as usize;
+    let per_item = max(1, min(8, (rb - ra) * nv / threads));
+    let items = (rb - ra + per_item - 1) / per_item * nv;
     let mut item = thread_idx_x() as usize;
     while item < items {
         let j = (item % nv) * 4;
-        let r0 = ra + (item / nv) * 8;
-        let r1 = min(r0 + 8, rb);
+        let r0 = ra + (item / nv) * per_item;
+        let r1 = min(r0 + per_item, rb);
         let jl = if j == 0 { nx - 1 } else { j - 1 };
         let jr = if j + 4 == nx { 0 } else { j + 4 };
         let mut up = load_vec16(&field[src + (r0 - 1) * nx + j]);
         let mut mid = load_vec16(&field[src + r0 * nx + j]);
+        let mut dn = load_vec16(&field[src + (r0 + 1) * nx + j]);
+        let mut left = field[src + r0 * nx + jl];
+        let mut right = field[src + r0 * nx + jr];
         for r in r0..r1 {
-            let row = src + r * nx;
-            let dn = load_vec16(&field[row + nx + j]);
+            let mut dn_next = dn;
+            let mut left_next = left;
+            let mut right_next = right;
+            if r + 1 < r1 {
+                let next = src + (r + 1) * nx;
+                dn_next = load_vec16(&field[next + nx + j]);
+                left_next = field[next + jl];
+                right_next = field[next + jr];
+            }
             let m0 = vec16_get(mid, 0);
             let m1 = vec16_get(mid, 1);
             let m2 = vec16_get(mid, 2);
@@ -57,15 +71,18 @@ fn sweep(field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, ra: usiz
             let vert1 = vec16_get(up, 1) + vec16_get(dn, 1);
             let vert2 = vec16_get(up, 2) + vec16_get(dn, 2);
             let vert3 = vec16_get(up, 3) + vec16_get(dn, 3);
-            let mut out = vec16_set(mid, 0, 0.5 * m0 + 0.125 * (vert0 + (field[row + jl] + m1)));
+            let mut out = vec16_set(mid, 0, 0.5 * m0 + 0.125 * (vert0 + (left + m1)));
             out = vec16_set(out, 1, 0.5 * m1 + 0.125 * (vert1 + (m0 + m2)));
             out = vec16_set(out, 2, 0.5 * m2 + 0.125 * (vert2 + (m1 + m3)));
-            out = vec16_set(out, 3, 0.5 * m3 + 0.125 * (vert3 + (m2 + field[row + jr])));
+            out = vec16_set(out, 3, 0.5 * m3 + 0.125 * (vert3 + (m2 + right)));
             store_vec16(&mut field[dst + r * nx + j], out);
             up = mid;
             mid = dn;
+            dn = dn_next;
+            left = left_next;
+            right = right_next;
         }
-        item += block_dim_x() as usize;
+        item += threads;
     }
 }
 
