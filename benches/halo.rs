@@ -210,6 +210,15 @@ fn measure(
     Ok((us, field))
 }
 
+/// A speedup for the table: `1.23x`, or `-` where a way did not run.
+fn times(x: f64) -> String {
+    if x.is_finite() {
+        format!("{}x", show(x))
+    } else {
+        "-".to_owned()
+    }
+}
+
 /// The fused kernel over `CHECK_ITERS` iterations against the host's smoother, exactly.
 fn host_check(p: &Pgas, n: usize, stream: &Arc<CudaStream>, max_blocks: usize) -> BenchResult<()> {
     let (me, pes) = (p.my_pe(), p.n_pes());
@@ -286,6 +295,8 @@ fn main() -> BenchResult<()> {
             "{BENCH}: 2-D Jacobi, N x N f32 per GPU, periodic ring of {pes} PE(s) on {machine}; NCCL {}",
             if comm.is_some() {
                 "loaded"
+            } else if args.iter().any(|a| a == "--no-nccl") {
+                "left out (--no-nccl): NCCL columns empty"
             } else {
                 "not found (no libnccl.so on the loader's path): NCCL columns empty"
             }
@@ -378,16 +389,16 @@ fn main() -> BenchResult<()> {
         let bytes = n * n * 4;
         let _ = writeln!(
             table,
-            "| {n} ({}) | {} | {} | {} | {} | {} | {}x | {}x | {}x |",
+            "| {n} ({}) | {} | {} | {} | {} | {} | {} | {} | {} |",
             human(bytes),
             iters_of[si],
             show(m[0]),
             show(m[1]),
             show(m[2]),
             show(m[3]),
-            show(m[1] / m[0]),
-            show(m[2] / m[0]),
-            show(m[3] / m[0]),
+            times(m[1] / m[0]),
+            times(m[2] / m[0]),
+            times(m[3] / m[0]),
         );
         for (wi, w) in WAYS.iter().enumerate() {
             time_series[wi].points.push((bytes as f64, m[wi]));
