@@ -195,7 +195,8 @@ pub(crate) fn plan(all: &[Declared], me: usize, heap: usize) -> Result<Plan> {
 /// Every PE runs the same number of iterations, in the same order of calls (a PE that stops
 /// early leaves its neighbours waiting for its halos, as with NCCL's send and receive). The
 /// iteration count is kept on the host and passed to the kernels, so a launch captured in a CUDA
-/// graph would replay the same count: run it eagerly.
+/// graph would replay the same count: run it eagerly. Dropping it frees the symmetric buffers
+/// collectively: synchronize the streams its iterations ran on first, on every PE.
 pub struct Halo2d {
     pgas: Pgas,
     plan: Plan,
