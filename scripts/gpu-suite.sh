@@ -8,7 +8,8 @@
 #   faults.log     rank death under pgas-run and mpirun (a PE panics, aborts or is killed)
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
 #   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; the gallery
-#   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE)
+#   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE),
+#                  coll and halo vs NCCL (2 PEs where 2 GPUs)
 #   nccl.log       NCCL through torch.distributed
 #   figures.jsonl  every benchmark figure, one JSON object a line
 #   summary.txt    one line per step (ok/FAIL/SKIP and key figures), also printed last
@@ -255,6 +256,11 @@ fi
 step "coll vs NCCL $bench_pes PE" bench.log 240 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" NVSHMEM_DISABLE_CUDA_VMM=1 \
   "$bin/pgas-run" -n "$bench_pes" -- "$bin/coll" "$out"
 verdict "coll vs NCCL $bench_pes PE" "$(figures | brief 'allreduce_bf16_(8B|1MiB|256MiB).*(auto|nccl)')"
+# The 2-D Jacobi with its halo exchange fused (examples/jacobi2d.rs) against pgas unfused and NCCL
+# send/recv, eager and graph-captured (benches/halo.rs; a 2 GiB field at the top size).
+step "halo vs NCCL $bench_pes PE" bench.log 120 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" NVSHMEM_DISABLE_CUDA_VMM=1 \
+  "$bin/pgas-run" -n "$bench_pes" -- "$bin/halo" "$out"
+verdict "halo vs NCCL $bench_pes PE" "$(figures | brief 'jacobi2d_1024_fused_us|jacobi2d_1024_fused_speedup|jacobi2d_16384_fused_speedup')"
 
 fi # [ "$only" = all ]
 
