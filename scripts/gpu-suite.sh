@@ -8,7 +8,8 @@
 #   faults.log     rank death under pgas-run and mpirun (a PE panics, aborts or is killed)
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
 #   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; the gallery
-#   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE)
+#   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE),
+#                  coll and halo vs NCCL (2 PEs where 2 GPUs)
 #   nccl.log       NCCL through torch.distributed
 #   figures.jsonl  every benchmark figure, one JSON object a line
 #   summary.txt    one line per step (ok/FAIL/SKIP and key figures), also printed last
@@ -132,9 +133,6 @@ if [ "$gpus" = 0 ]; then
   finish
 fi
 
-# Everything but the last part, unless only that was asked for.
-if [ "$only" = all ]; then
-
 # The GPU test suite. PE 0's last line is `gpu_suite: N passed, M failed` (pgas-run prefixes
 # each line with `[rank N] `).
 suite() {
@@ -165,6 +163,9 @@ pes() {
     note "SKIP gpu_suite $n PE (${gpus} GPU and no CUDA MPS daemon to share one)"
   fi
 }
+# Everything but the last part, unless only that was asked for.
+if [ "$only" = all ]; then
+
 # Most PEs first: that run starts from the empty cache, as a user's first `pgas-run -n N` does,
 # and its PEs share the cold compile (each compiles its share of the NVRTC programs).
 pes 4 240 "$bin/gpu_suite"
@@ -255,6 +256,11 @@ fi
 step "coll vs NCCL $bench_pes PE" bench.log 240 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" NVSHMEM_DISABLE_CUDA_VMM=1 \
   "$bin/pgas-run" -n "$bench_pes" -- "$bin/coll" "$out"
 verdict "coll vs NCCL $bench_pes PE" "$(figures | brief 'allreduce_bf16_(8B|1MiB|256MiB).*(auto|nccl)')"
+# The 2-D Jacobi with its halo exchange fused (examples/jacobi2d.rs) against pgas unfused and NCCL
+# send/recv, eager and graph-captured (benches/halo.rs; a 2 GiB field at the top size).
+step "halo vs NCCL $bench_pes PE" bench.log 120 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" NVSHMEM_DISABLE_CUDA_VMM=1 \
+  "$bin/pgas-run" -n "$bench_pes" -- "$bin/halo" "$out"
+verdict "halo vs NCCL $bench_pes PE" "$(figures | brief 'jacobi2d_1024_fused_us|jacobi2d_1024_fused_speedup|jacobi2d_16384_fused_speedup')"
 
 fi # [ "$only" = all ]
 
@@ -346,9 +352,10 @@ else
   sanitize "memcheck hello_ring 1 PE" 60 memcheck "$bin/hello_ring"
   if [ -z "$sanitizer_off" ] && [ "$only" = sanitize ]; then
     # The sweep: the whole suite and every gallery example under each tool, 1 PE. The suite's
-    # kernels compile first, outside the sanitizer (it would time the JIT, not the kernels).
-    step "gpu_suite 1 PE (kernel cache warm-up)" sanitizer.log 200 "$bin/gpu_suite"
-    verdict "gpu_suite 1 PE (warm-up)" "$(echo "$last" | grep -E 'gpu_suite: [0-9]+ passed' | tail -1)"
+    # kernels compile first, outside the sanitizer (it would time the JIT, not the kernels), by
+    # 4 PEs at once: NVRTC compiles one program at a time per process, and one process needs
+    # about 400 s for the suite's (run 16).
+    pes 4 240 "$bin/gpu_suite"
     for tool in ${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
       sanitize "$tool gpu_suite 1 PE (every case)" 240 "$tool" "$bin/gpu_suite"
       for src in "$root"/examples/*.rs; do
