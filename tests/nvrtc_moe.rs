@@ -16,9 +16,19 @@ fn every_moe_kernel_compiles_without_warnings() {
     let mut sources = Vec::new();
     for k in &list {
         for variant in [Variant::Plain, Variant::Checked] {
-            let (src, _) = specialize(k.spec.source(variant), k.spec.cuda_name, variant.as_str(), &[]);
+            let (src, _) = specialize(
+                k.spec.source(variant),
+                k.spec.cuda_name,
+                variant.as_str(),
+                &[],
+            );
             // Point-to-point only: no NVSHMEM collective templates, so they compile fast.
-            assert_eq!(Prelude::of_source(&src), Some(Prelude::P2p), "{}", k.spec.cuda_name);
+            assert_eq!(
+                Prelude::of_source(&src),
+                Some(Prelude::P2p),
+                "{}",
+                k.spec.cuda_name
+            );
             sources.push(src);
         }
     }

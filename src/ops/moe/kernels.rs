@@ -485,11 +485,7 @@ pub fn moe_combine_reduce(
     // advances it, so all blocks of one call agree on it.
     let e = sync[5] + 1;
     if t < nn {
-        signal_wait_until(
-            &sigs[2 * nn + t],
-            Cmp::Ge,
-            e * send_blocks as u64,
-        );
+        signal_wait_until(&sigs[2 * nn + t], Cmp::Ge, e * send_blocks as u64);
         threadfence_system();
     }
     sync_threads();

@@ -44,9 +44,11 @@
 //! against the routing (an `Err` on the calling PE only, as a length error in NCCL is the
 //! caller's contract: every PE must make the same calls).
 //!
-//! The kernels and their synchronization are in [`kernels`].
+//! The kernels and their synchronization are in [`kernels`]; what they compute, on the host,
+//! in [`reference`].
 
 pub mod kernels;
+pub mod reference;
 
 use cudarc::driver::{CudaSlice, CudaStream};
 use pgas_runtime::kernel::Variant;
@@ -98,18 +100,21 @@ impl MoeConfig {
         let rows = self.max_recv_rows(n_pes);
         let w = n_pes + n_pes * self.experts_per_pe;
         let parts = [
-            rows * self.hidden * 2,                   // recv_x
+            rows * self.hidden * 2,                    // recv_x
             n_pes * self.max_tokens * self.hidden * 2, // comb
-            rows * 2 * 4,                             // recv_src
-            rows * self.top_k * 4 * 3,                // recv_idx, recv_w, row_pairs
-            self.max_pairs(n_pes) * 4,                // expert_rows
-            n_pes * w * 4,                            // counts
-            info_len(n_pes, self.experts_per_pe) * 4, // info
-            SYNC_WORDS * 8,                           // sync
-            3 * n_pes * 8,                            // sigs
-            AGREE_WORDS * 8 * (n_pes + 1),            // agreement
+            rows * 2 * 4,                              // recv_src
+            rows * self.top_k * 4 * 3,                 // recv_idx, recv_w, row_pairs
+            self.max_pairs(n_pes) * 4,                 // expert_rows
+            n_pes * w * 4,                             // counts
+            info_len(n_pes, self.experts_per_pe) * 4,  // info
+            SYNC_WORDS * 8,                            // sync
+            3 * n_pes * 8,                             // sigs
+            AGREE_WORDS * 8 * (n_pes + 1),             // agreement
         ];
-        parts.iter().map(|b| b.next_multiple_of(4096)).sum::<usize>()
+        parts
+            .iter()
+            .map(|b| b.next_multiple_of(4096))
+            .sum::<usize>()
     }
 
     /// The first thing wrong with these sizes on `n_pes` PEs, if any.
@@ -232,6 +237,9 @@ pub struct MoeDispatcher {
     dispatched: Option<(u64, usize)>,
     /// The last dispatch's counts, once read on the host.
     known: Option<RecvCounts>,
+    /// Whether the last dispatch was combined already (a second combine could overwrite the
+    /// combine rows a peer still reads: only the next dispatch orders them).
+    combined: bool,
 }
 
 impl std::fmt::Debug for MoeDispatcher {
@@ -356,6 +364,7 @@ impl MoeDispatcher {
             routes: 0,
             dispatched: None,
             known: None,
+            combined: false,
         })
     }
 
@@ -521,6 +530,7 @@ impl MoeDispatcher {
         )?;
         self.dispatched = Some((routing.id, t));
         self.known = None;
+        self.combined = false;
         Ok(())
     }
 
@@ -604,8 +614,8 @@ impl MoeDispatcher {
     /// `bf16` rounding per PE's partial and one at the end. Not waited for on the host.
     ///
     /// # Errors
-    /// On this PE only, before launching: no dispatch yet, or `routing` is not the last
-    /// dispatch's; `out` shorter than `tokens * hidden`; `expert_out` shorter than
+    /// On this PE only, before launching: no dispatch yet, `routing` is not the last
+    /// dispatch's, or the last dispatch was combined already (once per dispatch); `out` shorter than `tokens * hidden`; `expert_out` shorter than
     /// `pairs * hidden`, where `pairs` is [`RecvCounts::pairs`] when
     /// [`MoeDispatcher::recv_counts`] was read after the last dispatch, else the worst case
     /// [`MoeConfig::max_pairs`].
@@ -625,6 +635,16 @@ impl MoeDispatcher {
                 value: format!("{routing:?}"),
                 reason: "combine reverses the last dispatch, which used another routing. Fix: \
                          pass the routing of the last dispatch"
+                    .into(),
+            });
+        }
+        if self.combined {
+            return Err(Error::InvalidConfig {
+                name: "MoE combine",
+                value: "a second combine of one dispatch".into(),
+                reason: "combine runs once per dispatch: peers may still read the combine rows \
+                         of the first, and only the next dispatch's count exchange orders a new \
+                         combine after them. Fix: dispatch again before combining again"
                     .into(),
             });
         }
@@ -697,7 +717,9 @@ impl MoeDispatcher {
             LaunchConfig::blocks(self.blocks, DATA_THREADS),
             Some(stream),
             &mut args,
-        )
+        )?;
+        self.combined = true;
+        Ok(())
     }
 }
 
@@ -861,17 +883,26 @@ mod tests {
         let c = cfg();
         assert_eq!(check_routing(&c, 2, &[0, 5, -1, 2], &[1.0; 4]), Ok(()));
         let e = check_routing(&c, 2, &[0, 6], &[1.0; 2]).unwrap_err();
-        assert!(e.contains("token 0 slot 1: expert id 6 is out of range: ids are 0..6"), "{e}");
+        assert!(
+            e.contains("token 0 slot 1: expert id 6 is out of range: ids are 0..6"),
+            "{e}"
+        );
         let e = check_routing(&c, 2, &[1, -2], &[1.0; 2]).unwrap_err();
         assert!(e.contains("expert id -2"), "{e}");
         let e = check_routing(&c, 2, &[0, 1, 3, 3], &[1.0; 4]).unwrap_err();
-        assert!(e.contains("token 1 slot 1: expert 3 is already slot 0"), "{e}");
+        assert!(
+            e.contains("token 1 slot 1: expert 3 is already slot 0"),
+            "{e}"
+        );
         let e = check_routing(&c, 2, &[0, 1, 2], &[1.0; 3]).unwrap_err();
         assert!(e.contains("not a multiple of top_k = 2"), "{e}");
         let e = check_routing(&c, 2, &[0, 1], &[1.0]).unwrap_err();
         assert!(e.contains("must match"), "{e}");
         let e = check_routing(&c, 2, &[0; 10].map(|_| -1), &[1.0; 10]).unwrap_err();
-        assert!(e.contains("5 tokens, more than the dispatcher's max_tokens = 4"), "{e}");
+        assert!(
+            e.contains("5 tokens, more than the dispatcher's max_tokens = 4"),
+            "{e}"
+        );
         let e = check_routing(&c, 2, &[0, 1], &[1.0, f32::NAN]).unwrap_err();
         assert!(e.contains("weight NaN is not finite"), "{e}");
     }
@@ -907,7 +938,10 @@ mod tests {
         assert_eq!(c.max_pairs(2), 65536);
         // Two 117 MB row buffers dominate.
         let b = c.symmetric_bytes(2);
-        assert!(b > 2 * 8192 * 7168 * 2 && b < 2 * 8192 * 7168 * 2 + (8 << 20), "{b}");
+        assert!(
+            b > 2 * 8192 * 7168 * 2 && b < 2 * 8192 * 7168 * 2 + (8 << 20),
+            "{b}"
+        );
     }
 
     #[test]
