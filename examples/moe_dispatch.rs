@@ -63,7 +63,7 @@ fn main() -> pgas::Result<()> {
     let pgas = pgas::builder().heap_size(2 << 30).init()?;
     let (me, n) = (pgas.my_pe(), pgas.n_pes());
     let mut moe = MoeDispatcher::new(&pgas, CFG)?;
-    pgas::ops::moe::prewarm(&pgas)?;
+    moe.prewarm()?;
     let h = CFG.hidden;
     let stream = pgas.stream().clone();
     let mut out = stream.alloc_zeros::<bf16>(CFG.max_tokens * h)?;
@@ -147,14 +147,16 @@ fn main() -> pgas::Result<()> {
         moe.combine(&expert_out, &routing, &mut out)?;
         let got = stream.clone_dtoh(&out.slice(0..tokens * h))?;
         // The experts' outputs, as the kernel computes them, for the reference.
-        let expert_value = |d: usize, p: usize, c: usize| {
+        let expert_row = |d: usize, p: usize| {
             let r = &want[d];
-            let row = r.expert_rows[p] as usize;
             let e = r.expert_offsets.iter().rposition(|&o| o <= p).unwrap_or(0);
-            let (s, t) = r.src[row];
-            bf16::from_f32(x_value(s, t, c).to_f32() * ((e + 1) as f32 * 0.25))
+            let (s, t) = r.src[r.expert_rows[p] as usize];
+            let scale = (e + 1) as f32 * 0.25;
+            (0..h)
+                .map(|c| bf16::from_f32(x_value(s, t, c).to_f32() * scale))
+                .collect()
         };
-        let want_out = reference::combine(&CFG, me, tokens, &want, expert_value);
+        let want_out = reference::combine(&CFG, me, tokens, &want, expert_row);
         // One bf16 step of slack per element: the GPU rounds as the reference does, but a
         // contracted multiply-add is allowed to differ in the last bit.
         if let Some(i) = (0..tokens * h).find(|&i| {

@@ -9,7 +9,7 @@ use crate::runner::{case, Case};
 use crate::util::{self, ensure, CaseResult};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::cudarc::driver::CudaSlice;
-use pgas::ops::moe::{self, reference, MoeConfig, MoeDispatcher, Routing};
+use pgas::ops::moe::{reference, MoeConfig, MoeDispatcher, Routing};
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
@@ -45,6 +45,11 @@ fn x_value(pe: usize, t: usize, c: usize) -> bf16 {
 /// combine check needs no expert kernel).
 fn y_value(d: usize, p: usize, c: usize) -> bf16 {
     bf16::from_f32(((d * 5 + p * 3 + c * 11) % 19) as f32 * 0.5 - 4.0)
+}
+
+/// The row of pair `p` on PE `d`.
+fn y_row(d: usize, p: usize, h: usize) -> Vec<bf16> {
+    (0..h).map(|c| y_value(d, p, c)).collect()
 }
 
 /// One round's data on every PE: routing of each PE (PE `empty` routes no token), this PE's
@@ -145,7 +150,7 @@ fn check(p: &Pgas, moe: &mut MoeDispatcher, cfg: &MoeConfig, r: &Round, what: &s
     }
     if r.tokens > 0 {
         let got = p.stream().clone_dtoh(&r.out.slice(0..r.tokens * h))?;
-        let want_out = reference::combine(cfg, me, r.tokens, &want, y_value);
+        let want_out = reference::combine(cfg, me, r.tokens, &want, |d, p| y_row(d, p, cfg.hidden));
         let got: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
         let want_out: Vec<f64> = want_out.iter().map(|v| v.to_f64()).collect();
         // The GPU rounds as the reference does; one bf16 step of slack for a contraction.
@@ -162,13 +167,20 @@ fn run_round(moe: &mut MoeDispatcher, r: &mut Round, me: usize) -> pgas::Result<
 }
 
 fn dispatch_combine(p: &Pgas) -> CaseResult {
-    moe::prewarm(p)?;
     let me = p.my_pe();
-    for (cfg, empty) in [(CFG, None), (SMALL, Some(p.n_pes() - 1))] {
+    // The last: one PE routes no token (on one PE, no PE has any).
+    for (cfg, empty) in [(CFG, None), (SMALL, None), (CFG, Some(p.n_pes() - 1))] {
         let mut m = MoeDispatcher::new(p, cfg)?;
+        m.prewarm()?;
         let mut r = round(p, &cfg, 1, empty)?;
         run_round(&mut m, &mut r, me)?;
-        check(p, &mut m, &cfg, &r, &format!("hidden {}", cfg.hidden))?;
+        check(
+            p,
+            &mut m,
+            &cfg,
+            &r,
+            &format!("hidden {}, empty PE {empty:?}", cfg.hidden),
+        )?;
         util::settle(p)?;
     }
     Ok(())
@@ -203,7 +215,8 @@ fn back_to_back(p: &Pgas) -> CaseResult {
         let got = p
             .stream()
             .clone_dtoh(&r.out.slice(0..r.tokens * CFG.hidden))?;
-        let want_out = reference::combine(&CFG, me, r.tokens, &want, y_value);
+        let want_out =
+            reference::combine(&CFG, me, r.tokens, &want, |d, p| y_row(d, p, CFG.hidden));
         let got: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
         let want_out: Vec<f64> = want_out.iter().map(|v| v.to_f64()).collect();
         util::check_close(
@@ -221,7 +234,7 @@ fn checked_variant(p: &Pgas) -> CaseResult {
     let me = p.my_pe();
     let mut m = MoeDispatcher::new(p, CFG)?;
     m.set_checked(true);
-    let mut r = round(p, &CFG, 3, Some(0))?;
+    let mut r = round(p, &CFG, 3, None)?;
     run_round(&mut m, &mut r, me)?;
     check(p, &mut m, &CFG, &r, "checked")?;
     util::settle(p)

@@ -78,11 +78,11 @@ pub fn moe_layout(
     counts: &mut SymTensor<i32>,
     sync: &mut SymTensor<u64>,
     sigs: &mut SymTensor<u64>,
-    n: u32,
     me: u32,
     tokens: u32,
-    k: u32,
     el: u32,
+    #[comptime] n: u32,
+    #[comptime] k: u32,
 ) {
     let scan = shared_array::<i32, 2048>();
     let last = shared_array::<u32, 1>();
@@ -255,12 +255,12 @@ pub fn moe_dispatch(
     expert_rows: &mut SymTensor<i32>,
     sync: &mut SymTensor<u64>,
     sigs: &mut SymTensor<u64>,
-    n: u32,
     me: u32,
     tokens: u32,
-    k: u32,
     el: u32,
     hidden: u32,
+    #[comptime] n: u32,
+    #[comptime] k: u32,
 ) {
     let last = shared_array::<u32, 1>();
     let t = thread_idx_x() as usize;
@@ -369,6 +369,11 @@ pub fn moe_dispatch(
 /// For each row received here, the weighted sum (f32) of its pairs' expert outputs, rounded to
 /// `bf16` and stored into the row's source PE at (this PE, source token) of `comb`; then counts
 /// the block in on every PE. `expert_out` holds one row of `hidden` per pair, in pair order.
+///
+/// A warp's unit of work is one row's stretch of 32 vectors (a vector a lane), so that small
+/// calls still spread over every warp; with `k` a comptime value the slot loop unrolls, and the
+/// expert-output loads of all slots (an unused slot loads the row's first pair instead, and
+/// does not add it) are in flight together.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_combine_send(
     expert_out: &CudaSlice<bf16>,
@@ -377,14 +382,13 @@ pub fn moe_combine_send(
     recv_w: &SymTensor<f32>,
     row_pairs: &SymTensor<i32>,
     comb: &mut SymTensor<bf16>,
-    sync: &mut SymTensor<u64>,
     sigs: &mut SymTensor<u64>,
-    n: u32,
     me: u32,
-    k: u32,
     el: u32,
     hidden: u32,
     max_tokens: u32,
+    #[comptime] n: u32,
+    #[comptime] k: u32,
 ) {
     let t = thread_idx_x() as usize;
     let lane = lane_id() as usize;
@@ -394,26 +398,24 @@ pub fn moe_combine_send(
     let w = nn + ee;
     let h = hidden as usize;
     let nv = h / 8;
+    let chunks = (nv + 31) / 32;
     let mine = me as usize;
     let rows = info[w + nn + ee + nn] as usize;
     let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
-    let mut row = global_thread_idx() / 32;
-    while row < rows {
-        let src = recv_src[2 * row];
-        let tok = recv_src[2 * row + 1] as usize;
-        // The first pair of the row (every row has one: it came for an expert here).
-        let mut first = kk;
-        for j in 0..kk {
-            if first == kk && row_pairs[row * kk + j] >= 0 {
-                first = j;
+    let mut item = global_thread_idx() / 32;
+    while item < rows * chunks {
+        let row = item / chunks;
+        let v = (item % chunks) * 32 + lane;
+        if v < nv {
+            let rk = row * kk;
+            // The first pair of the row (every row has one: it came for an expert here).
+            let mut p0 = -1i32;
+            for j in 0..kk {
+                if p0 < 0 {
+                    p0 = row_pairs[rk + j];
+                }
             }
-        }
-        let p0 = row_pairs[row * kk + first] as usize;
-        let db = (mine * max_tokens as usize + tok) * h;
-        let dst = comb.peer(src);
-        let mut v = lane;
-        while v < nv {
-            let mut o = load_vec16(&expert_out[p0 * h + v * 8]);
+            let mut o = load_vec16(&expert_out[p0 as usize * h + v * 8]);
             let mut a0 = 0.0f32;
             let mut a1 = 0.0f32;
             let mut a2 = 0.0f32;
@@ -423,10 +425,11 @@ pub fn moe_combine_send(
             let mut a6 = 0.0f32;
             let mut a7 = 0.0f32;
             for j in 0..kk {
-                let p = row_pairs[row * kk + j];
+                let p = row_pairs[rk + j];
+                let q = if p >= 0 { p } else { p0 };
+                let y = load_vec16(&expert_out[q as usize * h + v * 8]);
                 if p >= 0 {
-                    let wj = recv_w[row * kk + j];
-                    let y = load_vec16(&expert_out[p as usize * h + v * 8]);
+                    let wj = recv_w[rk + j];
                     a0 = wj.mul_add(vec16_get(y, 0) as f32, a0);
                     a1 = wj.mul_add(vec16_get(y, 1) as f32, a1);
                     a2 = wj.mul_add(vec16_get(y, 2) as f32, a2);
@@ -445,10 +448,12 @@ pub fn moe_combine_send(
             o = vec16_set(o, 5, a5 as bf16);
             o = vec16_set(o, 6, a6 as bf16);
             o = vec16_set(o, 7, a7 as bf16);
-            store_vec16(&mut dst[db + v * 8], o);
-            v += 32;
+            let src = recv_src[2 * row];
+            let tok = recv_src[2 * row + 1] as usize;
+            let db = (mine * max_tokens as usize + tok) * h;
+            store_vec16(&mut comb.peer(src)[db + v * 8], o);
         }
-        row += warps;
+        item += warps;
     }
     threadfence_system();
     sync_threads();
@@ -459,7 +464,10 @@ pub fn moe_combine_send(
 
 /// Waits until every PE's send blocks of this call (`send_blocks` each) have counted in, then
 /// sums each of this PE's tokens' partial rows from the PEs that hold its experts (f32, in PE
-/// order) into `out` (`bf16`; zeros for a token routed nowhere).
+/// order) into `out` (`bf16`; zeros for a token routed nowhere). Work is spread as in
+/// [`moe_combine_send`] (a token's stretch of 32 vectors a warp), and the PE loop unrolls (`n`
+/// comptime) with every PE's load in flight (a PE the token did not go to loads the first
+/// one's partial instead, and does not add it).
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_combine_reduce(
     tok_rank: &CudaSlice<i32>,
@@ -467,11 +475,11 @@ pub fn moe_combine_reduce(
     out: &mut CudaSlice<bf16>,
     sync: &mut SymTensor<u64>,
     sigs: &mut SymTensor<u64>,
-    n: u32,
     tokens: u32,
     hidden: u32,
     max_tokens: u32,
     send_blocks: u32,
+    #[comptime] n: u32,
 ) {
     let last = shared_array::<u32, 1>();
     let t = thread_idx_x() as usize;
@@ -479,6 +487,7 @@ pub fn moe_combine_reduce(
     let nn = n as usize;
     let h = hidden as usize;
     let nv = h / 8;
+    let chunks = (nv + 31) / 32;
     let mt = max_tokens as usize;
     let ntok = tokens as usize;
     // Every block reads the epoch before it takes its ticket, and the last ticket's block
@@ -490,23 +499,22 @@ pub fn moe_combine_reduce(
     }
     sync_threads();
     let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
-    let mut tok = global_thread_idx() / 32;
-    while tok < ntok {
-        let mut first = nn;
-        for d in 0..nn {
-            if first == nn && tok_rank[tok * nn + d] >= 0 {
-                first = d;
+    let mut item = global_thread_idx() / 32;
+    while item < ntok * chunks {
+        let tok = item / chunks;
+        let v = (item % chunks) * 32 + lane;
+        if v < nv {
+            let mut first = nn;
+            for d in 0..nn {
+                if first == nn && tok_rank[tok * nn + d] >= 0 {
+                    first = d;
+                }
             }
-        }
-        if first == nn {
-            let mut i = lane;
-            while i < h {
-                out[tok * h + i] = 0.0;
-                i += 32;
-            }
-        } else {
-            let mut v = lane;
-            while v < nv {
+            if first == nn {
+                for i in 0..8 {
+                    out[tok * h + v * 8 + i] = 0.0;
+                }
+            } else {
                 let mut o = load_vec16(&comb[(first * mt + tok) * h + v * 8]);
                 let mut a0 = 0.0f32;
                 let mut a1 = 0.0f32;
@@ -516,9 +524,11 @@ pub fn moe_combine_reduce(
                 let mut a5 = 0.0f32;
                 let mut a6 = 0.0f32;
                 let mut a7 = 0.0f32;
-                for d in first..nn {
-                    if tok_rank[tok * nn + d] >= 0 {
-                        let y = load_vec16(&comb[(d * mt + tok) * h + v * 8]);
+                for d in 0..nn {
+                    let hit = tok_rank[tok * nn + d] >= 0;
+                    let q = if hit { d } else { first };
+                    let y = load_vec16(&comb[(q * mt + tok) * h + v * 8]);
+                    if hit {
                         a0 += vec16_get(y, 0) as f32;
                         a1 += vec16_get(y, 1) as f32;
                         a2 += vec16_get(y, 2) as f32;
@@ -538,10 +548,9 @@ pub fn moe_combine_reduce(
                 o = vec16_set(o, 6, a6 as bf16);
                 o = vec16_set(o, 7, a7 as bf16);
                 store_vec16(&mut out[tok * h + v * 8], o);
-                v += 32;
             }
         }
-        tok += warps;
+        item += warps;
     }
     sync_threads();
     if t == 0 {

@@ -217,6 +217,8 @@ pub struct MoeDispatcher {
     me: usize,
     blocks: u32,
     variant: Variant,
+    /// The kernels' comptime values: `n_pes`, `top_k` (the reduce kernel takes the first).
+    comptime: [i128; 2],
     recv_x: SymTensor<bf16>,
     recv_src: SymTensor<i32>,
     recv_idx: SymTensor<i32>,
@@ -346,6 +348,7 @@ impl MoeDispatcher {
             me,
             blocks,
             variant: Variant::Plain,
+            comptime: [n as i128, k as i128],
             recv_x,
             recv_src,
             recv_idx,
@@ -377,6 +380,12 @@ impl MoeDispatcher {
     /// [`MAX_BLOCKS`]).
     pub fn blocks(&self) -> u32 {
         self.blocks
+    }
+
+    /// Compiles (or loads from the disk cache) the kernels of this dispatcher's sizes, so that
+    /// no call compiles (and a graph capture can include them).
+    pub fn prewarm(&self) -> Result<()> {
+        pgas_runtime::launch::prewarm(&self.pgas, &prewarm_list(&self.comptime))
     }
 
     /// Runs the kernels' checked variant (every index and PE checked, a violation traps with
@@ -470,10 +479,9 @@ impl MoeDispatcher {
                 expected: t * h,
             });
         }
-        let (n, me, k, el) = (
+        let (n, me, el) = (
             self.n as u32,
             self.me as u32,
-            self.cfg.top_k as u32,
             self.cfg.experts_per_pe as u32,
         );
         let mut args = KernelArgs::new();
@@ -484,16 +492,14 @@ impl MoeDispatcher {
             .push_sym_mut(&mut self.counts)
             .push_sym_mut(&mut self.sync)
             .push_sym_mut(&mut self.sigs)
-            .push_scalar(n)
             .push_scalar(me)
             .push_scalar(t as u32)
-            .push_scalar(k)
             .push_scalar(el);
         pgas_runtime::launch::launch(
             &self.pgas,
             &kernels::moe_layout::SPEC,
             self.variant,
-            &[],
+            &self.comptime,
             LaunchConfig::blocks(n + n * el, LAYOUT_THREADS),
             Some(stream),
             &mut args,
@@ -513,17 +519,15 @@ impl MoeDispatcher {
             .push_sym_mut(&mut self.expert_rows)
             .push_sym_mut(&mut self.sync)
             .push_sym_mut(&mut self.sigs)
-            .push_scalar(n)
             .push_scalar(me)
             .push_scalar(t as u32)
-            .push_scalar(k)
             .push_scalar(el)
             .push_scalar(h as u32);
         pgas_runtime::launch::launch(
             &self.pgas,
             &kernels::moe_dispatch::SPEC,
             self.variant,
-            &[],
+            &self.comptime,
             LaunchConfig::blocks(self.blocks, DATA_THREADS),
             Some(stream),
             &mut args,
@@ -668,12 +672,7 @@ impl MoeDispatcher {
                 expected: tokens * h,
             });
         }
-        let (n, me, k, el) = (
-            self.n as u32,
-            self.me as u32,
-            self.cfg.top_k as u32,
-            self.cfg.experts_per_pe as u32,
-        );
+        let (me, el) = (self.me as u32, self.cfg.experts_per_pe as u32);
         let mut args = KernelArgs::new();
         args.push_local(expert_out)
             .push_sym(&self.info)
@@ -681,11 +680,8 @@ impl MoeDispatcher {
             .push_sym(&self.recv_w)
             .push_sym(&self.row_pairs)
             .push_sym_mut(&mut self.comb)
-            .push_sym_mut(&mut self.sync)
             .push_sym_mut(&mut self.sigs)
-            .push_scalar(n)
             .push_scalar(me)
-            .push_scalar(k)
             .push_scalar(el)
             .push_scalar(h as u32)
             .push_scalar(self.cfg.max_tokens as u32);
@@ -693,7 +689,7 @@ impl MoeDispatcher {
             &self.pgas,
             &kernels::moe_combine_send::SPEC,
             self.variant,
-            &[],
+            &self.comptime,
             LaunchConfig::blocks(self.blocks, DATA_THREADS),
             Some(stream),
             &mut args,
@@ -704,7 +700,6 @@ impl MoeDispatcher {
             .push_local_mut(out)
             .push_sym_mut(&mut self.sync)
             .push_sym_mut(&mut self.sigs)
-            .push_scalar(n)
             .push_scalar(tokens as u32)
             .push_scalar(h as u32)
             .push_scalar(self.cfg.max_tokens as u32)
@@ -713,7 +708,7 @@ impl MoeDispatcher {
             &self.pgas,
             &kernels::moe_combine_reduce::SPEC,
             self.variant,
-            &[],
+            &self.comptime[..1],
             LaunchConfig::blocks(self.blocks, DATA_THREADS),
             Some(stream),
             &mut args,
@@ -842,27 +837,32 @@ fn check_routing(
     Ok(())
 }
 
-/// Every specialization the dispatcher launches (plain variant), for
-/// [`pgas_runtime::launch::prewarm`].
-pub fn prewarm_list() -> Vec<Prewarm<'static>> {
-    [
-        &kernels::moe_layout::SPEC,
-        &kernels::moe_dispatch::SPEC,
-        &kernels::moe_combine_send::SPEC,
-        &kernels::moe_combine_reduce::SPEC,
+/// Every specialization a dispatcher over `comptime = [n_pes, top_k]` launches (plain
+/// variant), for [`pgas_runtime::launch::prewarm`]: the kernels are specialized for the number
+/// of PEs and for `top_k`, so that their loops over PEs and slots unroll.
+pub fn prewarm_list(comptime: &[i128; 2]) -> Vec<Prewarm<'_>> {
+    vec![
+        Prewarm {
+            spec: &kernels::moe_layout::SPEC,
+            variant: Variant::Plain,
+            comptime,
+        },
+        Prewarm {
+            spec: &kernels::moe_dispatch::SPEC,
+            variant: Variant::Plain,
+            comptime,
+        },
+        Prewarm {
+            spec: &kernels::moe_combine_send::SPEC,
+            variant: Variant::Plain,
+            comptime,
+        },
+        Prewarm {
+            spec: &kernels::moe_combine_reduce::SPEC,
+            variant: Variant::Plain,
+            comptime: &comptime[..1],
+        },
     ]
-    .into_iter()
-    .map(|spec| Prewarm {
-        spec,
-        variant: Variant::Plain,
-        comptime: &[],
-    })
-    .collect()
-}
-
-/// Compiles (or loads from the disk cache) the dispatcher's kernels, so that no call compiles.
-pub fn prewarm(pgas: &Pgas) -> Result<()> {
-    pgas_runtime::launch::prewarm(pgas, &prewarm_list())
 }
 
 #[cfg(test)]

@@ -79,8 +79,8 @@ pub fn dispatch(cfg: &MoeConfig, idx: &[&[i32]], weights: &[&[f32]]) -> Vec<Rece
 }
 
 /// The combine output of PE `me` (`tokens * hidden`), given every PE's [`Received`] layout
-/// and expert outputs (`expert_out(d, pair, col)`: element `col` of the output row of `pair` on
-/// PE `d`), in the GPU's
+/// and expert outputs (`expert_out(d, pair)`: the output row of `pair` on PE `d`, `hidden`
+/// elements), in the GPU's
 /// order of operations: on each expert's PE, `f32` fused multiply-adds over the row's slots in
 /// slot order, rounded to `bf16`; on the token's PE, the partials summed in `f32` in PE order,
 /// rounded to `bf16`. Zeros for a token routed nowhere.
@@ -89,7 +89,7 @@ pub fn combine(
     me: usize,
     tokens: usize,
     received: &[Received],
-    expert_out: impl Fn(usize, usize, usize) -> bf16,
+    expert_out: impl Fn(usize, usize) -> Vec<bf16>,
 ) -> Vec<bf16> {
     let (h, k) = (cfg.hidden, cfg.top_k);
     let mut acc = vec![0f32; tokens * h];
@@ -101,14 +101,18 @@ pub fn combine(
                 continue;
             }
             routed[t] = true;
+            // The row's pairs in slot order, with their weights.
+            let ys: Vec<(f32, Vec<bf16>)> = (0..k)
+                .filter(|&j| r.row_pairs[row * k + j] >= 0)
+                .map(|j| {
+                    let w = f32::from_bits(r.weight_bits[row * k + j]);
+                    (w, expert_out(d, r.row_pairs[row * k + j] as usize))
+                })
+                .collect();
             for c in 0..h {
                 let mut a = 0f32;
-                for j in 0..k {
-                    let p = r.row_pairs[row * k + j];
-                    if p >= 0 {
-                        let w = f32::from_bits(r.weight_bits[row * k + j]);
-                        a = w.mul_add(expert_out(d, p as usize, c).to_f32(), a);
-                    }
+                for (w, y) in &ys {
+                    a = w.mul_add(y[c].to_f32(), a);
                 }
                 acc[t * h + c] += bf16::from_f32(a).to_f32();
             }
@@ -233,7 +237,7 @@ mod tests {
         assert_eq!(r[1].expert_rows, vec![0, 2, 1]);
 
         // Combine with expert outputs of 1 everywhere: token = sum of its weights.
-        let ones = |_: usize, _: usize, _: usize| bf16::ONE;
+        let ones = |_: usize, _: usize| vec![bf16::ONE; 8];
         let out0 = combine(&cfg(), 0, 3, &r, ones);
         let col0: Vec<f32> = (0..3).map(|t| out0[t * 8].to_f32()).collect();
         assert_eq!(col0, vec![0.75, 1.0, 6.0]);
