@@ -2,6 +2,10 @@
 //! [`moe_dispatch`], combine is [`moe_combine_send`] then [`moe_combine_reduce`], all on one
 //! stream with no host round trip between them.
 //!
+//! Every kernel takes the number of PEs `n` (and all but the reduce kernel `k`) as comptime values:
+//! one specialization per (PEs, top-k), so that the loops over PEs and slots unroll and their
+//! loads are in flight together.
+//!
 //! # Names
 //! `n` PEs, `el` experts per PE, `ee = n * el` experts in all (expert `g` lives on PE `g / el` as
 //! its local expert `g % el`), `k` experts per token (`idx[t * k + j]`, `-1` for an unused slot),
@@ -38,8 +42,13 @@
 //! sends call `e + 1`'s rows only after the count exchange of call `e + 1`, which needs every
 //! PE's counts row of that call, which each PE sends only after finishing (in stream order)
 //! everything it did with call `e`'s buffers. Combine's partial rows are written after the
-//! dispatch that precedes them, by the same argument. The count rows themselves are sent only
-//! after the sender's previous call completed, which waited for every PE's signals.
+//! dispatch that precedes them, by the same argument: so combine runs once per dispatch (the
+//! host refuses a second), as nothing would order a second one's writes after the peers'
+//! reads of the first. The count rows themselves are sent only after the sender's previous
+//! call completed, which waited for every PE's signals.
+//!
+//! No kernel needs its blocks co-resident: only the last block of a grid (layout, dispatch) or
+//! the reduce blocks wait, and only for blocks that never wait.
 //!
 //! # Synchronization words (`sync`) and signals (`sigs`), `u64`
 //! `sync`: `[0]` layout ticket, `[1]` exchange epoch, `[2]` dispatch ticket, `[3]` dispatch

@@ -45,7 +45,7 @@
 //! caller's contract: every PE must make the same calls).
 //!
 //! The kernels and their synchronization are in [`kernels`]; what they compute, on the host,
-//! in [`reference`].
+//! in [`mod@reference`].
 
 pub mod kernels;
 pub mod reference;
@@ -459,7 +459,7 @@ impl MoeDispatcher {
 
     /// Sends this PE's `routing.tokens()` rows of `x` (`hidden` `bf16` each) to the PEs of their
     /// experts, on `stream` (not waited for on the host; no host round trip inside, so it can
-    /// be captured into a CUDA graph once its kernels are compiled: [`prewarm`]). When it
+    /// be captured into a CUDA graph once its kernels are compiled: [`MoeDispatcher::prewarm`]). When it
     /// completes on a PE, everything bound there has arrived: [`MoeDispatcher::recv_x`] and the
     /// other receive buffers hold this call's rows.
     ///
