@@ -35,7 +35,7 @@ use common::{emit, median, show, time_on_stream, BenchResult, Figure};
 use pgas::cudarc::driver::sys as cu;
 use pgas::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
-use pgas::ops::moe::{self, reference, MoeConfig, MoeDispatcher};
+use pgas::ops::moe::{reference, MoeConfig, MoeDispatcher};
 use pgas::prelude::*;
 use std::fmt::Write as _;
 
