@@ -1,118 +1,186 @@
-//! MoE token dispatch, the all-to-all of a mixture-of-experts layer with data-dependent sizes. Each
-//! PE holds tokens routed to experts that live on various PEs. One warp per token reserves a row
-//! in the destination PE's receive buffer with a remote `atomic_fetch_add`, then the whole warp
-//! puts the token there and records its id with a remote `p`. No PE needs to know in advance how
-//! many tokens it will receive.
+//! MoE token dispatch and combine at DeepSeek-V3 sizes: every PE routes up to 4096 tokens of
+//! 7168 `bf16` to its top 8 of `8 * n_pes` experts (8 per PE) with `pgas::ops::moe`. Dispatch
+//! sends each token once to each PE holding one of its experts (the counts are exchanged on the
+//! GPU); a pgas kernel plays the experts (expert `e` scales its rows by `(e + 1) / 4`), reading
+//! its rows through the dispatcher's per-expert row lists; combine brings the outputs back and
+//! sums them with the routing weights. Every PE checks what it received and its combined tokens
+//! against the host (`pgas::ops::moe::reference`), for a skewed routing (experts with no token,
+//! unused slots, tokens routed nowhere, a different token count on each PE) and then a uniform
+//! one through the same buffers.
 //!
 //! ```text
 //! pgas-run -n 2 -- target/release/examples/moe_dispatch
 //! ```
 
+use pgas::ops::moe::{reference, MoeConfig, MoeDispatcher};
 use pgas::prelude::*;
 
-const WARPS_PER_BLOCK: u32 = 4;
-
+/// The experts, for the example: pair `p` of local expert `e` (`offsets[e] <= p <
+/// offsets[e + 1]`) is its received row scaled by `(e + 1) / 4`, one warp a pair.
 #[pgas_kernel]
-fn moe_dispatch(
-    tokens: &CudaSlice<f32>,
-    dest: &CudaSlice<i32>,
-    recv: &mut SymTensor<f32>,
-    recv_ids: &mut SymTensor<i32>,
-    count: &mut SymTensor<i32>,
-    dim: u32,
+fn experts(
+    expert_out: &mut CudaSlice<bf16>,
+    recv_x: &SymTensor<bf16>,
+    expert_rows: &SymTensor<i32>,
+    offsets: &CudaSlice<i32>,
+    hidden: u32,
 ) {
-    let slots = shared_array::<i32, 4>();
-    let token = global_thread_idx() / 32;
-    let w = warp_id() as usize;
-    let d = dim as usize;
-    if token < dest.len() {
-        let pe = dest[token];
-        if lane_id() == 0 {
-            slots[w] = atomic_fetch_add(&mut count[0], 1, pe);
+    let h = hidden as usize;
+    let el = offsets.len() - 1;
+    let pairs = offsets[el] as usize;
+    let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
+    let mut p = global_thread_idx() / 32;
+    while p < pairs {
+        let mut e = 0usize;
+        while offsets[e + 1] as usize <= p {
+            e += 1;
         }
-        sync_warp();
-        let row = slots[w] as usize;
-        put_warp(
-            &mut recv[row * d..(row + 1) * d],
-            &tokens[token * d..(token + 1) * d],
-            pe,
-        );
-        if lane_id() == 0 {
-            p(
-                &mut recv_ids[row],
-                (my_pe() as usize * dest.len() + token) as i32,
-                pe,
-            );
+        let scale = (e + 1) as f32 * 0.25;
+        let row = expert_rows[p] as usize;
+        let mut c = lane_id() as usize;
+        while c < h {
+            expert_out[p * h + c] = (recv_x[row * h + c] as f32 * scale) as bf16;
+            c += 32;
         }
+        p += warps;
     }
 }
 
-const TOKENS_PER_PE: usize = 1000;
-const DIM: usize = 256;
+const CFG: MoeConfig = MoeConfig {
+    max_tokens: 4096,
+    hidden: 7168,
+    top_k: 8,
+    experts_per_pe: 8,
+};
 
-fn route(id: usize, n: usize) -> usize {
-    (id.wrapping_mul(2654435761) >> 7) % n
-}
-
-fn value(id: usize, j: usize) -> f32 {
-    (id * 131 + j) as f32
+/// Element `c` of token `t` on PE `pe`: a multiple of 1/8 in [-4, 4), exact in `bf16`.
+fn x_value(pe: usize, t: usize, c: usize) -> bf16 {
+    bf16::from_f32(((pe * 7 + t * 3 + c * 5) % 64) as f32 / 8.0 - 4.0)
 }
 
 fn main() -> pgas::Result<()> {
-    let pgas = pgas::init()?;
+    // Room for the dispatcher's buffers on up to 8 PEs (MoeConfig::symmetric_bytes).
+    let pgas = pgas::builder().heap_size(2 << 30).init()?;
     let (me, n) = (pgas.my_pe(), pgas.n_pes());
-    let ids: Vec<usize> = (0..TOKENS_PER_PE).map(|t| me * TOKENS_PER_PE + t).collect();
-    let tokens_host: Vec<f32> = ids
-        .iter()
-        .flat_map(|&id| (0..DIM).map(move |j| value(id, j)))
-        .collect();
-    let dest_host: Vec<i32> = ids.iter().map(|&id| route(id, n) as i32).collect();
+    let mut moe = MoeDispatcher::new(&pgas, CFG)?;
+    moe.prewarm()?;
+    let h = CFG.hidden;
+    let stream = pgas.stream().clone();
+    let mut out = stream.alloc_zeros::<bf16>(CFG.max_tokens * h)?;
+    for (round, skewed) in [(0u64, true), (1, false)] {
+        // A different token count on each PE in the skewed round.
+        let tokens_of = |pe: usize| CFG.max_tokens - if skewed { 96 * pe % 1000 } else { 0 };
+        let routings: Vec<(Vec<i32>, Vec<f32>)> = (0..n)
+            .map(|pe| {
+                reference::sample_routing(&CFG, n, tokens_of(pe), round * 100 + pe as u64, skewed)
+            })
+            .collect();
+        let tokens = tokens_of(me);
+        let x_host: Vec<bf16> = (0..tokens * h).map(|i| x_value(me, i / h, i % h)).collect();
+        let x = stream.clone_htod(&x_host)?;
+        let routing = moe.route(&routings[me].0, &routings[me].1)?;
+        moe.dispatch(&x, &routing)?;
+        let counts = moe.recv_counts()?;
 
-    let stream = pgas.stream();
-    let tokens = stream.clone_htod(&tokens_host)?;
-    let dest = stream.clone_htod(&dest_host)?;
-    // Worst case: every token of every PE comes here.
-    let mut recv = pgas.alloc::<f32>(TOKENS_PER_PE * n * DIM)?;
-    let mut recv_ids = pgas.alloc::<i32>(TOKENS_PER_PE * n)?;
-    let mut count = pgas.alloc::<i32>(1)?;
-    pgas.barrier_all()?;
-
-    let threads = WARPS_PER_BLOCK * 32;
-    let blocks = (TOKENS_PER_PE as u32).div_ceil(WARPS_PER_BLOCK);
-    moe_dispatch::launch(
-        &pgas,
-        LaunchConfig::blocks(blocks, threads),
-        &tokens,
-        &dest,
-        &mut recv,
-        &mut recv_ids,
-        &mut count,
-        DIM as u32,
-    )?;
-    // The host barrier completes every PE's puts before anyone reads.
-    pgas.barrier_all()?;
-
-    let got = count.to_vec()?[0] as usize;
-    let mut want: Vec<usize> = (0..TOKENS_PER_PE * n)
-        .filter(|&id| route(id, n) == me)
-        .collect();
-    let rows = recv.to_vec()?;
-    let mut got_ids: Vec<usize> = recv_ids.to_vec()?[..got.min(TOKENS_PER_PE * n)]
-        .iter()
-        .map(|&id| id as usize)
-        .collect();
-    for (row, &id) in got_ids.iter().enumerate() {
-        if (0..DIM).any(|j| rows[row * DIM + j] != value(id, j)) {
-            eprintln!("PE {me}: row {row} does not hold token {id}");
+        let idx: Vec<&[i32]> = routings.iter().map(|r| r.0.as_slice()).collect();
+        let wts: Vec<&[f32]> = routings.iter().map(|r| r.1.as_slice()).collect();
+        let want = reference::dispatch(&CFG, &idx, &wts);
+        let mine = &want[me];
+        let rows = mine.src.len();
+        let fail = |what: String| -> pgas::Result<()> {
+            eprintln!("PE {me}: round {round}: {what}");
             std::process::exit(1);
+        };
+        if counts.rows != rows || counts.expert_offsets != mine.expert_offsets {
+            fail(format!(
+                "received {} rows and expert offsets {:?}, expected {rows} and {:?}",
+                counts.rows, counts.expert_offsets, mine.expert_offsets
+            ))?;
         }
+        let k = CFG.top_k;
+        let got_src = moe.recv_src().view(0..2 * rows.max(1))?.to_vec()?;
+        let got_idx = moe.recv_topk_idx().view(0..k * rows.max(1))?.to_vec()?;
+        let got_w = moe.recv_topk_weights().view(0..k * rows.max(1))?.to_vec()?;
+        let got_x = moe.recv_x().view(0..h * rows.max(1))?.to_vec()?;
+        let got_rows = moe.expert_rows().view(0..counts.pairs.max(1))?.to_vec()?;
+        for (row, &(s, t)) in mine.src.iter().enumerate() {
+            if (got_src[2 * row] as usize, got_src[2 * row + 1] as usize) != (s, t) {
+                fail(format!(
+                    "row {row} came from {:?}, expected {:?}",
+                    &got_src[2 * row..2 * row + 2],
+                    (s, t)
+                ))?;
+            }
+            let slots = row * k..(row + 1) * k;
+            let w_bits: Vec<u32> = got_w[slots.clone()].iter().map(|w| w.to_bits()).collect();
+            if got_idx[slots.clone()] != mine.idx[slots.clone()]
+                || w_bits != mine.weight_bits[slots]
+            {
+                fail(format!(
+                    "row {row} (PE {s} token {t}): wrong experts or weights"
+                ))?;
+            }
+            if let Some(c) = (0..h).find(|&c| got_x[row * h + c] != x_value(s, t, c)) {
+                fail(format!(
+                    "row {row} (PE {s} token {t}) differs at column {c}"
+                ))?;
+            }
+        }
+        if got_rows[..counts.pairs] != mine.expert_rows[..] {
+            fail("the per-expert row lists differ".into())?;
+        }
+
+        let offsets: Vec<i32> = counts.expert_offsets.iter().map(|&o| o as i32).collect();
+        let offsets = stream.clone_htod(&offsets)?;
+        // Sized exactly: recv_counts was read, so combine checks against this call's pairs.
+        let mut expert_out = stream.alloc_zeros::<bf16>(counts.pairs.max(1) * h)?;
+        let warps = counts.pairs.clamp(1, 132 * 16) as u32;
+        experts::launch(
+            &pgas,
+            LaunchConfig::blocks(warps.div_ceil(16), 512),
+            &mut expert_out,
+            moe.recv_x(),
+            moe.expert_rows(),
+            &offsets,
+            h as u32,
+        )?;
+        moe.combine(&expert_out, &routing, &mut out)?;
+        let got = stream.clone_dtoh(&out.slice(0..tokens * h))?;
+        // The experts' outputs, as the kernel computes them, for the reference.
+        let expert_row = |d: usize, p: usize| {
+            let r = &want[d];
+            let e = r.expert_offsets.iter().rposition(|&o| o <= p).unwrap_or(0);
+            let (s, t) = r.src[r.expert_rows[p] as usize];
+            let scale = (e + 1) as f32 * 0.25;
+            (0..h)
+                .map(|c| bf16::from_f32(x_value(s, t, c).to_f32() * scale))
+                .collect()
+        };
+        let want_out = reference::combine(&CFG, me, tokens, &want, expert_row);
+        // One bf16 step of slack per element: the GPU rounds as the reference does, but a
+        // contracted multiply-add is allowed to differ in the last bit.
+        if let Some(i) = (0..tokens * h).find(|&i| {
+            let (g, w) = (got[i].to_f32(), want_out[i].to_f32());
+            (g - w).abs() > w.abs() / 128.0 + 1e-6
+        }) {
+            fail(format!(
+                "combined token {} column {}: {}, expected {}",
+                i / h,
+                i % h,
+                got[i],
+                want_out[i]
+            ))?;
+        }
+        pgas.barrier_all()?;
+        println!(
+            "PE {me}/{n}: {} routing: {tokens} tokens out, {rows} rows ({:?} from each PE) and {} \
+             expert pairs in ({:?} per expert), every row, list and combined token as the host's",
+            if skewed { "skewed" } else { "uniform" },
+            counts.rows_from,
+            counts.pairs,
+            counts.per_expert
+        );
     }
-    got_ids.sort_unstable();
-    want.sort_unstable();
-    if got_ids != want {
-        eprintln!("PE {me}: received {got} tokens, expected {}", want.len());
-        std::process::exit(1);
-    }
-    println!("PE {me}/{n}: received exactly the {got} tokens routed here, each intact, ok");
+    println!("PE {me}/{n}: ok");
     Ok(())
 }

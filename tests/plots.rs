@@ -87,3 +87,26 @@ fn all_reduce_plots_render_from_recorded_figures() {
     assert!(plot::all_reduce(&dir, machine, &SIZES, &empty, &METHODS, 2).is_err());
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn the_tokens_plot_renders_with_the_embedded_font() {
+    let dir = std::env::temp_dir().join(format!("pgas-plots-tokens-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("moe_gbs.png");
+    let series = vec![
+        plot::Series {
+            name: "pgas dispatch".into(),
+            points: vec![(256.0, 115.0), (1024.0, 418.0), (4096.0, 567.0)],
+        },
+        plot::Series {
+            name: "not run".into(),
+            points: vec![(256.0, f64::NAN)],
+        },
+    ];
+    plot::linear_by_doubling(&path, "MoE", "tokens per GPU", "GB/s", &series).unwrap();
+    let png = std::fs::read(&path).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    assert!(png.len() > 10_000, "{} bytes", png.len());
+    assert!(plot::linear_by_doubling(&path, "MoE", "x", "y", &series[1..]).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -223,3 +223,76 @@ pub fn collective<R: AsRef<[[f64; 2]]>>(
     }
     Ok(())
 }
+
+/// A plot of `series` (y from 0, linear) against a count that doubles from point to point
+/// (tokens, say: a log2 x axis labelled with the counts), written to `path` (PNG).
+pub fn linear_by_doubling(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<(), Box<dyn Error>> {
+    register();
+    let finite = |&(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && x > 0.0;
+    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0f64);
+    for &(x, y) in series
+        .iter()
+        .flat_map(|s| s.points.iter())
+        .filter(|p| finite(p))
+    {
+        (x0, x1, y1) = (x0.min(x), x1.max(x), y1.max(y));
+    }
+    if x0 > x1 {
+        return Err(format!("{}: nothing to plot", path.display()).into());
+    }
+    let (x0, x1) = (x0.log2().floor() - 0.25, x1.log2().ceil() + 0.25);
+    let root = BitMapBackend::new(path, (960, 600)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, (FAMILY, 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(x0..x1, 0.0..y1 * 1.15)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .x_labels(((x1 - x0) as usize + 1).min(16))
+        .x_label_formatter(&|x| {
+            if (x - x.round()).abs() < 1e-6 && *x >= 0.0 {
+                format!("{}", 1u64 << (x.round() as u32))
+            } else {
+                String::new()
+            }
+        })
+        .y_labels(12)
+        .label_style((FAMILY, 14))
+        .draw()?;
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter(|p| finite(p))
+            .map(|&(x, y)| (x.log2(), y))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2))
+            });
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FAMILY, 14))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

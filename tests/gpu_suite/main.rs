@@ -28,6 +28,7 @@ mod intrinsics;
 mod launch;
 mod math;
 mod misuse;
+mod moe;
 mod peer;
 mod rma;
 mod runner;
@@ -71,6 +72,7 @@ fn main() -> ExitCode {
         collectives::CASES,
         host_collectives::CASES,
         coll::CASES,
+        moe::CASES,
         halo::CASES,
         versions::CASES,
         peer::CASES,

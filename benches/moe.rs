@@ -1,0 +1,584 @@
+//! MoE dispatch and combine: `pgas::ops::moe` against NCCL moving the same rows, in the same job,
+//! at DeepSeek-V3 sizes (hidden 7168 `bf16`, top-8 of 8 experts per GPU, uniform routing) from
+//! 256 to 4096 tokens per GPU.
+//!
+//! ```text
+//! pgas-run -n 2 -- target/release/deps/moe-<hash> [OUTDIR]
+//! ```
+//!
+//! **GB/s per GPU** is DeepEP's: for dispatch, the bytes of the token rows a GPU *receives*
+//! (`rows * hidden * 2`, each token counted once per destination GPU, its own included), for
+//! combine the bytes of the rows it *sends* back (the same rows), divided by the call's time.
+//! The figure reported for a size is the smallest over the GPUs.
+//!
+//! - **pgas**: [`MoeDispatcher::dispatch`] (layout, count exchange on the GPU, rows by peer
+//!   stores, metadata and per-expert lists) and [`MoeDispatcher::combine`] (weighted reduction
+//!   of each row's expert outputs, partial rows back by peer stores, sum on the token's GPU).
+//! - **NCCL**: the same rows as an all-to-all-v of ncclSend/ncclRecv in one group, from a send
+//!   buffer already permuted by destination (the permutation is not timed). Dispatch includes
+//!   its count exchange (a grouped send/recv of one count per peer, copied to the host, which
+//!   must know the sizes to post the receives); combine sends the received rows back (sizes
+//!   known). NCCL moves only the rows: no metadata, no weighting, no reduction.
+//!
+//! Each (size, method) is timed with CUDA events around each call (after a host barrier;
+//! combine after an untimed dispatch that completed, as combine follows its dispatch), median
+//! of `REPS`, after warm-up. Every result is checked before its figures count: pgas's received rows and combined
+//! tokens against `moe::reference`, NCCL's received rows against the same rows and its combine
+//! against the rows sent. PE 0 prints a table and `FIGURE` lines, and writes `moe.md` and
+//! `moe_gbs.png` (GB/s against tokens) to OUTDIR when given.
+
+mod common;
+
+use common::nccl::{nccl_comm, Nccl};
+use common::plot::{self, Series};
+use common::{emit, median, show, time_on_stream, BenchResult, Figure};
+use pgas::cudarc::driver::sys as cu;
+use pgas::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
+use pgas::ops::moe::{reference, MoeConfig, MoeDispatcher};
+use pgas::prelude::*;
+use std::fmt::Write as _;
+
+const BENCH: &str = "moe";
+const REPS: usize = 15;
+const WARMUP: usize = 3;
+const TOKENS: &[usize] = &[256, 512, 1024, 2048, 4096];
+const CFG: MoeConfig = MoeConfig {
+    max_tokens: 4096,
+    hidden: 7168,
+    top_k: 8,
+    experts_per_pe: 8,
+};
+
+/// The experts, for checking combine: pair `p` of local expert `e` is its row scaled by
+/// `(e + 1) / 4` (as `examples/moe_dispatch.rs`), one warp a pair.
+#[pgas_kernel]
+fn experts(
+    expert_out: &mut CudaSlice<bf16>,
+    recv_x: &SymTensor<bf16>,
+    expert_rows: &SymTensor<i32>,
+    offsets: &CudaSlice<i32>,
+    hidden: u32,
+) {
+    let h = hidden as usize;
+    let el = offsets.len() - 1;
+    let pairs = offsets[el] as usize;
+    let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
+    let mut p = global_thread_idx() / 32;
+    while p < pairs {
+        let mut e = 0usize;
+        while offsets[e + 1] as usize <= p {
+            e += 1;
+        }
+        let scale = (e + 1) as f32 * 0.25;
+        let row = expert_rows[p] as usize;
+        let mut c = lane_id() as usize;
+        while c < h {
+            expert_out[p * h + c] = (recv_x[row * h + c] as f32 * scale) as bf16;
+            c += 32;
+        }
+        p += warps;
+    }
+}
+
+fn x_value(pe: usize, t: usize, c: usize) -> bf16 {
+    bf16::from_f32(((pe * 7 + t * 3 + c * 5) % 64) as f32 / 8.0 - 4.0)
+}
+
+/// NCCL's all-to-all-v in one group: `send[d]` elements from `sbuf` at `soff[d]` to PE `d`,
+/// `recv[s]` into `rbuf` at `roff[s]` from PE `s`.
+#[allow(clippy::too_many_arguments)]
+fn all_to_all_v(
+    comm: &Nccl,
+    stream: &CudaStream,
+    sbuf: u64,
+    send: &[usize],
+    rbuf: u64,
+    recv: &[usize],
+    dtype: nccl_sys::ncclDataType_t,
+    size: usize,
+) -> BenchResult<()> {
+    nccl::group_start().map_err(|e| format!("ncclGroupStart: {e:?}"))?;
+    let (mut so, mut ro) = (0usize, 0usize);
+    for d in 0..send.len() {
+        // SAFETY: offsets and counts stay inside the buffers the caller sized for them.
+        unsafe {
+            if send[d] > 0 {
+                nccl::send(
+                    (sbuf + (so * size) as u64) as *const _,
+                    send[d],
+                    dtype,
+                    d as i32,
+                    comm.0,
+                    stream.cu_stream() as _,
+                )
+                .map_err(|e| format!("ncclSend: {e:?}"))?;
+            }
+            if recv[d] > 0 {
+                nccl::recv(
+                    (rbuf + (ro * size) as u64) as *mut _,
+                    recv[d],
+                    dtype,
+                    d as i32,
+                    comm.0,
+                    stream.cu_stream() as _,
+                )
+                .map_err(|e| format!("ncclRecv: {e:?}"))?;
+            }
+        }
+        so += send[d];
+        ro += recv[d];
+    }
+    nccl::group_end().map_err(|e| format!("ncclGroupEnd: {e:?}"))?;
+    Ok(())
+}
+
+/// NCCL's dispatch: the count exchange (one count per peer, to the host), then the rows.
+#[allow(clippy::too_many_arguments)]
+fn nccl_dispatch(
+    comm: &Nccl,
+    stream: &CudaStream,
+    counts_out: &CudaSlice<i32>,
+    counts_in: &mut CudaSlice<i32>,
+    send_rows: &[usize],
+    sbuf: u64,
+    rbuf: u64,
+    h: usize,
+) -> BenchResult<Vec<usize>> {
+    let n = send_rows.len();
+    let ones = vec![1usize; n];
+    let (co, _g1) = counts_out.device_ptr(stream);
+    let (ci, _g2) = counts_in.device_ptr_mut(stream);
+    all_to_all_v(
+        comm,
+        stream,
+        co,
+        &ones,
+        ci,
+        &ones,
+        nccl_sys::ncclDataType_t::ncclInt32,
+        4,
+    )?;
+    let mut got = vec![0i32; n];
+    // SAFETY: `got` has n elements and lives until the synchronization below.
+    unsafe {
+        cu::cuMemcpyDtoHAsync_v2(got.as_mut_ptr().cast(), ci, 4 * n, stream.cu_stream())
+            .result()?;
+    }
+    stream.synchronize()?;
+    let recv_rows: Vec<usize> = got.iter().map(|&c| c as usize * h).collect();
+    let send: Vec<usize> = send_rows.iter().map(|&r| r * h).collect();
+    all_to_all_v(
+        comm,
+        stream,
+        sbuf,
+        &send,
+        rbuf,
+        &recv_rows,
+        nccl_sys::ncclDataType_t::ncclBfloat16,
+        2,
+    )?;
+    Ok(got.iter().map(|&c| c as usize).collect())
+}
+
+/// Per size: microseconds and GB/s of [pgas dispatch, NCCL dispatch, pgas combine, NCCL
+/// combine] (the slowest GPU's), and the rows per GPU (average).
+struct Row {
+    tokens: usize,
+    rows: f64,
+    us: [f64; 4],
+    gbs: [f64; 4],
+}
+
+fn main() -> BenchResult<()> {
+    if !common::gpu_present() {
+        println!("{BENCH}: skipped: no GPU");
+        return Ok(());
+    }
+    let out_dir = std::env::args().skip(1).find(|a| !a.starts_with("--"));
+    let p = pgas::builder().heap_size(2 << 30).init()?;
+    let (me, n) = (p.my_pe(), p.n_pes());
+    let machine = format!("{} x{n} PE", p.cuda().name()?);
+    let h = CFG.hidden;
+    // Two ranks on one GPU (under MPS, for correctness runs) is an NCCL error: run without it.
+    let comm = nccl_comm(&p).unwrap_or_else(|e| {
+        if me == 0 {
+            println!("{BENCH}: NCCL could not start ({e}): NCCL columns empty");
+        }
+        None
+    });
+    let mut moe = MoeDispatcher::new(&p, CFG)?;
+    moe.prewarm()?;
+    let stream = p.stream().clone();
+    if me == 0 {
+        println!(
+            "{BENCH}: hidden {h} bf16, top-{} of {} experts ({} per GPU), uniform routing, on \
+             {machine}; NCCL {}",
+            CFG.top_k,
+            n * CFG.experts_per_pe,
+            CFG.experts_per_pe,
+            if comm.is_some() {
+                "loaded"
+            } else {
+                "not found (no libnccl.so on the loader's path): NCCL columns empty"
+            }
+        );
+    }
+    let cap_rows = CFG.max_recv_rows(n);
+    let mut nccl_send = stream.alloc_zeros::<bf16>(cap_rows * h)?;
+    let mut nccl_recv = stream.alloc_zeros::<bf16>(cap_rows * h)?;
+    let mut nccl_back = stream.alloc_zeros::<bf16>(cap_rows * h)?;
+    let mut counts_in = stream.alloc_zeros::<i32>(n)?;
+    let mut out = stream.alloc_zeros::<bf16>(CFG.max_tokens * h)?;
+    // The protocol alone: every PE routes no token (layout, count exchange and signals of
+    // dispatch; the signals of combine).
+    let empty = moe.route(&[], &[])?;
+    let (mut empty_dispatch, mut empty_combine) = (vec![], vec![]);
+    let one_row = stream.alloc_zeros::<bf16>(h)?;
+    for i in 0..WARMUP + REPS {
+        p.barrier_all()?;
+        let ms = time_on_stream(&stream, || Ok(moe.dispatch(&one_row, &empty)?))?;
+        moe.recv_counts()?;
+        p.barrier_all()?;
+        let mc = time_on_stream(&stream, || Ok(moe.combine(&one_row, &empty, &mut out)?))?;
+        if i >= WARMUP {
+            empty_dispatch.push(ms * 1000.0);
+            empty_combine.push(mc * 1000.0);
+        }
+    }
+    let empty_us = [median(&empty_dispatch), median(&empty_combine)];
+    let mut rows_out = Vec::new();
+    for &tokens in TOKENS {
+        let routings: Vec<(Vec<i32>, Vec<f32>)> = (0..n)
+            .map(|pe| reference::sample_routing(&CFG, n, tokens, (tokens * 16 + pe) as u64, false))
+            .collect();
+        let x_host: Vec<bf16> = (0..tokens * h).map(|i| x_value(me, i / h, i % h)).collect();
+        let x = stream.clone_htod(&x_host)?;
+        let routing = moe.route(&routings[me].0, &routings[me].1)?;
+        let idx: Vec<&[i32]> = routings.iter().map(|r| r.0.as_slice()).collect();
+        let wts: Vec<&[f32]> = routings.iter().map(|r| r.1.as_slice()).collect();
+        let want = reference::dispatch(&CFG, &idx, &wts);
+        let rows = want[me].src.len();
+        let mut times = [vec![], vec![], vec![], vec![]];
+
+        // pgas dispatch (the last one is checked, then the experts run on it for combine).
+        for i in 0..WARMUP + REPS {
+            p.barrier_all()?;
+            let ms = time_on_stream(&stream, || Ok(moe.dispatch(&x, &routing)?))?;
+            if i >= WARMUP {
+                times[0].push(ms * 1000.0);
+            }
+        }
+        let counts = moe.recv_counts()?;
+        let mine = &want[me];
+        if counts.rows != rows || counts.expert_offsets != mine.expert_offsets {
+            return Err(format!(
+                "{tokens} tokens: pgas received {} rows, expected {rows}",
+                counts.rows
+            )
+            .into());
+        }
+        let got_x = moe.recv_x().view(0..h * rows.max(1))?.to_vec()?;
+        let got_rows = moe.expert_rows().view(0..counts.pairs.max(1))?.to_vec()?;
+        for (row, &(s, t)) in mine.src.iter().enumerate() {
+            if let Some(c) = (0..h).find(|&c| got_x[row * h + c] != x_value(s, t, c)) {
+                return Err(format!(
+                    "{tokens} tokens: pgas row {row} (PE {s} token {t}) differs at {c}"
+                )
+                .into());
+            }
+        }
+        if got_rows[..counts.pairs] != mine.expert_rows[..] {
+            return Err(format!("{tokens} tokens: pgas per-expert rows differ").into());
+        }
+        let offsets: Vec<i32> = counts.expert_offsets.iter().map(|&o| o as i32).collect();
+        let offsets = stream.clone_htod(&offsets)?;
+        let mut expert_out = stream.alloc_zeros::<bf16>(counts.pairs.max(1) * h)?;
+        experts::launch(
+            &p,
+            LaunchConfig::blocks(132, 512),
+            &mut expert_out,
+            moe.recv_x(),
+            moe.expert_rows(),
+            &offsets,
+            h as u32,
+        )?;
+        // pgas combine, each after an untimed dispatch of the same routing.
+        for i in 0..WARMUP + REPS {
+            p.barrier_all()?;
+            moe.dispatch(&x, &routing)?;
+            // Waits for it, and lets combine check expert_out against this call's pairs.
+            moe.recv_counts()?;
+            let ms = time_on_stream(&stream, || {
+                Ok(moe.combine(&expert_out, &routing, &mut out)?)
+            })?;
+            if i >= WARMUP {
+                times[2].push(ms * 1000.0);
+            }
+        }
+        let got = stream.clone_dtoh(&out.slice(0..tokens * h))?;
+        let expert_row = |d: usize, pair: usize| {
+            let r = &want[d];
+            let e = r
+                .expert_offsets
+                .iter()
+                .rposition(|&o| o <= pair)
+                .unwrap_or(0);
+            let (s, t) = r.src[r.expert_rows[pair] as usize];
+            let scale = (e + 1) as f32 * 0.25;
+            (0..h)
+                .map(|c| bf16::from_f32(x_value(s, t, c).to_f32() * scale))
+                .collect()
+        };
+        let want_out = reference::combine(&CFG, me, tokens, &want, expert_row);
+        if let Some(i) = (0..tokens * h).find(|&i| {
+            let (g, w) = (got[i].to_f32(), want_out[i].to_f32());
+            (g - w).abs() > w.abs() / 128.0 + 1e-6
+        }) {
+            return Err(format!(
+                "{tokens} tokens: pgas combined token {} column {}: {}, expected {}",
+                i / h,
+                i % h,
+                got[i],
+                want_out[i]
+            )
+            .into());
+        }
+
+        if let Some(c) = &comm {
+            // The send buffer, permuted by destination (untimed), and the rows each PE sends.
+            let k = CFG.top_k;
+            let el = CFG.experts_per_pe;
+            let mut send_rows = vec![0usize; n];
+            let mut perm: Vec<bf16> = Vec::new();
+            for (d, count) in send_rows.iter_mut().enumerate() {
+                for t in 0..tokens {
+                    if routings[me].0[t * k..(t + 1) * k]
+                        .iter()
+                        .any(|&g| g >= 0 && g as usize / el == d)
+                    {
+                        perm.extend_from_slice(&x_host[t * h..(t + 1) * h]);
+                        *count += 1;
+                    }
+                }
+            }
+            if !perm.is_empty() {
+                stream.memcpy_htod(&perm, &mut nccl_send.slice_mut(0..perm.len()))?;
+            }
+            let counts_out: Vec<i32> = send_rows.iter().map(|&r| r as i32).collect();
+            let counts_out = stream.clone_htod(&counts_out)?;
+            let sbuf = nccl_send.device_ptr(&stream).0;
+            let rbuf = nccl_recv.device_ptr_mut(&stream).0;
+            let bbuf = nccl_back.device_ptr_mut(&stream).0;
+            let mut recv_rows = vec![];
+            for i in 0..WARMUP + REPS {
+                p.barrier_all()?;
+                let ms = time_on_stream(&stream, || {
+                    recv_rows = nccl_dispatch(
+                        c,
+                        &stream,
+                        &counts_out,
+                        &mut counts_in,
+                        &send_rows,
+                        sbuf,
+                        rbuf,
+                        h,
+                    )?;
+                    Ok(())
+                })?;
+                if i >= WARMUP {
+                    times[1].push(ms * 1000.0);
+                }
+            }
+            let got = stream.clone_dtoh(&nccl_recv.slice(0..rows * h))?;
+            if let Some((row, &(s, t))) =
+                mine.src.iter().enumerate().find(|(row, &(s, t))| {
+                    (0..h).any(|col| got[row * h + col] != x_value(s, t, col))
+                })
+            {
+                return Err(
+                    format!("{tokens} tokens: NCCL row {row} (PE {s} token {t}) differs").into(),
+                );
+            }
+            // Combine: the received rows go back to where they came from.
+            let back: Vec<usize> = recv_rows.iter().map(|&r| r * h).collect();
+            let sent: Vec<usize> = send_rows.iter().map(|&r| r * h).collect();
+            for i in 0..WARMUP + REPS {
+                p.barrier_all()?;
+                let ms = time_on_stream(&stream, || {
+                    all_to_all_v(
+                        c,
+                        &stream,
+                        rbuf,
+                        &back,
+                        bbuf,
+                        &sent,
+                        nccl_sys::ncclDataType_t::ncclBfloat16,
+                        2,
+                    )
+                })?;
+                if i >= WARMUP {
+                    times[3].push(ms * 1000.0);
+                }
+            }
+            if !perm.is_empty() && stream.clone_dtoh(&nccl_back.slice(0..perm.len()))? != perm {
+                return Err(
+                    format!("{tokens} tokens: NCCL's combine did not bring the rows back").into(),
+                );
+            }
+        }
+        // Every PE's GB/s; the smallest counts.
+        let bytes = (rows * h * 2) as f64;
+        let us: Vec<f64> = times.iter().map(|t| median(t)).collect();
+        let mine_gbs: Vec<f64> = us.iter().map(|&u| bytes / (u * 1e-6) / 1e9).collect();
+        let mut words: Vec<f64> = mine_gbs.clone();
+        words.extend(us.iter());
+        words.push(rows as f64);
+        let send = p.alloc_from(&words)?;
+        let all = p.alloc::<f64>(words.len() * n)?;
+        p.fcollect(Team::WORLD, &all, &send)?;
+        let all = all.to_vec()?;
+        let at = |pe: usize, i: usize| all[pe * words.len() + i];
+        // NaN (not run) stays NaN.
+        let worst = |i: usize| {
+            (0..n)
+                .map(|pe| at(pe, i))
+                .reduce(|a, b| if a < b || a.is_nan() { a } else { b })
+        };
+        let slowest = |i: usize| {
+            (0..n)
+                .map(|pe| at(pe, 4 + i))
+                .reduce(|a, b| if a > b || a.is_nan() { a } else { b })
+        };
+        let (worst, slowest) = (
+            |i| worst(i).unwrap_or(f64::NAN),
+            |i| slowest(i).unwrap_or(f64::NAN),
+        );
+        rows_out.push(Row {
+            tokens,
+            rows: (0..n).map(|pe| at(pe, 8)).sum::<f64>() / n as f64,
+            us: [slowest(0), slowest(1), slowest(2), slowest(3)],
+            gbs: [worst(0), worst(1), worst(2), worst(3)],
+        });
+        p.barrier_all()?;
+    }
+    if me != 0 {
+        return Ok(());
+    }
+    let mut table = format!(
+        "# MoE dispatch and combine on {machine}\n\nhidden {h} bf16, top-{} of {} experts ({} per GPU), uniform routing. \
+         Median microseconds per call ({REPS} calls after {WARMUP} warm-up), the slowest GPU's; GB/s per GPU \
+         (DeepEP's: bytes of token rows received by a GPU in dispatch, sent back in combine, / time), the smallest GPU's.\n\n\
+         | tokens/GPU | rows/GPU | pgas dispatch | NCCL dispatch | pgas combine | NCCL combine |\n\
+         | --- | --- | --- | --- | --- | --- |\n",
+        CFG.top_k,
+        n * CFG.experts_per_pe,
+        CFG.experts_per_pe
+    );
+    const NAMES: [&str; 4] = [
+        "dispatch_pgas",
+        "dispatch_nccl",
+        "combine_pgas",
+        "combine_nccl",
+    ];
+    for r in &rows_out {
+        let cell = |i: usize| format!("{} us, {} GB/s", show(r.us[i]), show(r.gbs[i]));
+        let _ = writeln!(
+            table,
+            "| {} | {:.0} | {} | {} | {} | {} |",
+            r.tokens,
+            r.rows,
+            cell(0),
+            cell(1),
+            cell(2),
+            cell(3)
+        );
+        for (i, name) in NAMES.iter().enumerate() {
+            if r.us[i].is_finite() {
+                for (value, unit) in [(r.us[i], "us"), (r.gbs[i], "GB/s")] {
+                    emit(
+                        BENCH,
+                        &machine,
+                        &Figure {
+                            name: format!(
+                                "moe_{name}_{}tok_{}",
+                                r.tokens,
+                                if unit == "us" { "us" } else { "gbs" }
+                            ),
+                            value,
+                            unit,
+                            note: format!("median of {REPS}, hidden {h}, top-{}", CFG.top_k),
+                        },
+                    );
+                }
+            }
+        }
+        for (what, a, b) in [("dispatch", 0, 1), ("combine", 2, 3)] {
+            if r.us[b].is_finite() {
+                emit(
+                    BENCH,
+                    &machine,
+                    &Figure {
+                        name: format!("moe_{what}_{}tok_speedup_vs_nccl", r.tokens),
+                        value: r.us[b] / r.us[a],
+                        unit: "x",
+                        note: "NCCL time / pgas time, slowest GPU each".into(),
+                    },
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        table,
+        "\nWith no token on any GPU (the protocol alone: layout, count exchange, signals), PE 0: \
+         dispatch {} us, combine {} us.",
+        show(empty_us[0]),
+        show(empty_us[1])
+    );
+    for (what, us) in [("dispatch", empty_us[0]), ("combine", empty_us[1])] {
+        emit(
+            BENCH,
+            &machine,
+            &Figure {
+                name: format!("moe_{what}_pgas_0tok_us"),
+                value: us,
+                unit: "us",
+                note: format!("median of {REPS}, PE 0, no token anywhere"),
+            },
+        );
+    }
+    println!("{table}");
+    if let Some(dir) = out_dir {
+        std::fs::create_dir_all(&dir)?;
+        let dir = std::path::Path::new(&dir);
+        std::fs::write(dir.join("moe.md"), &table)?;
+        let series: Vec<Series> = [
+            "pgas dispatch",
+            "NCCL dispatch",
+            "pgas combine",
+            "NCCL combine",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| Series {
+            name: name.to_string(),
+            points: rows_out
+                .iter()
+                .map(|r| (r.tokens as f64, r.gbs[i]))
+                .collect(),
+        })
+        .filter(|s| s.points.iter().any(|(_, y)| y.is_finite()))
+        .collect();
+        plot::linear_by_doubling(
+            &dir.join("moe_gbs.png"),
+            &format!(
+                "MoE dispatch / combine, hidden {h}, top-{} ({machine})",
+                CFG.top_k
+            ),
+            "tokens per GPU",
+            "GB/s per GPU (token bytes received / sent)",
+            &series,
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,574 @@
+//! The kernels of [`MoeDispatcher`](super::MoeDispatcher): dispatch is [`moe_layout`] then
+//! [`moe_dispatch`], combine is [`moe_combine_send`] then [`moe_combine_reduce`], all on one
+//! stream with no host round trip between them.
+//!
+//! Every kernel takes the number of PEs `n` (and all but the reduce kernel `k`) as comptime values:
+//! one specialization per (PEs, top-k), so that the loops over PEs and slots unroll and their
+//! loads are in flight together.
+//!
+//! # Names
+//! `n` PEs, `el` experts per PE, `ee = n * el` experts in all (expert `g` lives on PE `g / el` as
+//! its local expert `g % el`), `k` experts per token (`idx[t * k + j]`, `-1` for an unused slot),
+//! `h` the hidden size (a multiple of 8: rows move as 16-byte vectors of 8 `bf16`). A *row* is
+//! one token on one destination PE (a token goes once to each PE that holds any of its experts);
+//! a *pair* is one (row, local expert): what an expert computes on.
+//!
+//! # Layout and count exchange ([`moe_layout`])
+//! One block per counter: blocks `0..n` count the tokens bound for each PE, blocks `n..n + ee`
+//! those of each expert, and each ranks its tokens by a block-wide scan (so rows and pairs keep
+//! token order, and the result does not depend on timing). The last block to finish (a ticket
+//! counter) runs the exchange: it `put_signal`s this PE's counts row to every PE (epoch-valued
+//! signals: call `e` sets `e`, so nothing is reset between calls), waits for every PE's row and
+//! computes, by prefix sums over the whole count matrix, where this PE's rows and pairs start on
+//! every destination and where each source's rows and each local expert's pairs start here.
+//!
+//! # Data ([`moe_dispatch`])
+//! One warp per token: it loads the token's row once (four 16-byte vectors a lane a step) and
+//! stores it with peer stores over NVLink to each destination PE at the row computed above,
+//! with the metadata combine needs (source PE and token, local expert and weight of each slot,
+//! the pair of each slot) and the pair lists by expert. Each block then adds 1 to a signal on
+//! every PE; the last block on each PE waits until every PE's blocks have added theirs for this
+//! call, so when the kernel completes, everything sent here has arrived.
+//!
+//! # Combine ([`moe_combine_send`], [`moe_combine_reduce`])
+//! The send kernel reduces, for each row received here, its pairs' expert outputs with their
+//! weights (f32), and stores the `bf16` result into the source PE's symmetric combine buffer at
+//! (this PE, source token); then adds 1 to a signal on every PE. The reduce kernel waits for all
+//! PEs' send blocks of this call and sums each of its tokens' partial rows over the PEs that
+//! hold its experts (f32, in PE order), writing `bf16`.
+//!
+//! # Why no PE overwrites what another still reads
+//! Rows, pairs and partial rows land in per-call buffers that the next call overwrites. A PE
+//! sends call `e + 1`'s rows only after the count exchange of call `e + 1`, which needs every
+//! PE's counts row of that call, which each PE sends only after finishing (in stream order)
+//! everything it did with call `e`'s buffers. Combine's partial rows are written after the
+//! dispatch that precedes them, by the same argument: so combine runs once per dispatch (the
+//! host refuses a second), as nothing would order a second one's writes after the peers'
+//! reads of the first. The count rows themselves are sent only after the sender's previous
+//! call completed, which waited for every PE's signals.
+//!
+//! No kernel needs its blocks co-resident: only the last block of a grid (layout, dispatch) or
+//! the reduce blocks wait, and only for blocks that never wait.
+//!
+//! # Synchronization words (`sync`) and signals (`sigs`), `u64`
+//! `sync`: `[0]` layout ticket, `[1]` exchange epoch, `[2]` dispatch ticket, `[3]` dispatch
+//! epoch, `[4]` combine ticket, `[5]` combine epoch. The tickets go back to 0 when the last block
+//! has taken its own; the epochs only grow. `sigs`: `[s]` counts-row signal from PE `s`,
+//! `[n + s]` dispatch signal from PE `s`, `[2n + s]` combine signal from PE `s`.
+//!
+//! # `info` (`i32`, this PE's)
+//! `[0..w]` this PE's counts row (`w = n + ee`: tokens per destination PE, then tokens per
+//! expert), then `[w..w + n]` where this PE's rows start on each PE, `[w + n..w + n + ee]` where
+//! this PE's pairs of each expert start on the expert's PE, `[w + n + ee..+ n + 1]` where each
+//! source's rows start here (the last entry: rows received), then `[.. + el + 1]` where each
+//! local expert's pairs start here (the last entry: pairs received).
+
+/// Words of `sync` (see the module doc).
+pub const SYNC_WORDS: usize = 6;
+
+/// Threads of a layout block (its scan is sized for it).
+pub const LAYOUT_THREADS: u32 = 1024;
+
+/// Threads of a dispatch or combine block.
+pub const DATA_THREADS: u32 = 512;
+
+use crate::prelude::*;
+
+/// Counts and ranks this PE's tokens per destination PE (blocks `0..n`) and per expert (blocks
+/// `n..n + ee`), then the last block exchanges the counts with every PE and computes the
+/// offsets (see the module doc). `idx` holds `tokens * k` expert ids (`-1`: unused slot; the
+/// host checked the rest are in range and distinct within a token).
+#[pgas_kernel(max_threads = 1024)]
+pub fn moe_layout(
+    idx: &CudaSlice<i32>,
+    tok_rank: &mut CudaSlice<i32>,
+    tok_erank: &mut CudaSlice<i32>,
+    info: &mut SymTensor<i32>,
+    counts: &mut SymTensor<i32>,
+    sync: &mut SymTensor<u64>,
+    sigs: &mut SymTensor<u64>,
+    me: u32,
+    tokens: u32,
+    el: u32,
+    #[comptime] n: u32,
+    #[comptime] k: u32,
+) {
+    let scan = shared_array::<i32, 2048>();
+    let last = shared_array::<u32, 1>();
+    let c = block_idx_x() as usize;
+    let t = thread_idx_x() as usize;
+    let nt = block_dim_x() as usize;
+    let nn = n as usize;
+    let kk = k as usize;
+    let ell = el as usize;
+    let ee = nn * ell;
+    let w = nn + ee;
+    let ntok = tokens as usize;
+    // Each thread owns a run of consecutive tokens, so ranks follow token order.
+    let per = (ntok + nt - 1) / nt;
+    let lo = min(t * per, ntok);
+    let hi = min(lo + per, ntok);
+    let mut cnt = 0i32;
+    for tok in lo..hi {
+        let mut hit = false;
+        for j in 0..kk {
+            let id = idx[tok * kk + j];
+            if id >= 0 {
+                let g = id as usize;
+                if (c < nn && g / ell == c) || (c >= nn && g == c - nn) {
+                    hit = true;
+                }
+            }
+        }
+        if hit {
+            cnt += 1;
+        }
+    }
+    // Block-wide inclusive scan of the threads' counts (Hillis-Steele, two halves of `scan`
+    // taking turns as source and destination).
+    scan[t] = cnt;
+    sync_threads();
+    let mut from = 0usize;
+    let mut off = 1usize;
+    while off < nt {
+        let mut v = scan[from * 1024 + t];
+        if t >= off {
+            v += scan[from * 1024 + t - off];
+        }
+        scan[(1 - from) * 1024 + t] = v;
+        sync_threads();
+        from = 1 - from;
+        off *= 2;
+    }
+    let incl = scan[from * 1024 + t];
+    let mut rank = incl - cnt;
+    for tok in lo..hi {
+        if c < nn {
+            let mut hit = false;
+            for j in 0..kk {
+                let id = idx[tok * kk + j];
+                if id >= 0 && id as usize / ell == c {
+                    hit = true;
+                }
+            }
+            if hit {
+                tok_rank[tok * nn + c] = rank;
+                rank += 1;
+            } else {
+                tok_rank[tok * nn + c] = -1;
+            }
+        } else {
+            for j in 0..kk {
+                if idx[tok * kk + j] == (c - nn) as i32 {
+                    tok_erank[tok * kk + j] = rank;
+                    rank += 1;
+                }
+            }
+        }
+    }
+    if t == nt - 1 {
+        info[c] = incl;
+    }
+    // Ticket: the last block to get here sees every block's count (each fenced its writes
+    // before taking its ticket) and runs the exchange.
+    threadfence();
+    sync_threads();
+    if t == 0 {
+        let old = atomic_add_local(&mut sync[0], 1u64);
+        last[0] = if old + 1 == grid_dim_x() as u64 { 1 } else { 0 };
+    }
+    sync_threads();
+    if last[0] != 0 {
+        threadfence();
+        let e = sync[1] + 1;
+        let mine = me as usize;
+        if t < nn {
+            put_signal(
+                &mut counts[mine * w..(mine + 1) * w],
+                &info[0..w],
+                &mut sigs[mine],
+                e,
+                SignalOp::Set,
+                t as i32,
+            );
+        }
+        if t < nn {
+            signal_wait_until(&sigs[t], Cmp::Ge, e);
+            threadfence_system();
+        }
+        sync_threads();
+        // Where this PE's rows start on PE `t`: after the rows of every lower-numbered source.
+        if t < nn {
+            let mut o = 0i32;
+            for s in 0..mine {
+                o += counts[s * w + t];
+            }
+            info[w + t] = o;
+        }
+        // Where this PE's pairs of expert `g` start on its PE: after the pairs of the PE's
+        // lower local experts (from every source), then those of lower-numbered sources.
+        let mut g = t;
+        while g < ee {
+            let first = (g / ell) * ell;
+            let mut base = 0i32;
+            for g2 in first..g {
+                for s in 0..nn {
+                    base += counts[s * w + nn + g2];
+                }
+            }
+            for s in 0..mine {
+                base += counts[s * w + nn + g];
+            }
+            info[w + nn + g] = base;
+            g += nt;
+        }
+        if t == 0 {
+            let roff = w + nn + ee;
+            let mut o = 0i32;
+            for s in 0..nn {
+                info[roff + s] = o;
+                o += counts[s * w + mine];
+            }
+            info[roff + nn] = o;
+            let eoff = roff + nn + 1;
+            let mut p = 0i32;
+            for e2 in 0..ell {
+                info[eoff + e2] = p;
+                for s in 0..nn {
+                    p += counts[s * w + nn + mine * ell + e2];
+                }
+            }
+            info[eoff + ell] = p;
+            sync[1] = e;
+            sync[0] = 0;
+        }
+    }
+}
+
+/// Sends each of this PE's tokens once to every PE that holds one of its experts, with its
+/// metadata, by peer stores (see the module doc); when it completes, every row bound here has
+/// arrived.
+#[pgas_kernel(max_threads = 512)]
+pub fn moe_dispatch(
+    x: &CudaSlice<bf16>,
+    idx: &CudaSlice<i32>,
+    wts: &CudaSlice<f32>,
+    tok_rank: &CudaSlice<i32>,
+    tok_erank: &CudaSlice<i32>,
+    info: &SymTensor<i32>,
+    recv_x: &mut SymTensor<bf16>,
+    recv_src: &mut SymTensor<i32>,
+    recv_idx: &mut SymTensor<i32>,
+    recv_w: &mut SymTensor<f32>,
+    row_pairs: &mut SymTensor<i32>,
+    expert_rows: &mut SymTensor<i32>,
+    sync: &mut SymTensor<u64>,
+    sigs: &mut SymTensor<u64>,
+    me: u32,
+    tokens: u32,
+    el: u32,
+    hidden: u32,
+    #[comptime] n: u32,
+    #[comptime] k: u32,
+) {
+    let last = shared_array::<u32, 1>();
+    let t = thread_idx_x() as usize;
+    let lane = lane_id() as usize;
+    let nn = n as usize;
+    let kk = k as usize;
+    let ell = el as usize;
+    let ee = nn * ell;
+    let w = nn + ee;
+    let h = hidden as usize;
+    let nv = h / 8;
+    let ntok = tokens as usize;
+    let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
+    let mut tok = global_thread_idx() / 32;
+    while tok < ntok {
+        // Metadata: lane 0 the source, lane j < k slot j.
+        for d in 0..nn {
+            let r = tok_rank[tok * nn + d];
+            if r >= 0 {
+                let row = (info[w + d] + r) as usize;
+                let pe = d as i32;
+                if lane == 0 {
+                    let ps = recv_src.peer(pe);
+                    ps[2 * row] = me as i32;
+                    ps[2 * row + 1] = tok as i32;
+                }
+                if lane < kk {
+                    let id = idx[tok * kk + lane];
+                    let slot = row * kk + lane;
+                    if id >= 0 && id as usize / ell == d {
+                        let pair = info[w + nn + id as usize] + tok_erank[tok * kk + lane];
+                        recv_idx.peer(pe)[slot] = id % el as i32;
+                        recv_w.peer(pe)[slot] = wts[tok * kk + lane];
+                        row_pairs.peer(pe)[slot] = pair;
+                        expert_rows.peer(pe)[pair as usize] = row as i32;
+                    } else {
+                        recv_idx.peer(pe)[slot] = -1;
+                        recv_w.peer(pe)[slot] = 0.0;
+                        row_pairs.peer(pe)[slot] = -1;
+                    }
+                }
+            }
+        }
+        // The row: loaded once, four vectors a lane in flight, stored to every destination.
+        let xb = tok * h;
+        let mut v = lane;
+        while v + 96 < nv {
+            let a0 = load_vec16(&x[xb + v * 8]);
+            let a1 = load_vec16(&x[xb + (v + 32) * 8]);
+            let a2 = load_vec16(&x[xb + (v + 64) * 8]);
+            let a3 = load_vec16(&x[xb + (v + 96) * 8]);
+            for d in 0..nn {
+                let r = tok_rank[tok * nn + d];
+                if r >= 0 {
+                    let rb = (info[w + d] + r) as usize * h;
+                    let p = recv_x.peer(d as i32);
+                    store_vec16(&mut p[rb + v * 8], a0);
+                    store_vec16(&mut p[rb + (v + 32) * 8], a1);
+                    store_vec16(&mut p[rb + (v + 64) * 8], a2);
+                    store_vec16(&mut p[rb + (v + 96) * 8], a3);
+                }
+            }
+            v += 128;
+        }
+        while v < nv {
+            let a0 = load_vec16(&x[xb + v * 8]);
+            for d in 0..nn {
+                let r = tok_rank[tok * nn + d];
+                if r >= 0 {
+                    let rb = (info[w + d] + r) as usize * h;
+                    store_vec16(&mut recv_x.peer(d as i32)[rb + v * 8], a0);
+                }
+            }
+            v += 32;
+        }
+        tok += warps;
+    }
+    // Release this block's peer stores, then count the block in on every PE.
+    threadfence_system();
+    sync_threads();
+    let mine = me as usize;
+    if t < nn {
+        signal_op(&mut sigs[nn + mine], 1, SignalOp::Add, t as i32);
+    }
+    if t == 0 {
+        let old = atomic_add_local(&mut sync[2], 1u64);
+        last[0] = if old + 1 == grid_dim_x() as u64 { 1 } else { 0 };
+    }
+    sync_threads();
+    // The last block waits for every PE's blocks of this call (`e` calls of `grid` blocks each).
+    if last[0] != 0 {
+        let e = sync[3] + 1;
+        let want = e * grid_dim_x() as u64;
+        if t < nn {
+            signal_wait_until(&sigs[nn + t], Cmp::Ge, want);
+            threadfence_system();
+        }
+        sync_threads();
+        if t == 0 {
+            sync[3] = e;
+            sync[2] = 0;
+        }
+    }
+}
+
+/// For each row received here, the weighted sum (f32) of its pairs' expert outputs, rounded to
+/// `bf16` and stored into the row's source PE at (this PE, source token) of `comb`; then counts
+/// the block in on every PE. `expert_out` holds one row of `hidden` per pair, in pair order.
+///
+/// A warp's unit of work is one row's stretch of 32 vectors (a vector a lane), so that small
+/// calls still spread over every warp; with `k` a comptime value the slot loop unrolls, and the
+/// expert-output loads of all slots (an unused slot loads the row's first pair instead, and
+/// does not add it) are in flight together.
+#[pgas_kernel(max_threads = 512)]
+pub fn moe_combine_send(
+    expert_out: &CudaSlice<bf16>,
+    info: &SymTensor<i32>,
+    recv_src: &SymTensor<i32>,
+    recv_w: &SymTensor<f32>,
+    row_pairs: &SymTensor<i32>,
+    comb: &mut SymTensor<bf16>,
+    sigs: &mut SymTensor<u64>,
+    me: u32,
+    el: u32,
+    hidden: u32,
+    max_tokens: u32,
+    #[comptime] n: u32,
+    #[comptime] k: u32,
+) {
+    let t = thread_idx_x() as usize;
+    let lane = lane_id() as usize;
+    let nn = n as usize;
+    let kk = k as usize;
+    let ee = nn * el as usize;
+    let w = nn + ee;
+    let h = hidden as usize;
+    let nv = h / 8;
+    let chunks = (nv + 31) / 32;
+    let mine = me as usize;
+    let rows = info[w + nn + ee + nn] as usize;
+    let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
+    let mut item = global_thread_idx() / 32;
+    while item < rows * chunks {
+        let row = item / chunks;
+        let v = (item % chunks) * 32 + lane;
+        if v < nv {
+            let rk = row * kk;
+            // The first pair of the row (every row has one: it came for an expert here).
+            let mut p0 = -1i32;
+            for j in 0..kk {
+                if p0 < 0 {
+                    p0 = row_pairs[rk + j];
+                }
+            }
+            let mut o = load_vec16(&expert_out[p0 as usize * h + v * 8]);
+            let mut a0 = 0.0f32;
+            let mut a1 = 0.0f32;
+            let mut a2 = 0.0f32;
+            let mut a3 = 0.0f32;
+            let mut a4 = 0.0f32;
+            let mut a5 = 0.0f32;
+            let mut a6 = 0.0f32;
+            let mut a7 = 0.0f32;
+            for j in 0..kk {
+                let p = row_pairs[rk + j];
+                let q = if p >= 0 { p } else { p0 };
+                let y = load_vec16(&expert_out[q as usize * h + v * 8]);
+                if p >= 0 {
+                    let wj = recv_w[rk + j];
+                    a0 = wj.mul_add(vec16_get(y, 0) as f32, a0);
+                    a1 = wj.mul_add(vec16_get(y, 1) as f32, a1);
+                    a2 = wj.mul_add(vec16_get(y, 2) as f32, a2);
+                    a3 = wj.mul_add(vec16_get(y, 3) as f32, a3);
+                    a4 = wj.mul_add(vec16_get(y, 4) as f32, a4);
+                    a5 = wj.mul_add(vec16_get(y, 5) as f32, a5);
+                    a6 = wj.mul_add(vec16_get(y, 6) as f32, a6);
+                    a7 = wj.mul_add(vec16_get(y, 7) as f32, a7);
+                }
+            }
+            o = vec16_set(o, 0, a0 as bf16);
+            o = vec16_set(o, 1, a1 as bf16);
+            o = vec16_set(o, 2, a2 as bf16);
+            o = vec16_set(o, 3, a3 as bf16);
+            o = vec16_set(o, 4, a4 as bf16);
+            o = vec16_set(o, 5, a5 as bf16);
+            o = vec16_set(o, 6, a6 as bf16);
+            o = vec16_set(o, 7, a7 as bf16);
+            let src = recv_src[2 * row];
+            let tok = recv_src[2 * row + 1] as usize;
+            let db = (mine * max_tokens as usize + tok) * h;
+            store_vec16(&mut comb.peer(src)[db + v * 8], o);
+        }
+        item += warps;
+    }
+    threadfence_system();
+    sync_threads();
+    if t < nn {
+        signal_op(&mut sigs[2 * nn + mine], 1, SignalOp::Add, t as i32);
+    }
+}
+
+/// Waits until every PE's send blocks of this call (`send_blocks` each) have counted in, then
+/// sums each of this PE's tokens' partial rows from the PEs that hold its experts (f32, in PE
+/// order) into `out` (`bf16`; zeros for a token routed nowhere). Work is spread as in
+/// [`moe_combine_send`] (a token's stretch of 32 vectors a warp), and the PE loop unrolls (`n`
+/// comptime) with every PE's load in flight (a PE the token did not go to loads the first
+/// one's partial instead, and does not add it).
+#[pgas_kernel(max_threads = 512)]
+pub fn moe_combine_reduce(
+    tok_rank: &CudaSlice<i32>,
+    comb: &SymTensor<bf16>,
+    out: &mut CudaSlice<bf16>,
+    sync: &mut SymTensor<u64>,
+    sigs: &mut SymTensor<u64>,
+    tokens: u32,
+    hidden: u32,
+    max_tokens: u32,
+    send_blocks: u32,
+    #[comptime] n: u32,
+) {
+    let last = shared_array::<u32, 1>();
+    let t = thread_idx_x() as usize;
+    let lane = lane_id() as usize;
+    let nn = n as usize;
+    let h = hidden as usize;
+    let nv = h / 8;
+    let chunks = (nv + 31) / 32;
+    let mt = max_tokens as usize;
+    let ntok = tokens as usize;
+    // Every block reads the epoch before it takes its ticket, and the last ticket's block
+    // advances it, so all blocks of one call agree on it.
+    let e = sync[5] + 1;
+    if t < nn {
+        signal_wait_until(&sigs[2 * nn + t], Cmp::Ge, e * send_blocks as u64);
+        threadfence_system();
+    }
+    sync_threads();
+    let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
+    let mut item = global_thread_idx() / 32;
+    while item < ntok * chunks {
+        let tok = item / chunks;
+        let v = (item % chunks) * 32 + lane;
+        if v < nv {
+            let mut first = nn;
+            for d in 0..nn {
+                if first == nn && tok_rank[tok * nn + d] >= 0 {
+                    first = d;
+                }
+            }
+            if first == nn {
+                for i in 0..8 {
+                    out[tok * h + v * 8 + i] = 0.0;
+                }
+            } else {
+                let mut o = load_vec16(&comb[(first * mt + tok) * h + v * 8]);
+                let mut a0 = 0.0f32;
+                let mut a1 = 0.0f32;
+                let mut a2 = 0.0f32;
+                let mut a3 = 0.0f32;
+                let mut a4 = 0.0f32;
+                let mut a5 = 0.0f32;
+                let mut a6 = 0.0f32;
+                let mut a7 = 0.0f32;
+                for d in 0..nn {
+                    let hit = tok_rank[tok * nn + d] >= 0;
+                    let q = if hit { d } else { first };
+                    let y = load_vec16(&comb[(q * mt + tok) * h + v * 8]);
+                    if hit {
+                        a0 += vec16_get(y, 0) as f32;
+                        a1 += vec16_get(y, 1) as f32;
+                        a2 += vec16_get(y, 2) as f32;
+                        a3 += vec16_get(y, 3) as f32;
+                        a4 += vec16_get(y, 4) as f32;
+                        a5 += vec16_get(y, 5) as f32;
+                        a6 += vec16_get(y, 6) as f32;
+                        a7 += vec16_get(y, 7) as f32;
+                    }
+                }
+                o = vec16_set(o, 0, a0 as bf16);
+                o = vec16_set(o, 1, a1 as bf16);
+                o = vec16_set(o, 2, a2 as bf16);
+                o = vec16_set(o, 3, a3 as bf16);
+                o = vec16_set(o, 4, a4 as bf16);
+                o = vec16_set(o, 5, a5 as bf16);
+                o = vec16_set(o, 6, a6 as bf16);
+                o = vec16_set(o, 7, a7 as bf16);
+                store_vec16(&mut out[tok * h + v * 8], o);
+            }
+        }
+        item += warps;
+    }
+    sync_threads();
+    if t == 0 {
+        let old = atomic_add_local(&mut sync[4], 1u64);
+        last[0] = if old + 1 == grid_dim_x() as u64 { 1 } else { 0 };
+    }
+    sync_threads();
+    if last[0] != 0 && t == 0 {
+        sync[5] = e;
+        sync[4] = 0;
+    }
+}

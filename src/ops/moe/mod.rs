@@ -1,0 +1,961 @@
+//! Mixture-of-experts token dispatch and combine across PEs, over NVLink, with the per-expert
+//! counts exchanged on the GPU (no host round trip inside a call).
+//!
+//! Every PE holds `tokens` rows of `hidden` `bf16` activations and a top-k routing: for each
+//! token, `k` expert ids out of `n_pes * experts_per_pe` (expert `g` lives on PE
+//! `g / experts_per_pe`) and their weights. [`MoeDispatcher::dispatch`] sends each token *once*
+//! to each PE that holds any of its experts (as DeepEP does: not once per expert) and leaves
+//! there, grouped by source PE in token order, the rows, where they came from, which local
+//! experts each is for with what weight, and for each local expert the list of its rows.
+//! The experts run on those (a grouped GEMM over each expert's rows) and write one output row
+//! per (row, local expert) *pair*, in the expert-grouped order of [`MoeDispatcher::expert_rows`].
+//! [`MoeDispatcher::combine`] reduces each row's pairs with their weights on the expert's PE,
+//! sends one partial row back per (token, PE) and sums the partials on the token's PE: f32
+//! accumulation, `bf16` out.
+//!
+//! ```no_run
+//! use pgas::ops::moe::{MoeConfig, MoeDispatcher};
+//! use pgas::prelude::*;
+//!
+//! # fn main() -> pgas::Result<()> {
+//! let pgas = pgas::init()?;
+//! let cfg = MoeConfig { max_tokens: 4096, hidden: 7168, top_k: 8, experts_per_pe: 8 };
+//! let mut moe = MoeDispatcher::new(&pgas, cfg)?;                     // collective
+//! # let (topk_idx, topk_weights) = (vec![0i32; 8], vec![1.0f32; 8]);
+//! let routing = moe.route(&topk_idx, &topk_weights)?;                 // collective, checked
+//! # let x = pgas.stream().alloc_zeros::<bf16>(7168)?;
+//! moe.dispatch(&x, &routing)?;                                        // on pgas.stream()
+//! let counts = moe.recv_counts()?;                                    // host: waits for it
+//! # let expert_out = pgas.stream().alloc_zeros::<bf16>(counts.pairs.max(1) * 7168)?;
+//! // ... experts: expert e reads rows expert_rows()[expert_offsets[e]..expert_offsets[e + 1]]
+//! //     of recv_x() and writes pair j's output at row j of expert_out ...
+//! # let mut out = pgas.stream().alloc_zeros::<bf16>(7168)?;
+//! moe.combine(&expert_out, &routing, &mut out)?;                      // out[t] = sum w * y
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Bad input
+//! [`MoeDispatcher::new`] and [`MoeDispatcher::route`] are collective and compare what every PE
+//! passed (a small `fcollect` and a host wait), so sizes that differ between PEs, expert ids out
+//! of range or repeated within a token, and a heap too small for the buffers are the same `Err`
+//! on every PE, before any kernel is launched. [`MoeDispatcher::dispatch`] and
+//! [`MoeDispatcher::combine`] launch without a host round trip: they check their local buffers
+//! against the routing (an `Err` on the calling PE only, as a length error in NCCL is the
+//! caller's contract: every PE must make the same calls).
+//!
+//! The kernels and their synchronization are in [`kernels`]; what they compute, on the host,
+//! in [`mod@reference`].
+
+pub mod kernels;
+pub mod reference;
+
+use cudarc::driver::{CudaSlice, CudaStream};
+use pgas_runtime::kernel::Variant;
+use pgas_runtime::launch::{KernelArgs, Prewarm};
+
+use crate::{bf16, Error, LaunchConfig, Pgas, Result, SymTensor, Team};
+
+use kernels::{DATA_THREADS, LAYOUT_THREADS, SYNC_WORDS};
+
+/// Most blocks of a dispatch or combine grid (also capped at the GPU's SM count).
+pub const MAX_BLOCKS: usize = 132;
+
+/// Most experts a token is routed to (one lane of a warp writes each slot's metadata).
+pub const MAX_TOP_K: usize = 32;
+
+/// Most experts in all (`n_pes * experts_per_pe`): one layout block counts each.
+pub const MAX_EXPERTS: usize = 4096;
+
+/// The sizes a [`MoeDispatcher`] is built for; the same on every PE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MoeConfig {
+    /// Most tokens a PE routes in one call (each call may route fewer; PEs may differ).
+    pub max_tokens: usize,
+    /// Elements of a token row (`bf16`); a multiple of 8 (rows move as 16-byte vectors).
+    pub hidden: usize,
+    /// Experts per token (1 to [`MAX_TOP_K`]).
+    pub top_k: usize,
+    /// Experts on each PE.
+    pub experts_per_pe: usize,
+}
+
+impl MoeConfig {
+    /// Rows a PE can receive in one call, the worst case: every token of every PE comes here.
+    pub fn max_recv_rows(&self, n_pes: usize) -> usize {
+        n_pes * self.max_tokens
+    }
+
+    /// (row, local expert) pairs a PE can receive in one call, the worst case: each received
+    /// row is for `min(top_k, experts_per_pe)` experts here.
+    pub fn max_pairs(&self, n_pes: usize) -> usize {
+        self.max_recv_rows(n_pes) * self.top_k.min(self.experts_per_pe)
+    }
+
+    /// Bytes of symmetric heap a dispatcher of these sizes allocates on each PE (receive rows
+    /// and combine rows, `2 * n_pes * max_tokens * hidden * 2` bytes, dominate), with 4 KiB
+    /// per buffer for NVSHMEM's alignment; pass at least this much more than the rest of the
+    /// program needs to [`crate::PgasBuilder::heap_size`].
+    pub fn symmetric_bytes(&self, n_pes: usize) -> usize {
+        let rows = self.max_recv_rows(n_pes);
+        let w = n_pes + n_pes * self.experts_per_pe;
+        let parts = [
+            rows * self.hidden * 2,                    // recv_x
+            n_pes * self.max_tokens * self.hidden * 2, // comb
+            rows * 2 * 4,                              // recv_src
+            rows * self.top_k * 4 * 3,                 // recv_idx, recv_w, row_pairs
+            self.max_pairs(n_pes) * 4,                 // expert_rows
+            n_pes * w * 4,                             // counts
+            info_len(n_pes, self.experts_per_pe) * 4,  // info
+            SYNC_WORDS * 8,                            // sync
+            3 * n_pes * 8,                             // sigs
+            AGREE_WORDS * 8 * (n_pes + 1),             // agreement
+        ];
+        parts
+            .iter()
+            .map(|b| b.next_multiple_of(4096))
+            .sum::<usize>()
+    }
+
+    /// The first thing wrong with these sizes on `n_pes` PEs, if any.
+    fn problem(&self, n_pes: usize) -> Option<(&'static str, String)> {
+        let e = n_pes.saturating_mul(self.experts_per_pe);
+        if self.max_tokens == 0 {
+            Some(("max_tokens", "must be at least 1".into()))
+        } else if self.hidden == 0 || !self.hidden.is_multiple_of(8) {
+            Some((
+                "hidden",
+                "must be a positive multiple of 8 (rows move as 16-byte vectors of 8 bf16)".into(),
+            ))
+        } else if self.top_k == 0 || self.top_k > MAX_TOP_K {
+            Some(("top_k", format!("must be 1 to {MAX_TOP_K}")))
+        } else if self.experts_per_pe == 0 || e > MAX_EXPERTS {
+            Some((
+                "experts_per_pe",
+                format!("must be at least 1, and n_pes * experts_per_pe at most {MAX_EXPERTS}"),
+            ))
+        } else if self.max_pairs(n_pes) > i32::MAX as usize
+            || self
+                .max_recv_rows(n_pes)
+                .checked_mul(self.hidden)
+                .is_none_or(|x| x > isize::MAX as usize / 2)
+        {
+            Some((
+                "max_tokens",
+                "too large: row and pair numbers are 32-bit on the GPU".into(),
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// Elements of `info` (see [`kernels`]): counts row, send offsets, send pair bases, receive
+/// offsets, expert offsets.
+fn info_len(n: usize, el: usize) -> usize {
+    let e = n * el;
+    (n + e) + n + e + (n + 1) + (el + 1)
+}
+
+/// Words of one PE's entry in an agreement (config fields, or a routing verdict).
+const AGREE_WORDS: usize = 8;
+
+/// One PE's top-k routing for one call, checked against every PE's by
+/// [`MoeDispatcher::route`] and kept on the GPU.
+pub struct Routing {
+    tokens: usize,
+    idx: CudaSlice<i32>,
+    weights: CudaSlice<f32>,
+    /// Which `route` call made it: combine must use the routing of the last dispatch.
+    id: u64,
+}
+
+impl std::fmt::Debug for Routing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Routing")
+            .field("tokens", &self.tokens)
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl Routing {
+    /// Tokens routed on this PE.
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+}
+
+/// What arrived on this PE in the last dispatch ([`MoeDispatcher::recv_counts`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecvCounts {
+    /// Rows from each source PE (they sit in PE order from row 0 of
+    /// [`MoeDispatcher::recv_x`]).
+    pub rows_from: Vec<usize>,
+    /// Rows received in all.
+    pub rows: usize,
+    /// Pairs of each local expert.
+    pub per_expert: Vec<usize>,
+    /// Where each local expert's pairs start in [`MoeDispatcher::expert_rows`] (and in the
+    /// combine input), `experts_per_pe + 1` entries; the last is [`RecvCounts::pairs`].
+    pub expert_offsets: Vec<usize>,
+    /// Pairs received in all: the rows of combine's input.
+    pub pairs: usize,
+}
+
+/// MoE dispatch and combine over all PEs, with the symmetric buffers for the sizes of a
+/// [`MoeConfig`]. Create it once (collectively), route each batch with
+/// [`MoeDispatcher::route`], then [`MoeDispatcher::dispatch`] and [`MoeDispatcher::combine`].
+/// Calls are ordered on the host (`&mut self`) and every PE makes the same calls in the same
+/// order; the buffers are per call, so the results of a dispatch are valid until the next.
+///
+/// Peers must be load/store reachable (NVLink or PCIe peer access): rows move by peer stores.
+pub struct MoeDispatcher {
+    pgas: Pgas,
+    cfg: MoeConfig,
+    n: usize,
+    me: usize,
+    blocks: u32,
+    variant: Variant,
+    /// The kernels' comptime values: `n_pes`, `top_k` (the reduce kernel takes the first).
+    comptime: [i128; 2],
+    recv_x: SymTensor<bf16>,
+    recv_src: SymTensor<i32>,
+    recv_idx: SymTensor<i32>,
+    recv_w: SymTensor<f32>,
+    row_pairs: SymTensor<i32>,
+    expert_rows: SymTensor<i32>,
+    comb: SymTensor<bf16>,
+    counts: SymTensor<i32>,
+    info: SymTensor<i32>,
+    sync: SymTensor<u64>,
+    sigs: SymTensor<u64>,
+    agree_mine: SymTensor<u64>,
+    agree_all: SymTensor<u64>,
+    tok_rank: CudaSlice<i32>,
+    tok_erank: CudaSlice<i32>,
+    routes: u64,
+    /// The routing of the last dispatch (its id and tokens).
+    dispatched: Option<(u64, usize)>,
+    /// The last dispatch's counts, once read on the host.
+    known: Option<RecvCounts>,
+    /// Whether the last dispatch was combined already (a second combine could overwrite the
+    /// combine rows a peer still reads: only the next dispatch orders them).
+    combined: bool,
+}
+
+impl std::fmt::Debug for MoeDispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MoeDispatcher")
+            .field("cfg", &self.cfg)
+            .field("n", &self.n)
+            .field("blocks", &self.blocks)
+            .finish()
+    }
+}
+
+impl MoeDispatcher {
+    /// A dispatcher for `cfg` over all PEs. Collective: every PE calls it with the same `cfg`.
+    ///
+    /// # Errors
+    /// The same on every PE, before anything is allocated beyond a few words: `cfg` differs
+    /// between PEs (each field that differs, with every PE's value); a size out of range
+    /// ([`MoeConfig`]'s fields); a symmetric heap smaller than
+    /// [`MoeConfig::symmetric_bytes`] ([`Error::HeapExhausted`]); then, after allocating, a
+    /// peer that is not load/store reachable from some PE.
+    pub fn new(pgas: &Pgas, cfg: MoeConfig) -> Result<MoeDispatcher> {
+        let (n, me) = (pgas.n_pes(), pgas.my_pe());
+        let sms = pgas
+            .cuda()
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(|source| Error::Cuda {
+                context: "reading the GPU's SM count",
+                source,
+            })?;
+        let mut agree_mine = pgas.alloc::<u64>(AGREE_WORDS)?;
+        let agree_all = pgas.alloc::<u64>(AGREE_WORDS * n)?;
+        let fields = [
+            cfg.max_tokens as u64,
+            cfg.hidden as u64,
+            cfg.top_k as u64,
+            cfg.experts_per_pe as u64,
+            MAX_BLOCKS.min(sms.max(1) as usize) as u64,
+        ];
+        let all = gather(pgas, &mut agree_mine, &agree_all, &fields)?;
+        config_agreement(&all, n)?;
+        // The grid must be the same on every PE (each waits for `blocks` signals per peer).
+        let blocks = all.iter().map(|r| r[4]).min().unwrap_or(1) as u32;
+        if let Some((name, reason)) = cfg.problem(n) {
+            return Err(Error::InvalidConfig {
+                name,
+                value: format!("{cfg:?} on {n} PE(s)"),
+                reason,
+            });
+        }
+        let need = cfg.symmetric_bytes(n);
+        if need > pgas.heap_size() {
+            return Err(Error::HeapExhausted {
+                requested: need,
+                heap: pgas.heap_size(),
+                in_use: " (all of a MoeDispatcher's buffers for these sizes, MoeConfig::symmetric_bytes; the \
+                         rest of the program needs its own share on top)",
+            });
+        }
+        let rows = cfg.max_recv_rows(n);
+        let k = cfg.top_k;
+        let el = cfg.experts_per_pe;
+        let recv_x = pgas.alloc::<bf16>(rows * cfg.hidden)?;
+        let comb = pgas.alloc::<bf16>(n * cfg.max_tokens * cfg.hidden)?;
+        let recv_src = pgas.alloc::<i32>(rows * 2)?;
+        let recv_idx = pgas.alloc::<i32>(rows * k)?;
+        let recv_w = pgas.alloc::<f32>(rows * k)?;
+        let row_pairs = pgas.alloc::<i32>(rows * k)?;
+        let expert_rows = pgas.alloc::<i32>(cfg.max_pairs(n))?;
+        let counts = pgas.alloc::<i32>(n * (n + n * el))?;
+        let info = pgas.alloc::<i32>(info_len(n, el))?;
+        let sync = pgas.alloc::<u64>(SYNC_WORDS)?;
+        let sigs = pgas.alloc::<u64>(3 * n)?;
+        let stream = pgas.stream();
+        let tok_rank = stream
+            .alloc_zeros::<i32>(cfg.max_tokens * n)
+            .map_err(cuda("allocating the MoE layout"))?;
+        let tok_erank = stream
+            .alloc_zeros::<i32>(cfg.max_tokens * k)
+            .map_err(cuda("allocating the MoE layout"))?;
+        let mut reachable = 1u64;
+        for pe in 0..n {
+            reachable &= u64::from(pgas.peer_reachable(&recv_x, pe)?);
+        }
+        let all = gather(pgas, &mut agree_mine, &agree_all, &[reachable])?;
+        if let Some(pe) = all.iter().position(|r| r[0] == 0) {
+            return Err(Error::InvalidConfig {
+                name: "MoE dispatcher",
+                value: format!("{n} PEs"),
+                reason: format!(
+                    "PE {pe} cannot reach every other PE's memory with loads and stores (no NVLink \
+                     or peer access), and MoE dispatch moves rows by peer stores. Fix: run on GPUs \
+                     joined by NVLink (or with peer access)"
+                ),
+            });
+        }
+        pgas.barrier_all()?;
+        Ok(MoeDispatcher {
+            pgas: pgas.clone(),
+            cfg,
+            n,
+            me,
+            blocks,
+            variant: Variant::Plain,
+            comptime: [n as i128, k as i128],
+            recv_x,
+            recv_src,
+            recv_idx,
+            recv_w,
+            row_pairs,
+            expert_rows,
+            comb,
+            counts,
+            info,
+            sync,
+            sigs,
+            agree_mine,
+            agree_all,
+            tok_rank,
+            tok_erank,
+            routes: 0,
+            dispatched: None,
+            known: None,
+            combined: false,
+        })
+    }
+
+    /// The sizes it was built for.
+    pub fn config(&self) -> MoeConfig {
+        self.cfg
+    }
+
+    /// Blocks of its dispatch and combine grids (the smallest SM count of the PEs, at most
+    /// [`MAX_BLOCKS`]).
+    pub fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// Compiles (or loads from the disk cache) the kernels of this dispatcher's sizes, so that
+    /// no call compiles (and a graph capture can include them).
+    pub fn prewarm(&self) -> Result<()> {
+        pgas_runtime::launch::prewarm(&self.pgas, &prewarm_list(&self.comptime))
+    }
+
+    /// Runs the kernels' checked variant (every index and PE checked, a violation traps with
+    /// the Rust line) instead of the plain one: for debugging. Every PE must choose the same.
+    pub fn set_checked(&mut self, checked: bool) {
+        self.variant = if checked {
+            Variant::Checked
+        } else {
+            Variant::Plain
+        };
+    }
+
+    /// Checks this PE's routing against the sizes and gathers every PE's verdict, then copies
+    /// it to the GPU. `topk_idx` holds `top_k` expert ids per token (`tokens * top_k` in all,
+    /// `tokens <= max_tokens`; `-1` marks an unused slot, as in DeepEP), `topk_weights` their
+    /// weights. Collective: every PE calls it (each with its own routing and token count).
+    ///
+    /// # Errors
+    /// On every PE when any PE's routing is bad: lengths that are not `tokens * top_k` or
+    /// differ between ids and weights, more than `max_tokens` tokens, an expert id outside
+    /// `-1..n_pes * experts_per_pe`, the same expert twice for one token, a weight that is not
+    /// finite. The message names the PE, the token and the slot.
+    pub fn route(&mut self, topk_idx: &[i32], topk_weights: &[f32]) -> Result<Routing> {
+        let verdict = check_routing(&self.cfg, self.n, topk_idx, topk_weights);
+        let mine = match &verdict {
+            Ok(()) => [0u64; 1],
+            Err(_) => [1u64],
+        };
+        let all = gather(&self.pgas, &mut self.agree_mine, &self.agree_all, &mine)?;
+        verdict.map_err(|reason| Error::InvalidConfig {
+            name: "MoE routing",
+            value: format!("PE {}", self.me),
+            reason,
+        })?;
+        if let Some(pe) = all.iter().position(|r| r[0] != 0) {
+            return Err(Error::InvalidConfig {
+                name: "MoE routing",
+                value: format!("PE {pe}"),
+                reason: format!(
+                    "PE {pe}'s routing was rejected (its error says why), so no PE dispatches it"
+                ),
+            });
+        }
+        let tokens = topk_idx.len() / self.cfg.top_k;
+        let stream = self.pgas.stream();
+        // One element at least: cudarc allocates no empty buffers.
+        let pad = |v: &[i32]| if v.is_empty() { vec![-1] } else { v.to_vec() };
+        let idx = stream
+            .clone_htod(&pad(topk_idx))
+            .map_err(cuda("copying the MoE routing"))?;
+        let weights = if topk_weights.is_empty() {
+            stream.clone_htod(&[0.0f32])
+        } else {
+            stream.clone_htod(topk_weights)
+        }
+        .map_err(cuda("copying the MoE routing"))?;
+        self.routes += 1;
+        Ok(Routing {
+            tokens,
+            idx,
+            weights,
+            id: self.routes,
+        })
+    }
+
+    /// [`MoeDispatcher::dispatch_on`] on the context's stream.
+    pub fn dispatch(&mut self, x: &CudaSlice<bf16>, routing: &Routing) -> Result<()> {
+        let stream = self.pgas.stream().clone();
+        self.dispatch_on(&stream, x, routing)
+    }
+
+    /// Sends this PE's `routing.tokens()` rows of `x` (`hidden` `bf16` each) to the PEs of their
+    /// experts, on `stream` (not waited for on the host; no host round trip inside, so it can
+    /// be captured into a CUDA graph once its kernels are compiled: [`MoeDispatcher::prewarm`]). When it
+    /// completes on a PE, everything bound there has arrived: [`MoeDispatcher::recv_x`] and the
+    /// other receive buffers hold this call's rows.
+    ///
+    /// # Errors
+    /// On this PE only, before launching: `x` shorter than `tokens * hidden`.
+    pub fn dispatch_on(
+        &mut self,
+        stream: &CudaStream,
+        x: &CudaSlice<bf16>,
+        routing: &Routing,
+    ) -> Result<()> {
+        let (h, t) = (self.cfg.hidden, routing.tokens);
+        if x.len() < t * h {
+            return Err(Error::LengthMismatch {
+                what: "the MoE dispatch input (tokens * hidden elements at least)",
+                got: x.len(),
+                expected: t * h,
+            });
+        }
+        let (n, me, el) = (
+            self.n as u32,
+            self.me as u32,
+            self.cfg.experts_per_pe as u32,
+        );
+        let mut args = KernelArgs::new();
+        args.push_local(&routing.idx)
+            .push_local_mut(&mut self.tok_rank)
+            .push_local_mut(&mut self.tok_erank)
+            .push_sym_mut(&mut self.info)
+            .push_sym_mut(&mut self.counts)
+            .push_sym_mut(&mut self.sync)
+            .push_sym_mut(&mut self.sigs)
+            .push_scalar(me)
+            .push_scalar(t as u32)
+            .push_scalar(el);
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            &kernels::moe_layout::SPEC,
+            self.variant,
+            &self.comptime,
+            LaunchConfig::blocks(n + n * el, LAYOUT_THREADS),
+            Some(stream),
+            &mut args,
+        )?;
+        let mut args = KernelArgs::new();
+        args.push_local(x)
+            .push_local(&routing.idx)
+            .push_local(&routing.weights)
+            .push_local(&self.tok_rank)
+            .push_local(&self.tok_erank)
+            .push_sym(&self.info)
+            .push_sym_mut(&mut self.recv_x)
+            .push_sym_mut(&mut self.recv_src)
+            .push_sym_mut(&mut self.recv_idx)
+            .push_sym_mut(&mut self.recv_w)
+            .push_sym_mut(&mut self.row_pairs)
+            .push_sym_mut(&mut self.expert_rows)
+            .push_sym_mut(&mut self.sync)
+            .push_sym_mut(&mut self.sigs)
+            .push_scalar(me)
+            .push_scalar(t as u32)
+            .push_scalar(el)
+            .push_scalar(h as u32);
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            &kernels::moe_dispatch::SPEC,
+            self.variant,
+            &self.comptime,
+            LaunchConfig::blocks(self.blocks, DATA_THREADS),
+            Some(stream),
+            &mut args,
+        )?;
+        self.dispatched = Some((routing.id, t));
+        self.known = None;
+        self.combined = false;
+        Ok(())
+    }
+
+    /// What the last dispatch brought here, read on the host: waits for the GPU (every stream
+    /// of the context) first. Combine then checks its input against the exact pair count
+    /// instead of the worst case.
+    pub fn recv_counts(&mut self) -> Result<RecvCounts> {
+        if self.dispatched.is_none() {
+            return Err(no_dispatch("read the receive counts"));
+        }
+        self.pgas
+            .cuda()
+            .synchronize()
+            .map_err(cuda("waiting for the MoE dispatch"))?;
+        let info = self.info.to_vec()?;
+        let (n, el) = (self.n, self.cfg.experts_per_pe);
+        let roff = (n + n * el) + n + n * el;
+        let eoff = roff + n + 1;
+        let at = |i: usize| info[i].max(0) as usize;
+        let rows_from: Vec<usize> = (0..n).map(|s| at(roff + s + 1) - at(roff + s)).collect();
+        let expert_offsets: Vec<usize> = (0..=el).map(|e| at(eoff + e)).collect();
+        let counts = RecvCounts {
+            rows: at(roff + n),
+            rows_from,
+            per_expert: expert_offsets.windows(2).map(|w| w[1] - w[0]).collect(),
+            pairs: at(eoff + el),
+            expert_offsets,
+        };
+        self.known = Some(counts.clone());
+        Ok(counts)
+    }
+
+    /// Received rows, `hidden` elements each, grouped by source PE (PE 0's first) and in each
+    /// source's token order: rows `0..rows` of [`RecvCounts`] hold this call's. Capacity
+    /// [`MoeConfig::max_recv_rows`].
+    pub fn recv_x(&self) -> &SymTensor<bf16> {
+        &self.recv_x
+    }
+
+    /// Per received row, its source PE and the token's number there (`2 * row`, `2 * row + 1`).
+    pub fn recv_src(&self) -> &SymTensor<i32> {
+        &self.recv_src
+    }
+
+    /// Per received row, `top_k` slots (`row * top_k + j`: slot `j` of the source's routing):
+    /// the local expert of that slot when it is on this PE, else `-1`.
+    pub fn recv_topk_idx(&self) -> &SymTensor<i32> {
+        &self.recv_idx
+    }
+
+    /// Per received row, the weight of each slot (0 where [`MoeDispatcher::recv_topk_idx`] is
+    /// `-1`).
+    pub fn recv_topk_weights(&self) -> &SymTensor<f32> {
+        &self.recv_w
+    }
+
+    /// The pairs, grouped by local expert (expert `e`'s at `expert_offsets[e]..[e + 1]` of
+    /// [`RecvCounts`]) and in row order within each: the received row each pair is for. Pair
+    /// `j`'s expert output is row `j` of combine's input.
+    pub fn expert_rows(&self) -> &SymTensor<i32> {
+        &self.expert_rows
+    }
+
+    /// [`MoeDispatcher::combine_on`] on the context's stream.
+    pub fn combine(
+        &mut self,
+        expert_out: &CudaSlice<bf16>,
+        routing: &Routing,
+        out: &mut CudaSlice<bf16>,
+    ) -> Result<()> {
+        let stream = self.pgas.stream().clone();
+        self.combine_on(&stream, expert_out, routing, out)
+    }
+
+    /// Combine after the last dispatch, on `stream`: `expert_out` holds one row of `hidden`
+    /// per pair received here, in [`MoeDispatcher::expert_rows`] order; this PE reduces each
+    /// received row's pairs with their weights (f32), sends the `bf16` partial row back to the
+    /// token's PE, and each PE sums its tokens' partials (f32, in PE order) into `out`
+    /// (`tokens * hidden`, `bf16`; zeros for a token routed nowhere). So
+    /// `out[t] = sum over t's experts g of weight_g * expert_out[pair of (t, g)]`, with one
+    /// `bf16` rounding per PE's partial and one at the end. Not waited for on the host.
+    ///
+    /// # Errors
+    /// On this PE only, before launching: no dispatch yet, `routing` is not the last
+    /// dispatch's, or the last dispatch was combined already (once per dispatch); `out` shorter than `tokens * hidden`; `expert_out` shorter than
+    /// `pairs * hidden`, where `pairs` is [`RecvCounts::pairs`] when
+    /// [`MoeDispatcher::recv_counts`] was read after the last dispatch, else the worst case
+    /// [`MoeConfig::max_pairs`].
+    pub fn combine_on(
+        &mut self,
+        stream: &CudaStream,
+        expert_out: &CudaSlice<bf16>,
+        routing: &Routing,
+        out: &mut CudaSlice<bf16>,
+    ) -> Result<()> {
+        let Some((id, tokens)) = self.dispatched else {
+            return Err(no_dispatch("combine"));
+        };
+        if id != routing.id {
+            return Err(Error::InvalidConfig {
+                name: "MoE combine routing",
+                value: format!("{routing:?}"),
+                reason: "combine reverses the last dispatch, which used another routing. Fix: \
+                         pass the routing of the last dispatch"
+                    .into(),
+            });
+        }
+        if self.combined {
+            return Err(Error::InvalidConfig {
+                name: "MoE combine",
+                value: "a second combine of one dispatch".into(),
+                reason: "combine runs once per dispatch: peers may still read the combine rows \
+                         of the first, and only the next dispatch's count exchange orders a new \
+                         combine after them. Fix: dispatch again before combining again"
+                    .into(),
+            });
+        }
+        let h = self.cfg.hidden;
+        let pairs = match &self.known {
+            Some(c) => c.pairs,
+            None => self.cfg.max_pairs(self.n),
+        };
+        if expert_out.len() < pairs * h {
+            return Err(Error::LengthMismatch {
+                what: "the MoE combine input (pairs * hidden elements at least: the pairs of \
+                       recv_counts() when read after the dispatch, else MoeConfig::max_pairs)",
+                got: expert_out.len(),
+                expected: pairs * h,
+            });
+        }
+        if out.len() < tokens * h {
+            return Err(Error::LengthMismatch {
+                what: "the MoE combine output (tokens * hidden elements at least)",
+                got: out.len(),
+                expected: tokens * h,
+            });
+        }
+        let (me, el) = (self.me as u32, self.cfg.experts_per_pe as u32);
+        let mut args = KernelArgs::new();
+        args.push_local(expert_out)
+            .push_sym(&self.info)
+            .push_sym(&self.recv_src)
+            .push_sym(&self.recv_w)
+            .push_sym(&self.row_pairs)
+            .push_sym_mut(&mut self.comb)
+            .push_sym_mut(&mut self.sigs)
+            .push_scalar(me)
+            .push_scalar(el)
+            .push_scalar(h as u32)
+            .push_scalar(self.cfg.max_tokens as u32);
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            &kernels::moe_combine_send::SPEC,
+            self.variant,
+            &self.comptime,
+            LaunchConfig::blocks(self.blocks, DATA_THREADS),
+            Some(stream),
+            &mut args,
+        )?;
+        let mut args = KernelArgs::new();
+        args.push_local(&self.tok_rank)
+            .push_sym(&self.comb)
+            .push_local_mut(out)
+            .push_sym_mut(&mut self.sync)
+            .push_sym_mut(&mut self.sigs)
+            .push_scalar(tokens as u32)
+            .push_scalar(h as u32)
+            .push_scalar(self.cfg.max_tokens as u32)
+            .push_scalar(self.blocks);
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            &kernels::moe_combine_reduce::SPEC,
+            self.variant,
+            &self.comptime[..1],
+            LaunchConfig::blocks(self.blocks, DATA_THREADS),
+            Some(stream),
+            &mut args,
+        )?;
+        self.combined = true;
+        Ok(())
+    }
+}
+
+/// Wraps a CUDA driver error with what the dispatcher was doing.
+fn cuda(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+    move |source| Error::Cuda { context, source }
+}
+
+/// The error of a call that needs a dispatch before it.
+fn no_dispatch(what: &str) -> Error {
+    Error::InvalidConfig {
+        name: "MoE dispatcher",
+        value: "no dispatch yet".into(),
+        reason: format!("cannot {what} before a dispatch. Fix: call dispatch first"),
+    }
+}
+
+/// Every PE's `words` (the same count on each), gathered on every PE through the dispatcher's
+/// agreement buffers: an `fcollect` on the pgas stream, then a host wait. Collective.
+fn gather(
+    pgas: &Pgas,
+    mine: &mut SymTensor<u64>,
+    all: &SymTensor<u64>,
+    words: &[u64],
+) -> Result<Vec<[u64; AGREE_WORDS]>> {
+    let mut row = [0u64; AGREE_WORDS];
+    row[..words.len()].copy_from_slice(words);
+    mine.copy_from(&row)?;
+    pgas.fcollect(Team::WORLD, all, mine)?;
+    let flat = all.to_vec()?;
+    Ok(flat
+        .chunks(AGREE_WORDS)
+        .map(|c| {
+            let mut r = [0u64; AGREE_WORDS];
+            r.copy_from_slice(c);
+            r
+        })
+        .collect())
+}
+
+/// The error when the PEs' configurations (rows of [`MoeDispatcher::new`]'s fields) differ,
+/// naming each field that differs with every PE's value.
+fn config_agreement(all: &[[u64; AGREE_WORDS]], n: usize) -> Result<()> {
+    const NAMES: [&str; 4] = ["max_tokens", "hidden", "top_k", "experts_per_pe"];
+    let differ: Vec<String> = NAMES
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| all.iter().any(|r| r[*i] != all[0][*i]))
+        .map(|(i, name)| {
+            let per_pe: Vec<String> = (0..n).map(|pe| format!("PE {pe} {}", all[pe][i])).collect();
+            format!("{name}: {}", per_pe.join(", "))
+        })
+        .collect();
+    if differ.is_empty() {
+        return Ok(());
+    }
+    Err(Error::InvalidConfig {
+        name: "MoeConfig",
+        value: differ.join("; "),
+        reason: "the PEs passed different sizes to MoeDispatcher::new (nothing was launched on \
+                 any PE). Fix: build it with the same MoeConfig on every PE"
+            .into(),
+    })
+}
+
+/// The first thing wrong with one PE's routing, as a sentence.
+fn check_routing(
+    cfg: &MoeConfig,
+    n: usize,
+    idx: &[i32],
+    weights: &[f32],
+) -> std::result::Result<(), String> {
+    let k = cfg.top_k;
+    let experts = (n * cfg.experts_per_pe) as i32;
+    if idx.len() != weights.len() {
+        return Err(format!(
+            "topk_idx has {} entries and topk_weights {}: they must match (tokens * top_k)",
+            idx.len(),
+            weights.len()
+        ));
+    }
+    if !idx.len().is_multiple_of(k) {
+        return Err(format!(
+            "topk_idx has {} entries, not a multiple of top_k = {k}",
+            idx.len()
+        ));
+    }
+    let tokens = idx.len() / k;
+    if tokens > cfg.max_tokens {
+        return Err(format!(
+            "{tokens} tokens, more than the dispatcher's max_tokens = {}",
+            cfg.max_tokens
+        ));
+    }
+    for t in 0..tokens {
+        let ids = &idx[t * k..(t + 1) * k];
+        for (j, &id) in ids.iter().enumerate() {
+            if id < -1 || id >= experts {
+                return Err(format!(
+                    "token {t} slot {j}: expert id {id} is out of range: ids are 0..{experts} \
+                     ({n} PEs x {} experts), or -1 for an unused slot",
+                    cfg.experts_per_pe
+                ));
+            }
+            if id >= 0 && ids[..j].contains(&id) {
+                return Err(format!(
+                    "token {t} slot {j}: expert {id} is already slot {} of the token: a token \
+                     goes to each expert at most once",
+                    ids.iter().position(|&x| x == id).unwrap_or(0)
+                ));
+            }
+            if !weights[t * k + j].is_finite() {
+                return Err(format!(
+                    "token {t} slot {j}: weight {} is not finite",
+                    weights[t * k + j]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every specialization a dispatcher over `comptime = [n_pes, top_k]` launches (plain
+/// variant), for [`pgas_runtime::launch::prewarm`]: the kernels are specialized for the number
+/// of PEs and for `top_k`, so that their loops over PEs and slots unroll.
+pub fn prewarm_list(comptime: &[i128; 2]) -> Vec<Prewarm<'_>> {
+    vec![
+        Prewarm {
+            spec: &kernels::moe_layout::SPEC,
+            variant: Variant::Plain,
+            comptime,
+        },
+        Prewarm {
+            spec: &kernels::moe_dispatch::SPEC,
+            variant: Variant::Plain,
+            comptime,
+        },
+        Prewarm {
+            spec: &kernels::moe_combine_send::SPEC,
+            variant: Variant::Plain,
+            comptime,
+        },
+        Prewarm {
+            spec: &kernels::moe_combine_reduce::SPEC,
+            variant: Variant::Plain,
+            comptime: &comptime[..1],
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> MoeConfig {
+        MoeConfig {
+            max_tokens: 4,
+            hidden: 16,
+            top_k: 2,
+            experts_per_pe: 3,
+        }
+    }
+
+    #[test]
+    fn routing_errors_name_the_token_and_slot() {
+        let c = cfg();
+        assert_eq!(check_routing(&c, 2, &[0, 5, -1, 2], &[1.0; 4]), Ok(()));
+        let e = check_routing(&c, 2, &[0, 6], &[1.0; 2]).unwrap_err();
+        assert!(
+            e.contains("token 0 slot 1: expert id 6 is out of range: ids are 0..6"),
+            "{e}"
+        );
+        let e = check_routing(&c, 2, &[1, -2], &[1.0; 2]).unwrap_err();
+        assert!(e.contains("expert id -2"), "{e}");
+        let e = check_routing(&c, 2, &[0, 1, 3, 3], &[1.0; 4]).unwrap_err();
+        assert!(
+            e.contains("token 1 slot 1: expert 3 is already slot 0"),
+            "{e}"
+        );
+        let e = check_routing(&c, 2, &[0, 1, 2], &[1.0; 3]).unwrap_err();
+        assert!(e.contains("not a multiple of top_k = 2"), "{e}");
+        let e = check_routing(&c, 2, &[0, 1], &[1.0]).unwrap_err();
+        assert!(e.contains("must match"), "{e}");
+        let e = check_routing(&c, 2, &[0; 10].map(|_| -1), &[1.0; 10]).unwrap_err();
+        assert!(
+            e.contains("5 tokens, more than the dispatcher's max_tokens = 4"),
+            "{e}"
+        );
+        let e = check_routing(&c, 2, &[0, 1], &[1.0, f32::NAN]).unwrap_err();
+        assert!(e.contains("weight NaN is not finite"), "{e}");
+    }
+
+    #[test]
+    fn bad_sizes_are_named() {
+        let ok = cfg();
+        assert_eq!(ok.problem(2), None);
+        let bad = |f: fn(&mut MoeConfig)| {
+            let mut c = ok;
+            f(&mut c);
+            c.problem(2).map(|p| p.0)
+        };
+        assert_eq!(bad(|c| c.hidden = 12), Some("hidden"));
+        assert_eq!(bad(|c| c.hidden = 0), Some("hidden"));
+        assert_eq!(bad(|c| c.top_k = 0), Some("top_k"));
+        assert_eq!(bad(|c| c.top_k = 33), Some("top_k"));
+        assert_eq!(bad(|c| c.experts_per_pe = 0), Some("experts_per_pe"));
+        assert_eq!(bad(|c| c.experts_per_pe = 4000), Some("experts_per_pe"));
+        assert_eq!(bad(|c| c.max_tokens = 0), Some("max_tokens"));
+        assert_eq!(bad(|c| c.max_tokens = 1 << 30), Some("max_tokens"));
+    }
+
+    #[test]
+    fn sizes_of_the_deepseek_shape() {
+        let c = MoeConfig {
+            max_tokens: 4096,
+            hidden: 7168,
+            top_k: 8,
+            experts_per_pe: 8,
+        };
+        assert_eq!(c.max_recv_rows(2), 8192);
+        assert_eq!(c.max_pairs(2), 65536);
+        // Two 117 MB row buffers dominate.
+        let b = c.symmetric_bytes(2);
+        assert!(
+            b > 2 * 8192 * 7168 * 2 && b < 2 * 8192 * 7168 * 2 + (8 << 20),
+            "{b}"
+        );
+    }
+
+    #[test]
+    fn differing_configs_name_each_field_and_pe() {
+        let mut rows = vec![[0u64; AGREE_WORDS]; 2];
+        rows[0][..5].copy_from_slice(&[4, 16, 2, 3, 132]);
+        rows[1][..5].copy_from_slice(&[4, 16, 2, 3, 114]);
+        // The SM count may differ (the grid takes the smallest).
+        assert!(config_agreement(&rows, 2).is_ok());
+        rows[1][1] = 32;
+        let e = config_agreement(&rows, 2).unwrap_err().to_string();
+        assert!(
+            e.contains("hidden: PE 0 16, PE 1 32") && !e.contains("top_k") && e.contains("Fix:"),
+            "{e}"
+        );
+    }
+}

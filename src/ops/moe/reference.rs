@@ -1,0 +1,277 @@
+//! What [`MoeDispatcher`](super::MoeDispatcher) computes, on the host: the layout each PE
+//! receives from a dispatch and the output of a combine, for checking results (the example,
+//! the GPU tests and the benchmark compare the GPU's against these) and for reading as the
+//! definition. Slow and simple: plain loops over every PE's routing.
+
+use half::bf16;
+
+use super::MoeConfig;
+
+/// What one PE receives from a dispatch (the GPU's receive buffers, first `rows` rows).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// Source (PE, token) of each row: PE order, then token order.
+    pub src: Vec<(usize, usize)>,
+    /// `top_k` slots per row: local expert, or -1 when the slot's expert is elsewhere.
+    pub idx: Vec<i32>,
+    /// `top_k` weights per row (0 where `idx` is -1), as bits, so that rows compare exactly.
+    pub weight_bits: Vec<u32>,
+    /// For each row's slots, its pair (-1 where `idx` is -1).
+    pub row_pairs: Vec<i32>,
+    /// The row of each pair, grouped by local expert.
+    pub expert_rows: Vec<i32>,
+    /// Where each local expert's pairs start (`experts_per_pe + 1` entries).
+    pub expert_offsets: Vec<usize>,
+}
+
+/// The receive layout of every PE for the routings of all PEs (`idx[pe]` and `weights[pe]`:
+/// `top_k` entries per token, -1 for an unused slot, as [`MoeDispatcher::route`] accepts).
+///
+/// [`MoeDispatcher::route`]: super::MoeDispatcher::route
+pub fn dispatch(cfg: &MoeConfig, idx: &[&[i32]], weights: &[&[f32]]) -> Vec<Received> {
+    let n = idx.len();
+    let (k, el) = (cfg.top_k, cfg.experts_per_pe);
+    (0..n)
+        .map(|d| {
+            let mut r = Received {
+                src: Vec::new(),
+                idx: Vec::new(),
+                weight_bits: Vec::new(),
+                row_pairs: Vec::new(),
+                expert_rows: Vec::new(),
+                expert_offsets: Vec::new(),
+            };
+            // (local expert, row, slot) of every pair, in row order.
+            let mut pairs: Vec<(usize, usize, usize)> = Vec::new();
+            for (s, ids) in idx.iter().enumerate() {
+                for t in 0..ids.len() / k {
+                    let slots = &ids[t * k..(t + 1) * k];
+                    if !slots.iter().any(|&g| g >= 0 && g as usize / el == d) {
+                        continue;
+                    }
+                    let row = r.src.len();
+                    r.src.push((s, t));
+                    for (j, &g) in slots.iter().enumerate() {
+                        if g >= 0 && g as usize / el == d {
+                            r.idx.push((g as usize % el) as i32);
+                            r.weight_bits.push(weights[s][t * k + j].to_bits());
+                            pairs.push((g as usize % el, row, j));
+                        } else {
+                            r.idx.push(-1);
+                            r.weight_bits.push(0f32.to_bits());
+                        }
+                    }
+                }
+            }
+            // Stable: row order within each expert.
+            pairs.sort_by_key(|&(e, _, _)| e);
+            r.row_pairs = vec![-1; r.src.len() * k];
+            for (p, &(_, row, j)) in pairs.iter().enumerate() {
+                r.row_pairs[row * k + j] = p as i32;
+                r.expert_rows.push(row as i32);
+            }
+            r.expert_offsets = (0..=el)
+                .map(|e| pairs.iter().filter(|&&(x, _, _)| x < e).count())
+                .collect();
+            r
+        })
+        .collect()
+}
+
+/// The combine output of PE `me` (`tokens * hidden`), given every PE's [`Received`] layout
+/// and expert outputs (`expert_out(d, pair)`: the output row of `pair` on PE `d`, `hidden`
+/// elements), in the GPU's
+/// order of operations: on each expert's PE, `f32` fused multiply-adds over the row's slots in
+/// slot order, rounded to `bf16`; on the token's PE, the partials summed in `f32` in PE order,
+/// rounded to `bf16`. Zeros for a token routed nowhere.
+pub fn combine(
+    cfg: &MoeConfig,
+    me: usize,
+    tokens: usize,
+    received: &[Received],
+    expert_out: impl Fn(usize, usize) -> Vec<bf16>,
+) -> Vec<bf16> {
+    let (h, k) = (cfg.hidden, cfg.top_k);
+    let mut acc = vec![0f32; tokens * h];
+    let mut routed = vec![false; tokens];
+    // PE order: each destination adds its partial rows for this PE's tokens.
+    for (d, r) in received.iter().enumerate() {
+        for (row, &(s, t)) in r.src.iter().enumerate() {
+            if s != me {
+                continue;
+            }
+            routed[t] = true;
+            // The row's pairs in slot order, with their weights.
+            let ys: Vec<(f32, Vec<bf16>)> = (0..k)
+                .filter(|&j| r.row_pairs[row * k + j] >= 0)
+                .map(|j| {
+                    let w = f32::from_bits(r.weight_bits[row * k + j]);
+                    (w, expert_out(d, r.row_pairs[row * k + j] as usize))
+                })
+                .collect();
+            for c in 0..h {
+                let mut a = 0f32;
+                for (w, y) in &ys {
+                    a = w.mul_add(y[c].to_f32(), a);
+                }
+                acc[t * h + c] += bf16::from_f32(a).to_f32();
+            }
+        }
+    }
+    acc.iter()
+        .enumerate()
+        .map(|(i, &a)| {
+            if routed[i / h] {
+                bf16::from_f32(a)
+            } else {
+                bf16::ZERO
+            }
+        })
+        .collect()
+}
+
+/// A reproducible top-k routing of `tokens` tokens over `n_pes * experts_per_pe` experts (ids
+/// and weights, `top_k` per token), for tests and benchmarks. `skewed == false`: every expert
+/// equally likely, every slot used (as a trained gate's load balancing aims for). `skewed`:
+/// experts `g` with `g % 5 == 3` get no token at all, the others very unequal shares, every
+/// 17th token leaves its last slot unused (-1) and every 97th is routed nowhere. Weights in
+/// `[0.05, 1)`.
+pub fn sample_routing(
+    cfg: &MoeConfig,
+    n_pes: usize,
+    tokens: usize,
+    seed: u64,
+    skewed: bool,
+) -> (Vec<i32>, Vec<f32>) {
+    let k = cfg.top_k;
+    let experts = n_pes * cfg.experts_per_pe;
+    let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        // splitmix64
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let popularity: Vec<u64> = (0..experts)
+        .map(|g| match skewed {
+            false => 1,
+            true if g % 5 == 3 => 0,
+            true => (1 + (g as u64 * 7) % 11).pow(2),
+        })
+        .collect();
+    let total: u64 = popularity.iter().sum();
+    let live = popularity.iter().filter(|&&p| p > 0).count();
+    let mut idx = vec![-1i32; tokens * k];
+    let mut weights = vec![0f32; tokens * k];
+    for t in 0..tokens {
+        let used = match (skewed, t % 97 == 96, t % 17 == 16) {
+            (true, true, _) => 0,
+            (true, _, true) => k - 1,
+            _ => k,
+        }
+        .min(live);
+        let slots = &mut idx[t * k..(t + 1) * k];
+        let mut j = 0;
+        while j < used {
+            let mut r = next() % total;
+            let g = popularity.iter().position(|&p| {
+                if r < p {
+                    true
+                } else {
+                    r -= p;
+                    false
+                }
+            });
+            let g = g.unwrap_or(0) as i32;
+            if !slots[..j].contains(&g) {
+                slots[j] = g;
+                j += 1;
+            }
+        }
+        for j in 0..k {
+            weights[t * k + j] = if slots[j] >= 0 {
+                0.05 + (next() % 1000) as f32 * 0.00095
+            } else {
+                0.0
+            };
+        }
+    }
+    (idx, weights)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> MoeConfig {
+        MoeConfig {
+            max_tokens: 4,
+            hidden: 8,
+            top_k: 2,
+            experts_per_pe: 2,
+        }
+    }
+
+    #[test]
+    fn each_token_goes_once_to_each_pe_of_its_experts() {
+        // 2 PEs, experts 0 1 on PE 0, 2 3 on PE 1.
+        let idx0 = [0, 1, 2, -1, 3, 0];
+        let idx1 = [1, 2, -1, -1];
+        let w0 = [0.5, 0.25, 1.0, 0.0, 2.0, 4.0];
+        let w1 = [8.0, 16.0, 0.0, 0.0];
+        let r = dispatch(&cfg(), &[&idx0, &idx1], &[&w0, &w1]);
+        // PE 0: PE 0's tokens 0 (experts 0, 1) and 2 (expert 0), PE 1's token 0 (expert 1).
+        assert_eq!(r[0].src, vec![(0, 0), (0, 2), (1, 0)]);
+        assert_eq!(r[0].idx, vec![0, 1, -1, 0, 1, -1]);
+        // Expert 0: rows 0, 1; expert 1: rows 0, 2.
+        assert_eq!(r[0].expert_rows, vec![0, 1, 0, 2]);
+        assert_eq!(r[0].expert_offsets, vec![0, 2, 4]);
+        assert_eq!(r[0].row_pairs, vec![0, 2, -1, 1, 3, -1]);
+        assert_eq!(r[0].weight_bits[3], 4.0f32.to_bits());
+        // PE 1: PE 0's tokens 1 (expert 2) and 2 (expert 3), PE 1's token 0 (expert 2); PE 1's
+        // token 1 is routed nowhere.
+        assert_eq!(r[1].src, vec![(0, 1), (0, 2), (1, 0)]);
+        assert_eq!(r[1].expert_offsets, vec![0, 2, 3]);
+        assert_eq!(r[1].expert_rows, vec![0, 2, 1]);
+
+        // Combine with expert outputs of 1 everywhere: token = sum of its weights.
+        let ones = |_: usize, _: usize| vec![bf16::ONE; 8];
+        let out0 = combine(&cfg(), 0, 3, &r, ones);
+        let col0: Vec<f32> = (0..3).map(|t| out0[t * 8].to_f32()).collect();
+        assert_eq!(col0, vec![0.75, 1.0, 6.0]);
+        let out1 = combine(&cfg(), 1, 2, &r, ones);
+        assert_eq!(out1[0].to_f32(), 24.0);
+        assert_eq!(out1[8].to_f32(), 0.0);
+    }
+
+    #[test]
+    fn sampled_routings_are_valid_and_skewed_ones_starve_some_experts() {
+        let c = MoeConfig {
+            max_tokens: 500,
+            hidden: 8,
+            top_k: 8,
+            experts_per_pe: 8,
+        };
+        for skewed in [false, true] {
+            let (idx, w) = sample_routing(&c, 2, 500, 7, skewed);
+            assert_eq!(super::super::check_routing(&c, 2, &idx, &w), Ok(()));
+            assert_eq!(
+                (idx.clone(), w.clone()),
+                sample_routing(&c, 2, 500, 7, skewed)
+            );
+            let per: Vec<usize> = (0..16)
+                .map(|g| idx.iter().filter(|&&x| x == g).count())
+                .collect();
+            if skewed {
+                assert!(per[3] == 0 && per[8] == 0 && per[13] == 0, "{per:?}");
+                assert!(idx[96 * 8..97 * 8].iter().all(|&x| x == -1));
+                assert_eq!(idx[16 * 8 + 7], -1);
+            } else {
+                assert!(per.iter().all(|&p| p > 150), "{per:?}");
+                assert!(idx.iter().all(|&x| x >= 0));
+            }
+        }
+    }
+}

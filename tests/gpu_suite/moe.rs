@@ -1,0 +1,383 @@
+//! `pgas::ops::moe`: dispatch and combine against `moe::reference` (every received row, its
+//! metadata, the per-expert row lists, every combined element), for a skewed routing (experts
+//! with no token, unused slots, tokens routed nowhere, a different token count on each PE, one
+//! PE with no token at all) at hidden sizes that take the 4-vector path and the one-vector
+//! tail; three rounds back to back with no host wait between them; the checked variant; a CUDA
+//! graph of dispatch + combine replayed; and every bad input, an `Err` on every PE.
+
+use crate::runner::{case, Case};
+use crate::util::{self, ensure, CaseResult};
+use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use pgas::cudarc::driver::CudaSlice;
+use pgas::ops::moe::{reference, MoeConfig, MoeDispatcher, Routing};
+use pgas::prelude::*;
+
+pub const CASES: &[Case] = &[
+    case("moe/dispatch_combine", dispatch_combine),
+    case("moe/back_to_back", back_to_back),
+    case("moe/checked_variant", checked_variant),
+    case("moe/graph_capture", graph_capture),
+    case("moe/bad_input", bad_input),
+];
+
+/// hidden 1032: 129 vectors a row, so lanes take one 4-vector step and lane 0 a tail vector.
+const CFG: MoeConfig = MoeConfig {
+    max_tokens: 300,
+    hidden: 1032,
+    top_k: 4,
+    experts_per_pe: 3,
+};
+
+/// hidden 264: 33 vectors, tails only; top-1.
+const SMALL: MoeConfig = MoeConfig {
+    max_tokens: 64,
+    hidden: 264,
+    top_k: 1,
+    experts_per_pe: 2,
+};
+
+/// Token `t` of PE `pe`, element `c`: small multiples of 1/4, exact in bf16.
+fn x_value(pe: usize, t: usize, c: usize) -> bf16 {
+    bf16::from_f32(((pe * 13 + t * 7 + c) % 23) as f32 * 0.25 - 2.5)
+}
+
+/// The experts' output of pair `p` on PE `d`, element `c` (a function the host knows, so the
+/// combine check needs no expert kernel).
+fn y_value(d: usize, p: usize, c: usize) -> bf16 {
+    bf16::from_f32(((d * 5 + p * 3 + c * 11) % 19) as f32 * 0.5 - 4.0)
+}
+
+/// The row of pair `p` on PE `d`.
+fn y_row(d: usize, p: usize, h: usize) -> Vec<bf16> {
+    (0..h).map(|c| y_value(d, p, c)).collect()
+}
+
+/// One round's data on every PE: routing of each PE (PE `empty` routes no token), this PE's
+/// tokens.
+struct Round {
+    routings: Vec<(Vec<i32>, Vec<f32>)>,
+    tokens: usize,
+    x: CudaSlice<bf16>,
+    expert_out: CudaSlice<bf16>,
+    out: CudaSlice<bf16>,
+}
+
+fn round(p: &Pgas, cfg: &MoeConfig, seed: u64, empty: Option<usize>) -> pgas::Result<Round> {
+    let (me, n) = (p.my_pe(), p.n_pes());
+    let tokens_of = |pe: usize| match empty {
+        Some(e) if e == pe => 0,
+        _ => cfg.max_tokens - (pe * 37) % cfg.max_tokens,
+    };
+    let routings: Vec<_> = (0..n)
+        .map(|pe| reference::sample_routing(cfg, n, tokens_of(pe), seed * 10 + pe as u64, true))
+        .collect();
+    let tokens = tokens_of(me);
+    let h = cfg.hidden;
+    let s = p.stream();
+    let x_host: Vec<bf16> = (0..tokens.max(1) * h)
+        .map(|i| x_value(me, i / h, i % h))
+        .collect();
+    // Worst-case pairs: rounds that do not read the counts on the host before combining.
+    let pairs = cfg.max_pairs(n);
+    let y_host: Vec<bf16> = (0..pairs * h).map(|i| y_value(me, i / h, i % h)).collect();
+    Ok(Round {
+        x: s.clone_htod(&x_host)?,
+        expert_out: s.clone_htod(&y_host)?,
+        out: s.alloc_zeros::<bf16>(cfg.max_tokens * h)?,
+        routings,
+        tokens,
+    })
+}
+
+/// Checks what the last dispatch left here and the combined tokens in `r.out` against the
+/// reference.
+fn check(p: &Pgas, moe: &mut MoeDispatcher, cfg: &MoeConfig, r: &Round, what: &str) -> CaseResult {
+    let me = p.my_pe();
+    let idx: Vec<&[i32]> = r.routings.iter().map(|x| x.0.as_slice()).collect();
+    let wts: Vec<&[f32]> = r.routings.iter().map(|x| x.1.as_slice()).collect();
+    let want = reference::dispatch(cfg, &idx, &wts);
+    let mine = &want[me];
+    let (h, k) = (cfg.hidden, cfg.top_k);
+    let counts = moe.recv_counts()?;
+    let rows = mine.src.len();
+    ensure(
+        counts.rows == rows && counts.expert_offsets == mine.expert_offsets,
+        || {
+            format!(
+                "{what}: {} rows, expert offsets {:?}; expected {rows}, {:?}",
+                counts.rows, counts.expert_offsets, mine.expert_offsets
+            )
+        },
+    )?;
+    if rows > 0 {
+        let src = moe.recv_src().view(0..2 * rows)?.to_vec()?;
+        let got: Vec<(usize, usize)> = src
+            .chunks(2)
+            .map(|c| (c[0] as usize, c[1] as usize))
+            .collect();
+        util::check_eq(&format!("{what}: row sources"), &got, &mine.src)?;
+        util::check_eq(
+            &format!("{what}: row experts"),
+            &moe.recv_topk_idx().view(0..k * rows)?.to_vec()?,
+            &mine.idx,
+        )?;
+        let w: Vec<u32> = moe
+            .recv_topk_weights()
+            .view(0..k * rows)?
+            .to_vec()?
+            .iter()
+            .map(|w| w.to_bits())
+            .collect();
+        util::check_eq(&format!("{what}: row weights"), &w, &mine.weight_bits)?;
+        let want_x: Vec<bf16> = (0..rows * h)
+            .map(|i| {
+                let (s, t) = mine.src[i / h];
+                x_value(s, t, i % h)
+            })
+            .collect();
+        util::check_eq(
+            &format!("{what}: rows"),
+            &moe.recv_x().view(0..rows * h)?.to_vec()?,
+            &want_x,
+        )?;
+    }
+    if counts.pairs > 0 {
+        util::check_eq(
+            &format!("{what}: per-expert rows"),
+            &moe.expert_rows().view(0..counts.pairs)?.to_vec()?,
+            &mine.expert_rows,
+        )?;
+    }
+    if r.tokens > 0 {
+        let got = p.stream().clone_dtoh(&r.out.slice(0..r.tokens * h))?;
+        let want_out = reference::combine(cfg, me, r.tokens, &want, |d, p| y_row(d, p, cfg.hidden));
+        let got: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
+        let want_out: Vec<f64> = want_out.iter().map(|v| v.to_f64()).collect();
+        // The GPU rounds as the reference does; one bf16 step of slack for a contraction.
+        util::check_close(&format!("{what}: combined"), &got, &want_out, 1.0 / 128.0)?;
+    }
+    Ok(())
+}
+
+fn run_round(moe: &mut MoeDispatcher, r: &mut Round, me: usize) -> pgas::Result<Routing> {
+    let routing = moe.route(&r.routings[me].0, &r.routings[me].1)?;
+    moe.dispatch(&r.x, &routing)?;
+    moe.combine(&r.expert_out, &routing, &mut r.out)?;
+    Ok(routing)
+}
+
+fn dispatch_combine(p: &Pgas) -> CaseResult {
+    let me = p.my_pe();
+    // The last: one PE routes no token (on one PE, no PE has any).
+    for (cfg, empty) in [(CFG, None), (SMALL, None), (CFG, Some(p.n_pes() - 1))] {
+        let mut m = MoeDispatcher::new(p, cfg)?;
+        m.prewarm()?;
+        let mut r = round(p, &cfg, 1, empty)?;
+        run_round(&mut m, &mut r, me)?;
+        check(
+            p,
+            &mut m,
+            &cfg,
+            &r,
+            &format!("hidden {}, empty PE {empty:?}", cfg.hidden),
+        )?;
+        util::settle(p)?;
+    }
+    Ok(())
+}
+
+/// Three rounds, each dispatch and combine right after the last with no host wait: the
+/// buffer-reuse protocol of `kernels.rs`. Each round's combine has its own output buffer.
+fn back_to_back(p: &Pgas) -> CaseResult {
+    let me = p.my_pe();
+    let mut m = MoeDispatcher::new(p, CFG)?;
+    let mut rounds = Vec::new();
+    for seed in 0..3 {
+        rounds.push(round(p, &CFG, 20 + seed, None)?);
+    }
+    // Routing first (it waits on the host), then the launches back to back.
+    let mut routings = Vec::new();
+    for r in &rounds {
+        routings.push(m.route(&r.routings[me].0, &r.routings[me].1)?);
+    }
+    for (r, routing) in rounds.iter_mut().zip(&routings) {
+        m.dispatch(&r.x, routing)?;
+        m.combine(&r.expert_out, routing, &mut r.out)?;
+    }
+    // Only the last round's receive buffers are left; every round's output is.
+    check(p, &mut m, &CFG, &rounds[2], "round 3")?;
+    let idx_of = |r: &Round| -> Vec<Vec<i32>> { r.routings.iter().map(|x| x.0.clone()).collect() };
+    for (i, r) in rounds.iter().enumerate().take(2) {
+        let idx = idx_of(r);
+        let idx: Vec<&[i32]> = idx.iter().map(Vec::as_slice).collect();
+        let wts: Vec<&[f32]> = r.routings.iter().map(|x| x.1.as_slice()).collect();
+        let want = reference::dispatch(&CFG, &idx, &wts);
+        let got = p
+            .stream()
+            .clone_dtoh(&r.out.slice(0..r.tokens * CFG.hidden))?;
+        let want_out =
+            reference::combine(&CFG, me, r.tokens, &want, |d, p| y_row(d, p, CFG.hidden));
+        let got: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
+        let want_out: Vec<f64> = want_out.iter().map(|v| v.to_f64()).collect();
+        util::check_close(
+            &format!("round {} combined", i + 1),
+            &got,
+            &want_out,
+            1.0 / 128.0,
+        )?;
+    }
+    util::settle(p)
+}
+
+/// The checked variant (every index and PE checked) on the same data: no trap.
+fn checked_variant(p: &Pgas) -> CaseResult {
+    let me = p.my_pe();
+    let mut m = MoeDispatcher::new(p, CFG)?;
+    m.set_checked(true);
+    let mut r = round(p, &CFG, 3, None)?;
+    run_round(&mut m, &mut r, me)?;
+    check(p, &mut m, &CFG, &r, "checked")?;
+    util::settle(p)
+}
+
+/// Dispatch + combine captured into a graph once (after a first run compiled and loaded the
+/// kernels) and replayed: the epochs live on the GPU, so replays keep counting, and an eager
+/// round after them still agrees with every peer. The buffers are made with cudarc's event
+/// tracking off (all on one stream): a capture cannot wait for events recorded before it.
+fn graph_capture(p: &Pgas) -> CaseResult {
+    // SAFETY: everything below runs on the pgas stream; tracking is back on at the end.
+    unsafe { p.cuda().disable_event_tracking() };
+    let result = graph_capture_untracked(p);
+    unsafe { p.cuda().enable_event_tracking() };
+    result
+}
+
+fn graph_capture_untracked(p: &Pgas) -> CaseResult {
+    let me = p.my_pe();
+    let mut m = MoeDispatcher::new(p, CFG)?;
+    let mut r = round(p, &CFG, 4, None)?;
+    let routing = run_round(&mut m, &mut r, me)?;
+    util::settle(p)?;
+    let stream = p.stream().clone();
+    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    let captured = (|| -> pgas::Result<()> {
+        m.dispatch(&r.x, &routing)?;
+        m.combine(&r.expert_out, &routing, &mut r.out)
+    })();
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
+    captured?;
+    let graph = graph.ok_or("the capture produced no graph")?;
+    // Cleared, so that what the check finds was written by the replays.
+    stream.memset_zeros(&mut r.out)?;
+    for _ in 0..3 {
+        graph.launch()?;
+    }
+    stream.synchronize()?;
+    drop(graph);
+    util::settle(p)?;
+    check(p, &mut m, &CFG, &r, "3 graph replays")?;
+    // One more eager round through the same dispatcher: its epochs counted the replays.
+    let mut r2 = round(p, &CFG, 5, None)?;
+    run_round(&mut m, &mut r2, me)?;
+    check(p, &mut m, &CFG, &r2, "eager after replays")?;
+    util::settle(p)
+}
+
+fn expect<T: std::fmt::Debug>(r: pgas::Result<T>, words: &str) -> CaseResult {
+    match r {
+        Ok(v) => Err(format!("accepted ({v:?}); expected an error saying '{words}'").into()),
+        Err(e) if e.to_string().contains(words) => Ok(()),
+        Err(e) => Err(format!("error '{e}' does not say '{words}'").into()),
+    }
+}
+
+/// Every bad input is an `Err` on every PE and launches nothing; the dispatcher works after.
+fn bad_input(p: &Pgas) -> CaseResult {
+    let (me, n) = (p.my_pe(), p.n_pes());
+    let last = n - 1;
+    // Sizes out of range, and sizes that differ between PEs.
+    expect(
+        MoeDispatcher::new(p, MoeConfig { hidden: 100, ..CFG }),
+        "multiple of 8",
+    )?;
+    if n > 1 {
+        let cfg = MoeConfig {
+            hidden: if me == last { 2048 } else { 1024 },
+            ..CFG
+        };
+        expect(MoeDispatcher::new(p, cfg), "hidden: PE 0 1024")?;
+    }
+    // A heap too small for the buffers (a 400-GiB receive buffer).
+    expect(
+        MoeDispatcher::new(
+            p,
+            MoeConfig {
+                max_tokens: 1 << 22,
+                hidden: 51200,
+                ..CFG
+            },
+        ),
+        "MoeConfig::symmetric_bytes",
+    )?;
+    let mut m = MoeDispatcher::new(p, CFG)?;
+    let k = CFG.top_k;
+    let experts = (n * CFG.experts_per_pe) as i32;
+    let good = reference::sample_routing(&CFG, n, 10, 9, false);
+    // The last PE's expert id is out of range: every PE fails, naming it.
+    let mut idx = good.0.clone();
+    if me == last {
+        idx[3 * k + 1] = experts;
+    }
+    let r = m.route(&idx, &good.1);
+    if me == last {
+        expect(
+            r,
+            &format!("token 3 slot 1: expert id {experts} is out of range"),
+        )?;
+    } else {
+        expect(r, &format!("PE {last}'s routing was rejected"))?;
+    }
+    let mut dup = good.0.clone();
+    dup[k + 2] = dup[k];
+    expect(
+        m.route(&dup, &good.1),
+        "a token goes to each expert at most once",
+    )?;
+    expect(
+        m.route(&good.0[..k + 1], &good.1[..k + 1]),
+        "not a multiple of top_k",
+    )?;
+    let many = reference::sample_routing(&CFG, n, CFG.max_tokens + 1, 9, false);
+    expect(
+        m.route(&many.0, &many.1),
+        "more than the dispatcher's max_tokens",
+    )?;
+    // Local calls in the wrong order or with short buffers (the same on every PE).
+    let routing = m.route(&good.0, &good.1)?;
+    let s = p.stream();
+    let h = CFG.hidden;
+    let mut out = s.alloc_zeros::<bf16>(10 * h)?;
+    let y = s.alloc_zeros::<bf16>(CFG.max_pairs(n) * h)?;
+    expect(m.combine(&y, &routing, &mut out), "before a dispatch")?;
+    let short = s.alloc_zeros::<bf16>(10 * h - 1)?;
+    expect(m.dispatch(&short, &routing), "tokens * hidden")?;
+    let x = s.alloc_zeros::<bf16>(10 * h)?;
+    m.dispatch(&x, &routing)?;
+    let other = m.route(&good.0, &good.1)?;
+    expect(
+        m.combine(&y, &other, &mut out),
+        "the routing of the last dispatch",
+    )?;
+    expect(
+        m.combine(&short, &routing, &mut out),
+        "MoeConfig::max_pairs",
+    )?;
+    let mut short_out = s.alloc_zeros::<bf16>(10 * h - 1)?;
+    expect(m.combine(&y, &routing, &mut short_out), "tokens * hidden")?;
+    m.combine(&y, &routing, &mut out)?;
+    expect(
+        m.combine(&y, &routing, &mut out),
+        "combine runs once per dispatch",
+    )?;
+    util::settle(p)
+}

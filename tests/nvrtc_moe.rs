@@ -1,0 +1,45 @@
+//! Every kernel `pgas::ops::moe` launches (`moe::prewarm_list`, plain, and the checked variant
+//! too), for 2 PEs and top-8 and for 1 PE and top-1 (the loops over PEs and slots unroll),
+//! compiled by NVRTC for sm_90 as the JIT would, as one program: no errors, no warnings; and
+//! link-time against the NVSHMEM library as the JIT does by default. Needs no GPU; needs NVRTC
+//! and the headers (`PGAS_CUDA_HOME`, `PGAS_NVSHMEM_HOME`), as `tests/nvrtc_corpus.rs`.
+
+use pgas::kernel::Variant;
+use pgas_codegen::{batch, specialize, Prelude};
+use pgas_runtime::jit::Toolchain;
+
+#[test]
+fn every_moe_kernel_compiles_without_warnings() {
+    let tc = Toolchain::discover()
+        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    let mut sources = Vec::new();
+    for comptime in [[2, 8], [1, 1]] {
+        let list = pgas::ops::moe::prewarm_list(&comptime);
+        assert_eq!(list.len(), 4);
+        for k in &list {
+            let pairs: Vec<(&str, i128)> = k
+                .spec
+                .comptime_names()
+                .zip(k.comptime.iter().copied())
+                .collect();
+            for variant in [Variant::Plain, Variant::Checked] {
+                let source = k.spec.source(variant);
+                let (src, _) = specialize(source, k.spec.cuda_name, variant.as_str(), &pairs);
+                // Point-to-point only: no NVSHMEM collective templates, so they compile fast.
+                let prelude = Prelude::of_source(&src);
+                assert_eq!(prelude, Some(Prelude::P2p), "{}", k.spec.cuda_name);
+                sources.push(src);
+            }
+        }
+    }
+    let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
+    let program = batch(Prelude::P2p.text(), &refs).expect("sources start with their prelude");
+    let out = tc
+        .compile_with(&program, "pgas_moe", (9, 0), &tc.options((9, 0), &program))
+        .unwrap_or_else(|e| panic!("NVRTC rejected the MoE kernels: {e}"));
+    assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
+    let linked = tc
+        .compile_program(None, &program, "pgas_moe_linked", (9, 0))
+        .unwrap_or_else(|e| panic!("the link-time compile of the MoE kernels failed: {e}"));
+    assert_eq!(linked.warnings().count(), 0, "warnings:\n{}", linked.log);
+}
