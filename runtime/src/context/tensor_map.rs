@@ -167,6 +167,25 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
         unsafe { Self::encode(remote as sys::CUdeviceptr, sym.len(), tile) }
     }
 
+    /// A map of `len` elements at the device address `ptr`: for memory that a kernel also takes
+    /// by `&mut` while the copy engine reads it through the map (a gathered buffer that peers'
+    /// `put_signal`s fill as the kernel's TMA loads consume the parts already signalled), which a
+    /// map borrowed from the tensor cannot express. The tile is checked as in
+    /// [`TensorMap::tiled_2d`].
+    ///
+    /// # Safety
+    /// `ptr` must name `len` elements of `T` on this GPU that stay allocated while the map is
+    /// used, and the kernel must order its writes and the map's reads of the same elements
+    /// itself (signals, barriers).
+    pub unsafe fn from_raw(
+        ptr: sys::CUdeviceptr,
+        len: usize,
+        tile: Tile2d,
+    ) -> Result<TensorMap<'a, T>> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::encode(ptr, len, tile) }
+    }
+
     /// Checks `tile` against the driver's and the hardware's rules, then encodes.
     ///
     /// # Safety
