@@ -19,6 +19,7 @@
 
 mod common;
 
+use common::nccl::{nccl_comm, Nccl};
 use common::plot::{self, human};
 use common::{emit, median, show, time_on_stream, BenchResult, Figure};
 use pgas::coll::{self, Algorithm, Comm};
@@ -78,46 +79,6 @@ const METHODS: &[Method] = &[
     Method::Pgas(Algorithm::Nvshmem),
     Method::Nccl,
 ];
-
-struct Nccl(nccl_sys::ncclComm_t);
-
-impl Drop for Nccl {
-    fn drop(&mut self) {
-        // SAFETY: a communicator this program created and no longer uses.
-        unsafe {
-            let _ = nccl::comm_destroy(self.0);
-        }
-    }
-}
-
-/// An NCCL communicator over every PE, its unique id broadcast from PE 0 through NVSHMEM.
-fn nccl_comm(p: &Pgas) -> BenchResult<Option<Nccl>> {
-    // SAFETY: only probes whether the library loads.
-    if !unsafe { nccl_sys::is_culib_present() } {
-        return Ok(None);
-    }
-    let id = if p.my_pe() == 0 {
-        nccl::get_uniqueid().map_err(|e| format!("ncclGetUniqueId: {e:?}"))?
-    } else {
-        nccl_sys::ncclUniqueId { internal: [0; 128] }
-    };
-    let bytes: Vec<u8> = id.internal.iter().map(|&c| c as u8).collect();
-    let mine = p.alloc_from(&bytes)?;
-    let all = p.alloc::<u8>(128)?;
-    p.barrier_all()?;
-    p.broadcast(Team::WORLD, &all, &mine, 0)?;
-    p.stream().synchronize()?;
-    let got = all.to_vec()?;
-    let mut id = nccl_sys::ncclUniqueId { internal: [0; 128] };
-    for (d, s) in id.internal.iter_mut().zip(got) {
-        *d = s as std::ffi::c_char;
-    }
-    let mut comm = std::ptr::null_mut();
-    // SAFETY: every PE calls it with the same id and its own rank.
-    unsafe { nccl::comm_init_rank(&mut comm, p.n_pes() as i32, id, p.my_pe() as i32) }
-        .map_err(|e| format!("ncclCommInitRank: {e:?}"))?;
-    Ok(Some(Nccl(comm)))
-}
 
 /// Enqueues one all-reduce of `len` elements by `m` on `stream`.
 fn enqueue(

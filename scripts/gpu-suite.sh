@@ -2,7 +2,8 @@
 # The GPU run, in one script, for a GPU test machine (no Rust there): runs the binaries that
 # scripts/build-device.sh put in .device/bin and writes full logs to OUTDIR:
 #   env.log        nvidia-smi, the environment, `pgas doctor`
-#   suite.log      the GPU test suite on `pgas-run -n 4` (where 4 GPUs), `pgas-run -n 2`, 1 PE
+#   suite.log      the GPU test suite on `pgas-run -n 4`, `pgas-run -n 2` (GPUs shared under CUDA MPS
+#                  where there are fewer), 1 PE
 #   traps.log      the checked variant's traps (bad index, bad pe), one process each
 #   faults.log     rank death under pgas-run and mpirun (a PE panics, aborts or is killed)
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
@@ -139,10 +140,27 @@ suite() {
   compiled=$(echo "$last" | grep -oE '[0-9]+ kernels compiled or loaded in [0-9.]+ s' | head -1)
   verdict "gpu_suite $n PE" "$(echo "$last" | grep -E 'gpu_suite: ([0-9]+ passed|aborted)' | tail -1)${compiled:+; $compiled}${failing:+ (failed: $failing)}"
 }
+# N PEs: one per GPU where there are N GPUs, else sharing the GPUs under CUDA MPS
+# (`pgas-run --share-gpus`, docs/runtime.md): results are checked the same way, timings mean
+# nothing. The MPS daemon runs only for those steps.
+pes() {
+  local n=$1 max=$2
+  shift 2
+  if [ "$gpus" -ge "$n" ]; then
+    suite "$n" "$max" "$bin/pgas-run" -n "$n" -- "$@"
+  elif command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d 2>/dev/null; then
+    sleep 1
+    suite "$n (sharing $gpus GPU)" "$max" "$bin/pgas-run" -n "$n" --share-gpus -- "$@"
+    echo quit | nvidia-cuda-mps-control
+    sleep 1
+  else
+    note "SKIP gpu_suite $n PE (${gpus} GPU and no CUDA MPS daemon to share one)"
+  fi
+}
 # Most PEs first: that run starts from the empty cache, as a user's first `pgas-run -n N` does,
 # and its PEs share the cold compile (each compiles its share of the NVRTC programs).
-if [ "$gpus" -ge 4 ]; then suite 4 240 "$bin/pgas-run" -n 4 -- "$bin/gpu_suite"; else note "SKIP gpu_suite 4 PE (${gpus} GPU)"; fi
-if [ "$gpus" -ge 2 ]; then suite 2 240 "$bin/pgas-run" -n 2 -- "$bin/gpu_suite"; else note "SKIP gpu_suite 2 PE (${gpus} GPU)"; fi
+pes 4 240 "$bin/gpu_suite"
+pes 2 240 "$bin/gpu_suite"
 suite 1 240 "$bin/gpu_suite"
 
 # Traps: the process must report the launch failure and the output name the Rust file:line.

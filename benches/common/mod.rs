@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod nccl;
 pub mod plot;
 
 use pgas::cudarc::driver::sys::CUevent_flags;
