@@ -175,3 +175,86 @@ pub fn all_reduce(
     }
     Ok(())
 }
+
+/// A plot of `series` against a power-of-two count (GEMM rows, say) on a log2 x axis labelled
+/// with the counts, and a linear y axis from 0, written to `path` (PNG).
+pub fn by_count(
+    path: &Path,
+    title: &str,
+    (x_desc, y_desc): (&str, &str),
+    series: &[Series],
+) -> Result<(), Box<dyn Error>> {
+    register();
+    let finite = |&&(x, y): &&(f64, f64)| x.is_finite() && y.is_finite() && x > 0.0;
+    let pts: Vec<&(f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.points.iter())
+        .filter(finite)
+        .collect();
+    if pts.is_empty() {
+        return Err(format!("{}: nothing to plot", path.display()).into());
+    }
+    let x0 = pts
+        .iter()
+        .map(|p| p.0)
+        .fold(f64::MAX, f64::min)
+        .log2()
+        .floor()
+        - 0.5;
+    let x1 = pts
+        .iter()
+        .map(|p| p.0)
+        .fold(f64::MIN, f64::max)
+        .log2()
+        .ceil()
+        + 0.5;
+    let y1 = pts.iter().map(|p| p.1).fold(0.0, f64::max) * 1.15;
+    let root = BitMapBackend::new(path, (960, 600)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, (FAMILY, 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(x0..x1, 0.0..y1)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_labels(((x1 - x0) as usize).min(16))
+        .x_label_formatter(&|x| {
+            if (x - x.round()).abs() < 1e-6 && *x >= 0.0 {
+                format!("{}", 1u64 << (x.round() as u32))
+            } else {
+                String::new()
+            }
+        })
+        .y_labels(12)
+        .label_style((FAMILY, 14))
+        .draw()?;
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter(finite)
+            .map(|&(x, y)| (x.log2(), y))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2))
+            });
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FAMILY, 14))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

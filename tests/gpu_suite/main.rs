@@ -27,6 +27,7 @@ mod intrinsics;
 mod launch;
 mod math;
 mod misuse;
+mod ops;
 mod peer;
 mod rma;
 mod runner;
@@ -70,6 +71,7 @@ fn main() -> ExitCode {
         collectives::CASES,
         host_collectives::CASES,
         coll::CASES,
+        ops::CASES,
         versions::CASES,
         peer::CASES,
         launch::CASES,
