@@ -259,19 +259,19 @@ impl AllGatherMatmul {
         let block_bytes = mp * k * 2;
         let row_block = |base: CUdeviceptr, pe: usize, bytes: usize| base + (pe * bytes) as u64;
         self.pgas.cuda().bind_to_thread()?;
-        // SAFETY: the shard holds `block_bytes` (checked above) and this PE's block of the
-        // gathered buffer is as large; no peer reads it before the barrier below.
-        unsafe {
-            cu::cuMemcpyDtoDAsync_v2(
-                row_block(gathered, me, block_bytes),
-                pa,
-                block_bytes,
-                main.cu_stream(),
-            )
-            .result()
-            .map_err(cuda("copying the shard into the gathered buffer"))?;
-        }
         if np > 1 {
+            // SAFETY: the shard holds `block_bytes` (checked above) and this PE's block of the
+            // gathered buffer is as large; no peer reads it before the barrier below.
+            unsafe {
+                cu::cuMemcpyDtoDAsync_v2(
+                    row_block(gathered, me, block_bytes),
+                    pa,
+                    block_bytes,
+                    main.cu_stream(),
+                )
+                .result()
+                .map_err(cuda("copying the shard into the gathered buffer"))?;
+            }
             // SAFETY: one block of at most 1024 threads; every index is a PE number below
             // `n_pes`, the length of `flags`.
             unsafe {
