@@ -69,10 +69,14 @@ fn rel_diff(got: &[bf16], want: &[bf16]) -> f64 {
         .iter()
         .zip(want)
         .map(|(g, w)| (g.to_f64() - w.to_f64()).abs())
-        .fold(
-            0.0,
-            |acc: f64, d| if d.is_nan() { f64::NAN } else { acc.max(d) },
-        );
+        .fold(0.0, |acc: f64, d| {
+            // f64::max drops a NaN, so a NaN is carried explicitly.
+            if acc.is_nan() || d.is_nan() {
+                f64::NAN
+            } else {
+                acc.max(d)
+            }
+        });
     diff / scale.max(f64::MIN_POSITIVE)
 }
 
@@ -309,10 +313,15 @@ fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> 
         .enumerate()
         .map(|(i, name)| Series {
             name: (*name).into(),
-            points: rows
-                .iter()
-                .map(|r| (r.shape.0 as f64, r.us[i] / 1e3))
-                .collect(),
+            points: {
+                // By M: the table keeps the run's order (production shapes first).
+                let mut pts: Vec<(f64, f64)> = rows
+                    .iter()
+                    .map(|r| (r.shape.0 as f64, r.us[i] / 1e3))
+                    .collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                pts
+            },
         })
         .collect();
     let png = out_dir.join("ag_gemm.png");
