@@ -21,20 +21,24 @@
 //! ```
 //!
 //! # How
-//! The shards travel by copy engine (no SMs taken from the GEMM) and the GEMM is cuBLAS's, one
-//! call per shard, each starting as soon as its rows are in:
-//! 1. on the pgas stream, this PE's shard is copied into its block of a symmetric gathered
-//!    buffer, then [`kernels::ag_barrier`] (one block: a signal to each peer, a wait for each
-//!    peer's) says every PE's block is in place;
-//! 2. a copy stream pulls the peers' blocks (`cuMemcpyDtoDAsync` from their symmetric memory,
-//!    mapped over NVLink) in the order `me + 1, me + 2, ...`, recording an event after each;
-//! 3. meanwhile the pgas stream multiplies the local shard (straight from the caller's buffer),
-//!    then waits for each peer's event and multiplies that block into its rows of C.
+//! The shards travel by copy engine and the PEs synchronize with stream memory operations, so
+//! neither takes an SM from the GEMM; the GEMM is cuBLAS's, one call per shard, each starting
+//! as soon as its rows are in. On the pgas stream the local shard's GEMM starts at once (straight
+//! from the caller's buffer) while a copy stream:
+//! 1. copies this PE's shard into its block of a symmetric gathered buffer, then writes the
+//!    call's number into this PE's signal word on every peer (`cuStreamWriteValue64`, whose
+//!    default includes a system-wide fence, so the block is visible before the word);
+//! 2. for each peer in the order `me + 1, me + 2, ...`: waits until that peer's word here holds
+//!    the call's number (`cuStreamWaitValue64`, no SM spins), pulls the peer's block from its
+//!    symmetric memory, mapped over NVLink (`cuMemcpyDtoDAsync`), and records an event.
 //!
-//! The gathered buffer is double-buffered by call parity: a PE writes its block of call `e`'s
-//! buffer only after the barrier of call `e - 1`, which no PE passes before it has finished
-//! pulling from call `e - 2`'s, the last user of that buffer. So one barrier a call suffices.
-//! The barrier's signals hold the call number, so calls need no reset.
+//! The pgas stream waits for each event, then multiplies that block into its rows of C.
+//!
+//! The gathered buffer is double-buffered by call parity. A PE writes its block of call `e`'s
+//! buffer after its copy stream saw every peer's word of call `e - 1`, which a peer writes only
+//! after its pulls of call `e - 2` (the last readers of that buffer) are complete: its copy
+//! stream of call `e - 1` starts after its pgas stream waited for them. The words hold the
+//! call's number and waits are `>=`, so calls need no reset.
 
 use std::sync::Arc;
 
@@ -43,29 +47,7 @@ use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
 use super::cublas::Cublas;
-use crate::{Error, LaunchConfig, Pgas, Result, SymTensor};
-
-/// The kernel of [`AllGatherMatmul`]: its barrier.
-pub mod kernels {
-    use crate::prelude::*;
-
-    /// Every PE's block of the gathered buffer is in place: each thread signals its peers
-    /// (`flags[me] = epoch` there) and waits for their signals here. Epochs only grow, so the
-    /// wait is `>=` and a PE already in the next call satisfies it.
-    #[pgas_kernel]
-    pub fn ag_barrier(flags: &mut SymTensor<u64>, epoch: u64) {
-        let me = my_pe();
-        let np = n_pes();
-        let mut peer = thread_idx_x() as i32;
-        while peer < np {
-            if peer != me {
-                signal_op(&mut flags[me as usize], epoch, SignalOp::Set, peer);
-                signal_wait_until(&flags[peer as usize], Cmp::Ge, epoch);
-            }
-            peer += block_dim_x() as i32;
-        }
-    }
-}
+use crate::{Error, Pgas, Result, SymTensor};
 
 /// Wraps a CUDA driver error with what the operation was doing.
 fn cuda(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
@@ -85,10 +67,13 @@ pub struct AllGatherMatmul {
     gathered: [SymTensor<bf16>; 2],
     /// Each buffer's address on every PE (NVLink-mapped), by buffer then PE.
     peer_ptrs: [Vec<CUdeviceptr>; 2],
+    /// Word `q` on PE `p`: the last call whose block PE `q` has put in place for PE `p`.
     flags: SymTensor<u64>,
+    /// This PE's word (`me`) on every PE, by PE.
+    flag_ptrs: Vec<CUdeviceptr>,
     epoch: u64,
     copy: Arc<CudaStream>,
-    /// Recorded on the pgas stream after the barrier: the copy stream starts there.
+    /// Recorded on the pgas stream at the start of a call: the copy stream starts there.
     start: CudaEvent,
     /// Recorded on the copy stream after each peer's block landed, by distance from `me`.
     landed: Vec<CudaEvent>,
@@ -104,6 +89,16 @@ impl std::fmt::Debug for AllGatherMatmul {
             .field("calls", &self.epoch)
             .finish_non_exhaustive()
     }
+}
+
+/// A symmetric tensor's address on every PE (NVLink-mapped), 0 where it is not mapped here.
+fn addresses<T: cudarc::driver::DeviceRepr>(
+    t: &SymTensor<T>,
+    n_pes: usize,
+) -> Result<Vec<CUdeviceptr>> {
+    (0..n_pes)
+        .map(|pe| Ok(t.peer(pe)?.map_or(0, |v| v.as_device_ptr())))
+        .collect()
 }
 
 /// Why a shard of `mp` rows with `n` and `k` cannot run, if it cannot.
@@ -155,18 +150,16 @@ impl AllGatherMatmul {
         let m = mp * np;
         let gathered = [pgas.alloc::<bf16>(m * k)?, pgas.alloc::<bf16>(m * k)?];
         let flags = pgas.alloc::<u64>(np)?;
-        let mut reach = 1u64;
-        let mut peer_ptrs: [Vec<CUdeviceptr>; 2] = [Vec::new(), Vec::new()];
-        for (ptrs, buf) in peer_ptrs.iter_mut().zip(&gathered) {
-            for pe in 0..np {
-                match buf.peer(pe)? {
-                    Some(view) => ptrs.push(view.as_device_ptr()),
-                    None => {
-                        reach = 0;
-                        ptrs.push(0);
-                    }
-                }
-            }
+        let peer_ptrs = [addresses(&gathered[0], np)?, addresses(&gathered[1], np)?];
+        let mut flag_ptrs = addresses(&flags, np)?;
+        let reach = peer_ptrs
+            .iter()
+            .chain([&flag_ptrs])
+            .flatten()
+            .all(|&p| p != 0) as u64;
+        // This PE's word on each PE.
+        for p in &mut flag_ptrs {
+            *p += 8 * pgas.my_pe() as u64;
         }
         super::agree(
             pgas,
@@ -200,6 +193,7 @@ impl AllGatherMatmul {
             gathered,
             peer_ptrs,
             flags,
+            flag_ptrs,
             epoch: 0,
             copy,
             start,
@@ -248,8 +242,9 @@ impl AllGatherMatmul {
             }
         }
         let main = self.pgas.stream().clone();
-        // cudarc orders the caller's buffers on the pgas stream; everything below that touches
-        // them runs there too (the copy stream moves symmetric memory only).
+        // cudarc orders the caller's buffers on the pgas stream; the copy stream reads the shard
+        // after the call's start there, and the pgas stream waits for the copy stream's last
+        // event before the call ends, so the guards' ordering holds.
         let (pa, _ra) = shard.device_ptr(&main);
         let (pb, _rb) = bt.device_ptr(&main);
         let (pc, _rc) = c.device_ptr_mut(&main);
@@ -260,47 +255,61 @@ impl AllGatherMatmul {
         let row_block = |base: CUdeviceptr, pe: usize, bytes: usize| base + (pe * bytes) as u64;
         self.pgas.cuda().bind_to_thread()?;
         if np > 1 {
-            // SAFETY: the shard holds `block_bytes` (checked above) and this PE's block of the
-            // gathered buffer is as large; no peer reads it before the barrier below.
-            unsafe {
-                cu::cuMemcpyDtoDAsync_v2(
-                    row_block(gathered, me, block_bytes),
-                    pa,
-                    block_bytes,
-                    main.cu_stream(),
-                )
-                .result()
-                .map_err(cuda("copying the shard into the gathered buffer"))?;
-            }
-            // SAFETY: one block of at most 1024 threads; every index is a PE number below
-            // `n_pes`, the length of `flags`.
-            unsafe {
-                kernels::ag_barrier::launch_unchecked_on(
-                    &self.pgas,
-                    &main,
-                    LaunchConfig::blocks(1, np.next_multiple_of(32).min(1024) as u32),
-                    &mut self.flags,
-                    self.epoch,
-                )?;
-            }
+            let copy = self.copy.cu_stream();
             self.start
                 .record(&main)
                 .map_err(cuda("recording the all-gather's start"))?;
             self.copy
                 .wait(&self.start)
-                .map_err(cuda("ordering the copy stream after the barrier"))?;
+                .map_err(cuda("ordering the copy stream after the call's start"))?;
+            // SAFETY: the shard holds `block_bytes` (checked above) and this PE's block of the
+            // gathered buffer is as large; no peer reads it before the words below, and the
+            // last readers of this buffer (call e - 2) are done (module documentation). The
+            // words are symmetric u64s mapped here.
+            unsafe {
+                cu::cuMemcpyDtoDAsync_v2(
+                    row_block(gathered, me, block_bytes),
+                    pa,
+                    block_bytes,
+                    copy,
+                )
+                .result()
+                .map_err(cuda("copying the shard into the gathered buffer"))?;
+                for (pe, &word) in self.flag_ptrs.iter().enumerate() {
+                    if pe != me {
+                        cu::cuStreamWriteValue64_v2(
+                            copy,
+                            word,
+                            self.epoch,
+                            cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
+                        )
+                        .result()
+                        .map_err(cuda("signalling a peer that the shard is in place"))?;
+                    }
+                }
+            }
+            let words = self.flags.as_device_ptr();
             for (j, landed) in (1..np).zip(&self.landed) {
                 let src = (me + j) % np;
                 let from = row_block(self.peer_ptrs[buf][src], src, block_bytes);
-                // SAFETY: both addresses name PE `src`'s block of this call's gathered buffer
-                // (the peer's copy, mapped here, and this PE's), which PE `src` filled before
-                // the barrier and nobody writes until the next barrier of this parity.
+                // SAFETY: word `src` is this PE's symmetric u64; both block addresses name PE
+                // `src`'s block of this call's gathered buffer (the peer's copy, mapped here, and
+                // this PE's), which PE `src` filled before writing the word, and nobody writes
+                // until the next call of this parity.
                 unsafe {
+                    cu::cuStreamWaitValue64_v2(
+                        copy,
+                        words + 8 * src as u64,
+                        self.epoch,
+                        cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+                    )
+                    .result()
+                    .map_err(cuda("waiting for a peer's shard"))?;
                     cu::cuMemcpyDtoDAsync_v2(
                         row_block(gathered, src, block_bytes),
                         from,
                         block_bytes,
-                        self.copy.cu_stream(),
+                        copy,
                     )
                     .result()
                     .map_err(cuda("pulling a peer's shard"))?;

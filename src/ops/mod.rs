@@ -7,20 +7,7 @@ pub mod cublas;
 
 pub use all_gather_matmul::{all_gather_matmul, AllGatherMatmul};
 
-use pgas_runtime::kernel::Variant;
-use pgas_runtime::launch::Prewarm;
-
 use crate::{Error, Pgas, Result, Team};
-
-/// Every kernel specialization `pgas::ops` launches, for `pgas::launch::prewarm` (compile them
-/// before the first call) and for the NVRTC test.
-pub fn prewarm_all() -> Vec<Prewarm<'static>> {
-    vec![Prewarm {
-        spec: &all_gather_matmul::kernels::ag_barrier::SPEC,
-        variant: Variant::Plain,
-        comptime: &[],
-    }]
-}
 
 /// Checks that every PE passed the same arguments to a collective operation: each PE's
 /// `fields` (name, value) are gathered on every PE (a symmetric `fcollect` on the pgas stream,
