@@ -55,7 +55,7 @@ fn cuda(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Er
 }
 
 /// A plan for `C = allgather_rows(A) · Btᵀ` at one shape: the symmetric gathered buffers, the
-/// barrier's signals, a copy stream and a cuBLAS handle (see the module documentation).
+/// signal words, a copy stream and a cuBLAS handle (see the module documentation).
 /// Collective: every PE creates it with the same shape and calls [`AllGatherMatmul::run`] the
 /// same number of times.
 pub struct AllGatherMatmul {
