@@ -137,10 +137,19 @@ fn main() -> BenchResult<()> {
         .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?
         == 9;
     let blas = Cublas::new(p.cuda())?;
-    let comm = nccl_comm(&p)?;
-    if comm.is_none() {
-        println!("{BENCH}: NCCL not found (libnccl.so): the baseline's all-gather is skipped");
-    }
+    // Without NCCL (not found, or refusing to start, as with two PEs on one GPU) the baseline's
+    // all-gather is skipped; its GEMM still runs, on A built on the host.
+    let comm = match nccl_comm(&p) {
+        Ok(Some(c)) => Some(c),
+        Ok(None) => {
+            println!("{BENCH}: NCCL not found (libnccl.so): the baseline's all-gather is skipped");
+            None
+        }
+        Err(e) => {
+            println!("{BENCH}: NCCL did not start ({e}): the baseline's all-gather is skipped");
+            None
+        }
+    };
 
     let mut rows = Vec::new();
     let mut failures = Vec::new();
