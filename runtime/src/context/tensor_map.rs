@@ -177,7 +177,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
     /// `ptr` must name `len` elements of `T` on this GPU that stay allocated while the map is
     /// used, and the kernel must order its writes and the map's reads of the same elements
     /// itself (signals, barriers).
-    pub unsafe fn from_raw(
+    pub unsafe fn from_device_ptr(
         ptr: sys::CUdeviceptr,
         len: usize,
         tile: Tile2d,
