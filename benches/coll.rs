@@ -1,5 +1,9 @@
-//! bf16 all-reduce: `pgas::coll` (one-shot, two-shot, the automatic choice, NVSHMEM's own)
-//! against NCCL, eager and captured into CUDA graphs, in the same job, 8 B to 1 GiB.
+//! `pgas::coll` against NCCL, eager and captured into CUDA graphs, in the same job, on bf16:
+//! all-reduce (low-latency, one-shot, two-shot, the automatic choice, NVSHMEM's own; 8 B to
+//! 1 GiB), all-gather, reduce-scatter, broadcast (the automatic choice, from PE 0) and
+//! all-to-all (NCCL: grouped `ncclSend` / `ncclRecv`), each at 8 B, 64 KiB, 1 MiB, 16 MiB,
+//! 256 MiB and 1 GiB (fewer sizes than the all-reduce's, to keep the whole run within a few
+//! minutes).
 //!
 //! ```text
 //! pgas-run -n 2 -- target/release/deps/coll-<hash> [OUTDIR]
@@ -8,14 +12,16 @@
 //! Run it with `NVSHMEM_DISABLE_CUDA_VMM=1`: NVSHMEM 3.4.5's default (VMM) heap refuses single
 //! allocations of 1 GiB, which the top size needs.
 //!
-//! Every PE runs it. Each (size, method, mode) is timed with CUDA events around `K` back-to-back
+//! A size is the bytes of the largest buffer of a call, as nccl-tests counts them: the
+//! all-gather's output, the reduce-scatter's input, each PE's all-to-all buffer. Every PE runs
+//! it. Each (collective, size, method, mode) is timed with CUDA events around `K` back-to-back
 //! calls (`K` shrinks with the size), repeated, and the median of the repetitions is reported;
-//! each method's result is checked against the sum computed here before its figures count.
-//! NCCL is loaded by name (`libnccl.so`, which cudarc looks for; PyTorch's wheel has
-//! `nvidia/nccl/lib/libnccl.so.2`, so put a `libnccl.so` link to it on `LD_LIBRARY_PATH`), its
-//! unique id crosses the PEs through an NVSHMEM broadcast, and it runs on the same symmetric
-//! buffers through cudarc's raw calls. Without it the NCCL columns say so. PE 0 prints a table
-//! and `FIGURE` lines, and writes the table to `OUTDIR/coll.md` when given.
+//! each method's result is checked against values computed here before its figures count.
+//! NCCL comes from `common/nccl.rs` (loaded by name; its unique id crosses the PEs through an
+//! NVSHMEM broadcast) and runs on the same symmetric buffers through cudarc's raw calls. Without it the NCCL columns say so. PE 0 prints a table
+//! per collective and `FIGURE` lines, and writes the tables to `OUTDIR/coll.md` and two plots
+//! per collective (`{allreduce,allgather,reducescatter,broadcast,alltoall}_{latency,busbw}.png`)
+//! when given.
 
 mod common;
 
@@ -32,6 +38,7 @@ use std::sync::Arc;
 
 const BENCH: &str = "coll";
 const REPS: usize = 7;
+/// The all-reduce's sizes.
 const SIZES: &[usize] = &[
     8,
     1 << 10,
@@ -44,6 +51,80 @@ const SIZES: &[usize] = &[
     256 << 20,
     1 << 30,
 ];
+/// The other collectives' sizes.
+const FEW_SIZES: &[usize] = &[8, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30];
+
+/// The collectives measured.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Coll {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    Broadcast,
+    AllToAll,
+}
+
+const COLLS: &[Coll] = &[
+    Coll::AllReduce,
+    Coll::AllGather,
+    Coll::ReduceScatter,
+    Coll::Broadcast,
+    Coll::AllToAll,
+];
+
+impl Coll {
+    /// Names in FIGURE lines and file names.
+    fn stem(self) -> &'static str {
+        match self {
+            Coll::AllReduce => "allreduce",
+            Coll::AllGather => "allgather",
+            Coll::ReduceScatter => "reducescatter",
+            Coll::Broadcast => "broadcast",
+            Coll::AllToAll => "alltoall",
+        }
+    }
+    fn title(self) -> &'static str {
+        match self {
+            Coll::AllReduce => "bf16 all-reduce Sum",
+            Coll::AllGather => "bf16 all-gather",
+            Coll::ReduceScatter => "bf16 reduce-scatter Sum",
+            Coll::Broadcast => "bf16 broadcast from PE 0",
+            Coll::AllToAll => "bf16 all-to-all",
+        }
+    }
+    /// nccl-tests' bus bandwidth factor, and its formula.
+    fn bus(self, n: usize) -> (f64, &'static str) {
+        let f = (n - 1) as f64 / n as f64;
+        match self {
+            Coll::AllReduce => (2.0 * f, "2(n-1)/n"),
+            Coll::Broadcast => (1.0, "1"),
+            _ => (f, "(n-1)/n"),
+        }
+    }
+    fn sizes(self) -> &'static [usize] {
+        match self {
+            Coll::AllReduce => SIZES,
+            _ => FEW_SIZES,
+        }
+    }
+    fn methods(self) -> &'static [Method] {
+        match self {
+            Coll::AllReduce => &[
+                Method::Pgas(Algorithm::LowLatency),
+                Method::Pgas(Algorithm::OneShot),
+                Method::Pgas(Algorithm::TwoShot),
+                Method::Pgas(Algorithm::Auto),
+                Method::Pgas(Algorithm::Nvshmem),
+                Method::Nccl,
+            ],
+            _ => &[Method::Pgas(Algorithm::Auto), Method::Nccl],
+        }
+    }
+    /// The method the speedup figure compares with NCCL.
+    fn headline(self) -> Method {
+        Method::Pgas(Algorithm::Auto)
+    }
+}
 
 #[derive(Clone, Copy, PartialEq)]
 enum Method {
@@ -52,19 +133,25 @@ enum Method {
 }
 
 impl Method {
-    fn name(self) -> &'static str {
+    fn name(self, c: Coll) -> &'static str {
         match self {
+            Method::Pgas(Algorithm::LowLatency) => "low_latency",
             Method::Pgas(Algorithm::OneShot) => "one_shot",
             Method::Pgas(Algorithm::TwoShot) => "two_shot",
-            Method::Pgas(Algorithm::Auto) => "auto",
+            // Reduce-scatter, all-gather and all-to-all have one algorithm.
+            Method::Pgas(Algorithm::Auto) if matches!(c, Coll::AllReduce | Coll::Broadcast) => {
+                "auto"
+            }
+            Method::Pgas(Algorithm::Auto) => "pgas",
             Method::Pgas(Algorithm::Nvshmem) => "nvshmem",
             Method::Nccl => "nccl",
         }
     }
-    /// Whether it runs at `bytes` (one-shot's traffic grows with the PEs; NVSHMEM's host
-    /// reduction is slow at the top and not captured).
+    /// Whether it runs at `bytes` (low latency up to its limit; one-shot's traffic grows with
+    /// the PEs; NVSHMEM's host reduction is slow at the top and not captured).
     fn runs(self, bytes: usize, graph: bool) -> bool {
         match self {
+            Method::Pgas(Algorithm::LowLatency) => bytes <= coll::LL_MAX_BYTES,
             Method::Pgas(Algorithm::OneShot) => bytes <= 16 << 20,
             Method::Pgas(Algorithm::Nvshmem) => !graph && bytes <= 64 << 20,
             _ => true,
@@ -72,45 +159,95 @@ impl Method {
     }
 }
 
-const METHODS: &[Method] = &[
-    Method::Pgas(Algorithm::OneShot),
-    Method::Pgas(Algorithm::TwoShot),
-    Method::Pgas(Algorithm::Auto),
-    Method::Pgas(Algorithm::Nvshmem),
-    Method::Nccl,
-];
+/// Elements of the call's buffers for a size of `bytes`: (source, destination), whole
+/// multiples of the PEs where split by them.
+fn lens(c: Coll, bytes: usize, n: usize) -> (usize, usize) {
+    let len = bytes / 2 / n * n;
+    match c {
+        Coll::AllGather => (len / n, len),
+        Coll::ReduceScatter => (len, len / n),
+        _ => (len, len),
+    }
+}
 
-/// Enqueues one all-reduce of `len` elements by `m` on `stream`.
+/// Enqueues one call of `c` by `m` on `stream`, on the first elements of `src` and `dst`.
+#[allow(clippy::too_many_arguments)]
 fn enqueue(
+    c: Coll,
     m: Method,
     comm: &mut Comm,
     nccl_comm: Option<&Nccl>,
     stream: &CudaStream,
-    dst: &mut SymViewMut<'_, bf16>,
-    src: &SymView<'_, bf16>,
+    bytes: usize,
+    dst: &mut SymTensor<bf16>,
+    src: &SymTensor<bf16>,
 ) -> BenchResult<()> {
-    match m {
-        Method::Pgas(a) => {
-            comm.all_reduce_on(stream, dst, src, ReduceOp::Sum, a)?;
-        }
-        Method::Nccl => {
-            let c = nccl_comm.ok_or("NCCL is not loaded")?;
-            // SAFETY: both buffers are device memory of `len` elements on this GPU.
-            unsafe {
-                nccl::all_reduce(
-                    src.as_device_ptr() as *const _,
-                    dst.as_device_ptr() as *mut _,
-                    src.len(),
-                    nccl_sys::ncclDataType_t::ncclBfloat16,
-                    nccl_sys::ncclRedOp_t::ncclSum,
-                    c.0,
-                    stream.cu_stream() as _,
-                )
+    let n = comm.n_pes();
+    let (sl, dl) = lens(c, bytes, n);
+    let s = src.view(0..sl)?;
+    let mut d = dst.view_mut(0..dl)?;
+    let Method::Pgas(a) = m else {
+        let comm = nccl_comm.ok_or("NCCL is not loaded")?.0;
+        let (sp, dp) = (s.as_device_ptr(), d.as_device_ptr());
+        let st = stream.cu_stream() as _;
+        let bf = nccl_sys::ncclDataType_t::ncclBfloat16;
+        let sum = nccl_sys::ncclRedOp_t::ncclSum;
+        // SAFETY: both buffers are device memory on this GPU of the lengths given.
+        let r = unsafe {
+            match c {
+                Coll::AllReduce => nccl::all_reduce(sp as _, dp as _, sl, bf, sum, comm, st),
+                Coll::AllGather => nccl::all_gather(sp as _, dp as _, sl, bf, comm, st),
+                Coll::ReduceScatter => {
+                    nccl::reduce_scatter(sp as _, dp as _, dl, bf, sum, comm, st)
+                }
+                Coll::Broadcast => nccl::broadcast(sp as _, dp as _, sl, bf, 0, comm, st),
+                Coll::AllToAll => {
+                    let m = sl / n;
+                    nccl::group_start().and_then(|_| {
+                        for q in 0..n {
+                            let off = (q * m * 2) as u64;
+                            nccl::send((sp + off) as _, m, bf, q as i32, comm, st)?;
+                            nccl::recv((dp + off) as _, m, bf, q as i32, comm, st)?;
+                        }
+                        nccl::group_end()
+                    })
+                }
             }
-            .map_err(|e| format!("ncclAllReduce: {e:?}"))?;
+        };
+        r.map_err(|e| format!("NCCL {c:?}: {e:?}"))?;
+        return Ok(());
+    };
+    match c {
+        Coll::AllReduce => {
+            comm.all_reduce_on(stream, &mut d, &s, ReduceOp::Sum, a)?;
         }
+        Coll::AllGather => comm.all_gather_on(stream, &mut d, &s)?,
+        Coll::ReduceScatter => comm.reduce_scatter_on(stream, &mut d, &s, ReduceOp::Sum)?,
+        Coll::Broadcast => {
+            comm.broadcast_on(stream, &mut d, &s, 0, a)?;
+        }
+        Coll::AllToAll => comm.all_to_all_on(stream, &mut d, &s)?,
     }
     Ok(())
+}
+
+/// Source element `i` of PE `pe` (small integers: exact in bf16, also summed).
+fn input(pe: usize, i: usize) -> f32 {
+    ((pe + i) % 8) as f32
+}
+
+/// Element `k` of PE `me`'s destination after `c` (`sl`: source length).
+fn want(c: Coll, k: usize, me: usize, n: usize, sl: usize) -> f32 {
+    match c {
+        Coll::AllReduce => (0..n).map(|pe| input(pe, k)).sum(),
+        Coll::AllGather => input(k / sl, k % sl),
+        Coll::ReduceScatter => (0..n).map(|pe| input(pe, me * (sl / n) + k)).sum(),
+        Coll::Broadcast => input(0, k),
+        Coll::AllToAll => {
+            let m = sl / n;
+            input(k / m, me * m + k % m)
+        }
+    }
 }
 
 fn main() -> BenchResult<()> {
@@ -127,17 +264,14 @@ fn main() -> BenchResult<()> {
     let mut comm = Comm::new(&p, Team::WORLD)?;
     coll::prewarm::<bf16>(&p)?;
     let len_max = max / 2;
-    let src_host: Vec<bf16> = (0..len_max)
-        .map(|i| bf16::from_f32(((me + i) % 8) as f32))
-        .collect();
+    let src_host: Vec<bf16> = (0..len_max).map(|i| bf16::from_f32(input(me, i))).collect();
     let src = p.alloc_from(&src_host)?;
     drop(src_host);
     let mut dst = p.alloc::<bf16>(len_max)?;
-    let want = |i: usize| -> f32 { (0..n).map(|pe| ((pe + i) % 8) as f32).sum() };
     let side: Arc<CudaStream> = p.cuda().new_stream()?;
     if me == 0 {
         println!(
-            "{BENCH}: bf16 all-reduce Sum on {machine}; NCCL {}",
+            "{BENCH}: bf16 collectives on {machine}; NCCL {}",
             if nccl_comm.is_some() {
                 "loaded"
             } else {
@@ -145,136 +279,194 @@ fn main() -> BenchResult<()> {
             }
         );
     }
-    // results[size][method][mode] = microseconds (NaN: not run).
-    let mut results = vec![[[f64::NAN; 2]; 5]; SIZES.len()];
-    for (si, &bytes) in SIZES.iter().enumerate() {
-        let len = bytes / 2;
-        let k = (64 << 20) / bytes.max(1 << 20);
-        let k = k.clamp(2, 20);
-        for (mi, &m) in METHODS.iter().enumerate() {
-            if m == Method::Nccl && nccl_comm.is_none() {
+    let mut tables = String::new();
+    for &c in COLLS {
+        let methods = c.methods();
+        // results[size][method][mode] = microseconds (NaN: not run).
+        let mut results = vec![vec![[f64::NAN; 2]; methods.len()]; c.sizes().len()];
+        for (si, &bytes) in c.sizes().iter().enumerate() {
+            let (sl, dl) = lens(c, bytes, n);
+            if sl == 0 || dl == 0 {
                 continue;
             }
-            for (gi, graph) in [false, true].into_iter().enumerate() {
-                if !m.runs(bytes, graph) {
+            let k = ((64 << 20) / bytes.max(1 << 20)).clamp(2, 20);
+            for (mi, &m) in methods.iter().enumerate() {
+                if m == Method::Nccl && nccl_comm.is_none() {
                     continue;
                 }
-                // NVSHMEM's host reduction runs on the context's stream only.
-                let stream: Arc<CudaStream> = if m == Method::Pgas(Algorithm::Nvshmem) {
-                    p.stream().clone()
-                } else {
-                    side.clone()
-                };
-                let s = src.view(0..len)?;
-                let mut d = dst.view_mut(0..len)?;
-                // Warm up (also the first launch, which a capture needs behind it).
-                p.barrier_all()?;
-                for _ in 0..3 {
-                    enqueue(m, &mut comm, nccl_comm.as_ref(), &stream, &mut d, &s)?;
-                }
-                stream.synchronize()?;
-                let graph_exec = if graph {
-                    p.barrier_all()?;
-                    stream
-                        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-                    let mut r = Ok(());
-                    for _ in 0..k {
-                        r = r.and(enqueue(
+                for (gi, graph) in [false, true].into_iter().enumerate() {
+                    if !m.runs(bytes, graph) {
+                        continue;
+                    }
+                    // NVSHMEM's host reduction runs on the context's stream only.
+                    let stream: Arc<CudaStream> = if m == Method::Pgas(Algorithm::Nvshmem) {
+                        p.stream().clone()
+                    } else {
+                        side.clone()
+                    };
+                    let mut call = |stream: &CudaStream| {
+                        enqueue(
+                            c,
                             m,
                             &mut comm,
                             nccl_comm.as_ref(),
-                            &stream,
-                            &mut d,
-                            &s,
-                        ));
-                    }
-                    let g = stream.end_capture(CUgraphInstantiate_flags(0))?;
-                    r?;
-                    let g = g.ok_or("empty capture")?;
-                    g.upload()?;
-                    Some(g)
-                } else {
-                    None
-                };
-                let mut times = Vec::with_capacity(REPS);
-                for _ in 0..REPS {
+                            stream,
+                            bytes,
+                            &mut dst,
+                            &src,
+                        )
+                    };
+                    // Warm up (also the first launch, which a capture needs behind it).
                     p.barrier_all()?;
-                    let ms = time_on_stream(&stream, || {
-                        match &graph_exec {
-                            Some(g) => g.launch()?,
-                            None => {
-                                for _ in 0..k {
-                                    enqueue(m, &mut comm, nccl_comm.as_ref(), &stream, &mut d, &s)?;
+                    for _ in 0..3 {
+                        call(&stream)?;
+                    }
+                    stream.synchronize()?;
+                    let graph_exec = if graph {
+                        p.barrier_all()?;
+                        stream.begin_capture(
+                            CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                        )?;
+                        let mut r = Ok(());
+                        for _ in 0..k {
+                            r = r.and(call(&stream));
+                        }
+                        let g = stream.end_capture(CUgraphInstantiate_flags(0))?;
+                        r?;
+                        let g = g.ok_or("empty capture")?;
+                        g.upload()?;
+                        Some(g)
+                    } else {
+                        None
+                    };
+                    let mut times = Vec::with_capacity(REPS);
+                    for _ in 0..REPS {
+                        p.barrier_all()?;
+                        let ms = time_on_stream(&stream, || {
+                            match &graph_exec {
+                                Some(g) => g.launch()?,
+                                None => {
+                                    for _ in 0..k {
+                                        call(&stream)?;
+                                    }
                                 }
                             }
+                            Ok(())
+                        })?;
+                        times.push(ms * 1000.0 / k as f64);
+                    }
+                    drop(graph_exec);
+                    stream.synchronize()?;
+                    // Check the first and last million elements (one range when they meet),
+                    // then poison them so the next method's result is its own.
+                    let head = dl.min(1 << 20);
+                    let tail_start = (dl - dl.min(1 << 20)).max(head);
+                    for (lo, hi) in [(0, head), (tail_start, dl)] {
+                        if lo == hi {
+                            continue;
                         }
-                        Ok(())
-                    })?;
-                    times.push(ms * 1000.0 / k as f64);
-                }
-                drop(graph_exec);
-                stream.synchronize()?;
-                // Check the first and last million elements (one range when they meet), then
-                // poison them so the next method's result is its own.
-                let head = len.min(1 << 20);
-                let tail_start = (len - len.min(1 << 20)).max(head);
-                for (lo, hi) in [(0, head), (tail_start, len)] {
-                    if lo == hi {
-                        continue;
+                        let got = dst.view(lo..hi)?.to_vec()?;
+                        let w = |j: usize| want(c, lo + j, me, n, sl);
+                        if let Some(j) = (0..got.len()).find(|&j| got[j].to_f32() != w(j)) {
+                            return Err(format!(
+                                "{} {} {} of {bytes} B: element {} is {}, expected {}",
+                                c.stem(),
+                                m.name(c),
+                                if graph { "graph" } else { "eager" },
+                                lo + j,
+                                got[j],
+                                w(j)
+                            )
+                            .into());
+                        }
+                        dst.view_mut(lo..hi)?.fill(bf16::from_f32(-1.0))?;
                     }
-                    let got = dst.view(lo..hi)?.to_vec()?;
-                    if let Some(j) = (0..got.len()).find(|&j| got[j].to_f32() != want(lo + j)) {
-                        return Err(format!(
-                            "{} {} of {bytes} B: element {} is {}, expected {}",
-                            m.name(),
-                            if graph { "graph" } else { "eager" },
-                            lo + j,
-                            got[j],
-                            want(lo + j)
-                        )
-                        .into());
-                    }
-                    dst.view_mut(lo..hi)?.fill(bf16::from_f32(-1.0))?;
+                    results[si][mi][gi] = median(&times);
                 }
-                results[si][mi][gi] = median(&times);
+            }
+            p.barrier_all()?;
+        }
+        if me == 0 {
+            tables.push_str(&report(c, &machine, n, &results));
+            if let Some(dir) = &out_dir {
+                std::fs::create_dir_all(dir)?;
+                let names: Vec<&str> = methods.iter().map(|m| m.name(c)).collect();
+                let (bus_factor, bus_text) = c.bus(n);
+                plot::collective(
+                    std::path::Path::new(dir),
+                    &plot::Collective {
+                        stem: c.stem(),
+                        what: c.title(),
+                        bus_factor,
+                        bus_text,
+                    },
+                    &machine,
+                    c.sizes(),
+                    &results,
+                    &names,
+                    n,
+                )?;
             }
         }
-        p.barrier_all()?;
     }
     if me != 0 {
         return Ok(());
     }
-    let busbw =
-        |bytes: usize, us: f64| bytes as f64 / (us * 1e-6) * 2.0 * (n - 1) as f64 / n as f64 / 1e9;
+    println!("{tables}");
+    if let Some(dir) = out_dir {
+        std::fs::write(std::path::Path::new(&dir).join("coll.md"), &tables)?;
+    }
+    Ok(())
+}
+
+/// One collective's table (returned) and FIGURE lines (printed).
+fn report(c: Coll, machine: &str, n: usize, results: &[Vec<[f64; 2]>]) -> String {
+    let methods = c.methods();
+    let (factor, text) = c.bus(n);
+    let busbw = |bytes: usize, us: f64| bytes as f64 / (us * 1e-6) * factor / 1e9;
+    let head = methods.iter().position(|&m| m == c.headline()).unwrap_or(0);
+    let nccl = methods.iter().position(|&m| m == Method::Nccl);
     let mut table = format!(
-        "# bf16 all-reduce on {machine}\n\nMedian microseconds per call ({REPS} repetitions of K back-to-back calls); \
-         `eager / graph`. Bus bandwidth (GB/s) = bytes / time x 2(n-1)/n.\n\n\
-         | size | one-shot | two-shot | auto | NVSHMEM | NCCL | auto busbw | NCCL busbw |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+        "# {} on {machine}\n\nMedian microseconds per call ({REPS} repetitions of K back-to-back \
+         calls); `eager / graph`. Bus bandwidth (GB/s) = bytes / time x {text}.\n\n| size |",
+        c.title()
     );
-    for (si, &bytes) in SIZES.iter().enumerate() {
+    for m in methods {
+        let _ = write!(table, " {} |", m.name(c));
+    }
+    let _ = writeln!(
+        table,
+        " {} busbw | NCCL busbw |\n|{}",
+        methods[head].name(c),
+        " --- |".repeat(methods.len() + 3)
+    );
+    for (si, &bytes) in c.sizes().iter().enumerate() {
         let r = &results[si];
-        let cell = |mi: usize| format!("{} / {}", show(r[mi][0]), show(r[mi][1]));
+        let best = |mi: usize| r[mi][0].min(r[mi][1]);
+        let _ = write!(table, "| {} |", human(bytes));
+        for cell in r {
+            let _ = write!(table, " {} / {} |", show(cell[0]), show(cell[1]));
+        }
+        let nccl_bw = nccl.map_or(f64::NAN, |i| busbw(bytes, best(i)));
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
-            human(bytes),
-            cell(0),
-            cell(1),
-            cell(2),
-            cell(3),
-            cell(4),
-            show(busbw(bytes, r[2][0].min(r[2][1]))),
-            show(busbw(bytes, r[4][0].min(r[4][1]))),
+            " {} | {} |",
+            show(busbw(bytes, best(head))),
+            show(nccl_bw)
         );
-        for (mi, m) in METHODS.iter().enumerate() {
+        for (mi, m) in methods.iter().enumerate() {
             for (gi, mode) in ["eager", "graph"].iter().enumerate() {
                 if r[mi][gi].is_finite() {
                     emit(
                         BENCH,
-                        &machine,
+                        machine,
                         &Figure {
-                            name: format!("allreduce_bf16_{}_{}_{mode}", human(bytes), m.name()),
+                            name: format!(
+                                "{}_bf16_{}_{}_{mode}",
+                                c.stem(),
+                                human(bytes),
+                                m.name(c)
+                            ),
                             value: r[mi][gi],
                             unit: "us",
                             note: format!("median of {REPS}"),
@@ -283,27 +475,24 @@ fn main() -> BenchResult<()> {
                 }
             }
         }
-        if r[4][0].is_finite() {
-            let best = |mi: usize| r[mi][0].min(r[mi][1]);
+        if let Some(ni) = nccl.filter(|&i| r[i][0].is_finite() && best(head).is_finite()) {
             emit(
                 BENCH,
-                &machine,
+                machine,
                 &Figure {
-                    name: format!("allreduce_bf16_{}_auto_speedup_vs_nccl", human(bytes)),
-                    value: best(4) / best(2),
+                    name: format!(
+                        "{}_bf16_{}_{}_speedup_vs_nccl",
+                        c.stem(),
+                        human(bytes),
+                        methods[head].name(c)
+                    ),
+                    value: best(ni) / best(head),
                     unit: "x",
                     note: "best of eager and graph, each side".to_owned(),
                 },
             );
         }
     }
-    println!("{table}");
-    if let Some(dir) = out_dir {
-        std::fs::create_dir_all(&dir)?;
-        let dir = std::path::Path::new(&dir);
-        std::fs::write(dir.join("coll.md"), &table)?;
-        let names: [&str; 5] = std::array::from_fn(|i| METHODS[i].name());
-        plot::all_reduce(dir, &machine, SIZES, &results, &names, n)?;
-    }
-    Ok(())
+    table.push('\n');
+    table
 }

@@ -49,6 +49,18 @@ pub fn log_log_by_size(
     y_label: &str,
     series: &[Series],
 ) -> Result<(), Box<dyn Error>> {
+    log_log_by_bytes(path, title, "message size", y_label, series)
+}
+
+/// [`log_log_by_size`] with the x axis (a size in bytes, labelled at whole powers of two) named
+/// `x_label`.
+pub fn log_log_by_bytes(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<(), Box<dyn Error>> {
     register();
     let points = || {
         series
@@ -75,7 +87,7 @@ pub fn log_log_by_size(
         .build_cartesian_2d(x0..x1, (y0 / 1.5..y1 * 1.5).log_scale())?;
     chart
         .configure_mesh()
-        .x_desc("message size")
+        .x_desc(x_label)
         .y_desc(y_label)
         .x_labels(((x1 - x0) as usize).min(16))
         .x_label_formatter(&|x| {
@@ -115,21 +127,56 @@ pub fn log_log_by_size(
     Ok(())
 }
 
-/// The two all-reduce plots of `benches/coll.rs` in `dir`: `allreduce_latency.png` (up to 1 MiB,
-/// microseconds, graph-captured) and `allreduce_busbw.png` (from 1 MiB, bus bandwidth, best of
-/// eager and graph). `results[size][method][eager, graph]` in microseconds, NaN where not run;
-/// `methods` names the methods in that order; `n` is the number of PEs.
-pub fn all_reduce(
+/// The two all-reduce plots of `benches/coll.rs` in `dir`: `allreduce_latency.png` and
+/// `allreduce_busbw.png` ([`collective`] with the all-reduce's bus factor `2(n-1)/n`).
+pub fn all_reduce<R: AsRef<[[f64; 2]]>>(
     dir: &Path,
     machine: &str,
     sizes: &[usize],
-    results: &[[[f64; 2]; 5]],
-    methods: &[&str; 5],
+    results: &[R],
+    methods: &[&str],
     n: usize,
 ) -> Result<(), Box<dyn Error>> {
-    let busbw = |bytes: usize, us: f64| {
-        bytes as f64 / (us * 1e-6) * 2.0 * (n - 1) as f64 / n.max(1) as f64 / 1e9
-    };
+    collective(
+        dir,
+        &Collective {
+            stem: "allreduce",
+            what: "bf16 all-reduce",
+            bus_factor: 2.0 * (n.max(1) - 1) as f64 / n.max(1) as f64,
+            bus_text: "2(n-1)/n",
+        },
+        machine,
+        sizes,
+        results,
+        methods,
+        n,
+    )
+}
+
+/// What [`collective`] plots: file names `{stem}_latency.png` / `{stem}_busbw.png`, the title's
+/// `what`, and the bus bandwidth factor (nccl-tests' convention) with its formula for the axis.
+pub struct Collective<'a> {
+    pub stem: &'a str,
+    pub what: &'a str,
+    pub bus_factor: f64,
+    pub bus_text: &'a str,
+}
+
+/// The two plots of one collective of `benches/coll.rs` in `dir`: `{stem}_latency.png` (up to
+/// 1 MiB, microseconds, graph-captured) and, with more than one PE, `{stem}_busbw.png` (from
+/// 1 MiB, bus bandwidth, best of eager and graph). `results[size][method][eager, graph]` in
+/// microseconds, NaN where not run; `methods` names the methods in that order.
+#[allow(clippy::too_many_arguments)]
+pub fn collective<R: AsRef<[[f64; 2]]>>(
+    dir: &Path,
+    c: &Collective<'_>,
+    machine: &str,
+    sizes: &[usize],
+    results: &[R],
+    methods: &[&str],
+    n: usize,
+) -> Result<(), Box<dyn Error>> {
+    let busbw = |bytes: usize, us: f64| bytes as f64 / (us * 1e-6) * c.bus_factor / 1e9;
     let series = |small: bool| -> Vec<Series> {
         methods
             .iter()
@@ -147,6 +194,7 @@ pub fn all_reduce(
                         }
                     })
                     .map(|(&b, r)| {
+                        let r = r.as_ref();
                         let y = if small {
                             r[mi][1]
                         } else {
@@ -160,16 +208,16 @@ pub fn all_reduce(
             .collect()
     };
     log_log_by_size(
-        &dir.join("allreduce_latency.png"),
-        &format!("bf16 all-reduce latency, graph-captured ({machine})"),
+        &dir.join(format!("{}_latency.png", c.stem)),
+        &format!("{} latency, graph-captured ({machine})", c.what),
         "microseconds",
         &series(true),
     )?;
     if n > 1 {
         log_log_by_size(
-            &dir.join("allreduce_busbw.png"),
-            &format!("bf16 all-reduce bus bandwidth ({machine})"),
-            "GB/s (bytes x 2(n-1)/n / time)",
+            &dir.join(format!("{}_busbw.png", c.stem)),
+            &format!("{} bus bandwidth ({machine})", c.what),
+            &format!("GB/s (bytes x {} / time)", c.bus_text),
             &series(false),
         )?;
     }

@@ -10,8 +10,8 @@ use crate::intrinsics::{self, Arg, Count, Intrinsic, Ret, Scope};
 use crate::ir::*;
 use crate::nvcall;
 use crate::prelude::{
-    sm90_support, Prelude, CHECK_SM90_SUPPORT, CHECK_SUPPORT, CHECK_TENSOR_SUPPORT, SUPPORT,
-    TENSOR_SUPPORT,
+    sm90_support, Prelude, CHECK_SM90_SUPPORT, CHECK_SUPPORT, CHECK_TENSOR_SUPPORT, LL_SUPPORT,
+    SUPPORT, TENSOR_SUPPORT,
 };
 use crate::types::{Scalar, Ty};
 
@@ -72,6 +72,8 @@ pub struct Uses {
     /// A Hopper intrinsic (mbarrier, TMA, wgmma): the source carries their support code, whose
     /// first line makes the runtime compile it for sm_90a.
     pub sm90: bool,
+    /// A collective over peer memory: the source carries the LL protocol's support code.
+    pub ll: bool,
 }
 
 /// Print one kernel (with the helpers it reaches, callees in any order) as a full source;
@@ -112,6 +114,9 @@ pub fn emit_source(
     }
     if uses.sm90 {
         e.raw_block(&sm90_support());
+    }
+    if uses.ll {
+        e.raw_block(LL_SUPPORT);
     }
     if checked {
         e.raw_block(CHECK_SUPPORT);

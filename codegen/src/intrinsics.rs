@@ -67,6 +67,7 @@ pub enum Group {
     Amo,
     Barrier,
     Collective,
+    PeerCollective,
     PeerMemory,
     Buffer,
     Tiles,
@@ -76,7 +77,7 @@ pub enum Group {
 
 impl Group {
     /// Every group, in doc order.
-    pub const ALL: [Group; 18] = [
+    pub const ALL: [Group; 19] = [
         Group::Thread,
         Group::Math,
         Group::LocalAtomic,
@@ -90,6 +91,7 @@ impl Group {
         Group::Amo,
         Group::Barrier,
         Group::Collective,
+        Group::PeerCollective,
         Group::PeerMemory,
         Group::Buffer,
         Group::Tiles,
@@ -113,6 +115,7 @@ impl Group {
             Group::Amo => "Remote atomics (AMO)",
             Group::Barrier => "Barriers and syncs",
             Group::Collective => "Device collectives",
+            Group::PeerCollective => "Collectives over peer memory (pgas's own protocol)",
             Group::PeerMemory => "Peer memory",
             Group::Buffer => "Buffers",
             Group::Tiles => {
@@ -720,6 +723,19 @@ const BCAST_ARGS: &[(&str, Arg)] = &[
     ("src", A::SymSrc),
     ("root", A::TeamPe(0)),
 ];
+const TEAM_ALL_REDUCE_ARGS: &[(&str, Arg)] = &[
+    ("team", A::Team),
+    ("dst", A::AnyDst),
+    ("src", A::AnySrc),
+    ("scratch", A::Signal { mutable: true }),
+    ("op", A::ReduceOp),
+];
+const TEAM_ALL_GATHER_ARGS: &[(&str, Arg)] = &[
+    ("team", A::Team),
+    ("dst", A::AnyDst),
+    ("src", A::AnySrc),
+    ("scratch", A::Signal { mutable: true }),
+];
 #[allow(clippy::too_many_arguments)]
 const fn coll(
     name: &'static str,
@@ -918,6 +934,13 @@ pub static INTRINSICS: &[Intrinsic] = &[
         "Copy `src` of team PE `root` into every PE's `dst`."),
     coll("broadcast_warp", BCAST_ARGS, S::Warp, RMA, "nvshmemx_{T}_broadcast_warp({0}, {1}, {2}, {n}, {3})", N::Min(1, 2),
         "`broadcast_block` by one warp."),
+    // Collectives over peer memory: pgas's LL protocol (prelude.rs, `LL_SUPPORT`).
+    row("team_all_reduce_block", G::PeerCollective, F::Free, TEAM_ALL_REDUCE_ARGS, R::Unit, S::Block, REDUCE,
+        "pgas_ll_block<{C}, pgas_op_{op}, false>({0}, {1}, {2}, {n}, {3})", N::Min(1, 2), false,
+        "Element-wise reduction of every team PE's `src` into its `dst` (`dst` may be `src`), by the whole block, with the same block of every PE: each PE stores its data into every peer's `scratch` as 16-byte lines of 8 data bytes and two copies of a 32-bit call flag, and polls its own for the peers' (no collective launch, no fence). Results are the same bits on every PE (reduced in team rank order; 16-bit floats in `f32`). `scratch`: a `u64` symmetric buffer of `pgas::coll::device_scratch_len::<T>(team size, len)` words from an even `k` on (16-byte aligned), this block's alone (one region per block that calls it, one scratch per team), zeroed once and reused; every team PE load/store reachable. Blocks wait for their namesakes on the peers, so those must be resident."),
+    row("team_all_gather_block", G::PeerCollective, F::Free, TEAM_ALL_GATHER_ARGS, R::Unit, S::Block, RMA,
+        "pgas_ll_block<{C}, pgas_op_sum, true>({0}, {1}, {2}, {n}, {3})", N::AllGather, false,
+        "Every team PE's `src` (n) into every PE's `dst` (team size x n), in team order, by the whole block with the same block of every PE, over `scratch` as `team_all_reduce_block` (the same protocol; `dst` apart from `src`)."),
     // Peer memory.
     row("peer", G::PeerMemory, F::Method, &[("x", A::SymSrc), ("pe", A::Pe)], R::PeerView, S::Thread, RMA,
         "(({C} *)nvshmem_ptr({0}, {1}))", N::None, false,

@@ -257,6 +257,7 @@ pub fn compile_kernel(
         tensor: kinfo.tensor,
         warpgroup: kinfo.warpgroup,
         sm90: kinfo.sm90,
+        ll: kinfo.ll,
     };
     let mut reached = BTreeSet::new();
     let mut stack: Vec<String> = kinfo.calls.iter().cloned().collect();
@@ -268,6 +269,7 @@ pub fn compile_kernel(
                 uses.tensor |= info.tensor;
                 uses.warpgroup |= info.warpgroup;
                 uses.sm90 |= info.sm90;
+                uses.ll |= info.ll;
                 stack.extend(info.calls.iter().cloned());
             }
         }

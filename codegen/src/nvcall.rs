@@ -42,15 +42,23 @@ pub const NVSHMEM_CONSTANTS: &[(&str, i32)] = &[
     ("NVSHMEM_CMP_LE", 3),
     ("NVSHMEM_CMP_LT", 4),
     ("NVSHMEM_CMP_GE", 5),
+    ("NVSHMEM_TEAM_WORLD", 0),
 ];
 
 /// NVSHMEM functions that support code calls outside the intrinsic rows (the checked
-/// variant's PE checks, peer views, a collective's element count): `(name, return, params)`.
+/// variant's PE checks, peer views, a collective's element count, the LL protocol of the
+/// collectives over peer memory): `(name, return, params)`.
 /// [`LTO_HEAD`] renames each to `pgas_lto_<name>`, which [`library`] defines.
 const SUPPORT_CALLS: &[(&str, &str, &str)] = &[
     ("nvshmem_my_pe", "int", "void"),
     ("nvshmem_n_pes", "int", "void"),
     ("nvshmem_team_n_pes", "int", "nvshmem_team_t team"),
+    ("nvshmem_team_my_pe", "int", "nvshmem_team_t team"),
+    (
+        "nvshmem_team_translate_pe",
+        "int",
+        "nvshmem_team_t src_team, int src_pe, nvshmem_team_t dest_team",
+    ),
     ("nvshmem_ptr", "void *", "const void *ptr, int pe"),
 ];
 

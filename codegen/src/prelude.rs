@@ -282,6 +282,115 @@ __device__ __forceinline__ void pgas_require_whole_warps(int line) {
 }
 ";
 
+/// Helpers of the collectives over peer memory (`team_all_reduce_block`,
+/// `team_all_gather_block`; both variants): pgas's LL ("low latency") protocol. A PE stores its
+/// data into every peer's scratch as 16-byte lines `{d0, f, d1, f}`: 8 data bytes, each 4 of
+/// them beside a copy of the call's 32-bit flag `f`, in one `st.volatile.v4`. An aligned 8-byte
+/// half reaches the peer whole, so a reader that sees both flags equal to this call's has both
+/// data words: no separate flag, no fence between data and flag, one NVLink crossing. A
+/// block's scratch is `[0]` its call counter (local), `[1]` unused, then the line of sender
+/// rank `r` for line `l` of the data at `(l * 2 + parity) * n + r` (16 bytes each), `parity`
+/// the call counter's lowest bit: a sender gets two calls ahead of a reader only after the
+/// reader has read the lines of the call before, so two sets of lines suffice. The flag is the
+/// call counter modulo 2^32, never 0 (a zeroed line is not a call's); a line left unused for a
+/// whole multiple of 2^32 calls of its block would be taken for the current call's.
+pub const LL_SUPPORT: &str = "template <typename T> struct pgas_acc { typedef T type; };
+template <> struct pgas_acc<__half> { typedef float type; };
+template <> struct pgas_acc<__nv_bfloat16> { typedef float type; };
+template <typename A> __device__ __forceinline__ A pgas_op_min2(A a, A b) { return pgas_min(a, b); }
+template <> __device__ __forceinline__ float pgas_op_min2(float a, float b) { return fminf(a, b); }
+template <> __device__ __forceinline__ double pgas_op_min2(double a, double b) { return fmin(a, b); }
+template <typename A> __device__ __forceinline__ A pgas_op_max2(A a, A b) { return pgas_max(a, b); }
+template <> __device__ __forceinline__ float pgas_op_max2(float a, float b) { return fmaxf(a, b); }
+template <> __device__ __forceinline__ double pgas_op_max2(double a, double b) { return fmax(a, b); }
+struct pgas_op_sum { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a + b); } };
+struct pgas_op_prod { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a * b); } };
+struct pgas_op_min { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return pgas_op_min2(a, b); } };
+struct pgas_op_max { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return pgas_op_max2(a, b); } };
+struct pgas_op_and { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a & b); } };
+struct pgas_op_or { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a | b); } };
+struct pgas_op_xor { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a ^ b); } };
+__device__ __forceinline__ void pgas_ll_store(void *p, uint32_t d0, uint32_t d1, uint32_t f) {
+    asm volatile(\"st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};\" :: \"l\"(p), \"r\"(d0), \"r\"(f), \"r\"(d1), \"r\"(f) : \"memory\");
+}
+__device__ __forceinline__ uint4 pgas_ll_load(const void *p) {
+    uint4 v;
+    asm volatile(\"ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];\" : \"=r\"(v.x), \"=r\"(v.y), \"=r\"(v.z), \"=r\"(v.w) : \"l\"(p) : \"memory\");
+    return v;
+}
+// Line `l` of `src` (8 bytes; zeros past `len`) as two words.
+template <typename T> __device__ __forceinline__ uint2 pgas_ll_pack(const T *src, size_t len, size_t l) {
+    constexpr size_t per = 8 / sizeof(T);
+    unsigned char bytes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (size_t j = 0; j < per; j++) {
+        if (l * per + j < len) memcpy(bytes + j * sizeof(T), &src[l * per + j], sizeof(T));
+    }
+    uint2 w;
+    memcpy(&w, bytes, 8);
+    return w;
+}
+// All-reduce by `Op` (Gather false: `dst[i]` = the reduction over team ranks of their `src[i]`)
+// or all-gather (Gather true: `dst[r * len + i]` = rank r's `src[i]`) of `len` elements, by the
+// whole block, with the same block of every team PE (see LL_SUPPORT's doc in prelude.rs).
+template <typename T, typename Op, bool Gather>
+__device__ void pgas_ll_block(nvshmem_team_t team, T *dst, const T *src, size_t len, uint64_t *scratch) {
+    typedef typename pgas_acc<T>::type A;
+    constexpr size_t per = 8 / sizeof(T);
+    const int n = nvshmem_team_n_pes(team);
+    const int me = nvshmem_team_my_pe(team);
+    const unsigned long long call = *(volatile unsigned long long *)scratch + 1;
+    const uint32_t f = (uint32_t)call == 0u ? 1u : (uint32_t)call;
+    const size_t parity = (size_t)(call & 1ull);
+    unsigned char *lines = (unsigned char *)(scratch + 2);
+    const size_t nl = (len + per - 1) / per;
+    // This rank's lines into every peer's scratch (none to itself: it reads its own src).
+    for (size_t l = threadIdx.x; l < nl; l += blockDim.x) {
+        const uint2 w = pgas_ll_pack(src, len, l);
+        for (int k = 1; k < n; k++) {
+            const int pe = nvshmem_team_translate_pe(team, (me + k) % n, NVSHMEM_TEAM_WORLD);
+            void *line = lines + 16 * ((l * 2 + parity) * (size_t)n + (size_t)me);
+            pgas_ll_store(nvshmem_ptr(line, pe), w.x, w.y, f);
+        }
+    }
+    // Every rank's lines, in rank order, so every PE combines the same values the same way.
+    for (size_t l = threadIdx.x; l < nl; l += blockDim.x) {
+        A acc[per];
+        for (int r = 0; r < n; r++) {
+            uint2 w;
+            if (r == me) {
+                w = pgas_ll_pack(src, len, l);
+            } else {
+                const void *line = lines + 16 * ((l * 2 + parity) * (size_t)n + (size_t)r);
+                uint4 v;
+                do {
+                    v = pgas_ll_load(line);
+                } while (v.y != f || v.w != f);
+                w = make_uint2(v.x, v.z);
+            }
+            T vals[per];
+            memcpy(vals, &w, 8);
+            for (size_t j = 0; j < per; j++) {
+                if constexpr (Gather) {
+                    if (l * per + j < len) dst[(size_t)r * len + l * per + j] = vals[j];
+                } else {
+                    acc[j] = r == 0 ? (A)vals[j] : Op::f(acc[j], (A)vals[j]);
+                }
+            }
+        }
+        if constexpr (!Gather) {
+            for (size_t j = 0; j < per; j++) {
+                if (l * per + j < len) dst[l * per + j] = (T)acc[j];
+            }
+        }
+    }
+    // Every thread has read the counter; the next call (of this kernel or a later one) sees
+    // the new value.
+    __syncthreads();
+    if (threadIdx.x == 0) *(volatile unsigned long long *)scratch = call;
+    __syncthreads();
+}
+";
+
 /// Checks of the checked variant for [`TENSOR_SUPPORT`]'s intrinsics: 16-byte accesses in
 /// bounds and aligned, column indices within the leading dimension, warp-wide instructions
 /// reached by the whole warp.

@@ -44,64 +44,16 @@
 //! [`reduce_scatter`]: f32_::reduce_scatter
 //! [`all_gather`]: f32_::all_gather
 
-macro_rules! coll_kernels {
-    ($($m:ident: $t:ident => $a:ident, $w:literal $(, [$($bits:tt)*])?;)*) => {$(
-        // The reduction of `a` and `b` (both `$a`) by the comptime `op`, written once here and
-        // pasted where each algorithm combines two values (the scalar path and each vector slot).
-        coll_kernels!(@pieces $m $t $a $w [
-            if op == 1 {
-                a * b
-            } else if op == 2 {
-                min(a, b)
-            } else if op == 3 {
-                max(a, b)
-            } $($($bits)*)? else {
-                a + b
-            }
-        ]);
-    )*};
-    // The pieces the kernels share, each written once and pasted into every kernel that uses it:
-    // the entry handshake, the reduction of a vector pair `i0`, `i1` (and of one element `i`) of
-    // `src` over every PE into `x0`, `x1` (`a`), the stores of `x0`, `x1` (`r`) to `dst` at `i0`,
-    // `i1` (`i`) on every PE, and the leave handshake (after local stores, and after peer stores:
-    // then with the release fence before the signal and the acquire fence after the wait).
-    (@pieces $m:ident $t:ident $a:ident $w:literal [$($red:tt)*]) => {
-        coll_kernels!(@kernels $m $t $a $w
-            enter: [
-                let e = epochs[blk] + 1;
-                if t < nn {
-                    signal_op(&mut sig[blk * nn + me as usize], 2 * e - 1, SignalOp::Set, pes[t]);
-                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
-                    threadfence_system();
-                }
-                sync_threads();
-            ]
-            reduce_pair: [
-                let mut x0 = load_vec16(&src[i0]);
-                let mut x1 = load_vec16(&src[i1]);
-                for k in 1..nn {
-                    let p = src.peer(pes[(me as usize + k) % nn]);
-                    let y0 = load_vec16(&p[i0]);
-                    let y1 = load_vec16(&p[i1]);
-                    for j in 0..$w {
-                        let a = vec16_get(x0, j) as $a;
-                        let b = vec16_get(y0, j) as $a;
-                        let r = $($red)*;
-                        x0 = vec16_set(x0, j, r as $t);
-                        let a = vec16_get(x1, j) as $a;
-                        let b = vec16_get(y1, j) as $a;
-                        let r = $($red)*;
-                        x1 = vec16_set(x1, j, r as $t);
-                    }
-                }
-            ]
-            reduce_one: [
-                let mut a = src[i] as $a;
-                for k in 1..nn {
-                    let b = src.peer(pes[(me as usize + k) % nn])[i] as $a;
-                    a = $($red)*;
-                }
-            ]
+/// Hands the pieces every kind of collective kernel shares to the kernel template `$cb!`,
+/// appended to its arguments: `put_pair` / `put_one` (the stores of `x0`, `x1` at `i0`, `i1`, or
+/// of `r` at `i`, into `dst` on every PE), and the flag protocol's handshakes (see the module
+/// doc): `enter` (this block's epoch `e`; signal "entered call `e`" to every peer and wait for
+/// theirs), `leave` (after local stores) and `leave_after_puts` (after peer stores: the release
+/// fence before the signal, the acquire fence after the wait). Written once for the reducing
+/// kernels and the data-movement kernels alike.
+macro_rules! with_shared_pieces {
+    ($cb:ident!($($args:tt)*)) => {
+        $cb!($($args)*
             put_pair: [
                 for k in 0..nn {
                     let p = dst.peer(pes[(me as usize + k) % nn]);
@@ -113,6 +65,15 @@ macro_rules! coll_kernels {
                 for k in 0..nn {
                     dst.peer(pes[(me as usize + k) % nn])[i] = r;
                 }
+            ]
+            enter: [
+                let e = epochs[blk] + 1;
+                if t < nn {
+                    signal_op(&mut sig[blk * nn + me as usize], 2 * e - 1, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
+                    threadfence_system();
+                }
+                sync_threads();
             ]
             leave: [
                 sync_threads();
@@ -141,18 +102,105 @@ macro_rules! coll_kernels {
             ]
         );
     };
+}
+
+macro_rules! coll_kernels {
+    ($($m:ident: $t:ident => $a:ident, $w:literal, {$($code:literal $name:ident)*} $(, [$($bits:tt)*])?;)*) => {$(
+        // The reduction of `a` and `b` (both `$a`) by the comptime `op`, written once here and
+        // pasted where each algorithm combines two values (the scalar path and each vector slot).
+        // `$code $name`: the comptime code of each reduction the type has and its `ReduceOp`.
+        coll_kernels!(@pieces $m $t $a $w {$($code $name)*} [
+            if op == 1 {
+                a * b
+            } else if op == 2 {
+                min(a, b)
+            } else if op == 3 {
+                max(a, b)
+            } $($($bits)*)? else {
+                a + b
+            }
+        ]);
+    )*};
+    // The pieces only the reducing kernels share, each written once and pasted into every
+    // kernel that uses it: the reduction of a vector pair `i0`, `i1` (and of one element `i`)
+    // of `src` over every PE into `x0`, `x1` (`a`). The stores to every PE and the handshakes
+    // come from `with_shared_pieces!`.
+    (@pieces $m:ident $t:ident $a:ident $w:literal {$($code:literal $name:ident)*} [$($red:tt)*]) => {
+        with_shared_pieces!(coll_kernels!(@kernels $m $t $a $w
+            // The low-latency all-reduce of this block's elements, by the reduction whose code
+            // `op` is (one `if` for each; the comptime `op` leaves one).
+            ll_reduce: [
+                $(
+                    if op == $code {
+                        team_all_reduce_block(team, &mut dst[lo..hi], &src[lo..hi], &mut scratch[at], ReduceOp::$name);
+                    }
+                )*
+            ]
+            reduce_pair: [
+                let mut x0 = load_vec16(&src[i0]);
+                let mut x1 = load_vec16(&src[i1]);
+                for k in 1..nn {
+                    let p = src.peer(pes[(me as usize + k) % nn]);
+                    let y0 = load_vec16(&p[i0]);
+                    let y1 = load_vec16(&p[i1]);
+                    for j in 0..$w {
+                        let a = vec16_get(x0, j) as $a;
+                        let b = vec16_get(y0, j) as $a;
+                        let r = $($red)*;
+                        x0 = vec16_set(x0, j, r as $t);
+                        let a = vec16_get(x1, j) as $a;
+                        let b = vec16_get(y1, j) as $a;
+                        let r = $($red)*;
+                        x1 = vec16_set(x1, j, r as $t);
+                    }
+                }
+            ]
+            reduce_one: [
+                let mut a = src[i] as $a;
+                for k in 1..nn {
+                    let b = src.peer(pes[(me as usize + k) % nn])[i] as $a;
+                    a = $($red)*;
+                }
+            ]
+        ));
+    };
     (@kernels $m:ident $t:ident $a:ident $w:literal
-        enter: [$($enter:tt)*]
+        ll_reduce: [$($ll_reduce:tt)*]
         reduce_pair: [$($reduce_pair:tt)*]
         reduce_one: [$($reduce_one:tt)*]
         put_pair: [$($put_pair:tt)*]
         put_one: [$($put_one:tt)*]
+        enter: [$($enter:tt)*]
         leave: [$($leave:tt)*]
         leave_after_puts: [$($leave_after_puts:tt)*]
     ) => {
         #[doc = concat!("Collective kernels for `", stringify!($t), "`.")]
         pub mod $m {
             use crate::prelude::*;
+
+            /// Low latency (LL): block `b` all-reduces elements `b * per_block ..` (at most
+            /// `per_block` of them) with `team_all_reduce_block` over its own `region` words of
+            /// `scratch` (`pgas::coll::device_scratch_len` of `per_block` elements): each PE
+            /// stores its data, with the call's flag in every 8-byte word, into every peer's
+            /// scratch and polls its own, so a call is one NVLink crossing and no handshake.
+            /// Safe in place. The call counters live in `scratch`, not in `epochs`.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn low_latency(
+                team: Team,
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                scratch: &mut SymTensor<u64>,
+                region: u32,
+                per_block: u32,
+                #[comptime] op: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let len = dst.len();
+                let lo = min(blk * per_block as usize, len);
+                let hi = min(lo + per_block as usize, len);
+                let at = blk * region as usize;
+                $($ll_reduce)*
+            }
 
             /// One-shot: every PE loads every peer's `src` over NVLink and reduces into its own
             /// `dst`. Latency: one flag round trip each side of one pass over the data.
@@ -372,16 +420,257 @@ macro_rules! coll_kernels {
 }
 
 coll_kernels! {
-    f32_: f32 => f32, 4;
-    f64_: f64 => f64, 2;
-    f16_: f16 => f32, 8;
-    bf16_: bf16 => f32, 8;
-    i8_: i8 => i8, 16, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    i16_: i16 => i16, 8, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    i32_: i32 => i32, 4, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    i64_: i64 => i64, 2, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u8_: u8 => u8, 16, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u16_: u16 => u16, 8, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u32_: u32 => u32, 4, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u64_: u64 => u64, 2, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    f32_: f32 => f32, 4, {0 Sum 1 Prod 2 Min 3 Max};
+    f64_: f64 => f64, 2, {0 Sum 1 Prod 2 Min 3 Max};
+    f16_: f16 => f32, 8, {0 Sum 1 Prod 2 Min 3 Max};
+    bf16_: bf16 => f32, 8, {0 Sum 1 Prod 2 Min 3 Max};
+    i8_: i8 => i8, 16, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    i16_: i16 => i16, 8, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    i32_: i32 => i32, 4, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    i64_: i64 => i64, 2, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u8_: u8 => u8, 16, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u16_: u16 => u16, 8, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u32_: u32 => u32, 4, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u64_: u64 => u64, 2, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+}
+
+/// The data-movement kernels (broadcast, all-to-all), one module per element size: they only
+/// copy, so every element type of that size shares them (the host passes its buffers as
+/// unsigned integers of the same width). `$w` is the elements in 16 bytes, `$s` the bytes of
+/// one. The stores to every PE and the handshakes are the reducing kernels' (pasted by
+/// `with_shared_pieces!`).
+macro_rules! move_kernels {
+    ($($m:ident: $t:ident, $w:literal, $s:literal;)*) => {$(
+        with_shared_pieces!(move_kernels!(@kernels $m $t $w $s
+            // Copy of `cnt` elements from `src[so..]` to `dst[ro..]` on the PE `p` is a view of
+            // (all-to-all's segments): 16-byte vectors from the first boundary of the source
+            // when both ends sit at the same offset modulo 16 bytes (`sb`, `db`: the buffers'
+            // own offsets), one element at a time before it, past the last vector, and
+            // throughout otherwise. Two vectors a thread a step, as in the reducing kernels.
+            copy_segment: [
+                let smis = (sb as usize + so * $s) % 16;
+                let dmis = (db as usize + ro * $s) % 16;
+                let h = min((16 - smis) % 16 / $s, cnt);
+                let nv = if smis == dmis { (cnt - h) / $w } else { 0 };
+                let vend = h + nv * $w;
+                let mut v = gt;
+                while v < nv {
+                    let i0 = h + v * $w;
+                    let i1 = if v + stride < nv { i0 + stride * $w } else { i0 };
+                    let x0 = load_vec16(&src[so + i0]);
+                    let x1 = load_vec16(&src[so + i1]);
+                    store_vec16(&mut p[ro + i0], x0);
+                    store_vec16(&mut p[ro + i1], x1);
+                    v += 2 * stride;
+                }
+                let ns = h + (cnt - vend);
+                let mut q = gt;
+                while q < ns {
+                    let i = if q < h { q } else { vend + q - h };
+                    p[ro + i] = src[so + i];
+                    q += stride;
+                }
+            ]
+        ));
+    )*};
+    (@kernels $m:ident $t:ident $w:literal $s:literal
+        copy_segment: [$($copy_segment:tt)*]
+        put_pair: [$($put_pair:tt)*]
+        put_one: [$($put_one:tt)*]
+        enter: [$($enter:tt)*]
+        leave: [$($leave:tt)*]
+        leave_after_puts: [$($leave_after_puts:tt)*]
+    ) => {
+        #[doc = concat!("Data-movement kernels for ", stringify!($s), "-byte elements.")]
+        pub mod $m {
+            use crate::prelude::*;
+
+            /// Broadcast, one-shot: every PE loads team rank `root`'s `src` over NVLink into its
+            /// own `dst` (`copy == 0` on the root in place: nothing to copy). The root's
+            /// outgoing links carry `n - 1` copies. `head` and `vec` as in the reducing kernels
+            /// (`src` and `dst` have the same offsets on every PE).
+            #[pgas_kernel(max_threads = 512)]
+            pub fn broadcast_one_shot(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                root: u32,
+                copy: u32,
+                head: u32,
+                vec: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                if copy != 0 {
+                    let r = src.peer(pes[root as usize]);
+                    let len = dst.len();
+                    let h = min(head as usize, len);
+                    let nv = if vec != 0 { (len - h) / $w } else { 0 };
+                    let vend = h + nv * $w;
+                    let stride = (grid_dim_x() * block_dim_x()) as usize;
+                    let gt = blk * block_dim_x() as usize + t;
+                    let mut v = gt;
+                    while v < nv {
+                        let i0 = h + v * $w;
+                        let i1 = if v + stride < nv { i0 + stride * $w } else { i0 };
+                        let x0 = load_vec16(&r[i0]);
+                        let x1 = load_vec16(&r[i1]);
+                        store_vec16(&mut dst[i0], x0);
+                        store_vec16(&mut dst[i1], x1);
+                        v += 2 * stride;
+                    }
+                    let ns = h + (len - vend);
+                    let mut q = gt;
+                    while q < ns {
+                        let i = if q < h { q } else { vend + q - h };
+                        dst[i] = r[i];
+                        q += stride;
+                    }
+                }
+                $($leave)*
+            }
+
+            /// Broadcast, two-shot (scatter, then all-gather): team rank `r` loads chunk `r` of
+            /// the root's `src` and stores it into every PE's `dst`, so the root's links carry
+            /// one copy of the data in all and every PE's SMs share the stores. Safe in place
+            /// (only rank `r` reads chunk `r` of the root's `src`; what it stores there is what
+            /// it read).
+            #[pgas_kernel(max_threads = 512)]
+            pub fn broadcast_two_shot(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                root: u32,
+                head: u32,
+                vec: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                let rs = src.peer(pes[root as usize]);
+                let len = dst.len();
+                let h = min(head as usize, len);
+                let nv = if vec != 0 { (len - h) / $w } else { 0 };
+                let vend = h + nv * $w;
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                let vchunk = (nv + nn - 1) / nn;
+                let vlo = min(me as usize * vchunk, nv);
+                let vhi = min(vlo + vchunk, nv);
+                let mut v = vlo + gt;
+                while v < vhi {
+                    let i0 = h + v * $w;
+                    let i1 = if v + stride < vhi { i0 + stride * $w } else { i0 };
+                    let x0 = load_vec16(&rs[i0]);
+                    let x1 = load_vec16(&rs[i1]);
+                    $($put_pair)*
+                    v += 2 * stride;
+                }
+                let ns = h + (len - vend);
+                let schunk = (ns + nn - 1) / nn;
+                let slo = min(me as usize * schunk, ns);
+                let shi = min(slo + schunk, ns);
+                let mut q = slo + gt;
+                while q < shi {
+                    let i = if q < h { q } else { vend + q - h };
+                    let r = rs[i];
+                    $($put_one)*
+                    q += stride;
+                }
+                $($leave_after_puts)*
+            }
+
+            /// All-to-all: chunk `q` of team rank `r`'s `src` (`m = src.len() / n` elements from
+            /// `q * m`) lands as chunk `r` of rank `q`'s `dst`, by peer stores, peers in the
+            /// order `me + 1, me + 2, ..` so that the PEs spread over the links. `sb`, `db`: the
+            /// byte offsets of `src` and `dst` modulo 16 (`dst`'s is the same on every PE).
+            #[pgas_kernel(max_threads = 512)]
+            pub fn all_to_all(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                sb: u32,
+                db: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                let m = src.len() / nn;
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                for k in 1..nn + 1 {
+                    let qr = (me as usize + k) % nn;
+                    let p = dst.peer(pes[qr]);
+                    let so = qr * m;
+                    let ro = me as usize * m;
+                    let cnt = m;
+                    $($copy_segment)*
+                }
+                $($leave_after_puts)*
+            }
+
+            /// All-to-all with per-peer counts and displacements: for team rank `q`,
+            /// `table[3 q]` is the element offset in `src` of what this rank sends `q`,
+            /// `table[3 q + 1]` its length and `table[3 q + 2]` the offset in `q`'s `dst` where
+            /// it lands (rank `q`'s receive displacement for this rank), all agreed across the
+            /// PEs by `Comm::all_to_all_layout` before any launch. Otherwise as [`all_to_all`].
+            ///
+            /// `table` is local device memory read on this PE only; it is declared as a
+            /// symmetric parameter so that the host passes its address as is (a `CudaSlice`
+            /// argument would make the launch wait on cudarc's events, which a CUDA graph
+            /// capture on another stream refuses).
+            #[pgas_kernel(max_threads = 512)]
+            pub fn all_to_all_v(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                table: &SymTensor<u64>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                sb: u32,
+                db: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                for k in 1..nn + 1 {
+                    let qr = (me as usize + k) % nn;
+                    let p = dst.peer(pes[qr]);
+                    let so = table[3 * qr] as usize;
+                    let cnt = table[3 * qr + 1] as usize;
+                    let ro = table[3 * qr + 2] as usize;
+                    $($copy_segment)*
+                }
+                $($leave_after_puts)*
+            }
+        }
+    };
+}
+
+move_kernels! {
+    move8: u8, 16, 1;
+    move16: u16, 8, 2;
+    move32: u32, 4, 4;
+    move64: u64, 2, 8;
 }

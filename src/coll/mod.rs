@@ -25,6 +25,10 @@
 //! kernels and their flag protocol are in [`kernels`].
 
 pub mod kernels;
+mod layout;
+mod movement;
+
+pub use layout::AllToAllLayout;
 
 use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::{KernelSpec, Variant};
@@ -33,13 +37,19 @@ use pgas_runtime::CollectiveElem;
 
 use crate::{Error, LaunchConfig, Pgas, ReduceOp, Result, SymRegion, SymTensor, Team};
 
-/// How [`Comm::all_reduce`] reduces.
+/// How [`Comm::all_reduce`] reduces (and [`Comm::broadcast`] moves data: one-shot, two-shot,
+/// NVSHMEM's or `Auto`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
-    /// One-shot up to [`ONE_SHOT_MAX_BYTES`] ([`ONE_SHOT_MAX_BYTES_2PE`] in a team of two),
-    /// two-shot above (in place: always two-shot); NVSHMEM's own when some peer is not
-    /// load/store reachable.
+    /// All-reduce: low latency up to [`LL_MAX_BYTES`] (also in place), one-shot up to
+    /// [`ONE_SHOT_MAX_BYTES`] ([`ONE_SHOT_MAX_BYTES_2PE`] in a team of two), two-shot above (in
+    /// place: two-shot); NVSHMEM's own when some peer is not load/store reachable. Broadcast:
+    /// the same without low latency.
     Auto,
+    /// All-reduce only, up to [`LL_MAX_BYTES`]: every PE stores its data into every peer's
+    /// scratch with the call's flag beside each 4 bytes, and polls its own (the LL protocol of
+    /// `team_all_reduce_block`): one NVLink crossing, no handshake, no fence. Also in place.
+    LowLatency,
     /// Every PE reads every peer's input and reduces (needs `dst` and `src` apart).
     OneShot,
     /// Reduce-scatter by peer loads, all-gather by peer stores (also in place).
@@ -52,6 +62,15 @@ pub enum Algorithm {
 /// [`Algorithm::Auto`] takes one-shot up to this many bytes: one-shot's single pass wins while
 /// latency dominates, two-shot's smaller traffic above.
 pub const ONE_SHOT_MAX_BYTES: usize = 256 << 10;
+
+/// The largest all-reduce [`Algorithm::LowLatency`] takes (and [`Algorithm::Auto`] gives it):
+/// its scratch holds this much per call (twice over, per peer, in 16-byte lines of 8 data
+/// bytes). Above, the data sent twice over (each 8 bytes in a 16-byte line) costs more than the
+/// handshakes it saves.
+pub const LL_MAX_BYTES: usize = 64 << 10;
+
+/// Data bytes each block of a low-latency all-reduce handles (two 8-byte lines a thread).
+const LL_BYTES_PER_BLOCK: usize = 8 << 10;
 
 /// [`ONE_SHOT_MAX_BYTES`] in a team of two PEs. One-shot moves `n - 1` times the data over
 /// NVLink, two-shot `2 (n - 1) / n` times: the same for two PEs, so one-shot's single pass (one
@@ -78,6 +97,8 @@ const BYTES_PER_BLOCK: usize = 16 << 10;
 /// NVSHMEM's). Sealed.
 pub trait AllReduceElem: CollectiveElem {
     #[doc(hidden)]
+    const LOW_LATENCY: &'static KernelSpec;
+    #[doc(hidden)]
     const ONE_SHOT: &'static KernelSpec;
     #[doc(hidden)]
     const TWO_SHOT: &'static KernelSpec;
@@ -93,6 +114,7 @@ pub trait AllReduceElem: CollectiveElem {
 macro_rules! elem {
     ($($t:ty => $m:ident, $bits:literal;)*) => {$(
         impl AllReduceElem for $t {
+            const LOW_LATENCY: &'static KernelSpec = &kernels::$m::low_latency::SPEC;
             const ONE_SHOT: &'static KernelSpec = &kernels::$m::one_shot::SPEC;
             const TWO_SHOT: &'static KernelSpec = &kernels::$m::two_shot::SPEC;
             const REDUCE_SCATTER: &'static KernelSpec = &kernels::$m::reduce_scatter::SPEC;
@@ -151,7 +173,32 @@ pub struct Comm {
     sig: SymTensor<u64>,
     /// Calls each block took part in.
     epochs: SymTensor<u64>,
+    /// Scratch of the host-side exchanges ([`Comm::all_to_all_layout`]): `world` gathered rows
+    /// of `layout::row_words(world)` words, then this PE's own row.
+    agree: SymTensor<u64>,
+    /// Tells this communicator's [`AllToAllLayout`]s from others' (unique in the process).
+    id: u64,
+    /// The low-latency all-reduce's scratch: one region of `ll_region(world)` words per block.
+    ll_scratch: SymTensor<u64>,
 }
+
+/// Words of one block's region of the low-latency scratch in a team of `n` (the most any
+/// element type needs: lines of 8 bytes).
+fn ll_region(n: usize) -> usize {
+    device_scratch_len::<u64>(n, LL_BYTES_PER_BLOCK / 8)
+}
+
+/// The `u64` words of symmetric scratch one block's `team_all_reduce_block` or
+/// `team_all_gather_block` of `len` elements of `T` needs in a team of `n_pes`: its call counter
+/// and two sets of 16-byte lines (8 data bytes each) from every PE. Allocate a multiple for
+/// several blocks (each calls with its own `&mut scratch[b * words]`), zeroed (as
+/// `Pgas::alloc` is), once; reuse it for every later call with at most `len` elements.
+pub fn device_scratch_len<T>(n_pes: usize, len: usize) -> usize {
+    2 + 4 * n_pes * (len * std::mem::size_of::<T>()).div_ceil(8)
+}
+
+/// The next [`Comm`]'s `id`.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl std::fmt::Debug for Comm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -191,6 +238,8 @@ impl Comm {
         let pes = pgas.alloc_from(&table)?;
         let sig = pgas.alloc::<u64>(MAX_BLOCKS * world)?;
         let epochs = pgas.alloc::<u64>(MAX_BLOCKS)?;
+        let agree = pgas.alloc::<u64>((world + 1) * layout::row_words(world))?;
+        let ll_scratch = pgas.alloc::<u64>(LL_MAX_BYTES / LL_BYTES_PER_BLOCK * ll_region(world))?;
         let mut p2p = true;
         for &pe in &table[..n] {
             p2p &= pgas.peer_reachable(&sig, pe as usize)?;
@@ -214,6 +263,9 @@ impl Comm {
             pes,
             sig,
             epochs,
+            agree,
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            ll_scratch,
         })
     }
 
@@ -233,8 +285,20 @@ impl Comm {
         self.p2p
     }
 
-    /// The algorithm [`Algorithm::Auto`] takes for `bytes` bytes (`in_place`: `dst` is `src`).
+    /// The algorithm [`Algorithm::Auto`] takes for an all-reduce of `bytes` bytes (`in_place`:
+    /// `dst` is `src`).
     pub fn auto_algorithm(&self, bytes: usize, in_place: bool) -> Algorithm {
+        if self.p2p && bytes <= LL_MAX_BYTES {
+            Algorithm::LowLatency
+        } else {
+            self.auto_pass(bytes, in_place)
+        }
+    }
+
+    /// [`Algorithm::Auto`] without the low-latency all-reduce (and broadcast's choice): NVSHMEM's
+    /// when a peer is not reachable, one-shot up to the one-shot limit of the team's size when
+    /// not in place, two-shot above.
+    pub(crate) fn auto_pass(&self, bytes: usize, in_place: bool) -> Algorithm {
         let one_shot_max = if self.n == 2 {
             ONE_SHOT_MAX_BYTES_2PE
         } else {
@@ -316,7 +380,7 @@ impl Comm {
         op: ReduceOp,
         algorithm: Algorithm,
     ) -> Result<Algorithm> {
-        let rank = self.member()?;
+        self.member()?;
         if dst.len() != src.len() {
             return Err(Error::LengthMismatch {
                 what: "the all-reduce destination (the source's length)",
@@ -333,6 +397,16 @@ impl Comm {
             Algorithm::Auto => self.auto_algorithm(bytes, in_place),
             a => a,
         };
+        if algorithm == Algorithm::LowLatency && bytes > LL_MAX_BYTES {
+            return Err(Error::InvalidConfig {
+                name: "algorithm",
+                value: format!("LowLatency for {bytes} bytes"),
+                reason: format!(
+                    "the low-latency all-reduce takes at most LL_MAX_BYTES ({LL_MAX_BYTES}) \
+                     bytes; use Algorithm::Auto, OneShot or TwoShot"
+                ),
+            });
+        }
         if overlap && !(in_place && algorithm != Algorithm::OneShot) {
             return Err(Error::InvalidConfig {
                 name: "all-reduce buffers",
@@ -353,15 +427,7 @@ impl Comm {
         }
         let spec = match algorithm {
             Algorithm::Nvshmem => {
-                if stream.cu_stream() != self.pgas.stream().cu_stream() {
-                    return Err(Error::InvalidConfig {
-                        name: "stream",
-                        value: "not the context's stream".to_owned(),
-                        reason: "NVSHMEM's on-stream reduction runs on Pgas::stream(); use it, \
-                                 or a peer-to-peer algorithm on this stream"
-                            .to_owned(),
-                    });
-                }
+                self.check_context_stream(stream, "reduction")?;
                 self.pgas.reduce(self.team, op, &*dst, src)?;
                 return Ok(algorithm);
             }
@@ -374,6 +440,28 @@ impl Comm {
                         .to_owned(),
                 })
             }
+            Algorithm::LowLatency => {
+                let per_block = LL_BYTES_PER_BLOCK / std::mem::size_of::<T>();
+                let blocks = src.len().div_ceil(per_block) as u32;
+                let region = device_scratch_len::<T>(self.n, per_block) as u32;
+                let mut args = KernelArgs::new();
+                args.push_team(self.team)
+                    .push_sym_mut(dst)
+                    .push_sym(src)
+                    .push_sym_mut(&mut self.ll_scratch)
+                    .push_scalar(region)
+                    .push_scalar(per_block as u32);
+                pgas_runtime::launch::launch(
+                    &self.pgas,
+                    T::LOW_LATENCY,
+                    Variant::Plain,
+                    op_code(op),
+                    LaunchConfig::blocks(blocks, THREADS),
+                    Some(stream),
+                    &mut args,
+                )?;
+                return Ok(algorithm);
+            }
             Algorithm::OneShot => T::ONE_SHOT,
             _ => T::TWO_SHOT,
         };
@@ -382,27 +470,17 @@ impl Comm {
         } else {
             bytes.div_ceil(self.n)
         };
-        let blocks = work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks) as u32;
         // The 16-byte data path (see `kernels.rs`) walks `src`, paired with `dst`.
         let (head, vec) = vector_start(s, d, std::mem::size_of::<T>(), src.len());
-        let mut args = KernelArgs::new();
-        args.push_sym_mut(dst)
-            .push_sym(src)
-            .push_sym(&self.pes)
-            .push_sym_mut(&mut self.sig)
-            .push_sym_mut(&mut self.epochs)
-            .push_scalar(self.n as u32)
-            .push_scalar(rank as u32)
-            .push_scalar(head)
-            .push_scalar(vec);
-        pgas_runtime::launch::launch(
-            &self.pgas,
+        self.launch_p2p(
+            stream,
             spec,
-            Variant::Plain,
             op_code(op),
-            LaunchConfig::blocks(blocks, THREADS),
-            Some(stream),
-            &mut args,
+            dst,
+            src,
+            None,
+            work,
+            &[head, vec],
         )?;
         Ok(algorithm)
     }
@@ -479,7 +557,9 @@ impl Comm {
             op_code(op),
             dst,
             &src,
-            (rank, head, vec, work),
+            None,
+            work,
+            &[head, vec],
         )
     }
 
@@ -553,7 +633,9 @@ impl Comm {
             &[],
             dst,
             &src,
-            (rank, head, vec, work),
+            None,
+            work,
+            &[head, vec],
         )
     }
 
@@ -613,9 +695,12 @@ impl Comm {
         Ok(())
     }
 
-    /// Launches a peer-to-peer collective kernel (the arguments of every kernel in
-    /// `kernels.rs`) with a grid of one block per [`BYTES_PER_BLOCK`] of `work` (the bytes each
-    /// PE handles: the same on every PE for the same call) up to the SM count.
+    /// Launches a peer-to-peer collective kernel of `kernels.rs` (arguments `dst`, `src`, the
+    /// all-to-all-v `table` where given, the rank table, the flags, the team size, this PE's
+    /// rank, then `scalars`) with a grid of one block per [`BYTES_PER_BLOCK`] of `work` (the
+    /// bytes each PE handles: the same on every PE for the same call) up to the SM count. Called
+    /// by members only (after [`Comm::member`]).
+    #[allow(clippy::too_many_arguments)]
     fn launch_p2p<T>(
         &mut self,
         stream: &CudaStream,
@@ -623,19 +708,25 @@ impl Comm {
         comptime: &[i128],
         dst: &mut impl SymRegion<T>,
         src: &Region<T>,
-        (rank, head, vec, work): (usize, u32, u32, usize),
+        table: Option<&Region<u64>>,
+        work: usize,
+        scalars: &[u32],
     ) -> Result<()> {
+        let rank = self.member()?;
         let blocks = work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks) as u32;
         let mut args = KernelArgs::new();
-        args.push_sym_mut(dst)
-            .push_sym(src)
-            .push_sym(&self.pes)
+        args.push_sym_mut(dst).push_sym(src);
+        if let Some(table) = table {
+            args.push_sym(table);
+        }
+        args.push_sym(&self.pes)
             .push_sym_mut(&mut self.sig)
             .push_sym_mut(&mut self.epochs)
             .push_scalar(self.n as u32)
-            .push_scalar(rank as u32)
-            .push_scalar(head)
-            .push_scalar(vec);
+            .push_scalar(rank as u32);
+        for &v in scalars {
+            args.push_scalar(v);
+        }
         pgas_runtime::launch::launch(
             &self.pgas,
             spec,
@@ -677,46 +768,63 @@ fn check_apart(what: &str, d: u64, dbytes: usize, s: u64, sbytes: usize) -> Resu
     Ok(())
 }
 
-/// Every specialization the collectives of element type `T` can launch (one-shot, two-shot and
-/// reduce-scatter with each reduction the type has, and all-gather), for
+/// Every specialization the collectives of element type `T` can launch (low-latency,
+/// one-shot, two-shot and reduce-scatter with each reduction the type has, all-gather, and the broadcast and
+/// all-to-all kernels of `T`'s size), for
 /// [`pgas_runtime::launch::prewarm`]: compile them up front, in one NVRTC program, so that no
 /// call compiles (and a graph capture can include any of them).
 pub fn prewarm_list<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
     let ops = if T::BITS { 7 } else { 4 };
-    let mut list: Vec<Prewarm<'static>> = [T::ONE_SHOT, T::TWO_SHOT, T::REDUCE_SCATTER]
-        .into_iter()
-        .flat_map(|spec| {
-            OP_CODES[..ops].iter().map(move |c| Prewarm {
-                spec,
-                variant: Variant::Plain,
-                comptime: c,
+    let mut list: Vec<Prewarm<'static>> =
+        [T::LOW_LATENCY, T::ONE_SHOT, T::TWO_SHOT, T::REDUCE_SCATTER]
+            .into_iter()
+            .flat_map(|spec| {
+                OP_CODES[..ops].iter().map(move |c| Prewarm {
+                    spec,
+                    variant: Variant::Plain,
+                    comptime: c,
+                })
             })
-        })
-        .collect();
-    // All-gather has no reduction, so no comptime code.
-    list.push(Prewarm {
-        spec: T::ALL_GATHER,
-        variant: Variant::Plain,
-        comptime: &[],
-    });
+            .collect();
+    // All-gather and the data-movement kernels (those of `T`'s size) have no reduction, so no
+    // comptime code.
+    for spec in std::iter::once(T::ALL_GATHER).chain(movement::move_specs::<T>()) {
+        list.push(Prewarm {
+            spec,
+            variant: Variant::Plain,
+            comptime: &[],
+        });
+    }
     list
 }
 
-/// [`prewarm_list`] for every element type.
+/// [`prewarm_list`] for every element type, each specialization once (types of one size share
+/// the data-movement kernels).
 pub fn prewarm_all() -> Vec<Prewarm<'static>> {
-    let mut all = Vec::new();
-    all.extend(prewarm_list::<f32>());
-    all.extend(prewarm_list::<f64>());
-    all.extend(prewarm_list::<half::f16>());
-    all.extend(prewarm_list::<half::bf16>());
-    all.extend(prewarm_list::<i8>());
-    all.extend(prewarm_list::<i16>());
-    all.extend(prewarm_list::<i32>());
-    all.extend(prewarm_list::<i64>());
-    all.extend(prewarm_list::<u8>());
-    all.extend(prewarm_list::<u16>());
-    all.extend(prewarm_list::<u32>());
-    all.extend(prewarm_list::<u64>());
+    let mut all: Vec<Prewarm<'static>> = Vec::new();
+    for list in [
+        prewarm_list::<f32>(),
+        prewarm_list::<f64>(),
+        prewarm_list::<half::f16>(),
+        prewarm_list::<half::bf16>(),
+        prewarm_list::<i8>(),
+        prewarm_list::<i16>(),
+        prewarm_list::<i32>(),
+        prewarm_list::<i64>(),
+        prewarm_list::<u8>(),
+        prewarm_list::<u16>(),
+        prewarm_list::<u32>(),
+        prewarm_list::<u64>(),
+    ] {
+        for k in list {
+            if !all
+                .iter()
+                .any(|a| std::ptr::eq(a.spec, k.spec) && a.comptime == k.comptime)
+            {
+                all.push(k);
+            }
+        }
+    }
     all
 }
 
@@ -738,6 +846,18 @@ impl<T> Region<T> {
         Region {
             ptr: r.as_device_ptr(),
             len: r.len(),
+            _elem: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T> Region<T> {
+    /// The same address and length (in elements of `T`) as a region of `U`: the data-movement
+    /// kernels take any element type as the unsigned integer of its width.
+    fn cast<U>(self) -> Region<U> {
+        Region {
+            ptr: self.ptr,
+            len: self.len,
             _elem: std::marker::PhantomData,
         }
     }

@@ -1,9 +1,12 @@
-//! Operations built on pgas and vendor libraries: all-gather fused with a GEMM
-//! ([`AllGatherMatmul`]), cuBLAS loaded at run time ([`cublas`]) and the cross-PE argument
-//! check of collective operations ([`agree`]). `docs/ops.md` is the guide.
+//! Fused communication and computation: building blocks that combine a pgas communication
+//! kernel or the copy engine with a user's computation or a vendor library's, at production
+//! sizes: the halo exchange of a stencil ([`halo`]), all-gather fused with a GEMM
+//! ([`AllGatherMatmul`]); and what they share: cuBLAS loaded at run time ([`cublas`]) and the
+//! cross-PE argument check of collective operations ([`agree`]). See `docs/ops.md`.
 
 pub mod all_gather_matmul;
 pub mod cublas;
+pub mod halo;
 
 pub use all_gather_matmul::{all_gather_matmul, AllGatherMatmul};
 

@@ -36,11 +36,23 @@ pub const CASES: &[Case] = &[
     case("coll/rs_ag_split_team", rs_ag_split_team),
     case("coll/rs_ag_bad_input", rs_ag_bad_input),
     case("coll/rs_ag_graph_capture", rs_ag_graph_capture),
+    case("coll/broadcast", broadcast_types),
+    case("coll/all_to_all", all_to_all_types),
+    case("coll/all_to_all_v", all_to_all_v_case),
+    case("coll/move_split_team", move_split_team),
+    case("coll/move_bad_input", move_bad_input),
+    case("coll/move_graph_capture", move_graph_capture),
+    case("coll/low_latency", low_latency),
+    case("coll/device_all_reduce", device_all_reduce_case),
 ];
 
 /// The suite's own kernels (the collectives' are prewarmed by the cases through
 /// `coll::prewarm`).
-pub const KERNELS: &[&KernelSpec] = &[&coop_count::SPEC];
+pub const KERNELS: &[&KernelSpec] = &[
+    &coop_count::SPEC,
+    &device_all_reduce::SPEC,
+    &device_all_gather::SPEC,
+];
 
 /// 1 element, odd lengths, one block's worth, several blocks (two-shot chunks of unequal length),
 /// one 16-byte vector of 4- and 2-byte types (4, 8), and enough vectors that threads take a
@@ -51,6 +63,7 @@ const LENS: &[usize] = &[1, 4, 7, 8, 1000, 4099, 70_001, 300_007];
 const VIEW_LENS: &[usize] = &[5, 4099, 70_001];
 
 const ALGS: &[Algorithm] = &[
+    Algorithm::LowLatency,
     Algorithm::OneShot,
     Algorithm::TwoShot,
     Algorithm::Auto,
@@ -84,6 +97,15 @@ fn sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
             // NVSHMEM's reductions exist for And/Or/Xor only on integers, as ours.
             let mut dst = p.alloc::<T>(len)?;
             p.barrier_all()?;
+            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > coll::LL_MAX_BYTES {
+                // Past the low-latency scratch: refused on every PE before any launch.
+                let e = comm.all_reduce(&mut dst, &src, op, alg).err();
+                let e = e.ok_or_else(|| format!("LowLatency of {len} elements was accepted"))?;
+                ensure(e.to_string().contains("LL_MAX_BYTES"), || {
+                    format!("unclear error: {e}")
+                })?;
+                continue;
+            }
             let used = comm.all_reduce(&mut dst, &src, op, alg)?;
             util::settle(p)?;
             compare(
@@ -108,11 +130,16 @@ fn sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
                 .collect()
         };
         for (ds, ss, alg) in [
+            (1, 1, Algorithm::LowLatency),
+            (0, 1, Algorithm::LowLatency),
             (1, 1, Algorithm::OneShot),
             (1, 1, Algorithm::TwoShot),
             (0, 1, Algorithm::OneShot),
             (0, 1, Algorithm::TwoShot),
         ] {
+            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > coll::LL_MAX_BYTES {
+                continue;
+            }
             let src = p.alloc_from(&filled(ss))?;
             let marks = vec![to(5); len + 2];
             let mut dst = p.alloc_from(&marks)?;
@@ -310,7 +337,12 @@ fn split_team(p: &Pgas) -> CaseResult {
     let mut dst = p.alloc::<f32>(999)?;
     p.barrier_all()?;
     let mut outcomes = Vec::new();
-    for alg in [Algorithm::OneShot, Algorithm::TwoShot, Algorithm::Nvshmem] {
+    for alg in [
+        Algorithm::LowLatency,
+        Algorithm::OneShot,
+        Algorithm::TwoShot,
+        Algorithm::Nvshmem,
+    ] {
         outcomes.push(comm.all_reduce(&mut dst, &src, ReduceOp::Sum, alg));
         p.stream().synchronize()?;
     }
@@ -895,4 +927,708 @@ fn rs_ag_graph_capture(p: &Pgas) -> CaseResult {
         &a.to_vec()?,
         &want,
     )
+}
+
+/// Element `k` of the data a PE sends (or the root broadcasts) as a small integer: every PE can
+/// compute every PE's, so each checks what it received.
+fn moved(pe: usize, k: usize) -> i64 {
+    ((pe * 29 + k * 7) % 101) as i64 - 50
+}
+
+/// Broadcast of one type from the first and the last rank by every algorithm, at every length
+/// of [`RS_AG_LENS`], whole buffers, views at element 1 (both, or only the source: then every
+/// element goes one at a time) and in place; the elements around the views keep their marks.
+fn bcast_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
+    p: &Pgas,
+    to: impl Fn(i64) -> T,
+) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    prewarm_moves(p)?;
+    for &len in RS_AG_LENS {
+        for root in [0, n - 1] {
+            let want: Vec<T> = (0..len).map(|k| to(moved(root, k))).collect();
+            // Every algorithm but the low-latency one (an all-reduce's; refused: bad input).
+            for &alg in &ALGS[1..] {
+                for &(ds, ss) in RS_AG_VIEWS {
+                    let src = p.alloc_from(
+                        &(0..len + 1)
+                            .map(|k| to(if k < ss { 5 } else { moved(me, k - ss) }))
+                            .collect::<Vec<_>>(),
+                    )?;
+                    let marks = vec![to(6); len + 1];
+                    let mut dst = p.alloc_from(&marks)?;
+                    p.barrier_all()?;
+                    let what = format!(
+                        "broadcast of {len} {} from {root}, {alg:?}, dst at {ds}, src at {ss}",
+                        std::any::type_name::<T>()
+                    );
+                    let used = comm.broadcast(
+                        &mut dst.view_mut(ds..ds + len)?,
+                        &src.view(ss..ss + len)?,
+                        root,
+                        alg,
+                    )?;
+                    util::settle(p)?;
+                    let got = dst.to_vec()?;
+                    check_eq(&format!("{what} (ran {used:?})"), &got[ds..ds + len], &want)?;
+                    check_eq(&format!("{what}: outside"), &got[..ds], &marks[..ds])?;
+                    check_eq(
+                        &format!("{what}: past"),
+                        &got[ds + len..],
+                        &marks[ds + len..],
+                    )?;
+                }
+                // In place: every PE's buffer becomes the root's.
+                let mut x =
+                    p.alloc_from(&(0..len).map(|k| to(moved(me, k))).collect::<Vec<_>>())?;
+                p.barrier_all()?;
+                let xr = Alias(x.as_device_ptr(), len);
+                comm.broadcast(
+                    &mut x,
+                    &TypedAlias::<T>(xr, std::marker::PhantomData),
+                    root,
+                    alg,
+                )?;
+                util::settle(p)?;
+                check_eq(
+                    &format!("in-place broadcast of {len} from {root}, {alg:?}"),
+                    &x.to_vec()?,
+                    &want,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A region by address and length in elements of any `T` (an in-place call names one buffer
+/// twice; the borrow checker forbids `&mut x` and `&x` together).
+struct TypedAlias<T>(Alias, std::marker::PhantomData<T>);
+
+impl<T> SymRegion<T> for TypedAlias<T> {
+    fn as_device_ptr(&self) -> u64 {
+        self.0 .0
+    }
+    fn len(&self) -> usize {
+        self.0 .1
+    }
+}
+
+/// Every element size (the kernels exist per size) and a 16-bit float.
+fn broadcast_types(p: &Pgas) -> CaseResult {
+    bcast_sweep::<f32>(p, |v| v as f32)?;
+    bcast_sweep::<bf16>(p, |v| bf16::from_f64(v as f64))?;
+    bcast_sweep::<u8>(p, |v| v as u8)?;
+    bcast_sweep::<i64>(p, |v| v)
+}
+
+/// All-to-all of `m` elements per pair at every length of [`RS_AG_LENS`] and view of
+/// [`RS_AG_VIEWS`]: chunk `r` of every PE's destination is chunk `me` of rank `r`'s source.
+fn a2a_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
+    p: &Pgas,
+    to: impl Fn(i64) -> T,
+) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    prewarm_moves(p)?;
+    for &m in RS_AG_LENS {
+        // Rank r's source element k is moved(r, k); rank me receives chunk me of each.
+        let want: Vec<T> = (0..n * m)
+            .map(|k| to(moved(k / m, me * m + k % m)))
+            .collect();
+        for &(ds, ss) in RS_AG_VIEWS {
+            let src = p.alloc_from(
+                &(0..n * m + 1)
+                    .map(|k| to(if k < ss { 5 } else { moved(me, k - ss) }))
+                    .collect::<Vec<_>>(),
+            )?;
+            let marks = vec![to(6); n * m + 1];
+            let mut dst = p.alloc_from(&marks)?;
+            p.barrier_all()?;
+            comm.all_to_all(
+                &mut dst.view_mut(ds..ds + n * m)?,
+                &src.view(ss..ss + n * m)?,
+            )?;
+            util::settle(p)?;
+            let got = dst.to_vec()?;
+            let what = format!(
+                "all-to-all of {m} per pair ({}), dst at {ds}, src at {ss}",
+                std::any::type_name::<T>()
+            );
+            check_eq(&what, &got[ds..ds + n * m], &want)?;
+            check_eq(&format!("{what}: outside"), &got[..ds], &marks[..ds])?;
+            check_eq(
+                &format!("{what}: past"),
+                &got[ds + n * m..],
+                &marks[ds + n * m..],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn all_to_all_types(p: &Pgas) -> CaseResult {
+    a2a_sweep::<f32>(p, |v| v as f32)?;
+    a2a_sweep::<u16>(p, |v| v as u16)?;
+    a2a_sweep::<i8>(p, |v| v as i8)?;
+    a2a_sweep::<u64>(p, |v| v as u64)
+}
+
+/// The all-to-all-v layout of the cases: rank `p` sends `count(p, q)` elements to rank `q`
+/// (0 for some pairs with 4 PEs or more, never to itself; sizes that are not whole vectors), packed in rank order on both sides
+/// with a gap of 3 elements after each segment of the destination (untouched).
+fn count(p: usize, q: usize, scale: usize) -> usize {
+    ((p * 5 + q * 3 + 1) % 4) * scale + (p + 2 * q) % 3
+}
+
+/// (send counts, send displs, recv counts, recv displs) of rank `me`, and the source and
+/// destination lengths the layout needs.
+type Layout = (Vec<usize>, Vec<usize>, Vec<usize>, Vec<usize>);
+fn layout_of(n: usize, me: usize, scale: usize) -> Layout {
+    let sc: Vec<usize> = (0..n).map(|q| count(me, q, scale)).collect();
+    let rc: Vec<usize> = (0..n).map(|p| count(p, me, scale)).collect();
+    let displs = |c: &[usize], gap: usize| -> Vec<usize> {
+        c.iter()
+            .scan(0, |at, &k| {
+                let d = *at;
+                *at += k + gap;
+                Some(d)
+            })
+            .collect()
+    };
+    (sc.clone(), displs(&sc, 0), rc.clone(), displs(&rc, 3))
+}
+
+/// All-to-all-v with uneven counts (zeros included) at two scales, whole buffers and views at
+/// element 1: each received segment holds the sender's elements, the gaps keep their marks.
+fn all_to_all_v_case(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    prewarm_moves(p)?;
+    for scale in [1, 1000, 40_000] {
+        let (sc, sd, rc, rd) = layout_of(n, me, scale);
+        let layout = comm.all_to_all_layout(&sc, &sd, &rc, &rd)?;
+        // Every PE's buffers have the same (largest) lengths, as for every collective.
+        let (slen, dlen) = (layout.src_len(), layout.dst_len());
+        for (ds, ss) in [(0, 0), (1, 1), (0, 1)] {
+            let src = p.alloc_from(
+                &(0..slen + 1)
+                    .map(|k| {
+                        if k < ss {
+                            5.0
+                        } else {
+                            moved(me, k - ss) as f32
+                        }
+                    })
+                    .collect::<Vec<_>>(),
+            )?;
+            let marks = vec![6.0f32; dlen + 1];
+            let mut dst = p.alloc_from(&marks)?;
+            p.barrier_all()?;
+            comm.all_to_all_v(
+                &mut dst.view_mut(ds..ds + dlen)?,
+                &src.view(ss..ss + slen)?,
+                &layout,
+            )?;
+            util::settle(p)?;
+            let got = dst.to_vec()?;
+            let mut want = marks.clone();
+            for q in 0..n {
+                // Rank q's segment for me starts at its send displacement for me.
+                let (_, qsd, _, _) = layout_of(n, q, scale);
+                for k in 0..rc[q] {
+                    want[ds + rd[q] + k] = moved(q, qsd[me] + k) as f32;
+                }
+            }
+            check_eq(
+                &format!("all-to-all-v at scale {scale}, dst at {ds}, src at {ss}"),
+                &got,
+                &want,
+            )?;
+        }
+        // A 2-byte type through the same layout (the counts are in elements of any type).
+        let src = p.alloc_from(&(0..slen).map(|k| moved(me, k) as u16).collect::<Vec<_>>())?;
+        let mut dst = p.alloc::<u16>(dlen)?;
+        p.barrier_all()?;
+        comm.all_to_all_v(&mut dst, &src, &layout)?;
+        util::settle(p)?;
+        let got = dst.to_vec()?;
+        for q in 0..n {
+            let (_, qsd, _, _) = layout_of(n, q, scale);
+            let want: Vec<u16> = (0..rc[q]).map(|k| moved(q, qsd[me] + k) as u16).collect();
+            check_eq(
+                &format!("u16 all-to-all-v at scale {scale} from {q}"),
+                &got[rd[q]..rd[q] + rc[q]],
+                &want,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The even PEs as a team: members broadcast from their last rank, all-to-all and all-to-all-v
+/// over it; an odd PE's communicator refuses all of them, the layout included.
+fn move_split_team(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let evens = n.div_ceil(2);
+    let team = Team::WORLD.split_strided(p, 0, 2, evens)?;
+    let mut comm = Comm::new(p, team)?;
+    prewarm_moves(p)?;
+    let m = 77;
+    let src = p.alloc_from(
+        &(0..evens * m)
+            .map(|k| (me * 1000 + k) as i32)
+            .collect::<Vec<_>>(),
+    )?;
+    let mut bc = p.alloc::<i32>(evens * m)?;
+    let mut aa = p.alloc::<i32>(evens * m)?;
+    let mut av = p.alloc::<i32>(evens * m)?;
+    p.barrier_all()?;
+    let r1 = comm
+        .broadcast(&mut bc, &src, evens - 1, Algorithm::Auto)
+        .map(|_| ());
+    let r2 = comm.all_to_all(&mut aa, &src);
+    // The uniform layout through all-to-all-v: the same result as all-to-all.
+    let counts = vec![m; evens];
+    let displs: Vec<usize> = (0..evens).map(|q| q * m).collect();
+    let r3 = comm
+        .all_to_all_layout(&counts, &displs, &counts, &displs)
+        .and_then(|l| comm.all_to_all_v(&mut av, &src, &l));
+    p.stream().synchronize()?;
+    util::settle(p)?;
+    if let Some(t) = team {
+        t.destroy(p)?;
+    }
+    if me.is_multiple_of(2) {
+        r1?;
+        r2?;
+        r3?;
+        let root_pe = 2 * (evens - 1);
+        let want: Vec<i32> = (0..evens * m)
+            .map(|k| (root_pe * 1000 + k) as i32)
+            .collect();
+        check_eq("broadcast over the even PEs", &bc.to_vec()?, &want)?;
+        let want: Vec<i32> = (0..evens * m)
+            .map(|k| (2 * (k / m) * 1000 + (me / 2) * m + k % m) as i32)
+            .collect();
+        check_eq("all-to-all over the even PEs", &aa.to_vec()?, &want)?;
+        check_eq("all-to-all-v over the even PEs", &av.to_vec()?, &want)
+    } else {
+        for (what, o) in [("broadcast", r1), ("all-to-all", r2), ("all-to-all-v", r3)] {
+            let e = o
+                .err()
+                .ok_or_else(|| format!("an odd PE's {what} over the even team succeeded"))?;
+            ensure(e.to_string().contains("not a member"), || {
+                format!("unclear error: {e}")
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Every bad input of broadcast, all-to-all and all-to-all-v is an `Err` on every PE before
+/// anything is launched (bad on every PE alike; the layout's cross-PE checks give every PE the
+/// same verdict).
+fn move_bad_input(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let m = 64;
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    let mut other = Comm::new(p, Team::WORLD)?;
+    let expect = |r: pgas::Result<()>, words: &str| -> CaseResult {
+        match r {
+            Ok(()) => Err(format!("accepted; expected an error saying '{words}'").into()),
+            Err(e) if e.to_string().contains(words) => Ok(()),
+            Err(e) => Err(format!("error '{e}' does not say '{words}'").into()),
+        }
+    };
+    let a = p.alloc::<f32>(n * m + 1)?;
+    let mut b = p.alloc::<f32>(n * m + 1)?;
+    // Broadcast: a root outside the team, lengths that differ, overlap, a source outside the
+    // symmetric heap, NVSHMEM's algorithm on another stream.
+    expect(
+        comm.broadcast(&mut b, &a, n, Algorithm::Auto).map(|_| ()),
+        "root",
+    )?;
+    expect(
+        comm.broadcast(&mut b.view_mut(0..m)?, &a, 0, Algorithm::OneShot)
+            .map(|_| ()),
+        "length mismatch",
+    )?;
+    let inside = Alias(b.as_device_ptr() + 4, m);
+    expect(
+        comm.broadcast(&mut b.view_mut(0..m)?, &inside, 0, Algorithm::TwoShot)
+            .map(|_| ()),
+        "overlap",
+    )?;
+    let side = p.cuda().new_stream()?;
+    expect(
+        comm.broadcast_on(&side, &mut b, &a, 0, Algorithm::Nvshmem)
+            .map(|_| ()),
+        "context's stream",
+    )?;
+    expect(
+        comm.broadcast(&mut b, &a, 0, Algorithm::LowLatency)
+            .map(|_| ()),
+        "all-reduce's",
+    )?;
+    // All-to-all: lengths that differ, or do not split into one chunk per PE; overlap.
+    expect(
+        comm.all_to_all(&mut b.view_mut(0..n * m)?, &a),
+        "length mismatch",
+    )?;
+    if n > 1 {
+        expect(comm.all_to_all(&mut b, &a), "multiple of")?;
+    }
+    let inside = Alias(b.as_device_ptr() + 4, n * m);
+    expect(
+        comm.all_to_all(&mut b.view_mut(0..n * m)?, &inside),
+        "overlap",
+    )?;
+    // Buffers outside the symmetric heap: the broadcast source, the all-to-all destination.
+    if comm.peers_reachable() {
+        let stream = p.stream();
+        let plain = stream.alloc_zeros::<f32>(n * m)?;
+        let (ptr, guard) = plain.device_ptr(stream);
+        let mut outside = Alias(ptr, n * m);
+        let r1 = comm
+            .broadcast(&mut b.view_mut(0..n * m)?, &outside, 0, Algorithm::OneShot)
+            .map(|_| ());
+        let r2 = comm.all_to_all(&mut outside, &a.view(0..n * m)?);
+        drop(guard);
+        expect(r1, "symmetric heap")?;
+        expect(r2, "symmetric heap")?;
+    }
+    // All-to-all-v: slices that are not one per PE (on one PE only: the exchange still tells
+    // every PE), counts that disagree across PEs (2 PEs or more), a layout of another
+    // communicator, buffers shorter than the layout needs.
+    let ones = vec![1usize; n];
+    let displs: Vec<usize> = (0..n).collect();
+    let short = if me == 0 { &ones[1..] } else { &ones[..] };
+    expect(
+        comm.all_to_all_layout(short, &displs, &ones, &displs)
+            .map(|_| ()),
+        "one per PE",
+    )?;
+    if n > 1 {
+        // Rank 0 expects 2 elements from rank 1, which sends 1.
+        let mut rc = ones.clone();
+        let mut rd = displs.clone();
+        if me == 0 {
+            rc[1] = 2;
+            rd = (0..n).map(|q| if q > 1 { q + 1 } else { q }).collect();
+        }
+        expect(
+            comm.all_to_all_layout(&ones, &displs, &rc, &rd).map(|_| ()),
+            "expects 2",
+        )?;
+    }
+    let layout = comm.all_to_all_layout(&ones, &displs, &ones, &displs)?;
+    expect(
+        other.all_to_all_v(&mut b.view_mut(0..n)?, &a.view(0..n)?, &layout),
+        "another communicator",
+    )?;
+    // Receive displacements one further: the destination needs n + 1 elements.
+    let further: Vec<usize> = (1..=n).collect();
+    let needs_more = comm.all_to_all_layout(&ones, &displs, &ones, &further)?;
+    expect(
+        comm.all_to_all_v(&mut b.view_mut(0..n)?, &a.view(0..n)?, &needs_more),
+        "at least",
+    )?;
+    // And the good layout works after all of that (no PE was left in a kernel).
+    let src = p.alloc_from(&(0..n).map(|q| (me * n + q) as f32).collect::<Vec<_>>())?;
+    let mut dst = p.alloc::<f32>(n)?;
+    p.barrier_all()?;
+    comm.all_to_all_v(&mut dst, &src, &layout)?;
+    util::settle(p)?;
+    let want: Vec<f32> = (0..n).map(|q| (q * n + me) as f32).collect();
+    check_eq("all-to-all-v after the refusals", &dst.to_vec()?, &want)
+}
+
+/// A broadcast (two-shot, from the last rank), an all-to-all and an all-to-all-v captured into
+/// one graph on another stream and replayed 3 times: `x` becomes the root's `x`, `y` its
+/// all-to-all, `z` the all-to-all-v of `y` (the uniform layout: `z` is all-to-all of `y`, which
+/// undoes it). Each replay is a new call for the flags (device-side epochs).
+fn move_graph_capture(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let m = 3001;
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    prewarm_moves(p)?;
+    let start: Vec<u32> = (0..n * m).map(|k| (me * 100_000 + k) as u32).collect();
+    let mut x = p.alloc_from(&start)?;
+    let mut y = p.alloc::<u32>(n * m)?;
+    let mut z = p.alloc::<u32>(n * m)?;
+    let counts = vec![m; n];
+    let displs: Vec<usize> = (0..n).map(|q| q * m).collect();
+    let layout = comm.all_to_all_layout(&counts, &displs, &counts, &displs)?;
+    let stream = p.cuda().new_stream()?;
+    p.barrier_all()?;
+    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    let captured = (|| -> pgas::Result<()> {
+        let xr = TypedAlias::<u32>(Alias(x.as_device_ptr(), n * m), std::marker::PhantomData);
+        comm.broadcast_on(&stream, &mut x, &xr, n - 1, Algorithm::TwoShot)?;
+        comm.all_to_all_on(&stream, &mut y, &x)?;
+        comm.all_to_all_v_on(&stream, &mut z, &y, &layout)?;
+        Ok(())
+    })();
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
+    captured?;
+    let graph = graph.ok_or("the capture produced no graph")?;
+    for _ in 0..3 {
+        graph.launch()?;
+    }
+    stream.synchronize()?;
+    util::settle(p)?;
+    let root: Vec<u32> = (0..n * m).map(|k| ((n - 1) * 100_000 + k) as u32).collect();
+    check_eq("3 replays: the broadcast", &x.to_vec()?, &root)?;
+    // Every PE holds the root's data, so chunk r of y is chunk me of the root's.
+    let want_y: Vec<u32> = (0..n * m).map(|k| root[me * m + k % m]).collect();
+    check_eq("3 replays: the all-to-all", &y.to_vec()?, &want_y)?;
+    check_eq("3 replays: the all-to-all-v", &z.to_vec()?, &root)
+}
+
+/// The low-latency all-reduce: 40 calls queued with no host sync, alternating sizes (one
+/// block's lines, then eight blocks', so some lines of a block sit out calls) in place and
+/// ping-pong, then one-shot on the same communicator; 10 replays of a captured graph of LL
+/// calls; the limit refused.
+fn low_latency(p: &Pgas) -> CaseResult {
+    let n = util::npes(p) as u64;
+    let me = util::me(p);
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    // The low-latency and one-shot kernels of u64 only, in one NVRTC program.
+    let list: Vec<_> = coll::prewarm_list::<u64>()
+        .into_iter()
+        .filter(|k| {
+            std::ptr::eq(k.spec, <u64 as AllReduceElem>::LOW_LATENCY)
+                || std::ptr::eq(k.spec, <u64 as AllReduceElem>::ONE_SHOT)
+        })
+        .collect();
+    pgas::launch::prewarm(p, &list)?;
+    let big = coll::LL_MAX_BYTES / 8;
+    let sum = |len: usize| -> Vec<u64> {
+        (0..len)
+            .map(|i| (0..n as usize).map(|pe| (pe * 3 + i) as u64).sum())
+            .collect()
+    };
+    let start = |len: usize| -> Vec<u64> { (0..len).map(|i| (me * 3 + i) as u64).collect() };
+    let mut small = p.alloc_from(&start(3))?;
+    let mut a = p.alloc_from(&start(big))?;
+    let mut b = p.alloc::<u64>(big)?;
+    p.barrier_all()?;
+    for k in 0..40 {
+        if k % 2 == 0 {
+            comm.all_reduce_in_place(&mut small, ReduceOp::Sum, Algorithm::LowLatency)?;
+        } else if k % 4 == 1 {
+            comm.all_reduce(&mut b, &a, ReduceOp::Sum, Algorithm::LowLatency)?;
+        } else {
+            comm.all_reduce(&mut a, &b, ReduceOp::Sum, Algorithm::Auto)?;
+        }
+    }
+    let mut c = p.alloc::<u64>(big)?;
+    comm.all_reduce(&mut c, &a, ReduceOp::Sum, Algorithm::OneShot)?;
+    util::settle(p)?;
+    let times = |v: Vec<u64>, calls: u32| -> Vec<u64> {
+        v.iter()
+            .map(|&x| x.wrapping_mul(n.wrapping_pow(calls - 1)))
+            .collect()
+    };
+    check_eq(
+        "20 in-place LL sums of 3",
+        &small.to_vec()?,
+        &times(sum(3), 20),
+    )?;
+    check_eq(
+        "20 ping-pong LL sums of 64 KiB",
+        &a.to_vec()?,
+        &times(sum(big), 20),
+    )?;
+    check_eq(
+        "and a one-shot after them",
+        &c.to_vec()?,
+        &times(sum(big), 21),
+    )?;
+    // A captured graph of two LL calls, replayed: each replay multiplies by n^2.
+    let mut x = p.alloc_from(&start(1000))?;
+    let mut y = p.alloc::<u64>(1000)?;
+    let stream = p.cuda().new_stream()?;
+    p.barrier_all()?;
+    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    let captured = (|| -> pgas::Result<()> {
+        comm.all_reduce_on(&stream, &mut y, &x, ReduceOp::Sum, Algorithm::LowLatency)?;
+        comm.all_reduce_in_place_on(&stream, &mut y, ReduceOp::Sum, Algorithm::Auto)?;
+        comm.all_reduce_on(&stream, &mut x, &y, ReduceOp::Max, Algorithm::LowLatency)?;
+        Ok(())
+    })();
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
+    captured?;
+    let graph = graph.ok_or("the capture produced no graph")?;
+    for _ in 0..10 {
+        graph.launch()?;
+    }
+    stream.synchronize()?;
+    util::settle(p)?;
+    let want: Vec<u64> = sum(1000)
+        .iter()
+        .map(|&v| v.wrapping_mul(n).wrapping_mul(n.wrapping_pow(2 * 9)))
+        .collect();
+    check_eq("10 replays of a captured LL graph", &x.to_vec()?, &want)?;
+    let mut over = p.alloc::<u64>(big + 1)?;
+    let e = comm
+        .all_reduce_in_place(&mut over, ReduceOp::Sum, Algorithm::LowLatency)
+        .err()
+        .ok_or("a low-latency all-reduce past LL_MAX_BYTES was accepted")?;
+    ensure(e.to_string().contains("LL_MAX_BYTES"), || {
+        format!("unclear error: {e}")
+    })
+}
+
+/// `team_all_reduce_block` inside a user kernel: each block all-reduces its `per_block`
+/// elements `a -> b -> a`, `reps` times over, with its own scratch region of `words` words.
+#[pgas_kernel(max_threads = 256)]
+fn device_all_reduce(
+    team: Team,
+    a: &mut SymTensor<i32>,
+    b: &mut SymTensor<i32>,
+    scratch: &mut SymTensor<u64>,
+    words: usize,
+    per_block: usize,
+    reps: u32,
+) {
+    let blk = block_idx_x() as usize;
+    let lo = min(blk * per_block, a.len());
+    let hi = min(lo + per_block, a.len());
+    let mut r = 0;
+    while r < reps {
+        team_all_reduce_block(
+            team,
+            &mut b[lo..hi],
+            &a[lo..hi],
+            &mut scratch[blk * words],
+            ReduceOp::Sum,
+        );
+        team_all_reduce_block(
+            team,
+            &mut a[lo..hi],
+            &b[lo..hi],
+            &mut scratch[blk * words],
+            ReduceOp::Sum,
+        );
+        r += 1;
+    }
+}
+
+/// `team_all_gather_block` from shared memory: 100 values of each team PE into `dst`.
+#[pgas_kernel(max_threads = 128)]
+fn device_all_gather(team: Team, dst: &mut SymTensor<f16>, scratch: &mut SymTensor<u64>) {
+    let s = shared_array::<f16, 100>();
+    let t = thread_idx_x() as usize;
+    if t < 100 {
+        s[t] = (team_my_pe(team) * 100 + t as i32) as f32 as f16;
+    }
+    sync_threads();
+    team_all_gather_block(team, dst, &s[0..100], &mut scratch[0]);
+}
+
+/// The in-kernel building blocks: 4 blocks x 3 rounds of two all-reduces each (odd lengths,
+/// the last block's share short), twice over the same scratch (its counters carry on across
+/// launches), over the world and over the even PEs (a scratch for each); then an all-gather
+/// from shared memory.
+fn device_all_reduce_case(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let evens = n.div_ceil(2);
+    let split = Team::WORLD.split_strided(p, 0, 2, evens)?;
+    let (per_block, blocks, len) = (1001, 4, 3 * 1001 + 17);
+    let words = coll::device_scratch_len::<i32>(n, per_block);
+    let start: Vec<i32> = (0..len).map(|i| (me * 10 + i % 97) as i32).collect();
+    for (team, members) in [(Some(Team::WORLD), n), (split, evens)] {
+        // One scratch per team (its lines are laid out by the team's size).
+        let mut scratch = p.alloc::<u64>(blocks * words)?;
+        let mut a = p.alloc_from(&start)?;
+        let mut b = p.alloc::<i32>(len)?;
+        p.barrier_all()?;
+        if let Some(team) = team {
+            for _ in 0..2 {
+                device_all_reduce::launch(
+                    p,
+                    LaunchConfig::blocks(blocks as u32, 256),
+                    team,
+                    &mut a,
+                    &mut b,
+                    &mut scratch,
+                    words,
+                    per_block,
+                    3,
+                )?;
+            }
+        }
+        util::settle(p)?;
+        if team.is_none() {
+            continue;
+        }
+        // 12 all-reduces over the members (PEs 0, 2, .. of the split; all of the world).
+        let step = if members == n { 1 } else { 2 };
+        let s: Vec<i32> = (0..len)
+            .map(|i| {
+                (0..n)
+                    .step_by(step)
+                    .map(|pe| (pe * 10 + i % 97) as i32)
+                    .sum()
+            })
+            .collect();
+        let mm = members as i32;
+        let want: Vec<i32> = s
+            .iter()
+            .map(|&v| v.wrapping_mul(mm.wrapping_pow(11)))
+            .collect();
+        check_eq(
+            &format!("12 in-kernel all-reduces over {members} PEs"),
+            &a.to_vec()?,
+            &want,
+        )?;
+    }
+    if let Some(t) = split {
+        t.destroy(p)?;
+    }
+    let mut dst = p.alloc::<f16>(n * 100)?;
+    let mut gscratch = p.alloc::<u64>(coll::device_scratch_len::<f16>(n, 100))?;
+    p.barrier_all()?;
+    device_all_gather::launch(
+        p,
+        LaunchConfig::blocks(1, 128),
+        Team::WORLD,
+        &mut dst,
+        &mut gscratch,
+    )?;
+    util::settle(p)?;
+    let want: Vec<f16> = (0..n * 100).map(|k| f16::from_f64(k as f64)).collect();
+    check_eq(
+        "in-kernel all-gather from shared memory",
+        &dst.to_vec()?,
+        &want,
+    )
+}
+
+/// Compiles the data-movement kernels of every element size (and the all-gathers: the
+/// specializations with no reduction), in one NVRTC program: the broadcast and all-to-all cases
+/// need no reductions, which `coll::prewarm` of each type they use would compile too. The later
+/// cases load them from the disk cache.
+fn prewarm_moves(p: &Pgas) -> CaseResult {
+    let mut list = Vec::new();
+    for l in [
+        coll::prewarm_list::<u8>(),
+        coll::prewarm_list::<u16>(),
+        coll::prewarm_list::<u32>(),
+        coll::prewarm_list::<u64>(),
+    ] {
+        list.extend(l.into_iter().filter(|k| k.comptime.is_empty()));
+    }
+    pgas::launch::prewarm(p, &list)?;
+    Ok(())
 }

@@ -431,6 +431,9 @@ impl Checker<'_> {
         if row.group == Group::Hopper {
             self.info.sm90 = true;
         }
+        if row.group == Group::PeerCollective {
+            self.info.ll = true;
+        }
         let ty = match row.ret {
             Ret::Unit => Ty::Unit,
             Ret::Elem => elem.map(Ty::Scalar).unwrap_or(Ty::Error),

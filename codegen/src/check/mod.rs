@@ -64,6 +64,9 @@ pub struct FnInfo {
     /// Uses a Hopper row (mbarriers, TMA, wgmma) directly: the source carries their support
     /// code and compiles for sm_90a.
     pub sm90: bool,
+    /// Calls a collective over peer memory (`team_all_reduce_block` ...) directly: the source
+    /// carries the LL protocol's support code.
+    pub ll: bool,
 }
 
 /// Where an expression sits, which decides what it may be.

@@ -1,0 +1,385 @@
+//! All-to-all with per-peer counts (`all_to_all_v`): the layout the members agree on once, on
+//! the host, and the calls that use it.
+//!
+//! The counts and displacements are given on the host, so the PEs can compare them before
+//! anything runs: [`Comm::all_to_all_layout`] gathers every member's (one `fcollect` over the
+//! team on the context stream into the communicator's symmetric scratch, as `agree.rs` gathers
+//! allocation sizes), and every member checks the same gathered table, so a bad layout is an
+//! `Err` on every member alike and none is left waiting in a kernel. The layout then lives on
+//! the device (each PE's send offsets, counts and where each peer receives it), so the calls
+//! that use it need no host exchange and can be captured into a CUDA graph.
+
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+
+use super::{check_apart, movement, AllReduceElem, Comm, Region};
+use crate::{Error, Result, SymRegion};
+
+/// The per-peer counts and displacements of [`Comm::all_to_all_v`], agreed by every member of
+/// the communicator's team ([`Comm::all_to_all_layout`]). In elements, whatever the type.
+pub struct AllToAllLayout {
+    /// The communicator it was agreed on (`Comm::id`).
+    comm: u64,
+    /// For each team rank `q`: this PE's send offset to `q`, the count, and `q`'s receive
+    /// offset for this PE, as the kernel reads them (`kernels.rs`, `all_to_all_v`). Owns the
+    /// memory `table_at` names.
+    _table: CudaSlice<u64>,
+    /// `_table`'s address and length, passed to the kernel as is (see `kernels.rs`).
+    table_at: Region<u64>,
+    /// The fewest elements any member's source must hold (the largest send offset + count).
+    src_len: usize,
+    /// The fewest elements any member's destination must hold.
+    dst_len: usize,
+    /// Elements this PE sends in all (the kernel's grid is sized by the largest, below).
+    max_sent: usize,
+}
+
+impl std::fmt::Debug for AllToAllLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AllToAllLayout")
+            .field("comm", &self.comm)
+            .field("src_len", &self.src_len)
+            .field("dst_len", &self.dst_len)
+            .finish()
+    }
+}
+
+impl AllToAllLayout {
+    /// The fewest elements each member's source must hold for this layout.
+    pub fn src_len(&self) -> usize {
+        self.src_len
+    }
+
+    /// The fewest elements each member's destination must hold for this layout.
+    pub fn dst_len(&self) -> usize {
+        self.dst_len
+    }
+}
+
+/// Words one member contributes to the exchange: a status (0: the slices had the team's
+/// length), then its send counts, send displacements, receive counts and receive
+/// displacements, `n` of each.
+pub(super) fn row_words(n: usize) -> usize {
+    1 + 4 * n
+}
+
+impl Comm {
+    /// Agrees on an all-to-all-v layout: this PE sends `send_counts[q]` elements from
+    /// `src[send_displs[q]..]` to team rank `q`, and receives `recv_counts[p]` elements from rank
+    /// `p` into `dst[recv_displs[p]..]`. Collective over the members of the team (each passes
+    /// its own counts); it waits on the host for the exchange, so make layouts ahead and reuse
+    /// them (the calls that use one are cheap and capturable).
+    ///
+    /// What must agree across PEs, and is checked on every member with the same verdict: rank
+    /// `p`'s `send_counts[q]` equals rank `q`'s `recv_counts[p]`; each member's receive regions
+    /// do not overlap; no offset + count overflows. The lengths of the slices (the team size)
+    /// are checked too, also on every member. Errors name the PEs and counts involved.
+    pub fn all_to_all_layout(
+        &mut self,
+        send_counts: &[usize],
+        send_displs: &[usize],
+        recv_counts: &[usize],
+        recv_displs: &[usize],
+    ) -> Result<AllToAllLayout> {
+        let rank = self.member()?;
+        let n = self.n;
+        let row = row_words(n);
+        // A slice of the wrong length is reported through the exchange (status 1), not here
+        // alone: the other members would wait in the fcollect for this one.
+        let lens = [send_counts, send_displs, recv_counts, recv_displs].map(<[usize]>::len);
+        let mut mine = vec![0u64; row];
+        if lens.iter().all(|&l| l == n) {
+            for (j, v) in [send_counts, send_displs, recv_counts, recv_displs]
+                .iter()
+                .flat_map(|s| s.iter())
+                .enumerate()
+            {
+                mine[1 + j] = *v as u64;
+            }
+        } else {
+            mine[0] = 1;
+        }
+        let world = self.pgas.n_pes();
+        let rows = if n > 1 {
+            // `agree` holds `world` gathered rows, then this PE's own.
+            self.agree
+                .view_mut(world * row_words(world)..world * row_words(world) + row)?
+                .copy_from(&mine)?;
+            let gathered = self.agree.view(0..n * row)?;
+            let own = self
+                .agree
+                .view(world * row_words(world)..world * row_words(world) + row)?;
+            self.pgas.fcollect(self.team, &gathered, &own)?;
+            self.pgas
+                .stream()
+                .synchronize()
+                .map_err(|source| Error::Cuda {
+                    context: "gathering the all-to-all-v layout",
+                    source,
+                })?;
+            let rows = gathered.to_vec()?;
+            // No member's next exchange may write into `agree` before every member has read
+            // this one's rows.
+            self.team.barrier(&self.pgas)?;
+            rows
+        } else {
+            mine
+        };
+        let table = check_layout(&rows, n, lens)?;
+        let at = |p: usize, what: usize, q: usize| table[p * row + 1 + what * n + q] as usize;
+        let mut dev = vec![0u64; 3 * n];
+        let mut max_sent = 0;
+        for q in 0..n {
+            dev[3 * q] = at(rank, 1, q) as u64;
+            dev[3 * q + 1] = at(rank, 0, q) as u64;
+            dev[3 * q + 2] = at(q, 3, rank) as u64;
+        }
+        for p in 0..n {
+            max_sent = max_sent.max((0..n).map(|q| at(p, 0, q)).sum::<usize>());
+        }
+        let (src_len, dst_len) =
+            (0..n)
+                .flat_map(|p| (0..n).map(move |q| (p, q)))
+                .fold((0, 0), |(s, d), (p, q)| {
+                    (
+                        s.max(at(p, 1, q) + at(p, 0, q)),
+                        d.max(at(p, 3, q) + at(p, 2, q)),
+                    )
+                });
+        let table = self
+            .pgas
+            .stream()
+            .clone_htod(&dev)
+            .map_err(|source| Error::Cuda {
+                context: "uploading the all-to-all-v layout",
+                source,
+            })?;
+        // The address is taken once, here, outside any capture: cudarc's event tracking then
+        // has nothing left to order (the upload is complete).
+        let stream = self.pgas.stream();
+        let (ptr, guard) = table.device_ptr(stream);
+        drop(guard);
+        stream.synchronize().map_err(|source| Error::Cuda {
+            context: "uploading the all-to-all-v layout",
+            source,
+        })?;
+        Ok(AllToAllLayout {
+            comm: self.id,
+            table_at: Region {
+                ptr,
+                len: 3 * n,
+                _elem: std::marker::PhantomData,
+            },
+            _table: table,
+            src_len,
+            dst_len,
+            max_sent,
+        })
+    }
+
+    /// All-to-all-v on the context's stream by an agreed `layout`. See
+    /// [`Comm::all_to_all_v_on`].
+    pub fn all_to_all_v<T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        layout: &AllToAllLayout,
+    ) -> Result<()> {
+        let stream = self.pgas.stream().clone();
+        self.all_to_all_v_on(&stream, dst, src, layout)
+    }
+
+    /// [`Comm::all_to_all_v`] on `stream` (not waited for on the host; capturable once
+    /// prewarmed): each rank stores its segment for rank `q` into `q`'s `dst` at the
+    /// displacement `q` gave, by peer stores with the flag protocol, so when it completes on a
+    /// PE every segment it receives has arrived. Elements of `dst` outside the receive regions
+    /// are left as they were.
+    ///
+    /// Errors, before anything is launched: a PE that is not in the team, a layout agreed on
+    /// another communicator, a `src` or `dst` shorter than the layout needs on some member
+    /// (every member checks against the largest need of all, so with the same lengths on every
+    /// PE, as for every collective, the verdict is the same everywhere), `dst` and `src`
+    /// overlapping, `dst` not in the symmetric heap, a peer that is not load/store reachable.
+    pub fn all_to_all_v_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        layout: &AllToAllLayout,
+    ) -> Result<()> {
+        self.member()?;
+        if layout.comm != self.id {
+            return Err(Error::InvalidConfig {
+                name: "all-to-all-v layout",
+                value: format!("agreed on communicator {}", layout.comm),
+                reason: format!(
+                    "a layout is agreed by one communicator's team and used with it; make one \
+                     with all_to_all_layout on this communicator ({})",
+                    self.id
+                ),
+            });
+        }
+        for (what, got, need) in [
+            ("source", src.len(), layout.src_len),
+            ("destination", dst.len(), layout.dst_len),
+        ] {
+            if got < need {
+                return Err(Error::InvalidConfig {
+                    name: "all-to-all-v buffers",
+                    value: format!("a {what} of {got} elements"),
+                    reason: format!(
+                        "the layout's offsets and counts reach element {need} of some member's \
+                         {what}; pass buffers of at least {need} elements on every PE"
+                    ),
+                });
+            }
+        }
+        let size = std::mem::size_of::<T>();
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        check_apart("all-to-all-v", d, dst.len() * size, s, src.len() * size)?;
+        self.check_p2p("all-to-all-v")?;
+        self.check_symmetric(
+            "the all-to-all-v destination (peers store into it)",
+            d,
+            dst.len() * size,
+        )?;
+        if layout.max_sent == 0 {
+            return Ok(());
+        }
+        let (src, mut dst) = (
+            Region::<T>::of(src).cast::<u8>(),
+            Region::<T>::of(&*dst).cast::<u8>(),
+        );
+        self.launch_p2p(
+            stream,
+            movement::move_specs::<T>()[3],
+            &[],
+            &mut dst,
+            &src,
+            Some(&layout.table_at),
+            layout.max_sent * size,
+            &[(s % 16) as u32, (d % 16) as u32],
+        )
+    }
+}
+
+/// Checks the gathered rows (`n` of [`row_words`] each) and returns them: every member's
+/// slices of the team's length, rank `p`'s send count to `q` equal to `q`'s receive count from
+/// `p`, receive regions apart, no offset + count past `usize`. The same rows give the same
+/// verdict on every member. `lens`: this PE's slice lengths (for the message).
+fn check_layout(rows: &[u64], n: usize, lens: [usize; 4]) -> Result<&[u64]> {
+    let row = row_words(n);
+    let bad = |reason: String| Error::InvalidConfig {
+        name: "all-to-all-v layout",
+        value: format!("counts and displacements of {n} PEs"),
+        reason,
+    };
+    let short: Vec<usize> = (0..n).filter(|&p| rows[p * row] != 0).collect();
+    if !short.is_empty() {
+        return Err(bad(format!(
+            "team ranks {short:?} passed count or displacement slices that are not one per PE \
+             of the team ({n}; this PE passed {lens:?}); pass {n} of each on every PE"
+        )));
+    }
+    let at = |p: usize, what: usize, q: usize| rows[p * row + 1 + what * n + q];
+    for p in 0..n {
+        for q in 0..n {
+            if at(p, 0, q) != at(q, 2, p) {
+                return Err(bad(format!(
+                    "team rank {p} sends {} elements to rank {q}, but rank {q} expects {} from \
+                     rank {p}; send_counts[q] on rank p must equal recv_counts[p] on rank q",
+                    at(p, 0, q),
+                    at(q, 2, p)
+                )));
+            }
+            for (what, count, displ) in [("send", 0, 1), ("receive", 2, 3)] {
+                let end = at(p, count, q).checked_add(at(p, displ, q));
+                if end.is_none_or(|e| e > usize::MAX as u64) {
+                    return Err(bad(format!(
+                        "team rank {p}'s {what} displacement {} + count {} for rank {q} \
+                         overflows",
+                        at(p, displ, q),
+                        at(p, count, q)
+                    )));
+                }
+            }
+        }
+        // Receive regions of rank `p`, by offset: each must end before the next starts.
+        let mut regions: Vec<(u64, u64, usize)> = (0..n)
+            .filter(|&q| at(p, 2, q) > 0)
+            .map(|q| (at(p, 3, q), at(p, 3, q) + at(p, 2, q), q))
+            .collect();
+        regions.sort_unstable();
+        for w in regions.windows(2) {
+            if w[0].1 > w[1].0 {
+                return Err(bad(format!(
+                    "team rank {p} receives from ranks {} and {} into overlapping elements \
+                     ({}..{} and {}..{}); give each sender its own region",
+                    w[0].2, w[1].2, w[0].0, w[0].1, w[1].0, w[1].1
+                )));
+            }
+        }
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_layout, row_words};
+
+    /// Rows of `n` members from their (send counts, send displs, recv counts, recv displs).
+    fn rows(members: &[[Vec<u64>; 4]]) -> Vec<u64> {
+        let mut out = Vec::new();
+        for m in members {
+            out.push(0);
+            for s in m {
+                out.extend(s);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_layout_is_checked_across_members() {
+        // Rank 0 sends 1 to itself and 2 to rank 1; rank 1 sends 3 to rank 0 and 0 to itself.
+        let good = rows(&[
+            [vec![1, 2], vec![0, 1], vec![1, 3], vec![0, 1]],
+            [vec![3, 0], vec![0, 3], vec![2, 0], vec![0, 2]],
+        ]);
+        assert_eq!(good.len(), 2 * row_words(2));
+        assert!(check_layout(&good, 2, [2; 4]).is_ok());
+        // Rank 1 expects 4 from rank 0, which sends 2.
+        let mismatch = rows(&[
+            [vec![1, 2], vec![0, 1], vec![1, 3], vec![0, 1]],
+            [vec![3, 0], vec![0, 3], vec![4, 0], vec![0, 4]],
+        ]);
+        let e = check_layout(&mismatch, 2, [2; 4]).unwrap_err().to_string();
+        assert!(
+            e.contains("rank 0 sends 2 elements to rank 1, but rank 1 expects 4"),
+            "{e}"
+        );
+        // Rank 0 receives its own 1 element at 0 and rank 1's 3 at 0 as well.
+        let overlap = rows(&[
+            [vec![1, 2], vec![0, 1], vec![1, 3], vec![0, 0]],
+            [vec![3, 0], vec![0, 3], vec![2, 0], vec![0, 2]],
+        ]);
+        let e = check_layout(&overlap, 2, [2; 4]).unwrap_err().to_string();
+        assert!(e.contains("overlapping"), "{e}");
+        // A member whose slices were not one per PE.
+        let mut short = good.clone();
+        short[row_words(2)] = 1;
+        let e = check_layout(&short, 2, [2, 2, 3, 2])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("team ranks [1]") && e.contains("[2, 2, 3, 2]"),
+            "{e}"
+        );
+        // Offset + count past u64.
+        let huge = rows(&[
+            [vec![1, 2], vec![u64::MAX, 1], vec![1, 3], vec![0, 1]],
+            [vec![3, 0], vec![0, 3], vec![2, 0], vec![0, 2]],
+        ]);
+        let e = check_layout(&huge, 2, [2; 4]).unwrap_err().to_string();
+        assert!(e.contains("overflows"), "{e}");
+    }
+}

@@ -1,0 +1,272 @@
+//! Broadcast and all-to-all: the collectives that only move data. Their kernels
+//! (`kernels::move8` .. `move64`) exist per element size, not per type, so a call passes its
+//! buffers as unsigned integers of the element's width.
+
+use cudarc::driver::CudaStream;
+use pgas_runtime::kernel::KernelSpec;
+
+use super::{check_apart, kernels, vector_start, Algorithm, AllReduceElem, Comm, Region};
+use crate::{Error, Result, SymRegion};
+
+/// The data-movement kernels of one element size.
+struct MoveKernels {
+    broadcast_one_shot: &'static KernelSpec,
+    broadcast_two_shot: &'static KernelSpec,
+    all_to_all: &'static KernelSpec,
+    all_to_all_v: &'static KernelSpec,
+}
+
+macro_rules! move_specs {
+    ($($name:ident = $m:ident;)*) => {$(
+        static $name: MoveKernels = MoveKernels {
+            broadcast_one_shot: &kernels::$m::broadcast_one_shot::SPEC,
+            broadcast_two_shot: &kernels::$m::broadcast_two_shot::SPEC,
+            all_to_all: &kernels::$m::all_to_all::SPEC,
+            all_to_all_v: &kernels::$m::all_to_all_v::SPEC,
+        };
+    )*};
+}
+
+move_specs! {
+    MOVE8 = move8;
+    MOVE16 = move16;
+    MOVE32 = move32;
+    MOVE64 = move64;
+}
+
+/// The kernels for elements of `T`'s size (every collective element type is 1, 2, 4 or 8
+/// bytes).
+fn move_kernels<T>() -> &'static MoveKernels {
+    match std::mem::size_of::<T>() {
+        1 => &MOVE8,
+        2 => &MOVE16,
+        4 => &MOVE32,
+        _ => &MOVE64,
+    }
+}
+
+/// Every data-movement specialization (four kernels for each element size), for
+/// [`super::prewarm_list`].
+pub(super) fn move_specs<T>() -> [&'static KernelSpec; 4] {
+    let k = move_kernels::<T>();
+    [
+        k.broadcast_one_shot,
+        k.broadcast_two_shot,
+        k.all_to_all,
+        k.all_to_all_v,
+    ]
+}
+
+impl Comm {
+    /// Broadcast on the context's stream: every member's `dst` gets team rank `root`'s `src`.
+    /// Returns the algorithm used. See [`Comm::broadcast_on`].
+    pub fn broadcast<T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        root: usize,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let stream = self.pgas.stream().clone();
+        self.broadcast_on(&stream, dst, src, root, algorithm)
+    }
+
+    /// [`Comm::broadcast`] on `stream` (not waited for on the host; capturable once
+    /// prewarmed). Every member passes the same symmetric `src` (only the root's is read) and a
+    /// `dst` of the same length; `dst` may be `src` (in place: the root then copies nothing).
+    /// [`Algorithm::OneShot`]: every PE loads the root's `src` over NVLink;
+    /// [`Algorithm::TwoShot`]: rank `r` loads chunk `r` of it and stores that into every PE's
+    /// `dst` (the root's links carry one copy instead of `n - 1`); [`Algorithm::Nvshmem`]:
+    /// `nvshmemx_<type>_broadcast_on_stream` (context stream only); [`Algorithm::Auto`]: as
+    /// for [`Comm::all_reduce`] by size, without the low-latency protocol (which is an
+    /// all-reduce's: an `Err` here). When it completes on a PE,
+    /// no peer reads the root's `src` or writes this PE's `dst` any more.
+    ///
+    /// Errors, before anything is launched: a PE that is not in the team, a `root` that is not
+    /// a team rank, `dst` and `src` of different lengths or overlapping without being the same
+    /// buffer, `src` (and for two-shot `dst`) not in the symmetric heap, a peer-to-peer
+    /// algorithm when a peer is not reachable, NVSHMEM's algorithm on another stream.
+    pub fn broadcast_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        root: usize,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let rank = self.member()?;
+        if root >= self.n {
+            return Err(Error::InvalidConfig {
+                name: "broadcast root",
+                value: format!("{root}"),
+                reason: format!(
+                    "the root is a rank of the communicator's team, which has {} PEs; pass \
+                     0..{}",
+                    self.n, self.n
+                ),
+            });
+        }
+        if dst.len() != src.len() {
+            return Err(Error::LengthMismatch {
+                what: "the broadcast destination (the source's length)",
+                got: dst.len(),
+                expected: src.len(),
+            });
+        }
+        let size = std::mem::size_of::<T>();
+        let bytes = src.len() * size;
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        if d != s {
+            check_apart("broadcast", d, bytes, s, bytes)?;
+        }
+        let algorithm = match algorithm {
+            Algorithm::Auto => self.auto_pass(bytes, false),
+            Algorithm::LowLatency => {
+                return Err(Error::InvalidConfig {
+                    name: "algorithm",
+                    value: "LowLatency".to_owned(),
+                    reason: "the low-latency protocol is an all-reduce's; broadcast with \
+                             Algorithm::Auto, OneShot, TwoShot or Nvshmem"
+                        .to_owned(),
+                })
+            }
+            a => a,
+        };
+        if algorithm == Algorithm::Nvshmem {
+            self.check_context_stream(stream, "broadcast")?;
+            self.pgas.broadcast(self.team, &*dst, src, root)?;
+            return Ok(algorithm);
+        }
+        self.check_p2p("broadcast")?;
+        self.check_symmetric("the broadcast source (peers load the root's)", s, bytes)?;
+        if algorithm == Algorithm::TwoShot {
+            self.check_symmetric(
+                "the two-shot broadcast destination (peers store into it)",
+                d,
+                bytes,
+            )?;
+        }
+        if src.is_empty() {
+            return Ok(algorithm);
+        }
+        let (head, vec) = vector_start(s, d, size, src.len());
+        let k = move_kernels::<T>();
+        let root = root as u32;
+        let (src, mut dst) = (
+            Region::<T>::of(src).cast::<u8>(),
+            Region::<T>::of(&*dst).cast::<u8>(),
+        );
+        match algorithm {
+            Algorithm::OneShot => {
+                let copy = u32::from(d != s || rank != root as usize);
+                self.launch_p2p(
+                    stream,
+                    k.broadcast_one_shot,
+                    &[],
+                    &mut dst,
+                    &src,
+                    None,
+                    bytes,
+                    &[root, copy, head, vec],
+                )?
+            }
+            _ => self.launch_p2p(
+                stream,
+                k.broadcast_two_shot,
+                &[],
+                &mut dst,
+                &src,
+                None,
+                bytes.div_ceil(self.n),
+                &[root, head, vec],
+            )?,
+        }
+        Ok(algorithm)
+    }
+
+    /// All-to-all on the context's stream: chunk `q` of team rank `r`'s `src` (elements
+    /// `q * m ..`, `m = src.len() / n`) lands as chunk `r` of rank `q`'s `dst`. See
+    /// [`Comm::all_to_all_on`].
+    pub fn all_to_all<T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+    ) -> Result<()> {
+        let stream = self.pgas.stream().clone();
+        self.all_to_all_on(&stream, dst, src)
+    }
+
+    /// [`Comm::all_to_all`] on `stream` (not waited for on the host; capturable once
+    /// prewarmed): each rank stores its chunks into its peers' `dst` over NVLink, with the
+    /// flag protocol, so when it completes on a PE every peer's chunk has arrived in its `dst`.
+    /// Peer-to-peer only (one algorithm).
+    ///
+    /// Errors, before anything is launched: a PE that is not in the team, `dst` and `src` of
+    /// different lengths, a length that is not a multiple of the team size, `dst` and `src`
+    /// overlapping (no in-place form), `dst` not in the symmetric heap, a peer that is not load/
+    /// store reachable.
+    pub fn all_to_all_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+    ) -> Result<()> {
+        self.member()?;
+        let n = self.n;
+        if dst.len() != src.len() {
+            return Err(Error::LengthMismatch {
+                what: "the all-to-all destination (the source's length)",
+                got: dst.len(),
+                expected: src.len(),
+            });
+        }
+        if !src.len().is_multiple_of(n) {
+            return Err(Error::InvalidConfig {
+                name: "all-to-all buffers",
+                value: format!("{} elements", src.len()),
+                reason: format!(
+                    "the buffers hold one chunk per PE of the team, so their length must be a \
+                     multiple of the team's {n} PEs"
+                ),
+            });
+        }
+        let size = std::mem::size_of::<T>();
+        let bytes = src.len() * size;
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        check_apart("all-to-all", d, bytes, s, bytes)?;
+        self.check_p2p("all-to-all")?;
+        self.check_symmetric("the all-to-all destination (peers store into it)", d, bytes)?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        let (src, mut dst) = (
+            Region::<T>::of(src).cast::<u8>(),
+            Region::<T>::of(&*dst).cast::<u8>(),
+        );
+        self.launch_p2p(
+            stream,
+            move_kernels::<T>().all_to_all,
+            &[],
+            &mut dst,
+            &src,
+            None,
+            bytes,
+            &[(s % 16) as u32, (d % 16) as u32],
+        )
+    }
+
+    /// The error of NVSHMEM's on-stream collectives on a stream other than the context's.
+    pub(super) fn check_context_stream(&self, stream: &CudaStream, what: &str) -> Result<()> {
+        if stream.cu_stream() == self.pgas.stream().cu_stream() {
+            return Ok(());
+        }
+        Err(Error::InvalidConfig {
+            name: "stream",
+            value: "not the context's stream".to_owned(),
+            reason: format!(
+                "NVSHMEM's on-stream {what} runs on Pgas::stream(); use it, or a peer-to-peer \
+                 algorithm on this stream"
+            ),
+        })
+    }
+}

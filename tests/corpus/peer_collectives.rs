@@ -1,0 +1,43 @@
+//! Collectives over peer memory inside a kernel (pgas's LL protocol, no collective launch):
+//! a fused epilogue that all-reduces each block's partial results, and an all-gather from
+//! shared memory.
+use pgas::prelude::*;
+
+/// Each block computes 256 partial sums, then all-reduces them with the same block of every
+/// team PE into `out` (its own scratch region of `words` words per block).
+#[pgas_kernel(max_threads = 256)]
+fn fused_epilogue_all_reduce(
+    team: Team,
+    out: &mut SymTensor<f32>,
+    x: &CudaSlice<f32>,
+    partial: &mut CudaSlice<f32>,
+    scratch: &mut SymTensor<u64>,
+    words: usize,
+) {
+    let blk = block_idx_x() as usize;
+    let t = thread_idx_x() as usize;
+    let lo = blk * 256;
+    if lo + t < x.len() && lo + t < partial.len() {
+        partial[lo + t] = x[lo + t] * x[lo + t];
+    }
+    sync_threads();
+    let hi = min(lo + 256, partial.len());
+    team_all_reduce_block(
+        team,
+        &mut out[lo..hi],
+        &partial[lo..hi],
+        &mut scratch[blk * words],
+        ReduceOp::Max,
+    );
+}
+
+/// Block 0 gathers 64 values it staged in shared memory from every team PE into `dst`
+/// (team size x 64, in team order).
+#[pgas_kernel(max_threads = 64)]
+fn gather_from_shared(team: Team, dst: &mut SymTensor<bf16>, scratch: &mut SymTensor<u64>) {
+    let s = shared_array::<bf16, 64>();
+    let t = thread_idx_x() as usize;
+    s[t] = (team_my_pe(team) * 64 + t as i32) as f32 as bf16;
+    sync_threads();
+    team_all_gather_block(team, dst, &s[0..64], &mut scratch[0]);
+}
