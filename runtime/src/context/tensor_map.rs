@@ -334,6 +334,26 @@ mod tests {
     }
 
     #[test]
+    fn a_map_from_a_device_pointer_is_checked_before_the_driver() {
+        // Both refusals come from `check`, before cuTensorMapEncodeTiled (no GPU needed).
+        let t = tile(256, 64, 128, 64, Swizzle::B128);
+        // SAFETY: nothing is dereferenced: the checks refuse before encoding.
+        let e = unsafe { TensorMap::<half::bf16>::from_device_ptr(0x1008, 256 * 64, t) };
+        assert!(
+            matches!(&e, Err(Error::TensorMap { reason }) if reason.contains("not 16-byte aligned")),
+            "{:?}",
+            e.err()
+        );
+        // SAFETY: as above.
+        let e = unsafe { TensorMap::<half::bf16>::from_device_ptr(0x1000, 255 * 64, t) };
+        assert!(
+            matches!(&e, Err(Error::TensorMap { reason }) if reason.contains("needs 16384 elements")),
+            "{:?}",
+            e.err()
+        );
+    }
+
+    #[test]
     fn accepts_a_gemm_operand() {
         check(
             0x1000,
