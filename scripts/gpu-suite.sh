@@ -265,7 +265,7 @@ verdict "halo vs NCCL $bench_pes PE" "$(figures | brief 'jacobi2d_1024_fused_us|
 # All-gather + GEMM (issue 10) on every GPU (2 PEs where 2, 4 where 4): cuBLAS + NCCL, the fused
 # pgas kernel and pgas::ops::AllGatherMatmul per shape; ag_gemm.md and ag_gemm.png.
 ag_pes=$((gpus >= 2 ? gpus : 1))
-step "ag_gemm $ag_pes PE" bench.log 150 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" NVSHMEM_DISABLE_CUDA_VMM=1 \
+step "ag_gemm $ag_pes PE" bench.log 150 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" \
   "$bin/pgas-run" -n "$ag_pes" -- "$bin/ag_gemm" "$out"
 verdict "ag_gemm $ag_pes PE" "$(figures | brief 'speedup|cublas_nccl_us')"
 
