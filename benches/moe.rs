@@ -569,14 +569,13 @@ fn main() -> BenchResult<()> {
         })
         .filter(|s| s.points.iter().any(|(_, y)| y.is_finite()))
         .collect();
-        plot::linear_by_doubling(
+        plot::by_count(
             &dir.join("moe_gbs.png"),
             &format!(
                 "MoE dispatch / combine, hidden {h}, top-{} ({machine})",
                 CFG.top_k
             ),
-            "tokens per GPU",
-            "GB/s per GPU (token bytes received / sent)",
+            ("tokens per GPU", "GB/s per GPU (token bytes received / sent)"),
             &series,
         )?;
     }

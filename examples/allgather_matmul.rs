@@ -2,7 +2,9 @@
 //! of `B` (K x N) and computes all of `C = A B`. Instead of an all-gather followed by a matmul, each
 //! block fetches the rows it needs from the PE that owns them (`get_block`) into a local staging
 //! buffer and multiplies them at once, so communication for one block overlaps the arithmetic of
-//! the others.
+//! the others. This is the small introduction (scalar, 256 x 96 x 64); the production-size form
+//! on tensor cores is `examples/allgather_gemm_sm90.rs`, and the library one
+//! `pgas::ops::AllGatherMatmul`.
 //!
 //! ```text
 //! pgas-run -n 2 -- target/release/examples/allgather_matmul

@@ -9,8 +9,8 @@
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
 #   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; the gallery
 #   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE),
-#                  coll and halo vs NCCL (2 PEs where 2 GPUs)
-#   nccl.log       NCCL through torch.distributed
+#                  coll and halo vs NCCL (2 PEs where 2 GPUs), all-gather + GEMM (ag_gemm, every GPU)
+#   nccl.log       NCCL through torch.distributed; PyTorch async-TP (scripts/async_tp_bench.py)
 #   figures.jsonl  every benchmark figure, one JSON object a line
 #   summary.txt    one line per step (ok/FAIL/SKIP and key figures), also printed last
 # Every step has a time limit and the whole stays within 9 minutes (PGAS_SUITE_BUDGET seconds); a failing step never stops
@@ -262,6 +262,13 @@ step "halo vs NCCL $bench_pes PE" bench.log 120 env LD_LIBRARY_PATH="/tmp/pgas-n
   "$bin/pgas-run" -n "$bench_pes" -- "$bin/halo" "$out"
 verdict "halo vs NCCL $bench_pes PE" "$(figures | brief 'jacobi2d_1024_fused_us|jacobi2d_1024_fused_speedup|jacobi2d_16384_fused_speedup')"
 
+# All-gather + GEMM (issue 10) on every GPU (2 PEs where 2, 4 where 4): cuBLAS + NCCL, the fused
+# pgas kernel and pgas::ops::AllGatherMatmul per shape; ag_gemm.md and ag_gemm.png.
+ag_pes=$((gpus >= 2 ? gpus : 1))
+step "ag_gemm $ag_pes PE" bench.log 150 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" \
+  "$bin/pgas-run" -n "$ag_pes" -- "$bin/ag_gemm" "$out"
+verdict "ag_gemm $ag_pes PE" "$(figures | brief 'speedup|cublas_nccl_us')"
+
 fi # [ "$only" = all ]
 
 # Rank death (tests/gpu_suite/faults.rs): the last PE dies while the others wait for it in a
@@ -384,6 +391,10 @@ fi
 if [ "$only" = all ]; then
   step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$((gpus > 0 ? gpus : 1))"
   verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
+  # PyTorch async-TP (symm_mem fused all-gather + GEMM and GEMM + reduce-scatter) at the shapes
+  # of ag_gemm, against torch's unfused ops: the other baseline of issue 10.
+  step "async_tp_bench" nccl.log 150 python3 "$root/scripts/async_tp_bench.py" "$((gpus > 0 ? gpus : 1))"
+  verdict "async_tp_bench $gpus GPU" "$(figures | brief 'speedup')"
 fi
 
 finish

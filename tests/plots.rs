@@ -1,8 +1,9 @@
 //! The benchmark plots render on any machine: `benches/common/plot.rs` draws the all-reduce plots
 //! of `benches/coll.rs` from GPU run 14's recorded figures
-//! (`docs/gpu-runs/2026-11-23-h200x2-run14/coll_figures.jsonl`), with the embedded font, and the
-//! files are PNG images of the expected size. `PGAS_PLOTS_TO=DIR` also writes them to DIR (how the
-//! copies in that run's folder were made).
+//! (`docs/gpu-runs/2026-11-23-h200x2-run14/coll_figures.jsonl`), and the all-gather + GEMM plot of
+//! `benches/ag_gemm.rs` from run agmm-1's (`docs/gpu-runs/2026-11-23-h100x1-agmm/figures.jsonl`),
+//! with the embedded font, and the files are PNG images of the expected size. `PGAS_PLOTS_TO=DIR`
+//! also writes them to DIR (how the copies in those runs' folders were made).
 
 #[path = "../benches/common/plot.rs"]
 #[allow(dead_code)]
@@ -24,10 +25,9 @@ const SIZES: [usize; 10] = [
     1 << 30,
 ];
 
-/// `results[size][method][eager, graph]` from the `FIGURE` lines `benches/coll.rs` printed.
-fn recorded() -> Vec<[[f64; 2]; 5]> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("docs/gpu-runs/2026-11-23-h200x2-run14/coll_figures.jsonl");
+/// The (name, value) of each figure a run recorded in `docs/gpu-runs/<run>/<file>`.
+fn figures(run_file: &str) -> Vec<(String, String)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(run_file);
     let text = std::fs::read_to_string(&path).expect("the recorded figures are in the repository");
     let field = |line: &str, key: &str| -> Option<String> {
         let at = line.find(&format!("\"{key}\":"))? + key.len() + 3;
@@ -35,11 +35,15 @@ fn recorded() -> Vec<[[f64; 2]; 5]> {
         let end = rest.find(['"', ',', '}'])?;
         Some(rest[..end].to_owned())
     };
+    text.lines()
+        .filter_map(|line| Some((field(line, "name")?, field(line, "value")?)))
+        .collect()
+}
+
+/// `results[size][method][eager, graph]` from the `FIGURE` lines `benches/coll.rs` printed.
+fn recorded() -> Vec<[[f64; 2]; 5]> {
     let mut out = vec![[[f64::NAN; 2]; 5]; SIZES.len()];
-    for line in text.lines() {
-        let (Some(name), Some(value)) = (field(line, "name"), field(line, "value")) else {
-            continue;
-        };
+    for (name, value) in figures("docs/gpu-runs/2026-11-23-h200x2-run14/coll_figures.jsonl") {
         for (si, &b) in SIZES.iter().enumerate() {
             for (mi, m) in METHODS.iter().enumerate() {
                 for (gi, mode) in ["eager", "graph"].iter().enumerate() {
@@ -103,10 +107,60 @@ fn the_tokens_plot_renders_with_the_embedded_font() {
             points: vec![(256.0, f64::NAN)],
         },
     ];
-    plot::linear_by_doubling(&path, "MoE", "tokens per GPU", "GB/s", &series).unwrap();
+    plot::by_count(&path, "MoE", ("tokens per GPU", "GB/s"), &series).unwrap();
     let png = std::fs::read(&path).unwrap();
     assert_eq!(&png[1..4], b"PNG");
     assert!(png.len() > 10_000, "{} bytes", png.len());
-    assert!(plot::linear_by_doubling(&path, "MoE", "x", "y", &series[1..]).is_err());
+    assert!(plot::by_count(&path, "MoE", ("x", "y"), &series[1..]).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ag_gemm_plot_renders_from_recorded_figures() {
+    // (legend, figure) per line of benches/ag_gemm.rs's plot, in its order.
+    let methods = [
+        ("cuBLAS+NCCL", "cublas_nccl_us"),
+        ("pgas kernel", "pgas_kernel_us"),
+        ("pgas::ops", "pgas_ops_us"),
+    ];
+    let recorded = figures("docs/gpu-runs/2026-11-23-h100x1-agmm/figures.jsonl");
+    let series: Vec<plot::Series> = methods
+        .iter()
+        .map(|(legend, figure)| {
+            let mut points: Vec<(f64, f64)> = recorded
+                .iter()
+                .filter_map(|(name, value)| {
+                    let (shape, what) = name.strip_prefix("ag_gemm_")?.split_once('/')?;
+                    let m: f64 = shape.split('x').next()?.parse().ok()?;
+                    let us: f64 = value.parse().ok()?;
+                    (what == *figure).then_some((m, us / 1e3))
+                })
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            plot::Series {
+                name: (*legend).into(),
+                points,
+            }
+        })
+        .collect();
+    assert!(
+        series.iter().all(|s| s.points.len() == 5),
+        "five shapes a method were recorded"
+    );
+    let title = "all-gather + GEMM, N = K = 8192, bf16, NVIDIA H100 80GB HBM3 x1 PE";
+    let labels = ("M (rows of C)", "ms per call (lower is better)");
+    let dir = std::env::temp_dir().join(format!("pgas-plots-ag-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    plot::by_count(&dir.join("ag_gemm.png"), title, labels, &series).unwrap();
+    assert_eq!(png_size(&dir.join("ag_gemm.png")), (960, 600));
+    if let Some(to) = std::env::var_os("PGAS_PLOTS_TO") {
+        plot::by_count(&Path::new(&to).join("ag_gemm.png"), title, labels, &series).unwrap();
+    }
+    // Nothing finite to draw is an error, not an empty picture.
+    let empty = [plot::Series {
+        name: "none".into(),
+        points: vec![(1024.0, f64::NAN)],
+    }];
+    assert!(plot::by_count(&dir.join("none.png"), title, labels, &empty).is_err());
+    std::fs::remove_dir_all(dir).unwrap();
 }

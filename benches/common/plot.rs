@@ -224,29 +224,39 @@ pub fn collective<R: AsRef<[[f64; 2]]>>(
     Ok(())
 }
 
-/// A plot of `series` (y from 0, linear) against a count that doubles from point to point
-/// (tokens, say: a log2 x axis labelled with the counts), written to `path` (PNG).
-pub fn linear_by_doubling(
+/// A plot of `series` against a power-of-two count (GEMM rows, say) on a log2 x axis labelled
+/// with the counts, and a linear y axis from 0, written to `path` (PNG).
+pub fn by_count(
     path: &Path,
     title: &str,
-    x_label: &str,
-    y_label: &str,
+    (x_desc, y_desc): (&str, &str),
     series: &[Series],
 ) -> Result<(), Box<dyn Error>> {
     register();
-    let finite = |&(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && x > 0.0;
-    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0f64);
-    for &(x, y) in series
+    let finite = |&&(x, y): &&(f64, f64)| x.is_finite() && y.is_finite() && x > 0.0;
+    let pts: Vec<&(f64, f64)> = series
         .iter()
         .flat_map(|s| s.points.iter())
-        .filter(|p| finite(p))
-    {
-        (x0, x1, y1) = (x0.min(x), x1.max(x), y1.max(y));
-    }
-    if x0 > x1 {
+        .filter(finite)
+        .collect();
+    if pts.is_empty() {
         return Err(format!("{}: nothing to plot", path.display()).into());
     }
-    let (x0, x1) = (x0.log2().floor() - 0.25, x1.log2().ceil() + 0.25);
+    let x0 = pts
+        .iter()
+        .map(|p| p.0)
+        .fold(f64::MAX, f64::min)
+        .log2()
+        .floor()
+        - 0.5;
+    let x1 = pts
+        .iter()
+        .map(|p| p.0)
+        .fold(f64::MIN, f64::max)
+        .log2()
+        .ceil()
+        + 0.5;
+    let y1 = pts.iter().map(|p| p.1).fold(0.0, f64::max) * 1.15;
     let root = BitMapBackend::new(path, (960, 600)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
@@ -254,12 +264,12 @@ pub fn linear_by_doubling(
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(72)
-        .build_cartesian_2d(x0..x1, 0.0..y1 * 1.15)?;
+        .build_cartesian_2d(x0..x1, 0.0..y1)?;
     chart
         .configure_mesh()
-        .x_desc(x_label)
-        .y_desc(y_label)
-        .x_labels(((x1 - x0) as usize + 1).min(16))
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_labels(((x1 - x0) as usize).min(16))
         .x_label_formatter(&|x| {
             if (x - x.round()).abs() < 1e-6 && *x >= 0.0 {
                 format!("{}", 1u64 << (x.round() as u32))
@@ -275,7 +285,7 @@ pub fn linear_by_doubling(
         let pts: Vec<(f64, f64)> = s
             .points
             .iter()
-            .filter(|p| finite(p))
+            .filter(finite)
             .map(|&(x, y)| (x.log2(), y))
             .collect();
         chart

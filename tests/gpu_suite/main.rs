@@ -29,6 +29,7 @@ mod launch;
 mod math;
 mod misuse;
 mod moe;
+mod ops;
 mod peer;
 mod rma;
 mod runner;
@@ -74,6 +75,7 @@ fn main() -> ExitCode {
         coll::CASES,
         moe::CASES,
         halo::CASES,
+        ops::CASES,
         versions::CASES,
         peer::CASES,
         launch::CASES,

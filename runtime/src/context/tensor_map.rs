@@ -167,6 +167,25 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
         unsafe { Self::encode(remote as sys::CUdeviceptr, sym.len(), tile) }
     }
 
+    /// A map of `len` elements at the device address `ptr`: for memory that a kernel also takes
+    /// by `&mut` while the copy engine reads it through the map (a gathered buffer that peers'
+    /// `put_signal`s fill as the kernel's TMA loads consume the parts already signalled), which a
+    /// map borrowed from the tensor cannot express. The tile is checked as in
+    /// [`TensorMap::tiled_2d`].
+    ///
+    /// # Safety
+    /// `ptr` must name `len` elements of `T` on this GPU that stay allocated while the map is
+    /// used, and the kernel must order its writes and the map's reads of the same elements
+    /// itself (signals, barriers).
+    pub unsafe fn from_device_ptr(
+        ptr: sys::CUdeviceptr,
+        len: usize,
+        tile: Tile2d,
+    ) -> Result<TensorMap<'a, T>> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::encode(ptr, len, tile) }
+    }
+
     /// Checks `tile` against the driver's and the hardware's rules, then encodes.
     ///
     /// # Safety
@@ -312,6 +331,26 @@ mod tests {
             Err(Error::TensorMap { reason }) => reason,
             other => panic!("expected a TensorMap error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_map_from_a_device_pointer_is_checked_before_the_driver() {
+        // Both refusals come from `check`, before cuTensorMapEncodeTiled (no GPU needed).
+        let t = tile(256, 64, 128, 64, Swizzle::B128);
+        // SAFETY: nothing is dereferenced: the checks refuse before encoding.
+        let e = unsafe { TensorMap::<half::bf16>::from_device_ptr(0x1008, 256 * 64, t) };
+        assert!(
+            matches!(&e, Err(Error::TensorMap { reason }) if reason.contains("not 16-byte aligned")),
+            "{:?}",
+            e.err()
+        );
+        // SAFETY: as above.
+        let e = unsafe { TensorMap::<half::bf16>::from_device_ptr(0x1000, 255 * 64, t) };
+        assert!(
+            matches!(&e, Err(Error::TensorMap { reason }) if reason.contains("needs 16384 elements")),
+            "{:?}",
+            e.err()
+        );
     }
 
     #[test]

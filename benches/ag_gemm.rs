@@ -1,0 +1,345 @@
+//! All-gather + GEMM (the column-parallel linear layer: `C = allgather_rows(A) · Btᵀ`, bf16 in and
+//! out, f32 accumulate; A sharded by rows over the PEs, every PE computes all of C) in one run,
+//! per shape (M x N x K with N = K = 8192 and M from 1024 to 16384):
+//!
+//! - **cuBLAS + NCCL**, sequential: `ncclAllGather` of the shards, then one `cublasGemmEx`
+//!   (also timed alone: the all-gather and the GEMM);
+//! - **pgas kernel**: `examples/allgather_gemm_sm90.rs`, one kernel that pushes the shards
+//!   (`put_signal_block`) while its TMA/wgmma GEMM blocks consume them (sm_90a only);
+//! - **pgas::ops**: `AllGatherMatmul`, copy-engine pulls overlapped with one cuBLAS GEMM per
+//!   shard.
+//!
+//! Each result is compared with the baseline's C (and the baseline with the host at 64 points);
+//! a wrong result fails the run (exit status 1) and its figures do not count. Times are medians
+//! of CUDA events on PE 0 (each repetition starts after a barrier), in microseconds. Writes
+//! `ag_gemm.png` (time against M) and `ag_gemm.md` (the table) into the directory given as the
+//! first argument (default: the current one).
+//!
+//! Run: `pgas-run -n 2 -- ag_gemm OUTDIR` (needs cuBLAS and NCCL: see `pgas::ops::cublas` and
+//! benches/common/nccl.rs).
+
+#[path = "common/mod.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "../examples/allgather_gemm_sm90.rs"]
+mod fused;
+
+use common::nccl::{nccl_comm, Nccl};
+use common::plot::{by_count, Series};
+use common::{emit, median, show, time_on_stream, BenchResult, Figure};
+use pgas::cudarc::driver::sys::CUdevice_attribute;
+use pgas::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
+use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
+use pgas::ops::cublas::Cublas;
+use pgas::ops::AllGatherMatmul;
+use pgas::prelude::*;
+use std::path::PathBuf;
+
+const BENCH: &str = "ag_gemm";
+const WARMUP: usize = 3;
+const REPS: usize = 10;
+/// M x N x K: the two production shapes of issue 10 first, then smaller M for the plot.
+const SHAPES: [(usize, usize, usize); 5] = [
+    (8192, 8192, 8192),
+    (16384, 8192, 8192),
+    (1024, 8192, 8192),
+    (2048, 8192, 8192),
+    (4096, 8192, 8192),
+];
+/// The largest |x - baseline| allowed, relative to the largest |C|: both round to bf16.
+const MAX_REL_DIFF: f64 = 2e-2;
+
+/// The methods, in table order.
+const METHODS: [&str; 3] = ["cuBLAS+NCCL", "pgas kernel", "pgas::ops"];
+
+struct Row {
+    shape: (usize, usize, usize),
+    /// Median microseconds per method (NaN where not run).
+    us: [f64; 3],
+    allgather_us: f64,
+    gemm_us: f64,
+    /// Largest relative difference of each pgas method from the baseline.
+    diff: [f64; 2],
+}
+
+/// The largest |got - want| over the largest |want| (NaN if any is NaN).
+fn rel_diff(got: &[bf16], want: &[bf16]) -> f64 {
+    let scale = want.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max);
+    let diff = got
+        .iter()
+        .zip(want)
+        .map(|(g, w)| (g.to_f64() - w.to_f64()).abs())
+        .fold(0.0, |acc: f64, d| {
+            // f64::max drops a NaN, so a NaN is carried explicitly.
+            if acc.is_nan() || d.is_nan() {
+                f64::NAN
+            } else {
+                acc.max(d)
+            }
+        });
+    diff / scale.max(f64::MIN_POSITIVE)
+}
+
+/// Median microseconds of `REPS` runs of `run` after `WARMUP`; every PE starts each one after
+/// a barrier, so PE 0's events time the operation, not another PE's lateness.
+fn timed(p: &Pgas, mut run: impl FnMut() -> BenchResult<()>) -> BenchResult<f64> {
+    let stream = p.stream();
+    let mut us = Vec::with_capacity(REPS);
+    for i in 0..WARMUP + REPS {
+        p.barrier_all()?;
+        let t = time_on_stream(stream, &mut run)? * 1e3;
+        if i >= WARMUP {
+            us.push(t);
+        }
+    }
+    Ok(median(&us))
+}
+
+/// `ncclAllGather` of every PE's shard into `gathered`, on the pgas stream.
+fn nccl_all_gather(
+    p: &Pgas,
+    comm: &Nccl,
+    gathered: &mut CudaSlice<bf16>,
+    shard: &CudaSlice<bf16>,
+) -> BenchResult<()> {
+    let stream = p.stream();
+    let (s, _rs) = shard.device_ptr(stream);
+    let (g, _rg) = gathered.device_ptr_mut(stream);
+    // SAFETY: `gathered` holds n_pes shards; both live until the stream is done (the guards
+    // order them on it).
+    unsafe {
+        nccl::all_gather(
+            s as *const _,
+            g as *mut _,
+            shard.len(),
+            nccl_sys::ncclDataType_t::ncclBfloat16,
+            comm.0,
+            stream.cu_stream() as _,
+        )
+    }
+    .map_err(|e| format!("ncclAllGather: {e:?}"))?;
+    Ok(())
+}
+
+fn main() -> BenchResult<()> {
+    if !common::gpu_present() {
+        println!("{BENCH}: skipped: no GPU");
+        return Ok(());
+    }
+    let out_dir = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| ".".into()));
+    // The largest shape's gathered A is 256 MiB; the kernel's plan holds one, pgas::ops two.
+    let p = pgas::builder().heap_size(3 << 30).init()?;
+    let (me, np) = (p.my_pe(), p.n_pes());
+    let machine = format!("{} x{np} PE", p.cuda().name()?);
+    let stream = p.stream().clone();
+    let hopper = p
+        .cuda()
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?
+        == 9;
+    let blas = Cublas::new(p.cuda())?;
+    // Without NCCL (not found, or refusing to start, as with two PEs on one GPU) the baseline's
+    // all-gather is skipped; its GEMM still runs, on A built on the host.
+    let comm = match nccl_comm(&p) {
+        Ok(Some(c)) => Some(c),
+        Ok(None) => {
+            println!("{BENCH}: NCCL not found (libnccl.so): the baseline's all-gather is skipped");
+            None
+        }
+        Err(e) => {
+            println!("{BENCH}: NCCL did not start ({e}): the baseline's all-gather is skipped");
+            None
+        }
+    };
+
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for (m, n, k) in SHAPES {
+        if m % (np * fused::BM) != 0 {
+            println!("{BENCH}: {m}x{n}x{k}: M does not split into 128-row shards on {np} PEs");
+            continue;
+        }
+        let mp = m / np;
+        let (shard, bt) = fused::inputs(&p, (mp, n, k))?;
+        let mut want = stream.alloc_zeros::<bf16>(m * n)?;
+        let mut gathered = stream.alloc_zeros::<bf16>(m * k)?;
+
+        // The baseline: NCCL all-gather, then cuBLAS; and each part alone.
+        let (base_us, allgather_us) = match &comm {
+            Some(c) => {
+                let ag = timed(&p, || nccl_all_gather(&p, c, &mut gathered, &shard))?;
+                let both = timed(&p, || {
+                    nccl_all_gather(&p, c, &mut gathered, &shard)?;
+                    Ok(blas.gemm_bf16_nt(&stream, &mut want, &gathered, &bt, (m, n, k))?)
+                })?;
+                (both, ag)
+            }
+            None => (f64::NAN, f64::NAN),
+        };
+        if comm.is_none() {
+            // Without NCCL the reference still needs all of A: built on the host.
+            let all: Vec<bf16> = (0..m * k).map(fused::a_value).collect();
+            gathered = stream.clone_htod(&all)?;
+        }
+        let gemm_us = timed(&p, || {
+            Ok(blas.gemm_bf16_nt(&stream, &mut want, &gathered, &bt, (m, n, k))?)
+        })?;
+        let want = stream.clone_dtoh(&want)?;
+        let points = (0..64).map(|i| ((i * 977 + 13) % m, (i * 613 + 101) % n));
+        let (ratio, row, col, g, w) = fused::check(&want, (n, k), points);
+        if ratio.is_nan() || ratio > 1.0 {
+            failures.push(format!(
+                "{m}x{n}x{k}: the baseline's C[{row}][{col}] = {g}, the host says {w}"
+            ));
+        }
+        drop(gathered);
+
+        // The pure pgas kernel.
+        let (kernel_us, kernel_diff) = if hopper {
+            let mut plan = fused::Plan::new(&p, (mp, n, k), fused::COMM_BLOCKS, fused::STAGES)?;
+            let mut c = stream.alloc_zeros::<bf16>(m * n)?;
+            let us = timed(&p, || Ok(plan.run(&p, &mut c, &shard, &bt, false)?))?;
+            (us, rel_diff(&stream.clone_dtoh(&c)?, &want))
+        } else {
+            (f64::NAN, f64::NAN)
+        };
+
+        // The library form.
+        let mut op = AllGatherMatmul::new(&p, (mp, n, k))?;
+        let mut c = stream.alloc_zeros::<bf16>(m * n)?;
+        let ops_us = timed(&p, || Ok(op.run(&mut c, &shard, &bt)?))?;
+        let ops_diff = rel_diff(&stream.clone_dtoh(&c)?, &want);
+        drop(op);
+
+        // The kernel's NaN below sm_90 means "not run"; any other NaN is a wrong result.
+        for (what, d, ran) in [
+            ("the pgas kernel", kernel_diff, hopper),
+            ("pgas::ops", ops_diff, true),
+        ] {
+            if ran && (d.is_nan() || d > MAX_REL_DIFF) {
+                failures.push(format!(
+                    "{m}x{n}x{k}: {what} differs from cuBLAS by {d:.3e} (relative)"
+                ));
+            }
+        }
+        rows.push(Row {
+            shape: (m, n, k),
+            us: [base_us, kernel_us, ops_us],
+            allgather_us,
+            gemm_us,
+            diff: [kernel_diff, ops_diff],
+        });
+    }
+
+    if me == 0 {
+        report(&machine, np, &rows, &out_dir)?;
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        for f in &failures {
+            println!("{BENCH}: PE {me}: FAIL {f}");
+        }
+        std::process::exit(1)
+    }
+}
+
+/// The table, the FIGURE lines, the markdown table and the plot (PE 0).
+fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> BenchResult<()> {
+    println!(
+        "\n{BENCH} on {machine}: C = allgather(A) Bt^T, bf16, f32 accumulate; us per call, \
+         median of {REPS} on PE 0"
+    );
+    let header = format!(
+        "| {:<18} | {:>11} | {:>9} | {:>9} | {:>11} | {:>9} | {:>12} | {:>10} | {:>9} |",
+        "M x N x K",
+        "cuBLAS+NCCL",
+        "all-gather",
+        "GEMM",
+        "pgas kernel",
+        "pgas::ops",
+        "kernel speedup",
+        "ops speedup",
+        "max diff"
+    );
+    let mut md = vec![
+        format!(
+            "{BENCH} on {machine}: C = allgather_rows(A) · Btᵀ, bf16 in and out, f32 accumulate; \
+             microseconds per call (median of {REPS} on PE 0); speedup = cuBLAS+NCCL time / \
+             pgas time.\n"
+        ),
+        header.clone(),
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".into(),
+    ];
+    println!("{header}");
+    for r in rows {
+        let (m, n, k) = r.shape;
+        let [base, kernel, ops] = r.us;
+        let diff = r.diff[0].max(r.diff[1]);
+        let line = format!(
+            "| {:<18} | {:>11} | {:>9} | {:>9} | {:>11} | {:>9} | {:>12} | {:>10} | {:>9} |",
+            format!("{m}x{n}x{k}"),
+            show(base),
+            show(r.allgather_us),
+            show(r.gemm_us),
+            show(kernel),
+            show(ops),
+            show(base / kernel),
+            show(base / ops),
+            if diff.is_finite() {
+                format!("{diff:.2e}")
+            } else {
+                "-".into()
+            }
+        );
+        println!("{line}");
+        md.push(line);
+        let key = format!("ag_gemm_{m}x{n}x{k}");
+        let note = format!("median of {REPS} on PE 0 of {np}, us per call");
+        for (name, value, unit) in [
+            ("cublas_nccl_us", base, "us"),
+            ("nccl_allgather_us", r.allgather_us, "us"),
+            ("cublas_gemm_us", r.gemm_us, "us"),
+            ("pgas_kernel_us", kernel, "us"),
+            ("pgas_ops_us", ops, "us"),
+            ("pgas_kernel_speedup", base / kernel, "x"),
+            ("pgas_ops_speedup", base / ops, "x"),
+            ("pgas_kernel_max_rel_diff", r.diff[0], "rel"),
+            ("pgas_ops_max_rel_diff", r.diff[1], "rel"),
+        ] {
+            let f = Figure {
+                name: format!("{key}/{name}"),
+                value,
+                unit,
+                note: note.clone(),
+            };
+            emit(BENCH, machine, &f);
+        }
+    }
+    std::fs::create_dir_all(out_dir)?;
+    std::fs::write(out_dir.join("ag_gemm.md"), md.join("\n") + "\n")?;
+    let series: Vec<Series> = METHODS
+        .iter()
+        .enumerate()
+        .map(|(i, name)| Series {
+            name: (*name).into(),
+            points: {
+                // By M: the table keeps the run's order (production shapes first).
+                let mut pts: Vec<(f64, f64)> = rows
+                    .iter()
+                    .map(|r| (r.shape.0 as f64, r.us[i] / 1e3))
+                    .collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                pts
+            },
+        })
+        .collect();
+    let png = out_dir.join("ag_gemm.png");
+    by_count(
+        &png,
+        &format!("all-gather + GEMM, N = K = 8192, bf16, {machine}"),
+        ("M (rows of C)", "ms per call (lower is better)"),
+        &series,
+    )?;
+    println!("{BENCH}: wrote {} and ag_gemm.md", png.display());
+    Ok(())
+}

@@ -1,0 +1,380 @@
+//! All-gather fused with a GEMM, the column-parallel linear layer of tensor parallelism: every PE
+//! holds a row shard `A_p` (M/P x K) and `Bt` (N x K, a linear layer's weight); every PE gets all
+//! of `C = allgather_rows(A) · Btᵀ` (M x N), bf16, row-major, accumulated in f32 (PyTorch
+//! async-TP's `fused_all_gather_matmul`).
+//!
+//! ```no_run
+//! use pgas::ops::AllGatherMatmul;
+//! use pgas::prelude::*;
+//!
+//! # fn main() -> pgas::Result<()> {
+//! let pgas = pgas::init()?;
+//! let (mp, n, k) = (2048, 8192, 8192); // this PE's rows of A, N, K
+//! let stream = pgas.stream();
+//! let shard = stream.alloc_zeros::<bf16>(mp * k)?;
+//! let bt = stream.alloc_zeros::<bf16>(n * k)?;
+//! let mut c = stream.alloc_zeros::<bf16>(mp * pgas.n_pes() * n)?;
+//! let mut op = AllGatherMatmul::new(&pgas, (mp, n, k))?; // collective: allocates, checks shapes
+//! op.run(&mut c, &shard, &bt)?; // on the pgas stream; repeat with new inputs
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # How
+//! The shards travel by copy engine and the PEs synchronize with stream memory operations, so
+//! neither takes an SM from the GEMM; the GEMM is cuBLAS's, one call per shard, each starting
+//! as soon as its rows are in. On the pgas stream the local shard's GEMM starts at once (straight
+//! from the caller's buffer) while a copy stream:
+//! 1. copies this PE's shard into its block of a symmetric gathered buffer, then writes the
+//!    call's number into this PE's signal word on every peer (`cuStreamWriteValue64`, whose
+//!    default includes a system-wide fence, so the block is visible before the word);
+//! 2. for each peer in the order `me + 1, me + 2, ...`: waits until that peer's word here holds
+//!    the call's number (`cuStreamWaitValue64`, no SM spins), pulls the peer's block from its
+//!    symmetric memory, mapped over NVLink (`cuMemcpyDtoDAsync`), and records an event.
+//!
+//! The pgas stream waits for each event, then multiplies that block into its rows of C.
+//!
+//! The gathered buffer is double-buffered by call parity. A PE writes its block of call `e`'s
+//! buffer after its copy stream saw every peer's word of call `e - 1`, which a peer writes only
+//! after its pulls of call `e - 2` (the last readers of that buffer) are complete: its copy
+//! stream of call `e - 1` starts after its pgas stream waited for them. The words hold the
+//! call's number and waits are `>=`, so calls need no reset.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::{self as cu, CUdeviceptr};
+use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, DevicePtrMut};
+use half::bf16;
+
+use super::cublas::Cublas;
+use crate::{Error, Pgas, Result, SymTensor};
+
+/// Wraps a CUDA driver error with what the operation was doing.
+fn cuda(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+    move |source| Error::Cuda { context, source }
+}
+
+/// A plan for `C = allgather_rows(A) · Btᵀ` at one shape: the symmetric gathered buffers, the
+/// signal words, a copy stream and a cuBLAS handle (see the module documentation).
+/// Collective: every PE creates it with the same shape and calls [`AllGatherMatmul::run`] the
+/// same number of times.
+pub struct AllGatherMatmul {
+    pgas: Pgas,
+    mp: usize,
+    n: usize,
+    k: usize,
+    /// Double-buffered by call parity.
+    gathered: [SymTensor<bf16>; 2],
+    /// Each buffer's address on every PE (NVLink-mapped), by buffer then PE.
+    peer_ptrs: [Vec<CUdeviceptr>; 2],
+    /// Word `q` on PE `p`: the last call whose block PE `q` has put in place for PE `p`.
+    flags: SymTensor<u64>,
+    /// This PE's word (`me`) on every PE, by PE.
+    flag_ptrs: Vec<CUdeviceptr>,
+    epoch: u64,
+    copy: Arc<CudaStream>,
+    /// Recorded on the pgas stream at the start of a call: the copy stream starts there.
+    start: CudaEvent,
+    /// Recorded on the copy stream after each peer's block landed, by distance from `me`.
+    landed: Vec<CudaEvent>,
+    blas: Cublas,
+}
+
+impl std::fmt::Debug for AllGatherMatmul {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AllGatherMatmul")
+            .field("shard_rows", &self.mp)
+            .field("n", &self.n)
+            .field("k", &self.k)
+            .field("calls", &self.epoch)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A symmetric tensor's address on every PE (NVLink-mapped), 0 where it is not mapped here.
+fn addresses<T: cudarc::driver::DeviceRepr>(
+    t: &SymTensor<T>,
+    n_pes: usize,
+) -> Result<Vec<CUdeviceptr>> {
+    (0..n_pes)
+        .map(|pe| Ok(t.peer(pe)?.map_or(0, |v| v.as_device_ptr())))
+        .collect()
+}
+
+/// Why a shard of `mp` rows with `n` and `k` cannot run, if it cannot.
+pub fn shape_error((mp, n, k): (usize, usize, usize), n_pes: usize) -> Option<String> {
+    let bad: Vec<String> = [("shard rows (M / P)", mp), ("N", n), ("K", k)]
+        .iter()
+        .filter(|(_, v)| *v == 0)
+        .map(|(name, _)| format!("{name} is 0"))
+        .chain(
+            [("M", mp * n_pes), ("N", n), ("K", k)]
+                .iter()
+                .filter(|(_, v)| *v >= 1 << 31)
+                .map(|(name, v)| format!("{name} = {v} is not below 2^31 (cuBLAS's int)")),
+        )
+        .collect();
+    (!bad.is_empty()).then(|| bad.join(", "))
+}
+
+impl AllGatherMatmul {
+    /// A plan for shards of `mp` rows (M = `mp` x the number of PEs), `n` and `k`. Collective
+    /// over all PEs: they first compare their shapes (`super::agree`), so a mismatch, a zero
+    /// dimension or a PE that cannot reach another by NVLink is the same `Err` on every PE and
+    /// nothing launches; then it allocates 2 x M x K bf16 of symmetric heap (too small a heap is
+    /// [`Error::HeapExhausted`] on every PE) and loads cuBLAS ([`Error::Unavailable`] without
+    /// it).
+    pub fn new(pgas: &Pgas, (mp, n, k): (usize, usize, usize)) -> Result<AllGatherMatmul> {
+        let np = pgas.n_pes();
+        // cuBLAS first: a PE without it fails here alone, before any collective step, so the
+        // agreement below carries the outcome to every PE.
+        let blas = Cublas::new(pgas.cuda());
+        super::agree(
+            pgas,
+            "all_gather_matmul shapes",
+            &[
+                ("shard rows (M / P)", mp as u64),
+                ("N", n as u64),
+                ("K", k as u64),
+                ("cuBLAS loaded", blas.is_ok() as u64),
+            ],
+        )?;
+        let blas = blas?;
+        if let Some(why) = shape_error((mp, n, k), np) {
+            return Err(Error::InvalidConfig {
+                name: "all_gather_matmul shape",
+                value: format!("{mp} x {n} x {k} (shard rows x N x K) on {np} PEs"),
+                reason: format!("{why}. Fix: pass positive dimensions"),
+            });
+        }
+        let m = mp * np;
+        let gathered = [pgas.alloc::<bf16>(m * k)?, pgas.alloc::<bf16>(m * k)?];
+        let flags = pgas.alloc::<u64>(np)?;
+        let peer_ptrs = [addresses(&gathered[0], np)?, addresses(&gathered[1], np)?];
+        let mut flag_ptrs = addresses(&flags, np)?;
+        let reach = peer_ptrs
+            .iter()
+            .chain([&flag_ptrs])
+            .flatten()
+            .all(|&p| p != 0) as u64;
+        // This PE's word on each PE.
+        for p in &mut flag_ptrs {
+            *p += 8 * pgas.my_pe() as u64;
+        }
+        super::agree(
+            pgas,
+            "all_gather_matmul peer access",
+            &[("every peer NVLink/P2P-mapped", reach)],
+        )?;
+        if reach == 0 {
+            return Err(Error::Unavailable {
+                what: "all_gather_matmul",
+                reason: "some PE's symmetric memory is not mapped on this GPU (no NVLink or \
+                         P2P path), and the shards travel by copy engine between mapped \
+                         buffers. Fix: run the PEs on GPUs of one NVLink domain"
+                    .into(),
+            });
+        }
+        let ctx = pgas.cuda();
+        let copy = ctx
+            .new_stream()
+            .map_err(cuda("creating the all-gather's copy stream"))?;
+        let event = || {
+            ctx.new_event(Some(cu::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                .map_err(cuda("creating the all-gather's events"))
+        };
+        let start = event()?;
+        let landed = (1..np).map(|_| event()).collect::<Result<Vec<_>>>()?;
+        Ok(AllGatherMatmul {
+            pgas: pgas.clone(),
+            mp,
+            n,
+            k,
+            gathered,
+            peer_ptrs,
+            flags,
+            flag_ptrs,
+            epoch: 0,
+            copy,
+            start,
+            landed,
+            blas,
+        })
+    }
+
+    /// `(shard rows, N, K)` of the plan.
+    pub fn shape(&self) -> (usize, usize, usize) {
+        (self.mp, self.n, self.k)
+    }
+
+    /// `C = allgather_rows(A) · Btᵀ` on the pgas stream: `shard` is this PE's `mp x k` rows of
+    /// A, `bt` is `n x k` and `c` is `M x n`, M = `mp` x the number of PEs. Asynchronous like
+    /// a kernel launch: when the pgas stream has passed it, `c` is complete and no peer reads
+    /// this PE's data any more. Collective: every PE calls it once per call of the others.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when a buffer does not match the plan's shape (checked before
+    /// anything is enqueued), or a CUDA, cuBLAS or launch error.
+    pub fn run(
+        &mut self,
+        c: &mut impl DevicePtrMut<bf16>,
+        shard: &impl DevicePtr<bf16>,
+        bt: &impl DevicePtr<bf16>,
+    ) -> Result<()> {
+        let (mp, n, k) = (self.mp, self.n, self.k);
+        let (me, np) = (self.pgas.my_pe(), self.pgas.n_pes());
+        let m = mp * np;
+        for (what, got, expected) in [
+            (
+                "the all_gather_matmul shard (shard rows x K)",
+                shard.len(),
+                mp * k,
+            ),
+            ("the all_gather_matmul Bt (N x K)", bt.len(), n * k),
+            ("the all_gather_matmul C (M x N)", c.len(), m * n),
+        ] {
+            if got != expected {
+                return Err(Error::LengthMismatch {
+                    what,
+                    got,
+                    expected,
+                });
+            }
+        }
+        let main = self.pgas.stream().clone();
+        // cudarc orders the caller's buffers on the pgas stream; the copy stream reads the shard
+        // after the call's start there, and the pgas stream waits for the copy stream's last
+        // event before the call ends, so the guards' ordering holds.
+        let (pa, _ra) = shard.device_ptr(&main);
+        let (pb, _rb) = bt.device_ptr(&main);
+        let (pc, _rc) = c.device_ptr_mut(&main);
+        self.epoch += 1;
+        let buf = (self.epoch % 2) as usize;
+        let gathered = self.gathered[buf].as_device_ptr();
+        let block_bytes = mp * k * 2;
+        let row_block = |base: CUdeviceptr, pe: usize, bytes: usize| base + (pe * bytes) as u64;
+        self.pgas.cuda().bind_to_thread()?;
+        if np > 1 {
+            let copy = self.copy.cu_stream();
+            self.start
+                .record(&main)
+                .map_err(cuda("recording the all-gather's start"))?;
+            self.copy
+                .wait(&self.start)
+                .map_err(cuda("ordering the copy stream after the call's start"))?;
+            // SAFETY: the shard holds `block_bytes` (checked above) and this PE's block of the
+            // gathered buffer is as large; no peer reads it before the words below, and the
+            // last readers of this buffer (call e - 2) are done (module documentation). The
+            // words are symmetric u64s mapped here.
+            unsafe {
+                cu::cuMemcpyDtoDAsync_v2(
+                    row_block(gathered, me, block_bytes),
+                    pa,
+                    block_bytes,
+                    copy,
+                )
+                .result()
+                .map_err(cuda("copying the shard into the gathered buffer"))?;
+                for (pe, &word) in self.flag_ptrs.iter().enumerate() {
+                    if pe != me {
+                        cu::cuStreamWriteValue64_v2(
+                            copy,
+                            word,
+                            self.epoch,
+                            cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
+                        )
+                        .result()
+                        .map_err(cuda("signalling a peer that the shard is in place"))?;
+                    }
+                }
+            }
+            let words = self.flags.as_device_ptr();
+            for (j, landed) in (1..np).zip(&self.landed) {
+                let src = (me + j) % np;
+                let from = row_block(self.peer_ptrs[buf][src], src, block_bytes);
+                // SAFETY: word `src` is this PE's symmetric u64; both block addresses name PE
+                // `src`'s block of this call's gathered buffer (the peer's copy, mapped here, and
+                // this PE's), which PE `src` filled before writing the word, and nobody writes
+                // until the next call of this parity.
+                unsafe {
+                    cu::cuStreamWaitValue64_v2(
+                        copy,
+                        words + 8 * src as u64,
+                        self.epoch,
+                        cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+                    )
+                    .result()
+                    .map_err(cuda("waiting for a peer's shard"))?;
+                    cu::cuMemcpyDtoDAsync_v2(
+                        row_block(gathered, src, block_bytes),
+                        from,
+                        block_bytes,
+                        copy,
+                    )
+                    .result()
+                    .map_err(cuda("pulling a peer's shard"))?;
+                }
+                landed
+                    .record(&self.copy)
+                    .map_err(cuda("recording a shard's arrival"))?;
+            }
+        }
+        let c_block = mp * n * 2;
+        // SAFETY: the shard, Bt and C's rows of this PE hold mp x k, n x k and mp x n (checked
+        // above), ordered on the pgas stream.
+        unsafe {
+            self.blas
+                .gemm_bf16_nt_raw(&main, row_block(pc, me, c_block), pa, pb, (mp, n, k))?;
+        }
+        for (j, landed) in (1..np).zip(&self.landed) {
+            let src = (me + j) % np;
+            main.wait(landed)
+                .map_err(cuda("waiting for a peer's shard"))?;
+            // SAFETY: PE `src`'s block of the gathered buffer has landed (the event above) and
+            // holds mp x k; C's rows of PE `src` hold mp x n.
+            unsafe {
+                self.blas.gemm_bf16_nt_raw(
+                    &main,
+                    row_block(pc, src, c_block),
+                    row_block(gathered, src, block_bytes),
+                    pb,
+                    (mp, n, k),
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `C = allgather_rows(A) · Btᵀ` once: an [`AllGatherMatmul`] for this shape, run once. Each
+/// call allocates and agrees on the shape anew (collective steps with host waits); keep an
+/// [`AllGatherMatmul`] for repeated calls.
+pub fn all_gather_matmul(
+    pgas: &Pgas,
+    c: &mut impl DevicePtrMut<bf16>,
+    shard: &impl DevicePtr<bf16>,
+    bt: &impl DevicePtr<bf16>,
+    (mp, n, k): (usize, usize, usize),
+) -> Result<()> {
+    let mut op = AllGatherMatmul::new(pgas, (mp, n, k))?;
+    op.run(c, shard, bt)?;
+    // The plan's buffers are freed when it drops: wait until the streams are done with them.
+    pgas.stream()
+        .synchronize()
+        .map_err(cuda("waiting for all_gather_matmul"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_need_positive_dimensions_that_fit_cublas() {
+        assert_eq!(shape_error((2048, 8192, 8192), 4), None);
+        let e = shape_error((0, 8192, 8192), 2).unwrap();
+        assert!(e.contains("shard rows (M / P) is 0"), "{e}");
+        let e = shape_error((1 << 30, 64, 64), 2).unwrap();
+        assert!(e.contains("M = 2147483648 is not below 2^31"), "{e}");
+    }
+}

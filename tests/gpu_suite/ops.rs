@@ -1,0 +1,133 @@
+//! `pgas::ops`: the cuBLAS wrapper (both B layouts against the host) and `AllGatherMatmul`
+//! (every element against the host at a shape that is no multiple of any tile, three calls in a
+//! row on one plan with different shards, which exercises the double buffer and the barrier's
+//! epochs; the one-call form), and its bad input: a shape that differs between PEs, a zero
+//! dimension and a buffer of the wrong size are an `Err` on every PE, with nothing launched.
+
+use crate::runner::{case, Case};
+use crate::util::{ensure, CaseResult};
+use pgas::ops::cublas::Cublas;
+use pgas::ops::{all_gather_matmul, AllGatherMatmul};
+use pgas::prelude::*;
+
+pub const CASES: &[Case] = &[
+    case("ops/cublas_gemm", cublas_gemm),
+    case("ops/all_gather_matmul", ag_matmul),
+    case("ops/all_gather_matmul_bad_input", ag_matmul_bad_input),
+];
+
+/// A small integer-valued bf16 (exact, and so are the f32 sums here).
+fn small(i: usize, salt: usize) -> bf16 {
+    bf16::from_f32(((i * 7 + salt * 13) % 9) as f32 - 4.0)
+}
+
+/// Row-major `A · Btᵀ` on the host.
+fn host_nt(a: &[bf16], bt: &[bf16], (m, n, k): (usize, usize, usize)) -> Vec<f32> {
+    let mut c = vec![0.0f32; m * n];
+    for r in 0..m {
+        for col in 0..n {
+            c[r * n + col] = (0..k)
+                .map(|x| a[r * k + x].to_f32() * bt[col * k + x].to_f32())
+                .sum();
+        }
+    }
+    c
+}
+
+/// Every element equal: the f32 sums are exact integers, and cuBLAS and `bf16::from_f32` round
+/// them to bf16 alike (to nearest, ties to even).
+fn check(what: &str, got: &[bf16], want: &[f32]) -> CaseResult {
+    ensure(got.len() == want.len(), || {
+        format!("{what}: {} elements, expected {}", got.len(), want.len())
+    })?;
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let w = bf16::from_f32(*w).to_f32();
+        ensure(g.to_f32() == w, || {
+            format!("{what}: element {i} is {g}, expected {w}")
+        })?;
+    }
+    Ok(())
+}
+
+fn cublas_gemm(p: &Pgas) -> CaseResult {
+    let (m, n, k) = (33, 40, 24);
+    let s = p.stream();
+    let a: Vec<bf16> = (0..m * k).map(|i| small(i, 1)).collect();
+    let bt: Vec<bf16> = (0..n * k).map(|i| small(i, 2)).collect();
+    let b: Vec<bf16> = (0..k * n).map(|i| bt[(i % n) * k + i / n]).collect();
+    let want = host_nt(&a, &bt, (m, n, k));
+    let blas = Cublas::new(p.cuda())?;
+    let (da, dbt, db) = (s.clone_htod(&a)?, s.clone_htod(&bt)?, s.clone_htod(&b)?);
+    let mut c = s.alloc_zeros::<bf16>(m * n)?;
+    blas.gemm_bf16_nt(s, &mut c, &da, &dbt, (m, n, k))?;
+    check("A·Btᵀ", &s.clone_dtoh(&c)?, &want)?;
+    let mut c = s.alloc_zeros::<bf16>(m * n)?;
+    blas.gemm_bf16_nn(s, &mut c, &da, &db, (m, n, k))?;
+    check("A·B", &s.clone_dtoh(&c)?, &want)?;
+    let e = blas.gemm_bf16_nt(s, &mut c, &da, &dbt, (m, n, k + 1));
+    ensure(matches!(e, Err(pgas::Error::LengthMismatch { .. })), || {
+        format!("a K that does not match the buffers was not refused: {e:?}")
+    })
+}
+
+fn ag_matmul(p: &Pgas) -> CaseResult {
+    let (me, np) = (p.my_pe(), p.n_pes());
+    let (mp, n, k) = (40, 72, 56);
+    let m = mp * np;
+    let s = p.stream();
+    let bt: Vec<bf16> = (0..n * k).map(|i| small(i, 5)).collect();
+    let dbt = s.clone_htod(&bt)?;
+    let mut op = AllGatherMatmul::new(p, (mp, n, k))?;
+    for call in 0..3 {
+        // Every PE can build every PE's shard: element i of the full A of this call.
+        let full: Vec<bf16> = (0..m * k).map(|i| small(i, 10 + call)).collect();
+        let shard = s.clone_htod(&full[me * mp * k..(me + 1) * mp * k])?;
+        let mut c = s.alloc_zeros::<bf16>(m * n)?;
+        op.run(&mut c, &shard, &dbt)?;
+        let want = host_nt(&full, &bt, (m, n, k));
+        check(&format!("call {call}"), &s.clone_dtoh(&c)?, &want)?;
+    }
+    drop(op);
+    let full: Vec<bf16> = (0..m * k).map(|i| small(i, 3)).collect();
+    let shard = s.clone_htod(&full[me * mp * k..(me + 1) * mp * k])?;
+    let mut c = s.alloc_zeros::<bf16>(m * n)?;
+    all_gather_matmul(p, &mut c, &shard, &dbt, (mp, n, k))?;
+    check(
+        "all_gather_matmul",
+        &s.clone_dtoh(&c)?,
+        &host_nt(&full, &bt, (m, n, k)),
+    )
+}
+
+fn ag_matmul_bad_input(p: &Pgas) -> CaseResult {
+    let (me, np) = (p.my_pe(), p.n_pes());
+    // N differs between PEs (with one PE there is nothing to disagree with).
+    if np > 1 {
+        let e = AllGatherMatmul::new(p, (64, 64 + 64 * (me % 2), 64));
+        ensure(
+            matches!(&e, Err(e) if e.to_string().contains("N: PE 0 64, PE 1 128")),
+            || format!("a shape differing between PEs was not refused on PE {me}: {e:?}"),
+        )?;
+    }
+    let e = AllGatherMatmul::new(p, (64, 0, 64));
+    ensure(
+        matches!(&e, Err(e) if e.to_string().contains("N is 0")),
+        || format!("N = 0 was not refused: {e:?}"),
+    )?;
+    let mut op = AllGatherMatmul::new(p, (64, 64, 64))?;
+    let s = p.stream();
+    let (shard, bt) = (
+        s.alloc_zeros::<bf16>(64 * 64)?,
+        s.alloc_zeros::<bf16>(64 * 64)?,
+    );
+    let mut c = s.alloc_zeros::<bf16>(64 * 64 * np + 1)?;
+    let e = op.run(&mut c, &shard, &bt);
+    ensure(matches!(e, Err(pgas::Error::LengthMismatch { .. })), || {
+        format!("a C of the wrong size was not refused: {e:?}")
+    })?;
+    // The plan still works after the refused call (nothing was enqueued).
+    let mut c = s.alloc_zeros::<bf16>(64 * 64 * np)?;
+    op.run(&mut c, &shard, &bt)?;
+    s.synchronize()?;
+    Ok(())
+}
