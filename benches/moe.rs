@@ -575,7 +575,10 @@ fn main() -> BenchResult<()> {
                 "MoE dispatch / combine, hidden {h}, top-{} ({machine})",
                 CFG.top_k
             ),
-            ("tokens per GPU", "GB/s per GPU (token bytes received / sent)"),
+            (
+                "tokens per GPU",
+                "GB/s per GPU (token bytes received / sent)",
+            ),
             &series,
         )?;
     }

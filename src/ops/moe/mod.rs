@@ -274,19 +274,23 @@ impl MoeDispatcher {
                 context: "reading the GPU's SM count",
                 source,
             })?;
+        super::agree(
+            pgas,
+            "MoeConfig (MoeDispatcher::new)",
+            &[
+                ("max_tokens", cfg.max_tokens as u64),
+                ("hidden", cfg.hidden as u64),
+                ("top_k", cfg.top_k as u64),
+                ("experts_per_pe", cfg.experts_per_pe as u64),
+            ],
+        )?;
         let mut agree_mine = pgas.alloc::<u64>(AGREE_WORDS)?;
         let agree_all = pgas.alloc::<u64>(AGREE_WORDS * n)?;
-        let fields = [
-            cfg.max_tokens as u64,
-            cfg.hidden as u64,
-            cfg.top_k as u64,
-            cfg.experts_per_pe as u64,
-            MAX_BLOCKS.min(sms.max(1) as usize) as u64,
-        ];
-        let all = gather(pgas, &mut agree_mine, &agree_all, &fields)?;
-        config_agreement(&all, n)?;
-        // The grid must be the same on every PE (each waits for `blocks` signals per peer).
-        let blocks = all.iter().map(|r| r[4]).min().unwrap_or(1) as u32;
+        // The grid must be the same on every PE (each waits for `blocks` signals per peer), and
+        // the SM counts may differ: the smallest decides.
+        let sm_blocks = MAX_BLOCKS.min(sms.max(1) as usize) as u64;
+        let all = gather(pgas, &mut agree_mine, &agree_all, &[sm_blocks])?;
+        let blocks = all.iter().map(|r| r[0]).min().unwrap_or(1) as u32;
         if let Some((name, reason)) = cfg.problem(n) {
             return Err(Error::InvalidConfig {
                 name,
@@ -755,31 +759,6 @@ fn gather(
         .collect())
 }
 
-/// The error when the PEs' configurations (rows of [`MoeDispatcher::new`]'s fields) differ,
-/// naming each field that differs with every PE's value.
-fn config_agreement(all: &[[u64; AGREE_WORDS]], n: usize) -> Result<()> {
-    const NAMES: [&str; 4] = ["max_tokens", "hidden", "top_k", "experts_per_pe"];
-    let differ: Vec<String> = NAMES
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| all.iter().any(|r| r[*i] != all[0][*i]))
-        .map(|(i, name)| {
-            let per_pe: Vec<String> = (0..n).map(|pe| format!("PE {pe} {}", all[pe][i])).collect();
-            format!("{name}: {}", per_pe.join(", "))
-        })
-        .collect();
-    if differ.is_empty() {
-        return Ok(());
-    }
-    Err(Error::InvalidConfig {
-        name: "MoeConfig",
-        value: differ.join("; "),
-        reason: "the PEs passed different sizes to MoeDispatcher::new (nothing was launched on \
-                 any PE). Fix: build it with the same MoeConfig on every PE"
-            .into(),
-    })
-}
-
 /// The first thing wrong with one PE's routing, as a sentence.
 fn check_routing(
     cfg: &MoeConfig,
@@ -941,21 +920,6 @@ mod tests {
         assert!(
             b > 2 * 8192 * 7168 * 2 && b < 2 * 8192 * 7168 * 2 + (8 << 20),
             "{b}"
-        );
-    }
-
-    #[test]
-    fn differing_configs_name_each_field_and_pe() {
-        let mut rows = vec![[0u64; AGREE_WORDS]; 2];
-        rows[0][..5].copy_from_slice(&[4, 16, 2, 3, 132]);
-        rows[1][..5].copy_from_slice(&[4, 16, 2, 3, 114]);
-        // The SM count may differ (the grid takes the smallest).
-        assert!(config_agreement(&rows, 2).is_ok());
-        rows[1][1] = 32;
-        let e = config_agreement(&rows, 2).unwrap_err().to_string();
-        assert!(
-            e.contains("hidden: PE 0 16, PE 1 32") && !e.contains("top_k") && e.contains("Fix:"),
-            "{e}"
         );
     }
 }
