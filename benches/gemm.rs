@@ -8,9 +8,9 @@
 //! spot-checked against the host, so a wrong result fails even without cuBLAS). Also the cold
 //! JIT compile of each variant of the kernel, in a fresh `PGAS_CACHE_DIR`.
 //!
-//! cuBLAS is loaded at run time (cudarc's `dynamic-loading`): from the loader's path, else from
-//! `PGAS_CUBLAS_DIR`, the CUDA toolkit (`CUDA_HOME`, `/usr/local/cuda`) or the `nvidia-cublas`
-//! wheel of the `python3` on `PATH`. Without it the cuBLAS columns say so and pgas runs alone.
+//! cuBLAS is loaded at run time by `pgas::ops::cublas` (from the loader's path, else
+//! `PGAS_CUBLAS_DIR`, the CUDA toolkit or the `nvidia-cublas` wheel of the `python3` on `PATH`).
+//! Without it the cuBLAS columns say so and pgas runs alone.
 //!
 //! Run: `gemm` (1 PE) or `pgas-run -n 1 -- gemm`. Exit status 1 when a result is wrong.
 
@@ -25,12 +25,10 @@ mod sm90_example;
 
 use common::{emit, median, show, time_on_stream, wall, BenchResult, Figure};
 use gemm_example::{gemm, gemm_bf16, gemm_tiled, STAGES};
-use pgas::cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
-use pgas::cudarc::driver::CudaSlice;
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
+use pgas::ops::cublas::{self, Cublas};
 use pgas::prelude::*;
-use std::path::{Path, PathBuf};
 
 const BENCH: &str = "gemm";
 const WARMUP: usize = 3;
@@ -54,79 +52,6 @@ fn value(i: usize, salt: u64) -> bf16 {
     bf16::from_f32((x >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
 }
 
-/// Directories that may hold libcublas, in the order tried.
-fn cublas_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    if let Some(d) = std::env::var_os("PGAS_CUBLAS_DIR") {
-        dirs.push(d.into());
-    }
-    for var in ["CUDA_HOME", "CUDA_PATH"] {
-        if let Some(d) = std::env::var_os(var) {
-            dirs.push(Path::new(&d).join("lib64"));
-        }
-    }
-    dirs.push("/usr/local/cuda/lib64".into());
-    dirs.push("/usr/local/cuda/targets/x86_64-linux/lib".into());
-    // The nvidia-cublas wheel (PyTorch's dependency) of the python3 on PATH.
-    let wheel = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], 'lib'))",
-        ])
-        .output();
-    if let Ok(out) = wheel {
-        if out.status.success() {
-            dirs.push(String::from_utf8_lossy(&out.stdout).trim().into());
-        }
-    }
-    dirs
-}
-
-/// Makes libcublas loadable by cudarc, which looks it up by name (`libcublas.so.13` ...): when
-/// the loader does not find it, loads libcublasLt and libcublas by path from [`cublas_dirs`],
-/// globally and for the whole process, so that the lookup by name finds the loaded library (the
-/// loader matches a loaded library's soname). Returns where it came from, or why not.
-fn load_cublas() -> Result<String, String> {
-    // SAFETY: only probes whether the library can be opened.
-    if unsafe { pgas::cudarc::cublas::sys::is_culib_present() } {
-        return Ok("found by the loader".into());
-    }
-    let dirs = cublas_dirs();
-    for dir in &dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        let mut names: Vec<String> = entries
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .collect();
-        names.sort();
-        let pick = |prefix: &str| names.iter().rev().find(|n| n.starts_with(prefix)).cloned();
-        let (Some(lt), Some(blas)) = (pick("libcublasLt.so"), pick("libcublas.so")) else {
-            continue;
-        };
-        let flags = libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL;
-        for name in [&lt, &blas] {
-            // SAFETY: loading NVIDIA's libraries runs only their initializers.
-            match unsafe { libloading::os::unix::Library::open(Some(dir.join(name)), flags) } {
-                // Kept loaded for the life of the process: cudarc resolves symbols from it.
-                Ok(lib) => std::mem::forget(lib),
-                Err(e) => return Err(format!("{} did not load: {e}", dir.join(name).display())),
-            }
-        }
-        // SAFETY: as above.
-        if unsafe { pgas::cudarc::cublas::sys::is_culib_present() } {
-            return Ok(format!("{}", dir.join(blas).display()));
-        }
-    }
-    Err(format!(
-        "no libcublas on the loader's path or in {}",
-        dirs.iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
-}
-
 /// Median milliseconds of `REPS` runs of `run` after `WARMUP`, each timed on `stream`.
 fn timed(
     stream: &pgas::cudarc::driver::CudaStream,
@@ -140,33 +65,6 @@ fn timed(
         }
     }
     Ok(median(&ms))
-}
-
-/// cuBLAS on row-major matrices: `C = A B` is `C^T = B^T A^T` in cuBLAS's column-major terms, so
-/// B goes first and nothing is transposed.
-fn cublas_gemm(
-    blas: &CudaBlas,
-    c: &mut CudaSlice<bf16>,
-    a: &CudaSlice<bf16>,
-    b: &CudaSlice<bf16>,
-    (m, n, k): (usize, usize, usize),
-) -> BenchResult<()> {
-    let cfg = GemmConfig {
-        transa: cublasOperation_t::CUBLAS_OP_N,
-        transb: cublasOperation_t::CUBLAS_OP_N,
-        m: n as i32,
-        n: m as i32,
-        k: k as i32,
-        alpha: bf16::ONE,
-        lda: n as i32,
-        ldb: k as i32,
-        beta: bf16::ZERO,
-        ldc: n as i32,
-    };
-    // SAFETY: a is m x k, b is k x n and c is m x n (checked by the caller's allocation), and
-    // the leading dimensions above are those of row-major storage read as column-major.
-    unsafe { blas.gemm(cfg, b, a, c)? };
-    Ok(())
 }
 
 /// The largest |got - want| over the largest |want|.
@@ -260,13 +158,13 @@ fn main() -> BenchResult<()> {
     }
     let _ = std::fs::remove_dir_all(&cache);
 
-    let blas = match load_cublas() {
+    let blas = match cublas::load() {
         Ok(from) => {
             println!("{BENCH}: cuBLAS from {from}");
-            Some(CudaBlas::new(stream.clone())?)
+            Some(Cublas::new(p.cuda())?)
         }
         Err(why) => {
-            println!("{BENCH}: cuBLAS skipped: {why}; pgas runs alone (set PGAS_CUBLAS_DIR)");
+            println!("{BENCH}: cuBLAS skipped: {why}; pgas runs alone");
             None
         }
     };
@@ -352,7 +250,9 @@ fn main() -> BenchResult<()> {
         let (cublas_ms, diff, sm90_diff) = match &blas {
             Some(blas) => {
                 let mut cb = stream.alloc_zeros::<bf16>(m * n)?;
-                let ms = timed(&stream, || cublas_gemm(blas, &mut cb, &a, &b, (m, n, k)))?;
+                let ms = timed(&stream, || {
+                    Ok(blas.gemm_bf16_nn(&stream, &mut cb, &a, &b, (m, n, k))?)
+                })?;
                 let want = stream.clone_dtoh(&cb)?;
                 let diff = rel_diff(&got, &want);
                 let sm90_diff = got90.as_deref().map_or(f64::NAN, |g| rel_diff(g, &want));

@@ -32,6 +32,7 @@
 extern crate self as pgas;
 
 pub mod coll;
+pub mod ops;
 
 pub use pgas_macros::{pgas_device, pgas_kernel};
 pub use pgas_runtime::*;

@@ -461,6 +461,18 @@ pub enum Error {
         fix: String,
     },
 
+    /// A cuBLAS call (`pgas::ops::cublas`) returned a failure status.
+    #[error(
+        "{call} failed: {status}. Fix: check the GEMM's shapes and buffers (on this handle's \
+         GPU), and that the cuBLAS loaded is CUDA 13's"
+    )]
+    Cublas {
+        /// The cuBLAS function.
+        call: &'static str,
+        /// cuBLAS's status.
+        status: String,
+    },
+
     /// An I/O error, with what pgas was doing.
     #[error("{context}: {source}")]
     Io {
