@@ -27,6 +27,7 @@ mod intrinsics;
 mod launch;
 mod math;
 mod misuse;
+mod ops_rs;
 mod peer;
 mod rma;
 mod runner;
@@ -75,6 +76,7 @@ fn main() -> ExitCode {
         launch::CASES,
         tensor::CASES,
         hopper::CASES,
+        ops_rs::CASES,
         misuse::CASES,
         // Last: the newest calls into NVSHMEM, so that if one of them took the process down, every
         // older case would still have reported.
