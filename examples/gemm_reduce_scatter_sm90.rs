@@ -183,7 +183,7 @@ pub fn gemm_rs_sm90(
             }
         }
     }
-    // Slot of source PE `src` on owner `o`: (src - o - 1) mod P, one of P - 1.
+    // Slot of source PE `src` on owner `o`: (src - o - 1) mod P, one of P - 1, of M/P x N each.
     let part = mp * n;
     if t == 0 {
         if owner == me {
@@ -205,6 +205,10 @@ pub fn gemm_rs_sm90(
     let units = 128 * vpr;
     // A `bf16` vector to fill: every lane is overwritten before it is stored.
     let blank = load_vec16(&smem[0]);
+    // The owner's staging buffer (this PE's own for its own tiles, where it is not written) and
+    // this PE's slot there: (me - owner - 1) mod P.
+    let dst = staging.peer(owner as i32);
+    let slot0 = ((me + np - owner - 1) % np) * part;
     let mut u = t;
     while u < units {
         let r = u / vpr;
@@ -230,8 +234,7 @@ pub fn gemm_rs_sm90(
         if owner == me {
             store_vec16(&mut out[gi], v);
         } else {
-            let dst = staging.peer(owner as i32);
-            store_vec16(&mut dst[((me + np - owner - 1) % np) * part + gi], v);
+            store_vec16(&mut dst[slot0 + gi], v);
         }
         u += 384;
     }
