@@ -2,7 +2,8 @@
 # The GPU run, in one script, for a GPU test machine (no Rust there): runs the binaries that
 # scripts/build-device.sh put in .device/bin and writes full logs to OUTDIR:
 #   env.log        nvidia-smi, the environment, `pgas doctor`
-#   suite.log      the GPU test suite on `pgas-run -n 4` (where 4 GPUs), `pgas-run -n 2`, 1 PE
+#   suite.log      the GPU test suite on `pgas-run -n 4`, `pgas-run -n 2` (GPUs shared under CUDA MPS
+#                  where there are fewer), 1 PE
 #   traps.log      the checked variant's traps (bad index, bad pe), one process each
 #   faults.log     rank death under pgas-run and mpirun (a PE panics, aborts or is killed)
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
@@ -15,12 +16,20 @@
 # the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
 # a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
-# Usage: scripts/gpu-suite.sh OUTDIR [faults]
-#   faults: only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
-#           for a second device call when the whole does not fit one.
+# Usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize]
+#   faults:   only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
+#             for a second device call when the whole does not fit one.
+#   sanitize: only `pgas doctor` and compute-sanitizer over the WHOLE suite (1 PE) and every gallery
+#             example (1 PE), each tool of PGAS_SANITIZE_TOOLS (default: memcheck racecheck
+#             synccheck); a call of its own (its steps take minutes).
 set -uo pipefail
-outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [faults]}"
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize]}"
 only="${2:-all}"
+case "$only" in all | faults | sanitize) ;; *)
+  echo "usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize] (not '$only')" >&2
+  exit 2
+  ;;
+esac
 cd "$(dirname "$0")/.."
 root=$(pwd)
 mkdir -p "$outarg"
@@ -123,9 +132,6 @@ if [ "$gpus" = 0 ]; then
   finish
 fi
 
-# Everything but the last part, unless only that was asked for.
-if [ "$only" != faults ]; then
-
 # The GPU test suite. PE 0's last line is `gpu_suite: N passed, M failed` (pgas-run prefixes
 # each line with `[rank N] `).
 suite() {
@@ -139,10 +145,30 @@ suite() {
   compiled=$(echo "$last" | grep -oE '[0-9]+ kernels compiled or loaded in [0-9.]+ s' | head -1)
   verdict "gpu_suite $n PE" "$(echo "$last" | grep -E 'gpu_suite: ([0-9]+ passed|aborted)' | tail -1)${compiled:+; $compiled}${failing:+ (failed: $failing)}"
 }
+# N PEs: one per GPU where there are N GPUs, else sharing the GPUs under CUDA MPS
+# (`pgas-run --share-gpus`, docs/runtime.md): results are checked the same way, timings mean
+# nothing. The MPS daemon runs only for those steps.
+pes() {
+  local n=$1 max=$2
+  shift 2
+  if [ "$gpus" -ge "$n" ]; then
+    suite "$n" "$max" "$bin/pgas-run" -n "$n" -- "$@"
+  elif command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d 2>/dev/null; then
+    sleep 1
+    suite "$n (sharing $gpus GPU)" "$max" "$bin/pgas-run" -n "$n" --share-gpus -- "$@"
+    echo quit | nvidia-cuda-mps-control
+    sleep 1
+  else
+    note "SKIP gpu_suite $n PE (${gpus} GPU and no CUDA MPS daemon to share one)"
+  fi
+}
+# Everything but the last part, unless only that was asked for.
+if [ "$only" = all ]; then
+
 # Most PEs first: that run starts from the empty cache, as a user's first `pgas-run -n N` does,
 # and its PEs share the cold compile (each compiles its share of the NVRTC programs).
-if [ "$gpus" -ge 4 ]; then suite 4 240 "$bin/pgas-run" -n 4 -- "$bin/gpu_suite"; else note "SKIP gpu_suite 4 PE (${gpus} GPU)"; fi
-if [ "$gpus" -ge 2 ]; then suite 2 240 "$bin/pgas-run" -n 2 -- "$bin/gpu_suite"; else note "SKIP gpu_suite 2 PE (${gpus} GPU)"; fi
+pes 4 240 "$bin/gpu_suite"
+pes 2 240 "$bin/gpu_suite"
 suite 1 240 "$bin/gpu_suite"
 
 # Traps: the process must report the launch failure and the output name the Rust file:line.
@@ -230,7 +256,7 @@ step "coll vs NCCL $bench_pes PE" bench.log 240 env LD_LIBRARY_PATH="/tmp/pgas-n
   "$bin/pgas-run" -n "$bench_pes" -- "$bin/coll" "$out"
 verdict "coll vs NCCL $bench_pes PE" "$(figures | brief 'allreduce_bf16_(8B|1MiB|256MiB).*(auto|nccl)')"
 
-fi # [ "$only" != faults ]
+fi # [ "$only" = all ]
 
 # Rank death (tests/gpu_suite/faults.rs): the last PE dies while the others wait for it in a
 # barrier or a kernel; the launcher must end the job within 5 s of the death (the dying PE prints
@@ -260,7 +286,9 @@ rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must ma
   fi
   verdict "$name" "$detail"
 }
-if [ "$gpus" -ge 2 ]; then
+if [ "$only" = sanitize ]; then
+  : # the sweep below only
+elif [ "$gpus" -ge 2 ]; then
   # A panicking PE exits 101, or dies by SIGSEGV in NVSHMEM's exit handlers (run 12): either way
   # the launcher must end the job and name the rank.
   rank_death "rank death: panic in barrier (pgas-run)" "pgas-run: rank 1 (exited with status 101|was killed by signal 11 \\(SIGSEGV\\))" \
@@ -280,7 +308,7 @@ fi
 
 # A kernel cache that cannot be created (nobody can make a directory in /proc): the kernel must still
 # compile, load and run, with exactly one warning line (docs/faults.md, "The kernel cache").
-if [ -x "$bin/ring_shift" ]; then
+if [ -x "$bin/ring_shift" ] && [ "$only" != sanitize ]; then
   step "ring_shift, cache unwritable" faults.log 40 env PGAS_CACHE_DIR=/proc/pgas-no-cache "$bin/ring_shift"
   warnings=$(echo "$last" | grep -c "pgas: warning: kernel cache" || true)
   if [ "$rc" = 0 ] && [ "$warnings" != 1 ]; then
@@ -316,13 +344,26 @@ if [ -z "$sanitizer" ]; then
   note "SKIP compute-sanitizer (sanitizer unavailable: not on PATH nor in /usr/local/cuda)"
 else
   sanitize "memcheck hello_ring 1 PE" 60 memcheck "$bin/hello_ring"
-  if [ -z "$sanitizer_off" ] && [ "$only" = faults ]; then
+  if [ -z "$sanitizer_off" ] && [ "$only" = sanitize ]; then
+    # The sweep: the whole suite and every gallery example under each tool, 1 PE. The suite's
+    # kernels compile first, outside the sanitizer (it would time the JIT, not the kernels), by
+    # 4 PEs at once: NVRTC compiles one program at a time per process, and one process needs
+    # about 400 s for the suite's (run 16).
+    pes 4 240 "$bin/gpu_suite"
+    for tool in ${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+      sanitize "$tool gpu_suite 1 PE (every case)" 240 "$tool" "$bin/gpu_suite"
+      for src in "$root"/examples/*.rs; do
+        name=$(basename "$src" .rs)
+        [ -x "$bin/$name" ] && sanitize "$tool $name 1 PE" 90 "$tool" "$bin/$name"
+      done
+    done
+  elif [ -z "$sanitizer_off" ] && [ "$only" = faults ]; then
     # The suite did not run before, so its kernels are not in the cache yet: compile them outside
     # the sanitizer's limit.
     step "gpu_suite rma signals amo sync (kernel cache warm-up)" sanitizer.log 60 "$bin/gpu_suite" rma signals amo sync
     verdict "gpu_suite 1 PE, rma signals amo sync" "$(echo "$last" | grep -E 'gpu_suite: [0-9]+ passed' | tail -1)"
   fi
-  if [ -z "$sanitizer_off" ]; then
+  if [ -z "$sanitizer_off" ] && [ "$only" != sanitize ]; then
     sanitize "memcheck gpu_suite 1 PE (rma signals amo sync)" 35 memcheck "$bin/gpu_suite" rma signals amo sync
     sanitize "racecheck team_allreduce 1 PE" 45 racecheck "$bin/team_allreduce"
     sanitize "synccheck ring_shift 1 PE" 15 synccheck "$bin/ring_shift"
@@ -334,7 +375,7 @@ fi
 
 # NCCL's other collectives through torch (all-reduce also ran in the coll bench above): last,
 # as the figures of earlier runs stand in when the budget runs out.
-if [ "$only" != faults ]; then
+if [ "$only" = all ]; then
   step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$((gpus > 0 ? gpus : 1))"
   verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
 fi

@@ -241,6 +241,7 @@ fn pgas_run_with_more_ranks_than_gpus() {
     let args = RunArgs {
         nproc: 3,
         gpus: None,
+        share_gpus: false,
         program: "/bin/true".into(),
         args: vec![],
     };

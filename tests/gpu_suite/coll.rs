@@ -827,12 +827,13 @@ fn rs_ag_bad_input(p: &Pgas) -> CaseResult {
         ),
         "integer types only",
     )?;
-    // Overlapping buffers (a SymRegion of one's own can name any address).
-    let inside = Alias(big.as_device_ptr() + 4, n * m);
+    // Overlapping buffers (a SymRegion of one's own can name any address; nothing launches).
+    let into_dst = Alias(small.as_device_ptr() + 4, n * m);
     expect(
-        comm.reduce_scatter(&mut small.view_mut(0..m)?, &inside, ReduceOp::Sum),
+        comm.reduce_scatter(&mut small.view_mut(0..m)?, &into_dst, ReduceOp::Sum),
         "overlap",
     )?;
+    let inside = Alias(big.as_device_ptr() + 4, n * m);
     expect(
         comm.reduce_scatter(&mut Alias(inside.0, m), &big.view(0..n * m)?, ReduceOp::Sum),
         "overlap",

@@ -6,12 +6,15 @@ use crate::error::{Error, Result};
 
 /// `pgas-run --help`.
 pub const USAGE: &str = "\
-usage: pgas-run -n N [--gpus LIST] -- PROGRAM [ARGS...]
+usage: pgas-run -n N [--gpus LIST] [--share-gpus] -- PROGRAM [ARGS...]
 
 Starts N copies of PROGRAM on this node, one per GPU, bootstrapped together for pgas::init().
 
   -n, --nproc-per-node N   number of ranks (default: the length of --gpus)
   --gpus LIST              comma-separated GPU ordinals, rank i uses the i-th (default: 0..N)
+  --share-gpus             let several ranks share a GPU (more ranks than GPUs, or a GPU named
+                           twice in --gpus), for developing multi-PE code on fewer GPUs: needs
+                           CUDA MPS running (`nvidia-cuda-mps-control -d`); timings mean nothing
   -h, --help               this help
 
 Output lines are prefixed with [rank N]. If a rank fails, the others are stopped and pgas-run
@@ -24,6 +27,8 @@ pub struct RunArgs {
     pub nproc: usize,
     /// GPU of each rank, if given (`--gpus`).
     pub gpus: Option<Vec<usize>>,
+    /// Whether ranks may share a GPU (`--share-gpus`; NVSHMEM needs CUDA MPS for that).
+    pub share_gpus: bool,
     /// The program to run.
     pub program: OsString,
     /// Its arguments.
@@ -39,6 +44,7 @@ pub fn parse_args(argv: impl IntoIterator<Item = OsString>) -> Result<Option<Run
     let mut it = argv.into_iter();
     let mut nproc = None;
     let mut gpus = None;
+    let mut share_gpus = false;
     let mut program = None;
     while let Some(arg) = it.next() {
         let s = arg.to_string_lossy().into_owned();
@@ -65,6 +71,7 @@ pub fn parse_args(argv: impl IntoIterator<Item = OsString>) -> Result<Option<Run
                 nproc = Some(n);
             }
             "--gpus" => gpus = Some(parse_gpu_list(&value("--gpus")?)?),
+            "--share-gpus" => share_gpus = true,
             "--" => {
                 program = it.next();
                 break;
@@ -78,6 +85,17 @@ pub fn parse_args(argv: impl IntoIterator<Item = OsString>) -> Result<Option<Run
         }
     }
     let program = program.ok_or_else(|| usage_err("no PROGRAM given (put it after `--`)"))?;
+    if let Some(list) = gpus.as_ref().filter(|_| !share_gpus) {
+        let mut sorted = list.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != list.len() {
+            return Err(usage_err(
+                "--gpus names a GPU twice; pgas runs one rank per GPU (--share-gpus lets ranks \
+                 share one under CUDA MPS, for development)",
+            ));
+        }
+    }
     let nproc = match (nproc, &gpus) {
         (Some(n), Some(list)) if n > list.len() => {
             return Err(usage_err(format!(
@@ -92,29 +110,20 @@ pub fn parse_args(argv: impl IntoIterator<Item = OsString>) -> Result<Option<Run
     Ok(Some(RunArgs {
         nproc,
         gpus,
+        share_gpus,
         program,
         args: it.collect(),
     }))
 }
 
 fn parse_gpu_list(text: &str) -> Result<Vec<usize>> {
-    let list: Vec<usize> = text
-        .split(',')
+    text.split(',')
         .map(|g| {
             g.trim()
                 .parse()
                 .map_err(|_| usage_err(format!("--gpus {text:?}: expected ordinals like 0,1,3")))
         })
-        .collect::<Result<_>>()?;
-    let mut sorted = list.clone();
-    sorted.sort_unstable();
-    sorted.dedup();
-    if sorted.len() != list.len() {
-        return Err(usage_err(format!(
-            "--gpus {text:?} names a GPU twice; pgas runs one rank per GPU"
-        )));
-    }
-    Ok(list)
+        .collect()
 }
 
 #[cfg(test)]
@@ -136,6 +145,14 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(c.nproc, 1);
+        assert!(!c.share_gpus);
+        let d = p(&["-n", "4", "--share-gpus", "--gpus", "0,0,1,1", "prog"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (d.nproc, d.gpus, d.share_gpus),
+            (4, Some(vec![0, 0, 1, 1]), true)
+        );
         assert!(p(&["--help"]).unwrap().is_none());
     }
 
@@ -147,7 +164,7 @@ mod tests {
             (&["-n", "x", "prog"][..], "expected a number"),
             (&["-n", "2"][..], "no PROGRAM"),
             (&["-n", "3", "--gpus", "0,1", "prog"][..], "more ranks than"),
-            (&["--gpus", "0,0", "prog"][..], "twice"),
+            (&["--gpus", "0,0", "prog"][..], "--share-gpus"),
             (&["--bogus", "prog"][..], "unknown option"),
         ] {
             let e = p(args).unwrap_err().to_string();

@@ -2,8 +2,10 @@
 //! `torchrun --nproc-per-node`.
 //!
 //! ```text
-//! pgas-run -n N [--gpus LIST] -- PROGRAM [ARGS...]
+//! pgas-run -n N [--gpus LIST] [--share-gpus] -- PROGRAM [ARGS...]
 //! ```
+//!
+//! `--share-gpus` lets several ranks share a GPU, under CUDA MPS (see `docs/runtime.md`).
 //!
 //! Each rank gets `PGAS_RANK`, `PGAS_WORLD_SIZE`, `PGAS_LOCAL_RANK`, `PGAS_LOCAL_WORLD_SIZE`,
 //! `PGAS_DEVICE` (its GPU) and the rendezvous address and job token, on top of the launcher's own

@@ -64,6 +64,7 @@ pub fn exit_code(result: &Result<()>) -> i32 {
 /// `Ok` when every rank exited with status 0; [`Error::RankFailed`] names the first that did not.
 pub fn launch(args: &RunArgs, gpus_visible: usize) -> Result<()> {
     let devices = assign_gpus(args, gpus_visible)?;
+    let sharing = sharing_env(&devices, &env::process)?;
     let token = job_token();
     let server = rendezvous::Server::start(token.clone())?;
     let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -78,6 +79,7 @@ pub fn launch(args: &RunArgs, gpus_visible: usize) -> Result<()> {
             .env(env::DEVICE, device.to_string())
             .env(env::RENDEZVOUS, server.addr().to_string())
             .env(env::RUN_ID, &token)
+            .envs(sharing.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -125,12 +127,14 @@ struct Rank {
 fn assign_gpus(args: &RunArgs, visible: usize) -> Result<Vec<usize>> {
     let devices: Vec<usize> = match &args.gpus {
         Some(list) => list[..args.nproc].to_vec(),
-        None => (0..args.nproc).collect(),
+        // Round robin: with --share-gpus, rank r shares GPU r % visible.
+        None => (0..args.nproc).map(|r| r % visible.max(1)).collect(),
     };
-    if args.gpus.is_none() && args.nproc > visible {
+    if args.gpus.is_none() && args.nproc > visible && !args.share_gpus {
         return Err(Error::Launcher(format!(
             "asked for {} ranks but only {visible} GPU(s) are visible; pgas-run starts one rank per GPU. \
-             Use -n {visible} or fewer (CUDA_VISIBLE_DEVICES limits what is visible)",
+             Use -n {visible} or fewer (CUDA_VISIBLE_DEVICES limits what is visible), or --share-gpus \
+             to put several ranks on one GPU under CUDA MPS (for development)",
             args.nproc
         )));
     }
@@ -140,6 +144,51 @@ fn assign_gpus(args: &RunArgs, visible: usize) -> Result<Vec<usize>> {
         )));
     }
     Ok(devices)
+}
+
+/// The most ranks any one GPU gets.
+fn ranks_per_gpu(devices: &[usize]) -> usize {
+    devices
+        .iter()
+        .map(|d| devices.iter().filter(|&e| e == d).count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Where CUDA MPS keeps its control pipe: `CUDA_MPS_PIPE_DIRECTORY`, else its default.
+fn mps_pipe_dir(get: &dyn Fn(&str) -> Option<String>) -> std::path::PathBuf {
+    get("CUDA_MPS_PIPE_DIRECTORY")
+        .unwrap_or_else(|| "/tmp/nvidia-mps".to_string())
+        .into()
+}
+
+/// The environment ranks that share a GPU need, or why they cannot share. NVSHMEM runs several
+/// processes on one GPU only under CUDA MPS, and only with every API when their
+/// `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` add up to at most 100 per GPU (without MPS it stops at
+/// the first collective with "not supported with limited MPG"); so the daemon must be running
+/// and each rank gets an equal share, unless the user set one.
+fn sharing_env(
+    devices: &[usize],
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<(&'static str, String)>> {
+    let per_gpu = ranks_per_gpu(devices);
+    if per_gpu <= 1 {
+        return Ok(Vec::new());
+    }
+    let pipe = mps_pipe_dir(get);
+    if !pipe.join("control").exists() {
+        return Err(Error::Launcher(format!(
+            "{per_gpu} ranks share a GPU, which NVSHMEM supports only under CUDA MPS, and no MPS \
+             control daemon is running (no {}): start it with `nvidia-cuda-mps-control -d` \
+             (stop it with `echo quit | nvidia-cuda-mps-control`)",
+            pipe.join("control").display()
+        )));
+    }
+    const SHARE: &str = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE";
+    Ok(match get(SHARE) {
+        Some(_) => Vec::new(),
+        None => vec![(SHARE, (100 / per_gpu).to_string())],
+    })
 }
 
 fn job_token() -> String {
@@ -338,6 +387,7 @@ mod tests {
         let args = RunArgs {
             nproc: 3,
             gpus: None,
+            share_gpus: false,
             program: "true".into(),
             args: vec![],
         };
@@ -346,6 +396,7 @@ mod tests {
         let args = RunArgs {
             nproc: 2,
             gpus: Some(vec![1, 4]),
+            share_gpus: false,
             program: "true".into(),
             args: vec![],
         };
@@ -354,9 +405,51 @@ mod tests {
         let args = RunArgs {
             nproc: 1,
             gpus: Some(vec![1, 0]),
+            share_gpus: false,
             program: "true".into(),
             args: vec![],
         };
         assert_eq!(assign_gpus(&args, 2).unwrap(), vec![1]);
+    }
+
+    #[test]
+    fn shared_gpus_go_round_robin_under_mps_with_equal_shares() {
+        let args = RunArgs {
+            nproc: 4,
+            gpus: None,
+            share_gpus: true,
+            program: "true".into(),
+            args: vec![],
+        };
+        let devices = assign_gpus(&args, 1).unwrap();
+        assert_eq!(devices, vec![0, 0, 0, 0]);
+        assert_eq!(assign_gpus(&args, 2).unwrap(), vec![0, 1, 0, 1]);
+        assert_eq!(ranks_per_gpu(&[0, 1, 0, 1]), 2);
+
+        // One rank per GPU needs nothing; sharing needs the MPS daemon's control pipe.
+        let nothing = |_: &str| None;
+        assert!(sharing_env(&[0, 1], &nothing).unwrap().is_empty());
+        let dir = std::env::temp_dir().join(format!("pgas-mps-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let dir_s = dir.to_string_lossy().into_owned();
+        let no_daemon = |k: &str| (k == "CUDA_MPS_PIPE_DIRECTORY").then(|| dir_s.clone());
+        let e = sharing_env(&devices, &no_daemon).unwrap_err().to_string();
+        assert!(
+            e.contains("nvidia-cuda-mps-control -d") && e.contains("4 ranks"),
+            "{e}"
+        );
+        std::fs::write(dir.join("control"), b"").unwrap();
+        assert_eq!(
+            sharing_env(&devices, &no_daemon).unwrap(),
+            vec![("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25".to_string())]
+        );
+        // A share the user chose is kept.
+        let chosen = |k: &str| match k {
+            "CUDA_MPS_PIPE_DIRECTORY" => Some(dir_s.clone()),
+            "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" => Some("40".to_string()),
+            _ => None,
+        };
+        assert!(sharing_env(&devices, &chosen).unwrap().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
