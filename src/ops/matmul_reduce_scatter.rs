@@ -55,9 +55,9 @@ use crate::{Error, Result};
 
 /// Rows of one chunk the split aims for: big enough for cuBLAS to run near its peak, small
 /// enough that the first copy starts early and the last reduction is short.
-const CHUNK_ROWS: usize = 1024;
+pub const CHUNK_ROWS: usize = 1024;
 /// Most chunks per owner.
-const MAX_SPLITS: usize = 4;
+pub const MAX_SPLITS: usize = 4;
 /// Threads per block of the reduction kernel.
 const THREADS: u32 = 512;
 

@@ -2,7 +2,6 @@
 //! the cross-PE argument check of collective operations ([`agree`]).
 
 pub mod cublas;
-/// GEMM + reduce-scatter overlapped (cuBLAS chunks, copy-engine pushes, a pgas reduction).
 pub mod matmul_reduce_scatter;
 
 use crate::{Error, Pgas, Result, Team};
