@@ -192,7 +192,8 @@ pub fn gemm_rs_sm90(
                 let src = (me + d) % np;
                 signal_wait_until(&arrive[src * per_owner + lt], Cmp::Ge, epoch);
             }
-            threadfence();
+            // Acquire, at system scope: the parts were written by other GPUs.
+            threadfence_system();
         } else if epoch > 1 {
             // The owner's acknowledgement that it read this slot in the previous call.
             signal_wait_until(&ack[owner * per_owner + lt], Cmp::Ge, epoch - 1);
@@ -239,8 +240,9 @@ pub fn gemm_rs_sm90(
         u += 384;
     }
     if owner == me {
-        // Release the slots: this thread's reads are done before the block's acknowledgement.
-        threadfence();
+        // Release the slots: this thread's reads are done before the block's acknowledgement
+        // lets another GPU overwrite them.
+        threadfence_system();
         sync_threads();
         if t == 0 {
             for d in 1..np {
