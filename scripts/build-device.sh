@@ -4,22 +4,25 @@
 # scripts/gpu-suite.sh to run there:
 #   pgas, pgas-run                 the CLI and the launcher
 #   gpu_suite                      the GPU test suite (tests/gpu_suite)
-#   dsl_vs_cuda, jit_costs, gemm, coll, gemm_rs   the benchmarks (benches/)
+#   dsl_vs_cuda, jit_costs, gemm, coll, halo, gemm_rs   the benchmarks (benches/)
 #   <example>                      every example in examples/
 #   hello_ring_mpi                 examples/hello_ring.rs built with the `mpi` feature
+# and, in .device/python, the Python module (python/, crate pgas-python) as pgas.abi3.so:
+# `PYTHONPATH=.device/python python3 -c "import pgas"` with any CPython >= 3.9.
 # Building needs no GPU, CUDA or NVSHMEM; the mpi build needs an MPI library (scripts/deps.sh
 # installs OpenMPI) and is skipped with a warning without one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.device/bin
-rm -rf "$out"
-mkdir -p "$out"
+pyout=.device/python
+rm -rf "$out" "$pyout"
+mkdir -p "$out" "$pyout"
 json=$(mktemp)
 trap 'rm -f "$json"' EXIT
 
 cargo build --release --bins --examples --message-format=json-render-diagnostics >>"$json"
 cargo test --release --features gpu --no-run --test gpu_suite --message-format=json-render-diagnostics >>"$json"
-cargo bench --no-run --features gpu --bench dsl_vs_cuda --bench jit_costs --bench gemm --bench coll --bench gemm_rs \
+cargo bench --no-run --features gpu --bench dsl_vs_cuda --bench jit_costs --bench gemm --bench coll --bench halo --bench gemm_rs \
   --message-format=json-render-diagnostics >>"$json"
 
 # Copies every executable cargo reported under its target name (test and bench binaries carry a
@@ -52,12 +55,17 @@ else
   echo "build-device: no MPI compiler (mpicc) or no examples/hello_ring.rs: hello_ring_mpi not built" >&2
 fi
 
-strip "$out"/*
+# The extension module (not linked to libpython: .cargo/config.toml). Python finds a module
+# `pgas` in a file named pgas.abi3.so (abi3: the stable ABI, any CPython >= 3.9).
+cargo build --release -p pgas-python --lib
+cp target/release/libpgas_python.so "$pyout/pgas.abi3.so"
+
+strip "$out"/* "$pyout"/*
 # The device copy of the tree has no .git: record what was built.
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!.device' || echo -dirty)" >.device/COMMIT
-du -sh "$out"
-ls -l "$out"
-size=$(du -sm "$out" | cut -f1)
+du -sh "$out" "$pyout"
+ls -l "$out" "$pyout"
+size=$(du -smc "$out" "$pyout" | tail -1 | cut -f1)
 if [ "$size" -gt 50 ]; then
-  echo "build-device: WARNING: $out is ${size} MiB, over the 50 MiB the device tool carries comfortably" >&2
+  echo "build-device: WARNING: $out and $pyout are ${size} MiB, over the 50 MiB the device tool carries comfortably" >&2
 fi

@@ -9,6 +9,7 @@
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
 #   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; the gallery
 #   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE),
+#                  coll and halo vs NCCL (2 PEs where 2 GPUs),
 #                  GEMM + reduce-scatter (gemm_rs, every GPU)
 #   nccl.log       NCCL through torch.distributed
 #   figures.jsonl  every benchmark figure, one JSON object a line
@@ -256,6 +257,11 @@ fi
 step "coll vs NCCL $bench_pes PE" bench.log 240 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" NVSHMEM_DISABLE_CUDA_VMM=1 \
   "$bin/pgas-run" -n "$bench_pes" -- "$bin/coll" "$out"
 verdict "coll vs NCCL $bench_pes PE" "$(figures | brief 'allreduce_bf16_(8B|1MiB|256MiB).*(auto|nccl)')"
+# The 2-D Jacobi with its halo exchange fused (examples/jacobi2d.rs) against pgas unfused and NCCL
+# send/recv, eager and graph-captured (benches/halo.rs; a 2 GiB field at the top size).
+step "halo vs NCCL $bench_pes PE" bench.log 120 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" NVSHMEM_DISABLE_CUDA_VMM=1 \
+  "$bin/pgas-run" -n "$bench_pes" -- "$bin/halo" "$out"
+verdict "halo vs NCCL $bench_pes PE" "$(figures | brief 'jacobi2d_1024_fused_us|jacobi2d_1024_fused_speedup|jacobi2d_16384_fused_speedup')"
 
 # GEMM + reduce-scatter (issue 10) on every GPU (2 PEs where 2, 4 where 4): cuBLAS + NCCL, the
 # fused pgas kernel and pgas::ops::matmul_reduce_scatter per shape; gemm_rs.md and gemm_rs.png.

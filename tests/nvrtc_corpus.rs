@@ -1,4 +1,4 @@
-//! Every kernel of `tests/corpus/*.rs` and `examples/*.rs`, both variants, specialized with sample comptime values,
+//! Every kernel of `tests/corpus/*.rs`, `examples/*.rs` and `src/ops/*.rs`, both variants, specialized with sample comptime values,
 //! compiled by NVRTC for sm_90 exactly as the runtime JIT would: no errors and no warnings.
 //! Needs no GPU; needs NVRTC and the headers (CI sets `PGAS_CUDA_HOME` and `PGAS_NVSHMEM_HOME`).
 //!
@@ -30,12 +30,12 @@ struct Spec {
     prelude: Prelude,
 }
 
-/// The corpus and the gallery (`examples/`, whose kernels users run first): every file that
-/// holds kernels, as (path relative to the crate, absolute path).
+/// The corpus, the gallery (`examples/`, whose kernels users run first) and the fused operations
+/// (`src/ops/`): every file that holds kernels, as (path relative to the crate, absolute path).
 fn corpus() -> Vec<(String, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["tests/corpus", "examples"] {
+    for dir in ["tests/corpus", "examples", "src/ops"] {
         for entry in std::fs::read_dir(root.join(dir)).expect("the folder exists") {
             let path = entry.expect("readable entry").path();
             if path.extension().is_some_and(|e| e == "rs") {

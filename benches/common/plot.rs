@@ -49,6 +49,18 @@ pub fn log_log_by_size(
     y_label: &str,
     series: &[Series],
 ) -> Result<(), Box<dyn Error>> {
+    log_log_by_bytes(path, title, "message size", y_label, series)
+}
+
+/// [`log_log_by_size`] with the x axis (a size in bytes, labelled at whole powers of two) named
+/// `x_label`.
+pub fn log_log_by_bytes(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<(), Box<dyn Error>> {
     register();
     let points = || {
         series
@@ -75,7 +87,7 @@ pub fn log_log_by_size(
         .build_cartesian_2d(x0..x1, (y0 / 1.5..y1 * 1.5).log_scale())?;
     chart
         .configure_mesh()
-        .x_desc("message size")
+        .x_desc(x_label)
         .y_desc(y_label)
         .x_labels(((x1 - x0) as usize).min(16))
         .x_label_formatter(&|x| {

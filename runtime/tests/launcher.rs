@@ -9,6 +9,7 @@ fn sh(nproc: usize, script: &str) -> RunArgs {
     RunArgs {
         nproc,
         gpus: None,
+        share_gpus: false,
         program: "/bin/sh".into(),
         args: vec!["-c".into(), script.into()],
     }
@@ -100,6 +101,7 @@ fn a_missing_program_is_a_clear_error() {
     let args = RunArgs {
         nproc: 2,
         gpus: None,
+        share_gpus: false,
         program: "/nonexistent/prog".into(),
         args: vec![],
     };

@@ -16,6 +16,7 @@ fn environment_is_passed_on_with_rank_variables() {
     let args = RunArgs {
         nproc: 2,
         gpus: None,
+        share_gpus: false,
         program: "/bin/sh".into(),
         args: vec!["-c".into(), script.into()],
     };

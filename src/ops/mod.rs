@@ -1,7 +1,10 @@
-//! Operations built on pgas and vendor libraries: cuBLAS loaded at run time ([`cublas`]) and
-//! the cross-PE argument check of collective operations ([`agree`]).
+//! Operations built on pgas and vendor libraries: fused communication and computation at
+//! production sizes (building blocks that combine a pgas communication kernel with a user's
+//! computation, see `docs/ops.md`), cuBLAS loaded at run time ([`cublas`]) and the cross-PE
+//! argument check of collective operations ([`agree`]).
 
 pub mod cublas;
+pub mod halo;
 pub mod matmul_reduce_scatter;
 
 use crate::{Error, Pgas, Result, Team};

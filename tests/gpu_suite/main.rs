@@ -20,6 +20,7 @@ mod amo;
 mod coll;
 mod collectives;
 mod faults;
+mod halo;
 mod hopper;
 mod host_api;
 mod host_collectives;
@@ -71,6 +72,7 @@ fn main() -> ExitCode {
         collectives::CASES,
         host_collectives::CASES,
         coll::CASES,
+        halo::CASES,
         versions::CASES,
         peer::CASES,
         launch::CASES,
@@ -94,6 +96,7 @@ fn main() -> ExitCode {
         sync::KERNELS,
         collectives::KERNELS,
         coll::KERNELS,
+        halo::KERNELS,
         peer::KERNELS,
         launch::KERNELS,
         tensor::KERNELS,

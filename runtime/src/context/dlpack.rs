@@ -12,7 +12,7 @@ use cudarc::driver::DeviceRepr;
 use dlpark::ffi::{DLDevice, DLDeviceType};
 use dlpark::metadata::Dynamic;
 use dlpark::versioned::Dlpack;
-use dlpark::{DlpackElement, OpaqueContext};
+use dlpark::{DlpackElement, Managed, ManagedTensorBase, OpaqueContext};
 
 use super::memory::{Owner, SymTensor};
 use super::pgas::Pgas;
@@ -27,7 +27,27 @@ impl<T: DeviceRepr + DlpackElement> SymTensor<T> {
     pub fn into_dlpack(self) -> Result<Dlpack> {
         self.inner.sync_stream()?;
         let (ptr, shape, device) = (self.ptr, self.shape, self.inner.device);
-        export::<T, _>(ptr, &shape, device, Box::new(self))
+        export::<T, _, _>(ptr, &shape, device, Box::new(self))
+    }
+
+    /// Describes this tensor to DLPack without moving it, in either ABI (`M` is
+    /// `DLManagedTensorVersioned` for `dlpark::versioned::Dlpack`, `DLManagedTensor` for the
+    /// legacy `dlpark::legacy::Dlpack` that older consumers ask for). For a producer that keeps
+    /// the tensor and hands out a fresh DLPack tensor per request, as Python's `__dlpack__`
+    /// protocol wants (`pgas-python` does). Waits for the pgas stream first, like
+    /// [`SymTensor::into_dlpack`]. The DLPack deleter drops `keep_alive`.
+    ///
+    /// # Safety
+    ///
+    /// `keep_alive` must keep this tensor (and so its memory) alive until it is dropped: own
+    /// it, or hold a reference count on whatever owns it. The consumer reads and writes the
+    /// memory through the DLPack tensor without any borrow of `self`.
+    pub unsafe fn dlpack_sharing<M: ManagedTensorBase, C: OpaqueContext>(
+        &self,
+        keep_alive: C,
+    ) -> Result<Managed<M>> {
+        self.inner.sync_stream()?;
+        export::<T, _, M>(self.ptr, &self.shape, self.inner.device, keep_alive)
     }
 }
 
@@ -36,12 +56,13 @@ impl Pgas {
     /// example one made by [`SymTensor::into_dlpack`] or by NVSHMEM4Py) as a symmetric tensor of
     /// its shape, without copying. It must be contiguous row-major with `T`'s dtype. Dropping the
     /// result calls the DLPack deleter. Import on every PE at the same point, so that the tensors
-    /// are symmetric.
+    /// are symmetric. Either DLPack ABI is taken (`dlpark::versioned::Dlpack` or the legacy
+    /// `dlpark::legacy::Dlpack`).
     pub fn from_dlpack<T: DeviceRepr + DlpackElement>(
         &self,
-        tensor: Dlpack,
+        tensor: Managed<impl ManagedTensorBase + 'static>,
     ) -> Result<SymTensor<T>> {
-        let (ptr, shape) = check_import::<T>(&tensor, self.inner.device)?;
+        let (ptr, shape) = check_import::<T, _>(&tensor, self.inner.device)?;
         self.inner.bind()?;
         let end = ptr + (shape.len() * std::mem::size_of::<T>()) as u64 - 1;
         for addr in [ptr, end] {
@@ -72,18 +93,18 @@ impl Pgas {
     }
 }
 
-/// A DLPack tensor over `len(shape)` elements of `T` at `ptr` on CUDA device `device`, owning
-/// `owner` (dropped by the deleter).
-fn export<T: DlpackElement, C: OpaqueContext>(
+/// A DLPack tensor (ABI `M`) over `len(shape)` elements of `T` at `ptr` on CUDA device
+/// `device`, owning `owner` (dropped by the deleter).
+fn export<T: DlpackElement, C: OpaqueContext, M: ManagedTensorBase>(
     ptr: CUdeviceptr,
     shape: &Shape,
     device: usize,
     owner: C,
-) -> Result<Dlpack> {
+) -> Result<Managed<M>> {
     let dims: Vec<i64> = shape.dims().iter().map(|&d| d as i64).collect();
     let strides: Vec<i64> = shape.strides().iter().map(|&s| s as i64).collect();
     let mut t = Dynamic::new(dims, strides)
-        .initialize(owner)
+        .initialize_as::<M>(owner)
         .map_err(|e| Error::Dlpack {
             reason: format!("cannot describe shape {shape}: {e}"),
         })?;
@@ -96,7 +117,10 @@ fn export<T: DlpackElement, C: OpaqueContext>(
 
 /// Checks what `from_dlpack` needs of a tensor's metadata; returns its data address (with the
 /// byte offset) and shape.
-fn check_import<T: DlpackElement>(tensor: &Dlpack, device: usize) -> Result<(CUdeviceptr, Shape)> {
+fn check_import<T: DlpackElement, M: ManagedTensorBase>(
+    tensor: &Managed<M>,
+    device: usize,
+) -> Result<(CUdeviceptr, Shape)> {
     let bad = |reason: String| Error::Dlpack { reason };
     let t = tensor
         .validate()
@@ -124,8 +148,10 @@ fn check_import<T: DlpackElement>(tensor: &Dlpack, device: usize) -> Result<(CUd
     }
     if !t.is_compact().unwrap_or(false) {
         return Err(bad(format!(
-            "the tensor is not contiguous row-major (shape {:?}, strides {:?}); make it so first \
-             (in PyTorch: .contiguous())",
+            "the tensor is not contiguous row-major (shape {:?}, strides {:?}); import a \
+             contiguous view (a row or a range of rows of a pgas tensor), or copy the data into \
+             a pgas tensor (PyTorch's .contiguous() would copy it outside the symmetric heap, \
+             where it cannot be imported)",
             t.shape(),
             t.strides()
         )));
@@ -155,7 +181,7 @@ mod tests {
     use dlpark::ffi::{DLDataType, DLDataTypeCode};
 
     fn exported<T: DlpackElement>(dims: &[usize]) -> Dlpack {
-        export::<T, _>(0xdead_0000, &Shape::new(dims).unwrap(), 1, Box::new(())).unwrap()
+        export::<T, _, _>(0xdead_0000, &Shape::new(dims).unwrap(), 1, Box::new(())).unwrap()
     }
 
     #[test]
@@ -186,19 +212,32 @@ mod tests {
     #[test]
     fn import_takes_back_what_export_made() {
         let dl = exported::<i32>(&[4, 8]);
-        let (ptr, shape) = check_import::<i32>(&dl, 1).unwrap();
+        let (ptr, shape) = check_import::<i32, _>(&dl, 1).unwrap();
         assert_eq!((ptr, shape.dims()), (0xdead_0000, &[4, 8][..]));
+    }
+
+    #[test]
+    fn the_legacy_abi_describes_the_same_tensor() {
+        let dl: dlpark::legacy::Dlpack =
+            export::<u8, _, _>(0xbeef_0000, &Shape::new(&[3, 5]).unwrap(), 0, Box::new(()))
+                .unwrap();
+        let t = dl.validate().unwrap();
+        assert_eq!(t.shape(), &[3, 5]);
+        assert_eq!(t.strides(), Some(&[5, 1][..]));
+        assert_eq!(t.dtype(), DLDataType::U8);
+        let (ptr, shape) = check_import::<u8, _>(&dl, 0).unwrap();
+        assert_eq!((ptr, shape.dims()), (0xbeef_0000, &[3, 5][..]));
     }
 
     #[test]
     fn import_refuses_another_dtype_or_device_with_the_fix() {
         let dl = exported::<f32>(&[16]);
-        let e = check_import::<i32>(&dl, 1).unwrap_err().to_string();
+        let e = check_import::<i32, _>(&dl, 1).unwrap_err().to_string();
         assert!(
             e.contains("dtype") && e.contains("matching element type"),
             "{e}"
         );
-        let e = check_import::<f32>(&dl, 0).unwrap_err().to_string();
+        let e = check_import::<f32, _>(&dl, 0).unwrap_err().to_string();
         assert!(e.contains("CUDA device 0") && e.contains("cuda:0"), "{e}");
     }
 
@@ -211,9 +250,9 @@ mod tests {
             .set_dtype(DLDataType::F32)
             .set_data(0x1000 as *mut std::ffi::c_void);
         let dl = unsafe { t.finish() };
-        let e = check_import::<f32>(&dl, 0).unwrap_err().to_string();
+        let e = check_import::<f32, _>(&dl, 0).unwrap_err().to_string();
         assert!(
-            e.contains("not contiguous") && e.contains(".contiguous()"),
+            e.contains("not contiguous") && e.contains("contiguous view"),
             "{e}"
         );
     }

@@ -1,0 +1,172 @@
+//! The element types a Python `pgas.Tensor` can hold: one table (`dtypes!`) gives each its
+//! Python name, Rust type and conversion to and from Python numbers; [`AnyTensor`] is a
+//! `SymTensor` of any of them, and `with_tensor!` runs code on whichever it holds.
+
+use cudarc::driver::DeviceRepr;
+use half::{bf16, f16};
+use pgas_runtime::dlpark::ffi::DLDataType;
+use pgas_runtime::dlpark::DlpackElement;
+use pgas_runtime::SymTensor;
+use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
+
+/// An element type of a Python tensor.
+pub(crate) trait Elem: DeviceRepr + DlpackElement + Copy + Send + Sync + 'static {
+    /// A Python number of this value.
+    fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>>;
+    /// This type's value of a Python number (an `OverflowError` or `TypeError` when it has none).
+    fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self>;
+}
+
+/// Integers and `f32`/`f64` convert through pyo3 directly (range-checked).
+macro_rules! direct_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+                self.into_py_any(py)
+            }
+            fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+                obj.extract()
+            }
+        }
+    )*};
+}
+direct_elem!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+
+/// The 16-bit floats go through `f32` (Python has no such type; rounding to nearest).
+macro_rules! half_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+                self.to_f32().into_py_any(py)
+            }
+            fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+                Ok(<$t>::from_f32(obj.extract::<f32>()?))
+            }
+        }
+    )*};
+}
+half_elem!(f16, bf16);
+
+/// The table: `Variant(Rust type) = "python name"`, in the order `pgas.DTYPES` lists them.
+macro_rules! dtypes {
+    ($($variant:ident($t:ty) = $name:literal),* $(,)?) => {
+        /// A symmetric tensor of one of the supported element types.
+        pub(crate) enum AnyTensor {
+            $(
+                #[doc = concat!("Elements of `", stringify!($t), "` (`", $name, "`).")]
+                $variant(SymTensor<$t>),
+            )*
+        }
+
+        /// The dtype names Python code passes (also with a `torch.` prefix).
+        pub(crate) const NAMES: &[&str] = &[$($name),*];
+
+        /// Allocates a symmetric tensor of shape `dims` and dtype `name` (collective).
+        pub(crate) fn alloc(
+            pgas: &pgas_runtime::Pgas,
+            dims: &[usize],
+            name: &str,
+        ) -> PyResult<AnyTensor> {
+            match name {
+                $($name => Ok(AnyTensor::$variant(
+                    pgas.alloc_shaped::<$t>(dims).map_err(crate::to_py)?,
+                )),)*
+                _ => Err(unknown(name)),
+            }
+        }
+
+        /// The dtype name of a DLPack type, or `None` when pgas does not hold it.
+        pub(crate) fn name_of(dtype: DLDataType) -> Option<&'static str> {
+            $(if dtype == <$t as DlpackElement>::DTYPE {
+                return Some($name);
+            })*
+            None
+        }
+
+        /// Imports a DLPack tensor of dtype `name` (see `Pgas::from_dlpack`).
+        pub(crate) fn import(
+            pgas: &pgas_runtime::Pgas,
+            name: &str,
+            tensor: pgas_runtime::dlpark::Managed<
+                impl pgas_runtime::dlpark::ManagedTensorBase + 'static,
+            >,
+        ) -> PyResult<AnyTensor> {
+            match name {
+                $($name => Ok(AnyTensor::$variant(
+                    pgas.from_dlpack::<$t>(tensor).map_err(crate::to_py)?,
+                )),)*
+                _ => Err(unknown(name)),
+            }
+        }
+
+        impl AnyTensor {
+            /// The dtype name.
+            pub(crate) fn dtype(&self) -> &'static str {
+                match self {
+                    $(AnyTensor::$variant(_) => $name,)*
+                }
+            }
+        }
+
+        /// Runs `$body` with `$t` bound to the `SymTensor<_>` that `$any` (an `AnyTensor`,
+        /// `&AnyTensor` or `&mut AnyTensor`) holds.
+        macro_rules! with_tensor {
+            ($any:expr, $tensor:ident => $body:expr) => {
+                match $any {
+                    $(crate::dtype::AnyTensor::$variant($tensor) => $body,)*
+                }
+            };
+        }
+
+        /// Runs `$body` with `$a` and `$b` bound to the tensors of two `AnyTensor`s of the same
+        /// dtype; evaluates to `$mismatch` when their dtypes differ.
+        macro_rules! with_pair {
+            ($x:expr, $y:expr, ($a:ident, $b:ident) => $body:expr, else $mismatch:expr) => {
+                match ($x, $y) {
+                    $((crate::dtype::AnyTensor::$variant($a), crate::dtype::AnyTensor::$variant($b)) => $body,)*
+                    _ => $mismatch,
+                }
+            };
+        }
+    };
+}
+
+dtypes! {
+    F16(f16) = "float16",
+    BF16(bf16) = "bfloat16",
+    F32(f32) = "float32",
+    F64(f64) = "float64",
+    I8(i8) = "int8",
+    I16(i16) = "int16",
+    I32(i32) = "int32",
+    I64(i64) = "int64",
+    U8(u8) = "uint8",
+    U16(u16) = "uint16",
+    U32(u32) = "uint32",
+    U64(u64) = "uint64",
+}
+
+// The path import lets the other modules name the macros (`use crate::dtype::with_tensor`);
+// clippy takes it for a redundant one.
+#[allow(clippy::single_component_path_imports)]
+pub(crate) use {with_pair, with_tensor};
+
+/// The dtype name that `dtype` stands for: a name of [`NAMES`] (`"float32"`), or anything
+/// whose `str()` is one with a `torch.` prefix (`torch.float32`).
+pub(crate) fn parse(dtype: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+    let text = dtype.str()?.to_string();
+    let name = text.strip_prefix("torch.").unwrap_or(&text);
+    NAMES
+        .iter()
+        .copied()
+        .find(|n| *n == name)
+        .ok_or_else(|| unknown(&text))
+}
+
+fn unknown(name: &str) -> PyErr {
+    crate::misuse(format!(
+        "unknown dtype {name:?}; pgas tensors hold one of {}",
+        NAMES.join(", ")
+    ))
+}
