@@ -238,7 +238,51 @@ fn main() -> BenchResult<()> {
             Ok(())
         })? * 1e3;
         check("the library form", &fresh, want.as_deref())?;
+        let splits = op.splits();
         drop(op);
+        // The tuning knobs at 8192^3, for the record (each result checked too): the library's
+        // chunks per owner and the kernel's tile width, the choices other than the defaults.
+        if (m, n, kk) == (8192, 8192, 8192) {
+            let mut knobs: Vec<(String, f64)> = Vec::new();
+            for s in [1, 2, 4]
+                .into_iter()
+                .filter(|s| *s != splits && mp % s == 0)
+            {
+                let mut op = MatmulReduceScatter::with_splits(&p, (m, n, k), Some(s))?;
+                let us = timed(&p, &stream, || {
+                    op.run(&p, &mut fresh, &a, &bt)?;
+                    Ok(())
+                })? * 1e3;
+                check(
+                    &format!("the library form, {s} chunks"),
+                    &fresh,
+                    want.as_deref(),
+                )?;
+                knobs.push((format!("library_{s}_chunks_us"), us));
+            }
+            if hopper {
+                let mut op = fused::GemmRs::new(&p, (m, n, k), Some(128))?;
+                let us = timed(&p, &stream, || {
+                    op.run(&p, &mut fresh, &a, &bt, false)?;
+                    Ok(())
+                })? * 1e3;
+                check("the pgas kernel, 128-wide tiles", &fresh, want.as_deref())?;
+                knobs.push(("pgas_kernel_128_wide_us".into(), us));
+            }
+            for (name, us) in knobs.iter().filter(|_| me == 0) {
+                println!(
+                    "{BENCH}: 8192^3, {name}: {} us (default: {splits} chunks, 256-wide tiles)",
+                    show(*us)
+                );
+                let f = Figure {
+                    name: format!("gemm_rs_8192x8192x8192_{pes}pe/{name}"),
+                    value: *us,
+                    unit: "us",
+                    note: format!("median of {REPS}; a tuning knob other than the default"),
+                };
+                emit(BENCH, &machine, &f);
+            }
+        }
         rows.push(Row {
             shape: (m, n, kk),
             gemm,

@@ -146,8 +146,12 @@ pub fn splits_for(rows: usize) -> usize {
 /// Symmetric heap bytes a [`MatmulReduceScatter`] of this shape takes on each PE: `P - 1` staging
 /// slots of M / P x N `bf16` and two signal words per chunk.
 pub fn heap_bytes(m: usize, n: usize, pes: usize) -> usize {
-    let chunks = pes * splits_for(m / pes.max(1));
-    (pes.max(2) - 1) * (m / pes.max(1)) * n * 2 + 2 * chunks * 8
+    heap_need(m, n, pes, splits_for(m / pes.max(1)))
+}
+
+/// [`heap_bytes`] with `splits` chunks per owner.
+fn heap_need(m: usize, n: usize, pes: usize, splits: usize) -> usize {
+    (pes.max(2) - 1) * (m / pes.max(1)) * n * 2 + 2 * pes * splits * 8
 }
 
 /// Where one peer's staging buffer and signal words are in this process (`nvshmem_ptr`).
@@ -215,8 +219,20 @@ impl MatmulReduceScatter {
     /// same point. Shapes that differ between PEs ([`super::agree`]), that do not divide (see
     /// [`shape_error`]), a symmetric heap smaller than [`heap_bytes`], a peer that NVLink does
     /// not reach, or no cuBLAS are the same `Err` on every PE, before anything launches.
-    pub fn new(pgas: &Pgas, (m, n, k_local): (usize, usize, usize)) -> Result<Self> {
+    pub fn new(pgas: &Pgas, shape: (usize, usize, usize)) -> Result<Self> {
+        Self::with_splits(pgas, shape, None)
+    }
+
+    /// [`MatmulReduceScatter::new`] with `splits` chunks per owner (`None`: [`splits_for`]), a
+    /// tuning knob: more chunks start the first copy and the last reduction sooner, fewer keep
+    /// cuBLAS's GEMMs larger. It must divide M / P, and be the same on every PE.
+    pub fn with_splits(
+        pgas: &Pgas,
+        (m, n, k_local): (usize, usize, usize),
+        splits: Option<usize>,
+    ) -> Result<Self> {
         let pes = pgas.n_pes();
+        let splits = splits.unwrap_or_else(|| splits_for(m / pes));
         super::agree(
             pgas,
             "matmul_reduce_scatter",
@@ -224,6 +240,7 @@ impl MatmulReduceScatter {
                 ("M", m as u64),
                 ("N", n as u64),
                 ("K / P", k_local as u64),
+                ("chunks per owner", splits as u64),
                 ("symmetric heap bytes", pgas.heap_size() as u64),
             ],
         )?;
@@ -231,7 +248,17 @@ impl MatmulReduceScatter {
         if let Some(why) = shape_error(m, n, k_local, pes) {
             return refuse(shape, why);
         }
-        let need = heap_bytes(m, n, pes);
+        if splits == 0 || !(m / pes).is_multiple_of(splits) {
+            return refuse(
+                shape,
+                format!(
+                    "{splits} chunks per owner do not divide its M / P = {} rows. Fix: a divisor \
+                     of M / P, or None",
+                    m / pes
+                ),
+            );
+        }
+        let need = heap_need(m, n, pes, splits);
         if need > pgas.heap_size() {
             return refuse(
                 shape,
@@ -252,7 +279,6 @@ impl MatmulReduceScatter {
         )?;
         let blas = blas?;
         let mp = m / pes;
-        let splits = splits_for(mp);
         let stream = pgas.stream();
         // One PE multiplies straight into `out`: no partial product.
         let partial = stream.alloc_zeros::<bf16>(if pes > 1 { m * n } else { 8 })?;

@@ -1,9 +1,10 @@
 //! `pgas::ops::matmul_reduce_scatter`: every PE's rows of `sum over PEs of A_p Bt_pᵀ` against the
-//! host, at a shape of one chunk per owner whose sizes are not tile multiples and at one of two
-//! chunks per owner, three calls in a row on one plan (the epochs; new inputs each call); and
-//! the refusals, on every PE, of shapes that do not divide, shapes that differ between PEs, a heap
-//! too small and buffers of the wrong length. Inputs are -1, 0 or 1, so every partial sum is a
-//! small integer, exact in bf16, and the results compare exactly.
+//! host, three calls in a row on one plan (the epochs; new inputs each call), at a shape of one
+//! chunk per owner whose sizes are not tile multiples, at one of two chunks per owner and with 3
+//! chunks asked for; and the refusals, on every PE, of shapes and chunk counts that do not divide,
+//! shapes that differ between PEs, a heap too small and buffers of the wrong length. Inputs are
+//! -1, 0 or 1, so every partial sum is a small integer, exact in bf16, and the results compare
+//! exactly.
 
 use crate::runner::{case, Case};
 use crate::util::{check_eq, ensure, CaseResult};
@@ -42,13 +43,18 @@ fn host(pes: usize, me: usize, call: usize, (m, n, k): (usize, usize, usize)) ->
 fn matches_host_case(p: &Pgas) -> CaseResult {
     let (me, pes) = (p.my_pe(), p.n_pes());
     let stream = p.stream().clone();
-    // 96 rows a PE, N = 200, K / P = 72: one chunk per owner, nothing a tile multiple; then 2048
-    // rows a PE: two chunks per owner.
-    for (mp, n, k) in [(96, 200, 72), (2048, 64, 32)] {
+    // 96 rows a PE, N = 200, K / P = 72: one chunk per owner, nothing a tile multiple; 2048
+    // rows a PE: two chunks per owner; and 96 rows in 3 chunks of 32 (`with_splits`).
+    for ((mp, n, k), splits) in [
+        ((96, 200, 72), None),
+        ((2048, 64, 32), None),
+        ((96, 200, 72), Some(3)),
+    ] {
         let m = mp * pes;
-        let mut op = MatmulReduceScatter::new(p, (m, n, k))?;
-        ensure(mp < 2048 || op.splits() == 2, || {
-            format!("{} chunks per owner at 2048 rows", op.splits())
+        let mut op = MatmulReduceScatter::with_splits(p, (m, n, k), splits)?;
+        let want = splits.unwrap_or(if mp == 2048 { 2 } else { 1 });
+        ensure(op.splits() == want, || {
+            format!("{} chunks per owner at {mp} rows, not {want}", op.splits())
         })?;
         let mut out = stream.alloc_zeros::<bf16>(mp * n)?;
         for call in 0..3 {
@@ -111,6 +117,11 @@ fn bad_input_case(p: &Pgas) -> CaseResult {
             &["N: PE 0 64, PE 1 72", "nothing was launched"],
         )?;
     }
+    expect(
+        "5 chunks of 96 rows",
+        MatmulReduceScatter::with_splits(p, (96 * pes, 64, 64), Some(5)),
+        &["5 chunks per owner do not divide its M / P = 96 rows"],
+    )?;
     expect(
         "a staging buffer over the heap",
         MatmulReduceScatter::new(p, ((1 << 20) * pes, 65536, 64)),
