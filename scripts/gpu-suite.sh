@@ -9,7 +9,8 @@
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
 #   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; the gallery
 #   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE),
-#                  coll and halo vs NCCL (2 PEs where 2 GPUs), all-gather + GEMM (ag_gemm, every GPU)
+#                  coll and halo vs NCCL (2 PEs where 2 GPUs), all-gather + GEMM (ag_gemm) and
+#                  GEMM + reduce-scatter (gemm_rs), every GPU
 #   nccl.log       NCCL through torch.distributed; PyTorch async-TP (scripts/async_tp_bench.py)
 #   figures.jsonl  every benchmark figure, one JSON object a line
 #   summary.txt    one line per step (ok/FAIL/SKIP and key figures), also printed last
@@ -268,6 +269,12 @@ ag_pes=$((gpus >= 2 ? gpus : 1))
 step "ag_gemm $ag_pes PE" bench.log 150 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" \
   "$bin/pgas-run" -n "$ag_pes" -- "$bin/ag_gemm" "$out"
 verdict "ag_gemm $ag_pes PE" "$(figures | brief 'speedup|cublas_nccl_us')"
+# GEMM + reduce-scatter (issue 10) on every GPU (2 PEs where 2, 4 where 4): cuBLAS + NCCL, the
+# fused pgas kernel and pgas::ops::matmul_reduce_scatter per shape; gemm_rs.md and gemm_rs.png.
+rs_pes=$((gpus >= 2 ? gpus : 1))
+step "gemm_rs $rs_pes PE" bench.log 150 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" \
+  "$bin/pgas-run" -n "$rs_pes" -- "$bin/gemm_rs" "$out"
+verdict "gemm_rs $rs_pes PE" "$(figures | brief 'speedup|cublas_nccl_us')"
 
 fi # [ "$only" = all ]
 

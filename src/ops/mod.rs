@@ -1,14 +1,15 @@
 //! Operations built on pgas kernels, at production sizes: communication fused with computation,
 //! combining a pgas communication kernel or the copy engine with a user's computation or a vendor
 //! library's (the halo exchange of a stencil, [`halo`]; all-gather fused with a GEMM,
-//! [`AllGatherMatmul`]), whole operations a model calls (the token dispatch and combine of a
-//! mixture-of-experts layer across PEs, [`moe`]), and what they share: cuBLAS loaded at run time
-//! ([`cublas`]) and the cross-PE argument check of collective operations ([`agree`]). See
-//! `docs/ops.md`.
+//! [`AllGatherMatmul`]; a GEMM fused with a reduce-scatter, [`matmul_reduce_scatter`]), whole
+//! operations a model calls (the token dispatch and combine of a mixture-of-experts layer across
+//! PEs, [`moe`]), and what they share: cuBLAS loaded at run time ([`cublas`]) and the cross-PE
+//! argument check of collective operations ([`agree`]). See `docs/ops.md`.
 
 pub mod all_gather_matmul;
 pub mod cublas;
 pub mod halo;
+pub mod matmul_reduce_scatter;
 pub mod moe;
 
 pub use all_gather_matmul::{all_gather_matmul, AllGatherMatmul};

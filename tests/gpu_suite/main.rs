@@ -30,6 +30,7 @@ mod math;
 mod misuse;
 mod moe;
 mod ops;
+mod ops_rs;
 mod peer;
 mod rma;
 mod runner;
@@ -81,6 +82,7 @@ fn main() -> ExitCode {
         launch::CASES,
         tensor::CASES,
         hopper::CASES,
+        ops_rs::CASES,
         misuse::CASES,
         // Last: the newest calls into NVSHMEM, so that if one of them took the process down, every
         // older case would still have reported.

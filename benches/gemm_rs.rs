@@ -1,0 +1,388 @@
+//! GEMM + reduce-scatter (a row-parallel linear layer: every PE holds A_p, M x K/P, and Bt_p,
+//! N x K/P; PE p gets rows [p M/P, (p + 1) M/P) of sum_q A_q Bt_qᵀ), in one run, per shape:
+//!
+//! - **baseline**: cuBLAS (`cublasGemmEx`, bf16, f32 compute) of the whole M x N partial, then
+//!   NCCL's bf16 reduce-scatter, one after the other on one stream (also each alone);
+//! - **pgas kernel**: `examples/gemm_reduce_scatter_sm90.rs`, one wgmma kernel whose epilogue
+//!   stores each partial tile into its owner's staging buffer (sm_90a only);
+//! - **library**: `pgas::ops::matmul_reduce_scatter::MatmulReduceScatter` (cuBLAS chunks in
+//!   owner order, copy-engine pushes and the owner's f32 reduction overlapped on a second stream).
+//!
+//! N = K = 8192 and M from 2048 to 16384 (K split over the PEs). Median of `REPS` after `WARMUP`
+//! (CUDA events on the pgas stream, every PE released together by a barrier before each
+//! repetition). Every result is checked before its figures count: at 64 points against the host
+//! (f64), and element by element against the baseline where NCCL is there. Prints a table and
+//! `FIGURE` lines; with an output folder argument, writes `gemm_rs.md` and `gemm_rs.png` there.
+//!
+//! Run: `pgas-run -n 2 -- gemm_rs OUTDIR` (NCCL: `libnccl.so` on `LD_LIBRARY_PATH`, see
+//! benches/common/nccl.rs; cuBLAS: see `pgas::ops::cublas`). Exit status 1 when a result is wrong.
+
+#[path = "common/mod.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "../examples/gemm_reduce_scatter_sm90.rs"]
+mod fused;
+
+use common::nccl::{nccl_comm, Nccl};
+use common::plot::{log_log_by_size, Series};
+use common::{emit, median, show, time_on_stream, BenchResult, Figure};
+use pgas::cudarc::driver::sys::CUdevice_attribute;
+use pgas::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
+use pgas::ops::cublas::Cublas;
+use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
+use pgas::prelude::*;
+use std::fmt::Write as _;
+
+const BENCH: &str = "gemm_rs";
+const WARMUP: usize = 3;
+const REPS: usize = 10;
+/// (M, N, K): K is the whole inner dimension, split over the PEs.
+const SHAPES: [(usize, usize, usize); 4] = [
+    (2048, 8192, 8192),
+    (4096, 8192, 8192),
+    (8192, 8192, 8192),
+    (16384, 8192, 8192),
+];
+/// The largest |x - baseline| allowed, relative to the largest |baseline|: every method rounds
+/// the partial products to bf16 on their way and the result once more, in different orders.
+const MAX_REL_DIFF: f64 = 2e-2;
+
+/// Median milliseconds of `REPS` runs of `run` after `WARMUP`, each PE released by a barrier.
+fn timed(
+    p: &Pgas,
+    stream: &CudaStream,
+    mut run: impl FnMut() -> BenchResult<()>,
+) -> BenchResult<f64> {
+    let mut ms = Vec::with_capacity(REPS);
+    for i in 0..WARMUP + REPS {
+        p.barrier_all()?;
+        let t = time_on_stream(stream, &mut run)?;
+        if i >= WARMUP {
+            ms.push(t);
+        }
+    }
+    Ok(median(&ms))
+}
+
+/// Element `i` of PE `pe`'s A (`which` 1) or Bt (`which` 2): the example's inputs of call 0.
+fn input(pe: usize, which: u64, i: usize) -> bf16 {
+    fused::value(i, 2 * pe as u64 + which)
+}
+
+/// The largest |got - want| at 64 points of this PE's rows against the host (f64), over the
+/// largest |want| there.
+fn host_check(got: &[bf16], (me, pes): (usize, usize), (m, n, k): (usize, usize, usize)) -> f64 {
+    let mp = m / pes;
+    let (mut worst, mut scale) = (0.0f64, 0.0f64);
+    for i in 0..64 {
+        let (r, col) = ((i * 977 + 13) % mp, (i * 613 + 101) % n);
+        let row = me * mp + r;
+        let want: f64 = (0..pes)
+            .map(|q| {
+                (0..k)
+                    .map(|x| input(q, 1, row * k + x).to_f64() * input(q, 2, col * k + x).to_f64())
+                    .sum::<f64>()
+            })
+            .sum();
+        let d = (got[r * n + col].to_f64() - want).abs();
+        worst = if d.is_nan() { f64::NAN } else { worst.max(d) };
+        scale = scale.max(want.abs());
+    }
+    worst / scale.max(1.0)
+}
+
+/// The largest |got - want| over the largest |want|.
+fn rel_diff(got: &[bf16], want: &[bf16]) -> f64 {
+    let scale = want.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max);
+    let diff = got
+        .iter()
+        .zip(want)
+        .map(|(g, w)| (g.to_f64() - w.to_f64()).abs())
+        .fold(
+            0.0,
+            |acc: f64, d| if d.is_nan() { f64::NAN } else { acc.max(d) },
+        );
+    diff / scale.max(f64::MIN_POSITIVE)
+}
+
+/// cuBLAS of the whole partial product, then NCCL's reduce-scatter of it into `out`.
+#[allow(clippy::too_many_arguments)]
+fn baseline(
+    blas: &Cublas,
+    comm: &Nccl,
+    stream: &CudaStream,
+    (partial, out): (&mut CudaSlice<bf16>, &mut CudaSlice<bf16>),
+    (a, bt): (&CudaSlice<bf16>, &CudaSlice<bf16>),
+    (m, n, k): (usize, usize, usize),
+    (gemm, rs): (bool, bool),
+) -> BenchResult<()> {
+    if gemm {
+        blas.gemm_bf16_nt(stream, partial, a, bt, (m, n, k))?;
+    }
+    if rs {
+        let len = out.len();
+        let (s, _rs) = partial.device_ptr(stream);
+        let (d, _wd) = out.device_ptr_mut(stream);
+        // SAFETY: `partial` holds M x N and `out` M/P x N elements of device memory.
+        unsafe {
+            nccl::reduce_scatter(
+                s as *const _,
+                d as *mut _,
+                len,
+                nccl_sys::ncclDataType_t::ncclBfloat16,
+                nccl_sys::ncclRedOp_t::ncclSum,
+                comm.0,
+                stream.cu_stream() as _,
+            )
+        }
+        .map_err(|e| format!("ncclReduceScatter: {e:?}"))?;
+    }
+    Ok(())
+}
+
+/// One shape's medians (microseconds; NaN where not run) and checks.
+struct Row {
+    shape: (usize, usize, usize),
+    gemm: f64,
+    rs: f64,
+    baseline: f64,
+    kernel: f64,
+    library: f64,
+}
+
+fn main() -> BenchResult<()> {
+    if !common::gpu_present() {
+        println!("{BENCH}: skipped: no GPU");
+        return Ok(());
+    }
+    let out_dir = std::env::args().skip(1).find(|a| !a.starts_with("--"));
+    let p = pgas::builder().heap_size(3 << 29).init()?;
+    let (me, pes) = (p.my_pe(), p.n_pes());
+    let machine = format!("{} x{pes} PE", p.cuda().name()?);
+    let stream = p.stream().clone();
+    let hopper = p
+        .cuda()
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?
+        == 9;
+    let blas = Cublas::new(p.cuda())?;
+    // NCCL refuses two ranks on one GPU (as under MPS); then pgas runs alone, still checked.
+    let comm = nccl_comm(&p).unwrap_or_else(|e| {
+        println!("{BENCH}: PE {me}: NCCL did not start ({e}): baseline skipped");
+        None
+    });
+    if me == 0 && comm.is_none() {
+        println!("{BENCH}: no NCCL communicator (no libnccl.so on the loader's path, or it failed): baseline skipped");
+    }
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for (m, n, kk) in SHAPES {
+        let k = kk / pes;
+        let mp = m / pes;
+        let a = stream.clone_htod(&(0..m * k).map(|i| input(me, 1, i)).collect::<Vec<_>>())?;
+        let bt = stream.clone_htod(&(0..n * k).map(|i| input(me, 2, i)).collect::<Vec<_>>())?;
+        let mut out = stream.alloc_zeros::<bf16>(mp * n)?;
+        let mut check = |what: &str, out: &CudaSlice<bf16>, want: Option<&[bf16]>| {
+            let got = stream.clone_dtoh(out)?;
+            let spot = host_check(&got, (me, pes), (m, n, k));
+            let diff = want.map_or(0.0, |w| rel_diff(&got, w));
+            for (against, d) in [("the host", spot), ("cuBLAS + NCCL", diff)] {
+                if d.is_nan() || d > MAX_REL_DIFF {
+                    failures.push(format!(
+                        "PE {me}: {m}x{n}x{kk}: {what} differs from {against} by {d:.3e} (relative)"
+                    ));
+                }
+            }
+            BenchResult::Ok(got)
+        };
+
+        let (mut gemm, mut rs, mut base) = (f64::NAN, f64::NAN, f64::NAN);
+        let mut want = None;
+        if let Some(c) = &comm {
+            let mut partial = stream.alloc_zeros::<bf16>(m * n)?;
+            let go =
+                |g: bool, r: bool, partial: &mut CudaSlice<bf16>, out: &mut CudaSlice<bf16>| {
+                    baseline(
+                        &blas,
+                        c,
+                        &stream,
+                        (partial, out),
+                        (&a, &bt),
+                        (m, n, k),
+                        (g, r),
+                    )
+                };
+            gemm = timed(&p, &stream, || go(true, false, &mut partial, &mut out))? * 1e3;
+            rs = timed(&p, &stream, || go(false, true, &mut partial, &mut out))? * 1e3;
+            base = timed(&p, &stream, || go(true, true, &mut partial, &mut out))? * 1e3;
+            want = Some(check("cuBLAS + NCCL", &out, None)?);
+        }
+
+        let kernel = if hopper {
+            let mut op = fused::GemmRs::new(&p, (m, n, k), None)?;
+            let mut fresh = stream.alloc_zeros::<bf16>(mp * n)?;
+            let us = timed(&p, &stream, || {
+                op.run(&p, &mut fresh, &a, &bt, false)?;
+                Ok(())
+            })? * 1e3;
+            check("the pgas kernel", &fresh, want.as_deref())?;
+            us
+        } else {
+            f64::NAN
+        };
+
+        let mut op = MatmulReduceScatter::new(&p, (m, n, k))?;
+        let mut fresh = stream.alloc_zeros::<bf16>(mp * n)?;
+        let library = timed(&p, &stream, || {
+            op.run(&p, &mut fresh, &a, &bt)?;
+            Ok(())
+        })? * 1e3;
+        check("the library form", &fresh, want.as_deref())?;
+        let splits = op.splits();
+        drop(op);
+        // The tuning knobs at 8192^3, for the record (each result checked too): the library's
+        // chunks per owner and the kernel's tile width, the choices other than the defaults.
+        if (m, n, kk) == (8192, 8192, 8192) {
+            let mut knobs: Vec<(String, f64)> = Vec::new();
+            for s in [1, 2, 4]
+                .into_iter()
+                .filter(|s| *s != splits && mp % s == 0)
+            {
+                let mut op = MatmulReduceScatter::with_splits(&p, (m, n, k), Some(s))?;
+                let us = timed(&p, &stream, || {
+                    op.run(&p, &mut fresh, &a, &bt)?;
+                    Ok(())
+                })? * 1e3;
+                check(
+                    &format!("the library form, {s} chunks"),
+                    &fresh,
+                    want.as_deref(),
+                )?;
+                knobs.push((format!("library_{s}_chunks_us"), us));
+            }
+            if hopper {
+                let mut op = fused::GemmRs::new(&p, (m, n, k), Some(128))?;
+                let us = timed(&p, &stream, || {
+                    op.run(&p, &mut fresh, &a, &bt, false)?;
+                    Ok(())
+                })? * 1e3;
+                check("the pgas kernel, 128-wide tiles", &fresh, want.as_deref())?;
+                knobs.push(("pgas_kernel_128_wide_us".into(), us));
+            }
+            for (name, us) in knobs.iter().filter(|_| me == 0) {
+                println!(
+                    "{BENCH}: 8192^3, {name}: {} us (default: {splits} chunks, 256-wide tiles)",
+                    show(*us)
+                );
+                let f = Figure {
+                    name: format!("gemm_rs_8192x8192x8192_{pes}pe/{name}"),
+                    value: *us,
+                    unit: "us",
+                    note: format!("median of {REPS}; a tuning knob other than the default"),
+                };
+                emit(BENCH, &machine, &f);
+            }
+        }
+        rows.push(Row {
+            shape: (m, n, kk),
+            gemm,
+            rs,
+            baseline: base,
+            kernel,
+            library,
+        });
+    }
+
+    if me == 0 {
+        report(&machine, pes, &rows, out_dir.as_deref())?;
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        for f in &failures {
+            println!("{BENCH}: FAIL {f}");
+        }
+        std::process::exit(1)
+    }
+}
+
+/// The table (stdout and `gemm_rs.md`), the `FIGURE` lines and the plot.
+fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> BenchResult<()> {
+    let mut table = String::new();
+    writeln!(
+        table,
+        "GEMM + reduce-scatter on {machine}: bf16, f32 accumulate, K split over {pes} PE(s); \
+         median of {REPS} microseconds\n"
+    )?;
+    writeln!(
+        table,
+        "| M x N x K | cuBLAS GEMM | NCCL RS | cuBLAS + NCCL | pgas kernel | library | kernel speedup | library speedup |"
+    )?;
+    writeln!(table, "| --- | --- | --- | --- | --- | --- | --- | --- |")?;
+    for r in rows {
+        let (m, n, k) = r.shape;
+        writeln!(
+            table,
+            "| {m}x{n}x{k} | {} | {} | {} | {} | {} | {}x | {}x |",
+            show(r.gemm),
+            show(r.rs),
+            show(r.baseline),
+            show(r.kernel),
+            show(r.library),
+            show(r.baseline / r.kernel),
+            show(r.baseline / r.library)
+        )?;
+        let key = format!("gemm_rs_{m}x{n}x{k}_{pes}pe");
+        let note = format!("median of {REPS}, every PE released by a barrier before each");
+        for (name, value, unit) in [
+            ("cublas_gemm_us", r.gemm, "us"),
+            ("nccl_reduce_scatter_us", r.rs, "us"),
+            ("cublas_nccl_us", r.baseline, "us"),
+            ("pgas_kernel_us", r.kernel, "us"),
+            ("library_us", r.library, "us"),
+            ("kernel_speedup", r.baseline / r.kernel, "x"),
+            ("library_speedup", r.baseline / r.library, "x"),
+        ] {
+            let f = Figure {
+                name: format!("{key}/{name}"),
+                value,
+                unit,
+                note: note.clone(),
+            };
+            emit(BENCH, machine, &f);
+        }
+    }
+    println!("\n{table}");
+    if let Some(dir) = out_dir {
+        std::fs::create_dir_all(dir)?;
+        let dir = std::path::Path::new(dir);
+        std::fs::write(dir.join("gemm_rs.md"), &table)?;
+        // x: the bytes of the M x N result that is reduce-scattered.
+        let series = |name: &str, pick: fn(&Row) -> f64| Series {
+            name: name.to_string(),
+            points: rows
+                .iter()
+                .map(|r| ((r.shape.0 * r.shape.1 * 2) as f64, pick(r)))
+                .collect(),
+        };
+        let all = [
+            series("cuBLAS + NCCL", |r| r.baseline),
+            series("pgas kernel (wgmma, fused)", |r| r.kernel),
+            series("pgas::ops library (cuBLAS + copy engine)", |r| r.library),
+            series("cuBLAS GEMM alone", |r| r.gemm),
+        ];
+        let all: Vec<Series> = all
+            .into_iter()
+            .filter(|s| s.points.iter().any(|(_, y)| y.is_finite()))
+            .collect();
+        if !all.is_empty() {
+            log_log_by_size(
+                &dir.join("gemm_rs.png"),
+                &format!("GEMM + reduce-scatter, N = K = 8192 ({machine})"),
+                "microseconds (x: bytes of the M x N bf16 result)",
+                &all,
+            )?;
+        }
+    }
+    Ok(())
+}

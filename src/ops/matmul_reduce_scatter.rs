@@ -1,0 +1,582 @@
+//! GEMM + reduce-scatter, overlapped: the row-parallel linear layer of tensor parallelism
+//! (PyTorch async-TP's `fused_matmul_reduce_scatter`).
+//!
+//! Every PE `p` holds `A_p` (M x K/P, its slice of the inner dimension) and `Bt_p` (N x K/P, the
+//! weights stored transposed), row-major `bf16`; PE `p` gets rows `[p M/P, (p + 1) M/P)` of
+//! `sum_q A_q Bt_qᵀ` in `bf16` (products accumulated in `f32`, the parts added in `f32`).
+//!
+//! ```no_run
+//! use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
+//! use pgas::prelude::*;
+//!
+//! # fn main() -> pgas::Result<()> {
+//! let pgas = pgas::init()?;
+//! let (m, n, k_local) = (8192, 8192, 8192 / pgas.n_pes());
+//! let stream = pgas.stream();
+//! let a = stream.alloc_zeros::<bf16>(m * k_local)?; // this PE's A_p
+//! let bt = stream.alloc_zeros::<bf16>(n * k_local)?; // this PE's Bt_p
+//! let mut out = stream.alloc_zeros::<bf16>(m / pgas.n_pes() * n)?;
+//! // Collective: checks the shape on every PE, allocates the staging buffers once.
+//! let mut op = MatmulReduceScatter::new(&pgas, (m, n, k_local))?;
+//! for _ in 0..3 {
+//!     op.run(&pgas, &mut out, &a, &bt)?; // on pgas.stream(), no host sync
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # How
+//! The rows of `A` go in chunks ordered by owner: the next PE's rows first, this PE's own last,
+//! each owner's rows in [`MatmulReduceScatter::splits`] chunks. On the caller's stream cuBLAS
+//! computes one chunk after the other into a local buffer; after each chunk of another PE's rows,
+//! a second stream copies it with the copy engine (no SMs taken from cuBLAS) into this PE's slot
+//! of the owner's symmetric staging buffer over NVLink and sets the owner's signal for that chunk
+//! to the call's number (`cuStreamWriteValue64`, whose default includes a system-wide fence
+//! before the write). For each chunk of its own rows, the second stream waits for the other PEs'
+//! signals (`cuStreamWaitValue64`, no SM spins), adds their parts to its own in a small pgas
+//! kernel (in `f32`) while cuBLAS computes the next chunk, and acknowledges to each source that
+//! its slot may be reused; a source's next call waits for that acknowledgement before it copies.
+//! Signals carry the call's number and waits are `>=`, so repeated calls need no reset; the
+//! call's work joins the caller's stream at the end.
+//!
+//! `examples/gemm_reduce_scatter_sm90.rs` is the same operation as one pgas kernel (wgmma tiles
+//! stored to their owner from the epilogue); `benches/gemm_rs.rs` times both against cuBLAS +
+//! NCCL.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::{self as cu, CUdevice_attribute, CUdeviceptr};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use half::bf16;
+
+use super::cublas::Cublas;
+use crate::prelude::*;
+use crate::{Error, Result};
+
+/// Rows of one chunk the split aims for: big enough for cuBLAS to run near its peak, small
+/// enough that the first copy starts early and the last reduction is short.
+pub const CHUNK_ROWS: usize = 1024;
+/// Most chunks per owner.
+pub const MAX_SPLITS: usize = 4;
+/// Threads per block of the reduction kernel.
+const THREADS: u32 = 512;
+
+/// The sum of this PE's part and the `slots` staged parts of rows `[base, base + len)` (element
+/// offsets into an M/P x N matrix), 8 elements a thread step, into `out`. `own` is the local
+/// M x N partial product; this PE's rows start at `own0`. Staged part `s` starts at `s * part`.
+/// `len` is a multiple of 8 and every offset 16-byte aligned (N is a multiple of 8).
+#[pgas_kernel(max_threads = 512)]
+#[allow(clippy::too_many_arguments)]
+pub fn add_parts(
+    out: &mut CudaSlice<bf16>,
+    own: &CudaSlice<bf16>,
+    staging: &SymTensor<bf16>,
+    own0: usize,
+    base: usize,
+    len: usize,
+    part: usize,
+    slots: usize,
+) {
+    let stride = (grid_dim_x() * block_dim_x()) as usize * 8;
+    let mut i = base + global_thread_idx() * 8;
+    while i < base + len {
+        let x = load_vec16(&own[own0 + i]);
+        let mut a0 = vec16_get(x, 0) as f32;
+        let mut a1 = vec16_get(x, 1) as f32;
+        let mut a2 = vec16_get(x, 2) as f32;
+        let mut a3 = vec16_get(x, 3) as f32;
+        let mut a4 = vec16_get(x, 4) as f32;
+        let mut a5 = vec16_get(x, 5) as f32;
+        let mut a6 = vec16_get(x, 6) as f32;
+        let mut a7 = vec16_get(x, 7) as f32;
+        for s in 0..slots {
+            let y = load_vec16(&staging[s * part + i]);
+            a0 += vec16_get(y, 0) as f32;
+            a1 += vec16_get(y, 1) as f32;
+            a2 += vec16_get(y, 2) as f32;
+            a3 += vec16_get(y, 3) as f32;
+            a4 += vec16_get(y, 4) as f32;
+            a5 += vec16_get(y, 5) as f32;
+            a6 += vec16_get(y, 6) as f32;
+            a7 += vec16_get(y, 7) as f32;
+        }
+        let mut v = x;
+        v = vec16_set(v, 0, a0 as bf16);
+        v = vec16_set(v, 1, a1 as bf16);
+        v = vec16_set(v, 2, a2 as bf16);
+        v = vec16_set(v, 3, a3 as bf16);
+        v = vec16_set(v, 4, a4 as bf16);
+        v = vec16_set(v, 5, a5 as bf16);
+        v = vec16_set(v, 6, a6 as bf16);
+        v = vec16_set(v, 7, a7 as bf16);
+        store_vec16(&mut out[i], v);
+        i += stride;
+    }
+}
+
+/// Why `(m, n, k_local)` cannot run on `pes` PEs, if it cannot: M must split into `pes` equal
+/// parts, N and K / P must be multiples of 8 (16-byte rows, for the copies and for cuBLAS).
+pub fn shape_error(m: usize, n: usize, k_local: usize, pes: usize) -> Option<String> {
+    let mut bad = Vec::new();
+    if m == 0 || !m.is_multiple_of(pes) {
+        bad.push(format!(
+            "M = {m} is not a positive multiple of the {pes} PEs (each PE gets M / P rows)"
+        ));
+    }
+    for (name, v) in [("N", n), ("K / P", k_local)] {
+        if v == 0 || !v.is_multiple_of(8) {
+            bad.push(format!(
+                "{name} = {v} is not a positive multiple of 8 (rows of 16 bytes)"
+            ));
+        }
+    }
+    (!bad.is_empty()).then(|| bad.join("; "))
+}
+
+/// Chunks per owner for M / P = `rows`: about [`CHUNK_ROWS`] rows each, at most [`MAX_SPLITS`],
+/// a divisor of `rows`.
+pub fn splits_for(rows: usize) -> usize {
+    let want = (rows / CHUNK_ROWS).clamp(1, MAX_SPLITS);
+    (1..=want)
+        .rev()
+        .find(|s| rows.is_multiple_of(*s))
+        .unwrap_or(1)
+}
+
+/// Symmetric heap bytes a [`MatmulReduceScatter`] of this shape takes on each PE: `P - 1` staging
+/// slots of M / P x N `bf16` and two signal words per chunk.
+pub fn heap_bytes(m: usize, n: usize, pes: usize) -> usize {
+    heap_need(m, n, pes, splits_for(m / pes.max(1)))
+}
+
+/// [`heap_bytes`] with `splits` chunks per owner.
+fn heap_need(m: usize, n: usize, pes: usize, splits: usize) -> usize {
+    (pes.max(2) - 1) * (m / pes.max(1)) * n * 2 + 2 * pes * splits * 8
+}
+
+/// Where one peer's staging buffer and signal words are in this process (`nvshmem_ptr`).
+#[derive(Clone, Copy, Debug)]
+struct PeerAddrs {
+    staging: CUdeviceptr,
+    arrive: CUdeviceptr,
+    ack: CUdeviceptr,
+}
+
+/// A GEMM + reduce-scatter of one shape, set up once (collectively) and run many times. See
+/// the module documentation for what it computes and how.
+pub struct MatmulReduceScatter {
+    m: usize,
+    n: usize,
+    k: usize,
+    me: usize,
+    pes: usize,
+    splits: usize,
+    blas: Cublas,
+    comm: Arc<CudaStream>,
+    /// The whole M x N partial product of this PE (the chunks the copies read).
+    partial: CudaSlice<bf16>,
+    /// `P - 1` slots of M / P x N: slot `(src - me - 1) mod P` holds PE `src`'s part.
+    staging: SymTensor<bf16>,
+    /// On the owner, word `src * splits + j`: the call whose chunk `j` PE `src` delivered.
+    arrive: SymTensor<u64>,
+    /// On the source, word `owner * splits + j`: the call whose chunk `j` the owner has read.
+    ack: SymTensor<u64>,
+    peers: Vec<PeerAddrs>,
+    /// One event per chunk (compute stream to copy stream) and the two joins.
+    events: Vec<CudaEvent>,
+    epoch: u64,
+    sms: u32,
+}
+
+impl std::fmt::Debug for MatmulReduceScatter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MatmulReduceScatter")
+            .field("shape", &(self.m, self.n, self.k))
+            .field("pes", &self.pes)
+            .field("splits", &self.splits)
+            .field("epoch", &self.epoch)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Wraps a failed driver call with what was being done.
+fn cuda_err(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+    move |source| Error::Cuda { context, source }
+}
+
+/// The refusal of a bad argument.
+fn refuse<T>(value: String, reason: String) -> Result<T> {
+    Err(Error::InvalidConfig {
+        name: "matmul_reduce_scatter",
+        value,
+        reason,
+    })
+}
+
+impl MatmulReduceScatter {
+    /// Sets up `out (M/P x N) = this PE's rows of sum over PEs of A Btᵀ` for `a` (M x K/P) and
+    /// `bt` (N x K/P), `(m, n, k_local)` being M, N and K/P. Collective: every PE calls it at the
+    /// same point. Shapes that differ between PEs ([`super::agree`]), that do not divide (see
+    /// [`shape_error`]), a symmetric heap smaller than [`heap_bytes`], a peer that NVLink does
+    /// not reach, or no cuBLAS are the same `Err` on every PE, before anything launches.
+    pub fn new(pgas: &Pgas, shape: (usize, usize, usize)) -> Result<Self> {
+        Self::with_splits(pgas, shape, None)
+    }
+
+    /// [`MatmulReduceScatter::new`] with `splits` chunks per owner (`None`: [`splits_for`]), a
+    /// tuning knob: more chunks start the first copy and the last reduction sooner, fewer keep
+    /// cuBLAS's GEMMs larger. It must divide M / P, and be the same on every PE.
+    pub fn with_splits(
+        pgas: &Pgas,
+        (m, n, k_local): (usize, usize, usize),
+        splits: Option<usize>,
+    ) -> Result<Self> {
+        let pes = pgas.n_pes();
+        let splits = splits.unwrap_or_else(|| splits_for(m / pes));
+        super::agree(
+            pgas,
+            "matmul_reduce_scatter",
+            &[
+                ("M", m as u64),
+                ("N", n as u64),
+                ("K / P", k_local as u64),
+                ("chunks per owner", splits as u64),
+                ("symmetric heap bytes", pgas.heap_size() as u64),
+            ],
+        )?;
+        let shape = format!("{m} x {n} x {k_local} (M x N x K / P) on {pes} PEs");
+        if let Some(why) = shape_error(m, n, k_local, pes) {
+            return refuse(shape, why);
+        }
+        if splits == 0 || !(m / pes).is_multiple_of(splits) {
+            return refuse(
+                shape,
+                format!(
+                    "{splits} chunks per owner do not divide its M / P = {} rows. Fix: a divisor \
+                     of M / P, or None",
+                    m / pes
+                ),
+            );
+        }
+        let need = heap_need(m, n, pes, splits);
+        if need > pgas.heap_size() {
+            return refuse(
+                shape,
+                format!(
+                    "the staging buffers need {need} bytes of symmetric heap per PE, the heap has \
+                     {}. Fix: a larger heap (pgas::builder().heap_size(..) or \
+                     NVSHMEM_SYMMETRIC_SIZE)",
+                    pgas.heap_size()
+                ),
+            );
+        }
+        // cuBLAS on every PE or on none: a PE without it must not leave the others waiting.
+        let blas = Cublas::new(pgas.cuda());
+        super::agree(
+            pgas,
+            "matmul_reduce_scatter",
+            &[("cuBLAS loaded", blas.is_ok() as u64)],
+        )?;
+        let blas = blas?;
+        let mp = m / pes;
+        let stream = pgas.stream();
+        // One PE multiplies straight into `out`: no partial product.
+        let partial = stream.alloc_zeros::<bf16>(if pes > 1 { m * n } else { 8 })?;
+        let staging = pgas.alloc::<bf16>((pes.max(2) - 1) * mp * n)?;
+        let arrive = pgas.alloc::<u64>(pes * splits)?;
+        let ack = pgas.alloc::<u64>(pes * splits)?;
+        let mut peers = Vec::with_capacity(pes);
+        let mut unreachable = None;
+        for pe in 0..pes {
+            let (s, a, k) = (staging.peer(pe)?, arrive.peer(pe)?, ack.peer(pe)?);
+            match (s, a, k) {
+                (Some(s), Some(a), Some(k)) => peers.push(PeerAddrs {
+                    staging: s.as_device_ptr(),
+                    arrive: a.as_device_ptr(),
+                    ack: k.as_device_ptr(),
+                }),
+                _ => {
+                    unreachable.get_or_insert(pe);
+                }
+            }
+        }
+        super::agree(
+            pgas,
+            "matmul_reduce_scatter",
+            &[(
+                "every peer reachable by NVLink",
+                unreachable.is_none() as u64,
+            )],
+        )?;
+        if let Some(pe) = unreachable {
+            return refuse(
+                shape,
+                format!(
+                    "PE {pe} is not reachable by loads, stores and copies from PE {} (NVLink or \
+                     PCIe peer access); the chunks are copied straight into the owner's memory",
+                    pgas.my_pe()
+                ),
+            );
+        }
+        let ctx = pgas.cuda();
+        // The copy stream at the highest priority: its reduction kernels take SMs as soon as
+        // cuBLAS's blocks free them.
+        let (_, greatest) = cudarc::driver::result::stream::get_priority_range()?;
+        let comm = ctx.new_stream_with_priority(greatest)?;
+        let events = (0..pes * splits + 2)
+            .map(|_| ctx.new_event(None))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let sms = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        Ok(MatmulReduceScatter {
+            m,
+            n,
+            k: k_local,
+            me: pgas.my_pe(),
+            pes,
+            splits,
+            blas,
+            comm,
+            partial,
+            staging,
+            arrive,
+            ack,
+            peers,
+            events,
+            epoch: 0,
+            sms: sms as u32,
+        })
+    }
+
+    /// Chunks per owner (see the module documentation).
+    pub fn splits(&self) -> usize {
+        self.splits
+    }
+
+    /// Runs it on [`Pgas::stream`]; see [`MatmulReduceScatter::run_on`].
+    pub fn run(
+        &mut self,
+        pgas: &Pgas,
+        out: &mut CudaSlice<bf16>,
+        a: &CudaSlice<bf16>,
+        bt: &CudaSlice<bf16>,
+    ) -> Result<()> {
+        let stream = pgas.stream().clone();
+        self.run_on(pgas, &stream, out, a, bt)
+    }
+
+    /// `out` (M/P x N) = this PE's rows of `sum over PEs of A Btᵀ`, with `a` (M x K/P) and `bt`
+    /// (N x K/P) this PE's slices, enqueued on `stream` (no host sync). Collective: every PE
+    /// calls it, its calls in the same order on every PE. Buffers whose lengths do not match
+    /// the shape given to [`MatmulReduceScatter::new`] are refused before anything is enqueued.
+    pub fn run_on(
+        &mut self,
+        pgas: &Pgas,
+        stream: &Arc<CudaStream>,
+        out: &mut CudaSlice<bf16>,
+        a: &CudaSlice<bf16>,
+        bt: &CudaSlice<bf16>,
+    ) -> Result<()> {
+        let (m, n, k, pes, me) = (self.m, self.n, self.k, self.pes, self.me);
+        let mp = m / pes;
+        for (what, got, expected) in [
+            ("matmul_reduce_scatter's A (M x K/P)", a.len(), m * k),
+            ("matmul_reduce_scatter's Bt (N x K/P)", bt.len(), n * k),
+            ("matmul_reduce_scatter's out (M/P x N)", out.len(), mp * n),
+        ] {
+            if got != expected {
+                return Err(Error::LengthMismatch {
+                    what,
+                    got,
+                    expected,
+                });
+            }
+        }
+        let (pa, _ra) = a.device_ptr(stream);
+        let (pb, _rb) = bt.device_ptr(stream);
+        if pes == 1 {
+            let (po, _wo) = out.device_ptr_mut(stream);
+            // SAFETY: out is m x n, a m x k, bt n x k (checked above).
+            return unsafe { self.blas.gemm_bf16_nt_raw(stream, po, pa, pb, (m, n, k)) };
+        }
+        self.epoch += 1;
+        let epoch = self.epoch;
+        let (splits, rows) = (self.splits, mp / self.splits);
+        let chunk_bytes = rows * n * 2;
+        let part = mp * n;
+        let comm = self.comm.clone();
+        let err = cuda_err;
+        // The copy stream starts after the caller's earlier work (it writes `out`).
+        let (start, chunk_events) = self.events.split_at(1);
+        let (chunk_events, end) = chunk_events.split_at(pes * splits);
+        start[0].record(stream)?;
+        comm.wait(&start[0])?;
+        // The raw address: the copies read chunks of it on the other stream, ordered by the
+        // chunk events below.
+        let pp = self.partial.device_ptr_mut(stream).0;
+        let local_arrive = self.arrive.as_device_ptr();
+        let local_ack = self.ack.as_device_ptr();
+        for (c, event) in chunk_events.iter().enumerate() {
+            let owner = (me + 1 + c / splits) % pes;
+            let j = c % splits;
+            let row0 = owner * mp + j * rows;
+            let chunk = pp + (row0 * n * 2) as CUdeviceptr;
+            // SAFETY: rows row0.. of A (k wide) and of the M x N partial exist (row0 + rows <= m).
+            unsafe {
+                self.blas.gemm_bf16_nt_raw(
+                    stream,
+                    chunk,
+                    pa + (row0 * k * 2) as CUdeviceptr,
+                    pb,
+                    (rows, n, k),
+                )?;
+            }
+            event.record(stream)?;
+            comm.wait(event)?;
+            let cs = comm.cu_stream();
+            if owner != me {
+                let peer = self.peers[owner];
+                let slot = (me + pes - owner - 1) % pes;
+                let dst = peer.staging + ((slot * part + j * rows * n) * 2) as CUdeviceptr;
+                // SAFETY: the words are this plan's symmetric signals (P x splits each), the
+                // copy stays within the owner's slot (chunk j of M/P x N) and the chunk.
+                unsafe {
+                    if epoch > 1 {
+                        // The owner has read this slot's chunk of the previous call.
+                        cu::cuStreamWaitValue64_v2(
+                            cs,
+                            local_ack + ((owner * splits + j) * 8) as CUdeviceptr,
+                            epoch - 1,
+                            cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+                        )
+                        .result()
+                        .map_err(err("waiting for a chunk's acknowledgement"))?;
+                    }
+                    cu::cuMemcpyDtoDAsync_v2(dst, chunk, chunk_bytes, cs)
+                        .result()
+                        .map_err(err("copying a chunk to its owner"))?;
+                    cu::cuStreamWriteValue64_v2(
+                        cs,
+                        peer.arrive + ((me * splits + j) * 8) as CUdeviceptr,
+                        epoch,
+                        cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
+                    )
+                    .result()
+                    .map_err(err("signalling a chunk to its owner"))?;
+                }
+            } else {
+                for d in 1..pes {
+                    let src = (me + d) % pes;
+                    // SAFETY: a word of this plan's symmetric signals.
+                    unsafe {
+                        cu::cuStreamWaitValue64_v2(
+                            cs,
+                            local_arrive + ((src * splits + j) * 8) as CUdeviceptr,
+                            epoch,
+                            cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+                        )
+                        .result()
+                        .map_err(err("waiting for a chunk from another PE"))?;
+                    }
+                }
+                let len = rows * n;
+                let blocks = (len / 8).div_ceil(THREADS as usize * 4).max(1) as u32;
+                let cfg = LaunchConfig::blocks(blocks.min(self.sms), THREADS);
+                // SAFETY: own0 + base + len <= m * n (the partial), base + len <= M/P x N (out),
+                // (P - 1) * part is the staging length, and N % 8 == 0 keeps every vector within
+                // a row and 16-byte aligned.
+                unsafe {
+                    add_parts::launch_unchecked_on(
+                        pgas,
+                        &comm,
+                        cfg,
+                        out,
+                        &self.partial,
+                        &self.staging,
+                        me * part,
+                        j * rows * n,
+                        len,
+                        part,
+                        pes - 1,
+                    )?;
+                }
+                for d in 1..pes {
+                    let src = (me + d) % pes;
+                    // SAFETY: a word of the source's copy of this plan's signals.
+                    unsafe {
+                        cu::cuStreamWriteValue64_v2(
+                            cs,
+                            self.peers[src].ack + ((me * splits + j) * 8) as CUdeviceptr,
+                            epoch,
+                            cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
+                        )
+                        .result()
+                        .map_err(err("acknowledging a chunk"))?;
+                    }
+                }
+            }
+        }
+        // The call ends on the caller's stream.
+        end[0].record(&comm)?;
+        stream.wait(&end[0])?;
+        Ok(())
+    }
+}
+
+impl Drop for MatmulReduceScatter {
+    fn drop(&mut self) {
+        // Copies and reductions may still be in flight on the copy stream; the buffers they use
+        // are freed after this.
+        let _ = self.comm.synchronize();
+    }
+}
+
+/// One GEMM + reduce-scatter with a plan made for it and dropped after: [`MatmulReduceScatter`]
+/// (`new`, then `run`), for a single call. Collective; allocates and checks the shape across
+/// PEs every time (milliseconds), so keep a [`MatmulReduceScatter`] for repeated calls.
+pub fn matmul_reduce_scatter(
+    pgas: &Pgas,
+    out: &mut CudaSlice<bf16>,
+    a: &CudaSlice<bf16>,
+    bt: &CudaSlice<bf16>,
+    shape: (usize, usize, usize),
+) -> Result<()> {
+    let mut op = MatmulReduceScatter::new(pgas, shape)?;
+    op.run(pgas, out, a, bt)?;
+    pgas.stream()
+        .synchronize()
+        .map_err(cuda_err("finishing matmul_reduce_scatter"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_that_do_not_divide_are_named() {
+        assert!(shape_error(8192, 8192, 2048, 4).is_none());
+        let e = shape_error(8190, 8192, 2048, 4).unwrap();
+        assert!(e.contains("M = 8190") && e.contains("4 PEs"), "{e}");
+        let e = shape_error(8192, 8191, 2044, 4).unwrap();
+        assert!(e.contains("N = 8191") && e.contains("K / P = 2044"), "{e}");
+        assert!(shape_error(0, 8, 8, 1).unwrap().contains("M = 0"));
+    }
+
+    #[test]
+    fn chunks_are_about_1024_rows_and_divide_the_rows() {
+        assert_eq!(splits_for(2048), 2);
+        assert_eq!(splits_for(4096), 4);
+        assert_eq!(splits_for(16384), 4);
+        assert_eq!(splits_for(512), 1);
+        assert_eq!(splits_for(3072), 3);
+        // 3000 rows: 2 divides it.
+        assert_eq!(splits_for(3000), 2);
+    }
+
+    #[test]
+    fn the_heap_need_counts_p_minus_1_slots() {
+        // 4 PEs at 8192 x 8192: 3 slots of 2048 x 8192 bf16, 2 x 8 words.
+        assert_eq!(heap_bytes(8192, 8192, 4), 3 * 2048 * 8192 * 2 + 2 * 8 * 8);
+        // One PE keeps one slot (never used; symmetric buffers are never empty).
+        assert_eq!(heap_bytes(1024, 1024, 1), 1024 * 1024 * 2 + 2 * 8);
+    }
+}

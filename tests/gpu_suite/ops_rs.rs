@@ -1,0 +1,139 @@
+//! `pgas::ops::matmul_reduce_scatter`: every PE's rows of `sum over PEs of A_p Bt_pᵀ` against the
+//! host, three calls in a row on one plan (the epochs; new inputs each call), at a shape of one
+//! chunk per owner whose sizes are not tile multiples, at one of two chunks per owner and with 3
+//! chunks asked for; and the refusals, on every PE, of shapes and chunk counts that do not divide,
+//! shapes that differ between PEs, a heap too small and buffers of the wrong length. Inputs are
+//! -1, 0 or 1, so every partial sum is a small integer, exact in bf16, and the results compare
+//! exactly.
+
+use crate::runner::{case, Case};
+use crate::util::{check_eq, ensure, CaseResult};
+use pgas::ops::matmul_reduce_scatter::{matmul_reduce_scatter, MatmulReduceScatter};
+use pgas::prelude::*;
+
+pub const CASES: &[Case] = &[
+    case("ops/matmul_reduce_scatter_matches_host", matches_host_case),
+    case(
+        "ops/matmul_reduce_scatter_refuses_bad_input",
+        bad_input_case,
+    ),
+];
+
+/// Element `i` of PE `pe`'s A (`which` 0) or Bt (`which` 1) in call `call`: -1, 0 or 1.
+fn input(pe: usize, which: usize, call: usize, i: usize) -> f32 {
+    ((i * 7 + pe * 5 + which * 3 + call * 11) % 3) as f32 - 1.0
+}
+
+fn host(pes: usize, me: usize, call: usize, (m, n, k): (usize, usize, usize)) -> Vec<bf16> {
+    let mp = m / pes;
+    let mut want = vec![0.0f32; mp * n];
+    for q in 0..pes {
+        for r in 0..mp {
+            for c in 0..n {
+                let row = me * mp + r;
+                want[r * n + c] += (0..k)
+                    .map(|x| input(q, 0, call, row * k + x) * input(q, 1, call, c * k + x))
+                    .sum::<f32>();
+            }
+        }
+    }
+    want.into_iter().map(bf16::from_f32).collect()
+}
+
+fn matches_host_case(p: &Pgas) -> CaseResult {
+    let (me, pes) = (p.my_pe(), p.n_pes());
+    let stream = p.stream().clone();
+    // 96 rows a PE, N = 200, K / P = 72: one chunk per owner, nothing a tile multiple; 2048
+    // rows a PE: two chunks per owner; and 96 rows in 3 chunks of 32 (`with_splits`).
+    for ((mp, n, k), splits) in [
+        ((96, 200, 72), None),
+        ((2048, 64, 32), None),
+        ((96, 200, 72), Some(3)),
+    ] {
+        let m = mp * pes;
+        let mut op = MatmulReduceScatter::with_splits(p, (m, n, k), splits)?;
+        let want = splits.unwrap_or(if mp == 2048 { 2 } else { 1 });
+        ensure(op.splits() == want, || {
+            format!("{} chunks per owner at {mp} rows, not {want}", op.splits())
+        })?;
+        let mut out = stream.alloc_zeros::<bf16>(mp * n)?;
+        for call in 0..3 {
+            let a: Vec<bf16> = (0..m * k)
+                .map(|i| bf16::from_f32(input(me, 0, call, i)))
+                .collect();
+            let bt: Vec<bf16> = (0..n * k)
+                .map(|i| bf16::from_f32(input(me, 1, call, i)))
+                .collect();
+            let (a, bt) = (stream.clone_htod(&a)?, stream.clone_htod(&bt)?);
+            op.run(p, &mut out, &a, &bt)?;
+            let got = stream.clone_dtoh(&out)?;
+            check_eq(
+                &format!("{m} x {n} x {k} a PE, call {call}"),
+                &got,
+                &host(pes, me, call, (m, n, k)),
+            )?;
+        }
+    }
+    // The one-call form.
+    let (m, n, k) = (64 * pes, 16, 8);
+    let a: Vec<bf16> = (0..m * k)
+        .map(|i| bf16::from_f32(input(me, 0, 5, i)))
+        .collect();
+    let bt: Vec<bf16> = (0..n * k)
+        .map(|i| bf16::from_f32(input(me, 1, 5, i)))
+        .collect();
+    let (a, bt) = (stream.clone_htod(&a)?, stream.clone_htod(&bt)?);
+    let mut out = stream.alloc_zeros::<bf16>(64 * n)?;
+    matmul_reduce_scatter(p, &mut out, &a, &bt, (m, n, k))?;
+    check_eq(
+        "the one-call form",
+        &stream.clone_dtoh(&out)?,
+        &host(pes, me, 5, (m, n, k)),
+    )
+}
+
+fn bad_input_case(p: &Pgas) -> CaseResult {
+    let (me, pes) = (p.my_pe(), p.n_pes());
+    let expect = |what: &str, r: pgas::Result<MatmulReduceScatter>, words: &[&str]| match r {
+        Err(e) if words.iter().all(|w| e.to_string().contains(w)) => Ok(()),
+        Err(e) => Err(format!("{what}: the error does not say {words:?}: {e}")),
+        Ok(_) => Err(format!("{what}: accepted")),
+    };
+    expect(
+        "N = 100",
+        MatmulReduceScatter::new(p, (64 * pes, 100, 64)),
+        &["N = 100 is not a positive multiple of 8"],
+    )?;
+    if pes > 1 {
+        expect(
+            "M not divisible by P",
+            MatmulReduceScatter::new(p, (64 * pes + 1, 64, 64)),
+            &["is not a positive multiple of the"],
+        )?;
+        let n = if me == 0 { 64 } else { 72 };
+        expect(
+            "N differing between PEs",
+            MatmulReduceScatter::new(p, (64 * pes, n, 64)),
+            &["N: PE 0 64, PE 1 72", "nothing was launched"],
+        )?;
+    }
+    expect(
+        "5 chunks of 96 rows",
+        MatmulReduceScatter::with_splits(p, (96 * pes, 64, 64), Some(5)),
+        &["5 chunks per owner do not divide its M / P = 96 rows"],
+    )?;
+    expect(
+        "a staging buffer over the heap",
+        MatmulReduceScatter::new(p, ((1 << 20) * pes, 65536, 64)),
+        &["symmetric heap"],
+    )?;
+    let mut op = MatmulReduceScatter::new(p, (64 * pes, 64, 64))?;
+    let stream = p.stream();
+    let a = stream.alloc_zeros::<bf16>(64 * pes * 64)?;
+    let bt = stream.alloc_zeros::<bf16>(63 * 64)?;
+    let mut out = stream.alloc_zeros::<bf16>(64 * 64)?;
+    match op.run(p, &mut out, &a, &bt) {
+        Err(e) if e.to_string().contains("Bt (N x K/P) has 4032 elements") => Ok(()),
+        other => Err(format!("a Bt of 63 rows was not refused: {other:?}").into()),
+    }
+}
