@@ -18,17 +18,22 @@
 # the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
 # a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
-# Usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize]
+# Usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize|coll|fused]
 #   faults:   only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
 #             for a second device call when the whole does not fit one.
 #   sanitize: only `pgas doctor` and compute-sanitizer over the WHOLE suite (1 PE) and every gallery
 #             example (1 PE), each tool of PGAS_SANITIZE_TOOLS (default: memcheck racecheck
 #             synccheck); a call of its own (its steps take minutes).
+#   coll:     only `pgas doctor` and the collectives against NCCL (benches/coll.rs, nccl_bench.py).
+#   fused:    only `pgas doctor` and issue 10's workloads against their baselines (halo, moe,
+#             ag_gemm, gemm_rs, async_tp_bench.py).
+# The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
+# benchmarks (dsl_vs_cuda, jit_costs, gemm) and the faults part; four calls cover everything.
 set -uo pipefail
-outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize]}"
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize|coll|fused]}"
 only="${2:-all}"
-case "$only" in all | faults | sanitize) ;; *)
-  echo "usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize] (not '$only')" >&2
+case "$only" in all | faults | sanitize | coll | fused) ;; *)
+  echo "usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize|coll|fused] (not '$only')" >&2
   exit 2
   ;;
 esac
@@ -149,21 +154,52 @@ suite() {
 }
 # N PEs: one per GPU where there are N GPUs, else sharing the GPUs under CUDA MPS
 # (`pgas-run --share-gpus`, docs/runtime.md): results are checked the same way, timings mean
-# nothing. The MPS daemon runs only for those steps.
+# nothing. `share_begin N` starts the MPS daemon where needed and sets $share (the pgas-run flag,
+# or empty), failing where N PEs cannot run; `share_end` stops the daemon: it runs only for those
+# steps.
+share=""
+mps_on=0
+share_begin() {
+  share=""
+  [ "$gpus" -ge "$1" ] && return 0
+  command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d 2>/dev/null || return 1
+  sleep 1
+  mps_on=1 share="--share-gpus"
+}
+share_end() {
+  [ "$mps_on" = 1 ] || return 0
+  echo quit | nvidia-cuda-mps-control
+  sleep 1
+  mps_on=0
+}
 pes() {
   local n=$1 max=$2
   shift 2
-  if [ "$gpus" -ge "$n" ]; then
-    suite "$n" "$max" "$bin/pgas-run" -n "$n" -- "$@"
-  elif command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d 2>/dev/null; then
-    sleep 1
-    suite "$n (sharing $gpus GPU)" "$max" "$bin/pgas-run" -n "$n" --share-gpus -- "$@"
-    echo quit | nvidia-cuda-mps-control
-    sleep 1
+  if share_begin "$n"; then
+    suite "$n${share:+ (sharing $gpus GPU)}" "$max" "$bin/pgas-run" -n "$n" $share -- "$@"
+    share_end
   else
     note "SKIP gpu_suite $n PE (${gpus} GPU and no CUDA MPS daemon to share one)"
   fi
 }
+# Benchmarks, figures to figures.jsonl.
+: >"$out/figures.jsonl"
+figures() { echo "$last" | sed -n 's/^.*FIGURE //p' | tee -a "$out/figures.jsonl"; }
+brief() {
+  # "name=value unit" for the figures whose name contains one of the |-separated words in $1.
+  python3 -c '
+import json, sys
+words = sys.argv[1].split("|")
+rows = [json.loads(l) for l in sys.stdin if l.strip()]
+print("; ".join("%s=%s %s" % (r["name"], r["value"], r["unit"]) for r in rows if any(w in r["name"] for w in words)))
+' "$1"
+}
+# NCCL for the benchmarks that run it beside pgas: cudarc loads it as libnccl.so; PyTorch's wheel
+# ships libnccl.so.2 only, so a link to it goes on the loader's path.
+nccl_lib=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null || true)
+if [ -n "$nccl_lib" ] && [ -e "$nccl_lib/libnccl.so.2" ]; then
+  mkdir -p /tmp/pgas-nccl && ln -sf "$nccl_lib/libnccl.so.2" /tmp/pgas-nccl/libnccl.so
+fi
 # Everything but the last part, unless only that was asked for.
 if [ "$only" = all ]; then
 
@@ -218,22 +254,25 @@ if [ -x "$bin/hello_ring" ] && [ "$gpus" -ge 2 ]; then
   verdict "hello_ring NVSHMEM_BOOTSTRAP=MPI mpirun -np 2" "$(echo "$last" | tail -1)"
 fi
 
-# The gallery: every example on every GPU.
-step "gallery" examples.log 90 env PGAS_BIN_DIR="$bin" "$root/scripts/gallery.sh"
+# The gallery: every example on every GPU (the fused examples time their 8192^3 shapes too).
+step "gallery" examples.log 180 env PGAS_BIN_DIR="$bin" "$root/scripts/gallery.sh"
 verdict "gallery" "$(echo "$last" | tail -1)"
 
-# Benchmarks, figures to figures.jsonl.
-: >"$out/figures.jsonl"
-figures() { echo "$last" | sed -n 's/^.*FIGURE //p' | tee -a "$out/figures.jsonl"; }
-brief() {
-  # "name=value unit" for the figures whose name contains one of the |-separated words in $1.
-  python3 -c '
-import json, sys
-words = sys.argv[1].split("|")
-rows = [json.loads(l) for l in sys.stdin if l.strip()]
-print("; ".join("%s=%s %s" % (r["name"], r["value"], r["unit"]) for r in rows if any(w in r["name"] for w in words)))
-' "$1"
-}
+# pgas tensors handed to PyTorch and back without a copy (tests/python/test_dlpack_torch.py, the
+# module scripts/build-device.sh built), on 1 PE and on 2.
+if [ -f "$root/.device/python/pgas.abi3.so" ] && python3 -c "import torch" 2>/dev/null; then
+  step "python dlpack 1 PE" examples.log 60 env PYTHONPATH="$root/.device/python" python3 "$root/tests/python/test_dlpack_torch.py"
+  verdict "python/torch DLPack 1 PE" "$(echo "$last" | grep -o 'test_dlpack_torch: ok.*' | tail -1)"
+  if share_begin 2; then
+    step "python dlpack 2 PE" examples.log 90 env PYTHONPATH="$root/.device/python" \
+      "$bin/pgas-run" -n 2 $share -- python3 "$root/tests/python/test_dlpack_torch.py"
+    verdict "python/torch DLPack pgas-run -n 2 $share" "$(echo "$last" | grep -o 'test_dlpack_torch: ok.*' | tail -1)"
+    share_end
+  fi
+else
+  note "SKIP python/torch DLPack (no .device/python/pgas.abi3.so or no torch)"
+fi
+
 bench_pes=$((gpus >= 2 ? 2 : 1))
 step "dsl_vs_cuda $bench_pes PE" bench.log 120 "$bin/pgas-run" -n "$bench_pes" -- "$bin/dsl_vs_cuda"
 verdict "dsl_vs_cuda $bench_pes PE" "$(figures | brief '64x1024|ping|barrier|host_put|init')"
@@ -248,34 +287,6 @@ verdict "jit_costs PGAS_JIT_LTO=off" "$(figures | brief 'cold_compile')"
 # does not find it (the bench looks in both).
 step "gemm vs cuBLAS" bench.log 150 "$bin/gemm"
 verdict "gemm vs cuBLAS" "$(figures | brief 'ratio|pgas_tflops|cold_compile_gemm')"
-# pgas::coll against NCCL in one job. cudarc loads NCCL as libnccl.so; PyTorch's wheel ships
-# libnccl.so.2 only, so a link to it goes on the loader's path.
-nccl_lib=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null || true)
-if [ -n "$nccl_lib" ] && [ -e "$nccl_lib/libnccl.so.2" ]; then
-  mkdir -p /tmp/pgas-nccl && ln -sf "$nccl_lib/libnccl.so.2" /tmp/pgas-nccl/libnccl.so
-fi
-step "coll vs NCCL $bench_pes PE" bench.log 240 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" NVSHMEM_DISABLE_CUDA_VMM=1 \
-  "$bin/pgas-run" -n "$bench_pes" -- "$bin/coll" "$out"
-verdict "coll vs NCCL $bench_pes PE" "$(figures | brief 'allreduce_bf16_(8B|1MiB|256MiB).*(auto|nccl)')"
-# The 2-D Jacobi with its halo exchange fused (examples/jacobi2d.rs) against pgas unfused and NCCL
-# send/recv, eager and graph-captured (benches/halo.rs; a 2 GiB field at the top size).
-step "halo vs NCCL $bench_pes PE" bench.log 120 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" NVSHMEM_DISABLE_CUDA_VMM=1 \
-  "$bin/pgas-run" -n "$bench_pes" -- "$bin/halo" "$out"
-verdict "halo vs NCCL $bench_pes PE" "$(figures | brief 'jacobi2d_1024_fused_us|jacobi2d_1024_fused_speedup|jacobi2d_16384_fused_speedup')"
-
-# All-gather + GEMM (issue 10) on every GPU (2 PEs where 2, 4 where 4): cuBLAS + NCCL, the fused
-# pgas kernel and pgas::ops::AllGatherMatmul per shape; ag_gemm.md and ag_gemm.png.
-ag_pes=$((gpus >= 2 ? gpus : 1))
-step "ag_gemm $ag_pes PE" bench.log 150 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" \
-  "$bin/pgas-run" -n "$ag_pes" -- "$bin/ag_gemm" "$out"
-verdict "ag_gemm $ag_pes PE" "$(figures | brief 'speedup|cublas_nccl_us')"
-# GEMM + reduce-scatter (issue 10) on every GPU (2 PEs where 2, 4 where 4): cuBLAS + NCCL, the
-# fused pgas kernel and pgas::ops::matmul_reduce_scatter per shape; gemm_rs.md and gemm_rs.png.
-rs_pes=$((gpus >= 2 ? gpus : 1))
-step "gemm_rs $rs_pes PE" bench.log 150 env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" \
-  "$bin/pgas-run" -n "$rs_pes" -- "$bin/gemm_rs" "$out"
-verdict "gemm_rs $rs_pes PE" "$(figures | brief 'speedup|cublas_nccl_us')"
-
 fi # [ "$only" = all ]
 
 # Rank death (tests/gpu_suite/faults.rs): the last PE dies while the others wait for it in a
@@ -393,14 +404,37 @@ else
   fi
 fi
 
-# NCCL's other collectives through torch (all-reduce also ran in the coll bench above): last,
-# as the figures of earlier runs stand in when the budget runs out.
-if [ "$only" = all ]; then
-  step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$((gpus > 0 ? gpus : 1))"
+# The communication benchmarks, each against its baseline in the same job, on every GPU present
+# (one PE per GPU; on one GPU they run and check themselves, but there is no peer traffic).
+# (a command prefix, not a function: `step` runs its command under `timeout`.) The VMM heap of
+# NVSHMEM 3.4.5 refuses single allocations of 1 GiB, which the top sizes need.
+with_nccl=(env LD_LIBRARY_PATH="/tmp/pgas-nccl:${LD_LIBRARY_PATH:-}" NVSHMEM_DISABLE_CUDA_VMM=1)
+if [ "$only" = coll ]; then
+  # pgas::coll against NCCL (eager and graph-captured), 8 B to 1 GiB; tables and plots into OUTDIR.
+  step "coll vs NCCL $gpus PE" bench.log 300 "${with_nccl[@]}" "$bin/pgas-run" -n "$gpus" -- "$bin/coll" "$out"
+  verdict "coll vs NCCL $gpus PE" "$(figures | brief 'allreduce_bf16_(8B|1MiB|256MiB).*(auto|nccl)|speedup_vs_nccl')"
+  # NCCL's collectives through torch, for the record beside cudarc's.
+  step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$gpus"
   verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
-  # PyTorch async-TP (symm_mem fused all-gather + GEMM and GEMM + reduce-scatter) at the shapes
-  # of ag_gemm, against torch's unfused ops: the other baseline of issue 10.
-  step "async_tp_bench" nccl.log 150 python3 "$root/scripts/async_tp_bench.py" "$((gpus > 0 ? gpus : 1))"
+fi
+if [ "$only" = fused ]; then
+  # Issue 10's workloads, each against cuBLAS + NCCL (and PyTorch async-TP) in the same job.
+  # The 2-D Jacobi with its halo exchange fused (examples/jacobi2d.rs) against pgas unfused and
+  # NCCL send/recv, eager and graph-captured (benches/halo.rs; a 2 GiB field at the top size).
+  step "halo vs NCCL $gpus PE" bench.log 120 "${with_nccl[@]}" "$bin/pgas-run" -n "$gpus" -- "$bin/halo" "$out"
+  verdict "halo vs NCCL $gpus PE" "$(figures | brief 'jacobi2d_1024_fused_us|jacobi2d_1024_fused_speedup|jacobi2d_16384_fused_speedup')"
+  # MoE dispatch and combine (pgas::ops::moe) against NCCL's all-to-all-v of the same rows.
+  step "moe vs NCCL $gpus PE" bench.log 120 "${with_nccl[@]}" "$bin/pgas-run" -n "$gpus" -- "$bin/moe" "$out"
+  verdict "moe vs NCCL $gpus PE" "$(figures | brief '4096tok_gbs')"
+  # All-gather + GEMM and GEMM + reduce-scatter: cuBLAS + NCCL, the fused pgas kernel and the
+  # pgas::ops form per shape (ag_gemm.md/png, gemm_rs.md/png).
+  step "ag_gemm $gpus PE" bench.log 150 "${with_nccl[@]}" "$bin/pgas-run" -n "$gpus" -- "$bin/ag_gemm" "$out"
+  verdict "ag_gemm $gpus PE" "$(figures | brief 'speedup|cublas_nccl_us')"
+  step "gemm_rs $gpus PE" bench.log 150 "${with_nccl[@]}" "$bin/pgas-run" -n "$gpus" -- "$bin/gemm_rs" "$out"
+  verdict "gemm_rs $gpus PE" "$(figures | brief 'speedup|cublas_nccl_us')"
+  # PyTorch async-TP (symm_mem fused all-gather + GEMM and GEMM + reduce-scatter) at the same
+  # shapes, against torch's unfused ops: the other baseline of issue 10.
+  step "async_tp_bench" nccl.log 150 python3 "$root/scripts/async_tp_bench.py" "$gpus"
   verdict "async_tp_bench $gpus GPU" "$(figures | brief 'speedup')"
 fi
 
