@@ -12,13 +12,17 @@ use crate::nvshmem::{self, Nvshmem};
 /// The pgas version (the runtime crate's, which the facade shares).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Where the NVSHMEM host library was found, its version (major, minor, patch) and the
+/// OpenSHMEM spec version it implements (major, minor).
+pub type NvshmemFound = (PathBuf, (u32, u32, u32), (u32, u32));
+
 /// Versions and places, each `Err` with the reason when it cannot be found.
 #[derive(Debug)]
 pub struct Info {
     /// [`VERSION`].
     pub pgas: &'static str,
     /// The NVSHMEM host library: path, library version, OpenSHMEM spec version.
-    pub nvshmem: Result<(PathBuf, (u32, u32, u32), (u32, u32)), String>,
+    pub nvshmem: Result<NvshmemFound, String>,
     /// NVRTC's version and the CUDA root it was found in.
     pub nvrtc: Result<((i32, i32), PathBuf), String>,
     /// The CUDA driver's version (`cuDriverGetVersion`, e.g. 13000).

@@ -70,7 +70,7 @@ fn child_stores_and_loads_for_a_while() {
         for (i, name) in names.iter().enumerate() {
             let k = key(name);
             // Interleave stores and loads differently in each process.
-            if (round + i + id) % 2 == 0 {
+            if (round + i + id).is_multiple_of(2) {
                 cache.store(&k, &payload(name)).unwrap();
             }
             match cache.load(&k).unwrap() {

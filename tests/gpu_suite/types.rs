@@ -135,7 +135,7 @@ fn integers(p: &Pgas) -> CaseResult {
     )?;
     let w32: Vec<u32> = r
         .clone()
-        .map(|i| (h ^ i as u32).min(0xFFFF_0000).max(5))
+        .map(|i| (h ^ i as u32).clamp(5, 0xFFFF_0000))
         .collect();
     check_eq("u32 with min/max", &u32o.to_vec()?, &w32)?;
     check_eq(

@@ -50,8 +50,11 @@ pub struct Toolchain {
     linker: Option<Arc<NvJitLink>>,
     /// The NVSHMEM library's cache key per (prelude, arch): every linked kernel's key includes
     /// it, and computing it generates and hashes the whole library source, so once is enough.
-    library_keys: Arc<Mutex<HashMap<(Prelude, (u32, u32)), CacheKey>>>,
+    library_keys: Arc<Mutex<LibraryKeys>>,
 }
+
+/// The NVSHMEM library's cache key of each (prelude, arch) computed so far.
+type LibraryKeys = HashMap<(Prelude, (u32, u32)), CacheKey>;
 
 /// A compiled kernel image and the NVRTC log that came with it.
 #[derive(Clone, Debug)]
