@@ -379,7 +379,7 @@ fn generate(rng: &mut Rng, id: usize) -> String {
     for i in 0..n {
         bufs.push(Buf {
             name: format!("b{i}"),
-            elem: rng.pick(TYPES),
+            elem: TYPES[rng.below(TYPES.len())],
             sym: rng.chance(70),
             mutable: i == 0 || rng.chance(50),
         });
