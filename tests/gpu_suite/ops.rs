@@ -6,6 +6,7 @@
 
 use crate::runner::{case, Case};
 use crate::util::{ensure, CaseResult};
+use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::ops::cublas::Cublas;
 use pgas::ops::{all_gather_matmul, AllGatherMatmul};
 use pgas::prelude::*;
@@ -152,6 +153,18 @@ fn ag_matmul_bad_input(p: &Pgas) -> CaseResult {
     // The plan still works after the refused call (nothing was enqueued).
     let mut c = s.alloc_zeros::<bf16>(64 * 64 * np)?;
     op.run(&mut c, &shard, &bt)?;
+    if np > 1 {
+        // A call on a stream under CUDA-graph capture is refused before anything is enqueued
+        // (a replay would repeat the captured call number and not wait for the peers).
+        s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        let e = op.run(&mut c, &shard, &bt);
+        drop(s.end_capture(CUgraphInstantiate_flags(0))?);
+        ensure(
+            matches!(&e, Err(e) if e.to_string().contains("captured into a CUDA graph")),
+            || format!("a call under graph capture was not refused: {e:?}"),
+        )?;
+        op.run(&mut c, &shard, &bt)?;
+    }
     s.synchronize()?;
     Ok(())
 }

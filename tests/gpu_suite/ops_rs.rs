@@ -9,6 +9,7 @@
 
 use crate::runner::{case, Case};
 use crate::util::{check_eq, ensure, CaseResult};
+use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::ops::matmul_reduce_scatter::{matmul_reduce_scatter, MatmulReduceScatter};
 use pgas::prelude::*;
 
@@ -164,7 +165,25 @@ fn bad_input_case(p: &Pgas) -> CaseResult {
     let bt = stream.alloc_zeros::<bf16>(63 * 64)?;
     let mut out = stream.alloc_zeros::<bf16>(64 * 64)?;
     match op.run(p, &mut out, &a, &bt) {
-        Err(e) if e.to_string().contains("Bt (N x K/P) has 4032 elements") => Ok(()),
-        other => Err(format!("a Bt of 63 rows was not refused: {other:?}").into()),
+        Err(e) if e.to_string().contains("Bt (N x K/P) has 4032 elements") => {}
+        other => return Err(format!("a Bt of 63 rows was not refused: {other:?}").into()),
     }
+    if pes > 1 {
+        // A call on a stream under CUDA-graph capture is refused before anything is enqueued
+        // (a replay would repeat the captured call number and not wait for the peers).
+        let bt = stream.alloc_zeros::<bf16>(64 * 64)?;
+        stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        let r = op.run(p, &mut out, &a, &bt);
+        drop(stream.end_capture(CUgraphInstantiate_flags(0))?);
+        match r {
+            Err(e) if e.to_string().contains("captured into a CUDA graph") => {}
+            other => {
+                return Err(format!("a call under graph capture was not refused: {other:?}").into())
+            }
+        }
+        // The plan still works after the refused call.
+        op.run(p, &mut out, &a, &bt)?;
+        stream.synchronize()?;
+    }
+    Ok(())
 }
