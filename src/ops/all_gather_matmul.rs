@@ -242,6 +242,9 @@ impl AllGatherMatmul {
             }
         }
         let main = self.pgas.stream().clone();
+        if np > 1 {
+            super::refuse_capture(&main, "AllGatherMatmul::run")?;
+        }
         // cudarc orders the caller's buffers on the pgas stream; the copy stream reads the shard
         // after the call's start there, and the pgas stream waits for the copy stream's last
         // event before the call ends, so the guards' ordering holds.

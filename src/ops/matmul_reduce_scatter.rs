@@ -367,7 +367,9 @@ impl MatmulReduceScatter {
     /// `out` (M/P x N) = this PE's rows of `sum over PEs of A Btᵀ`, with `a` (M x K/P) and `bt`
     /// (N x K/P) this PE's slices, enqueued on `stream` (no host sync). Collective: every PE
     /// calls it, its calls in the same order on every PE. Buffers whose lengths do not match
-    /// the shape given to [`MatmulReduceScatter::new`] are refused before anything is enqueued.
+    /// the shape given to [`MatmulReduceScatter::new`] are refused before anything is enqueued,
+    /// and so is, on more than one PE, a `stream` being captured into a CUDA graph (the call's
+    /// number is on the host: a replay would not wait for the peers).
     pub fn run_on(
         &mut self,
         pgas: &Pgas,
@@ -390,6 +392,9 @@ impl MatmulReduceScatter {
                     expected,
                 });
             }
+        }
+        if pes > 1 {
+            super::refuse_capture(stream, "matmul_reduce_scatter")?;
         }
         let (pa, _ra) = a.device_ptr(stream);
         let (pb, _rb) = bt.device_ptr(stream);

@@ -16,6 +16,32 @@ pub use all_gather_matmul::{all_gather_matmul, AllGatherMatmul};
 
 use crate::{Error, Pgas, Result, Team};
 
+/// An `Err` (before anything is enqueued) when `stream` is being captured into a CUDA graph, for
+/// the operations that keep their call number on the host and pass it to stream memory
+/// operations as an immediate ([`AllGatherMatmul`], [`matmul_reduce_scatter`]): a graph would
+/// replay the captured number, so from the second replay on every wait (`>=` that number) would
+/// pass at once and the copies would read and overwrite peers' buffers unsynchronized, silently.
+pub(crate) fn refuse_capture(
+    stream: &cudarc::driver::CudaStream,
+    what: &'static str,
+) -> Result<()> {
+    let status = stream.capture_status().map_err(|source| Error::Cuda {
+        context: "querying the stream's CUDA-graph capture status",
+        source,
+    })?;
+    if status == cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        return Ok(());
+    }
+    Err(Error::InvalidConfig {
+        name: what,
+        value: "a call on a stream being captured into a CUDA graph".into(),
+        reason: "the call's number is baked into its stream memory operations, so a replayed \
+                 graph would not wait for the peers (their buffers would be read and overwritten \
+                 while in use). Fix: run it eagerly, outside graph capture"
+            .into(),
+    })
+}
+
 /// Checks that every PE passed the same arguments to a collective operation: each PE's
 /// `fields` (name, value) are gathered on every PE (a symmetric `fcollect` on the pgas stream,
 /// then a host wait) and compared, so a mismatch is the same `Err` on every PE and nothing that

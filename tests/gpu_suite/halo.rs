@@ -82,10 +82,17 @@ fn exchange_rows(p: &Pgas) -> CaseResult {
 
 /// The example's runs, on slabs of 5, 8 and 11 rows of 64 columns: fused launches of 3 and 4
 /// iterations, 2 unfused, fused 5 (14 in all) with every resident block, and 14 fused on one
-/// block, both equal to the host's smoother bit for bit.
+/// block, both equal to the host's smoother bit for bit; then the same at 2048 columns, where a
+/// sweep's work item takes several rows (2 to 5 on one block: the next row's loads ahead of
+/// the arithmetic, a last item shorter than the others), which 64 columns never do (a
+/// 1024-thread block has a thread per vector of every row there).
 fn jacobi_vs_host(p: &Pgas) -> CaseResult {
+    jacobi_vs_host_at(p, 64)?;
+    jacobi_vs_host_at(p, 2048)
+}
+
+fn jacobi_vs_host_at(p: &Pgas, nx: usize) -> CaseResult {
     let (me, n) = (util::me(p), util::npes(p));
-    let nx = 64;
     let rows: Vec<usize> = (0..n).map(rows_of).collect();
     let starts = jacobi::row_starts(&rows);
     let total: usize = rows.iter().sum();
@@ -114,11 +121,15 @@ fn jacobi_vs_host(p: &Pgas) -> CaseResult {
         .collect();
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
     check_eq(
-        &format!("fused/unfused mix on {blocks} blocks"),
+        &format!("fused/unfused mix on {blocks} blocks, nx {nx}"),
         &bits(&mixed),
         &want,
     )?;
-    check_eq("fused on one block", &bits(&single), &want)
+    check_eq(
+        &format!("fused on one block, nx {nx}"),
+        &bits(&single),
+        &want,
+    )
 }
 
 /// Every bad input is an `Err` on every PE; the PEs then go on together (the next call is a

@@ -1,11 +1,12 @@
 //! `pgas::ops`: the cuBLAS wrapper (both B layouts against the host) and `AllGatherMatmul`
 //! (every element against the host at a shape that is no multiple of any tile, three calls in a
-//! row on one plan with different shards, which exercises the double buffer and the barrier's
-//! epochs; the one-call form), and its bad input: a shape that differs between PEs, a zero
+//! row on one plan with different shards, then four more enqueued back to back with no host
+//! wait, which exercise the double buffer and the signal words' epochs; the one-call form), and its bad input: a shape that differs between PEs, a zero
 //! dimension and a buffer of the wrong size are an `Err` on every PE, with nothing launched.
 
 use crate::runner::{case, Case};
 use crate::util::{ensure, CaseResult};
+use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::ops::cublas::Cublas;
 use pgas::ops::{all_gather_matmul, AllGatherMatmul};
 use pgas::prelude::*;
@@ -87,6 +88,30 @@ fn ag_matmul(p: &Pgas) -> CaseResult {
         let want = host_nt(&full, &bt, (m, n, k));
         check(&format!("call {call}"), &s.clone_dtoh(&c)?, &want)?;
     }
+    // Back to back: the loop above waits on the host after every call, so the double buffer
+    // and the peers' words are never reused while a peer is still in the previous call. Here 4
+    // calls (each parity twice) are enqueued with no host wait between them, each with its own
+    // shard and C, and checked only at the end.
+    let fulls: Vec<Vec<bf16>> = (0..4)
+        .map(|call| (0..m * k).map(|i| small(i, 20 + call)).collect())
+        .collect();
+    let mut shards = Vec::new();
+    let mut cs = Vec::new();
+    for full in &fulls {
+        shards.push(s.clone_htod(&full[me * mp * k..(me + 1) * mp * k])?);
+        cs.push(s.alloc_zeros::<bf16>(m * n)?);
+    }
+    for (c, shard) in cs.iter_mut().zip(&shards) {
+        op.run(c, shard, &dbt)?;
+    }
+    for (call, (c, full)) in cs.iter().zip(&fulls).enumerate() {
+        let want = host_nt(full, &bt, (m, n, k));
+        check(
+            &format!("back-to-back call {call}"),
+            &s.clone_dtoh(c)?,
+            &want,
+        )?;
+    }
     drop(op);
     let full: Vec<bf16> = (0..m * k).map(|i| small(i, 3)).collect();
     let shard = s.clone_htod(&full[me * mp * k..(me + 1) * mp * k])?;
@@ -128,6 +153,18 @@ fn ag_matmul_bad_input(p: &Pgas) -> CaseResult {
     // The plan still works after the refused call (nothing was enqueued).
     let mut c = s.alloc_zeros::<bf16>(64 * 64 * np)?;
     op.run(&mut c, &shard, &bt)?;
+    if np > 1 {
+        // A call on a stream under CUDA-graph capture is refused before anything is enqueued
+        // (a replay would repeat the captured call number and not wait for the peers).
+        s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        let e = op.run(&mut c, &shard, &bt);
+        drop(s.end_capture(CUgraphInstantiate_flags(0))?);
+        ensure(
+            matches!(&e, Err(e) if e.to_string().contains("captured into a CUDA graph")),
+            || format!("a call under graph capture was not refused: {e:?}"),
+        )?;
+        op.run(&mut c, &shard, &bt)?;
+    }
     s.synchronize()?;
     Ok(())
 }

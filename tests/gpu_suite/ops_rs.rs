@@ -1,5 +1,6 @@
 //! `pgas::ops::matmul_reduce_scatter`: every PE's rows of `sum over PEs of A_p Bt_pᵀ` against the
-//! host, three calls in a row on one plan (the epochs; new inputs each call), at a shape of one
+//! host, three calls in a row on one plan (the epochs; new inputs each call), four more enqueued
+//! back to back with no host wait between them (the acknowledgements), at a shape of one
 //! chunk per owner whose sizes are not tile multiples, at one of two chunks per owner and with 3
 //! chunks asked for; and the refusals, on every PE, of shapes and chunk counts that do not divide,
 //! shapes that differ between PEs, a heap too small and buffers of the wrong length. Inputs are
@@ -8,6 +9,7 @@
 
 use crate::runner::{case, Case};
 use crate::util::{check_eq, ensure, CaseResult};
+use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::ops::matmul_reduce_scatter::{matmul_reduce_scatter, MatmulReduceScatter};
 use pgas::prelude::*;
 
@@ -74,6 +76,36 @@ fn matches_host_case(p: &Pgas) -> CaseResult {
             )?;
         }
     }
+    // Back to back: the calls above wait on the host after each, so a source never copies into
+    // a slot its owner may still be reading. Here 4 calls with new inputs are enqueued with no
+    // host wait between them, each into its own output, checked only at the end (the
+    // acknowledgements order the slots' reuse), with 2 chunks per owner.
+    let (mp, n, k) = (256, 64, 64);
+    let m = mp * pes;
+    let mut op = MatmulReduceScatter::with_splits(p, (m, n, k), Some(2))?;
+    let mut inputs = Vec::new();
+    let mut outs = Vec::new();
+    for call in 10..14 {
+        let a: Vec<bf16> = (0..m * k)
+            .map(|i| bf16::from_f32(input(me, 0, call, i)))
+            .collect();
+        let bt: Vec<bf16> = (0..n * k)
+            .map(|i| bf16::from_f32(input(me, 1, call, i)))
+            .collect();
+        inputs.push((stream.clone_htod(&a)?, stream.clone_htod(&bt)?));
+        outs.push(stream.alloc_zeros::<bf16>(mp * n)?);
+    }
+    for (out, (a, bt)) in outs.iter_mut().zip(&inputs) {
+        op.run(p, out, a, bt)?;
+    }
+    for (call, out) in (10..14).zip(&outs) {
+        check_eq(
+            &format!("{m} x {n} x {k} a PE, back-to-back call {call}"),
+            &stream.clone_dtoh(out)?,
+            &host(pes, me, call, (m, n, k)),
+        )?;
+    }
+    drop(op);
     // The one-call form.
     let (m, n, k) = (64 * pes, 16, 8);
     let a: Vec<bf16> = (0..m * k)
@@ -133,7 +165,25 @@ fn bad_input_case(p: &Pgas) -> CaseResult {
     let bt = stream.alloc_zeros::<bf16>(63 * 64)?;
     let mut out = stream.alloc_zeros::<bf16>(64 * 64)?;
     match op.run(p, &mut out, &a, &bt) {
-        Err(e) if e.to_string().contains("Bt (N x K/P) has 4032 elements") => Ok(()),
-        other => Err(format!("a Bt of 63 rows was not refused: {other:?}").into()),
+        Err(e) if e.to_string().contains("Bt (N x K/P) has 4032 elements") => {}
+        other => return Err(format!("a Bt of 63 rows was not refused: {other:?}").into()),
     }
+    if pes > 1 {
+        // A call on a stream under CUDA-graph capture is refused before anything is enqueued
+        // (a replay would repeat the captured call number and not wait for the peers).
+        let bt = stream.alloc_zeros::<bf16>(64 * 64)?;
+        stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        let r = op.run(p, &mut out, &a, &bt);
+        drop(stream.end_capture(CUgraphInstantiate_flags(0))?);
+        match r {
+            Err(e) if e.to_string().contains("captured into a CUDA graph") => {}
+            other => {
+                return Err(format!("a call under graph capture was not refused: {other:?}").into())
+            }
+        }
+        // The plan still works after the refused call.
+        op.run(p, &mut out, &a, &bt)?;
+        stream.synchronize()?;
+    }
+    Ok(())
 }
