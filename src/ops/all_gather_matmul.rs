@@ -47,12 +47,8 @@ use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
 use super::cublas::Cublas;
+use super::cuda;
 use crate::{Error, Pgas, Result, SymTensor};
-
-/// Wraps a CUDA driver error with what the operation was doing.
-fn cuda(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
-    move |source| Error::Cuda { context, source }
-}
 
 /// A plan for `C = allgather_rows(A) · Btᵀ` at one shape: the symmetric gathered buffers, the
 /// signal words, a copy stream and a cuBLAS handle (see the module documentation).
@@ -123,7 +119,7 @@ impl AllGatherMatmul {
     /// dimension or a PE that cannot reach another by NVLink is the same `Err` on every PE and
     /// nothing launches; then it allocates 2 x M x K bf16 of symmetric heap (too small a heap is
     /// [`Error::HeapExhausted`] on every PE) and loads cuBLAS ([`Error::Unavailable`] without
-    /// it).
+    /// it, or without 64-bit stream memory operations on some PE's GPU, on every PE).
     pub fn new(pgas: &Pgas, (mp, n, k): (usize, usize, usize)) -> Result<AllGatherMatmul> {
         let np = pgas.n_pes();
         // cuBLAS first: a PE without it fails here alone, before any collective step, so the
@@ -140,6 +136,7 @@ impl AllGatherMatmul {
             ],
         )?;
         let blas = blas?;
+        super::require_stream_mem_ops(pgas, "all_gather_matmul")?;
         if let Some(why) = shape_error((mp, n, k), np) {
             return Err(Error::InvalidConfig {
                 name: "all_gather_matmul shape",

@@ -50,6 +50,7 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
 use super::cublas::Cublas;
+use super::cuda;
 use crate::prelude::*;
 use crate::{Error, Result};
 
@@ -199,11 +200,6 @@ impl std::fmt::Debug for MatmulReduceScatter {
     }
 }
 
-/// Wraps a failed driver call with what was being done.
-fn cuda_err(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
-    move |source| Error::Cuda { context, source }
-}
-
 /// The refusal of a bad argument.
 fn refuse<T>(value: String, reason: String) -> Result<T> {
     Err(Error::InvalidConfig {
@@ -218,7 +214,8 @@ impl MatmulReduceScatter {
     /// `bt` (N x K/P), `(m, n, k_local)` being M, N and K/P. Collective: every PE calls it at the
     /// same point. Shapes that differ between PEs ([`super::agree`]), that do not divide (see
     /// [`shape_error`]), a symmetric heap smaller than [`heap_bytes`], a peer that NVLink does
-    /// not reach, or no cuBLAS are the same `Err` on every PE, before anything launches.
+    /// not reach, no cuBLAS, or a GPU without 64-bit stream memory operations are the same `Err`
+    /// on every PE, before anything launches.
     pub fn new(pgas: &Pgas, shape: (usize, usize, usize)) -> Result<Self> {
         Self::with_splits(pgas, shape, None)
     }
@@ -244,6 +241,7 @@ impl MatmulReduceScatter {
                 ("symmetric heap bytes", pgas.heap_size() as u64),
             ],
         )?;
+        super::require_stream_mem_ops(pgas, "matmul_reduce_scatter")?;
         let shape = format!("{m} x {n} x {k_local} (M x N x K / P) on {pes} PEs");
         if let Some(why) = shape_error(m, n, k_local, pes) {
             return refuse(shape, why);
@@ -409,7 +407,7 @@ impl MatmulReduceScatter {
         let chunk_bytes = rows * n * 2;
         let part = mp * n;
         let comm = self.comm.clone();
-        let err = cuda_err;
+        let err = cuda;
         // The copy stream starts after the caller's earlier work (it writes `out`).
         let (start, chunk_events) = self.events.split_at(1);
         let (chunk_events, end) = chunk_events.split_at(pes * splits);
@@ -549,7 +547,7 @@ pub fn matmul_reduce_scatter(
     op.run(pgas, out, a, bt)?;
     pgas.stream()
         .synchronize()
-        .map_err(cuda_err("finishing matmul_reduce_scatter"))
+        .map_err(cuda("finishing matmul_reduce_scatter"))
 }
 
 #[cfg(test)]

@@ -16,6 +16,39 @@ pub use all_gather_matmul::{all_gather_matmul, AllGatherMatmul};
 
 use crate::{Error, Pgas, Result, Team};
 
+/// Wraps a failed CUDA driver call with what the operation was doing.
+pub(crate) fn cuda(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+    move |source| Error::Cuda { context, source }
+}
+
+/// An `Err` on every PE when some PE's GPU cannot run 64-bit stream memory operations
+/// (`cuStreamWriteValue64` / `cuStreamWaitValue64`), with which the copy-engine operations
+/// ([`AllGatherMatmul`], [`matmul_reduce_scatter`]) signal their peers: without them a call
+/// would fail half-way, after its peers moved on. Collective (one agreement); a failed query
+/// counts as "cannot", so no PE leaves early.
+pub(crate) fn require_stream_mem_ops(pgas: &Pgas, what: &'static str) -> Result<()> {
+    use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS;
+    let can = pgas
+        .cuda()
+        .attribute(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS)
+        .is_ok_and(|v| v != 0);
+    agree(
+        pgas,
+        what,
+        &[("64-bit stream memory operations", can as u64)],
+    )?;
+    if can {
+        return Ok(());
+    }
+    Err(Error::Unavailable {
+        what,
+        reason: "this GPU or driver does not run 64-bit stream memory operations \
+                 (cuStreamWriteValue64, cuStreamWaitValue64), with which the copy stream signals \
+                 the peers. Fix: a GPU of compute capability 7.0 or newer with a CUDA 12+ driver"
+            .into(),
+    })
+}
+
 /// An `Err` (before anything is enqueued) when `stream` is being captured into a CUDA graph, for
 /// the operations that keep their call number on the host and pass it to stream memory
 /// operations as an immediate ([`AllGatherMatmul`], [`matmul_reduce_scatter`]): a graph would

@@ -54,6 +54,7 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use pgas_runtime::kernel::Variant;
 use pgas_runtime::launch::{KernelArgs, Prewarm};
 
+use crate::ops::cuda;
 use crate::{bf16, Error, LaunchConfig, Pgas, Result, SymTensor, Team};
 
 use kernels::{DATA_THREADS, LAYOUT_THREADS, SYNC_WORDS};
@@ -720,11 +721,6 @@ impl MoeDispatcher {
         self.combined = true;
         Ok(())
     }
-}
-
-/// Wraps a CUDA driver error with what the dispatcher was doing.
-fn cuda(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
-    move |source| Error::Cuda { context, source }
 }
 
 /// The error of a call that needs a dispatch before it.
