@@ -22,7 +22,6 @@ Prints a table on rank 0 and one machine-readable line per figure:
 """
 import json
 import os
-import socket
 import statistics
 import sys
 
@@ -32,6 +31,8 @@ os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 
 import torch
 import torch.distributed as dist
+
+import torch_ranks
 
 # M x N x K, as benches/ag_gemm.rs: the two production shapes first, then smaller M.
 SHAPES = [(8192, 8192, 8192), (16384, 8192, 8192), (1024, 8192, 8192), (2048, 8192, 8192),
@@ -154,25 +155,5 @@ def bench(rank, n):
         raise SystemExit(1)
 
 
-def spawned(rank, n, port):
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(n), LOCAL_RANK=str(rank),
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    bench(rank, n)
-
-
-def main():
-    if "RANK" in os.environ:  # started by torch.distributed.run
-        bench(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
-        return
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else torch.cuda.device_count()
-    if n < 1:
-        print("async_tp_bench: skipped: no GPU")
-        return
-    with socket.socket() as s:  # a free local port for the rendezvous
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    torch.multiprocessing.spawn(spawned, args=(n, port), nprocs=n, join=True)
-
-
 if __name__ == "__main__":
-    main()
+    torch_ranks.run(bench, "async_tp_bench")

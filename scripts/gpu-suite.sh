@@ -24,7 +24,8 @@
 #   sanitize: only `pgas doctor` and compute-sanitizer over the WHOLE suite (1 PE) and every gallery
 #             example (1 PE), each tool of PGAS_SANITIZE_TOOLS (default: memcheck racecheck
 #             synccheck); a call of its own (its steps take minutes).
-#   coll:     only `pgas doctor` and the collectives against NCCL (benches/coll.rs, nccl_bench.py).
+#   coll:     only `pgas doctor` and the collectives against NCCL (benches/coll.rs, nccl_bench.py)
+#             and PyTorch symm_mem's all-reduce (symm_mem_bench.py).
 #   fused:    only `pgas doctor` and issue 10's workloads against their baselines (halo, moe,
 #             ag_gemm, gemm_rs, async_tp_bench.py).
 # The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
@@ -416,6 +417,9 @@ if [ "$only" = coll ]; then
   # NCCL's collectives through torch, for the record beside cudarc's.
   step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$gpus"
   verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
+  # PyTorch's symmetric-memory all-reduce (one-shot, two-shot), eager and graph-captured.
+  step "symm_mem_bench" nccl.log 150 python3 "$root/scripts/symm_mem_bench.py" "$gpus"
+  verdict "symm_mem_bench $gpus GPU" "$(figures | brief '_(8B|1MiB)_symm_.*graph')"
 fi
 if [ "$only" = fused ]; then
   # Issue 10's workloads, each against cuBLAS + NCCL (and PyTorch async-TP) in the same job.

@@ -15,7 +15,6 @@ Prints a table on rank 0 and one machine-readable line per figure:
 """
 import json
 import os
-import socket
 import statistics
 import sys
 
@@ -25,6 +24,8 @@ os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 
 import torch
 import torch.distributed as dist
+
+import torch_ranks
 
 GIB = 1 << 30
 
@@ -99,25 +100,5 @@ def bench(rank, n):
     dist.destroy_process_group()
 
 
-def spawned(rank, n, port):
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(n), LOCAL_RANK=str(rank),
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    bench(rank, n)
-
-
-def main():
-    if "RANK" in os.environ:  # started by torch.distributed.run
-        bench(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
-        return
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else torch.cuda.device_count()
-    if n < 1:
-        print("nccl_bench: skipped: no GPU")
-        return
-    with socket.socket() as s:  # a free local port for the rendezvous
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    torch.multiprocessing.spawn(spawned, args=(n, port), nprocs=n, join=True)
-
-
 if __name__ == "__main__":
-    main()
+    torch_ranks.run(bench, "nccl_bench")
