@@ -23,7 +23,8 @@
 #             for a second device call when the whole does not fit one.
 #   sanitize: only `pgas doctor` and compute-sanitizer over the WHOLE suite (1 PE) and every gallery
 #             example (1 PE), each tool of PGAS_SANITIZE_TOOLS (default: memcheck racecheck
-#             synccheck); a call of its own (its steps take minutes).
+#             synccheck) over PGAS_SANITIZE_TARGETS (default: suite gallery); calls of their own
+#             (each tool over both takes minutes: split by tool where one call is not enough).
 #   coll:     only `pgas doctor` and the collectives against NCCL (benches/coll.rs, nccl_bench.py)
 #             and PyTorch symm_mem's all-reduce (symm_mem_bench.py).
 #   fused:    only `pgas doctor` and issue 10's workloads against their baselines (halo, moe,
@@ -382,8 +383,10 @@ else
     # 4 PEs at once: NVRTC compiles one program at a time per process, and one process needs
     # about 400 s for the suite's (run 16).
     pes 4 240 "$bin/gpu_suite"
+    targets=" ${PGAS_SANITIZE_TARGETS:-suite gallery} "
     for tool in ${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
-      sanitize "$tool gpu_suite 1 PE (every case)" 240 "$tool" "$bin/gpu_suite"
+      [[ $targets == *" suite "* ]] && sanitize "$tool gpu_suite 1 PE (every case)" 240 "$tool" "$bin/gpu_suite"
+      [[ $targets == *" gallery "* ]] || continue
       for src in "$root"/examples/*.rs; do
         name=$(basename "$src" .rs)
         [ -x "$bin/$name" ] && sanitize "$tool $name 1 PE" 90 "$tool" "$bin/$name"
