@@ -1489,7 +1489,8 @@ fn low_latency(p: &Pgas) -> CaseResult {
 }
 
 /// `team_all_reduce_block` inside a user kernel: each block all-reduces its `per_block`
-/// elements `a -> b -> a`, `reps` times over, with its own scratch region of `words` words.
+/// elements `a -> b -> a` (with an empty call between), `reps` times over, with its own scratch
+/// region of `words` words.
 #[pgas_kernel(max_threads = 256)]
 fn device_all_reduce(
     team: Team,
@@ -1509,6 +1510,15 @@ fn device_all_reduce(
             team,
             &mut b[lo..hi],
             &a[lo..hi],
+            &mut scratch[blk * words],
+            ReduceOp::Sum,
+        );
+        // A call of no elements between two with data: it must still keep the PEs within a
+        // call of each other (a fast PE would otherwise overwrite lines a peer still reads).
+        team_all_reduce_block(
+            team,
+            &mut b[lo..lo],
+            &a[lo..lo],
             &mut scratch[blk * words],
             ReduceOp::Sum,
         );
