@@ -337,6 +337,9 @@ fn split_team(p: &Pgas) -> CaseResult {
     let mut dst = p.alloc::<f32>(999)?;
     p.barrier_all()?;
     let mut outcomes = Vec::new();
+    // Each algorithm's result is read before the next runs (into a zeroed `dst`): checking only
+    // the last one's would let every earlier algorithm be wrong unseen.
+    let mut results = Vec::new();
     for alg in [
         Algorithm::LowLatency,
         Algorithm::OneShot,
@@ -345,6 +348,10 @@ fn split_team(p: &Pgas) -> CaseResult {
     ] {
         outcomes.push(comm.all_reduce(&mut dst, &src, ReduceOp::Sum, alg));
         p.stream().synchronize()?;
+        results.push((alg, dst.to_vec()?));
+        dst.fill(0.0)?;
+        p.stream().synchronize()?;
+        p.barrier_all()?;
     }
     util::settle(p)?;
     if let Some(t) = team {
@@ -358,7 +365,14 @@ fn split_team(p: &Pgas) -> CaseResult {
             o?;
         }
         let want: f32 = (0..n).step_by(2).map(|pe| pe as f32 + 1.0).sum();
-        check_eq("sum over the even PEs", &dst.to_vec()?, &vec![want; 999])
+        for (alg, got) in results {
+            check_eq(
+                &format!("{alg:?} sum over the even PEs"),
+                &got,
+                &vec![want; 999],
+            )?;
+        }
+        Ok(())
     } else {
         for o in outcomes {
             let e = o
