@@ -293,7 +293,9 @@ __device__ __forceinline__ void pgas_require_whole_warps(int line) {
 /// the call counter's lowest bit: a sender gets two calls ahead of a reader only after the
 /// reader has read the lines of the call before, so two sets of lines suffice. The flag is the
 /// call counter modulo 2^32, never 0 (a zeroed line is not a call's); a line left unused for a
-/// whole multiple of 2^32 calls of its block would be taken for the current call's.
+/// whole multiple of 2^32 calls of its block would be taken for the current call's A call
+/// of 0 elements still exchanges one (zero) line: it is what keeps every PE within a call of
+/// its peers, so the scratch always holds at least one line.
 pub const LL_SUPPORT: &str = "template <typename T> struct pgas_acc { typedef T type; };
 template <> struct pgas_acc<__half> { typedef float type; };
 template <> struct pgas_acc<__nv_bfloat16> { typedef float type; };
@@ -342,7 +344,11 @@ __device__ void pgas_ll_block(nvshmem_team_t team, T *dst, const T *src, size_t 
     const uint32_t f = (uint32_t)call == 0u ? 1u : (uint32_t)call;
     const size_t parity = (size_t)(call & 1ull);
     unsigned char *lines = (unsigned char *)(scratch + 2);
-    const size_t nl = (len + per - 1) / per;
+    // At least one line, also for `len == 0`: a call with no data still exchanges a (flag-only)
+    // line with every peer, so no PE runs two calls ahead of a peer that is still reading
+    // (with no line, a fast PE would pass a call of 0 elements without waiting and overwrite
+    // the lines of the call before while a slow peer still polls them: both would hang).
+    const size_t nl = len == 0 ? 1 : (len + per - 1) / per;
     // This rank's lines into every peer's scratch (none to itself: it reads its own src).
     for (size_t l = threadIdx.x; l < nl; l += blockDim.x) {
         const uint2 w = pgas_ll_pack(src, len, l);

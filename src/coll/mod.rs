@@ -194,7 +194,8 @@ fn ll_region(n: usize) -> usize {
 /// several blocks (each calls with its own `&mut scratch[b * words]`), zeroed (as
 /// `Pgas::alloc` is), once; reuse it for every later call with at most `len` elements.
 pub fn device_scratch_len<T>(n_pes: usize, len: usize) -> usize {
-    2 + 4 * n_pes * (len * std::mem::size_of::<T>()).div_ceil(8)
+    // At least one line: a call of 0 elements exchanges one (see `LL_SUPPORT`).
+    2 + 4 * n_pes * (len * std::mem::size_of::<T>()).div_ceil(8).max(1)
 }
 
 /// The next [`Comm`]'s `id`.
@@ -885,6 +886,15 @@ fn vector_start(start: u64, other: u64, size: usize, len: usize) -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::vector_start;
+
+    #[test]
+    fn device_scratch_has_a_line_even_for_no_data() {
+        // Counter words, then two sets of lines (two words each) from each of 4 PEs: one line
+        // for 0 elements too (a call of no data still exchanges one), 2 for 9 bytes.
+        assert_eq!(super::device_scratch_len::<u8>(4, 0), 2 + 4 * 4);
+        assert_eq!(super::device_scratch_len::<u8>(4, 8), 2 + 4 * 4);
+        assert_eq!(super::device_scratch_len::<u8>(4, 9), 2 + 4 * 4 * 2);
+    }
 
     #[test]
     fn the_vector_path_starts_at_the_first_16_byte_boundary() {

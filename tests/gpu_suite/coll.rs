@@ -337,6 +337,9 @@ fn split_team(p: &Pgas) -> CaseResult {
     let mut dst = p.alloc::<f32>(999)?;
     p.barrier_all()?;
     let mut outcomes = Vec::new();
+    // Each algorithm's result is read before the next runs (into a zeroed `dst`): checking only
+    // the last one's would let every earlier algorithm be wrong unseen.
+    let mut results = Vec::new();
     for alg in [
         Algorithm::LowLatency,
         Algorithm::OneShot,
@@ -345,6 +348,10 @@ fn split_team(p: &Pgas) -> CaseResult {
     ] {
         outcomes.push(comm.all_reduce(&mut dst, &src, ReduceOp::Sum, alg));
         p.stream().synchronize()?;
+        results.push((alg, dst.to_vec()?));
+        dst.fill(0.0)?;
+        p.stream().synchronize()?;
+        p.barrier_all()?;
     }
     util::settle(p)?;
     if let Some(t) = team {
@@ -358,7 +365,14 @@ fn split_team(p: &Pgas) -> CaseResult {
             o?;
         }
         let want: f32 = (0..n).step_by(2).map(|pe| pe as f32 + 1.0).sum();
-        check_eq("sum over the even PEs", &dst.to_vec()?, &vec![want; 999])
+        for (alg, got) in results {
+            check_eq(
+                &format!("{alg:?} sum over the even PEs"),
+                &got,
+                &vec![want; 999],
+            )?;
+        }
+        Ok(())
     } else {
         for o in outcomes {
             let e = o
@@ -1489,7 +1503,8 @@ fn low_latency(p: &Pgas) -> CaseResult {
 }
 
 /// `team_all_reduce_block` inside a user kernel: each block all-reduces its `per_block`
-/// elements `a -> b -> a`, `reps` times over, with its own scratch region of `words` words.
+/// elements `a -> b -> a` (with an empty call between), `reps` times over, with its own scratch
+/// region of `words` words.
 #[pgas_kernel(max_threads = 256)]
 fn device_all_reduce(
     team: Team,
@@ -1509,6 +1524,15 @@ fn device_all_reduce(
             team,
             &mut b[lo..hi],
             &a[lo..hi],
+            &mut scratch[blk * words],
+            ReduceOp::Sum,
+        );
+        // A call of no elements between two with data: it must still keep the PEs within a
+        // call of each other (a fast PE would otherwise overwrite lines a peer still reads).
+        team_all_reduce_block(
+            team,
+            &mut b[lo..lo],
+            &a[lo..lo],
             &mut scratch[blk * words],
             ReduceOp::Sum,
         );
