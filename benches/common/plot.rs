@@ -2,6 +2,7 @@
 //! font (DejaVu Sans Mono, `fonts/`, its license beside it): the GPU machines have no system
 //! fonts, and a plot must never fail for want of one.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 use std::error::Error;
@@ -100,29 +101,9 @@ pub fn log_log_by_bytes(
         .y_labels(12)
         .label_style((FAMILY, 14))
         .draw()?;
-    for (i, s) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let pts: Vec<(f64, f64)> = s
-            .points
-            .iter()
-            .filter(|(x, y)| x.is_finite() && y.is_finite() && *x > 0.0 && *y > 0.0)
-            .map(|&(x, y)| (x.log2(), y))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
-            .label(s.name.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2))
-            });
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FAMILY, 14))
-        .draw()?;
+    lines(&mut chart, series, |&(x, y)| {
+        x.is_finite() && y.is_finite() && x > 0.0 && y > 0.0
+    })?;
     root.present()?;
     Ok(())
 }
@@ -280,12 +261,26 @@ pub fn by_count(
         .y_labels(12)
         .label_style((FAMILY, 14))
         .draw()?;
+    lines(&mut chart, series, |&(x, y)| {
+        x.is_finite() && y.is_finite() && x > 0.0
+    })?;
+    root.present()?;
+    Ok(())
+}
+
+/// Draws each series as a line with a dot at each point `keep` accepts (x on the chart's log2
+/// axis), and the legend, upper left.
+fn lines<'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'a, BitMapBackend<'a>, Cartesian2d<RangedCoordf64, Y>>,
+    series: &[Series],
+    keep: impl Fn(&(f64, f64)) -> bool,
+) -> Result<(), Box<dyn Error>> {
     for (i, s) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let pts: Vec<(f64, f64)> = s
             .points
             .iter()
-            .filter(finite)
+            .filter(|p| keep(p))
             .map(|&(x, y)| (x.log2(), y))
             .collect();
         chart
@@ -303,6 +298,5 @@ pub fn by_count(
         .border_style(BLACK)
         .label_font((FAMILY, 14))
         .draw()?;
-    root.present()?;
     Ok(())
 }
