@@ -144,15 +144,15 @@ fi
 # The GPU test suite. PE 0's last line is `gpu_suite: N passed, M failed` (pgas-run prefixes
 # each line with `[rank N] `).
 suite() {
-  local n=$1
+  local n="$1 PE${suite_note:-}"
   shift
-  step "gpu_suite $n PE" suite.log "$@"
+  step "gpu_suite $n" suite.log "$@"
   local failing
   failing=$(echo "$last" | sed -n 's/.*gpu_suite: FAIL \([^ ]*\) on PE.*/\1/p' | tr '\n' ' ')
   # The first run starts from an empty kernel cache: its compile time is the cold one.
   local compiled
   compiled=$(echo "$last" | grep -oE '[0-9]+ kernels compiled or loaded in [0-9.]+ s' | head -1)
-  verdict "gpu_suite $n PE" "$(echo "$last" | grep -E 'gpu_suite: ([0-9]+ passed|aborted)' | tail -1)${compiled:+; $compiled}${failing:+ (failed: $failing)}"
+  verdict "gpu_suite $n" "$(echo "$last" | grep -E 'gpu_suite: ([0-9]+ passed|aborted)' | tail -1)${compiled:+; $compiled}${failing:+ (failed: $failing)}"
 }
 # N PEs: one per GPU where there are N GPUs, else sharing the GPUs under CUDA MPS
 # (`pgas-run --share-gpus`, docs/runtime.md): results are checked the same way, timings mean
@@ -178,7 +178,7 @@ pes() {
   local n=$1 max=$2
   shift 2
   if share_begin "$n"; then
-    suite "$n${share:+ (sharing $gpus GPU)}" "$max" "$bin/pgas-run" -n "$n" $share -- "$@"
+    suite_note="${share:+ (sharing $gpus GPU)}" suite "$n" "$max" "$bin/pgas-run" -n "$n" $share -- "$@"
     share_end
   else
     note "SKIP gpu_suite $n PE (${gpus} GPU and no CUDA MPS daemon to share one)"
@@ -319,8 +319,8 @@ rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must ma
   fi
   verdict "$name" "$detail"
 }
-if [ "$only" = sanitize ]; then
-  : # the sweep below only
+if [ "$only" != all ] && [ "$only" != faults ]; then
+  : # rank death belongs to the default run and `faults`
 elif [ "$gpus" -ge 2 ]; then
   # A panicking PE exits 101, or dies by SIGSEGV in NVSHMEM's exit handlers (run 12): either way
   # the launcher must end the job and name the rank.
@@ -341,7 +341,7 @@ fi
 
 # A kernel cache that cannot be created (nobody can make a directory in /proc): the kernel must still
 # compile, load and run, with exactly one warning line (docs/faults.md, "The kernel cache").
-if [ -x "$bin/ring_shift" ] && [ "$only" != sanitize ]; then
+if [ -x "$bin/ring_shift" ] && { [ "$only" = all ] || [ "$only" = faults ]; }; then
   step "ring_shift, cache unwritable" faults.log 40 env PGAS_CACHE_DIR=/proc/pgas-no-cache "$bin/ring_shift"
   warnings=$(echo "$last" | grep -c "pgas: warning: kernel cache" || true)
   if [ "$rc" = 0 ] && [ "$warnings" != 1 ]; then
@@ -373,7 +373,9 @@ sanitize() { # NAME LIMIT TOOL CMD...
   verdict "$name" "$(echo "$last" | grep -E "ERROR SUMMARY" | sed 's/^=* *//' | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
 }
 sanitizer_off=""
-if [ -z "$sanitizer" ]; then
+if [ "$only" = coll ] || [ "$only" = fused ]; then
+  : # the sanitizer belongs to the default run, `faults` and `sanitize`
+elif [ -z "$sanitizer" ]; then
   note "SKIP compute-sanitizer (sanitizer unavailable: not on PATH nor in /usr/local/cuda)"
 else
   sanitize "memcheck hello_ring 1 PE" 60 memcheck "$bin/hello_ring"
