@@ -16,6 +16,11 @@ use crate::{Error, Result, SymRegion};
 
 /// The per-peer counts and displacements of [`Comm::all_to_all_v`], agreed by every member of
 /// the communicator's team ([`Comm::all_to_all_layout`]). In elements, whatever the type.
+///
+/// Its table lives in device memory that the calls' kernels read by address: keep the layout
+/// alive until every stream that ran a call with it has passed that call, and for as long as a
+/// CUDA graph that captured such a call may be replayed (dropping it frees the table, and a
+/// later replay would read freed memory).
 pub struct AllToAllLayout {
     /// The communicator it was agreed on (`Comm::id`).
     comm: u64,
