@@ -340,6 +340,9 @@ __device__ void pgas_ll_block(nvshmem_team_t team, T *dst, const T *src, size_t 
     constexpr size_t per = 8 / sizeof(T);
     const int n = nvshmem_team_n_pes(team);
     const int me = nvshmem_team_my_pe(team);
+    // `src` is often what the block just computed, each thread a part: the lines below are
+    // packed by other threads than those that wrote them.
+    __syncthreads();
     const unsigned long long call = *(volatile unsigned long long *)scratch + 1;
     const uint32_t f = (uint32_t)call == 0u ? 1u : (uint32_t)call;
     const size_t parity = (size_t)(call & 1ull);
