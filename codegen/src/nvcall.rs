@@ -9,7 +9,7 @@
 //! - **inline** (the source as emitted): the prelude includes NVSHMEM's headers, the wrappers
 //!   inline away, NVRTC compiles the whole to CUBIN;
 //! - **link time** ([`lto_source`]): the NVSHMEM headers and the wrapper bodies are replaced by
-//!   [`LTO_HEAD`] and `extern "C"` declarations, so NVRTC parses a few hundred lines instead of
+//!   [`lto_head`] and `extern "C"` declarations, so NVRTC parses a few hundred lines instead of
 //!   NVSHMEM's and `cuda/std`'s headers (most of a compile: docs/jit.md), emits LTO-IR, and
 //!   nvJitLink links it against [`library`], every wrapper of the prelude compiled once per
 //!   machine, optimizing across both as one module.
@@ -30,7 +30,7 @@ pub const WRAPPERS_BEGIN: &str = "// pgas: NVSHMEM call wrappers";
 pub const WRAPPERS_END: &str = "// pgas: end of NVSHMEM call wrappers";
 
 /// The NVSHMEM constants emitted kernels name, with their values in NVSHMEM 3.4.5
-/// (`nvshmem_constants.h`, `nvshmem_common_transport.h`). [`LTO_HEAD`] defines them for
+/// (`nvshmem_constants.h`, `nvshmem_common_transport.h`). [`lto_head`] defines them for
 /// sources compiled without NVSHMEM's headers, and [`library`] asserts each value against those
 /// headers, so a different NVSHMEM fails the library's compile rather than a kernel's result.
 pub const NVSHMEM_CONSTANTS: &[(&str, i32)] = &[
@@ -48,7 +48,7 @@ pub const NVSHMEM_CONSTANTS: &[(&str, i32)] = &[
 /// NVSHMEM functions that support code calls outside the intrinsic rows (the checked
 /// variant's PE checks, peer views, a collective's element count, the LL protocol of the
 /// collectives over peer memory): `(name, return, params)`.
-/// [`LTO_HEAD`] renames each to `pgas_lto_<name>`, which [`library`] defines.
+/// [`lto_head`] renames each to `pgas_lto_<name>`, which [`library`] defines.
 const SUPPORT_CALLS: &[(&str, &str, &str)] = &[
     ("nvshmem_my_pe", "int", "void"),
     ("nvshmem_n_pes", "int", "void"),

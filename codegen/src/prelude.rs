@@ -431,7 +431,7 @@ __device__ __forceinline__ void pgas_check_full_warp(int line) {
 }
 ";
 
-/// The first line of [`sm90_support`]: a source that contains it uses sm_90a-only instructions
+/// The first line of `sm90_support()`: a source that contains it uses sm_90a-only instructions
 /// (`wgmma`), so the runtime compiles it with `-arch=sm_90a` and refuses other GPUs.
 pub const SM90A_MARKER: &str = "// pgas: this source needs sm_90a (wgmma, TMA, mbarrier tx)";
 
