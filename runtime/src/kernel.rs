@@ -26,9 +26,19 @@ impl Variant {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamKind {
     /// `&SymTensor<T>` / `&mut SymTensor<T>`: pointer plus length; may be a remote target.
-    Sym { elem: &'static str, mutable: bool },
+    Sym {
+        /// The Rust element type.
+        elem: &'static str,
+        /// Whether the kernel takes it `&mut`.
+        mutable: bool,
+    },
     /// `&CudaSlice<T>` / `&mut CudaSlice<T>`: pointer plus length; local only.
-    Local { elem: &'static str, mutable: bool },
+    Local {
+        /// The Rust element type.
+        elem: &'static str,
+        /// Whether the kernel takes it `&mut`.
+        mutable: bool,
+    },
     /// A scalar passed by value; the string is the Rust type name.
     Scalar(&'static str),
     /// An NVSHMEM team handle.
@@ -43,7 +53,9 @@ pub enum ParamKind {
 /// One kernel parameter as written in Rust.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParamSpec {
+    /// The parameter's Rust name.
     pub name: &'static str,
+    /// How it is passed.
     pub kind: ParamKind,
 }
 
@@ -54,8 +66,9 @@ pub struct KernelSpec {
     pub rust_name: &'static str,
     /// Unique CUDA base name (`pgas_<name>_<hash>`); see `pgas_codegen::specialize`.
     pub cuda_name: &'static str,
-    /// Rust source file and line of the `fn`.
+    /// Rust source file of the `fn`.
     pub file: &'static str,
+    /// Line of the `fn` in [`KernelSpec::file`].
     pub line: u32,
     /// Generated CUDA of the plain variant (prelude included, name and comptime macros unset).
     pub plain_source: &'static str,

@@ -84,10 +84,15 @@ impl Swizzle {
 /// tile the copy engine moves (`box_rows` x `box_cols`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tile2d {
+    /// Rows of the tensor.
     pub rows: usize,
+    /// Columns of the tensor (elements of a row; rows are contiguous and follow each other).
     pub cols: usize,
+    /// Rows of the tile one `tma_load_2d` moves.
     pub box_rows: usize,
+    /// Columns of that tile.
     pub box_cols: usize,
+    /// How the tile is laid out in shared memory (what `wgmma` descriptors expect).
     pub swizzle: Swizzle,
 }
 

@@ -9,7 +9,9 @@ use crate::kernel::{KernelSpec, Variant};
 /// One specialization to compile ahead of time.
 #[derive(Clone, Copy, Debug)]
 pub struct Prewarm<'a> {
+    /// The kernel (`my_kernel::SPEC` of a `#[pgas_kernel] fn my_kernel`).
     pub spec: &'static KernelSpec,
+    /// Which variant to compile (plain or checked).
     pub variant: Variant,
     /// Comptime values in declaration order.
     pub comptime: &'a [i128],
