@@ -28,6 +28,9 @@
 //! See `docs/guide.md` for the guide, `docs/dsl.md` for the kernel language and `examples/` for the
 //! gallery.
 
+// Every public item is documented (docs are part of the feature).
+#![deny(missing_docs)]
+
 // The collectives in `coll` are `#[pgas_kernel]`s, whose expansion names `::pgas`.
 extern crate self as pgas;
 

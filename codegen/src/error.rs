@@ -49,6 +49,7 @@ pub struct CodegenError {
     pub span: Span,
     /// Where it ends.
     pub end: Span,
+    /// What is wrong and how to fix it.
     pub message: String,
 }
 

@@ -23,7 +23,9 @@ pub enum Form {
 /// Who executes a call together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
+    /// Each thread on its own.
     Thread,
+    /// The threads of a warp that reach the call together (NVSHMEM's `_warp` forms).
     Warp,
     /// All 32 lanes of a warp, converged: the warp-wide tensor-core instructions
     /// (`mma.sync.aligned`, `ldmatrix.sync.aligned`). A kernel that uses one traps unless its
@@ -35,6 +37,7 @@ pub enum Scope {
     /// whole warpgroups; the checked variant also traps where a call is reached by part of a
     /// warp.
     Warpgroup,
+    /// Every thread of the block (NVSHMEM's `_block` forms, `__syncthreads`).
     Block,
 }
 
@@ -54,24 +57,43 @@ impl Scope {
 /// The doc section a row belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Group {
+    /// Thread and warp indices, shuffles, votes, block syncs.
     Thread,
+    /// Math on f32/f64 (min/max/abs also on integers).
     Math,
+    /// Atomics on this GPU's memory.
     LocalAtomic,
+    /// `my_pe`, `n_pes`, team queries.
     Query,
+    /// One element to or from a PE (`p`, `g`).
     ElementRma,
+    /// Bulk puts and gets, blocking and not.
     BlockRma,
+    /// Puts that update a signal on arrival.
     SignalledPut,
+    /// Signal updates and reads.
     Signal,
+    /// `wait_until` and `signal_wait_until`.
     PointToPoint,
+    /// `fence` and `quiet`.
     Ordering,
+    /// Remote atomics.
     Amo,
+    /// Barriers and syncs over teams.
     Barrier,
+    /// NVSHMEM's device collectives (need a collective launch).
     Collective,
+    /// pgas's own collectives over peer memory (the LL protocol).
     PeerCollective,
+    /// Peer views (`x.peer(pe)`) and loads and stores through them.
     PeerMemory,
+    /// Buffer lengths and views.
     Buffer,
+    /// Dynamic shared memory, async copies, 16-byte vectors, 2-D indices.
     Tiles,
+    /// Tensor-core fragments, `ldmatrix`, `mma.sync`.
     Tensor,
+    /// sm_90a: mbarriers, TMA bulk tensor copies, `wgmma`.
     Hopper,
 }
 
@@ -155,17 +177,33 @@ pub enum Arg {
     /// Any mutable buffer or slice of `T`: a local destination.
     AnyDst,
     /// `&x[i]` / `&mut x[i]` of a symmetric buffer of `T`.
-    SymElem { mutable: bool },
+    SymElem {
+        /// Whether it is `&mut`.
+        mutable: bool,
+    },
     /// `&sig[k]` / `&mut sig[k]` of a symmetric `u64` buffer.
-    Signal { mutable: bool },
+    Signal {
+        /// Whether it is `&mut`.
+        mutable: bool,
+    },
     /// `&mut x[i]` of any mutable buffer of `T`.
     AnyElemMut,
     /// Any buffer (a method receiver).
     AnyBuf,
     /// `&x[i]` / `&mut x[i]` of `T` where 16 bytes start (16-byte aligned), in memory `space`.
-    Bytes16 { space: Space, mutable: bool },
+    Bytes16 {
+        /// The memory it must point into.
+        space: Space,
+        /// Whether it is `&mut`.
+        mutable: bool,
+    },
     /// `&x[i]` / `&mut x[i]` of a fragment array of this kind; A and B fragments fix `T`.
-    Frag { kind: FragKind, mutable: bool },
+    Frag {
+        /// Which fragment array (A, B or C).
+        kind: FragKind,
+        /// Whether it is `&mut`.
+        mutable: bool,
+    },
     /// A `Vec16<T>` value (`load_vec16`).
     Vec16,
     /// An integer of this type known when the kernel is compiled: a literal, a `#[comptime]`
@@ -175,7 +213,10 @@ pub enum Arg {
     /// variant traps otherwise.
     Col(usize),
     /// `&x[i]` / `&mut x[i]` of a shared `u64` buffer: an mbarrier.
-    Mbar { mutable: bool },
+    Mbar {
+        /// Whether it is `&mut`.
+        mutable: bool,
+    },
     /// A `&TensorMap<T>` kernel parameter.
     Map,
     /// `&mut x[i]` of a shared buffer of `T`: where a TMA tile of the tensor map in argument
@@ -184,10 +225,16 @@ pub enum Arg {
     /// `&x[i]` of a shared buffer of `T` laid out as a 128-byte-swizzled TMA tile (rows of 128
     /// bytes, 8-row atoms of 1024 bytes), at row 0 of a `rows`-row operand and a 16-element
     /// K offset: a wgmma operand, passed as a matrix descriptor.
-    WgTile { rows: u32 },
+    WgTile {
+        /// Rows of the operand (64 for A, N for B).
+        rows: u32,
+    },
     /// `&mut acc[i]` of a `frag_c` array: `n` accumulators from `i` on, the registers of a
     /// wgmma `m64nNk16` result (`N = 8 n`).
-    WgAcc { n: u32 },
+    WgAcc {
+        /// Accumulator registers per thread (`N / 8` of `m64nNk16`).
+        n: u32,
+    },
 }
 
 /// The memory an element address of [`Arg::Bytes16`] must point into.
@@ -243,9 +290,11 @@ impl Arg {
 /// What a call returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ret {
+    /// Nothing (`()`).
     Unit,
     /// The element type `T`.
     Elem,
+    /// This scalar type, whatever `T` is.
     Exact(Scalar),
     /// `x.peer(pe)`: a peer view of the receiver.
     PeerView,
@@ -270,6 +319,7 @@ impl Ret {
 /// How many elements a bulk call moves (`{n}` in the template).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Count {
+    /// Not a bulk call.
     None,
     /// `min(len(a), len(b))` of the arguments at these positions.
     Min(usize, usize),
@@ -286,11 +336,15 @@ pub enum Count {
 pub struct Intrinsic {
     /// Rust name.
     pub name: &'static str,
+    /// The doc section it is listed in.
     pub group: Group,
+    /// Free function, method, or both.
     pub form: Form,
     /// Argument kinds with their doc names; for methods, argument 0 is the receiver.
     pub args: &'static [(&'static str, Arg)],
+    /// What a call returns.
     pub ret: Ret,
+    /// Who executes a call together.
     pub scope: Scope,
     /// The element types `T` may be, each with the text `{T}` expands to. Empty: not generic.
     pub types: &'static [(Scalar, &'static str)],
@@ -298,10 +352,12 @@ pub struct Intrinsic {
     /// `{n}` the element count, `{T}` the type set's text, `{C}` the C type of `T`, `{op}` the
     /// reduction's name.
     pub cuda: &'static str,
+    /// How many elements a bulk call moves.
     pub count: Count,
     /// The NVSHMEM headers a call needs; any but the point-to-point ones also means the kernel
     /// needs a collective (cooperative) launch.
     pub prelude: Prelude,
+    /// What it does, for docs/dsl.md.
     pub doc: &'static str,
 }
 

@@ -24,6 +24,9 @@
 //! assert!(symbol.ends_with("_checked"));
 //! ```
 
+// Every public item is documented (docs are part of the feature).
+#![deny(missing_docs)]
+
 mod check;
 mod docs;
 mod emit;
@@ -58,9 +61,19 @@ pub const FILE_PLACEHOLDER: &str = "@PGAS_RUST_FILE@";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamKind {
     /// `&SymTensor<T>` / `&mut SymTensor<T>`: `T *ptr, unsigned long long len`.
-    Sym { elem: Scalar, mutable: bool },
+    Sym {
+        /// The element type.
+        elem: Scalar,
+        /// Whether the kernel takes it `&mut`.
+        mutable: bool,
+    },
     /// `&CudaSlice<T>` / `&mut CudaSlice<T>`: `T *ptr, unsigned long long len`.
-    Local { elem: Scalar, mutable: bool },
+    Local {
+        /// The element type.
+        elem: Scalar,
+        /// Whether the kernel takes it `&mut`.
+        mutable: bool,
+    },
     /// A scalar by value.
     Scalar(Scalar),
     /// `Team`: `nvshmem_team_t` (an `int`).
@@ -74,7 +87,9 @@ pub enum ParamKind {
 /// One kernel parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelParam {
+    /// The parameter's Rust name.
     pub name: String,
+    /// How it is passed.
     pub kind: ParamKind,
 }
 

@@ -5,20 +5,35 @@ use std::fmt;
 /// A scalar type a kernel can name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scalar {
+    /// `bool`.
     Bool,
+    /// `i8`.
     I8,
+    /// `i16`.
     I16,
+    /// `i32`.
     I32,
+    /// `i64`.
     I64,
+    /// `isize` (64-bit on every GPU).
     Isize,
+    /// `u8`.
     U8,
+    /// `u16`.
     U16,
+    /// `u32`.
     U32,
+    /// `u64`.
     U64,
+    /// `usize` (64-bit on every GPU).
     Usize,
+    /// `f16` (`half::f16`, CUDA's `__half`).
     F16,
+    /// `bf16` (`half::bf16`, CUDA's `__nv_bfloat16`).
     Bf16,
+    /// `f32`.
     F32,
+    /// `f64`.
     F64,
 }
 

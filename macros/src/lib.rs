@@ -1,5 +1,8 @@
 //! `#[pgas_kernel]` and `#[pgas_device]`: a thin shim; all the work is in `pgas-codegen`.
 
+// Every public item is documented (docs are part of the feature).
+#![deny(missing_docs)]
+
 use proc_macro::TokenStream;
 
 /// Compile a Rust function into a GPU kernel. The function is replaced by a module of the same

@@ -20,6 +20,9 @@
 //! collective rules of the Rust API hold: allocate, and let tensors be freed, in the same order
 //! on every PE (`docs/runtime.md`, "Handing tensors to PyTorch").
 
+// Every public item is documented (docs are part of the feature).
+#![deny(missing_docs)]
+
 mod context;
 mod dtype;
 mod tensor;

@@ -10,6 +10,9 @@
 //! `jit` (compile, cache, load) -> `context` (the `Pgas` handle, memory, teams) -> `launch`
 //! (checks and the driver call) -> `doctor`, `info`, `launcher`, `prelude`.
 
+// Every public item is documented (docs are part of the feature).
+#![deny(missing_docs)]
+
 pub mod bootstrap;
 mod context;
 mod device;
