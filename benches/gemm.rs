@@ -24,7 +24,7 @@ mod gemm_example;
 mod sm90_example;
 
 use common::{emit, median, show, time_on_stream, wall, BenchResult, Figure};
-use gemm_example::{gemm, gemm_bf16, gemm_tiled, STAGES};
+use gemm_example::{gemm, gemm_bf16, gemm_tiled, value, STAGES};
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
 use pgas::ops::cublas::{self, Cublas};
@@ -42,15 +42,6 @@ const SHAPES: [(usize, usize, usize); 4] = [
 /// The largest |pgas - cuBLAS| allowed, relative to the largest |C|: both round to bf16 (2^-8
 /// relative), so a few units of that; a wrong tile is off by the size of C itself.
 const MAX_REL_DIFF: f64 = 2e-2;
-
-/// A reproducible value in [-1, 1), rounded to bf16 (the example's generator).
-fn value(i: usize, salt: u64) -> bf16 {
-    let mut x = (i as u64 ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(salt);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^= x >> 31;
-    bf16::from_f32((x >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
-}
 
 /// Median milliseconds of `REPS` runs of `run` after `WARMUP`, each timed on `stream`.
 fn timed(

@@ -347,8 +347,8 @@ pub fn gemm_tiled(
     }
 }
 
-/// A reproducible value in [-1, 1), rounded to bf16.
-fn value(i: usize, salt: u64) -> bf16 {
+/// A reproducible value in [-1, 1), rounded to bf16 (`benches/gemm.rs` uses it too).
+pub fn value(i: usize, salt: u64) -> bf16 {
     let mut x = (i as u64 ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(salt);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
