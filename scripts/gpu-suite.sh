@@ -43,7 +43,10 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 mkdir -p "$outarg"
 out=$(cd "$outarg" && pwd)
-bin="$root/.device/bin"
+# What build-device.sh made (PGAS_DEVICE_DIR: another such folder; tests/gpu_suite_script.rs
+# points it at stubs to dry-run this script on a machine without a GPU).
+dev="${PGAS_DEVICE_DIR:-$root/.device}"
+bin="$dev/bin"
 start=$(date +%s)
 deadline=$((start + ${PGAS_SUITE_BUDGET:-530}))
 
@@ -65,7 +68,7 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 machine=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 # The commit the binaries were built from (build-device.sh records it; a copied tree's .git may be
 # stale).
-commit=$(cat "$root/.device/COMMIT" 2>/dev/null || git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+commit=$(cat "$dev/COMMIT" 2>/dev/null || git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 summary=()
 failed=0
 
@@ -262,11 +265,11 @@ verdict "gallery" "$(echo "$last" | tail -1)"
 
 # pgas tensors handed to PyTorch and back without a copy (tests/python/test_dlpack_torch.py, the
 # module scripts/build-device.sh built), on 1 PE and on 2.
-if [ -f "$root/.device/python/pgas.abi3.so" ] && python3 -c "import torch" 2>/dev/null; then
-  step "python dlpack 1 PE" examples.log 60 env PYTHONPATH="$root/.device/python" python3 "$root/tests/python/test_dlpack_torch.py"
+if [ -f "$dev/python/pgas.abi3.so" ] && python3 -c "import torch" 2>/dev/null; then
+  step "python dlpack 1 PE" examples.log 60 env PYTHONPATH="$dev/python" python3 "$root/tests/python/test_dlpack_torch.py"
   verdict "python/torch DLPack 1 PE" "$(echo "$last" | grep -o 'test_dlpack_torch: ok.*' | tail -1)"
   if share_begin 2; then
-    step "python dlpack 2 PE" examples.log 90 env PYTHONPATH="$root/.device/python" \
+    step "python dlpack 2 PE" examples.log 90 env PYTHONPATH="$dev/python" \
       "$bin/pgas-run" -n 2 $share -- python3 "$root/tests/python/test_dlpack_torch.py"
     verdict "python/torch DLPack pgas-run -n 2 $share" "$(echo "$last" | grep -o 'test_dlpack_torch: ok.*' | tail -1)"
     share_end
@@ -419,12 +422,16 @@ if [ "$only" = coll ]; then
   # pgas::coll against NCCL (eager and graph-captured), 8 B to 1 GiB; tables and plots into OUTDIR.
   step "coll vs NCCL $gpus PE" bench.log 300 "${with_nccl[@]}" "$bin/pgas-run" -n "$gpus" -- "$bin/coll" "$out"
   verdict "coll vs NCCL $gpus PE" "$(figures | brief 'allreduce_bf16_(8B|1MiB|256MiB).*(auto|nccl)|speedup_vs_nccl')"
-  # NCCL's collectives through torch, for the record beside cudarc's.
-  step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$gpus"
-  verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
-  # PyTorch's symmetric-memory all-reduce (one-shot, two-shot), eager and graph-captured.
-  step "symm_mem_bench" nccl.log 150 python3 "$root/scripts/symm_mem_bench.py" "$gpus"
-  verdict "symm_mem_bench $gpus GPU" "$(figures | brief '_(8B|1MiB)_symm_.*graph')"
+  # NCCL's collectives through torch, for the record beside cudarc's (and PyTorch's symm_mem).
+  if ! python3 -c "import torch" 2>/dev/null; then
+    note "SKIP nccl_bench, symm_mem_bench (no torch for python3)"
+  else
+    step "nccl_bench" nccl.log 120 python3 "$root/scripts/nccl_bench.py" "$gpus"
+    verdict "nccl_bench $gpus GPU" "$(figures | brief 'all_reduce|all_gather|reduce_scatter|all_to_all_1GiB_time')"
+    # PyTorch's symmetric-memory all-reduce (one-shot, two-shot), eager and graph-captured.
+    step "symm_mem_bench" nccl.log 150 python3 "$root/scripts/symm_mem_bench.py" "$gpus"
+    verdict "symm_mem_bench $gpus GPU" "$(figures | brief '_(8B|1MiB)_symm_.*graph')"
+  fi
 fi
 if [ "$only" = fused ]; then
   # Issue 10's workloads, each against cuBLAS + NCCL (and PyTorch async-TP) in the same job.
@@ -443,8 +450,12 @@ if [ "$only" = fused ]; then
   verdict "gemm_rs $gpus PE" "$(figures | brief 'speedup|cublas_nccl_us')"
   # PyTorch async-TP (symm_mem fused all-gather + GEMM and GEMM + reduce-scatter) at the same
   # shapes, against torch's unfused ops: the other baseline of issue 10.
-  step "async_tp_bench" nccl.log 150 python3 "$root/scripts/async_tp_bench.py" "$gpus"
-  verdict "async_tp_bench $gpus GPU" "$(figures | brief 'speedup')"
+  if ! python3 -c "import torch" 2>/dev/null; then
+    note "SKIP async_tp_bench (no torch for python3)"
+  else
+    step "async_tp_bench" nccl.log 150 python3 "$root/scripts/async_tp_bench.py" "$gpus"
+    verdict "async_tp_bench $gpus GPU" "$(figures | brief 'speedup')"
+  fi
 fi
 
 finish

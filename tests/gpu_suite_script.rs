@@ -1,0 +1,125 @@
+//! A dry run of `scripts/gpu-suite.sh`, the one script a GPU session runs, on this machine (no
+//! GPU): every mode, against stub programs and a fake `nvidia-smi` that lists one GPU (so the
+//! GPU steps are taken, the 2- and 4-PE ones through `pgas-run --share-gpus` under a fake MPS
+//! daemon), with a fake `compute-sanitizer`. A script mistake (a shell function handed to
+//! `timeout`, an unset variable, a wrong path) costs a whole device call there; here it fails a
+//! test. Each stub says `skipped: no GPU`, as the real programs do without one, so every step
+//! that ran must be a SKIP; the few steps that check a program's own output (the launcher's
+//! refusal, the kernel-cache warning) are the only FAILs allowed.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Steps that judge the real program's output, which a stub cannot give.
+const EXPECTED_FAILS: &[&str] = &["pgas-run refuses", "unwritable kernel cache"];
+
+fn write_exe(path: &Path, body: &str) {
+    fs::write(path, format!("#!/usr/bin/env bash\n{body}\n")).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A stub device folder (`bin/` with every program build-device.sh makes) and a folder of fake
+/// system tools, under a fresh temporary directory.
+fn fixtures(root: &Path) -> (PathBuf, PathBuf) {
+    let dev = root.join("device");
+    let bin = dev.join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let mut programs: Vec<String> = ["gpu_suite", "hello_ring_mpi", "pgas"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for dir in ["examples", "benches"] {
+        for entry in fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(dir)).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if let Some(stem) = name.strip_suffix(".rs") {
+                programs.push(stem.to_string());
+            }
+        }
+    }
+    for p in &programs {
+        write_exe(&bin.join(p), "echo \"$(basename \"$0\"): skipped: no GPU\"");
+    }
+    // pgas-run: runs what follows `--` once (the ranks would each say the same).
+    write_exe(
+        &bin.join("pgas-run"),
+        "while [ $# -gt 0 ] && [ \"$1\" != -- ]; do shift; done; shift; exec \"$@\"",
+    );
+    fs::write(dev.join("COMMIT"), "dry-run").unwrap();
+
+    let tools = root.join("tools");
+    fs::create_dir_all(&tools).unwrap();
+    write_exe(
+        &tools.join("nvidia-smi"),
+        "case \"$*\" in *-L*) echo 'GPU 0: Stub GPU (UUID: GPU-stub)';; *query-gpu*) echo 'Stub GPU';; *) echo stub;; esac",
+    );
+    write_exe(
+        &tools.join("nvidia-cuda-mps-control"),
+        "d=${CUDA_MPS_PIPE_DIRECTORY:?}; if [ \"$1\" = -d ]; then mkdir -p \"$d\"; touch \"$d/control\"; else read -r c; [ \"$c\" = quit ] && rm -f \"$d/control\"; fi",
+    );
+    write_exe(
+        &tools.join("compute-sanitizer"),
+        "while [ \"$1\" != all ]; do shift; done; shift; \"$@\"; echo '========= ERROR SUMMARY: 0 errors'",
+    );
+    (dev, tools)
+}
+
+#[test]
+fn every_mode_runs_to_its_summary_on_stubs() {
+    let root = std::env::temp_dir().join(format!("pgas-gpu-suite-dry-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    let (dev, tools) = fixtures(&root);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gpu-suite.sh");
+    let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap());
+    for mode in ["all", "faults", "sanitize", "coll", "fused"] {
+        let out_dir = root.join(format!("out-{mode}"));
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(&out_dir)
+            .arg(mode)
+            .env("PATH", &path)
+            .env("PGAS_DEVICE_DIR", &dev)
+            .env("PGAS_CACHE_DIR", root.join("cache"))
+            .env("CUDA_MPS_PIPE_DIRECTORY", root.join("mps"))
+            .env("PGAS_SUITE_BUDGET", "120")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for bad in [
+            "command not found",
+            "unbound variable",
+            "syntax error",
+            "failed to run command",
+            "No such file",
+        ] {
+            assert!(!text.contains(bad), "{mode}: '{bad}' in:\n{text}");
+        }
+        let summary = fs::read_to_string(out_dir.join("summary.txt"))
+            .unwrap_or_else(|e| panic!("{mode}: no summary.txt ({e}):\n{text}"));
+        assert!(summary.contains("run on 1 x Stub GPU"), "{mode}:\n{summary}");
+        assert!(summary.contains("step(s) failed"), "{mode}:\n{summary}");
+        for line in summary.lines().filter(|l| l.starts_with("FAIL")) {
+            assert!(
+                EXPECTED_FAILS.iter().any(|w| line.contains(w)),
+                "{mode}: unexpected {line}\n{summary}"
+            );
+        }
+        // The GPU steps of the mode were taken (SKIPs from the stubs, not skipped for time).
+        let ran = summary.lines().filter(|l| l.contains("found no GPU")).count();
+        assert!(ran > 0, "{mode}: no step reached a program:\n{summary}");
+        assert!(!summary.contains("out of time"), "{mode}:\n{summary}");
+        if mode == "all" {
+            assert!(
+                summary.contains("gpu_suite 4 PE (sharing 1 GPU)")
+                    && summary.contains("gpu_suite 2 PE (sharing 1 GPU)"),
+                "the shared-GPU suites were not taken:\n{summary}"
+            );
+        }
+    }
+    fs::remove_dir_all(&root).unwrap();
+}
