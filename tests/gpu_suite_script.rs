@@ -101,7 +101,10 @@ fn every_mode_runs_to_its_summary_on_stubs() {
         }
         let summary = fs::read_to_string(out_dir.join("summary.txt"))
             .unwrap_or_else(|e| panic!("{mode}: no summary.txt ({e}):\n{text}"));
-        assert!(summary.contains("run on 1 x Stub GPU"), "{mode}:\n{summary}");
+        assert!(
+            summary.contains("run on 1 x Stub GPU"),
+            "{mode}:\n{summary}"
+        );
         assert!(summary.contains("step(s) failed"), "{mode}:\n{summary}");
         for line in summary.lines().filter(|l| l.starts_with("FAIL")) {
             assert!(
@@ -110,7 +113,10 @@ fn every_mode_runs_to_its_summary_on_stubs() {
             );
         }
         // The GPU steps of the mode were taken (SKIPs from the stubs, not skipped for time).
-        let ran = summary.lines().filter(|l| l.contains("found no GPU")).count();
+        let ran = summary
+            .lines()
+            .filter(|l| l.contains("found no GPU"))
+            .count();
         assert!(ran > 0, "{mode}: no step reached a program:\n{summary}");
         assert!(!summary.contains("out of time"), "{mode}:\n{summary}");
         if mode == "all" {
