@@ -38,6 +38,7 @@ pub mod nvcall;
 mod parse;
 mod prelude;
 mod specialize;
+mod template;
 mod types;
 
 pub use docs::intrinsics_markdown;

@@ -246,7 +246,7 @@ pub fn wrapper(row: &Intrinsic, elem: Option<Scalar>, op: &str) -> Wrapper {
         };
         params.push(format!("{ty} {p}"));
     }
-    let body = crate::emit::expand_template(row.cuda, &args, &lens, &count, t, c, op, &line);
+    let body = crate::template::expand_template(row.cuda, &args, &lens, &count, t, c, op, &line);
     Wrapper {
         name,
         ret: ret_type(row.ret, c),
