@@ -245,22 +245,14 @@ impl Comm {
         for &pe in &table[..n] {
             p2p &= pgas.peer_reachable(&sig, pe as usize)?;
         }
-        let sms = pgas
-            .cuda()
-            .attribute(
-                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-            )
-            .map_err(|source| Error::Cuda {
-                context: "reading the GPU's SM count",
-                source,
-            })?;
+        let sms = pgas.sm_count()?;
         Ok(Comm {
             pgas: pgas.clone(),
             team,
             rank,
             n,
             p2p,
-            max_blocks: MAX_BLOCKS.min(sms.max(1) as usize),
+            max_blocks: MAX_BLOCKS.min(sms),
             pes,
             sig,
             epochs,

@@ -241,21 +241,13 @@ impl Halo2d {
     /// anything is allocated: `nx` that differs between PEs or is 0, a PE with fewer than 2
     /// rows, a field larger than the symmetric heap.
     pub fn new(pgas: &Pgas, nx: usize, rows: usize) -> Result<Halo2d> {
-        let sms = pgas
-            .cuda()
-            .attribute(
-                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-            )
-            .map_err(|source| Error::Cuda {
-                context: "reading the GPU's SM count",
-                source,
-            })?;
+        let sms = pgas.sm_count()?;
         let all = gather(
             pgas,
             Declared {
                 nx: nx as u64,
                 rows: rows as u64,
-                sms: sms.max(1) as u64,
+                sms: sms as u64,
             },
         )?;
         let (me, n) = (pgas.my_pe(), pgas.n_pes());

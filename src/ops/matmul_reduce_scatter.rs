@@ -45,7 +45,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::{self as cu, CUdevice_attribute, CUdeviceptr};
+use cudarc::driver::sys::{self as cu, CUdeviceptr};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
@@ -324,7 +324,7 @@ impl MatmulReduceScatter {
         let events = (0..pes * splits + 2)
             .map(|_| ctx.new_event(None))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        let sms = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let sms = pgas.sm_count()?;
         Ok(MatmulReduceScatter {
             m,
             n,

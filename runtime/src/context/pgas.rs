@@ -325,6 +325,19 @@ impl Pgas {
         &self.inner.ctx
     }
 
+    /// The streaming multiprocessors of this PE's GPU (at least 1): how many blocks of a grid
+    /// that must be resident together can count on one each.
+    pub fn sm_count(&self) -> Result<usize> {
+        let sms = self
+            .inner
+            .ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(Error::cuda("reading the GPU's SM count"))?;
+        Ok(sms.max(1) as usize)
+    }
+
     /// The stream pgas issues its host-side RMA, collectives and copies on.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.inner.stream

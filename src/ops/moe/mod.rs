@@ -266,15 +266,7 @@ impl MoeDispatcher {
     /// peer that is not load/store reachable from some PE.
     pub fn new(pgas: &Pgas, cfg: MoeConfig) -> Result<MoeDispatcher> {
         let (n, me) = (pgas.n_pes(), pgas.my_pe());
-        let sms = pgas
-            .cuda()
-            .attribute(
-                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-            )
-            .map_err(|source| Error::Cuda {
-                context: "reading the GPU's SM count",
-                source,
-            })?;
+        let sms = pgas.sm_count()?;
         super::agree(
             pgas,
             "MoeConfig (MoeDispatcher::new)",
@@ -289,7 +281,7 @@ impl MoeDispatcher {
         let agree_all = pgas.alloc::<u64>(AGREE_WORDS * n)?;
         // The grid must be the same on every PE (each waits for `blocks` signals per peer), and
         // the SM counts may differ: the smallest decides.
-        let sm_blocks = MAX_BLOCKS.min(sms.max(1) as usize) as u64;
+        let sm_blocks = MAX_BLOCKS.min(sms) as u64;
         let all = gather(pgas, &mut agree_mine, &agree_all, &[sm_blocks])?;
         let blocks = all.iter().map(|r| r[0]).min().unwrap_or(1) as u32;
         if let Some((name, reason)) = cfg.problem(n) {
