@@ -412,11 +412,7 @@ impl Halo2d {
 
 /// Every PE's [`Declared`], in PE order (collective).
 fn gather(pgas: &Pgas, mine: Declared) -> Result<Vec<Declared>> {
-    let n = pgas.n_pes();
-    let src = pgas.alloc_from(&[mine.nx, mine.rows, mine.sms])?;
-    let dst = pgas.alloc::<u64>(3 * n)?;
-    pgas.fcollect(Team::WORLD, &dst, &src)?;
-    let v = dst.to_vec()?;
+    let v = super::gather_words(pgas, &[mine.nx, mine.rows, mine.sms])?;
     Ok(v.chunks(3)
         .map(|c| Declared {
             nx: c[0],

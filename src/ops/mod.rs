@@ -90,11 +90,17 @@ pub fn agree(pgas: &Pgas, what: &'static str, fields: &[(&str, u64)]) -> Result<
         return Ok(());
     }
     let values: Vec<u64> = fields.iter().map(|f| f.1).collect();
-    let mine = pgas.alloc_from(&values)?;
-    let all = pgas.alloc::<u64>(values.len() * n)?;
-    pgas.fcollect(Team::WORLD, &all, &mine)?;
-    let all = all.to_vec()?;
+    let all = gather_words(pgas, &values)?;
     disagreement(what, fields, &all, n)
+}
+
+/// Every PE's `words` (the same count on each), in PE order, on every PE: a symmetric
+/// `fcollect` on the pgas stream, then a host wait. Collective over all PEs.
+pub(crate) fn gather_words(pgas: &Pgas, words: &[u64]) -> Result<Vec<u64>> {
+    let mine = pgas.alloc_from(words)?;
+    let all = pgas.alloc::<u64>(words.len() * pgas.n_pes())?;
+    pgas.fcollect(Team::WORLD, &all, &mine)?;
+    all.to_vec()
 }
 
 /// The error of [`agree`] when the gathered values (`n` PEs' rows of `fields.len()`) differ.
