@@ -26,7 +26,7 @@ mod fused;
 
 use common::nccl::{nccl_comm, Nccl};
 use common::plot::{by_count, Series};
-use common::{emit, median, show, time_on_stream, BenchResult, Figure};
+use common::{bf16_rel_diff, emit, median_ms, show, BenchResult, Figure};
 use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
@@ -62,37 +62,11 @@ struct Row {
     diff: [f64; 2],
 }
 
-/// The largest |got - want| over the largest |want| (NaN if any is NaN).
-fn rel_diff(got: &[bf16], want: &[bf16]) -> f64 {
-    let scale = want.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max);
-    let diff = got
-        .iter()
-        .zip(want)
-        .map(|(g, w)| (g.to_f64() - w.to_f64()).abs())
-        .fold(0.0, |acc: f64, d| {
-            // f64::max drops a NaN, so a NaN is carried explicitly.
-            if acc.is_nan() || d.is_nan() {
-                f64::NAN
-            } else {
-                acc.max(d)
-            }
-        });
-    diff / scale.max(f64::MIN_POSITIVE)
-}
-
-/// Median microseconds of `REPS` runs of `run` after `WARMUP`; every PE starts each one after
-/// a barrier, so PE 0's events time the operation, not another PE's lateness.
-fn timed(p: &Pgas, mut run: impl FnMut() -> BenchResult<()>) -> BenchResult<f64> {
-    let stream = p.stream();
-    let mut us = Vec::with_capacity(REPS);
-    for i in 0..WARMUP + REPS {
-        p.barrier_all()?;
-        let t = time_on_stream(stream, &mut run)? * 1e3;
-        if i >= WARMUP {
-            us.push(t);
-        }
-    }
-    Ok(median(&us))
+/// Median microseconds of `REPS` runs of `run` on the pgas stream after `WARMUP`; every PE
+/// starts each one after a barrier, so PE 0's events time the operation, not another PE's
+/// lateness.
+fn timed(p: &Pgas, run: impl FnMut() -> BenchResult<()>) -> BenchResult<f64> {
+    Ok(median_ms(p.stream(), (WARMUP, REPS), || Ok(p.barrier_all()?), run)? * 1e3)
 }
 
 /// `ncclAllGather` of every PE's shard into `gathered`, on the pgas stream.
@@ -198,7 +172,7 @@ fn main() -> BenchResult<()> {
             let mut plan = fused::Plan::new(&p, (mp, n, k), fused::COMM_BLOCKS, fused::STAGES)?;
             let mut c = stream.alloc_zeros::<bf16>(m * n)?;
             let us = timed(&p, || Ok(plan.run(&p, &mut c, &shard, &bt, false)?))?;
-            (us, rel_diff(&stream.clone_dtoh(&c)?, &want))
+            (us, bf16_rel_diff(&stream.clone_dtoh(&c)?, &want))
         } else {
             (f64::NAN, f64::NAN)
         };
@@ -207,7 +181,7 @@ fn main() -> BenchResult<()> {
         let mut op = AllGatherMatmul::new(&p, (mp, n, k))?;
         let mut c = stream.alloc_zeros::<bf16>(m * n)?;
         let ops_us = timed(&p, || Ok(op.run(&mut c, &shard, &bt)?))?;
-        let ops_diff = rel_diff(&stream.clone_dtoh(&c)?, &want);
+        let ops_diff = bf16_rel_diff(&stream.clone_dtoh(&c)?, &want);
         drop(op);
 
         // The kernel's NaN below sm_90 means "not run"; any other NaN is a wrong result.

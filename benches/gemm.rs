@@ -23,7 +23,7 @@ mod gemm_example;
 #[path = "../examples/gemm_bf16_sm90.rs"]
 mod sm90_example;
 
-use common::{emit, median, show, time_on_stream, wall, BenchResult, Figure};
+use common::{bf16_rel_diff, emit, median_ms, show, wall, BenchResult, Figure};
 use gemm_example::{gemm, gemm_bf16, gemm_tiled, value, STAGES};
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
@@ -46,33 +46,12 @@ const MAX_REL_DIFF: f64 = 2e-2;
 /// Median milliseconds of `REPS` runs of `run` after `WARMUP`, each timed on `stream`.
 fn timed(
     stream: &pgas::cudarc::driver::CudaStream,
-    mut run: impl FnMut() -> BenchResult<()>,
+    run: impl FnMut() -> BenchResult<()>,
 ) -> BenchResult<f64> {
-    let mut ms = Vec::with_capacity(REPS);
-    for i in 0..WARMUP + REPS {
-        let t = time_on_stream(stream, &mut run)?;
-        if i >= WARMUP {
-            ms.push(t);
-        }
-    }
-    Ok(median(&ms))
+    median_ms(stream, (WARMUP, REPS), || Ok(()), run)
 }
 
-/// The largest |got - want| over the largest |want|.
-fn rel_diff(got: &[bf16], want: &[bf16]) -> f64 {
-    let scale = want.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max);
-    let diff = got
-        .iter()
-        .zip(want)
-        .map(|(g, w)| (g.to_f64() - w.to_f64()).abs())
-        .fold(
-            0.0,
-            |acc: f64, d| if d.is_nan() { f64::NAN } else { acc.max(d) },
-        );
-    diff / scale.max(f64::MIN_POSITIVE)
-}
-
-/// pgas's C at 64 points against the host (f64), relative to the same scale as [`rel_diff`].
+/// pgas's C at 64 points against the host (f64), relative to the same scale as [`bf16_rel_diff`].
 fn host_spot_check(got: &[bf16], a: &[bf16], b: &[bf16], (m, n, k): (usize, usize, usize)) -> f64 {
     let mut worst: f64 = 0.0;
     let mut scale: f64 = 0.0;
@@ -245,8 +224,10 @@ fn main() -> BenchResult<()> {
                     Ok(blas.gemm_bf16_nn(&stream, &mut cb, &a, &b, (m, n, k))?)
                 })?;
                 let want = stream.clone_dtoh(&cb)?;
-                let diff = rel_diff(&got, &want);
-                let sm90_diff = got90.as_deref().map_or(f64::NAN, |g| rel_diff(g, &want));
+                let diff = bf16_rel_diff(&got, &want);
+                let sm90_diff = got90
+                    .as_deref()
+                    .map_or(f64::NAN, |g| bf16_rel_diff(g, &want));
                 for (what, d) in [("pgas", diff), ("the wgmma kernel", sm90_diff)] {
                     if d.is_nan() && what == "the wgmma kernel" && got90.is_none() {
                         continue;

@@ -25,7 +25,7 @@ mod fused;
 
 use common::nccl::{nccl_comm, Nccl};
 use common::plot::{log_log_by_size, Series};
-use common::{emit, median, show, time_on_stream, BenchResult, Figure};
+use common::{bf16_rel_diff, emit, median_ms, show, BenchResult, Figure};
 use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
@@ -48,21 +48,9 @@ const SHAPES: [(usize, usize, usize); 4] = [
 /// the partial products to bf16 on their way and the result once more, in different orders.
 const MAX_REL_DIFF: f64 = 2e-2;
 
-/// Median milliseconds of `REPS` runs of `run` after `WARMUP`, each PE released by a barrier.
-fn timed(
-    p: &Pgas,
-    stream: &CudaStream,
-    mut run: impl FnMut() -> BenchResult<()>,
-) -> BenchResult<f64> {
-    let mut ms = Vec::with_capacity(REPS);
-    for i in 0..WARMUP + REPS {
-        p.barrier_all()?;
-        let t = time_on_stream(stream, &mut run)?;
-        if i >= WARMUP {
-            ms.push(t);
-        }
-    }
-    Ok(median(&ms))
+/// Median milliseconds of `REPS` runs of `run` on `stream` after `WARMUP`, each after a barrier.
+fn timed(p: &Pgas, stream: &CudaStream, run: impl FnMut() -> BenchResult<()>) -> BenchResult<f64> {
+    median_ms(stream, (WARMUP, REPS), || Ok(p.barrier_all()?), run)
 }
 
 /// Element `i` of PE `pe`'s A (`which` 1) or Bt (`which` 2): the example's inputs of call 0.
@@ -90,20 +78,6 @@ fn host_check(got: &[bf16], (me, pes): (usize, usize), (m, n, k): (usize, usize,
         scale = scale.max(want.abs());
     }
     worst / scale.max(1.0)
-}
-
-/// The largest |got - want| over the largest |want|.
-fn rel_diff(got: &[bf16], want: &[bf16]) -> f64 {
-    let scale = want.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max);
-    let diff = got
-        .iter()
-        .zip(want)
-        .map(|(g, w)| (g.to_f64() - w.to_f64()).abs())
-        .fold(
-            0.0,
-            |acc: f64, d| if d.is_nan() { f64::NAN } else { acc.max(d) },
-        );
-    diff / scale.max(f64::MIN_POSITIVE)
 }
 
 /// cuBLAS of the whole partial product, then NCCL's reduce-scatter of it into `out`.
@@ -185,7 +159,7 @@ fn main() -> BenchResult<()> {
         let mut check = |what: &str, out: &CudaSlice<bf16>, want: Option<&[bf16]>| {
             let got = stream.clone_dtoh(out)?;
             let spot = host_check(&got, (me, pes), (m, n, k));
-            let diff = want.map_or(0.0, |w| rel_diff(&got, w));
+            let diff = want.map_or(0.0, |w| bf16_rel_diff(&got, w));
             for (against, d) in [("the host", spot), ("cuBLAS + NCCL", diff)] {
                 if d.is_nan() || d > MAX_REL_DIFF {
                     failures.push(format!(

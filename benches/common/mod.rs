@@ -1,4 +1,5 @@
-//! What both benchmarks share: the GPU check, medians, CUDA-event timing and the output format.
+//! What the benchmarks share: the GPU check, medians, CUDA-event timing, result comparison and
+//! the output format.
 //!
 //! Every figure is printed twice: in a table for people, and as one machine-readable line
 //! `FIGURE {"bench":..,"name":..,"value":..,"unit":..,"machine":..}` that scripts/gpu-suite.sh
@@ -9,6 +10,7 @@
 pub mod nccl;
 pub mod plot;
 
+use pgas::bf16;
 use pgas::cudarc::driver::sys::CUevent_flags;
 use pgas::cudarc::driver::CudaStream;
 use std::time::Instant;
@@ -49,6 +51,44 @@ pub fn time_on_stream(
     let end = stream.record_event(flags)?;
     end.synchronize()?;
     Ok(start.elapsed_ms(&end)? as f64)
+}
+
+/// Median milliseconds of `reps` runs of `run` after `warmup` unrecorded ones, each timed on
+/// `stream` with CUDA events; `before` runs ahead of each run, outside the timing (a barrier, so
+/// that every PE starts together).
+pub fn median_ms(
+    stream: &CudaStream,
+    (warmup, reps): (usize, usize),
+    mut before: impl FnMut() -> BenchResult<()>,
+    mut run: impl FnMut() -> BenchResult<()>,
+) -> BenchResult<f64> {
+    let mut ms = Vec::with_capacity(reps);
+    for i in 0..warmup + reps {
+        before()?;
+        let t = time_on_stream(stream, &mut run)?;
+        if i >= warmup {
+            ms.push(t);
+        }
+    }
+    Ok(median(&ms))
+}
+
+/// The largest |got - want| over the largest |want|: how far a bf16 result is from its
+/// reference, relative to its size. NaN when a difference is NaN (f64::max would drop it).
+pub fn bf16_rel_diff(got: &[bf16], want: &[bf16]) -> f64 {
+    let scale = want.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max);
+    let diff = got
+        .iter()
+        .zip(want)
+        .map(|(g, w)| (g.to_f64() - w.to_f64()).abs())
+        .fold(0.0, |acc: f64, d| {
+            if acc.is_nan() || d.is_nan() {
+                f64::NAN
+            } else {
+                acc.max(d)
+            }
+        });
+    diff / scale.max(f64::MIN_POSITIVE)
 }
 
 /// Wall-clock seconds of `work`.
