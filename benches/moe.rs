@@ -28,10 +28,14 @@
 //! `moe_gbs.png` (GB/s against tokens) to OUTDIR when given.
 
 mod common;
+#[allow(dead_code)]
+#[path = "../examples/moe_dispatch.rs"]
+mod example;
 
 use common::nccl::{nccl_comm, Nccl};
 use common::plot::{self, Series};
 use common::{emit, median, show, time_on_stream, BenchResult, Figure};
+use example::{experts, x_value};
 use pgas::cudarc::driver::sys as cu;
 use pgas::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
@@ -49,41 +53,6 @@ const CFG: MoeConfig = MoeConfig {
     top_k: 8,
     experts_per_pe: 8,
 };
-
-/// The experts, for checking combine: pair `p` of local expert `e` is its row scaled by
-/// `(e + 1) / 4` (as `examples/moe_dispatch.rs`), one warp a pair.
-#[pgas_kernel]
-fn experts(
-    expert_out: &mut CudaSlice<bf16>,
-    recv_x: &SymTensor<bf16>,
-    expert_rows: &SymTensor<i32>,
-    offsets: &CudaSlice<i32>,
-    hidden: u32,
-) {
-    let h = hidden as usize;
-    let el = offsets.len() - 1;
-    let pairs = offsets[el] as usize;
-    let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
-    let mut p = global_thread_idx() / 32;
-    while p < pairs {
-        let mut e = 0usize;
-        while offsets[e + 1] as usize <= p {
-            e += 1;
-        }
-        let scale = (e + 1) as f32 * 0.25;
-        let row = expert_rows[p] as usize;
-        let mut c = lane_id() as usize;
-        while c < h {
-            expert_out[p * h + c] = (recv_x[row * h + c] as f32 * scale) as bf16;
-            c += 32;
-        }
-        p += warps;
-    }
-}
-
-fn x_value(pe: usize, t: usize, c: usize) -> bf16 {
-    bf16::from_f32(((pe * 7 + t * 3 + c * 5) % 64) as f32 / 8.0 - 4.0)
-}
 
 /// NCCL's all-to-all-v in one group: `send[d]` elements from `sbuf` at `soff[d]` to PE `d`,
 /// `recv[s]` into `rbuf` at `roff[s]` from PE `s`.

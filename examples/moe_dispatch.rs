@@ -18,7 +18,7 @@ use pgas::prelude::*;
 /// The experts, for the example: pair `p` of local expert `e` (`offsets[e] <= p <
 /// offsets[e + 1]`) is its received row scaled by `(e + 1) / 4`, one warp a pair.
 #[pgas_kernel]
-fn experts(
+pub fn experts(
     expert_out: &mut CudaSlice<bf16>,
     recv_x: &SymTensor<bf16>,
     expert_rows: &SymTensor<i32>,
@@ -53,8 +53,9 @@ const CFG: MoeConfig = MoeConfig {
     experts_per_pe: 8,
 };
 
-/// Element `c` of token `t` on PE `pe`: a multiple of 1/8 in [-4, 4), exact in `bf16`.
-fn x_value(pe: usize, t: usize, c: usize) -> bf16 {
+/// Element `c` of token `t` on PE `pe`: a multiple of 1/8 in [-4, 4), exact in `bf16`
+/// (`benches/moe.rs` uses it and `experts` too).
+pub fn x_value(pe: usize, t: usize, c: usize) -> bf16 {
     bf16::from_f32(((pe * 7 + t * 3 + c * 5) % 64) as f32 / 8.0 - 4.0)
 }
 
