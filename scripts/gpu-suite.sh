@@ -25,6 +25,8 @@
 #             example (1 PE), each tool of PGAS_SANITIZE_TOOLS (default: memcheck racecheck
 #             synccheck) over PGAS_SANITIZE_TARGETS (default: suite gallery); calls of their own
 #             (each tool over both takes minutes: split by tool where one call is not enough).
+#             PGAS_SAVE_CACHE=1 returns the warmed kernel cache (kernel-cache.tar.gz in OUTDIR);
+#             a later call starts from it with PGAS_CACHE_TAR=FILE PGAS_SANITIZE_WARM=0.
 #   coll:     only `pgas doctor` and the collectives against NCCL (benches/coll.rs, nccl_bench.py)
 #             and PyTorch symm_mem's all-reduce (symm_mem_bench.py).
 #   fused:    only `pgas doctor` and issue 10's workloads against their baselines (halo, moe,
@@ -63,6 +65,8 @@ if [ -x /opt/torch/.venv/bin/python3 ]; then export PATH="/opt/torch/.venv/bin:$
 export PGAS_CACHE_DIR="${PGAS_CACHE_DIR:-/tmp/pgas-gpu-suite-cache}"
 [ "${PGAS_KEEP_CACHE:-0}" = 1 ] || rm -rf "$PGAS_CACHE_DIR"
 mkdir -p "$PGAS_CACHE_DIR"
+# PGAS_CACHE_TAR=FILE: start from the kernels an earlier call saved (PGAS_SAVE_CACHE below).
+if [ -n "${PGAS_CACHE_TAR:-}" ]; then tar -xzf "$PGAS_CACHE_TAR" -C "$PGAS_CACHE_DIR"; fi
 
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 machine=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
@@ -373,9 +377,46 @@ sanitize() { # NAME LIMIT TOOL CMD...
     note "SKIP $name (sanitizer unavailable: $(echo "$why" | sed 's/^=* *//' | cut -c1-120))"
     return
   fi
-  verdict "$name" "$(echo "$last" | grep -E "ERROR SUMMARY" | sed 's/^=* *//' | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+  # memcheck and synccheck end with "ERROR SUMMARY: N errors", racecheck with "RACECHECK SUMMARY:
+  # N hazards displayed (E errors, W warnings)"; one line per process.
+  verdict "$name" "$(echo "$last" | grep -E "(ERROR|RACECHECK) SUMMARY" | sed 's/^=* *//' | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
 }
 sanitizer_off=""
+# gallery_parallel LIMIT JOBS: every gallery example natively on 1 PE, JOBS at a time, within
+# LIMIT seconds in all; a verdict each.
+gallery_parallel() {
+  local limit=$(($1 < deadline - $(date +%s) ? $1 : deadline - $(date +%s))) jobs=$2 tmp name
+  if [ "$limit" -lt 10 ]; then
+    note "SKIP gallery warm-up (out of time)"
+    return
+  fi
+  tmp=$(mktemp -d)
+  for src in "$root"/examples/*.rs; do
+    name=$(basename "$src" .rs)
+    [ -x "$bin/$name" ] || continue
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    (
+      timeout -k 5 "$limit" "$bin/$name" >"$tmp/$name.log" 2>&1
+      echo $? >"$tmp/$name.rc"
+    ) &
+  done
+  wait
+  for src in "$root"/examples/*.rs; do
+    name=$(basename "$src" .rs)
+    [ -f "$tmp/$name.rc" ] || continue
+    rc=$(cat "$tmp/$name.rc") last=$(cat "$tmp/$name.log")
+    { echo "===== $name 1 PE ($jobs at a time): exit $rc"; echo "$last"; } >>"$out/examples.log"
+    verdict "$name 1 PE ($jobs examples at a time)" "$(echo "$last" | tail -1 | cut -c1-150)"
+  done
+  rm -rf "$tmp"
+}
+# PGAS_SAVE_CACHE=1: the warmed kernel cache as OUTDIR/kernel-cache.tar.gz, for a later call's
+# PGAS_CACHE_TAR (a GPU session's calls each start on a bare machine).
+save_cache() {
+  [ "${PGAS_SAVE_CACHE:-0}" = 1 ] || return 0
+  tar -czf "$out/kernel-cache.tar.gz" -C "$PGAS_CACHE_DIR" .
+  note "saved the kernel cache: $(du -h "$out/kernel-cache.tar.gz" | cut -f1) in kernel-cache.tar.gz"
+}
 if [ "$only" = coll ] || [ "$only" = fused ]; then
   : # the sanitizer belongs to the default run, `faults` and `sanitize`
 elif [ -z "$sanitizer" ]; then
@@ -383,18 +424,25 @@ elif [ -z "$sanitizer" ]; then
 else
   sanitize "memcheck hello_ring 1 PE" 60 memcheck "$bin/hello_ring"
   if [ -z "$sanitizer_off" ] && [ "$only" = sanitize ]; then
-    # The sweep: the whole suite and every gallery example under each tool, 1 PE. The suite's
-    # kernels compile first, outside the sanitizer (it would time the JIT, not the kernels), by
-    # 4 PEs at once: NVRTC compiles one program at a time per process, and one process had
+    # The sweep: the whole suite and every gallery example under each tool, 1 PE. The kernels
+    # compile first, outside the sanitizer (it would time the JIT, not the kernels), in several
+    # processes at once: NVRTC compiles one program at a time per process, and one process had
     # compiled 11 of the suite's 27 programs after 200 s (run 16; 4 PEs: all in 65.6 s, run 15).
-    pes 4 240 "$bin/gpu_suite"
+    # The suite's by 4 PEs sharing the GPU, the gallery's by its examples run natively, 4 at a
+    # time (each checks its results; their timings mean nothing then). PGAS_SANITIZE_WARM=0 skips
+    # this where PGAS_CACHE_TAR brought the kernels.
+    if [ "${PGAS_SANITIZE_WARM:-1}" = 1 ]; then
+      pes 4 240 "$bin/gpu_suite"
+      gallery_parallel 240 4
+      save_cache
+    fi
     targets=" ${PGAS_SANITIZE_TARGETS:-suite gallery} "
     for tool in ${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
       [[ $targets == *" suite "* ]] && sanitize "$tool gpu_suite 1 PE (every case)" 240 "$tool" "$bin/gpu_suite"
       [[ $targets == *" gallery "* ]] || continue
       for src in "$root"/examples/*.rs; do
         name=$(basename "$src" .rs)
-        [ -x "$bin/$name" ] && sanitize "$tool $name 1 PE" 90 "$tool" "$bin/$name"
+        [ -x "$bin/$name" ] && sanitize "$tool $name 1 PE" 120 "$tool" "$bin/$name"
       done
     done
   elif [ -z "$sanitizer_off" ] && [ "$only" = faults ]; then

@@ -83,6 +83,7 @@ fn every_mode_runs_to_its_summary_on_stubs() {
             .env("PGAS_CACHE_DIR", root.join("cache"))
             .env("CUDA_MPS_PIPE_DIRECTORY", root.join("mps"))
             .env("PGAS_SUITE_BUDGET", "120")
+            .env("PGAS_SAVE_CACHE", "1")
             .output()
             .unwrap();
         let text = format!(
@@ -119,6 +120,14 @@ fn every_mode_runs_to_its_summary_on_stubs() {
             .count();
         assert!(ran > 0, "{mode}: no step reached a program:\n{summary}");
         assert!(!summary.contains("out of time"), "{mode}:\n{summary}");
+        if mode == "sanitize" {
+            // The warm-up ran the gallery and handed the kernel cache back.
+            assert!(
+                summary.contains("hello_ring 1 PE (4 examples at a time)")
+                    && out_dir.join("kernel-cache.tar.gz").is_file(),
+                "the sanitize warm-up did not run the gallery or save the cache:\n{summary}"
+            );
+        }
         if mode == "all" {
             assert!(
                 summary.contains("gpu_suite 4 PE (sharing 1 GPU)")
