@@ -365,12 +365,16 @@ fi
 # keeps API-error reports of other libraries out too, so only errors in kernels count. Where the
 # tool cannot attach (gVisor: "Device not supported"), every sanitizer step is a SKIP.
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
+sanitizer_cmd=(env NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_CUDA_VMM=1 "$sanitizer"
+  --error-exitcode 86 --report-api-errors no --target-processes all --tool)
 sanitize() { # NAME LIMIT TOOL CMD...
   local name=$1 limit=$2 tool=$3
   shift 3
-  step "$name" sanitizer.log "$limit" env NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_CUDA_VMM=1 \
-    "$sanitizer" --tool "$tool" --error-exitcode 86 --report-api-errors no --target-processes all "$@"
-  local why
+  step "$name" sanitizer.log "$limit" "${sanitizer_cmd[@]}" "$tool" "$@"
+  judge_sanitizer "$name"
+}
+judge_sanitizer() { # NAME, from $rc and $last
+  local name=$1 why
   why=$(echo "$last" | grep -m1 -iE "device not supported|not supported on this|unable to (attach|initialize|find)|failed to (initialize|attach)|cannot attach" || true)
   if [ "$rc" != 0 ] && [ -n "$why" ]; then
     sanitizer_off="$why"
@@ -379,37 +383,44 @@ sanitize() { # NAME LIMIT TOOL CMD...
   fi
   # memcheck and synccheck end with "ERROR SUMMARY: N errors", racecheck with "RACECHECK SUMMARY:
   # N hazards displayed (E errors, W warnings)"; one line per process.
-  verdict "$name" "$(echo "$last" | grep -E "(ERROR|RACECHECK) SUMMARY" | sed 's/^=* *//' | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+  verdict "$name" "$(echo "$last" | grep -E "(ERROR|RACECHECK) SUMMARY|gpu_suite: [0-9]+ passed" | sed 's/^=* *//' | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
 }
 sanitizer_off=""
-# gallery_parallel LIMIT JOBS: every gallery example natively on 1 PE, JOBS at a time, within
-# LIMIT seconds in all; a verdict each.
-gallery_parallel() {
-  local limit=$(($1 < deadline - $(date +%s) ? $1 : deadline - $(date +%s))) jobs=$2 tmp name
-  if [ "$limit" -lt 10 ]; then
-    note "SKIP gallery warm-up (out of time)"
-    return
-  fi
+# pool LOG MAX JOBS JUDGE: runs the jobs listed on stdin (a line each: NAME, a tab, a shell
+# command), JOBS at a time, all within MAX seconds or what is left of the budget; then, in list
+# order, appends each job's output to LOG and calls JUDGE NAME with its $rc and $last.
+pool() {
+  local log=$1 max=$2 jobs=$3 judge=$4 left end tmp i=0 name cmd
+  left=$((deadline - $(date +%s)))
+  end=$(($(date +%s) + (max < left ? max : left)))
   tmp=$(mktemp -d)
-  for src in "$root"/examples/*.rs; do
-    name=$(basename "$src" .rs)
-    [ -x "$bin/$name" ] || continue
+  local names=()
+  while IFS=$'\t' read -r name cmd; do
+    names+=("$name")
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-    (
-      timeout -k 5 "$limit" "$bin/$name" >"$tmp/$name.log" 2>&1
-      echo $? >"$tmp/$name.rc"
-    ) &
+    if [ $((end - $(date +%s))) -lt 10 ]; then
+      echo -1 >"$tmp/$i.rc"
+    else
+      (timeout -k 5 $((end - $(date +%s))) bash -c "$cmd" </dev/null >"$tmp/$i.log" 2>&1
+        echo $? >"$tmp/$i.rc") &
+    fi
+    i=$((i + 1))
   done
   wait
-  for src in "$root"/examples/*.rs; do
-    name=$(basename "$src" .rs)
-    [ -f "$tmp/$name.rc" ] || continue
-    rc=$(cat "$tmp/$name.rc") last=$(cat "$tmp/$name.log")
-    { echo "===== $name 1 PE ($jobs at a time): exit $rc"; echo "$last"; } >>"$out/examples.log"
-    verdict "$name 1 PE ($jobs examples at a time)" "$(echo "$last" | tail -1 | cut -c1-150)"
+  for i in "${!names[@]}"; do
+    rc=$(cat "$tmp/$i.rc") last=$(cat "$tmp/$i.log" 2>/dev/null)
+    if [ "$rc" = -1 ]; then
+      note "SKIP ${names[$i]} (out of time)"
+      continue
+    fi
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then last="$last
+TIMEOUT"; fi
+    { echo "===== ${names[$i]}: exit $rc"; echo "$last"; } >>"$out/$log"
+    "$judge" "${names[$i]}"
   done
   rm -rf "$tmp"
 }
+judge_tail() { verdict "$1" "$(echo "$last" | tail -1 | cut -c1-150)"; }
 # PGAS_SAVE_CACHE=1: the warmed kernel cache as OUTDIR/kernel-cache.tar.gz, for a later call's
 # PGAS_CACHE_TAR (a GPU session's calls each start on a bare machine).
 save_cache() {
@@ -433,18 +444,42 @@ else
     # this where PGAS_CACHE_TAR brought the kernels.
     if [ "${PGAS_SANITIZE_WARM:-1}" = 1 ]; then
       pes 4 240 "$bin/gpu_suite"
-      gallery_parallel 240 4
-      save_cache
-    fi
-    targets=" ${PGAS_SANITIZE_TARGETS:-suite gallery} "
-    for tool in ${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
-      [[ $targets == *" suite "* ]] && sanitize "$tool gpu_suite 1 PE (every case)" 240 "$tool" "$bin/gpu_suite"
-      [[ $targets == *" gallery "* ]] || continue
+      # (pool reads its list from a redirect, not a pipe: in a pipe it would be a subshell, and
+      # its verdicts would be lost.)
       for src in "$root"/examples/*.rs; do
         name=$(basename "$src" .rs)
-        [ -x "$bin/$name" ] && sanitize "$tool $name 1 PE" 120 "$tool" "$bin/$name"
+        [ -x "$bin/$name" ] && printf '%s 1 PE (4 examples at a time)\t%q\n' "$name" "$bin/$name"
+      done >"$out/.jobs"
+      pool examples.log 240 4 judge_tail <"$out/.jobs"
+      save_cache
+    fi
+    # Then every (tool, target) pair as a job of its own, PGAS_SANITIZE_JOBS at a time (the
+    # sanitizer's cost is mostly on the host; one process under memcheck got through the first
+    # 50 of the suite's cases in 240 s, run 17): the suite in PGAS_SANITIZE_SHARDS shards
+    # (`gpu_suite shard:I/N`; its per-case watchdog raised, as a case of hundreds of launches
+    # takes minutes under a tool), the heavy shards first, then each gallery example.
+    # PGAS_SANITIZE_TARGETS picks: `suite`, `suite:I` (one shard), `gallery`, or example names.
+    targets=" ${PGAS_SANITIZE_TARGETS:-suite gallery} "
+    shards=${PGAS_SANITIZE_SHARDS:-6}
+    for tool in ${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+      for ((i = 0; i < shards; i++)); do
+        [[ $targets == *" suite "* || $targets == *" suite:$i "* ]] || continue
+        printf '%s gpu_suite shard %s/%s 1 PE\t' "$tool" "$i" "$shards"
+        printf '%q ' env PGAS_SUITE_CASE_TIMEOUT=600 "${sanitizer_cmd[@]}" "$tool" "$bin/gpu_suite" "shard:$i/$shards"
+        echo
       done
-    done
+    done >"$out/.jobs"
+    for tool in ${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+      for src in "$root"/examples/*.rs; do
+        name=$(basename "$src" .rs)
+        [[ $targets == *" gallery "* || $targets == *" $name "* ]] && [ -x "$bin/$name" ] || continue
+        printf '%s %s 1 PE\t' "$tool" "$name"
+        printf '%q ' "${sanitizer_cmd[@]}" "$tool" "$bin/$name"
+        echo
+      done
+    done >>"$out/.jobs"
+    pool sanitizer.log 600 "${PGAS_SANITIZE_JOBS:-8}" judge_sanitizer <"$out/.jobs"
+    rm -f "$out/.jobs"
   elif [ -z "$sanitizer_off" ] && [ "$only" = faults ]; then
     # The suite did not run before, so its kernels are not in the cache yet: compile them outside
     # the sanitizer's limit.

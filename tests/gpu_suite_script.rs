@@ -60,7 +60,7 @@ fn fixtures(root: &Path) -> (PathBuf, PathBuf) {
     );
     write_exe(
         &tools.join("compute-sanitizer"),
-        "while [ \"$1\" != all ]; do shift; done; shift; \"$@\"; echo '========= ERROR SUMMARY: 0 errors'",
+        "while [ \"$1\" != --tool ]; do shift; done; shift 2; \"$@\"; echo '========= ERROR SUMMARY: 0 errors'",
     );
     (dev, tools)
 }
@@ -121,12 +121,21 @@ fn every_mode_runs_to_its_summary_on_stubs() {
         assert!(ran > 0, "{mode}: no step reached a program:\n{summary}");
         assert!(!summary.contains("out of time"), "{mode}:\n{summary}");
         if mode == "sanitize" {
-            // The warm-up ran the gallery and handed the kernel cache back.
+            // The warm-up ran the gallery and handed the kernel cache back; then every tool
+            // went over every shard of the suite and every example.
             assert!(
                 summary.contains("hello_ring 1 PE (4 examples at a time)")
                     && out_dir.join("kernel-cache.tar.gz").is_file(),
                 "the sanitize warm-up did not run the gallery or save the cache:\n{summary}"
             );
+            for tool in ["memcheck", "racecheck", "synccheck"] {
+                for job in ["gpu_suite shard 0/6", "gpu_suite shard 5/6", "moe_dispatch"] {
+                    assert!(
+                        summary.contains(&format!("SKIP {tool} {job} 1 PE (the program found no GPU)")),
+                        "{tool} {job} did not run:\n{summary}"
+                    );
+                }
+            }
         }
         if mode == "all" {
             assert!(

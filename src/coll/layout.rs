@@ -215,12 +215,14 @@ impl Comm {
         if layout.comm != self.id {
             return Err(Error::InvalidConfig {
                 name: "all-to-all-v layout",
-                value: format!("agreed on communicator {}", layout.comm),
-                reason: format!(
-                    "a layout is agreed by one communicator's team and used with it; make one \
-                     with all_to_all_layout on this communicator ({})",
-                    self.id
+                value: format!(
+                    "agreed on communicator {}, used on communicator {}",
+                    layout.comm, self.id
                 ),
+                reason: "a layout belongs to the communicator whose team agreed it and cannot be \
+                         used on another communicator; make one with all_to_all_layout on this \
+                         communicator"
+                    .to_string(),
             });
         }
         for (what, got, need) in [

@@ -27,21 +27,39 @@ pub const fn case(name: &'static str, run: fn(&Pgas) -> CaseResult) -> Case {
 /// A case that runs longer than this is reported as hung and the process exits: a lost signal
 /// would otherwise keep the GPU spinning until the outer `timeout` kills everything silently.
 /// Generous, because the first run of a case includes NVRTC compiles (several seconds each).
-const CASE_TIMEOUT: Duration = Duration::from_secs(150);
+/// `PGAS_SUITE_CASE_TIMEOUT` (seconds) replaces it: under compute-sanitizer a case with hundreds
+/// of launches takes minutes.
+fn case_timeout() -> Duration {
+    let secs = std::env::var("PGAS_SUITE_CASE_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(150);
+    Duration::from_secs(secs)
+}
+
+/// `shard:I/N` among the arguments: of the cases the other arguments select, those whose
+/// position modulo N is I, so N processes (compute-sanitizer's, say) run every case once.
+fn shard(args: &[String]) -> Option<(usize, usize)> {
+    let spec = args.iter().find_map(|a| a.strip_prefix("shard:"))?;
+    let (i, n) = spec.split_once('/')?;
+    let (i, n) = (i.parse().ok()?, n.parse().ok()?);
+    (i < n).then_some((i, n))
+}
 
 static CURRENT: Mutex<&str> = Mutex::new("");
 static STARTED_MS: AtomicU64 = AtomicU64::new(0);
 
 fn watchdog(origin: Instant, pe: usize) {
+    let timeout = case_timeout();
     std::thread::spawn(move || loop {
         std::thread::sleep(Duration::from_secs(1));
         let started = STARTED_MS.load(Ordering::SeqCst);
         let now = origin.elapsed().as_millis() as u64;
-        if started > 0 && now - started > CASE_TIMEOUT.as_millis() as u64 {
+        if started > 0 && now - started > timeout.as_millis() as u64 {
             let name = *CURRENT.lock().unwrap();
             println!(
                 "gpu_suite[pe {pe}]: FAIL {name}: still running after {} s (hung); giving up",
-                CASE_TIMEOUT.as_secs()
+                timeout.as_secs()
             );
             println!("gpu_suite: aborted in case {name}");
             std::process::exit(124);
@@ -49,7 +67,13 @@ fn watchdog(origin: Instant, pe: usize) {
     });
 }
 
-pub fn run(cases: &[Case], kernels: &[&'static KernelSpec], filters: &[String]) -> ExitCode {
+pub fn run(cases: &[Case], kernels: &[&'static KernelSpec], args: &[String]) -> ExitCode {
+    let shard = shard(args);
+    if args.iter().any(|a| a.starts_with("shard:")) && shard.is_none() {
+        println!("gpu_suite: FAIL arguments: a shard is written shard:I/N with I < N");
+        return ExitCode::FAILURE;
+    }
+    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with("shard:")).collect();
     let pgas = match pgas::init() {
         Ok(p) => p,
         Err(e) => {
@@ -63,6 +87,9 @@ pub fn run(cases: &[Case], kernels: &[&'static KernelSpec], filters: &[String]) 
     let selected: Vec<&Case> = cases
         .iter()
         .filter(|c| filters.is_empty() || filters.iter().any(|f| c.name.contains(f.as_str())))
+        .enumerate()
+        .filter(|(i, _)| shard.is_none_or(|(s, n)| i % n == s))
+        .map(|(_, c)| c)
         .collect();
     if me == 0 {
         println!(
