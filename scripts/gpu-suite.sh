@@ -401,8 +401,10 @@ pool() {
     if [ $((end - $(date +%s))) -lt 10 ]; then
       echo -1 >"$tmp/$i.rc"
     else
-      (timeout -k 5 $((end - $(date +%s))) bash -c "$cmd" </dev/null >"$tmp/$i.log" 2>&1
-        echo $? >"$tmp/$i.rc") &
+      (t0=$(date +%s)
+        timeout -k 5 $((end - t0)) bash -c "$cmd" </dev/null >"$tmp/$i.log" 2>&1
+        echo $? >"$tmp/$i.rc"
+        echo "$(($(date +%s) - t0))s" >"$tmp/$i.time") &
     fi
     i=$((i + 1))
   done
@@ -415,7 +417,7 @@ pool() {
     fi
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then last="$last
 TIMEOUT"; fi
-    { echo "===== ${names[$i]}: exit $rc"; echo "$last"; } >>"$out/$log"
+    { echo "===== ${names[$i]}: exit $rc after $(cat "$tmp/$i.time")"; echo "$last"; } >>"$out/$log"
     "$judge" "${names[$i]}"
   done
   rm -rf "$tmp"
@@ -433,7 +435,8 @@ if [ "$only" = coll ] || [ "$only" = fused ]; then
 elif [ -z "$sanitizer" ]; then
   note "SKIP compute-sanitizer (sanitizer unavailable: not on PATH nor in /usr/local/cuda)"
 else
-  sanitize "memcheck hello_ring 1 PE" 60 memcheck "$bin/hello_ring"
+  # (The sweep needs no probe of its own: each of its jobs is a SKIP where the tool cannot attach.)
+  [ "$only" = sanitize ] || sanitize "memcheck hello_ring 1 PE" 60 memcheck "$bin/hello_ring"
   if [ -z "$sanitizer_off" ] && [ "$only" = sanitize ]; then
     # The sweep: the whole suite and every gallery example under each tool, 1 PE. The kernels
     # compile first, outside the sanitizer (it would time the JIT, not the kernels), in several
@@ -457,27 +460,30 @@ else
     # sanitizer's cost is mostly on the host; one process under memcheck got through the first
     # 50 of the suite's cases in 240 s, run 17): the suite in PGAS_SANITIZE_SHARDS shards
     # (`gpu_suite shard:I/N`; its per-case watchdog raised, as a case of hundreds of launches
-    # takes minutes under a tool), the heavy shards first, then each gallery example.
-    # PGAS_SANITIZE_TARGETS picks: `suite`, `suite:I` (one shard), `gallery`, or example names.
-    targets=" ${PGAS_SANITIZE_TARGETS:-suite gallery} "
+    # takes minutes under a tool), the heavy shards first, then each gallery example under each
+    # tool.
+    # PGAS_SANITIZE_ONLY (an extended regex) keeps the jobs whose name matches, such as
+    # '^memcheck gpu_suite shard 2/6' or '^(racecheck|synccheck) [a-z0-9_]+ 1 PE$' (the gallery).
+    tools=${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}
     shards=${PGAS_SANITIZE_SHARDS:-6}
-    for tool in ${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
-      for ((i = 0; i < shards; i++)); do
-        [[ $targets == *" suite "* || $targets == *" suite:$i "* ]] || continue
-        printf '%s gpu_suite shard %s/%s 1 PE\t' "$tool" "$i" "$shards"
-        printf '%q ' env PGAS_SUITE_CASE_TIMEOUT=600 "${sanitizer_cmd[@]}" "$tool" "$bin/gpu_suite" "shard:$i/$shards"
-        echo
+    {
+      for tool in $tools; do
+        for ((i = 0; i < shards; i++)); do
+          printf '%s gpu_suite shard %s/%s 1 PE\t' "$tool" "$i" "$shards"
+          printf '%q ' env PGAS_SUITE_CASE_TIMEOUT=600 "${sanitizer_cmd[@]}" "$tool" "$bin/gpu_suite" "shard:$i/$shards"
+          echo
+        done
       done
-    done >"$out/.jobs"
-    for tool in ${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
       for src in "$root"/examples/*.rs; do
         name=$(basename "$src" .rs)
-        [[ $targets == *" gallery "* || $targets == *" $name "* ]] && [ -x "$bin/$name" ] || continue
-        printf '%s %s 1 PE\t' "$tool" "$name"
-        printf '%q ' "${sanitizer_cmd[@]}" "$tool" "$bin/$name"
-        echo
+        [ -x "$bin/$name" ] || continue
+        for tool in $tools; do
+          printf '%s %s 1 PE\t' "$tool" "$name"
+          printf '%q ' "${sanitizer_cmd[@]}" "$tool" "$bin/$name"
+          echo
+        done
       done
-    done >>"$out/.jobs"
+    } | grep -E "${PGAS_SANITIZE_ONLY:-.}" >"$out/.jobs"
     pool sanitizer.log 600 "${PGAS_SANITIZE_JOBS:-8}" judge_sanitizer <"$out/.jobs"
     rm -f "$out/.jobs"
   elif [ -z "$sanitizer_off" ] && [ "$only" = faults ]; then
