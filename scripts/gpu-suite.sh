@@ -23,10 +23,10 @@
 #             for a second device call when the whole does not fit one.
 #   sanitize: only `pgas doctor` and compute-sanitizer over the WHOLE suite (1 PE) and every gallery
 #             example (1 PE), each tool of PGAS_SANITIZE_TOOLS (default: memcheck racecheck
-#             synccheck) over PGAS_SANITIZE_TARGETS (default: suite gallery); calls of their own
-#             (each tool over both takes minutes: split by tool where one call is not enough).
-#             PGAS_SAVE_CACHE=1 returns the warmed kernel cache (kernel-cache.tar.gz in OUTDIR);
-#             a later call starts from it with PGAS_CACHE_TAR=FILE PGAS_SANITIZE_WARM=0.
+#             synccheck), as parallel jobs; PGAS_SANITIZE_ONLY (a regex over job names) splits
+#             the sweep over calls. PGAS_SAVE_CACHE=1 returns the warmed kernel cache
+#             (kernel-cache.tar.gz in OUTDIR); a later call starts from it with
+#             PGAS_CACHE_TAR=FILE PGAS_SANITIZE_WARM=0. docs/faults.md lists the variables.
 #   coll:     only `pgas doctor` and the collectives against NCCL (benches/coll.rs, nccl_bench.py)
 #             and PyTorch symm_mem's all-reduce (symm_mem_bench.py).
 #   fused:    only `pgas doctor` and issue 10's workloads against their baselines (halo, moe,
