@@ -131,7 +131,9 @@ fn every_mode_runs_to_its_summary_on_stubs() {
             for tool in ["memcheck", "racecheck", "synccheck"] {
                 for job in ["gpu_suite shard 0/6", "gpu_suite shard 5/6", "moe_dispatch"] {
                     assert!(
-                        summary.contains(&format!("SKIP {tool} {job} 1 PE (the program found no GPU)")),
+                        summary.contains(&format!(
+                            "SKIP {tool} {job} 1 PE (the program found no GPU)"
+                        )),
                         "{tool} {job} did not run:\n{summary}"
                     );
                 }
