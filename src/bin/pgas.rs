@@ -1,4 +1,5 @@
-//! `pgas`: the project's command-line tool. Subcommands: `doctor`, `info`.
+//! `pgas`: the project's command-line tool. Subcommands: `doctor`, `info`, and `jit-helper`,
+//! which the JIT starts itself (`pgas::jit::helpers`).
 
 use std::process::ExitCode;
 
@@ -15,6 +16,11 @@ const SUBCOMMANDS: &[Subcommand] = &[
         "info",
         "print the versions of pgas, NVSHMEM (and its OpenSHMEM spec), NVRTC and the CUDA driver",
         info,
+    ),
+    (
+        "jit-helper",
+        "(started by the JIT) compile a build's NVRTC programs into the kernel cache beside it",
+        jit_helper,
     ),
 ];
 
@@ -51,6 +57,34 @@ fn info(args: &[String]) -> ExitCode {
     }
     print!("{}", pgas::info::info());
     ExitCode::SUCCESS
+}
+
+/// `pgas jit-helper DIR MAJOR MINOR START`: see `pgas::jit::helpers`. Quiet: whatever it could
+/// not do, the build that started it does itself.
+fn jit_helper(args: &[String]) -> ExitCode {
+    use pgas::jit::{disk::DiskCache, helpers, Toolchain};
+    let parsed = match args {
+        [dir, major, minor, start] => major
+            .parse()
+            .ok()
+            .zip(minor.parse().ok())
+            .zip(start.parse().ok())
+            .map(|(arch, start)| (std::path::Path::new(dir), arch, start)),
+        _ => None,
+    };
+    let Some((dir, arch, start)) = parsed else {
+        eprintln!("usage: pgas jit-helper DIR MAJOR MINOR START (started by the JIT, not by hand)");
+        return ExitCode::from(2);
+    };
+    let cache = match DiskCache::dir_from_env().map(DiskCache::open) {
+        Some(Ok(cache)) => cache,
+        _ => return ExitCode::from(1),
+    };
+    let report = Toolchain::discover().and_then(|tc| helpers::run(&tc, &cache, dir, arch, start));
+    match report {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(1),
+    }
 }
 
 fn main() -> ExitCode {

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::disk::{CacheKey, DiskCache, EntryLock, Lookup};
+use super::helpers::Job;
 use super::source::Source;
 use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
@@ -68,20 +69,21 @@ pub(crate) fn prelude_of(src: &Source) -> Option<Prelude> {
     Prelude::of_source(&src.text)
 }
 
-/// How many kernels one NVRTC program of `prelude` takes, for `n` pending kernels and `node_pes`
-/// PEs on this node. NVRTC runs one compile at a time per process (docs/jit.md), so a process
-/// gains nothing from more programs; the PEs of a node do, as each compiles its share of the
-/// programs (the others find them in the shared cache). So a group is cut into one program per
-/// node PE, except that point-to-point and barrier kernels, whose cost is mostly the header
+/// How many kernels one NVRTC program of `prelude` takes, for `n` pending kernels and
+/// `compilers` processes compiling on this node (its PEs and their helper processes, see
+/// [`super::helpers`]). NVRTC runs one compile at a time per process (docs/jit.md), so a process
+/// gains nothing from more programs; the processes of a node do, as each compiles its share of
+/// the programs (the others find them in the shared cache). So a group is cut into one program
+/// per compiler, except that point-to-point and barrier kernels, whose cost is mostly the header
 /// parse (1.4-1.9 s, then a fraction of a second per kernel), keep at least 8 a program.
 /// Full-prelude kernels (a device collective) cost mostly NVVM and ptxas on NVSHMEM's collective
 /// code (a kernel with `reduce_block`: 14.7 s on an H200, 3.4 s of it the front end), and in one
 /// program that cost grows faster than the kernels do (4 of the GPU suite's collective kernels in
 /// one program: over 230 s; 12 alone: 217 s in all, gpu-report runs 7 and 9), so each compiles
 /// alone. Raw kernels compile alone.
-pub(crate) fn chunk_size(prelude: Option<Prelude>, n: usize, node_pes: usize) -> usize {
+pub(crate) fn chunk_size(prelude: Option<Prelude>, n: usize, compilers: usize) -> usize {
     match prelude {
-        Some(Prelude::P2p | Prelude::Barrier) => n.div_ceil(node_pes.max(1)).max(MIN_BATCH),
+        Some(Prelude::P2p | Prelude::Barrier) => n.div_ceil(compilers.max(1)).max(MIN_BATCH),
         Some(Prelude::Full) | None => 1,
     }
 }
@@ -91,8 +93,12 @@ pub(crate) fn chunk_size(prelude: Option<Prelude>, n: usize, node_pes: usize) ->
 const MIN_BATCH: usize = 8;
 
 /// `members` cut into the programs [`chunk_size`] asks for, in order.
-pub(crate) fn chunks<T>(prelude: Option<Prelude>, members: Vec<T>, node_pes: usize) -> Vec<Vec<T>> {
-    let size = chunk_size(prelude, members.len(), node_pes);
+pub(crate) fn chunks<T>(
+    prelude: Option<Prelude>,
+    members: Vec<T>,
+    compilers: usize,
+) -> Vec<Vec<T>> {
+    let size = chunk_size(prelude, members.len(), compilers);
     let mut out: Vec<Vec<T>> = Vec::new();
     for m in members {
         match out.last_mut() {
@@ -146,12 +152,8 @@ pub(crate) fn compile(
         }
         return Ok(Some(out));
     };
-    let texts: Vec<&str> = members.iter().map(|m| m.text.as_str()).collect();
-    let program = pgas_codegen::batch(prelude.text(), &texts).ok_or_else(|| Error::Launch {
-        kernel: members[0].display.clone(),
-        reason: "a batched source does not start with its prelude".to_owned(),
-    })?;
-    let key = tc.cache_key(&program, "pgas_batch", arch);
+    let program = program(prelude, members)?;
+    let key = tc.cache_key(&program, BATCH_KEY_NAME, arch);
     let Some(_lock) = lock(&key) else {
         return Ok(None);
     };
@@ -188,6 +190,46 @@ pub(crate) fn compile(
         }
     }
     Ok(Some(members.iter().map(|_| Ok(image.clone())).collect()))
+}
+
+/// The kernel name a batch program's cache key is computed with.
+const BATCH_KEY_NAME: &str = "pgas_batch";
+
+/// The source of one batch program: `prelude` once, then each member in a namespace of its own.
+fn program(prelude: Prelude, members: &[&Source]) -> Result<String> {
+    let texts: Vec<&str> = members.iter().map(|m| m.text.as_str()).collect();
+    pgas_codegen::batch(prelude.text(), &texts).ok_or_else(|| Error::Launch {
+        kernel: members[0].display.clone(),
+        reason: "a batched source does not start with its prelude".to_owned(),
+    })
+}
+
+/// The program [`compile`] would compile for `members` as a job for the helper processes (see
+/// [`super::helpers`]), with its cache key.
+pub(crate) fn job(
+    tc: &Toolchain,
+    prelude: Option<Prelude>,
+    members: &[&Source],
+    arch: (u32, u32),
+) -> Result<(Job, CacheKey)> {
+    if let (Some(prelude), [_, _, ..]) = (prelude, members) {
+        let text = program(prelude, members)?;
+        let key = tc.cache_key(&text, BATCH_KEY_NAME, arch);
+        let job = Job {
+            text,
+            key_name: BATCH_KEY_NAME.to_owned(),
+            compile_name: batch_name(&key),
+        };
+        return Ok((job, key));
+    }
+    // One kernel a program (see `compile`): a raw kernel or a group of one.
+    let src = members[0];
+    let job = Job {
+        text: src.text.clone(),
+        key_name: src.cuda_name.clone(),
+        compile_name: src.cuda_name.clone(),
+    };
+    Ok((job, kernel_key(tc, src, arch)))
 }
 
 /// One kernel compiled on its own (a raw kernel, a batch of one, or a member of a batch NVRTC
@@ -351,6 +393,42 @@ mod tests {
     }
 
     #[test]
+    fn a_helper_job_is_the_program_compile_builds_under_its_key() {
+        let tc = toolchain();
+        let dir = tmpdir("job");
+        let disk = DiskCache::open(&dir).unwrap();
+        let a = spec("job_a", "if (n) x[0] = 6.0f;");
+        let b = spec("job_b", "if (n) x[0] = 7.0f;");
+        let (batch_job, batch_key) = job(&tc, Some(Prelude::P2p), &[&a, &b], ARCH).unwrap();
+        let (one_job, one_key) = job(&tc, Some(Prelude::P2p), &[&a], ARCH).unwrap();
+        assert_eq!(batch_job.compile_name, batch_name(&batch_key));
+        assert_eq!(one_key, kernel_key(&tc, &a, ARCH));
+        assert_eq!(
+            (one_job.text.as_str(), one_job.key_name.as_str()),
+            (a.text.as_str(), "job_a")
+        );
+        // The keys a helper recomputes from the job are the build's.
+        assert_eq!(
+            tc.cache_key(&batch_job.text, &batch_job.key_name, ARCH),
+            batch_key
+        );
+        // What `compile` stores for the batch is under the job's key.
+        compile(
+            &tc,
+            Some(&disk),
+            None,
+            Some(Prelude::P2p),
+            &[&a, &b],
+            ARCH,
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(matches!(disk.load(&batch_key), Ok(Lookup::Hit(_))));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn a_program_another_pe_holds_is_skipped_then_waited_for_and_found_cached() {
         let tc = toolchain();
         let dir = tmpdir("held");
@@ -479,11 +557,11 @@ mod tests {
     }
 
     #[test]
-    fn programs_are_cut_among_the_node_pes() {
+    fn programs_are_cut_among_the_compiling_processes() {
         let p2p = Some(Prelude::P2p);
         let full = Some(Prelude::Full);
-        let sizes = |p, n, node_pes| -> Vec<usize> {
-            chunks(p, (0..n).collect::<Vec<_>>(), node_pes)
+        let sizes = |p, n, compilers| -> Vec<usize> {
+            chunks(p, (0..n).collect::<Vec<_>>(), compilers)
                 .iter()
                 .map(Vec::len)
                 .collect()

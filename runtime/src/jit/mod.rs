@@ -8,6 +8,7 @@
 
 mod batch;
 pub mod disk;
+pub mod helpers;
 mod library;
 mod nvjitlink;
 mod nvrtc;

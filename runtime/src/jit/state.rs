@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cudarc::driver::{result, sys, CudaContext};
 
-use super::batch;
 use super::disk::{CacheKey, DiskCache};
 use super::source::Source;
 use super::toolchain::Toolchain;
+use super::{batch, helpers};
 use crate::error::{Error, Result};
 use crate::kernel::{Variant, MAX_COMPTIME};
 use pgas_codegen::Prelude;
@@ -274,10 +274,17 @@ impl JitState {
                 None => by_prelude.push((prelude, vec![(i, src)])),
             }
         }
+        // Helper processes take programs from the same list (see `super::helpers`), so the
+        // batches are cut for every compiling process of the node: its PEs and their helpers.
+        let helper = disk.as_ref().and_then(|_| helpers::helper_exe());
+        let helper_count = helper
+            .as_ref()
+            .map_or(0, |_| helpers::helper_count(target.node_pes));
+        let compilers = target.node_pes.max(1) * (1 + helper_count);
         let groups: Vec<Program> = by_prelude
             .into_iter()
             .flat_map(|(prelude, members)| {
-                batch::chunks(prelude, members, target.node_pes)
+                batch::chunks(prelude, members, compilers)
                     .into_iter()
                     .map(move |c| (prelude, c))
             })
@@ -286,6 +293,27 @@ impl JitState {
         let total: usize = groups.iter().map(|(_, m)| m.len()).sum();
         let progress = total >= PROGRESS_MIN;
         let started = std::time::Instant::now();
+        // The helpers, dropped (waited for) once every program is built.
+        let helpers = match (&helper, disk.as_deref()) {
+            (Some(exe), Some(disk)) if groups.len() > 1 && helper_count > 0 => {
+                let jobs: Vec<_> = groups
+                    .iter()
+                    .filter_map(|(prelude, members)| {
+                        let sources: Vec<&Source> = members.iter().map(|(_, s)| s).collect();
+                        batch::job(&tc, *prelude, &sources, arch).ok()
+                    })
+                    .collect();
+                let count = helper_count.min(groups.len() - 1);
+                helpers::Helpers::start(exe, disk, &jobs, arch, count)
+            }
+            _ => None,
+        };
+        if let (Some(h), true) = (&helpers, progress) {
+            eprintln!(
+                "pgas: JIT: {} helper process(es) compile beside this one (PGAS_JIT_HELPERS=0: none)",
+                h.count()
+            );
+        }
         // NVRTC runs one compile at a time per process, so programs are compiled one after the
         // other. A first pass skips the programs another process holds (a PE of this node
         // compiling the same kernels); the second waits for those and then finds them cached.
@@ -326,6 +354,7 @@ impl JitState {
                 outcomes[g] = out;
             }
         }
+        drop(helpers);
         if progress {
             eprintln!(
                 "pgas: JIT: {total} kernel(s) compiled or loaded in {:.2} s",

@@ -1,0 +1,289 @@
+//! Helper processes that compile a build's NVRTC programs beside the process that needs them.
+//!
+//! NVRTC runs one compile at a time per process (docs/jit.md: four barrier kernels in four
+//! threads took 20.8 s, in four processes 6.4 s), so a single process with many programs to
+//! compile waits for them one after the other: the GPU suite's 27 programs took one process over
+//! 400 s. The PEs of a node already share that work through the disk cache: each program's entry
+//! is `flock`ed by whoever compiles it, the others skip it and later find it cached. Helpers are
+//! more such workers, started by the build itself: `pgas jit-helper` processes (the CLI) that go
+//! over the same list of programs, compile those nobody holds into the disk cache and exit. The
+//! build goes over the list too, then waits for the programs a helper holds and loads them from
+//! the cache, as it does for another PE's.
+//!
+//! A helper only ever adds cache entries: it recomputes each program's cache key with its own
+//! toolchain and compiles nothing whose key differs from the build's (another NVRTC or NVSHMEM
+//! than the build's would make a different CUBIN); a program it fails to compile is left to the
+//! build, which compiles it again and reports the error under the kernel's name. So a helper
+//! that is missing, crashes or is killed costs time, never a result.
+
+use super::disk::{CacheKey, DiskCache, Lookup};
+use super::toolchain::Toolchain;
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// One NVRTC program for the helpers: its source, the name its cache key is computed with, the
+/// name it is compiled under (a batch's key is computed with `pgas_batch`, and it is compiled
+/// under a name of its own, for dumps and logs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Job {
+    /// The whole CUDA source of the program.
+    pub text: String,
+    /// The kernel name [`Toolchain::cache_key`] takes for this program.
+    pub key_name: String,
+    /// The name NVRTC compiles the program under.
+    pub compile_name: String,
+}
+
+/// Helper processes started on a list of jobs. Dropping it waits for them; each exits once it has
+/// gone over the list.
+#[derive(Debug)]
+pub struct Helpers {
+    children: Vec<Child>,
+    dir: PathBuf,
+}
+
+impl Helpers {
+    /// Writes `jobs` (with the cache keys the build computed, `keys`) to a fresh directory and
+    /// starts `count` helpers `exe jit-helper DIR MAJOR MINOR START`, each starting at another
+    /// place in the list, with `PGAS_CACHE_DIR` set to `cache`'s directory. `None` when nothing
+    /// could be started (no helper is then needed for the build to finish).
+    pub fn start(
+        exe: &Path,
+        cache: &DiskCache,
+        jobs: &[(Job, CacheKey)],
+        arch: (u32, u32),
+        count: usize,
+    ) -> Option<Helpers> {
+        if count == 0 || jobs.is_empty() {
+            return None;
+        }
+        let dir = job_dir();
+        if write_jobs(&dir, jobs).is_err() {
+            let _ = std::fs::remove_dir_all(&dir);
+            return None;
+        }
+        let mut children = Vec::new();
+        for h in 0..count {
+            // Helper h starts (h + 1) / (count + 1) of the way down the list; the build starts
+            // at its top.
+            let start = (h + 1) * jobs.len() / (count + 1);
+            let child = Command::new(exe)
+                .arg("jit-helper")
+                .arg(&dir)
+                .arg(arch.0.to_string())
+                .arg(arch.1.to_string())
+                .arg(start.to_string())
+                .env("PGAS_CACHE_DIR", cache.dir())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn();
+            match child {
+                Ok(c) => children.push(c),
+                Err(_) => break,
+            }
+        }
+        if children.is_empty() {
+            let _ = std::fs::remove_dir_all(&dir);
+            return None;
+        }
+        Some(Helpers { children, dir })
+    }
+
+    /// How many helpers run.
+    pub fn count(&self) -> usize {
+        self.children.len()
+    }
+}
+
+impl Drop for Helpers {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A fresh directory for one build's job list, under the system's temporary directory.
+fn job_dir() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::env::temp_dir().join(format!("pgas-jit-jobs-{}-{nanos}", std::process::id()))
+}
+
+/// Job `i` is `i.cu` (the source) and `i.meta` (the key in hex, the key name, the compile name,
+/// a line each).
+fn write_jobs(dir: &Path, jobs: &[(Job, CacheKey)]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (i, (job, key)) in jobs.iter().enumerate() {
+        std::fs::write(dir.join(format!("{i}.cu")), &job.text)?;
+        let meta = format!("{}\n{}\n{}\n", hex(key), job.key_name, job.compile_name);
+        std::fs::write(dir.join(format!("{i}.meta")), meta)?;
+    }
+    Ok(())
+}
+
+/// The jobs of `dir`, in order, with the keys the build computed.
+pub fn read_jobs(dir: &Path) -> Result<Vec<(Job, String)>> {
+    let io = |e: std::io::Error| Error::Launch {
+        kernel: "pgas jit-helper".to_owned(),
+        reason: format!("reading the job list in {}: {e}", dir.display()),
+    };
+    let mut jobs = Vec::new();
+    for i in 0.. {
+        let meta = dir.join(format!("{i}.meta"));
+        if !meta.exists() {
+            break;
+        }
+        let meta = std::fs::read_to_string(meta).map_err(io)?;
+        let text = std::fs::read_to_string(dir.join(format!("{i}.cu"))).map_err(io)?;
+        let mut lines = meta.lines();
+        let (Some(key), Some(key_name), Some(compile_name)) =
+            (lines.next(), lines.next(), lines.next())
+        else {
+            return Err(io(std::io::Error::other(format!("job {i} is incomplete"))));
+        };
+        let job = Job {
+            text,
+            key_name: key_name.to_owned(),
+            compile_name: compile_name.to_owned(),
+        };
+        jobs.push((job, key.to_owned()));
+    }
+    Ok(jobs)
+}
+
+fn hex(key: &CacheKey) -> String {
+    key.as_bytes().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What one helper did: programs compiled and stored, programs skipped because another process
+/// held or had cached them, programs whose key differed from the build's (another toolchain),
+/// programs NVRTC rejected (the build compiles those again and reports them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Compiled and stored in the cache.
+    pub compiled: usize,
+    /// Held by another process or already cached.
+    pub skipped: usize,
+    /// Left alone: this helper's cache key differs from the build's.
+    pub foreign: usize,
+    /// Rejected by NVRTC (or nvJitLink); left to the build.
+    pub failed: usize,
+}
+
+/// The work of `pgas jit-helper DIR MAJOR MINOR START`: goes once over the jobs of `dir` from job
+/// `start` on (wrapping round), compiling for `arch` every program that no other process holds
+/// and that is not cached yet into `cache`, with `toolchain`.
+pub fn run(
+    toolchain: &Toolchain,
+    cache: &DiskCache,
+    dir: &Path,
+    arch: (u32, u32),
+    start: usize,
+) -> Result<Report> {
+    let jobs = read_jobs(dir)?;
+    let mut report = Report::default();
+    for k in 0..jobs.len() {
+        let (job, want) = &jobs[(start + k) % jobs.len()];
+        let key = toolchain.cache_key(&job.text, &job.key_name, arch);
+        if hex(&key) != *want {
+            report.foreign += 1;
+            continue;
+        }
+        let Ok(Some(_lock)) = cache.try_lock(&key) else {
+            report.skipped += 1;
+            continue;
+        };
+        if matches!(cache.load(&key), Ok(Lookup::Hit(_))) {
+            report.skipped += 1;
+            continue;
+        }
+        match toolchain.compile_dumped(Some(cache), None, &job.text, &job.compile_name, arch) {
+            Ok(compiled) => {
+                cache.store(&key, &compiled.cubin)?;
+                report.compiled += 1;
+            }
+            Err(_) => report.failed += 1,
+        }
+    }
+    Ok(report)
+}
+
+/// The helper executable: `PGAS_JIT_HELPER` (a path; `off` for none), else the `pgas` CLI beside
+/// the running executable or one folder up (cargo puts examples, benches and tests one folder
+/// below the binaries). `None` when there is none: the build then compiles alone.
+pub fn helper_exe() -> Option<PathBuf> {
+    match std::env::var_os("PGAS_JIT_HELPER") {
+        Some(v) if v == "off" => return None,
+        Some(v) => return Some(PathBuf::from(v)),
+        None => {}
+    }
+    let exe = std::env::current_exe().ok()?;
+    let here = exe.parent()?;
+    let found = [Some(here), here.parent()]
+        .into_iter()
+        .flatten()
+        .map(|d| d.join("pgas"))
+        .find(|p| p.is_file() && *p != exe);
+    found
+}
+
+/// How many helpers a build starts on a node where `node_pes` PEs build at once:
+/// `PGAS_JIT_HELPERS` when set, else one per CPU this PE's share of the node leaves beside
+/// itself, at most 7. (A build starts no more than it has programs beyond its own first.)
+pub fn helper_count(node_pes: usize) -> usize {
+    std::env::var("PGAS_JIT_HELPERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (cpus / node_pes.max(1)).saturating_sub(1).min(7)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_list_reads_back_as_written() {
+        let dir = job_dir();
+        let key = CacheKey::from_bytes(&[7u8; 32]).unwrap();
+        let jobs = vec![
+            (
+                Job {
+                    text: "extern \"C\" __global__ void a() {}\n// ünïcode\n".to_owned(),
+                    key_name: "pgas_batch".to_owned(),
+                    compile_name: "pgas_batch_0102".to_owned(),
+                },
+                key,
+            ),
+            (
+                Job {
+                    text: String::new(),
+                    key_name: "b".to_owned(),
+                    compile_name: "b".to_owned(),
+                },
+                key,
+            ),
+        ];
+        write_jobs(&dir, &jobs).unwrap();
+        let back = read_jobs(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(back.len(), 2);
+        for ((job, key), (read, hexkey)) in jobs.iter().zip(&back) {
+            assert_eq!(job, read);
+            assert_eq!(&hex(key), hexkey);
+        }
+    }
+
+    #[test]
+    fn helpers_share_the_cpus_among_the_node_pes() {
+        // (PGAS_JIT_HELPERS is not set in the test environment.)
+        assert!(helper_count(1) <= 7);
+        assert_eq!(helper_count(usize::MAX), 0);
+    }
+}

@@ -1,0 +1,106 @@
+//! The JIT's helper processes (`pgas::jit::helpers`, `pgas jit-helper`): started on a build's
+//! programs, they compile into the shared kernel cache every program whose key they compute as
+//! the build did, and leave alone what they cannot do (a program NVRTC rejects, a program keyed by
+//! another toolchain). Needs no GPU; needs NVRTC and the headers (`PGAS_CUDA_HOME`,
+//! `PGAS_NVSHMEM_HOME`), as `tests/nvrtc_coll.rs`.
+
+use pgas::jit::disk::{CacheKey, DiskCache, Lookup};
+use pgas::jit::helpers::{Helpers, Job};
+use pgas::jit::Toolchain;
+use std::path::Path;
+use std::process::Command;
+
+const ARCH: (u32, u32) = (9, 0);
+
+/// A point-to-point kernel as codegen emits one (defines, prelude, `#line`, kernel).
+fn p2p(name: &str, body: &str) -> Job {
+    Job {
+        text: format!(
+            "#define PGAS_KERNEL_NAME {name}\n{}#line 10 \"src/{name}.rs\"\nextern \"C\" __global__ void PGAS_KERNEL_NAME(float* x, unsigned long long n) {{\n{body}\n}}\n",
+            pgas_codegen::PRELUDE_P2P
+        ),
+        key_name: name.to_owned(),
+        compile_name: name.to_owned(),
+    }
+}
+
+fn cached(cache: &DiskCache, key: &CacheKey) -> Option<Vec<u8>> {
+    match cache.load(key).unwrap() {
+        Lookup::Hit(bytes) => Some(bytes.to_vec()),
+        _ => None,
+    }
+}
+
+#[test]
+fn helpers_compile_the_programs_they_can_into_the_cache_and_leave_the_rest() {
+    let tc = Toolchain::discover()
+        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    let dir = std::env::temp_dir().join(format!("pgas-jit-helpers-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = DiskCache::open(&dir).unwrap();
+    let keyed = |job: Job| {
+        let key = tc.cache_key(&job.text, &job.key_name, ARCH);
+        (job, key)
+    };
+    let good: Vec<(Job, CacheKey)> = (0..4)
+        .map(|i| {
+            keyed(p2p(
+                &format!("helper_k{i}"),
+                &format!("if (n) x[0] = {i}.0f;"),
+            ))
+        })
+        .collect();
+    let rejected = keyed(p2p("helper_bad", "if (n) x[0] = no_such_name;"));
+    // Keyed by "another toolchain": the helper's own key for it differs.
+    let foreign_job = p2p("helper_foreign", "if (n) x[0] = 9.0f;");
+    let foreign_own_key = tc.cache_key(&foreign_job.text, &foreign_job.key_name, ARCH);
+    let foreign = (foreign_job, CacheKey::from_bytes(&[1u8; 32]).unwrap());
+    let mut jobs = good.clone();
+    jobs.push(rejected.clone());
+    jobs.push(foreign.clone());
+
+    let exe = Path::new(env!("CARGO_BIN_EXE_pgas"));
+    let helpers = Helpers::start(exe, &cache, &jobs, ARCH, 2).expect("the helpers start");
+    assert_eq!(helpers.count(), 2);
+    drop(helpers); // waits for them
+
+    for (job, key) in &good {
+        let cubin = cached(&cache, key).unwrap_or_else(|| panic!("{} not cached", job.key_name));
+        assert!(
+            cubin
+                .windows(job.key_name.len())
+                .any(|w| w == job.key_name.as_bytes()),
+            "{}: the entry holds its kernel",
+            job.key_name
+        );
+    }
+    assert!(
+        cached(&cache, &rejected.1).is_none(),
+        "a rejected program is left to the build"
+    );
+    assert!(cached(&cache, &foreign.1).is_none() && cached(&cache, &foreign_own_key).is_none());
+    // The job list is gone with the helpers.
+    let lists = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(&format!("pgas-jit-jobs-{}-", std::process::id()))
+        })
+        .count();
+    assert_eq!(lists, 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_helper_command_refuses_arguments_it_cannot_use() {
+    let exe = env!("CARGO_BIN_EXE_pgas");
+    for args in [
+        &["jit-helper"][..],
+        &["jit-helper", "/nonexistent", "nine", "0", "0"],
+    ] {
+        let out = Command::new(exe).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("usage: pgas jit-helper"));
+    }
+}
