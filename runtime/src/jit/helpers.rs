@@ -213,21 +213,37 @@ pub fn run(
 }
 
 /// The helper executable: `PGAS_JIT_HELPER` (a path; `off` for none), else the `pgas` CLI beside
-/// the running executable or one folder up (cargo puts examples, benches and tests one folder
-/// below the binaries). `None` when there is none: the build then compiles alone.
+/// the running executable, one folder up (cargo puts examples, benches and tests one folder
+/// below the binaries), or on `PATH` (`cargo install pgas`). Another version's CLI does no harm:
+/// it cannot read the job list or computes other keys, and compiles nothing. `None` when there
+/// is none: the build then compiles alone.
 pub fn helper_exe() -> Option<PathBuf> {
-    match std::env::var_os("PGAS_JIT_HELPER") {
+    find_helper(
+        std::env::var_os("PGAS_JIT_HELPER"),
+        std::env::current_exe().ok(),
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )
+}
+
+/// [`helper_exe`] for the value of `PGAS_JIT_HELPER`, the running executable and `PATH`.
+fn find_helper(
+    var: Option<std::ffi::OsString>,
+    exe: Option<PathBuf>,
+    path: &std::ffi::OsStr,
+) -> Option<PathBuf> {
+    match var {
         Some(v) if v == "off" => return None,
         Some(v) => return Some(PathBuf::from(v)),
         None => {}
     }
-    let exe = std::env::current_exe().ok()?;
-    let here = exe.parent()?;
-    let found = [Some(here), here.parent()]
+    let here = exe.as_deref().and_then(Path::parent);
+    let found = [here, here.and_then(Path::parent)]
         .into_iter()
         .flatten()
+        .map(Path::to_path_buf)
+        .chain(std::env::split_paths(path))
         .map(|d| d.join("pgas"))
-        .find(|p| p.is_file() && *p != exe);
+        .find(|p| p.is_file() && Some(p) != exe.as_ref());
     found
 }
 
@@ -278,6 +294,40 @@ mod tests {
             assert_eq!(job, read);
             assert_eq!(&hex(key), hexkey);
         }
+    }
+
+    #[test]
+    fn the_helper_is_the_variable_then_beside_the_executable_then_on_the_path() {
+        let root = job_dir();
+        let (bin, examples, on_path) =
+            (root.join("bin"), root.join("bin/examples"), root.join("p"));
+        for d in [&examples, &on_path] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let exe = Some(examples.join("demo"));
+        let path = std::env::join_paths([&on_path]).unwrap();
+        let find = |var: Option<&str>| find_helper(var.map(Into::into), exe.clone(), &path);
+        assert_eq!(find(None), None, "no pgas anywhere");
+        std::fs::write(on_path.join("pgas"), "").unwrap();
+        assert_eq!(find(None), Some(on_path.join("pgas")));
+        std::fs::write(bin.join("pgas"), "").unwrap();
+        assert_eq!(
+            find(None),
+            Some(bin.join("pgas")),
+            "one folder up wins over PATH"
+        );
+        std::fs::write(examples.join("pgas"), "").unwrap();
+        assert_eq!(
+            find(None),
+            Some(examples.join("pgas")),
+            "beside the executable first"
+        );
+        assert_eq!(find(Some("off")), None);
+        assert_eq!(find(Some("/x/pgas")), Some(PathBuf::from("/x/pgas")));
+        // The CLI itself never starts itself.
+        let cli = Some(examples.join("pgas"));
+        assert_eq!(find_helper(None, cli, &path), Some(bin.join("pgas")));
+        std::fs::remove_dir_all(root).unwrap();
     }
 
     #[test]
