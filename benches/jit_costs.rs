@@ -8,7 +8,8 @@
 //!   median of 5 more new point-to-point kernels (what each next kernel costs);
 //! - cold compile of a kernel with a device collective (`reduce_block` in a loop, the full
 //!   prelude), and of 16 specializations of one kernel (16 comptime values) in one `prewarm`,
-//!   which the JIT compiles as one NVRTC program;
+//!   which the JIT compiles as one or two NVRTC programs (two where helper processes compile
+//!   beside it, docs/jit.md);
 //! - disk-cache load of it: a fresh JIT state (memory cache empty) over the same cache dir;
 //! - in-memory hit: the lookup a launch does once the kernel is loaded;
 //! - host cost of one cached launch: DSL `launch` (checked variant) and `launch_unchecked`,
@@ -246,7 +247,8 @@ fn main() -> BenchResult<()> {
         "cold_compile_dsl_16_specializations",
         batch_cold,
         "s",
-        "16 comptime values of one kernel in one prewarm (one NVRTC program, one module)",
+        "16 comptime values of one kernel in one prewarm (programs of at least 8 kernels, shared \
+         with the JIT's helper processes where the pgas CLI is beside the bench)",
     );
     let raw_ring = RawKernel::from_source(CUDA_RING, "cuda_ring_shift");
     let (r, raw_cold) = wall(|| bare1.prewarm_raw(&raw_ring));
