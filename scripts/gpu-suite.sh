@@ -292,6 +292,9 @@ verdict "jit_costs" "$(figures | brief 'cold_compile|disk|memory|launch_dsl_chec
 step "jit_costs PGAS_JIT_LTO=off" bench.log 60 env PGAS_JIT_LTO=off "$bin/jit_costs"
 last=$(echo "$last" | sed 's/"name": *"/&inline\//')
 verdict "jit_costs PGAS_JIT_LTO=off" "$(figures | brief 'cold_compile')"
+# The JIT's helper processes: new programs compiled in one process and in one per CPU.
+step "jit_helpers" bench.log 60 "$bin/jit_helpers"
+verdict "jit_helpers" "$(figures | brief 'process|speedup')"
 # The bf16 GEMM against cuBLAS; cuBLAS from CUDA 13's toolkit or PyTorch's wheel when the loader
 # does not find it (the bench looks in both).
 step "gemm vs cuBLAS" bench.log 150 "$bin/gemm"

@@ -185,6 +185,8 @@ pub fn run(
     start: usize,
 ) -> Result<Report> {
     let jobs = read_jobs(dir)?;
+    // As the build does: with PGAS_DUMP_DIR, the source and log of every program compiled.
+    let dump = std::env::var_os("PGAS_DUMP_DIR").map(PathBuf::from);
     let mut report = Report::default();
     for k in 0..jobs.len() {
         let (job, want) = &jobs[(start + k) % jobs.len()];
@@ -201,7 +203,13 @@ pub fn run(
             report.skipped += 1;
             continue;
         }
-        match toolchain.compile_dumped(Some(cache), None, &job.text, &job.compile_name, arch) {
+        match toolchain.compile_dumped(
+            Some(cache),
+            dump.as_deref(),
+            &job.text,
+            &job.compile_name,
+            arch,
+        ) {
             Ok(compiled) => {
                 cache.store(&key, &compiled.cubin)?;
                 report.compiled += 1;
