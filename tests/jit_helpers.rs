@@ -62,7 +62,7 @@ fn helpers_compile_the_programs_they_can_into_the_cache_and_leave_the_rest() {
     let exe = Path::new(env!("CARGO_BIN_EXE_pgas"));
     let helpers = Helpers::start(exe, &cache, &jobs, ARCH, 2).expect("the helpers start");
     assert_eq!(helpers.count(), 2);
-    drop(helpers); // waits for them
+    helpers.wait();
 
     for (job, key) in &good {
         let cubin = cached(&cache, key).unwrap_or_else(|| panic!("{} not cached", job.key_name));
@@ -103,4 +103,29 @@ fn the_helper_command_refuses_arguments_it_cannot_use() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("usage: pgas jit-helper"));
     }
+}
+
+#[test]
+fn dropping_the_helpers_ends_them() {
+    let tc = Toolchain::discover()
+        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    let dir = std::env::temp_dir().join(format!("pgas-jit-helpers-drop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = DiskCache::open(&dir).unwrap();
+    let jobs: Vec<(Job, CacheKey)> = (0..12)
+        .map(|i| {
+            let job = p2p(&format!("helper_drop{i}"), &format!("if (n) x[0] = {i}.0f;"));
+            let key = tc.cache_key(&job.text, &job.key_name, ARCH);
+            (job, key)
+        })
+        .collect();
+    let exe = Path::new(env!("CARGO_BIN_EXE_pgas"));
+    drop(Helpers::start(exe, &cache, &jobs, ARCH, 1).expect("the helper starts"));
+    // Ended, not left running: nothing is added to the cache afterwards.
+    let count = || jobs.iter().filter(|(_, k)| cached(&cache, k).is_some()).count();
+    let after_drop = count();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(count(), after_drop, "a helper kept compiling after the drop");
+    assert!(after_drop < jobs.len(), "the helper was not ended early");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -35,8 +35,10 @@ pub struct Job {
     pub compile_name: String,
 }
 
-/// Helper processes started on a list of jobs. Dropping it waits for them; each exits once it has
-/// gone over the list.
+/// Helper processes started on a list of jobs; each exits once it has gone over the list.
+/// Dropping it ends those still running: the build drops it once every program is built, so a
+/// helper still running then has nothing left to compile (it may still be starting up), and
+/// waiting for it would only add its start-up to a small build.
 #[derive(Debug)]
 pub struct Helpers {
     children: Vec<Child>,
@@ -96,9 +98,21 @@ impl Helpers {
     }
 }
 
+impl Helpers {
+    /// Waits until every helper has gone over the list and exited.
+    pub fn wait(mut self) {
+        for c in &mut self.children {
+            let _ = c.wait();
+        }
+    }
+}
+
 impl Drop for Helpers {
     fn drop(&mut self) {
         for c in &mut self.children {
+            if let Ok(None) = c.try_wait() {
+                let _ = c.kill();
+            }
             let _ = c.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);

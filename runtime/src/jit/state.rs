@@ -293,7 +293,7 @@ impl JitState {
         let total: usize = groups.iter().map(|(_, m)| m.len()).sum();
         let progress = total >= PROGRESS_MIN;
         let started = std::time::Instant::now();
-        // The helpers, dropped (waited for) once every program is built.
+        // The helpers, dropped (ended) once every program is built.
         let helpers = match (&helper, disk.as_deref()) {
             (Some(exe), Some(disk)) if groups.len() > 1 && helper_count > 0 => {
                 let jobs: Vec<_> = groups
@@ -354,6 +354,7 @@ impl JitState {
                 outcomes[g] = out;
             }
         }
+        // Every program is built: a helper still running has nothing left to do.
         drop(helpers);
         if progress {
             eprintln!(
