@@ -46,7 +46,7 @@ pub struct Helpers {
 }
 
 impl Helpers {
-    /// Writes `jobs` (with the cache keys the build computed, `keys`) to a fresh directory and
+    /// Writes `jobs` (each with the cache key the build computed) to a fresh directory and
     /// starts `count` helpers `exe jit-helper DIR MAJOR MINOR START`, each starting at another
     /// place in the list, with `PGAS_CACHE_DIR` set to `cache`'s directory. `None` when nothing
     /// could be started (no helper is then needed for the build to finish).
@@ -96,9 +96,7 @@ impl Helpers {
     pub fn count(&self) -> usize {
         self.children.len()
     }
-}
 
-impl Helpers {
     /// Waits until every helper has gone over the list and exited.
     pub fn wait(mut self) {
         for c in &mut self.children {
