@@ -70,6 +70,27 @@ fn a_wrong_cuda_home_is_missing_nvrtc_with_the_fix() {
 }
 
 #[test]
+fn the_jit_helpers_line_says_whether_a_build_starts_them() {
+    // The CLI finds itself (it is the helper).
+    let (_, text) = doctor(&[], &[("PGAS_JIT_HELPERS", "3")]);
+    let me = env!("CARGO_BIN_EXE_pgas");
+    assert!(
+        text.contains("[     ok] JIT helpers: up to 3 `pgas jit-helper`") && text.contains(me),
+        "{text}"
+    );
+    let (_, text) = doctor(&[], &[("PGAS_JIT_HELPERS", "0")]);
+    assert!(
+        text.contains("[     ok] JIT helpers: off (PGAS_JIT_HELPERS=0"),
+        "{text}"
+    );
+    let (_, text) = doctor(&[], &[("PGAS_JIT_HELPER", "off")]);
+    assert!(
+        text.contains("[     ok] JIT helpers: off (PGAS_JIT_HELPER=off)"),
+        "{text}"
+    );
+}
+
+#[test]
 fn an_unknown_option_is_a_usage_error() {
     let (out, _) = doctor(&["--frobnicate"], &[]);
     assert_eq!(out.status.code(), Some(2));

@@ -114,7 +114,10 @@ fn dropping_the_helpers_ends_them() {
     let cache = DiskCache::open(&dir).unwrap();
     let jobs: Vec<(Job, CacheKey)> = (0..12)
         .map(|i| {
-            let job = p2p(&format!("helper_drop{i}"), &format!("if (n) x[0] = {i}.0f;"));
+            let job = p2p(
+                &format!("helper_drop{i}"),
+                &format!("if (n) x[0] = {i}.0f;"),
+            );
             let key = tc.cache_key(&job.text, &job.key_name, ARCH);
             (job, key)
         })
@@ -122,10 +125,18 @@ fn dropping_the_helpers_ends_them() {
     let exe = Path::new(env!("CARGO_BIN_EXE_pgas"));
     drop(Helpers::start(exe, &cache, &jobs, ARCH, 1).expect("the helper starts"));
     // Ended, not left running: nothing is added to the cache afterwards.
-    let count = || jobs.iter().filter(|(_, k)| cached(&cache, k).is_some()).count();
+    let count = || {
+        jobs.iter()
+            .filter(|(_, k)| cached(&cache, k).is_some())
+            .count()
+    };
     let after_drop = count();
     std::thread::sleep(std::time::Duration::from_secs(2));
-    assert_eq!(count(), after_drop, "a helper kept compiling after the drop");
+    assert_eq!(
+        count(),
+        after_drop,
+        "a helper kept compiling after the drop"
+    );
     assert!(after_drop < jobs.len(), "the helper was not ended early");
     std::fs::remove_dir_all(&dir).unwrap();
 }

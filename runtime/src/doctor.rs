@@ -108,7 +108,36 @@ pub fn run() -> Report {
         format!("init() would use {}", bootstrap::describe_auto()),
     ));
     checks.extend(env_checks());
+    checks.push(jit_helpers_check());
     Report { checks }
+}
+
+/// Whether this program's JIT builds start helper processes (`crate::jit::helpers`).
+fn jit_helpers_check() -> Check {
+    const NAME: &str = "JIT helpers";
+    let count = crate::jit::helpers::helper_count(1);
+    match crate::jit::helpers::helper_exe() {
+        Some(exe) if count > 0 => ok(
+            NAME,
+            format!(
+                "up to {count} `pgas jit-helper` process(es) compile beside a build of several \
+                 programs ({})",
+                exe.display()
+            ),
+        ),
+        Some(_) => ok(NAME, "off (PGAS_JIT_HELPERS=0, or one CPU)"),
+        None if std::env::var_os("PGAS_JIT_HELPER").is_some_and(|v| v == "off") => {
+            ok(NAME, "off (PGAS_JIT_HELPER=off)")
+        }
+        None => bad(
+            NAME,
+            Status::Warn,
+            "no `pgas` CLI beside this program or on PATH: a cold build compiles its NVRTC \
+             programs one at a time",
+            "`cargo install pgas` (or build the pgas package's binaries beside your program), or \
+             set PGAS_JIT_HELPER to the pgas CLI",
+        ),
+    }
 }
 
 fn cuda_checks() -> Vec<Check> {
