@@ -7,7 +7,7 @@
 use pgas::jit::disk::{CacheKey, DiskCache, Lookup};
 use pgas::jit::helpers::{Helpers, Job};
 use pgas::jit::Toolchain;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const ARCH: (u32, u32) = (9, 0);
@@ -31,13 +31,19 @@ fn cached(cache: &DiskCache, key: &CacheKey) -> Option<Vec<u8>> {
     }
 }
 
-#[test]
-fn helpers_compile_the_programs_they_can_into_the_cache_and_leave_the_rest() {
+/// The toolchain and an empty kernel cache in a directory of its own (`tag`).
+fn fresh(tag: &str) -> (Toolchain, DiskCache, PathBuf) {
     let tc = Toolchain::discover()
         .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
-    let dir = std::env::temp_dir().join(format!("pgas-jit-helpers-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("pgas-jit-helpers-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let cache = DiskCache::open(&dir).unwrap();
+    (tc, cache, dir)
+}
+
+#[test]
+fn helpers_compile_the_programs_they_can_into_the_cache_and_leave_the_rest() {
+    let (tc, cache, dir) = fresh("work");
     let keyed = |job: Job| {
         let key = tc.cache_key(&job.text, &job.key_name, ARCH);
         (job, key)
@@ -107,11 +113,7 @@ fn the_helper_command_refuses_arguments_it_cannot_use() {
 
 #[test]
 fn dropping_the_helpers_ends_them() {
-    let tc = Toolchain::discover()
-        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
-    let dir = std::env::temp_dir().join(format!("pgas-jit-helpers-drop-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let cache = DiskCache::open(&dir).unwrap();
+    let (tc, cache, dir) = fresh("drop");
     let jobs: Vec<(Job, CacheKey)> = (0..12)
         .map(|i| {
             let job = p2p(
