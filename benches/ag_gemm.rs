@@ -26,7 +26,10 @@ mod fused;
 
 use common::nccl::{nccl_comm, Nccl};
 use common::plot::{by_count, Series};
-use common::{bf16_rel_diff, emit, median_ms, show, BenchResult, Figure};
+use common::{
+    bf16_rel_diff, emit, median_ms, show, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
+    GEMM_WARMUP,
+};
 use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
@@ -36,8 +39,6 @@ use pgas::prelude::*;
 use std::path::PathBuf;
 
 const BENCH: &str = "ag_gemm";
-const WARMUP: usize = 3;
-const REPS: usize = 10;
 /// M x N x K: the two production shapes of issue 10 first, then smaller M for the plot.
 const SHAPES: [(usize, usize, usize); 5] = [
     (8192, 8192, 8192),
@@ -46,8 +47,6 @@ const SHAPES: [(usize, usize, usize); 5] = [
     (2048, 8192, 8192),
     (4096, 8192, 8192),
 ];
-/// The largest |x - baseline| allowed, relative to the largest |C|: both round to bf16.
-const MAX_REL_DIFF: f64 = 2e-2;
 
 /// The methods, in table order.
 const METHODS: [&str; 3] = ["cuBLAS+NCCL", "pgas kernel", "pgas::ops"];
@@ -62,11 +61,16 @@ struct Row {
     diff: [f64; 2],
 }
 
-/// Median microseconds of `REPS` runs of `run` on the pgas stream after `WARMUP`; every PE
-/// starts each one after a barrier, so PE 0's events time the operation, not another PE's
-/// lateness.
+/// Median microseconds of `GEMM_REPS` runs of `run` on the pgas stream after `GEMM_WARMUP`;
+/// every PE starts each one after a barrier, so PE 0's events time the operation, not another
+/// PE's lateness.
 fn timed(p: &Pgas, run: impl FnMut() -> BenchResult<()>) -> BenchResult<f64> {
-    Ok(median_ms(p.stream(), (WARMUP, REPS), || Ok(p.barrier_all()?), run)? * 1e3)
+    Ok(median_ms(
+        p.stream(),
+        (GEMM_WARMUP, GEMM_REPS),
+        || Ok(p.barrier_all()?),
+        run,
+    )? * 1e3)
 }
 
 /// `ncclAllGather` of every PE's shard into `gathered`, on the pgas stream.
@@ -189,7 +193,7 @@ fn main() -> BenchResult<()> {
             ("the pgas kernel", kernel_diff, hopper),
             ("pgas::ops", ops_diff, true),
         ] {
-            if ran && (d.is_nan() || d > MAX_REL_DIFF) {
+            if ran && (d.is_nan() || d > GEMM_MAX_REL_DIFF) {
                 failures.push(format!(
                     "{m}x{n}x{k}: {what} differs from cuBLAS by {d:.3e} (relative)"
                 ));
@@ -221,7 +225,7 @@ fn main() -> BenchResult<()> {
 fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> BenchResult<()> {
     println!(
         "\n{BENCH} on {machine}: C = allgather(A) Bt^T, bf16, f32 accumulate; us per call, \
-         median of {REPS} on PE 0"
+         median of {GEMM_REPS} on PE 0"
     );
     let header = format!(
         "| {:<18} | {:>11} | {:>9} | {:>9} | {:>11} | {:>9} | {:>12} | {:>10} | {:>9} |",
@@ -238,7 +242,7 @@ fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> 
     let mut md = vec![
         format!(
             "{BENCH} on {machine}: C = allgather_rows(A) · Btᵀ, bf16 in and out, f32 accumulate; \
-             microseconds per call (median of {REPS} on PE 0); speedup = cuBLAS+NCCL time / \
+             microseconds per call (median of {GEMM_REPS} on PE 0); speedup = cuBLAS+NCCL time / \
              pgas time.\n"
         ),
         header.clone(),
@@ -268,7 +272,7 @@ fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> 
         println!("{line}");
         md.push(line);
         let key = format!("ag_gemm_{m}x{n}x{k}");
-        let note = format!("median of {REPS} on PE 0 of {np}, us per call");
+        let note = format!("median of {GEMM_REPS} on PE 0 of {np}, us per call");
         for (name, value, unit) in [
             ("cublas_nccl_us", base, "us"),
             ("nccl_allgather_us", r.allgather_us, "us"),

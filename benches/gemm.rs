@@ -23,7 +23,10 @@ mod gemm_example;
 #[path = "../examples/gemm_bf16_sm90.rs"]
 mod sm90_example;
 
-use common::{bf16_rel_diff, emit, median_ms, show, wall, BenchResult, Figure};
+use common::{
+    bf16_rel_diff, emit, median_ms, show, wall, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
+    GEMM_WARMUP,
+};
 use gemm_example::{gemm, gemm_bf16, gemm_tiled, value, STAGES};
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
@@ -31,24 +34,19 @@ use pgas::ops::cublas::{self, Cublas};
 use pgas::prelude::*;
 
 const BENCH: &str = "gemm";
-const WARMUP: usize = 3;
-const REPS: usize = 10;
 const SHAPES: [(usize, usize, usize); 4] = [
     (4096, 4096, 4096),
     (8192, 8192, 8192),
     (128, 8192, 8192),
     (1024, 8192, 8192),
 ];
-/// The largest |pgas - cuBLAS| allowed, relative to the largest |C|: both round to bf16 (2^-8
-/// relative), so a few units of that; a wrong tile is off by the size of C itself.
-const MAX_REL_DIFF: f64 = 2e-2;
 
-/// Median milliseconds of `REPS` runs of `run` after `WARMUP`, each timed on `stream`.
+/// Median milliseconds of `GEMM_REPS` runs of `run` after `GEMM_WARMUP`, each timed on `stream`.
 fn timed(
     stream: &pgas::cudarc::driver::CudaStream,
     run: impl FnMut() -> BenchResult<()>,
 ) -> BenchResult<f64> {
-    median_ms(stream, (WARMUP, REPS), || Ok(()), run)
+    median_ms(stream, (GEMM_WARMUP, GEMM_REPS), || Ok(()), run)
 }
 
 /// pgas's C at 64 points against the host (f64), relative to the same scale as [`bf16_rel_diff`].
@@ -186,7 +184,7 @@ fn main() -> BenchResult<()> {
         }
         let got = stream.clone_dtoh(&c)?;
         let spot = host_spot_check(&got, &a_host, &b_host, (m, n, k));
-        if spot.is_nan() || spot > MAX_REL_DIFF {
+        if spot.is_nan() || spot > GEMM_MAX_REL_DIFF {
             failures.push(format!(
                 "{m}x{n}x{k}: pgas differs from the host by {spot:.3e} (relative)"
             ));
@@ -208,7 +206,7 @@ fn main() -> BenchResult<()> {
             })?;
             let got90 = stream.clone_dtoh(&c90)?;
             let spot = host_spot_check(&got90, &a_host, &b_host, (m, n, k));
-            if spot.is_nan() || spot > MAX_REL_DIFF {
+            if spot.is_nan() || spot > GEMM_MAX_REL_DIFF {
                 failures.push(format!(
                     "{m}x{n}x{k}: the wgmma kernel differs from the host by {spot:.3e} (relative)"
                 ));
@@ -232,7 +230,7 @@ fn main() -> BenchResult<()> {
                     if d.is_nan() && what == "the wgmma kernel" && got90.is_none() {
                         continue;
                     }
-                    if d.is_nan() || d > MAX_REL_DIFF {
+                    if d.is_nan() || d > GEMM_MAX_REL_DIFF {
                         failures.push(format!(
                             "{m}x{n}x{k}: {what} differs from cuBLAS by {d:.3e} (relative)"
                         ));
@@ -264,7 +262,7 @@ fn main() -> BenchResult<()> {
 }
 
 fn print_report(machine: &str, rows: &[Row], compile: &[(&str, Variant, f64)]) {
-    println!("\n{BENCH} on {machine}: bf16 in, f32 accumulate, bf16 out; median of {REPS}");
+    println!("\n{BENCH} on {machine}: bf16 in, f32 accumulate, bf16 out; median of {GEMM_REPS}");
     println!(
         "{:<18} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>8} {:>10}",
         "M x N x K",
@@ -309,7 +307,7 @@ fn print_report(machine: &str, rows: &[Row], compile: &[(&str, Variant, f64)]) {
             }
         );
         let note = format!(
-            "median of {REPS}, plain variants ({STAGES}-stage mma.sync, {}-stage wgmma)",
+            "median of {GEMM_REPS}, plain variants ({STAGES}-stage mma.sync, {}-stage wgmma)",
             sm90_example::STAGES
         );
         let key = format!("gemm_{m}x{n}x{k}");

@@ -8,10 +8,10 @@
 //! - **library**: `pgas::ops::matmul_reduce_scatter::MatmulReduceScatter` (cuBLAS chunks in
 //!   owner order, copy-engine pushes and the owner's f32 reduction overlapped on a second stream).
 //!
-//! N = K = 8192 and M from 2048 to 16384 (K split over the PEs). Median of `REPS` after `WARMUP`
-//! (CUDA events on the pgas stream, every PE released together by a barrier before each
-//! repetition). Every result is checked before its figures count: at 64 points against the host
-//! (f64), and element by element against the baseline where NCCL is there. Prints a table and
+//! N = K = 8192 and M from 2048 to 16384 (K split over the PEs). Median of `GEMM_REPS` after
+//! `GEMM_WARMUP` (CUDA events on the pgas stream, every PE released together by a barrier before
+//! each repetition). Every result is checked before its figures count: at 64 points against the
+//! host (f64), and element by element against the baseline where NCCL is there. Prints a table and
 //! `FIGURE` lines; with an output folder argument, writes `gemm_rs.md` and `gemm_rs.png` there.
 //!
 //! Run: `pgas-run -n 2 -- gemm_rs OUTDIR` (NCCL: `libnccl.so` on `LD_LIBRARY_PATH`, see
@@ -25,7 +25,10 @@ mod fused;
 
 use common::nccl::{nccl_comm, Nccl};
 use common::plot::{log_log_by_size, Series};
-use common::{bf16_rel_diff, emit, median_ms, show, BenchResult, Figure};
+use common::{
+    bf16_rel_diff, emit, median_ms, show, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
+    GEMM_WARMUP,
+};
 use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
@@ -35,8 +38,6 @@ use pgas::prelude::*;
 use std::fmt::Write as _;
 
 const BENCH: &str = "gemm_rs";
-const WARMUP: usize = 3;
-const REPS: usize = 10;
 /// (M, N, K): K is the whole inner dimension, split over the PEs.
 const SHAPES: [(usize, usize, usize); 4] = [
     (2048, 8192, 8192),
@@ -44,13 +45,16 @@ const SHAPES: [(usize, usize, usize); 4] = [
     (8192, 8192, 8192),
     (16384, 8192, 8192),
 ];
-/// The largest |x - baseline| allowed, relative to the largest |baseline|: every method rounds
-/// the partial products to bf16 on their way and the result once more, in different orders.
-const MAX_REL_DIFF: f64 = 2e-2;
 
-/// Median milliseconds of `REPS` runs of `run` on `stream` after `WARMUP`, each after a barrier.
+/// Median milliseconds of `GEMM_REPS` runs of `run` on `stream` after `GEMM_WARMUP`, each after a
+/// barrier.
 fn timed(p: &Pgas, stream: &CudaStream, run: impl FnMut() -> BenchResult<()>) -> BenchResult<f64> {
-    median_ms(stream, (WARMUP, REPS), || Ok(p.barrier_all()?), run)
+    median_ms(
+        stream,
+        (GEMM_WARMUP, GEMM_REPS),
+        || Ok(p.barrier_all()?),
+        run,
+    )
 }
 
 /// Element `i` of PE `pe`'s A (`which` 1) or Bt (`which` 2): the example's inputs of call 0.
@@ -161,7 +165,7 @@ fn main() -> BenchResult<()> {
             let spot = host_check(&got, (me, pes), (m, n, k));
             let diff = want.map_or(0.0, |w| bf16_rel_diff(&got, w));
             for (against, d) in [("the host", spot), ("cuBLAS + NCCL", diff)] {
-                if d.is_nan() || d > MAX_REL_DIFF {
+                if d.is_nan() || d > GEMM_MAX_REL_DIFF {
                     failures.push(format!(
                         "PE {me}: {m}x{n}x{kk}: {what} differs from {against} by {d:.3e} (relative)"
                     ));
@@ -252,7 +256,7 @@ fn main() -> BenchResult<()> {
                     name: format!("gemm_rs_8192x8192x8192_{pes}pe/{name}"),
                     value: *us,
                     unit: "us",
-                    note: format!("median of {REPS}; a tuning knob other than the default"),
+                    note: format!("median of {GEMM_REPS}; a tuning knob other than the default"),
                 };
                 emit(BENCH, &machine, &f);
             }
@@ -286,7 +290,7 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
     writeln!(
         table,
         "GEMM + reduce-scatter on {machine}: bf16, f32 accumulate, K split over {pes} PE(s); \
-         median of {REPS} microseconds\n"
+         median of {GEMM_REPS} microseconds\n"
     )?;
     writeln!(
         table,
@@ -307,7 +311,7 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
             show(r.baseline / r.library)
         )?;
         let key = format!("gemm_rs_{m}x{n}x{k}_{pes}pe");
-        let note = format!("median of {REPS}, every PE released by a barrier before each");
+        let note = format!("median of {GEMM_REPS}, every PE released by a barrier before each");
         for (name, value, unit) in [
             ("cublas_gemm_us", r.gemm, "us"),
             ("nccl_reduce_scatter_us", r.rs, "us"),

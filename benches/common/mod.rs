@@ -17,6 +17,16 @@ use std::time::Instant;
 
 pub type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// Unrecorded and recorded runs of each timing in the GEMM benchmarks (`gemm`, `ag_gemm`,
+/// `gemm_rs`), for [`median_ms`].
+pub const GEMM_WARMUP: usize = 3;
+/// See [`GEMM_WARMUP`].
+pub const GEMM_REPS: usize = 10;
+/// The largest [`bf16_rel_diff`] a GEMM result may have against its reference: both round to
+/// bf16 (2^-8 relative) on their way, in different orders, so a few units of that; a wrong tile
+/// is off by the size of C itself.
+pub const GEMM_MAX_REL_DIFF: f64 = 2e-2;
+
 /// Whether a CUDA driver and at least one GPU are there.
 pub fn gpu_present() -> bool {
     pgas::gpu_count().is_ok_and(|n| n > 0)
