@@ -276,11 +276,15 @@ impl JitState {
         }
         // Helper processes take programs from the same list (see `super::helpers`), so the
         // batches are cut for every compiling process of the node: its PEs and their helpers.
-        let helper = disk.as_ref().and_then(|_| helpers::helper_exe());
-        let helper_count = helper
-            .as_ref()
-            .map_or(0, |_| helpers::helper_count(target.node_pes));
-        let compilers = target.node_pes.max(1) * (1 + helper_count);
+        // Looked for only when something is to be compiled, and only with a disk cache (their
+        // results travel through it).
+        let helper = match disk {
+            Some(_) if !by_prelude.is_empty() => helpers::helper_exe()
+                .map(|exe| (exe, helpers::helper_count(target.node_pes)))
+                .filter(|(_, count)| *count > 0),
+            _ => None,
+        };
+        let compilers = target.node_pes.max(1) * (1 + helper.as_ref().map_or(0, |(_, n)| *n));
         let groups: Vec<Program> = by_prelude
             .into_iter()
             .flat_map(|(prelude, members)| {
@@ -294,8 +298,8 @@ impl JitState {
         let progress = total >= PROGRESS_MIN;
         let started = std::time::Instant::now();
         // The helpers, dropped (ended) once every program is built.
-        let helpers = match (&helper, disk.as_deref()) {
-            (Some(exe), Some(disk)) if groups.len() > 1 && helper_count > 0 => {
+        let helpers = match (helper, disk.as_deref()) {
+            (Some((exe, helper_count)), Some(disk)) if groups.len() > 1 => {
                 let jobs: Vec<_> = groups
                     .iter()
                     .filter_map(|(prelude, members)| {
@@ -304,7 +308,7 @@ impl JitState {
                     })
                     .collect();
                 let count = helper_count.min(groups.len() - 1);
-                helpers::Helpers::start(exe, disk, &jobs, arch, count)
+                helpers::Helpers::start(&exe, disk, &jobs, arch, count)
             }
             _ => None,
         };
