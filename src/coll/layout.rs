@@ -11,7 +11,7 @@
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
-use super::{check_apart, movement, AllReduceElem, Comm, Region};
+use super::{movement, AllReduceElem, Comm, Reached, Region};
 use crate::{Error, Result, SymRegion};
 
 /// The per-peer counts and displacements of [`Comm::all_to_all_v`], agreed by every member of
@@ -240,30 +240,20 @@ impl Comm {
                 });
             }
         }
-        let size = std::mem::size_of::<T>();
-        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
-        check_apart("all-to-all-v", d, dst.len() * size, s, src.len() * size)?;
-        self.check_p2p("all-to-all-v")?;
-        self.check_symmetric(
-            "the all-to-all-v destination (peers store into it)",
-            d,
-            dst.len() * size,
-        )?;
+        self.check_movement("all-to-all-v", &*dst, src, Reached::Destination)?;
         if layout.max_sent == 0 {
             return Ok(());
         }
-        let (src, mut dst) = (
-            Region::<T>::of(src).cast::<u8>(),
-            Region::<T>::of(&*dst).cast::<u8>(),
-        );
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        let src = Region::of(src);
         self.launch_p2p(
             stream,
             movement::move_specs::<T>()[3],
             &[],
-            &mut dst,
+            dst,
             &src,
             Some(&layout.table_at),
-            layout.max_sent * size,
+            layout.max_sent * std::mem::size_of::<T>(),
             &[(s % 16) as u32, (d % 16) as u32],
         )
     }

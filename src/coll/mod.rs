@@ -527,15 +527,9 @@ impl Comm {
             });
         }
         check_op::<T>(op)?;
+        self.check_movement("reduce-scatter", &*dst, src, Reached::Source)?;
         let size = std::mem::size_of::<T>();
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
-        check_apart("reduce-scatter", d, dst.len() * size, s, src.len() * size)?;
-        self.check_p2p("reduce-scatter")?;
-        self.check_symmetric(
-            "the reduce-scatter source (peers load it)",
-            s,
-            src.len() * size,
-        )?;
         if dst.is_empty() {
             return Ok(());
         }
@@ -602,15 +596,9 @@ impl Comm {
                 expected: dst.len() / n,
             });
         }
+        self.check_movement("all-gather", &*dst, src, Reached::Destination)?;
         let size = std::mem::size_of::<T>();
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
-        check_apart("all-gather", d, dst.len() * size, s, src.len() * size)?;
-        self.check_p2p("all-gather")?;
-        self.check_symmetric(
-            "the all-gather destination (peers store into it)",
-            d,
-            dst.len() * size,
-        )?;
         if src.is_empty() {
             return Ok(());
         }
@@ -662,30 +650,46 @@ impl Comm {
     }
 
     /// An `Err` unless `bytes` bytes at `ptr` lie in the symmetric heap (a `SymRegion` of one's
-    /// own can name any address), checked at both ends as `from_dlpack` does.
+    /// own can name any address).
     fn check_symmetric(&self, what: &str, ptr: u64, bytes: usize) -> Result<()> {
-        if bytes == 0 {
+        if self.pgas.in_symmetric_heap(ptr, bytes) {
             return Ok(());
         }
-        let me = self.pgas.my_pe();
-        for addr in [ptr, ptr + bytes as u64 - 1] {
-            let one = Region::<u8> {
-                ptr: addr,
-                len: 1,
-                _elem: std::marker::PhantomData,
-            };
-            if !self.pgas.peer_reachable(&one, me)? {
-                return Err(Error::InvalidConfig {
-                    name: "buffer",
-                    value: format!("{ptr:#x} ({bytes} bytes)"),
-                    reason: format!(
-                        "{what} is not inside NVSHMEM's symmetric heap, so peers cannot reach \
-                         it; allocate it with Pgas::alloc (or take a view of such a tensor)"
-                    ),
-                });
+        Err(Error::InvalidConfig {
+            name: "buffer",
+            value: format!("{ptr:#x} ({bytes} bytes)"),
+            reason: format!(
+                "{what} is not inside NVSHMEM's symmetric heap, so peers cannot reach it; \
+                 allocate it with Pgas::alloc (or take a view of such a tensor)"
+            ),
+        })
+    }
+
+    /// The checks of a peer-to-peer data movement before it launches: `dst` and `src` apart,
+    /// every member load/store reachable, and the buffer the peers reach into (`reached`) in the
+    /// symmetric heap.
+    fn check_movement<T>(
+        &self,
+        what: &str,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        reached: Reached,
+    ) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        let (d, dbytes) = (dst.as_device_ptr(), dst.len() * size);
+        let (s, sbytes) = (src.as_device_ptr(), src.len() * size);
+        check_apart(what, d, dbytes, s, sbytes)?;
+        self.check_p2p(what)?;
+        match reached {
+            Reached::Source => {
+                self.check_symmetric(&format!("the {what} source (peers load it)"), s, sbytes)
             }
+            Reached::Destination => self.check_symmetric(
+                &format!("the {what} destination (peers store into it)"),
+                d,
+                dbytes,
+            ),
         }
-        Ok(())
     }
 
     /// Launches a peer-to-peer collective kernel of `kernels.rs` (arguments `dst`, `src`, the
@@ -730,6 +734,13 @@ impl Comm {
             &mut args,
         )
     }
+}
+
+/// Which buffer of a data movement the peers load from or store into.
+#[derive(Clone, Copy)]
+enum Reached {
+    Source,
+    Destination,
 }
 
 /// An `Err` for a bitwise reduction on a float type.
@@ -839,18 +850,6 @@ impl<T> Region<T> {
         Region {
             ptr: r.as_device_ptr(),
             len: r.len(),
-            _elem: std::marker::PhantomData,
-        }
-    }
-}
-
-impl<T> Region<T> {
-    /// The same address and length (in elements of `T`) as a region of `U`: the data-movement
-    /// kernels take any element type as the unsigned integer of its width.
-    fn cast<U>(self) -> Region<U> {
-        Region {
-            ptr: self.ptr,
-            len: self.len,
             _elem: std::marker::PhantomData,
         }
     }

@@ -5,7 +5,7 @@
 use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
 
-use super::{check_apart, kernels, vector_start, Algorithm, AllReduceElem, Comm, Region};
+use super::{check_apart, kernels, vector_start, Algorithm, AllReduceElem, Comm, Reached, Region};
 use crate::{Error, Result, SymRegion};
 
 /// The data-movement kernels of one element size.
@@ -152,10 +152,7 @@ impl Comm {
         let (head, vec) = vector_start(s, d, size, src.len());
         let k = move_kernels::<T>();
         let root = root as u32;
-        let (src, mut dst) = (
-            Region::<T>::of(src).cast::<u8>(),
-            Region::<T>::of(&*dst).cast::<u8>(),
-        );
+        let src = Region::of(src);
         match algorithm {
             Algorithm::OneShot => {
                 let copy = u32::from(d != s || rank != root as usize);
@@ -163,7 +160,7 @@ impl Comm {
                     stream,
                     k.broadcast_one_shot,
                     &[],
-                    &mut dst,
+                    dst,
                     &src,
                     None,
                     bytes,
@@ -174,7 +171,7 @@ impl Comm {
                 stream,
                 k.broadcast_two_shot,
                 &[],
-                &mut dst,
+                dst,
                 &src,
                 None,
                 bytes.div_ceil(self.n),
@@ -230,24 +227,18 @@ impl Comm {
                 ),
             });
         }
-        let size = std::mem::size_of::<T>();
-        let bytes = src.len() * size;
-        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
-        check_apart("all-to-all", d, bytes, s, bytes)?;
-        self.check_p2p("all-to-all")?;
-        self.check_symmetric("the all-to-all destination (peers store into it)", d, bytes)?;
+        self.check_movement("all-to-all", &*dst, src, Reached::Destination)?;
         if src.is_empty() {
             return Ok(());
         }
-        let (src, mut dst) = (
-            Region::<T>::of(src).cast::<u8>(),
-            Region::<T>::of(&*dst).cast::<u8>(),
-        );
+        let bytes = src.len() * std::mem::size_of::<T>();
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        let src = Region::of(src);
         self.launch_p2p(
             stream,
             move_kernels::<T>().all_to_all,
             &[],
-            &mut dst,
+            dst,
             &src,
             None,
             bytes,

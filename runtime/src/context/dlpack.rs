@@ -64,25 +64,16 @@ impl Pgas {
     ) -> Result<SymTensor<T>> {
         let (ptr, shape) = check_import::<T, _>(&tensor, self.inner.device)?;
         self.inner.bind()?;
-        let end = ptr + (shape.len() * std::mem::size_of::<T>()) as u64 - 1;
-        for addr in [ptr, end] {
-            // SAFETY: nvshmem_ptr only looks the address up; outside the heap it returns null.
-            let local = unsafe {
-                self.nvshmem()
-                    .raw()
-                    .nvshmem_ptr(addr as *const std::ffi::c_void, self.inner.my_pe as i32)
-            };
-            if local.is_null() {
-                return Err(Error::Dlpack {
-                    reason: format!(
-                        "the tensor's data ({ptr:#x}, {} bytes) is not inside NVSHMEM's symmetric \
-                         heap, so other PEs cannot address it; allocate it with pgas (Pgas::alloc, \
-                         then into_dlpack) or NVSHMEM4Py, or copy it into a SymTensor with \
-                         copy_from_device",
-                        shape.len() * std::mem::size_of::<T>()
-                    ),
-                });
-            }
+        let bytes = shape.len() * std::mem::size_of::<T>();
+        if !self.in_symmetric_heap(ptr, bytes) {
+            return Err(Error::Dlpack {
+                reason: format!(
+                    "the tensor's data ({ptr:#x}, {bytes} bytes) is not inside NVSHMEM's symmetric \
+                     heap, so other PEs cannot address it; allocate it with pgas (Pgas::alloc, \
+                     then into_dlpack) or NVSHMEM4Py, or copy it into a SymTensor with \
+                     copy_from_device"
+                ),
+            });
         }
         Ok(SymTensor::wrap(
             &self.inner,

@@ -93,6 +93,24 @@ impl Pgas {
         Ok(!p.is_null())
     }
 
+    /// Whether the `bytes` bytes at `ptr` lie inside NVSHMEM's symmetric heap on this PE (both
+    /// ends are looked up with `nvshmem_ptr`), so that other PEs can address them. An empty
+    /// range is inside.
+    pub fn in_symmetric_heap(&self, ptr: u64, bytes: usize) -> bool {
+        if bytes == 0 {
+            return true;
+        }
+        [ptr, ptr + bytes as u64 - 1].into_iter().all(|addr| {
+            // SAFETY: nvshmem_ptr only looks the address up; outside the heap it returns null.
+            let local = unsafe {
+                self.nvshmem()
+                    .raw()
+                    .nvshmem_ptr(addr as *const std::ffi::c_void, self.inner.my_pe as i32)
+            };
+            !local.is_null()
+        })
+    }
+
     /// Allocates `len` zeroed elements on every PE. Collective: all PEs call it with the same
     /// `len`. Zero length and sizes over the heap are errors; with several PEs, sizes that differ
     /// across PEs are [`Error::AllocMismatch`] on every PE (see `agree.rs`).
