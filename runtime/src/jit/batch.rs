@@ -267,11 +267,7 @@ fn alone(
 
 /// The dump-file name of a batch program.
 fn batch_name(key: &CacheKey) -> String {
-    let hex: String = key.as_bytes()[..6]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("pgas_batch_{hex}")
+    format!("pgas_batch_{}", &key.hex()[..12])
 }
 
 /// These compile real NVSHMEM kernels with NVRTC (no GPU): CI points `PGAS_CUDA_HOME` and

@@ -67,9 +67,13 @@ impl CacheKey {
         bytes.try_into().ok().map(CacheKey)
     }
 
+    /// The key in lowercase hexadecimal, 64 digits.
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     fn file_name(&self) -> String {
-        let hex: String = self.0.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{hex}.cubin")
+        format!("{}.cubin", self.hex())
     }
 }
 

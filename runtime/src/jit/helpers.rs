@@ -131,7 +131,7 @@ fn write_jobs(dir: &Path, jobs: &[(Job, CacheKey)]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for (i, (job, key)) in jobs.iter().enumerate() {
         std::fs::write(dir.join(format!("{i}.cu")), &job.text)?;
-        let meta = format!("{}\n{}\n{}\n", hex(key), job.key_name, job.compile_name);
+        let meta = format!("{}\n{}\n{}\n", key.hex(), job.key_name, job.compile_name);
         std::fs::write(dir.join(format!("{i}.meta")), meta)?;
     }
     Ok(())
@@ -167,25 +167,6 @@ pub fn read_jobs(dir: &Path) -> Result<Vec<(Job, String)>> {
     Ok(jobs)
 }
 
-fn hex(key: &CacheKey) -> String {
-    key.as_bytes().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// What one helper did: programs compiled and stored, programs skipped because another process
-/// held or had cached them, programs whose key differed from the build's (another toolchain),
-/// programs NVRTC rejected (the build compiles those again and reports them).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Report {
-    /// Compiled and stored in the cache.
-    pub compiled: usize,
-    /// Held by another process or already cached.
-    pub skipped: usize,
-    /// Left alone: this helper's cache key differs from the build's.
-    pub foreign: usize,
-    /// Rejected by NVRTC (or nvJitLink); left to the build.
-    pub failed: usize,
-}
-
 /// The work of `pgas jit-helper DIR MAJOR MINOR START`: goes once over the jobs of `dir` from job
 /// `start` on (wrapping round), compiling for `arch` every program that no other process holds
 /// and that is not cached yet into `cache`, with `toolchain`.
@@ -195,41 +176,37 @@ pub fn run(
     dir: &Path,
     arch: (u32, u32),
     start: usize,
-) -> Result<Report> {
+) -> Result<()> {
     let jobs = read_jobs(dir)?;
     // As the build does: with PGAS_DUMP_DIR, the source and log of every program compiled.
     let dump = std::env::var_os("PGAS_DUMP_DIR").map(PathBuf::from);
-    let mut report = Report::default();
     for k in 0..jobs.len() {
         let (job, want) = &jobs[(start + k) % jobs.len()];
+        // Another toolchain's key: not this helper's to compile.
         let key = toolchain.cache_key(&job.text, &job.key_name, arch);
-        if hex(&key) != *want {
-            report.foreign += 1;
+        if key.hex() != *want {
             continue;
         }
+        // Held by another process, or cached already.
         let Ok(Some(_lock)) = cache.try_lock(&key) else {
-            report.skipped += 1;
             continue;
         };
         if matches!(cache.load(&key), Ok(Lookup::Hit(_))) {
-            report.skipped += 1;
             continue;
         }
-        match toolchain.compile_dumped(
+        // A program NVRTC rejects is left to the build, which reports it under the kernel's name.
+        let compiled = toolchain.compile_dumped(
             Some(cache),
             dump.as_deref(),
             &job.text,
             &job.compile_name,
             arch,
-        ) {
-            Ok(compiled) => {
-                cache.store(&key, &compiled.cubin)?;
-                report.compiled += 1;
-            }
-            Err(_) => report.failed += 1,
+        );
+        if let Ok(compiled) = compiled {
+            cache.store(&key, &compiled.cubin)?;
         }
     }
-    Ok(report)
+    Ok(())
 }
 
 /// The helper executable: `PGAS_JIT_HELPER` (a path; `off` for none), else the `pgas` CLI beside
@@ -312,7 +289,7 @@ mod tests {
         assert_eq!(back.len(), 2);
         for ((job, key), (read, hexkey)) in jobs.iter().zip(&back) {
             assert_eq!(job, read);
-            assert_eq!(&hex(key), hexkey);
+            assert_eq!(&key.hex(), hexkey);
         }
     }
 
