@@ -511,8 +511,8 @@ fn largest_block(max_threads: u32) -> String {
 }
 
 impl Error {
-    /// Wraps a cudarc error with what pgas was doing.
-    pub(crate) fn cuda(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+    /// Wraps a cudarc driver error with what pgas was doing (`.map_err(Error::cuda("..."))`).
+    pub fn cuda(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
         move |source| Error::Cuda { context, source }
     }
 

@@ -47,7 +47,6 @@ use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
 use super::cublas::Cublas;
-use super::cuda;
 use crate::{Error, Pgas, Result, SymTensor};
 
 /// A plan for `C = allgather_rows(A) · Btᵀ` at one shape: the symmetric gathered buffers, the
@@ -175,10 +174,10 @@ impl AllGatherMatmul {
         let ctx = pgas.cuda();
         let copy = ctx
             .new_stream()
-            .map_err(cuda("creating the all-gather's copy stream"))?;
+            .map_err(Error::cuda("creating the all-gather's copy stream"))?;
         let event = || {
             ctx.new_event(Some(cu::CUevent_flags::CU_EVENT_DISABLE_TIMING))
-                .map_err(cuda("creating the all-gather's events"))
+                .map_err(Error::cuda("creating the all-gather's events"))
         };
         let start = event()?;
         let landed = (1..np).map(|_| event()).collect::<Result<Vec<_>>>()?;
@@ -258,10 +257,10 @@ impl AllGatherMatmul {
             let copy = self.copy.cu_stream();
             self.start
                 .record(&main)
-                .map_err(cuda("recording the all-gather's start"))?;
-            self.copy
-                .wait(&self.start)
-                .map_err(cuda("ordering the copy stream after the call's start"))?;
+                .map_err(Error::cuda("recording the all-gather's start"))?;
+            self.copy.wait(&self.start).map_err(Error::cuda(
+                "ordering the copy stream after the call's start",
+            ))?;
             // SAFETY: the shard holds `block_bytes` (checked above) and this PE's block of the
             // gathered buffer is as large; no peer reads it before the words below, and the
             // last readers of this buffer (call e - 2) are done (module documentation). The
@@ -274,7 +273,7 @@ impl AllGatherMatmul {
                     copy,
                 )
                 .result()
-                .map_err(cuda("copying the shard into the gathered buffer"))?;
+                .map_err(Error::cuda("copying the shard into the gathered buffer"))?;
                 for (pe, &word) in self.flag_ptrs.iter().enumerate() {
                     if pe != me {
                         cu::cuStreamWriteValue64_v2(
@@ -284,7 +283,7 @@ impl AllGatherMatmul {
                             cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
                         )
                         .result()
-                        .map_err(cuda("signalling a peer that the shard is in place"))?;
+                        .map_err(Error::cuda("signalling a peer that the shard is in place"))?;
                     }
                 }
             }
@@ -304,7 +303,7 @@ impl AllGatherMatmul {
                         cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
                     )
                     .result()
-                    .map_err(cuda("waiting for a peer's shard"))?;
+                    .map_err(Error::cuda("waiting for a peer's shard"))?;
                     cu::cuMemcpyDtoDAsync_v2(
                         row_block(gathered, src, block_bytes),
                         from,
@@ -312,11 +311,11 @@ impl AllGatherMatmul {
                         copy,
                     )
                     .result()
-                    .map_err(cuda("pulling a peer's shard"))?;
+                    .map_err(Error::cuda("pulling a peer's shard"))?;
                 }
                 landed
                     .record(&self.copy)
-                    .map_err(cuda("recording a shard's arrival"))?;
+                    .map_err(Error::cuda("recording a shard's arrival"))?;
             }
         }
         let c_block = mp * n * 2;
@@ -329,7 +328,7 @@ impl AllGatherMatmul {
         for (j, landed) in (1..np).zip(&self.landed) {
             let src = (me + j) % np;
             main.wait(landed)
-                .map_err(cuda("waiting for a peer's shard"))?;
+                .map_err(Error::cuda("waiting for a peer's shard"))?;
             // SAFETY: PE `src`'s block of the gathered buffer has landed (the event above) and
             // holds mp x k; C's rows of PE `src` hold mp x n.
             unsafe {
@@ -361,7 +360,7 @@ pub fn all_gather_matmul(
     // The plan's buffers are freed when it drops: wait until the streams are done with them.
     pgas.stream()
         .synchronize()
-        .map_err(cuda("waiting for all_gather_matmul"))?;
+        .map_err(Error::cuda("waiting for all_gather_matmul"))?;
     Ok(())
 }
 

@@ -50,7 +50,6 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
 use super::cublas::Cublas;
-use super::cuda;
 use crate::prelude::*;
 use crate::{Error, Result};
 
@@ -407,7 +406,6 @@ impl MatmulReduceScatter {
         let chunk_bytes = rows * n * 2;
         let part = mp * n;
         let comm = self.comm.clone();
-        let err = cuda;
         // The copy stream starts after the caller's earlier work (it writes `out`).
         let (start, chunk_events) = self.events.split_at(1);
         let (chunk_events, end) = chunk_events.split_at(pes * splits);
@@ -452,11 +450,11 @@ impl MatmulReduceScatter {
                             cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
                         )
                         .result()
-                        .map_err(err("waiting for a chunk's acknowledgement"))?;
+                        .map_err(Error::cuda("waiting for a chunk's acknowledgement"))?;
                     }
                     cu::cuMemcpyDtoDAsync_v2(dst, chunk, chunk_bytes, cs)
                         .result()
-                        .map_err(err("copying a chunk to its owner"))?;
+                        .map_err(Error::cuda("copying a chunk to its owner"))?;
                     cu::cuStreamWriteValue64_v2(
                         cs,
                         peer.arrive + ((me * splits + j) * 8) as CUdeviceptr,
@@ -464,7 +462,7 @@ impl MatmulReduceScatter {
                         cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
                     )
                     .result()
-                    .map_err(err("signalling a chunk to its owner"))?;
+                    .map_err(Error::cuda("signalling a chunk to its owner"))?;
                 }
             } else {
                 for d in 1..pes {
@@ -478,7 +476,7 @@ impl MatmulReduceScatter {
                             cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
                         )
                         .result()
-                        .map_err(err("waiting for a chunk from another PE"))?;
+                        .map_err(Error::cuda("waiting for a chunk from another PE"))?;
                     }
                 }
                 let len = rows * n;
@@ -513,7 +511,7 @@ impl MatmulReduceScatter {
                             cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
                         )
                         .result()
-                        .map_err(err("acknowledging a chunk"))?;
+                        .map_err(Error::cuda("acknowledging a chunk"))?;
                     }
                 }
             }
@@ -547,7 +545,7 @@ pub fn matmul_reduce_scatter(
     op.run(pgas, out, a, bt)?;
     pgas.stream()
         .synchronize()
-        .map_err(cuda("finishing matmul_reduce_scatter"))
+        .map_err(Error::cuda("finishing matmul_reduce_scatter"))
 }
 
 #[cfg(test)]

@@ -16,11 +16,6 @@ pub use all_gather_matmul::{all_gather_matmul, AllGatherMatmul};
 
 use crate::{Error, Pgas, Result, Team};
 
-/// Wraps a failed CUDA driver call with what the operation was doing.
-pub(crate) fn cuda(context: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
-    move |source| Error::Cuda { context, source }
-}
-
 /// An `Err` on every PE when some PE's GPU cannot run 64-bit stream memory operations
 /// (`cuStreamWriteValue64` / `cuStreamWaitValue64`), with which the copy-engine operations
 /// ([`AllGatherMatmul`], [`matmul_reduce_scatter`]) signal their peers: without them a call
@@ -58,10 +53,9 @@ pub(crate) fn refuse_capture(
     stream: &cudarc::driver::CudaStream,
     what: &'static str,
 ) -> Result<()> {
-    let status = stream.capture_status().map_err(|source| Error::Cuda {
-        context: "querying the stream's CUDA-graph capture status",
-        source,
-    })?;
+    let status = stream.capture_status().map_err(Error::cuda(
+        "querying the stream's CUDA-graph capture status",
+    ))?;
     if status == cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
         return Ok(());
     }

@@ -54,7 +54,6 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use pgas_runtime::kernel::Variant;
 use pgas_runtime::launch::{KernelArgs, Prewarm};
 
-use crate::ops::cuda;
 use crate::{bf16, Error, LaunchConfig, Pgas, Result, SymTensor, Team};
 
 use kernels::{DATA_THREADS, LAYOUT_THREADS, SYNC_WORDS};
@@ -317,10 +316,10 @@ impl MoeDispatcher {
         let stream = pgas.stream();
         let tok_rank = stream
             .alloc_zeros::<i32>(cfg.max_tokens * n)
-            .map_err(cuda("allocating the MoE layout"))?;
+            .map_err(Error::cuda("allocating the MoE layout"))?;
         let tok_erank = stream
             .alloc_zeros::<i32>(cfg.max_tokens * k)
-            .map_err(cuda("allocating the MoE layout"))?;
+            .map_err(Error::cuda("allocating the MoE layout"))?;
         let mut reachable = 1u64;
         for pe in 0..n {
             reachable &= u64::from(pgas.peer_reachable(&recv_x, pe)?);
@@ -432,13 +431,13 @@ impl MoeDispatcher {
         let pad = |v: &[i32]| if v.is_empty() { vec![-1] } else { v.to_vec() };
         let idx = stream
             .clone_htod(&pad(topk_idx))
-            .map_err(cuda("copying the MoE routing"))?;
+            .map_err(Error::cuda("copying the MoE routing"))?;
         let weights = if topk_weights.is_empty() {
             stream.clone_htod(&[0.0f32])
         } else {
             stream.clone_htod(topk_weights)
         }
-        .map_err(cuda("copying the MoE routing"))?;
+        .map_err(Error::cuda("copying the MoE routing"))?;
         self.routes += 1;
         Ok(Routing {
             tokens,
@@ -545,7 +544,7 @@ impl MoeDispatcher {
         self.pgas
             .cuda()
             .synchronize()
-            .map_err(cuda("waiting for the MoE dispatch"))?;
+            .map_err(Error::cuda("waiting for the MoE dispatch"))?;
         let info = self.info.to_vec()?;
         let (n, el) = (self.n, self.cfg.experts_per_pe);
         let roff = (n + n * el) + n + n * el;
