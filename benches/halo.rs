@@ -85,10 +85,7 @@ fn iters_for(n: usize) -> u32 {
 /// Blocks of the per-iteration stencil launch: two per SM (blocks of 1024 threads), at most one
 /// per row.
 fn step_blocks(p: &Pgas) -> BenchResult<usize> {
-    let sms = p.cuda().attribute(
-        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-    )?;
-    Ok(2 * sms.max(1) as usize)
+    Ok(2 * p.sm_count()?)
 }
 
 /// Enqueues one NCCL halo exchange of the current plane on `stream`: the first row up and the

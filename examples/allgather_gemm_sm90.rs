@@ -310,10 +310,7 @@ impl Plan {
                 "stages = {stages}: the ring needs 2 to 4 slots of 48 KiB"
             )));
         }
-        let sms = pgas
-            .cuda()
-            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
-            as usize;
+        let sms = pgas.sm_count()?;
         let m = mp * np;
         // 128-wide tiles where 256-wide ones leave SMs idle (skinny M), as the GEMM example.
         let bn = if !n.is_multiple_of(BN) || (m / BM) * (n / BN) < sms {

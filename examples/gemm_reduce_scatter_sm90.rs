@@ -343,10 +343,7 @@ impl GemmRs {
         bn: Option<usize>,
     ) -> pgas::Result<Self> {
         let pes = pgas.n_pes();
-        let sms = pgas
-            .cuda()
-            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
-            as usize;
+        let sms = pgas.sm_count()?;
         let bn = bn.unwrap_or_else(|| tile_n(m / pes, n, sms));
         // The same shape on every PE first: then the checks below decide alike on every PE.
         pgas::ops::agree(
