@@ -428,10 +428,12 @@ impl MoeDispatcher {
         let tokens = topk_idx.len() / self.cfg.top_k;
         let stream = self.pgas.stream();
         // One element at least: cudarc allocates no empty buffers.
-        let pad = |v: &[i32]| if v.is_empty() { vec![-1] } else { v.to_vec() };
-        let idx = stream
-            .clone_htod(&pad(topk_idx))
-            .map_err(Error::cuda("copying the MoE routing"))?;
+        let idx = if topk_idx.is_empty() {
+            stream.clone_htod(&[-1i32])
+        } else {
+            stream.clone_htod(topk_idx)
+        }
+        .map_err(Error::cuda("copying the MoE routing"))?;
         let weights = if topk_weights.is_empty() {
             stream.clone_htod(&[0.0f32])
         } else {
