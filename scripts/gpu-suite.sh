@@ -444,7 +444,7 @@ else
     # The sweep: the whole suite and every gallery example under each tool, 1 PE. The kernels
     # compile first, outside the sanitizer (it would time the JIT, not the kernels), in several
     # processes at once: NVRTC compiles one program at a time per process, and one process had
-    # compiled 11 of the suite's 27 programs after 200 s (run 16; 4 PEs: all in 65.6 s, run 15).
+    # compiled 11 of the suite's 19 programs after 200 s (run 16; 4 PEs: all in 65.6 s, run 15).
     # The suite's by 4 PEs sharing the GPU, the gallery's by its examples run natively, 4 at a
     # time (each checks its results; their timings mean nothing then). PGAS_SANITIZE_WARM=0 skips
     # this where PGAS_CACHE_TAR brought the kernels.
