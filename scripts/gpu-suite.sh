@@ -24,7 +24,7 @@
 #   sanitize: only `pgas doctor` and compute-sanitizer over the WHOLE suite (1 PE) and every gallery
 #             example (1 PE), each tool of PGAS_SANITIZE_TOOLS (default: memcheck racecheck
 #             synccheck), as parallel jobs; PGAS_SANITIZE_ONLY (a regex over job names) splits
-#             the sweep over calls. PGAS_SAVE_CACHE=1 returns the warmed kernel cache
+#             the sweep over calls. PGAS_SAVE_CACHE=1 (any mode) returns the warmed kernel cache
 #             (kernel-cache.tar.gz in OUTDIR); a later call starts from it with
 #             PGAS_CACHE_TAR=FILE PGAS_SANITIZE_WARM=0. docs/faults.md lists the variables.
 #   coll:     only `pgas doctor` and the collectives against NCCL (benches/coll.rs, nccl_bench.py)
@@ -134,7 +134,16 @@ note "run on ${gpus} x ${machine:-no GPU}, commit $commit, $(date -u +%FT%TZ)"
 
 step "pgas doctor" env.log 30 "$bin/pgas" doctor
 verdict "pgas doctor" "$(echo "$last" | tail -1)"
+# PGAS_SAVE_CACHE=1: the kernel cache at the end of the run (every mode) as
+# OUTDIR/kernel-cache.tar.gz, for a later call's PGAS_CACHE_TAR (a GPU session's calls each start
+# on a bare machine).
+save_cache() {
+  [ "${PGAS_SAVE_CACHE:-0}" = 1 ] || return 0
+  tar -czf "$out/kernel-cache.tar.gz" -C "$PGAS_CACHE_DIR" .
+  note "saved the kernel cache: $(du -h "$out/kernel-cache.tar.gz" | cut -f1) in kernel-cache.tar.gz"
+}
 finish() {
+  save_cache
   note "total $(($(date +%s) - start))s; $failed step(s) failed"
   printf '%s\n' "${summary[@]}" >"$out/summary.txt"
   echo
@@ -361,7 +370,7 @@ expected one warning line about the kernel cache, got $warnings"
   verdict "ring_shift with an unwritable kernel cache" "$warnings warning line(s): $(echo "$last" | grep -m1 "pgas: warning" | cut -c1-110)"
 fi
 
-# compute-sanitizer (memcheck, racecheck, synccheck) over part of the suite and two gallery
+# compute-sanitizer (memcheck, racecheck, synccheck) over part of the suite and three gallery
 # examples, 1 PE each, plus racecheck across `pgas-run -n 2` children; 0 errors expected. Its own
 # limits, 115 s in all. NVSHMEM_DISABLE_NCCL=1: NVSHMEM's NCCL probe at init makes
 # memcheck report API errors inside libnccl (shared/notes/nvshmem-jit.md); --report-api-errors no
@@ -426,13 +435,6 @@ TIMEOUT"; fi
   rm -rf "$tmp"
 }
 judge_tail() { verdict "$1" "$(echo "$last" | tail -1 | cut -c1-150)"; }
-# PGAS_SAVE_CACHE=1: the warmed kernel cache as OUTDIR/kernel-cache.tar.gz, for a later call's
-# PGAS_CACHE_TAR (a GPU session's calls each start on a bare machine).
-save_cache() {
-  [ "${PGAS_SAVE_CACHE:-0}" = 1 ] || return 0
-  tar -czf "$out/kernel-cache.tar.gz" -C "$PGAS_CACHE_DIR" .
-  note "saved the kernel cache: $(du -h "$out/kernel-cache.tar.gz" | cut -f1) in kernel-cache.tar.gz"
-}
 if [ "$only" = coll ] || [ "$only" = fused ]; then
   : # the sanitizer belongs to the default run, `faults` and `sanitize`
 elif [ -z "$sanitizer" ]; then
@@ -457,14 +459,13 @@ else
         [ -x "$bin/$name" ] && printf '%s 1 PE (4 examples at a time)\t%q\n' "$name" "$bin/$name"
       done >"$out/.jobs"
       pool examples.log 240 4 judge_tail <"$out/.jobs"
-      save_cache
     fi
     # Then every (tool, target) pair as a job of its own, PGAS_SANITIZE_JOBS at a time (the
     # sanitizer's cost is mostly on the host; one process under memcheck got through the first
     # 50 of the suite's cases in 240 s, run 17): the suite in PGAS_SANITIZE_SHARDS shards
     # (`gpu_suite shard:I/N`; its per-case watchdog raised, as a case of hundreds of launches
-    # takes minutes under a tool), the heavy shards first, then each gallery example under each
-    # tool.
+    # takes minutes under a tool), every tool's shards before any example (the shards hold the
+    # longest jobs), then each gallery example under each tool.
     # PGAS_SANITIZE_ONLY (an extended regex) keeps the jobs whose name matches, such as
     # '^memcheck gpu_suite shard 2/6' or '^(racecheck|synccheck) [a-z0-9_]+ 1 PE$' (the gallery).
     tools=${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}
