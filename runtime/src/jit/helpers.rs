@@ -253,8 +253,14 @@ pub fn helper_count(node_pes: usize) -> usize {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            (cpus / node_pes.max(1)).saturating_sub(1).min(7)
+            default_count(cpus, node_pes)
         })
+}
+
+/// [`helper_count`] without `PGAS_JIT_HELPERS`: one helper per CPU of this PE's share of `cpus`
+/// beside the PE itself, at most 7.
+fn default_count(cpus: usize, node_pes: usize) -> usize {
+    (cpus / node_pes.max(1)).saturating_sub(1).min(7)
 }
 
 #[cfg(test)]
@@ -326,8 +332,10 @@ mod tests {
 
     #[test]
     fn helpers_share_the_cpus_among_the_node_pes() {
-        // (PGAS_JIT_HELPERS is not set in the test environment.)
-        assert!(helper_count(1) <= 7);
-        assert_eq!(helper_count(usize::MAX), 0);
+        assert_eq!(default_count(16, 1), 7, "at most 7");
+        assert_eq!(default_count(16, 4), 3);
+        assert_eq!(default_count(2, 1), 1);
+        assert_eq!(default_count(2, 2), 0);
+        assert_eq!(default_count(1, 0), 0);
     }
 }
