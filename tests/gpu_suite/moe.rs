@@ -379,5 +379,9 @@ fn bad_input(p: &Pgas) -> CaseResult {
         m.combine(&y, &routing, &mut out),
         "combine runs once per dispatch",
     )?;
+    // The dispatcher works after every refusal: a whole round against the reference.
+    let mut r = round(p, &CFG, 4, None)?;
+    run_round(&mut m, &mut r, me)?;
+    check(p, &mut m, &CFG, &r, "after the refusals")?;
     util::settle(p)
 }

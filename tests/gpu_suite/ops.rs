@@ -141,9 +141,13 @@ fn ag_matmul_bad_input(p: &Pgas) -> CaseResult {
     )?;
     let mut op = AllGatherMatmul::new(p, (64, 64, 64))?;
     let s = p.stream();
+    let me = p.my_pe();
+    let full: Vec<bf16> = (0..64 * np * 64).map(|i| small(i, 30)).collect();
+    let host_bt: Vec<bf16> = (0..64 * 64).map(|i| small(i, 31)).collect();
+    let want = host_nt(&full, &host_bt, (64 * np, 64, 64));
     let (shard, bt) = (
-        s.alloc_zeros::<bf16>(64 * 64)?,
-        s.alloc_zeros::<bf16>(64 * 64)?,
+        s.clone_htod(&full[me * 64 * 64..(me + 1) * 64 * 64])?,
+        s.clone_htod(&host_bt)?,
     );
     let mut c = s.alloc_zeros::<bf16>(64 * 64 * np + 1)?;
     let e = op.run(&mut c, &shard, &bt);
@@ -153,6 +157,7 @@ fn ag_matmul_bad_input(p: &Pgas) -> CaseResult {
     // The plan still works after the refused call (nothing was enqueued).
     let mut c = s.alloc_zeros::<bf16>(64 * 64 * np)?;
     op.run(&mut c, &shard, &bt)?;
+    check("after a refused call", &s.clone_dtoh(&c)?, &want)?;
     if np > 1 {
         // A call on a stream under CUDA-graph capture is refused before anything is enqueued
         // (a replay would repeat the captured call number and not wait for the peers).
@@ -163,7 +168,9 @@ fn ag_matmul_bad_input(p: &Pgas) -> CaseResult {
             matches!(&e, Err(e) if e.to_string().contains("captured into a CUDA graph")),
             || format!("a call under graph capture was not refused: {e:?}"),
         )?;
+        let mut c = s.alloc_zeros::<bf16>(64 * 64 * np)?;
         op.run(&mut c, &shard, &bt)?;
+        check("after a refused capture", &s.clone_dtoh(&c)?, &want)?;
     }
     s.synchronize()?;
     Ok(())

@@ -161,7 +161,15 @@ fn bad_input_case(p: &Pgas) -> CaseResult {
     )?;
     let mut op = MatmulReduceScatter::new(p, (64 * pes, 64, 64))?;
     let stream = p.stream();
-    let a = stream.alloc_zeros::<bf16>(64 * pes * 64)?;
+    // Inputs of call 5 of `input`, so that the calls after the refusals can be checked.
+    let host_a: Vec<bf16> = (0..64 * pes * 64)
+        .map(|i| bf16::from_f32(input(me, 0, 5, i)))
+        .collect();
+    let host_bt: Vec<bf16> = (0..64 * 64)
+        .map(|i| bf16::from_f32(input(me, 1, 5, i)))
+        .collect();
+    let want = host(pes, me, 5, (64 * pes, 64, 64));
+    let a = stream.clone_htod(&host_a)?;
     let bt = stream.alloc_zeros::<bf16>(63 * 64)?;
     let mut out = stream.alloc_zeros::<bf16>(64 * 64)?;
     match op.run(p, &mut out, &a, &bt) {
@@ -171,7 +179,7 @@ fn bad_input_case(p: &Pgas) -> CaseResult {
     if pes > 1 {
         // A call on a stream under CUDA-graph capture is refused before anything is enqueued
         // (a replay would repeat the captured call number and not wait for the peers).
-        let bt = stream.alloc_zeros::<bf16>(64 * 64)?;
+        let bt = stream.clone_htod(&host_bt)?;
         stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
         let r = op.run(p, &mut out, &a, &bt);
         drop(stream.end_capture(CUgraphInstantiate_flags(0))?);
@@ -183,7 +191,7 @@ fn bad_input_case(p: &Pgas) -> CaseResult {
         }
         // The plan still works after the refused call.
         op.run(p, &mut out, &a, &bt)?;
-        stream.synchronize()?;
+        check_eq("after a refused capture", &stream.clone_dtoh(&out)?, &want)?;
     }
     Ok(())
 }
