@@ -41,8 +41,11 @@
 //! loads and all-gather's stores fused over one chunking, and [`reduce_scatter`] /
 //! [`all_gather`] are the halves as kernels of their own, on the same flags.
 //!
+//! All-gather only copies, so it is written with the data-movement kernels (one per element
+//! size, `move_kernels!`) and shared by every type of a size.
+//!
 //! [`reduce_scatter`]: f32_::reduce_scatter
-//! [`all_gather`]: f32_::all_gather
+//! [`all_gather`]: move32::all_gather
 
 /// Hands the pieces every kind of collective kernel shares to the kernel template `$cb!`,
 /// appended to its arguments: `put_pair` / `put_one` (the stores of `x0`, `x1` at `i0`, `i1`, or
@@ -365,6 +368,75 @@ macro_rules! coll_kernels {
                 }
                 $($leave)*
             }
+        }
+    };
+}
+
+coll_kernels! {
+    f32_: f32 => f32, 4, {0 Sum 1 Prod 2 Min 3 Max};
+    f64_: f64 => f64, 2, {0 Sum 1 Prod 2 Min 3 Max};
+    f16_: f16 => f32, 8, {0 Sum 1 Prod 2 Min 3 Max};
+    bf16_: bf16 => f32, 8, {0 Sum 1 Prod 2 Min 3 Max};
+    i8_: i8 => i8, 16, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    i16_: i16 => i16, 8, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    i32_: i32 => i32, 4, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    i64_: i64 => i64, 2, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u8_: u8 => u8, 16, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u16_: u16 => u16, 8, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u32_: u32 => u32, 4, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    u64_: u64 => u64, 2, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+}
+
+/// The data-movement kernels (all-gather, broadcast, all-to-all), one module per element size: they only
+/// copy, so every element type of that size shares them (the host passes its buffers as
+/// unsigned integers of the same width). `$w` is the elements in 16 bytes, `$s` the bytes of
+/// one. The stores to every PE and the handshakes are the reducing kernels' (pasted by
+/// `with_shared_pieces!`).
+macro_rules! move_kernels {
+    ($($m:ident: $t:ident, $w:literal, $s:literal;)*) => {$(
+        with_shared_pieces!(move_kernels!(@kernels $m $t $w $s
+            // Copy of `cnt` elements from `src[so..]` to `dst[ro..]` on the PE `p` is a view of
+            // (all-to-all's segments): 16-byte vectors from the first boundary of the source
+            // when both ends sit at the same offset modulo 16 bytes (`sb`, `db`: the buffers'
+            // own offsets), one element at a time before it, past the last vector, and
+            // throughout otherwise. Two vectors a thread a step, as in the reducing kernels.
+            copy_segment: [
+                let smis = (sb as usize + so * $s) % 16;
+                let dmis = (db as usize + ro * $s) % 16;
+                let h = min((16 - smis) % 16 / $s, cnt);
+                let nv = if smis == dmis { (cnt - h) / $w } else { 0 };
+                let vend = h + nv * $w;
+                let mut v = gt;
+                while v < nv {
+                    let i0 = h + v * $w;
+                    let i1 = if v + stride < nv { i0 + stride * $w } else { i0 };
+                    let x0 = load_vec16(&src[so + i0]);
+                    let x1 = load_vec16(&src[so + i1]);
+                    store_vec16(&mut p[ro + i0], x0);
+                    store_vec16(&mut p[ro + i1], x1);
+                    v += 2 * stride;
+                }
+                let ns = h + (cnt - vend);
+                let mut q = gt;
+                while q < ns {
+                    let i = if q < h { q } else { vend + q - h };
+                    p[ro + i] = src[so + i];
+                    q += stride;
+                }
+            ]
+        ));
+    )*};
+    (@kernels $m:ident $t:ident $w:literal $s:literal
+        copy_segment: [$($copy_segment:tt)*]
+        put_pair: [$($put_pair:tt)*]
+        put_one: [$($put_one:tt)*]
+        enter: [$($enter:tt)*]
+        leave: [$($leave:tt)*]
+        leave_after_puts: [$($leave_after_puts:tt)*]
+    ) => {
+        #[doc = concat!("Data-movement kernels for ", stringify!($s), "-byte elements.")]
+        pub mod $m {
+            use crate::prelude::*;
 
             /// All-gather (two-shot's second half): team rank `r` stores its `src` into chunk
             /// `r` of every PE's `dst` (elements `r * src.len()` on), its own included. `head`
@@ -415,75 +487,6 @@ macro_rules! coll_kernels {
                 }
                 $($leave_after_puts)*
             }
-        }
-    };
-}
-
-coll_kernels! {
-    f32_: f32 => f32, 4, {0 Sum 1 Prod 2 Min 3 Max};
-    f64_: f64 => f64, 2, {0 Sum 1 Prod 2 Min 3 Max};
-    f16_: f16 => f32, 8, {0 Sum 1 Prod 2 Min 3 Max};
-    bf16_: bf16 => f32, 8, {0 Sum 1 Prod 2 Min 3 Max};
-    i8_: i8 => i8, 16, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    i16_: i16 => i16, 8, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    i32_: i32 => i32, 4, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    i64_: i64 => i64, 2, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u8_: u8 => u8, 16, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u16_: u16 => u16, 8, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u32_: u32 => u32, 4, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u64_: u64 => u64, 2, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-}
-
-/// The data-movement kernels (broadcast, all-to-all), one module per element size: they only
-/// copy, so every element type of that size shares them (the host passes its buffers as
-/// unsigned integers of the same width). `$w` is the elements in 16 bytes, `$s` the bytes of
-/// one. The stores to every PE and the handshakes are the reducing kernels' (pasted by
-/// `with_shared_pieces!`).
-macro_rules! move_kernels {
-    ($($m:ident: $t:ident, $w:literal, $s:literal;)*) => {$(
-        with_shared_pieces!(move_kernels!(@kernels $m $t $w $s
-            // Copy of `cnt` elements from `src[so..]` to `dst[ro..]` on the PE `p` is a view of
-            // (all-to-all's segments): 16-byte vectors from the first boundary of the source
-            // when both ends sit at the same offset modulo 16 bytes (`sb`, `db`: the buffers'
-            // own offsets), one element at a time before it, past the last vector, and
-            // throughout otherwise. Two vectors a thread a step, as in the reducing kernels.
-            copy_segment: [
-                let smis = (sb as usize + so * $s) % 16;
-                let dmis = (db as usize + ro * $s) % 16;
-                let h = min((16 - smis) % 16 / $s, cnt);
-                let nv = if smis == dmis { (cnt - h) / $w } else { 0 };
-                let vend = h + nv * $w;
-                let mut v = gt;
-                while v < nv {
-                    let i0 = h + v * $w;
-                    let i1 = if v + stride < nv { i0 + stride * $w } else { i0 };
-                    let x0 = load_vec16(&src[so + i0]);
-                    let x1 = load_vec16(&src[so + i1]);
-                    store_vec16(&mut p[ro + i0], x0);
-                    store_vec16(&mut p[ro + i1], x1);
-                    v += 2 * stride;
-                }
-                let ns = h + (cnt - vend);
-                let mut q = gt;
-                while q < ns {
-                    let i = if q < h { q } else { vend + q - h };
-                    p[ro + i] = src[so + i];
-                    q += stride;
-                }
-            ]
-        ));
-    )*};
-    (@kernels $m:ident $t:ident $w:literal $s:literal
-        copy_segment: [$($copy_segment:tt)*]
-        put_pair: [$($put_pair:tt)*]
-        put_one: [$($put_one:tt)*]
-        enter: [$($enter:tt)*]
-        leave: [$($leave:tt)*]
-        leave_after_puts: [$($leave_after_puts:tt)*]
-    ) => {
-        #[doc = concat!("Data-movement kernels for ", stringify!($s), "-byte elements.")]
-        pub mod $m {
-            use crate::prelude::*;
 
             /// Broadcast, one-shot: every PE loads team rank `root`'s `src` over NVLink into its
             /// own `dst` (`copy == 0` on the root in place: nothing to copy). The root's

@@ -248,7 +248,7 @@ impl Comm {
         let src = Region::of(src);
         self.launch_p2p(
             stream,
-            movement::move_specs::<T>()[3],
+            movement::move_kernels::<T>().all_to_all_v,
             &[],
             dst,
             &src,

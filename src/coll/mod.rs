@@ -104,8 +104,6 @@ pub trait AllReduceElem: CollectiveElem {
     const TWO_SHOT: &'static KernelSpec;
     #[doc(hidden)]
     const REDUCE_SCATTER: &'static KernelSpec;
-    #[doc(hidden)]
-    const ALL_GATHER: &'static KernelSpec;
     /// Whether the bitwise reductions exist for the type (integers).
     #[doc(hidden)]
     const BITS: bool;
@@ -118,7 +116,6 @@ macro_rules! elem {
             const ONE_SHOT: &'static KernelSpec = &kernels::$m::one_shot::SPEC;
             const TWO_SHOT: &'static KernelSpec = &kernels::$m::two_shot::SPEC;
             const REDUCE_SCATTER: &'static KernelSpec = &kernels::$m::reduce_scatter::SPEC;
-            const ALL_GATHER: &'static KernelSpec = &kernels::$m::all_gather::SPEC;
             const BITS: bool = $bits;
         }
     )*};
@@ -610,7 +607,7 @@ impl Comm {
         let src = Region::<T>::of(src);
         self.launch_p2p(
             stream,
-            T::ALL_GATHER,
+            movement::move_kernels::<T>().all_gather,
             &[],
             dst,
             &src,
@@ -773,8 +770,8 @@ fn check_apart(what: &str, d: u64, dbytes: usize, s: u64, sbytes: usize) -> Resu
 }
 
 /// Every specialization the collectives of element type `T` can launch (low-latency,
-/// one-shot, two-shot and reduce-scatter with each reduction the type has, all-gather, and the broadcast and
-/// all-to-all kernels of `T`'s size), for
+/// one-shot, two-shot and reduce-scatter with each reduction the type has, and the all-gather,
+/// broadcast and all-to-all kernels of `T`'s size), for
 /// [`pgas_runtime::launch::prewarm`]: compile them up front, in one NVRTC program, so that no
 /// call compiles (and a graph capture can include any of them).
 pub fn prewarm_list<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
@@ -790,9 +787,8 @@ pub fn prewarm_list<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
                 })
             })
             .collect();
-    // All-gather and the data-movement kernels (those of `T`'s size) have no reduction, so no
-    // comptime code.
-    for spec in std::iter::once(T::ALL_GATHER).chain(movement::move_specs::<T>()) {
+    // The data-movement kernels (those of `T`'s size) have no reduction, so no comptime code.
+    for spec in movement::move_specs::<T>() {
         list.push(Prewarm {
             spec,
             variant: Variant::Plain,

@@ -1,6 +1,6 @@
-//! Broadcast and all-to-all: the collectives that only move data. Their kernels
-//! (`kernels::move8` .. `move64`) exist per element size, not per type, so a call passes its
-//! buffers as unsigned integers of the element's width.
+//! Broadcast and all-to-all: the collectives that only move data. Their kernels, and
+//! all-gather's, (`kernels::move8` .. `move64`) exist per element size, not per type, so a call
+//! passes its buffers as unsigned integers of the element's width.
 
 use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
@@ -9,16 +9,18 @@ use super::{check_apart, kernels, vector_start, Algorithm, AllReduceElem, Comm, 
 use crate::{Error, Result, SymRegion};
 
 /// The data-movement kernels of one element size.
-struct MoveKernels {
+pub(super) struct MoveKernels {
+    pub(super) all_gather: &'static KernelSpec,
     broadcast_one_shot: &'static KernelSpec,
     broadcast_two_shot: &'static KernelSpec,
     all_to_all: &'static KernelSpec,
-    all_to_all_v: &'static KernelSpec,
+    pub(super) all_to_all_v: &'static KernelSpec,
 }
 
 macro_rules! move_specs {
     ($($name:ident = $m:ident;)*) => {$(
         static $name: MoveKernels = MoveKernels {
+            all_gather: &kernels::$m::all_gather::SPEC,
             broadcast_one_shot: &kernels::$m::broadcast_one_shot::SPEC,
             broadcast_two_shot: &kernels::$m::broadcast_two_shot::SPEC,
             all_to_all: &kernels::$m::all_to_all::SPEC,
@@ -36,7 +38,7 @@ move_specs! {
 
 /// The kernels for elements of `T`'s size (every collective element type is 1, 2, 4 or 8
 /// bytes).
-fn move_kernels<T>() -> &'static MoveKernels {
+pub(super) fn move_kernels<T>() -> &'static MoveKernels {
     match std::mem::size_of::<T>() {
         1 => &MOVE8,
         2 => &MOVE16,
@@ -45,11 +47,12 @@ fn move_kernels<T>() -> &'static MoveKernels {
     }
 }
 
-/// Every data-movement specialization (four kernels for each element size), for
+/// Every data-movement specialization (five kernels for each element size), for
 /// [`super::prewarm_list`].
-pub(super) fn move_specs<T>() -> [&'static KernelSpec; 4] {
+pub(super) fn move_specs<T>() -> [&'static KernelSpec; 5] {
     let k = move_kernels::<T>();
     [
+        k.all_gather,
         k.broadcast_one_shot,
         k.broadcast_two_shot,
         k.all_to_all,
