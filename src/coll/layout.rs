@@ -90,14 +90,11 @@ impl Comm {
         let row = row_words(n);
         // A slice of the wrong length is reported through the exchange (status 1), not here
         // alone: the other members would wait in the fcollect for this one.
-        let lens = [send_counts, send_displs, recv_counts, recv_displs].map(<[usize]>::len);
+        let slices = [send_counts, send_displs, recv_counts, recv_displs];
+        let lens = slices.map(<[usize]>::len);
         let mut mine = vec![0u64; row];
         if lens.iter().all(|&l| l == n) {
-            for (j, v) in [send_counts, send_displs, recv_counts, recv_displs]
-                .iter()
-                .flat_map(|s| s.iter())
-                .enumerate()
-            {
+            for (j, v) in slices.iter().flat_map(|s| s.iter()).enumerate() {
                 mine[1 + j] = *v as u64;
             }
         } else {
@@ -117,10 +114,7 @@ impl Comm {
             self.pgas
                 .stream()
                 .synchronize()
-                .map_err(|source| Error::Cuda {
-                    context: "gathering the all-to-all-v layout",
-                    source,
-                })?;
+                .map_err(Error::cuda("gathering the all-to-all-v layout"))?;
             let rows = gathered.to_vec()?;
             // No member's next exchange may write into `agree` before every member has read
             // this one's rows.
@@ -129,44 +123,37 @@ impl Comm {
         } else {
             mine
         };
-        let table = check_layout(&rows, n, lens)?;
-        let at = |p: usize, what: usize, q: usize| table[p * row + 1 + what * n + q] as usize;
+        check_layout(&rows, n, lens)?;
+        let at = |p: usize, what: usize, q: usize| cell(&rows, n, p, what, q) as usize;
         let mut dev = vec![0u64; 3 * n];
-        let mut max_sent = 0;
         for q in 0..n {
             dev[3 * q] = at(rank, 1, q) as u64;
             dev[3 * q + 1] = at(rank, 0, q) as u64;
             dev[3 * q + 2] = at(q, 3, rank) as u64;
         }
+        // The most any member sends in all, and the longest source and destination any
+        // member's counts and displacements reach.
+        let (mut max_sent, mut src_len, mut dst_len) = (0, 0, 0);
         for p in 0..n {
             max_sent = max_sent.max((0..n).map(|q| at(p, 0, q)).sum::<usize>());
+            for q in 0..n {
+                src_len = src_len.max(at(p, 1, q) + at(p, 0, q));
+                dst_len = dst_len.max(at(p, 3, q) + at(p, 2, q));
+            }
         }
-        let (src_len, dst_len) =
-            (0..n)
-                .flat_map(|p| (0..n).map(move |q| (p, q)))
-                .fold((0, 0), |(s, d), (p, q)| {
-                    (
-                        s.max(at(p, 1, q) + at(p, 0, q)),
-                        d.max(at(p, 3, q) + at(p, 2, q)),
-                    )
-                });
         let table = self
             .pgas
             .stream()
             .clone_htod(&dev)
-            .map_err(|source| Error::Cuda {
-                context: "uploading the all-to-all-v layout",
-                source,
-            })?;
+            .map_err(Error::cuda("uploading the all-to-all-v layout"))?;
         // The address is taken once, here, outside any capture: cudarc's event tracking then
         // has nothing left to order (the upload is complete).
         let stream = self.pgas.stream();
         let (ptr, guard) = table.device_ptr(stream);
         drop(guard);
-        stream.synchronize().map_err(|source| Error::Cuda {
-            context: "uploading the all-to-all-v layout",
-            source,
-        })?;
+        stream
+            .synchronize()
+            .map_err(Error::cuda("uploading the all-to-all-v layout"))?;
         Ok(AllToAllLayout {
             comm: self.id,
             table_at: Region {
@@ -259,11 +246,17 @@ impl Comm {
     }
 }
 
-/// Checks the gathered rows (`n` of [`row_words`] each) and returns them: every member's
+/// Word `q` of what `what` (0 send counts, 1 send displacements, 2 receive counts, 3 receive
+/// displacements) in team rank `p`'s row of the gathered `rows`.
+fn cell(rows: &[u64], n: usize, p: usize, what: usize, q: usize) -> u64 {
+    rows[p * row_words(n) + 1 + what * n + q]
+}
+
+/// Checks the gathered rows (`n` of [`row_words`] each): every member's
 /// slices of the team's length, rank `p`'s send count to `q` equal to `q`'s receive count from
 /// `p`, receive regions apart, no offset + count past `usize`. The same rows give the same
 /// verdict on every member. `lens`: this PE's slice lengths (for the message).
-fn check_layout(rows: &[u64], n: usize, lens: [usize; 4]) -> Result<&[u64]> {
+fn check_layout(rows: &[u64], n: usize, lens: [usize; 4]) -> Result<()> {
     let row = row_words(n);
     let bad = |reason: String| Error::InvalidConfig {
         name: "all-to-all-v layout",
@@ -277,7 +270,7 @@ fn check_layout(rows: &[u64], n: usize, lens: [usize; 4]) -> Result<&[u64]> {
              of the team ({n}; this PE passed {lens:?}); pass {n} of each on every PE"
         )));
     }
-    let at = |p: usize, what: usize, q: usize| rows[p * row + 1 + what * n + q];
+    let at = |p: usize, what: usize, q: usize| cell(rows, n, p, what, q);
     for p in 0..n {
         for q in 0..n {
             if at(p, 0, q) != at(q, 2, p) {
@@ -316,7 +309,7 @@ fn check_layout(rows: &[u64], n: usize, lens: [usize; 4]) -> Result<&[u64]> {
             }
         }
     }
-    Ok(rows)
+    Ok(())
 }
 
 #[cfg(test)]
