@@ -377,8 +377,12 @@ fi
 # keeps API-error reports of other libraries out too, so only errors in kernels count. Where the
 # tool cannot attach (gVisor: "Device not supported"), every sanitizer step is a SKIP.
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
+# PGAS_SANITIZER_ARGS: more options for every sanitizer job, split on spaces, such as
+# `--kernel-name kns=pgas_gemm_bf16_ --launch-count 5` (check only the first 5 launches of one
+# kernel: racecheck of gemm_bf16's 12 timed 4096^3 launches outlasts a device call).
+read -ra sanitizer_extra <<<"${PGAS_SANITIZER_ARGS:-}"
 sanitizer_cmd=(env NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_CUDA_VMM=1 "$sanitizer"
-  --error-exitcode 86 --report-api-errors no --target-processes all --tool)
+  --error-exitcode 86 --report-api-errors no --target-processes all "${sanitizer_extra[@]}" --tool)
 sanitize() { # NAME LIMIT TOOL CMD...
   local name=$1 limit=$2 tool=$3
   shift 3

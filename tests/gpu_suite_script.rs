@@ -60,7 +60,7 @@ fn fixtures(root: &Path) -> (PathBuf, PathBuf) {
     );
     write_exe(
         &tools.join("compute-sanitizer"),
-        "while [ \"$1\" != --tool ]; do shift; done; shift 2; \"$@\"; echo '========= ERROR SUMMARY: 0 errors'",
+        "echo \"$*\" >>\"$PGAS_DRY_SANITIZER_LOG\"; while [ \"$1\" != --tool ]; do shift; done; shift 2; \"$@\"; echo '========= ERROR SUMMARY: 0 errors'",
     );
     (dev, tools)
 }
@@ -84,6 +84,8 @@ fn every_mode_runs_to_its_summary_on_stubs() {
             .env("CUDA_MPS_PIPE_DIRECTORY", root.join("mps"))
             .env("PGAS_SUITE_BUDGET", "120")
             .env("PGAS_SAVE_CACHE", "1")
+            .env("PGAS_SANITIZER_ARGS", "--launch-count 5 --kernel-name kns=k")
+            .env("PGAS_DRY_SANITIZER_LOG", root.join(format!("sanitizer-{mode}.log")))
             .output()
             .unwrap();
         let text = format!(
@@ -141,6 +143,17 @@ fn every_mode_runs_to_its_summary_on_stubs() {
                         "{tool} {job} did not run:\n{summary}"
                     );
                 }
+            }
+        }
+        // Every sanitizer call carried PGAS_SANITIZER_ARGS, before --tool.
+        if mode != "coll" && mode != "fused" {
+            let calls = fs::read_to_string(root.join(format!("sanitizer-{mode}.log")))
+                .unwrap_or_else(|e| panic!("{mode}: the sanitizer never ran ({e})"));
+            for call in calls.lines() {
+                assert!(
+                    call.contains("--launch-count 5 --kernel-name kns=k --tool"),
+                    "{mode}: a sanitizer call without PGAS_SANITIZER_ARGS: {call}"
+                );
             }
         }
         if mode == "all" {
