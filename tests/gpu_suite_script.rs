@@ -84,8 +84,14 @@ fn every_mode_runs_to_its_summary_on_stubs() {
             .env("CUDA_MPS_PIPE_DIRECTORY", root.join("mps"))
             .env("PGAS_SUITE_BUDGET", "120")
             .env("PGAS_SAVE_CACHE", "1")
-            .env("PGAS_SANITIZER_ARGS", "--launch-count 5 --kernel-name kns=k")
-            .env("PGAS_DRY_SANITIZER_LOG", root.join(format!("sanitizer-{mode}.log")))
+            .env(
+                "PGAS_SANITIZER_ARGS",
+                "--launch-count 5 --kernel-name kns=k",
+            )
+            .env(
+                "PGAS_DRY_SANITIZER_LOG",
+                root.join(format!("sanitizer-{mode}.log")),
+            )
             .output()
             .unwrap();
         let text = format!(
