@@ -377,16 +377,15 @@ fi
 # keeps API-error reports of other libraries out too, so only errors in kernels count. Where the
 # tool cannot attach (gVisor: "Device not supported"), every sanitizer step is a SKIP.
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
-# PGAS_SANITIZER_ARGS: more options for every sanitizer job, split on spaces, such as
-# `--kernel-name kns=pgas_gemm_bf16_ --launch-count 5` (check only the first 5 launches of one
-# kernel: racecheck of gemm_bf16's 12 timed 4096^3 launches outlasts a device call).
+# PGAS_SANITIZER_ARGS: more options for every sanitizer call, split on spaces, such as
+# `--kernel-name kns=NAME --launch-count N` (check only the first N launches of that kernel).
 read -ra sanitizer_extra <<<"${PGAS_SANITIZER_ARGS:-}"
 sanitizer_cmd=(env NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_CUDA_VMM=1 "$sanitizer"
-  --error-exitcode 86 --report-api-errors no --target-processes all "${sanitizer_extra[@]}" --tool)
+  --error-exitcode 86 --report-api-errors no --target-processes all "${sanitizer_extra[@]}")
 sanitize() { # NAME LIMIT TOOL CMD...
   local name=$1 limit=$2 tool=$3
   shift 3
-  step "$name" sanitizer.log "$limit" "${sanitizer_cmd[@]}" "$tool" "$@"
+  step "$name" sanitizer.log "$limit" "${sanitizer_cmd[@]}" --tool "$tool" "$@"
   judge_sanitizer "$name"
 }
 judge_sanitizer() { # NAME, from $rc and $last
@@ -471,14 +470,18 @@ else
     # takes minutes under a tool), every tool's shards before any example (the shards hold the
     # longest jobs), then each gallery example under each tool.
     # PGAS_SANITIZE_ONLY (an extended regex) keeps the jobs whose name matches, such as
-    # '^memcheck gpu_suite shard 2/6' or '^(racecheck|synccheck) [a-z0-9_]+ 1 PE$' (the gallery).
+    # '^memcheck gpu_suite shard 2/6' or '^(racecheck|synccheck) [a-z0-9_]+ 1 PE' (the gallery).
+    # One job has options of its own (named after the job): racecheck tracks every shared-memory
+    # access of gemm_bf16's mma.sync kernel, and its 16 launches, 12 of them the same timed
+    # 4096^3 launch, outlast a device call (runs 19-22), so it checks the 5 distinct ones.
+    declare -A job_opts=(["racecheck gemm_bf16"]="--kernel-name kns=pgas_gemm_bf16_ --launch-count 5")
     tools=${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}
     shards=${PGAS_SANITIZE_SHARDS:-6}
     {
       for tool in $tools; do
         for ((i = 0; i < shards; i++)); do
           printf '%s gpu_suite shard %s/%s 1 PE\t' "$tool" "$i" "$shards"
-          printf '%q ' env PGAS_SUITE_CASE_TIMEOUT=600 "${sanitizer_cmd[@]}" "$tool" "$bin/gpu_suite" "shard:$i/$shards"
+          printf '%q ' env PGAS_SUITE_CASE_TIMEOUT=600 "${sanitizer_cmd[@]}" --tool "$tool" "$bin/gpu_suite" "shard:$i/$shards"
           echo
         done
       done
@@ -486,8 +489,10 @@ else
         name=$(basename "$src" .rs)
         [ -x "$bin/$name" ] || continue
         for tool in $tools; do
-          printf '%s %s 1 PE\t' "$tool" "$name"
-          printf '%q ' "${sanitizer_cmd[@]}" "$tool" "$bin/$name"
+          own=${job_opts["$tool $name"]:-}
+          read -ra opts <<<"$own"
+          printf '%s %s 1 PE%s\t' "$tool" "$name" "${own:+ ($own)}"
+          printf '%q ' "${sanitizer_cmd[@]}" "${opts[@]}" --tool "$tool" "$bin/$name"
           echo
         done
       done

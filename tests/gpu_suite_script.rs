@@ -157,8 +157,18 @@ fn every_mode_runs_to_its_summary_on_stubs() {
                 .unwrap_or_else(|e| panic!("{mode}: the sanitizer never ran ({e})"));
             for call in calls.lines() {
                 assert!(
-                    call.contains("--launch-count 5 --kernel-name kns=k --tool"),
+                    call.contains("--target-processes all --launch-count 5 --kernel-name kns=k "),
                     "{mode}: a sanitizer call without PGAS_SANITIZER_ARGS: {call}"
+                );
+            }
+            // The one job with options of its own got them, and only it.
+            if mode == "sanitize" {
+                let own = "--kernel-name kns=pgas_gemm_bf16_ --launch-count 5 --tool";
+                let gemm = format!("--tool racecheck {}", dev.join("bin/gemm_bf16").display());
+                let with: Vec<&str> = calls.lines().filter(|c| c.contains(own)).collect();
+                assert!(
+                    with.len() == 1 && with[0].trim_end().ends_with(&gemm),
+                    "racecheck gemm_bf16's own options: {with:?}"
                 );
             }
         }
