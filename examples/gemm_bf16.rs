@@ -29,7 +29,7 @@
 //!
 //! `benches/gemm.rs` times the same kernel against cuBLAS.
 
-use pgas::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use pgas::cudarc::driver::sys::CUevent_flags;
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
 use pgas::prelude::*;
@@ -287,16 +287,14 @@ pub fn gemm(
     stages: u32,
     checked: bool,
 ) -> pgas::Result<()> {
-    let sms = pgas
-        .cuda()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let sms = pgas.sm_count()?;
     gemm_tiled(
         pgas,
         c,
         a,
         b,
         (m, n, k),
-        (stages, tile_n(m, n, sms as usize)),
+        (stages, tile_n(m, n, sms)),
         checked,
     )
 }

@@ -227,16 +227,14 @@ pub fn gemm(
             c.len()
         ));
     }
-    let sms = pgas
-        .cuda()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let sms = pgas.sm_count()?;
     gemm_tiled(
         pgas,
         c,
         a,
         bt,
         (m, n, k),
-        (stages, tile_n(m, n, sms as usize)),
+        (stages, tile_n(m, n, sms)),
         checked,
     )
 }
