@@ -276,14 +276,12 @@ impl AllGatherMatmul {
                 .map_err(Error::cuda("copying the shard into the gathered buffer"))?;
                 for (pe, &word) in self.flag_ptrs.iter().enumerate() {
                     if pe != me {
-                        cu::cuStreamWriteValue64_v2(
+                        super::stream_write(
                             copy,
                             word,
                             self.epoch,
-                            cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
-                        )
-                        .result()
-                        .map_err(Error::cuda("signalling a peer that the shard is in place"))?;
+                            "signalling a peer that the shard is in place",
+                        )?;
                     }
                 }
             }
@@ -296,14 +294,12 @@ impl AllGatherMatmul {
                 // this PE's), which PE `src` filled before writing the word, and nobody writes
                 // until the next call of this parity.
                 unsafe {
-                    cu::cuStreamWaitValue64_v2(
+                    super::stream_wait_geq(
                         copy,
                         words + 8 * src as u64,
                         self.epoch,
-                        cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-                    )
-                    .result()
-                    .map_err(Error::cuda("waiting for a peer's shard"))?;
+                        "waiting for a peer's shard",
+                    )?;
                     cu::cuMemcpyDtoDAsync_v2(
                         row_block(gathered, src, block_bytes),
                         from,

@@ -99,6 +99,9 @@ pub(crate) struct Declared {
 pub(crate) struct Plan {
     pub nx: usize,
     pub rows: usize,
+    /// The PE above (whose last row is this PE's top halo) and the PE below.
+    pub up: usize,
+    pub down: usize,
     /// Rows of the PE above (its bottom halo is its row `up_rows + 1`).
     pub up_rows: usize,
     /// Elements per plane: `(largest rows + 2) * nx`, the same on every PE (symmetric).
@@ -177,6 +180,8 @@ pub(crate) fn plan(all: &[Declared], me: usize, heap: usize) -> Result<Plan> {
     Ok(Plan {
         nx: nx as usize,
         rows: all[me].rows as usize,
+        up,
+        down: (me + 1) % n,
         up_rows: all[up].rows as usize,
         plane,
         resident_blocks: (fewest as usize).clamp(1, MAX_BLOCKS),
@@ -200,8 +205,6 @@ pub(crate) fn plan(all: &[Declared], me: usize, heap: usize) -> Result<Plan> {
 pub struct Halo2d {
     pgas: Pgas,
     plan: Plan,
-    up: usize,
-    down: usize,
     /// Iterations run since `new` (what the next iteration reads: plane `epoch % 2`).
     epoch: u64,
     /// Whether any halo was sent: the interior may be written only before.
@@ -216,8 +219,8 @@ impl std::fmt::Debug for Halo2d {
         f.debug_struct("Halo2d")
             .field("nx", &self.plan.nx)
             .field("rows", &self.plan.rows)
-            .field("up", &self.up)
-            .field("down", &self.down)
+            .field("up", &self.plan.up)
+            .field("down", &self.plan.down)
             .field("epoch", &self.epoch)
             .finish()
     }
@@ -250,8 +253,7 @@ impl Halo2d {
                 sms: sms as u64,
             },
         )?;
-        let (me, n) = (pgas.my_pe(), pgas.n_pes());
-        let plan = plan(&all, me, pgas.heap_size())?;
+        let plan = plan(&all, pgas.my_pe(), pgas.heap_size())?;
         let field = pgas.alloc::<f32>(2 * plan.plane)?;
         let sig = pgas.alloc::<u64>(2)?;
         let flags = pgas.alloc::<u64>(MAX_BLOCKS)?;
@@ -260,8 +262,6 @@ impl Halo2d {
         Ok(Halo2d {
             pgas: pgas.clone(),
             plan,
-            up: (me + n - 1) % n,
-            down: (me + 1) % n,
             epoch: 0,
             started: false,
             field,
@@ -287,12 +287,12 @@ impl Halo2d {
 
     /// The PE above (whose last row is this PE's top halo).
     pub fn up(&self) -> usize {
-        self.up
+        self.plan.up
     }
 
     /// The PE below (whose first row is this PE's bottom halo).
     pub fn down(&self) -> usize {
-        self.down
+        self.plan.down
     }
 
     /// The row of the PE above that holds its bottom halo (its rows plus one): where this PE's
@@ -396,8 +396,8 @@ impl Halo2d {
                 cur + (self.plan.up_rows + 1) * nx,
                 cur,
                 self.epoch + 1,
-                self.up as i32,
-                self.down as i32,
+                self.plan.up as i32,
+                self.plan.down as i32,
             )
         }
     }
@@ -437,13 +437,16 @@ mod tests {
         let all = [d(64, 10), d(64, 12), d(64, 7)];
         let p = plan(&all, 0, HEAP).unwrap();
         assert_eq!((p.nx, p.rows, p.up_rows), (64, 10, 7));
+        assert_eq!((p.up, p.down), (2, 1));
         assert_eq!(p.plane, 14 * 64);
         assert_eq!(p.resident_blocks, 7);
         let p = plan(&all, 2, HEAP).unwrap();
         assert_eq!((p.rows, p.up_rows), (7, 12));
+        assert_eq!((p.up, p.down), (1, 0));
         // One PE is its own neighbour.
         let p = plan(&[d(8, 5)], 0, HEAP).unwrap();
         assert_eq!((p.rows, p.up_rows, p.plane), (5, 5, 56));
+        assert_eq!((p.up, p.down), (0, 0));
     }
 
     #[test]

@@ -185,7 +185,8 @@ pub struct MatmulReduceScatter {
     /// One event per chunk (compute stream to copy stream) and the two joins.
     events: Vec<CudaEvent>,
     epoch: u64,
-    sms: u32,
+    /// The reduction's launch (the same for every chunk: `M/P/splits x N` elements).
+    reduce_cfg: LaunchConfig,
 }
 
 impl std::fmt::Debug for MatmulReduceScatter {
@@ -323,7 +324,10 @@ impl MatmulReduceScatter {
         let events = (0..pes * splits + 2)
             .map(|_| ctx.new_event(None))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        let sms = pgas.sm_count()?;
+        // 4 vectors of 8 elements a thread, at most a block per SM.
+        let chunk_vectors = mp / splits * n / 8;
+        let blocks = chunk_vectors.div_ceil(THREADS as usize * 4).max(1) as u32;
+        let reduce_cfg = LaunchConfig::blocks(blocks.min(pgas.sm_count()? as u32), THREADS);
         Ok(MatmulReduceScatter {
             m,
             n,
@@ -340,7 +344,7 @@ impl MatmulReduceScatter {
             peers,
             events,
             epoch: 0,
-            sms: sms as u32,
+            reduce_cfg,
         })
     }
 
@@ -416,6 +420,7 @@ impl MatmulReduceScatter {
         let pp = self.partial.device_ptr_mut(stream).0;
         let local_arrive = self.arrive.as_device_ptr();
         let local_ack = self.ack.as_device_ptr();
+        let cs = comm.cu_stream();
         for (c, event) in chunk_events.iter().enumerate() {
             let owner = (me + 1 + c / splits) % pes;
             let j = c % splits;
@@ -433,7 +438,6 @@ impl MatmulReduceScatter {
             }
             event.record(stream)?;
             comm.wait(event)?;
-            let cs = comm.cu_stream();
             if owner != me {
                 let peer = self.peers[owner];
                 let slot = (me + pes - owner - 1) % pes;
@@ -443,45 +447,37 @@ impl MatmulReduceScatter {
                 unsafe {
                     if epoch > 1 {
                         // The owner has read this slot's chunk of the previous call.
-                        cu::cuStreamWaitValue64_v2(
+                        super::stream_wait_geq(
                             cs,
                             local_ack + ((owner * splits + j) * 8) as CUdeviceptr,
                             epoch - 1,
-                            cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-                        )
-                        .result()
-                        .map_err(Error::cuda("waiting for a chunk's acknowledgement"))?;
+                            "waiting for a chunk's acknowledgement",
+                        )?;
                     }
                     cu::cuMemcpyDtoDAsync_v2(dst, chunk, chunk_bytes, cs)
                         .result()
                         .map_err(Error::cuda("copying a chunk to its owner"))?;
-                    cu::cuStreamWriteValue64_v2(
+                    super::stream_write(
                         cs,
                         peer.arrive + ((me * splits + j) * 8) as CUdeviceptr,
                         epoch,
-                        cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
-                    )
-                    .result()
-                    .map_err(Error::cuda("signalling a chunk to its owner"))?;
+                        "signalling a chunk to its owner",
+                    )?;
                 }
             } else {
                 for d in 1..pes {
                     let src = (me + d) % pes;
                     // SAFETY: a word of this plan's symmetric signals.
                     unsafe {
-                        cu::cuStreamWaitValue64_v2(
+                        super::stream_wait_geq(
                             cs,
                             local_arrive + ((src * splits + j) * 8) as CUdeviceptr,
                             epoch,
-                            cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-                        )
-                        .result()
-                        .map_err(Error::cuda("waiting for a chunk from another PE"))?;
+                            "waiting for a chunk from another PE",
+                        )?;
                     }
                 }
                 let len = rows * n;
-                let blocks = (len / 8).div_ceil(THREADS as usize * 4).max(1) as u32;
-                let cfg = LaunchConfig::blocks(blocks.min(self.sms), THREADS);
                 // SAFETY: own0 + base + len <= m * n (the partial), base + len <= M/P x N (out),
                 // (P - 1) * part is the staging length, and N % 8 == 0 keeps every vector within
                 // a row and 16-byte aligned.
@@ -489,7 +485,7 @@ impl MatmulReduceScatter {
                     add_parts::launch_unchecked_on(
                         pgas,
                         &comm,
-                        cfg,
+                        self.reduce_cfg,
                         out,
                         &self.partial,
                         &self.staging,
@@ -504,14 +500,12 @@ impl MatmulReduceScatter {
                     let src = (me + d) % pes;
                     // SAFETY: a word of the source's copy of this plan's signals.
                     unsafe {
-                        cu::cuStreamWriteValue64_v2(
+                        super::stream_write(
                             cs,
                             self.peers[src].ack + ((me * splits + j) * 8) as CUdeviceptr,
                             epoch,
-                            cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
-                        )
-                        .result()
-                        .map_err(Error::cuda("acknowledging a chunk"))?;
+                            "acknowledging a chunk",
+                        )?;
                     }
                 }
             }

@@ -44,6 +44,52 @@ pub(crate) fn require_stream_mem_ops(pgas: &Pgas, what: &'static str) -> Result<
     })
 }
 
+/// Enqueues on `stream` a wait until the 64-bit word at `addr` is at least `value`
+/// (`cuStreamWaitValue64`, `GEQ`): how the copy-engine operations wait for a peer's signal.
+/// `what` says what is waited for, in the error.
+///
+/// # Safety
+/// `addr` is a device address of a `u64` this context may read while `stream` runs.
+pub(crate) unsafe fn stream_wait_geq(
+    stream: cudarc::driver::sys::CUstream,
+    addr: cudarc::driver::sys::CUdeviceptr,
+    value: u64,
+    what: &'static str,
+) -> Result<()> {
+    use cudarc::driver::sys as cu;
+    cu::cuStreamWaitValue64_v2(
+        stream,
+        addr,
+        value,
+        cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+    )
+    .result()
+    .map_err(Error::cuda(what))
+}
+
+/// Enqueues on `stream` a write of `value` to the 64-bit word at `addr`
+/// (`cuStreamWriteValue64`): how the copy-engine operations signal a peer. `what` says what the
+/// write signals, in the error.
+///
+/// # Safety
+/// `addr` is a device address of a `u64` this context may write while `stream` runs.
+pub(crate) unsafe fn stream_write(
+    stream: cudarc::driver::sys::CUstream,
+    addr: cudarc::driver::sys::CUdeviceptr,
+    value: u64,
+    what: &'static str,
+) -> Result<()> {
+    use cudarc::driver::sys as cu;
+    cu::cuStreamWriteValue64_v2(
+        stream,
+        addr,
+        value,
+        cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
+    )
+    .result()
+    .map_err(Error::cuda(what))
+}
+
 /// An `Err` (before anything is enqueued) when `stream` is being captured into a CUDA graph, for
 /// the operations that keep their call number on the host and pass it to stream memory
 /// operations as an immediate ([`AllGatherMatmul`], [`matmul_reduce_scatter`]): a graph would
