@@ -142,7 +142,7 @@ pub(crate) fn compile(
             Some(d) => d.lock_or_warn(key, wait),
         }
     };
-    let (Some(prelude), [_, _, ..]) = (prelude, members) else {
+    let Some((program, key)) = batch_program(tc, prelude, members, arch)? else {
         let mut out = Vec::new();
         for m in members {
             let Some(_lock) = lock(&kernel_key(tc, m, arch)) else {
@@ -152,8 +152,6 @@ pub(crate) fn compile(
         }
         return Ok(Some(out));
     };
-    let program = program(prelude, members)?;
-    let key = tc.cache_key(&program, BATCH_KEY_NAME, arch);
     let Some(_lock) = lock(&key) else {
         return Ok(None);
     };
@@ -195,13 +193,26 @@ pub(crate) fn compile(
 /// The kernel name a batch program's cache key is computed with.
 const BATCH_KEY_NAME: &str = "pgas_batch";
 
-/// The source of one batch program: `prelude` once, then each member in a namespace of its own.
-fn program(prelude: Prelude, members: &[&Source]) -> Result<String> {
+/// The batch program of `members` (`prelude` once, then each member in a namespace of its own)
+/// and its cache key; `None` when they are compiled a kernel a program (no shared prelude, or
+/// one member). [`compile`] and [`job`] both take it from here, so a helper's job is the
+/// program the build compiles.
+fn batch_program(
+    tc: &Toolchain,
+    prelude: Option<Prelude>,
+    members: &[&Source],
+    arch: (u32, u32),
+) -> Result<Option<(String, CacheKey)>> {
+    let (Some(prelude), [_, _, ..]) = (prelude, members) else {
+        return Ok(None);
+    };
     let texts: Vec<&str> = members.iter().map(|m| m.text.as_str()).collect();
-    pgas_codegen::batch(prelude.text(), &texts).ok_or_else(|| Error::Launch {
+    let text = pgas_codegen::batch(prelude.text(), &texts).ok_or_else(|| Error::Launch {
         kernel: members[0].display.clone(),
         reason: "a batched source does not start with its prelude".to_owned(),
-    })
+    })?;
+    let key = tc.cache_key(&text, BATCH_KEY_NAME, arch);
+    Ok(Some((text, key)))
 }
 
 /// The program [`compile`] would compile for `members` as a job for the helper processes (see
@@ -212,9 +223,7 @@ pub(crate) fn job(
     members: &[&Source],
     arch: (u32, u32),
 ) -> Result<(Job, CacheKey)> {
-    if let (Some(prelude), [_, _, ..]) = (prelude, members) {
-        let text = program(prelude, members)?;
-        let key = tc.cache_key(&text, BATCH_KEY_NAME, arch);
+    if let Some((text, key)) = batch_program(tc, prelude, members, arch)? {
         let job = Job {
             text,
             key_name: BATCH_KEY_NAME.to_owned(),

@@ -276,15 +276,17 @@ impl JitState {
         }
         // Helper processes take programs from the same list (see `super::helpers`), so the
         // batches are cut for every compiling process of the node: its PEs and their helpers.
-        // Looked for only when something is to be compiled, and only with a disk cache (their
-        // results travel through it).
-        let helper = match disk {
-            Some(_) if !by_prelude.is_empty() => helpers::helper_exe()
-                .map(|exe| (exe, helpers::helper_count(target.node_pes)))
-                .filter(|(_, count)| *count > 0),
+        // Looked for only when more than one kernel is to be compiled (one kernel is one
+        // program, which the build compiles itself), and only with a disk cache (their results
+        // travel through it).
+        let pending: usize = by_prelude.iter().map(|(_, members)| members.len()).sum();
+        let helper = match disk.as_deref() {
+            Some(disk) if pending > 1 => helpers::helper_exe()
+                .map(|exe| (exe, helpers::helper_count(target.node_pes), disk))
+                .filter(|(_, count, _)| *count > 0),
             _ => None,
         };
-        let compilers = target.node_pes.max(1) * (1 + helper.as_ref().map_or(0, |(_, n)| *n));
+        let compilers = target.node_pes.max(1) * (1 + helper.as_ref().map_or(0, |(_, n, _)| *n));
         let groups: Vec<Program> = by_prelude
             .into_iter()
             .flat_map(|(prelude, members)| {
@@ -298,8 +300,8 @@ impl JitState {
         let progress = total >= PROGRESS_MIN;
         let started = std::time::Instant::now();
         // The helpers, dropped (ended) once every program is built.
-        let helpers = match (helper, disk.as_deref()) {
-            (Some((exe, helper_count)), Some(disk)) if groups.len() > 1 => {
+        let helpers = match helper {
+            Some((exe, helper_count, disk)) if groups.len() > 1 => {
                 let jobs: Vec<_> = groups
                     .iter()
                     .filter_map(|(prelude, members)| {
