@@ -69,6 +69,14 @@ fn png_size(path: &Path) -> (u32, u32) {
     (be(16), be(20))
 }
 
+/// The all-reduce as `benches/coll.rs` plots it (2 PEs: bus factor 2(n-1)/n = 1).
+const ALL_REDUCE: plot::Collective<'static> = plot::Collective {
+    stem: "allreduce",
+    what: "bf16 all-reduce Sum",
+    bus_factor: 1.0,
+    bus_text: "2(n-1)/n",
+};
+
 #[test]
 fn all_reduce_plots_render_from_recorded_figures() {
     let results = recorded();
@@ -79,16 +87,25 @@ fn all_reduce_plots_render_from_recorded_figures() {
     let dir = std::env::temp_dir().join(format!("pgas-plots-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let machine = "NVIDIA H200 x2 PE, run 14";
-    plot::all_reduce(&dir, machine, &SIZES, &results, &METHODS, 2).unwrap();
+    plot::collective(&dir, &ALL_REDUCE, machine, &SIZES, &results, &METHODS, 2).unwrap();
     for name in ["allreduce_latency.png", "allreduce_busbw.png"] {
         assert_eq!(png_size(&dir.join(name)), (960, 600), "{name}");
     }
     if let Some(to) = std::env::var_os("PGAS_PLOTS_TO") {
-        plot::all_reduce(Path::new(&to), machine, &SIZES, &results, &METHODS, 2).unwrap();
+        plot::collective(
+            Path::new(&to),
+            &ALL_REDUCE,
+            machine,
+            &SIZES,
+            &results,
+            &METHODS,
+            2,
+        )
+        .unwrap();
     }
     // Nothing finite to draw is an error, not an empty picture.
     let empty = vec![[[f64::NAN; 2]; 5]; SIZES.len()];
-    assert!(plot::all_reduce(&dir, machine, &SIZES, &empty, &METHODS, 2).is_err());
+    assert!(plot::collective(&dir, &ALL_REDUCE, machine, &SIZES, &empty, &METHODS, 2).is_err());
     std::fs::remove_dir_all(dir).unwrap();
 }
 

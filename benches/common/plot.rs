@@ -108,32 +108,6 @@ pub fn log_log_by_bytes(
     Ok(())
 }
 
-/// The two all-reduce plots of `benches/coll.rs` in `dir`: `allreduce_latency.png` and
-/// `allreduce_busbw.png` ([`collective`] with the all-reduce's bus factor `2(n-1)/n`).
-pub fn all_reduce<R: AsRef<[[f64; 2]]>>(
-    dir: &Path,
-    machine: &str,
-    sizes: &[usize],
-    results: &[R],
-    methods: &[&str],
-    n: usize,
-) -> Result<(), Box<dyn Error>> {
-    collective(
-        dir,
-        &Collective {
-            stem: "allreduce",
-            what: "bf16 all-reduce",
-            bus_factor: 2.0 * (n.max(1) - 1) as f64 / n.max(1) as f64,
-            bus_text: "2(n-1)/n",
-        },
-        machine,
-        sizes,
-        results,
-        methods,
-        n,
-    )
-}
-
 /// What [`collective`] plots: file names `{stem}_latency.png` / `{stem}_busbw.png`, the title's
 /// `what`, and the bus bandwidth factor (nccl-tests' convention) with its formula for the axis.
 pub struct Collective<'a> {

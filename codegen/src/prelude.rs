@@ -293,7 +293,7 @@ __device__ __forceinline__ void pgas_require_whole_warps(int line) {
 /// the call counter's lowest bit: a sender gets two calls ahead of a reader only after the
 /// reader has read the lines of the call before, so two sets of lines suffice. The flag is the
 /// call counter modulo 2^32, never 0 (a zeroed line is not a call's); a line left unused for a
-/// whole multiple of 2^32 calls of its block would be taken for the current call's A call
+/// whole multiple of 2^32 calls of its block would be taken for the current call's. A call
 /// of 0 elements still exchanges one (zero) line: it is what keeps every PE within a call of
 /// its peers, so the scratch always holds at least one line.
 pub const LL_SUPPORT: &str = "template <typename T> struct pgas_acc { typedef T type; };

@@ -103,18 +103,12 @@ impl Comm {
         let world = self.pgas.n_pes();
         let rows = if n > 1 {
             // `agree` holds `world` gathered rows, then this PE's own.
-            self.agree
-                .view_mut(world * row_words(world)..world * row_words(world) + row)?
-                .copy_from(&mine)?;
+            let own_words = world * row_words(world)..world * row_words(world) + row;
+            self.agree.view_mut(own_words.clone())?.copy_from(&mine)?;
             let gathered = self.agree.view(0..n * row)?;
-            let own = self
-                .agree
-                .view(world * row_words(world)..world * row_words(world) + row)?;
+            let own = self.agree.view(own_words)?;
             self.pgas.fcollect(self.team, &gathered, &own)?;
-            self.pgas
-                .stream()
-                .synchronize()
-                .map_err(Error::cuda("gathering the all-to-all-v layout"))?;
+            // (On the pgas stream, as the fcollect: it reads the gathered rows.)
             let rows = gathered.to_vec()?;
             // No member's next exchange may write into `agree` before every member has read
             // this one's rows.

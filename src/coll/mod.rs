@@ -775,57 +775,60 @@ fn check_apart(what: &str, d: u64, dbytes: usize, s: u64, sbytes: usize) -> Resu
 /// [`pgas_runtime::launch::prewarm`]: compile them up front, in one NVRTC program, so that no
 /// call compiles (and a graph capture can include any of them).
 pub fn prewarm_list<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
-    let ops = if T::BITS { 7 } else { 4 };
-    let mut list: Vec<Prewarm<'static>> =
-        [T::LOW_LATENCY, T::ONE_SHOT, T::TWO_SHOT, T::REDUCE_SCATTER]
-            .into_iter()
-            .flat_map(|spec| {
-                OP_CODES[..ops].iter().map(move |c| Prewarm {
-                    spec,
-                    variant: Variant::Plain,
-                    comptime: c,
-                })
-            })
-            .collect();
-    // The data-movement kernels (those of `T`'s size) have no reduction, so no comptime code.
-    for spec in movement::move_specs::<T>() {
-        list.push(Prewarm {
-            spec,
-            variant: Variant::Plain,
-            comptime: &[],
-        });
-    }
+    let mut list = reducing::<T>();
+    list.extend(moving::<T>());
     list
 }
 
-/// [`prewarm_list`] for every element type, each specialization once (types of one size share
-/// the data-movement kernels).
+/// [`prewarm_list`] for every element type, each specialization once: the reducing kernels of
+/// each type, the data-movement kernels of each element size (types of one size share them).
 pub fn prewarm_all() -> Vec<Prewarm<'static>> {
-    let mut all: Vec<Prewarm<'static>> = Vec::new();
-    for list in [
-        prewarm_list::<f32>(),
-        prewarm_list::<f64>(),
-        prewarm_list::<half::f16>(),
-        prewarm_list::<half::bf16>(),
-        prewarm_list::<i8>(),
-        prewarm_list::<i16>(),
-        prewarm_list::<i32>(),
-        prewarm_list::<i64>(),
-        prewarm_list::<u8>(),
-        prewarm_list::<u16>(),
-        prewarm_list::<u32>(),
-        prewarm_list::<u64>(),
-    ] {
-        for k in list {
-            if !all
-                .iter()
-                .any(|a| std::ptr::eq(a.spec, k.spec) && a.comptime == k.comptime)
-            {
-                all.push(k);
-            }
-        }
-    }
-    all
+    [
+        reducing::<f32>(),
+        reducing::<f64>(),
+        reducing::<half::f16>(),
+        reducing::<half::bf16>(),
+        reducing::<i8>(),
+        reducing::<i16>(),
+        reducing::<i32>(),
+        reducing::<i64>(),
+        reducing::<u8>(),
+        reducing::<u16>(),
+        reducing::<u32>(),
+        reducing::<u64>(),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(moving::<u8>())
+    .chain(moving::<u16>())
+    .chain(moving::<u32>())
+    .chain(moving::<u64>())
+    .collect()
+}
+
+/// The reducing kernels of `T` (low-latency, one-shot, two-shot, reduce-scatter), each with
+/// every reduction the type has.
+fn reducing<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
+    let ops = if T::BITS { 7 } else { 4 };
+    [T::LOW_LATENCY, T::ONE_SHOT, T::TWO_SHOT, T::REDUCE_SCATTER]
+        .into_iter()
+        .flat_map(|spec| {
+            OP_CODES[..ops].iter().map(move |c| Prewarm {
+                spec,
+                variant: Variant::Plain,
+                comptime: c,
+            })
+        })
+        .collect()
+}
+
+/// The data-movement kernels of `T`'s size: no reduction, so no comptime code.
+fn moving<T>() -> impl Iterator<Item = Prewarm<'static>> {
+    movement::move_specs::<T>().into_iter().map(|spec| Prewarm {
+        spec,
+        variant: Variant::Plain,
+        comptime: &[],
+    })
 }
 
 /// Compiles (or loads from the disk cache) every collective kernel of element type `T`.
