@@ -108,7 +108,19 @@ macro_rules! with_shared_pieces {
 }
 
 macro_rules! coll_kernels {
-    ($($m:ident: $t:ident => $a:ident, $w:literal, {$($code:literal $name:ident)*} $(, [$($bits:tt)*])?;)*) => {$(
+    // A row names its reductions by kind: `float` (Sum Prod Min Max) or `int` (also And Or
+    // Xor), with the comptime codes of `op_code` (mod.rs).
+    ($($m:ident: $t:ident => $a:ident, $w:literal, $kind:ident;)*) => {$(
+        coll_kernels!(@$kind $m $t $a $w);
+    )*};
+    (@float $m:ident $t:ident $a:ident $w:literal) => {
+        coll_kernels!(@ops $m: $t => $a, $w, {0 Sum 1 Prod 2 Min 3 Max};);
+    };
+    (@int $m:ident $t:ident $a:ident $w:literal) => {
+        coll_kernels!(@ops $m: $t => $a, $w, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor},
+            [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];);
+    };
+    (@ops $($m:ident: $t:ident => $a:ident, $w:literal, {$($code:literal $name:ident)*} $(, [$($bits:tt)*])?;)*) => {$(
         // The reduction of `a` and `b` (both `$a`) by the comptime `op`, written once here and
         // pasted where each algorithm combines two values (the scalar path and each vector slot).
         // `$code $name`: the comptime code of each reduction the type has and its `ReduceOp`.
@@ -373,18 +385,18 @@ macro_rules! coll_kernels {
 }
 
 coll_kernels! {
-    f32_: f32 => f32, 4, {0 Sum 1 Prod 2 Min 3 Max};
-    f64_: f64 => f64, 2, {0 Sum 1 Prod 2 Min 3 Max};
-    f16_: f16 => f32, 8, {0 Sum 1 Prod 2 Min 3 Max};
-    bf16_: bf16 => f32, 8, {0 Sum 1 Prod 2 Min 3 Max};
-    i8_: i8 => i8, 16, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    i16_: i16 => i16, 8, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    i32_: i32 => i32, 4, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    i64_: i64 => i64, 2, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u8_: u8 => u8, 16, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u16_: u16 => u16, 8, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u32_: u32 => u32, 4, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
-    u64_: u64 => u64, 2, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor}, [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];
+    f32_: f32 => f32, 4, float;
+    f64_: f64 => f64, 2, float;
+    f16_: f16 => f32, 8, float;
+    bf16_: bf16 => f32, 8, float;
+    i8_: i8 => i8, 16, int;
+    i16_: i16 => i16, 8, int;
+    i32_: i32 => i32, 4, int;
+    i64_: i64 => i64, 2, int;
+    u8_: u8 => u8, 16, int;
+    u16_: u16 => u16, 8, int;
+    u32_: u32 => u32, 4, int;
+    u64_: u64 => u64, 2, int;
 }
 
 /// The data-movement kernels (all-gather, broadcast, all-to-all), one module per element size: they only
