@@ -24,7 +24,7 @@ mod common;
 mod fused;
 
 use common::nccl::{nccl_comm, Nccl};
-use common::plot::{log_log_by_size, Series};
+use common::plot::{log_log_by_bytes, Series};
 use common::{
     bf16_rel_diff, emit, median_ms, show, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
     GEMM_WARMUP,
@@ -354,10 +354,11 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
             .filter(|s| s.points.iter().any(|(_, y)| y.is_finite()))
             .collect();
         if !all.is_empty() {
-            log_log_by_size(
+            log_log_by_bytes(
                 &dir.join("gemm_rs.png"),
                 &format!("GEMM + reduce-scatter, N = K = 8192 ({machine})"),
-                "microseconds (x: bytes of the M x N bf16 result)",
+                "bytes of the M x N bf16 result",
+                "microseconds",
                 &all,
             )?;
         }

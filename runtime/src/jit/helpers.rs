@@ -234,14 +234,13 @@ fn find_helper(
         None => {}
     }
     let here = exe.as_deref().and_then(Path::parent);
-    let found = [here, here.and_then(Path::parent)]
+    [here, here.and_then(Path::parent)]
         .into_iter()
         .flatten()
         .map(Path::to_path_buf)
         .chain(std::env::split_paths(path))
         .map(|d| d.join("pgas"))
-        .find(|p| p.is_file());
-    found
+        .find(|p| p.is_file())
 }
 
 /// How many helpers a build starts on a node where `node_pes` PEs build at once:

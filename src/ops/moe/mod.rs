@@ -95,7 +95,7 @@ impl MoeConfig {
     /// Bytes of symmetric heap a dispatcher of these sizes allocates on each PE (receive rows
     /// and combine rows, `2 * n_pes * max_tokens * hidden * 2` bytes, dominate), with 4 KiB
     /// per buffer for NVSHMEM's alignment; pass at least this much more than the rest of the
-    /// program needs to [`crate::PgasBuilder::heap_size`].
+    /// program needs to [`crate::PgasBuilder::heap_size`]. One part per buffer `new` allocates.
     pub fn symmetric_bytes(&self, n_pes: usize) -> usize {
         let rows = self.max_recv_rows(n_pes);
         let w = n_pes + n_pes * self.experts_per_pe;
@@ -103,13 +103,16 @@ impl MoeConfig {
             rows * self.hidden * 2,                    // recv_x
             n_pes * self.max_tokens * self.hidden * 2, // comb
             rows * 2 * 4,                              // recv_src
-            rows * self.top_k * 4 * 3,                 // recv_idx, recv_w, row_pairs
+            rows * self.top_k * 4,                     // recv_idx
+            rows * self.top_k * 4,                     // recv_w
+            rows * self.top_k * 4,                     // row_pairs
             self.max_pairs(n_pes) * 4,                 // expert_rows
             n_pes * w * 4,                             // counts
             info_len(n_pes, self.experts_per_pe) * 4,  // info
             SYNC_WORDS * 8,                            // sync
             3 * n_pes * 8,                             // sigs
-            AGREE_WORDS * 8 * (n_pes + 1),             // agreement
+            AGREE_WORDS * 8,                           // agree_mine
+            AGREE_WORDS * 8 * n_pes,                   // agree_all
         ];
         parts
             .iter()
@@ -910,5 +913,14 @@ mod tests {
             b > 2 * 8192 * 7168 * 2 && b < 2 * 8192 * 7168 * 2 + (8 << 20),
             "{b}"
         );
+        // Sizes where every buffer fits in 4 KiB: one 4 KiB slot for each of the 13 buffers
+        // `MoeDispatcher::new` allocates.
+        let tiny = MoeConfig {
+            max_tokens: 1,
+            hidden: 8,
+            top_k: 1,
+            experts_per_pe: 1,
+        };
+        assert_eq!(tiny.symmetric_bytes(2), 13 * 4096);
     }
 }
