@@ -5,13 +5,16 @@
 
 use std::ffi::c_void;
 
-use cudarc::driver::sys::{CUdevice_attribute as DevAttr, CUfunction_attribute as FnAttr};
+use cudarc::driver::sys::{
+    self, CUdevice_attribute as DevAttr, CUfunction_attribute as FnAttr,
+};
 use cudarc::driver::{result, CudaContext, CudaStream};
 
 use crate::error::{Error, Result};
 use crate::jit::state::Function;
 
-/// Grid and block dimensions of a launch, and its dynamic shared memory.
+/// Grid and block dimensions of a launch, its dynamic shared memory and its thread-block
+/// clusters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchConfig {
     /// Blocks in x, y, z.
@@ -20,7 +23,12 @@ pub struct LaunchConfig {
     pub block: (u32, u32, u32),
     /// Dynamic shared memory per block, in bytes.
     pub shared_mem_bytes: u32,
+    /// Blocks per thread-block cluster in x, y, z (sm_90 and later); `(1, 1, 1)`: no clusters.
+    pub cluster: (u32, u32, u32),
 }
+
+/// The most blocks a cluster may have on every GPU that has clusters (CUDA's portable size).
+pub const MAX_CLUSTER_BLOCKS: u64 = 8;
 
 impl LaunchConfig {
     /// A 1-D launch of `grid_x` blocks of `block_x` threads.
@@ -34,7 +42,22 @@ impl LaunchConfig {
             grid,
             block,
             shared_mem_bytes: 0,
+            cluster: (1, 1, 1),
         }
+    }
+
+    /// The same launch in thread-block clusters of `cluster` blocks (x, y, z): the blocks of a
+    /// cluster run at once on one GPU processing cluster and may read and write each other's
+    /// shared memory (`cluster_peer`), arrive on each other's mbarriers and receive multicast
+    /// copies (`tma_load_2d_multicast`). Each dimension must divide the grid's, and a cluster
+    /// has at most [`MAX_CLUSTER_BLOCKS`] blocks; needs sm_90 or later.
+    pub const fn with_cluster(self, cluster: (u32, u32, u32)) -> LaunchConfig {
+        LaunchConfig { cluster, ..self }
+    }
+
+    /// Blocks per cluster.
+    pub fn cluster_blocks(&self) -> u64 {
+        self.cluster.0 as u64 * self.cluster.1 as u64 * self.cluster.2 as u64
     }
 
     /// The same launch with `bytes` of dynamic shared memory per block.
@@ -82,6 +105,27 @@ impl LaunchConfig {
             return bad(format!(
                 "grid {g:?} exceeds CUDA's (2^31-1, 65535, 65535). Fix: loop inside the kernel \
                  (a grid-stride loop) over fewer blocks"
+            ));
+        }
+        let c = self.cluster;
+        if c.0 == 0 || c.1 == 0 || c.2 == 0 {
+            return bad(format!(
+                "cluster {c:?} has a zero dimension. Fix: `with_cluster((x, y, z))` with every \
+                 dimension at least 1 ((1, 1, 1) for no clusters)"
+            ));
+        }
+        if self.cluster_blocks() > MAX_CLUSTER_BLOCKS {
+            return bad(format!(
+                "cluster {c:?} has {} blocks; a cluster has at most {MAX_CLUSTER_BLOCKS}. Fix: \
+                 use a smaller cluster",
+                self.cluster_blocks()
+            ));
+        }
+        if g.0 % c.0 != 0 || g.1 % c.1 != 0 || g.2 % c.2 != 0 {
+            return bad(format!(
+                "cluster {c:?} does not divide grid {g:?}: every grid dimension must be a whole \
+                 number of clusters. Fix: round the grid up to a multiple of the cluster (and \
+                 skip the extra blocks' work in the kernel), or use a cluster that divides it"
             ));
         }
         Ok(())
@@ -498,6 +542,9 @@ pub(crate) unsafe fn launch_function(
                 sms,
             });
         }
+        if cfg.cluster_blocks() > 1 {
+            return launch_clustered(f, kernel, true, cfg, stream, params);
+        }
         result::launch_cooperative_kernel(
             f.raw(),
             cfg.grid,
@@ -513,6 +560,9 @@ pub(crate) unsafe fn launch_function(
         if !plain_block_fits(f, cfg)? {
             return Err(block_error(f, kernel, false, cfg, stream.context()));
         }
+        if cfg.cluster_blocks() > 1 {
+            return launch_clustered(f, kernel, false, cfg, stream, params);
+        }
         result::launch_kernel(
             f.raw(),
             cfg.grid,
@@ -523,6 +573,126 @@ pub(crate) unsafe fn launch_function(
         )
         .map_err(Error::cuda("launching a kernel (cuLaunchKernel)"))
     }
+}
+
+/// Launches `f` in thread-block clusters (`cuLaunchKernelEx` with the cluster attribute, and
+/// the cooperative one for a collective kernel), after checking that the GPU has clusters and
+/// that one cluster of these blocks can be resident at all, which the driver would otherwise
+/// answer with a bare `CUDA_ERROR_CLUSTER_OUT_OF_RESOURCES` (or a hang for a cooperative grid).
+///
+/// # Safety
+/// As [`launch_function`].
+unsafe fn launch_clustered(
+    f: Function,
+    kernel: &str,
+    collective: bool,
+    cfg: &LaunchConfig,
+    stream: &CudaStream,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    let bad = |reason: String| {
+        Err(Error::Launch {
+            kernel: kernel.to_owned(),
+            reason,
+        })
+    };
+    let major = stream
+        .context()
+        .attribute(DevAttr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+        .map_err(Error::cuda("reading the compute capability"))?;
+    if major < 9 {
+        return bad(format!(
+            "a launch in clusters of {:?} blocks needs thread-block clusters (compute capability \
+             9.0 or later), and this GPU is {major}.x. Fix: launch without `with_cluster` here",
+            cfg.cluster
+        ));
+    }
+    let mut attrs = cluster_attrs(cfg);
+    let config = ex_config(cfg, stream, &mut attrs, collective);
+    if active_clusters(f, &config)? == 0 {
+        return bad(format!(
+            "a cluster of {:?} blocks of {} threads with {} bytes of dynamic shared memory each \
+             cannot be resident on this GPU (its blocks must fit on one GPU processing cluster \
+             at once). Fix: use a smaller cluster, fewer threads or less shared memory per block",
+            cfg.cluster,
+            cfg.block_threads(),
+            cfg.shared_mem_bytes
+        ));
+    }
+    // SAFETY: as the caller's contract; `config` and `attrs` outlive the call.
+    sys::cuLaunchKernelEx(&config, f.raw(), params.as_mut_ptr(), std::ptr::null_mut())
+        .result()
+        .map_err(Error::cuda(
+            "launching a kernel in clusters (cuLaunchKernelEx)",
+        ))
+}
+
+/// The launch attributes of a clustered launch: the cluster's shape, then "cooperative" (used
+/// only where [`ex_config`] is told the kernel is collective).
+fn cluster_attrs(cfg: &LaunchConfig) -> [sys::CUlaunchAttribute; 2] {
+    let mut attrs = [sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value: sys::CUlaunchAttributeValue {
+            clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
+                x: cfg.cluster.0,
+                y: cfg.cluster.1,
+                z: cfg.cluster.2,
+            },
+        },
+    }; 2];
+    attrs[1].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[1].value = sys::CUlaunchAttributeValue { cooperative: 1 };
+    attrs
+}
+
+/// `cuLaunchKernelEx`'s configuration for `cfg` on `stream`, pointing at `attrs`.
+fn ex_config(
+    cfg: &LaunchConfig,
+    stream: &CudaStream,
+    attrs: &mut [sys::CUlaunchAttribute; 2],
+    collective: bool,
+) -> sys::CUlaunchConfig {
+    sys::CUlaunchConfig {
+        gridDimX: cfg.grid.0,
+        gridDimY: cfg.grid.1,
+        gridDimZ: cfg.grid.2,
+        blockDimX: cfg.block.0,
+        blockDimY: cfg.block.1,
+        blockDimZ: cfg.block.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: attrs.as_mut_ptr(),
+        numAttrs: if collective { 2 } else { 1 },
+    }
+}
+
+/// How many clusters of `config`'s shape can be resident at once (0: not even one).
+fn active_clusters(f: Function, config: &sys::CUlaunchConfig) -> Result<u32> {
+    let mut clusters: std::ffi::c_int = 0;
+    // SAFETY: f is a live function of the current context; `config` and the attributes it
+    // points at outlive the call.
+    unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, f.raw(), config) }
+        .result()
+        .map_err(Error::cuda(
+            "computing how many clusters fit (cuOccupancyMaxActiveClusters)",
+        ))?;
+    Ok(clusters.max(0) as u32)
+}
+
+/// How many clusters of `cfg.cluster` blocks (each `cfg`'s block and shared memory) of `f` can
+/// be resident at once: the grid of a persistent clustered kernel. Raises the function's
+/// dynamic shared-memory allowance first, as a launch would.
+pub(crate) fn max_active_clusters(
+    f: Function,
+    cfg: &LaunchConfig,
+    stream: &CudaStream,
+) -> Result<u32> {
+    if cfg.shared_mem_bytes > DEFAULT_DYNAMIC_SHARED {
+        allow_dynamic_shared(f, cfg.shared_mem_bytes, stream.context())?;
+    }
+    let mut attrs = cluster_attrs(cfg);
+    active_clusters(f, &ex_config(cfg, stream, &mut attrs, false))
 }
 
 #[cfg(test)]
@@ -551,6 +721,26 @@ mod tests {
                 .shared_mem_bytes,
             64
         );
+    }
+
+    #[test]
+    fn cluster_checks() {
+        let ok = LaunchConfig::blocks(132, 384).with_cluster((2, 1, 1));
+        assert!(ok.validate("k").is_ok());
+        assert_eq!(ok.cluster_blocks(), 2);
+        assert_eq!(LaunchConfig::blocks(3, 32).cluster, (1, 1, 1));
+        for (bad, says) in [
+            (LaunchConfig::blocks(131, 384).with_cluster((2, 1, 1)), "does not divide grid"),
+            (
+                LaunchConfig::dims((4, 6, 1), (128, 1, 1)).with_cluster((2, 4, 1)),
+                "does not divide grid",
+            ),
+            (LaunchConfig::blocks(32, 128).with_cluster((16, 1, 1)), "at most 8"),
+            (LaunchConfig::blocks(32, 128).with_cluster((0, 1, 1)), "zero dimension"),
+        ] {
+            let err = bad.validate("gemm").unwrap_err().to_string();
+            assert!(err.contains(says) && err.contains("gemm"), "{err}");
+        }
     }
 
     /// An H100/H200 (65536 registers, 2048 threads, 227 KiB of opt-in shared memory per SM)

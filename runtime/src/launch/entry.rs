@@ -54,25 +54,8 @@ pub(crate) fn launch_in(
     args.check(spec, comptime)?;
     cfg.validate(spec.rust_name)?;
     cfg.check_max_threads(spec.rust_name, spec.collective, spec.max_threads)?;
-    let key = FnKey::new(KernelId::Spec(spec.cuda_name), variant, comptime).ok_or_else(|| {
-        Error::Launch {
-            kernel: spec.rust_name.to_owned(),
-            reason: format!(
-                "more than {MAX_COMPTIME} comptime values. Fix: make some of them runtime \
-                 parameters"
-            ),
-        }
-    })?;
     let stream = stream.unwrap_or(default_stream);
-    let f = match target.jit.lookup(&key) {
-        Some(f) => f,
-        None => {
-            refuse_build_while_capturing(stream, spec.rust_name)?;
-            target
-                .jit
-                .get_or_build(target, key, &|| spec_source(spec, variant, comptime))?
-        }
-    };
+    let f = function(target, spec, variant, comptime, stream)?;
     launch_checked_stream(
         target,
         f,
@@ -82,6 +65,57 @@ pub(crate) fn launch_in(
         stream,
         args,
     )
+}
+
+/// The loaded function of one specialization: a cache hit, or compiled and loaded (never while
+/// `stream` is being captured).
+fn function(
+    target: &Target<'_>,
+    spec: &'static KernelSpec,
+    variant: Variant,
+    comptime: &[i128],
+    stream: &CudaStream,
+) -> Result<Function> {
+    let key = FnKey::new(KernelId::Spec(spec.cuda_name), variant, comptime).ok_or_else(|| {
+        Error::Launch {
+            kernel: spec.rust_name.to_owned(),
+            reason: format!(
+                "more than {MAX_COMPTIME} comptime values. Fix: make some of them runtime \
+                 parameters"
+            ),
+        }
+    })?;
+    match target.jit.lookup(&key) {
+        Some(f) => Ok(f),
+        None => {
+            refuse_build_while_capturing(stream, spec.rust_name)?;
+            target
+                .jit
+                .get_or_build(target, key, &|| spec_source(spec, variant, comptime))
+        }
+    }
+}
+
+/// How many thread-block clusters of `cfg`'s shape (`cfg.cluster` blocks of `cfg.block`
+/// threads and `cfg.shared_mem_bytes` each) of one specialization can be resident at once on
+/// this GPU: the grid of a persistent kernel launched in clusters is this many clusters.
+/// Compiles and loads the specialization if it is not yet. An `Err` where the GPU has no
+/// clusters (before sm_90) or `cfg` is invalid.
+pub fn max_active_clusters(
+    pgas: &Pgas,
+    spec: &'static KernelSpec,
+    variant: Variant,
+    comptime: &[i128],
+    cfg: LaunchConfig,
+) -> Result<u32> {
+    cfg.validate(spec.rust_name)?;
+    let target = pgas.jit_target();
+    target
+        .ctx
+        .bind_to_thread()
+        .map_err(Error::cuda("making the pgas CUDA context current"))?;
+    let f = function(&target, spec, variant, comptime, pgas.stream())?;
+    super::driver::max_active_clusters(f, &cfg, pgas.stream())
 }
 
 /// Binds the context, checks the stream belongs to it, and launches.
