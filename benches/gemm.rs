@@ -1,6 +1,6 @@
-//! The bf16 GEMMs of the gallery, written in pgas: `examples/gemm_bf16.rs` (`mma.sync`,
-//! `ldmatrix`, `cp.async`; sm_80 and up) and `examples/gemm_bf16_sm90.rs` (TMA, mbarriers,
-//! `wgmma`; sm_90a, timed where the GPU has it, given B transposed), against cuBLAS
+//! The bf16 GEMMs written in pgas: `examples/gemm_bf16.rs` (`mma.sync`, `ldmatrix`,
+//! `cp.async`; sm_80 and up) and `pgas::gemm` (TMA, mbarriers, `wgmma`, clusters with multicast,
+//! a persistent grid; sm_90a, timed where the GPU has it, given B transposed), against cuBLAS
 //! (`cublasGemmEx`, bf16 in and out, f32 compute) in the same run, on one GPU:
 //! 4096^3, 8192^3 and the skinny M = 128 and M = 1024 with N = K = 8192. For each shape: median
 //! time over repetitions (CUDA events on the same stream, after warm-up), TFLOP/s, pgas/cuBLAS,
@@ -19,15 +19,13 @@ mod common;
 #[allow(dead_code)]
 #[path = "../examples/gemm_bf16.rs"]
 mod gemm_example;
-#[allow(dead_code)]
-#[path = "../examples/gemm_bf16_sm90.rs"]
-mod sm90_example;
 
 use common::{
     bf16_rel_diff, emit, median_ms, show, wall, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
     GEMM_WARMUP,
 };
 use gemm_example::{gemm, gemm_bf16, gemm_tiled, value, STAGES};
+use pgas::gemm::{gemm_bf16_with, GemmConfig};
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
 use pgas::ops::cublas::{self, Cublas};
@@ -105,14 +103,15 @@ fn main() -> BenchResult<()> {
     let mut compile = Vec::new();
     // Each kernel's comptime values are its ring depth and tile width (the wide tile of big
     // shapes).
-    let kernels = [
-        (&gemm_bf16::SPEC, [STAGES as i128, gemm_example::BN as i128]),
-        (
-            &sm90_example::gemm_bf16_sm90::SPEC,
-            [sm90_example::STAGES as i128, sm90_example::BN as i128],
-        ),
+    let mma_ct = [STAGES as i128, gemm_example::BN as i128];
+    let kernels: [(&'static pgas::kernel::KernelSpec, &[i128]); 2] = [
+        (&gemm_bf16::SPEC, &mma_ct),
+        (&pgas::gemm::gemm_bf16_sm90::SPEC, &[4, 256, 2]),
     ];
-    for (spec, comptime) in kernels.iter().take(if hopper { 2 } else { 1 }) {
+    for (spec, comptime) in kernels
+        .into_iter()
+        .take(if hopper { 2 } else { 1 })
+    {
         for variant in [Variant::Plain, Variant::Checked] {
             let one = [Prewarm {
                 spec,
@@ -192,18 +191,31 @@ fn main() -> BenchResult<()> {
         let (sm90_ms, got90) = if hopper {
             let bt = stream.clone_htod(&transpose(&b_host, k, n))?;
             let mut c90 = stream.alloc_zeros::<bf16>(m * n)?;
+            let cfg = GemmConfig::for_shape(m, n, p.sm_count()?);
             let ms = timed(&stream, || {
-                sm90_example::gemm(
-                    &p,
-                    &mut c90,
-                    &a,
-                    &bt,
-                    (m, n, k),
-                    sm90_example::STAGES,
-                    false,
-                )?;
+                gemm_bf16_with(&p, &mut c90, &a, &bt, (m, n, k), cfg, false)?;
                 Ok(())
             })?;
+            // What each of the kernel's choices is worth here (printed, for docs/gemm.md): no
+            // clusters, then also one block per tile as a non-persistent kernel would launch.
+            let tiles = ((m / 128) * (n / cfg.bn as usize)) as u32;
+            for (what, alt) in [
+                ("clusters of 1", GemmConfig { cluster: 1, ..cfg }),
+                ("clusters of 1, a block per tile", GemmConfig { cluster: 1, clusters: Some(tiles), ..cfg }),
+                ("128-wide tiles", GemmConfig { bn: 128, stages: 6, ..cfg }),
+            ] {
+                if alt == cfg || (m / 128) % alt.cluster as usize != 0 {
+                    continue;
+                }
+                match timed(&stream, || Ok(gemm_bf16_with(&p, &mut c90, &a, &bt, (m, n, k), alt, false)?)) {
+                    Ok(t) => println!(
+                        "{BENCH}: {m}x{n}x{k} wgmma {cfg:?} {ms:.4} ms; with {what} {t:.4} ms ({:.3}x)",
+                        ms / t
+                    ),
+                    Err(e) => println!("{BENCH}: {m}x{n}x{k} wgmma with {what}: not run: {e}"),
+                }
+            }
+            gemm_bf16_with(&p, &mut c90, &a, &bt, (m, n, k), cfg, false)?;
             let got90 = stream.clone_dtoh(&c90)?;
             let spot = host_spot_check(&got90, &a_host, &b_host, (m, n, k));
             if spot.is_nan() || spot > GEMM_MAX_REL_DIFF {
@@ -307,8 +319,7 @@ fn print_report(machine: &str, rows: &[Row], compile: &[(&str, Variant, f64)]) {
             }
         );
         let note = format!(
-            "median of {GEMM_REPS}, plain variants ({STAGES}-stage mma.sync, {}-stage wgmma)",
-            sm90_example::STAGES
+            "median of {GEMM_REPS}, plain variants ({STAGES}-stage mma.sync, pgas::gemm's choice for the shape)"
         );
         let key = format!("gemm_{m}x{n}x{k}");
         for (name, value, unit) in [

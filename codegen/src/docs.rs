@@ -43,6 +43,7 @@ pub fn intrinsics_markdown() -> String {
                 Ret::Elem => "`T`".to_string(),
                 Ret::Exact(s) => format!("`{s}`"),
                 Ret::PeerView => "peer view of `x`".to_string(),
+                Ret::ClusterView => "cluster view of `s`".to_string(),
                 Ret::SharedArray => "shared buffer".to_string(),
                 Ret::DynShared => "shared buffer".to_string(),
                 Ret::FragArray(k) => format!(

@@ -75,6 +75,10 @@ pub struct Uses {
     pub sm90: bool,
     /// A collective over peer memory: the source carries the LL protocol's support code.
     pub ll: bool,
+    /// `setmaxnreg_*`: the kernel's bound is `__launch_bounds__(max_threads, 1)` (the register
+    /// cap at entry that `setmaxnreg` needs), and the checked variant traps unless the block
+    /// is exactly `max_threads`.
+    pub setmaxnreg: bool,
 }
 
 /// Print one kernel (with the helpers it reaches, callees in any order) as a full source;
@@ -95,6 +99,7 @@ pub fn emit_source(
         max_threads,
         full_warp: uses.full_warp,
         warpgroup: uses.warpgroup,
+        setmaxnreg: uses.setmaxnreg,
         cur_line: None,
         wrappers: Default::default(),
     };
@@ -114,6 +119,7 @@ pub fn emit_source(
         e.raw_block(TENSOR_SUPPORT);
     }
     if uses.sm90 {
+        e.raw(&format!("#define PGAS_CHECKED_VARIANT {}", u8::from(checked)));
         e.raw_block(&sm90_support());
     }
     if uses.ll {
@@ -163,6 +169,8 @@ struct Emitter {
     /// The kernel reaches a warpgroup-wide instruction: it starts with the whole-warpgroup
     /// guard.
     warpgroup: bool,
+    /// The kernel reallocates registers (`setmaxnreg_*`).
+    setmaxnreg: bool,
     /// The Rust line the next output line maps to, once a `#line` has been written.
     cur_line: Option<usize>,
     /// The NVSHMEM call wrappers the source uses, by name, as inline definitions.
@@ -298,9 +306,12 @@ impl Emitter {
         if f.is_kernel {
             // The bound lets NVRTC budget registers for blocks of that many threads (spilling if
             // it must); without it a register-hungry kernel may not fit 1024 threads on an SM.
+            // `setmaxnreg` takes effect only under a register cap at entry, which a minimum of
+            // one block per SM gives.
+            let min_blocks = if self.setmaxnreg { ", 1" } else { "" };
             let bounds = self
                 .max_threads
-                .map(|n| format!("__launch_bounds__({n}) "))
+                .map(|n| format!("__launch_bounds__({n}{min_blocks}) "))
                 .unwrap_or_default();
             format!("extern \"C\" __global__ void {bounds}PGAS_KERNEL_NAME({params})")
         } else {
@@ -317,6 +328,11 @@ impl Emitter {
         let sig = self.signature(f);
         self.raw(&format!("{sig} {{"));
         self.indent += 1;
+        if let (true, true, true, Some(n)) =
+            (f.is_kernel, self.checked, self.setmaxnreg, self.max_threads)
+        {
+            self.line(&format!("pgas_check_block_threads({n}u, {});", f.line));
+        }
         if f.is_kernel && self.warpgroup {
             self.line(&format!("pgas_require_whole_warpgroups({});", f.line));
         } else if f.is_kernel && self.full_warp {
@@ -652,6 +668,20 @@ impl Emitter {
                 };
                 (ptr, bl)
             }
+            ExprKind::Method {
+                args,
+                callee: Callee::Intrinsic(row, _),
+                ..
+            } if row.name == "cluster_peer" => {
+                let (bp, bl) = self.buf(&args[0]);
+                let rank = self.expr(&args[1]);
+                let rank = if self.checked {
+                    format!("pgas_check_cluster_rank({rank}, {})", e.line)
+                } else {
+                    rank
+                };
+                (format!("pgas_cluster_map({bp}, {rank})"), bl)
+            }
             ExprKind::Call {
                 callee: Callee::Intrinsic(row, Some(t)),
                 ..
@@ -826,6 +856,15 @@ impl Emitter {
                         )
                     } else {
                         (self.int_pe(a, x), String::new())
+                    }
+                }
+                Some(kind @ (Arg::ClusterRank | Arg::ClusterMask)) => {
+                    let x = self.expr(a);
+                    if self.checked {
+                        let what = if kind == Arg::ClusterRank { "rank" } else { "mask" };
+                        (format!("pgas_check_cluster_{what}({x}, {line})"), String::new())
+                    } else {
+                        (x, String::new())
                     }
                 }
                 Some(Arg::Bytes16 { .. }) => match &a.kind {

@@ -95,11 +95,13 @@ pub enum Group {
     Tensor,
     /// sm_90a: mbarriers, TMA bulk tensor copies, `wgmma`.
     Hopper,
+    /// sm_90a: thread-block clusters, multicast copies, register reallocation, `stmatrix`.
+    Cluster,
 }
 
 impl Group {
     /// Every group, in doc order.
-    pub const ALL: [Group; 19] = [
+    pub const ALL: [Group; 20] = [
         Group::Thread,
         Group::Math,
         Group::LocalAtomic,
@@ -119,6 +121,7 @@ impl Group {
         Group::Tiles,
         Group::Tensor,
         Group::Hopper,
+        Group::Cluster,
     ];
 
     /// Heading used in docs.
@@ -145,6 +148,9 @@ impl Group {
             }
             Group::Tensor => "Tensor cores: fragments, ldmatrix, mma.sync m16n8k16",
             Group::Hopper => "Hopper (sm_90a): mbarriers, TMA bulk tensor copies, wgmma",
+            Group::Cluster => {
+                "Hopper (sm_90a): thread-block clusters, multicast copies, register reallocation, stmatrix"
+            }
         }
     }
 }
@@ -156,6 +162,12 @@ pub enum Arg {
     Pe,
     /// A PE number relative to the team in argument `.0`; checked against that team's size.
     TeamPe(usize),
+    /// A block's rank in the cluster, a `u32`; the checked variant traps unless it is below
+    /// `cluster_nctarank()`.
+    ClusterRank,
+    /// A `u16` mask of ranks in the cluster; the checked variant traps unless it is non-zero
+    /// and within `cluster_nctarank()`.
+    ClusterMask,
     /// An NVSHMEM `Team`.
     Team,
     /// A scalar of exactly this type.
@@ -190,6 +202,8 @@ pub enum Arg {
     AnyElemMut,
     /// Any buffer (a method receiver).
     AnyBuf,
+    /// A shared-memory buffer of `T` (a method receiver): `shared_array` or `dyn_shared`.
+    SharedBuf,
     /// `&x[i]` / `&mut x[i]` of `T` where 16 bytes start (16-byte aligned), in memory `space`.
     Bytes16 {
         /// The memory it must point into.
@@ -253,6 +267,8 @@ impl Arg {
     pub fn doc(self, name: &str) -> String {
         match self {
             Arg::Pe | Arg::TeamPe(_) => format!("{name}: i32"),
+            Arg::ClusterRank => format!("{name}: u32"),
+            Arg::ClusterMask => format!("{name}: u16"),
             Arg::Team => format!("{name}: Team"),
             Arg::Exact(s) => format!("{name}: {s}"),
             Arg::Value => format!("{name}: T"),
@@ -268,7 +284,7 @@ impl Arg {
             Arg::Signal { mutable: true } => format!("&mut {name}[k]"),
             Arg::Signal { mutable: false } => format!("&{name}[k]"),
             Arg::AnyElemMut => format!("&mut {name}[i]"),
-            Arg::AnyBuf => name.to_string(),
+            Arg::AnyBuf | Arg::SharedBuf => name.to_string(),
             Arg::Bytes16 { mutable: true, .. } | Arg::Frag { mutable: true, .. } => {
                 format!("&mut {name}[i]")
             }
@@ -298,6 +314,8 @@ pub enum Ret {
     Exact(Scalar),
     /// `x.peer(pe)`: a peer view of the receiver.
     PeerView,
+    /// `s.cluster_peer(rank)`: the receiver's bytes in another block of the cluster.
+    ClusterView,
     /// `shared_array::<T, N>()`: a block-shared buffer.
     SharedArray,
     /// `dyn_shared::<T>()`: the block's dynamic shared memory as a buffer of `T`.
@@ -1084,6 +1102,37 @@ pub static INTRINSICS: &[Intrinsic] = &[
     row("wgmma_m64n256k16", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 32 }), ("a", A::WgTile { rows: 64 }), ("b", A::WgTile { rows: 256 })],
         R::Unit, S::Warpgroup, HALF16, "pgas_wgmma_m64n256k16_{T}({0}, pgas_wgmma_desc({1}), pgas_wgmma_desc({2}))", N::None, false,
         "`wgmma_m64n64k16` with N = 256: `acc[i..i + 32]`, `b` 256 rows."),
+    // Thread-block clusters, multicast, register reallocation (sm_90a).
+    row("cluster_ctarank", G::Cluster, F::Free, &[], U32, S::Thread, NONE, "pgas_cluster_ctarank()", N::None, false,
+        "This block's rank in its thread-block cluster, 0 .. `cluster_nctarank()` (`%cluster_ctarank`); 0 without clusters. Launch in clusters with `LaunchConfig::with_cluster`."),
+    row("cluster_nctarank", G::Cluster, F::Free, &[], U32, S::Thread, NONE, "pgas_cluster_nctarank()", N::None, false,
+        "Blocks in this block's cluster (`%cluster_nctarank`); 1 without clusters."),
+    row("cluster_id_x", G::Cluster, F::Free, &[], U32, S::Thread, NONE, "pgas_cluster_id_x()", N::None, false,
+        "This cluster's index in the grid along x (`%clusterid.x`): `block_idx_x() / cluster width` for a 1-D grid."),
+    row("cluster_count_x", G::Cluster, F::Free, &[], U32, S::Thread, NONE, "pgas_cluster_count_x()", N::None, false,
+        "Clusters in the grid along x (`%nclusterid.x`)."),
+    row("cluster_sync", G::Cluster, F::Free, &[], R::Unit, S::Block, NONE, "pgas_cluster_sync()", N::None, false,
+        "Barrier of every thread of every block of the cluster, with release and acquire at cluster scope (`barrier.cluster.arrive` + `wait`): shared-memory writes before it (`cluster_peer` stores, mbarrier inits) are visible to the cluster after it. Call it after initializing mbarriers that peers arrive on or copy into, and before a block exits while peers may still touch its shared memory."),
+    row("cluster_arrive", G::Cluster, F::Free, &[], R::Unit, S::Block, NONE, "pgas_cluster_arrive()", N::None, false,
+        "The first half of `cluster_sync` (`barrier.cluster.arrive.release`): work may go on before `cluster_wait`."),
+    row("cluster_wait", G::Cluster, F::Free, &[], R::Unit, S::Block, NONE, "pgas_cluster_wait()", N::None, false,
+        "The second half of `cluster_sync` (`barrier.cluster.wait.acquire`): waits until every thread of the cluster has arrived."),
+    row("cluster_peer", G::Cluster, F::Method, &[("s", A::SharedBuf), ("rank", A::ClusterRank)], R::ClusterView, S::Thread, SHARED,
+        "(({C} *)pgas_cluster_map({0}, {1}))", N::None, false,
+        "`s.cluster_peer(rank)`: the same shared buffer in block `rank` of the cluster (distributed shared memory, `mapa`), for plain loads and stores (index it); `rank < cluster_nctarank()` (the checked variant traps otherwise). Order them with `cluster_sync`."),
+    row("mbarrier_arrive_cluster", G::Cluster, F::Free, &[("bar", A::Mbar { mutable: true }), ("rank", A::ClusterRank)], R::Unit, S::Thread, NONE,
+        "pgas_mbarrier_arrive_cluster({0}, {1})", N::None, false,
+        "Arrive on the mbarrier at `bar`'s place in block `rank` of the cluster (release at cluster scope): how a consumer frees a slot that a peer's multicast copy fills. `rank < cluster_nctarank()` (the checked variant traps otherwise)."),
+    row("tma_load_2d_multicast", G::Cluster, F::Free, &[("dst", A::TmaDst(1)), ("map", A::Map), ("bar", A::Mbar { mutable: true }), ("col", A::Exact(Scalar::I32)), ("row", A::Exact(Scalar::I32)), ("mask", A::ClusterMask)],
+        R::Unit, S::Thread, TMA, "pgas_tma_load_2d_multicast({0}, &{1}, {2}, {3}, {4}, {5})", N::None, false,
+        "`tma_load_2d` into every block of the cluster whose rank is a bit of `mask`: one read of global memory lands at `dst`'s place in each of them and completes on the mbarrier at `bar`'s place in each (`.multicast::cluster`); each of those mbarriers expects the tile's bytes. `mask` must be non-zero and within the cluster (the checked variant traps otherwise)."),
+    row("setmaxnreg_inc", G::Cluster, F::Free, &[("regs", A::Const(Scalar::U32))], R::Unit, S::Warpgroup, NONE, "pgas_setmaxnreg_inc<{0}>()", N::None, false,
+        "Raise this warpgroup's registers per thread to `regs` (24 to 256, a multiple of 8; `setmaxnreg.inc`), taking them from warpgroups that released theirs with `setmaxnreg_dec`: the multiplying warpgroups of a warp-specialized kernel. The kernel must declare its block (`#[pgas_kernel(max_threads = N)]`, launched with exactly N threads: the checked variant traps otherwise), and each warpgroup's role is one branch of an `if`/`else`."),
+    row("setmaxnreg_dec", G::Cluster, F::Free, &[("regs", A::Const(Scalar::U32))], R::Unit, S::Warpgroup, NONE, "pgas_setmaxnreg_dec<{0}>()", N::None, false,
+        "Lower this warpgroup's registers per thread to `regs` (24 to 256, a multiple of 8; `setmaxnreg.dec`), releasing them for `setmaxnreg_inc`: the copy-engine feeding warpgroup. Same rules as `setmaxnreg_inc`."),
+    row("stmatrix_x4", G::Cluster, F::Free, &[("dst", A::Bytes16 { space: SMEM, mutable: true }), ("acc", A::WgAcc { n: 2 })],
+        R::Unit, S::FullWarp, HALF16, "pgas_stmatrix_x4_{T}({0}, {1})", N::None, false,
+        "Store the 16 x 16 tile of accumulators `acc[i]` (columns 0..8) and `acc[i + 1]` (8..16), rounded to `T`, into shared memory (`stmatrix.x4`): lane `l` passes the address of row `l % 16`, column `8 * (l / 16)` (16-byte aligned; rows may be anywhere, so a swizzled layout is the caller's to compute). The epilogue of a `wgmma` tile before a `tma_store_2d`."),
 ];
 
 /// The row for a free call `name(...)`.

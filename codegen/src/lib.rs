@@ -274,7 +274,9 @@ pub fn compile_kernel(
         warpgroup: kinfo.warpgroup,
         sm90: kinfo.sm90,
         ll: kinfo.ll,
+        setmaxnreg: kinfo.setmaxnreg.is_some(),
     };
+    let mut setmaxnreg_at = kinfo.setmaxnreg;
     let mut reached = BTreeSet::new();
     let mut stack: Vec<String> = kinfo.calls.iter().cloned().collect();
     while let Some(n) = stack.pop() {
@@ -286,6 +288,8 @@ pub fn compile_kernel(
                 uses.warpgroup |= info.warpgroup;
                 uses.sm90 |= info.sm90;
                 uses.ll |= info.ll;
+                uses.setmaxnreg |= info.setmaxnreg.is_some();
+                setmaxnreg_at = setmaxnreg_at.or(info.setmaxnreg);
                 stack.extend(info.calls.iter().cloned());
             }
         }
@@ -295,6 +299,14 @@ pub fn compile_kernel(
         errors.push(
             error::Sp::of(&kernel.sig.ident),
             format!("this kernel calls warpgroup-wide `wgmma_*` (128 threads together), so its blocks are whole warpgroups, but `max_threads = {n}` is not a multiple of 128"),
+        );
+        return Err(errors.into_vec());
+    }
+    if let (Some(at), None) = (setmaxnreg_at, max_threads) {
+        let mut errors = Errors::default();
+        errors.push(
+            at,
+            "`setmaxnreg_*` moves registers between the warpgroups of a block, so the kernel must declare its block: `#[pgas_kernel(max_threads = N)]`, N the threads it is launched with (a multiple of 128), every warpgroup taking part",
         );
         return Err(errors.into_vec());
     }

@@ -151,6 +151,8 @@ fn param_type(kind: Arg, c: &str) -> Option<String> {
         Arg::Pe | Arg::TeamPe(_) | Arg::SignalOp | Arg::Cmp => "int".into(),
         Arg::Team => "nvshmem_team_t".into(),
         Arg::Exact(s) => s.c_type().into(),
+        Arg::ClusterRank => "uint32_t".into(),
+        Arg::ClusterMask => "uint16_t".into(),
         Arg::Value => c.into(),
         // Non-const even for sources: some NVSHMEM functions (`nvshmem_*_wait_until`,
         // `nvshmem_signal_wait_until`) take a plain pointer to what they only read.
@@ -160,7 +162,8 @@ fn param_type(kind: Arg, c: &str) -> Option<String> {
         | Arg::SymElem { .. }
         | Arg::SymSrc
         | Arg::AnySrc
-        | Arg::AnyBuf => format!("{c} *"),
+        | Arg::AnyBuf
+        | Arg::SharedBuf => format!("{c} *"),
         Arg::Signal { .. } => "uint64_t *".into(),
         Arg::ReduceOp
         | Arg::Bytes16 { .. }
@@ -182,7 +185,7 @@ fn ret_type(ret: Ret, c: &str) -> String {
         Ret::Unit => "void".into(),
         Ret::Elem => c.into(),
         Ret::Exact(s) => s.c_type().into(),
-        Ret::PeerView => format!("{c} *"),
+        Ret::PeerView | Ret::ClusterView => format!("{c} *"),
         Ret::SharedArray | Ret::DynShared | Ret::FragArray(_) | Ret::Vec16 => "void".into(),
     }
 }

@@ -447,6 +447,7 @@ pub fn sm90_support() -> String {
     s.push_str(SM90A_MARKER);
     s.push('\n');
     s.push_str(SM90_FIXED);
+    s.push_str(SM90_CLUSTER);
     for n in WGMMA_N {
         for (t, ptx) in [("bf16", "bf16"), ("f16", "f16")] {
             s.push_str(&wgmma_helper(n, t, ptx));
@@ -492,8 +493,10 @@ __device__ __forceinline__ void pgas_mbarrier_arrive_expect_tx(uint64_t *bar, ui
     asm volatile(\"mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\" :: \"r\"(pgas_smem_addr(bar)), \"r\"(bytes) : \"memory\");
 }
 // try_wait suspends the thread for a while before it fails, so the loop does not spin hot; a
-// phase that never completes (a lost arrival, a wrong parity or byte count) traps with the Rust
-// line after about 2^35 cycles instead of hanging the GPU.
+// phase that never completes (a lost arrival, a wrong parity or byte count) traps after about
+// 2^35 cycles instead of hanging the GPU. Only the checked variant prints the Rust line first:
+// a printf is a function call, and ptxas serializes every wgmma of a kernel with one (warning
+// C7510), which cost the plain variant's GEMMs a large share of their speed.
 __device__ __forceinline__ void pgas_mbarrier_wait(const uint64_t *bar, uint32_t parity, int line) {
     const uint32_t addr = pgas_smem_addr(bar);
     long long start = 0;
@@ -505,7 +508,9 @@ __device__ __forceinline__ void pgas_mbarrier_wait(const uint64_t *bar, uint32_t
         if (start == 0) {
             start = clock64();
         } else if (clock64() - start > (1ll << 35)) {
-            printf(\"%s:%d: mbarrier_wait timed out: the phase with parity %u never completed (check the arrival count, the parity and the bytes of arrive_expect_tx)\\n\", PGAS_RUST_FILE, line, parity);
+            if (PGAS_CHECKED_VARIANT) {
+                printf(\"%s:%d: mbarrier_wait timed out: the phase with parity %u never completed (check the arrival count, the parity and the bytes of arrive_expect_tx)\\n\", PGAS_RUST_FILE, line, parity);
+            }
             __trap();
         }
     }
@@ -535,17 +540,101 @@ template <unsigned N> __device__ __forceinline__ void pgas_wgmma_wait() {
     asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(N) : \"memory\");
 }
 // wgmma needs all 128 threads of a warpgroup: a block that is not whole warpgroups would leave
-// the last one short and the instruction undefined, so the kernel traps at entry.
+// the last one short and the instruction undefined, so the kernel traps at entry. Only the
+// checked variant says why: a printf anywhere in the kernel is a call that makes ptxas
+// serialize its wgmmas (C7510).
 __device__ __forceinline__ void pgas_require_whole_warpgroups(int line) {
     unsigned threads = blockDim.x * blockDim.y * blockDim.z;
     if (threads % 128u != 0u) {
-        if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+        if (PGAS_CHECKED_VARIANT && threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
             printf(\"%s:%d: this kernel uses warpgroup-wide instructions (wgmma_*) and needs whole warpgroups, but its block has %u threads, not a multiple of 128\\n\", PGAS_RUST_FILE, line, threads);
         }
         __syncthreads();
         __trap();
     }
 }
+";
+
+/// The thread-block cluster rows of [`sm90_support`]: cluster queries and barriers, distributed
+/// shared memory (`mapa`), remote mbarrier arrivals, multicast copies, register reallocation
+/// and `stmatrix`.
+const SM90_CLUSTER: &str = "__device__ __forceinline__ uint32_t pgas_cluster_ctarank() {
+    uint32_t r;
+    asm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(r));
+    return r;
+}
+__device__ __forceinline__ uint32_t pgas_cluster_nctarank() {
+    uint32_t r;
+    asm volatile(\"mov.u32 %0, %%cluster_nctarank;\" : \"=r\"(r));
+    return r;
+}
+__device__ __forceinline__ uint32_t pgas_cluster_id_x() {
+    uint32_t r;
+    asm volatile(\"mov.u32 %0, %%clusterid.x;\" : \"=r\"(r));
+    return r;
+}
+__device__ __forceinline__ uint32_t pgas_cluster_count_x() {
+    uint32_t r;
+    asm volatile(\"mov.u32 %0, %%nclusterid.x;\" : \"=r\"(r));
+    return r;
+}
+// Not .aligned: the threads of a warp may reach them apart (a warp-specialized kernel's roles).
+__device__ __forceinline__ void pgas_cluster_arrive() {
+    asm volatile(\"barrier.cluster.arrive.release;\" ::: \"memory\");
+}
+__device__ __forceinline__ void pgas_cluster_wait() {
+    asm volatile(\"barrier.cluster.wait.acquire;\" ::: \"memory\");
+}
+__device__ __forceinline__ void pgas_cluster_sync() {
+    pgas_cluster_arrive();
+    pgas_cluster_wait();
+}
+// The generic address of `p`'s place in block `rank` of the cluster (distributed shared memory).
+template <typename T> __device__ __forceinline__ T *pgas_cluster_map(T *p, uint32_t rank) {
+    uint64_t out;
+    asm volatile(\"mapa.u64 %0, %1, %2;\" : \"=l\"(out) : \"l\"((uint64_t)p), \"r\"(rank));
+    return (T *)out;
+}
+__device__ __forceinline__ void pgas_mbarrier_arrive_cluster(uint64_t *bar, uint32_t rank) {
+    uint32_t remote;
+    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(remote) : \"r\"(pgas_smem_addr(bar)), \"r\"(rank));
+    // Release at CTA scope, as a local arrive: what it orders is this thread's reads of the
+    // slot, which a completed wgmma_wait already finished; a cluster-scope release would be a
+    // fence of every memory access on each call.
+    asm volatile(\"mbarrier.arrive.release.cta.shared::cluster.b64 _, [%0];\" :: \"r\"(remote) : \"memory\");
+}
+__device__ __forceinline__ void pgas_tma_load_2d_multicast(void *dst, const pgas_tensor_map *map, uint64_t *bar, int col, int row, uint16_t mask) {
+    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\"
+                 :: \"r\"(pgas_smem_addr(dst)), \"l\"((unsigned long long)map), \"r\"(pgas_smem_addr(bar)), \"r\"(col), \"r\"(row), \"h\"(mask)
+                 : \"memory\");
+}
+template <unsigned N> __device__ __forceinline__ void pgas_setmaxnreg_inc() {
+    static_assert(N >= 24 && N <= 256 && N % 8 == 0, \"setmaxnreg_inc takes a register count from 24 to 256, a multiple of 8\");
+    asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(N));
+}
+template <unsigned N> __device__ __forceinline__ void pgas_setmaxnreg_dec() {
+    static_assert(N >= 24 && N <= 256 && N % 8 == 0, \"setmaxnreg_dec takes a register count from 24 to 256, a multiple of 8\");
+    asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(N));
+}
+__device__ __forceinline__ uint32_t pgas_pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+__device__ __forceinline__ uint32_t pgas_pack_f16(float lo, float hi) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+// Matrix j of the four is rows 8 (j % 2).. and columns 8 (j / 2).. of the 16 x 16 tile: the
+// registers of c[j / 2] at row l / 4 (+ 8), each pair of f32 packed into one word.
+#define PGAS_STMATRIX_X4(T) \\
+    __device__ __forceinline__ void pgas_stmatrix_x4_##T(void *dst, const pgas_frag_c *c) { \\
+        asm volatile(\"stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\" \\
+                     :: \"r\"(pgas_smem_addr(dst)), \"r\"(pgas_pack_##T(c[0].x[0], c[0].x[1])), \"r\"(pgas_pack_##T(c[0].x[2], c[0].x[3])), \\
+                        \"r\"(pgas_pack_##T(c[1].x[0], c[1].x[1])), \"r\"(pgas_pack_##T(c[1].x[2], c[1].x[3])) \\
+                     : \"memory\"); \\
+    }
+PGAS_STMATRIX_X4(bf16)
+PGAS_STMATRIX_X4(f16)
 ";
 
 /// Checks of the checked variant for [`sm90_support`]'s intrinsics: TMA destinations aligned
@@ -561,6 +650,30 @@ pub const CHECK_SM90_SUPPORT: &str = "template <typename T> __device__ __forcein
         __trap();
     }
     return base + i;
+}
+__device__ __forceinline__ uint32_t pgas_check_cluster_rank(uint32_t rank, int line) {
+    if (rank >= pgas_cluster_nctarank()) {
+        printf(\"%s:%d: block rank %u is outside the cluster of %u blocks\\n\", PGAS_RUST_FILE, line, rank, pgas_cluster_nctarank());
+        __trap();
+    }
+    return rank;
+}
+__device__ __forceinline__ uint16_t pgas_check_cluster_mask(uint16_t mask, int line) {
+    const uint32_t n = pgas_cluster_nctarank();
+    if (mask == 0 || (n < 16 && (mask >> n) != 0)) {
+        printf(\"%s:%d: multicast mask 0x%x names no block or a block outside the cluster of %u blocks\\n\", PGAS_RUST_FILE, line, (unsigned)mask, n);
+        __trap();
+    }
+    return mask;
+}
+__device__ __forceinline__ void pgas_check_block_threads(unsigned want, int line) {
+    unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    if (threads != want) {
+        if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+            printf(\"%s:%d: this kernel reallocates registers (setmaxnreg_*) for blocks of max_threads = %u threads, but was launched with %u\\n\", PGAS_RUST_FILE, line, want, threads);
+        }
+        __trap();
+    }
 }
 template <typename T> __device__ __forceinline__ T *pgas_check_wgmma_tile(T *base, size_t i, unsigned long long len, unsigned rows, int line) {
     const uint32_t addr = pgas_smem_addr(base + i);

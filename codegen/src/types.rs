@@ -171,6 +171,8 @@ pub enum BufKind {
     Shared,
     /// `x.peer(pe)`: another PE's copy of a symmetric buffer, reached by loads and stores.
     Peer,
+    /// `s.cluster_peer(rank)`: a shared buffer's bytes in another block of the cluster.
+    ClusterPeer,
 }
 
 /// A buffer view: a pointer plus a length.
@@ -189,6 +191,7 @@ impl fmt::Display for BufTy {
             BufKind::Local => write!(f, "{m}CudaSlice<{}>", self.elem),
             BufKind::Shared => write!(f, "shared array of {}", self.elem),
             BufKind::Peer => write!(f, "peer view of SymTensor<{}>", self.elem),
+            BufKind::ClusterPeer => write!(f, "cluster view of shared [{}]", self.elem),
         }
     }
 }

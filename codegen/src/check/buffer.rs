@@ -121,6 +121,7 @@ impl Checker<'_> {
             BufKind::Sym => format!("cannot write through a read-only `&SymTensor<{0}>`; take the parameter as `&mut SymTensor<{0}>` and {fix}", b.elem),
             BufKind::Local => format!("cannot write through a read-only `&CudaSlice<{0}>`; take the parameter as `&mut CudaSlice<{0}>` and {fix}", b.elem),
             BufKind::Peer => "cannot write through a peer view of a read-only `&SymTensor`; take the parameter as `&mut SymTensor`".to_string(),
+            BufKind::ClusterPeer => format!("cannot write through a read-only cluster view; {fix}"),
             BufKind::Shared => format!("cannot write through a read-only view; {fix}"),
         };
         self.errors.push(span, msg);
@@ -139,6 +140,7 @@ impl Checker<'_> {
             Arg::RemoteDst => "a `&mut SymTensor<T>` or a slice `&mut x[a..b]` of one",
             Arg::SymSrc => "a `SymTensor<T>` or a slice `&x[a..b]` of one",
             Arg::AnySrc | Arg::AnyBuf => "a buffer or a slice `&x[a..b]`",
+            Arg::SharedBuf => "a shared-memory buffer (`shared_array` or `dyn_shared`) or a slice of one",
             Arg::AnyDst => "a mutable buffer or a slice `&mut x[a..b]`",
             Arg::SymElem { mutable: true } => {
                 "an element address `&mut x[i]` of a `&mut SymTensor`"
@@ -179,6 +181,13 @@ impl Checker<'_> {
                 _ => format!("a peer view is already a direct pointer to another PE; pass the `SymTensor` itself as `{pname}` of `{fname}`, or use the view with plain indexing"),
             };
             self.errors.push(span, msg);
+            return None;
+        }
+        if kind == Arg::SharedBuf && b.kind != BufKind::Shared {
+            self.errors.push(
+                span,
+                format!("`{fname}` maps this block's shared memory onto another block of the cluster: `{pname}` must be a `shared_array` or `dyn_shared` buffer, found `{b}`"),
+            );
             return None;
         }
         let needs_mut = matches!(

@@ -221,6 +221,7 @@ impl Checker<'_> {
                     | Arg::Signal { .. }
                     | Arg::AnyElemMut
                     | Arg::AnyBuf
+                    | Arg::SharedBuf
             );
             if matches!(
                 kind,
@@ -339,6 +340,16 @@ impl Checker<'_> {
                 Arg::Exact(s) if self.expect(a, Ty::Scalar(*s), Ctx::Nested) == Ty::Error => {
                     failed = true;
                 }
+                Arg::ClusterRank | Arg::ClusterMask => {
+                    let s = if *kind == Arg::ClusterRank {
+                        Scalar::U32
+                    } else {
+                        Scalar::U16
+                    };
+                    if self.expect(a, Ty::Scalar(s), Ctx::Nested) == Ty::Error {
+                        failed = true;
+                    }
+                }
                 Arg::Col(_)
                     if self.expect(a, Ty::Scalar(Scalar::Usize), Ctx::Nested) == Ty::Error =>
                 {
@@ -388,6 +399,16 @@ impl Checker<'_> {
         if failed {
             return (Ty::Error, None);
         }
+        if row.name.starts_with("setmaxnreg_") {
+            // A literal is checked here, at its token; a comptime value by the helper's
+            // static_assert when the specialization compiles.
+            if let ExprKind::Int(v, _) = args[0].kind {
+                if !(24..=256).contains(&v) || v % 8 != 0 {
+                    self.errors.push(args[0].span, format!("`{shown_name}` takes a register count from 24 to 256 that is a multiple of 8 (the `setmaxnreg` instruction's range), not {v}"));
+                    return (Ty::Error, None);
+                }
+            }
+        }
         if let (None, Some(t)) = (elem, value_ty) {
             match self.resolve(t) {
                 Ty::Scalar(s) => elem = Some(s),
@@ -425,11 +446,17 @@ impl Checker<'_> {
             Scope::Warpgroup => self.info.warpgroup = true,
             _ => {}
         }
-        if matches!(row.group, Group::Tiles | Group::Tensor | Group::Hopper) {
+        if matches!(
+            row.group,
+            Group::Tiles | Group::Tensor | Group::Hopper | Group::Cluster
+        ) {
             self.info.tensor = true;
         }
-        if row.group == Group::Hopper {
+        if matches!(row.group, Group::Hopper | Group::Cluster) {
             self.info.sm90 = true;
+        }
+        if row.name.starts_with("setmaxnreg_") && self.info.setmaxnreg.is_none() {
+            self.info.setmaxnreg = Some(span);
         }
         if row.group == Group::PeerCollective {
             self.info.ll = true;
@@ -438,9 +465,13 @@ impl Checker<'_> {
             Ret::Unit => Ty::Unit,
             Ret::Elem => elem.map(Ty::Scalar).unwrap_or(Ty::Error),
             Ret::Exact(s) => Ty::Scalar(s),
-            Ret::PeerView => match elem {
+            Ret::PeerView | Ret::ClusterView => match elem {
                 Some(e) => Ty::Buf(BufTy {
-                    kind: BufKind::Peer,
+                    kind: if row.ret == Ret::PeerView {
+                        BufKind::Peer
+                    } else {
+                        BufKind::ClusterPeer
+                    },
                     elem: e,
                     mutable: recv_mut,
                 }),

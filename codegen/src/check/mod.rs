@@ -29,7 +29,7 @@ mod scope;
 mod stmt;
 mod tensor;
 
-use crate::error::Errors;
+use crate::error::{Errors, Sp};
 use crate::ir::*;
 use crate::prelude::Prelude;
 use crate::types::Ty;
@@ -67,6 +67,9 @@ pub struct FnInfo {
     /// Calls a collective over peer memory (`team_all_reduce_block` ...) directly: the source
     /// carries the LL protocol's support code.
     pub ll: bool,
+    /// Where it first calls `setmaxnreg_inc`/`_dec` directly: the kernel must declare its block
+    /// (`max_threads`).
+    pub setmaxnreg: Option<Sp>,
 }
 
 /// Where an expression sits, which decides what it may be.

@@ -1,0 +1,214 @@
+//! The Hopper bf16 GEMM kernel: `C = A Btᵀ`, warp-specialized, persistent, in thread-block
+//! clusters that share B through multicast copies. `docs/gemm.md` walks through it.
+
+use crate::prelude::*;
+
+/// Rows of C per block, the K step, and the threads of a block (a feeding warpgroup and two
+/// multiplying ones).
+pub const BM: usize = 128;
+/// Elements of K per ring slot.
+pub const BK: usize = 64;
+/// Threads per block.
+pub const THREADS: u32 = 384;
+
+/// `C = A Btᵀ` for `A` (m x k), `Bt` (n x k), `C` (m x n), all row-major `bf16`, f32 accumulate.
+///
+/// Each block owns 128 x `bn` tiles of C in turn (a persistent grid of `cluster`-block
+/// clusters; the clusters take cluster tiles `cluster_id_x()`, then every `cluster_count_x()`th
+/// one). The blocks of a cluster own vertically adjacent tiles, so they need the same `bn` rows
+/// of Bt: each block copies `bn / cluster` of them, multicast to every block of the cluster.
+/// Warpgroup 0 feeds a ring of `stages` slots (A's 128 x 64 tile, then Bt's `bn` x 64), with its
+/// registers lowered to 40; warpgroups 1 and 2 (232 registers each) multiply 64 rows each with
+/// `wgmma` and free each slot in every block of the cluster once their batch on it is done.
+#[pgas_kernel(max_threads = 384)]
+pub fn gemm_bf16_sm90(
+    c: &mut CudaSlice<bf16>,
+    a_map: &TensorMap<bf16>,
+    b_map: &TensorMap<bf16>,
+    m: usize,
+    n: usize,
+    k: usize,
+    #[comptime] stages: u32,
+    #[comptime] bn: u32,
+    #[comptime] cluster: u32,
+) {
+    let smem = dyn_shared::<bf16>();
+    let bars = dyn_shared::<u64>();
+    let s = stages as usize;
+    let bw = bn as usize;
+    let cl = cluster as usize;
+    // Slot st: A's tile at st * slot, Bt's 8192 elements later; then `full` and `empty`
+    // mbarriers, one of each a slot. Slots are multiples of 8 KiB from the 1 KiB-aligned base,
+    // as the 128-byte swizzle needs.
+    let slot = 8192 + bw * 64;
+    let full0 = s * slot / 4;
+    let empty0 = full0 + s;
+    let rank = cluster_ctarank() as usize;
+    let tiles_m = m / (128 * cl);
+    let tiles_n = n / bw;
+    let tiles = tiles_m * tiles_n;
+    let ktiles = k / 64;
+    let t = thread_idx_x() as usize;
+    let wg = t / 128;
+
+    if t == 0 {
+        for i in 0..s {
+            mbarrier_init(&mut bars[full0 + i], 1);
+            // Lane 0 of each multiplying warp of every block of the cluster frees a slot.
+            mbarrier_init(&mut bars[empty0 + i], 8 * cluster);
+        }
+    }
+    // Peers copy into and arrive on these mbarriers: all are initialized before anyone starts.
+    cluster_sync();
+
+    if wg == 0 {
+        setmaxnreg_dec(40);
+        if t == 0 {
+            let half = bw / cl;
+            let mut it = 0;
+            let mut tile = cluster_id_x() as usize;
+            while tile < tiles {
+                let row0 = (tile_row(tile, tiles_m, tiles_n) * cl + rank) * 128;
+                let col0 = tile_col(tile, tiles_m, tiles_n) * bw;
+                for kt in 0..ktiles {
+                    let st = it % s;
+                    if it >= s {
+                        // Every block's multipliers are done with the slot's last tenant.
+                        mbarrier_wait(&bars[empty0 + st], ((it / s + 1) % 2) as u32);
+                    }
+                    mbarrier_arrive_expect_tx(&mut bars[full0 + st], (slot * 2) as u32);
+                    let k0 = (kt * 64) as i32;
+                    tma_load_2d(
+                        &mut smem[st * slot],
+                        a_map,
+                        &mut bars[full0 + st],
+                        k0,
+                        row0 as i32,
+                    );
+                    if cl == 1 {
+                        tma_load_2d(
+                            &mut smem[st * slot + 8192],
+                            b_map,
+                            &mut bars[full0 + st],
+                            k0,
+                            col0 as i32,
+                        );
+                    } else {
+                        tma_load_2d_multicast(
+                            &mut smem[st * slot + 8192 + rank * half * 64],
+                            b_map,
+                            &mut bars[full0 + st],
+                            k0,
+                            (col0 + rank * half) as i32,
+                            ((1 << cluster) - 1) as u16,
+                        );
+                    }
+                    it += 1;
+                }
+                tile += cluster_count_x() as usize;
+            }
+        }
+    } else {
+        setmaxnreg_inc(232);
+        let mut acc = frag_c::<f32, 32>();
+        // This warpgroup's 64 rows of A's tile.
+        let arows = (wg - 1) * 4096;
+        let lane = lane_id() as usize;
+        let w = (t % 128) / 32;
+        let mut it = 0;
+        let mut tile = cluster_id_x() as usize;
+        while tile < tiles {
+            let row0 = (tile_row(tile, tiles_m, tiles_n) * cl + rank) * 128;
+            let col0 = tile_col(tile, tiles_m, tiles_n) * bw;
+            for ni in 0..bw / 8 {
+                for j in 0..4 {
+                    acc[ni][j] = 0.0;
+                }
+            }
+            for kt in 0..ktiles {
+                let st = it % s;
+                mbarrier_wait(&bars[full0 + st], ((it / s) % 2) as u32);
+                let base = st * slot;
+                wgmma_fence();
+                for ks in 0..4 {
+                    // `bn` is a comptime value: one branch is compiled.
+                    if bn == 256 {
+                        wgmma_m64n256k16(
+                            &mut acc[0],
+                            &smem[base + arows + ks * 16],
+                            &smem[base + 8192 + ks * 16],
+                        );
+                    } else if bn == 128 {
+                        wgmma_m64n128k16(
+                            &mut acc[0],
+                            &smem[base + arows + ks * 16],
+                            &smem[base + 8192 + ks * 16],
+                        );
+                    } else {
+                        wgmma_m64n64k16(
+                            &mut acc[0],
+                            &smem[base + arows + ks * 16],
+                            &smem[base + 8192 + ks * 16],
+                        );
+                    }
+                }
+                wgmma_commit();
+                // The batch before this one is done: its slot can be refilled.
+                wgmma_wait(1);
+                if kt > 0 && lane == 0 {
+                    // Freed in every block of the cluster: each holds a part of the slot.
+                    if cluster == 1 {
+                        mbarrier_arrive(&mut bars[empty0 + (it - 1) % s]);
+                    } else {
+                        for r in 0..cluster {
+                            mbarrier_arrive_cluster(&mut bars[empty0 + (it - 1) % s], r);
+                        }
+                    }
+                }
+                it += 1;
+            }
+            wgmma_wait(0);
+            if lane == 0 {
+                if cluster == 1 {
+                    mbarrier_arrive(&mut bars[empty0 + (it - 1) % s]);
+                } else {
+                    for r in 0..cluster {
+                        mbarrier_arrive_cluster(&mut bars[empty0 + (it - 1) % s], r);
+                    }
+                }
+            }
+            // Warp w holds rows 16 w.. of the warpgroup's 64; fragment ni columns 8 ni.., laid
+            // out as frag_c: lane l at row l / 4 (+ 8), columns 2 (l % 4) and the next.
+            let r0 = row0 + (wg - 1) * 64 + w * 16 + lane / 4;
+            for ni in 0..bw / 8 {
+                for j in 0..4 {
+                    let col = col0 + ni * 8 + (lane % 4) * 2 + j % 2;
+                    c[idx2(r0 + (j / 2) * 8, col, n)] = acc[ni][j] as bf16;
+                }
+            }
+            tile += cluster_count_x() as usize;
+        }
+    }
+    // No block leaves while a peer may still copy into its shared memory or arrive on its
+    // mbarriers.
+    cluster_sync();
+}
+
+/// The cluster-tile row of cluster tile `tile`: tiles go down groups of 8 block rows before
+/// moving right, so the clusters running together share rows of A and of Bt in L2.
+#[pgas_device]
+fn tile_row(tile: usize, tiles_m: usize, tiles_n: usize) -> usize {
+    let rows = if tiles_m >= 8 { 8 } else { tiles_m };
+    let first = (tile / (rows * tiles_n)) * rows;
+    let in_group = min(tiles_m - first, rows);
+    first + (tile % (rows * tiles_n)) % in_group
+}
+
+/// The cluster-tile column of cluster tile `tile` (see [`tile_row`]).
+#[pgas_device]
+fn tile_col(tile: usize, tiles_m: usize, tiles_n: usize) -> usize {
+    let rows = if tiles_m >= 8 { 8 } else { tiles_m };
+    let first = (tile / (rows * tiles_n)) * rows;
+    let in_group = min(tiles_m - first, rows);
+    (tile % (rows * tiles_n)) / in_group
+}

@@ -1,0 +1,8 @@
+//! `pgas::gemm`: the Hopper (sm_90a) bf16 GEMM written in pgas, for programs and fused kernels
+//! to build on. `docs/gemm.md` explains the kernel and its figures.
+
+mod kernel;
+mod plan;
+
+pub use kernel::{gemm_bf16_sm90, BK, BM, THREADS};
+pub use plan::{gemm_bf16, gemm_bf16_with, shape_error, GemmConfig};

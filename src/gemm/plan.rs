@@ -1,0 +1,183 @@
+//! The host side of [`super::kernel::gemm_bf16_sm90`]: which tile, ring depth and cluster a
+//! shape gets, the checks before a launch, and the launch itself.
+
+use super::kernel::{gemm_bf16_sm90, BK, BM, THREADS};
+use crate::kernel::Variant;
+use crate::prelude::*;
+
+/// The comptime choices of one GEMM specialization, and its grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmConfig {
+    /// Slots of the shared-memory ring.
+    pub stages: u32,
+    /// Columns of C per block: 64, 128 or 256.
+    pub bn: u32,
+    /// Blocks per cluster along M (1 or 2), which share Bt's tile by multicast.
+    pub cluster: u32,
+    /// Clusters in the grid: `None` for as many as can be resident at once (persistent),
+    /// `Some(n)` for `n` (one per cluster tile reproduces a non-persistent launch).
+    pub clusters: Option<u32>,
+}
+
+impl GemmConfig {
+    /// The specialization for `m x n x k` on a GPU with `sms` multiprocessors: the widest tile
+    /// that still gives every multiprocessor a tile, as deep a ring as fits 192 KiB, and
+    /// clusters of 2 where M has an even number of 128-row tiles.
+    pub fn for_shape(m: usize, n: usize, sms: usize) -> GemmConfig {
+        let tiles = |bn: usize| (m / BM) * (n / bn);
+        let bn = [256, 128]
+            .into_iter()
+            .find(|&bn| n.is_multiple_of(bn) && tiles(bn) >= sms)
+            .unwrap_or(64);
+        GemmConfig {
+            stages: (192 * 1024 / slot_bytes(bn as u32)) as u32,
+            bn: bn as u32,
+            cluster: if (m / BM).is_multiple_of(2) { 2 } else { 1 },
+            clusters: None,
+        }
+    }
+
+    /// Dynamic shared memory a block needs: the ring and two mbarriers a slot.
+    pub fn shared_bytes(&self) -> u32 {
+        self.stages * (slot_bytes(self.bn) as u32 + 16)
+    }
+
+    fn comptime(&self) -> [i128; 3] {
+        [self.stages as i128, self.bn as i128, self.cluster as i128]
+    }
+}
+
+/// Bytes of one ring slot: A's 128 x 64 tile and Bt's `bn` x 64.
+fn slot_bytes(bn: u32) -> usize {
+    (BM + bn as usize) * BK * 2
+}
+
+/// Why `(m, n, k)` cannot run, if it cannot: the kernel has no edge handling, so M is whole
+/// 128-row tiles, N whole 64-column tiles and K whole 64-element steps.
+pub fn shape_error(m: usize, n: usize, k: usize) -> Option<String> {
+    let bad: Vec<String> = [("M", m, BM), ("N", n, 64), ("K", k, BK)]
+        .iter()
+        .filter(|(_, v, t)| *v == 0 || v % t != 0)
+        .map(|(name, v, t)| format!("{name} = {v} is not a positive multiple of {t}"))
+        .collect();
+    (!bad.is_empty()).then(|| {
+        format!(
+            "the sm_90a GEMM takes whole {BM} x 64 x {BK} tiles (wider N tiles where they divide): {}",
+            bad.join(", ")
+        )
+    })
+}
+
+fn refuse<T>(reason: String) -> crate::Result<T> {
+    Err(crate::Error::Launch {
+        kernel: "gemm_bf16_sm90".into(),
+        reason,
+    })
+}
+
+/// `C = A Btᵀ` (`A` m x k, `Bt` n x k, `C` m x n, row-major bf16, f32 accumulate) on the pgas
+/// stream with the specialization [`GemmConfig::for_shape`] picks; `checked` runs the variant
+/// that checks every index. Needs sm_90a (H100, H200).
+pub fn gemm_bf16(
+    pgas: &Pgas,
+    c: &mut CudaSlice<bf16>,
+    a: &CudaSlice<bf16>,
+    bt: &CudaSlice<bf16>,
+    (m, n, k): (usize, usize, usize),
+    checked: bool,
+) -> crate::Result<()> {
+    let cfg = GemmConfig::for_shape(m, n, pgas.sm_count()?);
+    gemm_bf16_with(pgas, c, a, bt, (m, n, k), cfg, checked)
+}
+
+/// [`gemm_bf16`] with the specialization given. Refuses a shape that is not whole tiles,
+/// buffers of the wrong size, a tile width, ring or cluster the kernel does not take, before
+/// anything launches.
+pub fn gemm_bf16_with(
+    pgas: &Pgas,
+    c: &mut CudaSlice<bf16>,
+    a: &CudaSlice<bf16>,
+    bt: &CudaSlice<bf16>,
+    (m, n, k): (usize, usize, usize),
+    cfg: GemmConfig,
+    checked: bool,
+) -> crate::Result<()> {
+    if let Some(why) = shape_error(m, n, k) {
+        return refuse(why);
+    }
+    if a.len() != m * k || bt.len() != n * k || c.len() != m * n {
+        return refuse(format!(
+            "buffer sizes {} / {} / {} do not match {m} x {k}, {n} x {k}, {m} x {n}",
+            a.len(),
+            bt.len(),
+            c.len()
+        ));
+    }
+    let bn = cfg.bn as usize;
+    if ![64, 128, 256].contains(&bn) || !n.is_multiple_of(bn) {
+        return refuse(format!("tile width {bn}: 64, 128 or 256, dividing N = {n}"));
+    }
+    if ![1, 2].contains(&cfg.cluster) || !(m / BM).is_multiple_of(cfg.cluster as usize) {
+        return refuse(format!(
+            "cluster of {}: 1 or 2 blocks, dividing M's {} tiles of {BM} rows",
+            cfg.cluster,
+            m / BM
+        ));
+    }
+    if cfg.stages < 2 || cfg.shared_bytes() > 227 * 1024 {
+        return refuse(format!(
+            "{} stages of {} bytes: at least 2, within Hopper's 227 KiB of shared memory",
+            cfg.stages,
+            slot_bytes(cfg.bn)
+        ));
+    }
+    let stream = pgas.stream();
+    let tile = |rows, box_rows| Tile2d {
+        rows,
+        cols: k,
+        box_rows,
+        box_cols: BK,
+        swizzle: Swizzle::B128,
+    };
+    let a_map = TensorMap::tiled_2d(stream, a, tile(m, BM))?;
+    // Each block of a cluster copies its share of Bt's tile, multicast to all of them.
+    let b_map = TensorMap::tiled_2d(stream, bt, tile(n, bn / cfg.cluster as usize))?;
+    let variant = if checked {
+        Variant::Checked
+    } else {
+        Variant::Plain
+    };
+    let launch = LaunchConfig::blocks(cfg.cluster, THREADS)
+        .with_shared_mem(cfg.shared_bytes())
+        .with_cluster((cfg.cluster, 1, 1));
+    let tiles = ((m / BM / cfg.cluster as usize) * (n / bn)) as u32;
+    let clusters = match cfg.clusters {
+        Some(c) => c,
+        None => crate::launch::max_active_clusters(
+            pgas,
+            &gemm_bf16_sm90::SPEC,
+            variant,
+            &cfg.comptime(),
+            launch,
+        )?
+        .min(tiles),
+    };
+    let launch = LaunchConfig {
+        grid: (clusters * cfg.cluster, 1, 1),
+        ..launch
+    };
+    let (stages, bn, cluster) = (cfg.stages, cfg.bn, cfg.cluster);
+    if checked {
+        gemm_bf16_sm90::launch(
+            pgas, launch, c, &a_map, &b_map, m, n, k, stages, bn, cluster,
+        )
+    } else {
+        // SAFETY: the shape is whole tiles and every buffer has exactly its matrix's size, so
+        // every index the kernel forms is in bounds.
+        unsafe {
+            gemm_bf16_sm90::launch_unchecked(
+                pgas, launch, c, &a_map, &b_map, m, n, k, stages, bn, cluster,
+            )
+        }
+    }
+}
