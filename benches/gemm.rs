@@ -108,10 +108,7 @@ fn main() -> BenchResult<()> {
         (&gemm_bf16::SPEC, &mma_ct),
         (&pgas::gemm::gemm_bf16_sm90::SPEC, &[4, 256, 2]),
     ];
-    for (spec, comptime) in kernels
-        .into_iter()
-        .take(if hopper { 2 } else { 1 })
-    {
+    for (spec, comptime) in kernels.into_iter().take(if hopper { 2 } else { 1 }) {
         for variant in [Variant::Plain, Variant::Checked] {
             let one = [Prewarm {
                 spec,
@@ -201,17 +198,56 @@ fn main() -> BenchResult<()> {
             let tiles = ((m / 128) * (n / cfg.bn as usize)) as u32;
             for (what, alt) in [
                 ("clusters of 1", GemmConfig { cluster: 1, ..cfg }),
-                ("clusters of 1, a block per tile", GemmConfig { cluster: 1, clusters: Some(tiles), ..cfg }),
-                ("128-wide tiles", GemmConfig { bn: 128, stages: 6, ..cfg }),
+                (
+                    "clusters of 1, a block per tile",
+                    GemmConfig {
+                        cluster: 1,
+                        clusters: Some(tiles),
+                        ..cfg
+                    },
+                ),
+                (
+                    "128-wide tiles",
+                    GemmConfig {
+                        bn: 128,
+                        stages: 6,
+                        ..cfg
+                    },
+                ),
+                ("a 3-slot ring", GemmConfig { stages: 3, ..cfg }),
             ] {
                 if alt == cfg || (m / 128) % alt.cluster as usize != 0 {
                     continue;
                 }
-                match timed(&stream, || Ok(gemm_bf16_with(&p, &mut c90, &a, &bt, (m, n, k), alt, false)?)) {
-                    Ok(t) => println!(
-                        "{BENCH}: {m}x{n}x{k} wgmma {cfg:?} {ms:.4} ms; with {what} {t:.4} ms ({:.3}x)",
-                        ms / t
-                    ),
+                let run = timed(&stream, || {
+                    Ok(gemm_bf16_with(
+                        &p,
+                        &mut c90,
+                        &a,
+                        &bt,
+                        (m, n, k),
+                        alt,
+                        false,
+                    )?)
+                });
+                match run {
+                    Ok(t) => {
+                        // Every variant timed is also checked.
+                        let got = stream.clone_dtoh(&c90)?;
+                        let spot = host_spot_check(&got, &a_host, &b_host, (m, n, k));
+                        let verdict = if spot.is_nan() || spot > GEMM_MAX_REL_DIFF {
+                            failures.push(format!(
+                                "{m}x{n}x{k}: the wgmma kernel with {alt:?} differs from the host by {spot:.3e}"
+                            ));
+                            "WRONG"
+                        } else {
+                            "ok"
+                        };
+                        println!(
+                            "{BENCH}: {m}x{n}x{k} wgmma {cfg:?} {ms:.4} ms; with {what} {t:.4} ms ({:.3}x), {verdict}",
+                            ms / t
+                        )
+                    }
                     Err(e) => println!("{BENCH}: {m}x{n}x{k} wgmma with {what}: not run: {e}"),
                 }
             }

@@ -119,7 +119,10 @@ pub fn emit_source(
         e.raw_block(TENSOR_SUPPORT);
     }
     if uses.sm90 {
-        e.raw(&format!("#define PGAS_CHECKED_VARIANT {}", u8::from(checked)));
+        e.raw(&format!(
+            "#define PGAS_CHECKED_VARIANT {}",
+            u8::from(checked)
+        ));
         e.raw_block(&sm90_support());
     }
     if uses.ll {
@@ -199,7 +202,7 @@ fn param_list(f: &Function) -> String {
             // Passed by value in parameter space, where the copy engine reads it (a
             // `__grid_constant__` parameter has an address); `_box` is the tile's rows << 32 |
             // columns, for the checked variant's bounds.
-            Ty::TensorMap(_) => {
+            Ty::TensorMap(_) | Ty::TensorMapMut(_) => {
                 parts.push(format!(
                     "const __grid_constant__ pgas_tensor_map {}",
                     p.c_name
@@ -861,8 +864,15 @@ impl Emitter {
                 Some(kind @ (Arg::ClusterRank | Arg::ClusterMask)) => {
                     let x = self.expr(a);
                     if self.checked {
-                        let what = if kind == Arg::ClusterRank { "rank" } else { "mask" };
-                        (format!("pgas_check_cluster_{what}({x}, {line})"), String::new())
+                        let what = if kind == Arg::ClusterRank {
+                            "rank"
+                        } else {
+                            "mask"
+                        };
+                        (
+                            format!("pgas_check_cluster_{what}({x}, {line})"),
+                            String::new(),
+                        )
                     } else {
                         (x, String::new())
                     }
@@ -889,7 +899,7 @@ impl Emitter {
                     }
                     _ => (self.expr(a), String::new()),
                 },
-                Some(Arg::TmaDst(map)) => match &a.kind {
+                Some(Arg::TmaDst(map) | Arg::TmaSrc(map)) => match &a.kind {
                     ExprKind::ElemRef { base, index, .. } => {
                         let (bp, bl) = self.buf(base);
                         let i = self.expr(index);
@@ -921,7 +931,7 @@ impl Emitter {
                     _ => (self.expr(a), String::new()),
                 },
                 // The helpers take the first of `n` accumulators by pointer.
-                Some(Arg::WgAcc { n }) => match &a.kind {
+                Some(Arg::WgAcc { n } | Arg::AccIn { n }) => match &a.kind {
                     ExprKind::ElemRef { base, index, .. } => {
                         let (bp, bl) = self.buf(base);
                         let i = self.expr(index);

@@ -331,6 +331,11 @@ fn kernel_module(f: &syn::ItemFn, k: &CompiledKernel) -> TokenStream {
                 pushes.push(quote! { __pgas_args.push_tensor_map(#id); });
                 quote! { ::pgas::__private::ParamKind::TensorMap(#e) }
             }
+            ParamKind::TensorMapMut(s) => {
+                let e = s.rust_name();
+                pushes.push(quote! { __pgas_args.push_tensor_map_mut(#id); });
+                quote! { ::pgas::__private::ParamKind::TensorMapMut(#e) }
+            }
             ParamKind::Comptime(s) => {
                 let e = s.rust_name();
                 comptime.push(quote! { (#id) as i128 });

@@ -231,11 +231,16 @@ pub enum Arg {
         /// Whether it is `&mut`.
         mutable: bool,
     },
-    /// A `&TensorMap<T>` kernel parameter.
+    /// A `&TensorMap<T>` (or `&mut`) kernel parameter.
     Map,
+    /// A `&mut TensorMap<T>` kernel parameter: the tensor the call writes.
+    MapMut,
     /// `&mut x[i]` of a shared buffer of `T`: where a TMA tile of the tensor map in argument
     /// `.0` lands (128-byte aligned; the checked variant traps unless the tile fits).
     TmaDst(usize),
+    /// `&x[i]` of a shared buffer of `T`: the tile a TMA store of the tensor map in argument `.0`
+    /// reads (128-byte aligned; the checked variant traps unless the tile fits).
+    TmaSrc(usize),
     /// `&x[i]` of a shared buffer of `T` laid out as a 128-byte-swizzled TMA tile (rows of 128
     /// bytes, 8-row atoms of 1024 bytes), at row 0 of a `rows`-row operand and a 16-element
     /// K offset: a wgmma operand, passed as a matrix descriptor.
@@ -247,6 +252,11 @@ pub enum Arg {
     /// wgmma `m64nNk16` result (`N = 8 n`).
     WgAcc {
         /// Accumulator registers per thread (`N / 8` of `m64nNk16`).
+        n: u32,
+    },
+    /// `&acc[i]` of a `frag_c` array: `n` accumulators from `i` on, read.
+    AccIn {
+        /// Fragments read.
         n: u32,
     },
 }
@@ -297,8 +307,12 @@ impl Arg {
             Arg::Mbar { mutable: true } | Arg::TmaDst(_) | Arg::WgAcc { .. } => {
                 format!("&mut {name}[i]")
             }
-            Arg::Mbar { mutable: false } | Arg::WgTile { .. } => format!("&{name}[i]"),
+            Arg::Mbar { mutable: false } | Arg::WgTile { .. } | Arg::AccIn { .. } => {
+                format!("&{name}[i]")
+            }
             Arg::Map => format!("{name}: &TensorMap<T>"),
+            Arg::MapMut => format!("{name}: &mut TensorMap<T>"),
+            Arg::TmaSrc(_) => format!("&{name}[i]"),
         }
     }
 }
@@ -574,6 +588,16 @@ const TMA: &[(Scalar, &str)] = &[
     (Scalar::Bf16, ""),
     (Scalar::F32, ""),
     (Scalar::F64, ""),
+];
+/// What the copy engine adds into global memory (`tma_reduce_add_2d`): the types
+/// `cp.reduce.async.bulk.tensor .add` takes.
+const TMA_ADD: &[(Scalar, &str)] = &[
+    (Scalar::U32, ""),
+    (Scalar::I32, ""),
+    (Scalar::U64, ""),
+    (Scalar::F16, ""),
+    (Scalar::Bf16, ""),
+    (Scalar::F32, ""),
 ];
 /// The accumulator of `mma.sync ... .f32.{T}.{T}.f32`.
 const ACC: &[(Scalar, &str)] = &[(Scalar::F32, "f32")];
@@ -1126,11 +1150,26 @@ pub static INTRINSICS: &[Intrinsic] = &[
     row("tma_load_2d_multicast", G::Cluster, F::Free, &[("dst", A::TmaDst(1)), ("map", A::Map), ("bar", A::Mbar { mutable: true }), ("col", A::Exact(Scalar::I32)), ("row", A::Exact(Scalar::I32)), ("mask", A::ClusterMask)],
         R::Unit, S::Thread, TMA, "pgas_tma_load_2d_multicast({0}, &{1}, {2}, {3}, {4}, {5})", N::None, false,
         "`tma_load_2d` into every block of the cluster whose rank is a bit of `mask`: one read of global memory lands at `dst`'s place in each of them and completes on the mbarrier at `bar`'s place in each (`.multicast::cluster`); each of those mbarriers expects the tile's bytes. `mask` must be non-zero and within the cluster (the checked variant traps otherwise)."),
+    row("sync_named", G::Cluster, F::Free, &[("id", A::Exact(Scalar::U32)), ("threads", A::Const(Scalar::U32))], R::Unit, S::Thread, NONE,
+        "pgas_sync_named<{1}>({0})", N::None, false,
+        "Barrier of the `threads` threads (a constant multiple of 32: whole warps) that call it with the same `id` (1 to 15; 0 is `sync_threads`'s), ordering their shared-memory accesses (`bar.sync id, threads`): one warpgroup's barrier while the block's other warpgroups do other work."),
+    row("tma_store_2d", G::Cluster, F::Free, &[("map", A::MapMut), ("src", A::TmaSrc(0)), ("col", A::Exact(Scalar::I32)), ("row", A::Exact(Scalar::I32))],
+        R::Unit, S::Thread, TMA, "pgas_tma_store_2d(&{0}, {1}, {2}, {3})", N::None, false,
+        "Start the copy engine on the tile of shared memory at `src` (128-byte aligned, laid out as the map's tile and swizzle), storing it into the tensor of `map` from element (`row`, `col`) on (`cp.async.bulk.tensor.2d.global.shared::cta`). Each writing thread calls `fence_proxy_async()` and the writers synchronize before one thread stores; close the stores with `tma_store_commit` and wait with `tma_store_wait_read` (before reusing `src`) or `tma_store_wait` (before others read the tensor). `map` is a `&mut TensorMap<T>` parameter, built with `TensorMap::tiled_2d_mut` (a local tensor, or a peer's symmetric copy with `tiled_2d_peer_mut`)."),
+    row("tma_reduce_add_2d", G::Cluster, F::Free, &[("map", A::MapMut), ("src", A::TmaSrc(0)), ("col", A::Exact(Scalar::I32)), ("row", A::Exact(Scalar::I32))],
+        R::Unit, S::Thread, TMA_ADD, "pgas_tma_reduce_add_2d(&{0}, {1}, {2}, {3})", N::None, false,
+        "`tma_store_2d` that adds the tile into the tensor element by element (`cp.reduce.async.bulk.tensor.2d ... .add`), atomically per element: the epilogue of a GEMM + reduce-scatter, into a local tensor or a peer's copy."),
+    row("tma_store_commit", G::Cluster, F::Free, &[], R::Unit, S::Thread, NONE, "pgas_tma_store_commit()", N::None, false,
+        "Close the group of this thread's TMA stores started since the last commit (`cp.async.bulk.commit_group`)."),
+    row("tma_store_wait", G::Cluster, F::Free, &[("n", A::Const(Scalar::U32))], R::Unit, S::Thread, NONE, "pgas_tma_store_wait<{0}>()", N::None, false,
+        "Wait until at most `n` of this thread's committed store groups are in flight, the others' writes done (`cp.async.bulk.wait_group`, `n` a constant)."),
+    row("tma_store_wait_read", G::Cluster, F::Free, &[("n", A::Const(Scalar::U32))], R::Unit, S::Thread, NONE, "pgas_tma_store_wait_read<{0}>()", N::None, false,
+        "Wait until at most `n` of this thread's committed store groups still read their shared memory (`cp.async.bulk.wait_group.read`): their sources may then be overwritten."),
     row("setmaxnreg_inc", G::Cluster, F::Free, &[("regs", A::Const(Scalar::U32))], R::Unit, S::Warpgroup, NONE, "pgas_setmaxnreg_inc<{0}>()", N::None, false,
         "Raise this warpgroup's registers per thread to `regs` (24 to 256, a multiple of 8; `setmaxnreg.inc`), taking them from warpgroups that released theirs with `setmaxnreg_dec`: the multiplying warpgroups of a warp-specialized kernel. The kernel must declare its block (`#[pgas_kernel(max_threads = N)]`, launched with exactly N threads: the checked variant traps otherwise), and each warpgroup's role is one branch of an `if`/`else`."),
     row("setmaxnreg_dec", G::Cluster, F::Free, &[("regs", A::Const(Scalar::U32))], R::Unit, S::Warpgroup, NONE, "pgas_setmaxnreg_dec<{0}>()", N::None, false,
         "Lower this warpgroup's registers per thread to `regs` (24 to 256, a multiple of 8; `setmaxnreg.dec`), releasing them for `setmaxnreg_inc`: the copy-engine feeding warpgroup. Same rules as `setmaxnreg_inc`."),
-    row("stmatrix_x4", G::Cluster, F::Free, &[("dst", A::Bytes16 { space: SMEM, mutable: true }), ("acc", A::WgAcc { n: 2 })],
+    row("stmatrix_x4", G::Cluster, F::Free, &[("dst", A::Bytes16 { space: SMEM, mutable: true }), ("acc", A::AccIn { n: 2 })],
         R::Unit, S::FullWarp, HALF16, "pgas_stmatrix_x4_{T}({0}, {1})", N::None, false,
         "Store the 16 x 16 tile of accumulators `acc[i]` (columns 0..8) and `acc[i + 1]` (8..16), rounded to `T`, into shared memory (`stmatrix.x4`): lane `l` passes the address of row `l % 16`, column `8 * (l / 16)` (16-byte aligned; rows may be anywhere, so a swizzled layout is the caller's to compute). The epilogue of a `wgmma` tile before a `tma_store_2d`."),
 ];

@@ -81,6 +81,8 @@ pub enum ParamKind {
     Team,
     /// `&TensorMap<T>`: the 128-byte `CUtensorMap` by value, then the tile shape.
     TensorMap(Scalar),
+    /// `&mut TensorMap<T>`: as `TensorMap`, of a tensor the kernel writes (`tma_store_2d`).
+    TensorMapMut(Scalar),
     /// `#[comptime]`: baked into the source by [`specialize`], not passed at launch.
     Comptime(Scalar),
 }
@@ -330,6 +332,7 @@ pub fn compile_kernel(
                 },
                 Ty::Team => ParamKind::Team,
                 Ty::TensorMap(s) => ParamKind::TensorMap(s),
+                Ty::TensorMapMut(s) => ParamKind::TensorMapMut(s),
                 t => ParamKind::Scalar(t.scalar().unwrap_or(Scalar::I32)),
             },
         })

@@ -173,9 +173,12 @@ fn param_type(kind: Arg, c: &str) -> Option<String> {
         | Arg::Col(_)
         | Arg::Mbar { .. }
         | Arg::Map
+        | Arg::MapMut
+        | Arg::TmaSrc(_)
         | Arg::TmaDst(_)
         | Arg::WgTile { .. }
-        | Arg::WgAcc { .. } => return None,
+        | Arg::WgAcc { .. }
+        | Arg::AccIn { .. } => return None,
     })
 }
 

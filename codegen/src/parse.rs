@@ -246,14 +246,11 @@ fn tensor_map_param(seg: &syn::PathSegment, mutable: bool, errors: &mut Errors) 
         );
         return None;
     };
-    if mutable {
-        errors.push(
-            Sp::of(seg),
-            "a tensor map is read-only in a kernel: take it as `&TensorMap<T>`",
-        );
-        return None;
-    }
-    Some(Ty::TensorMap(elem))
+    Some(if mutable {
+        Ty::TensorMapMut(elem)
+    } else {
+        Ty::TensorMap(elem)
+    })
 }
 
 /// The scalar a type names, if it is one (`f32`, `half::f16`, ...).

@@ -608,6 +608,27 @@ __device__ __forceinline__ void pgas_tma_load_2d_multicast(void *dst, const pgas
                  :: \"r\"(pgas_smem_addr(dst)), \"l\"((unsigned long long)map), \"r\"(pgas_smem_addr(bar)), \"r\"(col), \"r\"(row), \"h\"(mask)
                  : \"memory\");
 }
+__device__ __forceinline__ void pgas_tma_store_2d(const pgas_tensor_map *map, const void *src, int col, int row) {
+    asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];\"
+                 :: \"l\"((unsigned long long)map), \"r\"(pgas_smem_addr(src)), \"r\"(col), \"r\"(row) : \"memory\");
+}
+__device__ __forceinline__ void pgas_tma_reduce_add_2d(const pgas_tensor_map *map, const void *src, int col, int row) {
+    asm volatile(\"cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];\"
+                 :: \"l\"((unsigned long long)map), \"r\"(pgas_smem_addr(src)), \"r\"(col), \"r\"(row) : \"memory\");
+}
+__device__ __forceinline__ void pgas_tma_store_commit() {
+    asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\");
+}
+template <unsigned N> __device__ __forceinline__ void pgas_tma_store_wait() {
+    asm volatile(\"cp.async.bulk.wait_group %0;\" :: \"n\"(N) : \"memory\");
+}
+template <unsigned N> __device__ __forceinline__ void pgas_tma_store_wait_read() {
+    asm volatile(\"cp.async.bulk.wait_group.read %0;\" :: \"n\"(N) : \"memory\");
+}
+template <unsigned Threads> __device__ __forceinline__ void pgas_sync_named(uint32_t id) {
+    static_assert(Threads % 32 == 0 && Threads > 0, \"sync_named takes a multiple of 32 threads\");
+    asm volatile(\"bar.sync %0, %1;\" :: \"r\"(id), \"n\"(Threads) : \"memory\");
+}
 template <unsigned N> __device__ __forceinline__ void pgas_setmaxnreg_inc() {
     static_assert(N >= 24 && N <= 256 && N % 8 == 0, \"setmaxnreg_inc takes a register count from 24 to 256, a multiple of 8\");
     asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(N));

@@ -330,6 +330,8 @@ pub enum Ty {
     Team,
     /// `&TensorMap<T>`: a TMA tensor map kernel parameter (`tma_load_2d`'s source).
     TensorMap(Scalar),
+    /// `&mut TensorMap<T>`: a tensor map the kernel also writes through (`tma_store_2d`).
+    TensorMapMut(Scalar),
     Enum(EnumTy),
     Unit,
     /// The type of `return`, `break`, `continue`: fits anywhere.

@@ -46,6 +46,9 @@ pub enum ParamKind {
     /// `&TensorMap<T>`: the TMA descriptor by value, then its tile shape; the string is the Rust
     /// element type.
     TensorMap(&'static str),
+    /// `&mut TensorMap<T>`: as `TensorMap`, of a tensor the kernel writes (a map built from a
+    /// `&mut` tensor, `TensorMap::tiled_2d_mut`).
+    TensorMapMut(&'static str),
     /// A `#[comptime]` value baked into the source; not passed at launch.
     Comptime(&'static str),
 }

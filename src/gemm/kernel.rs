@@ -1,5 +1,5 @@
 //! The Hopper bf16 GEMM kernel: `C = A Btᵀ`, warp-specialized, persistent, in thread-block
-//! clusters that share B through multicast copies. `docs/gemm.md` walks through it.
+//! clusters that share B through multicast copies, with a copy-engine epilogue. `docs/gemm.md` walks through it.
 
 use crate::prelude::*;
 
@@ -20,9 +20,12 @@ pub const THREADS: u32 = 384;
 /// Warpgroup 0 feeds a ring of `stages` slots (A's 128 x 64 tile, then Bt's `bn` x 64), with its
 /// registers lowered to 40; warpgroups 1 and 2 (232 registers each) multiply 64 rows each with
 /// `wgmma` and free each slot in every block of the cluster once their batch on it is done.
+/// Their epilogue rounds the accumulators to bf16 into 64 x 64 swizzled tiles of shared memory
+/// (`stmatrix_x4`, two buffers a warpgroup) that the copy engine stores into C (`c_map`, tiles
+/// of 64 x 64 with a 128-byte swizzle).
 #[pgas_kernel(max_threads = 384)]
 pub fn gemm_bf16_sm90(
-    c: &mut CudaSlice<bf16>,
+    c_map: &mut TensorMap<bf16>,
     a_map: &TensorMap<bf16>,
     b_map: &TensorMap<bf16>,
     m: usize,
@@ -37,11 +40,13 @@ pub fn gemm_bf16_sm90(
     let s = stages as usize;
     let bw = bn as usize;
     let cl = cluster as usize;
-    // Slot st: A's tile at st * slot, Bt's 8192 elements later; then `full` and `empty`
-    // mbarriers, one of each a slot. Slots are multiples of 8 KiB from the 1 KiB-aligned base,
-    // as the 128-byte swizzle needs.
+    // Slot st: A's tile at st * slot, Bt's 8192 elements later; then the epilogue's 4 tiles of
+    // 64 x 64 (2 a multiplying warpgroup); then `full` and `empty` mbarriers, one of each a
+    // slot. All are multiples of 8 KiB from the 1 KiB-aligned base, as the 128-byte swizzle
+    // needs.
     let slot = 8192 + bw * 64;
-    let full0 = s * slot / 4;
+    let staging = s * slot;
+    let full0 = (staging + 16384) / 4;
     let empty0 = full0 + s;
     let rank = cluster_ctarank() as usize;
     let tiles_m = m / (128 * cl);
@@ -177,16 +182,41 @@ pub fn gemm_bf16_sm90(
                     }
                 }
             }
-            // Warp w holds rows 16 w.. of the warpgroup's 64; fragment ni columns 8 ni.., laid
-            // out as frag_c: lane l at row l / 4 (+ 8), columns 2 (l % 4) and the next.
-            let r0 = row0 + (wg - 1) * 64 + w * 16 + lane / 4;
-            for ni in 0..bw / 8 {
-                for j in 0..4 {
-                    let col = col0 + ni * 8 + (lane % 4) * 2 + j % 2;
-                    c[idx2(r0 + (j / 2) * 8, col, n)] = acc[ni][j] as bf16;
+            // The epilogue, 64 columns at a time: warp w holds rows 16 w.. of the warpgroup's
+            // 64; lane l addresses row l % 16, column 8 (l / 16) of each 16 x 16 stmatrix tile,
+            // at its place in the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ r % 8).
+            let r = w * 16 + lane % 16;
+            for ch in 0..bw / 64 {
+                let buf = staging + (wg - 1) * 8192 + (ch % 2) * 4096;
+                if t % 128 == 0 {
+                    // The store from this buffer two chunks ago has read it.
+                    tma_store_wait_read(1);
+                }
+                sync_named(wg as u32, 128);
+                for jj in 0..4 {
+                    let chunk = 2 * jj + lane / 16;
+                    stmatrix_x4(
+                        &mut smem[buf + r * 64 + (chunk ^ (r % 8)) * 8],
+                        &acc[8 * ch + 2 * jj],
+                    );
+                }
+                fence_proxy_async();
+                sync_named(wg as u32, 128);
+                if t % 128 == 0 {
+                    tma_store_2d(
+                        c_map,
+                        &smem[buf],
+                        (col0 + ch * 64) as i32,
+                        (row0 + (wg - 1) * 64) as i32,
+                    );
+                    tma_store_commit();
                 }
             }
             tile += cluster_count_x() as usize;
+        }
+        if t % 128 == 0 {
+            // C is written before the kernel ends.
+            tma_store_wait(0);
         }
     }
     // No block leaves while a peer may still copy into its shared memory or arrive on its

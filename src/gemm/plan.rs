@@ -37,15 +37,19 @@ impl GemmConfig {
         }
     }
 
-    /// Dynamic shared memory a block needs: the ring and two mbarriers a slot.
+    /// Dynamic shared memory a block needs: the ring, the epilogue's four 64 x 64 tiles and
+    /// two mbarriers a slot.
     pub fn shared_bytes(&self) -> u32 {
-        self.stages * (slot_bytes(self.bn) as u32 + 16)
+        self.stages * (slot_bytes(self.bn) as u32 + 16) + EPILOGUE_BYTES
     }
 
     fn comptime(&self) -> [i128; 3] {
         [self.stages as i128, self.bn as i128, self.cluster as i128]
     }
 }
+
+/// The epilogue's shared memory: two 64 x 64 bf16 tiles for each multiplying warpgroup.
+const EPILOGUE_BYTES: u32 = 4 * 64 * 64 * 2;
 
 /// Bytes of one ring slot: A's 128 x 64 tile and Bt's `bn` x 64.
 fn slot_bytes(bn: u32) -> usize {
@@ -139,6 +143,17 @@ pub fn gemm_bf16_with(
         box_cols: BK,
         swizzle: Swizzle::B128,
     };
+    let mut c_map = TensorMap::tiled_2d_mut(
+        stream,
+        c,
+        Tile2d {
+            rows: m,
+            cols: n,
+            box_rows: 64,
+            box_cols: 64,
+            swizzle: Swizzle::B128,
+        },
+    )?;
     let a_map = TensorMap::tiled_2d(stream, a, tile(m, BM))?;
     // Each block of a cluster copies its share of Bt's tile, multicast to all of them.
     let b_map = TensorMap::tiled_2d(stream, bt, tile(n, bn / cfg.cluster as usize))?;
@@ -169,14 +184,14 @@ pub fn gemm_bf16_with(
     let (stages, bn, cluster) = (cfg.stages, cfg.bn, cfg.cluster);
     if checked {
         gemm_bf16_sm90::launch(
-            pgas, launch, c, &a_map, &b_map, m, n, k, stages, bn, cluster,
+            pgas, launch, &mut c_map, &a_map, &b_map, m, n, k, stages, bn, cluster,
         )
     } else {
         // SAFETY: the shape is whole tiles and every buffer has exactly its matrix's size, so
         // every index the kernel forms is in bounds.
         unsafe {
             gemm_bf16_sm90::launch_unchecked(
-                pgas, launch, c, &a_map, &b_map, m, n, k, stages, bn, cluster,
+                pgas, launch, &mut c_map, &a_map, &b_map, m, n, k, stages, bn, cluster,
             )
         }
     }

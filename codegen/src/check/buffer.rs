@@ -140,7 +140,9 @@ impl Checker<'_> {
             Arg::RemoteDst => "a `&mut SymTensor<T>` or a slice `&mut x[a..b]` of one",
             Arg::SymSrc => "a `SymTensor<T>` or a slice `&x[a..b]` of one",
             Arg::AnySrc | Arg::AnyBuf => "a buffer or a slice `&x[a..b]`",
-            Arg::SharedBuf => "a shared-memory buffer (`shared_array` or `dyn_shared`) or a slice of one",
+            Arg::SharedBuf => {
+                "a shared-memory buffer (`shared_array` or `dyn_shared`) or a slice of one"
+            }
             Arg::AnyDst => "a mutable buffer or a slice `&mut x[a..b]`",
             Arg::SymElem { mutable: true } => {
                 "an element address `&mut x[i]` of a `&mut SymTensor`"

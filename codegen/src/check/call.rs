@@ -230,9 +230,12 @@ impl Checker<'_> {
                     | Arg::Vec16
                     | Arg::Mbar { .. }
                     | Arg::Map
+                    | Arg::MapMut
+                    | Arg::TmaSrc(_)
                     | Arg::TmaDst(_)
                     | Arg::WgTile { .. }
                     | Arg::WgAcc { .. }
+                    | Arg::AccIn { .. }
             ) {
                 done[i] = true;
                 match self.tensor_arg(*kind, &mut args[i], pname, &shown_name) {

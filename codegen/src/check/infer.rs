@@ -101,6 +101,7 @@ impl Checker<'_> {
             Ty::Vec16(s) => format!("Vec16<{s}>"),
             Ty::Team => "Team".into(),
             Ty::TensorMap(s) => format!("&TensorMap<{s}>"),
+            Ty::TensorMapMut(s) => format!("&mut TensorMap<{s}>"),
             Ty::Enum(e) => e.name().into(),
             Ty::Unit => "()".into(),
             Ty::Never => "!".into(),

@@ -29,6 +29,10 @@ impl Checker<'_> {
                 space: Space::Shared,
                 mutable: true,
             },
+            Arg::TmaSrc(_) => Arg::Bytes16 {
+                space: Space::Shared,
+                mutable: false,
+            },
             Arg::WgTile { .. } => Arg::Bytes16 {
                 space: Space::Shared,
                 mutable: false,
@@ -36,6 +40,10 @@ impl Checker<'_> {
             Arg::WgAcc { .. } => Arg::Frag {
                 kind: FragKind::C,
                 mutable: true,
+            },
+            Arg::AccIn { .. } => Arg::Frag {
+                kind: FragKind::C,
+                mutable: false,
             },
             k => k,
         };
@@ -121,9 +129,20 @@ impl Checker<'_> {
                 }
             }
             Arg::Map => match t {
-                Ty::TensorMap(s) => Ok(Some(s)),
+                Ty::TensorMap(s) | Ty::TensorMapMut(s) => Ok(Some(s)),
                 _ => {
                     self.errors.push(span, format!("`{pname}` of `{fname}` is a `&TensorMap<T>` kernel parameter, found `{shown}`"));
+                    Err(())
+                }
+            },
+            Arg::MapMut => match t {
+                Ty::TensorMapMut(s) => Ok(Some(s)),
+                Ty::TensorMap(_) => {
+                    self.errors.push(span, format!("`{fname}` writes the tensor behind `{pname}`: take the parameter as `&mut TensorMap<T>` (and build the map with `TensorMap::tiled_2d_mut`)"));
+                    Err(())
+                }
+                _ => {
+                    self.errors.push(span, format!("`{pname}` of `{fname}` is a `&mut TensorMap<T>` kernel parameter, found `{shown}`"));
                     Err(())
                 }
             },

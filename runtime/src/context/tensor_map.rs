@@ -1,7 +1,9 @@
 //! Tensor maps for the copy engine (TMA): [`TensorMap`], built on the host with
 //! `cuTensorMapEncodeTiled` from a 2-D row-major `CudaSlice`, `SymTensor` or another PE's copy of
 //! a symmetric tensor, and passed to a kernel as a `&TensorMap<T>` parameter (by value, as a
-//! `__grid_constant__`), where `tma_load_2d` copies its tiles into shared memory.
+//! `__grid_constant__`), where `tma_load_2d` copies its tiles into shared memory; maps built
+//! from a `&mut` tensor (`tiled_2d_mut` ...) are `&mut TensorMap<T>` parameters `tma_store_2d` writes
+//! through.
 //!
 //! Every rule the driver and the hardware impose is checked here, before the driver sees it, so
 //! a bad shape is an [`Error::TensorMap`] that names the limit rather than a fault or garbage in
@@ -9,7 +11,7 @@
 
 use std::marker::PhantomData;
 
-use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
 use crate::context::memory::SymRegion;
 use crate::context::pgas::Pgas;
@@ -106,6 +108,8 @@ pub const MAX_BOX: usize = 256;
 pub struct TensorMap<'a, T> {
     raw: sys::CUtensorMap,
     tile: Tile2d,
+    /// Built from a `&mut` tensor (or by the caller's promise): kernels may store through it.
+    writable: bool,
     _tensor: PhantomData<&'a T>,
 }
 
@@ -127,7 +131,21 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
     ) -> Result<TensorMap<'a, T>> {
         let (ptr, _sync) = slice.device_ptr(stream);
         // SAFETY: the pointer names `slice.len()` elements that live as long as `'a`.
-        unsafe { Self::encode(ptr, slice.len(), tile) }
+        unsafe { Self::encode(ptr, slice.len(), tile, false) }
+    }
+
+    /// [`TensorMap::tiled_2d`] of a tensor the kernel also writes through the map
+    /// (`tma_store_2d`, `tma_reduce_add_2d`, a `&mut TensorMap<T>` parameter): the map holds
+    /// the exclusive borrow for as long as it lives.
+    pub fn tiled_2d_mut(
+        stream: &CudaStream,
+        slice: &'a mut CudaSlice<T>,
+        tile: Tile2d,
+    ) -> Result<TensorMap<'a, T>> {
+        let len = slice.len();
+        let (ptr, _sync) = slice.device_ptr_mut(stream);
+        // SAFETY: the pointer names `len` elements, exclusively borrowed for `'a`.
+        unsafe { Self::encode(ptr, len, tile, true) }
     }
 
     /// A map of this PE's copy of a symmetric tensor (or view).
@@ -136,7 +154,16 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
         tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
         // SAFETY: a symmetric region's pointer names `len()` elements that live as long as it.
-        unsafe { Self::encode(sym.as_device_ptr(), sym.len(), tile) }
+        unsafe { Self::encode(sym.as_device_ptr(), sym.len(), tile, false) }
+    }
+
+    /// [`TensorMap::tiled_2d_sym`] of a symmetric tensor the kernel writes through the map.
+    pub fn tiled_2d_sym_mut<S: SymRegion<T> + ?Sized>(
+        sym: &'a mut S,
+        tile: Tile2d,
+    ) -> Result<TensorMap<'a, T>> {
+        // SAFETY: as tiled_2d_sym; the region is exclusively borrowed for `'a`.
+        unsafe { Self::encode(sym.as_device_ptr(), sym.len(), tile, true) }
     }
 
     /// A map of PE `pe`'s copy of a symmetric tensor, read over NVLink: the copy engine fetches
@@ -147,6 +174,28 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
         sym: &'a S,
         pe: usize,
         tile: Tile2d,
+    ) -> Result<TensorMap<'a, T>> {
+        Self::peer(pgas, sym, pe, tile, false)
+    }
+
+    /// [`TensorMap::tiled_2d_peer`] for stores: a kernel writes (`tma_store_2d`) or adds
+    /// (`tma_reduce_add_2d`) tiles into PE `pe`'s copy over NVLink. That PE must order its own
+    /// reads after these writes (a signal or barrier after the kernel's `tma_store_wait`).
+    pub fn tiled_2d_peer_mut<S: SymRegion<T> + ?Sized>(
+        pgas: &Pgas,
+        sym: &'a mut S,
+        pe: usize,
+        tile: Tile2d,
+    ) -> Result<TensorMap<'a, T>> {
+        Self::peer(pgas, sym, pe, tile, true)
+    }
+
+    fn peer<S: SymRegion<T> + ?Sized>(
+        pgas: &Pgas,
+        sym: &S,
+        pe: usize,
+        tile: Tile2d,
+        writable: bool,
     ) -> Result<TensorMap<'a, T>> {
         let bad = |reason: String| Err(Error::TensorMap { reason });
         if pe >= pgas.n_pes() {
@@ -169,7 +218,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
             ));
         }
         // SAFETY: the peer's copy has the same length and lives as long as the symmetric tensor.
-        unsafe { Self::encode(remote as sys::CUdeviceptr, sym.len(), tile) }
+        unsafe { Self::encode(remote as sys::CUdeviceptr, sym.len(), tile, writable) }
     }
 
     /// A map of `len` elements at the device address `ptr`: for memory that a kernel also takes
@@ -187,15 +236,20 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
         len: usize,
         tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
-        // SAFETY: the caller's contract.
-        unsafe { Self::encode(ptr, len, tile) }
+        // SAFETY: the caller's contract (which covers writes through the map).
+        unsafe { Self::encode(ptr, len, tile, true) }
     }
 
     /// Checks `tile` against the driver's and the hardware's rules, then encodes.
     ///
     /// # Safety
     /// `ptr` must name `len` elements of `T` that live as long as `'a`.
-    unsafe fn encode(ptr: sys::CUdeviceptr, len: usize, tile: Tile2d) -> Result<TensorMap<'a, T>> {
+    unsafe fn encode(
+        ptr: sys::CUdeviceptr,
+        len: usize,
+        tile: Tile2d,
+        writable: bool,
+    ) -> Result<TensorMap<'a, T>> {
         check(ptr, len, std::mem::size_of::<T>(), &tile)?;
         let elem = std::mem::size_of::<T>();
         let dims = [tile.cols as u64, tile.rows as u64];
@@ -228,8 +282,15 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
         Ok(TensorMap {
             raw,
             tile,
+            writable,
             _tensor: PhantomData,
         })
+    }
+
+    /// Whether kernels may write through the map (built by a `_mut` constructor or
+    /// [`TensorMap::from_device_ptr`]).
+    pub fn writable(&self) -> bool {
+        self.writable
     }
 
     /// The shape it was built with.
@@ -248,6 +309,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
         TensorMap {
             raw: sys::CUtensorMap { opaque },
             tile,
+            writable: false,
             _tensor: PhantomData,
         }
     }

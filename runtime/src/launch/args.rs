@@ -80,6 +80,8 @@ enum Pushed {
     Scalar(&'static str),
     Team,
     TensorMap(&'static str),
+    /// A `&mut TensorMap<T>`, and whether its map was built from a writable tensor.
+    TensorMapMut(&'static str, bool),
 }
 
 /// A local buffer whose device pointer is taken on the launch stream, so cudarc can order it
@@ -236,6 +238,18 @@ impl<'a> KernelArgs<'a> {
 
     /// A `&TensorMap<T>`: its 128-byte descriptor (64-byte aligned), then its tile shape.
     pub fn push_tensor_map<T: TmaElem>(&mut self, map: &TensorMap<'_, T>) -> &mut Self {
+        self.push_map(map, Pushed::TensorMap(T::RUST_NAME))
+    }
+
+    /// A `&mut TensorMap<T>`, which the kernel writes through (`tma_store_2d`): as
+    /// [`Self::push_tensor_map`]; the launch is refused unless the map was built from a
+    /// writable tensor.
+    pub fn push_tensor_map_mut<T: TmaElem>(&mut self, map: &mut TensorMap<'_, T>) -> &mut Self {
+        let writable = map.writable();
+        self.push_map(map, Pushed::TensorMapMut(T::RUST_NAME, writable))
+    }
+
+    fn push_map<T: TmaElem>(&mut self, map: &TensorMap<'_, T>, pushed: Pushed) -> &mut Self {
         let (desc, boxes) = map.words();
         if self.overflow || self.n_params + 2 > MAX_PARAMS {
             self.overflow = true;
@@ -244,7 +258,7 @@ impl<'a> KernelArgs<'a> {
         let ok =
             self.push_abi(&desc, MAP_SLOTS / 2).is_some() && self.push_abi(&[boxes], 1).is_some();
         if ok {
-            self.pushed[self.n_pushed] = Pushed::TensorMap(T::RUST_NAME);
+            self.pushed[self.n_pushed] = pushed;
             self.n_pushed += 1;
         }
         self
@@ -298,6 +312,18 @@ impl<'a> KernelArgs<'a> {
                 (ParamKind::Scalar(want), Pushed::Scalar(have)) => want == have,
                 (ParamKind::Team, Pushed::Team) => true,
                 (ParamKind::TensorMap(want), Pushed::TensorMap(have)) => want == have,
+                (ParamKind::TensorMapMut(want), Pushed::TensorMapMut(have, writable)) => {
+                    if want == have && !writable {
+                        return bad(format!(
+                            "argument {i} (`{}`) is a tensor map the kernel writes through \
+                             (tma_store_2d), but it was built from a read-only tensor. Fix: \
+                             build it with TensorMap::tiled_2d_mut (or tiled_2d_sym_mut, \
+                             tiled_2d_peer_mut) from a `&mut` tensor",
+                            p.name
+                        ));
+                    }
+                    want == have
+                }
                 _ => false,
             };
             if !ok {

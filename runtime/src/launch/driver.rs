@@ -5,9 +5,7 @@
 
 use std::ffi::c_void;
 
-use cudarc::driver::sys::{
-    self, CUdevice_attribute as DevAttr, CUfunction_attribute as FnAttr,
-};
+use cudarc::driver::sys::{self, CUdevice_attribute as DevAttr, CUfunction_attribute as FnAttr};
 use cudarc::driver::{result, CudaContext, CudaStream};
 
 use crate::error::{Error, Result};
@@ -730,13 +728,22 @@ mod tests {
         assert_eq!(ok.cluster_blocks(), 2);
         assert_eq!(LaunchConfig::blocks(3, 32).cluster, (1, 1, 1));
         for (bad, says) in [
-            (LaunchConfig::blocks(131, 384).with_cluster((2, 1, 1)), "does not divide grid"),
+            (
+                LaunchConfig::blocks(131, 384).with_cluster((2, 1, 1)),
+                "does not divide grid",
+            ),
             (
                 LaunchConfig::dims((4, 6, 1), (128, 1, 1)).with_cluster((2, 4, 1)),
                 "does not divide grid",
             ),
-            (LaunchConfig::blocks(32, 128).with_cluster((16, 1, 1)), "at most 8"),
-            (LaunchConfig::blocks(32, 128).with_cluster((0, 1, 1)), "zero dimension"),
+            (
+                LaunchConfig::blocks(32, 128).with_cluster((16, 1, 1)),
+                "at most 8",
+            ),
+            (
+                LaunchConfig::blocks(32, 128).with_cluster((0, 1, 1)),
+                "zero dimension",
+            ),
         ] {
             let err = bad.validate("gemm").unwrap_err().to_string();
             assert!(err.contains(says) && err.contains("gemm"), "{err}");
