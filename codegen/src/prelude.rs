@@ -518,6 +518,9 @@ __device__ __forceinline__ void pgas_mbarrier_wait(const uint64_t *bar, uint32_t
 __device__ __forceinline__ void pgas_fence_proxy_async() {
     asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");
 }
+__device__ __forceinline__ void pgas_fence_proxy_async_global() {
+    asm volatile(\"fence.proxy.async.global;\" ::: \"memory\");
+}
 __device__ __forceinline__ void pgas_tma_load_2d(void *dst, const pgas_tensor_map *map, uint64_t *bar, int col, int row) {
     asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\"
                  :: \"r\"(pgas_smem_addr(dst)), \"l\"((unsigned long long)map), \"r\"(pgas_smem_addr(bar)), \"r\"(col), \"r\"(row)
@@ -646,16 +649,20 @@ __device__ __forceinline__ uint32_t pgas_pack_f16(float lo, float hi) {
     return *reinterpret_cast<uint32_t *>(&v);
 }
 // Matrix j of the four is rows 8 (j % 2).. and columns 8 (j / 2).. of the 16 x 16 tile: the
-// registers of c[j / 2] at row l / 4 (+ 8), each pair of f32 packed into one word.
-#define PGAS_STMATRIX_X4(T) \\
-    __device__ __forceinline__ void pgas_stmatrix_x4_##T(void *dst, const pgas_frag_c *c) { \\
-        asm volatile(\"stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\" \\
-                     :: \"r\"(pgas_smem_addr(dst)), \"r\"(pgas_pack_##T(c[0].x[0], c[0].x[1])), \"r\"(pgas_pack_##T(c[0].x[2], c[0].x[3])), \\
-                        \"r\"(pgas_pack_##T(c[1].x[0], c[1].x[1])), \"r\"(pgas_pack_##T(c[1].x[2], c[1].x[3])) \\
-                     : \"memory\"); \\
-    }
-PGAS_STMATRIX_X4(bf16)
-PGAS_STMATRIX_X4(f16)
+// registers of c[j / 2] at row l / 4 (+ 8), each pair of f32 packed into one word. (Functions,
+// not a function-like macro: batch() resets macros by the name after #define.)
+__device__ __forceinline__ void pgas_stmatrix_x4(void *dst, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+    asm volatile(\"stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\"
+                 :: \"r\"(pgas_smem_addr(dst)), \"r\"(r0), \"r\"(r1), \"r\"(r2), \"r\"(r3) : \"memory\");
+}
+__device__ __forceinline__ void pgas_stmatrix_x4_bf16(void *dst, const pgas_frag_c *c) {
+    pgas_stmatrix_x4(dst, pgas_pack_bf16(c[0].x[0], c[0].x[1]), pgas_pack_bf16(c[0].x[2], c[0].x[3]),
+                     pgas_pack_bf16(c[1].x[0], c[1].x[1]), pgas_pack_bf16(c[1].x[2], c[1].x[3]));
+}
+__device__ __forceinline__ void pgas_stmatrix_x4_f16(void *dst, const pgas_frag_c *c) {
+    pgas_stmatrix_x4(dst, pgas_pack_f16(c[0].x[0], c[0].x[1]), pgas_pack_f16(c[0].x[2], c[0].x[3]),
+                     pgas_pack_f16(c[1].x[0], c[1].x[1]), pgas_pack_f16(c[1].x[2], c[1].x[3]));
+}
 ";
 
 /// Checks of the checked variant for [`sm90_support`]'s intrinsics: TMA destinations aligned

@@ -23,17 +23,30 @@ pub const THREADS: u32 = 384;
 /// Their epilogue rounds the accumulators to bf16 into 64 x 64 swizzled tiles of shared memory
 /// (`stmatrix_x4`, two buffers a warpgroup) that the copy engine stores into C (`c_map`, tiles
 /// of 64 x 64 with a 128-byte swizzle).
+///
+/// With `gather`, A's rows come in chunks of `mp` rows, one a PE: chunk `me` is `a_map`'s (this
+/// PE's shard, from row 0), the others `g_map`'s (the gathered buffer, at their place) once
+/// `landed[q]` reaches `epoch`, which a copy stream writes after it pulled chunk `q`. Tiles start
+/// with this PE's chunk, then `me + 1`'s, in the order the chunks land: the all-gather of a
+/// tensor-parallel linear layer overlapped with its GEMM. Without `gather`, `g_map`, `landed`,
+/// `epoch`, `mp` and `me` are unused.
 #[pgas_kernel(max_threads = 384)]
 pub fn gemm_bf16_sm90(
     c_map: &mut TensorMap<bf16>,
     a_map: &TensorMap<bf16>,
     b_map: &TensorMap<bf16>,
+    g_map: &TensorMap<bf16>,
+    landed: &mut CudaSlice<u64>,
+    epoch: u64,
     m: usize,
     n: usize,
     k: usize,
+    mp: usize,
+    me: usize,
     #[comptime] stages: u32,
     #[comptime] bn: u32,
     #[comptime] cluster: u32,
+    #[comptime] gather: bool,
 ) {
     let smem = dyn_shared::<bf16>();
     let bars = dyn_shared::<u64>();
@@ -53,6 +66,8 @@ pub fn gemm_bf16_sm90(
     let tiles_n = n / bw;
     let tiles = tiles_m * tiles_n;
     let ktiles = k / 64;
+    // Cluster-tile rows start at this PE's chunk when gathering.
+    let shift = if gather { me * mp / (128 * cl) } else { 0 };
     let t = thread_idx_x() as usize;
     let wg = t / 128;
 
@@ -73,8 +88,15 @@ pub fn gemm_bf16_sm90(
             let mut it = 0;
             let mut tile = cluster_id_x() as usize;
             while tile < tiles {
-                let row0 = (tile_row(tile, tiles_m, tiles_n) * cl + rank) * 128;
+                let tm = (tile_row(tile, tiles_m, tiles_n) + shift) % tiles_m;
+                let row0 = (tm * cl + rank) * 128;
                 let col0 = tile_col(tile, tiles_m, tiles_n) * bw;
+                let q = if gather { row0 / mp } else { me };
+                if q != me {
+                    // Chunk q is in the gathered buffer once its word holds this call's epoch.
+                    while atomic_add_local(&mut landed[q], 0) < epoch {}
+                    fence_proxy_async_global();
+                }
                 for kt in 0..ktiles {
                     let st = it % s;
                     if it >= s {
@@ -83,13 +105,23 @@ pub fn gemm_bf16_sm90(
                     }
                     mbarrier_arrive_expect_tx(&mut bars[full0 + st], (slot * 2) as u32);
                     let k0 = (kt * 64) as i32;
-                    tma_load_2d(
-                        &mut smem[st * slot],
-                        a_map,
-                        &mut bars[full0 + st],
-                        k0,
-                        row0 as i32,
-                    );
+                    if q == me {
+                        tma_load_2d(
+                            &mut smem[st * slot],
+                            a_map,
+                            &mut bars[full0 + st],
+                            k0,
+                            (row0 - q * mp) as i32,
+                        );
+                    } else {
+                        tma_load_2d(
+                            &mut smem[st * slot],
+                            g_map,
+                            &mut bars[full0 + st],
+                            k0,
+                            row0 as i32,
+                        );
+                    }
                     if cl == 1 {
                         tma_load_2d(
                             &mut smem[st * slot + 8192],
@@ -123,7 +155,8 @@ pub fn gemm_bf16_sm90(
         let mut it = 0;
         let mut tile = cluster_id_x() as usize;
         while tile < tiles {
-            let row0 = (tile_row(tile, tiles_m, tiles_n) * cl + rank) * 128;
+            let tm = (tile_row(tile, tiles_m, tiles_n) + shift) % tiles_m;
+            let row0 = (tm * cl + rank) * 128;
             let col0 = tile_col(tile, tiles_m, tiles_n) * bw;
             for ni in 0..bw / 8 {
                 for j in 0..4 {

@@ -5,4 +5,5 @@ mod kernel;
 mod plan;
 
 pub use kernel::{gemm_bf16_sm90, BK, BM, THREADS};
+pub(crate) use plan::{a_tile, b_tile, c_tile, check, launch, persistent_clusters, Maps};
 pub use plan::{gemm_bf16, gemm_bf16_with, shape_error, GemmConfig};

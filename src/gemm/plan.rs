@@ -43,8 +43,13 @@ impl GemmConfig {
         self.stages * (slot_bytes(self.bn) as u32 + 16) + EPILOGUE_BYTES
     }
 
-    fn comptime(&self) -> [i128; 3] {
-        [self.stages as i128, self.bn as i128, self.cluster as i128]
+    fn comptime(&self, gather: bool) -> [i128; 4] {
+        [
+            self.stages as i128,
+            self.bn as i128,
+            self.cluster as i128,
+            gather as i128,
+        ]
     }
 }
 
@@ -106,9 +111,6 @@ pub fn gemm_bf16_with(
     cfg: GemmConfig,
     checked: bool,
 ) -> crate::Result<()> {
-    if let Some(why) = shape_error(m, n, k) {
-        return refuse(why);
-    }
     if a.len() != m * k || bt.len() != n * k || c.len() != m * n {
         return refuse(format!(
             "buffer sizes {} / {} / {} do not match {m} x {k}, {n} x {k}, {m} x {n}",
@@ -116,6 +118,36 @@ pub fn gemm_bf16_with(
             bt.len(),
             c.len()
         ));
+    }
+    check(cfg, (m, n, k))?;
+    let stream = pgas.stream();
+    let mut c_map = TensorMap::tiled_2d_mut(stream, c, c_tile(m, n))?;
+    let a_map = TensorMap::tiled_2d(stream, a, a_tile(m, k))?;
+    let b_map = TensorMap::tiled_2d(stream, bt, b_tile(n, k, cfg))?;
+    // Read only by gathering launches; a plain launch still passes a buffer of the type.
+    let mut unused = stream.alloc_zeros::<u64>(1)?;
+    let maps = Maps {
+        c: &mut c_map,
+        a: &a_map,
+        b: &b_map,
+        gathered: &a_map,
+    };
+    launch(
+        pgas,
+        maps,
+        (&mut unused, 0),
+        (m, n, k),
+        (0, 0),
+        cfg,
+        checked,
+    )
+}
+
+/// Refuses a shape that is not whole tiles, or a tile width, cluster or ring the kernel does
+/// not take for it.
+pub(crate) fn check(cfg: GemmConfig, (m, n, k): (usize, usize, usize)) -> crate::Result<()> {
+    if let Some(why) = shape_error(m, n, k) {
+        return refuse(why);
     }
     let bn = cfg.bn as usize;
     if ![64, 128, 256].contains(&bn) || !n.is_multiple_of(bn) {
@@ -135,28 +167,54 @@ pub fn gemm_bf16_with(
             slot_bytes(cfg.bn)
         ));
     }
-    let stream = pgas.stream();
-    let tile = |rows, box_rows| Tile2d {
+    Ok(())
+}
+
+/// The copy-engine tiles of C (64 x 64, stored by the epilogue), A (128 x 64) and Bt (each
+/// block's share of `bn` rows x 64), all with the 128-byte swizzle.
+pub(crate) fn c_tile(m: usize, n: usize) -> Tile2d {
+    swizzled(m, n, 64)
+}
+
+/// See [`c_tile`].
+pub(crate) fn a_tile(m: usize, k: usize) -> Tile2d {
+    swizzled(m, k, BM)
+}
+
+/// See [`c_tile`].
+pub(crate) fn b_tile(n: usize, k: usize, cfg: GemmConfig) -> Tile2d {
+    swizzled(n, k, (cfg.bn / cfg.cluster) as usize)
+}
+
+fn swizzled(rows: usize, cols: usize, box_rows: usize) -> Tile2d {
+    Tile2d {
         rows,
-        cols: k,
+        cols,
         box_rows,
-        box_cols: BK,
+        box_cols: 64,
         swizzle: Swizzle::B128,
-    };
-    let mut c_map = TensorMap::tiled_2d_mut(
-        stream,
-        c,
-        Tile2d {
-            rows: m,
-            cols: n,
-            box_rows: 64,
-            box_cols: 64,
-            swizzle: Swizzle::B128,
-        },
-    )?;
-    let a_map = TensorMap::tiled_2d(stream, a, tile(m, BM))?;
-    // Each block of a cluster copies its share of Bt's tile, multicast to all of them.
-    let b_map = TensorMap::tiled_2d(stream, bt, tile(n, bn / cfg.cluster as usize))?;
+    }
+}
+
+/// The tensor maps of one launch: C (written), A (this PE's rows), Bt, and the gathered rows
+/// (A again when not gathering).
+pub(crate) struct Maps<'m, 'a> {
+    pub c: &'m mut TensorMap<'a, bf16>,
+    pub a: &'m TensorMap<'a, bf16>,
+    pub b: &'m TensorMap<'a, bf16>,
+    pub gathered: &'m TensorMap<'a, bf16>,
+}
+
+/// The clusters of a persistent grid for `m x n` (as many as can be resident, at most one a
+/// cluster tile): the occupancy query compiles and loads the specialization if it is not yet.
+/// A plan that launches often asks once and keeps the answer in [`GemmConfig::clusters`].
+pub(crate) fn persistent_clusters(
+    pgas: &Pgas,
+    cfg: GemmConfig,
+    (m, n): (usize, usize),
+    gather: bool,
+    checked: bool,
+) -> crate::Result<u32> {
     let variant = if checked {
         Variant::Checked
     } else {
@@ -165,33 +223,55 @@ pub fn gemm_bf16_with(
     let launch = LaunchConfig::blocks(cfg.cluster, THREADS)
         .with_shared_mem(cfg.shared_bytes())
         .with_cluster((cfg.cluster, 1, 1));
-    let tiles = ((m / BM / cfg.cluster as usize) * (n / bn)) as u32;
+    let tiles = ((m / BM / cfg.cluster as usize) * (n / cfg.bn as usize)) as u32;
+    Ok(crate::launch::max_active_clusters(
+        pgas,
+        &gemm_bf16_sm90::SPEC,
+        variant,
+        &cfg.comptime(gather),
+        launch,
+    )?
+    .min(tiles))
+}
+
+/// Launches the kernel on the pgas stream over a persistent grid. `landed` and its epoch, and
+/// `(mp, me)` (rows per PE, this PE) serve a gathering launch (`gather` when `mp > 0`); the
+/// shape and `cfg` were checked by the caller.
+pub(crate) fn launch(
+    pgas: &Pgas,
+    maps: Maps<'_, '_>,
+    (landed, epoch): (&mut CudaSlice<u64>, u64),
+    (m, n, k): (usize, usize, usize),
+    (mp, me): (usize, usize),
+    cfg: GemmConfig,
+    checked: bool,
+) -> crate::Result<()> {
+    let gather = mp > 0;
+    let launch = LaunchConfig::blocks(cfg.cluster, THREADS)
+        .with_shared_mem(cfg.shared_bytes())
+        .with_cluster((cfg.cluster, 1, 1));
     let clusters = match cfg.clusters {
         Some(c) => c,
-        None => crate::launch::max_active_clusters(
-            pgas,
-            &gemm_bf16_sm90::SPEC,
-            variant,
-            &cfg.comptime(),
-            launch,
-        )?
-        .min(tiles),
+        None => persistent_clusters(pgas, cfg, (m, n), gather, checked)?,
     };
     let launch = LaunchConfig {
         grid: (clusters * cfg.cluster, 1, 1),
         ..launch
     };
     let (stages, bn, cluster) = (cfg.stages, cfg.bn, cfg.cluster);
+    let Maps { c, a, b, gathered } = maps;
     if checked {
         gemm_bf16_sm90::launch(
-            pgas, launch, &mut c_map, &a_map, &b_map, m, n, k, stages, bn, cluster,
+            pgas, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, stages, bn, cluster,
+            gather,
         )
     } else {
         // SAFETY: the shape is whole tiles and every buffer has exactly its matrix's size, so
-        // every index the kernel forms is in bounds.
+        // every index the kernel forms is in bounds; `landed` has a word a PE when gathering.
         unsafe {
             gemm_bf16_sm90::launch_unchecked(
-                pgas, launch, &mut c_map, &a_map, &b_map, m, n, k, stages, bn, cluster,
+                pgas, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, stages, bn,
+                cluster, gather,
             )
         }
     }

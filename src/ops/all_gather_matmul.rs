@@ -47,7 +47,9 @@ use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
 use super::cublas::Cublas;
-use crate::{Error, Pgas, Result, SymTensor};
+use crate::gemm::{self, GemmConfig, BM};
+use crate::{Error, Pgas, Result, SymTensor, TensorMap};
+use cudarc::driver::CudaSlice;
 
 /// A plan for `C = allgather_rows(A) · Btᵀ` at one shape: the symmetric gathered buffers, the
 /// signal words, a copy stream and a cuBLAS handle (see the module documentation).
@@ -73,6 +75,29 @@ pub struct AllGatherMatmul {
     /// Recorded on the copy stream after each peer's block landed, by distance from `me`.
     landed: Vec<CudaEvent>,
     blas: Cublas,
+    /// The GEMM as one pgas kernel (`pgas::gemm`, gathering) instead of cuBLAS per shard.
+    fused: Option<Fused>,
+}
+
+/// What the one-kernel path adds: its specialization and the words the copy stream sets as
+/// each peer's rows land (word `q`: the last call whose rows of PE `q` are in place here).
+struct Fused {
+    cfg: GemmConfig,
+    /// From `cuMemAlloc`, not a stream-ordered pool: `cuStreamWriteValue64` refuses pool memory
+    /// (`CUDA_ERROR_INVALID_VALUE`, seen on an H100); freed in `drop` the same way.
+    words: Option<CudaSlice<u64>>,
+}
+
+impl Drop for Fused {
+    fn drop(&mut self) {
+        if let Some(words) = self.words.take() {
+            // SAFETY: allocated by cuMemAlloc in `use_pgas_gemm`; the plan's calls are over
+            // when the plan drops (their work is on the pgas stream, which a free syncs with).
+            unsafe {
+                let _ = cudarc::driver::result::free_sync(words.leak());
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for AllGatherMatmul {
@@ -195,7 +220,64 @@ impl AllGatherMatmul {
             start,
             landed,
             blas,
+            fused: None,
         })
+    }
+
+    /// Runs the GEMM as one persistent `pgas::gemm` kernel (sm_90a) that starts on this PE's
+    /// rows and takes each peer's rows as they land, instead of one cuBLAS call per shard. An
+    /// `Err` (and nothing changed) where the GPU is not sm_90 or the shape is not whole tiles of
+    /// that kernel: shard rows a multiple of 256 (128 without clusters), N of 64, K of 64.
+    pub fn use_pgas_gemm(&mut self, on: bool) -> Result<()> {
+        if !on {
+            self.fused = None;
+            return Ok(());
+        }
+        let (mp, n, k) = (self.mp, self.n, self.k);
+        let np = self.pgas.n_pes();
+        let major = self
+            .pgas
+            .cuda()
+            .attribute(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+            .map_err(Error::cuda("reading the compute capability"))?;
+        let mut cfg = GemmConfig::for_shape(mp * np, n, self.pgas.sm_count()?);
+        if !mp.is_multiple_of(BM * cfg.cluster as usize) {
+            cfg.cluster = 1;
+        }
+        let fits = if major != 9 {
+            Err(format!("the GPU is sm_{major}x, the kernel sm_90a"))
+        } else if !mp.is_multiple_of(BM) {
+            Err(format!("shard rows {mp} are not a multiple of {BM}"))
+        } else {
+            crate::gemm::check(cfg, (mp * np, n, k)).map_err(|e| e.to_string())
+        };
+        if let Err(why) = fits {
+            return Err(Error::Unavailable {
+                what: "all_gather_matmul with the pgas GEMM",
+                reason: format!("{why}. Fix: keep the cuBLAS path (use_pgas_gemm(false))"),
+            });
+        }
+        // Asked once here (it compiles the kernel if need be), not at every call.
+        cfg.clusters = Some(gemm::persistent_clusters(
+            &self.pgas,
+            cfg,
+            (mp * np, n),
+            np > 1,
+            false,
+        )?);
+        let context = "allocating the landed words (cuMemAlloc)";
+        self.pgas.cuda().bind_to_thread()?;
+        // SAFETY: a fresh allocation of np words, zeroed before use, owned by `Fused`.
+        let words = unsafe {
+            let ptr = cudarc::driver::result::malloc_sync(8 * np).map_err(Error::cuda(context))?;
+            cudarc::driver::result::memset_d8_sync(ptr, 0, 8 * np).map_err(Error::cuda(context))?;
+            self.pgas.stream().upgrade_device_ptr::<u64>(ptr, np)
+        };
+        self.fused = Some(Fused {
+            cfg,
+            words: Some(words),
+        });
+        Ok(())
     }
 
     /// `(shard rows, N, K)` of the plan.
@@ -253,6 +335,16 @@ impl AllGatherMatmul {
         let block_bytes = mp * k * 2;
         let row_block = |base: CUdeviceptr, pe: usize, bytes: usize| base + (pe * bytes) as u64;
         self.pgas.cuda().bind_to_thread()?;
+        if np > 1 && self.fused.is_some() {
+            self.push_and_mark(pa, buf, block_bytes)?;
+            self.run_fused((pc, pa, pb), gathered)?;
+            if let Some(last) = self.landed.last() {
+                // The copy stream's reads of the shard are ordered before the call's end.
+                main.wait(last)
+                    .map_err(Error::cuda("waiting for the all-gather's copies"))?;
+            }
+            return Ok(());
+        }
         if np > 1 {
             let copy = self.copy.cu_stream();
             self.start
@@ -314,6 +406,10 @@ impl AllGatherMatmul {
                     .map_err(Error::cuda("recording a shard's arrival"))?;
             }
         }
+        if self.fused.is_some() {
+            // One PE: nothing to gather.
+            return self.run_fused((pc, pa, pb), gathered);
+        }
         let c_block = mp * n * 2;
         // SAFETY: the shard, Bt and C's rows of this PE hold mp x k, n x k and mp x n (checked
         // above), ordered on the pgas stream.
@@ -338,6 +434,126 @@ impl AllGatherMatmul {
             }
         }
         Ok(())
+    }
+}
+
+impl AllGatherMatmul {
+    /// The copy stream of a fused call. No local copy (a same-GPU copy may take SMs, which the
+    /// persistent GEMM holds): the shard is pushed by copy engine into each peer's gathered
+    /// buffer, then this PE's word there is set to the call; then, for each peer, the copy
+    /// stream waits for that peer's word here and marks the peer's rows landed in the kernel's
+    /// word (stream memory operations, no SMs). A push of call `e` waits for the peer's word
+    /// of call `e - 1`, written after that peer's call `e - 1` started, so after its kernel of
+    /// call `e - 2`, the last reader of that buffer, ended.
+    fn push_and_mark(&mut self, pa: CUdeviceptr, buf: usize, block_bytes: usize) -> Result<()> {
+        let (me, np) = (self.pgas.my_pe(), self.pgas.n_pes());
+        let main = self.pgas.stream().clone();
+        let copy = self.copy.cu_stream();
+        self.start
+            .record(&main)
+            .map_err(Error::cuda("recording the all-gather's start"))?;
+        self.copy.wait(&self.start).map_err(Error::cuda(
+            "ordering the copy stream after the call's start",
+        ))?;
+        let words_here = self.flags.as_device_ptr();
+        for j in 1..np {
+            // The next PE first: it reads this PE's rows right after its own.
+            let q = (me + np - j) % np;
+            let to = self.peer_ptrs[buf][q] + (me * block_bytes) as u64;
+            // SAFETY: word q here and this PE's word on q are symmetric u64s mapped here; the
+            // peer's block of this call's buffer holds block_bytes, as does the shard.
+            unsafe {
+                super::stream_wait_geq(
+                    copy,
+                    words_here + 8 * q as u64,
+                    self.epoch - 1,
+                    "waiting until a peer's buffer is free",
+                )?;
+                cu::cuMemcpyDtoDAsync_v2(to, pa, block_bytes, copy)
+                    .result()
+                    .map_err(Error::cuda("pushing the shard to a peer"))?;
+                super::stream_write(
+                    copy,
+                    self.flag_ptrs[q],
+                    self.epoch,
+                    "signalling a peer that the shard is in place",
+                )?;
+            }
+        }
+        let words = self
+            .fused
+            .as_ref()
+            .and_then(|f| f.words.as_ref())
+            .expect("push_and_mark runs with the fused path on");
+        let (landed_words, _w) = words.device_ptr(&self.copy);
+        for (j, landed) in (1..np).zip(&self.landed) {
+            let q = (me + j) % np;
+            // SAFETY: word q here (symmetric) and the kernel's word q (np words).
+            unsafe {
+                super::stream_wait_geq(
+                    copy,
+                    words_here + 8 * q as u64,
+                    self.epoch,
+                    "waiting for a peer's shard",
+                )?;
+                super::stream_write(
+                    copy,
+                    landed_words + 8 * q as u64,
+                    self.epoch,
+                    "marking a peer's rows landed",
+                )?;
+            }
+            landed
+                .record(&self.copy)
+                .map_err(Error::cuda("recording a shard's arrival"))?;
+        }
+        Ok(())
+    }
+
+    /// The one-kernel GEMM of a call, on the pgas stream: C from the shard (`pa`) and the
+    /// gathered buffer, whose peers' rows the kernel waits for word by word.
+    fn run_fused(
+        &mut self,
+        (pc, pa, pb): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
+        gathered: CUdeviceptr,
+    ) -> Result<()> {
+        let (mp, n, k) = (self.mp, self.n, self.k);
+        let (me, np) = (self.pgas.my_pe(), self.pgas.n_pes());
+        let m = mp * np;
+        let f = self
+            .fused
+            .as_mut()
+            .expect("run_fused runs with the fused path on");
+        // SAFETY: run checked C (m x n), the shard (mp x k) and Bt (n x k); the gathered buffer
+        // holds m x k. The kernel writes only C through its map and reads the gathered rows
+        // only after their word says they landed.
+        let (mut c_map, a_map, b_map, g_map) = unsafe {
+            (
+                TensorMap::from_device_ptr(pc, m * n, gemm::c_tile(m, n))?,
+                TensorMap::from_device_ptr(pa, mp * k, gemm::a_tile(mp, k))?,
+                TensorMap::from_device_ptr(pb, n * k, gemm::b_tile(n, k, f.cfg))?,
+                TensorMap::from_device_ptr(gathered, m * k, gemm::a_tile(m, k))?,
+            )
+        };
+        let maps = gemm::Maps {
+            c: &mut c_map,
+            a: &a_map,
+            b: &b_map,
+            gathered: &g_map,
+        };
+        let words = f
+            .words
+            .as_mut()
+            .expect("the words live as long as the fused path");
+        gemm::launch(
+            &self.pgas,
+            maps,
+            (words, self.epoch),
+            (m, n, k),
+            (mp, me),
+            f.cfg,
+            false,
+        )
     }
 }
 

@@ -23,7 +23,7 @@ use super::driver::{launch_function, LaunchConfig};
 pub const MAX_PARAMS: usize = 48;
 /// 8-byte words of parameter storage: one per ABI parameter, a tensor map's descriptor 16 (at a
 /// 64-byte boundary, its alignment).
-const MAX_SLOTS: usize = 96;
+const MAX_SLOTS: usize = 160;
 /// Slots of a tensor map's descriptor (128 bytes).
 const MAP_SLOTS: usize = 16;
 /// Most local (`CudaSlice`) buffers one launch may pass.
