@@ -35,6 +35,7 @@
 extern crate self as pgas;
 
 pub mod coll;
+pub mod gemm;
 pub mod ops;
 
 pub use pgas_macros::{pgas_device, pgas_kernel};
