@@ -461,34 +461,42 @@ fn prewarm_gemm(p: &Pgas, runs: &[(GemmConfig, bool)]) -> pgas::Result<()> {
     pgas::launch::prewarm(p, &list)
 }
 
-/// The C points off by more than `|want| / 128 + 1e-2` (bf16 rounding of the output plus f32
-/// summation order): how many, and the worst as (row, col, got, want).
+/// The host product `A Btᵀ` in f64 at `points`.
+fn host_points(a: &[bf16], bt: &[bf16], k: usize, points: &[(usize, usize)]) -> Vec<f64> {
+    points
+        .iter()
+        .map(|&(row, col)| {
+            (0..k)
+                .map(|x| a[row * k + x].to_f64() * bt[col * k + x].to_f64())
+                .sum()
+        })
+        .collect()
+}
+
+/// The points of `got` off by more than `|want| / 128 + 1e-2` (bf16 rounding of the output
+/// plus f32 summation order): how many, and the worst as (row, col, got, want).
 fn off_points(
     got: &[bf16],
-    a: &[bf16],
-    bt: &[bf16],
-    (n, k): (usize, usize),
+    n: usize,
     points: &[(usize, usize)],
+    want: &[f64],
 ) -> (usize, Option<(usize, usize, f64, f64)>) {
     let mut bad = 0;
     let mut worst: Option<(f64, (usize, usize, f64, f64))> = None;
-    for &(row, col) in points {
-        let want: f64 = (0..k)
-            .map(|x| a[row * k + x].to_f64() * bt[col * k + x].to_f64())
-            .sum();
+    for (&(row, col), &w) in points.iter().zip(want) {
         let g = got[row * n + col].to_f64();
-        let r = (g - want).abs() / (want.abs() / 128.0 + 1e-2);
+        let r = (g - w).abs() / (w.abs() / 128.0 + 1e-2);
         if r.is_nan() || r > 1.0 {
             bad += 1;
-            if worst.is_none_or(|(w, _)| r.is_nan() || r > w) {
-                worst = Some((r, (row, col, g, want)));
+            if worst.is_none_or(|(x, _)| r.is_nan() || r > x) {
+                worst = Some((r, (row, col, g, w)));
             }
         }
     }
     (bad, worst.map(|(_, w)| w))
 }
 
-/// Runs `cfgs` (each plain and/or checked) at `(m, n, k)` on reproducible inputs and compares
+/// Runs `runs` (configs, each plain or checked) at `(m, n, k)` on reproducible inputs and compares
 /// `points` with the host; returns every failing run by name (not only the first).
 fn gemm_runs(
     p: &Pgas,
@@ -500,6 +508,7 @@ fn gemm_runs(
     let a_host: Vec<bf16> = (0..m * k).map(|i| value(i, 1)).collect();
     let b_host: Vec<bf16> = (0..n * k).map(|i| value(i, 100)).collect();
     let (a, bt) = (s.clone_htod(&a_host)?, s.clone_htod(&b_host)?);
+    let want = host_points(&a_host, &b_host, k, points);
     let mut c = s.alloc_zeros::<bf16>(m * n)?;
     let mut failed = Vec::new();
     for &(cfg, checked) in runs {
@@ -515,7 +524,7 @@ fn gemm_runs(
         }
         s.synchronize()?;
         let got = s.clone_dtoh(&c)?;
-        let (bad, worst) = off_points(&got, &a_host, &b_host, (n, k), points);
+        let (bad, worst) = off_points(&got, n, points, &want);
         if let Some((row, col, g, want)) = worst {
             failed.push(format!(
                 "{name}: {bad} of {} points off; worst C[{row}][{col}] = {g}, host {want:.4}",
