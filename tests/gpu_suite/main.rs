@@ -17,6 +17,7 @@
 //! `gpu_suite: skipped: no GPU` and exits 0.
 
 mod amo;
+mod cluster;
 mod coll;
 mod collectives;
 mod faults;
@@ -82,6 +83,7 @@ fn main() -> ExitCode {
         launch::CASES,
         tensor::CASES,
         hopper::CASES,
+        cluster::CASES,
         ops_rs::CASES,
         misuse::CASES,
         // Last: the newest calls into NVSHMEM, so that if one of them took the process down, every
@@ -106,6 +108,7 @@ fn main() -> ExitCode {
         tensor::KERNELS,
         misuse::KERNELS,
         hopper::KERNELS,
+        cluster::KERNELS,
     ]
     .concat();
     runner::run(&cases, &kernels, &args)

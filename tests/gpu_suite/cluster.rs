@@ -1,0 +1,695 @@
+//! Thread-block clusters (sm_90a): launches with `LaunchConfig::with_cluster`, distributed
+//! shared memory (`cluster_peer` reads and writes ordered by `cluster_sync`), arrivals on a peer
+//! block's mbarrier (`mbarrier_arrive_cluster`), one copy-engine load into every block of a
+//! cluster (`tma_load_2d_multicast`), `stmatrix_x4` of accumulator fragments, `pgas::gemm` over
+//! its tile widths, rings and clusters (plain and checked, against an f64 host product), and
+//! the host's refusals of clusters and shapes that cannot run. Each kernel case runs the plain
+//! and the checked variant. On a GPU below compute capability 9.0 the kernel cases check that
+//! the launch is refused instead.
+
+use crate::runner::{case, Case};
+use crate::util::{check_eq, ensure, CaseResult};
+use pgas::cudarc::driver::sys::CUdevice_attribute;
+use pgas::gemm::{gemm_bf16, gemm_bf16_sm90, gemm_bf16_with, GemmConfig};
+use pgas::kernel::{KernelSpec, Variant};
+use pgas::launch::Prewarm;
+use pgas::prelude::*;
+
+pub const CASES: &[Case] = &[
+    case("cluster/dsmem_peer_reads_writes_x2", dsmem_x2_case),
+    case("cluster/dsmem_peer_reads_writes_x4", dsmem_x4_case),
+    case("cluster/mbarrier_arrive_cluster_x2_x4", arrive_cluster_case),
+    case("cluster/tma_load_2d_multicast_x2", multicast_case),
+    case("cluster/stmatrix_x4_bf16_f16", stmatrix_case),
+    case("cluster/gemm_bf16_256x512x1024_configs", gemm_small_case),
+    case("cluster/gemm_bf16_128x8192x8192_configs", gemm_big_case),
+    case("cluster/refuses_bad_clusters_and_shapes", bad_input_case),
+];
+
+/// None: compiled at first launch (sm_90a), so a suite on an older GPU still prewarms the rest.
+pub const KERNELS: &[&KernelSpec] = &[];
+
+/// Threads of the distributed-shared-memory kernel's blocks (and elements of its array).
+const DSMEM_THREADS: usize = 256;
+
+/// Each block fills its shared array with `rank * 1000 + t`, reads the next block's (rank + 1
+/// mod n) through `cluster_peer` into `out[block]`, writes what it read plus 1 back into the
+/// next block's array, and after another `cluster_sync` copies its own array (now written by
+/// the previous block) into `out[blocks + block]`. `ids[block]` records the cluster queries.
+#[pgas_kernel(max_threads = 256)]
+fn dsmem_exchange(out: &mut CudaSlice<u32>, ids: &mut CudaSlice<u32>) {
+    let s = shared_array::<u32, 256>();
+    let t = thread_idx_x() as usize;
+    let rank = cluster_ctarank();
+    let n = cluster_nctarank();
+    let block = block_idx_x() as usize;
+    let blocks = grid_dim_x() as usize;
+    s[t] = rank * 1000 + t as u32;
+    if t == 0 {
+        ids[block * 4] = rank;
+        ids[block * 4 + 1] = n;
+        ids[block * 4 + 2] = cluster_id_x();
+        ids[block * 4 + 3] = cluster_count_x();
+    }
+    cluster_sync();
+    let next = s.cluster_peer((rank + 1) % n);
+    let got = next[t];
+    // Every block's reads of `next` are done before anyone overwrites it.
+    cluster_arrive();
+    out[block * 256 + t] = got;
+    cluster_wait();
+    next[t] = got + 1;
+    cluster_sync();
+    out[(blocks + block) * 256 + t] = s[t];
+}
+
+/// Two rounds of remote arrivals: thread 0 of block `r` arrives on the mbarrier of every
+/// block of rank `r` or above, so block `r` waits for `r + 1` arrivals a phase; a local arrival
+/// in place of a remote one would leave some block's phase incomplete (a trap after ~2^35
+/// cycles) and over-complete another's. `out[block]` is `rank + 1` after phase 0, and
+/// `out[blocks + block]` after phase 1.
+#[pgas_kernel]
+fn arrive_cluster(out: &mut CudaSlice<u32>) {
+    let bars = shared_array::<u64, 1>();
+    let t = thread_idx_x();
+    let rank = cluster_ctarank();
+    let n = cluster_nctarank();
+    let block = block_idx_x() as usize;
+    let blocks = grid_dim_x() as usize;
+    if t == 0 {
+        mbarrier_init(&mut bars[0], rank + 1);
+    }
+    cluster_sync();
+    if t == 0 {
+        for r in rank..n {
+            mbarrier_arrive_cluster(&mut bars[0], r);
+        }
+    }
+    mbarrier_wait(&bars[0], 0);
+    if t == 0 {
+        out[block] = rank + 1;
+    }
+    // Every block's phase 0 is complete before anyone arrives for phase 1.
+    cluster_sync();
+    if t == 0 {
+        for r in rank..n {
+            mbarrier_arrive_cluster(&mut bars[0], r);
+        }
+    }
+    mbarrier_wait(&bars[0], 1);
+    if t == 0 {
+        out[blocks + block] = rank + 1;
+    }
+    // No block leaves while a peer may still arrive on its mbarrier.
+    cluster_sync();
+}
+
+/// Block 0 of each cluster of 2 loads the cluster's 64 x 64 tile (rows `64 * cluster_id_x()`..)
+/// once, multicast into both blocks; every block copies its shared tile to `out[block]`.
+#[pgas_kernel(max_threads = 128)]
+fn multicast_tile(out: &mut CudaSlice<bf16>, map: &TensorMap<bf16>) {
+    let smem = dyn_shared::<bf16>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    let rank = cluster_ctarank();
+    // The tile (8 KiB), then the mbarrier (u64 element 1024).
+    if t == 0 {
+        mbarrier_init(&mut bars[1024], 1);
+    }
+    // Every block's mbarrier is initialized before block 0's copy completes on it.
+    cluster_sync();
+    if t == 0 {
+        mbarrier_arrive_expect_tx(&mut bars[1024], 8192);
+    }
+    cluster_sync();
+    if t == 0 && rank == 0 {
+        let row = (cluster_id_x() * 64) as i32;
+        tma_load_2d_multicast(&mut smem[0], map, &mut bars[1024], 0, row, 0b11);
+    }
+    mbarrier_wait(&bars[1024], 0);
+    let block = block_idx_x() as usize;
+    for i in 0..32 {
+        out[block * 4096 + i * 128 + t] = smem[i * 128 + t];
+    }
+    cluster_sync();
+}
+
+/// Each of 4 warps fills 4 accumulator fragments from `x` as `frag_c` lays them out (lane `l`,
+/// fragment `i`, register `j`: row `l / 4 + 8 (j / 2)`, column `8 i + 2 (l % 4) + j % 2` of
+/// the warp's 16 x 32 block of `x`), stores them as two 16 x 16 tiles with `stmatrix_x4`
+/// (row-major at `(2 w + h) * 256`), and copies the tiles out.
+#[pgas_kernel(max_threads = 128)]
+fn stmatrix_bf16(out: &mut CudaSlice<bf16>, x: &CudaSlice<f32>) {
+    let smem = dyn_shared::<bf16>();
+    let t = thread_idx_x() as usize;
+    let lane = lane_id() as usize;
+    let w = t / 32;
+    let mut acc = frag_c::<f32, 4>();
+    for i in 0..4 {
+        for j in 0..4 {
+            let row = lane / 4 + (j / 2) * 8;
+            let col = i * 8 + (lane % 4) * 2 + j % 2;
+            acc[i][j] = x[w * 512 + row * 32 + col];
+        }
+    }
+    for h in 0..2 {
+        let base = (w * 2 + h) * 256;
+        stmatrix_x4(
+            &mut smem[base + (lane % 16) * 16 + 8 * (lane / 16)],
+            &mut acc[h * 2],
+        );
+    }
+    sync_warp();
+    for i in 0..16 {
+        out[w * 512 + i * 32 + lane] = smem[w * 512 + i * 32 + lane];
+    }
+}
+
+/// [`stmatrix_bf16`] into an `f16` tile.
+#[pgas_kernel(max_threads = 128)]
+fn stmatrix_f16(out: &mut CudaSlice<f16>, x: &CudaSlice<f32>) {
+    let smem = dyn_shared::<f16>();
+    let t = thread_idx_x() as usize;
+    let lane = lane_id() as usize;
+    let w = t / 32;
+    let mut acc = frag_c::<f32, 4>();
+    for i in 0..4 {
+        for j in 0..4 {
+            let row = lane / 4 + (j / 2) * 8;
+            let col = i * 8 + (lane % 4) * 2 + j % 2;
+            acc[i][j] = x[w * 512 + row * 32 + col];
+        }
+    }
+    for h in 0..2 {
+        let base = (w * 2 + h) * 256;
+        stmatrix_x4(
+            &mut smem[base + (lane % 16) * 16 + 8 * (lane / 16)],
+            &mut acc[h * 2],
+        );
+    }
+    sync_warp();
+    for i in 0..16 {
+        out[w * 512 + i * 32 + lane] = smem[w * 512 + i * 32 + lane];
+    }
+}
+
+/// Whether this GPU has sm_90a's instructions (and clusters); below it, that `launch` is
+/// refused instead.
+fn sm90_or_refused(p: &Pgas, launch: impl FnOnce() -> pgas::Result<()>) -> Result<bool, String> {
+    let major = p
+        .cuda()
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+        .map_err(|e| e.to_string())?;
+    if major == 9 {
+        return Ok(true);
+    }
+    match launch() {
+        Err(e) if e.to_string().contains("compiled for sm_90a") => Ok(false),
+        other => Err(format!(
+            "a cluster kernel on compute capability {major}.x: {other:?}"
+        )),
+    }
+}
+
+const VARIANTS: [(&str, bool); 2] = [("plain", false), ("checked", true)];
+
+fn dsmem_case(p: &Pgas, n: u32) -> CaseResult {
+    const BLOCKS: u32 = 8;
+    let s = p.stream();
+    let cfg = LaunchConfig::blocks(BLOCKS, DSMEM_THREADS as u32).with_cluster((n, 1, 1));
+    let blocks = BLOCKS as usize;
+    let mut out = s.alloc_zeros::<u32>(2 * blocks * DSMEM_THREADS)?;
+    let mut ids = s.alloc_zeros::<u32>(4 * blocks)?;
+    if !sm90_or_refused(p, || dsmem_exchange::launch(p, cfg, &mut out, &mut ids))? {
+        return Ok(());
+    }
+    let n = n as usize;
+    let mut want = vec![0u32; 2 * blocks * DSMEM_THREADS];
+    let mut want_ids = vec![0u32; 4 * blocks];
+    for b in 0..blocks {
+        let r = b % n;
+        for t in 0..DSMEM_THREADS {
+            want[b * DSMEM_THREADS + t] = (((r + 1) % n) * 1000 + t) as u32;
+            want[(blocks + b) * DSMEM_THREADS + t] = (r * 1000 + t + 1) as u32;
+        }
+        want_ids[b * 4..b * 4 + 4].copy_from_slice(&[
+            r as u32,
+            n as u32,
+            (b / n) as u32,
+            (blocks / n) as u32,
+        ]);
+    }
+    for (variant, checked) in VARIANTS {
+        s.memset_zeros(&mut out)?;
+        s.memset_zeros(&mut ids)?;
+        if checked {
+            dsmem_exchange::launch(p, cfg, &mut out, &mut ids)?;
+        } else {
+            // SAFETY: every index is below 2 * 8 * 256 (out) or 4 * 8 (ids), and the blocks
+            // are 256 threads, the shared array's length.
+            unsafe { dsmem_exchange::launch_unchecked(p, cfg, &mut out, &mut ids)? };
+        }
+        s.synchronize()?;
+        check_eq(
+            &format!("clusters of {n}, {variant}: ctarank, nctarank, cluster_id_x, cluster_count_x per block"),
+            &s.clone_dtoh(&ids)?,
+            &want_ids,
+        )?;
+        check_eq(
+            &format!("clusters of {n}, {variant}: the next block's array read through cluster_peer, then this block's after the previous one wrote it"),
+            &s.clone_dtoh(&out)?,
+            &want,
+        )?;
+    }
+    Ok(())
+}
+
+fn dsmem_x2_case(p: &Pgas) -> CaseResult {
+    dsmem_case(p, 2)
+}
+
+fn dsmem_x4_case(p: &Pgas) -> CaseResult {
+    dsmem_case(p, 4)
+}
+
+fn arrive_cluster_case(p: &Pgas) -> CaseResult {
+    const BLOCKS: u32 = 8;
+    let s = p.stream();
+    let blocks = BLOCKS as usize;
+    let mut out = s.alloc_zeros::<u32>(2 * blocks)?;
+    let first = LaunchConfig::blocks(BLOCKS, 64).with_cluster((2, 1, 1));
+    if !sm90_or_refused(p, || arrive_cluster::launch(p, first, &mut out))? {
+        return Ok(());
+    }
+    for n in [2u32, 4] {
+        let cfg = LaunchConfig::blocks(BLOCKS, 64).with_cluster((n, 1, 1));
+        let want: Vec<u32> = (0..2 * blocks)
+            .map(|b| (b % n as usize) as u32 + 1)
+            .collect();
+        for (variant, checked) in VARIANTS {
+            s.memset_zeros(&mut out)?;
+            if checked {
+                arrive_cluster::launch(p, cfg, &mut out)?;
+            } else {
+                // SAFETY: indices below 2 * 8, ranks below the cluster's size.
+                unsafe { arrive_cluster::launch_unchecked(p, cfg, &mut out)? };
+            }
+            s.synchronize()?;
+            check_eq(
+                &format!("clusters of {n}, {variant}: both phases of every block's mbarrier completed by its peers' arrivals"),
+                &s.clone_dtoh(&out)?,
+                &want,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn multicast_case(p: &Pgas) -> CaseResult {
+    const BLOCKS: usize = 8;
+    let rows = BLOCKS / 2 * 64;
+    let s = p.stream();
+    // Distinct finite bf16 bit patterns: a copy compares exactly.
+    let host: Vec<bf16> = (0..rows * 64)
+        .map(|i| bf16::from_bits(0x3000 + i as u16))
+        .collect();
+    let src = s.clone_htod(&host)?;
+    let map = TensorMap::tiled_2d(
+        s,
+        &src,
+        Tile2d {
+            rows,
+            cols: 64,
+            box_rows: 64,
+            box_cols: 64,
+            swizzle: Swizzle::None,
+        },
+    )?;
+    let mut out = s.alloc_zeros::<bf16>(BLOCKS * 4096)?;
+    let cfg = LaunchConfig::blocks(BLOCKS as u32, 128)
+        .with_shared_mem(8192 + 8)
+        .with_cluster((2, 1, 1));
+    if !sm90_or_refused(p, || multicast_tile::launch(p, cfg, &mut out, &map))? {
+        return Ok(());
+    }
+    // Block b holds its cluster's tile: rows 64 (b / 2).. of the tensor.
+    let want: Vec<bf16> = (0..BLOCKS)
+        .flat_map(|b| host[(b / 2) * 4096..(b / 2 + 1) * 4096].to_vec())
+        .collect();
+    for (variant, checked) in VARIANTS {
+        s.memset_zeros(&mut out)?;
+        if checked {
+            multicast_tile::launch(p, cfg, &mut out, &map)?;
+        } else {
+            // SAFETY: indices below 8 * 4096 (out) and 8192 / 2 (the tile); 128 threads.
+            unsafe { multicast_tile::launch_unchecked(p, cfg, &mut out, &map)? };
+        }
+        s.synchronize()?;
+        let got = s.clone_dtoh(&out)?;
+        let wrong: Vec<usize> = (0..BLOCKS)
+            .filter(|&b| got[b * 4096..(b + 1) * 4096] != want[b * 4096..(b + 1) * 4096])
+            .collect();
+        ensure(wrong.is_empty(), || {
+            format!(
+                "{variant}: blocks {wrong:?} (rank = block % 2) do not hold their cluster's tile after one multicast load with mask 0b11"
+            )
+        })?;
+    }
+    Ok(())
+}
+
+fn stmatrix_case(p: &Pgas) -> CaseResult {
+    let s = p.stream();
+    // Small integers: exact in f32, bf16 and f16.
+    let x: Vec<f32> = (0..4 * 512)
+        .map(|i| ((i * 37 + 11) % 255) as f32 - 127.0)
+        .collect();
+    let dx = s.clone_htod(&x)?;
+    // Tile h of warp w is columns 16 h.. of the warp's 16 x 32 block, row-major.
+    let mut want = vec![0f32; 4 * 512];
+    for w in 0..4 {
+        for h in 0..2 {
+            for r in 0..16 {
+                for c in 0..16 {
+                    want[(w * 2 + h) * 256 + r * 16 + c] = x[w * 512 + r * 32 + h * 16 + c];
+                }
+            }
+        }
+    }
+    let cfg = LaunchConfig::blocks(1, 128).with_shared_mem(4 * 512 * 2);
+    let mut ob = s.alloc_zeros::<bf16>(4 * 512)?;
+    let mut oh = s.alloc_zeros::<f16>(4 * 512)?;
+    if !sm90_or_refused(p, || stmatrix_bf16::launch(p, cfg, &mut ob, &dx))? {
+        return Ok(());
+    }
+    for (variant, checked) in VARIANTS {
+        s.memset_zeros(&mut ob)?;
+        s.memset_zeros(&mut oh)?;
+        if checked {
+            stmatrix_bf16::launch(p, cfg, &mut ob, &dx)?;
+            stmatrix_f16::launch(p, cfg, &mut oh, &dx)?;
+        } else {
+            // SAFETY: indices below 4 * 512 everywhere; 128 threads, 4 KiB of shared memory.
+            unsafe {
+                stmatrix_bf16::launch_unchecked(p, cfg, &mut ob, &dx)?;
+                stmatrix_f16::launch_unchecked(p, cfg, &mut oh, &dx)?;
+            }
+        }
+        s.synchronize()?;
+        let gb: Vec<f32> = s.clone_dtoh(&ob)?.iter().map(|v| v.to_f32()).collect();
+        check_eq(
+            &format!("{variant}: bf16 tiles stored by stmatrix_x4"),
+            &gb,
+            &want,
+        )?;
+        let gh: Vec<f32> = s.clone_dtoh(&oh)?.iter().map(|v| v.to_f32()).collect();
+        check_eq(
+            &format!("{variant}: f16 tiles stored by stmatrix_x4"),
+            &gh,
+            &want,
+        )?;
+    }
+    Ok(())
+}
+
+/// A reproducible value in [-1, 1), rounded to bf16 (as `examples/gemm_bf16_sm90.rs`).
+fn value(i: usize, salt: u64) -> bf16 {
+    let mut x = (i as u64 ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(salt);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    bf16::from_f32(((x ^ (x >> 31)) >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
+}
+
+/// `(bn, cluster, stages)` as a config with as many clusters as fit.
+fn config((bn, cluster, stages): (u32, u32, u32)) -> GemmConfig {
+    GemmConfig {
+        stages,
+        bn,
+        cluster,
+        clusters: None,
+    }
+}
+
+fn config_name(c: &GemmConfig) -> String {
+    format!("bn {} cluster {} stages {}", c.bn, c.cluster, c.stages)
+}
+
+fn variant_of(checked: bool) -> Variant {
+    if checked {
+        Variant::Checked
+    } else {
+        Variant::Plain
+    }
+}
+
+/// Compiles every specialization the GEMM cases launch as one prewarm (in parallel where the
+/// JIT has helper processes), so a case's time is not a string of NVRTC compiles.
+fn prewarm_gemm(p: &Pgas, runs: &[(GemmConfig, bool)]) -> pgas::Result<()> {
+    let comptime: Vec<[i128; 3]> = runs
+        .iter()
+        .map(|(c, _)| [c.stages as i128, c.bn as i128, c.cluster as i128])
+        .collect();
+    let list: Vec<Prewarm<'_>> = runs
+        .iter()
+        .zip(&comptime)
+        .map(|((_, checked), ct)| Prewarm {
+            spec: &gemm_bf16_sm90::SPEC,
+            variant: variant_of(*checked),
+            comptime: ct,
+        })
+        .collect();
+    pgas::launch::prewarm(p, &list)
+}
+
+/// The host product `A Btᵀ` in f64 at `points`.
+fn host_points(a: &[bf16], bt: &[bf16], k: usize, points: &[(usize, usize)]) -> Vec<f64> {
+    points
+        .iter()
+        .map(|&(row, col)| {
+            (0..k)
+                .map(|x| a[row * k + x].to_f64() * bt[col * k + x].to_f64())
+                .sum()
+        })
+        .collect()
+}
+
+/// The points of `got` off by more than `|want| / 128 + 1e-2` (bf16 rounding of the output
+/// plus f32 summation order): how many, and the worst as (row, col, got, want).
+fn off_points(
+    got: &[bf16],
+    n: usize,
+    points: &[(usize, usize)],
+    want: &[f64],
+) -> (usize, Option<(usize, usize, f64, f64)>) {
+    let mut bad = 0;
+    let mut worst: Option<(f64, (usize, usize, f64, f64))> = None;
+    for (&(row, col), &w) in points.iter().zip(want) {
+        let g = got[row * n + col].to_f64();
+        let r = (g - w).abs() / (w.abs() / 128.0 + 1e-2);
+        if r.is_nan() || r > 1.0 {
+            bad += 1;
+            if worst.is_none_or(|(x, _)| r.is_nan() || r > x) {
+                worst = Some((r, (row, col, g, w)));
+            }
+        }
+    }
+    (bad, worst.map(|(_, w)| w))
+}
+
+/// Runs `runs` (configs, each plain or checked) at `(m, n, k)` on reproducible inputs and compares
+/// `points` with the host; returns every failing run by name (not only the first).
+fn gemm_runs(
+    p: &Pgas,
+    (m, n, k): (usize, usize, usize),
+    runs: &[(GemmConfig, bool)],
+    points: &[(usize, usize)],
+) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let s = p.stream();
+    let a_host: Vec<bf16> = (0..m * k).map(|i| value(i, 1)).collect();
+    let b_host: Vec<bf16> = (0..n * k).map(|i| value(i, 100)).collect();
+    let (a, bt) = (s.clone_htod(&a_host)?, s.clone_htod(&b_host)?);
+    let want = host_points(&a_host, &b_host, k, points);
+    let mut c = s.alloc_zeros::<bf16>(m * n)?;
+    let mut failed = Vec::new();
+    for &(cfg, checked) in runs {
+        let name = format!(
+            "{m}x{n}x{k} {} {}",
+            config_name(&cfg),
+            if checked { "checked" } else { "plain" }
+        );
+        s.memset_zeros(&mut c)?;
+        if let Err(e) = gemm_bf16_with(p, &mut c, &a, &bt, (m, n, k), cfg, checked) {
+            failed.push(format!("{name}: Err: {e}"));
+            continue;
+        }
+        s.synchronize()?;
+        let got = s.clone_dtoh(&c)?;
+        let (bad, worst) = off_points(&got, n, points, &want);
+        if let Some((row, col, g, want)) = worst {
+            failed.push(format!(
+                "{name}: {bad} of {} points off; worst C[{row}][{col}] = {g}, host {want:.4}",
+                points.len()
+            ));
+        }
+    }
+    Ok(failed)
+}
+
+/// The GEMM on a GPU below 9.0: refused (its kernel is sm_90a) rather than run.
+fn gemm_sm90_or_refused(p: &Pgas) -> Result<bool, String> {
+    sm90_or_refused(p, || {
+        let s = p.stream();
+        let a = s.alloc_zeros::<bf16>(128 * 64)?;
+        let bt = s.alloc_zeros::<bf16>(64 * 64)?;
+        let mut c = s.alloc_zeros::<bf16>(128 * 64)?;
+        gemm_bf16_with(p, &mut c, &a, &bt, (128, 64, 64), config((64, 1, 3)), false)
+    })
+}
+
+fn gemm_small_case(p: &Pgas) -> CaseResult {
+    if !gemm_sm90_or_refused(p)? {
+        return Ok(());
+    }
+    let (m, n, k) = (256, 512, 1024);
+    let runs: Vec<(GemmConfig, bool)> = [
+        (256, 2, 4),
+        (256, 1, 4),
+        (128, 2, 6),
+        (64, 1, 8),
+        (64, 1, 3),
+    ]
+    .into_iter()
+    .flat_map(|t| [(config(t), false), (config(t), true)])
+    .collect();
+    prewarm_gemm(p, &runs)?;
+    let all: Vec<(usize, usize)> = (0..m).flat_map(|r| (0..n).map(move |c| (r, c))).collect();
+    let failed = gemm_runs(p, (m, n, k), &runs, &all)?;
+    ensure(failed.is_empty(), || {
+        format!(
+            "{} of {} GEMM runs differ from the host at every element:\n  {}",
+            failed.len(),
+            runs.len(),
+            failed.join("\n  ")
+        )
+    })
+}
+
+fn gemm_big_case(p: &Pgas) -> CaseResult {
+    if !gemm_sm90_or_refused(p)? {
+        return Ok(());
+    }
+    let (m, n, k) = (128, 8192, 8192);
+    // Known (683c214, H100): bn 64 with 8 stages gave a wrong product at this shape.
+    let runs: Vec<(GemmConfig, bool)> = [(64, 1, 8), (64, 1, 3), (128, 1, 6), (256, 1, 4)]
+        .into_iter()
+        .map(|t| (config(t), false))
+        .collect();
+    prewarm_gemm(p, &runs)?;
+    // 2048 points: every row 16 times, and 2048 distinct columns spread over all 8192.
+    let points: Vec<(usize, usize)> = (0..2048)
+        .map(|i| ((i * 977 + 13) % m, (i * 613 + 101) % n))
+        .collect();
+    let failed = gemm_runs(p, (m, n, k), &runs, &points)?;
+    ensure(failed.is_empty(), || {
+        format!(
+            "{} of {} GEMM runs differ from the host (2048 points):\n  {}",
+            failed.len(),
+            runs.len(),
+            failed.join("\n  ")
+        )
+    })
+}
+
+/// Asserts `r` is an `Err` whose message contains every one of `says`.
+fn refused<T>(what: &str, r: pgas::Result<T>, says: &[&str]) -> CaseResult {
+    match r {
+        Ok(_) => Err(format!("{what} was accepted").into()),
+        Err(e) => {
+            let msg = e.to_string();
+            ensure(says.iter().all(|s| msg.contains(s)), || {
+                format!("{what}: the error does not say {says:?}: {msg}")
+            })
+        }
+    }
+}
+
+fn bad_input_case(p: &Pgas) -> CaseResult {
+    let s = p.stream();
+    let mut out = s.alloc_zeros::<u32>(2 * 8 * DSMEM_THREADS)?;
+    let mut ids = s.alloc_zeros::<u32>(4 * 8)?;
+    // Checked before anything compiles: the same Err on every GPU.
+    let three = LaunchConfig::blocks(3, DSMEM_THREADS as u32).with_cluster((2, 1, 1));
+    refused(
+        "a grid of 3 blocks in clusters of 2",
+        dsmem_exchange::launch(p, three, &mut out, &mut ids),
+        &[
+            "dsmem_exchange",
+            "cluster (2, 1, 1) does not divide grid (3, 1, 1)",
+        ],
+    )?;
+    let sixteen = LaunchConfig::blocks(32, DSMEM_THREADS as u32).with_cluster((16, 1, 1));
+    refused(
+        "a cluster of 16 blocks",
+        dsmem_exchange::launch(p, sixteen, &mut out, &mut ids),
+        &["dsmem_exchange", "has 16 blocks; a cluster has at most 8"],
+    )?;
+    refused(
+        "max_active_clusters of a cluster of 16 blocks",
+        pgas::launch::max_active_clusters(p, &dsmem_exchange::SPEC, Variant::Plain, &[], sixteen),
+        &["at most 8"],
+    )?;
+    // Shapes and configurations the GEMM refuses before it launches.
+    let mut c = s.alloc_zeros::<bf16>(500 * 512)?;
+    let a = s.alloc_zeros::<bf16>(500 * 512)?;
+    let bt = s.alloc_zeros::<bf16>(512 * 512)?;
+    refused(
+        "a 500 x 512 x 512 GEMM",
+        gemm_bf16(p, &mut c, &a, &bt, (500, 512, 512), false),
+        &[
+            "gemm_bf16_sm90",
+            "M = 500 is not a positive multiple of 128",
+        ],
+    )?;
+    let mut c = s.alloc_zeros::<bf16>(128 * 512)?;
+    let a = s.alloc_zeros::<bf16>(128 * 512)?;
+    refused(
+        "clusters of 2 over one 128-row tile",
+        gemm_bf16_with(
+            p,
+            &mut c,
+            &a,
+            &bt,
+            (128, 512, 512),
+            config((128, 2, 4)),
+            false,
+        ),
+        &["cluster of 2: 1 or 2 blocks, dividing M's 1 tiles"],
+    )?;
+    refused(
+        "a 96-wide tile",
+        gemm_bf16_with(
+            p,
+            &mut c,
+            &a,
+            &bt,
+            (128, 512, 512),
+            config((96, 1, 4)),
+            false,
+        ),
+        &["tile width 96"],
+    )?;
+    refused(
+        "a ring over 227 KiB",
+        gemm_bf16_with(
+            p,
+            &mut c,
+            &a,
+            &bt,
+            (128, 512, 512),
+            config((256, 1, 8)),
+            false,
+        ),
+        &["8 stages", "227 KiB"],
+    )?;
+    Ok(())
+}
