@@ -40,9 +40,11 @@ pub fn batch(prelude: &str, sources: &[&str]) -> Option<String> {
         // generator's `PGAS_RUST_FILE`, which differs between Rust files) is reset first, so no
         // redefinition warns; the prelude's own (the link-time head's constants) stay.
         for line in defines.lines().chain(rest.lines()) {
+            // A function-like macro's name ends at its parameter list.
             if let Some(name) = line
                 .strip_prefix("#define ")
                 .and_then(|d| d.split_whitespace().next())
+                .and_then(|d| d.split('(').next())
             {
                 out.push_str(&format!("#undef {name}\n"));
             }

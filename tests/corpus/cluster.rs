@@ -131,7 +131,7 @@ fn cluster_stmatrix_tiles(out: &mut CudaSlice<f16>, x: &CudaSlice<f32>) {
     }
     for h in 0..2 {
         let base = (w * 2 + h) * 256;
-        stmatrix_x4(&mut smem[base + (lane % 16) * 16 + 8 * (lane / 16)], &mut acc[h * 2]);
+        stmatrix_x4(&mut smem[base + (lane % 16) * 16 + 8 * (lane / 16)], &acc[h * 2]);
     }
     sync_warp();
     for i in 0..16 {

@@ -156,7 +156,7 @@ fn stmatrix_bf16(out: &mut CudaSlice<bf16>, x: &CudaSlice<f32>) {
         let base = (w * 2 + h) * 256;
         stmatrix_x4(
             &mut smem[base + (lane % 16) * 16 + 8 * (lane / 16)],
-            &mut acc[h * 2],
+            &acc[h * 2],
         );
     }
     sync_warp();
@@ -184,7 +184,7 @@ fn stmatrix_f16(out: &mut CudaSlice<f16>, x: &CudaSlice<f32>) {
         let base = (w * 2 + h) * 256;
         stmatrix_x4(
             &mut smem[base + (lane % 16) * 16 + 8 * (lane / 16)],
-            &mut acc[h * 2],
+            &acc[h * 2],
         );
     }
     sync_warp();
