@@ -91,7 +91,7 @@ macro_rules! fp8_type {
         /// Conversions from wider floats round to nearest even and saturate to the largest finite
         /// value; see the [module docs](self).
         #[allow(non_camel_case_types)]
-        #[derive(Clone, Copy, Default, Hash)]
+        #[derive(Clone, Copy, Default)]
         #[repr(transparent)]
         pub struct $name(u8);
 
