@@ -43,6 +43,8 @@ pub use pgas_runtime::*;
 
 /// Half-precision scalar types usable as kernel parameters (`__half` / `__nv_bfloat16`).
 pub use half::{bf16, f16};
+// `e4m3` / `e5m2`, the FP8 types (`__nv_fp8_e4m3` / `__nv_fp8_e5m2`), come with
+// `pgas_runtime::*` above.
 
 /// The CUDA driver types pgas hands out (device, stream, local buffers), re-exported from cudarc.
 pub use cudarc;

@@ -249,7 +249,11 @@ fn float_literal(text: &str, s: Scalar) -> String {
     }
 }
 
-/// Convert C expression `x` of type `from` to `to` (Rust `as`).
+/// Convert C expression `x` of type `from` to `to` (Rust `as`). The 16-bit floats and FP8 go
+/// through `float` (exact from them, and `__nv_fp8_*`'s conversions are explicit); FP8 from
+/// any other type goes through `double`, which holds every integer up to 32 bits and every
+/// `f32` exactly, so the one rounding is FP8's (to nearest even, saturating to the largest
+/// finite value, as CUDA's `__nv_fp8_*` constructors and `pgas::e4m3::from_f32` do).
 fn cast(x: &str, from: Scalar, to: Scalar) -> String {
     if from == to {
         return x.to_string();
@@ -264,7 +268,12 @@ fn cast(x: &str, from: Scalar, to: Scalar) -> String {
     match to {
         Scalar::F16 => format!("__float2half({})", via_float(x)),
         Scalar::Bf16 => format!("__float2bfloat16({})", via_float(x)),
-        _ if from.is_half() => format!("(({}){})", to.c_type(), via_float(x)),
+        _ if to.is_fp8() && (from.is_half() || from.is_fp8() || from == Scalar::F32) => {
+            format!("{}({})", to.c_type(), via_float(x))
+        }
+        _ if to.is_fp8() => format!("{}((double)({x}))", to.c_type()),
+        Scalar::F32 if from.is_fp8() => format!("((float)({x}))"),
+        _ if from.is_half() || from.is_fp8() => format!("(({}){})", to.c_type(), via_float(x)),
         _ => format!("(({})({x}))", to.c_type()),
     }
 }

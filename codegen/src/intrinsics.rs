@@ -242,16 +242,17 @@ pub enum Arg {
     /// reads (128-byte aligned; the checked variant traps unless the tile fits).
     TmaSrc(usize),
     /// `&x[i]` of a shared buffer of `T` laid out as a 128-byte-swizzled TMA tile (rows of 128
-    /// bytes, 8-row atoms of 1024 bytes), at row 0 of a `rows`-row operand and a 16-element
-    /// K offset: a wgmma operand, passed as a matrix descriptor.
+    /// bytes, 8-row atoms of 1024 bytes), at row 0 of a `rows`-row operand and a 32-byte K
+    /// offset (16 elements of 16-bit `T`, 32 of FP8): a wgmma operand, passed as a matrix
+    /// descriptor.
     WgTile {
         /// Rows of the operand (64 for A, N for B).
         rows: u32,
     },
     /// `&mut acc[i]` of a `frag_c` array: `n` accumulators from `i` on, the registers of a
-    /// wgmma `m64nNk16` result (`N = 8 n`).
+    /// wgmma `m64nNk16` or `m64nNk32` result (`N = 8 n`).
     WgAcc {
-        /// Accumulator registers per thread (`N / 8` of `m64nNk16`).
+        /// Accumulator fragments (`N / 8` of `m64nNkK`).
         n: u32,
     },
     /// `&acc[i]` of a `frag_c` array: `n` accumulators from `i` on, read.
@@ -569,12 +570,33 @@ const ATOMIC_EXCH: &[(Scalar, &str)] = &[
     (Scalar::Usize, "unsigned long long"),
     (Scalar::F32, "float"),
 ];
-/// `shared_array::<T, N>()`: every scalar but `bool` (kept out so shared flags are explicit
-/// integers).
-const SHARED: &[(Scalar, &str)] = RMA;
+/// `shared_array::<T, N>()`, `dyn_shared`, 16-byte copies and vectors: every scalar but `bool`
+/// (kept out so shared flags are explicit integers), FP8 included (no row here spells `{T}`).
+const SHARED: &[(Scalar, &str)] = &[
+    (Scalar::I8, "int8"),
+    (Scalar::I16, "int16"),
+    (Scalar::I32, "int32"),
+    (Scalar::I64, "int64"),
+    (Scalar::Isize, "ptrdiff"),
+    (Scalar::U8, "uint8"),
+    (Scalar::U16, "uint16"),
+    (Scalar::U32, "uint32"),
+    (Scalar::U64, "uint64"),
+    (Scalar::Usize, "size"),
+    (Scalar::F16, "half"),
+    (Scalar::Bf16, "bfloat16"),
+    (Scalar::E4m3, "e4m3"),
+    (Scalar::E5m2, "e5m2"),
+    (Scalar::F32, "float"),
+    (Scalar::F64, "double"),
+];
 /// The 16-bit floats `mma.sync` multiplies; `{T}` is the suffix of the support helper
 /// (`pgas_mma_bf16`), which spells the PTX type.
 const HALF16: &[(Scalar, &str)] = &[(Scalar::Bf16, "bf16"), (Scalar::F16, "f16")];
+/// The 8-bit floats `wgmma ... k32` multiplies (both operands of one type; PTX also has the
+/// mixed `.e4m3.e5m2` and `.e5m2.e4m3`, which no row offers); `{T}` is the suffix of the support
+/// helper (`pgas_wgmma_m64n64k32_e4m3`), which spells the PTX type.
+const FP8: &[(Scalar, &str)] = &[(Scalar::E4m3, "e4m3"), (Scalar::E5m2, "e5m2")];
 /// What the copy engine moves (`tma_load_2d`): the `CUtensorMap` data types pgas builds maps
 /// for.
 const TMA: &[(Scalar, &str)] = &[
@@ -586,6 +608,8 @@ const TMA: &[(Scalar, &str)] = &[
     (Scalar::I64, ""),
     (Scalar::F16, ""),
     (Scalar::Bf16, ""),
+    (Scalar::E4m3, ""),
+    (Scalar::E5m2, ""),
     (Scalar::F32, ""),
     (Scalar::F64, ""),
 ];
@@ -1129,6 +1153,15 @@ pub static INTRINSICS: &[Intrinsic] = &[
     row("wgmma_m64n256k16", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 32 }), ("a", A::WgTile { rows: 64 }), ("b", A::WgTile { rows: 256 })],
         R::Unit, S::Warpgroup, HALF16, "pgas_wgmma_m64n256k16_{T}({0}, pgas_wgmma_desc({1}), pgas_wgmma_desc({2}))", N::None, false,
         "`wgmma_m64n64k16` with N = 256: `acc[i..i + 32]`, `b` 256 rows."),
+    row("wgmma_m64n64k32", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 8 }), ("a", A::WgTile { rows: 64 }), ("b", A::WgTile { rows: 64 })],
+        R::Unit, S::Warpgroup, FP8, "pgas_wgmma_m64n64k32_{T}({0}, pgas_wgmma_desc({1}), pgas_wgmma_desc({2}))", N::None, false,
+        "`wgmma_m64n64k16` on FP8 (`wgmma.mma_async` m64n64k32, f32 accumulate, `a` and `b` of one type): `acc[i..i + 8] += a * b`, `a` 64 rows x 32 of K, `b` 64 rows (N) x 32 of K, both K-major 128-byte-swizzled tiles in shared memory (rows of 128 elements); pass row 0 and the K offset (0, 32, 64, 96). The accumulator is `frag_c::<f32, N>`, laid out as for `wgmma_m64n64k16`."),
+    row("wgmma_m64n128k32", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 16 }), ("a", A::WgTile { rows: 64 }), ("b", A::WgTile { rows: 128 })],
+        R::Unit, S::Warpgroup, FP8, "pgas_wgmma_m64n128k32_{T}({0}, pgas_wgmma_desc({1}), pgas_wgmma_desc({2}))", N::None, false,
+        "`wgmma_m64n64k32` with N = 128: `acc[i..i + 16]`, `b` 128 rows."),
+    row("wgmma_m64n256k32", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 32 }), ("a", A::WgTile { rows: 64 }), ("b", A::WgTile { rows: 256 })],
+        R::Unit, S::Warpgroup, FP8, "pgas_wgmma_m64n256k32_{T}({0}, pgas_wgmma_desc({1}), pgas_wgmma_desc({2}))", N::None, false,
+        "`wgmma_m64n64k32` with N = 256: `acc[i..i + 32]`, `b` 256 rows."),
     // Thread-block clusters, multicast, register reallocation (sm_90a).
     row("cluster_ctarank", G::Cluster, F::Free, &[], U32, S::Thread, NONE, "pgas_cluster_ctarank()", N::None, false,
         "This block's rank in its thread-block cluster, 0 .. `cluster_nctarank()` (`%cluster_ctarank`); 0 without clusters. Launch in clusters with `LaunchConfig::with_cluster`."),

@@ -744,7 +744,7 @@ fn lower_lit(lit: &syn::Lit, errors: &mut Errors) -> Expr {
                 None
             } else {
                 match Scalar::from_rust(suffix) {
-                    Some(s) if s != Scalar::Bool && !s.is_half() => Some(s),
+                    Some(s) if s != Scalar::Bool && !s.is_half() && !s.is_fp8() => Some(s),
                     _ => {
                         errors.push(span, format!("unsupported literal suffix `{suffix}`"));
                         return err_expr(span);

@@ -1,14 +1,18 @@
 //! Fixed CUDA text every generated source starts with.
 
 /// The first lines of every prelude (shared/notes/nvshmem-jit.md): IBGDA off (its header needs
-/// `mlx5dv.h`), and `std::` aliased to `cuda::std::` because NVSHMEM 3.4.5's `reduce.cuh` names
-/// `std::is_integral`.
+/// `mlx5dv.h`), `std::` aliased to `cuda::std::` because NVSHMEM 3.4.5's `reduce.cuh` names
+/// `std::is_integral`, and the FP8 types. `cuda_fp8.h` is in the prelude rather than added by
+/// the kernels that use FP8 because batched sources (`crate::batch`) share the prelude and put
+/// the rest of each source inside a namespace, where no header may be included; it costs a
+/// p2p compile about 15 ms of its ~1 s.
 macro_rules! prelude_head {
     () => {
         "#include <non_abi/nvshmem_build_options.h>
 #undef NVSHMEM_IBGDA_SUPPORT        // else ibgda_device.cuh wants <infiniband/mlx5dv.h>
 #include <cuda/std/type_traits>
 namespace std { using namespace cuda::std; }   // 3.4.5's reduce.cuh:819 names std::is_integral
+#include <cuda_fp8.h>                          // e4m3, e5m2 (NVSHMEM's headers bring fp16, bf16)
 "
     };
 }
@@ -435,8 +439,13 @@ __device__ __forceinline__ void pgas_check_full_warp(int line) {
 /// (`wgmma`), so the runtime compiles it with `-arch=sm_90a` and refuses other GPUs.
 pub const SM90A_MARKER: &str = "// pgas: this source needs sm_90a (wgmma, TMA, mbarrier tx)";
 
-/// The shapes of `wgmma.mma_async` the intrinsic table has rows for (`m64nNk16`).
+/// The shapes of `wgmma.mma_async` the intrinsic table has rows for (`m64nNkK`).
 const WGMMA_N: [u32; 3] = [64, 128, 256];
+
+/// The operand types of `wgmma.mma_async` with f32 accumulation the rows use, with their K (32
+/// bytes of each operand row a step: 16 elements of 16 bits, 32 of FP8) and the helper suffix,
+/// which is the PTX type.
+const WGMMA_TYPES: [(u32, &str); 4] = [(16, "bf16"), (16, "f16"), (32, "e4m3"), (32, "e5m2")];
 
 /// Helpers of kernels that use the Hopper intrinsics (both variants): the tensor map parameter
 /// type, mbarriers, the copy engine (`cp.async.bulk.tensor`), and `wgmma` with shared-memory
@@ -449,24 +458,28 @@ pub fn sm90_support() -> String {
     s.push_str(SM90_FIXED);
     s.push_str(SM90_CLUSTER);
     for n in WGMMA_N {
-        for (t, ptx) in [("bf16", "bf16"), ("f16", "f16")] {
-            s.push_str(&wgmma_helper(n, t, ptx));
+        for (k, t) in WGMMA_TYPES {
+            s.push_str(&wgmma_helper(n, k, t));
         }
     }
     s
 }
 
-/// `pgas_wgmma_m64n{n}k16_{t}(acc, desc_a, desc_b)`: `acc += A B` with both operands K-major in
-/// shared memory, accumulating into the `n / 8` fragments from `acc` on (4 registers each).
-fn wgmma_helper(n: u32, t: &str, ptx: &str) -> String {
+/// `pgas_wgmma_m64n{n}k{k}_{t}(acc, desc_a, desc_b)`: `acc += A B` with both operands of PTX
+/// type `t` K-major in shared memory, accumulating in f32 into the `n / 8` fragments from `acc`
+/// on (4 registers each). The immediates after the predicate scale A and B by 1 and, for the
+/// 16-bit types only, leave them untransposed (PTX has no transpose operands for FP8, whose
+/// operands are always K-major).
+fn wgmma_helper(n: u32, k: u32, t: &str) -> String {
     let regs = n / 2;
     let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
     let outs: Vec<String> = (0..regs)
         .map(|i| format!("\"+f\"(c[{}].x[{}])", i / 4, i % 4))
         .collect();
+    let imms = if k == 16 { "1, 1, 0, 0" } else { "1, 1" };
     format!(
-        "__device__ __forceinline__ void pgas_wgmma_m64n{n}k16_{t}(pgas_frag_c *c, uint64_t da, uint64_t db) {{
-    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} {{{}}}, %{}, %{}, p, 1, 1, 0, 0; }}\"
+        "__device__ __forceinline__ void pgas_wgmma_m64n{n}k{k}_{t}(pgas_frag_c *c, uint64_t da, uint64_t db) {{
+    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} {{{}}}, %{}, %{}, p, {imms}; }}\"
                  : {}
                  : \"l\"(da), \"l\"(db));
 }}
@@ -711,7 +724,7 @@ template <typename T> __device__ __forceinline__ T *pgas_check_wgmma_tile(T *bas
         __trap();
     }
     if (addr % 1024 >= 128 || addr % 32 != 0) {
-        printf(\"%s:%d: a wgmma operand starts at row 0 of a 1024-byte-aligned swizzled tile, at a K offset of 16 elements (32 bytes); shared address %u is not\\n\", PGAS_RUST_FILE, line, addr);
+        printf(\"%s:%d: a wgmma operand starts at row 0 of a 1024-byte-aligned swizzled tile, at a K offset of a multiple of 32 bytes (16 elements of 16 bits, 32 of FP8); shared address %u is not\\n\", PGAS_RUST_FILE, line, addr);
         __trap();
     }
     return base + i;

@@ -31,6 +31,12 @@ pub enum Scalar {
     F16,
     /// `bf16` (`half::bf16`, CUDA's `__nv_bfloat16`).
     Bf16,
+    /// `e4m3` (`pgas::e4m3`, CUDA's `__nv_fp8_e4m3`): 8-bit float, 4 exponent and 3 mantissa
+    /// bits, finite only (OCP FP8 E4M3). A storage type: convert to `f32` with `as` to compute.
+    E4m3,
+    /// `e5m2` (`pgas::e5m2`, CUDA's `__nv_fp8_e5m2`): 8-bit float, 5 exponent and 2 mantissa
+    /// bits, with infinities (OCP FP8 E5M2). A storage type like `e4m3`.
+    E5m2,
     /// `f32`.
     F32,
     /// `f64`.
@@ -39,7 +45,7 @@ pub enum Scalar {
 
 impl Scalar {
     /// Every scalar type, in the order the docs list them.
-    pub const ALL: [Scalar; 15] = [
+    pub const ALL: [Scalar; 17] = [
         Scalar::Bool,
         Scalar::I8,
         Scalar::I16,
@@ -53,11 +59,14 @@ impl Scalar {
         Scalar::Usize,
         Scalar::F16,
         Scalar::Bf16,
+        Scalar::E4m3,
+        Scalar::E5m2,
         Scalar::F32,
         Scalar::F64,
     ];
 
-    /// The scalar a Rust type name denotes (`f16`/`bf16` are the `half` crate's).
+    /// The scalar a Rust type name denotes (`f16`/`bf16` are the `half` crate's, `e4m3`/`e5m2`
+    /// pgas's).
     pub fn from_rust(name: &str) -> Option<Scalar> {
         Scalar::ALL.iter().copied().find(|s| s.rust_name() == name)
     }
@@ -78,6 +87,8 @@ impl Scalar {
             Scalar::Usize => "usize",
             Scalar::F16 => "f16",
             Scalar::Bf16 => "bf16",
+            Scalar::E4m3 => "e4m3",
+            Scalar::E5m2 => "e5m2",
             Scalar::F32 => "f32",
             Scalar::F64 => "f64",
         }
@@ -101,6 +112,8 @@ impl Scalar {
             Scalar::Usize => "size_t",
             Scalar::F16 => "__half",
             Scalar::Bf16 => "__nv_bfloat16",
+            Scalar::E4m3 => "__nv_fp8_e4m3",
+            Scalar::E5m2 => "__nv_fp8_e5m2",
             Scalar::F32 => "float",
             Scalar::F64 => "double",
         }
@@ -110,7 +123,13 @@ impl Scalar {
     pub fn is_int(self) -> bool {
         !matches!(
             self,
-            Scalar::Bool | Scalar::F16 | Scalar::Bf16 | Scalar::F32 | Scalar::F64
+            Scalar::Bool
+                | Scalar::F16
+                | Scalar::Bf16
+                | Scalar::E4m3
+                | Scalar::E5m2
+                | Scalar::F32
+                | Scalar::F64
         )
     }
 
@@ -122,9 +141,19 @@ impl Scalar {
         )
     }
 
-    /// Floating-point types, half precision included.
+    /// Floating-point types, half precision and FP8 included.
     pub fn is_float(self) -> bool {
-        matches!(self, Scalar::F16 | Scalar::Bf16 | Scalar::F32 | Scalar::F64)
+        matches!(
+            self,
+            Scalar::F16 | Scalar::Bf16 | Scalar::E4m3 | Scalar::E5m2 | Scalar::F32 | Scalar::F64
+        )
+    }
+
+    /// `e4m3`/`e5m2`: storage types without arithmetic (CUDA's `__nv_fp8_*` have none); kernels
+    /// convert them with `as` (exactly to `f16`, `bf16`, `f32` and `f64`; from wider types
+    /// rounding to nearest even and saturating to the largest finite value).
+    pub fn is_fp8(self) -> bool {
+        matches!(self, Scalar::E4m3 | Scalar::E5m2)
     }
 
     /// `f16`/`bf16`: stored as CUDA's half types, converted through `float`.

@@ -6,7 +6,7 @@
 //! loaded by [`init`] (see [`nvshmem::discover`]) and CUDA comes through cudarc's dynamic loader.
 //!
 //! The modules are layers that only import downwards (`docs/internals.md`; a test keeps it so):
-//! `error`, `ffi`, `nvshmem`, `device` -> `bootstrap`, `heap` -> `kernel` (what a kernel is) ->
+//! `error`, `ffi`, `fp8`, `nvshmem`, `device` -> `bootstrap`, `heap` -> `kernel` (what a kernel is) ->
 //! `jit` (compile, cache, load) -> `context` (the `Pgas` handle, memory, teams) -> `launch`
 //! (checks and the driver call) -> `doctor`, `info`, `launcher`, `prelude`.
 
@@ -19,6 +19,7 @@ mod device;
 pub mod doctor;
 mod error;
 pub mod ffi;
+mod fp8;
 pub mod heap;
 pub mod info;
 pub mod jit;
@@ -39,4 +40,5 @@ pub use device::gpu_count;
 /// [`Pgas::from_dlpack`]); `dlpark::versioned::Dlpack` is the tensor type.
 pub use dlpark;
 pub use error::{Error, Result};
+pub use fp8::{e4m3, e5m2};
 pub use launch::{AmoElem, AmoInt, LaunchConfig};

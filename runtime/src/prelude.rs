@@ -6,4 +6,5 @@ pub use crate::context::{
     SymViewMut, Team, TeamConfig, TensorMap, Tile2d,
 };
 pub use crate::error::{Error, Result};
+pub use crate::fp8::{e4m3, e5m2};
 pub use crate::launch::{LaunchConfig, RawKernel};

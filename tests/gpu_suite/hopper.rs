@@ -1,8 +1,9 @@
 //! Hopper (sm_90a): the copy engine (`tma_load_2d` through host-built `TensorMap`s, from local and
-//! peer memory) completing on mbarriers, and warpgroup MMA (`wgmma_m64nNk16`, bf16 and f16) on
-//! 128-byte-swizzled tiles, fed by the copy engine or by thread stores behind
-//! `fence_proxy_async`; and the host's refusal of tiles that do not divide the tensor. Inputs
-//! are small integers, so every product and sum is exact in f32 and the results compare exactly.
+//! peer memory) completing on mbarriers, and warpgroup MMA (`wgmma_m64nNk16`, bf16 and f16;
+//! `wgmma_m64nNk32`, e4m3 and e5m2) on 128-byte-swizzled tiles, fed by the copy engine or by
+//! thread stores behind `fence_proxy_async`; and the host's refusal of tiles that do not divide
+//! the tensor. Inputs are small integers, exact in every operand type, so every product and sum
+//! is exact in f32 and the results compare exactly.
 //! On a GPU below compute capability 9.0 the cases check that the launch is refused.
 
 use crate::runner::{case, Case};
@@ -22,6 +23,8 @@ pub const CASES: &[Case] = &[
         thread_stores_case,
     ),
     case("hopper/tensor_map_refuses_bad_tiles", bad_tiles_case),
+    case("hopper/wgmma_m64n64k32_e4m3_tma", wgmma_e4m3_case),
+    case("hopper/wgmma_m64n256k32_e5m2_2_ktiles_tma", wgmma_e5m2_case),
 ];
 
 /// None: compiled at first launch (sm_90a), so a suite on an older GPU still prewarms the rest.
@@ -141,7 +144,87 @@ fn wgmma_stores(c: &mut CudaSlice<f32>, a: &CudaSlice<bf16>, bt: &CudaSlice<bf16
     }
 }
 
-/// A small integer in -4..=4 (exact in bf16 and f16, and so are all the sums below).
+/// One warpgroup, `e4m3`: C (64 x 64) = A (64 x 128) Btᵀ, one 8 KiB tile each, four K steps of
+/// 32 (32 bytes, as 16 of bf16).
+#[pgas_kernel(max_threads = 128)]
+fn wgmma_tile_e4m3(c: &mut CudaSlice<f32>, a_map: &TensorMap<e4m3>, b_map: &TensorMap<e4m3>) {
+    let smem = dyn_shared::<e4m3>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    if t == 0 {
+        mbarrier_init(&mut bars[2048], 1);
+    }
+    sync_threads();
+    if t == 0 {
+        mbarrier_arrive_expect_tx(&mut bars[2048], 16384);
+        tma_load_2d(&mut smem[0], a_map, &mut bars[2048], 0, 0);
+        tma_load_2d(&mut smem[8192], b_map, &mut bars[2048], 0, 0);
+    }
+    mbarrier_wait(&bars[2048], 0);
+    let mut acc = frag_c::<f32, 8>();
+    wgmma_fence();
+    for ks in 0..4 {
+        wgmma_m64n64k32(&mut acc[0], &smem[ks * 32], &smem[8192 + ks * 32]);
+    }
+    wgmma_commit();
+    wgmma_wait(0);
+    let lane = lane_id() as usize;
+    let r = warp_id() as usize * 16 + lane / 4;
+    for ni in 0..8 {
+        for j in 0..4 {
+            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 64)] = acc[ni][j];
+        }
+    }
+}
+
+/// One warpgroup, `e5m2`, N = 256: K in `ktiles` tiles of 128 through one slot (A 8 KiB, Bt
+/// 32 KiB), the mbarrier's parity alternating.
+#[pgas_kernel(max_threads = 128)]
+fn wgmma_ktiles_e5m2(
+    c: &mut CudaSlice<f32>,
+    a_map: &TensorMap<e5m2>,
+    b_map: &TensorMap<e5m2>,
+    #[comptime] ktiles: u32,
+) {
+    let smem = dyn_shared::<e5m2>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    if t == 0 {
+        mbarrier_init(&mut bars[5120], 1);
+    }
+    sync_threads();
+    let mut acc = frag_c::<f32, 32>();
+    for kt in 0..ktiles as usize {
+        if t == 0 {
+            mbarrier_arrive_expect_tx(&mut bars[5120], 40960);
+            tma_load_2d(&mut smem[0], a_map, &mut bars[5120], (kt * 128) as i32, 0);
+            tma_load_2d(
+                &mut smem[8192],
+                b_map,
+                &mut bars[5120],
+                (kt * 128) as i32,
+                0,
+            );
+        }
+        mbarrier_wait(&bars[5120], (kt % 2) as u32);
+        wgmma_fence();
+        for ks in 0..4 {
+            wgmma_m64n256k32(&mut acc[0], &smem[ks * 32], &smem[8192 + ks * 32]);
+        }
+        wgmma_commit();
+        wgmma_wait(0);
+        sync_threads();
+    }
+    let lane = lane_id() as usize;
+    let r = warp_id() as usize * 16 + lane / 4;
+    for ni in 0..32 {
+        for j in 0..4 {
+            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 256)] = acc[ni][j];
+        }
+    }
+}
+
+/// A small integer in -4..=4 (exact in bf16, f16, e4m3 and e5m2, and so are all the sums below).
 fn small(i: usize, salt: usize) -> f32 {
     ((i * 7 + salt * 13) % 9) as f32 - 4.0
 }
@@ -264,6 +347,65 @@ fn thread_stores_case(p: &Pgas) -> CaseResult {
         "bf16 64x64x64 wgmma on thread-stored swizzled tiles",
         &s.clone_dtoh(&dc)?,
         &matmul_bt(&a, &bt, 64, 64, 64),
+    )
+}
+
+/// A 128-byte-swizzled tile of 128 FP8 columns (128 bytes a row).
+fn tile_fp8(rows: usize, cols: usize, box_rows: usize) -> Tile2d {
+    Tile2d {
+        rows,
+        cols,
+        box_rows,
+        box_cols: 128,
+        swizzle: Swizzle::B128,
+    }
+}
+
+fn wgmma_e4m3_case(p: &Pgas) -> CaseResult {
+    let a: Vec<f32> = (0..64 * 128).map(|i| small(i, 8)).collect();
+    let bt: Vec<f32> = (0..64 * 128).map(|i| small(i, 9)).collect();
+    let s = p.stream();
+    let q = |v: &[f32]| v.iter().map(|&x| e4m3::from_f32(x)).collect::<Vec<_>>();
+    let (da, dbt) = (s.clone_htod(&q(&a))?, s.clone_htod(&q(&bt))?);
+    let mut dc = s.alloc_zeros::<f32>(64 * 64)?;
+    let am = TensorMap::tiled_2d(s, &da, tile_fp8(64, 128, 64))?;
+    let bm = TensorMap::tiled_2d(s, &dbt, tile_fp8(64, 128, 64))?;
+    let cfg = LaunchConfig::blocks(1, 128).with_shared_mem(16384 + 8);
+    if !hopper_or_refused(p, || wgmma_tile_e4m3::launch(p, cfg, &mut dc, &am, &bm))? {
+        return Ok(());
+    }
+    wgmma_tile_e4m3::launch(p, cfg, &mut dc, &am, &bm)?;
+    util::settle(p)?;
+    check_eq(
+        "e4m3 64x64x128 wgmma on TMA tiles",
+        &s.clone_dtoh(&dc)?,
+        &matmul_bt(&a, &bt, 64, 128, 64),
+    )
+}
+
+fn wgmma_e5m2_case(p: &Pgas) -> CaseResult {
+    const K: usize = 256;
+    let a: Vec<f32> = (0..64 * K).map(|i| small(i, 10)).collect();
+    let bt: Vec<f32> = (0..256 * K).map(|i| small(i, 11)).collect();
+    let s = p.stream();
+    let q = |v: &[f32]| v.iter().map(|&x| e5m2::from_f32(x)).collect::<Vec<_>>();
+    let (da, dbt) = (s.clone_htod(&q(&a))?, s.clone_htod(&q(&bt))?);
+    let mut dc = s.alloc_zeros::<f32>(64 * 256)?;
+    let am = TensorMap::tiled_2d(s, &da, tile_fp8(64, K, 64))?;
+    let bm = TensorMap::tiled_2d(s, &dbt, tile_fp8(256, K, 256))?;
+    let cfg = LaunchConfig::blocks(1, 128).with_shared_mem(40960 + 8);
+    let ktiles = (K / 128) as u32;
+    if !hopper_or_refused(p, || {
+        wgmma_ktiles_e5m2::launch(p, cfg, &mut dc, &am, &bm, ktiles)
+    })? {
+        return Ok(());
+    }
+    wgmma_ktiles_e5m2::launch(p, cfg, &mut dc, &am, &bm, ktiles)?;
+    util::settle(p)?;
+    check_eq(
+        "e5m2 64x256x256 wgmma, 2 TMA k-tiles",
+        &s.clone_dtoh(&dc)?,
+        &matmul_bt(&a, &bt, 64, K, 256),
     )
 }
 

@@ -1,6 +1,6 @@
 //! Every scalar type of the spec as a by-value parameter, in arithmetic, in casts and stored in a
 //! `SymTensor` of its type (`bool` as `u8`: NVSHMEM has no bool buffers); literals with and
-//! without suffixes.
+//! without suffixes; FP8 conversions on the GPU against `pgas::e4m3`/`e5m2`'s on the host.
 
 use crate::runner::{case, Case};
 use crate::util::{self, check_eq, CaseResult};
@@ -12,6 +12,7 @@ pub const CASES: &[Case] = &[
     case("types/floats_and_literals", floats),
     case("types/f16_bf16", halves),
     case("types/bool", bools),
+    case("types/fp8_casts_match_host", fp8_casts),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
@@ -20,6 +21,7 @@ pub const KERNELS: &[&KernelSpec] = &[
     &float_kernel::SPEC,
     &half_kernel::SPEC,
     &bool_kernel::SPEC,
+    &fp8_kernel::SPEC,
 ];
 
 const N: usize = 16;
@@ -273,4 +275,145 @@ fn bools(p: &Pgas) -> CaseResult {
         check_eq("bool comparison as u8", &flags.to_vec()?, &wf)?;
     }
     Ok(())
+}
+
+/// Threads of the FP8 case: one value each.
+const FP8_N: usize = 256;
+
+#[pgas_kernel]
+fn fp8_kernel(
+    q4: &mut SymTensor<e4m3>,
+    q5: &mut SymTensor<e5m2>,
+    back: &mut SymTensor<f32>,
+    wide: &mut SymTensor<f32>,
+    x: &SymTensor<f32>,
+    fill: e4m3,
+) {
+    let i = thread_idx_x() as usize;
+    q4[i] = x[i] as e4m3;
+    q5[i] = x[i] as e5m2;
+    back[i] = q4[i] as f32 + q5[i] as f32;
+    // Through f64, f16, bf16 and an integer, and the parameter by value.
+    let d = (x[i] as f64) as e4m3;
+    let h = ((x[i] as f16) as e5m2) as bf16;
+    wide[i] = d as f32 + h as f32 + ((i as i32) as e4m3) as f32 + fill as f32;
+}
+
+/// The inputs: exact values, ties of both formats, subnormals, overflows, infinities and NaN.
+fn fp8_inputs() -> Vec<f32> {
+    let mut x = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        1.0625,
+        1.0626,
+        1.1875,
+        1.9375,
+        1.125,
+        1.375,
+        -1.3,
+        448.0,
+        449.0,
+        464.0,
+        465.0,
+        -500.0,
+        57344.0,
+        61440.0,
+        1e9,
+        -1e9,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        2f32.powi(-9),
+        2f32.powi(-10),
+        1.01 * 2f32.powi(-10),
+        7.5 * 2f32.powi(-9),
+        2f32.powi(-16),
+        2f32.powi(-17),
+        3.0 * 2f32.powi(-18),
+    ];
+    // Then a spread of magnitudes and signs.
+    let mut v = 0.001f32;
+    while x.len() < FP8_N {
+        let sign = if x.len() % 3 == 0 { -1.0 } else { 1.0 };
+        x.push(sign * v);
+        v *= 1.071;
+    }
+    x
+}
+
+fn fp8_casts(p: &Pgas) -> CaseResult {
+    let x = fp8_inputs();
+    let fill = e4m3::from_f32(0.375);
+    let xs = p.alloc_from(&x)?;
+    let mut q4 = p.alloc::<e4m3>(FP8_N)?;
+    let mut q5 = p.alloc::<e5m2>(FP8_N)?;
+    let mut back = p.alloc::<f32>(FP8_N)?;
+    let mut wide = p.alloc::<f32>(FP8_N)?;
+    fp8_kernel::launch(
+        p,
+        LaunchConfig::blocks(1, FP8_N as u32),
+        &mut q4,
+        &mut q5,
+        &mut back,
+        &mut wide,
+        &xs,
+        fill,
+    )?;
+    util::settle(p)?;
+    // Bits, NaN payloads aside (the host's NaN is 0x7f / 0x7e, the device's may differ).
+    let bits4 = |v: &[e4m3]| -> Vec<i32> {
+        v.iter()
+            .map(|q| {
+                if q.is_nan() {
+                    -1
+                } else {
+                    i32::from(q.to_bits())
+                }
+            })
+            .collect()
+    };
+    let bits5 = |v: &[e5m2]| -> Vec<i32> {
+        v.iter()
+            .map(|q| {
+                if q.is_nan() {
+                    -1
+                } else {
+                    i32::from(q.to_bits())
+                }
+            })
+            .collect()
+    };
+    let f32_bits = |v: &[f32]| -> Vec<i64> {
+        v.iter()
+            .map(|f| {
+                if f.is_nan() {
+                    -1
+                } else {
+                    i64::from(f.to_bits())
+                }
+            })
+            .collect()
+    };
+    let w4: Vec<e4m3> = x.iter().map(|&v| e4m3::from_f32(v)).collect();
+    let w5: Vec<e5m2> = x.iter().map(|&v| e5m2::from_f32(v)).collect();
+    check_eq("x as e4m3", &bits4(&q4.to_vec()?), &bits4(&w4))?;
+    check_eq("x as e5m2", &bits5(&q5.to_vec()?), &bits5(&w5))?;
+    let wb: Vec<f32> = (0..FP8_N)
+        .map(|i| w4[i].to_f32() + w5[i].to_f32())
+        .collect();
+    check_eq("fp8 as f32", &f32_bits(&back.to_vec()?), &f32_bits(&wb))?;
+    let ww: Vec<f32> = (0..FP8_N)
+        .map(|i| {
+            let d = e4m3::from_f64(f64::from(x[i]));
+            let h = bf16::from_f32(e5m2::from_f32(f16::from_f32(x[i]).to_f32()).to_f32());
+            d.to_f32() + h.to_f32() + e4m3::from_f32(i as f32).to_f32() + fill.to_f32()
+        })
+        .collect();
+    check_eq(
+        "fp8 through f64, f16, bf16, i32",
+        &f32_bits(&wide.to_vec()?),
+        &f32_bits(&ww),
+    )
 }

@@ -239,19 +239,22 @@ impl Checker<'_> {
             ) {
                 done[i] = true;
                 match self.tensor_arg(*kind, &mut args[i], pname, &shown_name) {
-                    Ok(Some(b)) => {
-                        match elem {
-                            None => elem = Some(b),
-                            Some(e) if e != b => {
-                                self.errors.push(
+                    Ok(Some(b)) => match elem {
+                        None => elem = Some(b),
+                        Some(e) if e != b => {
+                            let hint = if e.is_fp8() && b.is_fp8() {
+                                "; both FP8 operands are of one type (PTX's mixed `e4m3` x `e5m2` forms have no row)"
+                            } else {
+                                ""
+                            };
+                            self.errors.push(
                                 args[i].span,
-                                format!("mismatched element types in `{shown_name}`: `{e}` and `{b}`"),
+                                format!("mismatched element types in `{shown_name}`: `{e}` and `{b}`{hint}"),
                             );
-                                failed = true;
-                            }
-                            _ => {}
+                            failed = true;
                         }
-                    }
+                        _ => {}
+                    },
                     Ok(None) => {}
                     Err(()) => failed = true,
                 }
@@ -427,10 +430,23 @@ impl Checker<'_> {
             };
             if intrinsics::type_text(row, t).is_none() {
                 let list: Vec<String> = row.types.iter().map(|(s, _)| s.to_string()).collect();
+                // Another shape of the same instruction that takes `t` (`wgmma_m64n64k32` for
+                // FP8 tiles passed to `wgmma_m64n64k16`): the same arguments, and the same name
+                // but for its digits.
+                let family = |n: &str| n.replace(|c: char| c.is_ascii_digit(), "");
+                let alt = intrinsics::INTRINSICS
+                    .iter()
+                    .find(|r| {
+                        r.args == row.args
+                            && family(r.name) == family(row.name)
+                            && intrinsics::type_text(r, t).is_some()
+                    })
+                    .map(|r| format!("; for `{t}`, call `{}`", r.name))
+                    .unwrap_or_default();
                 self.errors.push(
                     name_span,
                     format!(
-                        "`{shown_name}` does not support `{t}`; it takes {}",
+                        "`{shown_name}` does not support `{t}`; it takes {}{alt}",
                         list.join(", ")
                     ),
                 );

@@ -15,7 +15,10 @@ impl Checker<'_> {
         let t = self.expr(e, Some(want), ctx);
         if !self.unify(t, want) {
             let (found, wanted) = (self.show(t), self.show(want));
-            let hint = if let ExprKind::Int(v, None) = &e.kind {
+            let want_fp8 = matches!(self.resolve(want), Ty::Scalar(s) if s.is_fp8());
+            let hint = if want_fp8 && matches!(e.kind, ExprKind::Int(..) | ExprKind::Float(..)) {
+                format!("; `{wanted}` has no literals: convert one, `0.5f32 as {wanted}`")
+            } else if let ExprKind::Int(v, None) = &e.kind {
                 if matches!(self.resolve(want), Ty::Scalar(s) if s.is_float()) {
                     format!("; write a float literal: `{v}.0`")
                 } else {
@@ -69,7 +72,7 @@ impl Checker<'_> {
             ExprKind::Float(_, suffix) => match suffix {
                 Some(s) => Ty::Scalar(*s),
                 None => match expect {
-                    Some(Ty::Scalar(s)) if s.is_float() => Ty::Scalar(s),
+                    Some(Ty::Scalar(s)) if s.is_float() && !s.is_fp8() => Ty::Scalar(s),
                     Some(Ty::Var(x)) if matches!(self.slots[x as usize], Slot::Float) => Ty::Var(x),
                     _ => self.fresh(Slot::Float),
                 },
@@ -100,6 +103,9 @@ impl Checker<'_> {
                 let r = self.resolve(t);
                 match op {
                     UnOp::Neg => {
+                        if self.fp8_arith(r, "-", span) {
+                            return Ty::Error;
+                        }
                         let bad = match r {
                             Ty::Scalar(s) => {
                                 s == Scalar::Bool || (s.is_int() && !s.is_signed_int())
@@ -312,7 +318,11 @@ impl Checker<'_> {
                     self.errors.push(span, format!("cannot compare `{a}` with `{b}`; Rust does not convert numbers implicitly: use `as` on one side"));
                     return Ty::Error;
                 }
-                match self.resolve(lt) {
+                let t = self.resolve(lt);
+                if self.fp8_arith(t, op.text(), span) {
+                    return Ty::Error;
+                }
+                match t {
                     Ty::Scalar(_) | Ty::Var(_) | Ty::Error | Ty::Never => {}
                     other => {
                         let shown = self.show(other);
@@ -346,6 +356,9 @@ impl Checker<'_> {
             return Ty::Error;
         }
         let t = self.resolve(lt);
+        if self.fp8_arith(t, op.text(), span) {
+            return Ty::Error;
+        }
         let ok = match op {
             BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
                 self.is_int(t) || t == Ty::Scalar(Scalar::Bool)
@@ -366,5 +379,18 @@ impl Checker<'_> {
             return Ty::Error;
         }
         lt
+    }
+
+    /// Report an operator applied to FP8 (`e4m3`/`e5m2`), which has no arithmetic or
+    /// comparisons on the GPU: the operands convert to `f32` first. True if reported.
+    fn fp8_arith(&mut self, t: Ty, op: &str, span: Sp) -> bool {
+        let Ty::Scalar(s) = t else {
+            return false;
+        };
+        if !s.is_fp8() {
+            return false;
+        }
+        self.errors.push(span, format!("cannot apply `{op}` to `{s}`: FP8 is a storage type without arithmetic; convert to `f32` first (`x as f32`) and back with `as {s}`"));
+        true
     }
 }

@@ -60,7 +60,8 @@ impl Checker<'_> {
             (Ty::Var(x), Ty::Scalar(s)) | (Ty::Scalar(s), Ty::Var(x)) => {
                 let ok = match self.slots[x as usize] {
                     Slot::Int => s.is_int(),
-                    Slot::Float => s.is_float(),
+                    // FP8 has no literals (`0.5f32 as e4m3` makes one).
+                    Slot::Float => s.is_float() && !s.is_fp8(),
                     _ => false,
                 };
                 if ok {

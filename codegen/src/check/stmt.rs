@@ -148,7 +148,7 @@ impl Checker<'_> {
                 let elem_ok = intrinsics::type_text(row, *t).is_some();
                 if !elem_ok {
                     let msg = match row.ret {
-                        Ret::FragArray(FragKind::C) => format!("`frag_c` accumulators hold `f32` (mma.sync m16n8k16 accumulates in f32), not `{t}`"),
+                        Ret::FragArray(FragKind::C) => format!("`frag_c` accumulators hold `f32` (mma.sync m16n8k16 and wgmma accumulate in f32, FP8 operands included), not `{t}`"),
                         Ret::FragArray(_) => format!("`{name}` fragments hold `bf16` or `f16` (the inputs of mma.sync m16n8k16), not `{t}`"),
                         Ret::DynShared => format!("dynamic shared memory of `{t}` is not supported; use an integer or float type"),
                         _ => format!("shared arrays of `{t}` are not supported; use an integer or float type"),

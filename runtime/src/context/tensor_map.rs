@@ -16,6 +16,7 @@ use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use crate::context::memory::SymRegion;
 use crate::context::pgas::Pgas;
 use crate::error::{Error, Result};
+use crate::fp8::{e4m3, e5m2};
 
 /// Element types the copy engine moves, with their `CUtensorMapDataType`.
 pub trait TmaElem: Copy {
@@ -43,6 +44,9 @@ tma_elem! {
     i64 => "i64", CU_TENSOR_MAP_DATA_TYPE_INT64;
     half::f16 => "f16", CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     half::bf16 => "bf16", CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    // The driver has no FP8 data type: the copy engine moves bytes, and swizzles by bytes.
+    e4m3 => "e4m3", CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    e5m2 => "e5m2", CU_TENSOR_MAP_DATA_TYPE_UINT8;
     f32 => "f32", CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
     f64 => "f64", CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
 }

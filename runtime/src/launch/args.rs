@@ -13,6 +13,7 @@ use crate::context::memory::SymRegion;
 use crate::context::team::Team;
 use crate::context::tensor_map::{TensorMap, TmaElem};
 use crate::error::{Error, Result};
+use crate::fp8::{e4m3, e5m2};
 use crate::jit::state::Function;
 use crate::kernel::{KernelSpec, ParamKind, MAX_COMPTIME};
 
@@ -61,6 +62,7 @@ scalar! {
     u8 => |v| v as u64, u16 => |v| v as u64, u32 => |v| v as u64, u64 => |v| v,
     usize => |v| v as u64, f32 => |v| v.to_bits() as u64, f64 => |v| v.to_bits(),
     half::f16 => |v| v.to_bits() as u64, half::bf16 => |v| v.to_bits() as u64,
+    e4m3 => |v| v.to_bits() as u64, e5m2 => |v| v.to_bits() as u64,
 }
 
 // `stringify!` spells the half types with their path; specs name them as Rust code does.
