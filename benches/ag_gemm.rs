@@ -4,9 +4,11 @@
 //!
 //! - **cuBLAS + NCCL**, sequential: `ncclAllGather` of the shards, then one `cublasGemmEx`
 //!   (also timed alone: the all-gather and the GEMM);
-//! - **pgas fused**: `AllGatherMatmul` with `use_pgas_gemm(true)`: copy-engine pulls while one
-//!   persistent `pgas::gemm` kernel (sm_90a only) starts on the local rows and takes each
-//!   peer's rows as their word says they landed;
+//! - **pgas one kernel**: `AllGatherMatmul` with `GemmPath::PgasOneKernel`: copy-engine pushes
+//!   while one persistent `pgas::gemm` kernel (sm_90a only) starts on the local rows and takes
+//!   each peer's rows as their word says they landed;
+//! - **pgas per shard**: `AllGatherMatmul` with `GemmPath::PgasPerShard`: the copy-engine pulls of
+//!   pgas::ops, one `pgas::gemm` launch per shard;
 //! - **pgas::ops**: `AllGatherMatmul`, copy-engine pulls overlapped with one cuBLAS GEMM per
 //!   shard.
 //!
@@ -35,7 +37,7 @@ use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
 use pgas::ops::cublas::Cublas;
-use pgas::ops::AllGatherMatmul;
+use pgas::ops::{AllGatherMatmul, GemmPath};
 use pgas::prelude::*;
 use std::path::PathBuf;
 
@@ -50,16 +52,21 @@ const SHAPES: [(usize, usize, usize); 5] = [
 ];
 
 /// The methods, in table order.
-const METHODS: [&str; 3] = ["cuBLAS+NCCL", "pgas fused", "pgas::ops (cuBLAS)"];
+const METHODS: [&str; 4] = [
+    "cuBLAS+NCCL",
+    "pgas one kernel",
+    "pgas::ops (cuBLAS)",
+    "pgas per shard",
+];
 
 struct Row {
     shape: (usize, usize, usize),
     /// Median microseconds per method (NaN where not run).
-    us: [f64; 3],
+    us: [f64; 4],
     allgather_us: f64,
     gemm_us: f64,
     /// Largest relative difference of each pgas method from the baseline.
-    diff: [f64; 2],
+    diff: [f64; 3],
 }
 
 /// Median microseconds of `GEMM_REPS` runs of `run` on the pgas stream after `GEMM_WARMUP`;
@@ -172,16 +179,19 @@ fn main() -> BenchResult<()> {
         }
         drop(gathered);
 
-        // The fused kernel: the copy-engine all-gather of pgas::ops feeding one pgas::gemm.
-        let (kernel_us, kernel_diff) = if hopper {
+        // The pgas GEMM paths: one kernel fed by copy-engine pushes, and one launch a shard.
+        let pgas_path = |path| -> BenchResult<(f64, f64)> {
+            if !hopper {
+                return Ok((f64::NAN, f64::NAN));
+            }
             let mut op = AllGatherMatmul::new(&p, (mp, n, k))?;
-            op.use_pgas_gemm(true)?;
+            op.set_gemm(path)?;
             let mut c = stream.alloc_zeros::<bf16>(m * n)?;
             let us = timed(&p, || Ok(op.run(&mut c, &shard, &bt)?))?;
-            (us, bf16_rel_diff(&stream.clone_dtoh(&c)?, &want))
-        } else {
-            (f64::NAN, f64::NAN)
+            Ok((us, bf16_rel_diff(&stream.clone_dtoh(&c)?, &want)))
         };
+        let (kernel_us, kernel_diff) = pgas_path(GemmPath::PgasOneKernel)?;
+        let (shard_us, shard_diff) = pgas_path(GemmPath::PgasPerShard)?;
 
         // The library form.
         let mut op = AllGatherMatmul::new(&p, (mp, n, k))?;
@@ -194,6 +204,7 @@ fn main() -> BenchResult<()> {
         for (what, d, ran) in [
             ("the pgas kernel", kernel_diff, hopper),
             ("pgas::ops", ops_diff, true),
+            ("the pgas GEMM per shard", shard_diff, hopper),
         ] {
             if ran && (d.is_nan() || d > GEMM_MAX_REL_DIFF) {
                 failures.push(format!(
@@ -203,10 +214,10 @@ fn main() -> BenchResult<()> {
         }
         rows.push(Row {
             shape: (m, n, k),
-            us: [base_us, kernel_us, ops_us],
+            us: [base_us, kernel_us, ops_us, shard_us],
             allgather_us,
             gemm_us,
-            diff: [kernel_diff, ops_diff],
+            diff: [kernel_diff, ops_diff, shard_diff],
         });
     }
 
@@ -230,40 +241,44 @@ fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> 
          median of {GEMM_REPS} on PE 0"
     );
     let header = format!(
-        "| {:<18} | {:>11} | {:>9} | {:>9} | {:>11} | {:>9} | {:>12} | {:>10} | {:>9} |",
+        "| {:<18} | {:>11} | {:>9} | {:>9} | {:>10} | {:>10} | {:>10} | {:>10} | {:>10} | {:>10} | {:>9} |",
         "M x N x K",
         "cuBLAS+NCCL",
         "all-gather",
         "GEMM",
-        "pgas fused",
+        "one kernel",
+        "per shard",
         "pgas::ops",
-        "fused speedup",
-        "ops speedup",
+        "1-kernel x",
+        "per-shard x",
+        "ops x",
         "max diff"
     );
     let mut md = vec![
         format!(
             "{BENCH} on {machine}: C = allgather_rows(A) · Btᵀ, bf16 in and out, f32 accumulate; \
-             microseconds per call (median of {GEMM_REPS} on PE 0); speedup = cuBLAS+NCCL time / \
-             pgas time.\n"
+             microseconds per call (median of {GEMM_REPS} on PE 0); x = cuBLAS+NCCL time / \
+             pgas time. One kernel and per shard run `pgas::gemm`; pgas::ops runs cuBLAS.\n"
         ),
         header.clone(),
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".into(),
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".into(),
     ];
     println!("{header}");
     for r in rows {
         let (m, n, k) = r.shape;
-        let [base, kernel, ops] = r.us;
-        let diff = r.diff[0].max(r.diff[1]);
+        let [base, kernel, ops, shard] = r.us;
+        let diff = r.diff.iter().copied().fold(0.0, f64::max);
         let line = format!(
-            "| {:<18} | {:>11} | {:>9} | {:>9} | {:>11} | {:>9} | {:>12} | {:>10} | {:>9} |",
+            "| {:<18} | {:>11} | {:>9} | {:>9} | {:>10} | {:>10} | {:>10} | {:>10} | {:>10} | {:>10} | {:>9} |",
             format!("{m}x{n}x{k}"),
             show(base),
             show(r.allgather_us),
             show(r.gemm_us),
             show(kernel),
+            show(shard),
             show(ops),
             show(base / kernel),
+            show(base / shard),
             show(base / ops),
             if diff.is_finite() {
                 format!("{diff:.2e}")
@@ -285,6 +300,9 @@ fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> 
             ("pgas_ops_speedup", base / ops, "x"),
             ("pgas_kernel_max_rel_diff", r.diff[0], "rel"),
             ("pgas_ops_max_rel_diff", r.diff[1], "rel"),
+            ("pgas_per_shard_us", shard, "us"),
+            ("pgas_per_shard_speedup", base / shard, "x"),
+            ("pgas_per_shard_max_rel_diff", r.diff[2], "rel"),
         ] {
             let f = Figure {
                 name: format!("{key}/{name}"),

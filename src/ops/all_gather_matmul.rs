@@ -79,9 +79,22 @@ pub struct AllGatherMatmul {
     fused: Option<Fused>,
 }
 
-/// What the one-kernel path adds: its specialization and the words the copy stream sets as
-/// each peer's rows land (word `q`: the last call whose rows of PE `q` are in place here).
+/// Which GEMM [`AllGatherMatmul::run`] uses ([`AllGatherMatmul::set_gemm`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GemmPath {
+    /// One cuBLAS call per shard, each after its rows landed (the default).
+    Cublas,
+    /// One `pgas::gemm` launch per shard, each after its rows landed (sm_90a).
+    PgasPerShard,
+    /// One persistent `pgas::gemm` kernel for all of C: it starts on this PE's rows and takes
+    /// each peer's rows as a word the copy stream writes says they landed (sm_90a).
+    PgasOneKernel,
+}
+
+/// What the pgas paths add: the specialization and, for one kernel, the words the copy stream
+/// sets as each peer's rows land (word `q`: the last call whose rows of PE `q` are in place).
 struct Fused {
+    one_kernel: bool,
     cfg: GemmConfig,
     /// From `cuMemAlloc`, not a stream-ordered pool: `cuStreamWriteValue64` refuses pool memory
     /// (`CUDA_ERROR_INVALID_VALUE`, seen on an H100); freed in `drop` the same way.
@@ -224,23 +237,25 @@ impl AllGatherMatmul {
         })
     }
 
-    /// Runs the GEMM as one persistent `pgas::gemm` kernel (sm_90a) that starts on this PE's
-    /// rows and takes each peer's rows as they land, instead of one cuBLAS call per shard. An
-    /// `Err` (and nothing changed) where the GPU is not sm_90 or the shape is not whole tiles of
-    /// that kernel: shard rows a multiple of 256 (128 without clusters), N of 64, K of 64.
-    pub fn use_pgas_gemm(&mut self, on: bool) -> Result<()> {
-        if !on {
+    /// Picks the GEMM of later calls ([`GemmPath`]). An `Err` (and nothing changed) for a pgas
+    /// path where the GPU is not sm_90 or the shape is not whole tiles of `pgas::gemm`: shard
+    /// rows a multiple of 128, N and K of 64. Not collective, but every PE should pick the same.
+    pub fn set_gemm(&mut self, path: GemmPath) -> Result<()> {
+        if path == GemmPath::Cublas {
             self.fused = None;
             return Ok(());
         }
+        let one_kernel = path == GemmPath::PgasOneKernel;
         let (mp, n, k) = (self.mp, self.n, self.k);
         let np = self.pgas.n_pes();
+        // The rows one GEMM covers: all of C, or a shard.
+        let rows = if one_kernel { mp * np } else { mp };
         let major = self
             .pgas
             .cuda()
             .attribute(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
             .map_err(Error::cuda("reading the compute capability"))?;
-        let mut cfg = GemmConfig::for_shape(mp * np, n, self.pgas.sm_count()?);
+        let mut cfg = GemmConfig::for_shape(rows, n, self.pgas.sm_count()?);
         if !mp.is_multiple_of(BM * cfg.cluster as usize) {
             cfg.cluster = 1;
         }
@@ -249,20 +264,20 @@ impl AllGatherMatmul {
         } else if !mp.is_multiple_of(BM) {
             Err(format!("shard rows {mp} are not a multiple of {BM}"))
         } else {
-            crate::gemm::check(cfg, (mp * np, n, k)).map_err(|e| e.to_string())
+            crate::gemm::check(cfg, (rows, n, k)).map_err(|e| e.to_string())
         };
         if let Err(why) = fits {
             return Err(Error::Unavailable {
                 what: "all_gather_matmul with the pgas GEMM",
-                reason: format!("{why}. Fix: keep the cuBLAS path (use_pgas_gemm(false))"),
+                reason: format!("{why}. Fix: keep the cuBLAS path (GemmPath::Cublas)"),
             });
         }
         // Asked once here (it compiles the kernel if need be), not at every call.
         cfg.clusters = Some(gemm::persistent_clusters(
             &self.pgas,
             cfg,
-            (mp * np, n),
-            np > 1,
+            (rows, n),
+            one_kernel && np > 1,
             false,
         )?);
         let context = "allocating the landed words (cuMemAlloc)";
@@ -274,6 +289,7 @@ impl AllGatherMatmul {
             self.pgas.stream().upgrade_device_ptr::<u64>(ptr, np)
         };
         self.fused = Some(Fused {
+            one_kernel,
             cfg,
             words: Some(words),
         });
@@ -335,7 +351,8 @@ impl AllGatherMatmul {
         let block_bytes = mp * k * 2;
         let row_block = |base: CUdeviceptr, pe: usize, bytes: usize| base + (pe * bytes) as u64;
         self.pgas.cuda().bind_to_thread()?;
-        if np > 1 && self.fused.is_some() {
+        let one_kernel = self.fused.as_ref().is_some_and(|f| f.one_kernel);
+        if np > 1 && one_kernel {
             self.push_and_mark(pa, buf, block_bytes)?;
             self.run_fused((pc, pa, pb), gathered)?;
             if let Some(last) = self.landed.last() {
@@ -406,7 +423,7 @@ impl AllGatherMatmul {
                     .map_err(Error::cuda("recording a shard's arrival"))?;
             }
         }
-        if self.fused.is_some() {
+        if one_kernel {
             // One PE: nothing to gather.
             return self.run_fused((pc, pa, pb), gathered);
         }
@@ -414,22 +431,20 @@ impl AllGatherMatmul {
         // SAFETY: the shard, Bt and C's rows of this PE hold mp x k, n x k and mp x n (checked
         // above), ordered on the pgas stream.
         unsafe {
-            self.blas
-                .gemm_bf16_nt_raw(&main, row_block(pc, me, c_block), pa, pb, (mp, n, k))?;
+            self.shard_gemm(&main, row_block(pc, me, c_block), pa, pb)?;
         }
-        for (j, landed) in (1..np).zip(&self.landed) {
+        for j in 1..np {
             let src = (me + j) % np;
-            main.wait(landed)
+            main.wait(&self.landed[j - 1])
                 .map_err(Error::cuda("waiting for a peer's shard"))?;
             // SAFETY: PE `src`'s block of the gathered buffer has landed (the event above) and
             // holds mp x k; C's rows of PE `src` hold mp x n.
             unsafe {
-                self.blas.gemm_bf16_nt_raw(
+                self.shard_gemm(
                     &main,
                     row_block(pc, src, c_block),
                     row_block(gathered, src, block_bytes),
                     pb,
-                    (mp, n, k),
                 )?;
             }
         }
@@ -438,6 +453,52 @@ impl AllGatherMatmul {
 }
 
 impl AllGatherMatmul {
+    /// One shard's rows of C (`mp x n` at `c`) from its rows of A (`mp x k` at `a`), by cuBLAS
+    /// or by `pgas::gemm`, on the pgas stream (`main`).
+    ///
+    /// # Safety
+    /// `c`, `a` and `b` name `mp x n`, `mp x k` and `n x k` bf16 elements ordered on `main`.
+    unsafe fn shard_gemm(
+        &mut self,
+        main: &CudaStream,
+        c: CUdeviceptr,
+        a: CUdeviceptr,
+        b: CUdeviceptr,
+    ) -> Result<()> {
+        let (mp, n, k) = (self.mp, self.n, self.k);
+        let Some(f) = self.fused.as_mut() else {
+            // SAFETY: the caller's contract.
+            return unsafe { self.blas.gemm_bf16_nt_raw(main, c, a, b, (mp, n, k)) };
+        };
+        // SAFETY: the caller's contract; the kernel writes only C through its map.
+        let (mut c_map, a_map, b_map) = unsafe {
+            (
+                TensorMap::from_device_ptr(c, mp * n, gemm::c_tile(mp, n))?,
+                TensorMap::from_device_ptr(a, mp * k, gemm::a_tile(mp, k))?,
+                TensorMap::from_device_ptr(b, n * k, gemm::b_tile(n, k, f.cfg))?,
+            )
+        };
+        let words = f
+            .words
+            .as_mut()
+            .expect("the words live as long as the pgas path");
+        let maps = gemm::Maps {
+            c: &mut c_map,
+            a: &a_map,
+            b: &b_map,
+            gathered: &a_map,
+        };
+        gemm::launch(
+            &self.pgas,
+            maps,
+            (words, 0),
+            (mp, n, k),
+            (0, 0),
+            f.cfg,
+            false,
+        )
+    }
+
     /// The copy stream of a fused call. No local copy (a same-GPU copy may take SMs, which the
     /// persistent GEMM holds): the shard is pushed by copy engine into each peer's gathered
     /// buffer, then this PE's word there is set to the call; then, for each peer, the copy
@@ -484,7 +545,7 @@ impl AllGatherMatmul {
             .fused
             .as_ref()
             .and_then(|f| f.words.as_ref())
-            .expect("push_and_mark runs with the fused path on");
+            .expect("push_and_mark runs on the one-kernel path");
         let (landed_words, _w) = words.device_ptr(&self.copy);
         for (j, landed) in (1..np).zip(&self.landed) {
             let q = (me + j) % np;
@@ -523,7 +584,7 @@ impl AllGatherMatmul {
         let f = self
             .fused
             .as_mut()
-            .expect("run_fused runs with the fused path on");
+            .expect("run_fused runs on the one-kernel path");
         // SAFETY: run checked C (m x n), the shard (mp x k) and Bt (n x k); the gathered buffer
         // holds m x k. The kernel writes only C through its map and reads the gathered rows
         // only after their word says they landed.

@@ -12,7 +12,7 @@ pub mod halo;
 pub mod matmul_reduce_scatter;
 pub mod moe;
 
-pub use all_gather_matmul::{all_gather_matmul, AllGatherMatmul};
+pub use all_gather_matmul::{all_gather_matmul, AllGatherMatmul, GemmPath};
 
 use crate::{Error, Pgas, Result, Team};
 

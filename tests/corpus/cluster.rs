@@ -138,3 +138,35 @@ fn cluster_stmatrix_tiles(out: &mut CudaSlice<f16>, x: &CudaSlice<f32>) {
         out[w * 512 + i * 32 + lane] = smem[w * 512 + i * 32 + lane];
     }
 }
+
+/// TMA stores by one warpgroup of two: after a flag a copy stream sets (polled, then
+/// `fence_proxy_async_global`), it fills a 32 x 32 tile, stores it through `out`, adds it
+/// through `sum`, and waits for both; the other warpgroup does not take part (`sync_named`).
+#[pgas_kernel(max_threads = 256)]
+fn cluster_tma_store_tiles(
+    out: &mut TensorMap<f32>,
+    sum: &mut TensorMap<f32>,
+    flags: &mut CudaSlice<u64>,
+    epoch: u64,
+) {
+    let smem = dyn_shared::<f32>();
+    let t = thread_idx_x() as usize;
+    if t < 128 {
+        if t == 0 {
+            while atomic_add_local(&mut flags[0], 0) < epoch {}
+            fence_proxy_async_global();
+        }
+        for i in 0..8 {
+            smem[t * 8 + i] = (t * 8 + i) as f32;
+        }
+        fence_proxy_async();
+        sync_named(1, 128);
+        if t == 0 {
+            tma_store_2d(out, &smem[0], 0, 0);
+            tma_reduce_add_2d(sum, &smem[0], 0, 0);
+            tma_store_commit();
+            tma_store_wait_read(0);
+            tma_store_wait(0);
+        }
+    }
+}

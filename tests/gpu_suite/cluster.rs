@@ -24,6 +24,7 @@ pub const CASES: &[Case] = &[
     case("cluster/gemm_bf16_256x512x1024_configs", gemm_small_case),
     case("cluster/gemm_bf16_128x8192x8192_configs", gemm_big_case),
     case("cluster/refuses_bad_clusters_and_shapes", bad_input_case),
+    case("cluster/tma_store_and_reduce_add_f32", tma_store_case),
 ];
 
 /// None: compiled at first launch (sm_90a), so a suite on an older GPU still prewarms the rest.
@@ -212,6 +213,101 @@ fn sm90_or_refused(p: &Pgas, launch: impl FnOnce() -> pgas::Result<()>) -> Resul
 }
 
 const VARIANTS: [(&str, bool); 2] = [("plain", false), ("checked", true)];
+
+/// One warpgroup of two waits for `flags[0] >= epoch`, fills a 32 x 32 f32 tile with its
+/// indices, stores it into `out` and adds it into `sum` by copy engine (`sync_named` is the
+/// warpgroup's barrier).
+#[pgas_kernel(max_threads = 256)]
+fn tma_store_add(
+    out: &mut TensorMap<f32>,
+    sum: &mut TensorMap<f32>,
+    flags: &mut CudaSlice<u64>,
+    epoch: u64,
+) {
+    let smem = dyn_shared::<f32>();
+    let t = thread_idx_x() as usize;
+    if t < 128 {
+        if t == 0 {
+            while atomic_add_local(&mut flags[0], 0) < epoch {}
+            fence_proxy_async_global();
+        }
+        for i in 0..8 {
+            smem[t * 8 + i] = (t * 8 + i) as f32;
+        }
+        fence_proxy_async();
+        sync_named(1, 128);
+        if t == 0 {
+            tma_store_2d(out, &smem[0], 0, 0);
+            tma_reduce_add_2d(sum, &smem[0], 0, 0);
+            tma_store_commit();
+            tma_store_wait_read(0);
+            tma_store_wait(0);
+        }
+    }
+}
+
+/// `tma_store_2d` and `tma_reduce_add_2d` of a tile (into zeros and into ones), both variants;
+/// and a map built from a read-only tensor refused for a `&mut TensorMap` parameter.
+fn tma_store_case(p: &Pgas) -> CaseResult {
+    let s = p.stream();
+    let tile = Tile2d {
+        rows: 32,
+        cols: 32,
+        box_rows: 32,
+        box_cols: 32,
+        swizzle: Swizzle::None,
+    };
+    let want: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+    let cfg = LaunchConfig::blocks(1, 256).with_shared_mem(4096);
+    for (variant, checked) in VARIANTS {
+        let mut out = s.alloc_zeros::<f32>(1024)?;
+        let mut sum = s.clone_htod(&vec![1.0f32; 1024])?;
+        let mut flags = s.clone_htod(&[7u64])?;
+        let mut out_map = TensorMap::tiled_2d_mut(s, &mut out, tile)?;
+        let mut sum_map = TensorMap::tiled_2d_mut(s, &mut sum, tile)?;
+        let ran = sm90_or_refused(p, || {
+            if checked {
+                tma_store_add::launch(p, cfg, &mut out_map, &mut sum_map, &mut flags, 7)
+            } else {
+                // SAFETY: one 32 x 32 tile of 32 x 32 tensors, flags of one word.
+                unsafe {
+                    tma_store_add::launch_unchecked(
+                        p,
+                        cfg,
+                        &mut out_map,
+                        &mut sum_map,
+                        &mut flags,
+                        7,
+                    )
+                }
+            }
+        })?;
+        if !ran {
+            return Ok(());
+        }
+        let added: Vec<f32> = want.iter().map(|v| v + 1.0).collect();
+        check_eq(
+            &format!("{variant}: the stored tile"),
+            &s.clone_dtoh(&out)?,
+            &want,
+        )?;
+        check_eq(
+            &format!("{variant}: ones plus the added tile"),
+            &s.clone_dtoh(&sum)?,
+            &added,
+        )?;
+    }
+    let out = s.alloc_zeros::<f32>(1024)?;
+    let mut sum = s.alloc_zeros::<f32>(1024)?;
+    let mut flags = s.clone_htod(&[7u64])?;
+    let mut read_only = TensorMap::tiled_2d(s, &out, tile)?;
+    let mut sum_map = TensorMap::tiled_2d_mut(s, &mut sum, tile)?;
+    refused(
+        "a tensor map of a read-only tensor as a `&mut TensorMap`",
+        tma_store_add::launch(p, cfg, &mut read_only, &mut sum_map, &mut flags, 7),
+        &["`out`", "built from a read-only tensor", "tiled_2d_mut"],
+    )
+}
 
 fn dsmem_case(p: &Pgas, n: u32) -> CaseResult {
     const BLOCKS: u32 = 8;
