@@ -79,6 +79,7 @@ typedef unsigned long long uint64_t;
 typedef long ptrdiff_t;
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 typedef int32_t nvshmem_team_t;
 ",
     );
