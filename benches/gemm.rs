@@ -12,7 +12,11 @@
 //! `PGAS_CUBLAS_DIR`, the CUDA toolkit or the `nvidia-cublas` wheel of the `python3` on `PATH`).
 //! Without it the cuBLAS columns say so and pgas runs alone.
 //!
-//! Run: `gemm` (1 PE) or `pgas-run -n 1 -- gemm`. Exit status 1 when a result is wrong.
+//! Writes `gemm.png` (TFLOP/s against M at N = K = 8192, each kernel and cuBLAS) into the
+//! directory given as the first argument (default: the current one).
+//!
+//! Run: `gemm [OUTDIR]` (1 PE) or `pgas-run -n 1 -- gemm OUTDIR`. Exit status 1 when a result is
+//! wrong.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -32,11 +36,13 @@ use pgas::ops::cublas::{self, Cublas};
 use pgas::prelude::*;
 
 const BENCH: &str = "gemm";
-const SHAPES: [(usize, usize, usize); 4] = [
+const SHAPES: [(usize, usize, usize); 6] = [
     (4096, 4096, 4096),
     (8192, 8192, 8192),
     (128, 8192, 8192),
     (1024, 8192, 8192),
+    (2048, 8192, 8192),
+    (4096, 8192, 8192),
 ];
 
 /// Median milliseconds of `GEMM_REPS` runs of `run` after `GEMM_WARMUP`, each timed on `stream`.
@@ -299,6 +305,8 @@ fn main() -> BenchResult<()> {
     }
 
     print_report(&machine, &rows, &compile);
+    let out_dir = std::path::PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| ".".into()));
+    plot_rates(&machine, &rows, &out_dir)?;
     if failures.is_empty() {
         Ok(())
     } else {
@@ -307,6 +315,43 @@ fn main() -> BenchResult<()> {
         }
         std::process::exit(1)
     }
+}
+
+/// TFLOP/s against M for the shapes with N = K = 8192, one series a kernel.
+fn plot_rates(machine: &str, rows: &[Row], out_dir: &std::path::Path) -> BenchResult<()> {
+    let rate = |ms: f64, (m, n, k): (usize, usize, usize)| 2.0 * (m * n * k) as f64 / ms / 1e9;
+    let series: Vec<common::plot::Series> = [
+        ("mma.sync kernel", 0),
+        ("pgas::gemm (wgmma)", 1),
+        ("cuBLAS", 2),
+    ]
+    .into_iter()
+    .map(|(name, which)| {
+        let mut points: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|r| (r.shape.1, r.shape.2) == (8192, 8192))
+            .map(|r| {
+                let ms = [r.pgas_ms, r.sm90_ms, r.cublas_ms][which];
+                (r.shape.0 as f64, rate(ms, r.shape))
+            })
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        common::plot::Series {
+            name: name.into(),
+            points,
+        }
+    })
+    .collect();
+    std::fs::create_dir_all(out_dir)?;
+    let png = out_dir.join("gemm.png");
+    common::plot::by_count(
+        &png,
+        &format!("bf16 GEMM, N = K = 8192, {machine}"),
+        ("M (rows of C)", "TFLOP/s (higher is better)"),
+        &series,
+    )?;
+    println!("{BENCH}: wrote {}", png.display());
+    Ok(())
 }
 
 fn print_report(machine: &str, rows: &[Row], compile: &[(&str, Variant, f64)]) {

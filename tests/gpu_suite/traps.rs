@@ -2,7 +2,9 @@
 //! `gpu_suite --expect-trap oob` indexes one past the end of a buffer, `--expect-trap bad-pe`
 //! targets PE `n_pes()`, `--expect-trap partial-warp` runs a tensor-core kernel with a block
 //! that is not whole warps (both variants trap at entry, naming the kernel's `fn` line), and
-//! `--expect-trap divergent-mma` reaches `mma_sync` from half a warp. The checked launch must print the Rust file and line of the offending
+//! `--expect-trap divergent-mma` reaches `mma_sync` from half a warp, `--expect-trap
+//! cluster-rank` arrives on the mbarrier of a block outside its cluster of 2 (sm_90; elsewhere
+//! it says it is skipped). The checked launch must print the Rust file and line of the offending
 //! statement before trapping; scripts/gpu-suite.sh checks that the output names
 //! `tests/gpu_suite/traps.rs:LINE` with the line announced here. The announcement spells the
 //! location differently (`file ..., line N`) so that it can never satisfy that check itself.
@@ -49,14 +51,31 @@ fn trap_divergent_mma(c: &mut CudaSlice<f32>) {
 /// The line of `mma_sync(...)` above.
 const DIVERGENT_LINE: u32 = line!() - 5;
 
+#[pgas_kernel]
+fn trap_cluster_rank(c: &mut CudaSlice<f32>) {
+    let bars = shared_array::<u64, 1>();
+    if thread_idx_x() == 0 {
+        mbarrier_init(&mut bars[0], 1);
+    }
+    cluster_sync();
+    if thread_idx_x() == 0 {
+        mbarrier_arrive_cluster(&mut bars[0], cluster_nctarank());
+    }
+    cluster_sync();
+    c[thread_idx_x() as usize] = 1.0;
+}
+/// The line of `mbarrier_arrive_cluster(...)` above.
+const CLUSTER_RANK_LINE: u32 = line!() - 6;
+
 pub fn run(which: &str) -> ExitCode {
     let line = match which {
         "oob" => OOB_LINE,
         "bad-pe" => BAD_PE_LINE,
         "partial-warp" => PARTIAL_WARP_LINE,
         "divergent-mma" => DIVERGENT_LINE,
+        "cluster-rank" => CLUSTER_RANK_LINE,
         other => {
-            println!("gpu_suite: --expect-trap takes `oob`, `bad-pe`, `partial-warp` or `divergent-mma`, not `{other}`");
+            println!("gpu_suite: --expect-trap takes `oob`, `bad-pe`, `partial-warp`, `divergent-mma` or `cluster-rank`, not `{other}`");
             return ExitCode::from(2);
         }
     };
@@ -99,6 +118,16 @@ pub fn run(which: &str) -> ExitCode {
                     unsafe {
                         trap_partial_warp::launch_unchecked(&pgas, LaunchConfig::blocks(1, 48), c)?
                     };
+                } else if which == "cluster-rank" {
+                    let major = pgas.cuda().attribute(
+                        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                    )?;
+                    if major < 9 {
+                        println!("expect-trap {which}: skipped: clusters need sm_90, this GPU is {major}.x");
+                        std::process::exit(0);
+                    }
+                    let cfg = LaunchConfig::blocks(2, 32).with_cluster((2, 1, 1));
+                    trap_cluster_rank::launch(&pgas, cfg, c)?;
                 } else {
                     trap_divergent_mma::launch(&pgas, LaunchConfig::blocks(1, 32), c)?;
                 }
