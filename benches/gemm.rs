@@ -32,7 +32,7 @@ use gemm_example::{gemm, gemm_bf16, gemm_tiled, value, STAGES};
 use pgas::gemm::{gemm_bf16_with, GemmConfig};
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
-use pgas::ops::cublas::{self, Cublas};
+use pgas::ops::cublas::{self, Cublas, CublasLt};
 use pgas::prelude::*;
 
 const BENCH: &str = "gemm";
@@ -305,6 +305,9 @@ fn main() -> BenchResult<()> {
     }
 
     print_report(&machine, &rows, &compile);
+    if hopper {
+        fp8(&p, &stream, &machine, &mut failures)?;
+    }
     let out_dir = std::path::PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| ".".into()));
     plot_rates(&machine, &rows, &out_dir)?;
     if failures.is_empty() {
@@ -315,6 +318,92 @@ fn main() -> BenchResult<()> {
         }
         std::process::exit(1)
     }
+}
+
+/// FP8 (e4m3 in, bf16 out, f32 accumulate): `pgas::gemm::gemm_fp8` against cuBLASLt (fast
+/// accumulation, unit scales) at 8192^3 and 4096^3, both checked against the host.
+fn fp8(
+    p: &Pgas,
+    stream: &std::sync::Arc<pgas::cudarc::driver::CudaStream>,
+    machine: &str,
+    failures: &mut Vec<String>,
+) -> BenchResult<()> {
+    let mut lt = match CublasLt::new(stream) {
+        Ok(lt) => Some(lt),
+        Err(e) => {
+            println!("{BENCH}: cuBLASLt skipped: {e}");
+            None
+        }
+    };
+    for (m, n, k) in [(8192, 8192, 8192), (4096, 4096, 4096)] {
+        let q = |i: usize, salt: u64| pgas::e4m3::from_f32(value(i, salt).to_f32());
+        let a_host: Vec<pgas::e4m3> = (0..m * k).map(|i| q(i, 21)).collect();
+        let b_host: Vec<pgas::e4m3> = (0..n * k).map(|i| q(i, 22)).collect();
+        let a = stream.clone_htod(&a_host)?;
+        let bt = stream.clone_htod(&b_host)?;
+        // Against the host at 64 points: the products of e4m3 values are exact in f64.
+        let spot = |got: &[bf16]| {
+            let (mut worst, mut scale) = (0.0f64, 0.0f64);
+            for i in 0..64 {
+                let (row, col) = ((i * 977 + 13) % m, (i * 613 + 101) % n);
+                let want: f64 = (0..k)
+                    .map(|x| a_host[row * k + x].to_f64() * b_host[col * k + x].to_f64())
+                    .sum();
+                let d = (got[row * n + col].to_f64() - want).abs();
+                worst = if d.is_nan() { f64::NAN } else { worst.max(d) };
+                scale = scale.max(want.abs());
+            }
+            worst / scale.max(1.0)
+        };
+        let mut c = stream.alloc_zeros::<bf16>(m * n)?;
+        let pgas_ms = timed(stream, || {
+            Ok(pgas::gemm::gemm_fp8(p, &mut c, &a, &bt, (m, n, k), false)?)
+        })?;
+        let d = spot(&stream.clone_dtoh(&c)?);
+        if d.is_nan() || d > GEMM_MAX_REL_DIFF {
+            failures.push(format!(
+                "{m}x{n}x{k} FP8: pgas differs from the host by {d:.3e}"
+            ));
+        }
+        let lt_ms = match lt.as_mut() {
+            Some(lt) => {
+                let mut cl = stream.alloc_zeros::<bf16>(m * n)?;
+                let ms = timed(stream, || {
+                    Ok(lt.gemm_fp8_e4m3_nt(stream, &mut cl, &a, &bt, (m, n, k))?)
+                })?;
+                let dl = spot(&stream.clone_dtoh(&cl)?);
+                if dl.is_nan() || dl > GEMM_MAX_REL_DIFF {
+                    failures.push(format!(
+                        "{m}x{n}x{k} FP8: cuBLASLt differs from the host by {dl:.3e}"
+                    ));
+                }
+                ms
+            }
+            None => f64::NAN,
+        };
+        let tf = |ms: f64| 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
+        println!(
+            "{BENCH}: FP8 e4m3 {m}x{n}x{k}: pgas::gemm {pgas_ms:.4} ms {:.1} TFLOP/s, cuBLASLt {lt_ms:.4} ms {:.1} TFLOP/s, pgas/cuBLASLt {:.3}, diff {d:.2e}",
+            tf(pgas_ms),
+            tf(lt_ms),
+            lt_ms / pgas_ms
+        );
+        let note = format!("median of {GEMM_REPS}; e4m3 in, bf16 out, f32 accumulate; cuBLASLt with fast accumulation");
+        for (name, value, unit) in [
+            ("pgas_tflops", tf(pgas_ms), "TFLOP/s"),
+            ("cublaslt_tflops", tf(lt_ms), "TFLOP/s"),
+            ("ratio", lt_ms / pgas_ms, "x"),
+        ] {
+            let f = Figure {
+                name: format!("gemm_fp8_{m}x{n}x{k}/{name}"),
+                value,
+                unit,
+                note: note.clone(),
+            };
+            emit(BENCH, machine, &f);
+        }
+    }
+    Ok(())
 }
 
 /// TFLOP/s against M for the shapes with N = K = 8192, one series a kernel.

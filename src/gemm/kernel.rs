@@ -30,6 +30,10 @@ pub const THREADS: u32 = 384;
 /// with this PE's chunk, then `me + 1`'s, in the order the chunks land: the all-gather of a
 /// tensor-parallel linear layer overlapped with its GEMM. Without `gather`, `g_map`, `landed`,
 /// `epoch`, `mp` and `me` are unused.
+///
+/// With `fp8`, A and Bt hold `e4m3` (K-major, like the bf16 ones): the maps and `k` count
+/// them in pairs (a "bf16" column is two FP8 elements, so a 64-column tile row is 128 FP8
+/// values, the same 128 bytes), and the multipliers run `wgmma_m64n{bn}k32` on the same slots.
 #[pgas_kernel(max_threads = 384)]
 pub fn gemm_bf16_sm90(
     c_map: &mut TensorMap<bf16>,
@@ -47,8 +51,11 @@ pub fn gemm_bf16_sm90(
     #[comptime] bn: u32,
     #[comptime] cluster: u32,
     #[comptime] gather: bool,
+    #[comptime] fp8: bool,
 ) {
     let smem = dyn_shared::<bf16>();
+    // The same bytes as FP8 (twice the index of `smem`'s), for the `fp8` operands.
+    let smem8 = dyn_shared::<e4m3>();
     let bars = dyn_shared::<u64>();
     let s = stages as usize;
     let bw = bn as usize;
@@ -169,8 +176,17 @@ pub fn gemm_bf16_sm90(
                 let base = st * slot;
                 wgmma_fence();
                 for ks in 0..4 {
-                    // `bn` is a comptime value: one branch is compiled.
-                    if bn == 256 {
+                    // `bn` and `fp8` are comptime values: one branch is compiled. A step is
+                    // 32 bytes of K: 16 bf16 or 32 FP8 values.
+                    let a8 = 2 * (base + arows + ks * 16);
+                    let b8 = 2 * (base + 8192 + ks * 16);
+                    if fp8 && bn == 256 {
+                        wgmma_m64n256k32(&mut acc[0], &smem8[a8], &smem8[b8]);
+                    } else if fp8 && bn == 128 {
+                        wgmma_m64n128k32(&mut acc[0], &smem8[a8], &smem8[b8]);
+                    } else if fp8 {
+                        wgmma_m64n64k32(&mut acc[0], &smem8[a8], &smem8[b8]);
+                    } else if bn == 256 {
                         wgmma_m64n256k16(
                             &mut acc[0],
                             &smem[base + arows + ks * 16],

@@ -2,8 +2,10 @@
 //! shape gets, the checks before a launch, and the launch itself.
 
 use super::kernel::{gemm_bf16_sm90, BK, BM, THREADS};
+use crate::e4m3;
 use crate::kernel::Variant;
 use crate::prelude::*;
+use cudarc::driver::DevicePtr;
 
 /// The comptime choices of one GEMM specialization, and its grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,12 +45,13 @@ impl GemmConfig {
         self.stages * (slot_bytes(self.bn) as u32 + 16) + EPILOGUE_BYTES
     }
 
-    fn comptime(&self, gather: bool) -> [i128; 4] {
+    fn comptime(&self, gather: bool, fp8: bool) -> [i128; 5] {
         [
             self.stages as i128,
             self.bn as i128,
             self.cluster as i128,
             gather as i128,
+            fp8 as i128,
         ]
     }
 }
@@ -139,6 +142,82 @@ pub fn gemm_bf16_with(
         (m, n, k),
         (0, 0),
         cfg,
+        false,
+        checked,
+    )
+}
+
+/// `C = A Btᵀ` in FP8: `A` (m x k) and `Bt` (n x k) of `e4m3`, row-major (K-major), `C` (m x n)
+/// bf16, f32 accumulate, no scaling, with the specialization [`GemmConfig::for_shape`] picks;
+/// K a multiple of 128. The same kernel as [`gemm_bf16`], its multipliers on
+/// `wgmma_m64n{bn}k32`.
+pub fn gemm_fp8(
+    pgas: &Pgas,
+    c: &mut CudaSlice<bf16>,
+    a: &CudaSlice<e4m3>,
+    bt: &CudaSlice<e4m3>,
+    (m, n, k): (usize, usize, usize),
+    checked: bool,
+) -> crate::Result<()> {
+    let cfg = GemmConfig::for_shape(m, n, pgas.sm_count()?);
+    gemm_fp8_with(pgas, c, a, bt, (m, n, k), cfg, checked)
+}
+
+/// [`gemm_fp8`] with the specialization given.
+pub fn gemm_fp8_with(
+    pgas: &Pgas,
+    c: &mut CudaSlice<bf16>,
+    a: &CudaSlice<e4m3>,
+    bt: &CudaSlice<e4m3>,
+    (m, n, k): (usize, usize, usize),
+    cfg: GemmConfig,
+    checked: bool,
+) -> crate::Result<()> {
+    if a.len() != m * k || bt.len() != n * k || c.len() != m * n {
+        return refuse(format!(
+            "buffer sizes {} / {} / {} do not match {m} x {k}, {n} x {k}, {m} x {n}",
+            a.len(),
+            bt.len(),
+            c.len()
+        ));
+    }
+    if k == 0 || !k.is_multiple_of(2 * BK) {
+        return refuse(format!(
+            "K = {k} is not a positive multiple of {} (FP8 tiles are 128 values of K)",
+            2 * BK
+        ));
+    }
+    // The kernel and its maps count K in pairs of FP8 values (two bytes, one "bf16" column):
+    // the copy engine moves the same 128-byte rows.
+    let kp = k / 2;
+    check(cfg, (m, n, kp))?;
+    let stream = pgas.stream();
+    let mut c_map = TensorMap::tiled_2d_mut(stream, c, c_tile(m, n))?;
+    let (pa, _ra) = a.device_ptr(stream);
+    let (pb, _rb) = bt.device_ptr(stream);
+    // SAFETY: A and Bt hold m x k and n x k bytes (checked above), m x kp and n x kp pairs, and
+    // live, borrowed, until the launch below is enqueued; the kernel only reads them.
+    let (a_map, b_map) = unsafe {
+        (
+            TensorMap::<bf16>::from_device_ptr(pa, m * kp, a_tile(m, kp))?,
+            TensorMap::<bf16>::from_device_ptr(pb, n * kp, b_tile(n, kp, cfg))?,
+        )
+    };
+    let mut unused = stream.alloc_zeros::<u64>(1)?;
+    let maps = Maps {
+        c: &mut c_map,
+        a: &a_map,
+        b: &b_map,
+        gathered: &a_map,
+    };
+    launch(
+        pgas,
+        maps,
+        (&mut unused, 0),
+        (m, n, kp),
+        (0, 0),
+        cfg,
+        true,
         checked,
     )
 }
@@ -212,7 +291,7 @@ pub(crate) fn persistent_clusters(
     pgas: &Pgas,
     cfg: GemmConfig,
     (m, n): (usize, usize),
-    gather: bool,
+    (gather, fp8): (bool, bool),
     checked: bool,
 ) -> crate::Result<u32> {
     let variant = if checked {
@@ -228,15 +307,17 @@ pub(crate) fn persistent_clusters(
         pgas,
         &gemm_bf16_sm90::SPEC,
         variant,
-        &cfg.comptime(gather),
+        &cfg.comptime(gather, fp8),
         launch,
     )?
     .min(tiles))
 }
 
 /// Launches the kernel on the pgas stream over a persistent grid. `landed` and its epoch, and
-/// `(mp, me)` (rows per PE, this PE) serve a gathering launch (`gather` when `mp > 0`); the
-/// shape and `cfg` were checked by the caller.
+/// `(mp, me)` (rows per PE, this PE) serve a gathering launch (`gather` when `mp > 0`); `fp8`
+/// takes A and Bt as `e4m3` (the maps and `k` counting pairs of them). The shape and `cfg`
+/// were checked by the caller.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     pgas: &Pgas,
     maps: Maps<'_, '_>,
@@ -244,6 +325,7 @@ pub(crate) fn launch(
     (m, n, k): (usize, usize, usize),
     (mp, me): (usize, usize),
     cfg: GemmConfig,
+    fp8: bool,
     checked: bool,
 ) -> crate::Result<()> {
     let gather = mp > 0;
@@ -252,7 +334,7 @@ pub(crate) fn launch(
         .with_cluster((cfg.cluster, 1, 1));
     let clusters = match cfg.clusters {
         Some(c) => c,
-        None => persistent_clusters(pgas, cfg, (m, n), gather, checked)?,
+        None => persistent_clusters(pgas, cfg, (m, n), (gather, fp8), checked)?,
     };
     let launch = LaunchConfig {
         grid: (clusters * cfg.cluster, 1, 1),
@@ -263,7 +345,7 @@ pub(crate) fn launch(
     if checked {
         gemm_bf16_sm90::launch(
             pgas, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, stages, bn, cluster,
-            gather,
+            gather, fp8,
         )
     } else {
         // SAFETY: the shape is whole tiles and every buffer has exactly its matrix's size, so
@@ -271,7 +353,7 @@ pub(crate) fn launch(
         unsafe {
             gemm_bf16_sm90::launch_unchecked(
                 pgas, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, stages, bn,
-                cluster, gather,
+                cluster, gather, fp8,
             )
         }
     }

@@ -277,7 +277,7 @@ impl AllGatherMatmul {
             &self.pgas,
             cfg,
             (rows, n),
-            one_kernel && np > 1,
+            (one_kernel && np > 1, false),
             false,
         )?);
         let context = "allocating the landed words (cuMemAlloc)";
@@ -496,6 +496,7 @@ impl AllGatherMatmul {
             (0, 0),
             f.cfg,
             false,
+            false,
         )
     }
 
@@ -613,6 +614,7 @@ impl AllGatherMatmul {
             (m, n, k),
             (mp, me),
             f.cfg,
+            false,
             false,
         )
     }

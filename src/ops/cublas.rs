@@ -326,6 +326,179 @@ fn dims((m, n, k): (usize, usize, usize)) -> Result<(i32, i32, i32)> {
     Ok((one("GEMM m", m)?, one("GEMM n", n)?, one("GEMM k", k)?))
 }
 
+/// A cuBLASLt handle and workspace on a CUDA context, for FP8 GEMMs (the comparison of
+/// `pgas::gemm::gemm_fp8`): `C = A · Btᵀ` with A (m x k) and Bt (n x k) `e4m3`, row-major, C
+/// (m x n) bf16, f32 compute, unit scales, fast accumulation (the tensor cores' own, as
+/// `wgmma` accumulates). cuBLASLt picks its algorithm by its default heuristics.
+pub struct CublasLt {
+    handle: cudarc::cublaslt::sys::cublasLtHandle_t,
+    workspace: cudarc::driver::CudaSlice<u8>,
+    _ctx: Arc<CudaContext>,
+}
+
+// SAFETY: a cuBLASLt handle may move between threads; `&self` methods are not shared.
+unsafe impl Send for CublasLt {}
+
+impl std::fmt::Debug for CublasLt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CublasLt").finish_non_exhaustive()
+    }
+}
+
+impl Drop for CublasLt {
+    fn drop(&mut self) {
+        // SAFETY: the handle is this value's, destroyed once.
+        unsafe {
+            let _ = cudarc::cublaslt::result::destroy_handle(self.handle);
+        }
+    }
+}
+
+/// Bytes of cuBLASLt's workspace (its guidance for Hopper: 32 MiB).
+const LT_WORKSPACE: usize = 32 << 20;
+
+impl CublasLt {
+    /// Loads cuBLAS ([`load`], which opens libcublasLt too), creates a handle and a workspace
+    /// on `stream`'s context.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] without cuBLAS, [`Error::Cublas`] when the handle cannot be made.
+    pub fn new(stream: &Arc<CudaStream>) -> Result<CublasLt> {
+        load()?;
+        let ctx = stream.context().clone();
+        ctx.bind_to_thread().map_err(Error::from)?;
+        let handle = cudarc::cublaslt::result::create_handle().map_err(|e| Error::Cublas {
+            call: "cublasLtCreate",
+            status: format!("{e:?}"),
+        })?;
+        let workspace = stream
+            .alloc_zeros::<u8>(LT_WORKSPACE)
+            .map_err(Error::cuda("allocating cuBLASLt's workspace"))?;
+        Ok(CublasLt {
+            handle,
+            workspace,
+            _ctx: ctx,
+        })
+    }
+
+    /// `C = A · Btᵀ` on `stream` in FP8 (see the type's documentation).
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when a buffer does not hold its matrix, [`Error::Cublas`] when
+    /// cuBLASLt refuses (it takes K a multiple of 16 and 16-byte aligned rows for FP8).
+    pub fn gemm_fp8_e4m3_nt(
+        &mut self,
+        stream: &CudaStream,
+        c: &mut impl DevicePtrMut<bf16>,
+        a: &impl DevicePtr<crate::e4m3>,
+        bt: &impl DevicePtr<crate::e4m3>,
+        (m, n, k): (usize, usize, usize),
+    ) -> Result<()> {
+        use cudarc::cublaslt::result as lt;
+        use cudarc::cublaslt::sys as ltsys;
+        for (what, got, expected) in [
+            ("the FP8 GEMM's A (m x k)", a.len(), m * k),
+            ("the FP8 GEMM's Bt (n x k)", bt.len(), n * k),
+            ("the FP8 GEMM's C (m x n)", c.len(), m * n),
+        ] {
+            if got != expected {
+                return Err(Error::LengthMismatch {
+                    what,
+                    got,
+                    expected,
+                });
+            }
+        }
+        let err = |call: &'static str| {
+            move |e: lt::CublasError| Error::Cublas {
+                call,
+                status: format!("{e:?}"),
+            }
+        };
+        let (pa, _ra) = a.device_ptr(stream);
+        let (pb, _rb) = bt.device_ptr(stream);
+        let (pc, _rc) = c.device_ptr_mut(stream);
+        let (pw, _rw) = self.workspace.device_ptr_mut(stream);
+        // Column-major terms, as `Cublas::gemm_ex`: row-major C (m x n) is Cᵀ (n x m) =
+        // Bt · Aᵀ; row-major Bt (n x k) is column-major k x n, transposed ("T"); row-major A
+        // is column-major k x m, as is ("N"): the "TN" layout FP8 requires.
+        let (e4m3, bf) = (
+            ltsys::cudaDataType::CUDA_R_8F_E4M3,
+            ltsys::cudaDataType::CUDA_R_16BF,
+        );
+        let layouts = [
+            lt::create_matrix_layout(e4m3, k as u64, n as u64, k as i64),
+            lt::create_matrix_layout(e4m3, k as u64, m as u64, k as i64),
+            lt::create_matrix_layout(bf, n as u64, m as u64, n as i64),
+        ];
+        let desc = lt::create_matmul_desc(
+            ltsys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            ltsys::cudaDataType::CUDA_R_32F,
+        )
+        .map_err(err("cublasLtMatmulDescCreate"))?;
+        let result = (|| -> Result<()> {
+            let [la, lb, lc] = [&layouts[0], &layouts[1], &layouts[2]].map(|l| l.as_ref().ok());
+            let (Some(&la), Some(&lb), Some(&lc)) = (la, lb, lc) else {
+                return Err(Error::Cublas {
+                    call: "cublasLtMatrixLayoutCreate",
+                    status: "a layout was refused".into(),
+                });
+            };
+            let op_t = cublasOperation_t::CUBLAS_OP_T;
+            let fast: i8 = 1;
+            // SAFETY: the descriptor is live; each value has the attribute's type and size.
+            unsafe {
+                lt::set_matmul_desc_attribute(
+                    desc,
+                    ltsys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
+                    (&op_t as *const cublasOperation_t).cast(),
+                    std::mem::size_of::<cublasOperation_t>(),
+                )
+                .map_err(err("cublasLtMatmulDescSetAttribute(TRANSA)"))?;
+                lt::set_matmul_desc_attribute(
+                    desc,
+                    ltsys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_FAST_ACCUM,
+                    (&fast as *const i8).cast(),
+                    1,
+                )
+                .map_err(err("cublasLtMatmulDescSetAttribute(FAST_ACCUM)"))?;
+            }
+            let (alpha, beta) = (1.0f32, 0.0f32);
+            // SAFETY: the lengths are checked above; cudarc orders the buffers on `stream` and
+            // the guards record their use until the GEMM is enqueued; the layouts describe them.
+            unsafe {
+                lt::matmul(
+                    self.handle,
+                    desc,
+                    (&alpha as *const f32).cast(),
+                    (&beta as *const f32).cast(),
+                    pb as *const std::ffi::c_void,
+                    la,
+                    pa as *const std::ffi::c_void,
+                    lb,
+                    pc as *const std::ffi::c_void,
+                    lc,
+                    pc as *mut std::ffi::c_void,
+                    lc,
+                    std::ptr::null(),
+                    pw as *mut std::ffi::c_void,
+                    LT_WORKSPACE,
+                    stream.cu_stream() as ltsys::cudaStream_t,
+                )
+                .map_err(err("cublasLtMatmul"))
+            }
+        })();
+        // SAFETY: created above, destroyed once.
+        unsafe {
+            let _ = lt::destroy_matmul_desc(desc);
+            for l in layouts.into_iter().flatten() {
+                let _ = lt::destroy_matrix_layout(l);
+            }
+        }
+        result
+    }
+}
+
 fn cublas_err(call: &'static str, e: blas::CublasError) -> Error {
     Error::Cublas {
         call,

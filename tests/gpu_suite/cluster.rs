@@ -25,6 +25,7 @@ pub const CASES: &[Case] = &[
     case("cluster/gemm_bf16_128x8192x8192_configs", gemm_big_case),
     case("cluster/refuses_bad_clusters_and_shapes", bad_input_case),
     case("cluster/tma_store_and_reduce_add_f32", tma_store_case),
+    case("cluster/gemm_fp8_e4m3_256x512x1024", gemm_fp8_case),
 ];
 
 /// None: compiled at first launch (sm_90a), so a suite on an older GPU still prewarms the rest.
@@ -543,10 +544,10 @@ fn variant_of(checked: bool) -> Variant {
 /// Compiles every specialization the GEMM cases launch as one prewarm (in parallel where the
 /// JIT has helper processes), so a case's time is not a string of NVRTC compiles.
 fn prewarm_gemm(p: &Pgas, runs: &[(GemmConfig, bool)]) -> pgas::Result<()> {
-    // The last comptime value: not gathering (pgas::ops's all-gather sets it).
-    let comptime: Vec<[i128; 4]> = runs
+    // The last comptime values: not gathering (pgas::ops's all-gather sets it), bf16.
+    let comptime: Vec<[i128; 5]> = runs
         .iter()
-        .map(|(c, _)| [c.stages as i128, c.bn as i128, c.cluster as i128, 0])
+        .map(|(c, _)| [c.stages as i128, c.bn as i128, c.cluster as i128, 0, 0])
         .collect();
     let list: Vec<Prewarm<'_>> = runs
         .iter()
@@ -635,6 +636,54 @@ fn gemm_runs(
 }
 
 /// The GEMM on a GPU below 9.0: refused (its kernel is sm_90a) rather than run.
+/// `pgas::gemm::gemm_fp8_with` (e4m3 in, bf16 out) at every element against the host, over
+/// tile widths and clusters, plain and checked; K not a multiple of 128 refused.
+fn gemm_fp8_case(p: &Pgas) -> CaseResult {
+    if !gemm_sm90_or_refused(p)? {
+        return Ok(());
+    }
+    let s = p.stream();
+    let (m, n, k) = (256, 512, 1024);
+    let q = |i: usize, salt: u64| pgas::e4m3::from_f32(value(i, salt).to_f32());
+    let a_host: Vec<pgas::e4m3> = (0..m * k).map(|i| q(i, 31)).collect();
+    let b_host: Vec<pgas::e4m3> = (0..n * k).map(|i| q(i, 32)).collect();
+    let (a, bt) = (s.clone_htod(&a_host)?, s.clone_htod(&b_host)?);
+    let mut failed = Vec::new();
+    for t in [(256, 2, 4), (128, 1, 6), (64, 1, 3)] {
+        for checked in [false, true] {
+            let mut c = s.alloc_zeros::<bf16>(m * n)?;
+            pgas::gemm::gemm_fp8_with(p, &mut c, &a, &bt, (m, n, k), config(t), checked)?;
+            let got = s.clone_dtoh(&c)?;
+            let mut bad = 0;
+            for row in 0..m {
+                for col in 0..n {
+                    let want: f64 = (0..k)
+                        .map(|x| a_host[row * k + x].to_f64() * b_host[col * k + x].to_f64())
+                        .sum();
+                    let g = got[row * n + col].to_f64();
+                    if !((g - want).abs() <= want.abs() / 128.0 + 1e-2) {
+                        bad += 1;
+                    }
+                }
+            }
+            if bad > 0 {
+                failed.push(format!("{t:?} checked={checked}: {bad} elements off"));
+            }
+        }
+    }
+    ensure(failed.is_empty(), || {
+        format!("FP8 GEMM: {}", failed.join("; "))
+    })?;
+    let mut c = s.alloc_zeros::<bf16>(m * n)?;
+    let a64 = s.alloc_zeros::<pgas::e4m3>(m * 64)?;
+    let b64 = s.alloc_zeros::<pgas::e4m3>(n * 64)?;
+    refused(
+        "an FP8 GEMM with K = 64",
+        pgas::gemm::gemm_fp8(p, &mut c, &a64, &b64, (m, n, 64), false),
+        &["K = 64 is not a positive multiple of 128"],
+    )
+}
+
 fn gemm_sm90_or_refused(p: &Pgas) -> Result<bool, String> {
     sm90_or_refused(p, || {
         let s = p.stream();
