@@ -110,9 +110,10 @@ fn main() -> BenchResult<()> {
     // Each kernel's comptime values are its ring depth and tile width (the wide tile of big
     // shapes).
     let mma_ct = [STAGES as i128, gemm_example::BN as i128];
+    let sm90_ct = GemmConfig::for_shape(8192, 8192, p.sm_count()?).comptime(false, false);
     let kernels: [(&'static pgas::kernel::KernelSpec, &[i128]); 2] = [
         (&gemm_bf16::SPEC, &mma_ct),
-        (&pgas::gemm::gemm_bf16_sm90::SPEC, &[4, 256, 2]),
+        (&pgas::gemm::gemm_bf16_sm90::SPEC, &sm90_ct),
     ];
     for (spec, comptime) in kernels.into_iter().take(if hopper { 2 } else { 1 }) {
         for variant in [Variant::Plain, Variant::Checked] {

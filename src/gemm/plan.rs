@@ -45,7 +45,9 @@ impl GemmConfig {
         self.stages * (slot_bytes(self.bn) as u32 + 16) + EPILOGUE_BYTES
     }
 
-    fn comptime(&self, gather: bool, fp8: bool) -> [i128; 5] {
+    /// The kernel's comptime values for this specialization (ring, tile width, cluster, then
+    /// whether it gathers and whether A and Bt are FP8), as `pgas::launch::prewarm` takes them.
+    pub fn comptime(&self, gather: bool, fp8: bool) -> [i128; 5] {
         [
             self.stages as i128,
             self.bn as i128,
@@ -128,7 +130,8 @@ pub fn gemm_bf16_with(
     let a_map = TensorMap::tiled_2d(stream, a, a_tile(m, k))?;
     let b_map = TensorMap::tiled_2d(stream, bt, b_tile(n, k, cfg))?;
     // Read only by gathering launches; a plain launch still passes a buffer of the type.
-    let mut unused = stream.alloc_zeros::<u64>(1)?;
+    let mut words = UNUSED.lock().unwrap_or_else(|e| e.into_inner());
+    let unused = unused_word(&mut words, pgas)?;
     let maps = Maps {
         c: &mut c_map,
         a: &a_map,
@@ -138,7 +141,7 @@ pub fn gemm_bf16_with(
     launch(
         pgas,
         maps,
-        (&mut unused, 0),
+        (&mut words[unused].1, 0),
         (m, n, k),
         (0, 0),
         cfg,
@@ -203,7 +206,8 @@ pub fn gemm_fp8_with(
             TensorMap::<bf16>::from_device_ptr(pb, n * kp, b_tile(n, kp, cfg))?,
         )
     };
-    let mut unused = stream.alloc_zeros::<u64>(1)?;
+    let mut words = UNUSED.lock().unwrap_or_else(|e| e.into_inner());
+    let unused = unused_word(&mut words, pgas)?;
     let maps = Maps {
         c: &mut c_map,
         a: &a_map,
@@ -213,7 +217,7 @@ pub fn gemm_fp8_with(
     launch(
         pgas,
         maps,
-        (&mut unused, 0),
+        (&mut words[unused].1, 0),
         (m, n, kp),
         (0, 0),
         cfg,
@@ -303,15 +307,45 @@ pub(crate) fn persistent_clusters(
         .with_shared_mem(cfg.shared_bytes())
         .with_cluster((cfg.cluster, 1, 1));
     let tiles = ((m / BM / cfg.cluster as usize) * (n / cfg.bn as usize)) as u32;
-    Ok(crate::launch::max_active_clusters(
-        pgas,
-        &gemm_bf16_sm90::SPEC,
-        variant,
-        &cfg.comptime(gather, fp8),
-        launch,
-    )?
-    .min(tiles))
+    // The answer depends on the specialization and the GPU only, and the query (a JIT lookup
+    // and cuOccupancyMaxActiveClusters) cost tens of microseconds a call: asked once.
+    let key = (pgas.cuda().ordinal(), cfg.comptime(gather, fp8), checked);
+    let mut cache = RESIDENT.lock().unwrap_or_else(|e| e.into_inner());
+    let resident = match cache.iter().find(|(k, _)| *k == key) {
+        Some(&(_, r)) => r,
+        None => {
+            let r = crate::launch::max_active_clusters(
+                pgas,
+                &gemm_bf16_sm90::SPEC,
+                variant,
+                &key.1,
+                launch,
+            )?;
+            cache.push((key, r));
+            r
+        }
+    };
+    Ok(resident.min(tiles))
 }
+
+/// The `landed` word of a launch that does not gather (never read), one a CUDA context in
+/// [`UNUSED`], allocated once: an allocation a call cost host time before every launch.
+fn unused_word(words: &mut Vec<(usize, CudaSlice<u64>)>, pgas: &Pgas) -> crate::Result<usize> {
+    let ctx = pgas.cuda().cu_ctx() as usize;
+    if let Some(i) = words.iter().position(|(c, _)| *c == ctx) {
+        return Ok(i);
+    }
+    words.push((ctx, pgas.stream().alloc_zeros::<u64>(1)?));
+    Ok(words.len() - 1)
+}
+
+/// See [`unused_word`]: by CUDA context (its handle's address).
+static UNUSED: std::sync::Mutex<Vec<(usize, CudaSlice<u64>)>> = std::sync::Mutex::new(Vec::new());
+
+/// Resident clusters by (device, comptime values, checked): [`persistent_clusters`]' answers.
+#[allow(clippy::type_complexity)]
+static RESIDENT: std::sync::Mutex<Vec<((usize, [i128; 5], bool), u32)>> =
+    std::sync::Mutex::new(Vec::new());
 
 /// Launches the kernel on the pgas stream over a persistent grid. `landed` and its epoch, and
 /// `(mp, me)` (rows per PE, this PE) serve a gathering launch (`gather` when `mp > 0`); `fp8`

@@ -55,7 +55,10 @@ fn watchdog(origin: Instant, pe: usize) {
         std::thread::sleep(Duration::from_secs(1));
         let started = STARTED_MS.load(Ordering::SeqCst);
         let now = origin.elapsed().as_millis() as u64;
-        if started > 0 && now - started > timeout.as_millis() as u64 {
+        // `started` is a case's start + 1 ms (0: none running), so within that millisecond it
+        // is ahead of `now`: an unsigned `now - started` wrapped and reported a case a few
+        // milliseconds old as hung (issue 23's false hang).
+        if started > 0 && now.saturating_sub(started) > timeout.as_millis() as u64 {
             let name = *CURRENT.lock().unwrap();
             println!(
                 "gpu_suite[pe {pe}]: FAIL {name}: still running after {} s (hung); giving up",
