@@ -89,7 +89,7 @@ macro_rules! fp8_type {
         #[doc = concat!("An 8-bit float, ", $what, " (CUDA's `", $cuda, "`).")]
         ///
         /// Conversions from wider floats round to nearest even and saturate to the largest finite
-        /// value; see the [module docs](self).
+        /// value, as CUDA's `__NV_SATFINITE` conversion does.
         #[allow(non_camel_case_types)]
         #[derive(Clone, Copy, Default)]
         #[repr(transparent)]

@@ -278,7 +278,7 @@ macro_rules! coll_kernels {
             ///
             /// The vectors are chunked by rank, and so are the scalar elements (`head` before
             /// the first vector and the rest past the last; all of them without `vec`). Its two
-            /// halves are [`reduce_scatter`] and [`all_gather`] (the same pasted pieces), fused.
+            /// halves are `reduce_scatter` and `all_gather` (the same pasted pieces), fused.
             #[pgas_kernel(max_threads = 512)]
             pub fn two_shot(
                 dst: &mut SymTensor<$t>,

@@ -116,38 +116,47 @@ pub fn gemm_bf16_with(
     cfg: GemmConfig,
     checked: bool,
 ) -> crate::Result<()> {
-    if a.len() != m * k || bt.len() != n * k || c.len() != m * n {
-        return refuse(format!(
-            "buffer sizes {} / {} / {} do not match {m} x {k}, {n} x {k}, {m} x {n}",
-            a.len(),
-            bt.len(),
-            c.len()
-        ));
-    }
+    check_sizes((a.len(), bt.len(), c.len()), (m, n, k))?;
     check(cfg, (m, n, k))?;
     let stream = pgas.stream();
-    let mut c_map = TensorMap::tiled_2d_mut(stream, c, c_tile(m, n))?;
     let a_map = TensorMap::tiled_2d(stream, a, a_tile(m, k))?;
     let b_map = TensorMap::tiled_2d(stream, bt, b_tile(n, k, cfg))?;
+    launch_local(pgas, c, (&a_map, &b_map), (m, n, k), cfg, false, checked)
+}
+
+/// A launch that does not gather: C's map, the unused `landed` word, the launch.
+fn launch_local(
+    pgas: &Pgas,
+    c: &mut CudaSlice<bf16>,
+    (a_map, b_map): (&TensorMap<'_, bf16>, &TensorMap<'_, bf16>),
+    (m, n, k): (usize, usize, usize),
+    cfg: GemmConfig,
+    fp8: bool,
+    checked: bool,
+) -> crate::Result<()> {
+    let mut c_map = TensorMap::tiled_2d_mut(pgas.stream(), c, c_tile(m, n))?;
     // Read only by gathering launches; a plain launch still passes a buffer of the type.
     let mut words = UNUSED.lock().unwrap_or_else(|e| e.into_inner());
     let unused = unused_word(&mut words, pgas)?;
     let maps = Maps {
         c: &mut c_map,
-        a: &a_map,
-        b: &b_map,
-        gathered: &a_map,
+        a: a_map,
+        b: b_map,
+        gathered: a_map,
     };
-    launch(
-        pgas,
-        maps,
-        (&mut words[unused].1, 0),
-        (m, n, k),
-        (0, 0),
-        cfg,
-        false,
-        checked,
-    )
+    let landed = (&mut words[unused].1, 0);
+    launch(pgas, maps, landed, (m, n, k), (0, 0), cfg, fp8, checked)
+}
+
+/// Refuses buffers that do not hold `m x k`, `n x k` and `m x n` elements.
+fn check_sizes(lens: (usize, usize, usize), (m, n, k): (usize, usize, usize)) -> crate::Result<()> {
+    let (a, bt, c) = lens;
+    if a != m * k || bt != n * k || c != m * n {
+        return refuse(format!(
+            "buffer sizes {a} / {bt} / {c} do not match {m} x {k}, {n} x {k}, {m} x {n}"
+        ));
+    }
+    Ok(())
 }
 
 /// `C = A Btᵀ` in FP8: `A` (m x k) and `Bt` (n x k) of `e4m3`, row-major (K-major), `C` (m x n)
@@ -176,14 +185,7 @@ pub fn gemm_fp8_with(
     cfg: GemmConfig,
     checked: bool,
 ) -> crate::Result<()> {
-    if a.len() != m * k || bt.len() != n * k || c.len() != m * n {
-        return refuse(format!(
-            "buffer sizes {} / {} / {} do not match {m} x {k}, {n} x {k}, {m} x {n}",
-            a.len(),
-            bt.len(),
-            c.len()
-        ));
-    }
+    check_sizes((a.len(), bt.len(), c.len()), (m, n, k))?;
     if k == 0 || !k.is_multiple_of(2 * BK) {
         return refuse(format!(
             "K = {k} is not a positive multiple of {} (FP8 tiles are 128 values of K)",
@@ -195,7 +197,6 @@ pub fn gemm_fp8_with(
     let kp = k / 2;
     check(cfg, (m, n, kp))?;
     let stream = pgas.stream();
-    let mut c_map = TensorMap::tiled_2d_mut(stream, c, c_tile(m, n))?;
     let (pa, _ra) = a.device_ptr(stream);
     let (pb, _rb) = bt.device_ptr(stream);
     // SAFETY: A and Bt hold m x k and n x k bytes (checked above), m x kp and n x kp pairs, and
@@ -206,24 +207,7 @@ pub fn gemm_fp8_with(
             TensorMap::<bf16>::from_device_ptr(pb, n * kp, b_tile(n, kp, cfg))?,
         )
     };
-    let mut words = UNUSED.lock().unwrap_or_else(|e| e.into_inner());
-    let unused = unused_word(&mut words, pgas)?;
-    let maps = Maps {
-        c: &mut c_map,
-        a: &a_map,
-        b: &b_map,
-        gathered: &a_map,
-    };
-    launch(
-        pgas,
-        maps,
-        (&mut words[unused].1, 0),
-        (m, n, kp),
-        (0, 0),
-        cfg,
-        true,
-        checked,
-    )
+    launch_local(pgas, c, (&a_map, &b_map), (m, n, kp), cfg, true, checked)
 }
 
 /// Refuses a shape that is not whole tiles, or a tile width, cluster or ring the kernel does

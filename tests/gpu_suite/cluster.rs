@@ -665,7 +665,11 @@ fn gemm_fp8_case(p: &Pgas) -> CaseResult {
             let bad = got
                 .iter()
                 .zip(&want)
-                .filter(|(g, w)| !((g.to_f64() - **w).abs() <= w.abs() / 128.0 + scale / 256.0))
+                // NaN counts as off.
+                .filter(|(g, w)| {
+                    let off = (g.to_f64() - **w).abs();
+                    off.is_nan() || off > w.abs() / 128.0 + scale / 256.0
+                })
                 .count();
             if bad > 0 {
                 failed.push(format!("{t:?} checked={checked}: {bad} elements off"));
