@@ -3,8 +3,8 @@
 //! targets PE `n_pes()`, `--expect-trap partial-warp` runs a tensor-core kernel with a block
 //! that is not whole warps (both variants trap at entry, naming the kernel's `fn` line), and
 //! `--expect-trap divergent-mma` reaches `mma_sync` from half a warp, `--expect-trap
-//! cluster-rank` arrives on the mbarrier of a block outside its cluster of 2 (sm_90; elsewhere
-//! it says it is skipped). The checked launch must print the Rust file and line of the offending
+//! cluster-rank` arrives on the mbarrier of a block outside its cluster of 2 and `--expect-trap
+//! multicast-mask` multicasts to one (sm_90; elsewhere they say they are skipped). The checked launch must print the Rust file and line of the offending
 //! statement before trapping; scripts/gpu-suite.sh checks that the output names
 //! `tests/gpu_suite/traps.rs:LINE` with the line announced here. The announcement spells the
 //! location differently (`file ..., line N`) so that it can never satisfy that check itself.
@@ -67,6 +67,24 @@ fn trap_cluster_rank(c: &mut CudaSlice<f32>) {
 /// The line of `mbarrier_arrive_cluster(...)` above.
 const CLUSTER_RANK_LINE: u32 = line!() - 6;
 
+#[pgas_kernel]
+fn trap_multicast_mask(c: &mut CudaSlice<f32>, map: &TensorMap<f32>) {
+    let smem = dyn_shared::<f32>();
+    let bars = dyn_shared::<u64>();
+    if thread_idx_x() == 0 {
+        mbarrier_init(&mut bars[512], 1);
+    }
+    cluster_sync();
+    if thread_idx_x() == 0 {
+        mbarrier_arrive_expect_tx(&mut bars[512], 4096);
+        tma_load_2d_multicast(&mut smem[0], map, &mut bars[512], 0, 0, 4);
+    }
+    cluster_sync();
+    c[thread_idx_x() as usize] = smem[0];
+}
+/// The line of `tma_load_2d_multicast(...)` above (a mask naming block 2 of a cluster of 2).
+const MULTICAST_MASK_LINE: u32 = line!() - 6;
+
 pub fn run(which: &str) -> ExitCode {
     let line = match which {
         "oob" => OOB_LINE,
@@ -74,8 +92,9 @@ pub fn run(which: &str) -> ExitCode {
         "partial-warp" => PARTIAL_WARP_LINE,
         "divergent-mma" => DIVERGENT_LINE,
         "cluster-rank" => CLUSTER_RANK_LINE,
+        "multicast-mask" => MULTICAST_MASK_LINE,
         other => {
-            println!("gpu_suite: --expect-trap takes `oob`, `bad-pe`, `partial-warp`, `divergent-mma` or `cluster-rank`, not `{other}`");
+            println!("gpu_suite: --expect-trap takes `oob`, `bad-pe`, `partial-warp`, `divergent-mma`, `cluster-rank` or `multicast-mask`, not `{other}`");
             return ExitCode::from(2);
         }
     };
@@ -118,7 +137,7 @@ pub fn run(which: &str) -> ExitCode {
                     unsafe {
                         trap_partial_warp::launch_unchecked(&pgas, LaunchConfig::blocks(1, 48), c)?
                     };
-                } else if which == "cluster-rank" {
+                } else if which == "cluster-rank" || which == "multicast-mask" {
                     let major = pgas.cuda().attribute(
                         pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
                     )?;
@@ -127,7 +146,21 @@ pub fn run(which: &str) -> ExitCode {
                         std::process::exit(0);
                     }
                     let cfg = LaunchConfig::blocks(2, 32).with_cluster((2, 1, 1));
-                    trap_cluster_rank::launch(&pgas, cfg, c)?;
+                    if which == "cluster-rank" {
+                        trap_cluster_rank::launch(&pgas, cfg, c)?;
+                    } else {
+                        let t = Box::leak(Box::new(pgas.stream().alloc_zeros::<f32>(1024)?));
+                        let tile = Tile2d {
+                            rows: 32,
+                            cols: 32,
+                            box_rows: 32,
+                            box_cols: 32,
+                            swizzle: Swizzle::None,
+                        };
+                        let map = TensorMap::tiled_2d(pgas.stream(), t, tile)?;
+                        let cfg = cfg.with_shared_mem(4096 + 8);
+                        trap_multicast_mask::launch(&pgas, cfg, c, &map)?;
+                    }
                 } else {
                     trap_divergent_mma::launch(&pgas, LaunchConfig::blocks(1, 32), c)?;
                 }
