@@ -23,13 +23,15 @@ pub struct GemmConfig {
 
 impl GemmConfig {
     /// The specialization for `m x n x k` on a GPU with `sms` multiprocessors: the widest tile
-    /// that still gives every multiprocessor a tile, as deep a ring as fits 192 KiB, and
+    /// that still gives nearly every multiprocessor (90%) a tile, as deep a ring as fits 192 KiB, and
     /// clusters of 2 where M has an even number of 128-row tiles.
     pub fn for_shape(m: usize, n: usize, sms: usize) -> GemmConfig {
         let tiles = |bn: usize| (m / BM) * (n / bn);
+        // A wider tile is worth a few idle multiprocessors (128-wide tiles run at about 0.75x
+        // of 256-wide ones): "every multiprocessor" is 90% of them.
         let bn = [256, 128]
             .into_iter()
-            .find(|&bn| n.is_multiple_of(bn) && tiles(bn) >= sms)
+            .find(|&bn| n.is_multiple_of(bn) && tiles(bn) * 10 >= sms * 9)
             .unwrap_or(64);
         GemmConfig {
             stages: (192 * 1024 / slot_bytes(bn as u32)) as u32,
