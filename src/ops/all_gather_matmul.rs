@@ -237,14 +237,12 @@ impl AllGatherMatmul {
         })
     }
 
-    /// Picks the GEMM of later calls ([`GemmPath`]). An `Err` (and nothing changed) for a pgas
-    /// path where the GPU is not sm_90 or the shape is not whole tiles of `pgas::gemm`: shard
-    /// rows a multiple of 128, N and K of 64. Not collective, but every PE should pick the same.
+    /// Picks the GEMM of later calls ([`GemmPath`]). Collective: the PEs first agree on the
+    /// path (`ops::agree`), so a PE that asks for another, or one where the path cannot run, is
+    /// the same `Err` on every PE. A pgas path cannot run where the GPU is not sm_90 or the
+    /// shape is not whole tiles of `pgas::gemm` (shard rows a multiple of 128, N and K of 64);
+    /// nothing is changed then.
     pub fn set_gemm(&mut self, path: GemmPath) -> Result<()> {
-        if path == GemmPath::Cublas {
-            self.fused = None;
-            return Ok(());
-        }
         let one_kernel = path == GemmPath::PgasOneKernel;
         let (mp, n, k) = (self.mp, self.n, self.k);
         let np = self.pgas.n_pes();
@@ -259,18 +257,37 @@ impl AllGatherMatmul {
         if !mp.is_multiple_of(BM * cfg.cluster as usize) {
             cfg.cluster = 1;
         }
-        let fits = if major != 9 {
+        let fits = if path == GemmPath::Cublas {
+            Ok(())
+        } else if major != 9 {
             Err(format!("the GPU is sm_{major}x, the kernel sm_90a"))
         } else if !mp.is_multiple_of(BM) {
             Err(format!("shard rows {mp} are not a multiple of {BM}"))
         } else {
             crate::gemm::check(cfg, (rows, n, k)).map_err(|e| e.to_string())
         };
+        // The one-kernel path pushes where the others pull: every PE must take the same path,
+        // and a PE where it cannot run makes every PE refuse it.
+        super::agree(
+            &self.pgas,
+            "all_gather_matmul GEMM path",
+            &[
+                (
+                    "GemmPath (0 cuBLAS, 1 per shard, 2 one kernel)",
+                    path as u64,
+                ),
+                ("the path can run on this PE", fits.is_ok() as u64),
+            ],
+        )?;
         if let Err(why) = fits {
             return Err(Error::Unavailable {
                 what: "all_gather_matmul with the pgas GEMM",
                 reason: format!("{why}. Fix: keep the cuBLAS path (GemmPath::Cublas)"),
             });
+        }
+        if path == GemmPath::Cublas {
+            self.fused = None;
+            return Ok(());
         }
         // Asked once here (it compiles the kernel if need be), not at every call.
         cfg.clusters = Some(gemm::persistent_clusters(

@@ -8,13 +8,14 @@ use crate::runner::{case, Case};
 use crate::util::{ensure, CaseResult};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::ops::cublas::Cublas;
-use pgas::ops::{all_gather_matmul, AllGatherMatmul};
+use pgas::ops::{all_gather_matmul, AllGatherMatmul, GemmPath};
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
     case("ops/cublas_gemm", cublas_gemm),
     case("ops/all_gather_matmul", ag_matmul),
     case("ops/all_gather_matmul_bad_input", ag_matmul_bad_input),
+    case("ops/all_gather_matmul_pgas_paths", ag_matmul_pgas_paths),
 ];
 
 /// A small integer-valued bf16 (exact, and so are the f32 sums here).
@@ -79,19 +80,37 @@ fn ag_matmul(p: &Pgas) -> CaseResult {
     let bt: Vec<bf16> = (0..n * k).map(|i| small(i, 5)).collect();
     let dbt = s.clone_htod(&bt)?;
     let mut op = AllGatherMatmul::new(p, (mp, n, k))?;
+    ag_calls(p, &mut op, &bt, "")?;
+    drop(op);
+    let full: Vec<bf16> = (0..m * k).map(|i| small(i, 3)).collect();
+    let shard = s.clone_htod(&full[me * mp * k..(me + 1) * mp * k])?;
+    let mut c = s.alloc_zeros::<bf16>(m * n)?;
+    all_gather_matmul(p, &mut c, &shard, &dbt, (mp, n, k))?;
+    check(
+        "all_gather_matmul",
+        &s.clone_dtoh(&c)?,
+        &host_nt(&full, &bt, (m, n, k)),
+    )
+}
+
+/// Three calls checked one by one, then four enqueued back to back (each parity twice, no host
+/// wait between them: the double buffer and the peers' words reused while a peer may still be in
+/// the previous call) and checked at the end, all against the host. `what` prefixes messages.
+fn ag_calls(p: &Pgas, op: &mut AllGatherMatmul, bt: &[bf16], what: &str) -> CaseResult {
+    let (me, np) = (p.my_pe(), p.n_pes());
+    let (mp, n, k) = op.shape();
+    let m = mp * np;
+    let s = p.stream();
+    let dbt = s.clone_htod(bt)?;
     for call in 0..3 {
         // Every PE can build every PE's shard: element i of the full A of this call.
         let full: Vec<bf16> = (0..m * k).map(|i| small(i, 10 + call)).collect();
         let shard = s.clone_htod(&full[me * mp * k..(me + 1) * mp * k])?;
         let mut c = s.alloc_zeros::<bf16>(m * n)?;
         op.run(&mut c, &shard, &dbt)?;
-        let want = host_nt(&full, &bt, (m, n, k));
-        check(&format!("call {call}"), &s.clone_dtoh(&c)?, &want)?;
+        let want = host_nt(&full, bt, (m, n, k));
+        check(&format!("{what}call {call}"), &s.clone_dtoh(&c)?, &want)?;
     }
-    // Back to back: the loop above waits on the host after every call, so the double buffer
-    // and the peers' words are never reused while a peer is still in the previous call. Here 4
-    // calls (each parity twice) are enqueued with no host wait between them, each with its own
-    // shard and C, and checked only at the end.
     let fulls: Vec<Vec<bf16>> = (0..4)
         .map(|call| (0..m * k).map(|i| small(i, 20 + call)).collect())
         .collect();
@@ -105,23 +124,35 @@ fn ag_matmul(p: &Pgas) -> CaseResult {
         op.run(c, shard, &dbt)?;
     }
     for (call, (c, full)) in cs.iter().zip(&fulls).enumerate() {
-        let want = host_nt(full, &bt, (m, n, k));
+        let want = host_nt(full, bt, (m, n, k));
         check(
-            &format!("back-to-back call {call}"),
+            &format!("{what}back-to-back call {call}"),
             &s.clone_dtoh(c)?,
             &want,
         )?;
     }
-    drop(op);
-    let full: Vec<bf16> = (0..m * k).map(|i| small(i, 3)).collect();
-    let shard = s.clone_htod(&full[me * mp * k..(me + 1) * mp * k])?;
-    let mut c = s.alloc_zeros::<bf16>(m * n)?;
-    all_gather_matmul(p, &mut c, &shard, &dbt, (mp, n, k))?;
-    check(
-        "all_gather_matmul",
-        &s.clone_dtoh(&c)?,
-        &host_nt(&full, &bt, (m, n, k)),
-    )
+    Ok(())
+}
+
+/// `AllGatherMatmul` on `pgas::gemm` (`set_gemm`): per shard and as one kernel fed by pushes,
+/// the same calls as the cuBLAS path; below sm_90 both paths refused on every PE.
+fn ag_matmul_pgas_paths(p: &Pgas) -> CaseResult {
+    let (mp, n, k) = (256, 128, 128);
+    let bt: Vec<bf16> = (0..n * k).map(|i| small(i, 5)).collect();
+    for path in [GemmPath::PgasPerShard, GemmPath::PgasOneKernel] {
+        let mut op = AllGatherMatmul::new(p, (mp, n, k))?;
+        if let Err(e) = op.set_gemm(path) {
+            let hopper = p.cuda().attribute(
+                pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            )? == 9;
+            ensure(!hopper && e.to_string().contains("sm_90a"), || {
+                format!("{path:?} was refused: {e}")
+            })?;
+            continue;
+        }
+        ag_calls(p, &mut op, &bt, &format!("{path:?}: "))?;
+    }
+    Ok(())
 }
 
 fn ag_matmul_bad_input(p: &Pgas) -> CaseResult {
