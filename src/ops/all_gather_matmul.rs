@@ -96,8 +96,10 @@ pub enum GemmPath {
 struct Fused {
     one_kernel: bool,
     cfg: GemmConfig,
-    /// From `cuMemAlloc`, not a stream-ordered pool: `cuStreamWriteValue64` refuses pool memory
-    /// (`CUDA_ERROR_INVALID_VALUE`, seen on an H100); freed in `drop` the same way.
+    /// From `cuMemAlloc`, not a stream-ordered pool: `cuStreamWriteValue64` into the pool's
+    /// memory failed with `CUDA_ERROR_INVALID_VALUE` on 2 x H100 (the attempt before run 26 of
+    /// docs/gpu-report.md; the pool is the likely cause, not isolated); freed in `drop` the same
+    /// way.
     words: Option<CudaSlice<u64>>,
 }
 
@@ -629,7 +631,8 @@ impl AllGatherMatmul {
             maps,
             (words, self.epoch),
             (m, n, k),
-            (mp, me),
+            // One PE has nothing to gather: the plain specialization, the one `set_gemm` sized.
+            if np > 1 { (mp, me) } else { (0, 0) },
             f.cfg,
             false,
             false,
