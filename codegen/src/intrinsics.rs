@@ -440,6 +440,19 @@ const AMO_EXT: &[(Scalar, &str)] = &[
     (Scalar::F32, "float"),
     (Scalar::F64, "double"),
 ];
+/// `atomic_swap`: the extended AMOs, each with its whole function name, because `double` goes
+/// through pgas's `pgas_double_atomic_swap` (NVSHMEM 3.4.5's returns the old value's bits
+/// converted as an integer; `crate::prelude` says more).
+const AMO_SWAP: &[(Scalar, &str)] = &[
+    (Scalar::I32, "nvshmem_int32"),
+    (Scalar::I64, "nvshmem_int64"),
+    (Scalar::Isize, "nvshmem_ptrdiff"),
+    (Scalar::U32, "nvshmem_uint32"),
+    (Scalar::U64, "nvshmem_uint64"),
+    (Scalar::Usize, "nvshmem_size"),
+    (Scalar::F32, "nvshmem_float"),
+    (Scalar::F64, "pgas_double"),
+];
 /// Bitwise AMOs (and, or, xor).
 const AMO_BIT: &[(Scalar, &str)] = &[
     (Scalar::I32, "int32"),
@@ -1009,7 +1022,7 @@ pub static INTRINSICS: &[Intrinsic] = &[
     // Remote atomics.
     amo("atomic_fetch", &[("x", A::SymElem { mutable: false }), ("pe", A::Pe)], R::Elem, AMO_EXT, "nvshmem_{T}_atomic_fetch({0}, {1})", "Atomic read of `x[i]` on PE `pe`."),
     amo("atomic_set", AMO_VALUE, R::Unit, AMO_EXT, "nvshmem_{T}_atomic_set({0}, {1}, {2})", "Atomic write."),
-    amo("atomic_swap", AMO_VALUE, R::Elem, AMO_EXT, "nvshmem_{T}_atomic_swap({0}, {1}, {2})", "Atomic swap; returns the old value."),
+    amo("atomic_swap", AMO_VALUE, R::Elem, AMO_SWAP, "{T}_atomic_swap({0}, {1}, {2})", "Atomic swap; returns the old value."),
     amo("atomic_compare_swap", &[("x", A::SymElem { mutable: true }), ("compare", A::Value), ("v", A::Value), ("pe", A::Pe)], R::Elem, AMO_STD,
         "nvshmem_{T}_atomic_compare_swap({0}, {1}, {2}, {3})", "Store `v` if `x[i] == compare`; returns the old value."),
     amo("atomic_inc", AMO_NOVALUE, R::Unit, AMO_ARITH, "nvshmem_{T}_atomic_inc({0}, {1})", "Atomic increment."),

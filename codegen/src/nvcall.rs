@@ -140,9 +140,10 @@ impl Wrapper {
     }
 }
 
-/// Whether calls of `row` go through a wrapper: its template calls NVSHMEM.
+/// Whether calls of `row` go through a wrapper: its template calls NVSHMEM, itself or through
+/// the `{T}` it expands (`atomic_swap`'s `{T}` is a whole function prefix).
 pub fn wraps(row: &Intrinsic) -> bool {
-    row.cuda.contains("nvshmem")
+    row.cuda.contains("nvshmem") || row.types.iter().any(|(_, t)| t.starts_with("nvshmem"))
 }
 
 /// The C type of a value the template receives in argument `kind`'s place, for element C type

@@ -27,20 +27,37 @@ macro_rules! p2p_headers {
     };
 }
 
+/// Device helpers that wrap NVSHMEM calls, after NVSHMEM's headers in every prelude (and so in
+/// the link-time library, which compiles the prelude's text).
+///
+/// `pgas_double_atomic_swap`: NVSHMEM 3.4.5's `nvshmem_double_atomic_swap` swaps the bits as an
+/// `unsigned long long` and then converts that integer to `double` by value
+/// (`NVSHMEM_TYPE_SWAP_CAST` in `nvshmem_defines.h`), so the old value -0.25 came back as
+/// 13821547256400052224.0; swapping the bits through the `uint64` AMO returns them unchanged.
+macro_rules! nvshmem_fixes {
+    () => {
+        "__device__ __forceinline__ double pgas_double_atomic_swap(double *x, double v, int pe) {
+    return __longlong_as_double((long long)nvshmem_uint64_atomic_swap((uint64_t *)x, (uint64_t)__double_as_longlong(v), pe));
+}
+"
+    };
+}
+
 /// The whole device API (`nvshmem.h`, `nvshmemx.h`), for kernels that call a device collective
 /// (reduce, reduce-scatter, all-gather, all-to-all, broadcast).
 pub const PRELUDE: &str = concat!(
     prelude_head!(),
     "#include <nvshmem.h>
 #include <nvshmemx.h>
-"
+",
+    nvshmem_fixes!()
 );
 
 /// The prelude of kernels that use no barrier, sync or collective: NVSHMEM's device API without
 /// its collective headers (`nvshmem.h` minus `nvshmem{,x}_coll_defines.cuh`). Those headers
 /// define a wrapper for every collective, type and operation, which instantiates NVSHMEM's
 /// collective templates whether a kernel uses them or not: most of an NVRTC compile (docs/jit.md).
-pub const PRELUDE_P2P: &str = concat!(prelude_head!(), p2p_headers!());
+pub const PRELUDE_P2P: &str = concat!(prelude_head!(), p2p_headers!(), nvshmem_fixes!());
 
 /// The prelude of kernels whose only collectives are barriers and syncs: the point-to-point one
 /// plus NVSHMEM's barrier templates alone. The intrinsic table calls those templates
@@ -51,7 +68,8 @@ pub const PRELUDE_BARRIER: &str = concat!(
     prelude_head!(),
     p2p_headers!(),
     "#include <non_abi/device/coll/barrier.cuh>   // barriers and syncs, no other collective
-"
+",
+    nvshmem_fixes!()
 );
 
 /// Which NVSHMEM headers a kernel needs, in increasing order: the checker keeps the largest its

@@ -28,7 +28,8 @@ fn amo_mixed(i: &mut SymTensor<i32>, f: &mut SymTensor<f32>, d: &mut SymTensor<f
     atomic_set(&mut f[0], 1.5, pe);
     let fv = atomic_swap(&mut f[1], 2.5, pe);
     let dv = atomic_fetch(&d[0], pe);
-    atomic_set(&mut d[1], dv + fv as f64, pe);
+    let dw = atomic_swap(&mut d[2], -0.25, pe);
+    atomic_set(&mut d[1], dv + dw + fv as f64, pe);
     atomic_inc(&mut s[0], pe);
     let prev = atomic_compare_swap(&mut l[0], 0, old as i64, pe);
     atomic_fetch_xor(&mut u[0], prev as u32, pe);

@@ -1,5 +1,5 @@
 //! Remote atomics: every AMO of the spec on u64, the arithmetic ones and the bit ones on i32,
-//! and fetch/set/swap on f32, under contention (2 blocks x 64 threads on every PE).
+//! and fetch/set/swap on f32 and f64, under contention (2 blocks x 64 threads on every PE).
 //! Each PE targets the next one; `atomic_add` and the bit operations target every PE, so the
 //! final values depend on the PE count and are computed here for it.
 
@@ -12,6 +12,7 @@ pub const CASES: &[Case] = &[
     case("amo/u64_all", u64_case),
     case("amo/i32", i32_case),
     case("amo/f32_fetch_set_swap", f32_case),
+    case("amo/f64_fetch_set_swap", f64_case),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
@@ -20,6 +21,7 @@ pub const KERNELS: &[&KernelSpec] = &[
     &amo_fetch_u64::SPEC,
     &amo_i32::SPEC,
     &amo_f32::SPEC,
+    &amo_f64::SPEC,
 ];
 
 const T: usize = 128;
@@ -228,49 +230,79 @@ fn amo_f32(x: &mut SymTensor<f32>, f: &mut SymTensor<f32>, pe: i32) {
     }
 }
 
+/// `amo_f32` on `f64`: NVSHMEM 3.4.5's own double swap returns the old bits converted as an
+/// integer (-1.0 came back as 13830554455654793216.0), so pgas swaps doubles as `uint64`.
+#[pgas_kernel]
+fn amo_f64(x: &mut SymTensor<f64>, f: &mut SymTensor<f64>, pe: i32) {
+    let t = global_thread_idx();
+    f[t] = atomic_swap(&mut x[0], t as f64 + 0.5, pe);
+    if t == 0 {
+        atomic_set(&mut x[1], -2.25, pe);
+        f[block_dim_x() as usize] = atomic_fetch(&x[2], pe);
+    }
+}
+
 const T_F32: usize = 64;
 
 fn f32_case(p: &Pgas) -> CaseResult {
+    float_case::<f32>(p, |p, x, f, pe| {
+        amo_f32::launch(p, LaunchConfig::blocks(1, T_F32 as u32), x, f, pe)
+    })
+}
+
+fn f64_case(p: &Pgas) -> CaseResult {
+    float_case::<f64>(p, |p, x, f, pe| {
+        amo_f64::launch(p, LaunchConfig::blocks(1, T_F32 as u32), x, f, pe)
+    })
+}
+
+/// A float element type these cases run on.
+trait Float: Copy + PartialEq + std::fmt::Debug + Into<f64> + pgas::cudarc::driver::DeviceRepr {
+    fn of(v: f64) -> Self;
+}
+impl Float for f32 {
+    fn of(v: f64) -> f32 {
+        v as f32
+    }
+}
+impl Float for f64 {
+    fn of(v: f64) -> f64 {
+        v
+    }
+}
+
+type FloatLaunch<T> = fn(&Pgas, &mut SymTensor<T>, &mut SymTensor<T>, i32) -> pgas::Result<()>;
+
+/// Swaps from every thread into the next PE's word, a set and a fetch, checked on the host.
+fn float_case<T: Float>(p: &Pgas, launch: FloatLaunch<T>) -> CaseResult {
     let me = util::me(p);
-    let mut x = p.alloc_from(&[-1.0f32, 0.0, me as f32 + 0.75])?;
-    let mut f = p.alloc::<f32>(T_F32 + 1)?;
-    f.fill(f32::NAN)?;
+    let mut x = p.alloc_from(&[T::of(-1.0), T::of(0.0), T::of(me as f64 + 0.75)])?;
+    let mut f = p.alloc::<T>(T_F32 + 1)?;
+    f.fill(T::of(f64::NAN))?;
     p.barrier_all()?;
-    amo_f32::launch(
-        p,
-        LaunchConfig::blocks(1, T_F32 as u32),
-        &mut x,
-        &mut f,
-        util::next(p) as i32,
-    )?;
+    launch(p, &mut x, &mut f, util::next(p) as i32)?;
     util::settle(p)?;
     let (xv, fv) = (x.to_vec()?, f.to_vec()?);
+    let twice = |v: T| (v.into() * 2.0) as i64;
     // Doubled, the values are integers: the initial -1.0 is -2, the swaps t + 0.5 are 2t + 1.
     // As for i32: the next PE's initial value and distinct swaps; this PE's final is a swap.
-    let seen: Vec<i64> = sorted(
-        &fv[..T_F32]
-            .iter()
-            .map(|&v| (v * 2.0) as i64)
-            .collect::<Vec<_>>(),
-    );
+    let seen: Vec<i64> = sorted(&fv[..T_F32].iter().map(|&v| twice(v)).collect::<Vec<_>>());
     let is_swap = |v: i64| v % 2 == 1 && (1..2 * T_F32 as i64).contains(&v);
     let distinct = seen.windows(2).all(|w| w[0] != w[1]);
+    let ty = std::any::type_name::<T>();
     ensure(
-        seen[0] == -2
-            && distinct
-            && seen[1..].iter().all(|&v| is_swap(v))
-            && is_swap((xv[0] * 2.0) as i64),
+        seen[0] == -2 && distinct && seen[1..].iter().all(|&v| is_swap(v)) && is_swap(twice(xv[0])),
         || {
             format!(
-                "f32 atomic_swap: old values (doubled) {seen:?}, final {}",
+                "{ty} atomic_swap: old values (doubled) {seen:?}, final {:?}",
                 xv[0]
             )
         },
     )?;
-    check_eq("f32 atomic_set", &xv[1..2], &[-2.25])?;
+    check_eq(&format!("{ty} atomic_set"), &xv[1..2], &[T::of(-2.25)])?;
     check_eq(
-        "f32 atomic_fetch",
+        &format!("{ty} atomic_fetch"),
         &fv[T_F32..],
-        &[util::next(p) as f32 + 0.75],
+        &[T::of(util::next(p) as f64 + 0.75)],
     )
 }

@@ -477,6 +477,14 @@ fn atomics_float(p: &Pgas) -> CaseResult {
         &[old, p.atomic_fetch(&f, 0, me)?],
         &[prev as f32 + 0.5, -1.5],
     ));
+    // NVSHMEM's own double swap returned 0xBFD0000000000000 as a number for -0.25 (issue 23).
+    let old = p.atomic_swap(&d, 0, -0.25, me)?;
+    let again = p.atomic_swap(&d, 0, 3.5, me)?;
+    r.check(check_eq(
+        "f64 swap: old values, then the last",
+        &[old, again, p.atomic_fetch(&d, 0, me)?],
+        &[prev as f64 + 0.25, -0.25, 3.5],
+    ));
     p.barrier_all()?;
     r.finish()
 }

@@ -101,6 +101,11 @@ impl Op {
         match self {
             Op::Fetch => format!("out[0] = {};", call("fetch", "")),
             Op::Set => format!("{}; nvshmem_quiet();", call("set", "a, ")),
+            // NVSHMEM 3.4.5's double swap returns the old bits converted as an integer; the
+            // prelude's `pgas_double_atomic_swap` swaps them as a uint64 (codegen's prelude.rs).
+            Op::Swap if t == "double" => {
+                "out[0] = pgas_double_atomic_swap((double *)dst, a, pe);".into()
+            }
             Op::Swap => format!("out[0] = {};", call("swap", "a, ")),
             Op::CompareSwap => format!("out[0] = {};", call("compare_swap", "a, b, ")),
             Op::Rmw(op, true) => format!(
@@ -385,6 +390,15 @@ mod tests {
         assert_eq!(
             Op::Set.body("double", "double", ("", "")),
             "nvshmem_double_atomic_set((double *)dst, a, pe); nvshmem_quiet();"
+        );
+        // Not NVSHMEM's double swap, which converts the old bits to a number (issue 23).
+        assert_eq!(
+            Op::Swap.body("double", "double", ("", "")),
+            "out[0] = pgas_double_atomic_swap((double *)dst, a, pe);"
+        );
+        assert_eq!(
+            Op::Swap.body("float", "float", ("", "")),
+            "out[0] = nvshmem_float_atomic_swap((float *)dst, a, pe);"
         );
     }
 }
