@@ -316,7 +316,7 @@ fi # [ "$only" = all ]
 rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must match
   local name=$1 want=$2
   shift 2
-  step "$name" faults.log 40 "$@"
+  step "$name" faults.log 60 "$@"
   local ended died took
   ended=$(date +%s%3N)
   died=$(echo "$last" | sed -n 's/.* dies by .* at \([0-9]*\) ms.*/\1/p' | head -1)
@@ -354,8 +354,41 @@ elif [ "$gpus" -ge 2 ]; then
   # OpenMPI ends the job itself ("mpirun noticed that process rank 1 ... exited on signal 9").
   command -v mpirun >/dev/null && rank_death "rank death: SIGKILL in barrier (mpirun)" "rank 1 .*(signal 9|Killed)" \
     mpirun -np 2 --bind-to none -x NVSHMEM_BOOTSTRAP=MPI "$bin/gpu_suite" --rank-death kill
+  # Deaths inside the library: the others wait inside a collective or fused operation.
+  for op in all-reduce all-to-all-v ag-gemm moe-dispatch; do
+    rank_death "rank death: SIGKILL inside $op (pgas-run)" "pgas-run: rank 1 was killed by signal 9 \\(SIGKILL\\)" \
+      "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death "kill-in-$op"
+    command -v mpirun >/dev/null && rank_death "rank death: SIGKILL inside $op (mpirun)" "rank 1 .*(signal 9|Killed)" \
+      mpirun -np 2 --bind-to none -x NVSHMEM_BOOTSTRAP=MPI "$bin/gpu_suite" --rank-death "kill-in-$op"
+  done
+  rank_death "rank death: trap in a collective kernel (pgas-run)" "pgas-run: rank 1 exited with status 1" \
+    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death trap-in-collective
 else
   note "SKIP rank death (${gpus} GPU: needs 2)"
+fi
+
+# A hung case: the suite's watchdog must name it and end the process with status 124 (before
+# issue 23's fix, giving up crashed in the exit handlers with SIGSEGV, status 139).
+if [ "$only" = all ] || [ "$only" = faults ]; then
+  hang_check() { # NAME: from $rc and $last
+    if [ "$rc" = 0 ] && echo "$last" | grep -q "skipped: no GPU"; then
+      : # verdict says SKIP
+    elif [ "$rc" = 124 ] && echo "$last" | grep -q "FAIL faults/hang_in_kernel: still running after 5 s (hung); giving up" &&
+      ! echo "$last" | grep -q "TIMEOUT after"; then
+      rc=0
+    elif [ "$rc" != -1 ]; then
+      last="$last
+expected exit 124 and the watchdog's line for faults/hang_in_kernel, got exit $rc"
+      rc=1
+    fi
+    verdict "$1" "$(echo "$last" | grep -m1 "hung" | cut -c1-120)"
+  }
+  step "watchdog: hung case, 1 PE" faults.log 40 env PGAS_SUITE_CASE_TIMEOUT=5 "$bin/gpu_suite" --expect-hang
+  hang_check "watchdog: hung case, 1 PE"
+  if [ "$gpus" -ge 2 ]; then
+    step "watchdog: hung case, pgas-run -n 2" faults.log 40 env PGAS_SUITE_CASE_TIMEOUT=5 "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --expect-hang
+    hang_check "watchdog: hung case, pgas-run -n 2"
+  fi
 fi
 
 # A kernel cache that cannot be created (nobody can make a directory in /proc): the kernel must still

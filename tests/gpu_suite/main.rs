@@ -11,6 +11,7 @@
 //! those two run as separate invocations: `gpu_suite --expect-trap oob|bad-pe` (see `traps.rs`).
 //! `pgas-run -n 2 gpu_suite --rank-death panic|abort|kill|kill-in-kernel` kills one PE while the
 //! others wait for it (see `faults.rs`).
+//! `gpu_suite --expect-hang` checks that the watchdog ends a hung case cleanly (`faults.rs`).
 //! `gpu_suite CASE...` runs only the cases whose names contain one of the given words.
 //!
 //! Without a GPU (CI runs `cargo test --all-features` on CPU machines) it prints
@@ -50,7 +51,10 @@ fn main() -> ExitCode {
     // `cargo test` passes harness flags such as `--nocapture`; they mean nothing here.
     let args: Vec<String> = std::env::args()
         .skip(1)
-        .filter(|a| !a.starts_with("--") || a == "--expect-trap" || a == "--rank-death")
+        .filter(|a| {
+            !a.starts_with("--")
+                || ["--expect-trap", "--rank-death", "--expect-hang"].contains(&a.as_str())
+        })
         .collect();
     if !util::gpu_present() {
         println!("gpu_suite: skipped: no GPU (no CUDA driver or no device on this machine)");
@@ -59,6 +63,9 @@ fn main() -> ExitCode {
     if let Some(pos) = args.iter().position(|a| a == "--expect-trap") {
         let which = args.get(pos + 1).map(String::as_str).unwrap_or("");
         return traps::run(which);
+    }
+    if args.iter().any(|a| a == "--expect-hang") {
+        return faults::expect_hang();
     }
     if let Some(pos) = args.iter().position(|a| a == "--rank-death") {
         return faults::run(args.get(pos + 1).map(String::as_str).unwrap_or(""));

@@ -59,15 +59,28 @@ fn watchdog(origin: Instant, pe: usize) {
         // is ahead of `now`: an unsigned `now - started` wrapped and reported a case a few
         // milliseconds old as hung (issue 23's false hang).
         if started > 0 && now.saturating_sub(started) > timeout.as_millis() as u64 {
-            let name = *CURRENT.lock().unwrap();
+            let name = *CURRENT.lock().unwrap_or_else(|e| e.into_inner());
             println!(
                 "gpu_suite[pe {pe}]: FAIL {name}: still running after {} s (hung); giving up",
                 timeout.as_secs()
             );
             println!("gpu_suite: aborted in case {name}");
-            std::process::exit(124);
+            give_up();
         }
     });
+}
+
+/// Ends the process at once with status 124, from the watchdog's thread. Not
+/// `std::process::exit`: that runs the C exit handlers (NVSHMEM's, CUDA's) while the main thread
+/// is still inside a CUDA or NVSHMEM call, and they crashed the process with SIGSEGV (issue 23).
+/// A hung PE cannot finalize anyway; the launcher ends the others when this one exits.
+fn give_up() -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: `_exit` ends the process without running exit handlers or destructors, which is
+    // the point; nothing after it runs.
+    unsafe { libc::_exit(124) }
 }
 
 pub fn run(cases: &[Case], kernels: &[&'static KernelSpec], args: &[String]) -> ExitCode {
