@@ -15,6 +15,7 @@ pub const CASES: &[Case] = &[
     case("misuse/pe_out_of_range", pe_out_of_range),
     case("misuse/views_and_lengths", views_and_lengths),
     case("misuse/heap_exhausted", heap_exhausted),
+    case("misuse/heap_exhausted_midway", heap_exhausted_midway),
     case("misuse/alloc_size_mismatch", alloc_size_mismatch),
     case("misuse/collective_arguments", collective_arguments),
     case("misuse/split_outside_the_team", split_outside_the_team),
@@ -201,6 +202,76 @@ fn heap_exhausted(p: &Pgas) -> CaseResult {
         &["Fix: allocate at least one element"],
     )?;
     ring_still_works(p, 1024)
+}
+
+/// Fills the symmetric heap except for a hole of `hole` bytes: the hole is allocated first and
+/// dropped last, so it is one free range. Every PE makes the same calls, so every PE's heap
+/// fills the same way and each refusal comes on every PE.
+fn fill_heap_but(p: &Pgas, hole: usize) -> Result<Vec<SymTensor<u8>>, Error> {
+    let hole = p.alloc::<u8>(hole)?;
+    let mut fill = Vec::new();
+    let mut size = (p.heap_size() / 2).next_power_of_two();
+    while size >= 4096 {
+        match p.alloc::<u8>(size) {
+            Ok(t) => fill.push(t),
+            Err(Error::HeapExhausted { .. }) => size /= 2,
+            Err(e) => return Err(e),
+        }
+    }
+    drop(hole);
+    Ok(fill)
+}
+
+/// A set-up that runs out of heap part of the way through (its first allocations fit in the
+/// hole, a later one does not): `HeapExhausted` on every PE, and what it had allocated is freed
+/// (the hole can be allocated again whole); once the heap is free again the same set-up works.
+fn heap_exhausted_midway(p: &Pgas) -> CaseResult {
+    use pgas::coll::{Algorithm, Comm};
+    use pgas::ops::moe::{MoeConfig, MoeDispatcher};
+    let n = util::npes(p);
+    let cfg = MoeConfig {
+        max_tokens: 256,
+        hidden: 1024,
+        top_k: 2,
+        experts_per_pe: 2,
+    };
+    // Comm::new's first four buffers take a few KiB, its low-latency scratch 256 KiB or more;
+    // the dispatcher's receive rows take about half its bytes and its combine rows the rest.
+    let comm_hole = 64 << 10;
+    let moe_hole = (cfg.symmetric_bytes(n) / 2).next_multiple_of(4096);
+    for (what, hole) in [("Comm::new", comm_hole), ("MoeDispatcher::new", moe_hole)] {
+        let fill = fill_heap_but(p, hole)?;
+        let made = if what == "Comm::new" {
+            Comm::new(p, Team::WORLD).map(drop)
+        } else {
+            MoeDispatcher::new(p, cfg).map(drop)
+        };
+        expect_err(
+            &format!("{what} with a {hole}-byte hole in a full heap"),
+            made,
+            |e| matches!(e, Error::HeapExhausted { .. }),
+            &["PgasBuilder::heap_size"],
+        )?;
+        // Nothing it allocated before failing is still held: the hole is whole again.
+        let again = p.alloc::<u8>(hole).map_err(|e| {
+            format!("{what} leaked part of the hole after failing: allocating it again: {e}")
+        })?;
+        drop(again);
+        drop(fill);
+    }
+    // With the heap free, both set-ups work, and the communicator reduces correctly.
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    let src = p.alloc_from(&[1.0f32; 1000])?;
+    let mut dst = p.alloc::<f32>(1000)?;
+    comm.all_reduce(&mut dst, &src, ReduceOp::Sum, Algorithm::Auto)?;
+    util::settle(p)?;
+    util::check_eq(
+        "all-reduce after the refusals",
+        &dst.to_vec()?,
+        &vec![n as f32; 1000],
+    )?;
+    drop(MoeDispatcher::new(p, cfg)?);
+    ring_still_works(p, 64)
 }
 
 fn alloc_size_mismatch(p: &Pgas) -> CaseResult {
