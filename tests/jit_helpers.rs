@@ -146,3 +146,66 @@ fn dropping_the_helpers_ends_them() {
     assert!(after_drop < jobs.len(), "the helper was not ended early");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_helper_killed_mid_compile_costs_time_never_a_result() {
+    let (tc, cache, dir) = fresh("killed");
+    let job = p2p("helper_killed", "if (n) x[0] = 3.0f;");
+    let key = tc.cache_key(&job.text, &job.key_name, ARCH);
+    let jobs = vec![(job.clone(), key)];
+    // The helper through a script that records its PID and then becomes the real helper.
+    let pid_file = dir.join("helper.pid");
+    let wrapper = dir.join("pgas-wrapper");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho $$ > '{}'\nexec '{}' \"$@\"\n",
+            pid_file.display(),
+            env!("CARGO_BIN_EXE_pgas")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let helpers = Helpers::start(&wrapper, &cache, &jobs, ARCH, 1).expect("the helper starts");
+    // Wait until it holds the program's lock (it compiles for about a second), then kill it.
+    let t0 = std::time::Instant::now();
+    while cache.try_lock(&key).unwrap().is_some() {
+        assert!(
+            t0.elapsed().as_secs() < 60,
+            "the helper never took the program's lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let killed = Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    helpers.wait();
+    // Its lock died with it, and it left no entry, or only a whole one.
+    let lock = cache.try_lock(&key).unwrap();
+    assert!(lock.is_some(), "a killed helper's lock is released");
+    drop(lock);
+    let left = cached(&cache, &key);
+    // Whoever builds next compiles the program (here a fresh helper, as the build would).
+    Helpers::start(
+        Path::new(env!("CARGO_BIN_EXE_pgas")),
+        &cache,
+        &jobs,
+        ARCH,
+        1,
+    )
+    .expect("a second helper starts")
+    .wait();
+    let cubin = cached(&cache, &key).expect("the program is compiled after the kill");
+    assert!(cubin.windows(13).any(|w| w == b"helper_killed"));
+    if let Some(first) = left {
+        assert_eq!(first, cubin, "an entry left by the killed helper is whole");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
