@@ -306,10 +306,18 @@ __device__ __forceinline__ void pgas_require_whole_warps(int line) {
 
 /// Helpers of the collectives over peer memory (`team_all_reduce_block`,
 /// `team_all_gather_block`; both variants): pgas's LL ("low latency") protocol. A PE stores its
-/// data into every peer's scratch as 16-byte lines `{d0, f, d1, f}`: 8 data bytes, each 4 of
-/// them beside a copy of the call's 32-bit flag `f`, in one `st.volatile.v4`. An aligned 8-byte
-/// half reaches the peer whole, so a reader that sees both flags equal to this call's has both
-/// data words: no separate flag, no fence between data and flag, one NVLink crossing. A
+/// data into every peer's scratch as 16-byte lines of two 64-bit words `{d0 | f << 32,
+/// d1 | f << 32}`: 8 data bytes, each 4 of them beside a copy of the call's 32-bit flag `f`, in
+/// one `st.volatile.global.v2.u64`, read by one `ld.volatile.global.v2.u64`. A reader that sees
+/// both flags equal to this call's has both data words, from the PTX memory model alone: a
+/// vector access is a set of scalar accesses of its element type (PTX ISA, "Vector
+/// Data-types"), here naturally aligned 64-bit ones; `.volatile` is `.relaxed.sys`, so the
+/// writer's and the reader's accesses to a word are morally strong and overlap completely, and
+/// such a read takes its whole value from one write (the model's atomicity axiom). The flag and
+/// the data it guards are in one word, so no fence is needed between them: one NVLink crossing.
+/// (A `v4.u32` store, as NCCL's LL lines use, is four 32-bit accesses in no specified order:
+/// there, a flag seen new beside data seen old is allowed by the model, and the protocol would
+/// rest on the hardware moving 8 or 16 bytes whole.) A
 /// block's scratch is `[0]` its call counter (local), `[1]` unused, then the line of sender
 /// rank `r` for line `l` of the data at `(l * 2 + parity) * n + r` (16 bytes each), `parity`
 /// the call counter's lowest bit: a sender gets two calls ahead of a reader only after the
@@ -334,13 +342,17 @@ struct pgas_op_max { template <typename A> static __device__ __forceinline__ A f
 struct pgas_op_and { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a & b); } };
 struct pgas_op_or { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a | b); } };
 struct pgas_op_xor { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a ^ b); } };
+// Each 64-bit word is one memory operation of the PTX model: flag (high half) and data (low
+// half) are read from the same write (see LL_SUPPORT's doc in prelude.rs).
 __device__ __forceinline__ void pgas_ll_store(void *p, uint32_t d0, uint32_t d1, uint32_t f) {
-    asm volatile(\"st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};\" :: \"l\"(p), \"r\"(d0), \"r\"(f), \"r\"(d1), \"r\"(f) : \"memory\");
+    const unsigned long long w0 = ((unsigned long long)f << 32) | d0, w1 = ((unsigned long long)f << 32) | d1;
+    asm volatile(\"st.volatile.global.v2.u64 [%0], {%1, %2};\" :: \"l\"(p), \"l\"(w0), \"l\"(w1) : \"memory\");
 }
+// The line as {d0, f0, d1, f1}.
 __device__ __forceinline__ uint4 pgas_ll_load(const void *p) {
-    uint4 v;
-    asm volatile(\"ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];\" : \"=r\"(v.x), \"=r\"(v.y), \"=r\"(v.z), \"=r\"(v.w) : \"l\"(p) : \"memory\");
-    return v;
+    unsigned long long w0, w1;
+    asm volatile(\"ld.volatile.global.v2.u64 {%0, %1}, [%2];\" : \"=l\"(w0), \"=l\"(w1) : \"l\"(p) : \"memory\");
+    return make_uint4((uint32_t)w0, (uint32_t)(w0 >> 32), (uint32_t)w1, (uint32_t)(w1 >> 32));
 }
 // Line `l` of `src` (8 bytes; zeros past `len`) as two words.
 template <typename T> __device__ __forceinline__ uint2 pgas_ll_pack(const T *src, size_t len, size_t l) {
