@@ -228,7 +228,7 @@ pes 2 240 "$bin/gpu_suite"
 suite 1 240 "$bin/gpu_suite"
 
 # Traps: the process must report the launch failure and the output name the Rust file:line.
-for kind in oob bad-pe partial-warp divergent-mma cluster-rank multicast-mask; do
+for kind in oob bad-pe partial-warp divergent-mma cluster-rank multicast-mask ll-scratch; do
   step "trap $kind" traps.log 40 "$bin/gpu_suite" --expect-trap "$kind"
   line=$(echo "$last" | sed -n 's/.*the report must name file .*, line \([0-9]*\).*/\1/p' | head -1)
   if [ "$rc" = 0 ] && ! echo "$last" | grep -q "skipped: " &&

@@ -10,8 +10,8 @@ use crate::intrinsics::{self, Arg, Count, Intrinsic, Ret, Scope};
 use crate::ir::*;
 use crate::nvcall;
 use crate::prelude::{
-    sm90_support, Prelude, CHECK_SM90_SUPPORT, CHECK_SUPPORT, CHECK_TENSOR_SUPPORT, LL_SUPPORT,
-    SUPPORT, TENSOR_SUPPORT,
+    sm90_support, Prelude, CHECK_LL_SUPPORT, CHECK_SM90_SUPPORT, CHECK_SUPPORT,
+    CHECK_TENSOR_SUPPORT, LL_SUPPORT, SUPPORT, TENSOR_SUPPORT,
 };
 use crate::template::expand_template;
 use crate::types::{Scalar, Ty};
@@ -135,6 +135,9 @@ pub fn emit_source(
         }
         if uses.sm90 {
             e.raw_block(CHECK_SM90_SUPPORT);
+        }
+        if uses.ll {
+            e.raw_block(CHECK_LL_SUPPORT);
         }
     }
     // The wrappers of the NVSHMEM calls go here, once the functions below say which.
@@ -1032,6 +1035,22 @@ impl Emitter {
         };
         if self.checked && matches!(row.scope, Scope::FullWarp | Scope::Warpgroup) {
             format!("(pgas_check_full_warp({line}), {call})")
+        } else if self.checked && row.group == intrinsics::Group::PeerCollective {
+            // The scratch must hold `device_scratch_len` words from an even index on.
+            let scratch = args.get(3).and_then(|a| match &a.kind {
+                ExprKind::ElemRef { base, index, .. } => {
+                    let (bp, bl) = self.buf(base);
+                    Some((bp, self.expr(index), bl))
+                }
+                _ => None,
+            });
+            match scratch {
+                Some((bp, i, bl)) => format!(
+                    "(pgas_check_ll_scratch({bp}, {i}, {bl}, {}, ({count}) * sizeof({c_text}), {line}), {call})",
+                    texts.first().cloned().unwrap_or_default()
+                ),
+                None => call,
+            }
         } else {
             call
         }

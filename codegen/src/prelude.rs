@@ -304,6 +304,25 @@ __device__ __forceinline__ void pgas_require_whole_warps(int line) {
 }
 ";
 
+/// The checked variant's check of a peer collective's scratch (`team_all_reduce_block`,
+/// `team_all_gather_block`): `pgas::coll::device_scratch_len` words (2 + 4 x team size x the
+/// data's 8-byte lines, at least one line) from an even index on (16-byte lines). A short one
+/// would have the peers' lines land past its end, in whatever the heap holds there.
+pub const CHECK_LL_SUPPORT: &str = "__device__ __forceinline__ void pgas_check_ll_scratch(const uint64_t *base, size_t k, unsigned long long len, nvshmem_team_t team, unsigned long long data_bytes, int line) {
+    const unsigned long long n = (unsigned long long)nvshmem_team_n_pes(team);
+    const unsigned long long lines = data_bytes == 0 ? 1ull : (data_bytes + 7ull) / 8ull;
+    const unsigned long long need = 2ull + 4ull * n * lines;
+    if (k % 2 != 0 || k > len || len - k < need) {
+        if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+            printf(\"%s:%d: scratch too small or misaligned for this team collective: it needs %llu u64 words from an even index (%llu PEs, %llu data bytes), but has %llu words from index %llu. Fix: give each block pgas::coll::device_scratch_len::<T>(team size, len) words starting at an even index\\n\", PGAS_RUST_FILE, line, need, n, data_bytes, len > k ? len - k : 0ull, (unsigned long long)k);
+        }
+        // The condition is the same for the whole block: trap after thread 0's report.
+        __syncthreads();
+        __trap();
+    }
+}
+";
+
 /// Helpers of the collectives over peer memory (`team_all_reduce_block`,
 /// `team_all_gather_block`; both variants): pgas's LL ("low latency") protocol. A PE stores its
 /// data into every peer's scratch as 16-byte lines of two 64-bit words `{d0 | f << 32,

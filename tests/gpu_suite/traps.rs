@@ -4,7 +4,8 @@
 //! that is not whole warps (both variants trap at entry, naming the kernel's `fn` line), and
 //! `--expect-trap divergent-mma` reaches `mma_sync` from half a warp, `--expect-trap
 //! cluster-rank` arrives on the mbarrier of a block outside its cluster of 2 and `--expect-trap
-//! multicast-mask` multicasts to one (sm_90; elsewhere they say they are skipped). The checked launch must print the Rust file and line of the offending
+//! multicast-mask` multicasts to one (sm_90; elsewhere they say they are skipped), `--expect-trap
+//! ll-scratch` gives `team_all_reduce_block` a scratch too short. The checked launch must print the Rust file and line of the offending
 //! statement before trapping; scripts/gpu-suite.sh checks that the output names
 //! `tests/gpu_suite/traps.rs:LINE` with the line announced here. The announcement spells the
 //! location differently (`file ..., line N`) so that it can never satisfy that check itself.
@@ -85,6 +86,14 @@ fn trap_multicast_mask(c: &mut CudaSlice<f32>, map: &TensorMap<f32>) {
 /// The line of `tma_load_2d_multicast(...)` above (a mask naming block 2 of a cluster of 2).
 const MULTICAST_MASK_LINE: u32 = line!() - 6;
 
+#[pgas_kernel]
+fn trap_ll_scratch(t: Team, a: &mut SymTensor<u32>, b: &SymTensor<u32>, s: &mut SymTensor<u64>) {
+    team_all_reduce_block(t, &mut a[0..16], &b[0..16], &mut s[0], ReduceOp::Sum);
+}
+/// The line of `team_all_reduce_block(...)` above (16 elements need 34 words on one PE; the
+/// scratch has 8).
+const LL_SCRATCH_LINE: u32 = line!() - 4;
+
 pub fn run(which: &str) -> ExitCode {
     let line = match which {
         "oob" => OOB_LINE,
@@ -93,8 +102,9 @@ pub fn run(which: &str) -> ExitCode {
         "divergent-mma" => DIVERGENT_LINE,
         "cluster-rank" => CLUSTER_RANK_LINE,
         "multicast-mask" => MULTICAST_MASK_LINE,
+        "ll-scratch" => LL_SCRATCH_LINE,
         other => {
-            println!("gpu_suite: --expect-trap takes `oob`, `bad-pe`, `partial-warp`, `divergent-mma`, `cluster-rank` or `multicast-mask`, not `{other}`");
+            println!("gpu_suite: --expect-trap takes `oob`, `bad-pe`, `partial-warp`, `divergent-mma`, `cluster-rank`, `multicast-mask` or `ll-scratch`, not `{other}`");
             return ExitCode::from(2);
         }
     };
@@ -127,6 +137,13 @@ pub fn run(which: &str) -> ExitCode {
             "bad-pe" => {
                 let bad = util::npes(&pgas) as i32;
                 trap_bad_pe::launch(&pgas, LaunchConfig::blocks(1, 1), &mut x, bad)?;
+            }
+            "ll-scratch" => {
+                // Leaked: nothing may be dropped after the trap.
+                let b = Box::leak(Box::new(pgas.alloc::<u32>(16)?));
+                let scratch = Box::leak(Box::new(pgas.alloc::<u64>(8)?));
+                let cfg = LaunchConfig::blocks(1, 32);
+                trap_ll_scratch::launch(&pgas, cfg, Team::WORLD, &mut x, b, scratch)?;
             }
             _ => {
                 // Leaked: nothing may be dropped after the trap.
