@@ -11,6 +11,12 @@
 //! those two run as separate invocations: `gpu_suite --expect-trap oob|bad-pe` (see `traps.rs`).
 //! `pgas-run -n 2 gpu_suite --rank-death panic|abort|kill|kill-in-kernel` kills one PE while the
 //! others wait for it (see `faults.rs`).
+//! `pgas-run -n N gpu_suite --differential SEED CALLS [SECONDS]` is randomized differential
+//! testing: up to CALLS calls of `pgas::coll` (every collective, type, op, algorithm, size from 0
+//! to 32 MiB, offset, in place or not, stream, graph capture) and some of `pgas::ops` at random
+//! shapes, drawn from SEED alike on every PE, each checked against a host reference; it stops
+//! drawing after SECONDS, and PE 0 ends with one line `differential: seed S, N calls (...), M
+//! mismatches, T s` (see `differential.rs`; the same SEED reproduces the same calls).
 //! `gpu_suite CASE...` runs only the cases whose names contain one of the given words.
 //!
 //! Without a GPU (CI runs `cargo test --all-features` on CPU machines) it prints
@@ -20,6 +26,7 @@ mod amo;
 mod cluster;
 mod coll;
 mod collectives;
+mod differential;
 mod faults;
 mod halo;
 mod hopper;
@@ -50,7 +57,12 @@ fn main() -> ExitCode {
     // `cargo test` passes harness flags such as `--nocapture`; they mean nothing here.
     let args: Vec<String> = std::env::args()
         .skip(1)
-        .filter(|a| !a.starts_with("--") || a == "--expect-trap" || a == "--rank-death")
+        .filter(|a| {
+            !a.starts_with("--")
+                || a == "--expect-trap"
+                || a == "--rank-death"
+                || a == "--differential"
+        })
         .collect();
     if !util::gpu_present() {
         println!("gpu_suite: skipped: no GPU (no CUDA driver or no device on this machine)");
@@ -62,6 +74,9 @@ fn main() -> ExitCode {
     }
     if let Some(pos) = args.iter().position(|a| a == "--rank-death") {
         return faults::run(args.get(pos + 1).map(String::as_str).unwrap_or(""));
+    }
+    if args.iter().any(|a| a == "--differential") {
+        return differential::run(&args);
     }
     let cases: Vec<runner::Case> = [
         subset::CASES,
