@@ -3,7 +3,7 @@
 # scripts/build-device.sh put in .device/bin and writes full logs to OUTDIR:
 #   env.log        nvidia-smi, the environment, `pgas doctor`
 #   suite.log      the GPU test suite on `pgas-run -n 4`, `pgas-run -n 2` (GPUs shared under CUDA MPS
-#                  where there are fewer), 1 PE
+#                  where there are fewer), 1 PE; the differential test (`--differential`) on 2 PEs
 #   traps.log      the checked variant's traps (bad index, bad pe), one process each
 #   faults.log     rank death under pgas-run and mpirun (a PE panics, aborts or is killed)
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
@@ -225,6 +225,17 @@ if [ "$only" = all ]; then
 # and its PEs share the cold compile (each compiles its share of the NVRTC programs).
 pes 4 240 "$bin/gpu_suite"
 pes 2 240 "$bin/gpu_suite"
+# Randomized differential testing (tests/gpu_suite/differential.rs): 12000 calls of pgas::coll
+# and pgas::ops drawn from a seed (today's date, printed, so a failure reproduces), each against
+# a host reference; it stops drawing after 180 s. PE 0's last line is the summary.
+diff_seed=$(date -u +%Y%m%d)
+if share_begin 2; then
+  step "differential 2 PE" suite.log 240 "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" --differential "$diff_seed" 12000 180
+  share_end
+  verdict "differential 2 PE${share:+ (sharing $gpus GPU)}" "$(echo "$last" | grep -oE 'differential: seed .*(mismatches|HUNG).*' | tail -1)"
+else
+  note "SKIP differential 2 PE (${gpus} GPU and no CUDA MPS daemon to share one)"
+fi
 suite 1 240 "$bin/gpu_suite"
 
 # Traps: the process must report the launch failure and the output name the Rust file:line.

@@ -175,7 +175,8 @@ fn every_mode_runs_to_its_summary_on_stubs() {
         if mode == "all" {
             assert!(
                 summary.contains("gpu_suite 4 PE (sharing 1 GPU)")
-                    && summary.contains("gpu_suite 2 PE (sharing 1 GPU)"),
+                    && summary.contains("gpu_suite 2 PE (sharing 1 GPU)")
+                    && summary.contains("SKIP differential 2 PE (sharing 1 GPU)"),
                 "the shared-GPU suites were not taken:\n{summary}"
             );
         }

@@ -12,6 +12,12 @@
 //! `pgas-run -n 2 gpu_suite --rank-death panic|abort|kill|kill-in-kernel` kills one PE while the
 //! others wait for it (see `faults.rs`).
 //! `gpu_suite --expect-hang` checks that the watchdog ends a hung case cleanly (`faults.rs`).
+//! `pgas-run -n N gpu_suite --differential SEED CALLS [SECONDS]` is randomized differential
+//! testing: up to CALLS calls of `pgas::coll` (every collective, type, op, algorithm, size from 0
+//! to 32 MiB, offset, in place or not, stream, graph capture) and some of `pgas::ops` at random
+//! shapes, drawn from SEED alike on every PE, each checked against a host reference; it stops
+//! drawing after SECONDS, and PE 0 ends with one line `differential: seed S, N calls (...), M
+//! mismatches, T s` (see `differential.rs`; the same SEED reproduces the same calls).
 //! `gpu_suite CASE...` runs only the cases whose names contain one of the given words.
 //!
 //! Without a GPU (CI runs `cargo test --all-features` on CPU machines) it prints
@@ -21,6 +27,7 @@ mod amo;
 mod cluster;
 mod coll;
 mod collectives;
+mod differential;
 mod faults;
 mod halo;
 mod hopper;
@@ -53,7 +60,13 @@ fn main() -> ExitCode {
         .skip(1)
         .filter(|a| {
             !a.starts_with("--")
-                || ["--expect-trap", "--rank-death", "--expect-hang"].contains(&a.as_str())
+                || [
+                    "--expect-trap",
+                    "--rank-death",
+                    "--expect-hang",
+                    "--differential",
+                ]
+                .contains(&a.as_str())
         })
         .collect();
     if !util::gpu_present() {
@@ -69,6 +82,9 @@ fn main() -> ExitCode {
     }
     if let Some(pos) = args.iter().position(|a| a == "--rank-death") {
         return faults::run(args.get(pos + 1).map(String::as_str).unwrap_or(""));
+    }
+    if args.iter().any(|a| a == "--differential") {
+        return differential::run(&args);
     }
     let cases: Vec<runner::Case> = [
         subset::CASES,

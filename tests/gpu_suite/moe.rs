@@ -54,7 +54,7 @@ fn y_row(d: usize, p: usize, h: usize) -> Vec<bf16> {
 
 /// One round's data on every PE: routing of each PE (PE `empty` routes no token), this PE's
 /// tokens.
-struct Round {
+pub(crate) struct Round {
     routings: Vec<(Vec<i32>, Vec<f32>)>,
     tokens: usize,
     x: CudaSlice<bf16>,
@@ -62,7 +62,12 @@ struct Round {
     out: CudaSlice<bf16>,
 }
 
-fn round(p: &Pgas, cfg: &MoeConfig, seed: u64, empty: Option<usize>) -> pgas::Result<Round> {
+pub(crate) fn round(
+    p: &Pgas,
+    cfg: &MoeConfig,
+    seed: u64,
+    empty: Option<usize>,
+) -> pgas::Result<Round> {
     let (me, n) = (p.my_pe(), p.n_pes());
     let tokens_of = |pe: usize| match empty {
         Some(e) if e == pe => 0,
@@ -91,7 +96,13 @@ fn round(p: &Pgas, cfg: &MoeConfig, seed: u64, empty: Option<usize>) -> pgas::Re
 
 /// Checks what the last dispatch left here and the combined tokens in `r.out` against the
 /// reference.
-fn check(p: &Pgas, moe: &mut MoeDispatcher, cfg: &MoeConfig, r: &Round, what: &str) -> CaseResult {
+pub(crate) fn check(
+    p: &Pgas,
+    moe: &mut MoeDispatcher,
+    cfg: &MoeConfig,
+    r: &Round,
+    what: &str,
+) -> CaseResult {
     let me = p.my_pe();
     let idx: Vec<&[i32]> = r.routings.iter().map(|x| x.0.as_slice()).collect();
     let wts: Vec<&[f32]> = r.routings.iter().map(|x| x.1.as_slice()).collect();
@@ -159,7 +170,11 @@ fn check(p: &Pgas, moe: &mut MoeDispatcher, cfg: &MoeConfig, r: &Round, what: &s
     Ok(())
 }
 
-fn run_round(moe: &mut MoeDispatcher, r: &mut Round, me: usize) -> pgas::Result<Routing> {
+pub(crate) fn run_round(
+    moe: &mut MoeDispatcher,
+    r: &mut Round,
+    me: usize,
+) -> pgas::Result<Routing> {
     let routing = moe.route(&r.routings[me].0, &r.routings[me].1)?;
     moe.dispatch(&r.x, &routing)?;
     moe.combine(&r.expert_out, &routing, &mut r.out)?;

@@ -223,7 +223,7 @@ fn publish(table: &mut SymTensor<u32>, mine: &SymTensor<u32>) {
     quiet();
 }
 
-fn gather(pgas: &Pgas, mine: &[u32]) -> Result<Vec<u32>, Box<dyn std::error::Error>> {
+pub(crate) fn gather(pgas: &Pgas, mine: &[u32]) -> Result<Vec<u32>, Box<dyn std::error::Error>> {
     let n = util::npes(pgas);
     let mut table = pgas.alloc::<u32>(n * mine.len().max(1))?;
     table.fill(0)?;
