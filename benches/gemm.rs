@@ -28,7 +28,8 @@ use common::{
     bf16_rel_diff, emit, median_ms, show, wall, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
     GEMM_WARMUP,
 };
-use gemm_example::{gemm, gemm_bf16, gemm_tiled, value, STAGES};
+use gemm_example::{gemm, gemm_bf16, gemm_tiled, STAGES};
+use pgas::gemm::reference::value;
 use pgas::gemm::{gemm_bf16_with, GemmConfig};
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;

@@ -3,10 +3,11 @@
 //!
 //! - **baseline**: cuBLAS (`cublasGemmEx`, bf16, f32 compute) of the whole M x N partial, then
 //!   NCCL's bf16 reduce-scatter, one after the other on one stream (also each alone);
-//! - **pgas kernel**: `examples/gemm_reduce_scatter_sm90.rs`, one wgmma kernel whose epilogue
-//!   stores each partial tile into its owner's staging buffer (sm_90a only);
-//! - **library**: `pgas::ops::matmul_reduce_scatter::MatmulReduceScatter` (cuBLAS chunks in
-//!   owner order, copy-engine pushes and the owner's f32 reduction overlapped on a second stream).
+//! - **pgas**: `pgas::ops::matmul_reduce_scatter::MatmulReduceScatter` with
+//!   `GemmPath::PgasPerShard`: the chunks' GEMMs by `pgas::gemm` (the language's Hopper GEMM,
+//!   sm_90a only), the rest as the library form;
+//! - **library**: the same with its default GEMM, cuBLAS (chunks in owner order, copy-engine
+//!   pushes and the owner's f32 reduction overlapped on a second stream).
 //!
 //! N = K = 8192 and M from 2048 to 16384 (K split over the PEs). Median of `GEMM_REPS` after
 //! `GEMM_WARMUP` (CUDA events on the pgas stream, every PE released together by a barrier before
@@ -19,9 +20,6 @@
 
 #[path = "common/mod.rs"]
 mod common;
-#[allow(dead_code)]
-#[path = "../examples/gemm_reduce_scatter_sm90.rs"]
-mod fused;
 
 use common::nccl::{nccl_comm, Nccl};
 use common::plot::{log_log_by_bytes, Series};
@@ -34,6 +32,7 @@ use pgas::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
 use pgas::ops::cublas::Cublas;
 use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
+use pgas::ops::GemmPath;
 use pgas::prelude::*;
 use std::fmt::Write as _;
 
@@ -57,9 +56,9 @@ fn timed(p: &Pgas, stream: &CudaStream, run: impl FnMut() -> BenchResult<()>) ->
     )
 }
 
-/// Element `i` of PE `pe`'s A (`which` 1) or Bt (`which` 2): the example's inputs of call 0.
+/// Element `i` of PE `pe`'s A (`which` 1) or Bt (`which` 2).
 fn input(pe: usize, which: u64, i: usize) -> bf16 {
-    fused::value(i, 2 * pe as u64 + which)
+    pgas::gemm::reference::value(i, 2 * pe as u64 + which)
 }
 
 /// The largest |got - want| at 64 points of this PE's rows against the host (f64), over the
@@ -125,7 +124,7 @@ struct Row {
     gemm: f64,
     rs: f64,
     baseline: f64,
-    kernel: f64,
+    pgas: f64,
     library: f64,
 }
 
@@ -196,14 +195,15 @@ fn main() -> BenchResult<()> {
             want = Some(check("cuBLAS + NCCL", &out, None)?);
         }
 
-        let kernel = if hopper {
-            let mut op = fused::GemmRs::new(&p, (m, n, k), None)?;
+        let pgas = if hopper {
+            let mut op = MatmulReduceScatter::new(&p, (m, n, k))?;
+            op.set_gemm(&p, GemmPath::PgasPerShard)?;
             let mut fresh = stream.alloc_zeros::<bf16>(mp * n)?;
             let us = timed(&p, &stream, || {
-                op.run(&p, &mut fresh, &a, &bt, false)?;
+                op.run(&p, &mut fresh, &a, &bt)?;
                 Ok(())
             })? * 1e3;
-            check("the pgas kernel", &fresh, want.as_deref())?;
+            check("the pgas GEMM per chunk", &fresh, want.as_deref())?;
             us
         } else {
             f64::NAN
@@ -218,38 +218,32 @@ fn main() -> BenchResult<()> {
         check("the library form", &fresh, want.as_deref())?;
         let splits = op.splits();
         drop(op);
-        // The tuning knobs at 8192^3, for the record (each result checked too): the library's
-        // chunks per owner and the kernel's tile width, the choices other than the defaults.
+        // The tuning knob at 8192^3, for the record (each result checked too): chunks per
+        // owner other than the default, for both GEMMs.
         if (m, n, kk) == (8192, 8192, 8192) {
             let mut knobs: Vec<(String, f64)> = Vec::new();
             for s in [1, 2, 4]
                 .into_iter()
                 .filter(|s| *s != splits && mp % s == 0)
             {
-                let mut op = MatmulReduceScatter::with_splits(&p, (m, n, k), Some(s))?;
-                let us = timed(&p, &stream, || {
-                    op.run(&p, &mut fresh, &a, &bt)?;
-                    Ok(())
-                })? * 1e3;
-                check(
-                    &format!("the library form, {s} chunks"),
-                    &fresh,
-                    want.as_deref(),
-                )?;
-                knobs.push((format!("library_{s}_chunks_us"), us));
-            }
-            if hopper {
-                let mut op = fused::GemmRs::new(&p, (m, n, k), Some(128))?;
-                let us = timed(&p, &stream, || {
-                    op.run(&p, &mut fresh, &a, &bt, false)?;
-                    Ok(())
-                })? * 1e3;
-                check("the pgas kernel, 128-wide tiles", &fresh, want.as_deref())?;
-                knobs.push(("pgas_kernel_128_wide_us".into(), us));
+                let paths = [
+                    ("library", GemmPath::Cublas),
+                    ("pgas", GemmPath::PgasPerShard),
+                ];
+                for (name, path) in paths.into_iter().filter(|(n, _)| hopper || *n == "library") {
+                    let mut op = MatmulReduceScatter::with_splits(&p, (m, n, k), Some(s))?;
+                    op.set_gemm(&p, path)?;
+                    let us = timed(&p, &stream, || {
+                        op.run(&p, &mut fresh, &a, &bt)?;
+                        Ok(())
+                    })? * 1e3;
+                    check(&format!("{name}, {s} chunks"), &fresh, want.as_deref())?;
+                    knobs.push((format!("{name}_{s}_chunks_us"), us));
+                }
             }
             for (name, us) in knobs.iter().filter(|_| me == 0) {
                 println!(
-                    "{BENCH}: 8192^3, {name}: {} us (default: {splits} chunks, 256-wide tiles)",
+                    "{BENCH}: 8192^3, {name}: {} us (default: {splits} chunks)",
                     show(*us)
                 );
                 let f = Figure {
@@ -266,7 +260,7 @@ fn main() -> BenchResult<()> {
             gemm,
             rs,
             baseline: base,
-            kernel,
+            pgas,
             library,
         });
     }
@@ -294,7 +288,7 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
     )?;
     writeln!(
         table,
-        "| M x N x K | cuBLAS GEMM | NCCL RS | cuBLAS + NCCL | pgas kernel | library | kernel speedup | library speedup |"
+        "| M x N x K | cuBLAS GEMM | NCCL RS | cuBLAS + NCCL | pgas GEMM per chunk | library (cuBLAS) | pgas speedup | library speedup |"
     )?;
     writeln!(table, "| --- | --- | --- | --- | --- | --- | --- | --- |")?;
     for r in rows {
@@ -305,9 +299,9 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
             show(r.gemm),
             show(r.rs),
             show(r.baseline),
-            show(r.kernel),
+            show(r.pgas),
             show(r.library),
-            show(r.baseline / r.kernel),
+            show(r.baseline / r.pgas),
             show(r.baseline / r.library)
         )?;
         let key = format!("gemm_rs_{m}x{n}x{k}_{pes}pe");
@@ -316,9 +310,9 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
             ("cublas_gemm_us", r.gemm, "us"),
             ("nccl_reduce_scatter_us", r.rs, "us"),
             ("cublas_nccl_us", r.baseline, "us"),
-            ("pgas_kernel_us", r.kernel, "us"),
+            ("pgas_per_chunk_us", r.pgas, "us"),
             ("library_us", r.library, "us"),
-            ("kernel_speedup", r.baseline / r.kernel, "x"),
+            ("pgas_speedup", r.baseline / r.pgas, "x"),
             ("library_speedup", r.baseline / r.library, "x"),
         ] {
             let f = Figure {
@@ -345,7 +339,7 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
         };
         let all = [
             series("cuBLAS + NCCL", |r| r.baseline),
-            series("pgas kernel (wgmma, fused)", |r| r.kernel),
+            series("pgas::ops, pgas::gemm per chunk", |r| r.pgas),
             series("pgas::ops library (cuBLAS + copy engine)", |r| r.library),
             series("cuBLAS GEMM alone", |r| r.gemm),
         ];

@@ -15,19 +15,12 @@
 //! `benches/ag_gemm.rs` times it against cuBLAS + NCCL and the cuBLAS path.
 
 use pgas::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+pub use pgas::gemm::reference::value;
 use pgas::ops::{AllGatherMatmul, GemmPath};
 use pgas::prelude::*;
 
 /// Rows of C a `pgas::gemm` block owns: a shard is a whole number of them.
 pub const BM: usize = pgas::gemm::BM;
-
-/// A reproducible value in [-1, 1), rounded to bf16.
-pub fn value(i: usize, salt: u64) -> bf16 {
-    let mut x = (i as u64 ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(salt);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    bf16::from_f32(((x ^ (x >> 31)) >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
-}
 
 /// Element `i` of the whole A (M x K, row-major): PE p's shard is rows `p M/P ..`.
 pub fn a_value(i: usize) -> bf16 {

@@ -30,6 +30,7 @@
 //! `benches/gemm.rs` times the same kernel against cuBLAS.
 
 use pgas::cudarc::driver::sys::CUevent_flags;
+use pgas::gemm::reference::value;
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
 use pgas::prelude::*;
@@ -343,15 +344,6 @@ pub fn gemm_tiled(
         // matrix's size, so every index the kernel forms is in bounds.
         unsafe { gemm_bf16::launch_unchecked(pgas, cfg, c, a, b, m, n, k, stages, bn) }
     }
-}
-
-/// A reproducible value in [-1, 1), rounded to bf16 (`benches/gemm.rs` uses it too).
-pub fn value(i: usize, salt: u64) -> bf16 {
-    let mut x = (i as u64 ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(salt);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^= x >> 31;
-    bf16::from_f32((x >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
 }
 
 /// One element of `A B` on the host, in f64.

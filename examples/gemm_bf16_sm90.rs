@@ -13,16 +13,9 @@
 //! ```
 
 use pgas::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use pgas::gemm::reference::value;
 use pgas::gemm::{gemm_bf16, gemm_bf16_with, GemmConfig};
 use pgas::prelude::*;
-
-/// A reproducible value in [-1, 1), rounded to bf16.
-fn value(i: usize, salt: u64) -> bf16 {
-    let mut x = (i as u64 ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(salt);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    bf16::from_f32(((x ^ (x >> 31)) >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
-}
 
 /// The worst error of `got` against the host product at `points`, relative to the tolerance
 /// (bf16 rounding of the output plus f32 order; > 1 fails), and where.

@@ -5,7 +5,8 @@ use super::kernel::{gemm_bf16_sm90, BK, BM, THREADS};
 use crate::e4m3;
 use crate::kernel::Variant;
 use crate::prelude::*;
-use cudarc::driver::DevicePtr;
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{CudaStream, DevicePtr};
 
 /// The comptime choices of one GEMM specialization, and its grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,7 +148,60 @@ fn launch_local(
         gathered: a_map,
     };
     let landed = (&mut words[unused].1, 0);
-    launch(pgas, maps, landed, (m, n, k), (0, 0), cfg, fp8, checked)
+    launch(
+        pgas,
+        pgas.stream(),
+        maps,
+        landed,
+        (m, n, k),
+        (0, 0),
+        cfg,
+        fp8,
+        checked,
+    )
+}
+
+/// `C = A Btᵀ` in bf16 on `stream` over device addresses, with `cfg` (checked by the caller
+/// against the shape with [`check`]): what `pgas::ops` runs per shard or chunk.
+///
+/// # Safety
+/// `c`, `a` and `b` name `m x n`, `m x k` and `n x k` bf16 elements that stay allocated until
+/// `stream` has passed the launch, and nothing else writes them meanwhile.
+pub(crate) unsafe fn gemm_bf16_raw(
+    pgas: &Pgas,
+    stream: &CudaStream,
+    (c, a, b): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
+    (m, n, k): (usize, usize, usize),
+    cfg: GemmConfig,
+) -> crate::Result<()> {
+    // SAFETY: the caller's contract; the kernel writes only C, through its map.
+    let (mut c_map, a_map, b_map) = unsafe {
+        (
+            TensorMap::from_device_ptr(c, m * n, c_tile(m, n))?,
+            TensorMap::from_device_ptr(a, m * k, a_tile(m, k))?,
+            TensorMap::from_device_ptr(b, n * k, b_tile(n, k, cfg))?,
+        )
+    };
+    let mut words = UNUSED.lock().unwrap_or_else(|e| e.into_inner());
+    let unused = unused_word(&mut words, pgas)?;
+    let maps = Maps {
+        c: &mut c_map,
+        a: &a_map,
+        b: &b_map,
+        gathered: &a_map,
+    };
+    let landed = (&mut words[unused].1, 0);
+    launch(
+        pgas,
+        stream,
+        maps,
+        landed,
+        (m, n, k),
+        (0, 0),
+        cfg,
+        false,
+        false,
+    )
 }
 
 /// Refuses buffers that do not hold `m x k`, `n x k` and `m x n` elements.
@@ -333,13 +387,14 @@ static UNUSED: std::sync::Mutex<Vec<(usize, CudaSlice<u64>)>> = std::sync::Mutex
 static RESIDENT: std::sync::Mutex<Vec<((usize, [i128; 5], bool), u32)>> =
     std::sync::Mutex::new(Vec::new());
 
-/// Launches the kernel on the pgas stream over a persistent grid. `landed` and its epoch, and
+/// Launches the kernel on `stream` over a persistent grid. `landed` and its epoch, and
 /// `(mp, me)` (rows per PE, this PE) serve a gathering launch (`gather` when `mp > 0`); `fp8`
 /// takes A and Bt as `e4m3` (the maps and `k` counting pairs of them). The shape and `cfg`
 /// were checked by the caller.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     pgas: &Pgas,
+    stream: &CudaStream,
     maps: Maps<'_, '_>,
     (landed, epoch): (&mut CudaSlice<u64>, u64),
     (m, n, k): (usize, usize, usize),
@@ -363,17 +418,17 @@ pub(crate) fn launch(
     let (stages, bn, cluster) = (cfg.stages, cfg.bn, cfg.cluster);
     let Maps { c, a, b, gathered } = maps;
     if checked {
-        gemm_bf16_sm90::launch(
-            pgas, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, stages, bn, cluster,
-            gather, fp8,
+        gemm_bf16_sm90::launch_on(
+            pgas, stream, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, stages, bn,
+            cluster, gather, fp8,
         )
     } else {
         // SAFETY: the shape is whole tiles and every buffer has exactly its matrix's size, so
         // every index the kernel forms is in bounds; `landed` has a word a PE when gathering.
         unsafe {
-            gemm_bf16_sm90::launch_unchecked(
-                pgas, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, stages, bn,
-                cluster, gather, fp8,
+            gemm_bf16_sm90::launch_unchecked_on(
+                pgas, stream, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, stages,
+                bn, cluster, gather, fp8,
             )
         }
     }

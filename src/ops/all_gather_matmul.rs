@@ -47,7 +47,8 @@ use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
 use super::cublas::Cublas;
-use crate::gemm::{self, GemmConfig, BM};
+use super::gemm_path::{agree_path, GemmPath};
+use crate::gemm::{self, GemmConfig};
 use crate::{Error, Pgas, Result, SymTensor, TensorMap};
 use cudarc::driver::CudaSlice;
 
@@ -77,18 +78,6 @@ pub struct AllGatherMatmul {
     blas: Cublas,
     /// The GEMM as one pgas kernel (`pgas::gemm`, gathering) instead of cuBLAS per shard.
     fused: Option<Fused>,
-}
-
-/// Which GEMM [`AllGatherMatmul::run`] uses ([`AllGatherMatmul::set_gemm`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GemmPath {
-    /// One cuBLAS call per shard, each after its rows landed (the default).
-    Cublas,
-    /// One `pgas::gemm` launch per shard, each after its rows landed (sm_90a).
-    PgasPerShard,
-    /// One persistent `pgas::gemm` kernel for all of C: it starts on this PE's rows and takes
-    /// each peer's rows as a word the copy stream writes says they landed (sm_90a).
-    PgasOneKernel,
 }
 
 /// What the pgas paths add: the specialization and, for one kernel, the words the copy stream
@@ -248,49 +237,26 @@ impl AllGatherMatmul {
         let one_kernel = path == GemmPath::PgasOneKernel;
         let (mp, n, k) = (self.mp, self.n, self.k);
         let np = self.pgas.n_pes();
-        // The rows one GEMM covers: all of C, or a shard.
+        // The rows one GEMM covers: all of C, or a shard. The one-kernel path pushes where the
+        // others pull: every PE must take the same path (the agreement sees to it).
         let rows = if one_kernel { mp * np } else { mp };
-        let major = self
-            .pgas
-            .cuda()
-            .attribute(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-            .map_err(Error::cuda("reading the compute capability"))?;
-        let mut cfg = GemmConfig::for_shape(rows, n, self.pgas.sm_count()?);
-        if !mp.is_multiple_of(BM * cfg.cluster as usize) {
-            cfg.cluster = 1;
-        }
-        let fits = if path == GemmPath::Cublas {
-            Ok(())
-        } else if major != 9 {
-            Err(format!("the GPU is sm_{major}x, the kernel sm_90a"))
-        } else if !mp.is_multiple_of(BM) {
-            Err(format!("shard rows {mp} are not a multiple of {BM}"))
-        } else {
-            crate::gemm::check(cfg, (rows, n, k)).map_err(|e| e.to_string())
-        };
-        // The one-kernel path pushes where the others pull: every PE must take the same path,
-        // and a PE where it cannot run makes every PE refuse it.
-        super::agree(
+        let all = [
+            GemmPath::Cublas,
+            GemmPath::PgasPerShard,
+            GemmPath::PgasOneKernel,
+        ];
+        let chosen = agree_path(
             &self.pgas,
-            "all_gather_matmul GEMM path",
-            &[
-                (
-                    "GemmPath (0 cuBLAS, 1 per shard, 2 one kernel)",
-                    path as u64,
-                ),
-                ("the path can run on this PE", fits.is_ok() as u64),
-            ],
+            "all_gather_matmul with the pgas GEMM",
+            path,
+            &all,
+            (rows, n, k),
+            mp,
         )?;
-        if let Err(why) = fits {
-            return Err(Error::Unavailable {
-                what: "all_gather_matmul with the pgas GEMM",
-                reason: format!("{why}. Fix: keep the cuBLAS path (GemmPath::Cublas)"),
-            });
-        }
-        if path == GemmPath::Cublas {
+        let Some(mut cfg) = chosen else {
             self.fused = None;
             return Ok(());
-        }
+        };
         // Asked once here (it compiles the kernel if need be), not at every call.
         cfg.clusters = Some(gemm::persistent_clusters(
             &self.pgas,
@@ -485,38 +451,13 @@ impl AllGatherMatmul {
         b: CUdeviceptr,
     ) -> Result<()> {
         let (mp, n, k) = (self.mp, self.n, self.k);
-        let Some(f) = self.fused.as_mut() else {
-            // SAFETY: the caller's contract.
-            return unsafe { self.blas.gemm_bf16_nt_raw(main, c, a, b, (mp, n, k)) };
-        };
-        // SAFETY: the caller's contract; the kernel writes only C through its map.
-        let (mut c_map, a_map, b_map) = unsafe {
-            (
-                TensorMap::from_device_ptr(c, mp * n, gemm::c_tile(mp, n))?,
-                TensorMap::from_device_ptr(a, mp * k, gemm::a_tile(mp, k))?,
-                TensorMap::from_device_ptr(b, n * k, gemm::b_tile(n, k, f.cfg))?,
-            )
-        };
-        let words = f
-            .words
-            .as_mut()
-            .expect("the words live as long as the pgas path");
-        let maps = gemm::Maps {
-            c: &mut c_map,
-            a: &a_map,
-            b: &b_map,
-            gathered: &a_map,
-        };
-        gemm::launch(
-            &self.pgas,
-            maps,
-            (words, 0),
-            (mp, n, k),
-            (0, 0),
-            f.cfg,
-            false,
-            false,
-        )
+        match self.fused.as_ref() {
+            // SAFETY (both): the caller's contract.
+            None => unsafe { self.blas.gemm_bf16_nt_raw(main, c, a, b, (mp, n, k)) },
+            Some(f) => unsafe {
+                gemm::gemm_bf16_raw(&self.pgas, main, (c, a, b), (mp, n, k), f.cfg)
+            },
+        }
     }
 
     /// The copy stream of a fused call. No local copy (a same-GPU copy may take SMs, which the
@@ -628,6 +569,7 @@ impl AllGatherMatmul {
             .expect("the words live as long as the fused path");
         gemm::launch(
             &self.pgas,
+            self.pgas.stream(),
             maps,
             (words, self.epoch),
             (m, n, k),

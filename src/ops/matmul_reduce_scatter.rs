@@ -28,7 +28,7 @@
 //! # How
 //! The rows of `A` go in chunks ordered by owner: the next PE's rows first, this PE's own last,
 //! each owner's rows in [`MatmulReduceScatter::splits`] chunks. On the caller's stream cuBLAS
-//! computes one chunk after the other into a local buffer; after each chunk of another PE's rows,
+//! (or `pgas::gemm`) computes one chunk after the other into a local buffer; after each chunk of another PE's rows,
 //! a second stream copies it with the copy engine (no SMs taken from cuBLAS) into this PE's slot
 //! of the owner's symmetric staging buffer over NVLink and sets the owner's signal for that chunk
 //! to the call's number (`cuStreamWriteValue64`, whose default includes a system-wide fence
@@ -39,8 +39,8 @@
 //! Signals carry the call's number and waits are `>=`, so repeated calls need no reset; the
 //! call's work joins the caller's stream at the end.
 //!
-//! `examples/gemm_reduce_scatter_sm90.rs` is the same operation as one pgas kernel (wgmma tiles
-//! stored to their owner from the epilogue); `benches/gemm_rs.rs` times both against cuBLAS +
+//! [`MatmulReduceScatter::set_gemm`] swaps cuBLAS for `pgas::gemm`, the language's Hopper GEMM
+//! (`examples/gemm_reduce_scatter_sm90.rs`); `benches/gemm_rs.rs` times both against cuBLAS +
 //! NCCL.
 
 use std::sync::Arc;
@@ -50,6 +50,8 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
 use super::cublas::Cublas;
+use super::gemm_path::{agree_path, GemmPath};
+use crate::gemm::{self, GemmConfig};
 use crate::prelude::*;
 use crate::{Error, Result};
 
@@ -187,6 +189,8 @@ pub struct MatmulReduceScatter {
     epoch: u64,
     /// The reduction's launch (the same for every chunk: `M/P/splits x N` elements).
     reduce_cfg: LaunchConfig,
+    /// The `pgas::gemm` specialization of the chunks' GEMMs; `None`: cuBLAS.
+    gemm: Option<GemmConfig>,
 }
 
 impl std::fmt::Debug for MatmulReduceScatter {
@@ -345,7 +349,59 @@ impl MatmulReduceScatter {
             events,
             epoch: 0,
             reduce_cfg,
+            gemm: None,
         })
+    }
+
+    /// Picks the GEMM of later calls: [`GemmPath::Cublas`] (the default) or
+    /// [`GemmPath::PgasPerShard`], one `pgas::gemm` launch per chunk (sm_90a; chunk rows a
+    /// multiple of 128, N and K / P whole tiles). Collective: the PEs agree on the path first,
+    /// so a PE that asks for another, or where it cannot run, is the same `Err` on every PE and
+    /// nothing changes.
+    pub fn set_gemm(&mut self, pgas: &Pgas, path: GemmPath) -> Result<()> {
+        // One PE multiplies all of A at once; more, a chunk at a time.
+        let rows = if self.pes == 1 {
+            self.m
+        } else {
+            self.m / self.pes / self.splits
+        };
+        let offered = [GemmPath::Cublas, GemmPath::PgasPerShard];
+        let what = "matmul_reduce_scatter with the pgas GEMM";
+        let shape = (rows, self.n, self.k);
+        let Some(mut cfg) = agree_path(pgas, what, path, &offered, shape, rows)? else {
+            self.gemm = None;
+            return Ok(());
+        };
+        // Asked once here (it compiles the kernel if need be), not at every call.
+        cfg.clusters = Some(gemm::persistent_clusters(
+            pgas,
+            cfg,
+            (rows, self.n),
+            (false, false),
+            false,
+        )?);
+        self.gemm = Some(cfg);
+        Ok(())
+    }
+
+    /// `C = A Btᵀ` for `rows` rows on `stream`, by cuBLAS or by `pgas::gemm`.
+    ///
+    /// # Safety
+    /// `c`, `a` and `b` name `rows x n`, `rows x k` and `n x k` bf16 elements ordered on
+    /// `stream`.
+    unsafe fn gemm(
+        &self,
+        pgas: &Pgas,
+        stream: &CudaStream,
+        (c, a, b): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
+        rows: usize,
+    ) -> Result<()> {
+        let shape = (rows, self.n, self.k);
+        match self.gemm {
+            // SAFETY (both): the caller's contract.
+            None => unsafe { self.blas.gemm_bf16_nt_raw(stream, c, a, b, shape) },
+            Some(cfg) => unsafe { gemm::gemm_bf16_raw(pgas, stream, (c, a, b), shape, cfg) },
+        }
     }
 
     /// Chunks per owner (see the module documentation).
@@ -402,7 +458,7 @@ impl MatmulReduceScatter {
         if pes == 1 {
             let (po, _wo) = out.device_ptr_mut(stream);
             // SAFETY: out is m x n, a m x k, bt n x k (checked above).
-            return unsafe { self.blas.gemm_bf16_nt_raw(stream, po, pa, pb, (m, n, k)) };
+            return unsafe { self.gemm(pgas, stream, (po, pa, pb), m) };
         }
         self.epoch += 1;
         let epoch = self.epoch;
@@ -428,13 +484,8 @@ impl MatmulReduceScatter {
             let chunk = pp + (row0 * n * 2) as CUdeviceptr;
             // SAFETY: rows row0.. of A (k wide) and of the M x N partial exist (row0 + rows <= m).
             unsafe {
-                self.blas.gemm_bf16_nt_raw(
-                    stream,
-                    chunk,
-                    pa + (row0 * k * 2) as CUdeviceptr,
-                    pb,
-                    (rows, n, k),
-                )?;
+                let a_rows = pa + (row0 * k * 2) as CUdeviceptr;
+                self.gemm(pgas, stream, (chunk, a_rows, pb), rows)?;
             }
             event.record(stream)?;
             comm.wait(event)?;

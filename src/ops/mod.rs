@@ -8,11 +8,13 @@
 
 pub mod all_gather_matmul;
 pub mod cublas;
+mod gemm_path;
 pub mod halo;
 pub mod matmul_reduce_scatter;
 pub mod moe;
 
-pub use all_gather_matmul::{all_gather_matmul, AllGatherMatmul, GemmPath};
+pub use all_gather_matmul::{all_gather_matmul, AllGatherMatmul};
+pub use gemm_path::GemmPath;
 
 use crate::{Error, Pgas, Result, Team};
 

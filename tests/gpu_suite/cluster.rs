@@ -10,6 +10,7 @@
 use crate::runner::{case, Case};
 use crate::util::{check_eq, ensure, CaseResult};
 use pgas::cudarc::driver::sys::CUdevice_attribute;
+use pgas::gemm::reference::value;
 use pgas::gemm::{gemm_bf16, gemm_bf16_sm90, gemm_bf16_with, GemmConfig};
 use pgas::kernel::{KernelSpec, Variant};
 use pgas::launch::Prewarm;
@@ -509,14 +510,6 @@ fn stmatrix_case(p: &Pgas) -> CaseResult {
         )?;
     }
     Ok(())
-}
-
-/// A reproducible value in [-1, 1), rounded to bf16 (as `examples/gemm_bf16_sm90.rs`).
-fn value(i: usize, salt: u64) -> bf16 {
-    let mut x = (i as u64 ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(salt);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    bf16::from_f32(((x ^ (x >> 31)) >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
 }
 
 /// `(bn, cluster, stages)` as a config with as many clusters as fit.

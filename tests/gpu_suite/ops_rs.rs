@@ -11,6 +11,7 @@ use crate::runner::{case, Case};
 use crate::util::{check_eq, ensure, CaseResult};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::ops::matmul_reduce_scatter::{matmul_reduce_scatter, MatmulReduceScatter};
+use pgas::ops::GemmPath;
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
@@ -19,6 +20,7 @@ pub const CASES: &[Case] = &[
         "ops/matmul_reduce_scatter_refuses_bad_input",
         bad_input_case,
     ),
+    case("ops/matmul_reduce_scatter_pgas_gemm", pgas_gemm_case),
 ];
 
 /// Element `i` of PE `pe`'s A (`which` 0) or Bt (`which` 1) in call `call`: -1, 0 or 1.
@@ -40,6 +42,81 @@ fn host(pes: usize, me: usize, call: usize, (m, n, k): (usize, usize, usize)) ->
         }
     }
     want.into_iter().map(bf16::from_f32).collect()
+}
+
+/// `set_gemm(GemmPath::PgasPerShard)`: the chunks' GEMMs by `pgas::gemm`, exact against the
+/// host over three calls, with one and with two chunks per owner (128-row chunks); on a GPU
+/// that is not sm_90, and for chunks that are not whole tiles, the same `Err` on every PE, after
+/// which the plan still runs its cuBLAS GEMM; `PgasOneKernel` refused.
+fn pgas_gemm_case(p: &Pgas) -> CaseResult {
+    let (me, pes) = (p.my_pe(), p.n_pes());
+    let stream = p.stream().clone();
+    let hopper = p.cuda().attribute(
+        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+    )? == 9;
+    for ((mp, n, k), splits) in [((128, 256, 128), 1), ((256, 512, 192), 2)] {
+        let m = mp * pes;
+        let mut op = MatmulReduceScatter::with_splits(p, (m, n, k), Some(splits))?;
+        match (op.set_gemm(p, GemmPath::PgasPerShard), hopper) {
+            (Ok(()), true) => {}
+            (Err(e), false) if e.to_string().contains("sm_90a") => {}
+            (r, _) => return Err(format!("set_gemm on sm_90 = {hopper}: {r:?}").into()),
+        }
+        let mut out = stream.alloc_zeros::<bf16>(mp * n)?;
+        for call in 20..23 {
+            let a: Vec<bf16> = (0..m * k)
+                .map(|i| bf16::from_f32(input(me, 0, call, i)))
+                .collect();
+            let bt: Vec<bf16> = (0..n * k)
+                .map(|i| bf16::from_f32(input(me, 1, call, i)))
+                .collect();
+            let (a, bt) = (stream.clone_htod(&a)?, stream.clone_htod(&bt)?);
+            op.run(p, &mut out, &a, &bt)?;
+            check_eq(
+                &format!("{m} x {n} x {k} a PE by pgas::gemm, call {call}"),
+                &stream.clone_dtoh(&out)?,
+                &host(pes, me, call, (m, n, k)),
+            )?;
+        }
+    }
+    // Chunks of 96 rows and the one-kernel path: refused everywhere, the plan unchanged.
+    let mut op = MatmulReduceScatter::with_splits(p, (96 * pes, 64, 64), Some(1))?;
+    for (path, words) in [
+        (
+            GemmPath::PgasPerShard,
+            if hopper {
+                "not a multiple of 128"
+            } else {
+                "sm_90a"
+            },
+        ),
+        (GemmPath::PgasOneKernel, "offers"),
+    ] {
+        let e = op.set_gemm(p, path);
+        ensure(
+            e.as_ref().is_err_and(|e| e.to_string().contains(words)),
+            || {
+                format!(
+                    "set_gemm({path:?}) on 96-row chunks: {e:?}, expected an Err naming {words:?}"
+                )
+            },
+        )?;
+    }
+    let (m, n, k) = (96 * pes, 64, 64);
+    let a: Vec<bf16> = (0..m * k)
+        .map(|i| bf16::from_f32(input(me, 0, 30, i)))
+        .collect();
+    let bt: Vec<bf16> = (0..n * k)
+        .map(|i| bf16::from_f32(input(me, 1, 30, i)))
+        .collect();
+    let (a, bt) = (stream.clone_htod(&a)?, stream.clone_htod(&bt)?);
+    let mut out = stream.alloc_zeros::<bf16>(96 * n)?;
+    op.run(p, &mut out, &a, &bt)?;
+    check_eq(
+        "96-row chunks by cuBLAS after the refusals",
+        &stream.clone_dtoh(&out)?,
+        &host(pes, me, 30, (m, n, k)),
+    )
 }
 
 fn matches_host_case(p: &Pgas) -> CaseResult {
