@@ -702,7 +702,7 @@ impl Comm {
         comptime: &[i128],
         dst: &mut impl SymRegion<T>,
         src: &Region<T>,
-        table: Option<&Region<u64>>,
+        table: Option<&LocalTable>,
         work: usize,
         scalars: &[u32],
     ) -> Result<()> {
@@ -711,7 +711,9 @@ impl Comm {
         let mut args = KernelArgs::new();
         args.push_sym_mut(dst).push_sym(src);
         if let Some(table) = table {
-            args.push_sym(table);
+            // SAFETY: the layout that owns the table outlives this call, and the kernel reads
+            // the table on this PE only (see `all_to_all_v` in `kernels.rs`).
+            unsafe { args.push_local_as_sym::<u64>(table.ptr, table.len) };
         }
         args.push_sym(&self.pes)
             .push_sym_mut(&mut self.sig)
@@ -836,6 +838,13 @@ pub fn prewarm<T: AllReduceElem>(pgas: &Pgas) -> Result<()> {
     pgas_runtime::launch::prewarm(pgas, &prewarm_list::<T>())
 }
 
+/// A buffer of this PE's device memory by address and length, which a kernel reads on this PE
+/// only (the all-to-all-v layout's table): not symmetric, so not a [`SymRegion`].
+struct LocalTable {
+    ptr: u64,
+    len: usize,
+}
+
 /// A symmetric region by address and length: lets one buffer be both operands of an in-place
 /// call (the borrow checker forbids `&mut x` and `&x` at once).
 struct Region<T> {
@@ -854,7 +863,9 @@ impl<T> Region<T> {
     }
 }
 
-impl<T> SymRegion<T> for Region<T> {
+// SAFETY: a `Region` is made only by `Region::of` from a live region the caller borrows for
+// the whole call it is used in, so it names that region's symmetric memory while it is used.
+unsafe impl<T> SymRegion<T> for Region<T> {
     fn as_device_ptr(&self) -> u64 {
         self.ptr
     }

@@ -21,6 +21,7 @@ pub const CASES: &[Case] = &[
     case("misuse/launch_geometry", launch_geometry),
     case("misuse/stream_of_another_gpu", stream_of_another_gpu),
     case("misuse/buffer_of_another_gpu", buffer_of_another_gpu),
+    case("misuse/region_outside_the_heap", region_outside_the_heap),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
@@ -376,4 +377,129 @@ fn buffer_of_another_gpu(p: &Pgas) -> CaseResult {
     misuse_local::launch(p, LaunchConfig::blocks(1, 32), &mut mine)?;
     let got = p.stream().clone_dtoh(&mine)?;
     util::check_eq("a CudaSlice of this GPU", &got, &[2.0f32; 32])
+}
+
+/// A region by address and length that breaks `SymRegion`'s contract on purpose: the memory it
+/// names is a plain CUDA allocation, or runs past the heap's end. Only the cases below make one,
+/// and only to check that the host calls refuse it before NVSHMEM or a kernel dereferences it.
+struct Outside(u64, usize);
+
+// SAFETY: deliberately broken (see above); every call it is passed to must refuse it, which is
+// what `region_outside_the_heap` checks, so nothing ever reads or writes through it.
+unsafe impl<T> SymRegion<T> for Outside {
+    fn as_device_ptr(&self) -> u64 {
+        self.0
+    }
+    fn len(&self) -> usize {
+        self.1
+    }
+}
+
+/// Host RMA, signals, atomics, collectives and a checked kernel launch each refuse a region that
+/// is not wholly inside the symmetric heap (a plain cudarc allocation; a region that starts in a
+/// real tensor and runs past the heap's end) with `NotSymmetric`, where before they handed the
+/// address to NVSHMEM (`put` returned `Ok(())`).
+fn region_outside_the_heap(p: &Pgas) -> CaseResult {
+    use pgas::cudarc::driver::DevicePtr;
+    let t = p.alloc::<u32>(64)?;
+    let plain = p.stream().alloc_zeros::<u32>(64)?;
+    let plain_ptr = {
+        let (ptr, _guard) = plain.device_ptr(p.stream());
+        ptr
+    };
+    let outside = Outside(plain_ptr, 64);
+    // Starts at a real tensor, ends 16 TiB on: past the heap whatever its size or reservation.
+    let past_end = Outside(t.as_device_ptr(), 1 << 42);
+    let fix = [
+        "is not inside NVSHMEM's symmetric heap",
+        "Fix: pass a SymTensor",
+    ];
+    let not_sym = |what: &'static str| move |e: &Error| matches!(e, Error::NotSymmetric { what: w, .. } if *w == what);
+    let me = util::me(p);
+    expect_err(
+        "put into a plain allocation",
+        p.put(&outside, &t, me),
+        not_sym("the destination"),
+        &fix,
+    )?;
+    expect_err(
+        "put from a plain allocation",
+        p.put(&t, &outside, util::next(p)),
+        not_sym("the source"),
+        &fix,
+    )?;
+    expect_err(
+        "get into a plain allocation",
+        p.get(&outside, &t, util::next(p)),
+        not_sym("the destination"),
+        &fix,
+    )?;
+    expect_err(
+        "get_nbi from a region past the heap's end",
+        p.get_nbi::<u32>(&past_end, &past_end, util::next(p)),
+        not_sym("the destination"),
+        &fix,
+    )?;
+    expect_err(
+        "put_signal with a plain allocation as the signal",
+        p.put_signal(&t, &t, &Outside(plain_ptr, 1), 0, 1, SignalOp::Set, me),
+        not_sym("the signal region"),
+        &fix,
+    )?;
+    expect_err(
+        "signal_op on a plain allocation",
+        p.signal_op(&Outside(plain_ptr, 8), 0, 1, SignalOp::Add, me),
+        not_sym("the signal region"),
+        &fix,
+    )?;
+    expect_err(
+        "atomic_fetch of a plain allocation",
+        p.atomic_fetch::<u32>(&outside, 0, util::next(p)),
+        not_sym("the atomic's target"),
+        &fix,
+    )?;
+    expect_err(
+        "atomic_add on a region past the heap's end",
+        p.atomic_add::<u32>(&past_end, 1, 1, util::next(p)),
+        not_sym("the atomic's target"),
+        &fix,
+    )?;
+    expect_err(
+        "broadcast into a plain allocation",
+        p.broadcast::<u32>(Team::WORLD, &outside, &t, 0),
+        not_sym("the destination"),
+        &fix,
+    )?;
+    expect_err(
+        "reduce from a plain allocation",
+        p.reduce::<u32>(Team::WORLD, ReduceOp::Sum, &t, &outside),
+        not_sym("the source"),
+        &fix,
+    )?;
+    expect_err(
+        "peer_reachable of a plain allocation",
+        p.peer_reachable::<u32>(&outside, me),
+        not_sym("the region"),
+        &fix,
+    )?;
+    // A checked launch through hand-built arguments (the generated launcher takes only a
+    // `&mut SymTensor`): the kernel would store to the plain allocation through NVSHMEM's view.
+    let mut args = pgas::__private::KernelArgs::new();
+    args.push_sym_mut::<u32, _>(&mut Outside(plain_ptr, 64));
+    expect_err(
+        "a kernel launched on a plain allocation as a symmetric argument",
+        pgas::__private::launch(
+            p,
+            &misuse_touch::SPEC,
+            pgas::kernel::Variant::Plain,
+            &[],
+            LaunchConfig::blocks(1, 64),
+            None,
+            &mut args,
+        ),
+        not_sym("a symmetric kernel argument"),
+        &fix,
+    )?;
+    drop(plain);
+    ring_still_works(p, 4)
 }

@@ -173,6 +173,13 @@ pub(crate) mod shape {
 const HINT: &str = "every PE of the team must call the same collective with the same arguments";
 
 impl Pgas {
+    /// A collective's two regions must lie in the symmetric heap: NVSHMEM addresses them on
+    /// every PE of the team.
+    fn check_regions<T>(&self, dst: &impl SymRegion<T>, src: &impl SymRegion<T>) -> Result<()> {
+        self.check_region("the destination", dst)?;
+        self.check_region("the source", src)
+    }
+
     fn team_check(&self, team: Team) -> Result<usize> {
         match team.n_pes(self) {
             0 => Err(Error::InvalidConfig {
@@ -199,6 +206,7 @@ impl Pgas {
             return Err(Error::InvalidPe { pe: root, n_pes });
         }
         let n = shape::same(dst.len(), src.len())?;
+        self.check_regions(dst, src)?;
         self.inner.bind()?;
         let st = unsafe {
             T::broadcast(
@@ -262,6 +270,7 @@ impl Pgas {
         call: Exchange<T>,
         what: &'static str,
     ) -> Result<()> {
+        self.check_regions(dst, src)?;
         self.inner.bind()?;
         // SAFETY: both regions are symmetric and hold the `n`-per-PE shape checked by the caller.
         let st = unsafe {
@@ -288,6 +297,7 @@ impl Pgas {
     ) -> Result<()> {
         self.team_check(team)?;
         let n = shape::same(dst.len(), src.len())?;
+        self.check_regions(dst, src)?;
         self.inner.bind()?;
         let st = unsafe {
             T::reduce(
