@@ -264,6 +264,18 @@ pub enum Error {
         what: &'static str,
     },
 
+    /// A team used after [`crate::Team::destroy`] (any copy of its handle).
+    #[error(
+        "team {team} was destroyed (Team::destroy), so this PE cannot {what}. Fix: use a team \
+         only until it is destroyed; split a new one (Team::split_strided) if it is still needed"
+    )]
+    TeamDestroyed {
+        /// The raw team handle (which NVSHMEM may since have given to another team).
+        team: i32,
+        /// What was attempted.
+        what: &'static str,
+    },
+
     /// A view or facility NVSHMEM does not provide on this system (a multicast view without
     /// NVLink SHARP, a registration with a static heap); `reason` says why and what would enable it.
     #[error("{what} is not available: {reason}")]

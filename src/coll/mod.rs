@@ -217,7 +217,8 @@ impl Comm {
         let world = pgas.n_pes();
         let team = team.into();
         let (team, rank, n) = match team {
-            Some(t) => match (t.my_pe(pgas), t.n_pes(pgas)) {
+            // A destroyed team is an error here, on every PE that holds it.
+            Some(t) => match (t.my_pe(pgas)?, t.n_pes(pgas)?) {
                 (Some(r), n) if n > 0 => (t, Some(r), n),
                 _ => (t, None, 0),
             },
@@ -618,7 +619,11 @@ impl Comm {
     }
 
     /// This PE's team rank, or the error a non-member's call gets.
+    /// Also refuses a call after the team was destroyed ([`Team::destroy`]): the kernels use
+    /// the world PE numbers gathered at `new`, but the communicator is over that team, and the
+    /// Nvshmem and low-latency algorithms hand it to NVSHMEM.
     fn member(&self) -> Result<usize> {
+        self.team.ensure_live(&self.pgas)?;
         self.rank.ok_or_else(|| Error::InvalidConfig {
             name: "team",
             value: format!("{}", self.team.raw()),

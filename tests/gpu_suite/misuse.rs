@@ -22,10 +22,15 @@ pub const CASES: &[Case] = &[
     case("misuse/stream_of_another_gpu", stream_of_another_gpu),
     case("misuse/buffer_of_another_gpu", buffer_of_another_gpu),
     case("misuse/region_outside_the_heap", region_outside_the_heap),
+    case("misuse/team_used_after_destroy", team_used_after_destroy),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
-pub const KERNELS: &[&KernelSpec] = &[&misuse_touch::SPEC, &misuse_local::SPEC];
+pub const KERNELS: &[&KernelSpec] = &[
+    &misuse_touch::SPEC,
+    &misuse_local::SPEC,
+    &misuse_team_size::SPEC,
+];
 
 #[pgas_kernel]
 fn misuse_touch(out: &mut SymTensor<u32>) {
@@ -40,6 +45,13 @@ fn misuse_local(x: &mut CudaSlice<f32>) {
     let i = global_thread_idx();
     if i < x.len() {
         x[i] = 2.0;
+    }
+}
+
+#[pgas_kernel]
+fn misuse_team_size(out: &mut SymTensor<i32>, team: Team) {
+    if global_thread_idx() == 0 {
+        out[0] = team_n_pes(team);
     }
 }
 
@@ -501,5 +513,114 @@ fn region_outside_the_heap(p: &Pgas) -> CaseResult {
         &fix,
     )?;
     drop(plain);
+    ring_still_works(p, 4)
+}
+
+/// Every use of a split team after `Team::destroy` is `TeamDestroyed` (before, the first one,
+/// `barrier`, died with SIGSEGV inside NVSHMEM); a second split works, also when NVSHMEM gives it
+/// the old team's number, and the old handle stays refused. Collective over all PEs (the team is
+/// the world, split off).
+fn team_used_after_destroy(p: &Pgas) -> CaseResult {
+    use pgas::coll::{Algorithm, Comm};
+    let n = util::npes(p);
+    let old = Team::WORLD
+        .split_strided(p, 0, 1, n)?
+        .ok_or("every PE is in a split of the whole world")?;
+    // A communicator made while the team lived, used after it died.
+    let mut comm = Comm::new(p, old)?;
+    let src = p.alloc::<f32>(16)?;
+    let mut dst = p.alloc::<f32>(16)?;
+    let mut out = p.alloc::<i32>(1)?;
+    old.barrier(p)?;
+    old.destroy(p)?;
+    let fix = [
+        "was destroyed",
+        "Fix: use a team only until it is destroyed",
+    ];
+    let gone = |e: &Error| matches!(e, Error::TeamDestroyed { team, .. } if *team == old.raw());
+    expect_err("barrier", old.barrier(p), gone, &fix)?;
+    expect_err("my_pe", old.my_pe(p), gone, &fix)?;
+    expect_err("n_pes", old.n_pes(p), gone, &fix)?;
+    expect_err(
+        "translate_pe",
+        old.translate_pe(p, 0, Team::WORLD),
+        gone,
+        &fix,
+    )?;
+    expect_err(
+        "translate_pe into it",
+        Team::WORLD.translate_pe(p, 0, old),
+        gone,
+        &fix,
+    )?;
+    expect_err("config", old.config(p), gone, &fix)?;
+    expect_err("split_strided", old.split_strided(p, 0, 1, 1), gone, &fix)?;
+    let none = TeamConfig::default();
+    expect_err("split_2d", old.split_2d(p, 1, &none, &none), gone, &fix)?;
+    expect_err("a second destroy", old.destroy(p), gone, &fix)?;
+    expect_err("ensure_live", old.ensure_live(p), gone, &fix)?;
+    expect_err(
+        "reduce over it",
+        p.reduce(old, ReduceOp::Sum, &dst, &src),
+        gone,
+        &fix,
+    )?;
+    expect_err(
+        "broadcast over it",
+        p.broadcast(old, &dst, &src, 0),
+        gone,
+        &fix,
+    )?;
+    expect_err("Comm::new over it", Comm::new(p, old), gone, &fix)?;
+    for alg in [Algorithm::Nvshmem, Algorithm::OneShot] {
+        expect_err(
+            &format!("a Comm made before the destroy, {alg:?}"),
+            comm.all_reduce(&mut dst, &src, ReduceOp::Sum, alg),
+            gone,
+            &fix,
+        )?;
+    }
+    expect_err(
+        "a kernel launched with it",
+        misuse_team_size::launch(p, LaunchConfig::blocks(1, 32), &mut out, old),
+        gone,
+        &fix,
+    )?;
+    // A new split: it works, and the stale handle does not name it even if the number is reused.
+    let new = Team::WORLD
+        .split_strided(p, 0, 1, n)?
+        .ok_or("every PE is in a split of the whole world")?;
+    ensure(new != old, || {
+        format!("the new team {new} equals the old handle")
+    })?;
+    ensure(new.n_pes(p)? == n, || "the new team's size".into())?;
+    new.barrier(p)?;
+    misuse_team_size::launch(p, LaunchConfig::blocks(1, 32), &mut out, new)?;
+    util::settle(p)?;
+    util::check_eq(
+        "team_n_pes of the new team in a kernel",
+        &out.to_vec()?,
+        &[n as i32],
+    )?;
+    expect_err(
+        "barrier of the old handle after a new split",
+        old.barrier(p),
+        gone,
+        &fix,
+    )?;
+    expect_err(
+        "n_pes of the old handle after a new split",
+        old.n_pes(p),
+        gone,
+        &fix,
+    )?;
+    println!(
+        "gpu_suite[pe {}]: the new split got NVSHMEM handle {} (the destroyed one had {})",
+        util::me(p),
+        new.raw(),
+        old.raw()
+    );
+    new.destroy(p)?;
+    drop(comm);
     ring_still_works(p, 4)
 }

@@ -180,13 +180,15 @@ impl Pgas {
         self.check_region("the source", src)
     }
 
+    /// The team's size, for a live team this PE is a member of.
     fn team_check(&self, team: Team) -> Result<usize> {
-        match team.n_pes(self) {
+        team.check_live(self, "run a collective over it")?;
+        match team.n_pes(self)? {
             0 => Err(Error::InvalidConfig {
                 name: "team",
                 value: format!("{}", team.raw()),
-                reason: "not a valid team (destroyed, or this PE was not in the split). Fix: use \
-                         a team that split_strided returned as Some on this PE, before destroying it"
+                reason: "not a valid team (this PE was not in the split). Fix: use a team that \
+                         split_strided returned as Some on this PE"
                     .to_string(),
             }),
             n => Ok(n),

@@ -137,6 +137,10 @@ pub struct KernelArgs<'a> {
     /// refuses one outside the symmetric heap, which a kernel would dereference on every PE.
     syms: [(u64, usize, usize); MAX_PARAMS],
     n_syms: usize,
+    /// Each pushed team: a checked launch refuses a destroyed one, whose number the kernel
+    /// would hand to NVSHMEM.
+    teams: [Team; MAX_PARAMS],
+    n_teams: usize,
     locals: [Option<Local<'a>>; MAX_LOCAL_BUFFERS],
     n_locals: usize,
     overflow: bool,
@@ -164,6 +168,8 @@ impl<'a> KernelArgs<'a> {
             n_pushed: 0,
             syms: [(0, 0, 0); MAX_PARAMS],
             n_syms: 0,
+            teams: [Team::WORLD; MAX_PARAMS],
+            n_teams: 0,
             locals: [const { None }; MAX_LOCAL_BUFFERS],
             n_locals: 0,
             overflow: false,
@@ -261,7 +267,14 @@ impl<'a> KernelArgs<'a> {
 
     /// A team handle, as `int`.
     pub fn push_team(&mut self, team: Team) -> &mut Self {
-        self.push_param(Pushed::Team, &[team.raw() as u32 as u64]);
+        if self
+            .push_param(Pushed::Team, &[team.raw() as u32 as u64])
+            .is_some()
+        {
+            // Room: push_param admits at most MAX_PARAMS parameters.
+            self.teams[self.n_teams] = team;
+            self.n_teams += 1;
+        }
         self
     }
 
@@ -365,14 +378,19 @@ impl<'a> KernelArgs<'a> {
         Ok(())
     }
 
-    /// Checks that every pushed symmetric region lies in `pgas`'s symmetric heap
-    /// ([`Error::NotSymmetric`] otherwise): the kernel addresses it on this PE and on others.
-    /// Runs on every checked launch; two host-side address look-ups per region.
-    pub(crate) fn check_symmetric(&self, pgas: &Pgas) -> Result<()> {
+    /// Checks what the arguments name against `pgas`: every pushed symmetric region lies in its
+    /// symmetric heap ([`Error::NotSymmetric`] otherwise; the kernel addresses it on this PE and
+    /// on others), and every pushed team is live ([`Error::TeamDestroyed`] otherwise). Runs on
+    /// every checked launch: two host-side address look-ups per region, one registry look-up
+    /// per split team.
+    pub(crate) fn check_handles(&self, pgas: &Pgas) -> Result<()> {
         for &(ptr, len, elem) in &self.syms[..self.n_syms] {
             check_symmetric("a symmetric kernel argument", ptr, len, elem, |addr| {
                 pgas.in_symmetric_heap(addr, 1)
             })?;
+        }
+        for team in &self.teams[..self.n_teams] {
+            team.check_live(pgas, "pass it to a kernel")?;
         }
         Ok(())
     }
