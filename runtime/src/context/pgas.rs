@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, CudaStream};
 
-use super::team::TeamRegistry;
+use super::team_handle::TeamRegistry;
 use crate::bootstrap::{self, env, Bootstrap, Bootstrapped};
 use crate::error::{Error, Result};
 use crate::heap;
