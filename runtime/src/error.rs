@@ -233,6 +233,25 @@ pub enum Error {
         reason: String,
     },
 
+    /// A region handed to a host call (RMA, atomics, collectives, a kernel launch) that does not
+    /// lie wholly inside NVSHMEM's symmetric heap: other PEs cannot address it, and NVSHMEM would
+    /// read or write memory it does not own.
+    #[error(
+        "{what} ({len} elements of {elem} bytes at {ptr:#x}) is not inside NVSHMEM's symmetric \
+         heap, so other PEs cannot address it. Fix: pass a SymTensor from Pgas::alloc (or a view \
+         of one), or copy the data into one first"
+    )]
+    NotSymmetric {
+        /// Which argument.
+        what: &'static str,
+        /// Its device address on this PE.
+        ptr: u64,
+        /// Its length in elements.
+        len: usize,
+        /// The size of one element in bytes.
+        elem: usize,
+    },
+
     /// A team call made on a PE that is not a member of the team.
     #[error(
         "this PE is not a member of team {team}, so it cannot {what}. Fix: call it only on the team's \
@@ -240,6 +259,18 @@ pub enum Error {
     )]
     NotInTeam {
         /// The raw team handle.
+        team: i32,
+        /// What was attempted.
+        what: &'static str,
+    },
+
+    /// A team used after [`crate::Team::destroy`] (any copy of its handle).
+    #[error(
+        "team {team} was destroyed (Team::destroy), so this PE cannot {what}. Fix: use a team \
+         only until it is destroyed; split a new one (Team::split_strided) if it is still needed"
+    )]
+    TeamDestroyed {
+        /// The raw team handle (which NVSHMEM may since have given to another team).
         team: i32,
         /// What was attempted.
         what: &'static str,

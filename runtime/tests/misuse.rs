@@ -172,7 +172,8 @@ fn launch_grid_beyond_cuda_limits() {
 }
 
 struct Fake(u64, usize);
-impl SymRegion<f32> for Fake {
+// SAFETY: these tests only pack and check arguments; nothing launches with them.
+unsafe impl SymRegion<f32> for Fake {
     fn as_device_ptr(&self) -> u64 {
         self.0
     }

@@ -11,7 +11,7 @@
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
-use super::{movement, AllReduceElem, Comm, Reached, Region};
+use super::{movement, AllReduceElem, Comm, LocalTable, Reached, Region};
 use crate::{Error, Result, SymRegion};
 
 /// The per-peer counts and displacements of [`Comm::all_to_all_v`], agreed by every member of
@@ -29,7 +29,7 @@ pub struct AllToAllLayout {
     /// memory `table_at` names.
     _table: CudaSlice<u64>,
     /// `_table`'s address and length, passed to the kernel as is (see `kernels.rs`).
-    table_at: Region<u64>,
+    table_at: LocalTable,
     /// The fewest elements any member's source must hold (the largest send offset + count).
     src_len: usize,
     /// The fewest elements any member's destination must hold.
@@ -150,11 +150,7 @@ impl Comm {
             .map_err(Error::cuda("uploading the all-to-all-v layout"))?;
         Ok(AllToAllLayout {
             comm: self.id,
-            table_at: Region {
-                ptr,
-                len: 3 * n,
-                _elem: std::marker::PhantomData,
-            },
+            table_at: LocalTable { ptr, len: 3 * n },
             _table: table,
             src_len,
             dst_len,

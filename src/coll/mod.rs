@@ -217,7 +217,8 @@ impl Comm {
         let world = pgas.n_pes();
         let team = team.into();
         let (team, rank, n) = match team {
-            Some(t) => match (t.my_pe(pgas), t.n_pes(pgas)) {
+            // A destroyed team is an error here, on every PE that holds it.
+            Some(t) => match (t.my_pe(pgas)?, t.n_pes(pgas)?) {
                 (Some(r), n) if n > 0 => (t, Some(r), n),
                 _ => (t, None, 0),
             },
@@ -618,7 +619,11 @@ impl Comm {
     }
 
     /// This PE's team rank, or the error a non-member's call gets.
+    /// Also refuses a call after the team was destroyed ([`Team::destroy`]): the kernels use
+    /// the world PE numbers gathered at `new`, but the communicator is over that team, and the
+    /// Nvshmem and low-latency algorithms hand it to NVSHMEM.
     fn member(&self) -> Result<usize> {
+        self.team.ensure_live(&self.pgas)?;
         self.rank.ok_or_else(|| Error::InvalidConfig {
             name: "team",
             value: format!("{}", self.team.raw()),
@@ -702,7 +707,7 @@ impl Comm {
         comptime: &[i128],
         dst: &mut impl SymRegion<T>,
         src: &Region<T>,
-        table: Option<&Region<u64>>,
+        table: Option<&LocalTable>,
         work: usize,
         scalars: &[u32],
     ) -> Result<()> {
@@ -711,7 +716,9 @@ impl Comm {
         let mut args = KernelArgs::new();
         args.push_sym_mut(dst).push_sym(src);
         if let Some(table) = table {
-            args.push_sym(table);
+            // SAFETY: the layout that owns the table outlives this call, and the kernel reads
+            // the table on this PE only (see `all_to_all_v` in `kernels.rs`).
+            unsafe { args.push_local_as_sym::<u64>(table.ptr, table.len) };
         }
         args.push_sym(&self.pes)
             .push_sym_mut(&mut self.sig)
@@ -836,6 +843,13 @@ pub fn prewarm<T: AllReduceElem>(pgas: &Pgas) -> Result<()> {
     pgas_runtime::launch::prewarm(pgas, &prewarm_list::<T>())
 }
 
+/// A buffer of this PE's device memory by address and length, which a kernel reads on this PE
+/// only (the all-to-all-v layout's table): not symmetric, so not a [`SymRegion`].
+struct LocalTable {
+    ptr: u64,
+    len: usize,
+}
+
 /// A symmetric region by address and length: lets one buffer be both operands of an in-place
 /// call (the borrow checker forbids `&mut x` and `&x` at once).
 struct Region<T> {
@@ -854,7 +868,9 @@ impl<T> Region<T> {
     }
 }
 
-impl<T> SymRegion<T> for Region<T> {
+// SAFETY: a `Region` is made only by `Region::of` from a live region the caller borrows for
+// the whole call it is used in, so it names that region's symmetric memory while it is used.
+unsafe impl<T> SymRegion<T> for Region<T> {
     fn as_device_ptr(&self) -> u64 {
         self.ptr
     }

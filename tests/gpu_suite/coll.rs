@@ -433,7 +433,8 @@ fn bad_input(p: &Pgas) -> CaseResult {
 /// A region named by address and length (what a user's own `SymRegion` could be).
 struct Alias(u64, usize);
 
-impl SymRegion<f32> for Alias {
+// SAFETY: each case builds an `Alias` from a live tensor it keeps alive while the alias is used.
+unsafe impl SymRegion<f32> for Alias {
     fn as_device_ptr(&self) -> u64 {
         self.0
     }
@@ -1021,7 +1022,8 @@ fn bcast_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
 /// twice; the borrow checker forbids `&mut x` and `&x` together).
 struct TypedAlias<T>(Alias, std::marker::PhantomData<T>);
 
-impl<T> SymRegion<T> for TypedAlias<T> {
+// SAFETY: as for `Alias`.
+unsafe impl<T> SymRegion<T> for TypedAlias<T> {
     fn as_device_ptr(&self) -> u64 {
         self.0 .0
     }

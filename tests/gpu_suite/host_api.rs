@@ -501,26 +501,14 @@ fn teams_2d(p: &Pgas) -> CaseResult {
     let (rank_in_row, rank_in_col) = (me % xrange, me / xrange);
     let row_size = xrange.min(n - rank_in_col * xrange);
     let col_size = (n - rank_in_row).div_ceil(xrange);
-    r.ensure(
-        row.my_pe(p) == Some(rank_in_row) && row.n_pes(p) == row_size,
-        || {
-            format!(
-                "row team: PE {:?} of {}, expected {rank_in_row} of {row_size}",
-                row.my_pe(p),
-                row.n_pes(p)
-            )
-        },
-    );
-    r.ensure(
-        col.my_pe(p) == Some(rank_in_col) && col.n_pes(p) == col_size,
-        || {
-            format!(
-                "column team: PE {:?} of {}, expected {rank_in_col} of {col_size}",
-                col.my_pe(p),
-                col.n_pes(p)
-            )
-        },
-    );
+    let (row_pe, row_n) = (row.my_pe(p)?, row.n_pes(p)?);
+    r.ensure(row_pe == Some(rank_in_row) && row_n == row_size, || {
+        format!("row team: PE {row_pe:?} of {row_n}, expected {rank_in_row} of {row_size}")
+    });
+    let (col_pe, col_n) = (col.my_pe(p)?, col.n_pes(p)?);
+    r.ensure(col_pe == Some(rank_in_col) && col_n == col_size, || {
+        format!("column team: PE {col_pe:?} of {col_n}, expected {rank_in_col} of {col_size}")
+    });
     match row.translate_pe(p, 0, Team::WORLD) {
         Ok(w) => r.ensure(w == Some(rank_in_col * xrange), || {
             format!(

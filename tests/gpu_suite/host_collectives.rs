@@ -108,11 +108,10 @@ fn reduce_split(p: &Pgas) -> CaseResult {
     p.barrier_all()?;
     let result = match team {
         Some(t) => {
-            if t.my_pe(p) != Some(me / 2) || t.n_pes(p) != evens {
+            let (t_pe, t_n) = (t.my_pe(p)?, t.n_pes(p)?);
+            if t_pe != Some(me / 2) || t_n != evens {
                 return Err(format!(
-                    "PE {me} in the even team as {:?} of {}, expected {} of {evens}",
-                    t.my_pe(p),
-                    t.n_pes(p),
+                    "PE {me} in the even team as {t_pe:?} of {t_n}, expected {} of {evens}",
                     me / 2
                 )
                 .into());

@@ -22,10 +22,16 @@ pub const CASES: &[Case] = &[
     case("misuse/launch_geometry", launch_geometry),
     case("misuse/stream_of_another_gpu", stream_of_another_gpu),
     case("misuse/buffer_of_another_gpu", buffer_of_another_gpu),
+    case("misuse/region_outside_the_heap", region_outside_the_heap),
+    case("misuse/team_used_after_destroy", team_used_after_destroy),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
-pub const KERNELS: &[&KernelSpec] = &[&misuse_touch::SPEC, &misuse_local::SPEC];
+pub const KERNELS: &[&KernelSpec] = &[
+    &misuse_touch::SPEC,
+    &misuse_local::SPEC,
+    &misuse_team_size::SPEC,
+];
 
 #[pgas_kernel]
 fn misuse_touch(out: &mut SymTensor<u32>) {
@@ -40,6 +46,13 @@ fn misuse_local(x: &mut CudaSlice<f32>) {
     let i = global_thread_idx();
     if i < x.len() {
         x[i] = 2.0;
+    }
+}
+
+#[pgas_kernel]
+fn misuse_team_size(out: &mut SymTensor<i32>, team: Team) {
+    if global_thread_idx() == 0 {
+        out[0] = team_n_pes(team);
     }
 }
 
@@ -447,4 +460,238 @@ fn buffer_of_another_gpu(p: &Pgas) -> CaseResult {
     misuse_local::launch(p, LaunchConfig::blocks(1, 32), &mut mine)?;
     let got = p.stream().clone_dtoh(&mine)?;
     util::check_eq("a CudaSlice of this GPU", &got, &[2.0f32; 32])
+}
+
+/// A region by address and length that breaks `SymRegion`'s contract on purpose: the memory it
+/// names is a plain CUDA allocation, or runs past the heap's end. Only the cases below make one,
+/// and only to check that the host calls refuse it before NVSHMEM or a kernel dereferences it.
+struct Outside(u64, usize);
+
+// SAFETY: deliberately broken (see above); every call it is passed to must refuse it, which is
+// what `region_outside_the_heap` checks, so nothing ever reads or writes through it.
+unsafe impl<T> SymRegion<T> for Outside {
+    fn as_device_ptr(&self) -> u64 {
+        self.0
+    }
+    fn len(&self) -> usize {
+        self.1
+    }
+}
+
+/// Host RMA, signals, atomics, collectives and a checked kernel launch each refuse a region that
+/// is not wholly inside the symmetric heap (a plain cudarc allocation; a region that starts in a
+/// real tensor and runs past the heap's end) with `NotSymmetric`, where before they handed the
+/// address to NVSHMEM (`put` returned `Ok(())`).
+fn region_outside_the_heap(p: &Pgas) -> CaseResult {
+    use pgas::cudarc::driver::DevicePtr;
+    let t = p.alloc::<u32>(64)?;
+    let plain = p.stream().alloc_zeros::<u32>(64)?;
+    let plain_ptr = {
+        let (ptr, _guard) = plain.device_ptr(p.stream());
+        ptr
+    };
+    let outside = Outside(plain_ptr, 64);
+    // Starts at a real tensor, ends 16 TiB on: past the heap whatever its size or reservation.
+    let past_end = Outside(t.as_device_ptr(), 1 << 42);
+    let fix = [
+        "is not inside NVSHMEM's symmetric heap",
+        "Fix: pass a SymTensor",
+    ];
+    let not_sym = |what: &'static str| move |e: &Error| matches!(e, Error::NotSymmetric { what: w, .. } if *w == what);
+    let me = util::me(p);
+    expect_err(
+        "put into a plain allocation",
+        p.put(&outside, &t, me),
+        not_sym("the destination"),
+        &fix,
+    )?;
+    expect_err(
+        "put from a plain allocation",
+        p.put(&t, &outside, util::next(p)),
+        not_sym("the source"),
+        &fix,
+    )?;
+    expect_err(
+        "get into a plain allocation",
+        p.get(&outside, &t, util::next(p)),
+        not_sym("the destination"),
+        &fix,
+    )?;
+    expect_err(
+        "get_nbi from a region past the heap's end",
+        p.get_nbi::<u32>(&past_end, &past_end, util::next(p)),
+        not_sym("the destination"),
+        &fix,
+    )?;
+    expect_err(
+        "put_signal with a plain allocation as the signal",
+        p.put_signal(&t, &t, &Outside(plain_ptr, 1), 0, 1, SignalOp::Set, me),
+        not_sym("the signal region"),
+        &fix,
+    )?;
+    expect_err(
+        "signal_op on a plain allocation",
+        p.signal_op(&Outside(plain_ptr, 8), 0, 1, SignalOp::Add, me),
+        not_sym("the signal region"),
+        &fix,
+    )?;
+    expect_err(
+        "atomic_fetch of a plain allocation",
+        p.atomic_fetch::<u32>(&outside, 0, util::next(p)),
+        not_sym("the atomic's target"),
+        &fix,
+    )?;
+    expect_err(
+        "atomic_add on a region past the heap's end",
+        p.atomic_add::<u32>(&past_end, 1, 1, util::next(p)),
+        not_sym("the atomic's target"),
+        &fix,
+    )?;
+    expect_err(
+        "broadcast into a plain allocation",
+        p.broadcast::<u32>(Team::WORLD, &outside, &t, 0),
+        not_sym("the destination"),
+        &fix,
+    )?;
+    expect_err(
+        "reduce from a plain allocation",
+        p.reduce::<u32>(Team::WORLD, ReduceOp::Sum, &t, &outside),
+        not_sym("the source"),
+        &fix,
+    )?;
+    expect_err(
+        "peer_reachable of a plain allocation",
+        p.peer_reachable::<u32>(&outside, me),
+        not_sym("the region"),
+        &fix,
+    )?;
+    // A checked launch through hand-built arguments (the generated launcher takes only a
+    // `&mut SymTensor`): the kernel would store to the plain allocation through NVSHMEM's view.
+    let mut args = pgas::__private::KernelArgs::new();
+    args.push_sym_mut::<u32, _>(&mut Outside(plain_ptr, 64));
+    expect_err(
+        "a kernel launched on a plain allocation as a symmetric argument",
+        pgas::__private::launch(
+            p,
+            &misuse_touch::SPEC,
+            pgas::kernel::Variant::Plain,
+            &[],
+            LaunchConfig::blocks(1, 64),
+            None,
+            &mut args,
+        ),
+        not_sym("a symmetric kernel argument"),
+        &fix,
+    )?;
+    drop(plain);
+    ring_still_works(p, 4)
+}
+
+/// Every use of a split team after `Team::destroy` is `TeamDestroyed` (before, the first one,
+/// `barrier`, died with SIGSEGV inside NVSHMEM); a second split works, also when NVSHMEM gives it
+/// the old team's number, and the old handle stays refused. Collective over all PEs (the team is
+/// the world, split off).
+fn team_used_after_destroy(p: &Pgas) -> CaseResult {
+    use pgas::coll::{Algorithm, Comm};
+    let n = util::npes(p);
+    let old = Team::WORLD
+        .split_strided(p, 0, 1, n)?
+        .ok_or("every PE is in a split of the whole world")?;
+    // A communicator made while the team lived, used after it died.
+    let mut comm = Comm::new(p, old)?;
+    let src = p.alloc::<f32>(16)?;
+    let mut dst = p.alloc::<f32>(16)?;
+    let mut out = p.alloc::<i32>(1)?;
+    old.barrier(p)?;
+    old.destroy(p)?;
+    let fix = [
+        "was destroyed",
+        "Fix: use a team only until it is destroyed",
+    ];
+    let gone = |e: &Error| matches!(e, Error::TeamDestroyed { team, .. } if *team == old.raw());
+    expect_err("barrier", old.barrier(p), gone, &fix)?;
+    expect_err("my_pe", old.my_pe(p), gone, &fix)?;
+    expect_err("n_pes", old.n_pes(p), gone, &fix)?;
+    expect_err(
+        "translate_pe",
+        old.translate_pe(p, 0, Team::WORLD),
+        gone,
+        &fix,
+    )?;
+    expect_err(
+        "translate_pe into it",
+        Team::WORLD.translate_pe(p, 0, old),
+        gone,
+        &fix,
+    )?;
+    expect_err("config", old.config(p), gone, &fix)?;
+    expect_err("split_strided", old.split_strided(p, 0, 1, 1), gone, &fix)?;
+    let none = TeamConfig::default();
+    expect_err("split_2d", old.split_2d(p, 1, &none, &none), gone, &fix)?;
+    expect_err("a second destroy", old.destroy(p), gone, &fix)?;
+    expect_err("ensure_live", old.ensure_live(p), gone, &fix)?;
+    expect_err(
+        "reduce over it",
+        p.reduce(old, ReduceOp::Sum, &dst, &src),
+        gone,
+        &fix,
+    )?;
+    expect_err(
+        "broadcast over it",
+        p.broadcast(old, &dst, &src, 0),
+        gone,
+        &fix,
+    )?;
+    expect_err("Comm::new over it", Comm::new(p, old), gone, &fix)?;
+    for alg in [Algorithm::Nvshmem, Algorithm::OneShot] {
+        expect_err(
+            &format!("a Comm made before the destroy, {alg:?}"),
+            comm.all_reduce(&mut dst, &src, ReduceOp::Sum, alg),
+            gone,
+            &fix,
+        )?;
+    }
+    expect_err(
+        "a kernel launched with it",
+        misuse_team_size::launch(p, LaunchConfig::blocks(1, 32), &mut out, old),
+        gone,
+        &fix,
+    )?;
+    // A new split: it works, and the stale handle does not name it even if the number is reused.
+    let new = Team::WORLD
+        .split_strided(p, 0, 1, n)?
+        .ok_or("every PE is in a split of the whole world")?;
+    ensure(new != old, || {
+        format!("the new team {new} equals the old handle")
+    })?;
+    ensure(new.n_pes(p)? == n, || "the new team's size".into())?;
+    new.barrier(p)?;
+    misuse_team_size::launch(p, LaunchConfig::blocks(1, 32), &mut out, new)?;
+    util::settle(p)?;
+    util::check_eq(
+        "team_n_pes of the new team in a kernel",
+        &out.to_vec()?,
+        &[n as i32],
+    )?;
+    expect_err(
+        "barrier of the old handle after a new split",
+        old.barrier(p),
+        gone,
+        &fix,
+    )?;
+    expect_err(
+        "n_pes of the old handle after a new split",
+        old.n_pes(p),
+        gone,
+        &fix,
+    )?;
+    println!(
+        "gpu_suite[pe {}]: the new split got NVSHMEM handle {} (the destroyed one had {})",
+        util::me(p),
+        new.raw(),
+        old.raw()
+    );
+    new.destroy(p)?;
+    drop(comm);
+    ring_still_works(p, 4)
 }

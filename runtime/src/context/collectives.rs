@@ -173,13 +173,22 @@ pub(crate) mod shape {
 const HINT: &str = "every PE of the team must call the same collective with the same arguments";
 
 impl Pgas {
+    /// A collective's two regions must lie in the symmetric heap: NVSHMEM addresses them on
+    /// every PE of the team.
+    fn check_regions<T>(&self, dst: &impl SymRegion<T>, src: &impl SymRegion<T>) -> Result<()> {
+        self.check_region("the destination", dst)?;
+        self.check_region("the source", src)
+    }
+
+    /// The team's size, for a live team this PE is a member of.
     fn team_check(&self, team: Team) -> Result<usize> {
-        match team.n_pes(self) {
+        team.check_live(self, "run a collective over it")?;
+        match team.n_pes(self)? {
             0 => Err(Error::InvalidConfig {
                 name: "team",
                 value: format!("{}", team.raw()),
-                reason: "not a valid team (destroyed, or this PE was not in the split). Fix: use \
-                         a team that split_strided returned as Some on this PE, before destroying it"
+                reason: "not a valid team (this PE was not in the split). Fix: use a team that \
+                         split_strided returned as Some on this PE"
                     .to_string(),
             }),
             n => Ok(n),
@@ -199,6 +208,7 @@ impl Pgas {
             return Err(Error::InvalidPe { pe: root, n_pes });
         }
         let n = shape::same(dst.len(), src.len())?;
+        self.check_regions(dst, src)?;
         self.inner.bind()?;
         let st = unsafe {
             T::broadcast(
@@ -262,6 +272,7 @@ impl Pgas {
         call: Exchange<T>,
         what: &'static str,
     ) -> Result<()> {
+        self.check_regions(dst, src)?;
         self.inner.bind()?;
         // SAFETY: both regions are symmetric and hold the `n`-per-PE shape checked by the caller.
         let st = unsafe {
@@ -288,6 +299,7 @@ impl Pgas {
     ) -> Result<()> {
         self.team_check(team)?;
         let n = shape::same(dst.len(), src.len())?;
+        self.check_regions(dst, src)?;
         self.inner.bind()?;
         let st = unsafe {
             T::reduce(

@@ -22,8 +22,28 @@ use crate::error::{Error, Result};
 use crate::heap;
 
 /// A contiguous run of elements in symmetric memory: a whole [`SymTensor`] or a view of one.
-/// The host RMA calls ([`Pgas::put`], [`Pgas::get`]) and kernel launchers take any of them.
-pub trait SymRegion<T> {
+/// The host RMA calls ([`Pgas::put`], [`Pgas::get`]), host atomics and collectives, and kernel
+/// launchers take any of them.
+///
+/// # Safety
+///
+/// Those calls hand [`as_device_ptr`](SymRegion::as_device_ptr) and [`len`](SymRegion::len) to
+/// NVSHMEM and to kernels, which read and write the memory on this PE and at the same symmetric
+/// address on other PEs. An implementation must guarantee that, for as long as the value is
+/// borrowed, the `len()` elements of `T` from `as_device_ptr()` are one live allocation of
+/// NVSHMEM's symmetric heap (or a part of one) on every PE: not freed, not a plain CUDA
+/// allocation, not past the allocation's end. pgas's own [`SymTensor`], [`SymView`] and
+/// [`SymViewMut`] guarantee it through their lifetimes.
+///
+/// The trait is `unsafe` rather than sealed because sound implementations outside this crate
+/// exist and are useful: the `pgas` facade names one buffer twice for in-place collectives (an
+/// alias of a borrowed tensor, which the borrow checker cannot express otherwise), and a user may
+/// wrap symmetric memory of their own. A seal across crates would need a public hidden trait
+/// that anyone could implement, so it would promise nothing; `unsafe impl` puts the promise where
+/// it is made. The host calls still check every region against the symmetric heap and return
+/// [`Error::NotSymmetric`] for one outside it, which catches the commonest broken
+/// implementation (a plain `cudaMalloc` pointer) but cannot catch a freed heap allocation.
+pub unsafe trait SymRegion<T> {
     /// Device address of the first element on this PE (the same symmetric address names the
     /// region on every other PE).
     fn as_device_ptr(&self) -> CUdeviceptr;
@@ -35,6 +55,33 @@ pub trait SymRegion<T> {
     }
 }
 
+/// Checks that the `len` elements of `elem` bytes from `ptr` lie inside the symmetric heap, as
+/// `inside` (one address -> whether it is in the heap) says of the first and the last byte; the
+/// heap is one contiguous address range, so both ends inside means the whole region is. An empty
+/// region addresses nothing and passes; a region whose end overflows the address space fails.
+/// `what` names the argument in the error.
+pub(crate) fn check_symmetric(
+    what: &'static str,
+    ptr: u64,
+    len: usize,
+    elem: usize,
+    inside: impl Fn(u64) -> bool,
+) -> Result<()> {
+    let bytes = (len as u128) * (elem as u128);
+    if bytes == 0 {
+        return Ok(());
+    }
+    let last = u64::try_from(ptr as u128 + bytes - 1).ok();
+    if last.is_some_and(|last| inside(ptr) && inside(last)) {
+        return Ok(());
+    }
+    Err(Error::NotSymmetric {
+        what,
+        ptr,
+        len,
+        elem,
+    })
+}
 /// Elements of `T` in NVSHMEM's symmetric heap, zeroed at allocation, with a row-major shape
 /// (one-dimensional unless allocated with [`Pgas::alloc_shaped`] or [`SymTensor::reshape`]d).
 ///
@@ -84,6 +131,7 @@ impl Pgas {
     /// Always true for this PE itself.
     pub fn peer_reachable<T>(&self, region: &impl SymRegion<T>, pe: usize) -> Result<bool> {
         let pe = self.check_pe(pe)?;
+        self.check_region("the region", region)?;
         // SAFETY: a symmetric address and a valid PE; nvshmem_ptr only computes an address.
         let p = unsafe {
             self.nvshmem()
@@ -97,18 +145,34 @@ impl Pgas {
     /// ends are looked up with `nvshmem_ptr`), so that other PEs can address them. An empty
     /// range is inside.
     pub fn in_symmetric_heap(&self, ptr: u64, bytes: usize) -> bool {
-        if bytes == 0 {
-            return true;
-        }
-        [ptr, ptr + bytes as u64 - 1].into_iter().all(|addr| {
-            // SAFETY: nvshmem_ptr only looks the address up; outside the heap it returns null.
-            let local = unsafe {
-                self.nvshmem()
-                    .raw()
-                    .nvshmem_ptr(addr as *const std::ffi::c_void, self.inner.my_pe as i32)
-            };
-            !local.is_null()
-        })
+        check_symmetric("", ptr, bytes, 1, |addr| self.heap_holds(addr)).is_ok()
+    }
+
+    /// Whether the byte at `addr` is in this PE's symmetric heap.
+    fn heap_holds(&self, addr: u64) -> bool {
+        // SAFETY: nvshmem_ptr only looks the address up; outside the heap it returns null.
+        let local = unsafe {
+            self.nvshmem()
+                .raw()
+                .nvshmem_ptr(addr as *const std::ffi::c_void, self.inner.my_pe as i32)
+        };
+        !local.is_null()
+    }
+
+    /// [`Error::NotSymmetric`] unless all of `region` lies in the symmetric heap: what every
+    /// host call checks before handing a region to NVSHMEM. `what` names the argument.
+    pub(crate) fn check_region<T>(
+        &self,
+        what: &'static str,
+        region: &(impl SymRegion<T> + ?Sized),
+    ) -> Result<()> {
+        check_symmetric(
+            what,
+            region.as_device_ptr(),
+            region.len(),
+            std::mem::size_of::<T>(),
+            |addr| self.heap_holds(addr),
+        )
     }
 
     /// Allocates `len` zeroed elements on every PE. Collective: all PEs call it with the same
@@ -352,7 +416,9 @@ impl<T> Drop for SymTensor<T> {
     }
 }
 
-impl<T: DeviceRepr> SymRegion<T> for SymTensor<T> {
+// SAFETY: the region is (part of) a live symmetric allocation, borrowed for as long as the
+// value lives (see the trait's contract).
+unsafe impl<T: DeviceRepr> SymRegion<T> for SymTensor<T> {
     fn as_device_ptr(&self) -> CUdeviceptr {
         self.ptr
     }
@@ -453,7 +519,9 @@ impl<T: DeviceRepr> SymViewMut<'_, T> {
     }
 }
 
-impl<T: DeviceRepr> SymRegion<T> for SymView<'_, T> {
+// SAFETY: the region is (part of) a live symmetric allocation, borrowed for as long as the
+// value lives (see the trait's contract).
+unsafe impl<T: DeviceRepr> SymRegion<T> for SymView<'_, T> {
     fn as_device_ptr(&self) -> CUdeviceptr {
         SymView::as_device_ptr(self)
     }
@@ -462,7 +530,9 @@ impl<T: DeviceRepr> SymRegion<T> for SymView<'_, T> {
     }
 }
 
-impl<T: DeviceRepr> SymRegion<T> for SymViewMut<'_, T> {
+// SAFETY: the region is (part of) a live symmetric allocation, borrowed for as long as the
+// value lives (see the trait's contract).
+unsafe impl<T: DeviceRepr> SymRegion<T> for SymViewMut<'_, T> {
     fn as_device_ptr(&self) -> CUdeviceptr {
         SymViewMut::as_device_ptr(self)
     }
@@ -559,6 +629,34 @@ fn fill<T: Copy>(inner: &Inner, dst: CUdeviceptr, len: usize, value: T) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn regions_must_lie_wholly_inside_the_heap() {
+        // A fake heap of 0x1000 bytes at 0x10000.
+        let heap = |addr: u64| (0x10000..0x11000).contains(&addr);
+        let check = |ptr, len, elem| check_symmetric("dst", ptr, len, elem, heap);
+        check(0x10000, 0x400, 4).unwrap();
+        check(0x10ffc, 1, 4).unwrap();
+        // Nothing addressed: an empty region passes wherever it points.
+        check(0, 0, 4).unwrap();
+        // A plain CUDA allocation, wholly outside.
+        let e = check(0x20000, 16, 4).unwrap_err();
+        assert!(matches!(e, Error::NotSymmetric { what: "dst", .. }), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("dst (16 elements of 4 bytes at 0x20000)"),
+            "{msg}"
+        );
+        assert!(msg.contains("Fix: pass a SymTensor"), "{msg}");
+        // Starts inside, runs past the end by one element: the start alone would pass.
+        check(0x10ffc, 2, 4).unwrap_err();
+        check(0x10000, 0x401, 4).unwrap_err();
+        // Ends inside, starts before it.
+        check(0xfffc, 2, 4).unwrap_err();
+        // The end overflows the address space: refused, not wrapped around into the heap.
+        check(u64::MAX - 3, 8, 1).unwrap_err();
+        check(0x10000, usize::MAX, 8).unwrap_err();
+    }
 
     #[test]
     fn ranges_resolve_inside_the_tensor() {

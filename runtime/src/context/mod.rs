@@ -14,6 +14,7 @@ pub(crate) mod pgas;
 mod rma;
 mod shape;
 pub(crate) mod team;
+mod team_handle;
 pub(crate) mod tensor_map;
 
 pub use collectives::{CollectiveElem, ReduceOp};

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, CudaStream};
 
+use super::team_handle::TeamRegistry;
 use crate::bootstrap::{self, env, Bootstrap, Bootstrapped};
 use crate::error::{Error, Result};
 use crate::heap;
@@ -145,6 +146,7 @@ impl PgasBuilder {
             install,
             nvshmem: nv,
             lost: AtomicBool::new(false),
+            teams: Mutex::new(TeamRegistry::default()),
         };
         *phase = Phase::Live;
         Ok(Pgas {
@@ -171,9 +173,19 @@ pub(crate) struct Inner {
     pub(crate) nvshmem: &'static Nvshmem,
     /// Set once the CUDA context is known to be unusable (see [`Inner::context_lost`]).
     pub(crate) lost: AtomicBool,
+    /// The split teams alive in this context: a destroyed team's handle is refused, not
+    /// passed to NVSHMEM (see [`crate::Team`]).
+    teams: Mutex<TeamRegistry>,
 }
 
 impl Inner {
+    /// The split teams alive in this context.
+    pub(crate) fn teams(&self) -> std::sync::MutexGuard<'_, TeamRegistry> {
+        // A panic while holding the lock leaves a consistent map behind (each change is one
+        // insert or remove); keep going.
+        self.teams.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Checks that `pe` is a PE of the world (what NVSHMEM calls take, as `int`).
     pub(crate) fn check_pe(&self, pe: usize) -> Result<i32> {
         if pe < self.n_pes {

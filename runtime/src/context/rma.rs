@@ -65,8 +65,10 @@ impl Cmp {
     }
 }
 
-/// Checks that `index` names an element of a signal region and returns its device address.
-fn signal_word(sig: &impl SymRegion<u64>, index: usize) -> Result<*mut u64> {
+/// Checks that `sig` lies in the symmetric heap and `index` names an element of it; returns
+/// the element's device address.
+fn signal_word(pgas: &Pgas, sig: &impl SymRegion<u64>, index: usize) -> Result<*mut u64> {
+    pgas.check_region("the signal region", sig)?;
     if index >= sig.len() {
         return Err(Error::OutOfRange {
             start: index,
@@ -168,7 +170,9 @@ impl Pgas {
     ) -> Result<()> {
         let pe = self.check_pe(pe)?;
         check_len("the source", src.len(), dst.len())?;
-        let word = signal_word(sig, sig_index)?;
+        self.check_region("the destination", dst)?;
+        self.check_region("the source", src)?;
+        let word = signal_word(self, sig, sig_index)?;
         let bytes = src.len() * std::mem::size_of::<T>();
         let (d, s) = (
             dst.as_device_ptr() as *mut c_void,
@@ -196,7 +200,7 @@ impl Pgas {
         pe: usize,
     ) -> Result<()> {
         let pe = self.check_pe(pe)?;
-        let word = signal_word(sig, index)?;
+        let word = signal_word(self, sig, index)?;
         // SAFETY: `word` is a symmetric u64.
         self.on_stream(|nv, stream| unsafe {
             nv.nvshmemx_signal_op_on_stream(word, value, op.raw(), pe, stream)
@@ -215,7 +219,7 @@ impl Pgas {
         value: u64,
         timeout: std::time::Duration,
     ) -> Result<()> {
-        let word = signal_word(sig, index)?;
+        let word = signal_word(self, sig, index)?;
         // SAFETY: `word` is a symmetric u64 on this PE.
         self.on_stream(|nv, stream| unsafe {
             nv.nvshmemx_signal_wait_until_on_stream(word, cmp.raw(), value, stream)
@@ -230,7 +234,7 @@ impl Pgas {
 
     /// This PE's current value of word `index` of `sig` (`nvshmem_signal_fetch`, a host read).
     pub fn signal_fetch(&self, sig: &impl SymRegion<u64>, index: usize) -> Result<u64> {
-        let word = signal_word(sig, index)?;
+        let word = signal_word(self, sig, index)?;
         self.inner.bind()?;
         // SAFETY: `word` is a symmetric u64 on this PE.
         Ok(unsafe { self.nvshmem().raw().nvshmem_signal_fetch(word) })
@@ -247,7 +251,8 @@ impl Pgas {
         Ok(())
     }
 
-    /// `put` and `get`: checks the PE and the lengths, then issues `call` (dst, src, bytes, pe).
+    /// `put` and `get`: checks the PE, the lengths and that both regions lie in the symmetric
+    /// heap, then issues `call` (dst, src, bytes, pe).
     fn transfer<T>(
         &self,
         dst: &impl SymRegion<T>,
@@ -257,6 +262,8 @@ impl Pgas {
     ) -> Result<()> {
         let pe = self.check_pe(pe)?;
         check_len("the source", src.len(), dst.len())?;
+        self.check_region("the destination", dst)?;
+        self.check_region("the source", src)?;
         let bytes = src.len() * std::mem::size_of::<T>();
         let (d, s) = (
             dst.as_device_ptr() as *mut c_void,

@@ -1,66 +1,72 @@
 //! NVSHMEM teams: subsets of PEs that collectives and device code can address.
 
-use std::fmt;
-
 use super::pgas::Pgas;
+pub use super::team_handle::Team;
+#[cfg(test)]
+use super::team_handle::TeamRegistry;
 use crate::error::{Error, Result};
 use crate::ffi;
 use crate::nvshmem::Nvshmem;
 
-/// An NVSHMEM team handle (`nvshmem_team_t`); kernels receive it as an `int`.
-///
-/// The predefined teams need no cleanup; a team made by [`Team::split_strided`] or
-/// [`Team::split_2d`] should be [`destroy`](Team::destroy)ed (collectively) when no longer
-/// needed, and in any case before the last `Pgas` handle drops. A destroyed team's handle must
-/// not be used again (NVSHMEM may hand the same number to a later split).
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Team(i32);
-
 impl Team {
-    /// All PEs.
-    pub const WORLD: Team = Team(ffi::NVSHMEM_TEAM_WORLD);
-    /// The PEs that share memory with this one (same node, peer access).
-    pub const SHARED: Team = Team(ffi::NVSHMEM_TEAM_SHARED);
-    /// The PEs on this node.
-    pub const NODE: Team = Team(ffi::NVSHMEMX_TEAM_NODE);
-
-    /// The raw `nvshmem_team_t`.
-    pub fn raw(self) -> i32 {
-        self.0
+    /// `Ok` while the team may be used (a predefined team, or a split team not yet
+    /// destroyed), else [`Error::TeamDestroyed`]. For wrappers that keep a team and use it
+    /// later, such as `pgas::coll::Comm`, to refuse a call over a team destroyed since.
+    pub fn ensure_live(self, pgas: &Pgas) -> Result<()> {
+        self.check_live(pgas, "use it")
     }
 
-    /// This PE's number in the team, or `None` if it is not a member.
-    pub fn my_pe(self, pgas: &Pgas) -> Option<usize> {
-        let pe = unsafe { pgas.nvshmem().raw().nvshmem_team_my_pe(self.0) };
-        usize::try_from(pe).ok()
+    /// [`Error::TeamDestroyed`] if the team was destroyed; `what` names the attempt.
+    pub(crate) fn check_live(self, pgas: &Pgas, what: &'static str) -> Result<()> {
+        // The predefined teams live as long as NVSHMEM: no lock on the launch path for them.
+        if self.generation == 0 {
+            return Ok(());
+        }
+        pgas.inner.teams().check(self, what)
     }
 
-    /// Number of PEs in the team (0 for an invalid team).
-    pub fn n_pes(self, pgas: &Pgas) -> usize {
-        let n = unsafe { pgas.nvshmem().raw().nvshmem_team_n_pes(self.0) };
-        usize::try_from(n).unwrap_or(0)
+    /// This PE's number in the team, `Ok(None)` if it is not a member, and
+    /// [`Error::TeamDestroyed`] for a destroyed team.
+    pub fn my_pe(self, pgas: &Pgas) -> Result<Option<usize>> {
+        self.check_live(pgas, "ask for this PE's number in it")?;
+        // SAFETY: the team is live (checked above), so NVSHMEM still holds it.
+        let pe = unsafe { pgas.nvshmem().raw().nvshmem_team_my_pe(self.raw) };
+        Ok(usize::try_from(pe).ok())
+    }
+
+    /// Number of PEs in the team; [`Error::TeamDestroyed`] for a destroyed team.
+    pub fn n_pes(self, pgas: &Pgas) -> Result<usize> {
+        self.check_live(pgas, "count its PEs")?;
+        // SAFETY: as in `my_pe`.
+        let n = unsafe { pgas.nvshmem().raw().nvshmem_team_n_pes(self.raw) };
+        Ok(usize::try_from(n).unwrap_or(0))
     }
 
     /// The number in `dest` of this team's PE `pe`, or `None` if it is not in `dest`. A `pe`
-    /// outside this team is an error.
+    /// outside this team is an error, and so is either team destroyed.
     pub fn translate_pe(self, pgas: &Pgas, pe: usize, dest: Team) -> Result<Option<usize>> {
-        let n = self.n_pes(pgas);
+        dest.check_live(pgas, "translate PE numbers into it")?;
+        let n = self.n_pes(pgas)?;
         if pe >= n {
             return Err(Error::InvalidPe { pe, n_pes: n });
         }
+        // SAFETY: both teams are live (checked above).
         let r = unsafe {
             pgas.nvshmem()
                 .raw()
-                .nvshmem_team_translate_pe(self.0, pe as i32, dest.0)
+                .nvshmem_team_translate_pe(self.raw, pe as i32, dest.raw)
         };
         Ok(usize::try_from(r).ok())
     }
 
     /// This PE's number in the team, or [`Error::NotInTeam`] naming `what` was attempted.
+    /// [`Error::TeamDestroyed`] for a destroyed team.
     fn member(self, pgas: &Pgas, what: &'static str) -> Result<usize> {
-        self.my_pe(pgas)
-            .ok_or(Error::NotInTeam { team: self.0, what })
+        self.check_live(pgas, what)?;
+        self.my_pe(pgas)?.ok_or(Error::NotInTeam {
+            team: self.raw,
+            what,
+        })
     }
 
     /// The team's configuration (`nvshmem_team_get_config`). Only members may ask.
@@ -71,7 +77,7 @@ impl Team {
         unsafe {
             pgas.nvshmem()
                 .raw()
-                .nvshmem_team_get_config(self.0, &mut raw)
+                .nvshmem_team_get_config(self.raw, &mut raw)
         };
         Ok(TeamConfig::from_raw(&raw))
     }
@@ -98,7 +104,7 @@ impl Team {
         config: &TeamConfig,
     ) -> Result<Option<Team>> {
         self.member(pgas, "split it")?;
-        let n = self.n_pes(pgas);
+        let n = self.n_pes(pgas)?;
         let last = start.checked_add(stride.saturating_mul(size.saturating_sub(1)));
         if size == 0 || stride == 0 || last.is_none_or(|l| l >= n) {
             return Err(Error::InvalidConfig {
@@ -114,7 +120,7 @@ impl Team {
         let raw_config = config.to_raw();
         let status = unsafe {
             pgas.nvshmem().raw().nvshmem_team_split_strided(
-                self.0,
+                self.raw,
                 start as i32,
                 stride as i32,
                 size as i32,
@@ -128,7 +134,7 @@ impl Team {
             "nvshmem_team_split_strided",
             "every PE of the parent team must call it with the same arguments",
         )?;
-        Ok((new != ffi::NVSHMEM_TEAM_INVALID).then_some(Team(new)))
+        Ok((new != ffi::NVSHMEM_TEAM_INVALID).then(|| pgas.inner.teams().register(new)))
     }
 
     /// Splits this team into a 2-D grid with rows of `xrange` PEs (`nvshmem_team_split_2d`):
@@ -143,7 +149,7 @@ impl Team {
         y_config: &TeamConfig,
     ) -> Result<(Team, Team)> {
         self.member(pgas, "split it")?;
-        let n = self.n_pes(pgas);
+        let n = self.n_pes(pgas)?;
         if xrange == 0 || xrange > n {
             return Err(Error::InvalidConfig {
                 name: "Team::split_2d",
@@ -156,7 +162,7 @@ impl Team {
         // SAFETY: both configs are versioned; the outputs are team handles.
         let status = unsafe {
             pgas.nvshmem().raw().nvshmem_team_split_2d(
-                self.0,
+                self.raw,
                 xrange as i32,
                 x_config.as_arg(&xc),
                 x_config.mask(),
@@ -180,7 +186,8 @@ impl Team {
                        destroy teams no longer needed, or raise NVSHMEM_MAX_TEAMS)",
             });
         }
-        Ok((Team(x), Team(y)))
+        let mut teams = pgas.inner.teams();
+        Ok((teams.register(x), teams.register(y)))
     }
 
     /// Host barrier over the team that also completes this PE's outstanding RMA
@@ -191,7 +198,7 @@ impl Team {
         let status = unsafe {
             pgas.nvshmem()
                 .raw()
-                .nvshmemx_barrier_on_stream(self.0, pgas.stream().cu_stream())
+                .nvshmemx_barrier_on_stream(self.raw, pgas.stream().cu_stream())
         };
         Nvshmem::check(
             status,
@@ -202,7 +209,8 @@ impl Team {
     }
 
     /// Destroys a team made by a split (collective over its members). The predefined teams
-    /// cannot be destroyed.
+    /// cannot be destroyed, and a team only once: every later use of any copy of the handle is
+    /// [`Error::TeamDestroyed`].
     pub fn destroy(self, pgas: &Pgas) -> Result<()> {
         if [Team::WORLD, Team::SHARED, Team::NODE].contains(&self) {
             return Err(Error::InvalidConfig {
@@ -213,22 +221,21 @@ impl Team {
                     .into(),
             });
         }
+        self.check_live(pgas, "destroy it again")?;
         self.member(pgas, "destroy it")?;
-        // The stream may still run collectives over the team.
-        pgas.inner.sync_stream()?;
-        unsafe { pgas.nvshmem().raw().nvshmem_team_destroy(self.0) };
+        // Any stream of the context may still run work over the team: the pgas stream's
+        // collectives, and kernels launched with it on other streams (`launch_on`), which a
+        // wait for the pgas stream alone would leave running while NVSHMEM frees the team.
+        pgas.inner.bind()?;
+        pgas.inner.ctx.synchronize().map_err(Error::cuda(
+            "waiting for the GPU's work before destroying a team",
+        ))?;
+        // Held across the destroy, so that no other thread checks the team live in between.
+        let mut teams = pgas.inner.teams();
+        teams.retire(self)?;
+        // SAFETY: the team was live (retire checked it), and is forgotten before NVSHMEM frees it.
+        unsafe { pgas.nvshmem().raw().nvshmem_team_destroy(self.raw) };
         Ok(())
-    }
-}
-
-impl fmt::Display for Team {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Team::WORLD => f.write_str("Team::WORLD"),
-            Team::SHARED => f.write_str("Team::SHARED"),
-            Team::NODE => f.write_str("Team::NODE"),
-            Team(t) => write!(f, "team {t}"),
-        }
     }
 }
 
@@ -315,6 +322,40 @@ mod tests {
     #[test]
     fn teams_print_their_names() {
         assert_eq!(Team::WORLD.to_string(), "Team::WORLD");
-        assert_eq!(Team(7).to_string(), "team 7");
+        assert_eq!(TeamRegistry::default().register(7).to_string(), "team 7");
+    }
+
+    #[test]
+    fn a_destroyed_team_is_refused_and_never_aliases_a_later_one() {
+        let mut reg = TeamRegistry::default();
+        for t in [Team::WORLD, Team::SHARED, Team::NODE] {
+            reg.check(t, "use it").unwrap();
+        }
+        let a = reg.register(5);
+        let b = reg.register(6);
+        reg.check(a, "use it").unwrap();
+        reg.retire(a).unwrap();
+        let e = reg.check(a, "take part in its barrier").unwrap_err();
+        assert!(
+            matches!(e, Error::TeamDestroyed { team: 5, what } if what.contains("barrier")),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("team 5 was destroyed") && msg.contains("Fix:"),
+            "{msg}"
+        );
+        // Destroying twice is an error, and leaves the registry as it was.
+        assert!(matches!(reg.retire(a), Err(Error::TeamDestroyed { .. })));
+        reg.check(b, "use it").unwrap();
+        // NVSHMEM reuses handle 5 for a later split: the new team works, the old copy does not.
+        let c = reg.register(5);
+        assert_eq!(c.raw(), a.raw());
+        assert_ne!(c, a);
+        reg.check(c, "use it").unwrap();
+        assert!(reg.check(a, "use it").is_err());
+        // A stale copy cannot retire the new team either.
+        assert!(reg.retire(a).is_err());
+        reg.check(c, "use it").unwrap();
     }
 }

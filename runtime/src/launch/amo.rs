@@ -162,6 +162,7 @@ impl Pgas {
         (a, b): (T, T),
     ) -> Result<T> {
         let pe = self.check_pe(pe)?;
+        self.check_region("the atomic's target", t)?;
         let dst = element(t, index)?;
         let k = kernel::<T>(op, add_as);
         let stream = self.stream();
@@ -355,7 +356,8 @@ mod tests {
     use super::*;
 
     struct Region(u64, usize);
-    impl SymRegion<u32> for Region {
+    // SAFETY: only `element`'s address arithmetic sees it; nothing dereferences it.
+    unsafe impl SymRegion<u32> for Region {
         fn as_device_ptr(&self) -> u64 {
             self.0
         }

@@ -9,7 +9,8 @@ use cudarc::driver::{
     sys, CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop,
 };
 
-use crate::context::memory::SymRegion;
+use crate::context::memory::{check_symmetric, SymRegion};
+use crate::context::pgas::Pgas;
 use crate::context::team::Team;
 use crate::context::tensor_map::{TensorMap, TmaElem};
 use crate::error::{Error, Result};
@@ -132,6 +133,14 @@ pub struct KernelArgs<'a> {
     n_params: usize,
     pushed: [Pushed; MAX_PARAMS],
     n_pushed: usize,
+    /// Each pushed symmetric region as (address, elements, element size): a checked launch
+    /// refuses one outside the symmetric heap, which a kernel would dereference on every PE.
+    syms: [(u64, usize, usize); MAX_PARAMS],
+    n_syms: usize,
+    /// Each pushed team: a checked launch refuses a destroyed one, whose number the kernel
+    /// would hand to NVSHMEM.
+    teams: [Team; MAX_PARAMS],
+    n_teams: usize,
     locals: [Option<Local<'a>>; MAX_LOCAL_BUFFERS],
     n_locals: usize,
     overflow: bool,
@@ -157,6 +166,10 @@ impl<'a> KernelArgs<'a> {
             n_params: 0,
             pushed: [Pushed::Team; MAX_PARAMS],
             n_pushed: 0,
+            syms: [(0, 0, 0); MAX_PARAMS],
+            n_syms: 0,
+            teams: [Team::WORLD; MAX_PARAMS],
+            n_teams: 0,
             locals: [const { None }; MAX_LOCAL_BUFFERS],
             n_locals: 0,
             overflow: false,
@@ -206,7 +219,27 @@ impl<'a> KernelArgs<'a> {
 
     /// A `&SymTensor<T>` (or a view of one): pointer and length.
     pub fn push_sym<T, S: SymRegion<T> + ?Sized>(&mut self, t: &S) -> &mut Self {
-        self.push_param(Pushed::Sym, &[t.as_device_ptr(), t.len() as u64]);
+        let (ptr, len) = (t.as_device_ptr(), t.len());
+        if self.push_param(Pushed::Sym, &[ptr, len as u64]).is_some() {
+            // Room: push_param admits at most MAX_PARAMS parameters.
+            self.syms[self.n_syms] = (ptr, len, std::mem::size_of::<T>());
+            self.n_syms += 1;
+        }
+        self
+    }
+
+    /// `len` elements of `T` of this PE's own device memory at `ptr`, passed for a parameter the
+    /// kernel declares symmetric (`&SymTensor<T>`), as pointer and length, and left out of the
+    /// symmetric-heap check of a checked launch. For a table the kernel reads only on this PE
+    /// whose address must go in as is (a `&CudaSlice` argument makes the launch wait on
+    /// cudarc's events, which a CUDA graph capture on another stream refuses).
+    ///
+    /// # Safety
+    /// `ptr` must name `len` elements of `T` on this PE's GPU that stay allocated until the
+    /// kernel has finished, and the kernel must access them only on this PE: no RMA, no
+    /// `nvshmem_ptr` or peer access through the parameter, since no other PE has the memory.
+    pub unsafe fn push_local_as_sym<T>(&mut self, ptr: u64, len: usize) -> &mut Self {
+        self.push_param(Pushed::Sym, &[ptr, len as u64]);
         self
     }
 
@@ -234,7 +267,14 @@ impl<'a> KernelArgs<'a> {
 
     /// A team handle, as `int`.
     pub fn push_team(&mut self, team: Team) -> &mut Self {
-        self.push_param(Pushed::Team, &[team.raw() as u32 as u64]);
+        if self
+            .push_param(Pushed::Team, &[team.raw() as u32 as u64])
+            .is_some()
+        {
+            // Room: push_param admits at most MAX_PARAMS parameters.
+            self.teams[self.n_teams] = team;
+            self.n_teams += 1;
+        }
         self
     }
 
@@ -338,6 +378,23 @@ impl<'a> KernelArgs<'a> {
         Ok(())
     }
 
+    /// Checks what the arguments name against `pgas`: every pushed symmetric region lies in its
+    /// symmetric heap ([`Error::NotSymmetric`] otherwise; the kernel addresses it on this PE and
+    /// on others), and every pushed team is live ([`Error::TeamDestroyed`] otherwise). Runs on
+    /// every checked launch: two host-side address look-ups per region, one registry look-up
+    /// per split team.
+    pub(crate) fn check_handles(&self, pgas: &Pgas) -> Result<()> {
+        for &(ptr, len, elem) in &self.syms[..self.n_syms] {
+            check_symmetric("a symmetric kernel argument", ptr, len, elem, |addr| {
+                pgas.in_symmetric_heap(addr, 1)
+            })?;
+        }
+        for team in &self.teams[..self.n_teams] {
+            team.check_live(pgas, "pass it to a kernel")?;
+        }
+        Ok(())
+    }
+
     /// The checks a raw kernel allows (it has no parameter list): only the storage limits.
     pub(crate) fn check_raw(&self, kernel: &str) -> Result<()> {
         if self.overflow {
@@ -430,7 +487,8 @@ mod tests {
     use crate::kernel::ParamSpec;
 
     struct Sym(u64, usize);
-    impl SymRegion<f32> for Sym {
+    // SAFETY: these tests only pack and check arguments; nothing launches or dereferences them.
+    unsafe impl SymRegion<f32> for Sym {
         fn as_device_ptr(&self) -> u64 {
             self.0
         }

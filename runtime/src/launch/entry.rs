@@ -25,6 +25,8 @@ pub fn launch(
     stream: Option<&CudaStream>,
     args: &mut KernelArgs<'_>,
 ) -> Result<()> {
+    // Here rather than in `launch_in`: a bare device has no symmetric heap and no teams.
+    args.check_handles(pgas)?;
     launch_in(
         &pgas.jit_target(),
         pgas.stream(),
