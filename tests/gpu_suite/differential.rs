@@ -237,7 +237,9 @@ struct Span<T> {
     _t: std::marker::PhantomData<T>,
 }
 
-impl<T> SymRegion<T> for Span<T> {
+// SAFETY: every `Span` is carved from the two symmetric buffers `run` allocates once and keeps
+// alive until the end (same offsets on every PE), and lies within them.
+unsafe impl<T> SymRegion<T> for Span<T> {
     fn as_device_ptr(&self) -> u64 {
         self.ptr
     }
