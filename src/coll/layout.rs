@@ -176,11 +176,18 @@ impl Comm {
     /// PE every segment it receives has arrived. Elements of `dst` outside the receive regions
     /// are left as they were.
     ///
+    /// `src` and `dst` name where the layout's offsets start; their lengths may differ from PE
+    /// to PE (each PE's view of what it sends and receives, say), as long as every PE's `src`
+    /// and `dst` start at the same element of the same symmetric tensors. What the call
+    /// touches is the layout's reach from those starts: [`AllToAllLayout::src_len`] and
+    /// [`AllToAllLayout::dst_len`] elements (the largest of any member), which must lie within
+    /// the tensors (their [`SymRegion::extent`]): the same verdict on every PE, since it depends
+    /// only on the agreed layout and the tensors, never on a PE's own lengths.
+    ///
     /// Errors, before anything is launched: a PE that is not in the team, a layout agreed on
-    /// another communicator, a `src` or `dst` shorter than the layout needs on some member
-    /// (every member checks against the largest need of all, so with the same lengths on every
-    /// PE, as for every collective, the verdict is the same everywhere), `dst` and `src`
-    /// overlapping, `dst` not in the symmetric heap, a peer that is not load/store reachable.
+    /// another communicator, a layout that reaches past the end of the tensor `src` or `dst` is
+    /// part of, the reaches of `dst` and `src` overlapping, `dst` not in the symmetric heap, a
+    /// peer that is not load/store reachable.
     pub fn all_to_all_v_on<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
@@ -202,33 +209,30 @@ impl Comm {
                     .to_string(),
             });
         }
-        for (what, got, need) in [
-            ("source", src.len(), layout.src_len),
-            ("destination", dst.len(), layout.dst_len),
-        ] {
-            if got < need {
-                return Err(Error::InvalidConfig {
-                    name: "all-to-all-v buffers",
-                    value: format!("a {what} of {got} elements"),
-                    reason: format!(
-                        "the layout's offsets and counts reach element {need} of some member's \
-                         {what}; pass buffers of at least {need} elements on every PE"
-                    ),
-                });
-            }
-        }
-        self.check_movement("all-to-all-v", &*dst, src, Reached::Destination)?;
+        let reach = |what: &str, extent: usize, need: usize| Error::InvalidConfig {
+            name: "all-to-all-v buffers",
+            value: format!("a {what} with {extent} elements to the end of its tensor"),
+            reason: format!(
+                "the layout's offsets and counts reach element {need} of some member's {what}; \
+                 pass a {what} that starts at the same element of a tensor at least that long \
+                 on every PE"
+            ),
+        };
+        let src_reach = Region::reaching(src, layout.src_len)
+            .ok_or_else(|| reach("source", src.extent(), layout.src_len))?;
+        let mut dst_reach = Region::reaching(&*dst, layout.dst_len)
+            .ok_or_else(|| reach("destination", dst.extent(), layout.dst_len))?;
+        self.check_movement("all-to-all-v", &dst_reach, &src_reach, Reached::Destination)?;
         if layout.max_sent == 0 {
             return Ok(());
         }
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
-        let src = Region::of(src);
         self.launch_p2p(
             stream,
             movement::move_kernels::<T>().all_to_all_v,
             &[],
-            dst,
-            &src,
+            &mut dst_reach,
+            &src_reach,
             Some(&layout.table_at),
             layout.max_sent * std::mem::size_of::<T>(),
             &[(s % 16) as u32, (d % 16) as u32],

@@ -855,6 +855,8 @@ struct LocalTable {
 struct Region<T> {
     ptr: u64,
     len: usize,
+    /// [`SymRegion::extent`] of the region it was made from.
+    extent: usize,
     _elem: std::marker::PhantomData<T>,
 }
 
@@ -863,19 +865,35 @@ impl<T> Region<T> {
         Region {
             ptr: r.as_device_ptr(),
             len: r.len(),
+            extent: r.extent(),
             _elem: std::marker::PhantomData,
         }
     }
+
+    /// The first `len` elements of `r`'s extent (past `r.len()` where `len` is larger), or
+    /// `None` where the extent is shorter.
+    fn reaching(r: &impl SymRegion<T>, len: usize) -> Option<Region<T>> {
+        (len <= r.extent()).then(|| Region {
+            ptr: r.as_device_ptr(),
+            len,
+            extent: r.extent(),
+            _elem: std::marker::PhantomData,
+        })
+    }
 }
 
-// SAFETY: a `Region` is made only by `Region::of` from a live region the caller borrows for
-// the whole call it is used in, so it names that region's symmetric memory while it is used.
+// SAFETY: a `Region` is made only by `Region::of` or `Region::reaching` from a live region the
+// caller borrows for the whole call it is used in, within that region's extent, so it names
+// that region's symmetric memory while it is used.
 unsafe impl<T> SymRegion<T> for Region<T> {
     fn as_device_ptr(&self) -> u64 {
         self.ptr
     }
     fn len(&self) -> usize {
         self.len
+    }
+    fn extent(&self) -> usize {
+        self.extent
     }
 }
 

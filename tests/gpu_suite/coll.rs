@@ -1118,8 +1118,9 @@ fn layout_of(n: usize, me: usize, scale: usize) -> Layout {
     (sc.clone(), displs(&sc, 0), rc.clone(), displs(&rc, 3))
 }
 
-/// All-to-all-v with uneven counts (zeros included) at two scales, whole buffers and views at
-/// element 1: each received segment holds the sender's elements, the gaps keep their marks.
+/// All-to-all-v with uneven counts (zeros included) at three scales, whole buffers, views at
+/// element 1 and views as long as each PE's own regions (lengths that differ across PEs): each
+/// received segment holds the sender's elements, the gaps keep their marks.
 fn all_to_all_v_case(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
     let me = util::me(p);
@@ -1166,6 +1167,28 @@ fn all_to_all_v_case(p: &Pgas) -> CaseResult {
                 &want,
             )?;
         }
+        // Views as long as this PE's own regions, which differ from PE to PE: the layout's
+        // offsets count from the views' starts, and the tensors behind them are long enough.
+        let own_s = (0..n).map(|q| sd[q] + sc[q]).max().unwrap_or(0).max(1);
+        let own_d = (0..n).map(|q| rd[q] + rc[q]).max().unwrap_or(0).max(1);
+        let src = p.alloc_from(&(0..slen).map(|k| moved(me, k) as f32).collect::<Vec<_>>())?;
+        let marks = vec![6.0f32; dlen];
+        let mut dst = p.alloc_from(&marks)?;
+        p.barrier_all()?;
+        comm.all_to_all_v(&mut dst.view_mut(0..own_d)?, &src.view(0..own_s)?, &layout)?;
+        util::settle(p)?;
+        let mut want = marks;
+        for q in 0..n {
+            let (_, qsd, _, _) = layout_of(n, q, scale);
+            for k in 0..rc[q] {
+                want[rd[q] + k] = moved(q, qsd[me] + k) as f32;
+            }
+        }
+        check_eq(
+            &format!("all-to-all-v at scale {scale}, views of {own_s} / {own_d} elements"),
+            &dst.to_vec()?,
+            &want,
+        )?;
         // A 2-byte type through the same layout (the counts are in elements of any type).
         let src = p.alloc_from(&(0..slen).map(|k| moved(me, k) as u16).collect::<Vec<_>>())?;
         let mut dst = p.alloc::<u16>(dlen)?;
@@ -1352,10 +1375,19 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
     // Receive displacements one further: the destination needs n + 1 elements.
     let further: Vec<usize> = (1..=n).collect();
     let needs_more = comm.all_to_all_layout(&ones, &displs, &ones, &further)?;
+    let mut exact = p.alloc::<f32>(n)?;
     expect(
-        comm.all_to_all_v(&mut b.view_mut(0..n)?, &a.view(0..n)?, &needs_more),
-        "at least",
+        comm.all_to_all_v(&mut exact, &a.view(0..n)?, &needs_more),
+        "at least that long",
     )?;
+    // What decides is the tensor from the view's start on (the layout's offsets count from
+    // there): a view that starts later reaches less.
+    if n > 1 {
+        expect(
+            comm.all_to_all_v(&mut exact.view_mut(1..n)?, &a.view(0..1)?, &needs_more),
+            "at least that long",
+        )?;
+    }
     // And the good layout works after all of that (no PE was left in a kernel).
     let src = p.alloc_from(&(0..n).map(|q| (me * n + q) as f32).collect::<Vec<_>>())?;
     let mut dst = p.alloc::<f32>(n)?;

@@ -956,9 +956,11 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
         }
         _ => {
             let l = layout.as_ref().unwrap();
+            // What the call touches is the layout's reach from each start (its check of
+            // overlap is on those, not on the spans' lengths).
             if slen < l.src_len()
                 || dlen < l.dst_len()
-                || overlap(dptr, dbytes, sptr, sbytes)
+                || overlap(dptr, l.dst_len() * size, sptr, l.src_len() * size)
                 || !p2p
             {
                 Err(())

@@ -30,9 +30,9 @@ use crate::heap;
 /// Those calls hand [`as_device_ptr`](SymRegion::as_device_ptr) and [`len`](SymRegion::len) to
 /// NVSHMEM and to kernels, which read and write the memory on this PE and at the same symmetric
 /// address on other PEs. An implementation must guarantee that, for as long as the value is
-/// borrowed, the `len()` elements of `T` from `as_device_ptr()` are one live allocation of
-/// NVSHMEM's symmetric heap (or a part of one) on every PE: not freed, not a plain CUDA
-/// allocation, not past the allocation's end. pgas's own [`SymTensor`], [`SymView`] and
+/// borrowed, the `extent()` (at least `len()`) elements of `T` from `as_device_ptr()` are one
+/// live allocation of NVSHMEM's symmetric heap (or a part of one) on every PE: not freed, not a
+/// plain CUDA allocation, not past the allocation's end. pgas's own [`SymTensor`], [`SymView`] and
 /// [`SymViewMut`] guarantee it through their lifetimes.
 ///
 /// The trait is `unsafe` rather than sealed because sound implementations outside this crate
@@ -52,6 +52,14 @@ pub unsafe trait SymRegion<T> {
     /// Whether it holds no elements (never true for pgas's own types).
     fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// Elements from the region's start to the end of the symmetric tensor it is part of: its
+    /// `len()` for a whole tensor, to the tensor's end for a view. The same on every PE for a
+    /// region that starts at the same element of the same tensor everywhere, so a call that may
+    /// touch memory past `len()` (an all-to-all-v, whose layout places what arrives) checks
+    /// against it with the same verdict on every PE.
+    fn extent(&self) -> usize {
+        self.len()
     }
 }
 
@@ -528,6 +536,9 @@ unsafe impl<T: DeviceRepr> SymRegion<T> for SymView<'_, T> {
     fn len(&self) -> usize {
         self.shape.len()
     }
+    fn extent(&self) -> usize {
+        self.tensor.shape.len() - self.start
+    }
 }
 
 // SAFETY: the region is (part of) a live symmetric allocation, borrowed for as long as the
@@ -538,6 +549,9 @@ unsafe impl<T: DeviceRepr> SymRegion<T> for SymViewMut<'_, T> {
     }
     fn len(&self) -> usize {
         self.shape.len()
+    }
+    fn extent(&self) -> usize {
+        self.tensor.shape.len() - self.start
     }
 }
 
