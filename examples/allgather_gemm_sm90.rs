@@ -88,7 +88,7 @@ fn main() -> pgas::Result<()> {
     match odd.set_gemm(GemmPath::PgasOneKernel) {
         Err(e)
             if e.to_string()
-                .contains("shard rows 100 are not a multiple of 128") => {}
+                .contains("100 rows a block are not a multiple of 128") => {}
         other => fail(format!(
             "a shard of 100 rows was not refused as expected: {other:?}"
         )),

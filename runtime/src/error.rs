@@ -148,7 +148,7 @@ pub enum Error {
         /// Heap size in bytes.
         heap: usize,
         /// Empty, or a note that part of the heap is in use.
-        in_use: &'static str,
+        in_use: String,
     },
 
     /// An allocation of zero elements (NVSHMEM has no symmetric address for it).

@@ -1,5 +1,7 @@
-//! Symmetric heap size: parsing and formatting `NVSHMEM_SYMMETRIC_SIZE`, and the size check
-//! done before an allocation.
+//! Symmetric heap size: parsing and formatting `NVSHMEM_SYMMETRIC_SIZE`, the size check done
+//! before an allocation, and the ledger of pgas's allocations that keeps them within the heap.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{Error, Result};
 
@@ -65,13 +67,13 @@ pub fn check_alloc(len: usize, elem_size: usize, heap: usize) -> Result<usize> {
         .ok_or(Error::HeapExhausted {
             requested: usize::MAX,
             heap,
-            in_use: "",
+            in_use: String::new(),
         })?;
     if requested > heap {
         return Err(Error::HeapExhausted {
             requested,
             heap,
-            in_use: "",
+            in_use: String::new(),
         });
     }
     Ok(requested)
@@ -80,6 +82,23 @@ pub fn check_alloc(len: usize, elem_size: usize, heap: usize) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ledger_refuses_past_the_usable_heap_and_releases() {
+        let heap = 1 << 30;
+        assert_eq!(usable(heap), heap - (64 << 20));
+        assert_eq!(usable(1 << 20), (1 << 20) - (1 << 16));
+        let l = Ledger::default();
+        assert_eq!(l.charge(1, heap).unwrap(), GRAIN);
+        let big = l.charge(usable(heap) - GRAIN, heap).unwrap();
+        let e = l.charge(1, heap).unwrap_err().to_string();
+        assert!(e.contains(&format!("take {} bytes", usable(heap))), "{e}");
+        assert!(e.contains("PgasBuilder::heap_size"), "{e}");
+        l.release(big);
+        assert_eq!(l.used(), GRAIN);
+        assert!(l.charge(1 << 20, heap).is_ok());
+        assert!(l.charge(usize::MAX, heap).is_err(), "no overflow");
+    }
 
     #[test]
     fn parses_nvshmem_size_syntax() {
@@ -121,5 +140,61 @@ mod tests {
             check_alloc(0, 4, 1024),
             Err(Error::EmptyAllocation)
         ));
+    }
+}
+
+/// What one allocation of `bytes` is charged in the [`Ledger`]: NVSHMEM's allocator aligns
+/// allocations to 512 bytes.
+pub const GRAIN: usize = 512;
+
+/// The part of a heap of `heap` bytes pgas lets its allocations take: all but a sixteenth, at
+/// most 64 MiB, left to NVSHMEM's own allocations and its allocator's fragmentation.
+pub fn usable(heap: usize) -> usize {
+    heap - (heap / 16).min(64 << 20)
+}
+
+/// The bytes of pgas's live symmetric allocations on this PE. NVSHMEM 3.4.5 with its default
+/// CUDA VMM heap does not return null when the heap cannot grow: it logs `cuMemCreate failed`,
+/// then an illegal memory access in its barrier, and exits the process (GPU run 36). So pgas
+/// refuses, before calling NVSHMEM, an allocation that would take its ledger past
+/// [`usable`]. Every PE makes the same allocations, so every PE's ledger gives the same
+/// verdict.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    used: AtomicUsize,
+}
+
+impl Ledger {
+    /// Charges an allocation of `bytes` against a heap of `heap` bytes and returns the charge
+    /// (to [`Ledger::release`] when it is freed), or [`Error::HeapExhausted`] naming what is in
+    /// use.
+    pub fn charge(&self, bytes: usize, heap: usize) -> Result<usize> {
+        let charge = bytes.div_ceil(GRAIN).saturating_mul(GRAIN);
+        let limit = usable(heap);
+        self.used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                used.checked_add(charge).filter(|&total| total <= limit)
+            })
+            .map(|_| charge)
+            .map_err(|used| Error::HeapExhausted {
+                requested: bytes,
+                heap,
+                in_use: format!(
+                    ", of which pgas's live symmetric allocations take {used} bytes and it keeps \
+                     {} for NVSHMEM itself (NVSHMEM 3.4.5 ends the process when its heap cannot \
+                     grow, so pgas refuses first; drop tensors no longer needed)",
+                    heap - limit
+                ),
+            })
+    }
+
+    /// Returns a charge [`Ledger::charge`] made.
+    pub fn release(&self, charge: usize) {
+        self.used.fetch_sub(charge, Ordering::SeqCst);
+    }
+
+    /// Bytes charged now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::SeqCst)
     }
 }

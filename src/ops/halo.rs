@@ -172,7 +172,8 @@ pub(crate) fn plan(all: &[Declared], me: usize, heap: usize) -> Result<Plan> {
             requested: bytes,
             heap,
             in_use: " (a Halo2d holds two planes of (rows + 2) x nx f32 plus its signals and \
-                     flags, sized by the PE with the most rows)",
+                     flags, sized by the PE with the most rows)"
+                .into(),
         });
     }
     let up = (me + n - 1) % n;

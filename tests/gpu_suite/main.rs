@@ -11,6 +11,8 @@
 //! those two run as separate invocations: `gpu_suite --expect-trap oob|bad-pe` (see `traps.rs`).
 //! `pgas-run -n 2 gpu_suite --rank-death panic|abort|kill|kill-in-kernel` kills one PE while the
 //! others wait for it (see `faults.rs`).
+//! `gpu_suite --heap-exhaustion` fills the symmetric heap and runs set-ups into its end, in a
+//! process of its own (`misuse.rs`).
 //! `gpu_suite --expect-hang` checks that the watchdog ends a hung case cleanly (`faults.rs`).
 //! `pgas-run -n N gpu_suite --differential SEED CALLS [SECONDS]` is randomized differential
 //! testing: up to CALLS calls of `pgas::coll` (every collective, type, op, algorithm, size from 0
@@ -76,6 +78,9 @@ fn main() -> ExitCode {
     if let Some(pos) = args.iter().position(|a| a == "--expect-trap") {
         let which = args.get(pos + 1).map(String::as_str).unwrap_or("");
         return traps::run(which);
+    }
+    if args.iter().any(|a| a == "--heap-exhaustion") {
+        return runner::run(&[misuse::HEAP_EXHAUSTION], &[], &[]);
     }
     if args.iter().any(|a| a == "--expect-hang") {
         return faults::expect_hang();

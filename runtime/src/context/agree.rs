@@ -39,7 +39,7 @@ pub(crate) fn same_size(inner: &Inner, bytes: u64) -> Result<()> {
                 return Err(Error::HeapExhausted {
                     requested: (n + 1) * 8,
                     heap: inner.heap_size,
-                    in_use: " (pgas's allocation-size check needs 8 bytes per PE of it)",
+                    in_use: " (pgas's allocation-size check needs 8 bytes per PE of it)".into(),
                 });
             }
             *scratch = Some(p);

@@ -134,7 +134,7 @@ impl Pgas {
         let size = round_up(bytes, granularity).ok_or(Error::HeapExhausted {
             requested: bytes,
             heap: usize::MAX,
-            in_use: "",
+            in_use: String::new(),
         })?;
 
         let mut handle: cu::CUmemGenericAllocationHandle = 0;

@@ -109,8 +109,8 @@ pub struct SymTensor<T> {
 
 /// Who releases a tensor's memory.
 pub(crate) enum Owner {
-    /// `nvshmem_calloc`: freed collectively by `nvshmem_free`.
-    Heap,
+    /// `nvshmem_calloc`: freed collectively by `nvshmem_free`; its charge in the heap ledger.
+    Heap(usize),
     /// Memory pgas did not allocate (a registered VMM buffer, an imported DLPack tensor):
     /// released by dropping this value, after the pgas stream is idle.
     Other(Box<dyn Send + Sync>),
@@ -194,8 +194,11 @@ impl Pgas {
         let asked = (len as u64).saturating_mul(elem.max(1) as u64);
         agree::same_size(inner, asked)?;
         let bytes = heap::check_alloc(len, elem, inner.heap_size)?;
+        // Refused here, the same on every PE, rather than by NVSHMEM (see `heap::Ledger`).
+        let charge = inner.heap_ledger.charge(bytes, inner.heap_size)?;
         let raw = unsafe { self.nvshmem().raw().nvshmem_calloc(len, elem.max(1)) };
         if raw.is_null() {
+            inner.heap_ledger.release(charge);
             return Err(Error::HeapExhausted {
                 requested: bytes,
                 heap: inner.heap_size,
@@ -203,14 +206,15 @@ impl Pgas {
                 // refuses one 1 GiB allocation from a 4 GiB heap; its static heap does not.
                 in_use: ", part of which is in use by earlier allocations and by NVSHMEM itself \
                          (with CUDA VMM, its default, NVSHMEM 3.4.5 also refuses single allocations \
-                         of 1 GiB from a larger heap: set NVSHMEM_DISABLE_CUDA_VMM=1 for a static heap)",
+                         of 1 GiB from a larger heap: set NVSHMEM_DISABLE_CUDA_VMM=1 for a static heap)"
+                    .into(),
             });
         }
         Ok(SymTensor::wrap(
             inner,
             raw as CUdeviceptr,
             Shape::flat(len),
-            Owner::Heap,
+            Owner::Heap(charge),
         ))
     }
 
@@ -412,13 +416,18 @@ impl<T> Drop for SymTensor<T> {
             return;
         }
         let _ = self.inner.sync_stream();
-        match std::mem::replace(&mut self.owner, Owner::Heap) {
-            Owner::Heap => unsafe {
-                self.inner
-                    .nvshmem
-                    .raw()
-                    .nvshmem_free(self.ptr as *mut std::ffi::c_void)
-            },
+        match std::mem::replace(&mut self.owner, Owner::Heap(0)) {
+            Owner::Heap(charge) => {
+                // SAFETY: `ptr` came from `nvshmem_calloc` and is freed once: the owner is
+                // replaced, so a second drop cannot free it again.
+                unsafe {
+                    self.inner
+                        .nvshmem
+                        .raw()
+                        .nvshmem_free(self.ptr as *mut std::ffi::c_void)
+                };
+                self.inner.heap_ledger.release(charge);
+            }
             Owner::Other(owner) => drop(owner),
         }
     }

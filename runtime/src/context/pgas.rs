@@ -140,6 +140,7 @@ impl PgasBuilder {
             n_pes: n_pes as usize,
             device,
             heap_size,
+            heap_ledger: crate::heap::Ledger::default(),
             stream,
             ctx,
             bootstrap: bootstrapped,
@@ -165,6 +166,8 @@ pub(crate) struct Inner {
     pub(crate) node_pes: usize,
     pub(crate) device: usize,
     pub(crate) heap_size: usize,
+    /// pgas's live symmetric allocations (see [`crate::heap::Ledger`]).
+    pub(crate) heap_ledger: crate::heap::Ledger,
     pub(crate) stream: Arc<CudaStream>,
     pub(crate) ctx: Arc<CudaContext>,
     /// Dropped after NVSHMEM finalized (MPI_Finalize must come after it).

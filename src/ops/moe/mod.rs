@@ -299,7 +299,8 @@ impl MoeDispatcher {
                 requested: need,
                 heap: pgas.heap_size(),
                 in_use: " (all of a MoeDispatcher's buffers for these sizes, MoeConfig::symmetric_bytes; the \
-                         rest of the program needs its own share on top)",
+                         rest of the program needs its own share on top)"
+                    .into(),
             });
         }
         let rows = cfg.max_recv_rows(n);
