@@ -67,6 +67,7 @@ fn main() -> ExitCode {
                     "--rank-death",
                     "--expect-hang",
                     "--differential",
+                    "--heap-exhaustion",
                 ]
                 .contains(&a.as_str())
         })
