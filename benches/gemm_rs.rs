@@ -9,7 +9,7 @@
 //! - **library**: the same with its default GEMM, cuBLAS (chunks in owner order, copy-engine
 //!   pushes and the owner's f32 reduction overlapped on a second stream).
 //!
-//! N = K = 8192 and M from 2048 to 16384 (K split over the PEs). Median of `GEMM_REPS` after
+//! N = K = 8192 and M from 1024 to 16384 (K split over the PEs). Median of `GEMM_REPS` after
 //! `GEMM_WARMUP` (CUDA events on the pgas stream, every PE released together by a barrier before
 //! each repetition). Every result is checked before its figures count: at 64 points against the
 //! host (f64), and element by element against the baseline where NCCL is there. Prints a table and
@@ -38,7 +38,8 @@ use std::fmt::Write as _;
 
 const BENCH: &str = "gemm_rs";
 /// (M, N, K): K is the whole inner dimension, split over the PEs.
-const SHAPES: [(usize, usize, usize); 4] = [
+const SHAPES: [(usize, usize, usize); 5] = [
+    (1024, 8192, 8192),
     (2048, 8192, 8192),
     (4096, 8192, 8192),
     (8192, 8192, 8192),
