@@ -1,10 +1,10 @@
-//! Inputs that GEMM examples, tests and benchmarks share: reproducible, spread over [-1, 1), and
+//! Inputs that GEMM examples, tests and benchmarks share: reproducible, spread over [-1, 1], and
 //! exact in bf16, so a host product in f64 is a reference for any of them.
 
 use half::bf16;
 
 /// Element `i` of the matrix `salt` names: a hash of both mapped to [-1, 1) in steps of 2^-23,
-/// rounded to bf16.
+/// rounded to bf16 (so 1.0 itself may come out).
 pub fn value(i: usize, salt: u64) -> bf16 {
     let mut x = (i as u64 ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(salt);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -23,7 +23,7 @@ mod tests {
             xs,
             (0..4096).map(|i| value(i, 7).to_f32()).collect::<Vec<_>>()
         );
-        assert!(xs.iter().all(|x| (-1.0..1.0).contains(x)));
+        assert!(xs.iter().all(|x| (-1.0..=1.0).contains(x)));
         let negative = xs.iter().filter(|x| **x < 0.0).count();
         assert!(
             (1800..2300).contains(&negative),
