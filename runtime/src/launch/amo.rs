@@ -75,8 +75,29 @@ enum Op {
     Set,
     Swap,
     CompareSwap,
-    /// A read-modify-write (`add`, `and`, `or`, `xor`), fetching the old value or not.
-    Rmw(&'static str, bool),
+    /// A read-modify-write, fetching the old value or not.
+    Rmw(Rmw, bool),
+}
+
+/// The read-modify-write AMOs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Rmw {
+    Add,
+    And,
+    Or,
+    Xor,
+}
+
+impl Rmw {
+    /// NVSHMEM's name of the operation (`nvshmem_<type>_atomic_<name>`).
+    fn name(self) -> &'static str {
+        match self {
+            Rmw::Add => "add",
+            Rmw::And => "and",
+            Rmw::Or => "or",
+            Rmw::Xor => "xor",
+        }
+    }
 }
 
 impl Op {
@@ -86,15 +107,15 @@ impl Op {
             Op::Set => "set".into(),
             Op::Swap => "swap".into(),
             Op::CompareSwap => "compare_swap".into(),
-            Op::Rmw(op, true) => format!("fetch_{op}"),
-            Op::Rmw(op, false) => op.into(),
+            Op::Rmw(op, true) => format!("fetch_{}", op.name()),
+            Op::Rmw(op, false) => op.name().into(),
         }
     }
 
     /// The kernel body for element type (`t`, `c`); `add_as` is the type an add goes through.
     fn body(self, t: &str, c: &str, add_as: (&str, &str)) -> String {
         let (at, ac) = match self {
-            Op::Rmw("add", _) => add_as,
+            Op::Rmw(Rmw::Add, _) => add_as,
             _ => (t, c),
         };
         let call = |f: &str, args: &str| format!("nvshmem_{at}_atomic_{f}(({ac} *)dst, {args}pe)");
@@ -110,9 +131,12 @@ impl Op {
             Op::CompareSwap => format!("out[0] = {};", call("compare_swap", "a, b, ")),
             Op::Rmw(op, true) => format!(
                 "out[0] = ({c}){};",
-                call(&format!("fetch_{op}"), &format!("({ac})a, "))
+                call(&format!("fetch_{}", op.name()), &format!("({ac})a, "))
             ),
-            Op::Rmw(op, false) => format!("{}; nvshmem_quiet();", call(op, &format!("({ac})a, "))),
+            Op::Rmw(op, false) => format!(
+                "{}; nvshmem_quiet();",
+                call(op.name(), &format!("({ac})a, "))
+            ),
         }
     }
 }
@@ -238,7 +262,7 @@ impl Pgas {
         value: T,
         pe: usize,
     ) -> Result<()> {
-        self.rmw(t, index, "add", false, value, pe).map(|_| ())
+        self.rmw(t, index, Rmw::Add, false, value, pe).map(|_| ())
     }
 
     /// [`Pgas::atomic_add`] that returns the old value.
@@ -249,7 +273,7 @@ impl Pgas {
         value: T,
         pe: usize,
     ) -> Result<T> {
-        self.rmw(t, index, "add", true, value, pe)
+        self.rmw(t, index, Rmw::Add, true, value, pe)
     }
 
     /// Atomically adds 1 to `t[index]` on PE `pe`.
@@ -280,7 +304,7 @@ impl Pgas {
         value: T,
         pe: usize,
     ) -> Result<()> {
-        self.rmw(t, index, "and", false, value, pe).map(|_| ())
+        self.rmw(t, index, Rmw::And, false, value, pe).map(|_| ())
     }
 
     /// [`Pgas::atomic_and`] that returns the old value.
@@ -291,7 +315,7 @@ impl Pgas {
         value: T,
         pe: usize,
     ) -> Result<T> {
-        self.rmw(t, index, "and", true, value, pe)
+        self.rmw(t, index, Rmw::And, true, value, pe)
     }
 
     /// Atomically ors `value` into `t[index]` on PE `pe`.
@@ -302,7 +326,7 @@ impl Pgas {
         value: T,
         pe: usize,
     ) -> Result<()> {
-        self.rmw(t, index, "or", false, value, pe).map(|_| ())
+        self.rmw(t, index, Rmw::Or, false, value, pe).map(|_| ())
     }
 
     /// [`Pgas::atomic_or`] that returns the old value.
@@ -313,7 +337,7 @@ impl Pgas {
         value: T,
         pe: usize,
     ) -> Result<T> {
-        self.rmw(t, index, "or", true, value, pe)
+        self.rmw(t, index, Rmw::Or, true, value, pe)
     }
 
     /// Atomically xors `value` into `t[index]` on PE `pe`.
@@ -324,7 +348,7 @@ impl Pgas {
         value: T,
         pe: usize,
     ) -> Result<()> {
-        self.rmw(t, index, "xor", false, value, pe).map(|_| ())
+        self.rmw(t, index, Rmw::Xor, false, value, pe).map(|_| ())
     }
 
     /// [`Pgas::atomic_xor`] that returns the old value.
@@ -335,14 +359,14 @@ impl Pgas {
         value: T,
         pe: usize,
     ) -> Result<T> {
-        self.rmw(t, index, "xor", true, value, pe)
+        self.rmw(t, index, Rmw::Xor, true, value, pe)
     }
 
     fn rmw<T: AmoInt>(
         &self,
         t: &impl SymRegion<T>,
         index: usize,
-        op: &'static str,
+        op: Rmw,
         fetch: bool,
         value: T,
         pe: usize,
@@ -378,11 +402,11 @@ mod tests {
     fn each_operation_calls_nvshmems_device_amo() {
         let ia = <i64 as AmoInt>::ADD_AS;
         assert_eq!(
-            Op::Rmw("add", true).body("int64", "int64_t", ia),
+            Op::Rmw(Rmw::Add, true).body("int64", "int64_t", ia),
             "out[0] = (int64_t)nvshmem_uint64_atomic_fetch_add((uint64_t *)dst, (uint64_t)a, pe);"
         );
         assert_eq!(
-            Op::Rmw("xor", false).body("int64", "int64_t", ia),
+            Op::Rmw(Rmw::Xor, false).body("int64", "int64_t", ia),
             "nvshmem_int64_atomic_xor((int64_t *)dst, (int64_t)a, pe); nvshmem_quiet();"
         );
         assert_eq!(
@@ -425,7 +449,7 @@ mod nvrtc_tests {
         let basic = [Op::Fetch, Op::Set, Op::Swap];
         let mut ints = basic.to_vec();
         ints.push(Op::CompareSwap);
-        for op in ["add", "and", "or", "xor"] {
+        for op in [Rmw::Add, Rmw::And, Rmw::Or, Rmw::Xor] {
             ints.extend([Op::Rmw(op, false), Op::Rmw(op, true)]);
         }
         let mut src = String::from(pgas_codegen::PRELUDE_P2P);
