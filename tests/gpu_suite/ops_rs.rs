@@ -10,6 +10,7 @@
 use crate::runner::{case, Case};
 use crate::util::{check_eq, ensure, CaseResult};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use pgas::cudarc::driver::CudaStream;
 use pgas::ops::matmul_reduce_scatter::{matmul_reduce_scatter, MatmulReduceScatter};
 use pgas::ops::GemmPath;
 use pgas::prelude::*;
@@ -26,6 +27,24 @@ pub const CASES: &[Case] = &[
 /// Element `i` of PE `pe`'s A (`which` 0) or Bt (`which` 1) in call `call`: -1, 0 or 1.
 fn input(pe: usize, which: usize, call: usize, i: usize) -> f32 {
     ((i * 7 + pe * 5 + which * 3 + call * 11) % 3) as f32 - 1.0
+}
+
+/// PE `me`'s A (m x k) and Bt (n x k) of call `call`, on the GPU.
+fn inputs_of(
+    stream: &std::sync::Arc<CudaStream>,
+    me: usize,
+    call: usize,
+    (m, n, k): (usize, usize, usize),
+) -> pgas::Result<(CudaSlice<bf16>, CudaSlice<bf16>)> {
+    let of = |which: usize, len: usize| -> Vec<bf16> {
+        (0..len)
+            .map(|i| bf16::from_f32(input(me, which, call, i)))
+            .collect()
+    };
+    Ok((
+        stream.clone_htod(&of(0, m * k))?,
+        stream.clone_htod(&of(1, n * k))?,
+    ))
 }
 
 fn host(pes: usize, me: usize, call: usize, (m, n, k): (usize, usize, usize)) -> Vec<bf16> {
@@ -64,13 +83,7 @@ fn pgas_gemm_case(p: &Pgas) -> CaseResult {
         }
         let mut out = stream.alloc_zeros::<bf16>(mp * n)?;
         for call in 20..23 {
-            let a: Vec<bf16> = (0..m * k)
-                .map(|i| bf16::from_f32(input(me, 0, call, i)))
-                .collect();
-            let bt: Vec<bf16> = (0..n * k)
-                .map(|i| bf16::from_f32(input(me, 1, call, i)))
-                .collect();
-            let (a, bt) = (stream.clone_htod(&a)?, stream.clone_htod(&bt)?);
+            let (a, bt) = inputs_of(&stream, me, call, (m, n, k))?;
             op.run(p, &mut out, &a, &bt)?;
             check_eq(
                 &format!("{m} x {n} x {k} a PE by pgas::gemm, call {call}"),
@@ -103,13 +116,7 @@ fn pgas_gemm_case(p: &Pgas) -> CaseResult {
         )?;
     }
     let (m, n, k) = (96 * pes, 64, 64);
-    let a: Vec<bf16> = (0..m * k)
-        .map(|i| bf16::from_f32(input(me, 0, 30, i)))
-        .collect();
-    let bt: Vec<bf16> = (0..n * k)
-        .map(|i| bf16::from_f32(input(me, 1, 30, i)))
-        .collect();
-    let (a, bt) = (stream.clone_htod(&a)?, stream.clone_htod(&bt)?);
+    let (a, bt) = inputs_of(&stream, me, 30, (m, n, k))?;
     let mut out = stream.alloc_zeros::<bf16>(96 * n)?;
     op.run(p, &mut out, &a, &bt)?;
     check_eq(
@@ -137,13 +144,7 @@ fn matches_host_case(p: &Pgas) -> CaseResult {
         })?;
         let mut out = stream.alloc_zeros::<bf16>(mp * n)?;
         for call in 0..3 {
-            let a: Vec<bf16> = (0..m * k)
-                .map(|i| bf16::from_f32(input(me, 0, call, i)))
-                .collect();
-            let bt: Vec<bf16> = (0..n * k)
-                .map(|i| bf16::from_f32(input(me, 1, call, i)))
-                .collect();
-            let (a, bt) = (stream.clone_htod(&a)?, stream.clone_htod(&bt)?);
+            let (a, bt) = inputs_of(&stream, me, call, (m, n, k))?;
             op.run(p, &mut out, &a, &bt)?;
             let got = stream.clone_dtoh(&out)?;
             check_eq(
@@ -163,13 +164,7 @@ fn matches_host_case(p: &Pgas) -> CaseResult {
     let mut inputs = Vec::new();
     let mut outs = Vec::new();
     for call in 10..14 {
-        let a: Vec<bf16> = (0..m * k)
-            .map(|i| bf16::from_f32(input(me, 0, call, i)))
-            .collect();
-        let bt: Vec<bf16> = (0..n * k)
-            .map(|i| bf16::from_f32(input(me, 1, call, i)))
-            .collect();
-        inputs.push((stream.clone_htod(&a)?, stream.clone_htod(&bt)?));
+        inputs.push(inputs_of(&stream, me, call, (m, n, k))?);
         outs.push(stream.alloc_zeros::<bf16>(mp * n)?);
     }
     for (out, (a, bt)) in outs.iter_mut().zip(&inputs) {
@@ -185,13 +180,7 @@ fn matches_host_case(p: &Pgas) -> CaseResult {
     drop(op);
     // The one-call form.
     let (m, n, k) = (64 * pes, 16, 8);
-    let a: Vec<bf16> = (0..m * k)
-        .map(|i| bf16::from_f32(input(me, 0, 5, i)))
-        .collect();
-    let bt: Vec<bf16> = (0..n * k)
-        .map(|i| bf16::from_f32(input(me, 1, 5, i)))
-        .collect();
-    let (a, bt) = (stream.clone_htod(&a)?, stream.clone_htod(&bt)?);
+    let (a, bt) = inputs_of(&stream, me, 5, (m, n, k))?;
     let mut out = stream.alloc_zeros::<bf16>(64 * n)?;
     matmul_reduce_scatter(p, &mut out, &a, &bt, (m, n, k))?;
     check_eq(
