@@ -154,11 +154,10 @@ pub fn usable(heap: usize) -> usize {
 }
 
 /// The bytes of pgas's live symmetric allocations on this PE. NVSHMEM 3.4.5 with its default
-/// CUDA VMM heap does not return null when the heap cannot grow: it logs `cuMemCreate failed`,
-/// then an illegal memory access in its barrier, and exits the process (GPU run 36). So pgas
-/// refuses, before calling NVSHMEM, an allocation that would take its ledger past
-/// [`usable`]. Every PE makes the same allocations, so every PE's ledger gives the same
-/// verdict.
+/// CUDA VMM heap does not return null when the heap cannot grow: it ends the process
+/// (docs/faults.md, "Every fault tried"). So pgas refuses, before calling NVSHMEM, an
+/// allocation that would take its ledger past [`usable`]. Every PE makes the same allocations,
+/// so every PE's ledger gives the same verdict.
 #[derive(Debug, Default)]
 pub struct Ledger {
     used: AtomicUsize,
