@@ -4,32 +4,10 @@
 //! small specialization that compiles in about a second with the peer-to-peer prelude: no
 //! NVSHMEM collective templates).
 //!
-//! # The flag protocol
-//! Every PE of the team runs the same grid, and block `b` of every PE handles the same elements,
-//! so blocks synchronize pairwise with their namesakes, never grid-wide:
-//! - `sig[b * n + r]` on PE `q` is written only by block `b` of team rank `r`: `2e - 1` when that
-//!   block entered call `e` ("my input is ready"), `2e` when it left it ("I no longer read your
-//!   input; my results are in your output"). Values only grow, so a wait is `>=`, and a fast PE
-//!   that already moved on to call `e + 1` satisfies a wait for call `e`.
-//! - `epochs[b]` on each PE counts the calls block `b` took part in. It lives in device memory
-//!   (not a launch argument), so a CUDA graph replaying the launch keeps counting. All PEs launch
-//!   the same grid for the same call, so their counters agree.
-//!
-//! Each block waits at the end until every peer's block has left the call, so when the kernel
-//! returns on a PE no peer reads its input any more: the caller may overwrite `src` at once
-//! (the race between consecutive calls).
-//!
-//! # The data path
-//! Elements move 16 bytes at a time (`load_vec16` / `store_vec16`, `$w` elements a vector) from
-//! the first 16-byte-aligned element on: the host passes `head`, the elements before it, and
-//! `vec`, whether `dst` and `src` share their offset modulo 16 bytes (symmetric buffers have the
-//! same offset on every PE, so a peer's copy is aligned where the local one is). Vector `v`
-//! covers elements `head + v * $w ..`; the `head` elements before the first vector and the
-//! fewer than `$w` past the last take the one-element path, as every element does without
-//! `vec`. Each thread handles two vectors a step, so that it has two loads of each peer in
-//! flight. A vector's lanes are combined in `$a` and rounded to `$t` after each peer (the
-//! one-element path rounds once at the end): the same result for two PEs, and for more PEs the
-//! rounding of a chain of `$t` operations, as ring reductions have.
+//! The flag protocol (`sig[b * n + r]` set to `2e - 1` on entering call `e` and `2e` on leaving
+//! it, `epochs[b]` counting each block's calls in device memory) and the 16-byte data path
+//! (`head`, `vec`) are in `docs/coll.md`, "Synchronization" and "Data path"; `$w` below is the
+//! elements of one 16-byte vector.
 //!
 //! Writing the kernels as one `macro_rules!` template per kind of type keeps one text of each
 //! algorithm: `$t` is the element type, `$a` the type it is reduced in (`f32` for the 16-bit

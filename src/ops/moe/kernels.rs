@@ -1,67 +1,11 @@
 //! The kernels of [`MoeDispatcher`](super::MoeDispatcher): dispatch is [`moe_layout`] then
 //! [`moe_dispatch`], combine is [`moe_combine_send`] then [`moe_combine_reduce`], all on one
-//! stream with no host round trip between them.
+//! stream with no host round trip between them. Each is specialized for the number of PEs `n`
+//! and (all but the reduce kernel) top-k `k`, so the loops over PEs and slots unroll.
 //!
-//! Every kernel takes the number of PEs `n` (and all but the reduce kernel `k`) as comptime values:
-//! one specialization per (PEs, top-k), so that the loops over PEs and slots unroll and their
-//! loads are in flight together.
-//!
-//! # Names
-//! `n` PEs, `el` experts per PE, `ee = n * el` experts in all (expert `g` lives on PE `g / el` as
-//! its local expert `g % el`), `k` experts per token (`idx[t * k + j]`, `-1` for an unused slot),
-//! `h` the hidden size (a multiple of 8: rows move as 16-byte vectors of 8 `bf16`). A *row* is
-//! one token on one destination PE (a token goes once to each PE that holds any of its experts);
-//! a *pair* is one (row, local expert): what an expert computes on.
-//!
-//! # Layout and count exchange ([`moe_layout`])
-//! One block per counter: blocks `0..n` count the tokens bound for each PE, blocks `n..n + ee`
-//! those of each expert, and each ranks its tokens by a block-wide scan (so rows and pairs keep
-//! token order, and the result does not depend on timing). The last block to finish (a ticket
-//! counter) runs the exchange: it `put_signal`s this PE's counts row to every PE (epoch-valued
-//! signals: call `e` sets `e`, so nothing is reset between calls), waits for every PE's row and
-//! computes, by prefix sums over the whole count matrix, where this PE's rows and pairs start on
-//! every destination and where each source's rows and each local expert's pairs start here.
-//!
-//! # Data ([`moe_dispatch`])
-//! One warp per token: it loads the token's row once (four 16-byte vectors a lane a step) and
-//! stores it with peer stores over NVLink to each destination PE at the row computed above,
-//! with the metadata combine needs (source PE and token, local expert and weight of each slot,
-//! the pair of each slot) and the pair lists by expert. Each block then adds 1 to a signal on
-//! every PE; the last block on each PE waits until every PE's blocks have added theirs for this
-//! call, so when the kernel completes, everything sent here has arrived.
-//!
-//! # Combine ([`moe_combine_send`], [`moe_combine_reduce`])
-//! The send kernel reduces, for each row received here, its pairs' expert outputs with their
-//! weights (f32), and stores the `bf16` result into the source PE's symmetric combine buffer at
-//! (this PE, source token); then adds 1 to a signal on every PE. The reduce kernel waits for all
-//! PEs' send blocks of this call and sums each of its tokens' partial rows over the PEs that
-//! hold its experts (f32, in PE order), writing `bf16`.
-//!
-//! # Why no PE overwrites what another still reads
-//! Rows, pairs and partial rows land in per-call buffers that the next call overwrites. A PE
-//! sends call `e + 1`'s rows only after the count exchange of call `e + 1`, which needs every
-//! PE's counts row of that call, which each PE sends only after finishing (in stream order)
-//! everything it did with call `e`'s buffers. Combine's partial rows are written after the
-//! dispatch that precedes them, by the same argument: so combine runs once per dispatch (the
-//! host refuses a second), as nothing would order a second one's writes after the peers'
-//! reads of the first. The count rows themselves are sent only after the sender's previous
-//! call completed, which waited for every PE's signals.
-//!
-//! No kernel needs its blocks co-resident: only the last block of a grid (layout, dispatch) or
-//! the reduce blocks wait, and only for blocks that never wait.
-//!
-//! # Synchronization words (`sync`) and signals (`sigs`), `u64`
-//! `sync`: `[0]` layout ticket, `[1]` exchange epoch, `[2]` dispatch ticket, `[3]` dispatch
-//! epoch, `[4]` combine ticket, `[5]` combine epoch. The tickets go back to 0 when the last block
-//! has taken its own; the epochs only grow. `sigs`: `[s]` counts-row signal from PE `s`,
-//! `[n + s]` dispatch signal from PE `s`, `[2n + s]` combine signal from PE `s`.
-//!
-//! # `info` (`i32`, this PE's)
-//! `[0..w]` this PE's counts row (`w = n + ee`: tokens per destination PE, then tokens per
-//! expert), then `[w..w + n]` where this PE's rows start on each PE, `[w + n..w + n + ee]` where
-//! this PE's pairs of each expert start on the expert's PE, `[w + n + ee..+ n + 1]` where each
-//! source's rows start here (the last entry: rows received), then `[.. + el + 1]` where each
-//! local expert's pairs start here (the last entry: pairs received).
+//! `docs/ops.md` ("MoE dispatch and combine") has how they work: the names (`el`, `ee`, rows,
+//! pairs), the count exchange, why no PE overwrites what another still reads, and the layout of
+//! the `sync`, `sigs` and `info` words these kernels index.
 
 /// Words of `sync` (see the module doc).
 pub const SYNC_WORDS: usize = 6;
