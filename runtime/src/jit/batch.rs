@@ -77,10 +77,8 @@ pub(crate) fn prelude_of(src: &Source) -> Option<Prelude> {
 /// per compiler, except that point-to-point and barrier kernels, whose cost is mostly the header
 /// parse (1.4-1.9 s, then a fraction of a second per kernel), keep at least 8 a program.
 /// Full-prelude kernels (a device collective) cost mostly NVVM and ptxas on NVSHMEM's collective
-/// code (a kernel with `reduce_block`: 14.7 s on an H200, 3.4 s of it the front end), and in one
-/// program that cost grows faster than the kernels do (4 of the GPU suite's collective kernels in
-/// one program: over 230 s; 12 alone: 217 s in all, gpu-report runs 7 and 9), so each compiles
-/// alone. Raw kernels compile alone.
+/// code, and in one program that cost grows faster than the kernels do (docs/jit.md), so each
+/// compiles alone. Raw kernels compile alone.
 pub(crate) fn chunk_size(prelude: Option<Prelude>, n: usize, compilers: usize) -> usize {
     match prelude {
         Some(Prelude::P2p | Prelude::Barrier) => n.div_ceil(compilers.max(1)).max(MIN_BATCH),

@@ -1,9 +1,8 @@
 //! Helper processes that compile a build's NVRTC programs beside the process that needs them.
 //!
-//! NVRTC runs one compile at a time per process (docs/jit.md: four barrier kernels in four
-//! threads took 20.8 s, in four processes 6.4 s), so a single process with many programs to
-//! compile waits for them one after the other: the GPU suite's 19 programs took one PE about 366 s
-//! (gpu-report run 16, over two processes one after the other). The PEs of a node already share that work through the disk cache: each program's entry
+//! NVRTC runs one compile at a time per process, so a single process with many programs to
+//! compile waits for them one after the other (docs/jit.md has the figures). The PEs of a node
+//! already share that work through the disk cache: each program's entry
 //! is `flock`ed by whoever compiles it, the others skip it and later find it cached. Helpers are
 //! more such workers, started by the build itself: `pgas jit-helper` processes (the CLI) that go
 //! over the same list of programs, compile those nobody holds into the disk cache and exit. The

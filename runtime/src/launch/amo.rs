@@ -1,7 +1,7 @@
 //! Host atomics on symmetric memory: `pgas.atomic_fetch_add(&t, i, v, pe)` and the rest.
 //!
 //! NVSHMEM 3.4.5's host library exports `nvshmem_<type>_atomic_<op>`, but none of them is
-//! implemented: each prints "not implemented" and returns 0 (GPU run 12). So pgas runs every host
+//! implemented: each prints "not implemented" and returns 0 (docs/runtime.md). So pgas runs every host
 //! AMO as a one-thread kernel of NVSHMEM's *device* API on the context's stream, then waits for
 //! it: the AMO is ordered after the stream's earlier work, and done at the target when the call
 //! returns (the non-fetching ones end with `nvshmem_quiet`). Each (operation, type) is one small
