@@ -4,12 +4,14 @@
 use half::bf16;
 
 /// Element `i` of the matrix `salt` names: a hash of both mapped to [-1, 1) in steps of 2^-23,
-/// rounded to bf16.
+/// rounded to bf16 (the few that round up to 1.0 become bf16's largest value below 1).
 pub fn value(i: usize, salt: u64) -> bf16 {
     let mut x = (i as u64 ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(salt);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    bf16::from_f32(((x ^ (x >> 31)) >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
+    let v = bf16::from_f32(((x ^ (x >> 31)) >> 40) as f32 / (1u64 << 23) as f32 - 1.0);
+    // bf16 keeps 8 significant bits: values within 2^-9 of 1 round to 1.0, outside the range.
+    v.min(bf16::from_f32(1.0 - 1.0 / 256.0))
 }
 
 #[cfg(test)]
