@@ -181,9 +181,9 @@ fn main() -> BenchResult<()> {
             args.push_sym(&dst)
                 .push_sym(&src)
                 .push_scalar(target as i32);
-            // SAFETY: the arguments match cuda_put_nbi_block's parameters, and the 1 GiB buffers
-            // split exactly into `blocks` pieces.
             time_on_stream(&s, || {
+                // SAFETY: the arguments match cuda_put_nbi_block's parameters, and the 1 GiB
+                // buffers split exactly into `blocks` pieces.
                 let _: () = unsafe { raw_put.launch(&p, cfg, &mut args)? };
                 Ok(())
             })
@@ -271,8 +271,8 @@ fn main() -> BenchResult<()> {
     let raw_barrier = RawKernel::from_source(CUDA_BARRIER, "cuda_barrier_loop").collective(true);
     let cfg = LaunchConfig::blocks(1, 128);
     let (bar_dsl, _, _) = repeat(&p, || {
-        // SAFETY: the kernel indexes no buffer and names no PE.
         time_on_stream(&s, || {
+            // SAFETY: the kernel indexes no buffer and names no PE.
             let _: () = unsafe { barrier_loop::launch_unchecked(&p, cfg, BARRIER_ITERS)? };
             Ok(())
         })
@@ -280,8 +280,8 @@ fn main() -> BenchResult<()> {
     let (bar_cuda, _, _) = repeat(&p, || {
         let mut args = KernelArgs::new();
         args.push_scalar(BARRIER_ITERS);
-        // SAFETY: the argument matches cuda_barrier_loop's parameter.
         time_on_stream(&s, || {
+            // SAFETY: the argument matches cuda_barrier_loop's parameter.
             let _: () = unsafe { raw_barrier.launch(&p, cfg, &mut args)? };
             Ok(())
         })

@@ -300,6 +300,7 @@ fn main() -> BenchResult<()> {
     // SAFETY: the empty kernel reads nothing and writes x[0] only when x is empty, which it is not.
     unsafe { empty_dsl::launch_unchecked(&p, cfg, &mut x)? };
     let dsl_plain = per_launch(&sync_p, || {
+        // SAFETY: as the launch above: the same kernel and the same non-empty `x`.
         let _: () = unsafe { empty_dsl::launch_unchecked(&p, cfg, &mut x)? };
         Ok(())
     })?;

@@ -1,7 +1,47 @@
 #!/usr/bin/env bash
-# The test command (README.md): installs what the CPU tests need, then runs every test of the
-# workspace with all features. Needs no GPU; the GPU suite is scripts/gpu-suite.sh.
+# The test command (README.md): installs what the CPU tests need, runs the style gates, then runs
+# every test of the workspace with all features. Needs no GPU; the GPU suite is scripts/gpu-suite.sh.
+# CONTRIBUTING.md describes each step.
+#
+# The gates, in order (each fails the run):
+#   fmt     cargo fmt --all --check
+#   clippy  cargo clippy --workspace --all-targets --all-features -- -D warnings
+#           (with the [workspace.lints] of Cargo.toml: every unsafe block has a SAFETY note)
+#   doc     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
+#   test    cargo test --workspace --all-features "$@"
+# rustfmt and clippy are detected by running `cargo fmt --version` and `cargo clippy --version`;
+# when either is missing and rustup exists, `rustup component add rustfmt clippy` installs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/deps.sh)"
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+# The exact commands the gates run, not a look-alike (a rustfmt binary on PATH is not `cargo fmt`).
+have_tools() { cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1; }
+if ! have_tools; then
+  if command -v rustup >/dev/null 2>&1; then
+    step "installing rustfmt and clippy (rustup component add rustfmt clippy)"
+    rustup component add rustfmt clippy || true  # judged by have_tools below
+  fi
+  if ! have_tools; then
+    missing=()
+    cargo fmt --version >/dev/null 2>&1 || missing+=("cargo fmt (rustfmt)")
+    cargo clippy --version >/dev/null 2>&1 || missing+=("cargo clippy (clippy)")
+    how="rustup component add rustfmt clippy failed"
+    command -v rustup >/dev/null 2>&1 || how="rustup is not installed"
+    echo "scripts/test.sh: the style gates need $(IFS=,; echo "${missing[*]}" | sed 's/,/ and /'), which" \
+      "cannot run here ($how). Fix: install the toolchain's rustfmt and clippy components" \
+      "(rustup component add rustfmt clippy, or a distribution's rustfmt and rust-clippy packages)." >&2
+    exit 1
+  fi
+fi
+
+step "fmt: cargo fmt --all --check"
+cargo fmt --all --check
+step "clippy: cargo clippy --workspace --all-targets --all-features -- -D warnings"
+cargo clippy --workspace --all-targets --all-features -- -D warnings
+step "doc: RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --all-features --no-deps"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
+step "test: cargo test --workspace --all-features${*:+ $*}"
 cargo test --workspace --all-features "$@"

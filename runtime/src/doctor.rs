@@ -141,6 +141,7 @@ fn jit_helpers_check() -> Check {
 }
 
 fn cuda_checks() -> Vec<Check> {
+    // SAFETY: only probes dlopen; cudarc panics on a missing driver, so check first.
     if !unsafe { cusys::is_culib_present() } {
         return vec![bad(
             "NVIDIA driver",
@@ -158,6 +159,7 @@ fn cuda_checks() -> Vec<Check> {
         )];
     }
     let mut v = 0;
+    // SAFETY: the driver library is present (checked above); `v` is a live local.
     let _ = unsafe { cusys::cuDriverGetVersion(&mut v) };
     let mut checks = vec![ok(
         "NVIDIA driver",
@@ -193,7 +195,9 @@ fn describe_gpu(ordinal: i32) -> Result<String, cu::DriverError> {
     };
     let dev = cu::device::get(ordinal)?;
     let name = cu::device::get_name(dev)?;
+    // SAFETY: `dev` is a device handle the driver just returned.
     let mem = unsafe { cu::device::total_mem(dev)? };
+    // SAFETY: as above; both attributes exist on every device.
     let (major, minor) = unsafe {
         (
             cu::device::get_attribute(dev, MAJOR)?,

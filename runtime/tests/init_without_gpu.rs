@@ -7,6 +7,7 @@ use pgas_runtime::Error;
 
 #[test]
 fn init_fails_cleanly_without_a_driver() {
+    // SAFETY: only probes dlopen.
     if unsafe { cudarc::driver::sys::is_culib_present() } {
         eprintln!("skipped: this machine has a CUDA driver");
         return;

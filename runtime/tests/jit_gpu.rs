@@ -117,6 +117,7 @@ fn raw_kernel_with_nvshmem_prelude_runs_and_hits_caches() {
     let stream = dev.stream().clone();
     let mut x = stream.clone_htod(&[1.0f32, 2.0, 3.0]).unwrap();
     let t = std::time::Instant::now();
+    // SAFETY: `x`'s pointer and length are twice's parameters; it writes only x[..n].
     unsafe {
         dev.launch_raw(
             &k,
@@ -127,6 +128,7 @@ fn raw_kernel_with_nvshmem_prelude_runs_and_hits_caches() {
     .unwrap();
     let cold = t.elapsed();
     let t = std::time::Instant::now();
+    // SAFETY: as above.
     unsafe {
         dev.launch_raw(
             &k,
@@ -161,6 +163,7 @@ fn collective_launch_checks_the_grid() {
     let dev = gpu();
     let stream = dev.stream().clone();
     let mut c = stream.alloc_zeros::<u32>(2).unwrap();
+    // SAFETY: `c`'s pointer is gsync's parameter; this grid is refused before any launch.
     let err = unsafe {
         dev.launch_raw(
             &k,
@@ -175,6 +178,7 @@ fn collective_launch_checks_the_grid() {
     assert_eq!(requested, 1_000_000);
     assert!(max > 0 && max < 1_000_000);
     let blocks = max as u32;
+    // SAFETY: `c`'s pointer is gsync's parameter; the kernel writes c[0] and c[1], both in `c`.
     unsafe {
         dev.launch_raw(
             &k,
@@ -204,6 +208,7 @@ fn plain_launch_of_a_block_that_does_not_fit_is_diagnosed() {
     let dev = gpu();
     let stream = dev.stream().clone();
     let mut x = stream.alloc_zeros::<f32>(512).unwrap();
+    // SAFETY: `x`'s pointer and length are bounded's parameters; this block is refused before launch.
     let err = unsafe {
         dev.launch_raw(
             &k,
@@ -223,6 +228,7 @@ fn plain_launch_of_a_block_that_does_not_fit_is_diagnosed() {
         panic!("{msg}")
     };
     assert!(msg.contains("`__launch_bounds__(128)`"), "{msg}");
+    // SAFETY: as above; refused before launch too.
     let err = unsafe {
         dev.launch_raw(
             &k,
@@ -241,6 +247,7 @@ fn plain_launch_of_a_block_that_does_not_fit_is_diagnosed() {
         "{msg}"
     );
     // Within the limits it runs.
+    // SAFETY: `x`'s pointer and length are bounded's parameters; it writes only x[..n].
     unsafe {
         dev.launch_raw(
             &k,

@@ -99,12 +99,15 @@ fn kernels_use_nvshmem_through_the_jit() {
     let stream = pgas.cuda().new_stream().unwrap();
     let mut args = KernelArgs::new();
     args.push_sym_mut(&mut out);
+    // SAFETY: `args` is `out`'s pointer and length, put_me's parameters; it writes out[0] on
+    // this PE only, and `stream` is of pgas's context.
     unsafe { raw.launch_on(&pgas, &stream, LaunchConfig::blocks(1, 32), &mut args) }.unwrap();
     stream.synchronize().unwrap();
     assert_eq!(out.to_vec().unwrap()[0], 40 + pgas.my_pe() as i32);
 
     // A compile error is an Err naming the kernel, and the context stays usable.
     let bad = RawKernel::from_source("extern \"C\" __global__ void bad() { nope(); }", "bad");
+    // SAFETY: `bad` takes no parameters (and fails to compile before any launch).
     let err = unsafe { bad.launch(&pgas, LaunchConfig::blocks(1, 1), &mut KernelArgs::new()) }
         .unwrap_err();
     assert!(

@@ -398,8 +398,9 @@ impl MatmulReduceScatter {
     ) -> Result<()> {
         let shape = (rows, self.n, self.k);
         match self.gemm {
-            // SAFETY (both): the caller's contract.
+            // SAFETY: the caller's contract: `c`, `a`, `b` have these shapes, ordered on `stream`.
             None => unsafe { self.blas.gemm_bf16_nt_raw(stream, c, a, b, shape) },
+            // SAFETY: the same contract, which is gemm_bf16_raw's for these shapes.
             Some(cfg) => unsafe { gemm::gemm_bf16_raw(pgas, stream, (c, a, b), shape, cfg) },
         }
     }

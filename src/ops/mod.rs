@@ -59,12 +59,15 @@ pub(crate) unsafe fn stream_wait_geq(
     what: &'static str,
 ) -> Result<()> {
     use cudarc::driver::sys as cu;
-    cu::cuStreamWaitValue64_v2(
-        stream,
-        addr,
-        value,
-        cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-    )
+    // SAFETY: `addr` is a readable device `u64` while `stream` runs (the caller's contract).
+    unsafe {
+        cu::cuStreamWaitValue64_v2(
+            stream,
+            addr,
+            value,
+            cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+        )
+    }
     .result()
     .map_err(Error::cuda(what))
 }
@@ -82,12 +85,15 @@ pub(crate) unsafe fn stream_write(
     what: &'static str,
 ) -> Result<()> {
     use cudarc::driver::sys as cu;
-    cu::cuStreamWriteValue64_v2(
-        stream,
-        addr,
-        value,
-        cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
-    )
+    // SAFETY: `addr` is a writable device `u64` while `stream` runs (the caller's contract).
+    unsafe {
+        cu::cuStreamWriteValue64_v2(
+            stream,
+            addr,
+            value,
+            cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
+        )
+    }
     .result()
     .map_err(Error::cuda(what))
 }

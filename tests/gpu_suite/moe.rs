@@ -263,6 +263,7 @@ fn graph_capture(p: &Pgas) -> CaseResult {
     // SAFETY: everything below runs on the pgas stream; tracking is back on at the end.
     unsafe { p.cuda().disable_event_tracking() };
     let result = graph_capture_untracked(p);
+    // SAFETY: the untracked buffers were all dropped inside graph_capture_untracked.
     unsafe { p.cuda().enable_event_tracking() };
     result
 }

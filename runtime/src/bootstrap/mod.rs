@@ -128,6 +128,8 @@ pub(crate) fn run(method: Bootstrap, nv: &Nvshmem) -> Result<Bootstrapped> {
         Bootstrap::Mpi => mpi_init(nv)?,
         Bootstrap::Nvshmem => {
             let mut attr = ffi::init_attr();
+            // SAFETY: `attr` carries the version words NVSHMEM checks (init_attr) and lives
+            // across the call; pgas initializes NVSHMEM once per process (the init phase lock).
             let status = unsafe { nv.raw().nvshmemx_hostlib_init_attr(0, &mut attr) };
             Nvshmem::check(
                 status,

@@ -18,17 +18,22 @@ pub(crate) fn init(
                 network error (NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME picks the interface)";
     let mut id = ffi::empty_uniqueid();
     if rank == 0 {
+        // SAFETY: `id` is a versioned unique id (empty_uniqueid) NVSHMEM writes into; callable
+        // before init.
         let status = unsafe { nv.raw().nvshmemx_get_uniqueid(&mut id) };
         Nvshmem::check(status, "nvshmemx_get_uniqueid", hint)?;
     }
     exchange(&mut id)?;
     let mut attr = ffi::init_attr();
+    // SAFETY: `id` and `attr` are live, versioned NVSHMEM structs; NVSHMEM copies the id into
+    // `attr`, which outlives the init call below that reads it.
     let status = unsafe {
         nv.raw()
             .nvshmemx_set_attr_uniqueid_args(rank as i32, size as i32, &id, &mut attr)
     };
     Nvshmem::check(status, "nvshmemx_set_attr_uniqueid_args", hint)?;
     let flags = ffi::flags::NVSHMEMX_INIT_WITH_UNIQUEID as u32;
+    // SAFETY: `attr` was filled by nvshmemx_set_attr_uniqueid_args; once per process, as above.
     let status = unsafe { nv.raw().nvshmemx_hostlib_init_attr(flags, &mut attr) };
     Nvshmem::check(status, "nvshmemx_hostlib_init_attr (unique id)", hint)?;
     Ok(())
@@ -36,12 +41,15 @@ pub(crate) fn init(
 
 /// The bytes of a unique id, for sending.
 pub(crate) fn to_bytes(id: &ffi::nvshmemx_uniqueid_t) -> [u8; rendezvous::ID_LEN] {
-    // nvshmemx_uniqueid_t is a 128-byte plain C struct (checked by the bindgen layout test).
+    // SAFETY: nvshmemx_uniqueid_t is a 128-byte plain C struct (checked by the bindgen layout
+    // test), so its bytes are ID_LEN initialized bytes.
     unsafe { std::mem::transmute_copy(id) }
 }
 
 /// A unique id from received bytes.
 pub(crate) fn from_bytes(bytes: &[u8; rendezvous::ID_LEN]) -> ffi::nvshmemx_uniqueid_t {
+    // SAFETY: ID_LEN bytes are the size of nvshmemx_uniqueid_t, a plain C struct of integers
+    // and bytes for which every bit pattern is a value.
     unsafe { std::mem::transmute_copy(bytes) }
 }
 

@@ -34,6 +34,8 @@ pub(crate) fn same_size(inner: &Inner, bytes: u64) -> Result<()> {
     let base = match *scratch {
         Some(p) => p,
         None => {
+            // SAFETY: NVSHMEM is initialized (an Inner exists) and the context is bound; every
+            // PE makes this same first call (collective), with the same size.
             let p = unsafe { nv.nvshmem_calloc(n + 1, 8) } as CUdeviceptr;
             if p == 0 {
                 return Err(Error::HeapExhausted {

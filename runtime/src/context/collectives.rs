@@ -92,17 +92,22 @@ macro_rules! elem {
         impl private::Sealed for $t {}
         impl CollectiveElem for $t {
             unsafe fn broadcast(h: &NvshmemHost, t: i32, d: *mut Self, s: *const Self, n: usize, root: i32, st: CUstream) -> i32 {
-                if n == 0 { 0 } else { h.$bc(t, d, s, n, root, st) }
+                // SAFETY: the caller's contract (`Pgas::broadcast` checked both regions and the
+                // team); `$bc` is this element type's entry point of the loaded library.
+                if n == 0 { 0 } else { unsafe { h.$bc(t, d, s, n, root, st) } }
             }
             unsafe fn fcollect(h: &NvshmemHost, t: i32, d: *mut Self, s: *const Self, n: usize, st: CUstream) -> i32 {
-                if n == 0 { 0 } else { h.$fc(t, d, s, n, st) }
+                // SAFETY: the caller's contract (`Pgas::fcollect` checked both regions).
+                if n == 0 { 0 } else { unsafe { h.$fc(t, d, s, n, st) } }
             }
             unsafe fn alltoall(h: &NvshmemHost, t: i32, d: *mut Self, s: *const Self, n: usize, st: CUstream) -> i32 {
-                if n == 0 { 0 } else { h.$a2a(t, d, s, n, st) }
+                // SAFETY: the caller's contract (`Pgas::alltoall` checked both regions).
+                if n == 0 { 0 } else { unsafe { h.$a2a(t, d, s, n, st) } }
             }
             unsafe fn reduce(h: &NvshmemHost, op: ReduceOp, t: i32, d: *mut Self, s: *const Self, n: usize, st: CUstream) -> Option<i32> {
                 match op {
-                    $(ReduceOp::$op => Some(if n == 0 { 0 } else { h.$red(t, d, s, n, st) }),)*
+                    // SAFETY: the caller's contract (`Pgas::reduce` checked both regions).
+                    $(ReduceOp::$op => Some(if n == 0 { 0 } else { unsafe { h.$red(t, d, s, n, st) } }),)*
                     #[allow(unreachable_patterns)]
                     _ => None,
                 }
@@ -213,6 +218,8 @@ impl Pgas {
         let n = shape::same(dst.len(), src.len())?;
         self.check_regions(dst, src)?;
         self.inner.bind()?;
+        // SAFETY: both regions lie in the symmetric heap (check_regions) with `n` elements each,
+        // `root` is a PE of the team, and the context is bound to this thread.
         let st = unsafe {
             T::broadcast(
                 self.nvshmem().raw(),
@@ -304,6 +311,8 @@ impl Pgas {
         let n = shape::same(dst.len(), src.len())?;
         self.check_regions(dst, src)?;
         self.inner.bind()?;
+        // SAFETY: both regions lie in the symmetric heap (check_regions) with `n` elements each,
+        // and the context is bound to this thread.
         let st = unsafe {
             T::reduce(
                 self.nvshmem().raw(),

@@ -188,6 +188,7 @@ mod tests {
         );
         assert_eq!(t.device().device_type, DLDeviceType::CUDA);
         assert_eq!(t.device().device_id, 1);
+        // SAFETY: `dl` owns its descriptor, which nothing mutates while it is read here.
         assert_eq!(unsafe { dl.tensor() }.data as u64, 0xdead_0000);
         assert_eq!(t.byte_offset(), 0);
         assert_eq!(
@@ -240,6 +241,8 @@ mod tests {
         t.set_device(DLDevice::cuda(0))
             .set_dtype(DLDataType::F32)
             .set_data(0x1000 as *mut std::ffi::c_void);
+        // SAFETY: nothing reads the fake data pointer (the import refuses the tensor first);
+        // shape and strides are the builder's own, alive with the tensor.
         let dl = unsafe { t.finish() };
         let e = check_import::<f32, _>(&dl, 0).unwrap_err().to_string();
         assert!(

@@ -105,6 +105,8 @@ impl Pgas {
         inner.bind()?;
         let device = inner.device as i32;
         let err = |what: &'static str| Error::cuda(what);
+        // SAFETY: CUmemAllocationProp is a plain C struct of integers, enums with a 0 variant
+        // and pointers; all zeroes is its documented "unset" value.
         let mut prop: cu::CUmemAllocationProp = unsafe { std::mem::zeroed() };
         prop.type_ = cu::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
         prop.location.type_ = cu::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
@@ -120,6 +122,7 @@ impl Pgas {
         prop.allocFlags.gpuDirectRDMACapable = u8::from(rdma != 0);
 
         let mut min = 0usize;
+        // SAFETY: `min` and `prop` are live locals; the context is bound.
         unsafe {
             cu::cuMemGetAllocationGranularity(
                 &mut min,
@@ -138,14 +141,20 @@ impl Pgas {
         })?;
 
         let mut handle: cu::CUmemGenericAllocationHandle = 0;
+        // SAFETY: `handle` and `prop` are live locals; `size` is a multiple of the granularity.
         unsafe { cu::cuMemCreate(&mut handle, size, &prop, 0) }
             .result()
             .map_err(err("creating VMM memory (cuMemCreate)"))?;
         let mut ptr: CUdeviceptr = 0;
+        // SAFETY: `ptr` is a live local; reserves fresh address space of `size` bytes.
         let mapped = unsafe { cu::cuMemAddressReserve(&mut ptr, size, granularity, 0, 0) }
             .result()
+            // SAFETY: maps the whole of the `size`-byte allocation `handle` onto the range just
+            // reserved at `ptr`, which nothing else uses.
             .and_then(|()| unsafe { cu::cuMemMap(ptr, size, 0, handle, 0) }.result());
         if let Err(e) = mapped {
+            // SAFETY: frees only what was made above (the reservation if any, the allocation),
+            // once; nothing mapped or exported it yet.
             unsafe {
                 if ptr != 0 {
                     let _ = cu::cuMemAddressFree(ptr, size);
@@ -165,6 +174,7 @@ impl Pgas {
             location: prop.location,
             flags: cu::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
         };
+        // SAFETY: `ptr..ptr + size` is the range mapped above; `access` is one live descriptor.
         unsafe { cu::cuMemSetAccess(ptr, size, &access, 1) }
             .result()
             .map_err(err("granting access to VMM memory (cuMemSetAccess)"))?;

@@ -196,6 +196,8 @@ impl Pgas {
         let bytes = heap::check_alloc(len, elem, inner.heap_size)?;
         // Refused here, the same on every PE, rather than by NVSHMEM (see `heap::Ledger`).
         let charge = inner.heap_ledger.charge(bytes, inner.heap_size)?;
+        // SAFETY: NVSHMEM is initialized and the context bound; every PE agreed on this size
+        // (agree::same_size), as the collective nvshmem_calloc needs.
         let raw = unsafe { self.nvshmem().raw().nvshmem_calloc(len, elem.max(1)) };
         if raw.is_null() {
             inner.heap_ledger.release(charge);
@@ -264,7 +266,9 @@ impl<T> SymTensor<T> {
         // SAFETY: `me` is never used or dropped again; its `local` slice is dropped here (it
         // never frees) and its `inner` moves into the new tensor, which now owns the memory.
         let inner = unsafe { std::ptr::read(&me.inner) };
+        // SAFETY: as for `inner`: `owner` is moved out once and `me` never drops it.
         let owner = unsafe { std::ptr::read(&me.owner) };
+        // SAFETY: as for `inner`: read once, dropped here, never dropped by `me`.
         drop(unsafe { std::ptr::read(&me.local) });
         SymTensor {
             ptr: me.ptr,
@@ -606,6 +610,8 @@ pub(crate) fn check_len(what: &'static str, got: usize, expected: usize) -> Resu
 
 pub(crate) fn copy_in<T>(inner: &Inner, dst: CUdeviceptr, src: &[T]) -> Result<()> {
     inner.bind()?;
+    // SAFETY: `dst` holds `src.len()` elements (the callers pass a region of that length), and
+    // `src` outlives the copy: the stream is synchronized before returning.
     unsafe { cudarc::driver::result::memcpy_htod_async(dst, src, inner.stream.cu_stream()) }
         .map_err(Error::cuda("copying host data into symmetric memory"))?;
     // `src` is borrowed only for this call, so the copy must finish before returning.
@@ -616,6 +622,8 @@ pub(crate) fn copy_out<T>(inner: &Inner, src: CUdeviceptr, len: usize) -> Result
     inner.bind()?;
     let mut out: Vec<T> = Vec::with_capacity(len);
     let bytes = len * std::mem::size_of::<T>();
+    // SAFETY: `out` has capacity for `len` elements (`bytes`), `src` holds as many, and `out`
+    // outlives the copy: the stream is synchronized before it is read or dropped.
     unsafe {
         cu::cuMemcpyDtoHAsync_v2(
             out.as_mut_ptr().cast(),
@@ -627,7 +635,7 @@ pub(crate) fn copy_out<T>(inner: &Inner, src: CUdeviceptr, len: usize) -> Result
     .result()
     .map_err(Error::cuda("copying symmetric memory to the host"))?;
     inner.sync_stream()?;
-    // The copy wrote all `len` elements, and `T: DeviceRepr` is plain data.
+    // SAFETY: the copy wrote all `len` elements, and `T: DeviceRepr` is plain data.
     unsafe { out.set_len(len) };
     Ok(out)
 }
@@ -637,6 +645,8 @@ fn fill<T: Copy>(inner: &Inner, dst: CUdeviceptr, len: usize, value: T) -> Resul
     let stream = inner.stream.cu_stream();
     let err = Error::cuda("filling symmetric memory");
     // Element sizes the driver can memset directly avoid a host staging buffer.
+    // SAFETY: `dst` holds `len` elements of `T` (the callers' own region); each transmute_copy
+    // reads exactly size_of::<T>() bytes of `value`, the arm's own size.
     let status = unsafe {
         match std::mem::size_of::<T>() {
             1 => cu::cuMemsetD8Async(dst, std::mem::transmute_copy::<T, u8>(&value), len, stream),

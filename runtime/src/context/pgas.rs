@@ -130,6 +130,7 @@ impl PgasBuilder {
 
         let bootstrapped = bootstrap::run(method, nv)?;
         let raw = nv.raw();
+        // SAFETY: NVSHMEM was initialized by bootstrap::run just above.
         let (my_pe, n_pes) = unsafe { (raw.nvshmem_my_pe(), raw.nvshmem_n_pes()) };
         // SAFETY: NVSHMEM is initialized; TEAM_NODE is predefined.
         let node_pes = unsafe { raw.nvshmem_team_n_pes(crate::ffi::NVSHMEMX_TEAM_NODE) };
@@ -284,6 +285,8 @@ impl Drop for Inner {
         if !std::thread::panicking() && !self.context_lost() {
             let _ = self.sync_stream();
             self.jit.finalize(self.nvshmem);
+            // SAFETY: the last use of NVSHMEM in this process: the stream is drained, the JIT's
+            // modules are released, and `self` (the only context) is being dropped.
             unsafe { self.nvshmem.raw().nvshmemx_hostlib_finalize() };
         }
         *lock_phase() = Phase::Finalized;

@@ -118,6 +118,8 @@ impl Team {
         }
         let mut new = ffi::NVSHMEM_TEAM_INVALID;
         let raw_config = config.to_raw();
+        // SAFETY: `self.raw` is a live team this PE belongs to, the stride and size were
+        // checked against it above, and `raw_config`/`new` are live locals.
         let status = unsafe {
             pgas.nvshmem().raw().nvshmem_team_split_strided(
                 self.raw,
@@ -195,6 +197,8 @@ impl Team {
     pub fn barrier(self, pgas: &Pgas) -> Result<()> {
         self.member(pgas, "take part in its barrier")?;
         pgas.inner.bind()?;
+        // SAFETY: this PE is a member of the live team `self.raw` (checked above), and the pgas
+        // stream belongs to the bound context.
         let status = unsafe {
             pgas.nvshmem()
                 .raw()

@@ -133,6 +133,7 @@ impl NvJitLink {
         let rc = unsafe { (self.cubin_size)(link.handle, &mut size) };
         self.check("nvJitLinkGetLinkedCubinSize", rc, &link)?;
         let mut cubin = vec![0u8; size];
+        // SAFETY: `cubin` holds the `size` bytes nvJitLink just reported.
         let rc = unsafe { (self.cubin)(link.handle, cubin.as_mut_ptr().cast()) };
         self.check("nvJitLinkGetLinkedCubin", rc, &link)?;
         Ok(cubin)
@@ -148,6 +149,7 @@ impl NvJitLink {
             // SAFETY: a live handle; the buffer is sized by nvJitLink.
             if unsafe { (self.error_log_size)(link.handle, &mut size) } == 0 && size > 0 {
                 let mut buf = vec![0u8; size];
+                // SAFETY: `buf` holds the `size` bytes nvJitLink just reported.
                 if unsafe { (self.error_log)(link.handle, buf.as_mut_ptr().cast()) } == 0 {
                     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
                     log = String::from_utf8_lossy(&buf[..end]).trim_end().to_owned();

@@ -67,6 +67,7 @@ pub(crate) fn supported_archs() -> Result<Vec<i32>> {
         sys::nvrtcGetNumSupportedArchs(&mut n)
     })?;
     let mut archs = vec![0; n.max(0) as usize];
+    // SAFETY: `archs` holds the `n` entries NVRTC just reported.
     check("nvrtcGetSupportedArchs", unsafe {
         sys::nvrtcGetSupportedArchs(archs.as_mut_ptr())
     })?;
@@ -170,15 +171,15 @@ pub(crate) fn compile(source: &str, name: &str, options: &[String], lto: bool) -
 /// The program's log, without its trailing NUL.
 unsafe fn program_log(prog: sys::nvrtcProgram) -> Result<String> {
     let mut size = 0usize;
-    check(
-        "nvrtcGetProgramLogSize",
-        sys::nvrtcGetProgramLogSize(prog, &mut size),
-    )?;
+    // SAFETY: `prog` is a live program (the caller's contract); `size` is a valid out-pointer.
+    check("nvrtcGetProgramLogSize", unsafe {
+        sys::nvrtcGetProgramLogSize(prog, &mut size)
+    })?;
     let mut buf = vec![0u8; size.max(1)];
-    check(
-        "nvrtcGetProgramLog",
-        sys::nvrtcGetProgramLog(prog, buf.as_mut_ptr().cast()),
-    )?;
+    // SAFETY: `buf` holds the `size` bytes NVRTC just said the log takes.
+    check("nvrtcGetProgramLog", unsafe {
+        sys::nvrtcGetProgramLog(prog, buf.as_mut_ptr().cast())
+    })?;
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     Ok(String::from_utf8_lossy(&buf[..end]).trim_end().to_owned())
 }

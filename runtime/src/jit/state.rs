@@ -72,6 +72,7 @@ pub(crate) struct Function(sys::CUfunction);
 // SAFETY: a CUfunction is a driver handle usable from any thread whose current context is the
 // one that loaded it; the launch path binds that context first.
 unsafe impl Send for Function {}
+// SAFETY: as for Send: the handle is immutable, and the driver's calls on it are thread-safe.
 unsafe impl Sync for Function {}
 
 impl Function {

@@ -110,7 +110,8 @@ impl Bare {
         cfg: LaunchConfig,
         args: &mut KernelArgs<'_>,
     ) -> Result<()> {
-        k.launch_in(&self.target(), &self.stream, cfg, args)
+        // SAFETY: the caller's contract, which is launch_in's; the stream is this device's.
+        unsafe { k.launch_in(&self.target(), &self.stream, cfg, args) }
     }
 
     /// The loaded function of `k` (compiling it if needed), for comparing against bare driver

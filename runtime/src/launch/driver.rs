@@ -541,16 +541,21 @@ pub(crate) unsafe fn launch_function(
             });
         }
         if cfg.cluster_blocks() > 1 {
-            return launch_clustered(f, kernel, true, cfg, stream, params);
+            // SAFETY: `params` as this function's contract requires.
+            return unsafe { launch_clustered(f, kernel, true, cfg, stream, params) };
         }
-        result::launch_cooperative_kernel(
-            f.raw(),
-            cfg.grid,
-            cfg.block,
-            cfg.shared_mem_bytes,
-            stream.cu_stream(),
-            params,
-        )
+        // SAFETY: `params` as this function's contract requires; the grid was just checked to be
+        // resident at once, which a cooperative launch needs.
+        unsafe {
+            result::launch_cooperative_kernel(
+                f.raw(),
+                cfg.grid,
+                cfg.block,
+                cfg.shared_mem_bytes,
+                stream.cu_stream(),
+                params,
+            )
+        }
         .map_err(Error::cuda(
             "launching a kernel cooperatively (cuLaunchCooperativeKernel)",
         ))
@@ -559,16 +564,20 @@ pub(crate) unsafe fn launch_function(
             return Err(block_error(f, kernel, false, cfg, stream.context()));
         }
         if cfg.cluster_blocks() > 1 {
-            return launch_clustered(f, kernel, false, cfg, stream, params);
+            // SAFETY: `params` as this function's contract requires.
+            return unsafe { launch_clustered(f, kernel, false, cfg, stream, params) };
         }
-        result::launch_kernel(
-            f.raw(),
-            cfg.grid,
-            cfg.block,
-            cfg.shared_mem_bytes,
-            stream.cu_stream(),
-            params,
-        )
+        // SAFETY: `params` as this function's contract requires.
+        unsafe {
+            result::launch_kernel(
+                f.raw(),
+                cfg.grid,
+                cfg.block,
+                cfg.shared_mem_bytes,
+                stream.cu_stream(),
+                params,
+            )
+        }
         .map_err(Error::cuda("launching a kernel (cuLaunchKernel)"))
     }
 }
@@ -618,7 +627,7 @@ unsafe fn launch_clustered(
         ));
     }
     // SAFETY: as the caller's contract; `config` and `attrs` outlive the call.
-    sys::cuLaunchKernelEx(&config, f.raw(), params.as_mut_ptr(), std::ptr::null_mut())
+    unsafe { sys::cuLaunchKernelEx(&config, f.raw(), params.as_mut_ptr(), std::ptr::null_mut()) }
         .result()
         .map_err(Error::cuda(
             "launching a kernel in clusters (cuLaunchKernelEx)",

@@ -91,7 +91,8 @@ impl RawKernel {
         cfg: LaunchConfig,
         args: &mut KernelArgs<'_>,
     ) -> Result<()> {
-        self.launch_in(&pgas.jit_target(), pgas.stream(), cfg, args)
+        // SAFETY: the caller's contract, which is launch_in's.
+        unsafe { self.launch_in(&pgas.jit_target(), pgas.stream(), cfg, args) }
     }
 
     /// Launches on `stream`.
@@ -105,7 +106,8 @@ impl RawKernel {
         cfg: LaunchConfig,
         args: &mut KernelArgs<'_>,
     ) -> Result<()> {
-        self.launch_in(&pgas.jit_target(), stream, cfg, args)
+        // SAFETY: the caller's contract, which is launch_in's; `stream` is of pgas's context.
+        unsafe { self.launch_in(&pgas.jit_target(), stream, cfg, args) }
     }
 
     pub(crate) fn function(&self, target: &Target<'_>) -> Result<Function> {

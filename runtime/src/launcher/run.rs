@@ -32,7 +32,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// For `pgas-run`'s `main`.
 pub fn forward_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // The handler only stores to an atomic, which is async-signal-safe.
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
         unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
     }
 }
@@ -287,7 +287,8 @@ fn watch(ranks: &mut [Rank]) -> Result<()> {
 fn stop_all(ranks: &mut [Rank]) {
     let signal_all = |ranks: &mut [Rank], sig| {
         for r in ranks.iter_mut().filter(|r| r.status.is_none()) {
-            // The rank's pid is its process group id (process_group(0) at spawn).
+            // SAFETY: kill has no memory effects here; the rank's pid is its process group id
+            // (process_group(0) at spawn), and it is not reaped yet, so the id is still its.
             unsafe { libc::kill(-(r.child.id() as libc::pid_t), sig) };
         }
     };

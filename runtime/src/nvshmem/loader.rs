@@ -48,6 +48,8 @@ impl Nvshmem {
         };
         // RTLD_GLOBAL: NVSHMEM's bootstrap and transport plugins, which it dlopens itself,
         // resolve symbols of the host library through the global namespace.
+        // SAFETY: loading runs libnvshmem_host's initializers, which only set up the library's
+        // own state; `path` names the NVSHMEM host library (discovery picks it by name).
         let lib = unsafe {
             libloading::os::unix::Library::open(
                 Some(path),
@@ -55,14 +57,18 @@ impl Nvshmem {
             )
         }
         .map_err(|e| load_err(e.to_string()))?;
+        // SAFETY: `lib` is an NVSHMEM 3 host library, whose symbols have the signatures of the
+        // headers the bindings were made from (the version is checked against them, see
+        // `nvshmem::version`, before pgas calls more than the two version queries below).
         let host =
             unsafe { NvshmemHost::from_library(lib) }.map_err(|e| load_err(e.to_string()))?;
         let (mut major, mut minor, mut patch) = (0, 0, 0);
-        // Safe to call before init: both only report compile-time constants of the library
-        // (OpenSHMEM allows shmem_info_get_version at any time).
+        // SAFETY: safe to call before init: both only report compile-time constants of the
+        // library (OpenSHMEM allows shmem_info_get_version at any time); out-params are locals.
         unsafe { host.nvshmemx_vendor_get_version_info(&mut major, &mut minor, &mut patch) };
         let version = (major as u32, minor as u32, patch as u32);
         let (mut spec_major, mut spec_minor) = (0, 0);
+        // SAFETY: as above.
         unsafe { host.nvshmem_info_get_version(&mut spec_major, &mut spec_minor) };
         Ok(Nvshmem {
             host,
