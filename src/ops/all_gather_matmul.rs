@@ -153,7 +153,7 @@ impl AllGatherMatmul {
         // cuBLAS first: a PE without it fails here alone, before any collective step, so the
         // agreement below carries the outcome to every PE.
         let blas = Cublas::new(pgas.cuda());
-        super::agree(
+        super::agree::agree(
             pgas,
             "all_gather_matmul shapes",
             &[
@@ -164,7 +164,7 @@ impl AllGatherMatmul {
             ],
         )?;
         let blas = blas?;
-        super::require_stream_mem_ops(pgas, "all_gather_matmul")?;
+        super::stream_sync::require_stream_mem_ops(pgas, "all_gather_matmul")?;
         if let Some(why) = shape_error((mp, n, k), np) {
             return Err(Error::InvalidConfig {
                 name: "all_gather_matmul shape",
@@ -186,7 +186,7 @@ impl AllGatherMatmul {
         for p in &mut flag_ptrs {
             *p += 8 * pgas.my_pe() as u64;
         }
-        super::agree(
+        super::agree::agree(
             pgas,
             "all_gather_matmul peer access",
             &[("every peer NVLink/P2P-mapped", reach)],
@@ -322,7 +322,7 @@ impl AllGatherMatmul {
         }
         let main = self.pgas.stream().clone();
         if np > 1 {
-            super::refuse_capture(&main, "AllGatherMatmul::run")?;
+            super::stream_sync::refuse_capture(&main, "AllGatherMatmul::run")?;
         }
         // cudarc orders the caller's buffers on the pgas stream; the copy stream reads the shard
         // after the call's start there, and the pgas stream waits for the copy stream's last
@@ -370,7 +370,7 @@ impl AllGatherMatmul {
                 .map_err(Error::cuda("copying the shard into the gathered buffer"))?;
                 for (pe, &word) in self.flag_ptrs.iter().enumerate() {
                     if pe != me {
-                        super::stream_write(
+                        super::stream_sync::stream_write(
                             copy,
                             word,
                             self.epoch,
@@ -388,7 +388,7 @@ impl AllGatherMatmul {
                 // this PE's), which PE `src` filled before writing the word, and nobody writes
                 // until the next call of this parity.
                 unsafe {
-                    super::stream_wait_geq(
+                    super::stream_sync::stream_wait_geq(
                         copy,
                         words + 8 * src as u64,
                         self.epoch,
@@ -486,7 +486,7 @@ impl AllGatherMatmul {
             // SAFETY: word q here and this PE's word on q are symmetric u64s mapped here; the
             // peer's block of this call's buffer holds block_bytes, as does the shard.
             unsafe {
-                super::stream_wait_geq(
+                super::stream_sync::stream_wait_geq(
                     copy,
                     words_here + 8 * q as u64,
                     self.epoch - 1,
@@ -495,7 +495,7 @@ impl AllGatherMatmul {
                 cu::cuMemcpyDtoDAsync_v2(to, pa, block_bytes, copy)
                     .result()
                     .map_err(Error::cuda("pushing the shard to a peer"))?;
-                super::stream_write(
+                super::stream_sync::stream_write(
                     copy,
                     self.flag_ptrs[q],
                     self.epoch,
@@ -513,13 +513,13 @@ impl AllGatherMatmul {
             let q = (me + j) % np;
             // SAFETY: word q here (symmetric) and the kernel's word q (np words).
             unsafe {
-                super::stream_wait_geq(
+                super::stream_sync::stream_wait_geq(
                     copy,
                     words_here + 8 * q as u64,
                     self.epoch,
                     "waiting for a peer's shard",
                 )?;
-                super::stream_write(
+                super::stream_sync::stream_write(
                     copy,
                     landed_words + 8 * q as u64,
                     self.epoch,

@@ -50,7 +50,7 @@ pub(crate) fn agree_path(
     } else {
         gemm::check(cfg, (rows, n, k)).map_err(|e| e.to_string())
     };
-    super::agree(
+    super::agree::agree(
         pgas,
         what,
         &[

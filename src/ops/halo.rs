@@ -413,7 +413,7 @@ impl Halo2d {
 
 /// Every PE's [`Declared`], in PE order (collective).
 fn gather(pgas: &Pgas, mine: Declared) -> Result<Vec<Declared>> {
-    let v = super::gather_words(pgas, &[mine.nx, mine.rows, mine.sms])?;
+    let v = super::agree::gather_words(pgas, &[mine.nx, mine.rows, mine.sms])?;
     Ok(v.chunks(3)
         .map(|c| Declared {
             nx: c[0],

@@ -216,7 +216,7 @@ fn refuse<T>(value: String, reason: String) -> Result<T> {
 impl MatmulReduceScatter {
     /// Sets up `out (M/P x N) = this PE's rows of sum over PEs of A Btᵀ` for `a` (M x K/P) and
     /// `bt` (N x K/P), `(m, n, k_local)` being M, N and K/P. Collective: every PE calls it at the
-    /// same point. Shapes that differ between PEs ([`super::agree`]), that do not divide (see
+    /// same point. Shapes that differ between PEs ([`super::agree::agree`]), that do not divide (see
     /// [`shape_error`]), a symmetric heap smaller than [`heap_bytes`], a peer that NVLink does
     /// not reach, no cuBLAS, or a GPU without 64-bit stream memory operations are the same `Err`
     /// on every PE, before anything launches.
@@ -234,7 +234,7 @@ impl MatmulReduceScatter {
     ) -> Result<Self> {
         let pes = pgas.n_pes();
         let splits = splits.unwrap_or_else(|| splits_for(m / pes));
-        super::agree(
+        super::agree::agree(
             pgas,
             "matmul_reduce_scatter",
             &[
@@ -245,7 +245,7 @@ impl MatmulReduceScatter {
                 ("symmetric heap bytes", pgas.heap_size() as u64),
             ],
         )?;
-        super::require_stream_mem_ops(pgas, "matmul_reduce_scatter")?;
+        super::stream_sync::require_stream_mem_ops(pgas, "matmul_reduce_scatter")?;
         let shape = format!("{m} x {n} x {k_local} (M x N x K / P) on {pes} PEs");
         if let Some(why) = shape_error(m, n, k_local, pes) {
             return refuse(shape, why);
@@ -274,7 +274,7 @@ impl MatmulReduceScatter {
         }
         // cuBLAS on every PE or on none: a PE without it must not leave the others waiting.
         let blas = Cublas::new(pgas.cuda());
-        super::agree(
+        super::agree::agree(
             pgas,
             "matmul_reduce_scatter",
             &[("cuBLAS loaded", blas.is_ok() as u64)],
@@ -302,7 +302,7 @@ impl MatmulReduceScatter {
                 }
             }
         }
-        super::agree(
+        super::agree::agree(
             pgas,
             "matmul_reduce_scatter",
             &[(
@@ -452,7 +452,7 @@ impl MatmulReduceScatter {
             }
         }
         if pes > 1 {
-            super::refuse_capture(stream, "matmul_reduce_scatter")?;
+            super::stream_sync::refuse_capture(stream, "matmul_reduce_scatter")?;
         }
         let (pa, _ra) = a.device_ptr(stream);
         let (pb, _rb) = bt.device_ptr(stream);
@@ -499,7 +499,7 @@ impl MatmulReduceScatter {
                 unsafe {
                     if epoch > 1 {
                         // The owner has read this slot's chunk of the previous call.
-                        super::stream_wait_geq(
+                        super::stream_sync::stream_wait_geq(
                             cs,
                             local_ack + ((owner * splits + j) * 8) as CUdeviceptr,
                             epoch - 1,
@@ -509,7 +509,7 @@ impl MatmulReduceScatter {
                     cu::cuMemcpyDtoDAsync_v2(dst, chunk, chunk_bytes, cs)
                         .result()
                         .map_err(Error::cuda("copying a chunk to its owner"))?;
-                    super::stream_write(
+                    super::stream_sync::stream_write(
                         cs,
                         peer.arrive + ((me * splits + j) * 8) as CUdeviceptr,
                         epoch,
@@ -521,7 +521,7 @@ impl MatmulReduceScatter {
                     let src = (me + d) % pes;
                     // SAFETY: a word of this plan's symmetric signals.
                     unsafe {
-                        super::stream_wait_geq(
+                        super::stream_sync::stream_wait_geq(
                             cs,
                             local_arrive + ((src * splits + j) * 8) as CUdeviceptr,
                             epoch,
@@ -552,7 +552,7 @@ impl MatmulReduceScatter {
                     let src = (me + d) % pes;
                     // SAFETY: a word of the source's copy of this plan's signals.
                     unsafe {
-                        super::stream_write(
+                        super::stream_sync::stream_write(
                             cs,
                             self.peers[src].ack + ((me * splits + j) * 8) as CUdeviceptr,
                             epoch,

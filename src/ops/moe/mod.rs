@@ -269,7 +269,7 @@ impl MoeDispatcher {
     pub fn new(pgas: &Pgas, cfg: MoeConfig) -> Result<MoeDispatcher> {
         let (n, me) = (pgas.n_pes(), pgas.my_pe());
         let sms = pgas.sm_count()?;
-        super::agree(
+        super::agree::agree(
             pgas,
             "MoeConfig (MoeDispatcher::new)",
             &[

@@ -1,0 +1,100 @@
+//! The arguments of `#[pgas_kernel(...)]`, parsed once for the macro (`expand`) and the
+//! compiler (`compile`).
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::ext::IdentExt;
+use syn::parse::{ParseStream, Parser};
+use syn::spanned::Spanned;
+use syn::Ident;
+
+/// The largest block CUDA allows, so the largest `max_threads`.
+const MAX_BLOCK_THREADS: u64 = 1024;
+
+/// The arguments of `#[pgas_kernel(...)]`: the user's `max_threads = N` and the internal
+/// `__helpers { ... }` that device-function macros add.
+#[derive(Default)]
+pub(crate) struct KernelAttr {
+    /// `max_threads = N`: the value, and the literal as written (re-emitted through the
+    /// device-function macros so a later error still points at the user's token).
+    pub max_threads: Option<(u32, syn::LitInt)>,
+    pub helpers: Vec<syn::ItemFn>,
+}
+
+impl KernelAttr {
+    /// The user's arguments as tokens, to hand to a device function's macro.
+    pub(crate) fn user_args(&self) -> TokenStream {
+        match &self.max_threads {
+            Some((_, lit)) => quote! { max_threads = #lit, },
+            None => TokenStream::new(),
+        }
+    }
+}
+
+/// Parses `#[pgas_kernel]`'s arguments: `max_threads = N` (1 to 1024) and `__helpers { fn... }`,
+/// comma-separated. Errors point at the offending token.
+pub(crate) fn parse_kernel_attr(attr: TokenStream) -> syn::Result<KernelAttr> {
+    let parser = |input: ParseStream| -> syn::Result<KernelAttr> {
+        let mut out = KernelAttr::default();
+        while !input.is_empty() {
+            // Any word, keywords included, so `#[pgas_kernel(type = 1)]` gets the same message.
+            let key = input.call(Ident::parse_any)?;
+            if key == "__helpers" {
+                let content;
+                syn::braced!(content in input);
+                while !content.is_empty() {
+                    out.helpers.push(content.parse()?);
+                }
+            } else if key == "max_threads" {
+                if out.max_threads.is_some() {
+                    return Err(syn::Error::new(key.span(), "`max_threads` is given twice"));
+                }
+                if !input.peek(syn::Token![=]) {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        "write `max_threads = N`, N the most threads per block (1 to 1024)",
+                    ));
+                }
+                input.parse::<syn::Token![=]>()?;
+                out.max_threads = Some(max_threads_value(input.parse()?)?);
+            } else {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "unknown #[pgas_kernel] argument `{key}`; the one argument is \
+                         `max_threads = N` (the most threads per block, 1 to 1024)"
+                    ),
+                ));
+            }
+            if !input.is_empty() {
+                input.parse::<syn::Token![,]>()?;
+            }
+        }
+        Ok(out)
+    };
+    parser.parse2(attr)
+}
+
+/// The value of `max_threads`: an integer literal from 1 to [`MAX_BLOCK_THREADS`].
+fn max_threads_value(value: syn::Expr) -> syn::Result<(u32, syn::LitInt)> {
+    let syn::Expr::Lit(syn::ExprLit {
+        lit: syn::Lit::Int(lit),
+        ..
+    }) = value
+    else {
+        return Err(syn::Error::new(
+            value.span(),
+            "`max_threads` takes an integer literal: the most threads per block (1 to 1024)",
+        ));
+    };
+    match lit.base10_parse::<u64>() {
+        Ok(n @ 1..=MAX_BLOCK_THREADS) => Ok((n as u32, lit)),
+        _ => Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "`max_threads` must be from 1 to {MAX_BLOCK_THREADS} (CUDA's largest block), not {}",
+                lit.base10_digits()
+            ),
+        )),
+    }
+}
