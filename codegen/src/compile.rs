@@ -40,7 +40,7 @@ pub enum ParamKind {
     TensorMap(Scalar),
     /// `&mut TensorMap<T>`: as `TensorMap`, of a tensor the kernel writes (`tma_store_2d`).
     TensorMapMut(Scalar),
-    /// `#[comptime]`: baked into the source by [`specialize`], not passed at launch.
+    /// `#[comptime]`: baked into the source by [`specialize`](crate::specialize), not passed at launch.
     Comptime(Scalar),
 }
 
@@ -58,12 +58,12 @@ pub struct KernelParam {
 pub struct CompiledKernel {
     /// The Rust function name.
     pub rust_name: String,
-    /// Unique CUDA base name `pgas_<name>_<hash>`; [`specialize`] appends the variant and
+    /// Unique CUDA base name `pgas_<name>_<hash>`; [`specialize`](crate::specialize) appends the variant and
     /// comptime values.
     pub cuda_name: String,
     /// Line of the `fn` name in the Rust source.
     pub line: usize,
-    /// Plain variant: prelude included, `PGAS_KERNEL_NAME`/`PGAS_CT_*` left to [`specialize`].
+    /// Plain variant: prelude included, `PGAS_KERNEL_NAME`/`PGAS_CT_*` left to [`specialize`](crate::specialize).
     pub plain: String,
     /// Checked variant: every index, slice range and PE checked.
     pub checked: String,
