@@ -26,7 +26,8 @@ pub struct Crate<'a> {
     pub root_is_a_list: bool,
 }
 
-/// Module path of a file: `jit/state.rs` -> [jit, state], `jit/mod.rs` -> [jit], `lib.rs` -> [].
+/// Module path of a file: `jit/state.rs` -> `["jit", "state"]`, `jit/mod.rs` -> `["jit"]`,
+/// `lib.rs` -> `[]`.
 pub fn module_of(rel: &Path) -> Vec<String> {
     let mut parts: Vec<String> = rel
         .with_extension("")
