@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what pgas needs on a machine without CUDA or NVSHMEM, for builds and CPU tests:
-#   - the pinned NVIDIA wheels (NVRTC, CUDA headers, CCCL, NVSHMEM 3.4.5) into .deps/ (git-ignored);
+#   - the pinned NVIDIA wheels (NVRTC, CUDA headers, CCCL, NVSHMEM 3.4.5) into .deps/ (git-ignored),
+#     and NVSHMEM 3.8.0 into .deps-nvshmem-3.8.0/ (PGAS_NVSHMEM_HOME_NEXT: CI compiles against both);
 #   - Debian packages: libclang (bindgen, for mpi-sys), OpenMPI (the `mpi` feature).
 # Then prints the environment lines that point pgas at them; source it with `eval "$(scripts/deps.sh)"`.
 #
@@ -23,6 +24,12 @@ sysroot="${PGAS_DEPS_SYSROOT:-}"
 # GPU machines' library exactly, or kernels compiled here would not match the device state layout.
 wheels=(nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 nvidia-nvshmem-cu13==3.4.5 nvidia-nvjitlink==13.0.88)
 stamp="$deps/.installed"
+# NVSHMEM 3.8.0, the newest release pgas supports, beside the pinned 3.4.5: CI compiles the kernel
+# corpus against its headers too (scripts/test.sh). Its own directory, so a reinstall of either
+# leaves the other alone.
+next_wheel=nvidia-nvshmem-cu13==3.8.0
+next_dir="${deps}-nvshmem-3.8.0"
+next_file="$next_dir/nvidia/nvshmem/include/nvshmem.h"
 # What pgas opens from the wheels: a stamp without them (a half-deleted .deps) is not an install.
 wheel_files=(
   nvidia/cu13/lib/libnvrtc.so.13
@@ -55,9 +62,12 @@ libclang_ok() {
   return 1
 }
 
-# Prints each missing item: "wheels" or a Debian package name.
+next_ok() { [ -f "$next_dir/.installed" ] && [ "$(<"$next_dir/.installed")" = "$next_wheel" ] && [ -e "$next_file" ]; }
+
+# Prints each missing item: "wheels", "nvshmem-next" or a Debian package name.
 missing() {
   wheels_ok || echo wheels
+  next_ok || echo nvshmem-next
   command -v mpicc >/dev/null 2>&1 || printf '%s\n' libopenmpi-dev openmpi-bin
   libclang_ok || echo libclang-dev
 }
@@ -69,9 +79,11 @@ fi
 
 need=()
 install_wheels=0
+install_next=0
 while read -r item; do
   case "$item" in
     wheels) install_wheels=1 ;;
+    nvshmem-next) install_next=1 ;;
     ?*) need+=("$item") ;;
   esac
 done < <(missing)
@@ -82,6 +94,14 @@ if [ "$install_wheels" = 1 ]; then
   python3 -m pip install -q --disable-pip-version-check --no-deps --target "$deps" "${wheels[@]}" >&2
   echo "${wheels[*]}" >"$stamp"
   wheels_ok || { echo "deps: the wheels installed, but a file pgas needs is missing from $deps" >&2; exit 1; }
+fi
+
+if [ "$install_next" = 1 ]; then
+  echo "deps: installing $next_wheel into $next_dir" >&2
+  rm -rf "$next_dir"
+  python3 -m pip install -q --disable-pip-version-check --no-deps --target "$next_dir" "$next_wheel" >&2
+  echo "$next_wheel" >"$next_dir/.installed"
+  next_ok || { echo "deps: $next_wheel installed, but $next_file is missing" >&2; exit 1; }
 fi
 
 if [ ${#need[@]} -gt 0 ]; then
@@ -98,3 +118,4 @@ fi
 
 echo "export PGAS_CUDA_HOME='$deps/nvidia/cu13'"
 echo "export PGAS_NVSHMEM_HOME='$deps/nvidia/nvshmem'"
+echo "export PGAS_NVSHMEM_HOME_NEXT='$next_dir/nvidia/nvshmem'"

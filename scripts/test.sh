@@ -9,6 +9,7 @@
 #           (with the [workspace.lints] of Cargo.toml: every unsafe block has a SAFETY note)
 #   doc     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
 #   test    cargo test --workspace --all-features "$@"
+#   3.8     the NVRTC corpus test again, against NVSHMEM 3.8.0's headers
 # rustfmt and clippy are detected by running `cargo fmt --version` and `cargo clippy --version`;
 # when either is missing and rustup exists, `rustup component add rustfmt clippy` installs them.
 set -euo pipefail
@@ -45,3 +46,7 @@ step "doc: RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --all-features --n
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
 step "test: cargo test --workspace --all-features${*:+ $*}"
 cargo test --workspace --all-features "$@"
+# The newest NVSHMEM pgas supports (3.8.0, installed by deps.sh beside the pinned 3.4.5): every
+# kernel of the corpus, the gallery and the libraries compiles against its headers too.
+step "test: the kernel corpus against NVSHMEM 3.8.0 (PGAS_NVSHMEM_HOME=\$PGAS_NVSHMEM_HOME_NEXT)"
+PGAS_NVSHMEM_HOME="$PGAS_NVSHMEM_HOME_NEXT" cargo test -p pgas --all-features --test nvrtc_corpus

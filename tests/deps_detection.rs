@@ -49,6 +49,13 @@ impl FakeMachine {
         for f in WHEEL_FILES {
             self.touch(&format!("deps/{f}"));
         }
+        // NVSHMEM 3.8.0 beside them, in a directory of its own.
+        self.touch("deps-nvshmem-3.8.0/nvidia/nvshmem/include/nvshmem.h");
+        fs::write(
+            self.dir.join("deps-nvshmem-3.8.0/.installed"),
+            "nvidia-nvshmem-cu13==3.8.0",
+        )
+        .unwrap();
     }
 
     /// What `deps.sh --check` says is missing, sorted.
@@ -89,8 +96,40 @@ fn a_bare_machine_needs_everything() {
     let m = FakeMachine::new("bare");
     assert_eq!(
         m.missing(),
-        ["libclang-dev", "libopenmpi-dev", "openmpi-bin", "wheels"]
+        [
+            "libclang-dev",
+            "libopenmpi-dev",
+            "nvshmem-next",
+            "openmpi-bin",
+            "wheels"
+        ]
     );
+}
+
+#[test]
+fn nvshmem_3_8_is_its_own_install() {
+    let m = FakeMachine::new("next");
+    m.add_mpicc();
+    m.touch("root/usr/lib/llvm-14/lib/libclang.so");
+    m.add_wheels();
+    assert!(m.missing().is_empty());
+    fs::remove_file(
+        m.dir
+            .join("deps-nvshmem-3.8.0/nvidia/nvshmem/include/nvshmem.h"),
+    )
+    .unwrap();
+    assert_eq!(
+        m.missing(),
+        ["nvshmem-next"],
+        "a stamp over a missing header"
+    );
+    m.add_wheels();
+    fs::write(
+        m.dir.join("deps-nvshmem-3.8.0/.installed"),
+        "nvidia-nvshmem-cu13==3.7.0",
+    )
+    .unwrap();
+    assert_eq!(m.missing(), ["nvshmem-next"], "another version's stamp");
 }
 
 #[test]

@@ -64,6 +64,21 @@ pub enum Error {
         header_version: (u32, u32, u32),
     },
 
+    /// An NVSHMEM outside the versions pgas supports.
+    #[error(
+        "NVSHMEM {}.{}.{} at {} is outside the versions pgas supports, 3.4 to 3.8 (its kernels \
+         share the device state layout of the NVSHMEM they are compiled against, and other \
+         versions are untested). Fix: install a supported one (pip install \
+         nvidia-nvshmem-cu13==3.4.5 or ==3.8.0) and point PGAS_NVSHMEM_HOME at it",
+        version.0, version.1, version.2, library.display()
+    )]
+    NvshmemUnsupported {
+        /// The library file.
+        library: PathBuf,
+        /// Its version.
+        version: (u32, u32, u32),
+    },
+
     /// An NVSHMEM call returned a failure status.
     #[error("{call} failed (status {status}). {hint}")]
     Nvshmem {

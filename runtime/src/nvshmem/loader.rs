@@ -37,6 +37,7 @@ impl Nvshmem {
             &install.include_dir,
             install.header_version,
         )?;
+        version::check_supported(&nv.path, nv.version)?;
         Ok(nv)
     }
 

@@ -63,6 +63,24 @@ pub fn check(
     }
 }
 
+/// The NVSHMEM releases pgas supports, by (major, minor): 3.4 to 3.8, each patch level.
+/// 3.4.5 is what CI and the GPU machines run; 3.8.0 passed the GPU suite on 2 x H200 and its
+/// headers compile the kernel corpus in CI (docs/runtime.md, "NVSHMEM versions").
+pub const SUPPORTED: [(u32, u32); 2] = [(3, 4), (3, 8)];
+
+/// Checks that `version` of the library at `library` is within [`SUPPORTED`].
+pub fn check_supported(library: &Path, version: Version) -> Result<()> {
+    let [oldest, newest] = SUPPORTED;
+    if (oldest..=newest).contains(&(version.0, version.1)) {
+        Ok(())
+    } else {
+        Err(Error::NvshmemUnsupported {
+            library: library.to_path_buf(),
+            version,
+        })
+    }
+}
+
 /// `3.4.5`.
 pub fn display(v: Version) -> String {
     format!("{}.{}.{}", v.0, v.1, v.2)
@@ -71,6 +89,18 @@ pub fn display(v: Version) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn versions_3_4_to_3_8_are_supported_and_others_refused_with_the_fix() {
+        let lib = Path::new("/x/libnvshmem_host.so.3");
+        for ok in [(3, 4, 0), (3, 4, 5), (3, 6, 1), (3, 8, 0), (3, 8, 9)] {
+            assert!(check_supported(lib, ok).is_ok(), "{ok:?}");
+        }
+        for bad in [(3, 3, 9), (3, 9, 0), (2, 11, 0), (4, 0, 0)] {
+            let e = check_supported(lib, bad).unwrap_err().to_string();
+            assert!(e.contains("3.4 to 3.8") && e.contains("Fix:"), "{e}");
+        }
+    }
 
     #[test]
     fn parses_the_real_header_layout() {
