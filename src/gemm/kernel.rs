@@ -73,8 +73,14 @@ pub fn gemm_bf16_sm90(
     let tiles_n = n / bw;
     let tiles = tiles_m * tiles_n;
     let ktiles = k / 64;
-    // Cluster-tile rows start at this PE's chunk when gathering.
-    let shift = if gather { me * mp / (128 * cl) } else { 0 };
+    // Cluster-tile rows start at this PE's chunk when gathering, and the groups of rows that
+    // share L2 (`tile_row`) stay inside a chunk, so no tile waits for a chunk before its turn.
+    let chunk = if gather { mp / (128 * cl) } else { 8 };
+    let shift = if gather { me * chunk } else { 0 };
+    let mut group = 8;
+    while chunk % group != 0 {
+        group /= 2;
+    }
     let t = thread_idx_x() as usize;
     let wg = t / 128;
 
@@ -95,9 +101,9 @@ pub fn gemm_bf16_sm90(
             let mut it = 0;
             let mut tile = cluster_id_x() as usize;
             while tile < tiles {
-                let tm = (tile_row(tile, tiles_m, tiles_n) + shift) % tiles_m;
+                let tm = (tile_row(tile, tiles_m, tiles_n, group) + shift) % tiles_m;
                 let row0 = (tm * cl + rank) * 128;
-                let col0 = tile_col(tile, tiles_m, tiles_n) * bw;
+                let col0 = tile_col(tile, tiles_m, tiles_n, group) * bw;
                 let q = if gather { row0 / mp } else { me };
                 if q != me {
                     // Chunk q is in the gathered buffer once its word holds this call's epoch.
@@ -162,9 +168,9 @@ pub fn gemm_bf16_sm90(
         let mut it = 0;
         let mut tile = cluster_id_x() as usize;
         while tile < tiles {
-            let tm = (tile_row(tile, tiles_m, tiles_n) + shift) % tiles_m;
+            let tm = (tile_row(tile, tiles_m, tiles_n, group) + shift) % tiles_m;
             let row0 = (tm * cl + rank) * 128;
-            let col0 = tile_col(tile, tiles_m, tiles_n) * bw;
+            let col0 = tile_col(tile, tiles_m, tiles_n, group) * bw;
             for ni in 0..bw / 8 {
                 for j in 0..4 {
                     acc[ni][j] = 0.0;
@@ -273,11 +279,12 @@ pub fn gemm_bf16_sm90(
     cluster_sync();
 }
 
-/// The cluster-tile row of cluster tile `tile`: tiles go down groups of 8 block rows before
-/// moving right, so the clusters running together share rows of A and of Bt in L2.
+/// The cluster-tile row of cluster tile `tile`: tiles go down groups of `group` (at most 8)
+/// cluster-tile rows before moving right, so the clusters running together share rows of A and
+/// of Bt in L2.
 #[pgas_device]
-fn tile_row(tile: usize, tiles_m: usize, tiles_n: usize) -> usize {
-    let rows = if tiles_m >= 8 { 8 } else { tiles_m };
+fn tile_row(tile: usize, tiles_m: usize, tiles_n: usize, group: usize) -> usize {
+    let rows = if tiles_m >= group { group } else { tiles_m };
     let first = (tile / (rows * tiles_n)) * rows;
     let in_group = min(tiles_m - first, rows);
     first + (tile % (rows * tiles_n)) % in_group
@@ -285,8 +292,8 @@ fn tile_row(tile: usize, tiles_m: usize, tiles_n: usize) -> usize {
 
 /// The cluster-tile column of cluster tile `tile` (see [`tile_row`]).
 #[pgas_device]
-fn tile_col(tile: usize, tiles_m: usize, tiles_n: usize) -> usize {
-    let rows = if tiles_m >= 8 { 8 } else { tiles_m };
+fn tile_col(tile: usize, tiles_m: usize, tiles_n: usize, group: usize) -> usize {
+    let rows = if tiles_m >= group { group } else { tiles_m };
     let first = (tile / (rows * tiles_n)) * rows;
     let in_group = min(tiles_m - first, rows);
     (tile % (rows * tiles_n)) / in_group

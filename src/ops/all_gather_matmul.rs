@@ -24,21 +24,21 @@
 //! The shards travel by copy engine and the PEs synchronize with stream memory operations, so
 //! neither takes an SM from the GEMM; the GEMM is cuBLAS's, one call per shard, each starting
 //! as soon as its rows are in. On the pgas stream the local shard's GEMM starts at once (straight
-//! from the caller's buffer) while a copy stream:
-//! 1. copies this PE's shard into its block of a symmetric gathered buffer, then writes the
-//!    call's number into this PE's signal word on every peer (`cuStreamWriteValue64`, whose
-//!    default includes a system-wide fence, so the block is visible before the word);
-//! 2. for each peer in the order `me + 1, me + 2, ...`: waits until that peer's word here holds
-//!    the call's number (`cuStreamWaitValue64`, no SM spins), pulls the peer's block from its
-//!    symmetric memory, mapped over NVLink (`cuMemcpyDtoDAsync`), and records an event.
+//! from the caller's buffer) while one copy stream a peer works:
+//! 1. the first copies this PE's shard into its block of a symmetric gathered buffer, then
+//!    writes the call's number into this PE's signal word on every peer (`cuStreamWriteValue64`,
+//!    whose default includes a system-wide fence, so the block is visible before the word);
+//! 2. stream `j` waits until the word of peer `me + j` here holds the call's number
+//!    (`cuStreamWaitValue64`, no SM spins), pulls the peer's block from its symmetric memory,
+//!    mapped over NVLink (`cuMemcpyDtoDAsync`), and records an event.
 //!
-//! The pgas stream waits for each event, then multiplies that block into its rows of C.
+//! The pgas stream waits for each event in turn, then multiplies that block into its rows of C.
 //!
 //! The gathered buffer is double-buffered by call parity. A PE writes its block of call `e`'s
-//! buffer after its copy stream saw every peer's word of call `e - 1`, which a peer writes only
+//! buffer after its copy streams saw every peer's word of call `e - 1`, which a peer writes only
 //! after its pulls of call `e - 2` (the last readers of that buffer) are complete: its copy
-//! stream of call `e - 1` starts after its pgas stream waited for them. The words hold the
-//! call's number and waits are `>=`, so calls need no reset.
+//! streams of call `e - 1` start after its pgas stream waited for all of them. The words hold
+//! the call's number and waits are `>=`, so calls need no reset.
 
 use std::sync::Arc;
 
@@ -53,7 +53,7 @@ use crate::{Error, Pgas, Result, SymTensor, TensorMap};
 use cudarc::driver::CudaSlice;
 
 /// A plan for `C = allgather_rows(A) · Btᵀ` at one shape: the symmetric gathered buffers, the
-/// signal words, a copy stream and a cuBLAS handle (see the module documentation).
+/// signal words, a copy stream a peer and a cuBLAS handle (see the module documentation).
 /// Collective: every PE creates it with the same shape and calls [`AllGatherMatmul::run`] the
 /// same number of times.
 pub struct AllGatherMatmul {
@@ -70,17 +70,19 @@ pub struct AllGatherMatmul {
     /// This PE's word (`me`) on every PE, by PE.
     flag_ptrs: Vec<CUdeviceptr>,
     epoch: u64,
-    copy: Arc<CudaStream>,
-    /// Recorded on the pgas stream at the start of a call: the copy stream starts there.
+    /// One copy stream a peer, by distance from `me` (`copies[j - 1]` serves PEs `me ± j`), so
+    /// the peers' shards travel at once, on several copy engines.
+    copies: Vec<Arc<CudaStream>>,
+    /// Recorded on the pgas stream at the start of a call: the copy streams start there.
     start: CudaEvent,
-    /// Recorded on the copy stream after each peer's block landed, by distance from `me`.
+    /// Recorded on `copies[j - 1]` after the block of PE `me + j` landed.
     landed: Vec<CudaEvent>,
     blas: Cublas,
     /// The GEMM as one pgas kernel (`pgas::gemm`, gathering) instead of cuBLAS per shard.
     fused: Option<Fused>,
 }
 
-/// What the pgas paths add: the specialization and, for one kernel, the words the copy stream
+/// What the pgas paths add: the specialization and, for one kernel, the words the copy streams
 /// sets as each peer's rows land (word `q`: the last call whose rows of PE `q` are in place).
 struct Fused {
     one_kernel: bool,
@@ -90,6 +92,11 @@ struct Fused {
     /// docs/gpu-report.md; the pool is the likely cause, not isolated); freed in `drop` the same
     /// way.
     words: Option<CudaSlice<u64>>,
+    /// `words`' address, for the copy streams' stream memory operations. Not through
+    /// `CudaSlice::device_ptr`: its event tracking would make the kernel's launch wait for the
+    /// copy streams' last use, that is for every peer's rows (200 us at 8192^3 on 2 x H100,
+    /// run 41 of docs/gpu-report.md).
+    words_ptr: CUdeviceptr,
 }
 
 impl Drop for Fused {
@@ -201,9 +208,12 @@ impl AllGatherMatmul {
             });
         }
         let ctx = pgas.cuda();
-        let copy = ctx
-            .new_stream()
-            .map_err(Error::cuda("creating the all-gather's copy stream"))?;
+        let copies = (1..np)
+            .map(|_| {
+                ctx.new_stream()
+                    .map_err(Error::cuda("creating the all-gather's copy streams"))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let event = || {
             ctx.new_event(Some(cu::CUevent_flags::CU_EVENT_DISABLE_TIMING))
                 .map_err(Error::cuda("creating the all-gather's events"))
@@ -220,7 +230,7 @@ impl AllGatherMatmul {
             flags,
             flag_ptrs,
             epoch: 0,
-            copy,
+            copies,
             start,
             landed,
             blas,
@@ -273,9 +283,11 @@ impl AllGatherMatmul {
             cudarc::driver::result::memset_d8_sync(ptr, 0, 8 * np).map_err(Error::cuda(context))?;
             self.pgas.stream().upgrade_device_ptr::<u64>(ptr, np)
         };
+        let (words_ptr, _) = words.device_ptr(self.pgas.stream());
         self.fused = Some(Fused {
             one_kernel,
             cfg,
+            words_ptr,
             words: Some(words),
         });
         Ok(())
@@ -324,8 +336,8 @@ impl AllGatherMatmul {
         if np > 1 {
             super::stream_sync::refuse_capture(&main, "AllGatherMatmul::run")?;
         }
-        // cudarc orders the caller's buffers on the pgas stream; the copy stream reads the shard
-        // after the call's start there, and the pgas stream waits for the copy stream's last
+        // cudarc orders the caller's buffers on the pgas stream; the copy streams read the shard
+        // after the call's start there, and the pgas stream waits for each copy stream's last
         // event before the call ends, so the guards' ordering holds.
         let (pa, _ra) = shard.device_ptr(&main);
         let (pb, _rb) = bt.device_ptr(&main);
@@ -337,24 +349,18 @@ impl AllGatherMatmul {
         let row_block = |base: CUdeviceptr, pe: usize, bytes: usize| base + (pe * bytes) as u64;
         self.pgas.cuda().bind_to_thread()?;
         let one_kernel = self.fused.as_ref().is_some_and(|f| f.one_kernel);
+        if np > 1 {
+            self.start_copies(&main)?;
+        }
         if np > 1 && one_kernel {
             self.push_and_mark(pa, buf, block_bytes)?;
             self.run_fused((pc, pa, pb), gathered)?;
-            if let Some(last) = self.landed.last() {
-                // The copy stream's reads of the shard are ordered before the call's end.
-                main.wait(last)
-                    .map_err(Error::cuda("waiting for the all-gather's copies"))?;
-            }
-            return Ok(());
+            // The copy streams' reads of the shard are ordered before the call's end.
+            return self.join_copies(&main);
         }
         if np > 1 {
-            let copy = self.copy.cu_stream();
-            self.start
-                .record(&main)
-                .map_err(Error::cuda("recording the all-gather's start"))?;
-            self.copy.wait(&self.start).map_err(Error::cuda(
-                "ordering the copy stream after the call's start",
-            ))?;
+            // The stream of distance 1 puts the shard in place for every peer.
+            let copy = self.copies[0].cu_stream();
             // SAFETY: the shard holds `block_bytes` (checked above) and this PE's block of the
             // gathered buffer is as large; no peer reads it before the words below, and the
             // last readers of this buffer (call e - 2) are done (module documentation). The
@@ -380,7 +386,8 @@ impl AllGatherMatmul {
                 }
             }
             let words = self.flags.as_device_ptr();
-            for (j, landed) in (1..np).zip(&self.landed) {
+            for (j, (landed, stream)) in (1..np).zip(self.landed.iter().zip(&self.copies)) {
+                let copy = stream.cu_stream();
                 let src = (me + j) % np;
                 let from = row_block(self.peer_ptrs[buf][src], src, block_bytes);
                 // SAFETY: word `src` is this PE's symmetric u64; both block addresses name PE
@@ -404,7 +411,7 @@ impl AllGatherMatmul {
                     .map_err(Error::cuda("pulling a peer's shard"))?;
                 }
                 landed
-                    .record(&self.copy)
+                    .record(stream)
                     .map_err(Error::cuda("recording a shard's arrival"))?;
             }
         }
@@ -438,6 +445,28 @@ impl AllGatherMatmul {
 }
 
 impl AllGatherMatmul {
+    /// Starts every copy stream at this point of the pgas stream (`main`).
+    fn start_copies(&self, main: &CudaStream) -> Result<()> {
+        self.start
+            .record(main)
+            .map_err(Error::cuda("recording the all-gather's start"))?;
+        for copy in &self.copies {
+            copy.wait(&self.start).map_err(Error::cuda(
+                "ordering the copy streams after the call's start",
+            ))?;
+        }
+        Ok(())
+    }
+
+    /// Orders the rest of the pgas stream (`main`) after every copy stream's work of the call.
+    fn join_copies(&self, main: &CudaStream) -> Result<()> {
+        for landed in &self.landed {
+            main.wait(landed)
+                .map_err(Error::cuda("waiting for the all-gather's copies"))?;
+        }
+        Ok(())
+    }
+
     /// One shard's rows of C (`mp x n` at `c`) from its rows of A (`mp x k` at `a`), by cuBLAS
     /// or by `pgas::gemm`, on the pgas stream (`main`).
     ///
@@ -461,26 +490,19 @@ impl AllGatherMatmul {
         }
     }
 
-    /// The copy stream of a fused call. No local copy (a same-GPU copy may take SMs, which the
-    /// persistent GEMM holds): the shard is pushed by copy engine into each peer's gathered
-    /// buffer, then this PE's word there is set to the call; then, for each peer, the copy
-    /// stream waits for that peer's word here and marks the peer's rows landed in the kernel's
-    /// word (stream memory operations, no SMs). A push of call `e` waits for the peer's word
-    /// of call `e - 1`, written after that peer's call `e - 1` started, so after its kernel of
-    /// call `e - 2`, the last reader of that buffer, ended.
+    /// The copy streams of a fused call. No local copy (a same-GPU copy may take SMs, which the
+    /// persistent GEMM holds): stream `j` pushes the shard by copy engine into the gathered
+    /// buffer of PE `me - j` and sets this PE's word there to the call, then waits for the
+    /// word of PE `me + j` here and marks that peer's rows landed in the kernel's word (stream
+    /// memory operations, no SMs). A push of call `e` waits for the peer's word of call
+    /// `e - 1`, written after that peer's call `e - 1` started, so after its kernel of call
+    /// `e - 2`, the last reader of that buffer, ended.
     fn push_and_mark(&mut self, pa: CUdeviceptr, buf: usize, block_bytes: usize) -> Result<()> {
         let (me, np) = (self.pgas.my_pe(), self.pgas.n_pes());
-        let main = self.pgas.stream().clone();
-        let copy = self.copy.cu_stream();
-        self.start
-            .record(&main)
-            .map_err(Error::cuda("recording the all-gather's start"))?;
-        self.copy.wait(&self.start).map_err(Error::cuda(
-            "ordering the copy stream after the call's start",
-        ))?;
         let words_here = self.flags.as_device_ptr();
-        for j in 1..np {
-            // The next PE first: it reads this PE's rows right after its own.
+        for (j, stream) in (1..np).zip(&self.copies) {
+            let copy = stream.cu_stream();
+            // Stream j pushes to PE `me - j`, which reads this PE's rows j-th after its own.
             let q = (me + np - j) % np;
             let to = self.peer_ptrs[buf][q] + (me * block_bytes) as u64;
             // SAFETY: word q here and this PE's word on q are symmetric u64s mapped here; the
@@ -503,13 +525,13 @@ impl AllGatherMatmul {
                 )?;
             }
         }
-        let words = self
+        let landed_words = self
             .fused
             .as_ref()
-            .and_then(|f| f.words.as_ref())
-            .expect("push_and_mark runs on the one-kernel path");
-        let (landed_words, _w) = words.device_ptr(&self.copy);
-        for (j, landed) in (1..np).zip(&self.landed) {
+            .expect("push_and_mark runs on the one-kernel path")
+            .words_ptr;
+        for (j, (landed, stream)) in (1..np).zip(self.landed.iter().zip(&self.copies)) {
+            let copy = stream.cu_stream();
             let q = (me + j) % np;
             // SAFETY: word q here (symmetric) and the kernel's word q (np words).
             unsafe {
@@ -527,7 +549,7 @@ impl AllGatherMatmul {
                 )?;
             }
             landed
-                .record(&self.copy)
+                .record(stream)
                 .map_err(Error::cuda("recording a shard's arrival"))?;
         }
         Ok(())
