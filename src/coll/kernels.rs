@@ -428,6 +428,21 @@ macro_rules! move_kernels {
         pub mod $m {
             use crate::prelude::*;
 
+            /// Low-latency all-gather of at most one block's worth of data: every team PE's
+            /// `src` into chunk `r` of every PE's `dst` with `team_all_gather_block`, over the
+            /// first region of the communicator's low-latency scratch (the protocol of
+            /// `low_latency`, which shares that region's call counter). One NVLink crossing and
+            /// no handshake. Safe in place (`src` being this rank's chunk of `dst`).
+            #[pgas_kernel(max_threads = 512)]
+            pub fn low_latency_gather(
+                team: Team,
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                scratch: &mut SymTensor<u64>,
+            ) {
+                team_all_gather_block(team, dst, src, &mut scratch[0]);
+            }
+
             /// All-gather (two-shot's second half): team rank `r` stores its `src` into chunk
             /// `r` of every PE's `dst` (elements `r * src.len()` on), its own included. `head`
             /// and `vec` are those of `src`: the elements before its first 16-byte boundary, and

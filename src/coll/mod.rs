@@ -72,6 +72,10 @@ pub const LL_MAX_BYTES: usize = 64 << 10;
 /// Data bytes each block of a low-latency all-reduce handles (two 8-byte lines a thread).
 const LL_BYTES_PER_BLOCK: usize = 8 << 10;
 
+/// The largest `src` (bytes a PE) [`Comm::all_gather`] moves with the low-latency protocol: one
+/// block over one region of the low-latency scratch, which holds [`LL_BYTES_PER_BLOCK`].
+pub const LL_GATHER_MAX_BYTES: usize = LL_BYTES_PER_BLOCK;
+
 /// [`ONE_SHOT_MAX_BYTES`] in a team of two PEs. One-shot moves `n - 1` times the data over
 /// NVLink, two-shot `2 (n - 1) / n` times: the same for two PEs, so one-shot's single pass (one
 /// flag round trip less a call, no peer stores) keeps winning past the latency-bound sizes
@@ -563,7 +567,10 @@ impl Comm {
     /// [`Comm::all_gather`] on `stream` (not waited for on the host; capturable once
     /// prewarmed). Two-shot's second half: each rank stores its `src` into its chunk of every
     /// peer's `dst` over NVLink, with the same flag protocol, so when it completes on a PE every
-    /// peer's chunk has arrived in its `dst` and no peer writes it any more.
+    /// peer's chunk has arrived in its `dst` and no peer writes it any more. Up to
+    /// [`LL_GATHER_MAX_BYTES`] a PE it takes the low-latency protocol instead (one block; each
+    /// rank's data with the call's flag in 16-byte lines into every peer's scratch, then copied
+    /// into `dst` by the PE that polls them: one NVLink crossing, no handshake).
     ///
     /// Errors, before anything is launched: a PE that is not in the team, a `dst` length that
     /// is not a multiple of the team size or not `n * src.len()`, `dst` and `src` overlapping
@@ -598,6 +605,25 @@ impl Comm {
         let size = std::mem::size_of::<T>();
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
         if src.is_empty() {
+            return Ok(());
+        }
+        if self.n > 1 && src.len() * size <= LL_GATHER_MAX_BYTES {
+            // Latency-bound: the low-latency protocol, one block, no handshake.
+            let src = Region::<T>::of(src);
+            let mut args = KernelArgs::new();
+            args.push_team(self.team)
+                .push_sym_mut(dst)
+                .push_sym(&src)
+                .push_sym_mut(&mut self.ll_scratch);
+            pgas_runtime::launch::launch(
+                &self.pgas,
+                movement::move_kernels::<T>().low_latency_gather,
+                Variant::Plain,
+                &[],
+                LaunchConfig::blocks(1, THREADS),
+                Some(stream),
+                &mut args,
+            )?;
             return Ok(());
         }
         // The vector path starts at `src`'s first 16-byte boundary; this rank's chunk of `dst`

@@ -11,6 +11,7 @@ use crate::{Error, Result, SymRegion};
 /// The data-movement kernels of one element size.
 pub(super) struct MoveKernels {
     pub(super) all_gather: &'static KernelSpec,
+    pub(super) low_latency_gather: &'static KernelSpec,
     broadcast_one_shot: &'static KernelSpec,
     broadcast_two_shot: &'static KernelSpec,
     all_to_all: &'static KernelSpec,
@@ -21,6 +22,7 @@ macro_rules! move_specs {
     ($($name:ident = $m:ident;)*) => {$(
         static $name: MoveKernels = MoveKernels {
             all_gather: &kernels::$m::all_gather::SPEC,
+            low_latency_gather: &kernels::$m::low_latency_gather::SPEC,
             broadcast_one_shot: &kernels::$m::broadcast_one_shot::SPEC,
             broadcast_two_shot: &kernels::$m::broadcast_two_shot::SPEC,
             all_to_all: &kernels::$m::all_to_all::SPEC,
@@ -47,12 +49,13 @@ pub(super) fn move_kernels<T>() -> &'static MoveKernels {
     }
 }
 
-/// Every data-movement specialization (five kernels for each element size), for
+/// Every data-movement specialization (six kernels for each element size), for
 /// [`super::prewarm_list`].
-pub(super) fn move_specs<T>() -> [&'static KernelSpec; 5] {
+pub(super) fn move_specs<T>() -> [&'static KernelSpec; 6] {
     let k = move_kernels::<T>();
     [
         k.all_gather,
+        k.low_latency_gather,
         k.broadcast_one_shot,
         k.broadcast_two_shot,
         k.all_to_all,
