@@ -11,6 +11,14 @@
 # `PYTHONPATH=.device/python python3 -c "import pgas"` with any CPython >= 3.9.
 # Building needs no GPU, CUDA or NVSHMEM; the mpi build needs an MPI library (scripts/deps.sh
 # installs OpenMPI) and is skipped with a warning without one.
+#
+# For a run on another NVSHMEM than the GPU machine's (a device call carries 64 MiB in all):
+#   PGAS_DEVICE_NVSHMEM=DIR  packs that NVSHMEM root's headers, host library and bootstrap
+#                            plugins into .device/nvshmem.tar.gz (about 46 MB for 3.8.0), which
+#                            scripts/gpu-suite.sh then uses; e.g. DIR=$PGAS_NVSHMEM_HOME_NEXT
+#                            (scripts/deps.sh)
+#   PGAS_DEVICE_ONLY="a b"   keeps only these binaries (and pgas, pgas-run) and no Python module,
+#                            to make room for it: "gpu_suite hello_ring" for `gpu-suite.sh OUT suite`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.device/bin
@@ -60,12 +68,33 @@ fi
 cargo build --release -p pgas-python --lib
 cp target/release/libpgas_python.so "$pyout/pgas.abi3.so"
 
-strip "$out"/* "$pyout"/*
+if [ -n "${PGAS_DEVICE_ONLY:-}" ]; then
+  for f in "$out"/*; do
+    case " pgas pgas-run $PGAS_DEVICE_ONLY " in *" $(basename "$f") "*) ;; *) rm -f "$f" ;; esac
+  done
+  rm -f "$pyout"/*
+fi
+strip "$out"/* "$pyout"/* 2>/dev/null || true
+if [ -n "${PGAS_DEVICE_NVSHMEM:-}" ]; then
+  nv="$PGAS_DEVICE_NVSHMEM"
+  [ -f "$nv/include/nvshmem.h" ] && ls "$nv"/lib/libnvshmem_host.so* >/dev/null 2>&1 || {
+    echo "build-device: PGAS_DEVICE_NVSHMEM=$nv is not an NVSHMEM root (include/nvshmem.h, lib/libnvshmem_host.so*)" >&2
+    exit 1
+  }
+  stage=$(mktemp -d)
+  mkdir -p "$stage/nvshmem/lib"
+  cp -r "$nv/include" "$stage/nvshmem/"
+  cp -P "$nv"/lib/libnvshmem_host.so* "$nv"/lib/nvshmem_bootstrap_*.so* "$stage/nvshmem/lib/"
+  tar -czf .device/nvshmem.tar.gz -C "$stage" nvshmem
+  rm -rf "$stage"
+else
+  rm -f .device/nvshmem.tar.gz
+fi
 # The device copy of the tree has no .git: record what was built.
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!.device' || echo -dirty)" >.device/COMMIT
 du -sh "$out" "$pyout"
 ls -l "$out" "$pyout"
-size=$(du -smc "$out" "$pyout" | tail -1 | cut -f1)
+size=$(du -smc "$out" "$pyout" .device/nvshmem.tar.gz 2>/dev/null | tail -1 | cut -f1)
 if [ "$size" -gt 50 ]; then
   echo "build-device: WARNING: $out and $pyout are ${size} MiB, over the 50 MiB the device tool carries comfortably" >&2
 fi

@@ -18,7 +18,9 @@
 # the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
 # a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
-# Usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize|coll|fused]
+# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused]
+#   suite:    only `pgas doctor`, the GPU test suite (4, 2, 1 PEs) and the differential test: for
+#             a second NVSHMEM version (see .device/nvshmem.tar.gz below).
 #   faults:   only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
 #             for a second device call when the whole does not fit one.
 #   sanitize: only `pgas doctor` and compute-sanitizer over the WHOLE suite (1 PE) and every gallery
@@ -34,10 +36,10 @@
 # The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
 # benchmarks (dsl_vs_cuda, jit_costs, gemm) and the faults part; four calls cover everything.
 set -uo pipefail
-outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize|coll|fused]}"
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused]}"
 only="${2:-all}"
-case "$only" in all | faults | sanitize | coll | fused) ;; *)
-  echo "usage: scripts/gpu-suite.sh OUTDIR [faults|sanitize|coll|fused] (not '$only')" >&2
+case "$only" in all | suite | faults | sanitize | coll | fused) ;; *)
+  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused] (not '$only')" >&2
   exit 2
   ;;
 esac
@@ -59,6 +61,14 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export PYTHONUNBUFFERED=1
 # The python3 that has the nvidia-nvshmem wheel (pgas finds NVSHMEM through it) and torch.
 if [ -x /opt/torch/.venv/bin/python3 ]; then export PATH="/opt/torch/.venv/bin:$PATH"; fi
+# Another NVSHMEM than the machine's, packed by build-device.sh (PGAS_DEVICE_NVSHMEM): headers,
+# host library and bootstrap plugins. Its device bitcode is too large to carry, so kernels
+# compile inline (PGAS_JIT_LTO=off).
+if [ -f "$dev/nvshmem.tar.gz" ]; then
+  rm -rf /tmp/pgas-nvshmem && mkdir -p /tmp/pgas-nvshmem
+  tar -xzf "$dev/nvshmem.tar.gz" -C /tmp/pgas-nvshmem
+  export PGAS_NVSHMEM_HOME=/tmp/pgas-nvshmem/nvshmem PGAS_JIT_LTO=off
+fi
 # One kernel cache for every step, outside OUTDIR (only a few files come back from there). It
 # starts empty, as on a fresh machine, so the first suite step records the cold compile
 # (PGAS_KEEP_CACHE=1 keeps an earlier run's kernels).
@@ -219,7 +229,7 @@ if [ -n "$nccl_lib" ] && [ -e "$nccl_lib/libnccl.so.2" ]; then
   mkdir -p /tmp/pgas-nccl && ln -sf "$nccl_lib/libnccl.so.2" /tmp/pgas-nccl/libnccl.so
 fi
 # Everything but the last part, unless only that was asked for.
-if [ "$only" = all ]; then
+if [ "$only" = all ] || [ "$only" = suite ]; then
 
 # Most PEs first: that run starts from the empty cache, as a user's first `pgas-run -n N` does,
 # and its PEs share the cold compile (each compiles its share of the NVRTC programs).
@@ -237,6 +247,7 @@ else
   note "SKIP differential 2 PE (${gpus} GPU and no CUDA MPS daemon to share one)"
 fi
 suite 1 240 "$bin/gpu_suite"
+if [ "$only" = all ]; then
 
 # Traps: the process must report the launch failure and the output name the Rust file:line.
 for kind in oob bad-pe partial-warp divergent-mma cluster-rank multicast-mask ll-scratch; do
@@ -319,7 +330,8 @@ verdict "jit_helpers" "$(figures | brief 'process|speedup')"
 # does not find it (the bench looks in both).
 step "gemm vs cuBLAS" bench.log 150 "$bin/gemm"
 verdict "gemm vs cuBLAS" "$(figures | brief 'ratio|pgas_tflops|cold_compile_gemm')"
-fi # [ "$only" = all ]
+fi # [ "$only" = all ], after the suite
+fi # [ "$only" = all ] || [ "$only" = suite ]
 
 # Rank death (tests/gpu_suite/faults.rs): the last PE dies while the others wait for it in a
 # barrier or a kernel; the launcher must end the job within 5 s of the death (the dying PE prints

@@ -72,8 +72,26 @@ fn every_mode_runs_to_its_summary_on_stubs() {
     let (dev, tools) = fixtures(&root);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gpu-suite.sh");
     let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap());
-    for mode in ["all", "faults", "sanitize", "coll", "fused"] {
+    for mode in ["all", "suite", "faults", "sanitize", "coll", "fused"] {
         let out_dir = root.join(format!("out-{mode}"));
+        // `suite` runs on another NVSHMEM, packed as build-device.sh's PGAS_DEVICE_NVSHMEM does.
+        let packed = dev.join("nvshmem.tar.gz");
+        if mode == "suite" {
+            let stage = root.join("nvshmem-stage");
+            fs::create_dir_all(stage.join("nvshmem/include")).unwrap();
+            fs::write(stage.join("nvshmem/include/nvshmem.h"), "").unwrap();
+            let tar = Command::new("tar")
+                .arg("-czf")
+                .arg(&packed)
+                .arg("-C")
+                .arg(&stage)
+                .arg("nvshmem")
+                .status()
+                .unwrap();
+            assert!(tar.success());
+        } else {
+            let _ = fs::remove_file(&packed);
+        }
         let out = Command::new("bash")
             .arg(&script)
             .arg(&out_dir)
@@ -152,7 +170,26 @@ fn every_mode_runs_to_its_summary_on_stubs() {
             }
         }
         // Every sanitizer call carried PGAS_SANITIZER_ARGS, before --tool.
-        if mode != "coll" && mode != "fused" {
+        if mode == "suite" {
+            // The packed NVSHMEM was unpacked and named, kernels compile inline, and only the
+            // suite's steps ran.
+            let env = fs::read_to_string(out_dir.join("env.log")).unwrap();
+            assert!(
+                env.contains("PGAS_NVSHMEM_HOME=/tmp/pgas-nvshmem/nvshmem")
+                    && env.contains("PGAS_JIT_LTO=off"),
+                "suite: the packed NVSHMEM is not in the environment:\n{env}"
+            );
+            assert!(Path::new("/tmp/pgas-nvshmem/nvshmem/include/nvshmem.h").is_file());
+            assert!(
+                summary.contains("gpu_suite 2 PE") && summary.contains("gpu_suite 1 PE"),
+                "suite: the suite did not run:\n{summary}"
+            );
+            assert!(
+                !summary.contains("trap ") && !summary.contains("gallery"),
+                "suite: steps beyond the suite ran:\n{summary}"
+            );
+        }
+        if !["suite", "coll", "fused"].contains(&mode) {
             let calls = fs::read_to_string(root.join(format!("sanitizer-{mode}.log")))
                 .unwrap_or_else(|e| panic!("{mode}: the sanitizer never ran ({e})"));
             for call in calls.lines() {
