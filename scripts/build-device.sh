@@ -14,7 +14,7 @@
 #
 # For a run on another NVSHMEM than the GPU machine's (a device call carries 64 MiB in all):
 #   PGAS_DEVICE_NVSHMEM=DIR  packs that NVSHMEM root's headers, host library and bootstrap
-#                            plugins into .device/nvshmem.tar.gz (about 46 MB for 3.8.0), which
+#                            plugins into .device/nvshmem.tar.xz (about 41 MB for 3.8.0), which
 #                            scripts/gpu-suite.sh then uses; e.g. DIR=$PGAS_NVSHMEM_HOME_NEXT
 #                            (scripts/deps.sh)
 #   PGAS_DEVICE_ONLY="a b"   keeps only these binaries (and pgas, pgas-run) and no Python module,
@@ -85,16 +85,19 @@ if [ -n "${PGAS_DEVICE_NVSHMEM:-}" ]; then
   mkdir -p "$stage/nvshmem/lib"
   cp -r "$nv/include" "$stage/nvshmem/"
   cp -P "$nv"/lib/libnvshmem_host.so* "$nv"/lib/nvshmem_bootstrap_*.so* "$stage/nvshmem/lib/"
-  tar -czf .device/nvshmem.tar.gz -C "$stage" nvshmem
+  strip --strip-unneeded "$stage"/nvshmem/lib/*
+  # xz: 5 MB less than gzip, which is what lets the binaries fit beside it.
+  command -v xz >/dev/null || { echo "build-device: PGAS_DEVICE_NVSHMEM needs xz (apt-get install xz-utils)" >&2; exit 1; }
+  tar -cf - -C "$stage" nvshmem | xz -6 -T0 >.device/nvshmem.tar.xz
   rm -rf "$stage"
 else
-  rm -f .device/nvshmem.tar.gz
+  rm -f .device/nvshmem.tar.xz
 fi
 # The device copy of the tree has no .git: record what was built.
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!.device' || echo -dirty)" >.device/COMMIT
 du -sh "$out" "$pyout"
 ls -l "$out" "$pyout"
-size=$(du -smc "$out" "$pyout" .device/nvshmem.tar.gz 2>/dev/null | tail -1 | cut -f1)
+size=$(du -smc "$out" "$pyout" .device/nvshmem.tar.xz 2>/dev/null | tail -1 | cut -f1)
 if [ "$size" -gt 50 ]; then
   echo "build-device: WARNING: $out and $pyout are ${size} MiB, over the 50 MiB the device tool carries comfortably" >&2
 fi

@@ -20,7 +20,7 @@
 #
 # Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused]
 #   suite:    only `pgas doctor`, the GPU test suite (4, 2, 1 PEs) and the differential test: for
-#             a second NVSHMEM version (see .device/nvshmem.tar.gz below).
+#             a second NVSHMEM version (see .device/nvshmem.tar.xz below).
 #   faults:   only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
 #             for a second device call when the whole does not fit one.
 #   sanitize: only `pgas doctor` and compute-sanitizer over the WHOLE suite (1 PE) and every gallery
@@ -64,9 +64,11 @@ if [ -x /opt/torch/.venv/bin/python3 ]; then export PATH="/opt/torch/.venv/bin:$
 # Another NVSHMEM than the machine's, packed by build-device.sh (PGAS_DEVICE_NVSHMEM): headers,
 # host library and bootstrap plugins. Its device bitcode is too large to carry, so kernels
 # compile inline (PGAS_JIT_LTO=off).
-if [ -f "$dev/nvshmem.tar.gz" ]; then
+# (Unpacked by Python's tarfile: the machine's tar may lack xz.)
+if [ -f "$dev/nvshmem.tar.xz" ]; then
   rm -rf /tmp/pgas-nvshmem && mkdir -p /tmp/pgas-nvshmem
-  tar -xzf "$dev/nvshmem.tar.gz" -C /tmp/pgas-nvshmem
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$dev/nvshmem.tar.xz" /tmp/pgas-nvshmem
   export PGAS_NVSHMEM_HOME=/tmp/pgas-nvshmem/nvshmem PGAS_JIT_LTO=off
 fi
 # One kernel cache for every step, outside OUTDIR (only a few files come back from there). It

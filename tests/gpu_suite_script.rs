@@ -75,17 +75,17 @@ fn every_mode_runs_to_its_summary_on_stubs() {
     for mode in ["all", "suite", "faults", "sanitize", "coll", "fused"] {
         let out_dir = root.join(format!("out-{mode}"));
         // `suite` runs on another NVSHMEM, packed as build-device.sh's PGAS_DEVICE_NVSHMEM does.
-        let packed = dev.join("nvshmem.tar.gz");
+        let packed = dev.join("nvshmem.tar.xz");
         if mode == "suite" {
             let stage = root.join("nvshmem-stage");
             fs::create_dir_all(stage.join("nvshmem/include")).unwrap();
             fs::write(stage.join("nvshmem/include/nvshmem.h"), "").unwrap();
-            let tar = Command::new("tar")
-                .arg("-czf")
+            // Python's tarfile, as the script unpacks it (no xz command needed).
+            let tar = Command::new("python3")
+                .arg("-c")
+                .arg("import sys, tarfile; tarfile.open(sys.argv[1], 'w:xz').add(sys.argv[2], 'nvshmem')")
                 .arg(&packed)
-                .arg("-C")
-                .arg(&stage)
-                .arg("nvshmem")
+                .arg(stage.join("nvshmem"))
                 .status()
                 .unwrap();
             assert!(tar.success());
