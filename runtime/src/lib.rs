@@ -31,9 +31,9 @@ pub mod prelude;
 
 pub use bootstrap::Bootstrap;
 pub use context::{
-    builder, init, Cmp, CollectiveElem, MulticastView, PeerView, Pgas, PgasBuilder, ReduceOp,
-    Shape, SignalOp, Swizzle, SymBuffer, SymRegion, SymTensor, SymView, SymViewMut, Team,
-    TeamConfig, TensorMap, Tile2d, TmaElem, VmmBuffer, MAX_DIMS,
+    builder, init, Cmp, CollectiveElem, MulticastView, PeerAccess, PeerView, Pgas, PgasBuilder,
+    ReduceOp, Shape, SignalOp, Swizzle, SymBuffer, SymRegion, SymTensor, SymView, SymViewMut, Team,
+    TeamConfig, TensorMap, Tile2d, TmaElem, VmmBuffer, MAX_DIMS, PEER_ACCESS_VAR,
 };
 pub use device::gpu_count;
 /// The DLPack crate pgas exports and imports through ([`SymTensor::into_dlpack`],

@@ -243,10 +243,9 @@ impl Comm {
         let epochs = pgas.alloc::<u64>(MAX_BLOCKS)?;
         let agree = pgas.alloc::<u64>((world + 1) * layout::row_words(world))?;
         let ll_scratch = pgas.alloc::<u64>(LL_MAX_BYTES / LL_BYTES_PER_BLOCK * ll_region(world))?;
-        let mut p2p = true;
-        for &pe in &table[..n] {
-            p2p &= pgas.peer_reachable(&sig, pe as usize)?;
-        }
+        let p2p = pgas
+            .first_unreachable(&sig, table[..n].iter().map(|&pe| pe as usize))?
+            .is_none();
         let sms = pgas.sm_count()?;
         Ok(Comm {
             pgas: pgas.clone(),
@@ -572,10 +571,14 @@ impl Comm {
     /// rank's data with the call's flag in 16-byte lines into every peer's scratch, then copied
     /// into `dst` by the PE that polls them: one NVLink crossing, no handshake).
     ///
+    /// Where a member is not load/store reachable ([`Comm::peers_reachable`] false: another
+    /// node, no peer access, or `PGAS_PEER_ACCESS`), NVSHMEM's `fcollect` on the context's
+    /// stream carries it instead.
+    ///
     /// Errors, before anything is launched: a PE that is not in the team, a `dst` length that
     /// is not a multiple of the team size or not `n * src.len()`, `dst` and `src` overlapping
-    /// (no in-place form yet), `dst` not in the symmetric heap, a peer that is not load/store
-    /// reachable (there is no NVSHMEM fallback yet).
+    /// (no in-place form yet), `dst` not in the symmetric heap, and off NVLink a `stream` that
+    /// is not the context's.
     pub fn all_gather_on<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
@@ -600,6 +603,11 @@ impl Comm {
                 got: src.len(),
                 expected: dst.len() / n,
             });
+        }
+        if !self.p2p {
+            // A peer off NVLink: NVSHMEM's fcollect, which its proxy carries.
+            self.check_context_stream(stream, "all-gather")?;
+            return self.pgas.fcollect(self.team, &*dst, src);
         }
         self.check_movement("all-gather", &*dst, src, Reached::Destination)?;
         let size = std::mem::size_of::<T>();

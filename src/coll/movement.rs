@@ -202,12 +202,13 @@ impl Comm {
     /// [`Comm::all_to_all`] on `stream` (not waited for on the host; capturable once
     /// prewarmed): each rank stores its chunks into its peers' `dst` over NVLink, with the
     /// flag protocol, so when it completes on a PE every peer's chunk has arrived in its `dst`.
-    /// Peer-to-peer only (one algorithm).
+    /// Where a member is not load/store reachable, NVSHMEM's `alltoall` on the context's stream
+    /// carries it instead.
     ///
     /// Errors, before anything is launched: a PE that is not in the team, `dst` and `src` of
     /// different lengths, a length that is not a multiple of the team size, `dst` and `src`
-    /// overlapping (no in-place form), `dst` not in the symmetric heap, a peer that is not load/
-    /// store reachable.
+    /// overlapping (no in-place form), `dst` not in the symmetric heap, and off NVLink a
+    /// `stream` that is not the context's.
     pub fn all_to_all_on<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
@@ -232,6 +233,11 @@ impl Comm {
                      multiple of the team's {n} PEs"
                 ),
             });
+        }
+        if !self.p2p {
+            // A peer off NVLink: NVSHMEM's alltoall, which its proxy carries.
+            self.check_context_stream(stream, "all-to-all")?;
+            return self.pgas.alltoall(self.team, &*dst, src);
         }
         self.check_movement("all-to-all", &*dst, src, Reached::Destination)?;
         if src.is_empty() {

@@ -48,6 +48,7 @@ use half::bf16;
 
 use super::cublas::Cublas;
 use super::gemm_path::{agree_path, GemmPath};
+use super::peers::addresses;
 use crate::gemm::{self, GemmConfig};
 use crate::{Error, Pgas, Result, SymTensor, TensorMap};
 use cudarc::driver::CudaSlice;
@@ -122,16 +123,6 @@ impl std::fmt::Debug for AllGatherMatmul {
     }
 }
 
-/// A symmetric tensor's address on every PE (NVLink-mapped), 0 where it is not mapped here.
-fn addresses<T: cudarc::driver::DeviceRepr>(
-    t: &SymTensor<T>,
-    n_pes: usize,
-) -> Result<Vec<CUdeviceptr>> {
-    (0..n_pes)
-        .map(|pe| Ok(t.peer(pe)?.map_or(0, |v| v.as_device_ptr())))
-        .collect()
-}
-
 /// Why a shard of `mp` rows with `n` and `k` cannot run, if it cannot.
 pub fn shape_error((mp, n, k): (usize, usize, usize), n_pes: usize) -> Option<String> {
     let bad: Vec<String> = [("shard rows (M / P)", mp), ("N", n), ("K", k)]
@@ -182,13 +173,9 @@ impl AllGatherMatmul {
         let m = mp * np;
         let gathered = [pgas.alloc::<bf16>(m * k)?, pgas.alloc::<bf16>(m * k)?];
         let flags = pgas.alloc::<u64>(np)?;
+        let reach = pgas.first_unreachable(&flags, 0..np)?.is_none() as u64;
         let peer_ptrs = [addresses(&gathered[0], np)?, addresses(&gathered[1], np)?];
         let mut flag_ptrs = addresses(&flags, np)?;
-        let reach = peer_ptrs
-            .iter()
-            .chain([&flag_ptrs])
-            .flatten()
-            .all(|&p| p != 0) as u64;
         // This PE's word on each PE.
         for p in &mut flag_ptrs {
             *p += 8 * pgas.my_pe() as u64;

@@ -51,6 +51,7 @@ use half::bf16;
 
 use super::cublas::Cublas;
 use super::gemm_path::{agree_path, GemmPath};
+use super::peers::addresses;
 use crate::gemm::{self, GemmConfig};
 use crate::prelude::*;
 use crate::{Error, Result};
@@ -287,21 +288,7 @@ impl MatmulReduceScatter {
         let staging = pgas.alloc::<bf16>((pes.max(2) - 1) * mp * n)?;
         let arrive = pgas.alloc::<u64>(pes * splits)?;
         let ack = pgas.alloc::<u64>(pes * splits)?;
-        let mut peers = Vec::with_capacity(pes);
-        let mut unreachable = None;
-        for pe in 0..pes {
-            let (s, a, k) = (staging.peer(pe)?, arrive.peer(pe)?, ack.peer(pe)?);
-            match (s, a, k) {
-                (Some(s), Some(a), Some(k)) => peers.push(PeerAddrs {
-                    staging: s.as_device_ptr(),
-                    arrive: a.as_device_ptr(),
-                    ack: k.as_device_ptr(),
-                }),
-                _ => {
-                    unreachable.get_or_insert(pe);
-                }
-            }
-        }
+        let unreachable = pgas.first_unreachable(&staging, 0..pes)?;
         super::agree::agree(
             pgas,
             "matmul_reduce_scatter",
@@ -320,6 +307,18 @@ impl MatmulReduceScatter {
                 ),
             );
         }
+        let (s, a, k) = (
+            addresses(&staging, pes)?,
+            addresses(&arrive, pes)?,
+            addresses(&ack, pes)?,
+        );
+        let peers = (0..pes)
+            .map(|pe| PeerAddrs {
+                staging: s[pe],
+                arrive: a[pe],
+                ack: k[pe],
+            })
+            .collect();
         let ctx = pgas.cuda();
         // The copy stream at the highest priority: its reduction kernels take SMs as soon as
         // cuBLAS's blocks free them.

@@ -13,6 +13,7 @@ mod gemm_path;
 pub mod halo;
 pub mod matmul_reduce_scatter;
 pub mod moe;
+mod peers;
 mod stream_sync;
 
 pub use agree::agree;

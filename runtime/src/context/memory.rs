@@ -134,21 +134,6 @@ impl<T> fmt::Debug for SymTensor<T> {
 }
 
 impl Pgas {
-    /// Whether this PE reaches `region` on PE `pe` with plain loads and stores (NVLink or PCIe
-    /// peer access: `nvshmem_ptr` is not null), as `x.has_peer(pe)` tells inside a kernel.
-    /// Always true for this PE itself.
-    pub fn peer_reachable<T>(&self, region: &impl SymRegion<T>, pe: usize) -> Result<bool> {
-        let pe = self.check_pe(pe)?;
-        self.check_region("the region", region)?;
-        // SAFETY: a symmetric address and a valid PE; nvshmem_ptr only computes an address.
-        let p = unsafe {
-            self.nvshmem()
-                .raw()
-                .nvshmem_ptr(region.as_device_ptr() as *const std::ffi::c_void, pe)
-        };
-        Ok(!p.is_null())
-    }
-
     /// Whether the `bytes` bytes at `ptr` lie inside NVSHMEM's symmetric heap on this PE (both
     /// ends are looked up with `nvshmem_ptr`), so that other PEs can address them. An empty
     /// range is inside.

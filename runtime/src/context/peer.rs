@@ -40,23 +40,15 @@ impl<T> std::fmt::Debug for PeerView<'_, T> {
 
 impl<T: DeviceRepr> SymTensor<T> {
     /// PE `pe`'s copy of this tensor as memory this process can address (`nvshmem_ptr`), or
-    /// `None` when `pe` is not reachable by loads and stores from here (another node, or no peer
-    /// access: RMA through NVSHMEM still works then). `pe == my_pe` gives this PE's own copy.
-    /// A PE outside the world is an error.
+    /// `None` when `pe` is not reachable by loads and stores from here (another node, no peer
+    /// access, or `PGAS_PEER_ACCESS` says so: RMA through NVSHMEM still works then). `pe ==
+    /// my_pe` gives this PE's own copy. A PE outside the world is an error.
     pub fn peer(&self, pe: usize) -> Result<Option<PeerView<'_, T>>> {
-        let pgas_pe = self.inner.check_pe(pe)?;
+        self.inner.check_pe(pe)?;
         self.inner.bind()?;
-        // SAFETY: `ptr` is a symmetric address; nvshmem_ptr only translates it.
-        let raw = unsafe {
-            self.inner
-                .nvshmem
-                .raw()
-                .nvshmem_ptr(self.ptr as *const c_void, pgas_pe)
-        };
-        if raw.is_null() {
+        let Some(ptr) = self.inner.peer_address(self.ptr, pe) else {
             return Ok(None);
-        }
-        let ptr = raw as CUdeviceptr;
+        };
         Ok(Some(PeerView {
             tensor: self,
             pe,

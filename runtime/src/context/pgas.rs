@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, CudaStream};
 
+use super::reach::{PeerAccess, PEER_ACCESS_VAR};
 use super::team_handle::TeamRegistry;
 use crate::bootstrap::{self, env, Bootstrap, Bootstrapped};
 use crate::error::{Error, Result};
@@ -102,6 +103,7 @@ impl PgasBuilder {
             });
         }
         let method = bootstrap::resolve(self.bootstrap, &env::process)?;
+        let peer_access = PeerAccess::parse(env::process(PEER_ACCESS_VAR).as_deref())?;
         let heap_size = match self.heap_size {
             Some(bytes) => {
                 // NVSHMEM reads its heap size only from the environment, and may read its options
@@ -149,6 +151,7 @@ impl PgasBuilder {
             nvshmem: nv,
             lost: AtomicBool::new(false),
             teams: Mutex::new(TeamRegistry::default()),
+            peer_access,
         };
         *phase = Phase::Live;
         Ok(Pgas {
@@ -180,6 +183,8 @@ pub(crate) struct Inner {
     /// The split teams alive in this context: a destroyed team's handle is refused, not
     /// passed to NVSHMEM (see [`crate::Team`]).
     teams: Mutex<TeamRegistry>,
+    /// Which peers count as load/store reachable (`PGAS_PEER_ACCESS`, see `reach.rs`).
+    pub(crate) peer_access: PeerAccess,
 }
 
 impl Inner {

@@ -324,10 +324,7 @@ impl MoeDispatcher {
         let tok_erank = stream
             .alloc_zeros::<i32>(cfg.max_tokens * k)
             .map_err(Error::cuda("allocating the MoE layout"))?;
-        let mut reachable = 1u64;
-        for pe in 0..n {
-            reachable &= u64::from(pgas.peer_reachable(&recv_x, pe)?);
-        }
+        let reachable = u64::from(pgas.first_unreachable(&recv_x, 0..n)?.is_none());
         let all = gather(pgas, &mut agree_mine, &agree_all, &[reachable])?;
         if let Some(pe) = all.iter().position(|r| r[0] == 0) {
             return Err(Error::InvalidConfig {
