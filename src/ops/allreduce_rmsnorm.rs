@@ -871,7 +871,7 @@ pub fn reference(
     (r, y)
 }
 
-/// Whether a GPU result `got` of the norm agrees with [`reference`]'s `want`: within 2^-7 of
+/// Whether a GPU result `got` of the norm agrees with [`reference()`]'s `want`: within 2^-7 of
 /// `want`'s magnitude (two bf16 rounding steps), or both tiny.
 pub fn within_tolerance(got: bf16, want: bf16) -> bool {
     let (g, w) = (got.to_f32(), want.to_f32());
