@@ -3,6 +3,8 @@
 //!
 //! - `fused`: `pgas::ops::AllReduceRmsNorm::run_on`, all-reduce + residual add + RMSNorm in one
 //!   kernel (its automatic one-shot / two-shot choice);
+//! - `fused_ll`: the same by `Algorithm::LowLatency` (LL lines, no handshake), up to
+//!   `LL_TOKENS` tokens;
 //! - `pgas`: `pgas::coll` all-reduce (`Algorithm::Auto`) into a buffer, then the residual add
 //!   and RMSNorm alone (`AllReduceRmsNorm::add_rms_norm_on`: the same kernel without its
 //!   exchange);
@@ -17,8 +19,8 @@
 //! (`ops::allreduce_rmsnorm::reference`: the residual bit for bit, the norm within two bf16
 //! steps). A mismatch fails the run (exit 1). PE 0 prints a table and `FIGURE` lines
 //! (`allreduce_rmsnorm_{tokens}tok_{way}_{eager,graph}` in us,
-//! `allreduce_rmsnorm_{tokens}tok_fused_speedup_vs_{nccl,pgas}`: best of eager and graph each
-//! side) and, given an OUTDIR, writes `allreduce_rmsnorm.md`, `allreduce_rmsnorm_time.png` and
+//! `allreduce_rmsnorm_{tokens}tok_{fused,fused_ll}_speedup_vs_{nccl,pgas}`: best of eager and
+//! graph each side) and, given an OUTDIR, writes `allreduce_rmsnorm.md`, `allreduce_rmsnorm_time.png` and
 //! `allreduce_rmsnorm_speedup.png` there.
 //!
 //! ```text
@@ -49,23 +51,23 @@ const REPS: usize = 7;
 const EPS: f32 = 1e-5;
 /// Largest token count checked against the host.
 const HOST_CHECK_MAX: usize = 1024;
+/// Largest token count the low-latency form runs at (its grid is at most 32 blocks).
+const LL_TOKENS: usize = 64;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Way {
     Fused,
+    FusedLl,
     Pgas,
     Nccl,
 }
 
-const WAYS: [Way; 3] = [Way::Fused, Way::Pgas, Way::Nccl];
+const WAYS: [Way; 4] = [Way::Fused, Way::FusedLl, Way::Pgas, Way::Nccl];
+const NAMES: [&str; 4] = ["fused", "fused_ll", "pgas", "nccl"];
 
 impl Way {
     fn name(self) -> &'static str {
-        match self {
-            Way::Fused => "fused",
-            Way::Pgas => "pgas",
-            Way::Nccl => "nccl",
-        }
+        NAMES[self as usize]
     }
 }
 
@@ -100,6 +102,11 @@ fn call(
     match way {
         Way::Fused => {
             op.run_on(stream, &x, &mut residual, &b.weight, &mut out)?;
+            return Ok(());
+        }
+        Way::FusedLl => {
+            let ll = Algorithm::LowLatency;
+            op.run_with(stream, &x, &mut residual, &b.weight, &mut out, ll)?;
             return Ok(());
         }
         Way::Pgas => {
@@ -182,14 +189,20 @@ fn main() -> BenchResult<()> {
         );
     }
     // results[tokens][way][mode] = microseconds per call (NaN: not run).
-    let mut results = vec![[[f64::NAN; 2]; 3]; tokens_list.len()];
+    let mut results = vec![[[f64::NAN; 2]; 4]; tokens_list.len()];
     for (ti, &tokens) in tokens_list.iter().enumerate() {
         let len = tokens * hidden;
         let k = ((64usize << 20) / (len * 2).max(1 << 20)).clamp(2, 20);
         // Correctness: every way once from the same residual.
         let mut fused_result: Option<(Vec<bf16>, Vec<bf16>)> = None;
+        let ll = op.low_latency_available() && tokens <= LL_TOKENS;
+        let runs = |w: Way| match w {
+            Way::Nccl => nccl.is_some(),
+            Way::FusedLl => ll,
+            _ => true,
+        };
         for way in WAYS {
-            if way == Way::Nccl && nccl.is_none() {
+            if !runs(way) {
                 continue;
             }
             b.residual.view_mut(0..len)?.copy_from(&res_h[..len])?;
@@ -235,7 +248,7 @@ fn main() -> BenchResult<()> {
             }
         }
         for (wi, way) in WAYS.into_iter().enumerate() {
-            if way == Way::Nccl && nccl.is_none() {
+            if !runs(way) {
                 continue;
             }
             for (gi, graph) in [false, true].into_iter().enumerate() {
@@ -299,11 +312,15 @@ fn main() -> BenchResult<()> {
         }
         p.barrier_all()?;
         if me == 0 {
-            let r = &results[ti];
+            let cells: Vec<String> = results[ti]
+                .iter()
+                .zip(NAMES)
+                .map(|(c, n)| format!("{n} {} / {}", show(c[0]), show(c[1])))
+                .collect();
             println!(
-                "{BENCH}: {tokens} tokens ({:?}): us/call fused {} / {} pgas {} / {} nccl {} / {} (eager / graph); results agree",
+                "{BENCH}: {tokens} tokens (auto: {:?}): us/call {} (eager / graph); results agree",
                 op.algorithm_for(tokens),
-                show(r[0][0]), show(r[0][1]), show(r[1][0]), show(r[1][1]), show(r[2][0]), show(r[2][1])
+                cells.join(", ")
             );
         }
     }
@@ -318,37 +335,36 @@ fn report(
     machine: &str,
     hidden: usize,
     tokens_list: &[usize],
-    results: &[[[f64; 2]; 3]],
+    results: &[[[f64; 2]; 4]],
     out_dir: Option<&str>,
 ) -> BenchResult<()> {
     let mut table = format!(
         "# All-reduce + residual add + RMSNorm, tokens x {hidden} bf16, on {machine}\n\n\
          Median microseconds per call ({REPS} runs of K back-to-back calls), `eager / graph`; \
-         speedup = the baseline's best / fused's best.\n\n\
-         | tokens | fused | pgas all-reduce + norm | NCCL + norm | fused vs pgas | fused vs NCCL |\n\
-         | --- | --- | --- | --- | --- | --- |\n"
+         speedup = the baseline's best / the fused form's best. `fused`: the automatic choice \
+         (one-shot / two-shot); `fused_ll`: low latency (up to {LL_TOKENS} tokens).\n\n\
+         | tokens | fused | fused_ll | pgas all-reduce + norm | NCCL + norm | fused vs pgas | \
+         fused vs NCCL | fused_ll vs NCCL |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n"
     );
-    let names = ["fused", "pgas", "nccl"];
-    let mut time_series: Vec<Series> = Vec::new();
-    for name in names {
-        for mode in ["eager", "graph"] {
-            time_series.push(Series {
-                name: format!("{name} {mode}"),
-                points: Vec::new(),
-            });
-        }
-    }
-    let mut speed_series: Vec<Series> = ["fused vs pgas", "fused vs nccl"]
+    // (fused form, baseline) pairs of the speedups.
+    let pairs = [(0, 2), (0, 3), (1, 3)];
+    let mut time_series: Vec<Series> = NAMES
         .iter()
-        .map(|s| Series {
-            name: (*s).to_owned(),
+        .map(|n| Series {
+            name: format!("{n} (best of eager, graph)"),
+            points: Vec::new(),
+        })
+        .collect();
+    let mut speed_series: Vec<Series> = pairs
+        .iter()
+        .map(|&(f, b)| Series {
+            name: format!("{} vs {}", NAMES[f], NAMES[b]),
             points: Vec::new(),
         })
         .collect();
     for (ti, &tokens) in tokens_list.iter().enumerate() {
         let r = &results[ti];
         let best = |w: usize| r[w][0].min(r[w][1]);
-        let speed = |w: usize| best(w) / best(0);
         let x = |s: f64| {
             if s.is_finite() {
                 format!("{}x", show(s))
@@ -356,23 +372,17 @@ fn report(
                 "-".into()
             }
         };
-        let _ = writeln!(
-            table,
-            "| {tokens} | {} / {} | {} / {} | {} / {} | {} | {} |",
-            show(r[0][0]),
-            show(r[0][1]),
-            show(r[1][0]),
-            show(r[1][1]),
-            show(r[2][0]),
-            show(r[2][1]),
-            x(speed(1)),
-            x(speed(2))
-        );
-        for (wi, name) in names.iter().enumerate() {
+        let _ = write!(table, "| {tokens} |");
+        for cell in r {
+            let _ = write!(table, " {} / {} |", show(cell[0]), show(cell[1]));
+        }
+        for &(f, b) in &pairs {
+            let _ = write!(table, " {} |", x(best(b) / best(f)));
+        }
+        table.push('\n');
+        for (wi, name) in NAMES.iter().enumerate() {
+            time_series[wi].points.push((tokens as f64, best(wi)));
             for (gi, mode) in ["eager", "graph"].iter().enumerate() {
-                time_series[wi * 2 + gi]
-                    .points
-                    .push((tokens as f64, r[wi][gi]));
                 if r[wi][gi].is_finite() {
                     emit(
                         BENCH,
@@ -386,20 +396,21 @@ fn report(
                     );
                 }
             }
-            if wi > 0 {
-                speed_series[wi - 1].points.push((tokens as f64, speed(wi)));
-                if speed(wi).is_finite() {
-                    emit(
-                        BENCH,
-                        machine,
-                        &Figure {
-                            name: format!("{BENCH}_{tokens}tok_fused_speedup_vs_{name}"),
-                            value: speed(wi),
-                            unit: "x",
-                            note: "best of eager and graph, each side".into(),
-                        },
-                    );
-                }
+        }
+        for (pi, &(f, b)) in pairs.iter().enumerate() {
+            let speed = best(b) / best(f);
+            speed_series[pi].points.push((tokens as f64, speed));
+            if speed.is_finite() {
+                emit(
+                    BENCH,
+                    machine,
+                    &Figure {
+                        name: format!("{BENCH}_{tokens}tok_{}_speedup_vs_{}", NAMES[f], NAMES[b]),
+                        value: speed,
+                        unit: "x",
+                        note: "best of eager and graph, each side".into(),
+                    },
+                );
             }
         }
     }
@@ -422,7 +433,7 @@ fn report(
         plot::by_count(
             &dir.join("allreduce_rmsnorm_speedup.png"),
             &format!("fused kernel's speedup ({machine})"),
-            ("tokens", "speedup (baseline's best / fused's best)"),
+            ("tokens", "speedup (baseline's best / fused form's best)"),
             &keep(speed_series),
         )?;
     }

@@ -5,8 +5,9 @@
 //! after the call every PE's residual is `sum(x) + residual` and `out` its RMSNorm.
 //!
 //! Checks every element against the host (`ops::allreduce_rmsnorm::reference`) at 1, 7, 64 and
-//! 1000 tokens, one-shot and two-shot, over three calls each (the residual carries over), then
-//! times 1 and 64 tokens eagerly and replayed from a CUDA graph. Prints one `ok` line per PE.
+//! 1000 tokens, one-shot, two-shot and low-latency, over three calls each (the residual carries
+//! over), then times 1 and 64 tokens (the automatic choice and low-latency) eagerly and
+//! replayed from a CUDA graph. Prints one `ok` line per PE.
 //!
 //! ```text
 //! pgas-run -n 2 -- target/release/examples/allreduce_rmsnorm [hidden]
@@ -45,8 +46,18 @@ fn main() -> pgas::Result<()> {
         .map(|i| bf16::from_f32(1.0 + (i % 5) as f32 / 8.0))
         .collect();
     let weight = pgas.alloc_from(&weight_h)?;
+    // Low latency where every PE's row fits a block's shared memory.
+    let ll = op.low_latency_available();
+    let algs = [
+        Algorithm::OneShot,
+        Algorithm::TwoShot,
+        Algorithm::LowLatency,
+    ];
     for tokens in TOKENS {
-        for alg in [Algorithm::OneShot, Algorithm::TwoShot] {
+        for alg in algs
+            .into_iter()
+            .filter(|&a| ll || a != Algorithm::LowLatency)
+        {
             let len = tokens * hidden;
             let mut res_h: Vec<bf16> = (0..len).map(|i| val(i, 0, 9)).collect();
             let mut residual = pgas.alloc_from(&res_h)?;
@@ -80,7 +91,11 @@ fn main() -> pgas::Result<()> {
     }
     // Timing: 1 and 64 tokens, eager and from a CUDA graph of ITERS calls.
     const ITERS: usize = 50;
-    for tokens in [1, 64] {
+    for (tokens, alg) in [1, 64]
+        .into_iter()
+        .flat_map(|t| [(t, Algorithm::Auto), (t, Algorithm::LowLatency)])
+        .filter(|&(_, a)| ll || a != Algorithm::LowLatency)
+    {
         let len = tokens * hidden;
         let x = pgas.alloc_from(&(0..len).map(|i| val(i, me, 1)).collect::<Vec<_>>())?;
         let mut residual = pgas.alloc::<bf16>(len)?;
@@ -91,7 +106,7 @@ fn main() -> pgas::Result<()> {
                 stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
                 let mut r = Ok(Algorithm::Auto);
                 for _ in 0..ITERS {
-                    r = r.and(op.run_on(&stream, &x, &mut residual, &weight, &mut out));
+                    r = r.and(op.run_with(&stream, &x, &mut residual, &weight, &mut out, alg));
                 }
                 let g = stream.end_capture(CUgraphInstantiate_flags(0))?;
                 r?;
@@ -104,7 +119,7 @@ fn main() -> pgas::Result<()> {
                     Some(g) => g.launch()?,
                     None => {
                         for _ in 0..ITERS {
-                            op.run_on(&stream, &x, &mut residual, &weight, &mut out)?;
+                            op.run_with(&stream, &x, &mut residual, &weight, &mut out, alg)?;
                         }
                     }
                 }
@@ -124,10 +139,14 @@ fn main() -> pgas::Result<()> {
         if me == 0 {
             println!(
                 "allreduce_rmsnorm: {tokens} x {hidden} bf16 on {n} PE(s): {:.2} us eager, \
-                 {:.2} us graph ({:?})",
+                 {:.2} us graph ({alg:?}: {:?})",
                 us[0],
                 us[1],
-                op.algorithm_for(tokens)
+                if alg == Algorithm::Auto {
+                    op.algorithm_for(tokens)
+                } else {
+                    alg
+                }
             );
         }
         // Every PE is done with x before any PE frees it.

@@ -47,6 +47,15 @@ use crate::{Error, Pgas, Result, SymRegion, SymTensor, Team};
 /// Threads per block: 16 warps; a row of 8192 bf16 is one 16-byte vector pair a thread.
 const THREADS: u32 = 512;
 
+/// The most dynamic shared memory the low-latency form's gathered rows take (`n * hidden * 2`
+/// bytes; H100 and H200 give a block 227 KiB): past it, [`Algorithm::LowLatency`] is refused.
+pub const LL_MAX_SHARED_BYTES: usize = 192 << 10;
+
+/// The most blocks (rows at a time) of the low-latency form: its scratch holds
+/// `coll::device_scratch_len::<bf16>(n, hidden)` words a block (about twice the bytes of the
+/// `n` rows: 128 KiB for two PEs at hidden 8192).
+pub const LL_MAX_BLOCKS: usize = 32;
+
 /// The kernel's `mode` (comptime): one-shot.
 const ONE_SHOT: i128 = 0;
 /// Two-shot.
@@ -404,6 +413,188 @@ pub fn allreduce_add_rmsnorm(
     }
 }
 
+/// The low-latency form (`Algorithm::LowLatency`): no entry or leave handshake. Block `b` takes
+/// rows `b, b + G, ..`; for each, `team_all_gather_block` (pgas's LL lines: each PE stores its
+/// row of `x` with the call's flag beside every 8 bytes into every peer's `scratch`, and polls
+/// its own; one NVLink crossing) gathers every PE's row into shared memory (`n * hidden` bf16,
+/// the launch's dynamic shared memory), then the block sums them in f32 in rank order, adds the
+/// residual, rounds once (the same arithmetic, in the same order, as the other forms), writes
+/// `r_out` and normalizes locally. `scratch` holds `region` words a block
+/// (`pgas::coll::device_scratch_len::<bf16>(n, hidden)`), zeroed once; its call counters keep
+/// consecutive calls apart, also across CUDA-graph replays. Peers never read this PE's `x`,
+/// `residual` or `out`.
+#[pgas_kernel(max_threads = 512)]
+pub fn allreduce_add_rmsnorm_ll(
+    team: Team,
+    x: &SymTensor<bf16>,
+    residual: &mut SymTensor<bf16>,
+    weight: &SymTensor<bf16>,
+    out: &mut SymTensor<bf16>,
+    scratch: &mut SymTensor<u64>,
+    region: u32,
+    tokens: u32,
+    hidden: u32,
+    eps: f32,
+    #[comptime] n: u32,
+) {
+    let blk = block_idx_x() as usize;
+    let grid = grid_dim_x() as usize;
+    let lane = lane_id() as usize;
+    let warp = warp_id() as usize;
+    let warps = (block_dim_x() / 32) as usize;
+    let stride = block_dim_x() as usize;
+    let h = hidden as usize;
+    let nv = h / 8;
+    let tt = tokens as usize;
+    let nn = n as usize;
+    let at = blk * region as usize;
+    let g = dyn_shared::<bf16>();
+    let red = shared_array::<f32, 33>();
+    let mut row = blk;
+    while row < tt {
+        let base = row * h;
+        // Every PE's row, rank `k`'s at `g[k * h..]` (a block barrier before and after).
+        team_all_gather_block(
+            team,
+            &mut g[0..nn * h],
+            &x[base..base + h],
+            &mut scratch[at],
+        );
+        let mut ss = 0.0f32;
+        let mut v = thread_idx_x() as usize;
+        while v < nv {
+            let two = v + stride < nv;
+            let j0 = v * 8;
+            let j1 = if two { j0 + stride * 8 } else { j0 };
+            let r0 = load_vec16(&residual[base + j0]);
+            let r1 = load_vec16(&residual[base + j1]);
+            let mut a00 = 0.0f32;
+            let mut a01 = 0.0f32;
+            let mut a02 = 0.0f32;
+            let mut a03 = 0.0f32;
+            let mut a04 = 0.0f32;
+            let mut a05 = 0.0f32;
+            let mut a06 = 0.0f32;
+            let mut a07 = 0.0f32;
+            let mut a10 = 0.0f32;
+            let mut a11 = 0.0f32;
+            let mut a12 = 0.0f32;
+            let mut a13 = 0.0f32;
+            let mut a14 = 0.0f32;
+            let mut a15 = 0.0f32;
+            let mut a16 = 0.0f32;
+            let mut a17 = 0.0f32;
+            for k in 0..nn {
+                let u0 = load_vec16(&g[k * h + j0]);
+                let u1 = load_vec16(&g[k * h + j1]);
+                a00 += vec16_get(u0, 0) as f32;
+                a01 += vec16_get(u0, 1) as f32;
+                a02 += vec16_get(u0, 2) as f32;
+                a03 += vec16_get(u0, 3) as f32;
+                a04 += vec16_get(u0, 4) as f32;
+                a05 += vec16_get(u0, 5) as f32;
+                a06 += vec16_get(u0, 6) as f32;
+                a07 += vec16_get(u0, 7) as f32;
+                a10 += vec16_get(u1, 0) as f32;
+                a11 += vec16_get(u1, 1) as f32;
+                a12 += vec16_get(u1, 2) as f32;
+                a13 += vec16_get(u1, 3) as f32;
+                a14 += vec16_get(u1, 4) as f32;
+                a15 += vec16_get(u1, 5) as f32;
+                a16 += vec16_get(u1, 6) as f32;
+                a17 += vec16_get(u1, 7) as f32;
+            }
+            let mut o0 = r0;
+            let mut o1 = r1;
+            let mut ss0 = 0.0f32;
+            let mut ss1 = 0.0f32;
+            let q = (a00 + vec16_get(r0, 0) as f32) as bf16;
+            o0 = vec16_set(o0, 0, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a01 + vec16_get(r0, 1) as f32) as bf16;
+            o0 = vec16_set(o0, 1, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a02 + vec16_get(r0, 2) as f32) as bf16;
+            o0 = vec16_set(o0, 2, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a03 + vec16_get(r0, 3) as f32) as bf16;
+            o0 = vec16_set(o0, 3, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a04 + vec16_get(r0, 4) as f32) as bf16;
+            o0 = vec16_set(o0, 4, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a05 + vec16_get(r0, 5) as f32) as bf16;
+            o0 = vec16_set(o0, 5, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a06 + vec16_get(r0, 6) as f32) as bf16;
+            o0 = vec16_set(o0, 6, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a07 + vec16_get(r0, 7) as f32) as bf16;
+            o0 = vec16_set(o0, 7, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a10 + vec16_get(r1, 0) as f32) as bf16;
+            o1 = vec16_set(o1, 0, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a11 + vec16_get(r1, 1) as f32) as bf16;
+            o1 = vec16_set(o1, 1, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a12 + vec16_get(r1, 2) as f32) as bf16;
+            o1 = vec16_set(o1, 2, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a13 + vec16_get(r1, 3) as f32) as bf16;
+            o1 = vec16_set(o1, 3, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a14 + vec16_get(r1, 4) as f32) as bf16;
+            o1 = vec16_set(o1, 4, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a15 + vec16_get(r1, 5) as f32) as bf16;
+            o1 = vec16_set(o1, 5, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a16 + vec16_get(r1, 6) as f32) as bf16;
+            o1 = vec16_set(o1, 6, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a17 + vec16_get(r1, 7) as f32) as bf16;
+            o1 = vec16_set(o1, 7, q);
+            ss1 += q as f32 * q as f32;
+            ss += ss0;
+            if two {
+                ss += ss1;
+            }
+            store_vec16(&mut residual[base + j0], o0);
+            store_vec16(&mut residual[base + j1], o1);
+            v += 2 * stride;
+        }
+        // The block's sum of squares, as in `allreduce_add_rmsnorm`.
+        ss += shfl_xor_sync(0xffff_ffff, ss, 16);
+        ss += shfl_xor_sync(0xffff_ffff, ss, 8);
+        ss += shfl_xor_sync(0xffff_ffff, ss, 4);
+        ss += shfl_xor_sync(0xffff_ffff, ss, 2);
+        ss += shfl_xor_sync(0xffff_ffff, ss, 1);
+        if lane == 0 {
+            red[warp] = ss;
+        }
+        sync_threads();
+        if warp == 0 {
+            let mut s = 0.0f32;
+            if lane < warps {
+                s = red[lane];
+            }
+            s += shfl_xor_sync(0xffff_ffff, s, 16);
+            s += shfl_xor_sync(0xffff_ffff, s, 8);
+            s += shfl_xor_sync(0xffff_ffff, s, 4);
+            s += shfl_xor_sync(0xffff_ffff, s, 2);
+            s += shfl_xor_sync(0xffff_ffff, s, 1);
+            if lane == 0 {
+                red[32] = s;
+            }
+        }
+        sync_threads();
+        let inv = rsqrt(red[32] / hidden as f32 + eps);
+        norm_row(residual, weight, out, base, h, inv);
+        row += grid;
+    }
+}
+
 /// All-reduce + residual add + RMSNorm over every PE, fused into one kernel (see the
 /// [module docs](self)): made collectively with [`AllReduceRmsNorm::new`], then one
 /// [`AllReduceRmsNorm::run_on`] per layer step on every PE.
@@ -443,6 +634,11 @@ pub struct AllReduceRmsNorm {
     /// Blocks a fused call may launch: the fewest SMs of any PE, at most
     /// [`crate::coll::MAX_BLOCKS`] (blocks wait for their namesakes on the other PEs).
     max_blocks: usize,
+    /// The low-latency form's LL scratch (`ll_blocks` regions of `ll_region` words), where
+    /// `n * hidden * 2 <= LL_MAX_SHARED_BYTES`.
+    ll_scratch: Option<SymTensor<u64>>,
+    ll_region: usize,
+    ll_blocks: usize,
 }
 
 impl std::fmt::Debug for AllReduceRmsNorm {
@@ -530,6 +726,16 @@ impl AllReduceRmsNorm {
         } else {
             sms
         };
+        let max_blocks = fewest.clamp(1, crate::coll::MAX_BLOCKS);
+        // The same on every PE (n, hidden, max_tokens and the fewest SMs are), so every PE
+        // allocates alike.
+        let ll_region = crate::coll::device_scratch_len::<bf16>(n, hidden);
+        let ll_blocks = max_tokens.min(max_blocks).min(LL_MAX_BLOCKS);
+        let ll_scratch = if n * hidden * 2 <= LL_MAX_SHARED_BYTES {
+            Some(pgas.alloc::<u64>(ll_blocks * ll_region)?)
+        } else {
+            None
+        };
         Ok(AllReduceRmsNorm {
             pgas: pgas.clone(),
             comm,
@@ -537,7 +743,10 @@ impl AllReduceRmsNorm {
             max_tokens,
             eps,
             n,
-            max_blocks: fewest.clamp(1, crate::coll::MAX_BLOCKS),
+            max_blocks,
+            ll_scratch,
+            ll_region,
+            ll_blocks,
         })
     }
 
@@ -580,13 +789,19 @@ impl AllReduceRmsNorm {
         }
     }
 
+    /// Whether [`Algorithm::LowLatency`] is available: the PEs' rows fit the shared memory
+    /// of a block (`n * hidden * 2 <= LL_MAX_SHARED_BYTES`).
+    pub fn low_latency_available(&self) -> bool {
+        self.ll_scratch.is_some()
+    }
+
     /// Compiles (or loads from the disk cache) the kernels this operation launches (one-shot,
-    /// two-shot, and the unfused norm), so that no call compiles and every call can be captured
-    /// into a CUDA graph.
+    /// two-shot, low-latency where available, and the unfused norm), so that no call compiles
+    /// and every call can be captured into a CUDA graph.
     pub fn prewarm(&self) -> Result<()> {
         let n = self.n as i128;
         let specs = [[n, ONE_SHOT], [n, TWO_SHOT], [1, LOCAL]];
-        let list: Vec<Prewarm<'_>> = specs
+        let mut list: Vec<Prewarm<'_>> = specs
             .iter()
             .map(|c| Prewarm {
                 spec: &allreduce_add_rmsnorm::SPEC,
@@ -594,6 +809,14 @@ impl AllReduceRmsNorm {
                 comptime: c,
             })
             .collect();
+        let ll = [n];
+        if self.low_latency_available() {
+            list.push(Prewarm {
+                spec: &allreduce_add_rmsnorm_ll::SPEC,
+                variant: Variant::Plain,
+                comptime: &ll,
+            });
+        }
         pgas_runtime::launch::prewarm(&self.pgas, &list)
     }
 
@@ -631,8 +854,10 @@ impl AllReduceRmsNorm {
         self.run_with(stream, x, residual, weight, out, Algorithm::Auto)
     }
 
-    /// [`AllReduceRmsNorm::run_on`] by a given algorithm: `Auto`, `OneShot` or `TwoShot` (the
-    /// others are an `Err`). Every PE must pass the same.
+    /// [`AllReduceRmsNorm::run_on`] by a given algorithm: `Auto`, `OneShot`, `TwoShot` or
+    /// `LowLatency` (where [`AllReduceRmsNorm::low_latency_available`]: no entry or leave
+    /// handshake, each PE's rows sent as LL lines into every peer's scratch; see
+    /// [`allreduce_add_rmsnorm_ll`]). `Nvshmem` is an `Err`. Every PE must pass the same.
     pub fn run_with(
         &mut self,
         stream: &CudaStream,
@@ -646,12 +871,27 @@ impl AllReduceRmsNorm {
         let algorithm = match algorithm {
             Algorithm::Auto => self.algorithm_for(tokens),
             a @ (Algorithm::OneShot | Algorithm::TwoShot) => a,
+            Algorithm::LowLatency if self.ll_scratch.is_some() => Algorithm::LowLatency,
+            Algorithm::LowLatency => {
+                return Err(Error::InvalidConfig {
+                    name: "AllReduceRmsNorm algorithm",
+                    value: format!(
+                        "LowLatency with {} PEs x hidden {} x 2 bytes of rows",
+                        self.n, self.hidden
+                    ),
+                    reason: format!(
+                        "the low-latency form gathers every PE's row into a block's shared \
+                         memory, at most LL_MAX_SHARED_BYTES ({LL_MAX_SHARED_BYTES}). Fix: pass \
+                         Algorithm::Auto, OneShot or TwoShot"
+                    ),
+                });
+            }
             other => {
                 return Err(Error::InvalidConfig {
                     name: "AllReduceRmsNorm algorithm",
                     value: format!("{other:?}"),
-                    reason: "the fused kernel has a one-shot and a two-shot form only. Fix: pass \
-                             Algorithm::Auto, OneShot or TwoShot"
+                    reason: "the fused kernel has one-shot, two-shot and low-latency forms only. \
+                             Fix: pass Algorithm::Auto, OneShot, TwoShot or LowLatency"
                         .into(),
                 });
             }
@@ -681,6 +921,31 @@ impl AllReduceRmsNorm {
             return Ok(algorithm);
         }
         let n = self.n;
+        if let (Algorithm::LowLatency, Some(scratch)) = (algorithm, self.ll_scratch.as_mut()) {
+            let mut args = KernelArgs::new();
+            args.push_team(Team::WORLD)
+                .push_sym(x)
+                .push_sym_mut(residual)
+                .push_sym(weight)
+                .push_sym_mut(out)
+                .push_sym_mut(scratch)
+                .push_scalar(self.ll_region as u32)
+                .push_scalar(tokens as u32)
+                .push_scalar(self.hidden as u32)
+                .push_scalar(self.eps);
+            let blocks = tokens.clamp(1, self.ll_blocks) as u32;
+            let shared = (n * self.hidden * 2) as u32;
+            pgas_runtime::launch::launch(
+                &self.pgas,
+                &allreduce_add_rmsnorm_ll::SPEC,
+                Variant::Plain,
+                &[n as i128],
+                LaunchConfig::blocks(blocks, THREADS).with_shared_mem(shared),
+                Some(stream),
+                &mut args,
+            )?;
+            return Ok(algorithm);
+        }
         let (mode, rows) = if algorithm == Algorithm::TwoShot {
             (TWO_SHOT, tokens.div_ceil(n))
         } else {

@@ -1,8 +1,9 @@
 //! `pgas::ops::AllReduceRmsNorm`: the fused all-reduce + residual add + RMSNorm against the host
 //! (`ops::allreduce_rmsnorm::reference`: the residual bit for bit, the norm within two bf16
-//! steps) at 1, 7, 64 and 1000 tokens, one-shot, two-shot and automatic, over two calls each
+//! steps) at 1, 7, 64 and 1000 tokens, one-shot, two-shot, low-latency and automatic, over
+//! two calls each
 //! (the residual carries over), with `x` a view into a larger tensor; ten calls of mixed
-//! algorithms and token counts queued with no host wait; a CUDA graph of three calls replayed
+//! algorithms and token counts queued with no host wait; a CUDA graph of four calls replayed
 //! four times; the unfused form (`pgas::coll` all-reduce + `add_rms_norm_on`); and every bad
 //! input, each an `Err` before anything is launched, then a good call.
 
@@ -73,7 +74,12 @@ fn sweep(p: &Pgas) -> CaseResult {
         let mut xbig = p.alloc::<bf16>(max * hidden + 16)?;
         for &tokens in tokens_list {
             let len = tokens * hidden;
-            for alg in [Algorithm::OneShot, Algorithm::TwoShot, Algorithm::Auto] {
+            for alg in [
+                Algorithm::OneShot,
+                Algorithm::TwoShot,
+                Algorithm::LowLatency,
+                Algorithm::Auto,
+            ] {
                 let mut res_h: Vec<bf16> = (0..len).map(|i| val(i, 0, 9)).collect();
                 let mut residual = p.alloc_from(&res_h)?;
                 let mut out = p.alloc::<bf16>(len)?;
@@ -111,7 +117,12 @@ fn back_to_back(p: &Pgas) -> CaseResult {
     let (me, n) = (p.my_pe(), p.n_pes());
     let hidden = 1024;
     let tokens = [3usize, 40, 1, 40, 17, 3, 64, 2, 40, 5];
-    let algs = [Algorithm::OneShot, Algorithm::TwoShot, Algorithm::Auto];
+    let algs = [
+        Algorithm::OneShot,
+        Algorithm::TwoShot,
+        Algorithm::LowLatency,
+        Algorithm::Auto,
+    ];
     let mut op = AllReduceRmsNorm::new(p, hidden, 64, EPS)?;
     let w_h = weights(hidden);
     let weight = p.alloc_from(&w_h)?;
@@ -133,7 +144,7 @@ fn back_to_back(p: &Pgas) -> CaseResult {
         let x = xs[c].view(0..len)?;
         let mut r = residual.view_mut(0..len)?;
         let mut o = out.view_mut(0..len)?;
-        op.run_with(&s, &x, &mut r, &weight, &mut o, algs[c % 3])?;
+        op.run_with(&s, &x, &mut r, &weight, &mut o, algs[c % 4])?;
         let refs: Vec<&[bf16]> = all[c].iter().map(|v| &v[..len]).collect();
         let (r_new, y) = reference(&refs, &res_h[..len], &w_h, hidden, EPS);
         res_h[..len].copy_from_slice(&r_new);
@@ -151,7 +162,8 @@ fn back_to_back(p: &Pgas) -> CaseResult {
     Ok(())
 }
 
-/// Three calls (one-shot, two-shot, automatic) captured into a CUDA graph, replayed 4 times.
+/// Four calls (one-shot, two-shot, low-latency, automatic) captured into a CUDA graph,
+/// replayed 4 times.
 fn graph(p: &Pgas) -> CaseResult {
     let (me, n) = (p.my_pe(), p.n_pes());
     let (hidden, tokens) = (1024, 13);
@@ -169,7 +181,12 @@ fn graph(p: &Pgas) -> CaseResult {
     p.barrier_all()?;
     s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
     let mut r = Ok(Algorithm::Auto);
-    for alg in [Algorithm::OneShot, Algorithm::TwoShot, Algorithm::Auto] {
+    for alg in [
+        Algorithm::OneShot,
+        Algorithm::TwoShot,
+        Algorithm::LowLatency,
+        Algorithm::Auto,
+    ] {
         r = r.and(op.run_with(&s, &x, &mut residual, &weight, &mut out, alg));
     }
     let g = s.end_capture(CUgraphInstantiate_flags(0))?;
@@ -181,14 +198,14 @@ fn graph(p: &Pgas) -> CaseResult {
     s.synchronize()?;
     let refs: Vec<&[bf16]> = xs_h.iter().map(Vec::as_slice).collect();
     let mut y = Vec::new();
-    for _ in 0..12 {
+    for _ in 0..16 {
         let (r_new, y_new) = reference(&refs, &res_h, &w_h, hidden, EPS);
         res_h = r_new;
         y = y_new;
     }
     let got = (residual.to_vec()?, out.to_vec()?);
     check(
-        "after 4 replays of 3 captured calls",
+        "after 4 replays of 4 captured calls",
         (&got.0, &got.1),
         (&res_h, &y),
     )?;
@@ -348,16 +365,33 @@ fn bad_input(p: &Pgas) -> CaseResult {
         "overlap",
     )?;
     expect_err(
-        "the low-latency algorithm",
+        "NVSHMEM's algorithm",
         op.run_with(
             &s,
             &xv,
             &mut residual,
             &weight,
             &mut out.view_mut(0..len)?,
-            Algorithm::LowLatency,
+            Algorithm::Nvshmem,
         ),
-        "one-shot and a two-shot form only",
+        "low-latency forms only",
+    )?;
+    // Rows of every PE past a block's shared memory: no low-latency form.
+    let wide = (pgas::ops::allreduce_rmsnorm::LL_MAX_SHARED_BYTES / 2 / n + 8).next_multiple_of(8);
+    let mut big_op = AllReduceRmsNorm::new(p, wide, 1, EPS)?;
+    ensure(!big_op.low_latency_available(), || {
+        format!("hidden {wide} on {n} PEs offers the low-latency form")
+    })?;
+    let bx = p.alloc::<bf16>(wide)?;
+    let (mut br, mut bo, bw) = (
+        p.alloc::<bf16>(wide)?,
+        p.alloc::<bf16>(wide)?,
+        p.alloc::<bf16>(wide)?,
+    );
+    expect_err(
+        "low latency past the shared memory",
+        big_op.run_with(&s, &bx, &mut br, &bw, &mut bo, Algorithm::LowLatency),
+        "LL_MAX_SHARED_BYTES",
     )?;
     // Nothing was launched: a good call works and matches the host.
     p.barrier_all()?;
