@@ -613,7 +613,7 @@ if [ "$only" = fused ]; then
   # pgas::coll's all-reduce followed by the same norm kernel, 1 to 8192 tokens x 8192 bf16
   # (allreduce_rmsnorm.md/png).
   step "allreduce_rmsnorm $gpus PE" bench.log 150 "${with_nccl[@]}" "$bin/pgas-run" -n "$gpus" -- "$bin/allreduce_rmsnorm" "$out"
-  verdict "allreduce_rmsnorm $gpus PE" "$(figures | brief 'allreduce_rmsnorm_(1|64|8192)tok_fused_(graph|speedup_vs_nccl)')"
+  verdict "allreduce_rmsnorm $gpus PE" "$(figures | brief '_1tok_fused_graph|_1tok_fused_ll_graph|_1tok_nccl_graph|_1tok_fused_speedup_vs_nccl|_1tok_fused_ll_speedup_vs_nccl|_64tok_fused_speedup_vs_nccl|_8192tok_fused_speedup_vs_nccl')"
   # PyTorch async-TP (symm_mem fused all-gather + GEMM and GEMM + reduce-scatter) at the same
   # shapes, against torch's unfused ops: the other baseline of issue 10.
   if ! python3 -c "import torch" 2>/dev/null; then
