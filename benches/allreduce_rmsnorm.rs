@@ -24,7 +24,7 @@
 //! `allreduce_rmsnorm_speedup.png` there.
 //!
 //! ```text
-//! pgas-run -n 2 -- target/release/deps/allreduce_rmsnorm-<hash> [OUTDIR] [--tokens 1,64] [--hidden 8192] [--no-nccl]
+//! pgas-run -n 2 -- target/release/deps/allreduce_rmsnorm_bench-<hash> [OUTDIR] [--tokens 1,64] [--hidden 8192] [--no-nccl]
 //! ```
 //!
 //! NCCL is loaded as in `benches/common/nccl.rs`; without it (or with `--no-nccl`: NCCL refuses
