@@ -31,8 +31,15 @@
 //!   Each PE moves `2 (n - 1) / n` of the data over NVLink, as a two-shot all-reduce: `y` never
 //!   crosses the links (each PE normalizes every row itself).
 //!
-//! Blocks wait for their namesakes on the other PEs, so the grid is at most the fewest SMs of any
-//! PE (and [`crate::coll::MAX_BLOCKS`]), the same on every PE for the same call.
+//! - **low latency** ([`Algorithm::LowLatency`], a kernel of its own,
+//!   [`allreduce_add_rmsnorm_ll`]): no handshake at all; each block gathers every PE's row into
+//!   shared memory over `coll`'s LL lines (data and flag in one store, `team_all_gather_block`),
+//!   then sums, adds and normalizes as above. One NVLink crossing a call.
+//!
+//! Every form computes `r_out` with the same operations in the same order (so the residual
+//! stream has the same bits on every PE, whichever form ran). Blocks wait for their namesakes on
+//! the other PEs, so the grid is at most the fewest SMs of any PE (and
+//! [`crate::coll::MAX_BLOCKS`]), the same on every PE for the same call.
 //! [`AllReduceRmsNorm::add_rms_norm_on`] is the same kernel without any exchange: the residual
 //! add and RMSNorm alone, for an input that is already all-reduced (the unfused form).
 
