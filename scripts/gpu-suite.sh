@@ -9,8 +9,9 @@
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
 #   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; the gallery
 #   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE),
-#                  coll and halo vs NCCL (2 PEs where 2 GPUs), all-gather + GEMM (ag_gemm) and
-#                  GEMM + reduce-scatter (gemm_rs), every GPU
+#                  coll and halo vs NCCL (2 PEs where 2 GPUs), all-gather + GEMM (ag_gemm),
+#                  GEMM + reduce-scatter (gemm_rs) and all-reduce + RMSNorm (allreduce_rmsnorm_bench),
+#                  every GPU
 #   nccl.log       NCCL through torch.distributed; PyTorch async-TP (scripts/async_tp_bench.py)
 #   figures.jsonl  every benchmark figure, one JSON object a line
 #   summary.txt    one line per step (ok/FAIL/SKIP and key figures), also printed last
@@ -32,7 +33,7 @@
 #   coll:     only `pgas doctor` and the collectives against NCCL (benches/coll.rs, nccl_bench.py)
 #             and PyTorch symm_mem's all-reduce (symm_mem_bench.py).
 #   fused:    only `pgas doctor` and issue 10's workloads against their baselines (halo, moe,
-#             ag_gemm, gemm_rs, async_tp_bench.py).
+#             ag_gemm, gemm_rs, allreduce_rmsnorm_bench, async_tp_bench.py).
 # The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
 # benchmarks (dsl_vs_cuda, jit_costs, gemm) and the faults part; four calls cover everything.
 set -uo pipefail
@@ -622,6 +623,11 @@ if [ "$only" = fused ]; then
   verdict "ag_gemm $gpus PE" "$(figures | brief 'speedup|cublas_nccl_us')"
   step "gemm_rs $gpus PE" bench.log 150 "${with_nccl[@]}" "$bin/pgas-run" -n "$gpus" -- "$bin/gemm_rs" "$out"
   verdict "gemm_rs $gpus PE" "$(figures | brief 'speedup|cublas_nccl_us')"
+  # All-reduce + residual add + RMSNorm (pgas::ops::AllReduceRmsNorm) against NCCL's and
+  # pgas::coll's all-reduce followed by the same norm kernel, 1 to 8192 tokens x 8192 bf16
+  # (allreduce_rmsnorm.md/png).
+  step "allreduce_rmsnorm $gpus PE" bench.log 150 "${with_nccl[@]}" "$bin/pgas-run" -n "$gpus" -- "$bin/allreduce_rmsnorm_bench" "$out"
+  verdict "allreduce_rmsnorm $gpus PE" "$(figures | brief '_1tok_fused_graph|_1tok_fused_ll_graph|_1tok_nccl_graph|_1tok_fused_speedup_vs_nccl|_1tok_fused_ll_speedup_vs_nccl|_64tok_fused_speedup_vs_nccl|_8192tok_fused_speedup_vs_nccl')"
   # PyTorch async-TP (symm_mem fused all-gather + GEMM and GEMM + reduce-scatter) at the same
   # shapes, against torch's unfused ops: the other baseline of issue 10.
   if ! python3 -c "import torch" 2>/dev/null; then

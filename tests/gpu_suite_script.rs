@@ -38,6 +38,19 @@ fn fixtures(root: &Path) -> (PathBuf, PathBuf) {
             }
         }
     }
+    // Benchmarks whose target is not named after their file (`[[bench]]` with a `path`):
+    // build-device.sh copies them under the target's name.
+    let manifest =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    for block in manifest.split("[[bench]]").skip(1) {
+        if let Some(name) = block
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("name = \""))
+            .and_then(|rest| rest.strip_suffix('"'))
+        {
+            programs.push(name.to_string());
+        }
+    }
     for p in &programs {
         write_exe(&bin.join(p), "echo \"$(basename \"$0\"): skipped: no GPU\"");
     }

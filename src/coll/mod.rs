@@ -652,6 +652,24 @@ impl Comm {
         )
     }
 
+    /// This PE's team rank and the communicator's flags, for the kernel of a fused operation
+    /// that synchronizes with the same protocol as these collectives (`docs/coll.md`,
+    /// "Synchronization"; `ops::allreduce_rmsnorm`): its calls then count on the same call
+    /// counters, so they mix with this communicator's collectives on one stream. `Err` for a
+    /// non-member or where a peer is not load/store reachable (`what` names the operation).
+    pub(crate) fn kernel_flags(&mut self, what: &str) -> Result<(usize, KernelFlags<'_>)> {
+        let rank = self.member()?;
+        self.check_p2p(what)?;
+        Ok((
+            rank,
+            KernelFlags {
+                pes: &self.pes,
+                sig: &mut self.sig,
+                epochs: &mut self.epochs,
+            },
+        ))
+    }
+
     /// This PE's team rank, or the error a non-member's call gets.
     /// Also refuses a call after the team was destroyed ([`Team::destroy`]): the kernels use
     /// the world PE numbers gathered at `new`, but the communicator is over that team, and the
@@ -772,6 +790,17 @@ impl Comm {
             &mut args,
         )
     }
+}
+
+/// A [`Comm`]'s flags as a kernel takes them ([`Comm::kernel_flags`]): the rank table, the
+/// entry/leave signals (`sig[b * n + r]`, [`MAX_BLOCKS`] blocks) and each block's call counter.
+pub(crate) struct KernelFlags<'a> {
+    /// Team rank -> world PE.
+    pub pes: &'a SymTensor<i32>,
+    /// `sig[b * n + r]`: block `b` of team rank `r` entered (`2e - 1`) or left (`2e`) call `e`.
+    pub sig: &'a mut SymTensor<u64>,
+    /// Calls each block took part in.
+    pub epochs: &'a mut SymTensor<u64>,
 }
 
 /// Which buffer of a data movement the peers load from or store into.

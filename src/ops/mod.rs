@@ -1,13 +1,15 @@
 //! Operations built on pgas kernels, at production sizes: communication fused with computation,
 //! combining a pgas communication kernel or the copy engine with a user's computation or a vendor
 //! library's (the halo exchange of a stencil, [`halo`]; all-gather fused with a GEMM,
-//! [`AllGatherMatmul`]; a GEMM fused with a reduce-scatter, [`matmul_reduce_scatter`]), whole
-//! operations a model calls (the token dispatch and combine of a mixture-of-experts layer across
-//! PEs, [`moe`]), and what they share: cuBLAS loaded at run time ([`cublas`]) and the cross-PE
+//! [`AllGatherMatmul`]; a GEMM fused with a reduce-scatter, [`matmul_reduce_scatter`]; an
+//! all-reduce fused with the residual add and RMSNorm, [`AllReduceRmsNorm`]), whole operations a
+//! model calls (the token dispatch and combine of a mixture-of-experts layer across PEs,
+//! [`moe`]), and what they share: cuBLAS loaded at run time ([`cublas`]) and the cross-PE
 //! argument check of collective operations ([`agree`]). See `docs/ops.md`.
 
 mod agree;
 pub mod all_gather_matmul;
+pub mod allreduce_rmsnorm;
 pub mod cublas;
 mod gemm_path;
 pub mod halo;
@@ -18,4 +20,5 @@ mod stream_sync;
 
 pub use agree::agree;
 pub use all_gather_matmul::{all_gather_matmul, AllGatherMatmul};
+pub use allreduce_rmsnorm::AllReduceRmsNorm;
 pub use gemm_path::GemmPath;

@@ -41,6 +41,7 @@ mod math;
 mod misuse;
 mod moe;
 mod ops;
+mod ops_rmsnorm;
 mod ops_rs;
 mod peer;
 mod rma;
@@ -107,6 +108,7 @@ fn main() -> ExitCode {
         moe::CASES,
         halo::CASES,
         ops::CASES,
+        ops_rmsnorm::CASES,
         versions::CASES,
         peer::CASES,
         launch::CASES,
