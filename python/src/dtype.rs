@@ -248,10 +248,16 @@ dtypes! {
 #[allow(clippy::single_component_path_imports)]
 pub(crate) use {with_pair, with_tensor};
 
-/// The dtype name that `dtype` stands for: a name of [`NAMES`] (`"float32"`), or anything
-/// whose `str()` is one with a `torch.` prefix (`torch.float32`).
+/// The dtype name that `dtype` stands for: a name of [`NAMES`] (`"float32"`), anything whose
+/// `str()` is one, also with a `torch.` prefix (`torch.float32`, `numpy.dtype("float32")`), or
+/// a NumPy/CuPy scalar type (`numpy.float32`).
 pub(crate) fn parse(dtype: &Bound<'_, PyAny>) -> PyResult<&'static str> {
-    let text = dtype.str()?.to_string();
+    // A NumPy/CuPy scalar type (`numpy.float32`) names itself in `__name__`.
+    let text = if dtype.is_instance_of::<pyo3::types::PyType>() && dtype.hasattr("__name__")? {
+        dtype.getattr("__name__")?.str()?.to_string()
+    } else {
+        dtype.str()?.to_string()
+    };
     let name = text.strip_prefix("torch.").unwrap_or(&text);
     NAMES
         .iter()

@@ -48,8 +48,9 @@ fn run<R: Send>(
     stream: Option<&Bound<'_, PyAny>>,
     f: impl FnOnce(&Pgas, &Arc<State>, &Registry) -> PyResult<R> + Send,
 ) -> PyResult<R> {
-    let state = current()?;
+    // Arguments first: a bad one raises the same with or without a context.
     let raw = stream::handle(stream)?;
+    let state = current()?;
     py.detach(|| {
         let pgas = state.pgas()?;
         let user = stream::check(&pgas, raw)?;
@@ -99,8 +100,8 @@ fn get_version() -> PyResult<(&'static str, (u32, u32, u32))> {
 #[pyfunction]
 #[pyo3(signature = (shape, dtype=None))]
 fn alloc(py: Python<'_>, shape: Dims, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> {
-    let state = current()?;
     let name = dtype.map_or(Ok("float32"), dtype::parse)?;
+    let state = current()?;
     let dims = match shape {
         Dims::One(n) => vec![n],
         Dims::Many(dims) => dims,
