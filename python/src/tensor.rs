@@ -211,6 +211,9 @@ impl Drop for Tensor {
             drop(entry);
         } else if self.state.registry().entries.contains_key(&self.id) {
             let _ = Python::try_attach(|py| {
+                // A handle may go while an exception propagates (a temporary argument of a call
+                // that raised): keep that exception, which the warning machinery would clear.
+                let pending = PyErr::take(py);
                 let msg = std::ffi::CString::new(format!(
                     "pgas: {} was garbage-collected without pgas.free_tensor(); its symmetric \
                      memory stays allocated until pgas.finalize() (a collective free from the \
@@ -221,6 +224,9 @@ impl Drop for Tensor {
                 let category = py.get_type::<PyResourceWarning>();
                 if let Err(e) = PyErr::warn(py, &category, &msg, 1) {
                     e.write_unraisable(py, None);
+                }
+                if let Some(e) = pending {
+                    e.restore(py);
                 }
             });
         }

@@ -53,6 +53,17 @@ def raises(exc, fn, *needles):
     raise AssertionError(f"expected {exc.__name__}, nothing was raised")
 
 
+def need(name):
+    """The module `name`, or a skip (pytest) / a SKIP line (script) where it is not installed."""
+    if pytest:
+        return pytest.importorskip(name)
+    try:
+        return __import__(name)
+    except ImportError:
+        print(f"PE {ME}: SKIP: {name} is not installed", flush=True)
+        return None
+
+
 def view(t):
     return torch.from_dlpack(t)
 
@@ -121,6 +132,11 @@ def test_garbage_collection_does_not_free():
         gc.collect()
     assert any(issubclass(w.category, ResourceWarning) and "free_tensor" in str(w.message)
                for w in caught), [str(w.message) for w in caught]
+    # A handle that goes while an exception propagates (a temporary argument of a call that
+    # raised) warns without losing that exception.
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        raises(pgas.ArgumentError, lambda: pgas.put(pgas.alloc(4, "int32"), pgas.alloc(8, "int32"), 0))
     # Still allocated: a new allocation of the same size lands elsewhere.
     u = pgas.alloc(1024, "int32")
     assert u.data_ptr != ptr
@@ -400,7 +416,7 @@ def test_bad_inputs():
 
 
 def test_cupy_interop():
-    cupy = pytest.importorskip("cupy") if pytest else None
+    cupy = need("cupy")
     if cupy is None:
         return
     t = pgas.alloc(32, "float32")
@@ -417,11 +433,14 @@ def test_cupy_interop():
 
 
 def test_jax_interop():
-    jax = pytest.importorskip("jax") if pytest else None
+    jax = need("jax")
     if jax is None:
         return
     if not any(d.platform == "gpu" for d in jax.devices()):
-        pytest.skip("jax has no GPU backend here")
+        if pytest:
+            pytest.skip("jax has no GPU backend here")
+        print(f"PE {ME}: SKIP: jax has no GPU backend here", flush=True)
+        return
     t = pgas.alloc(16, "float32")
     t.fill(1.5)
     j = jax.dlpack.from_dlpack(t)
