@@ -600,6 +600,64 @@ fn reduce(
     collective(py, team, &dst, &src, Coll::Reduce(op), stream)
 }
 
+/// Reduces (`op` as in `reduce`) every team PE's `src` and leaves block `i` of the result (of
+/// `src.len() / team size` elements) in `dst` on team PE `i` (NVSHMEM4Py's `reducescatter`).
+/// The runtime has no reduce-scatter row yet, so this is a `reduce` into a temporary symmetric
+/// tensor, then a copy of this PE's block: twice the traffic of a native one, and only over a
+/// team of every PE (the temporary's allocation is collective over all of them).
+#[pyfunction]
+#[pyo3(signature = (team, dst, src, op="sum", *, stream=None))]
+fn reducescatter(
+    py: Python<'_>,
+    team: &Team,
+    dst: PyRef<'_, Tensor>,
+    src: PyRef<'_, Tensor>,
+    op: &str,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let op = reduce_op_of(op)?;
+    let team = team.team;
+    let (dst, src): (&Tensor, &Tensor) = (&dst, &src);
+    run(py, stream, |pgas, state, reg| {
+        let n = team.n_pes(pgas).map_err(to_py)?;
+        let me = team.my_pe(pgas).map_err(to_py)?.ok_or_else(|| {
+            to_py(pgas_runtime::Error::NotInTeam {
+                team: team.raw(),
+                what: "take part in its reducescatter",
+            })
+        })?;
+        if n != pgas.n_pes() {
+            return Err(misuse(format!(
+                "reducescatter over a team of {n} of the {} PEs: pgas composes it from a reduce \
+                 and a temporary allocation, which is collective over every PE; until the \
+                 runtime has a reduce-scatter, use TEAM_WORLD or reduce over the team and take \
+                 your block",
+                pgas.n_pes()
+            )));
+        }
+        let block = src.len() / n.max(1);
+        if n == 0 || block * n != src.len() || dst.len() != block {
+            return Err(misuse(format!(
+                "reducescatter: src holds {} elements and dst {}; src must hold one block of \
+                 dst's length per PE of the team ({n} PEs): {} elements",
+                src.len(),
+                dst.len(),
+                dst.len() * n
+            )));
+        }
+        let (d, s) = (entry(reg, state, dst)?, entry(reg, state, src)?);
+        with_pair!(d, s, (d, s) => {
+            let whole = pgas.alloc_shaped(&[s.len()]).map_err(to_py)?;
+            pgas.reduce(team, op, &whole, s).map_err(to_py)?;
+            let mine = whole.view(me * block..(me + 1) * block).map_err(to_py)?;
+            // A put to this PE is a local copy on pgas's stream.
+            pgas.put(d, &mine, pgas.my_pe()).map_err(to_py)?;
+            // `whole` drops here: its collective free waits for the stream first.
+            Ok(())
+        }, else Err(dtype_mismatch("reducescatter", dst, src)))
+    })
+}
+
 /// Runs `$body` with `$t` bound to the tensor when it holds an element type with every host
 /// atomic (the 32- and 64-bit integers).
 macro_rules! amo_int {
@@ -796,6 +854,7 @@ pub(crate) const FUNCTIONS: &[&str] = &[
     "alltoall",
     "reduce",
     "allreduce",
+    "reducescatter",
     "finalize",
 ];
 
@@ -835,6 +894,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(alltoall, m)?)?;
     m.add_function(wrap_pyfunction!(reduce, m)?)?;
     m.add("allreduce", m.getattr("reduce")?)?;
+    m.add_function(wrap_pyfunction!(reducescatter, m)?)?;
     m.add_function(wrap_pyfunction!(_views, m)?)?;
     add_atomics(m)?;
     for (name, value) in [

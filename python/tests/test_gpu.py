@@ -329,6 +329,15 @@ def test_collectives_every_dtype():
         else:
             raises(pgas.ArgumentError, lambda: pgas.reduce(pgas.TEAM_WORLD, dst, src, "xor"),
                    "reduce operator")
+        if name in ("float32", "int32", "bfloat16"):
+            part = pgas.alloc(4, name)
+            pgas.reducescatter(pgas.TEAM_WORLD, part, src, "sum", stream=stream)
+            pgas.quiet()
+            whole = (base * N + N * (N - 1) // 2).to(tdt)
+            assert bool((view(part) == whole[4 * ME:4 * ME + 4]).all()), (name, part.to_list())
+            raises(pgas.ArgumentError, lambda: pgas.reducescatter(pgas.TEAM_WORLD, src, src),
+                   "one block")
+            free(part)
         pgas.barrier_all()
         del xs, xd, xc
         free(src, dst, col)
@@ -363,6 +372,8 @@ def test_teams():
     assert row.n_pes() == 1 and col.n_pes() == N
     for t in (row, col):
         t.destroy()
+    if evens is not None and N > 1:
+        raises(pgas.ArgumentError, lambda: pgas.reducescatter(evens, dst, src), "TEAM_WORLD")
     if evens is not None:
         pgas.team_destroy(evens)
         raises(pgas.TeamError, evens.n_pes, "destroyed")
