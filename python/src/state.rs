@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use pgas_runtime::{Pgas, SymTensor, Team};
+use pgas_runtime::{Bootstrap, Pgas, SymTensor, Team};
 use pyo3::prelude::*;
 
 use crate::dtype::AnyTensor;
@@ -256,17 +256,35 @@ pub(crate) fn finalize_mismatch(all: &[[u64; 2]]) -> Option<String> {
 /// `device` the CUDA ordinal (else `PGAS_DEVICE` or the local rank). Once per process. Without
 /// a GPU, NVSHMEM or driver it raises `pgas.InitError` saying what is missing (`pgas doctor`
 /// checks the machine). Returns the `Context`; the module's functions use it too.
+///
+/// `initializer_method` (NVSHMEM4Py's name) picks the bootstrap: `"auto"` (the default: from the
+/// environment), `"single"` (one PE), `"launcher"` (`pgas-run`), `"mpi"` (`mpirun`/`srun`; a
+/// build with the `mpi` feature) or `"nvshmem"` (NVSHMEM's own, `NVSHMEM_BOOTSTRAP`).
 #[pyfunction]
-#[pyo3(signature = (*, heap_size=None, device=None))]
+#[pyo3(signature = (*, heap_size=None, device=None, initializer_method="auto"))]
 pub(crate) fn init(
     py: Python<'_>,
     heap_size: Option<usize>,
     device: Option<usize>,
+    initializer_method: &str,
 ) -> PyResult<Context> {
+    let bootstrap = match initializer_method.to_ascii_lowercase().as_str() {
+        "auto" => Bootstrap::Auto,
+        "single" => Bootstrap::Single,
+        "launcher" | "pgas-run" => Bootstrap::Launcher,
+        "mpi" => Bootstrap::Mpi,
+        "nvshmem" => Bootstrap::Nvshmem,
+        other => {
+            return Err(misuse(format!(
+                "init: unknown initializer_method {other:?}: use \"auto\", \"single\", \
+                 \"launcher\" (pgas-run), \"mpi\" or \"nvshmem\" (NVSHMEM_BOOTSTRAP)"
+            )))
+        }
+    };
     if lock(&CURRENT).is_some() {
         return Err(to_py(pgas_runtime::Error::AlreadyInitialized));
     }
-    let mut builder = pgas_runtime::builder();
+    let mut builder = pgas_runtime::builder().bootstrap(bootstrap);
     if let Some(bytes) = heap_size {
         builder = builder.heap_size(bytes);
     }

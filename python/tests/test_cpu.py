@@ -117,6 +117,8 @@ def test_bad_arguments_raise_before_anything_starts():
         pgas.init(heap_size=-1)
     with pytest.raises(TypeError):
         pgas.init(heap_size="big")
+    with pytest.raises(pgas.ArgumentError, match="unknown initializer_method"):
+        pgas.init(initializer_method="uid")
     with pytest.raises(pgas.ArgumentError, match="unknown dtype"):
         pgas.alloc(4, "complex64")
     with pytest.raises(TypeError):
