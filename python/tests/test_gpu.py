@@ -335,9 +335,10 @@ def test_collectives_every_dtype():
             pgas.quiet()
             whole = (base * N + N * (N - 1) // 2).to(tdt)
             assert bool((view(part) == whole[4 * ME:4 * ME + 4]).all()), (name, part.to_list())
-            raises(pgas.ArgumentError, lambda: pgas.reducescatter(pgas.TEAM_WORLD, src, src),
+            bad = pgas.alloc(3, name)
+            raises(pgas.ArgumentError, lambda: pgas.reducescatter(pgas.TEAM_WORLD, bad, src),
                    "one block")
-            free(part)
+            free(part, bad)
         pgas.barrier_all()
         del xs, xd, xc
         free(src, dst, col)
