@@ -67,7 +67,7 @@ fi
 # The extension module (not linked to libpython: .cargo/config.toml). Python finds a module
 # `pgas` in a file named pgas.abi3.so (abi3: the stable ABI, any CPython >= 3.9).
 cargo build --release -p pgas-python --lib
-cp target/release/libpgas_python.so "$pyout/pgas.abi3.so"
+cp "${CARGO_TARGET_DIR:-target}/release/libpgas_python.so" "$pyout/pgas.abi3.so"
 
 if [ -n "${PGAS_DEVICE_ONLY:-}" ]; then
   for f in "$out"/*; do

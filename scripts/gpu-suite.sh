@@ -7,7 +7,8 @@
 #   traps.log      the checked variant's traps (bad index, bad pe), one process each
 #   faults.log     rank death under pgas-run and mpirun (a PE panics, aborts or is killed)
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
-#   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; the gallery
+#   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; the gallery; the Python
+#                  module on 1 and 2 PEs (python/tests/dlpack_torch.py and test_gpu.py, with torch)
 #   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE),
 #                  coll and halo vs NCCL (2 PEs where 2 GPUs), all-gather + GEMM (ag_gemm),
 #                  GEMM + reduce-scatter (gemm_rs) and all-reduce + RMSNorm (allreduce_rmsnorm_bench),
@@ -301,19 +302,34 @@ fi
 step "gallery" examples.log 180 env PGAS_BIN_DIR="$bin" "$root/scripts/gallery.sh"
 verdict "gallery" "$(echo "$last" | tail -1)"
 
-# pgas tensors handed to PyTorch and back without a copy (tests/python/test_dlpack_torch.py, the
-# module scripts/build-device.sh built), on 1 PE and on 2.
+# The Python module (python/, which scripts/build-device.sh built into .device/python): pgas
+# tensors handed to PyTorch and back without a copy (python/tests/dlpack_torch.py), and every
+# operation of the API checked through torch (python/tests/test_gpu.py: with pytest where the
+# python3 has it, else as a script), on 1 PE and on 2.
 if [ -f "$dev/python/pgas.abi3.so" ] && python3 -c "import torch" 2>/dev/null; then
-  step "python dlpack 1 PE" examples.log 60 env PYTHONPATH="$dev/python" python3 "$root/tests/python/test_dlpack_torch.py"
+  pyt="$root/python/tests"
+  if python3 -c "import pytest" 2>/dev/null; then
+    api=(python3 -m pytest -x -q -rs -p no:cacheprovider "$pyt/test_gpu.py")
+    api_ok() { echo "$last" | grep -oE '[0-9]+ passed[^=]*' | sort -u | tr '\n' ' '; }
+  else
+    api=(python3 "$pyt/test_gpu.py")
+    api_ok() { echo "$last" | grep -o 'test_gpu: ok.*' | tail -1; }
+  fi
+  step "python dlpack 1 PE" examples.log 60 env PYTHONPATH="$dev/python" python3 "$pyt/dlpack_torch.py"
   verdict "python/torch DLPack 1 PE" "$(echo "$last" | grep -o 'test_dlpack_torch: ok.*' | tail -1)"
+  step "python api 1 PE" examples.log 150 env PYTHONPATH="$dev/python" "${api[@]}"
+  verdict "python API (test_gpu.py) 1 PE" "$(api_ok)"
   if share_begin 2; then
     step "python dlpack 2 PE" examples.log 90 env PYTHONPATH="$dev/python" \
-      "$bin/pgas-run" -n 2 $share -- python3 "$root/tests/python/test_dlpack_torch.py"
+      "$bin/pgas-run" -n 2 $share -- python3 "$pyt/dlpack_torch.py"
     verdict "python/torch DLPack pgas-run -n 2 $share" "$(echo "$last" | grep -o 'test_dlpack_torch: ok.*' | tail -1)"
+    step "python api 2 PE" examples.log 150 env PYTHONPATH="$dev/python" \
+      "$bin/pgas-run" -n 2 $share -- "${api[@]}"
+    verdict "python API (test_gpu.py) pgas-run -n 2 $share" "$(api_ok)"
     share_end
   fi
 else
-  note "SKIP python/torch DLPack (no .device/python/pgas.abi3.so or no torch)"
+  note "SKIP python/torch DLPack and API (no .device/python/pgas.abi3.so or no torch)"
 fi
 
 bench_pes=$((gpus >= 2 ? 2 : 1))

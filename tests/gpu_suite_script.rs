@@ -229,6 +229,12 @@ fn every_mode_runs_to_its_summary_on_stubs() {
                     && summary.contains("SKIP differential 2 PE (sharing 1 GPU)"),
                 "the shared-GPU suites were not taken:\n{summary}"
             );
+            // The stub folder has no Python module: the Python steps say why they skipped.
+            assert!(
+                summary
+                    .contains("SKIP python/torch DLPack and API (no .device/python/pgas.abi3.so"),
+                "the Python steps were not reached:\n{summary}"
+            );
         }
     }
     fs::remove_dir_all(&root).unwrap();

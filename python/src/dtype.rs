@@ -109,6 +109,102 @@ macro_rules! dtypes {
             }
         }
 
+        /// Host values of one dtype: what `to_list` reads and `copy_from` writes.
+        pub(crate) enum Values {
+            $(
+                #[doc = concat!("`", $name, "` values.")]
+                $variant(Vec<$t>),
+            )*
+        }
+
+        $(impl From<Vec<$t>> for Values {
+            fn from(v: Vec<$t>) -> Values {
+                Values::$variant(v)
+            }
+        })*
+
+        impl Values {
+            /// Python numbers of dtype `name` (`OverflowError`/`TypeError` for one that is not).
+            pub(crate) fn parse(name: &str, values: &[Bound<'_, PyAny>]) -> PyResult<Values> {
+                match name {
+                    $($name => Ok(Values::$variant(
+                        values.iter().map(Elem::from_py).collect::<PyResult<Vec<$t>>>()?,
+                    )),)*
+                    _ => Err(unknown(name)),
+                }
+            }
+
+            /// As a list of Python numbers.
+            pub(crate) fn into_py(self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
+                match self {
+                    $(Values::$variant(v) => v.into_iter().map(|x| x.to_py(py)).collect(),)*
+                }
+            }
+        }
+
+        /// One value of one dtype.
+        #[derive(Clone, Copy)]
+        pub(crate) enum Scalar {
+            $(
+                #[doc = concat!("A `", $name, "` value.")]
+                $variant($t),
+            )*
+        }
+
+        impl Scalar {
+            /// A Python number as dtype `name`.
+            pub(crate) fn parse(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Scalar> {
+                match name {
+                    $($name => Ok(Scalar::$variant(Elem::from_py(value)?)),)*
+                    _ => Err(unknown(name)),
+                }
+            }
+
+            /// As a Python number.
+            pub(crate) fn into_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+                match self {
+                    $(Scalar::$variant(v) => v.to_py(py),)*
+                }
+            }
+        }
+
+        /// The value of a [`Scalar`] as a Rust type (the tensor's element type).
+        pub(crate) trait ScalarOf: Sized {
+            /// `v` as `Self`; an `ArgumentError` when `v` is of another dtype.
+            fn of(v: Scalar) -> PyResult<Self>;
+        }
+
+        $(impl ScalarOf for $t {
+            fn of(v: Scalar) -> PyResult<$t> {
+                match v {
+                    Scalar::$variant(x) => Ok(x),
+                    _ => Err(crate::misuse(format!("an operand of another dtype than {}", $name))),
+                }
+            }
+        }
+
+        impl From<$t> for Scalar {
+            fn from(v: $t) -> Scalar {
+                Scalar::$variant(v)
+            }
+        })*
+
+        /// Sets every element of `t` to `v` (of its dtype: `Scalar::parse` with `t.dtype()`).
+        pub(crate) fn fill(t: &mut AnyTensor, v: Scalar) -> PyResult<()> {
+            match (t, v) {
+                $((AnyTensor::$variant(t), Scalar::$variant(v)) => t.fill(v).map_err(crate::to_py),)*
+                (t, _) => Err(crate::misuse(format!("fill: a value of another dtype than {}", t.dtype()))),
+            }
+        }
+
+        /// Copies `v` (of `t`'s dtype and length) into `t`.
+        pub(crate) fn copy_from(t: &mut AnyTensor, v: Values) -> PyResult<()> {
+            match (t, v) {
+                $((AnyTensor::$variant(t), Values::$variant(v)) => t.copy_from(&v).map_err(crate::to_py),)*
+                (t, _) => Err(crate::misuse(format!("copy_from: values of another dtype than {}", t.dtype()))),
+            }
+        }
+
         /// Runs `$body` with `$t` bound to the `SymTensor<_>` that `$any` (an `AnyTensor`,
         /// `&AnyTensor` or `&mut AnyTensor`) holds.
         macro_rules! with_tensor {
@@ -152,10 +248,16 @@ dtypes! {
 #[allow(clippy::single_component_path_imports)]
 pub(crate) use {with_pair, with_tensor};
 
-/// The dtype name that `dtype` stands for: a name of [`NAMES`] (`"float32"`), or anything
-/// whose `str()` is one with a `torch.` prefix (`torch.float32`).
+/// The dtype name that `dtype` stands for: a name of [`NAMES`] (`"float32"`), anything whose
+/// `str()` is one, also with a `torch.` prefix (`torch.float32`, `numpy.dtype("float32")`), or
+/// a NumPy/CuPy scalar type (`numpy.float32`).
 pub(crate) fn parse(dtype: &Bound<'_, PyAny>) -> PyResult<&'static str> {
-    let text = dtype.str()?.to_string();
+    // A NumPy/CuPy scalar type (`numpy.float32`) names itself in `__name__`.
+    let text = if dtype.is_instance_of::<pyo3::types::PyType>() && dtype.hasattr("__name__")? {
+        dtype.getattr("__name__")?.str()?.to_string()
+    } else {
+        dtype.str()?.to_string()
+    };
     let name = text.strip_prefix("torch.").unwrap_or(&text);
     NAMES
         .iter()

@@ -1,7 +1,7 @@
 //! The built module imported by `python3` (no GPU, no torch needed): it loads into an
 //! interpreter other than the one it was built for (abi3, no libpython linked), and `pgas.init()`
 //! on a machine without a GPU raises `pgas.PgasError` with pgas's message instead of crashing
-//! the interpreter. The checks are in `tests/python/check_import.py`; on a machine where init
+//! the interpreter. The checks are in `python/tests/check_import.py`; on a machine where init
 //! succeeds it checks a one-PE allocation instead.
 
 use std::path::{Path, PathBuf};
@@ -34,7 +34,7 @@ fn python_imports_the_module_and_init_raises_without_a_gpu() {
     let dir = std::env::temp_dir().join(format!("pgas-python-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(built_module(), dir.join("pgas.abi3.so")).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/python/check_import.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_import.py");
     let out = Command::new("python3")
         .arg(&script)
         .env("PYTHONPATH", &dir)

@@ -1,6 +1,6 @@
 """pgas symmetric tensors handed to PyTorch and back, zero-copy, on a GPU machine with torch.
 
-Run on every PE: `python3 tests/python/test_dlpack_torch.py` (one PE), under `pgas-run -n N --`,
+Run on every PE: `python3 python/tests/dlpack_torch.py` (one PE), under `pgas-run -n N --`,
 or `mpirun -np N -x NVSHMEM_BOOTSTRAP=MPI ... python3 ...` (docs/runtime.md, "Handing tensors
 to PyTorch"), with the folder of pgas.abi3.so on PYTHONPATH (scripts/build-device.sh puts it in
 .device/python). Checks, on each PE:
@@ -14,7 +14,8 @@ to PyTorch"), with the folder of pgas.abi3.so on PYTHONPATH (scripts/build-devic
 - RMA between the views: each PE writes its row through torch, puts it (through the imported
   row) into the next PE's inbox and gets the previous PE's row; after barrier_all and quiet,
   torch on each PE sees what the others put there and what it got;
-- lifetime: a torch view keeps the memory alive after the pgas Tensor is dropped.
+- lifetime: dropping the pgas Tensor frees nothing (only free_tensor or finalize do), so a torch
+  view of it stays valid; the program ends without finalize, which pgas runs at exit.
 Prints `test_dlpack_torch: ok (N PEs)` last; any failure raises (non-zero exit).
 """
 
@@ -157,8 +158,9 @@ def rma_between_views(ctx, dev):
     check(bool((x[n] == want).all()), f"PE {me}: get of row {prv} reads {x[n, :4].tolist()}")
     ctx.barrier_all()
     del spare, mine, slot, xin, inbox
-    # Lifetime: the torch view keeps the memory after the pgas Tensor goes (the free comes
-    # when x goes, at the same point on every PE).
+    # Lifetime: the garbage collector frees no symmetric memory (a collective free from it could
+    # hang the job), so the torch view stays valid after the pgas Tensor goes; the memory is
+    # freed at finalize (here at exit).
     ptr = t.data_ptr
     del t
     x[n].fill_(7)

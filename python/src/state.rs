@@ -1,0 +1,413 @@
+//! The process's pgas state: the context made by `pgas.init()`, and the registry that owns every
+//! symmetric tensor Python holds.
+//!
+//! Why a registry: freeing symmetric memory (`nvshmem_free`) is collective, and Python's garbage
+//! collector frees objects at different points on different PEs (reference cycles, a view kept a
+//! little longer, a `gc.collect()` on one PE only). A free run from the collector would enter
+//! NVSHMEM's barrier on one PE while the others are elsewhere and hang the job. So a
+//! `pgas.Tensor` is only a handle: the registry owns the memory until the program frees it with
+//! `free_tensor` (collective, agreed across PEs first) or `finalize` frees what is left, in
+//! allocation order, which is the same on every PE. A handle collected without `free_tensor`
+//! leaves its memory allocated until then, and says so with a `ResourceWarning`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use pgas_runtime::{Bootstrap, Pgas, SymTensor, Team};
+use pyo3::prelude::*;
+
+use crate::dtype::AnyTensor;
+use crate::{misuse, to_py, CollectiveMismatchError, FreedError, NotInitializedError};
+
+/// Ids of imported tensors (views of symmetric memory taken with `from_dlpack`) start here;
+/// owned allocations count from 1 in allocation order, the same on every PE.
+const IMPORTED: u64 = 1 << 62;
+
+/// One symmetric tensor Python holds.
+pub(crate) struct Entry {
+    pub(crate) data: AnyTensor,
+    /// Live DLPack views (a torch or CuPy tensor made from it, a peer tensor): `free_tensor`
+    /// refuses while any PE has one, since the memory would vanish under it.
+    pub(crate) views: Arc<AtomicUsize>,
+}
+
+/// Every tensor of the context, by id.
+#[derive(Default)]
+pub(crate) struct Registry {
+    /// The last owned allocation's id.
+    last_alloc: u64,
+    /// The last imported tensor's id.
+    last_import: u64,
+    pub(crate) entries: BTreeMap<u64, Entry>,
+}
+
+/// The context and its tensors; shared by the `Context`, every `Tensor` handle and every
+/// DLPack view, so NVSHMEM outlives all of them.
+pub(crate) struct State {
+    pgas: Mutex<Option<Pgas>>,
+    registry: Mutex<Registry>,
+    /// The symmetric scratch of `agree`: `n_pes` gathered pairs, then this PE's pair.
+    agree: Mutex<Option<(SymTensor<u64>, SymTensor<u64>)>>,
+    pub(crate) my_pe: usize,
+    pub(crate) n_pes: usize,
+    pub(crate) device: usize,
+}
+
+/// The state of this process, from `init` until `finalize`.
+static CURRENT: Mutex<Option<Arc<State>>> = Mutex::new(None);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves consistent data behind (one insert, remove or take).
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The state made by `pgas.init()`, or `NotInitializedError`.
+pub(crate) fn current() -> PyResult<Arc<State>> {
+    lock(&CURRENT).clone().ok_or_else(|| {
+        NotInitializedError::new_err(
+            "pgas is not initialized in this process: call pgas.init() first (after \
+             pgas.finalize(), NVSHMEM cannot be initialized again in the same process)",
+        )
+    })
+}
+
+impl State {
+    /// The runtime handle, or `NotInitializedError` after `finalize`.
+    pub(crate) fn pgas(&self) -> PyResult<Pgas> {
+        lock(&self.pgas).clone().ok_or_else(|| {
+            NotInitializedError::new_err(
+                "pgas was finalized (pgas.finalize()); NVSHMEM cannot be initialized again in \
+                 the same process",
+            )
+        })
+    }
+
+    /// The registry. Never held while waiting for the GIL, nor while an entry drops (a drop
+    /// may run a DLPack deleter, that is, Python code).
+    pub(crate) fn registry(&self) -> MutexGuard<'_, Registry> {
+        lock(&self.registry)
+    }
+
+    /// Registers a new allocation (`imported`: a `from_dlpack` view) and returns its id.
+    pub(crate) fn insert(&self, data: AnyTensor, imported: bool) -> u64 {
+        let mut reg = self.registry();
+        let id = if imported {
+            reg.last_import += 1;
+            IMPORTED + reg.last_import
+        } else {
+            reg.last_alloc += 1;
+            reg.last_alloc
+        };
+        reg.entries.insert(
+            id,
+            Entry {
+                data,
+                views: Arc::new(AtomicUsize::new(0)),
+            },
+        );
+        id
+    }
+
+    /// Gathers a pair of numbers from every PE (`fcollect` over the world): the way the PEs
+    /// check a collective call's arguments against each other before acting on them, so that a
+    /// mismatch raises on every PE instead of hanging some.
+    pub(crate) fn agree(&self, pgas: &Pgas, mine: [u64; 2]) -> PyResult<Vec<[u64; 2]>> {
+        let mut scratch = lock(&self.agree);
+        let (gathered, own) = scratch
+            .as_mut()
+            .ok_or_else(|| NotInitializedError::new_err("pgas was finalized (pgas.finalize())"))?;
+        own.copy_from(&mine).map_err(to_py)?;
+        pgas.fcollect(Team::WORLD, &*gathered, &*own)
+            .map_err(to_py)?;
+        let all = gathered.to_vec().map_err(to_py)?;
+        Ok(all.chunks(2).map(|c| [c[0], c[1]]).collect())
+    }
+
+    /// Frees owned tensor `id` after the PEs agreed (collective). `what` names the tensor.
+    pub(crate) fn free(&self, id: u64, what: &str) -> PyResult<()> {
+        let pgas = self.pgas()?;
+        if id >= IMPORTED {
+            return Err(misuse(format!(
+                "free_tensor: {what} was imported with from_dlpack (a view of memory it does \
+                 not own); free the tensor it was made from, or just drop the view"
+            )));
+        }
+        let views = {
+            let reg = self.registry();
+            let entry = reg.entries.get(&id).ok_or_else(|| freed(what))?;
+            entry.views.load(Ordering::SeqCst) as u64
+        };
+        let all = self.agree(&pgas, [id, views])?;
+        if let Some(msg) = free_mismatch(&all) {
+            return Err(CollectiveMismatchError::new_err(format!(
+                "free_tensor: {msg}; nothing was freed on any PE"
+            )));
+        }
+        let entry = self.registry().entries.remove(&id);
+        // The collective nvshmem_free, outside the registry lock.
+        drop(entry);
+        Ok(())
+    }
+
+    /// Frees every tensor and finalizes NVSHMEM (collective). `force` (at interpreter exit)
+    /// frees under live DLPack views, which can no longer be used.
+    pub(crate) fn finalize(&self, force: bool) -> PyResult<()> {
+        let pgas = self.pgas()?;
+        let (owned, views) = {
+            let reg = self.registry();
+            let owned = reg.entries.keys().filter(|&&id| id < IMPORTED).count() as u64;
+            let views: usize = reg
+                .entries
+                .values()
+                .map(|e| e.views.load(Ordering::SeqCst))
+                .sum();
+            (owned, views as u64)
+        };
+        let all = self.agree(&pgas, [owned, if force { 0 } else { views }])?;
+        if let Some(msg) = finalize_mismatch(&all) {
+            return Err(CollectiveMismatchError::new_err(format!(
+                "finalize: {msg}; nothing was finalized on any PE"
+            )));
+        }
+        let entries = std::mem::take(&mut self.registry().entries);
+        // Imported views first (no collective), then the allocations in allocation order:
+        // the same order on every PE, so each collective free meets its peers.
+        let (imported, owned): (Vec<_>, Vec<_>) =
+            entries.into_iter().partition(|(id, _)| *id >= IMPORTED);
+        drop(imported);
+        drop(owned);
+        drop(lock(&self.agree).take());
+        drop(lock(&self.pgas).take());
+        drop(pgas);
+        Ok(())
+    }
+}
+
+/// `FreedError` for a tensor no longer in the registry.
+pub(crate) fn freed(what: &str) -> PyErr {
+    FreedError::new_err(format!(
+        "{what} was freed (free_tensor) or pgas was finalized: it can no longer be used"
+    ))
+}
+
+/// Why the PEs' `(id, views)` pairs for a `free_tensor` do not allow it, or `None`.
+pub(crate) fn free_mismatch(all: &[[u64; 2]]) -> Option<String> {
+    if all.windows(2).any(|w| w[0][0] != w[1][0]) {
+        let list: Vec<String> = all
+            .iter()
+            .enumerate()
+            .map(|(pe, [id, _])| format!("PE {pe} frees allocation #{id}"))
+            .collect();
+        return Some(format!(
+            "the PEs free different tensors ({}). Fix: call free_tensor on the same tensors in \
+             the same order on every PE",
+            list.join(", ")
+        ));
+    }
+    let busy: Vec<String> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, [_, v])| *v > 0)
+        .map(|(pe, [_, v])| format!("PE {pe} holds {v}"))
+        .collect();
+    (!busy.is_empty()).then(|| {
+        format!(
+            "DLPack views of the tensor are alive ({}): torch/CuPy/JAX tensors made from it, or \
+             peer tensors. Fix: del those views (and anything that references them) before \
+             free_tensor",
+            busy.join(", ")
+        )
+    })
+}
+
+/// Why the PEs' `(tensors, views)` pairs for a `finalize` do not allow it, or `None`.
+pub(crate) fn finalize_mismatch(all: &[[u64; 2]]) -> Option<String> {
+    if all.windows(2).any(|w| w[0][0] != w[1][0]) {
+        let list: Vec<String> = all
+            .iter()
+            .enumerate()
+            .map(|(pe, [n, _])| format!("PE {pe} holds {n}"))
+            .collect();
+        return Some(format!(
+            "the PEs hold different numbers of symmetric tensors ({}), so their frees would not \
+             meet. Fix: call free_tensor on the same tensors on every PE",
+            list.join(", ")
+        ));
+    }
+    let busy: Vec<String> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, [_, v])| *v > 0)
+        .map(|(pe, [_, v])| format!("PE {pe} holds {v}"))
+        .collect();
+    (!busy.is_empty()).then(|| {
+        format!(
+            "DLPack views of pgas memory are alive ({}). Fix: del the torch/CuPy/JAX tensors \
+             made from pgas tensors before finalize",
+            busy.join(", ")
+        )
+    })
+}
+
+/// Initializes pgas (NVSHMEM) in this process: one PE, or one PE of the job that
+/// `pgas-run -n N`, `mpirun` or `srun` started (as `pgas::init` in Rust). `heap_size` (bytes)
+/// sets the symmetric heap of each PE (else `NVSHMEM_SYMMETRIC_SIZE` or NVSHMEM's default),
+/// `device` the CUDA ordinal (else `PGAS_DEVICE` or the local rank). Once per process. Without
+/// a GPU, NVSHMEM or driver it raises `pgas.InitError` saying what is missing (`pgas doctor`
+/// checks the machine). Returns the `Context`; the module's functions use it too.
+///
+/// `initializer_method` (NVSHMEM4Py's name) picks the bootstrap: `"auto"` (the default: from the
+/// environment), `"single"` (one PE), `"launcher"` (`pgas-run`), `"mpi"` (`mpirun`/`srun`; a
+/// build with the `mpi` feature) or `"nvshmem"` (NVSHMEM's own, `NVSHMEM_BOOTSTRAP`).
+#[pyfunction]
+#[pyo3(signature = (*, heap_size=None, device=None, initializer_method="auto"))]
+pub(crate) fn init(
+    py: Python<'_>,
+    heap_size: Option<usize>,
+    device: Option<usize>,
+    initializer_method: &str,
+) -> PyResult<Context> {
+    let bootstrap = match initializer_method.to_ascii_lowercase().as_str() {
+        "auto" => Bootstrap::Auto,
+        "single" => Bootstrap::Single,
+        "launcher" | "pgas-run" => Bootstrap::Launcher,
+        "mpi" => Bootstrap::Mpi,
+        "nvshmem" => Bootstrap::Nvshmem,
+        other => {
+            return Err(misuse(format!(
+                "init: unknown initializer_method {other:?}: use \"auto\", \"single\", \
+                 \"launcher\" (pgas-run), \"mpi\" or \"nvshmem\" (NVSHMEM_BOOTSTRAP)"
+            )))
+        }
+    };
+    if lock(&CURRENT).is_some() {
+        return Err(to_py(pgas_runtime::Error::AlreadyInitialized));
+    }
+    let mut builder = pgas_runtime::builder().bootstrap(bootstrap);
+    if let Some(bytes) = heap_size {
+        builder = builder.heap_size(bytes);
+    }
+    if let Some(ordinal) = device {
+        builder = builder.device(ordinal);
+    }
+    // Other PEs may take a while to arrive (the bootstrap waits for them): let other Python
+    // threads run meanwhile.
+    let state = py.detach(|| -> PyResult<State> {
+        let pgas = builder.init().map_err(to_py)?;
+        let n = pgas.n_pes();
+        // Collective like every allocation: every PE runs init at the same point.
+        let gathered = pgas.alloc::<u64>(2 * n).map_err(to_py)?;
+        let own = pgas.alloc::<u64>(2).map_err(to_py)?;
+        Ok(State {
+            my_pe: pgas.my_pe(),
+            n_pes: n,
+            device: pgas.device_ordinal(),
+            agree: Mutex::new(Some((gathered, own))),
+            registry: Mutex::new(Registry::default()),
+            pgas: Mutex::new(Some(pgas)),
+        })
+    })?;
+    let state = Arc::new(state);
+    *lock(&CURRENT) = Some(state.clone());
+    // Finalize at interpreter exit, unless the program finalized or is dying of an exception.
+    let at_exit = wrap_pyfunction!(finalize_at_exit, py)?;
+    py.import("atexit")?.call_method1("register", (at_exit,))?;
+    Ok(Context { state })
+}
+
+/// Frees every symmetric tensor and finalizes NVSHMEM. Collective: every PE calls it at the
+/// same point. Refused on every PE (`CollectiveMismatchError`) while a DLPack view (a torch
+/// tensor made from a pgas tensor) is alive on any PE, or when the PEs hold different numbers
+/// of tensors. Afterwards every pgas call raises `NotInitializedError`. pgas calls it at
+/// interpreter exit when the program did not (skipped when an uncaught exception ends the
+/// program: the other PEs are not finalizing with this one).
+#[pyfunction]
+pub(crate) fn finalize(py: Python<'_>) -> PyResult<()> {
+    let state = current()?;
+    py.detach(|| state.finalize(false))?;
+    lock(&CURRENT).take();
+    Ok(())
+}
+
+/// `finalize` at interpreter exit (registered by `init`).
+#[pyfunction]
+fn finalize_at_exit(py: Python<'_>) -> PyResult<()> {
+    let Some(state) = lock(&CURRENT).take() else {
+        return Ok(());
+    };
+    let sys = py.import("sys")?;
+    let dying = sys.hasattr("last_exc")? || sys.hasattr("last_value")?;
+    if dying {
+        eprintln!(
+            "pgas: PE {}: an uncaught exception ends the program, so pgas skips the collective \
+             frees and NVSHMEM finalize (the other PEs are not finalizing with this one)",
+            state.my_pe
+        );
+        // Keep the state (and NVSHMEM) as it is: the memory goes with the process.
+        std::mem::forget(state);
+        return Ok(());
+    }
+    py.detach(|| state.finalize(true))
+}
+
+/// The pgas context of this process (`pgas.init()`): `my_pe`, `n_pes`, `device`, `heap_size`
+/// and `stream` as properties, and every function of the module as a method
+/// (`ctx.put(dst, src, pe)` is `pgas.put(dst, src, pe)`).
+#[pyclass(module = "pgas", name = "Context", frozen)]
+pub(crate) struct Context {
+    pub(crate) state: Arc<State>,
+}
+
+#[pymethods]
+impl Context {
+    /// This PE's number, 0 to `n_pes - 1`.
+    #[getter]
+    fn my_pe(&self) -> usize {
+        self.state.my_pe
+    }
+
+    /// The number of PEs.
+    #[getter]
+    fn n_pes(&self) -> usize {
+        self.state.n_pes
+    }
+
+    /// This PE's CUDA device ordinal (`torch.device("cuda", ctx.device)` is its GPU).
+    #[getter]
+    fn device(&self) -> usize {
+        self.state.device
+    }
+
+    /// The symmetric heap size of each PE, in bytes.
+    #[getter]
+    fn heap_size(&self) -> PyResult<usize> {
+        Ok(self.state.pgas()?.heap_size())
+    }
+
+    /// The address of pgas's CUDA stream (`torch.cuda.ExternalStream(ctx.stream)` orders
+    /// PyTorch work with pgas's).
+    #[getter]
+    fn stream(&self) -> PyResult<usize> {
+        Ok(self.state.pgas()?.stream().cu_stream() as usize)
+    }
+
+    /// The module's function `name` (the context's methods are the module's functions).
+    fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        if crate::ops::is_function(name) {
+            Ok(py.import("pgas")?.getattr(name)?.unbind())
+        } else {
+            Err(pyo3::exceptions::PyAttributeError::new_err(format!(
+                "pgas.Context has no attribute {name:?}"
+            )))
+        }
+    }
+
+    /// `pgas.Context(my_pe=..., n_pes=..., device=cuda:N)`.
+    fn __repr__(&self) -> String {
+        format!(
+            "pgas.Context(my_pe={}, n_pes={}, device=cuda:{})",
+            self.state.my_pe, self.state.n_pes, self.state.device
+        )
+    }
+}

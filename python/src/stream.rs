@@ -1,0 +1,150 @@
+//! `stream=`: a PyTorch, CuPy or cuda.core stream (or anything that speaks the CUDA stream
+//! protocol) as a raw `CUstream` checked to belong to this PE's device, and the ordering that
+//! puts a pgas operation into that stream.
+//!
+//! The runtime issues host RMA, signals and collectives on its own stream today. An operation
+//! given `stream=s` is ordered inside `s` by two events: pgas's stream waits for the work
+//! queued on `s` so far, the operation runs on pgas's stream, and `s` waits for it before its
+//! later work. To the program that is the operation enqueued on `s` (NVSHMEM4Py's `stream=`),
+//! and neither stream blocks the host. When the runtime takes a stream itself (`*_on(stream)`),
+//! [`on`] becomes the direct call and no caller changes.
+
+use std::ptr;
+
+use cudarc::driver::sys::{
+    cuEventCreate, cuEventDestroy_v2, cuEventRecord, cuStreamGetCtx, cuStreamWaitEvent, CUcontext,
+    CUevent, CUevent_flags, CUresult, CUstream,
+};
+use pgas_runtime::Pgas;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::{misuse, to_py};
+
+/// A user stream, checked (`check`) to be a stream of pgas's CUDA context.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UserStream(usize);
+
+/// The raw handle of a stream object: `__cuda_stream__()` (the CUDA stream protocol: a
+/// `(version, handle)` pair), `.cuda_stream` (PyTorch), `.ptr` (CuPy), `.handle` (cuda.core),
+/// or an int (a raw `CUstream`, trusted). `None` is no stream.
+pub(crate) fn handle(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+    let Some(obj) = obj else { return Ok(None) };
+    if obj.is_none() {
+        return Ok(None);
+    }
+    if obj.hasattr("__cuda_stream__")? {
+        let pair = obj.call_method0("__cuda_stream__")?;
+        let pair = pair.cast::<PyTuple>().map_err(|_| {
+            PyTypeError::new_err("__cuda_stream__() did not return a (version, handle) tuple")
+        })?;
+        return Ok(Some(pair.get_item(1)?.extract()?));
+    }
+    for attr in ["cuda_stream", "ptr", "handle"] {
+        if obj.hasattr(attr)? {
+            let value = obj.getattr(attr)?;
+            // cuda.core's `handle` is a CUstream object that converts with int().
+            let value = py_int(&value)?;
+            return Ok(Some(value));
+        }
+    }
+    if let Ok(raw) = obj.extract::<usize>() {
+        return Ok(Some(raw));
+    }
+    Err(PyTypeError::new_err(format!(
+        "stream= takes a CUDA stream: a torch.cuda.Stream, a cupy.cuda.Stream, a cuda.core \
+         Stream, an object with __cuda_stream__, or an int handle; got {}",
+        obj.get_type().name()?
+    )))
+}
+
+fn py_int(value: &Bound<'_, PyAny>) -> PyResult<usize> {
+    match value.extract::<usize>() {
+        Ok(v) => Ok(v),
+        Err(_) => value.call_method0("__int__")?.extract(),
+    }
+}
+
+/// Checks that `raw` is a stream of pgas's context (this PE's device): the legacy and
+/// per-thread default streams (0, 1, 2) always are.
+pub(crate) fn check(pgas: &Pgas, raw: Option<usize>) -> PyResult<Option<UserStream>> {
+    let Some(raw) = raw else { return Ok(None) };
+    if raw <= 2 {
+        return Ok(Some(UserStream(raw)));
+    }
+    pgas.cuda()
+        .bind_to_thread()
+        .map_err(|e| misuse(format!("stream=: making pgas's CUDA context current: {e}")))?;
+    let mut ctx: CUcontext = ptr::null_mut();
+    // SAFETY: the driver checks the handle; `ctx` is a live local.
+    let status = unsafe { cuStreamGetCtx(raw as CUstream, &mut ctx) };
+    if status != CUresult::CUDA_SUCCESS {
+        return Err(misuse(format!(
+            "stream=: {raw:#x} is not a CUDA stream the driver knows ({status:?}); pass a live \
+             stream of cuda:{} (torch.cuda.current_stream({}))",
+            pgas.device_ordinal(),
+            pgas.device_ordinal()
+        )));
+    }
+    if ctx != pgas.cuda().cu_ctx() {
+        return Err(misuse(format!(
+            "stream=: the stream belongs to another device or CUDA context than this PE's GPU \
+             (cuda:{}); pass a stream of cuda:{} (torch.cuda.current_stream({}), or create it \
+             under torch.cuda.device({}))",
+            pgas.device_ordinal(),
+            pgas.device_ordinal(),
+            pgas.device_ordinal(),
+            pgas.device_ordinal()
+        )));
+    }
+    Ok(Some(UserStream(raw)))
+}
+
+/// Makes `waiter` wait for the work queued on `signaler` so far.
+fn order(waiter: CUstream, signaler: CUstream) -> PyResult<()> {
+    let mut event: CUevent = ptr::null_mut();
+    // SAFETY: both streams belong to the current context (checked by `check`, or pgas's own);
+    // the event is created, recorded, waited on and released here (the driver keeps it until
+    // the wait is satisfied).
+    let status = unsafe {
+        let s = cuEventCreate(&mut event, CUevent_flags::CU_EVENT_DISABLE_TIMING as u32);
+        if s != CUresult::CUDA_SUCCESS {
+            s
+        } else {
+            let mut s = cuEventRecord(event, signaler);
+            if s == CUresult::CUDA_SUCCESS {
+                s = cuStreamWaitEvent(waiter, event, 0);
+            }
+            let _ = cuEventDestroy_v2(event);
+            s
+        }
+    };
+    if status == CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(to_py(pgas_runtime::Error::Cuda {
+            context: "ordering pgas's stream with the stream= stream",
+            source: status.result().unwrap_err(),
+        }))
+    }
+}
+
+/// Runs `op` (which issues on pgas's stream) as if enqueued on `user` (see the module).
+pub(crate) fn on<R>(
+    pgas: &Pgas,
+    user: Option<UserStream>,
+    op: impl FnOnce() -> PyResult<R>,
+) -> PyResult<R> {
+    let Some(UserStream(raw)) = user else {
+        return op();
+    };
+    let mine = pgas.stream().cu_stream();
+    pgas.cuda()
+        .bind_to_thread()
+        .map_err(|e| misuse(format!("stream=: making pgas's CUDA context current: {e}")))?;
+    order(mine, raw as CUstream)?;
+    let out = op()?;
+    order(raw as CUstream, mine)?;
+    Ok(out)
+}
