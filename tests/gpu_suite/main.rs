@@ -44,6 +44,7 @@ mod ops;
 mod ops_rmsnorm;
 mod ops_rs;
 mod peer;
+mod reach;
 mod rma;
 mod runner;
 mod signals;
@@ -116,6 +117,7 @@ fn main() -> ExitCode {
         hopper::CASES,
         cluster::CASES,
         ops_rs::CASES,
+        reach::CASES,
         misuse::CASES,
         // Last: the newest calls into NVSHMEM, so that if one of them took the process down, every
         // older case would still have reported.
