@@ -129,6 +129,14 @@ macro_rules! coll_kernels {
                     }
                 )*
             ]
+            // The same of all of `src` into shared memory `g` (the low-latency reduce-scatter).
+            ll_reduce_shared: [
+                $(
+                    if op == $code {
+                        team_all_reduce_block(team, &mut g[0..len], src, &mut scratch[0], ReduceOp::$name);
+                    }
+                )*
+            ]
             reduce_pair: [
                 let mut x0 = load_vec16(&src[i0]);
                 let mut x1 = load_vec16(&src[i1]);
@@ -159,6 +167,7 @@ macro_rules! coll_kernels {
     };
     (@kernels $m:ident $t:ident $a:ident $w:literal
         ll_reduce: [$($ll_reduce:tt)*]
+        ll_reduce_shared: [$($ll_reduce_shared:tt)*]
         reduce_pair: [$($reduce_pair:tt)*]
         reduce_one: [$($reduce_one:tt)*]
         put_pair: [$($put_pair:tt)*]
@@ -193,6 +202,32 @@ macro_rules! coll_kernels {
                 let hi = min(lo + per_block as usize, len);
                 let at = blk * region as usize;
                 $($ll_reduce)*
+            }
+
+            /// Low-latency reduce-scatter of at most one low-latency region of `src`: all of
+            /// every PE's `src` reduced into shared memory (the launch's dynamic shared memory,
+            /// `src.len()` elements) by `team_all_reduce_block` over the first region of
+            /// `scratch`, then team rank `me`'s chunk copied into `dst`. It moves all of `src`
+            /// to every peer, which pays only where latency dominates.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn low_latency_reduce_scatter(
+                team: Team,
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                scratch: &mut SymTensor<u64>,
+                me: u32,
+                #[comptime] op: u32,
+            ) {
+                let g = dyn_shared::<$t>();
+                let len = src.len();
+                let m = dst.len();
+                $($ll_reduce_shared)*
+                let c = me as usize * m;
+                let mut i = thread_idx_x() as usize;
+                while i < m {
+                    dst[i] = g[c + i];
+                    i += block_dim_x() as usize;
+                }
             }
 
             /// One-shot: every PE loads every peer's `src` over NVLink and reduces into its own
@@ -441,6 +476,55 @@ macro_rules! move_kernels {
                 scratch: &mut SymTensor<u64>,
             ) {
                 team_all_gather_block(team, dst, src, &mut scratch[0]);
+            }
+
+            /// Low-latency all-to-all of at most one low-latency region of `src`: every PE's
+            /// whole `src` gathered into shared memory (the launch's dynamic shared memory, `n`
+            /// times `src.len()` elements) by `team_all_gather_block`, then block `me` of rank
+            /// `r`'s copy into block `r` of `dst`. It moves all of `src` to every peer, which
+            /// pays only where latency dominates.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn low_latency_all_to_all(
+                team: Team,
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                scratch: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+            ) {
+                let g = dyn_shared::<$t>();
+                let len = src.len();
+                let nn = n as usize;
+                let m = len / nn;
+                team_all_gather_block(team, &mut g[0..nn * len], src, &mut scratch[0]);
+                let mut i = thread_idx_x() as usize;
+                while i < len {
+                    dst[i] = g[(i / m) * len + me as usize * m + i % m];
+                    i += block_dim_x() as usize;
+                }
+            }
+
+            /// Low-latency broadcast of at most one low-latency region: every PE's `src`
+            /// gathered into shared memory (`n` times `src.len()` elements) by
+            /// `team_all_gather_block`, then team rank `root`'s into `dst`. Safe in place.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn low_latency_broadcast(
+                team: Team,
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                scratch: &mut SymTensor<u64>,
+                n: u32,
+                root: u32,
+            ) {
+                let g = dyn_shared::<$t>();
+                let len = src.len();
+                team_all_gather_block(team, &mut g[0..n as usize * len], src, &mut scratch[0]);
+                let c = root as usize * len;
+                let mut i = thread_idx_x() as usize;
+                while i < len {
+                    dst[i] = g[c + i];
+                    i += block_dim_x() as usize;
+                }
             }
 
             /// All-gather (two-shot's second half): team rank `r` stores its `src` into chunk

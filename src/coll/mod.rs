@@ -72,9 +72,15 @@ pub const LL_MAX_BYTES: usize = 64 << 10;
 /// Data bytes each block of a low-latency all-reduce handles (two 8-byte lines a thread).
 const LL_BYTES_PER_BLOCK: usize = 8 << 10;
 
-/// The largest `src` (bytes a PE) [`Comm::all_gather`] moves with the low-latency protocol: one
-/// block over one region of the low-latency scratch, which holds [`LL_BYTES_PER_BLOCK`].
+/// The largest `src` (bytes a PE) that [`Comm::all_gather`], [`Comm::reduce_scatter`],
+/// [`Comm::all_to_all`] and [`Comm::broadcast`] move with the low-latency protocol: one block over
+/// one region of the low-latency scratch, which holds 8 KiB.
 pub const LL_GATHER_MAX_BYTES: usize = LL_BYTES_PER_BLOCK;
+
+/// Most dynamic shared memory a low-latency all-to-all or broadcast takes (its gathered copy of
+/// every PE's data: the team's PEs times the bytes a PE), within what a launch gets without
+/// opting in to more.
+pub const LL_SHARED_MAX_BYTES: usize = 48 << 10;
 
 /// [`ONE_SHOT_MAX_BYTES`] in a team of two PEs. One-shot moves `n - 1` times the data over
 /// NVLink, two-shot `2 (n - 1) / n` times: the same for two PEs, so one-shot's single pass (one
@@ -108,6 +114,8 @@ pub trait AllReduceElem: CollectiveElem {
     const TWO_SHOT: &'static KernelSpec;
     #[doc(hidden)]
     const REDUCE_SCATTER: &'static KernelSpec;
+    #[doc(hidden)]
+    const LOW_LATENCY_REDUCE_SCATTER: &'static KernelSpec;
     /// Whether the bitwise reductions exist for the type (integers).
     #[doc(hidden)]
     const BITS: bool;
@@ -120,6 +128,8 @@ macro_rules! elem {
             const ONE_SHOT: &'static KernelSpec = &kernels::$m::one_shot::SPEC;
             const TWO_SHOT: &'static KernelSpec = &kernels::$m::two_shot::SPEC;
             const REDUCE_SCATTER: &'static KernelSpec = &kernels::$m::reduce_scatter::SPEC;
+            const LOW_LATENCY_REDUCE_SCATTER: &'static KernelSpec =
+                &kernels::$m::low_latency_reduce_scatter::SPEC;
             const BITS: bool = $bits;
         }
     )*};
@@ -495,7 +505,10 @@ impl Comm {
     /// [`Comm::reduce_scatter`] on `stream` (not waited for on the host; capturable once
     /// prewarmed, as [`Comm::all_reduce_on`]). Two-shot's first half: each rank loads its chunk
     /// from every peer's `src` over NVLink and reduces it into its own `dst`, with the same flag
-    /// protocol, so when it completes on a PE no peer reads that PE's `src` any more.
+    /// protocol, so when it completes on a PE no peer reads that PE's `src` any more. Up to
+    /// [`LL_GATHER_MAX_BYTES`] of `src` it takes the low-latency protocol instead: all of `src`
+    /// all-reduced over the lines into shared memory, this rank's chunk copied out (one
+    /// crossing, no handshake).
     ///
     /// Errors, before anything is launched: a PE that is not in the team, a `src` length that
     /// is not a multiple of the team size or not `n * dst.len()`, a bitwise op on a float
@@ -533,6 +546,19 @@ impl Comm {
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
         if dst.is_empty() {
             return Ok(());
+        }
+        let bytes = src.len() * size;
+        if n > 1 && bytes <= LL_GATHER_MAX_BYTES {
+            // Latency-bound: all of `src` all-reduced over the low-latency lines, one block.
+            let src = Region::<T>::of(src);
+            return self.launch_ll(
+                stream,
+                (T::LOW_LATENCY_REDUCE_SCATTER, op_code(op)),
+                dst,
+                &src,
+                &[rank as u32],
+                bytes,
+            );
         }
         // The vector path starts at this rank's chunk of `src` (see `kernels.rs`).
         let chunk = s + (rank * dst.len() * size) as u64;
@@ -606,6 +632,9 @@ impl Comm {
         }
         if !self.p2p {
             // A peer off NVLink: NVSHMEM's fcollect, which its proxy carries.
+            let size = std::mem::size_of::<T>();
+            let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+            check_apart("all-gather", d, dst.len() * size, s, src.len() * size)?;
             self.check_context_stream(stream, "all-gather")?;
             return self.pgas.fcollect(self.team, &*dst, src);
         }
@@ -618,21 +647,8 @@ impl Comm {
         if self.n > 1 && src.len() * size <= LL_GATHER_MAX_BYTES {
             // Latency-bound: the low-latency protocol, one block, no handshake.
             let src = Region::<T>::of(src);
-            let mut args = KernelArgs::new();
-            args.push_team(self.team)
-                .push_sym_mut(dst)
-                .push_sym(&src)
-                .push_sym_mut(&mut self.ll_scratch);
-            pgas_runtime::launch::launch(
-                &self.pgas,
-                movement::move_kernels::<T>().low_latency_gather,
-                Variant::Plain,
-                &[],
-                LaunchConfig::blocks(1, THREADS),
-                Some(stream),
-                &mut args,
-            )?;
-            return Ok(());
+            let spec = movement::move_kernels::<T>().low_latency_gather;
+            return self.launch_ll(stream, (spec, &[]), dst, &src, &[], 0);
         }
         // The vector path starts at `src`'s first 16-byte boundary; this rank's chunk of `dst`
         // must sit at the same offset (see `kernels.rs`).
@@ -744,6 +760,38 @@ impl Comm {
                 dbytes,
             ),
         }
+    }
+
+    /// Launches a low-latency kernel of `kernels.rs` (`spec` with its comptime values; arguments
+    /// the team, `dst`, `src`, the low-latency scratch, then `scalars`) as one block with
+    /// `shared` bytes of dynamic shared memory. Called by members only, on teams whose every PE
+    /// is load/store reachable.
+    fn launch_ll<T>(
+        &mut self,
+        stream: &CudaStream,
+        (spec, comptime): (&'static KernelSpec, &[i128]),
+        dst: &mut impl SymRegion<T>,
+        src: &Region<T>,
+        scalars: &[u32],
+        shared: usize,
+    ) -> Result<()> {
+        let mut args = KernelArgs::new();
+        args.push_team(self.team)
+            .push_sym_mut(dst)
+            .push_sym(src)
+            .push_sym_mut(&mut self.ll_scratch);
+        for &v in scalars {
+            args.push_scalar(v);
+        }
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            spec,
+            Variant::Plain,
+            comptime,
+            LaunchConfig::blocks(1, THREADS).with_shared_mem(shared.next_multiple_of(16) as u32),
+            Some(stream),
+            &mut args,
+        )
     }
 
     /// Launches a peer-to-peer collective kernel of `kernels.rs` (arguments `dst`, `src`, the
@@ -880,16 +928,22 @@ pub fn prewarm_all() -> Vec<Prewarm<'static>> {
 /// every reduction the type has.
 fn reducing<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
     let ops = if T::BITS { 7 } else { 4 };
-    [T::LOW_LATENCY, T::ONE_SHOT, T::TWO_SHOT, T::REDUCE_SCATTER]
-        .into_iter()
-        .flat_map(|spec| {
-            OP_CODES[..ops].iter().map(move |c| Prewarm {
-                spec,
-                variant: Variant::Plain,
-                comptime: c,
-            })
+    [
+        T::LOW_LATENCY,
+        T::ONE_SHOT,
+        T::TWO_SHOT,
+        T::REDUCE_SCATTER,
+        T::LOW_LATENCY_REDUCE_SCATTER,
+    ]
+    .into_iter()
+    .flat_map(|spec| {
+        OP_CODES[..ops].iter().map(move |c| Prewarm {
+            spec,
+            variant: Variant::Plain,
+            comptime: c,
         })
-        .collect()
+    })
+    .collect()
 }
 
 /// The data-movement kernels of `T`'s size: no reduction, so no comptime code.

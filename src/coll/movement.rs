@@ -5,7 +5,10 @@
 use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
 
-use super::{check_apart, kernels, vector_start, Algorithm, AllReduceElem, Comm, Reached, Region};
+use super::{
+    check_apart, kernels, vector_start, Algorithm, AllReduceElem, Comm, Reached, Region,
+    LL_GATHER_MAX_BYTES, LL_SHARED_MAX_BYTES,
+};
 use crate::{Error, Result, SymRegion};
 
 /// The data-movement kernels of one element size.
@@ -14,7 +17,9 @@ pub(super) struct MoveKernels {
     pub(super) low_latency_gather: &'static KernelSpec,
     broadcast_one_shot: &'static KernelSpec,
     broadcast_two_shot: &'static KernelSpec,
+    low_latency_broadcast: &'static KernelSpec,
     all_to_all: &'static KernelSpec,
+    low_latency_all_to_all: &'static KernelSpec,
     pub(super) all_to_all_v: &'static KernelSpec,
 }
 
@@ -25,7 +30,9 @@ macro_rules! move_specs {
             low_latency_gather: &kernels::$m::low_latency_gather::SPEC,
             broadcast_one_shot: &kernels::$m::broadcast_one_shot::SPEC,
             broadcast_two_shot: &kernels::$m::broadcast_two_shot::SPEC,
+            low_latency_broadcast: &kernels::$m::low_latency_broadcast::SPEC,
             all_to_all: &kernels::$m::all_to_all::SPEC,
+            low_latency_all_to_all: &kernels::$m::low_latency_all_to_all::SPEC,
             all_to_all_v: &kernels::$m::all_to_all_v::SPEC,
         };
     )*};
@@ -49,16 +56,18 @@ pub(super) fn move_kernels<T>() -> &'static MoveKernels {
     }
 }
 
-/// Every data-movement specialization (six kernels for each element size), for
+/// Every data-movement specialization (eight kernels for each element size), for
 /// [`super::prewarm_list`].
-pub(super) fn move_specs<T>() -> [&'static KernelSpec; 6] {
+pub(super) fn move_specs<T>() -> [&'static KernelSpec; 8] {
     let k = move_kernels::<T>();
     [
         k.all_gather,
         k.low_latency_gather,
         k.broadcast_one_shot,
         k.broadcast_two_shot,
+        k.low_latency_broadcast,
         k.all_to_all,
+        k.low_latency_all_to_all,
         k.all_to_all_v,
     ]
 }
@@ -83,9 +92,11 @@ impl Comm {
     /// [`Algorithm::OneShot`]: every PE loads the root's `src` over NVLink;
     /// [`Algorithm::TwoShot`]: rank `r` loads chunk `r` of it and stores that into every PE's
     /// `dst` (the root's links carry one copy instead of `n - 1`); [`Algorithm::Nvshmem`]:
-    /// `nvshmemx_<type>_broadcast_on_stream` (context stream only); [`Algorithm::Auto`]: as
-    /// for [`Comm::all_reduce`] by size, without the low-latency protocol (which is an
-    /// all-reduce's: an `Err` here). When it completes on a PE,
+    /// `nvshmemx_<type>_broadcast_on_stream` (context stream only); [`Algorithm::LowLatency`]
+    /// (up to [`super::LL_GATHER_MAX_BYTES`], and 48 KiB over all PEs): every PE's data over
+    /// the low-latency lines into shared memory, the root's copied out, one crossing and no
+    /// handshake; [`Algorithm::Auto`]: low latency where it fits, else as for
+    /// [`Comm::all_reduce`] by size. When it completes on a PE,
     /// no peer reads the root's `src` or writes this PE's `dst` any more.
     ///
     /// Errors, before anything is launched: a PE that is not in the team, a `root` that is not
@@ -125,15 +136,20 @@ impl Comm {
         if d != s {
             check_apart("broadcast", d, bytes, s, bytes)?;
         }
+        let ll_fits = self.n > 1 && self.ll_fits(bytes);
         let algorithm = match algorithm {
+            Algorithm::Auto if self.peers_reachable() && ll_fits => Algorithm::LowLatency,
             Algorithm::Auto => self.auto_pass(bytes, false),
-            Algorithm::LowLatency => {
+            Algorithm::LowLatency if !ll_fits => {
                 return Err(Error::InvalidConfig {
                     name: "algorithm",
-                    value: "LowLatency".to_owned(),
-                    reason: "the low-latency protocol is an all-reduce's; broadcast with \
-                             Algorithm::Auto, OneShot, TwoShot or Nvshmem"
-                        .to_owned(),
+                    value: format!("LowLatency for {bytes} bytes on {} PEs", self.n),
+                    reason: format!(
+                        "the low-latency broadcast takes at most LL_GATHER_MAX_BYTES \
+                         ({LL_GATHER_MAX_BYTES}) bytes, and the team's PEs times the bytes at \
+                         most {LL_SHARED_MAX_BYTES}, on more than one PE; use Algorithm::Auto, \
+                         OneShot, TwoShot or Nvshmem"
+                    ),
                 })
             }
             a => a,
@@ -144,6 +160,16 @@ impl Comm {
             return Ok(algorithm);
         }
         self.check_p2p("broadcast")?;
+        if algorithm == Algorithm::LowLatency {
+            if bytes == 0 {
+                return Ok(algorithm);
+            }
+            let spec = move_kernels::<T>().low_latency_broadcast;
+            let src = Region::of(src);
+            let scalars = [self.n as u32, root as u32];
+            self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, self.n * bytes)?;
+            return Ok(algorithm);
+        }
         self.check_symmetric("the broadcast source (peers load the root's)", s, bytes)?;
         if algorithm == Algorithm::TwoShot {
             self.check_symmetric(
@@ -202,8 +228,10 @@ impl Comm {
     /// [`Comm::all_to_all`] on `stream` (not waited for on the host; capturable once
     /// prewarmed): each rank stores its chunks into its peers' `dst` over NVLink, with the
     /// flag protocol, so when it completes on a PE every peer's chunk has arrived in its `dst`.
-    /// Where a member is not load/store reachable, NVSHMEM's `alltoall` on the context's stream
-    /// carries it instead.
+    /// Up to [`super::LL_GATHER_MAX_BYTES`] a PE (and 48 KiB over all PEs) it takes the
+    /// low-latency protocol instead: every PE's whole `src` over the lines into shared memory,
+    /// one crossing and no handshake. Where a member is not load/store reachable, NVSHMEM's
+    /// `alltoall` on the context's stream carries it instead.
     ///
     /// Errors, before anything is launched: a PE that is not in the team, `dst` and `src` of
     /// different lengths, a length that is not a multiple of the team size, `dst` and `src`
@@ -215,7 +243,7 @@ impl Comm {
         dst: &mut impl SymRegion<T>,
         src: &impl SymRegion<T>,
     ) -> Result<()> {
-        self.member()?;
+        let rank = self.member()?;
         let n = self.n;
         if dst.len() != src.len() {
             return Err(Error::LengthMismatch {
@@ -236,6 +264,14 @@ impl Comm {
         }
         if !self.p2p {
             // A peer off NVLink: NVSHMEM's alltoall, which its proxy carries.
+            let bytes = src.len() * std::mem::size_of::<T>();
+            check_apart(
+                "all-to-all",
+                dst.as_device_ptr(),
+                bytes,
+                src.as_device_ptr(),
+                bytes,
+            )?;
             self.check_context_stream(stream, "all-to-all")?;
             return self.pgas.alltoall(self.team, &*dst, src);
         }
@@ -244,6 +280,13 @@ impl Comm {
             return Ok(());
         }
         let bytes = src.len() * std::mem::size_of::<T>();
+        if n > 1 && self.ll_fits(bytes) {
+            // Latency-bound: every PE's whole `src` over the low-latency lines, one block.
+            let spec = move_kernels::<T>().low_latency_all_to_all;
+            let src = Region::of(src);
+            let scalars = [n as u32, rank as u32];
+            return self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, n * bytes);
+        }
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
         let src = Region::of(src);
         self.launch_p2p(
@@ -259,6 +302,13 @@ impl Comm {
     }
 
     /// The error of NVSHMEM's on-stream collectives on a stream other than the context's.
+    /// Whether `bytes` a PE fit the low-latency kernels that gather every PE's data into shared
+    /// memory (all-to-all, broadcast): one low-latency region of lines, and every PE's copy in
+    /// shared memory.
+    fn ll_fits(&self, bytes: usize) -> bool {
+        bytes <= LL_GATHER_MAX_BYTES && self.n * bytes <= LL_SHARED_MAX_BYTES
+    }
+
     pub(super) fn check_context_stream(&self, stream: &CudaStream, what: &str) -> Result<()> {
         if stream.cu_stream() == self.pgas.stream().cu_stream() {
             return Ok(());

@@ -1311,10 +1311,12 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
             .map(|_| ()),
         "context's stream",
     )?;
+    let over = coll::LL_GATHER_MAX_BYTES / 4 + 1;
+    let (big, mut big_dst) = (p.alloc::<f32>(over)?, p.alloc::<f32>(over)?);
     expect(
-        comm.broadcast(&mut b, &a, 0, Algorithm::LowLatency)
+        comm.broadcast(&mut big_dst, &big, 0, Algorithm::LowLatency)
             .map(|_| ()),
-        "all-reduce's",
+        "LL_GATHER_MAX_BYTES",
     )?;
     // All-to-all: lengths that differ, or do not split into one chunk per PE; overlap.
     expect(

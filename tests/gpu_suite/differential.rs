@@ -705,7 +705,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
     ];
     let alg = match kind {
         Kind::AllReduce => algs[rng.below(5)],
-        // The low-latency protocol is refused for a broadcast: now and then.
+        // The low-latency broadcast, refused above its sizes: now and then.
         Kind::Broadcast if rng.chance(3) => Algorithm::LowLatency,
         Kind::Broadcast => [algs[0], algs[2], algs[3], algs[4]][rng.below(4)],
         _ => Algorithm::Auto,
@@ -903,7 +903,11 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             }
         }
         Kind::Broadcast => {
+            let ll_fits = n > 1
+                && sbytes <= coll::LL_GATHER_MAX_BYTES
+                && n * sbytes <= coll::LL_SHARED_MAX_BYTES;
             let eff = match alg {
+                Algorithm::Auto if p2p && ll_fits => Algorithm::LowLatency,
                 Algorithm::Auto if !p2p => Algorithm::Nvshmem,
                 Algorithm::Auto if sbytes <= one_shot_max => Algorithm::OneShot,
                 Algorithm::Auto => Algorithm::TwoShot,
@@ -911,7 +915,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             };
             if root >= n
                 || (dptr != sptr && overlap(dptr, sbytes, sptr, sbytes))
-                || eff == Algorithm::LowLatency
+                || (eff == Algorithm::LowLatency && !ll_fits)
                 || (eff == Algorithm::Nvshmem && side_stream)
                 || (eff != Algorithm::Nvshmem && !p2p)
             {
@@ -933,10 +937,11 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             }
         }
         Kind::AllGather => {
+            // Off NVLink: NVSHMEM's fcollect, on the context's stream only.
             if !dlen.is_multiple_of(n)
                 || slen != dlen / n
                 || overlap(dptr, dbytes, sptr, sbytes)
-                || !p2p
+                || (!p2p && side_stream)
             {
                 Err(())
             } else {
@@ -944,10 +949,11 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             }
         }
         Kind::AllToAll => {
+            // Off NVLink: NVSHMEM's alltoall, on the context's stream only.
             if dlen != slen
                 || !slen.is_multiple_of(n)
                 || overlap(dptr, dbytes, sptr, sbytes)
-                || !p2p
+                || (!p2p && side_stream)
             {
                 Err(())
             } else {
