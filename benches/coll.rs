@@ -6,8 +6,10 @@
 //! minutes).
 //!
 //! ```text
-//! pgas-run -n 2 -- target/release/deps/coll-<hash> [OUTDIR]
+//! pgas-run -n 2 -- target/release/deps/coll-<hash> [OUTDIR] [--max-bytes=N]
 //! ```
+//!
+//! `--max-bytes=N` measures only the sizes up to `N` bytes (the latency-bound ones in seconds).
 //!
 //! Run it with `NVSHMEM_DISABLE_CUDA_VMM=1`: NVSHMEM 3.4.5's default (VMM) heap refuses single
 //! allocations of 1 GiB, which the top size needs.
@@ -256,7 +258,14 @@ fn main() -> BenchResult<()> {
         return Ok(());
     }
     let out_dir = std::env::args().skip(1).find(|a| !a.starts_with("--"));
-    let max = *SIZES.last().unwrap();
+    let max_arg = std::env::args().find_map(|a| {
+        a.strip_prefix("--max-bytes=")
+            .map(|v| v.parse::<usize>().map_err(|e| format!("--max-bytes={v}: {e}")))
+    });
+    let max = match max_arg {
+        Some(v) => v?.min(*SIZES.last().unwrap()),
+        None => *SIZES.last().unwrap(),
+    };
     let p = pgas::builder().heap_size(2 * max + (512 << 20)).init()?;
     let (me, n) = (p.my_pe(), p.n_pes());
     let machine = format!("{} x{n} PE", p.cuda().name()?);
@@ -285,6 +294,9 @@ fn main() -> BenchResult<()> {
         // results[size][method][mode] = microseconds (NaN: not run).
         let mut results = vec![vec![[f64::NAN; 2]; methods.len()]; c.sizes().len()];
         for (si, &bytes) in c.sizes().iter().enumerate() {
+            if bytes > max {
+                continue;
+            }
             let (sl, dl) = lens(c, bytes, n);
             if sl == 0 || dl == 0 {
                 continue;
