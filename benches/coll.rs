@@ -259,8 +259,10 @@ fn main() -> BenchResult<()> {
     }
     let out_dir = std::env::args().skip(1).find(|a| !a.starts_with("--"));
     let max_arg = std::env::args().find_map(|a| {
-        a.strip_prefix("--max-bytes=")
-            .map(|v| v.parse::<usize>().map_err(|e| format!("--max-bytes={v}: {e}")))
+        a.strip_prefix("--max-bytes=").map(|v| {
+            v.parse::<usize>()
+                .map_err(|e| format!("--max-bytes={v}: {e}"))
+        })
     });
     let max = match max_arg {
         Some(v) => v?.min(*SIZES.last().unwrap()),

@@ -102,6 +102,7 @@ pub fn run() -> Report {
     let mut checks = cuda_checks();
     checks.push(nvrtc_check());
     checks.push(nvshmem_check());
+    checks.push(remote_transport_check());
     checks.push(mpi_check());
     checks.push(ok(
         "bootstrap",
@@ -256,6 +257,24 @@ fn nvshmem_check() -> Check {
             format!("{where_}, library {}", version::display(nv.version())),
         ),
         Err(e) => bad("NVSHMEM", Status::Missing, where_, e.to_string()),
+    }
+}
+
+/// What NVSHMEM's remote transport needs here (`nvshmem::transport`): a warning at most, since
+/// one node needs none of it.
+fn remote_transport_check() -> Check {
+    let Ok(install) = nvshmem::find() else {
+        return bad(
+            "remote transport",
+            Status::Warn,
+            "not checked (no NVSHMEM)",
+            "install NVSHMEM first (see the NVSHMEM line)",
+        );
+    };
+    let facts = nvshmem::transport::Facts::probe(&install.lib_dir);
+    match nvshmem::transport::assess(&facts) {
+        (found, None) => ok("remote transport", found),
+        (found, Some(fix)) => bad("remote transport", Status::Warn, found, fix),
     }
 }
 
