@@ -10,6 +10,7 @@ fn sh(nproc: usize, script: &str) -> RunArgs {
         nproc,
         gpus: None,
         share_gpus: false,
+        nodes: None,
         program: "/bin/sh".into(),
         args: vec!["-c".into(), script.into()],
     }
@@ -102,6 +103,7 @@ fn a_missing_program_is_a_clear_error() {
         nproc: 2,
         gpus: None,
         share_gpus: false,
+        nodes: None,
         program: "/nonexistent/prog".into(),
         args: vec![],
     };

@@ -17,6 +17,7 @@ fn environment_is_passed_on_with_rank_variables() {
         nproc: 2,
         gpus: None,
         share_gpus: false,
+        nodes: None,
         program: "/bin/sh".into(),
         args: vec!["-c".into(), script.into()],
     };

@@ -243,6 +243,7 @@ fn pgas_run_with_more_ranks_than_gpus() {
         nproc: 3,
         gpus: None,
         share_gpus: false,
+        nodes: None,
         program: "/bin/true".into(),
         args: vec![],
     };

@@ -2,23 +2,31 @@
 
 use std::ffi::OsString;
 
+use super::multinode::{Nodes, Via};
 use crate::error::{Error, Result};
 
 /// `pgas-run --help`.
 pub const USAGE: &str = "\
 usage: pgas-run -n N [--gpus LIST] [--share-gpus] -- PROGRAM [ARGS...]
+       pgas-run --nodes M -n N [--via srun|mpirun] [--hosts H1,H2,..] [--dry-run] -- PROGRAM [ARGS...]
 
 Starts N copies of PROGRAM on this node, one per GPU, bootstrapped together for pgas::init().
+With --nodes, starts N on each of M nodes through srun or mpirun (NVSHMEM bootstraps through
+its PMIx or MPI plugin); PROGRAM must be at the same path on every node.
 
   -n, --nproc-per-node N   number of ranks (default: the length of --gpus)
   --gpus LIST              comma-separated GPU ordinals, rank i uses the i-th (default: 0..N)
   --share-gpus             let several ranks share a GPU (more ranks than GPUs, or a GPU named
                            twice in --gpus), for developing multi-PE code on fewer GPUs: needs
                            CUDA MPS running (`nvidia-cuda-mps-control -d`); timings mean nothing
+  --nodes M                a job of M nodes, N ranks (and GPUs) each
+  --via srun|mpirun        its launcher (default: srun inside a Slurm job, else mpirun)
+  --hosts LIST             comma-separated host names, one per node (mpirun)
+  --dry-run                print the srun/mpirun command instead of running it
   -h, --help               this help
 
 Output lines are prefixed with [rank N]. If a rank fails, the others are stopped and pgas-run
-exits non-zero, naming the rank. For several nodes use mpirun or srun (feature `mpi`).";
+exits non-zero, naming the rank.";
 
 /// What `pgas-run` was asked to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,6 +37,8 @@ pub struct RunArgs {
     pub gpus: Option<Vec<usize>>,
     /// Whether ranks may share a GPU (`--share-gpus`; NVSHMEM needs CUDA MPS for that).
     pub share_gpus: bool,
+    /// A job across nodes (`--nodes`), `nproc` ranks each.
+    pub nodes: Option<Nodes>,
     /// The program to run.
     pub program: OsString,
     /// Its arguments.
@@ -45,6 +55,7 @@ pub fn parse_args(argv: impl IntoIterator<Item = OsString>) -> Result<Option<Run
     let mut nproc = None;
     let mut gpus = None;
     let mut share_gpus = false;
+    let (mut node_count, mut via, mut hosts, mut dry_run) = (None, None, None, false);
     let mut program = None;
     while let Some(arg) = it.next() {
         let s = arg.to_string_lossy().into_owned();
@@ -72,6 +83,36 @@ pub fn parse_args(argv: impl IntoIterator<Item = OsString>) -> Result<Option<Run
             }
             "--gpus" => gpus = Some(parse_gpu_list(&value("--gpus")?)?),
             "--share-gpus" => share_gpus = true,
+            "--nodes" => {
+                let v = value("--nodes")?;
+                node_count =
+                    Some(v.parse::<usize>().ok().filter(|&m| m >= 1).ok_or_else(|| {
+                        usage_err(format!(
+                            "--nodes {v:?}: expected a number of nodes, at least 1"
+                        ))
+                    })?);
+            }
+            "--via" => {
+                via = Some(match value("--via")?.as_str() {
+                    "srun" => Via::Srun,
+                    "mpirun" => Via::Mpirun,
+                    other => {
+                        return Err(usage_err(format!(
+                            "--via {other:?}: expected srun or mpirun"
+                        )))
+                    }
+                })
+            }
+            "--hosts" => {
+                hosts = Some(
+                    value("--hosts")?
+                        .split(',')
+                        .map(|h| h.trim().to_owned())
+                        .filter(|h| !h.is_empty())
+                        .collect::<Vec<_>>(),
+                )
+            }
+            "--dry-run" => dry_run = true,
             "--" => {
                 program = it.next();
                 break;
@@ -107,10 +148,34 @@ pub fn parse_args(argv: impl IntoIterator<Item = OsString>) -> Result<Option<Run
         (None, Some(list)) => list.len(),
         (None, None) => return Err(usage_err("say how many ranks with -n N")),
     };
+    let nodes =
+        match node_count {
+            None if via.is_some() || hosts.is_some() || dry_run => {
+                return Err(usage_err(
+                    "--via, --hosts and --dry-run are for jobs across nodes: add --nodes M",
+                ))
+            }
+            None => None,
+            Some(_) if gpus.is_some() || share_gpus => return Err(usage_err(
+                "--gpus and --share-gpus are for one node; across nodes each rank takes the GPU \
+                 of its local rank",
+            )),
+            Some(count) => Some(Nodes {
+                count,
+                via: via.unwrap_or(if std::env::var_os("SLURM_JOB_ID").is_some() {
+                    Via::Srun
+                } else {
+                    Via::Mpirun
+                }),
+                hosts,
+                dry_run,
+            }),
+        };
     Ok(Some(RunArgs {
         nproc,
         gpus,
         share_gpus,
+        nodes,
         program,
         args: it.collect(),
     }))
@@ -154,6 +219,24 @@ mod tests {
             (4, Some(vec![0, 0, 1, 1]), true)
         );
         assert!(p(&["--help"]).unwrap().is_none());
+        let e = p(&[
+            "--nodes=2",
+            "-n",
+            "4",
+            "--via",
+            "mpirun",
+            "--hosts",
+            "a,b",
+            "--dry-run",
+            "--",
+            "prog",
+        ])
+        .unwrap()
+        .unwrap();
+        let nodes = e.nodes.unwrap();
+        assert_eq!((e.nproc, nodes.count, nodes.via), (4, 2, Via::Mpirun));
+        assert_eq!(nodes.hosts, Some(vec!["a".to_owned(), "b".to_owned()]));
+        assert!(nodes.dry_run && a.nodes.is_none());
     }
 
     #[test]
@@ -166,6 +249,13 @@ mod tests {
             (&["-n", "3", "--gpus", "0,1", "prog"][..], "more ranks than"),
             (&["--gpus", "0,0", "prog"][..], "--share-gpus"),
             (&["--bogus", "prog"][..], "unknown option"),
+            (&["-n", "2", "--nodes", "0", "prog"][..], "at least 1"),
+            (
+                &["-n", "2", "--nodes", "2", "--via", "ssh", "prog"][..],
+                "srun or mpirun",
+            ),
+            (&["-n", "2", "--dry-run", "prog"][..], "add --nodes M"),
+            (&["--nodes", "2", "--gpus", "0,1", "prog"][..], "one node"),
         ] {
             let e = p(args).unwrap_err().to_string();
             assert!(e.contains(want) && e.contains("usage:"), "{args:?}: {e}");

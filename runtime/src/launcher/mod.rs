@@ -11,10 +11,11 @@
 //! `PGAS_DEVICE` (its GPU) and the rendezvous address and job token, on top of the launcher's own
 //! environment (so `NVSHMEM_DISABLE_NVLS` and friends pass through). Output lines are prefixed
 //! with `[rank N]`. When a rank fails, the others are stopped (SIGTERM, then SIGKILL after 2 s)
-//! and `pgas-run` exits non-zero naming the rank and how it ended. Multi-node jobs go through
-//! `mpirun`/`srun` instead.
+//! and `pgas-run` exits non-zero naming the rank and how it ended. With `--nodes`, a job across
+//! nodes is handed to `srun` or `mpirun` ([`multinode`]).
 
 mod args;
+pub mod multinode;
 mod run;
 
 pub use args::{parse_args, RunArgs, USAGE};

@@ -389,6 +389,7 @@ mod tests {
             nproc: 3,
             gpus: None,
             share_gpus: false,
+            nodes: None,
             program: "true".into(),
             args: vec![],
         };
@@ -398,6 +399,7 @@ mod tests {
             nproc: 2,
             gpus: Some(vec![1, 4]),
             share_gpus: false,
+            nodes: None,
             program: "true".into(),
             args: vec![],
         };
@@ -407,6 +409,7 @@ mod tests {
             nproc: 1,
             gpus: Some(vec![1, 0]),
             share_gpus: false,
+            nodes: None,
             program: "true".into(),
             args: vec![],
         };
@@ -419,6 +422,7 @@ mod tests {
             nproc: 4,
             gpus: None,
             share_gpus: true,
+            nodes: None,
             program: "true".into(),
             args: vec![],
         };
