@@ -50,7 +50,7 @@ use super::cublas::Cublas;
 use super::gemm_path::{agree_path, GemmPath};
 use super::peers::addresses;
 use crate::gemm::{self, GemmConfig};
-use crate::{Error, Pgas, Result, SymTensor, TensorMap};
+use crate::{Error, Pgas, Result, SymTensor, Team, TensorMap};
 use cudarc::driver::CudaSlice;
 
 /// A plan for `C = allgather_rows(A) · Btᵀ` at one shape: the symmetric gathered buffers, the
@@ -81,6 +81,9 @@ pub struct AllGatherMatmul {
     blas: Cublas,
     /// The GEMM as one pgas kernel (`pgas::gemm`, gathering) instead of cuBLAS per shard.
     fused: Option<Fused>,
+    /// Where a peer is off NVLink: the shard's symmetric copy, which NVSHMEM's `fcollect`
+    /// gathers (its proxy carries what no mapping reaches) before one cuBLAS GEMM.
+    off_node: Option<SymTensor<bf16>>,
 }
 
 /// What the pgas paths add: the specialization and, for one kernel, the words the copy streams
@@ -141,9 +144,11 @@ pub fn shape_error((mp, n, k): (usize, usize, usize), n_pes: usize) -> Option<St
 
 impl AllGatherMatmul {
     /// A plan for shards of `mp` rows (M = `mp` x the number of PEs), `n` and `k`. Collective
-    /// over all PEs: they first compare their shapes (`super::agree`), so a mismatch, a zero
-    /// dimension or a PE that cannot reach another by NVLink is the same `Err` on every PE and
-    /// nothing launches; then it allocates 2 x M x K bf16 of symmetric heap (too small a heap is
+    /// over all PEs: they first compare their shapes (`super::agree`), so a mismatch or a zero
+    /// dimension is the same `Err` on every PE and nothing launches. Where a PE cannot reach
+    /// another by NVLink (or `PGAS_PEER_ACCESS` says so), calls gather with NVSHMEM's
+    /// `fcollect` and then run one cuBLAS GEMM, without overlap. It allocates 2 x M x K bf16 of
+    /// symmetric heap (too small a heap is
     /// [`Error::HeapExhausted`] on every PE) and loads cuBLAS ([`Error::Unavailable`] without
     /// it, or without 64-bit stream memory operations on some PE's GPU, on every PE).
     pub fn new(pgas: &Pgas, (mp, n, k): (usize, usize, usize)) -> Result<AllGatherMatmul> {
@@ -185,15 +190,12 @@ impl AllGatherMatmul {
             "all_gather_matmul peer access",
             &[("every peer NVLink/P2P-mapped", reach)],
         )?;
-        if reach == 0 {
-            return Err(Error::Unavailable {
-                what: "all_gather_matmul",
-                reason: "some PE's symmetric memory is not mapped on this GPU (no NVLink or \
-                         P2P path), and the shards travel by copy engine between mapped \
-                         buffers. Fix: run the PEs on GPUs of one NVLink domain"
-                    .into(),
-            });
-        }
+        // Every PE agreed on `reach`, so all allocate (a collective step) or none.
+        let off_node = if reach == 0 {
+            Some(pgas.alloc::<bf16>(mp * k)?)
+        } else {
+            None
+        };
         let ctx = pgas.cuda();
         let copies = (1..np)
             .map(|_| {
@@ -222,6 +224,7 @@ impl AllGatherMatmul {
             landed,
             blas,
             fused: None,
+            off_node,
         })
     }
 
@@ -231,6 +234,16 @@ impl AllGatherMatmul {
     /// shape is not whole tiles of `pgas::gemm` (shard rows a multiple of 128, N and K of 64);
     /// nothing is changed then.
     pub fn set_gemm(&mut self, path: GemmPath) -> Result<()> {
+        if self.off_node.is_some() && path != GemmPath::Cublas {
+            return Err(Error::Unavailable {
+                what: "all_gather_matmul with the pgas GEMM",
+                reason: "a peer is off NVLink, so the shards travel by NVSHMEM's fcollect before \
+                         one cuBLAS GEMM; the pgas paths overlap copy-engine copies between \
+                         mapped buffers. Fix: keep GemmPath::Cublas, or run the PEs in one \
+                         NVLink domain"
+                    .into(),
+            });
+        }
         let one_kernel = path == GemmPath::PgasOneKernel;
         let (mp, n, k) = (self.mp, self.n, self.k);
         let np = self.pgas.n_pes();
@@ -335,6 +348,22 @@ impl AllGatherMatmul {
         let block_bytes = mp * k * 2;
         let row_block = |base: CUdeviceptr, pe: usize, bytes: usize| base + (pe * bytes) as u64;
         self.pgas.cuda().bind_to_thread()?;
+        if let Some(mine) = &self.off_node {
+            // SAFETY: the shard holds `block_bytes` (checked above), as does `mine`; both are
+            // ordered on the pgas stream, where NVSHMEM's fcollect and the GEMM follow.
+            unsafe {
+                cu::cuMemcpyDtoDAsync_v2(mine.as_device_ptr(), pa, block_bytes, main.cu_stream())
+                    .result()
+                    .map_err(Error::cuda("copying the shard into symmetric memory"))?;
+            }
+            self.pgas.fcollect(Team::WORLD, &self.gathered[buf], mine)?;
+            // SAFETY: the gathered buffer holds m x k, Bt n x k and C m x n (checked above),
+            // all ordered on the pgas stream.
+            return unsafe {
+                self.blas
+                    .gemm_bf16_nt_raw(&main, pc, gathered, pb, (m, n, k))
+            };
+        }
         let one_kernel = self.fused.as_ref().is_some_and(|f| f.one_kernel);
         if np > 1 {
             self.start_copies(&main)?;

@@ -1,7 +1,8 @@
 //! Which peers count as reachable (`PGAS_PEER_ACCESS`, runtime `context/reach.rs`) and what runs
 //! when one is not: the case holds with any policy, so the GPU script runs it as is and again
 //! under `PGAS_PEER_ACCESS=none` (every peer off-node), where `pgas::coll` falls back to
-//! NVSHMEM's collectives and the copy-engine operations refuse on every PE alike.
+//! NVSHMEM's collectives and all-gather + GEMM
+//! gathers with NVSHMEM's fcollect before one cuBLAS GEMM.
 
 use crate::runner::{case, Case};
 use crate::util::{self, check_eq, ensure, CaseResult};
@@ -56,8 +57,21 @@ fn peer_access(p: &Pgas) -> CaseResult {
     comm.all_to_all(&mut swapped, &blocks)?;
     let mut bcast = p.alloc::<u32>(m)?;
     comm.broadcast(&mut bcast, &src, 0, Algorithm::Auto)?;
-    // A copy-engine operation refuses a peer off NVLink on every PE (no hang, no launch).
-    let fused = AllGatherMatmul::new(p, (128, 64, 64));
+    // All-gather + GEMM: copy-engine pulls on NVLink, NVSHMEM's fcollect and one GEMM off it.
+    let (mp, gn, gk) = (128, 64, 64);
+    let a_val = |row: usize, c: usize| ((row * 3 + c) % 5) as f32;
+    let b_val = |j: usize, c: usize| ((j + 2 * c) % 3) as f32;
+    let stream = p.stream();
+    let shard: Vec<bf16> = (0..mp * gk)
+        .map(|i| bf16::from_f32(a_val(me * mp + i / gk, i % gk)))
+        .collect();
+    let bt: Vec<bf16> = (0..gn * gk)
+        .map(|i| bf16::from_f32(b_val(i / gk, i % gk)))
+        .collect();
+    let (shard, bt) = (stream.clone_htod(&shard)?, stream.clone_htod(&bt)?);
+    let mut c = stream.alloc_zeros::<bf16>(n * mp * gn)?;
+    let mut op = AllGatherMatmul::new(p, (mp, gn, gk))?;
+    op.run(&mut c, &shard, &bt)?;
     util::settle(p)?;
 
     let want_sum: Vec<u32> = (0..m)
@@ -73,11 +87,20 @@ fn peer_access(p: &Pgas) -> CaseResult {
     check_eq("all-to-all", &swapped.to_vec()?, &want_a2a)?;
     let want_bcast: Vec<u32> = (0..m).map(|i| i as u32).collect();
     check_eq("broadcast from PE 0", &bcast.to_vec()?, &want_bcast)?;
+    // Small integers: the f32 sums are exact, so one bf16 rounding gives the same bits.
+    let want_c: Vec<bf16> = (0..n * mp * gn)
+        .map(|i| {
+            let (row, j) = (i / gn, i % gn);
+            bf16::from_f32((0..gk).map(|c| a_val(row, c) * b_val(j, c)).sum())
+        })
+        .collect();
+    check_eq("all-gather + GEMM", &stream.clone_dtoh(&c)?, &want_c)?;
     if !all {
-        let e = fused.err().map(|e| e.to_string()).unwrap_or_default();
-        ensure(e.contains("not mapped") || e.contains("NVLink"), || {
-            format!("AllGatherMatmul with a peer off-node: expected a refusal naming it, got '{e}'")
-        })?;
+        let e = op.set_gemm(pgas::ops::GemmPath::PgasPerShard).err();
+        ensure(
+            e.is_some_and(|e| e.to_string().contains("off NVLink")),
+            || "a pgas GEMM path with a peer off NVLink was not refused".into(),
+        )?;
     }
     Ok(())
 }
