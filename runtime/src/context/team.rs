@@ -1,5 +1,7 @@
 //! NVSHMEM teams: subsets of PEs that collectives and device code can address.
 
+use cudarc::driver::CudaStream;
+
 use super::pgas::Pgas;
 pub use super::team_handle::Team;
 #[cfg(test)]
@@ -195,32 +197,64 @@ impl Team {
     /// Host barrier over the team that also completes this PE's outstanding RMA
     /// (`nvshmemx_barrier_on_stream`, then a wait for the pgas stream).
     pub fn barrier(self, pgas: &Pgas) -> Result<()> {
+        self.barrier_on(pgas, pgas.stream())?;
+        pgas.inner.sync_stream()
+    }
+
+    /// [`Team::barrier`] on `stream` (a stream of this context), without the wait on the host.
+    pub fn barrier_on(self, pgas: &Pgas, stream: &CudaStream) -> Result<()> {
         self.member(pgas, "take part in its barrier")?;
+        pgas.check_stream(stream)?;
         pgas.inner.bind()?;
-        // SAFETY: this PE is a member of the live team `self.raw` (checked above), and the pgas
+        // SAFETY: this PE is a member of the live team `self.raw` (checked above), and the
         // stream belongs to the bound context.
         let status = unsafe {
             pgas.nvshmem()
                 .raw()
-                .nvshmemx_barrier_on_stream(self.raw, pgas.stream().cu_stream())
+                .nvshmemx_barrier_on_stream(self.raw, stream.cu_stream())
         };
         Nvshmem::check(
             status,
             "nvshmemx_barrier_on_stream",
             "every PE of the team must call it",
-        )?;
+        )
+    }
+
+    /// Synchronizes the team's PEs without completing outstanding RMA
+    /// (`nvshmemx_team_sync_on_stream` on the pgas stream, then a wait for it).
+    pub fn sync(self, pgas: &Pgas) -> Result<()> {
+        self.sync_on(pgas, pgas.stream())?;
         pgas.inner.sync_stream()
+    }
+
+    /// [`Team::sync`] on `stream` (a stream of this context), without the wait on the host.
+    pub fn sync_on(self, pgas: &Pgas, stream: &CudaStream) -> Result<()> {
+        self.member(pgas, "take part in its sync")?;
+        pgas.check_stream(stream)?;
+        pgas.inner.bind()?;
+        // SAFETY: as in `barrier_on`.
+        let status = unsafe {
+            pgas.nvshmem()
+                .raw()
+                .nvshmemx_team_sync_on_stream(self.raw, stream.cu_stream())
+        };
+        Nvshmem::check(
+            status,
+            "nvshmemx_team_sync_on_stream",
+            "every PE of the team must call it",
+        )
     }
 
     /// Destroys a team made by a split (collective over its members). The predefined teams
     /// cannot be destroyed, and a team only once: every later use of any copy of the handle is
     /// [`Error::TeamDestroyed`].
     pub fn destroy(self, pgas: &Pgas) -> Result<()> {
-        if [Team::WORLD, Team::SHARED, Team::NODE].contains(&self) {
+        if self.generation == 0 {
             return Err(Error::InvalidConfig {
                 name: "Team::destroy",
                 value: format!("{self}"),
-                reason: "the predefined teams (WORLD, SHARED, NODE) live as long as NVSHMEM; \
+                reason: "the predefined teams (WORLD, SHARED, NODE, SAME_MYPE_NODE) live as long \
+                         as NVSHMEM; \
                          destroy only teams made by a split"
                     .into(),
             });
@@ -326,6 +360,7 @@ mod tests {
     #[test]
     fn teams_print_their_names() {
         assert_eq!(Team::WORLD.to_string(), "Team::WORLD");
+        assert_eq!(Team::SAME_MYPE_NODE.to_string(), "Team::SAME_MYPE_NODE");
         assert_eq!(TeamRegistry::default().register(7).to_string(), "team 7");
     }
 
