@@ -1,0 +1,459 @@
+//! NVSHMEM4Py parity (issue 24): the host calls on a stream of the program's (`*_on`,
+//! `signal_wait_until_on_stream`), reduce-scatter, the host collectives on every element type,
+//! the predefined teams (`NODE`, `SHARED`, `SAME_MYPE_NODE`), `sync_all`, device barriers and
+//! collectives over a split team, and the refusal of a stream of another GPU. Every case runs on
+//! any number of PEs (one included); each wait has its partner on every PE.
+
+use std::fmt::Debug;
+
+use crate::runner::{case, Case};
+use crate::util::{self, check_eq, CaseResult};
+use pgas::cudarc::driver::CudaStream;
+use pgas::kernel::KernelSpec;
+use pgas::prelude::*;
+
+pub const CASES: &[Case] = &[
+    case("host_streams/rma_signals_on_stream", rma_on_stream),
+    case("host_collectives/every_type", |p| every_type(p, false)),
+    case("host_streams/collectives_every_type_on_stream", |p| {
+        every_type(p, true)
+    }),
+    case("host_streams/reduce_scatter_ops", reduce_scatter_ops),
+    case("teams/node_shared_same_mype_node", predefined_teams),
+    case("teams/sync_all_after_quiet", sync_all),
+    case("teams/split_team_device_collectives", split_team_device),
+    case("misuse/stream_of_another_gpu", foreign_stream),
+];
+
+pub const KERNELS: &[&KernelSpec] = &[&split_team_coll::SPEC];
+
+/// Elements per PE.
+const L: usize = 48;
+
+/// A stream of this context other than the pgas stream.
+fn own_stream(p: &Pgas) -> Result<std::sync::Arc<CudaStream>, Box<dyn std::error::Error>> {
+    Ok(p.cuda().new_stream()?)
+}
+
+/// Every RMA, signal and ordering call in its `_on` form on a stream of the case's: a put with
+/// signal to the next PE, waited for on the stream (not the host) by the next PE; `put_on`,
+/// `put_nbi_on`, `get_on`, `get_nbi_on`; `signal_op_on` waited for on the stream; `quiet_on`,
+/// `barrier_all_on`, `sync_all_on`, `Team::barrier_on` / `sync_on`.
+fn rma_on_stream(p: &Pgas) -> CaseResult {
+    let (me, next, prev) = (util::me(p), util::next(p), util::prev(p));
+    let s = own_stream(p)?;
+    let vals = |pe: usize, k: u32| {
+        (0..L as u32)
+            .map(|i| pe as u32 * 1000 + k * 100 + i)
+            .collect::<Vec<_>>()
+    };
+    let src = p.alloc_from(&vals(me, 0))?;
+    let src2 = p.alloc_from(&vals(me, 1))?;
+    let (a, b, c) = (p.alloc::<u32>(L)?, p.alloc::<u32>(L)?, p.alloc::<u32>(L)?);
+    let (g, gn) = (p.alloc::<u32>(L)?, p.alloc::<u32>(L)?);
+    let sig = p.alloc::<u64>(2)?;
+    p.barrier_all()?;
+    p.put_signal_on(&s, &a, &src, &sig, 0, 1, SignalOp::Set, next)?;
+    p.signal_wait_until_on_stream(&s, &sig, 0, Cmp::Eq, 1)?;
+    // Work after the wait on the same stream sees the signal's data.
+    p.put_nbi_on(&s, &b, &src2, next)?;
+    p.put_signal_nbi_on(&s, &c, &src, &sig, 1, 3, SignalOp::Add, next)?;
+    p.signal_op_on(&s, &sig, 1, 4, SignalOp::Add, next)?;
+    p.signal_wait_until_on_stream(&s, &sig, 1, Cmp::Ge, 7)?;
+    p.get_on(&s, &g, &src, next)?;
+    p.get_nbi_on(&s, &gn, &src2, prev)?;
+    p.quiet_on(&s)?;
+    p.barrier_all_on(&s)?;
+    Team::WORLD.barrier_on(p, &s)?;
+    Team::WORLD.sync_on(p, &s)?;
+    p.sync_all_on(&s)?;
+    s.synchronize()?;
+    p.barrier_all()?;
+    check_eq(
+        "put_signal_on from the previous PE",
+        &a.to_vec()?,
+        &vals(prev, 0),
+    )?;
+    check_eq(
+        "put_nbi_on from the previous PE",
+        &b.to_vec()?,
+        &vals(prev, 1),
+    )?;
+    check_eq(
+        "put_signal_nbi_on from the previous PE",
+        &c.to_vec()?,
+        &vals(prev, 0),
+    )?;
+    check_eq("get_on of the next PE", &g.to_vec()?, &vals(next, 0))?;
+    check_eq(
+        "get_nbi_on of the previous PE",
+        &gn.to_vec()?,
+        &vals(prev, 1),
+    )?;
+    check_eq(
+        "signal words",
+        &[p.signal_fetch(&sig, 0)?, p.signal_fetch(&sig, 1)?],
+        &[1, 7],
+    )
+}
+
+/// A small number as each element type (exact in all twelve: below 128, and bf16's 8 bits of
+/// mantissa hold every integer to 256).
+trait Elem: pgas::CollectiveElem + Copy + PartialEq + Debug {
+    fn of(v: u8) -> Self;
+}
+
+macro_rules! elem_int {
+    ($($t:ty),*) => {$(impl Elem for $t { fn of(v: u8) -> Self { v as $t } })*};
+}
+elem_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+impl Elem for f32 {
+    fn of(v: u8) -> Self {
+        v.into()
+    }
+}
+impl Elem for f64 {
+    fn of(v: u8) -> Self {
+        v.into()
+    }
+}
+impl Elem for f16 {
+    fn of(v: u8) -> Self {
+        f16::from_f32(v.into())
+    }
+}
+impl Elem for bf16 {
+    fn of(v: u8) -> Self {
+        bf16::from_f32(v.into())
+    }
+}
+
+/// broadcast, fcollect, alltoall and reduce-scatter (Sum) of `T` over WORLD, on the pgas stream
+/// (`on_stream` false: the plain calls) or on a stream of the case's (the `_on` calls).
+fn one_type<T: Elem>(p: &Pgas, on_stream: bool) -> CaseResult {
+    let (me, n) = (util::me(p), util::npes(p));
+    let ty = std::any::type_name::<T>();
+    let s = own_stream(p)?;
+    // Values below 128 for up to 8 PEs; the reduce-scatter sums n of them below 16.
+    let v = |x: usize| T::of((x % 100) as u8);
+    let root = n - 1;
+    let bsrc = p.alloc_from(&(0..L).map(|i| v(me * 10 + i)).collect::<Vec<_>>())?;
+    let bdst = p.alloc::<T>(L)?;
+    let fsrc = p.alloc_from(&(0..L).map(|i| v(me * 7 + i)).collect::<Vec<_>>())?;
+    let fdst = p.alloc::<T>(L * n)?;
+    let block = |from: usize, to: usize, i: usize| v(from * 11 + to * 3 + i);
+    let asrc = p.alloc_from(
+        &(0..n)
+            .flat_map(|j| (0..L).map(move |i| block(me, j, i)))
+            .collect::<Vec<_>>(),
+    )?;
+    let adst = p.alloc::<T>(L * n)?;
+    let rval = |pe: usize, j: usize, i: usize| ((pe + j + i) % 16) as u8;
+    let rsrc = p.alloc_from(
+        &(0..n)
+            .flat_map(|j| (0..L).map(move |i| T::of(rval(me, j, i))))
+            .collect::<Vec<_>>(),
+    )?;
+    let rdst = p.alloc::<T>(L)?;
+    p.barrier_all()?;
+    if on_stream {
+        p.broadcast_on(&s, Team::WORLD, &bdst, &bsrc, root)?;
+        p.fcollect_on(&s, Team::WORLD, &fdst, &fsrc)?;
+        p.alltoall_on(&s, Team::WORLD, &adst, &asrc)?;
+        p.reduce_scatter_on(&s, Team::WORLD, ReduceOp::Sum, &rdst, &rsrc)?;
+        s.synchronize()?;
+    } else {
+        p.broadcast(Team::WORLD, &bdst, &bsrc, root)?;
+        p.fcollect(Team::WORLD, &fdst, &fsrc)?;
+        p.alltoall(Team::WORLD, &adst, &asrc)?;
+        p.reduce_scatter(Team::WORLD, ReduceOp::Sum, &rdst, &rsrc)?;
+    }
+    util::settle(p)?;
+    let want_b: Vec<T> = (0..L).map(|i| v(root * 10 + i)).collect();
+    check_eq(&format!("broadcast {ty}"), &bdst.to_vec()?, &want_b)?;
+    let want_f: Vec<T> = (0..n)
+        .flat_map(|pe| (0..L).map(move |i| v(pe * 7 + i)))
+        .collect();
+    check_eq(&format!("fcollect {ty}"), &fdst.to_vec()?, &want_f)?;
+    let want_a: Vec<T> = (0..n)
+        .flat_map(|from| (0..L).map(move |i| block(from, me, i)))
+        .collect();
+    check_eq(&format!("alltoall {ty}"), &adst.to_vec()?, &want_a)?;
+    let want_r: Vec<T> = (0..L)
+        .map(|i| T::of((0..n).map(|pe| rval(pe, me, i)).sum()))
+        .collect();
+    check_eq(
+        &format!("reduce_scatter Sum {ty}"),
+        &rdst.to_vec()?,
+        &want_r,
+    )
+}
+
+fn every_type(p: &Pgas, on_stream: bool) -> CaseResult {
+    // Every type runs (each has its collective calls on every PE) before any error returns.
+    let results = [
+        one_type::<f32>(p, on_stream),
+        one_type::<f64>(p, on_stream),
+        one_type::<f16>(p, on_stream),
+        one_type::<bf16>(p, on_stream),
+        one_type::<i8>(p, on_stream),
+        one_type::<i16>(p, on_stream),
+        one_type::<i32>(p, on_stream),
+        one_type::<i64>(p, on_stream),
+        one_type::<u8>(p, on_stream),
+        one_type::<u16>(p, on_stream),
+        one_type::<u32>(p, on_stream),
+        one_type::<u64>(p, on_stream),
+    ];
+    let errs: Vec<String> = results
+        .into_iter()
+        .filter_map(|r| r.err().map(|e| e.to_string()))
+        .collect();
+    util::ensure(errs.is_empty(), || errs.join("; "))
+}
+
+/// reduce-scatter with Max, Min and Xor (i32) and Prod (f64), on a stream of the case's, and
+/// its shape misuse.
+fn reduce_scatter_ops(p: &Pgas) -> CaseResult {
+    let (me, n) = (util::me(p), util::npes(p));
+    let s = own_stream(p)?;
+    let ival = |pe: usize, j: usize, i: usize| ((pe * 5 + j * 3 + i) % 13) as i32 - 6;
+    let isrc = p.alloc_from(
+        &(0..n)
+            .flat_map(|j| (0..L).map(move |i| ival(me, j, i)))
+            .collect::<Vec<_>>(),
+    )?;
+    let fsrc = p.alloc_from(
+        &(0..n)
+            .flat_map(|j| (0..L).map(move |i| ((me + j + i) % 3) as f64 + 0.5))
+            .collect::<Vec<_>>(),
+    )?;
+    let mut errs = Vec::new();
+    type Fold = fn(i32, i32) -> i32;
+    for (op, f) in [
+        (ReduceOp::Max, i32::max as Fold),
+        (ReduceOp::Min, i32::min as Fold),
+        (ReduceOp::Xor, (|a, b| a ^ b) as Fold),
+    ] {
+        let d = p.alloc::<i32>(L)?;
+        p.barrier_all()?;
+        p.reduce_scatter_on(&s, Team::WORLD, op, &d, &isrc)?;
+        s.synchronize()?;
+        util::settle(p)?;
+        let want: Vec<i32> = (0..L)
+            .map(|i| (1..n).fold(ival(0, me, i), |a, pe| f(a, ival(pe, me, i))))
+            .collect();
+        if let Err(e) = check_eq(&format!("reduce_scatter {op:?} i32"), &d.to_vec()?, &want) {
+            errs.push(e.to_string());
+        }
+    }
+    let d = p.alloc::<f64>(L)?;
+    p.barrier_all()?;
+    p.reduce_scatter_on(&s, Team::WORLD, ReduceOp::Prod, &d, &fsrc)?;
+    s.synchronize()?;
+    util::settle(p)?;
+    let want: Vec<f64> = (0..L)
+        .map(|i| (0..n).map(|pe| ((pe + me + i) % 3) as f64 + 0.5).product())
+        .collect();
+    if let Err(e) = check_eq("reduce_scatter Prod f64", &d.to_vec()?, &want) {
+        errs.push(e.to_string());
+    }
+    // Shape and operator misuse: refused before NVSHMEM sees them, alike on every PE.
+    match p.reduce_scatter(Team::WORLD, ReduceOp::Sum, &d, &d) {
+        Err(e) if n > 1 && e.to_string().contains("destination length x team size") => {}
+        Ok(()) if n == 1 => {}
+        other => errs.push(format!("reduce_scatter with src as long as dst: {other:?}")),
+    }
+    match p.reduce_scatter(Team::WORLD, ReduceOp::Xor, &d, &fsrc) {
+        Err(e) if e.to_string().contains("integer type") => {}
+        other => errs.push(format!("reduce_scatter Xor on f64: {other:?}")),
+    }
+    util::settle(p)?;
+    util::ensure(errs.is_empty(), || errs.join("; "))
+}
+
+/// One predefined team: its members (in WORLD numbers, through translate_pe), this PE's place
+/// in it, a reduce and an fcollect over it against those members, its barrier and sync (host
+/// and on a stream).
+fn team_check(p: &Pgas, team: Team) -> CaseResult {
+    let me = util::me(p);
+    let s = own_stream(p)?;
+    let tn = team.n_pes(p)?;
+    let members: Vec<usize> = (0..tn)
+        .map(|k| {
+            team.translate_pe(p, k, Team::WORLD)?
+                .ok_or(pgas::Error::InvalidPe { pe: k, n_pes: tn })
+        })
+        .collect::<pgas::Result<_>>()?;
+    let mine = team.my_pe(p)?;
+    util::ensure(mine.is_some_and(|k| members.get(k) == Some(&me)), || {
+        format!("{team}: this PE {me} is {mine:?} of members {members:?}")
+    })?;
+    let src = p.alloc_from(&[me as i64 + 1; 4])?;
+    let red = p.alloc::<i64>(4)?;
+    let all = p.alloc::<i64>(4 * tn)?;
+    team.barrier(p)?;
+    p.reduce(team, ReduceOp::Sum, &red, &src)?;
+    p.fcollect_on(&s, team, &all, &src)?;
+    team.sync_on(p, &s)?;
+    s.synchronize()?;
+    team.sync(p)?;
+    util::settle(p)?;
+    let sum: i64 = members.iter().map(|&w| w as i64 + 1).sum();
+    check_eq(
+        &format!("reduce Sum over {team}"),
+        &red.to_vec()?,
+        &[sum; 4],
+    )?;
+    let want: Vec<i64> = members.iter().flat_map(|&w| [w as i64 + 1; 4]).collect();
+    check_eq(&format!("fcollect over {team}"), &all.to_vec()?, &want)
+}
+
+/// NODE and SHARED hold every PE on one node (the test machines); SAME_MYPE_NODE one PE per
+/// node. Each is checked against its own membership, so the case holds on several nodes too.
+fn predefined_teams(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let results = [
+        team_check(p, Team::NODE),
+        team_check(p, Team::SHARED),
+        team_check(p, Team::SAME_MYPE_NODE),
+    ];
+    let mut errs: Vec<String> = results
+        .into_iter()
+        .filter_map(|r| r.err().map(|e| e.to_string()))
+        .collect();
+    let (node, same) = (Team::NODE.n_pes(p)?, Team::SAME_MYPE_NODE.n_pes(p)?);
+    if node * same != n {
+        errs.push(format!("NODE has {node} PEs and SAME_MYPE_NODE {same}: their product should be the {n} PEs of the job"));
+    }
+    match Team::NODE.destroy(p) {
+        Err(e) if e.to_string().contains("predefined") => {}
+        other => errs.push(format!("destroying Team::NODE: {other:?}")),
+    }
+    util::ensure(errs.is_empty(), || errs.join("; "))
+}
+
+/// `sync_all` orders what `quiet` completed: each PE puts to the next, quiets, syncs all; the
+/// data is then there.
+fn sync_all(p: &Pgas) -> CaseResult {
+    let (me, next, prev) = (util::me(p), util::next(p), util::prev(p));
+    let src = p.alloc_from(&[me as u32 + 10; L])?;
+    let dst = p.alloc::<u32>(L)?;
+    p.barrier_all()?;
+    p.put(&dst, &src, next)?;
+    p.quiet()?;
+    p.sync_all()?;
+    check_eq(
+        "after quiet + sync_all",
+        &dst.to_vec()?,
+        &[prev as u32 + 10; L],
+    )
+}
+
+/// Device barriers and collectives over a team split off WORLD.
+#[pgas_kernel]
+fn split_team_coll(
+    team: Team,
+    ag: &mut SymTensor<i64>,
+    ag_src: &SymTensor<i64>,
+    red: &mut SymTensor<i64>,
+    red_src: &SymTensor<i64>,
+) {
+    barrier_block(team);
+    all_gather_block(team, ag, ag_src);
+    reduce_block(team, red, red_src, ReduceOp::Sum);
+    team_sync_block(team);
+    barrier_block(team);
+}
+
+/// The even PEs (PE 0 alone on one PE) run a kernel of team barriers, an all-gather and a
+/// reduction over their team; the odd PEs launch nothing and must keep their buffers.
+fn split_team_device(p: &Pgas) -> CaseResult {
+    let (me, n) = (util::me(p), util::npes(p));
+    let evens = n.div_ceil(2);
+    let team = Team::WORLD.split_strided(p, 0, 2, evens)?;
+    let src = p.alloc_from(&(0..L).map(|i| (me * 1000 + i) as i64).collect::<Vec<_>>())?;
+    let mut ag = p.alloc_from(&vec![-1i64; L * evens])?;
+    let mut red = p.alloc_from(&vec![-1i64; L])?;
+    p.barrier_all()?;
+    let launched = match team {
+        Some(t) => {
+            let r = split_team_coll::launch(
+                p,
+                LaunchConfig::blocks(1, 128),
+                t,
+                &mut ag,
+                &src,
+                &mut red,
+                &src,
+            );
+            p.stream().synchronize()?;
+            t.destroy(p)?;
+            r
+        }
+        None if me % 2 == 1 => Ok(()),
+        None => return Err(format!("even PE {me} is not in the even team").into()),
+    };
+    util::settle(p)?;
+    launched?;
+    let (want_ag, want_red): (Vec<i64>, Vec<i64>) = if me % 2 == 0 {
+        (
+            (0..n)
+                .step_by(2)
+                .flat_map(|pe| (0..L).map(move |i| (pe * 1000 + i) as i64))
+                .collect(),
+            (0..L)
+                .map(|i| (0..n).step_by(2).map(|pe| (pe * 1000 + i) as i64).sum())
+                .collect(),
+        )
+    } else {
+        (vec![-1; L * evens], vec![-1; L])
+    };
+    check_eq(
+        "all_gather_block over the even PEs",
+        &ag.to_vec()?,
+        &want_ag,
+    )?;
+    check_eq(
+        "reduce_block Sum over the even PEs",
+        &red.to_vec()?,
+        &want_red,
+    )
+}
+
+/// A stream of another GPU's context is refused by every `_on` call with the fix, before
+/// NVSHMEM sees it. Needs a second visible GPU; with one, the case says so and checks the pgas
+/// stream is accepted.
+fn foreign_stream(p: &Pgas) -> CaseResult {
+    let t = p.alloc::<u32>(L)?;
+    let sig = p.alloc::<u64>(1)?;
+    p.barrier_all()?;
+    let count = pgas::gpu_count()?;
+    if count < 2 {
+        println!("gpu_suite[pe {}]: misuse/stream_of_another_gpu: one GPU visible, the refusal is not exercised", util::me(p));
+        p.put_on(p.stream(), &t, &t, util::me(p))?;
+        return Ok(());
+    }
+    let gpu = (p.device_ordinal() + 1) % count;
+    let ctx = pgas::cudarc::driver::CudaContext::new(gpu)?;
+    let s = ctx.new_stream()?;
+    p.cuda().bind_to_thread()?;
+    let me = util::me(p);
+    let mut errs = Vec::new();
+    let mut expect = |what: &str, r: pgas::Result<()>| match r {
+        Err(e) if e.to_string().contains("pgas.cuda().new_stream()") => {}
+        other => errs.push(format!("{what} on GPU {gpu}'s stream: {other:?}")),
+    };
+    expect("put_on", p.put_on(&s, &t, &t, me));
+    expect(
+        "signal_wait_until_on_stream",
+        p.signal_wait_until_on_stream(&s, &sig, 0, Cmp::Eq, 0),
+    );
+    expect("barrier_all_on", p.barrier_all_on(&s));
+    expect(
+        "fcollect_on",
+        p.fcollect_on(&s, Team::SAME_MYPE_NODE, &t, &t),
+    );
+    expect("Team::sync_on", Team::WORLD.sync_on(p, &s));
+    util::ensure(errs.is_empty(), || errs.join("; "))
+}
