@@ -23,6 +23,9 @@ pub const CASES: &[Case] = &[
     case("teams/sync_all_after_quiet", sync_all),
     case("teams/split_team_device_collectives", split_team_device),
     case("misuse/stream_of_another_gpu", foreign_stream),
+    // Last: registrations map memory into NVSHMEM's heap (the newest calls, see main.rs).
+    case("external/register_foreign_vmm", register_foreign),
+    case("misuse/register_not_vmm_or_sizes_differ", register_misuse),
 ];
 
 pub const KERNELS: &[&KernelSpec] = &[&split_team_coll::SPEC];
@@ -455,5 +458,104 @@ fn foreign_stream(p: &Pgas) -> CaseResult {
         p.fcollect_on(&s, Team::SAME_MYPE_NODE, &t, &t),
     );
     expect("Team::sync_on", Team::WORLD.sync_on(p, &s));
+    util::ensure(errs.is_empty(), || errs.join("; "))
+}
+
+/// Whether this run has NVSHMEM's static heap, where no buffer can be registered.
+fn static_heap() -> bool {
+    std::env::var("NVSHMEM_DISABLE_CUDA_VMM").is_ok_and(|v| v.trim() == "1")
+}
+
+/// VMM memory registered by address, as another library's buffer would be (the owner goes in
+/// as the keep-alive): RMA between PEs through it, then unregistered by the drop.
+fn register_foreign(p: &Pgas) -> CaseResult {
+    let me = util::me(p) as u32;
+    let buf = p.vmm_alloc(1)?;
+    let (ptr, size) = (buf.device_ptr(), buf.size());
+    // SAFETY: `buf` maps `size` bytes at `ptr` and is the keep-alive, so it outlives the tensor.
+    let registered = unsafe { p.register_external::<u32>(ptr, size, buf) };
+    if static_heap() {
+        return match registered {
+            Err(e) if e.to_string().contains("NVSHMEM_DISABLE_CUDA_VMM") => Ok(()),
+            other => Err(format!(
+                "registration with a static heap: {:?}",
+                other.map(|t| t.len())
+            )
+            .into()),
+        };
+    }
+    let mut t = registered?;
+    util::ensure(t.len() == size / 4, || {
+        format!("{} elements for {size} bytes", t.len())
+    })?;
+    let words = |pe: u32| (0..L as u32).map(|i| pe * 1000 + i + 7).collect::<Vec<_>>();
+    t.view_mut(0..L)?.copy_from(&words(me))?;
+    t.view_mut(L..2 * L)?.fill(0)?;
+    p.barrier_all()?;
+    p.put(&t.view(L..2 * L)?, &t.view(0..L)?, util::next(p))?;
+    util::settle(p)?;
+    let got = t.view(L..2 * L)?.to_vec()?;
+    drop(t);
+    p.barrier_all()?;
+    check_eq(
+        "foreign VMM buffer: words put by the previous PE",
+        &got,
+        &words(util::prev(p) as u32),
+    )
+}
+
+/// Expects an `Err` whose message holds `needle`.
+fn expect_err<T>(errs: &mut Vec<String>, what: &str, r: pgas::Result<T>, needle: &str) {
+    match r {
+        Err(e) if e.to_string().contains(needle) => {}
+        Err(e) => errs.push(format!(
+            "{what}: the error does not mention {needle:?}: {e}"
+        )),
+        Ok(_) => errs.push(format!("{what}: expected an error, got Ok")),
+    }
+}
+
+/// Registration refused on every PE, never a hang: memory of `cudaMalloc` (cudarc's
+/// `alloc_zeros`) everywhere; with several PEs, that on PE 0 only (the others are told PE 0
+/// refused), and a larger buffer on PE 0 than elsewhere.
+fn register_misuse(p: &Pgas) -> CaseResult {
+    use pgas::cudarc::driver::DevicePtr;
+    let (me, n) = (util::me(p), util::npes(p));
+    if static_heap() {
+        println!("gpu_suite[pe {me}]: misuse/register_not_vmm_or_sizes_differ: static heap, not exercised");
+        return Ok(());
+    }
+    let g = p.vmm_alloc(1)?.size();
+    let mut errs = Vec::new();
+    let plain = p.stream().alloc_zeros::<u8>(g)?;
+    let ptr = plain.device_ptr(p.stream()).0;
+    // SAFETY: refused before NVSHMEM sees it (the case checks that); `plain` is the keep-alive.
+    let r = unsafe { p.register_external::<u8>(ptr, g, plain) };
+    expect_err(
+        &mut errs,
+        "cudaMalloc memory on every PE",
+        r,
+        "not CUDA VMM memory",
+    );
+    if n > 1 {
+        let r = if me == 0 {
+            let plain = p.stream().alloc_zeros::<u8>(g)?;
+            let ptr = plain.device_ptr(p.stream()).0;
+            // SAFETY: as above.
+            unsafe { p.register_external::<u8>(ptr, g, plain) }
+        } else {
+            p.register_symmetric::<u8>(p.vmm_alloc(g)?)
+        };
+        let needle = if me == 0 {
+            "not CUDA VMM memory"
+        } else {
+            "PE(s) [0] could not register"
+        };
+        expect_err(&mut errs, "cudaMalloc memory on PE 0 only", r, needle);
+        let mine = p.vmm_alloc(if me == 0 { 2 * g } else { g })?;
+        let r = p.register_symmetric::<u8>(mine);
+        expect_err(&mut errs, "a larger buffer on PE 0", r, "the sizes differ");
+    }
+    p.barrier_all()?;
     util::ensure(errs.is_empty(), || errs.join("; "))
 }
