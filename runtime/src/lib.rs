@@ -33,7 +33,7 @@ pub use bootstrap::Bootstrap;
 pub use context::{
     builder, init, Cmp, CollectiveElem, MulticastView, PeerView, Pgas, PgasBuilder, ReduceOp,
     Shape, SignalOp, Swizzle, SymBuffer, SymRegion, SymTensor, SymView, SymViewMut, Team,
-    TeamConfig, TensorMap, Tile2d, TmaElem, VmmBuffer, MAX_DIMS,
+    TeamConfig, TeamMember, TeamUniqueId, TensorMap, Tile2d, TmaElem, VmmBuffer, MAX_DIMS,
 };
 pub use device::gpu_count;
 /// The DLPack crate pgas exports and imports through ([`SymTensor::into_dlpack`],

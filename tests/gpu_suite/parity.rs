@@ -23,9 +23,13 @@ pub const CASES: &[Case] = &[
     case("teams/sync_all_after_quiet", sync_all),
     case("teams/split_team_device_collectives", split_team_device),
     case("misuse/stream_of_another_gpu", foreign_stream),
+    case("teams/team_init_unique_id", team_init_all),
+    case("misuse/team_init_inconsistent", team_init_misuse),
     // Last: registrations map memory into NVSHMEM's heap (the newest calls, see main.rs).
     case("external/register_foreign_vmm", register_foreign),
     case("misuse/register_not_vmm_or_sizes_differ", register_misuse),
+    // After them: the only case where some PEs stay out of nvshmemx_team_init.
+    case("teams/team_init_even_pes", team_init_evens),
 ];
 
 pub const KERNELS: &[&KernelSpec] = &[&split_team_coll::SPEC];
@@ -558,4 +562,144 @@ fn register_misuse(p: &Pgas) -> CaseResult {
     }
     p.barrier_all()?;
     util::ensure(errs.is_empty(), || errs.join("; "))
+}
+
+/// A team id made on `root` and broadcast to every PE (through a host broadcast).
+fn shared_team_id(p: &Pgas, root: usize) -> Result<pgas::TeamUniqueId, Box<dyn std::error::Error>> {
+    let mine = if util::me(p) == root {
+        pgas::TeamUniqueId::new(p)?.to_u64()
+    } else {
+        0
+    };
+    let src = p.alloc_from(&[mine])?;
+    let dst = p.alloc::<u64>(1)?;
+    p.broadcast(Team::WORLD, &dst, &src, root)?;
+    util::settle(p)?;
+    Ok(pgas::TeamUniqueId::from_u64(dst.to_vec()?[0]))
+}
+
+/// Checks a team made by team_init whose member `k` is world PE `world(k)`: sizes, numbers,
+/// translation, a reduction over it; then destroys it.
+fn check_init_team(p: &Pgas, t: Team, size: usize, world: impl Fn(usize) -> usize) -> CaseResult {
+    let me = util::me(p);
+    let mut errs = Vec::new();
+    if t.n_pes(p)? != size {
+        errs.push(format!("team of {} PEs, expected {size}", t.n_pes(p)?));
+    }
+    let mine = t.my_pe(p)?;
+    if mine.map(&world) != Some(me) {
+        errs.push(format!("this PE {me} is {mine:?} in the team"));
+    }
+    for k in 0..size {
+        let w = t.translate_pe(p, k, Team::WORLD)?;
+        if w != Some(world(k)) {
+            errs.push(format!(
+                "team PE {k} translates to {w:?}, expected {}",
+                world(k)
+            ));
+        }
+    }
+    let src = p.alloc_from(&[me as u64 + 1; 8])?;
+    let dst = p.alloc::<u64>(8)?;
+    t.barrier(p)?;
+    let r = p.reduce(t, ReduceOp::Sum, &dst, &src);
+    p.stream().synchronize()?;
+    t.sync(p)?;
+    t.destroy(p)?;
+    r?;
+    let sum: u64 = (0..size).map(|k| world(k) as u64 + 1).sum();
+    if let Err(e) = check_eq("reduce Sum over the team", &dst.to_vec()?, &[sum; 8]) {
+        errs.push(e.to_string());
+    }
+    util::ensure(errs.is_empty(), || errs.join("; "))
+}
+
+/// Every PE joins a team made from PE 0's id, numbered backwards (PE `me` is member `n-1-me`),
+/// with a config (two contexts).
+fn team_init_all(p: &Pgas) -> CaseResult {
+    let (me, n) = (util::me(p), util::npes(p));
+    let id = shared_team_id(p, 0)?;
+    let member = pgas::TeamMember {
+        id,
+        index: n - 1 - me,
+        n_pes: n,
+    };
+    let config = TeamConfig {
+        num_contexts: Some(2),
+    };
+    let t = p
+        .team_init(Some(member), &config)?
+        .ok_or("team_init returned no team on a member")?;
+    let got = t.config(p)?;
+    let checked = check_init_team(p, t, n, |k| n - 1 - k);
+    util::settle(p)?;
+    checked?;
+    util::ensure(got.num_contexts == Some(2), || {
+        format!("the team's config is {got:?}")
+    })
+}
+
+/// What the PEs pass disagrees: refused on every PE, before NVSHMEM, with the PEs and the fix.
+fn team_init_misuse(p: &Pgas) -> CaseResult {
+    let (me, n) = (util::me(p), util::npes(p));
+    let id = shared_team_id(p, n - 1)?;
+    let mut errs = Vec::new();
+    let cfg = TeamConfig::default();
+    let m = |index, n_pes| Some(pgas::TeamMember { id, index, n_pes });
+    // One PE more than join.
+    expect_err(
+        &mut errs,
+        "a size above the members",
+        p.team_init(m(me, n + 1), &cfg),
+        "joined it",
+    );
+    // Every member claims number 0.
+    if n > 1 {
+        expect_err(
+            &mut errs,
+            "the same index everywhere",
+            p.team_init(m(0, n), &cfg),
+            "its own index",
+        );
+        expect_err(
+            &mut errs,
+            "sizes that differ",
+            p.team_init(m(me, n + me % 2), &cfg),
+            "different sizes",
+        );
+    }
+    // An id that is not one (NVSHMEM's invalid id).
+    let bad = Some(pgas::TeamMember {
+        id: pgas::TeamUniqueId::from_u64(u64::MAX),
+        index: me,
+        n_pes: n,
+    });
+    expect_err(
+        &mut errs,
+        "the invalid id",
+        p.team_init(bad, &cfg),
+        "invalid team id",
+    );
+    util::settle(p)?;
+    util::ensure(errs.is_empty(), || errs.join("; "))
+}
+
+/// The even PEs make a team from an id; the odd PEs pass `None` and get `None`.
+fn team_init_evens(p: &Pgas) -> CaseResult {
+    let (me, n) = (util::me(p), util::npes(p));
+    let evens = n.div_ceil(2);
+    let id = shared_team_id(p, 0)?;
+    let member = (me % 2 == 0).then_some(pgas::TeamMember {
+        id,
+        index: me / 2,
+        n_pes: evens,
+    });
+    let t = p.team_init(member, &TeamConfig::default())?;
+    let r = match t {
+        Some(t) if me % 2 == 0 => check_init_team(p, t, evens, |k| 2 * k),
+        None if me % 2 == 1 => Ok(()),
+        other => Err(format!("PE {me} got {other:?} from team_init").into()),
+    };
+    util::settle(p)?;
+    r
 }
