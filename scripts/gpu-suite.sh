@@ -3,7 +3,8 @@
 # scripts/build-device.sh put in .device/bin and writes full logs to OUTDIR:
 #   env.log        nvidia-smi, the environment, `pgas doctor`
 #   suite.log      the GPU test suite on `pgas-run -n 4`, `pgas-run -n 2` (GPUs shared under CUDA MPS
-#                  where there are fewer), 1 PE; the differential test (`--differential`) on 2 PEs
+#                  where there are fewer), 1 PE; the differential test (`--differential`) on 2 PEs;
+#                  the start-up from a unique id in a file (`--uid-bootstrap OUTDIR`) on 2 and 1 PE
 #   traps.log      the checked variant's traps (bad index, bad pe), one process each
 #   faults.log     rank death under pgas-run and mpirun (a PE panics, aborts or is killed)
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
@@ -237,6 +238,16 @@ else
   note "SKIP differential 2 PE (${gpus} GPU and no CUDA MPS daemon to share one)"
 fi
 suite 1 240 "$bin/gpu_suite"
+# The start-up a program drives itself (tests/gpu_suite/uid_start.rs): rank 0's unique id through a
+# file in OUTDIR, not pgas-run's rendezvous; then the host collectives on that context. Only the
+# uid_start and host_collectives cases, so it costs seconds.
+if share_begin 2; then
+  suite_note="${share:+ (sharing $gpus GPU)}, unique id from a file" suite 2 60 "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" --uid-bootstrap "$out"
+  share_end
+else
+  note "SKIP gpu_suite 2 PE, unique id from a file (${gpus} GPU and no CUDA MPS daemon to share one)"
+fi
+suite_note=", unique id from a file" suite 1 60 "$bin/gpu_suite" --uid-bootstrap "$out"
 
 # Traps: the process must report the launch failure and the output name the Rust file:line.
 for kind in oob bad-pe partial-warp divergent-mma cluster-rank multicast-mask ll-scratch; do

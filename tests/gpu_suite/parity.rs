@@ -22,7 +22,7 @@ pub const CASES: &[Case] = &[
     case("teams/node_shared_same_mype_node", predefined_teams),
     case("teams/sync_all_after_quiet", sync_all),
     case("teams/split_team_device_collectives", split_team_device),
-    case("misuse/stream_of_another_gpu", foreign_stream),
+    case("misuse/host_call_on_stream_of_another_gpu", foreign_stream),
     case("teams/team_init_unique_id", team_init_all),
     case("misuse/team_init_inconsistent", team_init_misuse),
     // Last: registrations map memory into NVSHMEM's heap (the newest calls, see main.rs).
@@ -437,7 +437,7 @@ fn foreign_stream(p: &Pgas) -> CaseResult {
     p.barrier_all()?;
     let count = pgas::gpu_count()?;
     if count < 2 {
-        println!("gpu_suite[pe {}]: misuse/stream_of_another_gpu: one GPU visible, the refusal is not exercised", util::me(p));
+        println!("gpu_suite[pe {}]: misuse/host_call_on_stream_of_another_gpu: one GPU visible, the refusal is not exercised", util::me(p));
         p.put_on(p.stream(), &t, &t, util::me(p))?;
         return Ok(());
     }
