@@ -23,6 +23,7 @@ pub const CASES: &[Case] = &[
     case("teams/sync_all_after_quiet", sync_all),
     case("teams/split_team_device_collectives", split_team_device),
     case("misuse/host_call_on_stream_of_another_gpu", foreign_stream),
+    case("multicast/multimem_store_red_ld_reduce", multimem),
     case("teams/team_init_unique_id", team_init_all),
     case("misuse/team_init_inconsistent", team_init_misuse),
     // Last: registrations map memory into NVSHMEM's heap (the newest calls, see main.rs).
@@ -702,4 +703,109 @@ fn team_init_evens(p: &Pgas) -> CaseResult {
     };
     util::settle(p)?;
     r
+}
+
+/// The kernels of `multimem.cu`, compiled at their first launch.
+fn multimem_kernel(name: &str) -> pgas::launch::RawKernel {
+    pgas::launch::RawKernel::from_source(include_str!("multimem.cu"), name)
+}
+
+/// Device access through WORLD's multicast address, where NVLink SHARP gives one: the last PE
+/// stores through it (every PE's copy changes), every PE adds its number + 1 through it, and
+/// every PE reads the sum over all copies with `multimem.ld_reduce`. Where multicast is off
+/// (`NVSHMEM_DISABLE_NVLS=1` on the test machines) it says it is skipped; `host_api/multicast_view`
+/// checks the reason given there, and CI compiles the kernels (`tests/nvrtc_multimem.rs`).
+fn multimem(p: &Pgas) -> CaseResult {
+    use pgas::launch::KernelArgs;
+    let (me, n) = (util::me(p), util::npes(p));
+    let t = p.alloc::<f32>(L)?;
+    let out = p.alloc::<f32>(L)?;
+    // Every PE's answer, so that all take the same branch (multicast is per team, but a PE
+    // could differ in what NVSHMEM mapped for it).
+    let here = t.multicast(Team::WORLD).is_ok();
+    let mine = p.alloc_from(&[u32::from(here)])?;
+    let all = p.alloc::<u32>(n)?;
+    p.fcollect(Team::WORLD, &all, &mine)?;
+    util::settle(p)?;
+    let all = all.to_vec()?;
+    if all.contains(&0) {
+        println!(
+            "gpu_suite[pe {me}]: multicast/multimem_store_red_ld_reduce: skipped, no multicast \
+             address for Team::WORLD on PE(s) {:?} (NVSHMEM_DISABLE_NVLS={})",
+            (0..n).filter(|&pe| all[pe] == 0).collect::<Vec<_>>(),
+            std::env::var("NVSHMEM_DISABLE_NVLS").unwrap_or_default()
+        );
+        return Ok(());
+    }
+    let mc = t.multicast(Team::WORLD)?.as_device_ptr();
+    let cfg = LaunchConfig::blocks(1, L as u32);
+    let (base, writer) = (100.0f32, n - 1);
+    if me == writer {
+        // SAFETY: the arguments match pgas_multimem_store(float*, unsigned long long, float);
+        // `mc` addresses the L floats of `t` on every PE.
+        unsafe {
+            multimem_kernel("pgas_multimem_store").launch(
+                p,
+                cfg,
+                KernelArgs::new()
+                    .push_scalar(mc)
+                    .push_scalar(L as u64)
+                    .push_scalar(base),
+            )?
+        };
+    }
+    util::settle(p)?;
+    let stored: Vec<f32> = (0..L).map(|i| base + i as f32).collect();
+    let mut errs = Vec::new();
+    if let Err(e) = check_eq(
+        "this PE's copy after the multicast store",
+        &t.to_vec()?,
+        &stored,
+    ) {
+        errs.push(e.to_string());
+    }
+    // SAFETY: as above, for pgas_multimem_red_add(float*, unsigned long long, float).
+    unsafe {
+        multimem_kernel("pgas_multimem_red_add").launch(
+            p,
+            cfg,
+            KernelArgs::new()
+                .push_scalar(mc)
+                .push_scalar(L as u64)
+                .push_scalar(me as f32 + 1.0),
+        )?
+    };
+    util::settle(p)?;
+    let added = (n * (n + 1) / 2) as f32;
+    let after: Vec<f32> = stored.iter().map(|v| v + added).collect();
+    if let Err(e) = check_eq(
+        "this PE's copy after every PE's multicast add",
+        &t.to_vec()?,
+        &after,
+    ) {
+        errs.push(e.to_string());
+    }
+    let dst = out.as_device_ptr();
+    // SAFETY: as above, for pgas_multimem_ld_reduce(float*, float*, unsigned long long); `dst`
+    // is this PE's L floats of `out`.
+    unsafe {
+        multimem_kernel("pgas_multimem_ld_reduce").launch(
+            p,
+            cfg,
+            KernelArgs::new()
+                .push_scalar(mc)
+                .push_scalar(dst)
+                .push_scalar(L as u64),
+        )?
+    };
+    util::settle(p)?;
+    let sums: Vec<f32> = after.iter().map(|v| v * n as f32).collect();
+    if let Err(e) = check_eq(
+        "multimem.ld_reduce sum over the copies",
+        &out.to_vec()?,
+        &sums,
+    ) {
+        errs.push(e.to_string());
+    }
+    util::ensure(errs.is_empty(), || errs.join("; "))
 }
