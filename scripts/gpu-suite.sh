@@ -8,7 +8,8 @@
 #   traps.log      the checked variant's traps (bad index, bad pe), one process each
 #   faults.log     rank death under pgas-run and mpirun (a PE panics, aborts or is killed)
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
-#   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; the gallery
+#   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; NVSHMEM on MPI
+#                  sub-communicators (mpi_subcomm, `mpirun -np 2` or 4); the gallery
 #   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE),
 #                  coll and halo vs NCCL (2 PEs where 2 GPUs), all-gather + GEMM (ag_gemm) and
 #                  GEMM + reduce-scatter (gemm_rs), every GPU
@@ -280,6 +281,15 @@ if [ -x "$bin/hello_ring_mpi" ] && [ "$gpus" -ge 2 ]; then
   verdict "hello_ring mpirun -np 2" "$(echo "$last" | tail -1)"
 else
   note "SKIP hello_ring mpirun (no hello_ring_mpi binary or 1 GPU)"
+fi
+if [ -x "$bin/mpi_subcomm" ] && [ "$gpus" -ge 2 ]; then
+  # MPI_COMM_WORLD split into even and odd ranks, an NVSHMEM job on each (bootstrap::mpi_unique_id):
+  # two jobs of one PE on 2 GPUs, of two PEs on 4.
+  np=$([ "$gpus" -ge 4 ] && echo 4 || echo 2)
+  step "mpi_subcomm mpirun -np $np" examples.log 60 mpirun -np "$np" --bind-to none "$bin/mpi_subcomm"
+  verdict "NVSHMEM on MPI sub-communicators, mpirun -np $np" "$(echo "$last" | grep -c ': ok$') of $np ranks ok"
+else
+  note "SKIP mpi_subcomm (no mpi_subcomm binary or 1 GPU)"
 fi
 if [ -x "$bin/hello_ring" ] && [ "$gpus" -ge 1 ]; then
   # More ranks than GPUs: pgas-run must refuse before starting anything.

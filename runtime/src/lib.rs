@@ -42,3 +42,7 @@ pub use dlpark;
 pub use error::{Error, Result};
 pub use fp8::{e4m3, e5m2};
 pub use launch::{AmoElem, AmoInt, LaunchConfig};
+/// The rsmpi crate pgas is built with (feature `mpi`): its communicators are what
+/// [`bootstrap::mpi_unique_id`] takes, so a program splits them with this same version.
+#[cfg(feature = "mpi")]
+pub use mpi;
