@@ -12,7 +12,7 @@ pub use loader::Nvshmem;
 /// [`crate::bootstrap::UniqueId::new`] (rank 0 makes the id before it initializes). NVSHMEM
 /// cannot re-initialize anyway, and unloading it under its plugins or atexit handlers is asking
 /// for trouble. A failure is returned and not remembered, so a fixed environment can retry.
-pub(crate) fn load_once() -> crate::Result<(&'static Nvshmem, NvshmemInstall)> {
+pub(crate) fn load_once() -> crate::error::Result<(&'static Nvshmem, NvshmemInstall)> {
     static LOADED: std::sync::Mutex<Option<(&'static Nvshmem, NvshmemInstall)>> =
         std::sync::Mutex::new(None);
     // A panic while holding the lock leaves either nothing or a complete entry behind.
