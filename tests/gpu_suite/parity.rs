@@ -521,8 +521,9 @@ fn expect_err<T>(errs: &mut Vec<String>, what: &str, r: pgas::Result<T>, needle:
 }
 
 /// Registration refused on every PE, never a hang: memory of `cudaMalloc` (cudarc's
-/// `alloc_zeros`) everywhere; with several PEs, that on PE 0 only (the others are told PE 0
-/// refused), and a larger buffer on PE 0 than elsewhere.
+/// `alloc_zeros`) everywhere, a pointer into the middle of a VMM allocation everywhere; with
+/// several PEs, `cudaMalloc` memory on PE 0 only (the others are told PE 0 refused), and a
+/// larger buffer on PE 0 than elsewhere.
 fn register_misuse(p: &Pgas) -> CaseResult {
     use pgas::cudarc::driver::DevicePtr;
     let (me, n) = (util::me(p), util::npes(p));
@@ -541,6 +542,17 @@ fn register_misuse(p: &Pgas) -> CaseResult {
         "cudaMalloc memory on every PE",
         r,
         "not CUDA VMM memory",
+    );
+    // The second granule of a two-granule VMM allocation: NVSHMEM would map the first.
+    let two = p.vmm_alloc(2 * g)?;
+    let inside = two.device_ptr() + g as u64;
+    // SAFETY: refused before NVSHMEM sees it; `two` is the keep-alive.
+    let r = unsafe { p.register_external::<u8>(inside, g, two) };
+    expect_err(
+        &mut errs,
+        "a pointer inside a VMM allocation",
+        r,
+        "into its VMM allocation",
     );
     if n > 1 {
         let r = if me == 0 {

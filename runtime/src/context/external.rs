@@ -216,7 +216,8 @@ impl Pgas {
     /// (`cudaMalloc`, a caching allocator's block: copy it into `pgas.alloc` instead), VMM
     /// memory of another GPU or without a POSIX file descriptor handle (NVSHMEM shares it with
     /// the node's other processes that way), a size that is not a whole number of NVSHMEM's
-    /// heap granules (`NVSHMEM_CUMEM_GRANULARITY`), a range past the end of its allocation, and
+    /// heap granules (`NVSHMEM_CUMEM_GRANULARITY`), a `ptr` other than the start of its
+    /// allocation (NVSHMEM maps an allocation from its first byte), a range past its end, and
     /// sizes that differ across PEs. With `NVSHMEM_DISABLE_CUDA_VMM=1`, [`Error::Unavailable`].
     ///
     /// # Safety
@@ -352,11 +353,23 @@ fn vmm_check(ptr: CUdeviceptr, bytes: usize, device: usize) -> std::result::Resu
     let (mut base, mut size): (CUdeviceptr, usize) = (0, 0);
     // SAFETY: only queries the driver about the address; both outputs are live locals.
     let range = unsafe { cu::cuMemGetAddressRange_v2(&mut base, &mut size, ptr) };
-    if range == cu::CUresult::CUDA_SUCCESS && ptr.saturating_add(bytes as u64) > base + size as u64
-    {
+    if range != cu::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    // NVSHMEM maps the allocation's physical memory from its first byte (a VMM handle cannot be
+    // mapped at an offset), so a pointer inside an allocation would register other data.
+    if base != ptr {
         return Err(format!(
-            "{bytes} bytes from {ptr:#x} run past the end of its mapping ({size} bytes from \
-             {base:#x}). Fix: register at most the mapped range"
+            "{ptr:#x} lies {} bytes into its VMM allocation (which starts at {base:#x}), and \
+             NVSHMEM maps an allocation from its first byte. Fix: register the whole allocation, \
+             from its start",
+            ptr - base
+        ));
+    }
+    if ptr.saturating_add(bytes as u64) > base + size as u64 {
+        return Err(format!(
+            "{bytes} bytes from {ptr:#x} run past the end of its VMM allocation ({size} bytes). \
+             Fix: register at most the allocation"
         ));
     }
     Ok(())
