@@ -302,6 +302,9 @@ fn team_check(p: &Pgas, team: Team) -> CaseResult {
     let all = p.alloc::<i64>(4 * tn)?;
     team.barrier(p)?;
     p.reduce(team, ReduceOp::Sum, &red, &src)?;
+    // Collectives over one team must not run on two streams at once (they share the team's
+    // synchronization words), so the pgas stream's reduction finishes before the next starts.
+    p.stream().synchronize()?;
     p.fcollect_on(&s, team, &all, &src)?;
     team.sync_on(p, &s)?;
     s.synchronize()?;
