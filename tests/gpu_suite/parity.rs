@@ -23,7 +23,7 @@ pub const CASES: &[Case] = &[
     case("teams/sync_all_after_quiet", sync_all),
     case("teams/split_team_device_collectives", split_team_device),
     case("misuse/host_call_on_stream_of_another_gpu", foreign_stream),
-    case("multicast/multimem_store_red_ld_reduce", multimem),
+    case("multicast/multimem_and_host_write", multimem),
     case("teams/team_init_unique_id", team_init_all),
     case("misuse/team_init_inconsistent", team_init_misuse),
     // Last: registrations map memory into NVSHMEM's heap (the newest calls, see main.rs).
@@ -727,7 +727,8 @@ fn multimem_kernel(name: &str) -> pgas::launch::RawKernel {
 
 /// Device access through WORLD's multicast address, where NVLink SHARP gives one: the last PE
 /// stores through it (every PE's copy changes), every PE adds its number + 1 through it, and
-/// every PE reads the sum over all copies with `multimem.ld_reduce`. Where multicast is off
+/// every PE reads the sum over all copies with `multimem.ld_reduce`, and PE 0 writes every copy
+/// from the host (`MulticastView::copy_from`). Where multicast is off
 /// (`NVSHMEM_DISABLE_NVLS=1` on the test machines) it says it is skipped; `host_api/multicast_view`
 /// checks the reason given there, and CI compiles the kernels (`tests/nvrtc_multimem.rs`).
 fn multimem(p: &Pgas) -> CaseResult {
@@ -745,7 +746,7 @@ fn multimem(p: &Pgas) -> CaseResult {
     let all = all.to_vec()?;
     if all.contains(&0) {
         println!(
-            "gpu_suite[pe {me}]: multicast/multimem_store_red_ld_reduce: skipped, no multicast \
+            "gpu_suite[pe {me}]: multicast/multimem_and_host_write: skipped, no multicast \
              address for Team::WORLD on PE(s) {:?} (NVSHMEM_DISABLE_NVLS={})",
             (0..n).filter(|&pe| all[pe] == 0).collect::<Vec<_>>(),
             std::env::var("NVSHMEM_DISABLE_NVLS").unwrap_or_default()
@@ -819,6 +820,19 @@ fn multimem(p: &Pgas) -> CaseResult {
         "multimem.ld_reduce sum over the copies",
         &out.to_vec()?,
         &sums,
+    ) {
+        errs.push(e.to_string());
+    }
+    // The host write through the view: the first PE writes new values into every copy.
+    let written: Vec<f32> = (0..L).map(|i| -(i as f32) - 0.5).collect();
+    if me == 0 {
+        t.multicast(Team::WORLD)?.copy_from(&written)?;
+    }
+    util::settle(p)?;
+    if let Err(e) = check_eq(
+        "this PE's copy after PE 0's MulticastView::copy_from",
+        &t.to_vec()?,
+        &written,
     ) {
         errs.push(e.to_string());
     }
