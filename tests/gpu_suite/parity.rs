@@ -21,6 +21,7 @@ pub const CASES: &[Case] = &[
     case("host_streams/reduce_scatter_ops", reduce_scatter_ops),
     case("teams/node_shared_same_mype_node", predefined_teams),
     case("teams/sync_all_after_quiet", sync_all),
+    case("teams/peer_views_match_team_shared", peers_and_shared),
     case("teams/split_team_device_collectives", split_team_device),
     case("misuse/host_call_on_stream_of_another_gpu", foreign_stream),
     case("multicast/multimem_and_host_write", multimem),
@@ -835,6 +836,54 @@ fn multimem(p: &Pgas) -> CaseResult {
         &written,
     ) {
         errs.push(e.to_string());
+    }
+    util::ensure(errs.is_empty(), || errs.join("; "))
+}
+
+/// A peer view exists exactly for the PEs of `Team::SHARED` (NVSHMEM's team of the PEs this one
+/// can load from and store to), and every PE, in the NVLink domain or outside it, is reached by
+/// RMA: a put to each PE lands. On one node (the test machines) every PE is in SHARED; across
+/// nodes the PEs outside the domain take the `None` branch.
+fn peers_and_shared(p: &Pgas) -> CaseResult {
+    let (me, n) = (util::me(p), util::npes(p));
+    let t = p.alloc_from(&[me as u32 + 1; 4])?;
+    let inbox = p.alloc::<u32>(4 * n)?;
+    p.barrier_all()?;
+    let mut errs = Vec::new();
+    let mut outside = 0;
+    for pe in 0..n {
+        let shared = Team::WORLD.translate_pe(p, pe, Team::SHARED)?.is_some();
+        match (t.peer(pe)?, shared) {
+            (Some(v), true) => {
+                if let Err(e) = check_eq(
+                    &format!("PE {pe}'s values through its peer view"),
+                    &v.to_vec()?,
+                    &[pe as u32 + 1; 4],
+                ) {
+                    errs.push(e.to_string());
+                }
+            }
+            (None, false) => outside += 1,
+            (view, _) => errs.push(format!(
+                "PE {pe}: peer view {} but {} Team::SHARED",
+                if view.is_some() { "exists" } else { "missing" },
+                if shared { "in" } else { "not in" }
+            )),
+        }
+        // My slot of every PE's inbox, over RMA whatever the transport.
+        p.put(&inbox.view(4 * me..4 * me + 4)?, &t, pe)?;
+    }
+    util::settle(p)?;
+    let want: Vec<u32> = (0..n).flat_map(|pe| [pe as u32 + 1; 4]).collect();
+    if let Err(e) = check_eq(
+        "every PE's put into this PE's inbox",
+        &inbox.to_vec()?,
+        &want,
+    ) {
+        errs.push(e.to_string());
+    }
+    if outside > 0 {
+        println!("gpu_suite[pe {me}]: teams/peer_views_match_team_shared: {outside} PE(s) outside the NVLink domain, reached by RMA only");
     }
     util::ensure(errs.is_empty(), || errs.join("; "))
 }
