@@ -8,6 +8,7 @@
 #   allreduce_rmsnorm_bench        the benchmarks (the last is benches/allreduce_rmsnorm.rs)
 #   <example>                      every example in examples/
 #   hello_ring_mpi                 examples/hello_ring.rs built with the `mpi` feature
+#   mpi_subcomm                    tests/mpi/subcomm.rs (NVSHMEM on MPI sub-communicators), `mpi`
 # and, in .device/python, the Python module (python/, crate pgas-python) as pgas.abi3.so:
 # `PYTHONPATH=.device/python python3 -c "import pgas"` with any CPython >= 3.9.
 # Building needs no GPU, CUDA or NVSHMEM; the mpi build needs an MPI library (scripts/deps.sh
@@ -58,10 +59,12 @@ copy_artifacts
 
 if command -v mpicc >/dev/null 2>&1 && [ -f examples/hello_ring.rs ]; then
   : >"$json"
-  cargo build --release --features mpi --example hello_ring --message-format=json-render-diagnostics >>"$json"
+  cargo build --release --features mpi --example hello_ring --example mpi_subcomm \
+    --message-format=json-render-diagnostics >>"$json"
   copy_artifacts hello_ring=hello_ring_mpi
+  copy_artifacts mpi_subcomm=mpi_subcomm
 else
-  echo "build-device: no MPI compiler (mpicc) or no examples/hello_ring.rs: hello_ring_mpi not built" >&2
+  echo "build-device: no MPI compiler (mpicc) or no examples/hello_ring.rs: hello_ring_mpi and mpi_subcomm not built" >&2
 fi
 
 # The extension module (not linked to libpython: .cargo/config.toml). Python finds a module

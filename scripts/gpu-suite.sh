@@ -3,11 +3,13 @@
 # scripts/build-device.sh put in .device/bin and writes full logs to OUTDIR:
 #   env.log        nvidia-smi, the environment, `pgas doctor`
 #   suite.log      the GPU test suite on `pgas-run -n 4`, `pgas-run -n 2` (GPUs shared under CUDA MPS
-#                  where there are fewer), 1 PE; the differential test (`--differential`) on 2 PEs
+#                  where there are fewer), 1 PE; the differential test (`--differential`) on 2 PEs;
+#                  the start-up from a unique id in a file (`--uid-bootstrap OUTDIR`) on 2 and 1 PE
 #   traps.log      the checked variant's traps (bad index, bad pe), one process each
 #   faults.log     rank death under pgas-run and mpirun (a PE panics, aborts or is killed)
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
-#   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; the gallery; the Python
+#   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; NVSHMEM on MPI
+#                  sub-communicators (mpi_subcomm, `mpirun -np 2` or 4); the gallery; the Python
 #                  module on 1 and 2 PEs (python/tests/dlpack_torch.py and test_gpu.py, with torch)
 #   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE),
 #                  coll and halo vs NCCL (2 PEs where 2 GPUs), all-gather + GEMM (ag_gemm),
@@ -258,6 +260,16 @@ if share_begin 2; then
   share_end
   verdict "gpu_suite reach, PGAS_PEER_ACCESS=none, 2 PE${share:+ (sharing $gpus GPU)}" "$(echo "$last" | grep -E 'gpu_suite: [0-9]+ passed' | tail -1)"
 fi
+# The start-up a program drives itself (tests/gpu_suite/uid_start.rs): rank 0's unique id through a
+# file in OUTDIR, not pgas-run's rendezvous; then the host collectives on that context. Only the
+# uid_start and host_collectives cases, so it costs seconds.
+if share_begin 2; then
+  suite_note="${share:+ (sharing $gpus GPU)}, unique id from a file" suite 2 60 "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" --uid-bootstrap "$out"
+  share_end
+else
+  note "SKIP gpu_suite 2 PE, unique id from a file (${gpus} GPU and no CUDA MPS daemon to share one)"
+fi
+suite_note=", unique id from a file" suite 1 60 "$bin/gpu_suite" --uid-bootstrap "$out"
 if [ "$only" = all ]; then
 
 # Traps: the process must report the launch failure and the output name the Rust file:line.
@@ -291,6 +303,15 @@ if [ -x "$bin/hello_ring_mpi" ] && [ "$gpus" -ge 2 ]; then
   verdict "hello_ring mpirun -np 2" "$(echo "$last" | tail -1)"
 else
   note "SKIP hello_ring mpirun (no hello_ring_mpi binary or 1 GPU)"
+fi
+if [ -x "$bin/mpi_subcomm" ] && [ "$gpus" -ge 2 ]; then
+  # MPI_COMM_WORLD split into even and odd ranks, an NVSHMEM job on each (bootstrap::mpi_unique_id):
+  # two jobs of one PE on 2 GPUs, of two PEs on 4.
+  np=$([ "$gpus" -ge 4 ] && echo 4 || echo 2)
+  step "mpi_subcomm mpirun -np $np" examples.log 60 mpirun -np "$np" --bind-to none "$bin/mpi_subcomm"
+  verdict "NVSHMEM on MPI sub-communicators, mpirun -np $np" "$(echo "$last" | grep -c ': ok$') of $np ranks ok"
+else
+  note "SKIP mpi_subcomm (no mpi_subcomm binary or 1 GPU)"
 fi
 if [ -x "$bin/hello_ring" ] && [ "$gpus" -ge 1 ]; then
   # More ranks than GPUs: pgas-run must refuse before starting anything.

@@ -33,7 +33,8 @@ pub use bootstrap::Bootstrap;
 pub use context::{
     builder, init, Cmp, CollectiveElem, MulticastView, PeerAccess, PeerView, Pgas, PgasBuilder,
     ReduceOp, Shape, SignalOp, Swizzle, SymBuffer, SymRegion, SymTensor, SymView, SymViewMut, Team,
-    TeamConfig, TensorMap, Tile2d, TmaElem, VmmBuffer, MAX_DIMS, PEER_ACCESS_VAR,
+    TeamConfig, TeamMember, TeamUniqueId, TensorMap, Tile2d, TmaElem, VmmBuffer, MAX_DIMS,
+    PEER_ACCESS_VAR,
 };
 pub use device::gpu_count;
 /// The DLPack crate pgas exports and imports through ([`SymTensor::into_dlpack`],
@@ -42,3 +43,7 @@ pub use dlpark;
 pub use error::{Error, Result};
 pub use fp8::{e4m3, e5m2};
 pub use launch::{AmoElem, AmoInt, LaunchConfig};
+/// The rsmpi crate pgas is built with (feature `mpi`): its communicators are what
+/// [`bootstrap::mpi_unique_id`] takes, so a program splits them with this same version.
+#[cfg(feature = "mpi")]
+pub use mpi;

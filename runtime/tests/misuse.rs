@@ -250,3 +250,30 @@ fn pgas_run_with_more_ranks_than_gpus() {
     let e = fails_with(launch(&args, 2), &["3 ranks", "Use -n 2 or fewer"]);
     assert!(matches!(e, Error::Launcher(_)));
 }
+
+#[test]
+fn unique_id_start_up_with_a_bad_rank_or_bad_bytes() {
+    // Refused before the driver or NVSHMEM is touched (docs/faults.md rows 49 and 50).
+    let bytes = {
+        // A well-formed empty id: the version word NVSHMEM's initializer writes, then zeroes.
+        let mut b = [0u8; bootstrap::UniqueId::LEN];
+        b[..4].copy_from_slice(&((1i32 << 16) + 128).to_le_bytes());
+        b
+    };
+    let id = bootstrap::UniqueId::from_bytes(&bytes).expect("a well-formed id");
+    let e = fails_with(
+        pgas_runtime::builder().unique_id(id, 2, 2).init(),
+        &["rank 2 of 2 PEs", "Fix:"],
+    );
+    assert!(matches!(e, Error::Bootstrap { .. }));
+    fails_with(
+        pgas_runtime::builder()
+            .bootstrap(Bootstrap::UniqueId)
+            .init(),
+        &["unique_id(id, rank, n_pes)"],
+    );
+    fails_with(
+        bootstrap::UniqueId::from_bytes(&bytes[..100]),
+        &["100 bytes", "Fix:"],
+    );
+}

@@ -20,6 +20,8 @@
 //! shapes, drawn from SEED alike on every PE, each checked against a host reference; it stops
 //! drawing after SECONDS, and PE 0 ends with one line `differential: seed S, N calls (...), M
 //! mismatches, T s` (see `differential.rs`; the same SEED reproduces the same calls).
+//! `pgas-run -n N gpu_suite --uid-bootstrap DIR [CASE...]` starts from a unique id that rank 0
+//! writes to a file in DIR, not through pgas's bootstraps (see `uid_start.rs`).
 //! `gpu_suite CASE...` runs only the cases whose names contain one of the given words.
 //!
 //! Without a GPU (CI runs `cargo test --all-features` on CPU machines) it prints
@@ -43,6 +45,7 @@ mod moe;
 mod ops;
 mod ops_rmsnorm;
 mod ops_rs;
+mod parity;
 mod peer;
 mod reach;
 mod rma;
@@ -53,6 +56,7 @@ mod sync;
 mod tensor;
 mod traps;
 mod types;
+mod uid_start;
 mod util;
 mod versions;
 
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
                     "--expect-hang",
                     "--differential",
                     "--heap-exhaustion",
+                    "--uid-bootstrap",
                 ]
                 .contains(&a.as_str())
         })
@@ -90,6 +95,16 @@ fn main() -> ExitCode {
     }
     if let Some(pos) = args.iter().position(|a| a == "--rank-death") {
         return faults::run(args.get(pos + 1).map(String::as_str).unwrap_or(""));
+    }
+    if let Some(pos) = args.iter().position(|a| a == "--uid-bootstrap") {
+        let Some(dir) = args.get(pos + 1) else {
+            println!(
+                "gpu_suite: FAIL arguments: --uid-bootstrap DIR (a folder every rank can read)"
+            );
+            return ExitCode::FAILURE;
+        };
+        let filters: Vec<String> = args[pos + 2..].to_vec();
+        return uid_start::run(dir, &filters);
     }
     if args.iter().any(|a| a == "--differential") {
         return differential::run(&args);
@@ -122,6 +137,7 @@ fn main() -> ExitCode {
         // Last: the newest calls into NVSHMEM, so that if one of them took the process down, every
         // older case would still have reported.
         host_api::CASES,
+        parity::CASES,
     ]
     .concat();
     let kernels: Vec<&'static pgas::kernel::KernelSpec> = [
@@ -142,6 +158,7 @@ fn main() -> ExitCode {
         misuse::KERNELS,
         hopper::KERNELS,
         cluster::KERNELS,
+        parity::KERNELS,
     ]
     .concat();
     runner::run(&cases, &kernels, &args)

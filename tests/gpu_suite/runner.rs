@@ -89,8 +89,20 @@ pub fn run(cases: &[Case], kernels: &[&'static KernelSpec], args: &[String]) -> 
         println!("gpu_suite: FAIL arguments: a shard is written shard:I/N with I < N");
         return ExitCode::FAILURE;
     }
+    run_with(pgas::init(), cases, kernels, args)
+}
+
+/// [`run`] on a context that the caller initialized (`--uid-bootstrap` starts it from a unique
+/// id of its own, see `uid_start.rs`).
+pub fn run_with(
+    init: pgas::Result<Pgas>,
+    cases: &[Case],
+    kernels: &[&'static KernelSpec],
+    args: &[String],
+) -> ExitCode {
+    let shard = shard(args);
     let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with("shard:")).collect();
-    let pgas = match pgas::init() {
+    let pgas = match init {
         Ok(p) => p,
         Err(e) => {
             println!("gpu_suite: FAIL init: {e}");

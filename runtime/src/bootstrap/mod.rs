@@ -21,6 +21,10 @@ mod mpi;
 pub mod rendezvous;
 mod uid;
 
+#[cfg(feature = "mpi")]
+pub use mpi::unique_id_over as mpi_unique_id;
+pub use uid::{UniqueId, UniqueIdArgs};
+
 /// Which bootstrap `init` uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Bootstrap {
@@ -35,6 +39,9 @@ pub enum Bootstrap {
     Mpi,
     /// NVSHMEM's own bootstrap, configured by `NVSHMEM_BOOTSTRAP`.
     Nvshmem,
+    /// A unique id that the program made and handed to every rank itself
+    /// ([`UniqueId`], set with [`crate::PgasBuilder::unique_id`]).
+    UniqueId,
 }
 
 impl fmt::Display for Bootstrap {
@@ -45,6 +52,7 @@ impl fmt::Display for Bootstrap {
             Bootstrap::Launcher => "pgas-run (unique id over loopback rendezvous)",
             Bootstrap::Mpi => "MPI (unique id broadcast with rsmpi)",
             Bootstrap::Nvshmem => "NVSHMEM's own (NVSHMEM_BOOTSTRAP)",
+            Bootstrap::UniqueId => "unique id handed around by the program",
         })
     }
 }
@@ -112,10 +120,51 @@ pub(crate) struct Bootstrapped {
     pub(crate) _mpi: Option<::mpi::environment::Universe>,
 }
 
-/// Initializes NVSHMEM with a resolved (non-`Auto`) bootstrap. The GPU must already be current.
-pub(crate) fn run(method: Bootstrap, nv: &Nvshmem) -> Result<Bootstrapped> {
+/// Checks, before anything is loaded, that [`Bootstrap::UniqueId`] comes with its id, rank and
+/// size (from [`crate::PgasBuilder::unique_id`]) and that the rank lies below the size; and
+/// that no id is given for another bootstrap.
+pub(crate) fn check_unique_id(method: Bootstrap, args: Option<&UniqueIdArgs>) -> Result<()> {
+    let reason = match (method, args) {
+        (Bootstrap::UniqueId, None) => "Bootstrap::UniqueId needs the id, this rank and the \
+                                        number of ranks. Fix: call \
+                                        builder().unique_id(id, rank, n_pes) instead of \
+                                        bootstrap(Bootstrap::UniqueId)"
+            .to_string(),
+        (Bootstrap::UniqueId, Some(a)) if a.n_pes == 0 || a.rank >= a.n_pes => format!(
+            "rank {} of {} PEs: the rank must lie in 0..n_pes. Fix: pass each process's own \
+             rank, from 0 to n_pes - 1, and the same n_pes everywhere",
+            a.rank, a.n_pes
+        ),
+        (Bootstrap::UniqueId, Some(_)) => return Ok(()),
+        (_, Some(_)) => format!(
+            "a unique id was given, but the bootstrap is {method}. Fix: call unique_id(..) \
+             after bootstrap(..), or drop the bootstrap(..) call"
+        ),
+        (_, None) => return Ok(()),
+    };
+    Err(Error::Bootstrap {
+        method: "unique id",
+        reason,
+    })
+}
+
+/// Initializes NVSHMEM with a resolved (non-`Auto`) bootstrap (with its unique id for
+/// [`Bootstrap::UniqueId`], checked by [`check_unique_id`]). The GPU must already be current.
+pub(crate) fn run(
+    method: Bootstrap,
+    nv: &Nvshmem,
+    unique_id: Option<&UniqueIdArgs>,
+) -> Result<Bootstrapped> {
     Ok(match method {
         Bootstrap::Auto => unreachable!("resolve() never returns Auto"),
+        Bootstrap::UniqueId => {
+            let a = unique_id.ok_or(Error::Bootstrap {
+                method: "unique id",
+                reason: "no unique id was given (see PgasBuilder::unique_id)".to_string(),
+            })?;
+            uid::init_with(nv, a.rank, a.n_pes, &a.id.to_raw())?;
+            Bootstrapped::new(method)
+        }
         Bootstrap::Single => {
             uid::init(nv, 0, 1, |_| Ok(()))?;
             Bootstrapped::new(method)
@@ -204,6 +253,26 @@ mod tests {
             resolve(Bootstrap::Single, &env_of(&[("PGAS_RANK", "1")])).unwrap(),
             Bootstrap::Single
         );
+    }
+
+    #[test]
+    fn a_unique_id_start_up_is_checked_before_anything_loads() {
+        let id = UniqueId::from_bytes(&UniqueId::empty_bytes()).unwrap();
+        let args = |rank, n_pes| UniqueIdArgs { id, rank, n_pes };
+        check_unique_id(Bootstrap::UniqueId, Some(&args(1, 2))).unwrap();
+        check_unique_id(Bootstrap::Launcher, None).unwrap();
+        let e = check_unique_id(Bootstrap::UniqueId, Some(&args(2, 2)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rank 2 of 2 PEs") && e.contains("Fix:"), "{e}");
+        let e = check_unique_id(Bootstrap::UniqueId, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unique_id(id, rank, n_pes)"), "{e}");
+        let e = check_unique_id(Bootstrap::Mpi, Some(&args(0, 1)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("after bootstrap(..)"), "{e}");
     }
 
     #[test]

@@ -25,9 +25,18 @@ static SCRATCH: Mutex<Option<CUdeviceptr>> = Mutex::new(None);
 
 /// Checks that every PE asked for `bytes` (saturated when the request overflows). Collective.
 pub(crate) fn same_size(inner: &Inner, bytes: u64) -> Result<()> {
+    if inner.n_pes < 2 {
+        return Ok(());
+    }
+    check_sizes(gather(inner, bytes)?)
+}
+
+/// Every PE's `value`, in PE order (one 8-byte `fcollect` over WORLD on the pgas stream, through
+/// the same scratch). Collective: every PE calls it at the same point. One PE: its own value.
+pub(crate) fn gather(inner: &Inner, bytes: u64) -> Result<Vec<u64>> {
     let n = inner.n_pes;
     if n < 2 {
-        return Ok(());
+        return Ok(vec![bytes]);
     }
     let mut scratch = SCRATCH.lock().unwrap_or_else(|p| p.into_inner());
     let nv = inner.nvshmem.raw();
@@ -67,15 +76,15 @@ pub(crate) fn same_size(inner: &Inner, bytes: u64) -> Result<()> {
         );
         Nvshmem::check(
             st,
-            "nvshmemx_uint64_fcollect_on_stream (allocation size check)",
-            "every PE must call alloc at the same point",
+            "nvshmemx_uint64_fcollect_on_stream (pgas's agreement on sizes)",
+            "every PE must allocate and register at the same points",
         )?;
         cu::cuMemcpyDtoHAsync_v2(sizes.as_mut_ptr().cast::<c_void>(), gathered, 8 * n, stream)
             .result()
             .map_err(Error::cuda("exchanging allocation sizes"))?;
     }
     inner.sync_stream()?;
-    check_sizes(sizes)
+    Ok(sizes)
 }
 
 /// `Ok` when every PE asked for the same size.

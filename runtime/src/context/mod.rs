@@ -2,7 +2,7 @@
 //! signals, atomics and collectives, and interop. Each file holds one of these; `pgas.rs` is the
 //! handle the others hang off.
 
-mod agree;
+pub(crate) mod agree;
 pub(crate) mod collectives;
 mod cuda;
 mod dlpack;
@@ -26,5 +26,5 @@ pub use pgas::{builder, init, Pgas, PgasBuilder};
 pub use reach::{PeerAccess, PEER_ACCESS_VAR};
 pub use rma::{Cmp, SignalOp};
 pub use shape::{Shape, MAX_DIMS};
-pub use team::{Team, TeamConfig};
+pub use team::{Team, TeamConfig, TeamMember, TeamUniqueId};
 pub use tensor_map::{Swizzle, TensorMap, Tile2d, TmaElem};

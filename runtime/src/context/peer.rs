@@ -9,6 +9,7 @@ use cudarc::driver::DeviceRepr;
 
 use super::local::LocalSlice;
 use super::memory::{check_len, copy_in, copy_out, SymTensor};
+use super::pgas::Pgas;
 use super::shape::Shape;
 use super::team::Team;
 use crate::error::{Error, Result};
@@ -80,7 +81,7 @@ impl<T: DeviceRepr> SymTensor<T> {
             });
         }
         Ok(MulticastView {
-            _tensor: self,
+            tensor: self,
             ptr: raw as CUdeviceptr,
             shape: self.shape,
         })
@@ -138,16 +139,24 @@ impl<T: DeviceRepr> PeerView<'_, T> {
 }
 
 /// A team's multicast address for a symmetric tensor ([`SymTensor::multicast`]): pass
-/// [`MulticastView::as_device_ptr`] to kernels that use `multimem` instructions. It borrows the
-/// tensor, which keeps the mapping alive.
+/// [`MulticastView::as_device_ptr`] to kernels that use `multimem` instructions, or write every
+/// member's copy from the host with [`MulticastView::copy_from`]. It borrows the tensor, which
+/// keeps the mapping alive.
 #[derive(Debug, Clone, Copy)]
 pub struct MulticastView<'a, T> {
-    _tensor: &'a SymTensor<T>,
+    tensor: &'a SymTensor<T>,
     ptr: CUdeviceptr,
     shape: Shape,
 }
 
 impl<T> MulticastView<'_, T> {
+    /// The context of the tensor, for the write that runs as a kernel (`launch/multicast.rs`).
+    pub(crate) fn pgas(&self) -> Pgas {
+        Pgas {
+            inner: self.tensor.inner.clone(),
+        }
+    }
+
     /// The multicast address of element 0.
     pub fn as_device_ptr(&self) -> CUdeviceptr {
         self.ptr

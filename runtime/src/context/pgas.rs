@@ -66,6 +66,7 @@ pub struct PgasBuilder {
     heap_size: Option<usize>,
     device: Option<usize>,
     bootstrap: Bootstrap,
+    unique_id: Option<bootstrap::UniqueIdArgs>,
 }
 
 impl PgasBuilder {
@@ -89,6 +90,18 @@ impl PgasBuilder {
         self
     }
 
+    /// Starts up with a unique id that the program handed around itself
+    /// ([`Bootstrap::UniqueId`]): rank 0 made `id` with [`bootstrap::UniqueId::new`] and sent
+    /// its bytes to every rank over a channel of the program's (a file, a socket, MPI, a
+    /// torch.distributed store); each rank passes its own `rank` in `0..n_pes` and the same
+    /// `n_pes`. Every rank of the job must call `init` this way; a rank that never does leaves
+    /// the others waiting inside NVSHMEM's bootstrap.
+    pub fn unique_id(mut self, id: bootstrap::UniqueId, rank: usize, n_pes: usize) -> Self {
+        self.bootstrap = Bootstrap::UniqueId;
+        self.unique_id = Some(bootstrap::UniqueIdArgs { id, rank, n_pes });
+        self
+    }
+
     /// Brings NVSHMEM up on the chosen GPU. Collective over all PEs.
     pub fn init(self) -> Result<Pgas> {
         let mut phase = lock_phase();
@@ -104,6 +117,7 @@ impl PgasBuilder {
         }
         let method = bootstrap::resolve(self.bootstrap, &env::process)?;
         let peer_access = PeerAccess::parse(env::process(PEER_ACCESS_VAR).as_deref())?;
+        bootstrap::check_unique_id(method, self.unique_id.as_ref())?;
         let heap_size = match self.heap_size {
             Some(bytes) => {
                 // NVSHMEM reads its heap size only from the environment, and may read its options
@@ -117,10 +131,7 @@ impl PgasBuilder {
             },
         };
 
-        let install = nvshmem::find()?;
-        // Loaded once per process and never unloaded: NVSHMEM cannot re-initialize anyway, and
-        // unloading it under its plugins or atexit handlers is asking for trouble.
-        let nv: &'static Nvshmem = Box::leak(Box::new(Nvshmem::load(&install)?));
+        let (nv, install) = nvshmem::load_once()?;
 
         let count = crate::device::gpu_count()?;
         let device = bootstrap::pick_device(self.device, &env::process, count)?;
@@ -130,7 +141,7 @@ impl PgasBuilder {
             .new_stream()
             .map_err(Error::cuda("creating the pgas stream"))?;
 
-        let bootstrapped = bootstrap::run(method, nv)?;
+        let bootstrapped = bootstrap::run(method, nv, self.unique_id.as_ref())?;
         let raw = nv.raw();
         // SAFETY: NVSHMEM was initialized by bootstrap::run just above.
         let (my_pe, n_pes) = unsafe { (raw.nvshmem_my_pe(), raw.nvshmem_n_pes()) };

@@ -1,13 +1,20 @@
-//! Host-side RMA, signals and ordering, issued on the pgas stream (`nvshmemx_*_on_stream`).
+//! Host-side RMA, signals and ordering, issued on a stream (`nvshmemx_*_on_stream`).
 //!
 //! `put`, `get`, their `_nbi` forms, `put_signal`, `signal_op` and `signal_wait_until` are
 //! asynchronous on [`Pgas::stream`]; `barrier_all`, `sync_all` and `quiet` wait on the host until
 //! the stream reached them, so after `barrier_all()` returns every put issued before it, by any
 //! PE, has landed.
+//!
+//! Each has an `_on` form (`put_on(&stream, ..)`, `barrier_all_on`, ..., and
+//! `signal_wait_until_on_stream`) that issues the same NVSHMEM call on a stream of the caller's,
+//! as a kernel's `launch_on` does, and never waits on the host: ordering with other streams is
+//! the caller's (events, or a wait for the stream). The stream must belong to this context's
+//! GPU; one of another GPU is an `Err` naming the fix.
 
 use std::ffi::c_void;
 
 use cudarc::driver::sys::CUstream;
+use cudarc::driver::CudaStream;
 
 use super::memory::{check_len, SymRegion};
 use super::pgas::Pgas;
@@ -88,7 +95,18 @@ impl Pgas {
         src: &impl SymRegion<T>,
         pe: usize,
     ) -> Result<()> {
-        self.transfer(dst, src, pe, NvshmemHost::nvshmemx_putmem_on_stream)
+        self.put_on(self.stream(), dst, src, pe)
+    }
+
+    /// [`Pgas::put`] on `stream` (a stream of this context; see the module documentation).
+    pub fn put_on<T>(
+        &self,
+        stream: &CudaStream,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        pe: usize,
+    ) -> Result<()> {
+        self.transfer(stream, dst, src, pe, NvshmemHost::nvshmemx_putmem_on_stream)
     }
 
     /// Copies `src` on PE `pe` into this PE's `dst` (`nvshmemx_getmem_on_stream`). Asynchronous
@@ -99,7 +117,18 @@ impl Pgas {
         src: &impl SymRegion<T>,
         pe: usize,
     ) -> Result<()> {
-        self.transfer(dst, src, pe, NvshmemHost::nvshmemx_getmem_on_stream)
+        self.get_on(self.stream(), dst, src, pe)
+    }
+
+    /// [`Pgas::get`] on `stream`: `dst` holds the data once `stream` has passed it.
+    pub fn get_on<T>(
+        &self,
+        stream: &CudaStream,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        pe: usize,
+    ) -> Result<()> {
+        self.transfer(stream, dst, src, pe, NvshmemHost::nvshmemx_getmem_on_stream)
     }
 
     /// [`Pgas::put`] without the guarantee that `src` may be reused when the stream passes it
@@ -110,7 +139,24 @@ impl Pgas {
         src: &impl SymRegion<T>,
         pe: usize,
     ) -> Result<()> {
-        self.transfer(dst, src, pe, NvshmemHost::nvshmemx_putmem_nbi_on_stream)
+        self.put_nbi_on(self.stream(), dst, src, pe)
+    }
+
+    /// [`Pgas::put_nbi`] on `stream`; complete after [`Pgas::quiet_on`] on the same stream.
+    pub fn put_nbi_on<T>(
+        &self,
+        stream: &CudaStream,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        pe: usize,
+    ) -> Result<()> {
+        self.transfer(
+            stream,
+            dst,
+            src,
+            pe,
+            NvshmemHost::nvshmemx_putmem_nbi_on_stream,
+        )
     }
 
     /// [`Pgas::get`] that may complete later (`nvshmemx_getmem_nbi_on_stream`): `dst` holds the
@@ -121,7 +167,24 @@ impl Pgas {
         src: &impl SymRegion<T>,
         pe: usize,
     ) -> Result<()> {
-        self.transfer(dst, src, pe, NvshmemHost::nvshmemx_getmem_nbi_on_stream)
+        self.get_nbi_on(self.stream(), dst, src, pe)
+    }
+
+    /// [`Pgas::get_nbi`] on `stream`; `dst` holds the data after [`Pgas::quiet_on`] on it.
+    pub fn get_nbi_on<T>(
+        &self,
+        stream: &CudaStream,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        pe: usize,
+    ) -> Result<()> {
+        self.transfer(
+            stream,
+            dst,
+            src,
+            pe,
+            NvshmemHost::nvshmemx_getmem_nbi_on_stream,
+        )
     }
 
     /// Copies `src` into `dst` on PE `pe`, then updates word `sig_index` of `sig` there with
@@ -138,7 +201,25 @@ impl Pgas {
         op: SignalOp,
         pe: usize,
     ) -> Result<()> {
-        self.put_signal_with(dst, src, (sig, sig_index), value, op, pe, false)
+        let signal = (sig, sig_index, value, op);
+        self.put_signal_with(self.stream(), dst, src, signal, pe, false)
+    }
+
+    /// [`Pgas::put_signal`] on `stream`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn put_signal_on<T>(
+        &self,
+        stream: &CudaStream,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        sig: &impl SymRegion<u64>,
+        sig_index: usize,
+        value: u64,
+        op: SignalOp,
+        pe: usize,
+    ) -> Result<()> {
+        let signal = (sig, sig_index, value, op);
+        self.put_signal_with(stream, dst, src, signal, pe, false)
     }
 
     /// [`Pgas::put_signal`] whose source may be reused only after [`Pgas::quiet`]
@@ -154,17 +235,33 @@ impl Pgas {
         op: SignalOp,
         pe: usize,
     ) -> Result<()> {
-        self.put_signal_with(dst, src, (sig, sig_index), value, op, pe, true)
+        let signal = (sig, sig_index, value, op);
+        self.put_signal_with(self.stream(), dst, src, signal, pe, true)
     }
 
+    /// [`Pgas::put_signal_nbi`] on `stream`.
     #[allow(clippy::too_many_arguments)]
-    fn put_signal_with<T>(
+    pub fn put_signal_nbi_on<T>(
         &self,
+        stream: &CudaStream,
         dst: &impl SymRegion<T>,
         src: &impl SymRegion<T>,
-        (sig, sig_index): (&impl SymRegion<u64>, usize),
+        sig: &impl SymRegion<u64>,
+        sig_index: usize,
         value: u64,
         op: SignalOp,
+        pe: usize,
+    ) -> Result<()> {
+        let signal = (sig, sig_index, value, op);
+        self.put_signal_with(stream, dst, src, signal, pe, true)
+    }
+
+    fn put_signal_with<T>(
+        &self,
+        stream: &CudaStream,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        (sig, sig_index, value, op): (&impl SymRegion<u64>, usize, u64, SignalOp),
         pe: usize,
         nbi: bool,
     ) -> Result<()> {
@@ -183,8 +280,9 @@ impl Pgas {
         } else {
             NvshmemHost::nvshmemx_putmem_signal_on_stream
         };
-        // SAFETY: all three regions are symmetric and hold what the checks above say.
-        self.on_stream(|nv, stream| unsafe {
+        // SAFETY: all three regions are symmetric and hold what the checks above say; the
+        // stream belongs to this context (`on`).
+        self.on(stream, |nv, stream| unsafe {
             call(nv, d, s, bytes, word, value, op.raw(), pe, stream)
         })
     }
@@ -199,10 +297,23 @@ impl Pgas {
         op: SignalOp,
         pe: usize,
     ) -> Result<()> {
+        self.signal_op_on(self.stream(), sig, index, value, op, pe)
+    }
+
+    /// [`Pgas::signal_op`] on `stream`.
+    pub fn signal_op_on(
+        &self,
+        stream: &CudaStream,
+        sig: &impl SymRegion<u64>,
+        index: usize,
+        value: u64,
+        op: SignalOp,
+        pe: usize,
+    ) -> Result<()> {
         let pe = self.check_pe(pe)?;
         let word = signal_word(self, sig, index)?;
-        // SAFETY: `word` is a symmetric u64.
-        self.on_stream(|nv, stream| unsafe {
+        // SAFETY: `word` is a symmetric u64; the stream belongs to this context (`on`).
+        self.on(stream, |nv, stream| unsafe {
             nv.nvshmemx_signal_op_on_stream(word, value, op.raw(), pe, stream)
         })
     }
@@ -219,16 +330,32 @@ impl Pgas {
         value: u64,
         timeout: std::time::Duration,
     ) -> Result<()> {
-        let word = signal_word(self, sig, index)?;
-        // SAFETY: `word` is a symmetric u64 on this PE.
-        self.on_stream(|nv, stream| unsafe {
-            nv.nvshmemx_signal_wait_until_on_stream(word, cmp.raw(), value, stream)
-        })?;
+        self.signal_wait_until_on_stream(self.stream(), sig, index, cmp, value)?;
         self.inner.sync_stream_within(timeout, || {
             format!(
                 "signal_wait_until: signal word {index} did not become {cmp:?} {value}: the PE \
                  that should signal it did not (check that it ran and targeted this PE)"
             )
+        })
+    }
+
+    /// Makes `stream` wait until word `index` of this PE's `sig` satisfies `signal <cmp> value`
+    /// (`nvshmemx_signal_wait_until_on_stream`), without blocking the host: work queued on
+    /// `stream` after it runs once the signal arrived. Nothing bounds the wait, so a signal
+    /// that never comes blocks the stream for good; [`Pgas::signal_wait_until`] is the bounded
+    /// form on the pgas stream.
+    pub fn signal_wait_until_on_stream(
+        &self,
+        stream: &CudaStream,
+        sig: &impl SymRegion<u64>,
+        index: usize,
+        cmp: Cmp,
+        value: u64,
+    ) -> Result<()> {
+        let word = signal_word(self, sig, index)?;
+        // SAFETY: `word` is a symmetric u64 on this PE; the stream belongs to this context.
+        self.on(stream, |nv, stream| unsafe {
+            nv.nvshmemx_signal_wait_until_on_stream(word, cmp.raw(), value, stream)
         })
     }
 
@@ -252,9 +379,10 @@ impl Pgas {
     }
 
     /// `put` and `get`: checks the PE, the lengths and that both regions lie in the symmetric
-    /// heap, then issues `call` (dst, src, bytes, pe).
+    /// heap, then issues `call` (dst, src, bytes, pe) on `stream`.
     fn transfer<T>(
         &self,
+        stream: &CudaStream,
         dst: &impl SymRegion<T>,
         src: &impl SymRegion<T>,
         pe: usize,
@@ -269,39 +397,115 @@ impl Pgas {
             dst.as_device_ptr() as *mut c_void,
             src.as_device_ptr() as *const c_void,
         );
-        // SAFETY: both regions are symmetric allocations of at least `bytes` on every PE.
-        self.on_stream(|nv, stream| unsafe { call(nv, d, s, bytes, pe, stream) })
+        // SAFETY: both regions are symmetric allocations of at least `bytes` on every PE; the
+        // stream belongs to this context (`on`).
+        self.on(stream, |nv, stream| unsafe {
+            call(nv, d, s, bytes, pe, stream)
+        })
     }
 
     /// Barrier over all PEs that also completes every RMA issued before it
     /// (`nvshmemx_barrier_all_on_stream`), then waits for the stream.
     pub fn barrier_all(&self) -> Result<()> {
-        // SAFETY: the pgas stream belongs to the context NVSHMEM was initialized on.
-        self.on_stream(|nv, stream| unsafe { nv.nvshmemx_barrier_all_on_stream(stream) })?;
+        self.barrier_all_on(self.stream())?;
         self.inner.sync_stream()
+    }
+
+    /// [`Pgas::barrier_all`] on `stream`, without the wait on the host: work queued on `stream`
+    /// after it sees every PE's RMA issued before their barriers.
+    pub fn barrier_all_on(&self, stream: &CudaStream) -> Result<()> {
+        // SAFETY: the stream belongs to the context NVSHMEM was initialized on (`on`).
+        self.on(stream, |nv, stream| unsafe {
+            nv.nvshmemx_barrier_all_on_stream(stream)
+        })
     }
 
     /// Synchronizes all PEs without completing outstanding RMA (`nvshmemx_sync_all_on_stream`),
     /// then waits for the stream.
     pub fn sync_all(&self) -> Result<()> {
-        // SAFETY: as in `barrier_all`.
-        self.on_stream(|nv, stream| unsafe { nv.nvshmemx_sync_all_on_stream(stream) })?;
+        self.sync_all_on(self.stream())?;
         self.inner.sync_stream()
+    }
+
+    /// [`Pgas::sync_all`] on `stream`, without the wait on the host.
+    pub fn sync_all_on(&self, stream: &CudaStream) -> Result<()> {
+        // SAFETY: as in `barrier_all_on`.
+        self.on(stream, |nv, stream| unsafe {
+            nv.nvshmemx_sync_all_on_stream(stream)
+        })
     }
 
     /// Completes every RMA this PE issued on the stream (`nvshmemx_quiet_on_stream`), then waits
     /// for the stream.
     pub fn quiet(&self) -> Result<()> {
-        // SAFETY: as in `barrier_all`.
-        self.on_stream(|nv, stream| unsafe { nv.nvshmemx_quiet_on_stream(stream) })?;
+        self.quiet_on(self.stream())?;
         self.inner.sync_stream()
     }
 
-    /// Issues one `nvshmemx_*_on_stream` call on the pgas stream, with the pgas context current
-    /// on this thread (the driver API is per thread).
-    fn on_stream(&self, call: impl FnOnce(&NvshmemHost, CUstream)) -> Result<()> {
+    /// [`Pgas::quiet`] on `stream`, without the wait on the host: work queued on `stream`
+    /// after it sees this PE's RMA complete.
+    pub fn quiet_on(&self, stream: &CudaStream) -> Result<()> {
+        // SAFETY: as in `barrier_all_on`.
+        self.on(stream, |nv, stream| unsafe {
+            nv.nvshmemx_quiet_on_stream(stream)
+        })
+    }
+
+    /// Issues one `nvshmemx_*_on_stream` call on `stream` once it is known to belong to this
+    /// context, with the context current on this thread (the driver API is per thread).
+    fn on(&self, stream: &CudaStream, call: impl FnOnce(&NvshmemHost, CUstream)) -> Result<()> {
+        self.check_stream(stream)?;
         self.inner.bind()?;
-        call(self.nvshmem().raw(), self.inner.stream.cu_stream());
+        call(self.nvshmem().raw(), stream.cu_stream());
         Ok(())
+    }
+
+    /// A stream passed to an `_on` call must be one of this context's: NVSHMEM was initialized
+    /// on this GPU's context, and a stream of another GPU would run the call there.
+    pub(crate) fn check_stream(&self, stream: &CudaStream) -> Result<()> {
+        stream_of_context(stream.context().cu_ctx(), self.inner.ctx.cu_ctx(), || {
+            (stream.context().ordinal(), self.inner.device)
+        })
+    }
+}
+
+/// The check of [`Pgas::check_stream`] on raw handles (so that a CPU test can run it):
+/// `ordinals` gives the stream's and the context's GPU for the message.
+fn stream_of_context<C: PartialEq>(
+    stream_ctx: C,
+    ctx: C,
+    ordinals: impl FnOnce() -> (usize, usize),
+) -> Result<()> {
+    if stream_ctx == ctx {
+        return Ok(());
+    }
+    let (theirs, ours) = ordinals();
+    Err(Error::InvalidConfig {
+        name: "stream",
+        value: format!("a stream of GPU {theirs}'s context"),
+        reason: format!(
+            "the stream belongs to another CUDA context than this Pgas (GPU {ours}), and \
+             NVSHMEM's on-stream calls run in the context it was initialized on. Fix: pass \
+             `pgas.stream()` or a stream made by `pgas.cuda().new_stream()`"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_of_another_context_is_refused_with_the_fix() {
+        assert!(stream_of_context(1u8, 1u8, || unreachable!()).is_ok());
+        let e = stream_of_context(1u8, 2u8, || (1, 0))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("GPU 1's context")
+                && e.contains("this Pgas (GPU 0)")
+                && e.contains("pgas.cuda().new_stream()"),
+            "{e}"
+        );
     }
 }

@@ -1,5 +1,7 @@
 //! NVSHMEM teams: subsets of PEs that collectives and device code can address.
 
+use cudarc::driver::CudaStream;
+
 use super::pgas::Pgas;
 pub use super::team_handle::Team;
 #[cfg(test)]
@@ -195,32 +197,64 @@ impl Team {
     /// Host barrier over the team that also completes this PE's outstanding RMA
     /// (`nvshmemx_barrier_on_stream`, then a wait for the pgas stream).
     pub fn barrier(self, pgas: &Pgas) -> Result<()> {
+        self.barrier_on(pgas, pgas.stream())?;
+        pgas.inner.sync_stream()
+    }
+
+    /// [`Team::barrier`] on `stream` (a stream of this context), without the wait on the host.
+    pub fn barrier_on(self, pgas: &Pgas, stream: &CudaStream) -> Result<()> {
         self.member(pgas, "take part in its barrier")?;
+        pgas.check_stream(stream)?;
         pgas.inner.bind()?;
-        // SAFETY: this PE is a member of the live team `self.raw` (checked above), and the pgas
+        // SAFETY: this PE is a member of the live team `self.raw` (checked above), and the
         // stream belongs to the bound context.
         let status = unsafe {
             pgas.nvshmem()
                 .raw()
-                .nvshmemx_barrier_on_stream(self.raw, pgas.stream().cu_stream())
+                .nvshmemx_barrier_on_stream(self.raw, stream.cu_stream())
         };
         Nvshmem::check(
             status,
             "nvshmemx_barrier_on_stream",
             "every PE of the team must call it",
-        )?;
+        )
+    }
+
+    /// Synchronizes the team's PEs without completing outstanding RMA
+    /// (`nvshmemx_team_sync_on_stream` on the pgas stream, then a wait for it).
+    pub fn sync(self, pgas: &Pgas) -> Result<()> {
+        self.sync_on(pgas, pgas.stream())?;
         pgas.inner.sync_stream()
+    }
+
+    /// [`Team::sync`] on `stream` (a stream of this context), without the wait on the host.
+    pub fn sync_on(self, pgas: &Pgas, stream: &CudaStream) -> Result<()> {
+        self.member(pgas, "take part in its sync")?;
+        pgas.check_stream(stream)?;
+        pgas.inner.bind()?;
+        // SAFETY: as in `barrier_on`.
+        let status = unsafe {
+            pgas.nvshmem()
+                .raw()
+                .nvshmemx_team_sync_on_stream(self.raw, stream.cu_stream())
+        };
+        Nvshmem::check(
+            status,
+            "nvshmemx_team_sync_on_stream",
+            "every PE of the team must call it",
+        )
     }
 
     /// Destroys a team made by a split (collective over its members). The predefined teams
     /// cannot be destroyed, and a team only once: every later use of any copy of the handle is
     /// [`Error::TeamDestroyed`].
     pub fn destroy(self, pgas: &Pgas) -> Result<()> {
-        if [Team::WORLD, Team::SHARED, Team::NODE].contains(&self) {
+        if self.generation == 0 {
             return Err(Error::InvalidConfig {
                 name: "Team::destroy",
                 value: format!("{self}"),
-                reason: "the predefined teams (WORLD, SHARED, NODE) live as long as NVSHMEM; \
+                reason: "the predefined teams (WORLD, SHARED, NODE, SAME_MYPE_NODE) live as long \
+                         as NVSHMEM; \
                          destroy only teams made by a split"
                     .into(),
             });
@@ -290,7 +324,178 @@ impl TeamConfig {
     }
 }
 
+/// A team's unique id (`nvshmemx_team_uniqueid_t`): one PE makes it with
+/// [`TeamUniqueId::new`], hands it to the PEs that will form the team (a host
+/// [`Pgas::broadcast`] of [`TeamUniqueId::to_u64`], say), and they make the team with
+/// [`Pgas::team_init`], without a parent team to split.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TeamUniqueId(u64);
+
+impl TeamUniqueId {
+    /// A fresh id (`nvshmemx_team_get_uniqueid`). Local: no other PE takes part.
+    pub fn new(pgas: &Pgas) -> Result<TeamUniqueId> {
+        pgas.inner.bind()?;
+        let mut id: ffi::nvshmemx_team_uniqueid_t = 0;
+        // SAFETY: NVSHMEM is initialized (a Pgas exists); `id` is a live local it writes.
+        let status = unsafe { pgas.nvshmem().raw().nvshmemx_team_get_uniqueid(&mut id) };
+        Nvshmem::check(
+            status,
+            "nvshmemx_team_get_uniqueid",
+            "NVSHMEM refused to make a team id; NVSHMEM_DEBUG=WARN says why",
+        )?;
+        Ok(TeamUniqueId(id))
+    }
+
+    /// The id as a number, to send to the other members.
+    pub fn to_u64(self) -> u64 {
+        self.0
+    }
+
+    /// An id from the number another PE sent.
+    pub fn from_u64(id: u64) -> TeamUniqueId {
+        TeamUniqueId(id)
+    }
+}
+
+/// This PE's place in a team made by [`Pgas::team_init`]: the team's id, this PE's number in
+/// it (`0..n_pes`) and the team's size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TeamMember {
+    /// The id every member passes.
+    pub id: TeamUniqueId,
+    /// This PE's number in the team; each member has its own.
+    pub index: usize,
+    /// The team's size; the same on every member.
+    pub n_pes: usize,
+}
+
+/// "Not a member" in the gathered words of [`Pgas::team_init`] (also NVSHMEM's invalid id).
+const NO_TEAM: u64 = u64::MAX;
+
+/// Checks what every PE of the world passed to [`Pgas::team_init`] (`None`: not a member):
+/// the members of each id must agree on the size, be exactly that many, and hold the numbers
+/// `0..size` once each. The message names the PEs and the fix.
+fn check_members(offers: &[Option<(u64, u64, u64)>]) -> std::result::Result<(), String> {
+    let mut ids: Vec<u64> = offers.iter().flatten().map(|m| m.0).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for id in ids {
+        if id == NO_TEAM {
+            let pes: Vec<usize> = pes_where(offers, |m| m.0 == NO_TEAM);
+            return Err(format!(
+                "PE(s) {pes:?} passed the invalid team id {NO_TEAM:#x}. Fix: pass an id made by \
+                 TeamUniqueId::new"
+            ));
+        }
+        let pes = pes_where(offers, |m| m.0 == id);
+        let sizes: Vec<u64> = pes
+            .iter()
+            .map(|&pe| offers[pe].map_or(0, |m| m.2))
+            .collect();
+        if sizes.windows(2).any(|w| w[0] != w[1]) {
+            return Err(format!(
+                "the members of team id {id:#x}, PEs {pes:?}, passed different sizes {sizes:?}. \
+                 Fix: pass the same n_pes on every member"
+            ));
+        }
+        let size = sizes[0];
+        if size != pes.len() as u64 {
+            return Err(format!(
+                "team id {id:#x} has size {size}, but {} PE(s) {pes:?} joined it. Fix: every one \
+                 of the n_pes members calls team_init with the id (and the others with None); \
+                 members that hold different ids form different teams",
+                pes.len()
+            ));
+        }
+        let mut index: Vec<u64> = pes
+            .iter()
+            .map(|&pe| offers[pe].map_or(0, |m| m.1))
+            .collect();
+        index.sort_unstable();
+        if index.iter().enumerate().any(|(i, &x)| x != i as u64) {
+            return Err(format!(
+                "the members of team id {id:#x}, PEs {pes:?}, passed the indices {index:?} \
+                 (sorted), not 0..{size} once each. Fix: give each member its own index below \
+                 n_pes"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn pes_where(
+    offers: &[Option<(u64, u64, u64)>],
+    f: impl Fn(&(u64, u64, u64)) -> bool,
+) -> Vec<usize> {
+    (0..offers.len())
+        .filter(|&pe| offers[pe].as_ref().is_some_and(&f))
+        .collect()
+}
+
 impl Pgas {
+    /// Makes a team from a unique id that its members share (`nvshmemx_team_init` with
+    /// `NVSHMEM_TEAM_CONFIG_MASK_UNIQUEID`), with no parent team to split: each member passes
+    /// `Some(TeamMember { id, index, n_pes })`, every other PE `None`; `config` applies to the
+    /// new team (`num_contexts`). Returns the team on its members, `None` on the others.
+    ///
+    /// Collective over all PEs, so that pgas can compare what they passed first (three 8-byte
+    /// gathers): members of one id that disagree on the size, a size that is not the number of
+    /// members, or indices that are not `0..n_pes` once each, are an `Err` on every PE naming the
+    /// PEs and the fix, before NVSHMEM (which would wait for members that never come) is called.
+    pub fn team_init(
+        &self,
+        member: Option<TeamMember>,
+        config: &TeamConfig,
+    ) -> Result<Option<Team>> {
+        self.inner.bind()?;
+        let word = |f: fn(&TeamMember) -> u64| member.as_ref().map_or(NO_TEAM, f);
+        let ids = super::agree::gather(&self.inner, word(|m| m.id.0))?;
+        let indices = super::agree::gather(&self.inner, word(|m| m.index as u64))?;
+        let sizes = super::agree::gather(&self.inner, word(|m| m.n_pes as u64))?;
+        let offers: Vec<Option<(u64, u64, u64)>> = (0..ids.len())
+            .map(|pe| (sizes[pe] != NO_TEAM).then_some((ids[pe], indices[pe], sizes[pe])))
+            .collect();
+        check_members(&offers).map_err(|reason| Error::InvalidConfig {
+            name: "Pgas::team_init",
+            value: format!("{member:?} on PE {}", self.my_pe()),
+            reason,
+        })?;
+        let Some(m) = member else {
+            return Ok(None);
+        };
+        let mut raw_config = config.to_raw();
+        raw_config.uniqueid = m.id.0;
+        let mask = config.mask() | ffi::NVSHMEM_TEAM_CONFIG_MASK_UNIQUEID as std::os::raw::c_long;
+        let mut new = ffi::NVSHMEM_TEAM_INVALID;
+        // SAFETY: the members agreed on id, size and indices (checked above, the same on every
+        // PE), `raw_config` is a versioned config with the id, and `new` is a live local.
+        let status = unsafe {
+            self.nvshmem().raw().nvshmemx_team_init(
+                &mut new,
+                &mut raw_config,
+                mask,
+                m.n_pes as i32,
+                m.index as i32,
+            )
+        };
+        Nvshmem::check(
+            status,
+            "nvshmemx_team_init",
+            "the members agreed on the id, size and indices; NVSHMEM_DEBUG=WARN says why NVSHMEM \
+             refused (its team pool may be full: destroy teams no longer needed, or raise \
+             NVSHMEM_MAX_TEAMS)",
+        )?;
+        if new == ffi::NVSHMEM_TEAM_INVALID {
+            return Err(Error::Nvshmem {
+                call: "nvshmemx_team_init",
+                status: -1,
+                hint: "NVSHMEM made no team (its team pool may be full: destroy teams no longer \
+                       needed, or raise NVSHMEM_MAX_TEAMS)",
+            });
+        }
+        Ok(Some(self.inner.teams().register(new)))
+    }
+
     /// [`Team::split_strided`] of [`Team::WORLD`].
     pub fn team_split_strided(
         &self,
@@ -324,8 +529,34 @@ mod tests {
     }
 
     #[test]
+    fn team_init_offers_must_agree() {
+        let m = |id, index, size| Some((id, index, size));
+        check_members(&[m(7, 1, 2), None, m(7, 0, 2)]).unwrap();
+        check_members(&[m(7, 0, 1), m(8, 0, 1)]).unwrap();
+        check_members(&[None, None]).unwrap();
+        let e = check_members(&[m(7, 0, 2), m(7, 1, 3)]).unwrap_err();
+        assert!(
+            e.contains("different sizes [2, 3]") && e.contains("Fix:"),
+            "{e}"
+        );
+        let e = check_members(&[m(7, 0, 2), m(8, 1, 2)]).unwrap_err();
+        assert!(e.contains("but 1 PE(s) [0] joined"), "{e}");
+        let e = check_members(&[m(7, 0, 2), m(7, 0, 2)]).unwrap_err();
+        assert!(
+            e.contains("indices [0, 0]") && e.contains("its own index"),
+            "{e}"
+        );
+        let e = check_members(&[m(NO_TEAM, 0, 1)]).unwrap_err();
+        assert!(
+            e.contains("invalid team id") && e.contains("TeamUniqueId::new"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn teams_print_their_names() {
         assert_eq!(Team::WORLD.to_string(), "Team::WORLD");
+        assert_eq!(Team::SAME_MYPE_NODE.to_string(), "Team::SAME_MYPE_NODE");
         assert_eq!(TeamRegistry::default().register(7).to_string(), "team 7");
     }
 

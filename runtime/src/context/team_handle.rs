@@ -75,6 +75,10 @@ impl Team {
     pub const SHARED: Team = Team::predefined(ffi::NVSHMEM_TEAM_SHARED);
     /// The PEs on this node.
     pub const NODE: Team = Team::predefined(ffi::NVSHMEMX_TEAM_NODE);
+    /// The PEs with this PE's index on their node, one per node
+    /// (`NVSHMEMX_TEAM_SAME_MYPE_NODE`): the team of PE 2 of every node, say. On one node it
+    /// holds this PE alone.
+    pub const SAME_MYPE_NODE: Team = Team::predefined(ffi::NVSHMEMX_TEAM_SAME_MYPE_NODE);
 
     const fn predefined(raw: i32) -> Team {
         Team { raw, generation: 0 }
@@ -93,6 +97,7 @@ impl fmt::Display for Team {
             Team::WORLD => f.write_str("Team::WORLD"),
             Team::SHARED => f.write_str("Team::SHARED"),
             Team::NODE => f.write_str("Team::NODE"),
+            Team::SAME_MYPE_NODE => f.write_str("Team::SAME_MYPE_NODE"),
             Team { raw, .. } => write!(f, "team {raw}"),
         }
     }

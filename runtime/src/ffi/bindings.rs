@@ -1038,6 +1038,510 @@ pub struct NvshmemHost {
         nreduce: usize,
         stream: cudaStream_t,
     ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int8_and_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int16_and_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int32_and_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int64_and_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint8_and_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint16_and_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint32_and_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint64_and_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int8_or_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int16_or_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int32_or_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int64_or_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint8_or_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint16_or_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint32_or_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint64_or_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int8_xor_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int16_xor_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int32_xor_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int64_xor_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint8_xor_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint16_xor_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint32_xor_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint64_xor_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int8_max_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int16_max_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int32_max_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int64_max_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint8_max_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint16_max_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint32_max_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint64_max_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_bfloat16_max_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut __nv_bfloat16,
+        src: *const __nv_bfloat16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_half_max_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut half,
+        src: *const half,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_float_max_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut f32,
+        src: *const f32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_double_max_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut f64,
+        src: *const f64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int8_min_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int16_min_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int32_min_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int64_min_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint8_min_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint16_min_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint32_min_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint64_min_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_bfloat16_min_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut __nv_bfloat16,
+        src: *const __nv_bfloat16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_half_min_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut half,
+        src: *const half,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_float_min_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut f32,
+        src: *const f32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_double_min_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut f64,
+        src: *const f64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int8_sum_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int16_sum_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int32_sum_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int64_sum_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint8_sum_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint16_sum_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint32_sum_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint64_sum_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_bfloat16_sum_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut __nv_bfloat16,
+        src: *const __nv_bfloat16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_half_sum_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut half,
+        src: *const half,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_float_sum_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut f32,
+        src: *const f32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_double_sum_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut f64,
+        src: *const f64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int8_prod_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int16_prod_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int32_prod_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_int64_prod_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint8_prod_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint16_prod_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint32_prod_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_uint64_prod_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_bfloat16_prod_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut __nv_bfloat16,
+        src: *const __nv_bfloat16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_half_prod_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut half,
+        src: *const half,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_float_prod_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut f32,
+        src: *const f32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_double_prod_reducescatter_on_stream: unsafe extern "C" fn(
+        team: nvshmem_team_t,
+        dest: *mut f64,
+        src: *const f64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int,
     pub nvshmemx_init_status: unsafe extern "C" fn() -> ::std::os::raw::c_int,
     pub nvshmem_global_exit: unsafe extern "C" fn(status: ::std::os::raw::c_int),
     pub nvshmem_my_pe: unsafe extern "C" fn() -> ::std::os::raw::c_int,
@@ -1408,6 +1912,16 @@ pub struct NvshmemHost {
         config: *const nvshmem_team_config_t,
         config_mask: ::std::os::raw::c_long,
         new_team: *mut nvshmem_team_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_team_get_uniqueid: unsafe extern "C" fn(
+        uniqueid: *mut nvshmemx_team_uniqueid_t,
+    ) -> ::std::os::raw::c_int,
+    pub nvshmemx_team_init: unsafe extern "C" fn(
+        team: *mut nvshmem_team_t,
+        config: *mut nvshmem_team_config_t,
+        config_mask: ::std::os::raw::c_long,
+        npes: ::std::os::raw::c_int,
+        pe_idx_in_team: ::std::os::raw::c_int,
     ) -> ::std::os::raw::c_int,
     pub nvshmem_team_split_2d: unsafe extern "C" fn(
         parent_team: nvshmem_team_t,
@@ -1891,6 +2405,222 @@ impl NvshmemHost {
         let nvshmemx_double_prod_reduce_on_stream = __library
             .get(b"nvshmemx_double_prod_reduce_on_stream\0")
             .map(|sym| *sym)?;
+        let nvshmemx_int8_and_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int8_and_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int16_and_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int16_and_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int32_and_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int32_and_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int64_and_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int64_and_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint8_and_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint8_and_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint16_and_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint16_and_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint32_and_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint32_and_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint64_and_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint64_and_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int8_or_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int8_or_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int16_or_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int16_or_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int32_or_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int32_or_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int64_or_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int64_or_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint8_or_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint8_or_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint16_or_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint16_or_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint32_or_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint32_or_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint64_or_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint64_or_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int8_xor_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int8_xor_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int16_xor_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int16_xor_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int32_xor_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int32_xor_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int64_xor_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int64_xor_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint8_xor_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint8_xor_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint16_xor_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint16_xor_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint32_xor_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint32_xor_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint64_xor_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint64_xor_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int8_max_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int8_max_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int16_max_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int16_max_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int32_max_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int32_max_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int64_max_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int64_max_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint8_max_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint8_max_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint16_max_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint16_max_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint32_max_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint32_max_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint64_max_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint64_max_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_bfloat16_max_reducescatter_on_stream = __library
+            .get(b"nvshmemx_bfloat16_max_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_half_max_reducescatter_on_stream = __library
+            .get(b"nvshmemx_half_max_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_float_max_reducescatter_on_stream = __library
+            .get(b"nvshmemx_float_max_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_double_max_reducescatter_on_stream = __library
+            .get(b"nvshmemx_double_max_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int8_min_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int8_min_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int16_min_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int16_min_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int32_min_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int32_min_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int64_min_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int64_min_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint8_min_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint8_min_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint16_min_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint16_min_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint32_min_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint32_min_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint64_min_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint64_min_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_bfloat16_min_reducescatter_on_stream = __library
+            .get(b"nvshmemx_bfloat16_min_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_half_min_reducescatter_on_stream = __library
+            .get(b"nvshmemx_half_min_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_float_min_reducescatter_on_stream = __library
+            .get(b"nvshmemx_float_min_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_double_min_reducescatter_on_stream = __library
+            .get(b"nvshmemx_double_min_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int8_sum_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int8_sum_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int16_sum_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int16_sum_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int32_sum_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int32_sum_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int64_sum_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int64_sum_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint8_sum_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint8_sum_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint16_sum_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint16_sum_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint32_sum_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint32_sum_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint64_sum_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint64_sum_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_bfloat16_sum_reducescatter_on_stream = __library
+            .get(b"nvshmemx_bfloat16_sum_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_half_sum_reducescatter_on_stream = __library
+            .get(b"nvshmemx_half_sum_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_float_sum_reducescatter_on_stream = __library
+            .get(b"nvshmemx_float_sum_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_double_sum_reducescatter_on_stream = __library
+            .get(b"nvshmemx_double_sum_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int8_prod_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int8_prod_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int16_prod_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int16_prod_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int32_prod_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int32_prod_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_int64_prod_reducescatter_on_stream = __library
+            .get(b"nvshmemx_int64_prod_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint8_prod_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint8_prod_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint16_prod_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint16_prod_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint32_prod_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint32_prod_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_uint64_prod_reducescatter_on_stream = __library
+            .get(b"nvshmemx_uint64_prod_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_bfloat16_prod_reducescatter_on_stream = __library
+            .get(b"nvshmemx_bfloat16_prod_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_half_prod_reducescatter_on_stream = __library
+            .get(b"nvshmemx_half_prod_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_float_prod_reducescatter_on_stream = __library
+            .get(b"nvshmemx_float_prod_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_double_prod_reducescatter_on_stream = __library
+            .get(b"nvshmemx_double_prod_reducescatter_on_stream\0")
+            .map(|sym| *sym)?;
         let nvshmemx_init_status = __library
             .get(b"nvshmemx_init_status\0")
             .map(|sym| *sym)?;
@@ -2118,6 +2848,10 @@ impl NvshmemHost {
         let nvshmem_team_split_strided = __library
             .get(b"nvshmem_team_split_strided\0")
             .map(|sym| *sym)?;
+        let nvshmemx_team_get_uniqueid = __library
+            .get(b"nvshmemx_team_get_uniqueid\0")
+            .map(|sym| *sym)?;
+        let nvshmemx_team_init = __library.get(b"nvshmemx_team_init\0").map(|sym| *sym)?;
         let nvshmem_team_split_2d = __library
             .get(b"nvshmem_team_split_2d\0")
             .map(|sym| *sym)?;
@@ -2310,6 +3044,78 @@ impl NvshmemHost {
             nvshmemx_half_prod_reduce_on_stream,
             nvshmemx_float_prod_reduce_on_stream,
             nvshmemx_double_prod_reduce_on_stream,
+            nvshmemx_int8_and_reducescatter_on_stream,
+            nvshmemx_int16_and_reducescatter_on_stream,
+            nvshmemx_int32_and_reducescatter_on_stream,
+            nvshmemx_int64_and_reducescatter_on_stream,
+            nvshmemx_uint8_and_reducescatter_on_stream,
+            nvshmemx_uint16_and_reducescatter_on_stream,
+            nvshmemx_uint32_and_reducescatter_on_stream,
+            nvshmemx_uint64_and_reducescatter_on_stream,
+            nvshmemx_int8_or_reducescatter_on_stream,
+            nvshmemx_int16_or_reducescatter_on_stream,
+            nvshmemx_int32_or_reducescatter_on_stream,
+            nvshmemx_int64_or_reducescatter_on_stream,
+            nvshmemx_uint8_or_reducescatter_on_stream,
+            nvshmemx_uint16_or_reducescatter_on_stream,
+            nvshmemx_uint32_or_reducescatter_on_stream,
+            nvshmemx_uint64_or_reducescatter_on_stream,
+            nvshmemx_int8_xor_reducescatter_on_stream,
+            nvshmemx_int16_xor_reducescatter_on_stream,
+            nvshmemx_int32_xor_reducescatter_on_stream,
+            nvshmemx_int64_xor_reducescatter_on_stream,
+            nvshmemx_uint8_xor_reducescatter_on_stream,
+            nvshmemx_uint16_xor_reducescatter_on_stream,
+            nvshmemx_uint32_xor_reducescatter_on_stream,
+            nvshmemx_uint64_xor_reducescatter_on_stream,
+            nvshmemx_int8_max_reducescatter_on_stream,
+            nvshmemx_int16_max_reducescatter_on_stream,
+            nvshmemx_int32_max_reducescatter_on_stream,
+            nvshmemx_int64_max_reducescatter_on_stream,
+            nvshmemx_uint8_max_reducescatter_on_stream,
+            nvshmemx_uint16_max_reducescatter_on_stream,
+            nvshmemx_uint32_max_reducescatter_on_stream,
+            nvshmemx_uint64_max_reducescatter_on_stream,
+            nvshmemx_bfloat16_max_reducescatter_on_stream,
+            nvshmemx_half_max_reducescatter_on_stream,
+            nvshmemx_float_max_reducescatter_on_stream,
+            nvshmemx_double_max_reducescatter_on_stream,
+            nvshmemx_int8_min_reducescatter_on_stream,
+            nvshmemx_int16_min_reducescatter_on_stream,
+            nvshmemx_int32_min_reducescatter_on_stream,
+            nvshmemx_int64_min_reducescatter_on_stream,
+            nvshmemx_uint8_min_reducescatter_on_stream,
+            nvshmemx_uint16_min_reducescatter_on_stream,
+            nvshmemx_uint32_min_reducescatter_on_stream,
+            nvshmemx_uint64_min_reducescatter_on_stream,
+            nvshmemx_bfloat16_min_reducescatter_on_stream,
+            nvshmemx_half_min_reducescatter_on_stream,
+            nvshmemx_float_min_reducescatter_on_stream,
+            nvshmemx_double_min_reducescatter_on_stream,
+            nvshmemx_int8_sum_reducescatter_on_stream,
+            nvshmemx_int16_sum_reducescatter_on_stream,
+            nvshmemx_int32_sum_reducescatter_on_stream,
+            nvshmemx_int64_sum_reducescatter_on_stream,
+            nvshmemx_uint8_sum_reducescatter_on_stream,
+            nvshmemx_uint16_sum_reducescatter_on_stream,
+            nvshmemx_uint32_sum_reducescatter_on_stream,
+            nvshmemx_uint64_sum_reducescatter_on_stream,
+            nvshmemx_bfloat16_sum_reducescatter_on_stream,
+            nvshmemx_half_sum_reducescatter_on_stream,
+            nvshmemx_float_sum_reducescatter_on_stream,
+            nvshmemx_double_sum_reducescatter_on_stream,
+            nvshmemx_int8_prod_reducescatter_on_stream,
+            nvshmemx_int16_prod_reducescatter_on_stream,
+            nvshmemx_int32_prod_reducescatter_on_stream,
+            nvshmemx_int64_prod_reducescatter_on_stream,
+            nvshmemx_uint8_prod_reducescatter_on_stream,
+            nvshmemx_uint16_prod_reducescatter_on_stream,
+            nvshmemx_uint32_prod_reducescatter_on_stream,
+            nvshmemx_uint64_prod_reducescatter_on_stream,
+            nvshmemx_bfloat16_prod_reducescatter_on_stream,
+            nvshmemx_half_prod_reducescatter_on_stream,
+            nvshmemx_float_prod_reducescatter_on_stream,
+            nvshmemx_double_prod_reducescatter_on_stream,
             nvshmemx_init_status,
             nvshmem_global_exit,
             nvshmem_my_pe,
@@ -2395,6 +3201,8 @@ impl NvshmemHost {
             nvshmem_team_get_config,
             nvshmem_team_translate_pe,
             nvshmem_team_split_strided,
+            nvshmemx_team_get_uniqueid,
+            nvshmemx_team_init,
             nvshmem_team_split_2d,
             nvshmem_team_destroy,
             nvshmem_barrier,
@@ -3612,6 +4420,1151 @@ impl NvshmemHost {
     ) -> ::std::os::raw::c_int {
         (self.nvshmemx_double_prod_reduce_on_stream)(team, dest, src, nreduce, stream)
     }
+    pub unsafe fn nvshmemx_int8_and_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int8_and_reducescatter_on_stream)(team, dest, src, nreduce, stream)
+    }
+    pub unsafe fn nvshmemx_int16_and_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int16_and_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int32_and_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int32_and_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int64_and_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int64_and_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint8_and_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint8_and_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint16_and_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint16_and_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint32_and_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint32_and_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint64_and_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint64_and_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int8_or_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self.nvshmemx_int8_or_reducescatter_on_stream)(team, dest, src, nreduce, stream)
+    }
+    pub unsafe fn nvshmemx_int16_or_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int16_or_reducescatter_on_stream)(team, dest, src, nreduce, stream)
+    }
+    pub unsafe fn nvshmemx_int32_or_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int32_or_reducescatter_on_stream)(team, dest, src, nreduce, stream)
+    }
+    pub unsafe fn nvshmemx_int64_or_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int64_or_reducescatter_on_stream)(team, dest, src, nreduce, stream)
+    }
+    pub unsafe fn nvshmemx_uint8_or_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint8_or_reducescatter_on_stream)(team, dest, src, nreduce, stream)
+    }
+    pub unsafe fn nvshmemx_uint16_or_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint16_or_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint32_or_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint32_or_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint64_or_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint64_or_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int8_xor_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int8_xor_reducescatter_on_stream)(team, dest, src, nreduce, stream)
+    }
+    pub unsafe fn nvshmemx_int16_xor_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int16_xor_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int32_xor_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int32_xor_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int64_xor_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int64_xor_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint8_xor_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint8_xor_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint16_xor_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint16_xor_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint32_xor_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint32_xor_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint64_xor_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint64_xor_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int8_max_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int8_max_reducescatter_on_stream)(team, dest, src, nreduce, stream)
+    }
+    pub unsafe fn nvshmemx_int16_max_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int16_max_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int32_max_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int32_max_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int64_max_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int64_max_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint8_max_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint8_max_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint16_max_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint16_max_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint32_max_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint32_max_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint64_max_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint64_max_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_bfloat16_max_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut __nv_bfloat16,
+        src: *const __nv_bfloat16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_bfloat16_max_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_half_max_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut half,
+        src: *const half,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_half_max_reducescatter_on_stream)(team, dest, src, nreduce, stream)
+    }
+    pub unsafe fn nvshmemx_float_max_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut f32,
+        src: *const f32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_float_max_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_double_max_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut f64,
+        src: *const f64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_double_max_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int8_min_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int8_min_reducescatter_on_stream)(team, dest, src, nreduce, stream)
+    }
+    pub unsafe fn nvshmemx_int16_min_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int16_min_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int32_min_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int32_min_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int64_min_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int64_min_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint8_min_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint8_min_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint16_min_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint16_min_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint32_min_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint32_min_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint64_min_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint64_min_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_bfloat16_min_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut __nv_bfloat16,
+        src: *const __nv_bfloat16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_bfloat16_min_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_half_min_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut half,
+        src: *const half,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_half_min_reducescatter_on_stream)(team, dest, src, nreduce, stream)
+    }
+    pub unsafe fn nvshmemx_float_min_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut f32,
+        src: *const f32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_float_min_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_double_min_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut f64,
+        src: *const f64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_double_min_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int8_sum_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int8_sum_reducescatter_on_stream)(team, dest, src, nreduce, stream)
+    }
+    pub unsafe fn nvshmemx_int16_sum_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int16_sum_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int32_sum_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int32_sum_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int64_sum_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int64_sum_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint8_sum_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint8_sum_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint16_sum_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint16_sum_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint32_sum_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint32_sum_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint64_sum_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint64_sum_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_bfloat16_sum_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut __nv_bfloat16,
+        src: *const __nv_bfloat16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_bfloat16_sum_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_half_sum_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut half,
+        src: *const half,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_half_sum_reducescatter_on_stream)(team, dest, src, nreduce, stream)
+    }
+    pub unsafe fn nvshmemx_float_sum_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut f32,
+        src: *const f32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_float_sum_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_double_sum_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut f64,
+        src: *const f64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_double_sum_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int8_prod_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i8,
+        src: *const i8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int8_prod_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int16_prod_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i16,
+        src: *const i16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int16_prod_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int32_prod_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i32,
+        src: *const i32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int32_prod_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_int64_prod_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut i64,
+        src: *const i64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_int64_prod_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint8_prod_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u8,
+        src: *const u8,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint8_prod_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint16_prod_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u16,
+        src: *const u16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint16_prod_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint32_prod_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u32,
+        src: *const u32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint32_prod_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_uint64_prod_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut u64,
+        src: *const u64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_uint64_prod_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_bfloat16_prod_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut __nv_bfloat16,
+        src: *const __nv_bfloat16,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_bfloat16_prod_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_half_prod_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut half,
+        src: *const half,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_half_prod_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_float_prod_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut f32,
+        src: *const f32,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_float_prod_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
+    pub unsafe fn nvshmemx_double_prod_reducescatter_on_stream(
+        &self,
+        team: nvshmem_team_t,
+        dest: *mut f64,
+        src: *const f64,
+        nreduce: usize,
+        stream: cudaStream_t,
+    ) -> ::std::os::raw::c_int {
+        (self
+            .nvshmemx_double_prod_reducescatter_on_stream)(
+            team,
+            dest,
+            src,
+            nreduce,
+            stream,
+        )
+    }
     pub unsafe fn nvshmemx_init_status(&self) -> ::std::os::raw::c_int {
         (self.nvshmemx_init_status)()
     }
@@ -4236,6 +6189,22 @@ impl NvshmemHost {
             config_mask,
             new_team,
         )
+    }
+    pub unsafe fn nvshmemx_team_get_uniqueid(
+        &self,
+        uniqueid: *mut nvshmemx_team_uniqueid_t,
+    ) -> ::std::os::raw::c_int {
+        (self.nvshmemx_team_get_uniqueid)(uniqueid)
+    }
+    pub unsafe fn nvshmemx_team_init(
+        &self,
+        team: *mut nvshmem_team_t,
+        config: *mut nvshmem_team_config_t,
+        config_mask: ::std::os::raw::c_long,
+        npes: ::std::os::raw::c_int,
+        pe_idx_in_team: ::std::os::raw::c_int,
+    ) -> ::std::os::raw::c_int {
+        (self.nvshmemx_team_init)(team, config, config_mask, npes, pe_idx_in_team)
     }
     pub unsafe fn nvshmem_team_split_2d(
         &self,

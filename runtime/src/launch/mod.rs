@@ -7,6 +7,7 @@ mod args;
 mod bare;
 mod driver;
 mod entry;
+mod multicast;
 mod prewarm;
 mod raw;
 
@@ -15,5 +16,7 @@ pub use args::{KernelArgs, KernelScalar, MAX_LOCAL_BUFFERS, MAX_PARAMS};
 pub use bare::Bare;
 pub use driver::{LaunchConfig, MAX_CLUSTER_BLOCKS};
 pub use entry::{launch, max_active_clusters};
+#[doc(hidden)]
+pub use multicast::MULTICAST_STORE_SOURCE;
 pub use prewarm::{prewarm, Prewarm};
 pub use raw::RawKernel;

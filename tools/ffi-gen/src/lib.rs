@@ -80,6 +80,9 @@ const FUNCTIONS: &[&str] = &[
     "nvshmem_team_split_2d",
     "nvshmem_team_destroy",
     "nvshmem_team_get_config",
+    // A team from a unique id that its members share (`TeamConfig::uniqueid`).
+    "nvshmemx_team_get_uniqueid",
+    "nvshmemx_team_init",
     // Untyped collectives on a stream.
     "nvshmemx_broadcastmem_on_stream",
     "nvshmemx_fcollectmem_on_stream",
@@ -96,6 +99,9 @@ fn typed_collectives() -> Vec<String> {
         format!("nvshmemx_({COLLECTIVE_TYPES})_(broadcast|fcollect|alltoall)_on_stream"),
         format!("nvshmemx_({COLLECTIVE_TYPES})_(sum|max|min|prod)_reduce_on_stream"),
         "nvshmemx_(int8|int16|int32|int64|uint8|uint16|uint32|uint64)_(and|or|xor)_reduce_on_stream"
+            .to_string(),
+        format!("nvshmemx_({COLLECTIVE_TYPES})_(sum|max|min|prod)_reducescatter_on_stream"),
+        "nvshmemx_(int8|int16|int32|int64|uint8|uint16|uint32|uint64)_(and|or|xor)_reducescatter_on_stream"
             .to_string(),
     ]
 }
