@@ -54,8 +54,8 @@ pub enum Algorithm {
     OneShot,
     /// Reduce-scatter by peer loads, all-gather by peer stores (also in place).
     TwoShot,
-    /// NVSHMEM's on-stream reduction (`nvshmemx_<type>_<op>_reduce_on_stream`); only on the
-    /// context's stream ([`Pgas::stream`]).
+    /// NVSHMEM's on-stream reduction (`nvshmemx_<type>_<op>_reduce_on_stream`), on any stream
+    /// of the context's GPU.
     Nvshmem,
 }
 
@@ -431,8 +431,8 @@ impl Comm {
         }
         let spec = match algorithm {
             Algorithm::Nvshmem => {
-                self.check_context_stream(stream, "reduction")?;
-                self.pgas.reduce(self.team, op, &*dst, src)?;
+                refuse_capture(stream, "NVSHMEM's reduction")?;
+                self.pgas.reduce_on(stream, self.team, op, &*dst, src)?;
                 return Ok(algorithm);
             }
             _ if !self.p2p => {
@@ -508,12 +508,13 @@ impl Comm {
     /// protocol, so when it completes on a PE no peer reads that PE's `src` any more. Up to
     /// [`LL_GATHER_MAX_BYTES`] of `src` it takes the low-latency protocol instead: all of `src`
     /// all-reduced over the lines into shared memory, this rank's chunk copied out (one
-    /// crossing, no handshake).
+    /// crossing, no handshake). Where a member is not load/store reachable, NVSHMEM's
+    /// reduce-scatter on `stream` carries it instead.
     ///
     /// Errors, before anything is launched: a PE that is not in the team, a `src` length that
     /// is not a multiple of the team size or not `n * dst.len()`, a bitwise op on a float
     /// type, `dst` and `src` overlapping (no in-place form yet), `src` not in the symmetric
-    /// heap, a peer that is not load/store reachable (there is no NVSHMEM fallback yet).
+    /// heap.
     pub fn reduce_scatter_on<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
@@ -541,6 +542,16 @@ impl Comm {
             });
         }
         check_op::<T>(op)?;
+        if !self.p2p {
+            // A peer off NVLink: NVSHMEM's reduce-scatter, which its proxy carries.
+            let size = std::mem::size_of::<T>();
+            let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+            check_apart("reduce-scatter", d, dst.len() * size, s, src.len() * size)?;
+            refuse_capture(stream, "NVSHMEM's reduce-scatter")?;
+            return self
+                .pgas
+                .reduce_scatter_on(stream, self.team, op, &*dst, src);
+        }
         self.check_movement("reduce-scatter", &*dst, src, Reached::Source)?;
         let size = std::mem::size_of::<T>();
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
@@ -598,13 +609,13 @@ impl Comm {
     /// into `dst` by the PE that polls them: one NVLink crossing, no handshake).
     ///
     /// Where a member is not load/store reachable ([`Comm::peers_reachable`] false: another
-    /// node, no peer access, or `PGAS_PEER_ACCESS`), NVSHMEM's `fcollect` on the context's
-    /// stream carries it instead.
+    /// node, no peer access, or `PGAS_PEER_ACCESS`), NVSHMEM's `fcollect` on `stream` carries
+    /// it instead.
     ///
     /// Errors, before anything is launched: a PE that is not in the team, a `dst` length that
     /// is not a multiple of the team size or not `n * src.len()`, `dst` and `src` overlapping
-    /// (no in-place form yet), `dst` not in the symmetric heap, and off NVLink a `stream` that
-    /// is not the context's.
+    /// (no in-place form yet), `dst` not in the symmetric heap, and off NVLink a `stream` of
+    /// another GPU.
     pub fn all_gather_on<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
@@ -635,8 +646,8 @@ impl Comm {
             let size = std::mem::size_of::<T>();
             let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
             check_apart("all-gather", d, dst.len() * size, s, src.len() * size)?;
-            self.check_context_stream(stream, "all-gather")?;
-            return self.pgas.fcollect(self.team, &*dst, src);
+            refuse_capture(stream, "NVSHMEM's all-gather (fcollect)")?;
+            return self.pgas.fcollect_on(stream, self.team, &*dst, src);
         }
         self.check_movement("all-gather", &*dst, src, Reached::Destination)?;
         let size = std::mem::size_of::<T>();
@@ -873,6 +884,25 @@ fn check_op<T: AllReduceElem>(op: ReduceOp) -> Result<()> {
 
 /// An `Err` when `dst` and `src` share a byte (reduce-scatter and all-gather have no in-place
 /// form yet).
+/// An `Err` when `stream` is being captured into a CUDA graph: the NVSHMEM paths run eagerly
+/// only (their capture is not tested here).
+fn refuse_capture(stream: &CudaStream, what: &str) -> Result<()> {
+    let status = stream.capture_status().map_err(Error::cuda(
+        "querying the stream's CUDA-graph capture status",
+    ))?;
+    if status == cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        return Ok(());
+    }
+    Err(Error::InvalidConfig {
+        name: "stream",
+        value: "a stream being captured into a CUDA graph".into(),
+        reason: format!(
+            "{what} runs eagerly only in pgas (its graph capture is untested). Fix: call it \
+             outside capture, or use a peer-to-peer algorithm, which captures"
+        ),
+    })
+}
+
 fn check_apart(what: &str, d: u64, dbytes: usize, s: u64, sbytes: usize) -> Result<()> {
     if dbytes > 0 && sbytes > 0 && d < s + sbytes as u64 && s < d + dbytes as u64 {
         return Err(Error::InvalidConfig {

@@ -6,8 +6,8 @@ use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
 
 use super::{
-    check_apart, kernels, vector_start, Algorithm, AllReduceElem, Comm, Reached, Region,
-    LL_GATHER_MAX_BYTES, LL_SHARED_MAX_BYTES,
+    check_apart, kernels, refuse_capture, vector_start, Algorithm, AllReduceElem, Comm, Reached,
+    Region, LL_GATHER_MAX_BYTES, LL_SHARED_MAX_BYTES,
 };
 use crate::{Error, Result, SymRegion};
 
@@ -92,7 +92,7 @@ impl Comm {
     /// [`Algorithm::OneShot`]: every PE loads the root's `src` over NVLink;
     /// [`Algorithm::TwoShot`]: rank `r` loads chunk `r` of it and stores that into every PE's
     /// `dst` (the root's links carry one copy instead of `n - 1`); [`Algorithm::Nvshmem`]:
-    /// `nvshmemx_<type>_broadcast_on_stream` (context stream only); [`Algorithm::LowLatency`]
+    /// `nvshmemx_<type>_broadcast_on_stream`; [`Algorithm::LowLatency`]
     /// (up to [`super::LL_GATHER_MAX_BYTES`], and 48 KiB over all PEs): every PE's data over
     /// the low-latency lines into shared memory, the root's copied out, one crossing and no
     /// handshake; [`Algorithm::Auto`]: low latency where it fits, else as for
@@ -102,7 +102,7 @@ impl Comm {
     /// Errors, before anything is launched: a PE that is not in the team, a `root` that is not
     /// a team rank, `dst` and `src` of different lengths or overlapping without being the same
     /// buffer, `src` (and for two-shot `dst`) not in the symmetric heap, a peer-to-peer
-    /// algorithm when a peer is not reachable, NVSHMEM's algorithm on another stream.
+    /// algorithm when a peer is not reachable, NVSHMEM's algorithm on a stream of another GPU.
     pub fn broadcast_on<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
@@ -155,8 +155,9 @@ impl Comm {
             a => a,
         };
         if algorithm == Algorithm::Nvshmem {
-            self.check_context_stream(stream, "broadcast")?;
-            self.pgas.broadcast(self.team, &*dst, src, root)?;
+            refuse_capture(stream, "NVSHMEM's broadcast")?;
+            self.pgas
+                .broadcast_on(stream, self.team, &*dst, src, root)?;
             return Ok(algorithm);
         }
         self.check_p2p("broadcast")?;
@@ -231,12 +232,12 @@ impl Comm {
     /// Up to [`super::LL_GATHER_MAX_BYTES`] a PE (and 48 KiB over all PEs) it takes the
     /// low-latency protocol instead: every PE's whole `src` over the lines into shared memory,
     /// one crossing and no handshake. Where a member is not load/store reachable, NVSHMEM's
-    /// `alltoall` on the context's stream carries it instead.
+    /// `alltoall` on `stream` carries it instead.
     ///
     /// Errors, before anything is launched: a PE that is not in the team, `dst` and `src` of
     /// different lengths, a length that is not a multiple of the team size, `dst` and `src`
     /// overlapping (no in-place form), `dst` not in the symmetric heap, and off NVLink a
-    /// `stream` that is not the context's.
+    /// `stream` of another GPU.
     pub fn all_to_all_on<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
@@ -272,8 +273,8 @@ impl Comm {
                 src.as_device_ptr(),
                 bytes,
             )?;
-            self.check_context_stream(stream, "all-to-all")?;
-            return self.pgas.alltoall(self.team, &*dst, src);
+            refuse_capture(stream, "NVSHMEM's all-to-all")?;
+            return self.pgas.alltoall_on(stream, self.team, &*dst, src);
         }
         self.check_movement("all-to-all", &*dst, src, Reached::Destination)?;
         if src.is_empty() {
@@ -301,25 +302,10 @@ impl Comm {
         )
     }
 
-    /// The error of NVSHMEM's on-stream collectives on a stream other than the context's.
     /// Whether `bytes` a PE fit the low-latency kernels that gather every PE's data into shared
     /// memory (all-to-all, broadcast): one low-latency region of lines, and every PE's copy in
     /// shared memory.
     fn ll_fits(&self, bytes: usize) -> bool {
         bytes <= LL_GATHER_MAX_BYTES && self.n * bytes <= LL_SHARED_MAX_BYTES
-    }
-
-    pub(super) fn check_context_stream(&self, stream: &CudaStream, what: &str) -> Result<()> {
-        if stream.cu_stream() == self.pgas.stream().cu_stream() {
-            return Ok(());
-        }
-        Err(Error::InvalidConfig {
-            name: "stream",
-            value: "not the context's stream".to_owned(),
-            reason: format!(
-                "NVSHMEM's on-stream {what} runs on Pgas::stream(); use it, or a peer-to-peer \
-                 algorithm on this stream"
-            ),
-        })
     }
 }

@@ -1289,7 +1289,7 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
     let a = p.alloc::<f32>(n * m + 1)?;
     let mut b = p.alloc::<f32>(n * m + 1)?;
     // Broadcast: a root outside the team, lengths that differ, overlap, a source outside the
-    // symmetric heap, NVSHMEM's algorithm on another stream.
+    // symmetric heap, the low-latency protocol past its size.
     expect(
         comm.broadcast(&mut b, &a, n, Algorithm::Auto).map(|_| ()),
         "root",
@@ -1304,12 +1304,6 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
         comm.broadcast(&mut b.view_mut(0..m)?, &inside, 0, Algorithm::TwoShot)
             .map(|_| ()),
         "overlap",
-    )?;
-    let side = p.cuda().new_stream()?;
-    expect(
-        comm.broadcast_on(&side, &mut b, &a, 0, Algorithm::Nvshmem)
-            .map(|_| ()),
-        "context's stream",
     )?;
     let over = coll::LL_GATHER_MAX_BYTES / 4 + 1;
     let (big, mut big_dst) = (p.alloc::<f32>(over)?, p.alloc::<f32>(over)?);

@@ -871,6 +871,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
     };
     let bitwise_float = !T::INT && matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor);
     let side_stream = exec != Exec::Context;
+    let graph = matches!(exec, Exec::Graph(_));
     let p2p = cx.p2p;
     let expect: Expect = match kind {
         Kind::AllReduce => {
@@ -891,7 +892,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             } else if slen == 0 {
                 Ok(Some(eff))
             } else if eff == Algorithm::Nvshmem {
-                if side_stream {
+                if graph {
                     Err(())
                 } else {
                     Ok(Some(eff))
@@ -916,7 +917,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             if root >= n
                 || (dptr != sptr && overlap(dptr, sbytes, sptr, sbytes))
                 || (eff == Algorithm::LowLatency && !ll_fits)
-                || (eff == Algorithm::Nvshmem && side_stream)
+                || (eff == Algorithm::Nvshmem && graph)
                 || (eff != Algorithm::Nvshmem && !p2p)
             {
                 Err(())
@@ -925,11 +926,12 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             }
         }
         Kind::ReduceScatter => {
+            // Off NVLink: NVSHMEM's reduce-scatter, eagerly only.
             if !slen.is_multiple_of(n)
                 || dlen != slen / n
                 || bitwise_float
                 || overlap(dptr, dbytes, sptr, sbytes)
-                || !p2p
+                || (!p2p && graph)
             {
                 Err(())
             } else {
@@ -937,11 +939,11 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             }
         }
         Kind::AllGather => {
-            // Off NVLink: NVSHMEM's fcollect, on the context's stream only.
+            // Off NVLink: NVSHMEM's fcollect, eagerly only.
             if !dlen.is_multiple_of(n)
                 || slen != dlen / n
                 || overlap(dptr, dbytes, sptr, sbytes)
-                || (!p2p && side_stream)
+                || (!p2p && graph)
             {
                 Err(())
             } else {
@@ -949,11 +951,11 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             }
         }
         Kind::AllToAll => {
-            // Off NVLink: NVSHMEM's alltoall, on the context's stream only.
+            // Off NVLink: NVSHMEM's alltoall, eagerly only.
             if dlen != slen
                 || !slen.is_multiple_of(n)
                 || overlap(dptr, dbytes, sptr, sbytes)
-                || (!p2p && side_stream)
+                || (!p2p && graph)
             {
                 Err(())
             } else {
