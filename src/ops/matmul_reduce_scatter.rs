@@ -192,6 +192,9 @@ pub struct MatmulReduceScatter {
     reduce_cfg: LaunchConfig,
     /// The `pgas::gemm` specialization of the chunks' GEMMs; `None`: cuBLAS.
     gemm: Option<GemmConfig>,
+    /// Where a peer is off NVLink: the whole product (M x N) and this PE's rows (M/P x N),
+    /// symmetric, for NVSHMEM's reduce-scatter (its proxy carries what no mapping reaches).
+    off_node: Option<(SymTensor<bf16>, SymTensor<bf16>)>,
 }
 
 impl std::fmt::Debug for MatmulReduceScatter {
@@ -218,9 +221,13 @@ impl MatmulReduceScatter {
     /// Sets up `out (M/P x N) = this PE's rows of sum over PEs of A Btᵀ` for `a` (M x K/P) and
     /// `bt` (N x K/P), `(m, n, k_local)` being M, N and K/P. Collective: every PE calls it at the
     /// same point. Shapes that differ between PEs ([`super::agree::agree`]), that do not divide (see
-    /// [`shape_error`]), a symmetric heap smaller than [`heap_bytes`], a peer that NVLink does
-    /// not reach, no cuBLAS, or a GPU without 64-bit stream memory operations are the same `Err`
-    /// on every PE, before anything launches.
+    /// [`shape_error`]), a symmetric heap smaller than [`heap_bytes`], no cuBLAS, or a GPU
+    /// without 64-bit stream memory operations are the same `Err` on every PE, before anything
+    /// launches. Where a peer is off NVLink (or `PGAS_PEER_ACCESS` says so), every PE agrees on
+    /// it and calls take the off-node path instead: the whole product by one GEMM, NVSHMEM's
+    /// reduce-scatter (its proxy carries what no mapping reaches; it adds in bf16), this PE's rows
+    /// copied out; it takes M x N + M/P x N more bf16 of symmetric heap (a heap too small for it
+    /// is `HeapExhausted` on every PE).
     pub fn new(pgas: &Pgas, shape: (usize, usize, usize)) -> Result<Self> {
         Self::with_splits(pgas, shape, None)
     }
@@ -297,16 +304,11 @@ impl MatmulReduceScatter {
                 unreachable.is_none() as u64,
             )],
         )?;
-        if let Some(pe) = unreachable {
-            return refuse(
-                shape,
-                format!(
-                    "PE {pe} is not reachable by loads, stores and copies from PE {} (NVLink or \
-                     PCIe peer access); the chunks are copied straight into the owner's memory",
-                    pgas.my_pe()
-                ),
-            );
-        }
+        // Every PE agreed on it, so all allocate (a collective step) or none.
+        let off_node = match unreachable {
+            Some(_) => Some((pgas.alloc::<bf16>(m * n)?, pgas.alloc::<bf16>(mp * n)?)),
+            None => None,
+        };
         let (s, a, k) = (
             addresses(&staging, pes)?,
             addresses(&arrive, pes)?,
@@ -349,6 +351,7 @@ impl MatmulReduceScatter {
             epoch: 0,
             reduce_cfg,
             gemm: None,
+            off_node,
         })
     }
 
@@ -455,6 +458,25 @@ impl MatmulReduceScatter {
         }
         let (pa, _ra) = a.device_ptr(stream);
         let (pb, _rb) = bt.device_ptr(stream);
+        if let Some((full, mine)) = &self.off_node {
+            // A peer off NVLink: the whole product, NVSHMEM's reduce-scatter (bf16 sums), this
+            // PE's rows out. No overlap.
+            // SAFETY: `full` holds m x n, a m x k, bt n x k (checked above), on `stream`.
+            unsafe { self.gemm(pgas, stream, (full.as_device_ptr(), pa, pb), m)? };
+            pgas.reduce_scatter_on(stream, Team::WORLD, ReduceOp::Sum, mine, full)?;
+            let (po, _wo) = out.device_ptr_mut(stream);
+            // SAFETY: `mine` and `out` hold mp x n bf16 (checked above), ordered on `stream`.
+            return unsafe {
+                cudarc::driver::sys::cuMemcpyDtoDAsync_v2(
+                    po,
+                    mine.as_device_ptr(),
+                    mp * n * 2,
+                    stream.cu_stream(),
+                )
+                .result()
+                .map_err(Error::cuda("copying the reduced rows out"))
+            };
+        }
         if pes == 1 {
             let (po, _wo) = out.device_ptr_mut(stream);
             // SAFETY: out is m x n, a m x k, bt n x k (checked above).

@@ -1,12 +1,13 @@
 //! Which peers count as reachable (`PGAS_PEER_ACCESS`, runtime `context/reach.rs`) and what runs
 //! when one is not: the case holds with any policy, so the GPU script runs it as is and again
 //! under `PGAS_PEER_ACCESS=none` (every peer off-node), where `pgas::coll` falls back to
-//! NVSHMEM's collectives and all-gather + GEMM
-//! gathers with NVSHMEM's fcollect before one cuBLAS GEMM.
+//! NVSHMEM's collectives, all-gather + GEMM gathers with NVSHMEM's fcollect before one cuBLAS
+//! GEMM, and GEMM + reduce-scatter reduces with NVSHMEM's reduce-scatter after one.
 
 use crate::runner::{case, Case};
 use crate::util::{self, check_eq, ensure, CaseResult};
 use pgas::coll::{self, Algorithm, Comm};
+use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
 use pgas::ops::AllGatherMatmul;
 use pgas::prelude::*;
 
@@ -95,6 +96,32 @@ fn peer_access(p: &Pgas) -> CaseResult {
         })
         .collect();
     check_eq("all-gather + GEMM", &stream.clone_dtoh(&c)?, &want_c)?;
+    // GEMM + reduce-scatter: copy-engine chunks on NVLink, NVSHMEM's reduce-scatter off it.
+    // Partial sums of at most 64 and totals of at most 256 are exact in bf16 either way.
+    let (m, rn, kl) = (64 * n, 64, 32);
+    let ra = |pe: usize, row: usize, c: usize| ((row + c + pe) % 2) as f32;
+    let rb = |pe: usize, j: usize, c: usize| ((j * c + pe) % 3) as f32;
+    let a: Vec<bf16> = (0..m * kl)
+        .map(|i| bf16::from_f32(ra(me, i / kl, i % kl)))
+        .collect();
+    let b: Vec<bf16> = (0..rn * kl)
+        .map(|i| bf16::from_f32(rb(me, i / kl, i % kl)))
+        .collect();
+    let (a, b) = (stream.clone_htod(&a)?, stream.clone_htod(&b)?);
+    let mut out = stream.alloc_zeros::<bf16>(m / n * rn)?;
+    let mut rs = MatmulReduceScatter::new(p, (m, rn, kl))?;
+    rs.run(p, &mut out, &a, &b)?;
+    util::settle(p)?;
+    let want_rs: Vec<bf16> = (0..m / n * rn)
+        .map(|i| {
+            let (row, j) = (me * (m / n) + i / rn, i % rn);
+            let sum: f32 = (0..n)
+                .map(|pe| (0..kl).map(|c| ra(pe, row, c) * rb(pe, j, c)).sum::<f32>())
+                .sum();
+            bf16::from_f32(sum)
+        })
+        .collect();
+    check_eq("GEMM + reduce-scatter", &stream.clone_dtoh(&out)?, &want_rs)?;
     if !all {
         let e = op.set_gemm(pgas::ops::GemmPath::PgasPerShard).err();
         ensure(
