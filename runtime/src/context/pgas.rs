@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, CudaStream};
 
-use super::reach::{PeerAccess, PEER_ACCESS_VAR};
+use super::peer_access::{PeerAccess, PEER_ACCESS_VAR};
 use super::team_handle::TeamRegistry;
 use crate::bootstrap::{self, env, Bootstrap, Bootstrapped};
 use crate::error::{Error, Result};
