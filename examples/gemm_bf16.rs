@@ -312,10 +312,8 @@ pub fn gemm_tiled(
     checked: bool,
 ) -> pgas::Result<()> {
     let refuse = |reason: String| {
-        Err(pgas::Error::Launch {
-            kernel: "gemm_bf16".into(),
-            reason,
-        })
+        let cause = pgas::LaunchCause::Unsupported(reason);
+        Err(pgas::Error::launch("gemm_bf16", cause))
     };
     if let Some(why) = shape_error(m, n, k) {
         return refuse(why);

@@ -15,6 +15,7 @@ use super::helpers::Job;
 use super::source::Source;
 use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
+use crate::launch_cause::LaunchCause;
 use pgas_codegen::Prelude;
 
 /// A link entry's payload starts with this (a CUBIN starts with ELF's magic, so the two cannot be
@@ -205,10 +206,8 @@ fn batch_program(
         return Ok(None);
     };
     let texts: Vec<&str> = members.iter().map(|m| m.text.as_str()).collect();
-    let text = pgas_codegen::batch(prelude.text(), &texts).ok_or_else(|| Error::Launch {
-        kernel: members[0].display.clone(),
-        reason: "a batched source does not start with its prelude".to_owned(),
-    })?;
+    let text = pgas_codegen::batch(prelude.text(), &texts)
+        .ok_or_else(|| Error::launch(&members[0].display, LaunchCause::BatchWithoutPrelude))?;
     let key = tc.cache_key(&text, BATCH_KEY_NAME, arch);
     Ok(Some((text, key)))
 }

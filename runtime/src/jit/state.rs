@@ -14,6 +14,7 @@ use super::toolchain::Toolchain;
 use super::{batch, helpers};
 use crate::error::{Error, Result};
 use crate::kernel::{Variant, MAX_COMPTIME};
+use crate::launch_cause::LaunchCause;
 use pgas_codegen::Prelude;
 
 /// Which kernel a cached function belongs to.
@@ -430,10 +431,8 @@ impl JitState {
             .ctx
             .bind_to_thread()
             .map_err(Error::cuda("making the pgas CUDA context current"))?;
-        let name = CString::new(src.cuda_name.as_str()).map_err(|_| Error::Launch {
-            kernel: src.display.clone(),
-            reason: "the CUDA kernel name contains a NUL byte".to_owned(),
-        })?;
+        let name = CString::new(src.cuda_name.as_str())
+            .map_err(|_| Error::launch(&src.display, LaunchCause::NulInKernelName))?;
         let mut modules = lock(&self.modules);
         let module = match modules.iter().find(|m| m.image == image.key) {
             Some(m) => m.raw,

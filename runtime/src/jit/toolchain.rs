@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::jit::disk::{CacheKey, DiskCache, Lookup};
 use crate::jit::nvjitlink::NvJitLink;
 use crate::jit::{library, nvrtc};
+use crate::launch_cause::LaunchCause;
 use pgas_codegen::{nvcall, Prelude};
 
 use crate::jit::nvrtc::NVRTC_SONAME;
@@ -326,10 +327,8 @@ impl Toolchain {
         let linked = self.links(source);
         let (compiled, compiled_source, opts) = match linked {
             Some(prelude) => {
-                let lto = nvcall::lto_source(source).ok_or_else(|| Error::Launch {
-                    kernel: kernel_name.to_owned(),
-                    reason: "a generated source has no link-time form".to_owned(),
-                })?;
+                let lto = nvcall::lto_source(source)
+                    .ok_or_else(|| Error::launch(kernel_name, LaunchCause::NoLinkTimeForm))?;
                 let opts = self.lto_options(arch);
                 let compiled = self.compile_linked(disk, prelude, &lto, kernel_name, arch, &opts);
                 (compiled, lto, opts)
@@ -370,10 +369,10 @@ impl Toolchain {
         arch: (u32, u32),
         options: &[String],
     ) -> Result<Compiled> {
-        let linker = self.linker.as_ref().ok_or_else(|| Error::Launch {
-            kernel: kernel_name.to_owned(),
-            reason: "no nvJitLink for a link-time compile".to_owned(),
-        })?;
+        let linker = self
+            .linker
+            .as_ref()
+            .ok_or_else(|| Error::launch(kernel_name, LaunchCause::NoNvJitLink))?;
         self.check_arch(arch)?;
         let lib = library::get(self.library_key(prelude, arch), disk, prelude, || {
             self.build_library(prelude, arch)

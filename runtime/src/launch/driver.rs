@@ -10,6 +10,7 @@ use cudarc::driver::{result, CudaContext, CudaStream};
 
 use crate::error::{Error, Result};
 use crate::jit::state::Function;
+use crate::launch_cause::LaunchCause;
 
 /// Grid and block dimensions of a launch, its dynamic shared memory and its thread-block
 /// clusters.
@@ -79,52 +80,31 @@ impl LaunchConfig {
     /// Checks the limits every CUDA device shares, so a bad configuration is a clear error
     /// rather than the driver's `CUDA_ERROR_INVALID_VALUE`.
     pub fn validate(&self, kernel: &str) -> Result<()> {
-        let bad = |reason: String| {
-            Err(Error::Launch {
-                kernel: kernel.to_owned(),
-                reason,
-            })
-        };
-        let (g, b) = (self.grid, self.block);
+        let bad = |cause| Err(Error::launch(kernel, cause));
+        let (grid, block, cluster) = (self.grid, self.block, self.cluster);
+        let (g, b, c) = (grid, block, cluster);
         if g.0 == 0 || g.1 == 0 || g.2 == 0 || b.0 == 0 || b.1 == 0 || b.2 == 0 {
-            return bad(format!(
-                "grid {g:?} and block {b:?} must have no zero dimension. Fix: make every \
-                 dimension at least 1 (LaunchConfig::blocks(n, threads) with n, threads >= 1)"
-            ));
+            return bad(LaunchCause::ZeroDimension { grid, block });
         }
         if self.block_threads() > 1024 || b.2 > 64 {
-            return bad(format!(
-                "block {b:?} has {} threads; CUDA allows at most 1024 (and z at most 64). Fix: \
-                 use at most 1024 threads per block and more blocks",
-                self.block_threads()
-            ));
+            let threads = self.block_threads();
+            return bad(LaunchCause::BlockTooLarge { block, threads });
         }
         if g.0 > i32::MAX as u32 || g.1 > 65535 || g.2 > 65535 {
-            return bad(format!(
-                "grid {g:?} exceeds CUDA's (2^31-1, 65535, 65535). Fix: loop inside the kernel \
-                 (a grid-stride loop) over fewer blocks"
-            ));
+            return bad(LaunchCause::GridTooLarge { grid });
         }
-        let c = self.cluster;
         if c.0 == 0 || c.1 == 0 || c.2 == 0 {
-            return bad(format!(
-                "cluster {c:?} has a zero dimension. Fix: `with_cluster((x, y, z))` with every \
-                 dimension at least 1 ((1, 1, 1) for no clusters)"
-            ));
+            return bad(LaunchCause::ZeroClusterDimension { cluster });
         }
         if self.cluster_blocks() > MAX_CLUSTER_BLOCKS {
-            return bad(format!(
-                "cluster {c:?} has {} blocks; a cluster has at most {MAX_CLUSTER_BLOCKS}. Fix: \
-                 use a smaller cluster",
-                self.cluster_blocks()
-            ));
+            return bad(LaunchCause::ClusterTooLarge {
+                cluster,
+                blocks: self.cluster_blocks(),
+                max: MAX_CLUSTER_BLOCKS,
+            });
         }
         if g.0 % c.0 != 0 || g.1 % c.1 != 0 || g.2 % c.2 != 0 {
-            return bad(format!(
-                "cluster {c:?} does not divide grid {g:?}: every grid dimension must be a whole \
-                 number of clusters. Fix: round the grid up to a multiple of the cluster (and \
-                 skip the extra blocks' work in the kernel), or use a cluster that divides it"
-            ));
+            return bad(LaunchCause::ClusterDoesNotDivideGrid { cluster, grid });
         }
         Ok(())
     }
@@ -597,34 +577,25 @@ unsafe fn launch_clustered(
     stream: &CudaStream,
     params: &mut [*mut c_void],
 ) -> Result<()> {
-    let bad = |reason: String| {
-        Err(Error::Launch {
-            kernel: kernel.to_owned(),
-            reason,
-        })
-    };
+    let bad = |cause| Err(Error::launch(kernel, cause));
     let major = stream
         .context()
         .attribute(DevAttr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
         .map_err(Error::cuda("reading the compute capability"))?;
     if major < 9 {
-        return bad(format!(
-            "a launch in clusters of {:?} blocks needs thread-block clusters (compute capability \
-             9.0 or later), and this GPU is {major}.x. Fix: launch without `with_cluster` here",
-            cfg.cluster
-        ));
+        return bad(LaunchCause::ClustersNeedSm90 {
+            cluster: cfg.cluster,
+            major,
+        });
     }
     let mut attrs = cluster_attrs(cfg);
     let config = ex_config(cfg, stream, &mut attrs, collective);
     if active_clusters(f, &config)? == 0 {
-        return bad(format!(
-            "a cluster of {:?} blocks of {} threads with {} bytes of dynamic shared memory each \
-             cannot be resident on this GPU (its blocks must fit on one GPU processing cluster \
-             at once). Fix: use a smaller cluster, fewer threads or less shared memory per block",
-            cfg.cluster,
-            cfg.block_threads(),
-            cfg.shared_mem_bytes
-        ));
+        return bad(LaunchCause::ClusterDoesNotFit {
+            cluster: cfg.cluster,
+            threads: cfg.block_threads(),
+            shared_mem_bytes: cfg.shared_mem_bytes,
+        });
     }
     // SAFETY: as the caller's contract; `config` and `attrs` outlive the call.
     unsafe { sys::cuLaunchKernelEx(&config, f.raw(), params.as_mut_ptr(), std::ptr::null_mut()) }
