@@ -15,7 +15,7 @@ use crate::context::team::Team;
 use crate::context::tensor_map::{TensorMap, TmaElem};
 use crate::error::{Error, Result};
 use crate::fp8::{e4m3, e5m2};
-use crate::jit::state::Function;
+use crate::jit::module::Function;
 use crate::kernel::{KernelSpec, ParamKind, MAX_COMPTIME};
 use crate::launch_cause::LaunchCause;
 

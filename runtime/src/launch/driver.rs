@@ -9,7 +9,7 @@ use cudarc::driver::sys::{self, CUdevice_attribute as DevAttr, CUfunction_attrib
 use cudarc::driver::{result, CudaContext, CudaStream};
 
 use crate::error::{Error, Result};
-use crate::jit::state::Function;
+use crate::jit::module::Function;
 use crate::launch_cause::LaunchCause;
 
 /// Grid and block dimensions of a launch, its dynamic shared memory and its thread-block

@@ -7,8 +7,9 @@ use super::args::KernelArgs;
 use super::driver::LaunchConfig;
 use crate::context::pgas::Pgas;
 use crate::error::{Error, Result};
+use crate::jit::module::Function;
 use crate::jit::source::spec_source;
-use crate::jit::state::{FnKey, Function, KernelId, Target};
+use crate::jit::state::{FnKey, KernelId, Target};
 use crate::kernel::{KernelSpec, Variant, MAX_COMPTIME};
 use crate::launch_cause::LaunchCause;
 

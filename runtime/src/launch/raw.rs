@@ -10,8 +10,9 @@ use super::driver::LaunchConfig;
 use super::entry::launch_checked_stream;
 use crate::context::pgas::Pgas;
 use crate::error::Result;
+use crate::jit::module::Function;
 use crate::jit::source::Source;
-use crate::jit::state::{FnKey, Function, KernelId, Target};
+use crate::jit::state::{FnKey, KernelId, Target};
 use crate::kernel::Variant;
 use pgas_codegen::PRELUDE;
 
