@@ -9,7 +9,8 @@ use std::path::PathBuf;
 /// A grid, block or cluster shape: `(x, y, z)`.
 pub type Dim3 = (u32, u32, u32);
 
-/// The fix for an argument list that does not match the kernel's parameters.
+/// The fix for an argument list that does not match the kernel's parameters (only a hand-built
+/// `KernelArgs` can get it wrong).
 const FIX_ORDER: &str = "Fix: call the kernel's generated `launch` (or `launch_on`), which passes \
                          every argument in order with its declared type";
 

@@ -32,9 +32,6 @@ const MAP_SLOTS: usize = 16;
 /// Most local (`CudaSlice`) buffers one launch may pass.
 pub const MAX_LOCAL_BUFFERS: usize = 16;
 
-/// The fix for arguments that do not match the kernel's parameter list (only hand-built
-/// [`KernelArgs`] can get them wrong).
-
 /// A scalar kernel parameter, passed by value as the C type of the same size.
 pub trait KernelScalar: Copy {
     /// The Rust type name, as [`ParamKind::Scalar`] spells it.
