@@ -28,6 +28,10 @@
 //! ```
 //!
 //! `benches/gemm.rs` times the same kernel against cuBLAS.
+//!
+//! This example is longer than the others on purpose: it is the from-scratch teaching GEMM,
+//! the kernel and its host side in one file to read top to bottom. Programs call
+//! [`pgas::gemm`] instead.
 
 use pgas::cudarc::driver::sys::CUevent_flags;
 use pgas::gemm::reference::value;

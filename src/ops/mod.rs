@@ -1,6 +1,7 @@
 //! Operations built on pgas kernels, at production sizes: communication fused with computation,
 //! combining a pgas communication kernel or the copy engine with a user's computation or a vendor
-//! library's (the halo exchange of a stencil, [`halo`]; all-gather fused with a GEMM,
+//! library's (the halo exchange of a stencil, [`halo`], and a stencil with its exchange fused in,
+//! [`jacobi`]; all-gather fused with a GEMM,
 //! [`AllGatherMatmul`]; a GEMM fused with a reduce-scatter, [`matmul_reduce_scatter`]), whole
 //! operations a model calls (the token dispatch and combine of a mixture-of-experts layer across
 //! PEs, [`moe`]), and what they share: cuBLAS loaded at run time ([`cublas`]) and the cross-PE
@@ -11,6 +12,7 @@ pub mod all_gather_matmul;
 pub mod cublas;
 mod gemm_path;
 pub mod halo;
+pub mod jacobi;
 pub mod matmul_reduce_scatter;
 pub mod moe;
 mod stream_sync;

@@ -49,6 +49,7 @@
 
 pub mod kernels;
 pub mod reference;
+pub mod stand_in;
 
 use cudarc::driver::{CudaSlice, CudaStream};
 use pgas_runtime::kernel::Variant;
