@@ -2,15 +2,9 @@
 //! form of `examples/halo_exchange.rs`. The domain is periodic in both directions (a torus); each
 //! PE owns a slab of whole rows ([`Halo2d`]: two planes with a halo row above and below), and
 //! one persistent kernel ([`run_fused`]) runs every iteration with no host involvement between
-//! them:
-//!
-//! - Each block owns a band of the PE's rows. The block with the PE's first row computes that
-//!   row first and sends it to the PE above with `put_signal_nbi_block` (signal value: the
-//!   iteration number, so nothing is ever reset), the block with the last row likewise to the
-//!   PE below; then every block computes its other rows while the halos are in flight.
-//! - Instead of a grid-wide barrier per iteration, a block waits only for the blocks that own
-//!   the neighbouring bands (their flag: iterations finished) and, at the PE's edges, for the
-//!   halo signals (`signal_wait_until`). The two planes swap by iteration parity.
+//! them: the blocks with the PE's edge rows compute and send them first, and blocks wait only for
+//! their neighbours' flags and the halo signals, not for a grid-wide barrier (`docs/ops.md`, "The
+//! protocol" and the fused kernel after it).
 //!
 //! The stencil is `u' = u / 2 + ((up + down) + (left + right)) / 8` in `f32`: scaling by powers
 //! of two is exact, so the GPU's result equals the host's ([`host_jacobi`]) bit for bit however
