@@ -5,7 +5,10 @@
 use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
 
-use super::{check_apart, kernels, vector_start, Algorithm, AllReduceElem, Comm, Reached, Region};
+use super::comm::{Algorithm, Comm};
+use super::elem::AllReduceElem;
+use super::kernels;
+use super::region::{check_apart, vector_start, Reached, Region};
 use crate::{Error, Result, SymRegion};
 
 /// The data-movement kernels of one element size.
