@@ -19,7 +19,8 @@ use crate::jit::module::Function;
 use crate::kernel::{KernelSpec, ParamKind, MAX_COMPTIME};
 use crate::launch_cause::LaunchCause;
 
-use super::driver::{launch_function, LaunchConfig};
+use super::config::LaunchConfig;
+use super::driver::launch_function;
 
 /// Most ABI parameters one launch may pass (a buffer counts two: pointer and length, a tensor
 /// map two: descriptor and tile shape).

@@ -4,7 +4,7 @@
 use cudarc::driver::CudaStream;
 
 use super::args::KernelArgs;
-use super::driver::LaunchConfig;
+use super::config::LaunchConfig;
 use crate::context::pgas::Pgas;
 use crate::error::{Error, Result};
 use crate::jit::module::Function;

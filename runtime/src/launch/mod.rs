@@ -5,15 +5,17 @@
 mod amo;
 mod args;
 mod bare;
+mod config;
 mod driver;
 mod entry;
+mod fit;
 mod prewarm;
 mod raw;
 
 pub use amo::{AmoElem, AmoInt};
 pub use args::{KernelArgs, KernelScalar, MAX_LOCAL_BUFFERS, MAX_PARAMS};
 pub use bare::Bare;
-pub use driver::{LaunchConfig, MAX_CLUSTER_BLOCKS};
+pub use config::{LaunchConfig, MAX_CLUSTER_BLOCKS};
 pub use entry::{launch, max_active_clusters};
 pub use prewarm::{prewarm, Prewarm};
 pub use raw::RawKernel;

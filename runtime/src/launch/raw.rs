@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cudarc::driver::CudaStream;
 
 use super::args::KernelArgs;
-use super::driver::LaunchConfig;
+use super::config::LaunchConfig;
 use super::entry::launch_checked_stream;
 use crate::context::pgas::Pgas;
 use crate::error::Result;
