@@ -21,11 +21,7 @@
 //! Run: `pgas-run -n 2 -- ag_gemm OUTDIR` (needs cuBLAS and NCCL: see `pgas::ops::cublas` and
 //! benches/common/nccl.rs).
 
-#[path = "common/mod.rs"]
 mod common;
-#[allow(dead_code)]
-#[path = "../examples/allgather_gemm_sm90.rs"]
-mod fused;
 
 use common::nccl::{nccl_comm, Nccl};
 use common::plot::{by_count, Series};
@@ -36,6 +32,7 @@ use common::{
 use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
+use pgas::gemm::reference::{gathered_a, gathered_check, gathered_inputs};
 use pgas::ops::cublas::Cublas;
 use pgas::ops::{AllGatherMatmul, GemmPath};
 use pgas::prelude::*;
@@ -140,12 +137,12 @@ fn main() -> BenchResult<()> {
     let mut rows = Vec::new();
     let mut failures = Vec::new();
     for (m, n, k) in SHAPES {
-        if m % (np * fused::BM) != 0 {
+        if m % (np * pgas::gemm::BM) != 0 {
             println!("{BENCH}: {m}x{n}x{k}: M does not split into 128-row shards on {np} PEs");
             continue;
         }
         let mp = m / np;
-        let (shard, bt) = fused::inputs(&p, (mp, n, k))?;
+        let (shard, bt) = gathered_inputs(&p, (mp, n, k))?;
         let mut want = stream.alloc_zeros::<bf16>(m * n)?;
         let mut gathered = stream.alloc_zeros::<bf16>(m * k)?;
 
@@ -163,7 +160,7 @@ fn main() -> BenchResult<()> {
         };
         if comm.is_none() {
             // Without NCCL the reference still needs all of A: built on the host.
-            let all: Vec<bf16> = (0..m * k).map(fused::a_value).collect();
+            let all: Vec<bf16> = (0..m * k).map(gathered_a).collect();
             gathered = stream.clone_htod(&all)?;
         }
         let gemm_us = timed(&p, || {
@@ -171,7 +168,7 @@ fn main() -> BenchResult<()> {
         })?;
         let want = stream.clone_dtoh(&want)?;
         let points = (0..64).map(|i| ((i * 977 + 13) % m, (i * 613 + 101) % n));
-        let (ratio, row, col, g, w) = fused::check(&want, (n, k), points);
+        let (ratio, row, col, g, w) = gathered_check(&want, (n, k), points);
         if ratio.is_nan() || ratio > 1.0 {
             failures.push(format!(
                 "{m}x{n}x{k}: the baseline's C[{row}][{col}] = {g}, the host says {w}"

@@ -14,7 +14,6 @@
 //!
 //! The CUDA baselines measured earlier on the same machines are in shared/notes/nvshmem-jit.md.
 
-#[path = "common/mod.rs"]
 mod common;
 
 use common::{emit, median, show, spread, time_on_stream, wall, BenchResult, Figure};

@@ -18,7 +18,6 @@
 //! Run: `gemm [OUTDIR]` (1 PE) or `pgas-run -n 1 -- gemm OUTDIR`. Exit status 1 when a result is
 //! wrong.
 
-#[path = "common/mod.rs"]
 mod common;
 #[allow(dead_code)]
 #[path = "../examples/gemm_bf16.rs"]

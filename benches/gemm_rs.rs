@@ -18,7 +18,6 @@
 //! Run: `pgas-run -n 2 -- gemm_rs OUTDIR` (NCCL: `libnccl.so` on `LD_LIBRARY_PATH`, see
 //! benches/common/nccl.rs; cuBLAS: see `pgas::ops::cublas`). Exit status 1 when a result is wrong.
 
-#[path = "common/mod.rs"]
 mod common;
 
 use common::nccl::{nccl_comm, Nccl};

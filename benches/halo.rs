@@ -30,11 +30,7 @@
 //! (VMM) heap refuses single allocations of 1 GiB and more. NCCL is loaded as in
 //! `benches/common/nccl.rs`; without it the NCCL columns stay empty.
 
-#[path = "common/mod.rs"]
 mod common;
-#[allow(dead_code)]
-#[path = "../examples/jacobi2d.rs"]
-mod jacobi;
 
 use common::nccl::{nccl_comm, Nccl};
 use common::plot::{self, human, Series};
@@ -43,6 +39,7 @@ use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::cudarc::driver::CudaStream;
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
 use pgas::ops::halo::Halo2d;
+use pgas::ops::jacobi;
 use pgas::prelude::*;
 use std::fmt::Write as _;
 use std::sync::Arc;

@@ -19,7 +19,6 @@
 //! The cache-layer figures use `pgas::launch::Bare` (a JIT state without NVSHMEM; it compiles and
 //! loads exactly like a `Pgas` but skips `cumodule_init`), because a process holds one `Pgas`.
 
-#[path = "common/mod.rs"]
 mod common;
 
 use common::{emit, median, show, wall, BenchResult, Figure};

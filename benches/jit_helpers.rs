@@ -6,7 +6,6 @@
 //! timings). Needs NVRTC and the headers, no GPU; the `pgas` CLI beside this binary (cargo and
 //! `scripts/build-device.sh` put it there) or `PGAS_JIT_HELPER`.
 
-#[path = "common/mod.rs"]
 mod common;
 
 use common::{emit, show, wall, BenchResult, Figure};

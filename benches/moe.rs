@@ -28,17 +28,14 @@
 //! `moe_gbs.png` (GB/s against tokens) to OUTDIR when given.
 
 mod common;
-#[allow(dead_code)]
-#[path = "../examples/moe_dispatch.rs"]
-mod example;
 
 use common::nccl::{nccl_comm, Nccl};
 use common::plot::{self, Series};
 use common::{emit, median, show, time_on_stream, BenchResult, Figure};
-use example::{experts, x_value};
 use pgas::cudarc::driver::sys as cu;
 use pgas::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
+use pgas::ops::moe::stand_in::{experts, x_value};
 use pgas::ops::moe::{reference, MoeConfig, MoeDispatcher};
 use pgas::prelude::*;
 use std::fmt::Write as _;

@@ -15,55 +15,9 @@
 //! `benches/ag_gemm.rs` times it against cuBLAS + NCCL and the cuBLAS path.
 
 use pgas::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
-pub use pgas::gemm::reference::value;
+use pgas::gemm::reference::{gathered_check, gathered_inputs};
 use pgas::ops::{AllGatherMatmul, GemmPath};
 use pgas::prelude::*;
-
-/// Rows of C a `pgas::gemm` block owns: a shard is a whole number of them.
-pub const BM: usize = pgas::gemm::BM;
-
-/// Element `i` of the whole A (M x K, row-major): PE p's shard is rows `p M/P ..`.
-pub fn a_value(i: usize) -> bf16 {
-    value(i, 11)
-}
-
-/// Element `i` of Bt (N x K).
-pub fn bt_value(i: usize) -> bf16 {
-    value(i, 12)
-}
-
-/// This PE's shard and Bt on the GPU.
-pub fn inputs(
-    pgas: &Pgas,
-    (mp, n, k): (usize, usize, usize),
-) -> pgas::Result<(CudaSlice<bf16>, CudaSlice<bf16>)> {
-    let me = pgas.my_pe();
-    let shard: Vec<bf16> = (0..mp * k).map(|i| a_value(me * mp * k + i)).collect();
-    let bt: Vec<bf16> = (0..n * k).map(bt_value).collect();
-    let stream = pgas.stream();
-    Ok((stream.clone_htod(&shard)?, stream.clone_htod(&bt)?))
-}
-
-/// The worst error of `got` (C, M x n) against the host at `points`, relative to the tolerance
-/// (bf16 rounding of the output plus f32 order; > 1 fails), with where and both values.
-pub fn check(
-    got: &[bf16],
-    (n, k): (usize, usize),
-    points: impl Iterator<Item = (usize, usize)>,
-) -> (f64, usize, usize, f64, f64) {
-    let mut worst = (0.0, 0, 0, 0.0, 0.0);
-    for (row, col) in points {
-        let want: f64 = (0..k)
-            .map(|x| a_value(row * k + x).to_f64() * bt_value(col * k + x).to_f64())
-            .sum();
-        let g = got[row * n + col].to_f64();
-        let r = (g - want).abs() / (want.abs() / 128.0 + 1e-2);
-        if r.is_nan() || r > worst.0 {
-            worst = (r, row, col, g, want);
-        }
-    }
-    worst
-}
 
 fn main() -> pgas::Result<()> {
     let pgas = pgas::init()?;
@@ -96,7 +50,7 @@ fn main() -> pgas::Result<()> {
 
     // Every element against the host, three calls in a row on one plan.
     for (mp, n, k) in [(256, 512, 1024), (384, 256, 512)] {
-        let (shard, bt) = inputs(&pgas, (mp, n, k))?;
+        let (shard, bt) = gathered_inputs(&pgas, (mp, n, k))?;
         let mut op = AllGatherMatmul::new(&pgas, (mp, n, k))?;
         op.set_gemm(GemmPath::PgasOneKernel)?;
         let m = mp * np;
@@ -104,7 +58,7 @@ fn main() -> pgas::Result<()> {
             let mut c = stream.alloc_zeros::<bf16>(m * n)?;
             op.run(&mut c, &shard, &bt)?;
             let all = (0..m).flat_map(|r| (0..n).map(move |col| (r, col)));
-            let (ratio, row, col, g, want) = check(&stream.clone_dtoh(&c)?, (n, k), all);
+            let (ratio, row, col, g, want) = gathered_check(&stream.clone_dtoh(&c)?, (n, k), all);
             if ratio.is_nan() || ratio > 1.0 {
                 fail(format!(
                     "C[{row}][{col}] = {g} but the host says {want} ({m} x {n} x {k}, call {call})"
@@ -116,7 +70,7 @@ fn main() -> pgas::Result<()> {
     // Speed: 8192^3, a shard of 8192 / P rows, spot-checked.
     let (m, n, k) = (8192, 8192, 8192);
     let mp = m / np;
-    let (shard, bt) = inputs(&pgas, (mp, n, k))?;
+    let (shard, bt) = gathered_inputs(&pgas, (mp, n, k))?;
     let mut op = AllGatherMatmul::new(&pgas, (mp, n, k))?;
     op.set_gemm(GemmPath::PgasOneKernel)?;
     let mut c = stream.alloc_zeros::<bf16>(m * n)?;
@@ -135,7 +89,7 @@ fn main() -> pgas::Result<()> {
     ms.sort_by(f64::total_cmp);
     let median = ms[ms.len() / 2];
     let points = (0..256).map(|i| ((i * 977 + 13) % m, (i * 613 + 101) % n));
-    let (ratio, row, col, g, want) = check(&stream.clone_dtoh(&c)?, (n, k), points);
+    let (ratio, row, col, g, want) = gathered_check(&stream.clone_dtoh(&c)?, (n, k), points);
     if ratio.is_nan() || ratio > 1.0 {
         fail(format!(
             "C[{row}][{col}] = {g} but the host says {want} (8192^3, plain)"

@@ -28,6 +28,10 @@
 //! ```
 //!
 //! `benches/gemm.rs` times the same kernel against cuBLAS.
+//!
+//! This example is longer than the others on purpose: it is the from-scratch teaching GEMM,
+//! the kernel and its host side in one file to read top to bottom. Programs call
+//! [`pgas::gemm`] instead.
 
 use pgas::cudarc::driver::sys::CUevent_flags;
 use pgas::gemm::reference::value;
@@ -312,10 +316,8 @@ pub fn gemm_tiled(
     checked: bool,
 ) -> pgas::Result<()> {
     let refuse = |reason: String| {
-        Err(pgas::Error::Launch {
-            kernel: "gemm_bf16".into(),
-            reason,
-        })
+        let cause = pgas::LaunchCause::Unsupported(reason);
+        Err(pgas::Error::launch("gemm_bf16", cause))
     };
     if let Some(why) = shape_error(m, n, k) {
         return refuse(why);

@@ -12,39 +12,9 @@
 //! pgas-run -n 2 -- target/release/examples/moe_dispatch
 //! ```
 
+use pgas::ops::moe::stand_in::{experts, x_value};
 use pgas::ops::moe::{reference, MoeConfig, MoeDispatcher};
 use pgas::prelude::*;
-
-/// The experts, for the example: pair `p` of local expert `e` (`offsets[e] <= p <
-/// offsets[e + 1]`) is its received row scaled by `(e + 1) / 4`, one warp a pair.
-#[pgas_kernel]
-pub fn experts(
-    expert_out: &mut CudaSlice<bf16>,
-    recv_x: &SymTensor<bf16>,
-    expert_rows: &SymTensor<i32>,
-    offsets: &CudaSlice<i32>,
-    hidden: u32,
-) {
-    let h = hidden as usize;
-    let el = offsets.len() - 1;
-    let pairs = offsets[el] as usize;
-    let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
-    let mut p = global_thread_idx() / 32;
-    while p < pairs {
-        let mut e = 0usize;
-        while offsets[e + 1] as usize <= p {
-            e += 1;
-        }
-        let scale = (e + 1) as f32 * 0.25;
-        let row = expert_rows[p] as usize;
-        let mut c = lane_id() as usize;
-        while c < h {
-            expert_out[p * h + c] = (recv_x[row * h + c] as f32 * scale) as bf16;
-            c += 32;
-        }
-        p += warps;
-    }
-}
 
 const CFG: MoeConfig = MoeConfig {
     max_tokens: 4096,
@@ -52,12 +22,6 @@ const CFG: MoeConfig = MoeConfig {
     top_k: 8,
     experts_per_pe: 8,
 };
-
-/// Element `c` of token `t` on PE `pe`: a multiple of 1/8 in [-4, 4), exact in `bf16`
-/// (`benches/moe.rs` uses it and `experts` too).
-pub fn x_value(pe: usize, t: usize, c: usize) -> bf16 {
-    bf16::from_f32(((pe * 7 + t * 3 + c * 5) % 64) as f32 / 8.0 - 4.0)
-}
 
 fn main() -> pgas::Result<()> {
     // Room for the dispatcher's buffers on up to 8 PEs (MoeConfig::symmetric_bytes).

@@ -1,4 +1,4 @@
-//! Every kernel of `tests/corpus/*.rs`, `examples/*.rs` and `src/ops/*.rs`, `src/gemm/*.rs`, both variants, specialized with sample comptime values,
+//! Every kernel of `tests/corpus/*.rs`, `tests/gpu_suite/kernels/*.rs`, `examples/*.rs` and `src/ops/*.rs`, `src/gemm/*.rs`, both variants, specialized with sample comptime values,
 //! compiled by NVRTC for sm_90 exactly as the runtime JIT would: no errors and no warnings.
 //! Needs no GPU; needs NVRTC and the headers (CI sets `PGAS_CUDA_HOME` and `PGAS_NVSHMEM_HOME`).
 //!
@@ -35,7 +35,13 @@ struct Spec {
 fn corpus() -> Vec<(String, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["tests/corpus", "examples", "src/ops", "src/gemm"] {
+    for dir in [
+        "tests/corpus",
+        "tests/gpu_suite/kernels",
+        "examples",
+        "src/ops",
+        "src/gemm",
+    ] {
         for entry in std::fs::read_dir(root.join(dir)).expect("the folder exists") {
             let path = entry.expect("readable entry").path();
             if path.extension().is_some_and(|e| e == "rs") {

@@ -1,4 +1,6 @@
-//! Snapshot tests of the CUDA generated for every kernel in `tests/corpus/`.
+//! Snapshot tests of the CUDA generated for every kernel of the corpus: `tests/corpus/`, and
+//! `tests/gpu_suite/kernels/`, the corpus files whose kernels the GPU suite also launches (one
+//! text for the snapshots, the NVRTC test and the GPU).
 //!
 //! Each kernel's plain and checked sources are snapshotted without the fixed prelude and
 //! support helpers (checked separately below), so a snapshot shows only what the kernel
@@ -7,39 +9,53 @@
 use pgas_codegen::{compile_file, CompiledKernel, Prelude};
 use std::path::{Path, PathBuf};
 
-fn corpus() -> Vec<(String, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("tests/corpus exists")
-        .map(|e| e.expect("readable entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+/// The corpus folders, relative to the workspace root.
+const CORPUS: &[&str] = &["tests/corpus", "tests/gpu_suite/kernels"];
+
+/// A corpus file: its stem (which names its snapshots), its path from the workspace root, its
+/// text.
+struct File {
+    stem: String,
+    path: String,
+    src: String,
+}
+
+fn corpus() -> Vec<File> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files: Vec<(String, PathBuf)> = CORPUS
+        .iter()
+        .flat_map(|dir| {
+            std::fs::read_dir(root.join(dir))
+                .unwrap_or_else(|e| panic!("{dir}: {e}"))
+                .map(move |e| e.expect("readable entry").path())
+                .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+                .map(move |p| {
+                    let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                    (format!("{dir}/{name}"), p)
+                })
+        })
         .collect();
-    files.sort();
+    files.sort_by(|a, b| a.1.file_stem().cmp(&b.1.file_stem()));
     files
         .into_iter()
-        .map(|p| {
-            let stem = p
+        .map(|(path, p)| File {
+            stem: p
                 .file_stem()
                 .and_then(|s| s.to_str())
                 .unwrap_or("")
-                .to_string();
-            (
-                stem,
-                std::fs::read_to_string(&p).expect("readable corpus file"),
-            )
+                .to_string(),
+            src: std::fs::read_to_string(&p).expect("readable corpus file"),
+            path,
         })
         .collect()
 }
 
-fn compile(stem: &str, src: &str) -> Vec<CompiledKernel> {
-    match compile_file(src, &format!("tests/corpus/{stem}.rs")) {
+fn compile(f: &File) -> Vec<CompiledKernel> {
+    match compile_file(&f.src, &f.path) {
         Ok(k) => k,
         Err(errors) => {
             let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            panic!(
-                "tests/corpus/{stem}.rs does not compile:\n{}",
-                list.join("\n")
-            )
+            panic!("{} does not compile:\n{}", f.path, list.join("\n"))
         }
     }
 }
@@ -59,8 +75,9 @@ fn kernel_part(src: &str) -> &str {
 #[test]
 fn corpus_snapshots() {
     let mut count = 0;
-    for (stem, src) in corpus() {
-        for k in compile(&stem, &src) {
+    for f in corpus() {
+        let stem = &f.stem;
+        for k in compile(&f) {
             count += 1;
             let mut meta = format!(
                 "cuda_name: {}\nline: {}\ncollective: {}\ncomptime: {:?}\nparams: {:#?}\n",
@@ -89,15 +106,13 @@ fn corpus_snapshots() {
 
 #[test]
 fn every_source_starts_with_the_prelude_and_names_the_file() {
-    for (stem, src) in corpus() {
-        for k in compile(&stem, &src) {
+    for f in corpus() {
+        for k in compile(&f) {
             for s in [&k.plain, &k.checked] {
                 assert!(s.starts_with(k.prelude.text()), "{}: prelude", k.rust_name);
                 assert_eq!(Prelude::of_source(s), Some(k.prelude), "{}", k.rust_name);
                 assert_eq!(k.collective, k.prelude.collective(), "{}", k.rust_name);
-                assert!(s.contains(&format!(
-                    "#define PGAS_RUST_FILE \"tests/corpus/{stem}.rs\""
-                )));
+                assert!(s.contains(&format!("#define PGAS_RUST_FILE \"{}\"", f.path)));
                 assert!(s.contains("#line "), "{}: #line directives", k.rust_name);
                 assert_eq!(s.matches("extern \"C\" __global__").count(), 1);
             }
@@ -118,8 +133,8 @@ fn every_source_starts_with_the_prelude_and_names_the_file() {
 #[test]
 fn collective_flag_follows_barriers_and_collectives() {
     let mut seen = std::collections::BTreeMap::new();
-    for (stem, src) in corpus() {
-        for k in compile(&stem, &src) {
+    for f in corpus() {
+        for k in compile(&f) {
             seen.insert(k.rust_name.clone(), k.collective);
         }
     }
@@ -153,7 +168,7 @@ fn collective_flag_follows_barriers_and_collectives() {
 
 #[test]
 fn corpus_uses_every_intrinsic() {
-    let all: String = corpus().into_iter().map(|(_, s)| s).collect();
+    let all: String = corpus().into_iter().map(|f| f.src).collect();
     let missing: Vec<&str> = pgas_codegen::intrinsics::INTRINSICS
         .iter()
         .map(|r| r.name)

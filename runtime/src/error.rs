@@ -1,5 +1,6 @@
 //! The one error type of pgas. Every message says what went wrong and what to do about it.
 
+use crate::launch_cause::LaunchCause;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -449,12 +450,12 @@ pub enum Error {
     },
 
     /// A launch whose arguments or configuration do not match the kernel.
-    #[error("cannot launch kernel `{kernel}`: {reason}")]
+    #[error("cannot launch kernel `{kernel}`: {cause}")]
     Launch {
         /// The Rust kernel name.
         kernel: String,
-        /// What is wrong.
-        reason: String,
+        /// What is wrong, and what to do about it.
+        cause: LaunchCause,
     },
 
     /// A kernel that needs all its blocks resident at once was launched with too many blocks
@@ -566,5 +567,13 @@ impl Error {
     pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
         let context = context.into();
         move |source| Error::Io { context, source }
+    }
+
+    /// The launch of `kernel` refused for `cause`.
+    pub fn launch(kernel: impl Into<String>, cause: LaunchCause) -> Error {
+        Error::Launch {
+            kernel: kernel.into(),
+            cause,
+        }
     }
 }

@@ -25,6 +25,7 @@ pub mod info;
 pub mod jit;
 pub mod kernel;
 pub mod launch;
+mod launch_cause;
 pub mod launcher;
 pub mod nvshmem;
 pub mod prelude;
@@ -43,6 +44,7 @@ pub use dlpark;
 pub use error::{Error, Result};
 pub use fp8::{e4m3, e5m2};
 pub use launch::{AmoElem, AmoInt, LaunchConfig};
+pub use launch_cause::{Dim3, LaunchCause};
 /// The rsmpi crate pgas is built with (feature `mpi`): its communicators are what
 /// [`bootstrap::mpi_unique_id`] takes, so a program splits them with this same version.
 #[cfg(feature = "mpi")]

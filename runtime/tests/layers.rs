@@ -2,7 +2,7 @@
 //!
 //! | layer | modules | holds |
 //! | --- | --- | --- |
-//! | 0 foundation | `error`, `ffi`, `fp8`, `nvshmem`, `device` | errors, raw bindings, the FP8 host types, loading NVSHMEM, the driver probe |
+//! | 0 foundation | `error`, `launch_cause`, `ffi`, `fp8`, `nvshmem`, `device` | errors, raw bindings, the FP8 host types, loading NVSHMEM, the driver probe |
 //! | 1 bootstrap | `bootstrap`, `heap` | how PEs find each other, heap sizes |
 //! | 2 kernel | `kernel` | what a kernel is: spec, variants, packed arguments (pure data) |
 //! | 3 jit | `jit` | specialize, compile, cache, load |
@@ -19,6 +19,7 @@ use std::path::Path;
 
 const LAYERS: &[(&str, u32)] = &[
     ("error", 0),
+    ("launch_cause", 0),
     ("ffi", 0),
     ("fp8", 0),
     ("nvshmem", 0),

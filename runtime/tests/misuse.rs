@@ -7,7 +7,7 @@ use pgas_runtime::bootstrap::{self, env, Bootstrap};
 use pgas_runtime::heap;
 use pgas_runtime::kernel::{KernelSpec, ParamKind, ParamSpec};
 use pgas_runtime::launch::{KernelArgs, LaunchConfig, MAX_PARAMS};
-use pgas_runtime::{Error, Result, SymRegion};
+use pgas_runtime::{Error, LaunchCause, Result, SymRegion};
 
 /// `Err` whose message contains every one of `fix`.
 fn fails_with<T: std::fmt::Debug>(r: Result<T>, fix: &[&str]) -> Error {
@@ -140,35 +140,55 @@ fn mpi_launch_without_the_mpi_feature() {
     assert!(matches!(e, Error::MpiNotEnabled));
 }
 
-fn launch_err(cfg: LaunchConfig, fix: &str) {
-    let e = fails_with(cfg.validate("k"), &["cannot launch kernel `k`", fix]);
-    assert!(matches!(e, Error::Launch { .. }));
+/// The cause of the refused launch, after its message was checked.
+fn launch_err(cfg: LaunchConfig, fix: &str) -> LaunchCause {
+    match fails_with(cfg.validate("k"), &["cannot launch kernel `k`", fix]) {
+        Error::Launch { cause, .. } => cause,
+        other => panic!("expected a launch error, got {other}"),
+    }
 }
 
 #[test]
 fn launch_with_a_zero_dimension() {
-    launch_err(
+    let cause = launch_err(
         LaunchConfig::blocks(0, 128),
         "Fix: make every dimension at least 1",
     );
-    launch_err(LaunchConfig::dims((1, 1, 1), (32, 0, 1)), "at least 1");
+    assert!(matches!(cause, LaunchCause::ZeroDimension { .. }));
+    let cause = launch_err(LaunchConfig::dims((1, 1, 1), (32, 0, 1)), "at least 1");
+    assert_eq!(
+        cause,
+        LaunchCause::ZeroDimension {
+            grid: (1, 1, 1),
+            block: (32, 0, 1)
+        }
+    );
 }
 
 #[test]
 fn launch_with_more_than_1024_threads_per_block() {
-    launch_err(
+    let cause = launch_err(
         LaunchConfig::blocks(1, 2048),
         "Fix: use at most 1024 threads per block",
     );
-    launch_err(LaunchConfig::dims((1, 1, 1), (1, 1, 128)), "z at most 64");
+    assert!(matches!(
+        cause,
+        LaunchCause::BlockTooLarge { threads: 2048, .. }
+    ));
+    let cause = launch_err(LaunchConfig::dims((1, 1, 1), (1, 1, 128)), "z at most 64");
+    assert!(matches!(
+        cause,
+        LaunchCause::BlockTooLarge { threads: 128, .. }
+    ));
 }
 
 #[test]
 fn launch_grid_beyond_cuda_limits() {
-    launch_err(
+    let cause = launch_err(
         LaunchConfig::dims((1, 70_000, 1), (32, 1, 1)),
         "Fix: loop inside the kernel",
     );
+    assert!(matches!(cause, LaunchCause::GridTooLarge { .. }));
 }
 
 struct Fake(u64, usize);
@@ -212,14 +232,37 @@ fn hand_built_arguments_that_do_not_match_the_kernel() {
     let fix = "Fix: call the kernel's generated `launch`";
     let mut a = KernelArgs::new();
     a.push_sym(&x);
-    fails_with(a.check(&SPEC, &[]), &["expected 2 arguments, got 1", fix]);
+    let e = fails_with(a.check(&SPEC, &[]), &["expected 2 arguments, got 1", fix]);
+    let count = LaunchCause::ArgumentCount {
+        expected: 2,
+        got: 1,
+    };
+    assert!(matches!(e, Error::Launch { cause, .. } if cause == count));
     let mut a = KernelArgs::new();
     a.push_sym(&x).push_scalar(2.0f64);
-    fails_with(a.check(&SPEC, &[]), &["`factor`", "f64", fix]);
+    let e = fails_with(a.check(&SPEC, &[]), &["`factor`", "f64", fix]);
+    assert!(matches!(
+        e,
+        Error::Launch {
+            cause: LaunchCause::ArgumentKind { index: 1, .. },
+            ..
+        }
+    ));
     let mut a = KernelArgs::new();
     a.push_sym(&x).push_scalar(2.0f32);
     a.check(&SPEC, &[]).unwrap();
-    fails_with(a.check(&SPEC, &[3]), &["expected 0 comptime values", fix]);
+    let e = fails_with(a.check(&SPEC, &[3]), &["expected 0 comptime values", fix]);
+    assert!(matches!(
+        e,
+        Error::Launch {
+            cause: LaunchCause::ComptimeCount {
+                expected: 0,
+                got: 1,
+                ..
+            },
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -233,7 +276,13 @@ fn too_many_kernel_parameters() {
         a.check(&SPEC, &[]),
         &["too many parameters", "Fix: pass fewer"],
     );
-    assert!(matches!(e, Error::Launch { .. }));
+    assert!(matches!(
+        e,
+        Error::Launch {
+            cause: LaunchCause::TooManyParams { .. },
+            ..
+        }
+    ));
 }
 
 #[test]

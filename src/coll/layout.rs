@@ -11,7 +11,10 @@
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
-use super::{movement, AllReduceElem, Comm, LocalTable, Reached, Region};
+use super::comm::{row_words, Comm};
+use super::elem::AllReduceElem;
+use super::movement;
+use super::region::{LocalTable, Reached, Region};
 use crate::{Error, Result, SymRegion};
 
 /// The per-peer counts and displacements of [`Comm::all_to_all_v`], agreed by every member of
@@ -58,13 +61,6 @@ impl AllToAllLayout {
     pub fn dst_len(&self) -> usize {
         self.dst_len
     }
-}
-
-/// Words one member contributes to the exchange: a status (0: the slices had the team's
-/// length), then its send counts, send displacements, receive counts and receive
-/// displacements, `n` of each.
-pub(super) fn row_words(n: usize) -> usize {
-    1 + 4 * n
 }
 
 impl Comm {
@@ -308,7 +304,8 @@ fn check_layout(rows: &[u64], n: usize, lens: [usize; 4]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_layout, row_words};
+    use super::check_layout;
+    use crate::coll::comm::row_words;
 
     /// Rows of `n` members from their (send counts, send displs, recv counts, recv displs).
     fn rows(members: &[[Vec<u64>; 4]]) -> Vec<u64> {

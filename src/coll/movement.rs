@@ -5,10 +5,10 @@
 use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
 
-use super::{
-    check_apart, kernels, refuse_capture, vector_start, Algorithm, AllReduceElem, Comm, Reached,
-    Region, LL_GATHER_MAX_BYTES, LL_SHARED_MAX_BYTES,
-};
+use super::comm::{refuse_capture, Algorithm, Comm, LL_GATHER_MAX_BYTES, LL_SHARED_MAX_BYTES};
+use super::elem::AllReduceElem;
+use super::kernels;
+use super::region::{check_apart, vector_start, Reached, Region};
 use crate::{Error, Result, SymRegion};
 
 /// The data-movement kernels of one element size.

@@ -86,10 +86,10 @@ pub fn shape_error(m: usize, n: usize, k: usize) -> Option<String> {
 }
 
 fn refuse<T>(reason: String) -> crate::Result<T> {
-    Err(crate::Error::Launch {
-        kernel: "gemm_bf16_sm90".into(),
-        reason,
-    })
+    Err(crate::Error::launch(
+        "gemm_bf16_sm90",
+        crate::LaunchCause::Unsupported(reason),
+    ))
 }
 
 /// `C = A Btᵀ` (`A` m x k, `Bt` n x k, `C` m x n, row-major bf16, f32 accumulate) on the pgas

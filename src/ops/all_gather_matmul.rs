@@ -22,23 +22,8 @@
 //!
 //! # How
 //! The shards travel by copy engine and the PEs synchronize with stream memory operations, so
-//! neither takes an SM from the GEMM; the GEMM is cuBLAS's, one call per shard, each starting
-//! as soon as its rows are in. On the pgas stream the local shard's GEMM starts at once (straight
-//! from the caller's buffer) while one copy stream a peer works:
-//! 1. the first copies this PE's shard into its block of a symmetric gathered buffer, then
-//!    writes the call's number into this PE's signal word on every peer (`cuStreamWriteValue64`,
-//!    whose default includes a system-wide fence, so the block is visible before the word);
-//! 2. stream `j` waits until the word of peer `me + j` here holds the call's number
-//!    (`cuStreamWaitValue64`, no SM spins), pulls the peer's block from its symmetric memory,
-//!    mapped over NVLink (`cuMemcpyDtoDAsync`), and records an event.
-//!
-//! The pgas stream waits for each event in turn, then multiplies that block into its rows of C.
-//!
-//! The gathered buffer is double-buffered by call parity. A PE writes its block of call `e`'s
-//! buffer after its copy streams saw every peer's word of call `e - 1`, which a peer writes only
-//! after its pulls of call `e - 2` (the last readers of that buffer) are complete: its copy
-//! streams of call `e - 1` start after its pgas stream waited for all of them. The words hold
-//! the call's number and waits are `>=`, so calls need no reset.
+//! neither takes an SM from cuBLAS's per-shard GEMMs. The protocol, and why the double-buffered
+//! gathered buffer is never overwritten while read, are in `docs/ops.md`, "All-gather + GEMM".
 
 use std::sync::Arc;
 

@@ -15,21 +15,8 @@
 //! `(e + 1) % 2`.
 //!
 //! # The protocol (shared with fused kernels written against it)
-//! - The halo rows of the field after `e` iterations (plane `e % 2`) arrive with the value
-//!   `e + 1` in `sig[0]` (top halo, sent by the PE above) and `sig[1]` (bottom halo, sent by the
-//!   PE below), put with `put_signal` and `SignalOp::Set`. Values only grow, so waits are `>=`
-//!   and nothing is ever reset.
-//! - Between operations, the current plane's halos have *not* been sent yet: an exchange (or a
-//!   fused kernel's first step) sends them. A fused kernel that runs iterations `e0..e1` sends
-//!   the halos of planes `e0 + 1 ..= e1 - 1` itself and leaves the last one unsent.
-//! - A PE sends its first row into the plane of the PE above only after that PE's row of the
-//!   same plane two iterations earlier was received here (its halo arrived): the PE above
-//!   reads its bottom halo only to compute its own last row, which it sends before anything
-//!   else, so a received halo proves the one two planes back is no longer read. Two planes
-//!   suffice, with no barrier.
-//! - `flags[b]` (one per block of a persistent kernel) is the number of iterations block `b`
-//!   finished: blocks that own neighbouring rows wait for each other's flag instead of a
-//!   grid-wide barrier.
+//! Halos arrive with the iteration number as their signal (waits are `>=`, nothing is reset), and
+//! two planes suffice with no barrier: `docs/ops.md`, "The protocol", says how and why.
 
 use cudarc::driver::CudaStream;
 

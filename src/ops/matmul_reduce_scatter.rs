@@ -26,22 +26,10 @@
 //! ```
 //!
 //! # How
-//! The rows of `A` go in chunks ordered by owner: the next PE's rows first, this PE's own last,
-//! each owner's rows in [`MatmulReduceScatter::splits`] chunks. On the caller's stream cuBLAS
-//! (or `pgas::gemm`) computes one chunk after the other into a local buffer; after each chunk of another PE's rows,
-//! a second stream copies it with the copy engine (no SMs taken from cuBLAS) into this PE's slot
-//! of the owner's symmetric staging buffer over NVLink and sets the owner's signal for that chunk
-//! to the call's number (`cuStreamWriteValue64`, whose default includes a system-wide fence
-//! before the write). For each chunk of its own rows, the second stream waits for the other PEs'
-//! signals (`cuStreamWaitValue64`, no SM spins), adds their parts to its own in a small pgas
-//! kernel (in `f32`) while cuBLAS computes the next chunk, and acknowledges to each source that
-//! its slot may be reused; a source's next call waits for that acknowledgement before it copies.
-//! Signals carry the call's number and waits are `>=`, so repeated calls need no reset; the
-//! call's work joins the caller's stream at the end.
-//!
-//! [`MatmulReduceScatter::set_gemm`] swaps cuBLAS for `pgas::gemm`, the language's Hopper GEMM
-//! (`examples/gemm_reduce_scatter_sm90.rs`); `benches/gemm_rs.rs` times both against cuBLAS +
-//! NCCL.
+//! The rows of `A` go in chunks ordered by owner; the copy engine moves each finished chunk to its
+//! owner over NVLink and a small pgas kernel adds the parts there, signalled with stream memory
+//! operations. The protocol, and why a slot is never overwritten while read, are in
+//! `docs/ops.md`, "GEMM + reduce-scatter".
 
 use std::sync::Arc;
 

@@ -7,6 +7,7 @@
 //! and the checked variant. On a GPU below compute capability 9.0 the kernel cases check that
 //! the launch is refused instead.
 
+use crate::kernels::cluster::{cluster_multicast_tile, cluster_tma_store_tiles};
 use crate::runner::{case, Case};
 use crate::util::{check_eq, ensure, CaseResult};
 use pgas::cudarc::driver::sys::CUdevice_attribute;
@@ -107,36 +108,6 @@ fn arrive_cluster(out: &mut CudaSlice<u32>) {
     cluster_sync();
 }
 
-/// Block 0 of each cluster of 2 loads the cluster's 64 x 64 tile (rows `64 * cluster_id_x()`..)
-/// once, multicast into both blocks; every block copies its shared tile to `out[block]`.
-#[pgas_kernel(max_threads = 128)]
-fn multicast_tile(out: &mut CudaSlice<bf16>, map: &TensorMap<bf16>) {
-    let smem = dyn_shared::<bf16>();
-    let bars = dyn_shared::<u64>();
-    let t = thread_idx_x() as usize;
-    let rank = cluster_ctarank();
-    // The tile (8 KiB), then the mbarrier (u64 element 1024).
-    if t == 0 {
-        mbarrier_init(&mut bars[1024], 1);
-    }
-    // Every block's mbarrier is initialized before block 0's copy completes on it.
-    cluster_sync();
-    if t == 0 {
-        mbarrier_arrive_expect_tx(&mut bars[1024], 8192);
-    }
-    cluster_sync();
-    if t == 0 && rank == 0 {
-        let row = (cluster_id_x() * 64) as i32;
-        tma_load_2d_multicast(&mut smem[0], map, &mut bars[1024], 0, row, 0b11);
-    }
-    mbarrier_wait(&bars[1024], 0);
-    let block = block_idx_x() as usize;
-    for i in 0..32 {
-        out[block * 4096 + i * 128 + t] = smem[i * 128 + t];
-    }
-    cluster_sync();
-}
-
 /// Each of 4 warps fills 4 accumulator fragments from `x` as `frag_c` lays them out (lane `l`,
 /// fragment `i`, register `j`: row `l / 4 + 8 (j / 2)`, column `8 i + 2 (l % 4) + j % 2` of
 /// the warp's 16 x 32 block of `x`), stores them as two 16 x 16 tiles with `stmatrix_x4`
@@ -216,38 +187,6 @@ fn sm90_or_refused(p: &Pgas, launch: impl FnOnce() -> pgas::Result<()>) -> Resul
 
 const VARIANTS: [(&str, bool); 2] = [("plain", false), ("checked", true)];
 
-/// One warpgroup of two waits for `flags[0] >= epoch`, fills a 32 x 32 f32 tile with its
-/// indices, stores it into `out` and adds it into `sum` by copy engine (`sync_named` is the
-/// warpgroup's barrier).
-#[pgas_kernel(max_threads = 256)]
-fn tma_store_add(
-    out: &mut TensorMap<f32>,
-    sum: &mut TensorMap<f32>,
-    flags: &mut CudaSlice<u64>,
-    epoch: u64,
-) {
-    let smem = dyn_shared::<f32>();
-    let t = thread_idx_x() as usize;
-    if t < 128 {
-        if t == 0 {
-            while atomic_add_local(&mut flags[0], 0) < epoch {}
-            fence_proxy_async_global();
-        }
-        for i in 0..8 {
-            smem[t * 8 + i] = (t * 8 + i) as f32;
-        }
-        fence_proxy_async();
-        sync_named(1, 128);
-        if t == 0 {
-            tma_store_2d(out, &smem[0], 0, 0);
-            tma_reduce_add_2d(sum, &smem[0], 0, 0);
-            tma_store_commit();
-            tma_store_wait_read(0);
-            tma_store_wait(0);
-        }
-    }
-}
-
 /// `tma_store_2d` and `tma_reduce_add_2d` of a tile (into zeros and into ones), both variants;
 /// and a map built from a read-only tensor refused for a `&mut TensorMap` parameter.
 fn tma_store_case(p: &Pgas) -> CaseResult {
@@ -269,11 +208,11 @@ fn tma_store_case(p: &Pgas) -> CaseResult {
         let mut sum_map = TensorMap::tiled_2d_mut(s, &mut sum, tile)?;
         let mut run = || {
             if checked {
-                tma_store_add::launch(p, cfg, &mut out_map, &mut sum_map, &mut flags, 7)
+                cluster_tma_store_tiles::launch(p, cfg, &mut out_map, &mut sum_map, &mut flags, 7)
             } else {
                 // SAFETY: one 32 x 32 tile of 32 x 32 tensors, flags of one word.
                 unsafe {
-                    tma_store_add::launch_unchecked(
+                    cluster_tma_store_tiles::launch_unchecked(
                         p,
                         cfg,
                         &mut out_map,
@@ -308,7 +247,7 @@ fn tma_store_case(p: &Pgas) -> CaseResult {
     let mut sum_map = TensorMap::tiled_2d_mut(s, &mut sum, tile)?;
     refused(
         "a tensor map of a read-only tensor as a `&mut TensorMap`",
-        tma_store_add::launch(p, cfg, &mut read_only, &mut sum_map, &mut flags, 7),
+        cluster_tma_store_tiles::launch(p, cfg, &mut read_only, &mut sum_map, &mut flags, 7),
         &["`out`", "built from a read-only tensor", "tiled_2d_mut"],
     )
 }
@@ -429,7 +368,7 @@ fn multicast_case(p: &Pgas) -> CaseResult {
     let cfg = LaunchConfig::blocks(BLOCKS as u32, 128)
         .with_shared_mem(8192 + 8)
         .with_cluster((2, 1, 1));
-    if !sm90_or_refused(p, || multicast_tile::launch(p, cfg, &mut out, &map))? {
+    if !sm90_or_refused(p, || cluster_multicast_tile::launch(p, cfg, &mut out, &map))? {
         return Ok(());
     }
     // Block b holds its cluster's tile: rows 64 (b / 2).. of the tensor.
@@ -439,10 +378,10 @@ fn multicast_case(p: &Pgas) -> CaseResult {
     for (variant, checked) in VARIANTS {
         s.memset_zeros(&mut out)?;
         if checked {
-            multicast_tile::launch(p, cfg, &mut out, &map)?;
+            cluster_multicast_tile::launch(p, cfg, &mut out, &map)?;
         } else {
             // SAFETY: indices below 8 * 4096 (out) and 8192 / 2 (the tile); 128 threads.
-            unsafe { multicast_tile::launch_unchecked(p, cfg, &mut out, &map)? };
+            unsafe { cluster_multicast_tile::launch_unchecked(p, cfg, &mut out, &map)? };
         }
         s.synchronize()?;
         let got = s.clone_dtoh(&out)?;

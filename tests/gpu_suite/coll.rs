@@ -8,7 +8,7 @@
 //! input, graph capture.
 
 use crate::runner::{case, Case};
-use crate::util::{self, check_close, check_eq, ensure, CaseResult};
+use crate::util::{self, check_close, check_eq, ensure, refused, CaseResult, HostFold};
 use pgas::coll::{self, Algorithm, AllReduceElem, Comm};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::cudarc::driver::DevicePtr;
@@ -75,40 +75,120 @@ fn input(pe: usize, i: usize) -> i64 {
     ((pe * 31 + i * 17) % 13) as i64 - 4
 }
 
-/// One (type, op) over every algorithm and length: `to` makes a `T` from a small integer,
-/// `want` folds the PEs' inputs as f64 (for floats) or exactly (integers through `from`).
-fn sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
-    p: &Pgas,
-    op: ReduceOp,
-    to: impl Fn(i64) -> T,
-    fold: impl Fn(T, T) -> T,
+/// An element type of the sweeps: its value of a small integer input, and how a result is
+/// compared with the host's fold ([`HostFold`]): floats within a tolerance, integers exactly.
+trait SweepElem: AllReduceElem + HostFold + std::fmt::Debug + PartialEq {
+    fn small(v: i64) -> Self;
+    fn compare(what: &str, got: &[Self], want: &[Self]) -> CaseResult;
+}
+
+macro_rules! float_sweep {
+    ($($t:ty: $to:expr, $back:expr, $rel:expr;)*) => {$(
+        impl SweepElem for $t {
+            fn small(v: i64) -> Self {
+                let to: fn(f64) -> $t = $to;
+                to(v as f64)
+            }
+            fn compare(what: &str, got: &[Self], want: &[Self]) -> CaseResult {
+                let back: fn($t) -> f64 = $back;
+                let g: Vec<f64> = got.iter().map(|&x| back(x)).collect();
+                let w: Vec<f64> = want.iter().map(|&x| back(x)).collect();
+                check_close(what, &g, &w, $rel)
+            }
+        }
+    )*};
+}
+
+// The 16-bit floats reduce in f32 and round once; the host rounds after every step, so allow
+// a rounding step per PE (products of up to 4 values reach 2^8, past bf16's exact integers).
+float_sweep! {
+    f32: |v| v as f32, |v| v as f64, 0.0;
+    f64: |v| v, |v| v, 0.0;
+    bf16: bf16::from_f64, |v| v.to_f64(), 2.0f64.powi(-7);
+    f16: f16::from_f64, |v| v.to_f64(), 2.0f64.powi(-10);
+}
+
+/// Integers wrap like the GPU, so they compare exactly.
+macro_rules! int_sweep {
+    ($($t:ty),*) => {$(
+        impl SweepElem for $t {
+            fn small(v: i64) -> Self {
+                v as $t
+            }
+            fn compare(what: &str, got: &[Self], want: &[Self]) -> CaseResult {
+                check_eq(what, got, want)
+            }
+        }
+    )*};
+}
+
+int_sweep!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+/// The reductions of floats; integers have every one.
+const FLOAT_OPS: &[ReduceOp] = &[ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max];
+const INT_OPS: &[ReduceOp] = &[
+    ReduceOp::Sum,
+    ReduceOp::Prod,
+    ReduceOp::Min,
+    ReduceOp::Max,
+    ReduceOp::And,
+    ReduceOp::Or,
+    ReduceOp::Xor,
+];
+
+/// The fold over PEs of the inputs at element `k`, on the host.
+fn folded<T: SweepElem>(op: ReduceOp, n: usize, k: usize) -> T {
+    (1..n).fold(T::small(input(0, k)), |acc, pe| {
+        T::fold(op, acc, T::small(input(pe, k)))
+    })
+}
+
+/// A destination viewed from `at`: the view holds `want` (compared by `compare`), and the
+/// elements before and past it still hold `marks`.
+fn check_view<T>(
     compare: impl Fn(&str, &[T], &[T]) -> CaseResult,
+    what: &str,
+    got: &[T],
+    at: usize,
+    want: &[T],
+    marks: &[T],
 ) -> CaseResult {
+    let end = at + want.len();
+    compare(what, &got[at..end], want)?;
+    compare(
+        &format!("{what}: outside the view"),
+        &got[..at],
+        &marks[..at],
+    )?;
+    compare(
+        &format!("{what}: past the view"),
+        &got[end..],
+        &marks[end..],
+    )
+}
+
+/// One (type, op) over every algorithm and length, then views and in place: the result is the
+/// host's fold of the PEs' inputs.
+fn sweep<T: SweepElem>(p: &Pgas, op: ReduceOp) -> CaseResult {
     let n = util::npes(p);
     let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
     coll::prewarm::<T>(p)?;
     for &len in LENS {
-        let src = p.alloc_from(&(0..len).map(|i| to(input(me, i))).collect::<Vec<_>>())?;
-        let want: Vec<T> = (0..len)
-            .map(|i| (1..n).fold(to(input(0, i)), |acc, pe| fold(acc, to(input(pe, i)))))
-            .collect();
+        let src = p.alloc_from(&(0..len).map(|i| T::small(input(me, i))).collect::<Vec<_>>())?;
+        let want: Vec<T> = (0..len).map(|i| folded(op, n, i)).collect();
         for &alg in ALGS {
             // NVSHMEM's reductions exist for And/Or/Xor only on integers, as ours.
             let mut dst = p.alloc::<T>(len)?;
             p.barrier_all()?;
             if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > coll::LL_MAX_BYTES {
                 // Past the low-latency scratch: refused on every PE before any launch.
-                let e = comm.all_reduce(&mut dst, &src, op, alg).err();
-                let e = e.ok_or_else(|| format!("LowLatency of {len} elements was accepted"))?;
-                ensure(e.to_string().contains("LL_MAX_BYTES"), || {
-                    format!("unclear error: {e}")
-                })?;
+                refused(comm.all_reduce(&mut dst, &src, op, alg), "LL_MAX_BYTES")?;
                 continue;
             }
             let used = comm.all_reduce(&mut dst, &src, op, alg)?;
             util::settle(p)?;
-            compare(
+            T::compare(
                 &format!("{op:?} {alg:?} (ran {used:?}) of {len}"),
                 &dst.to_vec()?,
                 &want,
@@ -120,13 +200,11 @@ fn sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
     // differ modulo 16 bytes: every element one at a time), and two-shot in place at 1. The
     // elements outside the views must keep their values.
     for &len in VIEW_LENS {
-        let want: Vec<T> = (0..len)
-            .map(|i| (1..n).fold(to(input(0, i)), |acc, pe| fold(acc, to(input(pe, i)))))
-            .collect();
+        let want: Vec<T> = (0..len).map(|i| folded(op, n, i)).collect();
         // Element `k` of a buffer viewed from `at` holds input `k - at`; before it, a marker.
         let filled = |at: usize| -> Vec<T> {
             (0..len + 2)
-                .map(|k| to(if k < at { 5 } else { input(me, k - at) }))
+                .map(|k| T::small(if k < at { 5 } else { input(me, k - at) }))
                 .collect()
         };
         for (ds, ss, alg) in [
@@ -141,7 +219,7 @@ fn sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
                 continue;
             }
             let src = p.alloc_from(&filled(ss))?;
-            let marks = vec![to(5); len + 2];
+            let marks = vec![T::small(5); len + 2];
             let mut dst = p.alloc_from(&marks)?;
             p.barrier_all()?;
             comm.all_reduce(
@@ -151,136 +229,59 @@ fn sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
                 alg,
             )?;
             util::settle(p)?;
-            let got = dst.to_vec()?;
             let what = format!("{op:?} {alg:?} of {len}, dst at {ds}, src at {ss}");
-            compare(&what, &got[ds..ds + len], &want)?;
-            compare(
-                &format!("{what}: outside the view"),
-                &got[..ds],
-                &marks[..ds],
-            )?;
-            compare(
-                &format!("{what}: past the view"),
-                &got[ds + len..],
-                &marks[ds + len..],
-            )?;
+            check_view(T::compare, &what, &dst.to_vec()?, ds, &want, &marks)?;
         }
-        let mut x = p.alloc_from(&filled(1))?;
+        let filled = filled(1);
+        let mut x = p.alloc_from(&filled)?;
         p.barrier_all()?;
         comm.all_reduce_in_place(&mut x.view_mut(1..1 + len)?, op, Algorithm::TwoShot)?;
         util::settle(p)?;
-        let got = x.to_vec()?;
         let what = format!("{op:?} TwoShot in place of {len} at 1");
-        compare(&what, &got[1..1 + len], &want)?;
-        compare(&format!("{what}: outside the view"), &got[..1], &[to(5)])?;
-        compare(
-            &format!("{what}: past the view"),
-            &got[1 + len..],
-            &filled(1)[1 + len..],
-        )?;
+        check_view(T::compare, &what, &x.to_vec()?, 1, &want, &filled)?;
     }
     Ok(())
 }
 
-fn float_ops<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
-    p: &Pgas,
-    to: fn(f64) -> T,
-    back: fn(T) -> f64,
-    rel: f64,
-) -> CaseResult {
-    for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max] {
-        let f = move |a: T, b: T| {
-            let (a, b) = (back(a), back(b));
-            to(match op {
-                ReduceOp::Sum => a + b,
-                ReduceOp::Prod => a * b,
-                ReduceOp::Min => a.min(b),
-                _ => a.max(b),
-            })
-        };
-        sweep(
-            p,
-            op,
-            |v| to(v as f64),
-            f,
-            |what, got: &[T], want: &[T]| {
-                let g: Vec<f64> = got.iter().map(|&x| back(x)).collect();
-                let w: Vec<f64> = want.iter().map(|&x| back(x)).collect();
-                check_close(what, &g, &w, rel)
-            },
-        )?;
+/// One [`sweep`] per op of `ops`.
+fn all_reduce_ops<T: SweepElem>(p: &Pgas, ops: &[ReduceOp]) -> CaseResult {
+    for &op in ops {
+        sweep::<T>(p, op)?;
     }
     Ok(())
 }
 
 fn f32_case(p: &Pgas) -> CaseResult {
-    float_ops::<f32>(p, |v| v as f32, |v| v as f64, 0.0)
+    all_reduce_ops::<f32>(p, FLOAT_OPS)
 }
 
 fn f64_case(p: &Pgas) -> CaseResult {
-    float_ops::<f64>(p, |v| v, |v| v, 0.0)
+    all_reduce_ops::<f64>(p, FLOAT_OPS)
 }
 
-// The 16-bit floats reduce in f32 and round once; the host rounds after every step, so allow
-// a rounding step per PE (products of up to 4 values reach 2^8, past bf16's exact integers).
 fn bf16_case(p: &Pgas) -> CaseResult {
-    float_ops::<bf16>(p, bf16::from_f64, |v| v.to_f64(), 2.0f64.powi(-7))
+    all_reduce_ops::<bf16>(p, FLOAT_OPS)
 }
 
 fn f16_case(p: &Pgas) -> CaseResult {
-    float_ops::<f16>(p, f16::from_f64, |v| v.to_f64(), 2.0f64.powi(-10))
-}
-
-/// Every op of an integer type, wrapping like the GPU.
-macro_rules! int_ops {
-    ($p:expr, $t:ty) => {{
-        for op in [
-            ReduceOp::Sum,
-            ReduceOp::Prod,
-            ReduceOp::Min,
-            ReduceOp::Max,
-            ReduceOp::And,
-            ReduceOp::Or,
-            ReduceOp::Xor,
-        ] {
-            let f = move |a: $t, b: $t| -> $t {
-                match op {
-                    ReduceOp::Sum => a.wrapping_add(b),
-                    ReduceOp::Prod => a.wrapping_mul(b),
-                    ReduceOp::Min => a.min(b),
-                    ReduceOp::Max => a.max(b),
-                    ReduceOp::And => a & b,
-                    ReduceOp::Or => a | b,
-                    ReduceOp::Xor => a ^ b,
-                }
-            };
-            sweep(
-                $p,
-                op,
-                |v| v as $t,
-                f,
-                |w, g: &[$t], e: &[$t]| check_eq(w, g, e),
-            )?;
-        }
-        Ok::<(), Box<dyn std::error::Error>>(())
-    }};
+    all_reduce_ops::<f16>(p, FLOAT_OPS)
 }
 
 fn i32_case(p: &Pgas) -> CaseResult {
-    int_ops!(p, i32)
+    all_reduce_ops::<i32>(p, INT_OPS)
 }
 
 fn narrow_case(p: &Pgas) -> CaseResult {
-    int_ops!(p, i8)?;
-    int_ops!(p, u8)
+    all_reduce_ops::<i8>(p, INT_OPS)?;
+    all_reduce_ops::<u8>(p, INT_OPS)
 }
 
 fn wide_case(p: &Pgas) -> CaseResult {
-    int_ops!(p, i64)?;
-    int_ops!(p, u64)?;
-    int_ops!(p, u16)?;
-    int_ops!(p, i16)?;
-    int_ops!(p, u32)
+    all_reduce_ops::<i64>(p, INT_OPS)?;
+    all_reduce_ops::<u64>(p, INT_OPS)?;
+    all_reduce_ops::<u16>(p, INT_OPS)?;
+    all_reduce_ops::<i16>(p, INT_OPS)?;
+    all_reduce_ops::<u32>(p, INT_OPS)
 }
 
 /// 20 all-reduces queued with no host sync: one-shot ping-pong between two buffers (each call
@@ -329,8 +330,7 @@ fn back_to_back(p: &Pgas) -> CaseResult {
 fn split_team(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
     let me = util::me(p);
-    let evens = n.div_ceil(2);
-    let team = Team::WORLD.split_strided(p, 0, 2, evens)?;
+    let team = util::even_team(p)?;
     let mut comm = Comm::new(p, team)?;
     coll::prewarm::<f32>(p)?;
     let src = p.alloc_from(&vec![me as f32 + 1.0; 999])?;
@@ -374,15 +374,7 @@ fn split_team(p: &Pgas) -> CaseResult {
         }
         Ok(())
     } else {
-        for o in outcomes {
-            let e = o
-                .err()
-                .ok_or("an odd PE's all-reduce over the even team succeeded")?;
-            ensure(e.to_string().contains("not a member"), || {
-                format!("unclear error: {e}")
-            })?;
-        }
-        Ok(())
+        util::refused_to_non_member(outcomes.into_iter().map(|o| ("all-reduce", o)))
     }
 }
 
@@ -392,28 +384,21 @@ fn bad_input(p: &Pgas) -> CaseResult {
     let a = p.alloc::<f32>(64)?;
     let mut b = p.alloc::<f32>(65)?;
     let mut c = p.alloc::<f32>(64)?;
-    let expect = |r: pgas::Result<Algorithm>, words: &str| -> CaseResult {
-        match r {
-            Ok(a) => Err(format!("accepted ({a:?}); expected an error saying '{words}'").into()),
-            Err(e) if e.to_string().contains(words) => Ok(()),
-            Err(e) => Err(format!("error '{e}' does not say '{words}'").into()),
-        }
-    };
-    expect(
+    refused(
         comm.all_reduce(&mut b, &a, ReduceOp::Sum, Algorithm::Auto),
         "length mismatch",
     )?;
-    expect(
+    refused(
         comm.all_reduce(&mut c, &a, ReduceOp::Xor, Algorithm::Auto),
         "integer types only",
     )?;
-    expect(
+    refused(
         comm.all_reduce_in_place(&mut c, ReduceOp::Sum, Algorithm::OneShot),
         "cannot run in place",
     )?;
     // Safe Rust cannot borrow overlapping views as `&mut` and `&`; a SymRegion of one's own can.
     let shifted = Alias(c.as_device_ptr() + 4 * 20, 40);
-    expect(
+    refused(
         comm.all_reduce(
             &mut c.view_mut(0..40)?,
             &shifted,
@@ -423,7 +408,7 @@ fn bad_input(p: &Pgas) -> CaseResult {
         "overlap",
     )?;
     let other = p.cuda().new_stream()?;
-    expect(
+    refused(
         comm.all_reduce_on(&other, &mut c, &a, ReduceOp::Sum, Algorithm::Nvshmem),
         "Pgas::stream()",
     )?;
@@ -455,22 +440,13 @@ fn graph_capture(p: &Pgas) -> CaseResult {
     let mut b = p.alloc::<u64>(len)?;
     let stream = p.cuda().new_stream()?;
     p.barrier_all()?;
-    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    let captured = (|| -> pgas::Result<()> {
+    util::replay_captured(p, &stream, 5, || {
         comm.all_reduce_on(&stream, &mut b, &a, ReduceOp::Sum, Algorithm::OneShot)?;
         comm.all_reduce_in_place_on(&stream, &mut b, ReduceOp::Sum, Algorithm::TwoShot)?;
         // b -> a so that the next replay starts from the last result.
         comm.all_reduce_on(&stream, &mut a, &b, ReduceOp::Max, Algorithm::OneShot)?;
         Ok(())
-    })();
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
-    captured?;
-    let graph = graph.ok_or("the capture produced no graph")?;
-    for _ in 0..5 {
-        graph.launch()?;
-    }
-    stream.synchronize()?;
-    util::settle(p)?;
+    })?;
     // One replay: a <- n * sum(a over PEs) (all PEs equal afterwards, so Max keeps it).
     let mut want: Vec<u64> = (0..len)
         .map(|i| (0..n as usize).map(|pe| (pe + i) as u64).sum::<u64>() * n)
@@ -504,16 +480,9 @@ fn graph_capture_cooperative(p: &Pgas) -> CaseResult {
     coop_count::launch_on(p, &stream, LaunchConfig::blocks(1, 128), &mut x)?;
     stream.synchronize()?;
     p.barrier_all()?;
-    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    let captured = coop_count::launch_on(p, &stream, LaunchConfig::blocks(1, 128), &mut x);
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
-    captured?;
-    let graph = graph.ok_or("the capture produced no graph")?;
-    for _ in 0..4 {
-        graph.launch()?;
-    }
-    stream.synchronize()?;
-    util::settle(p)?;
+    util::replay_captured(p, &stream, 4, || {
+        coop_count::launch_on(p, &stream, LaunchConfig::blocks(1, 128), &mut x)
+    })?;
     check_eq("1 + 4 replays of a cooperative kernel", &x.to_vec()?, &[5])
 }
 
@@ -551,37 +520,26 @@ const RS_AG_LENS: &[usize] = &[1, 7, 4099, 70_001];
 const RS_AG_VIEWS: &[(usize, usize)] = &[(0, 0), (1, 1), (0, 1)];
 
 /// Buffer of `len + 1` elements whose view from `at` holds `input(pe, k)` at `k`; 5 before it.
-fn shifted<T>(to: &impl Fn(i64) -> T, pe: usize, len: usize, at: usize) -> Vec<T> {
+fn shifted<T: SweepElem>(pe: usize, len: usize, at: usize) -> Vec<T> {
     (0..len + 1)
-        .map(|k| to(if k < at { 5 } else { input(pe, k - at) }))
+        .map(|k| T::small(if k < at { 5 } else { input(pe, k - at) }))
         .collect()
 }
 
 /// Reduce-scatter by `op` of `n * m` elements per PE at every length of [`RS_AG_LENS`] and view
 /// of [`RS_AG_VIEWS`]: rank `r` gets the fold over PEs of elements `r * m ..` of the inputs,
 /// and the destination's elements outside the view keep their marks.
-fn rs_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
-    p: &Pgas,
-    op: ReduceOp,
-    to: impl Fn(i64) -> T,
-    fold: impl Fn(T, T) -> T,
-    compare: impl Fn(&str, &[T], &[T]) -> CaseResult,
-) -> CaseResult {
+fn rs_sweep<T: SweepElem>(p: &Pgas, op: ReduceOp) -> CaseResult {
     let n = util::npes(p);
     let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
     coll::prewarm::<T>(p)?;
     let r = comm.rank().ok_or("not a member of the world team")?;
     for &m in RS_AG_LENS {
-        let want: Vec<T> = (0..m)
-            .map(|i| {
-                let k = r * m + i;
-                (1..n).fold(to(input(0, k)), |acc, pe| fold(acc, to(input(pe, k))))
-            })
-            .collect();
+        let want: Vec<T> = (0..m).map(|i| folded(op, n, r * m + i)).collect();
         for &(ds, ss) in RS_AG_VIEWS {
-            let src = p.alloc_from(&shifted(&to, me, n * m, ss))?;
-            let marks = vec![to(5); m + 1];
+            let src = p.alloc_from(&shifted::<T>(me, n * m, ss))?;
+            let marks = vec![T::small(5); m + 1];
             let mut dst = p.alloc_from(&marks)?;
             p.barrier_all()?;
             comm.reduce_scatter(
@@ -590,148 +548,60 @@ fn rs_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
                 op,
             )?;
             util::settle(p)?;
-            let got = dst.to_vec()?;
             let what = format!("reduce-scatter {op:?} of {m} per rank, dst at {ds}, src at {ss}");
-            compare(&what, &got[ds..ds + m], &want)?;
-            compare(
-                &format!("{what}: outside the view"),
-                &got[..ds],
-                &marks[..ds],
-            )?;
-            compare(
-                &format!("{what}: past the view"),
-                &got[ds + m..],
-                &marks[ds + m..],
-            )?;
+            check_view(T::compare, &what, &dst.to_vec()?, ds, &want, &marks)?;
         }
     }
     Ok(())
 }
 
-fn rs_floats<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
-    p: &Pgas,
-    ops: &[ReduceOp],
-    to: fn(f64) -> T,
-    back: fn(T) -> f64,
-    rel: f64,
-) -> CaseResult {
+/// One [`rs_sweep`] per op of `ops`.
+fn reduce_scatter_ops<T: SweepElem>(p: &Pgas, ops: &[ReduceOp]) -> CaseResult {
     for &op in ops {
-        let f = move |a: T, b: T| {
-            let (a, b) = (back(a), back(b));
-            to(match op {
-                ReduceOp::Sum => a + b,
-                ReduceOp::Prod => a * b,
-                ReduceOp::Min => a.min(b),
-                _ => a.max(b),
-            })
-        };
-        rs_sweep(
-            p,
-            op,
-            |v| to(v as f64),
-            f,
-            |what, got: &[T], want: &[T]| {
-                let g: Vec<f64> = got.iter().map(|&x| back(x)).collect();
-                let w: Vec<f64> = want.iter().map(|&x| back(x)).collect();
-                check_close(what, &g, &w, rel)
-            },
-        )?;
+        rs_sweep::<T>(p, op)?;
     }
     Ok(())
 }
 
 fn reduce_scatter_floats(p: &Pgas) -> CaseResult {
     use ReduceOp::{Max, Min, Prod, Sum};
-    rs_floats::<f32>(p, &[Sum, Prod, Min, Max], |v| v as f32, |v| v as f64, 0.0)?;
-    rs_floats::<f64>(p, &[Sum, Max], |v| v, |v| v, 0.0)?;
-    rs_floats::<bf16>(
-        p,
-        &[Sum, Min],
-        bf16::from_f64,
-        |v| v.to_f64(),
-        2.0f64.powi(-7),
-    )?;
-    rs_floats::<f16>(
-        p,
-        &[Sum, Prod],
-        f16::from_f64,
-        |v| v.to_f64(),
-        2.0f64.powi(-10),
-    )
-}
-
-/// Reduce-scatter by every op of the given integer types, wrapping like the GPU.
-macro_rules! rs_ints {
-    ($p:expr, $t:ty, $ops:expr) => {{
-        for op in $ops {
-            let f = move |a: $t, b: $t| -> $t {
-                match op {
-                    ReduceOp::Sum => a.wrapping_add(b),
-                    ReduceOp::Prod => a.wrapping_mul(b),
-                    ReduceOp::Min => a.min(b),
-                    ReduceOp::Max => a.max(b),
-                    ReduceOp::And => a & b,
-                    ReduceOp::Or => a | b,
-                    ReduceOp::Xor => a ^ b,
-                }
-            };
-            rs_sweep(
-                $p,
-                op,
-                |v| v as $t,
-                f,
-                |w, g: &[$t], e: &[$t]| check_eq(w, g, e),
-            )?;
-        }
-        Ok::<(), Box<dyn std::error::Error>>(())
-    }};
+    reduce_scatter_ops::<f32>(p, &[Sum, Prod, Min, Max])?;
+    reduce_scatter_ops::<f64>(p, &[Sum, Max])?;
+    reduce_scatter_ops::<bf16>(p, &[Sum, Min])?;
+    reduce_scatter_ops::<f16>(p, &[Sum, Prod])
 }
 
 fn reduce_scatter_ints(p: &Pgas) -> CaseResult {
     use ReduceOp::*;
-    rs_ints!(p, i32, [Sum, Prod, Min, Max, And, Or, Xor])?;
-    rs_ints!(p, u8, [Sum, Xor])?;
-    rs_ints!(p, i8, [Min])?;
-    rs_ints!(p, u16, [Sum])?;
-    rs_ints!(p, i64, [Sum, Min])?;
-    rs_ints!(p, u64, [Prod, Or])
+    reduce_scatter_ops::<i32>(p, &[Sum, Prod, Min, Max, And, Or, Xor])?;
+    reduce_scatter_ops::<u8>(p, &[Sum, Xor])?;
+    reduce_scatter_ops::<i8>(p, &[Min])?;
+    reduce_scatter_ops::<u16>(p, &[Sum])?;
+    reduce_scatter_ops::<i64>(p, &[Sum, Min])?;
+    reduce_scatter_ops::<u64>(p, &[Prod, Or])
 }
 
 /// All-gather of `m` elements per PE at every length and view: chunk `r` of every PE's
 /// destination is rank `r`'s input, and the elements outside the view keep their marks.
-fn ag_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
-    p: &Pgas,
-    to: impl Fn(i64) -> T,
-) -> CaseResult {
+fn ag_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
     let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
     coll::prewarm::<T>(p)?;
     for &m in RS_AG_LENS {
-        let want: Vec<T> = (0..n * m).map(|k| to(input(k / m, k % m))).collect();
+        let want: Vec<T> = (0..n * m).map(|k| T::small(input(k / m, k % m))).collect();
         for &(ds, ss) in RS_AG_VIEWS {
-            let src = p.alloc_from(&shifted(&to, me, m, ss))?;
-            let marks = vec![to(5); n * m + 1];
+            let src = p.alloc_from(&shifted::<T>(me, m, ss))?;
+            let marks = vec![T::small(5); n * m + 1];
             let mut dst = p.alloc_from(&marks)?;
             p.barrier_all()?;
             comm.all_gather(&mut dst.view_mut(ds..ds + n * m)?, &src.view(ss..ss + m)?)?;
             util::settle(p)?;
-            let got = dst.to_vec()?;
             let what = format!(
                 "all-gather of {m} per rank ({}), dst at {ds}, src at {ss}",
                 std::any::type_name::<T>()
             );
-            check_eq(&what, &got[ds..ds + n * m], &want)?;
-            check_eq(
-                &format!("{what}: outside the view"),
-                &got[..ds],
-                &marks[..ds],
-            )?;
-            check_eq(
-                &format!("{what}: past the view"),
-                &got[ds + n * m..],
-                &marks[ds + n * m..],
-            )?;
+            check_view(check_eq, &what, &dst.to_vec()?, ds, &want, &marks)?;
         }
     }
     Ok(())
@@ -739,14 +609,14 @@ fn ag_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
 
 /// Every element size (the 16-byte vectors hold 16, 8, 4 or 2 of them) and both 16-bit floats.
 fn all_gather_types(p: &Pgas) -> CaseResult {
-    ag_sweep::<f32>(p, |v| v as f32)?;
-    ag_sweep::<bf16>(p, |v| bf16::from_f64(v as f64))?;
-    ag_sweep::<f16>(p, |v| f16::from_f64(v as f64))?;
-    ag_sweep::<f64>(p, |v| v as f64)?;
-    ag_sweep::<i8>(p, |v| v as i8)?;
-    ag_sweep::<u16>(p, |v| v as u16)?;
-    ag_sweep::<i32>(p, |v| v as i32)?;
-    ag_sweep::<u64>(p, |v| v as u64)
+    ag_sweep::<f32>(p)?;
+    ag_sweep::<bf16>(p)?;
+    ag_sweep::<f16>(p)?;
+    ag_sweep::<f64>(p)?;
+    ag_sweep::<i8>(p)?;
+    ag_sweep::<u16>(p)?;
+    ag_sweep::<i32>(p)?;
+    ag_sweep::<u64>(p)
 }
 
 /// 20 calls queued with no host sync, reduce-scatter `a -> b` then all-gather `b -> a` (each
@@ -790,7 +660,7 @@ fn rs_ag_split_team(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
     let me = util::me(p);
     let evens = n.div_ceil(2);
-    let team = Team::WORLD.split_strided(p, 0, 2, evens)?;
+    let team = util::even_team(p)?;
     let mut comm = Comm::new(p, team)?;
     coll::prewarm::<i32>(p)?;
     let m = 333;
@@ -820,15 +690,7 @@ fn rs_ag_split_team(p: &Pgas) -> CaseResult {
         let want_ag: Vec<i32> = (0..evens * m).map(sum).collect();
         check_eq("all-gather over the even PEs", &ag.to_vec()?, &want_ag)
     } else {
-        for (what, o) in [("reduce-scatter", r1), ("all-gather", r2)] {
-            let e = o
-                .err()
-                .ok_or_else(|| format!("an odd PE's {what} over the even team succeeded"))?;
-            ensure(e.to_string().contains("not a member"), || {
-                format!("unclear error: {e}")
-            })?;
-        }
-        Ok(())
+        util::refused_to_non_member([("reduce-scatter", r1), ("all-gather", r2)])
     }
 }
 
@@ -838,35 +700,28 @@ fn rs_ag_bad_input(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
     let m = 64;
     let mut comm = Comm::new(p, Team::WORLD)?;
-    let expect = |r: pgas::Result<()>, words: &str| -> CaseResult {
-        match r {
-            Ok(()) => Err(format!("accepted; expected an error saying '{words}'").into()),
-            Err(e) if e.to_string().contains(words) => Ok(()),
-            Err(e) => Err(format!("error '{e}' does not say '{words}'").into()),
-        }
-    };
     let big = p.alloc::<f32>(n * m + 1)?;
     let mut small = p.alloc::<f32>(m + 1)?;
     let mut gathered = p.alloc::<f32>(n * m + 1)?;
     let part = p.alloc::<f32>(m)?;
     if n > 1 {
         // Lengths that do not split into one chunk per PE.
-        expect(
+        refused(
             comm.reduce_scatter(&mut small.view_mut(0..m)?, &big, ReduceOp::Sum),
             "multiple of",
         )?;
-        expect(comm.all_gather(&mut gathered, &part), "multiple of")?;
+        refused(comm.all_gather(&mut gathered, &part), "multiple of")?;
     }
     // Lengths that split, but not into the other buffer's length.
-    expect(
+    refused(
         comm.reduce_scatter(&mut small, &big.view(0..n * m)?, ReduceOp::Sum),
         "length mismatch",
     )?;
-    expect(
+    refused(
         comm.all_gather(&mut gathered.view_mut(0..n * m)?, &small),
         "length mismatch",
     )?;
-    expect(
+    refused(
         comm.reduce_scatter(
             &mut small.view_mut(0..m)?,
             &big.view(0..n * m)?,
@@ -876,17 +731,17 @@ fn rs_ag_bad_input(p: &Pgas) -> CaseResult {
     )?;
     // Overlapping buffers (a SymRegion of one's own can name any address; nothing launches).
     let into_dst = Alias(small.as_device_ptr() + 4, n * m);
-    expect(
+    refused(
         comm.reduce_scatter(&mut small.view_mut(0..m)?, &into_dst, ReduceOp::Sum),
         "overlap",
     )?;
     let inside = Alias(big.as_device_ptr() + 4, n * m);
-    expect(
+    refused(
         comm.reduce_scatter(&mut Alias(inside.0, m), &big.view(0..n * m)?, ReduceOp::Sum),
         "overlap",
     )?;
     let inside = Alias(gathered.as_device_ptr() + 4, m);
-    expect(
+    refused(
         comm.all_gather(&mut gathered.view_mut(0..n * m)?, &inside),
         "overlap",
     )?;
@@ -900,8 +755,8 @@ fn rs_ag_bad_input(p: &Pgas) -> CaseResult {
         let r1 = comm.reduce_scatter(&mut small.view_mut(0..m)?, &outside, ReduceOp::Sum);
         let r2 = comm.all_gather(&mut outside, &part);
         drop(guard);
-        expect(r1, "symmetric heap")?;
-        expect(r2, "symmetric heap")?;
+        refused(r1, "symmetric heap")?;
+        refused(r2, "symmetric heap")?;
     }
     Ok(())
 }
@@ -919,20 +774,11 @@ fn rs_ag_graph_capture(p: &Pgas) -> CaseResult {
     let mut b = p.alloc::<u64>(m)?;
     let stream = p.cuda().new_stream()?;
     p.barrier_all()?;
-    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    let captured = (|| -> pgas::Result<()> {
+    util::replay_captured(p, &stream, 4, || {
         comm.reduce_scatter_on(&stream, &mut b, &a, ReduceOp::Sum)?;
         comm.all_gather_on(&stream, &mut a, &b)?;
         Ok(())
-    })();
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
-    captured?;
-    let graph = graph.ok_or("the capture produced no graph")?;
-    for _ in 0..4 {
-        graph.launch()?;
-    }
-    stream.synchronize()?;
-    util::settle(p)?;
+    })?;
     let nn = n as u64;
     let want: Vec<u64> = (0..n * m)
         .map(|k| (0..n).map(|pe| (pe + k) as u64).sum::<u64>() * nn.pow(3))
@@ -950,29 +796,29 @@ fn moved(pe: usize, k: usize) -> i64 {
     ((pe * 29 + k * 7) % 101) as i64 - 50
 }
 
+/// Buffer of `len + 1` elements whose view from `at` holds `moved(pe, k)` at `k`; 5 before it.
+fn moved_from<T: SweepElem>(pe: usize, len: usize, at: usize) -> Vec<T> {
+    (0..len + 1)
+        .map(|k| T::small(if k < at { 5 } else { moved(pe, k - at) }))
+        .collect()
+}
+
 /// Broadcast of one type from the first and the last rank by every algorithm, at every length
 /// of [`RS_AG_LENS`], whole buffers, views at element 1 (both, or only the source: then every
 /// element goes one at a time) and in place; the elements around the views keep their marks.
-fn bcast_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
-    p: &Pgas,
-    to: impl Fn(i64) -> T,
-) -> CaseResult {
+fn bcast_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
     let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
     prewarm_moves(p)?;
     for &len in RS_AG_LENS {
         for root in [0, n - 1] {
-            let want: Vec<T> = (0..len).map(|k| to(moved(root, k))).collect();
+            let want: Vec<T> = (0..len).map(|k| T::small(moved(root, k))).collect();
             // Every algorithm but the low-latency one (an all-reduce's; refused: bad input).
             for &alg in &ALGS[1..] {
                 for &(ds, ss) in RS_AG_VIEWS {
-                    let src = p.alloc_from(
-                        &(0..len + 1)
-                            .map(|k| to(if k < ss { 5 } else { moved(me, k - ss) }))
-                            .collect::<Vec<_>>(),
-                    )?;
-                    let marks = vec![to(6); len + 1];
+                    let src = p.alloc_from(&moved_from::<T>(me, len, ss))?;
+                    let marks = vec![T::small(6); len + 1];
                     let mut dst = p.alloc_from(&marks)?;
                     p.barrier_all()?;
                     let what = format!(
@@ -986,18 +832,12 @@ fn bcast_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
                         alg,
                     )?;
                     util::settle(p)?;
-                    let got = dst.to_vec()?;
-                    check_eq(&format!("{what} (ran {used:?})"), &got[ds..ds + len], &want)?;
-                    check_eq(&format!("{what}: outside"), &got[..ds], &marks[..ds])?;
-                    check_eq(
-                        &format!("{what}: past"),
-                        &got[ds + len..],
-                        &marks[ds + len..],
-                    )?;
+                    let what = format!("{what} (ran {used:?})");
+                    check_view(check_eq, &what, &dst.to_vec()?, ds, &want, &marks)?;
                 }
                 // In place: every PE's buffer becomes the root's.
                 let mut x =
-                    p.alloc_from(&(0..len).map(|k| to(moved(me, k))).collect::<Vec<_>>())?;
+                    p.alloc_from(&(0..len).map(|k| T::small(moved(me, k))).collect::<Vec<_>>())?;
                 p.barrier_all()?;
                 let xr = Alias(x.as_device_ptr(), len);
                 comm.broadcast(
@@ -1034,18 +874,15 @@ unsafe impl<T> SymRegion<T> for TypedAlias<T> {
 
 /// Every element size (the kernels exist per size) and a 16-bit float.
 fn broadcast_types(p: &Pgas) -> CaseResult {
-    bcast_sweep::<f32>(p, |v| v as f32)?;
-    bcast_sweep::<bf16>(p, |v| bf16::from_f64(v as f64))?;
-    bcast_sweep::<u8>(p, |v| v as u8)?;
-    bcast_sweep::<i64>(p, |v| v)
+    bcast_sweep::<f32>(p)?;
+    bcast_sweep::<bf16>(p)?;
+    bcast_sweep::<u8>(p)?;
+    bcast_sweep::<i64>(p)
 }
 
 /// All-to-all of `m` elements per pair at every length of [`RS_AG_LENS`] and view of
 /// [`RS_AG_VIEWS`]: chunk `r` of every PE's destination is chunk `me` of rank `r`'s source.
-fn a2a_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
-    p: &Pgas,
-    to: impl Fn(i64) -> T,
-) -> CaseResult {
+fn a2a_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
     let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
@@ -1053,15 +890,11 @@ fn a2a_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
     for &m in RS_AG_LENS {
         // Rank r's source element k is moved(r, k); rank me receives chunk me of each.
         let want: Vec<T> = (0..n * m)
-            .map(|k| to(moved(k / m, me * m + k % m)))
+            .map(|k| T::small(moved(k / m, me * m + k % m)))
             .collect();
         for &(ds, ss) in RS_AG_VIEWS {
-            let src = p.alloc_from(
-                &(0..n * m + 1)
-                    .map(|k| to(if k < ss { 5 } else { moved(me, k - ss) }))
-                    .collect::<Vec<_>>(),
-            )?;
-            let marks = vec![to(6); n * m + 1];
+            let src = p.alloc_from(&moved_from::<T>(me, n * m, ss))?;
+            let marks = vec![T::small(6); n * m + 1];
             let mut dst = p.alloc_from(&marks)?;
             p.barrier_all()?;
             comm.all_to_all(
@@ -1069,28 +902,21 @@ fn a2a_sweep<T: AllReduceElem + Copy + std::fmt::Debug + PartialEq>(
                 &src.view(ss..ss + n * m)?,
             )?;
             util::settle(p)?;
-            let got = dst.to_vec()?;
             let what = format!(
                 "all-to-all of {m} per pair ({}), dst at {ds}, src at {ss}",
                 std::any::type_name::<T>()
             );
-            check_eq(&what, &got[ds..ds + n * m], &want)?;
-            check_eq(&format!("{what}: outside"), &got[..ds], &marks[..ds])?;
-            check_eq(
-                &format!("{what}: past"),
-                &got[ds + n * m..],
-                &marks[ds + n * m..],
-            )?;
+            check_view(check_eq, &what, &dst.to_vec()?, ds, &want, &marks)?;
         }
     }
     Ok(())
 }
 
 fn all_to_all_types(p: &Pgas) -> CaseResult {
-    a2a_sweep::<f32>(p, |v| v as f32)?;
-    a2a_sweep::<u16>(p, |v| v as u16)?;
-    a2a_sweep::<i8>(p, |v| v as i8)?;
-    a2a_sweep::<u64>(p, |v| v as u64)
+    a2a_sweep::<f32>(p)?;
+    a2a_sweep::<u16>(p)?;
+    a2a_sweep::<i8>(p)?;
+    a2a_sweep::<u64>(p)
 }
 
 /// The all-to-all-v layout of the cases: rank `p` sends `count(p, q)` elements to rank `q`
@@ -1215,7 +1041,7 @@ fn move_split_team(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
     let me = util::me(p);
     let evens = n.div_ceil(2);
-    let team = Team::WORLD.split_strided(p, 0, 2, evens)?;
+    let team = util::even_team(p)?;
     let mut comm = Comm::new(p, team)?;
     prewarm_moves(p)?;
     let m = 77;
@@ -1258,15 +1084,7 @@ fn move_split_team(p: &Pgas) -> CaseResult {
         check_eq("all-to-all over the even PEs", &aa.to_vec()?, &want)?;
         check_eq("all-to-all-v over the even PEs", &av.to_vec()?, &want)
     } else {
-        for (what, o) in [("broadcast", r1), ("all-to-all", r2), ("all-to-all-v", r3)] {
-            let e = o
-                .err()
-                .ok_or_else(|| format!("an odd PE's {what} over the even team succeeded"))?;
-            ensure(e.to_string().contains("not a member"), || {
-                format!("unclear error: {e}")
-            })?;
-        }
-        Ok(())
+        util::refused_to_non_member([("broadcast", r1), ("all-to-all", r2), ("all-to-all-v", r3)])
     }
 }
 
@@ -1279,49 +1097,42 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
     let m = 64;
     let mut comm = Comm::new(p, Team::WORLD)?;
     let mut other = Comm::new(p, Team::WORLD)?;
-    let expect = |r: pgas::Result<()>, words: &str| -> CaseResult {
-        match r {
-            Ok(()) => Err(format!("accepted; expected an error saying '{words}'").into()),
-            Err(e) if e.to_string().contains(words) => Ok(()),
-            Err(e) => Err(format!("error '{e}' does not say '{words}'").into()),
-        }
-    };
     let a = p.alloc::<f32>(n * m + 1)?;
     let mut b = p.alloc::<f32>(n * m + 1)?;
     // Broadcast: a root outside the team, lengths that differ, overlap, a source outside the
     // symmetric heap, the low-latency protocol past its size.
-    expect(
+    refused(
         comm.broadcast(&mut b, &a, n, Algorithm::Auto).map(|_| ()),
         "root",
     )?;
-    expect(
+    refused(
         comm.broadcast(&mut b.view_mut(0..m)?, &a, 0, Algorithm::OneShot)
             .map(|_| ()),
         "length mismatch",
     )?;
     let inside = Alias(b.as_device_ptr() + 4, m);
-    expect(
+    refused(
         comm.broadcast(&mut b.view_mut(0..m)?, &inside, 0, Algorithm::TwoShot)
             .map(|_| ()),
         "overlap",
     )?;
     let over = coll::LL_GATHER_MAX_BYTES / 4 + 1;
     let (big, mut big_dst) = (p.alloc::<f32>(over)?, p.alloc::<f32>(over)?);
-    expect(
+    refused(
         comm.broadcast(&mut big_dst, &big, 0, Algorithm::LowLatency)
             .map(|_| ()),
         "LL_GATHER_MAX_BYTES",
     )?;
     // All-to-all: lengths that differ, or do not split into one chunk per PE; overlap.
-    expect(
+    refused(
         comm.all_to_all(&mut b.view_mut(0..n * m)?, &a),
         "length mismatch",
     )?;
     if n > 1 {
-        expect(comm.all_to_all(&mut b, &a), "multiple of")?;
+        refused(comm.all_to_all(&mut b, &a), "multiple of")?;
     }
     let inside = Alias(b.as_device_ptr() + 4, n * m);
-    expect(
+    refused(
         comm.all_to_all(&mut b.view_mut(0..n * m)?, &inside),
         "overlap",
     )?;
@@ -1336,8 +1147,8 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
             .map(|_| ());
         let r2 = comm.all_to_all(&mut outside, &a.view(0..n * m)?);
         drop(guard);
-        expect(r1, "symmetric heap")?;
-        expect(r2, "symmetric heap")?;
+        refused(r1, "symmetric heap")?;
+        refused(r2, "symmetric heap")?;
     }
     // All-to-all-v: slices that are not one per PE (on one PE only: the exchange still tells
     // every PE), counts that disagree across PEs (2 PEs or more), a layout of another
@@ -1345,7 +1156,7 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
     let ones = vec![1usize; n];
     let displs: Vec<usize> = (0..n).collect();
     let short = if me == 0 { &ones[1..] } else { &ones[..] };
-    expect(
+    refused(
         comm.all_to_all_layout(short, &displs, &ones, &displs)
             .map(|_| ()),
         "one per PE",
@@ -1358,13 +1169,13 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
             rc[1] = 2;
             rd = (0..n).map(|q| if q > 1 { q + 1 } else { q }).collect();
         }
-        expect(
+        refused(
             comm.all_to_all_layout(&ones, &displs, &rc, &rd).map(|_| ()),
             "expects 2",
         )?;
     }
     let layout = comm.all_to_all_layout(&ones, &displs, &ones, &displs)?;
-    expect(
+    refused(
         other.all_to_all_v(&mut b.view_mut(0..n)?, &a.view(0..n)?, &layout),
         "another communicator",
     )?;
@@ -1372,14 +1183,14 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
     let further: Vec<usize> = (1..=n).collect();
     let needs_more = comm.all_to_all_layout(&ones, &displs, &ones, &further)?;
     let mut exact = p.alloc::<f32>(n)?;
-    expect(
+    refused(
         comm.all_to_all_v(&mut exact, &a.view(0..n)?, &needs_more),
         "at least that long",
     )?;
     // What decides is the tensor from the view's start on (the layout's offsets count from
     // there): a view that starts later reaches less.
     if n > 1 {
-        expect(
+        refused(
             comm.all_to_all_v(&mut exact.view_mut(1..n)?, &a.view(0..1)?, &needs_more),
             "at least that long",
         )?;
@@ -1413,22 +1224,13 @@ fn move_graph_capture(p: &Pgas) -> CaseResult {
     let layout = comm.all_to_all_layout(&counts, &displs, &counts, &displs)?;
     let stream = p.cuda().new_stream()?;
     p.barrier_all()?;
-    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    let captured = (|| -> pgas::Result<()> {
+    util::replay_captured(p, &stream, 3, || {
         let xr = TypedAlias::<u32>(Alias(x.as_device_ptr(), n * m), std::marker::PhantomData);
         comm.broadcast_on(&stream, &mut x, &xr, n - 1, Algorithm::TwoShot)?;
         comm.all_to_all_on(&stream, &mut y, &x)?;
         comm.all_to_all_v_on(&stream, &mut z, &y, &layout)?;
         Ok(())
-    })();
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
-    captured?;
-    let graph = graph.ok_or("the capture produced no graph")?;
-    for _ in 0..3 {
-        graph.launch()?;
-    }
-    stream.synchronize()?;
-    util::settle(p)?;
+    })?;
     let root: Vec<u32> = (0..n * m).map(|k| ((n - 1) * 100_000 + k) as u32).collect();
     check_eq("3 replays: the broadcast", &x.to_vec()?, &root)?;
     // Every PE holds the root's data, so chunk r of y is chunk me of the root's.
@@ -1502,21 +1304,12 @@ fn low_latency(p: &Pgas) -> CaseResult {
     let mut y = p.alloc::<u64>(1000)?;
     let stream = p.cuda().new_stream()?;
     p.barrier_all()?;
-    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    let captured = (|| -> pgas::Result<()> {
+    util::replay_captured(p, &stream, 10, || {
         comm.all_reduce_on(&stream, &mut y, &x, ReduceOp::Sum, Algorithm::LowLatency)?;
         comm.all_reduce_in_place_on(&stream, &mut y, ReduceOp::Sum, Algorithm::Auto)?;
         comm.all_reduce_on(&stream, &mut x, &y, ReduceOp::Max, Algorithm::LowLatency)?;
         Ok(())
-    })();
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
-    captured?;
-    let graph = graph.ok_or("the capture produced no graph")?;
-    for _ in 0..10 {
-        graph.launch()?;
-    }
-    stream.synchronize()?;
-    util::settle(p)?;
+    })?;
     let want: Vec<u64> = sum(1000)
         .iter()
         .map(|&v| v.wrapping_mul(n).wrapping_mul(n.wrapping_pow(2 * 9)))

@@ -29,7 +29,7 @@
 //! `differential: seed S, N calls (coll X, ops Y) on P PEs: ..., M mismatches, T s`, and every
 //! PE exits non-zero when any PE saw a mismatch.
 
-use crate::util;
+use crate::util::{self, HostFold};
 use pgas::coll::{self, Algorithm, AllReduceElem, Comm};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::cudarc::driver::CudaStream;
@@ -107,9 +107,9 @@ const GUARDS: u64 = 2;
 const POISON: u64 = 3;
 
 // ---------------------------------------------------------------------------------------------
-// Element types: exact inputs and the host's reduction.
+// Element types: exact inputs (the host's reduction is `util::HostFold`).
 
-trait Elem: AllReduceElem + Copy + PartialEq + Debug + 'static {
+trait Elem: AllReduceElem + HostFold + PartialEq + Debug + 'static {
     const NAME: &'static str;
     /// Whether the bitwise reductions exist (integers).
     const INT: bool;
@@ -117,11 +117,10 @@ trait Elem: AllReduceElem + Copy + PartialEq + Debug + 'static {
     fn gen(h: u64, op: ReduceOp, n: usize) -> Self;
     /// Any value (guards and poison): finite for floats.
     fn any(h: u64) -> Self;
-    fn fold(op: ReduceOp, a: Self, b: Self) -> Self;
 }
 
 macro_rules! float_elem {
-    ($t:ty, $name:literal, $to:expr, $back:expr, $narrow:literal) => {
+    ($t:ty, $name:literal, $to:expr, $narrow:literal) => {
         impl Elem for $t {
             const NAME: &'static str = $name;
             const INT: bool = false;
@@ -142,30 +141,14 @@ macro_rules! float_elem {
                 let to: fn(f64) -> $t = $to;
                 to(((h % 2001) as i64 - 1000) as f64 * 0.125)
             }
-            fn fold(op: ReduceOp, a: Self, b: Self) -> Self {
-                let (to, back): (fn(f64) -> $t, fn($t) -> f64) = ($to, $back);
-                let (a, b) = (back(a), back(b));
-                to(match op {
-                    ReduceOp::Sum => a + b,
-                    ReduceOp::Prod => a * b,
-                    ReduceOp::Min => a.min(b),
-                    _ => a.max(b),
-                })
-            }
         }
     };
 }
 
-float_elem!(f32, "f32", |v| v as f32, |v| v as f64, false);
-float_elem!(f64, "f64", |v| v, |v| v, false);
-float_elem!(half::f16, "f16", half::f16::from_f64, |v| v.to_f64(), true);
-float_elem!(
-    half::bf16,
-    "bf16",
-    half::bf16::from_f64,
-    |v| v.to_f64(),
-    true
-);
+float_elem!(f32, "f32", |v| v as f32, false);
+float_elem!(f64, "f64", |v| v, false);
+float_elem!(half::f16, "f16", half::f16::from_f64, true);
+float_elem!(half::bf16, "bf16", half::bf16::from_f64, true);
 
 macro_rules! int_elem {
     ($($t:ty, $name:literal;)*) => {$(
@@ -193,17 +176,6 @@ macro_rules! int_elem {
             }
             fn any(h: u64) -> Self {
                 h as $t
-            }
-            fn fold(op: ReduceOp, a: Self, b: Self) -> Self {
-                match op {
-                    ReduceOp::Sum => a.wrapping_add(b),
-                    ReduceOp::Prod => a.wrapping_mul(b),
-                    ReduceOp::Min => a.min(b),
-                    ReduceOp::Max => a.max(b),
-                    ReduceOp::And => a & b,
-                    ReduceOp::Or => a | b,
-                    ReduceOp::Xor => a ^ b,
-                }
             }
         }
     )*};

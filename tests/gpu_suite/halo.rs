@@ -8,11 +8,8 @@ use crate::runner::{case, Case};
 use crate::util::{self, check_eq, ensure, CaseResult};
 use pgas::kernel::KernelSpec;
 use pgas::ops::halo::{halo_rows, Halo2d};
+use pgas::ops::jacobi;
 use pgas::prelude::*;
-
-#[allow(dead_code)]
-#[path = "../../examples/jacobi2d.rs"]
-mod jacobi;
 
 pub const CASES: &[Case] = &[
     case("halo/exchange_rows", exchange_rows),

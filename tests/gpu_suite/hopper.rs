@@ -6,6 +6,8 @@
 //! is exact in f32 and the results compare exactly.
 //! On a GPU below compute capability 9.0 the cases check that the launch is refused.
 
+use crate::kernels::fp8::wgmma_tile_e4m3;
+use crate::kernels::hopper::{wgmma_from_thread_stores, wgmma_ktiles_f16, wgmma_tile_bf16};
 use crate::runner::{case, Case};
 use crate::util::{self, check_eq, ensure, CaseResult};
 use pgas::cudarc::driver::sys::CUdevice_attribute;
@@ -29,153 +31,6 @@ pub const CASES: &[Case] = &[
 
 /// None: compiled at first launch (sm_90a), so a suite on an older GPU still prewarms the rest.
 pub const KERNELS: &[&KernelSpec] = &[];
-
-#[pgas_kernel(max_threads = 128)]
-fn wgmma_tile(c: &mut CudaSlice<f32>, a_map: &TensorMap<bf16>, b_map: &TensorMap<bf16>) {
-    let smem = dyn_shared::<bf16>();
-    let bars = dyn_shared::<u64>();
-    let t = thread_idx_x() as usize;
-    if t == 0 {
-        mbarrier_init(&mut bars[2048], 1);
-    }
-    sync_threads();
-    if t == 0 {
-        mbarrier_arrive_expect_tx(&mut bars[2048], 16384);
-        tma_load_2d(&mut smem[0], a_map, &mut bars[2048], 0, 0);
-        tma_load_2d(&mut smem[4096], b_map, &mut bars[2048], 0, 0);
-    }
-    mbarrier_wait(&bars[2048], 0);
-    let mut acc = frag_c::<f32, 8>();
-    wgmma_fence();
-    for ks in 0..4 {
-        wgmma_m64n64k16(&mut acc[0], &smem[ks * 16], &smem[4096 + ks * 16]);
-    }
-    wgmma_commit();
-    wgmma_wait(0);
-    let lane = lane_id() as usize;
-    let r = warp_id() as usize * 16 + lane / 4;
-    for ni in 0..8 {
-        for j in 0..4 {
-            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 64)] = acc[ni][j];
-        }
-    }
-}
-
-#[pgas_kernel(max_threads = 128)]
-fn wgmma_ktiles(
-    c: &mut CudaSlice<f32>,
-    a_map: &TensorMap<f16>,
-    b_map: &TensorMap<f16>,
-    #[comptime] ktiles: u32,
-) {
-    let smem = dyn_shared::<f16>();
-    let bars = dyn_shared::<u64>();
-    let t = thread_idx_x() as usize;
-    if t == 0 {
-        mbarrier_init(&mut bars[3072], 1);
-    }
-    sync_threads();
-    let mut acc = frag_c::<f32, 16>();
-    for kt in 0..ktiles as usize {
-        if t == 0 {
-            mbarrier_arrive_expect_tx(&mut bars[3072], 24576);
-            tma_load_2d(&mut smem[0], a_map, &mut bars[3072], (kt * 64) as i32, 0);
-            tma_load_2d(&mut smem[4096], b_map, &mut bars[3072], (kt * 64) as i32, 0);
-        }
-        mbarrier_wait(&bars[3072], (kt % 2) as u32);
-        wgmma_fence();
-        for ks in 0..4 {
-            wgmma_m64n128k16(&mut acc[0], &smem[ks * 16], &smem[4096 + ks * 16]);
-        }
-        wgmma_commit();
-        wgmma_wait(0);
-        sync_threads();
-    }
-    let lane = lane_id() as usize;
-    let r = warp_id() as usize * 16 + lane / 4;
-    for ni in 0..16 {
-        for j in 0..4 {
-            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 128)] = acc[ni][j];
-        }
-    }
-}
-
-#[pgas_kernel(max_threads = 256)]
-fn wgmma_stores(c: &mut CudaSlice<f32>, a: &CudaSlice<bf16>, bt: &CudaSlice<bf16>) {
-    let smem = dyn_shared::<bf16>();
-    let bars = dyn_shared::<u64>();
-    let t = thread_idx_x() as usize;
-    if t == 0 {
-        mbarrier_init(&mut bars[2048], 128);
-    }
-    sync_threads();
-    if t < 128 {
-        for i in 0..4 {
-            let q = t * 4 + i;
-            let r = q / 8;
-            let ch = q % 8;
-            store_vec16(
-                &mut smem[r * 64 + (ch ^ (r % 8)) * 8],
-                load_vec16(&a[q * 8]),
-            );
-            store_vec16(
-                &mut smem[4096 + r * 64 + (ch ^ (r % 8)) * 8],
-                load_vec16(&bt[q * 8]),
-            );
-        }
-        fence_proxy_async();
-        mbarrier_arrive(&mut bars[2048]);
-    } else {
-        mbarrier_wait(&bars[2048], 0);
-        let mut acc = frag_c::<f32, 8>();
-        wgmma_fence();
-        for ks in 0..4 {
-            wgmma_m64n64k16(&mut acc[0], &smem[ks * 16], &smem[4096 + ks * 16]);
-        }
-        wgmma_commit();
-        wgmma_wait(0);
-        let lane = lane_id() as usize;
-        let r = (warp_id() as usize - 4) * 16 + lane / 4;
-        for ni in 0..8 {
-            for j in 0..4 {
-                c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 64)] = acc[ni][j];
-            }
-        }
-    }
-}
-
-/// One warpgroup, `e4m3`: C (64 x 64) = A (64 x 128) Btᵀ, one 8 KiB tile each, four K steps of
-/// 32 (32 bytes, as 16 of bf16).
-#[pgas_kernel(max_threads = 128)]
-fn wgmma_tile_e4m3(c: &mut CudaSlice<f32>, a_map: &TensorMap<e4m3>, b_map: &TensorMap<e4m3>) {
-    let smem = dyn_shared::<e4m3>();
-    let bars = dyn_shared::<u64>();
-    let t = thread_idx_x() as usize;
-    if t == 0 {
-        mbarrier_init(&mut bars[2048], 1);
-    }
-    sync_threads();
-    if t == 0 {
-        mbarrier_arrive_expect_tx(&mut bars[2048], 16384);
-        tma_load_2d(&mut smem[0], a_map, &mut bars[2048], 0, 0);
-        tma_load_2d(&mut smem[8192], b_map, &mut bars[2048], 0, 0);
-    }
-    mbarrier_wait(&bars[2048], 0);
-    let mut acc = frag_c::<f32, 8>();
-    wgmma_fence();
-    for ks in 0..4 {
-        wgmma_m64n64k32(&mut acc[0], &smem[ks * 32], &smem[8192 + ks * 32]);
-    }
-    wgmma_commit();
-    wgmma_wait(0);
-    let lane = lane_id() as usize;
-    let r = warp_id() as usize * 16 + lane / 4;
-    for ni in 0..8 {
-        for j in 0..4 {
-            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 64)] = acc[ni][j];
-        }
-    }
-}
 
 /// One warpgroup, `e5m2`, N = 256: K in `ktiles` tiles of 128 through one slot (A 8 KiB, Bt
 /// 32 KiB), the mbarrier's parity alternating.
@@ -277,10 +132,10 @@ fn wgmma_bf16_case(p: &Pgas) -> CaseResult {
     let am = TensorMap::tiled_2d(s, &da, tile(64, 64, 64))?;
     let bm = TensorMap::tiled_2d(s, &dbt, tile(64, 64, 64))?;
     let cfg = LaunchConfig::blocks(1, 128).with_shared_mem(16384 + 8);
-    if !hopper_or_refused(p, || wgmma_tile::launch(p, cfg, &mut dc, &am, &bm))? {
+    if !hopper_or_refused(p, || wgmma_tile_bf16::launch(p, cfg, &mut dc, &am, &bm))? {
         return Ok(());
     }
-    wgmma_tile::launch(p, cfg, &mut dc, &am, &bm)?;
+    wgmma_tile_bf16::launch(p, cfg, &mut dc, &am, &bm)?;
     util::settle(p)?;
     check_eq(
         "bf16 64x64x64 wgmma on TMA tiles",
@@ -314,11 +169,11 @@ fn wgmma_f16_peer_case(p: &Pgas) -> CaseResult {
     let cfg = LaunchConfig::blocks(1, 128).with_shared_mem(24576 + 8);
     let ktiles = (K / 64) as u32;
     if !hopper_or_refused(p, || {
-        wgmma_ktiles::launch(p, cfg, &mut dc, &am, &bm, ktiles)
+        wgmma_ktiles_f16::launch(p, cfg, &mut dc, &am, &bm, ktiles)
     })? {
         return Ok(());
     }
-    wgmma_ktiles::launch(p, cfg, &mut dc, &am, &bm, ktiles)?;
+    wgmma_ktiles_f16::launch(p, cfg, &mut dc, &am, &bm, ktiles)?;
     util::settle(p)?;
     let got = s.clone_dtoh(&dc)?;
     // The peer may not overwrite its A before this PE's copy engine has read it.
@@ -338,10 +193,12 @@ fn thread_stores_case(p: &Pgas) -> CaseResult {
     let (da, dbt) = (s.clone_htod(&bf(&a))?, s.clone_htod(&bf(&bt))?);
     let mut dc = s.alloc_zeros::<f32>(4096)?;
     let cfg = LaunchConfig::blocks(1, 256).with_shared_mem(16384 + 8);
-    if !hopper_or_refused(p, || wgmma_stores::launch(p, cfg, &mut dc, &da, &dbt))? {
+    if !hopper_or_refused(p, || {
+        wgmma_from_thread_stores::launch(p, cfg, &mut dc, &da, &dbt)
+    })? {
         return Ok(());
     }
-    wgmma_stores::launch(p, cfg, &mut dc, &da, &dbt)?;
+    wgmma_from_thread_stores::launch(p, cfg, &mut dc, &da, &dbt)?;
     util::settle(p)?;
     check_eq(
         "bf16 64x64x64 wgmma on thread-stored swizzled tiles",

@@ -38,6 +38,21 @@ mod hopper;
 mod host_api;
 mod host_collectives;
 mod intrinsics;
+/// Kernels the suite launches that are also the compiler's corpus: `codegen/tests/corpus.rs`
+/// snapshots their CUDA and `tests/nvrtc_corpus.rs` compiles it, so one text serves all three.
+mod kernels {
+    // Each file also holds kernels that only the snapshot and NVRTC tests compile.
+    #![allow(dead_code)]
+    // The snapshots hold the files' line numbers (`#line`), so rustfmt leaves their layout.
+    #[rustfmt::skip]
+    pub mod cluster;
+    #[rustfmt::skip]
+    pub mod fp8;
+    #[rustfmt::skip]
+    pub mod hopper;
+    #[rustfmt::skip]
+    pub mod tensor;
+}
 mod launch;
 mod math;
 mod misuse;

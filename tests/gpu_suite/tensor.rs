@@ -4,6 +4,7 @@
 //! names the limit). Inputs are small integers, so every product and sum is exact in f32 and the
 //! results compare exactly.
 
+use crate::kernels::tensor::mma_tile_bf16;
 use crate::runner::{case, Case};
 use crate::util::{self, check_eq, ensure, CaseResult};
 use pgas::kernel::KernelSpec;
@@ -20,33 +21,11 @@ pub const CASES: &[Case] = &[
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
-pub const KERNELS: &[&KernelSpec] = &[&mma_one::SPEC, &mma_two_steps::SPEC, &stage_copy::SPEC];
-
-/// One warp: C (16 x 8, f32) = A (16 x 16) x B (16 x 8), both row-major bf16.
-#[pgas_kernel]
-fn mma_one(c: &mut CudaSlice<f32>, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>) {
-    let sa = shared_array::<bf16, 256>();
-    let sb = shared_array::<bf16, 128>();
-    let lane = lane_id() as usize;
-    cp_async_16(&mut sa[lane * 8], &a[lane * 8]);
-    if lane < 16 {
-        cp_async_16(&mut sb[lane * 8], &b[lane * 8]);
-    }
-    cp_async_commit();
-    cp_async_wait(0);
-    sync_warp();
-    let mut fa = frag_a::<bf16, 1>();
-    let mut fb = frag_b::<bf16, 1>();
-    let mut acc = frag_c::<f32, 1>();
-    ldmatrix_x4(&mut fa[0], &sa[idx2(lane % 16, (lane / 16) * 8, 16)]);
-    ldmatrix_x2_trans(&mut fb[0], &sb[idx2(lane % 16, 0, 8)]);
-    mma_sync(&mut acc[0], &fa[0], &fb[0]);
-    for j in 0..4 {
-        let row = lane / 4 + (j / 2) * 8;
-        let col = (lane % 4) * 2 + j % 2;
-        c[idx2(row, col, 8)] = acc[0][j];
-    }
-}
+pub const KERNELS: &[&KernelSpec] = &[
+    &mma_tile_bf16::SPEC,
+    &mma_two_steps::SPEC,
+    &stage_copy::SPEC,
+];
 
 /// One warp, f16: C (16 x 16) = A (16 x 32) x B (32 x 16, row-major, `ldmatrix_x4_trans`) in two
 /// k-steps, and D (16 x 8) = A[:, 0..16] x Bt^T with Bt (8 x 16) stored `[n][k]` (`ldmatrix_x2`).
@@ -165,7 +144,7 @@ fn mma_bf16_case(p: &Pgas) -> CaseResult {
     let da = s.clone_htod(&a.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>())?;
     let db = s.clone_htod(&b.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>())?;
     let mut dc = s.alloc_zeros::<f32>(128)?;
-    mma_one::launch(p, LaunchConfig::blocks(1, 32), &mut dc, &da, &db)?;
+    mma_tile_bf16::launch(p, LaunchConfig::blocks(1, 32), &mut dc, &da, &db)?;
     util::settle(p)?;
     check_eq(
         "bf16 16x8x16 mma",

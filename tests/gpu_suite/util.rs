@@ -1,8 +1,12 @@
-//! Helpers shared by the cases: who is who among the PEs, a common end point, and comparisons
-//! that say which element differed and how.
+//! Helpers shared by the cases: who is who among the PEs, a common end point, comparisons
+//! that say which element differed and how, the host's reductions, and the set-ups several
+//! cases repeat (a refused call, a captured graph replayed, a team non-members must refuse).
 
+use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use pgas::cudarc::driver::CudaStream;
 use pgas::prelude::*;
 use std::fmt::Debug;
+use std::sync::Arc;
 
 pub type CaseResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -93,4 +97,105 @@ pub fn sorted<T: Ord + Clone>(v: &[T]) -> Vec<T> {
     let mut s = v.to_vec();
     s.sort();
     s
+}
+
+/// A reduction of `T` computed on the host as the GPU computes it: floats in f64, rounded to `T`
+/// after every step; integers wrapping.
+pub trait HostFold: Copy {
+    fn fold(op: ReduceOp, a: Self, b: Self) -> Self;
+}
+
+macro_rules! float_fold {
+    ($($t:ty: $to:expr, $back:expr;)*) => {$(
+        impl HostFold for $t {
+            fn fold(op: ReduceOp, a: Self, b: Self) -> Self {
+                let (to, back): (fn(f64) -> $t, fn($t) -> f64) = ($to, $back);
+                let (a, b) = (back(a), back(b));
+                to(match op {
+                    ReduceOp::Sum => a + b,
+                    ReduceOp::Prod => a * b,
+                    ReduceOp::Min => a.min(b),
+                    _ => a.max(b),
+                })
+            }
+        }
+    )*};
+}
+
+float_fold! {
+    f32: |v| v as f32, |v| v as f64;
+    f64: |v| v, |v| v;
+    f16: f16::from_f64, |v| v.to_f64();
+    bf16: bf16::from_f64, |v| v.to_f64();
+}
+
+macro_rules! int_fold {
+    ($($t:ty),*) => {$(
+        impl HostFold for $t {
+            fn fold(op: ReduceOp, a: Self, b: Self) -> Self {
+                match op {
+                    ReduceOp::Sum => a.wrapping_add(b),
+                    ReduceOp::Prod => a.wrapping_mul(b),
+                    ReduceOp::Min => a.min(b),
+                    ReduceOp::Max => a.max(b),
+                    ReduceOp::And => a & b,
+                    ReduceOp::Or => a | b,
+                    ReduceOp::Xor => a ^ b,
+                }
+            }
+        }
+    )*};
+}
+
+int_fold!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+/// Passes when `r` is an error whose message says `words` (a bad input refused before
+/// anything is launched).
+pub fn refused<T: Debug>(r: pgas::Result<T>, words: &str) -> CaseResult {
+    match r {
+        Ok(v) => Err(format!("accepted ({v:?}); expected an error saying '{words}'").into()),
+        Err(e) if e.to_string().contains(words) => Ok(()),
+        Err(e) => Err(format!("error '{e}' does not say '{words}'").into()),
+    }
+}
+
+/// The calls of `body` captured into one graph on `stream`, replayed `replays` times, then
+/// every PE settled.
+pub fn replay_captured(
+    p: &Pgas,
+    stream: &Arc<CudaStream>,
+    replays: usize,
+    body: impl FnOnce() -> pgas::Result<()>,
+) -> CaseResult {
+    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    let captured = body();
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
+    captured?;
+    let graph = graph.ok_or("the capture produced no graph")?;
+    for _ in 0..replays {
+        graph.launch()?;
+    }
+    stream.synchronize()?;
+    settle(p)
+}
+
+/// The even PEs as a team (`None` on the odd ones).
+pub fn even_team(p: &Pgas) -> pgas::Result<Option<Team>> {
+    Team::WORLD.split_strided(p, 0, 2, npes(p).div_ceil(2))
+}
+
+/// On a PE outside a team: each of its calls over the team (named by what it did) was refused
+/// as not a member's.
+pub fn refused_to_non_member<T>(
+    outcomes: impl IntoIterator<Item = (&'static str, pgas::Result<T>)>,
+) -> CaseResult {
+    for (what, o) in outcomes {
+        let e = o
+            .err()
+            .ok_or_else(|| format!("an odd PE's {what} over the even team succeeded"))?;
+        ensure(e.to_string().contains("not a member"), || {
+            format!("unclear error: {e}")
+        })?;
+    }
+    Ok(())
 }

@@ -2,7 +2,7 @@
 //! intrinsic arguments, checked against their kind (only a `SymTensor` is a remote target)
 //! and mutability. Kept apart because these rules are about memory, not about values.
 
-use super::{Checker, Ctx};
+use super::checker::{Checker, Ctx};
 use crate::error::Sp;
 use crate::intrinsics::Arg;
 use crate::ir::*;

@@ -4,7 +4,7 @@
 //! device functions called and whether a collective is used (then the kernel needs a
 //! collective launch). Kept apart because it follows the intrinsic table, not Rust syntax.
 
-use super::{Checker, Ctx, FnSig};
+use super::checker::{Checker, Ctx, FnSig};
 use crate::error::Sp;
 use crate::intrinsics::{self, Arg, Form, Group, Intrinsic, Ret, Scope, REDUCE_BITWISE};
 use crate::ir::*;

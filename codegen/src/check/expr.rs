@@ -2,8 +2,7 @@
 //! and its target. `expr_kind` hands buffer accesses to `buffer.rs`, calls to `call.rs` and
 //! control flow to `stmt.rs`, so this file holds only the rules for scalar values.
 
-use super::infer::Slot;
-use super::{Checker, Ctx};
+use super::checker::{Checker, Ctx, Slot};
 use crate::error::Sp;
 use crate::intrinsics;
 use crate::ir::*;

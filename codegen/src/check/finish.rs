@@ -2,7 +2,7 @@
 //! (defaulted) types, check literal ranges, fix a literal-typed intrinsic's element type, and
 //! mark unread locals. Kept apart because it runs once all types are known.
 
-use super::Checker;
+use super::checker::Checker;
 use crate::intrinsics;
 use crate::ir::*;
 use crate::types::Ty;

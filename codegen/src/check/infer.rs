@@ -3,16 +3,8 @@
 //! other check asks these questions (`resolve`, `unify`, `is_int`) and none needs to know how
 //! the answer is stored.
 
-use super::Checker;
+use super::checker::{Checker, Slot};
 use crate::types::{Scalar, Ty};
-
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Slot {
-    Int,
-    Float,
-    Bound(Scalar),
-    Link(u32),
-}
 
 impl Checker<'_> {
     pub(super) fn fresh(&mut self, slot: Slot) -> Ty {

@@ -2,18 +2,8 @@
 //! that no C/C++/CUDA keyword, builtin or generated name can shadow. Kept apart because the
 //! naming rules are about the emitted C, not about Rust's types.
 
-use super::Checker;
+use super::checker::{Checker, Local};
 use crate::types::Ty;
-
-#[derive(Clone, Debug)]
-pub(super) struct Local {
-    pub(super) name: String,
-    pub(super) ty: Ty,
-    pub(super) mutable: bool,
-    pub(super) is_param: bool,
-    pub(super) c_name: String,
-    pub(super) comptime: bool,
-}
 
 /// C/C++/CUDA names a Rust local must not take.
 const RESERVED: &[&str] = &[

@@ -3,7 +3,7 @@
 //! `expr.rs` because these decide where a value may come from (a block's tail, a branch) and
 //! what a function returns, not what an operator does.
 
-use super::{ends_in_return, is_simple_block, is_simple_value, show_scalar, Checker, Ctx};
+use super::checker::{ends_in_return, is_simple_block, is_simple_value, show_scalar, Checker, Ctx};
 use crate::intrinsics::{self, Group, Intrinsic, Ret};
 use crate::ir::*;
 use crate::types::{BufKind, BufTy, FragKind, FragTy, Scalar, Ty};

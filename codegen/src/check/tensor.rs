@@ -5,7 +5,7 @@
 //! the fragments stay in registers). Kept apart because these rules come from the hardware's
 //! instructions, not from Rust's types.
 
-use super::{Checker, Ctx};
+use super::checker::{Checker, Ctx};
 use crate::intrinsics::{Arg, Space};
 use crate::ir::*;
 use crate::types::{BufKind, FragKind, Scalar, Ty};

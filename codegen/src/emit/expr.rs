@@ -1,6 +1,9 @@
 //! Expressions: buffers as (pointer, length), indexing, values.
 
-use super::*;
+use super::emitter::{cast, device_fn_name, float_literal, int_literal, Emitter};
+use crate::intrinsics::Ret;
+use crate::ir::*;
+use crate::types::{Scalar, Ty};
 
 impl Emitter {
     /// A buffer-valued expression as (pointer, length).

@@ -1,7 +1,12 @@
 //! A call of an intrinsic row: its arguments (with the checked variant's checks), its count,
 //! and its template or NVSHMEM wrapper.
 
-use super::*;
+use super::emitter::Emitter;
+use crate::intrinsics::{self, Arg, Count, Intrinsic, Scope};
+use crate::ir::*;
+use crate::nvcall;
+use crate::template::expand_template;
+use crate::types::Scalar;
 
 impl Emitter {
     /// Expand an intrinsic row's template.

@@ -1,6 +1,10 @@
 //! Statements: a function, its blocks, `let`, assignments, loops and branches.
 
-use super::*;
+use super::emitter::{c_string, Emitter, Target};
+use super::intrinsic::bare;
+use crate::check::is_simple_value;
+use crate::ir::*;
+use crate::types::{Scalar, Ty};
 
 impl Emitter {
     pub(super) fn function(&mut self, f: &Function) {

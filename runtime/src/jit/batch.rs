@@ -12,9 +12,11 @@ use std::sync::Arc;
 
 use super::disk::{CacheKey, DiskCache, EntryLock, Lookup};
 use super::helpers::Job;
+use super::key::{Keyed, BATCH_KEY_NAME};
 use super::source::Source;
 use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
+use crate::launch_cause::LaunchCause;
 use pgas_codegen::Prelude;
 
 /// A link entry's payload starts with this (a CUBIN starts with ELF's magic, so the two cannot be
@@ -26,11 +28,6 @@ const LINK: &[u8; 8] = b"PGASLNK1";
 pub(crate) struct Image {
     pub key: CacheKey,
     pub cubin: Arc<[u8]>,
-}
-
-/// How one specialization's source is keyed in the disk cache.
-pub(crate) fn kernel_key(tc: &Toolchain, src: &Source, arch: (u32, u32)) -> CacheKey {
-    tc.cache_key(&src.text, &src.cuda_name, arch)
 }
 
 /// The image that holds the kernel of `key`, from the disk cache: its own CUBIN, or the batch
@@ -129,7 +126,7 @@ pub(crate) fn compile(
     disk: Option<&DiskCache>,
     dump: Option<&Path>,
     prelude: Option<Prelude>,
-    members: &[&Source],
+    members: &[&Keyed],
     arch: (u32, u32),
     wait: bool,
 ) -> Result<Option<Vec<Result<Image>>>> {
@@ -143,7 +140,7 @@ pub(crate) fn compile(
     let Some((program, key)) = batch_program(tc, prelude, members, arch)? else {
         let mut out = Vec::new();
         for m in members {
-            let Some(_lock) = lock(&kernel_key(tc, m, arch)) else {
+            let Some(_lock) = lock(&m.key) else {
                 return Ok(None);
             };
             out.push(alone(tc, disk, dump, m, arch)?);
@@ -170,7 +167,7 @@ pub(crate) fn compile(
             Err(Error::Compile { .. }) => {
                 let mut out = Vec::new();
                 for m in members {
-                    let _lock = disk.map(|d| d.lock_or_warn(&kernel_key(tc, m, arch), true));
+                    let _lock = disk.map(|d| d.lock_or_warn(&m.key, true));
                     out.push(alone(tc, disk, dump, m, arch)?);
                 }
                 return Ok(Some(out));
@@ -182,14 +179,11 @@ pub(crate) fn compile(
         let mut link = LINK.to_vec();
         link.extend_from_slice(image.key.as_bytes());
         for m in members {
-            d.store_or_warn(&kernel_key(tc, m, arch), &link);
+            d.store_or_warn(&m.key, &link);
         }
     }
     Ok(Some(members.iter().map(|_| Ok(image.clone())).collect()))
 }
-
-/// The kernel name a batch program's cache key is computed with.
-const BATCH_KEY_NAME: &str = "pgas_batch";
 
 /// The batch program of `members` (`prelude` once, then each member in a namespace of its own)
 /// and its cache key; `None` when they are compiled a kernel a program (no shared prelude, or
@@ -198,18 +192,16 @@ const BATCH_KEY_NAME: &str = "pgas_batch";
 fn batch_program(
     tc: &Toolchain,
     prelude: Option<Prelude>,
-    members: &[&Source],
+    members: &[&Keyed],
     arch: (u32, u32),
 ) -> Result<Option<(String, CacheKey)>> {
     let (Some(prelude), [_, _, ..]) = (prelude, members) else {
         return Ok(None);
     };
-    let texts: Vec<&str> = members.iter().map(|m| m.text.as_str()).collect();
-    let text = pgas_codegen::batch(prelude.text(), &texts).ok_or_else(|| Error::Launch {
-        kernel: members[0].display.clone(),
-        reason: "a batched source does not start with its prelude".to_owned(),
-    })?;
-    let key = tc.cache_key(&text, BATCH_KEY_NAME, arch);
+    let texts: Vec<&str> = members.iter().map(|m| m.src.text.as_str()).collect();
+    let text = pgas_codegen::batch(prelude.text(), &texts)
+        .ok_or_else(|| Error::launch(&members[0].src.display, LaunchCause::BatchWithoutPrelude))?;
+    let key = tc.batch_key(&text, arch);
     Ok(Some((text, key)))
 }
 
@@ -218,7 +210,7 @@ fn batch_program(
 pub(crate) fn job(
     tc: &Toolchain,
     prelude: Option<Prelude>,
-    members: &[&Source],
+    members: &[&Keyed],
     arch: (u32, u32),
 ) -> Result<(Job, CacheKey)> {
     if let Some((text, key)) = batch_program(tc, prelude, members, arch)? {
@@ -230,13 +222,13 @@ pub(crate) fn job(
         return Ok((job, key));
     }
     // One kernel a program (see `compile`): a raw kernel or a group of one.
-    let src = members[0];
+    let Keyed { src, key, .. } = members[0];
     let job = Job {
         text: src.text.clone(),
         key_name: src.cuda_name.clone(),
         compile_name: src.cuda_name.clone(),
     };
-    Ok((job, kernel_key(tc, src, arch)))
+    Ok((job, *key))
 }
 
 /// One kernel compiled on its own (a raw kernel, a batch of one, or a member of a batch NVRTC
@@ -245,10 +237,11 @@ fn alone(
     tc: &Toolchain,
     disk: Option<&DiskCache>,
     dump: Option<&Path>,
-    src: &Source,
+    kernel: &Keyed,
     arch: (u32, u32),
 ) -> Result<Result<Image>> {
-    let key = kernel_key(tc, src, arch);
+    let Keyed { src, key, .. } = kernel;
+    let key = *key;
     if let Some(image) = disk.and_then(|d| lookup(d, &key)) {
         return Ok(Ok(image));
     }
@@ -311,6 +304,11 @@ mod tests {
 
     const ARCH: (u32, u32) = (9, 0);
 
+    /// A specialization with its key, as the build plans it.
+    fn keyed(tc: &Toolchain, src: Source) -> Keyed {
+        tc.keyed(0, src, ARCH)
+    }
+
     #[test]
     fn sm90a_kernels_are_never_batched() {
         let mut wg = spec("batch_wg", "if (n) x[0] = 1.0f;");
@@ -331,14 +329,17 @@ mod tests {
     fn a_batch_is_one_image_with_a_link_per_kernel_and_survives_concurrent_builders() {
         let tc = toolchain();
         let dir = tmpdir("ok");
-        let a = spec("batch_a", "if (n) x[0] = 1.0f;");
-        let b = spec(
-            "batch_b",
-            "if (n) nvshmem_float_p(x, 2.0f, (nvshmem_my_pe() + 1) % nvshmem_n_pes());",
+        let a = keyed(&tc, spec("batch_a", "if (n) x[0] = 1.0f;"));
+        let b = keyed(
+            &tc,
+            spec(
+                "batch_b",
+                "if (n) nvshmem_float_p(x, 2.0f, (nvshmem_my_pe() + 1) % nvshmem_n_pes());",
+            ),
         );
-        let c = spec("batch_c", "if (n > 1) x[1] = x[0];");
+        let c = keyed(&tc, spec("batch_c", "if (n > 1) x[1] = x[0];"));
         let members = [&a, &b, &c];
-        let prelude = prelude_of(&a);
+        let prelude = prelude_of(&a.src);
         assert_eq!(prelude, Some(Prelude::P2p));
         // Two PEs building the same batch into one cache at once: both succeed, and the entries
         // they leave are whole.
@@ -363,14 +364,18 @@ mod tests {
                 "one image for the batch"
             );
         }
-        let image = lookup(&disk, &kernel_key(&tc, &b, ARCH)).unwrap();
+        let image = lookup(&disk, &b.key).unwrap();
         for m in members {
-            let found = lookup(&disk, &kernel_key(&tc, m, ARCH)).unwrap();
-            assert_eq!(found.key, image.key, "{} links to the batch", m.cuda_name);
+            let found = lookup(&disk, &m.key).unwrap();
+            assert_eq!(
+                found.key, image.key,
+                "{} links to the batch",
+                m.src.cuda_name
+            );
             assert!(
-                has_symbol(&image.cubin, &m.cuda_name),
+                has_symbol(&image.cubin, &m.src.cuda_name),
                 "{} in the image",
-                m.cuda_name
+                m.src.cuda_name
             );
         }
         // No temporary files left behind.
@@ -385,13 +390,13 @@ mod tests {
         let path = disk.path(&image.key);
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
-        assert!(lookup(&disk, &kernel_key(&tc, &a, ARCH)).is_none());
+        assert!(lookup(&disk, &a.key).is_none());
         assert!(!path.exists(), "the truncated image was removed");
         // A truncated link is a miss too.
-        let link = disk.path(&kernel_key(&tc, &c, ARCH));
+        let link = disk.path(&c.key);
         let bytes = std::fs::read(&link).unwrap();
         std::fs::write(&link, &bytes[..bytes.len() - 5]).unwrap();
-        assert!(lookup(&disk, &kernel_key(&tc, &c, ARCH)).is_none());
+        assert!(lookup(&disk, &c.key).is_none());
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -400,15 +405,15 @@ mod tests {
         let tc = toolchain();
         let dir = tmpdir("job");
         let disk = DiskCache::open(&dir).unwrap();
-        let a = spec("job_a", "if (n) x[0] = 6.0f;");
-        let b = spec("job_b", "if (n) x[0] = 7.0f;");
+        let a = keyed(&tc, spec("job_a", "if (n) x[0] = 6.0f;"));
+        let b = keyed(&tc, spec("job_b", "if (n) x[0] = 7.0f;"));
         let (batch_job, batch_key) = job(&tc, Some(Prelude::P2p), &[&a, &b], ARCH).unwrap();
         let (one_job, one_key) = job(&tc, Some(Prelude::P2p), &[&a], ARCH).unwrap();
         assert_eq!(batch_job.compile_name, batch_name(&batch_key));
-        assert_eq!(one_key, kernel_key(&tc, &a, ARCH));
+        assert_eq!(one_key, tc.cache_key(&a.src.text, &a.src.cuda_name, ARCH));
         assert_eq!(
             (one_job.text.as_str(), one_job.key_name.as_str()),
-            (a.text.as_str(), "job_a")
+            (a.src.text.as_str(), "job_a")
         );
         // The keys a helper recomputes from the job are the build's.
         assert_eq!(
@@ -436,10 +441,10 @@ mod tests {
         let tc = toolchain();
         let dir = tmpdir("held");
         let disk = DiskCache::open(&dir).unwrap();
-        let a = spec("held_a", "if (n) x[0] = 4.0f;");
-        let b = spec("held_b", "if (n) x[0] = 5.0f;");
+        let a = keyed(&tc, spec("held_a", "if (n) x[0] = 4.0f;"));
+        let b = keyed(&tc, spec("held_b", "if (n) x[0] = 5.0f;"));
         let members = [&a, &b];
-        let texts = [a.text.as_str(), b.text.as_str()];
+        let texts = [a.src.text.as_str(), b.src.text.as_str()];
         let program = pgas_codegen::batch(Prelude::P2p.text(), &texts).unwrap();
         let key = tc.cache_key(&program, "pgas_batch", ARCH);
         // Another PE holds the program's lock while it compiles it.
@@ -490,15 +495,15 @@ mod tests {
         let tc = toolchain();
         let dir = tmpdir("bad");
         let disk = DiskCache::open(&dir).unwrap();
-        let good = spec("batch_good", "if (n) x[0] = 3.0f;");
-        let bad1 = spec("batch_bad1", "x[0] = undefined_one;");
-        let bad2 = spec("batch_bad2", "\n\nx[0] = undefined_two;");
+        let good = keyed(&tc, spec("batch_good", "if (n) x[0] = 3.0f;"));
+        let bad1 = keyed(&tc, spec("batch_bad1", "x[0] = undefined_one;"));
+        let bad2 = keyed(&tc, spec("batch_bad2", "\n\nx[0] = undefined_two;"));
         let members = [&bad1, &good, &bad2];
         let out = compile(
             &tc,
             Some(&disk),
             None,
-            prelude_of(&good),
+            prelude_of(&good.src),
             &members,
             ARCH,
             true,
@@ -528,7 +533,7 @@ mod tests {
         let image = out[1].as_ref().unwrap();
         assert!(has_symbol(&image.cubin, "batch_good"));
         assert_eq!(
-            lookup(&disk, &kernel_key(&tc, &good, ARCH)).unwrap().key,
+            lookup(&disk, &good.key).unwrap().key,
             image.key,
             "the good kernel is cached under its own key"
         );
@@ -544,15 +549,19 @@ mod tests {
         // disk.rs); a full disk fails the same calls.
         std::fs::remove_dir_all(&dir).unwrap();
         std::fs::write(&dir, b"").unwrap();
-        let a = spec("nodisk_a", "if (n) x[0] = 6.0f;");
-        let b = spec("nodisk_b", "if (n) x[0] = 7.0f;");
-        for (members, prelude) in [(vec![&a, &b], prelude_of(&a)), (vec![&a], None)] {
+        let a = keyed(&tc, spec("nodisk_a", "if (n) x[0] = 6.0f;"));
+        let b = keyed(&tc, spec("nodisk_b", "if (n) x[0] = 7.0f;"));
+        for (members, prelude) in [(vec![&a, &b], prelude_of(&a.src)), (vec![&a], None)] {
             let out = compile(&tc, Some(&disk), None, prelude, &members, ARCH, true)
                 .unwrap()
                 .unwrap();
             for (m, r) in members.iter().zip(out) {
                 let image = r.unwrap();
-                assert!(has_symbol(&image.cubin, &m.cuda_name), "{}", m.cuda_name);
+                assert!(
+                    has_symbol(&image.cubin, &m.src.cuda_name),
+                    "{}",
+                    m.src.cuda_name
+                );
             }
         }
         assert!(disk.warned(), "the failure is reported (once)");

@@ -21,40 +21,18 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 
 /// First bytes of every entry (format version in the last byte).
-const MAGIC: &[u8; 8] = b"PGASCUB1";
+pub(super) const MAGIC: &[u8; 8] = b"PGASCUB1";
 /// magic + key hash + payload length + payload checksum.
 const HEADER_LEN: usize = 8 + 32 + 8 + 32;
 
-/// The hash that names a cache entry.
+/// The hash that names a cache entry (made in `key.rs`, from every input of the CUBIN).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CacheKey([u8; 32]);
 
 impl CacheKey {
-    /// Hashes every input that determines a CUBIN.
-    pub fn new(
-        source: &str,
-        kernel_name: &str,
-        options: &[String],
-        nvrtc_version: (i32, i32),
-        nvshmem_version: &str,
-        arch: (u32, u32),
-    ) -> CacheKey {
-        let mut h = Sha256::new();
-        // Length-prefix each field so no two different inputs hash the same byte stream.
-        let mut field = |bytes: &[u8]| {
-            h.update((bytes.len() as u64).to_le_bytes());
-            h.update(bytes);
-        };
-        field(MAGIC);
-        field(source.as_bytes());
-        field(kernel_name.as_bytes());
-        for o in options {
-            field(o.as_bytes());
-        }
-        field(format!("nvrtc {}.{}", nvrtc_version.0, nvrtc_version.1).as_bytes());
-        field(format!("nvshmem {nvshmem_version}").as_bytes());
-        field(format!("sm_{}{}", arch.0, arch.1).as_bytes());
-        CacheKey(h.finalize().into())
+    /// The key of a finished hash (the inputs are hashed in `key.rs`).
+    pub(super) fn from_hash(hash: [u8; 32]) -> CacheKey {
+        CacheKey(hash)
     }
 
     /// The key's 32 bytes (what a batch link stores).

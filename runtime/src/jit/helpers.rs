@@ -18,6 +18,7 @@
 use super::disk::{CacheKey, DiskCache, Lookup};
 use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
+use crate::launch_cause::LaunchCause;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -138,9 +139,12 @@ fn write_jobs(dir: &Path, jobs: &[(Job, CacheKey)]) -> std::io::Result<()> {
 
 /// The jobs of `dir`, in order, with the keys the build computed.
 pub fn read_jobs(dir: &Path) -> Result<Vec<(Job, String)>> {
-    let io = |e: std::io::Error| Error::Launch {
-        kernel: "pgas jit-helper".to_owned(),
-        reason: format!("reading the job list in {}: {e}", dir.display()),
+    let io = |e: std::io::Error| {
+        let cause = LaunchCause::HelperJobs {
+            dir: dir.to_owned(),
+            error: e.to_string(),
+        };
+        Error::launch("pgas jit-helper", cause)
     };
     let mut jobs = Vec::new();
     for i in 0.. {

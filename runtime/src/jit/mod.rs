@@ -7,33 +7,21 @@
 //! the measured costs.
 
 mod batch;
+mod compile;
 pub mod disk;
 pub mod helpers;
+mod key;
 mod library;
+pub(crate) mod module;
 mod nvjitlink;
 mod nvrtc;
+mod plan;
 pub(crate) mod source;
 pub(crate) mod state;
 pub mod toolchain;
 
 pub use state::JitState;
 pub use toolchain::{Compiled, Toolchain};
-
-use crate::nvshmem::Nvshmem;
-use state::ModuleHooks;
-
-impl ModuleHooks for Nvshmem {
-    fn cumodule_init(&self, module: cudarc::driver::sys::CUmodule) -> i32 {
-        // SAFETY: a module just loaded in the current context, NVSHMEM initialized (a Pgas
-        // exists); cudarc's and bindgen's CUmodule are the same opaque pointer.
-        unsafe { self.raw().nvshmemx_cumodule_init(module.cast()) }
-    }
-
-    fn cumodule_finalize(&self, module: cudarc::driver::sys::CUmodule) -> i32 {
-        // SAFETY: as above, for a module about to be unloaded.
-        unsafe { self.raw().nvshmemx_cumodule_finalize(module.cast()) }
-    }
-}
 
 /// The prelude every kernel source starts with: pgas-codegen's, so raw and generated kernels
 /// compile against the same headers.

@@ -1,20 +1,21 @@
 //! Per-context JIT state: the in-memory function cache, the loaded modules, and the slow path
-//! that fills them (toolchain, disk cache, NVRTC, module load, `nvshmemx_cumodule_init`).
+//! that fills them, [`JitState::build`]: plan (`plan.rs`: keys, disk cache, programs), compile
+//! (`compile.rs`, `batch.rs`: NVRTC), load (`module.rs`: module load, `nvshmemx_cumodule_init`).
 
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use cudarc::driver::{result, sys, CudaContext};
+use cudarc::driver::{sys, CudaContext};
 
-use super::disk::{CacheKey, DiskCache};
+use super::compile::compile;
+use super::disk::DiskCache;
+use super::module::{Function, ModuleHooks, Modules};
+use super::plan::Plan;
 use super::source::Source;
 use super::toolchain::Toolchain;
-use super::{batch, helpers};
 use crate::error::{Error, Result};
 use crate::kernel::{Variant, MAX_COMPTIME};
-use pgas_codegen::Prelude;
 
 /// Which kernel a cached function belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -65,50 +66,6 @@ impl Hash for FnKey {
     }
 }
 
-/// A loaded kernel function.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Function(sys::CUfunction);
-
-// SAFETY: a CUfunction is a driver handle usable from any thread whose current context is the
-// one that loaded it; the launch path binds that context first.
-unsafe impl Send for Function {}
-// SAFETY: as for Send: the handle is immutable, and the driver's calls on it are thread-safe.
-unsafe impl Sync for Function {}
-
-impl Function {
-    pub(crate) fn raw(self) -> sys::CUfunction {
-        self.0
-    }
-}
-
-/// The NVSHMEM calls a module needs: `nvshmemx_cumodule_init` after loading and
-/// `nvshmemx_cumodule_finalize` before unloading (statuses as NVSHMEM returns them, 0 = ok).
-pub(crate) trait ModuleHooks: Sync {
-    fn cumodule_init(&self, module: sys::CUmodule) -> i32;
-    fn cumodule_finalize(&self, module: sys::CUmodule) -> i32;
-}
-
-/// Kernels compiled together: their prelude (`None`: a raw kernel) and, for each, the index of
-/// its [`Want`] and its source.
-type Program = (Option<Prelude>, Vec<(usize, Source)>);
-
-/// A build compiling at least this many kernels prints a line per batch (a first run of many
-/// kernels takes seconds, and should say what it is doing).
-const PROGRESS_MIN: usize = 4;
-
-/// What a progress line says a program holds: its kernels by Rust name when there are few (a
-/// slow program then names its culprit), else their number.
-fn program_members(sources: &[&Source]) -> String {
-    match sources {
-        [one] => format!("1 kernel ({})", one.display),
-        few if few.len() <= 3 => {
-            let names: Vec<&str> = few.iter().map(|s| s.display.as_str()).collect();
-            format!("{} kernels ({})", few.len(), names.join(", "))
-        }
-        many => format!("{} kernels", many.len()),
-    }
-}
-
 /// Where kernels are loaded: a context, its JIT state and its NVSHMEM (if any).
 pub(crate) struct Target<'a> {
     pub ctx: &'a Arc<CudaContext>,
@@ -127,17 +84,6 @@ pub(crate) struct Want<'a> {
     pub source: &'a dyn Fn() -> Source,
 }
 
-struct Module {
-    /// The image it was loaded from: kernels of one batch share it.
-    image: CacheKey,
-    raw: sys::CUmodule,
-    ctx: Arc<CudaContext>,
-    nvshmem: bool,
-}
-
-// SAFETY: a module handle is used only under the modules mutex, with its context bound.
-unsafe impl Send for Module {}
-
 /// Architecture and SM count of the context's device, read once.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DeviceInfo {
@@ -154,7 +100,7 @@ pub struct JitState {
     /// Held while building, so concurrent first launches compile a kernel once; the parallelism
     /// of a build is in its batches, not in threads racing into NVRTC.
     building: Mutex<()>,
-    modules: Mutex<Vec<Module>>,
+    modules: Modules,
     disk: Mutex<Option<Option<Arc<DiskCache>>>>,
     device: OnceLock<DeviceInfo>,
 }
@@ -166,7 +112,7 @@ impl std::fmt::Debug for JitState {
                 "functions",
                 &self.functions.read().map(|m| m.len()).unwrap_or(0),
             )
-            .field("modules", &lock(&self.modules).len())
+            .field("modules", &self.modules.len())
             .finish()
     }
 }
@@ -183,7 +129,7 @@ impl JitState {
         JitState {
             functions: RwLock::new(HashMap::new()),
             building: Mutex::new(()),
-            modules: Mutex::new(Vec::new()),
+            modules: Modules::default(),
             disk: Mutex::new(None),
             device: OnceLock::new(),
         }
@@ -249,146 +195,33 @@ impl JitState {
         let tc = self.toolchain()?;
         let disk = self.disk();
         let arch = self.device(target.ctx)?.arch;
-        let dump = std::env::var_os("PGAS_DUMP_DIR").map(std::path::PathBuf::from);
+        let pending = wants
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| results[*i].is_none())
+            .map(|(i, w)| (i, (w.source)()));
+        let plan = Plan::new(&tc, disk.as_deref(), arch, pending, target.node_pes);
+        let compiled = compile(&tc, disk.as_deref(), arch, plan.programs, plan.helpers)?;
 
-        // Each pending kernel: from the disk cache, or into its prelude's group.
-        let mut found: Vec<(usize, Source, batch::Image)> = Vec::new();
-        let mut by_prelude: Vec<Program> = Vec::new();
-        for (i, w) in wants.iter().enumerate() {
-            if results[i].is_some() {
-                continue;
-            }
-            let src = (w.source)();
-            let cached = disk
-                .as_deref()
-                .and_then(|d| batch::lookup(d, &batch::kernel_key(&tc, &src, arch)));
-            if let Some(image) = cached {
-                found.push((i, src, image));
-                continue;
-            }
-            let prelude = batch::prelude_of(&src);
-            match by_prelude
-                .iter_mut()
-                .find(|(p, _)| prelude.is_some() && *p == prelude)
-            {
-                Some((_, members)) => members.push((i, src)),
-                None => by_prelude.push((prelude, vec![(i, src)])),
+        let mut found = plan.cached;
+        for (kernel, image) in compiled {
+            match image {
+                Ok(image) => found.push((kernel, image)),
+                Err(e) => results[kernel.index] = Some(Err(e)),
             }
         }
-        // Helper processes take programs from the same list (see `super::helpers`), so the
-        // batches are cut for every compiling process of the node: its PEs and their helpers.
-        // Looked for only when more than one kernel is to be compiled (one kernel is one
-        // program, which the build compiles itself), and only with a disk cache (their results
-        // travel through it).
-        let pending: usize = by_prelude.iter().map(|(_, members)| members.len()).sum();
-        let helper = match disk.as_deref() {
-            Some(disk) if pending > 1 => helpers::helper_exe()
-                .map(|exe| (exe, helpers::helper_count(target.node_pes), disk))
-                .filter(|(_, count, _)| *count > 0),
-            _ => None,
-        };
-        let compilers = target.node_pes.max(1) * (1 + helper.as_ref().map_or(0, |(_, n, _)| *n));
-        let groups: Vec<Program> = by_prelude
-            .into_iter()
-            .flat_map(|(prelude, members)| {
-                batch::chunks(prelude, members, compilers)
-                    .into_iter()
-                    .map(move |c| (prelude, c))
-            })
-            .collect();
-
-        let total: usize = groups.iter().map(|(_, m)| m.len()).sum();
-        let progress = total >= PROGRESS_MIN;
-        let started = std::time::Instant::now();
-        // The helpers, dropped (ended) once every program is built.
-        let helpers = match helper {
-            Some((exe, helper_count, disk)) if groups.len() > 1 => {
-                let jobs: Vec<_> = groups
-                    .iter()
-                    .filter_map(|(prelude, members)| {
-                        let sources: Vec<&Source> = members.iter().map(|(_, s)| s).collect();
-                        batch::job(&tc, *prelude, &sources, arch).ok()
-                    })
-                    .collect();
-                let count = helper_count.min(groups.len() - 1);
-                helpers::Helpers::start(&exe, disk, &jobs, arch, count)
-            }
-            _ => None,
-        };
-        if let (Some(h), true) = (&helpers, progress) {
-            eprintln!(
-                "pgas: JIT: {} helper process(es) compile beside this one (PGAS_JIT_HELPERS=0: none)",
-                h.count()
-            );
-        }
-        // NVRTC runs one compile at a time per process, so programs are compiled one after the
-        // other. A first pass skips the programs another process holds (a PE of this node
-        // compiling the same kernels); the second waits for those and then finds them cached.
-        let n_programs = groups.len();
-        let mut outcomes: Vec<Option<Vec<Result<batch::Image>>>> =
-            groups.iter().map(|_| None).collect();
-        for wait in [false, true] {
-            for (g, (prelude, members)) in groups.iter().enumerate() {
-                if outcomes[g].is_some() {
-                    continue;
-                }
-                let t = std::time::Instant::now();
-                let _span = tracing::info_span!(
-                    "pgas.compile_batch",
-                    kernels = members.len(),
-                    prelude = batch::prelude_name(*prelude)
-                )
-                .entered();
-                let sources: Vec<&Source> = members.iter().map(|(_, s)| s).collect();
-                let out = batch::compile(
-                    &tc,
-                    disk.as_deref(),
-                    dump.as_deref(),
-                    *prelude,
-                    &sources,
-                    arch,
-                    wait,
-                )?;
-                if let (Some(_), true) = (&out, progress) {
-                    eprintln!(
-                        "pgas: JIT: program {}/{n_programs}: {}, {}, {:.2} s",
-                        g + 1,
-                        program_members(&sources),
-                        batch::prelude_name(*prelude),
-                        t.elapsed().as_secs_f64()
-                    );
-                }
-                outcomes[g] = out;
-            }
-        }
-        // Every program is built: a helper still running has nothing left to do.
-        drop(helpers);
-        if progress {
-            eprintln!(
-                "pgas: JIT: {total} kernel(s) compiled or loaded in {:.2} s",
-                started.elapsed().as_secs_f64()
-            );
-        }
-        for ((_, members), outcome) in groups.into_iter().zip(outcomes) {
-            let outcome = outcome.expect("the waiting pass builds every program");
-            for ((i, src), image) in members.into_iter().zip(outcome) {
-                match image {
-                    Ok(image) => found.push((i, src, image)),
-                    Err(e) => results[i] = Some(Err(e)),
-                }
-            }
-        }
-
         let _span = tracing::info_span!("pgas.load", kernels = found.len()).entered();
-        for (i, src, image) in found {
-            let f = self.load(target, &src, &image);
+        for (kernel, image) in found {
+            let f = self
+                .modules
+                .load(target.ctx, target.nvshmem, &kernel.src, &image);
             if let Ok(f) = f {
                 self.functions
                     .write()
                     .unwrap_or_else(|e| e.into_inner())
-                    .insert(wants[i].key, f);
+                    .insert(wants[kernel.index].key, f);
             }
-            results[i] = Some(f);
+            results[kernel.index] = Some(f);
         }
         Ok(results
             .into_iter()
@@ -423,54 +256,6 @@ impl JitState {
         d
     }
 
-    /// The function `src` names in `image`, loading the image as a module (and readying it for
-    /// NVSHMEM) unless an earlier kernel of the same batch already did.
-    fn load(&self, target: &Target<'_>, src: &Source, image: &batch::Image) -> Result<Function> {
-        target
-            .ctx
-            .bind_to_thread()
-            .map_err(Error::cuda("making the pgas CUDA context current"))?;
-        let name = CString::new(src.cuda_name.as_str()).map_err(|_| Error::Launch {
-            kernel: src.display.clone(),
-            reason: "the CUDA kernel name contains a NUL byte".to_owned(),
-        })?;
-        let mut modules = lock(&self.modules);
-        let module = match modules.iter().find(|m| m.image == image.key) {
-            Some(m) => m.raw,
-            None => {
-                // SAFETY: the image is a CUBIN NVRTC produced (or a verified cache entry of one).
-                let module = unsafe { result::module::load_data(image.cubin.as_ptr().cast()) }
-                    .map_err(Error::cuda(
-                        "loading a JIT-compiled kernel module (cuModuleLoadData)",
-                    ))?;
-                if let Some(nv) = target.nvshmem {
-                    let status = nv.cumodule_init(module);
-                    if status != 0 {
-                        // SAFETY: the module was just loaded and nothing else refers to it.
-                        let _ = unsafe { result::module::unload(module) };
-                        return Err(Error::ModuleInit {
-                            kernel: src.display.clone(),
-                            status,
-                        });
-                    }
-                }
-                modules.push(Module {
-                    image: image.key,
-                    raw: module,
-                    ctx: target.ctx.clone(),
-                    nvshmem: target.nvshmem.is_some(),
-                });
-                module
-            }
-        };
-        // SAFETY: the module is loaded (and stays loaded until finalize).
-        unsafe { result::module::get_function(module, name) }
-            .map(Function)
-            .map_err(Error::cuda(
-                "finding the kernel in its module (cuModuleGetFunction)",
-            ))
-    }
-
     /// Finalizes (`nvshmemx_cumodule_finalize`) and unloads every module, and empties the
     /// caches. The context calls this before NVSHMEM finalizes.
     pub(crate) fn finalize(&self, nv: &crate::nvshmem::Nvshmem) {
@@ -482,14 +267,8 @@ impl JitState {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
-        for m in lock(&self.modules).drain(..) {
-            let _ = m.ctx.bind_to_thread();
-            if let (true, Some(nv)) = (m.nvshmem, nv) {
-                nv.cumodule_finalize(m.raw);
-            }
-            // SAFETY: no function of this module is reachable any more (caches cleared).
-            let _ = unsafe { result::module::unload(m.raw) };
-        }
+        // No function of a module is reachable any more: the cache is cleared.
+        self.modules.unload_all(nv);
     }
 }
 
@@ -503,26 +282,4 @@ impl Drop for JitState {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn source(name: &str) -> Source {
-        Source {
-            display: name.to_owned(),
-            cuda_name: format!("pgas_{name}"),
-            text: String::new(),
-            batchable: true,
-        }
-    }
-
-    #[test]
-    fn progress_names_the_kernels_of_small_programs() {
-        let (a, b, c, d) = (source("a"), source("b"), source("c"), source("d"));
-        assert_eq!(program_members(&[&a]), "1 kernel (a)");
-        assert_eq!(program_members(&[&a, &b, &c]), "3 kernels (a, b, c)");
-        assert_eq!(program_members(&[&a, &b, &c, &d]), "4 kernels");
-    }
 }

@@ -1,6 +1,6 @@
 //! Finding what NVRTC needs (the NVRTC library, the CUDA and CCCL headers, the NVSHMEM headers)
 //! and compiling one CUDA source to a CUBIN. Needs no GPU: CI compiles every generated kernel
-//! through [`Toolchain::compile_cubin`].
+//! through [`Toolchain::compile_cubin`]. The keys it caches under are made in `key.rs`.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -12,11 +12,12 @@ use crate::error::{Error, Result};
 use crate::jit::disk::{CacheKey, DiskCache, Lookup};
 use crate::jit::nvjitlink::NvJitLink;
 use crate::jit::{library, nvrtc};
+use crate::launch_cause::LaunchCause;
 use pgas_codegen::{nvcall, Prelude};
 
 use crate::jit::nvrtc::NVRTC_SONAME;
 /// The name the NVSHMEM library's program and link input go by.
-const LIBRARY: &str = "pgas_nvshmem_library";
+pub(super) const LIBRARY: &str = "pgas_nvshmem_library";
 /// Where a CUDA root keeps its libraries, depending on how it was installed.
 const LIB_SUBDIRS: &[&str] = &["lib64", "lib", "targets/x86_64-linux/lib"];
 /// Where a CUDA root keeps its headers.
@@ -50,7 +51,7 @@ pub struct Toolchain {
     linker: Option<Arc<NvJitLink>>,
     /// The NVSHMEM library's cache key per (prelude, arch): every linked kernel's key includes
     /// it, and computing it generates and hashes the whole library source, so once is enough.
-    library_keys: Arc<Mutex<LibraryKeys>>,
+    pub(super) library_keys: Arc<Mutex<LibraryKeys>>,
 }
 
 /// The NVSHMEM library's cache key of each (prelude, arch) computed so far.
@@ -141,7 +142,7 @@ impl Toolchain {
     }
 
     /// The prelude whose library `source` links against, when it compiles link-time.
-    fn links(&self, source: &str) -> Option<Prelude> {
+    pub(super) fn links(&self, source: &str) -> Option<Prelude> {
         self.linker.as_ref()?;
         // sm_90a kernels (wgmma, TMA) compile inline: the library is built for plain sm_XY.
         Prelude::of_source(source).filter(|p| {
@@ -223,40 +224,6 @@ impl Toolchain {
         self.compile_with(source, kernel_name, arch, &self.options(arch, source))
     }
 
-    /// The disk-cache key of `source` compiled as `kernel_name` for `arch`: it covers every NVRTC
-    /// option and the NVRTC and NVSHMEM versions.
-    pub fn cache_key(&self, source: &str, kernel_name: &str, arch: (u32, u32)) -> CacheKey {
-        let options = match self.links(source) {
-            // The linked image also depends on the library: its key stands for it.
-            Some(prelude) => {
-                let mut o = self.lto_options(arch);
-                let lib = self.library_key(prelude, arch);
-                o.push(format!("link {:02x?}", lib.as_bytes()));
-                o
-            }
-            None => self.options(arch, source),
-        };
-        self.cache_key_with(source, kernel_name, arch, &options)
-    }
-
-    /// The cache key of `source` compiled with `options`.
-    pub(crate) fn cache_key_with(
-        &self,
-        source: &str,
-        kernel_name: &str,
-        arch: (u32, u32),
-        options: &[String],
-    ) -> CacheKey {
-        CacheKey::new(
-            source,
-            kernel_name,
-            options,
-            self.nvrtc_version,
-            &self.nvshmem_version,
-            arch,
-        )
-    }
-
     /// [`Toolchain::compile_cubin`] through a disk cache: a verified entry is returned as is
     /// (`true`: from the cache), else NVRTC compiles and the result is stored; a corrupt entry
     /// is dropped and rebuilt; a cache that cannot be read or written is skipped (one warning).
@@ -326,10 +293,8 @@ impl Toolchain {
         let linked = self.links(source);
         let (compiled, compiled_source, opts) = match linked {
             Some(prelude) => {
-                let lto = nvcall::lto_source(source).ok_or_else(|| Error::Launch {
-                    kernel: kernel_name.to_owned(),
-                    reason: "a generated source has no link-time form".to_owned(),
-                })?;
+                let lto = nvcall::lto_source(source)
+                    .ok_or_else(|| Error::launch(kernel_name, LaunchCause::NoLinkTimeForm))?;
                 let opts = self.lto_options(arch);
                 let compiled = self.compile_linked(disk, prelude, &lto, kernel_name, arch, &opts);
                 (compiled, lto, opts)
@@ -370,10 +335,10 @@ impl Toolchain {
         arch: (u32, u32),
         options: &[String],
     ) -> Result<Compiled> {
-        let linker = self.linker.as_ref().ok_or_else(|| Error::Launch {
-            kernel: kernel_name.to_owned(),
-            reason: "no nvJitLink for a link-time compile".to_owned(),
-        })?;
+        let linker = self
+            .linker
+            .as_ref()
+            .ok_or_else(|| Error::launch(kernel_name, LaunchCause::NoNvJitLink))?;
         self.check_arch(arch)?;
         let lib = library::get(self.library_key(prelude, arch), disk, prelude, || {
             self.build_library(prelude, arch)
@@ -389,15 +354,6 @@ impl Toolchain {
         Ok(Compiled {
             cubin,
             log: out.log,
-        })
-    }
-
-    /// The disk-cache key of the NVSHMEM library of `prelude` on `arch`.
-    fn library_key(&self, prelude: Prelude, arch: (u32, u32)) -> CacheKey {
-        let mut keys = self.library_keys.lock().unwrap_or_else(|e| e.into_inner());
-        *keys.entry((prelude, arch)).or_insert_with(|| {
-            let source = nvcall::library(prelude);
-            self.cache_key_with(&source, LIBRARY, arch, &self.lto_options(arch))
         })
     }
 

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 
 use super::args::{KernelArgs, KernelScalar};
-use super::driver::LaunchConfig;
+use super::config::LaunchConfig;
 use super::raw::RawKernel;
 use crate::context::memory::SymRegion;
 use crate::context::pgas::Pgas;

@@ -15,10 +15,12 @@ use crate::context::team::Team;
 use crate::context::tensor_map::{TensorMap, TmaElem};
 use crate::error::{Error, Result};
 use crate::fp8::{e4m3, e5m2};
-use crate::jit::state::Function;
+use crate::jit::module::Function;
 use crate::kernel::{KernelSpec, ParamKind, MAX_COMPTIME};
+use crate::launch_cause::LaunchCause;
 
-use super::driver::{launch_function, LaunchConfig};
+use super::config::LaunchConfig;
+use super::driver::launch_function;
 
 /// Most ABI parameters one launch may pass (a buffer counts two: pointer and length, a tensor
 /// map two: descriptor and tile shape).
@@ -30,11 +32,6 @@ const MAX_SLOTS: usize = 160;
 const MAP_SLOTS: usize = 16;
 /// Most local (`CudaSlice`) buffers one launch may pass.
 pub const MAX_LOCAL_BUFFERS: usize = 16;
-
-/// The fix for arguments that do not match the kernel's parameter list (only hand-built
-/// [`KernelArgs`] can get them wrong).
-const FIX_ORDER: &str = "Fix: call the kernel's generated `launch` (or `launch_on`), which passes \
-                         every argument in order with its declared type";
 
 /// A scalar kernel parameter, passed by value as the C type of the same size.
 pub trait KernelScalar: Copy {
@@ -314,25 +311,20 @@ impl<'a> KernelArgs<'a> {
     /// Checks the arguments and comptime values against the kernel's parameter list: counts,
     /// kinds and scalar types. Cheap; runs on every launch.
     pub fn check(&self, spec: &KernelSpec, comptime: &[i128]) -> Result<()> {
-        let bad = |reason: String| {
-            Err(Error::Launch {
-                kernel: spec.rust_name.to_owned(),
-                reason,
-            })
-        };
+        let bad = |cause| Err(Error::launch(spec.rust_name, cause));
         if self.overflow {
-            return bad(format!(
-                "too many parameters: at most {MAX_PARAMS} ABI parameters (a buffer takes two) and \
-                 {MAX_LOCAL_BUFFERS} CudaSlice buffers per kernel. Fix: pass fewer parameters, \
-                 e.g. several buffers as views of one tensor"
-            ));
+            return bad(LaunchCause::TooManyParams {
+                max_params: MAX_PARAMS,
+                max_local_buffers: MAX_LOCAL_BUFFERS,
+            });
         }
         let n_comptime = spec.comptime_names().count();
         if comptime.len() != n_comptime || n_comptime > MAX_COMPTIME {
-            return bad(format!(
-                "expected {n_comptime} comptime values (at most {MAX_COMPTIME}), got {}. {FIX_ORDER}",
-                comptime.len()
-            ));
+            return bad(LaunchCause::ComptimeCount {
+                expected: n_comptime,
+                got: comptime.len(),
+                max: MAX_COMPTIME,
+            });
         }
         let mut runtime = spec
             .params
@@ -340,10 +332,10 @@ impl<'a> KernelArgs<'a> {
             .filter(|p| !matches!(p.kind, ParamKind::Comptime(_)));
         let expected = runtime.clone().count();
         if self.n_pushed != expected {
-            return bad(format!(
-                "expected {expected} arguments, got {}. {FIX_ORDER}",
-                self.n_pushed
-            ));
+            return bad(LaunchCause::ArgumentCount {
+                expected,
+                got: self.n_pushed,
+            });
         }
         for (i, got) in self.pushed[..self.n_pushed].iter().enumerate() {
             let p = runtime.next().expect("counted above");
@@ -356,23 +348,22 @@ impl<'a> KernelArgs<'a> {
                 (ParamKind::TensorMap(want), Pushed::TensorMap(have)) => want == have,
                 (ParamKind::TensorMapMut(want), Pushed::TensorMapMut(have, writable)) => {
                     if want == have && !writable {
-                        return bad(format!(
-                            "argument {i} (`{}`) is a tensor map the kernel writes through \
-                             (tma_store_2d), but it was built from a read-only tensor. Fix: \
-                             build it with TensorMap::tiled_2d_mut (or tiled_2d_sym_mut, \
-                             tiled_2d_peer_mut) from a `&mut` tensor",
-                            p.name
-                        ));
+                        return bad(LaunchCause::ReadOnlyTensorMap {
+                            index: i,
+                            name: p.name.to_owned(),
+                        });
                     }
                     want == have
                 }
                 _ => false,
             };
             if !ok {
-                return bad(format!(
-                    "argument {i} (`{}`) should be {:?}, got {got:?}. {FIX_ORDER}",
-                    p.name, p.kind
-                ));
+                return bad(LaunchCause::ArgumentKind {
+                    index: i,
+                    name: p.name.to_owned(),
+                    expected: format!("{:?}", p.kind),
+                    got: format!("{got:?}"),
+                });
             }
         }
         Ok(())
@@ -398,13 +389,10 @@ impl<'a> KernelArgs<'a> {
     /// The checks a raw kernel allows (it has no parameter list): only the storage limits.
     pub(crate) fn check_raw(&self, kernel: &str) -> Result<()> {
         if self.overflow {
-            return Err(Error::Launch {
-                kernel: kernel.to_owned(),
-                reason: format!(
-                    "too many parameters: at most {MAX_PARAMS} ABI parameters. Fix: pass fewer \
-                     parameters, e.g. several buffers as views of one tensor"
-                ),
-            });
+            let cause = LaunchCause::TooManyRawParams {
+                max_params: MAX_PARAMS,
+            };
+            return Err(Error::launch(kernel, cause));
         }
         Ok(())
     }
@@ -436,16 +424,12 @@ impl<'a> KernelArgs<'a> {
             None => None,
         }) {
             if owner.cu_ctx() != stream.context().cu_ctx() {
-                return Err(Error::Launch {
-                    kernel: kernel.to_owned(),
-                    reason: format!(
-                        "the CudaSlice passed as ABI parameter {slot} belongs to GPU {}'s CUDA \
-                         context, but the kernel runs on GPU {}. Fix: allocate it on this GPU \
-                         (`pgas.stream().alloc_zeros(n)`) or copy it there first",
-                        owner.ordinal(),
-                        stream.context().ordinal()
-                    ),
-                });
+                let cause = LaunchCause::ForeignSlice {
+                    slot,
+                    owner_gpu: owner.ordinal(),
+                    gpu: stream.context().ordinal(),
+                };
+                return Err(Error::launch(kernel, cause));
             }
         }
         let mut guards: [Option<SyncOnDrop<'_>>; MAX_LOCAL_BUFFERS] =

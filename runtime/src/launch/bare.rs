@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaContext, CudaStream};
 
 use super::args::KernelArgs;
-use super::driver::LaunchConfig;
+use super::config::LaunchConfig;
 use super::entry::launch_in;
 use super::raw::RawKernel;
 use crate::error::{Error, Result};

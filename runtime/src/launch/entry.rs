@@ -4,12 +4,14 @@
 use cudarc::driver::CudaStream;
 
 use super::args::KernelArgs;
-use super::driver::LaunchConfig;
+use super::config::LaunchConfig;
 use crate::context::pgas::Pgas;
 use crate::error::{Error, Result};
+use crate::jit::module::Function;
 use crate::jit::source::spec_source;
-use crate::jit::state::{FnKey, Function, KernelId, Target};
+use crate::jit::state::{FnKey, KernelId, Target};
 use crate::kernel::{KernelSpec, Variant, MAX_COMPTIME};
+use crate::launch_cause::LaunchCause;
 
 /// Launches a `#[pgas_kernel]`: what macro-generated launchers call.
 ///
@@ -79,13 +81,10 @@ fn function(
     stream: &CudaStream,
 ) -> Result<Function> {
     let key = FnKey::new(KernelId::Spec(spec.cuda_name), variant, comptime).ok_or_else(|| {
-        Error::Launch {
-            kernel: spec.rust_name.to_owned(),
-            reason: format!(
-                "more than {MAX_COMPTIME} comptime values. Fix: make some of them runtime \
-                 parameters"
-            ),
-        }
+        Error::launch(
+            spec.rust_name,
+            LaunchCause::TooManyComptime { max: MAX_COMPTIME },
+        )
     })?;
     match target.jit.lookup(&key) {
         Some(f) => Ok(f),
@@ -131,16 +130,11 @@ pub(crate) fn launch_checked_stream(
     args: &mut KernelArgs<'_>,
 ) -> Result<()> {
     if stream.context().cu_ctx() != target.ctx.cu_ctx() {
-        return Err(Error::Launch {
-            kernel: kernel.to_owned(),
-            reason: format!(
-                "the stream belongs to another CUDA context (GPU {}) than this Pgas (GPU {}). \
-                 Fix: launch on `pgas.stream()` or a stream of this context, \
-                 `pgas.cuda().new_stream()`",
-                stream.context().ordinal(),
-                target.ctx.ordinal()
-            ),
-        });
+        let cause = LaunchCause::ForeignStream {
+            stream_gpu: stream.context().ordinal(),
+            pgas_gpu: target.ctx.ordinal(),
+        };
+        return Err(Error::launch(kernel, cause));
     }
     target
         .ctx
@@ -166,12 +160,6 @@ fn refuse_build_while_capturing(stream: &CudaStream, kernel: &str) -> Result<()>
     if status == cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
         Ok(())
     } else {
-        Err(Error::Launch {
-            kernel: kernel.to_owned(),
-            reason: "its stream is being captured into a CUDA graph, and this specialization is \
-                     not compiled and loaded yet (loading a module is not allowed during capture). \
-                     Fix: launch it once, or `pgas::launch::prewarm` it, before capturing"
-                .to_owned(),
-        })
+        Err(Error::launch(kernel, LaunchCause::BuildWhileCapturing))
     }
 }

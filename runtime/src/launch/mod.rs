@@ -5,8 +5,10 @@
 mod amo;
 mod args;
 mod bare;
+mod config;
 mod driver;
 mod entry;
+mod fit;
 mod multicast;
 mod prewarm;
 mod raw;
@@ -14,7 +16,7 @@ mod raw;
 pub use amo::{AmoElem, AmoInt};
 pub use args::{KernelArgs, KernelScalar, MAX_LOCAL_BUFFERS, MAX_PARAMS};
 pub use bare::Bare;
-pub use driver::{LaunchConfig, MAX_CLUSTER_BLOCKS};
+pub use config::{LaunchConfig, MAX_CLUSTER_BLOCKS};
 pub use entry::{launch, max_active_clusters};
 #[doc(hidden)]
 pub use multicast::MULTICAST_STORE_SOURCE;

@@ -8,7 +8,7 @@
 use std::sync::OnceLock;
 
 use super::args::KernelArgs;
-use super::driver::LaunchConfig;
+use super::config::LaunchConfig;
 use super::raw::RawKernel;
 use crate::context::memory::check_len;
 use crate::context::{CollectiveElem, MulticastView};

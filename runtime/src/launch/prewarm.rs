@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::jit::source::{spec_source, Source};
 use crate::jit::state::{FnKey, KernelId, Want};
 use crate::kernel::{KernelSpec, Variant};
+use crate::launch_cause::LaunchCause;
 
 /// One specialization to compile ahead of time.
 #[derive(Clone, Copy, Debug)]
@@ -69,11 +70,9 @@ fn key(k: &Prewarm<'_>) -> Result<FnKey> {
     let expected = k.spec.comptime_names().count();
     FnKey::new(KernelId::Spec(k.spec.cuda_name), k.variant, k.comptime)
         .filter(|_| k.comptime.len() == expected)
-        .ok_or_else(|| Error::Launch {
-            kernel: k.spec.rust_name.to_owned(),
-            reason: format!(
-                "expected {expected} comptime values, got {}",
-                k.comptime.len()
-            ),
+        .ok_or_else(|| {
+            let got = k.comptime.len();
+            let cause = LaunchCause::PrewarmComptimeCount { expected, got };
+            Error::launch(k.spec.rust_name, cause)
         })
 }

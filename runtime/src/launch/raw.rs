@@ -6,12 +6,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cudarc::driver::CudaStream;
 
 use super::args::KernelArgs;
-use super::driver::LaunchConfig;
+use super::config::LaunchConfig;
 use super::entry::launch_checked_stream;
 use crate::context::pgas::Pgas;
 use crate::error::Result;
+use crate::jit::module::Function;
 use crate::jit::source::Source;
-use crate::jit::state::{FnKey, Function, KernelId, Target};
+use crate::jit::state::{FnKey, KernelId, Target};
 use crate::kernel::Variant;
 use pgas_codegen::PRELUDE;
 

@@ -5,7 +5,7 @@
 
 use half::bf16;
 
-use super::MoeConfig;
+use super::config::MoeConfig;
 
 /// What one PE receives from a dispatch (the GPU's receive buffers, first `rows` rows).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -256,7 +256,10 @@ mod tests {
         };
         for skewed in [false, true] {
             let (idx, w) = sample_routing(&c, 2, 500, 7, skewed);
-            assert_eq!(super::super::check_routing(&c, 2, &idx, &w), Ok(()));
+            assert_eq!(
+                super::super::routing::check_routing(&c, 2, &idx, &w),
+                Ok(())
+            );
             assert_eq!(
                 (idx.clone(), w.clone()),
                 sample_routing(&c, 2, 500, 7, skewed)

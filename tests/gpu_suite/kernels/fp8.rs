@@ -59,7 +59,7 @@ fn fp8_shared(dst: &mut CudaSlice<e5m2>, src: &CudaSlice<e4m3>) {
 /// stored `[n][k]`, both tiles of 128 bytes a row fetched by the copy engine onto one mbarrier,
 /// four K steps of 32.
 #[pgas_kernel(max_threads = 128)]
-fn wgmma_tile_e4m3(c: &mut CudaSlice<f32>, a_map: &TensorMap<e4m3>, b_map: &TensorMap<e4m3>) {
+pub fn wgmma_tile_e4m3(c: &mut CudaSlice<f32>, a_map: &TensorMap<e4m3>, b_map: &TensorMap<e4m3>) {
     let smem = dyn_shared::<e4m3>();
     let bars = dyn_shared::<u64>();
     let t = thread_idx_x() as usize;

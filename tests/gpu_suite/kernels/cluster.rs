@@ -68,7 +68,7 @@ fn cluster_mbarrier_arrivals(out: &mut CudaSlice<u32>) {
 /// One multicast copy: block 0 of each cluster loads a 64 x 64 tile once, into every block of
 /// the cluster; each block's mbarrier expects the tile's bytes.
 #[pgas_kernel(max_threads = 128)]
-fn cluster_multicast_tile(out: &mut CudaSlice<bf16>, map: &TensorMap<bf16>) {
+pub fn cluster_multicast_tile(out: &mut CudaSlice<bf16>, map: &TensorMap<bf16>) {
     let smem = dyn_shared::<bf16>();
     let bars = dyn_shared::<u64>();
     let t = thread_idx_x() as usize;
@@ -143,7 +143,7 @@ fn cluster_stmatrix_tiles(out: &mut CudaSlice<f16>, x: &CudaSlice<f32>) {
 /// `fence_proxy_async_global`), it fills a 32 x 32 tile, stores it through `out`, adds it
 /// through `sum`, and waits for both; the other warpgroup does not take part (`sync_named`).
 #[pgas_kernel(max_threads = 256)]
-fn cluster_tma_store_tiles(
+pub fn cluster_tma_store_tiles(
     out: &mut TensorMap<f32>,
     sum: &mut TensorMap<f32>,
     flags: &mut CudaSlice<u64>,

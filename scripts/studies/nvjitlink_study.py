@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Link-time compile study (docs/jit.md, "Link-time compiles"): what NVRTC + nvJitLink against an
 LTO-IR NVSHMEM library costs beside NVRTC against NVSHMEM's headers. Standard library only
-(ctypes); no GPU. Reuses scripts/nvrtc_study.py's NVRTC wrapper, preludes and kernel bodies.
+(ctypes); no GPU. Reuses scripts/studies/nvrtc_study.py's NVRTC wrapper, preludes and kernel bodies.
 
-    python3 scripts/nvjitlink_study.py [p2p] [reduce] [noinline] [--deps DIR] [--reps 3]
+    python3 scripts/studies/nvjitlink_study.py [p2p] [reduce] [noinline] [--deps DIR] [--reps 3]
 
 - p2p: a put-with-signal + wait kernel compiled inline (point-to-point prelude, to CUBIN) against
   the same kernel compiled against declarations only to LTO-IR and linked with a library of
@@ -139,7 +139,7 @@ def four_reductions(qualifier, name):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("modes", nargs="*", default=["p2p", "reduce"])
-    ap.add_argument("--deps", default=os.path.normpath(os.path.join(HERE, "..", ".deps")))
+    ap.add_argument("--deps", default=os.path.normpath(os.path.join(HERE, "..", "..", ".deps")))
     ap.add_argument("--reps", type=int, default=3)
     a = ap.parse_args()
     t = Tools(a.deps)

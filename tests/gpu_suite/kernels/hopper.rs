@@ -5,7 +5,7 @@ use pgas::prelude::*;
 /// One warpgroup: C (64 x 64, f32) = A (64 x 64) Btᵀ with Bt (64 x 64) stored `[n][k]`, both
 /// `bf16` tiles fetched by the copy engine onto one mbarrier, four K steps of 16.
 #[pgas_kernel(max_threads = 128)]
-fn wgmma_tile_bf16(c: &mut CudaSlice<f32>, a_map: &TensorMap<bf16>, b_map: &TensorMap<bf16>) {
+pub fn wgmma_tile_bf16(c: &mut CudaSlice<f32>, a_map: &TensorMap<bf16>, b_map: &TensorMap<bf16>) {
     let smem = dyn_shared::<bf16>();
     let bars = dyn_shared::<u64>();
     let t = thread_idx_x() as usize;
@@ -40,7 +40,7 @@ fn wgmma_tile_bf16(c: &mut CudaSlice<f32>, a_map: &TensorMap<bf16>, b_map: &Tens
 /// tiles of 64 through one slot: the mbarrier's phase parity alternates, and the slot is
 /// refilled only after `wgmma_wait(0)` (a fence for the copy engine's next write).
 #[pgas_kernel(max_threads = 128)]
-fn wgmma_ktiles_f16(
+pub fn wgmma_ktiles_f16(
     c: &mut CudaSlice<f32>,
     a_map: &TensorMap<f16>,
     b_map: &TensorMap<f16>,
@@ -83,7 +83,7 @@ fn wgmma_ktiles_f16(
 /// orders the stores before the tensor cores read them, and `mbarrier_arrive` / `mbarrier_wait`
 /// hand the tile over between threads.
 #[pgas_kernel(max_threads = 256)]
-fn wgmma_from_thread_stores(c: &mut CudaSlice<f32>, a: &CudaSlice<bf16>, bt: &CudaSlice<bf16>) {
+pub fn wgmma_from_thread_stores(c: &mut CudaSlice<f32>, a: &CudaSlice<bf16>, bt: &CudaSlice<bf16>) {
     let smem = dyn_shared::<bf16>();
     let bars = dyn_shared::<u64>();
     let t = thread_idx_x() as usize;

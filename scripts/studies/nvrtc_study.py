@@ -6,7 +6,7 @@ representative pgas kernels and the effect of NVRTC precompiled headers (PCH),
 --Ofast-compile, PTX-only compiles and batching, 3 repetitions each, and writes one JSON
 object per compile to <out>/nvrtc_study.jsonl, then prints a table of medians.
 
-    python3 scripts/nvrtc_study.py [--nvrtc-lib DIR] [--cuda-include DIR] [--cccl-include DIR]
+    python3 scripts/studies/nvrtc_study.py [--nvrtc-lib DIR] [--cuda-include DIR] [--cccl-include DIR]
         [--nvshmem-include DIR] [--arch 90] [--out DIR] [--reps 3] [--reduce] [--study]
 
 Defaults: the GPU test machines' paths (/usr/local/cuda/lib64, /usr/local/cuda/include,
@@ -34,7 +34,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEPS = os.path.normpath(os.path.join(HERE, "..", ".deps"))
+DEPS = os.path.normpath(os.path.join(HERE, "..", "..", ".deps"))
 GPU_NVSHMEM = "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nvshmem/include"
 
 

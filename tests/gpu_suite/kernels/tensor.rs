@@ -5,7 +5,7 @@ use pgas::prelude::*;
 /// One warp multiplies a 16 x 16 `bf16` tile of A by a 16 x 8 tile of B (both row-major) into
 /// an `f32` 16 x 8 tile of C: staged through shared memory, loaded with `ldmatrix`.
 #[pgas_kernel]
-fn mma_tile_bf16(c: &mut CudaSlice<f32>, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>) {
+pub fn mma_tile_bf16(c: &mut CudaSlice<f32>, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>) {
     let sa = shared_array::<bf16, 256>();
     let sb = shared_array::<bf16, 128>();
     let lane = lane_id() as usize;

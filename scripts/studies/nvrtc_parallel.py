@@ -7,7 +7,7 @@
   `non_abi/device/coll/reduce.cuh`, calling `nvshmemi_reduce_threadgroup` as NVSHMEM's own wrapper
   does) instead of the full prelude.
 
-Reuses nvrtc_study.py's NVRTC driver and sources. Usage: python3 scripts/nvrtc_parallel.py
+Reuses nvrtc_study.py's NVRTC driver and sources. Usage: python3 scripts/studies/nvrtc_parallel.py
 [same path options as nvrtc_study.py] --out DIR. Prints a table last; one JSON line per row.
 """
 import importlib.util

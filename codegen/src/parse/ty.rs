@@ -1,0 +1,135 @@
+//! Types as kernels write them: parameter types and scalar type names.
+
+use super::lowerer::Lowerer;
+use crate::error::Sp;
+use crate::types::{BufKind, BufTy, Scalar, Ty};
+
+const PARAM_TYPES: &str = "kernel parameters are `&SymTensor<T>`, `&mut SymTensor<T>`, `&CudaSlice<T>`, `&mut CudaSlice<T>`, `&TensorMap<T>`, a scalar type, or `Team`";
+
+impl Lowerer<'_> {
+    /// A parameter's type, or `None` (with an error) where kernels cannot take it.
+    pub fn lower_param_type(&mut self, ty: &syn::Type) -> Option<Ty> {
+        match ty {
+            syn::Type::Reference(r) => {
+                if r.lifetime.is_some() {
+                    self.errors.push(
+                        Sp::of(&r),
+                        "lifetimes are not needed on kernel parameters; remove `'a`",
+                    );
+                    return None;
+                }
+                let mutable = r.mutability.is_some();
+                if let syn::Type::Path(tp) = &*r.elem {
+                    if tp.qself.is_none() {
+                        if let Some(seg) = tp.path.segments.last() {
+                            if seg.ident == "TensorMap" {
+                                return self.tensor_map_param(seg, mutable);
+                            }
+                            let kind = match seg.ident.to_string().as_str() {
+                                "SymTensor" => Some(BufKind::Sym),
+                                "CudaSlice" => Some(BufKind::Local),
+                                _ => None,
+                            };
+                            if let Some(kind) = kind {
+                                let elem = match &seg.arguments {
+                                    syn::PathArguments::AngleBracketed(ab)
+                                        if ab.args.len() == 1 =>
+                                    {
+                                        match &ab.args[0] {
+                                            syn::GenericArgument::Type(t) => scalar_of_type(t),
+                                            _ => None,
+                                        }
+                                    }
+                                    _ => None,
+                                };
+                                return match elem {
+                                    Some(elem) => Some(Ty::Buf(BufTy {
+                                        kind,
+                                        elem,
+                                        mutable,
+                                    })),
+                                    None => {
+                                        self.errors.push(
+                                            Sp::of(&seg.arguments),
+                                            format!(
+                                            "`{}` takes one scalar element type, e.g. `{}<f32>`",
+                                            seg.ident, seg.ident
+                                        ),
+                                        );
+                                        None
+                                    }
+                                };
+                            }
+                        }
+                    }
+                }
+                self.errors.push(Sp::of(&ty), PARAM_TYPES);
+                None
+            }
+            _ => {
+                if let Some(s) = scalar_of_type(ty) {
+                    return Some(Ty::Scalar(s));
+                }
+                if let syn::Type::Path(tp) = ty {
+                    if let Some(seg) = tp.path.segments.last() {
+                        if seg.ident == "Team" && seg.arguments.is_empty() {
+                            return Some(Ty::Team);
+                        }
+                        if seg.ident == "SymTensor" || seg.ident == "CudaSlice" {
+                            self.errors.push(
+                                Sp::of(&ty),
+                                format!(
+                                    "take the buffer by reference: `&{0}<T>` or `&mut {0}<T>`",
+                                    seg.ident
+                                ),
+                            );
+                            return None;
+                        }
+                    }
+                }
+                self.errors.push(Sp::of(&ty), PARAM_TYPES);
+                None
+            }
+        }
+    }
+
+    /// `&TensorMap<T>`: read-only (the copy engine reads it from parameter space), of a type the
+    /// copy engine moves.
+    fn tensor_map_param(&mut self, seg: &syn::PathSegment, mutable: bool) -> Option<Ty> {
+        let elem = match &seg.arguments {
+            syn::PathArguments::AngleBracketed(ab) if ab.args.len() == 1 => match &ab.args[0] {
+                syn::GenericArgument::Type(t) => scalar_of_type(t),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(elem) = elem.filter(|s| *s != Scalar::Bool) else {
+            self.errors.push(
+                Sp::of(&seg.arguments),
+                "`TensorMap` takes one numeric element type, e.g. `TensorMap<bf16>`",
+            );
+            return None;
+        };
+        Some(if mutable {
+            Ty::TensorMapMut(elem)
+        } else {
+            Ty::TensorMap(elem)
+        })
+    }
+}
+
+/// The scalar a type names, if it is one (`f32`, `half::f16`, ...).
+pub fn scalar_of_type(ty: &syn::Type) -> Option<Scalar> {
+    match ty {
+        syn::Type::Path(tp) if tp.qself.is_none() => {
+            let seg = tp.path.segments.last()?;
+            if !seg.arguments.is_empty() {
+                return None;
+            }
+            Scalar::from_rust(&seg.ident.to_string())
+        }
+        syn::Type::Paren(p) => scalar_of_type(&p.elem),
+        syn::Type::Group(g) => scalar_of_type(&g.elem),
+        _ => None,
+    }
+}

@@ -1,0 +1,448 @@
+//! The communicator ([`Comm`]): a team and the symmetric flags, counters and scratch its
+//! collectives synchronize with; the algorithms and their size limits; the checks and the
+//! peer-to-peer launch every collective shares.
+
+use super::region::{check_apart, LocalTable, Reached, Region};
+use cudarc::driver::CudaStream;
+use pgas_runtime::kernel::{KernelSpec, Variant};
+use pgas_runtime::launch::KernelArgs;
+
+use crate::{Error, LaunchConfig, Pgas, Result, SymRegion, SymTensor, Team};
+
+/// How [`Comm::all_reduce`] reduces (and [`Comm::broadcast`] moves data: one-shot, two-shot,
+/// NVSHMEM's or `Auto`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// All-reduce: low latency up to [`LL_MAX_BYTES`] (also in place), one-shot up to
+    /// [`ONE_SHOT_MAX_BYTES`] ([`ONE_SHOT_MAX_BYTES_2PE`] in a team of two), two-shot above (in
+    /// place: two-shot); NVSHMEM's own when some peer is not load/store reachable. Broadcast:
+    /// the same without low latency.
+    Auto,
+    /// All-reduce only, up to [`LL_MAX_BYTES`]: every PE stores its data into every peer's
+    /// scratch with the call's flag beside each 4 bytes, and polls its own (the LL protocol of
+    /// `team_all_reduce_block`): one NVLink crossing, no handshake, no fence. Also in place.
+    LowLatency,
+    /// Every PE reads every peer's input and reduces (needs `dst` and `src` apart).
+    OneShot,
+    /// Reduce-scatter by peer loads, all-gather by peer stores (also in place).
+    TwoShot,
+    /// NVSHMEM's on-stream reduction (`nvshmemx_<type>_<op>_reduce_on_stream`), on any stream
+    /// of the context's GPU.
+    Nvshmem,
+}
+
+/// [`Algorithm::Auto`] takes one-shot up to this many bytes: one-shot's single pass wins while
+/// latency dominates, two-shot's smaller traffic above.
+pub const ONE_SHOT_MAX_BYTES: usize = 256 << 10;
+
+/// The largest all-reduce [`Algorithm::LowLatency`] takes (and [`Algorithm::Auto`] gives it):
+/// its scratch holds this much per call (twice over, per peer, in 16-byte lines of 8 data
+/// bytes). Above, the data sent twice over (each 8 bytes in a 16-byte line) costs more than the
+/// handshakes it saves.
+pub const LL_MAX_BYTES: usize = 64 << 10;
+
+/// Data bytes each block of a low-latency all-reduce handles (two 8-byte lines a thread).
+pub(super) const LL_BYTES_PER_BLOCK: usize = 8 << 10;
+
+/// The largest `src` (bytes a PE) that [`Comm::all_gather`], [`Comm::reduce_scatter`],
+/// [`Comm::all_to_all`] and [`Comm::broadcast`] move with the low-latency protocol: one block over
+/// one region of the low-latency scratch, which holds 8 KiB.
+pub const LL_GATHER_MAX_BYTES: usize = LL_BYTES_PER_BLOCK;
+
+/// Most dynamic shared memory a low-latency all-to-all or broadcast takes (its gathered copy of
+/// every PE's data: the team's PEs times the bytes a PE), within what a launch gets without
+/// opting in to more.
+pub const LL_SHARED_MAX_BYTES: usize = 48 << 10;
+
+/// [`ONE_SHOT_MAX_BYTES`] in a team of two PEs. One-shot moves `n - 1` times the data over
+/// NVLink, two-shot `2 (n - 1) / n` times: the same for two PEs, so one-shot's single pass (one
+/// flag round trip less a call, no peer stores) keeps winning past the latency-bound sizes
+/// (measured with the one-element data path: 27 us against 36 us at 1 MiB on 2 x H200).
+pub const ONE_SHOT_MAX_BYTES_2PE: usize = 8 << 20;
+
+/// Most blocks a collective grid has (also capped at the GPU's SM count, so that every block is
+/// resident: blocks wait for their namesakes on other PEs). Above the SM count of current GPUs
+/// (132 on H100 and H200), so the SM count is the cap there and large messages use every SM.
+pub const MAX_BLOCKS: usize = 256;
+
+/// Threads per block of the collective kernels.
+pub(super) const THREADS: u32 = 512;
+
+/// Bytes of work per block before the grid grows: small messages take one block (one flag round
+/// trip), large ones spread over the SMs. One step of a block is 512 threads x two 16-byte
+/// vectors, so below the SM cap a thread's second slot rarely repeats its first (see
+/// `kernels.rs`).
+pub(super) const BYTES_PER_BLOCK: usize = 16 << 10;
+
+/// A communicator: a team plus the symmetric flags and call counters its collectives
+/// synchronize with. Create one per team (collectively) and reuse it; calls on one `Comm` must
+/// be ordered (one stream at a time, which `&mut self` enforces on the host), and every member
+/// of the team makes the same calls in the same order, with the same lengths, types and ops.
+pub struct Comm {
+    pub(super) pgas: Pgas,
+    pub(super) team: Team,
+    /// This PE's number in the team, `None` when it is not a member.
+    pub(super) rank: Option<usize>,
+    pub(super) n: usize,
+    /// Whether every member is load/store reachable from this PE.
+    pub(super) p2p: bool,
+    pub(super) max_blocks: usize,
+    /// Team rank -> world PE (the first `n` entries).
+    pub(super) pes: SymTensor<i32>,
+    /// `sig[b * n + r]`: block `b` of team rank `r` entered (`2e - 1`) or left (`2e`) call `e`.
+    pub(super) sig: SymTensor<u64>,
+    /// Calls each block took part in.
+    pub(super) epochs: SymTensor<u64>,
+    /// Scratch of the host-side exchanges ([`Comm::all_to_all_layout`]): `world` gathered rows
+    /// of `row_words(world)` words, then this PE's own row.
+    pub(super) agree: SymTensor<u64>,
+    /// Tells this communicator's [`AllToAllLayout`](super::AllToAllLayout)s from others' (unique in the process).
+    pub(super) id: u64,
+    /// The low-latency all-reduce's scratch: one region of `ll_region(world)` words per block.
+    pub(super) ll_scratch: SymTensor<u64>,
+}
+
+/// Words one member contributes to an all-to-all-v layout exchange (`layout.rs`; `Comm::new`
+/// sizes the exchange's scratch by it): a status (0: the slices had the team's length), then its
+/// send counts, send displacements, receive counts and receive displacements, `n` of each.
+pub(super) fn row_words(n: usize) -> usize {
+    1 + 4 * n
+}
+
+/// Words of one block's region of the low-latency scratch in a team of `n` (the most any
+/// element type needs: lines of 8 bytes).
+pub(super) fn ll_region(n: usize) -> usize {
+    device_scratch_len::<u64>(n, LL_BYTES_PER_BLOCK / 8)
+}
+
+/// The `u64` words of symmetric scratch one block's `team_all_reduce_block` or
+/// `team_all_gather_block` of `len` elements of `T` needs in a team of `n_pes`: its call counter
+/// and two sets of 16-byte lines (8 data bytes each) from every PE. Allocate a multiple for
+/// several blocks (each calls with its own `&mut scratch[b * words]`), zeroed (as
+/// `Pgas::alloc` is), once; reuse it for every later call with at most `len` elements.
+pub fn device_scratch_len<T>(n_pes: usize, len: usize) -> usize {
+    // At least one line: a call of 0 elements exchanges one (see `LL_SUPPORT`).
+    2 + 4 * n_pes * (len * std::mem::size_of::<T>()).div_ceil(8).max(1)
+}
+
+/// The next [`Comm`]'s `id`.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+impl std::fmt::Debug for Comm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Comm")
+            .field("team", &self.team)
+            .field("rank", &self.rank)
+            .field("n", &self.n)
+            .field("p2p", &self.p2p)
+            .finish()
+    }
+}
+
+impl Comm {
+    /// A communicator over `team`. Collective over **all** PEs (it allocates symmetric memory),
+    /// members or not: a PE outside the team passes `None` (what
+    /// [`Team::split_strided`] returned it) and gets a `Comm` whose calls are errors.
+    pub fn new(pgas: &Pgas, team: impl Into<Option<Team>>) -> Result<Comm> {
+        let world = pgas.n_pes();
+        let team = team.into();
+        let (team, rank, n) = match team {
+            // A destroyed team is an error here, on every PE that holds it.
+            Some(t) => match (t.my_pe(pgas)?, t.n_pes(pgas)?) {
+                (Some(r), n) if n > 0 => (t, Some(r), n),
+                _ => (t, None, 0),
+            },
+            None => (Team::WORLD, None, 0),
+        };
+        let mut table = vec![0i32; world];
+        for (r, slot) in table.iter_mut().enumerate().take(n) {
+            *slot =
+                team.translate_pe(pgas, r, Team::WORLD)?
+                    .ok_or_else(|| Error::InvalidConfig {
+                        name: "team",
+                        value: format!("{}", team.raw()),
+                        reason: format!("its PE {r} has no number in the world team"),
+                    })? as i32;
+        }
+        let pes = pgas.alloc_from(&table)?;
+        let sig = pgas.alloc::<u64>(MAX_BLOCKS * world)?;
+        let epochs = pgas.alloc::<u64>(MAX_BLOCKS)?;
+        let agree = pgas.alloc::<u64>((world + 1) * row_words(world))?;
+        let ll_scratch = pgas.alloc::<u64>(LL_MAX_BYTES / LL_BYTES_PER_BLOCK * ll_region(world))?;
+        let p2p = pgas
+            .first_unreachable(&sig, table[..n].iter().map(|&pe| pe as usize))?
+            .is_none();
+        let sms = pgas.sm_count()?;
+        Ok(Comm {
+            pgas: pgas.clone(),
+            team,
+            rank,
+            n,
+            p2p,
+            max_blocks: MAX_BLOCKS.min(sms),
+            pes,
+            sig,
+            epochs,
+            agree,
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            ll_scratch,
+        })
+    }
+
+    /// This PE's number in the team (`None` when it is not a member).
+    pub fn rank(&self) -> Option<usize> {
+        self.rank
+    }
+
+    /// Number of PEs in the team (0 on a PE that is not a member).
+    pub fn n_pes(&self) -> usize {
+        self.n
+    }
+
+    /// Whether every member's memory is load/store reachable from this PE (else only
+    /// [`Algorithm::Nvshmem`] works, and [`Algorithm::Auto`] takes it).
+    pub fn peers_reachable(&self) -> bool {
+        self.p2p
+    }
+
+    /// The algorithm [`Algorithm::Auto`] takes for an all-reduce of `bytes` bytes (`in_place`:
+    /// `dst` is `src`).
+    pub fn auto_algorithm(&self, bytes: usize, in_place: bool) -> Algorithm {
+        if self.p2p && bytes <= LL_MAX_BYTES {
+            Algorithm::LowLatency
+        } else {
+            self.auto_pass(bytes, in_place)
+        }
+    }
+
+    /// [`Algorithm::Auto`] without the low-latency all-reduce (and broadcast's choice): NVSHMEM's
+    /// when a peer is not reachable, one-shot up to the one-shot limit of the team's size when
+    /// not in place, two-shot above.
+    pub(crate) fn auto_pass(&self, bytes: usize, in_place: bool) -> Algorithm {
+        let one_shot_max = if self.n == 2 {
+            ONE_SHOT_MAX_BYTES_2PE
+        } else {
+            ONE_SHOT_MAX_BYTES
+        };
+        if !self.p2p {
+            Algorithm::Nvshmem
+        } else if bytes <= one_shot_max && !in_place {
+            Algorithm::OneShot
+        } else {
+            Algorithm::TwoShot
+        }
+    }
+
+    /// This PE's team rank, or the error a non-member's call gets.
+    /// Also refuses a call after the team was destroyed ([`Team::destroy`]): the kernels use
+    /// the world PE numbers gathered at `new`, but the communicator is over that team, and the
+    /// Nvshmem and low-latency algorithms hand it to NVSHMEM.
+    pub(super) fn member(&self) -> Result<usize> {
+        self.team.ensure_live(&self.pgas)?;
+        self.rank.ok_or_else(|| Error::InvalidConfig {
+            name: "team",
+            value: format!("{}", self.team.raw()),
+            reason: format!(
+                "PE {} is not a member of this communicator's team; only members call its \
+                 collectives",
+                self.pgas.my_pe()
+            ),
+        })
+    }
+
+    /// The error of a peer-to-peer collective when some peer is not load/store reachable.
+    pub(super) fn check_p2p(&self, what: &str) -> Result<()> {
+        if self.p2p {
+            return Ok(());
+        }
+        Err(Error::InvalidConfig {
+            name: "team",
+            value: format!("{}", self.team.raw()),
+            reason: format!(
+                "a PE of the team is not load/store reachable from this one (no NVLink or peer \
+                 access), and pgas's {what} works only by peer loads and stores (no NVSHMEM \
+                 fallback yet)"
+            ),
+        })
+    }
+
+    /// An `Err` unless `bytes` bytes at `ptr` lie in the symmetric heap (a `SymRegion` of one's
+    /// own can name any address).
+    pub(super) fn check_symmetric(&self, what: &str, ptr: u64, bytes: usize) -> Result<()> {
+        if self.pgas.in_symmetric_heap(ptr, bytes) {
+            return Ok(());
+        }
+        Err(Error::InvalidConfig {
+            name: "buffer",
+            value: format!("{ptr:#x} ({bytes} bytes)"),
+            reason: format!(
+                "{what} is not inside NVSHMEM's symmetric heap, so peers cannot reach it; \
+                 allocate it with Pgas::alloc (or take a view of such a tensor)"
+            ),
+        })
+    }
+
+    /// The checks of a peer-to-peer data movement before it launches: `dst` and `src` apart,
+    /// every member load/store reachable, and the buffer the peers reach into (`reached`) in the
+    /// symmetric heap.
+    pub(super) fn check_movement<T>(
+        &self,
+        what: &str,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        reached: Reached,
+    ) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        let (d, dbytes) = (dst.as_device_ptr(), dst.len() * size);
+        let (s, sbytes) = (src.as_device_ptr(), src.len() * size);
+        check_apart(what, d, dbytes, s, sbytes)?;
+        self.check_p2p(what)?;
+        match reached {
+            Reached::Source => {
+                self.check_symmetric(&format!("the {what} source (peers load it)"), s, sbytes)
+            }
+            Reached::Destination => self.check_symmetric(
+                &format!("the {what} destination (peers store into it)"),
+                d,
+                dbytes,
+            ),
+        }
+    }
+
+    /// This PE's team rank and the communicator's flags, for the kernel of a fused operation
+    /// that synchronizes with the same protocol as these collectives (`docs/coll.md`,
+    /// "Synchronization"; `ops::allreduce_rmsnorm`): its calls then count on the same call
+    /// counters, so they mix with this communicator's collectives on one stream. `Err` for a
+    /// non-member or where a peer is not load/store reachable (`what` names the operation).
+    pub(crate) fn kernel_flags(&mut self, what: &str) -> Result<(usize, KernelFlags<'_>)> {
+        let rank = self.member()?;
+        self.check_p2p(what)?;
+        Ok((
+            rank,
+            KernelFlags {
+                pes: &self.pes,
+                sig: &mut self.sig,
+                epochs: &mut self.epochs,
+            },
+        ))
+    }
+
+    /// Launches a low-latency kernel of `kernels.rs` (`spec` with its comptime values; arguments
+    /// the team, `dst`, `src`, the low-latency scratch, then `scalars`) as one block with
+    /// `shared` bytes of dynamic shared memory. Called by members only, on teams whose every PE
+    /// is load/store reachable.
+    pub(super) fn launch_ll<T>(
+        &mut self,
+        stream: &CudaStream,
+        (spec, comptime): (&'static KernelSpec, &[i128]),
+        dst: &mut impl SymRegion<T>,
+        src: &Region<T>,
+        scalars: &[u32],
+        shared: usize,
+    ) -> Result<()> {
+        let mut args = KernelArgs::new();
+        args.push_team(self.team)
+            .push_sym_mut(dst)
+            .push_sym(src)
+            .push_sym_mut(&mut self.ll_scratch);
+        for &v in scalars {
+            args.push_scalar(v);
+        }
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            spec,
+            Variant::Plain,
+            comptime,
+            LaunchConfig::blocks(1, THREADS).with_shared_mem(shared.next_multiple_of(16) as u32),
+            Some(stream),
+            &mut args,
+        )
+    }
+
+    /// Launches a peer-to-peer collective kernel of `kernels.rs` (arguments `dst`, `src`, the
+    /// all-to-all-v `table` where given, the rank table, the flags, the team size, this PE's
+    /// rank, then `scalars`) with a grid of one block per [`BYTES_PER_BLOCK`] of `work` (the
+    /// bytes each PE handles: the same on every PE for the same call) up to the SM count. Called
+    /// by members only (after [`Comm::member`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn launch_p2p<T>(
+        &mut self,
+        stream: &CudaStream,
+        spec: &'static KernelSpec,
+        comptime: &[i128],
+        dst: &mut impl SymRegion<T>,
+        src: &Region<T>,
+        table: Option<&LocalTable>,
+        work: usize,
+        scalars: &[u32],
+    ) -> Result<()> {
+        let rank = self.member()?;
+        let blocks = work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks) as u32;
+        let mut args = KernelArgs::new();
+        args.push_sym_mut(dst).push_sym(src);
+        if let Some(table) = table {
+            // SAFETY: the layout that owns the table outlives this call, and the kernel reads
+            // the table on this PE only (see `all_to_all_v` in `kernels.rs`).
+            unsafe { args.push_local_as_sym::<u64>(table.ptr, table.len) };
+        }
+        args.push_sym(&self.pes)
+            .push_sym_mut(&mut self.sig)
+            .push_sym_mut(&mut self.epochs)
+            .push_scalar(self.n as u32)
+            .push_scalar(rank as u32);
+        for &v in scalars {
+            args.push_scalar(v);
+        }
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            spec,
+            Variant::Plain,
+            comptime,
+            LaunchConfig::blocks(blocks, THREADS),
+            Some(stream),
+            &mut args,
+        )
+    }
+}
+
+/// A [`Comm`]'s flags as a kernel takes them ([`Comm::kernel_flags`]): the rank table, the
+/// entry/leave signals (`sig[b * n + r]`, [`MAX_BLOCKS`] blocks) and each block's call counter.
+pub(crate) struct KernelFlags<'a> {
+    /// Team rank -> world PE.
+    pub pes: &'a SymTensor<i32>,
+    /// `sig[b * n + r]`: block `b` of team rank `r` entered (`2e - 1`) or left (`2e`) call `e`.
+    pub sig: &'a mut SymTensor<u64>,
+    /// Calls each block took part in.
+    pub epochs: &'a mut SymTensor<u64>,
+}
+
+/// An `Err` when `stream` is being captured into a CUDA graph: the NVSHMEM paths run eagerly
+/// only (their capture is not tested here).
+pub(super) fn refuse_capture(stream: &CudaStream, what: &str) -> Result<()> {
+    let status = stream.capture_status().map_err(Error::cuda(
+        "querying the stream's CUDA-graph capture status",
+    ))?;
+    if status == cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        return Ok(());
+    }
+    Err(Error::InvalidConfig {
+        name: "stream",
+        value: "a stream being captured into a CUDA graph".into(),
+        reason: format!(
+            "{what} runs eagerly only in pgas (its graph capture is untested). Fix: call it \
+             outside capture, or use a peer-to-peer algorithm, which captures"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn device_scratch_has_a_line_even_for_no_data() {
+        // Counter words, then two sets of lines (two words each) from each of 4 PEs: one line
+        // for 0 elements too (a call of no data still exchanges one), 2 for 9 bytes.
+        assert_eq!(super::device_scratch_len::<u8>(4, 0), 2 + 4 * 4);
+        assert_eq!(super::device_scratch_len::<u8>(4, 8), 2 + 4 * 4);
+        assert_eq!(super::device_scratch_len::<u8>(4, 9), 2 + 4 * 4 * 2);
+    }
+}

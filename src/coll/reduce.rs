@@ -1,0 +1,379 @@
+//! The reducing collectives of a [`Comm`]: all-reduce (by each algorithm, also in place),
+//! reduce-scatter, and all-gather (two-shot's halves as kernels of their own).
+
+use super::comm::{
+    device_scratch_len, refuse_capture, Algorithm, Comm, LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES,
+    LL_MAX_BYTES, THREADS,
+};
+use super::elem::{check_op, op_code, AllReduceElem};
+use super::movement;
+use super::region::{check_apart, vector_start, Reached, Region};
+use cudarc::driver::CudaStream;
+use pgas_runtime::kernel::Variant;
+use pgas_runtime::launch::KernelArgs;
+
+use crate::{Error, LaunchConfig, ReduceOp, Result, SymRegion};
+
+impl Comm {
+    /// Element-wise reduction of every member's `src` into every member's `dst`, on the
+    /// context's stream. Returns the algorithm used. See [`Comm::all_reduce_on`].
+    pub fn all_reduce<T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let stream = self.pgas.stream().clone();
+        self.all_reduce_on(&stream, dst, src, op, algorithm)
+    }
+
+    /// [`Comm::all_reduce`] on `stream`: ordered after the work already on it, and not waited
+    /// for on the host (so it can be captured into a CUDA graph once its kernel has run or
+    /// been prewarmed: [`prewarm`](super::prewarm)). When it completes on a PE, no peer reads that PE's `src`
+    /// any more.
+    ///
+    /// Errors, before anything is launched: a PE that is not in the team, `dst` and `src` of
+    /// different lengths, a bitwise op on a float type, one-shot in place (or overlapping
+    /// buffers), a peer-to-peer algorithm when a peer is not reachable, NVSHMEM's algorithm on
+    /// another stream. Lengths, types and ops that differ between PEs cannot be seen here:
+    /// they are the caller's contract, as in NCCL.
+    pub fn all_reduce_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let src = Region::<T>::of(src);
+        self.reduce_into(stream, dst, &src, op, algorithm)
+    }
+
+    /// All-reduce of `x` into itself, on the context's stream (two-shot or NVSHMEM's: one-shot
+    /// cannot run in place).
+    pub fn all_reduce_in_place<T: AllReduceElem>(
+        &mut self,
+        x: &mut impl SymRegion<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let stream = self.pgas.stream().clone();
+        self.all_reduce_in_place_on(&stream, x, op, algorithm)
+    }
+
+    /// [`Comm::all_reduce_in_place`] on `stream`.
+    pub fn all_reduce_in_place_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        x: &mut impl SymRegion<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let src = Region::<T>::of(&*x);
+        self.reduce_into(stream, x, &src, op, algorithm)
+    }
+
+    fn reduce_into<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &Region<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        self.member()?;
+        if dst.len() != src.len() {
+            return Err(Error::LengthMismatch {
+                what: "the all-reduce destination (the source's length)",
+                got: dst.len(),
+                expected: src.len(),
+            });
+        }
+        check_op::<T>(op)?;
+        let bytes = src.len() * std::mem::size_of::<T>();
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        let in_place = d == s;
+        let overlap = d < s + bytes as u64 && s < d + bytes as u64;
+        let algorithm = match algorithm {
+            Algorithm::Auto => self.auto_algorithm(bytes, in_place),
+            a => a,
+        };
+        if algorithm == Algorithm::LowLatency && bytes > LL_MAX_BYTES {
+            return Err(Error::InvalidConfig {
+                name: "algorithm",
+                value: format!("LowLatency for {bytes} bytes"),
+                reason: format!(
+                    "the low-latency all-reduce takes at most LL_MAX_BYTES ({LL_MAX_BYTES}) \
+                     bytes; use Algorithm::Auto, OneShot or TwoShot"
+                ),
+            });
+        }
+        if overlap && !(in_place && algorithm != Algorithm::OneShot) {
+            return Err(Error::InvalidConfig {
+                name: "all-reduce buffers",
+                value: format!("{algorithm:?} with dst {d:#x}, src {s:#x} ({bytes} bytes)"),
+                reason: if in_place {
+                    "one-shot reads every peer's input while peers write their outputs, so it \
+                     cannot run in place; use Algorithm::TwoShot (or Auto)"
+                        .to_owned()
+                } else {
+                    "dst and src overlap without being the same buffer; pass the same buffer \
+                     (in place) or two apart"
+                        .to_owned()
+                },
+            });
+        }
+        if src.is_empty() {
+            return Ok(algorithm);
+        }
+        let spec = match algorithm {
+            Algorithm::Nvshmem => {
+                refuse_capture(stream, "NVSHMEM's reduction")?;
+                self.pgas.reduce_on(stream, self.team, op, &*dst, src)?;
+                return Ok(algorithm);
+            }
+            _ if !self.p2p => {
+                return Err(Error::InvalidConfig {
+                    name: "algorithm",
+                    value: format!("{algorithm:?}"),
+                    reason: "a PE of the team is not load/store reachable from this one (no \
+                             NVLink or peer access); use Algorithm::Nvshmem or Auto"
+                        .to_owned(),
+                })
+            }
+            Algorithm::LowLatency => {
+                let per_block = LL_BYTES_PER_BLOCK / std::mem::size_of::<T>();
+                let blocks = src.len().div_ceil(per_block) as u32;
+                let region = device_scratch_len::<T>(self.n, per_block) as u32;
+                let mut args = KernelArgs::new();
+                args.push_team(self.team)
+                    .push_sym_mut(dst)
+                    .push_sym(src)
+                    .push_sym_mut(&mut self.ll_scratch)
+                    .push_scalar(region)
+                    .push_scalar(per_block as u32);
+                pgas_runtime::launch::launch(
+                    &self.pgas,
+                    T::LOW_LATENCY,
+                    Variant::Plain,
+                    op_code(op),
+                    LaunchConfig::blocks(blocks, THREADS),
+                    Some(stream),
+                    &mut args,
+                )?;
+                return Ok(algorithm);
+            }
+            Algorithm::OneShot => T::ONE_SHOT,
+            _ => T::TWO_SHOT,
+        };
+        let work = if algorithm == Algorithm::OneShot {
+            bytes
+        } else {
+            bytes.div_ceil(self.n)
+        };
+        // The 16-byte data path (see `kernels.rs`) walks `src`, paired with `dst`.
+        let (head, vec) = vector_start(s, d, std::mem::size_of::<T>(), src.len());
+        self.launch_p2p(
+            stream,
+            spec,
+            op_code(op),
+            dst,
+            src,
+            None,
+            work,
+            &[head, vec],
+        )?;
+        Ok(algorithm)
+    }
+
+    /// Reduce-scatter on the context's stream: team rank `r`'s `dst` gets the element-wise
+    /// reduction of chunk `r` of every member's `src` (elements `r * dst.len()` to
+    /// `(r + 1) * dst.len()`), so `src.len() == n * dst.len()`. See [`Comm::reduce_scatter_on`].
+    pub fn reduce_scatter<T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        op: ReduceOp,
+    ) -> Result<()> {
+        let stream = self.pgas.stream().clone();
+        self.reduce_scatter_on(&stream, dst, src, op)
+    }
+
+    /// [`Comm::reduce_scatter`] on `stream` (not waited for on the host; capturable once
+    /// prewarmed, as [`Comm::all_reduce_on`]). Two-shot's first half: each rank loads its chunk
+    /// from every peer's `src` over NVLink and reduces it into its own `dst`, with the same flag
+    /// protocol, so when it completes on a PE no peer reads that PE's `src` any more. Up to
+    /// [`LL_GATHER_MAX_BYTES`] of `src` it takes the low-latency protocol instead: all of `src`
+    /// all-reduced over the lines into shared memory, this rank's chunk copied out (one
+    /// crossing, no handshake). Where a member is not load/store reachable, NVSHMEM's
+    /// reduce-scatter on `stream` carries it instead.
+    ///
+    /// Errors, before anything is launched: a PE that is not in the team, a `src` length that
+    /// is not a multiple of the team size or not `n * dst.len()`, a bitwise op on a float
+    /// type, `dst` and `src` overlapping (no in-place form yet), `src` not in the symmetric
+    /// heap.
+    pub fn reduce_scatter_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        op: ReduceOp,
+    ) -> Result<()> {
+        let rank = self.member()?;
+        let n = self.n;
+        if !src.len().is_multiple_of(n) {
+            return Err(Error::InvalidConfig {
+                name: "reduce-scatter source",
+                value: format!("{} elements", src.len()),
+                reason: format!(
+                    "the source is split into one chunk per PE of the team, so its length must \
+                     be a multiple of the team's {n} PEs"
+                ),
+            });
+        }
+        if dst.len() != src.len() / n {
+            return Err(Error::LengthMismatch {
+                what: "the reduce-scatter destination (the source's length / the team's PEs)",
+                got: dst.len(),
+                expected: src.len() / n,
+            });
+        }
+        check_op::<T>(op)?;
+        if !self.p2p {
+            // A peer off NVLink: NVSHMEM's reduce-scatter, which its proxy carries.
+            let size = std::mem::size_of::<T>();
+            let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+            check_apart("reduce-scatter", d, dst.len() * size, s, src.len() * size)?;
+            refuse_capture(stream, "NVSHMEM's reduce-scatter")?;
+            return self
+                .pgas
+                .reduce_scatter_on(stream, self.team, op, &*dst, src);
+        }
+        self.check_movement("reduce-scatter", &*dst, src, Reached::Source)?;
+        let size = std::mem::size_of::<T>();
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let bytes = src.len() * size;
+        if n > 1 && bytes <= LL_GATHER_MAX_BYTES {
+            // Latency-bound: all of `src` all-reduced over the low-latency lines, one block.
+            let src = Region::<T>::of(src);
+            return self.launch_ll(
+                stream,
+                (T::LOW_LATENCY_REDUCE_SCATTER, op_code(op)),
+                dst,
+                &src,
+                &[rank as u32],
+                bytes,
+            );
+        }
+        // The vector path starts at this rank's chunk of `src` (see `kernels.rs`).
+        let chunk = s + (rank * dst.len() * size) as u64;
+        let (head, vec) = vector_start(chunk, d, size, dst.len());
+        let work = dst.len() * size;
+        let src = Region::<T>::of(src);
+        self.launch_p2p(
+            stream,
+            T::REDUCE_SCATTER,
+            op_code(op),
+            dst,
+            &src,
+            None,
+            work,
+            &[head, vec],
+        )
+    }
+
+    /// All-gather on the context's stream: every member's `dst` gets every member's `src`,
+    /// concatenated in team rank order (rank `r`'s at elements `r * src.len()` on), so
+    /// `dst.len() == n * src.len()`. See [`Comm::all_gather_on`].
+    pub fn all_gather<T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+    ) -> Result<()> {
+        let stream = self.pgas.stream().clone();
+        self.all_gather_on(&stream, dst, src)
+    }
+
+    /// [`Comm::all_gather`] on `stream` (not waited for on the host; capturable once
+    /// prewarmed). Two-shot's second half: each rank stores its `src` into its chunk of every
+    /// peer's `dst` over NVLink, with the same flag protocol, so when it completes on a PE every
+    /// peer's chunk has arrived in its `dst` and no peer writes it any more. Up to
+    /// [`LL_GATHER_MAX_BYTES`] a PE it takes the low-latency protocol instead (one block; each
+    /// rank's data with the call's flag in 16-byte lines into every peer's scratch, then copied
+    /// into `dst` by the PE that polls them: one NVLink crossing, no handshake).
+    ///
+    /// Where a member is not load/store reachable ([`Comm::peers_reachable`] false: another
+    /// node, no peer access, or `PGAS_PEER_ACCESS`), NVSHMEM's `fcollect` on `stream` carries
+    /// it instead.
+    ///
+    /// Errors, before anything is launched: a PE that is not in the team, a `dst` length that
+    /// is not a multiple of the team size or not `n * src.len()`, `dst` and `src` overlapping
+    /// (no in-place form yet), `dst` not in the symmetric heap, and off NVLink a `stream` of
+    /// another GPU.
+    pub fn all_gather_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+    ) -> Result<()> {
+        let rank = self.member()?;
+        let n = self.n;
+        if !dst.len().is_multiple_of(n) {
+            return Err(Error::InvalidConfig {
+                name: "all-gather destination",
+                value: format!("{} elements", dst.len()),
+                reason: format!(
+                    "the destination holds one chunk per PE of the team, so its length must be \
+                     a multiple of the team's {n} PEs"
+                ),
+            });
+        }
+        if src.len() != dst.len() / n {
+            return Err(Error::LengthMismatch {
+                what: "the all-gather source (the destination's length / the team's PEs)",
+                got: src.len(),
+                expected: dst.len() / n,
+            });
+        }
+        if !self.p2p {
+            // A peer off NVLink: NVSHMEM's fcollect, which its proxy carries.
+            let size = std::mem::size_of::<T>();
+            let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+            check_apart("all-gather", d, dst.len() * size, s, src.len() * size)?;
+            refuse_capture(stream, "NVSHMEM's all-gather (fcollect)")?;
+            return self.pgas.fcollect_on(stream, self.team, &*dst, src);
+        }
+        self.check_movement("all-gather", &*dst, src, Reached::Destination)?;
+        let size = std::mem::size_of::<T>();
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        if src.is_empty() {
+            return Ok(());
+        }
+        if self.n > 1 && src.len() * size <= LL_GATHER_MAX_BYTES {
+            // Latency-bound: the low-latency protocol, one block, no handshake.
+            let src = Region::<T>::of(src);
+            let spec = movement::move_kernels::<T>().low_latency_gather;
+            return self.launch_ll(stream, (spec, &[]), dst, &src, &[], 0);
+        }
+        // The vector path starts at `src`'s first 16-byte boundary; this rank's chunk of `dst`
+        // must sit at the same offset (see `kernels.rs`).
+        let chunk = d + (rank * src.len() * size) as u64;
+        let (head, vec) = vector_start(s, chunk, size, src.len());
+        let work = src.len() * size;
+        let src = Region::<T>::of(src);
+        self.launch_p2p(
+            stream,
+            movement::move_kernels::<T>().all_gather,
+            &[],
+            dst,
+            &src,
+            None,
+            work,
+            &[head, vec],
+        )
+    }
+}

@@ -1,0 +1,107 @@
+//! Buffers as the collectives see them: a symmetric region by address (so one buffer can be
+//! both operands), a local table, and the checks of where two buffers lie.
+
+use crate::{Error, Result, SymRegion};
+
+/// Which buffer of a data movement the peers load from or store into.
+#[derive(Clone, Copy)]
+pub(super) enum Reached {
+    Source,
+    Destination,
+}
+
+/// An `Err` when `dst` and `src` share a byte (reduce-scatter and all-gather have no in-place
+/// form yet).
+pub(super) fn check_apart(what: &str, d: u64, dbytes: usize, s: u64, sbytes: usize) -> Result<()> {
+    if dbytes > 0 && sbytes > 0 && d < s + sbytes as u64 && s < d + dbytes as u64 {
+        return Err(Error::InvalidConfig {
+            name: "buffers",
+            value: format!("dst {d:#x} ({dbytes} bytes), src {s:#x} ({sbytes} bytes)"),
+            reason: format!(
+                "the {what} destination and source overlap; pass two buffers apart (there is no \
+                 in-place {what} yet)"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A buffer of this PE's device memory by address and length, which a kernel reads on this PE
+/// only (the all-to-all-v layout's table): not symmetric, so not a [`SymRegion`].
+pub(super) struct LocalTable {
+    pub(super) ptr: u64,
+    pub(super) len: usize,
+}
+
+/// A symmetric region by address and length: lets one buffer be both operands of an in-place
+/// call (the borrow checker forbids `&mut x` and `&x` at once).
+pub(super) struct Region<T> {
+    ptr: u64,
+    len: usize,
+    /// [`SymRegion::extent`] of the region it was made from.
+    extent: usize,
+    _elem: std::marker::PhantomData<T>,
+}
+
+impl<T> Region<T> {
+    /// The whole of `r`.
+    pub(super) fn of(r: &impl SymRegion<T>) -> Region<T> {
+        Region {
+            ptr: r.as_device_ptr(),
+            len: r.len(),
+            extent: r.extent(),
+            _elem: std::marker::PhantomData,
+        }
+    }
+
+    /// The first `len` elements of `r`'s extent (past `r.len()` where `len` is larger), or
+    /// `None` where the extent is shorter.
+    pub(super) fn reaching(r: &impl SymRegion<T>, len: usize) -> Option<Region<T>> {
+        (len <= r.extent()).then(|| Region {
+            ptr: r.as_device_ptr(),
+            len,
+            extent: r.extent(),
+            _elem: std::marker::PhantomData,
+        })
+    }
+}
+
+// SAFETY: a `Region` is made only by `Region::of` or `Region::reaching` from a live region the
+// caller borrows for the whole call it is used in, within that region's extent, so it names
+// that region's symmetric memory while it is used.
+unsafe impl<T> SymRegion<T> for Region<T> {
+    fn as_device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn extent(&self) -> usize {
+        self.extent
+    }
+}
+
+/// The kernels' 16-byte data path for a walk over `len` elements of `size` bytes that starts at
+/// address `start` and pairs with address `other`: `head`, the elements before `start`'s first
+/// 16-byte boundary (done one at a time), and `vec`, whether `other` sits at the same offset
+/// modulo 16 (else every element goes one at a time). Elements are aligned to their size, so the
+/// distance to the boundary is whole elements.
+pub(super) fn vector_start(start: u64, other: u64, size: usize, len: usize) -> (u32, u32) {
+    let head = ((16 - start % 16) % 16 / size as u64).min(len as u64) as u32;
+    (head, u32::from(other % 16 == start % 16))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::vector_start;
+
+    #[test]
+    fn the_vector_path_starts_at_the_first_16_byte_boundary() {
+        // bf16 at 4 bytes past a boundary: 6 elements before the next one.
+        assert_eq!(vector_start(0x1004, 0x2004, 2, 100), (6, 1));
+        // Fewer elements than that: all of them one at a time.
+        assert_eq!(vector_start(0x1004, 0x2004, 2, 3), (3, 1));
+        // Aligned start; a partner at another offset takes no vectors.
+        assert_eq!(vector_start(0x1000, 0x2008, 4, 100), (0, 0));
+    }
+}
