@@ -15,7 +15,8 @@
 //! Each result is compared with the baseline's C (and the baseline with the host at 64 points);
 //! a wrong result fails the run (exit status 1) and its figures do not count. Times are medians
 //! of CUDA events on PE 0 (each repetition starts after a barrier), in microseconds. Writes
-//! `ag_gemm.png` (time against M) and `ag_gemm.md` (the table) into the directory given as the
+//! `ag_gemm.png` (time against M), `ag_gemm_speedup.png` (each pgas path's speed-up over cuBLAS +
+//! NCCL against M) and `ag_gemm.md` (the table) into the directory given as the
 //! first argument (default: the current one).
 //!
 //! Run: `pgas-run -n 2 -- ag_gemm OUTDIR` (needs cuBLAS and NCCL: see `pgas::ops::cublas` and
@@ -335,6 +336,34 @@ fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> 
         ("M (rows of C)", "ms per call (lower is better)"),
         &series,
     )?;
-    println!("{BENCH}: wrote {} and ag_gemm.md", png.display());
+    // The speed-ups over cuBLAS + NCCL, one line a pgas path.
+    let speedups: Vec<Series> = METHODS
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(i, name)| {
+            let mut points: Vec<(f64, f64)> = rows
+                .iter()
+                .map(|r| (r.shape.0 as f64, r.us[0] / r.us[i]))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series {
+                name: (*name).into(),
+                points,
+            }
+        })
+        .collect();
+    let png_x = out_dir.join("ag_gemm_speedup.png");
+    by_count(
+        &png_x,
+        &format!("all-gather + GEMM over cuBLAS + NCCL, N = K = 8192, {machine}"),
+        ("M (rows of C)", "speed-up (higher is better)"),
+        &speedups,
+    )?;
+    println!(
+        "{BENCH}: wrote {}, {} and ag_gemm.md",
+        png.display(),
+        png_x.display()
+    );
     Ok(())
 }

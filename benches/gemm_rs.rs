@@ -13,7 +13,8 @@
 //! `GEMM_WARMUP` (CUDA events on the pgas stream, every PE released together by a barrier before
 //! each repetition). Every result is checked before its figures count: at 64 points against the
 //! host (f64), and element by element against the baseline where NCCL is there. Prints a table and
-//! `FIGURE` lines; with an output folder argument, writes `gemm_rs.md` and `gemm_rs.png` there.
+//! `FIGURE` lines; with an output folder argument, writes `gemm_rs.md`, `gemm_rs.png` and
+//! `gemm_rs_speedup.png` (the speed-ups against M) there.
 //!
 //! Run: `pgas-run -n 2 -- gemm_rs OUTDIR` (NCCL: `libnccl.so` on `LD_LIBRARY_PATH`, see
 //! benches/common/nccl.rs; cuBLAS: see `pgas::ops::cublas`). Exit status 1 when a result is wrong.
@@ -21,7 +22,7 @@
 mod common;
 
 use common::nccl::{nccl_comm, Nccl};
-use common::plot::{log_log_by_bytes, Series};
+use common::plot::{by_count, log_log_by_bytes, Series};
 use common::{
     bf16_rel_diff, emit, median_ms, show, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
     GEMM_WARMUP,
@@ -354,6 +355,29 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
                 "bytes of the M x N bf16 result",
                 "microseconds",
                 &all,
+            )?;
+        }
+        // The speed-ups over cuBLAS + NCCL against M.
+        let speedup = |name: &str, pick: fn(&Row) -> f64| Series {
+            name: name.to_string(),
+            points: rows
+                .iter()
+                .map(|r| (r.shape.0 as f64, r.baseline / pick(r)))
+                .collect(),
+        };
+        let speedups: Vec<Series> = [
+            speedup("pgas::gemm per chunk", |r| r.pgas),
+            speedup("library (cuBLAS chunks)", |r| r.library),
+        ]
+        .into_iter()
+        .filter(|s| s.points.iter().any(|(_, y)| y.is_finite()))
+        .collect();
+        if !speedups.is_empty() {
+            by_count(
+                &dir.join("gemm_rs_speedup.png"),
+                &format!("GEMM + reduce-scatter over cuBLAS + NCCL, N = K = 8192 ({machine})"),
+                ("M (rows of C)", "speed-up (higher is better)"),
+                &speedups,
             )?;
         }
     }

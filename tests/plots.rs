@@ -181,3 +181,58 @@ fn ag_gemm_plot_renders_from_recorded_figures() {
     assert!(plot::by_count(&dir.join("none.png"), title, labels, &empty).is_err());
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The speed-ups over cuBLAS + NCCL a run recorded in `log` (`FIGURE` lines of `bench`), by M,
+/// one series a `(legend, figure)`.
+fn speedups(log: &str, bench: &str, methods: &[(&str, &str)]) -> Vec<plot::Series> {
+    let recorded = figures(log);
+    methods
+        .iter()
+        .map(|(legend, figure)| {
+            let mut points: Vec<(f64, f64)> = recorded
+                .iter()
+                .filter_map(|(name, value)| {
+                    let (shape, what) = name.strip_prefix(bench)?.split_once('/')?;
+                    let m: f64 = shape.split('x').next()?.parse().ok()?;
+                    (what == *figure).then_some((m, value.parse().ok()?))
+                })
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            plot::Series {
+                name: (*legend).into(),
+                points,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn fused_speedup_plots_render_from_run_44() {
+    // (legend, figure) per line of benches/ag_gemm.rs's speed-up plot, in its order.
+    let methods = [
+        ("pgas one kernel", "pgas_kernel_speedup"),
+        ("pgas::ops (cuBLAS)", "pgas_ops_speedup"),
+        ("pgas per shard", "pgas_per_shard_speedup"),
+    ];
+    let run = "evidence/gpu-runs/2026-11-26-h100x4-run44";
+    let dir = std::env::temp_dir().join(format!("pgas-plots-x-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (pes, log) in [(2, "ag2_new.log"), (4, "ag4_new.log")] {
+        let series = speedups(&format!("{run}/{log}"), "ag_gemm_", &methods);
+        assert!(
+            series.iter().all(|s| s.points.len() == 5),
+            "five shapes a path were recorded on {pes} PEs"
+        );
+        let title = format!(
+            "all-gather + GEMM over cuBLAS + NCCL, N = K = 8192, NVIDIA H100 80GB HBM3 x{pes} PE"
+        );
+        let labels = ("M (rows of C)", "speed-up (higher is better)");
+        let name = format!("ag_gemm_speedup_{pes}pe.png");
+        plot::by_count(&dir.join(&name), &title, labels, &series).unwrap();
+        assert_eq!(png_size(&dir.join(&name)), (960, 600));
+        if let Some(to) = std::env::var_os("PGAS_PLOTS_TO") {
+            plot::by_count(&Path::new(&to).join(&name), &title, labels, &series).unwrap();
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
