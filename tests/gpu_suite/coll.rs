@@ -407,11 +407,13 @@ fn bad_input(p: &Pgas) -> CaseResult {
         ),
         "overlap",
     )?;
+    // NVSHMEM's reduction runs on any stream of the context, but eagerly only: refused while
+    // the stream is captured (before anything is enqueued, so the capture stays empty).
     let other = p.cuda().new_stream()?;
-    refused(
-        comm.all_reduce_on(&other, &mut c, &a, ReduceOp::Sum, Algorithm::Nvshmem),
-        "Pgas::stream()",
-    )?;
+    other.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    let captured = comm.all_reduce_on(&other, &mut c, &a, ReduceOp::Sum, Algorithm::Nvshmem);
+    let _ = other.end_capture(CUgraphInstantiate_flags(0));
+    refused(captured, "eagerly only")?;
     Ok(())
 }
 

@@ -376,6 +376,19 @@ const NO_TEAM: u64 = u64::MAX;
 /// the members of each id must agree on the size, be exactly that many, and hold the numbers
 /// `0..size` once each. The message names the PEs and the fix.
 fn check_members(offers: &[Option<(u64, u64, u64)>]) -> std::result::Result<(), String> {
+    let outside: Vec<usize> = (0..offers.len())
+        .filter(|&pe| offers[pe].is_none())
+        .collect();
+    if !outside.is_empty() && outside.len() < offers.len() {
+        // On 2 x H100 (NVSHMEM 3.4.5, gpu-report run 47) a member's nvshmemx_team_init did not
+        // return while the other PE stayed out.
+        return Err(format!(
+            "PE(s) {outside:?} join no team while others do, and NVSHMEM's team_init does not \
+             return on the members then. Fix: make a team of some PEs with \
+             Team::split_strided or split_2d of a parent team, or have every PE join a team \
+             in the same team_init call"
+        ));
+    }
     let mut ids: Vec<u64> = offers.iter().flatten().map(|m| m.0).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -440,8 +453,10 @@ impl Pgas {
     ///
     /// Collective over all PEs, so that pgas can compare what they passed first (three 8-byte
     /// gathers): members of one id that disagree on the size, a size that is not the number of
-    /// members, or indices that are not `0..n_pes` once each, are an `Err` on every PE naming the
-    /// PEs and the fix, before NVSHMEM (which would wait for members that never come) is called.
+    /// members, indices that are not `0..n_pes` once each, or some PEs joining no team while
+    /// others do (NVSHMEM's `team_init` did not return on the members then: make such teams
+    /// with [`Team::split_strided`]), are an `Err` on every PE naming the PEs and the fix,
+    /// before NVSHMEM (which would wait for members that never come) is called.
     pub fn team_init(
         &self,
         member: Option<TeamMember>,
@@ -531,9 +546,14 @@ mod tests {
     #[test]
     fn team_init_offers_must_agree() {
         let m = |id, index, size| Some((id, index, size));
-        check_members(&[m(7, 1, 2), None, m(7, 0, 2)]).unwrap();
+        check_members(&[m(7, 1, 2), m(7, 0, 2)]).unwrap();
         check_members(&[m(7, 0, 1), m(8, 0, 1)]).unwrap();
         check_members(&[None, None]).unwrap();
+        let e = check_members(&[m(7, 1, 2), None, m(7, 0, 2)]).unwrap_err();
+        assert!(
+            e.contains("PE(s) [1] join no team") && e.contains("split_strided"),
+            "{e}"
+        );
         let e = check_members(&[m(7, 0, 2), m(7, 1, 3)]).unwrap_err();
         assert!(
             e.contains("different sizes [2, 3]") && e.contains("Fix:"),
