@@ -40,6 +40,7 @@ fn corpus() -> Vec<(String, PathBuf)> {
         "tests/gpu_suite/kernels",
         "examples",
         "src/ops",
+        "src/ops/allreduce_rmsnorm",
         "src/gemm",
     ] {
         for entry in std::fs::read_dir(root.join(dir)).expect("the folder exists") {

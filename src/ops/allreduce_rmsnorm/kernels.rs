@@ -1,0 +1,537 @@
+//! The kernels of [`super::AllReduceRmsNorm`] (its module documentation has the protocol): the
+//! exchanging one (one-shot, two-shot, or none), the low-latency one, and the device functions
+//! they share.
+
+use crate::prelude::*;
+
+/// Block `b`'s entry into its next call: signals "entered call `e`" (`2e - 1`) to every PE's
+/// `sig[b * n + me]` and waits until every PE's block `b` entered it. Returns `e`.
+#[pgas_device]
+fn enter_call(
+    pes: &SymTensor<i32>,
+    sig: &mut SymTensor<u64>,
+    epochs: &mut SymTensor<u64>,
+    n: u32,
+    me: u32,
+) -> u64 {
+    let blk = block_idx_x() as usize;
+    let t = thread_idx_x() as usize;
+    let nn = n as usize;
+    let e = epochs[blk] + 1;
+    if t < nn {
+        signal_op(
+            &mut sig[blk * nn + me as usize],
+            2 * e - 1,
+            SignalOp::Set,
+            pes[t],
+        );
+        signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
+        threadfence_system();
+    }
+    sync_threads();
+    e
+}
+
+/// Block `b`'s leave of call `e`: signals `2e` to every PE and waits for every PE's block `b`,
+/// then counts the call. `after_puts`: the block stored into peers, so a system fence orders
+/// those stores before the signal (release) and the waiting thread fences after the wait
+/// (acquire), before the barrier that hands the peers' stores to the whole block.
+#[pgas_device]
+fn leave_call(
+    pes: &SymTensor<i32>,
+    sig: &mut SymTensor<u64>,
+    epochs: &mut SymTensor<u64>,
+    n: u32,
+    me: u32,
+    e: u64,
+    after_puts: bool,
+) {
+    let blk = block_idx_x() as usize;
+    let t = thread_idx_x() as usize;
+    let nn = n as usize;
+    if after_puts {
+        threadfence_system();
+    }
+    sync_threads();
+    if t < nn {
+        signal_op(
+            &mut sig[blk * nn + me as usize],
+            2 * e,
+            SignalOp::Set,
+            pes[t],
+        );
+        signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
+        if after_puts {
+            threadfence_system();
+        }
+    }
+    sync_threads();
+    if t == 0 {
+        epochs[blk] = e;
+    }
+}
+
+/// The block's pass over one row (`hidden` elements from `base`): the sum over the `n` PEs'
+/// `x` (peer loads; this PE's own from local memory) in f32 in rank order, plus the residual,
+/// rounded to bf16 once: `r_out`, stored into this PE's residual (`stores == 1`) or into every
+/// PE's (`stores == n`, this PE's first, then `me + 1, me + 2, ..`). Returns this thread's sum
+/// of the squares of its `r_out` values. Two 16-byte vectors a thread a step, so that every
+/// PE's two loads are in flight together (with `n` comptime the PE loop unrolls).
+#[pgas_device]
+fn reduce_row(
+    x: &SymTensor<bf16>,
+    residual: &mut SymTensor<bf16>,
+    pes: &SymTensor<i32>,
+    n: u32,
+    me: u32,
+    stores: u32,
+    base: usize,
+    hidden: usize,
+) -> f32 {
+    let nn = n as usize;
+    let nv = hidden / 8;
+    let stride = block_dim_x() as usize;
+    let mut ss = 0.0f32;
+    let mut v = thread_idx_x() as usize;
+    while v < nv {
+        // Past the row's end the second slot repeats the first (the same value stored twice,
+        // its squares not counted).
+        let two = v + stride < nv;
+        let i0 = base + v * 8;
+        let i1 = if two { i0 + stride * 8 } else { i0 };
+        let own0 = load_vec16(&x[i0]);
+        let own1 = load_vec16(&x[i1]);
+        let r0 = load_vec16(&residual[i0]);
+        let r1 = load_vec16(&residual[i1]);
+        let mut a00 = 0.0f32;
+        let mut a01 = 0.0f32;
+        let mut a02 = 0.0f32;
+        let mut a03 = 0.0f32;
+        let mut a04 = 0.0f32;
+        let mut a05 = 0.0f32;
+        let mut a06 = 0.0f32;
+        let mut a07 = 0.0f32;
+        let mut a10 = 0.0f32;
+        let mut a11 = 0.0f32;
+        let mut a12 = 0.0f32;
+        let mut a13 = 0.0f32;
+        let mut a14 = 0.0f32;
+        let mut a15 = 0.0f32;
+        let mut a16 = 0.0f32;
+        let mut a17 = 0.0f32;
+        for k in 0..nn {
+            let mut u0 = own0;
+            let mut u1 = own1;
+            if k != me as usize {
+                let p = x.peer(pes[k]);
+                u0 = load_vec16(&p[i0]);
+                u1 = load_vec16(&p[i1]);
+            }
+            a00 += vec16_get(u0, 0) as f32;
+            a01 += vec16_get(u0, 1) as f32;
+            a02 += vec16_get(u0, 2) as f32;
+            a03 += vec16_get(u0, 3) as f32;
+            a04 += vec16_get(u0, 4) as f32;
+            a05 += vec16_get(u0, 5) as f32;
+            a06 += vec16_get(u0, 6) as f32;
+            a07 += vec16_get(u0, 7) as f32;
+            a10 += vec16_get(u1, 0) as f32;
+            a11 += vec16_get(u1, 1) as f32;
+            a12 += vec16_get(u1, 2) as f32;
+            a13 += vec16_get(u1, 3) as f32;
+            a14 += vec16_get(u1, 4) as f32;
+            a15 += vec16_get(u1, 5) as f32;
+            a16 += vec16_get(u1, 6) as f32;
+            a17 += vec16_get(u1, 7) as f32;
+        }
+        let mut o0 = r0;
+        let mut o1 = r1;
+        let mut ss0 = 0.0f32;
+        let mut ss1 = 0.0f32;
+        let q = (a00 + vec16_get(r0, 0) as f32) as bf16;
+        o0 = vec16_set(o0, 0, q);
+        ss0 += q as f32 * q as f32;
+        let q = (a01 + vec16_get(r0, 1) as f32) as bf16;
+        o0 = vec16_set(o0, 1, q);
+        ss0 += q as f32 * q as f32;
+        let q = (a02 + vec16_get(r0, 2) as f32) as bf16;
+        o0 = vec16_set(o0, 2, q);
+        ss0 += q as f32 * q as f32;
+        let q = (a03 + vec16_get(r0, 3) as f32) as bf16;
+        o0 = vec16_set(o0, 3, q);
+        ss0 += q as f32 * q as f32;
+        let q = (a04 + vec16_get(r0, 4) as f32) as bf16;
+        o0 = vec16_set(o0, 4, q);
+        ss0 += q as f32 * q as f32;
+        let q = (a05 + vec16_get(r0, 5) as f32) as bf16;
+        o0 = vec16_set(o0, 5, q);
+        ss0 += q as f32 * q as f32;
+        let q = (a06 + vec16_get(r0, 6) as f32) as bf16;
+        o0 = vec16_set(o0, 6, q);
+        ss0 += q as f32 * q as f32;
+        let q = (a07 + vec16_get(r0, 7) as f32) as bf16;
+        o0 = vec16_set(o0, 7, q);
+        ss0 += q as f32 * q as f32;
+        let q = (a10 + vec16_get(r1, 0) as f32) as bf16;
+        o1 = vec16_set(o1, 0, q);
+        ss1 += q as f32 * q as f32;
+        let q = (a11 + vec16_get(r1, 1) as f32) as bf16;
+        o1 = vec16_set(o1, 1, q);
+        ss1 += q as f32 * q as f32;
+        let q = (a12 + vec16_get(r1, 2) as f32) as bf16;
+        o1 = vec16_set(o1, 2, q);
+        ss1 += q as f32 * q as f32;
+        let q = (a13 + vec16_get(r1, 3) as f32) as bf16;
+        o1 = vec16_set(o1, 3, q);
+        ss1 += q as f32 * q as f32;
+        let q = (a14 + vec16_get(r1, 4) as f32) as bf16;
+        o1 = vec16_set(o1, 4, q);
+        ss1 += q as f32 * q as f32;
+        let q = (a15 + vec16_get(r1, 5) as f32) as bf16;
+        o1 = vec16_set(o1, 5, q);
+        ss1 += q as f32 * q as f32;
+        let q = (a16 + vec16_get(r1, 6) as f32) as bf16;
+        o1 = vec16_set(o1, 6, q);
+        ss1 += q as f32 * q as f32;
+        let q = (a17 + vec16_get(r1, 7) as f32) as bf16;
+        o1 = vec16_set(o1, 7, q);
+        ss1 += q as f32 * q as f32;
+        ss += ss0;
+        if two {
+            ss += ss1;
+        }
+        store_vec16(&mut residual[i0], o0);
+        store_vec16(&mut residual[i1], o1);
+        for k in 1..stores as usize {
+            let d = residual.peer(pes[(me as usize + k) % nn]);
+            store_vec16(&mut d[i0], o0);
+            store_vec16(&mut d[i1], o1);
+        }
+        v += 2 * stride;
+    }
+    ss
+}
+
+/// This thread's sum of the squares of its elements of the row at `base` (two-shot's second
+/// half, where the row's `r_out` arrived from its owner).
+#[pgas_device]
+fn row_sumsq(residual: &SymTensor<bf16>, base: usize, hidden: usize) -> f32 {
+    let nv = hidden / 8;
+    let stride = block_dim_x() as usize;
+    let mut ss = 0.0f32;
+    let mut v = thread_idx_x() as usize;
+    while v < nv {
+        let r = load_vec16(&residual[base + v * 8]);
+        for j in 0..8u32 {
+            let f = vec16_get(r, j) as f32;
+            ss += f * f;
+        }
+        v += stride;
+    }
+    ss
+}
+
+/// `y = bf16(r_out * inv * w)` for the row at `base`, into this PE's `out`.
+#[pgas_device]
+fn norm_row(
+    residual: &SymTensor<bf16>,
+    weight: &SymTensor<bf16>,
+    out: &mut SymTensor<bf16>,
+    base: usize,
+    hidden: usize,
+    inv: f32,
+) {
+    let nv = hidden / 8;
+    let stride = block_dim_x() as usize;
+    let mut v = thread_idx_x() as usize;
+    while v < nv {
+        let r = load_vec16(&residual[base + v * 8]);
+        let w = load_vec16(&weight[v * 8]);
+        let mut y = r;
+        for j in 0..8u32 {
+            let f = vec16_get(r, j) as f32 * inv * vec16_get(w, j) as f32;
+            y = vec16_set(y, j, f as bf16);
+        }
+        store_vec16(&mut out[base + v * 8], y);
+        v += stride;
+    }
+}
+
+/// The fused all-reduce + residual add + RMSNorm over `tokens` rows of `hidden` (a multiple of
+/// 8) bf16 elements; see the module doc for the protocol. `mode` (comptime): 0 one-shot, 1
+/// two-shot, 2 no exchange (`n` must be 1: `x` is already the sum; no flags touched). `n`
+/// (comptime, so that the PE loop unrolls): the team's PEs; `me`: this PE's team rank; `pes`:
+/// team rank -> world PE; `sig`, `epochs`: the [`crate::coll::Comm`]'s flags. Every buffer 16-byte aligned.
+#[pgas_kernel(max_threads = 512)]
+pub fn allreduce_add_rmsnorm(
+    x: &SymTensor<bf16>,
+    residual: &mut SymTensor<bf16>,
+    weight: &SymTensor<bf16>,
+    out: &mut SymTensor<bf16>,
+    pes: &SymTensor<i32>,
+    sig: &mut SymTensor<u64>,
+    epochs: &mut SymTensor<u64>,
+    me: u32,
+    tokens: u32,
+    hidden: u32,
+    eps: f32,
+    #[comptime] n: u32,
+    #[comptime] mode: u32,
+) {
+    let blk = block_idx_x() as usize;
+    let grid = grid_dim_x() as usize;
+    let lane = lane_id() as usize;
+    let warp = warp_id() as usize;
+    let warps = (block_dim_x() / 32) as usize;
+    let h = hidden as usize;
+    let tt = tokens as usize;
+    let nn = n as usize;
+    let two_shot = mode == 1;
+    let exchange = mode != 2;
+    let red = shared_array::<f32, 33>();
+    let mut e = 0u64;
+    if exchange {
+        e = enter_call(pes, sig, epochs, n, me);
+    }
+    let chunk = (tt + nn - 1) / nn;
+    if two_shot {
+        // This rank's rows, into every PE's residual.
+        let lo = me as usize * chunk;
+        let mut j = blk;
+        while j < chunk && lo + j < tt {
+            reduce_row(x, residual, pes, n, me, n, (lo + j) * h, h);
+            j += grid;
+        }
+        leave_call(pes, sig, epochs, n, me, e, true);
+    }
+    // The rows this block normalizes: one-shot (and no exchange) rows `blk, blk + grid, ..`;
+    // two-shot rows `q * chunk + blk, q * chunk + blk + grid, ..` of every owner `q`, which
+    // block `blk` of each owner stored before its leave signal.
+    let owners = if two_shot { nn } else { 1 };
+    let span = if two_shot { chunk } else { tt };
+    for q in 0..owners {
+        let mut j = blk;
+        while j < span && q * span + j < tt {
+            let base = (q * span + j) * h;
+            let mut ss = 0.0f32;
+            if two_shot {
+                ss = row_sumsq(residual, base, h);
+            } else {
+                ss = reduce_row(x, residual, pes, n, me, 1, base, h);
+            }
+            // The block's sum of squares: warps by shuffles, then warp 0 over the warps.
+            ss += shfl_xor_sync(0xffff_ffff, ss, 16);
+            ss += shfl_xor_sync(0xffff_ffff, ss, 8);
+            ss += shfl_xor_sync(0xffff_ffff, ss, 4);
+            ss += shfl_xor_sync(0xffff_ffff, ss, 2);
+            ss += shfl_xor_sync(0xffff_ffff, ss, 1);
+            if lane == 0 {
+                red[warp] = ss;
+            }
+            sync_threads();
+            if warp == 0 {
+                let mut s = 0.0f32;
+                if lane < warps {
+                    s = red[lane];
+                }
+                s += shfl_xor_sync(0xffff_ffff, s, 16);
+                s += shfl_xor_sync(0xffff_ffff, s, 8);
+                s += shfl_xor_sync(0xffff_ffff, s, 4);
+                s += shfl_xor_sync(0xffff_ffff, s, 2);
+                s += shfl_xor_sync(0xffff_ffff, s, 1);
+                if lane == 0 {
+                    red[32] = s;
+                }
+            }
+            sync_threads();
+            let inv = rsqrt(red[32] / hidden as f32 + eps);
+            norm_row(residual, weight, out, base, h, inv);
+            j += grid;
+        }
+    }
+    if exchange && !two_shot {
+        leave_call(pes, sig, epochs, n, me, e, false);
+    }
+}
+
+/// The low-latency form (`Algorithm::LowLatency`): no entry or leave handshake. Block `b` takes
+/// rows `b, b + G, ..`; for each, `team_all_gather_block` (pgas's LL lines: each PE stores its
+/// row of `x` with the call's flag beside every 8 bytes into every peer's `scratch`, and polls
+/// its own; one NVLink crossing) gathers every PE's row into shared memory (`n * hidden` bf16,
+/// the launch's dynamic shared memory), then the block sums them in f32 in rank order, adds the
+/// residual, rounds once (the same arithmetic, in the same order, as the other forms), writes
+/// `r_out` and normalizes locally. `scratch` holds `region` words a block
+/// (`pgas::coll::device_scratch_len::<bf16>(n, hidden)`), zeroed once; its call counters keep
+/// consecutive calls apart, also across CUDA-graph replays. Peers never read this PE's `x`,
+/// `residual` or `out`.
+#[pgas_kernel(max_threads = 512)]
+pub fn allreduce_add_rmsnorm_ll(
+    team: Team,
+    x: &SymTensor<bf16>,
+    residual: &mut SymTensor<bf16>,
+    weight: &SymTensor<bf16>,
+    out: &mut SymTensor<bf16>,
+    scratch: &mut SymTensor<u64>,
+    region: u32,
+    tokens: u32,
+    hidden: u32,
+    eps: f32,
+    #[comptime] n: u32,
+) {
+    let blk = block_idx_x() as usize;
+    let grid = grid_dim_x() as usize;
+    let lane = lane_id() as usize;
+    let warp = warp_id() as usize;
+    let warps = (block_dim_x() / 32) as usize;
+    let stride = block_dim_x() as usize;
+    let h = hidden as usize;
+    let nv = h / 8;
+    let tt = tokens as usize;
+    let nn = n as usize;
+    let at = blk * region as usize;
+    let g = dyn_shared::<bf16>();
+    let red = shared_array::<f32, 33>();
+    let mut row = blk;
+    while row < tt {
+        let base = row * h;
+        // Every PE's row, rank `k`'s at `g[k * h..]` (a block barrier before and after).
+        team_all_gather_block(
+            team,
+            &mut g[0..nn * h],
+            &x[base..base + h],
+            &mut scratch[at],
+        );
+        let mut ss = 0.0f32;
+        let mut v = thread_idx_x() as usize;
+        while v < nv {
+            let two = v + stride < nv;
+            let j0 = v * 8;
+            let j1 = if two { j0 + stride * 8 } else { j0 };
+            let r0 = load_vec16(&residual[base + j0]);
+            let r1 = load_vec16(&residual[base + j1]);
+            let mut a00 = 0.0f32;
+            let mut a01 = 0.0f32;
+            let mut a02 = 0.0f32;
+            let mut a03 = 0.0f32;
+            let mut a04 = 0.0f32;
+            let mut a05 = 0.0f32;
+            let mut a06 = 0.0f32;
+            let mut a07 = 0.0f32;
+            let mut a10 = 0.0f32;
+            let mut a11 = 0.0f32;
+            let mut a12 = 0.0f32;
+            let mut a13 = 0.0f32;
+            let mut a14 = 0.0f32;
+            let mut a15 = 0.0f32;
+            let mut a16 = 0.0f32;
+            let mut a17 = 0.0f32;
+            for k in 0..nn {
+                let u0 = load_vec16(&g[k * h + j0]);
+                let u1 = load_vec16(&g[k * h + j1]);
+                a00 += vec16_get(u0, 0) as f32;
+                a01 += vec16_get(u0, 1) as f32;
+                a02 += vec16_get(u0, 2) as f32;
+                a03 += vec16_get(u0, 3) as f32;
+                a04 += vec16_get(u0, 4) as f32;
+                a05 += vec16_get(u0, 5) as f32;
+                a06 += vec16_get(u0, 6) as f32;
+                a07 += vec16_get(u0, 7) as f32;
+                a10 += vec16_get(u1, 0) as f32;
+                a11 += vec16_get(u1, 1) as f32;
+                a12 += vec16_get(u1, 2) as f32;
+                a13 += vec16_get(u1, 3) as f32;
+                a14 += vec16_get(u1, 4) as f32;
+                a15 += vec16_get(u1, 5) as f32;
+                a16 += vec16_get(u1, 6) as f32;
+                a17 += vec16_get(u1, 7) as f32;
+            }
+            let mut o0 = r0;
+            let mut o1 = r1;
+            let mut ss0 = 0.0f32;
+            let mut ss1 = 0.0f32;
+            let q = (a00 + vec16_get(r0, 0) as f32) as bf16;
+            o0 = vec16_set(o0, 0, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a01 + vec16_get(r0, 1) as f32) as bf16;
+            o0 = vec16_set(o0, 1, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a02 + vec16_get(r0, 2) as f32) as bf16;
+            o0 = vec16_set(o0, 2, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a03 + vec16_get(r0, 3) as f32) as bf16;
+            o0 = vec16_set(o0, 3, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a04 + vec16_get(r0, 4) as f32) as bf16;
+            o0 = vec16_set(o0, 4, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a05 + vec16_get(r0, 5) as f32) as bf16;
+            o0 = vec16_set(o0, 5, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a06 + vec16_get(r0, 6) as f32) as bf16;
+            o0 = vec16_set(o0, 6, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a07 + vec16_get(r0, 7) as f32) as bf16;
+            o0 = vec16_set(o0, 7, q);
+            ss0 += q as f32 * q as f32;
+            let q = (a10 + vec16_get(r1, 0) as f32) as bf16;
+            o1 = vec16_set(o1, 0, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a11 + vec16_get(r1, 1) as f32) as bf16;
+            o1 = vec16_set(o1, 1, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a12 + vec16_get(r1, 2) as f32) as bf16;
+            o1 = vec16_set(o1, 2, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a13 + vec16_get(r1, 3) as f32) as bf16;
+            o1 = vec16_set(o1, 3, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a14 + vec16_get(r1, 4) as f32) as bf16;
+            o1 = vec16_set(o1, 4, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a15 + vec16_get(r1, 5) as f32) as bf16;
+            o1 = vec16_set(o1, 5, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a16 + vec16_get(r1, 6) as f32) as bf16;
+            o1 = vec16_set(o1, 6, q);
+            ss1 += q as f32 * q as f32;
+            let q = (a17 + vec16_get(r1, 7) as f32) as bf16;
+            o1 = vec16_set(o1, 7, q);
+            ss1 += q as f32 * q as f32;
+            ss += ss0;
+            if two {
+                ss += ss1;
+            }
+            store_vec16(&mut residual[base + j0], o0);
+            store_vec16(&mut residual[base + j1], o1);
+            v += 2 * stride;
+        }
+        // The block's sum of squares, as in `allreduce_add_rmsnorm`.
+        ss += shfl_xor_sync(0xffff_ffff, ss, 16);
+        ss += shfl_xor_sync(0xffff_ffff, ss, 8);
+        ss += shfl_xor_sync(0xffff_ffff, ss, 4);
+        ss += shfl_xor_sync(0xffff_ffff, ss, 2);
+        ss += shfl_xor_sync(0xffff_ffff, ss, 1);
+        if lane == 0 {
+            red[warp] = ss;
+        }
+        sync_threads();
+        if warp == 0 {
+            let mut s = 0.0f32;
+            if lane < warps {
+                s = red[lane];
+            }
+            s += shfl_xor_sync(0xffff_ffff, s, 16);
+            s += shfl_xor_sync(0xffff_ffff, s, 8);
+            s += shfl_xor_sync(0xffff_ffff, s, 4);
+            s += shfl_xor_sync(0xffff_ffff, s, 2);
+            s += shfl_xor_sync(0xffff_ffff, s, 1);
+            if lane == 0 {
+                red[32] = s;
+            }
+        }
+        sync_threads();
+        let inv = rsqrt(red[32] / hidden as f32 + eps);
+        norm_row(residual, weight, out, base, h, inv);
+        row += grid;
+    }
+}

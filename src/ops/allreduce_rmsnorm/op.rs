@@ -1,0 +1,555 @@
+//! [`AllReduceRmsNorm`]: the plan (its `Comm`, sizes and low-latency scratch), the checks of a
+//! call and the launches of the kernels.
+
+use cudarc::driver::CudaStream;
+use pgas_runtime::kernel::Variant;
+use pgas_runtime::launch::{KernelArgs, Prewarm};
+
+use super::kernels::{allreduce_add_rmsnorm, allreduce_add_rmsnorm_ll};
+use crate::coll::{Algorithm, Comm};
+use crate::prelude::*;
+use crate::{Error, Pgas, Result, SymRegion, SymTensor, Team};
+
+/// Threads per block: 16 warps; a row of 8192 bf16 is one 16-byte vector pair a thread.
+const THREADS: u32 = 512;
+
+/// The most dynamic shared memory the low-latency form's gathered rows take (`n * hidden * 2`
+/// bytes; H100 and H200 give a block 227 KiB): past it, [`Algorithm::LowLatency`] is refused.
+pub const LL_MAX_SHARED_BYTES: usize = 192 << 10;
+
+/// The most blocks (rows at a time) of the low-latency form: its scratch holds
+/// `coll::device_scratch_len::<bf16>(n, hidden)` words a block (about twice the bytes of the
+/// `n` rows: 128 KiB for two PEs at hidden 8192).
+pub const LL_MAX_BLOCKS: usize = 32;
+
+/// The kernel's `mode` (comptime): one-shot.
+const ONE_SHOT: i128 = 0;
+/// Two-shot.
+const TWO_SHOT: i128 = 1;
+/// No exchange: the residual add and RMSNorm of an input that is already reduced.
+const LOCAL: i128 = 2;
+
+/// All-reduce + residual add + RMSNorm over every PE, fused into one kernel (see the
+/// [module docs](super)): made collectively with [`AllReduceRmsNorm::new`], then one
+/// [`AllReduceRmsNorm::run_on`] per layer step on every PE.
+///
+/// ```no_run
+/// use pgas::ops::AllReduceRmsNorm;
+/// use pgas::prelude::*;
+///
+/// # fn main() -> pgas::Result<()> {
+/// let pgas = pgas::init()?;
+/// let (hidden, tokens) = (8192, 4);
+/// let mut op = AllReduceRmsNorm::new(&pgas, hidden, 4096, 1e-5)?; // collective
+/// let x = pgas.alloc::<bf16>(tokens * hidden)?; // this PE's partial sums
+/// let mut residual = pgas.alloc::<bf16>(tokens * hidden)?; // the same on every PE
+/// let weight = pgas.alloc::<bf16>(hidden)?;
+/// let mut out = pgas.alloc::<bf16>(tokens * hidden)?;
+/// let stream = pgas.stream().clone();
+/// op.run_on(&stream, &x, &mut residual, &weight, &mut out)?; // residual += sum(x); out = norm
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Every buffer is symmetric (peers load `x` and, two-shot, store into `residual`), 16-byte
+/// aligned, `tokens * hidden` elements (`weight`: `hidden`), and the four are apart. Every PE
+/// makes the same calls with the same token counts, in the same order (as with NCCL). Calls are
+/// ordered on the host by `&mut self`; run them on one stream at a time. Capturable into a CUDA
+/// graph once the kernels are compiled ([`AllReduceRmsNorm::prewarm`] or a first eager call):
+/// the call counters live in device memory.
+pub struct AllReduceRmsNorm {
+    pgas: Pgas,
+    comm: Comm,
+    hidden: usize,
+    max_tokens: usize,
+    eps: f32,
+    /// PEs of the world team.
+    n: usize,
+    /// Blocks a fused call may launch: the fewest SMs of any PE, at most
+    /// [`crate::coll::MAX_BLOCKS`] (blocks wait for their namesakes on the other PEs).
+    max_blocks: usize,
+    /// The low-latency form's LL scratch (`ll_blocks` regions of `ll_region` words), where
+    /// `n * hidden * 2 <= LL_MAX_SHARED_BYTES`.
+    ll_scratch: Option<SymTensor<u64>>,
+    ll_region: usize,
+    ll_blocks: usize,
+}
+
+impl std::fmt::Debug for AllReduceRmsNorm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AllReduceRmsNorm")
+            .field("hidden", &self.hidden)
+            .field("max_tokens", &self.max_tokens)
+            .field("eps", &self.eps)
+            .field("n_pes", &self.n)
+            .finish()
+    }
+}
+
+/// Why `(hidden, max_tokens, eps)` cannot make an [`AllReduceRmsNorm`], with the fix, or `None`.
+fn config_error(hidden: usize, max_tokens: usize, eps: f32) -> Option<String> {
+    if hidden == 0 || !hidden.is_multiple_of(8) {
+        return Some(format!(
+            "hidden is {hidden}, but rows move as 16-byte vectors of 8 bf16. Fix: pass a \
+             positive multiple of 8"
+        ));
+    }
+    if hidden > u32::MAX as usize || max_tokens > u32::MAX as usize {
+        return Some(format!(
+            "hidden {hidden} or max_tokens {max_tokens} is over 2^32 - 1. Fix: pass smaller sizes"
+        ));
+    }
+    if max_tokens == 0 {
+        return Some("max_tokens is 0. Fix: pass the most tokens a call will take".into());
+    }
+    if !eps.is_finite() || eps < 0.0 {
+        return Some(format!(
+            "eps is {eps}. Fix: pass a finite eps >= 0 (1e-5 or 1e-6 in most models)"
+        ));
+    }
+    None
+}
+
+impl AllReduceRmsNorm {
+    /// An operation over every PE (the world team) for rows of `hidden` bf16 elements (a
+    /// multiple of 8), at most `max_tokens` rows a call, normalized with `eps`. Collective over
+    /// all PEs: it makes a [`Comm`] (its flags and call counters are the kernel's), then the PEs
+    /// compare their arguments and whether each reaches every peer by loads and stores
+    /// ([`crate::ops::agree`]), so a mismatch, a bad size or an unreachable peer is the same `Err` on
+    /// every PE and nothing is launched.
+    pub fn new(pgas: &Pgas, hidden: usize, max_tokens: usize, eps: f32) -> Result<Self> {
+        let comm = Comm::new(pgas, Team::WORLD)?;
+        crate::ops::agree::agree(
+            pgas,
+            "AllReduceRmsNorm::new",
+            &[
+                ("hidden", hidden as u64),
+                ("max_tokens", max_tokens as u64),
+                ("eps (f32 bits)", u64::from(eps.to_bits())),
+                (
+                    "every peer load/store reachable",
+                    comm.peers_reachable() as u64,
+                ),
+            ],
+        )?;
+        if let Some(why) = config_error(hidden, max_tokens, eps) {
+            return Err(Error::InvalidConfig {
+                name: "AllReduceRmsNorm::new",
+                value: format!("hidden {hidden}, max_tokens {max_tokens}, eps {eps}"),
+                reason: why,
+            });
+        }
+        if !comm.peers_reachable() {
+            return Err(Error::Unavailable {
+                what: "AllReduceRmsNorm",
+                reason: "some PE's symmetric memory is not load/store reachable from this GPU \
+                         (no NVLink or P2P path), and the fused kernel reads and writes peers' \
+                         rows directly. Fix: run the PEs on GPUs of one NVLink domain, or use \
+                         pgas::coll's Algorithm::Nvshmem all-reduce followed by \
+                         add_rms_norm_on"
+                    .into(),
+            });
+        }
+        let n = pgas.n_pes();
+        let sms = pgas.sm_count()?;
+        let fewest = if n > 1 {
+            crate::ops::agree::gather_words(pgas, &[sms as u64])?
+                .into_iter()
+                .min()
+                .unwrap_or(1) as usize
+        } else {
+            sms
+        };
+        let max_blocks = fewest.clamp(1, crate::coll::MAX_BLOCKS);
+        // The same on every PE (n, hidden, max_tokens and the fewest SMs are), so every PE
+        // allocates alike.
+        let ll_region = crate::coll::device_scratch_len::<bf16>(n, hidden);
+        let ll_blocks = max_tokens.min(max_blocks).min(LL_MAX_BLOCKS);
+        let ll_scratch = if n * hidden * 2 <= LL_MAX_SHARED_BYTES {
+            Some(pgas.alloc::<u64>(ll_blocks * ll_region)?)
+        } else {
+            None
+        };
+        Ok(AllReduceRmsNorm {
+            pgas: pgas.clone(),
+            comm,
+            hidden,
+            max_tokens,
+            eps,
+            n,
+            max_blocks,
+            ll_scratch,
+            ll_region,
+            ll_blocks,
+        })
+    }
+
+    /// Elements per row.
+    pub fn hidden(&self) -> usize {
+        self.hidden
+    }
+
+    /// The most rows a call takes.
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// The norm's epsilon.
+    pub fn eps(&self) -> f32 {
+        self.eps
+    }
+
+    /// The PEs that take part (every PE).
+    pub fn n_pes(&self) -> usize {
+        self.n
+    }
+
+    /// The algorithm [`Algorithm::Auto`] takes for `tokens` rows: one-shot while the bytes of
+    /// `x` are at most the all-reduce's one-shot limit for the team's size
+    /// ([`crate::coll::ONE_SHOT_MAX_BYTES`], [`crate::coll::ONE_SHOT_MAX_BYTES_2PE`] for two
+    /// PEs, where one-shot and two-shot move the same bytes; not measured for this kernel yet),
+    /// two-shot above. One PE: one-shot.
+    pub fn algorithm_for(&self, tokens: usize) -> Algorithm {
+        let bytes = tokens * self.hidden * 2;
+        let one_shot_max = if self.n == 2 {
+            crate::coll::ONE_SHOT_MAX_BYTES_2PE
+        } else {
+            crate::coll::ONE_SHOT_MAX_BYTES
+        };
+        if self.n == 1 || bytes <= one_shot_max {
+            Algorithm::OneShot
+        } else {
+            Algorithm::TwoShot
+        }
+    }
+
+    /// Whether [`Algorithm::LowLatency`] is available: the PEs' rows fit the shared memory
+    /// of a block (`n * hidden * 2 <= LL_MAX_SHARED_BYTES`).
+    pub fn low_latency_available(&self) -> bool {
+        self.ll_scratch.is_some()
+    }
+
+    /// Compiles (or loads from the disk cache) the kernels this operation launches (one-shot,
+    /// two-shot, low-latency where available, and the unfused norm), so that no call compiles
+    /// and every call can be captured into a CUDA graph.
+    pub fn prewarm(&self) -> Result<()> {
+        let n = self.n as i128;
+        let specs = [[n, ONE_SHOT], [n, TWO_SHOT], [1, LOCAL]];
+        let mut list: Vec<Prewarm<'_>> = specs
+            .iter()
+            .map(|c| Prewarm {
+                spec: &allreduce_add_rmsnorm::SPEC,
+                variant: Variant::Plain,
+                comptime: c,
+            })
+            .collect();
+        let ll = [n];
+        if self.low_latency_available() {
+            list.push(Prewarm {
+                spec: &allreduce_add_rmsnorm_ll::SPEC,
+                variant: Variant::Plain,
+                comptime: &ll,
+            });
+        }
+        pgas_runtime::launch::prewarm(&self.pgas, &list)
+    }
+
+    /// [`AllReduceRmsNorm::run_on`] on the context's stream ([`Pgas::stream`]).
+    pub fn run(
+        &mut self,
+        x: &impl SymRegion<bf16>,
+        residual: &mut impl SymRegion<bf16>,
+        weight: &impl SymRegion<bf16>,
+        out: &mut impl SymRegion<bf16>,
+    ) -> Result<Algorithm> {
+        let stream = self.pgas.stream().clone();
+        self.run_with(&stream, x, residual, weight, out, Algorithm::Auto)
+    }
+
+    /// Enqueues on `stream` one call, by [`AllReduceRmsNorm::algorithm_for`]'s algorithm:
+    /// `residual = bf16(sum over PEs of x + residual)` and `out = RMSNorm(residual) * weight`,
+    /// on every PE, for `x.len() / hidden` tokens. Not waited for on the host. When it completes
+    /// on a PE, that PE's `residual` and `out` hold the results and no peer reads its `x` or
+    /// writes its buffers any more. Returns the algorithm used.
+    ///
+    /// Errors, on the calling PE before anything is enqueued: `x` not a whole number of rows or
+    /// more than `max_tokens` of them; `residual` or `out` of another length than `x`, `weight`
+    /// not `hidden` long; a buffer not 16-byte aligned or not in the symmetric heap; buffers
+    /// that overlap. Token counts that differ between PEs cannot be seen here: they are the
+    /// caller's contract, as in NCCL.
+    pub fn run_on(
+        &mut self,
+        stream: &CudaStream,
+        x: &impl SymRegion<bf16>,
+        residual: &mut impl SymRegion<bf16>,
+        weight: &impl SymRegion<bf16>,
+        out: &mut impl SymRegion<bf16>,
+    ) -> Result<Algorithm> {
+        self.run_with(stream, x, residual, weight, out, Algorithm::Auto)
+    }
+
+    /// [`AllReduceRmsNorm::run_on`] by a given algorithm: `Auto`, `OneShot`, `TwoShot` or
+    /// `LowLatency` (where [`AllReduceRmsNorm::low_latency_available`]: no entry or leave
+    /// handshake, each PE's rows sent as LL lines into every peer's scratch; see
+    /// [`allreduce_add_rmsnorm_ll`]). `Nvshmem` is an `Err`. Every PE must pass the same.
+    pub fn run_with(
+        &mut self,
+        stream: &CudaStream,
+        x: &impl SymRegion<bf16>,
+        residual: &mut impl SymRegion<bf16>,
+        weight: &impl SymRegion<bf16>,
+        out: &mut impl SymRegion<bf16>,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let tokens = self.check_call("x", x, &*residual, weight, &*out)?;
+        let algorithm = match algorithm {
+            Algorithm::Auto => self.algorithm_for(tokens),
+            a @ (Algorithm::OneShot | Algorithm::TwoShot) => a,
+            Algorithm::LowLatency if self.ll_scratch.is_some() => Algorithm::LowLatency,
+            Algorithm::LowLatency => {
+                return Err(Error::InvalidConfig {
+                    name: "AllReduceRmsNorm algorithm",
+                    value: format!(
+                        "LowLatency with {} PEs x hidden {} x 2 bytes of rows",
+                        self.n, self.hidden
+                    ),
+                    reason: format!(
+                        "the low-latency form gathers every PE's row into a block's shared \
+                         memory, at most LL_MAX_SHARED_BYTES ({LL_MAX_SHARED_BYTES}). Fix: pass \
+                         Algorithm::Auto, OneShot or TwoShot"
+                    ),
+                });
+            }
+            other => {
+                return Err(Error::InvalidConfig {
+                    name: "AllReduceRmsNorm algorithm",
+                    value: format!("{other:?}"),
+                    reason: "the fused kernel has one-shot, two-shot and low-latency forms only. \
+                             Fix: pass Algorithm::Auto, OneShot, TwoShot or LowLatency"
+                        .into(),
+                });
+            }
+        };
+        for (what, ptr, len) in [
+            ("x (peers load it)", x.as_device_ptr(), x.len()),
+            (
+                "residual (peers store into it, two-shot)",
+                residual.as_device_ptr(),
+                residual.len(),
+            ),
+            ("out", out.as_device_ptr(), out.len()),
+            ("weight", weight.as_device_ptr(), weight.len()),
+        ] {
+            if !self.pgas.in_symmetric_heap(ptr, len * 2) {
+                return Err(Error::InvalidConfig {
+                    name: "AllReduceRmsNorm buffer",
+                    value: format!("{what} at {ptr:#x} ({} bytes)", len * 2),
+                    reason: "it is not inside NVSHMEM's symmetric heap, so peers cannot reach \
+                             it. Fix: allocate it with Pgas::alloc (or take a view of such a \
+                             tensor)"
+                        .into(),
+                });
+            }
+        }
+        if tokens == 0 {
+            return Ok(algorithm);
+        }
+        let n = self.n;
+        if let (Algorithm::LowLatency, Some(scratch)) = (algorithm, self.ll_scratch.as_mut()) {
+            let mut args = KernelArgs::new();
+            args.push_team(Team::WORLD)
+                .push_sym(x)
+                .push_sym_mut(residual)
+                .push_sym(weight)
+                .push_sym_mut(out)
+                .push_sym_mut(scratch)
+                .push_scalar(self.ll_region as u32)
+                .push_scalar(tokens as u32)
+                .push_scalar(self.hidden as u32)
+                .push_scalar(self.eps);
+            let blocks = tokens.clamp(1, self.ll_blocks) as u32;
+            let shared = (n * self.hidden * 2) as u32;
+            pgas_runtime::launch::launch(
+                &self.pgas,
+                &allreduce_add_rmsnorm_ll::SPEC,
+                Variant::Plain,
+                &[n as i128],
+                LaunchConfig::blocks(blocks, THREADS).with_shared_mem(shared),
+                Some(stream),
+                &mut args,
+            )?;
+            return Ok(algorithm);
+        }
+        let (mode, rows) = if algorithm == Algorithm::TwoShot {
+            (TWO_SHOT, tokens.div_ceil(n))
+        } else {
+            (ONE_SHOT, tokens)
+        };
+        let blocks = rows.clamp(1, self.max_blocks) as u32;
+        let (me, flags) = self.comm.kernel_flags("AllReduceRmsNorm")?;
+        let mut args = KernelArgs::new();
+        args.push_sym(x)
+            .push_sym_mut(residual)
+            .push_sym(weight)
+            .push_sym_mut(out)
+            .push_sym(flags.pes)
+            .push_sym_mut(flags.sig)
+            .push_sym_mut(flags.epochs)
+            .push_scalar(me as u32)
+            .push_scalar(tokens as u32)
+            .push_scalar(self.hidden as u32)
+            .push_scalar(self.eps);
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            &allreduce_add_rmsnorm::SPEC,
+            Variant::Plain,
+            &[n as i128, mode],
+            LaunchConfig::blocks(blocks, THREADS),
+            Some(stream),
+            &mut args,
+        )?;
+        Ok(algorithm)
+    }
+
+    /// The unfused second half, for an input that is already all-reduced (by NCCL, or
+    /// [`Comm::all_reduce_on`]): `residual = bf16(reduced + residual)` and
+    /// `out = RMSNorm(residual) * weight`, on this PE only (no exchange, no flags: any PE may
+    /// call it alone), with the same arithmetic as the fused kernel (the same kernel, without
+    /// its exchange). Same buffer rules as [`AllReduceRmsNorm::run_on`], but none needs to be
+    /// reachable by peers.
+    pub fn add_rms_norm_on(
+        &mut self,
+        stream: &CudaStream,
+        reduced: &impl SymRegion<bf16>,
+        residual: &mut impl SymRegion<bf16>,
+        weight: &impl SymRegion<bf16>,
+        out: &mut impl SymRegion<bf16>,
+    ) -> Result<()> {
+        let tokens = self.check_call("reduced", reduced, &*residual, weight, &*out)?;
+        if tokens == 0 {
+            return Ok(());
+        }
+        // No residency needed (no block waits for another): one block a row.
+        let blocks = tokens.min(65535) as u32;
+        let (_, flags) = self.comm.kernel_flags("AllReduceRmsNorm")?;
+        let mut args = KernelArgs::new();
+        args.push_sym(reduced)
+            .push_sym_mut(residual)
+            .push_sym(weight)
+            .push_sym_mut(out)
+            .push_sym(flags.pes)
+            .push_sym_mut(flags.sig)
+            .push_sym_mut(flags.epochs)
+            .push_scalar(0u32)
+            .push_scalar(tokens as u32)
+            .push_scalar(self.hidden as u32)
+            .push_scalar(self.eps);
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            &allreduce_add_rmsnorm::SPEC,
+            Variant::Plain,
+            &[1, LOCAL],
+            LaunchConfig::blocks(blocks, THREADS),
+            Some(stream),
+            &mut args,
+        )
+    }
+
+    /// The per-call checks of the buffers' lengths, alignment and overlap; returns the tokens.
+    fn check_call(
+        &self,
+        input: &'static str,
+        x: &impl SymRegion<bf16>,
+        residual: &impl SymRegion<bf16>,
+        weight: &impl SymRegion<bf16>,
+        out: &impl SymRegion<bf16>,
+    ) -> Result<usize> {
+        let h = self.hidden;
+        if !x.len().is_multiple_of(h) {
+            return Err(Error::InvalidConfig {
+                name: "AllReduceRmsNorm input",
+                value: format!("{input}: {} elements", x.len()),
+                reason: format!(
+                    "the input holds whole rows of hidden = {h} elements. Fix: pass tokens x \
+                     {h} elements"
+                ),
+            });
+        }
+        let tokens = x.len() / h;
+        if tokens > self.max_tokens {
+            return Err(Error::InvalidConfig {
+                name: "AllReduceRmsNorm tokens",
+                value: format!("{tokens} tokens"),
+                reason: format!(
+                    "the operation was made for at most {} tokens a call. Fix: make it with a \
+                     larger max_tokens, or split the call",
+                    self.max_tokens
+                ),
+            });
+        }
+        let lengths: [(&'static str, usize, usize); 3] = [
+            ("the residual (the input's length)", residual.len(), x.len()),
+            ("out (the input's length)", out.len(), x.len()),
+            ("weight (hidden)", weight.len(), h),
+        ];
+        for (what, got, expected) in lengths {
+            if got != expected {
+                return Err(Error::LengthMismatch {
+                    what,
+                    got,
+                    expected,
+                });
+            }
+        }
+        let bufs = [
+            (input, x.as_device_ptr(), x.len() * 2),
+            ("residual", residual.as_device_ptr(), residual.len() * 2),
+            ("weight", weight.as_device_ptr(), weight.len() * 2),
+            ("out", out.as_device_ptr(), out.len() * 2),
+        ];
+        for &(what, ptr, _) in &bufs {
+            if ptr % 16 != 0 {
+                return Err(Error::InvalidConfig {
+                    name: "AllReduceRmsNorm buffer",
+                    value: format!("{what} at {ptr:#x}"),
+                    reason: "rows move as 16-byte vectors, so every buffer must start at a \
+                             16-byte boundary. Fix: pass whole tensors or views that start at a \
+                             multiple of 8 elements"
+                        .into(),
+                });
+            }
+        }
+        for (i, &(a, pa, la)) in bufs.iter().enumerate() {
+            for &(b, pb, lb) in &bufs[i + 1..] {
+                if la > 0 && lb > 0 && pa < pb + lb as u64 && pb < pa + la as u64 {
+                    return Err(Error::InvalidConfig {
+                        name: "AllReduceRmsNorm buffers",
+                        value: format!("{a} at {pa:#x} ({la} bytes), {b} at {pb:#x} ({lb} bytes)"),
+                        reason: format!(
+                            "{a} and {b} overlap; the kernel reads some while it writes others. \
+                             Fix: pass four separate buffers"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(tokens)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::config_error;
+
+    #[test]
+    fn bad_sizes_say_what_to_pass() {
+        assert!(config_error(8192, 4096, 1e-5).is_none());
+        assert!(config_error(12, 4, 1e-5).unwrap().contains("multiple of 8"));
+        assert!(config_error(0, 4, 1e-5).unwrap().contains("multiple of 8"));
+        assert!(config_error(8, 0, 1e-5)
+            .unwrap()
+            .contains("max_tokens is 0"));
+        assert!(config_error(8, 4, f32::NAN).unwrap().contains("eps"));
+        assert!(config_error(8, 4, -1.0).unwrap().contains("eps"));
+    }
+}
