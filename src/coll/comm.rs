@@ -71,7 +71,7 @@ pub(super) const THREADS: u32 = 512;
 /// Bytes of work per block before the grid grows: small messages take one block (one flag round
 /// trip), large ones spread over the SMs. One step of a block is 512 threads x two 16-byte
 /// vectors, so below the SM cap a thread's second slot rarely repeats its first (see
-/// `kernels.rs`).
+/// `kernels/`).
 pub(super) const BYTES_PER_BLOCK: usize = 16 << 10;
 
 /// A communicator: a team plus the symmetric flags and call counters its collectives
@@ -327,7 +327,7 @@ impl Comm {
         ))
     }
 
-    /// Launches a low-latency kernel of `kernels.rs` (`spec` with its comptime values; arguments
+    /// Launches a low-latency kernel of `kernels/` (`spec` with its comptime values; arguments
     /// the team, `dst`, `src`, the low-latency scratch, then `scalars`) as one block with
     /// `shared` bytes of dynamic shared memory. Called by members only, on teams whose every PE
     /// is load/store reachable.
@@ -359,7 +359,7 @@ impl Comm {
         )
     }
 
-    /// Launches a peer-to-peer collective kernel of `kernels.rs` (arguments `dst`, `src`, the
+    /// Launches a peer-to-peer collective kernel of `kernels/` (arguments `dst`, `src`, the
     /// all-to-all-v `table` where given, the rank table, the flags, the team size, this PE's
     /// rank, then `scalars`) with a grid of one block per [`BYTES_PER_BLOCK`] of `work` (the
     /// bytes each PE handles: the same on every PE for the same call) up to the SM count. Called
@@ -382,7 +382,7 @@ impl Comm {
         args.push_sym_mut(dst).push_sym(src);
         if let Some(table) = table {
             // SAFETY: the layout that owns the table outlives this call, and the kernel reads
-            // the table on this PE only (see `all_to_all_v` in `kernels.rs`).
+            // the table on this PE only (see `all_to_all_v` in `kernels/`).
             unsafe { args.push_local_as_sym::<u64>(table.ptr, table.len) };
         }
         args.push_sym(&self.pes)

@@ -57,7 +57,7 @@ elem! {
     u64 => u64_, true;
 }
 
-/// The comptime code of each reduction in the kernels (see `kernels.rs`).
+/// The comptime code of each reduction in the kernels (see `kernels/`).
 pub(super) const OP_CODES: [[i128; 1]; 7] = [[0], [1], [2], [3], [4], [5], [6]];
 
 pub(super) fn op_code(op: ReduceOp) -> &'static [i128; 1] {

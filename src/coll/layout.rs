@@ -28,10 +28,10 @@ pub struct AllToAllLayout {
     /// The communicator it was agreed on (`Comm::id`).
     comm: u64,
     /// For each team rank `q`: this PE's send offset to `q`, the count, and `q`'s receive
-    /// offset for this PE, as the kernel reads them (`kernels.rs`, `all_to_all_v`). Owns the
+    /// offset for this PE, as the kernel reads them (`kernels/`, `all_to_all_v`). Owns the
     /// memory `table_at` names.
     _table: CudaSlice<u64>,
-    /// `_table`'s address and length, passed to the kernel as is (see `kernels.rs`).
+    /// `_table`'s address and length, passed to the kernel as is (see `kernels/`).
     table_at: LocalTable,
     /// The fewest elements any member's source must hold (the largest send offset + count).
     src_len: usize,

@@ -172,7 +172,7 @@ impl Comm {
         } else {
             bytes.div_ceil(self.n)
         };
-        // The 16-byte data path (see `kernels.rs`) walks `src`, paired with `dst`.
+        // The 16-byte data path (see `kernels/`) walks `src`, paired with `dst`.
         let (head, vec) = vector_start(s, d, std::mem::size_of::<T>(), src.len());
         self.launch_p2p(
             stream,
@@ -269,7 +269,7 @@ impl Comm {
                 bytes,
             );
         }
-        // The vector path starts at this rank's chunk of `src` (see `kernels.rs`).
+        // The vector path starts at this rank's chunk of `src` (see `kernels/`).
         let chunk = s + (rank * dst.len() * size) as u64;
         let (head, vec) = vector_start(chunk, d, size, dst.len());
         let work = dst.len() * size;
@@ -360,7 +360,7 @@ impl Comm {
             return self.launch_ll(stream, (spec, &[]), dst, &src, &[], 0);
         }
         // The vector path starts at `src`'s first 16-byte boundary; this rank's chunk of `dst`
-        // must sit at the same offset (see `kernels.rs`).
+        // must sit at the same offset (see `kernels/`).
         let chunk = d + (rank * src.len() * size) as u64;
         let (head, vec) = vector_start(s, chunk, size, src.len());
         let work = src.len() * size;

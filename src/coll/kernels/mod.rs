@@ -1,0 +1,93 @@
+//! The collective kernels (all-reduce one-shot and two-shot, reduce-scatter, all-gather), one
+//! module per element type (the language has no generics: each type is its own
+//! `#[pgas_kernel]`, and the reduction is a `#[comptime]` code, so every (type, op) pair is one
+//! small specialization that compiles in about a second with the peer-to-peer prelude: no
+//! NVSHMEM collective templates).
+//!
+//! The flag protocol (`sig[b * n + r]` set to `2e - 1` on entering call `e` and `2e` on leaving
+//! it, `epochs[b]` counting each block's calls in device memory) and the 16-byte data path
+//! (`head`, `vec`) are in `docs/coll.md`, "Synchronization" and "Data path"; `$w` below is the
+//! elements of one 16-byte vector.
+//!
+//! Writing the kernels as one `macro_rules!` template per kind of type keeps one text of each
+//! algorithm: `$t` is the element type, `$a` the type it is reduced in (`f32` for the 16-bit
+//! floats), `$w` the elements in 16 bytes, `$bits` the bitwise reductions where the type has
+//! them; the reduction of `a` and `b` is written once and pasted where values are combined.
+//! The pieces several kernels share (the entry and leave handshakes, the reduction of a vector
+//! pair or one element over the PEs, the stores to every PE) are also written once, in the
+//! template's `@pieces` arm, and pasted by the `@kernels` arm: two-shot is reduce-scatter's
+//! loads and all-gather's stores fused over one chunking, and [`reduce_scatter`] /
+//! [`all_gather`] are the halves as kernels of their own, on the same flags.
+//!
+//! All-gather only copies, so it is written with the data-movement kernels (one per element
+//! size, `move_kernels!`) and shared by every type of a size. The reducing kernels' template is
+//! in `reducing.rs`, the data-movement kernels' in `moving.rs`; the pieces both paste are here.
+//!
+//! [`reduce_scatter`]: f32_::reduce_scatter
+//! [`all_gather`]: move32::all_gather
+
+/// Hands the pieces every kind of collective kernel shares to the kernel template `$cb!`,
+/// appended to its arguments: `put_pair` / `put_one` (the stores of `x0`, `x1` at `i0`, `i1`, or
+/// of `r` at `i`, into `dst` on every PE), and the flag protocol's handshakes (see the module
+/// doc): `enter` (this block's epoch `e`; signal "entered call `e`" to every peer and wait for
+/// theirs), `leave` (after local stores) and `leave_after_puts` (after peer stores: the release
+/// fence before the signal, the acquire fence after the wait). Written once for the reducing
+/// kernels and the data-movement kernels alike.
+macro_rules! with_shared_pieces {
+    ($cb:ident!($($args:tt)*)) => {
+        $cb!($($args)*
+            put_pair: [
+                for k in 0..nn {
+                    let p = dst.peer(pes[(me as usize + k) % nn]);
+                    store_vec16(&mut p[i0], x0);
+                    store_vec16(&mut p[i1], x1);
+                }
+            ]
+            put_one: [
+                for k in 0..nn {
+                    dst.peer(pes[(me as usize + k) % nn])[i] = r;
+                }
+            ]
+            enter: [
+                let e = epochs[blk] + 1;
+                if t < nn {
+                    signal_op(&mut sig[blk * nn + me as usize], 2 * e - 1, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
+                    threadfence_system();
+                }
+                sync_threads();
+            ]
+            leave: [
+                sync_threads();
+                if t < nn {
+                    signal_op(&mut sig[blk * nn + me as usize], 2 * e, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
+                }
+                sync_threads();
+                if t == 0 {
+                    epochs[blk] = e;
+                }
+            ]
+            leave_after_puts: [
+                // Release: this thread's peer stores before the block's signal.
+                threadfence_system();
+                sync_threads();
+                if t < nn {
+                    signal_op(&mut sig[blk * nn + me as usize], 2 * e, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
+                    threadfence_system();
+                }
+                sync_threads();
+                if t == 0 {
+                    epochs[blk] = e;
+                }
+            ]
+        );
+    };
+}
+
+mod moving;
+mod reducing;
+
+pub use moving::{move16, move32, move64, move8};
+pub use reducing::{bf16_, f16_, f32_, f64_, i16_, i32_, i64_, i8_, u16_, u32_, u64_, u8_};

@@ -1,0 +1,357 @@
+//! The data-movement kernels (all-gather, broadcast, all-to-all(v) and their low-latency forms),
+//! one module per element size, from one template (see the parent module).
+
+/// The data-movement kernels (all-gather, broadcast, all-to-all), one module per element size: they only
+/// copy, so every element type of that size shares them (the host passes its buffers as
+/// unsigned integers of the same width). `$w` is the elements in 16 bytes, `$s` the bytes of
+/// one. The stores to every PE and the handshakes are the reducing kernels' (pasted by
+/// `with_shared_pieces!`).
+macro_rules! move_kernels {
+    ($($m:ident: $t:ident, $w:literal, $s:literal;)*) => {$(
+        with_shared_pieces!(move_kernels!(@kernels $m $t $w $s
+            // Copy of `cnt` elements from `src[so..]` to `dst[ro..]` on the PE `p` is a view of
+            // (all-to-all's segments): 16-byte vectors from the first boundary of the source
+            // when both ends sit at the same offset modulo 16 bytes (`sb`, `db`: the buffers'
+            // own offsets), one element at a time before it, past the last vector, and
+            // throughout otherwise. Two vectors a thread a step, as in the reducing kernels.
+            copy_segment: [
+                let smis = (sb as usize + so * $s) % 16;
+                let dmis = (db as usize + ro * $s) % 16;
+                let h = min((16 - smis) % 16 / $s, cnt);
+                let nv = if smis == dmis { (cnt - h) / $w } else { 0 };
+                let vend = h + nv * $w;
+                let mut v = gt;
+                while v < nv {
+                    let i0 = h + v * $w;
+                    let i1 = if v + stride < nv { i0 + stride * $w } else { i0 };
+                    let x0 = load_vec16(&src[so + i0]);
+                    let x1 = load_vec16(&src[so + i1]);
+                    store_vec16(&mut p[ro + i0], x0);
+                    store_vec16(&mut p[ro + i1], x1);
+                    v += 2 * stride;
+                }
+                let ns = h + (cnt - vend);
+                let mut q = gt;
+                while q < ns {
+                    let i = if q < h { q } else { vend + q - h };
+                    p[ro + i] = src[so + i];
+                    q += stride;
+                }
+            ]
+        ));
+    )*};
+    (@kernels $m:ident $t:ident $w:literal $s:literal
+        copy_segment: [$($copy_segment:tt)*]
+        put_pair: [$($put_pair:tt)*]
+        put_one: [$($put_one:tt)*]
+        enter: [$($enter:tt)*]
+        leave: [$($leave:tt)*]
+        leave_after_puts: [$($leave_after_puts:tt)*]
+    ) => {
+        #[doc = concat!("Data-movement kernels for ", stringify!($s), "-byte elements.")]
+        pub mod $m {
+            use crate::prelude::*;
+
+            /// Low-latency all-gather of at most one block's worth of data: every team PE's
+            /// `src` into chunk `r` of every PE's `dst` with `team_all_gather_block`, over the
+            /// first region of the communicator's low-latency scratch (the protocol of
+            /// `low_latency`, which shares that region's call counter). One NVLink crossing and
+            /// no handshake. Safe in place (`src` being this rank's chunk of `dst`).
+            #[pgas_kernel(max_threads = 512)]
+            pub fn low_latency_gather(
+                team: Team,
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                scratch: &mut SymTensor<u64>,
+            ) {
+                team_all_gather_block(team, dst, src, &mut scratch[0]);
+            }
+
+            /// Low-latency all-to-all of at most one low-latency region of `src`: every PE's
+            /// whole `src` gathered into shared memory (the launch's dynamic shared memory, `n`
+            /// times `src.len()` elements) by `team_all_gather_block`, then block `me` of rank
+            /// `r`'s copy into block `r` of `dst`. It moves all of `src` to every peer, which
+            /// pays only where latency dominates.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn low_latency_all_to_all(
+                team: Team,
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                scratch: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+            ) {
+                let g = dyn_shared::<$t>();
+                let len = src.len();
+                let nn = n as usize;
+                let m = len / nn;
+                team_all_gather_block(team, &mut g[0..nn * len], src, &mut scratch[0]);
+                let mut i = thread_idx_x() as usize;
+                while i < len {
+                    dst[i] = g[(i / m) * len + me as usize * m + i % m];
+                    i += block_dim_x() as usize;
+                }
+            }
+
+            /// Low-latency broadcast of at most one low-latency region: every PE's `src`
+            /// gathered into shared memory (`n` times `src.len()` elements) by
+            /// `team_all_gather_block`, then team rank `root`'s into `dst`. Safe in place.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn low_latency_broadcast(
+                team: Team,
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                scratch: &mut SymTensor<u64>,
+                n: u32,
+                root: u32,
+            ) {
+                let g = dyn_shared::<$t>();
+                let len = src.len();
+                team_all_gather_block(team, &mut g[0..n as usize * len], src, &mut scratch[0]);
+                let c = root as usize * len;
+                let mut i = thread_idx_x() as usize;
+                while i < len {
+                    dst[i] = g[c + i];
+                    i += block_dim_x() as usize;
+                }
+            }
+
+            /// All-gather (two-shot's second half): team rank `r` stores its `src` into chunk
+            /// `r` of every PE's `dst` (elements `r * src.len()` on), its own included. `head`
+            /// and `vec` are those of `src`: the elements before its first 16-byte boundary, and
+            /// whether chunk `r` of `dst` shares its offset modulo 16 bytes. Each PE moves
+            /// `n - 1` copies of its `src` over NVLink.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn all_gather(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                head: u32,
+                vec: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                let len = src.len();
+                let c = me as usize * len;
+                let h = min(head as usize, len);
+                let nv = if vec != 0 { (len - h) / $w } else { 0 };
+                let vend = h + nv * $w;
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                // `i0`, `i1` index `dst` (in chunk `me`), `i0 - c`, `i1 - c` index `src`.
+                let mut v = gt;
+                while v < nv {
+                    let i0 = c + h + v * $w;
+                    let i1 = if v + stride < nv { i0 + stride * $w } else { i0 };
+                    let x0 = load_vec16(&src[i0 - c]);
+                    let x1 = load_vec16(&src[i1 - c]);
+                    $($put_pair)*
+                    v += 2 * stride;
+                }
+                let ns = h + (len - vend);
+                let mut q = gt;
+                while q < ns {
+                    let j = if q < h { q } else { vend + q - h };
+                    let i = c + j;
+                    let r = src[j];
+                    $($put_one)*
+                    q += stride;
+                }
+                $($leave_after_puts)*
+            }
+
+            /// Broadcast, one-shot: every PE loads team rank `root`'s `src` over NVLink into its
+            /// own `dst` (`copy == 0` on the root in place: nothing to copy). The root's
+            /// outgoing links carry `n - 1` copies. `head` and `vec` as in the reducing kernels
+            /// (`src` and `dst` have the same offsets on every PE).
+            #[pgas_kernel(max_threads = 512)]
+            pub fn broadcast_one_shot(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                root: u32,
+                copy: u32,
+                head: u32,
+                vec: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                if copy != 0 {
+                    let r = src.peer(pes[root as usize]);
+                    let len = dst.len();
+                    let h = min(head as usize, len);
+                    let nv = if vec != 0 { (len - h) / $w } else { 0 };
+                    let vend = h + nv * $w;
+                    let stride = (grid_dim_x() * block_dim_x()) as usize;
+                    let gt = blk * block_dim_x() as usize + t;
+                    let mut v = gt;
+                    while v < nv {
+                        let i0 = h + v * $w;
+                        let i1 = if v + stride < nv { i0 + stride * $w } else { i0 };
+                        let x0 = load_vec16(&r[i0]);
+                        let x1 = load_vec16(&r[i1]);
+                        store_vec16(&mut dst[i0], x0);
+                        store_vec16(&mut dst[i1], x1);
+                        v += 2 * stride;
+                    }
+                    let ns = h + (len - vend);
+                    let mut q = gt;
+                    while q < ns {
+                        let i = if q < h { q } else { vend + q - h };
+                        dst[i] = r[i];
+                        q += stride;
+                    }
+                }
+                $($leave)*
+            }
+
+            /// Broadcast, two-shot (scatter, then all-gather): team rank `r` loads chunk `r` of
+            /// the root's `src` and stores it into every PE's `dst`, so the root's links carry
+            /// one copy of the data in all and every PE's SMs share the stores. Safe in place
+            /// (only rank `r` reads chunk `r` of the root's `src`; what it stores there is what
+            /// it read).
+            #[pgas_kernel(max_threads = 512)]
+            pub fn broadcast_two_shot(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                root: u32,
+                head: u32,
+                vec: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                let rs = src.peer(pes[root as usize]);
+                let len = dst.len();
+                let h = min(head as usize, len);
+                let nv = if vec != 0 { (len - h) / $w } else { 0 };
+                let vend = h + nv * $w;
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                let vchunk = (nv + nn - 1) / nn;
+                let vlo = min(me as usize * vchunk, nv);
+                let vhi = min(vlo + vchunk, nv);
+                let mut v = vlo + gt;
+                while v < vhi {
+                    let i0 = h + v * $w;
+                    let i1 = if v + stride < vhi { i0 + stride * $w } else { i0 };
+                    let x0 = load_vec16(&rs[i0]);
+                    let x1 = load_vec16(&rs[i1]);
+                    $($put_pair)*
+                    v += 2 * stride;
+                }
+                let ns = h + (len - vend);
+                let schunk = (ns + nn - 1) / nn;
+                let slo = min(me as usize * schunk, ns);
+                let shi = min(slo + schunk, ns);
+                let mut q = slo + gt;
+                while q < shi {
+                    let i = if q < h { q } else { vend + q - h };
+                    let r = rs[i];
+                    $($put_one)*
+                    q += stride;
+                }
+                $($leave_after_puts)*
+            }
+
+            /// All-to-all: chunk `q` of team rank `r`'s `src` (`m = src.len() / n` elements from
+            /// `q * m`) lands as chunk `r` of rank `q`'s `dst`, by peer stores, peers in the
+            /// order `me + 1, me + 2, ..` so that the PEs spread over the links. `sb`, `db`: the
+            /// byte offsets of `src` and `dst` modulo 16 (`dst`'s is the same on every PE).
+            #[pgas_kernel(max_threads = 512)]
+            pub fn all_to_all(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                sb: u32,
+                db: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                let m = src.len() / nn;
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                for k in 1..nn + 1 {
+                    let qr = (me as usize + k) % nn;
+                    let p = dst.peer(pes[qr]);
+                    let so = qr * m;
+                    let ro = me as usize * m;
+                    let cnt = m;
+                    $($copy_segment)*
+                }
+                $($leave_after_puts)*
+            }
+
+            /// All-to-all with per-peer counts and displacements: for team rank `q`,
+            /// `table[3 q]` is the element offset in `src` of what this rank sends `q`,
+            /// `table[3 q + 1]` its length and `table[3 q + 2]` the offset in `q`'s `dst` where
+            /// it lands (rank `q`'s receive displacement for this rank), all agreed across the
+            /// PEs by `Comm::all_to_all_layout` before any launch. Otherwise as [`all_to_all`].
+            ///
+            /// `table` is local device memory read on this PE only; it is declared as a
+            /// symmetric parameter so that the host passes its address as is (a `CudaSlice`
+            /// argument would make the launch wait on cudarc's events, which a CUDA graph
+            /// capture on another stream refuses).
+            #[pgas_kernel(max_threads = 512)]
+            pub fn all_to_all_v(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                table: &SymTensor<u64>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                sb: u32,
+                db: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                for k in 1..nn + 1 {
+                    let qr = (me as usize + k) % nn;
+                    let p = dst.peer(pes[qr]);
+                    let so = table[3 * qr] as usize;
+                    let cnt = table[3 * qr + 1] as usize;
+                    let ro = table[3 * qr + 2] as usize;
+                    $($copy_segment)*
+                }
+                $($leave_after_puts)*
+            }
+        }
+    };
+}
+
+move_kernels! {
+    move8: u8, 16, 1;
+    move16: u16, 8, 2;
+    move32: u32, 4, 4;
+    move64: u64, 2, 8;
+}

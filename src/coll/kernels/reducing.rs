@@ -1,0 +1,329 @@
+//! The reducing kernels (all-reduce low-latency, one-shot and two-shot, reduce-scatter and its
+//! low-latency form), one module per element type, from one template (see the parent module).
+
+macro_rules! coll_kernels {
+    // A row names its reductions by kind: `float` (Sum Prod Min Max) or `int` (also And Or
+    // Xor), with the comptime codes of `op_code` (mod.rs).
+    ($($m:ident: $t:ident => $a:ident, $w:literal, $kind:ident;)*) => {$(
+        coll_kernels!(@$kind $m $t $a $w);
+    )*};
+    (@float $m:ident $t:ident $a:ident $w:literal) => {
+        coll_kernels!(@ops $m: $t => $a, $w, {0 Sum 1 Prod 2 Min 3 Max};);
+    };
+    (@int $m:ident $t:ident $a:ident $w:literal) => {
+        coll_kernels!(@ops $m: $t => $a, $w, {0 Sum 1 Prod 2 Min 3 Max 4 And 5 Or 6 Xor},
+            [else if op == 4 { a & b } else if op == 5 { a | b } else if op == 6 { a ^ b }];);
+    };
+    (@ops $($m:ident: $t:ident => $a:ident, $w:literal, {$($code:literal $name:ident)*} $(, [$($bits:tt)*])?;)*) => {$(
+        // The reduction of `a` and `b` (both `$a`) by the comptime `op`, written once here and
+        // pasted where each algorithm combines two values (the scalar path and each vector slot).
+        // `$code $name`: the comptime code of each reduction the type has and its `ReduceOp`.
+        coll_kernels!(@pieces $m $t $a $w {$($code $name)*} [
+            if op == 1 {
+                a * b
+            } else if op == 2 {
+                min(a, b)
+            } else if op == 3 {
+                max(a, b)
+            } $($($bits)*)? else {
+                a + b
+            }
+        ]);
+    )*};
+    // The pieces only the reducing kernels share, each written once and pasted into every
+    // kernel that uses it: the reduction of a vector pair `i0`, `i1` (and of one element `i`)
+    // of `src` over every PE into `x0`, `x1` (`a`). The stores to every PE and the handshakes
+    // come from `with_shared_pieces!`.
+    (@pieces $m:ident $t:ident $a:ident $w:literal {$($code:literal $name:ident)*} [$($red:tt)*]) => {
+        with_shared_pieces!(coll_kernels!(@kernels $m $t $a $w
+            // The low-latency all-reduce of this block's elements, by the reduction whose code
+            // `op` is (one `if` for each; the comptime `op` leaves one).
+            ll_reduce: [
+                $(
+                    if op == $code {
+                        team_all_reduce_block(team, &mut dst[lo..hi], &src[lo..hi], &mut scratch[at], ReduceOp::$name);
+                    }
+                )*
+            ]
+            // The same of all of `src` into shared memory `g` (the low-latency reduce-scatter).
+            ll_reduce_shared: [
+                $(
+                    if op == $code {
+                        team_all_reduce_block(team, &mut g[0..len], src, &mut scratch[0], ReduceOp::$name);
+                    }
+                )*
+            ]
+            reduce_pair: [
+                let mut x0 = load_vec16(&src[i0]);
+                let mut x1 = load_vec16(&src[i1]);
+                for k in 1..nn {
+                    let p = src.peer(pes[(me as usize + k) % nn]);
+                    let y0 = load_vec16(&p[i0]);
+                    let y1 = load_vec16(&p[i1]);
+                    for j in 0..$w {
+                        let a = vec16_get(x0, j) as $a;
+                        let b = vec16_get(y0, j) as $a;
+                        let r = $($red)*;
+                        x0 = vec16_set(x0, j, r as $t);
+                        let a = vec16_get(x1, j) as $a;
+                        let b = vec16_get(y1, j) as $a;
+                        let r = $($red)*;
+                        x1 = vec16_set(x1, j, r as $t);
+                    }
+                }
+            ]
+            reduce_one: [
+                let mut a = src[i] as $a;
+                for k in 1..nn {
+                    let b = src.peer(pes[(me as usize + k) % nn])[i] as $a;
+                    a = $($red)*;
+                }
+            ]
+        ));
+    };
+    (@kernels $m:ident $t:ident $a:ident $w:literal
+        ll_reduce: [$($ll_reduce:tt)*]
+        ll_reduce_shared: [$($ll_reduce_shared:tt)*]
+        reduce_pair: [$($reduce_pair:tt)*]
+        reduce_one: [$($reduce_one:tt)*]
+        put_pair: [$($put_pair:tt)*]
+        put_one: [$($put_one:tt)*]
+        enter: [$($enter:tt)*]
+        leave: [$($leave:tt)*]
+        leave_after_puts: [$($leave_after_puts:tt)*]
+    ) => {
+        #[doc = concat!("Collective kernels for `", stringify!($t), "`.")]
+        pub mod $m {
+            use crate::prelude::*;
+
+            /// Low latency (LL): block `b` all-reduces elements `b * per_block ..` (at most
+            /// `per_block` of them) with `team_all_reduce_block` over its own `region` words of
+            /// `scratch` (`pgas::coll::device_scratch_len` of `per_block` elements): each PE
+            /// stores its data, with the call's flag in every 8-byte word, into every peer's
+            /// scratch and polls its own, so a call is one NVLink crossing and no handshake.
+            /// Safe in place. The call counters live in `scratch`, not in `epochs`.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn low_latency(
+                team: Team,
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                scratch: &mut SymTensor<u64>,
+                region: u32,
+                per_block: u32,
+                #[comptime] op: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let len = dst.len();
+                let lo = min(blk * per_block as usize, len);
+                let hi = min(lo + per_block as usize, len);
+                let at = blk * region as usize;
+                $($ll_reduce)*
+            }
+
+            /// Low-latency reduce-scatter of at most one low-latency region of `src`: all of
+            /// every PE's `src` reduced into shared memory (the launch's dynamic shared memory,
+            /// `src.len()` elements) by `team_all_reduce_block` over the first region of
+            /// `scratch`, then team rank `me`'s chunk copied into `dst`. It moves all of `src`
+            /// to every peer, which pays only where latency dominates.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn low_latency_reduce_scatter(
+                team: Team,
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                scratch: &mut SymTensor<u64>,
+                me: u32,
+                #[comptime] op: u32,
+            ) {
+                let g = dyn_shared::<$t>();
+                let len = src.len();
+                let m = dst.len();
+                $($ll_reduce_shared)*
+                let c = me as usize * m;
+                let mut i = thread_idx_x() as usize;
+                while i < m {
+                    dst[i] = g[c + i];
+                    i += block_dim_x() as usize;
+                }
+            }
+
+            /// One-shot: every PE loads every peer's `src` over NVLink and reduces into its own
+            /// `dst`. Latency: one flag round trip each side of one pass over the data.
+            ///
+            /// `head` elements are reduced one at a time before the first 16-byte vector when
+            /// `vec` is set (then `dst` and `src` share their offset modulo 16 bytes); without
+            /// `vec` every element is. See the module doc for the vector layout.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn one_shot(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                head: u32,
+                vec: u32,
+                #[comptime] op: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                let len = dst.len();
+                let h = min(head as usize, len);
+                let nv = if vec != 0 { (len - h) / $w } else { 0 };
+                let vend = h + nv * $w;
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                // Vectors, two per thread per step so that two 16-byte loads of each peer are
+                // in flight; past the end the second slot repeats the first (same value
+                // stored twice) rather than branching around a third copy of the reduction.
+                let mut v = gt;
+                while v < nv {
+                    let i0 = h + v * $w;
+                    let i1 = if v + stride < nv { i0 + stride * $w } else { i0 };
+                    $($reduce_pair)*
+                    store_vec16(&mut dst[i0], x0);
+                    store_vec16(&mut dst[i1], x1);
+                    v += 2 * stride;
+                }
+                // Scalars: the `h` elements before the first vector, then those past the last.
+                let ns = h + (len - vend);
+                let mut q = gt;
+                while q < ns {
+                    let i = if q < h { q } else { vend + q - h };
+                    $($reduce_one)*
+                    dst[i] = a as $t;
+                    q += stride;
+                }
+                $($leave)*
+            }
+
+            /// Two-shot: team rank `r` reduces chunk `r` of the data (loads from every peer), then
+            /// stores the result into every peer's `dst` (including its own). Each PE moves
+            /// `2 (n - 1) / n` of the data over NVLink instead of one-shot's `n - 1`. Safe in
+            /// place (`dst` and `src` the same buffer): only rank `r` reads or writes chunk `r`,
+            /// and each thread loads all it reduces before it stores.
+            ///
+            /// The vectors are chunked by rank, and so are the scalar elements (`head` before
+            /// the first vector and the rest past the last; all of them without `vec`). Its two
+            /// halves are `reduce_scatter` and `all_gather` (the same pasted pieces), fused.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn two_shot(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                head: u32,
+                vec: u32,
+                #[comptime] op: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                let len = dst.len();
+                let h = min(head as usize, len);
+                let nv = if vec != 0 { (len - h) / $w } else { 0 };
+                let vend = h + nv * $w;
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                let vchunk = (nv + nn - 1) / nn;
+                let vlo = min(me as usize * vchunk, nv);
+                let vhi = min(vlo + vchunk, nv);
+                // Two vectors per thread per step, as in one-shot (the second slot repeats
+                // the first past the end of the chunk).
+                let mut v = vlo + gt;
+                while v < vhi {
+                    let i0 = h + v * $w;
+                    let i1 = if v + stride < vhi { i0 + stride * $w } else { i0 };
+                    $($reduce_pair)*
+                    $($put_pair)*
+                    v += 2 * stride;
+                }
+                let ns = h + (len - vend);
+                let schunk = (ns + nn - 1) / nn;
+                let slo = min(me as usize * schunk, ns);
+                let shi = min(slo + schunk, ns);
+                let mut q = slo + gt;
+                while q < shi {
+                    let i = if q < h { q } else { vend + q - h };
+                    $($reduce_one)*
+                    let r = a as $t;
+                    $($put_one)*
+                    q += stride;
+                }
+                $($leave_after_puts)*
+            }
+
+            /// Reduce-scatter (two-shot's first half): team rank `r` reduces chunk `r` of every
+            /// PE's `src` (elements `r * dst.len()` on, `dst.len()` of them) by peer loads into
+            /// its own `dst`. `head` and `vec` are those of the chunk: the elements before the
+            /// chunk's first 16-byte boundary, and whether `dst` shares the chunk's offset
+            /// modulo 16 bytes. Each PE moves `(n - 1) / n` of `src` over NVLink.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn reduce_scatter(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                head: u32,
+                vec: u32,
+                #[comptime] op: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                let len = dst.len();
+                let c = me as usize * len;
+                let h = min(head as usize, len);
+                let nv = if vec != 0 { (len - h) / $w } else { 0 };
+                let vend = h + nv * $w;
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                // `i0`, `i1` index `src` (in chunk `me`), `i0 - c`, `i1 - c` index `dst`.
+                let mut v = gt;
+                while v < nv {
+                    let i0 = c + h + v * $w;
+                    let i1 = if v + stride < nv { i0 + stride * $w } else { i0 };
+                    $($reduce_pair)*
+                    store_vec16(&mut dst[i0 - c], x0);
+                    store_vec16(&mut dst[i1 - c], x1);
+                    v += 2 * stride;
+                }
+                let ns = h + (len - vend);
+                let mut q = gt;
+                while q < ns {
+                    let j = if q < h { q } else { vend + q - h };
+                    let i = c + j;
+                    $($reduce_one)*
+                    dst[j] = a as $t;
+                    q += stride;
+                }
+                $($leave)*
+            }
+        }
+    };
+}
+
+coll_kernels! {
+    f32_: f32 => f32, 4, float;
+    f64_: f64 => f64, 2, float;
+    f16_: f16 => f32, 8, float;
+    bf16_: bf16 => f32, 8, float;
+    i8_: i8 => i8, 16, int;
+    i16_: i16 => i16, 8, int;
+    i32_: i32 => i32, 4, int;
+    i64_: i64 => i64, 2, int;
+    u8_: u8 => u8, 16, int;
+    u16_: u16 => u16, 8, int;
+    u32_: u32 => u32, 4, int;
+    u64_: u64 => u64, 2, int;
+}
