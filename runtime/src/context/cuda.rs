@@ -13,9 +13,10 @@ use cudarc::driver::{
     SyncOnDrop,
 };
 
-use super::memory::{check_len, SymTensor, SymView, SymViewMut};
+use super::memory::{check_len, SymTensor};
 use super::peer::PeerView;
 use super::pgas::Pgas;
+use super::view::{SymView, SymViewMut};
 use crate::error::{Error, Result};
 
 /// cudarc's buffer traits for a type with a `LocalSlice` in field `local`.

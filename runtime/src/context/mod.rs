@@ -18,10 +18,11 @@ mod shape;
 pub(crate) mod team;
 mod team_handle;
 pub(crate) mod tensor_map;
+mod view;
 
 pub use collectives::{CollectiveElem, ReduceOp};
 pub use external::VmmBuffer;
-pub use memory::{SymBuffer, SymRegion, SymTensor, SymView, SymViewMut};
+pub use memory::{SymBuffer, SymRegion, SymTensor};
 pub use peer::{MulticastView, PeerView};
 pub use peer_access::{PeerAccess, PEER_ACCESS_VAR};
 pub use pgas::{builder, init, Pgas, PgasBuilder};
@@ -29,3 +30,4 @@ pub use rma::{Cmp, SignalOp};
 pub use shape::{Shape, MAX_DIMS};
 pub use team::{Team, TeamConfig, TeamMember, TeamUniqueId};
 pub use tensor_map::{Swizzle, TensorMap, Tile2d, TmaElem};
+pub use view::{SymView, SymViewMut};
