@@ -235,6 +235,7 @@ pub fn compile_kernel(
         warpgroup: kinfo.warpgroup,
         sm90: kinfo.sm90,
         ll: kinfo.ll,
+        multimem: kinfo.multimem,
         setmaxnreg: kinfo.setmaxnreg.is_some(),
     };
     let mut setmaxnreg_at = kinfo.setmaxnreg;
@@ -249,6 +250,7 @@ pub fn compile_kernel(
                 uses.warpgroup |= info.warpgroup;
                 uses.sm90 |= info.sm90;
                 uses.ll |= info.ll;
+                uses.multimem |= info.multimem;
                 uses.setmaxnreg |= info.setmaxnreg.is_some();
                 setmaxnreg_at = setmaxnreg_at.or(info.setmaxnreg);
                 stack.extend(info.calls.iter().cloned());

@@ -97,11 +97,13 @@ pub enum Group {
     Hopper,
     /// sm_90a: thread-block clusters, multicast copies, register reallocation, `stmatrix`.
     Cluster,
+    /// NVLink SHARP: loads, stores and reductions through a team's multicast address.
+    Multicast,
 }
 
 impl Group {
     /// Every group, in doc order.
-    pub const ALL: [Group; 20] = [
+    pub const ALL: [Group; 21] = [
         Group::Thread,
         Group::Math,
         Group::LocalAtomic,
@@ -122,6 +124,7 @@ impl Group {
         Group::Tensor,
         Group::Hopper,
         Group::Cluster,
+        Group::Multicast,
     ];
 
     /// Heading used in docs.
@@ -151,6 +154,7 @@ impl Group {
             Group::Cluster => {
                 "Hopper (sm_90a): thread-block clusters, multicast copies, register reallocation, stmatrix"
             }
+            Group::Multicast => "Multicast (NVLink SHARP, sm_90): multimem loads, stores and reductions",
         }
     }
 }
@@ -636,8 +640,36 @@ const TMA_ADD: &[(Scalar, &str)] = &[
     (Scalar::Bf16, ""),
     (Scalar::F32, ""),
 ];
+/// What `multimem.ld_reduce .add` and `multimem.red .add` take (NVSHMEM's own multicast
+/// reductions use the same set); `{T}` is the suffix of the support helper
+/// (`pgas_multimem_ld_add_s32`), one per Rust type: `i64` adds as `.u64` (the same bits).
+const MM_ADD: &[(Scalar, &str)] = &[
+    (Scalar::I32, "s32"),
+    (Scalar::U32, "u32"),
+    (Scalar::I64, "s64"),
+    (Scalar::U64, "u64"),
+    (Scalar::F32, "f32"),
+    (Scalar::F64, "f64"),
+];
+/// What `multimem.ld_reduce .min` / `.max` take: integers only (no floating-point min/max on
+/// 32- and 64-bit floats).
+const MM_MINMAX: &[(Scalar, &str)] = &[
+    (Scalar::I32, "s32"),
+    (Scalar::U32, "u32"),
+    (Scalar::I64, "s64"),
+    (Scalar::U64, "u64"),
+];
 /// The accumulator of `mma.sync ... .f32.{T}.{T}.f32`.
 const ACC: &[(Scalar, &str)] = &[(Scalar::F32, "f32")];
+/// The arguments of a multimem store or reduction: an element of a symmetric buffer, the team
+/// whose multicast address reaches it, the value.
+const MM_WRITE_ARGS: &[(&str, Arg)] = &[
+    ("x", A::SymElem { mutable: true }),
+    ("team", A::Team),
+    ("v", A::Value),
+];
+/// The arguments of a multimem load-reduce.
+const MM_READ_ARGS: &[(&str, Arg)] = &[("x", A::SymElem { mutable: false }), ("team", A::Team)];
 const SMEM: Space = Space::Shared;
 const GMEM: Space = Space::Global;
 
@@ -1221,6 +1253,25 @@ pub static INTRINSICS: &[Intrinsic] = &[
     row("stmatrix_x4", G::Cluster, F::Free, &[("dst", A::Bytes16 { space: SMEM, mutable: true }), ("acc", A::AccIn { n: 2 })],
         R::Unit, S::FullWarp, HALF16, "pgas_stmatrix_x4_{T}({0}, {1})", N::None, false,
         "Store the 16 x 16 tile of accumulators `acc[i]` (columns 0..8) and `acc[i + 1]` (8..16), rounded to `T`, into shared memory (`stmatrix.x4`): lane `l` passes the address of row `l % 16`, column `8 * (l / 16)` (16-byte aligned; rows may be anywhere, so a swizzled layout is the caller's to compute). The epilogue of a `wgmma` tile before a `tma_store_2d`."),
+    // Multicast (NVLink SHARP): through the team's multicast address of a symmetric element.
+    row("has_multicast", G::Multicast, F::Method, &[("x", A::SymSrc), ("team", A::Team)], BOOL, S::Thread, RMA,
+        "(pgas_mc_ptr({1}, {0}) != NULL)", N::None, false,
+        "`x.has_multicast(team)`: whether `team` has a multicast address for `x` (NVLink SHARP on an NVSwitch system, NVLS not disabled, `x` in a multicast-capable heap). Test it before the `multimem_*` calls, which trap without one; the host's `SymTensor::multicast(team)` says why not."),
+    row("multimem_ld_add", G::Multicast, F::Free, MM_READ_ARGS, R::Elem, S::Thread, MM_ADD,
+        "pgas_multimem_ld_add_{T}(pgas_mc_elem({1}, {0}, {line}))", N::None, false,
+        "The sum of `x[i]` over every PE of `team`, read in one load through the multicast address (`multimem.ld_reduce.relaxed.sys.add`): the switch adds the copies. Traps where the team has no multicast address for `x` (test `x.has_multicast(team)`)."),
+    row("multimem_ld_min", G::Multicast, F::Free, MM_READ_ARGS, R::Elem, S::Thread, MM_MINMAX,
+        "pgas_multimem_ld_min_{T}(pgas_mc_elem({1}, {0}, {line}))", N::None, false,
+        "`multimem_ld_add` with the minimum over the team's copies (integers only)."),
+    row("multimem_ld_max", G::Multicast, F::Free, MM_READ_ARGS, R::Elem, S::Thread, MM_MINMAX,
+        "pgas_multimem_ld_max_{T}(pgas_mc_elem({1}, {0}, {line}))", N::None, false,
+        "`multimem_ld_add` with the maximum over the team's copies (integers only)."),
+    row("multimem_st", G::Multicast, F::Free, MM_WRITE_ARGS, R::Unit, S::Thread, MM_ADD,
+        "pgas_multimem_st_{T}(pgas_mc_elem({1}, {0}, {line}), {2})", N::None, false,
+        "Store `v` into `x[i]` on every PE of `team` with one store through the multicast address (`multimem.st.relaxed.sys`). Order it before others' reads as any remote store (a fence or barrier, then a signal). Traps without a multicast address."),
+    row("multimem_red_add", G::Multicast, F::Free, MM_WRITE_ARGS, R::Unit, S::Thread, MM_ADD,
+        "pgas_multimem_red_add_{T}(pgas_mc_elem({1}, {0}, {line}), {2})", N::None, false,
+        "Add `v` into `x[i]` on every PE of `team` with one reduction through the multicast address (`multimem.red.relaxed.sys.add`), atomically per copy. Traps without a multicast address."),
 ];
 
 /// The row for a free call `name(...)`.

@@ -48,7 +48,7 @@ pub const NVSHMEM_CONSTANTS: &[(&str, i32)] = &[
 
 /// NVSHMEM functions that support code calls outside the intrinsic rows (the checked
 /// variant's PE checks, peer views, a collective's element count, the LL protocol of the
-/// collectives over peer memory): `(name, return, params)`.
+/// collectives over peer memory, the multicast rows' addresses): `(name, return, params)`.
 /// [`lto_head`] renames each to `pgas_lto_<name>`, which [`library`] defines.
 const SUPPORT_CALLS: &[(&str, &str, &str)] = &[
     ("nvshmem_my_pe", "int", "void"),
@@ -61,6 +61,11 @@ const SUPPORT_CALLS: &[(&str, &str, &str)] = &[
         "nvshmem_team_t src_team, int src_pe, nvshmem_team_t dest_team",
     ),
     ("nvshmem_ptr", "void *", "const void *ptr, int pe"),
+    (
+        "nvshmemx_mc_ptr",
+        "void *",
+        "nvshmem_team_t team, const void *ptr",
+    ),
 ];
 
 /// What replaces the prelude in the link-time form: the fixed-width types, `half` and

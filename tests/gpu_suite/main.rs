@@ -51,6 +51,8 @@ mod kernels {
     #[rustfmt::skip]
     pub mod hopper;
     #[rustfmt::skip]
+    pub mod multimem;
+    #[rustfmt::skip]
     pub mod tensor;
 }
 mod launch;

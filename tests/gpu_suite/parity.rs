@@ -728,22 +728,17 @@ fn team_init_evens(p: &Pgas) -> CaseResult {
     })
 }
 
-/// The kernels of `multimem.cu`, compiled at their first launch.
-fn multimem_kernel(name: &str) -> pgas::launch::RawKernel {
-    pgas::launch::RawKernel::from_source(include_str!("multimem.cu"), name)
-}
-
-/// Device access through WORLD's multicast address, where NVLink SHARP gives one: the last PE
-/// stores through it (every PE's copy changes), every PE adds its number + 1 through it, and
-/// every PE reads the sum over all copies with `multimem.ld_reduce`, and PE 0 writes every copy
-/// from the host (`MulticastView::copy_from`). Where multicast is off
+/// Device access through WORLD's multicast address, where NVLink SHARP gives one, by the kernel
+/// language's multicast rows (`kernels/multimem.rs`): the last PE stores through it (every PE's
+/// copy changes), every PE adds its number + 1 through it, every PE reads the sum over all
+/// copies with `multimem_ld_add`, the integer min / max / sum and a 64-bit store and add, and PE
+/// 0 writes every copy from the host (`MulticastView::copy_from`). Where multicast is off
 /// (`NVSHMEM_DISABLE_NVLS=1` on the test machines) it says it is skipped; `host_api/multicast_view`
-/// checks the reason given there, and CI compiles the kernels (`tests/nvrtc_multimem.rs`).
+/// checks the reason given there, and CI compiles the kernels (`tests/nvrtc_corpus.rs`).
 fn multimem(p: &Pgas) -> CaseResult {
-    use pgas::launch::KernelArgs;
+    use crate::kernels::multimem::{multimem_add, multimem_int, multimem_store, multimem_sum};
     let (me, n) = (util::me(p), util::npes(p));
-    let t = p.alloc::<f32>(L)?;
-    let out = p.alloc::<f32>(L)?;
+    let mut t = p.alloc::<f32>(L)?;
     // Every PE's answer, so that all take the same branch (multicast is per team, but a PE
     // could differ in what NVSHMEM mapped for it).
     let here = t.multicast(Team::WORLD).is_ok();
@@ -761,26 +756,19 @@ fn multimem(p: &Pgas) -> CaseResult {
         );
         return Ok(());
     }
-    let mc = t.multicast(Team::WORLD)?.as_device_ptr();
+    let s = p.stream();
     let cfg = LaunchConfig::blocks(1, L as u32);
     let (base, writer) = (100.0f32, n - 1);
+    let mut ok = s.alloc_zeros::<u32>(1)?;
     if me == writer {
-        // SAFETY: the arguments match pgas_multimem_store(float*, unsigned long long, float);
-        // `mc` addresses the L floats of `t` on every PE.
-        unsafe {
-            multimem_kernel("pgas_multimem_store").launch(
-                p,
-                cfg,
-                KernelArgs::new()
-                    .push_scalar(mc)
-                    .push_scalar(L as u64)
-                    .push_scalar(base),
-            )?
-        };
+        multimem_store::launch(p, cfg, &mut t, &mut ok, Team::WORLD, base)?;
     }
     util::settle(p)?;
     let stored: Vec<f32> = (0..L).map(|i| base + i as f32).collect();
     let mut errs = Vec::new();
+    if me == writer && s.clone_dtoh(&ok)? != [1] {
+        errs.push("has_multicast was false in the kernel, true on the host".to_string());
+    }
     if let Err(e) = check_eq(
         "this PE's copy after the multicast store",
         &t.to_vec()?,
@@ -788,17 +776,7 @@ fn multimem(p: &Pgas) -> CaseResult {
     ) {
         errs.push(e.to_string());
     }
-    // SAFETY: as above, for pgas_multimem_red_add(float*, unsigned long long, float).
-    unsafe {
-        multimem_kernel("pgas_multimem_red_add").launch(
-            p,
-            cfg,
-            KernelArgs::new()
-                .push_scalar(mc)
-                .push_scalar(L as u64)
-                .push_scalar(me as f32 + 1.0),
-        )?
-    };
+    multimem_add::launch(p, cfg, &mut t, Team::WORLD, me as f32 + 1.0)?;
     util::settle(p)?;
     let added = (n * (n + 1) / 2) as f32;
     let after: Vec<f32> = stored.iter().map(|v| v + added).collect();
@@ -809,25 +787,47 @@ fn multimem(p: &Pgas) -> CaseResult {
     ) {
         errs.push(e.to_string());
     }
-    let dst = out.as_device_ptr();
-    // SAFETY: as above, for pgas_multimem_ld_reduce(float*, float*, unsigned long long); `dst`
-    // is this PE's L floats of `out`.
-    unsafe {
-        multimem_kernel("pgas_multimem_ld_reduce").launch(
-            p,
-            cfg,
-            KernelArgs::new()
-                .push_scalar(mc)
-                .push_scalar(dst)
-                .push_scalar(L as u64),
-        )?
-    };
-    util::settle(p)?;
+    let mut sum = s.alloc_zeros::<f32>(L)?;
+    multimem_sum::launch(p, cfg, &t, &mut sum, Team::WORLD)?;
+    s.synchronize()?;
     let sums: Vec<f32> = after.iter().map(|v| v * n as f32).collect();
     if let Err(e) = check_eq(
-        "multimem.ld_reduce sum over the copies",
-        &out.to_vec()?,
+        "multimem_ld_add over the copies",
+        &s.clone_dtoh(&sum)?,
         &sums,
+    ) {
+        errs.push(e.to_string());
+    }
+    // Integers: PE `q` holds `(i + 1) * (q + 1)` minus 3 (some negative).
+    let x = p.alloc_from(
+        &(0..L)
+            .map(|i| ((i + 1) * (me + 1)) as i32 - 3)
+            .collect::<Vec<_>>(),
+    )?;
+    let mut y = p.alloc::<u64>(L)?;
+    let mut out = s.alloc_zeros::<i32>(3 * L)?;
+    util::settle(p)?;
+    multimem_int::launch(p, cfg, &x, &mut y, &mut out, Team::WORLD, 7)?;
+    util::settle(p)?;
+    let want: Vec<i32> = (0..L)
+        .flat_map(|i| {
+            let v = |q: usize| ((i + 1) * (q + 1)) as i32 - 3;
+            let all: Vec<i32> = (0..n).map(v).collect();
+            let (lo, hi) = (*all.iter().min().unwrap(), *all.iter().max().unwrap());
+            [lo, hi, all.iter().sum()]
+        })
+        .collect();
+    if let Err(e) = check_eq(
+        "multimem_ld_min / max / add on i32",
+        &s.clone_dtoh(&out)?,
+        &want,
+    ) {
+        errs.push(e.to_string());
+    }
+    if let Err(e) = check_eq(
+        "PE 0's u64 multimem_st then multimem_red_add",
+        &y.to_vec()?,
+        &[14u64; L],
     ) {
         errs.push(e.to_string());
     }

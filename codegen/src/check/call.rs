@@ -480,6 +480,9 @@ impl Checker<'_> {
         if row.group == Group::PeerCollective {
             self.info.ll = true;
         }
+        if row.group == Group::Multicast {
+            self.info.multimem = true;
+        }
         let ty = match row.ret {
             Ret::Unit => Ty::Unit,
             Ret::Elem => elem.map(Ty::Scalar).unwrap_or(Ty::Error),

@@ -37,6 +37,9 @@ pub struct FnInfo {
     /// Calls a collective over peer memory (`team_all_reduce_block` ...) directly: the source
     /// carries the LL protocol's support code.
     pub ll: bool,
+    /// Uses a multicast row (`multimem_*`, `has_multicast`) directly: the source carries their
+    /// support code and compiles for sm_90a.
+    pub multimem: bool,
     /// Where it first calls `setmaxnreg_inc`/`_dec` directly: the kernel must declare its block
     /// (`max_threads`).
     pub setmaxnreg: Option<Sp>,

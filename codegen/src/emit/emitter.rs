@@ -6,7 +6,7 @@ use crate::ir::*;
 use crate::nvcall;
 use crate::prelude::{
     sm90_support, Prelude, CHECK_LL_SUPPORT, CHECK_SM90_SUPPORT, CHECK_SUPPORT,
-    CHECK_TENSOR_SUPPORT, LL_SUPPORT, SUPPORT, TENSOR_SUPPORT,
+    CHECK_TENSOR_SUPPORT, LL_SUPPORT, MULTIMEM_SUPPORT, SM90A_MARKER, SUPPORT, TENSOR_SUPPORT,
 };
 use crate::types::{Scalar, Ty};
 
@@ -69,6 +69,8 @@ pub struct Uses {
     pub sm90: bool,
     /// A collective over peer memory: the source carries the LL protocol's support code.
     pub ll: bool,
+    /// A multicast row: the source carries the `multimem` helpers (and compiles for sm_90a).
+    pub multimem: bool,
     /// `setmaxnreg_*`: the kernel's bound is `__launch_bounds__(max_threads, 1)` (the register
     /// cap at entry that `setmaxnreg` needs), and the checked variant traps unless the block
     /// is exactly `max_threads`.
@@ -121,6 +123,12 @@ pub fn emit_source(
     }
     if uses.ll {
         e.raw_block(LL_SUPPORT);
+    }
+    if uses.multimem {
+        if !uses.sm90 {
+            e.raw(SM90A_MARKER);
+        }
+        e.raw_block(MULTIMEM_SUPPORT);
     }
     if checked {
         e.raw_block(CHECK_SUPPORT);
