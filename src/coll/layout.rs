@@ -11,11 +11,11 @@
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
-use super::comm::{row_words, Comm};
+use super::comm::{refuse_capture, row_words, Comm};
 use super::elem::AllReduceElem;
 use super::movement;
-use super::region::{LocalTable, Reached, Region};
-use crate::{Error, Result, SymRegion};
+use super::region::{check_apart, LocalTable, Reached, Region};
+use crate::{Error, Result, SymRegion, Team};
 
 /// The per-peer counts and displacements of [`Comm::all_to_all_v`], agreed by every member of
 /// the communicator's team ([`Comm::all_to_all_layout`]). In elements, whatever the type.
@@ -39,6 +39,18 @@ pub struct AllToAllLayout {
     dst_len: usize,
     /// Elements this PE sends in all (the kernel's grid is sized by the largest, below).
     max_sent: usize,
+    /// The same table on the host, by destination: (world PE, send offset, count, receive
+    /// offset), for the path by NVSHMEM RMA where some peer is not load/store reachable.
+    sends: Vec<Send>,
+}
+
+/// One segment of an all-to-all-v call, as the RMA path puts it.
+#[derive(Clone, Copy, Debug)]
+struct Send {
+    pe: usize,
+    src_at: usize,
+    count: usize,
+    dst_at: usize,
 }
 
 impl std::fmt::Debug for AllToAllLayout {
@@ -116,10 +128,25 @@ impl Comm {
         check_layout(&rows, n, lens)?;
         let at = |p: usize, what: usize, q: usize| cell(&rows, n, p, what, q) as usize;
         let mut dev = vec![0u64; 3 * n];
+        let mut sends = Vec::with_capacity(n);
         for q in 0..n {
             dev[3 * q] = at(rank, 1, q) as u64;
             dev[3 * q + 1] = at(rank, 0, q) as u64;
             dev[3 * q + 2] = at(q, 3, rank) as u64;
+            // Rank order from the next rank on, as the kernel walks it (every PE's first puts
+            // go to different PEs).
+            let r = (rank + 1 + q) % n;
+            let pe = self.team.translate_pe(&self.pgas, r, Team::WORLD)?;
+            sends.push(Send {
+                pe: pe.ok_or_else(|| Error::InvalidConfig {
+                    name: "team",
+                    value: format!("{}", self.team.raw()),
+                    reason: format!("its PE {r} has no number in the world team"),
+                })?,
+                src_at: at(rank, 1, r),
+                count: at(rank, 0, r),
+                dst_at: at(r, 3, rank),
+            });
         }
         // The most any member sends in all, and the longest source and destination any
         // member's counts and displacements reach.
@@ -151,6 +178,7 @@ impl Comm {
             src_len,
             dst_len,
             max_sent,
+            sends,
         })
     }
 
@@ -182,8 +210,10 @@ impl Comm {
     ///
     /// Errors, before anything is launched: a PE that is not in the team, a layout agreed on
     /// another communicator, a layout that reaches past the end of the tensor `src` or `dst` is
-    /// part of, the reaches of `dst` and `src` overlapping, `dst` not in the symmetric heap, a
-    /// peer that is not load/store reachable.
+    /// part of, the reaches of `dst` and `src` overlapping, `dst` not in the symmetric heap.
+    /// Where some peer is not load/store reachable, the segments go by NVSHMEM RMA instead (see
+    /// `all_to_all_v_rma`): `src` must then be symmetric too, and a stream being captured into a
+    /// CUDA graph is refused (that path runs eagerly only).
     pub fn all_to_all_v_on<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
@@ -218,6 +248,9 @@ impl Comm {
             .ok_or_else(|| reach("source", src.extent(), layout.src_len))?;
         let mut dst_reach = Region::reaching(&*dst, layout.dst_len)
             .ok_or_else(|| reach("destination", dst.extent(), layout.dst_len))?;
+        if !self.p2p {
+            return self.all_to_all_v_rma(stream, &dst_reach, &src_reach, layout);
+        }
         self.check_movement("all-to-all-v", &dst_reach, &src_reach, Reached::Destination)?;
         if layout.max_sent == 0 {
             return Ok(());
@@ -233,6 +266,52 @@ impl Comm {
             layout.max_sent * std::mem::size_of::<T>(),
             &[(s % 16) as u32, (d % 16) as u32],
         )
+    }
+}
+
+impl Comm {
+    /// [`Comm::all_to_all_v_on`] where some peer is not load/store reachable: a team barrier
+    /// (every member is in the call, so its receive regions are free, as the kernel's entry
+    /// flags say), one NVSHMEM put per segment (`nvshmemx_putmem_nbi_on_stream`, which the proxy
+    /// carries over the remote transport), then a team barrier, which completes the puts and
+    /// tells every receiver that its segments have landed. Eager only (NVSHMEM's `on_stream`
+    /// calls are not captured here).
+    fn all_to_all_v_rma<T>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &Region<T>,
+        src: &Region<T>,
+        layout: &AllToAllLayout,
+    ) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        check_apart(
+            "all-to-all-v",
+            dst.as_device_ptr(),
+            dst.len() * size,
+            src.as_device_ptr(),
+            src.len() * size,
+        )?;
+        self.check_symmetric(
+            "the all-to-all-v destination (peers put into it)",
+            dst.as_device_ptr(),
+            dst.len() * size,
+        )?;
+        self.check_symmetric(
+            "the all-to-all-v source (NVSHMEM puts from it)",
+            src.as_device_ptr(),
+            src.len() * size,
+        )?;
+        refuse_capture(
+            stream,
+            "the all-to-all-v over NVSHMEM RMA (a peer off NVLink)",
+        )?;
+        self.team.barrier_on(&self.pgas, stream)?;
+        for s in layout.sends.iter().filter(|s| s.count > 0) {
+            let to = Region::within(dst, s.dst_at, s.count);
+            let from = Region::within(src, s.src_at, s.count);
+            self.pgas.put_nbi_on(stream, &to, &from, s.pe)?;
+        }
+        self.team.barrier_on(&self.pgas, stream)
     }
 }
 

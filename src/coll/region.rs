@@ -54,6 +54,18 @@ impl<T> Region<T> {
         }
     }
 
+    /// `len` elements of `r` from element `at` (within `r`: the caller's layout checks keep
+    /// `at + len <= r.len()`).
+    pub(super) fn within(r: &Region<T>, at: usize, len: usize) -> Region<T> {
+        debug_assert!(at + len <= r.len);
+        Region {
+            ptr: r.ptr + (at * std::mem::size_of::<T>()) as u64,
+            len,
+            extent: r.extent - at,
+            _elem: std::marker::PhantomData,
+        }
+    }
+
     /// The first `len` elements of `r`'s extent (past `r.len()` where `len` is larger), or
     /// `None` where the extent is shorter.
     pub(super) fn reaching(r: &impl SymRegion<T>, len: usize) -> Option<Region<T>> {
@@ -67,8 +79,9 @@ impl<T> Region<T> {
 }
 
 // SAFETY: a `Region` is made only by `Region::of` or `Region::reaching` from a live region the
-// caller borrows for the whole call it is used in, within that region's extent, so it names
-// that region's symmetric memory while it is used.
+// caller borrows for the whole call it is used in, within that region's extent, or by
+// `Region::within` inside such a region, so it names that region's symmetric memory while it
+// is used.
 unsafe impl<T> SymRegion<T> for Region<T> {
     fn as_device_ptr(&self) -> u64 {
         self.ptr

@@ -1,7 +1,7 @@
 //! Which peers count as reachable (`PGAS_PEER_ACCESS`, runtime `context/reach.rs`) and what runs
 //! when one is not: the case holds with any policy, so the GPU script runs it as is and again
 //! under `PGAS_PEER_ACCESS=none` (every peer off-node), where `pgas::coll` falls back to
-//! NVSHMEM's collectives, all-gather + GEMM gathers with NVSHMEM's fcollect before one cuBLAS
+//! NVSHMEM's collectives (the all-to-all-v to NVSHMEM puts between team barriers), all-gather + GEMM gathers with NVSHMEM's fcollect before one cuBLAS
 //! GEMM, and GEMM + reduce-scatter reduces with NVSHMEM's reduce-scatter after one.
 
 use crate::runner::{case, Case};
@@ -58,6 +58,26 @@ fn peer_access(p: &Pgas) -> CaseResult {
     comm.all_to_all(&mut swapped, &blocks)?;
     let mut bcast = p.alloc::<u32>(m)?;
     comm.broadcast(&mut bcast, &src, 0, Algorithm::Auto)?;
+    // All-to-all-v: PE `q` sends `3 + r + q` elements to rank `r` (peer stores on NVLink,
+    // NVSHMEM puts between two team barriers off it).
+    let count = |from: usize, to: usize| 3 + to + from;
+    let displs = |counts: &[usize]| -> Vec<usize> {
+        counts
+            .iter()
+            .scan(0, |at, c| Some(std::mem::replace(at, *at + c)))
+            .collect()
+    };
+    let send_counts: Vec<usize> = (0..n).map(|r| count(me, r)).collect();
+    let recv_counts: Vec<usize> = (0..n).map(|q| count(q, me)).collect();
+    let (send_displs, recv_displs) = (displs(&send_counts), displs(&recv_counts));
+    let layout = comm.all_to_all_layout(&send_counts, &send_displs, &recv_counts, &recv_displs)?;
+    let vsrc = p.alloc_from(
+        &(0..layout.src_len())
+            .map(|j| (me * 10_000 + j) as u32)
+            .collect::<Vec<_>>(),
+    )?;
+    let mut vdst = p.alloc::<u32>(layout.dst_len())?;
+    comm.all_to_all_v(&mut vdst, &vsrc, &layout)?;
     // All-gather + GEMM: copy-engine pulls on NVLink, NVSHMEM's fcollect and one GEMM off it.
     let (mp, gn, gk) = (128, 64, 64);
     let a_val = |row: usize, c: usize| ((row * 3 + c) % 5) as f32;
@@ -86,6 +106,15 @@ fn peer_access(p: &Pgas) -> CaseResult {
         .map(|k| ((k / m) * n * m + me * m + k % m) as u32)
         .collect();
     check_eq("all-to-all", &swapped.to_vec()?, &want_a2a)?;
+    let mut want_v = vec![0u32; layout.dst_len()];
+    for q in 0..n {
+        // PE `q`'s segment for this PE starts after what it sends to the ranks before.
+        let from: usize = (0..me).map(|r| count(q, r)).sum();
+        for j in 0..count(q, me) {
+            want_v[recv_displs[q] + j] = (q * 10_000 + from + j) as u32;
+        }
+    }
+    check_eq("all-to-all-v", &vdst.to_vec()?, &want_v)?;
     let want_bcast: Vec<u32> = (0..m).map(|i| i as u32).collect();
     check_eq("broadcast from PE 0", &bcast.to_vec()?, &want_bcast)?;
     // Small integers: the f32 sums are exact, so one bf16 rounding gives the same bits.
