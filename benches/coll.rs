@@ -11,6 +11,11 @@
 //!
 //! `--max-bytes=N` measures only the sizes up to `N` bytes (the latency-bound ones in seconds).
 //!
+//! Peers off NVLink (issue 21's emulated nodes): run it with `PGAS_PEER_ACCESS=none` and NCCL
+//! restricted the same way (`NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1`, so it too crosses its
+//! network transport); then only pgas's automatic choice (NVSHMEM's collectives, eager, up to
+//! 64 MiB) runs beside NCCL, and the machine line says so.
+//!
 //! Run it with `NVSHMEM_DISABLE_CUDA_VMM=1`: NVSHMEM 3.4.5's default (VMM) heap refuses single
 //! allocations of 1 GiB, which the top size needs.
 //!
@@ -150,8 +155,16 @@ impl Method {
         }
     }
     /// Whether it runs at `bytes` (low latency up to its limit; one-shot's traffic grows with
-    /// the PEs; NVSHMEM's host reduction is slow at the top and not captured).
-    fn runs(self, bytes: usize, graph: bool) -> bool {
+    /// the PEs; NVSHMEM's host reduction is slow at the top and not captured). With a peer off
+    /// NVLink (`p2p` false: `PGAS_PEER_ACCESS`, another node) only pgas's choice, which is then
+    /// NVSHMEM's path, eager, and NCCL run: the peer-to-peer algorithms are refused there.
+    fn runs(self, bytes: usize, graph: bool, p2p: bool) -> bool {
+        if !p2p {
+            return match self {
+                Method::Nccl => true,
+                Method::Pgas(a) => a == Algorithm::Auto && !graph && bytes <= 64 << 20,
+            };
+        }
         match self {
             Method::Pgas(Algorithm::LowLatency) => bytes <= coll::LL_MAX_BYTES,
             Method::Pgas(Algorithm::OneShot) => bytes <= 16 << 20,
@@ -270,9 +283,20 @@ fn main() -> BenchResult<()> {
     };
     let p = pgas::builder().heap_size(2 * max + (512 << 20)).init()?;
     let (me, n) = (p.my_pe(), p.n_pes());
-    let machine = format!("{} x{n} PE", p.cuda().name()?);
     let nccl_comm = nccl_comm(&p)?;
     let mut comm = Comm::new(&p, Team::WORLD)?;
+    let machine = if comm.peers_reachable() {
+        format!("{} x{n} PE", p.cuda().name()?)
+    } else {
+        // The emulated two-node setup of issue 21: say so in every table and figure.
+        format!(
+            "{} x{n} PE, peers off NVLink (PGAS_PEER_ACCESS={}, NCCL_P2P_DISABLE={}, NCCL_SHM_DISABLE={})",
+            p.cuda().name()?,
+            p.peer_access(),
+            std::env::var("NCCL_P2P_DISABLE").unwrap_or_default(),
+            std::env::var("NCCL_SHM_DISABLE").unwrap_or_default()
+        )
+    };
     coll::prewarm::<bf16>(&p)?;
     let len_max = max / 2;
     let src_host: Vec<bf16> = (0..len_max).map(|i| bf16::from_f32(input(me, i))).collect();
@@ -309,7 +333,7 @@ fn main() -> BenchResult<()> {
                     continue;
                 }
                 for (gi, graph) in [false, true].into_iter().enumerate() {
-                    if !m.runs(bytes, graph) {
+                    if !m.runs(bytes, graph, comm.peers_reachable()) {
                         continue;
                     }
                     // NVSHMEM's host reduction runs on the context's stream only.

@@ -641,6 +641,13 @@ if [ "$only" = coll ]; then
   # pgas::coll against NCCL (eager and graph-captured), 8 B to 1 GiB; tables and plots into OUTDIR.
   step "coll vs NCCL $gpus PE" bench.log 300 "${with_nccl[@]}" "$bin/pgas-run" -n "$gpus" -- "$bin/coll" "$out"
   verdict "coll vs NCCL $gpus PE" "$(figures | brief 'allreduce_bf16_(8B|1MiB|256MiB).*(auto|nccl)|speedup_vs_nccl')"
+  # The emulated two-node setup (issue 21): every peer off NVLink for pgas (NVSHMEM's
+  # collectives through its proxy) and for NCCL (its network transport), up to 16 MiB.
+  if [ "$gpus" -ge 2 ]; then
+    step "coll off NVLink vs NCCL net $gpus PE" bench.log 150 "${with_nccl[@]}" PGAS_PEER_ACCESS=none NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \
+      "$bin/pgas-run" -n "$gpus" -- "$bin/coll" "$out/offnode" --max-bytes=16777216
+    verdict "coll off NVLink $gpus PE" "$(figures | brief 'speedup_vs_nccl')"
+  fi
   # NCCL's collectives through torch, for the record beside cudarc's (and PyTorch's symm_mem).
   if ! python3 -c "import torch" 2>/dev/null; then
     note "SKIP nccl_bench, symm_mem_bench (no torch for python3)"
