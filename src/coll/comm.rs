@@ -45,14 +45,14 @@ pub const LL_MAX_BYTES: usize = 64 << 10;
 pub(super) const LL_BYTES_PER_BLOCK: usize = 8 << 10;
 
 /// The largest `src` (bytes a PE) that [`Comm::all_gather`], [`Comm::reduce_scatter`],
-/// [`Comm::all_to_all`] and [`Comm::broadcast`] move with the low-latency protocol: one block over
-/// one region of the low-latency scratch, which holds 8 KiB.
-pub const LL_GATHER_MAX_BYTES: usize = LL_BYTES_PER_BLOCK;
+/// [`Comm::all_to_all`] and [`Comm::broadcast`] move with the low-latency protocol: one block per
+/// 8 KiB, each over its own region of the low-latency scratch, as the all-reduce's.
+pub const LL_GATHER_MAX_BYTES: usize = LL_MAX_BYTES;
 
-/// Most dynamic shared memory a low-latency all-to-all or broadcast takes (its gathered copy of
-/// every PE's data: the team's PEs times the bytes a PE), within what a launch gets without
-/// opting in to more.
-pub const LL_SHARED_MAX_BYTES: usize = 48 << 10;
+/// Most dynamic shared memory a block of a low-latency all-gather, all-to-all or broadcast
+/// takes (its gathered copy of every PE's 8 KiB: the team's PEs times 8 KiB), so teams of up to
+/// 8 PEs use the protocol; a launch opts in above 48 KiB (Hopper allows 227 KiB).
+pub const LL_SHARED_MAX_BYTES: usize = 64 << 10;
 
 /// [`ONE_SHOT_MAX_BYTES`] in a team of two PEs. One-shot moves `n - 1` times the data over
 /// NVLink, two-shot `2 (n - 1) / n` times: the same for two PEs, so one-shot's single pass (one
@@ -328,9 +328,13 @@ impl Comm {
     }
 
     /// Launches a low-latency kernel of `kernels/` (`spec` with its comptime values; arguments
-    /// the team, `dst`, `src`, the low-latency scratch, then `scalars`) as one block with
-    /// `shared` bytes of dynamic shared memory. Called by members only, on teams whose every PE
-    /// is load/store reachable.
+    /// the team, `dst`, `src`, the low-latency scratch, then `scalars`, then the scratch's
+    /// region stride and the elements a block takes) over `len` elements a PE: one block per
+    /// [`LL_BYTES_PER_BLOCK`], each over its own region of the scratch and with `copies` times
+    /// its elements of dynamic shared memory (the team's PEs for a gather, 1 for a reduction).
+    /// Called by members only, on teams whose every PE is load/store reachable, with `len` at
+    /// most [`LL_MAX_BYTES`] of `T` (the scratch's regions).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn launch_ll<T>(
         &mut self,
         stream: &CudaStream,
@@ -338,8 +342,15 @@ impl Comm {
         dst: &mut impl SymRegion<T>,
         src: &Region<T>,
         scalars: &[u32],
-        shared: usize,
+        len: usize,
+        copies: usize,
     ) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        let per_block = LL_BYTES_PER_BLOCK / size;
+        let blocks = len.div_ceil(per_block).max(1);
+        debug_assert!(blocks <= LL_MAX_BYTES / LL_BYTES_PER_BLOCK);
+        let region = device_scratch_len::<T>(self.n, per_block);
+        let shared = copies * len.min(per_block) * size;
         let mut args = KernelArgs::new();
         args.push_team(self.team)
             .push_sym_mut(dst)
@@ -348,12 +359,15 @@ impl Comm {
         for &v in scalars {
             args.push_scalar(v);
         }
+        args.push_scalar(region as u32)
+            .push_scalar(per_block as u32);
         pgas_runtime::launch::launch(
             &self.pgas,
             spec,
             Variant::Plain,
             comptime,
-            LaunchConfig::blocks(1, THREADS).with_shared_mem(shared.next_multiple_of(16) as u32),
+            LaunchConfig::blocks(blocks as u32, THREADS)
+                .with_shared_mem(shared.next_multiple_of(16) as u32),
             Some(stream),
             &mut args,
         )

@@ -5,7 +5,9 @@
 use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
 
-use super::comm::{refuse_capture, Algorithm, Comm, LL_GATHER_MAX_BYTES, LL_SHARED_MAX_BYTES};
+use super::comm::{
+    refuse_capture, Algorithm, Comm, LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES, LL_SHARED_MAX_BYTES,
+};
 use super::elem::AllReduceElem;
 use super::kernels;
 use super::region::{check_apart, vector_start, Reached, Region};
@@ -93,7 +95,7 @@ impl Comm {
     /// [`Algorithm::TwoShot`]: rank `r` loads chunk `r` of it and stores that into every PE's
     /// `dst` (the root's links carry one copy instead of `n - 1`); [`Algorithm::Nvshmem`]:
     /// `nvshmemx_<type>_broadcast_on_stream`; [`Algorithm::LowLatency`]
-    /// (up to [`super::LL_GATHER_MAX_BYTES`], and 48 KiB over all PEs): every PE's data over
+    /// (up to [`super::LL_GATHER_MAX_BYTES`] on up to 8 PEs): every PE's data over
     /// the low-latency lines into shared memory, the root's copied out, one crossing and no
     /// handshake; [`Algorithm::Auto`]: low latency where it fits, else as for
     /// [`Comm::all_reduce`] by size. When it completes on a PE,
@@ -146,7 +148,7 @@ impl Comm {
                     value: format!("LowLatency for {bytes} bytes on {} PEs", self.n),
                     reason: format!(
                         "the low-latency broadcast takes at most LL_GATHER_MAX_BYTES \
-                         ({LL_GATHER_MAX_BYTES}) bytes, and the team's PEs times the bytes at \
+                         ({LL_GATHER_MAX_BYTES}) bytes, and the team's PEs times 8 KiB at \
                          most {LL_SHARED_MAX_BYTES}, on more than one PE; use Algorithm::Auto, \
                          OneShot, TwoShot or Nvshmem"
                     ),
@@ -168,7 +170,7 @@ impl Comm {
             let spec = move_kernels::<T>().low_latency_broadcast;
             let src = Region::of(src);
             let scalars = [self.n as u32, root as u32];
-            self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, self.n * bytes)?;
+            self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, src.len(), self.n)?;
             return Ok(algorithm);
         }
         self.check_symmetric("the broadcast source (peers load the root's)", s, bytes)?;
@@ -229,7 +231,7 @@ impl Comm {
     /// [`Comm::all_to_all`] on `stream` (not waited for on the host; capturable once
     /// prewarmed): each rank stores its chunks into its peers' `dst` over NVLink, with the
     /// flag protocol, so when it completes on a PE every peer's chunk has arrived in its `dst`.
-    /// Up to [`super::LL_GATHER_MAX_BYTES`] a PE (and 48 KiB over all PEs) it takes the
+    /// Up to [`super::LL_GATHER_MAX_BYTES`] a PE (on up to 8 PEs) it takes the
     /// low-latency protocol instead: every PE's whole `src` over the lines into shared memory,
     /// one crossing and no handshake. Where a member is not load/store reachable, NVSHMEM's
     /// `alltoall` on `stream` carries it instead.
@@ -282,11 +284,11 @@ impl Comm {
         }
         let bytes = src.len() * std::mem::size_of::<T>();
         if n > 1 && self.ll_fits(bytes) {
-            // Latency-bound: every PE's whole `src` over the low-latency lines, one block.
+            // Latency-bound: every PE's whole `src` over the low-latency lines.
             let spec = move_kernels::<T>().low_latency_all_to_all;
             let src = Region::of(src);
             let scalars = [n as u32, rank as u32];
-            return self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, n * bytes);
+            return self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, src.len(), n);
         }
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
         let src = Region::of(src);
@@ -305,7 +307,8 @@ impl Comm {
     /// Whether `bytes` a PE fit the low-latency kernels that gather every PE's data into shared
     /// memory (all-to-all, broadcast): one low-latency region of lines, and every PE's copy in
     /// shared memory.
-    fn ll_fits(&self, bytes: usize) -> bool {
-        bytes <= LL_GATHER_MAX_BYTES && self.n * bytes <= LL_SHARED_MAX_BYTES
+    pub(super) fn ll_fits(&self, bytes: usize) -> bool {
+        bytes <= LL_GATHER_MAX_BYTES
+            && self.n * LL_BYTES_PER_BLOCK.min(bytes) <= LL_SHARED_MAX_BYTES
     }
 }

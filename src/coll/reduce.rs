@@ -258,7 +258,7 @@ impl Comm {
         }
         let bytes = src.len() * size;
         if n > 1 && bytes <= LL_GATHER_MAX_BYTES {
-            // Latency-bound: all of `src` all-reduced over the low-latency lines, one block.
+            // Latency-bound: all of `src` all-reduced over the low-latency lines.
             let src = Region::<T>::of(src);
             return self.launch_ll(
                 stream,
@@ -266,7 +266,8 @@ impl Comm {
                 dst,
                 &src,
                 &[rank as u32],
-                bytes,
+                src.len(),
+                1,
             );
         }
         // The vector path starts at this rank's chunk of `src` (see `kernels/`).
@@ -353,11 +354,12 @@ impl Comm {
         if src.is_empty() {
             return Ok(());
         }
-        if self.n > 1 && src.len() * size <= LL_GATHER_MAX_BYTES {
-            // Latency-bound: the low-latency protocol, one block, no handshake.
+        if self.n > 1 && self.ll_fits(src.len() * size) {
+            // Latency-bound: the low-latency protocol, no handshake.
             let src = Region::<T>::of(src);
             let spec = movement::move_kernels::<T>().low_latency_gather;
-            return self.launch_ll(stream, (spec, &[]), dst, &src, &[], 0);
+            let scalars = [self.n as u32];
+            return self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, src.len(), self.n);
         }
         // The vector path starts at `src`'s first 16-byte boundary; this rank's chunk of `dst`
         // must sit at the same offset (see `kernels/`).

@@ -878,7 +878,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
         Kind::Broadcast => {
             let ll_fits = n > 1
                 && sbytes <= coll::LL_GATHER_MAX_BYTES
-                && n * sbytes <= coll::LL_SHARED_MAX_BYTES;
+                && n * sbytes.min(8 << 10) <= coll::LL_SHARED_MAX_BYTES;
             let eff = match alg {
                 Algorithm::Auto if p2p && ll_fits => Algorithm::LowLatency,
                 Algorithm::Auto if !p2p => Algorithm::Nvshmem,

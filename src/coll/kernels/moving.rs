@@ -52,26 +52,41 @@ macro_rules! move_kernels {
         pub mod $m {
             use crate::prelude::*;
 
-            /// Low-latency all-gather of at most one block's worth of data: every team PE's
-            /// `src` into chunk `r` of every PE's `dst` with `team_all_gather_block`, over the
-            /// first region of the communicator's low-latency scratch (the protocol of
-            /// `low_latency`, which shares that region's call counter). One NVLink crossing and
-            /// no handshake. Safe in place (`src` being this rank's chunk of `dst`).
+            /// Low-latency all-gather: block `b` takes elements `lo..hi` (`per_block` from
+            /// `b * per_block`) of every team PE's `src` into shared memory (the launch's dynamic
+            /// shared memory, `n` times `per_block` elements) with `team_all_gather_block` over
+            /// region `b` of the communicator's low-latency scratch (`region` words each; the
+            /// protocol of `low_latency`, which shares the regions' call counters), then stores
+            /// rank `r`'s into chunk `r` of `dst`. One NVLink crossing and no handshake. Safe in
+            /// place (`src` being this rank's chunk of `dst`: what lands there is what it held).
             #[pgas_kernel(max_threads = 512)]
             pub fn low_latency_gather(
                 team: Team,
                 dst: &mut SymTensor<$t>,
                 src: &SymTensor<$t>,
                 scratch: &mut SymTensor<u64>,
+                n: u32,
+                region: u32,
+                per_block: u32,
             ) {
-                team_all_gather_block(team, dst, src, &mut scratch[0]);
+                let blk = block_idx_x() as usize;
+                let len = src.len();
+                let lo = min(blk * per_block as usize, len);
+                let w = min(lo + per_block as usize, len) - lo;
+                let g = dyn_shared::<$t>();
+                team_all_gather_block(team, &mut g[0..n as usize * w], &src[lo..lo + w], &mut scratch[blk * region as usize]);
+                let mut i = thread_idx_x() as usize;
+                while i < n as usize * w {
+                    dst[(i / w) * len + lo + i % w] = g[i];
+                    i += block_dim_x() as usize;
+                }
             }
 
-            /// Low-latency all-to-all of at most one low-latency region of `src`: every PE's
-            /// whole `src` gathered into shared memory (the launch's dynamic shared memory, `n`
-            /// times `src.len()` elements) by `team_all_gather_block`, then block `me` of rank
-            /// `r`'s copy into block `r` of `dst`. It moves all of `src` to every peer, which
-            /// pays only where latency dominates.
+            /// Low-latency all-to-all: block `b` gathers elements `lo..hi` of every PE's `src`
+            /// into shared memory as `low_latency_gather` does, then stores those of them that
+            /// rank `r` sends to this PE (`src[me m .. (me + 1) m]` of rank `r`, `m` = `len / n`)
+            /// into block `r` of `dst`. It moves all of `src` to every peer, which pays only
+            /// where latency dominates.
             #[pgas_kernel(max_threads = 512)]
             pub fn low_latency_all_to_all(
                 team: Team,
@@ -80,22 +95,35 @@ macro_rules! move_kernels {
                 scratch: &mut SymTensor<u64>,
                 n: u32,
                 me: u32,
+                region: u32,
+                per_block: u32,
             ) {
-                let g = dyn_shared::<$t>();
+                let blk = block_idx_x() as usize;
                 let len = src.len();
                 let nn = n as usize;
                 let m = len / nn;
-                team_all_gather_block(team, &mut g[0..nn * len], src, &mut scratch[0]);
-                let mut i = thread_idx_x() as usize;
-                while i < len {
-                    dst[i] = g[(i / m) * len + me as usize * m + i % m];
-                    i += block_dim_x() as usize;
+                let lo = min(blk * per_block as usize, len);
+                let w = min(lo + per_block as usize, len) - lo;
+                let g = dyn_shared::<$t>();
+                team_all_gather_block(team, &mut g[0..nn * w], &src[lo..lo + w], &mut scratch[blk * region as usize]);
+                // The part of this block's elements that is the segment for this PE.
+                let first = max(lo, me as usize * m);
+                let last = min(lo + w, (me as usize + 1) * m);
+                if first < last {
+                    let cnt = last - first;
+                    let mut i = thread_idx_x() as usize;
+                    while i < nn * cnt {
+                        let r = i / cnt;
+                        let j = first + i % cnt;
+                        dst[r * m + j - me as usize * m] = g[r * w + j - lo];
+                        i += block_dim_x() as usize;
+                    }
                 }
             }
 
-            /// Low-latency broadcast of at most one low-latency region: every PE's `src`
-            /// gathered into shared memory (`n` times `src.len()` elements) by
-            /// `team_all_gather_block`, then team rank `root`'s into `dst`. Safe in place.
+            /// Low-latency broadcast: block `b` gathers elements `lo..hi` of every PE's `src`
+            /// into shared memory as `low_latency_gather` does, then stores team rank `root`'s
+            /// into `dst`. Safe in place.
             #[pgas_kernel(max_threads = 512)]
             pub fn low_latency_broadcast(
                 team: Team,
@@ -104,14 +132,19 @@ macro_rules! move_kernels {
                 scratch: &mut SymTensor<u64>,
                 n: u32,
                 root: u32,
+                region: u32,
+                per_block: u32,
             ) {
-                let g = dyn_shared::<$t>();
+                let blk = block_idx_x() as usize;
                 let len = src.len();
-                team_all_gather_block(team, &mut g[0..n as usize * len], src, &mut scratch[0]);
-                let c = root as usize * len;
+                let lo = min(blk * per_block as usize, len);
+                let w = min(lo + per_block as usize, len) - lo;
+                let g = dyn_shared::<$t>();
+                team_all_gather_block(team, &mut g[0..n as usize * w], &src[lo..lo + w], &mut scratch[blk * region as usize]);
+                let c = root as usize * w;
                 let mut i = thread_idx_x() as usize;
-                while i < len {
-                    dst[i] = g[c + i];
+                while i < w {
+                    dst[lo + i] = g[c + i];
                     i += block_dim_x() as usize;
                 }
             }

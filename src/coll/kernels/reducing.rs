@@ -49,7 +49,7 @@ macro_rules! coll_kernels {
             ll_reduce_shared: [
                 $(
                     if op == $code {
-                        team_all_reduce_block(team, &mut g[0..len], src, &mut scratch[0], ReduceOp::$name);
+                        team_all_reduce_block(team, &mut g[0..w], &src[lo..lo + w], &mut scratch[blk * region as usize], ReduceOp::$name);
                     }
                 )*
             ]
@@ -120,11 +120,12 @@ macro_rules! coll_kernels {
                 $($ll_reduce)*
             }
 
-            /// Low-latency reduce-scatter of at most one low-latency region of `src`: all of
-            /// every PE's `src` reduced into shared memory (the launch's dynamic shared memory,
-            /// `src.len()` elements) by `team_all_reduce_block` over the first region of
-            /// `scratch`, then team rank `me`'s chunk copied into `dst`. It moves all of `src`
-            /// to every peer, which pays only where latency dominates.
+            /// Low-latency reduce-scatter: block `b` reduces elements `lo..hi` (`per_block` from
+            /// `b * per_block`) of every PE's `src` into shared memory (the launch's dynamic shared
+            /// memory, `per_block` elements) by `team_all_reduce_block` over region `b` of
+            /// `scratch` (`region` words each), then copies those of them in team rank `me`'s
+            /// chunk into `dst`. It moves all of `src` to every peer, which pays only where
+            /// latency dominates.
             #[pgas_kernel(max_threads = 512)]
             pub fn low_latency_reduce_scatter(
                 team: Team,
@@ -132,17 +133,23 @@ macro_rules! coll_kernels {
                 src: &SymTensor<$t>,
                 scratch: &mut SymTensor<u64>,
                 me: u32,
+                region: u32,
+                per_block: u32,
                 #[comptime] op: u32,
             ) {
-                let g = dyn_shared::<$t>();
+                let blk = block_idx_x() as usize;
                 let len = src.len();
                 let m = dst.len();
+                let lo = min(blk * per_block as usize, len);
+                let w = min(lo + per_block as usize, len) - lo;
+                let g = dyn_shared::<$t>();
                 $($ll_reduce_shared)*
-                let c = me as usize * m;
-                let mut i = thread_idx_x() as usize;
-                while i < m {
-                    dst[i] = g[c + i];
-                    i += block_dim_x() as usize;
+                let first = max(lo, me as usize * m);
+                let last = min(lo + w, (me as usize + 1) * m);
+                let mut j = first + thread_idx_x() as usize;
+                while j < last {
+                    dst[j - me as usize * m] = g[j - lo];
+                    j += block_dim_x() as usize;
                 }
             }
 
