@@ -39,6 +39,9 @@ pub const STAGES: u32 = 3;
 /// `C = A B` (row-major bf16, f32 accumulators): one 128 x `bn` tile of `C` a block, `stages`
 /// shared-memory stages (see the module documentation). Launched by [`gemm`] and [`gemm_tiled`],
 /// which check the shape first.
+///
+/// One function of about 190 lines on purpose: the teaching kernel reads top to bottom
+/// (prologue, the ring's main loop, epilogue), and each part is commented where it happens.
 #[pgas_kernel(max_threads = 256)]
 pub fn gemm_bf16(
     c: &mut CudaSlice<bf16>,
