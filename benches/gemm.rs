@@ -1,5 +1,5 @@
-//! The bf16 GEMMs written in pgas: `examples/gemm_bf16.rs` (`mma.sync`, `ldmatrix`,
-//! `cp.async`; sm_80 and up) and `pgas::gemm` (TMA, mbarriers, `wgmma`, clusters with multicast,
+//! The bf16 GEMMs written in pgas: the teaching GEMM `pgas::gemm::mma_sync` (`mma.sync`,
+//! `ldmatrix`, `cp.async`; sm_80 and up; `examples/gemm_bf16.rs` runs it) and `pgas::gemm` (TMA, mbarriers, `wgmma`, clusters with multicast,
 //! a persistent grid; sm_90a, timed where the GPU has it, given B transposed), against cuBLAS
 //! (`cublasGemmEx`, bf16 in and out, f32 compute) in the same run, on one GPU:
 //! 4096^3, 8192^3 and the skinny M = 128 and M = 1024 with N = K = 8192. For each shape: median
@@ -19,15 +19,12 @@
 //! wrong.
 
 mod common;
-#[allow(dead_code)]
-#[path = "../examples/gemm_bf16.rs"]
-mod gemm_example;
 
 use common::{
     bf16_rel_diff, emit, median_ms, show, wall, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
     GEMM_WARMUP,
 };
-use gemm_example::{gemm, gemm_bf16, gemm_tiled, STAGES};
+use pgas::gemm::mma_sync::{self, gemm, gemm_bf16, gemm_tiled, STAGES};
 use pgas::gemm::reference::value;
 use pgas::gemm::{gemm_bf16_with, GemmConfig};
 use pgas::kernel::Variant;
@@ -109,7 +106,7 @@ fn main() -> BenchResult<()> {
     let mut compile = Vec::new();
     // Each kernel's comptime values are its ring depth and tile width (the wide tile of big
     // shapes).
-    let mma_ct = [STAGES as i128, gemm_example::BN as i128];
+    let mma_ct = [STAGES as i128, mma_sync::BN as i128];
     let sm90_ct = GemmConfig::for_shape(8192, 8192, p.sm_count()?).comptime(false, false);
     let kernels: [(&'static pgas::kernel::KernelSpec, &[i128]); 2] = [
         (&gemm_bf16::SPEC, &mma_ct),
@@ -166,7 +163,7 @@ fn main() -> BenchResult<()> {
             let others = [2, 3, 4]
                 .into_iter()
                 .filter(|s| *s != STAGES)
-                .map(|s| (s, gemm_example::BN))
+                .map(|s| (s, mma_sync::BN))
                 .chain([(STAGES, 128)]);
             for (stages, bn) in others {
                 let ms = timed(&stream, || {

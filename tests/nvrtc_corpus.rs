@@ -41,6 +41,7 @@ fn corpus() -> Vec<(String, PathBuf)> {
         "examples",
         "src/ops",
         "src/ops/allreduce_rmsnorm",
+        "src/ops/matmul_reduce_scatter",
         "src/gemm",
     ] {
         for entry in std::fs::read_dir(root.join(dir)).expect("the folder exists") {

@@ -1,20 +1,26 @@
 //! `stream=`: a PyTorch, CuPy or cuda.core stream (or anything that speaks the CUDA stream
-//! protocol) as a raw `CUstream` checked to belong to this PE's device, and the ordering that
-//! puts a pgas operation into that stream.
+//! protocol) as a raw `CUstream` checked to belong to this PE's device, and the call that puts a
+//! pgas operation into that stream.
 //!
-//! The runtime issues host RMA, signals and collectives on its own stream today. An operation
-//! given `stream=s` is ordered inside `s` by two events: pgas's stream waits for the work
-//! queued on `s` so far, the operation runs on pgas's stream, and `s` waits for it before its
-//! later work. To the program that is the operation enqueued on `s` (NVSHMEM4Py's `stream=`),
-//! and neither stream blocks the host. When the runtime takes a stream itself (`*_on(stream)`),
-//! [`on`] becomes the direct call and no caller changes.
+//! An operation given `stream=s` is issued on `s` itself, through the runtime's `_on(stream)`
+//! form (`put_on`, `quiet_on`, `reduce_scatter_on`, ...): NVSHMEM's on-stream call sees `s`, as
+//! NVSHMEM4Py's `stream=` does. Two events keep it in order with pgas's own stream, as before the
+//! runtime had `_on` forms: `s` first waits for the work queued on pgas's stream (a `put` without
+//! `stream=` issued earlier), and pgas's stream then waits for `s` (so `to_list()` and later calls
+//! without `stream=` see the operation). Neither blocks the host; the calls that wait on the host
+//! without `stream=` (`quiet`, the barriers, `signal_wait`) wait for `s` instead of pgas's stream.
+//! Every Python call that takes `stream=` has an `_on` form in the runtime; the ones without one
+//! (`fence`, `signal_fetch`, the atomics) take no `stream=`.
 
 use std::ptr;
+
+use std::sync::Arc;
 
 use cudarc::driver::sys::{
     cuEventCreate, cuEventDestroy_v2, cuEventRecord, cuStreamGetCtx, cuStreamWaitEvent, CUcontext,
     CUevent, CUevent_flags, CUresult, CUstream,
 };
+use cudarc::driver::CudaStream;
 use pgas_runtime::Pgas;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -130,21 +136,39 @@ fn order(waiter: CUstream, signaler: CUstream) -> PyResult<()> {
     }
 }
 
-/// Runs `op` (which issues on pgas's stream) as if enqueued on `user` (see the module).
+/// Runs `op` with the stream the operation goes on: `None` for pgas's own (the runtime's plain
+/// forms), or `user`'s, wrapped for the runtime's `_on` forms and ordered with pgas's stream (see
+/// the module).
 pub(crate) fn on<R>(
     pgas: &Pgas,
     user: Option<UserStream>,
-    op: impl FnOnce() -> PyResult<R>,
+    op: impl FnOnce(Option<&CudaStream>) -> PyResult<R>,
 ) -> PyResult<R> {
     let Some(UserStream(raw)) = user else {
-        return op();
+        return op(None);
     };
+    // SAFETY: `check` found `raw` to be a stream of pgas's CUDA context (or a default-stream
+    // handle, 0 to 2, which every context has); the Python caller holds the stream object for the
+    // whole call, and the wrapper, which borrows it (its drop destroys nothing), drops at the end
+    // of this function. Ordering with pgas's stream is done here, with events.
+    let theirs: Arc<CudaStream> = unsafe { pgas.cuda().wrap_borrowed_stream(raw as CUstream) };
     let mine = pgas.stream().cu_stream();
     pgas.cuda()
         .bind_to_thread()
         .map_err(|e| misuse(format!("stream=: making pgas's CUDA context current: {e}")))?;
-    order(mine, raw as CUstream)?;
-    let out = op()?;
     order(raw as CUstream, mine)?;
+    let out = op(Some(&theirs))?;
+    order(mine, raw as CUstream)?;
     Ok(out)
+}
+
+/// Waits on the host for `stream` (a `stream=` stream): what the calls that wait for pgas's
+/// stream without `stream=` (`quiet`, the barriers) do with one.
+pub(crate) fn wait(stream: &CudaStream) -> PyResult<()> {
+    stream.synchronize().map_err(|source| {
+        to_py(pgas_runtime::Error::Cuda {
+            context: "waiting for the stream= stream",
+            source,
+        })
+    })
 }

@@ -373,8 +373,19 @@ def test_teams():
     assert row.n_pes() == 1 and col.n_pes() == N
     for t in (row, col):
         t.destroy()
-    if evens is not None and N > 1:
-        raises(pgas.ArgumentError, lambda: pgas.reducescatter(evens, dst, src), "TEAM_WORLD")
+    if evens is not None:
+        # reducescatter is NVSHMEM's, over any team: block i of the sum lands on team PE i.
+        ne = evens.n_pes()
+        block = 16 // ne
+        xs, xd = view(src), view(dst)
+        whole, part = pgas.from_dlpack(xs[:block * ne]), pgas.from_dlpack(xd[:block])
+        pgas.reducescatter(evens, part, whole)
+        pgas.quiet()
+        assert xd[:block].tolist() == [sum(range(0, N, 2))] * block, xd.tolist()
+        if ne > 1:
+            raises(pgas.ArgumentError, lambda: pgas.reducescatter(evens, dst, src), "one block")
+        del xs, xd, whole, part
+        gc.collect()
     if evens is not None:
         pgas.team_destroy(evens)
         raises(pgas.TeamError, evens.n_pes, "destroyed")

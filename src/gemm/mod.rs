@@ -1,7 +1,10 @@
 //! `pgas::gemm`: the Hopper (sm_90a) bf16 GEMM written in pgas, for programs and fused kernels
-//! to build on. `docs/gemm.md` explains the kernel and its figures.
+//! to build on. `docs/gemm.md` explains the kernel and its figures. [`mma_sync`] is the
+//! from-scratch teaching GEMM (`mma.sync`, sm_80 and up) that `examples/gemm_bf16.rs` runs and
+//! `benches/gemm.rs` times.
 
 mod kernel;
+pub mod mma_sync;
 mod plan;
 pub mod reference;
 

@@ -254,24 +254,27 @@ impl Inner {
         }
     }
 
-    /// Waits for the pgas stream for at most `timeout` (polling, so a stream blocked on a
-    /// signal that never comes cannot hang the caller); `what` describes the failure.
+    /// Waits for `stream` (the pgas stream or a caller's of this context) for at most
+    /// `timeout` (polling, so a stream blocked on a signal that never comes cannot hang the
+    /// caller); `what` describes the failure.
     pub(crate) fn sync_stream_within(
         &self,
+        stream: &CudaStream,
         timeout: std::time::Duration,
         what: impl FnOnce() -> String,
     ) -> Result<()> {
         use cudarc::driver::sys::{cuStreamQuery, CUresult};
         let start = std::time::Instant::now();
         loop {
-            // SAFETY: the pgas stream is alive while `self` is.
-            match unsafe { cuStreamQuery(self.stream.cu_stream()) } {
+            // SAFETY: the caller's stream is alive while it is borrowed here (the pgas stream
+            // while `self` is).
+            match unsafe { cuStreamQuery(stream.cu_stream()) } {
                 CUresult::CUDA_SUCCESS => return Ok(()),
                 CUresult::CUDA_ERROR_NOT_READY => {}
                 other => {
                     return other
                         .result()
-                        .map_err(Error::cuda("waiting for the pgas stream"))
+                        .map_err(Error::cuda("waiting for the stream of a signal wait"))
                 }
             }
             if start.elapsed() >= timeout {

@@ -7,9 +7,10 @@
 //!
 //! Each has an `_on` form (`put_on(&stream, ..)`, `barrier_all_on`, ..., and
 //! `signal_wait_until_on_stream`) that issues the same NVSHMEM call on a stream of the caller's,
-//! as a kernel's `launch_on` does, and never waits on the host: ordering with other streams is
-//! the caller's (events, or a wait for the stream). The stream must belong to this context's
-//! GPU; one of another GPU is an `Err` naming the fix.
+//! as a kernel's `launch_on` does, and never waits on the host (but `signal_wait_until_on`, the
+//! bounded wait): ordering with other streams is the caller's (events, or a wait for the
+//! stream). The stream must belong to this context's GPU; one of another GPU is an `Err` naming
+//! the fix.
 
 use std::ffi::c_void;
 
@@ -330,8 +331,24 @@ impl Pgas {
         value: u64,
         timeout: std::time::Duration,
     ) -> Result<()> {
-        self.signal_wait_until_on_stream(self.stream(), sig, index, cmp, value)?;
-        self.inner.sync_stream_within(timeout, || {
+        self.signal_wait_until_on(self.stream(), sig, index, cmp, value, timeout)
+    }
+
+    /// [`Pgas::signal_wait_until`] on `stream` (a stream of this context): the wait is queued
+    /// on `stream`, then the host waits at most `timeout` for `stream` to pass it (and the work
+    /// queued on it before). The one `_on` form that waits on the host: the bounded wait is its
+    /// point; [`Pgas::signal_wait_until_on_stream`] is the form that does not.
+    pub fn signal_wait_until_on(
+        &self,
+        stream: &CudaStream,
+        sig: &impl SymRegion<u64>,
+        index: usize,
+        cmp: Cmp,
+        value: u64,
+        timeout: std::time::Duration,
+    ) -> Result<()> {
+        self.signal_wait_until_on_stream(stream, sig, index, cmp, value)?;
+        self.inner.sync_stream_within(stream, timeout, || {
             format!(
                 "signal_wait_until: signal word {index} did not become {cmp:?} {value}: the PE \
                  that should signal it did not (check that it ran and targeted this PE)"

@@ -1,0 +1,84 @@
+//! How every operation runs: its tensors looked up in the registry, the GIL released, and the
+//! stream it goes on (pgas's, or the caller's `stream=`, `stream.rs`).
+
+use std::sync::Arc;
+
+use cudarc::driver::CudaStream;
+use pgas_runtime::Pgas;
+use pyo3::prelude::*;
+
+use crate::dtype::AnyTensor;
+use crate::misuse;
+use crate::state::{current, freed, Registry, State};
+use crate::stream;
+use crate::tensor::Tensor;
+
+/// The tensor `t` stands for in `reg`, or `FreedError`.
+pub(super) fn entry<'r>(
+    reg: &'r Registry,
+    state: &Arc<State>,
+    t: &Tensor,
+) -> PyResult<&'r AnyTensor> {
+    if !Arc::ptr_eq(&t.state, state) {
+        return Err(freed(&t.describe()));
+    }
+    reg.entries
+        .get(&t.id)
+        .map(|e| &e.data)
+        .ok_or_else(|| freed(&t.describe()))
+}
+
+/// What an operation runs with: the runtime, the registry and its stream.
+pub(super) struct Call<'a> {
+    pub(super) pgas: &'a Pgas,
+    state: &'a Arc<State>,
+    reg: &'a Registry,
+    /// The caller's `stream=`, wrapped; `None`: pgas's own stream.
+    pub(super) user: Option<&'a CudaStream>,
+}
+
+impl<'a> Call<'a> {
+    /// The tensor `t` stands for, or `FreedError`.
+    pub(super) fn tensor(&self, t: &Tensor) -> PyResult<&'a AnyTensor> {
+        entry(self.reg, self.state, t)
+    }
+
+    /// The stream the operation goes on: the caller's, else pgas's (where the runtime's plain
+    /// forms issue, so `x_on(call.stream(), ..)` is `x(..)` without `stream=`).
+    pub(super) fn stream(&self) -> &'a CudaStream {
+        self.user.unwrap_or(self.pgas.stream())
+    }
+}
+
+/// Runs `f` with the runtime and the registry, the GIL released, on `stream` when given (the
+/// runtime's `_on` forms, ordered with pgas's stream: `stream::on`).
+pub(super) fn run<R: Send>(
+    py: Python<'_>,
+    stream: Option<&Bound<'_, PyAny>>,
+    f: impl FnOnce(&Call<'_>) -> PyResult<R> + Send,
+) -> PyResult<R> {
+    // Arguments first: a bad one raises the same with or without a context.
+    let raw = stream::handle(stream)?;
+    let state = current()?;
+    py.detach(|| {
+        let pgas = state.pgas()?;
+        let user = stream::check(&pgas, raw)?;
+        let reg = state.registry();
+        stream::on(&pgas, user, |user| {
+            f(&Call {
+                pgas: &pgas,
+                state: &state,
+                reg: &reg,
+                user,
+            })
+        })
+    })
+}
+
+/// The error of an operation given tensors of two dtypes.
+pub(super) fn dtype_mismatch(op: &str, a: &Tensor, b: &Tensor) -> PyErr {
+    misuse(format!(
+        "{op}: dst is {} and src is {}; {op} takes tensors of one dtype",
+        a.dtype, b.dtype
+    ))
+}

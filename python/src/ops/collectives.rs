@@ -1,0 +1,169 @@
+//! Collectives over teams: `broadcast`, `fcollect`, `alltoall`, `reduce` (`allreduce`) and
+//! `reducescatter`, one body (`collective`) for all of them.
+
+use pgas_runtime::{ReduceOp, Team as RtTeam};
+use pyo3::prelude::*;
+
+use super::call::{dtype_mismatch, run, Call};
+use crate::dtype::with_pair;
+use crate::team::Team;
+use crate::tensor::Tensor;
+use crate::{misuse, to_py};
+
+/// A reduction operator: `"sum"`, `"prod"`, `"min"`, `"max"`, `"and"`, `"or"`, `"xor"`.
+fn reduce_op_of(op: &str) -> PyResult<ReduceOp> {
+    match op.to_ascii_lowercase().as_str() {
+        "sum" => Ok(ReduceOp::Sum),
+        "prod" => Ok(ReduceOp::Prod),
+        "min" => Ok(ReduceOp::Min),
+        "max" => Ok(ReduceOp::Max),
+        "and" => Ok(ReduceOp::And),
+        "or" => Ok(ReduceOp::Or),
+        "xor" => Ok(ReduceOp::Xor),
+        _ => Err(misuse(format!(
+            "unknown reduction {op:?}: use \"sum\", \"prod\", \"min\", \"max\", or for integer \
+             tensors \"and\", \"or\", \"xor\""
+        ))),
+    }
+}
+
+/// A collective over a team.
+#[derive(Clone, Copy)]
+enum Coll {
+    Broadcast(usize),
+    Fcollect,
+    Alltoall,
+    Reduce(ReduceOp),
+    ReduceScatter(ReduceOp),
+}
+
+fn collective(
+    py: Python<'_>,
+    team: &Team,
+    dst: &Tensor,
+    src: &Tensor,
+    kind: Coll,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let team = team.team;
+    run(py, stream, |call| issue(call, team, dst, src, kind))
+}
+
+/// Issues collective `kind` on the call's stream (`_on` forms; on pgas's stream they are the
+/// plain ones).
+fn issue(call: &Call<'_>, team: RtTeam, dst: &Tensor, src: &Tensor, kind: Coll) -> PyResult<()> {
+    let name = match kind {
+        Coll::Broadcast(_) => "broadcast",
+        Coll::Fcollect => "fcollect",
+        Coll::Alltoall => "alltoall",
+        Coll::Reduce(_) => "reduce",
+        Coll::ReduceScatter(_) => "reducescatter",
+    };
+    let (pgas, on) = (call.pgas, call.stream());
+    let (d, s) = (call.tensor(dst)?, call.tensor(src)?);
+    with_pair!(d, s, (d, s) => match kind {
+        Coll::Broadcast(root) => pgas.broadcast_on(on, team, d, s, root),
+        Coll::Fcollect => pgas.fcollect_on(on, team, d, s),
+        Coll::Alltoall => pgas.alltoall_on(on, team, d, s),
+        Coll::Reduce(op) => pgas.reduce_on(on, team, op, d, s),
+        Coll::ReduceScatter(op) => pgas.reduce_scatter_on(on, team, op, d, s),
+    }.map_err(to_py), else Err(dtype_mismatch(name, dst, src)))
+}
+
+/// Copies `src` of PE `root` (numbered in `team`) into `dst` on every PE of the team.
+/// Collective over the team, asynchronous on pgas's stream (or on `stream`).
+#[pyfunction]
+#[pyo3(signature = (team, dst, src, root, *, stream=None))]
+pub(super) fn broadcast(
+    py: Python<'_>,
+    team: &Team,
+    dst: PyRef<'_, Tensor>,
+    src: PyRef<'_, Tensor>,
+    root: usize,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    collective(py, team, &dst, &src, Coll::Broadcast(root), stream)
+}
+
+/// Concatenates every team PE's `src` into `dst` (`src` length x team size), in PE order.
+#[pyfunction]
+#[pyo3(signature = (team, dst, src, *, stream=None))]
+pub(super) fn fcollect(
+    py: Python<'_>,
+    team: &Team,
+    dst: PyRef<'_, Tensor>,
+    src: PyRef<'_, Tensor>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    collective(py, team, &dst, &src, Coll::Fcollect, stream)
+}
+
+/// Block `j` of `src` on team PE `i` lands as block `i` of `dst` on team PE `j`; both hold one
+/// equal block per PE of the team.
+#[pyfunction]
+#[pyo3(signature = (team, dst, src, *, stream=None))]
+pub(super) fn alltoall(
+    py: Python<'_>,
+    team: &Team,
+    dst: PyRef<'_, Tensor>,
+    src: PyRef<'_, Tensor>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    collective(py, team, &dst, &src, Coll::Alltoall, stream)
+}
+
+/// Element-wise reduction (`op`: `"sum"`, `"prod"`, `"min"`, `"max"`; integers also `"and"`,
+/// `"or"`, `"xor"`) of every team PE's `src` into `dst` on every PE of the team: NVSHMEM's
+/// reduce, an all-reduce (also named `allreduce` here).
+#[pyfunction]
+#[pyo3(signature = (team, dst, src, op="sum", *, stream=None))]
+pub(super) fn reduce(
+    py: Python<'_>,
+    team: &Team,
+    dst: PyRef<'_, Tensor>,
+    src: PyRef<'_, Tensor>,
+    op: &str,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let op = reduce_op_of(op)?;
+    collective(py, team, &dst, &src, Coll::Reduce(op), stream)
+}
+
+/// Reduces (`op` as in `reduce`) every team PE's `src` and leaves block `i` of the result (of
+/// `src.len() / team size` elements) in `dst` on team PE `i` (NVSHMEM4Py's `reducescatter`,
+/// `nvshmemx_<type>_<op>_reducescatter_on_stream`), over any team.
+#[pyfunction]
+#[pyo3(signature = (team, dst, src, op="sum", *, stream=None))]
+pub(super) fn reducescatter(
+    py: Python<'_>,
+    team: &Team,
+    dst: PyRef<'_, Tensor>,
+    src: PyRef<'_, Tensor>,
+    op: &str,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let op = reduce_op_of(op)?;
+    let team = team.team;
+    let (dst, src): (&Tensor, &Tensor) = (&dst, &src);
+    run(py, stream, |call| {
+        let pgas = call.pgas;
+        let n = team.n_pes(pgas).map_err(to_py)?;
+        if team.my_pe(pgas).map_err(to_py)?.is_none() {
+            return Err(to_py(pgas_runtime::Error::NotInTeam {
+                team: team.raw(),
+                what: "take part in its reducescatter",
+            }));
+        }
+        // The lengths in the module's words first (the runtime checks them too).
+        if n == 0 || dst.len() * n != src.len() {
+            return Err(misuse(format!(
+                "reducescatter: src holds {} elements and dst {}; src must hold one block of \
+                 dst's length per PE of the team ({n} PEs): {} elements",
+                src.len(),
+                dst.len(),
+                dst.len() * n
+            )));
+        }
+        issue(call, team, dst, src, Coll::ReduceScatter(op))
+    })
+}

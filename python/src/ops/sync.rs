@@ -1,0 +1,82 @@
+//! Ordering: `quiet`, `fence`, `barrier_all`, `sync_all`, `barrier`. Without `stream=` each
+//! waits for pgas's stream on the host, as the runtime's plain forms do; with it, the `_on` form
+//! runs on that stream and the host waits for it instead (`stream::wait`).
+
+use pyo3::prelude::*;
+
+use super::call::{run, Call};
+use crate::stream;
+use crate::team::Team;
+use crate::to_py;
+
+/// Runs `plain` (the runtime's form that waits for pgas's stream) or, with `stream=`, `on` of
+/// that stream followed by a host wait for it.
+fn ordering(
+    call: &Call<'_>,
+    plain: impl FnOnce() -> pgas_runtime::Result<()>,
+    on: impl FnOnce(&cudarc::driver::CudaStream) -> pgas_runtime::Result<()>,
+) -> PyResult<()> {
+    match call.user {
+        None => plain().map_err(to_py),
+        Some(user) => {
+            on(user).map_err(to_py)?;
+            stream::wait(user)
+        }
+    }
+}
+
+/// Completes every put and get this PE issued (`nvshmemx_quiet_on_stream`), then waits for
+/// pgas's stream. With `stream=`, the quiet runs on that stream, the host waits for it, and its
+/// later work runs after it.
+#[pyfunction]
+#[pyo3(signature = (*, stream=None))]
+pub(super) fn quiet(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    run(py, stream, |call| {
+        let pgas = call.pgas;
+        ordering(call, || pgas.quiet(), |s| pgas.quiet_on(s))
+    })
+}
+
+/// Orders this PE's puts to each PE (`nvshmem_fence`): puts issued after it reach a PE after
+/// those issued before it. (NVSHMEM has no on-stream fence, so no `stream=`.)
+#[pyfunction]
+pub(super) fn fence(py: Python<'_>) -> PyResult<()> {
+    run(py, None, |call| call.pgas.fence().map_err(to_py))
+}
+
+/// Barrier over all PEs that also completes every put and get issued before it
+/// (`nvshmemx_barrier_all_on_stream`), then waits for pgas's stream (with `stream=`: for that
+/// stream): afterwards every PE's framework views show what was put there.
+#[pyfunction]
+#[pyo3(signature = (*, stream=None))]
+pub(super) fn barrier_all(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    run(py, stream, |call| {
+        let pgas = call.pgas;
+        ordering(call, || pgas.barrier_all(), |s| pgas.barrier_all_on(s))
+    })
+}
+
+/// Synchronizes all PEs without completing outstanding RMA (`nvshmemx_sync_all_on_stream`).
+#[pyfunction]
+#[pyo3(signature = (*, stream=None))]
+pub(super) fn sync_all(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    run(py, stream, |call| {
+        let pgas = call.pgas;
+        ordering(call, || pgas.sync_all(), |s| pgas.sync_all_on(s))
+    })
+}
+
+/// Barrier over `team` that also completes this PE's RMA (`nvshmemx_barrier_on_stream`).
+#[pyfunction]
+#[pyo3(signature = (team, *, stream=None))]
+pub(super) fn barrier(
+    py: Python<'_>,
+    team: &Team,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let team = team.team;
+    run(py, stream, |call| {
+        let pgas = call.pgas;
+        ordering(call, || team.barrier(pgas), |s| team.barrier_on(pgas, s))
+    })
+}

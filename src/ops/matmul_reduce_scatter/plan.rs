@@ -1,0 +1,298 @@
+//! The plan: [`MatmulReduceScatter`]'s staging buffers, signals, copy stream and events, made
+//! collectively (`new`, `with_splits`), the GEMM it runs (`set_gemm`), and the one-call form.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
+use half::bf16;
+
+use super::kernel::THREADS;
+use super::sizes::{heap_need, shape_error, splits_for};
+use crate::gemm::{self, GemmConfig};
+use crate::ops::cublas::Cublas;
+use crate::ops::gemm_path::{agree_path, GemmPath};
+use crate::ops::peers::addresses;
+use crate::prelude::*;
+use crate::{Error, Result};
+
+/// Where one peer's staging buffer and signal words are in this process (`nvshmem_ptr`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PeerAddrs {
+    pub(super) staging: CUdeviceptr,
+    pub(super) arrive: CUdeviceptr,
+    pub(super) ack: CUdeviceptr,
+}
+
+/// A GEMM + reduce-scatter of one shape, set up once (collectively) and run many times. See
+/// the module documentation for what it computes and how.
+pub struct MatmulReduceScatter {
+    pub(super) m: usize,
+    pub(super) n: usize,
+    pub(super) k: usize,
+    pub(super) me: usize,
+    pub(super) pes: usize,
+    pub(super) splits: usize,
+    pub(super) blas: Cublas,
+    pub(super) comm: Arc<CudaStream>,
+    /// The whole M x N partial product of this PE (the chunks the copies read).
+    pub(super) partial: CudaSlice<bf16>,
+    /// `P - 1` slots of M / P x N: slot `(src - me - 1) mod P` holds PE `src`'s part.
+    pub(super) staging: SymTensor<bf16>,
+    /// On the owner, word `src * splits + j`: the call whose chunk `j` PE `src` delivered.
+    pub(super) arrive: SymTensor<u64>,
+    /// On the source, word `owner * splits + j`: the call whose chunk `j` the owner has read.
+    pub(super) ack: SymTensor<u64>,
+    pub(super) peers: Vec<PeerAddrs>,
+    /// One event per chunk (compute stream to copy stream) and the two joins.
+    pub(super) events: Vec<CudaEvent>,
+    pub(super) epoch: u64,
+    /// The reduction's launch (the same for every chunk: `M/P/splits x N` elements).
+    pub(super) reduce_cfg: LaunchConfig,
+    /// The `pgas::gemm` specialization of the chunks' GEMMs; `None`: cuBLAS.
+    pub(super) gemm: Option<GemmConfig>,
+    /// Where a peer is off NVLink: the whole product (M x N) and this PE's rows (M/P x N),
+    /// symmetric, for NVSHMEM's reduce-scatter (its proxy carries what no mapping reaches).
+    pub(super) off_node: Option<(SymTensor<bf16>, SymTensor<bf16>)>,
+}
+
+impl std::fmt::Debug for MatmulReduceScatter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MatmulReduceScatter")
+            .field("shape", &(self.m, self.n, self.k))
+            .field("pes", &self.pes)
+            .field("splits", &self.splits)
+            .field("epoch", &self.epoch)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The refusal of a bad argument.
+fn refuse<T>(value: String, reason: String) -> Result<T> {
+    Err(Error::InvalidConfig {
+        name: "matmul_reduce_scatter",
+        value,
+        reason,
+    })
+}
+
+impl MatmulReduceScatter {
+    /// Sets up `out (M/P x N) = this PE's rows of sum over PEs of A Btᵀ` for `a` (M x K/P) and
+    /// `bt` (N x K/P), `(m, n, k_local)` being M, N and K/P. Collective: every PE calls it at the
+    /// same point. Shapes that differ between PEs ([`crate::ops::agree::agree`]), that do not
+    /// divide (see [`shape_error`]), a symmetric heap smaller than
+    /// [`heap_bytes`](super::heap_bytes), no cuBLAS, or a GPU without 64-bit stream memory
+    /// operations are the same `Err` on every PE, before anything launches. Where a peer is off NVLink (or `PGAS_PEER_ACCESS` says so), every PE agrees on
+    /// it and calls take the off-node path instead: the whole product by one GEMM, NVSHMEM's
+    /// reduce-scatter (its proxy carries what no mapping reaches; it adds in bf16), this PE's rows
+    /// copied out; it takes M x N + M/P x N more bf16 of symmetric heap (a heap too small for it
+    /// is `HeapExhausted` on every PE).
+    pub fn new(pgas: &Pgas, shape: (usize, usize, usize)) -> Result<Self> {
+        Self::with_splits(pgas, shape, None)
+    }
+
+    /// [`MatmulReduceScatter::new`] with `splits` chunks per owner (`None`: [`splits_for`]), a
+    /// tuning knob: more chunks start the first copy and the last reduction sooner, fewer keep
+    /// cuBLAS's GEMMs larger. It must divide M / P, and be the same on every PE.
+    pub fn with_splits(
+        pgas: &Pgas,
+        (m, n, k_local): (usize, usize, usize),
+        splits: Option<usize>,
+    ) -> Result<Self> {
+        let pes = pgas.n_pes();
+        let splits = splits.unwrap_or_else(|| splits_for(m / pes));
+        crate::ops::agree::agree(
+            pgas,
+            "matmul_reduce_scatter",
+            &[
+                ("M", m as u64),
+                ("N", n as u64),
+                ("K / P", k_local as u64),
+                ("chunks per owner", splits as u64),
+                ("symmetric heap bytes", pgas.heap_size() as u64),
+            ],
+        )?;
+        crate::ops::stream_sync::require_stream_mem_ops(pgas, "matmul_reduce_scatter")?;
+        let shape = format!("{m} x {n} x {k_local} (M x N x K / P) on {pes} PEs");
+        if let Some(why) = shape_error(m, n, k_local, pes) {
+            return refuse(shape, why);
+        }
+        if splits == 0 || !(m / pes).is_multiple_of(splits) {
+            return refuse(
+                shape,
+                format!(
+                    "{splits} chunks per owner do not divide its M / P = {} rows. Fix: a divisor \
+                     of M / P, or None",
+                    m / pes
+                ),
+            );
+        }
+        let need = heap_need(m, n, pes, splits);
+        if need > pgas.heap_size() {
+            return refuse(
+                shape,
+                format!(
+                    "the staging buffers need {need} bytes of symmetric heap per PE, the heap has \
+                     {}. Fix: a larger heap (pgas::builder().heap_size(..) or \
+                     NVSHMEM_SYMMETRIC_SIZE)",
+                    pgas.heap_size()
+                ),
+            );
+        }
+        // cuBLAS on every PE or on none: a PE without it must not leave the others waiting.
+        let blas = Cublas::new(pgas.cuda());
+        crate::ops::agree::agree(
+            pgas,
+            "matmul_reduce_scatter",
+            &[("cuBLAS loaded", blas.is_ok() as u64)],
+        )?;
+        let blas = blas?;
+        let mp = m / pes;
+        let stream = pgas.stream();
+        // One PE multiplies straight into `out`: no partial product.
+        let partial = stream.alloc_zeros::<bf16>(if pes > 1 { m * n } else { 8 })?;
+        let staging = pgas.alloc::<bf16>((pes.max(2) - 1) * mp * n)?;
+        let arrive = pgas.alloc::<u64>(pes * splits)?;
+        let ack = pgas.alloc::<u64>(pes * splits)?;
+        let unreachable = pgas.first_unreachable(&staging, 0..pes)?;
+        crate::ops::agree::agree(
+            pgas,
+            "matmul_reduce_scatter",
+            &[(
+                "every peer reachable by NVLink",
+                unreachable.is_none() as u64,
+            )],
+        )?;
+        // Every PE agreed on it, so all allocate (a collective step) or none.
+        let off_node = match unreachable {
+            Some(_) => Some((pgas.alloc::<bf16>(m * n)?, pgas.alloc::<bf16>(mp * n)?)),
+            None => None,
+        };
+        let (s, a, k) = (
+            addresses(&staging, pes)?,
+            addresses(&arrive, pes)?,
+            addresses(&ack, pes)?,
+        );
+        let peers = (0..pes)
+            .map(|pe| PeerAddrs {
+                staging: s[pe],
+                arrive: a[pe],
+                ack: k[pe],
+            })
+            .collect();
+        let ctx = pgas.cuda();
+        // The copy stream at the highest priority: its reduction kernels take SMs as soon as
+        // cuBLAS's blocks free them.
+        let (_, greatest) = cudarc::driver::result::stream::get_priority_range()?;
+        let comm = ctx.new_stream_with_priority(greatest)?;
+        let events = (0..pes * splits + 2)
+            .map(|_| ctx.new_event(None))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        // 4 vectors of 8 elements a thread, at most a block per SM.
+        let chunk_vectors = mp / splits * n / 8;
+        let blocks = chunk_vectors.div_ceil(THREADS as usize * 4).max(1) as u32;
+        let reduce_cfg = LaunchConfig::blocks(blocks.min(pgas.sm_count()? as u32), THREADS);
+        Ok(MatmulReduceScatter {
+            m,
+            n,
+            k: k_local,
+            me: pgas.my_pe(),
+            pes,
+            splits,
+            blas,
+            comm,
+            partial,
+            staging,
+            arrive,
+            ack,
+            peers,
+            events,
+            epoch: 0,
+            reduce_cfg,
+            gemm: None,
+            off_node,
+        })
+    }
+
+    /// Picks the GEMM of later calls: [`GemmPath::Cublas`] (the default) or
+    /// [`GemmPath::PgasPerShard`], one `pgas::gemm` launch per chunk (sm_90a; chunk rows a
+    /// multiple of 128, N and K / P whole tiles). Collective: the PEs agree on the path first,
+    /// so a PE that asks for another, or where it cannot run, is the same `Err` on every PE and
+    /// nothing changes.
+    pub fn set_gemm(&mut self, pgas: &Pgas, path: GemmPath) -> Result<()> {
+        // One PE multiplies all of A at once; more, a chunk at a time.
+        let rows = if self.pes == 1 {
+            self.m
+        } else {
+            self.m / self.pes / self.splits
+        };
+        let offered = [GemmPath::Cublas, GemmPath::PgasPerShard];
+        let what = "matmul_reduce_scatter with the pgas GEMM";
+        let shape = (rows, self.n, self.k);
+        let Some(mut cfg) = agree_path(pgas, what, path, &offered, shape, rows)? else {
+            self.gemm = None;
+            return Ok(());
+        };
+        // Asked once here (it compiles the kernel if need be), not at every call.
+        cfg.clusters = Some(gemm::persistent_clusters(
+            pgas,
+            cfg,
+            (rows, self.n),
+            (false, false),
+            false,
+        )?);
+        self.gemm = Some(cfg);
+        Ok(())
+    }
+
+    /// `C = A Btᵀ` for `rows` rows on `stream`, by cuBLAS or by `pgas::gemm`.
+    ///
+    /// # Safety
+    /// `c`, `a` and `b` name `rows x n`, `rows x k` and `n x k` bf16 elements ordered on
+    /// `stream`.
+    pub(super) unsafe fn gemm(
+        &self,
+        pgas: &Pgas,
+        stream: &CudaStream,
+        (c, a, b): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
+        rows: usize,
+    ) -> Result<()> {
+        let shape = (rows, self.n, self.k);
+        match self.gemm {
+            // SAFETY: the caller's contract: `c`, `a`, `b` have these shapes, ordered on `stream`.
+            None => unsafe { self.blas.gemm_bf16_nt_raw(stream, c, a, b, shape) },
+            // SAFETY: the same contract, which is gemm_bf16_raw's for these shapes.
+            Some(cfg) => unsafe { gemm::gemm_bf16_raw(pgas, stream, (c, a, b), shape, cfg) },
+        }
+    }
+
+    /// Chunks per owner (see the module documentation).
+    pub fn splits(&self) -> usize {
+        self.splits
+    }
+}
+
+impl Drop for MatmulReduceScatter {
+    fn drop(&mut self) {
+        // Copies and reductions may still be in flight on the copy stream; the buffers they use
+        // are freed after this.
+        let _ = self.comm.synchronize();
+    }
+}
+
+/// One GEMM + reduce-scatter with a plan made for it and dropped after: [`MatmulReduceScatter`]
+/// (`new`, then `run`), for a single call. Collective; allocates and checks the shape across
+/// PEs every time (milliseconds), so keep a [`MatmulReduceScatter`] for repeated calls.
+pub fn matmul_reduce_scatter(
+    pgas: &Pgas,
+    out: &mut CudaSlice<bf16>,
+    a: &CudaSlice<bf16>,
+    bt: &CudaSlice<bf16>,
+    shape: (usize, usize, usize),
+) -> Result<()> {
+    let mut op = MatmulReduceScatter::new(pgas, shape)?;
+    op.run(pgas, out, a, bt)?;
+    pgas.stream()
+        .synchronize()
+        .map_err(Error::cuda("finishing matmul_reduce_scatter"))
+}

@@ -1,0 +1,250 @@
+//! A call of [`MatmulReduceScatter`]: `run_on` checks the buffers and picks the path (one GEMM
+//! on one PE, the whole product and NVSHMEM's reduce-scatter where a peer is off NVLink, or the
+//! chunks); for each chunk the owner's rows are sent to it (`send_chunk`) or, on the owner,
+//! added to the staged parts (`reduce_chunk`).
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::{self as cu, CUdeviceptr};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use half::bf16;
+
+use super::kernel::add_parts;
+use super::MatmulReduceScatter;
+use crate::ops::stream_sync;
+use crate::prelude::*;
+use crate::{Error, Result};
+
+impl MatmulReduceScatter {
+    /// Runs it on [`Pgas::stream`]; see [`MatmulReduceScatter::run_on`].
+    pub fn run(
+        &mut self,
+        pgas: &Pgas,
+        out: &mut CudaSlice<bf16>,
+        a: &CudaSlice<bf16>,
+        bt: &CudaSlice<bf16>,
+    ) -> Result<()> {
+        let stream = pgas.stream().clone();
+        self.run_on(pgas, &stream, out, a, bt)
+    }
+
+    /// `out` (M/P x N) = this PE's rows of `sum over PEs of A Btᵀ`, with `a` (M x K/P) and `bt`
+    /// (N x K/P) this PE's slices, enqueued on `stream` (no host sync). Collective: every PE
+    /// calls it, its calls in the same order on every PE. Buffers whose lengths do not match
+    /// the shape given to [`MatmulReduceScatter::new`] are refused before anything is enqueued,
+    /// and so is, on more than one PE, a `stream` being captured into a CUDA graph (the call's
+    /// number is on the host: a replay would not wait for the peers).
+    pub fn run_on(
+        &mut self,
+        pgas: &Pgas,
+        stream: &Arc<CudaStream>,
+        out: &mut CudaSlice<bf16>,
+        a: &CudaSlice<bf16>,
+        bt: &CudaSlice<bf16>,
+    ) -> Result<()> {
+        let (m, n, k, pes) = (self.m, self.n, self.k, self.pes);
+        let mp = m / pes;
+        for (what, got, expected) in [
+            ("matmul_reduce_scatter's A (M x K/P)", a.len(), m * k),
+            ("matmul_reduce_scatter's Bt (N x K/P)", bt.len(), n * k),
+            ("matmul_reduce_scatter's out (M/P x N)", out.len(), mp * n),
+        ] {
+            if got != expected {
+                return Err(Error::LengthMismatch {
+                    what,
+                    got,
+                    expected,
+                });
+            }
+        }
+        if pes > 1 {
+            stream_sync::refuse_capture(stream, "matmul_reduce_scatter")?;
+        }
+        let (pa, _ra) = a.device_ptr(stream);
+        let (pb, _rb) = bt.device_ptr(stream);
+        if self.off_node.is_some() {
+            return self.run_off_node(pgas, stream, out, (pa, pb));
+        }
+        if pes == 1 {
+            let (po, _wo) = out.device_ptr_mut(stream);
+            // SAFETY: out is m x n, a m x k, bt n x k (checked above).
+            return unsafe { self.gemm(pgas, stream, (po, pa, pb), m) };
+        }
+        self.run_chunks(pgas, stream, out, (pa, pb))
+    }
+
+    /// A call where a peer is off NVLink: the whole product, NVSHMEM's reduce-scatter (bf16
+    /// sums), this PE's rows out, on `stream`. No overlap. `run_on` checked the buffers' sizes.
+    fn run_off_node(
+        &self,
+        pgas: &Pgas,
+        stream: &Arc<CudaStream>,
+        out: &mut CudaSlice<bf16>,
+        (pa, pb): (CUdeviceptr, CUdeviceptr),
+    ) -> Result<()> {
+        let (m, n) = (self.m, self.n);
+        let mp = m / self.pes;
+        let (full, mine) = self
+            .off_node
+            .as_ref()
+            .expect("run_off_node runs where a peer is off NVLink");
+        // SAFETY: `full` holds m x n, a m x k, bt n x k (checked by `run_on`), on `stream`.
+        unsafe { self.gemm(pgas, stream, (full.as_device_ptr(), pa, pb), m)? };
+        pgas.reduce_scatter_on(stream, Team::WORLD, ReduceOp::Sum, mine, full)?;
+        let (po, _wo) = out.device_ptr_mut(stream);
+        // SAFETY: `mine` and `out` hold mp x n bf16 (checked by `run_on`), ordered on `stream`.
+        unsafe {
+            cu::cuMemcpyDtoDAsync_v2(po, mine.as_device_ptr(), mp * n * 2, stream.cu_stream())
+                .result()
+                .map_err(Error::cuda("copying the reduced rows out"))
+        }
+    }
+
+    /// The chunked call on more than one PE: each chunk's GEMM on `stream`, then on the copy
+    /// stream its copy to the owner or, for this PE's own rows, the reduction into `out`.
+    /// `run_on` checked the buffers' sizes.
+    fn run_chunks(
+        &mut self,
+        pgas: &Pgas,
+        stream: &Arc<CudaStream>,
+        out: &mut CudaSlice<bf16>,
+        (pa, pb): (CUdeviceptr, CUdeviceptr),
+    ) -> Result<()> {
+        let (m, n, k, pes, me) = (self.m, self.n, self.k, self.pes, self.me);
+        let mp = m / pes;
+        self.epoch += 1;
+        let (splits, rows) = (self.splits, mp / self.splits);
+        let comm = self.comm.clone();
+        // The copy stream starts after the caller's earlier work (it writes `out`).
+        let (start, chunk_events) = self.events.split_at(1);
+        let (chunk_events, end) = chunk_events.split_at(pes * splits);
+        start[0].record(stream)?;
+        comm.wait(&start[0])?;
+        // The raw address: the copies read chunks of it on the other stream, ordered by the
+        // chunk events below.
+        let pp = self.partial.device_ptr_mut(stream).0;
+        for (c, event) in chunk_events.iter().enumerate() {
+            let owner = (me + 1 + c / splits) % pes;
+            let j = c % splits;
+            let row0 = owner * mp + j * rows;
+            let chunk = pp + (row0 * n * 2) as CUdeviceptr;
+            // SAFETY: rows row0.. of A (k wide) and of the M x N partial exist (row0 + rows <= m).
+            unsafe {
+                let a_rows = pa + (row0 * k * 2) as CUdeviceptr;
+                self.gemm(pgas, stream, (chunk, a_rows, pb), rows)?;
+            }
+            event.record(stream)?;
+            comm.wait(event)?;
+            if owner != me {
+                self.send_chunk(comm.cu_stream(), owner, j, chunk)?;
+            } else {
+                self.reduce_chunk(pgas, &comm, out, j)?;
+            }
+        }
+        // The call ends on the caller's stream.
+        end[0].record(&comm)?;
+        stream.wait(&end[0])?;
+        Ok(())
+    }
+
+    /// On the copy stream `cs`: chunk `j` of `owner`'s rows (at `chunk` in the partial product)
+    /// into this PE's slot of the owner's staging buffer, once the owner has read the slot's
+    /// previous contents, then the owner's arrival word.
+    fn send_chunk(
+        &self,
+        cs: cu::CUstream,
+        owner: usize,
+        j: usize,
+        chunk: CUdeviceptr,
+    ) -> Result<()> {
+        let (n, pes, me, splits, epoch) = (self.n, self.pes, self.me, self.splits, self.epoch);
+        let rows = self.m / pes / splits;
+        let part = self.m / pes * n;
+        let peer = self.peers[owner];
+        let slot = (me + pes - owner - 1) % pes;
+        let dst = peer.staging + ((slot * part + j * rows * n) * 2) as CUdeviceptr;
+        let local_ack = self.ack.as_device_ptr();
+        // SAFETY: the words are this plan's symmetric signals (P x splits each), the copy stays
+        // within the owner's slot (chunk j of M/P x N) and the chunk.
+        unsafe {
+            if epoch > 1 {
+                // The owner has read this slot's chunk of the previous call.
+                stream_sync::stream_wait_geq(
+                    cs,
+                    local_ack + ((owner * splits + j) * 8) as CUdeviceptr,
+                    epoch - 1,
+                    "waiting for a chunk's acknowledgement",
+                )?;
+            }
+            cu::cuMemcpyDtoDAsync_v2(dst, chunk, rows * n * 2, cs)
+                .result()
+                .map_err(Error::cuda("copying a chunk to its owner"))?;
+            stream_sync::stream_write(
+                cs,
+                peer.arrive + ((me * splits + j) * 8) as CUdeviceptr,
+                epoch,
+                "signalling a chunk to its owner",
+            )
+        }
+    }
+
+    /// On the copy stream `comm`: once every peer's part of this PE's chunk `j` has arrived,
+    /// adds them and this PE's own part into `out`, then acknowledges each peer's slot.
+    fn reduce_chunk(
+        &self,
+        pgas: &Pgas,
+        comm: &Arc<CudaStream>,
+        out: &mut CudaSlice<bf16>,
+        j: usize,
+    ) -> Result<()> {
+        let (n, pes, me, splits, epoch) = (self.n, self.pes, self.me, self.splits, self.epoch);
+        let rows = self.m / pes / splits;
+        let part = self.m / pes * n;
+        let cs = comm.cu_stream();
+        let local_arrive = self.arrive.as_device_ptr();
+        for d in 1..pes {
+            let src = (me + d) % pes;
+            // SAFETY: a word of this plan's symmetric signals.
+            unsafe {
+                stream_sync::stream_wait_geq(
+                    cs,
+                    local_arrive + ((src * splits + j) * 8) as CUdeviceptr,
+                    epoch,
+                    "waiting for a chunk from another PE",
+                )?;
+            }
+        }
+        let len = rows * n;
+        // SAFETY: own0 + base + len <= m * n (the partial), base + len <= M/P x N (out),
+        // (P - 1) * part is the staging length, and N % 8 == 0 keeps every vector within
+        // a row and 16-byte aligned.
+        unsafe {
+            add_parts::launch_unchecked_on(
+                pgas,
+                comm,
+                self.reduce_cfg,
+                out,
+                &self.partial,
+                &self.staging,
+                me * part,
+                j * rows * n,
+                len,
+                part,
+                pes - 1,
+            )?;
+        }
+        for d in 1..pes {
+            let src = (me + d) % pes;
+            // SAFETY: a word of the source's copy of this plan's signals.
+            unsafe {
+                stream_sync::stream_write(
+                    cs,
+                    self.peers[src].ack + ((me * splits + j) * 8) as CUdeviceptr,
+                    epoch,
+                    "acknowledging a chunk",
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
