@@ -105,6 +105,8 @@ fn nccl_all_gather(
     Ok(())
 }
 
+// One long function on purpose: a benchmark reads top to bottom as the run it makes; the shapes
+// share the handles and buffers.
 fn main() -> BenchResult<()> {
     if !common::gpu_present() {
         println!("{BENCH}: skipped: no GPU");
@@ -233,6 +235,8 @@ fn main() -> BenchResult<()> {
 }
 
 /// The table, the FIGURE lines, the markdown table and the plot (PE 0).
+// Long on purpose: the table, the FIGURE lines and the plot are written from the same rows in one
+// pass.
 fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> BenchResult<()> {
     println!(
         "\n{BENCH} on {machine}: C = allgather(A) Bt^T, bf16, f32 accumulate; us per call, \

@@ -126,6 +126,8 @@ fn call(
     Ok(())
 }
 
+// One long function on purpose: a benchmark reads top to bottom as the run it makes; the token
+// counts share the buffers and communicators.
 fn main() -> BenchResult<()> {
     if !common::gpu_present() {
         println!("{BENCH}: skipped: no GPU");

@@ -265,6 +265,8 @@ fn want(c: Coll, k: usize, me: usize, n: usize, sl: usize) -> f32 {
     }
 }
 
+// One long function on purpose: the loop over collectives, sizes, methods and modes is the
+// benchmark; its body is the one timing-and-checking step they share.
 fn main() -> BenchResult<()> {
     if !common::gpu_present() {
         println!("{BENCH}: skipped: no GPU");

@@ -122,6 +122,8 @@ struct Row {
     note: String,
 }
 
+// One long function on purpose: each pair (DSL kernel, same kernel in CUDA C) is timed in turn on
+// the same buffers, in the order of the report.
 fn main() -> BenchResult<()> {
     if !common::gpu_present() {
         println!("{BENCH}: skipped: no GPU");

@@ -87,6 +87,8 @@ fn transpose(b: &[bf16], k: usize, n: usize) -> Vec<bf16> {
     t
 }
 
+// One long function on purpose: a benchmark reads top to bottom as the run it makes; the shapes
+// share the handles and buffers.
 fn main() -> BenchResult<()> {
     if !common::gpu_present() {
         println!("{BENCH}: skipped: no GPU");

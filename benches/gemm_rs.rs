@@ -129,6 +129,8 @@ struct Row {
     library: f64,
 }
 
+// One long function on purpose: a benchmark reads top to bottom as the run it makes; the shapes
+// share the handles and buffers.
 fn main() -> BenchResult<()> {
     if !common::gpu_present() {
         println!("{BENCH}: skipped: no GPU");

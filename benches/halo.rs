@@ -242,6 +242,8 @@ fn host_check(p: &Pgas, n: usize, stream: &Arc<CudaStream>, max_blocks: usize) -
     Ok(())
 }
 
+// One long function on purpose: a benchmark reads top to bottom as the run it makes; the methods
+// share the field and its buffers.
 fn main() -> BenchResult<()> {
     if !common::gpu_present() {
         println!("{BENCH}: skipped: no GPU");

@@ -129,6 +129,8 @@ fn per_launch(
     Ok(median(&us))
 }
 
+// One long function on purpose: each compile-cost measurement follows the last in the order the
+// report prints them, over one cache directory.
 fn main() -> BenchResult<()> {
     if !common::gpu_present() {
         println!("{BENCH}: skipped: no GPU");

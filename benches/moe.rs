@@ -156,6 +156,8 @@ struct Row {
     gbs: [f64; 4],
 }
 
+// One long function on purpose: a benchmark reads top to bottom as the run it makes (set-up, each
+// method timed and checked, the table), and its parts share every buffer.
 fn main() -> BenchResult<()> {
     if !common::gpu_present() {
         println!("{BENCH}: skipped: no GPU");

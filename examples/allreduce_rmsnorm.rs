@@ -32,6 +32,7 @@ fn fail(me: usize, msg: String) -> ! {
     std::process::exit(1);
 }
 
+// One function on purpose: an example reads top to bottom as the program a user would write.
 fn main() -> pgas::Result<()> {
     let hidden: usize = std::env::args()
         .nth(1)

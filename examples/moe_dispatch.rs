@@ -23,6 +23,7 @@ const CFG: MoeConfig = MoeConfig {
     experts_per_pe: 8,
 };
 
+// One function on purpose: an example reads top to bottom as the program a user would write.
 fn main() -> pgas::Result<()> {
     // Room for the dispatcher's buffers on up to 8 PEs (MoeConfig::symmetric_bytes).
     let pgas = pgas::builder().heap_size(2 << 30).init()?;

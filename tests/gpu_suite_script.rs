@@ -79,6 +79,8 @@ fn fixtures(root: &Path) -> (PathBuf, PathBuf) {
 }
 
 #[test]
+// Long on purpose: one stub directory serves every mode of the script, each checked in turn against
+// its summary.
 fn every_mode_runs_to_its_summary_on_stubs() {
     let root = std::env::temp_dir().join(format!("pgas-gpu-suite-dry-{}", std::process::id()));
     let _ = fs::remove_dir_all(&root);

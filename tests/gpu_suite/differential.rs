@@ -628,6 +628,8 @@ fn overlap(d: u64, dbytes: usize, s: u64, sbytes: usize) -> bool {
 }
 
 /// One collective call of element type `T`.
+// Long on purpose: one arm per collective, each drawing its arguments, predicting the verdict from
+// the model and comparing, so a collective's whole rule reads in one place.
 fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdict {
     let (n, me, seed) = (cx.n, cx.me, cx.seed);
     let size = std::mem::size_of::<T>();

@@ -273,6 +273,8 @@ unsafe impl SymRegion<bf16> for Alias {
     }
 }
 
+// Long on purpose: one refusal after another on the same operation and buffers, each with the words
+// its error must contain.
 fn bad_input(p: &Pgas) -> CaseResult {
     let (me, n) = (p.my_pe(), p.n_pes());
     if n > 1 {

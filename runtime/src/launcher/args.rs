@@ -50,6 +50,7 @@ fn usage_err(msg: impl Into<String>) -> Error {
 }
 
 /// Parses the arguments after the program name. `Ok(None)` means `--help` was asked for.
+// Long on purpose: one match arm per flag of `pgas-run`, in the order `--help` lists them.
 pub fn parse_args(argv: impl IntoIterator<Item = OsString>) -> Result<Option<RunArgs>> {
     let mut it = argv.into_iter();
     let mut nproc = None;
