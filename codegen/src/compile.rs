@@ -236,6 +236,7 @@ pub fn compile_kernel(
         sm90: kinfo.sm90,
         ll: kinfo.ll,
         setmaxnreg: kinfo.setmaxnreg.is_some(),
+        local_arrays: kinfo.local_arrays,
     };
     let mut setmaxnreg_at = kinfo.setmaxnreg;
     let mut reached = BTreeSet::new();
@@ -249,6 +250,7 @@ pub fn compile_kernel(
                 uses.warpgroup |= info.warpgroup;
                 uses.sm90 |= info.sm90;
                 uses.ll |= info.ll;
+                uses.local_arrays |= info.local_arrays;
                 uses.setmaxnreg |= info.setmaxnreg.is_some();
                 setmaxnreg_at = setmaxnreg_at.or(info.setmaxnreg);
                 stack.extend(info.calls.iter().cloned());
