@@ -295,15 +295,18 @@ impl fmt::Display for FragTy {
 /// memory (`shared_array`) or a buffer.
 pub const MAX_LOCAL_ARRAY: u64 = 256;
 
-/// The element type of a local array: a scalar, or the inference variable of an unsuffixed
-/// literal (`[0.0; 8]` is `f32` or `f64` by its later uses, as in Rust).
+/// The element type of a local array: a scalar, the inference variable of an unsuffixed
+/// literal (`[0.0; 8]` is `f32` or `f64` by its later uses, as in Rust), or a 16-byte vector
+/// (`[load_vec16(&x[i]); 2]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ArrElem {
     Scalar(Scalar),
     Var(u32),
+    Vec16(Scalar),
 }
 
-/// A local (register) array `let mut acc = [0f32; 8];` or `let a = [x, y, z];`.
+/// A local (register) array `let mut acc = [0f32; 8];` or `let a = [x, y, z];`, of scalars or
+/// of 16-byte vectors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ArrayTy {
     pub elem: ArrElem,

@@ -1,9 +1,9 @@
 //! Local (register) arrays (`tests/gpu_suite/kernels/arrays.rs`): accumulators summed in an
 //! unrolled loop, every scalar element type with every compound assignment, a `#[comptime]`
-//! length with runtime indices, in both variants. Inputs are small integers, so every f32 sum
+//! length with runtime indices, arrays of 16-byte vectors, in both variants. Inputs are small integers, so every f32 sum
 //! is exact and the results compare exactly.
 
-use crate::kernels::arrays::{array_column_sums, array_comptime_len, array_types};
+use crate::kernels::arrays::{array_column_sums, array_comptime_len, array_types, array_vec16};
 use crate::runner::{case, Case};
 use crate::util::{self, check_eq, CaseResult};
 use pgas::kernel::KernelSpec;
@@ -13,11 +13,16 @@ pub const CASES: &[Case] = &[
     case("arrays/column_sums_8_accumulators", column_sums_case),
     case("arrays/every_element_type", types_case),
     case("arrays/comptime_len_runtime_index", comptime_len_case),
+    case("arrays/vec16_elements", vec16_case),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`;
 /// `array_comptime_len` has a comptime length, so it compiles when launched).
-pub const KERNELS: &[&KernelSpec] = &[&array_column_sums::SPEC, &array_types::SPEC];
+pub const KERNELS: &[&KernelSpec] = &[
+    &array_column_sums::SPEC,
+    &array_types::SPEC,
+    &array_vec16::SPEC,
+];
 
 fn column_sums_case(p: &Pgas) -> CaseResult {
     let (blocks, threads, rows) = (2u32, 64u32, 1000usize);
@@ -139,4 +144,24 @@ fn comptime_len_case(p: &Pgas) -> CaseResult {
         check_eq(&format!("comptime length {n}"), &s.clone_dtoh(&out)?, &want)?;
     }
     Ok(())
+}
+
+fn vec16_case(p: &Pgas) -> CaseResult {
+    let threads = 96usize;
+    let x: Vec<f32> = (0..threads * 16).map(|i| (i % 41) as f32 - 20.0).collect();
+    let mut want = vec![0.0f32; threads * 16];
+    for t in 0..threads {
+        for i in 0..2 {
+            for j in 0..8 {
+                want[t * 16 + 8 * (1 - i) + j] = 2.0 * x[t * 16 + 8 * i + j];
+            }
+        }
+    }
+    let s = p.stream();
+    let dx = s.clone_htod(&x.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>())?;
+    let mut out = s.alloc_zeros::<bf16>(threads * 16)?;
+    array_vec16::launch(p, LaunchConfig::blocks(1, threads as u32), &mut out, &dx)?;
+    util::settle(p)?;
+    let got: Vec<f32> = s.clone_dtoh(&out)?.iter().map(|v| v.to_f32()).collect();
+    check_eq("arrays of Vec16<bf16>", &got, &want)
 }

@@ -87,10 +87,11 @@ impl Checker<'_> {
         let elem = match self.resolve(elem_ty) {
             Ty::Scalar(s) => Some(ArrElem::Scalar(s)),
             Ty::Var(v) => Some(ArrElem::Var(v)),
+            Ty::Vec16(s) => Some(ArrElem::Vec16(s)),
             Ty::Error | Ty::Never => None,
             other => {
                 let shown = self.show(other);
-                self.errors.push(span, format!("local arrays hold scalars (bool, integers, f16, bf16, e4m3, e5m2, f32, f64), not `{shown}`"));
+                self.errors.push(span, format!("local arrays hold scalars (bool, integers, f16, bf16, e4m3, e5m2, f32, f64) or 16-byte vectors (`Vec16<T>`), not `{shown}`"));
                 None
             }
         };
@@ -143,6 +144,7 @@ impl Checker<'_> {
         match arr.elem {
             ArrElem::Scalar(s) => Ty::Scalar(s),
             ArrElem::Var(v) => self.resolve(Ty::Var(v)),
+            ArrElem::Vec16(s) => Ty::Vec16(s),
         }
     }
 

@@ -95,7 +95,7 @@ impl Checker<'_> {
                     }),
                     _ => Ty::Array(a),
                 },
-                ArrElem::Scalar(_) => Ty::Array(a),
+                ArrElem::Scalar(_) | ArrElem::Vec16(_) => Ty::Array(a),
             },
             other => other,
         }
@@ -117,6 +117,7 @@ impl Checker<'_> {
                 let elem = match a.elem {
                     ArrElem::Scalar(s) => s.to_string(),
                     ArrElem::Var(v) => self.show(Ty::Var(v)),
+                    ArrElem::Vec16(s) => format!("Vec16<{s}>"),
                 };
                 match a.len {
                     Some(n) => format!("[{elem}; {n}]"),

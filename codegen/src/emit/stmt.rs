@@ -321,10 +321,11 @@ impl Emitter {
     /// kernel is specialized.
     fn local_array(&mut self, l: &Let, a: ArrayTy) {
         let unused = if l.read { "" } else { "[[maybe_unused]] " };
-        let ArrElem::Scalar(elem) = a.elem else {
-            return;
+        let t = match a.elem {
+            ArrElem::Scalar(s) => s.c_type(),
+            ArrElem::Vec16(_) => "uint4",
+            ArrElem::Var(_) => return,
         };
-        let t = elem.c_type();
         let c = &l.c_name;
         match l.init.as_ref().map(|i| &i.kind) {
             Some(ExprKind::Array(elems)) => {

@@ -1,7 +1,7 @@
 //! Local (register) arrays: the repeat form `[v; n]` with a literal or `#[comptime]` length,
-//! the list form `[x, y, z]`, every scalar element type, reads, writes and every compound
-//! assignment at constant and runtime indices, `acc.len()`, and the unrolled loops that keep
-//! them in registers.
+//! the list form `[x, y, z]`, every scalar element type and 16-byte vectors, reads, writes and
+//! every compound assignment at constant and runtime indices, `acc.len()`, and the unrolled
+//! loops that keep them in registers.
 use pgas::prelude::*;
 
 /// Each thread sums 8 columns of a row-major `rows x 8` matrix `x` into a local array of 8
@@ -99,4 +99,36 @@ pub fn array_comptime_len(out: &mut CudaSlice<f32>, x: &CudaSlice<f32>, #[compti
         let rot = i % k.len();
         out[i] = x[i] * k[rot];
     }
+}
+
+/// Arrays of 16-byte vectors: each thread loads two `Vec16<bf16>` (16 values) into a list-form
+/// array, doubles every lane in unrolled loops (`v[i] = vec16_set(v[i], j, ..)`), and stores
+/// them back in swapped order: `out[t * 16 + 8 * (1 - i) + j] = 2 * x[t * 16 + 8 * i + j]`.
+#[pgas_kernel]
+pub fn array_vec16(out: &mut CudaSlice<bf16>, x: &CudaSlice<bf16>) {
+    let t = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+    let mut v = [load_vec16(&x[t * 16]), load_vec16(&x[t * 16 + 8])];
+    for i in 0..2 {
+        for j in 0..8 {
+            let y = vec16_get(v[i], j as u32) as f32 * 2.0;
+            v[i] = vec16_set(v[i], j as u32, y as bf16);
+        }
+    }
+    let mut w = [v[1]; 2];
+    w[1] = v[0];
+    for i in 0..w.len() {
+        store_vec16(&mut out[t * 16 + 8 * i], w[i]);
+    }
+}
+
+/// A loop of runtime bounds whose counter indexes a local array: `#pragma unroll` has no trip
+/// count to unroll by, so the array may live in local memory; correct either way (compiled
+/// by the snapshot and NVRTC tests only).
+#[pgas_kernel]
+fn array_runtime_loop(out: &mut CudaSlice<f32>, x: &CudaSlice<f32>, m: usize) {
+    let mut acc = [0f32; 4];
+    for j in 0..m {
+        acc[j % 4] += x[j];
+    }
+    out[0] = acc[0] + acc[1] + acc[2] + acc[3];
 }
