@@ -5,7 +5,7 @@
 #   suite.log      the GPU test suite on `pgas-run -n 4`, `pgas-run -n 2` (GPUs shared under CUDA MPS
 #                  where there are fewer), 1 PE; the differential test (`--differential`) on 2 PEs;
 #                  the start-up from a unique id in a file (`--uid-bootstrap OUTDIR`) on 2 and 1 PE
-#   traps.log      the checked variant's traps (bad index, bad pe), one process each
+#   traps.log      the checked variant's traps (bad index, bad local-array index, bad pe, ...), one process each
 #   faults.log     rank death under pgas-run and mpirun (a PE panics, aborts or is killed)
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
 #   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; NVSHMEM on MPI
