@@ -5,7 +5,7 @@
 #   suite.log      the GPU test suite on `pgas-run -n 4`, `pgas-run -n 2` (GPUs shared under CUDA MPS
 #                  where there are fewer), 1 PE; the differential test (`--differential`) on 2 PEs;
 #                  the start-up from a unique id in a file (`--uid-bootstrap OUTDIR`) on 2 and 1 PE
-#   traps.log      the checked variant's traps (bad index, bad pe), one process each
+#   traps.log      the checked variant's traps (bad index, bad local-array index, bad pe, ...), one process each
 #   faults.log     rank death under pgas-run and mpirun (a PE panics, aborts or is killed)
 #   sanitizer.log  compute-sanitizer memcheck, racecheck, synccheck (SKIP where it cannot attach)
 #   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; NVSHMEM on MPI
@@ -273,7 +273,7 @@ suite_note=", unique id from a file" suite 1 60 "$bin/gpu_suite" --uid-bootstrap
 if [ "$only" = all ]; then
 
 # Traps: the process must report the launch failure and the output name the Rust file:line.
-for kind in oob bad-pe partial-warp divergent-mma cluster-rank multicast-mask ll-scratch; do
+for kind in oob local-oob bad-pe partial-warp divergent-mma cluster-rank multicast-mask ll-scratch; do
   step "trap $kind" traps.log 40 "$bin/gpu_suite" --expect-trap "$kind"
   line=$(echo "$last" | sed -n 's/.*the report must name file .*, line \([0-9]*\).*/\1/p' | head -1)
   if [ "$rc" = 0 ] && ! echo "$last" | grep -q "skipped: " &&
@@ -281,6 +281,13 @@ for kind in oob bad-pe partial-warp divergent-mma cluster-rank multicast-mask ll
     rc=1
     last="$last
 the output does not name traps.rs:$line"
+  fi
+  # A local array's report names the array, not only the line.
+  if [ "$kind" = local-oob ] && [ "$rc" = 0 ] && ! echo "$last" | grep -q "skipped: " &&
+    ! echo "$last" | grep -q 'local array `acc`'; then
+    rc=1
+    last="$last
+the output does not name the local array \`acc\`"
   fi
   verdict "checked trap $kind" "$(echo "$last" | grep -o "[^ ]*traps.rs:[0-9]*" | head -1)"
 done

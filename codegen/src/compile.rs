@@ -237,6 +237,7 @@ pub fn compile_kernel(
         ll: kinfo.ll,
         multimem: kinfo.multimem,
         setmaxnreg: kinfo.setmaxnreg.is_some(),
+        local_arrays: kinfo.local_arrays,
     };
     let mut setmaxnreg_at = kinfo.setmaxnreg;
     let mut reached = BTreeSet::new();
@@ -251,6 +252,7 @@ pub fn compile_kernel(
                 uses.sm90 |= info.sm90;
                 uses.ll |= info.ll;
                 uses.multimem |= info.multimem;
+                uses.local_arrays |= info.local_arrays;
                 uses.setmaxnreg |= info.setmaxnreg.is_some();
                 setmaxnreg_at = setmaxnreg_at.or(info.setmaxnreg);
                 stack.extend(info.calls.iter().cloned());

@@ -1117,7 +1117,7 @@ pub static INTRINSICS: &[Intrinsic] = &[
         "`x.has_peer(pe)`: whether PE `pe` is load/store reachable."),
     // Buffers.
     row("len", G::Buffer, F::Method, &[("x", A::AnyBuf)], R::Exact(Scalar::Usize), S::Thread, NONE,
-        "((size_t){0.len})", N::None, false, "`x.len()`: number of elements."),
+        "((size_t){0.len})", N::None, false, "`x.len()`: number of elements (also of a local array `[v; n]`, where it is the constant `n`)."),
     // Tiles.
     row("dyn_shared", G::Tiles, F::Free, &[], R::DynShared, S::Block, SHARED, "(({C} *)pgas_dyn_smem)", N::None, false,
         "`let s = dyn_shared::<T>();` views the block's dynamic shared memory (`LaunchConfig::with_shared_mem(bytes)`, over 48 KiB allowed up to the GPU's limit) as `bytes / size_of::<T>()` elements, 128-byte aligned. Every call views the same bytes: slice it to split."),

@@ -66,7 +66,8 @@ pub struct Let {
     /// Whether the variable is ever read (unread ones are declared `[[maybe_unused]]` so NVRTC
     /// stays quiet).
     pub read: bool,
-    /// For `shared_array::<T, N>()` and the fragment arrays `frag_*::<T, N>()`: N as C text.
+    /// For `shared_array::<T, N>()`, the fragment arrays `frag_*::<T, N>()` and a local array
+    /// whose length is a `#[comptime]` expression: N as C text.
     pub array_len: Option<String>,
 }
 
@@ -182,6 +183,14 @@ pub enum ExprKind {
     Assign(Box<Expr>, Box<Expr>),
     AssignOp(BinOp, Box<Expr>, Box<Expr>),
     Index(Box<Expr>, Box<Expr>),
+    /// A local array `[a, b, c]` (only as a `let` initializer).
+    Array(Vec<Expr>),
+    /// A local array `[value; len]` (only as a `let` initializer); `len` is a literal, a
+    /// `#[comptime]` parameter or arithmetic on them.
+    ArrayRepeat {
+        value: Box<Expr>,
+        len: Box<Expr>,
+    },
     /// `&x[a..b]` / `&mut x[a..]` ...
     Slice {
         base: Box<Expr>,

@@ -175,6 +175,18 @@ template <typename T> __device__ __forceinline__ T *pgas_check_peer(T *sym, long
 }
 ";
 
+/// The checked variant's index check of a local array (kernels that declare one): as
+/// `pgas_check_index`, naming the array, and with signed indices (a negative one is out of
+/// bounds too).
+pub const CHECK_LOCAL_SUPPORT: &str = "__device__ __forceinline__ long long pgas_check_local_index(long long i, unsigned long long len, const char *name, int line) {
+    if (i < 0 || (unsigned long long)i >= len) {
+        printf(\"%s:%d: index out of bounds: the len of local array `%s` is %llu but the index is %lld\\n\", PGAS_RUST_FILE, line, name, len, i);
+        __trap();
+    }
+    return i;
+}
+";
+
 /// Helpers of kernels that use the tile or tensor-core intrinsics (both variants): fragment
 /// structs, dynamic shared memory, `cp.async`, 16-byte vectors, `ldmatrix` and `mma.sync` as
 /// inline PTX (PTX ISA 7.0+, sm_80+ for `cp.async`, `ldmatrix` and the bf16 `mma`). Kept out of

@@ -287,6 +287,36 @@ impl fmt::Display for FragTy {
     }
 }
 
+/// The most elements a local array may have. A local array is meant to live in registers (an
+/// SM gives a thread at most 255 32-bit registers, fewer under `max_threads`), and one that
+/// does not fit, or is indexed with values the compiler cannot make constant, is placed in
+/// local memory: per-thread DRAM behind the L1 cache, slower than shared memory. 256 elements
+/// (1 KiB of `f32`) is already past what registers hold; a larger array belongs in shared
+/// memory (`shared_array`) or a buffer.
+pub const MAX_LOCAL_ARRAY: u64 = 256;
+
+/// The element type of a local array: a scalar, the inference variable of an unsuffixed
+/// literal (`[0.0; 8]` is `f32` or `f64` by its later uses, as in Rust), or a 16-byte vector
+/// (`[load_vec16(&x[i]); 2]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArrElem {
+    Scalar(Scalar),
+    Var(u32),
+    Vec16(Scalar),
+}
+
+/// A local (register) array `let mut acc = [0f32; 8];` or `let a = [x, y, z];`, of scalars or
+/// of 16-byte vectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ArrayTy {
+    pub elem: ArrElem,
+    /// The length, when the kernel's text fixes it (a literal); `None` for a `#[comptime]`
+    /// length, known when the kernel is specialized.
+    pub len: Option<u32>,
+    /// Declared `let mut`: its elements may be assigned.
+    pub mutable: bool,
+}
+
 /// The enums kernels pass to NVSHMEM calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EnumTy {
@@ -356,6 +386,9 @@ pub enum Ty {
     Frag(FragTy),
     /// Sixteen bytes of `T` in registers (`load_vec16`), stored back with `store_vec16`.
     Vec16(Scalar),
+    /// A local array of scalars, `[T; N]`, in registers when every index is a constant after
+    /// unrolling.
+    Array(ArrayTy),
     Team,
     /// `&TensorMap<T>`: a TMA tensor map kernel parameter (`tma_load_2d`'s source).
     TensorMap(Scalar),

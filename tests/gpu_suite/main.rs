@@ -8,7 +8,7 @@
 //! every PE exits non-zero when any case failed on any PE.
 //!
 //! A checked launch that catches a bad index or `pe` traps, and a trap kills the CUDA context, so
-//! those two run as separate invocations: `gpu_suite --expect-trap oob|bad-pe` (see `traps.rs`).
+//! those two run as separate invocations: `gpu_suite --expect-trap oob|local-oob|bad-pe` (see `traps.rs`).
 //! `pgas-run -n 2 gpu_suite --rank-death panic|abort|kill|kill-in-kernel` kills one PE while the
 //! others wait for it (see `faults.rs`).
 //! `gpu_suite --heap-exhaustion` fills the symmetric heap and runs set-ups into its end, in a
@@ -28,6 +28,7 @@
 //! `gpu_suite: skipped: no GPU` and exits 0.
 
 mod amo;
+mod arrays;
 mod cluster;
 mod coll;
 mod collectives;
@@ -44,6 +45,8 @@ mod kernels {
     // Each file also holds kernels that only the snapshot and NVRTC tests compile.
     #![allow(dead_code)]
     // The snapshots hold the files' line numbers (`#line`), so rustfmt leaves their layout.
+    #[rustfmt::skip]
+    pub mod arrays;
     #[rustfmt::skip]
     pub mod cluster;
     #[rustfmt::skip]
@@ -146,6 +149,7 @@ fn main() -> ExitCode {
         peer::CASES,
         launch::CASES,
         tensor::CASES,
+        arrays::CASES,
         hopper::CASES,
         cluster::CASES,
         ops_rs::CASES,
@@ -172,6 +176,7 @@ fn main() -> ExitCode {
         peer::KERNELS,
         launch::KERNELS,
         tensor::KERNELS,
+        arrays::KERNELS,
         misuse::KERNELS,
         hopper::KERNELS,
         cluster::KERNELS,

@@ -1,5 +1,6 @@
 //! The checked variant's traps, one per process (a trap kills the CUDA context):
-//! `gpu_suite --expect-trap oob` indexes one past the end of a buffer, `--expect-trap bad-pe`
+//! `gpu_suite --expect-trap oob` indexes one past the end of a buffer, `--expect-trap local-oob`
+//! one past the end of a local array (the report names the array), `--expect-trap bad-pe`
 //! targets PE `n_pes()`, `--expect-trap partial-warp` runs a tensor-core kernel with a block
 //! that is not whole warps (both variants trap at entry, naming the kernel's `fn` line), and
 //! `--expect-trap divergent-mma` reaches `mma_sync` from half a warp, `--expect-trap
@@ -94,9 +95,19 @@ fn trap_ll_scratch(t: Team, a: &mut SymTensor<u32>, b: &SymTensor<u32>, s: &mut 
 /// scratch has 8).
 const LL_SCRATCH_LINE: u32 = line!() - 4;
 
+#[pgas_kernel]
+fn trap_local_oob(x: &mut SymTensor<u32>, i: usize) {
+    let mut acc = [0u32; 4];
+    acc[i] = 7;
+    x[0] = acc[0];
+}
+/// The line of `acc[i] = 7` above (a local array of 4, index 4).
+const LOCAL_OOB_LINE: u32 = line!() - 4;
+
 pub fn run(which: &str) -> ExitCode {
     let line = match which {
         "oob" => OOB_LINE,
+        "local-oob" => LOCAL_OOB_LINE,
         "bad-pe" => BAD_PE_LINE,
         "partial-warp" => PARTIAL_WARP_LINE,
         "divergent-mma" => DIVERGENT_LINE,
@@ -104,7 +115,7 @@ pub fn run(which: &str) -> ExitCode {
         "multicast-mask" => MULTICAST_MASK_LINE,
         "ll-scratch" => LL_SCRATCH_LINE,
         other => {
-            println!("gpu_suite: --expect-trap takes `oob`, `bad-pe`, `partial-warp`, `divergent-mma`, `cluster-rank`, `multicast-mask` or `ll-scratch`, not `{other}`");
+            println!("gpu_suite: --expect-trap takes `oob`, `local-oob`, `bad-pe`, `partial-warp`, `divergent-mma`, `cluster-rank`, `multicast-mask` or `ll-scratch`, not `{other}`");
             return ExitCode::from(2);
         }
     };
@@ -134,6 +145,7 @@ pub fn run(which: &str) -> ExitCode {
     let outcome = (|| -> Result<(), Box<dyn std::error::Error>> {
         match which {
             "oob" => trap_oob::launch(&pgas, LaunchConfig::blocks(1, 1), &mut x, 16)?,
+            "local-oob" => trap_local_oob::launch(&pgas, LaunchConfig::blocks(1, 1), &mut x, 4)?,
             "bad-pe" => {
                 let bad = util::npes(&pgas) as i32;
                 trap_bad_pe::launch(&pgas, LaunchConfig::blocks(1, 1), &mut x, bad)?;

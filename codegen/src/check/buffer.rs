@@ -2,7 +2,7 @@
 //! intrinsic arguments, checked against their kind (only a `SymTensor` is a remote target)
 //! and mutability. Kept apart because these rules are about memory, not about values.
 
-use super::checker::{Checker, Ctx};
+use super::checker::{var_name, Checker, Ctx};
 use crate::error::Sp;
 use crate::intrinsics::Arg;
 use crate::ir::*;
@@ -15,6 +15,10 @@ impl Checker<'_> {
         match &mut e.kind {
             ExprKind::Index(base, index) => {
                 let bt = self.expr(base, None, Ctx::Nested);
+                if let Ty::Array(a) = bt {
+                    let name = var_name(base);
+                    return self.array_index(a, &name, index);
+                }
                 self.expect_index(index);
                 match bt {
                     Ty::Buf(b) => Ty::Scalar(b.elem),
@@ -57,6 +61,13 @@ impl Checker<'_> {
                         Ty::Buf(BufTy { mutable, ..b })
                     }
                     Ty::Error => Ty::Error,
+                    Ty::Array(_) => {
+                        self.errors.push(
+                            span,
+                            "local arrays cannot be sliced; index their elements `acc[i]`",
+                        );
+                        Ty::Error
+                    }
                     other => {
                         let shown = self.show(other);
                         self.errors.push(base.span, format!("cannot slice a value of type `{shown}`; only buffers can be sliced"));
@@ -71,6 +82,11 @@ impl Checker<'_> {
             } => {
                 let mutable = *mutable;
                 let bt = self.expr(base, None, Ctx::Nested);
+                if let Ty::Array(_) = bt {
+                    self.expr(index, None, Ctx::Nested);
+                    self.errors.push(span, "an element of a local array lives in a register and has no address; pass its value `acc[i]` (or use a `shared_array` where an address is needed)");
+                    return Ty::Error;
+                }
                 self.expect_index(index);
                 if ctx != Ctx::Arg {
                     self.errors.push(span, "an element address `&x[i]` can only be an intrinsic's argument (like `p(&mut x[i], v, pe)`); read the value with `x[i]`");

@@ -81,6 +81,14 @@ impl Checker<'_> {
                 callee,
             } => {
                 let name_span = *name_span;
+                // `acc.len()` of a local array: its length, a constant.
+                if let (Some(row), [recv]) = (intrinsics::method(name), args.as_mut_slice()) {
+                    if row.name == "len" && self.is_local_array(recv) {
+                        self.expr(recv, None, Ctx::Nested);
+                        *callee = Callee::Intrinsic(row, None);
+                        return Ty::Scalar(Scalar::Usize);
+                    }
+                }
                 match intrinsics::method(name) {
                     Some(row) => {
                         let (t, elem) = self.intrinsic(row, args, span, name_span, true, expect);
@@ -135,6 +143,11 @@ impl Checker<'_> {
             return sig.ret;
         }
         for (a, p) in args.iter_mut().zip(&sig.params) {
+            if self.is_local_array(a) {
+                self.expr(a, None, Ctx::Nested);
+                self.errors.push(a.span, format!("local arrays cannot be passed to a function (`{name}`): they live in the registers of the function that declares them; pass elements `acc[i]` as scalars"));
+                continue;
+            }
             match p {
                 Ty::Buf(want) => {
                     let t = self.expr(a, None, Ctx::Nested);
@@ -504,5 +517,17 @@ impl Checker<'_> {
             Ret::SharedArray | Ret::DynShared | Ret::FragArray(_) => Ty::Error,
         };
         (ty, elem)
+    }
+}
+
+impl Checker<'_> {
+    /// Whether `e` names a local array (before it is checked).
+    pub(super) fn is_local_array(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Var { name, .. } => self
+                .lookup(name)
+                .is_some_and(|i| matches!(self.locals[i].ty, Ty::Array(_))),
+            _ => false,
+        }
     }
 }

@@ -40,6 +40,9 @@ pub struct FnInfo {
     /// Uses a multicast row (`multimem_*`, `has_multicast`) directly: the source carries their
     /// support code and compiles for sm_90a.
     pub multimem: bool,
+    /// Declares a local array (`[0f32; 8]`) directly: the checked variant carries the check of
+    /// its indices.
+    pub local_arrays: bool,
     /// Where it first calls `setmaxnreg_inc`/`_dec` directly: the kernel must declare its block
     /// (`max_threads`).
     pub setmaxnreg: Option<Sp>,
@@ -74,7 +77,8 @@ pub struct Checker<'a> {
     pub(super) info: FnInfo,
     /// A lenient check met a callee it does not know, so its types are incomplete.
     pub(super) incomplete: bool,
-    /// C names of the variables a fragment array index depends on: loops over them unroll.
+    /// C names of the variables an index of a fragment or local array depends on: loops over
+    /// them unroll.
     pub(super) frag_index_vars: HashSet<String>,
     /// For each local, the C names of the variables its initializer reads (transitively).
     pub(super) var_deps: HashMap<String, Vec<String>>,
@@ -202,6 +206,14 @@ pub fn is_simple_value(e: &Expr) -> bool {
         | ExprKind::Continue
         | ExprKind::Assert { .. } => false,
         _ => true,
+    }
+}
+
+/// The name an indexed base spells (a local array is always a variable).
+pub(super) fn var_name(e: &Expr) -> String {
+    match &e.kind {
+        ExprKind::Var { name, .. } => name.clone(),
+        _ => "array".into(),
     }
 }
 

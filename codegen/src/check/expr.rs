@@ -2,7 +2,7 @@
 //! and its target. `expr_kind` hands buffer accesses to `buffer.rs`, calls to `call.rs` and
 //! control flow to `stmt.rs`, so this file holds only the rules for scalar values.
 
-use super::checker::{Checker, Ctx, Slot};
+use super::checker::{var_name, Checker, Ctx, Slot};
 use crate::error::Sp;
 use crate::intrinsics;
 use crate::ir::*;
@@ -42,11 +42,16 @@ impl Checker<'_> {
         // A buffer view is a pointer plus a length; C has no conditional pair of them.
         let else_reported =
             matches!(&e.kind, ExprKind::If { els: Some(x), .. } if x.ty == Ty::Error);
-        if matches!(ty, Ty::Buf(_))
+        if matches!(ty, Ty::Buf(_) | Ty::Array(_))
             && !else_reported
             && matches!(e.kind, ExprKind::If { .. } | ExprKind::Block(_))
         {
-            self.errors.push(e.span, "an `if` or block cannot produce a buffer view; index or slice inside the branches instead");
+            let msg = if matches!(ty, Ty::Array(_)) {
+                "an `if` or block cannot produce a local array; index it inside the branches instead"
+            } else {
+                "an `if` or block cannot produce a buffer view; index or slice inside the branches instead"
+            };
+            self.errors.push(e.span, msg);
             ty = Ty::Error;
         }
         e.ty = ty;
@@ -196,6 +201,7 @@ impl Checker<'_> {
             ExprKind::Index(..) | ExprKind::Slice { .. } | ExprKind::ElemRef { .. } => {
                 self.buffer_expr(e, ctx)
             }
+            ExprKind::Array(_) | ExprKind::ArrayRepeat { .. } => self.stray_array(e),
             ExprKind::Call { .. } | ExprKind::Method { .. } => self.call_expr(e, expect),
             ExprKind::If { .. }
             | ExprKind::Block(_)
@@ -226,6 +232,9 @@ impl Checker<'_> {
                             "buffer views cannot be reassigned; assign to elements: `x[i] = v`",
                         );
                         Ty::Error
+                    } else if matches!(l.ty, Ty::Array(_)) {
+                        self.errors.push(span, format!("a local array cannot be assigned as a whole; assign its elements: `{name}[i] = v`"));
+                        Ty::Error
                     } else if matches!(l.ty, Ty::FragArray(_)) {
                         self.errors.push(span, "fragment arrays cannot be reassigned; intrinsics write whole fragments, and `acc[i][j] = v` one register");
                         Ty::Error
@@ -244,11 +253,23 @@ impl Checker<'_> {
             },
             ExprKind::Index(base, index) => {
                 let bt = self.expr(base, None, Ctx::Nested);
-                self.expect_index(index);
+                if !matches!(bt, Ty::Array(_)) {
+                    self.expect_index(index);
+                }
                 match bt {
                     Ty::Buf(b) if b.mutable => Ty::Scalar(b.elem),
                     Ty::Buf(b) => {
                         self.read_only(base.span, &b, "write through it");
+                        Ty::Error
+                    }
+                    Ty::Array(a) if a.mutable => {
+                        let name = var_name(base);
+                        self.array_index(a, &name, index)
+                    }
+                    Ty::Array(a) => {
+                        let name = var_name(base);
+                        self.array_index(a, &name, index);
+                        self.errors.push(base.span, format!("cannot assign to an element of `{name}`, which is not mutable; declare it `let mut {name}`"));
                         Ty::Error
                     }
                     Ty::Frag(f) if f.mutable => {

@@ -84,10 +84,14 @@ impl Checker<'_> {
                     self.finish_expr(x, read);
                 }
             }
-            ExprKind::Call { args, .. } | ExprKind::Method { args, .. } => {
+            ExprKind::Call { args, .. } | ExprKind::Method { args, .. } | ExprKind::Array(args) => {
                 for a in args {
                     self.finish_expr(a, read);
                 }
+            }
+            ExprKind::ArrayRepeat { value, len } => {
+                self.finish_expr(value, read);
+                self.finish_expr(len, read);
             }
             ExprKind::If { cond, then, els } => {
                 self.finish_expr(cond, read);

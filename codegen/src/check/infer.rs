@@ -4,7 +4,7 @@
 //! the answer is stored.
 
 use super::checker::{Checker, Slot};
-use crate::types::{Scalar, Ty};
+use crate::types::{ArrElem, ArrayTy, Scalar, Ty};
 
 impl Checker<'_> {
     pub(super) fn fresh(&mut self, slot: Slot) -> Ty {
@@ -28,6 +28,17 @@ impl Checker<'_> {
                     _ => Ty::Var(r),
                 }
             }
+            Ty::Array(a) => Ty::Array(ArrayTy {
+                elem: match a.elem {
+                    ArrElem::Var(v) => match self.resolve(Ty::Var(v)) {
+                        Ty::Scalar(s) => ArrElem::Scalar(s),
+                        Ty::Var(r) => ArrElem::Var(r),
+                        _ => a.elem,
+                    },
+                    e => e,
+                },
+                ..a
+            }),
             other => other,
         }
     }
@@ -76,6 +87,16 @@ impl Checker<'_> {
                 self.slots[v as usize] = Slot::Bound(s);
                 Ty::Scalar(s)
             }
+            Ty::Array(a) => match a.elem {
+                ArrElem::Var(v) => match self.concrete(Ty::Var(v)) {
+                    Ty::Scalar(s) => Ty::Array(ArrayTy {
+                        elem: ArrElem::Scalar(s),
+                        ..a
+                    }),
+                    _ => Ty::Array(a),
+                },
+                ArrElem::Scalar(_) | ArrElem::Vec16(_) => Ty::Array(a),
+            },
             other => other,
         }
     }
@@ -92,6 +113,17 @@ impl Checker<'_> {
             Ty::FragArray(f) => format!("array of {f}s"),
             Ty::Frag(f) => f.to_string(),
             Ty::Vec16(s) => format!("Vec16<{s}>"),
+            Ty::Array(a) => {
+                let elem = match a.elem {
+                    ArrElem::Scalar(s) => s.to_string(),
+                    ArrElem::Var(v) => self.show(Ty::Var(v)),
+                    ArrElem::Vec16(s) => format!("Vec16<{s}>"),
+                };
+                match a.len {
+                    Some(n) => format!("[{elem}; {n}]"),
+                    None => format!("[{elem}; N]"),
+                }
+            }
             Ty::Team => "Team".into(),
             Ty::TensorMap(s) => format!("&TensorMap<{s}>"),
             Ty::TensorMapMut(s) => format!("&mut TensorMap<{s}>"),

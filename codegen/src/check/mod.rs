@@ -15,11 +15,13 @@
 //! | `scope.rs` | locals and scopes: lookup, and the unique C name each local gets |
 //! | `stmt.rs` | blocks, `let` (and `shared_array`), control flow: `if`, loops, `return` |
 //! | `expr.rs` | the expression walk: literals, variables, operators, casts, assignment |
+//! | `array.rs` | local arrays `[0f32; 8]`, `[x, y]`: element type, length, indexing |
 //! | `buffer.rs` | indexing, slices, element addresses, buffer kinds and mutability |
 //! | `call.rs` | device-function and intrinsic calls; records callees and collectives |
 //! | `tensor.rs` | fragments, 16-byte tile accesses, compile-time constants, unrolled loops |
 //! | `finish.rs` | the final pass: default literal types, literal ranges, unread locals |
 
+mod array;
 mod buffer;
 mod call;
 mod checker;

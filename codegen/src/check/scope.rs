@@ -198,7 +198,10 @@ impl Checker<'_> {
         is_param: bool,
         comptime: bool,
     ) -> String {
-        let c_name = self.c_name(name, matches!(ty, Ty::Buf(_) | Ty::FragArray(_)));
+        let c_name = self.c_name(
+            name,
+            matches!(ty, Ty::Buf(_) | Ty::FragArray(_) | Ty::Array(_)),
+        );
         self.locals.push(Local {
             name: name.to_string(),
             ty,

@@ -43,6 +43,14 @@ impl Checker<'_> {
 
     pub(super) fn let_stmt(&mut self, l: &mut Let) {
         if let Some(Expr {
+            kind: ExprKind::Array(_) | ExprKind::ArrayRepeat { .. },
+            ..
+        }) = &l.init
+        {
+            self.array_let(l);
+            return;
+        }
+        if let Some(Expr {
             kind: ExprKind::Call { name, .. },
             ..
         }) = &l.init
@@ -67,6 +75,10 @@ impl Checker<'_> {
                     }
                     Ty::Enum(e) => {
                         self.errors.push(span, format!("a `{}` cannot be stored in a variable; pass it to the intrinsic directly", e.name()));
+                        Ty::Error
+                    }
+                    Ty::Array(_) => {
+                        self.errors.push(span, "local arrays are not copied: index the array itself (`acc[i]`), or declare a new one and copy its elements in a loop");
                         Ty::Error
                     }
                     Ty::Frag(_) | Ty::FragArray(_) => {

@@ -163,7 +163,7 @@ impl Checker<'_> {
     }
 
     /// Whether `e` is known when the kernel is compiled (after the checker named its variables).
-    fn is_const(&self, e: &Expr) -> bool {
+    pub(super) fn is_const(&self, e: &Expr) -> bool {
         match &e.kind {
             ExprKind::Int(..) => true,
             ExprKind::Var { name, .. } => {
@@ -175,8 +175,8 @@ impl Checker<'_> {
         }
     }
 
-    /// `index` indexes a fragment array (or a fragment's registers): the loops over the
-    /// variables it depends on must unroll, or the registers would become local memory.
+    /// `index` indexes a fragment array (or a fragment's registers, or a local array): the loops
+    /// over the variables it depends on must unroll, or the registers would become local memory.
     pub(super) fn note_frag_index(&mut self, index: &Expr) {
         let mut vars = HashSet::new();
         self.vars_in(index, &mut vars);

@@ -5,8 +5,9 @@
 use crate::ir::*;
 use crate::nvcall;
 use crate::prelude::{
-    sm90_support, Prelude, CHECK_LL_SUPPORT, CHECK_SM90_SUPPORT, CHECK_SUPPORT,
-    CHECK_TENSOR_SUPPORT, LL_SUPPORT, MULTIMEM_SUPPORT, SM90A_MARKER, SUPPORT, TENSOR_SUPPORT,
+    sm90_support, Prelude, CHECK_LL_SUPPORT, CHECK_LOCAL_SUPPORT, CHECK_SM90_SUPPORT,
+    CHECK_SUPPORT, CHECK_TENSOR_SUPPORT, LL_SUPPORT, MULTIMEM_SUPPORT, SM90A_MARKER, SUPPORT,
+    TENSOR_SUPPORT,
 };
 use crate::types::{Scalar, Ty};
 
@@ -75,6 +76,8 @@ pub struct Uses {
     /// cap at entry that `setmaxnreg` needs), and the checked variant traps unless the block
     /// is exactly `max_threads`.
     pub setmaxnreg: bool,
+    /// A local array: the checked variant carries the check of its indices.
+    pub local_arrays: bool,
 }
 
 /// Print one kernel (with the helpers it reaches, callees in any order) as a full source;
@@ -132,6 +135,9 @@ pub fn emit_source(
     }
     if checked {
         e.raw_block(CHECK_SUPPORT);
+        if uses.local_arrays {
+            e.raw_block(CHECK_LOCAL_SUPPORT);
+        }
         if uses.tensor {
             e.raw_block(CHECK_TENSOR_SUPPORT);
         }

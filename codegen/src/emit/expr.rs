@@ -1,9 +1,10 @@
 //! Expressions: buffers as (pointer, length), indexing, values.
 
 use super::emitter::{cast, device_fn_name, float_literal, int_literal, Emitter};
+use super::intrinsic::bare;
 use crate::intrinsics::Ret;
 use crate::ir::*;
-use crate::types::{Scalar, Ty};
+use crate::types::{ArrayTy, Scalar, Ty};
 
 impl Emitter {
     /// A buffer-valued expression as (pointer, length).
@@ -87,6 +88,19 @@ impl Emitter {
     }
 
     pub(super) fn index(&mut self, base: &Expr, index: &Expr, line: usize) -> String {
+        if let (Ty::Array(a), ExprKind::Var { name, c_name }) = (base.ty, &base.kind) {
+            // An element of a local array.
+            let i = self.expr(index);
+            return if self.checked {
+                let len = array_len(a, c_name);
+                format!(
+                    "{c_name}[pgas_check_local_index({}, {len}, \"{name}\", {line})]",
+                    bare(&i)
+                )
+            } else {
+                format!("{c_name}[{}]", bare(&i))
+            };
+        }
         if let Ty::Frag(f) = base.ty {
             // A register of one fragment: `acc[i][j]`.
             let frag = self.expr(base);
@@ -176,6 +190,16 @@ impl Emitter {
                 Callee::Unresolved => String::new(),
             },
             ExprKind::Method { args, callee, .. } => match callee {
+                Callee::Intrinsic(row, _)
+                    if row.name == "len" && matches!(args[0].ty, Ty::Array(_)) =>
+                {
+                    match (args[0].ty, &args[0].kind) {
+                        (Ty::Array(a), ExprKind::Var { c_name, .. }) => {
+                            format!("((size_t){})", array_len(a, c_name))
+                        }
+                        _ => String::new(),
+                    }
+                }
                 Callee::Intrinsic(row, _) if row.name == "peer" => self.buf(e).0,
                 Callee::Intrinsic(row, elem) => self.intrinsic(row, *elem, args, e.line),
                 _ => String::new(),
@@ -198,5 +222,13 @@ impl Emitter {
             // Statement kinds never reach here: the checker only lets simple values nest.
             _ => String::new(),
         }
+    }
+}
+
+/// A local array's length as C: the number, or the constant declared for a `#[comptime]` one.
+fn array_len(a: ArrayTy, c_name: &str) -> String {
+    match a.len {
+        Some(n) => n.to_string(),
+        None => format!("{c_name}_len"),
     }
 }

@@ -4,7 +4,7 @@ use super::emitter::{c_string, Emitter, Target};
 use super::intrinsic::bare;
 use crate::check::is_simple_value;
 use crate::ir::*;
-use crate::types::{Scalar, Ty};
+use crate::types::{ArrElem, ArrayTy, Scalar, Ty, MAX_LOCAL_ARRAY};
 
 impl Emitter {
     pub(super) fn function(&mut self, f: &Function) {
@@ -115,6 +115,7 @@ impl Emitter {
                     ));
                 }
             }
+            (Ty::Array(a), _) => self.local_array(l, a),
             (ty, _) => {
                 let c_ty = match ty {
                     Ty::Scalar(s) => s.c_type(),
@@ -309,5 +310,82 @@ impl Emitter {
                 }
             }
         }
+    }
+}
+
+impl Emitter {
+    /// `let acc = [v; n];` / `let a = [x, y];`: a C array of the element type, which NVRTC keeps
+    /// in registers when every index is a constant after unrolling (the checker marks the loops
+    /// whose counters index it `#pragma unroll`). `[v; n]` is filled by an unrolled loop, `v`
+    /// evaluated once; a `#[comptime]` length is a constant `acc_len`, asserted in range when the
+    /// kernel is specialized.
+    fn local_array(&mut self, l: &Let, a: ArrayTy) {
+        let unused = if l.read { "" } else { "[[maybe_unused]] " };
+        let t = match a.elem {
+            ArrElem::Scalar(s) => s.c_type(),
+            ArrElem::Vec16(_) => "uint4",
+            ArrElem::Var(_) => return,
+        };
+        let c = &l.c_name;
+        match l.init.as_ref().map(|i| &i.kind) {
+            Some(ExprKind::Array(elems)) => {
+                let vals: Vec<String> = elems
+                    .iter()
+                    .map(|x| bare(&self.expr(x)).to_string())
+                    .collect();
+                self.line(&format!(
+                    "{unused}{t} {c}[{}] = {{{}}};",
+                    elems.len(),
+                    vals.join(", ")
+                ));
+            }
+            Some(ExprKind::ArrayRepeat { value, len }) => {
+                let (n, bound) = match a.len {
+                    Some(n) => (n.to_string(), n.to_string()),
+                    None => {
+                        let text = self.expr(len);
+                        self.line(&format!(
+                            "const unsigned long long {c}_len = {};",
+                            bare(&text)
+                        ));
+                        self.line(&format!(
+                            "static_assert({c}_len >= 1 && {c}_len <= {MAX_LOCAL_ARRAY}, \"local array `{}` (\" PGAS_RUST_FILE \" line {}): the length must be 1 to {MAX_LOCAL_ARRAY}\");",
+                            l.name, l.line
+                        ));
+                        (format!("{c}_len"), format!("(int){c}_len"))
+                    }
+                };
+                self.line(&format!("{unused}{t} {c}[{n}];"));
+                let v = self.expr(value);
+                let fill = if has_effects(value) {
+                    self.line("{");
+                    self.indent += 1;
+                    self.line(&format!("const {t} pgas_fill = {};", bare(&v)));
+                    "pgas_fill".to_string()
+                } else {
+                    bare(&v).to_string()
+                };
+                self.line("#pragma unroll");
+                self.line(&format!(
+                    "for (int pgas_k = 0; pgas_k < {bound}; ++pgas_k) {c}[pgas_k] = {fill};"
+                ));
+                if fill == "pgas_fill" {
+                    self.indent -= 1;
+                    self.line("}");
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether evaluating `e` more than once could differ from once: it calls something or reads
+/// memory (a trap in the checked variant, a load another thread may change).
+fn has_effects(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Int(..) | ExprKind::Float(..) | ExprKind::Bool(_) | ExprKind::Var { .. } => false,
+        ExprKind::Unary(_, x) | ExprKind::Cast(x, _) => has_effects(x),
+        ExprKind::Binary(_, a, b) => has_effects(a) || has_effects(b),
+        _ => true,
     }
 }

@@ -35,6 +35,17 @@ impl Lowerer<'_> {
             syn::Expr::Continue(c) => self.lower_continue(c),
             syn::Expr::Return(r) => self.lower_return(r),
             syn::Expr::Macro(m) => self.lower_macro(&m.mac),
+            syn::Expr::Array(a) => {
+                let elems = a.elems.iter().map(|x| self.lower_expr(x)).collect();
+                Expr::new(ExprKind::Array(elems), Sp::of(a))
+            }
+            syn::Expr::Repeat(r) => {
+                let kind = ExprKind::ArrayRepeat {
+                    value: self.boxed(&r.expr),
+                    len: self.boxed(&r.len),
+                };
+                Expr::new(kind, Sp::of(r))
+            }
             // `()` is the empty block.
             syn::Expr::Tuple(t) if t.elems.is_empty() => {
                 let span = Sp::of(e);

@@ -1,7 +1,7 @@
 //! The entry points: a function's signature and parameters.
 
 use super::lowerer::Lowerer;
-use super::ty::scalar_of_type;
+use super::ty::{is_array_type, scalar_of_type, LOCAL_ARRAY_ACROSS_CALLS};
 use crate::error::{Errors, Sp};
 use crate::ir::{Function, Param};
 use crate::types::{Scalar, Ty};
@@ -73,6 +73,10 @@ impl Lowerer<'_> {
                 } else {
                     match scalar_of_type(ty) {
                         Some(s) => Some((s, ty.span())),
+                        None if is_array_type(ty) => {
+                            self.errors.push(Sp::of(&ty), LOCAL_ARRAY_ACROSS_CALLS);
+                            None
+                        }
                         None => {
                             self.errors.push(Sp::of(&ty),
                             "a #[pgas_device] function returns a scalar type (bool, i8..i64, u8..u64, usize, isize, f16, bf16, f32, f64) or nothing",

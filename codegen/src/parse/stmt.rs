@@ -1,7 +1,7 @@
 //! Blocks, `let` and control flow: `if`, blocks, loops, `break`, `continue`, `return`.
 
 use super::lowerer::{err_expr, strip, Lowerer};
-use super::ty::scalar_of_type;
+use super::ty::{is_array_type, scalar_of_type};
 use crate::error::Sp;
 use crate::ir::{Block, Expr, ExprKind, Let, Stmt};
 use crate::types::Ty;
@@ -49,6 +49,12 @@ impl Lowerer<'_> {
             syn::Pat::Type(pt) => {
                 let d = match scalar_of_type(&pt.ty) {
                     Some(s) => Some((s, pt.ty.span())),
+                    None if is_array_type(&pt.ty) => {
+                        self.errors.push(Sp::of(&pt.ty),
+                        "a local array takes its type from its initializer; remove the annotation and give the element type there: `let mut acc = [0f32; 8];`",
+                    );
+                        None
+                    }
                     None => {
                         self.errors.push(Sp::of(&pt.ty),
                         "a `let` type annotation must be a scalar type; buffers, slices and peer views take their type from the initializer",

@@ -4,11 +4,29 @@ use super::lowerer::Lowerer;
 use crate::error::Sp;
 use crate::types::{BufKind, BufTy, Scalar, Ty};
 
+/// Why a local array type `[T; N]` cannot be a parameter or a return type.
+pub const LOCAL_ARRAY_ACROSS_CALLS: &str = "local arrays `[T; N]` live in the registers of the function that declares them and cannot be passed to or returned from a function; pass their elements `acc[i]` as scalars, or keep the loop over them in one function";
+
+/// Whether `ty` is an array type `[T; N]`, or a reference to one.
+pub fn is_array_type(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Array(_) => true,
+        syn::Type::Reference(r) => is_array_type(&r.elem),
+        syn::Type::Paren(p) => is_array_type(&p.elem),
+        syn::Type::Group(g) => is_array_type(&g.elem),
+        _ => false,
+    }
+}
+
 const PARAM_TYPES: &str = "kernel parameters are `&SymTensor<T>`, `&mut SymTensor<T>`, `&CudaSlice<T>`, `&mut CudaSlice<T>`, `&TensorMap<T>`, a scalar type, or `Team`";
 
 impl Lowerer<'_> {
     /// A parameter's type, or `None` (with an error) where kernels cannot take it.
     pub fn lower_param_type(&mut self, ty: &syn::Type) -> Option<Ty> {
+        if is_array_type(ty) {
+            self.errors.push(Sp::of(&ty), LOCAL_ARRAY_ACROSS_CALLS);
+            return None;
+        }
         match ty {
             syn::Type::Reference(r) => {
                 if r.lifetime.is_some() {

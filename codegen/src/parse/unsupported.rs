@@ -18,7 +18,6 @@ impl Lowerer<'_> {
                 Sp::of(&r),
                 "ranges are only supported in `for` loops and in slices `&x[a..b]`",
             ),
-            syn::Expr::Array(_) | syn::Expr::Repeat(_) => self.errors.push(span, "array expressions are not supported; use `shared_array::<T, N>()` or a buffer parameter"),
             syn::Expr::Field(f) => self.errors.push(Sp::of(&f), "field access is not supported; kernels have no structs (use `x.len()` for a buffer's length)"),
             syn::Expr::Match(m) => self.errors.push(
                 m.match_token.span,

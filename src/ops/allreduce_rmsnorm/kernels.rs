@@ -103,22 +103,8 @@ fn reduce_row(
         let own1 = load_vec16(&x[i1]);
         let r0 = load_vec16(&residual[i0]);
         let r1 = load_vec16(&residual[i1]);
-        let mut a00 = 0.0f32;
-        let mut a01 = 0.0f32;
-        let mut a02 = 0.0f32;
-        let mut a03 = 0.0f32;
-        let mut a04 = 0.0f32;
-        let mut a05 = 0.0f32;
-        let mut a06 = 0.0f32;
-        let mut a07 = 0.0f32;
-        let mut a10 = 0.0f32;
-        let mut a11 = 0.0f32;
-        let mut a12 = 0.0f32;
-        let mut a13 = 0.0f32;
-        let mut a14 = 0.0f32;
-        let mut a15 = 0.0f32;
-        let mut a16 = 0.0f32;
-        let mut a17 = 0.0f32;
+        let mut a0 = [0.0f32; 8];
+        let mut a1 = [0.0f32; 8];
         for k in 0..nn {
             let mut u0 = own0;
             let mut u1 = own1;
@@ -127,75 +113,27 @@ fn reduce_row(
                 u0 = load_vec16(&p[i0]);
                 u1 = load_vec16(&p[i1]);
             }
-            a00 += vec16_get(u0, 0) as f32;
-            a01 += vec16_get(u0, 1) as f32;
-            a02 += vec16_get(u0, 2) as f32;
-            a03 += vec16_get(u0, 3) as f32;
-            a04 += vec16_get(u0, 4) as f32;
-            a05 += vec16_get(u0, 5) as f32;
-            a06 += vec16_get(u0, 6) as f32;
-            a07 += vec16_get(u0, 7) as f32;
-            a10 += vec16_get(u1, 0) as f32;
-            a11 += vec16_get(u1, 1) as f32;
-            a12 += vec16_get(u1, 2) as f32;
-            a13 += vec16_get(u1, 3) as f32;
-            a14 += vec16_get(u1, 4) as f32;
-            a15 += vec16_get(u1, 5) as f32;
-            a16 += vec16_get(u1, 6) as f32;
-            a17 += vec16_get(u1, 7) as f32;
+            for j in 0..8 {
+                a0[j] += vec16_get(u0, j as u32) as f32;
+            }
+            for j in 0..8 {
+                a1[j] += vec16_get(u1, j as u32) as f32;
+            }
         }
         let mut o0 = r0;
         let mut o1 = r1;
         let mut ss0 = 0.0f32;
         let mut ss1 = 0.0f32;
-        let q = (a00 + vec16_get(r0, 0) as f32) as bf16;
-        o0 = vec16_set(o0, 0, q);
-        ss0 += q as f32 * q as f32;
-        let q = (a01 + vec16_get(r0, 1) as f32) as bf16;
-        o0 = vec16_set(o0, 1, q);
-        ss0 += q as f32 * q as f32;
-        let q = (a02 + vec16_get(r0, 2) as f32) as bf16;
-        o0 = vec16_set(o0, 2, q);
-        ss0 += q as f32 * q as f32;
-        let q = (a03 + vec16_get(r0, 3) as f32) as bf16;
-        o0 = vec16_set(o0, 3, q);
-        ss0 += q as f32 * q as f32;
-        let q = (a04 + vec16_get(r0, 4) as f32) as bf16;
-        o0 = vec16_set(o0, 4, q);
-        ss0 += q as f32 * q as f32;
-        let q = (a05 + vec16_get(r0, 5) as f32) as bf16;
-        o0 = vec16_set(o0, 5, q);
-        ss0 += q as f32 * q as f32;
-        let q = (a06 + vec16_get(r0, 6) as f32) as bf16;
-        o0 = vec16_set(o0, 6, q);
-        ss0 += q as f32 * q as f32;
-        let q = (a07 + vec16_get(r0, 7) as f32) as bf16;
-        o0 = vec16_set(o0, 7, q);
-        ss0 += q as f32 * q as f32;
-        let q = (a10 + vec16_get(r1, 0) as f32) as bf16;
-        o1 = vec16_set(o1, 0, q);
-        ss1 += q as f32 * q as f32;
-        let q = (a11 + vec16_get(r1, 1) as f32) as bf16;
-        o1 = vec16_set(o1, 1, q);
-        ss1 += q as f32 * q as f32;
-        let q = (a12 + vec16_get(r1, 2) as f32) as bf16;
-        o1 = vec16_set(o1, 2, q);
-        ss1 += q as f32 * q as f32;
-        let q = (a13 + vec16_get(r1, 3) as f32) as bf16;
-        o1 = vec16_set(o1, 3, q);
-        ss1 += q as f32 * q as f32;
-        let q = (a14 + vec16_get(r1, 4) as f32) as bf16;
-        o1 = vec16_set(o1, 4, q);
-        ss1 += q as f32 * q as f32;
-        let q = (a15 + vec16_get(r1, 5) as f32) as bf16;
-        o1 = vec16_set(o1, 5, q);
-        ss1 += q as f32 * q as f32;
-        let q = (a16 + vec16_get(r1, 6) as f32) as bf16;
-        o1 = vec16_set(o1, 6, q);
-        ss1 += q as f32 * q as f32;
-        let q = (a17 + vec16_get(r1, 7) as f32) as bf16;
-        o1 = vec16_set(o1, 7, q);
-        ss1 += q as f32 * q as f32;
+        for j in 0..8 {
+            let q = (a0[j] + vec16_get(r0, j as u32) as f32) as bf16;
+            o0 = vec16_set(o0, j as u32, q);
+            ss0 += q as f32 * q as f32;
+        }
+        for j in 0..8 {
+            let q = (a1[j] + vec16_get(r1, j as u32) as f32) as bf16;
+            o1 = vec16_set(o1, j as u32, q);
+            ss1 += q as f32 * q as f32;
+        }
         ss += ss0;
         if two {
             ss += ss1;
@@ -409,94 +347,32 @@ pub fn allreduce_add_rmsnorm_ll(
             let j1 = if two { j0 + stride * 8 } else { j0 };
             let r0 = load_vec16(&residual[base + j0]);
             let r1 = load_vec16(&residual[base + j1]);
-            let mut a00 = 0.0f32;
-            let mut a01 = 0.0f32;
-            let mut a02 = 0.0f32;
-            let mut a03 = 0.0f32;
-            let mut a04 = 0.0f32;
-            let mut a05 = 0.0f32;
-            let mut a06 = 0.0f32;
-            let mut a07 = 0.0f32;
-            let mut a10 = 0.0f32;
-            let mut a11 = 0.0f32;
-            let mut a12 = 0.0f32;
-            let mut a13 = 0.0f32;
-            let mut a14 = 0.0f32;
-            let mut a15 = 0.0f32;
-            let mut a16 = 0.0f32;
-            let mut a17 = 0.0f32;
+            let mut a0 = [0.0f32; 8];
+            let mut a1 = [0.0f32; 8];
             for k in 0..nn {
                 let u0 = load_vec16(&g[k * h + j0]);
                 let u1 = load_vec16(&g[k * h + j1]);
-                a00 += vec16_get(u0, 0) as f32;
-                a01 += vec16_get(u0, 1) as f32;
-                a02 += vec16_get(u0, 2) as f32;
-                a03 += vec16_get(u0, 3) as f32;
-                a04 += vec16_get(u0, 4) as f32;
-                a05 += vec16_get(u0, 5) as f32;
-                a06 += vec16_get(u0, 6) as f32;
-                a07 += vec16_get(u0, 7) as f32;
-                a10 += vec16_get(u1, 0) as f32;
-                a11 += vec16_get(u1, 1) as f32;
-                a12 += vec16_get(u1, 2) as f32;
-                a13 += vec16_get(u1, 3) as f32;
-                a14 += vec16_get(u1, 4) as f32;
-                a15 += vec16_get(u1, 5) as f32;
-                a16 += vec16_get(u1, 6) as f32;
-                a17 += vec16_get(u1, 7) as f32;
+                for j in 0..8 {
+                    a0[j] += vec16_get(u0, j as u32) as f32;
+                }
+                for j in 0..8 {
+                    a1[j] += vec16_get(u1, j as u32) as f32;
+                }
             }
             let mut o0 = r0;
             let mut o1 = r1;
             let mut ss0 = 0.0f32;
             let mut ss1 = 0.0f32;
-            let q = (a00 + vec16_get(r0, 0) as f32) as bf16;
-            o0 = vec16_set(o0, 0, q);
-            ss0 += q as f32 * q as f32;
-            let q = (a01 + vec16_get(r0, 1) as f32) as bf16;
-            o0 = vec16_set(o0, 1, q);
-            ss0 += q as f32 * q as f32;
-            let q = (a02 + vec16_get(r0, 2) as f32) as bf16;
-            o0 = vec16_set(o0, 2, q);
-            ss0 += q as f32 * q as f32;
-            let q = (a03 + vec16_get(r0, 3) as f32) as bf16;
-            o0 = vec16_set(o0, 3, q);
-            ss0 += q as f32 * q as f32;
-            let q = (a04 + vec16_get(r0, 4) as f32) as bf16;
-            o0 = vec16_set(o0, 4, q);
-            ss0 += q as f32 * q as f32;
-            let q = (a05 + vec16_get(r0, 5) as f32) as bf16;
-            o0 = vec16_set(o0, 5, q);
-            ss0 += q as f32 * q as f32;
-            let q = (a06 + vec16_get(r0, 6) as f32) as bf16;
-            o0 = vec16_set(o0, 6, q);
-            ss0 += q as f32 * q as f32;
-            let q = (a07 + vec16_get(r0, 7) as f32) as bf16;
-            o0 = vec16_set(o0, 7, q);
-            ss0 += q as f32 * q as f32;
-            let q = (a10 + vec16_get(r1, 0) as f32) as bf16;
-            o1 = vec16_set(o1, 0, q);
-            ss1 += q as f32 * q as f32;
-            let q = (a11 + vec16_get(r1, 1) as f32) as bf16;
-            o1 = vec16_set(o1, 1, q);
-            ss1 += q as f32 * q as f32;
-            let q = (a12 + vec16_get(r1, 2) as f32) as bf16;
-            o1 = vec16_set(o1, 2, q);
-            ss1 += q as f32 * q as f32;
-            let q = (a13 + vec16_get(r1, 3) as f32) as bf16;
-            o1 = vec16_set(o1, 3, q);
-            ss1 += q as f32 * q as f32;
-            let q = (a14 + vec16_get(r1, 4) as f32) as bf16;
-            o1 = vec16_set(o1, 4, q);
-            ss1 += q as f32 * q as f32;
-            let q = (a15 + vec16_get(r1, 5) as f32) as bf16;
-            o1 = vec16_set(o1, 5, q);
-            ss1 += q as f32 * q as f32;
-            let q = (a16 + vec16_get(r1, 6) as f32) as bf16;
-            o1 = vec16_set(o1, 6, q);
-            ss1 += q as f32 * q as f32;
-            let q = (a17 + vec16_get(r1, 7) as f32) as bf16;
-            o1 = vec16_set(o1, 7, q);
-            ss1 += q as f32 * q as f32;
+            for j in 0..8 {
+                let q = (a0[j] + vec16_get(r0, j as u32) as f32) as bf16;
+                o0 = vec16_set(o0, j as u32, q);
+                ss0 += q as f32 * q as f32;
+            }
+            for j in 0..8 {
+                let q = (a1[j] + vec16_get(r1, j as u32) as f32) as bf16;
+                o1 = vec16_set(o1, j as u32, q);
+                ss1 += q as f32 * q as f32;
+            }
             ss += ss0;
             if two {
                 ss += ss1;

@@ -369,38 +369,21 @@ pub fn moe_combine_send(
                 }
             }
             let mut o = load_vec16(&expert_out[p0 as usize * h + v * 8]);
-            let mut a0 = 0.0f32;
-            let mut a1 = 0.0f32;
-            let mut a2 = 0.0f32;
-            let mut a3 = 0.0f32;
-            let mut a4 = 0.0f32;
-            let mut a5 = 0.0f32;
-            let mut a6 = 0.0f32;
-            let mut a7 = 0.0f32;
+            let mut acc = [0.0f32; 8];
             for j in 0..kk {
                 let p = row_pairs[rk + j];
                 let q = if p >= 0 { p } else { p0 };
                 let y = load_vec16(&expert_out[q as usize * h + v * 8]);
                 if p >= 0 {
                     let wj = recv_w[rk + j];
-                    a0 = wj.mul_add(vec16_get(y, 0) as f32, a0);
-                    a1 = wj.mul_add(vec16_get(y, 1) as f32, a1);
-                    a2 = wj.mul_add(vec16_get(y, 2) as f32, a2);
-                    a3 = wj.mul_add(vec16_get(y, 3) as f32, a3);
-                    a4 = wj.mul_add(vec16_get(y, 4) as f32, a4);
-                    a5 = wj.mul_add(vec16_get(y, 5) as f32, a5);
-                    a6 = wj.mul_add(vec16_get(y, 6) as f32, a6);
-                    a7 = wj.mul_add(vec16_get(y, 7) as f32, a7);
+                    for e in 0..8 {
+                        acc[e] = wj.mul_add(vec16_get(y, e as u32) as f32, acc[e]);
+                    }
                 }
             }
-            o = vec16_set(o, 0, a0 as bf16);
-            o = vec16_set(o, 1, a1 as bf16);
-            o = vec16_set(o, 2, a2 as bf16);
-            o = vec16_set(o, 3, a3 as bf16);
-            o = vec16_set(o, 4, a4 as bf16);
-            o = vec16_set(o, 5, a5 as bf16);
-            o = vec16_set(o, 6, a6 as bf16);
-            o = vec16_set(o, 7, a7 as bf16);
+            for e in 0..8 {
+                o = vec16_set(o, e as u32, acc[e] as bf16);
+            }
             let src = recv_src[2 * row];
             let tok = recv_src[2 * row + 1] as usize;
             let db = (mine * max_tokens as usize + tok) * h;
@@ -469,37 +452,20 @@ pub fn moe_combine_reduce(
                 }
             } else {
                 let mut o = load_vec16(&comb[(first * mt + tok) * h + v * 8]);
-                let mut a0 = 0.0f32;
-                let mut a1 = 0.0f32;
-                let mut a2 = 0.0f32;
-                let mut a3 = 0.0f32;
-                let mut a4 = 0.0f32;
-                let mut a5 = 0.0f32;
-                let mut a6 = 0.0f32;
-                let mut a7 = 0.0f32;
+                let mut acc = [0.0f32; 8];
                 for d in 0..nn {
                     let hit = tok_rank[tok * nn + d] >= 0;
                     let q = if hit { d } else { first };
                     let y = load_vec16(&comb[(q * mt + tok) * h + v * 8]);
                     if hit {
-                        a0 += vec16_get(y, 0) as f32;
-                        a1 += vec16_get(y, 1) as f32;
-                        a2 += vec16_get(y, 2) as f32;
-                        a3 += vec16_get(y, 3) as f32;
-                        a4 += vec16_get(y, 4) as f32;
-                        a5 += vec16_get(y, 5) as f32;
-                        a6 += vec16_get(y, 6) as f32;
-                        a7 += vec16_get(y, 7) as f32;
+                        for e in 0..8 {
+                            acc[e] += vec16_get(y, e as u32) as f32;
+                        }
                     }
                 }
-                o = vec16_set(o, 0, a0 as bf16);
-                o = vec16_set(o, 1, a1 as bf16);
-                o = vec16_set(o, 2, a2 as bf16);
-                o = vec16_set(o, 3, a3 as bf16);
-                o = vec16_set(o, 4, a4 as bf16);
-                o = vec16_set(o, 5, a5 as bf16);
-                o = vec16_set(o, 6, a6 as bf16);
-                o = vec16_set(o, 7, a7 as bf16);
+                for e in 0..8 {
+                    o = vec16_set(o, e as u32, acc[e] as bf16);
+                }
                 store_vec16(&mut out[tok * h + v * 8], o);
             }
         }

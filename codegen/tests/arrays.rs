@@ -1,0 +1,206 @@
+//! Local arrays (`[0f32; 8]`, `[a, b, c]`): what the emitted CUDA holds beyond the corpus
+//! snapshots: the loops that unroll, the element type inference fixes, the fill value evaluated
+//! once, the checked variant's named index check, and errors that need no trybuild fixture.
+
+use pgas_codegen::{compile_file, CompiledKernel};
+
+fn compile(src: &str) -> Vec<CompiledKernel> {
+    match compile_file(src, "k.rs") {
+        Ok(k) => k,
+        Err(errors) => {
+            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            panic!("does not compile:\n{}", list.join("\n"))
+        }
+    }
+}
+
+fn errors(src: &str) -> String {
+    match compile_file(src, "k.rs") {
+        Ok(_) => panic!("compiled, but should not have"),
+        Err(errors) => {
+            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            list.join("\n")
+        }
+    }
+}
+
+/// The line of `text` and the one before it.
+fn line_before(src: &str, text: &str) -> String {
+    let lines: Vec<&str> = src.lines().collect();
+    let i = lines
+        .iter()
+        .position(|l| l.contains(text))
+        .unwrap_or_else(|| panic!("no line with {text:?} in\n{src}"));
+    format!("{}\n{}", lines[i.saturating_sub(1)].trim(), lines[i].trim())
+}
+
+/// The example of docs/dsl.md, "Local arrays".
+const DOC_EXAMPLE: &str = r#"
+use pgas::prelude::*;
+#[pgas_kernel]
+fn column_sums(out: &mut CudaSlice<f32>, x: &CudaSlice<f32>, rows: usize) {
+    let t = global_thread_idx();
+    let mut acc = [0.0f32; 8];
+    let w = [1.0f32, 0.5, 2.0, -1.0];
+    for r in (t..rows).step_by(4096) {
+        for j in 0..acc.len() {
+            acc[j] += x[r * 8 + j];
+        }
+    }
+    for j in 0..8 {
+        out[t * 8 + j] = acc[j] * w[j % 4];
+    }
+}
+"#;
+
+#[test]
+fn the_doc_example_is_a_register_array_with_unrolled_loops() {
+    let k = &compile(DOC_EXAMPLE)[0];
+    let plain = &k.plain;
+    assert!(plain.contains("float acc[8];"), "{plain}");
+    assert!(
+        plain.contains("float w[4] = {1.0f, 0.5f, 2.0f, -1.0f};"),
+        "{plain}"
+    );
+    // Both loops over `j` unroll; the row loop does not.
+    assert_eq!(
+        line_before(plain, "for (size_t j = "),
+        "#pragma unroll\nfor (size_t j = (size_t)0, j_end = ((size_t)8); j < j_end; ++j) {"
+    );
+    assert!(line_before(plain, "for (size_t j_1 = ").starts_with("#pragma unroll"));
+    assert!(!line_before(plain, "for (size_t r = ").starts_with("#pragma unroll"));
+    assert!(!plain.contains("pgas_check_local_index"));
+    let checked = &k.checked;
+    assert!(checked.contains("long long pgas_check_local_index("));
+    assert!(checked.contains("acc[pgas_check_local_index(j, 8, \"acc\", "));
+}
+
+#[test]
+fn sources_without_arrays_do_not_carry_the_check() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_kernel]
+fn k(x: &mut CudaSlice<f32>) {
+    x[0] = 1.0;
+}
+"#;
+    assert!(!compile(src)[0].checked.contains("pgas_check_local_index"));
+}
+
+#[test]
+fn unsuffixed_elements_take_their_type_from_uses() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_kernel]
+fn k(x: &mut CudaSlice<f32>, i: u32) {
+    let mut a = [0.0; 4];
+    let b = [0.0; 2];
+    let c = [1, 2, 3];
+    let d = [7; 2];
+    for j in 0..4 {
+        a[j] += x[j];
+    }
+    x[0] = a[1] + b[0] as f32 + c[i] as f32 + d[i as usize % 2] as f32;
+}
+"#;
+    let plain = &compile(src)[0].plain;
+    assert!(plain.contains("float a[4];"), "{plain}");
+    assert!(plain.contains("double b[2];"), "{plain}");
+    assert!(plain.contains("int32_t c[3] = {1, 2, 3};"), "{plain}");
+    assert!(plain.contains("int32_t d[2];"), "{plain}");
+    // Any integer indexes a local array, as it is.
+    assert!(plain.contains("c[i]"), "{plain}");
+}
+
+#[test]
+fn the_fill_value_is_evaluated_once_and_an_index_through_a_let_unrolls() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_kernel]
+fn k(x: &mut CudaSlice<f32>) {
+    let mut a = [x[0] * 2.0; 16];
+    for j in 0..8 {
+        let k2 = j * 2;
+        a[k2] = 1.0;
+    }
+    x[1] = a[3];
+}
+"#;
+    let plain = &compile(src)[0].plain;
+    assert!(
+        plain.contains("const float pgas_fill = x[(size_t)0] * 2.0f;"),
+        "{plain}"
+    );
+    assert!(plain.contains("a[pgas_k] = pgas_fill;"), "{plain}");
+    assert!(
+        line_before(plain, "for (size_t j = ").starts_with("#pragma unroll"),
+        "{plain}"
+    );
+}
+
+#[test]
+fn a_device_function_with_an_array_brings_the_check_into_the_kernel() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_device]
+fn pick(i: usize) -> f32 {
+    let t = [1.0f32, 2.0, 4.0];
+    t[i]
+}
+#[pgas_kernel]
+fn k(x: &mut CudaSlice<f32>) {
+    x[0] = pick(2);
+}
+"#;
+    let k = &compile(src)[0];
+    assert!(k.checked.contains("long long pgas_check_local_index("));
+    assert!(k.checked.contains("t[pgas_check_local_index(i, 3, \"t\", "));
+}
+
+#[test]
+fn a_comptime_length_is_a_constant_with_a_static_assert() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_kernel]
+fn k(x: &mut CudaSlice<f32>, #[comptime] n: usize) {
+    let mut a = [0f32; n * 2];
+    for j in 0..a.len() {
+        a[j] = x[j];
+    }
+    x[0] = a[0];
+}
+"#;
+    let plain = &compile(src)[0].plain;
+    assert!(
+        plain.contains("const unsigned long long a_len = n * (size_t)2;"),
+        "{plain}"
+    );
+    assert!(
+        plain.contains("static_assert(a_len >= 1 && a_len <= 256, "),
+        "{plain}"
+    );
+    assert!(plain.contains("float a[a_len];"), "{plain}");
+    assert!(plain.contains("j_end = ((size_t)a_len)"), "{plain}");
+}
+
+#[test]
+fn arrays_are_not_values() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_kernel]
+fn k(x: &mut CudaSlice<f32>, c: bool) {
+    let a = [1.0f32; 2];
+    let b = [2.0f32; 2];
+    let big = [0u8; 300];
+    x[0] = if c { a } else { b }[0];
+    x[1] = a + b;
+    x[2] = a.len() + big[0];
+}
+"#;
+    let e = errors(src);
+    assert!(
+        e.contains("a local array of 300 elements is too large"),
+        "{e}"
+    );
+    assert!(e.contains("cannot apply `+` to type `[f32; 2]`"), "{e}");
+}
