@@ -17,7 +17,8 @@
 //! | `expr.rs` | the expression walk: literals, variables, operators, casts, assignment |
 //! | `array.rs` | local arrays `[0f32; 8]`, `[x, y]`: element type, length, indexing |
 //! | `buffer.rs` | indexing, slices, element addresses, buffer kinds and mutability |
-//! | `call.rs` | device-function and intrinsic calls; records callees and collectives |
+//! | `call.rs` | calls: device functions against their signatures, which calls are intrinsics; records callees |
+//! | `intrinsic.rs` | intrinsic calls against their rows (`T`, argument kinds); records collectives and support code |
 //! | `tensor.rs` | fragments, 16-byte tile accesses, compile-time constants, unrolled loops |
 //! | `finish.rs` | the final pass: default literal types, literal ranges, unread locals |
 
@@ -28,6 +29,7 @@ mod checker;
 mod expr;
 mod finish;
 mod infer;
+mod intrinsic;
 mod scope;
 mod stmt;
 mod tensor;
