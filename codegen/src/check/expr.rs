@@ -62,77 +62,14 @@ impl Checker<'_> {
         let span = e.span;
         let expect = expect.map(|t| self.resolve(t));
         match &mut e.kind {
-            ExprKind::Int(v, suffix) => match suffix {
-                Some(s) => Ty::Scalar(*s),
-                None => match expect {
-                    Some(Ty::Scalar(s)) if s.is_int() => Ty::Scalar(s),
-                    Some(Ty::Var(x)) if matches!(self.slots[x as usize], Slot::Int) => Ty::Var(x),
-                    _ => {
-                        let _ = v;
-                        self.fresh(Slot::Int)
-                    }
-                },
-            },
-            ExprKind::Float(_, suffix) => match suffix {
-                Some(s) => Ty::Scalar(*s),
-                None => match expect {
-                    Some(Ty::Scalar(s)) if s.is_float() && !s.is_fp8() => Ty::Scalar(s),
-                    Some(Ty::Var(x)) if matches!(self.slots[x as usize], Slot::Float) => Ty::Var(x),
-                    _ => self.fresh(Slot::Float),
-                },
-            },
+            ExprKind::Int(_, suffix) => self.int_literal(*suffix, expect),
+            ExprKind::Float(_, suffix) => self.float_literal(*suffix, expect),
             ExprKind::Bool(_) => Ty::Scalar(Scalar::Bool),
-            ExprKind::Var { name, c_name } => match self.lookup(name) {
-                Some(i) => {
-                    let l = &self.locals[i];
-                    *c_name = l.c_name.clone();
-                    self.read.insert(l.c_name.clone());
-                    l.ty
-                }
-                None => {
-                    let msg = if intrinsics::free(name).is_some()
-                        || self.sigs.contains_key(name.as_str())
-                    {
-                        format!("`{name}` is a function; call it: `{name}(...)`")
-                    } else {
-                        format!("cannot find `{name}` in this kernel; kernels see only their parameters and locals (no host globals or constants)")
-                    };
-                    self.errors.push(span, msg);
-                    Ty::Error
-                }
-            },
+            ExprKind::Var { name, c_name } => self.var_expr(name, c_name, span),
             ExprKind::Enum(en, _) => Ty::Enum(*en),
             ExprKind::Unary(op, inner) => {
-                let t = self.expr(inner, expect, Ctx::Nested);
-                let r = self.resolve(t);
-                match op {
-                    UnOp::Neg => {
-                        if self.fp8_arith(r, "-", span) {
-                            return Ty::Error;
-                        }
-                        let bad = match r {
-                            Ty::Scalar(s) => {
-                                s == Scalar::Bool || (s.is_int() && !s.is_signed_int())
-                            }
-                            _ => !self.is_numeric(r),
-                        };
-                        if bad {
-                            let shown = self.show(r);
-                            self.errors
-                                .push(span, format!("cannot apply unary `-` to type `{shown}`"));
-                            return Ty::Error;
-                        }
-                    }
-                    UnOp::Not => {
-                        let ok = matches!(r, Ty::Scalar(Scalar::Bool)) || self.is_int(r);
-                        if !ok {
-                            let shown = self.show(r);
-                            self.errors.push(span, format!("cannot apply `!` to type `{shown}`; it works on `bool` and integers"));
-                            return Ty::Error;
-                        }
-                    }
-                }
-                t
+                let op = *op;
+                self.unary(op, inner, expect, span)
             }
             ExprKind::Binary(op, l, r) => {
                 let op = *op;
@@ -140,63 +77,12 @@ impl Checker<'_> {
             }
             ExprKind::Cast(inner, target) => {
                 let target = *target;
-                let t = self.expr(inner, None, Ctx::Nested);
-                let from = self.concrete(t);
-                match from {
-                    Ty::Scalar(s) => {
-                        let ok = if target == Scalar::Bool {
-                            s == Scalar::Bool
-                        } else if s == Scalar::Bool {
-                            target.is_int()
-                        } else {
-                            true
-                        };
-                        if !ok {
-                            let hint = if target == Scalar::Bool {
-                                "; compare instead: `x != 0`"
-                            } else {
-                                ""
-                            };
-                            self.errors
-                                .push(span, format!("cannot cast `{s}` as `{target}`{hint}"));
-                            return Ty::Error;
-                        }
-                        Ty::Scalar(target)
-                    }
-                    Ty::Error => Ty::Error,
-                    other => {
-                        let shown = self.show(other);
-                        self.errors.push(span, format!("cannot cast `{shown}` as `{target}`; `as` converts between scalar types"));
-                        Ty::Error
-                    }
-                }
+                self.cast(inner, target, span)
             }
-            ExprKind::Assign(l, r) => {
-                let lt = self.place(l);
-                if lt != Ty::Error {
-                    self.expect(r, lt, Ctx::Stmt);
-                } else {
-                    self.expr(r, None, Ctx::Stmt);
-                }
-                Ty::Unit
-            }
+            ExprKind::Assign(l, r) => self.assign(l, r),
             ExprKind::AssignOp(op, l, r) => {
                 let op = *op;
-                let lt = self.place(l);
-                if lt == Ty::Error {
-                    self.expr(r, None, Ctx::Nested);
-                    return Ty::Unit;
-                }
-                if matches!(op, BinOp::Shl | BinOp::Shr) {
-                    let rt = self.expr(r, None, Ctx::Nested);
-                    if !self.is_int(lt) || !self.is_int(rt) {
-                        self.errors.push(span, "shifts take integers");
-                    }
-                } else {
-                    let rt = self.expr(r, Some(lt), Ctx::Nested);
-                    self.arith_operands(op, lt, rt, span);
-                }
-                Ty::Unit
+                self.assign_op(op, l, r, span)
             }
             ExprKind::Index(..) | ExprKind::Slice { .. } | ExprKind::ElemRef { .. } => {
                 self.buffer_expr(e, ctx)
@@ -213,6 +99,159 @@ impl Checker<'_> {
             | ExprKind::Return(_)
             | ExprKind::Assert { .. } => self.control_expr(e, expect, ctx),
         }
+    }
+
+    /// An integer literal: its suffix's type, else the expected integer type, else a fresh
+    /// integer variable (`i32` unless something fixes it).
+    fn int_literal(&mut self, suffix: Option<Scalar>, expect: Option<Ty>) -> Ty {
+        match suffix {
+            Some(s) => Ty::Scalar(s),
+            None => match expect {
+                Some(Ty::Scalar(s)) if s.is_int() => Ty::Scalar(s),
+                Some(Ty::Var(x)) if matches!(self.slots[x as usize], Slot::Int) => Ty::Var(x),
+                _ => self.fresh(Slot::Int),
+            },
+        }
+    }
+
+    /// A float literal: its suffix's type, else the expected float type (FP8 has no
+    /// literals), else a fresh float variable.
+    fn float_literal(&mut self, suffix: Option<Scalar>, expect: Option<Ty>) -> Ty {
+        match suffix {
+            Some(s) => Ty::Scalar(s),
+            None => match expect {
+                Some(Ty::Scalar(s)) if s.is_float() && !s.is_fp8() => Ty::Scalar(s),
+                Some(Ty::Var(x)) if matches!(self.slots[x as usize], Slot::Float) => Ty::Var(x),
+                _ => self.fresh(Slot::Float),
+            },
+        }
+    }
+
+    /// A variable read: a parameter or local in scope, whose C name it takes.
+    fn var_expr(&mut self, name: &str, c_name: &mut String, span: Sp) -> Ty {
+        match self.lookup(name) {
+            Some(i) => {
+                let l = &self.locals[i];
+                *c_name = l.c_name.clone();
+                self.read.insert(l.c_name.clone());
+                l.ty
+            }
+            None => {
+                let msg = if intrinsics::free(name).is_some() || self.sigs.contains_key(name) {
+                    format!("`{name}` is a function; call it: `{name}(...)`")
+                } else {
+                    format!("cannot find `{name}` in this kernel; kernels see only their parameters and locals (no host globals or constants)")
+                };
+                self.errors.push(span, msg);
+                Ty::Error
+            }
+        }
+    }
+
+    /// `-x` (signed integers and floats, not FP8) and `!x` (`bool` and integers).
+    fn unary(&mut self, op: UnOp, inner: &mut Expr, expect: Option<Ty>, span: Sp) -> Ty {
+        let t = self.expr(inner, expect, Ctx::Nested);
+        let r = self.resolve(t);
+        match op {
+            UnOp::Neg => {
+                if self.fp8_arith(r, "-", span) {
+                    return Ty::Error;
+                }
+                let bad = match r {
+                    Ty::Scalar(s) => s == Scalar::Bool || (s.is_int() && !s.is_signed_int()),
+                    _ => !self.is_numeric(r),
+                };
+                if bad {
+                    let shown = self.show(r);
+                    self.errors
+                        .push(span, format!("cannot apply unary `-` to type `{shown}`"));
+                    return Ty::Error;
+                }
+            }
+            UnOp::Not => {
+                let ok = matches!(r, Ty::Scalar(Scalar::Bool)) || self.is_int(r);
+                if !ok {
+                    let shown = self.show(r);
+                    self.errors.push(
+                        span,
+                        format!(
+                            "cannot apply `!` to type `{shown}`; it works on `bool` and integers"
+                        ),
+                    );
+                    return Ty::Error;
+                }
+            }
+        }
+        t
+    }
+
+    /// `x as T`: between scalar types, `bool` only from `bool` and only to integers.
+    fn cast(&mut self, inner: &mut Expr, target: Scalar, span: Sp) -> Ty {
+        let t = self.expr(inner, None, Ctx::Nested);
+        let from = self.concrete(t);
+        match from {
+            Ty::Scalar(s) => {
+                let ok = if target == Scalar::Bool {
+                    s == Scalar::Bool
+                } else if s == Scalar::Bool {
+                    target.is_int()
+                } else {
+                    true
+                };
+                if !ok {
+                    let hint = if target == Scalar::Bool {
+                        "; compare instead: `x != 0`"
+                    } else {
+                        ""
+                    };
+                    self.errors
+                        .push(span, format!("cannot cast `{s}` as `{target}`{hint}"));
+                    return Ty::Error;
+                }
+                Ty::Scalar(target)
+            }
+            Ty::Error => Ty::Error,
+            other => {
+                let shown = self.show(other);
+                self.errors.push(
+                    span,
+                    format!(
+                        "cannot cast `{shown}` as `{target}`; `as` converts between scalar types"
+                    ),
+                );
+                Ty::Error
+            }
+        }
+    }
+
+    /// `place = value`: the value takes the place's type.
+    fn assign(&mut self, l: &mut Expr, r: &mut Expr) -> Ty {
+        let lt = self.place(l);
+        if lt != Ty::Error {
+            self.expect(r, lt, Ctx::Stmt);
+        } else {
+            self.expr(r, None, Ctx::Stmt);
+        }
+        Ty::Unit
+    }
+
+    /// `place op= value`: shifts take integers, the other operators the arithmetic rules.
+    fn assign_op(&mut self, op: BinOp, l: &mut Expr, r: &mut Expr, span: Sp) -> Ty {
+        let lt = self.place(l);
+        if lt == Ty::Error {
+            self.expr(r, None, Ctx::Nested);
+            return Ty::Unit;
+        }
+        if matches!(op, BinOp::Shl | BinOp::Shr) {
+            let rt = self.expr(r, None, Ctx::Nested);
+            if !self.is_int(lt) || !self.is_int(rt) {
+                self.errors.push(span, "shifts take integers");
+            }
+        } else {
+            let rt = self.expr(r, Some(lt), Ctx::Nested);
+            self.arith_operands(op, lt, rt, span);
+        }
+        Ty::Unit
     }
 
     /// Check an assignment target; returns its type (or `Error`).

@@ -4,6 +4,7 @@
 //! what a function returns, not what an operator does.
 
 use super::checker::{ends_in_return, is_simple_block, is_simple_value, show_scalar, Checker, Ctx};
+use crate::error::Sp;
 use crate::intrinsics::{self, Group, Intrinsic, Ret};
 use crate::ir::*;
 use crate::types::{BufKind, BufTy, FragKind, FragTy, Scalar, Ty};
@@ -233,43 +234,7 @@ impl Checker<'_> {
     pub(super) fn control_expr(&mut self, e: &mut Expr, expect: Option<Ty>, ctx: Ctx) -> Ty {
         let span = e.span;
         match &mut e.kind {
-            ExprKind::If { cond, then, els } => {
-                self.expect(cond, Ty::Scalar(Scalar::Bool), Ctx::Nested);
-                let inner_ctx = if ctx == Ctx::Stmt {
-                    Ctx::Stmt
-                } else {
-                    Ctx::Nested
-                };
-                let tt = self.block(then, expect, inner_ctx);
-                match els {
-                    None => {
-                        if !matches!(self.resolve(tt), Ty::Unit | Ty::Never | Ty::Error) {
-                            let shown = self.show(tt);
-                            self.errors.push(then.span, format!("`if` without `else` has no value, but this block evaluates to `{shown}`; add `;` or an `else`"));
-                            return Ty::Error;
-                        }
-                        Ty::Unit
-                    }
-                    Some(els) => {
-                        let et = self.expr(els, expect.or(Some(tt)), inner_ctx);
-                        if ctx != Ctx::Stmt && !(is_simple_block(then) && is_simple_value(els)) {
-                            self.errors.push(span, "an `if` whose branches contain statements can only produce a value as a `let` initializer, an assignment, a `return` value or a block's last expression; bind it with `let` first");
-                        }
-                        if !self.unify(tt, et) {
-                            let (a, b) = (self.show(tt), self.show(et));
-                            self.errors.push(
-                                els.span,
-                                format!("`if` and `else` have incompatible types: `{a}` and `{b}`"),
-                            );
-                            return Ty::Error;
-                        }
-                        match self.resolve(tt) {
-                            Ty::Never => et,
-                            _ => tt,
-                        }
-                    }
-                }
-            }
+            ExprKind::If { cond, then, els } => self.if_expr(cond, then, els, expect, ctx, span),
             ExprKind::Block(b) => {
                 if ctx != Ctx::Stmt && !b.stmts.is_empty() {
                     self.errors.push(span, "a block with statements can only produce a value as a `let` initializer, an assignment, a `return` value or a block's last expression");
@@ -291,27 +256,11 @@ impl Checker<'_> {
                 body,
                 unroll,
             } => {
-                let st = self.expr(start, None, Ctx::Nested);
-                let et = self.expr(end, Some(st), Ctx::Nested);
-                if !self.unify(st, et) {
-                    let (a, b) = (self.show(st), self.show(et));
-                    self.errors.push(end.span, format!("the range ends have different types: `{a}` and `{b}`; convert one with `as`"));
-                } else if !self.is_int(st) {
-                    let shown = self.show(st);
-                    self.errors.push(
-                        start.span,
-                        format!("`for` ranges are over integers, not `{shown}`"),
-                    );
-                }
-                if let Some(s) = step {
-                    self.expect(s, Ty::Scalar(Scalar::Usize), Ctx::Nested);
-                }
+                let st = self.for_range(start, end, step.as_deref_mut());
                 self.scopes.push(Vec::new());
                 *c_var = self.declare(var, st, false, false, false);
                 *c_end = self.c_name(&format!("{c_var}_end"), false);
-                self.loop_depth += 1;
-                self.block(body, Some(Ty::Unit), Ctx::Stmt);
-                self.loop_depth -= 1;
+                self.loop_body(body);
                 self.scopes.pop();
                 *unroll = self.frag_index_vars.contains(c_var.as_str());
                 self.loop_body_unit(body);
@@ -319,16 +268,12 @@ impl Checker<'_> {
             }
             ExprKind::While { cond, body } => {
                 self.expect(cond, Ty::Scalar(Scalar::Bool), Ctx::Nested);
-                self.loop_depth += 1;
-                self.block(body, Some(Ty::Unit), Ctx::Stmt);
-                self.loop_depth -= 1;
+                self.loop_body(body);
                 self.loop_body_unit(body);
                 Ty::Unit
             }
             ExprKind::Loop(body) => {
-                self.loop_depth += 1;
-                self.block(body, Some(Ty::Unit), Ctx::Stmt);
-                self.loop_depth -= 1;
+                self.loop_body(body);
                 self.loop_body_unit(body);
                 Ty::Unit
             }
@@ -340,29 +285,7 @@ impl Checker<'_> {
                 Ty::Never
             }
             ExprKind::Return(value) => {
-                let ret = self.ret;
-                match value {
-                    Some(v) => {
-                        if ret == Ty::Unit {
-                            self.expr(v, None, Ctx::Stmt);
-                            self.errors
-                                .push(v.span, "this function returns nothing; use `return;`");
-                        } else {
-                            self.expect(v, ret, Ctx::Stmt);
-                        }
-                    }
-                    None => {
-                        if ret != Ty::Unit {
-                            self.errors.push(
-                                span,
-                                format!(
-                                    "this function returns `{}`: `return value;`",
-                                    show_scalar(ret)
-                                ),
-                            );
-                        }
-                    }
-                }
+                self.return_value(value.as_deref_mut(), span);
                 Ty::Never
             }
             ExprKind::Assert { cond, .. } => {
@@ -370,6 +293,110 @@ impl Checker<'_> {
                 Ty::Unit
             }
             _ => unreachable!("control_expr takes control flow only"),
+        }
+    }
+
+    /// `if cond { then } else { els }`: without `else` it has no value; with one, both branches
+    /// have one type, and branches with statements produce a value only in a statement context.
+    fn if_expr(
+        &mut self,
+        cond: &mut Expr,
+        then: &mut Block,
+        els: &mut Option<Box<Expr>>,
+        expect: Option<Ty>,
+        ctx: Ctx,
+        span: Sp,
+    ) -> Ty {
+        self.expect(cond, Ty::Scalar(Scalar::Bool), Ctx::Nested);
+        let inner_ctx = if ctx == Ctx::Stmt {
+            Ctx::Stmt
+        } else {
+            Ctx::Nested
+        };
+        let tt = self.block(then, expect, inner_ctx);
+        let Some(els) = els else {
+            if !matches!(self.resolve(tt), Ty::Unit | Ty::Never | Ty::Error) {
+                let shown = self.show(tt);
+                self.errors.push(then.span, format!("`if` without `else` has no value, but this block evaluates to `{shown}`; add `;` or an `else`"));
+                return Ty::Error;
+            }
+            return Ty::Unit;
+        };
+        let et = self.expr(els, expect.or(Some(tt)), inner_ctx);
+        if ctx != Ctx::Stmt && !(is_simple_block(then) && is_simple_value(els)) {
+            self.errors.push(span, "an `if` whose branches contain statements can only produce a value as a `let` initializer, an assignment, a `return` value or a block's last expression; bind it with `let` first");
+        }
+        if !self.unify(tt, et) {
+            let (a, b) = (self.show(tt), self.show(et));
+            self.errors.push(
+                els.span,
+                format!("`if` and `else` have incompatible types: `{a}` and `{b}`"),
+            );
+            return Ty::Error;
+        }
+        match self.resolve(tt) {
+            Ty::Never => et,
+            _ => tt,
+        }
+    }
+
+    /// A `for` loop's range `start..end` (integers of one type) and its `step_by` (`usize`);
+    /// returns the type of `start`, the loop variable's.
+    fn for_range(&mut self, start: &mut Expr, end: &mut Expr, step: Option<&mut Expr>) -> Ty {
+        let st = self.expr(start, None, Ctx::Nested);
+        let et = self.expr(end, Some(st), Ctx::Nested);
+        if !self.unify(st, et) {
+            let (a, b) = (self.show(st), self.show(et));
+            self.errors.push(
+                end.span,
+                format!(
+                    "the range ends have different types: `{a}` and `{b}`; convert one with `as`"
+                ),
+            );
+        } else if !self.is_int(st) {
+            let shown = self.show(st);
+            self.errors.push(
+                start.span,
+                format!("`for` ranges are over integers, not `{shown}`"),
+            );
+        }
+        if let Some(s) = step {
+            self.expect(s, Ty::Scalar(Scalar::Usize), Ctx::Nested);
+        }
+        st
+    }
+
+    /// A loop's body, one loop deeper (where `break` and `continue` may stand).
+    fn loop_body(&mut self, body: &mut Block) {
+        self.loop_depth += 1;
+        self.block(body, Some(Ty::Unit), Ctx::Stmt);
+        self.loop_depth -= 1;
+    }
+
+    /// `return value;` / `return;`, against the function's return type.
+    fn return_value(&mut self, value: Option<&mut Expr>, span: Sp) {
+        let ret = self.ret;
+        match value {
+            Some(v) => {
+                if ret == Ty::Unit {
+                    self.expr(v, None, Ctx::Stmt);
+                    self.errors
+                        .push(v.span, "this function returns nothing; use `return;`");
+                } else {
+                    self.expect(v, ret, Ctx::Stmt);
+                }
+            }
+            None => {
+                if ret != Ty::Unit {
+                    self.errors.push(
+                        span,
+                        format!(
+                            "this function returns `{}`: `return value;`",
+                            show_scalar(ret)
+                        ),
+                    );
+                }
+            }
         }
     }
 

@@ -22,31 +22,7 @@ impl Checker<'_> {
         pname: &str,
         fname: &str,
     ) -> Result<Option<Scalar>, ()> {
-        // TMA destinations and wgmma operands are shared-memory element addresses, wgmma
-        // accumulators `frag_c` fragments: the same rules, with their own emission.
-        let kind = match kind {
-            Arg::TmaDst(_) => Arg::Bytes16 {
-                space: Space::Shared,
-                mutable: true,
-            },
-            Arg::TmaSrc(_) => Arg::Bytes16 {
-                space: Space::Shared,
-                mutable: false,
-            },
-            Arg::WgTile { .. } => Arg::Bytes16 {
-                space: Space::Shared,
-                mutable: false,
-            },
-            Arg::WgAcc { .. } => Arg::Frag {
-                kind: FragKind::C,
-                mutable: true,
-            },
-            Arg::AccIn { .. } => Arg::Frag {
-                kind: FragKind::C,
-                mutable: false,
-            },
-            k => k,
-        };
+        let kind = checked_as(kind);
         let t = self.expr(a, None, Ctx::Arg);
         if t == Ty::Error {
             return Err(());
@@ -54,57 +30,11 @@ impl Checker<'_> {
         let span = a.span;
         let shown = self.show(t);
         match kind {
-            Arg::Bytes16 { space, mutable } => {
-                let Ty::ElemRef(b) = t else {
-                    let amp = if mutable { "&mut " } else { "&" };
-                    self.errors.push(span, format!("`{fname}` takes an element address `{amp}{pname}[i]` (16 bytes from there on) as `{pname}`, found `{shown}`"));
-                    return Err(());
-                };
-                let msg = match (space, b.kind) {
-                    (Space::Shared, BufKind::Shared) | (Space::Any, _) => None,
-                    (Space::Shared, _) => Some(format!("`{pname}` of `{fname}` must be in shared memory (a `shared_array` or `dyn_shared` buffer), found global memory (`{b}`): stage the tile with `cp_async_16` first")),
-                    (Space::Global, BufKind::Shared) => Some(format!("`{pname}` of `{fname}` must be in global memory (a `SymTensor`, `CudaSlice` or peer view), found shared memory")),
-                    (Space::Global, _) => None,
-                };
-                if let Some(msg) = msg {
-                    self.errors.push(span, msg);
-                    return Err(());
-                }
-                if mutable && !b.mutable {
-                    self.errors.push(span, format!("`{pname}` of `{fname}` is written: pass `&mut {pname}[i]` of a mutable buffer (found a read-only `{b}`)"));
-                    return Err(());
-                }
-                Ok(Some(b.elem))
-            }
+            Arg::Bytes16 { space, mutable } => self.bytes16_arg(space, mutable, a, t, pname, fname),
             Arg::Frag {
                 kind: want,
                 mutable,
-            } => {
-                let amp = if mutable { "&mut " } else { "&" };
-                let f = match t {
-                    Ty::Frag(f) if matches!(a.kind, ExprKind::ElemRef { .. }) => f,
-                    Ty::Frag(_) => {
-                        self.errors.push(
-                            span,
-                            format!("pass the fragment by reference: `{amp}{pname}[i]`"),
-                        );
-                        return Err(());
-                    }
-                    _ => {
-                        self.errors.push(span, format!("`{pname}` of `{fname}` is one fragment of a `{}` array, `{amp}{pname}[i]`; found `{shown}`", want.decl_name()));
-                        return Err(());
-                    }
-                };
-                if f.kind != want {
-                    self.errors.push(span, format!("`{pname}` of `{fname}` must be a fragment of a `{}` array, found one of a `{}` array", want.decl_name(), f.kind.decl_name()));
-                    return Err(());
-                }
-                if mutable && !f.mutable {
-                    self.errors.push(span, format!("`{fname}` writes `{pname}`: pass `&mut {pname}[i]` of a `let mut` fragment array"));
-                    return Err(());
-                }
-                Ok((want != FragKind::C).then_some(f.elem))
-            }
+            } => self.frag_arg(want, mutable, a, t, pname, fname),
             Arg::Vec16 => match t {
                 Ty::Vec16(s) => Ok(Some(s)),
                 _ => {
@@ -148,6 +78,80 @@ impl Checker<'_> {
             },
             _ => unreachable!("tensor_arg takes fragment, tile and vector arguments only"),
         }
+    }
+
+    /// A 16-byte element address `&x[i]` (`a`, checked to type `t`) in the memory `space`
+    /// asks for, of a mutable buffer if the instruction writes there; fixes `T`.
+    fn bytes16_arg(
+        &mut self,
+        space: Space,
+        mutable: bool,
+        a: &Expr,
+        t: Ty,
+        pname: &str,
+        fname: &str,
+    ) -> Result<Option<Scalar>, ()> {
+        let span = a.span;
+        let Ty::ElemRef(b) = t else {
+            let shown = self.show(t);
+            let amp = if mutable { "&mut " } else { "&" };
+            self.errors.push(span, format!("`{fname}` takes an element address `{amp}{pname}[i]` (16 bytes from there on) as `{pname}`, found `{shown}`"));
+            return Err(());
+        };
+        let msg = match (space, b.kind) {
+            (Space::Shared, BufKind::Shared) | (Space::Any, _) => None,
+            (Space::Shared, _) => Some(format!("`{pname}` of `{fname}` must be in shared memory (a `shared_array` or `dyn_shared` buffer), found global memory (`{b}`): stage the tile with `cp_async_16` first")),
+            (Space::Global, BufKind::Shared) => Some(format!("`{pname}` of `{fname}` must be in global memory (a `SymTensor`, `CudaSlice` or peer view), found shared memory")),
+            (Space::Global, _) => None,
+        };
+        if let Some(msg) = msg {
+            self.errors.push(span, msg);
+            return Err(());
+        }
+        if mutable && !b.mutable {
+            self.errors.push(span, format!("`{pname}` of `{fname}` is written: pass `&mut {pname}[i]` of a mutable buffer (found a read-only `{b}`)"));
+            return Err(());
+        }
+        Ok(Some(b.elem))
+    }
+
+    /// One fragment `&acc[i]` (`a`, checked to type `t`) of a `want` array, `&mut` if the
+    /// instruction writes it; an operand fragment fixes `T`, an accumulator does not.
+    fn frag_arg(
+        &mut self,
+        want: FragKind,
+        mutable: bool,
+        a: &Expr,
+        t: Ty,
+        pname: &str,
+        fname: &str,
+    ) -> Result<Option<Scalar>, ()> {
+        let span = a.span;
+        let amp = if mutable { "&mut " } else { "&" };
+        let f = match t {
+            Ty::Frag(f) if matches!(a.kind, ExprKind::ElemRef { .. }) => f,
+            Ty::Frag(_) => {
+                self.errors.push(
+                    span,
+                    format!("pass the fragment by reference: `{amp}{pname}[i]`"),
+                );
+                return Err(());
+            }
+            _ => {
+                let shown = self.show(t);
+                self.errors.push(span, format!("`{pname}` of `{fname}` is one fragment of a `{}` array, `{amp}{pname}[i]`; found `{shown}`", want.decl_name()));
+                return Err(());
+            }
+        };
+        if f.kind != want {
+            self.errors.push(span, format!("`{pname}` of `{fname}` must be a fragment of a `{}` array, found one of a `{}` array", want.decl_name(), f.kind.decl_name()));
+            return Err(());
+        }
+        if mutable && !f.mutable {
+            self.errors.push(span, format!("`{fname}` writes `{pname}`: pass `&mut {pname}[i]` of a `let mut` fragment array"));
+            return Err(());
+        }
+        Ok((want != FragKind::C).then_some(f.elem))
     }
 
     /// Check an [`Arg::Const`]: an integer of type `s` known at compile time.
@@ -230,5 +234,34 @@ impl Checker<'_> {
             }
             _ => {}
         }
+    }
+}
+
+/// The kind whose rules check an argument of kind `kind`: TMA destinations and wgmma operands
+/// are shared-memory element addresses, wgmma accumulators `frag_c` fragments (the same
+/// rules, with their own emission).
+fn checked_as(kind: Arg) -> Arg {
+    match kind {
+        Arg::TmaDst(_) => Arg::Bytes16 {
+            space: Space::Shared,
+            mutable: true,
+        },
+        Arg::TmaSrc(_) => Arg::Bytes16 {
+            space: Space::Shared,
+            mutable: false,
+        },
+        Arg::WgTile { .. } => Arg::Bytes16 {
+            space: Space::Shared,
+            mutable: false,
+        },
+        Arg::WgAcc { .. } => Arg::Frag {
+            kind: FragKind::C,
+            mutable: true,
+        },
+        Arg::AccIn { .. } => Arg::Frag {
+            kind: FragKind::C,
+            mutable: false,
+        },
+        k => k,
     }
 }
