@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::check::{check_fn, FnSig};
+use crate::check::{check_fn, FnInfo, FnSig};
 use crate::error::{CodegenError, Errors};
-use crate::ir::Function;
+use crate::ir::{Function, Param};
 use crate::prelude::Prelude;
 use crate::types::{BufKind, Scalar, Ty};
 use crate::{emit, error, intrinsics, parse};
@@ -176,7 +176,9 @@ fn collect_items<'a>(
 }
 
 /// Compile one kernel together with the device functions it may call; `max_threads` is the
-/// kernel's `#[pgas_kernel(max_threads = N)]` (see [`CompiledKernel::max_threads`]).
+/// kernel's `#[pgas_kernel(max_threads = N)]` (see [`CompiledKernel::max_threads`]). The
+/// phases: lower the functions to IR, check them, gather what the kernel reaches, check its
+/// block against what that uses, then emit both variants.
 pub fn compile_kernel(
     kernel: &syn::ItemFn,
     helpers: &[syn::ItemFn],
@@ -192,8 +194,65 @@ pub fn compile_kernel(
     if !errors.is_empty() {
         return Err(errors.into_vec());
     }
+    let sigs = signatures(&kf, &hfs, &mut errors);
+    let infos = check_helpers(&mut hfs, &sigs, &mut errors);
+    let kinfo = match check_fn(&mut kf, &sigs, false) {
+        Ok(i) => Some(i),
+        Err(e) => {
+            errors.extend(e.into_vec());
+            None
+        }
+    };
+    let Some(kinfo) = kinfo.filter(|_| errors.is_empty()) else {
+        return Err(errors.into_vec());
+    };
+    let reached = reach(&kinfo, &infos);
+    check_block(kernel, &reached, max_threads)?;
+    let uses = reached.uses;
+    let used: Vec<&Function> = hfs
+        .iter()
+        .filter(|h| reached.functions.contains(&h.name))
+        .collect();
+    let emit = |checked| emit::emit_source(&kf, &used, checked, uses, max_threads, file_name);
+    let (plain, checked) = (emit(false), emit(true));
+    let params: Vec<KernelParam> = kf
+        .params
+        .iter()
+        .map(|p| KernelParam {
+            name: p.name.clone(),
+            kind: param_kind(p),
+        })
+        .collect();
+    let comptime = kf
+        .params
+        .iter()
+        .filter(|p| p.comptime)
+        .map(|p| p.name.clone())
+        .collect();
+    let cuda_name = format!(
+        "pgas_{}_{:08x}",
+        emit::c_ident(&kf.name),
+        fnv32(&[kf.name.as_bytes(), plain.replace(file_name, "").as_bytes()])
+    );
+    Ok(CompiledKernel {
+        rust_name: kf.name.clone(),
+        cuda_name,
+        line: kf.line,
+        plain,
+        checked,
+        params,
+        collective: uses.prelude.collective(),
+        prelude: uses.prelude,
+        comptime,
+        max_threads,
+    })
+}
+
+/// The device functions' signatures, by name; reports a name defined twice (or the kernel's)
+/// and a name an intrinsic has.
+fn signatures(kf: &Function, hfs: &[Function], errors: &mut Errors) -> HashMap<String, FnSig> {
     let mut sigs = HashMap::new();
-    for h in &hfs {
+    for h in hfs {
         if h.name == kf.name || sigs.contains_key(&h.name) {
             errors.push(h.span, format!("`{}` is defined more than once", h.name));
         }
@@ -208,26 +267,40 @@ pub fn compile_kernel(
             },
         );
     }
+    sigs
+}
+
+/// Check every device function against the signatures; what each uses, by name (the errors
+/// go to `errors`).
+fn check_helpers(
+    hfs: &mut [Function],
+    sigs: &HashMap<String, FnSig>,
+    errors: &mut Errors,
+) -> HashMap<String, FnInfo> {
     let mut infos = HashMap::new();
-    for h in &mut hfs {
-        match check_fn(h, &sigs, false) {
+    for h in hfs {
+        match check_fn(h, sigs, false) {
             Ok(info) => {
                 infos.insert(h.name.clone(), info);
             }
             Err(e) => errors.extend(e.into_vec()),
         }
     }
-    let kinfo = match check_fn(&mut kf, &sigs, false) {
-        Ok(i) => Some(i),
-        Err(e) => {
-            errors.extend(e.into_vec());
-            None
-        }
-    };
-    let Some(kinfo) = kinfo.filter(|_| errors.is_empty()) else {
-        return Err(errors.into_vec());
-    };
-    // Device functions the kernel reaches, and what any of them uses.
+    infos
+}
+
+/// What a kernel reaches through its calls.
+struct Reach {
+    /// What the kernel and the device functions it reaches use.
+    uses: emit::Uses,
+    /// Where the kernel or one of them first calls `setmaxnreg_*`.
+    setmaxnreg_at: Option<error::Sp>,
+    /// The device functions it reaches.
+    functions: BTreeSet<String>,
+}
+
+/// The device functions the kernel (`kinfo`) reaches, and what any of them uses.
+fn reach(kinfo: &FnInfo, infos: &HashMap<String, FnInfo>) -> Reach {
     let mut uses = emit::Uses {
         prelude: kinfo.prelude,
         full_warp: kinfo.full_warp,
@@ -259,7 +332,21 @@ pub fn compile_kernel(
             }
         }
     }
-    if let (true, Some(n)) = (uses.warpgroup, max_threads.filter(|n| n % 128 != 0)) {
+    Reach {
+        uses,
+        setmaxnreg_at,
+        functions: reached,
+    }
+}
+
+/// The kernel's declared block against what it uses: whole warpgroups for `wgmma_*`, and a
+/// declared block at all for `setmaxnreg_*`.
+fn check_block(
+    kernel: &syn::ItemFn,
+    reach: &Reach,
+    max_threads: Option<u32>,
+) -> Result<(), Vec<CodegenError>> {
+    if let (true, Some(n)) = (reach.uses.warpgroup, max_threads.filter(|n| n % 128 != 0)) {
         let mut errors = Errors::default();
         errors.push(
             error::Sp::of(&kernel.sig.ident),
@@ -267,7 +354,7 @@ pub fn compile_kernel(
         );
         return Err(errors.into_vec());
     }
-    if let (Some(at), None) = (setmaxnreg_at, max_threads) {
+    if let (Some(at), None) = (reach.setmaxnreg_at, max_threads) {
         let mut errors = Errors::default();
         errors.push(
             at,
@@ -275,54 +362,26 @@ pub fn compile_kernel(
         );
         return Err(errors.into_vec());
     }
-    let used: Vec<&Function> = hfs.iter().filter(|h| reached.contains(&h.name)).collect();
-    let emit = |checked| emit::emit_source(&kf, &used, checked, uses, max_threads, file_name);
-    let (plain, checked) = (emit(false), emit(true));
-    let params: Vec<KernelParam> = kf
-        .params
-        .iter()
-        .map(|p| KernelParam {
-            name: p.name.clone(),
-            kind: match p.ty {
-                _ if p.comptime => ParamKind::Comptime(p.ty.scalar().unwrap_or(Scalar::I32)),
-                Ty::Buf(b) if b.kind == BufKind::Sym => ParamKind::Sym {
-                    elem: b.elem,
-                    mutable: b.mutable,
-                },
-                Ty::Buf(b) => ParamKind::Local {
-                    elem: b.elem,
-                    mutable: b.mutable,
-                },
-                Ty::Team => ParamKind::Team,
-                Ty::TensorMap(s) => ParamKind::TensorMap(s),
-                Ty::TensorMapMut(s) => ParamKind::TensorMapMut(s),
-                t => ParamKind::Scalar(t.scalar().unwrap_or(Scalar::I32)),
-            },
-        })
-        .collect();
-    let comptime = kf
-        .params
-        .iter()
-        .filter(|p| p.comptime)
-        .map(|p| p.name.clone())
-        .collect();
-    let cuda_name = format!(
-        "pgas_{}_{:08x}",
-        emit::c_ident(&kf.name),
-        fnv32(&[kf.name.as_bytes(), plain.replace(file_name, "").as_bytes()])
-    );
-    Ok(CompiledKernel {
-        rust_name: kf.name.clone(),
-        cuda_name,
-        line: kf.line,
-        plain,
-        checked,
-        params,
-        collective: uses.prelude.collective(),
-        prelude: uses.prelude,
-        comptime,
-        max_threads,
-    })
+    Ok(())
+}
+
+/// How a checked kernel parameter is passed.
+fn param_kind(p: &Param) -> ParamKind {
+    match p.ty {
+        _ if p.comptime => ParamKind::Comptime(p.ty.scalar().unwrap_or(Scalar::I32)),
+        Ty::Buf(b) if b.kind == BufKind::Sym => ParamKind::Sym {
+            elem: b.elem,
+            mutable: b.mutable,
+        },
+        Ty::Buf(b) => ParamKind::Local {
+            elem: b.elem,
+            mutable: b.mutable,
+        },
+        Ty::Team => ParamKind::Team,
+        Ty::TensorMap(s) => ParamKind::TensorMap(s),
+        Ty::TensorMapMut(s) => ParamKind::TensorMapMut(s),
+        t => ParamKind::Scalar(t.scalar().unwrap_or(Scalar::I32)),
+    }
 }
 
 /// A device function may not take an intrinsic's name: calls would be ambiguous.

@@ -183,6 +183,7 @@ fn launcher_params(f: &syn::ItemFn) -> Option<Vec<LauncherParam<'_>>> {
         .collect()
 }
 
+/// The module a compiled kernel expands to: `SPEC` and the four launchers.
 fn kernel_module(f: &syn::ItemFn, k: &CompiledKernel) -> TokenStream {
     let vis = &f.vis;
     let name = &f.sig.ident;
@@ -205,53 +206,121 @@ fn kernel_module(f: &syn::ItemFn, k: &CompiledKernel) -> TokenStream {
     let mut comptime = Vec::new();
     for (p, lp) in k.params.iter().zip(&lparams) {
         let pname = &p.name;
-        let id = lp.name;
-        let kind = match p.kind {
-            ParamKind::Sym { elem, mutable } => {
-                let e = elem.rust_name();
-                pushes.push(if mutable {
-                    quote! { __pgas_args.push_sym_mut(#id); }
-                } else {
-                    quote! { __pgas_args.push_sym(#id); }
-                });
-                quote! { ::pgas::__private::ParamKind::Sym { elem: #e, mutable: #mutable } }
-            }
-            ParamKind::Local { elem, mutable } => {
-                let e = elem.rust_name();
-                pushes.push(if mutable {
-                    quote! { __pgas_args.push_local_mut(#id); }
-                } else {
-                    quote! { __pgas_args.push_local(#id); }
-                });
-                quote! { ::pgas::__private::ParamKind::Local { elem: #e, mutable: #mutable } }
-            }
-            ParamKind::Scalar(s) => {
-                let e = s.rust_name();
-                pushes.push(quote! { __pgas_args.push_scalar(#id); });
-                quote! { ::pgas::__private::ParamKind::Scalar(#e) }
-            }
-            ParamKind::Team => {
-                pushes.push(quote! { __pgas_args.push_team(#id); });
-                quote! { ::pgas::__private::ParamKind::Team }
-            }
-            ParamKind::TensorMap(s) => {
-                let e = s.rust_name();
-                pushes.push(quote! { __pgas_args.push_tensor_map(#id); });
-                quote! { ::pgas::__private::ParamKind::TensorMap(#e) }
-            }
-            ParamKind::TensorMapMut(s) => {
-                let e = s.rust_name();
-                pushes.push(quote! { __pgas_args.push_tensor_map_mut(#id); });
-                quote! { ::pgas::__private::ParamKind::TensorMapMut(#e) }
-            }
-            ParamKind::Comptime(s) => {
-                let e = s.rust_name();
-                comptime.push(quote! { (#id) as i128 });
-                quote! { ::pgas::__private::ParamKind::Comptime(#e) }
-            }
-        };
+        let (kind, push, value) = param_tokens(p.kind, lp.name);
+        pushes.extend(push);
+        comptime.extend(value);
         specs.push(quote! { ::pgas::__private::ParamSpec { name: #pname, kind: #kind } });
     }
+    let launchers = launchers(rust_name, &lparams, &pushes, &comptime);
+    quote! {
+        #(#docs)*
+        #[allow(non_snake_case, dead_code, unused_imports, clippy::all)]
+        #vis mod #name {
+            use super::*;
+
+            /// What the runtime needs to JIT-compile and launch this kernel.
+            pub const SPEC: ::pgas::__private::KernelSpec = ::pgas::__private::KernelSpec {
+                rust_name: #rust_name,
+                cuda_name: #cuda_name,
+                file: ::core::file!(),
+                line: #line,
+                plain_source: #plain,
+                checked_source: #checked,
+                params: &[#(#specs),*],
+                collective: #collective,
+                max_threads: #max_threads,
+            };
+
+            #launchers
+        }
+    }
+}
+
+/// How the parameter `id` of kind `kind` reaches the runtime: its `ParamKind`, then either
+/// the statement that pushes its value into the launch's arguments or, for a comptime one,
+/// its value among the comptime values.
+fn param_tokens(
+    kind: ParamKind,
+    id: &Ident,
+) -> (TokenStream, Option<TokenStream>, Option<TokenStream>) {
+    match kind {
+        ParamKind::Sym { elem, mutable } => {
+            let e = elem.rust_name();
+            let push = if mutable {
+                quote! { __pgas_args.push_sym_mut(#id); }
+            } else {
+                quote! { __pgas_args.push_sym(#id); }
+            };
+            let kind = quote! { ::pgas::__private::ParamKind::Sym { elem: #e, mutable: #mutable } };
+            (kind, Some(push), None)
+        }
+        ParamKind::Local { elem, mutable } => {
+            let e = elem.rust_name();
+            let push = if mutable {
+                quote! { __pgas_args.push_local_mut(#id); }
+            } else {
+                quote! { __pgas_args.push_local(#id); }
+            };
+            let kind =
+                quote! { ::pgas::__private::ParamKind::Local { elem: #e, mutable: #mutable } };
+            (kind, Some(push), None)
+        }
+        ParamKind::Scalar(s) => {
+            let e = s.rust_name();
+            let push = quote! { __pgas_args.push_scalar(#id); };
+            (
+                quote! { ::pgas::__private::ParamKind::Scalar(#e) },
+                Some(push),
+                None,
+            )
+        }
+        ParamKind::Team => {
+            let push = quote! { __pgas_args.push_team(#id); };
+            (
+                quote! { ::pgas::__private::ParamKind::Team },
+                Some(push),
+                None,
+            )
+        }
+        ParamKind::TensorMap(s) => {
+            let e = s.rust_name();
+            let push = quote! { __pgas_args.push_tensor_map(#id); };
+            (
+                quote! { ::pgas::__private::ParamKind::TensorMap(#e) },
+                Some(push),
+                None,
+            )
+        }
+        ParamKind::TensorMapMut(s) => {
+            let e = s.rust_name();
+            let push = quote! { __pgas_args.push_tensor_map_mut(#id); };
+            (
+                quote! { ::pgas::__private::ParamKind::TensorMapMut(#e) },
+                Some(push),
+                None,
+            )
+        }
+        ParamKind::Comptime(s) => {
+            let e = s.rust_name();
+            let value = quote! { (#id) as i128 };
+            (
+                quote! { ::pgas::__private::ParamKind::Comptime(#e) },
+                None,
+                Some(value),
+            )
+        }
+    }
+}
+
+/// The kernel module's launchers: `launch` (checked variant), `launch_unchecked` (plain), and
+/// the two `_on` forms on a given stream; each pushes the arguments (`pushes`) and passes the
+/// comptime values (`comptime`).
+fn launchers(
+    rust_name: &str,
+    lparams: &[LauncherParam<'_>],
+    pushes: &[TokenStream],
+    comptime: &[TokenStream],
+) -> TokenStream {
     let sig_params: Vec<TokenStream> = lparams
         .iter()
         .map(|p| {
@@ -277,46 +346,27 @@ fn kernel_module(f: &syn::ItemFn, k: &CompiledKernel) -> TokenStream {
     let b3 = body(checked_v, some.clone());
     let b4 = body(plain_v, some);
     quote! {
-        #(#docs)*
-        #[allow(non_snake_case, dead_code, unused_imports, clippy::all)]
-        #vis mod #name {
-            use super::*;
+        #[doc = #launch_doc]
+        pub fn launch(pgas: &::pgas::Pgas, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+            #b1
+        }
 
-            /// What the runtime needs to JIT-compile and launch this kernel.
-            pub const SPEC: ::pgas::__private::KernelSpec = ::pgas::__private::KernelSpec {
-                rust_name: #rust_name,
-                cuda_name: #cuda_name,
-                file: ::core::file!(),
-                line: #line,
-                plain_source: #plain,
-                checked_source: #checked,
-                params: &[#(#specs),*],
-                collective: #collective,
-                max_threads: #max_threads,
-            };
+        #[doc = #unchecked_doc]
+        pub unsafe fn launch_unchecked(pgas: &::pgas::Pgas, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+            #b2
+        }
 
-            #[doc = #launch_doc]
-            pub fn launch(pgas: &::pgas::Pgas, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
-                #b1
-            }
+        /// Like `launch`, on `stream`.
+        pub fn launch_on(pgas: &::pgas::Pgas, stream: &::pgas::__private::CudaStream, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+            #b3
+        }
 
-            #[doc = #unchecked_doc]
-            pub unsafe fn launch_unchecked(pgas: &::pgas::Pgas, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
-                #b2
-            }
-
-            /// Like `launch`, on `stream`.
-            pub fn launch_on(pgas: &::pgas::Pgas, stream: &::pgas::__private::CudaStream, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
-                #b3
-            }
-
-            /// Like `launch_unchecked`, on `stream`.
-            ///
-            /// # Safety
-            /// An out-of-bounds index or PE in the kernel is undefined behavior.
-            pub unsafe fn launch_unchecked_on(pgas: &::pgas::Pgas, stream: &::pgas::__private::CudaStream, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
-                #b4
-            }
+        /// Like `launch_unchecked`, on `stream`.
+        ///
+        /// # Safety
+        /// An out-of-bounds index or PE in the kernel is undefined behavior.
+        pub unsafe fn launch_unchecked_on(pgas: &::pgas::Pgas, stream: &::pgas::__private::CudaStream, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+            #b4
         }
     }
 }

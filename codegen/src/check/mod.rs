@@ -34,4 +34,4 @@ mod scope;
 mod stmt;
 mod tensor;
 
-pub use checker::{check_fn, is_simple_value, FnSig};
+pub use checker::{check_fn, is_simple_value, FnInfo, FnSig};
