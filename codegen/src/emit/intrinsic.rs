@@ -101,8 +101,6 @@ impl Emitter {
 
     /// One argument of an intrinsic call of kind `kind` as (text, length text), with the
     /// checked variant's check where the kind has one; a reduction's operator goes to `op`.
-    /// One arm per argument kind of the intrinsic table, kept in one match so that each kind's
-    /// text and its check read side by side.
     fn arg(
         &mut self,
         kind: Option<Arg>,
@@ -115,60 +113,13 @@ impl Emitter {
             Some(Arg::RemoteDst | Arg::SymSrc | Arg::AnySrc | Arg::AnyDst | Arg::AnyBuf) => {
                 self.buf(a)
             }
-            Some(Arg::Pe) => {
-                let x = self.expr(a);
-                if self.checked {
-                    (
-                        format!("pgas_check_pe((long long)({x}), {line})"),
-                        String::new(),
-                    )
-                } else {
-                    (self.int_pe(a, x), String::new())
-                }
-            }
-            Some(Arg::TeamPe(team)) => {
-                let x = self.expr(a);
-                if self.checked {
-                    let team = args.get(team).map(|t| self.expr(t)).unwrap_or_default();
-                    (
-                        format!("pgas_check_team_pe((long long)({x}), {team}, {line})"),
-                        String::new(),
-                    )
-                } else {
-                    (self.int_pe(a, x), String::new())
-                }
-            }
-            Some(kind @ (Arg::ClusterRank | Arg::ClusterMask)) => {
-                let x = self.expr(a);
-                if self.checked {
-                    let what = if kind == Arg::ClusterRank {
-                        "rank"
-                    } else {
-                        "mask"
-                    };
-                    (
-                        format!("pgas_check_cluster_{what}({x}, {line})"),
-                        String::new(),
-                    )
-                } else {
-                    (x, String::new())
-                }
-            }
-            Some(Arg::Bytes16 { .. }) => match &a.kind {
-                ExprKind::ElemRef { base, index, .. } => {
-                    let (bp, bl) = self.buf(base);
-                    let i = self.expr(index);
-                    if self.checked {
-                        (
-                            format!("pgas_check_16({bp}, {i}, {bl}, {line})"),
-                            String::new(),
-                        )
-                    } else {
-                        (format!("({bp} + {i})"), String::new())
-                    }
-                }
-                _ => (self.expr(a), String::new()),
-            },
+            Some(
+                kind @ (Arg::Pe
+                | Arg::TeamPe(_)
+                | Arg::ClusterRank
+                | Arg::ClusterMask
+                | Arg::Col(_)),
+            ) => (self.checked_number(kind, a, args, line), String::new()),
             // The helpers take fragments by reference: pass the lvalue `acc[i]`.
             Some(Arg::Frag { .. }) => match &a.kind {
                 ExprKind::ElemRef { base, index, .. } => {
@@ -176,62 +127,14 @@ impl Emitter {
                 }
                 _ => (self.expr(a), String::new()),
             },
-            Some(Arg::TmaDst(map) | Arg::TmaSrc(map)) => match &a.kind {
-                ExprKind::ElemRef { base, index, .. } => {
-                    let (bp, bl) = self.buf(base);
-                    let i = self.expr(index);
-                    if self.checked {
-                        let map = args.get(map).map(|m| self.expr(m)).unwrap_or_default();
-                        (
-                            format!("pgas_check_tma_dst({bp}, {i}, {bl}, {map}_box, {line})"),
-                            String::new(),
-                        )
-                    } else {
-                        (format!("({bp} + {i})"), String::new())
-                    }
-                }
-                _ => (self.expr(a), String::new()),
-            },
-            Some(Arg::WgTile { rows }) => match &a.kind {
-                ExprKind::ElemRef { base, index, .. } => {
-                    let (bp, bl) = self.buf(base);
-                    let i = self.expr(index);
-                    if self.checked {
-                        (
-                            format!("pgas_check_wgmma_tile({bp}, {i}, {bl}, {rows}, {line})"),
-                            String::new(),
-                        )
-                    } else {
-                        (format!("({bp} + {i})"), String::new())
-                    }
-                }
-                _ => (self.expr(a), String::new()),
-            },
-            // The helpers take the first of `n` accumulators by pointer.
-            Some(Arg::WgAcc { n } | Arg::AccIn { n }) => match &a.kind {
-                ExprKind::ElemRef { base, index, .. } => {
-                    let (bp, bl) = self.buf(base);
-                    let i = self.expr(index);
-                    if self.checked {
-                        (
-                            format!("&{bp}[pgas_check_range({i}, ({i}) + {n}, {bl}, {line})]"),
-                            String::new(),
-                        )
-                    } else {
-                        (format!("&{bp}[{i}]"), String::new())
-                    }
-                }
-                _ => (self.expr(a), String::new()),
-            },
-            Some(Arg::Col(ld)) => {
-                let x = self.expr(a);
-                if self.checked {
-                    let ld = args.get(ld).map(|t| self.expr(t)).unwrap_or_default();
-                    (format!("pgas_check_col({x}, {ld}, {line})"), String::new())
-                } else {
-                    (x, String::new())
-                }
-            }
+            Some(
+                kind @ (Arg::Bytes16 { .. }
+                | Arg::TmaDst(_)
+                | Arg::TmaSrc(_)
+                | Arg::WgTile { .. }
+                | Arg::WgAcc { .. }
+                | Arg::AccIn { .. }),
+            ) => (self.elem_address(kind, a, args, line), String::new()),
             Some(Arg::ReduceOp) => {
                 if let ExprKind::Enum(en, v) = &a.kind {
                     *op = en
@@ -244,6 +147,59 @@ impl Emitter {
                 (String::new(), String::new())
             }
             _ => (self.expr(a), String::new()),
+        }
+    }
+
+    /// A PE, cluster rank or mask, or column argument: its value, in the checked variant
+    /// through the check of its range.
+    fn checked_number(&mut self, kind: Arg, a: &Expr, args: &[Expr], line: usize) -> String {
+        let x = self.expr(a);
+        if !self.checked {
+            return match kind {
+                Arg::Pe | Arg::TeamPe(_) => self.int_pe(a, x),
+                _ => x,
+            };
+        }
+        match kind {
+            Arg::Pe => format!("pgas_check_pe((long long)({x}), {line})"),
+            Arg::TeamPe(team) => {
+                let team = args.get(team).map(|t| self.expr(t)).unwrap_or_default();
+                format!("pgas_check_team_pe((long long)({x}), {team}, {line})")
+            }
+            Arg::ClusterRank => format!("pgas_check_cluster_rank({x}, {line})"),
+            Arg::ClusterMask => format!("pgas_check_cluster_mask({x}, {line})"),
+            Arg::Col(ld) => {
+                let ld = args.get(ld).map(|t| self.expr(t)).unwrap_or_default();
+                format!("pgas_check_col({x}, {ld}, {line})")
+            }
+            _ => unreachable!("checked_number takes PEs, cluster ranks and masks, and columns"),
+        }
+    }
+
+    /// An element address `&x[i]` passed as a 16-byte address, a TMA box, a wgmma tile or
+    /// the first of `n` wgmma accumulators (which the helpers take by pointer): the pointer,
+    /// in the checked variant through the check that the range it covers is in bounds.
+    fn elem_address(&mut self, kind: Arg, a: &Expr, args: &[Expr], line: usize) -> String {
+        let ExprKind::ElemRef { base, index, .. } = &a.kind else {
+            return self.expr(a);
+        };
+        let (bp, bl) = self.buf(base);
+        let i = self.expr(index);
+        match kind {
+            Arg::WgAcc { n } | Arg::AccIn { n } if self.checked => {
+                format!("&{bp}[pgas_check_range({i}, ({i}) + {n}, {bl}, {line})]")
+            }
+            Arg::WgAcc { .. } | Arg::AccIn { .. } => format!("&{bp}[{i}]"),
+            _ if !self.checked => format!("({bp} + {i})"),
+            Arg::Bytes16 { .. } => format!("pgas_check_16({bp}, {i}, {bl}, {line})"),
+            Arg::TmaDst(map) | Arg::TmaSrc(map) => {
+                let map = args.get(map).map(|m| self.expr(m)).unwrap_or_default();
+                format!("pgas_check_tma_dst({bp}, {i}, {bl}, {map}_box, {line})")
+            }
+            Arg::WgTile { rows } => {
+                format!("pgas_check_wgmma_tile({bp}, {i}, {bl}, {rows}, {line})")
+            }
+            _ => unreachable!("elem_address takes element-address kinds only"),
         }
     }
 }

@@ -181,38 +181,11 @@ impl Emitter {
         self.indent -= 1;
     }
 
-    /// An expression in statement position. One arm per statement-like expression kind (`if`,
-    /// `for`, `while`, `loop`, assignment, call); each arm is short, and they share the
-    /// emitter's indentation and `#line` state, so they stay one match.
+    /// An expression in statement position: `if`, blocks, loops, `break`/`continue`,
+    /// `return`, `assert!`, assignments, and any other expression as `(void)(x);`.
     pub(super) fn stmt_expr(&mut self, e: &Expr) {
         match &e.kind {
-            ExprKind::If { cond, then, els } => {
-                let c = self.expr(cond);
-                self.line(&format!("if ({}) {{", bare(&c)));
-                self.block_body(then);
-                let mut els = els.as_deref();
-                while let Some(x) = els {
-                    match &x.kind {
-                        ExprKind::If {
-                            cond,
-                            then,
-                            els: next,
-                        } => {
-                            let c = self.expr(cond);
-                            self.line(&format!("}} else if ({}) {{", bare(&c)));
-                            self.block_body(then);
-                            els = next.as_deref();
-                        }
-                        ExprKind::Block(b) => {
-                            self.line("} else {");
-                            self.block_body(b);
-                            els = None;
-                        }
-                        _ => els = None,
-                    }
-                }
-                self.line("}");
-            }
+            ExprKind::If { cond, then, els } => self.if_stmt(cond, then, els.as_deref()),
             ExprKind::Block(b) => {
                 self.line("{");
                 self.block_body(b);
@@ -228,28 +201,11 @@ impl Emitter {
                 unroll,
                 ..
             } => {
-                let t = match start.ty {
-                    Ty::Scalar(s) => s.c_type(),
-                    _ => "int32_t",
-                };
-                let (s, en) = (self.expr(start), self.expr(end));
-                let inc = match step {
-                    Some(st) => {
-                        let step = self.expr(st);
-                        if start.ty == Ty::Scalar(Scalar::Usize) {
-                            format!("{c_var} += {}", bare(&step))
-                        } else {
-                            format!("{c_var} += ({t})({})", bare(&step))
-                        }
-                    }
-                    None => format!("++{c_var}"),
-                };
+                let header = self.for_header(c_var, c_end, start, end, step.as_deref());
                 if *unroll {
                     self.line("#pragma unroll");
                 }
-                self.line(&format!(
-                    "for ({t} {c_var} = {s}, {c_end} = {en}; {c_var} < {c_end}; {inc}) {{"
-                ));
+                self.line(&header);
                 self.block_body(body);
                 self.line("}");
             }
@@ -268,19 +224,7 @@ impl Emitter {
             ExprKind::Continue => self.line("continue;"),
             ExprKind::Return(None) => self.line("return;"),
             ExprKind::Return(Some(v)) => self.value_into(v, &Target::Return),
-            ExprKind::Assert { cond, message } => {
-                let c = self.expr(cond);
-                self.line(&format!("if (!({c})) {{"));
-                self.indent += 1;
-                self.line(&format!(
-                    "printf(\"%s:%d: %s\\n\", PGAS_RUST_FILE, {}, {});",
-                    e.line,
-                    c_string(message)
-                ));
-                self.line("__trap();");
-                self.indent -= 1;
-                self.line("}");
-            }
+            ExprKind::Assert { cond, message } => self.assert_stmt(cond, message, e.line),
             ExprKind::Assign(l, r) => {
                 let lhs = self.expr(l);
                 if is_simple_value(r) {
@@ -310,6 +254,79 @@ impl Emitter {
                 }
             }
         }
+    }
+
+    /// `if cond { then } else if ... else { ... }` as one C `if` / `else if` chain.
+    fn if_stmt(&mut self, cond: &Expr, then: &Block, els: Option<&Expr>) {
+        let c = self.expr(cond);
+        self.line(&format!("if ({}) {{", bare(&c)));
+        self.block_body(then);
+        let mut els = els;
+        while let Some(x) = els {
+            match &x.kind {
+                ExprKind::If {
+                    cond,
+                    then,
+                    els: next,
+                } => {
+                    let c = self.expr(cond);
+                    self.line(&format!("}} else if ({}) {{", bare(&c)));
+                    self.block_body(then);
+                    els = next.as_deref();
+                }
+                ExprKind::Block(b) => {
+                    self.line("} else {");
+                    self.block_body(b);
+                    els = None;
+                }
+                _ => els = None,
+            }
+        }
+        self.line("}");
+    }
+
+    /// The C header `for (T v = start, v_end = end; v < v_end; inc) {` of a `for` loop over
+    /// `start..end` (`.step_by(step)`).
+    fn for_header(
+        &mut self,
+        c_var: &str,
+        c_end: &str,
+        start: &Expr,
+        end: &Expr,
+        step: Option<&Expr>,
+    ) -> String {
+        let t = match start.ty {
+            Ty::Scalar(s) => s.c_type(),
+            _ => "int32_t",
+        };
+        let (s, en) = (self.expr(start), self.expr(end));
+        let inc = match step {
+            Some(st) => {
+                let step = self.expr(st);
+                if start.ty == Ty::Scalar(Scalar::Usize) {
+                    format!("{c_var} += {}", bare(&step))
+                } else {
+                    format!("{c_var} += ({t})({})", bare(&step))
+                }
+            }
+            None => format!("++{c_var}"),
+        };
+        format!("for ({t} {c_var} = {s}, {c_end} = {en}; {c_var} < {c_end}; {inc}) {{")
+    }
+
+    /// `assert!(cond, message)`: print the Rust file, line and message, then trap.
+    fn assert_stmt(&mut self, cond: &Expr, message: &str, line: usize) {
+        let c = self.expr(cond);
+        self.line(&format!("if (!({c})) {{"));
+        self.indent += 1;
+        self.line(&format!(
+            "printf(\"%s:%d: %s\\n\", PGAS_RUST_FILE, {}, {});",
+            line,
+            c_string(message)
+        ));
+        self.line("__trap();");
+        self.indent -= 1;
+        self.line("}");
     }
 }
 
