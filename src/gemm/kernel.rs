@@ -34,6 +34,7 @@ pub const THREADS: u32 = 384;
 /// With `fp8`, A and Bt hold `e4m3` (K-major, like the bf16 ones): the maps and `k` count
 /// them in pairs (a "bf16" column is two FP8 elements, so a 64-column tile row is 128 FP8
 /// values, the same 128 bytes), and the multipliers run `wgmma_m64n{bn}k32` on the same slots.
+// Long on purpose: warp-specialized roles share the smem ring and mbarriers; frag_c cannot be passed.
 #[pgas_kernel(max_threads = 384)]
 pub fn gemm_bf16_sm90(
     c_map: &mut TensorMap<bf16>,

@@ -22,6 +22,7 @@ use crate::prelude::*;
 /// `n..n + ee`), then the last block exchanges the counts with every PE and computes the
 /// offsets (see the module doc). `idx` holds `tokens * k` expert ids (`-1`: unused slot; the
 /// host checked the rest are in range and distinct within a token).
+// Long on purpose: count, scan, rank and exchange run between block barriers on shared state.
 #[pgas_kernel(max_threads = 1024)]
 pub fn moe_layout(
     idx: &CudaSlice<i32>,
@@ -192,6 +193,7 @@ pub fn moe_layout(
 /// Sends each of this PE's tokens once to every PE that holds one of its experts, with its
 /// metadata, by peer stores (see the module doc); when it completes, every row bound here has
 /// arrived.
+// Long on purpose: a warp a token; its four row vectors stay in registers across the PE loop.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_dispatch(
     x: &CudaSlice<bf16>,
