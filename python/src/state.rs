@@ -392,14 +392,20 @@ impl Context {
         Ok(self.state.pgas()?.stream().cu_stream() as usize)
     }
 
-    /// The module's function `name` (the context's methods are the module's functions).
+    /// The module's function `name` (the context's methods are the module's functions): any
+    /// function of the module but `init` and `context` (which make a context) and the private
+    /// ones. Looked up in the module, so the list of functions has one home: where they are
+    /// registered.
     fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-        if crate::ops::is_function(name) {
-            Ok(py.import("pgas")?.getattr(name)?.unbind())
-        } else {
-            Err(pyo3::exceptions::PyAttributeError::new_err(format!(
+        let forwarded = !matches!(name, "init" | "context") && !name.starts_with('_');
+        let attr = py.import("pgas")?.getattr(name).ok();
+        match attr {
+            Some(f) if forwarded && f.is_instance_of::<pyo3::types::PyCFunction>() => {
+                Ok(f.unbind())
+            }
+            _ => Err(pyo3::exceptions::PyAttributeError::new_err(format!(
                 "pgas.Context has no attribute {name:?}"
-            )))
+            ))),
         }
     }
 

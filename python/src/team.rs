@@ -153,16 +153,6 @@ fn team_destroy(py: Python<'_>, team: &Team) -> PyResult<()> {
     team.destroy(py)
 }
 
-/// Names of the module functions this file adds.
-pub(crate) const FUNCTIONS: &[&str] = &[
-    "team_my_pe",
-    "team_n_pes",
-    "team_translate_pe",
-    "team_split_strided",
-    "team_split_2d",
-    "team_destroy",
-];
-
 /// Adds `Team`, the predefined teams (also as `pgas.Teams.TEAM_WORLD`, NVSHMEM4Py's spelling)
 /// and the team functions to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

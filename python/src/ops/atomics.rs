@@ -138,8 +138,6 @@ macro_rules! atomics {
             amo(py, Amo::$op, &t, index, pe, [ops.first().copied(), ops.get(1).copied()])
         }
     )*
-    /// The atomics' names.
-    pub(super) const ATOMICS: &[&str] = &[$(stringify!($name)),*];
     pub(super) fn add_atomics(m: &Bound<'_, PyModule>) -> PyResult<()> {
         $(m.add_function(wrap_pyfunction!($name, m)?)?;)*
         Ok(())

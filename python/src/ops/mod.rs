@@ -25,50 +25,13 @@ mod sync;
 use pyo3::prelude::*;
 
 use crate::state;
-use atomics::{add_atomics, ATOMICS};
+use atomics::add_atomics;
 use collectives::{alltoall, broadcast, fcollect, reduce, reducescatter};
 use context::{get_version, my_pe, n_pes};
 use memory::{_views, alloc, free_tensor, from_dlpack, get_multicast_tensor, get_peer_tensor};
 use rma::{get, get_nbi, put, put_nbi};
 use signals::{put_signal, signal_fetch, signal_op, signal_wait};
 use sync::{barrier, barrier_all, fence, quiet, sync_all};
-
-/// Every module function a `Context` offers as a method.
-pub(crate) const FUNCTIONS: &[&str] = &[
-    "my_pe",
-    "n_pes",
-    "get_version",
-    "alloc",
-    "from_dlpack",
-    "free_tensor",
-    "get_peer_tensor",
-    "get_multicast_tensor",
-    "put",
-    "get",
-    "put_nbi",
-    "get_nbi",
-    "put_signal",
-    "signal_op",
-    "signal_wait",
-    "signal_fetch",
-    "quiet",
-    "fence",
-    "barrier_all",
-    "barrier",
-    "sync_all",
-    "broadcast",
-    "fcollect",
-    "alltoall",
-    "reduce",
-    "allreduce",
-    "reducescatter",
-    "finalize",
-];
-
-/// Whether `name` is a function a `Context` forwards to.
-pub(crate) fn is_function(name: &str) -> bool {
-    FUNCTIONS.contains(&name) || ATOMICS.contains(&name) || crate::team::FUNCTIONS.contains(&name)
-}
 
 /// Adds the functions and the operator constants to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
