@@ -151,6 +151,7 @@ impl Method {
             }
             Method::Pgas(Algorithm::Auto) => "pgas",
             Method::Pgas(Algorithm::Nvshmem) => "nvshmem",
+            Method::Pgas(Algorithm::Hierarchical) => "hierarchical",
             Method::Nccl => "nccl",
         }
     }

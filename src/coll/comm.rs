@@ -2,6 +2,7 @@
 //! collectives synchronize with; the algorithms and their size limits; the checks and the
 //! peer-to-peer launch every collective shares.
 
+use super::hier::Hier;
 use super::region::{check_apart, LocalTable, Reached, Region};
 use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::{KernelSpec, Variant};
@@ -29,6 +30,12 @@ pub enum Algorithm {
     /// NVSHMEM's on-stream reduction (`nvshmemx_<type>_<op>_reduce_on_stream`), on any stream
     /// of the context's GPU.
     Nvshmem,
+    /// All-reduce over a `Team::WORLD` that spans several nodes (groups of consecutive PEs
+    /// reachable only inside their group): reduce-scatter by peer loads inside the node,
+    /// NVSHMEM's all-reduce of the chunk across nodes, all-gather by peer stores inside the node
+    /// ([`Comm::hierarchy`]); what [`Algorithm::Auto`] takes there when the length is a multiple
+    /// of the group size. Eager only.
+    Hierarchical,
 }
 
 /// [`Algorithm::Auto`] takes one-shot up to this many bytes: one-shot's single pass wins while
@@ -100,6 +107,9 @@ pub struct Comm {
     pub(super) id: u64,
     /// The low-latency all-reduce's scratch: one region of `ll_region(world)` words per block.
     pub(super) ll_scratch: SymTensor<u64>,
+    /// Where the team is `Team::WORLD` spread over several nodes: the communicators of each
+    /// level (`hier.rs`).
+    pub(super) hier: Option<Box<Hier>>,
 }
 
 /// Words one member contributes to an all-to-all-v layout exchange (`layout.rs`; `Comm::new`
@@ -135,6 +145,7 @@ impl std::fmt::Debug for Comm {
             .field("rank", &self.rank)
             .field("n", &self.n)
             .field("p2p", &self.p2p)
+            .field("hierarchy", &self.hierarchy())
             .finish()
     }
 }
@@ -146,6 +157,7 @@ impl Comm {
     pub fn new(pgas: &Pgas, team: impl Into<Option<Team>>) -> Result<Comm> {
         let world = pgas.n_pes();
         let team = team.into();
+        let over_world = team == Some(Team::WORLD);
         let (team, rank, n) = match team {
             // A destroyed team is an error here, on every PE that holds it.
             Some(t) => match (t.my_pe(pgas)?, t.n_pes(pgas)?) {
@@ -173,6 +185,12 @@ impl Comm {
             .first_unreachable(&sig, table[..n].iter().map(|&pe| pe as usize))?
             .is_none();
         let sms = pgas.sm_count()?;
+        // Every PE passed WORLD (or none did), so all or none take part in this.
+        let hier = if over_world {
+            Hier::new(pgas)?.map(Box::new)
+        } else {
+            None
+        };
         Ok(Comm {
             pgas: pgas.clone(),
             team,
@@ -186,6 +204,7 @@ impl Comm {
             agree,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             ll_scratch,
+            hier,
         })
     }
 
@@ -200,9 +219,17 @@ impl Comm {
     }
 
     /// Whether every member's memory is load/store reachable from this PE (else only
-    /// [`Algorithm::Nvshmem`] works, and [`Algorithm::Auto`] takes it).
+    /// [`Algorithm::Nvshmem`] and [`Algorithm::Hierarchical`] work, and [`Algorithm::Auto`]
+    /// takes one of them).
     pub fn peers_reachable(&self) -> bool {
         self.p2p
+    }
+
+    /// The PEs a node has where this communicator runs the hierarchical algorithms (its team
+    /// is `Team::WORLD`, spread over groups of that many consecutive PEs, each reachable only
+    /// inside its group: several nodes, or `PGAS_PEER_ACCESS=nodes:N`), else `None`.
+    pub fn hierarchy(&self) -> Option<usize> {
+        self.hier.as_ref().map(|h| h.group())
     }
 
     /// The algorithm [`Algorithm::Auto`] takes for an all-reduce of `bytes` bytes (`in_place`:
@@ -224,7 +251,9 @@ impl Comm {
         } else {
             ONE_SHOT_MAX_BYTES
         };
-        if !self.p2p {
+        if !self.p2p && self.hier.is_some() {
+            Algorithm::Hierarchical
+        } else if !self.p2p {
             Algorithm::Nvshmem
         } else if bytes <= one_shot_max && !in_place {
             Algorithm::OneShot

@@ -26,6 +26,7 @@
 
 mod comm;
 mod elem;
+mod hier;
 pub mod kernels;
 mod layout;
 mod movement;

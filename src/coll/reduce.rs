@@ -95,8 +95,29 @@ impl Comm {
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
         let in_place = d == s;
         let overlap = d < s + bytes as u64 && s < d + bytes as u64;
+        let divides = self
+            .hier
+            .as_ref()
+            .is_some_and(|h| src.len().is_multiple_of(h.group()));
         let algorithm = match algorithm {
-            Algorithm::Auto => self.auto_algorithm(bytes, in_place),
+            Algorithm::Auto => match self.auto_algorithm(bytes, in_place) {
+                // A length the groups do not split: NVSHMEM's over the whole team.
+                Algorithm::Hierarchical if !divides => Algorithm::Nvshmem,
+                a => a,
+            },
+            Algorithm::Hierarchical if !divides => {
+                return Err(Error::InvalidConfig {
+                    name: "algorithm",
+                    value: format!("Hierarchical for {} elements", src.len()),
+                    reason: match self.hierarchy() {
+                        Some(g) => format!(
+                            "the hierarchical all-reduce splits the data over the {g} PEs of a                              node, so the length must be a multiple of {g}; use Algorithm::Auto                              or Nvshmem"
+                        ),
+                        None => "this communicator's team does not span several nodes (it must                                  be Team::WORLD with groups of consecutive PEs reachable only                                  inside their group); use Algorithm::Auto"
+                            .to_owned(),
+                    },
+                });
+            }
             a => a,
         };
         if algorithm == Algorithm::LowLatency && bytes > LL_MAX_BYTES {
@@ -128,6 +149,12 @@ impl Comm {
             return Ok(algorithm);
         }
         let spec = match algorithm {
+            Algorithm::Hierarchical => {
+                if let Some(h) = self.hier.as_mut() {
+                    h.all_reduce(stream, dst, src, op)?;
+                }
+                return Ok(algorithm);
+            }
             Algorithm::Nvshmem => {
                 refuse_capture(stream, "NVSHMEM's reduction")?;
                 self.pgas.reduce_on(stream, self.team, op, &*dst, src)?;
@@ -245,6 +272,9 @@ impl Comm {
             let size = std::mem::size_of::<T>();
             let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
             check_apart("reduce-scatter", d, dst.len() * size, s, src.len() * size)?;
+            if let Some(h) = self.hier.as_mut() {
+                return h.reduce_scatter(stream, dst, src, op);
+            }
             refuse_capture(stream, "NVSHMEM's reduce-scatter")?;
             return self
                 .pgas
@@ -345,6 +375,9 @@ impl Comm {
             let size = std::mem::size_of::<T>();
             let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
             check_apart("all-gather", d, dst.len() * size, s, src.len() * size)?;
+            if let Some(h) = self.hier.as_mut() {
+                return h.all_gather(stream, dst, src);
+            }
             refuse_capture(stream, "NVSHMEM's all-gather (fcollect)")?;
             return self.pgas.fcollect_on(stream, self.team, &*dst, src);
         }

@@ -54,6 +54,17 @@ impl<T> Region<T> {
         }
     }
 
+    /// `len` elements at address `ptr` of the symmetric heap (the hierarchical collectives'
+    /// scratch, which owns them for the call they are used in).
+    pub(super) fn at(ptr: u64, len: usize) -> Region<T> {
+        Region {
+            ptr,
+            len,
+            extent: len,
+            _elem: std::marker::PhantomData,
+        }
+    }
+
     /// `len` elements of `r` from element `at` (within `r`: the caller's layout checks keep
     /// `at + len <= r.len()`).
     pub(super) fn within(r: &Region<T>, at: usize, len: usize) -> Region<T> {
@@ -79,8 +90,9 @@ impl<T> Region<T> {
 }
 
 // SAFETY: a `Region` is made only by `Region::of` or `Region::reaching` from a live region the
-// caller borrows for the whole call it is used in, within that region's extent, or by
-// `Region::within` inside such a region, so it names that region's symmetric memory while it
+// caller borrows for the whole call it is used in, within that region's extent, by
+// `Region::within` inside such a region, or by `Region::at` inside the hierarchical scratch
+// (`hier.rs`), which lives as long as the communicator, so it names symmetric memory while it
 // is used.
 unsafe impl<T> SymRegion<T> for Region<T> {
     fn as_device_ptr(&self) -> u64 {

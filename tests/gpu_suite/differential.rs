@@ -280,6 +280,8 @@ struct Ctx<'a> {
     me: usize,
     n: usize,
     p2p: bool,
+    /// The PEs a node has where the communicator runs the hierarchical algorithms.
+    hier: Option<usize>,
     counts: [u32; COUNTERS],
 }
 
@@ -358,6 +360,7 @@ fn drive(
     }
     let comm = Comm::new(p, Team::WORLD)?;
     let p2p = comm.peers_reachable();
+    let hier = comm.hierarchy();
     let mut cx = Ctx {
         p,
         comm,
@@ -368,6 +371,7 @@ fn drive(
         me,
         n,
         p2p,
+        hier,
         counts: [0; COUNTERS],
     };
     let mut stop_in = p.alloc::<u32>(1)?;
@@ -850,8 +854,11 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
     let expect: Expect = match kind {
         Kind::AllReduce => {
             let same = dptr == sptr;
+            // Over several nodes: the hierarchical algorithm where the groups split the data.
+            let hier_fits = cx.hier.is_some_and(|g| slen.is_multiple_of(g));
             let eff = match alg {
                 Algorithm::Auto if p2p && sbytes <= coll::LL_MAX_BYTES => Algorithm::LowLatency,
+                Algorithm::Auto if !p2p && hier_fits => Algorithm::Hierarchical,
                 Algorithm::Auto if !p2p => Algorithm::Nvshmem,
                 Algorithm::Auto if sbytes <= one_shot_max && !same => Algorithm::OneShot,
                 Algorithm::Auto => Algorithm::TwoShot,
@@ -860,12 +867,13 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             let ov = dptr < sptr + sbytes as u64 && sptr < dptr + sbytes as u64;
             if bitwise_float
                 || (eff == Algorithm::LowLatency && sbytes > coll::LL_MAX_BYTES)
+                || (eff == Algorithm::Hierarchical && !hier_fits)
                 || (ov && !(same && eff != Algorithm::OneShot))
             {
                 Err(())
             } else if slen == 0 {
                 Ok(Some(eff))
-            } else if eff == Algorithm::Nvshmem {
+            } else if matches!(eff, Algorithm::Nvshmem | Algorithm::Hierarchical) {
                 if graph {
                     Err(())
                 } else {
@@ -943,7 +951,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             if slen < l.src_len()
                 || dlen < l.dst_len()
                 || overlap(dptr, l.dst_len() * size, sptr, l.src_len() * size)
-                || !p2p
+                || (!p2p && graph)
             {
                 Err(())
             } else {

@@ -43,10 +43,36 @@ fn peer_access(p: &Pgas) -> CaseResult {
     let m = 1000;
     let src = p.alloc_from(&(0..m).map(|i| (me * m + i) as u32).collect::<Vec<_>>())?;
     let mut sum = p.alloc::<u32>(m)?;
-    let used = comm.all_reduce(&mut sum, &src, ReduceOp::Sum, Algorithm::Auto)?;
-    ensure(all || used == Algorithm::Nvshmem, || {
-        format!("a peer is off-node, yet Auto all-reduced with {used:?}")
+    // Nodes of `g` PEs (`PGAS_PEER_ACCESS=nodes:g`, at least two of them): the hierarchical
+    // algorithms (peer memory inside a node, NVSHMEM across).
+    let nodes = match policy {
+        pgas::PeerAccess::Nodes(g) if g >= 2 && n > g && n.is_multiple_of(g) => Some(g),
+        _ => None,
+    };
+    ensure(all || comm.hierarchy() == nodes, || {
+        format!(
+            "PGAS_PEER_ACCESS={policy} on {n} PEs, yet the communicator's hierarchy is {:?}",
+            comm.hierarchy()
+        )
     })?;
+    let used = comm.all_reduce(&mut sum, &src, ReduceOp::Sum, Algorithm::Auto)?;
+    let off_node = if nodes.is_some() {
+        Algorithm::Hierarchical
+    } else {
+        Algorithm::Nvshmem
+    };
+    ensure(all || used == off_node, || {
+        format!("a peer is off-node, yet Auto all-reduced with {used:?} (expected {off_node:?})")
+    })?;
+    // The other collectives that have a hierarchical form, checked below with the flat ones'
+    // results: a reduce-scatter (chunk `me` of the sums).
+    let mut scattered = p.alloc::<u32>(m / n * n / n)?;
+    let rs_src = p.alloc_from(
+        &(0..m / n * n)
+            .map(|i| (me * m + i) as u32)
+            .collect::<Vec<_>>(),
+    )?;
+    comm.reduce_scatter(&mut scattered, &rs_src, ReduceOp::Sum)?;
     let mut gathered = p.alloc::<u32>(n * m)?;
     comm.all_gather(&mut gathered, &src)?;
     let blocks = p.alloc_from(
@@ -99,6 +125,11 @@ fn peer_access(p: &Pgas) -> CaseResult {
         .map(|i| (0..n).map(|pe| (pe * m + i) as u32).sum())
         .collect();
     check_eq(&format!("all-reduce ({used:?})"), &sum.to_vec()?, &want_sum)?;
+    let k = m / n;
+    let want_rs: Vec<u32> = (0..k)
+        .map(|i| (0..n).map(|pe| (pe * m + me * k + i) as u32).sum())
+        .collect();
+    check_eq("reduce-scatter", &scattered.to_vec()?, &want_rs)?;
     let want_gather: Vec<u32> = (0..n * m).map(|k| k as u32).collect();
     check_eq("all-gather", &gathered.to_vec()?, &want_gather)?;
     // Block `me` of PE `q`'s source (`q n m + me m + i`) lands as block `q` here.

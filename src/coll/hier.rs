@@ -1,0 +1,191 @@
+//! Collectives over a team that spans several nodes: peer loads and stores inside each node,
+//! NVSHMEM's collectives (its proxy and remote transport) across them.
+//!
+//! A [`Comm`] over `Team::WORLD` whose PEs form `nodes` groups of `g` consecutive PEs, each PE
+//! reaching exactly the PEs of its own group with loads and stores (PEs of a node, or
+//! `PGAS_PEER_ACCESS=nodes:g`), keeps two communicators beside its own: `node`, over its group
+//! (the peer-to-peer algorithms), and `cross`, over the PEs of the other groups with the same
+//! place in theirs (every peer off-node: NVSHMEM's algorithms). With PE `p = k g + l` (node
+//! `k`, place `l`), `m` elements a PE:
+//!
+//! - all-reduce of `g m` elements: reduce-scatter in the node (`l` gets chunk `l` summed over
+//!   the node), all-reduce of that chunk across nodes, all-gather in the node. Each PE sends
+//!   `1 / g` of the data across nodes instead of all of it.
+//! - all-gather: all-gather in the node (`g m`), then across nodes (`nodes g m`, node-major:
+//!   PE order).
+//! - reduce-scatter of `nodes g m` elements: reduce-scatter across nodes with chunks of `g m`
+//!   (`(k, l)` gets node `k`'s chunks summed over the PEs of place `l`), then in the node with
+//!   chunks of `m` (`(k, l)` gets chunk `k g + l` summed over every PE).
+//!
+//! The intermediate results live in a symmetric scratch that grows (collectively: every PE
+//! makes the same calls) to the largest call's need. NVSHMEM's collectives run eagerly only, so
+//! these do too: a stream being captured is refused by the cross-node step.
+
+use cudarc::driver::CudaStream;
+
+use super::comm::{refuse_capture, Algorithm, Comm};
+use super::elem::AllReduceElem;
+use super::region::Region;
+use crate::{Error, Pgas, ReduceOp, Result, SymRegion, SymTensor, Team, TeamConfig};
+
+/// The two levels of a communicator whose team spans several nodes (see the module
+/// documentation).
+pub(super) struct Hier {
+    pgas: Pgas,
+    /// This PE's group: every member load/store reachable.
+    node: Comm,
+    /// The PEs with this PE's place in the other groups: none reachable.
+    cross: Comm,
+    /// PEs a group.
+    g: usize,
+    /// The intermediate results; grown to the largest call's need.
+    scratch: Option<SymTensor<u8>>,
+}
+
+impl Hier {
+    /// The two levels of `Team::WORLD` where its PEs form groups as the module documentation
+    /// says, else `None`. Collective over every PE: each says which group it reaches (one
+    /// `fcollect`), so every PE takes the same verdict, and where all agree on groups of `g`
+    /// (at least 2 PEs, at least 2 groups) they split the world into them
+    /// ([`Team::split_2d`]) and make a communicator over each level.
+    pub(super) fn new(pgas: &Pgas) -> Result<Option<Hier>> {
+        let n = pgas.n_pes();
+        if n < 4 {
+            // Two groups of at least two PEs take four.
+            return Ok(None);
+        }
+        let me = pgas.my_pe();
+        let probe = pgas.alloc::<u64>(1)?;
+        let mut reached = Vec::with_capacity(n);
+        for pe in 0..n {
+            if pgas.peer_reachable(&probe, pe)? {
+                reached.push(pe);
+            }
+        }
+        // This PE's group: the PEs it reaches, if they are the `g` consecutive ones of its
+        // aligned block of `g` (else 0: no hierarchy).
+        let g = reached.len();
+        let start = me / g * g;
+        let aligned = n.is_multiple_of(g) && reached.iter().copied().eq(start..start + g);
+        let mine = u64::from(aligned) * g as u64;
+        let own = pgas.alloc_from(&[mine])?;
+        let all = pgas.alloc::<u64>(n)?;
+        pgas.fcollect(Team::WORLD, &all, &own)?;
+        let all = all.to_vec()?;
+        let g = all[0] as usize;
+        if g < 2 || g == n || all.iter().any(|&v| v as usize != g) {
+            return Ok(None);
+        }
+        let config = TeamConfig::default();
+        let (row, column) = Team::WORLD.split_2d(pgas, g, &config, &config)?;
+        Ok(Some(Hier {
+            pgas: pgas.clone(),
+            node: Comm::new(pgas, row)?,
+            cross: Comm::new(pgas, column)?,
+            g,
+            scratch: None,
+        }))
+    }
+
+    /// PEs a group.
+    pub(super) fn group(&self) -> usize {
+        self.g
+    }
+
+    /// Two regions of the scratch of `a` and `b` elements of `T`, apart, grown where needed.
+    fn scratch<T>(
+        &mut self,
+        stream: &CudaStream,
+        a: usize,
+        b: usize,
+    ) -> Result<(Region<T>, Region<T>)> {
+        let size = std::mem::size_of::<T>();
+        // The second region starts at a 16-byte boundary, as the kernels' vector path likes.
+        let at = (a * size).next_multiple_of(16);
+        let bytes = at + b * size;
+        let base = match &self.scratch {
+            Some(s) if s.len() >= bytes => s.as_device_ptr(),
+            _ => {
+                // The old scratch may still be read by work on the stream: let it finish
+                // before the collective free.
+                stream.synchronize().map_err(Error::cuda(
+                    "waiting for the stream before growing the hierarchical scratch",
+                ))?;
+                self.scratch = None;
+                let s = self.pgas.alloc::<u8>(bytes.next_multiple_of(1 << 20))?;
+                let base = s.as_device_ptr();
+                self.scratch = Some(s);
+                base
+            }
+        };
+        Ok((Region::at(base, a), Region::at(base + at as u64, b)))
+    }
+
+    /// All-reduce of `src` into `dst` (`len` a multiple of the group size): reduce-scatter in
+    /// the node, all-reduce across nodes, all-gather in the node.
+    pub(super) fn all_reduce<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &Region<T>,
+        op: ReduceOp,
+    ) -> Result<()> {
+        refuse_capture(
+            stream,
+            "the hierarchical all-reduce (NVSHMEM's across nodes)",
+        )?;
+        let m = src.len() / self.g;
+        let (mut part, mut sum) = self.scratch::<T>(stream, m, m)?;
+        self.node.reduce_scatter_on(stream, &mut part, src, op)?;
+        self.cross
+            .all_reduce_on(stream, &mut sum, &part, op, Algorithm::Nvshmem)?;
+        self.node.all_gather_on(stream, dst, &sum)
+    }
+
+    /// All-gather of `src` into `dst`: in the node, then across nodes.
+    pub(super) fn all_gather<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+    ) -> Result<()> {
+        refuse_capture(
+            stream,
+            "the hierarchical all-gather (NVSHMEM's across nodes)",
+        )?;
+        let (mut node_part, _) = self.scratch::<T>(stream, self.g * src.len(), 0)?;
+        self.node.all_gather_on(stream, &mut node_part, src)?;
+        self.cross.all_gather_on(stream, dst, &node_part)
+    }
+
+    /// Reduce-scatter of `src` into `dst`: across nodes with chunks of `g` times `dst`, then in
+    /// the node.
+    pub(super) fn reduce_scatter<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        op: ReduceOp,
+    ) -> Result<()> {
+        refuse_capture(
+            stream,
+            "the hierarchical reduce-scatter (NVSHMEM's across nodes)",
+        )?;
+        let (mut node_part, _) = self.scratch::<T>(stream, self.g * dst.len(), 0)?;
+        self.cross
+            .reduce_scatter_on(stream, &mut node_part, src, op)?;
+        self.node.reduce_scatter_on(stream, dst, &node_part, op)
+    }
+}
+
+impl Drop for Hier {
+    /// Destroys the two teams (collective, as the communicator's drop is: every PE drops its
+    /// communicators in the same order). The communicators over them are refused after that,
+    /// and go with this.
+    fn drop(&mut self) {
+        for team in [self.node.team, self.cross.team] {
+            // A failure here has no caller to tell; the team then stays until finalize.
+            let _ = team.destroy(&self.pgas);
+        }
+    }
+}
