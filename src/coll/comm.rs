@@ -4,6 +4,7 @@
 
 use super::hier::Hier;
 use super::region::{check_apart, LocalTable, Reached, Region};
+use super::scratch::Scratch;
 use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::{KernelSpec, Variant};
 use pgas_runtime::launch::KernelArgs;
@@ -110,6 +111,8 @@ pub struct Comm {
     /// Where the team is `Team::WORLD` spread over several nodes: the communicators of each
     /// level (`hier.rs`).
     pub(super) hier: Option<Box<Hier>>,
+    /// The intermediate results of the composed paths (`scratch.rs`).
+    pub(super) scratch: Scratch,
 }
 
 /// Words one member contributes to an all-to-all-v layout exchange (`layout.rs`; `Comm::new`
@@ -205,6 +208,7 @@ impl Comm {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             ll_scratch,
             hier,
+            scratch: Scratch::new(pgas),
         })
     }
 

@@ -17,8 +17,7 @@
 //!   (`(k, l)` gets node `k`'s chunks summed over the PEs of place `l`), then in the node with
 //!   chunks of `m` (`(k, l)` gets chunk `k g + l` summed over every PE).
 //!
-//! The intermediate results live in a symmetric scratch that grows (collectively: every PE
-//! makes the same calls) to the largest call's need. NVSHMEM's collectives run eagerly only, so
+//! The intermediate results live in the communicator's scratch (`scratch.rs`). NVSHMEM's collectives run eagerly only, so
 //! these do too: a stream being captured is refused by the cross-node step.
 
 use cudarc::driver::CudaStream;
@@ -26,7 +25,8 @@ use cudarc::driver::CudaStream;
 use super::comm::{refuse_capture, Algorithm, Comm};
 use super::elem::AllReduceElem;
 use super::region::Region;
-use crate::{Error, Pgas, ReduceOp, Result, SymRegion, SymTensor, Team, TeamConfig};
+use super::scratch::Scratch;
+use crate::{Pgas, ReduceOp, Result, SymRegion, Team, TeamConfig};
 
 /// The two levels of a communicator whose team spans several nodes (see the module
 /// documentation).
@@ -38,8 +38,6 @@ pub(super) struct Hier {
     cross: Comm,
     /// PEs a group.
     g: usize,
-    /// The intermediate results; grown to the largest call's need.
-    scratch: Option<SymTensor<u8>>,
 }
 
 impl Hier {
@@ -83,42 +81,12 @@ impl Hier {
             node: Comm::new(pgas, row)?,
             cross: Comm::new(pgas, column)?,
             g,
-            scratch: None,
         }))
     }
 
     /// PEs a group.
     pub(super) fn group(&self) -> usize {
         self.g
-    }
-
-    /// Two regions of the scratch of `a` and `b` elements of `T`, apart, grown where needed.
-    fn scratch<T>(
-        &mut self,
-        stream: &CudaStream,
-        a: usize,
-        b: usize,
-    ) -> Result<(Region<T>, Region<T>)> {
-        let size = std::mem::size_of::<T>();
-        // The second region starts at a 16-byte boundary, as the kernels' vector path likes.
-        let at = (a * size).next_multiple_of(16);
-        let bytes = at + b * size;
-        let base = match &self.scratch {
-            Some(s) if s.len() >= bytes => s.as_device_ptr(),
-            _ => {
-                // The old scratch may still be read by work on the stream: let it finish
-                // before the collective free.
-                stream.synchronize().map_err(Error::cuda(
-                    "waiting for the stream before growing the hierarchical scratch",
-                ))?;
-                self.scratch = None;
-                let s = self.pgas.alloc::<u8>(bytes.next_multiple_of(1 << 20))?;
-                let base = s.as_device_ptr();
-                self.scratch = Some(s);
-                base
-            }
-        };
-        Ok((Region::at(base, a), Region::at(base + at as u64, b)))
     }
 
     /// All-reduce of `src` into `dst` (`len` a multiple of the group size): reduce-scatter in
@@ -129,13 +97,14 @@ impl Hier {
         dst: &mut impl SymRegion<T>,
         src: &Region<T>,
         op: ReduceOp,
+        scratch: &mut Scratch,
     ) -> Result<()> {
         refuse_capture(
             stream,
             "the hierarchical all-reduce (NVSHMEM's across nodes)",
         )?;
         let m = src.len() / self.g;
-        let (mut part, mut sum) = self.scratch::<T>(stream, m, m)?;
+        let (mut part, mut sum) = scratch.regions::<T>(stream, m, m)?;
         self.node.reduce_scatter_on(stream, &mut part, src, op)?;
         self.cross
             .all_reduce_on(stream, &mut sum, &part, op, Algorithm::Nvshmem)?;
@@ -148,12 +117,13 @@ impl Hier {
         stream: &CudaStream,
         dst: &mut impl SymRegion<T>,
         src: &impl SymRegion<T>,
+        scratch: &mut Scratch,
     ) -> Result<()> {
         refuse_capture(
             stream,
             "the hierarchical all-gather (NVSHMEM's across nodes)",
         )?;
-        let (mut node_part, _) = self.scratch::<T>(stream, self.g * src.len(), 0)?;
+        let (mut node_part, _) = scratch.regions::<T>(stream, self.g * src.len(), 0)?;
         self.node.all_gather_on(stream, &mut node_part, src)?;
         self.cross.all_gather_on(stream, dst, &node_part)
     }
@@ -166,12 +136,13 @@ impl Hier {
         dst: &mut impl SymRegion<T>,
         src: &impl SymRegion<T>,
         op: ReduceOp,
+        scratch: &mut Scratch,
     ) -> Result<()> {
         refuse_capture(
             stream,
             "the hierarchical reduce-scatter (NVSHMEM's across nodes)",
         )?;
-        let (mut node_part, _) = self.scratch::<T>(stream, self.g * dst.len(), 0)?;
+        let (mut node_part, _) = scratch.regions::<T>(stream, self.g * dst.len(), 0)?;
         self.cross
             .reduce_scatter_on(stream, &mut node_part, src, op)?;
         self.node.reduce_scatter_on(stream, dst, &node_part, op)

@@ -33,6 +33,7 @@ mod movement;
 mod prewarm;
 mod reduce;
 mod region;
+mod scratch;
 
 pub use comm::{
     device_scratch_len, Algorithm, Comm, LL_GATHER_MAX_BYTES, LL_MAX_BYTES, LL_SHARED_MAX_BYTES,

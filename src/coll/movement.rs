@@ -141,7 +141,20 @@ impl Comm {
         let ll_fits = self.n > 1 && self.ll_fits(bytes);
         let algorithm = match algorithm {
             Algorithm::Auto if self.peers_reachable() && ll_fits => Algorithm::LowLatency,
-            Algorithm::Auto => self.auto_pass(bytes, false),
+            // Broadcast has no hierarchical form: NVSHMEM's over the whole team.
+            Algorithm::Auto => match self.auto_pass(bytes, false) {
+                Algorithm::Hierarchical => Algorithm::Nvshmem,
+                a => a,
+            },
+            Algorithm::Hierarchical => {
+                return Err(Error::InvalidConfig {
+                    name: "algorithm",
+                    value: "Hierarchical".into(),
+                    reason: "the hierarchical algorithm is an all-reduce's; broadcast takes \
+                             Algorithm::Auto, LowLatency, OneShot, TwoShot or Nvshmem"
+                        .into(),
+                })
+            }
             Algorithm::LowLatency if !ll_fits => {
                 return Err(Error::InvalidConfig {
                     name: "algorithm",

@@ -151,13 +151,21 @@ impl Comm {
         let spec = match algorithm {
             Algorithm::Hierarchical => {
                 if let Some(h) = self.hier.as_mut() {
-                    h.all_reduce(stream, dst, src, op)?;
+                    h.all_reduce(stream, dst, src, op, &mut self.scratch)?;
                 }
                 return Ok(algorithm);
             }
             Algorithm::Nvshmem => {
                 refuse_capture(stream, "NVSHMEM's reduction")?;
-                self.pgas.reduce_on(stream, self.team, op, &*dst, src)?;
+                if in_place {
+                    // NVSHMEM's on-stream reduction in place gave each value reduced twice on 4
+                    // PEs (the differential test, run 55): reduce into the scratch, copy back.
+                    let (tmp, _) = self.scratch.regions::<T>(stream, src.len(), 0)?;
+                    self.pgas.reduce_on(stream, self.team, op, &tmp, src)?;
+                    self.pgas.put_on(stream, &*dst, &tmp, self.pgas.my_pe())?;
+                } else {
+                    self.pgas.reduce_on(stream, self.team, op, &*dst, src)?;
+                }
                 return Ok(algorithm);
             }
             _ if !self.p2p => {
@@ -273,7 +281,7 @@ impl Comm {
             let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
             check_apart("reduce-scatter", d, dst.len() * size, s, src.len() * size)?;
             if let Some(h) = self.hier.as_mut() {
-                return h.reduce_scatter(stream, dst, src, op);
+                return h.reduce_scatter(stream, dst, src, op, &mut self.scratch);
             }
             refuse_capture(stream, "NVSHMEM's reduce-scatter")?;
             return self
@@ -376,7 +384,7 @@ impl Comm {
             let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
             check_apart("all-gather", d, dst.len() * size, s, src.len() * size)?;
             if let Some(h) = self.hier.as_mut() {
-                return h.all_gather(stream, dst, src);
+                return h.all_gather(stream, dst, src, &mut self.scratch);
             }
             refuse_capture(stream, "NVSHMEM's all-gather (fcollect)")?;
             return self.pgas.fcollect_on(stream, self.team, &*dst, src);

@@ -1,0 +1,54 @@
+//! A communicator's symmetric scratch for the intermediate results of its composed paths (the
+//! hierarchical collectives, NVSHMEM's reduction in place): grown, collectively, to the largest
+//! call's need, since every member makes the same calls with the same sizes.
+
+use cudarc::driver::CudaStream;
+
+use super::region::Region;
+use crate::{Error, Pgas, Result, SymTensor};
+
+/// The scratch: empty until a call needs it.
+pub(super) struct Scratch {
+    pgas: Pgas,
+    buf: Option<SymTensor<u8>>,
+}
+
+impl Scratch {
+    pub(super) fn new(pgas: &Pgas) -> Scratch {
+        Scratch {
+            pgas: pgas.clone(),
+            buf: None,
+        }
+    }
+
+    /// Two regions of `a` and `b` elements of `T`, apart (the second from a 16-byte boundary,
+    /// as the kernels' vector path likes), grown where needed. Growing is collective: it waits
+    /// for `stream` (work on it may still read the old buffer), frees the old buffer and
+    /// allocates the new one on every member alike.
+    pub(super) fn regions<T>(
+        &mut self,
+        stream: &CudaStream,
+        a: usize,
+        b: usize,
+    ) -> Result<(Region<T>, Region<T>)> {
+        let size = std::mem::size_of::<T>();
+        let at = (a * size).next_multiple_of(16);
+        let bytes = at + b * size;
+        let base = match &self.buf {
+            Some(s) if s.len() >= bytes => s.as_device_ptr(),
+            _ => {
+                stream.synchronize().map_err(Error::cuda(
+                    "waiting for the stream before growing a communicator's scratch",
+                ))?;
+                self.buf = None;
+                let s = self
+                    .pgas
+                    .alloc::<u8>(bytes.max(1).next_multiple_of(1 << 20))?;
+                let base = s.as_device_ptr();
+                self.buf = Some(s);
+                base
+            }
+        };
+        Ok((Region::at(base, a), Region::at(base + at as u64, b)))
+    }
+}
