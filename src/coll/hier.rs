@@ -111,7 +111,10 @@ impl Hier {
         self.node.all_gather_on(stream, dst, &sum)
     }
 
-    /// All-gather of `src` into `dst`: in the node, then across nodes.
+    /// All-gather of `src` into `dst`: in the node, then across nodes into the scratch, then
+    /// into `dst`. NVSHMEM's collectives over a split team get 16-byte aligned buffers only:
+    /// given `dst` at an odd element, its on-stream kernels stopped on a misaligned address
+    /// (the differential test on 4 PEs as two nodes, run 55).
     pub(super) fn all_gather<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
@@ -123,13 +126,17 @@ impl Hier {
             stream,
             "the hierarchical all-gather (NVSHMEM's across nodes)",
         )?;
-        let (mut node_part, _) = scratch.regions::<T>(stream, self.g * src.len(), 0)?;
+        let (mut node_part, mut gathered) =
+            scratch.regions::<T>(stream, self.g * src.len(), dst.len())?;
         self.node.all_gather_on(stream, &mut node_part, src)?;
-        self.cross.all_gather_on(stream, dst, &node_part)
+        self.cross
+            .all_gather_on(stream, &mut gathered, &node_part)?;
+        self.pgas
+            .put_on(stream, &*dst, &gathered, self.pgas.my_pe())
     }
 
-    /// Reduce-scatter of `src` into `dst`: across nodes with chunks of `g` times `dst`, then in
-    /// the node.
+    /// Reduce-scatter of `src` into `dst`: across nodes with chunks of `g` times `dst` (from an
+    /// aligned copy of `src` in the scratch, as `all_gather` says why), then in the node.
     pub(super) fn reduce_scatter<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
@@ -142,9 +149,10 @@ impl Hier {
             stream,
             "the hierarchical reduce-scatter (NVSHMEM's across nodes)",
         )?;
-        let (mut node_part, _) = scratch.regions::<T>(stream, self.g * dst.len(), 0)?;
+        let (copy, mut node_part) = scratch.regions::<T>(stream, src.len(), self.g * dst.len())?;
+        self.pgas.put_on(stream, &copy, src, self.pgas.my_pe())?;
         self.cross
-            .reduce_scatter_on(stream, &mut node_part, src, op)?;
+            .reduce_scatter_on(stream, &mut node_part, &copy, op)?;
         self.node.reduce_scatter_on(stream, dst, &node_part, op)
     }
 }
