@@ -70,7 +70,7 @@ macro_rules! dtypes {
         ) -> PyResult<AnyTensor> {
             match name {
                 $($name => Ok(AnyTensor::$variant(
-                    pgas.alloc_shaped::<$t>(dims).map_err(crate::to_py)?,
+                    pgas.alloc_shaped::<$t>(dims).map_err(crate::errors::to_py)?,
                 )),)*
                 _ => Err(unknown(name)),
             }
@@ -94,7 +94,7 @@ macro_rules! dtypes {
         ) -> PyResult<AnyTensor> {
             match name {
                 $($name => Ok(AnyTensor::$variant(
-                    pgas.from_dlpack::<$t>(tensor).map_err(crate::to_py)?,
+                    pgas.from_dlpack::<$t>(tensor).map_err(crate::errors::to_py)?,
                 )),)*
                 _ => Err(unknown(name)),
             }
@@ -178,7 +178,7 @@ macro_rules! dtypes {
             fn of(v: Scalar) -> PyResult<$t> {
                 match v {
                     Scalar::$variant(x) => Ok(x),
-                    _ => Err(crate::misuse(format!("an operand of another dtype than {}", $name))),
+                    _ => Err(crate::errors::misuse(format!("an operand of another dtype than {}", $name))),
                 }
             }
         }
@@ -192,16 +192,16 @@ macro_rules! dtypes {
         /// Sets every element of `t` to `v` (of its dtype: `Scalar::parse` with `t.dtype()`).
         pub(crate) fn fill(t: &mut AnyTensor, v: Scalar) -> PyResult<()> {
             match (t, v) {
-                $((AnyTensor::$variant(t), Scalar::$variant(v)) => t.fill(v).map_err(crate::to_py),)*
-                (t, _) => Err(crate::misuse(format!("fill: a value of another dtype than {}", t.dtype()))),
+                $((AnyTensor::$variant(t), Scalar::$variant(v)) => t.fill(v).map_err(crate::errors::to_py),)*
+                (t, _) => Err(crate::errors::misuse(format!("fill: a value of another dtype than {}", t.dtype()))),
             }
         }
 
         /// Copies `v` (of `t`'s dtype and length) into `t`.
         pub(crate) fn copy_from(t: &mut AnyTensor, v: Values) -> PyResult<()> {
             match (t, v) {
-                $((AnyTensor::$variant(t), Values::$variant(v)) => t.copy_from(&v).map_err(crate::to_py),)*
-                (t, _) => Err(crate::misuse(format!("copy_from: values of another dtype than {}", t.dtype()))),
+                $((AnyTensor::$variant(t), Values::$variant(v)) => t.copy_from(&v).map_err(crate::errors::to_py),)*
+                (t, _) => Err(crate::errors::misuse(format!("copy_from: values of another dtype than {}", t.dtype()))),
             }
         }
 
@@ -267,7 +267,7 @@ pub(crate) fn parse(dtype: &Bound<'_, PyAny>) -> PyResult<&'static str> {
 }
 
 fn unknown(name: &str) -> PyErr {
-    crate::misuse(format!(
+    crate::errors::misuse(format!(
         "unknown dtype {name:?}; pgas tensors hold one of {}",
         NAMES.join(", ")
     ))

@@ -18,7 +18,7 @@ use pgas_runtime::{Bootstrap, Pgas, SymTensor, Team};
 use pyo3::prelude::*;
 
 use crate::dtype::AnyTensor;
-use crate::{misuse, to_py, CollectiveMismatchError, FreedError, NotInitializedError};
+use crate::errors::{misuse, to_py, CollectiveMismatchError, FreedError, NotInitializedError};
 
 /// Ids of imported tensors (views of symmetric memory taken with `from_dlpack`) start here;
 /// owned allocations count from 1 in allocation order, the same on every PE.

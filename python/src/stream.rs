@@ -26,7 +26,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::{misuse, to_py};
+use crate::errors::{misuse, to_py};
 
 /// A user stream, checked (`check`) to be a stream of pgas's CUDA context.
 #[derive(Clone, Copy, Debug)]

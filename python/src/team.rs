@@ -6,8 +6,8 @@ use pgas_runtime::{Team as RtTeam, TeamConfig};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::errors::to_py;
 use crate::state::current;
-use crate::to_py;
 
 /// An NVSHMEM team. `pgas.TEAM_WORLD` (every PE), `pgas.TEAM_SHARED` (the PEs that share
 /// memory with this one), `pgas.TEAM_NODE` (this node's), or one made by `split_strided` /

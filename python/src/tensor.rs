@@ -144,7 +144,7 @@ impl Tensor {
         let values = py.detach(|| {
             self.with(|data| {
                 Ok(with_tensor!(data, t => {
-                    let v = t.to_vec().map_err(crate::to_py)?;
+                    let v = t.to_vec().map_err(crate::errors::to_py)?;
                     crate::dtype::Values::from(v)
                 }))
             })
@@ -400,7 +400,7 @@ impl Exporter<'_> {
                     // a view, so `free_tensor` refuses to free it while the DLPack tensor lives;
                     // `finalize` refuses too, except at interpreter exit.
                     with_tensor!(&*data, s => unsafe { s.dlpack_sharing::<M, _>(owner) })
-                        .map_err(crate::to_py)
+                        .map_err(crate::errors::to_py)
                 })
             }),
             Source::Peer(p) => {
@@ -411,7 +411,9 @@ impl Exporter<'_> {
                 }
                 let mut t = Dynamic::new(dims, strides)
                     .initialize_as::<M>(owner)
-                    .map_err(|e| crate::misuse(format!("cannot describe the tensor: {e}")))?;
+                    .map_err(|e| {
+                        crate::errors::misuse(format!("cannot describe the tensor: {e}"))
+                    })?;
                 t.set_device(self.device)
                     .set_dtype(p.dl_dtype)
                     .set_data(p.ptr as *mut std::ffi::c_void);

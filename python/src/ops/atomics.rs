@@ -6,9 +6,9 @@ use pyo3::prelude::*;
 
 use super::call::run;
 use crate::dtype::{AnyTensor, Scalar, ScalarOf};
-use crate::misuse;
+use crate::errors::misuse;
+use crate::errors::to_py;
 use crate::tensor::Tensor;
-use crate::to_py;
 
 /// Runs `$body` with `$t` bound to the tensor when it holds an element type with every host
 /// atomic (the 32- and 64-bit integers).

@@ -8,7 +8,7 @@ use pgas_runtime::Pgas;
 use pyo3::prelude::*;
 
 use crate::dtype::AnyTensor;
-use crate::misuse;
+use crate::errors::misuse;
 use crate::state::{current, freed, Registry, State};
 use crate::stream;
 use crate::tensor::Tensor;

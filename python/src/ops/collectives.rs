@@ -6,9 +6,9 @@ use pyo3::prelude::*;
 
 use super::call::{dtype_mismatch, run, Call};
 use crate::dtype::with_pair;
+use crate::errors::{misuse, to_py};
 use crate::team::Team;
 use crate::tensor::Tensor;
-use crate::{misuse, to_py};
 
 /// A reduction operator: `"sum"`, `"prod"`, `"min"`, `"max"`, `"and"`, `"or"`, `"xor"`.
 fn reduce_op_of(op: &str) -> PyResult<ReduceOp> {

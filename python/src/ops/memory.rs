@@ -12,10 +12,10 @@ use pyo3::prelude::*;
 
 use super::call::entry;
 use crate::dtype::{self, with_tensor};
+use crate::errors::{misuse, to_py};
 use crate::state::{current, freed};
 use crate::team::Team;
 use crate::tensor::{PeerTensor, Tensor};
-use crate::{misuse, to_py};
 
 /// A shape: an int or a sequence of ints.
 #[derive(FromPyObject)]

@@ -4,8 +4,8 @@ use pyo3::prelude::*;
 
 use super::call::{dtype_mismatch, run};
 use crate::dtype::with_pair;
+use crate::errors::to_py;
 use crate::tensor::Tensor;
-use crate::to_py;
 
 /// Which RMA call.
 #[derive(Clone, Copy)]

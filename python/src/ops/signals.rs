@@ -8,8 +8,8 @@ use pyo3::prelude::*;
 
 use super::call::{dtype_mismatch, run, Call};
 use crate::dtype::{with_pair, AnyTensor};
+use crate::errors::{misuse, to_py};
 use crate::tensor::Tensor;
-use crate::{misuse, to_py};
 
 /// A signal operator: `"set"` / `"add"` (also `pgas.SIGNAL_SET`, `pgas.SIGNAL_ADD`).
 fn signal_op_of(op: &str) -> PyResult<SignalOp> {

@@ -5,9 +5,9 @@
 use pyo3::prelude::*;
 
 use super::call::{run, Call};
+use crate::errors::to_py;
 use crate::stream;
 use crate::team::Team;
-use crate::to_py;
 
 /// Runs `plain` (the runtime's form that waits for pgas's stream) or, with `stream=`, `on` of
 /// that stream followed by a host wait for it.
