@@ -450,9 +450,19 @@ def test_cupy_interop():
     assert t.to_list() == [3.0] * 32
     back = pgas.from_dlpack(c[8:16])
     assert back.data_ptr == t.data_ptr + 32
+    # A CuPy stream as `stream=` (its `.ptr`): the put to the next PE runs in its order.
+    s = cupy.cuda.Stream(non_blocking=True)
+    dst = pgas.alloc(32, "float32")
+    pgas.barrier_all()
+    with s:
+        c *= 2                                   # queued on s ...
+    pgas.put(dst, t, NXT, stream=s)              # ... then the put, in s's order
+    pgas.barrier_all(stream=s)
+    s.synchronize()
+    assert dst.to_list() == [6.0] * 32
     del back, c
     gc.collect()
-    free(t)
+    free(t, dst)
 
 
 def test_jax_interop():

@@ -2,7 +2,6 @@
 //! collectives synchronize with; the algorithms and their size limits; the checks and the
 //! peer-to-peer launch every collective shares.
 
-use super::hier::Hier;
 use super::region::{check_apart, LocalTable, Reached, Region};
 use super::scratch::Scratch;
 use cudarc::driver::CudaStream;
@@ -113,6 +112,19 @@ pub struct Comm {
     pub(super) hier: Option<Box<Hier>>,
     /// The intermediate results of the composed paths (`scratch.rs`).
     pub(super) scratch: Scratch,
+}
+
+/// The two levels of a communicator whose team spans several nodes (`hier.rs`, which holds
+/// its methods: the type lives here because a `Comm` holds one and it holds `Comm`s, and a file
+/// that imported the other's would make an import loop).
+pub(super) struct Hier {
+    pub(super) pgas: Pgas,
+    /// This PE's group: every member load/store reachable.
+    pub(super) node: Comm,
+    /// The PEs with this PE's place in the other groups: none reachable.
+    pub(super) cross: Comm,
+    /// PEs a group.
+    pub(super) g: usize,
 }
 
 /// Words one member contributes to an all-to-all-v layout exchange (`layout.rs`; `Comm::new`

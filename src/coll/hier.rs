@@ -22,23 +22,11 @@
 
 use cudarc::driver::CudaStream;
 
-use super::comm::{refuse_capture, Algorithm, Comm};
+use super::comm::{refuse_capture, Algorithm, Comm, Hier};
 use super::elem::AllReduceElem;
 use super::region::Region;
 use super::scratch::Scratch;
 use crate::{Pgas, ReduceOp, Result, SymRegion, Team, TeamConfig};
-
-/// The two levels of a communicator whose team spans several nodes (see the module
-/// documentation).
-pub(super) struct Hier {
-    pgas: Pgas,
-    /// This PE's group: every member load/store reachable.
-    node: Comm,
-    /// The PEs with this PE's place in the other groups: none reachable.
-    cross: Comm,
-    /// PEs a group.
-    g: usize,
-}
 
 impl Hier {
     /// The two levels of `Team::WORLD` where its PEs form groups as the module documentation
