@@ -23,6 +23,7 @@
 //! ([`shape_error`]). `examples/gemm_bf16.rs` checks it against the host and times it;
 //! `benches/gemm.rs` times it against cuBLAS and the Hopper GEMM.
 
+use super::shape::{refuse, size_error, tile_error};
 use crate::prelude::*;
 use crate::Result;
 
@@ -260,17 +261,8 @@ pub fn tile_n(m: usize, n: usize, sms: usize) -> usize {
 /// Why `(m, n, k)` cannot run, if it cannot: the kernel has no edge handling, so every
 /// dimension must be a whole number of tiles (of the narrow tile, for N).
 pub fn shape_error(m: usize, n: usize, k: usize) -> Option<String> {
-    let bad: Vec<String> = [("M", m, BM), ("N", n, 128), ("K", k, BK)]
-        .iter()
-        .filter(|(_, v, t)| *v == 0 || v % t != 0)
-        .map(|(name, v, t)| format!("{name} = {v} is not a positive multiple of {t}"))
-        .collect();
-    (!bad.is_empty()).then(|| {
-        format!(
-            "gemm_bf16 takes whole {BM} x 128 x {BK} tiles (N = {BN} where it divides): {}",
-            bad.join(", ")
-        )
-    })
+    let note = format!(" (N = {BN} where it divides)");
+    tile_error("gemm_bf16", (m, n, k), (BM, 128, BK), &note)
 }
 
 /// `C = A B` on the pgas stream with the tile width [`tile_n`] picks; `checked` picks the
@@ -309,10 +301,7 @@ pub fn gemm_tiled(
     (stages, bn): (u32, usize),
     checked: bool,
 ) -> Result<()> {
-    let refuse = |reason: String| {
-        let cause = crate::LaunchCause::Unsupported(reason);
-        Err(crate::Error::launch("gemm_bf16", cause))
-    };
+    let refuse = |reason: String| refuse("gemm_bf16", reason);
     if let Some(why) = shape_error(m, n, k) {
         return refuse(why);
     }
@@ -322,13 +311,8 @@ pub fn gemm_tiled(
     if stages < 2 {
         return refuse(format!("stages = {stages}: the pipeline needs at least 2"));
     }
-    if a.len() != m * k || b.len() != k * n || c.len() != m * n {
-        return refuse(format!(
-            "buffer sizes {} / {} / {} do not match {m} x {k}, {k} x {n}, {m} x {n}",
-            a.len(),
-            b.len(),
-            c.len()
-        ));
+    if let Some(why) = size_error((a.len(), b.len(), c.len()), (m, n, k), (k, n)) {
+        return refuse(why);
     }
     let blocks = ((m / BM) * (n / bn)) as u32;
     let cfg = LaunchConfig::blocks(blocks, threads(bn)).with_shared_mem(shared_bytes(stages, bn));

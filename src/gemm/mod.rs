@@ -7,6 +7,7 @@ mod kernel;
 pub mod mma_sync;
 mod plan;
 pub mod reference;
+mod shape;
 
 pub use kernel::{gemm_bf16_sm90, BK, BM, THREADS};
 pub(crate) use plan::{

@@ -2,6 +2,7 @@
 //! shape gets, the checks before a launch, and the launch itself.
 
 use super::kernel::{gemm_bf16_sm90, BK, BM, THREADS};
+use super::shape::{self, size_error, tile_error};
 use crate::e4m3;
 use crate::kernel::Variant;
 use crate::prelude::*;
@@ -72,24 +73,12 @@ fn slot_bytes(bn: u32) -> usize {
 /// Why `(m, n, k)` cannot run, if it cannot: the kernel has no edge handling, so M is whole
 /// 128-row tiles, N whole 64-column tiles and K whole 64-element steps.
 pub fn shape_error(m: usize, n: usize, k: usize) -> Option<String> {
-    let bad: Vec<String> = [("M", m, BM), ("N", n, 64), ("K", k, BK)]
-        .iter()
-        .filter(|(_, v, t)| *v == 0 || v % t != 0)
-        .map(|(name, v, t)| format!("{name} = {v} is not a positive multiple of {t}"))
-        .collect();
-    (!bad.is_empty()).then(|| {
-        format!(
-            "the sm_90a GEMM takes whole {BM} x 64 x {BK} tiles (wider N tiles where they divide): {}",
-            bad.join(", ")
-        )
-    })
+    let note = " (wider N tiles where they divide)";
+    tile_error("the sm_90a GEMM", (m, n, k), (BM, 64, BK), note)
 }
 
 fn refuse<T>(reason: String) -> crate::Result<T> {
-    Err(crate::Error::launch(
-        "gemm_bf16_sm90",
-        crate::LaunchCause::Unsupported(reason),
-    ))
+    shape::refuse("gemm_bf16_sm90", reason)
 }
 
 /// `C = A Btᵀ` (`A` m x k, `Bt` n x k, `C` m x n, row-major bf16, f32 accumulate) on the pgas
@@ -206,13 +195,10 @@ pub(crate) unsafe fn gemm_bf16_raw(
 
 /// Refuses buffers that do not hold `m x k`, `n x k` and `m x n` elements.
 fn check_sizes(lens: (usize, usize, usize), (m, n, k): (usize, usize, usize)) -> crate::Result<()> {
-    let (a, bt, c) = lens;
-    if a != m * k || bt != n * k || c != m * n {
-        return refuse(format!(
-            "buffer sizes {a} / {bt} / {c} do not match {m} x {k}, {n} x {k}, {m} x {n}"
-        ));
+    match size_error(lens, (m, n, k), (n, k)) {
+        Some(why) => refuse(why),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// `C = A Btᵀ` in FP8: `A` (m x k) and `Bt` (n x k) of `e4m3`, row-major (K-major), `C` (m x n)
