@@ -46,3 +46,30 @@ pub(crate) fn refuse<T>(kernel: &'static str, reason: String) -> crate::Result<T
         crate::LaunchCause::Unsupported(reason),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{size_error, tile_error};
+
+    #[test]
+    fn a_shape_off_the_tiles_names_each_bad_dimension() {
+        assert_eq!(tile_error("g", (256, 128, 64), (128, 64, 64), ""), None);
+        let e = tile_error("g", (0, 100, 64), (128, 64, 64), " (note)").unwrap();
+        assert_eq!(
+            e,
+            "g takes whole 128 x 64 x 64 tiles (note): M = 0 is not a positive multiple of 128, \
+             N = 100 is not a positive multiple of 64"
+        );
+    }
+
+    #[test]
+    fn buffers_are_checked_against_each_operand() {
+        assert_eq!(size_error((8 * 4, 4 * 2, 8 * 2), (8, 2, 4), (4, 2)), None);
+        // B given as n x k (the sm_90a GEMM's Bt) and as k x n (the teaching GEMM's B).
+        let e = size_error((32, 8, 15), (8, 2, 4), (2, 4)).unwrap();
+        assert_eq!(
+            e,
+            "buffer sizes 32 / 8 / 15 do not match 8 x 4, 2 x 4, 8 x 2"
+        );
+    }
+}
