@@ -202,7 +202,7 @@ impl Comm {
         let sms = pgas.sm_count()?;
         // Every PE passed WORLD (or none did), so all or none take part in this.
         let hier = if over_world {
-            Hier::new(pgas)?.map(Box::new)
+            Hier::new(pgas, &sig)?.map(Box::new)
         } else {
             None
         };

@@ -26,7 +26,7 @@ use super::comm::{refuse_capture, Algorithm, Comm, Hier};
 use super::elem::AllReduceElem;
 use super::region::Region;
 use super::scratch::Scratch;
-use crate::{Pgas, ReduceOp, Result, SymRegion, Team, TeamConfig};
+use crate::{Pgas, ReduceOp, Result, SymRegion, SymTensor, Team, TeamConfig};
 
 impl Hier {
     /// The two levels of `Team::WORLD` where its PEs form groups as the module documentation
@@ -34,17 +34,17 @@ impl Hier {
     /// `fcollect`), so every PE takes the same verdict, and where all agree on groups of `g`
     /// (at least 2 PEs, at least 2 groups) they split the world into them
     /// ([`Team::split_2d`]) and make a communicator over each level.
-    pub(super) fn new(pgas: &Pgas) -> Result<Option<Hier>> {
+    /// `probe`: any symmetric buffer (the communicator's flags), to ask reachability with.
+    pub(super) fn new(pgas: &Pgas, probe: &SymTensor<u64>) -> Result<Option<Hier>> {
         let n = pgas.n_pes();
         if n < 4 {
             // Two groups of at least two PEs take four.
             return Ok(None);
         }
         let me = pgas.my_pe();
-        let probe = pgas.alloc::<u64>(1)?;
         let mut reached = Vec::with_capacity(n);
         for pe in 0..n {
-            if pgas.peer_reachable(&probe, pe)? {
+            if pgas.peer_reachable(probe, pe)? {
                 reached.push(pe);
             }
         }

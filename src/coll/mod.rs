@@ -20,9 +20,11 @@
 //! fewest steps, for small messages), *two-shot* (reduce-scatter by peer loads, then all-gather by
 //! peer stores: a fraction of the traffic, for large ones), or *NVSHMEM's own*
 //! (`nvshmemx_<type>_<op>_reduce_on_stream`, the fallback where peers are not load/store
-//! reachable). [`Algorithm::Auto`] chooses by size. [`Comm::reduce_scatter`] and
-//! [`Comm::all_gather`] are two-shot's halves as kernels of their own (peer-to-peer only). The
-//! kernels and their flag protocol are in [`kernels`].
+//! reachable), or *hierarchical* over a `Team::WORLD` spread across nodes (peer memory inside a
+//! node, NVSHMEM across: [`Comm::hierarchy`]). [`Algorithm::Auto`] chooses by size and reach.
+//! [`Comm::reduce_scatter`] and [`Comm::all_gather`] are two-shot's halves as kernels of their
+//! own, with the same fallbacks off NVLink. The kernels and their flag protocol are in
+//! [`kernels`].
 
 mod comm;
 mod elem;

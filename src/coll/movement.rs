@@ -245,7 +245,8 @@ impl Comm {
     /// prewarmed): each rank stores its chunks into its peers' `dst` over NVLink, with the
     /// flag protocol, so when it completes on a PE every peer's chunk has arrived in its `dst`.
     /// Up to [`super::LL_GATHER_MAX_BYTES`] a PE (on up to 8 PEs) it takes the
-    /// low-latency protocol instead: every PE's whole `src` over the lines into shared memory,
+    /// low-latency protocol instead: every PE's `src` over the lines into shared memory, a
+    /// block per 8 KiB,
     /// one crossing and no handshake. Where a member is not load/store reachable, NVSHMEM's
     /// `alltoall` on `stream` carries it instead.
     ///

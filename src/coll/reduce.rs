@@ -239,10 +239,12 @@ impl Comm {
     /// prewarmed, as [`Comm::all_reduce_on`]). Two-shot's first half: each rank loads its chunk
     /// from every peer's `src` over NVLink and reduces it into its own `dst`, with the same flag
     /// protocol, so when it completes on a PE no peer reads that PE's `src` any more. Up to
-    /// [`LL_GATHER_MAX_BYTES`] of `src` it takes the low-latency protocol instead: all of `src`
-    /// all-reduced over the lines into shared memory, this rank's chunk copied out (one
-    /// crossing, no handshake). Where a member is not load/store reachable, NVSHMEM's
-    /// reduce-scatter on `stream` carries it instead.
+    /// [`LL_GATHER_MAX_BYTES`] of `src` it takes the low-latency protocol instead: `src`
+    /// all-reduced over the lines into shared memory, a block per 8 KiB, the parts in this
+    /// rank's chunk copied out (one crossing, no handshake). Where a member is not load/store
+    /// reachable, NVSHMEM's reduce-scatter on `stream` carries it instead, or, over a
+    /// `Team::WORLD` spread across nodes ([`Comm::hierarchy`]), NVSHMEM's across nodes and
+    /// the peer-to-peer one inside the node (eager only).
     ///
     /// Errors, before anything is launched: a PE that is not in the team, a `src` length that
     /// is not a multiple of the team size or not `n * dst.len()`, a bitwise op on a float
@@ -341,13 +343,15 @@ impl Comm {
     /// prewarmed). Two-shot's second half: each rank stores its `src` into its chunk of every
     /// peer's `dst` over NVLink, with the same flag protocol, so when it completes on a PE every
     /// peer's chunk has arrived in its `dst` and no peer writes it any more. Up to
-    /// [`LL_GATHER_MAX_BYTES`] a PE it takes the low-latency protocol instead (one block; each
-    /// rank's data with the call's flag in 16-byte lines into every peer's scratch, then copied
-    /// into `dst` by the PE that polls them: one NVLink crossing, no handshake).
+    /// [`LL_GATHER_MAX_BYTES`] a PE it takes the low-latency protocol instead (a block per 8 KiB
+    /// of a PE's data; each rank's data with the call's flag in 16-byte lines into every peer's
+    /// scratch, then copied into `dst` by the PE that polls them: one NVLink crossing, no
+    /// handshake).
     ///
     /// Where a member is not load/store reachable ([`Comm::peers_reachable`] false: another
     /// node, no peer access, or `PGAS_PEER_ACCESS`), NVSHMEM's `fcollect` on `stream` carries
-    /// it instead.
+    /// it instead, or, over a `Team::WORLD` spread across nodes ([`Comm::hierarchy`]), the
+    /// peer-to-peer all-gather inside the node and NVSHMEM's across nodes (eager only).
     ///
     /// Errors, before anything is launched: a PE that is not in the team, a `dst` length that
     /// is not a multiple of the team size or not `n * src.len()`, `dst` and `src` overlapping
