@@ -1,6 +1,6 @@
 //! MoE dispatch and combine: `pgas::ops::moe` against NCCL moving the same rows, in the same job,
 //! at DeepSeek-V3 sizes (hidden 7168 `bf16`, top-8 of 8 experts per GPU, uniform routing) from
-//! 256 to 4096 tokens per GPU.
+//! 128 (decoding) to 4096 tokens per GPU.
 //!
 //! ```text
 //! pgas-run -n 2 -- target/release/deps/moe-<hash> [OUTDIR]
@@ -13,7 +13,10 @@
 //!
 //! - **pgas**: [`MoeDispatcher::dispatch`] (layout, count exchange on the GPU, rows by peer
 //!   stores, metadata and per-expert lists) and [`MoeDispatcher::combine`] (weighted reduction
-//!   of each row's expert outputs, partial rows back by peer stores, sum on the token's GPU).
+//!   of each row's expert outputs, partial rows back by peer stores, sum on the token's GPU),
+//!   and [`MoeDispatcher::combine_rows`] (the rows reduced on the experts' GPU already, as the
+//!   NCCL baseline moves them: pulled by the token's GPU with peer loads and summed, one
+//!   kernel).
 //! - **NCCL**: the same rows as an all-to-all-v of ncclSend/ncclRecv in one group, from a send
 //!   buffer already permuted by destination (the permutation is not timed). Dispatch includes
 //!   its count exchange (a grouped send/recv of one count per peer, copied to the host, which
@@ -43,7 +46,7 @@ use std::fmt::Write as _;
 const BENCH: &str = "moe";
 const REPS: usize = 15;
 const WARMUP: usize = 3;
-const TOKENS: &[usize] = &[256, 512, 1024, 2048, 4096];
+const TOKENS: &[usize] = &[128, 256, 512, 1024, 2048, 4096];
 const CFG: MoeConfig = MoeConfig {
     max_tokens: 4096,
     hidden: 7168,
@@ -147,13 +150,23 @@ fn nccl_dispatch(
     Ok(got.iter().map(|&c| c as usize).collect())
 }
 
-/// Per size: microseconds and GB/s of [pgas dispatch, NCCL dispatch, pgas combine, NCCL
-/// combine] (the slowest GPU's), and the rows per GPU (average).
+/// The timed methods, in the order of [`Row`]'s columns (`FIGURE` names `moe_{name}_...`).
+const NAMES: [&str; METHODS] = [
+    "dispatch_pgas",
+    "dispatch_nccl",
+    "combine_pgas",
+    "combine_nccl",
+    "combine_rows_pgas",
+];
+const METHODS: usize = 5;
+
+/// Per size: microseconds and GB/s of each of [`NAMES`] (the slowest GPU's), and the rows per
+/// GPU (average).
 struct Row {
     tokens: usize,
     rows: f64,
-    us: [f64; 4],
-    gbs: [f64; 4],
+    us: [f64; METHODS],
+    gbs: [f64; METHODS],
 }
 
 // One long function on purpose: a benchmark reads top to bottom as the run it makes (set-up, each
@@ -201,7 +214,7 @@ fn main() -> BenchResult<()> {
     // The protocol alone: every PE routes no token (layout, count exchange and signals of
     // dispatch; the signals of combine).
     let empty = moe.route(&[], &[])?;
-    let (mut empty_dispatch, mut empty_combine) = (vec![], vec![]);
+    let (mut empty_dispatch, mut empty_combine, mut empty_rows) = (vec![], vec![], vec![]);
     let one_row = stream.alloc_zeros::<bf16>(h)?;
     for i in 0..WARMUP + REPS {
         p.barrier_all()?;
@@ -209,12 +222,22 @@ fn main() -> BenchResult<()> {
         moe.recv_counts()?;
         p.barrier_all()?;
         let mc = time_on_stream(&stream, || Ok(moe.combine(&one_row, &empty, &mut out)?))?;
+        p.barrier_all()?;
+        moe.dispatch(&one_row, &empty)?;
+        moe.recv_counts()?;
+        p.barrier_all()?;
+        let mr = time_on_stream(&stream, || Ok(moe.combine_rows(&empty, &mut out)?))?;
         if i >= WARMUP {
             empty_dispatch.push(ms * 1000.0);
             empty_combine.push(mc * 1000.0);
+            empty_rows.push(mr * 1000.0);
         }
     }
-    let empty_us = [median(&empty_dispatch), median(&empty_combine)];
+    let empty_us = [
+        median(&empty_dispatch),
+        median(&empty_combine),
+        median(&empty_rows),
+    ];
     let mut rows_out = Vec::new();
     for &tokens in TOKENS {
         let routings: Vec<(Vec<i32>, Vec<f32>)> = (0..n)
@@ -227,7 +250,7 @@ fn main() -> BenchResult<()> {
         let wts: Vec<&[f32]> = routings.iter().map(|r| r.1.as_slice()).collect();
         let want = reference::dispatch(&CFG, &idx, &wts);
         let rows = want[me].src.len();
-        let mut times = [vec![], vec![], vec![], vec![]];
+        let mut times: [Vec<f64>; METHODS] = Default::default();
 
         // pgas dispatch (the last one is checked, then the experts run on it for combine).
         for i in 0..WARMUP + REPS {
@@ -309,6 +332,39 @@ fn main() -> BenchResult<()> {
                 i % h,
                 got[i],
                 want_out[i]
+            )
+            .into());
+        }
+
+        // pgas combine_rows: each received row reduced here already (its own x row stands in
+        // for the experts' weighted sum), each after an untimed dispatch of the same routing.
+        // Written once: after the combines above completed, nothing else writes these rows.
+        if rows > 0 {
+            moe.combine_input()
+                .view_mut(0..rows * h)?
+                .copy_from(&got_x[..rows * h])?;
+        }
+        for i in 0..WARMUP + REPS {
+            p.barrier_all()?;
+            moe.dispatch(&x, &routing)?;
+            moe.recv_counts()?;
+            let ms = time_on_stream(&stream, || Ok(moe.combine_rows(&routing, &mut out)?))?;
+            if i >= WARMUP {
+                times[4].push(ms * 1000.0);
+            }
+        }
+        let got = stream.clone_dtoh(&out.slice(0..tokens * h))?;
+        let want_rows = reference::combine_rows(&CFG, me, tokens, &want, |d, row| {
+            let (s, t) = want[d].src[row];
+            (0..h).map(|c| x_value(s, t, c)).collect()
+        });
+        if let Some(i) = (0..tokens * h).find(|&i| got[i] != want_rows[i]) {
+            return Err(format!(
+                "{tokens} tokens: pgas combine_rows token {} column {}: {}, expected {}",
+                i / h,
+                i % h,
+                got[i],
+                want_rows[i]
             )
             .into());
         }
@@ -415,7 +471,7 @@ fn main() -> BenchResult<()> {
         };
         let slowest = |i: usize| {
             (0..n)
-                .map(|pe| at(pe, 4 + i))
+                .map(|pe| at(pe, METHODS + i))
                 .reduce(|a, b| if a > b || a.is_nan() { a } else { b })
         };
         let (worst, slowest) = (
@@ -424,9 +480,9 @@ fn main() -> BenchResult<()> {
         );
         rows_out.push(Row {
             tokens,
-            rows: (0..n).map(|pe| at(pe, 8)).sum::<f64>() / n as f64,
-            us: [slowest(0), slowest(1), slowest(2), slowest(3)],
-            gbs: [worst(0), worst(1), worst(2), worst(3)],
+            rows: (0..n).map(|pe| at(pe, 2 * METHODS)).sum::<f64>() / n as f64,
+            us: std::array::from_fn(slowest),
+            gbs: std::array::from_fn(worst),
         });
         p.barrier_all()?;
     }
@@ -437,29 +493,24 @@ fn main() -> BenchResult<()> {
         "# MoE dispatch and combine on {machine}\n\nhidden {h} bf16, top-{} of {} experts ({} per GPU), uniform routing. \
          Median microseconds per call ({REPS} calls after {WARMUP} warm-up), the slowest GPU's; GB/s per GPU \
          (DeepEP's: bytes of token rows received by a GPU in dispatch, sent back in combine, / time), the smallest GPU's.\n\n\
-         | tokens/GPU | rows/GPU | pgas dispatch | NCCL dispatch | pgas combine | NCCL combine |\n\
-         | --- | --- | --- | --- | --- | --- |\n",
+         | tokens/GPU | rows/GPU | pgas dispatch | NCCL dispatch | pgas combine | NCCL combine | pgas combine_rows |\n\
+         | --- | --- | --- | --- | --- | --- | --- |\n",
         CFG.top_k,
         n * CFG.experts_per_pe,
         CFG.experts_per_pe
     );
-    const NAMES: [&str; 4] = [
-        "dispatch_pgas",
-        "dispatch_nccl",
-        "combine_pgas",
-        "combine_nccl",
-    ];
     for r in &rows_out {
         let cell = |i: usize| format!("{} us, {} GB/s", show(r.us[i]), show(r.gbs[i]));
         let _ = writeln!(
             table,
-            "| {} | {:.0} | {} | {} | {} | {} |",
+            "| {} | {:.0} | {} | {} | {} | {} | {} |",
             r.tokens,
             r.rows,
             cell(0),
             cell(1),
             cell(2),
-            cell(3)
+            cell(3),
+            cell(4)
         );
         for (i, name) in NAMES.iter().enumerate() {
             if r.us[i].is_finite() {
@@ -481,7 +532,11 @@ fn main() -> BenchResult<()> {
                 }
             }
         }
-        for (what, a, b) in [("dispatch", 0, 1), ("combine", 2, 3)] {
+        for (what, a, b) in [
+            ("dispatch", 0, 1),
+            ("combine", 2, 3),
+            ("combine_rows", 4, 3),
+        ] {
             if r.us[b].is_finite() {
                 emit(
                     BENCH,
@@ -499,11 +554,16 @@ fn main() -> BenchResult<()> {
     let _ = writeln!(
         table,
         "\nWith no token on any GPU (the protocol alone: layout, count exchange, signals), PE 0: \
-         dispatch {} us, combine {} us.",
+         dispatch {} us, combine {} us, combine_rows {} us.",
         show(empty_us[0]),
-        show(empty_us[1])
+        show(empty_us[1]),
+        show(empty_us[2])
     );
-    for (what, us) in [("dispatch", empty_us[0]), ("combine", empty_us[1])] {
+    for (what, us) in [
+        ("dispatch", empty_us[0]),
+        ("combine", empty_us[1]),
+        ("combine_rows", empty_us[2]),
+    ] {
         emit(
             BENCH,
             &machine,
@@ -525,6 +585,7 @@ fn main() -> BenchResult<()> {
             "NCCL dispatch",
             "pgas combine",
             "NCCL combine",
+            "pgas combine_rows",
         ]
         .iter()
         .enumerate()

@@ -15,7 +15,7 @@ fn every_moe_kernel_compiles_without_warnings() {
     let mut sources = Vec::new();
     for comptime in [[2, 8], [1, 1]] {
         let list = pgas::ops::moe::prewarm_list(&comptime);
-        assert_eq!(list.len(), 4);
+        assert_eq!(list.len(), 5);
         for k in &list {
             let pairs: Vec<(&str, i128)> = k
                 .spec

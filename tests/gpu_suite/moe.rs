@@ -3,7 +3,9 @@
 //! with no token, unused slots, tokens routed nowhere, a different token count on each PE, one
 //! PE with no token at all) at hidden sizes that take the 4-vector path and the one-vector
 //! tail; three rounds back to back with no host wait between them; the checked variant; a CUDA
-//! graph of dispatch + combine replayed; and every bad input, an `Err` on every PE.
+//! graph of dispatch + combine replayed; `combine_rows` (rows reduced on the experts' PEs,
+//! pulled by the tokens' PEs) against `reference::combine_rows`, alternating with `combine`, in
+//! the checked variant and in a graph; and every bad input, an `Err` on every PE.
 
 use crate::runner::{case, Case};
 use crate::util::{self, ensure, CaseResult};
@@ -17,6 +19,7 @@ pub const CASES: &[Case] = &[
     case("moe/back_to_back", back_to_back),
     case("moe/checked_variant", checked_variant),
     case("moe/graph_capture", graph_capture),
+    case("moe/combine_rows", combine_rows),
     case("moe/bad_input", bad_input),
 ];
 
@@ -50,6 +53,15 @@ fn y_value(d: usize, p: usize, c: usize) -> bf16 {
 /// The row of pair `p` on PE `d`.
 fn y_row(d: usize, p: usize, h: usize) -> Vec<bf16> {
     (0..h).map(|c| y_value(d, p, c)).collect()
+}
+
+/// Row `row` of PE `d`'s combine input, element `c` (what its experts would have reduced for
+/// that received row): multiples of 1/2 below 16, so any sum of a few is exact in f32 and the
+/// GPU's one bf16 rounding matches the reference's bit for bit.
+fn z_row(d: usize, row: usize, h: usize) -> Vec<bf16> {
+    (0..h)
+        .map(|c| bf16::from_f32(((d * 7 + row * 5 + c * 3) % 29) as f32 * 0.5 - 7.0))
+        .collect()
 }
 
 /// One round's data on every PE: routing of each PE (PE `empty` routes no token), this PE's
@@ -299,6 +311,102 @@ fn graph_capture_untracked(p: &Pgas) -> CaseResult {
     util::settle(p)
 }
 
+/// Writes this PE's combine input for the last dispatch (rows `0..rows` of `z_row`) and
+/// runs `combine_rows` into `r.out`.
+fn pull_round(p: &Pgas, m: &mut MoeDispatcher, r: &mut Round, routing: &Routing) -> CaseResult {
+    let h = m.config().hidden;
+    let rows = m.recv_counts()?.rows;
+    if rows > 0 {
+        let z: Vec<bf16> = (0..rows).flat_map(|row| z_row(p.my_pe(), row, h)).collect();
+        m.combine_input().view_mut(0..rows * h)?.copy_from(&z)?;
+    }
+    m.combine_rows(routing, &mut r.out)?;
+    Ok(())
+}
+
+/// `r.out` against `reference::combine_rows` of every PE's `z_row`s: exactly.
+fn check_rows(p: &Pgas, cfg: &MoeConfig, r: &Round, what: &str) -> CaseResult {
+    let idx: Vec<&[i32]> = r.routings.iter().map(|x| x.0.as_slice()).collect();
+    let wts: Vec<&[f32]> = r.routings.iter().map(|x| x.1.as_slice()).collect();
+    let want = reference::dispatch(cfg, &idx, &wts);
+    let h = cfg.hidden;
+    let want_out = reference::combine_rows(cfg, p.my_pe(), r.tokens, &want, |d, row| {
+        z_row(d, row, h)
+    });
+    let got = p.stream().clone_dtoh(&r.out.slice(0..r.tokens.max(1) * h))?;
+    util::check_eq(
+        &format!("{what}: combined rows"),
+        &got[..r.tokens * h],
+        &want_out[..],
+    )
+}
+
+/// `combine_rows` for both sizes, with a PE that routes no token, and in the checked variant,
+/// three rounds through one dispatcher with `combine` in the middle one (the two share the
+/// combine buffer and the once-per-dispatch rule); then dispatch + `combine_rows` captured into
+/// a graph and replayed.
+fn combine_rows(p: &Pgas) -> CaseResult {
+    let last = p.n_pes() - 1;
+    for (cfg, empty, checked) in [
+        (CFG, None, false),
+        (SMALL, None, false),
+        (CFG, Some(last), false),
+        (CFG, None, true),
+    ] {
+        let what = format!("hidden {}, empty PE {empty:?}, checked {checked}", cfg.hidden);
+        let mut m = MoeDispatcher::new(p, cfg)?;
+        m.set_checked(checked);
+        for i in 0..3 {
+            let mut r = round(p, &cfg, 30 + i, empty)?;
+            let routing = m.route(&r.routings[p.my_pe()].0, &r.routings[p.my_pe()].1)?;
+            m.dispatch(&r.x, &routing)?;
+            if i == 1 {
+                m.combine(&r.expert_out, &routing, &mut r.out)?;
+                check(p, &mut m, &cfg, &r, &format!("{what}, round 2 (combine)"))?;
+            } else {
+                pull_round(p, &mut m, &mut r, &routing)?;
+                check_rows(p, &cfg, &r, &format!("{what}, round {}", i + 1))?;
+            }
+        }
+        util::settle(p)?;
+    }
+    // SAFETY: everything below runs on the pgas stream; tracking is back on at the end.
+    unsafe { p.cuda().disable_event_tracking() };
+    let result = combine_rows_graph(p);
+    // SAFETY: the untracked buffers were all dropped inside combine_rows_graph.
+    unsafe { p.cuda().enable_event_tracking() };
+    result
+}
+
+/// Dispatch + `combine_rows` captured once (after an eager round loaded the kernels) and
+/// replayed 3 times: the input, written before the capture, is written by nothing else.
+fn combine_rows_graph(p: &Pgas) -> CaseResult {
+    let mut m = MoeDispatcher::new(p, CFG)?;
+    let mut r = round(p, &CFG, 40, None)?;
+    let routing = m.route(&r.routings[p.my_pe()].0, &r.routings[p.my_pe()].1)?;
+    m.dispatch(&r.x, &routing)?;
+    pull_round(p, &mut m, &mut r, &routing)?;
+    util::settle(p)?;
+    let stream = p.stream().clone();
+    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    let captured = (|| -> pgas::Result<()> {
+        m.dispatch(&r.x, &routing)?;
+        m.combine_rows(&routing, &mut r.out)
+    })();
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
+    captured?;
+    let graph = graph.ok_or("the capture produced no graph")?;
+    stream.memset_zeros(&mut r.out)?;
+    for _ in 0..3 {
+        graph.launch()?;
+    }
+    stream.synchronize()?;
+    drop(graph);
+    util::settle(p)?;
+    check_rows(p, &CFG, &r, "3 graph replays of combine_rows")?;
+    util::settle(p)
+}
+
 fn expect<T: std::fmt::Debug>(r: pgas::Result<T>, words: &str) -> CaseResult {
     match r {
         Ok(v) => Err(format!("accepted ({v:?}); expected an error saying '{words}'").into()),
@@ -375,6 +483,7 @@ fn bad_input(p: &Pgas) -> CaseResult {
     let mut out = s.alloc_zeros::<bf16>(10 * h)?;
     let y = s.alloc_zeros::<bf16>(CFG.max_pairs(n) * h)?;
     expect(m.combine(&y, &routing, &mut out), "before a dispatch")?;
+    expect(m.combine_rows(&routing, &mut out), "before a dispatch")?;
     let short = s.alloc_zeros::<bf16>(10 * h - 1)?;
     expect(m.dispatch(&short, &routing), "tokens * hidden")?;
     let x = s.alloc_zeros::<bf16>(10 * h)?;
@@ -385,14 +494,23 @@ fn bad_input(p: &Pgas) -> CaseResult {
         "the routing of the last dispatch",
     )?;
     expect(
+        m.combine_rows(&other, &mut out),
+        "the routing of the last dispatch",
+    )?;
+    expect(
         m.combine(&short, &routing, &mut out),
         "MoeConfig::max_pairs",
     )?;
     let mut short_out = s.alloc_zeros::<bf16>(10 * h - 1)?;
     expect(m.combine(&y, &routing, &mut short_out), "tokens * hidden")?;
+    expect(m.combine_rows(&routing, &mut short_out), "tokens * hidden")?;
     m.combine(&y, &routing, &mut out)?;
     expect(
         m.combine(&y, &routing, &mut out),
+        "combine runs once per dispatch",
+    )?;
+    expect(
+        m.combine_rows(&routing, &mut out),
         "combine runs once per dispatch",
     )?;
     // The dispatcher works after every refusal: a whole round against the reference.

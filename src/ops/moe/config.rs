@@ -55,7 +55,7 @@ impl MoeConfig {
             n_pes * w * 4,                             // counts
             info_len(n_pes, self.experts_per_pe) * 4,  // info
             SYNC_WORDS * 8,                            // sync
-            3 * n_pes * 8,                             // sigs
+            SIG_GROUPS * n_pes * 8,                    // sigs
             AGREE_WORDS * 8,                           // agree_mine
             AGREE_WORDS * 8 * n_pes,                   // agree_all
         ];
@@ -104,6 +104,10 @@ pub(super) fn info_len(n: usize, el: usize) -> usize {
     let e = n * el;
     (n + e) + n + e + (n + 1) + (el + 1)
 }
+
+/// Signal words per PE in `sigs` (see [`kernels`](super::kernels)): counts row, dispatch,
+/// combine, combine-rows ready.
+pub(super) const SIG_GROUPS: usize = 4;
 
 /// Words of one PE's entry in an agreement (config fields, or a routing verdict).
 pub(super) const AGREE_WORDS: usize = 8;

@@ -1,8 +1,8 @@
 //! [`MoeDispatcher`]: the symmetric buffers of MoE dispatch and combine, and the calls that
 //! route, dispatch and combine through them.
 
-use super::config::{info_len, MoeConfig, AGREE_WORDS, MAX_BLOCKS};
-use super::kernels::{self, DATA_THREADS, LAYOUT_THREADS, SYNC_WORDS};
+use super::config::{info_len, MoeConfig, AGREE_WORDS, MAX_BLOCKS, SIG_GROUPS};
+use super::kernels::{self, DATA_THREADS, LAYOUT_THREADS, PULL_BLOCKS_PER_SM, SYNC_WORDS};
 use super::routing::{check_routing, RecvCounts, Routing};
 use cudarc::driver::{CudaSlice, CudaStream};
 use pgas_runtime::kernel::Variant;
@@ -32,6 +32,8 @@ pub struct MoeDispatcher {
     recv_w: SymTensor<f32>,
     row_pairs: SymTensor<i32>,
     expert_rows: SymTensor<i32>,
+    /// Combine's rows: the partials peers send here (`combine`), or this PE's experts' rows
+    /// that peers pull (`combine_rows`, [`MoeDispatcher::combine_input`]).
     comb: SymTensor<bf16>,
     counts: SymTensor<i32>,
     info: SymTensor<i32>,
@@ -120,7 +122,7 @@ impl MoeDispatcher {
         let counts = pgas.alloc::<i32>(n * (n + n * el))?;
         let info = pgas.alloc::<i32>(info_len(n, el))?;
         let sync = pgas.alloc::<u64>(SYNC_WORDS)?;
-        let sigs = pgas.alloc::<u64>(3 * n)?;
+        let sigs = pgas.alloc::<u64>(SIG_GROUPS * n)?;
         let stream = pgas.stream();
         let tok_rank = stream
             .alloc_zeros::<i32>(cfg.max_tokens * n)
@@ -401,6 +403,73 @@ impl MoeDispatcher {
         &self.expert_rows
     }
 
+    /// Where the experts write their output for [`MoeDispatcher::combine_rows`]: row `r`
+    /// (`hidden` elements, rows `0..rows` of [`RecvCounts`]) is the weighted sum of this PE's
+    /// experts' outputs for received row `r` (the `recv_topk_weights` of its slots), as a
+    /// grouped GEMM's epilogue produces it (DeepEP's combine takes the same). Capacity
+    /// [`MoeConfig::max_recv_rows`] rows; valid to write from the end of a dispatch to its
+    /// combine (the dispatch's count exchange orders the writes after the peers' reads of the
+    /// last combine).
+    ///
+    /// [`RecvCounts`]: super::RecvCounts
+    pub fn combine_input(&mut self) -> &mut SymTensor<bf16> {
+        &mut self.comb
+    }
+
+    /// [`MoeDispatcher::combine_rows_on`] on the context's stream.
+    pub fn combine_rows(&mut self, routing: &Routing, out: &mut CudaSlice<bf16>) -> Result<()> {
+        let stream = self.pgas.stream().clone();
+        self.combine_rows_on(&stream, routing, out)
+    }
+
+    /// Combine after the last dispatch, on `stream`, when the experts' PEs reduced each
+    /// received row's pairs already: [`MoeDispatcher::combine_input`] holds one row per row
+    /// received here. Each PE pulls its tokens' rows from the PEs they went to (peer loads,
+    /// one kernel, each row crossing NVLink once) and sums them (f32, in PE order) into `out`
+    /// (`tokens * hidden`, `bf16`; zeros for a token routed nowhere). So `out[t] = sum over
+    /// the PEs d that t went to of combine_input[row of t on d]`, with one `bf16` rounding.
+    /// Not waited for on the host; capturable into a CUDA graph like the other calls.
+    ///
+    /// # Errors
+    /// On this PE only, before launching: as [`MoeDispatcher::combine_on`] (no dispatch yet,
+    /// another routing, a second combine of one dispatch, `out` shorter than
+    /// `tokens * hidden`).
+    pub fn combine_rows_on(
+        &mut self,
+        stream: &CudaStream,
+        routing: &Routing,
+        out: &mut CudaSlice<bf16>,
+    ) -> Result<()> {
+        let tokens = self.check_combine(routing, out)?;
+        let (me, el, h) = (
+            self.me as u32,
+            self.cfg.experts_per_pe as u32,
+            self.cfg.hidden as u32,
+        );
+        let mut args = KernelArgs::new();
+        args.push_local(&self.tok_rank)
+            .push_sym(&self.info)
+            .push_sym(&self.comb)
+            .push_local_mut(out)
+            .push_sym_mut(&mut self.sync)
+            .push_sym_mut(&mut self.sigs)
+            .push_scalar(me)
+            .push_scalar(tokens as u32)
+            .push_scalar(el)
+            .push_scalar(h);
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            &kernels::moe_combine_pull::SPEC,
+            self.variant,
+            &self.comptime[..1],
+            LaunchConfig::blocks(PULL_BLOCKS_PER_SM * self.blocks, DATA_THREADS),
+            Some(stream),
+            &mut args,
+        )?;
+        self.combined = true;
+        Ok(())
+    }
+
     /// [`MoeDispatcher::combine_on`] on the context's stream.
     pub fn combine(
         &mut self,
@@ -433,28 +502,7 @@ impl MoeDispatcher {
         routing: &Routing,
         out: &mut CudaSlice<bf16>,
     ) -> Result<()> {
-        let Some((id, tokens)) = self.dispatched else {
-            return Err(no_dispatch("combine"));
-        };
-        if id != routing.id {
-            return Err(Error::InvalidConfig {
-                name: "MoE combine routing",
-                value: format!("{routing:?}"),
-                reason: "combine reverses the last dispatch, which used another routing. Fix: \
-                         pass the routing of the last dispatch"
-                    .into(),
-            });
-        }
-        if self.combined {
-            return Err(Error::InvalidConfig {
-                name: "MoE combine",
-                value: "a second combine of one dispatch".into(),
-                reason: "combine runs once per dispatch: peers may still read the combine rows \
-                         of the first, and only the next dispatch's count exchange orders a new \
-                         combine after them. Fix: dispatch again before combining again"
-                    .into(),
-            });
-        }
+        let tokens = self.check_combine(routing, out)?;
         let h = self.cfg.hidden;
         let pairs = match &self.known {
             Some(c) => c.pairs,
@@ -466,13 +514,6 @@ impl MoeDispatcher {
                        recv_counts() when read after the dispatch, else MoeConfig::max_pairs)",
                 got: expert_out.len(),
                 expected: pairs * h,
-            });
-        }
-        if out.len() < tokens * h {
-            return Err(Error::LengthMismatch {
-                what: "the MoE combine output (tokens * hidden elements at least)",
-                got: out.len(),
-                expected: tokens * h,
             });
         }
         let (me, el) = (self.me as u32, self.cfg.experts_per_pe as u32);
@@ -518,6 +559,40 @@ impl MoeDispatcher {
         )?;
         self.combined = true;
         Ok(())
+    }
+
+    /// The checks both combines make before launching; the last dispatch's token count.
+    fn check_combine(&self, routing: &Routing, out: &CudaSlice<bf16>) -> Result<usize> {
+        let Some((id, tokens)) = self.dispatched else {
+            return Err(no_dispatch("combine"));
+        };
+        if id != routing.id {
+            return Err(Error::InvalidConfig {
+                name: "MoE combine routing",
+                value: format!("{routing:?}"),
+                reason: "combine reverses the last dispatch, which used another routing. Fix: \
+                         pass the routing of the last dispatch"
+                    .into(),
+            });
+        }
+        if self.combined {
+            return Err(Error::InvalidConfig {
+                name: "MoE combine",
+                value: "a second combine of one dispatch".into(),
+                reason: "combine runs once per dispatch: peers may still read the combine rows \
+                         of the first, and only the next dispatch's count exchange orders a new \
+                         combine after them. Fix: dispatch again before combining again"
+                    .into(),
+            });
+        }
+        if out.len() < tokens * self.cfg.hidden {
+            return Err(Error::LengthMismatch {
+                what: "the MoE combine output (tokens * hidden elements at least)",
+                got: out.len(),
+                expected: tokens * self.cfg.hidden,
+            });
+        }
+        Ok(tokens)
     }
 }
 
@@ -575,6 +650,11 @@ pub fn prewarm_list(comptime: &[i128; 2]) -> Vec<Prewarm<'_>> {
         },
         Prewarm {
             spec: &kernels::moe_combine_reduce::SPEC,
+            variant: Variant::Plain,
+            comptime: &comptime[..1],
+        },
+        Prewarm {
+            spec: &kernels::moe_combine_pull::SPEC,
             variant: Variant::Plain,
             comptime: &comptime[..1],
         },

@@ -1,20 +1,27 @@
 //! The kernels of [`MoeDispatcher`](super::MoeDispatcher): dispatch is [`moe_layout`] then
 //! [`moe_dispatch`], combine is [`moe_combine_send`] then [`moe_combine_reduce`], all on one
-//! stream with no host round trip between them. Each is specialized for the number of PEs `n`
-//! and (all but the reduce kernel) top-k `k`, so the loops over PEs and slots unroll.
+//! stream with no host round trip between them; the combine of rows already reduced on the
+//! experts' PEs is [`moe_combine_pull`] alone. Each is specialized for the number of PEs `n`
+//! and (the dispatch kernels and `moe_combine_send`) top-k `k`, so the loops over PEs and
+//! slots unroll.
 //!
 //! `docs/ops.md` ("MoE dispatch and combine") has how they work: the names (`el`, `ee`, rows,
 //! pairs), the count exchange, why no PE overwrites what another still reads, and the layout of
 //! the `sync`, `sigs` and `info` words these kernels index.
 
 /// Words of `sync` (see the module doc).
-pub const SYNC_WORDS: usize = 6;
+pub const SYNC_WORDS: usize = 8;
 
 /// Threads of a layout block (its scan is sized for it).
 pub const LAYOUT_THREADS: u32 = 1024;
 
 /// Threads of a dispatch or combine block.
 pub const DATA_THREADS: u32 = 512;
+
+/// Blocks of [`moe_combine_pull`] per block of the other data kernels' grids: its loads wait
+/// on NVLink, and more resident warps keep more of them in flight (it needs no block
+/// co-resident: every block sends the ready signal itself).
+pub const PULL_BLOCKS_PER_SM: u32 = 2;
 
 use crate::prelude::*;
 
@@ -482,5 +489,128 @@ pub fn moe_combine_reduce(
     if last[0] != 0 && t == 0 {
         sync[5] = e;
         sync[4] = 0;
+    }
+}
+
+/// The combine of rows already reduced on the experts' PEs: `rows` holds, on every PE, one
+/// row per row received in the last dispatch (the weighted sum of that PE's experts' outputs
+/// for it). Each PE tells every PE its rows are ready (an epoch-valued signal, sent by every
+/// block, so that no block depends on another being scheduled), waits for every PE's, then
+/// *pulls*: each of its tokens loads its row from each PE it went to (peer loads, its own PE
+/// included, where the dispatch put it: `info[w + d] + tok_rank`) and sums them (f32, in PE
+/// order) into `out` (`bf16`; zeros for a token routed nowhere). Nothing is written to a
+/// peer, so a row crosses NVLink once, and there is no second kernel.
+///
+/// A warp's unit of work is one token's stretch of 64 vectors, two a lane, so that each lane
+/// has `2 * n` loads (most over NVLink) in flight before it adds; a lane past the row's end
+/// loads the row's last vector again and stores nothing.
+// Long on purpose: the signal exchange, the pull and the epoch ticket share the block's state.
+#[pgas_kernel(max_threads = 512)]
+pub fn moe_combine_pull(
+    tok_rank: &CudaSlice<i32>,
+    info: &SymTensor<i32>,
+    rows: &SymTensor<bf16>,
+    out: &mut CudaSlice<bf16>,
+    sync: &mut SymTensor<u64>,
+    sigs: &mut SymTensor<u64>,
+    me: u32,
+    tokens: u32,
+    el: u32,
+    hidden: u32,
+    #[comptime] n: u32,
+) {
+    let last = shared_array::<u32, 1>();
+    let t = thread_idx_x() as usize;
+    let lane = lane_id() as usize;
+    let nn = n as usize;
+    let w = nn + nn * el as usize;
+    let h = hidden as usize;
+    let nv = h / 8;
+    let chunks = (nv + 63) / 64;
+    let ntok = tokens as usize;
+    let mine = me as usize;
+    // As in moe_combine_reduce: every block reads the epoch before its ticket.
+    let e = sync[7] + 1;
+    // This PE's rows were written before this kernel (stream order); the fence orders them
+    // before the signal that lets the peers read them.
+    threadfence_system();
+    sync_threads();
+    if t < nn {
+        signal_op(&mut sigs[3 * nn + mine], e, SignalOp::Set, t as i32);
+        signal_wait_until(&sigs[3 * nn + t], Cmp::Ge, e);
+        threadfence_system();
+    }
+    sync_threads();
+    let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
+    let mut item = global_thread_idx() / 32;
+    while item < ntok * chunks {
+        let tok = item / chunks;
+        let v0 = (item % chunks) * 64 + lane;
+        let va = [min(v0, nv - 1), min(v0 + 32, nv - 1)];
+        let mut first = nn;
+        for d in 0..nn {
+            if first == nn && tok_rank[tok * nn + d] >= 0 {
+                first = d;
+            }
+        }
+        if first == nn {
+            for u in 0..2usize {
+                let v = v0 + u * 32;
+                if v < nv {
+                    for i in 0..8usize {
+                        out[tok * h + v * 8 + i] = 0.0;
+                    }
+                }
+            }
+        } else {
+            let fb = (info[w + first] + tok_rank[tok * nn + first]) as usize * h;
+            let fsrc = rows.peer(first as i32);
+            let mut o = [
+                load_vec16(&fsrc[fb + va[0] * 8]),
+                load_vec16(&fsrc[fb + va[1] * 8]),
+            ];
+            let mut acc = [0.0f32; 16];
+            for u in 0..2usize {
+                for i in 0..8usize {
+                    acc[u * 8 + i] = vec16_get(o[u], i as u32) as f32;
+                }
+            }
+            for d in 0..nn {
+                // Every PE's load in flight at once: a PE that is not a later one the token
+                // went to loads the first one's row again, and does not add it.
+                let hit = d > first && tok_rank[tok * nn + d] >= 0;
+                let q = if hit { d } else { first };
+                let b = (info[w + q] + tok_rank[tok * nn + q]) as usize * h;
+                let src = rows.peer(q as i32);
+                for u in 0..2usize {
+                    let y = load_vec16(&src[b + va[u] * 8]);
+                    if hit {
+                        for i in 0..8usize {
+                            acc[u * 8 + i] += vec16_get(y, i as u32) as f32;
+                        }
+                    }
+                }
+            }
+            for u in 0..2usize {
+                let v = v0 + u * 32;
+                if v < nv {
+                    for i in 0..8usize {
+                        o[u] = vec16_set(o[u], i as u32, acc[u * 8 + i] as bf16);
+                    }
+                    store_vec16(&mut out[tok * h + v * 8], o[u]);
+                }
+            }
+        }
+        item += warps;
+    }
+    sync_threads();
+    if t == 0 {
+        let old = atomic_add_local(&mut sync[6], 1u64);
+        last[0] = if old + 1 == grid_dim_x() as u64 { 1 } else { 0 };
+    }
+    sync_threads();
+    if last[0] != 0 && t == 0 {
+        sync[7] = e;
+        sync[6] = 0;
     }
 }

@@ -130,6 +130,34 @@ pub fn combine(
         .collect()
 }
 
+/// The output of [`MoeDispatcher::combine_rows`] on PE `me` (`tokens * hidden`), given every
+/// PE's [`Received`] layout and combine input (`rows(d, row)`: the row PE `d`'s experts left
+/// for its received row `row`, `hidden` elements): each token's rows from the PEs it went to,
+/// summed in `f32` in PE order and rounded to `bf16`. Zeros for a token routed nowhere.
+///
+/// [`MoeDispatcher::combine_rows`]: super::MoeDispatcher::combine_rows
+pub fn combine_rows(
+    cfg: &MoeConfig,
+    me: usize,
+    tokens: usize,
+    received: &[Received],
+    rows: impl Fn(usize, usize) -> Vec<bf16>,
+) -> Vec<bf16> {
+    let h = cfg.hidden;
+    let mut acc = vec![0f32; tokens * h];
+    for (d, r) in received.iter().enumerate() {
+        for (row, &(s, t)) in r.src.iter().enumerate() {
+            if s == me {
+                for (a, y) in acc[t * h..(t + 1) * h].iter_mut().zip(rows(d, row)) {
+                    *a += y.to_f32();
+                }
+            }
+        }
+    }
+    // A token routed nowhere sums nothing: its zeros are the f32 zeros rounded.
+    acc.into_iter().map(bf16::from_f32).collect()
+}
+
 /// A reproducible top-k routing of `tokens` tokens over `n_pes * experts_per_pe` experts (ids
 /// and weights, `top_k` per token), for tests and benchmarks. `skewed == false`: every expert
 /// equally likely, every slot used (as a trained gate's load balancing aims for). `skewed`:
@@ -244,6 +272,17 @@ mod tests {
         let out1 = combine(&cfg(), 1, 2, &r, ones);
         assert_eq!(out1[0].to_f32(), 24.0);
         assert_eq!(out1[8].to_f32(), 0.0);
+
+        // Combine of rows: row `row` of PE `d` is `10 * d + row + 1` everywhere, so a token's
+        // output is the sum of its rows' values on the PEs it went to.
+        let rows = |d: usize, row: usize| vec![bf16::from_f32((10 * d + row + 1) as f32); 8];
+        let out0 = combine_rows(&cfg(), 0, 3, &r, rows);
+        let col0: Vec<f32> = (0..3).map(|t| out0[t * 8].to_f32()).collect();
+        // Token 0: PE 0 row 0 only; token 1: PE 1 row 0; token 2: PE 0 row 1 + PE 1 row 1.
+        assert_eq!(col0, vec![1.0, 11.0, 2.0 + 12.0]);
+        let out1 = combine_rows(&cfg(), 1, 2, &r, rows);
+        // PE 1's token 0: PE 0 row 2 + PE 1 row 2; token 1 routed nowhere.
+        assert_eq!((out1[0].to_f32(), out1[8].to_f32()), (3.0 + 13.0, 0.0));
     }
 
     #[test]
