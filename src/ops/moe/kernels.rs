@@ -502,8 +502,9 @@ pub fn moe_combine_reduce(
 /// peer, so a row crosses NVLink once, and there is no second kernel.
 ///
 /// A warp's unit of work is one token's stretch of 64 vectors, two a lane, so that each lane
-/// has `2 * n` loads (most over NVLink) in flight before it adds; a lane past the row's end
-/// loads the row's last vector again and stores nothing.
+/// has `2 * n` loads in flight before it adds: a PE the token did not go to loads from this
+/// PE's own rows instead (an L2 hit, never another NVLink read) and is not added; a lane past
+/// the row's end loads the row's last vector again and stores nothing.
 // Long on purpose: the signal exchange, the pull and the epoch ticket share the block's state.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_combine_pull(
@@ -531,11 +532,10 @@ pub fn moe_combine_pull(
     let mine = me as usize;
     // As in moe_combine_reduce: every block reads the epoch before its ticket.
     let e = sync[7] + 1;
-    // This PE's rows were written before this kernel (stream order); the fence orders them
-    // before the signal that lets the peers read them.
-    threadfence_system();
-    sync_threads();
+    // This PE's rows were written by earlier work on the stream, complete when this kernel
+    // starts; the signalling threads' fence orders the signal after everything they saw.
     if t < nn {
+        threadfence_system();
         signal_op(&mut sigs[3 * nn + mine], e, SignalOp::Set, t as i32);
         signal_wait_until(&sigs[3 * nn + t], Cmp::Ge, e);
         threadfence_system();
@@ -547,58 +547,34 @@ pub fn moe_combine_pull(
         let tok = item / chunks;
         let v0 = (item % chunks) * 64 + lane;
         let va = [min(v0, nv - 1), min(v0 + 32, nv - 1)];
-        let mut first = nn;
+        // Overwritten lane by lane before they are stored: only their type matters.
+        let mut o = [load_vec16(&rows[va[0] * 8]), load_vec16(&rows[va[1] * 8])];
+        let mut acc = [0.0f32; 16];
         for d in 0..nn {
-            if first == nn && tok_rank[tok * nn + d] >= 0 {
-                first = d;
+            let r = tok_rank[tok * nn + d];
+            let hit = r >= 0;
+            let b = if hit {
+                (info[w + d] + r) as usize * h
+            } else {
+                0
+            };
+            let src = rows.peer(if hit { d as i32 } else { me as i32 });
+            for u in 0..2usize {
+                let y = load_vec16(&src[b + va[u] * 8]);
+                if hit {
+                    for i in 0..8usize {
+                        acc[u * 8 + i] += vec16_get(y, i as u32) as f32;
+                    }
+                }
             }
         }
-        if first == nn {
-            for u in 0..2usize {
-                let v = v0 + u * 32;
-                if v < nv {
-                    for i in 0..8usize {
-                        out[tok * h + v * 8 + i] = 0.0;
-                    }
-                }
-            }
-        } else {
-            let fb = (info[w + first] + tok_rank[tok * nn + first]) as usize * h;
-            let fsrc = rows.peer(first as i32);
-            let mut o = [
-                load_vec16(&fsrc[fb + va[0] * 8]),
-                load_vec16(&fsrc[fb + va[1] * 8]),
-            ];
-            let mut acc = [0.0f32; 16];
-            for u in 0..2usize {
+        for u in 0..2usize {
+            let v = v0 + u * 32;
+            if v < nv {
                 for i in 0..8usize {
-                    acc[u * 8 + i] = vec16_get(o[u], i as u32) as f32;
+                    o[u] = vec16_set(o[u], i as u32, acc[u * 8 + i] as bf16);
                 }
-            }
-            for d in 0..nn {
-                // Every PE's load in flight at once: a PE that is not a later one the token
-                // went to loads the first one's row again, and does not add it.
-                let hit = d > first && tok_rank[tok * nn + d] >= 0;
-                let q = if hit { d } else { first };
-                let b = (info[w + q] + tok_rank[tok * nn + q]) as usize * h;
-                let src = rows.peer(q as i32);
-                for u in 0..2usize {
-                    let y = load_vec16(&src[b + va[u] * 8]);
-                    if hit {
-                        for i in 0..8usize {
-                            acc[u * 8 + i] += vec16_get(y, i as u32) as f32;
-                        }
-                    }
-                }
-            }
-            for u in 0..2usize {
-                let v = v0 + u * 32;
-                if v < nv {
-                    for i in 0..8usize {
-                        o[u] = vec16_set(o[u], i as u32, acc[u * 8 + i] as bf16);
-                    }
-                    store_vec16(&mut out[tok * h + v * 8], o[u]);
-                }
+                store_vec16(&mut out[tok * h + v * 8], o[u]);
             }
         }
         item += warps;
