@@ -16,7 +16,9 @@
 //!   of each row's expert outputs, partial rows back by peer stores, sum on the token's GPU),
 //!   and [`MoeDispatcher::combine_rows`] (the rows reduced on the experts' GPU already, as the
 //!   NCCL baseline moves them: pulled by the token's GPU with peer loads and summed, one
-//!   kernel).
+//!   kernel); and dispatch with [`MoeDispatcher::set_fp8_dispatch`] (rows sent as `e4m3` with a
+//!   scale per 128 values, expanded to `bf16` on arrival; its GB/s counts the `bf16` bytes
+//!   delivered, as the others).
 //! - **NCCL**: the same rows as an all-to-all-v of ncclSend/ncclRecv in one group, from a send
 //!   buffer already permuted by destination (the permutation is not timed). Dispatch includes
 //!   its count exchange (a grouped send/recv of one count per peer, copied to the host, which
@@ -157,8 +159,9 @@ const NAMES: [&str; METHODS] = [
     "combine_pgas",
     "combine_nccl",
     "combine_rows_pgas",
+    "dispatch_fp8_pgas",
 ];
-const METHODS: usize = 5;
+const METHODS: usize = 6;
 
 /// Per size: microseconds and GB/s of each of [`NAMES`] (the slowest GPU's), and the rows per
 /// GPU (average).
@@ -378,6 +381,28 @@ fn main() -> BenchResult<()> {
             .into());
         }
 
+        // pgas dispatch with FP8 rows; its received rows against the host's round trip.
+        moe.set_fp8_dispatch(true)?;
+        for i in 0..WARMUP + REPS {
+            p.barrier_all()?;
+            let ms = time_on_stream(&stream, || Ok(moe.dispatch(&x, &routing)?))?;
+            if i >= WARMUP {
+                times[5].push(ms * 1000.0);
+            }
+        }
+        moe.recv_counts()?;
+        let got_q = moe.recv_x().view(0..h * rows.max(1))?.to_vec()?;
+        for (row, &(s, t)) in mine.src.iter().enumerate() {
+            let sent: Vec<bf16> = (0..h).map(|c| x_value(s, t, c)).collect();
+            if got_q[row * h..(row + 1) * h] != reference::fp8_round_trip(&sent)[..] {
+                return Err(format!(
+                    "{tokens} tokens: pgas FP8 row {row} (PE {s} token {t}) differs"
+                )
+                .into());
+            }
+        }
+        moe.set_fp8_dispatch(false)?;
+
         if let Some(c) = &comm {
             // The send buffer, permuted by destination (untimed), and the rows each PE sends.
             let k = CFG.top_k;
@@ -502,8 +527,8 @@ fn main() -> BenchResult<()> {
         "# MoE dispatch and combine on {machine}\n\nhidden {h} bf16, top-{} of {} experts ({} per GPU), uniform routing. \
          Median microseconds per call ({REPS} calls after {WARMUP} warm-up), the slowest GPU's; GB/s per GPU \
          (DeepEP's: bytes of token rows received by a GPU in dispatch, sent back in combine, / time), the smallest GPU's.\n\n\
-         | tokens/GPU | rows/GPU | pgas dispatch | NCCL dispatch | pgas combine | NCCL combine | pgas combine_rows |\n\
-         | --- | --- | --- | --- | --- | --- | --- |\n",
+         | tokens/GPU | rows/GPU | pgas dispatch | NCCL dispatch | pgas combine | NCCL combine | pgas combine_rows | pgas dispatch FP8 |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- |\n",
         CFG.top_k,
         n * CFG.experts_per_pe,
         CFG.experts_per_pe
@@ -512,14 +537,15 @@ fn main() -> BenchResult<()> {
         let cell = |i: usize| format!("{} us, {} GB/s", show(r.us[i]), show(r.gbs[i]));
         let _ = writeln!(
             table,
-            "| {} | {:.0} | {} | {} | {} | {} | {} |",
+            "| {} | {:.0} | {} | {} | {} | {} | {} | {} |",
             r.tokens,
             r.rows,
             cell(0),
             cell(1),
             cell(2),
             cell(3),
-            cell(4)
+            cell(4),
+            cell(5)
         );
         for (i, name) in NAMES.iter().enumerate() {
             if r.us[i].is_finite() {
@@ -545,6 +571,7 @@ fn main() -> BenchResult<()> {
             ("dispatch", 0, 1),
             ("combine", 2, 3),
             ("combine_rows", 4, 3),
+            ("dispatch_fp8", 5, 1),
         ] {
             if r.us[b].is_finite() {
                 emit(
@@ -596,6 +623,7 @@ fn main() -> BenchResult<()> {
             "pgas combine",
             "NCCL combine",
             "pgas combine_rows",
+            "pgas dispatch FP8",
         ]
         .iter()
         .enumerate()

@@ -1109,10 +1109,11 @@ pub static INTRINSICS: &[Intrinsic] = &[
         "pgas_ll_block<{C}, pgas_op_sum, true>({0}, {1}, {2}, {n}, {3})", N::AllGather, false,
         "Every team PE's `src` (n) into every PE's `dst` (team size x n), in team order, by the whole block with the same block of every PE, over `scratch` as `team_all_reduce_block` (the same protocol; `dst` apart from `src`)."),
     // Peer memory.
-    row("peer", G::PeerMemory, F::Method, &[("x", A::SymSrc), ("pe", A::Pe)], R::PeerView, S::Thread, RMA,
+    // Any storage type (FP8 included): a peer view is a pointer, not an NVSHMEM typed call.
+    row("peer", G::PeerMemory, F::Method, &[("x", A::SymSrc), ("pe", A::Pe)], R::PeerView, S::Thread, SHARED,
         "(({C} *)nvshmem_ptr({0}, {1}))", N::None, false,
         "`x.peer(pe)`: view of `x` on PE `pe` for plain loads and stores over NVLink (index it)."),
-    row("has_peer", G::PeerMemory, F::Method, &[("x", A::SymSrc), ("pe", A::Pe)], BOOL, S::Thread, RMA,
+    row("has_peer", G::PeerMemory, F::Method, &[("x", A::SymSrc), ("pe", A::Pe)], BOOL, S::Thread, SHARED,
         "(nvshmem_ptr({0}, {1}) != NULL)", N::None, false,
         "`x.has_peer(pe)`: whether PE `pe` is load/store reachable."),
     // Buffers.

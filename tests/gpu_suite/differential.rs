@@ -343,8 +343,8 @@ fn drive(
     // Every collective kernel, and MoE's for top-k 1 and 4 (the only ones drawn), compiled or
     // loaded before the clock of the calls starts: a graph capture cannot compile.
     let mut list = coll::prewarm_all();
-    let moe1 = [n as i128, 1];
-    let moe4 = [n as i128, 4];
+    let moe1 = [n as i128, 1, 0];
+    let moe4 = [n as i128, 4, 0];
     list.extend(pgas::ops::moe::prewarm_list(&moe1));
     list.extend(pgas::ops::moe::prewarm_list(&moe4));
     pgas::launch::prewarm(p, &list)?;

@@ -5,7 +5,8 @@
 //! tail; three rounds back to back with no host wait between them; the checked variant; a CUDA
 //! graph of dispatch + combine replayed; `combine_rows` (rows reduced on the experts' PEs,
 //! pulled by the tokens' PEs) against `reference::combine_rows`, alternating with `combine`, in
-//! the checked variant and in a graph; and every bad input, an `Err` on every PE.
+//! the checked variant and in a graph; FP8 dispatch (rows against `reference::fp8_round_trip`,
+//! bit for bit), turned on and off between rounds; and every bad input, an `Err` on every PE.
 
 use crate::runner::{case, Case};
 use crate::util::{self, ensure, CaseResult};
@@ -20,6 +21,7 @@ pub const CASES: &[Case] = &[
     case("moe/checked_variant", checked_variant),
     case("moe/graph_capture", graph_capture),
     case("moe/combine_rows", combine_rows),
+    case("moe/fp8_dispatch", fp8_dispatch),
     case("moe/bad_input", bad_input),
 ];
 
@@ -63,6 +65,15 @@ fn z_row(d: usize, row: usize, h: usize) -> Vec<bf16> {
         .map(|c| bf16::from_f32(((d * 7 + row * 5 + c * 3) % 29) as f32 * 0.5 - 7.0))
         .collect()
 }
+
+/// hidden 1152: 9 groups of 128 for FP8 dispatch, so a warp's last step of 512 values has
+/// lanes past the row's end.
+const FP8: MoeConfig = MoeConfig {
+    max_tokens: 200,
+    hidden: 1152,
+    top_k: 4,
+    experts_per_pe: 3,
+};
 
 /// One round's data on every PE: routing of each PE (PE `empty` routes no token), this PE's
 /// tokens.
@@ -115,6 +126,18 @@ pub(crate) fn check(
     r: &Round,
     what: &str,
 ) -> CaseResult {
+    check_as(p, moe, cfg, r, what, false)
+}
+
+/// [`check`], the rows as an FP8 dispatch delivers them where `fp8`.
+fn check_as(
+    p: &Pgas,
+    moe: &mut MoeDispatcher,
+    cfg: &MoeConfig,
+    r: &Round,
+    what: &str,
+    fp8: bool,
+) -> CaseResult {
     let me = p.my_pe();
     let idx: Vec<&[i32]> = r.routings.iter().map(|x| x.0.as_slice()).collect();
     let wts: Vec<&[f32]> = r.routings.iter().map(|x| x.1.as_slice()).collect();
@@ -152,10 +175,16 @@ pub(crate) fn check(
             .map(|w| w.to_bits())
             .collect();
         util::check_eq(&format!("{what}: row weights"), &w, &mine.weight_bits)?;
-        let want_x: Vec<bf16> = (0..rows * h)
-            .map(|i| {
-                let (s, t) = mine.src[i / h];
-                x_value(s, t, i % h)
+        let want_x: Vec<bf16> = mine
+            .src
+            .iter()
+            .flat_map(|&(s, t)| {
+                let row: Vec<bf16> = (0..h).map(|c| x_value(s, t, c)).collect();
+                if fp8 {
+                    reference::fp8_round_trip(&row)
+                } else {
+                    row
+                }
             })
             .collect();
         util::check_eq(
@@ -407,6 +436,34 @@ fn combine_rows_graph(p: &Pgas) -> CaseResult {
     util::settle(p)
 }
 
+/// FP8 dispatch: received rows equal the host's quantize-and-expand of the sent rows bit for bit,
+/// the metadata and both combines as with bf16; a PE with no token; the checked variant; then
+/// bf16 again through the same dispatcher, and FP8 once more (its buffers kept).
+fn fp8_dispatch(p: &Pgas) -> CaseResult {
+    let me = p.my_pe();
+    let last = p.n_pes() - 1;
+    for (empty, checked) in [(None, false), (Some(last), false), (None, true)] {
+        let what = format!("FP8, empty PE {empty:?}, checked {checked}");
+        let mut m = MoeDispatcher::new(p, FP8)?;
+        m.set_checked(checked);
+        for (i, fp8) in [true, false, true].into_iter().enumerate() {
+            m.set_fp8_dispatch(fp8)?;
+            let mut r = round(p, &FP8, 50 + i as u64, empty)?;
+            let routing = m.route(&r.routings[me].0, &r.routings[me].1)?;
+            m.dispatch(&r.x, &routing)?;
+            if i == 1 {
+                pull_round(p, &mut m, &mut r, &routing)?;
+                check_rows(p, &FP8, &r, &format!("{what}, round 2 (bf16)"))?;
+            } else {
+                m.combine(&r.expert_out, &routing, &mut r.out)?;
+                check_as(p, &mut m, &FP8, &r, &format!("{what}, round {}", i + 1), fp8)?;
+            }
+        }
+        util::settle(p)?;
+    }
+    Ok(())
+}
+
 fn expect<T: std::fmt::Debug>(r: pgas::Result<T>, words: &str) -> CaseResult {
     match r {
         Ok(v) => Err(format!("accepted ({v:?}); expected an error saying '{words}'").into()),
@@ -444,6 +501,14 @@ fn bad_input(p: &Pgas) -> CaseResult {
         "MoeConfig::symmetric_bytes",
     )?;
     let mut m = MoeDispatcher::new(p, CFG)?;
+    // FP8 dispatch: a choice that differs between PEs, then a hidden size it cannot scale.
+    if n > 1 {
+        expect(
+            m.set_fp8_dispatch(me == last),
+            "every PE must make the same choice",
+        )?;
+    }
+    expect(m.set_fp8_dispatch(true), "multiple of 128")?;
     let k = CFG.top_k;
     let experts = (n * CFG.experts_per_pe) as i32;
     let good = reference::sample_routing(&CFG, n, 10, 9, false);

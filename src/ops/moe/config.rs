@@ -40,12 +40,15 @@ impl MoeConfig {
     /// Bytes of symmetric heap a dispatcher of these sizes allocates on each PE (receive rows
     /// and combine rows, `2 * n_pes * max_tokens * hidden * 2` bytes, dominate), with 4 KiB
     /// per buffer for NVSHMEM's alignment; pass at least this much more than the rest of the
-    /// program needs to [`crate::PgasBuilder::heap_size`]. One part per buffer `new` allocates.
+    /// program needs to [`crate::PgasBuilder::heap_size`] (and [`MoeConfig::fp8_bytes`] more
+    /// for FP8 dispatch). One part per buffer `new` allocates.
     pub fn symmetric_bytes(&self, n_pes: usize) -> usize {
         let rows = self.max_recv_rows(n_pes);
         let w = n_pes + n_pes * self.experts_per_pe;
         let parts = [
             rows * self.hidden * 2,                    // recv_x
+            16,                                        // recv_q, until FP8 dispatch is on
+            4,                                         // recv_scale, likewise
             n_pes * self.max_tokens * self.hidden * 2, // comb
             rows * 2 * 4,                              // recv_src
             rows * self.top_k * 4,                     // recv_idx
@@ -63,6 +66,19 @@ impl MoeConfig {
             .iter()
             .map(|b| b.next_multiple_of(4096))
             .sum::<usize>()
+    }
+
+    /// Bytes of symmetric heap that [`MoeDispatcher::set_fp8_dispatch`] allocates on each PE
+    /// the first time it turns FP8 dispatch on (rows of `e4m3` and their scales, with 4 KiB
+    /// per buffer for NVSHMEM's alignment), beyond [`MoeConfig::symmetric_bytes`].
+    ///
+    /// [`MoeDispatcher::set_fp8_dispatch`]: super::MoeDispatcher::set_fp8_dispatch
+    pub fn fp8_bytes(&self, n_pes: usize) -> usize {
+        let values = self.max_recv_rows(n_pes) * self.hidden;
+        [values, values / 128 * 4]
+            .iter()
+            .map(|b| b.next_multiple_of(4096))
+            .sum()
     }
 
     /// The first thing wrong with these sizes on `n_pes` PEs, if any.
@@ -160,7 +176,7 @@ mod tests {
             b > 2 * 8192 * 7168 * 2 && b < 2 * 8192 * 7168 * 2 + (8 << 20),
             "{b}"
         );
-        // Sizes where every buffer fits in 4 KiB: one 4 KiB slot for each of the 13 buffers
+        // Sizes where every buffer fits in 4 KiB: one 4 KiB slot for each of the 15 buffers
         // `MoeDispatcher::new` allocates.
         let tiny = MoeConfig {
             max_tokens: 1,
@@ -168,6 +184,8 @@ mod tests {
             top_k: 1,
             experts_per_pe: 1,
         };
-        assert_eq!(tiny.symmetric_bytes(2), 13 * 4096);
+        assert_eq!(tiny.symmetric_bytes(2), 15 * 4096);
+        // FP8: 8192 rows of 7168 bytes and 56 scales each.
+        assert_eq!(c.fp8_bytes(2), 8192 * 7168 + 8192 * 56 * 4);
     }
 }

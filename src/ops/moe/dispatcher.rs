@@ -8,7 +8,7 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use pgas_runtime::kernel::Variant;
 use pgas_runtime::launch::{KernelArgs, Prewarm};
 
-use crate::{bf16, Error, LaunchConfig, Pgas, Result, SymTensor, Team};
+use crate::{bf16, e4m3, Error, LaunchConfig, Pgas, Result, SymTensor, Team};
 
 /// MoE dispatch and combine over all PEs, with the symmetric buffers for the sizes of a
 /// [`MoeConfig`]. Create it once (collectively), route each batch with
@@ -24,9 +24,14 @@ pub struct MoeDispatcher {
     me: usize,
     blocks: u32,
     variant: Variant,
-    /// The kernels' comptime values: `n_pes`, `top_k` (the reduce kernel takes the first).
-    comptime: [i128; 2],
+    /// The kernels' comptime values: `n_pes`, `top_k`, FP8 dispatch (0 or 1); each kernel takes
+    /// the first one, two or three.
+    comptime: [i128; 3],
     recv_x: SymTensor<bf16>,
+    /// FP8 dispatch's rows (`e4m3`) and scales (one a 128 values); a token's worth until
+    /// [`MoeDispatcher::set_fp8_dispatch`] first turns it on.
+    recv_q: SymTensor<e4m3>,
+    recv_scale: SymTensor<f32>,
     recv_src: SymTensor<i32>,
     recv_idx: SymTensor<i32>,
     recv_w: SymTensor<f32>,
@@ -113,6 +118,8 @@ impl MoeDispatcher {
         let k = cfg.top_k;
         let el = cfg.experts_per_pe;
         let recv_x = pgas.alloc::<bf16>(rows * cfg.hidden)?;
+        let recv_q = pgas.alloc::<e4m3>(16)?;
+        let recv_scale = pgas.alloc::<f32>(1)?;
         let comb = pgas.alloc::<bf16>(n * cfg.max_tokens * cfg.hidden)?;
         let recv_src = pgas.alloc::<i32>(rows * 2)?;
         let recv_idx = pgas.alloc::<i32>(rows * k)?;
@@ -151,8 +158,10 @@ impl MoeDispatcher {
             me,
             blocks,
             variant: Variant::Plain,
-            comptime: [n as i128, k as i128],
+            comptime: [n as i128, k as i128, 0],
             recv_x,
+            recv_q,
+            recv_scale,
             recv_src,
             recv_idx,
             recv_w,
@@ -199,6 +208,53 @@ impl MoeDispatcher {
         } else {
             Variant::Plain
         };
+    }
+
+    /// Whether dispatch sends the rows as FP8: `e4m3` with one `f32` scale per 128 values
+    /// (`scale = max |x| / 448` over the 128, each value `x / scale` rounded to nearest,
+    /// [`super::reference::fp8_round_trip`]), half the bytes of `bf16` on the wire, expanded
+    /// back to `bf16` in [`MoeDispatcher::recv_x`] on arrival (one more local pass). The rows a
+    /// PE sends to itself are quantized too, so every received row has the same precision.
+    /// Collective: every PE calls it with the same `on`; the first time it is turned on, it
+    /// allocates the FP8 buffers ([`MoeConfig::fp8_bytes`] of symmetric heap beyond
+    /// [`MoeConfig::symmetric_bytes`]).
+    ///
+    /// # Errors
+    /// On every PE: `on` differs between PEs; `hidden` is not a multiple of 128 (one scale per
+    /// 128 values of a row); the heap has no room for the FP8 buffers.
+    pub fn set_fp8_dispatch(&mut self, on: bool) -> Result<()> {
+        let all = gather(
+            &self.pgas,
+            &mut self.agree_mine,
+            &self.agree_all,
+            &[u64::from(on)],
+        )?;
+        if let Some(pe) = all.iter().position(|r| r[0] != u64::from(on)) {
+            return Err(Error::InvalidConfig {
+                name: "MoE FP8 dispatch",
+                value: format!("{on} on PE {}, {} on PE {pe}", self.me, !on),
+                reason: "every PE must make the same choice (a PE sends in the format its \
+                         receivers expand). Fix: pass the same value on every PE"
+                    .into(),
+            });
+        }
+        if on && !self.cfg.hidden.is_multiple_of(128) {
+            return Err(Error::InvalidConfig {
+                name: "MoE FP8 dispatch",
+                value: format!("hidden {}", self.cfg.hidden),
+                reason: "FP8 dispatch scales each group of 128 values of a row, so hidden must \
+                         be a multiple of 128. Fix: keep bf16 dispatch for this size"
+                    .into(),
+            });
+        }
+        let rows = self.cfg.max_recv_rows(self.n);
+        if on && self.recv_q.len() < rows * self.cfg.hidden {
+            // Collective, like the agreement above: every PE allocates here.
+            self.recv_q = self.pgas.alloc::<e4m3>(rows * self.cfg.hidden)?;
+            self.recv_scale = self.pgas.alloc::<f32>(rows * self.cfg.hidden / 128)?;
+        }
+        self.comptime[2] = i128::from(on);
+        Ok(())
     }
 
     /// Checks this PE's routing against the sizes and gathers every PE's verdict, then copies
@@ -304,7 +360,7 @@ impl MoeDispatcher {
             &self.pgas,
             &kernels::moe_layout::SPEC,
             self.variant,
-            &self.comptime,
+            &self.comptime[..2],
             LaunchConfig::blocks(n + n * el, LAYOUT_THREADS),
             Some(stream),
             &mut args,
@@ -317,6 +373,8 @@ impl MoeDispatcher {
             .push_local(&self.tok_erank)
             .push_sym(&self.info)
             .push_sym_mut(&mut self.recv_x)
+            .push_sym_mut(&mut self.recv_q)
+            .push_sym_mut(&mut self.recv_scale)
             .push_sym_mut(&mut self.recv_src)
             .push_sym_mut(&mut self.recv_idx)
             .push_sym_mut(&mut self.recv_w)
@@ -337,6 +395,24 @@ impl MoeDispatcher {
             Some(stream),
             &mut args,
         )?;
+        if self.comptime[2] != 0 {
+            let mut args = KernelArgs::new();
+            args.push_sym(&self.info)
+                .push_sym(&self.recv_q)
+                .push_sym(&self.recv_scale)
+                .push_sym_mut(&mut self.recv_x)
+                .push_scalar(el)
+                .push_scalar(h as u32);
+            pgas_runtime::launch::launch(
+                &self.pgas,
+                &kernels::moe_dequant::SPEC,
+                self.variant,
+                &self.comptime[..1],
+                LaunchConfig::blocks(PULL_BLOCKS_PER_SM * self.blocks, DATA_THREADS),
+                Some(stream),
+                &mut args,
+            )?;
+        }
         self.dispatched = Some((routing.id, t));
         self.known = None;
         self.combined = false;
@@ -533,7 +609,7 @@ impl MoeDispatcher {
             &self.pgas,
             &kernels::moe_combine_send::SPEC,
             self.variant,
-            &self.comptime,
+            &self.comptime[..2],
             LaunchConfig::blocks(self.blocks, DATA_THREADS),
             Some(stream),
             &mut args,
@@ -628,35 +704,25 @@ fn gather(
         .collect())
 }
 
-/// Every specialization a dispatcher over `comptime = [n_pes, top_k]` launches (plain
-/// variant), for [`pgas_runtime::launch::prewarm`]: the kernels are specialized for the number
-/// of PEs and for `top_k`, so that their loops over PEs and slots unroll.
-pub fn prewarm_list(comptime: &[i128; 2]) -> Vec<Prewarm<'_>> {
-    vec![
-        Prewarm {
-            spec: &kernels::moe_layout::SPEC,
-            variant: Variant::Plain,
-            comptime,
-        },
-        Prewarm {
-            spec: &kernels::moe_dispatch::SPEC,
-            variant: Variant::Plain,
-            comptime,
-        },
-        Prewarm {
-            spec: &kernels::moe_combine_send::SPEC,
-            variant: Variant::Plain,
-            comptime,
-        },
-        Prewarm {
-            spec: &kernels::moe_combine_reduce::SPEC,
-            variant: Variant::Plain,
-            comptime: &comptime[..1],
-        },
-        Prewarm {
-            spec: &kernels::moe_combine_pull::SPEC,
-            variant: Variant::Plain,
-            comptime: &comptime[..1],
-        },
-    ]
+/// Every specialization a dispatcher over `comptime = [n_pes, top_k, fp8]` launches (plain
+/// variant; `fp8` 0 or 1, as [`MoeDispatcher::set_fp8_dispatch`] sets it), for
+/// [`pgas_runtime::launch::prewarm`]: the kernels are specialized for the number of PEs, for
+/// `top_k` and for the dispatch format, so that their loops over PEs and slots unroll.
+pub fn prewarm_list(comptime: &[i128; 3]) -> Vec<Prewarm<'_>> {
+    let plain = |spec, comptime| Prewarm {
+        spec,
+        variant: Variant::Plain,
+        comptime,
+    };
+    let mut list = vec![
+        plain(&kernels::moe_layout::SPEC, &comptime[..2]),
+        plain(&kernels::moe_dispatch::SPEC, &comptime[..]),
+        plain(&kernels::moe_combine_send::SPEC, &comptime[..2]),
+        plain(&kernels::moe_combine_reduce::SPEC, &comptime[..1]),
+        plain(&kernels::moe_combine_pull::SPEC, &comptime[..1]),
+    ];
+    if comptime[2] != 0 {
+        list.push(plain(&kernels::moe_dequant::SPEC, &comptime[..1]));
+    }
+    list
 }

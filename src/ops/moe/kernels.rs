@@ -199,8 +199,10 @@ pub fn moe_layout(
 
 /// Sends each of this PE's tokens once to every PE that holds one of its experts, with its
 /// metadata, by peer stores (see the module doc); when it completes, every row bound here has
-/// arrived.
-// Long on purpose: a warp a token; its four row vectors stay in registers across the PE loop.
+/// arrived. With `fp8`, the rows travel as `e4m3` into `recv_q` with one `f32` scale per 128
+/// values into `recv_scale` (`hidden` a multiple of 128), for [`moe_dequant`] to expand into
+/// `recv_x`; without, `recv_q` and `recv_scale` are not touched.
+// Long on purpose: a warp a token; its row vectors stay in registers across the PE loop.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_dispatch(
     x: &CudaSlice<bf16>,
@@ -210,6 +212,8 @@ pub fn moe_dispatch(
     tok_erank: &CudaSlice<i32>,
     info: &SymTensor<i32>,
     recv_x: &mut SymTensor<bf16>,
+    recv_q: &mut SymTensor<e4m3>,
+    recv_scale: &mut SymTensor<f32>,
     recv_src: &mut SymTensor<i32>,
     recv_idx: &mut SymTensor<i32>,
     recv_w: &mut SymTensor<f32>,
@@ -223,6 +227,7 @@ pub fn moe_dispatch(
     hidden: u32,
     #[comptime] n: u32,
     #[comptime] k: u32,
+    #[comptime] fp8: bool,
 ) {
     let last = shared_array::<u32, 1>();
     let t = thread_idx_x() as usize;
@@ -266,37 +271,88 @@ pub fn moe_dispatch(
                 }
             }
         }
-        // The row: loaded once, four vectors a lane in flight, stored to every destination.
         let xb = tok * h;
-        let mut v = lane;
-        while v + 96 < nv {
-            let a0 = load_vec16(&x[xb + v * 8]);
-            let a1 = load_vec16(&x[xb + (v + 32) * 8]);
-            let a2 = load_vec16(&x[xb + (v + 64) * 8]);
-            let a3 = load_vec16(&x[xb + (v + 96) * 8]);
-            for d in 0..nn {
-                let r = tok_rank[tok * nn + d];
-                if r >= 0 {
-                    let rb = (info[w + d] + r) as usize * h;
-                    let p = recv_x.peer(d as i32);
-                    store_vec16(&mut p[rb + v * 8], a0);
-                    store_vec16(&mut p[rb + (v + 32) * 8], a1);
-                    store_vec16(&mut p[rb + (v + 64) * 8], a2);
-                    store_vec16(&mut p[rb + (v + 96) * 8], a3);
+        if fp8 {
+            // A lane quantizes 16 values a step, so a group of 128 (one scale) is 8 lanes, and
+            // a step of the warp 4 groups; lanes past the row's end take part in the shuffles
+            // with nothing.
+            let ng = h / 128;
+            // Every byte is set before a store: the template only gives the vector its type
+            // (its value, racing with peers' stores to row 0, does not matter).
+            let tq = load_vec16(&recv_q[0]);
+            let mut step = 0usize;
+            while step < h {
+                let b = step + lane * 16;
+                let ok = b < h;
+                let bb = if ok { b } else { 0 };
+                let a = [load_vec16(&x[xb + bb]), load_vec16(&x[xb + bb + 8])];
+                let mut amax = 0.0f32;
+                for u in 0..2usize {
+                    for i in 0..8usize {
+                        amax = amax.max((vec16_get(a[u], i as u32) as f32).abs());
+                    }
                 }
-            }
-            v += 128;
-        }
-        while v < nv {
-            let a0 = load_vec16(&x[xb + v * 8]);
-            for d in 0..nn {
-                let r = tok_rank[tok * nn + d];
-                if r >= 0 {
-                    let rb = (info[w + d] + r) as usize * h;
-                    store_vec16(&mut recv_x.peer(d as i32)[rb + v * 8], a0);
+                if !ok {
+                    amax = 0.0;
                 }
+                amax = amax.max(shfl_xor_sync(0xffffffff, amax, 1));
+                amax = amax.max(shfl_xor_sync(0xffffffff, amax, 2));
+                amax = amax.max(shfl_xor_sync(0xffffffff, amax, 4));
+                let scale = amax / 448.0;
+                let inv = if amax > 0.0 { 448.0 / amax } else { 0.0 };
+                let mut q = tq;
+                for u in 0..2usize {
+                    for i in 0..8usize {
+                        let y = vec16_get(a[u], i as u32) as f32 * inv;
+                        q = vec16_set(q, (u * 8 + i) as u32, y as e4m3);
+                    }
+                }
+                if ok {
+                    for d in 0..nn {
+                        let r = tok_rank[tok * nn + d];
+                        if r >= 0 {
+                            let row = (info[w + d] + r) as usize;
+                            store_vec16(&mut recv_q.peer(d as i32)[row * h + b], q);
+                            if lane % 8 == 0 {
+                                recv_scale.peer(d as i32)[row * ng + b / 128] = scale;
+                            }
+                        }
+                    }
+                }
+                step += 512;
             }
-            v += 32;
+        } else {
+            // The row: loaded once, four vectors a lane in flight, stored to every destination.
+            let mut v = lane;
+            while v + 96 < nv {
+                let a0 = load_vec16(&x[xb + v * 8]);
+                let a1 = load_vec16(&x[xb + (v + 32) * 8]);
+                let a2 = load_vec16(&x[xb + (v + 64) * 8]);
+                let a3 = load_vec16(&x[xb + (v + 96) * 8]);
+                for d in 0..nn {
+                    let r = tok_rank[tok * nn + d];
+                    if r >= 0 {
+                        let rb = (info[w + d] + r) as usize * h;
+                        let p = recv_x.peer(d as i32);
+                        store_vec16(&mut p[rb + v * 8], a0);
+                        store_vec16(&mut p[rb + (v + 32) * 8], a1);
+                        store_vec16(&mut p[rb + (v + 64) * 8], a2);
+                        store_vec16(&mut p[rb + (v + 96) * 8], a3);
+                    }
+                }
+                v += 128;
+            }
+            while v < nv {
+                let a0 = load_vec16(&x[xb + v * 8]);
+                for d in 0..nn {
+                    let r = tok_rank[tok * nn + d];
+                    if r >= 0 {
+                        let rb = (info[w + d] + r) as usize * h;
+                        store_vec16(&mut recv_x.peer(d as i32)[rb + v * 8], a0);
+                    }
+                }
+                v += 32;
+            }
         }
         tok += warps;
     }
@@ -325,6 +381,50 @@ pub fn moe_dispatch(
             sync[3] = e;
             sync[2] = 0;
         }
+    }
+}
+
+/// Expands the rows an FP8 dispatch left in `recv_q` (`e4m3`, one `f32` scale per 128 values
+/// in `recv_scale`) into `recv_x` (`bf16`, `q * scale` rounded once): launched after
+/// [`moe_dispatch`] on the same stream, so every row bound here has arrived. A thread's unit is
+/// 16 values (one 16-byte vector in, two out).
+#[pgas_kernel(max_threads = 512)]
+pub fn moe_dequant(
+    info: &SymTensor<i32>,
+    recv_q: &SymTensor<e4m3>,
+    recv_scale: &SymTensor<f32>,
+    recv_x: &mut SymTensor<bf16>,
+    el: u32,
+    hidden: u32,
+    #[comptime] n: u32,
+) {
+    let nn = n as usize;
+    let ee = nn * el as usize;
+    let w = nn + ee;
+    let h = hidden as usize;
+    let per_row = h / 16;
+    let ng = h / 128;
+    let rows = info[w + nn + ee + nn] as usize;
+    let threads = (grid_dim_x() * block_dim_x()) as usize;
+    // Every lane is set before a store: the template only gives the vectors their type (its
+    // value, racing with the stores to row 0, does not matter).
+    let tb = load_vec16(&recv_x[0]);
+    let mut i = global_thread_idx();
+    while i < rows * per_row {
+        let row = i / per_row;
+        let c = (i % per_row) * 16;
+        let q = load_vec16(&recv_q[row * h + c]);
+        let sc = recv_scale[row * ng + c / 128];
+        let mut o = [tb, tb];
+        for u in 0..2usize {
+            for j in 0..8usize {
+                let y = vec16_get(q, (u * 8 + j) as u32) as f32 * sc;
+                o[u] = vec16_set(o[u], j as u32, y as bf16);
+            }
+        }
+        store_vec16(&mut recv_x[row * h + c], o[0]);
+        store_vec16(&mut recv_x[row * h + c + 8], o[1]);
+        i += threads;
     }
 }
 

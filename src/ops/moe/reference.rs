@@ -4,6 +4,7 @@
 //! definition. Slow and simple: plain loops over every PE's routing.
 
 use half::bf16;
+use pgas_runtime::e4m3;
 
 use super::config::MoeConfig;
 
@@ -158,6 +159,26 @@ pub fn combine_rows(
     acc.into_iter().map(bf16::from_f32).collect()
 }
 
+/// What FP8 dispatch ([`MoeDispatcher::set_fp8_dispatch`]) delivers for a row: per group of
+/// 128 values, `scale = max |x| / 448` (`f32`), each value `x * (448 / max |x|)` rounded to
+/// `e4m3` (nearest, saturating; 0 for an all-zero group), then `q * scale` rounded to `bf16`,
+/// the GPU's operations in its order. `row.len()` a multiple of 128.
+///
+/// [`MoeDispatcher::set_fp8_dispatch`]: super::MoeDispatcher::set_fp8_dispatch
+pub fn fp8_round_trip(row: &[bf16]) -> Vec<bf16> {
+    row.chunks(128)
+        .flat_map(|g| {
+            let amax = g.iter().fold(0f32, |m, v| m.max(v.to_f32().abs()));
+            let scale = amax / 448.0;
+            let inv = if amax > 0.0 { 448.0 / amax } else { 0.0 };
+            g.iter().map(move |v| {
+                let q = e4m3::from_f32(v.to_f32() * inv);
+                bf16::from_f32(q.to_f32() * scale)
+            })
+        })
+        .collect()
+}
+
 /// A reproducible top-k routing of `tokens` tokens over `n_pes * experts_per_pe` experts (ids
 /// and weights, `top_k` per token), for tests and benchmarks. `skewed == false`: every expert
 /// equally likely, every slot used (as a trained gate's load balancing aims for). `skewed`:
@@ -283,6 +304,30 @@ mod tests {
         let out1 = combine_rows(&cfg(), 1, 2, &r, rows);
         // PE 1's token 0: PE 0 row 2 + PE 1 row 2; token 1 routed nowhere.
         assert_eq!((out1[0].to_f32(), out1[8].to_f32()), (3.0 + 13.0, 0.0));
+    }
+
+    #[test]
+    fn fp8_round_trip_keeps_each_group_within_its_scale() {
+        // Group 0: a ramp up to 3.5; group 1: zeros; group 2: one huge value among small ones.
+        let mut row = vec![bf16::ZERO; 384];
+        for (i, v) in row[..128].iter_mut().enumerate() {
+            *v = bf16::from_f32(i as f32 / 128.0 * 3.5 - 1.0);
+        }
+        row[256] = bf16::from_f32(1000.0);
+        row[257] = bf16::from_f32(0.5);
+        let q = fp8_round_trip(&row);
+        // The largest value of a group comes back exactly (it maps to 448).
+        assert_eq!(q[256].to_f32(), 1000.0);
+        assert!(q[128..256].iter().all(|v| v.to_f32() == 0.0));
+        // e4m3 keeps 3 mantissa bits: within 1/16 of the value, or of the group's scale
+        // times the smallest normal where the value is tiny.
+        for i in 0..128 {
+            let (x, y) = (row[i].to_f32(), q[i].to_f32());
+            assert!((x - y).abs() <= x.abs() / 16.0 + 2.5 / 448.0 * 0.02, "{i}: {x} -> {y}");
+        }
+        // 0.5 next to 1000: below the group's resolution near zero, so it flushes or rounds
+        // coarsely, never grows.
+        assert!(q[257].to_f32() <= 0.5 + 1000.0 / 448.0 * 0.002);
     }
 
     #[test]
