@@ -3,7 +3,8 @@
 
 use super::kernels::SYNC_WORDS;
 
-/// Most blocks of a dispatch or combine grid (also capped at the GPU's SM count).
+/// Most SMs a dispatch or combine grid is sized for (also capped at the GPU's SM count; the
+/// grid has [`BLOCKS_PER_SM`](super::kernels::BLOCKS_PER_SM) blocks for each).
 pub const MAX_BLOCKS: usize = 132;
 
 /// Most experts a token is routed to (one lane of a warp writes each slot's metadata).

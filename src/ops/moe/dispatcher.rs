@@ -2,7 +2,7 @@
 //! route, dispatch and combine through them.
 
 use super::config::{info_len, MoeConfig, AGREE_WORDS, MAX_BLOCKS, SIG_GROUPS};
-use super::kernels::{self, DATA_THREADS, LAYOUT_THREADS, PULL_BLOCKS_PER_SM, SYNC_WORDS};
+use super::kernels::{self, BLOCKS_PER_SM, DATA_THREADS, LAYOUT_THREADS, SYNC_WORDS};
 use super::routing::{check_routing, RecvCounts, Routing};
 use cudarc::driver::{CudaSlice, CudaStream};
 use pgas_runtime::kernel::Variant;
@@ -96,7 +96,7 @@ impl MoeDispatcher {
         // the SM counts may differ: the smallest decides.
         let sm_blocks = MAX_BLOCKS.min(sms) as u64;
         let all = gather(pgas, &mut agree_mine, &agree_all, &[sm_blocks])?;
-        let blocks = all.iter().map(|r| r[0]).min().unwrap_or(1) as u32;
+        let blocks = BLOCKS_PER_SM * all.iter().map(|r| r[0]).min().unwrap_or(1) as u32;
         if let Some((name, reason)) = cfg.problem(n) {
             return Err(Error::InvalidConfig {
                 name,
@@ -188,8 +188,8 @@ impl MoeDispatcher {
         self.cfg
     }
 
-    /// Blocks of its dispatch and combine grids (the smallest SM count of the PEs, at most
-    /// [`MAX_BLOCKS`]).
+    /// Blocks of its dispatch and combine grids: [`BLOCKS_PER_SM`](super::kernels::BLOCKS_PER_SM)
+    /// for each SM of the PE with the fewest (counting at most [`MAX_BLOCKS`] SMs).
     pub fn blocks(&self) -> u32 {
         self.blocks
     }
@@ -408,7 +408,7 @@ impl MoeDispatcher {
                 &kernels::moe_dequant::SPEC,
                 self.variant,
                 &self.comptime[..1],
-                LaunchConfig::blocks(PULL_BLOCKS_PER_SM * self.blocks, DATA_THREADS),
+                LaunchConfig::blocks(self.blocks, DATA_THREADS),
                 Some(stream),
                 &mut args,
             )?;
@@ -538,7 +538,7 @@ impl MoeDispatcher {
             &kernels::moe_combine_pull::SPEC,
             self.variant,
             &self.comptime[..1],
-            LaunchConfig::blocks(PULL_BLOCKS_PER_SM * self.blocks, DATA_THREADS),
+            LaunchConfig::blocks(self.blocks, DATA_THREADS),
             Some(stream),
             &mut args,
         )?;

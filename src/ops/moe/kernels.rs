@@ -18,10 +18,11 @@ pub const LAYOUT_THREADS: u32 = 1024;
 /// Threads of a dispatch or combine block.
 pub const DATA_THREADS: u32 = 512;
 
-/// Blocks of [`moe_combine_pull`] per block of the other data kernels' grids: its loads wait
-/// on NVLink, and more resident warps keep more of them in flight (it needs no block
-/// co-resident: every block sends the ready signal itself).
-pub const PULL_BLOCKS_PER_SM: u32 = 2;
+/// Blocks of a dispatch or combine grid per SM: a warp's work is a chain of loads and stores
+/// (most over NVLink), so two blocks of [`DATA_THREADS`] an SM keep twice as many in flight as
+/// one. No data kernel needs its blocks co-resident (see the module doc), so a busy GPU only
+/// runs them in more waves.
+pub const BLOCKS_PER_SM: u32 = 2;
 
 use crate::prelude::*;
 
