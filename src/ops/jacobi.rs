@@ -12,6 +12,13 @@
 //! [`Halo2d::exchange_on`] ([`run_unfused`]: the unfused form, and `benches/halo.rs`'s
 //! baseline). `examples/jacobi2d.rs` checks both against the host; `benches/halo.rs` times them
 //! and the GPU suite (`tests/gpu_suite/halo.rs`) runs them on every PE count.
+//!
+//! Both kernels come in forms that compute the same values: how a thread walks its rows
+//! ([`Sweep`]: one row's loads ahead, or batches of four rows loaded at once) and, for the fused
+//! kernel, when a block tells its neighbours an iteration is done ([`Fused::edges_first`]: after
+//! its band's edge rows, or after the whole band). [`run_fused`] and [`run_unfused`] run the
+//! defaults; [`run_fused_with`] and [`run_unfused_with`] any form, which `benches/halo.rs` times
+//! side by side.
 
 use cudarc::driver::CudaStream;
 
@@ -20,14 +27,21 @@ use crate::prelude::*;
 use crate::{Error, Result};
 
 /// Computes rows `ra..rb` of the plane at `dst` from the plane at `src` (which holds the rows
-/// above and below them), with every thread of the block. A work item is 4 columns (one 16-byte
-/// vector) of up to 8 rows: the thread walks down them keeping the rows above, at and below in
-/// registers, so each row is loaded once per item, and loads the next row before computing this
-/// one (two rows in flight). A small band takes fewer rows per item, so that every thread of the
-/// block has one. Consecutive threads take consecutive columns (coalesced). Columns wrap around
-/// (periodic in x); `nx` is a multiple of 4.
+/// above and below them), with every thread of the block, in the [`Sweep::Rolled`] form. A work
+/// item is 4 columns (one 16-byte vector) of up to 8 rows: the thread walks down them keeping the
+/// rows above, at and below in registers, so each row is loaded once per item, and loads the
+/// next row before computing this one (two rows in flight). A small band takes fewer rows per
+/// item, so that every thread of the block has one. Consecutive threads take consecutive columns
+/// (coalesced). Columns wrap around (periodic in x); `nx` is a multiple of 4.
 #[pgas_device]
-fn sweep(field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, ra: usize, rb: usize) {
+fn sweep_rolled(
+    field: &mut SymTensor<f32>,
+    src: usize,
+    dst: usize,
+    nx: usize,
+    ra: usize,
+    rb: usize,
+) {
     let nv = nx / 4;
     let threads = block_dim_x() as usize;
     let per_item = max(1, min(8, (rb - ra) * nv / threads));
@@ -58,14 +72,18 @@ fn sweep(field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, ra: usiz
             let m1 = vec16_get(mid, 1);
             let m2 = vec16_get(mid, 2);
             let m3 = vec16_get(mid, 3);
-            let vert0 = vec16_get(up, 0) + vec16_get(dn, 0);
-            let vert1 = vec16_get(up, 1) + vec16_get(dn, 1);
-            let vert2 = vec16_get(up, 2) + vec16_get(dn, 2);
-            let vert3 = vec16_get(up, 3) + vec16_get(dn, 3);
-            let mut out = vec16_set(mid, 0, 0.5 * m0 + 0.125 * (vert0 + (left + m1)));
-            out = vec16_set(out, 1, 0.5 * m1 + 0.125 * (vert1 + (m0 + m2)));
-            out = vec16_set(out, 2, 0.5 * m2 + 0.125 * (vert2 + (m1 + m3)));
-            out = vec16_set(out, 3, 0.5 * m3 + 0.125 * (vert3 + (m2 + right)));
+            let mut out = vec16_set(
+                mid,
+                0,
+                cell(m0, vec16_get(up, 0), vec16_get(dn, 0), left, m1),
+            );
+            out = vec16_set(out, 1, cell(m1, vec16_get(up, 1), vec16_get(dn, 1), m0, m2));
+            out = vec16_set(out, 2, cell(m2, vec16_get(up, 2), vec16_get(dn, 2), m1, m3));
+            out = vec16_set(
+                out,
+                3,
+                cell(m3, vec16_get(up, 3), vec16_get(dn, 3), m2, right),
+            );
             store_vec16(&mut field[dst + r * nx + j], out);
             up = mid;
             mid = dn;
@@ -77,10 +95,129 @@ fn sweep(field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, ra: usiz
     }
 }
 
+/// Rows `ra..rb` of the plane at `dst` from the plane at `src`, as [`sweep_rolled`] computes
+/// them, in the [`Sweep::Batched`] form: a work item is a 4-column strip as tall as the band
+/// divided among the block's threads allows (the whole band when the block has a thread for
+/// every strip of it), walked in batches of 4 rows. A batch first loads all its rows below and
+/// its edge columns, then computes and stores its rows: four 16-byte loads in flight per thread
+/// where the rolled form has one. The kernels use all 64 registers a thread of a 1024-thread
+/// block may have (`max_threads`), so that block is alone on its SM and these loads are all the
+/// SM's memory parallelism; four rows a batch still fit without spilling. A tall strip also
+/// reads the rows above and below it (read again by the neighbouring strips, long after, so
+/// from DRAM) once per band rather than once per 8 rows.
+#[pgas_device]
+fn sweep_batched(
+    field: &mut SymTensor<f32>,
+    src: usize,
+    dst: usize,
+    nx: usize,
+    ra: usize,
+    rb: usize,
+) {
+    let nv = nx / 4;
+    let threads = block_dim_x() as usize;
+    let per_item = max(1, (rb - ra) * nv / threads);
+    let items = (rb - ra + per_item - 1) / per_item * nv;
+    let mut item = thread_idx_x() as usize;
+    // Offsets from a row's vector (wrapping differences): its edge columns and the same vector
+    // in the output plane. With one running offset, few 64-bit indices stay live beside the
+    // rows held, which keeps the batch's loads within 64 registers.
+    let dd = dst - src;
+    while item < items {
+        let j = (item % nv) * 4;
+        let r0 = ra + (item / nv) * per_item;
+        let n = min(per_item, rb - r0);
+        let dl = if j == 0 { nx - 1 } else { j - 1 } - j;
+        let dr = if j + 4 == nx { 0 } else { j + 4 } - j;
+        // The batch's first row; w[k] holds the row k - 1 below it (the two rows above the
+        // batch carry over from the one before).
+        let mut at = src + r0 * nx + j;
+        let mut w = [load_vec16(&field[at - nx]); 6];
+        w[1] = load_vec16(&field[at]);
+        let mut left = [0.0f32; 4];
+        let mut right = [0.0f32; 4];
+        let mut done = 0;
+        while done < n {
+            for k in 0..4 {
+                // Past the item's last row the loads would leave the plane: skipped.
+                if done + k < n {
+                    let row = at + k * nx;
+                    w[k + 2] = load_vec16(&field[row + nx]);
+                    left[k] = field[row + dl];
+                    right[k] = field[row + dr];
+                }
+            }
+            for k in 0..4 {
+                if done + k < n {
+                    let up = w[k];
+                    let mid = w[k + 1];
+                    let dn = w[k + 2];
+                    let m0 = vec16_get(mid, 0);
+                    let m1 = vec16_get(mid, 1);
+                    let m2 = vec16_get(mid, 2);
+                    let m3 = vec16_get(mid, 3);
+                    let mut out = vec16_set(
+                        mid,
+                        0,
+                        cell(m0, vec16_get(up, 0), vec16_get(dn, 0), left[k], m1),
+                    );
+                    out = vec16_set(out, 1, cell(m1, vec16_get(up, 1), vec16_get(dn, 1), m0, m2));
+                    out = vec16_set(out, 2, cell(m2, vec16_get(up, 2), vec16_get(dn, 2), m1, m3));
+                    out = vec16_set(
+                        out,
+                        3,
+                        cell(m3, vec16_get(up, 3), vec16_get(dn, 3), m2, right[k]),
+                    );
+                    store_vec16(&mut field[at + k * nx + dd], out);
+                }
+            }
+            w[0] = w[4];
+            w[1] = w[5];
+            at += 4 * nx;
+            done += 4;
+        }
+        item += threads;
+    }
+}
+
+/// The stencil at one cell: `u / 2 + ((up + down) + (left + right)) / 8`, in this order of
+/// `f32` operations (the host's, [`host_jacobi`]); scaling by powers of two is exact.
+#[pgas_device]
+fn cell(mid: f32, up: f32, dn: f32, left: f32, right: f32) -> f32 {
+    0.5 * mid + 0.125 * ((up + dn) + (left + right))
+}
+
+/// Rows `ra..rb` (none when `rb <= ra`) in the form `batched` names ([`Sweep`]).
+#[pgas_device]
+fn sweep(
+    field: &mut SymTensor<f32>,
+    src: usize,
+    dst: usize,
+    nx: usize,
+    ra: usize,
+    rb: usize,
+    batched: bool,
+) {
+    if rb > ra {
+        if batched {
+            sweep_batched(field, src, dst, nx, ra, rb);
+        } else {
+            sweep_rolled(field, src, dst, nx, ra, rb);
+        }
+    }
+}
+
 /// One iteration over this PE's rows, plane `src` (halos in place) to plane `dst`; block `b`
-/// of `nb` takes rows `1 + b * rows / nb ..`.
+/// of `nb` takes rows `1 + b * rows / nb ..`; `batched`: the [`Sweep`] form.
 #[pgas_kernel(max_threads = 1024)]
-pub fn jacobi_step(field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, rows: usize) {
+pub fn jacobi_step(
+    field: &mut SymTensor<f32>,
+    src: usize,
+    dst: usize,
+    nx: usize,
+    rows: usize,
+    #[comptime] batched: bool,
+) {
     let b = block_idx_x() as usize;
     let nb = grid_dim_x() as usize;
     sweep(
@@ -90,11 +227,15 @@ pub fn jacobi_step(field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize
         nx,
         1 + b * rows / nb,
         1 + (b + 1) * rows / nb,
+        batched,
     );
 }
 
 /// Iterations `base .. base + iters` in one launch (see the module docs and
 /// `pgas::ops::halo`'s protocol). Every block must be resident: they wait for each other.
+/// `batched` and `edges_first` are the form ([`Fused`]). The flag of block `b` holds the
+/// iterations whose rows the neighbouring bands read (its band's first and last rows) are
+/// written: with `edges_first` it goes up after those two rows, else after the whole band.
 #[pgas_kernel(max_threads = 1024)]
 pub fn jacobi_fused(
     field: &mut SymTensor<f32>,
@@ -108,6 +249,8 @@ pub fn jacobi_fused(
     down: i32,
     base: u64,
     iters: u32,
+    #[comptime] batched: bool,
+    #[comptime] edges_first: bool,
 ) {
     let b = block_idx_x() as usize;
     let nb = grid_dim_x() as usize;
@@ -167,46 +310,122 @@ pub fn jacobi_fused(
         }
         sync_threads();
         let send = k + 1 < iters;
-        if top {
-            sweep(field, src, dst, nx, 1, 2);
-            if send {
+        if edges_first {
+            // The band's first and last rows are all its neighbours read of it (and the only
+            // rows of theirs it reads), so the flag goes up once they are written, and the
+            // interior follows while the neighbours already go on: a band may run up to an
+            // iteration ahead of the next, which absorbs their differences in speed.
+            sweep(field, src, dst, nx, ra, ra + 1, batched);
+            sweep(field, src, dst, nx, max(ra + 1, rb - 1), rb, batched);
+            sync_threads();
+            if first {
+                // Release: the edge rows before the flag that announces them.
+                threadfence();
+                atomic_exch_local(&mut flags[b], e + 1);
+            }
+        } else {
+            if top {
+                sweep(field, src, dst, nx, 1, 2, batched);
+            }
+            if bottom {
+                sweep(field, src, dst, nx, rows, rows + 1, batched);
+            }
+            if (top || bottom) && send {
                 sync_threads();
-                put_signal_nbi_block(
-                    &mut field[dst + up_halo * nx..dst + (up_halo + 1) * nx],
-                    &field[dst + nx..dst + 2 * nx],
-                    &mut sig[1],
-                    e + 2,
-                    SignalOp::Set,
-                    up,
-                );
             }
         }
-        if bottom {
-            sweep(field, src, dst, nx, rows, rows + 1);
-            if send {
-                sync_threads();
-                put_signal_nbi_block(
-                    &mut field[dst..dst + nx],
-                    &field[dst + rows * nx..dst + (rows + 1) * nx],
-                    &mut sig[0],
-                    e + 2,
-                    SignalOp::Set,
-                    down,
-                );
-            }
+        if top && send {
+            put_signal_nbi_block(
+                &mut field[dst + up_halo * nx..dst + (up_halo + 1) * nx],
+                &field[dst + nx..dst + 2 * nx],
+                &mut sig[1],
+                e + 2,
+                SignalOp::Set,
+                up,
+            );
         }
-        sweep(field, src, dst, nx, lo, hi);
-        sync_threads();
-        if first {
-            // Release: the band's rows before the flag that announces them.
-            threadfence();
-            atomic_exch_local(&mut flags[b], e + 1);
+        if bottom && send {
+            put_signal_nbi_block(
+                &mut field[dst..dst + nx],
+                &field[dst + rows * nx..dst + (rows + 1) * nx],
+                &mut sig[0],
+                e + 2,
+                SignalOp::Set,
+                down,
+            );
+        }
+        if edges_first {
+            sweep(field, src, dst, nx, ra + 1, rb - 1, batched);
+            sync_threads();
+        } else {
+            sweep(field, src, dst, nx, lo, hi, batched);
+            sync_threads();
+            if first {
+                // Release: the band's rows before the flag that announces them.
+                threadfence();
+                atomic_exch_local(&mut flags[b], e + 1);
+            }
         }
     }
 }
 
 /// Threads per block of both stencil kernels.
 pub const THREADS: u32 = 1024;
+
+/// How the stencil kernels walk a band of rows (both kernels take it; `benches/halo.rs` times
+/// each). Both compute the same values bit for bit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sweep {
+    /// A thread walks 4 columns of up to 8 rows with the next row's loads in flight: one
+    /// 16-byte load ahead of use per thread (the form of the first measurements, run halo-1).
+    Rolled,
+    /// A thread walks 4 columns of as many rows as the band divided among the block's threads
+    /// gives it, loading 4 rows at once before computing them: four 16-byte loads in flight per
+    /// thread. A 1024-thread block is the only one on its SM (the kernels use 64 registers a
+    /// thread), so these loads are all the memory parallelism the SM has: at large fields one
+    /// load a thread leaves HBM idle part of the time, more so on faster memory (H200).
+    #[default]
+    Batched,
+}
+
+impl Sweep {
+    fn batched(self) -> bool {
+        self == Sweep::Batched
+    }
+}
+
+/// The form of the fused kernel ([`run_fused_with`]); [`Fused::default`] is what [`run_fused`]
+/// runs. Every form computes the same values bit for bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fused {
+    /// How each block walks its band.
+    pub sweep: Sweep,
+    /// When a block announces an iteration to the neighbouring bands. `true`: it computes its
+    /// band's first and last rows (all the neighbours read of it) first, raises its flag, then
+    /// computes the interior, so the neighbours start the next iteration while it does, and a
+    /// band may run up to one iteration ahead of the next: differences in speed between blocks
+    /// are absorbed instead of every block running at the pace of the slowest chain of
+    /// neighbours. `false`: the flag goes up once the whole band is written (the form of the
+    /// first measurements, run halo-1).
+    pub edges_first: bool,
+}
+
+impl Default for Fused {
+    fn default() -> Fused {
+        Fused {
+            sweep: Sweep::Batched,
+            edges_first: true,
+        }
+    }
+}
+
+impl Fused {
+    /// The kernel as first measured (run halo-1): [`Sweep::Rolled`], flag after the band.
+    pub const FIRST: Fused = Fused {
+        sweep: Sweep::Rolled,
+        edges_first: false,
+    };
+}
 
 /// The stencil's 16-byte vectors need whole vectors per row. `nx` is the same on every PE
 /// (`Halo2d::new` checked it), so this is an `Err` on every PE alike.
@@ -224,14 +443,28 @@ fn check_vector_rows(halo: &Halo2d) -> Result<()> {
 }
 
 /// Runs `iters` iterations in one launch of `blocks` blocks on `stream` (`checked`: the
-/// bounds-checked variant). `blocks` is at most [`Halo2d::resident_blocks`], which is the same
-/// on every PE, so a grid that cannot be resident is an `Err` on every PE before any launch.
+/// bounds-checked variant), in the default form ([`Fused::default`]). `blocks` is at most
+/// [`Halo2d::resident_blocks`], which is the same on every PE, so a grid that cannot be resident
+/// is an `Err` on every PE before any launch.
 pub fn run_fused(
     halo: &mut Halo2d,
     stream: &CudaStream,
     iters: u32,
     blocks: usize,
     checked: bool,
+) -> Result<()> {
+    run_fused_with(halo, stream, iters, blocks, checked, Fused::default())
+}
+
+/// [`run_fused`] in the form `form` (each form is its own specialization of `jacobi_fused`,
+/// compiled on first use).
+pub fn run_fused_with(
+    halo: &mut Halo2d,
+    stream: &CudaStream,
+    iters: u32,
+    blocks: usize,
+    checked: bool,
+    form: Fused,
 ) -> Result<()> {
     check_vector_rows(halo)?;
     if blocks == 0 || blocks > halo.resident_blocks() {
@@ -251,21 +484,50 @@ pub fn run_fused(
     }
     let (nx, rows, plane, up_halo) = (halo.nx(), halo.rows(), halo.plane_len(), halo.up_halo_row());
     let (up, down, base) = (halo.up() as i32, halo.down() as i32, halo.epoch());
+    let (batched, edges_first) = (form.sweep.batched(), form.edges_first);
     let cfg = LaunchConfig::blocks(blocks as u32, THREADS);
     let pgas = halo.pgas().clone();
     let p = halo.parts_mut();
     if checked {
         jacobi_fused::launch_on(
-            &pgas, stream, cfg, p.field, p.sig, p.flags, nx, rows, plane, up_halo, up, down, base,
+            &pgas,
+            stream,
+            cfg,
+            p.field,
+            p.sig,
+            p.flags,
+            nx,
+            rows,
+            plane,
+            up_halo,
+            up,
+            down,
+            base,
             iters,
+            batched,
+            edges_first,
         )?;
     } else {
         // SAFETY: the same launch the checked variant runs without traps in the self-check;
         // every index stays within the planes Halo2d laid out.
         unsafe {
             jacobi_fused::launch_unchecked_on(
-                &pgas, stream, cfg, p.field, p.sig, p.flags, nx, rows, plane, up_halo, up, down,
-                base, iters,
+                &pgas,
+                stream,
+                cfg,
+                p.field,
+                p.sig,
+                p.flags,
+                nx,
+                rows,
+                plane,
+                up_halo,
+                up,
+                down,
+                base,
+                iters,
+                batched,
+                edges_first,
             )?;
         }
     }
@@ -273,8 +535,9 @@ pub fn run_fused(
     Ok(())
 }
 
-/// Launches one [`jacobi_step`] over this PE's rows, from plane `src` to plane `dst`, with one
-/// block per `rows_per_block` rows (at least one).
+/// Launches one [`jacobi_step`] over this PE's rows, from plane `src` to plane `dst`, with
+/// `blocks` blocks (at least one, at most one per row), walking the rows as `sweep` says.
+#[allow(clippy::too_many_arguments)]
 pub fn launch_step(
     pgas: &Pgas,
     stream: &CudaStream,
@@ -282,25 +545,41 @@ pub fn launch_step(
     (src, dst): (usize, usize),
     (nx, rows): (usize, usize),
     blocks: usize,
+    sweep: Sweep,
     checked: bool,
 ) -> Result<()> {
     let cfg = LaunchConfig::blocks(blocks.clamp(1, rows) as u32, THREADS);
+    let batched = sweep.batched();
     if checked {
-        jacobi_step::launch_on(pgas, stream, cfg, field, src, dst, nx, rows)
+        jacobi_step::launch_on(pgas, stream, cfg, field, src, dst, nx, rows, batched)
     } else {
         // SAFETY: as in `run_fused`: rows 0..=rows + 1 of both planes are in the field.
-        unsafe { jacobi_step::launch_unchecked_on(pgas, stream, cfg, field, src, dst, nx, rows) }
+        unsafe {
+            jacobi_step::launch_unchecked_on(pgas, stream, cfg, field, src, dst, nx, rows, batched)
+        }
     }
 }
 
 /// Runs `iters` iterations unfused: per iteration, `Halo2d::exchange_on` and one
-/// [`jacobi_step`] launch of `blocks` blocks.
+/// [`jacobi_step`] launch of `blocks` blocks, in the default [`Sweep`].
 pub fn run_unfused(
     halo: &mut Halo2d,
     stream: &CudaStream,
     iters: u32,
     blocks: usize,
     checked: bool,
+) -> Result<()> {
+    run_unfused_with(halo, stream, iters, blocks, checked, Sweep::default())
+}
+
+/// [`run_unfused`] with the stencil walking its rows as `sweep` says.
+pub fn run_unfused_with(
+    halo: &mut Halo2d,
+    stream: &CudaStream,
+    iters: u32,
+    blocks: usize,
+    checked: bool,
+    sweep: Sweep,
 ) -> Result<()> {
     check_vector_rows(halo)?;
     let (nx, rows) = (halo.nx(), halo.rows());
@@ -309,7 +588,16 @@ pub fn run_unfused(
         let planes = (halo.current(), halo.next());
         let pgas = halo.pgas().clone();
         let field = halo.parts_mut().field;
-        launch_step(&pgas, stream, field, planes, (nx, rows), blocks, checked)?;
+        launch_step(
+            &pgas,
+            stream,
+            field,
+            planes,
+            (nx, rows),
+            blocks,
+            sweep,
+            checked,
+        )?;
         halo.advance(1);
     }
     Ok(())

@@ -17,11 +17,9 @@ pub const CASES: &[Case] = &[
     case("halo/bad_input", bad_input),
 ];
 
-pub const KERNELS: &[&KernelSpec] = &[
-    &halo_rows::SPEC,
-    &jacobi::jacobi_step::SPEC,
-    &jacobi::jacobi_fused::SPEC,
-];
+/// Prewarmed without comptime values, so only `halo_rows`: the Jacobi kernels take their form
+/// as comptime values and compile, one specialization per form, when the case first runs it.
+pub const KERNELS: &[&KernelSpec] = &[&halo_rows::SPEC];
 
 /// Rows of PE `pe`'s slab in these cases: uneven, so halo rows land at different offsets.
 fn rows_of(pe: usize) -> usize {
@@ -79,16 +77,24 @@ fn exchange_rows(p: &Pgas) -> CaseResult {
 
 /// The example's runs, on slabs of 5, 8 and 11 rows of 64 columns: fused launches of 3 and 4
 /// iterations, 2 unfused, fused 5 (14 in all) with every resident block, and 14 fused on one
-/// block, both equal to the host's smoother bit for bit; then the same at 2048 columns, where a
-/// sweep's work item takes several rows (2 to 5 on one block: the next row's loads ahead of
-/// the arithmetic, a last item shorter than the others), which 64 columns never do (a
-/// 1024-thread block has a thread per vector of every row there).
+/// block, both equal to the host's smoother bit for bit, in every form of the kernels
+/// (`jacobi::Fused`: both sweeps, the flag after the edge rows or after the band; the unfused
+/// iterations in the same sweep); then the same at 2048 columns, where a sweep's work item
+/// takes several rows (2 to 5 on one block: the rolled form's next row ahead of the arithmetic,
+/// the batched form's full and partial batches of 4, a last item shorter than the others), which
+/// 64 columns never do (a 1024-thread block has a thread per vector of every row there).
 fn jacobi_vs_host(p: &Pgas) -> CaseResult {
-    jacobi_vs_host_at(p, 64)?;
-    jacobi_vs_host_at(p, 2048)
+    for sweep in [jacobi::Sweep::Batched, jacobi::Sweep::Rolled] {
+        for edges_first in [true, false] {
+            let form = jacobi::Fused { sweep, edges_first };
+            jacobi_vs_host_at(p, 64, form)?;
+            jacobi_vs_host_at(p, 2048, form)?;
+        }
+    }
+    Ok(())
 }
 
-fn jacobi_vs_host_at(p: &Pgas, nx: usize) -> CaseResult {
+fn jacobi_vs_host_at(p: &Pgas, nx: usize, form: jacobi::Fused) -> CaseResult {
     let (me, n) = (util::me(p), util::npes(p));
     let rows: Vec<usize> = (0..n).map(rows_of).collect();
     let starts = jacobi::row_starts(&rows);
@@ -101,14 +107,14 @@ fn jacobi_vs_host_at(p: &Pgas, nx: usize) -> CaseResult {
     let mut h = Halo2d::new(p, nx, rows[me])?;
     h.write_interior(mine)?;
     let blocks = h.resident_blocks();
-    jacobi::run_fused(&mut h, &stream, 3, blocks, true)?;
-    jacobi::run_fused(&mut h, &stream, 4, blocks, true)?;
-    jacobi::run_unfused(&mut h, &stream, 2, blocks, true)?;
-    jacobi::run_fused(&mut h, &stream, 5, blocks, true)?;
+    jacobi::run_fused_with(&mut h, &stream, 3, blocks, true, form)?;
+    jacobi::run_fused_with(&mut h, &stream, 4, blocks, true, form)?;
+    jacobi::run_unfused_with(&mut h, &stream, 2, blocks, true, form.sweep)?;
+    jacobi::run_fused_with(&mut h, &stream, 5, blocks, true, form)?;
     let mixed = h.read_interior()?;
     let mut one = Halo2d::new(p, nx, rows[me])?;
     one.write_interior(mine)?;
-    jacobi::run_fused(&mut one, &stream, 14, 1, true)?;
+    jacobi::run_fused_with(&mut one, &stream, 14, 1, true, form)?;
     let single = one.read_interior()?;
     p.barrier_all()?;
     let want = jacobi::host_jacobi(&whole, nx, 14);
@@ -118,12 +124,12 @@ fn jacobi_vs_host_at(p: &Pgas, nx: usize) -> CaseResult {
         .collect();
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
     check_eq(
-        &format!("fused/unfused mix on {blocks} blocks, nx {nx}"),
+        &format!("{form:?}: fused/unfused mix on {blocks} blocks, nx {nx}"),
         &bits(&mixed),
         &want,
     )?;
     check_eq(
-        &format!("fused on one block, nx {nx}"),
+        &format!("{form:?}: fused on one block, nx {nx}"),
         &bits(&single),
         &want,
     )
