@@ -2,7 +2,8 @@
 //! when one is not: the case holds with any policy, so the GPU script runs it as is and again
 //! under `PGAS_PEER_ACCESS=none` (every peer off-node), where `pgas::coll` falls back to
 //! NVSHMEM's collectives (the all-to-all-v to NVSHMEM puts between team barriers), all-gather + GEMM gathers with NVSHMEM's fcollect before one cuBLAS
-//! GEMM, and GEMM + reduce-scatter reduces with NVSHMEM's reduce-scatter after one.
+//! GEMM, GEMM + reduce-scatter reduces with NVSHMEM's reduce-scatter after one, and the
+//! all-reduce + RMSNorm all-reduces with `pgas::coll` before its norm kernel.
 
 use crate::runner::{case, Case};
 use crate::util::{self, check_eq, ensure, CaseResult};
@@ -11,7 +12,74 @@ use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
 use pgas::ops::AllGatherMatmul;
 use pgas::prelude::*;
 
-pub const CASES: &[Case] = &[case("reach/peer_access_and_fallbacks", peer_access)];
+pub const CASES: &[Case] = &[
+    case("reach/peer_access_and_fallbacks", peer_access),
+    case("reach/allreduce_rmsnorm", allreduce_rmsnorm),
+];
+
+/// All-reduce + residual add + RMSNorm, two calls (the residual carries over) on a view: fused
+/// where every peer is reachable, `pgas::coll`'s all-reduce and the norm kernel where one is
+/// not (and there a fused form asked for by name is refused, naming `Auto`). Checked against
+/// the host from the bf16 sums (exact for these values, so both forms give the same bits).
+fn allreduce_rmsnorm(p: &Pgas) -> CaseResult {
+    use pgas::ops::allreduce_rmsnorm::{reference, within_tolerance};
+    use pgas::ops::AllReduceRmsNorm;
+    let (me, n) = (util::me(p), util::npes(p));
+    let (hidden, tokens) = (1024, 7);
+    let len = tokens * hidden;
+    let probe = p.alloc::<u64>(1)?;
+    let all = p.first_unreachable(&probe, 0..n)?.is_none();
+    let mut op = AllReduceRmsNorm::new(p, hidden, tokens, 1e-5)?;
+    let val = |i: usize, pe: usize, call: usize| {
+        bf16::from_f32(((i * 5 + pe * 11 + call * 3) % 13) as f32 / 4.0 - 1.5)
+    };
+    let w_h: Vec<bf16> = (0..hidden)
+        .map(|i| bf16::from_f32(1.0 + (i % 3) as f32 / 4.0))
+        .collect();
+    let weight = p.alloc_from(&w_h)?;
+    let mut res_h: Vec<bf16> = (0..len).map(|i| val(i, 7, 7)).collect();
+    let mut residual = p.alloc_from(&res_h)?;
+    let mut out = p.alloc::<bf16>(len)?;
+    let mut xbig = p.alloc::<bf16>(len + 8)?;
+    let s = p.stream().clone();
+    for call in 0..2 {
+        let xs: Vec<Vec<bf16>> = (0..n)
+            .map(|pe| (0..len).map(|i| val(i, pe, call)).collect())
+            .collect();
+        xbig.view_mut(8..8 + len)?.copy_from(&xs[me])?;
+        p.barrier_all()?;
+        let x = xbig.view(8..8 + len)?;
+        let used = op.run_with(&s, &x, &mut residual, &weight, &mut out, Algorithm::Auto)?;
+        s.synchronize()?;
+        let fused = matches!(used, Algorithm::OneShot | Algorithm::TwoShot | Algorithm::LowLatency);
+        ensure(fused == all, || {
+            format!("every peer reachable: {all}, yet the operation ran {used:?}")
+        })?;
+        let sum: Vec<bf16> = (0..len)
+            .map(|i| bf16::from_f32(xs.iter().map(|x| x[i].to_f32()).sum()))
+            .collect();
+        let (rw, yw) = reference(&[&sum], &res_h, &w_h, hidden, 1e-5);
+        let (r, y) = (residual.to_vec()?, out.to_vec()?);
+        check_eq(&format!("call {call} ({used:?}): residual"), &r, &rw)?;
+        ensure(
+            (0..len).all(|i| within_tolerance(y[i], yw[i])),
+            || format!("call {call} ({used:?}): the norm is off"),
+        )?;
+        res_h = rw;
+        p.barrier_all()?;
+    }
+    if !all {
+        let x = xbig.view(8..8 + len)?;
+        let e = op
+            .run_with(&s, &x, &mut residual, &weight, &mut out, Algorithm::OneShot)
+            .err();
+        ensure(
+            e.is_some_and(|e| e.to_string().contains("pass Algorithm::Auto")),
+            || "a fused form with a peer off NVLink was not refused".into(),
+        )?;
+    }
+    Ok(())
+}
 
 fn peer_access(p: &Pgas) -> CaseResult {
     let (me, n) = (util::me(p), util::npes(p));

@@ -73,6 +73,10 @@ pub struct AllReduceRmsNorm {
     ll_scratch: Option<SymTensor<u64>>,
     ll_region: usize,
     ll_blocks: usize,
+    /// Where some peer is not load/store reachable (off NVLink, another node, or
+    /// `PGAS_PEER_ACCESS`): the all-reduced rows, which `pgas::coll`'s all-reduce (NVSHMEM's or
+    /// the hierarchical one) writes before the norm kernel reads them. `None` on NVLink.
+    off_node: Option<SymTensor<bf16>>,
 }
 
 impl std::fmt::Debug for AllReduceRmsNorm {
@@ -115,8 +119,12 @@ impl AllReduceRmsNorm {
     /// multiple of 8), at most `max_tokens` rows a call, normalized with `eps`. Collective over
     /// all PEs: it makes a [`Comm`] (its flags and call counters are the kernel's), then the PEs
     /// compare their arguments and whether each reaches every peer by loads and stores
-    /// ([`crate::ops::agree`]), so a mismatch, a bad size or an unreachable peer is the same `Err` on
-    /// every PE and nothing is launched.
+    /// ([`crate::ops::agree`]), so a mismatch or a bad size is the same `Err` on every PE and
+    /// nothing is launched. Where some peer is not load/store reachable, every call runs the
+    /// off-node form instead of the fused kernel: [`Comm`]'s all-reduce (NVSHMEM's, or the
+    /// hierarchical one across nodes of NVLink-joined PEs) into a buffer of this operation,
+    /// then [`AllReduceRmsNorm::add_rms_norm_on`]; it allocates `max_tokens * hidden` more
+    /// `bf16` of symmetric heap for that buffer.
     pub fn new(pgas: &Pgas, hidden: usize, max_tokens: usize, eps: f32) -> Result<Self> {
         let comm = Comm::new(pgas, Team::WORLD)?;
         crate::ops::agree::agree(
@@ -139,18 +147,13 @@ impl AllReduceRmsNorm {
                 reason: why,
             });
         }
-        if !comm.peers_reachable() {
-            return Err(Error::Unavailable {
-                what: "AllReduceRmsNorm",
-                reason: "some PE's symmetric memory is not load/store reachable from this GPU \
-                         (no NVLink or P2P path), and the fused kernel reads and writes peers' \
-                         rows directly. Fix: run the PEs on GPUs of one NVLink domain, or use \
-                         pgas::coll's Algorithm::Nvshmem all-reduce followed by \
-                         add_rms_norm_on"
-                    .into(),
-            });
-        }
         let n = pgas.n_pes();
+        // The same on every PE: the agreement above compared it.
+        let off_node = if comm.peers_reachable() {
+            None
+        } else {
+            Some(pgas.alloc::<bf16>(max_tokens * hidden)?)
+        };
         let sms = pgas.sm_count()?;
         let fewest = if n > 1 {
             crate::ops::agree::gather_words(pgas, &[sms as u64])?
@@ -165,7 +168,7 @@ impl AllReduceRmsNorm {
         // allocates alike.
         let ll_region = crate::coll::device_scratch_len::<bf16>(n, hidden);
         let ll_blocks = max_tokens.min(max_blocks).min(LL_MAX_BLOCKS);
-        let ll_scratch = if n * hidden * 2 <= LL_MAX_SHARED_BYTES {
+        let ll_scratch = if off_node.is_none() && n * hidden * 2 <= LL_MAX_SHARED_BYTES {
             Some(pgas.alloc::<u64>(ll_blocks * ll_region)?)
         } else {
             None
@@ -181,6 +184,7 @@ impl AllReduceRmsNorm {
             ll_scratch,
             ll_region,
             ll_blocks,
+            off_node,
         })
     }
 
@@ -223,8 +227,8 @@ impl AllReduceRmsNorm {
         }
     }
 
-    /// Whether [`Algorithm::LowLatency`] is available: the PEs' rows fit the shared memory
-    /// of a block (`n * hidden * 2 <= LL_MAX_SHARED_BYTES`).
+    /// Whether [`Algorithm::LowLatency`] is available: every peer is reachable and the PEs'
+    /// rows fit the shared memory of a block (`n * hidden * 2 <= LL_MAX_SHARED_BYTES`).
     pub fn low_latency_available(&self) -> bool {
         self.ll_scratch.is_some()
     }
@@ -302,6 +306,18 @@ impl AllReduceRmsNorm {
         algorithm: Algorithm,
     ) -> Result<Algorithm> {
         let tokens = self.check_call("x", x, &*residual, weight, &*out)?;
+        if let Some(mut reduced) = self.off_node.take() {
+            // Taken for the call (the norm kernel's launch borrows `self`), then put back.
+            let result = self.run_off_node(
+                stream,
+                &mut reduced,
+                tokens,
+                (x, residual, weight, out),
+                algorithm,
+            );
+            self.off_node = Some(reduced);
+            return result;
+        }
         let algorithm = match algorithm {
             Algorithm::Auto => self.algorithm_for(tokens),
             a @ (Algorithm::OneShot | Algorithm::TwoShot) => a,
@@ -409,6 +425,47 @@ impl AllReduceRmsNorm {
             &mut args,
         )?;
         Ok(algorithm)
+    }
+
+    /// The off-node form of [`AllReduceRmsNorm::run_with`]: `pgas::coll`'s all-reduce of `x`
+    /// into the operation's buffer (the algorithm [`Comm`]'s `Auto` takes where some peer is
+    /// off NVLink: NVSHMEM's, or the hierarchical one), then the norm kernel on it. The sum is
+    /// rounded to `bf16` before the residual is added, so the residual can differ from the
+    /// fused kernel's (which adds in `f32`) by one `bf16` step. Returns the all-reduce's
+    /// algorithm.
+    fn run_off_node<X, R, W, O>(
+        &mut self,
+        stream: &CudaStream,
+        reduced: &mut SymTensor<bf16>,
+        tokens: usize,
+        (x, residual, weight, out): (&X, &mut R, &W, &mut O),
+        algorithm: Algorithm,
+    ) -> Result<Algorithm>
+    where
+        X: SymRegion<bf16>,
+        R: SymRegion<bf16>,
+        W: SymRegion<bf16>,
+        O: SymRegion<bf16>,
+    {
+        if algorithm != Algorithm::Auto {
+            return Err(Error::InvalidConfig {
+                name: "AllReduceRmsNorm algorithm",
+                value: format!("{algorithm:?} with a peer off NVLink"),
+                reason: "some PE is not load/store reachable, so the fused kernel's forms \
+                         cannot run; the operation all-reduces with pgas::coll and then \
+                         normalizes. Fix: pass Algorithm::Auto"
+                    .into(),
+            });
+        }
+        if tokens == 0 {
+            return Ok(Algorithm::Auto);
+        }
+        let mut sum = reduced.view_mut(0..tokens * self.hidden)?;
+        let used = self
+            .comm
+            .all_reduce_on(stream, &mut sum, x, ReduceOp::Sum, Algorithm::Auto)?;
+        self.add_rms_norm_on(stream, &sum, residual, weight, out)?;
+        Ok(used)
     }
 
     /// The unfused second half, for an input that is already all-reduced (by NCCL, or
