@@ -347,6 +347,28 @@ fn collective_arguments(p: &Pgas) -> CaseResult {
         |e| matches!(e, Error::LengthMismatch { .. }),
         &["Fix:"],
     )?;
+    let apart = |e: &Error| {
+        matches!(
+            e,
+            Error::InvalidConfig {
+                name: "collective buffers",
+                ..
+            }
+        )
+    };
+    expect_err(
+        "reduce in place",
+        p.reduce(Team::WORLD, ReduceOp::Sum, &dst, &dst),
+        apart,
+        &["in place", "Fix: pass a separate destination"],
+    )?;
+    // The source is the destination's last 4 elements.
+    expect_err(
+        "fcollect with the source inside the destination",
+        p.fcollect(Team::WORLD, &long.view(0..4 * n)?, &long.view(4 * n - 3..4 * n + 1)?),
+        apart,
+        &["overlapping", "Fix: pass a separate destination"],
+    )?;
     ring_still_works(p, 4)
 }
 

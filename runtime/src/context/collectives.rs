@@ -224,6 +224,40 @@ impl Pgas {
         self.check_region("the source", src)
     }
 
+    /// [`Pgas::check_regions`], and `dst` and `src` apart: NVSHMEM's collectives other than
+    /// broadcast read every PE's source while they write the destinations, and in place its
+    /// reductions gave some values reduced twice on 4 PEs (NVSHMEM 3.4.5, `docs/gpu-report.md`
+    /// run 55), so an overlap is an `Err` naming the fix rather than a wrong result.
+    fn check_collective_regions<T>(
+        &self,
+        call: &Call<'_>,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+    ) -> Result<()> {
+        self.check_regions(dst, src)?;
+        let size = std::mem::size_of::<T>() as u64;
+        let span = |r: &dyn SymRegion<T>| {
+            let at = r.as_device_ptr();
+            at..at + r.len() as u64 * size
+        };
+        let (d, s) = (span(dst), span(src));
+        if d.start < s.end && s.start < d.end {
+            let what = if d == s { "in place" } else { "overlapping" };
+            return Err(Error::InvalidConfig {
+                name: "collective buffers",
+                value: format!("{what}: destination {d:#x?}, source {s:#x?}"),
+                reason: format!(
+                    "{} reads every PE's source while it writes the destinations, so the two \
+                     must not share memory (NVSHMEM 3.4.5's reductions in place gave wrong \
+                     values on 4 PEs). Fix: pass a separate destination (pgas::coll::Comm's \
+                     all_reduce_in_place reduces in place safely)",
+                    call.what
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// The team's size, for a live team this PE is a member of.
     fn team_check(&self, team: Team) -> Result<usize> {
         team.check_live(self, "run a collective over it")?;
@@ -349,7 +383,7 @@ impl Pgas {
         n: usize,
         f: Exchange<T>,
     ) -> Result<()> {
-        self.check_regions(dst, src)?;
+        self.check_collective_regions(&call, dst, src)?;
         self.check_stream(call.stream)?;
         self.inner.bind()?;
         // SAFETY: both regions are symmetric and hold the `n`-per-PE shape checked by the caller;
@@ -439,7 +473,7 @@ impl Pgas {
         n: usize,
         f: Reduction<T>,
     ) -> Result<()> {
-        self.check_regions(dst, src)?;
+        self.check_collective_regions(&call, dst, src)?;
         self.check_stream(call.stream)?;
         self.inner.bind()?;
         // SAFETY: both regions lie in the symmetric heap (check_regions) in the shape the caller
