@@ -1,6 +1,6 @@
 //! Every kernel `pgas::ops::moe` launches (`moe::prewarm_list`, plain, and the checked variant
-//! too), for 2 PEs, top-8 and FP8 dispatch and for 1 PE, top-1 and bf16 dispatch (the loops over
-//! PEs and slots unroll),
+//! too), for 2 PEs, top-8 and FP8 dispatch by peer stores and for 1 PE, top-1 and bf16 dispatch by
+//! NVSHMEM's RMA (the loops over PEs and slots unroll),
 //! compiled by NVRTC for sm_90 as the JIT would, as one program: no errors, no warnings; and
 //! link-time against the NVSHMEM library as the JIT does by default. Needs no GPU; needs NVRTC
 //! and the headers (`PGAS_CUDA_HOME`, `PGAS_NVSHMEM_HOME`), as `tests/nvrtc_corpus.rs`.
@@ -14,7 +14,8 @@ fn every_moe_kernel_compiles_without_warnings() {
     let tc = Toolchain::discover()
         .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
     let mut sources = Vec::new();
-    for (comptime, kernels) in [([2, 8, 1], 6), ([1, 1, 0], 5)] {
+    // [top_k, n_pes, rma, fp8]
+    for (comptime, kernels) in [([8, 2, 0, 1], 6), ([1, 1, 1, 0], 5)] {
         let list = pgas::ops::moe::prewarm_list(&comptime);
         assert_eq!(list.len(), kernels);
         for k in &list {

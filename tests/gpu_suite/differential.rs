@@ -20,7 +20,8 @@
 //! float type, lengths that do not split over the PEs, bad shapes of the ops) must be an `Err`
 //! with nothing written; the model of which calls are refused follows `src/coll`'s checks in
 //! their order. The combine of MoE compares within one bf16 step (its `f32` fused
-//! multiply-adds round once per expert, as `moe.rs`'s check allows); everything else exactly.
+//! multiply-adds round once per expert, as `moe.rs`'s check allows; off NVLink too, where its
+//! rows move by NVSHMEM's RMA); everything else exactly.
 //!
 //! The seed is printed first. A mismatch prints the seed, the call's index and every parameter,
 //! and the first differing element; the run goes on. Every 32 calls the PEs agree (NVSHMEM's own
@@ -343,8 +344,11 @@ fn drive(
     // Every collective kernel, and MoE's for top-k 1 and 4 (the only ones drawn), compiled or
     // loaded before the clock of the calls starts: a graph capture cannot compile.
     let mut list = coll::prewarm_all();
-    let moe1 = [n as i128, 1, 0];
-    let moe4 = [n as i128, 4, 0];
+    // MoE moves rows by NVSHMEM's RMA where some peer is not load/store reachable.
+    let probe = p.alloc::<u64>(1)?;
+    let rma = i128::from(p.first_unreachable(&probe, 0..n)?.is_some());
+    let moe1 = [1, n as i128, rma, 0];
+    let moe4 = [4, n as i128, rma, 0];
     list.extend(pgas::ops::moe::prewarm_list(&moe1));
     list.extend(pgas::ops::moe::prewarm_list(&moe4));
     pgas::launch::prewarm(p, &list)?;
@@ -1257,12 +1261,8 @@ fn moe(cx: &mut Ctx, rng: &mut Rng, c: u64) -> Verdict {
     let rseed = rng.next() % 1_000_000;
     let desc = format!("call {c}: MoE {cfg:?}, routing seed {rseed}, empty PE {empty:?}");
     *CURRENT.lock().unwrap() = desc.clone();
-    // Off NVLink MoE is refused (on every PE, naming the fix): that is the expected answer.
-    let mut m = match (MoeDispatcher::new(p, cfg), cx.p2p) {
-        (Ok(m), _) => m,
-        (Err(e), false) if e.to_string().contains("cannot reach") => return Ok(()),
-        (Err(e), _) => return Err(format!("{desc}: refused: {e}")),
-    };
+    // Off NVLink too: rows move by NVSHMEM's RMA there.
+    let mut m = MoeDispatcher::new(p, cfg).map_err(|e| format!("{desc}: refused: {e}"))?;
     let outcome = (|| -> util::CaseResult {
         let mut r = crate::moe::round(p, &cfg, rseed, empty)?;
         crate::moe::run_round(&mut m, &mut r, p.my_pe())?;

@@ -442,6 +442,12 @@ fn combine_rows_graph(p: &Pgas) -> CaseResult {
 fn fp8_dispatch(p: &Pgas) -> CaseResult {
     let me = p.my_pe();
     let last = p.n_pes() - 1;
+    let probe = p.alloc::<u64>(1)?;
+    if p.first_unreachable(&probe, 0..p.n_pes())?.is_some() {
+        // Off NVLink rows move by NVSHMEM's puts, which have no FP8 type: refused, naming it.
+        let mut m = MoeDispatcher::new(p, FP8)?;
+        return expect(m.set_fp8_dispatch(true), "keep bf16 dispatch off NVLink");
+    }
     for (empty, checked) in [(None, false), (Some(last), false), (None, true)] {
         let what = format!("FP8, empty PE {empty:?}, checked {checked}");
         let mut m = MoeDispatcher::new(p, FP8)?;

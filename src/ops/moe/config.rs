@@ -42,7 +42,9 @@ impl MoeConfig {
     /// and combine rows, `2 * n_pes * max_tokens * hidden * 2` bytes, dominate), with 4 KiB
     /// per buffer for NVSHMEM's alignment; pass at least this much more than the rest of the
     /// program needs to [`crate::PgasBuilder::heap_size`] (and [`MoeConfig::fp8_bytes`] more
-    /// for FP8 dispatch). One part per buffer `new` allocates.
+    /// for FP8 dispatch; where some peer is not load/store reachable, another
+    /// `n_pes * max_tokens * hidden * 2` for the stage NVSHMEM's puts and gets use). One part per
+    /// buffer `new` allocates.
     pub fn symmetric_bytes(&self, n_pes: usize) -> usize {
         let rows = self.max_recv_rows(n_pes);
         let w = n_pes + n_pes * self.experts_per_pe;
@@ -50,6 +52,7 @@ impl MoeConfig {
             rows * self.hidden * 2,                    // recv_x
             16,                                        // recv_q, until FP8 dispatch is on
             4,                                         // recv_scale, likewise
+            32,                                        // stage, where every peer is reachable
             n_pes * self.max_tokens * self.hidden * 2, // comb
             rows * 2 * 4,                              // recv_src
             rows * self.top_k * 4,                     // recv_idx
@@ -177,7 +180,7 @@ mod tests {
             b > 2 * 8192 * 7168 * 2 && b < 2 * 8192 * 7168 * 2 + (8 << 20),
             "{b}"
         );
-        // Sizes where every buffer fits in 4 KiB: one 4 KiB slot for each of the 15 buffers
+        // Sizes where every buffer fits in 4 KiB: one 4 KiB slot for each of the 16 buffers
         // `MoeDispatcher::new` allocates.
         let tiny = MoeConfig {
             max_tokens: 1,
@@ -185,7 +188,7 @@ mod tests {
             top_k: 1,
             experts_per_pe: 1,
         };
-        assert_eq!(tiny.symmetric_bytes(2), 15 * 4096);
+        assert_eq!(tiny.symmetric_bytes(2), 16 * 4096);
         // FP8: 8192 rows of 7168 bytes and 56 scales each.
         assert_eq!(c.fp8_bytes(2), 8192 * 7168 + 8192 * 56 * 4);
     }

@@ -16,7 +16,10 @@ use crate::{bf16, e4m3, Error, LaunchConfig, Pgas, Result, SymTensor, Team};
 /// Calls are ordered on the host (`&mut self`) and every PE makes the same calls in the same
 /// order; the buffers are per call, so the results of a dispatch are valid until the next.
 ///
-/// Peers must be load/store reachable (NVLink or PCIe peer access): rows move by peer stores.
+/// Rows move by peer stores where every peer is load/store reachable (NVLink or PCIe peer
+/// access); where some peer is not (another node, or `PGAS_PEER_ACCESS`), by NVSHMEM's puts and
+/// gets through a symmetric stage (`n_pes * max_tokens * hidden` more `bf16` of heap), which
+/// NVSHMEM carries by its proxy where nothing maps the peer.
 pub struct MoeDispatcher {
     pgas: Pgas,
     cfg: MoeConfig,
@@ -24,14 +27,17 @@ pub struct MoeDispatcher {
     me: usize,
     blocks: u32,
     variant: Variant,
-    /// The kernels' comptime values: `n_pes`, `top_k`, FP8 dispatch (0 or 1); each kernel takes
-    /// the first one, two or three.
-    comptime: [i128; 3],
+    /// The kernels' comptime values, `[top_k, n_pes, rma, fp8]` ([`prewarm_list`] says which
+    /// kernel takes which).
+    comptime: [i128; 4],
     recv_x: SymTensor<bf16>,
     /// FP8 dispatch's rows (`e4m3`) and scales (one a 128 values); a token's worth until
     /// [`MoeDispatcher::set_fp8_dispatch`] first turns it on.
     recv_q: SymTensor<e4m3>,
     recv_scale: SymTensor<f32>,
+    /// Where some peer is not load/store reachable, the symmetric rows NVSHMEM's puts and gets
+    /// go from and to (`n_pes * max_tokens` rows); 16 elements otherwise.
+    stage: SymTensor<bf16>,
     recv_src: SymTensor<i32>,
     recv_idx: SymTensor<i32>,
     recv_w: SymTensor<f32>,
@@ -75,8 +81,7 @@ impl MoeDispatcher {
     /// The same on every PE, before anything is allocated beyond a few words: `cfg` differs
     /// between PEs (each field that differs, with every PE's value); a size out of range
     /// ([`MoeConfig`]'s fields); a symmetric heap smaller than
-    /// [`MoeConfig::symmetric_bytes`] ([`Error::HeapExhausted`]); then, after allocating, a
-    /// peer that is not load/store reachable from some PE.
+    /// [`MoeConfig::symmetric_bytes`] ([`Error::HeapExhausted`]).
     pub fn new(pgas: &Pgas, cfg: MoeConfig) -> Result<MoeDispatcher> {
         let (n, me) = (pgas.n_pes(), pgas.my_pe());
         let sms = pgas.sm_count()?;
@@ -139,17 +144,15 @@ impl MoeDispatcher {
             .map_err(Error::cuda("allocating the MoE layout"))?;
         let reachable = u64::from(pgas.first_unreachable(&recv_x, 0..n)?.is_none());
         let all = gather(pgas, &mut agree_mine, &agree_all, &[reachable])?;
-        if let Some(pe) = all.iter().position(|r| r[0] == 0) {
-            return Err(Error::InvalidConfig {
-                name: "MoE dispatcher",
-                value: format!("{n} PEs"),
-                reason: format!(
-                    "PE {pe} cannot reach every other PE's memory with loads and stores (no NVLink \
-                     or peer access), and MoE dispatch moves rows by peer stores. Fix: run on GPUs \
-                     joined by NVLink (or with peer access)"
-                ),
-            });
-        }
+        // One PE that cannot reach every peer puts every PE on NVSHMEM's RMA (which still
+        // stores through the peer mapping where there is one): the kernels are specialized
+        // for one path, the same on every PE.
+        let rma = all.iter().any(|r| r[0] == 0);
+        let stage = pgas.alloc::<bf16>(if rma {
+            n * cfg.max_tokens * cfg.hidden
+        } else {
+            16
+        })?;
         pgas.barrier_all()?;
         Ok(MoeDispatcher {
             pgas: pgas.clone(),
@@ -158,10 +161,11 @@ impl MoeDispatcher {
             me,
             blocks,
             variant: Variant::Plain,
-            comptime: [n as i128, k as i128, 0],
+            comptime: [k as i128, n as i128, i128::from(rma), 0],
             recv_x,
             recv_q,
             recv_scale,
+            stage,
             recv_src,
             recv_idx,
             recv_w,
@@ -247,13 +251,22 @@ impl MoeDispatcher {
                     .into(),
             });
         }
+        if on && self.comptime[RMA] != 0 {
+            return Err(Error::Unavailable {
+                what: "MoE FP8 dispatch",
+                reason: "some PE is not load/store reachable, so rows move by NVSHMEM's puts, \
+                         which have no FP8 type; FP8 dispatch quantizes into peer memory. Fix: \
+                         keep bf16 dispatch off NVLink"
+                    .into(),
+            });
+        }
         let rows = self.cfg.max_recv_rows(self.n);
         if on && self.recv_q.len() < rows * self.cfg.hidden {
             // Collective, like the agreement above: every PE allocates here.
             self.recv_q = self.pgas.alloc::<e4m3>(rows * self.cfg.hidden)?;
             self.recv_scale = self.pgas.alloc::<f32>(rows * self.cfg.hidden / 128)?;
         }
-        self.comptime[2] = i128::from(on);
+        self.comptime[FP8] = i128::from(on);
         Ok(())
     }
 
@@ -360,7 +373,7 @@ impl MoeDispatcher {
             &self.pgas,
             &kernels::moe_layout::SPEC,
             self.variant,
-            &self.comptime[..2],
+            &self.comptime[window::LAYOUT],
             LaunchConfig::blocks(n + n * el, LAYOUT_THREADS),
             Some(stream),
             &mut args,
@@ -375,6 +388,7 @@ impl MoeDispatcher {
             .push_sym_mut(&mut self.recv_x)
             .push_sym_mut(&mut self.recv_q)
             .push_sym_mut(&mut self.recv_scale)
+            .push_sym_mut(&mut self.stage)
             .push_sym_mut(&mut self.recv_src)
             .push_sym_mut(&mut self.recv_idx)
             .push_sym_mut(&mut self.recv_w)
@@ -390,12 +404,12 @@ impl MoeDispatcher {
             &self.pgas,
             &kernels::moe_dispatch::SPEC,
             self.variant,
-            &self.comptime,
+            &self.comptime[window::DISPATCH],
             LaunchConfig::blocks(self.blocks, DATA_THREADS),
             Some(stream),
             &mut args,
         )?;
-        if self.comptime[2] != 0 {
+        if self.comptime[FP8] != 0 {
             let mut args = KernelArgs::new();
             args.push_sym(&self.info)
                 .push_sym(&self.recv_q)
@@ -407,7 +421,7 @@ impl MoeDispatcher {
                 &self.pgas,
                 &kernels::moe_dequant::SPEC,
                 self.variant,
-                &self.comptime[..1],
+                &self.comptime[window::N],
                 LaunchConfig::blocks(self.blocks, DATA_THREADS),
                 Some(stream),
                 &mut args,
@@ -526,18 +540,20 @@ impl MoeDispatcher {
         args.push_local(&self.tok_rank)
             .push_sym(&self.info)
             .push_sym(&self.comb)
+            .push_sym_mut(&mut self.stage)
             .push_local_mut(out)
             .push_sym_mut(&mut self.sync)
             .push_sym_mut(&mut self.sigs)
             .push_scalar(me)
             .push_scalar(tokens as u32)
             .push_scalar(el)
-            .push_scalar(h);
+            .push_scalar(h)
+            .push_scalar(self.cfg.max_tokens as u32);
         pgas_runtime::launch::launch(
             &self.pgas,
             &kernels::moe_combine_pull::SPEC,
             self.variant,
-            &self.comptime[..1],
+            &self.comptime[window::PULL],
             LaunchConfig::blocks(self.blocks, DATA_THREADS),
             Some(stream),
             &mut args,
@@ -600,6 +616,7 @@ impl MoeDispatcher {
             .push_sym(&self.recv_w)
             .push_sym(&self.row_pairs)
             .push_sym_mut(&mut self.comb)
+            .push_sym_mut(&mut self.stage)
             .push_sym_mut(&mut self.sigs)
             .push_scalar(me)
             .push_scalar(el)
@@ -609,7 +626,7 @@ impl MoeDispatcher {
             &self.pgas,
             &kernels::moe_combine_send::SPEC,
             self.variant,
-            &self.comptime[..2],
+            &self.comptime[window::SEND],
             LaunchConfig::blocks(self.blocks, DATA_THREADS),
             Some(stream),
             &mut args,
@@ -628,7 +645,7 @@ impl MoeDispatcher {
             &self.pgas,
             &kernels::moe_combine_reduce::SPEC,
             self.variant,
-            &self.comptime[..1],
+            &self.comptime[window::N],
             LaunchConfig::blocks(self.blocks, DATA_THREADS),
             Some(stream),
             &mut args,
@@ -704,25 +721,47 @@ fn gather(
         .collect())
 }
 
-/// Every specialization a dispatcher over `comptime = [n_pes, top_k, fp8]` launches (plain
-/// variant; `fp8` 0 or 1, as [`MoeDispatcher::set_fp8_dispatch`] sets it), for
-/// [`pgas_runtime::launch::prewarm`]: the kernels are specialized for the number of PEs, for
-/// `top_k` and for the dispatch format, so that their loops over PEs and slots unroll.
-pub fn prewarm_list(comptime: &[i128; 3]) -> Vec<Prewarm<'_>> {
+/// The dispatcher's comptime values are `[top_k, n_pes, rma, fp8]`; each kernel takes a window of
+/// them, its comptime parameters in order (`rma`: some peer is not load/store reachable, so rows
+/// move by NVSHMEM's RMA; `fp8`: FP8 dispatch).
+mod window {
+    use std::ops::Range;
+    /// `moe_layout`: `k, n`.
+    pub const LAYOUT: Range<usize> = 0..2;
+    /// `moe_dispatch`: `k, n, rma, fp8`.
+    pub const DISPATCH: Range<usize> = 0..4;
+    /// `moe_combine_send`: `k, n, rma`.
+    pub const SEND: Range<usize> = 0..3;
+    /// `moe_combine_pull`: `n, rma`.
+    pub const PULL: Range<usize> = 1..3;
+    /// `moe_combine_reduce`, `moe_dequant`: `n`.
+    pub const N: Range<usize> = 1..2;
+}
+
+/// The index of `rma` in the comptime values.
+const RMA: usize = 2;
+/// The index of `fp8` in the comptime values.
+const FP8: usize = 3;
+
+/// Every specialization a dispatcher over `comptime = [top_k, n_pes, rma, fp8]` launches (plain
+/// variant; `rma` 1 where some peer is not load/store reachable, `fp8` 1 after
+/// [`MoeDispatcher::set_fp8_dispatch`]), for [`pgas_runtime::launch::prewarm`]: the kernels are
+/// specialized for them so that their loops over PEs and slots unroll and each carries one path.
+pub fn prewarm_list(comptime: &[i128; 4]) -> Vec<Prewarm<'_>> {
     let plain = |spec, comptime| Prewarm {
         spec,
         variant: Variant::Plain,
         comptime,
     };
     let mut list = vec![
-        plain(&kernels::moe_layout::SPEC, &comptime[..2]),
-        plain(&kernels::moe_dispatch::SPEC, &comptime[..]),
-        plain(&kernels::moe_combine_send::SPEC, &comptime[..2]),
-        plain(&kernels::moe_combine_reduce::SPEC, &comptime[..1]),
-        plain(&kernels::moe_combine_pull::SPEC, &comptime[..1]),
+        plain(&kernels::moe_layout::SPEC, &comptime[window::LAYOUT]),
+        plain(&kernels::moe_dispatch::SPEC, &comptime[window::DISPATCH]),
+        plain(&kernels::moe_combine_send::SPEC, &comptime[window::SEND]),
+        plain(&kernels::moe_combine_reduce::SPEC, &comptime[window::N]),
+        plain(&kernels::moe_combine_pull::SPEC, &comptime[window::PULL]),
     ];
-    if comptime[2] != 0 {
-        list.push(plain(&kernels::moe_dequant::SPEC, &comptime[..1]));
+    if comptime[FP8] != 0 {
+        list.push(plain(&kernels::moe_dequant::SPEC, &comptime[window::N]));
     }
     list
 }

@@ -43,8 +43,8 @@ pub fn moe_layout(
     me: u32,
     tokens: u32,
     el: u32,
-    #[comptime] n: u32,
     #[comptime] k: u32,
+    #[comptime] n: u32,
 ) {
     let scan = shared_array::<i32, 2048>();
     let last = shared_array::<u32, 1>();
@@ -202,7 +202,9 @@ pub fn moe_layout(
 /// metadata, by peer stores (see the module doc); when it completes, every row bound here has
 /// arrived. With `fp8`, the rows travel as `e4m3` into `recv_q` with one `f32` scale per 128
 /// values into `recv_scale` (`hidden` a multiple of 128), for [`moe_dequant`] to expand into
-/// `recv_x`; without, `recv_q` and `recv_scale` are not touched.
+/// `recv_x`; without, `recv_q` and `recv_scale` are not touched. With `rma` (some peer is not
+/// load/store reachable), each row is copied into this PE's `stage` and put with NVSHMEM
+/// (`fp8` is not offered then).
 // Long on purpose: a warp a token; its row vectors stay in registers across the PE loop.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_dispatch(
@@ -215,6 +217,7 @@ pub fn moe_dispatch(
     recv_x: &mut SymTensor<bf16>,
     recv_q: &mut SymTensor<e4m3>,
     recv_scale: &mut SymTensor<f32>,
+    stage: &mut SymTensor<bf16>,
     recv_src: &mut SymTensor<i32>,
     recv_idx: &mut SymTensor<i32>,
     recv_w: &mut SymTensor<f32>,
@@ -226,8 +229,9 @@ pub fn moe_dispatch(
     tokens: u32,
     el: u32,
     hidden: u32,
-    #[comptime] n: u32,
     #[comptime] k: u32,
+    #[comptime] n: u32,
+    #[comptime] rma: bool,
     #[comptime] fp8: bool,
 ) {
     let last = shared_array::<u32, 1>();
@@ -250,30 +254,47 @@ pub fn moe_dispatch(
             if r >= 0 {
                 let row = (info[w + d] + r) as usize;
                 let pe = d as i32;
+                // Single elements by NVSHMEM (`p`): a store through the peer mapping where
+                // there is one, its proxy where there is not.
                 if lane == 0 {
-                    let ps = recv_src.peer(pe);
-                    ps[2 * row] = me as i32;
-                    ps[2 * row + 1] = tok as i32;
+                    p(&mut recv_src[2 * row], me as i32, pe);
+                    p(&mut recv_src[2 * row + 1], tok as i32, pe);
                 }
                 if lane < kk {
                     let id = idx[tok * kk + lane];
                     let slot = row * kk + lane;
                     if id >= 0 && id as usize / ell == d {
                         let pair = info[w + nn + id as usize] + tok_erank[tok * kk + lane];
-                        recv_idx.peer(pe)[slot] = id % el as i32;
-                        recv_w.peer(pe)[slot] = wts[tok * kk + lane];
-                        row_pairs.peer(pe)[slot] = pair;
-                        expert_rows.peer(pe)[pair as usize] = row as i32;
+                        p(&mut recv_idx[slot], id % el as i32, pe);
+                        p(&mut recv_w[slot], wts[tok * kk + lane], pe);
+                        p(&mut row_pairs[slot], pair, pe);
+                        p(&mut expert_rows[pair as usize], row as i32, pe);
                     } else {
-                        recv_idx.peer(pe)[slot] = -1;
-                        recv_w.peer(pe)[slot] = 0.0;
-                        row_pairs.peer(pe)[slot] = -1;
+                        p(&mut recv_idx[slot], -1, pe);
+                        p(&mut recv_w[slot], 0.0, pe);
+                        p(&mut row_pairs[slot], -1, pe);
                     }
                 }
             }
         }
         let xb = tok * h;
-        if fp8 {
+        if rma {
+            // Some peer is not load/store reachable: the row goes through this PE's stage
+            // (symmetric, so any transport can read it) and NVSHMEM's warp puts.
+            let mut v = lane;
+            while v < nv {
+                store_vec16(&mut stage[xb + v * 8], load_vec16(&x[xb + v * 8]));
+                v += 32;
+            }
+            sync_warp();
+            for d in 0..nn {
+                let r = tok_rank[tok * nn + d];
+                if r >= 0 {
+                    let rb = (info[w + d] + r) as usize * h;
+                    put_nbi_warp(&mut recv_x[rb..rb + h], &stage[xb..xb + h], d as i32);
+                }
+            }
+        } else if fp8 {
             // A lane quantizes 16 values a step, so a group of 128 (one scale) is 8 lanes, and
             // a step of the warp 4 groups; lanes past the row's end take part in the shuffles
             // with nothing.
@@ -357,7 +378,9 @@ pub fn moe_dispatch(
         }
         tok += warps;
     }
-    // Release this block's peer stores, then count the block in on every PE.
+    // Complete this block's puts and release its peer stores, then count the block in on every
+    // PE.
+    quiet();
     threadfence_system();
     sync_threads();
     let mine = me as usize;
@@ -430,8 +453,8 @@ pub fn moe_dequant(
 }
 
 /// For each row received here, the weighted sum (f32) of its pairs' expert outputs, rounded to
-/// `bf16` and stored into the row's source PE at (this PE, source token) of `comb`; then counts
-/// the block in on every PE. `expert_out` holds one row of `hidden` per pair, in pair order.
+/// `bf16` and stored into the row's source PE at (this PE, source token) of `comb` (with `rma`,
+/// staged here and put by NVSHMEM a stretch at a time); then counts the block in on every PE. `expert_out` holds one row of `hidden` per pair, in pair order.
 ///
 /// A warp's unit of work is one row's stretch of 32 vectors (a vector a lane), so that small
 /// calls still spread over every warp; with `k` a comptime value the slot loop unrolls, and the
@@ -445,13 +468,15 @@ pub fn moe_combine_send(
     recv_w: &SymTensor<f32>,
     row_pairs: &SymTensor<i32>,
     comb: &mut SymTensor<bf16>,
+    stage: &mut SymTensor<bf16>,
     sigs: &mut SymTensor<u64>,
     me: u32,
     el: u32,
     hidden: u32,
     max_tokens: u32,
-    #[comptime] n: u32,
     #[comptime] k: u32,
+    #[comptime] n: u32,
+    #[comptime] rma: bool,
 ) {
     let t = thread_idx_x() as usize;
     let lane = lane_id() as usize;
@@ -494,13 +519,25 @@ pub fn moe_combine_send(
             for e in 0..8 {
                 o = vec16_set(o, e as u32, acc[e] as bf16);
             }
-            let src = recv_src[2 * row];
-            let tok = recv_src[2 * row + 1] as usize;
-            let db = (mine * max_tokens as usize + tok) * h;
-            store_vec16(&mut comb.peer(src)[db + v * 8], o);
+            if rma {
+                store_vec16(&mut stage[row * h + v * 8], o);
+            } else {
+                let db = (mine * max_tokens as usize + recv_src[2 * row + 1] as usize) * h;
+                store_vec16(&mut comb.peer(recv_src[2 * row])[db + v * 8], o);
+            }
+        }
+        if rma {
+            // The warp's stretch, staged above, goes to the token's PE by NVSHMEM's warp put.
+            sync_warp();
+            let c0 = (item % chunks) * 256;
+            let len = min(256, h - c0);
+            let db = (mine * max_tokens as usize + recv_src[2 * row + 1] as usize) * h + c0;
+            let sb = row * h + c0;
+            put_nbi_warp(&mut comb[db..db + len], &stage[sb..sb + len], recv_src[2 * row]);
         }
         item += warps;
     }
+    quiet();
     threadfence_system();
     sync_threads();
     if t < nn {
@@ -602,6 +639,9 @@ pub fn moe_combine_reduce(
 /// order) into `out` (`bf16`; zeros for a token routed nowhere). Nothing is written to a
 /// peer, so a row crosses NVLink once, and there is no second kernel.
 ///
+/// With `rma` (some peer is not load/store reachable), NVSHMEM's warp gets bring each stretch
+/// into this PE's `stage` first.
+///
 /// A warp's unit of work is one token's stretch of 64 vectors, two a lane, so that each lane
 /// has `2 * n` loads in flight before it adds: a PE the token did not go to loads from this
 /// PE's own rows instead (an L2 hit, never another NVLink read) and is not added; a lane past
@@ -612,6 +652,7 @@ pub fn moe_combine_pull(
     tok_rank: &CudaSlice<i32>,
     info: &SymTensor<i32>,
     rows: &SymTensor<bf16>,
+    stage: &mut SymTensor<bf16>,
     out: &mut CudaSlice<bf16>,
     sync: &mut SymTensor<u64>,
     sigs: &mut SymTensor<u64>,
@@ -619,7 +660,9 @@ pub fn moe_combine_pull(
     tokens: u32,
     el: u32,
     hidden: u32,
+    max_tokens: u32,
     #[comptime] n: u32,
+    #[comptime] rma: bool,
 ) {
     let last = shared_array::<u32, 1>();
     let t = thread_idx_x() as usize;
@@ -651,6 +694,21 @@ pub fn moe_combine_pull(
         // Overwritten lane by lane before they are stored: only their type matters.
         let mut o = [load_vec16(&rows[va[0] * 8]), load_vec16(&rows[va[1] * 8])];
         let mut acc = [0.0f32; 16];
+        // Where the token's row of PE `d` is read from: with `rma`, NVSHMEM's warp gets bring
+        // the stretch into this PE's stage first, at (d, token).
+        let c0 = (item % chunks) * 512;
+        let len = min(512, h - c0);
+        if rma {
+            for d in 0..nn {
+                let r = tok_rank[tok * nn + d];
+                if r >= 0 {
+                    let sb = (d * max_tokens as usize + tok) * h + c0;
+                    let rb = (info[w + d] + r) as usize * h + c0;
+                    get_warp(&mut stage[sb..sb + len], &rows[rb..rb + len], d as i32);
+                }
+            }
+            sync_warp();
+        }
         for d in 0..nn {
             let r = tok_rank[tok * nn + d];
             let hit = r >= 0;
@@ -659,9 +717,18 @@ pub fn moe_combine_pull(
             } else {
                 0
             };
-            let src = rows.peer(if hit { d as i32 } else { me as i32 });
+            let sb = if hit {
+                (d * max_tokens as usize + tok) * h
+            } else {
+                0
+            };
+            let src = rows.peer(if hit && !rma { d as i32 } else { me as i32 });
             for u in 0..2usize {
-                let y = load_vec16(&src[b + va[u] * 8]);
+                let y = if rma {
+                    load_vec16(&stage[sb + va[u] * 8])
+                } else {
+                    load_vec16(&src[b + va[u] * 8])
+                };
                 if hit {
                     for i in 0..8usize {
                         acc[u * 8 + i] += vec16_get(y, i as u32) as f32;
