@@ -360,8 +360,14 @@ impl Comm {
     /// counters, so they mix with this communicator's collectives on one stream. `Err` for a
     /// non-member or where a peer is not load/store reachable (`what` names the operation).
     pub(crate) fn kernel_flags(&mut self, what: &str) -> Result<(usize, KernelFlags<'_>)> {
-        let rank = self.member()?;
         self.check_p2p(what)?;
+        self.local_flags()
+    }
+
+    /// [`Comm::kernel_flags`] for a kernel form that takes the flags but exchanges nothing (a
+    /// fused operation's local half): no peer needs to be reachable. `Err` for a non-member.
+    pub(crate) fn local_flags(&mut self) -> Result<(usize, KernelFlags<'_>)> {
+        let rank = self.member()?;
         Ok((
             rank,
             KernelFlags {

@@ -486,9 +486,10 @@ impl AllReduceRmsNorm {
         if tokens == 0 {
             return Ok(());
         }
-        // No residency needed (no block waits for another): one block a row.
+        // No residency needed (no block waits for another): one block a row. The LOCAL form
+        // exchanges nothing, so its flags need no reachable peer (the off-node form runs it).
         let blocks = tokens.min(65535) as u32;
-        let (_, flags) = self.comm.kernel_flags("AllReduceRmsNorm")?;
+        let (_, flags) = self.comm.local_flags()?;
         let mut args = KernelArgs::new();
         args.push_sym(reduced)
             .push_sym_mut(residual)

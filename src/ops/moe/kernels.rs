@@ -254,25 +254,47 @@ pub fn moe_dispatch(
             if r >= 0 {
                 let row = (info[w + d] + r) as usize;
                 let pe = d as i32;
-                // Single elements by NVSHMEM (`p`): a store through the peer mapping where
-                // there is one, its proxy where there is not.
-                if lane == 0 {
-                    p(&mut recv_src[2 * row], me as i32, pe);
-                    p(&mut recv_src[2 * row + 1], tok as i32, pe);
-                }
+                // A slot's expert here (local number), weight and pair, or -1, 0, -1.
+                let mut e = -1i32;
+                let mut wt = 0.0f32;
+                let mut pair = -1i32;
                 if lane < kk {
                     let id = idx[tok * kk + lane];
-                    let slot = row * kk + lane;
                     if id >= 0 && id as usize / ell == d {
-                        let pair = info[w + nn + id as usize] + tok_erank[tok * kk + lane];
-                        p(&mut recv_idx[slot], id % el as i32, pe);
-                        p(&mut recv_w[slot], wts[tok * kk + lane], pe);
+                        e = id % el as i32;
+                        wt = wts[tok * kk + lane];
+                        pair = info[w + nn + id as usize] + tok_erank[tok * kk + lane];
+                    }
+                }
+                let slot = row * kk + lane;
+                if rma {
+                    // Single elements by NVSHMEM (`p`): a store through the peer mapping where
+                    // there is one, its proxy where there is not.
+                    if lane == 0 {
+                        p(&mut recv_src[2 * row], me as i32, pe);
+                        p(&mut recv_src[2 * row + 1], tok as i32, pe);
+                    }
+                    if lane < kk {
+                        p(&mut recv_idx[slot], e, pe);
+                        p(&mut recv_w[slot], wt, pe);
                         p(&mut row_pairs[slot], pair, pe);
-                        p(&mut expert_rows[pair as usize], row as i32, pe);
-                    } else {
-                        p(&mut recv_idx[slot], -1, pe);
-                        p(&mut recv_w[slot], 0.0, pe);
-                        p(&mut row_pairs[slot], -1, pe);
+                        if pair >= 0 {
+                            p(&mut expert_rows[pair as usize], row as i32, pe);
+                        }
+                    }
+                } else {
+                    if lane == 0 {
+                        let ps = recv_src.peer(pe);
+                        ps[2 * row] = me as i32;
+                        ps[2 * row + 1] = tok as i32;
+                    }
+                    if lane < kk {
+                        recv_idx.peer(pe)[slot] = e;
+                        recv_w.peer(pe)[slot] = wt;
+                        row_pairs.peer(pe)[slot] = pair;
+                        if pair >= 0 {
+                            expert_rows.peer(pe)[pair as usize] = row as i32;
+                        }
                     }
                 }
             }
