@@ -1,7 +1,8 @@
 //! `pgas::coll` against NCCL, eager and captured into CUDA graphs, in the same job, on bf16:
 //! all-reduce (low-latency, one-shot, two-shot, the automatic choice, NVSHMEM's own; 8 B to
-//! 1 GiB), all-gather, reduce-scatter, broadcast (the automatic choice, from PE 0) and
-//! all-to-all (NCCL: grouped `ncclSend` / `ncclRecv`), each at 8 B, 64 KiB, 1 MiB, 16 MiB,
+//! 1 GiB), all-gather and all-to-all (NCCL: grouped `ncclSend` / `ncclRecv`; low-latency,
+//! pulling, pushing and the automatic choice), reduce-scatter and broadcast (the automatic
+//! choice, from PE 0), each at 8 B, 64 KiB, 1 MiB, 16 MiB,
 //! 256 MiB and 1 GiB (fewer sizes than the all-reduce's, to keep the whole run within a few
 //! minutes).
 //!
@@ -124,6 +125,14 @@ impl Coll {
                 Method::Pgas(Algorithm::Nvshmem),
                 Method::Nccl,
             ],
+            // The low-latency, pulling and pushing forms side by side with the choice.
+            Coll::AllGather | Coll::AllToAll => &[
+                Method::Pgas(Algorithm::LowLatency),
+                Method::Pgas(Algorithm::OneShot),
+                Method::Pgas(Algorithm::TwoShot),
+                Method::Pgas(Algorithm::Auto),
+                Method::Nccl,
+            ],
             _ => &[Method::Pgas(Algorithm::Auto), Method::Nccl],
         }
     }
@@ -141,11 +150,16 @@ enum Method {
 
 impl Method {
     fn name(self, c: Coll) -> &'static str {
+        let moving = matches!(c, Coll::AllGather | Coll::AllToAll);
         match self {
             Method::Pgas(Algorithm::LowLatency) => "low_latency",
+            // All-gather's and all-to-all's one-shot loads from the peers, two-shot stores.
+            Method::Pgas(Algorithm::OneShot) if moving => "pull",
+            Method::Pgas(Algorithm::TwoShot) if moving => "push",
             Method::Pgas(Algorithm::OneShot) => "one_shot",
             Method::Pgas(Algorithm::TwoShot) => "two_shot",
-            // Reduce-scatter, all-gather and all-to-all have one algorithm.
+            // The automatic choice keeps the name it had when reduce-scatter, all-gather and
+            // all-to-all had one algorithm, so that their figures compare across runs.
             Method::Pgas(Algorithm::Auto) if matches!(c, Coll::AllReduce | Coll::Broadcast) => {
                 "auto"
             }
@@ -155,11 +169,13 @@ impl Method {
             Method::Nccl => "nccl",
         }
     }
-    /// Whether it runs at `bytes` (low latency up to its limit; one-shot's traffic grows with
-    /// the PEs; NVSHMEM's host reduction is slow at the top and not captured). With a peer off
-    /// NVLink (`p2p` false: `PGAS_PEER_ACCESS`, another node) only pgas's choice, which is then
-    /// NVSHMEM's path, eager, and NCCL run: the peer-to-peer algorithms are refused there.
-    fn runs(self, bytes: usize, graph: bool, p2p: bool) -> bool {
+    /// Whether it runs at `bytes` (low latency up to its limit; the all-reduce's one-shot
+    /// traffic grows with the PEs, the all-gather's and all-to-all's pulling form moves what
+    /// the pushing one does; NVSHMEM's host reduction is slow at the top and not captured).
+    /// With a peer off NVLink (`p2p` false: `PGAS_PEER_ACCESS`, another node) only pgas's
+    /// choice, which is then NVSHMEM's path, eager, and NCCL run: the peer-to-peer algorithms
+    /// are refused there.
+    fn runs(self, c: Coll, n: usize, bytes: usize, graph: bool, p2p: bool) -> bool {
         if !p2p {
             return match self {
                 Method::Nccl => true,
@@ -167,8 +183,17 @@ impl Method {
             };
         }
         match self {
+            // The gathering forms: on 2 to 8 PEs (a block's shared memory holds every PE's
+            // 8 KiB), up to LL_GATHER_MAX_BYTES a PE.
+            Method::Pgas(Algorithm::LowLatency) if c != Coll::AllReduce => {
+                let (sl, _) = lens(c, bytes, n);
+                let sbytes = sl * 2;
+                n > 1
+                    && sbytes <= coll::LL_GATHER_MAX_BYTES
+                    && n * sbytes.min(8 << 10) <= coll::LL_SHARED_MAX_BYTES
+            }
             Method::Pgas(Algorithm::LowLatency) => bytes <= coll::LL_MAX_BYTES,
-            Method::Pgas(Algorithm::OneShot) => bytes <= 16 << 20,
+            Method::Pgas(Algorithm::OneShot) => c != Coll::AllReduce || bytes <= 16 << 20,
             Method::Pgas(Algorithm::Nvshmem) => !graph && bytes <= 64 << 20,
             _ => true,
         }
@@ -237,12 +262,16 @@ fn enqueue(
         Coll::AllReduce => {
             comm.all_reduce_on(stream, &mut d, &s, ReduceOp::Sum, a)?;
         }
-        Coll::AllGather => comm.all_gather_on(stream, &mut d, &s)?,
+        Coll::AllGather => {
+            comm.all_gather_with_on(stream, &mut d, &s, a)?;
+        }
         Coll::ReduceScatter => comm.reduce_scatter_on(stream, &mut d, &s, ReduceOp::Sum)?,
         Coll::Broadcast => {
             comm.broadcast_on(stream, &mut d, &s, 0, a)?;
         }
-        Coll::AllToAll => comm.all_to_all_on(stream, &mut d, &s)?,
+        Coll::AllToAll => {
+            comm.all_to_all_with_on(stream, &mut d, &s, a)?;
+        }
     }
     Ok(())
 }
@@ -336,7 +365,7 @@ fn main() -> BenchResult<()> {
                     continue;
                 }
                 for (gi, graph) in [false, true].into_iter().enumerate() {
-                    if !m.runs(bytes, graph, comm.peers_reachable()) {
+                    if !m.runs(c, n, bytes, graph, comm.peers_reachable()) {
                         continue;
                     }
                     // NVSHMEM's host reduction runs on the context's stream only.

@@ -10,22 +10,28 @@ use pgas_runtime::launch::KernelArgs;
 
 use crate::{Error, LaunchConfig, Pgas, Result, SymRegion, SymTensor, Team};
 
-/// How [`Comm::all_reduce`] reduces (and [`Comm::broadcast`] moves data: one-shot, two-shot,
-/// NVSHMEM's or `Auto`).
+/// How [`Comm::all_reduce`] reduces (and [`Comm::broadcast`], [`Comm::all_gather_with`] and
+/// [`Comm::all_to_all_with`] move data).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// All-reduce: low latency up to [`LL_MAX_BYTES`] (also in place), one-shot up to
     /// [`ONE_SHOT_MAX_BYTES`] ([`ONE_SHOT_MAX_BYTES_2PE`] in a team of two), two-shot above (in
     /// place: two-shot); NVSHMEM's own when some peer is not load/store reachable. Broadcast:
-    /// the same without low latency.
+    /// the same with low latency where it fits. All-gather and all-to-all: low latency up to
+    /// [`LL_GATHER_MAX_BYTES`] a PE, pulling (`OneShot`) up to [`MOVE_PULL_MAX_BYTES`],
+    /// pushing (`TwoShot`) above; NVSHMEM's (or the hierarchical all-gather) off NVLink.
     Auto,
-    /// All-reduce only, up to [`LL_MAX_BYTES`]: every PE stores its data into every peer's
-    /// scratch with the call's flag beside each 4 bytes, and polls its own (the LL protocol of
-    /// `team_all_reduce_block`): one NVLink crossing, no handshake, no fence. Also in place.
+    /// Up to [`LL_MAX_BYTES`] (all-reduce) or [`LL_GATHER_MAX_BYTES`] a PE (the others): every
+    /// PE stores its data into every peer's scratch with the call's flag beside each 4 bytes,
+    /// and polls its own (the LL protocol of `team_all_reduce_block`): one NVLink crossing, no
+    /// handshake, no fence. The all-reduce's also in place.
     LowLatency,
-    /// Every PE reads every peer's input and reduces (needs `dst` and `src` apart).
+    /// Every PE reads every peer's input and reduces (needs `dst` and `src` apart). All-gather
+    /// and all-to-all: every PE loads its part of every peer's `src` into its own `dst` (the
+    /// pulling form).
     OneShot,
-    /// Reduce-scatter by peer loads, all-gather by peer stores (also in place).
+    /// Reduce-scatter by peer loads, all-gather by peer stores (also in place). All-gather
+    /// and all-to-all: every PE stores its `src` into the peers' `dst` (the pushing form).
     TwoShot,
     /// NVSHMEM's on-stream reduction (`nvshmemx_<type>_<op>_reduce_on_stream`), on any stream
     /// of the context's GPU.
@@ -60,6 +66,16 @@ pub const LL_GATHER_MAX_BYTES: usize = LL_MAX_BYTES;
 /// takes (its gathered copy of every PE's 8 KiB: the team's PEs times 8 KiB), so teams of up to
 /// 8 PEs use the protocol; a launch opts in above 48 KiB (Hopper allows 227 KiB).
 pub const LL_SHARED_MAX_BYTES: usize = 64 << 10;
+
+/// [`Algorithm::Auto`] takes the pulling all-gather and all-to-all (`Algorithm::OneShot`, peer
+/// loads) above the low-latency sizes while their larger buffer holds at most this many bytes,
+/// and the pushing forms (`Algorithm::TwoShot`, peer stores) above. Pulling has no peer stores
+/// to fence before the leave signal: the pushing all-gather waited in that fence, 14.2 us at
+/// 1 MiB on 2 x H100 where the reduce-scatter's peer loads of as many bytes took 9.9 (run 54).
+/// Above a few MiB the copy dominates and the pushing forms already beat NCCL (1.46x and 1.36x
+/// at 16 MiB), so they keep those sizes. The limit is not measured yet: `benches/coll.rs` runs
+/// both forms at every size.
+pub const MOVE_PULL_MAX_BYTES: usize = 4 << 20;
 
 /// [`ONE_SHOT_MAX_BYTES`] in a team of two PEs. One-shot moves `n - 1` times the data over
 /// NVLink, two-shot `2 (n - 1) / n` times: the same for two PEs, so one-shot's single pass (one

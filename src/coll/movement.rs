@@ -7,6 +7,7 @@ use pgas_runtime::kernel::KernelSpec;
 
 use super::comm::{
     refuse_capture, Algorithm, Comm, LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES, LL_SHARED_MAX_BYTES,
+    MOVE_PULL_MAX_BYTES,
 };
 use super::elem::AllReduceElem;
 use super::kernels;
@@ -16,11 +17,13 @@ use crate::{Error, Result, SymRegion};
 /// The data-movement kernels of one element size.
 pub(super) struct MoveKernels {
     pub(super) all_gather: &'static KernelSpec,
+    pub(super) all_gather_pull: &'static KernelSpec,
     pub(super) low_latency_gather: &'static KernelSpec,
     broadcast_one_shot: &'static KernelSpec,
     broadcast_two_shot: &'static KernelSpec,
     low_latency_broadcast: &'static KernelSpec,
     all_to_all: &'static KernelSpec,
+    all_to_all_pull: &'static KernelSpec,
     low_latency_all_to_all: &'static KernelSpec,
     pub(super) all_to_all_v: &'static KernelSpec,
 }
@@ -29,11 +32,13 @@ macro_rules! move_specs {
     ($($name:ident = $m:ident;)*) => {$(
         static $name: MoveKernels = MoveKernels {
             all_gather: &kernels::$m::all_gather::SPEC,
+            all_gather_pull: &kernels::$m::all_gather_pull::SPEC,
             low_latency_gather: &kernels::$m::low_latency_gather::SPEC,
             broadcast_one_shot: &kernels::$m::broadcast_one_shot::SPEC,
             broadcast_two_shot: &kernels::$m::broadcast_two_shot::SPEC,
             low_latency_broadcast: &kernels::$m::low_latency_broadcast::SPEC,
             all_to_all: &kernels::$m::all_to_all::SPEC,
+            all_to_all_pull: &kernels::$m::all_to_all_pull::SPEC,
             low_latency_all_to_all: &kernels::$m::low_latency_all_to_all::SPEC,
             all_to_all_v: &kernels::$m::all_to_all_v::SPEC,
         };
@@ -58,17 +63,19 @@ pub(super) fn move_kernels<T>() -> &'static MoveKernels {
     }
 }
 
-/// Every data-movement specialization (eight kernels for each element size), for
+/// Every data-movement specialization (ten kernels for each element size), for
 /// [`super::prewarm_list`].
-pub(super) fn move_specs<T>() -> [&'static KernelSpec; 8] {
+pub(super) fn move_specs<T>() -> [&'static KernelSpec; 10] {
     let k = move_kernels::<T>();
     [
         k.all_gather,
+        k.all_gather_pull,
         k.low_latency_gather,
         k.broadcast_one_shot,
         k.broadcast_two_shot,
         k.low_latency_broadcast,
         k.all_to_all,
+        k.all_to_all_pull,
         k.low_latency_all_to_all,
         k.all_to_all_v,
     ]
@@ -242,24 +249,57 @@ impl Comm {
     }
 
     /// [`Comm::all_to_all`] on `stream` (not waited for on the host; capturable once
-    /// prewarmed): each rank stores its chunks into its peers' `dst` over NVLink, with the
-    /// flag protocol, so when it completes on a PE every peer's chunk has arrived in its `dst`.
-    /// Up to [`super::LL_GATHER_MAX_BYTES`] a PE (on up to 8 PEs) it takes the
-    /// low-latency protocol instead: every PE's `src` over the lines into shared memory, a
-    /// block per 8 KiB,
-    /// one crossing and no handshake. Where a member is not load/store reachable, NVSHMEM's
-    /// `alltoall` on `stream` carries it instead.
-    ///
-    /// Errors, before anything is launched: a PE that is not in the team, `dst` and `src` of
-    /// different lengths, a length that is not a multiple of the team size, `dst` and `src`
-    /// overlapping (no in-place form), `dst` not in the symmetric heap, and off NVLink a
-    /// `stream` of another GPU.
+    /// prewarmed), by the algorithm [`Algorithm::Auto`] picks: see [`Comm::all_to_all_with_on`].
+    /// When it completes on a PE every peer's chunk has arrived in its `dst`.
     pub fn all_to_all_on<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
         dst: &mut impl SymRegion<T>,
         src: &impl SymRegion<T>,
     ) -> Result<()> {
+        self.all_to_all_with_on(stream, dst, src, Algorithm::Auto)
+            .map(|_| ())
+    }
+
+    /// [`Comm::all_to_all`] by `algorithm`, on the context's stream. Returns the algorithm used.
+    /// See [`Comm::all_to_all_with_on`].
+    pub fn all_to_all_with<T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let stream = self.pgas.stream().clone();
+        self.all_to_all_with_on(&stream, dst, src, algorithm)
+    }
+
+    /// [`Comm::all_to_all`] by `algorithm` on `stream` (not waited for on the host; capturable
+    /// once prewarmed, but for NVSHMEM's). Returns the algorithm used.
+    /// [`Algorithm::LowLatency`] (up to [`super::LL_GATHER_MAX_BYTES`] of `src` on 2 to 8 PEs):
+    /// every PE's `src` over the low-latency lines into shared memory, a block per 8 KiB, one
+    /// crossing and no handshake; [`Algorithm::OneShot`]: each PE loads its chunk of every
+    /// peer's `src` into its `dst` (the pulling form: `src` must be in the symmetric heap);
+    /// [`Algorithm::TwoShot`]: each PE stores its chunks into the peers' `dst` (the pushing
+    /// form: `dst` must be in the symmetric heap); [`Algorithm::Nvshmem`]: NVSHMEM's
+    /// `alltoall` on `stream` (eager only); [`Algorithm::Auto`]: low latency where it fits,
+    /// the pulling form up to [`super::MOVE_PULL_MAX_BYTES`], the pushing form above, and
+    /// NVSHMEM's where a member is not load/store reachable. Every form runs the handshakes of
+    /// `docs/coll.md` ("Synchronization") or the low-latency protocol, so when it completes on
+    /// a PE every peer's chunk has arrived in its `dst` and no peer reads its `src` any more.
+    ///
+    /// Errors, before anything is launched: a PE that is not in the team, `dst` and `src` of
+    /// different lengths, a length that is not a multiple of the team size, `dst` and `src`
+    /// overlapping (no in-place form), the buffer the peers reach (`src` when pulling, `dst`
+    /// otherwise) not in the symmetric heap, low latency past its size or on one PE,
+    /// [`Algorithm::Hierarchical`], a peer-to-peer algorithm when a peer is not reachable, and
+    /// NVSHMEM's during a capture or on a stream of another GPU.
+    pub fn all_to_all_with_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
         let rank = self.member()?;
         let n = self.n;
         if dst.len() != src.len() {
@@ -279,9 +319,10 @@ impl Comm {
                 ),
             });
         }
-        if !self.p2p {
-            // A peer off NVLink: NVSHMEM's alltoall, which its proxy carries.
-            let bytes = src.len() * std::mem::size_of::<T>();
+        let bytes = src.len() * std::mem::size_of::<T>();
+        let algorithm = self.movement_algorithm("all-to-all", algorithm, bytes, bytes)?;
+        if algorithm == Algorithm::Nvshmem {
+            // NVSHMEM's alltoall, which its proxy carries where a peer is off NVLink.
             check_apart(
                 "all-to-all",
                 dst.as_device_ptr(),
@@ -290,32 +331,82 @@ impl Comm {
                 bytes,
             )?;
             refuse_capture(stream, "NVSHMEM's all-to-all")?;
-            return self.pgas.alltoall_on(stream, self.team, &*dst, src);
+            self.pgas.alltoall_on(stream, self.team, &*dst, src)?;
+            return Ok(algorithm);
         }
-        self.check_movement("all-to-all", &*dst, src, Reached::Destination)?;
+        let reached = if algorithm == Algorithm::OneShot {
+            Reached::Source
+        } else {
+            Reached::Destination
+        };
+        self.check_movement("all-to-all", &*dst, src, reached)?;
         if src.is_empty() {
-            return Ok(());
-        }
-        let bytes = src.len() * std::mem::size_of::<T>();
-        if n > 1 && self.ll_fits(bytes) {
-            // Latency-bound: every PE's whole `src` over the low-latency lines.
-            let spec = move_kernels::<T>().low_latency_all_to_all;
-            let src = Region::of(src);
-            let scalars = [n as u32, rank as u32];
-            return self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, src.len(), n);
+            return Ok(algorithm);
         }
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        let offsets = [(s % 16) as u32, (d % 16) as u32];
+        let k = move_kernels::<T>();
         let src = Region::of(src);
-        self.launch_p2p(
-            stream,
-            move_kernels::<T>().all_to_all,
-            &[],
-            dst,
-            &src,
-            None,
-            bytes,
-            &[(s % 16) as u32, (d % 16) as u32],
-        )
+        match algorithm {
+            Algorithm::LowLatency => {
+                // Latency-bound: every PE's whole `src` over the low-latency lines.
+                let scalars = [n as u32, rank as u32, offsets[1]];
+                let spec = k.low_latency_all_to_all;
+                self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, src.len(), n)?
+            }
+            Algorithm::OneShot => self.launch_p2p(
+                stream,
+                k.all_to_all_pull,
+                &[],
+                dst,
+                &src,
+                None,
+                bytes,
+                &offsets,
+            )?,
+            _ => self.launch_p2p(stream, k.all_to_all, &[], dst, &src, None, bytes, &offsets)?,
+        }
+        Ok(algorithm)
+    }
+
+    /// The algorithm an all-gather or all-to-all (`what`) takes for `algorithm`: `src_bytes` a
+    /// PE sends, `largest` the bytes of its larger buffer (the size [`Algorithm::Auto`]
+    /// chooses by). An `Err` for low latency where it does not fit and for
+    /// [`Algorithm::Hierarchical`] (the hierarchical all-gather is `Auto`'s choice over a
+    /// `Team::WORLD` that spans nodes, taken before this).
+    pub(super) fn movement_algorithm(
+        &self,
+        what: &str,
+        algorithm: Algorithm,
+        src_bytes: usize,
+        largest: usize,
+    ) -> Result<Algorithm> {
+        let ll_fits = self.n > 1 && self.ll_fits(src_bytes);
+        match algorithm {
+            Algorithm::Auto if !self.p2p => Ok(Algorithm::Nvshmem),
+            Algorithm::Auto if ll_fits => Ok(Algorithm::LowLatency),
+            Algorithm::Auto if largest <= MOVE_PULL_MAX_BYTES => Ok(Algorithm::OneShot),
+            Algorithm::Auto => Ok(Algorithm::TwoShot),
+            Algorithm::LowLatency if !ll_fits => Err(Error::InvalidConfig {
+                name: "algorithm",
+                value: format!("LowLatency for {src_bytes} bytes a PE on {} PEs", self.n),
+                reason: format!(
+                    "the low-latency {what} takes at most LL_GATHER_MAX_BYTES \
+                     ({LL_GATHER_MAX_BYTES}) bytes a PE, and the team's PEs times 8 KiB at \
+                     most {LL_SHARED_MAX_BYTES}, on more than one PE; use Algorithm::Auto, \
+                     OneShot (pull), TwoShot (push) or Nvshmem"
+                ),
+            }),
+            Algorithm::Hierarchical => Err(Error::InvalidConfig {
+                name: "algorithm",
+                value: "Hierarchical".into(),
+                reason: format!(
+                    "the {what} takes Algorithm::Auto (hierarchical by itself where the team \
+                     spans nodes), LowLatency, OneShot (pull), TwoShot (push) or Nvshmem"
+                ),
+            }),
+            a => Ok(a),
+        }
     }
 
     /// Whether `bytes` a PE fit the low-latency kernels that gather every PE's data into shared

@@ -340,29 +340,62 @@ impl Comm {
     }
 
     /// [`Comm::all_gather`] on `stream` (not waited for on the host; capturable once
-    /// prewarmed). Two-shot's second half: each rank stores its `src` into its chunk of every
-    /// peer's `dst` over NVLink, with the same flag protocol, so when it completes on a PE every
-    /// peer's chunk has arrived in its `dst` and no peer writes it any more. Up to
-    /// [`LL_GATHER_MAX_BYTES`] a PE it takes the low-latency protocol instead (a block per 8 KiB
-    /// of a PE's data; each rank's data with the call's flag in 16-byte lines into every peer's
-    /// scratch, then copied into `dst` by the PE that polls them: one NVLink crossing, no
-    /// handshake).
-    ///
-    /// Where a member is not load/store reachable ([`Comm::peers_reachable`] false: another
-    /// node, no peer access, or `PGAS_PEER_ACCESS`), NVSHMEM's `fcollect` on `stream` carries
-    /// it instead, or, over a `Team::WORLD` spread across nodes ([`Comm::hierarchy`]), the
-    /// peer-to-peer all-gather inside the node and NVSHMEM's across nodes (eager only).
-    ///
-    /// Errors, before anything is launched: a PE that is not in the team, a `dst` length that
-    /// is not a multiple of the team size or not `n * src.len()`, `dst` and `src` overlapping
-    /// (no in-place form yet), `dst` not in the symmetric heap, and off NVLink a `stream` of
-    /// another GPU.
+    /// prewarmed), by the algorithm [`Algorithm::Auto`] picks: see
+    /// [`Comm::all_gather_with_on`]. When it completes on a PE every peer's chunk has arrived
+    /// in its `dst` and no peer writes it any more.
     pub fn all_gather_on<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
         dst: &mut impl SymRegion<T>,
         src: &impl SymRegion<T>,
     ) -> Result<()> {
+        self.all_gather_with_on(stream, dst, src, Algorithm::Auto)
+            .map(|_| ())
+    }
+
+    /// [`Comm::all_gather`] by `algorithm`, on the context's stream. Returns the algorithm
+    /// used. See [`Comm::all_gather_with_on`].
+    pub fn all_gather_with<T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let stream = self.pgas.stream().clone();
+        self.all_gather_with_on(&stream, dst, src, algorithm)
+    }
+
+    /// [`Comm::all_gather`] by `algorithm` on `stream` (not waited for on the host;
+    /// capturable once prewarmed, but for NVSHMEM's and the hierarchical form). Returns the
+    /// algorithm used. [`Algorithm::LowLatency`] (up to [`LL_GATHER_MAX_BYTES`] a PE on 2 to 8
+    /// PEs): a block per 8 KiB of a PE's data; each rank's data with the call's flag in
+    /// 16-byte lines into every peer's scratch, gathered into shared memory by the PE that
+    /// polls them and copied into `dst`: one NVLink crossing, no handshake.
+    /// [`Algorithm::OneShot`]: each PE loads every peer's `src` into its own `dst` (the
+    /// pulling form: `src` must be in the symmetric heap; no peer stores, so no release fence
+    /// before the leave signal). [`Algorithm::TwoShot`]: each rank stores its `src` into its
+    /// chunk of every peer's `dst` (two-shot's second half, the pushing form: `dst` must be in
+    /// the symmetric heap). [`Algorithm::Nvshmem`]: NVSHMEM's `fcollect` on `stream` (eager
+    /// only). [`Algorithm::Auto`]: low latency where it fits, the pulling form while `dst`
+    /// holds at most [`super::MOVE_PULL_MAX_BYTES`], the pushing form above; where a member is
+    /// not load/store reachable ([`Comm::peers_reachable`] false: another node, no peer
+    /// access, or `PGAS_PEER_ACCESS`), NVSHMEM's `fcollect`, or, over a `Team::WORLD` spread
+    /// across nodes ([`Comm::hierarchy`]), the peer-to-peer all-gather inside the node and
+    /// NVSHMEM's across nodes (eager only; returned as [`Algorithm::Hierarchical`]).
+    ///
+    /// Errors, before anything is launched: a PE that is not in the team, a `dst` length that
+    /// is not a multiple of the team size or not `n * src.len()`, `dst` and `src` overlapping
+    /// (no in-place form yet), the buffer the peers reach (`src` when pulling, `dst`
+    /// otherwise) not in the symmetric heap, low latency past its size or on one PE,
+    /// [`Algorithm::Hierarchical`] asked for, a peer-to-peer algorithm when a peer is not
+    /// reachable, and NVSHMEM's during a capture or on a stream of another GPU.
+    pub fn all_gather_with_on<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
         let rank = self.member()?;
         let n = self.n;
         if !dst.len().is_multiple_of(n) {
@@ -382,45 +415,74 @@ impl Comm {
                 expected: dst.len() / n,
             });
         }
-        if !self.p2p {
-            // A peer off NVLink: NVSHMEM's fcollect, which its proxy carries.
-            let size = std::mem::size_of::<T>();
-            let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
-            check_apart("all-gather", d, dst.len() * size, s, src.len() * size)?;
-            if let Some(h) = self.hier.as_mut() {
-                return h.all_gather(stream, dst, src, &mut self.scratch);
-            }
-            refuse_capture(stream, "NVSHMEM's all-gather (fcollect)")?;
-            return self.pgas.fcollect_on(stream, self.team, &*dst, src);
-        }
-        self.check_movement("all-gather", &*dst, src, Reached::Destination)?;
         let size = std::mem::size_of::<T>();
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        let (sbytes, dbytes) = (src.len() * size, dst.len() * size);
+        if !self.p2p && algorithm == Algorithm::Auto {
+            if let Some(h) = self.hier.as_mut() {
+                check_apart("all-gather", d, dbytes, s, sbytes)?;
+                h.all_gather(stream, dst, src, &mut self.scratch)?;
+                return Ok(Algorithm::Hierarchical);
+            }
+        }
+        let algorithm = self.movement_algorithm("all-gather", algorithm, sbytes, dbytes)?;
+        if algorithm == Algorithm::Nvshmem {
+            // NVSHMEM's fcollect, which its proxy carries where a peer is off NVLink.
+            check_apart("all-gather", d, dbytes, s, sbytes)?;
+            refuse_capture(stream, "NVSHMEM's all-gather (fcollect)")?;
+            self.pgas.fcollect_on(stream, self.team, &*dst, src)?;
+            return Ok(algorithm);
+        }
+        let reached = if algorithm == Algorithm::OneShot {
+            Reached::Source
+        } else {
+            Reached::Destination
+        };
+        self.check_movement("all-gather", &*dst, src, reached)?;
         if src.is_empty() {
-            return Ok(());
+            return Ok(algorithm);
         }
-        if self.n > 1 && self.ll_fits(src.len() * size) {
-            // Latency-bound: the low-latency protocol, no handshake.
-            let src = Region::<T>::of(src);
-            let spec = movement::move_kernels::<T>().low_latency_gather;
-            let scalars = [self.n as u32];
-            return self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, src.len(), self.n);
-        }
-        // The vector path starts at `src`'s first 16-byte boundary; this rank's chunk of `dst`
-        // must sit at the same offset (see `kernels/`).
-        let chunk = d + (rank * src.len() * size) as u64;
-        let (head, vec) = vector_start(s, chunk, size, src.len());
-        let work = src.len() * size;
+        let k = movement::move_kernels::<T>();
+        let len = src.len();
         let src = Region::<T>::of(src);
-        self.launch_p2p(
-            stream,
-            movement::move_kernels::<T>().all_gather,
-            &[],
-            dst,
-            &src,
-            None,
-            work,
-            &[head, vec],
-        )
+        match algorithm {
+            Algorithm::LowLatency => {
+                // Latency-bound: the low-latency protocol, no handshake.
+                let scalars = [n as u32, (d % 16) as u32];
+                let spec = k.low_latency_gather;
+                self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, len, n)?
+            }
+            Algorithm::OneShot => {
+                // Each PE loads the whole of `dst`: the grid grows with it.
+                let offsets = [(s % 16) as u32, (d % 16) as u32];
+                self.launch_p2p(
+                    stream,
+                    k.all_gather_pull,
+                    &[],
+                    dst,
+                    &src,
+                    None,
+                    dbytes,
+                    &offsets,
+                )?
+            }
+            _ => {
+                // The vector path starts at `src`'s first 16-byte boundary; this rank's chunk
+                // of `dst` must sit at the same offset (see `kernels/`).
+                let chunk = d + (rank * sbytes) as u64;
+                let (head, vec) = vector_start(s, chunk, size, len);
+                self.launch_p2p(
+                    stream,
+                    k.all_gather,
+                    &[],
+                    dst,
+                    &src,
+                    None,
+                    sbytes,
+                    &[head, vec],
+                )?
+            }
+        }
+        Ok(algorithm)
     }
 }

@@ -5,7 +5,8 @@
 //! input; and CUDA graph capture of pgas launches (a collective and a cooperative kernel),
 //! replayed several times. Then reduce-scatter and all-gather: several types, ops and lengths per
 //! rank (whole buffers and views off a 16-byte boundary), back-to-back, a split team, every bad
-//! input, graph capture.
+//! input, graph capture; and the all-gather's and all-to-all's algorithms by name (low-latency,
+//! pulling, pushing, `Auto`), the same ways (`coll/ag_a2a_*`).
 
 use crate::runner::{case, Case};
 use crate::util::{self, check_close, check_eq, ensure, refused, CaseResult, HostFold};
@@ -44,6 +45,11 @@ pub const CASES: &[Case] = &[
     case("coll/move_graph_capture", move_graph_capture),
     case("coll/low_latency", low_latency),
     case("coll/device_all_reduce", device_all_reduce_case),
+    case("coll/ag_a2a_algorithms", move_algorithms),
+    case("coll/ag_a2a_back_to_back", move_back_to_back),
+    case("coll/ag_a2a_graph_capture", move_graph_capture_algs),
+    case("coll/ag_a2a_split_team", move_split_team_algs),
+    case("coll/ag_a2a_bad_input", move_bad_algorithms),
 ];
 
 /// The suite's own kernels (the collectives' are prewarmed by the cases through
@@ -1480,4 +1486,337 @@ fn prewarm_moves(p: &Pgas) -> CaseResult {
     }
     pgas::launch::prewarm(p, &list)?;
     Ok(())
+}
+
+/// The all-gather's and all-to-all's algorithms asked for by name (`all_gather_with`,
+/// `all_to_all_with`), `Auto` last.
+const MOVE_ALGS: &[Algorithm] = &[
+    Algorithm::LowLatency,
+    Algorithm::OneShot,
+    Algorithm::TwoShot,
+    Algorithm::Auto,
+];
+
+/// Whether the low-latency all-gather or all-to-all takes `sbytes` a PE on `n` PEs (what
+/// `Comm` says in its refusal: at most `LL_GATHER_MAX_BYTES`, every PE's 8 KiB in a block's
+/// shared memory, more than one PE).
+fn ll_moves(n: usize, sbytes: usize) -> bool {
+    n > 1
+        && sbytes <= coll::LL_GATHER_MAX_BYTES
+        && n * sbytes.min(8 << 10) <= coll::LL_SHARED_MAX_BYTES
+}
+
+/// The algorithm `alg` should come out as for an all-gather or all-to-all whose PE sends
+/// `sbytes` and whose larger buffer holds `largest` bytes (every member reachable), or `None`
+/// where it is refused.
+fn moved_by(alg: Algorithm, n: usize, sbytes: usize, largest: usize) -> Option<Algorithm> {
+    match alg {
+        Algorithm::LowLatency if !ll_moves(n, sbytes) => None,
+        Algorithm::Auto if ll_moves(n, sbytes) => Some(Algorithm::LowLatency),
+        Algorithm::Auto if largest <= coll::MOVE_PULL_MAX_BYTES => Some(Algorithm::OneShot),
+        Algorithm::Auto => Some(Algorithm::TwoShot),
+        a => Some(a),
+    }
+}
+
+/// One all-gather and one all-to-all by each of [`MOVE_ALGS`] at every length of
+/// [`RS_AG_LENS`] and view of [`RS_AG_VIEWS`] (views at element 1: the pulling kernels' vectors
+/// start where source and destination chunk share their offset, the low-latency copy out of
+/// shared memory where the destination does): the results against the host's, the marks
+/// around the views untouched, the algorithm returned what `Auto` should pick, and low
+/// latency past its size (or on one PE) refused.
+fn move_alg_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let size = std::mem::size_of::<T>();
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    let ty = std::any::type_name::<T>();
+    for &m in RS_AG_LENS {
+        let gathered: Vec<T> = (0..n * m).map(|k| T::small(input(k / m, k % m))).collect();
+        let swapped: Vec<T> = (0..n * m)
+            .map(|k| T::small(moved(k / m, me * m + k % m)))
+            .collect();
+        for &alg in MOVE_ALGS {
+            for &(ds, ss) in RS_AG_VIEWS {
+                let what = format!("{alg:?} of {m} per rank ({ty}), dst at {ds}, src at {ss}");
+                let marks = vec![T::small(5); n * m + 1];
+                // All-gather.
+                let src = p.alloc_from(&shifted::<T>(me, m, ss))?;
+                let mut dst = p.alloc_from(&marks)?;
+                p.barrier_all()?;
+                let got = comm.all_gather_with(
+                    &mut dst.view_mut(ds..ds + n * m)?,
+                    &src.view(ss..ss + m)?,
+                    alg,
+                );
+                util::settle(p)?;
+                match moved_by(alg, n, m * size, n * m * size) {
+                    None => refused(got, "low-latency")?,
+                    Some(want) => {
+                        let used = got?;
+                        ensure(used == want, || {
+                            format!("all-gather {what}: ran {used:?}, expected {want:?}")
+                        })?;
+                        let w = format!("all-gather {what}");
+                        check_view(check_eq, &w, &dst.to_vec()?, ds, &gathered, &marks)?;
+                    }
+                }
+                // All-to-all.
+                let src = p.alloc_from(&moved_from::<T>(me, n * m, ss))?;
+                let mut dst = p.alloc_from(&marks)?;
+                p.barrier_all()?;
+                let got = comm.all_to_all_with(
+                    &mut dst.view_mut(ds..ds + n * m)?,
+                    &src.view(ss..ss + n * m)?,
+                    alg,
+                );
+                util::settle(p)?;
+                match moved_by(alg, n, n * m * size, n * m * size) {
+                    None => refused(got, "low-latency")?,
+                    Some(want) => {
+                        let used = got?;
+                        ensure(used == want, || {
+                            format!("all-to-all {what}: ran {used:?}, expected {want:?}")
+                        })?;
+                        let w = format!("all-to-all {what}");
+                        check_view(check_eq, &w, &dst.to_vec()?, ds, &swapped, &marks)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every element size (the 16-byte vectors hold 16, 8, 4 or 2 of them).
+fn move_algorithms(p: &Pgas) -> CaseResult {
+    prewarm_moves(p)?;
+    move_alg_sweep::<i8>(p)?;
+    move_alg_sweep::<bf16>(p)?;
+    move_alg_sweep::<f32>(p)?;
+    move_alg_sweep::<u64>(p)
+}
+
+/// The algorithms of [`MOVE_ALGS`] this team runs for `sbytes` a PE (low latency where it
+/// fits).
+fn move_algs_for(n: usize, sbytes: usize) -> Vec<Algorithm> {
+    MOVE_ALGS
+        .iter()
+        .copied()
+        .filter(|&a| a != Algorithm::LowLatency || ll_moves(n, sbytes))
+        .collect()
+}
+
+/// 10 rounds queued with no host sync, each an all-to-all `x -> y`, another `y -> x` (which
+/// undoes it) and an all-gather of chunk 0 of `x` into `g`, by the algorithms in turn (each
+/// call's kernel reads what the last one wrote, while peers may still be in the last call, on
+/// the same flags): at 1000 elements a chunk (low latency too) and at 40 000 (several blocks
+/// of the pulling and pushing kernels).
+fn move_back_to_back(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    prewarm_moves(p)?;
+    for m in [1000, 40_000] {
+        let start: Vec<u64> = (0..n * m).map(|k| (me * 1_000_000 + k) as u64).collect();
+        let mut x = p.alloc_from(&start)?;
+        let mut y = p.alloc::<u64>(n * m)?;
+        let mut g = p.alloc::<u64>(n * m)?;
+        let a2a = move_algs_for(n, n * m * 8);
+        let ag = move_algs_for(n, m * 8);
+        p.barrier_all()?;
+        for i in 0..10 {
+            comm.all_to_all_with(&mut y, &x, a2a[i % a2a.len()])?;
+            comm.all_to_all_with(&mut x, &y, a2a[(i + 1) % a2a.len()])?;
+            let x0 = TypedAlias::<u64>(Alias(x.as_device_ptr(), m), std::marker::PhantomData);
+            comm.all_gather_with(&mut g, &x0, ag[i % ag.len()])?;
+        }
+        util::settle(p)?;
+        let what = format!("10 back-to-back rounds at {m} a chunk");
+        check_eq(&format!("{what}: x"), &x.to_vec()?, &start)?;
+        let want_y: Vec<u64> = (0..n * m)
+            .map(|k| ((k / m) * 1_000_000 + me * m + k % m) as u64)
+            .collect();
+        check_eq(&format!("{what}: y"), &y.to_vec()?, &want_y)?;
+        let want_g: Vec<u64> = (0..n * m)
+            .map(|k| ((k / m) * 1_000_000 + k % m) as u64)
+            .collect();
+        check_eq(&format!("{what}: g"), &g.to_vec()?, &want_g)?;
+    }
+    Ok(())
+}
+
+/// Each algorithm's all-gather and all-to-all captured into one graph on another stream and
+/// replayed 4 times (the low-latency forms' call counters and the flags' epochs live in device
+/// memory, so each replay is a new call): an all-to-all `x -> y` by each form, then back
+/// `y -> z` pushed, and an all-gather of chunk 0 of the first `z` (that is of `x`) by each
+/// form.
+fn move_graph_capture_algs(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let m = 1500;
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    prewarm_moves(p)?;
+    let start: Vec<u32> = (0..n * m).map(|k| (me * 100_000 + k) as u32).collect();
+    let x = p.alloc_from(&start)?;
+    let a2a = move_algs_for(n, n * m * 4);
+    let ag = move_algs_for(n, m * 4);
+    let mut ys = Vec::new();
+    let mut zs = Vec::new();
+    for _ in &a2a {
+        ys.push(p.alloc::<u32>(n * m)?);
+        zs.push(p.alloc::<u32>(n * m)?);
+    }
+    let mut gs = Vec::new();
+    for _ in &ag {
+        gs.push(p.alloc::<u32>(n * m)?);
+    }
+    let stream = p.cuda().new_stream()?;
+    p.barrier_all()?;
+    util::replay_captured(p, &stream, 4, || {
+        for (i, &alg) in a2a.iter().enumerate() {
+            comm.all_to_all_with_on(&stream, &mut ys[i], &x, alg)?;
+            comm.all_to_all_with_on(&stream, &mut zs[i], &ys[i], Algorithm::TwoShot)?;
+        }
+        for (i, &alg) in ag.iter().enumerate() {
+            let z0 = TypedAlias::<u32>(Alias(zs[0].as_device_ptr(), m), std::marker::PhantomData);
+            comm.all_gather_with_on(&stream, &mut gs[i], &z0, alg)?;
+        }
+        Ok(())
+    })?;
+    let want_y: Vec<u32> = (0..n * m)
+        .map(|k| ((k / m) * 100_000 + me * m + k % m) as u32)
+        .collect();
+    let want_g: Vec<u32> = (0..n * m)
+        .map(|k| ((k / m) * 100_000 + k % m) as u32)
+        .collect();
+    for (i, alg) in a2a.iter().enumerate() {
+        check_eq(
+            &format!("4 replays: all-to-all by {alg:?}"),
+            &ys[i].to_vec()?,
+            &want_y,
+        )?;
+        check_eq(
+            &format!("4 replays: and back, after {alg:?}"),
+            &zs[i].to_vec()?,
+            &start,
+        )?;
+    }
+    for (i, alg) in ag.iter().enumerate() {
+        check_eq(
+            &format!("4 replays: all-gather by {alg:?}"),
+            &gs[i].to_vec()?,
+            &want_g,
+        )?;
+    }
+    Ok(())
+}
+
+/// The even PEs as a team: members all-gather and all-to-all over it by each algorithm (chunks
+/// by team rank, peers by the team's table); an odd PE's communicator refuses every call.
+fn move_split_team_algs(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let evens = n.div_ceil(2);
+    let team = util::even_team(p)?;
+    let mut comm = Comm::new(p, team)?;
+    prewarm_moves(p)?;
+    let m = 501;
+    let src = p.alloc_from(
+        &(0..evens * m)
+            .map(|k| (me * 1000 + k) as i32)
+            .collect::<Vec<_>>(),
+    )?;
+    let algs = move_algs_for(evens, evens * m * 4);
+    let mut ags = Vec::new();
+    let mut aas = Vec::new();
+    for _ in &algs {
+        ags.push(p.alloc::<i32>(evens * m)?);
+        aas.push(p.alloc::<i32>(evens * m)?);
+    }
+    p.barrier_all()?;
+    let mut outcomes = Vec::new();
+    for (i, &alg) in algs.iter().enumerate() {
+        let part = TypedAlias::<i32>(Alias(src.as_device_ptr(), m), std::marker::PhantomData);
+        outcomes.push(("all-gather", comm.all_gather_with(&mut ags[i], &part, alg)));
+        outcomes.push(("all-to-all", comm.all_to_all_with(&mut aas[i], &src, alg)));
+    }
+    p.stream().synchronize()?;
+    util::settle(p)?;
+    if let Some(t) = team {
+        t.destroy(p)?;
+    }
+    if !me.is_multiple_of(2) {
+        return util::refused_to_non_member(outcomes);
+    }
+    for (what, o) in outcomes {
+        o.map_err(|e| format!("{what} over the even PEs: {e}"))?;
+    }
+    let want_ag: Vec<i32> = (0..evens * m)
+        .map(|k| (2 * (k / m) * 1000 + k % m) as i32)
+        .collect();
+    let want_aa: Vec<i32> = (0..evens * m)
+        .map(|k| (2 * (k / m) * 1000 + (me / 2) * m + k % m) as i32)
+        .collect();
+    for (i, alg) in algs.iter().enumerate() {
+        check_eq(
+            &format!("all-gather by {alg:?} over the even PEs"),
+            &ags[i].to_vec()?,
+            &want_ag,
+        )?;
+        check_eq(
+            &format!("all-to-all by {alg:?} over the even PEs"),
+            &aas[i].to_vec()?,
+            &want_aa,
+        )?;
+    }
+    Ok(())
+}
+
+/// The refusals of the algorithms by name, on every PE alike before anything launches: low
+/// latency past its size (and on one PE), the hierarchical algorithm, the pulling forms' source
+/// outside the symmetric heap (peers load it there); then a good call.
+fn move_bad_algorithms(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    prewarm_moves(p)?;
+    let m = coll::LL_GATHER_MAX_BYTES / 4 + 1;
+    let part = p.alloc::<f32>(m)?;
+    let mut whole = p.alloc::<f32>(n * m)?;
+    let mut other = p.alloc::<f32>(n * m)?;
+    refused(
+        comm.all_gather_with(&mut whole, &part, Algorithm::LowLatency),
+        "low-latency",
+    )?;
+    refused(
+        comm.all_to_all_with(&mut other, &whole, Algorithm::LowLatency),
+        "low-latency",
+    )?;
+    refused(
+        comm.all_gather_with(&mut whole, &part, Algorithm::Hierarchical),
+        "Hierarchical",
+    )?;
+    refused(
+        comm.all_to_all_with(&mut other, &whole, Algorithm::Hierarchical),
+        "Hierarchical",
+    )?;
+    if comm.peers_reachable() {
+        let stream = p.stream();
+        let plain = stream.alloc_zeros::<f32>(n * m)?;
+        let (ptr, guard) = plain.device_ptr(stream);
+        let r1 = comm.all_gather_with(&mut whole, &Alias(ptr, m), Algorithm::OneShot);
+        let r2 = comm.all_to_all_with(&mut other, &Alias(ptr, n * m), Algorithm::OneShot);
+        drop(guard);
+        refused(r1, "symmetric heap")?;
+        refused(r2, "symmetric heap")?;
+    }
+    let ones = p.alloc_from(&vec![1.0f32; m])?;
+    p.barrier_all()?;
+    comm.all_gather_with(&mut whole, &ones, Algorithm::Auto)?;
+    util::settle(p)?;
+    check_eq(
+        "an all-gather after the refusals",
+        &whole.to_vec()?,
+        &vec![1.0; n * m],
+    )
 }

@@ -690,6 +690,8 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
         // The low-latency broadcast, refused above its sizes: now and then.
         Kind::Broadcast if rng.chance(3) => Algorithm::LowLatency,
         Kind::Broadcast => [algs[0], algs[2], algs[3], algs[4]][rng.below(4)],
+        // By name: low latency (refused above its sizes), pulling, pushing, or the choice.
+        Kind::AllGather | Kind::AllToAll => algs[rng.below(4)],
         _ => Algorithm::Auto,
     };
     let root = if kind == Kind::Broadcast {
@@ -924,28 +926,38 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
                 Ok(None)
             }
         }
-        Kind::AllGather => {
-            // Off NVLink: NVSHMEM's fcollect, eagerly only.
-            if !dlen.is_multiple_of(n)
-                || slen != dlen / n
+        Kind::AllGather | Kind::AllToAll => {
+            let gather = kind == Kind::AllGather;
+            let ll_fits = n > 1
+                && sbytes <= coll::LL_GATHER_MAX_BYTES
+                && n * sbytes.min(8 << 10) <= coll::LL_SHARED_MAX_BYTES;
+            // Off NVLink: NVSHMEM's fcollect / alltoall (the all-gather hierarchical over
+            // nodes), eagerly only.
+            let eff = match alg {
+                Algorithm::Auto if !p2p && gather && cx.hier.is_some() => Algorithm::Hierarchical,
+                Algorithm::Auto if !p2p => Algorithm::Nvshmem,
+                Algorithm::Auto if ll_fits => Algorithm::LowLatency,
+                Algorithm::Auto if dbytes.max(sbytes) <= coll::MOVE_PULL_MAX_BYTES => {
+                    Algorithm::OneShot
+                }
+                Algorithm::Auto => Algorithm::TwoShot,
+                a => a,
+            };
+            let lengths_bad = if gather {
+                !dlen.is_multiple_of(n) || slen != dlen / n
+            } else {
+                dlen != slen || !slen.is_multiple_of(n)
+            };
+            let by_nvshmem = matches!(eff, Algorithm::Nvshmem | Algorithm::Hierarchical);
+            if lengths_bad
                 || overlap(dptr, dbytes, sptr, sbytes)
-                || (!p2p && graph)
+                || (eff == Algorithm::LowLatency && !ll_fits)
+                || (by_nvshmem && graph)
+                || (!by_nvshmem && !p2p)
             {
                 Err(())
             } else {
-                Ok(None)
-            }
-        }
-        Kind::AllToAll => {
-            // Off NVLink: NVSHMEM's alltoall, eagerly only.
-            if dlen != slen
-                || !slen.is_multiple_of(n)
-                || overlap(dptr, dbytes, sptr, sbytes)
-                || (!p2p && graph)
-            {
-                Err(())
-            } else {
-                Ok(None)
+                Ok(Some(eff))
             }
         }
         _ => {
@@ -972,8 +984,8 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
         Kind::AllReduce => comm.all_reduce_on(s, &mut dst, &src, op, alg).map(Some),
         Kind::Broadcast => comm.broadcast_on(s, &mut dst, &src, root, alg).map(Some),
         Kind::ReduceScatter => comm.reduce_scatter_on(s, &mut dst, &src, op).map(|_| None),
-        Kind::AllGather => comm.all_gather_on(s, &mut dst, &src).map(|_| None),
-        Kind::AllToAll => comm.all_to_all_on(s, &mut dst, &src).map(|_| None),
+        Kind::AllGather => comm.all_gather_with_on(s, &mut dst, &src, alg).map(Some),
+        Kind::AllToAll => comm.all_to_all_with_on(s, &mut dst, &src, alg).map(Some),
         _ => comm
             .all_to_all_v_on(s, &mut dst, &src, layout.as_ref().unwrap())
             .map(|_| None),
