@@ -365,7 +365,11 @@ fn collective_arguments(p: &Pgas) -> CaseResult {
     // The source is the destination's last 4 elements.
     expect_err(
         "fcollect with the source inside the destination",
-        p.fcollect(Team::WORLD, &long.view(0..4 * n)?, &long.view(4 * n - 3..4 * n + 1)?),
+        p.fcollect(
+            Team::WORLD,
+            &long.view(0..4 * n)?,
+            &long.view(4 * n - 3..4 * n + 1)?,
+        ),
         apart,
         &["overlapping", "Fix: pass a separate destination"],
     )?;

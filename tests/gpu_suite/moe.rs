@@ -359,10 +359,11 @@ fn check_rows(p: &Pgas, cfg: &MoeConfig, r: &Round, what: &str) -> CaseResult {
     let wts: Vec<&[f32]> = r.routings.iter().map(|x| x.1.as_slice()).collect();
     let want = reference::dispatch(cfg, &idx, &wts);
     let h = cfg.hidden;
-    let want_out = reference::combine_rows(cfg, p.my_pe(), r.tokens, &want, |d, row| {
-        z_row(d, row, h)
-    });
-    let got = p.stream().clone_dtoh(&r.out.slice(0..r.tokens.max(1) * h))?;
+    let want_out =
+        reference::combine_rows(cfg, p.my_pe(), r.tokens, &want, |d, row| z_row(d, row, h));
+    let got = p
+        .stream()
+        .clone_dtoh(&r.out.slice(0..r.tokens.max(1) * h))?;
     util::check_eq(
         &format!("{what}: combined rows"),
         &got[..r.tokens * h],
@@ -382,7 +383,10 @@ fn combine_rows(p: &Pgas) -> CaseResult {
         (CFG, Some(last), false),
         (CFG, None, true),
     ] {
-        let what = format!("hidden {}, empty PE {empty:?}, checked {checked}", cfg.hidden);
+        let what = format!(
+            "hidden {}, empty PE {empty:?}, checked {checked}",
+            cfg.hidden
+        );
         let mut m = MoeDispatcher::new(p, cfg)?;
         m.set_checked(checked);
         for i in 0..3 {
@@ -462,7 +466,14 @@ fn fp8_dispatch(p: &Pgas) -> CaseResult {
                 check_rows(p, &FP8, &r, &format!("{what}, round 2 (bf16)"))?;
             } else {
                 m.combine(&r.expert_out, &routing, &mut r.out)?;
-                check_as(p, &mut m, &FP8, &r, &format!("{what}, round {}", i + 1), fp8)?;
+                check_as(
+                    p,
+                    &mut m,
+                    &FP8,
+                    &r,
+                    &format!("{what}, round {}", i + 1),
+                    fp8,
+                )?;
             }
         }
         util::settle(p)?;

@@ -51,7 +51,10 @@ fn allreduce_rmsnorm(p: &Pgas) -> CaseResult {
         let x = xbig.view(8..8 + len)?;
         let used = op.run_with(&s, &x, &mut residual, &weight, &mut out, Algorithm::Auto)?;
         s.synchronize()?;
-        let fused = matches!(used, Algorithm::OneShot | Algorithm::TwoShot | Algorithm::LowLatency);
+        let fused = matches!(
+            used,
+            Algorithm::OneShot | Algorithm::TwoShot | Algorithm::LowLatency
+        );
         ensure(fused == all, || {
             format!("every peer reachable: {all}, yet the operation ran {used:?}")
         })?;
@@ -61,10 +64,9 @@ fn allreduce_rmsnorm(p: &Pgas) -> CaseResult {
         let (rw, yw) = reference(&[&sum], &res_h, &w_h, hidden, 1e-5);
         let (r, y) = (residual.to_vec()?, out.to_vec()?);
         check_eq(&format!("call {call} ({used:?}): residual"), &r, &rw)?;
-        ensure(
-            (0..len).all(|i| within_tolerance(y[i], yw[i])),
-            || format!("call {call} ({used:?}): the norm is off"),
-        )?;
+        ensure((0..len).all(|i| within_tolerance(y[i], yw[i])), || {
+            format!("call {call} ({used:?}): the norm is off")
+        })?;
         res_h = rw;
         p.barrier_all()?;
     }

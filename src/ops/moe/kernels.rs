@@ -555,7 +555,11 @@ pub fn moe_combine_send(
             let len = min(256, h - c0);
             let db = (mine * max_tokens as usize + recv_src[2 * row + 1] as usize) * h + c0;
             let sb = row * h + c0;
-            put_nbi_warp(&mut comb[db..db + len], &stage[sb..sb + len], recv_src[2 * row]);
+            put_nbi_warp(
+                &mut comb[db..db + len],
+                &stage[sb..sb + len],
+                recv_src[2 * row],
+            );
         }
         item += warps;
     }

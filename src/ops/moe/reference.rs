@@ -323,7 +323,10 @@ mod tests {
         // times the smallest normal where the value is tiny.
         for i in 0..128 {
             let (x, y) = (row[i].to_f32(), q[i].to_f32());
-            assert!((x - y).abs() <= x.abs() / 16.0 + 2.5 / 448.0 * 0.02, "{i}: {x} -> {y}");
+            assert!(
+                (x - y).abs() <= x.abs() / 16.0 + 2.5 / 448.0 * 0.02,
+                "{i}: {x} -> {y}"
+            );
         }
         // 0.5 next to 1000: below the group's resolution near zero, so it flushes or rounds
         // coarsely, never grows.
