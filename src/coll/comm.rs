@@ -321,8 +321,9 @@ impl Comm {
             value: format!("{}", self.team.raw()),
             reason: format!(
                 "a PE of the team is not load/store reachable from this one (no NVLink or peer \
-                 access), and pgas's {what} works only by peer loads and stores (no NVSHMEM \
-                 fallback yet)"
+                 access, or PGAS_PEER_ACCESS), and this form of pgas's {what} works only by peer \
+                 loads and stores. Fix: pass Algorithm::Auto, which takes NVSHMEM's collective \
+                 (or the hierarchical one across nodes) there"
             ),
         })
     }
