@@ -6,13 +6,17 @@
 //!   (also timed alone: the all-gather and the GEMM);
 //! - **pgas one kernel**: `AllGatherMatmul` with `GemmPath::PgasOneKernel`: copy-engine pushes
 //!   while one persistent `pgas::gemm` kernel (sm_90a only) starts on the local rows and takes
-//!   each peer's rows as their word says they landed;
+//!   each peer's rows as their words say they landed; timed with each shard pushed whole
+//!   (`set_pieces(1)`, "whole shards"), in the plan's default pieces of K
+//!   (`pgas::ops::all_gather_matmul::default_pieces`, "pieces"), and, in a second table, at
+//!   every piece count of 1, 2, 4, 8 and 16 that divides K / 64;
 //! - **pgas per shard**: `AllGatherMatmul` with `GemmPath::PgasPerShard`: the copy-engine pulls of
 //!   pgas::ops, one `pgas::gemm` launch per shard;
 //! - **pgas::ops**: `AllGatherMatmul`, copy-engine pulls overlapped with one cuBLAS GEMM per
 //!   shard.
 //!
-//! Each result is compared with the baseline's C (and the baseline with the host at 64 points);
+//! Each result (every piece count's too) is compared with the baseline's C (and the baseline
+//! with the host at 64 points);
 //! a wrong result fails the run (exit status 1) and its figures do not count. Times are medians
 //! of CUDA events on PE 0 (each repetition starts after a barrier), in microseconds. Writes
 //! `ag_gemm.png` (time against M), `ag_gemm_speedup.png` (each pgas path's speed-up over cuBLAS +
@@ -34,6 +38,7 @@ use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
 use pgas::gemm::reference::{gathered_a, gathered_check, gathered_inputs};
+use pgas::ops::all_gather_matmul::{default_pieces, pieces_error};
 use pgas::ops::cublas::Cublas;
 use pgas::ops::{AllGatherMatmul, GemmPath};
 use pgas::prelude::*;
@@ -50,21 +55,30 @@ const SHAPES: [(usize, usize, usize); 5] = [
 ];
 
 /// The methods, in table order.
-const METHODS: [&str; 4] = [
+const METHODS: [&str; 5] = [
     "cuBLAS+NCCL",
-    "pgas one kernel",
+    "pgas one kernel (whole shards)",
+    "pgas one kernel (pieces)",
     "pgas::ops (cuBLAS)",
     "pgas per shard",
 ];
 
+/// The piece counts of the one kernel's second table (those that divide K / 64), beside the
+/// plan's default.
+const SWEEP: [usize; 5] = [1, 2, 4, 8, 16];
+
 struct Row {
     shape: (usize, usize, usize),
     /// Median microseconds per method (NaN where not run).
-    us: [f64; 4],
+    us: [f64; 5],
     allgather_us: f64,
     gemm_us: f64,
     /// Largest relative difference of each pgas method from the baseline.
-    diff: [f64; 3],
+    diff: [f64; 4],
+    /// The plan's default pieces (the "pieces" method).
+    pieces: usize,
+    /// The one kernel at each piece count: (pieces, median us); every one checked.
+    sweep: Vec<(usize, f64)>,
 }
 
 /// Median microseconds of `GEMM_REPS` runs of `run` on the pgas stream after `GEMM_WARMUP`;
@@ -179,19 +193,48 @@ fn main() -> BenchResult<()> {
         }
         drop(gathered);
 
-        // The pgas GEMM paths: one kernel fed by copy-engine pushes, and one launch a shard.
-        let pgas_path = |path| -> BenchResult<(f64, f64)> {
-            if !hopper {
-                return Ok((f64::NAN, f64::NAN));
-            }
+        // The one kernel fed by copy-engine pushes, on one plan, at each piece count (the
+        // plan's default among them): (pieces, us, largest relative difference).
+        let pieces = default_pieces((mp, k), np);
+        let mut counts: Vec<usize> = SWEEP
+            .into_iter()
+            .chain([pieces])
+            .filter(|&c| pieces_error(c, k).is_none())
+            .collect();
+        counts.sort_unstable();
+        counts.dedup();
+        let mut sweep = Vec::new();
+        if hopper {
             let mut op = AllGatherMatmul::new(&p, (mp, n, k))?;
-            op.set_gemm(path)?;
+            op.set_gemm(GemmPath::PgasOneKernel)?;
+            let mut c = stream.alloc_zeros::<bf16>(m * n)?;
+            for &count in &counts {
+                op.set_pieces(count)?;
+                // Each count's C checked from zeros, not over the last count's.
+                stream.memset_zeros(&mut c)?;
+                let us = timed(&p, || Ok(op.run(&mut c, &shard, &bt)?))?;
+                sweep.push((count, us, bf16_rel_diff(&stream.clone_dtoh(&c)?, &want)));
+            }
+        }
+        let at = |count: usize| {
+            sweep
+                .iter()
+                .find(|s| s.0 == count)
+                .map_or((f64::NAN, f64::NAN), |s| (s.1, s.2))
+        };
+        let (kernel_us, kernel_diff) = at(1);
+        let (pieces_us, pieces_diff) = at(pieces);
+
+        // One pgas::gemm launch a shard.
+        let (shard_us, shard_diff) = if hopper {
+            let mut op = AllGatherMatmul::new(&p, (mp, n, k))?;
+            op.set_gemm(GemmPath::PgasPerShard)?;
             let mut c = stream.alloc_zeros::<bf16>(m * n)?;
             let us = timed(&p, || Ok(op.run(&mut c, &shard, &bt)?))?;
-            Ok((us, bf16_rel_diff(&stream.clone_dtoh(&c)?, &want)))
+            (us, bf16_rel_diff(&stream.clone_dtoh(&c)?, &want))
+        } else {
+            (f64::NAN, f64::NAN)
         };
-        let (kernel_us, kernel_diff) = pgas_path(GemmPath::PgasOneKernel)?;
-        let (shard_us, shard_diff) = pgas_path(GemmPath::PgasPerShard)?;
 
         // The library form.
         let mut op = AllGatherMatmul::new(&p, (mp, n, k))?;
@@ -201,11 +244,13 @@ fn main() -> BenchResult<()> {
         drop(op);
 
         // The kernel's NaN below sm_90 means "not run"; any other NaN is a wrong result.
-        for (what, d, ran) in [
-            ("the pgas kernel", kernel_diff, hopper),
-            ("pgas::ops", ops_diff, true),
-            ("the pgas GEMM per shard", shard_diff, hopper),
-        ] {
+        let kernels = sweep
+            .iter()
+            .map(|&(count, _, d)| (format!("the pgas kernel in {count} pieces"), d, hopper));
+        for (what, d, ran) in kernels.chain([
+            ("pgas::ops".to_string(), ops_diff, true),
+            ("the pgas GEMM per shard".to_string(), shard_diff, hopper),
+        ]) {
             if ran && (d.is_nan() || d > GEMM_MAX_REL_DIFF) {
                 failures.push(format!(
                     "{m}x{n}x{k}: {what} differs from cuBLAS by {d:.3e} (relative)"
@@ -214,10 +259,12 @@ fn main() -> BenchResult<()> {
         }
         rows.push(Row {
             shape: (m, n, k),
-            us: [base_us, kernel_us, ops_us, shard_us],
+            us: [base_us, kernel_us, pieces_us, ops_us, shard_us],
             allgather_us,
             gemm_us,
-            diff: [kernel_diff, ops_diff, shard_diff],
+            diff: [kernel_diff, pieces_diff, ops_diff, shard_diff],
+            pieces,
+            sweep: sweep.iter().map(|&(count, us, _)| (count, us)).collect(),
         });
     }
 
@@ -243,15 +290,18 @@ fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> 
          median of {GEMM_REPS} on PE 0"
     );
     let header = format!(
-        "| {:<18} | {:>11} | {:>9} | {:>9} | {:>10} | {:>10} | {:>10} | {:>10} | {:>10} | {:>10} | {:>9} |",
+        "| {:<18} | {:>11} | {:>9} | {:>9} | {:>10} | {:>10} | {:>6} | {:>10} | {:>10} | {:>8} | {:>8} | {:>11} | {:>8} | {:>9} |",
         "M x N x K",
         "cuBLAS+NCCL",
         "all-gather",
         "GEMM",
-        "one kernel",
+        "1k whole",
+        "1k pieces",
+        "pieces",
         "per shard",
         "pgas::ops",
-        "1-kernel x",
+        "whole x",
+        "pieces x",
         "per-shard x",
         "ops x",
         "max diff"
@@ -260,26 +310,32 @@ fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> 
         format!(
             "{BENCH} on {machine}: C = allgather_rows(A) · Btᵀ, bf16 in and out, f32 accumulate; \
              microseconds per call (median of {GEMM_REPS} on PE 0); x = cuBLAS+NCCL time / \
-             pgas time. One kernel and per shard run `pgas::gemm`; pgas::ops runs cuBLAS.\n"
+             pgas time. 1k = one pgas::gemm kernel fed by pushes, each shard pushed whole or in \
+             the plan's default pieces of K (the pieces column); per shard runs pgas::gemm a \
+             shard; pgas::ops runs cuBLAS a shard.\n"
         ),
         header.clone(),
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".into(),
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+            .into(),
     ];
     println!("{header}");
     for r in rows {
         let (m, n, k) = r.shape;
-        let [base, kernel, ops, shard] = r.us;
+        let [base, kernel, pieces, ops, shard] = r.us;
         let diff = r.diff.iter().copied().fold(0.0, f64::max);
         let line = format!(
-            "| {:<18} | {:>11} | {:>9} | {:>9} | {:>10} | {:>10} | {:>10} | {:>10} | {:>10} | {:>10} | {:>9} |",
+            "| {:<18} | {:>11} | {:>9} | {:>9} | {:>10} | {:>10} | {:>6} | {:>10} | {:>10} | {:>8} | {:>8} | {:>11} | {:>8} | {:>9} |",
             format!("{m}x{n}x{k}"),
             show(base),
             show(r.allgather_us),
             show(r.gemm_us),
             show(kernel),
+            show(pieces),
+            r.pieces,
             show(shard),
             show(ops),
             show(base / kernel),
+            show(base / pieces),
             show(base / shard),
             show(base / ops),
             if diff.is_finite() {
@@ -292,6 +348,12 @@ fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> 
         md.push(line);
         let key = format!("ag_gemm_{m}x{n}x{k}");
         let note = format!("median of {GEMM_REPS} on PE 0 of {np}, us per call");
+        let sweep = r.sweep.iter().flat_map(|&(count, us)| {
+            [
+                (format!("pgas_kernel_p{count}_us"), us, "us"),
+                (format!("pgas_kernel_p{count}_speedup"), base / us, "x"),
+            ]
+        });
         for (name, value, unit) in [
             ("cublas_nccl_us", base, "us"),
             ("nccl_allgather_us", r.allgather_us, "us"),
@@ -301,11 +363,19 @@ fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> 
             ("pgas_kernel_speedup", base / kernel, "x"),
             ("pgas_ops_speedup", base / ops, "x"),
             ("pgas_kernel_max_rel_diff", r.diff[0], "rel"),
-            ("pgas_ops_max_rel_diff", r.diff[1], "rel"),
+            ("pgas_ops_max_rel_diff", r.diff[2], "rel"),
             ("pgas_per_shard_us", shard, "us"),
             ("pgas_per_shard_speedup", base / shard, "x"),
-            ("pgas_per_shard_max_rel_diff", r.diff[2], "rel"),
-        ] {
+            ("pgas_per_shard_max_rel_diff", r.diff[3], "rel"),
+            ("pgas_kernel_pieces_us", pieces, "us"),
+            ("pgas_kernel_pieces_speedup", base / pieces, "x"),
+            ("pgas_kernel_pieces_max_rel_diff", r.diff[1], "rel"),
+            ("pgas_kernel_pieces", r.pieces as f64, "pieces"),
+        ]
+        .map(|(name, value, unit)| (name.to_string(), value, unit))
+        .into_iter()
+        .chain(sweep)
+        {
             let f = Figure {
                 name: format!("{key}/{name}"),
                 value,
@@ -313,6 +383,36 @@ fn report(machine: &str, np: usize, rows: &[Row], out_dir: &std::path::Path) -> 
                 note: note.clone(),
             };
             emit(BENCH, machine, &f);
+        }
+    }
+    // The one kernel at every piece count measured: microseconds and speed-up over cuBLAS + NCCL.
+    let mut counts: Vec<usize> = rows
+        .iter()
+        .flat_map(|r| r.sweep.iter().map(|s| s.0))
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    if !counts.is_empty() {
+        let cells: Vec<String> = counts.iter().map(|c| format!("{c} pieces")).collect();
+        let title = format!(
+            "\nThe one kernel by pieces of K a shard is pushed in: us (x over cuBLAS+NCCL)\n\n| M x N x K | {} |",
+            cells.join(" | ")
+        );
+        println!("{title}");
+        md.push(title);
+        md.push(format!("| --- |{}", " ---: |".repeat(counts.len())));
+        for r in rows {
+            let (m, n, k) = r.shape;
+            let cells: Vec<String> = counts
+                .iter()
+                .map(|c| match r.sweep.iter().find(|s| s.0 == *c) {
+                    Some(&(_, us)) => format!("{} ({})", show(us), show(r.us[0] / us)),
+                    None => "-".into(),
+                })
+                .collect();
+            let line = format!("| {m}x{n}x{k} | {} |", cells.join(" | "));
+            println!("{line}");
+            md.push(line);
         }
     }
     std::fs::create_dir_all(out_dir)?;

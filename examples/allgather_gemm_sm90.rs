@@ -2,11 +2,13 @@
 //! parallelism (PyTorch async-TP's `fused_all_gather_matmul`): every PE holds a row shard `A_p`
 //! (M/P x K) and `Bt` (N x K), and computes all of `C = allgather_rows(A) · Btᵀ` (M x N), bf16,
 //! f32 accumulate. `pgas::ops::AllGatherMatmul` with `GemmPath::PgasOneKernel`: the copy engine
-//! pushes each shard to the peers while one persistent `pgas::gemm` kernel (src/gemm/kernel.rs)
-//! starts on the local rows and takes each peer's rows as they land (docs/ops.md, docs/gemm.md).
+//! pushes each shard to the peers in pieces of K while one persistent `pgas::gemm` kernel
+//! (src/gemm/kernel.rs) starts on the local rows and takes each peer's rows piece by piece as
+//! they land (docs/ops.md, docs/gemm.md).
 //!
 //! Checked at small shapes against the host at every element over three calls (the epochs),
-//! then timed at 8192^3 split over the PEs and spot-checked.
+//! with whole shards and in 4 pieces, then timed at 8192^3 split over the PEs (the default
+//! pieces) and spot-checked.
 //!
 //! ```text
 //! pgas-run -n 2 -- target/release/examples/allgather_gemm_sm90
@@ -48,11 +50,16 @@ fn main() -> pgas::Result<()> {
         )),
     }
 
-    // Every element against the host, three calls in a row on one plan.
-    for (mp, n, k) in [(256, 512, 1024), (384, 256, 512)] {
+    // Every element against the host, three calls in a row on one plan, for whole shards and
+    // for shards pushed in 4 pieces of K.
+    for ((mp, n, k), pieces) in [(256, 512, 1024), (384, 256, 512)]
+        .into_iter()
+        .flat_map(|shape| [(shape, 1), (shape, 4)])
+    {
         let (shard, bt) = gathered_inputs(&pgas, (mp, n, k))?;
         let mut op = AllGatherMatmul::new(&pgas, (mp, n, k))?;
         op.set_gemm(GemmPath::PgasOneKernel)?;
+        op.set_pieces(pieces)?;
         let m = mp * np;
         for call in 0..3 {
             let mut c = stream.alloc_zeros::<bf16>(m * n)?;
@@ -61,7 +68,8 @@ fn main() -> pgas::Result<()> {
             let (ratio, row, col, g, want) = gathered_check(&stream.clone_dtoh(&c)?, (n, k), all);
             if ratio.is_nan() || ratio > 1.0 {
                 fail(format!(
-                    "C[{row}][{col}] = {g} but the host says {want} ({m} x {n} x {k}, call {call})"
+                    "C[{row}][{col}] = {g} but the host says {want} ({m} x {n} x {k}, \
+                     {pieces} pieces, call {call})"
                 ));
             }
         }
@@ -73,6 +81,7 @@ fn main() -> pgas::Result<()> {
     let (shard, bt) = gathered_inputs(&pgas, (mp, n, k))?;
     let mut op = AllGatherMatmul::new(&pgas, (mp, n, k))?;
     op.set_gemm(GemmPath::PgasOneKernel)?;
+    let pieces = op.pieces().unwrap_or(1);
     let mut c = stream.alloc_zeros::<bf16>(m * n)?;
     let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
     let mut ms = Vec::new();
@@ -97,9 +106,9 @@ fn main() -> pgas::Result<()> {
     }
     let tflops = 2.0 * (m * n * k) as f64 / (median * 1e-3) / 1e12;
     println!(
-        "PE {me}: all-gather + pgas::gemm matches the host (2 shapes x 3 calls, every element; \
-         8192^3 at 256 points); 8192^3 on {np} PE(s) in {median:.3} ms = {tflops:.1} TFLOP/s \
-         per GPU-set (median of 10), ok"
+        "PE {me}: all-gather + pgas::gemm matches the host (2 shapes x 2 piece counts x 3 calls, \
+         every element; 8192^3 at 256 points); 8192^3 on {np} PE(s) in {pieces} pieces in \
+         {median:.3} ms = {tflops:.1} TFLOP/s per GPU-set (median of 10), ok"
     );
     Ok(())
 }

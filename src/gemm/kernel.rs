@@ -25,11 +25,14 @@ pub const THREADS: u32 = 384;
 /// of 64 x 64 with a 128-byte swizzle).
 ///
 /// With `gather`, A's rows come in chunks of `mp` rows, one a PE: chunk `me` is `a_map`'s (this
-/// PE's shard, from row 0), the others `g_map`'s (the gathered buffer, at their place) once
-/// `landed[q]` reaches `epoch`, which a copy stream writes after it pulled chunk `q`. Tiles start
-/// with this PE's chunk, then `me + 1`'s, in the order the chunks land: the all-gather of a
+/// PE's shard, from row 0), the others `g_map`'s (the gathered buffer, at their place). Each
+/// chunk lands in `pieces` pieces of K columns (`k / pieces` each, whole 64-column steps): piece
+/// `i` of chunk `q` is in place once `landed[i * P + q]` (P = `m / mp` PEs) reaches `epoch`,
+/// which PE `q`'s copy stream writes after it pushed the piece. A tile of chunk `q` waits for
+/// each piece's word before its first K step in that piece, so it starts as soon as the first
+/// piece landed. Tiles start with this PE's chunk, then `me + 1`'s: the all-gather of a
 /// tensor-parallel linear layer overlapped with its GEMM. Without `gather`, `g_map`, `landed`,
-/// `epoch`, `mp` and `me` are unused.
+/// `epoch`, `mp`, `me` and `pieces` are unused (`pieces` is then 1).
 ///
 /// With `fp8`, A and Bt hold `e4m3` (K-major, like the bf16 ones): the maps and `k` count
 /// them in pairs (a "bf16" column is two FP8 elements, so a 64-column tile row is 128 FP8
@@ -48,6 +51,7 @@ pub fn gemm_bf16_sm90(
     k: usize,
     mp: usize,
     me: usize,
+    pieces: usize,
     #[comptime] stages: u32,
     #[comptime] bn: u32,
     #[comptime] cluster: u32,
@@ -74,6 +78,8 @@ pub fn gemm_bf16_sm90(
     let tiles_n = n / bw;
     let tiles = tiles_m * tiles_n;
     let ktiles = k / 64;
+    // K steps a piece of a gathered chunk (the host checked that `pieces` divides `ktiles`).
+    let per_piece = ktiles / pieces;
     // Cluster-tile rows start at this PE's chunk when gathering, and the groups of rows that
     // share L2 (`tile_row`) stay inside a chunk, so no tile waits for a chunk before its turn.
     let chunk = if gather { mp / (128 * cl) } else { 8 };
@@ -106,12 +112,18 @@ pub fn gemm_bf16_sm90(
                 let row0 = (tm * cl + rank) * 128;
                 let col0 = tile_col(tile, tiles_m, tiles_n, group) * bw;
                 let q = if gather { row0 / mp } else { me };
-                if q != me {
-                    // Chunk q is in the gathered buffer once its word holds this call's epoch.
-                    while atomic_add_local(&mut landed[q], 0) < epoch {}
-                    fence_proxy_async_global();
-                }
                 for kt in 0..ktiles {
+                    if q != me && kt % per_piece == 0 {
+                        // The piece of chunk q holding these K steps is in the gathered buffer
+                        // once its word holds this call's epoch. PE q's copy stream wrote the
+                        // word after the piece (a system-scope fence between them); the fence
+                        // here orders this read before the copy engine's reads of the piece.
+                        while atomic_add_local(&mut landed[(kt / per_piece) * (m / mp) + q], 0)
+                            < epoch
+                        {}
+                        threadfence_system();
+                        fence_proxy_async_global();
+                    }
                     let st = it % s;
                     if it >= s {
                         // Every block's multipliers are done with the slot's last tenant.

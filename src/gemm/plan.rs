@@ -143,7 +143,7 @@ fn launch_local(
         maps,
         landed,
         (m, n, k),
-        (0, 0),
+        (0, 0, 1),
         cfg,
         fp8,
         checked,
@@ -186,7 +186,7 @@ pub(crate) unsafe fn gemm_bf16_raw(
         maps,
         landed,
         (m, n, k),
-        (0, 0),
+        (0, 0, 1),
         cfg,
         false,
         false,
@@ -374,9 +374,11 @@ static RESIDENT: std::sync::Mutex<Vec<((usize, [i128; 5], bool), u32)>> =
     std::sync::Mutex::new(Vec::new());
 
 /// Launches the kernel on `stream` over a persistent grid. `landed` and its epoch, and
-/// `(mp, me)` (rows per PE, this PE) serve a gathering launch (`gather` when `mp > 0`); `fp8`
-/// takes A and Bt as `e4m3` (the maps and `k` counting pairs of them). The shape and `cfg`
-/// were checked by the caller.
+/// `(mp, me, pieces)` (rows per PE, this PE, pieces of K a chunk lands in) serve a gathering
+/// launch (`gather` when `mp > 0`: `landed` holds at least `pieces` words a PE, piece-major,
+/// and `pieces` divides `k / 64`, or the launch is refused); `fp8` takes A and Bt as `e4m3`
+/// (the maps and `k` counting pairs of them). The shape and `cfg` were checked by the caller;
+/// a launch that does not gather passes `pieces` = 1.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     pgas: &Pgas,
@@ -384,12 +386,25 @@ pub(crate) fn launch(
     maps: Maps<'_, '_>,
     (landed, epoch): (&mut CudaSlice<u64>, u64),
     (m, n, k): (usize, usize, usize),
-    (mp, me): (usize, usize),
+    (mp, me, pieces): (usize, usize, usize),
     cfg: GemmConfig,
     fp8: bool,
     checked: bool,
 ) -> crate::Result<()> {
     let gather = mp > 0;
+    let ksteps = k / BK;
+    if pieces == 0 || !ksteps.is_multiple_of(pieces) {
+        return refuse(format!(
+            "{pieces} pieces a chunk: a divisor of K's {ksteps} steps of {BK}"
+        ));
+    }
+    if gather && landed.len() < pieces * (m / mp) {
+        return refuse(format!(
+            "{} landed words for {pieces} pieces of {} PEs' chunks",
+            landed.len(),
+            m / mp
+        ));
+    }
     let launch = LaunchConfig::blocks(cfg.cluster, THREADS)
         .with_shared_mem(cfg.shared_bytes())
         .with_cluster((cfg.cluster, 1, 1));
@@ -405,16 +420,17 @@ pub(crate) fn launch(
     let Maps { c, a, b, gathered } = maps;
     if checked {
         gemm_bf16_sm90::launch_on(
-            pgas, stream, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, stages, bn,
-            cluster, gather, fp8,
+            pgas, stream, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, pieces,
+            stages, bn, cluster, gather, fp8,
         )
     } else {
         // SAFETY: the shape is whole tiles and every buffer has exactly its matrix's size, so
-        // every index the kernel forms is in bounds; `landed` has a word a PE when gathering.
+        // every index the kernel forms is in bounds; when gathering, `landed` has `pieces`
+        // words a PE and `pieces` divides `k / 64` (both checked above).
         unsafe {
             gemm_bf16_sm90::launch_unchecked_on(
-                pgas, stream, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, stages,
-                bn, cluster, gather, fp8,
+                pgas, stream, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, pieces,
+                stages, bn, cluster, gather, fp8,
             )
         }
     }

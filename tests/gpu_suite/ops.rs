@@ -2,11 +2,13 @@
 //! (every element against the host at a shape that is no multiple of any tile, three calls in a
 //! row on one plan with different shards, then four more enqueued back to back with no host
 //! wait, which exercise the double buffer and the signal words' epochs; the one-call form), and its bad input: a shape that differs between PEs, a zero
-//! dimension and a buffer of the wrong size are an `Err` on every PE, with nothing launched.
+//! dimension and a buffer of the wrong size are an `Err` on every PE, with nothing launched; the
+//! `pgas::gemm` paths, and the one kernel's pushes in pieces of K (`set_pieces`).
 
 use crate::runner::{case, Case};
 use crate::util::{ensure, CaseResult};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use pgas::ops::all_gather_matmul::default_pieces;
 use pgas::ops::cublas::Cublas;
 use pgas::ops::{all_gather_matmul, AllGatherMatmul, GemmPath};
 use pgas::prelude::*;
@@ -16,6 +18,7 @@ pub const CASES: &[Case] = &[
     case("ops/all_gather_matmul", ag_matmul),
     case("ops/all_gather_matmul_bad_input", ag_matmul_bad_input),
     case("ops/all_gather_matmul_pgas_paths", ag_matmul_pgas_paths),
+    case("ops/all_gather_matmul_pieces", ag_matmul_pieces),
 ];
 
 /// A small integer-valued bf16 (exact, and so are the f32 sums here).
@@ -134,6 +137,13 @@ fn ag_calls(p: &Pgas, op: &mut AllGatherMatmul, bt: &[bf16], what: &str) -> Case
     Ok(())
 }
 
+/// Whether the GPU is a Hopper (sm_90), which the `pgas::gemm` paths need.
+fn hopper(p: &Pgas) -> pgas::Result<bool> {
+    Ok(p.cuda().attribute(
+        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+    )? == 9)
+}
+
 /// `AllGatherMatmul` on `pgas::gemm` (`set_gemm`): per shard and as one kernel fed by pushes,
 /// the same calls as the cuBLAS path; below sm_90 both paths refused on every PE.
 fn ag_matmul_pgas_paths(p: &Pgas) -> CaseResult {
@@ -142,10 +152,7 @@ fn ag_matmul_pgas_paths(p: &Pgas) -> CaseResult {
     for path in [GemmPath::PgasPerShard, GemmPath::PgasOneKernel] {
         let mut op = AllGatherMatmul::new(p, (mp, n, k))?;
         if let Err(e) = op.set_gemm(path) {
-            let hopper = p.cuda().attribute(
-                pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-            )? == 9;
-            ensure(!hopper && e.to_string().contains("sm_90a"), || {
+            ensure(!hopper(p)? && e.to_string().contains("sm_90a"), || {
                 format!("{path:?} was refused: {e}")
             })?;
             continue;
@@ -153,6 +160,84 @@ fn ag_matmul_pgas_paths(p: &Pgas) -> CaseResult {
         ag_calls(p, &mut op, &bt, &format!("{path:?}: "))?;
     }
     Ok(())
+}
+
+/// The one kernel fed by pushes in pieces of K (`set_pieces`): the calls of [`ag_calls`] (every
+/// element against the host, back-to-back calls reusing the words) with K split in 8, 1 (whole
+/// shards) and 4 pieces on one plan, the count changed between calls (a piece's word keeps its
+/// place); in 3 pieces of one K step each, with shards of 384 rows (no whole cluster tile);
+/// in 2 pieces of 128-row shards. Then the refusals, each an `Err` on every PE that leaves the
+/// plan as it was: a count that does not divide K / 64, 0, more than 16, counts that differ
+/// between PEs, and `set_pieces` off the one-kernel path. Below sm_90 only the last runs.
+fn ag_matmul_pieces(p: &Pgas) -> CaseResult {
+    let (me, np) = (p.my_pe(), p.n_pes());
+    let mut cublas = AllGatherMatmul::new(p, (128, 64, 128))?;
+    let e = cublas.set_pieces(2);
+    ensure(
+        matches!(&e, Err(e) if e.to_string().contains("set_gemm(GemmPath::PgasOneKernel) first")),
+        || format!("set_pieces off the one-kernel path was not refused: {e:?}"),
+    )?;
+    ensure(cublas.pieces().is_none(), || {
+        format!("the cuBLAS path reports {:?} pieces", cublas.pieces())
+    })?;
+    drop(cublas);
+    if !hopper(p)? {
+        return Ok(());
+    }
+    for (mp, n, k, counts) in [
+        (256, 64, 512, &[8, 1, 4][..]),
+        (384, 64, 192, &[3][..]),
+        (128, 128, 128, &[2][..]),
+    ] {
+        let bt: Vec<bf16> = (0..n * k).map(|i| small(i, 6)).collect();
+        let mut op = AllGatherMatmul::new(p, (mp, n, k))?;
+        op.set_gemm(GemmPath::PgasOneKernel)?;
+        let default = default_pieces((mp, k), np);
+        ensure(op.pieces() == Some(default), || {
+            format!(
+                "set_gemm left {:?} pieces, not the default {default}",
+                op.pieces()
+            )
+        })?;
+        for &count in counts {
+            op.set_pieces(count)?;
+            ensure(op.pieces() == Some(count), || {
+                format!("set_pieces({count}) left {:?}", op.pieces())
+            })?;
+            ag_calls(
+                p,
+                &mut op,
+                &bt,
+                &format!("{mp}x{n}x{k} in {count} pieces: "),
+            )?;
+        }
+    }
+    let (mp, n, k) = (128, 64, 128);
+    let bt: Vec<bf16> = (0..n * k).map(|i| small(i, 7)).collect();
+    let mut op = AllGatherMatmul::new(p, (mp, n, k))?;
+    op.set_gemm(GemmPath::PgasOneKernel)?;
+    op.set_pieces(2)?;
+    for (count, says) in [
+        (3, "Fix: a divisor of 2 up to 16"),
+        (0, "Fix: a divisor of 2 up to 16"),
+        (32, "Fix: a divisor of 2 up to 16"),
+    ] {
+        let e = op.set_pieces(count);
+        ensure(matches!(&e, Err(e) if e.to_string().contains(says)), || {
+            format!("{count} pieces of K = {k} were not refused with \"{says}\": {e:?}")
+        })?;
+    }
+    if np > 1 {
+        let e = op.set_pieces(1 + me % 2);
+        ensure(
+            matches!(&e, Err(e) if e.to_string().contains("pieces: PE 0 1, PE 1 2")),
+            || format!("piece counts differing between PEs were not refused on PE {me}: {e:?}"),
+        )?;
+    }
+    ensure(op.pieces() == Some(2), || {
+        format!("a refused count changed the plan's to {:?}", op.pieces())
+    })?;
+    ag_calls(p, &mut op, &bt, "after the refused counts: ")
 }
 
 fn ag_matmul_bad_input(p: &Pgas) -> CaseResult {

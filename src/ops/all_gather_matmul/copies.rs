@@ -1,5 +1,5 @@
 //! The copy streams and the GEMMs of a call: starting and joining the copy streams, the
-//! one-kernel path's pushes and its launch, and one shard's GEMM.
+//! one-kernel path's pushes (piece by piece) and its launch, and one shard's GEMM.
 
 use cudarc::driver::sys::{self as cu, CUdeviceptr};
 use cudarc::driver::CudaStream;
@@ -60,78 +60,106 @@ impl AllGatherMatmul {
         }
     }
 
-    /// The copy streams of a fused call. No local copy (a same-GPU copy may take SMs, which the
-    /// persistent GEMM holds): stream `j` pushes the shard by copy engine into the gathered
-    /// buffer of PE `me - j` and sets this PE's word there to the call, then waits for the
-    /// word of PE `me + j` here and marks that peer's rows landed in the kernel's word (stream
-    /// memory operations, no SMs). A push of call `e` waits for the peer's word of call
-    /// `e - 1`, written after that peer's call `e - 1` started, so after its kernel of call
-    /// `e - 2`, the last reader of that buffer, ended.
-    pub(super) fn push_and_mark(
+    /// The pushes of a fused call, pieces `pieces` of the shard (at `pa`) to every peer, into
+    /// gathered buffer `buf`. No local copy (a same-GPU copy may take SMs, which the persistent
+    /// GEMM holds). Stream `j` serves PE `me - j`, which reads this PE's rows j-th after its own:
+    /// before its first piece of the call it waits for that peer's piece-0 word of call
+    /// `e - 1` here, written after that peer's call `e - 1` started, so after its kernel of call
+    /// `e - 2`, the last reader of that buffer, ended. Then it pushes piece `i` (K columns
+    /// `i k / n ..` of every row, `n` pieces: one copy-engine copy) into this PE's block there and
+    /// writes this PE's word of piece `i` there (`cuStreamWriteValue64`, whose default fences
+    /// first, so the piece is visible before the word), which that peer's kernel polls. The
+    /// pieces go round the streams in order, and the streams run at once: the first piece
+    /// to every peer is enqueued, and lands, first.
+    pub(super) fn push_pieces(
         &mut self,
         pa: CUdeviceptr,
         buf: usize,
-        block_bytes: usize,
+        pieces: std::ops::Range<usize>,
     ) -> Result<()> {
         let (me, np) = (self.pgas.my_pe(), self.pgas.n_pes());
-        let words_here = self.flags.as_device_ptr();
-        for (j, stream) in (1..np).zip(&self.copies) {
-            let copy = stream.cu_stream();
-            // Stream j pushes to PE `me - j`, which reads this PE's rows j-th after its own.
-            let q = (me + np - j) % np;
-            let to = self.peer_ptrs[buf][q] + (me * block_bytes) as u64;
-            // SAFETY: word q here and this PE's word on q are symmetric u64s mapped here; the
-            // peer's block of this call's buffer holds block_bytes, as does the shard.
-            unsafe {
-                stream_sync::stream_wait_geq(
-                    copy,
-                    words_here + 8 * q as u64,
-                    self.epoch - 1,
-                    "waiting until a peer's buffer is free",
-                )?;
-                cu::cuMemcpyDtoDAsync_v2(to, pa, block_bytes, copy)
-                    .result()
-                    .map_err(Error::cuda("pushing the shard to a peer"))?;
-                stream_sync::stream_write(
-                    copy,
-                    self.flag_ptrs[q],
-                    self.epoch,
-                    "signalling a peer that the shard is in place",
-                )?;
-            }
-        }
-        let landed_words = self
+        let (mp, k) = (self.mp, self.k);
+        let n = self
             .fused
             .as_ref()
-            .expect("push_and_mark runs on the one-kernel path")
-            .words_ptr;
-        for (j, (landed, stream)) in (1..np).zip(self.landed.iter().zip(&self.copies)) {
-            let copy = stream.cu_stream();
-            let q = (me + j) % np;
-            // SAFETY: word q here (symmetric) and the kernel's word q (np words).
-            unsafe {
-                stream_sync::stream_wait_geq(
-                    copy,
-                    words_here + 8 * q as u64,
-                    self.epoch,
-                    "waiting for a peer's shard",
-                )?;
-                stream_sync::stream_write(
-                    copy,
-                    landed_words + 8 * q as u64,
-                    self.epoch,
-                    "marking a peer's rows landed",
-                )?;
+            .and_then(|f| f.one_kernel.as_ref())
+            .expect("push_pieces runs on the one-kernel path")
+            .pieces;
+        let row_bytes = k * 2;
+        let piece_bytes = row_bytes / n;
+        let words_here = self.flags.as_device_ptr();
+        for i in pieces {
+            for (j, stream) in (1..np).zip(&self.copies) {
+                let copy = stream.cu_stream();
+                let q = (me + np - j) % np;
+                let block = self.peer_ptrs[buf][q] + (me * mp * row_bytes) as u64;
+                let off = (i * piece_bytes) as u64;
+                // SAFETY: word q here and this PE's words on q are symmetric u64s mapped here
+                // (MAX_PIECES >= n a PE); the peer's block of this call's buffer and the shard
+                // both hold mp rows of row_bytes, and piece i is columns off.. off + piece_bytes
+                // of each row.
+                unsafe {
+                    if i == 0 {
+                        stream_sync::stream_wait_geq(
+                            copy,
+                            words_here + 8 * q as u64,
+                            self.epoch - 1,
+                            "waiting until a peer's buffer is free",
+                        )?;
+                    }
+                    if n == 1 {
+                        cu::cuMemcpyDtoDAsync_v2(block, pa, mp * row_bytes, copy)
+                            .result()
+                            .map_err(Error::cuda("pushing the shard to a peer"))?;
+                    } else {
+                        let piece = cu::CUDA_MEMCPY2D {
+                            srcXInBytes: 0,
+                            srcY: 0,
+                            srcMemoryType: cu::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                            srcHost: std::ptr::null(),
+                            srcDevice: pa + off,
+                            srcArray: std::ptr::null_mut(),
+                            srcPitch: row_bytes,
+                            dstXInBytes: 0,
+                            dstY: 0,
+                            dstMemoryType: cu::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                            dstHost: std::ptr::null_mut(),
+                            dstDevice: block + off,
+                            dstArray: std::ptr::null_mut(),
+                            dstPitch: row_bytes,
+                            WidthInBytes: piece_bytes,
+                            Height: mp,
+                        };
+                        cu::cuMemcpy2DAsync_v2(&piece, copy)
+                            .result()
+                            .map_err(Error::cuda("pushing a piece of the shard to a peer"))?;
+                    }
+                    stream_sync::stream_write(
+                        copy,
+                        self.flag_ptrs[q] + (8 * i * np) as u64,
+                        self.epoch,
+                        "signalling a peer that a piece of the shard is in place",
+                    )?;
+                }
             }
+        }
+        Ok(())
+    }
+
+    /// Records the end of every copy stream's pushes of a one-kernel call (`landed`), which
+    /// [`Self::join_copies`] orders the call's end after: the shard is read until then.
+    pub(super) fn record_pushes(&self) -> Result<()> {
+        for (landed, stream) in self.landed.iter().zip(&self.copies) {
             landed
                 .record(stream)
-                .map_err(Error::cuda("recording a shard's arrival"))?;
+                .map_err(Error::cuda("recording the end of the pushes"))?;
         }
         Ok(())
     }
 
     /// The one-kernel GEMM of a call, on the pgas stream: C from the shard (`pa`) and the
-    /// gathered buffer, whose peers' rows the kernel waits for word by word.
+    /// gathered buffer, whose peers' rows the kernel waits for piece by piece (`flags`, which
+    /// the peers' copy streams write).
     pub(super) fn run_fused(
         &mut self,
         (pc, pa, pb): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
@@ -161,18 +189,22 @@ impl AllGatherMatmul {
             b: &b_map,
             gathered: &g_map,
         };
-        let words = f
-            .words
+        let pushes = f
+            .one_kernel
             .as_mut()
-            .expect("the words live as long as the fused path");
+            .expect("run_fused runs on the one-kernel path");
         gemm::launch(
             &self.pgas,
             self.pgas.stream(),
             maps,
-            (words, self.epoch),
+            (&mut pushes.words, self.epoch),
             (m, n, k),
             // One PE has nothing to gather: the plain specialization, the one `set_gemm` sized.
-            if np > 1 { (mp, me) } else { (0, 0) },
+            if np > 1 {
+                (mp, me, pushes.pieces)
+            } else {
+                (0, 0, 1)
+            },
             f.cfg,
             false,
             false,

@@ -32,4 +32,6 @@ mod copies;
 mod plan;
 mod run;
 
-pub use plan::{all_gather_matmul, shape_error, AllGatherMatmul};
+pub use plan::{
+    all_gather_matmul, default_pieces, pieces_error, shape_error, AllGatherMatmul, MAX_PIECES,
+};

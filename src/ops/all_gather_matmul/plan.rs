@@ -1,13 +1,14 @@
 //! The plan: [`AllGatherMatmul`]'s buffers, streams and events, made collectively (`new`), the
 //! GEMM it runs (`set_gemm`), and the one-call form.
 
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use cudarc::driver::sys::{self as cu, CUdeviceptr};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
-use crate::gemm::{self, GemmConfig};
+use crate::gemm::{self, GemmConfig, BK};
 use crate::ops::cublas::Cublas;
 use crate::ops::gemm_path::{agree_path, GemmPath};
 use crate::ops::peers::addresses;
@@ -26,9 +27,12 @@ pub struct AllGatherMatmul {
     pub(super) gathered: [SymTensor<bf16>; 2],
     /// Each buffer's address on every PE (NVLink-mapped), by buffer then PE.
     pub(super) peer_ptrs: [Vec<CUdeviceptr>; 2],
-    /// Word `q` on PE `p`: the last call whose block PE `q` has put in place for PE `p`.
+    /// Word `i * P + q` on PE `p` (P PEs, `i` below [`MAX_PIECES`]): the last call whose piece
+    /// `i` of PE `q`'s block PE `q` has put in place for PE `p`. The per-shard paths and a
+    /// whole-shard push use piece 0 only. The words of a piece do not depend on how many pieces
+    /// a call pushes, so a plan may change the count between calls.
     pub(super) flags: SymTensor<u64>,
-    /// This PE's word (`me`) on every PE, by PE.
+    /// This PE's word of piece 0 (`me`) on every PE, by PE; piece `i`'s is `8 i P` bytes on.
     pub(super) flag_ptrs: Vec<CUdeviceptr>,
     pub(super) epoch: u64,
     /// One copy stream a peer, by distance from `me` (`copies[j - 1]` serves PEs `me ± j`), so
@@ -36,7 +40,8 @@ pub struct AllGatherMatmul {
     pub(super) copies: Vec<Arc<CudaStream>>,
     /// Recorded on the pgas stream at the start of a call: the copy streams start there.
     pub(super) start: CudaEvent,
-    /// Recorded on `copies[j - 1]` after the block of PE `me + j` landed.
+    /// Recorded on `copies[j - 1]` after its copies of a call: the pull of PE `me + j`'s block
+    /// (per-shard paths), or the pushes to PE `me - j` (one kernel).
     pub(super) landed: Vec<CudaEvent>,
     pub(super) blas: Cublas,
     /// The GEMM as one pgas kernel (`pgas::gemm`, gathering) instead of cuBLAS per shard.
@@ -46,32 +51,76 @@ pub struct AllGatherMatmul {
     pub(super) off_node: Option<SymTensor<bf16>>,
 }
 
-/// What the pgas paths add: the specialization and, for one kernel, the words the copy streams
-/// sets as each peer's rows land (word `q`: the last call whose rows of PE `q` are in place).
-pub(super) struct Fused {
-    pub(super) one_kernel: bool,
-    pub(super) cfg: GemmConfig,
-    /// From `cuMemAlloc`, not a stream-ordered pool: `cuStreamWriteValue64` into the pool's
-    /// memory failed with `CUDA_ERROR_INVALID_VALUE` on 2 x H100 (the attempt before run 26 of
-    /// docs/gpu-report.md; the pool is the likely cause, not isolated); freed in `drop` the same
-    /// way.
-    pub(super) words: Option<CudaSlice<u64>>,
-    /// `words`' address, for the copy streams' stream memory operations. Not through
-    /// `CudaSlice::device_ptr`: its event tracking would make the kernel's launch wait for the
-    /// copy streams' last use, that is for every peer's rows (200 us at 8192^3 on 2 x H100,
-    /// run 41 of docs/gpu-report.md).
-    pub(super) words_ptr: CUdeviceptr,
+/// Most pieces a shard may be pushed in on the one-kernel path
+/// ([`AllGatherMatmul::set_pieces`]): `new` allocates this many words a PE, once, so that a
+/// piece's word has the same place whatever the count.
+pub const MAX_PIECES: usize = 16;
+
+/// The smallest piece [`default_pieces`] pushes, in bytes. Each piece costs a 2D copy and a word
+/// write a peer (stream operations of a few microseconds of host time each); at 1 MiB the copy
+/// engines take about as long to move a round of pieces (one a peer) as the host takes to enqueue
+/// it, so finer pieces would leave the copy engines waiting for the host.
+const MIN_PIECE_BYTES: usize = 1 << 20;
+
+/// The pieces the one-kernel path pushes an `mp x k` bf16 shard in on `np` PEs unless
+/// [`AllGatherMatmul::set_pieces`] says otherwise: shards of at least 1 MiB a piece, at most 8
+/// pieces, the most that divides K's 64-column steps; 1 on one PE (nothing is pushed). A peer's
+/// tiles start once its first piece landed, that is after `1 / pieces` of the push; beyond 8
+/// pieces that wait is a few microseconds and the pieces' stream operations cost more.
+pub fn default_pieces((mp, k): (usize, usize), np: usize) -> usize {
+    if np < 2 {
+        return 1;
+    }
+    let steps = k / BK;
+    let want = (mp * k * 2 / MIN_PIECE_BYTES).clamp(1, 8);
+    (1..=want)
+        .rev()
+        .find(|&p| steps.is_multiple_of(p))
+        .unwrap_or(1)
 }
 
-impl Drop for Fused {
+/// Why a shard with `k` columns cannot be pushed in `pieces` pieces, if it cannot: a piece is
+/// whole 64-column steps of the GEMM (a tile's K step never straddles two pieces), and there
+/// are at most [`MAX_PIECES`].
+pub fn pieces_error(pieces: usize, k: usize) -> Option<String> {
+    let steps = k / BK;
+    (pieces == 0 || pieces > MAX_PIECES || !k.is_multiple_of(BK) || !steps.is_multiple_of(pieces))
+        .then(|| {
+            format!(
+                "{pieces} pieces of K = {k}: a piece is whole steps of {BK} columns, so the \
+                 count divides K / {BK} = {steps}, and is 1 to {MAX_PIECES}. Fix: a divisor of \
+                 {steps} up to {MAX_PIECES} (1 pushes whole shards)"
+            )
+        })
+}
+
+/// What the pgas paths add: the specialization and, for one kernel, how its peers' rows land.
+pub(super) struct Fused {
+    pub(super) cfg: GemmConfig,
+    /// The one-kernel path's pushes (`None`: a launch a shard).
+    pub(super) one_kernel: Option<Pushes>,
+}
+
+/// The one-kernel path's pushes: the pieces a shard is pushed in and the words the kernel polls.
+pub(super) struct Pushes {
+    /// Pieces of K columns a shard is pushed in, each with its word (1 to [`MAX_PIECES`],
+    /// dividing K / 64).
+    pub(super) pieces: usize,
+    /// The plan's `flags` (this PE's part) as a cudarc buffer for the kernel's `landed`
+    /// argument: the kernel polls the words the peers' copy streams write, no copy stream of
+    /// this PE in between. The memory is NVSHMEM's (freed with `flags`): never freed through
+    /// this slice (see `Drop`). Only the kernel's launches use it through cudarc: the copy
+    /// streams name the words by address, since through `CudaSlice::device_ptr` cudarc's event
+    /// tracking would make the kernel's launch wait for the copy streams' last use, that is for
+    /// the whole all-gather (200 us at 8192^3 on 2 x H100, run 41 of docs/gpu-report.md).
+    pub(super) words: ManuallyDrop<CudaSlice<u64>>,
+}
+
+impl Drop for Pushes {
     fn drop(&mut self) {
-        if let Some(words) = self.words.take() {
-            // SAFETY: allocated by cuMemAlloc in `use_pgas_gemm`; the plan's calls are over
-            // when the plan drops (their work is on the pgas stream, which a free syncs with).
-            unsafe {
-                let _ = cudarc::driver::result::free_sync(words.leak());
-            }
-        }
+        // SAFETY: taken once, here; `leak` gives the pointer back without freeing it (NVSHMEM
+        // owns the memory, and frees it with the plan's `flags`).
+        unsafe { ManuallyDrop::take(&mut self.words) }.leak();
     }
 }
 
@@ -137,7 +186,7 @@ impl AllGatherMatmul {
         }
         let m = mp * np;
         let gathered = [pgas.alloc::<bf16>(m * k)?, pgas.alloc::<bf16>(m * k)?];
-        let flags = pgas.alloc::<u64>(np)?;
+        let flags = pgas.alloc::<u64>(np * MAX_PIECES)?;
         let reach = pgas.first_unreachable(&flags, 0..np)?.is_none() as u64;
         let peer_ptrs = [addresses(&gathered[0], np)?, addresses(&gathered[1], np)?];
         let mut flag_ptrs = addresses(&flags, np)?;
@@ -192,7 +241,8 @@ impl AllGatherMatmul {
     /// path (`ops::agree`), so a PE that asks for another, or one where the path cannot run, is
     /// the same `Err` on every PE. A pgas path cannot run where the GPU is not sm_90 or the
     /// shape is not whole tiles of `pgas::gemm` (shard rows a multiple of 128, N and K of 64);
-    /// nothing is changed then.
+    /// nothing is changed then. `GemmPath::PgasOneKernel` pushes each shard in
+    /// [`default_pieces`] pieces ([`AllGatherMatmul::set_pieces`] changes the count).
     pub fn set_gemm(&mut self, path: GemmPath) -> Result<()> {
         if self.off_node.is_some() && path != GemmPath::Cublas {
             return Err(Error::Unavailable {
@@ -235,22 +285,67 @@ impl AllGatherMatmul {
             (one_kernel && np > 1, false),
             false,
         )?);
-        let context = "allocating the landed words (cuMemAlloc)";
-        self.pgas.cuda().bind_to_thread()?;
-        // SAFETY: a fresh allocation of np words, zeroed before use, owned by `Fused`.
-        let words = unsafe {
-            let ptr = cudarc::driver::result::malloc_sync(8 * np).map_err(Error::cuda(context))?;
-            cudarc::driver::result::memset_d8_sync(ptr, 0, 8 * np).map_err(Error::cuda(context))?;
-            self.pgas.stream().upgrade_device_ptr::<u64>(ptr, np)
-        };
-        let (words_ptr, _) = words.device_ptr(self.pgas.stream());
+        let pushes = one_kernel.then(|| Pushes {
+            pieces: default_pieces((mp, k), np),
+            // SAFETY: `flags` holds np * MAX_PIECES words this PE may read and lives as long
+            // as the plan, so as long as this slice; the slice never frees it (Pushes' Drop).
+            words: ManuallyDrop::new(unsafe {
+                self.pgas
+                    .stream()
+                    .upgrade_device_ptr::<u64>(self.flags.as_device_ptr(), np * MAX_PIECES)
+            }),
+        });
         self.fused = Some(Fused {
-            one_kernel,
             cfg,
-            words_ptr,
-            words: Some(words),
+            one_kernel: pushes,
         });
         Ok(())
+    }
+
+    /// Pushes each shard in `pieces` pieces of K columns on the one-kernel path, from the next
+    /// call on: a peer's tiles start once the first piece of its rows landed instead of the
+    /// whole shard (1 pushes whole shards). Collective: the PEs first agree on the count
+    /// (`ops::agree`), so a count that differs between PEs is the same `Err` on every PE.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`], on every PE, with nothing changed: the counts differ between
+    /// PEs; the plan is not on `GemmPath::PgasOneKernel` (`set_gemm` first); the count is 0, more
+    /// than [`MAX_PIECES`] or does not divide K / 64 ([`pieces_error`]).
+    pub fn set_pieces(&mut self, pieces: usize) -> Result<()> {
+        let one_kernel = self.fused.as_ref().is_some_and(|f| f.one_kernel.is_some());
+        crate::ops::agree::agree(
+            &self.pgas,
+            "AllGatherMatmul::set_pieces",
+            &[
+                ("pieces", pieces as u64),
+                ("on GemmPath::PgasOneKernel", one_kernel as u64),
+            ],
+        )?;
+        let refuse = |reason: String| Error::InvalidConfig {
+            name: "AllGatherMatmul::set_pieces",
+            value: pieces.to_string(),
+            reason,
+        };
+        let Some(pushes) = self.fused.as_mut().and_then(|f| f.one_kernel.as_mut()) else {
+            return Err(refuse(
+                "only the one-kernel path pushes shards in pieces. Fix: \
+                 set_gemm(GemmPath::PgasOneKernel) first"
+                    .into(),
+            ));
+        };
+        if let Some(why) = pieces_error(pieces, self.k) {
+            return Err(refuse(why));
+        }
+        pushes.pieces = pieces;
+        Ok(())
+    }
+
+    /// The pieces each shard is pushed in on the one-kernel path (`None` on the other paths).
+    pub fn pieces(&self) -> Option<usize> {
+        self.fused
+            .as_ref()
+            .and_then(|f| f.one_kernel.as_ref())
+            .map(|p| p.pieces)
     }
 
     /// `(shard rows, N, K)` of the plan.
@@ -281,6 +376,34 @@ pub fn all_gather_matmul(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn default_pieces_are_a_mebibyte_or_more_and_divide_k() {
+        // M = 1024 on 4 PEs: a 4 MiB shard in 4 pieces; larger shards in 8.
+        assert_eq!(default_pieces((256, 8192), 4), 4);
+        assert_eq!(default_pieces((512, 8192), 2), 8);
+        assert_eq!(default_pieces((4096, 8192), 4), 8);
+        // Small shards are pushed whole; one PE pushes nothing.
+        assert_eq!(default_pieces((256, 128), 2), 1);
+        assert_eq!(default_pieces((4096, 8192), 1), 1);
+        // K = 192 has 3 steps: 6 wanted (6 MiB), 3 the most that divides.
+        assert_eq!(default_pieces((1 << 14, 192), 2), 3);
+        for (mp, k) in [(256, 8192), (1 << 14, 192), (128, 64)] {
+            assert_eq!(pieces_error(default_pieces((mp, k), 4), k), None);
+        }
+    }
+
+    #[test]
+    fn pieces_must_divide_k_steps() {
+        assert_eq!(pieces_error(4, 8192), None);
+        assert_eq!(pieces_error(3, 192), None);
+        assert_eq!(pieces_error(16, 1024), None);
+        let e = pieces_error(3, 128).unwrap();
+        assert!(e.contains("divides K / 64 = 2"), "{e}");
+        assert!(e.contains("Fix: a divisor of 2 up to 16"), "{e}");
+        assert!(pieces_error(0, 128).is_some());
+        assert!(pieces_error(32, 4096).is_some(), "more than MAX_PIECES");
+    }
 
     #[test]
     fn shapes_need_positive_dimensions_that_fit_cublas() {

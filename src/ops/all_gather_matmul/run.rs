@@ -64,16 +64,23 @@ impl AllGatherMatmul {
         if self.off_node.is_some() {
             return self.run_off_node(&main, (pc, pa, pb), buf);
         }
-        let one_kernel = self.fused.as_ref().is_some_and(|f| f.one_kernel);
+        let pieces = self.pieces();
         if np > 1 {
             self.start_copies(&main)?;
         }
-        if np > 1 && one_kernel {
-            self.push_and_mark(pa, buf, block_bytes)?;
-            self.run_fused((pc, pa, pb), gathered)?;
+        if let (true, Some(pieces)) = (np > 1, pieces) {
+            // The first piece to every peer before the launch, so the copy engines start at
+            // once; the kernel starts on this PE's rows while the host enqueues the rest.
+            self.push_pieces(pa, buf, 0..1)?;
+            let launched = self.run_fused((pc, pa, pb), gathered);
+            // Pushed even if the launch failed: the peers' kernels wait for every piece.
+            self.push_pieces(pa, buf, 1..pieces)?;
+            self.record_pushes()?;
             // The copy streams' reads of the shard are ordered before the call's end.
-            return self.join_copies(&main);
+            self.join_copies(&main)?;
+            return launched;
         }
+        let one_kernel = pieces.is_some();
         if np > 1 {
             self.pull_shards(pa, buf, block_bytes)?;
         }
