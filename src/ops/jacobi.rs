@@ -726,3 +726,42 @@ pub fn host_jacobi(u: &[f32], nx: usize, iters: usize) -> Vec<f32> {
     }
     a
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn for_size_picks_the_measured_best_and_a_listed_form() {
+        let pick = |n: usize| Fused::for_size(n, n);
+        assert_eq!(pick(1024), Fused::FIRST);
+        assert_eq!(pick(2048), Fused::FIRST);
+        let b4 = Fused {
+            sweep: Sweep::Batched { depth: 4 },
+            threads: THREADS,
+        };
+        assert_eq!((pick(4096), pick(8192)), (b4, b4));
+        let deep = Fused {
+            sweep: Sweep::Batched { depth: 8 },
+            threads: 512,
+        };
+        assert_eq!(pick(16384), deep);
+        // benches/halo.rs reports the pick's time from the forms it ran.
+        for n in [4, 1024, 2048, 4096, 8192, 16384, 1 << 20] {
+            assert!(FORMS.contains(&pick(n)), "{n}");
+        }
+    }
+
+    #[test]
+    fn every_listed_form_has_a_kernel_and_bad_depths_name_the_fix() {
+        for f in FORMS {
+            assert!(f.sweep.depth().is_ok(), "{f:?}");
+            assert!(f.threads == THREADS || f.threads == 512, "{f:?}");
+        }
+        assert_eq!(Sweep::Rolled.depth().unwrap(), 0);
+        for depth in [0, MAX_DEPTH + 1] {
+            let e = Sweep::Batched { depth }.depth().unwrap_err();
+            assert!(e.to_string().contains("Fix: pass a depth from 1 to 8"), "{e}");
+        }
+    }
+}
