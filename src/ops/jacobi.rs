@@ -761,7 +761,10 @@ mod tests {
         assert_eq!(Sweep::Rolled.depth().unwrap(), 0);
         for depth in [0, MAX_DEPTH + 1] {
             let e = Sweep::Batched { depth }.depth().unwrap_err();
-            assert!(e.to_string().contains("Fix: pass a depth from 1 to 8"), "{e}");
+            assert!(
+                e.to_string().contains("Fix: pass a depth from 1 to 8"),
+                "{e}"
+            );
         }
     }
 }
