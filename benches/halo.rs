@@ -2,31 +2,31 @@
 //! of N x N `f32` (N = 1024 to 16384; each PE one slab, periodic over the ring of PEs), eight
 //! ways in the same run:
 //!
-//! - `fused`: the example's persistent kernel in its default form (`jacobi::Fused::default()`:
-//!   batched sweep, each block's flag up after its band's edge rows), all iterations in one
-//!   launch (edge rows sent with `put_signal` while the interior is computed; neighbour flags,
-//!   no grid barrier);
-//! - `fused_batched_band`, `fused_rolled_edges`, `fused_rolled_band`: the other forms of the
-//!   same kernel (`jacobi::Sweep` `Batched` or `Rolled`; the flag after the edge rows or after
-//!   the whole band); `fused_rolled_band` is the kernel of the first measurements (run halo-1),
-//!   so the four separate what each change does;
+//! - the fused kernel's forms (`jacobi::FORMS`), all iterations in one launch (edge rows sent
+//!   with `put_signal` while the interior is computed; neighbour flags, no grid barrier):
+//!   `fused_rolled` (the kernel of the first measurements, run halo-1: one row's loads ahead,
+//!   1024-thread blocks), `fused_b2` and `fused_b4` (batches of 2 and 4 rows loaded at once,
+//!   1024-thread blocks, 64 registers a thread), `fused_512_b4` and `fused_512_b8` (batches of
+//!   4 and 8 rows in 512-thread blocks, up to 128 registers a thread: no spill);
 //! - `pgas`: per iteration `Halo2d::exchange_on` (a put-with-signal kernel) and one stencil
 //!   launch (the example's `jacobi_step`, batched sweep);
-//! - `pgas_rolled`: the same with the rolled sweep (halo-1's baseline);
 //! - `nccl`: per iteration NCCL send/recv of the two edge rows (grouped) and the same stencil
 //!   launch as `pgas`: what a user writes today;
 //! - `nccl_graph`: the same captured into one CUDA graph per timed run.
 //!
+//! `fused` is not a run of its own: at each N it is the form `jacobi::run_fused` picks
+//! (`Fused::for_size`), whose time the table and the `fused` FIGURE lines repeat.
+//!
 //! Each (size, way) runs one warm-up and `REPS` timed runs of `iters` iterations (CUDA events
 //! on one stream; the median is reported as microseconds per iteration). Every way starts from
 //! the same field and runs the same number of iterations, and its final field must equal the
-//! fused one bit for bit (the stencil is exact in `f32`); the fused kernel also matches the
-//! host's smoother exactly over a short run at N <= 2048. A mismatch fails the run (exit 1).
-//! PE 0 prints a table (every way's time, `fused` against each baseline and against
-//! `fused_rolled_band`) and `FIGURE` lines: every way's time, `fused`'s speedup over each
-//! baseline, and each fused form's speedup over the fastest baseline of that size (`pgas`,
-//! `nccl` or `nccl_graph`: the one to beat); given an OUTDIR, it writes `halo.md`,
-//! `halo_time.png` and `halo_speedup.png` there.
+//! first one bit for bit (the stencil is exact in `f32`); `run_fused` (the default form) also
+//! matches the host's smoother exactly over a short run at N <= 2048. A mismatch fails the run
+//! (exit 1). PE 0 prints a table (every way's time, the default form and its time, `fused`
+//! against each baseline and against `fused_rolled`) and `FIGURE` lines: every way's time,
+//! `fused`'s time and speedup over each baseline, and each fused form's speedup over the
+//! fastest baseline of that size (`pgas`, `nccl` or `nccl_graph`: the one to beat); given an
+//! OUTDIR, it writes `halo.md`, `halo_time.png` and `halo_speedup.png` there.
 //!
 //! ```text
 //! NVSHMEM_DISABLE_CUDA_VMM=1 pgas-run -n 2 -- target/release/deps/halo-<hash> [OUTDIR]
@@ -65,59 +65,43 @@ const HOST_CHECK_MAX: usize = 2048;
 #[derive(Clone, Copy, PartialEq)]
 enum Way {
     Fused(Fused),
-    Pgas(Sweep),
+    Pgas,
     Nccl,
     NcclGraph,
 }
 
-const WAYS: [Way; 8] = [
-    Way::Fused(Fused {
-        sweep: Sweep::Batched,
-        edges_first: true,
-    }),
-    Way::Fused(Fused {
-        sweep: Sweep::Batched,
-        edges_first: false,
-    }),
-    Way::Fused(Fused {
-        sweep: Sweep::Rolled,
-        edges_first: true,
-    }),
-    Way::Fused(Fused::FIRST),
-    Way::Pgas(Sweep::Batched),
-    Way::Pgas(Sweep::Rolled),
-    Way::Nccl,
-    Way::NcclGraph,
-];
-
-/// The baselines the fused kernel must beat, as indices into [`WAYS`]: `pgas`, `nccl`,
-/// `nccl_graph` (all with the default sweep).
-const BASELINES: [usize; 3] = [4, 6, 7];
-
-/// [`WAYS`]'s index of `fused_rolled_band`, the kernel first measured.
-const FIRST: usize = 3;
+/// Every fused form, then the baselines.
+fn ways() -> Vec<Way> {
+    let mut w: Vec<Way> = jacobi::FORMS.iter().map(|&f| Way::Fused(f)).collect();
+    w.extend([Way::Pgas, Way::Nccl, Way::NcclGraph]);
+    w
+}
 
 impl Way {
     fn name(self) -> String {
         match self {
-            Way::Fused(f) if f == Fused::default() => "fused".to_owned(),
-            Way::Fused(f) => format!(
-                "fused_{}_{}",
-                sweep_name(f.sweep),
-                if f.edges_first { "edges" } else { "band" }
-            ),
-            Way::Pgas(s) if s == Sweep::default() => "pgas".to_owned(),
-            Way::Pgas(s) => format!("pgas_{}", sweep_name(s)),
+            Way::Fused(f) => format!("fused{}", form_suffix(f)),
+            Way::Pgas => "pgas".to_owned(),
             Way::Nccl => "nccl".to_owned(),
             Way::NcclGraph => "nccl_graph".to_owned(),
         }
     }
+
+    fn is_baseline(self) -> bool {
+        !matches!(self, Way::Fused(_))
+    }
 }
 
-fn sweep_name(s: Sweep) -> &'static str {
-    match s {
-        Sweep::Batched => "batched",
-        Sweep::Rolled => "rolled",
+/// `_rolled`, `_b4`, `_512_b8`: a fused form's name after `fused`.
+fn form_suffix(f: Fused) -> String {
+    let threads = if f.threads == jacobi::THREADS {
+        String::new()
+    } else {
+        format!("_{}", f.threads)
+    };
+    match f.sweep {
+        Sweep::Rolled => format!("{threads}_rolled"),
+        Sweep::Batched { depth } => format!("{threads}_b{depth}"),
     }
 }
 
@@ -230,7 +214,7 @@ fn measure(
             Way::Fused(form) => {
                 jacobi::run_fused_with(h, stream, iters, fused_blocks, false, form)?
             }
-            Way::Pgas(sweep) => jacobi::run_unfused_with(h, stream, iters, step, false, sweep)?,
+            Way::Pgas => jacobi::run_unfused(h, stream, iters, step, false)?,
             Way::Nccl => run_nccl(p, h, comm.ok_or("NCCL is not loaded")?, stream, iters, step)?,
             Way::NcclGraph => {
                 graph.as_ref().ok_or("no graph")?.launch()?;
@@ -264,7 +248,8 @@ fn times(x: f64) -> String {
     }
 }
 
-/// The fused kernel over `CHECK_ITERS` iterations against the host's smoother, exactly.
+/// `run_fused` (the form `Fused::for_size` picks) over `CHECK_ITERS` iterations against the
+/// host's smoother, exactly.
 fn host_check(p: &Pgas, n: usize, stream: &Arc<CudaStream>, max_blocks: usize) -> BenchResult<()> {
     let (me, pes) = (p.my_pe(), p.n_pes());
     let mut h = fresh(p, n)?;
@@ -349,6 +334,15 @@ fn main() -> BenchResult<()> {
             }
         );
     }
+    let ways = ways();
+    let names: Vec<String> = ways.iter().map(|w| w.name()).collect();
+    // The baselines the fused kernel must beat (`pgas`, `nccl`, `nccl_graph`) and the kernel
+    // first measured, as indices into `ways`.
+    let baselines: Vec<usize> = (0..ways.len()).filter(|&i| ways[i].is_baseline()).collect();
+    let first = ways
+        .iter()
+        .position(|&w| w == Way::Fused(Fused::FIRST))
+        .ok_or("jacobi::FORMS lacks Fused::FIRST")?;
     // results[size][way] = microseconds per iteration (runs), empty where not run.
     let mut results: Vec<Vec<Vec<f64>>> = Vec::new();
     let mut iters_of = Vec::new();
@@ -358,9 +352,9 @@ fn main() -> BenchResult<()> {
         if n <= HOST_CHECK_MAX {
             host_check(&p, n, &stream, max_blocks)?;
         }
-        let mut row: Vec<Vec<f64>> = vec![Vec::new(); WAYS.len()];
+        let mut row: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
         let mut reference: Option<Vec<f32>> = None;
-        for (wi, &way) in WAYS.iter().enumerate() {
+        for (wi, &way) in ways.iter().enumerate() {
             if matches!(way, Way::Nccl | Way::NcclGraph) && comm.is_none() {
                 continue;
             }
@@ -378,9 +372,10 @@ fn main() -> BenchResult<()> {
                 Some(r) => {
                     if let Some(i) = (0..r.len()).find(|&i| r[i].to_bits() != field[i].to_bits()) {
                         return Err(format!(
-                            "N = {n}: {} differs from fused after {} iterations at row {}, \
+                            "N = {n}: {} differs from {} after {} iterations at row {}, \
                              column {}: {} != {}",
                             way.name(),
+                            names[0],
                             (1 + REPS) * iters as usize,
                             i / n,
                             i % n,
@@ -394,10 +389,10 @@ fn main() -> BenchResult<()> {
             row[wi] = us;
         }
         if me == 0 {
-            let times: Vec<String> = WAYS
+            let times: Vec<String> = names
                 .iter()
                 .zip(&row)
-                .map(|(w, us)| format!("{} {}", w.name(), show(median(us))))
+                .map(|(name, us)| format!("{name} {}", show(median(us))))
                 .collect();
             println!(
                 "{BENCH}: N = {n}: {iters} iterations a run; us/iteration {}; fields equal",
@@ -409,17 +404,16 @@ fn main() -> BenchResult<()> {
     if me != 0 {
         return Ok(());
     }
-    let names: Vec<String> = WAYS.iter().map(|w| w.name()).collect();
     let mut table = format!(
         "# 2-D Jacobi with halo exchange on {machine}\n\n\
          Per GPU an N x N f32 slab (periodic ring of {pes} PE(s)); median microseconds per \
          iteration over {REPS} timed runs (min-max in the FIGURE notes); speedup = other / fused. \
-         `fused` is the default form; `fused_rolled_band` the kernel first measured; \
-         `pgas_rolled` the unfused baseline with that kernel's sweep.\n\n\
-         | N (field per GPU) | iterations a run | {} | fused vs pgas | fused vs NCCL | fused vs NCCL graph | fused vs fused_rolled_band |\n\
+         `fused` is the form `run_fused` picks at that N (`Fused::for_size`); `fused_rolled` the \
+         kernel first measured.\n\n\
+         | N (field per GPU) | iterations a run | {} | fused (form) | fused | fused vs pgas | fused vs NCCL | fused vs NCCL graph | fused vs fused_rolled |\n\
          |{}\n",
         names.join(" | "),
-        " --- |".repeat(WAYS.len() + 6)
+        " --- |".repeat(ways.len() + 8)
     );
     let mut time_series: Vec<Series> = names
         .iter()
@@ -428,7 +422,7 @@ fn main() -> BenchResult<()> {
             points: Vec::new(),
         })
         .collect();
-    let mut speed_series: Vec<Series> = BASELINES
+    let mut speed_series: Vec<Series> = baselines
         .iter()
         .map(|&b| Series {
             name: format!("fused vs {}", names[b]),
@@ -438,18 +432,26 @@ fn main() -> BenchResult<()> {
     for (si, &n) in sizes.iter().enumerate() {
         let r = &results[si];
         let m: Vec<f64> = r.iter().map(|v| median(v)).collect();
+        // The default form at this N: one of the ways, so its time is already measured.
+        let chosen = Way::Fused(Fused::for_size(n, n));
+        let d = ways
+            .iter()
+            .position(|&w| w == chosen)
+            .ok_or("Fused::for_size picked a form outside jacobi::FORMS")?;
         let bytes = n * n * 4;
         let cells: Vec<String> = m.iter().map(|&x| show(x)).collect();
         let _ = writeln!(
             table,
-            "| {n} ({}) | {} | {} | {} | {} | {} | {} |",
+            "| {n} ({}) | {} | {} | {} | {} | {} | {} | {} | {} |",
             human(bytes),
             iters_of[si],
             cells.join(" | "),
-            times(m[BASELINES[0]] / m[0]),
-            times(m[BASELINES[1]] / m[0]),
-            times(m[BASELINES[2]] / m[0]),
-            times(m[FIRST] / m[0]),
+            names[d],
+            show(m[d]),
+            times(m[baselines[0]] / m[d]),
+            times(m[baselines[1]] / m[d]),
+            times(m[baselines[2]] / m[d]),
+            times(m[first] / m[d]),
         );
         for (wi, name) in names.iter().enumerate() {
             time_series[wi].points.push((bytes as f64, m[wi]));
@@ -472,29 +474,41 @@ fn main() -> BenchResult<()> {
                 );
             }
         }
-        for (bi, &b) in BASELINES.iter().enumerate() {
-            speed_series[bi].points.push((bytes as f64, m[b] / m[0]));
+        if m[d].is_finite() {
+            emit(
+                BENCH,
+                &machine,
+                &Figure {
+                    name: format!("jacobi2d_{n}_fused_us_per_iter"),
+                    value: m[d],
+                    unit: "us",
+                    note: format!("the default form at this N: {}", names[d]),
+                },
+            );
+        }
+        for (bi, &b) in baselines.iter().enumerate() {
+            speed_series[bi].points.push((bytes as f64, m[b] / m[d]));
             if m[b].is_finite() {
                 emit(
                     BENCH,
                     &machine,
                     &Figure {
                         name: format!("jacobi2d_{n}_fused_speedup_vs_{}", names[b]),
-                        value: m[b] / m[0],
+                        value: m[b] / m[d],
                         unit: "x",
-                        note: "medians".to_owned(),
+                        note: format!("medians; fused is {} here", names[d]),
                     },
                 );
             }
         }
         // The issue's bar: each fused form against the fastest baseline that ran at this size.
-        let best = BASELINES
+        let best = baselines
             .iter()
             .filter(|&&b| m[b].is_finite())
             .min_by(|&&a, &&b| m[a].total_cmp(&m[b]));
         if let Some(&b) = best {
-            for (wi, w) in WAYS.iter().enumerate() {
-                if matches!(w, Way::Fused(_)) && m[wi].is_finite() {
+            for (wi, w) in ways.iter().enumerate() {
+                if !w.is_baseline() && m[wi].is_finite() {
                     emit(
                         BENCH,
                         &machine,

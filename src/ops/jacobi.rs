@@ -14,11 +14,11 @@
 //! and the GPU suite (`tests/gpu_suite/halo.rs`) runs them on every PE count.
 //!
 //! Both kernels come in forms that compute the same values: how a thread walks its rows
-//! ([`Sweep`]: one row's loads ahead, or batches of four rows loaded at once) and, for the fused
-//! kernel, when a block tells its neighbours an iteration is done ([`Fused::edges_first`]: after
-//! its band's edge rows, or after the whole band). [`run_fused`] and [`run_unfused`] run the
-//! defaults; [`run_fused_with`] and [`run_unfused_with`] any form, which `benches/halo.rs` times
-//! side by side.
+//! ([`Sweep`]: one row's loads ahead, or batches of 1 to 8 rows loaded at once) and, for the
+//! fused kernel, its block size ([`Fused::threads`]: 1024 threads with 64 registers each, or 512
+//! with up to 128, room for deeper batches). [`run_fused`] runs the form [`Fused::for_size`]
+//! picks for the slab, [`run_unfused`] the default [`Sweep`]; [`run_fused_with`] and
+//! [`run_unfused_with`] any form, which `benches/halo.rs` times side by side ([`FORMS`]).
 
 use cudarc::driver::CudaStream;
 
@@ -96,15 +96,17 @@ fn sweep_rolled(
 }
 
 /// Rows `ra..rb` of the plane at `dst` from the plane at `src`, as [`sweep_rolled`] computes
-/// them, in the [`Sweep::Batched`] form: a work item is a 4-column strip as tall as the band
-/// divided among the block's threads allows (the whole band when the block has a thread for
-/// every strip of it), walked in batches of 4 rows. A batch first loads all its rows below and
-/// its edge columns, then computes and stores its rows: four 16-byte loads in flight per thread
-/// where the rolled form has one. The kernels use all 64 registers a thread of a 1024-thread
-/// block may have (`max_threads`), so that block is alone on its SM and these loads are all the
-/// SM's memory parallelism; four rows a batch still fit without spilling. A tall strip also
-/// reads the rows above and below it (read again by the neighbouring strips, long after, so
-/// from DRAM) once per band rather than once per 8 rows.
+/// them, in the [`Sweep::Batched`] form, `depth` rows a batch (1 to [`MAX_DEPTH`]): a work item
+/// is a 4-column strip as tall as the band divided among the block's threads allows (the whole
+/// band when the block has a thread for every strip of it), walked in batches. A batch first
+/// loads all its rows below and its edge columns, then computes and stores its rows: `depth`
+/// 16-byte loads in flight per thread where the rolled form has one. A tall strip also reads
+/// the rows above and below it (read again by the neighbouring strips, long after, so from
+/// DRAM) once per band rather than once per 8 rows.
+///
+/// The batch loops run to [`MAX_DEPTH`] with the rows past `depth` skipped, so every index into
+/// the rows held is a constant once they are unrolled and the rows stay in registers whatever
+/// `depth` is (a comptime value of the kernel: the skipped rows compile away).
 #[pgas_device]
 fn sweep_batched(
     field: &mut SymTensor<f32>,
@@ -113,6 +115,7 @@ fn sweep_batched(
     nx: usize,
     ra: usize,
     rb: usize,
+    depth: usize,
 ) {
     let nv = nx / 4;
     let threads = block_dim_x() as usize;
@@ -121,7 +124,7 @@ fn sweep_batched(
     let mut item = thread_idx_x() as usize;
     // Offsets from a row's vector (wrapping differences): its edge columns and the same vector
     // in the output plane. With one running offset, few 64-bit indices stay live beside the
-    // rows held, which keeps the batch's loads within 64 registers.
+    // rows held, which keeps a batch of 4 within 64 registers.
     let dd = dst - src;
     while item < items {
         let j = (item % nv) * 4;
@@ -132,23 +135,23 @@ fn sweep_batched(
         // The batch's first row; w[k] holds the row k - 1 below it (the two rows above the
         // batch carry over from the one before).
         let mut at = src + r0 * nx + j;
-        let mut w = [load_vec16(&field[at - nx]); 6];
+        let mut w = [load_vec16(&field[at - nx]); 10];
         w[1] = load_vec16(&field[at]);
-        let mut left = [0.0f32; 4];
-        let mut right = [0.0f32; 4];
+        let mut left = [0.0f32; 8];
+        let mut right = [0.0f32; 8];
         let mut done = 0;
         while done < n {
-            for k in 0..4 {
+            for k in 0..8 {
                 // Past the item's last row the loads would leave the plane: skipped.
-                if done + k < n {
+                if k < depth && done + k < n {
                     let row = at + k * nx;
                     w[k + 2] = load_vec16(&field[row + nx]);
                     left[k] = field[row + dl];
                     right[k] = field[row + dr];
                 }
             }
-            for k in 0..4 {
-                if done + k < n {
+            for k in 0..8 {
+                if k < depth && done + k < n {
                     let up = w[k];
                     let mid = w[k + 1];
                     let dn = w[k + 2];
@@ -171,10 +174,16 @@ fn sweep_batched(
                     store_vec16(&mut field[at + k * nx + dd], out);
                 }
             }
-            w[0] = w[4];
-            w[1] = w[5];
-            at += 4 * nx;
-            done += 4;
+            // The batch's last row and the one below it are the next batch's rows above and
+            // at its first row (a loop so that the indices are constants).
+            for k in 0..8 {
+                if k + 1 == depth {
+                    w[0] = w[k + 1];
+                    w[1] = w[k + 2];
+                }
+            }
+            at += depth * nx;
+            done += depth;
         }
         item += threads;
     }
@@ -187,7 +196,8 @@ fn cell(mid: f32, up: f32, dn: f32, left: f32, right: f32) -> f32 {
     0.5 * mid + 0.125 * ((up + dn) + (left + right))
 }
 
-/// Rows `ra..rb` (none when `rb <= ra`) in the form `batched` names ([`Sweep`]).
+/// Rows `ra..rb` (none when `rb <= ra`); `depth`: the [`Sweep`] form (0: rolled, else batched
+/// with `depth` rows a batch; [`Sweep::depth`]).
 #[pgas_device]
 fn sweep(
     field: &mut SymTensor<f32>,
@@ -196,11 +206,11 @@ fn sweep(
     nx: usize,
     ra: usize,
     rb: usize,
-    batched: bool,
+    depth: usize,
 ) {
     if rb > ra {
-        if batched {
-            sweep_batched(field, src, dst, nx, ra, rb);
+        if depth > 0 {
+            sweep_batched(field, src, dst, nx, ra, rb, depth);
         } else {
             sweep_rolled(field, src, dst, nx, ra, rb);
         }
@@ -208,7 +218,7 @@ fn sweep(
 }
 
 /// One iteration over this PE's rows, plane `src` (halos in place) to plane `dst`; block `b`
-/// of `nb` takes rows `1 + b * rows / nb ..`; `batched`: the [`Sweep`] form.
+/// of `nb` takes rows `1 + b * rows / nb ..`; `depth`: the [`Sweep`] form ([`Sweep::depth`]).
 #[pgas_kernel(max_threads = 1024)]
 pub fn jacobi_step(
     field: &mut SymTensor<f32>,
@@ -216,7 +226,7 @@ pub fn jacobi_step(
     dst: usize,
     nx: usize,
     rows: usize,
-    #[comptime] batched: bool,
+    #[comptime] depth: usize,
 ) {
     let b = block_idx_x() as usize;
     let nb = grid_dim_x() as usize;
@@ -227,17 +237,18 @@ pub fn jacobi_step(
         nx,
         1 + b * rows / nb,
         1 + (b + 1) * rows / nb,
-        batched,
+        depth,
     );
 }
 
 /// Iterations `base .. base + iters` in one launch (see the module docs and
-/// `pgas::ops::halo`'s protocol). Every block must be resident: they wait for each other.
-/// `batched` and `edges_first` are the form ([`Fused`]). The flag of block `b` holds the
-/// iterations whose rows the neighbouring bands read (its band's first and last rows) are
-/// written: with `edges_first` it goes up after those two rows, else after the whole band.
-#[pgas_kernel(max_threads = 1024)]
-pub fn jacobi_fused(
+/// `pgas::ops::halo`'s protocol), the body of both fused kernels ([`jacobi_fused`],
+/// [`jacobi_fused_512`]: the same code under two register budgets). Every block must be
+/// resident: they wait for each other. `depth`: the [`Sweep`] form. The flag of block `b` holds
+/// the iterations whose band it has written (the neighbouring bands read its first and last
+/// rows).
+#[pgas_device]
+fn fused_iterations(
     field: &mut SymTensor<f32>,
     sig: &mut SymTensor<u64>,
     flags: &mut SymTensor<u64>,
@@ -249,8 +260,7 @@ pub fn jacobi_fused(
     down: i32,
     base: u64,
     iters: u32,
-    #[comptime] batched: bool,
-    #[comptime] edges_first: bool,
+    depth: usize,
 ) {
     let b = block_idx_x() as usize;
     let nb = grid_dim_x() as usize;
@@ -310,29 +320,14 @@ pub fn jacobi_fused(
         }
         sync_threads();
         let send = k + 1 < iters;
-        if edges_first {
-            // The band's first and last rows are all its neighbours read of it (and the only
-            // rows of theirs it reads), so the flag goes up once they are written, and the
-            // interior follows while the neighbours already go on: a band may run up to an
-            // iteration ahead of the next, which absorbs their differences in speed.
-            sweep(field, src, dst, nx, ra, ra + 1, batched);
-            sweep(field, src, dst, nx, max(ra + 1, rb - 1), rb, batched);
+        if top {
+            sweep(field, src, dst, nx, 1, 2, depth);
+        }
+        if bottom {
+            sweep(field, src, dst, nx, rows, rows + 1, depth);
+        }
+        if (top || bottom) && send {
             sync_threads();
-            if first {
-                // Release: the edge rows before the flag that announces them.
-                threadfence();
-                atomic_exch_local(&mut flags[b], e + 1);
-            }
-        } else {
-            if top {
-                sweep(field, src, dst, nx, 1, 2, batched);
-            }
-            if bottom {
-                sweep(field, src, dst, nx, rows, rows + 1, batched);
-            }
-            if (top || bottom) && send {
-                sync_threads();
-            }
         }
         if top && send {
             put_signal_nbi_block(
@@ -354,77 +349,181 @@ pub fn jacobi_fused(
                 down,
             );
         }
-        if edges_first {
-            sweep(field, src, dst, nx, ra + 1, rb - 1, batched);
-            sync_threads();
-        } else {
-            sweep(field, src, dst, nx, lo, hi, batched);
-            sync_threads();
-            if first {
-                // Release: the band's rows before the flag that announces them.
-                threadfence();
-                atomic_exch_local(&mut flags[b], e + 1);
-            }
+        sweep(field, src, dst, nx, lo, hi, depth);
+        sync_threads();
+        if first {
+            // Release: the band's rows before the flag that announces them.
+            threadfence();
+            atomic_exch_local(&mut flags[b], e + 1);
         }
     }
 }
 
-/// Threads per block of both stencil kernels.
+/// The fused kernel in blocks of 1024 threads: at most 64 registers a thread (a 64K-register
+/// SM holds one such block).
+#[pgas_kernel(max_threads = 1024)]
+pub fn jacobi_fused(
+    field: &mut SymTensor<f32>,
+    sig: &mut SymTensor<u64>,
+    flags: &mut SymTensor<u64>,
+    nx: usize,
+    rows: usize,
+    plane: usize,
+    up_halo: usize,
+    up: i32,
+    down: i32,
+    base: u64,
+    iters: u32,
+    #[comptime] depth: usize,
+) {
+    fused_iterations(
+        field, sig, flags, nx, rows, plane, up_halo, up, down, base, iters, depth,
+    );
+}
+
+/// The fused kernel in blocks of 512 threads: up to 128 registers a thread, room for a batch
+/// of 8 rows with nothing spilled (still one block an SM: see [`Fused::threads`]).
+#[pgas_kernel(max_threads = 512)]
+pub fn jacobi_fused_512(
+    field: &mut SymTensor<f32>,
+    sig: &mut SymTensor<u64>,
+    flags: &mut SymTensor<u64>,
+    nx: usize,
+    rows: usize,
+    plane: usize,
+    up_halo: usize,
+    up: i32,
+    down: i32,
+    base: u64,
+    iters: u32,
+    #[comptime] depth: usize,
+) {
+    fused_iterations(
+        field, sig, flags, nx, rows, plane, up_halo, up, down, base, iters, depth,
+    );
+}
+
+/// Threads per block of the unfused stencil kernel ([`jacobi_step`]) and of the fused kernel's
+/// 1024-thread forms.
 pub const THREADS: u32 = 1024;
 
+/// The deepest batch [`Sweep::Batched`] takes: the rows a batch holds are an array of
+/// `MAX_DEPTH + 2` vectors.
+pub const MAX_DEPTH: usize = 8;
+
 /// How the stencil kernels walk a band of rows (both kernels take it; `benches/halo.rs` times
-/// each). Both compute the same values bit for bit.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// each). Every form computes the same values bit for bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sweep {
     /// A thread walks 4 columns of up to 8 rows with the next row's loads in flight: one
     /// 16-byte load ahead of use per thread (the form of the first measurements, run halo-1).
+    /// Best while the field fits L2 (its short items spread a small band over every thread).
     Rolled,
     /// A thread walks 4 columns of as many rows as the band divided among the block's threads
-    /// gives it, loading 4 rows at once before computing them: four 16-byte loads in flight per
-    /// thread. A 1024-thread block is the only one on its SM (the kernels use 64 registers a
-    /// thread), so these loads are all the memory parallelism the SM has: at large fields one
-    /// load a thread leaves HBM idle part of the time, more so on faster memory (H200).
-    #[default]
-    Batched,
+    /// gives it, loading `depth` rows (1 to [`MAX_DEPTH`]) at once before computing them:
+    /// `depth` 16-byte loads in flight per thread, the memory parallelism a DRAM-bound sweep
+    /// needs with one block an SM. `depth` costs registers: 4 is what a 1024-thread block's 64
+    /// registers a thread hold; 8 needs a 512-thread block's budget ([`Fused::threads`]).
+    Batched {
+        /// Rows loaded at once per thread.
+        depth: usize,
+    },
 }
 
-impl Sweep {
-    fn batched(self) -> bool {
-        self == Sweep::Batched
+impl Default for Sweep {
+    /// [`Sweep::Batched`] 4 deep: the unfused kernel's form ([`run_unfused`]).
+    fn default() -> Sweep {
+        Sweep::Batched { depth: 4 }
     }
 }
 
-/// The form of the fused kernel ([`run_fused_with`]); [`Fused::default`] is what [`run_fused`]
-/// runs. Every form computes the same values bit for bit.
+impl Sweep {
+    /// The kernels' comptime `depth`: 0 for [`Sweep::Rolled`], else the batch depth. An `Err`
+    /// for a batch depth outside 1 to [`MAX_DEPTH`].
+    pub fn depth(self) -> Result<usize> {
+        match self {
+            Sweep::Rolled => Ok(0),
+            Sweep::Batched { depth } if (1..=MAX_DEPTH).contains(&depth) => Ok(depth),
+            Sweep::Batched { depth } => Err(Error::InvalidConfig {
+                name: "jacobi Sweep::Batched depth",
+                value: depth.to_string(),
+                reason: format!(
+                    "a batch holds its rows in registers, 1 to {MAX_DEPTH} of them. Fix: pass \
+                     a depth from 1 to {MAX_DEPTH} (4 for 1024-thread blocks, 8 for 512)"
+                ),
+            }),
+        }
+    }
+}
+
+/// The form of the fused kernel ([`run_fused_with`]); [`Fused::for_size`] is what
+/// [`run_fused`] runs. Every form computes the same values bit for bit, and every form is one
+/// block an SM, so [`Halo2d::resident_blocks`] holds for all of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fused {
     /// How each block walks its band.
     pub sweep: Sweep,
-    /// When a block announces an iteration to the neighbouring bands. `true`: it computes its
-    /// band's first and last rows (all the neighbours read of it) first, raises its flag, then
-    /// computes the interior, so the neighbours start the next iteration while it does, and a
-    /// band may run up to one iteration ahead of the next: differences in speed between blocks
-    /// are absorbed instead of every block running at the pace of the slowest chain of
-    /// neighbours. `false`: the flag goes up once the whole band is written (the form of the
-    /// first measurements, run halo-1).
-    pub edges_first: bool,
+    /// Threads per block: 1024 ([`jacobi_fused`], at most 64 registers a thread) or 512
+    /// ([`jacobi_fused_512`], up to 128: the batched forms there use 97 and 126, ptxas at
+    /// sm_90, so such a block is alone on its SM: half the warps, each with twice the registers
+    /// for rows in flight). Either way one block an SM is always resident (64K registers), which
+    /// is all [`Halo2d::resident_blocks`] assumes.
+    pub threads: u32,
 }
 
-impl Default for Fused {
-    fn default() -> Fused {
-        Fused {
-            sweep: Sweep::Batched,
-            edges_first: true,
-        }
-    }
-}
+/// The fused forms `benches/halo.rs` times side by side (and the GPU suite checks), the kernel
+/// first measured (run halo-1) first.
+pub const FORMS: [Fused; 5] = [
+    Fused::FIRST,
+    Fused {
+        sweep: Sweep::Batched { depth: 2 },
+        threads: 1024,
+    },
+    Fused {
+        sweep: Sweep::Batched { depth: 4 },
+        threads: 1024,
+    },
+    Fused {
+        sweep: Sweep::Batched { depth: 4 },
+        threads: 512,
+    },
+    Fused {
+        sweep: Sweep::Batched { depth: 8 },
+        threads: 512,
+    },
+];
 
 impl Fused {
-    /// The kernel as first measured (run halo-1): [`Sweep::Rolled`], flag after the band.
+    /// The kernel as first measured (run halo-1): [`Sweep::Rolled`] in 1024-thread blocks.
     pub const FIRST: Fused = Fused {
         sweep: Sweep::Rolled,
-        edges_first: false,
+        threads: 1024,
     };
+
+    /// The form [`run_fused`] runs for a slab of `rows` rows of `nx` values, from the
+    /// measurements in `docs/ops.md` (2 x H100, run 62): while both planes fit the 50 MB L2
+    /// (a plane of at most 16 MiB: N <= 2048), [`Sweep::Rolled`] (13.4 us against the
+    /// batched sweep's 15.0 at N = 2048, even at 1024); up to a plane of 256 MiB (N = 8192),
+    /// batched 4 deep in 1024-thread blocks (52.0 and 218 us, the fastest form at 4096 and
+    /// 8192); above, where every 1024-thread form lost to the unfused sweep (881 against 849
+    /// us at N = 16384) with `jacobi_fused` spilling at 64 registers, batched 8 deep in
+    /// 512-thread blocks (no spill, the same 64 KiB in flight an SM).
+    pub fn for_size(nx: usize, rows: usize) -> Fused {
+        let plane = nx.saturating_mul(rows).saturating_mul(4);
+        if plane <= 16 << 20 {
+            Fused::FIRST
+        } else if plane <= 256 << 20 {
+            Fused {
+                sweep: Sweep::Batched { depth: 4 },
+                threads: 1024,
+            }
+        } else {
+            Fused {
+                sweep: Sweep::Batched { depth: 8 },
+                threads: 512,
+            }
+        }
+    }
 }
 
 /// The stencil's 16-byte vectors need whole vectors per row. `nx` is the same on every PE
@@ -443,9 +542,9 @@ fn check_vector_rows(halo: &Halo2d) -> Result<()> {
 }
 
 /// Runs `iters` iterations in one launch of `blocks` blocks on `stream` (`checked`: the
-/// bounds-checked variant), in the default form ([`Fused::default`]). `blocks` is at most
-/// [`Halo2d::resident_blocks`], which is the same on every PE, so a grid that cannot be resident
-/// is an `Err` on every PE before any launch.
+/// bounds-checked variant), in the form [`Fused::for_size`] picks for this PE's slab. `blocks`
+/// is at most [`Halo2d::resident_blocks`], which is the same on every PE, so a grid that cannot
+/// be resident is an `Err` on every PE before any launch.
 pub fn run_fused(
     halo: &mut Halo2d,
     stream: &CudaStream,
@@ -453,11 +552,13 @@ pub fn run_fused(
     blocks: usize,
     checked: bool,
 ) -> Result<()> {
-    run_fused_with(halo, stream, iters, blocks, checked, Fused::default())
+    let form = Fused::for_size(halo.nx(), halo.rows());
+    run_fused_with(halo, stream, iters, blocks, checked, form)
 }
 
-/// [`run_fused`] in the form `form` (each form is its own specialization of `jacobi_fused`,
-/// compiled on first use).
+/// [`run_fused`] in the form `form` (each form is its own specialization of [`jacobi_fused`]
+/// or [`jacobi_fused_512`], compiled on first use). An `Err` for a form no kernel has (threads
+/// other than 512 or 1024, a batch depth outside 1 to [`MAX_DEPTH`]).
 pub fn run_fused_with(
     halo: &mut Halo2d,
     stream: &CudaStream,
@@ -467,6 +568,16 @@ pub fn run_fused_with(
     form: Fused,
 ) -> Result<()> {
     check_vector_rows(halo)?;
+    let depth = form.sweep.depth()?;
+    if form.threads != 512 && form.threads != THREADS {
+        return Err(Error::InvalidConfig {
+            name: "jacobi Fused::threads",
+            value: form.threads.to_string(),
+            reason: "the fused kernel comes in blocks of 1024 threads (jacobi_fused) and 512 \
+                     (jacobi_fused_512). Fix: pass threads 1024 or 512"
+                .to_owned(),
+        });
+    }
     if blocks == 0 || blocks > halo.resident_blocks() {
         return Err(Error::InvalidConfig {
             name: "jacobi_fused blocks",
@@ -484,59 +595,34 @@ pub fn run_fused_with(
     }
     let (nx, rows, plane, up_halo) = (halo.nx(), halo.rows(), halo.plane_len(), halo.up_halo_row());
     let (up, down, base) = (halo.up() as i32, halo.down() as i32, halo.epoch());
-    let (batched, edges_first) = (form.sweep.batched(), form.edges_first);
-    let cfg = LaunchConfig::blocks(blocks as u32, THREADS);
+    let cfg = LaunchConfig::blocks(blocks as u32, form.threads);
     let pgas = halo.pgas().clone();
     let p = halo.parts_mut();
-    if checked {
-        jacobi_fused::launch_on(
-            &pgas,
-            stream,
-            cfg,
-            p.field,
-            p.sig,
-            p.flags,
-            nx,
-            rows,
-            plane,
-            up_halo,
-            up,
-            down,
-            base,
-            iters,
-            batched,
-            edges_first,
-        )?;
-    } else {
-        // SAFETY: the same launch the checked variant runs without traps in the self-check;
-        // every index stays within the planes Halo2d laid out.
-        unsafe {
-            jacobi_fused::launch_unchecked_on(
-                &pgas,
-                stream,
-                cfg,
-                p.field,
-                p.sig,
-                p.flags,
-                nx,
-                rows,
-                plane,
-                up_halo,
-                up,
-                down,
-                base,
-                iters,
-                batched,
-                edges_first,
-            )?;
-        }
+    // The two kernels take the same arguments; one launch site per kernel and variant.
+    macro_rules! launch {
+        ($kernel:ident, $launch:ident) => {
+            $kernel::$launch(
+                &pgas, stream, cfg, p.field, p.sig, p.flags, nx, rows, plane, up_halo, up, down,
+                base, iters, depth,
+            )
+        };
+    }
+    match (form.threads == THREADS, checked) {
+        (true, true) => launch!(jacobi_fused, launch_on)?,
+        (false, true) => launch!(jacobi_fused_512, launch_on)?,
+        // SAFETY: the same launch the checked variant runs without traps in the GPU suite
+        // (every form); every index stays within the planes Halo2d laid out.
+        (true, false) => unsafe { launch!(jacobi_fused, launch_unchecked_on)? },
+        // SAFETY: as the arm above, for the 512-thread kernel (the same code).
+        (false, false) => unsafe { launch!(jacobi_fused_512, launch_unchecked_on)? },
     }
     halo.advance(iters as u64);
     Ok(())
 }
 
 /// Launches one [`jacobi_step`] over this PE's rows, from plane `src` to plane `dst`, with
-/// `blocks` blocks (at least one, at most one per row), walking the rows as `sweep` says.
+/// `blocks` blocks (at least one, at most one per row), walking the rows as `sweep` says (an
+/// `Err` for a batch depth outside 1 to [`MAX_DEPTH`]).
 #[allow(clippy::too_many_arguments)]
 pub fn launch_step(
     pgas: &Pgas,
@@ -549,13 +635,13 @@ pub fn launch_step(
     checked: bool,
 ) -> Result<()> {
     let cfg = LaunchConfig::blocks(blocks.clamp(1, rows) as u32, THREADS);
-    let batched = sweep.batched();
+    let depth = sweep.depth()?;
     if checked {
-        jacobi_step::launch_on(pgas, stream, cfg, field, src, dst, nx, rows, batched)
+        jacobi_step::launch_on(pgas, stream, cfg, field, src, dst, nx, rows, depth)
     } else {
         // SAFETY: as in `run_fused`: rows 0..=rows + 1 of both planes are in the field.
         unsafe {
-            jacobi_step::launch_unchecked_on(pgas, stream, cfg, field, src, dst, nx, rows, batched)
+            jacobi_step::launch_unchecked_on(pgas, stream, cfg, field, src, dst, nx, rows, depth)
         }
     }
 }
@@ -639,4 +725,46 @@ pub fn host_jacobi(u: &[f32], nx: usize, iters: usize) -> Vec<f32> {
         std::mem::swap(&mut a, &mut b);
     }
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn for_size_picks_the_measured_best_and_a_listed_form() {
+        let pick = |n: usize| Fused::for_size(n, n);
+        assert_eq!(pick(1024), Fused::FIRST);
+        assert_eq!(pick(2048), Fused::FIRST);
+        let b4 = Fused {
+            sweep: Sweep::Batched { depth: 4 },
+            threads: THREADS,
+        };
+        assert_eq!((pick(4096), pick(8192)), (b4, b4));
+        let deep = Fused {
+            sweep: Sweep::Batched { depth: 8 },
+            threads: 512,
+        };
+        assert_eq!(pick(16384), deep);
+        // benches/halo.rs reports the pick's time from the forms it ran.
+        for n in [4, 1024, 2048, 4096, 8192, 16384, 1 << 20] {
+            assert!(FORMS.contains(&pick(n)), "{n}");
+        }
+    }
+
+    #[test]
+    fn every_listed_form_has_a_kernel_and_bad_depths_name_the_fix() {
+        for f in FORMS {
+            assert!(f.sweep.depth().is_ok(), "{f:?}");
+            assert!(f.threads == THREADS || f.threads == 512, "{f:?}");
+        }
+        assert_eq!(Sweep::Rolled.depth().unwrap(), 0);
+        for depth in [0, MAX_DEPTH + 1] {
+            let e = Sweep::Batched { depth }.depth().unwrap_err();
+            assert!(
+                e.to_string().contains("Fix: pass a depth from 1 to 8"),
+                "{e}"
+            );
+        }
+    }
 }

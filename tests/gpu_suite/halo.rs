@@ -1,7 +1,8 @@
 //! `pgas::ops::halo` and the fused stencil of `examples/jacobi2d.rs`: the exchange alone (each
 //! halo row holds the neighbour's edge row, over several iterations), the fused and unfused
-//! Jacobi against the host's smoother bit for bit (uneven slabs, fused launches split and mixed
-//! with unfused iterations, one block and all resident blocks), and every bad input, which must
+//! Jacobi against the host's smoother bit for bit in every form (uneven slabs, fused launches
+//! split and mixed with unfused iterations, one block and all resident blocks), and every bad
+//! input (forms no kernel has included), which must
 //! be an `Err` on every PE with no PE left waiting.
 
 use crate::runner::{case, Case};
@@ -77,19 +78,17 @@ fn exchange_rows(p: &Pgas) -> CaseResult {
 
 /// The example's runs, on slabs of 5, 8 and 11 rows of 64 columns: fused launches of 3 and 4
 /// iterations, 2 unfused, fused 5 (14 in all) with every resident block, and 14 fused on one
-/// block, both equal to the host's smoother bit for bit, in every form of the kernels
-/// (`jacobi::Fused`: both sweeps, the flag after the edge rows or after the band; the unfused
-/// iterations in the same sweep); then the same at 2048 columns, where a sweep's work item
-/// takes several rows (2 to 5 on one block: the rolled form's next row ahead of the arithmetic,
-/// the batched form's full and partial batches of 4, a last item shorter than the others), which
-/// 64 columns never do (a 1024-thread block has a thread per vector of every row there).
+/// block, both equal to the host's smoother bit for bit, in every form of the fused kernel
+/// (`jacobi::FORMS`: the rolled sweep, batches of 2 and 4 rows in 1024-thread blocks, of 4 and 8
+/// rows in 512-thread blocks; the unfused iterations in the same sweep); then the same at 2048
+/// columns, where a sweep's work item takes several rows (2 to 11 on one block: the rolled
+/// form's next row ahead of the arithmetic, the batched forms' full and partial batches, a last
+/// item shorter than the others), which 64 columns never do (a block has a thread per vector of
+/// every row there). `Fused::for_size` picks among these forms, so `run_fused` is covered too.
 fn jacobi_vs_host(p: &Pgas) -> CaseResult {
-    for sweep in [jacobi::Sweep::Batched, jacobi::Sweep::Rolled] {
-        for edges_first in [true, false] {
-            let form = jacobi::Fused { sweep, edges_first };
-            jacobi_vs_host_at(p, 64, form)?;
-            jacobi_vs_host_at(p, 2048, form)?;
-        }
+    for form in jacobi::FORMS {
+        jacobi_vs_host_at(p, 64, form)?;
+        jacobi_vs_host_at(p, 2048, form)?;
     }
     Ok(())
 }
@@ -178,6 +177,26 @@ fn bad_input(p: &Pgas) -> CaseResult {
         "an interior of the wrong length",
         h.write_interior(&[0.0; 64 * 7]),
         "rows * nx",
+    );
+    let no_kernel = jacobi::Fused {
+        sweep: jacobi::Sweep::Batched { depth: 4 },
+        threads: 256,
+    };
+    expect_err(
+        "a block size no fused kernel has",
+        jacobi::run_fused_with(&mut h, &stream, 2, 1, true, no_kernel),
+        "threads 1024 or 512",
+    );
+    let too_deep = jacobi::Fused {
+        sweep: jacobi::Sweep::Batched {
+            depth: jacobi::MAX_DEPTH + 1,
+        },
+        threads: 512,
+    };
+    expect_err(
+        "a batch deeper than the kernels hold",
+        jacobi::run_fused_with(&mut h, &stream, 2, 1, true, too_deep),
+        "depth from 1 to",
     );
     let mut odd = Halo2d::new(p, 6, 8)?;
     expect_err(
