@@ -8,7 +8,7 @@
 //!   while one persistent `pgas::gemm` kernel (sm_90a only) starts on the local rows and takes
 //!   each peer's rows as their words say they landed; timed with each shard pushed whole
 //!   (`set_pieces(1)`, "whole shards"), in the plan's default pieces of K
-//!   (`pgas::ops::all_gather_matmul::default_pieces`, "pieces"), and, in a second table, at
+//!   (`pgas::ops::all_gather_matmul::DEFAULT_PIECES`, "pieces"), and, in a second table, at
 //!   every piece count of 1, 2, 4, 8 and 16 that divides K / 64;
 //! - **pgas per shard**: `AllGatherMatmul` with `GemmPath::PgasPerShard`: the copy-engine pulls of
 //!   pgas::ops, one `pgas::gemm` launch per shard;
@@ -38,7 +38,7 @@ use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
 use pgas::gemm::reference::{gathered_a, gathered_check, gathered_inputs};
-use pgas::ops::all_gather_matmul::{default_pieces, pieces_error};
+use pgas::ops::all_gather_matmul::{pieces_error, DEFAULT_PIECES};
 use pgas::ops::cublas::Cublas;
 use pgas::ops::{AllGatherMatmul, GemmPath};
 use pgas::prelude::*;
@@ -195,7 +195,7 @@ fn main() -> BenchResult<()> {
 
         // The one kernel fed by copy-engine pushes, on one plan, at each piece count (the
         // plan's default among them): (pieces, us, largest relative difference).
-        let pieces = default_pieces((mp, k), np);
+        let pieces = DEFAULT_PIECES;
         let mut counts: Vec<usize> = SWEEP
             .into_iter()
             .chain([pieces])

@@ -501,26 +501,28 @@ impl Fused {
     };
 
     /// The form [`run_fused`] runs for a slab of `rows` rows of `nx` values, from the
-    /// measurements in `docs/ops.md` (2 x H100, run 62): while both planes fit the 50 MB L2
-    /// (a plane of at most 16 MiB: N <= 2048), [`Sweep::Rolled`] (13.4 us against the
-    /// batched sweep's 15.0 at N = 2048, even at 1024); up to a plane of 256 MiB (N = 8192),
-    /// batched 4 deep in 1024-thread blocks (52.0 and 218 us, the fastest form at 4096 and
-    /// 8192); above, where every 1024-thread form lost to the unfused sweep (881 against 849
-    /// us at N = 16384) with `jacobi_fused` spilling at 64 registers, batched 8 deep in
-    /// 512-thread blocks (no spill, the same 64 KiB in flight an SM).
+    /// measurements in `docs/ops.md` (2 x H100, run 65, every form in one run): up to a plane of
+    /// 4 MiB (N <= 1024), batched 4 deep in 512-thread blocks (7.01 us against 7.45-7.79 for
+    /// the others); up to 16 MiB (N <= 2048), 8 deep in 512-thread blocks (10.4 against
+    /// 10.8-15.0); above, where the planes outgrow the 50 MB L2, batched 2 deep in 1024-thread
+    /// blocks (49.1, 197 and 794 us at N = 4096, 8192 and 16384, the fastest form at each, and
+    /// 1.07x the unfused sweep at 16384 where the first kernel was 0.84x).
     pub fn for_size(nx: usize, rows: usize) -> Fused {
         let plane = nx.saturating_mul(rows).saturating_mul(4);
-        if plane <= 16 << 20 {
-            Fused::FIRST
-        } else if plane <= 256 << 20 {
+        if plane <= 4 << 20 {
             Fused {
                 sweep: Sweep::Batched { depth: 4 },
-                threads: 1024,
+                threads: 512,
             }
-        } else {
+        } else if plane <= 16 << 20 {
             Fused {
                 sweep: Sweep::Batched { depth: 8 },
                 threads: 512,
+            }
+        } else {
+            Fused {
+                sweep: Sweep::Batched { depth: 2 },
+                threads: 1024,
             }
         }
     }
@@ -734,18 +736,16 @@ mod tests {
     #[test]
     fn for_size_picks_the_measured_best_and_a_listed_form() {
         let pick = |n: usize| Fused::for_size(n, n);
-        assert_eq!(pick(1024), Fused::FIRST);
-        assert_eq!(pick(2048), Fused::FIRST);
-        let b4 = Fused {
-            sweep: Sweep::Batched { depth: 4 },
-            threads: THREADS,
+        let form = |depth, threads| Fused {
+            sweep: Sweep::Batched { depth },
+            threads,
         };
-        assert_eq!((pick(4096), pick(8192)), (b4, b4));
-        let deep = Fused {
-            sweep: Sweep::Batched { depth: 8 },
-            threads: 512,
-        };
-        assert_eq!(pick(16384), deep);
+        assert_eq!(pick(1024), form(4, 512));
+        assert_eq!(pick(2048), form(8, 512));
+        assert_eq!(
+            (pick(4096), pick(8192), pick(16384)),
+            (form(2, THREADS), form(2, THREADS), form(2, THREADS))
+        );
         // benches/halo.rs reports the pick's time from the forms it ran.
         for n in [4, 1024, 2048, 4096, 8192, 16384, 1 << 20] {
             assert!(FORMS.contains(&pick(n)), "{n}");

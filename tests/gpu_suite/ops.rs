@@ -8,7 +8,7 @@
 use crate::runner::{case, Case};
 use crate::util::{ensure, CaseResult};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
-use pgas::ops::all_gather_matmul::default_pieces;
+use pgas::ops::all_gather_matmul::DEFAULT_PIECES;
 use pgas::ops::cublas::Cublas;
 use pgas::ops::{all_gather_matmul, AllGatherMatmul, GemmPath};
 use pgas::prelude::*;
@@ -192,7 +192,7 @@ fn ag_matmul_pieces(p: &Pgas) -> CaseResult {
         let bt: Vec<bf16> = (0..n * k).map(|i| small(i, 6)).collect();
         let mut op = AllGatherMatmul::new(p, (mp, n, k))?;
         op.set_gemm(GemmPath::PgasOneKernel)?;
-        let default = default_pieces((mp, k), np);
+        let default = DEFAULT_PIECES;
         ensure(op.pieces() == Some(default), || {
             format!(
                 "set_gemm left {:?} pieces, not the default {default}",

@@ -33,5 +33,5 @@ mod plan;
 mod run;
 
 pub use plan::{
-    all_gather_matmul, default_pieces, pieces_error, shape_error, AllGatherMatmul, MAX_PIECES,
+    all_gather_matmul, pieces_error, shape_error, AllGatherMatmul, DEFAULT_PIECES, MAX_PIECES,
 };

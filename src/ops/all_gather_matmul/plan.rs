@@ -56,28 +56,13 @@ pub struct AllGatherMatmul {
 /// piece's word has the same place whatever the count.
 pub const MAX_PIECES: usize = 16;
 
-/// The smallest piece [`default_pieces`] pushes, in bytes. Each piece costs a 2D copy and a word
-/// write a peer (stream operations of a few microseconds of host time each); at 1 MiB the copy
-/// engines take about as long to move a round of pieces (one a peer) as the host takes to enqueue
-/// it, so finer pieces would leave the copy engines waiting for the host.
-const MIN_PIECE_BYTES: usize = 1 << 20;
-
-/// The pieces the one-kernel path pushes an `mp x k` bf16 shard in on `np` PEs unless
-/// [`AllGatherMatmul::set_pieces`] says otherwise: shards of at least 1 MiB a piece, at most 8
-/// pieces, the most that divides K's 64-column steps; 1 on one PE (nothing is pushed). A peer's
-/// tiles start once its first piece landed, that is after `1 / pieces` of the push; beyond 8
-/// pieces that wait is a few microseconds and the pieces' stream operations cost more.
-pub fn default_pieces((mp, k): (usize, usize), np: usize) -> usize {
-    if np < 2 {
-        return 1;
-    }
-    let steps = k / BK;
-    let want = (mp * k * 2 / MIN_PIECE_BYTES).clamp(1, 8);
-    (1..=want)
-        .rev()
-        .find(|&p| steps.is_multiple_of(p))
-        .unwrap_or(1)
-}
+/// The pieces the one-kernel path pushes a shard in unless [`AllGatherMatmul::set_pieces`]
+/// says otherwise: whole shards. Measured on 4 and 2 x H100 (`docs/gemm.md`, run 65), every
+/// count above 1 was slower at every M from 1024 to 16384 (8 pieces: 0.81-0.96x of whole
+/// shards), but for 2 pieces at M = 1024 and 4096 on 4 PEs (1.02x and 1.005x, within the
+/// runs' noise): a piece's 2D copy and word, and the kernel's wait per piece, cost more than
+/// the earlier start saves.
+pub const DEFAULT_PIECES: usize = 1;
 
 /// Why a shard with `k` columns cannot be pushed in `pieces` pieces, if it cannot: a piece is
 /// whole 64-column steps of the GEMM (a tile's K step never straddles two pieces), and there
@@ -242,7 +227,7 @@ impl AllGatherMatmul {
     /// the same `Err` on every PE. A pgas path cannot run where the GPU is not sm_90 or the
     /// shape is not whole tiles of `pgas::gemm` (shard rows a multiple of 128, N and K of 64);
     /// nothing is changed then. `GemmPath::PgasOneKernel` pushes each shard in
-    /// [`default_pieces`] pieces ([`AllGatherMatmul::set_pieces`] changes the count).
+    /// [`DEFAULT_PIECES`] pieces ([`AllGatherMatmul::set_pieces`] changes the count).
     pub fn set_gemm(&mut self, path: GemmPath) -> Result<()> {
         if self.off_node.is_some() && path != GemmPath::Cublas {
             return Err(Error::Unavailable {
@@ -286,7 +271,7 @@ impl AllGatherMatmul {
             false,
         )?);
         let pushes = one_kernel.then(|| Pushes {
-            pieces: default_pieces((mp, k), np),
+            pieces: DEFAULT_PIECES,
             // SAFETY: `flags` holds np * MAX_PIECES words this PE may read and lives as long
             // as the plan, so as long as this slice; the slice never frees it (Pushes' Drop).
             words: ManuallyDrop::new(unsafe {
@@ -376,22 +361,6 @@ pub fn all_gather_matmul(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn default_pieces_are_a_mebibyte_or_more_and_divide_k() {
-        // M = 1024 on 4 PEs: a 4 MiB shard in 4 pieces; larger shards in 8.
-        assert_eq!(default_pieces((256, 8192), 4), 4);
-        assert_eq!(default_pieces((512, 8192), 2), 8);
-        assert_eq!(default_pieces((4096, 8192), 4), 8);
-        // Small shards are pushed whole; one PE pushes nothing.
-        assert_eq!(default_pieces((256, 128), 2), 1);
-        assert_eq!(default_pieces((4096, 8192), 1), 1);
-        // K = 192 has 3 steps: 6 wanted (6 MiB), 3 the most that divides.
-        assert_eq!(default_pieces((1 << 14, 192), 2), 3);
-        for (mp, k) in [(256, 8192), (1 << 14, 192), (128, 64)] {
-            assert_eq!(pieces_error(default_pieces((mp, k), 4), k), None);
-        }
-    }
 
     #[test]
     fn pieces_must_divide_k_steps() {
