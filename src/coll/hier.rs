@@ -16,6 +16,9 @@
 //! - reduce-scatter of `nodes g m` elements: reduce-scatter across nodes with chunks of `g m`
 //!   (`(k, l)` gets node `k`'s chunks summed over the PEs of place `l`), then in the node with
 //!   chunks of `m` (`(k, l)` gets chunk `k g + l` summed over every PE).
+//! - all-to-all of `nodes g m` elements: the `g` chunks for this node's PEs by the node
+//!   communicator's peer-memory all-to-all (they are consecutive in both buffers), the others
+//!   by one NVSHMEM put each between two barriers of the world.
 //!
 //! The intermediate results live in the communicator's scratch (`scratch.rs`). NVSHMEM's collectives run eagerly only, so
 //! these do too: a stream being captured is refused by the cross-node step.
@@ -142,6 +145,45 @@ impl Hier {
         self.cross
             .reduce_scatter_on(stream, &mut node_part, &copy, op)?;
         self.node.reduce_scatter_on(stream, dst, &node_part, op)
+    }
+}
+
+impl Hier {
+    /// All-to-all of `src` into `dst` (one chunk per PE of the world, chunk `q` of `src` for
+    /// PE `q`): this node's chunks by the node communicator (peer loads or stores), then, after
+    /// a world barrier (every PE is in the call, so every `dst` is free), one NVSHMEM put
+    /// (`nvshmemx_putmem_nbi_on_stream`, which the proxy carries) of each chunk for a PE of
+    /// another node, and a world barrier, which completes the puts and tells every PE its
+    /// chunks have landed. Both buffers symmetric and apart (the caller checked).
+    pub(super) fn all_to_all<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+    ) -> Result<()> {
+        refuse_capture(
+            stream,
+            "the hierarchical all-to-all (NVSHMEM's puts across nodes)",
+        )?;
+        let n = self.pgas.n_pes();
+        let me = self.pgas.my_pe();
+        let c = src.len() / n;
+        if c == 0 {
+            // The same length on every PE: every PE returns here.
+            return Ok(());
+        }
+        let first = me / self.g * self.g;
+        let (dst, src) = (Region::of(dst), Region::of(src));
+        let mut in_node = Region::within(&dst, first * c, self.g * c);
+        let from_node = Region::within(&src, first * c, self.g * c);
+        self.node.all_to_all_on(stream, &mut in_node, &from_node)?;
+        Team::WORLD.barrier_on(&self.pgas, stream)?;
+        for q in (0..n).filter(|q| q / self.g != me / self.g) {
+            let to = Region::within(&dst, me * c, c);
+            let from = Region::within(&src, q * c, c);
+            self.pgas.put_nbi_on(stream, &to, &from, q)?;
+        }
+        Team::WORLD.barrier_on(&self.pgas, stream)
     }
 }
 

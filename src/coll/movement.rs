@@ -283,7 +283,10 @@ impl Comm {
     /// form: `dst` must be in the symmetric heap); [`Algorithm::Nvshmem`]: NVSHMEM's
     /// `alltoall` on `stream` (eager only); [`Algorithm::Auto`]: low latency where it fits,
     /// the pulling form up to [`super::MOVE_PULL_MAX_BYTES`], the pushing form above, and
-    /// NVSHMEM's where a member is not load/store reachable. Every form runs the handshakes of
+    /// NVSHMEM's where a member is not load/store reachable (over a `Team::WORLD` spread over
+    /// nodes, [`Comm::hierarchy`], the hierarchical one, returned as
+    /// [`Algorithm::Hierarchical`]: this node's chunks by peer memory, the others by NVSHMEM's
+    /// puts between two world barriers; eager only). Every form runs the handshakes of
     /// `docs/coll.md` ("Synchronization") or the low-latency protocol, so when it completes on
     /// a PE every peer's chunk has arrived in its `dst` and no peer reads its `src` any more.
     ///
@@ -320,16 +323,22 @@ impl Comm {
             });
         }
         let bytes = src.len() * std::mem::size_of::<T>();
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        if !self.p2p && algorithm == Algorithm::Auto && self.hier.is_some() {
+            // Across nodes: this node's chunks by peer memory, the rest by NVSHMEM's puts.
+            check_apart("all-to-all", d, bytes, s, bytes)?;
+            for (what, at) in [("destination", d), ("source", s)] {
+                self.check_symmetric(&format!("the all-to-all {what} (NVSHMEM puts)"), at, bytes)?;
+            }
+            if let Some(h) = self.hier.as_mut() {
+                h.all_to_all(stream, &*dst, src)?;
+            }
+            return Ok(Algorithm::Hierarchical);
+        }
         let algorithm = self.movement_algorithm("all-to-all", algorithm, bytes, bytes)?;
         if algorithm == Algorithm::Nvshmem {
+            check_apart("all-to-all", d, bytes, s, bytes)?;
             // NVSHMEM's alltoall, which its proxy carries where a peer is off NVLink.
-            check_apart(
-                "all-to-all",
-                dst.as_device_ptr(),
-                bytes,
-                src.as_device_ptr(),
-                bytes,
-            )?;
             refuse_capture(stream, "NVSHMEM's all-to-all")?;
             self.pgas.alltoall_on(stream, self.team, &*dst, src)?;
             return Ok(algorithm);
@@ -343,7 +352,6 @@ impl Comm {
         if src.is_empty() {
             return Ok(algorithm);
         }
-        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
         let offsets = [(s % 16) as u32, (d % 16) as u32];
         let k = move_kernels::<T>();
         let src = Region::of(src);

@@ -931,10 +931,10 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             let ll_fits = n > 1
                 && sbytes <= coll::LL_GATHER_MAX_BYTES
                 && n * sbytes.min(8 << 10) <= coll::LL_SHARED_MAX_BYTES;
-            // Off NVLink: NVSHMEM's fcollect / alltoall (the all-gather hierarchical over
-            // nodes), eagerly only.
+            // Off NVLink: NVSHMEM's fcollect / alltoall (both hierarchical over nodes),
+            // eagerly only.
             let eff = match alg {
-                Algorithm::Auto if !p2p && gather && cx.hier.is_some() => Algorithm::Hierarchical,
+                Algorithm::Auto if !p2p && cx.hier.is_some() => Algorithm::Hierarchical,
                 Algorithm::Auto if !p2p => Algorithm::Nvshmem,
                 Algorithm::Auto if ll_fits => Algorithm::LowLatency,
                 Algorithm::Auto if dbytes.max(sbytes) <= coll::MOVE_PULL_MAX_BYTES => {

@@ -151,7 +151,11 @@ fn peer_access(p: &Pgas) -> CaseResult {
             .collect::<Vec<_>>(),
     )?;
     let mut swapped = p.alloc::<u32>(n * m)?;
-    comm.all_to_all(&mut swapped, &blocks)?;
+    let a2a_used = comm.all_to_all_with(&mut swapped, &blocks, Algorithm::Auto)?;
+    ensure(
+        nodes.is_none() || a2a_used == Algorithm::Hierarchical,
+        || format!("over nodes of PEs, Auto's all-to-all took {a2a_used:?}"),
+    )?;
     let mut bcast = p.alloc::<u32>(m)?;
     comm.broadcast(&mut bcast, &src, 0, Algorithm::Auto)?;
     // All-to-all-v: PE `q` sends `3 + r + q` elements to rank `r` (peer stores on NVLink,
