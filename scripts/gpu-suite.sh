@@ -256,7 +256,7 @@ suite 1 240 "$bin/gpu_suite"
 # Every peer off-node (PGAS_PEER_ACCESS=none, docs/runtime.md): pgas::coll's NVSHMEM fallbacks,
 # the operations' off-node forms and MoE by NVSHMEM's RMA, on 2 PEs.
 if share_begin 2; then
-  step "off-node, 2 PE" suite.log 120 env PGAS_PEER_ACCESS=none "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" reach moe/
+  step "off-node, 2 PE" suite.log 120 env PGAS_PEER_ACCESS=none "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" reach moe/ halo/
   share_end
   verdict "gpu_suite reach, PGAS_PEER_ACCESS=none, 2 PE${share:+ (sharing $gpus GPU)}" "$(echo "$last" | grep -E 'gpu_suite: [0-9]+ passed' | tail -1)"
 fi
