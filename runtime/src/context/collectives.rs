@@ -383,8 +383,9 @@ impl Pgas {
         n: usize,
         f: Exchange<T>,
     ) -> Result<()> {
-        self.check_collective_regions(&call, dst, src)?;
+        // The stream first: a stream of another GPU is the more basic mistake.
         self.check_stream(call.stream)?;
+        self.check_collective_regions(&call, dst, src)?;
         self.inner.bind()?;
         // SAFETY: both regions are symmetric and hold the `n`-per-PE shape checked by the caller;
         // the stream is this context's.
@@ -473,8 +474,9 @@ impl Pgas {
         n: usize,
         f: Reduction<T>,
     ) -> Result<()> {
-        self.check_collective_regions(&call, dst, src)?;
+        // The stream first: a stream of another GPU is the more basic mistake.
         self.check_stream(call.stream)?;
+        self.check_collective_regions(&call, dst, src)?;
         self.inner.bind()?;
         // SAFETY: both regions lie in the symmetric heap (check_regions) in the shape the caller
         // checked for `f`, the stream is this context's and the context is bound to this thread.
