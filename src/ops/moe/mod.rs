@@ -12,6 +12,12 @@
 //! [`MoeDispatcher::combine`] reduces each row's pairs with their weights on the expert's PE,
 //! sends one partial row back per (token, PE) and sums the partials on the token's PE: f32
 //! accumulation, `bf16` out.
+//! [`MoeDispatcher::combine_rows`] is the combine when the experts reduced each row's pairs
+//! themselves (one row per received row in [`MoeDispatcher::combine_input`], as a grouped GEMM's
+//! epilogue produces it): each token's PE pulls its rows from the PEs it went to and sums them,
+//! in one kernel. [`MoeDispatcher::set_fp8_dispatch`] sends the rows as FP8 (`e4m3`, one scale
+//! per 128 values), expanded to `bf16` on arrival. Where some peer is not load/store reachable,
+//! the rows move by NVSHMEM's puts and gets instead of peer stores and loads (the same calls).
 //!
 //! ```no_run
 //! use pgas::ops::moe::{MoeConfig, MoeDispatcher};
