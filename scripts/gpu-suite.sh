@@ -655,6 +655,13 @@ if [ "$only" = coll ]; then
       "$bin/pgas-run" -n "$gpus" -- "$bin/coll" "$out/offnode" --max-bytes=16777216
     verdict "coll off NVLink $gpus PE" "$(figures | brief 'speedup_vs_nccl')"
   fi
+  # As two nodes of half the GPUs each (PGAS_PEER_ACCESS=nodes:G): the hierarchical all-reduce,
+  # all-gather, reduce-scatter and all-to-all, against NCCL with every peer off NVLink.
+  if [ "$gpus" -ge 4 ] && [ $((gpus % 2)) -eq 0 ]; then
+    step "coll as two nodes vs NCCL net $gpus PE" bench.log 150 "${with_nccl[@]}" PGAS_PEER_ACCESS=nodes:$((gpus / 2)) \
+      NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "$bin/pgas-run" -n "$gpus" -- "$bin/coll" "$out/twonodes" --max-bytes=16777216
+    verdict "coll as two nodes $gpus PE" "$(figures | brief 'speedup_vs_nccl')"
+  fi
   # NCCL's collectives through torch, for the record beside cudarc's (and PyTorch's symm_mem).
   if ! python3 -c "import torch" 2>/dev/null; then
     note "SKIP nccl_bench, symm_mem_bench (no torch for python3)"
