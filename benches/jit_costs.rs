@@ -7,7 +7,9 @@
 //!   unless `PGAS_JIT_LTO=off` (the first such kernel also builds the NVSHMEM library), then the
 //!   median of 5 more new point-to-point kernels (what each next kernel costs);
 //! - cold compile of a kernel with a device collective (`reduce_block` in a loop, the full
-//!   prelude), and of 16 specializations of one kernel (16 comptime values) in one `prewarm`,
+//!   prelude): the first, which also builds NVSHMEM's reduction as a collective object once per
+//!   machine when link-time, then the median of 5 more new kernels calling it (what each next
+//!   collective kernel costs); and of 16 specializations of one kernel (16 comptime values) in one `prewarm`,
 //!   which the JIT compiles as one or two NVRTC programs (two where helper processes compile
 //!   beside it, docs/jit.md);
 //! - disk-cache load of it: a fresh JIT state (memory cache empty) over the same cache dir;
@@ -78,6 +80,22 @@ fn ring_shift_scaled(
 fn reduce_loop(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, rounds: u32) {
     let n = dst.len();
     for _ in 0..rounds {
+        reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
+    }
+}
+
+/// The next collective kernels: each comptime value is a new kernel calling the same
+/// reduction.
+#[pgas_kernel]
+fn reduce_loop_scaled(
+    #[comptime] k: u32,
+    team: Team,
+    dst: &mut SymTensor<f32>,
+    src: &SymTensor<f32>,
+    rounds: u32,
+) {
+    let n = dst.len();
+    for _ in 0..rounds * k {
         reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
     }
 }
@@ -231,7 +249,33 @@ fn main() -> BenchResult<()> {
         "cold_compile_dsl_collective",
         coll_cold,
         "s",
-        "reduce_block in a loop (full prelude): NVRTC + store + load + cumodule_init",
+        &format!(
+            "{mode}; reduce_block in a loop (full prelude): NVRTC + store + load + \
+             cumodule_init; the first collective kernel{}",
+            if linked {
+                ", so NVSHMEM's reduction is built as a collective object (once per machine)"
+            } else {
+                ""
+            }
+        ),
+    );
+    let mut next = Vec::new();
+    for k in 1..=5i128 {
+        let v = [k];
+        let one = [Prewarm {
+            spec: &reduce_loop_scaled::SPEC,
+            variant: Variant::Checked,
+            comptime: &v,
+        }];
+        let (r, s) = wall(|| pgas::launch::prewarm(&p, &one));
+        r?;
+        next.push(s);
+    }
+    fig(
+        "cold_compile_dsl_next_collective_kernel",
+        median(&next),
+        "s",
+        &format!("{mode}; median of 5 new kernels calling the same reduce_block"),
     );
     let values: Vec<[i128; 1]> = (1..=16).map(|k| [k]).collect();
     let sixteen: Vec<Prewarm<'_>> = values

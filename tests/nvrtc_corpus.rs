@@ -221,14 +221,16 @@ fn every_corpus_kernel_compiles_without_warnings() {
     assert!(found.is_empty(), "{}", found.join("\n\n"));
 }
 
-/// The link-time path (docs/jit.md): every point-to-point and barrier specialization, batched
-/// per prelude as the JIT batches them, through NVRTC to LTO-IR and nvJitLink against the
-/// NVSHMEM library of its prelude (built here from NVSHMEM's headers: a different NVSHMEM fails
-/// its checks). The image must hold every kernel and NVSHMEM's device state, which
-/// `nvshmemx_cumodule_init` fills in.
+/// The link-time path (docs/jit.md): every specialization, batched per prelude, through NVRTC
+/// to LTO-IR and nvJitLink against the NVSHMEM library of its prelude (built here from
+/// NVSHMEM's headers: a different NVSHMEM fails its checks) and, for the collective kernels,
+/// the object of each NVSHMEM collective they call. The image must hold every kernel and one
+/// NVSHMEM device state, which `nvshmemx_cumodule_init` fills in.
 #[test]
 fn every_linkable_kernel_links_against_the_nvshmem_library() {
+    // `--Ofast-compile=max` for the collective objects, as for the corpus above.
     let tc = Toolchain::discover()
+        .and_then(|t| t.with_fast_compile("max"))
         .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
     assert!(
         tc.linker().is_some(),
@@ -241,7 +243,7 @@ fn every_linkable_kernel_links_against_the_nvshmem_library() {
         let kernels = compile_file(&text, &file).unwrap_or_else(|e| panic!("{file}: {e:?}"));
         specs.extend(kernels.iter().flat_map(|k| specializations(&file, k)));
     }
-    for prelude in [Prelude::P2p, Prelude::Barrier] {
+    for prelude in [Prelude::P2p, Prelude::Barrier, Prelude::Full] {
         let group: Vec<&Spec> = specs.iter().filter(|s| s.prelude == prelude).collect();
         let sources: Vec<&str> = group.iter().map(|s| s.source.as_str()).collect();
         let program = batch(prelude.text(), &sources).expect("sources start with their prelude");
@@ -256,9 +258,10 @@ fn every_linkable_kernel_links_against_the_nvshmem_library() {
             t.elapsed().as_secs_f64()
         );
         let has = |name: &str| out.cubin.windows(name.len()).any(|w| w == name.as_bytes());
-        assert!(
-            has("nvshmemi_device_state_d"),
-            "{prelude:?}: no NVSHMEM device state"
+        assert_eq!(
+            symbols(&out.cubin, "nvshmemi_device_state_d"),
+            1,
+            "{prelude:?}: not one NVSHMEM device state"
         );
         for s in &group {
             assert!(
@@ -270,4 +273,91 @@ fn every_linkable_kernel_links_against_the_nvshmem_library() {
         }
         assert_eq!(out.warnings().count(), 0, "{prelude:?}: {}", out.log);
     }
+}
+
+/// A collective kernel's NVSHMEM collective is built once, into the cache, and the next kernel
+/// that calls it links it from there: the cache gains the kernel and nothing else.
+#[test]
+fn the_next_collective_kernel_links_the_object_the_first_one_built() {
+    let tc = Toolchain::discover()
+        .and_then(|t| t.with_fast_compile("max"))
+        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    let dir = std::env::temp_dir().join(format!("pgas-corpus-objects-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let disk = pgas_runtime::jit::disk::DiskCache::open(&dir).unwrap();
+    let kernels = compile_file(
+        r#"
+        #[pgas_kernel]
+        fn first(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>) {
+            let n = dst.len();
+            reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
+        }
+        #[pgas_kernel]
+        fn next(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, k: u32) {
+            let n = dst.len();
+            for _ in 0..k {
+                reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
+            }
+        }
+        "#,
+        "objects.rs",
+    )
+    .unwrap();
+    let entries = || std::fs::read_dir(&dir).unwrap().count();
+    let mut counts = Vec::new();
+    let mut times = Vec::new();
+    for k in &kernels {
+        let (source, name) = specialize(k.source(false), &k.cuda_name, "plain", &[]);
+        let t = std::time::Instant::now();
+        let (out, cached) = tc
+            .compile_cached(Some(&disk), None, &source, &name, ARCH)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        times.push(t.elapsed().as_secs_f64());
+        assert!(!cached);
+        assert_eq!(symbols(&out.cubin, "nvshmemi_device_state_d"), 1);
+        assert_eq!(symbols(&out.cubin, "pgas_nv_reduce_block_f32_sum"), 1);
+        counts.push(entries());
+    }
+    println!(
+        "first collective kernel {:.2} s (its object built), next {:.2} s",
+        times[0], times[1]
+    );
+    // The first: the barrier library, the reduction's object and the kernel.
+    assert_eq!(counts, [3, 4], "cache entries after each kernel");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// How many symbols of an ELF64 image (a CUBIN) are named `name`: an image whose inputs each
+/// kept a device state of their own would have several, and `nvshmemx_cumodule_init` would
+/// fill in one.
+fn symbols(elf: &[u8], name: &str) -> usize {
+    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
+    assert_eq!(&elf[..5], b"\x7fELF\x02", "a CUBIN is a 64-bit ELF image");
+    let (shoff, shentsize, shnum) = (u64_at(0x28), u16_at(0x3a), u16_at(0x3c));
+    let section = |i: usize| shoff + i * shentsize;
+    let mut count = 0;
+    for i in 0..shnum {
+        let sh = section(i);
+        if u32_at(sh + 4) != 2 {
+            continue; // not SHT_SYMTAB
+        }
+        let (off, size, link, entsize) = (
+            u64_at(sh + 0x18),
+            u64_at(sh + 0x20),
+            u32_at(sh + 0x28),
+            u64_at(sh + 0x38),
+        );
+        let strtab = u64_at(section(link) + 0x18);
+        for sym in (off..off + size).step_by(entsize) {
+            let at = strtab + u32_at(sym);
+            let end = elf[at..]
+                .iter()
+                .position(|&b| b == 0)
+                .map_or(elf.len(), |e| at + e);
+            count += usize::from(&elf[at..end] == name.as_bytes());
+        }
+    }
+    count
 }

@@ -14,8 +14,15 @@
 //!   nvJitLink links it against [`library`], every wrapper of the prelude compiled once per
 //!   machine, optimizing across both as one module.
 //!
-//! Collective kernels ([`Prelude::Full`]) stay inline: their cost is NVVM and ptxas on
-//! NVSHMEM's algorithms, which linking does not avoid.
+//! Collective kernels ([`Prelude::Full`]) link against the barrier library and one
+//! [`collective_object`] per NVSHMEM collective they call. NVVM and ptxas on NVSHMEM's
+//! collective algorithm are most of such a kernel's compile (10-20 s for one reduction), and no
+//! link-time optimization avoids them, so each collective wrapper is compiled once per machine
+//! to machine code (a relocatable object, not LTO-IR) and every later kernel that calls it only
+//! links it: an ABI call into code ptxas has already made.
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
 
 use crate::intrinsics::{self, Arg, Intrinsic, Ret, INTRINSICS};
 use crate::prelude::Prelude;
@@ -318,6 +325,15 @@ pub fn library(prelude: Prelude) -> String {
             "static_assert({name} == {value}, \"pgas assumes {name} == {value}\");\n"
         ));
     }
+    // The module's one NVSHMEM device state, which nvshmemx_cumodule_init fills in, and the
+    // version it checks. The library (like a collective object) is compiled with
+    // NVSHMEM_ENABLE_ALL_DEVICE_INLINING instead of __NVSHMEM_NUMBA_SUPPORT__, so NVSHMEM's
+    // headers declare these `extern` and every input of a link refers to this one definition.
+    out.push_str(
+        "__constant__ nvshmemi_device_host_state_t nvshmemi_device_state_d;\n\
+         __constant__ nvshmemi_version_t nvshmemi_device_lib_version_d = {\n    \
+         NVSHMEM_VENDOR_MAJOR_VERSION, NVSHMEM_VENDOR_MINOR_VERSION, NVSHMEM_VENDOR_PATCH_VERSION};\n",
+    );
     for (name, ret, params) in SUPPORT_CALLS {
         let args: Vec<&str> = params
             .split(',')
@@ -336,17 +352,123 @@ pub fn library(prelude: Prelude) -> String {
     out
 }
 
-/// The preludes that have a library: kernels of other preludes compile inline.
-pub fn links(prelude: Prelude) -> bool {
-    prelude != Prelude::Full
+/// The prelude whose [`library`] a link-time kernel of `prelude` links against: a collective
+/// kernel takes the barrier library (every row but the collectives) beside its
+/// [`collective_object`]s.
+pub fn library_prelude(prelude: Prelude) -> Prelude {
+    match prelude {
+        Prelude::Full => Prelude::Barrier,
+        p => p,
+    }
 }
+
+/// The names of the wrappers of collective rows: those a [`collective_object`] holds.
+fn collective_names() -> &'static HashSet<String> {
+    static NAMES: OnceLock<HashSet<String>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let others: HashSet<String> = all_wrappers(Prelude::Barrier)
+            .into_iter()
+            .map(|w| w.name)
+            .collect();
+        all_wrappers(Prelude::Full)
+            .into_iter()
+            .map(|w| w.name)
+            .filter(|n| !others.contains(n))
+            .collect()
+    })
+}
+
+/// One NVSHMEM collective wrapper as a program of its own, compiled once per machine to a
+/// relocatable object that link-time kernels link with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CollectiveObject {
+    /// The wrapper's name, `pgas_nv_<row>_<T>[_<op>]`: the symbol the object defines.
+    pub name: String,
+    /// The full prelude and the wrapper as an `extern "C"` function.
+    pub source: String,
+}
+
+/// The NVSHMEM collectives a generated source calls, each as the [`CollectiveObject`] that
+/// defines it (in the order the source lists them).
+pub fn collective_objects(source: &str) -> Vec<CollectiveObject> {
+    let names = collective_names();
+    wrapper_lines(source)
+        .filter_map(|line| {
+            let (sig, _) = line
+                .strip_prefix("__device__ __forceinline__ ")?
+                .split_once('(')?;
+            let name = sig.rsplit(' ').next()?;
+            names.contains(name).then(|| collective_object(name, line))
+        })
+        .fold(Vec::new(), |mut all: Vec<CollectiveObject>, o| {
+            if !all.iter().any(|a| a.name == o.name) {
+                all.push(o);
+            }
+            all
+        })
+}
+
+/// The wrapper definitions of a generated source (of each kernel, in a batch program).
+fn wrapper_lines(source: &str) -> impl Iterator<Item = &str> {
+    let mut inside = false;
+    source.lines().filter(move |line| {
+        if *line == WRAPPERS_BEGIN || *line == WRAPPERS_END {
+            inside = *line == WRAPPERS_BEGIN;
+            return false;
+        }
+        inside
+    })
+}
+
+/// The object of one collective wrapper, from its inline definition.
+fn collective_object(name: &str, inline_definition: &str) -> CollectiveObject {
+    let body = inline_definition
+        .strip_prefix("__device__ __forceinline__ ")
+        .unwrap_or(inline_definition);
+    CollectiveObject {
+        name: name.to_owned(),
+        source: format!(
+            "{}// pgas: one NVSHMEM collective for link-time kernels (compiled once per machine).\n\
+             extern \"C\" __device__ {body}\n",
+            Prelude::Full.text()
+        ),
+    }
+}
+
+/// The registers a thread of a kernel of `source` may use, as ptxas budgets them for its
+/// `__launch_bounds__` (a warp's registers come in blocks of 256, so a thread's in 8s); for a
+/// kernel without a bound, [`UNBOUNDED_REGISTERS`]. The least over the source's kernels: a
+/// [`collective_object`] linked into them must not use more than any of them may.
+pub fn register_cap(source: &str) -> u32 {
+    source
+        .split("__global__ void ")
+        .skip(1)
+        .map(|decl| {
+            decl.strip_prefix("__launch_bounds__(")
+                .and_then(|b| b.split([',', ')']).next())
+                .and_then(|n| n.trim().parse::<u32>().ok())
+                .filter(|&n| n > 0)
+                .map_or(UNBOUNDED_REGISTERS, |n| {
+                    let threads = n.div_ceil(32) * 32;
+                    (65536 / threads / 8 * 8).min(255)
+                })
+        })
+        .min()
+        .unwrap_or(UNBOUNDED_REGISTERS)
+}
+
+/// The register cap of a collective object linked into a kernel without `__launch_bounds__`:
+/// what blocks of 512 threads allow. (Compiled whole with the kernel, NVSHMEM's reduction took
+/// 131 registers a thread, so no more than 256 threads either way; an object without a cap
+/// took 254.)
+pub const UNBOUNDED_REGISTERS: u32 = 128;
 
 /// The link-time form of a generated (specialized) source: its prelude replaced by
 /// [`lto_head`] and its wrapper definitions by `extern "C"` declarations. `None` when the
-/// source's prelude has no library or the source is not one pgas generated.
+/// source is not one pgas generated.
 pub fn lto_source(source: &str) -> Option<String> {
     let prelude = Prelude::of_source(source)?;
-    if !links(prelude) || !source.contains(GENERATED) {
+    if !source.contains(GENERATED) {
         return None;
     }
     let (defines, rest) = source.split_once(prelude.text())?;
@@ -449,7 +571,11 @@ mod tests {
         assert!(lto.contains("extern \"C\" __device__ void pgas_nv_quiet(void);\n"));
         assert!(lto.ends_with("BODY\n"));
         let full = src.replace(Prelude::P2p.text(), Prelude::Full.text());
-        assert_eq!(lto_source(&full), None, "collective kernels compile inline");
+        let full = lto_source(&full).unwrap();
+        assert!(
+            !full.contains("#include <nvshmem.h>"),
+            "collective kernels link too"
+        );
         let raw = src.replace(GENERATED, "// by hand");
         assert_eq!(lto_source(&raw), None, "a raw kernel compiles inline");
     }
@@ -465,5 +591,60 @@ mod tests {
         ));
         let barrier = library(Prelude::Barrier);
         assert!(barrier.contains("nvshmemi_barrier_threadgroup"));
+        for lib in [&p2p, &barrier] {
+            assert!(
+                lib.contains("__constant__ nvshmemi_device_host_state_t nvshmemi_device_state_d;")
+            );
+        }
+        assert_eq!(library_prelude(Prelude::Full), Prelude::Barrier);
+        assert_eq!(library_prelude(Prelude::P2p), Prelude::P2p);
+    }
+
+    #[test]
+    fn a_collective_kernel_names_one_object_per_collective_it_calls() {
+        let reduce = wrapper(row("reduce_block"), Some(Scalar::F32), "sum");
+        let quiet = wrapper(row("quiet"), None, "");
+        let barrier = wrapper(row("barrier_all_block"), None, "");
+        let kernel = format!(
+            "{}{GENERATED} X\n{WRAPPERS_BEGIN}\n{}\n{}\n{}\n{WRAPPERS_END}\nBODY\n",
+            Prelude::Full.text(),
+            quiet.inline_definition(),
+            reduce.inline_definition(),
+            barrier.inline_definition()
+        );
+        // Twice, as in a batch program of two kernels: one object.
+        let objects = collective_objects(&format!("{kernel}{kernel}"));
+        assert_eq!(objects.len(), 1, "{objects:?}");
+        assert_eq!(objects[0].name, reduce.name);
+        assert!(objects[0].source.starts_with(Prelude::Full.text()));
+        assert!(objects[0].source.ends_with(&format!(
+            "extern \"C\" __device__ {}\n",
+            reduce
+                .inline_definition()
+                .strip_prefix("__device__ __forceinline__ ")
+                .unwrap()
+        )));
+        assert!(collective_objects(&format!("{}BODY", Prelude::P2p.text())).is_empty());
+    }
+
+    #[test]
+    fn the_register_cap_follows_the_tightest_launch_bound() {
+        let k = |bound: &str| {
+            format!("extern \"C\" __global__ void {bound}PGAS_KERNEL_NAME(int x) {{}}\n")
+        };
+        assert_eq!(register_cap(&k("")), UNBOUNDED_REGISTERS);
+        assert_eq!(register_cap(&k("__launch_bounds__(1024) ")), 64);
+        assert_eq!(register_cap(&k("__launch_bounds__(512) ")), 128);
+        assert_eq!(register_cap(&k("__launch_bounds__(640) ")), 96);
+        assert_eq!(register_cap(&k("__launch_bounds__(256, 1) ")), 255);
+        assert_eq!(register_cap(&k("__launch_bounds__(100) ")), 255);
+        let two = format!(
+            "{}{}",
+            k("__launch_bounds__(256) "),
+            k("__launch_bounds__(1024) ")
+        );
+        assert_eq!(register_cap(&two), 64);
+        let unbounded_and_wide = format!("{}{}", k(""), k("__launch_bounds__(256) "));
+        assert_eq!(register_cap(&unbounded_and_wide), UNBOUNDED_REGISTERS);
     }
 }

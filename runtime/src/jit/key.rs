@@ -3,7 +3,8 @@
 //!
 //! A key hashes every input that determines the CUBIN: the source, the kernel name, every NVRTC
 //! option, the NVRTC and NVSHMEM versions and the architecture; a link-time kernel's options
-//! also name the key of the library it links. The build makes each kernel's key once, when it
+//! also name the key of the library it links (and a collective kernel's, its objects'
+//! options). The build makes each kernel's key once, when it
 //! plans ([`Keyed`]), and the key travels with the source from there.
 
 use sha2::{Digest, Sha256};
@@ -62,8 +63,17 @@ impl Toolchain {
             // The linked image also depends on the library: its key stands for it.
             Some(prelude) => {
                 let mut o = self.lto_options(arch);
-                let lib = self.library_key(prelude, arch);
+                let lib = self.library_key(nvcall::library_prelude(prelude), arch);
                 o.push(format!("link {:02x?}", lib.as_bytes()));
+                // The collective objects: their sources are the kernel's wrappers; their
+                // options (the register cap, `--Ofast-compile`) are these.
+                if prelude == Prelude::Full {
+                    let regs = nvcall::register_cap(source);
+                    o.push(format!(
+                        "objects {}",
+                        self.object_options(arch, regs).join(" ")
+                    ));
+                }
                 o
             }
             None => self.options(arch, source),
@@ -89,6 +99,17 @@ impl Toolchain {
             let source = nvcall::library(prelude);
             self.cache_key_with(&source, LIBRARY, arch, &self.lto_options(arch))
         })
+    }
+
+    /// The disk-cache key of a collective object with at most `registers` registers a thread.
+    pub(crate) fn object_key(
+        &self,
+        object: &nvcall::CollectiveObject,
+        arch: (u32, u32),
+        registers: u32,
+    ) -> CacheKey {
+        let options = self.object_options(arch, registers);
+        self.cache_key_with(&object.source, &object.name, arch, &options)
     }
 
     /// The cache key of `source` compiled with `options`.

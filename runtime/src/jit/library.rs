@@ -1,7 +1,8 @@
-//! The pgas NVSHMEM library: every NVSHMEM call wrapper of a prelude
-//! (`pgas_codegen::nvcall::library`) compiled by NVRTC to LTO-IR, which link-time kernels link
-//! against. Built once per machine (kept in the disk cache, checksummed like kernels, so a
-//! corrupt or truncated copy is rebuilt) and once per process in memory.
+//! What link-time kernels link against, built once per machine (kept in the disk cache,
+//! checksummed like kernels, so a corrupt or truncated copy is rebuilt) and once per process in
+//! memory: the pgas NVSHMEM library of a prelude (`pgas_codegen::nvcall::library`, every
+//! NVSHMEM call wrapper, as LTO-IR) and the collective objects (`nvcall::collective_objects`,
+//! one NVSHMEM collective wrapper each, as a relocatable CUBIN).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,17 +12,17 @@ use pgas_codegen::Prelude;
 use super::disk::{CacheKey, DiskCache, Lookup};
 use crate::error::Result;
 
-/// The libraries this process has, by cache key (which covers prelude, architecture, options
-/// and versions).
+/// The libraries and objects this process has, by cache key (which covers the source,
+/// architecture, options and versions).
 static LOADED: Mutex<Option<HashMap<CacheKey, Arc<[u8]>>>> = Mutex::new(None);
 
-/// The LTO-IR of `prelude`'s library under `key` (which covers the prelude, architecture,
-/// options and versions): from memory, the disk cache, or `build` (then stored). PEs sharing
-/// the cache build it once: the others wait on its entry's lock.
+/// The bytes of `what` (a library or a collective object) under `key` (which covers its
+/// source, architecture, options and versions): from memory, the disk cache, or `build` (then
+/// stored). PEs sharing the cache build it once: the others wait on its entry's lock.
 pub(crate) fn get(
     key: CacheKey,
     disk: Option<&DiskCache>,
-    prelude: Prelude,
+    what: Built<'_>,
     build: impl FnOnce() -> Result<Vec<u8>>,
 ) -> Result<Arc<[u8]>> {
     if let Some(ir) = LOADED
@@ -41,14 +42,11 @@ pub(crate) fn get(
     let ir: Arc<[u8]> = match cached {
         Some(ir) => ir.into(),
         None => {
-            let _span =
-                tracing::info_span!("pgas.compile_library", prelude = prelude.name()).entered();
+            let _span = tracing::info_span!("pgas.compile_library", what = %what).entered();
             let t = std::time::Instant::now();
             let ir = build()?;
             eprintln!(
-                "pgas: JIT: built the NVSHMEM library of the {} in {:.2} s (once per machine: \
-                 kept in the kernel cache)",
-                prelude.name(),
+                "pgas: JIT: built {what} in {:.2} s (once per machine: kept in the kernel cache)",
                 t.elapsed().as_secs_f64()
             );
             if let Some(d) = disk {
@@ -63,6 +61,28 @@ pub(crate) fn get(
         .get_or_insert_with(HashMap::new)
         .insert(key, ir.clone());
     Ok(ir)
+}
+
+/// What [`get`] builds, for its progress line and span.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Built<'a> {
+    /// The pgas NVSHMEM library of a prelude.
+    Library(Prelude),
+    /// The object of one NVSHMEM collective wrapper, with its register cap.
+    Collective { name: &'a str, registers: u32 },
+}
+
+impl std::fmt::Display for Built<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Built::Library(p) => write!(f, "the NVSHMEM library of the {}", p.name()),
+            Built::Collective { name, registers } => write!(
+                f,
+                "NVSHMEM's collective `{name}` for link-time kernels (at most {registers} \
+                 registers a thread)"
+            ),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -97,16 +117,34 @@ mod tests {
 
         // Not on disk: built and stored; then this process has it in memory.
         let k = key(&format!("fresh {}", std::process::id()));
-        let ir = get(k, Some(&disk), Prelude::P2p, build(b"LTO-IR one")).unwrap();
+        let ir = get(
+            k,
+            Some(&disk),
+            Built::Library(Prelude::P2p),
+            build(b"LTO-IR one"),
+        )
+        .unwrap();
         assert_eq!((&*ir, builds.get()), (&b"LTO-IR one"[..], 1));
         assert!(matches!(disk.load(&k).unwrap(), Lookup::Hit(b) if b == b"LTO-IR one"));
-        let again = get(k, Some(&disk), Prelude::P2p, build(b"other")).unwrap();
+        let again = get(
+            k,
+            Some(&disk),
+            Built::Library(Prelude::P2p),
+            build(b"other"),
+        )
+        .unwrap();
         assert_eq!((&*again, builds.get()), (&b"LTO-IR one"[..], 1));
 
         // Another process stored it: loaded from disk, not built.
         let k = key(&format!("stored {}", std::process::id()));
         disk.store(&k, b"LTO-IR two").unwrap();
-        let ir = get(k, Some(&disk), Prelude::Barrier, build(b"other")).unwrap();
+        let ir = get(
+            k,
+            Some(&disk),
+            Built::Library(Prelude::Barrier),
+            build(b"other"),
+        )
+        .unwrap();
         assert_eq!((&*ir, builds.get()), (&b"LTO-IR two"[..], 1));
 
         // A truncated copy fails its checksum: rebuilt and stored whole.
@@ -115,7 +153,13 @@ mod tests {
         let path = disk.path(&k);
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() - 7]).unwrap();
-        let ir = get(k, Some(&disk), Prelude::P2p, build(b"LTO-IR rebuilt")).unwrap();
+        let ir = get(
+            k,
+            Some(&disk),
+            Built::Library(Prelude::P2p),
+            build(b"LTO-IR rebuilt"),
+        )
+        .unwrap();
         assert_eq!((&*ir, builds.get()), (&b"LTO-IR rebuilt"[..], 2));
         assert!(matches!(disk.load(&k).unwrap(), Lookup::Hit(b) if b == b"LTO-IR rebuilt"));
         std::fs::remove_dir_all(dir).unwrap();
@@ -131,7 +175,10 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         std::fs::write(&dir, b"").unwrap();
         let k = key(&format!("broken {}", std::process::id()));
-        let ir = get(k, Some(&disk), Prelude::P2p, || Ok(b"LTO-IR".to_vec())).unwrap();
+        let ir = get(k, Some(&disk), Built::Library(Prelude::P2p), || {
+            Ok(b"LTO-IR".to_vec())
+        })
+        .unwrap();
         assert_eq!(&*ir, b"LTO-IR");
         assert!(disk.warned());
         std::fs::remove_file(dir).unwrap();

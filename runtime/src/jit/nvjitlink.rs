@@ -1,5 +1,6 @@
 //! nvJitLink, loaded at run time from the CUDA library directory: links a kernel's LTO-IR with
-//! the pgas NVSHMEM library's into one CUBIN (docs/jit.md, "Link-time compile"). cudarc has no
+//! the pgas NVSHMEM library's, and a collective kernel's NVSHMEM collectives as machine code,
+//! into one CUBIN (docs/jit.md, "Link-time compiles"). cudarc has no
 //! binding for it; these are the handful of entry points of `nvJitLink.h` (CUDA 13), called by
 //! the versioned names its inline wrappers call.
 
@@ -12,8 +13,21 @@ use crate::error::{Error, Result};
 pub(crate) const NVJITLINK_SONAME: &str = "libnvJitLink.so.13";
 
 type Handle = *mut c_void;
-/// `NVJITLINK_INPUT_LTOIR`.
-const INPUT_LTOIR: c_int = 3;
+
+/// What a link input is (`nvJitLinkInputType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Input {
+    /// NVVM's LTO-IR (a link-time kernel, the pgas NVSHMEM library), optimized in the link.
+    LtoIr = 3,
+    /// A relocatable CUBIN (a collective object), machine code the link only places.
+    Cubin = 1,
+    /// PTX (the first step's output in [`NvJitLink::link`]).
+    Ptx = 2,
+}
+
+/// The symbols NVSHMEM's module initialization looks up, which the first step of a two-step
+/// link must keep though nothing in it uses them.
+const KEPT_VARIABLES: [&str; 2] = ["nvshmemi_device_state_d", "nvshmemi_device_lib_version_d"];
 
 /// The loaded library and its entry points.
 pub(crate) struct NvJitLink {
@@ -24,6 +38,8 @@ pub(crate) struct NvJitLink {
     complete: unsafe extern "C" fn(Handle) -> c_int,
     cubin_size: unsafe extern "C" fn(Handle, *mut usize) -> c_int,
     cubin: unsafe extern "C" fn(Handle, *mut c_void) -> c_int,
+    ptx_size: unsafe extern "C" fn(Handle, *mut usize) -> c_int,
+    ptx: unsafe extern "C" fn(Handle, *mut c_void) -> c_int,
     error_log_size: unsafe extern "C" fn(Handle, *mut usize) -> c_int,
     error_log: unsafe extern "C" fn(Handle, *mut c_char) -> c_int,
     // Keeps the entry points valid.
@@ -34,6 +50,13 @@ impl std::fmt::Debug for NvJitLink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "NvJitLink({})", self.path.display())
     }
+}
+
+/// What a link run returns.
+#[derive(Clone, Copy)]
+enum Output {
+    Cubin,
+    Ptx,
 }
 
 /// Destroys a link however it ends.
@@ -81,6 +104,10 @@ impl NvJitLink {
                     .get(b"__nvJitLinkGetLinkedCubinSize_13_0\0")
                     .map_err(fail)?,
                 cubin: *lib.get(b"__nvJitLinkGetLinkedCubin_13_0\0").map_err(fail)?,
+                ptx_size: *lib
+                    .get(b"__nvJitLinkGetLinkedPtxSize_13_0\0")
+                    .map_err(fail)?,
+                ptx: *lib.get(b"__nvJitLinkGetLinkedPtx_13_0\0").map_err(fail)?,
                 error_log_size: *lib
                     .get(b"__nvJitLinkGetErrorLogSize_13_0\0")
                     .map_err(fail)?,
@@ -96,9 +123,45 @@ impl NvJitLink {
         &self.path
     }
 
-    /// Links LTO-IR `inputs` (name, bytes) into a CUBIN for `arch` with link-time optimization.
-    pub(crate) fn link(&self, inputs: &[(&str, &[u8])], arch: (u32, u32)) -> Result<Vec<u8>> {
-        let opts = [format!("-arch=sm_{}{}", arch.0, arch.1), "-lto".to_owned()];
+    /// Links `inputs` (name, bytes, kind) into a CUBIN for `arch`, optimizing the LTO-IR ones
+    /// as one module.
+    ///
+    /// With machine-code inputs (collective objects) beside LTO-IR, nvJitLink keeps and compiles
+    /// every function of the LTO-IR (the whole NVSHMEM library, some 430 functions: 17 s on the
+    /// 2-core CPU machine), since the objects might call any. So that link takes two steps: the
+    /// LTO-IR alone to PTX (the kernel and what it uses, with NVSHMEM's state kept), then that
+    /// PTX with the objects to the CUBIN (0.06 s in all there).
+    pub(crate) fn link(
+        &self,
+        inputs: &[(&str, &[u8], Input)],
+        arch: (u32, u32),
+    ) -> Result<Vec<u8>> {
+        let arch_opt = format!("-arch=sm_{}{}", arch.0, arch.1);
+        let (lto, objects): (Vec<_>, Vec<_>) = inputs
+            .iter()
+            .partition(|(_, _, kind)| *kind == Input::LtoIr);
+        if objects.is_empty() {
+            return self.run(&[arch_opt, "-lto".to_owned()], inputs, Output::Cubin);
+        }
+        let mut opts = vec![arch_opt.clone(), "-lto".to_owned(), "-ptx".to_owned()];
+        opts.extend(KEPT_VARIABLES.map(|v| format!("-variables-used={v}")));
+        let mut ptx = self.run(&opts, &lto, Output::Ptx)?;
+        // The PTX as a string of its own length (nvJitLink returns it NUL-terminated).
+        while ptx.last() == Some(&0) {
+            ptx.pop();
+        }
+        let mut second = vec![("linked LTO-IR", &ptx[..], Input::Ptx)];
+        second.extend(objects);
+        self.run(&[arch_opt], &second, Output::Cubin)
+    }
+
+    /// One nvJitLink run with `opts` over `inputs`, returning what `output` names.
+    fn run(
+        &self,
+        opts: &[String],
+        inputs: &[(&str, &[u8], Input)],
+        output: Output,
+    ) -> Result<Vec<u8>> {
         let opts: Vec<CString> = opts
             .iter()
             .map(|o| CString::new(o.as_str()).expect("no NUL in the options"))
@@ -111,13 +174,13 @@ impl NvJitLink {
         // SAFETY: options are NUL-terminated and outlive the call.
         let rc = unsafe { (self.create)(&mut link.handle, ptrs.len() as u32, ptrs.as_ptr()) };
         self.check("nvJitLinkCreate", rc, &link)?;
-        for (name, data) in inputs {
+        for (name, data, kind) in inputs {
             let cname = CString::new(*name).expect("no NUL in input names");
             // SAFETY: data and name outlive the call; nvJitLink copies the input.
             let rc = unsafe {
                 (self.add_data)(
                     link.handle,
-                    INPUT_LTOIR,
+                    *kind as c_int,
                     data.as_ptr().cast(),
                     data.len(),
                     cname.as_ptr(),
@@ -128,15 +191,27 @@ impl NvJitLink {
         // SAFETY: a live handle.
         let rc = unsafe { (self.complete)(link.handle) };
         self.check("nvJitLinkComplete", rc, &link)?;
+        let (size_of, get, names) = match output {
+            Output::Cubin => (
+                self.cubin_size,
+                self.cubin,
+                ["nvJitLinkGetLinkedCubinSize", "nvJitLinkGetLinkedCubin"],
+            ),
+            Output::Ptx => (
+                self.ptx_size,
+                self.ptx,
+                ["nvJitLinkGetLinkedPtxSize", "nvJitLinkGetLinkedPtx"],
+            ),
+        };
         let mut size = 0usize;
         // SAFETY: a completed link; the buffer is sized by nvJitLink.
-        let rc = unsafe { (self.cubin_size)(link.handle, &mut size) };
-        self.check("nvJitLinkGetLinkedCubinSize", rc, &link)?;
-        let mut cubin = vec![0u8; size];
-        // SAFETY: `cubin` holds the `size` bytes nvJitLink just reported.
-        let rc = unsafe { (self.cubin)(link.handle, cubin.as_mut_ptr().cast()) };
-        self.check("nvJitLinkGetLinkedCubin", rc, &link)?;
-        Ok(cubin)
+        let rc = unsafe { size_of(link.handle, &mut size) };
+        self.check(names[0], rc, &link)?;
+        let mut out = vec![0u8; size];
+        // SAFETY: `out` holds the `size` bytes nvJitLink just reported.
+        let rc = unsafe { get(link.handle, out.as_mut_ptr().cast()) };
+        self.check(names[1], rc, &link)?;
+        Ok(out)
     }
 
     fn check(&self, call: &'static str, rc: c_int, link: &Link) -> Result<()> {

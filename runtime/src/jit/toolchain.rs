@@ -10,14 +10,18 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::jit::disk::{CacheKey, DiskCache, Lookup};
-use crate::jit::nvjitlink::NvJitLink;
-use crate::jit::{library, nvrtc};
+use crate::jit::library::{self, Built};
+use crate::jit::nvjitlink::{Input, NvJitLink};
+use crate::jit::nvrtc;
 use crate::launch_cause::LaunchCause;
 use pgas_codegen::{nvcall, Prelude};
 
 use crate::jit::nvrtc::NVRTC_SONAME;
 /// The name the NVSHMEM library's program and link input go by.
 pub(super) const LIBRARY: &str = "pgas_nvshmem_library";
+
+/// The define that makes NVSHMEM's headers keep a module's device state in the module.
+const NUMBA: &str = "-D__NVSHMEM_NUMBA_SUPPORT__";
 /// Where a CUDA root keeps its libraries, depending on how it was installed.
 const LIB_SUBDIRS: &[&str] = &["lib64", "lib", "targets/x86_64-linux/lib"];
 /// Where a CUDA root keeps its headers.
@@ -134,6 +138,14 @@ impl Toolchain {
         })
     }
 
+    /// This toolchain with NVRTC's `--Ofast-compile` at `level` (`min`, `mid`, `max` or `off`),
+    /// as `PGAS_JIT_FAST_COMPILE` sets it: for tools that check what compiles rather than run
+    /// it (the CI corpus test), where compile time matters and kernel speed does not.
+    pub fn with_fast_compile(mut self, level: &str) -> Result<Toolchain> {
+        self.fast_compile = fast_compile(Some(level))?;
+        Ok(self)
+    }
+
     /// Where nvJitLink was loaded from, when point-to-point and barrier kernels compile
     /// link-time; `None` when they compile against NVSHMEM's headers (`PGAS_JIT_LTO=off`, or no
     /// `libnvJitLink.so.13` beside NVRTC).
@@ -141,24 +153,50 @@ impl Toolchain {
         self.linker.as_deref().map(NvJitLink::path)
     }
 
-    /// The prelude whose library `source` links against, when it compiles link-time.
+    /// The prelude of `source` when it compiles link-time (its library is
+    /// `nvcall::library_prelude` of it).
     pub(super) fn links(&self, source: &str) -> Option<Prelude> {
         self.linker.as_ref()?;
         // sm_90a kernels (wgmma, TMA) compile inline: the library is built for plain sm_XY.
-        Prelude::of_source(source).filter(|p| {
-            nvcall::links(*p) && source.contains(nvcall::GENERATED) && !needs_sm90a(source)
-        })
+        Prelude::of_source(source)
+            .filter(|_| source.contains(nvcall::GENERATED) && !needs_sm90a(source))
     }
 
     /// NVRTC's options for LTO-IR (link-time kernels and the NVSHMEM library): the usual ones,
     /// without `--Ofast-compile` (optimization happens in the link), plus `-dlto -rdc=true`.
     pub(crate) fn lto_options(&self, arch: (u32, u32)) -> Vec<String> {
+        let mut o = self.relocatable_options(arch);
+        o.retain(|o| !o.starts_with("--Ofast-compile"));
+        o.push("-dlto".to_owned());
+        o
+    }
+
+    /// NVRTC's options for a collective object (`nvcall::collective_objects`): machine code
+    /// that a link places as it is, with at most `registers` registers a thread (the cap of the
+    /// kernels it links into: `nvcall::register_cap`). `--Ofast-compile` applies here, where
+    /// NVSHMEM's collective code is compiled.
+    pub(crate) fn object_options(&self, arch: (u32, u32), registers: u32) -> Vec<String> {
+        let mut o = self.relocatable_options(arch);
+        o.push(format!("-maxrregcount={registers}"));
+        o
+    }
+
+    /// The usual options for code that a link joins: relocatable, and with NVSHMEM's device
+    /// state declared `extern` (NVSHMEM_ENABLE_ALL_DEVICE_INLINING instead of
+    /// __NVSHMEM_NUMBA_SUPPORT__, which would give every input a state of its own), defined once,
+    /// by the library (`nvcall::library`).
+    fn relocatable_options(&self, arch: (u32, u32)) -> Vec<String> {
         let mut o: Vec<String> = self
             .options(arch, "")
             .into_iter()
-            .filter(|o| !o.starts_with("--Ofast-compile"))
+            .map(|o| {
+                if o == NUMBA {
+                    "-DNVSHMEM_ENABLE_ALL_DEVICE_INLINING".to_owned()
+                } else {
+                    o
+                }
+            })
             .collect();
-        o.push("-dlto".to_owned());
         o.push("-rdc=true".to_owned());
         o
     }
@@ -196,7 +234,7 @@ impl Toolchain {
             "-default-device".to_owned(),
             // Keeps NVSHMEM's device state in a per-module __constant__ that
             // nvshmemx_cumodule_init fills in.
-            "-D__NVSHMEM_NUMBA_SUPPORT__".to_owned(),
+            NUMBA.to_owned(),
             format!("-I{}", self.nvshmem_include.display()),
             format!("-I{}", self.cuda.include.display()),
         ];
@@ -296,7 +334,8 @@ impl Toolchain {
                 let lto = nvcall::lto_source(source)
                     .ok_or_else(|| Error::launch(kernel_name, LaunchCause::NoLinkTimeForm))?;
                 let opts = self.lto_options(arch);
-                let compiled = self.compile_linked(disk, prelude, &lto, kernel_name, arch, &opts);
+                let compiled =
+                    self.compile_linked(disk, prelude, source, &lto, kernel_name, arch, &opts);
                 (compiled, lto, opts)
             }
             None => {
@@ -313,8 +352,12 @@ impl Toolchain {
             };
             let how = match linked {
                 Some(p) => format!(
-                    "linked by nvJitLink with the NVSHMEM library of the {}\n",
-                    p.name()
+                    "linked by nvJitLink with the NVSHMEM library of the {}{}\n",
+                    nvcall::library_prelude(p).name(),
+                    nvcall::collective_objects(source)
+                        .iter()
+                        .map(|o| format!(" and the object of {}", o.name))
+                        .collect::<String>()
                 ),
                 None => String::new(),
             };
@@ -325,11 +368,14 @@ impl Toolchain {
     }
 
     /// A link-time compile: NVRTC turns `lto_source` into LTO-IR, nvJitLink links it with the
-    /// NVSHMEM library of `prelude` into a CUBIN.
+    /// NVSHMEM library of `prelude` (and a collective kernel's collective objects, made from
+    /// `source`'s wrappers) into a CUBIN.
+    #[allow(clippy::too_many_arguments)]
     fn compile_linked(
         &self,
         disk: Option<&DiskCache>,
         prelude: Prelude,
+        source: &str,
         lto_source: &str,
         kernel_name: &str,
         arch: (u32, u32),
@@ -340,9 +386,28 @@ impl Toolchain {
             .as_ref()
             .ok_or_else(|| Error::launch(kernel_name, LaunchCause::NoNvJitLink))?;
         self.check_arch(arch)?;
-        let lib = library::get(self.library_key(prelude, arch), disk, prelude, || {
-            self.build_library(prelude, arch)
-        })?;
+        let lib_prelude = nvcall::library_prelude(prelude);
+        let lib = library::get(
+            self.library_key(lib_prelude, arch),
+            disk,
+            Built::Library(lib_prelude),
+            || self.build_library(lib_prelude, arch),
+        )?;
+        let registers = nvcall::register_cap(source);
+        let objects = nvcall::collective_objects(source)
+            .into_iter()
+            .map(|o| {
+                let key = self.object_key(&o, arch, registers);
+                let what = Built::Collective {
+                    name: &o.name,
+                    registers,
+                };
+                let bytes = library::get(key, disk, what, || {
+                    self.build_object(&o, arch, registers, kernel_name)
+                })?;
+                Ok((o.name, bytes))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let out = nvrtc::compile(lto_source, &format!("{kernel_name}.cu"), options, true)?;
         let ir = out.cubin.ok_or_else(|| Error::Compile {
             kernel: kernel_name.to_owned(),
@@ -350,10 +415,46 @@ impl Toolchain {
             log: out.log.clone(),
         })?;
         let _span = tracing::debug_span!("pgas.link", kernel = kernel_name).entered();
-        let cubin = linker.link(&[(kernel_name, &ir), (LIBRARY, &lib)], arch)?;
+        let mut inputs = vec![
+            (kernel_name, &ir[..], Input::LtoIr),
+            (LIBRARY, &lib[..], Input::LtoIr),
+        ];
+        inputs.extend(
+            objects
+                .iter()
+                .map(|(n, b)| (n.as_str(), &b[..], Input::Cubin)),
+        );
+        let cubin = linker.link(&inputs, arch)?;
         Ok(Compiled {
             cubin,
             log: out.log,
+        })
+    }
+
+    /// Compiles one NVSHMEM collective wrapper to a relocatable object (for `kernel_name`,
+    /// which a failure names).
+    fn build_object(
+        &self,
+        object: &nvcall::CollectiveObject,
+        arch: (u32, u32),
+        registers: u32,
+        kernel_name: &str,
+    ) -> Result<Vec<u8>> {
+        let options = self.object_options(arch, registers);
+        let out = nvrtc::compile(
+            &object.source,
+            &format!("{}.cu", object.name),
+            &options,
+            false,
+        )?;
+        out.cubin.ok_or_else(|| Error::Compile {
+            kernel: format!("NVSHMEM's collective {} (for {kernel_name})", object.name),
+            location: first_error_location(&out.log),
+            log: format!(
+                "{}\n(this NVSHMEM's device API differs from what pgas expects; set \
+                 PGAS_JIT_LTO=off to compile kernels against its headers directly)",
+                out.log
+            ),
         })
     }
 
