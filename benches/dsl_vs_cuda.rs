@@ -9,7 +9,7 @@
 //! - signal ping-pong, one thread each on PE 0 and 1 (`signal_op` + `signal_wait_until`):
 //!   one-way latency in us;
 //! - `barrier_all_block`, one block of 128 threads: us per barrier;
-//! - `reduce_block` (sum of 64 Ki f32 over every PE), one block of 512 threads: us per
+//! - `reduce_block` (sum of 16 and of 64 Ki f32 over every PE), one block of 512 threads: us per
 //!   reduction. The DSL kernel links NVSHMEM's reduction as a collective object compiled once
 //!   per machine (docs/jit.md, "Collective objects"), the CUDA C one compiles it inline;
 //! - host `put` (`nvshmemx_putmem_on_stream`) of 1 GiB: GB/s;
@@ -103,7 +103,7 @@ extern "C" __global__ void cuda_barrier_loop(unsigned int iters) {
 }
 "#;
 
-#[pgas_kernel]
+#[pgas_kernel(max_threads = 512)]
 fn reduce_loop(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, iters: u32) {
     let n = dst.len();
     let mut k = 0u32;
@@ -114,7 +114,7 @@ fn reduce_loop(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, iters
 }
 
 const CUDA_REDUCE: &str = r#"
-extern "C" __global__ void cuda_reduce_loop(nvshmem_team_t team, float *dst, unsigned long long n,
+extern "C" __global__ void __launch_bounds__(512) cuda_reduce_loop(nvshmem_team_t team, float *dst, unsigned long long n,
                                             const float *src, unsigned long long src_len,
                                             unsigned int iters) {
     for (unsigned int k = 0; k < iters; k++) nvshmemx_float_sum_reduce_block(team, dst, src, n);
@@ -320,59 +320,62 @@ fn main() -> BenchResult<()> {
         note: format!("{BARRIER_ITERS} barriers per launch, median of {REPS} launches"),
     });
 
-    // Device reduction, one block of 512 threads on every PE; then the sums must be right.
+    // Device reduction, one block of 512 threads on every PE, of a few elements (latency) and
+    // of 64 Ki (bandwidth); then the sums must be right.
     let raw_reduce = RawKernel::from_source(CUDA_REDUCE, "cuda_reduce_loop").collective(true);
     let cfg = LaunchConfig::blocks(1, 512);
-    let src = p.alloc_from(&vec![(me + 1) as f32; REDUCE_ELEMS])?;
-    let mut dst = p.alloc::<f32>(REDUCE_ELEMS)?;
-    let mut reduce = |dsl: bool| -> BenchResult<f64> {
-        let (ms, _, _) = repeat(&p, || {
-            time_on_stream(&s, || {
-                if dsl {
-                    // SAFETY: dst and src hold REDUCE_ELEMS elements on every PE.
-                    let _: () = unsafe {
-                        reduce_loop::launch_unchecked(
-                            &p,
-                            cfg,
-                            Team::WORLD,
-                            &mut dst,
-                            &src,
-                            REDUCE_ITERS,
-                        )?
-                    };
-                } else {
-                    let mut args = KernelArgs::new();
-                    args.push_team(Team::WORLD)
-                        .push_sym_mut(&mut dst)
-                        .push_sym(&src)
-                        .push_scalar(REDUCE_ITERS);
-                    // SAFETY: the arguments match cuda_reduce_loop's parameters.
-                    let _: () = unsafe { raw_reduce.launch(&p, cfg, &mut args)? };
-                }
-                Ok(())
-            })
-        })?;
-        let want = (n * (n + 1) / 2) as f32;
-        let got = dst.to_vec()?;
-        if let Some(i) = got.iter().position(|&v| v != want) {
-            return Err(
-                format!("reduce_block left dst[{i}] = {} (expected {want})", got[i]).into(),
-            );
-        }
-        dst.fill(0.0)?;
-        Ok(ms * 1e3 / REDUCE_ITERS as f64)
-    };
-    let (red_dsl, red_cuda) = (reduce(true)?, reduce(false)?);
-    rows.push(Row {
-        what: "reduce_block 64Ki f32, 1x512".into(),
-        unit: "us",
-        dsl: red_dsl,
-        cuda: red_cuda,
-        note: format!(
-            "{REDUCE_ITERS} reductions per launch, median of {REPS} launches; the DSL kernel \
-             links NVSHMEM's reduction as a collective object"
-        ),
-    });
+    for elems in [16, REDUCE_ELEMS] {
+        let src = p.alloc_from(&vec![(me + 1) as f32; elems])?;
+        let mut dst = p.alloc::<f32>(elems)?;
+        let mut reduce = |dsl: bool| -> BenchResult<f64> {
+            let (ms, _, _) = repeat(&p, || {
+                time_on_stream(&s, || {
+                    if dsl {
+                        // SAFETY: dst and src hold `elems` elements on every PE.
+                        let _: () = unsafe {
+                            reduce_loop::launch_unchecked(
+                                &p,
+                                cfg,
+                                Team::WORLD,
+                                &mut dst,
+                                &src,
+                                REDUCE_ITERS,
+                            )?
+                        };
+                    } else {
+                        let mut args = KernelArgs::new();
+                        args.push_team(Team::WORLD)
+                            .push_sym_mut(&mut dst)
+                            .push_sym(&src)
+                            .push_scalar(REDUCE_ITERS);
+                        // SAFETY: the arguments match cuda_reduce_loop's parameters.
+                        let _: () = unsafe { raw_reduce.launch(&p, cfg, &mut args)? };
+                    }
+                    Ok(())
+                })
+            })?;
+            let want = (n * (n + 1) / 2) as f32;
+            let got = dst.to_vec()?;
+            if let Some(i) = got.iter().position(|&v| v != want) {
+                return Err(
+                    format!("reduce_block left dst[{i}] = {} (expected {want})", got[i]).into(),
+                );
+            }
+            dst.fill(0.0)?;
+            Ok(ms * 1e3 / REDUCE_ITERS as f64)
+        };
+        let (red_dsl, red_cuda) = (reduce(true)?, reduce(false)?);
+        rows.push(Row {
+            what: format!("reduce_block {elems} f32, 1x512"),
+            unit: "us",
+            dsl: red_dsl,
+            cuda: red_cuda,
+            note: format!(
+                "{REDUCE_ITERS} reductions per launch, median of {REPS} launches; the DSL kernel \
+                 links NVSHMEM's reduction as a collective object"
+            ),
+        });
+    }
 
     if me == 0 {
         print_report(&machine, &rows, GIB as f64 / (host * 1e-3) / 1e9, init_s, n);
