@@ -10,8 +10,9 @@
 //!   one-way latency in us;
 //! - `barrier_all_block`, one block of 128 threads: us per barrier;
 //! - `reduce_block` (sum of 16 and of 64 Ki f32 over every PE), one block of 512 threads: us per
-//!   reduction. The DSL kernel links NVSHMEM's reduction as a collective object compiled once
-//!   per machine (docs/jit.md, "Collective objects"), the CUDA C one compiles it inline;
+//!   reduction. Under `PGAS_JIT_LTO=all` the DSL kernel links NVSHMEM's reduction as a
+//!   collective object compiled once per machine (docs/jit.md, "Collective objects"); by
+//!   default, and always for the CUDA C one, it compiles inline;
 //! - host `put` (`nvshmemx_putmem_on_stream`) of 1 GiB: GB/s;
 //! - NVSHMEM init (this process's `pgas::init`): s.
 //!
@@ -371,8 +372,8 @@ fn main() -> BenchResult<()> {
             dsl: red_dsl,
             cuda: red_cuda,
             note: format!(
-                "{REDUCE_ITERS} reductions per launch, median of {REPS} launches; the DSL kernel \
-                 links NVSHMEM's reduction as a collective object"
+                "{REDUCE_ITERS} reductions per launch, median of {REPS} launches; under \
+                 PGAS_JIT_LTO=all the DSL kernel links NVSHMEM's reduction as a collective object"
             ),
         });
     }

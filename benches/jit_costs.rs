@@ -8,7 +8,7 @@
 //!   median of 5 more new point-to-point kernels (what each next kernel costs);
 //! - cold compile of a kernel with a device collective (`reduce_block` in a loop, the full
 //!   prelude): the first, which also builds NVSHMEM's reduction as a collective object once per
-//!   machine when link-time, then the median of 5 more new kernels calling it (what each next
+//!   machine under `PGAS_JIT_LTO=all`, then the median of 5 more new kernels calling it (what each next
 //!   collective kernel costs); and of 16 specializations of one kernel (16 comptime values) in one `prewarm`,
 //!   which the JIT compiles as one or two NVRTC programs (two where helper processes compile
 //!   beside it, docs/jit.md);
@@ -199,7 +199,14 @@ fn main() -> BenchResult<()> {
     }];
     let (r, dsl_cold) = wall(|| pgas::launch::prewarm(&p, &ring));
     r?;
-    let linked = pgas::jit::Toolchain::discover()?.linker().is_some();
+    let tc = pgas::jit::Toolchain::discover()?;
+    let linked = tc.linker().is_some();
+    // Collective kernels link only under PGAS_JIT_LTO=all (docs/jit.md, "Collective objects").
+    let coll_mode = if tc.links_collectives() {
+        "link-time with collective objects (PGAS_JIT_LTO=all)"
+    } else {
+        "inline (NVSHMEM headers)"
+    };
     let mode = if linked {
         "link-time (nvJitLink)"
     } else {
@@ -250,9 +257,9 @@ fn main() -> BenchResult<()> {
         coll_cold,
         "s",
         &format!(
-            "{mode}; reduce_block in a loop (full prelude): NVRTC + store + load + \
+            "{coll_mode}; reduce_block in a loop (full prelude): NVRTC + store + load + \
              cumodule_init; the first collective kernel{}",
-            if linked {
+            if tc.links_collectives() {
                 ", so NVSHMEM's reduction is built as a collective object (once per machine)"
             } else {
                 ""
@@ -275,7 +282,7 @@ fn main() -> BenchResult<()> {
         "cold_compile_dsl_next_collective_kernel",
         median(&next),
         "s",
-        &format!("{mode}; median of 5 new kernels calling the same reduce_block"),
+        &format!("{coll_mode}; median of 5 new kernels calling the same reduce_block"),
     );
     let values: Vec<[i128; 1]> = (1..=16).map(|k| [k]).collect();
     let sixteen: Vec<Prewarm<'_>> = values

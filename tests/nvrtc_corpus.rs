@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use pgas_codegen::{
     batch, compile_file, specialize, CompiledKernel, KernelParam, ParamKind, Prelude, Scalar,
 };
-use pgas_runtime::jit::Toolchain;
+use pgas_runtime::jit::{LinkTime, Toolchain};
 
 const ARCH: (u32, u32) = (9, 0);
 
@@ -231,6 +231,7 @@ fn every_linkable_kernel_links_against_the_nvshmem_library() {
     // `--Ofast-compile=max` for the collective objects, as for the corpus above.
     let tc = Toolchain::discover()
         .and_then(|t| t.with_fast_compile("max"))
+        .map(|t| t.with_link_time(LinkTime::All))
         .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
     assert!(
         tc.linker().is_some(),
@@ -281,6 +282,7 @@ fn every_linkable_kernel_links_against_the_nvshmem_library() {
 fn the_next_collective_kernel_links_the_object_the_first_one_built() {
     let tc = Toolchain::discover()
         .and_then(|t| t.with_fast_compile("max"))
+        .map(|t| t.with_link_time(LinkTime::All))
         .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
     let dir = std::env::temp_dir().join(format!("pgas-corpus-objects-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -218,7 +218,12 @@ fn nvrtc_check() -> Check {
             let (major, minor) = tc.nvrtc_version();
             let link = match tc.linker() {
                 Some(path) => format!(
-                    "; point-to-point and barrier kernels link with nvJitLink ({})",
+                    "; {} kernels link with nvJitLink ({})",
+                    if tc.links_collectives() {
+                        "point-to-point, barrier and collective"
+                    } else {
+                        "point-to-point and barrier"
+                    },
                     path.display()
                 ),
                 None => "; every kernel compiles against NVSHMEM's headers (PGAS_JIT_LTO=off, or \

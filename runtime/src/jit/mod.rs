@@ -21,7 +21,7 @@ pub(crate) mod state;
 pub mod toolchain;
 
 pub use state::JitState;
-pub use toolchain::{Compiled, Toolchain};
+pub use toolchain::{Compiled, LinkTime, Toolchain};
 
 /// The prelude every kernel source starts with: pgas-codegen's, so raw and generated kernels
 /// compile against the same headers.
