@@ -14,8 +14,9 @@
 //!   nvJitLink links it against [`library`], every wrapper of the prelude compiled once per
 //!   machine, optimizing across both as one module.
 //!
-//! Collective kernels ([`Prelude::Full`]) link against the barrier library and one
-//! [`collective_object`] per NVSHMEM collective they call. NVVM and ptxas on NVSHMEM's
+//! Collective kernels ([`Prelude::Full`]) compile inline by default; under `PGAS_JIT_LTO=all`
+//! they link against the barrier library and one [`collective_object`] per NVSHMEM collective
+//! they call (docs/jit.md, "Collective objects"). NVVM and ptxas on NVSHMEM's
 //! collective algorithm are most of such a kernel's compile (10-20 s for one reduction), and no
 //! link-time optimization avoids them, so each collective wrapper is compiled once per machine
 //! to machine code (a relocatable object, not LTO-IR) and every later kernel that calls it only
