@@ -15,7 +15,7 @@
 //!   machine, optimizing across both as one module.
 //!
 //! Collective kernels ([`Prelude::Full`]) compile inline by default; under `PGAS_JIT_LTO=all`
-//! they link against the barrier library and one [`collective_object`] per NVSHMEM collective
+//! they link against the barrier library and one [`CollectiveObject`] per NVSHMEM collective
 //! they call (docs/jit.md, "Collective objects"). NVVM and ptxas on NVSHMEM's
 //! collective algorithm are most of such a kernel's compile (10-20 s for one reduction), and no
 //! link-time optimization avoids them, so each collective wrapper is compiled once per machine
@@ -355,7 +355,7 @@ pub fn library(prelude: Prelude) -> String {
 
 /// The prelude whose [`library`] a link-time kernel of `prelude` links against: a collective
 /// kernel takes the barrier library (every row but the collectives) beside its
-/// [`collective_object`]s.
+/// [`CollectiveObject`]s.
 pub fn library_prelude(prelude: Prelude) -> Prelude {
     match prelude {
         Prelude::Full => Prelude::Barrier,
@@ -439,7 +439,7 @@ fn collective_object(name: &str, inline_definition: &str) -> CollectiveObject {
 /// The registers a thread of a kernel of `source` may use, as ptxas budgets them for its
 /// `__launch_bounds__` (a warp's registers come in blocks of 256, so a thread's in 8s); for a
 /// kernel without a bound, [`UNBOUNDED_REGISTERS`]. The least over the source's kernels: a
-/// [`collective_object`] linked into them must not use more than any of them may.
+/// [`CollectiveObject`] linked into them must not use more than any of them may.
 pub fn register_cap(source: &str) -> u32 {
     source
         .split("__global__ void ")
