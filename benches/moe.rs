@@ -31,6 +31,10 @@
 //! tokens against `moe::reference`, NCCL's received rows against the same rows and its combine
 //! against the rows sent. PE 0 prints a table and `FIGURE` lines, and writes `moe.md` and
 //! `moe_gbs.png` (GB/s against tokens) to OUTDIR when given.
+//!
+//! Then the low-latency mode ([`LowLatencyMoe`]) at 16, 64 and 128 tokens per GPU: dispatch,
+//! and combine after an untimed dispatch, each combined token checked; its 128-token row is set
+//! beside the table's NCCL figures at 128 tokens.
 
 mod common;
 
@@ -41,7 +45,7 @@ use pgas::cudarc::driver::sys as cu;
 use pgas::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
 use pgas::ops::moe::stand_in::{experts, x_value};
-use pgas::ops::moe::{reference, MoeConfig, MoeDispatcher};
+use pgas::ops::moe::{reference, LowLatencyMoe, MoeConfig, MoeDispatcher};
 use pgas::prelude::*;
 use std::fmt::Write as _;
 
@@ -520,6 +524,7 @@ fn main() -> BenchResult<()> {
         });
         p.barrier_all()?;
     }
+    let ll_rows = low_latency(&p, &stream)?;
     if me != 0 {
         return Ok(());
     }
@@ -612,6 +617,51 @@ fn main() -> BenchResult<()> {
             },
         );
     }
+    let _ = writeln!(
+        table,
+        "\nThe low-latency mode (`LowLatencyMoe`: routing on the GPU, one kernel each way, every \
+         (token, expert) pair its own row, as DeepEP's low-latency kernels), slowest GPU, median \
+         of {REPS}; NCCL's columns are the table's (per (token, GPU) rows, count exchange to the \
+         host) at the same tokens:\n\n\
+         | tokens/GPU | pairs/GPU | LL dispatch | NCCL dispatch | LL combine | NCCL combine |\n\
+         | --- | --- | --- | --- | --- | --- |"
+    );
+    for (tokens, pairs, d, c) in &ll_rows {
+        let nccl = rows_out.iter().find(|r| r.tokens == *tokens);
+        let (nd, nc) = nccl.map_or((f64::NAN, f64::NAN), |r| (r.us[1], r.us[3]));
+        let _ = writeln!(
+            table,
+            "| {tokens} | {pairs:.0} | {} us | {} us | {} us | {} us |",
+            show(*d),
+            show(nd),
+            show(*c),
+            show(nc)
+        );
+        for (what, us, base) in [("dispatch", *d, nd), ("combine", *c, nc)] {
+            emit(
+                BENCH,
+                &machine,
+                &Figure {
+                    name: format!("moe_ll_{what}_{tokens}tok_us"),
+                    value: us,
+                    unit: "us",
+                    note: format!("median of {REPS}, slowest GPU, LowLatencyMoe"),
+                },
+            );
+            if base.is_finite() {
+                emit(
+                    BENCH,
+                    &machine,
+                    &Figure {
+                        name: format!("moe_ll_{what}_{tokens}tok_speedup_vs_nccl"),
+                        value: base / us,
+                        unit: "x",
+                        note: "NCCL time (the main table's) / LowLatencyMoe time".into(),
+                    },
+                );
+            }
+        }
+    }
     println!("{table}");
     if let Some(dir) = out_dir {
         std::fs::create_dir_all(&dir)?;
@@ -650,4 +700,81 @@ fn main() -> BenchResult<()> {
         )?;
     }
     Ok(())
+}
+
+/// Tokens per GPU the low-latency mode is timed at (decode batches).
+const LL_TOKENS: &[usize] = &[16, 64, 128];
+
+/// The low-latency mode at [`LL_TOKENS`]: dispatch, and combine after an untimed dispatch
+/// (experts that write a value of their local expert only, so the combined tokens are checked
+/// against the routing without an expert kernel); per size (tokens, pairs per GPU, dispatch us,
+/// combine us), the slowest GPU's medians. Collective.
+fn low_latency(
+    p: &Pgas,
+    stream: &std::sync::Arc<CudaStream>,
+) -> BenchResult<Vec<(usize, f64, f64, f64)>> {
+    let (me, n) = (p.my_pe(), p.n_pes());
+    let h = CFG.hidden;
+    let cfg = MoeConfig {
+        max_tokens: 128,
+        ..CFG
+    };
+    let mut ll = LowLatencyMoe::new(p, cfg)?;
+    ll.prewarm()?;
+    let m = cfg.max_tokens;
+    let flat = |le: usize| (le + 1) as f32 * 0.25;
+    let y: Vec<bf16> = (0..ll.expert_out_len())
+        .map(|i| bf16::from_f32(flat(i / h / (n * m) % cfg.experts_per_pe)))
+        .collect();
+    let y = stream.clone_htod(&y)?;
+    let mut out = stream.alloc_zeros::<bf16>(m * h)?;
+    let mut results = Vec::new();
+    for &tokens in LL_TOKENS {
+        let (ids, wts) =
+            reference::sample_routing(&cfg, n, tokens, (tokens * 16 + me) as u64, false);
+        let x_host: Vec<bf16> = (0..tokens * h).map(|i| x_value(me, i / h, i % h)).collect();
+        let x = stream.clone_htod(&x_host)?;
+        let idx = stream.clone_htod(&ids)?;
+        let w = stream.clone_htod(&wts)?;
+        let (mut td, mut tc) = (Vec::new(), Vec::new());
+        for i in 0..WARMUP + REPS {
+            p.barrier_all()?;
+            let d = time_on_stream(stream, || Ok(ll.dispatch(&x, &idx, tokens)?))?;
+            stream.synchronize()?;
+            p.barrier_all()?;
+            let c = time_on_stream(stream, || {
+                Ok(ll.combine(&y, &idx, &w, tokens, &mut out)?)
+            })?;
+            if i >= WARMUP {
+                td.push(d * 1000.0);
+                tc.push(c * 1000.0);
+            }
+        }
+        let got = stream.clone_dtoh(&out.slice(0..tokens * h))?;
+        let k = cfg.top_k;
+        for t in 0..tokens {
+            let want: f32 = (0..k)
+                .filter(|&j| ids[t * k + j] >= 0)
+                .map(|j| wts[t * k + j] * flat(ids[t * k + j] as usize % cfg.experts_per_pe))
+                .sum();
+            let g = got[t * h].to_f32();
+            if (g - want).abs() > 0.02 * want.abs().max(1.0) {
+                return Err(format!(
+                    "low-latency {tokens} tokens: token {t} combined to {g}, expected {want}"
+                )
+                .into());
+            }
+        }
+        let pairs = ids.iter().filter(|&&i| i >= 0).count() as f64;
+        let words = [median(&td), median(&tc), pairs];
+        let send = p.alloc_from(&words)?;
+        let all = p.alloc::<f64>(3 * n)?;
+        p.fcollect(Team::WORLD, &all, &send)?;
+        let all = all.to_vec()?;
+        let max = |i: usize| (0..n).map(|pe| all[pe * 3 + i]).fold(f64::NAN, f64::max);
+        let mean_pairs = (0..n).map(|pe| all[pe * 3 + 2]).sum::<f64>() / n as f64;
+        results.push((tokens, mean_pairs, max(0), max(1)));
+        p.barrier_all()?;
+    }
+    Ok(results)
 }

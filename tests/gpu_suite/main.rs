@@ -62,6 +62,7 @@ mod launch;
 mod math;
 mod misuse;
 mod moe;
+mod moe_ll;
 mod ops;
 mod ops_rmsnorm;
 mod ops_rs;
@@ -142,6 +143,7 @@ fn main() -> ExitCode {
         host_collectives::CASES,
         coll::CASES,
         moe::CASES,
+        moe_ll::CASES,
         halo::CASES,
         ops::CASES,
         ops_rmsnorm::CASES,

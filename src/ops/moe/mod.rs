@@ -18,6 +18,8 @@
 //! in one kernel. [`MoeDispatcher::set_fp8_dispatch`] sends the rows as FP8 (`e4m3`, one scale
 //! per 128 values), expanded to `bf16` on arrival. Where some peer is not load/store reachable,
 //! the rows move by NVSHMEM's puts and gets instead of peer stores and loads (the same calls).
+//! [`LowLatencyMoe`] is the decode-time mode: routing on the GPU, one kernel each way, no count
+//! exchange and no host round trip, in DeepEP's low-latency layout.
 //!
 //! ```no_run
 //! use pgas::ops::moe::{MoeConfig, MoeDispatcher};
@@ -56,10 +58,13 @@
 mod config;
 mod dispatcher;
 pub mod kernels;
+pub mod ll_kernels;
+mod low_latency;
 pub mod reference;
 mod routing;
 pub mod stand_in;
 
 pub use config::{MoeConfig, MAX_BLOCKS, MAX_EXPERTS, MAX_TOP_K};
 pub use dispatcher::{prewarm_list, MoeDispatcher};
+pub use low_latency::{LowLatencyMoe, LL_MAX_TOKENS};
 pub use routing::{RecvCounts, Routing};

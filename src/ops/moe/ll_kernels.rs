@@ -1,0 +1,250 @@
+//! The kernels of [`LowLatencyMoe`](super::LowLatencyMoe), the decode-time mode: one kernel
+//! dispatches ([`moe_ll_dispatch`]), two combine ([`moe_ll_combine`] then [`moe_ll_reduce`]),
+//! with no layout pass, no count exchange before the data and no host round trip, so a decode
+//! step captures into a CUDA graph.
+//!
+//! - **Layout.** Every (token, slot) pair goes to its expert's PE on its own (a token with two
+//!   experts on one PE travels twice, as in DeepEP's low-latency mode), into a region fixed by
+//!   (local expert, source PE): row `(le * n + src) * max_tokens + slot` of `recv_x`, where
+//!   `slot` comes from a counter per expert on the *sending* PE. No PE reserves rows on another,
+//!   so nothing is exchanged before the rows.
+//! - **Counts and epochs.** The dispatch grid's last block (a ticket in `sync[0]`) sends each
+//!   expert's count to its PE as `epoch << 32 | count` in `recv_count[le * n + src]`, zeroes
+//!   the counters, then waits for every source's counts of this PE's experts and writes them to
+//!   `counts`. The epoch (`sync[1]`) advances once a dispatch, on the GPU, so a replayed graph
+//!   stays correct.
+//! - **Combine.** The expert PE stores each row's output, from the same place in `expert_out`,
+//!   into the token's PE at row `token * k + slot` of `comb_x` (`recv_src` remembers it), then
+//!   its last block (ticket `sync[2]`) signals every PE `comb_sig[me] = epoch`. The reduce waits
+//!   for every PE's signal and sums each token's rows with its weights in f32.
+//! - **Reuse.** A PE's next dispatch writes a peer's `recv_x` only after its own reduce waited for
+//!   that peer's combine, which followed the peer's experts (their reads of `recv_x`) on the
+//!   peer's stream; the same chain covers `comb_x`. So every PE signals every PE, data or not.
+
+/// Threads of a low-latency block.
+pub const LL_THREADS: u32 = 512;
+
+/// Words of a low-latency `sync`: the dispatch ticket, the epoch, the combine ticket.
+pub const LL_SYNC_WORDS: usize = 4;
+
+use crate::prelude::*;
+
+/// Sends every (token, slot) pair of `idx` (`tokens * k` expert ids, `-1` or out of range:
+/// none) to its expert's PE by peer stores, a warp a pair; then the last block sends and
+/// collects the counts (see the module doc). When it completes on a PE, `recv_x` holds every
+/// row bound there and `counts[le * n + src]` how many came from each source for each local
+/// expert.
+#[pgas_kernel(max_threads = 512)]
+pub fn moe_ll_dispatch(
+    x: &CudaSlice<bf16>,
+    idx: &CudaSlice<i32>,
+    counters: &mut SymTensor<u32>,
+    recv_x: &mut SymTensor<bf16>,
+    recv_src: &mut SymTensor<i32>,
+    recv_count: &mut SymTensor<u64>,
+    counts: &mut CudaSlice<i32>,
+    sync: &mut SymTensor<u64>,
+    me: u32,
+    tokens: u32,
+    el: u32,
+    hidden: u32,
+    max_tokens: u32,
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+) {
+    let slot_of = shared_array::<u32, 16>();
+    let last = shared_array::<u32, 1>();
+    let t = thread_idx_x() as usize;
+    let nt = block_dim_x() as usize;
+    let lane = lane_id() as usize;
+    let wib = t / 32;
+    let nn = n as usize;
+    let kk = k as usize;
+    let ell = el as usize;
+    let ee = nn * ell;
+    let h = hidden as usize;
+    let nv = h / 8;
+    let m = max_tokens as usize;
+    let mine = me as usize;
+    let pairs = tokens as usize * kk;
+    let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
+    let mut pr = global_thread_idx() / 32;
+    while pr < pairs {
+        let id = idx[pr];
+        if id >= 0 && (id as usize) < ee {
+            let g = id as usize;
+            let d = (g / ell) as i32;
+            if lane == 0 {
+                slot_of[wib] = atomic_add_local(&mut counters[g], 1u32);
+            }
+            sync_warp();
+            let r = ((g % ell) * nn + mine) * m + slot_of[wib] as usize;
+            let xb = (pr / kk) * h;
+            let p = recv_x.peer(d);
+            let mut v = lane;
+            while v < nv {
+                store_vec16(&mut p[r * h + v * 8], load_vec16(&x[xb + v * 8]));
+                v += 32;
+            }
+            if lane == 0 {
+                recv_src.peer(d)[r] = pr as i32;
+            }
+            // Lane 0 writes the next pair's slot only after every lane has read this one.
+            sync_warp();
+        }
+        pr += warps;
+    }
+    // Release this block's peer stores, then take a ticket: the last block sees every block's.
+    threadfence_system();
+    sync_threads();
+    if t == 0 {
+        let old = atomic_add_local(&mut sync[0], 1u64);
+        last[0] = if old + 1 == grid_dim_x() as u64 { 1 } else { 0 };
+    }
+    sync_threads();
+    if last[0] != 0 {
+        threadfence_system();
+        let e = sync[1] + 1;
+        let mut g = t;
+        while g < ee {
+            // Read through the atomic unit, where every block counted.
+            let c = atomic_add_local(&mut counters[g], 0u32);
+            counters[g] = 0;
+            let word = (e << 32) | c as u64;
+            signal_op(
+                &mut recv_count[(g % ell) * nn + mine],
+                word,
+                SignalOp::Set,
+                (g / ell) as i32,
+            );
+            g += nt;
+        }
+        let mut q = t;
+        while q < ell * nn {
+            signal_wait_until(&recv_count[q], Cmp::Ge, e << 32);
+            counts[q] = (recv_count[q] & 0xffffffffu64) as i32;
+            q += nt;
+        }
+        threadfence_system();
+        sync_threads();
+        if t == 0 {
+            sync[0] = 0;
+            sync[1] = e;
+        }
+    }
+}
+
+/// Stores each received row's expert output (row `r` of `expert_out`, laid out as `recv_x`)
+/// into its token's PE at row `recv_src[r]` of `comb_x`, a warp a row; then the last block
+/// signals every PE (see the module doc).
+#[pgas_kernel(max_threads = 512)]
+pub fn moe_ll_combine(
+    expert_out: &CudaSlice<bf16>,
+    counts: &CudaSlice<i32>,
+    recv_src: &SymTensor<i32>,
+    comb_x: &mut SymTensor<bf16>,
+    comb_sig: &mut SymTensor<u64>,
+    sync: &mut SymTensor<u64>,
+    me: u32,
+    el: u32,
+    hidden: u32,
+    max_tokens: u32,
+    #[comptime] n: u32,
+) {
+    let last = shared_array::<u32, 1>();
+    let t = thread_idx_x() as usize;
+    let lane = lane_id() as usize;
+    let nn = n as usize;
+    let h = hidden as usize;
+    let nv = h / 8;
+    let m = max_tokens as usize;
+    let rows = el as usize * nn * m;
+    let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
+    let mut r = global_thread_idx() / 32;
+    while r < rows {
+        let q = r / m;
+        if ((r % m) as i32) < counts[q] {
+            let s = (q % nn) as i32;
+            let db = recv_src[r] as usize * h;
+            let p = comb_x.peer(s);
+            let mut v = lane;
+            while v < nv {
+                store_vec16(&mut p[db + v * 8], load_vec16(&expert_out[r * h + v * 8]));
+                v += 32;
+            }
+        }
+        r += warps;
+    }
+    threadfence_system();
+    sync_threads();
+    if t == 0 {
+        let old = atomic_add_local(&mut sync[2], 1u64);
+        last[0] = if old + 1 == grid_dim_x() as u64 { 1 } else { 0 };
+    }
+    sync_threads();
+    if last[0] != 0 {
+        threadfence_system();
+        let e = sync[1];
+        if t < nn {
+            signal_op(&mut comb_sig[me as usize], e, SignalOp::Set, t as i32);
+        }
+        if t == 0 {
+            sync[2] = 0;
+        }
+    }
+}
+
+/// Waits for every PE's combine, then writes `out[token] = sum over slots of weight * row`
+/// (f32 accumulation in slot order, `bf16` out), a warp a token.
+#[pgas_kernel(max_threads = 512)]
+pub fn moe_ll_reduce(
+    comb_x: &SymTensor<bf16>,
+    comb_sig: &SymTensor<u64>,
+    idx: &CudaSlice<i32>,
+    wts: &CudaSlice<f32>,
+    out: &mut CudaSlice<bf16>,
+    sync: &SymTensor<u64>,
+    tokens: u32,
+    hidden: u32,
+    ee: u32,
+    #[comptime] k: u32,
+    #[comptime] n: u32,
+) {
+    let t = thread_idx_x() as usize;
+    let lane = lane_id() as usize;
+    let nn = n as usize;
+    let kk = k as usize;
+    let h = hidden as usize;
+    let nv = h / 8;
+    if t < nn {
+        signal_wait_until(&comb_sig[t], Cmp::Ge, sync[1]);
+        threadfence_system();
+    }
+    sync_threads();
+    let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
+    let mut tok = global_thread_idx() / 32;
+    while tok < tokens as usize {
+        let ob = tok * h;
+        let mut v = lane;
+        while v < nv {
+            let mut acc = [0.0f32; 8];
+            for j in 0..kk {
+                let id = idx[tok * kk + j];
+                if id >= 0 && (id as u32) < ee {
+                    let wt = wts[tok * kk + j];
+                    let a = load_vec16(&comb_x[(tok * kk + j) * h + v * 8]);
+                    for i in 0..8usize {
+                        acc[i] += wt * vec16_get(a, i as u32) as f32;
+                    }
+                }
+            }
+            let mut o = load_vec16(&out[ob + v * 8]);
+            for i in 0..8usize {
+                o = vec16_set(o, i as u32, acc[i] as bf16);
+            }
+            store_vec16(&mut out[ob + v * 8], o);
+            v += 32;
+        }
+        tok += warps;
+    }
+}
