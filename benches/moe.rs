@@ -742,9 +742,7 @@ fn low_latency(
             let d = time_on_stream(stream, || Ok(ll.dispatch(&x, &idx, tokens)?))?;
             stream.synchronize()?;
             p.barrier_all()?;
-            let c = time_on_stream(stream, || {
-                Ok(ll.combine(&y, &idx, &w, tokens, &mut out)?)
-            })?;
+            let c = time_on_stream(stream, || Ok(ll.combine(&y, &idx, &w, tokens, &mut out)?))?;
             if i >= WARMUP {
                 td.push(d * 1000.0);
                 tc.push(c * 1000.0);

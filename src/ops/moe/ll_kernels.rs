@@ -80,10 +80,23 @@ pub fn moe_ll_dispatch(
             sync_warp();
             let r = ((g % ell) * nn + mine) * m + slot_of[wib] as usize;
             let xb = (pr / kk) * h;
+            let rb = r * h;
             let p = recv_x.peer(d);
+            // Four vectors a lane in flight: a row is a chain of loads and remote stores.
             let mut v = lane;
+            while v + 96 < nv {
+                let a0 = load_vec16(&x[xb + v * 8]);
+                let a1 = load_vec16(&x[xb + (v + 32) * 8]);
+                let a2 = load_vec16(&x[xb + (v + 64) * 8]);
+                let a3 = load_vec16(&x[xb + (v + 96) * 8]);
+                store_vec16(&mut p[rb + v * 8], a0);
+                store_vec16(&mut p[rb + (v + 32) * 8], a1);
+                store_vec16(&mut p[rb + (v + 64) * 8], a2);
+                store_vec16(&mut p[rb + (v + 96) * 8], a3);
+                v += 128;
+            }
             while v < nv {
-                store_vec16(&mut p[r * h + v * 8], load_vec16(&x[xb + v * 8]));
+                store_vec16(&mut p[rb + v * 8], load_vec16(&x[xb + v * 8]));
                 v += 32;
             }
             if lane == 0 {
@@ -135,8 +148,9 @@ pub fn moe_ll_dispatch(
 }
 
 /// Stores each received row's expert output (row `r` of `expert_out`, laid out as `recv_x`)
-/// into its token's PE at row `recv_src[r]` of `comb_x`, a warp a row; then the last block
-/// signals every PE (see the module doc).
+/// into its token's PE at row `recv_src[r]` of `comb_x`, a thread a 16-byte vector (a decode
+/// step has few rows: a warp a row would leave the GPU idle, each warp waiting on a chain of
+/// loads); then the last block signals every PE (see the module doc).
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_ll_combine(
     expert_out: &CudaSlice<bf16>,
@@ -153,27 +167,26 @@ pub fn moe_ll_combine(
 ) {
     let last = shared_array::<u32, 1>();
     let t = thread_idx_x() as usize;
-    let lane = lane_id() as usize;
     let nn = n as usize;
     let h = hidden as usize;
     let nv = h / 8;
     let m = max_tokens as usize;
-    let rows = el as usize * nn * m;
-    let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
-    let mut r = global_thread_idx() / 32;
-    while r < rows {
+    let items = el as usize * nn * m * nv;
+    let threads = (grid_dim_x() * block_dim_x()) as usize;
+    let mut i = global_thread_idx();
+    while i < items {
+        let r = i / nv;
         let q = r / m;
         if ((r % m) as i32) < counts[q] {
+            let v = i % nv;
             let s = (q % nn) as i32;
             let db = recv_src[r] as usize * h;
-            let p = comb_x.peer(s);
-            let mut v = lane;
-            while v < nv {
-                store_vec16(&mut p[db + v * 8], load_vec16(&expert_out[r * h + v * 8]));
-                v += 32;
-            }
+            store_vec16(
+                &mut comb_x.peer(s)[db + v * 8],
+                load_vec16(&expert_out[r * h + v * 8]),
+            );
         }
-        r += warps;
+        i += threads;
     }
     threadfence_system();
     sync_threads();
@@ -195,7 +208,7 @@ pub fn moe_ll_combine(
 }
 
 /// Waits for every PE's combine, then writes `out[token] = sum over slots of weight * row`
-/// (f32 accumulation in slot order, `bf16` out), a warp a token.
+/// (f32 accumulation in slot order, `bf16` out), a thread a 16-byte vector of a token.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_ll_reduce(
     comb_x: &SymTensor<bf16>,
@@ -211,7 +224,6 @@ pub fn moe_ll_reduce(
     #[comptime] n: u32,
 ) {
     let t = thread_idx_x() as usize;
-    let lane = lane_id() as usize;
     let nn = n as usize;
     let kk = k as usize;
     let h = hidden as usize;
@@ -221,30 +233,28 @@ pub fn moe_ll_reduce(
         threadfence_system();
     }
     sync_threads();
-    let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
-    let mut tok = global_thread_idx() / 32;
-    while tok < tokens as usize {
+    let threads = (grid_dim_x() * block_dim_x()) as usize;
+    let mut i = global_thread_idx();
+    while i < tokens as usize * nv {
+        let tok = i / nv;
+        let v = i % nv;
         let ob = tok * h;
-        let mut v = lane;
-        while v < nv {
-            let mut acc = [0.0f32; 8];
-            for j in 0..kk {
-                let id = idx[tok * kk + j];
-                if id >= 0 && (id as u32) < ee {
-                    let wt = wts[tok * kk + j];
-                    let a = load_vec16(&comb_x[(tok * kk + j) * h + v * 8]);
-                    for i in 0..8usize {
-                        acc[i] += wt * vec16_get(a, i as u32) as f32;
-                    }
+        let mut acc = [0.0f32; 8];
+        for j in 0..kk {
+            let id = idx[tok * kk + j];
+            if id >= 0 && (id as u32) < ee {
+                let wt = wts[tok * kk + j];
+                let a = load_vec16(&comb_x[(tok * kk + j) * h + v * 8]);
+                for c in 0..8usize {
+                    acc[c] += wt * vec16_get(a, c as u32) as f32;
                 }
             }
-            let mut o = load_vec16(&out[ob + v * 8]);
-            for i in 0..8usize {
-                o = vec16_set(o, i as u32, acc[i] as bf16);
-            }
-            store_vec16(&mut out[ob + v * 8], o);
-            v += 32;
         }
-        tok += warps;
+        let mut o = load_vec16(&out[ob + v * 8]);
+        for c in 0..8usize {
+            o = vec16_set(o, c as u32, acc[c] as bf16);
+        }
+        store_vec16(&mut out[ob + v * 8], o);
+        i += threads;
     }
 }
