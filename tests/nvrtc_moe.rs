@@ -1,6 +1,7 @@
 //! Every kernel `pgas::ops::moe` launches (`moe::prewarm_list`, plain, and the checked variant
 //! too), for 2 PEs, top-8 and FP8 dispatch by peer stores and for 1 PE, top-1 and bf16 dispatch by
-//! NVSHMEM's RMA (the loops over PEs and slots unroll),
+//! NVSHMEM's RMA (the loops over PEs and slots unroll), and the low-latency mode's for the same
+//! PEs and top-k,
 //! compiled by NVRTC for sm_90 as the JIT would, as one program: no errors, no warnings; and
 //! link-time against the NVSHMEM library as the JIT does by default. Needs no GPU; needs NVRTC
 //! and the headers (`PGAS_CUDA_HOME`, `PGAS_NVSHMEM_HOME`), as `tests/nvrtc_corpus.rs`.
@@ -30,6 +31,27 @@ fn every_moe_kernel_compiles_without_warnings() {
                 // Point-to-point only: no NVSHMEM collective templates, so they compile fast.
                 let prelude = Prelude::of_source(&src);
                 assert_eq!(prelude, Some(Prelude::P2p), "{}", k.spec.cuda_name);
+                sources.push(src);
+            }
+        }
+    }
+    // The low-latency mode's kernels, [top_k, n_pes] as above.
+    for kn in [[8, 2], [1, 1]] {
+        for variant in [Variant::Plain, Variant::Checked] {
+            for k in pgas::ops::moe::ll_prewarm_list(&kn, variant) {
+                let pairs: Vec<(&str, i128)> = k
+                    .spec
+                    .comptime_names()
+                    .zip(k.comptime.iter().copied())
+                    .collect();
+                let source = k.spec.source(variant);
+                let (src, _) = specialize(source, k.spec.cuda_name, variant.as_str(), &pairs);
+                assert_eq!(
+                    Prelude::of_source(&src),
+                    Some(Prelude::P2p),
+                    "{}",
+                    k.spec.cuda_name
+                );
                 sources.push(src);
             }
         }

@@ -218,24 +218,7 @@ impl LowLatencyMoe {
     /// Compiles its kernels ahead (they compile on first use otherwise).
     pub fn prewarm(&self) -> Result<()> {
         let kn = [self.cfg.top_k as i128, self.n as i128];
-        let list = [
-            Prewarm {
-                spec: &ll_kernels::moe_ll_dispatch::SPEC,
-                variant: self.variant,
-                comptime: &kn,
-            },
-            Prewarm {
-                spec: &ll_kernels::moe_ll_combine::SPEC,
-                variant: self.variant,
-                comptime: &kn[1..],
-            },
-            Prewarm {
-                spec: &ll_kernels::moe_ll_reduce::SPEC,
-                variant: self.variant,
-                comptime: &kn,
-            },
-        ];
-        pgas_runtime::launch::prewarm(&self.pgas, &list)
+        pgas_runtime::launch::prewarm(&self.pgas, &ll_prewarm_list(&kn, self.variant))
     }
 
     /// Sends this PE's `tokens` rows of `x` (`hidden` `bf16` each) to the PEs of their experts,
@@ -429,6 +412,28 @@ impl LowLatencyMoe {
         }
         Ok(())
     }
+}
+
+/// The kernels a [`LowLatencyMoe`] of `[top_k, n_pes]` launches, in `variant`, for
+/// [`pgas_runtime::launch::prewarm`].
+pub fn ll_prewarm_list(comptime: &[i128; 2], variant: Variant) -> [Prewarm<'_>; 3] {
+    [
+        Prewarm {
+            spec: &ll_kernels::moe_ll_dispatch::SPEC,
+            variant,
+            comptime,
+        },
+        Prewarm {
+            spec: &ll_kernels::moe_ll_combine::SPEC,
+            variant,
+            comptime: &comptime[1..],
+        },
+        Prewarm {
+            spec: &ll_kernels::moe_ll_reduce::SPEC,
+            variant,
+            comptime,
+        },
+    ]
 }
 
 /// Launches a low-latency kernel on the context's stream.

@@ -66,5 +66,5 @@ pub mod stand_in;
 
 pub use config::{MoeConfig, MAX_BLOCKS, MAX_EXPERTS, MAX_TOP_K};
 pub use dispatcher::{prewarm_list, MoeDispatcher};
-pub use low_latency::{LowLatencyMoe, LL_MAX_TOKENS};
+pub use low_latency::{ll_prewarm_list, LowLatencyMoe, LL_MAX_TOKENS};
 pub use routing::{RecvCounts, Routing};
