@@ -149,6 +149,24 @@ fn per_launch(
 
 // One long function on purpose: each compile-cost measurement follows the last in the order the
 // report prints them, over one cache directory.
+/// What each next kernel costs: the median wall time of 5 new specializations of `spec` (one
+/// comptime value each, 1 to 5), one prewarm each.
+fn next_kernels(p: &Pgas, spec: &'static pgas::kernel::KernelSpec) -> BenchResult<f64> {
+    let mut times = Vec::new();
+    for k in 1..=5i128 {
+        let v = [k];
+        let one = [Prewarm {
+            spec,
+            variant: Variant::Checked,
+            comptime: &v,
+        }];
+        let (r, s) = wall(|| pgas::launch::prewarm(p, &one));
+        r?;
+        times.push(s);
+    }
+    Ok(median(&times))
+}
+
 fn main() -> BenchResult<()> {
     if !common::gpu_present() {
         println!("{BENCH}: skipped: no GPU");
@@ -227,21 +245,9 @@ fn main() -> BenchResult<()> {
         ),
     );
     // The user's next kernels: new specializations, one prewarm each, medians.
-    let mut next = Vec::new();
-    for k in 1..=5i128 {
-        let v = [k];
-        let one = [Prewarm {
-            spec: &ring_shift_scaled::SPEC,
-            variant: Variant::Checked,
-            comptime: &v,
-        }];
-        let (r, s) = wall(|| pgas::launch::prewarm(&p, &one));
-        r?;
-        next.push(s);
-    }
     fig(
         "cold_compile_dsl_next_p2p_kernel",
-        median(&next),
+        next_kernels(&p, &ring_shift_scaled::SPEC)?,
         "s",
         &format!("{mode}; median of 5 new point-to-point kernels, each compiled, stored, loaded"),
     );
@@ -266,21 +272,9 @@ fn main() -> BenchResult<()> {
             }
         ),
     );
-    let mut next = Vec::new();
-    for k in 1..=5i128 {
-        let v = [k];
-        let one = [Prewarm {
-            spec: &reduce_loop_scaled::SPEC,
-            variant: Variant::Checked,
-            comptime: &v,
-        }];
-        let (r, s) = wall(|| pgas::launch::prewarm(&p, &one));
-        r?;
-        next.push(s);
-    }
     fig(
         "cold_compile_dsl_next_collective_kernel",
-        median(&next),
+        next_kernels(&p, &reduce_loop_scaled::SPEC)?,
         "s",
         &format!("{coll_mode}; median of 5 new kernels calling the same reduce_block"),
     );

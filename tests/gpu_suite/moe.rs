@@ -301,12 +301,7 @@ fn checked_variant(p: &Pgas) -> CaseResult {
 /// round after them still agrees with every peer. The buffers are made with cudarc's event
 /// tracking off (all on one stream): a capture cannot wait for events recorded before it.
 fn graph_capture(p: &Pgas) -> CaseResult {
-    // SAFETY: everything below runs on the pgas stream; tracking is back on at the end.
-    unsafe { p.cuda().disable_event_tracking() };
-    let result = graph_capture_untracked(p);
-    // SAFETY: the untracked buffers were all dropped inside graph_capture_untracked.
-    unsafe { p.cuda().enable_event_tracking() };
-    result
+    util::untracked(p, graph_capture_untracked)
 }
 
 fn graph_capture_untracked(p: &Pgas) -> CaseResult {
@@ -403,12 +398,7 @@ fn combine_rows(p: &Pgas) -> CaseResult {
         }
         util::settle(p)?;
     }
-    // SAFETY: everything below runs on the pgas stream; tracking is back on at the end.
-    unsafe { p.cuda().disable_event_tracking() };
-    let result = combine_rows_graph(p);
-    // SAFETY: the untracked buffers were all dropped inside combine_rows_graph.
-    unsafe { p.cuda().enable_event_tracking() };
-    result
+    util::untracked(p, combine_rows_graph)
 }
 
 /// Dispatch + `combine_rows` captured once (after an eager round loaded the kernels) and

@@ -202,12 +202,7 @@ fn flat(le: usize, c: usize) -> f32 {
 }
 
 fn graph_replay(p: &Pgas) -> CaseResult {
-    // SAFETY: everything below runs on the pgas stream; tracking is back on at the end.
-    unsafe { p.cuda().disable_event_tracking() };
-    let result = graph_replay_untracked(p);
-    // SAFETY: the untracked buffers were all dropped inside graph_replay_untracked.
-    unsafe { p.cuda().enable_event_tracking() };
-    result
+    util::untracked(p, graph_replay_untracked)
 }
 
 fn graph_replay_untracked(p: &Pgas) -> CaseResult {

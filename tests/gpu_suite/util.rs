@@ -39,6 +39,18 @@ pub fn device_name(p: &Pgas) -> String {
         .unwrap_or_else(|e| format!("(name unknown: {e})"))
 }
 
+/// Runs `f` with cudarc's event tracking off (a CUDA graph capture on the pgas stream cannot
+/// take the events it would record on other streams), and turns it back on however `f` ends.
+/// `f` must run everything on the pgas stream and drop the buffers it makes before it returns.
+pub fn untracked(p: &Pgas, f: impl FnOnce(&Pgas) -> CaseResult) -> CaseResult {
+    // SAFETY: the caller's contract above: all of `f`'s work is on the pgas stream.
+    unsafe { p.cuda().disable_event_tracking() };
+    let result = f(p);
+    // SAFETY: the untracked buffers were all dropped inside `f`.
+    unsafe { p.cuda().enable_event_tracking() };
+    result
+}
+
 /// Waits for this PE's work, then for every PE: the point where results may be read back.
 pub fn settle(p: &Pgas) -> CaseResult {
     p.stream().synchronize()?;

@@ -303,7 +303,7 @@ impl LowLatencyMoe {
         }
         self.check_tokens(tokens, out.len(), topk_idx.len(), "combine output")?;
         let (h, k, m, el) = self.sizes();
-        let need = [
+        at_least(&[
             (
                 "the experts' output (LowLatencyMoe::expert_out_len)",
                 expert_out.len(),
@@ -314,16 +314,7 @@ impl LowLatencyMoe {
                 topk_weights.len(),
                 tokens * k as usize,
             ),
-        ];
-        for (what, got, expected) in need {
-            if got < expected {
-                return Err(Error::LengthMismatch {
-                    what,
-                    got,
-                    expected,
-                });
-            }
-        }
+        ])?;
         let (pgas, variant, n) = (self.pgas.clone(), self.variant, self.n as i128);
         let ee = (self.n * self.cfg.experts_per_pe) as u32;
         let mut args = KernelArgs::new();
@@ -393,24 +384,14 @@ impl LowLatencyMoe {
                 ),
             });
         }
-        let need = [
+        at_least(&[
             (what, rows_len, tokens * self.cfg.hidden),
             (
                 "the expert ids (tokens * top_k)",
                 idx_len,
                 tokens * self.cfg.top_k,
             ),
-        ];
-        for (what, got, expected) in need {
-            if got < expected {
-                return Err(Error::LengthMismatch {
-                    what,
-                    got,
-                    expected,
-                });
-            }
-        }
-        Ok(())
+        ])
     }
 }
 
@@ -434,6 +415,18 @@ pub fn ll_prewarm_list(comptime: &[i128; 2], variant: Variant) -> [Prewarm<'_>; 
             comptime,
         },
     ]
+}
+
+/// [`Error::LengthMismatch`] for the first buffer `(what, length, needed)` shorter than needed.
+fn at_least(buffers: &[(&'static str, usize, usize)]) -> Result<()> {
+    match buffers.iter().find(|(_, got, expected)| got < expected) {
+        Some(&(what, got, expected)) => Err(Error::LengthMismatch {
+            what,
+            got,
+            expected,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Launches a low-latency kernel on the context's stream.
