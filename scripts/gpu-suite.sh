@@ -369,7 +369,7 @@ fi
 
 bench_pes=$((gpus >= 2 ? 2 : 1))
 step "dsl_vs_cuda $bench_pes PE" bench.log 120 "$bin/pgas-run" -n "$bench_pes" -- "$bin/dsl_vs_cuda"
-verdict "dsl_vs_cuda $bench_pes PE" "$(figures | brief '64x1024|ping|barrier|host_put|init')"
+verdict "dsl_vs_cuda $bench_pes PE" "$(figures | brief '64x1024|ping|barrier|reduce_block|host_put|init')"
 step "jit_costs" bench.log 90 "$bin/jit_costs"
 verdict "jit_costs" "$(figures | brief 'cold_compile|disk|memory|launch_dsl_checked|launch_bare|nvshmem_init')"
 # The same cold compiles against NVSHMEM's headers, without nvJitLink (figures named inline/...).
@@ -377,6 +377,11 @@ verdict "jit_costs" "$(figures | brief 'cold_compile|disk|memory|launch_dsl_chec
 step "jit_costs PGAS_JIT_LTO=off" bench.log 60 env PGAS_JIT_LTO=off "$bin/jit_costs"
 last=$(echo "$last" | sed 's/"name": *"/&inline\//')
 verdict "jit_costs PGAS_JIT_LTO=off" "$(figures | brief 'cold_compile')"
+# Collective kernels link-time too, with NVSHMEM's collectives as objects built once per machine
+# (docs/jit.md, "Collective objects"; figures named objects/...).
+step "jit_costs PGAS_JIT_LTO=all" bench.log 90 env PGAS_JIT_LTO=all "$bin/jit_costs"
+last=$(echo "$last" | sed 's/"name": *"/&objects\//')
+verdict "jit_costs PGAS_JIT_LTO=all" "$(figures | brief 'collective')"
 # The JIT's helper processes: new programs compiled in one process and in one per CPU.
 step "jit_helpers" bench.log 60 "$bin/jit_helpers"
 verdict "jit_helpers" "$(figures | brief 'process|speedup')"
