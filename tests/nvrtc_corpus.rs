@@ -277,24 +277,26 @@ fn every_linkable_kernel_links_against_the_nvshmem_library() {
 }
 
 /// A collective kernel's NVSHMEM collective is built once, into the cache, and the next kernel
-/// that calls it links it from there: the cache gains the kernel and nothing else.
+/// that calls it links it: the cache gains that kernel and nothing else.
 #[test]
 fn the_next_collective_kernel_links_the_object_the_first_one_built() {
     let tc = Toolchain::discover()
         .and_then(|t| t.with_fast_compile("max"))
         .map(|t| t.with_link_time(LinkTime::All))
         .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    // Bounded to 384 threads: a register cap (168) no other test's kernels have, so no other
+    // test of this process has the object in memory already.
     let dir = std::env::temp_dir().join(format!("pgas-corpus-objects-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let disk = pgas_runtime::jit::disk::DiskCache::open(&dir).unwrap();
     let kernels = compile_file(
         r#"
-        #[pgas_kernel]
+        #[pgas_kernel(max_threads = 384)]
         fn first(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>) {
             let n = dst.len();
             reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
         }
-        #[pgas_kernel]
+        #[pgas_kernel(max_threads = 384)]
         fn next(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, k: u32) {
             let n = dst.len();
             for _ in 0..k {
@@ -324,8 +326,12 @@ fn the_next_collective_kernel_links_the_object_the_first_one_built() {
         "first collective kernel {:.2} s (its object built), next {:.2} s",
         times[0], times[1]
     );
-    // The first: the barrier library, the reduction's object and the kernel.
-    assert_eq!(counts, [3, 4], "cache entries after each kernel");
+    // The first: the reduction's object and the kernel (and the barrier library, unless another
+    // test of this process built it into its own cache first); the next: its kernel alone.
+    assert!(
+        counts[0] >= 2 && counts[1] == counts[0] + 1,
+        "cache entries after each kernel: {counts:?}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 
