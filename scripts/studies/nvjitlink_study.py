@@ -3,13 +3,17 @@
 LTO-IR NVSHMEM library costs beside NVRTC against NVSHMEM's headers. Standard library only
 (ctypes); no GPU. Reuses scripts/studies/nvrtc_study.py's NVRTC wrapper, preludes and kernel bodies.
 
-    python3 scripts/studies/nvjitlink_study.py [p2p] [reduce] [noinline] [--deps DIR] [--reps 3]
+    python3 scripts/studies/nvjitlink_study.py [p2p] [reduce] [objects] [noinline] [--deps DIR] [--reps 3]
 
 - p2p: a put-with-signal + wait kernel compiled inline (point-to-point prelude, to CUBIN) against
   the same kernel compiled against declarations only to LTO-IR and linked with a library of
   extern "C" wrappers (the library compiled once, first line).
 - reduce: a `nvshmemx_float_sum_reduce_block` kernel inline (full prelude) against linked with a
   library wrapper of it.
+- objects: the reduction compiled once as a relocatable object (`-rdc=true`,
+  NVSHMEM_ENABLE_ALL_DEVICE_INLINING) at 128 and 255 registers against the same reduction in a
+  whole kernel, with ptxas's stack and spill lines; then a kernel linked with a library of
+  wrappers and the object in one LTO link against two steps (LTO to PTX, then PTX + object).
 - noinline: a kernel of four reductions (sum, prod, min, max) through `__forceinline__` wrappers
   against `__noinline__` ones (slow: minutes on a 2-core machine).
 DIR is the pip --target layout scripts/deps.sh makes (default: <repo>/.deps).
@@ -25,6 +29,10 @@ sys.path.insert(0, HERE)
 import nvrtc_study as ns  # noqa: E402
 
 LTOIR = 3  # NVJITLINK_INPUT_LTOIR
+CUBIN = 1  # NVJITLINK_INPUT_CUBIN
+PTX = 2  # NVJITLINK_INPUT_PTX
+# What the first step of a two-step link keeps though nothing in it uses them.
+KEEP = ["-variables-used=nvshmemi_device_state_d", "-variables-used=nvshmemi_device_lib_version_d"]
 
 
 class Tools:
@@ -59,18 +67,20 @@ class Tools:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
         return dt, buf.raw
 
-    def link(self, inputs):
-        """nvJitLink -lto of LTO-IR inputs to a CUBIN: (seconds, bytes)."""
+    def link(self, inputs, extra=(), lto=True):
+        """nvJitLink of (bytes, kind) inputs to a CUBIN, or to PTX with "-ptx" in `extra`:
+        (seconds, bytes). Bare bytes are LTO-IR."""
         # The versioned entry points nvJitLink.h's inline wrappers call (getattr: a name with
         # two leading underscores would be mangled inside a class).
         def jl(name):
             return getattr(self.jl, "__nvJitLink%s_13_0" % name)
-        opts = [b"-arch=sm_90", b"-lto"]
+        opts = [b"-arch=sm_90"] + ([b"-lto"] if lto else []) + [o.encode() for o in extra]
         h = ctypes.c_void_p()
         t0 = time.perf_counter()
-        assert jl("Create")(ctypes.byref(h), len(opts), (ctypes.c_char_p * 2)(*opts)) == 0
-        for i, data in enumerate(inputs):
-            assert jl("AddData")(h, LTOIR, data, ctypes.c_size_t(len(data)), b"in%d" % i) == 0
+        assert jl("Create")(ctypes.byref(h), len(opts), (ctypes.c_char_p * len(opts))(*opts)) == 0
+        for i, item in enumerate(inputs):
+            data, kind = item if isinstance(item, tuple) else (item, LTOIR)
+            assert jl("AddData")(h, kind, data, ctypes.c_size_t(len(data)), b"in%d" % i) == 0
         rc = jl("Complete")(h)
         dt = time.perf_counter() - t0
         if rc:
@@ -79,12 +89,13 @@ class Tools:
             log = ctypes.create_string_buffer(n.value + 1)
             jl("GetErrorLog")(h, log)
             sys.exit("nvJitLink failed:\n" + log.value.decode()[:3000])
+        what = "Ptx" if "-ptx" in extra else "Cubin"
         n = ctypes.c_size_t()
-        jl("GetLinkedCubinSize")(h, ctypes.byref(n))
-        cubin = ctypes.create_string_buffer(n.value)
-        jl("GetLinkedCubin")(h, cubin)
+        jl("GetLinked%sSize" % what)(h, ctypes.byref(n))
+        out = ctypes.create_string_buffer(n.value)
+        jl("GetLinked%s" % what)(h, out)
         jl("Destroy")(ctypes.byref(h))
-        return dt, cubin.raw
+        return dt, out.raw
 
     def inline_cubin(self, src):
         r = self.nv.compile(src, self.inline)
@@ -136,6 +147,61 @@ def four_reductions(qualifier, name):
             % (name, calls))
 
 
+# -- objects: a collective compiled once to machine code (docs/jit.md, "Collective objects") --
+INLINING = "-DNVSHMEM_ENABLE_ALL_DEVICE_INLINING"
+OBJECT = ns.PRELUDE_FULL + r'''
+extern "C" __device__ int pgas_w_sum_reduce_block(int team, float *d, float *s, size_t n) { return nvshmemx_float_sum_reduce_block(team, d, s, n); }
+'''
+WHOLE = ns.PRELUDE_FULL + r'''
+extern "C" __global__ void __launch_bounds__(512) %s(int team, float *d, float *s, size_t n, unsigned iters) { for (unsigned k = 0; k < iters; k++) nvshmemx_float_sum_reduce_block(team, d, s, n); }
+'''
+STATE = r'''
+__constant__ nvshmemi_device_host_state_t nvshmemi_device_state_d;
+__constant__ nvshmemi_version_t nvshmemi_device_lib_version_d = {NVSHMEM_VENDOR_MAJOR_VERSION, NVSHMEM_VENDOR_MINOR_VERSION, NVSHMEM_VENDOR_PATCH_VERSION};
+'''
+
+
+def many_wrappers():
+    """A library like the JIT's: the study's point-to-point calls (type x op x scope) as
+    extern "C" wrappers, plus NVSHMEM's state, defined once."""
+    out = [ns.PRELUDE_P2P, STATE,
+           'extern "C" __device__ void pgas_w_barrier_all_block() { nvshmem_quiet(); }\n']
+    for t, ct in ns._TYPES:
+        for op in ns._OPS:
+            for fn, scope in ns._SCOPES:
+                out.append('extern "C" __device__ void pgas_w_%s_%s_%s(%s *d, const %s *s, size_t n, int pe) '
+                           '{ %s(d, s, n, pe); }\n' % (t, op, scope, ct, ct, fn.format(t=t, op=op)))
+    return "".join(out)
+
+
+def spills(log):
+    """ptxas's stack frame and spill lines, per function."""
+    return [l.strip() for l in log.splitlines() if "Function properties" in l or "spill" in l]
+
+
+def objects(t):
+    base = [o for o in t.inline if o != "-D__NVSHMEM_NUMBA_SUPPORT__"] + ["-Xptxas=-v"]
+    for cap in (128, 255):
+        r = t.nv.compile(OBJECT, base + ["-rdc=true", INLINING, "-maxrregcount=%d" % cap])
+        assert r["rc"] == 0, r["log"][:3000]
+        print("objects: the reduction as an object at %d registers: %.1f s" % (cap, r["seconds"]))
+        print("\n".join("    " + l for l in spills(r["log"])[:4]))
+        if cap == 128:
+            obj = r["binary"]
+    r = t.nv.compile(WHOLE % "pgas_whole", base + ["-D__NVSHMEM_NUMBA_SUPPORT__"])
+    print("objects: the same reduction in a whole kernel bounded to 512 threads: %.1f s" % r["seconds"])
+    print("\n".join("    " + l for l in spills(r["log"])[:2]))
+    t.lto = [o for o in t.inline if o != "-D__NVSHMEM_NUMBA_SUPPORT__"] + [INLINING, "-dlto", "-rdc=true"]
+    s, lib = t.ltoir(many_wrappers())
+    print("objects: a library of %d wrappers to LTO-IR: %.2f s" % (many_wrappers().count('extern "C"'), s))
+    _, ir = t.ltoir(REDUCE_KERNEL % "pgas_linked")
+    one, _ = t.link([(ir, LTOIR), (lib, LTOIR), (obj, CUBIN)])
+    first, ptx = t.link([(ir, LTOIR), (lib, LTOIR)], ["-ptx"] + KEEP)
+    second, _ = t.link([(ptx.rstrip(b"\0"), PTX), (obj, CUBIN)], lto=False)
+    print("objects: kernel + library + object in one LTO link: %.2f s; in two steps (LTO to PTX, "
+          "then PTX + object): %.3f + %.3f s" % (one, first, second))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("modes", nargs="*", default=["p2p", "reduce"])
@@ -159,6 +225,8 @@ def main():
         l, _ = t.link([ir, lib])
         inline = t.inline_cubin(ns.source("full", [names("ri")], [ns.BODY_REDUCE], False))
         print("reduce: inline %.2f s; link-time %.2f s (NVRTC %.3f + nvJitLink %.2f)" % (inline, k + l, k, l))
+    if "objects" in a.modes:
+        objects(t)
     if "noinline" in a.modes:
         for q in ["__forceinline__", "__noinline__"]:
             print("four reductions, %s wrappers: %.1f s" % (q, t.inline_cubin(four_reductions(q, names("n")))))

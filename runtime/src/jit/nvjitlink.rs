@@ -127,10 +127,10 @@ impl NvJitLink {
     /// as one module.
     ///
     /// With machine-code inputs (collective objects) beside LTO-IR, nvJitLink keeps and compiles
-    /// every function of the LTO-IR (the whole NVSHMEM library, some 430 functions: 17 s on the
-    /// 2-core CPU machine), since the objects might call any. So that link takes two steps: the
-    /// LTO-IR alone to PTX (the kernel and what it uses, with NVSHMEM's state kept), then that
-    /// PTX with the objects to the CUBIN (0.06 s in all there).
+    /// every function of the LTO-IR (the whole NVSHMEM library), since the objects might call
+    /// any. So that link takes two steps: the LTO-IR alone to PTX (the kernel and what it uses,
+    /// with NVSHMEM's state kept), then that PTX with the objects to the CUBIN (docs/jit.md,
+    /// "Collective objects", has the times).
     pub(crate) fn link(
         &self,
         inputs: &[(&str, &[u8], Input)],
