@@ -524,7 +524,12 @@ fn main() -> BenchResult<()> {
         });
         p.barrier_all()?;
     }
-    let ll_rows = low_latency(&p, &stream)?;
+    // SAFETY: every buffer `low_latency` uses is its own, made and dropped inside it, and all of
+    // its work is on `stream` (the context's): untracked, its decode step can be captured.
+    unsafe { p.cuda().disable_event_tracking() };
+    let ll_rows = low_latency(&p, &stream);
+    unsafe { p.cuda().enable_event_tracking() };
+    let ll_rows = ll_rows?;
     if me != 0 {
         return Ok(());
     }
@@ -622,22 +627,32 @@ fn main() -> BenchResult<()> {
         "\nThe low-latency mode (`LowLatencyMoe`: routing on the GPU, one kernel each way, every \
          (token, expert) pair its own row, as DeepEP's low-latency kernels), slowest GPU, median \
          of {REPS}; NCCL's columns are the table's (per (token, GPU) rows, count exchange to the \
-         host) at the same tokens:\n\n\
-         | tokens/GPU | pairs/GPU | LL dispatch | NCCL dispatch | LL combine | NCCL combine |\n\
-         | --- | --- | --- | --- | --- | --- |"
+         host) at the same tokens. The last two columns are a decode step, dispatch then combine: \
+         {LL_GRAPH_STEPS} steps captured into one CUDA graph and replayed (per step), against \
+         NCCL's dispatch + combine eager (NCCL's needs the counts on the host):\n\n\
+         | tokens/GPU | pairs/GPU | LL dispatch | NCCL dispatch | LL combine | NCCL combine | LL step, graph | NCCL step |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- |"
     );
-    for (tokens, pairs, d, c) in &ll_rows {
-        let nccl = rows_out.iter().find(|r| r.tokens == *tokens);
+    for r in &ll_rows {
+        let (tokens, d, c, g) = (r.tokens, r.dispatch, r.combine, r.step_graph);
+        let nccl = rows_out.iter().find(|row| row.tokens == tokens);
         let (nd, nc) = nccl.map_or((f64::NAN, f64::NAN), |r| (r.us[1], r.us[3]));
         let _ = writeln!(
             table,
-            "| {tokens} | {pairs:.0} | {} us | {} us | {} us | {} us |",
-            show(*d),
+            "| {tokens} | {:.0} | {} us | {} us | {} us | {} us | {} us | {} us |",
+            r.pairs,
+            show(d),
             show(nd),
-            show(*c),
-            show(nc)
+            show(c),
+            show(nc),
+            show(g),
+            show(nd + nc)
         );
-        for (what, us, base) in [("dispatch", *d, nd), ("combine", *c, nc)] {
+        for (what, us, base) in [
+            ("dispatch", d, nd),
+            ("combine", c, nc),
+            ("step_graph", g, nd + nc),
+        ] {
             emit(
                 BENCH,
                 &machine,
@@ -705,14 +720,26 @@ fn main() -> BenchResult<()> {
 /// Tokens per GPU the low-latency mode is timed at (decode batches).
 const LL_TOKENS: &[usize] = &[16, 64, 128];
 
+/// Decode steps (dispatch + combine) captured into one graph for the graph timing.
+const LL_GRAPH_STEPS: usize = 10;
+
+/// One size of the low-latency mode: the slowest GPU's medians, microseconds.
+struct LlRow {
+    tokens: usize,
+    /// (token, expert) pairs a GPU sends, the GPUs' mean.
+    pairs: f64,
+    dispatch: f64,
+    combine: f64,
+    /// A decode step (dispatch + combine) replayed from a CUDA graph, per step.
+    step_graph: f64,
+}
+
 /// The low-latency mode at [`LL_TOKENS`]: dispatch, and combine after an untimed dispatch
 /// (experts that write a value of their local expert only, so the combined tokens are checked
-/// against the routing without an expert kernel); per size (tokens, pairs per GPU, dispatch us,
-/// combine us), the slowest GPU's medians. Collective.
-fn low_latency(
-    p: &Pgas,
-    stream: &std::sync::Arc<CudaStream>,
-) -> BenchResult<Vec<(usize, f64, f64, f64)>> {
+/// against the routing without an expert kernel), then [`LL_GRAPH_STEPS`] decode steps captured
+/// into a graph and replayed (the result checked again). Collective; run with cudarc's event
+/// tracking off (the capture).
+fn low_latency(p: &Pgas, stream: &std::sync::Arc<CudaStream>) -> BenchResult<Vec<LlRow>> {
     let (me, n) = (p.my_pe(), p.n_pes());
     let h = CFG.hidden;
     let cfg = MoeConfig {
@@ -748,30 +775,63 @@ fn low_latency(
                 tc.push(c * 1000.0);
             }
         }
-        let got = stream.clone_dtoh(&out.slice(0..tokens * h))?;
-        let k = cfg.top_k;
-        for t in 0..tokens {
-            let want: f32 = (0..k)
-                .filter(|&j| ids[t * k + j] >= 0)
-                .map(|j| wts[t * k + j] * flat(ids[t * k + j] as usize % cfg.experts_per_pe))
-                .sum();
-            let g = got[t * h].to_f32();
-            if (g - want).abs() > 0.02 * want.abs().max(1.0) {
-                return Err(format!(
-                    "low-latency {tokens} tokens: token {t} combined to {g}, expected {want}"
-                )
-                .into());
+        let check = |what: &str, out: &CudaSlice<bf16>| -> BenchResult<()> {
+            let got = stream.clone_dtoh(&out.slice(0..tokens * h))?;
+            let k = cfg.top_k;
+            for t in 0..tokens {
+                let want: f32 = (0..k)
+                    .filter(|&j| ids[t * k + j] >= 0)
+                    .map(|j| wts[t * k + j] * flat(ids[t * k + j] as usize % cfg.experts_per_pe))
+                    .sum();
+                let g = got[t * h].to_f32();
+                if (g - want).abs() > 0.02 * want.abs().max(1.0) {
+                    return Err(format!(
+                        "low-latency {tokens} tokens ({what}): token {t} combined to {g}, \
+                         expected {want}"
+                    )
+                    .into());
+                }
+            }
+            Ok(())
+        };
+        check("eager", &out)?;
+        p.barrier_all()?;
+        stream.begin_capture(cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        let mut captured = Ok(());
+        for _ in 0..LL_GRAPH_STEPS {
+            captured = captured
+                .and_then(|_| ll.dispatch(&x, &idx, tokens))
+                .and_then(|_| ll.combine(&y, &idx, &w, tokens, &mut out));
+        }
+        let graph = stream.end_capture(cu::CUgraphInstantiate_flags(0))?;
+        captured?;
+        let graph = graph.ok_or("the decode steps captured no graph")?;
+        graph.upload()?;
+        let mut tg = Vec::new();
+        for i in 0..WARMUP + REPS {
+            p.barrier_all()?;
+            stream.memset_zeros(&mut out)?;
+            let g = time_on_stream(stream, || Ok(graph.launch()?))?;
+            if i >= WARMUP {
+                tg.push(g * 1000.0 / LL_GRAPH_STEPS as f64);
             }
         }
+        drop(graph);
+        check("graph", &out)?;
         let pairs = ids.iter().filter(|&&i| i >= 0).count() as f64;
-        let words = [median(&td), median(&tc), pairs];
+        let words = [median(&td), median(&tc), median(&tg), pairs];
         let send = p.alloc_from(&words)?;
-        let all = p.alloc::<f64>(3 * n)?;
+        let all = p.alloc::<f64>(4 * n)?;
         p.fcollect(Team::WORLD, &all, &send)?;
         let all = all.to_vec()?;
-        let max = |i: usize| (0..n).map(|pe| all[pe * 3 + i]).fold(f64::NAN, f64::max);
-        let mean_pairs = (0..n).map(|pe| all[pe * 3 + 2]).sum::<f64>() / n as f64;
-        results.push((tokens, mean_pairs, max(0), max(1)));
+        let max = |i: usize| (0..n).map(|pe| all[pe * 4 + i]).fold(f64::NAN, f64::max);
+        results.push(LlRow {
+            tokens,
+            pairs: (0..n).map(|pe| all[pe * 4 + 3]).sum::<f64>() / n as f64,
+            dispatch: max(0),
+            combine: max(1),
+            step_graph: max(2),
+        });
         p.barrier_all()?;
     }
     Ok(results)

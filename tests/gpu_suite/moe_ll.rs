@@ -270,6 +270,19 @@ fn bad_input(p: &Pgas) -> CaseResult {
         ),
         "at most 1024 tokens",
     )?;
+    // 4096 experts of 1024 rows a source, 2048 vectors a row: past 32-bit vector counts.
+    expect(
+        LowLatencyMoe::new(
+            p,
+            MoeConfig {
+                max_tokens: 1024,
+                hidden: 16384,
+                experts_per_pe: 4096 / n,
+                ..LL
+            },
+        ),
+        "counts the received rows' 16-byte vectors in 32 bits",
+    )?;
     if n > 1 {
         let top_k = if me == n - 1 { 2 } else { 4 };
         expect(LowLatencyMoe::new(p, MoeConfig { top_k, ..LL }), "top_k")?;

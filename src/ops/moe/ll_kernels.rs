@@ -151,6 +151,12 @@ pub fn moe_ll_dispatch(
 /// into its token's PE at row `recv_src[r]` of `comb_x`, a thread a 16-byte vector (a decode
 /// step has few rows: a warp a row would leave the GPU idle, each warp waiting on a chain of
 /// loads); then the last block signals every PE (see the module doc).
+///
+/// The grid strides over the received rows only: each block lays the regions' counts out as
+/// running starts in shared memory and finds a row's region by binary search. (Striding over
+/// every row a region could hold, `max_tokens` each, with 64-bit division per vector, cost
+/// most of a decode step's combine when few rows came.) Vectors are counted in 32 bits
+/// (`LowLatencyMoe::new` refuses sizes beyond that).
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_ll_combine(
     expert_out: &CudaSlice<bf16>,
@@ -165,27 +171,81 @@ pub fn moe_ll_combine(
     max_tokens: u32,
     #[comptime] n: u32,
 ) {
+    // `MAX_EXPERTS + 1` starts: region q (local expert q / n, source PE q % n) holds received
+    // rows start[q] .. start[q + 1] of the flat order.
+    let start = shared_array::<u32, 4097>();
+    let part = shared_array::<u32, 32>();
     let last = shared_array::<u32, 1>();
     let t = thread_idx_x() as usize;
-    let nn = n as usize;
-    let h = hidden as usize;
-    let nv = h / 8;
-    let m = max_tokens as usize;
-    let items = el as usize * nn * m * nv;
-    let threads = (grid_dim_x() * block_dim_x()) as usize;
-    let mut i = global_thread_idx();
-    while i < items {
-        let r = i / nv;
-        let q = r / m;
-        if ((r % m) as i32) < counts[q] {
-            let v = i % nv;
-            let s = (q % nn) as i32;
-            let db = recv_src[r] as usize * h;
-            store_vec16(
-                &mut comb_x.peer(s)[db + v * 8],
-                load_vec16(&expert_out[r * h + v * 8]),
-            );
+    let nt = block_dim_x();
+    let regions = el * n;
+    let mut q = thread_idx_x();
+    while q < regions {
+        start[q as usize + 1] = counts[q as usize] as u32;
+        q += nt;
+    }
+    if t == 0 {
+        start[0] = 0;
+    }
+    sync_threads();
+    // Running sums: warp 0, a lane a chunk of regions, then the chunks' offsets in lane order.
+    let chunk = (regions + 31) / 32;
+    let lo = thread_idx_x() * chunk + 1;
+    let hi = min(lo + chunk, regions + 1);
+    if t < 32 {
+        let mut sum = 0u32;
+        let mut j = lo;
+        while j < hi {
+            sum += start[j as usize];
+            start[j as usize] = sum;
+            j += 1;
         }
+        part[t] = sum;
+    }
+    sync_threads();
+    if t == 0 {
+        let mut acc = 0u32;
+        for l in 0..32usize {
+            let c = part[l];
+            part[l] = acc;
+            acc += c;
+        }
+    }
+    sync_threads();
+    if t < 32 {
+        let mut j = lo;
+        while j < hi {
+            start[j as usize] += part[t];
+            j += 1;
+        }
+    }
+    sync_threads();
+    let h = hidden as usize;
+    let nv = hidden / 8;
+    let items = start[regions as usize] * nv;
+    let threads = grid_dim_x() * block_dim_x();
+    let mut i = global_thread_idx() as u32;
+    while i < items {
+        let ri = i / nv;
+        let v = (i - ri * nv) as usize;
+        // The last region starting at or before `ri` (it is not empty).
+        let mut a = 0u32;
+        let mut b = regions;
+        while b - a > 1 {
+            let mid = (a + b) / 2;
+            if start[mid as usize] <= ri {
+                a = mid;
+            } else {
+                b = mid;
+            }
+        }
+        let r = (a * max_tokens + (ri - start[a as usize])) as usize;
+        let s = (a % n) as i32;
+        let db = recv_src[r] as usize * h;
+        store_vec16(
+            &mut comb_x.peer(s)[db + v * 8],
+            load_vec16(&expert_out[r * h + v * 8]),
+        );
         i += threads;
     }
     threadfence_system();
@@ -198,7 +258,7 @@ pub fn moe_ll_combine(
     if last[0] != 0 {
         threadfence_system();
         let e = sync[1];
-        if t < nn {
+        if t < n as usize {
             signal_op(&mut comb_sig[me as usize], e, SignalOp::Set, t as i32);
         }
         if t == 0 {
@@ -227,17 +287,17 @@ pub fn moe_ll_reduce(
     let nn = n as usize;
     let kk = k as usize;
     let h = hidden as usize;
-    let nv = h / 8;
     if t < nn {
         signal_wait_until(&comb_sig[t], Cmp::Ge, sync[1]);
         threadfence_system();
     }
     sync_threads();
-    let threads = (grid_dim_x() * block_dim_x()) as usize;
-    let mut i = global_thread_idx();
-    while i < tokens as usize * nv {
-        let tok = i / nv;
-        let v = i % nv;
+    let threads = grid_dim_x() * block_dim_x();
+    let nv = hidden / 8;
+    let mut i = global_thread_idx() as u32;
+    while i < tokens * nv {
+        let tok = (i / nv) as usize;
+        let v = (i % nv) as usize;
         let ob = tok * h;
         let mut acc = [0.0f32; 8];
         for j in 0..kk {

@@ -103,6 +103,16 @@ impl LowLatencyMoe {
                 ),
             });
         }
+        if Self::rows(&cfg, n) * (cfg.hidden / 8) > u32::MAX as usize {
+            return Err(Error::InvalidConfig {
+                name: "max_tokens",
+                value: format!("{cfg:?} on {n} PE(s)"),
+                reason: "too large for the low-latency mode, which counts the received rows' \
+                         16-byte vectors in 32 bits: lower max_tokens or hidden, or use \
+                         MoeDispatcher"
+                    .into(),
+            });
+        }
         let need = Self::symmetric_bytes(&cfg, n);
         if need > pgas.heap_size() {
             return Err(Error::HeapExhausted {
