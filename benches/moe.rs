@@ -766,10 +766,10 @@ fn low_latency(p: &Pgas, stream: &std::sync::Arc<CudaStream>) -> BenchResult<Vec
         let (mut td, mut tc) = (Vec::new(), Vec::new());
         for i in 0..WARMUP + REPS {
             p.barrier_all()?;
-            let d = time_on_stream(stream, || Ok(ll.dispatch(&x, &idx, tokens)?))?;
+            let d = time_on_stream(stream, || Ok(ll.dispatch(&x, &idx, &w, tokens)?))?;
             stream.synchronize()?;
             p.barrier_all()?;
-            let c = time_on_stream(stream, || Ok(ll.combine(&y, &idx, &w, tokens, &mut out)?))?;
+            let c = time_on_stream(stream, || Ok(ll.combine(&y, &idx, tokens, &mut out)?))?;
             if i >= WARMUP {
                 td.push(d * 1000.0);
                 tc.push(c * 1000.0);
@@ -800,8 +800,8 @@ fn low_latency(p: &Pgas, stream: &std::sync::Arc<CudaStream>) -> BenchResult<Vec
         let mut captured = Ok(());
         for _ in 0..LL_GRAPH_STEPS {
             captured = captured
-                .and_then(|_| ll.dispatch(&x, &idx, tokens))
-                .and_then(|_| ll.combine(&y, &idx, &w, tokens, &mut out));
+                .and_then(|_| ll.dispatch(&x, &idx, &w, tokens))
+                .and_then(|_| ll.combine(&y, &idx, tokens, &mut out));
         }
         let graph = stream.end_capture(cu::CUgraphInstantiate_flags(0))?;
         captured?;

@@ -150,20 +150,29 @@ fn check_received(
     Ok(out)
 }
 
-/// Checks `r.out` against `sum over valid slots j of w_j * y_j`, where `y` is `expert` of the
-/// slot's expert and the token's row.
+/// Checks `r.out` against the combine's sums: for each PE `d` holding some of the token's
+/// experts, `sum over its valid slots j of w_j * y_j` in f32 rounded to bf16, then those in PE
+/// order in f32, rounded to bf16; `y` is `expert` of the slot's expert and the token's row.
 fn check_out(p: &Pgas, r: &Round, expert: impl Fn(usize, usize, usize) -> f32) -> CaseResult {
     let (me, n) = (p.my_pe(), p.n_pes());
-    let (h, k) = (LL.hidden, LL.top_k);
+    let (h, k, el) = (LL.hidden, LL.top_k, LL.experts_per_pe);
     let out = p.stream().clone_dtoh(&r.out)?;
     for t in 0..r.tokens {
+        let slots = &r.ids[t * k..(t + 1) * k];
         for c in 0..h {
             let mut acc = 0.0f32;
-            for (&id, w) in r.ids[t * k..(t + 1) * k].iter().zip(WEIGHTS) {
-                if valid(id, n) {
-                    let le = id as usize % LL.experts_per_pe;
-                    acc += w * bf16::from_f32(expert(le, t, c)).to_f32();
+            for d in 0..n {
+                let on_d = |id: i32| valid(id, n) && id as usize / el == d;
+                if !slots.iter().any(|&id| on_d(id)) {
+                    continue;
                 }
+                let mut part = 0.0f32;
+                for (&id, w) in slots.iter().zip(WEIGHTS) {
+                    if on_d(id) {
+                        part += w * bf16::from_f32(expert(id as usize % el, t, c)).to_f32();
+                    }
+                }
+                acc += bf16::from_f32(part).to_f32();
             }
             let want = bf16::from_f32(acc);
             ensure(out[t * h + c] == want, || {
@@ -183,11 +192,11 @@ fn round_trip(p: &Pgas) -> CaseResult {
     let mut ll = LowLatencyMoe::new(p, LL)?;
     for seed in 0..3 {
         let mut r = round(p, seed)?;
-        ll.dispatch(&r.x, &r.idx, r.tokens)?;
+        ll.dispatch(&r.x, &r.idx, &r.wts, r.tokens)?;
         p.stream().synchronize()?;
         let y = check_received(p, &ll, seed)?;
         let y = p.stream().clone_htod(&y)?;
-        ll.combine(&y, &r.idx, &r.wts, r.tokens, &mut r.out)?;
+        ll.combine(&y, &r.idx, r.tokens, &mut r.out)?;
         p.stream().synchronize()?;
         check_out(p, &r, |le, t, c| x_value(me, t, c) * (le + 1) as f32)?;
         util::settle(p)?;
@@ -215,16 +224,16 @@ fn graph_replay_untracked(p: &Pgas) -> CaseResult {
     let y = p.stream().clone_htod(&y)?;
     // An eager round first: the kernels compile outside the capture.
     let mut r = round(p, 4)?;
-    ll.dispatch(&r.x, &r.idx, r.tokens)?;
-    ll.combine(&y, &r.idx, &r.wts, r.tokens, &mut r.out)?;
+    ll.dispatch(&r.x, &r.idx, &r.wts, r.tokens)?;
+    ll.combine(&y, &r.idx, r.tokens, &mut r.out)?;
     p.stream().synchronize()?;
     check_out(p, &r, |le, _, c| flat(le, c))?;
     util::settle(p)?;
     let stream = p.stream().clone();
     stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
     let captured = (|| -> pgas::Result<()> {
-        ll.dispatch(&r.x, &r.idx, r.tokens)?;
-        ll.combine(&y, &r.idx, &r.wts, r.tokens, &mut r.out)
+        ll.dispatch(&r.x, &r.idx, &r.wts, r.tokens)?;
+        ll.combine(&y, &r.idx, r.tokens, &mut r.out)
     })();
     let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
     captured?;
@@ -239,8 +248,8 @@ fn graph_replay_untracked(p: &Pgas) -> CaseResult {
     util::settle(p)?;
     // An eager round after the replays: the epochs counted them on the GPU.
     let mut r2 = round(p, 5)?;
-    ll.dispatch(&r2.x, &r2.idx, r2.tokens)?;
-    ll.combine(&y, &r2.idx, &r2.wts, r2.tokens, &mut r2.out)?;
+    ll.dispatch(&r2.x, &r2.idx, &r2.wts, r2.tokens)?;
+    ll.combine(&y, &r2.idx, r2.tokens, &mut r2.out)?;
     p.stream().synchronize()?;
     check_out(p, &r2, |le, _, c| flat(le, c))?;
     util::settle(p)
@@ -270,18 +279,18 @@ fn bad_input(p: &Pgas) -> CaseResult {
         ),
         "at most 1024 tokens",
     )?;
-    // 4096 experts of 1024 rows a source, 2048 vectors a row: past 32-bit vector counts.
+    // 1024 tokens from each PE of 2^22 vectors each: past 32-bit vector counts.
     expect(
         LowLatencyMoe::new(
             p,
             MoeConfig {
                 max_tokens: 1024,
-                hidden: 16384,
-                experts_per_pe: 4096 / n,
+                hidden: 1 << 25,
+                experts_per_pe: 1,
                 ..LL
             },
         ),
-        "counts the received rows' 16-byte vectors in 32 bits",
+        "16-byte vectors (n_pes * max_tokens of them) in 32 bits",
     )?;
     if n > 1 {
         let top_k = if me == n - 1 { 2 } else { 4 };
@@ -291,29 +300,31 @@ fn bad_input(p: &Pgas) -> CaseResult {
     let mut r = round(p, 0)?;
     let y = p.stream().alloc_zeros::<bf16>(ll.expert_out_len())?;
     expect(
-        ll.combine(&y, &r.idx, &r.wts, r.tokens, &mut r.out),
+        ll.combine(&y, &r.idx, r.tokens, &mut r.out),
         "no dispatch since the last combine",
     )?;
     expect(
-        ll.dispatch(&r.x, &r.idx, LL.max_tokens + 1),
+        ll.dispatch(&r.x, &r.idx, &r.wts, LL.max_tokens + 1),
         "at most max_tokens",
     )?;
     let short = p.stream().alloc_zeros::<i32>(1)?;
     if r.tokens > 0 {
-        expect(ll.dispatch(&r.x, &short, r.tokens), "expert ids")?;
+        expect(ll.dispatch(&r.x, &short, &r.wts, r.tokens), "expert ids")?;
+        let few = p.stream().alloc_zeros::<f32>(1)?;
+        expect(ll.dispatch(&r.x, &r.idx, &few, r.tokens), "the weights")?;
     }
     // A good round still works after the refusals.
-    ll.dispatch(&r.x, &r.idx, r.tokens)?;
+    ll.dispatch(&r.x, &r.idx, &r.wts, r.tokens)?;
     expect(
-        ll.combine(&y, &r.idx, &r.wts, r.tokens + 1, &mut r.out),
+        ll.combine(&y, &r.idx, r.tokens + 1, &mut r.out),
         "the last dispatch sent",
     )?;
     let small = p.stream().alloc_zeros::<bf16>(8)?;
     expect(
-        ll.combine(&small, &r.idx, &r.wts, r.tokens, &mut r.out),
+        ll.combine(&small, &r.idx, r.tokens, &mut r.out),
         "expert_out_len",
     )?;
-    ll.combine(&y, &r.idx, &r.wts, r.tokens, &mut r.out)?;
+    ll.combine(&y, &r.idx, r.tokens, &mut r.out)?;
     p.stream().synchronize()?;
     check_out(p, &r, |_, _, _| 0.0)?;
     util::settle(p)

@@ -9,17 +9,24 @@
 //!   `slot` comes from a counter per expert on the *sending* PE. No PE reserves rows on another,
 //!   so nothing is exchanged before the rows.
 //! - **Counts and epochs.** The dispatch grid's last block (a ticket in `sync[0]`) sends each
-//!   expert's count to its PE as `epoch << 32 | count` in `recv_count[le * n + src]`, zeroes
-//!   the counters, then waits for every source's counts of this PE's experts and writes them to
-//!   `counts`. The epoch (`sync[1]`) advances once a dispatch, on the GPU, so a replayed graph
-//!   stays correct.
-//! - **Combine.** The expert PE stores each row's output, from the same place in `expert_out`,
-//!   into the token's PE at row `token * k + slot` of `comb_x` (`recv_src` remembers it), then
-//!   its last block (ticket `sync[2]`) signals every PE `comb_sig[me] = epoch`. The reduce waits
-//!   for every PE's signal and sums each token's rows with its weights in f32.
-//! - **Reuse.** A PE's next dispatch writes a peer's `recv_x` only after its own reduce waited for
-//!   that peer's combine, which followed the peer's experts (their reads of `recv_x`) on the
-//!   peer's stream; the same chain covers `comb_x`. So every PE signals every PE, data or not.
+//!   expert's count to its PE as `epoch << 32 | count` in `recv_count[le * n + src]`, and its
+//!   token count to every PE in `recv_count[el * n + src]`, zeroes the counters, then waits for
+//!   every source's words and writes them to `counts` and `src_tokens`. The epoch (`sync[1]`)
+//!   advances once a dispatch, on the GPU, so a replayed graph stays correct.
+//! - **The token table.** With each pair's row the dispatch stores, on the expert's PE, where
+//!   the row landed and the pair's weight, at `(src * max_tokens + token) * k + slot` of
+//!   `tok_rows` (`epoch << 32 | row`) and `tok_w`. A slot whose expert lives elsewhere keeps an
+//!   older epoch there, so the expert PE knows each source token's rows without a reset.
+//! - **Combine.** The expert PE reduces each source token's rows here with their weights (f32
+//!   in slot order, rounded to `bf16` once) and stores that one partial row into the token's
+//!   PE at row `token * n + me` of `comb_x`: a token comes back once from each PE holding one
+//!   of its experts, not once per expert (on 2 PEs with top-8, a quarter of the bytes). Then
+//!   its last block (ticket `sync[2]`) signals every PE `comb_sig[me] = epoch`. The reduce
+//!   waits for every PE's signal and adds each token's partial rows in PE order, in f32.
+//! - **Reuse.** A PE's next dispatch writes a peer's `recv_x` and token table only after its own
+//!   reduce waited for that peer's combine, which followed the peer's experts (their reads of
+//!   `recv_x`) on the peer's stream; the same chain covers `comb_x`. So every PE signals every
+//!   PE, data or not.
 
 /// Threads of a low-latency block.
 pub const LL_THREADS: u32 = 512;
@@ -30,19 +37,23 @@ pub const LL_SYNC_WORDS: usize = 4;
 use crate::prelude::*;
 
 /// Sends every (token, slot) pair of `idx` (`tokens * k` expert ids, `-1` or out of range:
-/// none) to its expert's PE by peer stores, a warp a pair; then the last block sends and
-/// collects the counts (see the module doc). When it completes on a PE, `recv_x` holds every
-/// row bound there and `counts[le * n + src]` how many came from each source for each local
-/// expert.
+/// none) to its expert's PE by peer stores, a warp a pair, with its place in the token table;
+/// then the last block sends and collects the counts (see the module doc). When it completes
+/// on a PE, `recv_x` holds every row bound there, `counts[le * n + src]` how many came from
+/// each source for each local expert and `src_tokens[src]` each source's token count.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_ll_dispatch(
     x: &CudaSlice<bf16>,
     idx: &CudaSlice<i32>,
+    wts: &CudaSlice<f32>,
     counters: &mut SymTensor<u32>,
     recv_x: &mut SymTensor<bf16>,
     recv_src: &mut SymTensor<i32>,
+    tok_rows: &mut SymTensor<u64>,
+    tok_w: &mut SymTensor<f32>,
     recv_count: &mut SymTensor<u64>,
     counts: &mut CudaSlice<i32>,
+    src_tokens: &mut CudaSlice<i32>,
     sync: &mut SymTensor<u64>,
     me: u32,
     tokens: u32,
@@ -67,6 +78,8 @@ pub fn moe_ll_dispatch(
     let m = max_tokens as usize;
     let mine = me as usize;
     let pairs = tokens as usize * kk;
+    // This call's epoch: the last block advances `sync[1]` only once every block has started.
+    let e = sync[1] + 1;
     let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
     let mut pr = global_thread_idx() / 32;
     while pr < pairs {
@@ -101,6 +114,10 @@ pub fn moe_ll_dispatch(
             }
             if lane == 0 {
                 recv_src.peer(d)[r] = pr as i32;
+                // Pair `pr` is (token pr / k, slot pr % k): its place in the token table.
+                let tr = mine * m * kk + pr;
+                tok_w.peer(d)[tr] = wts[pr];
+                tok_rows.peer(d)[tr] = (e << 32) | r as u64;
             }
             // Lane 0 writes the next pair's slot only after every lane has read this one.
             sync_warp();
@@ -117,25 +134,39 @@ pub fn moe_ll_dispatch(
     sync_threads();
     if last[0] != 0 {
         threadfence_system();
-        let e = sync[1] + 1;
         let mut g = t;
-        while g < ee {
-            // Read through the atomic unit, where every block counted.
-            let c = atomic_add_local(&mut counters[g], 0u32);
-            counters[g] = 0;
-            let word = (e << 32) | c as u64;
-            signal_op(
-                &mut recv_count[(g % ell) * nn + mine],
-                word,
-                SignalOp::Set,
-                (g / ell) as i32,
-            );
+        while g < ee + nn {
+            if g < ee {
+                // Read through the atomic unit, where every block counted.
+                let c = atomic_add_local(&mut counters[g], 0u32);
+                counters[g] = 0;
+                let word = (e << 32) | c as u64;
+                signal_op(
+                    &mut recv_count[(g % ell) * nn + mine],
+                    word,
+                    SignalOp::Set,
+                    (g / ell) as i32,
+                );
+            } else {
+                let word = (e << 32) | tokens as u64;
+                signal_op(
+                    &mut recv_count[ell * nn + mine],
+                    word,
+                    SignalOp::Set,
+                    (g - ee) as i32,
+                );
+            }
             g += nt;
         }
         let mut q = t;
-        while q < ell * nn {
+        while q < ell * nn + nn {
             signal_wait_until(&recv_count[q], Cmp::Ge, e << 32);
-            counts[q] = (recv_count[q] & 0xffffffffu64) as i32;
+            let c = (recv_count[q] & 0xffffffffu64) as i32;
+            if q < ell * nn {
+                counts[q] = c;
+            } else {
+                src_tokens[q - ell * nn] = c;
+            }
             q += nt;
         }
         threadfence_system();
@@ -147,51 +178,49 @@ pub fn moe_ll_dispatch(
     }
 }
 
-/// Stores each received row's expert output (row `r` of `expert_out`, laid out as `recv_x`)
-/// into its token's PE at row `recv_src[r]` of `comb_x`, a thread a 16-byte vector (a decode
-/// step has few rows: a warp a row would leave the GPU idle, each warp waiting on a chain of
-/// loads); then the last block signals every PE (see the module doc).
+/// Reduces each source token's rows here (`tok_rows` of this call's epoch, rows of
+/// `expert_out`, laid out as `recv_x`) with their weights, f32 in slot order, and stores the
+/// `bf16` partial row into the token's PE at row `token * n + me` of `comb_x`, a thread a
+/// 16-byte vector; then the last block signals every PE (see the module doc).
 ///
-/// The grid strides over the received rows only: each block lays the regions' counts out as
-/// running starts in shared memory and finds a row's region by binary search. (Striding over
-/// every row a region could hold, `max_tokens` each, with 64-bit division per vector, cost
-/// most of a decode step's combine when few rows came.) Vectors are counted in 32 bits
-/// (`LowLatencyMoe::new` refuses sizes beyond that).
+/// The grid strides over the source tokens only (`src_tokens[s]` from each PE `s`): each block
+/// lays them out as running starts in shared memory and finds an item's source by binary
+/// search. Vectors are counted in 32 bits (`LowLatencyMoe::new` refuses sizes beyond that).
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_ll_combine(
     expert_out: &CudaSlice<bf16>,
-    counts: &CudaSlice<i32>,
-    recv_src: &SymTensor<i32>,
+    src_tokens: &CudaSlice<i32>,
+    tok_rows: &SymTensor<u64>,
+    tok_w: &SymTensor<f32>,
     comb_x: &mut SymTensor<bf16>,
     comb_sig: &mut SymTensor<u64>,
     sync: &mut SymTensor<u64>,
     me: u32,
-    el: u32,
     hidden: u32,
     max_tokens: u32,
+    #[comptime] k: u32,
     #[comptime] n: u32,
 ) {
-    // `MAX_EXPERTS + 1` starts: region q (local expert q / n, source PE q % n) holds received
-    // rows start[q] .. start[q + 1] of the flat order.
+    // One start a source and the end (`n <= MAX_EXPERTS`): source s's tokens are items
+    // start[s] .. start[s + 1] of the flat order.
     let start = shared_array::<u32, 4097>();
     let part = shared_array::<u32, 32>();
     let last = shared_array::<u32, 1>();
     let t = thread_idx_x() as usize;
     let nt = block_dim_x();
-    let regions = el * n;
     let mut q = thread_idx_x();
-    while q < regions {
-        start[q as usize + 1] = counts[q as usize] as u32;
+    while q < n {
+        start[q as usize + 1] = src_tokens[q as usize] as u32;
         q += nt;
     }
     if t == 0 {
         start[0] = 0;
     }
     sync_threads();
-    // Running sums: warp 0, a lane a chunk of regions, then the chunks' offsets in lane order.
-    let chunk = (regions + 31) / 32;
+    // Running sums: warp 0, a lane a chunk of sources, then the chunks' offsets in lane order.
+    let chunk = (n + 31) / 32;
     let lo = thread_idx_x() * chunk + 1;
-    let hi = min(lo + chunk, regions + 1);
+    let hi = min(lo + chunk, n + 1);
     if t < 32 {
         let mut sum = 0u32;
         let mut j = lo;
@@ -220,32 +249,52 @@ pub fn moe_ll_combine(
         }
     }
     sync_threads();
+    let e = sync[1];
+    let kk = k as usize;
     let h = hidden as usize;
     let nv = hidden / 8;
-    let items = start[regions as usize] * nv;
+    let items = start[n as usize] * nv;
     let threads = grid_dim_x() * block_dim_x();
     let mut i = global_thread_idx() as u32;
     while i < items {
-        let ri = i / nv;
-        let v = (i - ri * nv) as usize;
-        // The last region starting at or before `ri` (it is not empty).
+        let ti = i / nv;
+        let v = (i - ti * nv) as usize;
+        // The last source starting at or before `ti` (it is not empty).
         let mut a = 0u32;
-        let mut b = regions;
+        let mut b = n;
         while b - a > 1 {
             let mid = (a + b) / 2;
-            if start[mid as usize] <= ri {
+            if start[mid as usize] <= ti {
                 a = mid;
             } else {
                 b = mid;
             }
         }
-        let r = (a * max_tokens + (ri - start[a as usize])) as usize;
-        let s = (a % n) as i32;
-        let db = recv_src[r] as usize * h;
-        store_vec16(
-            &mut comb_x.peer(s)[db + v * 8],
-            load_vec16(&expert_out[r * h + v * 8]),
-        );
+        let tok = ti - start[a as usize];
+        let base = (a * max_tokens + tok) as usize * kk;
+        let mut acc = [0.0f32; 8];
+        let mut any = false;
+        for j in 0..kk {
+            let w = tok_rows[base + j];
+            if (w >> 32) == e {
+                let r = (w & 0xffffffffu64) as usize;
+                let wt = tok_w[base + j];
+                let y = load_vec16(&expert_out[r * h + v * 8]);
+                for c in 0..8usize {
+                    acc[c] += wt * vec16_get(y, c as u32) as f32;
+                }
+                any = true;
+            }
+        }
+        if any {
+            // Any bf16 vector gives the result its type; every element is set.
+            let mut o = load_vec16(&expert_out[v * 8]);
+            for c in 0..8usize {
+                o = vec16_set(o, c as u32, acc[c] as bf16);
+            }
+            let db = (tok * n + me) as usize * h;
+            store_vec16(&mut comb_x.peer(a as i32)[db + v * 8], o);
+        }
         i += threads;
     }
     threadfence_system();
@@ -267,19 +316,19 @@ pub fn moe_ll_combine(
     }
 }
 
-/// Waits for every PE's combine, then writes `out[token] = sum over slots of weight * row`
-/// (f32 accumulation in slot order, `bf16` out), a thread a 16-byte vector of a token.
+/// Waits for every PE's combine, then writes `out[token]` = the sum, in PE order and f32, of
+/// the partial rows `comb_x[token * n + d]` of the PEs `d` holding one of the token's experts
+/// (`bf16` out), a thread a 16-byte vector of a token.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_ll_reduce(
     comb_x: &SymTensor<bf16>,
     comb_sig: &SymTensor<u64>,
     idx: &CudaSlice<i32>,
-    wts: &CudaSlice<f32>,
     out: &mut CudaSlice<bf16>,
     sync: &SymTensor<u64>,
     tokens: u32,
     hidden: u32,
-    ee: u32,
+    el: u32,
     #[comptime] k: u32,
     #[comptime] n: u32,
 ) {
@@ -292,6 +341,7 @@ pub fn moe_ll_reduce(
         threadfence_system();
     }
     sync_threads();
+    let ee = el * n;
     let threads = grid_dim_x() * block_dim_x();
     let nv = hidden / 8;
     let mut i = global_thread_idx() as u32;
@@ -300,13 +350,18 @@ pub fn moe_ll_reduce(
         let v = (i % nv) as usize;
         let ob = tok * h;
         let mut acc = [0.0f32; 8];
-        for j in 0..kk {
-            let id = idx[tok * kk + j];
-            if id >= 0 && (id as u32) < ee {
-                let wt = wts[tok * kk + j];
-                let a = load_vec16(&comb_x[(tok * kk + j) * h + v * 8]);
+        for d in 0..nn {
+            let mut here = false;
+            for j in 0..kk {
+                let id = idx[tok * kk + j];
+                if id >= 0 && (id as u32) < ee && id as u32 / el == d as u32 {
+                    here = true;
+                }
+            }
+            if here {
+                let a = load_vec16(&comb_x[(tok * nn + d) * h + v * 8]);
                 for c in 0..8usize {
-                    acc[c] += wt * vec16_get(a, c as u32) as f32;
+                    acc[c] += vec16_get(a, c as u32) as f32;
                 }
             }
         }

@@ -39,10 +39,10 @@ const LL_BLOCKS: u32 = 64;
 /// # let (x, idx, w) = (s.alloc_zeros::<bf16>(128 * 7168)?, s.alloc_zeros::<i32>(128 * 8)?, s.alloc_zeros::<f32>(128 * 8)?);
 /// # let mut expert_out = s.alloc_zeros::<bf16>(ll.expert_out_len())?;
 /// # let mut out = s.alloc_zeros::<bf16>(128 * 7168)?;
-/// ll.dispatch(&x, &idx, 128)?;                 // idx: tokens * top_k expert ids, on the GPU
+/// ll.dispatch(&x, &idx, &w, 128)?;         // idx, w: tokens * top_k expert ids and weights
 /// // ... experts: rows of recv_x() by (local expert, source), recv_counts() of each,
 /// //     output row r at row r of expert_out ...
-/// ll.combine(&expert_out, &idx, &w, 128, &mut out)?;  // out[t] = sum of w * expert row
+/// ll.combine(&expert_out, &idx, 128, &mut out)?;  // out[t] = sum of w * expert row
 /// # Ok(())
 /// # }
 /// ```
@@ -55,11 +55,14 @@ pub struct LowLatencyMoe {
     counters: SymTensor<u32>,
     recv_x: SymTensor<bf16>,
     recv_src: SymTensor<i32>,
+    tok_rows: SymTensor<u64>,
+    tok_w: SymTensor<f32>,
     recv_count: SymTensor<u64>,
     comb_x: SymTensor<bf16>,
     comb_sig: SymTensor<u64>,
     sync: SymTensor<u64>,
     counts: CudaSlice<i32>,
+    src_tokens: CudaSlice<i32>,
     /// The tokens of the last dispatch that no combine has followed yet.
     dispatched: Option<usize>,
 }
@@ -103,13 +106,13 @@ impl LowLatencyMoe {
                 ),
             });
         }
-        if Self::rows(&cfg, n) * (cfg.hidden / 8) > u32::MAX as usize {
+        if n * cfg.max_tokens * (cfg.hidden / 8) > u32::MAX as usize {
             return Err(Error::InvalidConfig {
                 name: "max_tokens",
                 value: format!("{cfg:?} on {n} PE(s)"),
-                reason: "too large for the low-latency mode, which counts the received rows' \
-                         16-byte vectors in 32 bits: lower max_tokens or hidden, or use \
-                         MoeDispatcher"
+                reason: "too large for the low-latency mode, which counts the combined \
+                         tokens' 16-byte vectors (n_pes * max_tokens of them) in 32 bits: lower \
+                         max_tokens or hidden, or use MoeDispatcher"
                     .into(),
             });
         }
@@ -147,14 +150,20 @@ impl LowLatencyMoe {
             counters: pgas.alloc::<u32>(ee)?,
             recv_src: pgas.alloc::<i32>(Self::rows(&cfg, n))?,
             recv_x,
-            recv_count: pgas.alloc::<u64>(ee)?,
-            comb_x: pgas.alloc::<bf16>(cfg.max_tokens * cfg.top_k * cfg.hidden)?,
+            tok_rows: pgas.alloc::<u64>(Self::table(&cfg, n))?,
+            tok_w: pgas.alloc::<f32>(Self::table(&cfg, n))?,
+            recv_count: pgas.alloc::<u64>(ee + n)?,
+            comb_x: pgas.alloc::<bf16>(cfg.max_tokens * n * cfg.hidden)?,
             comb_sig: pgas.alloc::<u64>(n)?,
             sync: pgas.alloc::<u64>(LL_SYNC_WORDS)?,
             counts: pgas
                 .stream()
                 .alloc_zeros::<i32>(ee)
                 .map_err(Error::cuda("allocating the low-latency MoE counts"))?,
+            src_tokens: pgas
+                .stream()
+                .alloc_zeros::<i32>(n)
+                .map_err(Error::cuda("allocating the low-latency MoE token counts"))?,
             dispatched: None,
         };
         pgas.barrier_all()?;
@@ -166,21 +175,28 @@ impl LowLatencyMoe {
         cfg.experts_per_pe * n * cfg.max_tokens
     }
 
+    /// Entries of the token table (`tok_rows`, `tok_w`): a slot of each source's tokens.
+    fn table(cfg: &MoeConfig, n: usize) -> usize {
+        n * cfg.max_tokens * cfg.top_k
+    }
+
     /// Bytes of symmetric heap [`LowLatencyMoe::new`] allocates on each PE for `cfg` on `n_pes`
     /// PEs (the received rows, `experts_per_pe * n_pes * max_tokens * hidden * 2`, and the
-    /// combine rows, `max_tokens * top_k * hidden * 2`, dominate), with 4 KiB per buffer for
+    /// combine rows, `max_tokens * n_pes * hidden * 2`, dominate), with 4 KiB per buffer for
     /// NVSHMEM's alignment.
     pub fn symmetric_bytes(cfg: &MoeConfig, n_pes: usize) -> usize {
         let rows = Self::rows(cfg, n_pes);
-        let ee = n_pes * cfg.experts_per_pe;
+        let (ee, table) = (n_pes * cfg.experts_per_pe, Self::table(cfg, n_pes));
         [
-            ee * 4,                                      // counters
-            rows * cfg.hidden * 2,                       // recv_x
-            rows * 4,                                    // recv_src
-            ee * 8,                                      // recv_count
-            cfg.max_tokens * cfg.top_k * cfg.hidden * 2, // comb_x
-            n_pes * 8,                                   // comb_sig
-            LL_SYNC_WORDS * 8,                           // sync
+            ee * 4,                                  // counters
+            rows * cfg.hidden * 2,                   // recv_x
+            rows * 4,                                // recv_src
+            table * 8,                               // tok_rows
+            table * 4,                               // tok_w
+            (ee + n_pes) * 8,                        // recv_count
+            cfg.max_tokens * n_pes * cfg.hidden * 2, // comb_x
+            n_pes * 8,                               // comb_sig
+            LL_SYNC_WORDS * 8,                       // sync
         ]
         .iter()
         .map(|b| b.next_multiple_of(4096))
@@ -234,29 +250,42 @@ impl LowLatencyMoe {
     /// Sends this PE's `tokens` rows of `x` (`hidden` `bf16` each) to the PEs of their experts,
     /// on the context's stream, one kernel: `topk_idx` holds `tokens * top_k` expert ids on the
     /// GPU (expert `g` lives on PE `g / experts_per_pe`; `-1`, or an id out of range, sends
-    /// nothing for that slot; an expert may appear twice in a token, and then gets the row twice).
-    /// When it completes on a PE, [`LowLatencyMoe::recv_x`] and [`LowLatencyMoe::recv_counts`]
-    /// hold this call's rows. Collective: every PE dispatches, then combines, in turn.
+    /// nothing for that slot; an expert may appear twice in a token, and then gets the row twice)
+    /// and `topk_weights` their weights, which travel with the rows: the experts' PEs apply them
+    /// in [`LowLatencyMoe::combine`]. When it completes on a PE, [`LowLatencyMoe::recv_x`] and
+    /// [`LowLatencyMoe::recv_counts`] hold this call's rows. Collective: every PE dispatches,
+    /// then combines, in turn.
     ///
     /// # Errors
-    /// On this PE only, before launching: `tokens` over `max_tokens`; `x` or `topk_idx` too short.
+    /// On this PE only, before launching: `tokens` over `max_tokens`; `x`, `topk_idx` or
+    /// `topk_weights` too short.
     pub fn dispatch(
         &mut self,
         x: &CudaSlice<bf16>,
         topk_idx: &CudaSlice<i32>,
+        topk_weights: &CudaSlice<f32>,
         tokens: usize,
     ) -> Result<()> {
         self.check_tokens(tokens, x.len(), topk_idx.len(), "dispatch input")?;
         let (h, k, m, el) = self.sizes();
+        at_least(&[(
+            "the weights (tokens * top_k)",
+            topk_weights.len(),
+            tokens * k as usize,
+        )])?;
         let (pgas, variant, n) = (self.pgas.clone(), self.variant, self.n as i128);
         let mut args = KernelArgs::new();
         args.push_local(x)
             .push_local(topk_idx)
+            .push_local(topk_weights)
             .push_sym_mut(&mut self.counters)
             .push_sym_mut(&mut self.recv_x)
             .push_sym_mut(&mut self.recv_src)
+            .push_sym_mut(&mut self.tok_rows)
+            .push_sym_mut(&mut self.tok_w)
             .push_sym_mut(&mut self.recv_count)
             .push_local_mut(&mut self.counts)
+            .push_local_mut(&mut self.src_tokens)
             .push_sym_mut(&mut self.sync)
             .push_scalar(self.me as u32)
             .push_scalar(tokens as u32)
@@ -274,10 +303,13 @@ impl LowLatencyMoe {
         Ok(())
     }
 
-    /// Brings every row of `expert_out` (laid out as [`LowLatencyMoe::recv_x`],
-    /// [`LowLatencyMoe::expert_out_len`] elements) back to its token's PE and writes, for each of
-    /// this PE's `tokens` tokens, `out[t] = sum over slots j of topk_weights[t * top_k + j] *
-    /// row(t, j)` in f32, `bf16` out, on the context's stream (two kernels). `topk_idx` and
+    /// Brings the experts' output back to the tokens' PEs and writes, for each of this PE's
+    /// `tokens` tokens, `out[t]` = the sum over its slots `j` of `w_j * row(t, j)`, where
+    /// `row(t, j)` is the row of `expert_out` (laid out as [`LowLatencyMoe::recv_x`],
+    /// [`LowLatencyMoe::expert_out_len`] elements) at the place of the pair's received row and
+    /// `w_j` the dispatch's weight; on the context's stream, two kernels. Each expert PE adds
+    /// its slots of a token first (f32 in slot order, rounded to `bf16` once) and sends that
+    /// one row; this PE adds the PEs' rows in PE order, in f32, `bf16` out. `topk_idx` and
     /// `tokens` are the last dispatch's. Collective, after every PE's dispatch.
     ///
     /// # Errors
@@ -287,7 +319,6 @@ impl LowLatencyMoe {
         &mut self,
         expert_out: &CudaSlice<bf16>,
         topk_idx: &CudaSlice<i32>,
-        topk_weights: &CudaSlice<f32>,
         tokens: usize,
         out: &mut CudaSlice<bf16>,
     ) -> Result<()> {
@@ -313,48 +344,39 @@ impl LowLatencyMoe {
         }
         self.check_tokens(tokens, out.len(), topk_idx.len(), "combine output")?;
         let (h, k, m, el) = self.sizes();
-        at_least(&[
-            (
-                "the experts' output (LowLatencyMoe::expert_out_len)",
-                expert_out.len(),
-                self.expert_out_len(),
-            ),
-            (
-                "the combine weights (tokens * top_k)",
-                topk_weights.len(),
-                tokens * k as usize,
-            ),
-        ])?;
+        at_least(&[(
+            "the experts' output (LowLatencyMoe::expert_out_len)",
+            expert_out.len(),
+            self.expert_out_len(),
+        )])?;
         let (pgas, variant, n) = (self.pgas.clone(), self.variant, self.n as i128);
-        let ee = (self.n * self.cfg.experts_per_pe) as u32;
         let mut args = KernelArgs::new();
         args.push_local(expert_out)
-            .push_local(&self.counts)
-            .push_sym(&self.recv_src)
+            .push_local(&self.src_tokens)
+            .push_sym(&self.tok_rows)
+            .push_sym(&self.tok_w)
             .push_sym_mut(&mut self.comb_x)
             .push_sym_mut(&mut self.comb_sig)
             .push_sym_mut(&mut self.sync)
             .push_scalar(self.me as u32)
-            .push_scalar(el)
             .push_scalar(h)
             .push_scalar(m);
         launch(
             &pgas,
             variant,
             &ll_kernels::moe_ll_combine::SPEC,
-            &[n],
+            &[k, n],
             &mut args,
         )?;
         let mut args = KernelArgs::new();
         args.push_sym(&self.comb_x)
             .push_sym(&self.comb_sig)
             .push_local(topk_idx)
-            .push_local(topk_weights)
             .push_local_mut(out)
             .push_sym(&self.sync)
             .push_scalar(tokens as u32)
             .push_scalar(h)
-            .push_scalar(ee);
+            .push_scalar(el);
         launch(
             &pgas,
             variant,
@@ -417,7 +439,7 @@ pub fn ll_prewarm_list(comptime: &[i128; 2], variant: Variant) -> [Prewarm<'_>; 
         Prewarm {
             spec: &ll_kernels::moe_ll_combine::SPEC,
             variant,
-            comptime: &comptime[1..],
+            comptime,
         },
         Prewarm {
             spec: &ll_kernels::moe_ll_reduce::SPEC,
