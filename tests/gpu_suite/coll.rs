@@ -187,7 +187,8 @@ fn sweep<T: SweepElem>(p: &Pgas, op: ReduceOp) -> CaseResult {
             // NVSHMEM's reductions exist for And/Or/Xor only on integers, as ours.
             let mut dst = p.alloc::<T>(len)?;
             p.barrier_all()?;
-            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > coll::LL_MAX_BYTES {
+            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > comm.ll_max_bytes()
+            {
                 // Past the low-latency scratch: refused on every PE before any launch.
                 refused(comm.all_reduce(&mut dst, &src, op, alg), "LL_MAX_BYTES")?;
                 continue;
@@ -221,7 +222,8 @@ fn sweep<T: SweepElem>(p: &Pgas, op: ReduceOp) -> CaseResult {
             (0, 1, Algorithm::OneShot),
             (0, 1, Algorithm::TwoShot),
         ] {
-            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > coll::LL_MAX_BYTES {
+            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > comm.ll_max_bytes()
+            {
                 continue;
             }
             let src = p.alloc_from(&filled(ss))?;
@@ -1264,7 +1266,7 @@ fn low_latency(p: &Pgas) -> CaseResult {
         })
         .collect();
     pgas::launch::prewarm(p, &list)?;
-    let big = coll::LL_MAX_BYTES / 8;
+    let big = comm.ll_max_bytes() / 8;
     let sum = |len: usize| -> Vec<u64> {
         (0..len)
             .map(|i| (0..n as usize).map(|pe| (pe * 3 + i) as u64).sum())
