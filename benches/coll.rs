@@ -192,14 +192,7 @@ impl Method {
                     && sbytes <= coll::LL_GATHER_MAX_BYTES
                     && n * sbytes.min(8 << 10) <= coll::LL_SHARED_MAX_BYTES
             }
-            Method::Pgas(Algorithm::LowLatency) => {
-                bytes
-                    <= if n == 2 {
-                        coll::LL_MAX_BYTES_2PE
-                    } else {
-                        coll::LL_MAX_BYTES
-                    }
-            }
+            Method::Pgas(Algorithm::LowLatency) => bytes <= coll::LL_MAX_BYTES,
             Method::Pgas(Algorithm::OneShot) => c != Coll::AllReduce || bytes <= 16 << 20,
             Method::Pgas(Algorithm::Nvshmem) => !graph && bytes <= 64 << 20,
             _ => true,

@@ -14,8 +14,7 @@ use crate::{Error, LaunchConfig, Pgas, Result, SymRegion, SymTensor, Team};
 /// [`Comm::all_to_all_with`] move data).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
-    /// All-reduce: low latency up to [`LL_MAX_BYTES`] ([`LL_MAX_BYTES_2PE`] in a team of two;
-    /// also in place), one-shot up to
+    /// All-reduce: low latency up to [`LL_MAX_BYTES`] (also in place), one-shot up to
     /// [`ONE_SHOT_MAX_BYTES`] ([`ONE_SHOT_MAX_BYTES_2PE`] in a team of two), two-shot above (in
     /// place: two-shot); NVSHMEM's own when some peer is not load/store reachable. Broadcast:
     /// the same with low latency where it fits. All-gather and all-to-all: low latency up to
@@ -54,12 +53,6 @@ pub const ONE_SHOT_MAX_BYTES: usize = 256 << 10;
 /// bytes). Above, the data sent twice over (each 8 bytes in a 16-byte line) costs more than the
 /// handshakes it saves.
 pub const LL_MAX_BYTES: usize = 64 << 10;
-
-/// [`LL_MAX_BYTES`] in a team of two PEs, where each PE's lines cross one link to one peer: the
-/// low-latency all-reduce (one NVLink crossing, no handshake) still beats one-shot's two flag
-/// round trips there at 256 KiB (`benches/coll.rs`; one-shot 9.0 us against NCCL's 8.8 in a
-/// graph on 2 x H100, run 75 of `gpu-report.md`). [`Comm::ll_max_bytes`] says which applies.
-pub const LL_MAX_BYTES_2PE: usize = 256 << 10;
 
 /// Data bytes each block of a low-latency all-reduce handles (two 8-byte lines a thread).
 pub(super) const LL_BYTES_PER_BLOCK: usize = 8 << 10;
@@ -159,16 +152,6 @@ pub(super) fn row_words(n: usize) -> usize {
 
 /// Words of one block's region of the low-latency scratch in a team of `n` (the most any
 /// element type needs: lines of 8 bytes).
-/// The largest low-latency all-reduce a team of `n` PEs takes: [`LL_MAX_BYTES`], or
-/// [`LL_MAX_BYTES_2PE`] on two.
-fn ll_max_bytes(n: usize) -> usize {
-    if n == 2 {
-        LL_MAX_BYTES_2PE
-    } else {
-        LL_MAX_BYTES
-    }
-}
-
 pub(super) fn ll_region(n: usize) -> usize {
     device_scratch_len::<u64>(n, LL_BYTES_PER_BLOCK / 8)
 }
@@ -228,8 +211,7 @@ impl Comm {
         let sig = pgas.alloc::<u64>(MAX_BLOCKS * world)?;
         let epochs = pgas.alloc::<u64>(MAX_BLOCKS)?;
         let agree = pgas.alloc::<u64>((world + 1) * row_words(world))?;
-        let ll_scratch =
-            pgas.alloc::<u64>(ll_max_bytes(n) / LL_BYTES_PER_BLOCK * ll_region(world))?;
+        let ll_scratch = pgas.alloc::<u64>(LL_MAX_BYTES / LL_BYTES_PER_BLOCK * ll_region(world))?;
         let p2p = pgas
             .first_unreachable(&sig, table[..n].iter().map(|&pe| pe as usize))?
             .is_none();
@@ -282,16 +264,10 @@ impl Comm {
         self.hier.as_ref().map(|h| h.group())
     }
 
-    /// The largest all-reduce [`Algorithm::LowLatency`] takes on this communicator (and
-    /// [`Algorithm::Auto`] gives it): [`LL_MAX_BYTES`], or [`LL_MAX_BYTES_2PE`] in a team of two.
-    pub fn ll_max_bytes(&self) -> usize {
-        ll_max_bytes(self.n)
-    }
-
     /// The algorithm [`Algorithm::Auto`] takes for an all-reduce of `bytes` bytes (`in_place`:
     /// `dst` is `src`).
     pub fn auto_algorithm(&self, bytes: usize, in_place: bool) -> Algorithm {
-        if self.p2p && bytes <= self.ll_max_bytes() {
+        if self.p2p && bytes <= LL_MAX_BYTES {
             Algorithm::LowLatency
         } else {
             self.auto_pass(bytes, in_place)
@@ -425,7 +401,7 @@ impl Comm {
     /// [`LL_BYTES_PER_BLOCK`], each over its own region of the scratch and with `copies` times
     /// its elements of dynamic shared memory (the team's PEs for a gather, 1 for a reduction).
     /// Called by members only, on teams whose every PE is load/store reachable, with `len` at
-    /// most [`Comm::ll_max_bytes`] of `T` (the scratch's regions).
+    /// most [`LL_MAX_BYTES`] of `T` (the scratch's regions).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn launch_ll<T>(
         &mut self,
@@ -440,7 +416,7 @@ impl Comm {
         let size = std::mem::size_of::<T>();
         let per_block = LL_BYTES_PER_BLOCK / size;
         let blocks = len.div_ceil(per_block).max(1);
-        debug_assert!(blocks <= self.ll_max_bytes() / LL_BYTES_PER_BLOCK);
+        debug_assert!(blocks <= LL_MAX_BYTES / LL_BYTES_PER_BLOCK);
         let region = device_scratch_len::<T>(self.n, per_block);
         let shared = copies * len.min(per_block) * size;
         let mut args = KernelArgs::new();

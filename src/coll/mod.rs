@@ -38,9 +38,8 @@ mod region;
 mod scratch;
 
 pub use comm::{
-    device_scratch_len, Algorithm, Comm, LL_GATHER_MAX_BYTES, LL_MAX_BYTES, LL_MAX_BYTES_2PE,
-    LL_SHARED_MAX_BYTES, MAX_BLOCKS, MOVE_PULL_MAX_BYTES, ONE_SHOT_MAX_BYTES,
-    ONE_SHOT_MAX_BYTES_2PE,
+    device_scratch_len, Algorithm, Comm, LL_GATHER_MAX_BYTES, LL_MAX_BYTES, LL_SHARED_MAX_BYTES,
+    MAX_BLOCKS, MOVE_PULL_MAX_BYTES, ONE_SHOT_MAX_BYTES, ONE_SHOT_MAX_BYTES_2PE,
 };
 pub use elem::AllReduceElem;
 pub use layout::AllToAllLayout;

@@ -3,7 +3,7 @@
 
 use super::comm::{
     device_scratch_len, refuse_capture, Algorithm, Comm, LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES,
-    LL_MAX_BYTES, LL_MAX_BYTES_2PE, THREADS,
+    LL_MAX_BYTES, THREADS,
 };
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::movement;
@@ -120,16 +120,13 @@ impl Comm {
             }
             a => a,
         };
-        if algorithm == Algorithm::LowLatency && bytes > self.ll_max_bytes() {
+        if algorithm == Algorithm::LowLatency && bytes > LL_MAX_BYTES {
             return Err(Error::InvalidConfig {
                 name: "algorithm",
                 value: format!("LowLatency for {bytes} bytes"),
                 reason: format!(
-                    "the low-latency all-reduce takes at most {} bytes on a team of {} \
-                     (LL_MAX_BYTES, {LL_MAX_BYTES}; LL_MAX_BYTES_2PE, {LL_MAX_BYTES_2PE}, on \
-                     two PEs); use Algorithm::Auto, OneShot or TwoShot",
-                    self.ll_max_bytes(),
-                    self.n
+                    "the low-latency all-reduce takes at most LL_MAX_BYTES ({LL_MAX_BYTES}) \
+                     bytes; use Algorithm::Auto, OneShot or TwoShot"
                 ),
             });
         }

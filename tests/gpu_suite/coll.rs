@@ -187,8 +187,7 @@ fn sweep<T: SweepElem>(p: &Pgas, op: ReduceOp) -> CaseResult {
             // NVSHMEM's reductions exist for And/Or/Xor only on integers, as ours.
             let mut dst = p.alloc::<T>(len)?;
             p.barrier_all()?;
-            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > comm.ll_max_bytes()
-            {
+            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > coll::LL_MAX_BYTES {
                 // Past the low-latency scratch: refused on every PE before any launch.
                 refused(comm.all_reduce(&mut dst, &src, op, alg), "LL_MAX_BYTES")?;
                 continue;
@@ -222,8 +221,7 @@ fn sweep<T: SweepElem>(p: &Pgas, op: ReduceOp) -> CaseResult {
             (0, 1, Algorithm::OneShot),
             (0, 1, Algorithm::TwoShot),
         ] {
-            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > comm.ll_max_bytes()
-            {
+            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > coll::LL_MAX_BYTES {
                 continue;
             }
             let src = p.alloc_from(&filled(ss))?;
@@ -1266,7 +1264,7 @@ fn low_latency(p: &Pgas) -> CaseResult {
         })
         .collect();
     pgas::launch::prewarm(p, &list)?;
-    let big = comm.ll_max_bytes() / 8;
+    let big = coll::LL_MAX_BYTES / 8;
     let sum = |len: usize| -> Vec<u64> {
         (0..len)
             .map(|i| (0..n as usize).map(|pe| (pe * 3 + i) as u64).sum())

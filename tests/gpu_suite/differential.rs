@@ -493,8 +493,7 @@ fn draw_bytes(rng: &mut Rng, size: usize) -> usize {
         0..=7 => 0,
         8..=24 => rng.range(1, 16) * size,
         25..=44 => rng.range(17, 2000) * size,
-        45..=50 => around(rng, coll::LL_MAX_BYTES),
-        51..=56 => around(rng, coll::LL_MAX_BYTES_2PE),
+        45..=56 => around(rng, coll::LL_MAX_BYTES),
         57..=61 => around(rng, coll::ONE_SHOT_MAX_BYTES),
         62..=63 => around(rng, coll::ONE_SHOT_MAX_BYTES_2PE),
         // Block boundaries of the kernels: 8 KiB (low latency), 16 KiB (the others).
@@ -854,11 +853,6 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
     } else {
         coll::ONE_SHOT_MAX_BYTES
     };
-    let ll_max = if n == 2 {
-        coll::LL_MAX_BYTES_2PE
-    } else {
-        coll::LL_MAX_BYTES
-    };
     let bitwise_float = !T::INT && matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor);
     let side_stream = exec != Exec::Context;
     let graph = matches!(exec, Exec::Graph(_));
@@ -869,7 +863,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             // Over several nodes: the hierarchical algorithm where the groups split the data.
             let hier_fits = cx.hier.is_some_and(|g| slen.is_multiple_of(g));
             let eff = match alg {
-                Algorithm::Auto if p2p && sbytes <= ll_max => Algorithm::LowLatency,
+                Algorithm::Auto if p2p && sbytes <= coll::LL_MAX_BYTES => Algorithm::LowLatency,
                 Algorithm::Auto if !p2p && hier_fits => Algorithm::Hierarchical,
                 Algorithm::Auto if !p2p => Algorithm::Nvshmem,
                 Algorithm::Auto if sbytes <= one_shot_max && !same => Algorithm::OneShot,
@@ -878,7 +872,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             };
             let ov = dptr < sptr + sbytes as u64 && sptr < dptr + sbytes as u64;
             if bitwise_float
-                || (eff == Algorithm::LowLatency && sbytes > ll_max)
+                || (eff == Algorithm::LowLatency && sbytes > coll::LL_MAX_BYTES)
                 || (eff == Algorithm::Hierarchical && !hier_fits)
                 || (ov && !(same && eff != Algorithm::OneShot))
             {
