@@ -528,6 +528,7 @@ fn main() -> BenchResult<()> {
     // its work is on `stream` (the context's): untracked, its decode step can be captured.
     unsafe { p.cuda().disable_event_tracking() };
     let ll_rows = low_latency(&p, &stream);
+    // SAFETY: the untracked buffers were all dropped inside `low_latency`.
     unsafe { p.cuda().enable_event_tracking() };
     let ll_rows = ll_rows?;
     if me != 0 {
