@@ -18,7 +18,8 @@ its PMIx or MPI plugin); PROGRAM must be at the same path on every node.
   --gpus LIST              comma-separated GPU ordinals, rank i uses the i-th (default: 0..N)
   --share-gpus             let several ranks share a GPU (more ranks than GPUs, or a GPU named
                            twice in --gpus), for developing multi-PE code on fewer GPUs: needs
-                           CUDA MPS running (`nvidia-cuda-mps-control -d`); timings mean nothing
+                           CUDA MPS running (`nvidia-cuda-mps-control -d`) and as many ranks on
+                           every GPU in use (NVSHMEM hangs otherwise); timings mean nothing
   --nodes M                a job of M nodes, N ranks (and GPUs) each
   --via srun|mpirun        its launcher (default: srun inside a Slurm job, else mpirun)
   --hosts LIST             comma-separated host names, one per node (mpirun)

@@ -166,7 +166,10 @@ fn mps_pipe_dir(get: &dyn Fn(&str) -> Option<String>) -> std::path::PathBuf {
 /// processes on one GPU only under CUDA MPS, and only with every API when their
 /// `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` add up to at most 100 per GPU (without MPS it stops at
 /// the first collective with "not supported with limited MPG"); so the daemon must be running
-/// and each rank gets an equal share, unless the user set one.
+/// and each rank gets an equal share, unless the user set one. Every GPU in use must hold as
+/// many ranks: NVSHMEM sets up sharing (with start-up collectives over every PE) only on the
+/// PEs that share their GPU, so a rank alone on its GPU beside shared ones never joins them and
+/// the job hangs at start (seen with 3 ranks on 2 GPUs, run 81 of `docs/gpu-report.md`).
 fn sharing_env(
     devices: &[usize],
     get: &dyn Fn(&str) -> Option<String>,
@@ -174,6 +177,27 @@ fn sharing_env(
     let per_gpu = ranks_per_gpu(devices);
     if per_gpu <= 1 {
         return Ok(Vec::new());
+    }
+    let fewest = devices
+        .iter()
+        .map(|d| devices.iter().filter(|&e| e == d).count())
+        .min()
+        .unwrap_or(0);
+    if fewest != per_gpu {
+        let mut used: Vec<usize> = devices.to_vec();
+        used.sort_unstable();
+        used.dedup();
+        let counts: Vec<String> = used
+            .iter()
+            .map(|g| format!("GPU {g}: {}", devices.iter().filter(|&d| d == g).count()))
+            .collect();
+        return Err(Error::Launcher(format!(
+            "--share-gpus would put unequal numbers of ranks on the GPUs ({}); NVSHMEM then hangs \
+             at start (it sets up GPU sharing only on the ranks that share theirs, with start-up \
+             collectives the others never join). Use -n a multiple of the GPU count, or --gpus \
+             to place as many ranks on every GPU in use",
+            counts.join(", ")
+        )));
     }
     let pipe = mps_pipe_dir(get);
     if !pipe.join("control").exists() {
@@ -430,6 +454,20 @@ mod tests {
         assert_eq!(devices, vec![0, 0, 0, 0]);
         assert_eq!(assign_gpus(&args, 2).unwrap(), vec![0, 1, 0, 1]);
         assert_eq!(ranks_per_gpu(&[0, 1, 0, 1]), 2);
+
+        // Unequal shares are refused before the MPS check: NVSHMEM would hang at start.
+        let any_pipe =
+            |k: &str| (k == "CUDA_MPS_PIPE_DIRECTORY").then(|| "/nonexistent".to_string());
+        let e = sharing_env(&[0, 1, 0], &any_pipe).unwrap_err().to_string();
+        assert!(
+            e.contains("GPU 0: 2, GPU 1: 1") && e.contains("multiple of the GPU count"),
+            "{e}"
+        );
+        // Two ranks on GPU 0 and none elsewhere is an equal share of the GPUs in use.
+        assert!(sharing_env(&[0, 0], &any_pipe)
+            .unwrap_err()
+            .to_string()
+            .contains("nvidia-cuda-mps-control -d"));
 
         // One rank per GPU needs nothing; sharing needs the MPS daemon's control pipe.
         let nothing = |_: &str| None;
