@@ -33,8 +33,9 @@
 //! `moe_gbs.png` (GB/s against tokens) to OUTDIR when given.
 //!
 //! Then the low-latency mode ([`LowLatencyMoe`]) at 16, 64 and 128 tokens per GPU: dispatch,
-//! and combine after an untimed dispatch, each combined token checked; its 128-token row is set
-//! beside the table's NCCL figures at 128 tokens.
+//! and combine after an untimed dispatch, each combined token checked; then a decode step
+//! (dispatch + combine) captured 10 times into one CUDA graph and replayed, checked again; its
+//! 128-token row is set beside the table's NCCL figures at 128 tokens (`moe_ll_*` FIGURE lines).
 
 mod common;
 
