@@ -8,12 +8,17 @@ object per compile to <out>/nvrtc_study.jsonl, then prints a table of medians.
 
     python3 scripts/studies/nvrtc_study.py [--nvrtc-lib DIR] [--cuda-include DIR] [--cccl-include DIR]
         [--nvshmem-include DIR] [--arch 90] [--out DIR] [--reps 3] [--reduce] [--study]
+        [--reduce-with OPTIONS]...
 
 Defaults: the GPU test machines' paths (/usr/local/cuda/lib64, /usr/local/cuda/include,
 /usr/local/cuda/include/cccl, the torch venv's nvidia/nvshmem/include) when they exist, else
 the pip --target layout under <repo>/.deps. --reduce adds a kernel that calls
 nvshmemx_float_sum_reduce_block (NVVM/ptxas-heavy, slow); --study adds the slower extras
 (batches of 4 and 40, split-compile, extra-device-vectorization, --minimal, empty kernels).
+--reduce-with OPTIONS (repeatable; OPTIONS split at spaces) measures only the reduce kernel, to
+PTX and to CUBIN, with the default options and then with each OPTIONS added: how NVRTC's and
+ptxas's optimization options trade compile time (docs/jit.md, "Collective objects"), e.g.
+--reduce-with=--Ofast-compile=min --reduce-with=-Xptxas=-O1.
 
 Every measured compile uses a kernel name never used before in the run (NVRTC >= 12.9 may
 cache results in the driver's compute cache when libcuda is present) and --no-cache.
@@ -353,6 +358,13 @@ class Study:
         t0 = time.perf_counter()
         self.nv.compile('extern "C" __global__ void w(float *x) { x[0] = 1.0f; }', ["-arch=%s" % self.arch])
         self.rows.append(("first trivial compile in process", [time.perf_counter() - t0], "init, not a kernel"))
+        if a.reduce_with:
+            for opts in [""] + a.reduce_with:
+                extra = opts.split()
+                for want in ("ptx", "cubin"):
+                    self.measure("reduce kernel -> %s %s" % (want.upper(), opts or "(default options)"),
+                                 "full", [BODY_REDUCE], "redw", extra, want=want, reps=1)
+            return
 
         print("baseline (no PCH)", flush=True)
         self.measure("p2p kernel, p2p prelude", "p2p", [BODY_P2P], "p2p")
@@ -465,6 +477,8 @@ def main():
     p.add_argument("--pch-dir", default=None, help="where the private PCH directory is made (default: $TMPDIR)")
     p.add_argument("--reduce", action="store_true", help="also a kernel with nvshmemx_float_sum_reduce_block (slow: its NVVM+ptxas time dominates; 1 rep for the slow rows)")
     p.add_argument("--study", action="store_true", help="also the slower extras")
+    p.add_argument("--reduce-with", action="append", default=[], metavar="OPTIONS",
+                   help="measure only the reduce kernel, by default and with these options added (repeatable)")
     args = p.parse_args()
     for k in ("nvrtc_lib", "cuda_include", "cccl_include", "nvshmem_include"):
         if not os.path.isdir(getattr(args, k)):
