@@ -311,22 +311,13 @@ fn graph_capture_untracked(p: &Pgas) -> CaseResult {
     let routing = run_round(&mut m, &mut r, me)?;
     util::settle(p)?;
     let stream = p.stream().clone();
-    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    let captured = (|| -> pgas::Result<()> {
+    // Cleared (before the replays, on the same stream), so that what the check finds was
+    // written by the replays.
+    stream.memset_zeros(&mut r.out)?;
+    util::replay_captured(p, &stream, 3, || {
         m.dispatch(&r.x, &routing)?;
         m.combine(&r.expert_out, &routing, &mut r.out)
-    })();
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
-    captured?;
-    let graph = graph.ok_or("the capture produced no graph")?;
-    // Cleared, so that what the check finds was written by the replays.
-    stream.memset_zeros(&mut r.out)?;
-    for _ in 0..3 {
-        graph.launch()?;
-    }
-    stream.synchronize()?;
-    drop(graph);
-    util::settle(p)?;
+    })?;
     check(p, &mut m, &CFG, &r, "3 graph replays")?;
     // One more eager round through the same dispatcher: its epochs counted the replays.
     let mut r2 = round(p, &CFG, 5, None)?;

@@ -8,7 +8,6 @@
 
 use crate::runner::{case, Case};
 use crate::util::{self, ensure, CaseResult};
-use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::cudarc::driver::CudaSlice;
 use pgas::ops::moe::{LowLatencyMoe, MoeConfig};
 use pgas::prelude::*;
@@ -230,20 +229,12 @@ fn graph_replay_untracked(p: &Pgas) -> CaseResult {
     check_out(p, &r, |le, _, c| flat(le, c))?;
     util::settle(p)?;
     let stream = p.stream().clone();
-    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    let captured = (|| -> pgas::Result<()> {
+    // Cleared before the replays (same stream): what the check finds, the replays wrote.
+    stream.memset_zeros(&mut r.out)?;
+    util::replay_captured(p, &stream, 3, || {
         ll.dispatch(&r.x, &r.idx, &r.wts, r.tokens)?;
         ll.combine(&y, &r.idx, r.tokens, &mut r.out)
-    })();
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?;
-    captured?;
-    let graph = graph.ok_or("the capture produced no graph")?;
-    stream.memset_zeros(&mut r.out)?;
-    for _ in 0..3 {
-        graph.launch()?;
-    }
-    stream.synchronize()?;
-    drop(graph);
+    })?;
     check_out(p, &r, |le, _, c| flat(le, c))?;
     util::settle(p)?;
     // An eager round after the replays: the epochs counted them on the GPU.
