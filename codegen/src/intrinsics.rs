@@ -1103,11 +1103,17 @@ pub static INTRINSICS: &[Intrinsic] = &[
         "`broadcast_block` by one warp."),
     // Collectives over peer memory: pgas's LL protocol (prelude.rs, `LL_SUPPORT`).
     row("team_all_reduce_block", G::PeerCollective, F::Free, TEAM_ALL_REDUCE_ARGS, R::Unit, S::Block, REDUCE,
-        "pgas_ll_block<{C}, pgas_op_{op}, false>({0}, {1}, {2}, {n}, {3})", N::Min(1, 2), false,
+        "pgas_ll_block<{C}, pgas_op_{op}, false, false>({0}, {1}, {2}, {n}, {3})", N::Min(1, 2), false,
         "Element-wise reduction of every team PE's `src` into its `dst` (`dst` may be `src`), by the whole block, with the same block of every PE: each PE stores its data into every peer's `scratch` as 16-byte lines of 8 data bytes and two copies of a 32-bit call flag, and polls its own for the peers' (no collective launch, no fence; it starts with a block barrier, so `src` may be what other threads of the block just wrote). Results are the same bits on every PE (reduced in team rank order; 16-bit floats in `f32`). `scratch`: a `u64` symmetric buffer of `pgas::coll::device_scratch_len::<T>(team size, len)` words from an even `k` on (16-byte aligned), this block's alone (one region per block that calls it, one scratch per team), zeroed once and reused; every team PE load/store reachable. Blocks wait for their namesakes on the peers, so those must be resident."),
     row("team_all_gather_block", G::PeerCollective, F::Free, TEAM_ALL_GATHER_ARGS, R::Unit, S::Block, RMA,
-        "pgas_ll_block<{C}, pgas_op_sum, true>({0}, {1}, {2}, {n}, {3})", N::AllGather, false,
+        "pgas_ll_block<{C}, pgas_op_sum, true, false>({0}, {1}, {2}, {n}, {3})", N::AllGather, false,
         "Every team PE's `src` (n) into every PE's `dst` (team size x n), in team order, by the whole block with the same block of every PE, over `scratch` as `team_all_reduce_block` (the same protocol; `dst` apart from `src`)."),
+    row("team_reduce_scatter_block", G::PeerCollective, F::Free, TEAM_ALL_REDUCE_ARGS, R::Unit, S::Block, REDUCE,
+        "pgas_ll_block<{C}, pgas_op_{op}, false, true>({0}, {1}, {2}, {n}, {3})", N::ReduceScatter, false,
+        "Reduce every team PE's `src` (team size x n) and leave chunk `team_my_pe` of the result in `dst` (n), by the whole block with the same block of every PE, over `scratch` as `team_all_reduce_block` (the same protocol and rounding; `dst` apart from `src`; `scratch` of `device_scratch_len::<T>(team size, n)` words): each PE sends rank `q` only its chunk `q`, so each line crosses NVLink once."),
+    row("team_all_to_all_block", G::PeerCollective, F::Free, TEAM_ALL_GATHER_ARGS, R::Unit, S::Block, RMA,
+        "pgas_ll_block<{C}, pgas_op_sum, true, true>({0}, {1}, {2}, {n}, {3})", N::AllToAll, false,
+        "Chunk `q` of every team PE's `src` (team size x n) to PE `q`: chunk `r` of `dst` (team size x n) is chunk `team_my_pe` of rank `r`'s `src`, by the whole block with the same block of every PE, over `scratch` as `team_all_reduce_block` (the same protocol; `dst` apart from `src`; `scratch` of `device_scratch_len::<T>(team size, n)` words)."),
     // Peer memory.
     // Any storage type (FP8 included): a peer view is a pointer, not an NVSHMEM typed call.
     row("peer", G::PeerMemory, F::Method, &[("x", A::SymSrc), ("pe", A::Pe)], R::PeerView, S::Thread, SHARED,

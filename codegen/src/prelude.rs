@@ -317,7 +317,7 @@ __device__ __forceinline__ void pgas_require_whole_warps(int line) {
 ";
 
 /// The checked variant's check of a peer collective's scratch (`team_all_reduce_block`,
-/// `team_all_gather_block`): `pgas::coll::device_scratch_len` words (2 + 4 x team size x the
+/// `team_all_gather_block`, `team_reduce_scatter_block`, `team_all_to_all_block`): `pgas::coll::device_scratch_len` words (2 + 4 x team size x the
 /// data's 8-byte lines, at least one line) from an even index on (16-byte lines). A short one
 /// would have the peers' lines land past its end, in whatever the heap holds there.
 pub const CHECK_LL_SUPPORT: &str = "__device__ __forceinline__ void pgas_check_ll_scratch(const uint64_t *base, size_t k, unsigned long long len, nvshmem_team_t team, unsigned long long data_bytes, int line) {
@@ -336,7 +336,8 @@ pub const CHECK_LL_SUPPORT: &str = "__device__ __forceinline__ void pgas_check_l
 ";
 
 /// Helpers of the collectives over peer memory (`team_all_reduce_block`,
-/// `team_all_gather_block`; both variants): pgas's LL ("low latency") protocol. A PE stores its
+/// `team_all_gather_block`, and their personal forms `team_reduce_scatter_block` and
+/// `team_all_to_all_block`; both variants): pgas's LL ("low latency") protocol. A PE stores its
 /// data into every peer's scratch as 16-byte lines of two 64-bit words `{d0 | f << 32,
 /// d1 | f << 32}`: 8 data bytes, each 4 of them beside a copy of the call's 32-bit flag `f`, in
 /// one `st.volatile.global.v2.u64`, read by one `ld.volatile.global.v2.u64`. A reader that sees
@@ -399,7 +400,10 @@ template <typename T> __device__ __forceinline__ uint2 pgas_ll_pack(const T *src
 // All-reduce by `Op` (Gather false: `dst[i]` = the reduction over team ranks of their `src[i]`)
 // or all-gather (Gather true: `dst[r * len + i]` = rank r's `src[i]`) of `len` elements, by the
 // whole block, with the same block of every team PE (see LL_SUPPORT's doc in prelude.rs).
-template <typename T, typename Op, bool Gather>
+// Personal: each rank sends rank q its chunk `src[q * len ..]` instead of the same `src`, so
+// the two become reduce-scatter (`dst[i]` = the reduction of every rank's `src[me * len + i]`)
+// and all-to-all (`dst[r * len + i]` = rank r's `src[me * len + i]`), each line crossing once.
+template <typename T, typename Op, bool Gather, bool Personal>
 __device__ void pgas_ll_block(nvshmem_team_t team, T *dst, const T *src, size_t len, uint64_t *scratch) {
     typedef typename pgas_acc<T>::type A;
     constexpr size_t per = 8 / sizeof(T);
@@ -419,9 +423,11 @@ __device__ void pgas_ll_block(nvshmem_team_t team, T *dst, const T *src, size_t 
     const size_t nl = len == 0 ? 1 : (len + per - 1) / per;
     // This rank's lines into every peer's scratch (none to itself: it reads its own src).
     for (size_t l = threadIdx.x; l < nl; l += blockDim.x) {
-        const uint2 w = pgas_ll_pack(src, len, l);
+        const uint2 same = Personal ? make_uint2(0u, 0u) : pgas_ll_pack(src, len, l);
         for (int k = 1; k < n; k++) {
-            const int pe = nvshmem_team_translate_pe(team, (me + k) % n, NVSHMEM_TEAM_WORLD);
+            const int q = (me + k) % n;
+            const uint2 w = Personal ? pgas_ll_pack(src + (size_t)q * len, len, l) : same;
+            const int pe = nvshmem_team_translate_pe(team, q, NVSHMEM_TEAM_WORLD);
             void *line = lines + 16 * ((l * 2 + parity) * (size_t)n + (size_t)me);
             pgas_ll_store(nvshmem_ptr(line, pe), w.x, w.y, f);
         }
@@ -432,7 +438,7 @@ __device__ void pgas_ll_block(nvshmem_team_t team, T *dst, const T *src, size_t 
         for (int r = 0; r < n; r++) {
             uint2 w;
             if (r == me) {
-                w = pgas_ll_pack(src, len, l);
+                w = pgas_ll_pack(Personal ? src + (size_t)me * len : src, len, l);
             } else {
                 const void *line = lines + 16 * ((l * 2 + parity) * (size_t)n + (size_t)r);
                 uint4 v;

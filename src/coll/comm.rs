@@ -397,12 +397,11 @@ impl Comm {
 
     /// Launches a low-latency kernel of `kernels/` (`spec` with its comptime values; arguments
     /// the team, `dst`, `src`, the low-latency scratch, then `scalars`, then the scratch's
-    /// region stride and the elements a block takes) over `len` elements a PE: one block per
-    /// [`LL_BYTES_PER_BLOCK`], each over its own region of the scratch and with `copies` times
-    /// its elements of dynamic shared memory (the team's PEs for a gather, 1 for a reduction).
+    /// region stride and the elements a block takes) over `shape.len` elements a PE: one block
+    /// per [`LL_BYTES_PER_BLOCK`] over `shape.chunks` chunks, each block over its own region of
+    /// the scratch and with `shape.copies` times its elements of dynamic shared memory.
     /// Called by members only, on teams whose every PE is load/store reachable, with `len` at
-    /// most [`LL_MAX_BYTES`] of `T` (the scratch's regions).
-    #[allow(clippy::too_many_arguments)]
+    /// most [`LL_MAX_BYTES`] of `T` a chunk (the scratch's regions).
     pub(super) fn launch_ll<T>(
         &mut self,
         stream: &CudaStream,
@@ -410,15 +409,19 @@ impl Comm {
         dst: &mut impl SymRegion<T>,
         src: &Region<T>,
         scalars: &[u32],
-        len: usize,
-        copies: usize,
+        shape: LlShape,
     ) -> Result<()> {
         let size = std::mem::size_of::<T>();
-        let per_block = LL_BYTES_PER_BLOCK / size;
-        let blocks = len.div_ceil(per_block).max(1);
-        debug_assert!(blocks <= LL_MAX_BYTES / LL_BYTES_PER_BLOCK);
+        // Whole 16-byte vectors a chunk, so each chunk's share of a block starts aligned in
+        // shared memory; at most one block per region of the scratch.
+        let regions = LL_MAX_BYTES / LL_BYTES_PER_BLOCK;
+        let bytes = (LL_BYTES_PER_BLOCK / shape.chunks / 16 * 16)
+            .max((shape.len * size).div_ceil(regions).next_multiple_of(16));
+        let per_block = bytes / size;
+        let blocks = shape.len.div_ceil(per_block).max(1);
+        debug_assert!(blocks <= regions);
         let region = device_scratch_len::<T>(self.n, per_block);
-        let shared = copies * len.min(per_block) * size;
+        let shared = shape.copies * (shape.len.min(per_block) * size).next_multiple_of(16);
         let mut args = KernelArgs::new();
         args.push_team(self.team)
             .push_sym_mut(dst)
@@ -435,7 +438,7 @@ impl Comm {
             Variant::Plain,
             comptime,
             LaunchConfig::blocks(blocks as u32, THREADS)
-                .with_shared_mem(shared.next_multiple_of(16) as u32),
+                .with_shared_mem(shared as u32),
             Some(stream),
             &mut args,
         )
@@ -485,6 +488,20 @@ impl Comm {
             &mut args,
         )
     }
+}
+
+/// How a low-latency kernel's data splits over its blocks ([`Comm::launch_ll`]).
+pub(super) struct LlShape {
+    /// Elements a PE (a chunk's, for the personal kernels), split over the blocks.
+    pub len: usize,
+    /// Chunks a block takes its share of: 1, or the team's PEs for the personal kernels (the
+    /// all-to-all and reduce-scatter send chunk `q` to rank `q`), so that what a block stages
+    /// stays within [`LL_BYTES_PER_BLOCK`].
+    pub chunks: usize,
+    /// Dynamic shared memory, in blocks' shares (each a block's elements of a chunk, rounded
+    /// up to 16 bytes): the team's PEs for a gather, `2 n` for the all-to-all's staging both
+    /// ways, `n + 1` for the reduce-scatter's.
+    pub copies: usize,
 }
 
 /// A [`Comm`]'s flags as a kernel takes them ([`Comm::kernel_flags`]): the rank table, the

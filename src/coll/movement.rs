@@ -6,8 +6,8 @@ use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
 
 use super::comm::{
-    refuse_capture, Algorithm, Comm, LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES, LL_SHARED_MAX_BYTES,
-    MOVE_PULL_MAX_BYTES,
+    refuse_capture, Algorithm, Comm, LlShape, LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES,
+    LL_SHARED_MAX_BYTES, MOVE_PULL_MAX_BYTES,
 };
 use super::elem::AllReduceElem;
 use super::kernels;
@@ -190,7 +190,8 @@ impl Comm {
             let spec = move_kernels::<T>().low_latency_broadcast;
             let src = Region::of(src);
             let scalars = [self.n as u32, root as u32];
-            self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, src.len(), self.n)?;
+            let shape = LlShape { len: src.len(), chunks: 1, copies: self.n };
+            self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?;
             return Ok(algorithm);
         }
         self.check_symmetric("the broadcast source (peers load the root's)", s, bytes)?;
@@ -303,7 +304,7 @@ impl Comm {
         src: &impl SymRegion<T>,
         algorithm: Algorithm,
     ) -> Result<Algorithm> {
-        let rank = self.member()?;
+        self.member()?;
         let n = self.n;
         if dst.len() != src.len() {
             return Err(Error::LengthMismatch {
@@ -357,10 +358,11 @@ impl Comm {
         let src = Region::of(src);
         match algorithm {
             Algorithm::LowLatency => {
-                // Latency-bound: every PE's whole `src` over the low-latency lines.
-                let scalars = [n as u32, rank as u32, offsets[1]];
+                // Latency-bound: chunk `q` of `src` over the low-latency lines to rank `q`.
+                let scalars = [n as u32, offsets[0], offsets[1]];
                 let spec = k.low_latency_all_to_all;
-                self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, src.len(), n)?
+                let shape = LlShape { len: src.len() / n, chunks: n, copies: 2 * n };
+                self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }
             Algorithm::OneShot => self.launch_p2p(
                 stream,

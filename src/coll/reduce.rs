@@ -2,8 +2,8 @@
 //! reduce-scatter, and all-gather (two-shot's halves as kernels of their own).
 
 use super::comm::{
-    device_scratch_len, refuse_capture, Algorithm, Comm, LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES,
-    LL_MAX_BYTES, THREADS,
+    device_scratch_len, refuse_capture, Algorithm, Comm, LlShape, LL_BYTES_PER_BLOCK,
+    LL_GATHER_MAX_BYTES, LL_MAX_BYTES, THREADS,
 };
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::movement;
@@ -300,14 +300,15 @@ impl Comm {
         if n > 1 && bytes <= LL_GATHER_MAX_BYTES {
             // Latency-bound: all of `src` all-reduced over the low-latency lines.
             let src = Region::<T>::of(src);
+            let scalars = [n as u32, (s % 16) as u32, (d % 16) as u32];
+            let shape = LlShape { len: dst.len(), chunks: n, copies: n + 1 };
             return self.launch_ll(
                 stream,
                 (T::LOW_LATENCY_REDUCE_SCATTER, op_code(op)),
                 dst,
                 &src,
-                &[rank as u32],
-                src.len(),
-                1,
+                &scalars,
+                shape,
             );
         }
         // The vector path starts at this rank's chunk of `src` (see `kernels/`).
@@ -450,7 +451,8 @@ impl Comm {
                 // Latency-bound: the low-latency protocol, no handshake.
                 let scalars = [n as u32, (d % 16) as u32];
                 let spec = k.low_latency_gather;
-                self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, len, n)?
+                let shape = LlShape { len, chunks: 1, copies: n };
+                self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }
             Algorithm::OneShot => {
                 // Each PE loads the whole of `dst`: the grid grows with it.

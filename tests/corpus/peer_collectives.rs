@@ -41,3 +41,35 @@ fn gather_from_shared(team: Team, dst: &mut SymTensor<bf16>, scratch: &mut SymTe
     sync_threads();
     team_all_gather_block(team, dst, &s[0..64], &mut scratch[0]);
 }
+
+/// Each block reduce-scatters its 4 x 32 partial values (chunk `q` for team PE `q`) and
+/// exchanges chunks of its row with every PE, over the LL lines of its own scratch region.
+#[pgas_kernel(max_threads = 128)]
+fn personal_collectives(
+    team: Team,
+    part: &mut SymTensor<f32>,
+    x: &SymTensor<i64>,
+    y: &mut SymTensor<i64>,
+    scratch: &mut SymTensor<u64>,
+    words: usize,
+) {
+    let blk = block_idx_x() as usize;
+    let n = team_n_pes(team) as usize;
+    let s = shared_array::<f32, 128>();
+    let t = thread_idx_x() as usize;
+    s[t] = t as f32;
+    team_reduce_scatter_block(
+        team,
+        &mut part[blk * 32..blk * 32 + 32],
+        &s[0..n * 32],
+        &mut scratch[blk * words],
+        ReduceOp::Sum,
+    );
+    let w = n * 16;
+    team_all_to_all_block(
+        team,
+        &mut y[blk * w..blk * w + w],
+        &x[blk * w..blk * w + w],
+        &mut scratch[blk * words],
+    );
+}

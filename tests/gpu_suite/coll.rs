@@ -1390,6 +1390,38 @@ fn device_all_gather(team: Team, dst: &mut SymTensor<f16>, scratch: &mut SymTens
     team_all_gather_block(team, dst, &s[0..100], &mut scratch[0]);
 }
 
+/// The personal forms by several blocks, `reps` times over the same scratch: block `b`
+/// reduce-scatters its `n` chunks of `m` (`x[b n m ..]`) into `rs[b m ..]` and exchanges its `n`
+/// chunks of `y` into `z`, both over its own region of `scratch` (`words` each).
+#[pgas_kernel(max_threads = 256)]
+fn device_personal(
+    team: Team,
+    rs: &mut SymTensor<i32>,
+    x: &SymTensor<i32>,
+    z: &mut SymTensor<u16>,
+    y: &SymTensor<u16>,
+    scratch: &mut SymTensor<u64>,
+    words: usize,
+    m: usize,
+    reps: u32,
+) {
+    let blk = block_idx_x() as usize;
+    let n = team_n_pes(team) as usize;
+    let c = blk * n * m;
+    let mut r = 0;
+    while r < reps {
+        team_reduce_scatter_block(
+            team,
+            &mut rs[blk * m..blk * m + m],
+            &x[c..c + n * m],
+            &mut scratch[blk * words],
+            ReduceOp::Sum,
+        );
+        team_all_to_all_block(team, &mut z[c..c + n * m], &y[c..c + n * m], &mut scratch[blk * words]);
+        r += 1;
+    }
+}
+
 /// The in-kernel building blocks: 4 blocks x 3 rounds of two all-reduces each (odd lengths,
 /// the last block's share short), twice over the same scratch (its counters carry on across
 /// launches), over the world and over the even PEs (a scratch for each); then an all-gather
@@ -1467,7 +1499,54 @@ fn device_all_reduce_case(p: &Pgas) -> CaseResult {
         "in-kernel all-gather from shared memory",
         &dst.to_vec()?,
         &want,
-    )
+    )?;
+    device_personal_case(p)
+}
+
+/// `team_reduce_scatter_block` and `team_all_to_all_block` in a user kernel: 3 blocks of odd
+/// chunks (37 elements: part lines), 3 rounds, checked against the host.
+fn device_personal_case(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let (blocks, m) = (3, 37);
+    let words = coll::device_scratch_len::<i32>(n, m);
+    let xv = |pe: usize, k: usize| (pe * 1000 + k % 977) as i32;
+    let yv = |pe: usize, k: usize| (pe * 7 + 3 * k) as u16;
+    let x = p.alloc_from(&(0..blocks * n * m).map(|k| xv(me, k)).collect::<Vec<_>>())?;
+    let y = p.alloc_from(&(0..blocks * n * m).map(|k| yv(me, k)).collect::<Vec<_>>())?;
+    let mut rs = p.alloc::<i32>(blocks * m)?;
+    let mut z = p.alloc::<u16>(blocks * n * m)?;
+    let mut scratch = p.alloc::<u64>(blocks * words)?;
+    p.barrier_all()?;
+    device_personal::launch(
+        p,
+        LaunchConfig::blocks(blocks as u32, 256),
+        Team::WORLD,
+        &mut rs,
+        &x,
+        &mut z,
+        &y,
+        &mut scratch,
+        words,
+        m,
+        3,
+    )?;
+    util::settle(p)?;
+    // Block b's chunk `me` of every PE's x, summed; chunk `me` of rank r's y as chunk r of z.
+    let want_rs: Vec<i32> = (0..blocks * m)
+        .map(|k| {
+            let (b, i) = (k / m, k % m);
+            (0..n).map(|pe| xv(pe, b * n * m + me * m + i)).sum()
+        })
+        .collect();
+    check_eq("in-kernel reduce-scatter", &rs.to_vec()?, &want_rs)?;
+    let want_z: Vec<u16> = (0..blocks * n * m)
+        .map(|k| {
+            let (b, r, i) = (k / (n * m), k / m % n, k % m);
+            yv(r, b * n * m + me * m + i)
+        })
+        .collect();
+    check_eq("in-kernel all-to-all", &z.to_vec()?, &want_z)
 }
 
 /// Compiles the data-movement kernels of every element size (and the all-gathers: the

@@ -9,7 +9,7 @@
 /// `with_shared_pieces!`).
 macro_rules! move_kernels {
     ($($m:ident: $t:ident, $w:literal, $s:literal;)*) => {$(
-        with_shared_pieces!(move_kernels!(@kernels $m $t $w $s
+        with_shared_pieces!($w $s; move_kernels!(@kernels $m $t $w $s
             // Copy of `cnt` elements from `src[so..]` to `dst[ro..]` on the PE `p` is a view of
             // (all-to-all's segments): 16-byte vectors from the first boundary of the source
             // when both ends sit at the same offset modulo 16 bytes (`sb`, `db`: the buffers'
@@ -65,40 +65,13 @@ macro_rules! move_kernels {
                     q += stride;
                 }
             ]
-            // The low-latency kernels' copy out of shared memory: `cnt` elements from `g[gs..]`
-            // (the dynamic shared memory, 128-byte aligned) into `dst[ds..]` (`db`: `dst`'s
-            // byte offset modulo 16) by the block, in 16-byte vectors where both ends share
-            // their offset modulo 16. No division by a run-time value: a 64-bit one is a long
-            // instruction sequence, and with one per element the copy out cost more than the
-            // exchange (the 64 KiB all-gather, 8.9 us against 6.2 for the all-reduce of as many
-            // lines, run 54).
-            smem_copy: [
-                let gmis = (gs * $s) % 16;
-                let dmis = (db as usize + ds * $s) % 16;
-                let h = min((16 - dmis) % 16 / $s, cnt);
-                let nv = if gmis == dmis { (cnt - h) / $w } else { 0 };
-                let vend = h + nv * $w;
-                let mut v = thread_idx_x() as usize;
-                while v < nv {
-                    let i = h + v * $w;
-                    let x = load_vec16(&g[gs + i]);
-                    store_vec16(&mut dst[ds + i], x);
-                    v += block_dim_x() as usize;
-                }
-                let ns = h + (cnt - vend);
-                let mut q = thread_idx_x() as usize;
-                while q < ns {
-                    let i = if q < h { q } else { vend + q - h };
-                    dst[ds + i] = g[gs + i];
-                    q += block_dim_x() as usize;
-                }
-            ]
         ));
     )*};
     (@kernels $m:ident $t:ident $w:literal $s:literal
         copy_segment: [$($copy_segment:tt)*]
         pull_segment: [$($pull_segment:tt)*]
         smem_copy: [$($smem_copy:tt)*]
+        smem_fill: [$($smem_fill:tt)*]
         put_pair: [$($put_pair:tt)*]
         put_one: [$($put_one:tt)*]
         enter: [$($enter:tt)*]
@@ -142,11 +115,15 @@ macro_rules! move_kernels {
                 }
             }
 
-            /// Low-latency all-to-all: block `b` gathers elements `lo..hi` of every PE's `src`
-            /// into shared memory as `low_latency_gather` does, then stores those of them that
-            /// rank `r` sends to this PE (`src[me m .. (me + 1) m]` of rank `r`, `m` = `len / n`)
-            /// into block `r` of `dst` (`db`: `dst`'s byte offset modulo 16). It moves all of
-            /// `src` to every peer, which pays only where latency dominates.
+            /// Low-latency all-to-all: block `b` stages elements `lo..lo + w` (`per_block` from
+            /// `b * per_block`) of each of `src`'s `n` chunks (`m` = `len / n` elements each) in
+            /// shared memory (`sb`: `src`'s byte offset modulo 16), chunk `q`'s at `q * wr` (`w`
+            /// rounded up to 16 bytes), sends chunk `q`'s to team rank `q` with
+            /// `team_all_to_all_block` over region `b` of the low-latency scratch (`region`
+            /// words each; the protocol of `low_latency`, which shares the regions' call
+            /// counters), and stores what rank `r` sent into chunk `r` of `dst` (`db`: `dst`'s
+            /// byte offset modulo 16). Each element crosses NVLink once, to the PE it is for;
+            /// one crossing and no handshake. Dynamic shared memory: `2 n wr` elements.
             #[pgas_kernel(max_threads = 512)]
             pub fn low_latency_all_to_all(
                 team: Team,
@@ -154,29 +131,30 @@ macro_rules! move_kernels {
                 src: &SymTensor<$t>,
                 scratch: &mut SymTensor<u64>,
                 n: u32,
-                me: u32,
+                sb: u32,
                 db: u32,
                 region: u32,
                 per_block: u32,
             ) {
                 let blk = block_idx_x() as usize;
-                let len = src.len();
                 let nn = n as usize;
-                let m = len / nn;
-                let lo = min(blk * per_block as usize, len);
-                let w = min(lo + per_block as usize, len) - lo;
+                let m = src.len() / nn;
+                let lo = min(blk * per_block as usize, m);
+                let w = min(lo + per_block as usize, m) - lo;
+                let wr = (w * $s + 15) / 16 * 16 / $s;
                 let g = dyn_shared::<$t>();
-                team_all_gather_block(team, &mut g[0..nn * w], &src[lo..lo + w], &mut scratch[blk * region as usize]);
-                // The part of this block's elements that is the segment for this PE.
-                let first = max(lo, me as usize * m);
-                let last = min(lo + w, (me as usize + 1) * m);
-                if first < last {
-                    for r in 0..nn {
-                        let gs = r * w + first - lo;
-                        let ds = r * m + first - me as usize * m;
-                        let cnt = last - first;
-                        $($smem_copy)*
-                    }
+                for q in 0..nn {
+                    let ss = q * m + lo;
+                    let gs = q * wr;
+                    let cnt = w;
+                    $($smem_fill)*
+                }
+                team_all_to_all_block(team, &mut g[nn * wr..2 * nn * wr], &g[0..nn * wr], &mut scratch[blk * region as usize]);
+                for r in 0..nn {
+                    let gs = nn * wr + r * wr;
+                    let ds = r * m + lo;
+                    let cnt = w;
+                    $($smem_copy)*
                 }
             }
 

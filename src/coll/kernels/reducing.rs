@@ -35,7 +35,7 @@ macro_rules! coll_kernels {
     // of `src` over every PE into `x0`, `x1` (`a`). The stores to every PE and the handshakes
     // come from `with_shared_pieces!`.
     (@pieces $m:ident $t:ident $a:ident $w:literal {$($code:literal $name:ident)*} [$($red:tt)*]) => {
-        with_shared_pieces!(coll_kernels!(@kernels $m $t $a $w
+        with_shared_pieces!($w (16 / $w); coll_kernels!(@kernels $m $t $a $w
             // The low-latency all-reduce of this block's elements, by the reduction whose code
             // `op` is (one `if` for each; the comptime `op` leaves one).
             ll_reduce: [
@@ -45,11 +45,12 @@ macro_rules! coll_kernels {
                     }
                 )*
             ]
-            // The same of all of `src` into shared memory `g` (the low-latency reduce-scatter).
+            // The low-latency reduce-scatter of the chunks staged in shared memory `g` (`nn`
+            // of `wr` elements) into `g[nn * wr..]`.
             ll_reduce_shared: [
                 $(
                     if op == $code {
-                        team_all_reduce_block(team, &mut g[0..w], &src[lo..lo + w], &mut scratch[blk * region as usize], ReduceOp::$name);
+                        team_reduce_scatter_block(team, &mut g[nn * wr..(nn + 1) * wr], &g[0..nn * wr], &mut scratch[blk * region as usize], ReduceOp::$name);
                     }
                 )*
             ]
@@ -86,6 +87,8 @@ macro_rules! coll_kernels {
         ll_reduce_shared: [$($ll_reduce_shared:tt)*]
         reduce_pair: [$($reduce_pair:tt)*]
         reduce_one: [$($reduce_one:tt)*]
+        smem_copy: [$($smem_copy:tt)*]
+        smem_fill: [$($smem_fill:tt)*]
         put_pair: [$($put_pair:tt)*]
         put_one: [$($put_one:tt)*]
         enter: [$($enter:tt)*]
@@ -120,37 +123,46 @@ macro_rules! coll_kernels {
                 $($ll_reduce)*
             }
 
-            /// Low-latency reduce-scatter: block `b` reduces elements `lo..hi` (`per_block` from
-            /// `b * per_block`) of every PE's `src` into shared memory (the launch's dynamic shared
-            /// memory, `per_block` elements) by `team_all_reduce_block` over region `b` of
-            /// `scratch` (`region` words each), then copies those of them in team rank `me`'s
-            /// chunk into `dst`. It moves all of `src` to every peer, which pays only where
-            /// latency dominates.
+            /// Low-latency reduce-scatter: block `b` stages elements `lo..lo + w` (`per_block`
+            /// from `b * per_block`) of each of `src`'s chunks (`m` = `dst.len()` elements each)
+            /// in shared memory (`sb`: `src`'s byte offset modulo 16), chunk `q`'s at `q * wr`
+            /// (`w` rounded up to 16 bytes), sends chunk `q`'s to team rank `q` and reduces what
+            /// every rank sent for this PE's chunk with `team_reduce_scatter_block` over region
+            /// `b` of `scratch` (`region` words each; it shares the all-reduce's call counters),
+            /// and copies the result into `dst` (`db`: `dst`'s byte offset modulo 16). Each
+            /// element crosses NVLink once, to the PE that reduces it. Dynamic shared memory:
+            /// `(n + 1) wr` elements.
             #[pgas_kernel(max_threads = 512)]
             pub fn low_latency_reduce_scatter(
                 team: Team,
                 dst: &mut SymTensor<$t>,
                 src: &SymTensor<$t>,
                 scratch: &mut SymTensor<u64>,
-                me: u32,
+                n: u32,
+                sb: u32,
+                db: u32,
                 region: u32,
                 per_block: u32,
                 #[comptime] op: u32,
             ) {
                 let blk = block_idx_x() as usize;
-                let len = src.len();
+                let nn = n as usize;
                 let m = dst.len();
-                let lo = min(blk * per_block as usize, len);
-                let w = min(lo + per_block as usize, len) - lo;
+                let lo = min(blk * per_block as usize, m);
+                let w = min(lo + per_block as usize, m) - lo;
+                let wr = (w * (16 / $w) + 15) / 16 * 16 / (16 / $w);
                 let g = dyn_shared::<$t>();
-                $($ll_reduce_shared)*
-                let first = max(lo, me as usize * m);
-                let last = min(lo + w, (me as usize + 1) * m);
-                let mut j = first + thread_idx_x() as usize;
-                while j < last {
-                    dst[j - me as usize * m] = g[j - lo];
-                    j += block_dim_x() as usize;
+                for q in 0..nn {
+                    let ss = q * m + lo;
+                    let gs = q * wr;
+                    let cnt = w;
+                    $($smem_fill)*
                 }
+                $($ll_reduce_shared)*
+                let gs = nn * wr;
+                let ds = lo;
+                let cnt = w;
+                $($smem_copy)*
             }
 
             /// One-shot: every PE loads every peer's `src` over NVLink and reduces into its own

@@ -19,5 +19,13 @@ fn read_only_dst(team: Team, dst: &SymTensor<f32>, src: &SymTensor<f32>, s: &mut
 fn no_team(dst: &mut SymTensor<f32>, src: &SymTensor<f32>, s: &mut SymTensor<u64>) {
     team_all_gather_block(dst, src, &mut s[0]);
 }
+#[pgas_kernel]
+fn personal_bitwise_float(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, s: &mut SymTensor<u64>) {
+    team_reduce_scatter_block(team, dst, src, &mut s[0], ReduceOp::Or);
+}
+#[pgas_kernel]
+fn personal_read_only_dst(team: Team, dst: &SymTensor<u8>, src: &SymTensor<u8>, s: &mut SymTensor<u64>) {
+    team_all_to_all_block(team, dst, src, &mut s[0]);
+}
 
 fn main() {}
