@@ -99,8 +99,9 @@ impl Comm {
     /// prewarmed). Every member passes the same symmetric `src` (only the root's is read) and a
     /// `dst` of the same length; `dst` may be `src` (in place: the root then copies nothing).
     /// [`Algorithm::OneShot`]: every PE loads the root's `src` over NVLink;
-    /// [`Algorithm::TwoShot`]: rank `r` loads chunk `r` of it and stores that into every PE's
-    /// `dst` (the root's links carry one copy instead of `n - 1`); [`Algorithm::Nvshmem`]:
+    /// [`Algorithm::TwoShot`]: each rank but the root (every rank on 2 PEs) loads its chunk of
+    /// it and stores that into every other PE's `dst` (the root's links carry one copy instead
+    /// of `n - 1`; `dst` must be symmetric); [`Algorithm::Nvshmem`]:
     /// `nvshmemx_<type>_broadcast_on_stream`; [`Algorithm::LowLatency`]
     /// (up to [`super::LL_GATHER_MAX_BYTES`] on up to 8 PEs): every PE's data over
     /// the low-latency lines into shared memory, the root's copied out, one crossing and no
@@ -223,16 +224,20 @@ impl Comm {
                     &[root, copy, head, vec],
                 )?
             }
-            _ => self.launch_p2p(
-                stream,
-                k.broadcast_two_shot,
-                &[],
-                dst,
-                &src,
-                None,
-                bytes.div_ceil(self.n),
-                &[root, head, vec],
-            )?,
+            _ => {
+                // The chunks' owners: every rank but the root past 2 PEs (see the kernel).
+                let owners = if self.n > 2 { self.n - 1 } else { self.n };
+                self.launch_p2p(
+                    stream,
+                    k.broadcast_two_shot,
+                    &[],
+                    dst,
+                    &src,
+                    None,
+                    bytes.div_ceil(owners),
+                    &[root, u32::from(d != s), head, vec],
+                )?
+            }
         }
         Ok(algorithm)
     }

@@ -287,11 +287,16 @@ macro_rules! move_kernels {
                 $($leave)*
             }
 
-            /// Broadcast, two-shot (scatter, then all-gather): team rank `r` loads chunk `r` of
-            /// the root's `src` and stores it into every PE's `dst`, so the root's links carry
-            /// one copy of the data in all and every PE's SMs share the stores. Safe in place
-            /// (only rank `r` reads chunk `r` of the root's `src`; what it stores there is what
-            /// it read).
+            /// Broadcast, two-shot (scatter, then all-gather): the chunk owners (every rank on
+            /// 2 PEs; on more, every rank but the root) each load their chunk of the root's
+            /// `src` and store it into every PE's `dst` but the root's, whose `dst` the root
+            /// copies itself (`copy`: `dst` is not `src`). So the root's links carry one copy
+            /// of the data in all (they carried `2 (n - 1) / n` copies when the root owned a
+            /// chunk too: 1.5 on 4 PEs) and the owners' SMs share the stores. On 2 PEs both
+            /// ranks own a half, the root storing its own into the peer. Safe in place (only
+            /// the owner of a chunk reads it from the root's `src`, and no one stores into the
+            /// root's `dst` but the root or, on 2 PEs, the owner of the chunk, with what it
+            /// read).
             #[pgas_kernel(max_threads = 512)]
             pub fn broadcast_two_shot(
                 dst: &mut SymTensor<$t>,
@@ -302,6 +307,7 @@ macro_rules! move_kernels {
                 n: u32,
                 me: u32,
                 root: u32,
+                copy: u32,
                 head: u32,
                 vec: u32,
             ) {
@@ -309,35 +315,70 @@ macro_rules! move_kernels {
                 let t = thread_idx_x() as usize;
                 let nn = n as usize;
                 $($enter)*
-                let rs = src.peer(pes[root as usize]);
                 let len = dst.len();
                 let h = min(head as usize, len);
                 let nv = if vec != 0 { (len - h) / $w } else { 0 };
                 let vend = h + nv * $w;
+                let ns = h + (len - vend);
                 let stride = (grid_dim_x() * block_dim_x()) as usize;
                 let gt = blk * block_dim_x() as usize + t;
-                let vchunk = (nv + nn - 1) / nn;
-                let vlo = min(me as usize * vchunk, nv);
-                let vhi = min(vlo + vchunk, nv);
-                let mut v = vlo + gt;
-                while v < vhi {
-                    let i0 = h + v * $w;
-                    let i1 = if v + stride < vhi { i0 + stride * $w } else { i0 };
-                    let x0 = load_vec16(&rs[i0]);
-                    let x1 = load_vec16(&rs[i1]);
-                    $($put_pair)*
-                    v += 2 * stride;
-                }
-                let ns = h + (len - vend);
-                let schunk = (ns + nn - 1) / nn;
-                let slo = min(me as usize * schunk, ns);
-                let shi = min(slo + schunk, ns);
-                let mut q = slo + gt;
-                while q < shi {
-                    let i = if q < h { q } else { vend + q - h };
-                    let r = rs[i];
-                    $($put_one)*
-                    q += stride;
+                // The root owns no chunk where more than one other rank can.
+                let apart = nn > 2;
+                let rt = root as usize;
+                if apart && me == root {
+                    if copy != 0 {
+                        let mut v = gt;
+                        while v < nv {
+                            let i0 = h + v * $w;
+                            let x0 = load_vec16(&src[i0]);
+                            store_vec16(&mut dst[i0], x0);
+                            v += stride;
+                        }
+                        let mut q = gt;
+                        while q < ns {
+                            let i = if q < h { q } else { vend + q - h };
+                            dst[i] = src[i];
+                            q += stride;
+                        }
+                    }
+                } else {
+                    let owners = if apart { nn - 1 } else { nn };
+                    let j = if apart && me > root { me as usize - 1 } else { me as usize };
+                    let rs = src.peer(pes[rt]);
+                    let vchunk = (nv + owners - 1) / owners;
+                    let vlo = min(j * vchunk, nv);
+                    let vhi = min(vlo + vchunk, nv);
+                    let mut v = vlo + gt;
+                    while v < vhi {
+                        let i0 = h + v * $w;
+                        let i1 = if v + stride < vhi { i0 + stride * $w } else { i0 };
+                        let x0 = load_vec16(&rs[i0]);
+                        let x1 = load_vec16(&rs[i1]);
+                        for k in 0..nn {
+                            let r = (me as usize + k) % nn;
+                            if !apart || r != rt {
+                                let p = dst.peer(pes[r]);
+                                store_vec16(&mut p[i0], x0);
+                                store_vec16(&mut p[i1], x1);
+                            }
+                        }
+                        v += 2 * stride;
+                    }
+                    let schunk = (ns + owners - 1) / owners;
+                    let slo = min(j * schunk, ns);
+                    let shi = min(slo + schunk, ns);
+                    let mut q = slo + gt;
+                    while q < shi {
+                        let i = if q < h { q } else { vend + q - h };
+                        let x = rs[i];
+                        for k in 0..nn {
+                            let r = (me as usize + k) % nn;
+                            if !apart || r != rt {
+                                dst.peer(pes[r])[i] = x;
+                            }
+                        }
+                        q += stride;
+                    }
                 }
                 $($leave_after_puts)*
             }
