@@ -9,7 +9,9 @@
 //! - cold compile of a kernel with a device collective (`reduce_block` in a loop, the full
 //!   prelude): the first, which also builds NVSHMEM's reduction as a collective object once per
 //!   machine under `PGAS_JIT_LTO=all`, then the median of 5 more new kernels calling it (what each next
-//!   collective kernel costs); and of 16 specializations of one kernel (16 comptime values) in one `prewarm`,
+//!   collective kernel costs); of a kernel with pgas's own in-kernel all-reduce
+//!   (`team_all_reduce_block`, point-to-point prelude), the first and the median of 5 more; and
+//!   of 16 specializations of one kernel (16 comptime values) in one `prewarm`,
 //!   which the JIT compiles as one or two NVRTC programs (two where helper processes compile
 //!   beside it, docs/jit.md);
 //! - disk-cache load of it: a fresh JIT state (memory cache empty) over the same cache dir;
@@ -97,6 +99,38 @@ fn reduce_loop_scaled(
     let n = dst.len();
     for _ in 0..rounds * k {
         reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
+    }
+}
+
+/// The same loop with pgas's own in-kernel all-reduce (`team_all_reduce_block`: the LL protocol
+/// over peer memory, docs/coll.md): the point-to-point prelude, no NVSHMEM collective code.
+#[pgas_kernel(max_threads = 512)]
+fn ll_reduce_loop(
+    team: Team,
+    dst: &mut SymTensor<f32>,
+    src: &SymTensor<f32>,
+    scratch: &mut SymTensor<u64>,
+    rounds: u32,
+) {
+    let n = dst.len();
+    for _ in 0..rounds {
+        team_all_reduce_block(team, &mut dst[0..n], &src[0..n], &mut scratch[0], ReduceOp::Sum);
+    }
+}
+
+/// The next kernels of that kind: each comptime value is a new kernel.
+#[pgas_kernel(max_threads = 512)]
+fn ll_reduce_loop_scaled(
+    #[comptime] k: u32,
+    team: Team,
+    dst: &mut SymTensor<f32>,
+    src: &SymTensor<f32>,
+    scratch: &mut SymTensor<u64>,
+    rounds: u32,
+) {
+    let n = dst.len();
+    for _ in 0..rounds * k {
+        team_all_reduce_block(team, &mut dst[0..n], &src[0..n], &mut scratch[0], ReduceOp::Sum);
     }
 }
 
@@ -277,6 +311,29 @@ fn main() -> BenchResult<()> {
         next_kernels(&p, &reduce_loop_scaled::SPEC)?,
         "s",
         &format!("{coll_mode}; median of 5 new kernels calling the same reduce_block"),
+    );
+    // pgas's own in-kernel collective compiles like any point-to-point kernel.
+    let ll = [Prewarm {
+        spec: &ll_reduce_loop::SPEC,
+        variant: Variant::Checked,
+        comptime: &[],
+    }];
+    let (r, ll_cold) = wall(|| pgas::launch::prewarm(&p, &ll));
+    r?;
+    fig(
+        "cold_compile_dsl_peer_collective",
+        ll_cold,
+        "s",
+        &format!(
+            "{mode}; team_all_reduce_block in a loop (pgas's LL protocol over peer memory, no \
+             NVSHMEM collective code): the first such kernel"
+        ),
+    );
+    fig(
+        "cold_compile_dsl_next_peer_collective_kernel",
+        next_kernels(&p, &ll_reduce_loop_scaled::SPEC)?,
+        "s",
+        &format!("{mode}; median of 5 new kernels calling team_all_reduce_block"),
     );
     let values: Vec<[i128; 1]> = (1..=16).map(|k| [k]).collect();
     let sixteen: Vec<Prewarm<'_>> = values
