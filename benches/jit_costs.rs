@@ -114,7 +114,13 @@ fn ll_reduce_loop(
 ) {
     let n = dst.len();
     for _ in 0..rounds {
-        team_all_reduce_block(team, &mut dst[0..n], &src[0..n], &mut scratch[0], ReduceOp::Sum);
+        team_all_reduce_block(
+            team,
+            &mut dst[0..n],
+            &src[0..n],
+            &mut scratch[0],
+            ReduceOp::Sum,
+        );
     }
 }
 
@@ -130,7 +136,13 @@ fn ll_reduce_loop_scaled(
 ) {
     let n = dst.len();
     for _ in 0..rounds * k {
-        team_all_reduce_block(team, &mut dst[0..n], &src[0..n], &mut scratch[0], ReduceOp::Sum);
+        team_all_reduce_block(
+            team,
+            &mut dst[0..n],
+            &src[0..n],
+            &mut scratch[0],
+            ReduceOp::Sum,
+        );
     }
 }
 

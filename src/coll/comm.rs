@@ -420,7 +420,11 @@ impl Comm {
         let per_block = bytes / size;
         let blocks = shape.len.div_ceil(per_block).max(1);
         debug_assert!(blocks <= regions);
-        let region = device_scratch_len::<T>(self.n, per_block);
+        // Every low-latency kernel strides the scratch by the same region, whatever its blocks
+        // take: block `b` of each shares region `b`'s call counter, which must sit at the same
+        // word for all of them (a smaller stride put the personal kernels' counters among the
+        // all-reduce's lines: the two hung when mixed, GPU run 82).
+        let region = ll_region(self.n);
         let shared = shape.copies * (shape.len.min(per_block) * size).next_multiple_of(16);
         let mut args = KernelArgs::new();
         args.push_team(self.team)
@@ -437,8 +441,7 @@ impl Comm {
             spec,
             Variant::Plain,
             comptime,
-            LaunchConfig::blocks(blocks as u32, THREADS)
-                .with_shared_mem(shared as u32),
+            LaunchConfig::blocks(blocks as u32, THREADS).with_shared_mem(shared as u32),
             Some(stream),
             &mut args,
         )

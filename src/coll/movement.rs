@@ -191,7 +191,11 @@ impl Comm {
             let spec = move_kernels::<T>().low_latency_broadcast;
             let src = Region::of(src);
             let scalars = [self.n as u32, root as u32];
-            let shape = LlShape { len: src.len(), chunks: 1, copies: self.n };
+            let shape = LlShape {
+                len: src.len(),
+                chunks: 1,
+                copies: self.n,
+            };
             self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?;
             return Ok(algorithm);
         }
@@ -366,7 +370,11 @@ impl Comm {
                 // Latency-bound: chunk `q` of `src` over the low-latency lines to rank `q`.
                 let scalars = [n as u32, offsets[0], offsets[1]];
                 let spec = k.low_latency_all_to_all;
-                let shape = LlShape { len: src.len() / n, chunks: n, copies: 2 * n };
+                let shape = LlShape {
+                    len: src.len() / n,
+                    chunks: n,
+                    copies: 2 * n,
+                };
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }
             Algorithm::OneShot => self.launch_p2p(

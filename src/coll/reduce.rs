@@ -2,8 +2,8 @@
 //! reduce-scatter, and all-gather (two-shot's halves as kernels of their own).
 
 use super::comm::{
-    device_scratch_len, refuse_capture, Algorithm, Comm, LlShape, LL_BYTES_PER_BLOCK,
-    LL_GATHER_MAX_BYTES, LL_MAX_BYTES, THREADS,
+    ll_region, refuse_capture, Algorithm, Comm, LlShape, LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES,
+    LL_MAX_BYTES, THREADS,
 };
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::movement;
@@ -180,7 +180,7 @@ impl Comm {
             Algorithm::LowLatency => {
                 let per_block = LL_BYTES_PER_BLOCK / std::mem::size_of::<T>();
                 let blocks = src.len().div_ceil(per_block) as u32;
-                let region = device_scratch_len::<T>(self.n, per_block) as u32;
+                let region = ll_region(self.n) as u32;
                 let mut args = KernelArgs::new();
                 args.push_team(self.team)
                     .push_sym_mut(dst)
@@ -301,7 +301,11 @@ impl Comm {
             // Latency-bound: all of `src` all-reduced over the low-latency lines.
             let src = Region::<T>::of(src);
             let scalars = [n as u32, (s % 16) as u32, (d % 16) as u32];
-            let shape = LlShape { len: dst.len(), chunks: n, copies: n + 1 };
+            let shape = LlShape {
+                len: dst.len(),
+                chunks: n,
+                copies: n + 1,
+            };
             return self.launch_ll(
                 stream,
                 (T::LOW_LATENCY_REDUCE_SCATTER, op_code(op)),
@@ -451,7 +455,11 @@ impl Comm {
                 // Latency-bound: the low-latency protocol, no handshake.
                 let scalars = [n as u32, (d % 16) as u32];
                 let spec = k.low_latency_gather;
-                let shape = LlShape { len, chunks: 1, copies: n };
+                let shape = LlShape {
+                    len,
+                    chunks: 1,
+                    copies: n,
+                };
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }
             Algorithm::OneShot => {

@@ -1417,7 +1417,12 @@ fn device_personal(
             &mut scratch[blk * words],
             ReduceOp::Sum,
         );
-        team_all_to_all_block(team, &mut z[c..c + n * m], &y[c..c + n * m], &mut scratch[blk * words]);
+        team_all_to_all_block(
+            team,
+            &mut z[c..c + n * m],
+            &y[c..c + n * m],
+            &mut scratch[blk * words],
+        );
         r += 1;
     }
 }
