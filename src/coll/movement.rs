@@ -193,7 +193,7 @@ impl Comm {
             let scalars = [self.n as u32, root as u32];
             let shape = LlShape {
                 len: src.len(),
-                chunks: 1,
+                chunks: self.n,
                 copies: self.n,
             };
             self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?;
@@ -286,8 +286,9 @@ impl Comm {
     /// [`Comm::all_to_all`] by `algorithm` on `stream` (not waited for on the host; capturable
     /// once prewarmed, but for NVSHMEM's). Returns the algorithm used.
     /// [`Algorithm::LowLatency`] (up to [`super::LL_GATHER_MAX_BYTES`] of `src` on 2 to 8 PEs):
-    /// every PE's `src` over the low-latency lines into shared memory, a block per 8 KiB, one
-    /// crossing and no handshake; [`Algorithm::OneShot`]: each PE loads its chunk of every
+    /// chunk `q` of `src` over the low-latency lines to rank `q` only, straight into `dst` (a
+    /// block stages `8 KiB / n` of each chunk where the chunks need several), one crossing and
+    /// no handshake; [`Algorithm::OneShot`]: each PE loads its chunk of every
     /// peer's `src` into its `dst` (the pulling form: `src` must be in the symmetric heap);
     /// [`Algorithm::TwoShot`]: each PE stores its chunks into the peers' `dst` (the pushing
     /// form: `dst` must be in the symmetric heap); [`Algorithm::Nvshmem`]: NVSHMEM's

@@ -239,9 +239,10 @@ impl Comm {
     /// prewarmed, as [`Comm::all_reduce_on`]). Two-shot's first half: each rank loads its chunk
     /// from every peer's `src` over NVLink and reduces it into its own `dst`, with the same flag
     /// protocol, so when it completes on a PE no peer reads that PE's `src` any more. Up to
-    /// [`LL_GATHER_MAX_BYTES`] of `src` it takes the low-latency protocol instead: `src`
-    /// all-reduced over the lines into shared memory, a block per 8 KiB, the parts in this
-    /// rank's chunk copied out (one crossing, no handshake). Where a member is not load/store
+    /// [`LL_GATHER_MAX_BYTES`] of `src` it takes the low-latency protocol instead: chunk `q`
+    /// of `src` over the lines to rank `q` only, which reduces what it receives in rank order
+    /// (a block stages `8 KiB / n` of each chunk where the chunks need several; one crossing, no
+    /// handshake). Where a member is not load/store
     /// reachable, NVSHMEM's reduce-scatter on `stream` carries it instead, or, over a
     /// `Team::WORLD` spread across nodes ([`Comm::hierarchy`]), NVSHMEM's across nodes and
     /// the peer-to-peer one inside the node (eager only).
@@ -373,7 +374,7 @@ impl Comm {
     /// [`Comm::all_gather`] by `algorithm` on `stream` (not waited for on the host;
     /// capturable once prewarmed, but for NVSHMEM's and the hierarchical form). Returns the
     /// algorithm used. [`Algorithm::LowLatency`] (up to [`LL_GATHER_MAX_BYTES`] a PE on 2 to 8
-    /// PEs): a block per 8 KiB of a PE's data; each rank's data with the call's flag in
+    /// PEs): a block per `8 KiB / n` of a PE's data; each rank's data with the call's flag in
     /// 16-byte lines into every peer's scratch, gathered into shared memory by the PE that
     /// polls them and copied into `dst`: one NVLink crossing, no handshake.
     /// [`Algorithm::OneShot`]: each PE loads every peer's `src` into its own `dst` (the
@@ -457,7 +458,7 @@ impl Comm {
                 let spec = k.low_latency_gather;
                 let shape = LlShape {
                     len,
-                    chunks: 1,
+                    chunks: n,
                     copies: n,
                 };
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?

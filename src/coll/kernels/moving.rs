@@ -141,6 +141,12 @@ macro_rules! move_kernels {
                 let m = src.len() / nn;
                 let lo = min(blk * per_block as usize, m);
                 let w = min(lo + per_block as usize, m) - lo;
+                if w == m {
+                    // One block takes every chunk whole: they are contiguous already, and the
+                    // staging would only add a pass before the send (0.3-0.6 us at 8 B, run 83).
+                    team_all_to_all_block(team, &mut dst[0..nn * m], &src[0..nn * m], &mut scratch[blk * region as usize]);
+                    return;
+                }
                 let wr = (w * $s + 15) / 16 * 16 / $s;
                 let g = dyn_shared::<$t>();
                 for q in 0..nn {

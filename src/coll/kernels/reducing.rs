@@ -54,6 +54,15 @@ macro_rules! coll_kernels {
                     }
                 )*
             ]
+            // The same straight from `src` into `dst` (`m` a chunk), where one block takes
+            // every chunk whole.
+            ll_reduce_scatter: [
+                $(
+                    if op == $code {
+                        team_reduce_scatter_block(team, &mut dst[0..m], &src[0..nn * m], &mut scratch[blk * region as usize], ReduceOp::$name);
+                    }
+                )*
+            ]
             reduce_pair: [
                 let mut x0 = load_vec16(&src[i0]);
                 let mut x1 = load_vec16(&src[i1]);
@@ -85,6 +94,7 @@ macro_rules! coll_kernels {
     (@kernels $m:ident $t:ident $a:ident $w:literal
         ll_reduce: [$($ll_reduce:tt)*]
         ll_reduce_shared: [$($ll_reduce_shared:tt)*]
+        ll_reduce_scatter: [$($ll_reduce_scatter:tt)*]
         reduce_pair: [$($reduce_pair:tt)*]
         reduce_one: [$($reduce_one:tt)*]
         smem_copy: [$($smem_copy:tt)*]
@@ -150,6 +160,12 @@ macro_rules! coll_kernels {
                 let m = dst.len();
                 let lo = min(blk * per_block as usize, m);
                 let w = min(lo + per_block as usize, m) - lo;
+                if w == m {
+                    // One block takes every chunk whole: they are contiguous already (see
+                    // `low_latency_all_to_all`).
+                    $($ll_reduce_scatter)*
+                    return;
+                }
                 let wr = (w * (16 / $w) + 15) / 16 * 16 / (16 / $w);
                 let g = dyn_shared::<$t>();
                 for q in 0..nn {
