@@ -213,6 +213,19 @@ fn next_kernels(p: &Pgas, spec: &'static pgas::kernel::KernelSpec) -> BenchResul
     Ok(median(&times))
 }
 
+/// The wall time of a first compile of `spec` (no comptime values): NVRTC, store, load,
+/// `cumodule_init`, one prewarm.
+fn cold(p: &Pgas, spec: &'static pgas::kernel::KernelSpec) -> BenchResult<f64> {
+    let one = [Prewarm {
+        spec,
+        variant: Variant::Checked,
+        comptime: &[],
+    }];
+    let (r, s) = wall(|| pgas::launch::prewarm(p, &one));
+    r?;
+    Ok(s)
+}
+
 fn main() -> BenchResult<()> {
     if !common::gpu_present() {
         println!("{BENCH}: skipped: no GPU");
@@ -256,13 +269,7 @@ fn main() -> BenchResult<()> {
     );
 
     // Cold compiles of the typical kernel, DSL (through the Pgas: includes cumodule_init) and raw.
-    let ring = [Prewarm {
-        spec: &ring_shift::SPEC,
-        variant: Variant::Checked,
-        comptime: &[],
-    }];
-    let (r, dsl_cold) = wall(|| pgas::launch::prewarm(&p, &ring));
-    r?;
+    let dsl_cold = cold(&p, &ring_shift::SPEC)?;
     let tc = pgas::jit::Toolchain::discover()?;
     let linked = tc.linker().is_some();
     // Collective kernels link only under PGAS_JIT_LTO=all (docs/jit.md, "Collective objects").
@@ -297,13 +304,7 @@ fn main() -> BenchResult<()> {
         "s",
         &format!("{mode}; median of 5 new point-to-point kernels, each compiled, stored, loaded"),
     );
-    let reduce = [Prewarm {
-        spec: &reduce_loop::SPEC,
-        variant: Variant::Checked,
-        comptime: &[],
-    }];
-    let (r, coll_cold) = wall(|| pgas::launch::prewarm(&p, &reduce));
-    r?;
+    let coll_cold = cold(&p, &reduce_loop::SPEC)?;
     fig(
         "cold_compile_dsl_collective",
         coll_cold,
@@ -325,13 +326,7 @@ fn main() -> BenchResult<()> {
         &format!("{coll_mode}; median of 5 new kernels calling the same reduce_block"),
     );
     // pgas's own in-kernel collective compiles like any point-to-point kernel.
-    let ll = [Prewarm {
-        spec: &ll_reduce_loop::SPEC,
-        variant: Variant::Checked,
-        comptime: &[],
-    }];
-    let (r, ll_cold) = wall(|| pgas::launch::prewarm(&p, &ll));
-    r?;
+    let ll_cold = cold(&p, &ll_reduce_loop::SPEC)?;
     fig(
         "cold_compile_dsl_peer_collective",
         ll_cold,
