@@ -504,8 +504,8 @@ pub(super) struct LlShape {
     /// in a graph at `n` against 6.35 at 1 (2 x H100, run 83, one job).
     pub chunks: usize,
     /// Dynamic shared memory, in blocks' shares (each a block's elements of a chunk, rounded
-    /// up to 16 bytes): the team's PEs for a gather, `2 n` for the all-to-all's staging both
-    /// ways, `n + 1` for the reduce-scatter's.
+    /// up to 16 bytes): none for the all-reduce, the team's PEs for a gather, `2 n` for the
+    /// all-to-all's staging both ways, `n + 1` for the reduce-scatter's.
     pub copies: usize,
 }
 

@@ -1,18 +1,13 @@
 //! The reducing collectives of a [`Comm`]: all-reduce (by each algorithm, also in place),
 //! reduce-scatter, and all-gather (two-shot's halves as kernels of their own).
 
-use super::comm::{
-    ll_region, refuse_capture, Algorithm, Comm, LlShape, LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES,
-    LL_MAX_BYTES, THREADS,
-};
+use super::comm::{refuse_capture, Algorithm, Comm, LlShape, LL_GATHER_MAX_BYTES, LL_MAX_BYTES};
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::movement;
 use super::region::{check_apart, vector_start, Reached, Region};
 use cudarc::driver::CudaStream;
-use pgas_runtime::kernel::Variant;
-use pgas_runtime::launch::KernelArgs;
 
-use crate::{Error, LaunchConfig, ReduceOp, Result, SymRegion};
+use crate::{Error, ReduceOp, Result, SymRegion};
 
 impl Comm {
     /// Element-wise reduction of every member's `src` into every member's `dst`, on the
@@ -178,25 +173,14 @@ impl Comm {
                 })
             }
             Algorithm::LowLatency => {
-                let per_block = LL_BYTES_PER_BLOCK / std::mem::size_of::<T>();
-                let blocks = src.len().div_ceil(per_block) as u32;
-                let region = ll_region(self.n) as u32;
-                let mut args = KernelArgs::new();
-                args.push_team(self.team)
-                    .push_sym_mut(dst)
-                    .push_sym(src)
-                    .push_sym_mut(&mut self.ll_scratch)
-                    .push_scalar(region)
-                    .push_scalar(per_block as u32);
-                pgas_runtime::launch::launch(
-                    &self.pgas,
-                    T::LOW_LATENCY,
-                    Variant::Plain,
-                    op_code(op),
-                    LaunchConfig::blocks(blocks, THREADS),
-                    Some(stream),
-                    &mut args,
-                )?;
+                let src = Region::of(src);
+                let shape = LlShape {
+                    len: src.len(),
+                    chunks: 1,
+                    copies: 0,
+                };
+                let spec = T::LOW_LATENCY;
+                self.launch_ll(stream, (spec, op_code(op)), dst, &src, &[], shape)?;
                 return Ok(algorithm);
             }
             Algorithm::OneShot => T::ONE_SHOT,
@@ -299,7 +283,7 @@ impl Comm {
         }
         let bytes = src.len() * size;
         if n > 1 && bytes <= LL_GATHER_MAX_BYTES {
-            // Latency-bound: all of `src` all-reduced over the low-latency lines.
+            // Latency-bound: chunk `q` of `src` over the low-latency lines to rank `q`.
             let src = Region::<T>::of(src);
             let scalars = [n as u32, (s % 16) as u32, (d % 16) as u32];
             let shape = LlShape {
