@@ -2,7 +2,7 @@
 //! all-reduce (low-latency, one-shot, two-shot, the automatic choice, NVSHMEM's own; 8 B to
 //! 1 GiB), all-gather and all-to-all (NCCL: grouped `ncclSend` / `ncclRecv`; low-latency,
 //! pulling, pushing and the automatic choice), reduce-scatter and broadcast (the automatic
-//! choice, from PE 0), each at 8 B, 64 KiB, 1 MiB, 16 MiB,
+//! choice, from PE 0), each at 8 B, 64 KiB, 256 KiB, 1 MiB, 16 MiB,
 //! 256 MiB and 1 GiB (fewer sizes than the all-reduce's, to keep the whole run within a few
 //! minutes).
 //!
@@ -59,8 +59,16 @@ const SIZES: &[usize] = &[
     256 << 20,
     1 << 30,
 ];
-/// The other collectives' sizes.
-const FEW_SIZES: &[usize] = &[8, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30];
+/// The other collectives' sizes (256 KiB: where the low-latency forms stop).
+const FEW_SIZES: &[usize] = &[
+    8,
+    64 << 10,
+    256 << 10,
+    1 << 20,
+    16 << 20,
+    256 << 20,
+    1 << 30,
+];
 
 /// The collectives measured.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -183,14 +191,14 @@ impl Method {
             };
         }
         match self {
-            // The gathering forms: on 2 to 8 PEs (a block's shared memory holds every PE's
-            // 8 KiB), up to LL_GATHER_MAX_BYTES a PE.
+            // The gathering forms: on 2 to 32 PEs (a block's shared memory holds every PE's
+            // LL_BYTES_PER_BLOCK), up to LL_GATHER_MAX_BYTES a PE (on GPUs of 128 SMs or more).
             Method::Pgas(Algorithm::LowLatency) if c != Coll::AllReduce => {
                 let (sl, _) = lens(c, bytes, n);
                 let sbytes = sl * 2;
                 n > 1
                     && sbytes <= coll::LL_GATHER_MAX_BYTES
-                    && n * sbytes.min(8 << 10) <= coll::LL_SHARED_MAX_BYTES
+                    && n * sbytes.min(coll::LL_BYTES_PER_BLOCK) <= coll::LL_SHARED_MAX_BYTES
             }
             Method::Pgas(Algorithm::LowLatency) => bytes <= coll::LL_MAX_BYTES,
             Method::Pgas(Algorithm::OneShot) => c != Coll::AllReduce || bytes <= 16 << 20,

@@ -318,12 +318,13 @@ __device__ __forceinline__ void pgas_require_whole_warps(int line) {
 
 /// The checked variant's check of a peer collective's scratch (`team_all_reduce_block`,
 /// `team_all_gather_block`, `team_reduce_scatter_block`, `team_all_to_all_block`): `pgas::coll::device_scratch_len` words (2 + 4 x team size x the
-/// data's 8-byte lines, at least one line) from an even index on (16-byte lines). A short one
+/// data's 8-byte lines rounded up to a group of 32, at least one group) from an even index on
+/// (16-byte lines). A short one
 /// would have the peers' lines land past its end, in whatever the heap holds there.
 pub const CHECK_LL_SUPPORT: &str = "__device__ __forceinline__ void pgas_check_ll_scratch(const uint64_t *base, size_t k, unsigned long long len, nvshmem_team_t team, unsigned long long data_bytes, int line) {
     const unsigned long long n = (unsigned long long)nvshmem_team_n_pes(team);
     const unsigned long long lines = data_bytes == 0 ? 1ull : (data_bytes + 7ull) / 8ull;
-    const unsigned long long need = 2ull + 4ull * n * lines;
+    const unsigned long long need = 2ull + 4ull * n * ((lines + 31ull) / 32ull * 32ull);
     if (k % 2 != 0 || k > len || len - k < need) {
         if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
             printf(\"%s:%d: scratch too small or misaligned for this team collective: it needs %llu u64 words from an even index (%llu PEs, %llu data bytes), but has %llu words from index %llu. Fix: give each block pgas::coll::device_scratch_len::<T>(team size, len) words starting at an even index\\n\", PGAS_RUST_FILE, line, need, n, data_bytes, len > k ? len - k : 0ull, (unsigned long long)k);
@@ -350,8 +351,13 @@ pub const CHECK_LL_SUPPORT: &str = "__device__ __forceinline__ void pgas_check_l
 /// (A `v4.u32` store, as NCCL's LL lines use, is four 32-bit accesses in no specified order:
 /// there, a flag seen new beside data seen old is allowed by the model, and the protocol would
 /// rest on the hardware moving 8 or 16 bytes whole.) A
-/// block's scratch is `[0]` its call counter (local), `[1]` unused, then the line of sender
-/// rank `r` for line `l` of the data at `(l * 2 + parity) * n + r` (16 bytes each), `parity`
+/// block's scratch is `[0]` its call counter (local), `[1]` unused, then the lines (16 bytes
+/// each) in groups of 32 consecutive lines of one sender (`pgas_ll_line`): sender rank `r`'s line
+/// `l` at `((l / 32 * 2 + parity) * n + r) * 32 + l % 32`, so that a warp's 32 lines to a peer
+/// are 512 contiguous bytes, four whole 128-byte writes over NVLink. (Until issue 25's second
+/// round the lines of one `l` from every sender were adjacent, `(l * 2 + parity) * n + r`: a
+/// warp's stores then went 16 bytes each to 32 places, and NVLink's rate of small writes, not
+/// its bandwidth, bounded the 64 KiB all-reduce.) `parity` is
 /// the call counter's lowest bit: a sender gets two calls ahead of a reader only after the
 /// reader has read the lines of the call before, so two sets of lines suffice. The flag is the
 /// call counter modulo 2^32, never 0 (a zeroed line is not a call's); a line left unused for a
@@ -385,6 +391,11 @@ __device__ __forceinline__ uint4 pgas_ll_load(const void *p) {
     unsigned long long w0, w1;
     asm volatile(\"ld.volatile.global.v2.u64 {%0, %1}, [%2];\" : \"=l\"(w0), \"=l\"(w1) : \"l\"(p) : \"memory\");
     return make_uint4((uint32_t)w0, (uint32_t)(w0 >> 32), (uint32_t)w1, (uint32_t)(w1 >> 32));
+}
+// Where sender `r`'s line `l` of the call of parity `parity` sits among a block's lines (see
+// LL_SUPPORT's doc in prelude.rs): groups of a warp's 32 lines of one sender.
+__device__ __forceinline__ size_t pgas_ll_line(size_t l, size_t parity, size_t n, size_t r) {
+    return (((l / 32) * 2 + parity) * n + r) * 32 + l % 32;
 }
 // Line `l` of `src` (8 bytes; zeros past `len`) as two words.
 template <typename T> __device__ __forceinline__ uint2 pgas_ll_pack(const T *src, size_t len, size_t l) {
@@ -421,39 +432,50 @@ __device__ void pgas_ll_block(nvshmem_team_t team, T *dst, const T *src, size_t 
     // (with no line, a fast PE would pass a call of 0 elements without waiting and overwrite
     // the lines of the call before while a slow peer still polls them: both would hang).
     const size_t nl = len == 0 ? 1 : (len + per - 1) / per;
-    // This rank's lines into every peer's scratch (none to itself: it reads its own src).
-    for (size_t l = threadIdx.x; l < nl; l += blockDim.x) {
-        const uint2 same = Personal ? make_uint2(0u, 0u) : pgas_ll_pack(src, len, l);
-        for (int k = 1; k < n; k++) {
-            const int q = (me + k) % n;
-            const uint2 w = Personal ? pgas_ll_pack(src + (size_t)q * len, len, l) : same;
-            const int pe = nvshmem_team_translate_pe(team, q, NVSHMEM_TEAM_WORLD);
-            void *line = lines + 16 * ((l * 2 + parity) * (size_t)n + (size_t)me);
-            pgas_ll_store(nvshmem_ptr(line, pe), w.x, w.y, f);
+    // This rank's lines into every peer's scratch (none to itself: it reads its own src), a
+    // peer at a time, so its address is looked up once.
+    for (int k = 1; k < n; k++) {
+        const int q = (me + k) % n;
+        const int pe = nvshmem_team_translate_pe(team, q, NVSHMEM_TEAM_WORLD);
+        unsigned char *peer = (unsigned char *)nvshmem_ptr(lines, pe);
+        const T *from = Personal ? src + (size_t)q * len : src;
+        for (size_t l = threadIdx.x; l < nl; l += blockDim.x) {
+            const uint2 w = pgas_ll_pack(from, len, l);
+            pgas_ll_store(peer + 16 * pgas_ll_line(l, parity, (size_t)n, (size_t)me), w.x, w.y, f);
         }
     }
     // Every rank's lines, in rank order, so every PE combines the same values the same way.
+    // Four senders at a time: their lines are loaded back to back before any is looked at, so
+    // a line waits about one L2 round trip for four senders instead of one each.
     for (size_t l = threadIdx.x; l < nl; l += blockDim.x) {
         A acc[per];
-        for (int r = 0; r < n; r++) {
-            uint2 w;
-            if (r == me) {
-                w = pgas_ll_pack(Personal ? src + (size_t)me * len : src, len, l);
-            } else {
-                const void *line = lines + 16 * ((l * 2 + parity) * (size_t)n + (size_t)r);
-                uint4 v;
-                do {
-                    v = pgas_ll_load(line);
-                } while (v.y != f || v.w != f);
-                w = make_uint2(v.x, v.z);
+        for (int r0 = 0; r0 < n; r0 += 4) {
+            uint4 v[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int r = r0 + u;
+                if (r < n && r != me) v[u] = pgas_ll_load(lines + 16 * pgas_ll_line(l, parity, (size_t)n, (size_t)r));
             }
-            T vals[per];
-            memcpy(vals, &w, 8);
-            for (size_t j = 0; j < per; j++) {
-                if constexpr (Gather) {
-                    if (l * per + j < len) dst[(size_t)r * len + l * per + j] = vals[j];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int r = r0 + u;
+                if (r >= n) break;
+                uint2 w;
+                if (r == me) {
+                    w = pgas_ll_pack(Personal ? src + (size_t)me * len : src, len, l);
                 } else {
-                    acc[j] = r == 0 ? (A)vals[j] : Op::f(acc[j], (A)vals[j]);
+                    const void *line = lines + 16 * pgas_ll_line(l, parity, (size_t)n, (size_t)r);
+                    while (v[u].y != f || v[u].w != f) v[u] = pgas_ll_load(line);
+                    w = make_uint2(v[u].x, v[u].z);
+                }
+                T vals[per];
+                memcpy(vals, &w, 8);
+                for (size_t j = 0; j < per; j++) {
+                    if constexpr (Gather) {
+                        if (l * per + j < len) dst[(size_t)r * len + l * per + j] = vals[j];
+                    } else {
+                        acc[j] = r == 0 ? (A)vals[j] : Op::f(acc[j], (A)vals[j]);
+                    }
                 }
             }
         }

@@ -50,21 +50,29 @@ pub const ONE_SHOT_MAX_BYTES: usize = 256 << 10;
 
 /// The largest all-reduce [`Algorithm::LowLatency`] takes (and [`Algorithm::Auto`] gives it):
 /// its scratch holds this much per call (twice over, per peer, in 16-byte lines of 8 data
-/// bytes). Above, the data sent twice over (each 8 bytes in a 16-byte line) costs more than the
-/// handshakes it saves.
-pub const LL_MAX_BYTES: usize = 64 << 10;
+/// bytes), in [`LL_MAX_BYTES`] / [`LL_BYTES_PER_BLOCK`] (128) regions, one a block. On a GPU
+/// with fewer SMs than that, [`Comm::low_latency_max_bytes`] is less: the blocks of a call wait
+/// for their namesakes on the peers, so all must be resident. Measured on 4 x H100 (run 89 of
+/// `docs/gpu-report.md`): 10.7 us at 256 KiB against one-shot's 13.7 and NCCL's 11.7; on two of
+/// them 6.0 against 9.0 and 8.9. Up to issue 25's second round the limit was 64 KiB, when the
+/// lines went to the peers 16 bytes at a time.
+pub const LL_MAX_BYTES: usize = 256 << 10;
 
-/// Data bytes each block of a low-latency all-reduce handles (two 8-byte lines a thread).
-pub(super) const LL_BYTES_PER_BLOCK: usize = 8 << 10;
+/// Data bytes of a chunk each block of a low-latency kernel handles at most (one 8-byte line a
+/// thread). Small blocks spread a call over many SMs: the 64 KiB all-reduce on 4 x H100 took
+/// 6.5 us in 32 blocks against 8.4 in 8 (run 89).
+pub const LL_BYTES_PER_BLOCK: usize = 2 << 10;
 
 /// The largest `src` (bytes a PE) that [`Comm::all_gather`], [`Comm::reduce_scatter`],
-/// [`Comm::all_to_all`] and [`Comm::broadcast`] move with the low-latency protocol: one block per
-/// 8 KiB, each over its own region of the low-latency scratch, as the all-reduce's.
+/// [`Comm::all_to_all`] and [`Comm::broadcast`] move with the low-latency protocol (fewer on a
+/// GPU of fewer SMs, as [`LL_MAX_BYTES`]): each block takes at most [`LL_BYTES_PER_BLOCK`] of
+/// each chunk, over its own region of the low-latency scratch, as the all-reduce's.
 pub const LL_GATHER_MAX_BYTES: usize = LL_MAX_BYTES;
 
 /// Most dynamic shared memory a block of a low-latency all-gather, all-to-all or broadcast
-/// takes (its gathered copy of every PE's 8 KiB: the team's PEs times 8 KiB), so teams of up to
-/// 8 PEs use the protocol; a launch opts in above 48 KiB (Hopper allows 227 KiB).
+/// takes (its gathered copy of every PE's share, up to the team's PEs times
+/// [`LL_BYTES_PER_BLOCK`]), so teams of up to 32 PEs use the protocol; a launch opts in above
+/// 48 KiB (Hopper allows 227 KiB).
 pub const LL_SHARED_MAX_BYTES: usize = 64 << 10;
 
 /// [`Algorithm::Auto`] takes the pulling all-gather and all-to-all (`Algorithm::OneShot`, peer
@@ -150,6 +158,9 @@ pub(super) fn row_words(n: usize) -> usize {
     1 + 4 * n
 }
 
+/// Regions of the low-latency scratch: one per block of the largest call.
+const LL_REGIONS: usize = LL_MAX_BYTES / LL_BYTES_PER_BLOCK;
+
 /// Words of one block's region of the low-latency scratch in a team of `n` (the most any
 /// element type needs: lines of 8 bytes).
 pub(super) fn ll_region(n: usize) -> usize {
@@ -158,12 +169,14 @@ pub(super) fn ll_region(n: usize) -> usize {
 
 /// The `u64` words of symmetric scratch one block's `team_all_reduce_block` or
 /// `team_all_gather_block` of `len` elements of `T` needs in a team of `n_pes`: its call counter
-/// and two sets of 16-byte lines (8 data bytes each) from every PE. Allocate a multiple for
+/// and two sets of 16-byte lines (8 data bytes each) from every PE, in groups of 32 lines (a
+/// warp's, so that its stores to a peer are whole 128-byte writes). Allocate a multiple for
 /// several blocks (each calls with its own `&mut scratch[b * words]`), zeroed (as
 /// `Pgas::alloc` is), once; reuse it for every later call with at most `len` elements.
 pub fn device_scratch_len<T>(n_pes: usize, len: usize) -> usize {
     // At least one line: a call of 0 elements exchanges one (see `LL_SUPPORT`).
-    2 + 4 * n_pes * (len * std::mem::size_of::<T>()).div_ceil(8).max(1)
+    let lines = (len * std::mem::size_of::<T>()).div_ceil(8).max(1);
+    2 + 4 * n_pes * lines.next_multiple_of(32)
 }
 
 /// The next [`Comm`]'s `id`.
@@ -211,7 +224,7 @@ impl Comm {
         let sig = pgas.alloc::<u64>(MAX_BLOCKS * world)?;
         let epochs = pgas.alloc::<u64>(MAX_BLOCKS)?;
         let agree = pgas.alloc::<u64>((world + 1) * row_words(world))?;
-        let ll_scratch = pgas.alloc::<u64>(LL_MAX_BYTES / LL_BYTES_PER_BLOCK * ll_region(world))?;
+        let ll_scratch = pgas.alloc::<u64>(LL_REGIONS * ll_region(world))?;
         let p2p = pgas
             .first_unreachable(&sig, table[..n].iter().map(|&pe| pe as usize))?
             .is_none();
@@ -264,10 +277,18 @@ impl Comm {
         self.hier.as_ref().map(|h| h.group())
     }
 
+    /// The most bytes a chunk (an all-reduce's data, a PE's part of a gather) the low-latency
+    /// kernels take on this GPU: [`LL_MAX_BYTES`], or [`LL_BYTES_PER_BLOCK`] times the SM count
+    /// where that is less, so that every block of a call is resident (each waits for its
+    /// namesakes on the peers).
+    pub fn low_latency_max_bytes(&self) -> usize {
+        LL_BYTES_PER_BLOCK * LL_REGIONS.min(self.max_blocks)
+    }
+
     /// The algorithm [`Algorithm::Auto`] takes for an all-reduce of `bytes` bytes (`in_place`:
     /// `dst` is `src`).
     pub fn auto_algorithm(&self, bytes: usize, in_place: bool) -> Algorithm {
-        if self.p2p && bytes <= LL_MAX_BYTES {
+        if self.p2p && bytes <= self.low_latency_max_bytes() {
             Algorithm::LowLatency
         } else {
             self.auto_pass(bytes, in_place)
@@ -398,10 +419,11 @@ impl Comm {
     /// Launches a low-latency kernel of `kernels/` (`spec` with its comptime values; arguments
     /// the team, `dst`, `src`, the low-latency scratch, then `scalars`, then the scratch's
     /// region stride and the elements a block takes) over `shape.len` elements a PE: one block
-    /// per [`LL_BYTES_PER_BLOCK`] over `shape.chunks` chunks, each block over its own region of
-    /// the scratch and with `shape.copies` times its elements of dynamic shared memory.
-    /// Called by members only, on teams whose every PE is load/store reachable, with `len` at
-    /// most [`LL_MAX_BYTES`] of `T` a chunk (the scratch's regions).
+    /// per [`LL_BYTES_PER_BLOCK`] over `shape.chunks` chunks (more per block where the GPU has
+    /// fewer SMs than the scratch has regions), each block over its own region of the scratch
+    /// and with `shape.copies` times its elements of dynamic shared memory. Called by members
+    /// only, on teams whose every PE is load/store reachable, with `len` at most
+    /// [`Comm::low_latency_max_bytes`] of `T` a chunk.
     pub(super) fn launch_ll<T>(
         &mut self,
         stream: &CudaStream,
@@ -414,12 +436,12 @@ impl Comm {
         let size = std::mem::size_of::<T>();
         // Whole 16-byte vectors a chunk, so each chunk's share of a block starts aligned in
         // shared memory; at most one block per region of the scratch.
-        let regions = LL_MAX_BYTES / LL_BYTES_PER_BLOCK;
+        let regions = LL_REGIONS.min(self.max_blocks);
         let bytes = (LL_BYTES_PER_BLOCK / shape.chunks / 16 * 16)
             .max((shape.len * size).div_ceil(regions).next_multiple_of(16));
         let per_block = bytes / size;
         let blocks = shape.len.div_ceil(per_block).max(1);
-        debug_assert!(blocks <= regions);
+        debug_assert!(blocks <= regions && bytes <= LL_BYTES_PER_BLOCK);
         // Every low-latency kernel strides the scratch by the same region, whatever its blocks
         // take: block `b` of each shares region `b`'s call counter, which must sit at the same
         // word for all of them (a smaller stride put the personal kernels' counters among the
@@ -543,10 +565,12 @@ pub(super) fn refuse_capture(stream: &CudaStream, what: &str) -> Result<()> {
 mod tests {
     #[test]
     fn device_scratch_has_a_line_even_for_no_data() {
-        // Counter words, then two sets of lines (two words each) from each of 4 PEs: one line
-        // for 0 elements too (a call of no data still exchanges one), 2 for 9 bytes.
-        assert_eq!(super::device_scratch_len::<u8>(4, 0), 2 + 4 * 4);
-        assert_eq!(super::device_scratch_len::<u8>(4, 8), 2 + 4 * 4);
-        assert_eq!(super::device_scratch_len::<u8>(4, 9), 2 + 4 * 4 * 2);
+        // Counter words, then two sets of lines (two words each) from each of 4 PEs in groups
+        // of 32: one group for 0 elements too (a call of no data still exchanges a line), 2
+        // for 33 lines.
+        assert_eq!(super::device_scratch_len::<u8>(4, 0), 2 + 4 * 4 * 32);
+        assert_eq!(super::device_scratch_len::<u8>(4, 8), 2 + 4 * 4 * 32);
+        assert_eq!(super::device_scratch_len::<u8>(4, 256), 2 + 4 * 4 * 32);
+        assert_eq!(super::device_scratch_len::<u8>(4, 257), 2 + 4 * 4 * 64);
     }
 }

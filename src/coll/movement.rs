@@ -103,7 +103,7 @@ impl Comm {
     /// it and stores that into every other PE's `dst` (the root's links carry one copy instead
     /// of `n - 1`; `dst` must be symmetric); [`Algorithm::Nvshmem`]:
     /// `nvshmemx_<type>_broadcast_on_stream`; [`Algorithm::LowLatency`]
-    /// (up to [`super::LL_GATHER_MAX_BYTES`] on up to 8 PEs): every PE's data over
+    /// (up to [`super::LL_GATHER_MAX_BYTES`] on up to 32 PEs): every PE's data over
     /// the low-latency lines into shared memory, the root's copied out, one crossing and no
     /// handshake; [`Algorithm::Auto`]: low latency where it fits, else as for
     /// [`Comm::all_reduce`] by size. When it completes on a PE,
@@ -169,9 +169,11 @@ impl Comm {
                     value: format!("LowLatency for {bytes} bytes on {} PEs", self.n),
                     reason: format!(
                         "the low-latency broadcast takes at most LL_GATHER_MAX_BYTES \
-                         ({LL_GATHER_MAX_BYTES}) bytes, and the team's PEs times 8 KiB at \
-                         most {LL_SHARED_MAX_BYTES}, on more than one PE; use Algorithm::Auto, \
-                         OneShot, TwoShot or Nvshmem"
+                         ({LL_GATHER_MAX_BYTES}; less on a GPU of fewer SMs: \
+                         Comm::low_latency_max_bytes) bytes, and the team's PEs times \
+                         LL_BYTES_PER_BLOCK ({LL_BYTES_PER_BLOCK}) at most \
+                         LL_SHARED_MAX_BYTES ({LL_SHARED_MAX_BYTES}), on more than one PE; use \
+                         Algorithm::Auto, OneShot, TwoShot or Nvshmem"
                     ),
                 })
             }
@@ -285,9 +287,9 @@ impl Comm {
 
     /// [`Comm::all_to_all`] by `algorithm` on `stream` (not waited for on the host; capturable
     /// once prewarmed, but for NVSHMEM's). Returns the algorithm used.
-    /// [`Algorithm::LowLatency`] (up to [`super::LL_GATHER_MAX_BYTES`] of `src` on 2 to 8 PEs):
+    /// [`Algorithm::LowLatency`] (up to [`super::LL_GATHER_MAX_BYTES`] of `src` on 2 to 32 PEs):
     /// chunk `q` of `src` over the low-latency lines to rank `q` only, straight into `dst` (a
-    /// block stages `8 KiB / n` of each chunk where the chunks need several), one crossing and
+    /// block stages `LL_BYTES_PER_BLOCK / n` of each chunk where the chunks need several), one crossing and
     /// no handshake; [`Algorithm::OneShot`]: each PE loads its chunk of every
     /// peer's `src` into its `dst` (the pulling form: `src` must be in the symmetric heap);
     /// [`Algorithm::TwoShot`]: each PE stores its chunks into the peers' `dst` (the pushing
@@ -416,8 +418,10 @@ impl Comm {
                 value: format!("LowLatency for {src_bytes} bytes a PE on {} PEs", self.n),
                 reason: format!(
                     "the low-latency {what} takes at most LL_GATHER_MAX_BYTES \
-                     ({LL_GATHER_MAX_BYTES}) bytes a PE, and the team's PEs times 8 KiB at \
-                     most {LL_SHARED_MAX_BYTES}, on more than one PE; use Algorithm::Auto, \
+                     ({LL_GATHER_MAX_BYTES}; less on a GPU of fewer SMs: \
+                     Comm::low_latency_max_bytes) bytes a PE, and the team's PEs times \
+                     LL_BYTES_PER_BLOCK ({LL_BYTES_PER_BLOCK}) at most LL_SHARED_MAX_BYTES \
+                     ({LL_SHARED_MAX_BYTES}), on more than one PE; use Algorithm::Auto, \
                      OneShot (pull), TwoShot (push) or Nvshmem"
                 ),
             }),
@@ -437,7 +441,7 @@ impl Comm {
     /// memory (all-to-all, broadcast): one low-latency region of lines, and every PE's copy in
     /// shared memory.
     pub(super) fn ll_fits(&self, bytes: usize) -> bool {
-        bytes <= LL_GATHER_MAX_BYTES
+        bytes <= self.low_latency_max_bytes().min(LL_GATHER_MAX_BYTES)
             && self.n * LL_BYTES_PER_BLOCK.min(bytes) <= LL_SHARED_MAX_BYTES
     }
 }

@@ -1,7 +1,7 @@
 //! The reducing collectives of a [`Comm`]: all-reduce (by each algorithm, also in place),
 //! reduce-scatter, and all-gather (two-shot's halves as kernels of their own).
 
-use super::comm::{refuse_capture, Algorithm, Comm, LlShape, LL_GATHER_MAX_BYTES, LL_MAX_BYTES};
+use super::comm::{refuse_capture, Algorithm, Comm, LlShape, LL_MAX_BYTES};
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::movement;
 use super::region::{check_apart, vector_start, Reached, Region};
@@ -115,13 +115,15 @@ impl Comm {
             }
             a => a,
         };
-        if algorithm == Algorithm::LowLatency && bytes > LL_MAX_BYTES {
+        let ll_max = self.low_latency_max_bytes();
+        if algorithm == Algorithm::LowLatency && bytes > ll_max {
             return Err(Error::InvalidConfig {
                 name: "algorithm",
                 value: format!("LowLatency for {bytes} bytes"),
                 reason: format!(
-                    "the low-latency all-reduce takes at most LL_MAX_BYTES ({LL_MAX_BYTES}) \
-                     bytes; use Algorithm::Auto, OneShot or TwoShot"
+                    "the low-latency all-reduce takes at most {ll_max} bytes on this GPU \
+                     (LL_MAX_BYTES, {LL_MAX_BYTES}, or less on a GPU of fewer SMs: \
+                     Comm::low_latency_max_bytes); use Algorithm::Auto, OneShot or TwoShot"
                 ),
             });
         }
@@ -223,9 +225,9 @@ impl Comm {
     /// prewarmed, as [`Comm::all_reduce_on`]). Two-shot's first half: each rank loads its chunk
     /// from every peer's `src` over NVLink and reduces it into its own `dst`, with the same flag
     /// protocol, so when it completes on a PE no peer reads that PE's `src` any more. Up to
-    /// [`LL_GATHER_MAX_BYTES`] of `src` it takes the low-latency protocol instead: chunk `q`
+    /// [`Comm::low_latency_max_bytes`] of `src` it takes the low-latency protocol instead: chunk `q`
     /// of `src` over the lines to rank `q` only, which reduces what it receives in rank order
-    /// (a block stages `8 KiB / n` of each chunk where the chunks need several; one crossing, no
+    /// (a block stages `LL_BYTES_PER_BLOCK / n` of each chunk where the chunks need several; one crossing, no
     /// handshake). Where a member is not load/store
     /// reachable, NVSHMEM's reduce-scatter on `stream` carries it instead, or, over a
     /// `Team::WORLD` spread across nodes ([`Comm::hierarchy`]), NVSHMEM's across nodes and
@@ -282,7 +284,7 @@ impl Comm {
             return Ok(());
         }
         let bytes = src.len() * size;
-        if n > 1 && bytes <= LL_GATHER_MAX_BYTES {
+        if n > 1 && bytes <= self.low_latency_max_bytes() {
             // Latency-bound: chunk `q` of `src` over the low-latency lines to rank `q`.
             let src = Region::<T>::of(src);
             let scalars = [n as u32, (s % 16) as u32, (d % 16) as u32];
@@ -357,8 +359,8 @@ impl Comm {
 
     /// [`Comm::all_gather`] by `algorithm` on `stream` (not waited for on the host;
     /// capturable once prewarmed, but for NVSHMEM's and the hierarchical form). Returns the
-    /// algorithm used. [`Algorithm::LowLatency`] (up to [`LL_GATHER_MAX_BYTES`] a PE on 2 to 8
-    /// PEs): a block per `8 KiB / n` of a PE's data; each rank's data with the call's flag in
+    /// algorithm used. [`Algorithm::LowLatency`] (up to [`super::LL_GATHER_MAX_BYTES`] a PE on 2 to 32
+    /// PEs): a block per `LL_BYTES_PER_BLOCK / n` of a PE's data; each rank's data with the call's flag in
     /// 16-byte lines into every peer's scratch, gathered into shared memory by the PE that
     /// polls them and copied into `dst`: one NVLink crossing, no handshake.
     /// [`Algorithm::OneShot`]: each PE loads every peer's `src` into its own `dst` (the

@@ -187,7 +187,9 @@ fn sweep<T: SweepElem>(p: &Pgas, op: ReduceOp) -> CaseResult {
             // NVSHMEM's reductions exist for And/Or/Xor only on integers, as ours.
             let mut dst = p.alloc::<T>(len)?;
             p.barrier_all()?;
-            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > coll::LL_MAX_BYTES {
+            if alg == Algorithm::LowLatency
+                && len * std::mem::size_of::<T>() > comm.low_latency_max_bytes()
+            {
                 // Past the low-latency scratch: refused on every PE before any launch.
                 refused(comm.all_reduce(&mut dst, &src, op, alg), "LL_MAX_BYTES")?;
                 continue;
@@ -221,7 +223,9 @@ fn sweep<T: SweepElem>(p: &Pgas, op: ReduceOp) -> CaseResult {
             (0, 1, Algorithm::OneShot),
             (0, 1, Algorithm::TwoShot),
         ] {
-            if alg == Algorithm::LowLatency && len * std::mem::size_of::<T>() > coll::LL_MAX_BYTES {
+            if alg == Algorithm::LowLatency
+                && len * std::mem::size_of::<T>() > comm.low_latency_max_bytes()
+            {
                 continue;
             }
             let src = p.alloc_from(&filled(ss))?;
@@ -1582,12 +1586,12 @@ const MOVE_ALGS: &[Algorithm] = &[
 ];
 
 /// Whether the low-latency all-gather or all-to-all takes `sbytes` a PE on `n` PEs (what
-/// `Comm` says in its refusal: at most `LL_GATHER_MAX_BYTES`, every PE's 8 KiB in a block's
-/// shared memory, more than one PE).
+/// `Comm` says in its refusal: at most `LL_GATHER_MAX_BYTES` (on a GPU of 128 SMs or more),
+/// every PE's `LL_BYTES_PER_BLOCK` in a block's shared memory, more than one PE).
 fn ll_moves(n: usize, sbytes: usize) -> bool {
     n > 1
         && sbytes <= coll::LL_GATHER_MAX_BYTES
-        && n * sbytes.min(8 << 10) <= coll::LL_SHARED_MAX_BYTES
+        && n * sbytes.min(coll::LL_BYTES_PER_BLOCK) <= coll::LL_SHARED_MAX_BYTES
 }
 
 /// The algorithm `alg` should come out as for an all-gather or all-to-all whose PE sends

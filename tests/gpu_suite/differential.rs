@@ -894,7 +894,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
         Kind::Broadcast => {
             let ll_fits = n > 1
                 && sbytes <= coll::LL_GATHER_MAX_BYTES
-                && n * sbytes.min(8 << 10) <= coll::LL_SHARED_MAX_BYTES;
+                && n * sbytes.min(coll::LL_BYTES_PER_BLOCK) <= coll::LL_SHARED_MAX_BYTES;
             let eff = match alg {
                 Algorithm::Auto if p2p && ll_fits => Algorithm::LowLatency,
                 Algorithm::Auto if !p2p => Algorithm::Nvshmem,
@@ -930,7 +930,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             let gather = kind == Kind::AllGather;
             let ll_fits = n > 1
                 && sbytes <= coll::LL_GATHER_MAX_BYTES
-                && n * sbytes.min(8 << 10) <= coll::LL_SHARED_MAX_BYTES;
+                && n * sbytes.min(coll::LL_BYTES_PER_BLOCK) <= coll::LL_SHARED_MAX_BYTES;
             // Off NVLink: NVSHMEM's fcollect / alltoall (both hierarchical over nodes),
             // eagerly only.
             let eff = match alg {
