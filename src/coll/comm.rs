@@ -453,6 +453,14 @@ impl Comm {
             .push_sym_mut(dst)
             .push_sym(src)
             .push_sym_mut(&mut self.ll_scratch);
+        if shape.flags {
+            let rank = self.member()?;
+            args.push_sym(&self.pes)
+                .push_sym_mut(&mut self.sig)
+                .push_sym_mut(&mut self.epochs)
+                .push_scalar(self.n as u32)
+                .push_scalar(rank as u32);
+        }
         for &v in scalars {
             args.push_scalar(v);
         }
@@ -527,8 +535,11 @@ pub(super) struct LlShape {
     pub chunks: usize,
     /// Dynamic shared memory, in blocks' shares (each a block's elements of a chunk, rounded
     /// up to 16 bytes): none for the all-reduce, the team's PEs for a gather, `2 n` for the
-    /// all-to-all's staging both ways, `n + 1` for the reduce-scatter's.
+    /// all-to-all's staging both ways, `n + 1` for the reduce-scatter's (and the two-shot's).
     pub copies: usize,
+    /// Whether the kernel also takes the entry handshake's flags after the scratch (the rank
+    /// table, `sig`, `epochs`, the team size and this PE's rank: the low-latency two-shot).
+    pub flags: bool,
 }
 
 /// A [`Comm`]'s flags as a kernel takes them ([`Comm::kernel_flags`]): the rank table, the

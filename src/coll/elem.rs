@@ -20,6 +20,8 @@ pub trait AllReduceElem: CollectiveElem {
     #[doc(hidden)]
     const TWO_SHOT: &'static KernelSpec;
     #[doc(hidden)]
+    const TWO_SHOT_LL: &'static KernelSpec;
+    #[doc(hidden)]
     const REDUCE_SCATTER: &'static KernelSpec;
     #[doc(hidden)]
     const LOW_LATENCY_REDUCE_SCATTER: &'static KernelSpec;
@@ -34,6 +36,7 @@ macro_rules! elem {
             const LOW_LATENCY: &'static KernelSpec = &kernels::$m::low_latency::SPEC;
             const ONE_SHOT: &'static KernelSpec = &kernels::$m::one_shot::SPEC;
             const TWO_SHOT: &'static KernelSpec = &kernels::$m::two_shot::SPEC;
+            const TWO_SHOT_LL: &'static KernelSpec = &kernels::$m::two_shot_ll::SPEC;
             const REDUCE_SCATTER: &'static KernelSpec = &kernels::$m::reduce_scatter::SPEC;
             const LOW_LATENCY_REDUCE_SCATTER: &'static KernelSpec =
                 &kernels::$m::low_latency_reduce_scatter::SPEC;

@@ -197,6 +197,7 @@ impl Comm {
                 len: src.len(),
                 chunks: self.n,
                 copies: self.n,
+                flags: false,
             };
             self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?;
             return Ok(algorithm);
@@ -377,6 +378,7 @@ impl Comm {
                     len: src.len() / n,
                     chunks: n,
                     copies: 2 * n,
+                    flags: false,
                 };
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }

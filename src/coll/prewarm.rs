@@ -45,14 +45,15 @@ pub fn prewarm_all() -> Vec<Prewarm<'static>> {
     .collect()
 }
 
-/// The reducing kernels of `T` (low-latency, one-shot, two-shot, reduce-scatter and its
-/// low-latency form), each with every reduction the type has.
+/// The reducing kernels of `T` (low-latency, one-shot, two-shot in both forms, reduce-scatter
+/// and its low-latency form), each with every reduction the type has.
 fn reducing<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
     let ops = if T::BITS { 7 } else { 4 };
     [
         T::LOW_LATENCY,
         T::ONE_SHOT,
         T::TWO_SHOT,
+        T::TWO_SHOT_LL,
         T::REDUCE_SCATTER,
         T::LOW_LATENCY_REDUCE_SCATTER,
     ]

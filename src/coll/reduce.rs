@@ -1,7 +1,9 @@
 //! The reducing collectives of a [`Comm`]: all-reduce (by each algorithm, also in place),
 //! reduce-scatter, and all-gather (two-shot's halves as kernels of their own).
 
-use super::comm::{refuse_capture, Algorithm, Comm, LlShape, LL_MAX_BYTES};
+use super::comm::{
+    refuse_capture, Algorithm, Comm, LlShape, LL_BYTES_PER_BLOCK, LL_MAX_BYTES, LL_SHARED_MAX_BYTES,
+};
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::movement;
 use super::region::{check_apart, vector_start, Reached, Region};
@@ -180,13 +182,37 @@ impl Comm {
                     len: src.len(),
                     chunks: 1,
                     copies: 0,
+                    flags: false,
                 };
                 let spec = T::LOW_LATENCY;
                 self.launch_ll(stream, (spec, op_code(op)), dst, &src, &[], shape)?;
                 return Ok(algorithm);
             }
             Algorithm::OneShot => T::ONE_SHOT,
-            _ => T::TWO_SHOT,
+            _ => {
+                // The low-latency two-shot where a chunk fits the low-latency scratch, both
+                // buffers start on 16-byte boundaries and every PE's share of a block fits its
+                // shared memory: no leave handshake, no peer stores to fence.
+                let size = std::mem::size_of::<T>();
+                let m = src.len().div_ceil(self.n).next_multiple_of(16 / size);
+                if s % 16 == 0
+                    && d % 16 == 0
+                    && m * size <= self.low_latency_max_bytes()
+                    && (self.n + 1) * LL_BYTES_PER_BLOCK <= LL_SHARED_MAX_BYTES
+                {
+                    let src = Region::of(src);
+                    let shape = LlShape {
+                        len: m,
+                        chunks: self.n,
+                        copies: self.n + 1,
+                        flags: true,
+                    };
+                    let spec: (_, &[i128]) = (T::TWO_SHOT_LL, op_code(op));
+                    self.launch_ll(stream, spec, dst, &src, &[m as u32], shape)?;
+                    return Ok(algorithm);
+                }
+                T::TWO_SHOT
+            }
         };
         let work = if algorithm == Algorithm::OneShot {
             bytes
@@ -292,6 +318,7 @@ impl Comm {
                 len: dst.len(),
                 chunks: n,
                 copies: n + 1,
+                flags: false,
             };
             return self.launch_ll(
                 stream,
@@ -446,6 +473,7 @@ impl Comm {
                     len,
                     chunks: n,
                     copies: n,
+                    flags: false,
                 };
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }

@@ -331,6 +331,82 @@ macro_rules! coll_kernels {
                 $($leave_after_puts)*
             }
 
+            /// Two-shot for the middle sizes (a chunk of at most
+            /// `Comm::low_latency_max_bytes`; `src` and `dst` start on 16-byte boundaries): team
+            /// rank `r` reduces its chunk by peer loads after the entry handshake, as `two_shot`,
+            /// but sends the result over the low-latency lines (`team_all_gather_block`, region
+            /// `b` of the scratch, whose call counters it shares with `low_latency`) instead of
+            /// storing it into the peers' `dst`, and has no leave handshake: block `b`'s lines
+            /// from a peer say that the peer's block `b` has finished its loads from this PE's
+            /// `src`, so when every block is done no peer reads `src` any more. Chunks are `m`
+            /// elements (`dst.len() / n` rounded up to 16 bytes; the last may be short or
+            /// empty); block `b` takes elements `lo..lo + w` (`per_block` from
+            /// `b * per_block`) of each, reduced into shared memory at `n * wr` (`w` rounded up
+            /// to 16 bytes) and gathered below it. Safe in place: a PE writes its `dst` only
+            /// after every peer's lines, that is after every peer's loads.
+            #[pgas_kernel(max_threads = 512)]
+            pub fn two_shot_ll(
+                team: Team,
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                scratch: &mut SymTensor<u64>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                m: u32,
+                region: u32,
+                per_block: u32,
+                #[comptime] op: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                $($enter)*
+                let len = dst.len();
+                let mm = m as usize;
+                let lo = min(blk * per_block as usize, mm);
+                let w = min(lo + per_block as usize, mm) - lo;
+                let wr = (w + $w - 1) / $w * $w;
+                let g = dyn_shared::<$t>();
+                // This rank's window of its chunk, reduced over the PEs: whole vectors (a thread
+                // takes vector `v` and `v + half`), then the elements past the last one.
+                let c = me as usize * mm + lo;
+                let valid = if c < len { min(w, len - c) } else { 0 };
+                let nv = valid / $w;
+                let half = (nv + 1) / 2;
+                let mut v = t;
+                while v < half {
+                    let i0 = c + v * $w;
+                    let i1 = if v + half < nv { i0 + half * $w } else { i0 };
+                    $($reduce_pair)*
+                    store_vec16(&mut g[nn * wr + v * $w], x0);
+                    store_vec16(&mut g[nn * wr + (i1 - c)], x1);
+                    v += block_dim_x() as usize;
+                }
+                let mut q = nv * $w + t;
+                while q < valid {
+                    let i = c + q;
+                    $($reduce_one)*
+                    g[nn * wr + q] = a as $t;
+                    q += block_dim_x() as usize;
+                }
+                team_all_gather_block(team, &mut g[0..nn * w], &g[nn * wr..nn * wr + w], &mut scratch[blk * region as usize]);
+                let db = 0u32;
+                for r in 0..nn {
+                    let ds = r * mm + lo;
+                    if ds < len {
+                        let gs = r * w;
+                        let cnt = min(w, len - ds);
+                        $($smem_copy)*
+                    }
+                }
+                if t == 0 {
+                    epochs[blk] = e;
+                }
+            }
+
             /// Reduce-scatter (two-shot's first half): team rank `r` reduces chunk `r` of every
             /// PE's `src` (elements `r * dst.len()` on, `dst.len()` of them) by peer loads into
             /// its own `dst`. `head` and `vec` are those of the chunk: the elements before the
