@@ -251,10 +251,10 @@ impl Comm {
     /// prewarmed, as [`Comm::all_reduce_on`]). Two-shot's first half: each rank loads its chunk
     /// from every peer's `src` over NVLink and reduces it into its own `dst`, with the same flag
     /// protocol, so when it completes on a PE no peer reads that PE's `src` any more. Up to
-    /// [`Comm::low_latency_max_bytes`] of `src` it takes the low-latency protocol instead: chunk `q`
-    /// of `src` over the lines to rank `q` only, which reduces what it receives in rank order
-    /// (a block stages `LL_BYTES_PER_BLOCK / n` of each chunk where the chunks need several; one crossing, no
-    /// handshake). Where a member is not load/store
+    /// [`Comm::low_latency_max_bytes`] a chunk (`dst`'s bytes) it takes the low-latency protocol
+    /// instead: chunk `q` of `src` over the lines to rank `q` only, which reduces what it
+    /// receives in rank order (a block stages at most `LL_BYTES_PER_BLOCK` of each chunk; one
+    /// crossing, no handshake). Where a member is not load/store
     /// reachable, NVSHMEM's reduce-scatter on `stream` carries it instead, or, over a
     /// `Team::WORLD` spread across nodes ([`Comm::hierarchy`]), NVSHMEM's across nodes and
     /// the peer-to-peer one inside the node (eager only).
@@ -309,8 +309,14 @@ impl Comm {
         if dst.is_empty() {
             return Ok(());
         }
-        let bytes = src.len() * size;
-        if n > 1 && bytes <= self.low_latency_max_bytes() {
+        // Limited by a chunk, what each rank's lines to a peer carry (the 1 MiB reduce-scatter on
+        // 4 x H100 sends as many lines as the 256 KiB all-reduce, 10.9 us, where the handshaking
+        // form took 13.8, run 91), and by the shared memory that stages `n + 1` shares.
+        let chunk = dst.len() * size;
+        if n > 1
+            && chunk <= self.low_latency_max_bytes()
+            && (n + 1) * LL_BYTES_PER_BLOCK.min(chunk) <= LL_SHARED_MAX_BYTES
+        {
             // Latency-bound: chunk `q` of `src` over the low-latency lines to rank `q`.
             let src = Region::<T>::of(src);
             let scalars = [n as u32, (s % 16) as u32, (d % 16) as u32];
