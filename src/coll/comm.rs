@@ -285,6 +285,15 @@ impl Comm {
         LL_BYTES_PER_BLOCK * LL_REGIONS.min(self.max_blocks)
     }
 
+    /// Whether a low-latency kernel takes chunks of `chunk` bytes, staging `copies` of a block's
+    /// share of one in its shared memory: the chunk within [`Comm::low_latency_max_bytes`] (the
+    /// scratch's regions, the SMs) and the staging within [`LL_SHARED_MAX_BYTES`] (a share is at
+    /// most [`LL_BYTES_PER_BLOCK`], and at most the chunk).
+    pub(super) fn ll_fits(&self, chunk: usize, copies: usize) -> bool {
+        chunk <= self.low_latency_max_bytes()
+            && copies * LL_BYTES_PER_BLOCK.min(chunk) <= LL_SHARED_MAX_BYTES
+    }
+
     /// The algorithm [`Algorithm::Auto`] takes for an all-reduce of `bytes` bytes (`in_place`:
     /// `dst` is `src`).
     pub fn auto_algorithm(&self, bytes: usize, in_place: bool) -> Algorithm {

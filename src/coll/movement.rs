@@ -146,7 +146,8 @@ impl Comm {
         if d != s {
             check_apart("broadcast", d, bytes, s, bytes)?;
         }
-        let ll_fits = self.n > 1 && self.ll_fits(bytes);
+        // Every PE's share of a block gathered in its shared memory.
+        let ll_fits = self.n > 1 && self.ll_fits(bytes, self.n);
         let algorithm = match algorithm {
             Algorithm::Auto if self.peers_reachable() && ll_fits => Algorithm::LowLatency,
             // Broadcast has no hierarchical form: NVSHMEM's over the whole team.
@@ -409,7 +410,7 @@ impl Comm {
         src_bytes: usize,
         largest: usize,
     ) -> Result<Algorithm> {
-        let ll_fits = self.n > 1 && self.ll_fits(src_bytes);
+        let ll_fits = self.n > 1 && self.ll_fits(src_bytes, self.n);
         match algorithm {
             Algorithm::Auto if !self.p2p => Ok(Algorithm::Nvshmem),
             Algorithm::Auto if ll_fits => Ok(Algorithm::LowLatency),
@@ -437,13 +438,5 @@ impl Comm {
             }),
             a => Ok(a),
         }
-    }
-
-    /// Whether `bytes` a PE fit the low-latency kernels that gather every PE's data into shared
-    /// memory (all-to-all, broadcast): one low-latency region of lines, and every PE's copy in
-    /// shared memory.
-    pub(super) fn ll_fits(&self, bytes: usize) -> bool {
-        bytes <= self.low_latency_max_bytes().min(LL_GATHER_MAX_BYTES)
-            && self.n * LL_BYTES_PER_BLOCK.min(bytes) <= LL_SHARED_MAX_BYTES
     }
 }

@@ -1,9 +1,7 @@
 //! The reducing collectives of a [`Comm`]: all-reduce (by each algorithm, also in place),
 //! reduce-scatter, and all-gather (two-shot's halves as kernels of their own).
 
-use super::comm::{
-    refuse_capture, Algorithm, Comm, LlShape, LL_BYTES_PER_BLOCK, LL_MAX_BYTES, LL_SHARED_MAX_BYTES,
-};
+use super::comm::{refuse_capture, Algorithm, Comm, LlShape, LL_MAX_BYTES};
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::movement;
 use super::region::{check_apart, vector_start, Reached, Region};
@@ -195,11 +193,7 @@ impl Comm {
                 // shared memory: no leave handshake, no peer stores to fence.
                 let size = std::mem::size_of::<T>();
                 let m = src.len().div_ceil(self.n).next_multiple_of(16 / size);
-                if s % 16 == 0
-                    && d % 16 == 0
-                    && m * size <= self.low_latency_max_bytes()
-                    && (self.n + 1) * LL_BYTES_PER_BLOCK <= LL_SHARED_MAX_BYTES
-                {
+                if s % 16 == 0 && d % 16 == 0 && self.ll_fits(m * size, self.n + 1) {
                     let src = Region::of(src);
                     let shape = LlShape {
                         len: m,
@@ -312,11 +306,7 @@ impl Comm {
         // Limited by a chunk, what each rank's lines to a peer carry (the 1 MiB reduce-scatter on
         // 4 x H100 sends as many lines as the 256 KiB all-reduce, 10.9 us, where the handshaking
         // form took 13.8, run 91), and by the shared memory that stages `n + 1` shares.
-        let chunk = dst.len() * size;
-        if n > 1
-            && chunk <= self.low_latency_max_bytes()
-            && (n + 1) * LL_BYTES_PER_BLOCK.min(chunk) <= LL_SHARED_MAX_BYTES
-        {
+        if n > 1 && self.ll_fits(dst.len() * size, n + 1) {
             // Latency-bound: chunk `q` of `src` over the low-latency lines to rank `q`.
             let src = Region::<T>::of(src);
             let scalars = [n as u32, (s % 16) as u32, (d % 16) as u32];

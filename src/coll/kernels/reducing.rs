@@ -393,6 +393,7 @@ macro_rules! coll_kernels {
                     q += block_dim_x() as usize;
                 }
                 team_all_gather_block(team, &mut g[0..nn * w], &g[nn * wr..nn * wr + w], &mut scratch[blk * region as usize]);
+                // `dst` starts on a 16-byte boundary (the launch checks): `smem_copy`'s `db`.
                 let db = 0u32;
                 for r in 0..nn {
                     let ds = r * mm + lo;
