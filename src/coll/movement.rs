@@ -410,6 +410,8 @@ impl Comm {
         src_bytes: usize,
         largest: usize,
     ) -> Result<Algorithm> {
+        // The all-gather stages every PE's share of `src`, the all-to-all `2 n` shares of chunks
+        // `1 / n` its size: both within `n` shares of `src` bytes.
         let ll_fits = self.n > 1 && self.ll_fits(src_bytes, self.n);
         match algorithm {
             Algorithm::Auto if !self.p2p => Ok(Algorithm::Nvshmem),
