@@ -10,7 +10,8 @@
 //! pgas-run -n 2 -- target/release/deps/coll-<hash> [OUTDIR] [--max-bytes=N]
 //! ```
 //!
-//! `--max-bytes=N` measures only the sizes up to `N` bytes (the latency-bound ones in seconds).
+//! `--max-bytes=N` measures only the sizes up to `N` bytes (the latency-bound ones in seconds);
+//! `--only=NAME` only the collective of that name (`broadcast`, as in the figures' names).
 //!
 //! Peers off NVLink (issue 21's emulated nodes): run it with `PGAS_PEER_ACCESS=none` and NCCL
 //! restricted the same way (`NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1`, so it too crosses its
@@ -119,7 +120,7 @@ impl Coll {
     }
     fn sizes(self) -> &'static [usize] {
         match self {
-            Coll::AllReduce => SIZES,
+            Coll::AllReduce | Coll::Broadcast => SIZES,
             _ => FEW_SIZES,
         }
     }
@@ -131,6 +132,15 @@ impl Coll {
                 Method::Pgas(Algorithm::TwoShot),
                 Method::Pgas(Algorithm::Auto),
                 Method::Pgas(Algorithm::Nvshmem),
+                Method::Nccl,
+            ],
+            // The direct low-latency form, the peers' loads and the two-shot (the relay up to
+            // BROADCAST_RELAY_MAX_BYTES) side by side with the choice.
+            Coll::Broadcast => &[
+                Method::Pgas(Algorithm::LowLatency),
+                Method::Pgas(Algorithm::OneShot),
+                Method::Pgas(Algorithm::TwoShot),
+                Method::Pgas(Algorithm::Auto),
                 Method::Nccl,
             ],
             // The low-latency, pulling and pushing forms side by side with the choice.
@@ -193,6 +203,10 @@ impl Method {
         match self {
             // The gathering forms: on 2 to 32 PEs (a block's shared memory holds every PE's
             // LL_BYTES_PER_BLOCK), up to LL_GATHER_MAX_BYTES a PE (on GPUs of 128 SMs or more).
+            // The broadcast's: the root's lines, nothing staged.
+            Method::Pgas(Algorithm::LowLatency) if c == Coll::Broadcast => {
+                n > 1 && bytes <= coll::LL_GATHER_MAX_BYTES
+            }
             Method::Pgas(Algorithm::LowLatency) if c != Coll::AllReduce => {
                 let (sl, _) = lens(c, bytes, n);
                 let sbytes = sl * 2;
@@ -317,6 +331,7 @@ fn main() -> BenchResult<()> {
                 .map_err(|e| format!("--max-bytes={v}: {e}"))
         })
     });
+    let only = std::env::args().find_map(|a| a.strip_prefix("--only=").map(str::to_string));
     let max = match max_arg {
         Some(v) => v?.min(*SIZES.last().unwrap()),
         None => *SIZES.last().unwrap(),
@@ -356,6 +371,9 @@ fn main() -> BenchResult<()> {
     }
     let mut tables = String::new();
     for &c in COLLS {
+        if only.as_ref().is_some_and(|o| o != c.stem()) {
+            continue;
+        }
         let methods = c.methods();
         // results[size][method][mode] = microseconds (NaN: not run).
         let mut results = vec![vec![[f64::NAN; 2]; methods.len()]; c.sizes().len()];

@@ -903,6 +903,13 @@ const TEAM_ALL_GATHER_ARGS: &[(&str, Arg)] = &[
     ("src", A::AnySrc),
     ("scratch", A::Signal { mutable: true }),
 ];
+const TEAM_BROADCAST_ARGS: &[(&str, Arg)] = &[
+    ("team", A::Team),
+    ("dst", A::AnyDst),
+    ("src", A::AnySrc),
+    ("scratch", A::Signal { mutable: true }),
+    ("root", A::TeamPe(0)),
+];
 #[allow(clippy::too_many_arguments)]
 const fn coll(
     name: &'static str,
@@ -1114,6 +1121,12 @@ pub static INTRINSICS: &[Intrinsic] = &[
     row("team_all_to_all_block", G::PeerCollective, F::Free, TEAM_ALL_GATHER_ARGS, R::Unit, S::Block, RMA,
         "pgas_ll_block<{C}, pgas_op_sum, true, true>({0}, {1}, {2}, {n}, {3})", N::AllToAll, false,
         "Chunk `q` of every team PE's `src` (team size x n) to PE `q`: chunk `r` of `dst` (team size x n) is chunk `team_my_pe` of rank `r`'s `src`, by the whole block with the same block of every PE, over `scratch` as `team_all_reduce_block` (the same protocol; `dst` apart from `src`; `scratch` of `device_scratch_len::<T>(team size, n)` words)."),
+    row("team_broadcast_block", G::PeerCollective, F::Free, TEAM_BROADCAST_ARGS, R::Unit, S::Block, RMA,
+        "pgas_ll_bcast_block<{C}, false>({0}, {1}, {2}, {n}, {4}, {3})", N::Min(1, 2), false,
+        "Team rank `root`'s `src` into every team PE's `dst` (`dst` may be `src`), by the whole block with the same block of every PE, over `scratch` as `team_all_reduce_block` (the same protocol and scratch): only the root sends data lines, each other rank one flag-only line to each peer, so the data crosses NVLink once, from the root to each PE."),
+    row("team_broadcast_relay_block", G::PeerCollective, F::Free, TEAM_BROADCAST_ARGS, R::Unit, S::Block, RMA,
+        "pgas_ll_bcast_block<{C}, true>({0}, {1}, {2}, {n}, {4}, {3})", N::Min(1, 2), false,
+        "`team_broadcast_block` in two crossings, for larger data: the root sends each other rank a chunk of the lines, which it passes on to the rest, so the root's links carry one copy of the data instead of one per peer (on 2 PEs it is `team_broadcast_block`)."),
     // Peer memory.
     // Any storage type (FP8 included): a peer view is a pointer, not an NVSHMEM typed call.
     row("peer", G::PeerMemory, F::Method, &[("x", A::SymSrc), ("pe", A::Pe)], R::PeerView, S::Thread, SHARED,

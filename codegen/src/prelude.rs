@@ -491,6 +491,106 @@ __device__ void pgas_ll_block(nvshmem_team_t team, T *dst, const T *src, size_t 
     if (threadIdx.x == 0) *(volatile unsigned long long *)scratch = call;
     __syncthreads();
 }
+// Broadcast of team rank `root`'s `src` (`len` elements) into every team PE's `dst`, by the
+// whole block, with the same block of every team PE. `dst` may be `src`.
+// Direct (Relay false, or 2 PEs): only the root sends data lines (into its own sender slot of
+// every peer's lines); every other rank sends each peer one flag-only line (line 0 of its
+// slot) and waits for one from each peer but the root. The flag lines keep the protocol's
+// invariant that each call gets something from every peer to every PE (see LL_SUPPORT's doc):
+// without them a rank could finish a call on the root's lines alone and start storing the call
+// after next into a peer that is still reading. They are one line a peer, sent first, so they
+// cost no crossing of their own.
+// Relay (more than 2 PEs): the root's links carry one copy of the data instead of `n - 1`.
+// The lines are cut into a chunk for each other rank (its owner); the root sends chunk `j`
+// only to its owner, which stores each line into its `dst` as it lands and passes it on to
+// every rank but the root (into the owner's slot, at the line's place in the chunk), and
+// sends the root a flag-only line. Two crossings, for a third of the root's outgoing lines on
+// 4 PEs. A chunk of no lines still sends one (flag-only) line, for the invariant.
+template <typename T, bool Relay>
+__device__ void pgas_ll_bcast_block(nvshmem_team_t team, T *dst, const T *src, size_t len, int root, uint64_t *scratch) {
+    constexpr size_t per = 8 / sizeof(T);
+    const int n = nvshmem_team_n_pes(team);
+    const int me = nvshmem_team_my_pe(team);
+    __syncthreads();
+    const unsigned long long call = *(volatile unsigned long long *)scratch + 1;
+    const uint32_t f = (uint32_t)call == 0u ? 1u : (uint32_t)call;
+    const size_t parity = (size_t)(call & 1ull);
+    unsigned char *lines = (unsigned char *)(scratch + 2);
+    const size_t nl = len == 0 ? 1 : (len + per - 1) / per;
+    const bool relay = Relay && n > 2;
+    // Chunk `j` is lines `j * cl ..`, owned by rank `j` below the root and `j + 1` above it.
+    const size_t cl = relay ? (nl + n - 2) / (n - 1) : nl;
+    const int mine = me < root ? me : me - 1;
+    // The lines of chunk `j` a sender sends (at least one) and where they start.
+    auto chunk_lo = [&](int j) { return (size_t)j * cl < nl ? (size_t)j * cl : nl; };
+    auto chunk_cnt = [&](int j) { const size_t lo = chunk_lo(j), hi = lo + cl < nl ? lo + cl : nl; return hi > lo ? hi - lo : (size_t)1; };
+    auto store_line = [&](void *line, uint2 w) { pgas_ll_store(line, w.x, w.y, f); };
+    auto take_line = [&](const unsigned char *base, size_t at, int r) {
+        const void *line = base + 16 * pgas_ll_line(at, parity, (size_t)n, (size_t)r);
+        uint4 v = pgas_ll_load(line);
+        while (v.y != f || v.w != f) v = pgas_ll_load(line);
+        return make_uint2(v.x, v.z);
+    };
+    auto to_dst = [&](size_t l, uint2 w) {
+        T vals[per];
+        memcpy(vals, &w, 8);
+        for (size_t j = 0; j < per; j++) {
+            if (l * per + j < len) dst[l * per + j] = vals[j];
+        }
+    };
+    for (int k = 1; k < n; k++) {
+        const int q = (me + k) % n;
+        const int pe = nvshmem_team_translate_pe(team, q, NVSHMEM_TEAM_WORLD);
+        unsigned char *peer = (unsigned char *)nvshmem_ptr(lines, pe);
+        if (me == root) {
+            // Every line to every peer, or chunk `j` to its owner only.
+            const int j = q < root ? q : q - 1;
+            const size_t lo = relay ? chunk_lo(j) : 0, cnt = relay ? chunk_cnt(j) : nl;
+            for (size_t i = threadIdx.x; i < cnt; i += blockDim.x) {
+                store_line(peer + 16 * pgas_ll_line(i, parity, (size_t)n, (size_t)me), pgas_ll_pack(src, len, lo + i));
+            }
+        } else if (threadIdx.x == 0 && (!relay || q == root)) {
+            store_line(peer + 16 * pgas_ll_line(0, parity, (size_t)n, (size_t)me), make_uint2(0u, 0u));
+        }
+    }
+    if (me == root) {
+        if (dst != src) {
+            for (size_t i = threadIdx.x; i < len; i += blockDim.x) dst[i] = src[i];
+        }
+        // Every other rank's flag line, a thread each.
+        for (int r = threadIdx.x; r < n; r += blockDim.x) {
+            if (r != me) take_line(lines, 0, r);
+        }
+    } else if (!relay) {
+        for (size_t l = threadIdx.x; l < nl; l += blockDim.x) to_dst(l, take_line(lines, l, root));
+        for (int r = threadIdx.x; r < n; r += blockDim.x) {
+            if (r != me && r != root) take_line(lines, 0, r);
+        }
+    } else {
+        // This rank's chunk from the root, passed on to the other ranks as it lands.
+        const size_t lo = chunk_lo(mine), cnt = chunk_cnt(mine);
+        for (size_t i = threadIdx.x; i < cnt; i += blockDim.x) {
+            const uint2 w = take_line(lines, i, root);
+            to_dst(lo + i, w);
+            for (int k = 1; k < n; k++) {
+                const int q = (me + k) % n;
+                if (q == root) continue;
+                const int pe = nvshmem_team_translate_pe(team, q, NVSHMEM_TEAM_WORLD);
+                store_line((unsigned char *)nvshmem_ptr(lines, pe) + 16 * pgas_ll_line(i, parity, (size_t)n, (size_t)me), w);
+            }
+        }
+        // The other owners' chunks.
+        for (int r = 0; r < n; r++) {
+            if (r == me || r == root) continue;
+            const int j = r < root ? r : r - 1;
+            const size_t rlo = chunk_lo(j), rcnt = chunk_cnt(j);
+            for (size_t i = threadIdx.x; i < rcnt; i += blockDim.x) to_dst(rlo + i, take_line(lines, i, r));
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) *(volatile unsigned long long *)scratch = call;
+    __syncthreads();
+}
 ";
 
 /// Checks of the checked variant for [`TENSOR_SUPPORT`]'s intrinsics: 16-byte accesses in

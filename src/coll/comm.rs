@@ -75,6 +75,18 @@ pub const LL_GATHER_MAX_BYTES: usize = LL_MAX_BYTES;
 /// 48 KiB (Hopper allows 227 KiB).
 pub const LL_SHARED_MAX_BYTES: usize = 64 << 10;
 
+/// Up to this many bytes, [`Comm::broadcast`]'s [`Algorithm::TwoShot`] is the relay over the
+/// low-latency lines (`team_broadcast_relay_block`: the root sends each other rank a chunk,
+/// which passes it on; two crossings, no handshake; on 2 PEs the root's lines go straight to
+/// the peer), in protocol calls of `n - 1` times [`LL_BYTES_PER_BLOCK`] a block; above, the
+/// handshaking two-shot.
+pub const BROADCAST_RELAY_MAX_BYTES: usize = 4 << 20;
+
+/// From this many bytes on more than 2 PEs, [`Algorithm::Auto`] takes the relay
+/// ([`BROADCAST_RELAY_MAX_BYTES`]) for a broadcast instead of the low-latency form, whose root
+/// sends every peer a copy.
+pub const BROADCAST_RELAY_MIN_BYTES: usize = 128 << 10;
+
 /// [`Algorithm::Auto`] takes the pulling all-gather and all-to-all (`Algorithm::OneShot`, peer
 /// loads) above the low-latency sizes while their larger buffer holds at most this many bytes,
 /// and the pushing forms (`Algorithm::TwoShot`, peer stores) above. Pulling has no peer stores
@@ -450,7 +462,7 @@ impl Comm {
             .max((shape.len * size).div_ceil(regions).next_multiple_of(16));
         let per_block = bytes / size;
         let blocks = shape.len.div_ceil(per_block).max(1);
-        debug_assert!(blocks <= regions && bytes <= LL_BYTES_PER_BLOCK);
+        debug_assert!(blocks <= regions && (shape.calls || bytes <= LL_BYTES_PER_BLOCK));
         // Every low-latency kernel strides the scratch by the same region, whatever its blocks
         // take: block `b` of each shares region `b`'s call counter, which must sit at the same
         // word for all of them (a smaller stride put the personal kernels' counters among the
@@ -549,6 +561,9 @@ pub(super) struct LlShape {
     /// Whether the kernel also takes the entry handshake's flags after the scratch (the rank
     /// table, `sig`, `epochs`, the team size and this PE's rank: the low-latency two-shot).
     pub flags: bool,
+    /// Whether a block makes protocol calls in turn over its share (the broadcast), each within
+    /// its region, so that a share may pass [`LL_BYTES_PER_BLOCK`].
+    pub calls: bool,
 }
 
 /// A [`Comm`]'s flags as a kernel takes them ([`Comm::kernel_flags`]): the rank table, the

@@ -38,7 +38,8 @@ mod region;
 mod scratch;
 
 pub use comm::{
-    device_scratch_len, Algorithm, Comm, LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES, LL_MAX_BYTES,
+    device_scratch_len, Algorithm, Comm, BROADCAST_RELAY_MAX_BYTES, BROADCAST_RELAY_MIN_BYTES,
+    LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES, LL_MAX_BYTES,
     LL_SHARED_MAX_BYTES, MAX_BLOCKS, MOVE_PULL_MAX_BYTES, ONE_SHOT_MAX_BYTES,
     ONE_SHOT_MAX_BYTES_2PE,
 };

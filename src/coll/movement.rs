@@ -6,8 +6,9 @@ use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
 
 use super::comm::{
-    refuse_capture, Algorithm, Comm, LlShape, LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES,
-    LL_SHARED_MAX_BYTES, MOVE_PULL_MAX_BYTES,
+    refuse_capture, Algorithm, Comm, LlShape, BROADCAST_RELAY_MAX_BYTES,
+    BROADCAST_RELAY_MIN_BYTES, LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES, LL_SHARED_MAX_BYTES,
+    MOVE_PULL_MAX_BYTES,
 };
 use super::elem::AllReduceElem;
 use super::kernels;
@@ -103,9 +104,8 @@ impl Comm {
     /// it and stores that into every other PE's `dst` (the root's links carry one copy instead
     /// of `n - 1`; `dst` must be symmetric); [`Algorithm::Nvshmem`]:
     /// `nvshmemx_<type>_broadcast_on_stream`; [`Algorithm::LowLatency`]
-    /// (up to [`super::LL_GATHER_MAX_BYTES`] on up to 32 PEs): every PE's data over
-    /// the low-latency lines into shared memory, the root's copied out, one crossing and no
-    /// handshake; [`Algorithm::Auto`]: low latency where it fits, else as for
+    /// (up to [`super::LL_GATHER_MAX_BYTES`]): the root's data over the low-latency lines
+    /// straight into the peers' `dst` (`team_broadcast_block`), one crossing and no handshake; [`Algorithm::Auto`]: low latency where it fits, else as for
     /// [`Comm::all_reduce`] by size. When it completes on a PE,
     /// no peer reads the root's `src` or writes this PE's `dst` any more.
     ///
@@ -146,10 +146,18 @@ impl Comm {
         if d != s {
             check_apart("broadcast", d, bytes, s, bytes)?;
         }
-        // Every PE's share of a block gathered in its shared memory.
-        let ll_fits = self.n > 1 && self.ll_fits(bytes, self.n);
+        // The root's data straight into the peers' lines: nothing staged in shared memory.
+        let ll_fits = self.n > 1 && self.ll_fits(bytes, 0);
+        let relay = self.n > 1 && bytes <= BROADCAST_RELAY_MAX_BYTES;
         let algorithm = match algorithm {
-            Algorithm::Auto if self.peers_reachable() && ll_fits => Algorithm::LowLatency,
+            Algorithm::Auto
+                if self.peers_reachable()
+                    && ll_fits
+                    && (self.n == 2 || bytes < BROADCAST_RELAY_MIN_BYTES) =>
+            {
+                Algorithm::LowLatency
+            }
+            Algorithm::Auto if self.peers_reachable() && relay => Algorithm::TwoShot,
             // Broadcast has no hierarchical form: NVSHMEM's over the whole team.
             Algorithm::Auto => match self.auto_pass(bytes, false) {
                 Algorithm::Hierarchical => Algorithm::Nvshmem,
@@ -171,9 +179,7 @@ impl Comm {
                     reason: format!(
                         "the low-latency broadcast takes at most LL_GATHER_MAX_BYTES \
                          ({LL_GATHER_MAX_BYTES}; less on a GPU of fewer SMs: \
-                         Comm::low_latency_max_bytes) bytes, and the team's PEs times \
-                         LL_BYTES_PER_BLOCK ({LL_BYTES_PER_BLOCK}) at most \
-                         LL_SHARED_MAX_BYTES ({LL_SHARED_MAX_BYTES}), on more than one PE; use \
+                         Comm::low_latency_max_bytes) bytes, on more than one PE; use \
                          Algorithm::Auto, OneShot, TwoShot or Nvshmem"
                     ),
                 })
@@ -187,18 +193,27 @@ impl Comm {
             return Ok(algorithm);
         }
         self.check_p2p("broadcast")?;
-        if algorithm == Algorithm::LowLatency {
+        let low_latency = algorithm == Algorithm::LowLatency;
+        if low_latency || (algorithm == Algorithm::TwoShot && relay) {
             if bytes == 0 {
                 return Ok(algorithm);
             }
+            // A protocol call of a block takes a region's lines: one sender's, or on the relay
+            // one chunk's for each rank but the root.
+            let call = if low_latency {
+                LL_BYTES_PER_BLOCK
+            } else {
+                LL_BYTES_PER_BLOCK * (self.n - 1)
+            };
             let spec = move_kernels::<T>().low_latency_broadcast;
             let src = Region::of(src);
-            let scalars = [self.n as u32, root as u32];
+            let scalars = [root as u32, u32::from(!low_latency), (call / size) as u32];
             let shape = LlShape {
                 len: src.len(),
-                chunks: self.n,
-                copies: self.n,
+                chunks: 1,
+                copies: 0,
                 flags: false,
+                calls: true,
             };
             self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?;
             return Ok(algorithm);
@@ -380,6 +395,7 @@ impl Comm {
                     chunks: n,
                     copies: 2 * n,
                     flags: false,
+                    calls: false,
                 };
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }

@@ -181,6 +181,7 @@ impl Comm {
                     chunks: 1,
                     copies: 0,
                     flags: false,
+                    calls: false,
                 };
                 let spec = T::LOW_LATENCY;
                 self.launch_ll(stream, (spec, op_code(op)), dst, &src, &[], shape)?;
@@ -200,6 +201,7 @@ impl Comm {
                         chunks: self.n,
                         copies: self.n + 1,
                         flags: true,
+                        calls: false,
                     };
                     let spec: (_, &[i128]) = (T::TWO_SHOT_LL, op_code(op));
                     self.launch_ll(stream, spec, dst, &src, &[m as u32], shape)?;
@@ -315,6 +317,7 @@ impl Comm {
                 chunks: n,
                 copies: n + 1,
                 flags: false,
+                calls: false,
             };
             return self.launch_ll(
                 stream,
@@ -470,6 +473,7 @@ impl Comm {
                     chunks: n,
                     copies: n,
                     flags: false,
+                    calls: false,
                 };
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }

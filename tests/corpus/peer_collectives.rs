@@ -1,6 +1,6 @@
 //! Collectives over peer memory inside a kernel (pgas's LL protocol, no collective launch):
 //! a fused epilogue that all-reduces each block's partial results, and an all-gather from
-//! shared memory.
+//! shared memory; broadcasts.
 use pgas::prelude::*;
 
 /// Each block computes 256 partial sums, then all-reduces them with the same block of every
@@ -72,4 +72,21 @@ fn personal_collectives(
         &x[blk * w..blk * w + w],
         &mut scratch[blk * words],
     );
+}
+
+/// Each block broadcasts its 200 values from team rank `root` twice: by the root's lines to
+/// every PE, then by the relay (chunks passed on by the other ranks), in place.
+#[pgas_kernel(max_threads = 256)]
+fn broadcasts(
+    team: Team,
+    y: &mut SymTensor<u16>,
+    x: &SymTensor<u16>,
+    scratch: &mut SymTensor<u64>,
+    words: usize,
+    root: i32,
+) {
+    let blk = block_idx_x() as usize;
+    let o = blk * 200;
+    team_broadcast_block(team, &mut y[o..o + 200], &x[o..o + 200], &mut scratch[blk * words], root);
+    team_broadcast_relay_block(team, &mut y[o..o + 200], &y[o..o + 200], &mut scratch[blk * words], root);
 }

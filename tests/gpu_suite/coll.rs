@@ -826,8 +826,9 @@ fn bcast_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
     for &len in RS_AG_LENS {
         for root in [0, n - 1] {
             let want: Vec<T> = (0..len).map(|k| T::small(moved(root, k))).collect();
-            // Every algorithm but the low-latency one (an all-reduce's; refused: bad input).
-            for &alg in &ALGS[1..] {
+            // Every algorithm; the low-latency one where it takes the size (past it: bad input).
+            let ll = n > 1 && len * std::mem::size_of::<T>() <= coll::LL_GATHER_MAX_BYTES;
+            for &alg in ALGS.iter().filter(|&&a| ll || a != Algorithm::LowLatency) {
                 for &(ds, ss) in RS_AG_VIEWS {
                     let src = p.alloc_from(&moved_from::<T>(me, len, ss))?;
                     let marks = vec![T::small(6); len + 1];
@@ -884,12 +885,56 @@ unsafe impl<T> SymRegion<T> for TypedAlias<T> {
     }
 }
 
-/// Every element size (the kernels exist per size) and a 16-bit float.
+/// Every element size (the kernels exist per size) and a 16-bit float; then the sizes past the
+/// sweep's.
 fn broadcast_types(p: &Pgas) -> CaseResult {
     bcast_sweep::<f32>(p)?;
     bcast_sweep::<bf16>(p)?;
     bcast_sweep::<u8>(p)?;
-    bcast_sweep::<i64>(p)
+    bcast_sweep::<i64>(p)?;
+    bcast_large(p)
+}
+
+/// Two-shot and `Auto` broadcasts from the last rank of 300 007 `f32` (the relay in several
+/// protocol calls a block on 4 PEs) and of just past `BROADCAST_RELAY_MAX_BYTES` (the
+/// handshaking two-shot), whole buffers and views at element 1, then in place.
+fn bcast_large(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    let root = n - 1;
+    for len in [300_007, coll::BROADCAST_RELAY_MAX_BYTES / 4 + 5] {
+        let want: Vec<f32> = (0..len).map(|k| f32::small(moved(root, k))).collect();
+        for alg in [Algorithm::TwoShot, Algorithm::Auto] {
+            for &(ds, ss) in &RS_AG_VIEWS[..2] {
+                let src = p.alloc_from(&moved_from::<f32>(me, len, ss))?;
+                let marks = vec![f32::small(6); len + 1];
+                let mut dst = p.alloc_from(&marks)?;
+                p.barrier_all()?;
+                let used = comm.broadcast(
+                    &mut dst.view_mut(ds..ds + len)?,
+                    &src.view(ss..ss + len)?,
+                    root,
+                    alg,
+                )?;
+                util::settle(p)?;
+                let what = format!("broadcast of {len} f32, {alg:?} (ran {used:?}), dst at {ds}");
+                check_view(check_eq, &what, &dst.to_vec()?, ds, &want, &marks)?;
+            }
+        }
+        let mut x = p.alloc_from(&(0..len).map(|k| f32::small(moved(me, k))).collect::<Vec<_>>())?;
+        p.barrier_all()?;
+        let xr = Alias(x.as_device_ptr(), len);
+        comm.broadcast(
+            &mut x,
+            &TypedAlias::<f32>(xr, std::marker::PhantomData),
+            root,
+            Algorithm::TwoShot,
+        )?;
+        util::settle(p)?;
+        check_eq(&format!("in-place two-shot broadcast of {len}"), &x.to_vec()?, &want)?;
+    }
+    Ok(())
 }
 
 /// All-to-all of `m` elements per pair at every length of [`RS_AG_LENS`] and view of
@@ -1431,6 +1476,39 @@ fn device_personal(
     }
 }
 
+/// `team_broadcast_block` and `team_broadcast_relay_block` in a user kernel, mixed with
+/// `team_all_reduce_block` over the same scratch region: in round `r` block `b` broadcasts its
+/// `m` elements of `x` from team rank `(b + r) % n` into round `r`'s part of `y` (the direct
+/// form in even rounds, the relay in odd ones), then all-reduces its first element into `sums`.
+#[pgas_kernel(max_threads = 256)]
+fn device_broadcast(
+    team: Team,
+    y: &mut SymTensor<i32>,
+    x: &SymTensor<i32>,
+    sums: &mut SymTensor<i32>,
+    scratch: &mut SymTensor<u64>,
+    words: usize,
+    m: usize,
+    reps: u32,
+) {
+    let blk = block_idx_x() as usize;
+    let nb = grid_dim_x() as usize;
+    let n = team_n_pes(team) as u32;
+    let mut r = 0;
+    while r < reps {
+        let root = ((blk as u32 + r) % n) as i32;
+        let q = r as usize * nb + blk;
+        let o = q * m;
+        if r % 2 == 0 {
+            team_broadcast_block(team, &mut y[o..o + m], &x[blk * m..blk * m + m], &mut scratch[blk * words], root);
+        } else {
+            team_broadcast_relay_block(team, &mut y[o..o + m], &x[blk * m..blk * m + m], &mut scratch[blk * words], root);
+        }
+        team_all_reduce_block(team, &mut sums[q..q + 1], &x[blk * m..blk * m + 1], &mut scratch[blk * words], ReduceOp::Sum);
+        r += 1;
+    }
+}
+
 /// The in-kernel building blocks: 4 blocks x 3 rounds of two all-reduces each (odd lengths,
 /// the last block's share short), twice over the same scratch (its counters carry on across
 /// launches), over the world and over the even PEs (a scratch for each); then an all-gather
@@ -1509,7 +1587,47 @@ fn device_all_reduce_case(p: &Pgas) -> CaseResult {
         &dst.to_vec()?,
         &want,
     )?;
-    device_personal_case(p)
+    device_personal_case(p)?;
+    device_broadcast_case(p)
+}
+
+/// [`device_broadcast`]: 3 blocks of 1001 `i32` (501 lines: part groups, chunks of 167 lines
+/// on 4 PEs), 5 rounds, every root, both forms; checked against the host.
+fn device_broadcast_case(p: &Pgas) -> CaseResult {
+    let n = util::npes(p);
+    let me = util::me(p);
+    let (blocks, m, reps) = (3, 1001, 5);
+    let words = coll::device_scratch_len::<i32>(n, m);
+    let xv = |pe: usize, k: usize| (pe * 100_000 + k * 3) as i32;
+    let x = p.alloc_from(&(0..blocks * m).map(|k| xv(me, k)).collect::<Vec<_>>())?;
+    let mut y = p.alloc::<i32>(reps * blocks * m)?;
+    let mut sums = p.alloc::<i32>(reps * blocks)?;
+    let mut scratch = p.alloc::<u64>(blocks * words)?;
+    p.barrier_all()?;
+    device_broadcast::launch(
+        p,
+        LaunchConfig::blocks(blocks as u32, 256),
+        Team::WORLD,
+        &mut y,
+        &x,
+        &mut sums,
+        &mut scratch,
+        words,
+        m,
+        reps as u32,
+    )?;
+    util::settle(p)?;
+    let want_y: Vec<i32> = (0..reps * blocks * m)
+        .map(|k| {
+            let (r, b, i) = (k / (blocks * m), k / m % blocks, k % m);
+            xv((b + r) % n, b * m + i)
+        })
+        .collect();
+    check_eq("in-kernel broadcasts (direct and relay)", &y.to_vec()?, &want_y)?;
+    let want_sums: Vec<i32> = (0..reps * blocks)
+        .map(|q| (0..n).map(|pe| xv(pe, q % blocks * m)).sum())
+        .collect();
+    check_eq("in-kernel all-reduces between them", &sums.to_vec()?, &want_sums)
 }
 
 /// `team_reduce_scatter_block` and `team_all_to_all_block` in a user kernel: 3 blocks of odd
@@ -1712,14 +1830,30 @@ fn move_back_to_back(p: &Pgas) -> CaseResult {
         let mut g = p.alloc::<u64>(n * m)?;
         let a2a = move_algs_for(n, n * m * 8);
         let ag = move_algs_for(n, m * 8);
+        // The broadcast's low-latency forms (direct where it fits, and the relay) between them,
+        // on the same regions of the scratch, from every root in turn.
+        let bc_algs = if n > 1 && m * 8 <= coll::LL_GATHER_MAX_BYTES {
+            [Algorithm::LowLatency, Algorithm::TwoShot]
+        } else {
+            [Algorithm::TwoShot, Algorithm::Auto]
+        };
+        let mut bcs = Vec::new();
+        for _ in 0..10 {
+            bcs.push(p.alloc::<u64>(m)?);
+        }
         p.barrier_all()?;
-        for i in 0..10 {
+        for (i, bc) in bcs.iter_mut().enumerate() {
             comm.all_to_all_with(&mut y, &x, a2a[i % a2a.len()])?;
+            comm.broadcast(bc, &x.view(0..m)?, i % n, bc_algs[i % 2])?;
             comm.all_to_all_with(&mut x, &y, a2a[(i + 1) % a2a.len()])?;
             let x0 = TypedAlias::<u64>(Alias(x.as_device_ptr(), m), std::marker::PhantomData);
             comm.all_gather_with(&mut g, &x0, ag[i % ag.len()])?;
         }
         util::settle(p)?;
+        for (i, bc) in bcs.iter().enumerate() {
+            let want: Vec<u64> = (0..m).map(|k| ((i % n) * 1_000_000 + k) as u64).collect();
+            check_eq(&format!("broadcast {i} of 10 at {m}"), &bc.to_vec()?, &want)?;
+        }
         let what = format!("10 back-to-back rounds at {m} a chunk");
         check_eq(&format!("{what}: x"), &x.to_vec()?, &start)?;
         let want_y: Vec<u64> = (0..n * m)

@@ -892,11 +892,13 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             }
         }
         Kind::Broadcast => {
-            let ll_fits = n > 1
-                && sbytes <= coll::LL_GATHER_MAX_BYTES
-                && n * sbytes.min(coll::LL_BYTES_PER_BLOCK) <= coll::LL_SHARED_MAX_BYTES;
+            // The direct form up to its size (smaller ones past 2 PEs), then the relay.
+            let ll_fits = n > 1 && sbytes <= coll::LL_GATHER_MAX_BYTES;
+            let direct = ll_fits && (n == 2 || sbytes < coll::BROADCAST_RELAY_MIN_BYTES);
+            let relay = n > 1 && sbytes <= coll::BROADCAST_RELAY_MAX_BYTES;
             let eff = match alg {
-                Algorithm::Auto if p2p && ll_fits => Algorithm::LowLatency,
+                Algorithm::Auto if p2p && direct => Algorithm::LowLatency,
+                Algorithm::Auto if p2p && relay => Algorithm::TwoShot,
                 Algorithm::Auto if !p2p => Algorithm::Nvshmem,
                 Algorithm::Auto if sbytes <= one_shot_max => Algorithm::OneShot,
                 Algorithm::Auto => Algorithm::TwoShot,

@@ -164,31 +164,43 @@ macro_rules! move_kernels {
                 }
             }
 
-            /// Low-latency broadcast: block `b` gathers elements `lo..hi` of every PE's `src`
-            /// into shared memory as `low_latency_gather` does, then stores team rank `root`'s
-            /// into `dst`. Safe in place.
+            /// Low-latency broadcast: block `b` takes elements `lo..hi` (`per_block` from
+            /// `b * per_block`) of team rank `root`'s `src` into every PE's `dst`, in protocol
+            /// calls of at most `call_max` elements over region `b` of the low-latency scratch
+            /// (`region` words each; the protocol of `low_latency`, which shares the regions'
+            /// call counters): `team_broadcast_block` (`relay == 0`: the root's lines to every
+            /// peer, one crossing) or `team_broadcast_relay_block` (a chunk to each other rank,
+            /// which passes it on: two crossings, one copy over the root's links). No
+            /// handshake, no staging in shared memory; successive calls of a block overlap, a
+            /// sender running up to a call ahead of its readers. (Until issue 25's third round
+            /// this gathered every PE's share, `n` times the lines, and kept the root's.) Safe
+            /// in place.
             #[pgas_kernel(max_threads = 512)]
             pub fn low_latency_broadcast(
                 team: Team,
                 dst: &mut SymTensor<$t>,
                 src: &SymTensor<$t>,
                 scratch: &mut SymTensor<u64>,
-                n: u32,
                 root: u32,
+                relay: u32,
+                call_max: u32,
                 region: u32,
                 per_block: u32,
             ) {
                 let blk = block_idx_x() as usize;
                 let len = src.len();
                 let lo = min(blk * per_block as usize, len);
-                let w = min(lo + per_block as usize, len) - lo;
-                let g = dyn_shared::<$t>();
-                team_all_gather_block(team, &mut g[0..n as usize * w], &src[lo..lo + w], &mut scratch[blk * region as usize]);
-                let c = root as usize * w;
-                let mut i = thread_idx_x() as usize;
-                while i < w {
-                    dst[lo + i] = g[c + i];
-                    i += block_dim_x() as usize;
+                let hi = min(lo + per_block as usize, len);
+                let at = blk * region as usize;
+                let mut c = lo;
+                while c < hi {
+                    let e = min(c + call_max as usize, hi);
+                    if relay != 0 {
+                        team_broadcast_relay_block(team, &mut dst[c..e], &src[c..e], &mut scratch[at], root as i32);
+                    } else {
+                        team_broadcast_block(team, &mut dst[c..e], &src[c..e], &mut scratch[at], root as i32);
+                    }
+                    c = e;
                 }
             }
 

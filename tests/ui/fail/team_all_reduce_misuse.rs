@@ -27,5 +27,13 @@ fn personal_bitwise_float(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<
 fn personal_read_only_dst(team: Team, dst: &SymTensor<u8>, src: &SymTensor<u8>, s: &mut SymTensor<u64>) {
     team_all_to_all_block(team, dst, src, &mut s[0]);
 }
+#[pgas_kernel]
+fn broadcast_root_not_integer(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, s: &mut SymTensor<u64>) {
+    team_broadcast_block(team, dst, src, &mut s[0], 1.5f32);
+}
+#[pgas_kernel]
+fn relay_read_only_dst(team: Team, dst: &SymTensor<f32>, src: &SymTensor<f32>, s: &mut SymTensor<u64>) {
+    team_broadcast_relay_block(team, dst, src, &mut s[0], 0);
+}
 
 fn main() {}
