@@ -75,16 +75,20 @@ pub const LL_GATHER_MAX_BYTES: usize = LL_MAX_BYTES;
 /// 48 KiB (Hopper allows 227 KiB).
 pub const LL_SHARED_MAX_BYTES: usize = 64 << 10;
 
-/// Up to this many bytes, [`Comm::broadcast`]'s [`Algorithm::TwoShot`] is the relay over the
-/// low-latency lines (`team_broadcast_relay_block`: the root sends each other rank a chunk,
-/// which passes it on; two crossings, no handshake; on 2 PEs the root's lines go straight to
-/// the peer), in protocol calls of `n - 1` times [`LL_BYTES_PER_BLOCK`] a block; above, the
-/// handshaking two-shot.
-pub const BROADCAST_RELAY_MAX_BYTES: usize = 4 << 20;
+/// Up to this many bytes on more than 2 PEs, [`Comm::broadcast`]'s [`Algorithm::TwoShot`] is
+/// the relay over the low-latency lines (`team_broadcast_relay_block`: the root sends each other
+/// rank a chunk, which passes it on; two crossings, no handshake), in protocol calls of `n - 1`
+/// times [`LL_BYTES_PER_BLOCK`] a block; above, the handshaking two-shot. On 4 x H100 (run 94)
+/// the relay took 7.8 us at 256 KiB against the root's lines to every peer's 8.4, and 17.5 at
+/// 1 MiB against the handshaking two-shot's 19.4; at 4 MiB its calls (6 us each, two
+/// crossings) made it 41 us against NCCL's 25. On 2 PEs it would be the root's lines in calls,
+/// which lost to the one-shot from 1 MiB (12.5 against 11.0 us).
+pub const BROADCAST_RELAY_MAX_BYTES: usize = 1 << 20;
 
 /// From this many bytes on more than 2 PEs, [`Algorithm::Auto`] takes the relay
 /// ([`BROADCAST_RELAY_MAX_BYTES`]) for a broadcast instead of the low-latency form, whose root
-/// sends every peer a copy.
+/// sends every peer a copy (on 4 x H100, run 94: 5.1 against 7.0 us at 64 KiB, 8.4 against 7.8
+/// at 256 KiB).
 pub const BROADCAST_RELAY_MIN_BYTES: usize = 128 << 10;
 
 /// [`Algorithm::Auto`] takes the pulling all-gather and all-to-all (`Algorithm::OneShot`, peer
@@ -132,7 +136,9 @@ pub struct Comm {
     pub(super) max_blocks: usize,
     /// Team rank -> world PE (the first `n` entries).
     pub(super) pes: SymTensor<i32>,
-    /// `sig[b * n + r]`: block `b` of team rank `r` entered (`2e - 1`) or left (`2e`) call `e`.
+    /// `sig[b * n + r]`: block `b` of team rank `r` entered (`2e - 1`) or left (`2e`) call `e`;
+    /// the last [`MAX_BLOCKS`] words: block `b`'s progress flag of the pipelined broadcast
+    /// (`Comm::prog_at`).
     pub(super) sig: SymTensor<u64>,
     /// Calls each block took part in.
     pub(super) epochs: SymTensor<u64>,
@@ -233,7 +239,8 @@ impl Comm {
                     })? as i32;
         }
         let pes = pgas.alloc_from(&table)?;
-        let sig = pgas.alloc::<u64>(MAX_BLOCKS * world)?;
+        // The entry/leave signals, then the pipelined broadcast's progress flags (`prog_at`).
+        let sig = pgas.alloc::<u64>(MAX_BLOCKS * (world + 1))?;
         let epochs = pgas.alloc::<u64>(MAX_BLOCKS)?;
         let agree = pgas.alloc::<u64>((world + 1) * row_words(world))?;
         let ll_scratch = pgas.alloc::<u64>(LL_REGIONS * ll_region(world))?;
@@ -334,6 +341,11 @@ impl Comm {
         } else {
             Algorithm::TwoShot
         }
+    }
+
+    /// Where `sig`'s progress flags start (see `sig`).
+    pub(super) fn prog_at(&self) -> usize {
+        self.sig.len() - MAX_BLOCKS
     }
 
     /// This PE's team rank, or the error a non-member's call gets.
@@ -498,6 +510,12 @@ impl Comm {
         )
     }
 
+    /// The grid of a peer-to-peer collective kernel for `work` bytes a PE (see
+    /// [`Comm::launch_p2p`]).
+    pub(super) fn p2p_blocks(&self, work: usize) -> usize {
+        work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks)
+    }
+
     /// Launches a peer-to-peer collective kernel of `kernels/` (arguments `dst`, `src`, the
     /// all-to-all-v `table` where given, the rank table, the flags, the team size, this PE's
     /// rank, then `scalars`) with a grid of one block per [`BYTES_PER_BLOCK`] of `work` (the
@@ -516,7 +534,7 @@ impl Comm {
         scalars: &[u32],
     ) -> Result<()> {
         let rank = self.member()?;
-        let blocks = work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks) as u32;
+        let blocks = self.p2p_blocks(work) as u32;
         let mut args = KernelArgs::new();
         args.push_sym_mut(dst).push_sym(src);
         if let Some(table) = table {
