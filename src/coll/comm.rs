@@ -83,7 +83,7 @@ pub const LL_SHARED_MAX_BYTES: usize = 64 << 10;
 /// 1 MiB against the handshaking two-shot's 19.4; at 4 MiB its calls (6 us each, two
 /// crossings) made it 41 us against NCCL's 25. On 2 PEs it would be the root's lines in calls,
 /// which lost to the one-shot from 1 MiB (12.5 against 11.0 us).
-pub const BROADCAST_RELAY_MAX_BYTES: usize = 1 << 20;
+pub const BROADCAST_RELAY_MAX_BYTES: usize = 4 << 20;
 
 /// From this many bytes on more than 2 PEs, [`Algorithm::Auto`] takes the relay
 /// ([`BROADCAST_RELAY_MAX_BYTES`]) for a broadcast instead of the low-latency form, whose root
@@ -136,9 +136,7 @@ pub struct Comm {
     pub(super) max_blocks: usize,
     /// Team rank -> world PE (the first `n` entries).
     pub(super) pes: SymTensor<i32>,
-    /// `sig[b * n + r]`: block `b` of team rank `r` entered (`2e - 1`) or left (`2e`) call `e`;
-    /// the last [`MAX_BLOCKS`] words: block `b`'s progress flag of the pipelined broadcast
-    /// (`Comm::prog_at`).
+    /// `sig[b * n + r]`: block `b` of team rank `r` entered (`2e - 1`) or left (`2e`) call `e`.
     pub(super) sig: SymTensor<u64>,
     /// Calls each block took part in.
     pub(super) epochs: SymTensor<u64>,
@@ -179,10 +177,15 @@ pub(super) fn row_words(n: usize) -> usize {
 /// Regions of the low-latency scratch: one per block of the largest call.
 const LL_REGIONS: usize = LL_MAX_BYTES / LL_BYTES_PER_BLOCK;
 
+/// Data bytes of each sender's lines in one block's region of the low-latency scratch: twice
+/// what a block of the other kernels sends a call, so that a protocol call of the broadcast,
+/// which loops over its share in calls, carries twice as much (the relay: `n - 1` times this).
+pub(super) const LL_REGION_BYTES: usize = 2 * LL_BYTES_PER_BLOCK;
+
 /// Words of one block's region of the low-latency scratch in a team of `n` (the most any
 /// element type needs: lines of 8 bytes).
 pub(super) fn ll_region(n: usize) -> usize {
-    device_scratch_len::<u64>(n, LL_BYTES_PER_BLOCK / 8)
+    device_scratch_len::<u64>(n, LL_REGION_BYTES / 8)
 }
 
 /// The `u64` words of symmetric scratch one block's `team_all_reduce_block` or
@@ -239,8 +242,7 @@ impl Comm {
                     })? as i32;
         }
         let pes = pgas.alloc_from(&table)?;
-        // The entry/leave signals, then the pipelined broadcast's progress flags (`prog_at`).
-        let sig = pgas.alloc::<u64>(MAX_BLOCKS * (world + 1))?;
+        let sig = pgas.alloc::<u64>(MAX_BLOCKS * world)?;
         let epochs = pgas.alloc::<u64>(MAX_BLOCKS)?;
         let agree = pgas.alloc::<u64>((world + 1) * row_words(world))?;
         let ll_scratch = pgas.alloc::<u64>(LL_REGIONS * ll_region(world))?;
@@ -341,11 +343,6 @@ impl Comm {
         } else {
             Algorithm::TwoShot
         }
-    }
-
-    /// Where `sig`'s progress flags start (see `sig`).
-    pub(super) fn prog_at(&self) -> usize {
-        self.sig.len() - MAX_BLOCKS
     }
 
     /// This PE's team rank, or the error a non-member's call gets.
@@ -510,12 +507,6 @@ impl Comm {
         )
     }
 
-    /// The grid of a peer-to-peer collective kernel for `work` bytes a PE (see
-    /// [`Comm::launch_p2p`]).
-    pub(super) fn p2p_blocks(&self, work: usize) -> usize {
-        work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks)
-    }
-
     /// Launches a peer-to-peer collective kernel of `kernels/` (arguments `dst`, `src`, the
     /// all-to-all-v `table` where given, the rank table, the flags, the team size, this PE's
     /// rank, then `scalars`) with a grid of one block per [`BYTES_PER_BLOCK`] of `work` (the
@@ -534,7 +525,7 @@ impl Comm {
         scalars: &[u32],
     ) -> Result<()> {
         let rank = self.member()?;
-        let blocks = self.p2p_blocks(work) as u32;
+        let blocks = work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks) as u32;
         let mut args = KernelArgs::new();
         args.push_sym_mut(dst).push_sym(src);
         if let Some(table) = table {

@@ -6,8 +6,8 @@ use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
 
 use super::comm::{
-    refuse_capture, Algorithm, Comm, LlShape, BROADCAST_RELAY_MAX_BYTES,
-    BROADCAST_RELAY_MIN_BYTES, LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES, LL_SHARED_MAX_BYTES,
+    refuse_capture, Algorithm, Comm, LlShape, BROADCAST_RELAY_MAX_BYTES, BROADCAST_RELAY_MIN_BYTES,
+    LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES, LL_REGION_BYTES, LL_SHARED_MAX_BYTES,
     MOVE_PULL_MAX_BYTES,
 };
 use super::elem::AllReduceElem;
@@ -22,7 +22,6 @@ pub(super) struct MoveKernels {
     pub(super) low_latency_gather: &'static KernelSpec,
     broadcast_one_shot: &'static KernelSpec,
     broadcast_two_shot: &'static KernelSpec,
-    broadcast_pipe: &'static KernelSpec,
     low_latency_broadcast: &'static KernelSpec,
     all_to_all: &'static KernelSpec,
     all_to_all_pull: &'static KernelSpec,
@@ -38,7 +37,6 @@ macro_rules! move_specs {
             low_latency_gather: &kernels::$m::low_latency_gather::SPEC,
             broadcast_one_shot: &kernels::$m::broadcast_one_shot::SPEC,
             broadcast_two_shot: &kernels::$m::broadcast_two_shot::SPEC,
-            broadcast_pipe: &kernels::$m::broadcast_pipe::SPEC,
             low_latency_broadcast: &kernels::$m::low_latency_broadcast::SPEC,
             all_to_all: &kernels::$m::all_to_all::SPEC,
             all_to_all_pull: &kernels::$m::all_to_all_pull::SPEC,
@@ -66,9 +64,9 @@ pub(super) fn move_kernels<T>() -> &'static MoveKernels {
     }
 }
 
-/// Every data-movement specialization (eleven kernels for each element size), for
+/// Every data-movement specialization (ten kernels for each element size), for
 /// [`super::prewarm_list`].
-pub(super) fn move_specs<T>() -> [&'static KernelSpec; 11] {
+pub(super) fn move_specs<T>() -> [&'static KernelSpec; 10] {
     let k = move_kernels::<T>();
     [
         k.all_gather,
@@ -76,7 +74,6 @@ pub(super) fn move_specs<T>() -> [&'static KernelSpec; 11] {
         k.low_latency_gather,
         k.broadcast_one_shot,
         k.broadcast_two_shot,
-        k.broadcast_pipe,
         k.low_latency_broadcast,
         k.all_to_all,
         k.all_to_all_pull,
@@ -84,15 +81,6 @@ pub(super) fn move_specs<T>() -> [&'static KernelSpec; 11] {
         k.all_to_all_v,
     ]
 }
-
-/// The pipelined two-shot broadcast (`kernels::broadcast_pipe`) cuts each block's share of a
-/// chunk into this many pieces, each flagged to its owner as it lands, so that the owners pass
-/// one on while the root sends the next ...
-const PIPE_PIECES: usize = 4;
-/// ... of at least this many bytes (a flag, after a fence, costs about a round trip) ...
-const PIPE_PIECE_MIN_BYTES: usize = 4 << 10;
-/// ... and at most this many (the owners wait for the first piece before they start).
-const PIPE_PIECE_MAX_BYTES: usize = 64 << 10;
 
 impl Comm {
     /// Broadcast on the context's stream: every member's `dst` gets team rank `root`'s `src`.
@@ -213,9 +201,9 @@ impl Comm {
             // A protocol call of a block takes a region's lines: one sender's, or on the relay
             // one chunk's for each rank but the root.
             let call = if low_latency {
-                LL_BYTES_PER_BLOCK
+                LL_REGION_BYTES
             } else {
-                LL_BYTES_PER_BLOCK * (self.n - 1)
+                LL_REGION_BYTES * (self.n - 1)
             };
             let spec = move_kernels::<T>().low_latency_broadcast;
             let src = Region::of(src);
@@ -259,30 +247,9 @@ impl Comm {
                     &[root, copy, head, vec],
                 )?
             }
-            _ if self.n > 2 => {
-                // Each block's share of a chunk in at least PIPE_PIECES pieces, within the
-                // bounds (in 16-byte vectors).
-                let chunk = bytes.div_ceil(self.n - 1);
-                let share = (chunk / 16).div_ceil(self.p2p_blocks(chunk));
-                let piece = share
-                    .div_ceil(PIPE_PIECES)
-                    .clamp(PIPE_PIECE_MIN_BYTES / 16, PIPE_PIECE_MAX_BYTES / 16);
-                let copy = u32::from(d != s);
-                let prog_at = self.prog_at() as u32;
-                self.launch_p2p(
-                    stream,
-                    k.broadcast_pipe,
-                    &[],
-                    dst,
-                    &src,
-                    None,
-                    chunk,
-                    &[root, copy, head, vec, prog_at, piece as u32],
-                )?
-            }
             _ => {
-                // Both ranks own a half on 2 PEs (see the kernel).
-                let owners = self.n;
+                // The chunks' owners: every rank but the root past 2 PEs (see the kernel).
+                let owners = if self.n > 2 { self.n - 1 } else { self.n };
                 self.launch_p2p(
                     stream,
                     k.broadcast_two_shot,

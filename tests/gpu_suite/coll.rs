@@ -895,15 +895,15 @@ fn broadcast_types(p: &Pgas) -> CaseResult {
     bcast_large(p)
 }
 
-/// Two-shot and `Auto` broadcasts from the last rank of 250 007 `f32` (on 4 PEs the relay, in
-/// two protocol calls a block) and of just past `BROADCAST_RELAY_MAX_BYTES` (the pipelined
-/// two-shot), whole buffers and views at element 1, then in place.
+/// Two-shot and `Auto` broadcasts from the last rank of 1 000 003 `f32` (on 4 PEs the relay,
+/// in three protocol calls a block) and of just past `BROADCAST_RELAY_MAX_BYTES` (the
+/// handshaking two-shot), whole buffers and views at element 1, then in place.
 fn bcast_large(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
     let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
     let root = n - 1;
-    for len in [250_007, coll::BROADCAST_RELAY_MAX_BYTES / 4 + 5] {
+    for len in [1_000_003, coll::BROADCAST_RELAY_MAX_BYTES / 4 + 5] {
         let want: Vec<f32> = (0..len).map(|k| f32::small(moved(root, k))).collect();
         for alg in [Algorithm::TwoShot, Algorithm::Auto] {
             for &(ds, ss) in &RS_AG_VIEWS[..2] {
@@ -922,7 +922,11 @@ fn bcast_large(p: &Pgas) -> CaseResult {
                 check_view(check_eq, &what, &dst.to_vec()?, ds, &want, &marks)?;
             }
         }
-        let mut x = p.alloc_from(&(0..len).map(|k| f32::small(moved(me, k))).collect::<Vec<_>>())?;
+        let mut x = p.alloc_from(
+            &(0..len)
+                .map(|k| f32::small(moved(me, k)))
+                .collect::<Vec<_>>(),
+        )?;
         p.barrier_all()?;
         let xr = Alias(x.as_device_ptr(), len);
         comm.broadcast(
@@ -932,7 +936,11 @@ fn bcast_large(p: &Pgas) -> CaseResult {
             Algorithm::TwoShot,
         )?;
         util::settle(p)?;
-        check_eq(&format!("in-place two-shot broadcast of {len}"), &x.to_vec()?, &want)?;
+        check_eq(
+            &format!("in-place two-shot broadcast of {len}"),
+            &x.to_vec()?,
+            &want,
+        )?;
     }
     Ok(())
 }
@@ -1500,11 +1508,29 @@ fn device_broadcast(
         let q = r as usize * nb + blk;
         let o = q * m;
         if r % 2 == 0 {
-            team_broadcast_block(team, &mut y[o..o + m], &x[blk * m..blk * m + m], &mut scratch[blk * words], root);
+            team_broadcast_block(
+                team,
+                &mut y[o..o + m],
+                &x[blk * m..blk * m + m],
+                &mut scratch[blk * words],
+                root,
+            );
         } else {
-            team_broadcast_relay_block(team, &mut y[o..o + m], &x[blk * m..blk * m + m], &mut scratch[blk * words], root);
+            team_broadcast_relay_block(
+                team,
+                &mut y[o..o + m],
+                &x[blk * m..blk * m + m],
+                &mut scratch[blk * words],
+                root,
+            );
         }
-        team_all_reduce_block(team, &mut sums[q..q + 1], &x[blk * m..blk * m + 1], &mut scratch[blk * words], ReduceOp::Sum);
+        team_all_reduce_block(
+            team,
+            &mut sums[q..q + 1],
+            &x[blk * m..blk * m + 1],
+            &mut scratch[blk * words],
+            ReduceOp::Sum,
+        );
         r += 1;
     }
 }
@@ -1623,11 +1649,19 @@ fn device_broadcast_case(p: &Pgas) -> CaseResult {
             xv((b + r) % n, b * m + i)
         })
         .collect();
-    check_eq("in-kernel broadcasts (direct and relay)", &y.to_vec()?, &want_y)?;
+    check_eq(
+        "in-kernel broadcasts (direct and relay)",
+        &y.to_vec()?,
+        &want_y,
+    )?;
     let want_sums: Vec<i32> = (0..reps * blocks)
         .map(|q| (0..n).map(|pe| xv(pe, q % blocks * m)).sum())
         .collect();
-    check_eq("in-kernel all-reduces between them", &sums.to_vec()?, &want_sums)
+    check_eq(
+        "in-kernel all-reduces between them",
+        &sums.to_vec()?,
+        &want_sums,
+    )
 }
 
 /// `team_reduce_scatter_block` and `team_all_to_all_block` in a user kernel: 3 blocks of odd

@@ -706,7 +706,9 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
     // In place: one buffer for both operands. Partial overlap (refused) now and then, by a
     // shift that keeps both regions and their guards in x (a large call has little room: the
     // 4-PE run of 2026-11-27 drew windows past the buffer).
-    let most_shift = total.saturating_sub(1).min((BUF_BYTES / size).saturating_sub(total + 2 * GUARD + 1));
+    let most_shift = total
+        .saturating_sub(1)
+        .min((BUF_BYTES / size).saturating_sub(total + 2 * GUARD + 1));
     let (in_place, shift) = match kind {
         Kind::AllReduce if rng.chance(25) => (true, 0),
         Kind::AllReduce if rng.chance(2) && most_shift >= 1 => (false, rng.range(1, most_shift)),
