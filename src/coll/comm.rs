@@ -77,13 +77,13 @@ pub const LL_SHARED_MAX_BYTES: usize = 64 << 10;
 
 /// Up to this many bytes on more than 2 PEs, [`Comm::broadcast`]'s [`Algorithm::TwoShot`] is
 /// the relay over the low-latency lines (`team_broadcast_relay_block`: the root sends each other
-/// rank a chunk, which passes it on; two crossings, no handshake), in protocol calls of `n - 1`
-/// times [`LL_BYTES_PER_BLOCK`] a block; above, the handshaking two-shot. On 4 x H100 (run 94)
-/// the relay took 7.8 us at 256 KiB against the root's lines to every peer's 8.4, and 17.5 at
-/// 1 MiB against the handshaking two-shot's 19.4; at 4 MiB its calls (6 us each, two
-/// crossings) made it 41 us against NCCL's 25. On 2 PEs it would be the root's lines in calls,
-/// which lost to the one-shot from 1 MiB (12.5 against 11.0 us).
-pub const BROADCAST_RELAY_MAX_BYTES: usize = 4 << 20;
+/// rank a chunk, which passes it on; two crossings, no handshake), a block taking up to `n - 1`
+/// times a region's 4 KiB; above (or where that does not fit), the handshaking two-shot. On 4 x H100 (runs 94-96)
+/// the relay took 7.8 us at 256 KiB against the root's lines to every peer's 8.3, and 12.0 at
+/// 1 MiB against the handshaking two-shot's 17.4-19.4 (NCCL: 11.5); at 4 MiB, in protocol
+/// calls of two crossings each, 38 us against the two-shot's 30 and NCCL's 25. On 2 PEs the
+/// root's lines in such calls lost to the one-shot from 1 MiB (12.5 against 11.0 us, run 94).
+pub const BROADCAST_RELAY_MAX_BYTES: usize = 1 << 20;
 
 /// From this many bytes on more than 2 PEs, [`Algorithm::Auto`] takes the relay
 /// ([`BROADCAST_RELAY_MAX_BYTES`]) for a broadcast instead of the low-latency form, whose root
@@ -178,8 +178,9 @@ pub(super) fn row_words(n: usize) -> usize {
 const LL_REGIONS: usize = LL_MAX_BYTES / LL_BYTES_PER_BLOCK;
 
 /// Data bytes of each sender's lines in one block's region of the low-latency scratch: twice
-/// what a block of the other kernels sends a call, so that a protocol call of the broadcast,
-/// which loops over its share in calls, carries twice as much (the relay: `n - 1` times this).
+/// what a block of the other kernels sends, for the broadcast's relay, whose block takes this
+/// for each rank but the root (up to 1 MiB in one call of 128 blocks on 4 PEs: 12.0 us against
+/// 17.4 with regions of 2 KiB, two calls a block, on 4 x H100, runs 95-96).
 pub(super) const LL_REGION_BYTES: usize = 2 * LL_BYTES_PER_BLOCK;
 
 /// Words of one block's region of the low-latency scratch in a team of `n` (the most any
@@ -313,6 +314,15 @@ impl Comm {
     pub(super) fn ll_fits(&self, chunk: usize, copies: usize) -> bool {
         chunk <= self.low_latency_max_bytes()
             && copies * LL_BYTES_PER_BLOCK.min(chunk) <= LL_SHARED_MAX_BYTES
+    }
+
+    /// Whether the broadcast's relay takes `bytes`: within [`BROADCAST_RELAY_MAX_BYTES`], on more
+    /// than 2 PEs, and within one protocol call of each block (`n - 1` regions' data a block,
+    /// one block a region, no more blocks than SMs).
+    pub(super) fn relay_fits(&self, bytes: usize) -> bool {
+        self.n > 2
+            && bytes <= BROADCAST_RELAY_MAX_BYTES
+            && bytes <= (self.n - 1) * LL_REGION_BYTES * LL_REGIONS.min(self.max_blocks)
     }
 
     /// The algorithm [`Algorithm::Auto`] takes for an all-reduce of `bytes` bytes (`in_place`:
@@ -471,7 +481,7 @@ impl Comm {
             .max((shape.len * size).div_ceil(regions).next_multiple_of(16));
         let per_block = bytes / size;
         let blocks = shape.len.div_ceil(per_block).max(1);
-        debug_assert!(blocks <= regions && (shape.calls || bytes <= LL_BYTES_PER_BLOCK));
+        debug_assert!(blocks <= regions && bytes <= shape.block_max);
         // Every low-latency kernel strides the scratch by the same region, whatever its blocks
         // take: block `b` of each shares region `b`'s call counter, which must sit at the same
         // word for all of them (a smaller stride put the personal kernels' counters among the
@@ -570,9 +580,9 @@ pub(super) struct LlShape {
     /// Whether the kernel also takes the entry handshake's flags after the scratch (the rank
     /// table, `sig`, `epochs`, the team size and this PE's rank: the low-latency two-shot).
     pub flags: bool,
-    /// Whether a block makes protocol calls in turn over its share (the broadcast), each within
-    /// its region, so that a share may pass [`LL_BYTES_PER_BLOCK`].
-    pub calls: bool,
+    /// The most bytes of a chunk a block takes: [`LL_BYTES_PER_BLOCK`], but for the broadcast's
+    /// relay ([`Comm::relay_fits`]).
+    pub block_max: usize,
 }
 
 /// A [`Comm`]'s flags as a kernel takes them ([`Comm::kernel_flags`]): the rank table, the

@@ -6,9 +6,8 @@ use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
 
 use super::comm::{
-    refuse_capture, Algorithm, Comm, LlShape, BROADCAST_RELAY_MAX_BYTES, BROADCAST_RELAY_MIN_BYTES,
-    LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES, LL_REGION_BYTES, LL_SHARED_MAX_BYTES,
-    MOVE_PULL_MAX_BYTES,
+    refuse_capture, Algorithm, Comm, LlShape, BROADCAST_RELAY_MIN_BYTES, LL_BYTES_PER_BLOCK,
+    LL_GATHER_MAX_BYTES, LL_REGION_BYTES, LL_SHARED_MAX_BYTES, MOVE_PULL_MAX_BYTES,
 };
 use super::elem::AllReduceElem;
 use super::kernels;
@@ -148,7 +147,7 @@ impl Comm {
         }
         // The root's data straight into the peers' lines: nothing staged in shared memory.
         let ll_fits = self.n > 1 && self.ll_fits(bytes, 0);
-        let relay = self.n > 2 && bytes <= BROADCAST_RELAY_MAX_BYTES;
+        let relay = self.relay_fits(bytes);
         let algorithm = match algorithm {
             Algorithm::Auto
                 if self.peers_reachable()
@@ -198,23 +197,21 @@ impl Comm {
             if bytes == 0 {
                 return Ok(algorithm);
             }
-            // A protocol call of a block takes a region's lines: one sender's, or on the relay
-            // one chunk's for each rank but the root.
-            let call = if low_latency {
-                LL_REGION_BYTES
-            } else {
-                LL_REGION_BYTES * (self.n - 1)
-            };
             let spec = move_kernels::<T>().low_latency_broadcast;
             let src = Region::of(src);
-            let scalars = [root as u32, u32::from(!low_latency), (call / size) as u32];
             let shape = LlShape {
                 len: src.len(),
                 chunks: 1,
                 copies: 0,
                 flags: false,
-                calls: true,
+                // The relay's block sends a region's lines to each other rank.
+                block_max: if low_latency {
+                    LL_BYTES_PER_BLOCK
+                } else {
+                    LL_REGION_BYTES * (self.n - 1)
+                },
             };
+            let scalars = [root as u32, u32::from(!low_latency)];
             self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?;
             return Ok(algorithm);
         }
@@ -395,7 +392,7 @@ impl Comm {
                     chunks: n,
                     copies: 2 * n,
                     flags: false,
-                    calls: false,
+                    block_max: LL_BYTES_PER_BLOCK,
                 };
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }

@@ -1,7 +1,7 @@
 //! The reducing collectives of a [`Comm`]: all-reduce (by each algorithm, also in place),
 //! reduce-scatter, and all-gather (two-shot's halves as kernels of their own).
 
-use super::comm::{refuse_capture, Algorithm, Comm, LlShape, LL_MAX_BYTES};
+use super::comm::{refuse_capture, Algorithm, Comm, LlShape, LL_BYTES_PER_BLOCK, LL_MAX_BYTES};
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::movement;
 use super::region::{check_apart, vector_start, Reached, Region};
@@ -181,7 +181,7 @@ impl Comm {
                     chunks: 1,
                     copies: 0,
                     flags: false,
-                    calls: false,
+                    block_max: LL_BYTES_PER_BLOCK,
                 };
                 let spec = T::LOW_LATENCY;
                 self.launch_ll(stream, (spec, op_code(op)), dst, &src, &[], shape)?;
@@ -201,7 +201,7 @@ impl Comm {
                         chunks: self.n,
                         copies: self.n + 1,
                         flags: true,
-                        calls: false,
+                        block_max: LL_BYTES_PER_BLOCK,
                     };
                     let spec: (_, &[i128]) = (T::TWO_SHOT_LL, op_code(op));
                     self.launch_ll(stream, spec, dst, &src, &[m as u32], shape)?;
@@ -317,7 +317,7 @@ impl Comm {
                 chunks: n,
                 copies: n + 1,
                 flags: false,
-                calls: false,
+                block_max: LL_BYTES_PER_BLOCK,
             };
             return self.launch_ll(
                 stream,
@@ -473,7 +473,7 @@ impl Comm {
                     chunks: n,
                     copies: n,
                     flags: false,
-                    calls: false,
+                    block_max: LL_BYTES_PER_BLOCK,
                 };
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }

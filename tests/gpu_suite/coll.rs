@@ -895,15 +895,15 @@ fn broadcast_types(p: &Pgas) -> CaseResult {
     bcast_large(p)
 }
 
-/// Two-shot and `Auto` broadcasts from the last rank of 1 000 003 `f32` (on 4 PEs the relay,
-/// in three protocol calls a block) and of just past `BROADCAST_RELAY_MAX_BYTES` (the
-/// handshaking two-shot), whole buffers and views at element 1, then in place.
+/// Two-shot and `Auto` broadcasts from the last rank of 250 007 `f32` (on 4 PEs the relay,
+/// about 8 KiB a block) and of just past `BROADCAST_RELAY_MAX_BYTES` (the handshaking
+/// two-shot), whole buffers and views at element 1, then in place.
 fn bcast_large(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
     let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
     let root = n - 1;
-    for len in [1_000_003, coll::BROADCAST_RELAY_MAX_BYTES / 4 + 5] {
+    for len in [250_007, coll::BROADCAST_RELAY_MAX_BYTES / 4 + 5] {
         let want: Vec<f32> = (0..len).map(|k| f32::small(moved(root, k))).collect();
         for alg in [Algorithm::TwoShot, Algorithm::Auto] {
             for &(ds, ss) in &RS_AG_VIEWS[..2] {

@@ -165,16 +165,14 @@ macro_rules! move_kernels {
             }
 
             /// Low-latency broadcast: block `b` takes elements `lo..hi` (`per_block` from
-            /// `b * per_block`) of team rank `root`'s `src` into every PE's `dst`, in protocol
-            /// calls of at most `call_max` elements over region `b` of the low-latency scratch
-            /// (`region` words each; the protocol of `low_latency`, which shares the regions'
-            /// call counters): `team_broadcast_block` (`relay == 0`: the root's lines to every
-            /// peer, one crossing) or `team_broadcast_relay_block` (a chunk to each other rank,
-            /// which passes it on: two crossings, one copy over the root's links). No
-            /// handshake, no staging in shared memory; successive calls of a block overlap, a
-            /// sender running up to a call ahead of its readers. (Until issue 25's third round
-            /// this gathered every PE's share, `n` times the lines, and kept the root's.) Safe
-            /// in place.
+            /// `b * per_block`) of team rank `root`'s `src` into every PE's `dst` over region `b`
+            /// of the low-latency scratch (`region` words each; the protocol of `low_latency`,
+            /// which shares the regions' call counters): with `team_broadcast_block`
+            /// (`relay == 0`: the root's lines to every peer, one crossing) or
+            /// `team_broadcast_relay_block` (a chunk to each other rank, which passes it on: two
+            /// crossings, one copy over the root's links). No handshake, no staging in shared
+            /// memory. (Until issue 25's third round this gathered every PE's share, `n` times
+            /// the lines, and kept the root's.) Safe in place.
             #[pgas_kernel(max_threads = 512)]
             pub fn low_latency_broadcast(
                 team: Team,
@@ -183,7 +181,6 @@ macro_rules! move_kernels {
                 scratch: &mut SymTensor<u64>,
                 root: u32,
                 relay: u32,
-                call_max: u32,
                 region: u32,
                 per_block: u32,
             ) {
@@ -192,15 +189,10 @@ macro_rules! move_kernels {
                 let lo = min(blk * per_block as usize, len);
                 let hi = min(lo + per_block as usize, len);
                 let at = blk * region as usize;
-                let mut c = lo;
-                while c < hi {
-                    let e = min(c + call_max as usize, hi);
-                    if relay != 0 {
-                        team_broadcast_relay_block(team, &mut dst[c..e], &src[c..e], &mut scratch[at], root as i32);
-                    } else {
-                        team_broadcast_block(team, &mut dst[c..e], &src[c..e], &mut scratch[at], root as i32);
-                    }
-                    c = e;
+                if relay != 0 {
+                    team_broadcast_relay_block(team, &mut dst[lo..hi], &src[lo..hi], &mut scratch[at], root as i32);
+                } else {
+                    team_broadcast_block(team, &mut dst[lo..hi], &src[lo..hi], &mut scratch[at], root as i32);
                 }
             }
 
