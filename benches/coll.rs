@@ -201,15 +201,20 @@ impl Method {
             };
         }
         match self {
-            // The gathering forms: on 2 to 32 PEs (a block's shared memory holds every PE's
-            // LL_BYTES_PER_BLOCK), up to LL_GATHER_MAX_BYTES a PE (on GPUs of 128 SMs or more).
             // The broadcast's: the root's lines, nothing staged.
             Method::Pgas(Algorithm::LowLatency) if c == Coll::Broadcast => {
                 n > 1 && bytes <= coll::LL_GATHER_MAX_BYTES
             }
+            // The gathering forms: on 2 to 32 PEs (a block's shared memory holds every PE's
+            // LL_BYTES_PER_BLOCK), up to LL_GATHER_MAX_BYTES a PE (on GPUs of 128 SMs or more).
             Method::Pgas(Algorithm::LowLatency) if c != Coll::AllReduce => {
                 let (sl, _) = lens(c, bytes, n);
-                let sbytes = sl * 2;
+                // The all-to-all's limit is on a chunk.
+                let sbytes = if c == Coll::AllToAll {
+                    sl * 2 / n
+                } else {
+                    sl * 2
+                };
                 n > 1
                     && sbytes <= coll::LL_GATHER_MAX_BYTES
                     && n * sbytes.min(coll::LL_BYTES_PER_BLOCK) <= coll::LL_SHARED_MAX_BYTES

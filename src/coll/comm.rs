@@ -307,13 +307,23 @@ impl Comm {
         LL_BYTES_PER_BLOCK * LL_REGIONS.min(self.max_blocks)
     }
 
-    /// Whether a low-latency kernel takes chunks of `chunk` bytes, staging `copies` of a block's
-    /// share of one in its shared memory: the chunk within [`Comm::low_latency_max_bytes`] (the
-    /// scratch's regions, the SMs) and the staging within [`LL_SHARED_MAX_BYTES`] (a share is at
-    /// most [`LL_BYTES_PER_BLOCK`], and at most the chunk).
-    pub(super) fn ll_fits(&self, chunk: usize, copies: usize) -> bool {
+    /// Whether a low-latency kernel takes `chunks` chunks of `chunk` bytes, staging `copies` of
+    /// a block's share of one in its shared memory: the chunk within
+    /// [`Comm::low_latency_max_bytes`] (the scratch's regions, the SMs) and the staging within
+    /// [`LL_SHARED_MAX_BYTES`] (a block's share as [`Comm::launch_ll`] cuts it, at most the
+    /// chunk).
+    pub(super) fn ll_fits(&self, chunk: usize, chunks: usize, copies: usize) -> bool {
+        let share = self.ll_share(chunk, chunks, LL_BYTES_PER_BLOCK);
         chunk <= self.low_latency_max_bytes()
-            && copies * LL_BYTES_PER_BLOCK.min(chunk) <= LL_SHARED_MAX_BYTES
+            && copies * share.min(chunk.next_multiple_of(16)) <= LL_SHARED_MAX_BYTES
+    }
+
+    /// The bytes of a chunk of `chunk` bytes each block of a low-latency kernel takes: whole
+    /// 16-byte vectors (so each chunk's share starts aligned in shared memory), `block_max`
+    /// over the chunks, more where the regions of the scratch (or the SMs) run out.
+    fn ll_share(&self, chunk: usize, chunks: usize, block_max: usize) -> usize {
+        let regions = LL_REGIONS.min(self.max_blocks);
+        (block_max / chunks / 16 * 16).max(chunk.div_ceil(regions).next_multiple_of(16))
     }
 
     /// Whether the broadcast's relay takes `bytes`: within [`BROADCAST_RELAY_MAX_BYTES`], on more
@@ -475,14 +485,11 @@ impl Comm {
         shape: LlShape,
     ) -> Result<()> {
         let size = std::mem::size_of::<T>();
-        // Whole 16-byte vectors a chunk, so each chunk's share of a block starts aligned in
-        // shared memory; at most one block per region of the scratch.
-        let regions = LL_REGIONS.min(self.max_blocks);
-        let bytes = (shape.block_max / shape.chunks / 16 * 16)
-            .max((shape.len * size).div_ceil(regions).next_multiple_of(16));
+        let bytes = self.ll_share(shape.len * size, shape.chunks, shape.block_max);
         let per_block = bytes / size;
         let blocks = shape.len.div_ceil(per_block).max(1);
-        debug_assert!(blocks <= regions && bytes <= shape.block_max);
+        // At most one block per region of the scratch.
+        debug_assert!(blocks <= LL_REGIONS.min(self.max_blocks) && bytes <= shape.block_max);
         // Every low-latency kernel strides the scratch by the same region, whatever its blocks
         // take: block `b` of each shares region `b`'s call counter, which must sit at the same
         // word for all of them (a smaller stride put the personal kernels' counters among the

@@ -146,7 +146,7 @@ impl Comm {
             check_apart("broadcast", d, bytes, s, bytes)?;
         }
         // The root's data straight into the peers' lines: nothing staged in shared memory.
-        let ll_fits = self.n > 1 && self.ll_fits(bytes, 0);
+        let ll_fits = self.n > 1 && self.ll_fits(bytes, 1, 0);
         let relay = self.relay_fits(bytes);
         let algorithm = match algorithm {
             Algorithm::Auto
@@ -301,7 +301,8 @@ impl Comm {
 
     /// [`Comm::all_to_all`] by `algorithm` on `stream` (not waited for on the host; capturable
     /// once prewarmed, but for NVSHMEM's). Returns the algorithm used.
-    /// [`Algorithm::LowLatency`] (up to [`super::LL_GATHER_MAX_BYTES`] of `src` on 2 to 32 PEs):
+    /// [`Algorithm::LowLatency`] (up to [`super::LL_GATHER_MAX_BYTES`] a chunk, `src.len() / n`,
+    /// on 2 to 16 PEs and smaller chunks on more; 1 MiB of `src` on 4 PEs):
     /// chunk `q` of `src` over the low-latency lines to rank `q` only, straight into `dst` (a
     /// block stages `LL_BYTES_PER_BLOCK / n` of each chunk where the chunks need several), one crossing and
     /// no handshake; [`Algorithm::OneShot`]: each PE loads its chunk of every
@@ -362,7 +363,19 @@ impl Comm {
             }
             return Ok(Algorithm::Hierarchical);
         }
-        let algorithm = self.movement_algorithm("all-to-all", algorithm, bytes, bytes)?;
+        // A block's share of each chunk staged both ways: limited by a chunk, what each rank's
+        // lines to a peer carry, as the reduce-scatter.
+        let ll = n > 1 && self.ll_fits(bytes / n, n, 2 * n);
+        let algorithm = self.movement_algorithm(
+            "all-to-all",
+            algorithm,
+            (
+                ll,
+                bytes / n,
+                "a chunk (the source's length over the team's PEs)",
+            ),
+            bytes,
+        )?;
         if algorithm == Algorithm::Nvshmem {
             check_apart("all-to-all", d, bytes, s, bytes)?;
             // NVSHMEM's alltoall, which its proxy carries where a peer is off NVLink.
@@ -411,21 +424,18 @@ impl Comm {
         Ok(algorithm)
     }
 
-    /// The algorithm an all-gather or all-to-all (`what`) takes for `algorithm`: `src_bytes` a
-    /// PE sends, `largest` the bytes of its larger buffer (the size [`Algorithm::Auto`]
-    /// chooses by). An `Err` for low latency where it does not fit and for
+    /// The algorithm an all-gather or all-to-all (`what`) takes for `algorithm`: `ll` whether
+    /// the low-latency form takes the call (`ll_bytes` of each `per`, for the refusal),
+    /// `largest` the bytes of its larger buffer (the size [`Algorithm::Auto`] chooses by). An `Err` for low latency where it does not fit and for
     /// [`Algorithm::Hierarchical`] (the hierarchical all-gather is `Auto`'s choice over a
     /// `Team::WORLD` that spans nodes, taken before this).
     pub(super) fn movement_algorithm(
         &self,
         what: &str,
         algorithm: Algorithm,
-        src_bytes: usize,
+        (ll_fits, ll_bytes, per): (bool, usize, &str),
         largest: usize,
     ) -> Result<Algorithm> {
-        // The all-gather stages every PE's share of `src`, the all-to-all `2 n` shares of chunks
-        // `1 / n` its size: both within `n` shares of `src` bytes.
-        let ll_fits = self.n > 1 && self.ll_fits(src_bytes, self.n);
         match algorithm {
             Algorithm::Auto if !self.p2p => Ok(Algorithm::Nvshmem),
             Algorithm::Auto if ll_fits => Ok(Algorithm::LowLatency),
@@ -433,14 +443,15 @@ impl Comm {
             Algorithm::Auto => Ok(Algorithm::TwoShot),
             Algorithm::LowLatency if !ll_fits => Err(Error::InvalidConfig {
                 name: "algorithm",
-                value: format!("LowLatency for {src_bytes} bytes a PE on {} PEs", self.n),
+                value: format!("LowLatency for {ll_bytes} bytes {per} on {} PEs", self.n),
                 reason: format!(
                     "the low-latency {what} takes at most LL_GATHER_MAX_BYTES \
                      ({LL_GATHER_MAX_BYTES}; less on a GPU of fewer SMs: \
-                     Comm::low_latency_max_bytes) bytes a PE, and the team's PEs times \
-                     LL_BYTES_PER_BLOCK ({LL_BYTES_PER_BLOCK}) at most LL_SHARED_MAX_BYTES \
-                     ({LL_SHARED_MAX_BYTES}), on more than one PE; use Algorithm::Auto, \
-                     OneShot (pull), TwoShot (push) or Nvshmem"
+                     Comm::low_latency_max_bytes) bytes {per}, staged within \
+                     LL_SHARED_MAX_BYTES ({LL_SHARED_MAX_BYTES}) of shared memory (a block's \
+                     share, up to LL_BYTES_PER_BLOCK ({LL_BYTES_PER_BLOCK}) over the team's \
+                     PEs, for each PE), on more than one PE; use Algorithm::Auto, OneShot \
+                     (pull), TwoShot (push) or Nvshmem"
                 ),
             }),
             Algorithm::Hierarchical => Err(Error::InvalidConfig {

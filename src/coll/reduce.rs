@@ -194,7 +194,7 @@ impl Comm {
                 // shared memory: no leave handshake, no peer stores to fence.
                 let size = std::mem::size_of::<T>();
                 let m = src.len().div_ceil(self.n).next_multiple_of(16 / size);
-                if s % 16 == 0 && d % 16 == 0 && self.ll_fits(m * size, self.n + 1) {
+                if s % 16 == 0 && d % 16 == 0 && self.ll_fits(m * size, self.n, self.n + 1) {
                     let src = Region::of(src);
                     let shape = LlShape {
                         len: m,
@@ -308,7 +308,7 @@ impl Comm {
         // Limited by a chunk, what each rank's lines to a peer carry, and by the shared memory
         // that stages `n + 1` shares: the 1 MiB reduce-scatter on 4 x H100 took 12.0 us so,
         // against the handshaking form's 13.4 (run 92).
-        if n > 1 && self.ll_fits(dst.len() * size, n + 1) {
+        if n > 1 && self.ll_fits(dst.len() * size, n, n + 1) {
             // Latency-bound: chunk `q` of `src` over the low-latency lines to rank `q`.
             let src = Region::<T>::of(src);
             let scalars = [n as u32, (s % 16) as u32, (d % 16) as u32];
@@ -443,7 +443,10 @@ impl Comm {
                 return Ok(Algorithm::Hierarchical);
             }
         }
-        let algorithm = self.movement_algorithm("all-gather", algorithm, sbytes, dbytes)?;
+        // Every PE's share of a block staged in its shared memory.
+        let ll = self.n > 1 && self.ll_fits(sbytes, self.n, self.n);
+        let algorithm =
+            self.movement_algorithm("all-gather", algorithm, (ll, sbytes, "a PE"), dbytes)?;
         if algorithm == Algorithm::Nvshmem {
             // NVSHMEM's fcollect, which its proxy carries where a peer is off NVLink.
             check_apart("all-gather", d, dbytes, s, sbytes)?;

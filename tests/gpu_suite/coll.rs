@@ -1737,9 +1737,11 @@ const MOVE_ALGS: &[Algorithm] = &[
     Algorithm::Auto,
 ];
 
-/// Whether the low-latency all-gather or all-to-all takes `sbytes` a PE on `n` PEs (what
-/// `Comm` says in its refusal: at most `LL_GATHER_MAX_BYTES` (on a GPU of 128 SMs or more),
-/// every PE's `LL_BYTES_PER_BLOCK` in a block's shared memory, more than one PE).
+/// Whether the low-latency all-gather or all-to-all takes `sbytes` a PE (the all-gather) or a
+/// chunk (the all-to-all) on `n` PEs (what `Comm` says in its refusal: at most
+/// `LL_GATHER_MAX_BYTES` (on a GPU of 128 SMs or more), every PE's `LL_BYTES_PER_BLOCK` in a
+/// block's shared memory, more than one PE; the all-to-all's staging both ways is exact here on
+/// teams of up to 16 PEs).
 fn ll_moves(n: usize, sbytes: usize) -> bool {
     n > 1
         && sbytes <= coll::LL_GATHER_MAX_BYTES
@@ -1747,8 +1749,8 @@ fn ll_moves(n: usize, sbytes: usize) -> bool {
 }
 
 /// The algorithm `alg` should come out as for an all-gather or all-to-all whose PE sends
-/// `sbytes` and whose larger buffer holds `largest` bytes (every member reachable), or `None`
-/// where it is refused.
+/// `sbytes` (a chunk of them, for the all-to-all) and whose larger buffer holds `largest` bytes
+/// (every member reachable), or `None` where it is refused.
 fn moved_by(alg: Algorithm, n: usize, sbytes: usize, largest: usize) -> Option<Algorithm> {
     match alg {
         Algorithm::LowLatency if !ll_moves(n, sbytes) => None,
@@ -1811,7 +1813,7 @@ fn move_alg_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
                     alg,
                 );
                 util::settle(p)?;
-                match moved_by(alg, n, n * m * size, n * m * size) {
+                match moved_by(alg, n, m * size, n * m * size) {
                     None => refused(got, "low-latency")?,
                     Some(want) => {
                         let used = got?;
@@ -1837,8 +1839,8 @@ fn move_algorithms(p: &Pgas) -> CaseResult {
     move_alg_sweep::<u64>(p)
 }
 
-/// The algorithms of [`MOVE_ALGS`] this team runs for `sbytes` a PE (low latency where it
-/// fits).
+/// The algorithms of [`MOVE_ALGS`] this team runs for `sbytes` a PE (an all-gather) or a chunk
+/// (an all-to-all): low latency where it fits.
 fn move_algs_for(n: usize, sbytes: usize) -> Vec<Algorithm> {
     MOVE_ALGS
         .iter()
@@ -1862,7 +1864,7 @@ fn move_back_to_back(p: &Pgas) -> CaseResult {
         let mut x = p.alloc_from(&start)?;
         let mut y = p.alloc::<u64>(n * m)?;
         let mut g = p.alloc::<u64>(n * m)?;
-        let a2a = move_algs_for(n, n * m * 8);
+        let a2a = move_algs_for(n, m * 8);
         let ag = move_algs_for(n, m * 8);
         // The broadcast's low-latency forms (direct where it fits, and the relay) between them,
         // on the same regions of the scratch, from every root in turn.
@@ -1915,7 +1917,7 @@ fn move_graph_capture_algs(p: &Pgas) -> CaseResult {
     prewarm_moves(p)?;
     let start: Vec<u32> = (0..n * m).map(|k| (me * 100_000 + k) as u32).collect();
     let x = p.alloc_from(&start)?;
-    let a2a = move_algs_for(n, n * m * 4);
+    let a2a = move_algs_for(n, m * 4);
     let ag = move_algs_for(n, m * 4);
     let mut ys = Vec::new();
     let mut zs = Vec::new();

@@ -935,9 +935,12 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
         }
         Kind::AllGather | Kind::AllToAll => {
             let gather = kind == Kind::AllGather;
+            // The all-gather's limit is on a PE's data, the all-to-all's on a chunk (its
+            // staging both ways fits on teams of up to 16 PEs).
+            let ll_bytes = if gather { sbytes } else { sbytes / n };
             let ll_fits = n > 1
-                && sbytes <= coll::LL_GATHER_MAX_BYTES
-                && n * sbytes.min(coll::LL_BYTES_PER_BLOCK) <= coll::LL_SHARED_MAX_BYTES;
+                && ll_bytes <= coll::LL_GATHER_MAX_BYTES
+                && n * ll_bytes.min(coll::LL_BYTES_PER_BLOCK) <= coll::LL_SHARED_MAX_BYTES;
             // Off NVLink: NVSHMEM's fcollect / alltoall (both hierarchical over nodes),
             // eagerly only.
             let eff = match alg {
