@@ -408,6 +408,37 @@ template <typename T> __device__ __forceinline__ uint2 pgas_ll_pack(const T *src
     memcpy(&w, bytes, 8);
     return w;
 }
+// The data of a line loaded as `v`, loading it again until both its flags are `f`.
+__device__ __forceinline__ uint2 pgas_ll_poll(uint4 v, const void *line, uint32_t f) {
+    while (v.y != f || v.w != f) v = pgas_ll_load(line);
+    return make_uint2(v.x, v.z);
+}
+// A block's call of the protocol: its number (the block's call counter's next), its flag (never
+// 0: a zeroed line is not a call's), the parity of its set of lines, and the lines.
+struct pgas_ll_call {
+    unsigned long long n;
+    uint32_t f;
+    size_t parity;
+    unsigned char *lines;
+};
+// Starts a call, with a block barrier: `src` is often what the block just computed, each thread
+// a part, and the lines are packed by other threads than those that wrote them.
+__device__ __forceinline__ pgas_ll_call pgas_ll_begin(uint64_t *scratch) {
+    __syncthreads();
+    pgas_ll_call c;
+    c.n = *(volatile unsigned long long *)scratch + 1;
+    c.f = (uint32_t)c.n == 0u ? 1u : (uint32_t)c.n;
+    c.parity = (size_t)(c.n & 1ull);
+    c.lines = (unsigned char *)(scratch + 2);
+    return c;
+}
+// Ends a call: every thread has read the counter; the next call (of this kernel or a later one)
+// sees the new value.
+__device__ __forceinline__ void pgas_ll_end(uint64_t *scratch, const pgas_ll_call &c) {
+    __syncthreads();
+    if (threadIdx.x == 0) *(volatile unsigned long long *)scratch = c.n;
+    __syncthreads();
+}
 // All-reduce by `Op` (Gather false: `dst[i]` = the reduction over team ranks of their `src[i]`)
 // or all-gather (Gather true: `dst[r * len + i]` = rank r's `src[i]`) of `len` elements, by the
 // whole block, with the same block of every team PE (see LL_SUPPORT's doc in prelude.rs).
@@ -420,13 +451,10 @@ __device__ void pgas_ll_block(nvshmem_team_t team, T *dst, const T *src, size_t 
     constexpr size_t per = 8 / sizeof(T);
     const int n = nvshmem_team_n_pes(team);
     const int me = nvshmem_team_my_pe(team);
-    // `src` is often what the block just computed, each thread a part: the lines below are
-    // packed by other threads than those that wrote them.
-    __syncthreads();
-    const unsigned long long call = *(volatile unsigned long long *)scratch + 1;
-    const uint32_t f = (uint32_t)call == 0u ? 1u : (uint32_t)call;
-    const size_t parity = (size_t)(call & 1ull);
-    unsigned char *lines = (unsigned char *)(scratch + 2);
+    const pgas_ll_call call = pgas_ll_begin(scratch);
+    const uint32_t f = call.f;
+    const size_t parity = call.parity;
+    unsigned char *lines = call.lines;
     // At least one line, also for `len == 0`: a call with no data still exchanges a (flag-only)
     // line with every peer, so no PE runs two calls ahead of a peer that is still reading
     // (with no line, a fast PE would pass a call of 0 elements without waiting and overwrite
@@ -464,9 +492,7 @@ __device__ void pgas_ll_block(nvshmem_team_t team, T *dst, const T *src, size_t 
                 if (r == me) {
                     w = pgas_ll_pack(Personal ? src + (size_t)me * len : src, len, l);
                 } else {
-                    const void *line = lines + 16 * pgas_ll_line(l, parity, (size_t)n, (size_t)r);
-                    while (v[u].y != f || v[u].w != f) v[u] = pgas_ll_load(line);
-                    w = make_uint2(v[u].x, v[u].z);
+                    w = pgas_ll_poll(v[u], lines + 16 * pgas_ll_line(l, parity, (size_t)n, (size_t)r), f);
                 }
                 T vals[per];
                 memcpy(vals, &w, 8);
@@ -485,11 +511,7 @@ __device__ void pgas_ll_block(nvshmem_team_t team, T *dst, const T *src, size_t 
             }
         }
     }
-    // Every thread has read the counter; the next call (of this kernel or a later one) sees
-    // the new value.
-    __syncthreads();
-    if (threadIdx.x == 0) *(volatile unsigned long long *)scratch = call;
-    __syncthreads();
+    pgas_ll_end(scratch, call);
 }
 // Broadcast of team rank `root`'s `src` (`len` elements) into every team PE's `dst`, by the
 // whole block, with the same block of every team PE. `dst` may be `src`.
@@ -511,11 +533,8 @@ __device__ void pgas_ll_bcast_block(nvshmem_team_t team, T *dst, const T *src, s
     constexpr size_t per = 8 / sizeof(T);
     const int n = nvshmem_team_n_pes(team);
     const int me = nvshmem_team_my_pe(team);
-    __syncthreads();
-    const unsigned long long call = *(volatile unsigned long long *)scratch + 1;
-    const uint32_t f = (uint32_t)call == 0u ? 1u : (uint32_t)call;
-    const size_t parity = (size_t)(call & 1ull);
-    unsigned char *lines = (unsigned char *)(scratch + 2);
+    const pgas_ll_call c = pgas_ll_begin(scratch);
+    // At least one line, for the protocol's rule (see pgas_ll_block).
     const size_t nl = len == 0 ? 1 : (len + per - 1) / per;
     const bool relay = Relay && n > 2;
     // Chunk `j` is lines `j * cl ..`, owned by rank `j` below the root and `j + 1` above it.
@@ -524,12 +543,11 @@ __device__ void pgas_ll_bcast_block(nvshmem_team_t team, T *dst, const T *src, s
     // The lines of chunk `j` a sender sends (at least one) and where they start.
     auto chunk_lo = [&](int j) { return (size_t)j * cl < nl ? (size_t)j * cl : nl; };
     auto chunk_cnt = [&](int j) { const size_t lo = chunk_lo(j), hi = lo + cl < nl ? lo + cl : nl; return hi > lo ? hi - lo : (size_t)1; };
-    auto store_line = [&](void *line, uint2 w) { pgas_ll_store(line, w.x, w.y, f); };
-    auto take_line = [&](const unsigned char *base, size_t at, int r) {
-        const void *line = base + 16 * pgas_ll_line(at, parity, (size_t)n, (size_t)r);
-        uint4 v = pgas_ll_load(line);
-        while (v.y != f || v.w != f) v = pgas_ll_load(line);
-        return make_uint2(v.x, v.z);
+    auto store_line = [&](void *line, uint2 w) { pgas_ll_store(line, w.x, w.y, c.f); };
+    // Line `at` of sender `r`'s, once this call's.
+    auto take_line = [&](size_t at, int r) {
+        const void *line = c.lines + 16 * pgas_ll_line(at, c.parity, (size_t)n, (size_t)r);
+        return pgas_ll_poll(pgas_ll_load(line), line, c.f);
     };
     auto to_dst = [&](size_t l, uint2 w) {
         T vals[per];
@@ -541,16 +559,16 @@ __device__ void pgas_ll_bcast_block(nvshmem_team_t team, T *dst, const T *src, s
     for (int k = 1; k < n; k++) {
         const int q = (me + k) % n;
         const int pe = nvshmem_team_translate_pe(team, q, NVSHMEM_TEAM_WORLD);
-        unsigned char *peer = (unsigned char *)nvshmem_ptr(lines, pe);
+        unsigned char *peer = (unsigned char *)nvshmem_ptr(c.lines, pe);
         if (me == root) {
             // Every line to every peer, or chunk `j` to its owner only.
             const int j = q < root ? q : q - 1;
             const size_t lo = relay ? chunk_lo(j) : 0, cnt = relay ? chunk_cnt(j) : nl;
             for (size_t i = threadIdx.x; i < cnt; i += blockDim.x) {
-                store_line(peer + 16 * pgas_ll_line(i, parity, (size_t)n, (size_t)me), pgas_ll_pack(src, len, lo + i));
+                store_line(peer + 16 * pgas_ll_line(i, c.parity, (size_t)n, (size_t)me), pgas_ll_pack(src, len, lo + i));
             }
         } else if (threadIdx.x == 0 && (!relay || q == root)) {
-            store_line(peer + 16 * pgas_ll_line(0, parity, (size_t)n, (size_t)me), make_uint2(0u, 0u));
+            store_line(peer + 16 * pgas_ll_line(0, c.parity, (size_t)n, (size_t)me), make_uint2(0u, 0u));
         }
     }
     if (me == root) {
@@ -559,24 +577,24 @@ __device__ void pgas_ll_bcast_block(nvshmem_team_t team, T *dst, const T *src, s
         }
         // Every other rank's flag line, a thread each.
         for (int r = threadIdx.x; r < n; r += blockDim.x) {
-            if (r != me) take_line(lines, 0, r);
+            if (r != me) take_line(0, r);
         }
     } else if (!relay) {
-        for (size_t l = threadIdx.x; l < nl; l += blockDim.x) to_dst(l, take_line(lines, l, root));
+        for (size_t l = threadIdx.x; l < nl; l += blockDim.x) to_dst(l, take_line(l, root));
         for (int r = threadIdx.x; r < n; r += blockDim.x) {
-            if (r != me && r != root) take_line(lines, 0, r);
+            if (r != me && r != root) take_line(0, r);
         }
     } else {
         // This rank's chunk from the root, passed on to the other ranks as it lands.
         const size_t lo = chunk_lo(mine), cnt = chunk_cnt(mine);
         for (size_t i = threadIdx.x; i < cnt; i += blockDim.x) {
-            const uint2 w = take_line(lines, i, root);
+            const uint2 w = take_line(i, root);
             to_dst(lo + i, w);
             for (int k = 1; k < n; k++) {
                 const int q = (me + k) % n;
                 if (q == root) continue;
                 const int pe = nvshmem_team_translate_pe(team, q, NVSHMEM_TEAM_WORLD);
-                store_line((unsigned char *)nvshmem_ptr(lines, pe) + 16 * pgas_ll_line(i, parity, (size_t)n, (size_t)me), w);
+                store_line((unsigned char *)nvshmem_ptr(c.lines, pe) + 16 * pgas_ll_line(i, c.parity, (size_t)n, (size_t)me), w);
             }
         }
         // The other owners' chunks.
@@ -584,12 +602,10 @@ __device__ void pgas_ll_bcast_block(nvshmem_team_t team, T *dst, const T *src, s
             if (r == me || r == root) continue;
             const int j = r < root ? r : r - 1;
             const size_t rlo = chunk_lo(j), rcnt = chunk_cnt(j);
-            for (size_t i = threadIdx.x; i < rcnt; i += blockDim.x) to_dst(rlo + i, take_line(lines, i, r));
+            for (size_t i = threadIdx.x; i < rcnt; i += blockDim.x) to_dst(rlo + i, take_line(i, r));
         }
     }
-    __syncthreads();
-    if (threadIdx.x == 0) *(volatile unsigned long long *)scratch = call;
-    __syncthreads();
+    pgas_ll_end(scratch, c);
 }
 ";
 

@@ -820,55 +820,66 @@ fn moved_from<T: SweepElem>(pe: usize, len: usize, at: usize) -> Vec<T> {
 /// element goes one at a time) and in place; the elements around the views keep their marks.
 fn bcast_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
-    let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
     prewarm_moves(p)?;
     for &len in RS_AG_LENS {
         for root in [0, n - 1] {
-            let want: Vec<T> = (0..len).map(|k| T::small(moved(root, k))).collect();
             // Every algorithm; the low-latency one where it takes the size (past it: bad input).
             let ll = n > 1 && len * std::mem::size_of::<T>() <= coll::LL_GATHER_MAX_BYTES;
             for &alg in ALGS.iter().filter(|&&a| ll || a != Algorithm::LowLatency) {
-                for &(ds, ss) in RS_AG_VIEWS {
-                    let src = p.alloc_from(&moved_from::<T>(me, len, ss))?;
-                    let marks = vec![T::small(6); len + 1];
-                    let mut dst = p.alloc_from(&marks)?;
-                    p.barrier_all()?;
-                    let what = format!(
-                        "broadcast of {len} {} from {root}, {alg:?}, dst at {ds}, src at {ss}",
-                        std::any::type_name::<T>()
-                    );
-                    let used = comm.broadcast(
-                        &mut dst.view_mut(ds..ds + len)?,
-                        &src.view(ss..ss + len)?,
-                        root,
-                        alg,
-                    )?;
-                    util::settle(p)?;
-                    let what = format!("{what} (ran {used:?})");
-                    check_view(check_eq, &what, &dst.to_vec()?, ds, &want, &marks)?;
-                }
-                // In place: every PE's buffer becomes the root's.
-                let mut x =
-                    p.alloc_from(&(0..len).map(|k| T::small(moved(me, k))).collect::<Vec<_>>())?;
-                p.barrier_all()?;
-                let xr = Alias(x.as_device_ptr(), len);
-                comm.broadcast(
-                    &mut x,
-                    &TypedAlias::<T>(xr, std::marker::PhantomData),
-                    root,
-                    alg,
-                )?;
-                util::settle(p)?;
-                check_eq(
-                    &format!("in-place broadcast of {len} from {root}, {alg:?}"),
-                    &x.to_vec()?,
-                    &want,
-                )?;
+                bcast_check::<T>(p, &mut comm, len, root, alg, RS_AG_VIEWS)?;
             }
         }
     }
     Ok(())
+}
+
+/// One broadcast of `len` elements of `T` from `root` by `alg` for each view of `views`, then
+/// one in place (every PE's buffer becomes the root's), each checked, the marks around the
+/// views kept.
+fn bcast_check<T: SweepElem>(
+    p: &Pgas,
+    comm: &mut Comm,
+    len: usize,
+    root: usize,
+    alg: Algorithm,
+    views: &[(usize, usize)],
+) -> CaseResult {
+    let me = util::me(p);
+    let want: Vec<T> = (0..len).map(|k| T::small(moved(root, k))).collect();
+    for &(ds, ss) in views {
+        let src = p.alloc_from(&moved_from::<T>(me, len, ss))?;
+        let marks = vec![T::small(6); len + 1];
+        let mut dst = p.alloc_from(&marks)?;
+        p.barrier_all()?;
+        let used = comm.broadcast(
+            &mut dst.view_mut(ds..ds + len)?,
+            &src.view(ss..ss + len)?,
+            root,
+            alg,
+        )?;
+        util::settle(p)?;
+        let what = format!(
+            "broadcast of {len} {} from {root}, {alg:?} (ran {used:?}), dst at {ds}, src at {ss}",
+            std::any::type_name::<T>()
+        );
+        check_view(check_eq, &what, &dst.to_vec()?, ds, &want, &marks)?;
+    }
+    let mut x = p.alloc_from(&(0..len).map(|k| T::small(moved(me, k))).collect::<Vec<_>>())?;
+    p.barrier_all()?;
+    let xr = Alias(x.as_device_ptr(), len);
+    comm.broadcast(
+        &mut x,
+        &TypedAlias::<T>(xr, std::marker::PhantomData),
+        root,
+        alg,
+    )?;
+    util::settle(p)?;
+    check_eq(
+        &format!("in-place broadcast of {len} from {root}, {alg:?}"),
+        &x.to_vec()?,
+        &want,
+    )
 }
 
 /// A region by address and length in elements of any `T` (an in-place call names one buffer
@@ -900,47 +911,11 @@ fn broadcast_types(p: &Pgas) -> CaseResult {
 /// two-shot), whole buffers and views at element 1, then in place.
 fn bcast_large(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
-    let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
-    let root = n - 1;
     for len in [250_007, coll::BROADCAST_RELAY_MAX_BYTES / 4 + 5] {
-        let want: Vec<f32> = (0..len).map(|k| f32::small(moved(root, k))).collect();
         for alg in [Algorithm::TwoShot, Algorithm::Auto] {
-            for &(ds, ss) in &RS_AG_VIEWS[..2] {
-                let src = p.alloc_from(&moved_from::<f32>(me, len, ss))?;
-                let marks = vec![f32::small(6); len + 1];
-                let mut dst = p.alloc_from(&marks)?;
-                p.barrier_all()?;
-                let used = comm.broadcast(
-                    &mut dst.view_mut(ds..ds + len)?,
-                    &src.view(ss..ss + len)?,
-                    root,
-                    alg,
-                )?;
-                util::settle(p)?;
-                let what = format!("broadcast of {len} f32, {alg:?} (ran {used:?}), dst at {ds}");
-                check_view(check_eq, &what, &dst.to_vec()?, ds, &want, &marks)?;
-            }
+            bcast_check::<f32>(p, &mut comm, len, n - 1, alg, &RS_AG_VIEWS[..2])?;
         }
-        let mut x = p.alloc_from(
-            &(0..len)
-                .map(|k| f32::small(moved(me, k)))
-                .collect::<Vec<_>>(),
-        )?;
-        p.barrier_all()?;
-        let xr = Alias(x.as_device_ptr(), len);
-        comm.broadcast(
-            &mut x,
-            &TypedAlias::<f32>(xr, std::marker::PhantomData),
-            root,
-            Algorithm::TwoShot,
-        )?;
-        util::settle(p)?;
-        check_eq(
-            &format!("in-place two-shot broadcast of {len}"),
-            &x.to_vec()?,
-            &want,
-        )?;
     }
     Ok(())
 }
