@@ -78,8 +78,9 @@ pub const LL_SHARED_MAX_BYTES: usize = 64 << 10;
 /// Up to this many bytes on more than 2 PEs, [`Comm::broadcast`]'s [`Algorithm::TwoShot`] is
 /// the relay over the low-latency lines (`team_broadcast_relay_block`: the root sends each other
 /// rank a chunk, which passes it on; two crossings, no handshake), a block taking up to `n - 1`
-/// times a region's 4 KiB; above (or where that does not fit), the handshaking two-shot. On 4 x H100 (runs 94-96)
-/// the relay took 7.8 us at 256 KiB against the root's lines to every peer's 8.3, and 12.0 at
+/// times a region's 4 KiB; above (or where that does not fit), the handshaking two-shot. On
+/// 4 x H100 (runs 94-96) the relay took 7.8 us at 256 KiB against the root's lines to every
+/// peer's 8.3, and 12.0 at
 /// 1 MiB against the handshaking two-shot's 17.4-19.4 (NCCL: 11.5); at 4 MiB, in protocol
 /// calls of two crossings each, 38 us against the two-shot's 30 and NCCL's 25. On 2 PEs the
 /// root's lines in such calls lost to the one-shot from 1 MiB (12.5 against 11.0 us, run 94).

@@ -99,19 +99,24 @@ impl Comm {
     /// prewarmed). Every member passes the same symmetric `src` (only the root's is read) and a
     /// `dst` of the same length; `dst` may be `src` (in place: the root then copies nothing).
     /// [`Algorithm::OneShot`]: every PE loads the root's `src` over NVLink;
-    /// [`Algorithm::TwoShot`]: each rank but the root (every rank on 2 PEs) loads its chunk of
-    /// it and stores that into every other PE's `dst` (the root's links carry one copy instead
-    /// of `n - 1`; `dst` must be symmetric); [`Algorithm::Nvshmem`]:
-    /// `nvshmemx_<type>_broadcast_on_stream`; [`Algorithm::LowLatency`]
-    /// (up to [`super::LL_GATHER_MAX_BYTES`]): the root's data over the low-latency lines
-    /// straight into the peers' `dst` (`team_broadcast_block`), one crossing and no handshake; [`Algorithm::Auto`]: low latency where it fits, else as for
-    /// [`Comm::all_reduce`] by size. When it completes on a PE,
-    /// no peer reads the root's `src` or writes this PE's `dst` any more.
+    /// [`Algorithm::TwoShot`]: on more than 2 PEs up to [`super::BROADCAST_RELAY_MAX_BYTES`],
+    /// the relay over the low-latency lines (`team_broadcast_relay_block`: the root sends each
+    /// other rank a chunk, which passes it on; no handshake); above, and on 2 PEs, each rank but
+    /// the root (every rank on 2 PEs) loads its chunk of the root's `src` and stores that into
+    /// every other PE's `dst` (`dst` must be symmetric); either way the root's links carry one
+    /// copy instead of `n - 1`; [`Algorithm::Nvshmem`]: `nvshmemx_<type>_broadcast_on_stream`;
+    /// [`Algorithm::LowLatency`] (up to [`super::LL_GATHER_MAX_BYTES`]): the root's data over
+    /// the low-latency lines straight into the peers' `dst` (`team_broadcast_block`), one
+    /// crossing and no handshake; [`Algorithm::Auto`]: low latency where it fits (on more than 2
+    /// PEs below [`super::BROADCAST_RELAY_MIN_BYTES`]), then the relay, else as for
+    /// [`Comm::all_reduce`] by size. When it completes on a PE, no peer reads the root's `src`
+    /// or writes this PE's `dst` any more.
     ///
     /// Errors, before anything is launched: a PE that is not in the team, a `root` that is not
     /// a team rank, `dst` and `src` of different lengths or overlapping without being the same
-    /// buffer, `src` (and for two-shot `dst`) not in the symmetric heap, a peer-to-peer
-    /// algorithm when a peer is not reachable, NVSHMEM's algorithm on a stream of another GPU.
+    /// buffer, `src` (and for the handshaking two-shot `dst`) not in the symmetric heap where
+    /// peers load or store it, a peer-to-peer algorithm when a peer is not reachable, NVSHMEM's
+    /// algorithm on a stream of another GPU.
     pub fn broadcast_on<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
@@ -424,11 +429,12 @@ impl Comm {
         Ok(algorithm)
     }
 
-    /// The algorithm an all-gather or all-to-all (`what`) takes for `algorithm`: `ll` whether
-    /// the low-latency form takes the call (`ll_bytes` of each `per`, for the refusal),
-    /// `largest` the bytes of its larger buffer (the size [`Algorithm::Auto`] chooses by). An `Err` for low latency where it does not fit and for
-    /// [`Algorithm::Hierarchical`] (the hierarchical all-gather is `Auto`'s choice over a
-    /// `Team::WORLD` that spans nodes, taken before this).
+    /// The algorithm an all-gather or all-to-all (`what`) takes for `algorithm`: `ll_fits`
+    /// whether the low-latency form takes the call (`ll_bytes` of each `per`, for the refusal),
+    /// `largest` the bytes of its larger buffer (the size [`Algorithm::Auto`] chooses by). An
+    /// `Err` for low latency where it does not fit and for [`Algorithm::Hierarchical`] (the
+    /// hierarchical all-gather is `Auto`'s choice over a `Team::WORLD` that spans nodes, taken
+    /// before this).
     pub(super) fn movement_algorithm(
         &self,
         what: &str,
