@@ -317,7 +317,8 @@ __device__ __forceinline__ void pgas_require_whole_warps(int line) {
 ";
 
 /// The checked variant's check of a peer collective's scratch (`team_all_reduce_block`,
-/// `team_all_gather_block`, `team_reduce_scatter_block`, `team_all_to_all_block`): `pgas::coll::device_scratch_len` words (2 + 4 x team size x the
+/// `team_all_gather_block`, `team_reduce_scatter_block`, `team_all_to_all_block`, the
+/// broadcasts): `pgas::coll::device_scratch_len` words (2 + 4 x team size x the
 /// data's 8-byte lines rounded up to a group of 32, at least one group) from an even index on
 /// (16-byte lines). A short one
 /// would have the peers' lines land past its end, in whatever the heap holds there.
@@ -337,8 +338,10 @@ pub const CHECK_LL_SUPPORT: &str = "__device__ __forceinline__ void pgas_check_l
 ";
 
 /// Helpers of the collectives over peer memory (`team_all_reduce_block`,
-/// `team_all_gather_block`, and their personal forms `team_reduce_scatter_block` and
-/// `team_all_to_all_block`; both variants): pgas's LL ("low latency") protocol. A PE stores its
+/// `team_all_gather_block`, their personal forms `team_reduce_scatter_block` and
+/// `team_all_to_all_block`, and the broadcasts `team_broadcast_block` and
+/// `team_broadcast_relay_block`, whose other ranks send flag-only lines; both variants): pgas's
+/// LL ("low latency") protocol. A PE stores its
 /// data into every peer's scratch as 16-byte lines of two 64-bit words `{d0 | f << 32,
 /// d1 | f << 32}`: 8 data bytes, each 4 of them beside a copy of the call's 32-bit flag `f`, in
 /// one `st.volatile.global.v2.u64`, read by one `ld.volatile.global.v2.u64`. A reader that sees
