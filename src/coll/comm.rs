@@ -576,15 +576,16 @@ impl Comm {
 pub(super) struct LlShape {
     /// Elements a PE (a chunk's, for the personal kernels), split over the blocks.
     pub len: usize,
-    /// Chunks a block takes its share of: 1 for the all-reduce; the team's PEs for the
-    /// gathering kernels (every PE's share lands in the block's shared memory) and the personal
-    /// ones (the all-to-all and reduce-scatter stage chunk `q` for rank `q`), so that what a
-    /// block stages stays within [`LL_BYTES_PER_BLOCK`]. The all-gather's 64 KiB took 5.46 us
+    /// Chunks a block takes its share of: 1 for the all-reduce and the broadcast (the root's
+    /// lines, nothing staged); the team's PEs for the all-gather (every PE's share lands in the
+    /// block's shared memory) and the personal kernels (the all-to-all and reduce-scatter stage
+    /// chunk `q` for rank `q`), so that what a block stages stays within `block_max`. The all-gather's 64 KiB took 5.46 us
     /// in a graph at `n` against 6.35 at 1 (2 x H100, run 83, one job).
     pub chunks: usize,
     /// Dynamic shared memory, in blocks' shares (each a block's elements of a chunk, rounded
-    /// up to 16 bytes): none for the all-reduce, the team's PEs for a gather, `2 n` for the
-    /// all-to-all's staging both ways, `n + 1` for the reduce-scatter's (and the two-shot's).
+    /// up to 16 bytes): none for the all-reduce and the broadcast, the team's PEs for the
+    /// all-gather, `2 n` for the all-to-all's staging both ways, `n + 1` for the
+    /// reduce-scatter's (and the two-shot's).
     pub copies: usize,
     /// Whether the kernel also takes the entry handshake's flags after the scratch (the rank
     /// table, `sig`, `epochs`, the team size and this PE's rank: the low-latency two-shot).
