@@ -7,9 +7,10 @@
 //!   `GemmPath::PgasPerShard`: the chunks' GEMMs by `pgas::gemm` (the language's Hopper GEMM,
 //!   sm_90a only), the rest as the library form;
 //! - **library**: the same with its default GEMM, cuBLAS (chunks in owner order, copy-engine
-//!   pushes and the owner's f32 reduction overlapped on a second stream).
+//!   pushes, one stream per owner, and the owner's f32 reduction overlapped on another stream).
 //!
-//! N = K = 8192 and M from 1024 to 16384 (K split over the PEs). Median of `GEMM_REPS` after
+//! N = K = 8192 and M from 1024 to 16384 (K split over the PEs); at M = 1024 and 8192^3 also the
+//! other chunk counts per owner of both. Median of `GEMM_REPS` after
 //! `GEMM_WARMUP` (CUDA events on the pgas stream, every PE released together by a barrier before
 //! each repetition). Every result is checked before its figures count: at 64 points against the
 //! host (f64), and element by element against the baseline where NCCL is there. Prints a table and
@@ -221,9 +222,10 @@ fn main() -> BenchResult<()> {
         check("the library form", &fresh, want.as_deref())?;
         let splits = op.splits();
         drop(op);
-        // The tuning knob at 8192^3, for the record (each result checked too): chunks per
-        // owner other than the default, for both GEMMs.
-        if (m, n, kk) == (8192, 8192, 8192) {
+        // The tuning knob at the smallest M (where the chunks' pipeline is shortest) and at
+        // 8192^3, for the record (each result checked too): chunks per owner other than the
+        // default, for both GEMMs.
+        if m == 1024 || (m, n, kk) == (8192, 8192, 8192) {
             let mut knobs: Vec<(String, f64)> = Vec::new();
             for s in [1, 2, 4]
                 .into_iter()
@@ -233,7 +235,9 @@ fn main() -> BenchResult<()> {
                     ("library", GemmPath::Cublas),
                     ("pgas", GemmPath::PgasPerShard),
                 ];
-                for (name, path) in paths.into_iter().filter(|(n, _)| hopper || *n == "library") {
+                // The pgas GEMM takes chunks of whole 128-row tiles only.
+                let runs = |n: &str| n == "library" || (hopper && (mp / s).is_multiple_of(128));
+                for (name, path) in paths.into_iter().filter(|(n, _)| runs(n)) {
                     let mut op = MatmulReduceScatter::with_splits(&p, (m, n, k), Some(s))?;
                     op.set_gemm(&p, path)?;
                     let us = timed(&p, &stream, || {
@@ -246,11 +250,11 @@ fn main() -> BenchResult<()> {
             }
             for (name, us) in knobs.iter().filter(|_| me == 0) {
                 println!(
-                    "{BENCH}: 8192^3, {name}: {} us (default: {splits} chunks)",
+                    "{BENCH}: {m}x{n}x{kk}, {name}: {} us (default: {splits} chunks)",
                     show(*us)
                 );
                 let f = Figure {
-                    name: format!("gemm_rs_8192x8192x8192_{pes}pe/{name}"),
+                    name: format!("gemm_rs_{m}x{n}x{kk}_{pes}pe/{name}"),
                     value: *us,
                     unit: "us",
                     note: format!("median of {GEMM_REPS}; a tuning knob other than the default"),

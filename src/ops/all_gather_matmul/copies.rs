@@ -60,22 +60,23 @@ impl AllGatherMatmul {
         }
     }
 
-    /// The pushes of a fused call, pieces `pieces` of the shard (at `pa`) to every peer, into
-    /// gathered buffer `buf`. No local copy (a same-GPU copy may take SMs, which the persistent
-    /// GEMM holds). Stream `j` serves PE `me - j`, which reads this PE's rows j-th after its own:
-    /// before its first piece of the call it waits for that peer's piece-0 word of call
-    /// `e - 1` here, written after that peer's call `e - 1` started, so after its kernel of call
-    /// `e - 2`, the last reader of that buffer, ended. Then it pushes piece `i` (K columns
-    /// `i k / n ..` of every row, `n` pieces: one copy-engine copy) into this PE's block there and
-    /// writes this PE's word of piece `i` there (`cuStreamWriteValue64`, whose default fences
-    /// first, so the piece is visible before the word), which that peer's kernel polls. The
-    /// pieces go round the streams in order, and the streams run at once: the first piece
-    /// to every peer is enqueued, and lands, first.
+    /// The pushes of a fused call, copies `groups` (ranges of the pieces, `copy_groups`) of the
+    /// shard (at `pa`) to every peer, into gathered buffer `buf`. No local copy (a same-GPU copy
+    /// may take SMs, which the persistent GEMM holds). Stream `j` serves PE `me - j`, which
+    /// reads this PE's rows j-th after its own: before its first piece of the call it waits for
+    /// that peer's piece-0 word of call `e - 1` here, written after that peer's call `e - 1`
+    /// started, so after its kernel of call `e - 2`, the last reader of that buffer, ended. Then
+    /// for each copy it pushes its pieces (K columns `lo k / n .. hi k / n` of every row, `n`
+    /// pieces: one copy-engine copy) into this PE's block there and writes this PE's word of
+    /// each of those pieces there (`cuStreamWriteValue64`, whose default fences first, so the
+    /// pieces are visible before the words), which that peer's kernel polls. The copies go
+    /// round the streams in order, and the streams run at once: the first piece to every peer
+    /// is enqueued, and lands, first.
     pub(super) fn push_pieces(
         &mut self,
         pa: CUdeviceptr,
         buf: usize,
-        pieces: std::ops::Range<usize>,
+        groups: &[std::ops::Range<usize>],
     ) -> Result<()> {
         let (me, np) = (self.pgas.my_pe(), self.pgas.n_pes());
         let (mp, k) = (self.mp, self.k);
@@ -88,18 +89,19 @@ impl AllGatherMatmul {
         let row_bytes = k * 2;
         let piece_bytes = row_bytes / n;
         let words_here = self.flags.as_device_ptr();
-        for i in pieces {
+        for group in groups {
             for (j, stream) in (1..np).zip(&self.copies) {
                 let copy = stream.cu_stream();
                 let q = (me + np - j) % np;
                 let block = self.peer_ptrs[buf][q] + (me * mp * row_bytes) as u64;
-                let off = (i * piece_bytes) as u64;
+                let off = (group.start * piece_bytes) as u64;
+                let width = group.len() * piece_bytes;
                 // SAFETY: word q here and this PE's words on q are symmetric u64s mapped here
                 // (MAX_PIECES >= n a PE); the peer's block of this call's buffer and the shard
-                // both hold mp rows of row_bytes, and piece i is columns off.. off + piece_bytes
-                // of each row.
+                // both hold mp rows of row_bytes, and the group is columns off.. off + width
+                // of each row (group.end <= n).
                 unsafe {
-                    if i == 0 {
+                    if group.start == 0 {
                         stream_sync::stream_wait_geq(
                             copy,
                             words_here + 8 * q as u64,
@@ -107,7 +109,7 @@ impl AllGatherMatmul {
                             "waiting until a peer's buffer is free",
                         )?;
                     }
-                    if n == 1 {
+                    if width == row_bytes {
                         cu::cuMemcpyDtoDAsync_v2(block, pa, mp * row_bytes, copy)
                             .result()
                             .map_err(Error::cuda("pushing the shard to a peer"))?;
@@ -127,19 +129,21 @@ impl AllGatherMatmul {
                             dstDevice: block + off,
                             dstArray: std::ptr::null_mut(),
                             dstPitch: row_bytes,
-                            WidthInBytes: piece_bytes,
+                            WidthInBytes: width,
                             Height: mp,
                         };
                         cu::cuMemcpy2DAsync_v2(&piece, copy)
                             .result()
-                            .map_err(Error::cuda("pushing a piece of the shard to a peer"))?;
+                            .map_err(Error::cuda("pushing pieces of the shard to a peer"))?;
                     }
-                    stream_sync::stream_write(
-                        copy,
-                        self.flag_ptrs[q] + (8 * i * np) as u64,
-                        self.epoch,
-                        "signalling a peer that a piece of the shard is in place",
-                    )?;
+                    for i in group.clone() {
+                        stream_sync::stream_write(
+                            copy,
+                            self.flag_ptrs[q] + (8 * i * np) as u64,
+                            self.epoch,
+                            "signalling a peer that a piece of the shard is in place",
+                        )?;
+                    }
                 }
             }
         }

@@ -64,6 +64,22 @@ pub const MAX_PIECES: usize = 16;
 /// the earlier start saves.
 pub const DEFAULT_PIECES: usize = 1;
 
+/// The copies a shard in `pieces` pieces goes in, each a range of pieces: the first piece
+/// alone, then copies that double (pieces 1, 2-3, 4-7, ...). The first piece lands soon (it is
+/// `1 / pieces` of the shard), and each later copy lands before a tile, which takes K in order
+/// and more time than the pushes, reaches it; fewer, wider copies keep the copy engines'
+/// 2D copies efficient (their rows are a piece's width).
+pub(super) fn copy_groups(pieces: usize) -> Vec<std::ops::Range<usize>> {
+    // Copy `g` > 0 starts at piece 2^(g - 1).
+    let starts = std::iter::once(0).chain(std::iter::successors(Some(1), |lo| Some(lo * 2)));
+    let mut starts = starts.take_while(|lo| *lo < pieces.max(1)).peekable();
+    let mut groups = Vec::new();
+    while let Some(lo) = starts.next() {
+        groups.push(lo..starts.peek().copied().unwrap_or(pieces.max(1)));
+    }
+    groups
+}
+
 /// Why a shard with `k` columns cannot be pushed in `pieces` pieces, if it cannot: a piece is
 /// whole 64-column steps of the GEMM (a tile's K step never straddles two pieces), and there
 /// are at most [`MAX_PIECES`].
@@ -372,6 +388,17 @@ mod tests {
         assert!(e.contains("Fix: a divisor of 2 up to 16"), "{e}");
         assert!(pieces_error(0, 128).is_some());
         assert!(pieces_error(32, 4096).is_some(), "more than MAX_PIECES");
+    }
+
+    #[test]
+    fn copies_take_the_first_piece_alone_then_double() {
+        assert_eq!(copy_groups(1), vec![0..1]);
+        assert_eq!(copy_groups(2), vec![0..1, 1..2]);
+        assert_eq!(copy_groups(4), vec![0..1, 1..2, 2..4]);
+        assert_eq!(copy_groups(8), vec![0..1, 1..2, 2..4, 4..8]);
+        // Not a power of two: the last copy takes what is left.
+        assert_eq!(copy_groups(6), vec![0..1, 1..2, 2..4, 4..6]);
+        assert_eq!(copy_groups(16).len(), 5);
     }
 
     #[test]

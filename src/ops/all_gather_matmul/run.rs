@@ -7,6 +7,7 @@ use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
 use super::copies::row_block;
+use super::plan::copy_groups;
 use super::AllGatherMatmul;
 use crate::ops::stream_sync;
 use crate::{Error, Result, Team};
@@ -71,10 +72,11 @@ impl AllGatherMatmul {
         if let (true, Some(pieces)) = (np > 1, pieces) {
             // The first piece to every peer before the launch, so the copy engines start at
             // once; the kernel starts on this PE's rows while the host enqueues the rest.
-            self.push_pieces(pa, buf, 0..1)?;
+            let groups = copy_groups(pieces);
+            self.push_pieces(pa, buf, &groups[..1])?;
             let launched = self.run_fused((pc, pa, pb), gathered);
             // Pushed even if the launch failed: the peers' kernels wait for every piece.
-            self.push_pieces(pa, buf, 1..pieces)?;
+            self.push_pieces(pa, buf, &groups[1..])?;
             self.record_pushes()?;
             // The copy streams' reads of the shard are ordered before the call's end.
             self.join_copies(&main)?;

@@ -1,4 +1,4 @@
-//! The plan: [`MatmulReduceScatter`]'s staging buffers, signals, copy stream and events, made
+//! The plan: [`MatmulReduceScatter`]'s staging buffers, signals, streams and events, made
 //! collectively (`new`, `with_splits`), the GEMM it runs (`set_gemm`), and the one-call form.
 
 use std::sync::Arc;
@@ -34,7 +34,11 @@ pub struct MatmulReduceScatter {
     pub(super) pes: usize,
     pub(super) splits: usize,
     pub(super) blas: Cublas,
+    /// The reduction stream: waits for the peers' parts of this PE's rows and adds them.
     pub(super) comm: Arc<CudaStream>,
+    /// `P - 1` copy streams, stream `d - 1` serving PE `me + d`, so the copies to different
+    /// owners overlap (one stream would run them one after the other).
+    pub(super) sends: Vec<Arc<CudaStream>>,
     /// The whole M x N partial product of this PE (the chunks the copies read).
     pub(super) partial: CudaSlice<bf16>,
     /// `P - 1` slots of M / P x N: slot `(src - me - 1) mod P` holds PE `src`'s part.
@@ -44,8 +48,10 @@ pub struct MatmulReduceScatter {
     /// On the source, word `owner * splits + j`: the call whose chunk `j` the owner has read.
     pub(super) ack: SymTensor<u64>,
     pub(super) peers: Vec<PeerAddrs>,
-    /// One event per chunk (compute stream to copy stream) and the two joins.
+    /// One event per chunk (compute stream to its copy or reduction stream) and the two joins.
     pub(super) events: Vec<CudaEvent>,
+    /// One join a copy stream (`sends`), the caller's stream waiting for each at a call's end.
+    pub(super) sent: Vec<CudaEvent>,
     pub(super) epoch: u64,
     /// The reduction's launch (the same for every chunk: `M/P/splits x N` elements).
     pub(super) reduce_cfg: LaunchConfig,
@@ -181,13 +187,21 @@ impl MatmulReduceScatter {
             })
             .collect();
         let ctx = pgas.cuda();
-        // The copy stream at the highest priority: its reduction kernels take SMs as soon as
-        // cuBLAS's blocks free them.
+        // The reduction stream at the highest priority: its kernels take SMs as soon as
+        // cuBLAS's blocks free them. The copy streams too, so their stream memory operations
+        // are not queued behind cuBLAS's blocks.
         let (_, greatest) = cudarc::driver::result::stream::get_priority_range()?;
         let comm = ctx.new_stream_with_priority(greatest)?;
-        let events = (0..pes * splits + 2)
-            .map(|_| ctx.new_event(None))
+        let sends = (1..pes)
+            .map(|_| ctx.new_stream_with_priority(greatest))
             .collect::<std::result::Result<Vec<_>, _>>()?;
+        let new_events = |count| {
+            (0..count)
+                .map(|_| ctx.new_event(None))
+                .collect::<std::result::Result<Vec<_>, _>>()
+        };
+        let events = new_events(pes * splits + 2)?;
+        let sent = new_events(sends.len())?;
         // 4 vectors of 8 elements a thread, at most a block per SM.
         let chunk_vectors = mp / splits * n / 8;
         let blocks = chunk_vectors.div_ceil(THREADS as usize * 4).max(1) as u32;
@@ -201,12 +215,14 @@ impl MatmulReduceScatter {
             splits,
             blas,
             comm,
+            sends,
             partial,
             staging,
             arrive,
             ack,
             peers,
             events,
+            sent,
             epoch: 0,
             reduce_cfg,
             gemm: None,
@@ -274,9 +290,11 @@ impl MatmulReduceScatter {
 
 impl Drop for MatmulReduceScatter {
     fn drop(&mut self) {
-        // Copies and reductions may still be in flight on the copy stream; the buffers they use
-        // are freed after this.
-        let _ = self.comm.synchronize();
+        // Copies and reductions may still be in flight on the other streams; the buffers they
+        // use are freed after this.
+        for stream in std::iter::once(&self.comm).chain(&self.sends) {
+            let _ = stream.synchronize();
+        }
     }
 }
 

@@ -100,9 +100,9 @@ impl MatmulReduceScatter {
         }
     }
 
-    /// The chunked call on more than one PE: each chunk's GEMM on `stream`, then on the copy
-    /// stream its copy to the owner or, for this PE's own rows, the reduction into `out`.
-    /// `run_on` checked the buffers' sizes.
+    /// The chunked call on more than one PE: each chunk's GEMM on `stream`, then its copy to the
+    /// owner on that owner's copy stream or, for this PE's own rows, the reduction into `out` on
+    /// the reduction stream. `run_on` checked the buffers' sizes.
     fn run_chunks(
         &mut self,
         pgas: &Pgas,
@@ -115,16 +115,19 @@ impl MatmulReduceScatter {
         self.epoch += 1;
         let (splits, rows) = (self.splits, mp / self.splits);
         let comm = self.comm.clone();
-        // The copy stream starts after the caller's earlier work (it writes `out`).
+        // The reduction stream starts after the caller's earlier work (it writes `out`). The
+        // copy streams need no start: they read this call's chunks (ordered by the chunk
+        // events) into slots the owner has acknowledged.
         let (start, chunk_events) = self.events.split_at(1);
         let (chunk_events, end) = chunk_events.split_at(pes * splits);
         start[0].record(stream)?;
         comm.wait(&start[0])?;
-        // The raw address: the copies read chunks of it on the other stream, ordered by the
+        // The raw address: the copies read chunks of it on the other streams, ordered by the
         // chunk events below.
         let pp = self.partial.device_ptr_mut(stream).0;
         for (c, event) in chunk_events.iter().enumerate() {
-            let owner = (me + 1 + c / splits) % pes;
+            let d = 1 + c / splits;
+            let owner = (me + d) % pes;
             let j = c % splits;
             let row0 = owner * mp + j * rows;
             let chunk = pp + (row0 * n * 2) as CUdeviceptr;
@@ -134,14 +137,20 @@ impl MatmulReduceScatter {
                 self.gemm(pgas, stream, (chunk, a_rows, pb), rows)?;
             }
             event.record(stream)?;
-            comm.wait(event)?;
             if owner != me {
-                self.send_chunk(comm.cu_stream(), owner, j, chunk)?;
+                let send = &self.sends[d - 1];
+                send.wait(event)?;
+                self.send_chunk(send.cu_stream(), owner, j, chunk)?;
             } else {
+                comm.wait(event)?;
                 self.reduce_chunk(pgas, &comm, out, j)?;
             }
         }
-        // The call ends on the caller's stream.
+        // The call ends on the caller's stream, after every copy and the reduction.
+        for (send, sent) in self.sends.iter().zip(&self.sent) {
+            sent.record(send)?;
+            stream.wait(sent)?;
+        }
         end[0].record(&comm)?;
         stream.wait(&end[0])?;
         Ok(())
@@ -188,7 +197,7 @@ impl MatmulReduceScatter {
         }
     }
 
-    /// On the copy stream `comm`: once every peer's part of this PE's chunk `j` has arrived,
+    /// On the reduction stream `comm`: once every peer's part of this PE's chunk `j` has arrived,
     /// adds them and this PE's own part into `out`, then acknowledges each peer's slot.
     fn reduce_chunk(
         &self,
