@@ -7,11 +7,10 @@
 //!   `GemmPath::PgasPerShard`: the chunks' GEMMs by `pgas::gemm` (the language's Hopper GEMM,
 //!   sm_90a only), the rest as the library form;
 //! - **library**: the same with its default GEMM, cuBLAS (chunks in owner order, copy-engine
-//!   pushes, one stream per owner, and the owner's f32 reduction overlapped on another stream;
-//!   chunks smaller than a wave of tiles in pairs, two GEMMs at once).
+//!   pushes, one stream per owner, and the owner's f32 reduction overlapped on another stream).
 //!
-//! N = K = 8192 and M from 1024 to 16384 (K split over the PEs); at M = 1024, 2048 and 8192^3
-//! also the other chunk counts per owner and GEMM lane counts of both. Median of `GEMM_REPS` after
+//! N = K = 8192 and M from 1024 to 16384 (K split over the PEs); at M = 1024 and 8192^3 also the
+//! other chunk counts per owner of both. Median of `GEMM_REPS` after
 //! `GEMM_WARMUP` (CUDA events on the pgas stream, every PE released together by a barrier before
 //! each repetition). Every result is checked before its figures count: at 64 points against the
 //! host (f64), and element by element against the baseline where NCCL is there. Prints a table and
@@ -221,19 +220,17 @@ fn main() -> BenchResult<()> {
             Ok(())
         })? * 1e3;
         check("the library form", &fresh, want.as_deref())?;
-        let (splits, lanes) = (op.splits(), op.lanes());
+        let splits = op.splits();
         drop(op);
-        // The tuning knobs at the smaller M (where the chunks' pipeline is shortest) and at
-        // 8192^3, for the record (each result checked too): chunks per owner and GEMM lanes
-        // other than the default, for both GEMMs.
-        if m <= 2048 || (m, n, kk) == (8192, 8192, 8192) {
+        // The tuning knob at the smallest M (where the chunks' pipeline is shortest) and at
+        // 8192^3, for the record (each result checked too): chunks per owner other than the
+        // default, for both GEMMs.
+        if m == 1024 || (m, n, kk) == (8192, 8192, 8192) {
             let mut knobs: Vec<(String, f64)> = Vec::new();
-            let combos = [1, 2, 4]
+            for s in [1, 2, 4]
                 .into_iter()
-                .filter(|s| mp % s == 0)
-                .flat_map(|s| [(s, 1), (s, 2)])
-                .filter(|knob| *knob != (splits, lanes));
-            for (s, l) in combos {
+                .filter(|s| *s != splits && mp % s == 0)
+            {
                 let paths = [
                     ("library", GemmPath::Cublas),
                     ("pgas", GemmPath::PgasPerShard),
@@ -243,19 +240,17 @@ fn main() -> BenchResult<()> {
                 for (name, path) in paths.into_iter().filter(|(n, _)| runs(n)) {
                     let mut op = MatmulReduceScatter::with_splits(&p, (m, n, k), Some(s))?;
                     op.set_gemm(&p, path)?;
-                    op.set_lanes(&p, l)?;
                     let us = timed(&p, &stream, || {
                         op.run(&p, &mut fresh, &a, &bt)?;
                         Ok(())
                     })? * 1e3;
-                    let what = format!("{name}, {s} chunks, {l} lanes");
-                    check(&what, &fresh, want.as_deref())?;
-                    knobs.push((format!("{name}_{s}_chunks_{l}_lanes_us"), us));
+                    check(&format!("{name}, {s} chunks"), &fresh, want.as_deref())?;
+                    knobs.push((format!("{name}_{s}_chunks_us"), us));
                 }
             }
             for (name, us) in knobs.iter().filter(|_| me == 0) {
                 println!(
-                    "{BENCH}: {m}x{n}x{kk}, {name}: {} us (default: {splits} chunks, {lanes} lanes)",
+                    "{BENCH}: {m}x{n}x{kk}, {name}: {} us (default: {splits} chunks)",
                     show(*us)
                 );
                 let f = Figure {

@@ -1,9 +1,8 @@
 //! `pgas::ops::matmul_reduce_scatter`: every PE's rows of `sum over PEs of A_p Bt_pᵀ` against the
-//! host, six calls in a row on one plan (the epochs; new inputs each call; three in each GEMM
-//! lane count), four more enqueued back to back with no host wait between them (the
-//! acknowledgements), at a shape of one chunk per owner whose sizes are not tile multiples, at
-//! one of two chunks per owner and with 3 chunks asked for; and the refusals, on every PE, of shapes and
-//! chunk counts that do not divide, lane counts other than 1 and 2 or differing between PEs,
+//! host, three calls in a row on one plan (the epochs; new inputs each call), four more enqueued
+//! back to back with no host wait between them (the acknowledgements), at a shape of one
+//! chunk per owner whose sizes are not tile multiples, at one of two chunks per owner and with 3
+//! chunks asked for; and the refusals, on every PE, of shapes and chunk counts that do not divide,
 //! shapes that differ between PEs, a heap too small and buffers of the wrong length. Inputs are
 //! -1, 0 or 1, so every partial sum is a small integer, exact in bf16, and the results compare
 //! exactly.
@@ -144,16 +143,12 @@ fn matches_host_case(p: &Pgas) -> CaseResult {
             format!("{} chunks per owner at {mp} rows, not {want}", op.splits())
         })?;
         let mut out = stream.alloc_zeros::<bf16>(mp * n)?;
-        // Three calls in the default GEMM lanes, three in the other count.
-        for call in 0..6 {
-            if call == 3 {
-                op.set_lanes(p, 3 - op.lanes())?;
-            }
+        for call in 0..3 {
             let (a, bt) = inputs_of(&stream, me, call, (m, n, k))?;
             op.run(p, &mut out, &a, &bt)?;
             let got = stream.clone_dtoh(&out)?;
             check_eq(
-                &format!("{m} x {n} x {k} a PE, {} lanes, call {call}", op.lanes()),
+                &format!("{m} x {n} x {k} a PE, call {call}"),
                 &got,
                 &host(pes, me, call, (m, n, k)),
             )?;
@@ -162,14 +157,10 @@ fn matches_host_case(p: &Pgas) -> CaseResult {
     // Back to back: the calls above wait on the host after each, so a source never copies into
     // a slot its owner may still be reading. Here 4 calls with new inputs are enqueued with no
     // host wait between them, each into its own output, checked only at the end (the
-    // acknowledgements order the slots' reuse), with 2 chunks per owner, in two GEMM lanes (the
-    // default for chunks this small).
+    // acknowledgements order the slots' reuse), with 2 chunks per owner.
     let (mp, n, k) = (256, 64, 64);
     let m = mp * pes;
     let mut op = MatmulReduceScatter::with_splits(p, (m, n, k), Some(2))?;
-    ensure(op.lanes() == 2, || {
-        format!("{} GEMM lanes for 128-row chunks, not 2", op.lanes())
-    })?;
     let mut inputs = Vec::new();
     let mut outs = Vec::new();
     for call in 10..14 {
@@ -247,27 +238,6 @@ fn bad_input_case(p: &Pgas) -> CaseResult {
     let a = stream.clone_htod(&host_a)?;
     let bt = stream.alloc_zeros::<bf16>(63 * 64)?;
     let mut out = stream.alloc_zeros::<bf16>(64 * 64)?;
-    let lanes = op.lanes();
-    match op.set_lanes(p, 3) {
-        Err(e) if e.to_string().contains("1 or 2") => {}
-        other => return Err(format!("3 GEMM lanes were not refused: {other:?}").into()),
-    }
-    if pes > 1 {
-        match op.set_lanes(p, 1 + me % 2) {
-            Err(e) if e.to_string().contains("GEMM lanes: PE 0 1, PE 1 2") => {}
-            other => {
-                return Err(
-                    format!("lanes differing between PEs were not refused: {other:?}").into(),
-                )
-            }
-        }
-    }
-    ensure(op.lanes() == lanes, || {
-        format!(
-            "a refused lane count changed the plan's {lanes} to {}",
-            op.lanes()
-        )
-    })?;
     match op.run(p, &mut out, &a, &bt) {
         Err(e) if e.to_string().contains("Bt (N x K/P) has 4032 elements") => {}
         other => return Err(format!("a Bt of 63 rows was not refused: {other:?}").into()),

@@ -42,4 +42,4 @@ mod sizes;
 
 pub use kernel::add_parts;
 pub use plan::{matmul_reduce_scatter, MatmulReduceScatter};
-pub use sizes::{heap_bytes, lanes_for, shape_error, splits_for, CHUNK_ROWS, MAX_SPLITS};
+pub use sizes::{heap_bytes, shape_error, splits_for, CHUNK_ROWS, MAX_SPLITS};

@@ -8,7 +8,7 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
 use half::bf16;
 
 use super::kernel::THREADS;
-use super::sizes::{heap_need, lanes_for, shape_error, splits_for};
+use super::sizes::{heap_need, shape_error, splits_for};
 use crate::gemm::{self, GemmConfig};
 use crate::ops::cublas::Cublas;
 use crate::ops::gemm_path::{agree_path, GemmPath};
@@ -34,11 +34,6 @@ pub struct MatmulReduceScatter {
     pub(super) pes: usize,
     pub(super) splits: usize,
     pub(super) blas: Cublas,
-    /// GEMM lanes: 1, every chunk's GEMM on the caller's stream; 2, every other chunk's on
-    /// `lane` (its own stream and cuBLAS handle), so two chunks too small to fill the GPU run
-    /// at once.
-    pub(super) lanes: usize,
-    pub(super) lane: (Arc<CudaStream>, Cublas),
     /// The reduction stream: waits for the peers' parts of this PE's rows and adds them.
     pub(super) comm: Arc<CudaStream>,
     /// `P - 1` copy streams, stream `d - 1` serving PE `me + d`, so the copies to different
@@ -158,7 +153,6 @@ impl MatmulReduceScatter {
             &[("cuBLAS loaded", blas.is_ok() as u64)],
         )?;
         let blas = blas?;
-        let lane = (pgas.cuda().new_stream()?, Cublas::new(pgas.cuda())?);
         let mp = m / pes;
         let stream = pgas.stream();
         // One PE multiplies straight into `out`: no partial product.
@@ -220,8 +214,6 @@ impl MatmulReduceScatter {
             pes,
             splits,
             blas,
-            lanes: lanes_for(mp / splits, n, pes * splits, pgas.sm_count()?),
-            lane,
             comm,
             sends,
             partial,
@@ -269,39 +261,7 @@ impl MatmulReduceScatter {
         Ok(())
     }
 
-    /// Runs the chunks' GEMMs in `lanes` lanes from the next call on (see
-    /// [`MatmulReduceScatter::lanes`]). Collective: the PEs agree on the count first, so a count
-    /// that differs between PEs, or is not 1 or 2, is the same `Err` on every PE and nothing
-    /// changes.
-    pub fn set_lanes(&mut self, pgas: &Pgas, lanes: usize) -> Result<()> {
-        crate::ops::agree::agree(
-            pgas,
-            "MatmulReduceScatter::set_lanes",
-            &[("GEMM lanes", lanes as u64)],
-        )?;
-        if !(1..=2).contains(&lanes) {
-            return refuse(
-                lanes.to_string(),
-                "the chunks' GEMMs run in 1 or 2 lanes. Fix: 1 (one after the other) or 2 (two \
-                 at once)"
-                    .into(),
-            );
-        }
-        self.lanes = lanes;
-        Ok(())
-    }
-
-    /// The chunks' GEMM lanes: 1, one after the other on the caller's stream; 2, chunks in
-    /// pairs, every other one on a second stream, so that two chunks too small to fill the
-    /// GPU run at once. By default 2 where a chunk is less than a wave of tiles (see
-    /// [`lanes_for`](super::lanes_for)).
-    pub fn lanes(&self) -> usize {
-        self.lanes
-    }
-
-    /// `C = A Btᵀ` for `rows` rows on `stream`, by cuBLAS (the plan's handle for lane 0, the
-    /// second lane's for lane 1: a handle's workspace serves one stream at a time) or by
-    /// `pgas::gemm`.
+    /// `C = A Btᵀ` for `rows` rows on `stream`, by cuBLAS or by `pgas::gemm`.
     ///
     /// # Safety
     /// `c`, `a` and `b` name `rows x n`, `rows x k` and `n x k` bf16 elements ordered on
@@ -309,15 +269,14 @@ impl MatmulReduceScatter {
     pub(super) unsafe fn gemm(
         &self,
         pgas: &Pgas,
-        (stream, lane): (&CudaStream, usize),
+        stream: &CudaStream,
         (c, a, b): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
         rows: usize,
     ) -> Result<()> {
         let shape = (rows, self.n, self.k);
-        let blas = if lane == 0 { &self.blas } else { &self.lane.1 };
         match self.gemm {
             // SAFETY: the caller's contract: `c`, `a`, `b` have these shapes, ordered on `stream`.
-            None => unsafe { blas.gemm_bf16_nt_raw(stream, c, a, b, shape) },
+            None => unsafe { self.blas.gemm_bf16_nt_raw(stream, c, a, b, shape) },
             // SAFETY: the same contract, which is gemm_bf16_raw's for these shapes.
             Some(cfg) => unsafe { gemm::gemm_bf16_raw(pgas, stream, (c, a, b), shape, cfg) },
         }
@@ -333,7 +292,7 @@ impl Drop for MatmulReduceScatter {
     fn drop(&mut self) {
         // Copies and reductions may still be in flight on the other streams; the buffers they
         // use are freed after this.
-        for stream in [&self.comm, &self.lane.0].into_iter().chain(&self.sends) {
+        for stream in std::iter::once(&self.comm).chain(&self.sends) {
             let _ = stream.synchronize();
         }
     }

@@ -68,7 +68,7 @@ impl MatmulReduceScatter {
         if pes == 1 {
             let (po, _wo) = out.device_ptr_mut(stream);
             // SAFETY: out is m x n, a m x k, bt n x k (checked above).
-            return unsafe { self.gemm(pgas, (stream, 0), (po, pa, pb), m) };
+            return unsafe { self.gemm(pgas, stream, (po, pa, pb), m) };
         }
         self.run_chunks(pgas, stream, out, (pa, pb))
     }
@@ -89,7 +89,7 @@ impl MatmulReduceScatter {
             .as_ref()
             .expect("run_off_node runs where a peer is off NVLink");
         // SAFETY: `full` holds m x n, a m x k, bt n x k (checked by `run_on`), on `stream`.
-        unsafe { self.gemm(pgas, (stream, 0), (full.as_device_ptr(), pa, pb), m)? };
+        unsafe { self.gemm(pgas, stream, (full.as_device_ptr(), pa, pb), m)? };
         pgas.reduce_scatter_on(stream, Team::WORLD, ReduceOp::Sum, mine, full)?;
         let (po, _wo) = out.device_ptr_mut(stream);
         // SAFETY: `mine` and `out` hold mp x n bf16 (checked by `run_on`), ordered on `stream`.
@@ -100,10 +100,9 @@ impl MatmulReduceScatter {
         }
     }
 
-    /// The chunked call on more than one PE: each chunk's GEMM on `stream` (or, in two lanes,
-    /// every other one on the second lane's stream), then its copy to the owner on that owner's
-    /// copy stream or, for this PE's own rows, the reduction into `out` on the reduction
-    /// stream. `run_on` checked the buffers' sizes.
+    /// The chunked call on more than one PE: each chunk's GEMM on `stream`, then its copy to the
+    /// owner on that owner's copy stream or, for this PE's own rows, the reduction into `out` on
+    /// the reduction stream. `run_on` checked the buffers' sizes.
     fn run_chunks(
         &mut self,
         pgas: &Pgas,
@@ -123,12 +122,6 @@ impl MatmulReduceScatter {
         let (chunk_events, end) = chunk_events.split_at(pes * splits);
         start[0].record(stream)?;
         comm.wait(&start[0])?;
-        // The second lane writes the partial product after the caller's earlier work too (the
-        // copies of the last call read it, and the caller's stream has joined them).
-        let lane = self.lane.0.clone();
-        if self.lanes > 1 {
-            lane.wait(&start[0])?;
-        }
         // The raw address: the copies read chunks of it on the other streams, ordered by the
         // chunk events below.
         let pp = self.partial.device_ptr_mut(stream).0;
@@ -138,16 +131,12 @@ impl MatmulReduceScatter {
             let j = c % splits;
             let row0 = owner * mp + j * rows;
             let chunk = pp + (row0 * n * 2) as CUdeviceptr;
-            let on = c % self.lanes;
-            let gemm_stream = if on == 0 { stream } else { &lane };
             // SAFETY: rows row0.. of A (k wide) and of the M x N partial exist (row0 + rows <= m).
             unsafe {
                 let a_rows = pa + (row0 * k * 2) as CUdeviceptr;
-                self.gemm(pgas, (gemm_stream, on), (chunk, a_rows, pb), rows)?;
+                self.gemm(pgas, stream, (chunk, a_rows, pb), rows)?;
             }
-            // Every chunk's event is waited for by a copy or the reduction stream, which the
-            // caller's stream joins at the end: the second lane's GEMMs are joined too.
-            event.record(gemm_stream)?;
+            event.record(stream)?;
             if owner != me {
                 let send = &self.sends[d - 1];
                 send.wait(event)?;

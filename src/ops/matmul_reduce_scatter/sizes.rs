@@ -34,21 +34,6 @@ pub fn splits_for(rows: usize) -> usize {
         .unwrap_or(1)
 }
 
-/// Rows x columns of the tiles a wave of GEMM blocks covers on one multiprocessor each
-/// (`pgas::gemm`'s 128 x 256; cuBLAS's are alike at these sizes).
-const TILE_ELEMENTS: usize = 128 * 256;
-
-/// GEMM lanes for `chunks` chunks of `rows x n` on a GPU of `sms` multiprocessors: 2 (chunks
-/// in pairs, two at once) where a chunk is less than one wave of tiles, so that alone it would
-/// leave multiprocessors idle; else 1.
-pub fn lanes_for(rows: usize, n: usize, chunks: usize, sms: usize) -> usize {
-    if chunks > 1 && rows * n < sms * TILE_ELEMENTS {
-        2
-    } else {
-        1
-    }
-}
-
 /// Symmetric heap bytes a [`MatmulReduceScatter`](super::MatmulReduceScatter) of this shape takes on each PE: `P - 1` staging
 /// slots of M / P x N `bf16` and two signal words per chunk.
 pub fn heap_bytes(m: usize, n: usize, pes: usize) -> usize {
@@ -83,16 +68,6 @@ mod tests {
         assert_eq!(splits_for(3072), 3);
         // 3000 rows: 2 divides it.
         assert_eq!(splits_for(3000), 2);
-    }
-
-    #[test]
-    fn chunks_below_a_wave_go_in_pairs() {
-        // 4 PEs at M = 1024: 256-row chunks are 64 tiles on 132 multiprocessors.
-        assert_eq!(lanes_for(256, 8192, 4, 132), 2);
-        // A whole wave or more: one after the other.
-        assert_eq!(lanes_for(1024, 8192, 8, 132), 1);
-        // One chunk has nothing to pair with.
-        assert_eq!(lanes_for(256, 8192, 1, 132), 1);
     }
 
     #[test]
