@@ -1,39 +1,9 @@
-//! The kernels of a call: a source pushes a chunk into its owner's staging slot (`push_chunk`),
-//! an owner adds its part of a chunk and the peers' staged parts (`add_parts`).
+//! The reduction kernel: an owner adds its part of a chunk and the peers' staged parts.
 
 use crate::prelude::*;
 
-/// Threads per block of both kernels.
+/// Threads per block of the reduction kernel.
 pub(super) const THREADS: u32 = 512;
-
-/// `len` elements of `src` from element `from` into PE `owner`'s copy of `staging` at element
-/// `to`, in 16-byte peer stores over NVLink, two vectors of 8 elements a thread step (a grid's
-/// width apart, so a warp's accesses stay whole 512-byte runs, and each thread has two loads in
-/// flight). `len` is a multiple of 8 and both offsets 16-byte aligned (N is a multiple of 8).
-#[pgas_kernel(max_threads = 512)]
-pub fn push_chunk(
-    staging: &mut SymTensor<bf16>,
-    src: &CudaSlice<bf16>,
-    owner: i32,
-    to: usize,
-    from: usize,
-    len: usize,
-) {
-    let width = (grid_dim_x() * block_dim_x()) as usize * 8;
-    let mut i = global_thread_idx() * 8;
-    while i < len {
-        let a = load_vec16(&src[from + i]);
-        let j = i + width;
-        if j < len {
-            let b = load_vec16(&src[from + j]);
-            store_vec16(&mut staging.peer(owner)[to + i], a);
-            store_vec16(&mut staging.peer(owner)[to + j], b);
-        } else {
-            store_vec16(&mut staging.peer(owner)[to + i], a);
-        }
-        i += 2 * width;
-    }
-}
 
 /// The sum of this PE's part and the `slots` staged parts of rows `[base, base + len)` (element
 /// offsets into an M/P x N matrix), 8 elements a thread step, into `out`. `own` is the local

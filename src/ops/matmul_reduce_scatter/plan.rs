@@ -16,9 +16,10 @@ use crate::ops::peers::addresses;
 use crate::prelude::*;
 use crate::{Error, Result};
 
-/// Where one peer's signal words are in this process (`nvshmem_ptr`).
+/// Where one peer's staging buffer and signal words are in this process (`nvshmem_ptr`).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct PeerAddrs {
+    pub(super) staging: CUdeviceptr,
     pub(super) arrive: CUdeviceptr,
     pub(super) ack: CUdeviceptr,
 }
@@ -54,8 +55,6 @@ pub struct MatmulReduceScatter {
     pub(super) epoch: u64,
     /// The reduction's launch (the same for every chunk: `M/P/splits x N` elements).
     pub(super) reduce_cfg: LaunchConfig,
-    /// A push's launch: [`PUSH_BLOCKS`] blocks at most, so the pushes leave the GEMM its SMs.
-    pub(super) push_cfg: LaunchConfig,
     /// The `pgas::gemm` specialization of the chunks' GEMMs; `None`: cuBLAS.
     pub(super) gemm: Option<GemmConfig>,
     /// Where a peer is off NVLink: the whole product (M x N) and this PE's rows (M/P x N),
@@ -73,10 +72,6 @@ impl std::fmt::Debug for MatmulReduceScatter {
             .finish_non_exhaustive()
     }
 }
-
-/// Most blocks of a push (`push_chunk`): 32 blocks of 512 threads keep 32 K loads of 16 bytes
-/// in flight, enough to feed NVLink, and take a quarter of an H100's SMs.
-const PUSH_BLOCKS: u32 = 32;
 
 /// The refusal of a bad argument.
 fn refuse<T>(value: String, reason: String) -> Result<T> {
@@ -179,9 +174,14 @@ impl MatmulReduceScatter {
             Some(_) => Some((pgas.alloc::<bf16>(m * n)?, pgas.alloc::<bf16>(mp * n)?)),
             None => None,
         };
-        let (a, k) = (addresses(&arrive, pes)?, addresses(&ack, pes)?);
+        let (s, a, k) = (
+            addresses(&staging, pes)?,
+            addresses(&arrive, pes)?,
+            addresses(&ack, pes)?,
+        );
         let peers = (0..pes)
             .map(|pe| PeerAddrs {
+                staging: s[pe],
                 arrive: a[pe],
                 ack: k[pe],
             })
@@ -206,9 +206,6 @@ impl MatmulReduceScatter {
         let chunk_vectors = mp / splits * n / 8;
         let blocks = chunk_vectors.div_ceil(THREADS as usize * 4).max(1) as u32;
         let reduce_cfg = LaunchConfig::blocks(blocks.min(pgas.sm_count()? as u32), THREADS);
-        // Two vectors a thread step.
-        let push_blocks = chunk_vectors.div_ceil(THREADS as usize * 2).max(1) as u32;
-        let push_cfg = LaunchConfig::blocks(push_blocks.min(PUSH_BLOCKS), THREADS);
         Ok(MatmulReduceScatter {
             m,
             n,
@@ -228,7 +225,6 @@ impl MatmulReduceScatter {
             sent,
             epoch: 0,
             reduce_cfg,
-            push_cfg,
             gemm: None,
             off_node,
         })

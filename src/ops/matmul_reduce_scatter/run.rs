@@ -9,7 +9,7 @@ use cudarc::driver::sys::{self as cu, CUdeviceptr};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
-use super::kernel::{add_parts, push_chunk};
+use super::kernel::add_parts;
 use super::MatmulReduceScatter;
 use crate::ops::stream_sync;
 use crate::prelude::*;
@@ -118,29 +118,29 @@ impl MatmulReduceScatter {
         // The reduction stream starts after the caller's earlier work (it writes `out`). The
         // copy streams need no start: they read this call's chunks (ordered by the chunk
         // events) into slots the owner has acknowledged.
-        // Events: the start, one per chunk (the GEMM's end), the end.
-        let chunks = pes * splits;
-        self.events[0].record(stream)?;
-        comm.wait(&self.events[0])?;
+        let (start, chunk_events) = self.events.split_at(1);
+        let (chunk_events, end) = chunk_events.split_at(pes * splits);
+        start[0].record(stream)?;
+        comm.wait(&start[0])?;
         // The raw address: the copies read chunks of it on the other streams, ordered by the
         // chunk events below.
         let pp = self.partial.device_ptr_mut(stream).0;
-        for c in 0..chunks {
+        for (c, event) in chunk_events.iter().enumerate() {
             let d = 1 + c / splits;
             let owner = (me + d) % pes;
             let j = c % splits;
             let row0 = owner * mp + j * rows;
+            let chunk = pp + (row0 * n * 2) as CUdeviceptr;
             // SAFETY: rows row0.. of A (k wide) and of the M x N partial exist (row0 + rows <= m).
             unsafe {
-                let chunk = pp + (row0 * n * 2) as CUdeviceptr;
                 let a_rows = pa + (row0 * k * 2) as CUdeviceptr;
                 self.gemm(pgas, stream, (chunk, a_rows, pb), rows)?;
             }
-            let event = &self.events[1 + c];
             event.record(stream)?;
             if owner != me {
-                self.sends[d - 1].wait(event)?;
-                self.send_chunk(pgas, (d, owner), j, row0)?;
+                let send = &self.sends[d - 1];
+                send.wait(event)?;
+                self.send_chunk(send.cu_stream(), owner, j, chunk)?;
             } else {
                 comm.wait(event)?;
                 self.reduce_chunk(pgas, &comm, out, j)?;
@@ -151,34 +151,30 @@ impl MatmulReduceScatter {
             sent.record(send)?;
             stream.wait(sent)?;
         }
-        let end = &self.events[1 + chunks];
-        end.record(&comm)?;
-        stream.wait(end)?;
+        end[0].record(&comm)?;
+        stream.wait(&end[0])?;
         Ok(())
     }
 
-    /// On copy stream `d - 1` (serving `owner`, PE `me + d`): chunk `j` of `owner`'s rows (row
-    /// `row0` on of the partial product) into this PE's slot of the owner's staging buffer, by
-    /// peer stores (`push_chunk`), once the owner has read the slot's previous contents, then
-    /// the owner's arrival word.
+    /// On the copy stream `cs`: chunk `j` of `owner`'s rows (at `chunk` in the partial product)
+    /// into this PE's slot of the owner's staging buffer, once the owner has read the slot's
+    /// previous contents, then the owner's arrival word.
     fn send_chunk(
-        &mut self,
-        pgas: &Pgas,
-        (d, owner): (usize, usize),
+        &self,
+        cs: cu::CUstream,
+        owner: usize,
         j: usize,
-        row0: usize,
+        chunk: CUdeviceptr,
     ) -> Result<()> {
         let (n, pes, me, splits, epoch) = (self.n, self.pes, self.me, self.splits, self.epoch);
         let rows = self.m / pes / splits;
         let part = self.m / pes * n;
-        let send = self.sends[d - 1].clone();
-        let cs = send.cu_stream();
+        let peer = self.peers[owner];
         let slot = (me + pes - owner - 1) % pes;
+        let dst = peer.staging + ((slot * part + j * rows * n) * 2) as CUdeviceptr;
         let local_ack = self.ack.as_device_ptr();
-        // SAFETY: the words are this plan's symmetric signals (P x splits each), the pushed
-        // elements stay within the owner's slot (chunk j of M/P x N: slot * part + j * rows * n
-        // + rows * n <= (P - 1) * part) and the partial product (row0 + rows <= m), and N % 8
-        // == 0 keeps every vector 16-byte aligned.
+        // SAFETY: the words are this plan's symmetric signals (P x splits each), the copy stays
+        // within the owner's slot (chunk j of M/P x N) and the chunk.
         unsafe {
             if epoch > 1 {
                 // The owner has read this slot's chunk of the previous call.
@@ -189,20 +185,12 @@ impl MatmulReduceScatter {
                     "waiting for a chunk's acknowledgement",
                 )?;
             }
-            push_chunk::launch_unchecked_on(
-                pgas,
-                &send,
-                self.push_cfg,
-                &mut self.staging,
-                &self.partial,
-                owner as i32,
-                slot * part + j * rows * n,
-                row0 * n,
-                rows * n,
-            )?;
+            cu::cuMemcpyDtoDAsync_v2(dst, chunk, rows * n * 2, cs)
+                .result()
+                .map_err(Error::cuda("copying a chunk to its owner"))?;
             stream_sync::stream_write(
                 cs,
-                self.peers[owner].arrive + ((me * splits + j) * 8) as CUdeviceptr,
+                peer.arrive + ((me * splits + j) * 8) as CUdeviceptr,
                 epoch,
                 "signalling a chunk to its owner",
             )
