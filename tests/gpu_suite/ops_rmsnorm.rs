@@ -112,17 +112,24 @@ fn sweep(p: &Pgas) -> CaseResult {
 }
 
 /// Ten calls of mixed token counts and algorithms, queued with no host wait: the flags' call
-/// counters keep consecutive calls apart.
+/// counters keep consecutive calls apart. At hidden 1024 the algorithms in turn; at hidden 8192
+/// mostly the low-latency form, whose rows split over 8, 4 or 1 blocks by token count
+/// (`ll_slices`), so consecutive calls meet at their groups' barriers in different groupings.
 fn back_to_back(p: &Pgas) -> CaseResult {
+    use Algorithm::{Auto, LowLatency as Ll, OneShot, TwoShot};
+    for (hidden, algs) in [
+        (1024, [OneShot, TwoShot, Ll, Auto]),
+        (8192, [Ll, Ll, Auto, Ll]),
+    ] {
+        queued_calls(p, hidden, algs)?;
+    }
+    Ok(())
+}
+
+/// [`back_to_back`] at one hidden size, the algorithms taken in turn.
+fn queued_calls(p: &Pgas, hidden: usize, algs: [Algorithm; 4]) -> CaseResult {
     let (me, n) = (p.my_pe(), p.n_pes());
-    let hidden = 1024;
     let tokens = [3usize, 40, 1, 40, 17, 3, 64, 2, 40, 5];
-    let algs = [
-        Algorithm::OneShot,
-        Algorithm::TwoShot,
-        Algorithm::LowLatency,
-        Algorithm::Auto,
-    ];
     let mut op = AllReduceRmsNorm::new(p, hidden, 64, EPS)?;
     let w_h = weights(hidden);
     let weight = p.alloc_from(&w_h)?;
@@ -154,7 +161,7 @@ fn back_to_back(p: &Pgas) -> CaseResult {
     let last = tokens[tokens.len() - 1] * hidden;
     let got = (residual.to_vec()?, out.view(0..last)?.to_vec()?);
     check(
-        "after 10 queued calls",
+        &format!("after 10 queued calls at hidden {hidden}"),
         (&got.0, &got.1),
         (&res_h, &want_out),
     )?;
@@ -163,10 +170,11 @@ fn back_to_back(p: &Pgas) -> CaseResult {
 }
 
 /// Four calls (one-shot, two-shot, low-latency, automatic) captured into a CUDA graph,
-/// replayed 4 times.
+/// replayed 4 times; at hidden 2048 the low-latency form splits the 13 rows over 2 blocks each,
+/// so each replay meets at the groups' barriers again.
 fn graph(p: &Pgas) -> CaseResult {
     let (me, n) = (p.my_pe(), p.n_pes());
-    let (hidden, tokens) = (1024, 13);
+    let (hidden, tokens) = (2048, 13);
     let len = tokens * hidden;
     let mut op = AllReduceRmsNorm::new(p, hidden, tokens, EPS)?;
     op.prewarm()?;

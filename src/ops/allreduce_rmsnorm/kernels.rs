@@ -179,12 +179,27 @@ fn norm_row(
     hidden: usize,
     inv: f32,
 ) {
-    let nv = hidden / 8;
+    norm_slice(residual, weight, out, base, 0, hidden, inv);
+}
+
+/// `y = bf16(r_out * inv * w)` for the `len` elements of a row at `base`, whose weights start
+/// at `w0` (the slice's place in the row), into this PE's `out`.
+#[pgas_device]
+fn norm_slice(
+    residual: &SymTensor<bf16>,
+    weight: &SymTensor<bf16>,
+    out: &mut SymTensor<bf16>,
+    base: usize,
+    w0: usize,
+    len: usize,
+    inv: f32,
+) {
+    let nv = len / 8;
     let stride = block_dim_x() as usize;
     let mut v = thread_idx_x() as usize;
     while v < nv {
         let r = load_vec16(&residual[base + v * 8]);
-        let w = load_vec16(&weight[v * 8]);
+        let w = load_vec16(&weight[w0 + v * 8]);
         let mut y = r;
         for j in 0..8u32 {
             let f = vec16_get(r, j) as f32 * inv * vec16_get(w, j) as f32;
@@ -292,17 +307,28 @@ pub fn allreduce_add_rmsnorm(
     }
 }
 
-/// The low-latency form (`Algorithm::LowLatency`): no entry or leave handshake. Block `b` takes
-/// rows `b, b + G, ..`; for each, `team_all_gather_block` (pgas's LL lines: each PE stores its
-/// row of `x` with the call's flag beside every 8 bytes into every peer's `scratch`, and polls
-/// its own; one NVLink crossing) gathers every PE's row into shared memory (`n * hidden` bf16,
-/// the launch's dynamic shared memory), then the block sums them in f32 in rank order, adds the
-/// residual, rounds once (the same arithmetic, in the same order, as the other forms), writes
-/// `r_out` and normalizes locally. `scratch` holds `region` words a block
-/// (`pgas::coll::device_scratch_len::<bf16>(n, hidden)`), zeroed once; its call counters keep
-/// consecutive calls apart, also across CUDA-graph replays. Peers never read this PE's `x`,
+/// The low-latency form (`Algorithm::LowLatency`): no entry or leave handshake. A row is split
+/// over `slices` blocks (a divisor of its 16-byte vectors): block `b` takes slice `b % slices`
+/// of rows `g, g + G, ..` (`g = b / slices`, `G` groups of `slices` blocks). For each row,
+/// `team_all_gather_block` (pgas's LL lines: each PE stores its slice of the row of `x` with the
+/// call's flag beside every 8 bytes into every peer's `scratch`, and polls its own; one NVLink
+/// crossing) gathers every PE's slice into shared memory (`n * hidden / slices` bf16, the
+/// launch's dynamic shared memory), then the block sums them in f32 in rank order, adds the
+/// residual, rounds once (the same arithmetic, in the same order, as the other forms) and writes
+/// `r_out`. The row's sum of squares is the group's: each block stores its slice's into
+/// `partial` (two sets, by the parity of the group's row count, so a block that has gone on to
+/// the next row never overwrites one a slower block still reads), then the group meets at a
+/// barrier of its own words in `sync` (an arrival count and a generation), and each block adds
+/// the `slices` partials in slice order (the same bits in every block and on every PE) and
+/// normalizes its slice locally. Splitting the rows lets a call of few tokens spread its lines
+/// over many blocks; the blocks of a group wait for each other, so the grid must be resident (at
+/// most the fewest SMs of any PE, as every fused form's). `scratch` holds `region` words a block
+/// (`pgas::coll::device_scratch_len::<bf16>(n, hidden)`, enough for a whole row), zeroed once;
+/// its call counters keep consecutive calls apart, also across CUDA-graph replays; `sync` is at
+/// rest (arrival counts 0) between calls, whatever the grid. Peers never read this PE's `x`,
 /// `residual` or `out`.
 #[pgas_kernel(max_threads = 512)]
+#[allow(clippy::too_many_arguments)]
 pub fn allreduce_add_rmsnorm_ll(
     team: Team,
     x: &SymTensor<bf16>,
@@ -310,9 +336,12 @@ pub fn allreduce_add_rmsnorm_ll(
     weight: &SymTensor<bf16>,
     out: &mut SymTensor<bf16>,
     scratch: &mut SymTensor<u64>,
+    sync: &mut SymTensor<u64>,
+    partial: &mut SymTensor<f32>,
     region: u32,
     tokens: u32,
     hidden: u32,
+    slices: u32,
     eps: f32,
     #[comptime] n: u32,
 ) {
@@ -323,20 +352,27 @@ pub fn allreduce_add_rmsnorm_ll(
     let warps = (block_dim_x() / 32) as usize;
     let stride = block_dim_x() as usize;
     let h = hidden as usize;
-    let nv = h / 8;
+    let sl = slices as usize;
+    let sh = h / sl;
+    let nv = sh / 8;
+    let slice = blk % sl;
+    let group = blk / sl;
+    let groups = grid / sl;
     let tt = tokens as usize;
     let nn = n as usize;
     let at = blk * region as usize;
     let g = dyn_shared::<bf16>();
     let red = shared_array::<f32, 33>();
-    let mut row = blk;
+    let mut row = group;
+    let mut parity = 0usize;
     while row < tt {
-        let base = row * h;
-        // Every PE's row, rank `k`'s at `g[k * h..]` (a block barrier before and after).
+        let base = row * h + slice * sh;
+        // Every PE's slice of the row, rank `k`'s at `g[k * sh..]` (a block barrier before and
+        // after).
         team_all_gather_block(
             team,
-            &mut g[0..nn * h],
-            &x[base..base + h],
+            &mut g[0..nn * sh],
+            &x[base..base + sh],
             &mut scratch[at],
         );
         let mut ss = 0.0f32;
@@ -350,8 +386,8 @@ pub fn allreduce_add_rmsnorm_ll(
             let mut a0 = [0.0f32; 8];
             let mut a1 = [0.0f32; 8];
             for k in 0..nn {
-                let u0 = load_vec16(&g[k * h + j0]);
-                let u1 = load_vec16(&g[k * h + j1]);
+                let u0 = load_vec16(&g[k * sh + j0]);
+                let u1 = load_vec16(&g[k * sh + j1]);
                 for j in 0..8 {
                     a0[j] += vec16_get(u0, j as u32) as f32;
                 }
@@ -406,8 +442,34 @@ pub fn allreduce_add_rmsnorm_ll(
             }
         }
         sync_threads();
+        if sl > 1 {
+            // The row's sum over the group's slices (one thread a block).
+            if thread_idx_x() == 0 {
+                let set = parity * grid;
+                atomic_exch_local(&mut partial[set + blk], red[32]);
+                // The partial before the arrival, as every block of the group sees them.
+                threadfence();
+                let seen = atomic_add_local(&mut sync[2 * group + 1], 0u64);
+                if atomic_add_local(&mut sync[2 * group], 1u64) == (sl - 1) as u64 {
+                    // The last to arrive: the count back to rest, then the next generation.
+                    atomic_exch_local(&mut sync[2 * group], 0u64);
+                    threadfence();
+                    atomic_add_local(&mut sync[2 * group + 1], 1u64);
+                } else {
+                    while atomic_add_local(&mut sync[2 * group + 1], 0u64) == seen {}
+                }
+                threadfence();
+                let mut t = 0.0f32;
+                for q in 0..sl {
+                    t += atomic_add_local(&mut partial[set + group * sl + q], 0.0f32);
+                }
+                red[32] = t;
+            }
+            sync_threads();
+        }
         let inv = rsqrt(red[32] / hidden as f32 + eps);
-        norm_row(residual, weight, out, base, h, inv);
-        row += grid;
+        norm_slice(residual, weight, out, base, slice * sh, sh, inv);
+        row += groups;
+        parity = 1 - parity;
     }
 }

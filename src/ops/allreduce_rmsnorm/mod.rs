@@ -32,9 +32,12 @@
 //!   crosses the links (each PE normalizes every row itself).
 //!
 //! - **low latency** ([`crate::coll::Algorithm::LowLatency`], a kernel of its own,
-//!   [`kernels::allreduce_add_rmsnorm_ll`]): no handshake at all; each block gathers every PE's row into
-//!   shared memory over `coll`'s LL lines (data and flag in one store, `team_all_gather_block`),
-//!   then sums, adds and normalizes as above. One NVLink crossing a call.
+//!   [`kernels::allreduce_add_rmsnorm_ll`]): no handshake at all; a row is split over up to
+//!   8 blocks for few tokens ([`AllReduceRmsNorm::ll_slices`]); each block gathers every PE's
+//!   slice of the row into shared memory over `coll`'s LL lines (data and flag in one store,
+//!   `team_all_gather_block`), then sums and adds as above; the row's blocks add their sums of
+//!   squares at a barrier of their own (device words, no NVLink) and normalize their slices.
+//!   One NVLink crossing a call.
 //!
 //! Every form computes `r_out` with the same operations in the same order (so the residual
 //! stream has the same bits on every PE, whichever form ran). Blocks wait for their namesakes on
@@ -50,5 +53,5 @@ pub mod kernels;
 mod op;
 mod reference;
 
-pub use op::{AllReduceRmsNorm, LL_MAX_BLOCKS, LL_MAX_SHARED_BYTES};
+pub use op::{AllReduceRmsNorm, LL_MAX_BLOCKS, LL_MAX_SHARED_BYTES, LL_MAX_SLICES};
 pub use reference::{reference, within_tolerance};

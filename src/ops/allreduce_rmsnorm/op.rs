@@ -17,10 +17,17 @@ const THREADS: u32 = 512;
 /// bytes; H100 and H200 give a block 227 KiB): past it, [`Algorithm::LowLatency`] is refused.
 pub const LL_MAX_SHARED_BYTES: usize = 192 << 10;
 
-/// The most blocks (rows at a time) of the low-latency form: its scratch holds
+/// The most blocks of the low-latency form: its scratch holds
 /// `coll::device_scratch_len::<bf16>(n, hidden)` words a block (about twice the bytes of the
 /// `n` rows: 128 KiB for two PEs at hidden 8192).
 pub const LL_MAX_BLOCKS: usize = 32;
+
+/// The most blocks the low-latency form splits a row over ([`AllReduceRmsNorm::ll_slices`]).
+pub const LL_MAX_SLICES: usize = 8;
+
+/// The fewest 16-byte vectors of a row's slice in the low-latency form (1024 bf16): a block's
+/// share of the lines, as `pgas::coll`'s low-latency all-reduce gives a block.
+const LL_SLICE_MIN_VECTORS: usize = 128;
 
 /// The kernel's `mode` (comptime): one-shot.
 const ONE_SHOT: i128 = 0;
@@ -69,8 +76,9 @@ pub struct AllReduceRmsNorm {
     /// [`crate::coll::MAX_BLOCKS`] (blocks wait for their namesakes on the other PEs).
     max_blocks: usize,
     /// The low-latency form's LL scratch (`ll_blocks` regions of `ll_region` words), where
-    /// `n * hidden * 2 <= LL_MAX_SHARED_BYTES`.
-    ll_scratch: Option<SymTensor<u64>>,
+    /// `n * hidden * 2 <= LL_MAX_SHARED_BYTES`, and its groups' barrier words and partial sums
+    /// of squares (`2 * ll_blocks` each; see [`allreduce_add_rmsnorm_ll`]).
+    ll_scratch: Option<(SymTensor<u64>, SymTensor<u64>, SymTensor<f32>)>,
     ll_region: usize,
     ll_blocks: usize,
     /// Where some peer is not load/store reachable (off NVLink, another node, or
@@ -112,6 +120,18 @@ fn config_error(hidden: usize, max_tokens: usize, eps: f32) -> Option<String> {
         ));
     }
     None
+}
+
+/// [`AllReduceRmsNorm::ll_slices`] for rows of `hidden` elements and `blocks` blocks.
+fn slices_for(hidden: usize, tokens: usize, blocks: usize) -> usize {
+    let vectors = hidden / 8;
+    let most = LL_MAX_SLICES
+        .min(vectors / LL_SLICE_MIN_VECTORS)
+        .min(blocks / tokens.max(1));
+    (1..=most.max(1))
+        .rev()
+        .find(|s| vectors.is_multiple_of(*s))
+        .unwrap_or(1)
 }
 
 impl AllReduceRmsNorm {
@@ -167,9 +187,15 @@ impl AllReduceRmsNorm {
         // The same on every PE (n, hidden, max_tokens and the fewest SMs are), so every PE
         // allocates alike.
         let ll_region = crate::coll::device_scratch_len::<bf16>(n, hidden);
-        let ll_blocks = max_tokens.min(max_blocks).min(LL_MAX_BLOCKS);
+        let ll_blocks = (max_tokens * LL_MAX_SLICES)
+            .min(max_blocks)
+            .min(LL_MAX_BLOCKS);
         let ll_scratch = if off_node.is_none() && n * hidden * 2 <= LL_MAX_SHARED_BYTES {
-            Some(pgas.alloc::<u64>(ll_blocks * ll_region)?)
+            Some((
+                pgas.alloc::<u64>(ll_blocks * ll_region)?,
+                pgas.alloc::<u64>(2 * ll_blocks)?,
+                pgas.alloc::<f32>(2 * ll_blocks)?,
+            ))
         } else {
             None
         };
@@ -225,6 +251,14 @@ impl AllReduceRmsNorm {
         } else {
             Algorithm::TwoShot
         }
+    }
+
+    /// The blocks the low-latency form splits each of `tokens` rows over: the most, up to
+    /// [`LL_MAX_SLICES`], that divide a row's 16-byte vectors into slices of at least 1024
+    /// elements and keep `tokens` rows' slices within its blocks, so that a call of few tokens
+    /// spreads its lines over many blocks; 1 (whole rows) from `LL_MAX_BLOCKS` tokens on.
+    pub fn ll_slices(&self, tokens: usize) -> usize {
+        slices_for(self.hidden, tokens, self.ll_blocks)
     }
 
     /// Whether [`Algorithm::LowLatency`] is available: every peer is reachable and the PEs'
@@ -371,7 +405,10 @@ impl AllReduceRmsNorm {
             return Ok(algorithm);
         }
         let n = self.n;
-        if let (Algorithm::LowLatency, Some(scratch)) = (algorithm, self.ll_scratch.as_mut()) {
+        let slices = self.ll_slices(tokens);
+        if let (Algorithm::LowLatency, Some((scratch, sync, partial))) =
+            (algorithm, self.ll_scratch.as_mut())
+        {
             let mut args = KernelArgs::new();
             args.push_team(Team::WORLD)
                 .push_sym(x)
@@ -379,12 +416,17 @@ impl AllReduceRmsNorm {
                 .push_sym(weight)
                 .push_sym_mut(out)
                 .push_sym_mut(scratch)
+                .push_sym_mut(sync)
+                .push_sym_mut(partial)
                 .push_scalar(self.ll_region as u32)
                 .push_scalar(tokens as u32)
                 .push_scalar(self.hidden as u32)
+                .push_scalar(slices as u32)
                 .push_scalar(self.eps);
-            let blocks = tokens.clamp(1, self.ll_blocks) as u32;
-            let shared = (n * self.hidden * 2) as u32;
+            // Groups of `slices` blocks, a row at a time each.
+            let groups = tokens.clamp(1, self.ll_blocks / slices);
+            let blocks = (groups * slices) as u32;
+            let shared = (n * self.hidden / slices * 2) as u32;
             pgas_runtime::launch::launch(
                 &self.pgas,
                 &allreduce_add_rmsnorm_ll::SPEC,
@@ -597,7 +639,24 @@ impl AllReduceRmsNorm {
 
 #[cfg(test)]
 mod tests {
-    use super::config_error;
+    use super::{config_error, slices_for};
+
+    #[test]
+    fn few_tokens_split_their_rows_over_blocks() {
+        // Hidden 8192 (1024 vectors): 8 slices of 1024 elements while 8 a row fit 32 blocks.
+        assert_eq!(slices_for(8192, 1, 32), 8);
+        assert_eq!(slices_for(8192, 4, 32), 8);
+        assert_eq!(slices_for(8192, 8, 32), 4);
+        assert_eq!(slices_for(8192, 16, 32), 2);
+        assert_eq!(slices_for(8192, 64, 32), 1);
+        // Hidden 7168 (896 vectors): 7 divides them, 8 does not.
+        assert_eq!(slices_for(7168, 1, 32), 7);
+        // Slices keep at least 1024 elements: hidden 2048 splits in 2, 1024 not at all.
+        assert_eq!(slices_for(2048, 1, 32), 2);
+        assert_eq!(slices_for(1024, 1, 32), 1);
+        // Fewer blocks than tokens: whole rows.
+        assert_eq!(slices_for(8192, 4, 2), 1);
+    }
 
     #[test]
     fn bad_sizes_say_what_to_pass() {
