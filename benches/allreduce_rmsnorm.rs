@@ -2,7 +2,7 @@
 //! 2, 4, .. 8192), three ways in the same run, each eager and captured into a CUDA graph:
 //!
 //! - `fused`: `pgas::ops::AllReduceRmsNorm::run_on`, all-reduce + residual add + RMSNorm in one
-//!   kernel (its automatic one-shot / two-shot choice);
+//!   kernel (its automatic low-latency / one-shot / two-shot choice);
 //! - `fused_ll`: the same by `Algorithm::LowLatency` (LL lines, no handshake), up to
 //!   `LL_TOKENS` tokens;
 //! - `pgas`: `pgas::coll` all-reduce (`Algorithm::Auto`) into a buffer, then the residual add
@@ -344,7 +344,7 @@ fn report(
         "# All-reduce + residual add + RMSNorm, tokens x {hidden} bf16, on {machine}\n\n\
          Median microseconds per call ({REPS} runs of K back-to-back calls), `eager / graph`; \
          speedup = the baseline's best / the fused form's best. `fused`: the automatic choice \
-         (one-shot / two-shot); `fused_ll`: low latency (up to {LL_TOKENS} tokens).\n\n\
+         (low latency / one-shot / two-shot); `fused_ll`: low latency (up to {LL_TOKENS} tokens).\n\n\
          | tokens | fused | fused_ll | pgas all-reduce + norm | NCCL + norm | fused vs pgas | \
          fused vs NCCL | fused_ll vs NCCL |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n"
     );

@@ -32,7 +32,8 @@
 //!   crosses the links (each PE normalizes every row itself).
 //!
 //! - **low latency** ([`crate::coll::Algorithm::LowLatency`], a kernel of its own,
-//!   [`kernels::allreduce_add_rmsnorm_ll`]): no handshake at all; a row is split over up to
+//!   [`kernels::allreduce_add_rmsnorm_ll`]; `Auto`'s choice up to 128 KiB of `x`,
+//!   [`LL_AUTO_MAX_BYTES`]): no handshake at all; a row is split over up to
 //!   8 blocks for few tokens ([`AllReduceRmsNorm::ll_slices`]); each block gathers every PE's
 //!   slice of the row into shared memory over `coll`'s LL lines (data and flag in one store,
 //!   `team_all_gather_block`), then sums and adds as above; the row's blocks add their sums of
@@ -53,5 +54,7 @@ pub mod kernels;
 mod op;
 mod reference;
 
-pub use op::{AllReduceRmsNorm, LL_MAX_BLOCKS, LL_MAX_SHARED_BYTES, LL_MAX_SLICES};
+pub use op::{
+    AllReduceRmsNorm, LL_AUTO_MAX_BYTES, LL_MAX_BLOCKS, LL_MAX_SHARED_BYTES, LL_MAX_SLICES,
+};
 pub use reference::{reference, within_tolerance};

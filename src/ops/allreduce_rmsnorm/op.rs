@@ -29,6 +29,17 @@ pub const LL_MAX_SLICES: usize = 8;
 /// share of the lines, as `pgas::coll`'s low-latency all-reduce gives a block.
 const LL_SLICE_MIN_VECTORS: usize = 128;
 
+/// The most tokens whose rows the low-latency form splits: measured on 4 and 2 x H100 (run 104
+/// of `gpu-report.md`), split rows took 1 to 4 tokens from 11.7-11.8 to 9.0-10.0 us (4 PEs) and
+/// from 8.4-8.5 to 7.6-8.2 (2 PEs), but 8 tokens in 4 blocks a row were no faster (11.9, 8.8
+/// against 8.5) and 16 in 2 slower (15.6 against 15.1, 10.4 against 8.6).
+const LL_SPLIT_MAX_TOKENS: usize = 4;
+
+/// The most bytes of `x` for which [`Algorithm::Auto`] takes the low-latency form: up to
+/// 8 tokens of hidden 8192 it was the fastest form on 4 and 2 x H100 (run 104: 9.0-11.9 us
+/// against one-shot's 11.4-12.9 on 4 PEs, 7.6-8.8 against 9.8-10.2 on 2).
+pub const LL_AUTO_MAX_BYTES: usize = 128 << 10;
+
 /// The kernel's `mode` (comptime): one-shot.
 const ONE_SHOT: i128 = 0;
 /// Two-shot.
@@ -124,6 +135,9 @@ fn config_error(hidden: usize, max_tokens: usize, eps: f32) -> Option<String> {
 
 /// [`AllReduceRmsNorm::ll_slices`] for rows of `hidden` elements and `blocks` blocks.
 fn slices_for(hidden: usize, tokens: usize, blocks: usize) -> usize {
+    if tokens > LL_SPLIT_MAX_TOKENS {
+        return 1;
+    }
     let vectors = hidden / 8;
     let most = LL_MAX_SLICES
         .min(vectors / LL_SLICE_MIN_VECTORS)
@@ -234,11 +248,11 @@ impl AllReduceRmsNorm {
         self.n
     }
 
-    /// The algorithm [`Algorithm::Auto`] takes for `tokens` rows: one-shot while the bytes of
-    /// `x` are at most the all-reduce's one-shot limit for the team's size
+    /// The algorithm [`Algorithm::Auto`] takes for `tokens` rows: the low-latency form while the
+    /// bytes of `x` are at most [`LL_AUTO_MAX_BYTES`] (where it is available), then one-shot
+    /// while they are at most the all-reduce's one-shot limit for the team's size
     /// ([`crate::coll::ONE_SHOT_MAX_BYTES`], [`crate::coll::ONE_SHOT_MAX_BYTES_2PE`] for two
-    /// PEs, where one-shot and two-shot move the same bytes; not measured for this kernel yet),
-    /// two-shot above. One PE: one-shot.
+    /// PEs, where one-shot and two-shot move the same bytes), two-shot above. One PE: one-shot.
     pub fn algorithm_for(&self, tokens: usize) -> Algorithm {
         let bytes = tokens * self.hidden * 2;
         let one_shot_max = if self.n == 2 {
@@ -246,7 +260,9 @@ impl AllReduceRmsNorm {
         } else {
             crate::coll::ONE_SHOT_MAX_BYTES
         };
-        if self.n == 1 || bytes <= one_shot_max {
+        if self.n > 1 && self.ll_scratch.is_some() && bytes <= LL_AUTO_MAX_BYTES {
+            Algorithm::LowLatency
+        } else if self.n == 1 || bytes <= one_shot_max {
             Algorithm::OneShot
         } else {
             Algorithm::TwoShot
@@ -256,7 +272,8 @@ impl AllReduceRmsNorm {
     /// The blocks the low-latency form splits each of `tokens` rows over: the most, up to
     /// [`LL_MAX_SLICES`], that divide a row's 16-byte vectors into slices of at least 1024
     /// elements and keep `tokens` rows' slices within its blocks, so that a call of few tokens
-    /// spreads its lines over many blocks; 1 (whole rows) from `LL_MAX_BLOCKS` tokens on.
+    /// spreads its lines over many blocks; 1 (whole rows) above 4 tokens, where splitting
+    /// measured no faster.
     pub fn ll_slices(&self, tokens: usize) -> usize {
         slices_for(self.hidden, tokens, self.ll_blocks)
     }
@@ -646,16 +663,18 @@ mod tests {
         // Hidden 8192 (1024 vectors): 8 slices of 1024 elements while 8 a row fit 32 blocks.
         assert_eq!(slices_for(8192, 1, 32), 8);
         assert_eq!(slices_for(8192, 4, 32), 8);
-        assert_eq!(slices_for(8192, 8, 32), 4);
-        assert_eq!(slices_for(8192, 16, 32), 2);
+        // More than 4 tokens: whole rows (splitting measured no faster there).
+        assert_eq!(slices_for(8192, 8, 32), 1);
         assert_eq!(slices_for(8192, 64, 32), 1);
         // Hidden 7168 (896 vectors): 7 divides them, 8 does not.
         assert_eq!(slices_for(7168, 1, 32), 7);
         // Slices keep at least 1024 elements: hidden 2048 splits in 2, 1024 not at all.
         assert_eq!(slices_for(2048, 1, 32), 2);
         assert_eq!(slices_for(1024, 1, 32), 1);
-        // Fewer blocks than tokens: whole rows.
+        // Fewer blocks than tokens: whole rows; 3 tokens in 16 blocks: 5 a row, rounded down to
+        // a divisor of the 1024 vectors.
         assert_eq!(slices_for(8192, 4, 2), 1);
+        assert_eq!(slices_for(8192, 3, 16), 4);
     }
 
     #[test]
