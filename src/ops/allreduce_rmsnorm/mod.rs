@@ -33,7 +33,7 @@
 //!
 //! - **low latency** ([`crate::coll::Algorithm::LowLatency`], a kernel of its own,
 //!   [`kernels::allreduce_add_rmsnorm_ll`]; `Auto`'s choice up to 128 KiB of `x`,
-//!   [`LL_AUTO_MAX_BYTES`]): no handshake at all; a row is split over up to
+//!   [`LL_AUTO_MAX_BYTES`], 256 KiB on two PEs): no handshake at all; a row is split over up to
 //!   8 blocks for few tokens ([`AllReduceRmsNorm::ll_slices`]); each block gathers every PE's
 //!   slice of the row into shared memory over `coll`'s LL lines (data and flag in one store,
 //!   `team_all_gather_block`), then sums and adds as above; the row's blocks add their sums of
@@ -55,6 +55,7 @@ mod op;
 mod reference;
 
 pub use op::{
-    AllReduceRmsNorm, LL_AUTO_MAX_BYTES, LL_MAX_BLOCKS, LL_MAX_SHARED_BYTES, LL_MAX_SLICES,
+    AllReduceRmsNorm, LL_AUTO_MAX_BYTES, LL_AUTO_MAX_BYTES_2PE, LL_MAX_BLOCKS, LL_MAX_SHARED_BYTES,
+    LL_MAX_SLICES,
 };
 pub use reference::{reference, within_tolerance};

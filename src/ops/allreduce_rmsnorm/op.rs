@@ -35,10 +35,15 @@ const LL_SLICE_MIN_VECTORS: usize = 128;
 /// against 8.5) and 16 in 2 slower (15.6 against 15.1, 10.4 against 8.6).
 const LL_SPLIT_MAX_TOKENS: usize = 4;
 
-/// The most bytes of `x` for which [`Algorithm::Auto`] takes the low-latency form: up to
-/// 8 tokens of hidden 8192 it was the fastest form on 4 and 2 x H100 (run 104: 9.0-11.9 us
-/// against one-shot's 11.4-12.9 on 4 PEs, 7.6-8.8 against 9.8-10.2 on 2).
+/// The most bytes of `x` for which [`Algorithm::Auto`] takes the low-latency form on more than
+/// two PEs: up to 8 tokens of hidden 8192 it was the fastest form on 4 x H100 (runs 104-105:
+/// 9.0-12.3 us against one-shot's 11.4-12.9), and at 16 one-shot was (14.2 against 16.1).
 pub const LL_AUTO_MAX_BYTES: usize = 128 << 10;
+
+/// [`LL_AUTO_MAX_BYTES`] on two PEs, where the low-latency form was the fastest up to 16
+/// tokens of hidden 8192 (run 105 on 2 x H100: 8.8 us at 16 against one-shot's 10.8; 10.9
+/// against 11.1 at 32, even).
+pub const LL_AUTO_MAX_BYTES_2PE: usize = 256 << 10;
 
 /// The kernel's `mode` (comptime): one-shot.
 const ONE_SHOT: i128 = 0;
@@ -249,7 +254,8 @@ impl AllReduceRmsNorm {
     }
 
     /// The algorithm [`Algorithm::Auto`] takes for `tokens` rows: the low-latency form while the
-    /// bytes of `x` are at most [`LL_AUTO_MAX_BYTES`] (where it is available), then one-shot
+    /// bytes of `x` are at most [`LL_AUTO_MAX_BYTES`] ([`LL_AUTO_MAX_BYTES_2PE`] on two PEs;
+    /// where it is available), then one-shot
     /// while they are at most the all-reduce's one-shot limit for the team's size
     /// ([`crate::coll::ONE_SHOT_MAX_BYTES`], [`crate::coll::ONE_SHOT_MAX_BYTES_2PE`] for two
     /// PEs, where one-shot and two-shot move the same bytes), two-shot above. One PE: one-shot.
@@ -260,7 +266,12 @@ impl AllReduceRmsNorm {
         } else {
             crate::coll::ONE_SHOT_MAX_BYTES
         };
-        if self.n > 1 && self.ll_scratch.is_some() && bytes <= LL_AUTO_MAX_BYTES {
+        let ll_max = if self.n == 2 {
+            LL_AUTO_MAX_BYTES_2PE
+        } else {
+            LL_AUTO_MAX_BYTES
+        };
+        if self.n > 1 && self.ll_scratch.is_some() && bytes <= ll_max {
             Algorithm::LowLatency
         } else if self.n == 1 || bytes <= one_shot_max {
             Algorithm::OneShot
