@@ -24,8 +24,11 @@
 //! `allreduce_rmsnorm_speedup.png` there.
 //!
 //! ```text
-//! pgas-run -n 2 -- target/release/deps/allreduce_rmsnorm_bench-<hash> [OUTDIR] [--tokens 1,64] [--hidden 8192] [--no-nccl]
+//! pgas-run -n 2 -- target/release/deps/allreduce_rmsnorm_bench-<hash> [OUTDIR] [--tokens 1,64] [--hidden 8192] [--fused one-shot] [--no-nccl]
 //! ```
+//!
+//! `--fused one-shot` or `two-shot` times that form in the `fused` column instead of `Auto`'s
+//! choice (to measure where the choice should change).
 //!
 //! NCCL is loaded as in `benches/common/nccl.rs`; without it (or with `--no-nccl`: NCCL refuses
 //! two ranks on one GPU) the NCCL rows stay empty.
@@ -85,9 +88,10 @@ struct Bufs {
     weight: SymTensor<bf16>,
 }
 
-/// Enqueues one call of `way` on `len` elements.
+/// Enqueues one call of `way` on `len` elements; `fused` is the algorithm of `Way::Fused`
+/// (`Auto` unless `--fused` names another).
 fn call(
-    way: Way,
+    (way, fused): (Way, Algorithm),
     op: &mut AllReduceRmsNorm,
     comm: &mut Comm,
     nccl: Option<&Nccl>,
@@ -101,7 +105,7 @@ fn call(
     let mut reduced = b.reduced.view_mut(0..len)?;
     match way {
         Way::Fused => {
-            op.run_on(stream, &x, &mut residual, &b.weight, &mut out)?;
+            op.run_with(stream, &x, &mut residual, &b.weight, &mut out, fused)?;
             return Ok(());
         }
         Way::FusedLl => {
@@ -140,7 +144,7 @@ fn main() -> BenchResult<()> {
         .enumerate()
         .find(|(i, a)| {
             !a.starts_with("--")
-                && (*i == 0 || !matches!(args[i - 1].as_str(), "--tokens" | "--hidden"))
+                && (*i == 0 || !matches!(args[i - 1].as_str(), "--tokens" | "--hidden" | "--fused"))
         })
         .map(|(_, a)| a.clone());
     let tokens_list: Vec<usize> = match opt("--tokens") {
@@ -154,6 +158,15 @@ fn main() -> BenchResult<()> {
     let hidden: usize = match opt("--hidden") {
         Some(v) => v.ok_or("--hidden needs a number")?.parse()?,
         None => 8192,
+    };
+    let fused = match opt("--fused") {
+        None => Algorithm::Auto,
+        Some(v) => match v.map(String::as_str) {
+            Some("auto") => Algorithm::Auto,
+            Some("one-shot") => Algorithm::OneShot,
+            Some("two-shot") => Algorithm::TwoShot,
+            _ => return Err("--fused takes auto, one-shot or two-shot".into()),
+        },
     };
     let max_tokens = *tokens_list.iter().max().ok_or("no token counts")?;
     let max_len = max_tokens * hidden;
@@ -209,7 +222,15 @@ fn main() -> BenchResult<()> {
             }
             b.residual.view_mut(0..len)?.copy_from(&res_h[..len])?;
             p.barrier_all()?;
-            call(way, &mut op, &mut comm, nccl.as_ref(), &stream, &mut b, len)?;
+            call(
+                (way, fused),
+                &mut op,
+                &mut comm,
+                nccl.as_ref(),
+                &stream,
+                &mut b,
+                len,
+            )?;
             stream.synchronize()?;
             let got = (
                 b.residual.view(0..len)?.to_vec()?,
@@ -256,7 +277,15 @@ fn main() -> BenchResult<()> {
             for (gi, graph) in [false, true].into_iter().enumerate() {
                 p.barrier_all()?;
                 for _ in 0..3 {
-                    call(way, &mut op, &mut comm, nccl.as_ref(), &stream, &mut b, len)?;
+                    call(
+                        (way, fused),
+                        &mut op,
+                        &mut comm,
+                        nccl.as_ref(),
+                        &stream,
+                        &mut b,
+                        len,
+                    )?;
                 }
                 stream.synchronize()?;
                 let exec = if graph {
@@ -266,7 +295,7 @@ fn main() -> BenchResult<()> {
                     let mut r = Ok(());
                     for _ in 0..k {
                         r = r.and(call(
-                            way,
+                            (way, fused),
                             &mut op,
                             &mut comm,
                             nccl.as_ref(),
@@ -292,7 +321,7 @@ fn main() -> BenchResult<()> {
                             None => {
                                 for _ in 0..k {
                                     call(
-                                        way,
+                                        (way, fused),
                                         &mut op,
                                         &mut comm,
                                         nccl.as_ref(),
@@ -320,8 +349,12 @@ fn main() -> BenchResult<()> {
                 .map(|(c, n)| format!("{n} {} / {}", show(c[0]), show(c[1])))
                 .collect();
             println!(
-                "{BENCH}: {tokens} tokens (auto: {:?}): us/call {} (eager / graph); results agree",
-                op.algorithm_for(tokens),
+                "{BENCH}: {tokens} tokens (fused: {:?}): us/call {} (eager / graph); results agree",
+                if fused == Algorithm::Auto {
+                    op.algorithm_for(tokens)
+                } else {
+                    fused
+                },
                 cells.join(", ")
             );
         }
