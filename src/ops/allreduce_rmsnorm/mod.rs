@@ -56,6 +56,6 @@ mod reference;
 
 pub use op::{
     AllReduceRmsNorm, LL_AUTO_MAX_BYTES, LL_AUTO_MAX_BYTES_2PE, LL_MAX_BLOCKS, LL_MAX_SHARED_BYTES,
-    LL_MAX_SLICES,
+    LL_MAX_SLICES, ONE_SHOT_MAX_BYTES,
 };
 pub use reference::{reference, within_tolerance};

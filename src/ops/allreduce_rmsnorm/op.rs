@@ -40,6 +40,14 @@ const LL_SPLIT_MAX_TOKENS: usize = 4;
 /// 9.0-12.3 us against one-shot's 11.4-12.9), and at 16 one-shot was (14.2 against 16.1).
 pub const LL_AUTO_MAX_BYTES: usize = 128 << 10;
 
+/// The most bytes of `x` for which [`Algorithm::Auto`] takes the one-shot form on more than two
+/// PEs (two: [`crate::coll::ONE_SHOT_MAX_BYTES_2PE`], where one-shot and two-shot move the same
+/// bytes). Above the all-reduce's 256 KiB: the fused two-shot pays a leave handshake and a
+/// system fence between its halves, and on 4 x H100 (run 106, both forced in one job) one-shot
+/// took 16.2-16.4 us at 32 tokens of hidden 8192 against two-shot's 23.9-24.1, and 22.8-22.9 at
+/// 64 against 26.4; at 128 two-shot was faster (31.4 against 36.1-36.3).
+pub const ONE_SHOT_MAX_BYTES: usize = 1 << 20;
+
 /// [`LL_AUTO_MAX_BYTES`] on two PEs, where the low-latency form was the fastest up to 16
 /// tokens of hidden 8192 (run 105 on 2 x H100: 8.8 us at 16 against one-shot's 10.8; 10.9
 /// against 11.1 at 32, even).
@@ -256,15 +264,15 @@ impl AllReduceRmsNorm {
     /// The algorithm [`Algorithm::Auto`] takes for `tokens` rows: the low-latency form while the
     /// bytes of `x` are at most [`LL_AUTO_MAX_BYTES`] ([`LL_AUTO_MAX_BYTES_2PE`] on two PEs;
     /// where it is available), then one-shot
-    /// while they are at most the all-reduce's one-shot limit for the team's size
-    /// ([`crate::coll::ONE_SHOT_MAX_BYTES`], [`crate::coll::ONE_SHOT_MAX_BYTES_2PE`] for two
-    /// PEs, where one-shot and two-shot move the same bytes), two-shot above. One PE: one-shot.
+    /// while they are at most [`ONE_SHOT_MAX_BYTES`] ([`crate::coll::ONE_SHOT_MAX_BYTES_2PE`]
+    /// for two PEs, where one-shot and two-shot move the same bytes), two-shot above. One PE:
+    /// one-shot.
     pub fn algorithm_for(&self, tokens: usize) -> Algorithm {
         let bytes = tokens * self.hidden * 2;
         let one_shot_max = if self.n == 2 {
             crate::coll::ONE_SHOT_MAX_BYTES_2PE
         } else {
-            crate::coll::ONE_SHOT_MAX_BYTES
+            ONE_SHOT_MAX_BYTES
         };
         let ll_max = if self.n == 2 {
             LL_AUTO_MAX_BYTES_2PE
