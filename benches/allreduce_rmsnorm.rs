@@ -175,11 +175,12 @@ fn main() -> BenchResult<()> {
         .init()?;
     let (me, n) = (p.my_pe(), p.n_pes());
     let machine = format!("{} x{n} PE", p.cuda().name()?);
-    let nccl = if args.iter().any(|a| a == "--no-nccl") {
+    let nccl_owned = if args.iter().any(|a| a == "--no-nccl") {
         None
     } else {
         nccl_comm(&p)?
     };
+    let nccl = nccl_owned.as_ref();
     let mut op = AllReduceRmsNorm::new(&p, hidden, max_tokens, EPS)?;
     op.prewarm()?;
     let mut comm = Comm::new(&p, Team::WORLD)?;
@@ -222,15 +223,7 @@ fn main() -> BenchResult<()> {
             }
             b.residual.view_mut(0..len)?.copy_from(&res_h[..len])?;
             p.barrier_all()?;
-            call(
-                (way, fused),
-                &mut op,
-                &mut comm,
-                nccl.as_ref(),
-                &stream,
-                &mut b,
-                len,
-            )?;
+            call((way, fused), &mut op, &mut comm, nccl, &stream, &mut b, len)?;
             stream.synchronize()?;
             let got = (
                 b.residual.view(0..len)?.to_vec()?,
@@ -277,15 +270,7 @@ fn main() -> BenchResult<()> {
             for (gi, graph) in [false, true].into_iter().enumerate() {
                 p.barrier_all()?;
                 for _ in 0..3 {
-                    call(
-                        (way, fused),
-                        &mut op,
-                        &mut comm,
-                        nccl.as_ref(),
-                        &stream,
-                        &mut b,
-                        len,
-                    )?;
+                    call((way, fused), &mut op, &mut comm, nccl, &stream, &mut b, len)?;
                 }
                 stream.synchronize()?;
                 let exec = if graph {
@@ -298,7 +283,7 @@ fn main() -> BenchResult<()> {
                             (way, fused),
                             &mut op,
                             &mut comm,
-                            nccl.as_ref(),
+                            nccl,
                             &stream,
                             &mut b,
                             len,
@@ -324,7 +309,7 @@ fn main() -> BenchResult<()> {
                                         (way, fused),
                                         &mut op,
                                         &mut comm,
-                                        nccl.as_ref(),
+                                        nccl,
                                         &stream,
                                         &mut b,
                                         len,
