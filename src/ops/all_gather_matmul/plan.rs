@@ -306,8 +306,9 @@ impl AllGatherMatmul {
     /// Pushes each shard in `pieces` pieces of K columns on the one-kernel path, from the next
     /// call on: a peer's tiles start once the first piece of its rows landed instead of the
     /// whole shard (1 pushes whole shards). The pieces go in copies that double (the first
-    /// alone, then 1, 2, 4, 8 pieces), each piece with its word. Collective: the PEs first agree on the count
-    /// (`ops::agree`), so a count that differs between PEs is the same `Err` on every PE.
+    /// alone, then 1, 2, 4, 8 pieces), each piece with its word. Collective: the PEs first
+    /// agree on the count (`ops::agree`), so a count that differs between PEs is the same `Err`
+    /// on every PE.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`], on every PE, with nothing changed: the counts differ between

@@ -263,10 +263,9 @@ impl AllReduceRmsNorm {
 
     /// The algorithm [`Algorithm::Auto`] takes for `tokens` rows: the low-latency form while the
     /// bytes of `x` are at most [`LL_AUTO_MAX_BYTES`] ([`LL_AUTO_MAX_BYTES_2PE`] on two PEs;
-    /// where it is available), then one-shot
-    /// while they are at most [`ONE_SHOT_MAX_BYTES`] ([`crate::coll::ONE_SHOT_MAX_BYTES_2PE`]
-    /// for two PEs, where one-shot and two-shot move the same bytes), two-shot above. One PE:
-    /// one-shot.
+    /// where it is available), then one-shot while they are at most [`ONE_SHOT_MAX_BYTES`]
+    /// ([`crate::coll::ONE_SHOT_MAX_BYTES_2PE`] on two PEs, where one-shot and two-shot move
+    /// the same bytes), two-shot above. One PE: one-shot.
     pub fn algorithm_for(&self, tokens: usize) -> Algorithm {
         let bytes = tokens * self.hidden * 2;
         let one_shot_max = if self.n == 2 {
