@@ -113,8 +113,9 @@ fn sweep(p: &Pgas) -> CaseResult {
 
 /// Ten calls of mixed token counts and algorithms, queued with no host wait: the flags' call
 /// counters keep consecutive calls apart. At hidden 1024 the algorithms in turn; at hidden 8192
-/// mostly the low-latency form, whose rows split over 8, 4 or 1 blocks by token count
-/// (`ll_slices`), so consecutive calls meet at their groups' barriers in different groupings.
+/// mostly the low-latency form, whose rows split over 8 blocks up to 4 tokens and stay whole
+/// above (`ll_slices`), so consecutive calls meet at their groups' barriers in different
+/// groupings.
 fn back_to_back(p: &Pgas) -> CaseResult {
     use Algorithm::{Auto, LowLatency as Ll, OneShot, TwoShot};
     for (hidden, algs) in [
@@ -170,11 +171,18 @@ fn queued_calls(p: &Pgas, hidden: usize, algs: [Algorithm; 4]) -> CaseResult {
 }
 
 /// Four calls (one-shot, two-shot, low-latency, automatic) captured into a CUDA graph,
-/// replayed 4 times; at hidden 2048 the low-latency form splits the 13 rows over 2 blocks each,
-/// so each replay meets at the groups' barriers again.
+/// replayed 4 times: 13 rows of 1024, and 3 rows of 8192, which the low-latency form (and so
+/// `Auto`) splits over 8 blocks each, so each replay meets at the groups' barriers again.
 fn graph(p: &Pgas) -> CaseResult {
+    for (hidden, tokens) in [(1024, 13), (8192, 3)] {
+        replayed(p, hidden, tokens)?;
+    }
+    Ok(())
+}
+
+/// [`graph`] at one size.
+fn replayed(p: &Pgas, hidden: usize, tokens: usize) -> CaseResult {
     let (me, n) = (p.my_pe(), p.n_pes());
-    let (hidden, tokens) = (2048, 13);
     let len = tokens * hidden;
     let mut op = AllReduceRmsNorm::new(p, hidden, tokens, EPS)?;
     op.prewarm()?;
@@ -213,7 +221,7 @@ fn graph(p: &Pgas) -> CaseResult {
     }
     let got = (residual.to_vec()?, out.to_vec()?);
     check(
-        "after 4 replays of 4 captured calls",
+        &format!("{tokens} x {hidden}, after 4 replays of 4 captured calls"),
         (&got.0, &got.1),
         (&res_h, &y),
     )?;
