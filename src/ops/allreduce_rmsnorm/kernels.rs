@@ -318,7 +318,8 @@ pub fn allreduce_add_rmsnorm(
 /// `r_out`. The row's sum of squares is the group's: each block stores its slice's into
 /// `partial` (two sets, by the parity of the group's row count, so a block that has gone on to
 /// the next row never overwrites one a slower block still reads), then the group meets at a
-/// barrier of its own words in `sync` (an arrival count and a generation), and each block adds
+/// barrier of its own word in `sync` (a generation and an arrival count, which one atomic
+/// advances and reads together), and each block adds
 /// the `slices` partials in slice order (the same bits in every block and on every PE) and
 /// normalizes its slice locally. Splitting the rows lets a call of few tokens spread its lines
 /// over many blocks; the blocks of a group wait for each other, so the grid must be resident (at
@@ -449,14 +450,15 @@ pub fn allreduce_add_rmsnorm_ll(
                 atomic_exch_local(&mut partial[set + blk], red[32]);
                 // The partial before the arrival, as every block of the group sees them.
                 threadfence();
-                let seen = atomic_add_local(&mut sync[2 * group + 1], 0u64);
-                if atomic_add_local(&mut sync[2 * group], 1u64) == (sl - 1) as u64 {
-                    // The last to arrive: the count back to rest, then the next generation.
-                    atomic_exch_local(&mut sync[2 * group], 0u64);
-                    threadfence();
-                    atomic_add_local(&mut sync[2 * group + 1], 1u64);
+                // The group's word: the generation in the high 32 bits, the arrivals in the
+                // low. One atomic arrives and reads the generation together.
+                let old = atomic_add_local(&mut sync[group], 1u64);
+                if (old & 0xffff_ffffu64) == (sl - 1) as u64 {
+                    // The last to arrive: the arrivals back to 0 and the next generation, in
+                    // one atomic.
+                    atomic_add_local(&mut sync[group], (1u64 << 32) - sl as u64);
                 } else {
-                    while atomic_add_local(&mut sync[2 * group + 1], 0u64) == seen {}
+                    while (atomic_add_local(&mut sync[group], 0u64) >> 32) == (old >> 32) {}
                 }
                 threadfence();
                 let mut t = 0.0f32;

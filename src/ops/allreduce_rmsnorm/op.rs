@@ -100,8 +100,8 @@ pub struct AllReduceRmsNorm {
     /// [`crate::coll::MAX_BLOCKS`] (blocks wait for their namesakes on the other PEs).
     max_blocks: usize,
     /// The low-latency form's LL scratch (`ll_blocks` regions of `ll_region` words), where
-    /// `n * hidden * 2 <= LL_MAX_SHARED_BYTES`, and its groups' barrier words and partial sums
-    /// of squares (`2 * ll_blocks` each; see [`allreduce_add_rmsnorm_ll`]).
+    /// `n * hidden * 2 <= LL_MAX_SHARED_BYTES`, and its groups' barrier words (`ll_blocks`)
+    /// and partial sums of squares (`2 * ll_blocks`; see [`allreduce_add_rmsnorm_ll`]).
     ll_scratch: Option<(SymTensor<u64>, SymTensor<u64>, SymTensor<f32>)>,
     ll_region: usize,
     ll_blocks: usize,
@@ -220,7 +220,7 @@ impl AllReduceRmsNorm {
         let ll_scratch = if off_node.is_none() && n * hidden * 2 <= LL_MAX_SHARED_BYTES {
             Some((
                 pgas.alloc::<u64>(ll_blocks * ll_region)?,
-                pgas.alloc::<u64>(2 * ll_blocks)?,
+                pgas.alloc::<u64>(ll_blocks)?,
                 pgas.alloc::<f32>(2 * ll_blocks)?,
             ))
         } else {
