@@ -22,7 +22,9 @@ pub const LL_MAX_SHARED_BYTES: usize = 192 << 10;
 /// `n` rows: 128 KiB for two PEs at hidden 8192).
 pub const LL_MAX_BLOCKS: usize = 32;
 
-/// The most blocks the low-latency form splits a row over ([`AllReduceRmsNorm::ll_slices`]).
+/// The most blocks the low-latency form splits a row over ([`AllReduceRmsNorm::ll_slices`]):
+/// 16 slices of 512 elements were slower than 8 of 1024 at 1-4 tokens on 4 and 2 x H100 (run
+/// 110 of `gpu-report.md`: 8.9 against 8.6 us at one token on 4 PEs, 7.5 against 7.2 on 2).
 pub const LL_MAX_SLICES: usize = 8;
 
 /// The fewest 16-byte vectors of a row's slice in the low-latency form (1024 bf16): a block's
