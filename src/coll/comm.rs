@@ -108,6 +108,21 @@ pub const MOVE_PULL_MAX_BYTES: usize = 4 << 20;
 /// (measured with the one-element data path: 27 us against 36 us at 1 MiB on 2 x H200).
 pub const ONE_SHOT_MAX_BYTES_2PE: usize = 8 << 20;
 
+/// The largest all-reduce [`Algorithm::TwoShot`] (and so [`Algorithm::Auto`] above the
+/// one-shot sizes) runs as the pushed two-shot: each rank stores chunk `q` of its data into a
+/// stage on rank `q`, which reduces it from local memory and stores the result into every PE's
+/// `dst`, so both crossings are peer stores and none waits for a handshake first. Its stage is
+/// the size of the data (allocated, collectively, by the first call that needs it). Past it,
+/// and for buffers off 16-byte boundaries, the handshaking two-shot (peer loads, then stores).
+pub const PUSH_MAX_BYTES: usize = 64 << 20;
+
+/// The largest `src` [`Comm::reduce_scatter`] moves by peer stores (the pushed
+/// reduce-scatter: each rank stores chunk `q` of its `src` into a stage on rank `q`, which
+/// reduces it from local memory; one crossing, no handshake), where both buffers and the
+/// chunk's bytes sit on 16-byte boundaries. Its stage is twice `src` (two sets, used by turns;
+/// allocated, collectively, by the first call that needs it).
+pub const RS_PUSH_MAX_BYTES: usize = 16 << 20;
+
 /// Most blocks a collective grid has (also capped at the GPU's SM count, so that every block is
 /// resident: blocks wait for their namesakes on other PEs). Above the SM count of current GPUs
 /// (132 on H100 and H200), so the SM count is the cap there and large messages use every SM.
@@ -153,6 +168,13 @@ pub struct Comm {
     pub(super) hier: Option<Box<Hier>>,
     /// The intermediate results of the composed paths (`scratch.rs`).
     pub(super) scratch: Scratch,
+    /// The pushed two-shot's stage (`n` slots of a chunk): its own, since its kernel stores
+    /// into a peer's stage without a handshake, which only this kernel's protocol orders.
+    pub(super) push_stage: Scratch,
+    /// The pushed reduce-scatter's stage (two sets of `n` slots of a chunk, used by turns).
+    pub(super) rs_stage: Scratch,
+    /// The pushed reduce-scatter's ticket (`[0]`) and count of calls (`[1]`), this PE's.
+    pub(super) push_count: SymTensor<u64>,
 }
 
 /// The two levels of a communicator whose team spans several nodes (`hier.rs`, which holds
@@ -248,6 +270,7 @@ impl Comm {
         let epochs = pgas.alloc::<u64>(MAX_BLOCKS)?;
         let agree = pgas.alloc::<u64>((world + 1) * row_words(world))?;
         let ll_scratch = pgas.alloc::<u64>(LL_REGIONS * ll_region(world))?;
+        let push_count = pgas.alloc::<u64>(2)?;
         let p2p = pgas
             .first_unreachable(&sig, table[..n].iter().map(|&pe| pe as usize))?
             .is_none();
@@ -273,6 +296,9 @@ impl Comm {
             ll_scratch,
             hier,
             scratch: Scratch::new(pgas),
+            push_stage: Scratch::new(pgas),
+            rs_stage: Scratch::new(pgas),
+            push_count,
         })
     }
 
@@ -527,7 +553,7 @@ impl Comm {
     }
 
     /// Launches a peer-to-peer collective kernel of `kernels/` (arguments `dst`, `src`, the
-    /// all-to-all-v `table` where given, the rank table, the flags, the team size, this PE's
+    /// buffer `between` names if any, the rank table, the flags, the team size, this PE's
     /// rank, then `scalars`) with a grid of one block per [`BYTES_PER_BLOCK`] of `work` (the
     /// bytes each PE handles: the same on every PE for the same call) up to the SM count. Called
     /// by members only (after [`Comm::member`]).
@@ -539,7 +565,7 @@ impl Comm {
         comptime: &[i128],
         dst: &mut impl SymRegion<T>,
         src: &Region<T>,
-        table: Option<&LocalTable>,
+        between: Between<'_, T>,
         work: usize,
         scalars: &[u32],
     ) -> Result<()> {
@@ -547,10 +573,19 @@ impl Comm {
         let blocks = work.div_ceil(BYTES_PER_BLOCK).clamp(1, self.max_blocks) as u32;
         let mut args = KernelArgs::new();
         args.push_sym_mut(dst).push_sym(src);
-        if let Some(table) = table {
-            // SAFETY: the layout that owns the table outlives this call, and the kernel reads
-            // the table on this PE only (see `all_to_all_v` in `kernels/`).
-            unsafe { args.push_local_as_sym::<u64>(table.ptr, table.len) };
+        match between {
+            Between::Nothing => {}
+            Between::Table(table) => {
+                // SAFETY: the layout that owns the table outlives this call, and the kernel
+                // reads the table on this PE only (see `all_to_all_v` in `kernels/`).
+                unsafe { args.push_local_as_sym::<u64>(table.ptr, table.len) };
+            }
+            Between::Stage(mut stage, count) => {
+                args.push_sym_mut(&mut stage);
+                if let Some(mut count) = count {
+                    args.push_sym_mut(&mut count);
+                }
+            }
         }
         args.push_sym(&self.pes)
             .push_sym_mut(&mut self.sig)
@@ -570,6 +605,17 @@ impl Comm {
             &mut args,
         )
     }
+}
+
+/// The buffer a peer-to-peer kernel takes between `src` and the rank table
+/// ([`Comm::launch_p2p`]).
+pub(super) enum Between<'a, T> {
+    Nothing,
+    /// The all-to-all-v layout's table (this PE's memory).
+    Table(&'a LocalTable),
+    /// A pushed kernel's stage (`Comm::push_stage`, `Comm::rs_stage`), and the turn counter of
+    /// a stage used by turns (the pushed reduce-scatter's `Comm::push_count`).
+    Stage(Region<T>, Option<Region<u64>>),
 }
 
 /// How a low-latency kernel's data splits over its blocks ([`Comm::launch_ll`]).
@@ -611,10 +657,7 @@ pub(crate) struct KernelFlags<'a> {
 /// An `Err` when `stream` is being captured into a CUDA graph: the NVSHMEM paths run eagerly
 /// only (their capture is not tested here).
 pub(super) fn refuse_capture(stream: &CudaStream, what: &str) -> Result<()> {
-    let status = stream.capture_status().map_err(Error::cuda(
-        "querying the stream's CUDA-graph capture status",
-    ))?;
-    if status == cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+    if !capturing(stream)? {
         return Ok(());
     }
     Err(Error::InvalidConfig {
@@ -625,6 +668,14 @@ pub(super) fn refuse_capture(stream: &CudaStream, what: &str) -> Result<()> {
              outside capture, or use a peer-to-peer algorithm, which captures"
         ),
     })
+}
+
+/// Whether `stream` is being captured into a CUDA graph.
+pub(super) fn capturing(stream: &CudaStream) -> Result<bool> {
+    let status = stream.capture_status().map_err(Error::cuda(
+        "querying the stream's CUDA-graph capture status",
+    ))?;
+    Ok(status != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
 #[cfg(test)]

@@ -22,9 +22,13 @@ pub trait AllReduceElem: CollectiveElem {
     #[doc(hidden)]
     const TWO_SHOT_LL: &'static KernelSpec;
     #[doc(hidden)]
+    const TWO_SHOT_PUSH: &'static KernelSpec;
+    #[doc(hidden)]
     const REDUCE_SCATTER: &'static KernelSpec;
     #[doc(hidden)]
     const LOW_LATENCY_REDUCE_SCATTER: &'static KernelSpec;
+    #[doc(hidden)]
+    const REDUCE_SCATTER_PUSH: &'static KernelSpec;
     /// Whether the bitwise reductions exist for the type (integers).
     #[doc(hidden)]
     const BITS: bool;
@@ -37,9 +41,12 @@ macro_rules! elem {
             const ONE_SHOT: &'static KernelSpec = &kernels::$m::one_shot::SPEC;
             const TWO_SHOT: &'static KernelSpec = &kernels::$m::two_shot::SPEC;
             const TWO_SHOT_LL: &'static KernelSpec = &kernels::$m::two_shot_ll::SPEC;
+            const TWO_SHOT_PUSH: &'static KernelSpec = &kernels::$m::two_shot_push::SPEC;
             const REDUCE_SCATTER: &'static KernelSpec = &kernels::$m::reduce_scatter::SPEC;
             const LOW_LATENCY_REDUCE_SCATTER: &'static KernelSpec =
                 &kernels::$m::low_latency_reduce_scatter::SPEC;
+            const REDUCE_SCATTER_PUSH: &'static KernelSpec =
+                &kernels::$m::reduce_scatter_push::SPEC;
             const BITS: bool = $bits;
         }
     )*};

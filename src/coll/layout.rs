@@ -11,7 +11,7 @@
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
-use super::comm::{refuse_capture, row_words, Comm};
+use super::comm::{refuse_capture, row_words, Between, Comm};
 use super::elem::AllReduceElem;
 use super::movement;
 use super::region::{check_apart, LocalTable, Reached, Region};
@@ -262,7 +262,7 @@ impl Comm {
             &[],
             &mut dst_reach,
             &src_reach,
-            Some(&layout.table_at),
+            Between::Table(&layout.table_at),
             layout.max_sent * std::mem::size_of::<T>(),
             &[(s % 16) as u32, (d % 16) as u32],
         )

@@ -6,6 +6,7 @@ use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
 
 use super::comm::{
+    Between,
     refuse_capture, Algorithm, Comm, LlShape, BROADCAST_RELAY_MIN_BYTES, LL_BYTES_PER_BLOCK,
     LL_GATHER_MAX_BYTES, LL_REGION_BYTES, LL_SHARED_MAX_BYTES, MOVE_PULL_MAX_BYTES,
 };
@@ -244,7 +245,7 @@ impl Comm {
                     &[],
                     dst,
                     &src,
-                    None,
+                    Between::Nothing,
                     bytes,
                     &[root, copy, head, vec],
                 )?
@@ -258,7 +259,7 @@ impl Comm {
                     &[],
                     dst,
                     &src,
-                    None,
+                    Between::Nothing,
                     bytes.div_ceil(owners),
                     &[root, u32::from(d != s), head, vec],
                 )?
@@ -420,11 +421,11 @@ impl Comm {
                 &[],
                 dst,
                 &src,
-                None,
+                Between::Nothing,
                 bytes,
                 &offsets,
             )?,
-            _ => self.launch_p2p(stream, k.all_to_all, &[], dst, &src, None, bytes, &offsets)?,
+            _ => self.launch_p2p(stream, k.all_to_all, &[], dst, &src, Between::Nothing, bytes, &offsets)?,
         }
         Ok(algorithm)
     }

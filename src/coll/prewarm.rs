@@ -45,8 +45,8 @@ pub fn prewarm_all() -> Vec<Prewarm<'static>> {
     .collect()
 }
 
-/// The reducing kernels of `T` (low-latency, one-shot, two-shot in both forms, reduce-scatter
-/// and its low-latency form), each with every reduction the type has.
+/// The reducing kernels of `T` (low-latency, one-shot, two-shot in its three forms, reduce-scatter
+/// in its three), each with every reduction the type has.
 fn reducing<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
     let ops = if T::BITS { 7 } else { 4 };
     [
@@ -54,8 +54,10 @@ fn reducing<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
         T::ONE_SHOT,
         T::TWO_SHOT,
         T::TWO_SHOT_LL,
+        T::TWO_SHOT_PUSH,
         T::REDUCE_SCATTER,
         T::LOW_LATENCY_REDUCE_SCATTER,
+        T::REDUCE_SCATTER_PUSH,
     ]
     .into_iter()
     .flat_map(|spec| {

@@ -1,7 +1,10 @@
 //! The reducing collectives of a [`Comm`]: all-reduce (by each algorithm, also in place),
 //! reduce-scatter, and all-gather (two-shot's halves as kernels of their own).
 
-use super::comm::{refuse_capture, Algorithm, Comm, LlShape, LL_BYTES_PER_BLOCK, LL_MAX_BYTES};
+use super::comm::{
+    refuse_capture, Algorithm, Between, Comm, LlShape, LL_BYTES_PER_BLOCK, LL_MAX_BYTES,
+    PUSH_MAX_BYTES, RS_PUSH_MAX_BYTES,
+};
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::movement;
 use super::region::{check_apart, vector_start, Reached, Region};
@@ -189,12 +192,31 @@ impl Comm {
             }
             Algorithm::OneShot => T::ONE_SHOT,
             _ => {
+                let size = std::mem::size_of::<T>();
+                let m = src.len().div_ceil(self.n).next_multiple_of(16 / size);
+                let aligned = s % 16 == 0 && d % 16 == 0;
+                // The pushed two-shot up to PUSH_MAX_BYTES where both buffers start on 16-byte
+                // boundaries (and, during a graph capture, its stage needs not grow): every
+                // crossing a peer store, no handshake before the data moves.
+                if aligned && self.n > 1 && bytes <= PUSH_MAX_BYTES {
+                    if let Some(stage) = self.push_stage.region::<T>(stream, self.n * m)? {
+                        self.launch_p2p(
+                            stream,
+                            T::TWO_SHOT_PUSH,
+                            op_code(op),
+                            dst,
+                            src,
+                            Between::Stage(stage, None),
+                            bytes,
+                            &[m as u32],
+                        )?;
+                        return Ok(algorithm);
+                    }
+                }
                 // The low-latency two-shot where a chunk fits the low-latency scratch, both
                 // buffers start on 16-byte boundaries and every PE's share of a block fits its
                 // shared memory: no leave handshake, no peer stores to fence.
-                let size = std::mem::size_of::<T>();
-                let m = src.len().div_ceil(self.n).next_multiple_of(16 / size);
-                if s % 16 == 0 && d % 16 == 0 && self.ll_fits(m * size, self.n, self.n + 1) {
+                if aligned && self.ll_fits(m * size, self.n, self.n + 1) {
                     let src = Region::of(src);
                     let shape = LlShape {
                         len: m,
@@ -223,7 +245,7 @@ impl Comm {
             op_code(op),
             dst,
             src,
-            None,
+            Between::Nothing,
             work,
             &[head, vec],
         )?;
@@ -305,6 +327,25 @@ impl Comm {
         if dst.is_empty() {
             return Ok(());
         }
+        // Pushed: one crossing by peer stores, no handshake (see RS_PUSH_MAX_BYTES).
+        let m = dst.len();
+        let pushable = s % 16 == 0 && d % 16 == 0 && (m * size) % 16 == 0;
+        if n > 1 && pushable && src.len() * size <= RS_PUSH_MAX_BYTES {
+            if let Some(stage) = self.rs_stage.region::<T>(stream, 2 * n * m)? {
+                let src = Region::<T>::of(src);
+                let between = Between::Stage(stage, Some(Region::of(&self.push_count)));
+                return self.launch_p2p(
+                    stream,
+                    T::REDUCE_SCATTER_PUSH,
+                    op_code(op),
+                    dst,
+                    &src,
+                    between,
+                    src.len() * size,
+                    &[],
+                );
+            }
+        }
         // Limited by a chunk, what each rank's lines to a peer carry, and by the shared memory
         // that stages `n + 1` shares: the 1 MiB reduce-scatter on 4 x H100 took 12.0 us so,
         // against the handshaking form's 13.4 (run 92).
@@ -339,7 +380,7 @@ impl Comm {
             op_code(op),
             dst,
             &src,
-            None,
+            Between::Nothing,
             work,
             &[head, vec],
         )
@@ -489,7 +530,7 @@ impl Comm {
                     &[],
                     dst,
                     &src,
-                    None,
+                    Between::Nothing,
                     dbytes,
                     &offsets,
                 )?
@@ -505,7 +546,7 @@ impl Comm {
                     &[],
                     dst,
                     &src,
-                    None,
+                    Between::Nothing,
                     sbytes,
                     &[head, vec],
                 )?

@@ -4,6 +4,7 @@
 
 use cudarc::driver::CudaStream;
 
+use super::comm::capturing;
 use super::region::Region;
 use crate::{Error, Pgas, Result, SymTensor};
 
@@ -19,6 +20,17 @@ impl Scratch {
             pgas: pgas.clone(),
             buf: None,
         }
+    }
+
+    /// A region of `len` elements of `T` from the scratch's start ([`Scratch::regions`]), or
+    /// `None` where the scratch would have to grow while `stream` is being captured into a
+    /// CUDA graph (growing waits for the stream, which a capture cannot do).
+    pub(super) fn region<T>(&mut self, stream: &CudaStream, len: usize) -> Result<Option<Region<T>>> {
+        let bytes = len * std::mem::size_of::<T>();
+        if !self.buf.as_ref().is_some_and(|s| s.len() >= bytes) && capturing(stream)? {
+            return Ok(None);
+        }
+        self.regions::<T>(stream, len, 0).map(|(r, _)| Some(r))
     }
 
     /// Two regions of `a` and `b` elements of `T`, apart (the second from a 16-byte boundary,

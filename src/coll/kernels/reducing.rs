@@ -126,6 +126,19 @@ macro_rules! coll_kernels {
                     k += 3;
                 }
             ]
+            // The pushed two-shot's folds, over local memory: `y` into `x` lane by lane, and
+            // `b` into `a`.
+            fold_vec: [
+                for j in 0..$w {
+                    let a = vec16_get(x, j) as $a;
+                    let b = vec16_get(y, j) as $a;
+                    let r = $($red)*;
+                    x = vec16_set(x, j, r as $t);
+                }
+            ]
+            fold_one: [
+                a = $($red)*;
+            ]
         ));
     };
     (@kernels $m:ident $t:ident $a:ident $w:literal
@@ -134,6 +147,8 @@ macro_rules! coll_kernels {
         ll_reduce_scatter: [$($ll_reduce_scatter:tt)*]
         reduce_pair: [$($reduce_pair:tt)*]
         reduce_one: [$($reduce_one:tt)*]
+        fold_vec: [$($fold_vec:tt)*]
+        fold_one: [$($fold_one:tt)*]
         smem_copy: [$($smem_copy:tt)*]
         smem_fill: [$($smem_fill:tt)*]
         put_pair: [$($put_pair:tt)*]
@@ -331,6 +346,110 @@ macro_rules! coll_kernels {
                 $($leave_after_puts)*
             }
 
+            /// Two-shot by peer stores (the pushed two-shot): rank `r` stores chunk `q` of its
+            /// `src` into slot `r` of rank `q`'s `stage` (`n` slots of `m` elements), fences and
+            /// signals (`2e - 1`); once every rank's slot has landed it reduces its own chunk from
+            /// local memory (its `src`, then the slots of ranks `me + 1, me + 2, ..`, the order of
+            /// `two_shot`, so the results keep their bits) and stores the result into every PE's
+            /// `dst`; then fences, signals (`2e`) and waits for every rank's. Each element crosses
+            /// NVLink twice (`2 (n - 1) / n` of the data a PE, as `two_shot`), each time as a
+            /// store, with no handshake before the data moves: `stage` is this kernel's alone, and
+            /// a PE that finished the call before saw every peer's blocks signal the end of their
+            /// reads of it (any other collective of the communicator waits for each peer to have
+            /// started it, so for its kernel before to have ended). `m` (`dst.len() / n` rounded
+            /// up to whole vectors) is a multiple of `$w`; `dst`, `src` and `stage` start on
+            /// 16-byte boundaries (the launch checks). Safe in place: block `b` of rank `r`
+            /// stores chunk `r` into a peer's `dst` only after that peer's block `b` signalled
+            /// that it has sent those elements of its `src`, and a block takes the same vectors
+            /// on every PE (a grid-stride loop over one grid).
+            #[pgas_kernel(max_threads = 512)]
+            pub fn two_shot_push(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                stage: &mut SymTensor<$t>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                m: u32,
+                #[comptime] op: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                let mine = me as usize;
+                let e = epochs[blk] + 1;
+                let len = dst.len();
+                let mm = m as usize;
+                let nv = mm / $w;
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                // Chunk `q` of `src` into slot `me` of rank `q`'s stage (a partial last vector
+                // element by element).
+                for k in 1..nn {
+                    let q = (mine + k) % nn;
+                    let p = stage.peer(pes[q]);
+                    let mut v = gt;
+                    while v < nv {
+                        let j = v * $w;
+                        let i = q * mm + j;
+                        if i + $w <= len {
+                            store_vec16(&mut p[mine * mm + j], load_vec16(&src[i]));
+                        } else {
+                            let mut s = i;
+                            while s < len {
+                                p[mine * mm + s - q * mm] = src[s];
+                                s += 1;
+                            }
+                        }
+                        v += stride;
+                    }
+                }
+                // Release this block's slots to every rank, then acquire theirs.
+                threadfence_system();
+                sync_threads();
+                if t < nn {
+                    signal_op(&mut sig[blk * nn + mine], 2 * e - 1, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
+                    threadfence_system();
+                }
+                sync_threads();
+                // This rank's chunk, reduced from local memory and stored into every PE's `dst`.
+                let c = mine * mm;
+                let mut v = gt;
+                while v < nv {
+                    let j = v * $w;
+                    let i = c + j;
+                    if i + $w <= len {
+                        let mut x = load_vec16(&src[i]);
+                        for k in 1..nn {
+                            let y = load_vec16(&stage[((mine + k) % nn) * mm + j]);
+                            $($fold_vec)*
+                        }
+                        for k in 0..nn {
+                            store_vec16(&mut dst.peer(pes[(mine + k) % nn])[i], x);
+                        }
+                    } else {
+                        let mut s = i;
+                        while s < len {
+                            let mut a = src[s] as $a;
+                            for k in 1..nn {
+                                let b = stage[((mine + k) % nn) * mm + s - c] as $a;
+                                $($fold_one)*
+                            }
+                            let r = a as $t;
+                            for k in 0..nn {
+                                dst.peer(pes[(mine + k) % nn])[s] = r;
+                            }
+                            s += 1;
+                        }
+                    }
+                    v += stride;
+                }
+                $($leave_after_puts)*
+            }
+
             /// Two-shot for the middle sizes (a chunk of at most
             /// `Comm::low_latency_max_bytes`; `src` and `dst` start on 16-byte boundaries): team
             /// rank `r` reduces its chunk by peer loads after the entry handshake, as `two_shot`,
@@ -405,6 +524,84 @@ macro_rules! coll_kernels {
                 }
                 if t == 0 {
                     epochs[blk] = e;
+                }
+            }
+
+            /// Reduce-scatter by peer stores (pushed): rank `r` stores chunk `q` of its `src`
+            /// into slot `r` of rank `q`'s `stage`, fences and signals (`2e`); once every rank's
+            /// slot has landed it reduces its own chunk from local memory (its `src`, then the
+            /// slots of ranks `me + 1, me + 2, ..`, the order of `reduce_scatter`) into `dst`.
+            /// One crossing, a store, and no handshake: the stage has two sets of `n` slots of
+            /// `m` (`dst.len()`) elements, used by turns (`count[1]`, this PE's count of these
+            /// calls, which every block reads before it takes its ticket `count[0]` and the last
+            /// block advances), so a PE writes a set its peers last read two calls before, and
+            /// it started this call only after the call before had every peer's signal, sent
+            /// from that peer's next kernel, after its reads. `m` is a multiple of `$w` and
+            /// `dst`, `src` and `stage` start on 16-byte boundaries (the launch checks).
+            #[pgas_kernel(max_threads = 512)]
+            pub fn reduce_scatter_push(
+                dst: &mut SymTensor<$t>,
+                src: &SymTensor<$t>,
+                stage: &mut SymTensor<$t>,
+                count: &mut SymTensor<u64>,
+                pes: &SymTensor<i32>,
+                sig: &mut SymTensor<u64>,
+                epochs: &mut SymTensor<u64>,
+                n: u32,
+                me: u32,
+                #[comptime] op: u32,
+            ) {
+                let blk = block_idx_x() as usize;
+                let t = thread_idx_x() as usize;
+                let nn = n as usize;
+                let mine = me as usize;
+                let e = epochs[blk] + 1;
+                let m = dst.len();
+                let nv = m / $w;
+                let set = (count[1] % 2) as usize * nn * m;
+                let stride = (grid_dim_x() * block_dim_x()) as usize;
+                let gt = blk * block_dim_x() as usize + t;
+                let last = shared_array::<u32, 1>();
+                for k in 1..nn {
+                    let q = (mine + k) % nn;
+                    let p = stage.peer(pes[q]);
+                    let mut v = gt;
+                    while v < nv {
+                        let j = v * $w;
+                        store_vec16(&mut p[set + mine * m + j], load_vec16(&src[q * m + j]));
+                        v += stride;
+                    }
+                }
+                // Release this block's slots to every rank, then acquire theirs.
+                threadfence_system();
+                sync_threads();
+                if t < nn {
+                    signal_op(&mut sig[blk * nn + mine], 2 * e, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
+                    threadfence_system();
+                }
+                sync_threads();
+                let mut v = gt;
+                while v < nv {
+                    let j = v * $w;
+                    let mut x = load_vec16(&src[mine * m + j]);
+                    for k in 1..nn {
+                        let y = load_vec16(&stage[set + ((mine + k) % nn) * m + j]);
+                        $($fold_vec)*
+                    }
+                    store_vec16(&mut dst[j], x);
+                    v += stride;
+                }
+                sync_threads();
+                if t == 0 {
+                    epochs[blk] = e;
+                    let old = atomic_add_local(&mut count[0], 1u64);
+                    last[0] = if old + 1 == grid_dim_x() as u64 { 1 } else { 0 };
+                }
+                sync_threads();
+                if last[0] != 0 && t == 0 {
+                    count[0] = 0;
+                    count[1] = count[1] + 1;
                 }
             }
 
