@@ -168,6 +168,9 @@ pub struct Comm {
     pub(super) hier: Option<Box<Hier>>,
     /// The intermediate results of the composed paths (`scratch.rs`).
     pub(super) scratch: Scratch,
+    /// Whether the team is every PE: only then may a call allocate (NVSHMEM's allocation is
+    /// collective over every PE), so only then do the pushed forms, whose stages grow, run.
+    pub(super) all_pes: bool,
     /// The pushed two-shot's stage (`n` slots of a chunk): its own, since its kernel stores
     /// into a peer's stage without a handshake, which only this kernel's protocol orders.
     pub(super) push_stage: Scratch,
@@ -296,6 +299,7 @@ impl Comm {
             ll_scratch,
             hier,
             scratch: Scratch::new(pgas),
+            all_pes: n == world,
             push_stage: Scratch::new(pgas),
             rs_stage: Scratch::new(pgas),
             push_count,

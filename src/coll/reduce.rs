@@ -198,7 +198,7 @@ impl Comm {
                 // The pushed two-shot up to PUSH_MAX_BYTES where both buffers start on 16-byte
                 // boundaries (and, during a graph capture, its stage needs not grow): every
                 // crossing a peer store, no handshake before the data moves.
-                if aligned && self.n > 1 && bytes <= PUSH_MAX_BYTES {
+                if aligned && self.n > 1 && self.all_pes && bytes <= PUSH_MAX_BYTES {
                     if let Some(stage) = self.push_stage.region::<T>(stream, self.n * m)? {
                         self.launch_p2p(
                             stream,
@@ -330,7 +330,7 @@ impl Comm {
         // Pushed: one crossing by peer stores, no handshake (see RS_PUSH_MAX_BYTES).
         let m = dst.len();
         let pushable = s % 16 == 0 && d % 16 == 0 && (m * size) % 16 == 0;
-        if n > 1 && pushable && src.len() * size <= RS_PUSH_MAX_BYTES {
+        if n > 1 && self.all_pes && pushable && src.len() * size <= RS_PUSH_MAX_BYTES {
             if let Some(stage) = self.rs_stage.region::<T>(stream, 2 * n * m)? {
                 let src = Region::<T>::of(src);
                 let between = Between::Stage(stage, Some(Region::of(&self.push_count)));

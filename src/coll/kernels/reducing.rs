@@ -139,6 +139,20 @@ macro_rules! coll_kernels {
             fold_one: [
                 a = $($red)*;
             ]
+            // The pushed kernels' hand-off of value `sv`: after the block barrier, the threads
+            // that signal fence for the whole block (a release fence is cumulative: it orders
+            // every store the barrier ordered before it), signal every rank, wait for every
+            // rank's and acquire. One fence a rank instead of one a thread.
+            push_signal: [
+                sync_threads();
+                if t < nn {
+                    threadfence_system();
+                    signal_op(&mut sig[blk * nn + mine], sv, SignalOp::Set, pes[t]);
+                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, sv);
+                    threadfence_system();
+                }
+                sync_threads();
+            ]
         ));
     };
     (@kernels $m:ident $t:ident $a:ident $w:literal
@@ -149,6 +163,7 @@ macro_rules! coll_kernels {
         reduce_one: [$($reduce_one:tt)*]
         fold_vec: [$($fold_vec:tt)*]
         fold_one: [$($fold_one:tt)*]
+        push_signal: [$($push_signal:tt)*]
         smem_copy: [$($smem_copy:tt)*]
         smem_fill: [$($smem_fill:tt)*]
         put_pair: [$($put_pair:tt)*]
@@ -407,14 +422,8 @@ macro_rules! coll_kernels {
                     }
                 }
                 // Release this block's slots to every rank, then acquire theirs.
-                threadfence_system();
-                sync_threads();
-                if t < nn {
-                    signal_op(&mut sig[blk * nn + mine], 2 * e - 1, SignalOp::Set, pes[t]);
-                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
-                    threadfence_system();
-                }
-                sync_threads();
+                let sv = 2 * e - 1;
+                $($push_signal)*
                 // This rank's chunk, reduced from local memory and stored into every PE's `dst`.
                 let c = mine * mm;
                 let mut v = gt;
@@ -447,7 +456,11 @@ macro_rules! coll_kernels {
                     }
                     v += stride;
                 }
-                $($leave_after_puts)*
+                let sv = 2 * e;
+                $($push_signal)*
+                if t == 0 {
+                    epochs[blk] = e;
+                }
             }
 
             /// Two-shot for the middle sizes (a chunk of at most
@@ -573,14 +586,8 @@ macro_rules! coll_kernels {
                     }
                 }
                 // Release this block's slots to every rank, then acquire theirs.
-                threadfence_system();
-                sync_threads();
-                if t < nn {
-                    signal_op(&mut sig[blk * nn + mine], 2 * e, SignalOp::Set, pes[t]);
-                    signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
-                    threadfence_system();
-                }
-                sync_threads();
+                let sv = 2 * e;
+                $($push_signal)*
                 let mut v = gt;
                 while v < nv {
                     let j = v * $w;
