@@ -30,7 +30,8 @@ pub enum Algorithm {
     /// and all-to-all: every PE loads its part of every peer's `src` into its own `dst` (the
     /// pulling form).
     OneShot,
-    /// Reduce-scatter by peer loads, all-gather by peer stores (also in place). All-gather
+    /// Reduce-scatter by peer loads, all-gather by peer stores (also in place); an all-reduce
+    /// of [`PUSH_MIN_BYTES`] or more by peer stores both ways (the pushed two-shot). All-gather
     /// and all-to-all: every PE stores its `src` into the peers' `dst` (the pushing form).
     TwoShot,
     /// NVSHMEM's on-stream reduction (`nvshmemx_<type>_<op>_reduce_on_stream`), on any stream
@@ -108,20 +109,21 @@ pub const MOVE_PULL_MAX_BYTES: usize = 4 << 20;
 /// (measured with the one-element data path: 27 us against 36 us at 1 MiB on 2 x H200).
 pub const ONE_SHOT_MAX_BYTES_2PE: usize = 8 << 20;
 
-/// The largest all-reduce [`Algorithm::TwoShot`] (and so [`Algorithm::Auto`] above the
-/// one-shot sizes) runs as the pushed two-shot: each rank stores chunk `q` of its data into a
-/// stage on rank `q`, which reduces it from local memory and stores the result into every PE's
-/// `dst`, so both crossings are peer stores and none waits for a handshake first. Its stage is
-/// the size of the data (allocated, collectively, by the first call that needs it). Past it,
-/// and for buffers off 16-byte boundaries, the handshaking two-shot (peer loads, then stores).
-pub const PUSH_MAX_BYTES: usize = 64 << 20;
+/// From this many bytes [`Algorithm::TwoShot`] (and so [`Algorithm::Auto`] above the one-shot
+/// sizes) runs an all-reduce as the pushed two-shot, where `dst` and `src` start on 16-byte
+/// boundaries and the team is every PE: each rank stores chunk `q` of its data into a stage on
+/// rank `q`, which reduces it from local memory and stores the result into every PE's `dst`,
+/// so both crossings are peer stores and no handshake comes before the data moves. It has the
+/// larger fixed cost (on 4 x H100, run 111 of `docs/gpu-report.md`: 17.9 us at 8 B against the
+/// handshaking two-shot's 13.0, 37.9-38.3 against 36.5-36.9 at 4 MiB) and the higher bandwidth
+/// (90.0 against 101 us at 16 MiB, 304-305 against 340 at 64 MiB; NCCL 101 and 324-326).
+pub const PUSH_MIN_BYTES: usize = 16 << 20;
 
-/// The largest `src` [`Comm::reduce_scatter`] moves by peer stores (the pushed
-/// reduce-scatter: each rank stores chunk `q` of its `src` into a stage on rank `q`, which
-/// reduces it from local memory; one crossing, no handshake), where both buffers and the
-/// chunk's bytes sit on 16-byte boundaries. Its stage is twice `src` (two sets, used by turns;
-/// allocated, collectively, by the first call that needs it).
-pub const RS_PUSH_MAX_BYTES: usize = 16 << 20;
+/// The pushed two-shot ([`PUSH_MIN_BYTES`]) reduces at most this many bytes a kernel: larger
+/// all-reduces run as several kernels of this size, one after the other, so its stage (as
+/// large as one kernel's data, allocated collectively by the first call that needs it) stays
+/// at this size.
+pub const PUSH_MAX_BYTES: usize = 64 << 20;
 
 /// Most blocks a collective grid has (also capped at the GPU's SM count, so that every block is
 /// resident: blocks wait for their namesakes on other PEs). Above the SM count of current GPUs
@@ -169,15 +171,11 @@ pub struct Comm {
     /// The intermediate results of the composed paths (`scratch.rs`).
     pub(super) scratch: Scratch,
     /// Whether the team is every PE: only then may a call allocate (NVSHMEM's allocation is
-    /// collective over every PE), so only then do the pushed forms, whose stages grow, run.
+    /// collective over every PE), so only then does the pushed two-shot, whose stage grows, run.
     pub(super) all_pes: bool,
     /// The pushed two-shot's stage (`n` slots of a chunk): its own, since its kernel stores
     /// into a peer's stage without a handshake, which only this kernel's protocol orders.
     pub(super) push_stage: Scratch,
-    /// The pushed reduce-scatter's stage (two sets of `n` slots of a chunk, used by turns).
-    pub(super) rs_stage: Scratch,
-    /// The pushed reduce-scatter's ticket (`[0]`) and count of calls (`[1]`), this PE's.
-    pub(super) push_count: SymTensor<u64>,
 }
 
 /// The two levels of a communicator whose team spans several nodes (`hier.rs`, which holds
@@ -273,7 +271,6 @@ impl Comm {
         let epochs = pgas.alloc::<u64>(MAX_BLOCKS)?;
         let agree = pgas.alloc::<u64>((world + 1) * row_words(world))?;
         let ll_scratch = pgas.alloc::<u64>(LL_REGIONS * ll_region(world))?;
-        let push_count = pgas.alloc::<u64>(2)?;
         let p2p = pgas
             .first_unreachable(&sig, table[..n].iter().map(|&pe| pe as usize))?
             .is_none();
@@ -301,8 +298,6 @@ impl Comm {
             scratch: Scratch::new(pgas),
             all_pes: n == world,
             push_stage: Scratch::new(pgas),
-            rs_stage: Scratch::new(pgas),
-            push_count,
         })
     }
 
@@ -584,11 +579,8 @@ impl Comm {
                 // reads the table on this PE only (see `all_to_all_v` in `kernels/`).
                 unsafe { args.push_local_as_sym::<u64>(table.ptr, table.len) };
             }
-            Between::Stage(mut stage, count) => {
+            Between::Stage(mut stage) => {
                 args.push_sym_mut(&mut stage);
-                if let Some(mut count) = count {
-                    args.push_sym_mut(&mut count);
-                }
             }
         }
         args.push_sym(&self.pes)
@@ -617,9 +609,8 @@ pub(super) enum Between<'a, T> {
     Nothing,
     /// The all-to-all-v layout's table (this PE's memory).
     Table(&'a LocalTable),
-    /// A pushed kernel's stage (`Comm::push_stage`, `Comm::rs_stage`), and the turn counter of
-    /// a stage used by turns (the pushed reduce-scatter's `Comm::push_count`).
-    Stage(Region<T>, Option<Region<u64>>),
+    /// The pushed two-shot's stage (`Comm::push_stage`).
+    Stage(Region<T>),
 }
 
 /// How a low-latency kernel's data splits over its blocks ([`Comm::launch_ll`]).

@@ -27,8 +27,7 @@ pub trait AllReduceElem: CollectiveElem {
     const REDUCE_SCATTER: &'static KernelSpec;
     #[doc(hidden)]
     const LOW_LATENCY_REDUCE_SCATTER: &'static KernelSpec;
-    #[doc(hidden)]
-    const REDUCE_SCATTER_PUSH: &'static KernelSpec;
+
     /// Whether the bitwise reductions exist for the type (integers).
     #[doc(hidden)]
     const BITS: bool;
@@ -45,8 +44,6 @@ macro_rules! elem {
             const REDUCE_SCATTER: &'static KernelSpec = &kernels::$m::reduce_scatter::SPEC;
             const LOW_LATENCY_REDUCE_SCATTER: &'static KernelSpec =
                 &kernels::$m::low_latency_reduce_scatter::SPEC;
-            const REDUCE_SCATTER_PUSH: &'static KernelSpec =
-                &kernels::$m::reduce_scatter_push::SPEC;
             const BITS: bool = $bits;
         }
     )*};

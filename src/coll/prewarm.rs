@@ -46,7 +46,7 @@ pub fn prewarm_all() -> Vec<Prewarm<'static>> {
 }
 
 /// The reducing kernels of `T` (low-latency, one-shot, two-shot in its three forms, reduce-scatter
-/// in its three), each with every reduction the type has.
+/// and its low-latency form), each with every reduction the type has.
 fn reducing<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
     let ops = if T::BITS { 7 } else { 4 };
     [
@@ -57,7 +57,6 @@ fn reducing<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
         T::TWO_SHOT_PUSH,
         T::REDUCE_SCATTER,
         T::LOW_LATENCY_REDUCE_SCATTER,
-        T::REDUCE_SCATTER_PUSH,
     ]
     .into_iter()
     .flat_map(|spec| {

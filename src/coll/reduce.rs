@@ -3,7 +3,7 @@
 
 use super::comm::{
     refuse_capture, Algorithm, Between, Comm, LlShape, LL_BYTES_PER_BLOCK, LL_MAX_BYTES,
-    PUSH_MAX_BYTES, RS_PUSH_MAX_BYTES,
+    PUSH_MAX_BYTES, PUSH_MIN_BYTES,
 };
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::movement;
@@ -195,21 +195,28 @@ impl Comm {
                 let size = std::mem::size_of::<T>();
                 let m = src.len().div_ceil(self.n).next_multiple_of(16 / size);
                 let aligned = s % 16 == 0 && d % 16 == 0;
-                // The pushed two-shot up to PUSH_MAX_BYTES where both buffers start on 16-byte
-                // boundaries (and, during a graph capture, its stage needs not grow): every
-                // crossing a peer store, no handshake before the data moves.
-                if aligned && self.n > 1 && self.all_pes && bytes <= PUSH_MAX_BYTES {
-                    if let Some(stage) = self.push_stage.region::<T>(stream, self.n * m)? {
-                        self.launch_p2p(
-                            stream,
-                            T::TWO_SHOT_PUSH,
-                            op_code(op),
-                            dst,
-                            src,
-                            Between::Stage(stage, None),
-                            bytes,
-                            &[m as u32],
-                        )?;
+                // The pushed two-shot from PUSH_MIN_BYTES where both buffers start on 16-byte
+                // boundaries (and, during a graph capture, its stage needs not grow), in
+                // kernels of at most PUSH_MAX_BYTES.
+                if aligned && self.n > 1 && self.all_pes && bytes >= PUSH_MIN_BYTES {
+                    let piece = PUSH_MAX_BYTES / size;
+                    let most = src.len().min(piece).div_ceil(self.n).next_multiple_of(16 / size);
+                    if let Some(stage) = self.push_stage.region::<T>(stream, self.n * most)? {
+                        let dst = Region::of(&*dst);
+                        for lo in (0..src.len()).step_by(piece) {
+                            let len = piece.min(src.len() - lo);
+                            let m = len.div_ceil(self.n).next_multiple_of(16 / size);
+                            self.launch_p2p(
+                                stream,
+                                T::TWO_SHOT_PUSH,
+                                op_code(op),
+                                &mut Region::within(&dst, lo, len),
+                                &Region::within(src, lo, len),
+                                Between::Stage(Region::within(&stage, 0, self.n * m)),
+                                len * size,
+                                &[m as u32],
+                            )?;
+                        }
                         return Ok(algorithm);
                     }
                 }
@@ -326,25 +333,6 @@ impl Comm {
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
         if dst.is_empty() {
             return Ok(());
-        }
-        // Pushed: one crossing by peer stores, no handshake (see RS_PUSH_MAX_BYTES).
-        let m = dst.len();
-        let pushable = s % 16 == 0 && d % 16 == 0 && (m * size) % 16 == 0;
-        if n > 1 && self.all_pes && pushable && src.len() * size <= RS_PUSH_MAX_BYTES {
-            if let Some(stage) = self.rs_stage.region::<T>(stream, 2 * n * m)? {
-                let src = Region::<T>::of(src);
-                let between = Between::Stage(stage, Some(Region::of(&self.push_count)));
-                return self.launch_p2p(
-                    stream,
-                    T::REDUCE_SCATTER_PUSH,
-                    op_code(op),
-                    dst,
-                    &src,
-                    between,
-                    src.len() * size,
-                    &[],
-                );
-            }
         }
         // Limited by a chunk, what each rank's lines to a peer carry, and by the shared memory
         // that stages `n + 1` shares: the 1 MiB reduce-scatter on 4 x H100 took 12.0 us so,

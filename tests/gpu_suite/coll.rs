@@ -37,7 +37,7 @@ pub const CASES: &[Case] = &[
     case("coll/rs_ag_split_team", rs_ag_split_team),
     case("coll/rs_ag_bad_input", rs_ag_bad_input),
     case("coll/rs_ag_graph_capture", rs_ag_graph_capture),
-    case("coll/pushed_forms", pushed_forms),
+    case("coll/pushed_two_shot", pushed_two_shot),
     case("coll/broadcast", broadcast_types),
     case("coll/all_to_all", all_to_all_types),
     case("coll/all_to_all_v", all_to_all_v_case),
@@ -803,72 +803,44 @@ fn rs_ag_graph_capture(p: &Pgas) -> CaseResult {
     )
 }
 
-/// The pushed reduce-scatter and two-shot (`coll::RS_PUSH_MAX_BYTES`, `PUSH_MAX_BYTES`): calls
-/// of alternating sizes back to back (so grids of 2 and 132 blocks follow each other, and the
-/// reduce-scatter's stage sets take their turns across them), each in-place all-reduce on the
-/// reduce-scatter's output, then both captured into a graph (their stages grown by the eager
-/// calls) and replayed, the turns then kept on the device.
-fn pushed_forms(p: &Pgas) -> CaseResult {
+/// The pushed two-shot (`coll::PUSH_MIN_BYTES` and up, in kernels of `coll::PUSH_MAX_BYTES`):
+/// an all-reduce whose chunks end in a partial vector, then one of two kernels in place (one
+/// of `PUSH_MAX_BYTES`, one of the rest), back to back with no host wait between calls; then
+/// captured into a graph (the stage grown by the eager calls) and replayed.
+fn pushed_two_shot(p: &Pgas) -> CaseResult {
     let n = util::npes(p);
     let me = util::me(p);
     let mut comm = Comm::new(p, Team::WORLD)?;
     coll::prewarm::<u64>(p)?;
-    // Per-rank chunks of whole 16-byte vectors: 1000 (2 blocks at 4 PEs) and 300_000 (2.4 MB a
-    // chunk: every SM).
-    let sizes = [1000usize, 300_000, 1000, 1000, 300_000, 300_000, 1000];
-    let input = |k: usize| (me * 3 + k % 101) as u64;
-    let summed = |k: usize| (0..n).map(|pe| (pe * 3 + k % 101) as u64).sum::<u64>();
-    for (call, &m) in sizes.iter().enumerate() {
-        let src = p.alloc_from(&(0..n * m).map(input).collect::<Vec<_>>())?;
-        let mut rs = p.alloc::<u64>(m)?;
-        p.barrier_all()?;
-        comm.reduce_scatter(&mut rs, &src, ReduceOp::Sum)?;
-        // Then all-reduce each rank's chunk in place (rank r's values differ from rank q's, so
-        // each element sums n different chunks).
-        let used = comm.all_reduce_in_place(&mut rs, ReduceOp::Sum, Algorithm::TwoShot)?;
-        util::settle(p)?;
-        let want: Vec<u64> = (0..m)
-            .map(|i| (0..n).map(|r| summed(r * m + i)).sum())
-            .collect();
-        check_eq(
-            &format!("call {call}: pushed reduce-scatter of {m} a rank, then {used:?} in place"),
-            &rs.to_vec()?,
-            &want,
-        )?;
-    }
-    // Captured: the stages are as large as the eager calls grew them.
-    let m = 300_000;
-    let mut a = p.alloc_from(&(0..n * m).map(input).collect::<Vec<_>>())?;
-    let mut b = p.alloc::<u64>(m)?;
+    let small = coll::PUSH_MIN_BYTES / 8 + 3;
+    let large = coll::PUSH_MAX_BYTES / 8 + 611_393;
+    let input = |pe: usize, k: usize| (pe * 3 + k % 101) as u64;
+    let summed = |k: usize| (0..n).map(|pe| input(pe, k)).sum::<u64>();
+    let a = p.alloc_from(&(0..small).map(|k| input(me, k)).collect::<Vec<_>>())?;
+    let mut b = p.alloc::<u64>(small)?;
+    let mut x = p.alloc_from(&(0..large).map(|k| input(me, k)).collect::<Vec<_>>())?;
+    p.barrier_all()?;
+    let used = comm.all_reduce(&mut b, &a, ReduceOp::Sum, Algorithm::TwoShot)?;
+    comm.all_reduce_in_place(&mut x, ReduceOp::Sum, Algorithm::TwoShot)?;
+    comm.all_reduce_in_place(&mut b, ReduceOp::Sum, Algorithm::Auto)?;
+    util::settle(p)?;
+    let nn = n as u64;
+    let want: Vec<u64> = (0..small).map(|k| summed(k) * nn).collect();
+    check_eq(
+        &format!("{used:?} of {small} u64, then {:?} in place", Algorithm::Auto),
+        &b.to_vec()?,
+        &want,
+    )?;
+    let want: Vec<u64> = (0..large).map(summed).collect();
+    check_eq(&format!("two-shot in place of {large} u64 (two kernels)"), &x.to_vec()?, &want)?;
     let stream = p.cuda().new_stream()?;
     p.barrier_all()?;
     util::replay_captured(p, &stream, 3, || {
-        comm.reduce_scatter_on(&stream, &mut b, &a, ReduceOp::Sum)?;
-        comm.reduce_scatter_on(&stream, &mut b, &a, ReduceOp::Sum)?;
-        comm.all_reduce_on(&stream, &mut a.view_mut(0..m)?, &b, ReduceOp::Sum, Algorithm::TwoShot)?;
+        comm.all_reduce_in_place_on(&stream, &mut b, ReduceOp::Sum, Algorithm::TwoShot)?;
         Ok(())
     })?;
-    // Each replay: b = the reduce-scatter of a (rank r: chunk r summed over PEs), then a's
-    // first chunk = the sum over ranks of b; the rest of a keeps the inputs.
-    let mut chunk0 = Vec::new();
-    let mut all: Vec<Vec<u64>> = (0..n)
-        .map(|pe| (0..n * m).map(|k| (pe * 3 + k % 101) as u64).collect())
-        .collect();
-    for _ in 0..3 {
-        let b_of = |r: usize| -> Vec<u64> {
-            (0..m).map(|i| all.iter().map(|x| x[r * m + i]).sum()).collect()
-        };
-        let bs: Vec<Vec<u64>> = (0..n).map(b_of).collect();
-        chunk0 = (0..m).map(|i| bs.iter().map(|b| b[i]).sum()).collect();
-        for x in all.iter_mut() {
-            x[..m].copy_from_slice(&chunk0);
-        }
-    }
-    check_eq(
-        "3 replays of a captured pushed reduce-scatter (twice) + two-shot graph",
-        &a.to_vec()?[..m],
-        &chunk0,
-    )
+    let want: Vec<u64> = (0..small).map(|k| summed(k) * nn.pow(4)).collect();
+    check_eq("3 replays of a captured pushed two-shot in place", &b.to_vec()?, &want)
 }
 
 /// Element `k` of the data a PE sends (or the root broadcasts) as a small integer: every PE can
