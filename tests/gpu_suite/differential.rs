@@ -501,7 +501,8 @@ fn draw_bytes(rng: &mut Rng, size: usize) -> usize {
             let at = rng.range(1, 16) * (8 << 10);
             around(rng, at)
         }
-        72..=97 => rng.log_uniform(2 << 10, 4 << 20),
+        72..=96 => rng.log_uniform(2 << 10, 4 << 20),
+        97 => around(rng, coll::PUSH_MIN_BYTES),
         _ => rng.log_uniform(4 << 20, MAX_BYTES),
     }
     .min(MAX_BYTES)
