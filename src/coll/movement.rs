@@ -6,9 +6,9 @@ use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
 
 use super::comm::{
-    Between,
-    refuse_capture, Algorithm, Comm, LlShape, BROADCAST_RELAY_MIN_BYTES, LL_BYTES_PER_BLOCK,
-    LL_GATHER_MAX_BYTES, LL_REGION_BYTES, LL_SHARED_MAX_BYTES, MOVE_PULL_MAX_BYTES,
+    refuse_capture, Algorithm, Between, Comm, LlShape, BROADCAST_RELAY_MIN_BYTES,
+    LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES, LL_REGION_BYTES, LL_SHARED_MAX_BYTES,
+    MOVE_PULL_MAX_BYTES,
 };
 use super::elem::AllReduceElem;
 use super::kernels;
@@ -425,7 +425,16 @@ impl Comm {
                 bytes,
                 &offsets,
             )?,
-            _ => self.launch_p2p(stream, k.all_to_all, &[], dst, &src, Between::Nothing, bytes, &offsets)?,
+            _ => self.launch_p2p(
+                stream,
+                k.all_to_all,
+                &[],
+                dst,
+                &src,
+                Between::Nothing,
+                bytes,
+                &offsets,
+            )?,
         }
         Ok(algorithm)
     }

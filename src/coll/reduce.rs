@@ -200,7 +200,11 @@ impl Comm {
                 // kernels of at most PUSH_MAX_BYTES.
                 if aligned && self.n > 1 && self.all_pes && bytes >= PUSH_MIN_BYTES {
                     let piece = PUSH_MAX_BYTES / size;
-                    let most = src.len().min(piece).div_ceil(self.n).next_multiple_of(16 / size);
+                    let most = src
+                        .len()
+                        .min(piece)
+                        .div_ceil(self.n)
+                        .next_multiple_of(16 / size);
                     if let Some(stage) = self.push_stage.region::<T>(stream, self.n * most)? {
                         let dst = Region::of(&*dst);
                         for lo in (0..src.len()).step_by(piece) {

@@ -25,9 +25,13 @@ impl Scratch {
     /// A region of `len` elements of `T` from the scratch's start ([`Scratch::regions`]), or
     /// `None` where the scratch would have to grow while `stream` is being captured into a
     /// CUDA graph (growing waits for the stream, which a capture cannot do).
-    pub(super) fn region<T>(&mut self, stream: &CudaStream, len: usize) -> Result<Option<Region<T>>> {
+    pub(super) fn region<T>(
+        &mut self,
+        stream: &CudaStream,
+        len: usize,
+    ) -> Result<Option<Region<T>>> {
         let bytes = len * std::mem::size_of::<T>();
-        if !self.buf.as_ref().is_some_and(|s| s.len() >= bytes) && capturing(stream)? {
+        if self.buf.as_ref().is_none_or(|s| s.len() < bytes) && capturing(stream)? {
             return Ok(None);
         }
         self.regions::<T>(stream, len, 0).map(|(r, _)| Some(r))

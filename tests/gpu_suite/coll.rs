@@ -827,12 +827,19 @@ fn pushed_two_shot(p: &Pgas) -> CaseResult {
     let nn = n as u64;
     let want: Vec<u64> = (0..small).map(|k| summed(k) * nn).collect();
     check_eq(
-        &format!("{used:?} of {small} u64, then {:?} in place", Algorithm::Auto),
+        &format!(
+            "{used:?} of {small} u64, then {:?} in place",
+            Algorithm::Auto
+        ),
         &b.to_vec()?,
         &want,
     )?;
     let want: Vec<u64> = (0..large).map(summed).collect();
-    check_eq(&format!("two-shot in place of {large} u64 (two kernels)"), &x.to_vec()?, &want)?;
+    check_eq(
+        &format!("two-shot in place of {large} u64 (two kernels)"),
+        &x.to_vec()?,
+        &want,
+    )?;
     let stream = p.cuda().new_stream()?;
     p.barrier_all()?;
     util::replay_captured(p, &stream, 3, || {
@@ -840,7 +847,11 @@ fn pushed_two_shot(p: &Pgas) -> CaseResult {
         Ok(())
     })?;
     let want: Vec<u64> = (0..small).map(|k| summed(k) * nn.pow(4)).collect();
-    check_eq("3 replays of a captured pushed two-shot in place", &b.to_vec()?, &want)
+    check_eq(
+        "3 replays of a captured pushed two-shot in place",
+        &b.to_vec()?,
+        &want,
+    )
 }
 
 /// Element `k` of the data a PE sends (or the root broadcasts) as a small integer: every PE can
