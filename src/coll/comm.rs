@@ -114,9 +114,10 @@ pub const ONE_SHOT_MAX_BYTES_2PE: usize = 8 << 20;
 /// boundaries and the team is every PE: each rank stores chunk `q` of its data into a stage on
 /// rank `q`, which reduces it from local memory and stores the result into every PE's `dst`,
 /// so both crossings are peer stores and no handshake comes before the data moves. It has the
-/// larger fixed cost (on 4 x H100, run 111 of `docs/gpu-report.md`: 17.9 us at 8 B against the
-/// handshaking two-shot's 13.0, 37.9-38.3 against 36.5-36.9 at 4 MiB) and the higher bandwidth
-/// (90.0 against 101 us at 16 MiB, 304-305 against 340 at 64 MiB; NCCL 101 and 324-326).
+/// larger fixed cost (on 4 x H100, run 113 of `docs/gpu-report.md`: 17.9 us at 8 B against the
+/// low-latency two-shot's 13.0, 37.9-38.3 against the handshaking two-shot's 36.5-36.9 at
+/// 4 MiB) and the higher bandwidth (run 114: 89.2-90.4 against 103 us at 16 MiB, 305-308
+/// against 337-338 at 64 MiB; NCCL 101-102 and 326-329).
 pub const PUSH_MIN_BYTES: usize = 16 << 20;
 
 /// The pushed two-shot ([`PUSH_MIN_BYTES`]) reduces at most this many bytes a kernel: larger

@@ -27,7 +27,6 @@ pub trait AllReduceElem: CollectiveElem {
     const REDUCE_SCATTER: &'static KernelSpec;
     #[doc(hidden)]
     const LOW_LATENCY_REDUCE_SCATTER: &'static KernelSpec;
-
     /// Whether the bitwise reductions exist for the type (integers).
     #[doc(hidden)]
     const BITS: bool;

@@ -1,6 +1,8 @@
 //! A communicator's symmetric scratch for the intermediate results of its composed paths (the
-//! hierarchical collectives, NVSHMEM's reduction in place): grown, collectively, to the largest
-//! call's need, since every member makes the same calls with the same sizes.
+//! hierarchical collectives, NVSHMEM's reduction in place), and, as a second one, the pushed
+//! two-shot's stage: grown, collectively, to the largest call's need, since every member makes
+//! the same calls with the same sizes (so only on a communicator whose team is every PE, the
+//! group NVSHMEM's allocation is collective over).
 
 use cudarc::driver::CudaStream;
 
