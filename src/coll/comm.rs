@@ -3,7 +3,7 @@
 //! peer-to-peer launch every collective shares.
 
 use super::region::{check_apart, LocalTable, Reached, Region};
-use super::scratch::Scratch;
+use super::scratch::{capturing, Scratch};
 use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::{KernelSpec, Variant};
 use pgas_runtime::launch::KernelArgs;
@@ -664,14 +664,6 @@ pub(super) fn refuse_capture(stream: &CudaStream, what: &str) -> Result<()> {
              outside capture, or use a peer-to-peer algorithm, which captures"
         ),
     })
-}
-
-/// Whether `stream` is being captured into a CUDA graph.
-pub(super) fn capturing(stream: &CudaStream) -> Result<bool> {
-    let status = stream.capture_status().map_err(Error::cuda(
-        "querying the stream's CUDA-graph capture status",
-    ))?;
-    Ok(status != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 
 use cudarc::driver::CudaStream;
 
-use super::comm::capturing;
 use super::region::Region;
 use crate::{Error, Pgas, Result, SymTensor};
 
@@ -69,4 +68,13 @@ impl Scratch {
         };
         Ok((Region::at(base, a), Region::at(base + at as u64, b)))
     }
+}
+
+/// Whether `stream` is being captured into a CUDA graph (a scratch cannot grow then; the
+/// NVSHMEM paths refuse it: `comm::refuse_capture`).
+pub(super) fn capturing(stream: &CudaStream) -> Result<bool> {
+    let status = stream.capture_status().map_err(Error::cuda(
+        "querying the stream's CUDA-graph capture status",
+    ))?;
+    Ok(status != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
