@@ -26,7 +26,7 @@ use common::{
 };
 use pgas::gemm::mma_sync::{self, gemm, gemm_bf16, gemm_tiled, STAGES};
 use pgas::gemm::reference::value;
-use pgas::gemm::{gemm_bf16_with, GemmConfig};
+use pgas::gemm::{gemm_bf16_with, Chunking, GemmConfig};
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
 use pgas::ops::cublas::{self, Cublas, CublasLt};
@@ -109,7 +109,7 @@ fn main() -> BenchResult<()> {
     // Each kernel's comptime values are its ring depth and tile width (the wide tile of big
     // shapes).
     let mma_ct = [STAGES as i128, mma_sync::BN as i128];
-    let sm90_ct = GemmConfig::for_shape(8192, 8192, p.sm_count()?).comptime(false, false);
+    let sm90_ct = GemmConfig::for_shape(8192, 8192, p.sm_count()?).comptime(Chunking::Whole, false);
     let kernels: [(&'static pgas::kernel::KernelSpec, &[i128]); 2] = [
         (&gemm_bf16::SPEC, &mma_ct),
         (&pgas::gemm::gemm_bf16_sm90::SPEC, &sm90_ct),

@@ -6,6 +6,9 @@
 //! - **pgas**: `pgas::ops::matmul_reduce_scatter::MatmulReduceScatter` with
 //!   `GemmPath::PgasPerShard`: the chunks' GEMMs by `pgas::gemm` (the language's Hopper GEMM,
 //!   sm_90a only), the rest as the library form;
+//! - **pgas one kernel**: the same with `GemmPath::PgasOneKernel`: one persistent `pgas::gemm`
+//!   kernel for the whole partial product, chunks in owner order, each chunk's copy started by
+//!   the word the kernel raises when it has stored the chunk's tiles;
 //! - **library**: the same with its default GEMM, cuBLAS (chunks in owner order, copy-engine
 //!   pushes, one stream per owner, and the owner's f32 reduction overlapped on another stream).
 //!
@@ -127,6 +130,7 @@ struct Row {
     rs: f64,
     baseline: f64,
     pgas: f64,
+    one: f64,
     library: f64,
 }
 
@@ -199,19 +203,22 @@ fn main() -> BenchResult<()> {
             want = Some(check("cuBLAS + NCCL", &out, None)?);
         }
 
-        let pgas = if hopper {
+        let mut pgas_path = |path: GemmPath, what: &str| -> BenchResult<f64> {
+            if !hopper {
+                return Ok(f64::NAN);
+            }
             let mut op = MatmulReduceScatter::new(&p, (m, n, k))?;
-            op.set_gemm(&p, GemmPath::PgasPerShard)?;
+            op.set_gemm(&p, path)?;
             let mut fresh = stream.alloc_zeros::<bf16>(mp * n)?;
             let us = timed(&p, &stream, || {
                 op.run(&p, &mut fresh, &a, &bt)?;
                 Ok(())
             })? * 1e3;
-            check("the pgas GEMM per chunk", &fresh, want.as_deref())?;
-            us
-        } else {
-            f64::NAN
+            check(what, &fresh, want.as_deref())?;
+            Ok(us)
         };
+        let pgas = pgas_path(GemmPath::PgasPerShard, "the pgas GEMM per chunk")?;
+        let one = pgas_path(GemmPath::PgasOneKernel, "the one pgas kernel")?;
 
         let mut op = MatmulReduceScatter::new(&p, (m, n, k))?;
         let mut fresh = stream.alloc_zeros::<bf16>(mp * n)?;
@@ -234,6 +241,7 @@ fn main() -> BenchResult<()> {
                 let paths = [
                     ("library", GemmPath::Cublas),
                     ("pgas", GemmPath::PgasPerShard),
+                    ("one_kernel", GemmPath::PgasOneKernel),
                 ];
                 // The pgas GEMM takes chunks of whole 128-row tiles only.
                 let runs = |n: &str| n == "library" || (hopper && (mp / s).is_multiple_of(128));
@@ -268,6 +276,7 @@ fn main() -> BenchResult<()> {
             rs,
             baseline: base,
             pgas,
+            one,
             library,
         });
     }
@@ -295,20 +304,25 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
     )?;
     writeln!(
         table,
-        "| M x N x K | cuBLAS GEMM | NCCL RS | cuBLAS + NCCL | pgas GEMM per chunk | library (cuBLAS) | pgas speedup | library speedup |"
+        "| M x N x K | cuBLAS GEMM | NCCL RS | cuBLAS + NCCL | pgas GEMM per chunk | one pgas kernel | library (cuBLAS) | pgas speedup | one kernel speedup | library speedup |"
     )?;
-    writeln!(table, "| --- | --- | --- | --- | --- | --- | --- | --- |")?;
+    writeln!(
+        table,
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    )?;
     for r in rows {
         let (m, n, k) = r.shape;
         writeln!(
             table,
-            "| {m}x{n}x{k} | {} | {} | {} | {} | {} | {}x | {}x |",
+            "| {m}x{n}x{k} | {} | {} | {} | {} | {} | {} | {}x | {}x | {}x |",
             show(r.gemm),
             show(r.rs),
             show(r.baseline),
             show(r.pgas),
+            show(r.one),
             show(r.library),
             show(r.baseline / r.pgas),
+            show(r.baseline / r.one),
             show(r.baseline / r.library)
         )?;
         let key = format!("gemm_rs_{m}x{n}x{k}_{pes}pe");
@@ -318,6 +332,8 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
             ("nccl_reduce_scatter_us", r.rs, "us"),
             ("cublas_nccl_us", r.baseline, "us"),
             ("pgas_per_chunk_us", r.pgas, "us"),
+            ("pgas_one_kernel_us", r.one, "us"),
+            ("pgas_one_kernel_speedup", r.baseline / r.one, "x"),
             ("library_us", r.library, "us"),
             ("pgas_speedup", r.baseline / r.pgas, "x"),
             ("library_speedup", r.baseline / r.library, "x"),
@@ -347,6 +363,7 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
         let all = [
             series("cuBLAS + NCCL", |r| r.baseline),
             series("pgas::ops, pgas::gemm per chunk", |r| r.pgas),
+            series("pgas::ops, one pgas::gemm kernel", |r| r.one),
             series("pgas::ops library (cuBLAS + copy engine)", |r| r.library),
             series("cuBLAS GEMM alone", |r| r.gemm),
         ];
@@ -373,6 +390,7 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
         };
         let speedups: Vec<Series> = [
             speedup("pgas::gemm per chunk", |r| r.pgas),
+            speedup("one pgas::gemm kernel", |r| r.one),
             speedup("library (cuBLAS chunks)", |r| r.library),
         ]
         .into_iter()

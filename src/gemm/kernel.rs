@@ -31,8 +31,15 @@ pub const THREADS: u32 = 384;
 /// which PE `q`'s copy stream writes after it pushed the piece. A tile of chunk `q` waits for
 /// each piece's word before its first K step in that piece, so it starts as soon as the first
 /// piece landed. Tiles start with this PE's chunk, then `me + 1`'s: the all-gather of a
-/// tensor-parallel linear layer overlapped with its GEMM. Without `gather`, `g_map`, `landed`,
-/// `epoch`, `mp`, `me` and `pieces` are unused (`pieces` is then 1).
+/// tensor-parallel linear layer overlapped with its GEMM.
+///
+/// With `scatter`, C's rows are chunks of `mp` rows, taken in order from chunk `me` (wrapping
+/// round): once a multiplying warpgroup's stores of a tile of chunk `q` are complete, it adds 1
+/// to `landed[q]`, so a chunk is whole once its word has grown by `2 x (mp / 128) x (n / bn)`.
+/// A copy stream waiting on that word moves the chunk to its owner while the kernel computes
+/// the next ones: the GEMM + reduce-scatter of a row-parallel layer in one kernel. Without
+/// `gather` or `scatter`, `g_map`, `landed`, `epoch`, `mp`, `me` and `pieces` are unused
+/// (`pieces` is then 1).
 ///
 /// With `fp8`, A and Bt hold `e4m3` (K-major, like the bf16 ones): the maps and `k` count
 /// them in pairs (a "bf16" column is two FP8 elements, so a 64-column tile row is 128 FP8
@@ -56,6 +63,7 @@ pub fn gemm_bf16_sm90(
     #[comptime] bn: u32,
     #[comptime] cluster: u32,
     #[comptime] gather: bool,
+    #[comptime] scatter: bool,
     #[comptime] fp8: bool,
 ) {
     let smem = dyn_shared::<bf16>();
@@ -80,10 +88,12 @@ pub fn gemm_bf16_sm90(
     let ktiles = k / 64;
     // K steps a piece of a gathered chunk (the host checked that `pieces` divides `ktiles`).
     let per_piece = ktiles / pieces;
-    // Cluster-tile rows start at this PE's chunk when gathering, and the groups of rows that
-    // share L2 (`tile_row`) stay inside a chunk, so no tile waits for a chunk before its turn.
-    let chunk = if gather { mp / (128 * cl) } else { 8 };
-    let shift = if gather { me * chunk } else { 0 };
+    // Cluster-tile rows start at chunk `me` (this PE's when gathering), and the groups of rows
+    // that share L2 (`tile_row`) stay inside a chunk, so chunks are taken (and, scattering,
+    // finished) one after the other.
+    let chunked = gather || scatter;
+    let chunk = if chunked { mp / (128 * cl) } else { 8 };
+    let shift = if chunked { me * chunk } else { 0 };
     let mut group = 8;
     while chunk % group != 0 {
         group /= 2;
@@ -137,7 +147,7 @@ pub fn gemm_bf16_sm90(
                             a_map,
                             &mut bars[full0 + st],
                             k0,
-                            (row0 - q * mp) as i32,
+                            (if gather { row0 - q * mp } else { row0 }) as i32,
                         );
                     } else {
                         tma_load_2d(
@@ -279,6 +289,14 @@ pub fn gemm_bf16_sm90(
                     );
                     tma_store_commit();
                 }
+            }
+            if scatter && t % 128 == 0 {
+                // This warpgroup's 64 rows of the tile are in C: written by the copy engine
+                // (the async proxy), made visible to the copy stream that polls the word.
+                tma_store_wait(0);
+                fence_proxy_async_global();
+                threadfence_system();
+                atomic_add_local(&mut landed[row0 / mp], 1);
             }
             tile += cluster_count_x() as usize;
         }

@@ -50,16 +50,29 @@ impl GemmConfig {
     }
 
     /// The kernel's comptime values for this specialization (ring, tile width, cluster, then
-    /// whether it gathers and whether A and Bt are FP8), as `pgas::launch::prewarm` takes them.
-    pub fn comptime(&self, gather: bool, fp8: bool) -> [i128; 5] {
+    /// how it takes C's rows and whether A and Bt are FP8), as `pgas::launch::prewarm` takes
+    /// them.
+    pub fn comptime(&self, rows: Chunking, fp8: bool) -> [i128; 6] {
         [
             self.stages as i128,
             self.bn as i128,
             self.cluster as i128,
-            gather as i128,
+            (rows == Chunking::Gather) as i128,
+            (rows == Chunking::Scatter) as i128,
             fp8 as i128,
         ]
     }
+}
+
+/// How a launch takes C's rows: the kernel's `gather` and `scatter` specializations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chunking {
+    /// All of C from A, in the order that shares L2 best.
+    Whole,
+    /// A's rows in chunks, one a PE, each waited for as it lands (the all-gather + GEMM).
+    Gather,
+    /// C's rows in chunks, each announced as it is finished (the GEMM + reduce-scatter).
+    Scatter,
 }
 
 /// The epilogue's shared memory: two 64 x 64 bf16 tiles for each multiplying warpgroup.
@@ -143,7 +156,7 @@ fn launch_local(
         maps,
         landed,
         (m, n, k),
-        (0, 0, 1),
+        (Chunking::Whole, (0, 0, 1)),
         cfg,
         fp8,
         checked,
@@ -186,7 +199,7 @@ pub(crate) unsafe fn gemm_bf16_raw(
         maps,
         landed,
         (m, n, k),
-        (0, 0, 1),
+        (Chunking::Whole, (0, 0, 1)),
         cfg,
         false,
         false,
@@ -321,7 +334,7 @@ pub(crate) fn persistent_clusters(
     pgas: &Pgas,
     cfg: GemmConfig,
     (m, n): (usize, usize),
-    (gather, fp8): (bool, bool),
+    (rows, fp8): (Chunking, bool),
     checked: bool,
 ) -> crate::Result<u32> {
     let variant = if checked {
@@ -335,7 +348,7 @@ pub(crate) fn persistent_clusters(
     let tiles = ((m / BM / cfg.cluster as usize) * (n / cfg.bn as usize)) as u32;
     // The answer depends on the specialization and the GPU only, and the query (a JIT lookup
     // and cuOccupancyMaxActiveClusters) cost tens of microseconds a call: asked once.
-    let key = (pgas.cuda().ordinal(), cfg.comptime(gather, fp8), checked);
+    let key = (pgas.cuda().ordinal(), cfg.comptime(rows, fp8), checked);
     let mut cache = RESIDENT.lock().unwrap_or_else(|e| e.into_inner());
     let resident = match cache.iter().find(|(k, _)| *k == key) {
         Some(&(_, r)) => r,
@@ -370,15 +383,16 @@ static UNUSED: std::sync::Mutex<Vec<(usize, CudaSlice<u64>)>> = std::sync::Mutex
 
 /// Resident clusters by (device, comptime values, checked): [`persistent_clusters`]' answers.
 #[allow(clippy::type_complexity)]
-static RESIDENT: std::sync::Mutex<Vec<((usize, [i128; 5], bool), u32)>> =
+static RESIDENT: std::sync::Mutex<Vec<((usize, [i128; 6], bool), u32)>> =
     std::sync::Mutex::new(Vec::new());
 
 /// Launches the kernel on `stream` over a persistent grid. `landed` and its epoch, and
-/// `(mp, me, pieces)` (rows per PE, this PE, pieces of K a chunk lands in) serve a gathering
-/// launch (`gather` when `mp > 0`: `landed` holds at least `pieces` words a PE, piece-major,
-/// and `pieces` divides `k / 64`, or the launch is refused); `fp8` takes A and Bt as `e4m3`
-/// (the maps and `k` counting pairs of them). The shape and `cfg` were checked by the caller;
-/// a launch that does not gather passes `pieces` = 1.
+/// `(mp, me, pieces)` serve a chunked launch (`rows`): gathering, rows per PE, this PE and the
+/// pieces of K a chunk lands in (`landed` holds at least `pieces` words a PE, piece-major, and
+/// `pieces` divides `k / 64`); scattering, rows per chunk, the first chunk and 1 (`landed`
+/// holds a word a chunk, the chunk a multiple of the cluster's rows dividing M). Anything else
+/// is refused. `fp8` takes A and Bt as `e4m3` (the maps and `k` counting pairs of them). The
+/// shape and `cfg` were checked by the caller; a launch of all of C passes `(0, 0, 1)`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     pgas: &Pgas,
@@ -386,21 +400,29 @@ pub(crate) fn launch(
     maps: Maps<'_, '_>,
     (landed, epoch): (&mut CudaSlice<u64>, u64),
     (m, n, k): (usize, usize, usize),
-    (mp, me, pieces): (usize, usize, usize),
+    (rows, (mp, me, pieces)): (Chunking, (usize, usize, usize)),
     cfg: GemmConfig,
     fp8: bool,
     checked: bool,
 ) -> crate::Result<()> {
-    let gather = mp > 0;
     let ksteps = k / BK;
-    if pieces == 0 || !ksteps.is_multiple_of(pieces) {
+    if pieces == 0 || !ksteps.is_multiple_of(pieces) || (rows != Chunking::Gather && pieces != 1) {
         return refuse(format!(
-            "{pieces} pieces a chunk: a divisor of K's {ksteps} steps of {BK}"
+            "{pieces} pieces a chunk: a divisor of K's {ksteps} steps of {BK}, 1 unless gathering"
         ));
     }
-    if gather && landed.len() < pieces * (m / mp) {
+    let unit = BM * cfg.cluster as usize;
+    if rows != Chunking::Whole
+        && (mp == 0 || !mp.is_multiple_of(unit) || !m.is_multiple_of(mp) || me >= m / mp)
+    {
         return refuse(format!(
-            "{} landed words for {pieces} pieces of {} PEs' chunks",
+            "chunks of {mp} rows from chunk {me}: a multiple of {unit} (the cluster's rows) \
+             dividing M = {m}, starting at one of its chunks"
+        ));
+    }
+    if rows != Chunking::Whole && landed.len() < pieces * (m / mp) {
+        return refuse(format!(
+            "{} landed words for {pieces} pieces of {} chunks",
             landed.len(),
             m / mp
         ));
@@ -410,18 +432,19 @@ pub(crate) fn launch(
         .with_cluster((cfg.cluster, 1, 1));
     let clusters = match cfg.clusters {
         Some(c) => c,
-        None => persistent_clusters(pgas, cfg, (m, n), (gather, fp8), checked)?,
+        None => persistent_clusters(pgas, cfg, (m, n), (rows, fp8), checked)?,
     };
     let launch = LaunchConfig {
         grid: (clusters * cfg.cluster, 1, 1),
         ..launch
     };
     let (stages, bn, cluster) = (cfg.stages, cfg.bn, cfg.cluster);
+    let (gather, scatter) = (rows == Chunking::Gather, rows == Chunking::Scatter);
     let Maps { c, a, b, gathered } = maps;
     if checked {
         gemm_bf16_sm90::launch_on(
             pgas, stream, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, pieces,
-            stages, bn, cluster, gather, fp8,
+            stages, bn, cluster, gather, scatter, fp8,
         )
     } else {
         // SAFETY: the shape is whole tiles and every buffer has exactly its matrix's size, so
@@ -430,7 +453,7 @@ pub(crate) fn launch(
         unsafe {
             gemm_bf16_sm90::launch_unchecked_on(
                 pgas, stream, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, pieces,
-                stages, bn, cluster, gather, fp8,
+                stages, bn, cluster, gather, scatter, fp8,
             )
         }
     }

@@ -12,7 +12,7 @@ use crate::runner::{case, Case};
 use crate::util::{check_eq, ensure, CaseResult};
 use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::gemm::reference::value;
-use pgas::gemm::{gemm_bf16, gemm_bf16_sm90, gemm_bf16_with, GemmConfig};
+use pgas::gemm::{gemm_bf16, gemm_bf16_sm90, gemm_bf16_with, Chunking, GemmConfig};
 use pgas::kernel::{KernelSpec, Variant};
 use pgas::launch::Prewarm;
 use pgas::prelude::*;
@@ -476,7 +476,10 @@ fn variant_of(checked: bool) -> Variant {
 /// Compiles every specialization the GEMM cases launch as one prewarm (in parallel where the
 /// JIT has helper processes), so a case's time is not a string of NVRTC compiles.
 fn prewarm_gemm(p: &Pgas, runs: &[(GemmConfig, bool)]) -> pgas::Result<()> {
-    let comptime: Vec<[i128; 5]> = runs.iter().map(|(c, _)| c.comptime(false, false)).collect();
+    let comptime: Vec<[i128; 6]> = runs
+        .iter()
+        .map(|(c, _)| c.comptime(Chunking::Whole, false))
+        .collect();
     let list: Vec<Prewarm<'_>> = runs
         .iter()
         .zip(&comptime)

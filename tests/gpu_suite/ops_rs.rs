@@ -63,48 +63,92 @@ fn host(pes: usize, me: usize, call: usize, (m, n, k): (usize, usize, usize)) ->
     want.into_iter().map(bf16::from_f32).collect()
 }
 
-/// `set_gemm(GemmPath::PgasPerShard)`: the chunks' GEMMs by `pgas::gemm`, exact against the
-/// host over three calls, with one and with two chunks per owner (128-row chunks); on a GPU
-/// that is not sm_90, and for chunks that are not whole tiles, the same `Err` on every PE, after
-/// which the plan still runs its cuBLAS GEMM; `PgasOneKernel` refused.
+/// One call of `op` on inputs `call`, checked against the host.
+fn run_checked(
+    p: &Pgas,
+    op: &mut MatmulReduceScatter,
+    (m, n, k): (usize, usize, usize),
+    call: usize,
+    what: &str,
+) -> CaseResult {
+    let (me, pes) = (p.my_pe(), p.n_pes());
+    let stream = p.stream().clone();
+    let (a, bt) = inputs_of(&stream, me, call, (m, n, k))?;
+    let mut out = stream.alloc_zeros::<bf16>(m / pes * n)?;
+    op.run(p, &mut out, &a, &bt)?;
+    check_eq(
+        &format!("{m} x {n} x {k}, {what}, call {call}"),
+        &stream.clone_dtoh(&out)?,
+        &host(pes, me, call, (m, n, k)),
+    )
+}
+
+/// `set_gemm(GemmPath::PgasPerShard)` (the chunks' GEMMs by `pgas::gemm`) and
+/// `set_gemm(GemmPath::PgasOneKernel)` (one kernel announcing each chunk as it finishes it):
+/// exact against the host over three calls enqueued back to back, with one and with two chunks
+/// per owner (chunks of 128 rows, and of 512 in clusters of two blocks); the one kernel after
+/// calls by cuBLAS on the same plan; on a GPU that is not sm_90, and for chunks that are not
+/// whole tiles, the same `Err` on every PE, after which the plan still runs its cuBLAS GEMM.
 fn pgas_gemm_case(p: &Pgas) -> CaseResult {
     let (me, pes) = (p.my_pe(), p.n_pes());
     let stream = p.stream().clone();
     let hopper = p.cuda().attribute(
         pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
     )? == 9;
-    for ((mp, n, k), splits) in [((128, 256, 128), 1), ((256, 512, 192), 2)] {
-        let m = mp * pes;
-        let mut op = MatmulReduceScatter::with_splits(p, (m, n, k), Some(splits))?;
-        match (op.set_gemm(p, GemmPath::PgasPerShard), hopper) {
-            (Ok(()), true) => {}
-            (Err(e), false) if e.to_string().contains("sm_90a") => {}
-            (r, _) => return Err(format!("set_gemm on sm_90 = {hopper}: {r:?}").into()),
-        }
-        let mut out = stream.alloc_zeros::<bf16>(mp * n)?;
-        for call in 20..23 {
-            let (a, bt) = inputs_of(&stream, me, call, (m, n, k))?;
-            op.run(p, &mut out, &a, &bt)?;
-            check_eq(
-                &format!("{m} x {n} x {k} a PE by pgas::gemm, call {call}"),
-                &stream.clone_dtoh(&out)?,
-                &host(pes, me, call, (m, n, k)),
-            )?;
+    let paths = [GemmPath::PgasPerShard, GemmPath::PgasOneKernel];
+    for path in paths {
+        for ((mp, n, k), splits) in [
+            ((128, 256, 128), 1),
+            ((256, 512, 192), 2),
+            ((512, 256, 64), 1),
+        ] {
+            let m = mp * pes;
+            let mut op = MatmulReduceScatter::with_splits(p, (m, n, k), Some(splits))?;
+            match (op.set_gemm(p, path), hopper) {
+                (Ok(()), true) => {}
+                (Err(e), false) if e.to_string().contains("sm_90a") => {}
+                (r, _) => {
+                    return Err(format!("set_gemm({path:?}) on sm_90 = {hopper}: {r:?}").into())
+                }
+            }
+            // Three calls with no host wait between them: the chunks' words and the
+            // acknowledgements carry each call's number.
+            let calls = 20..23;
+            let mut outs = Vec::new();
+            let mut inputs = Vec::new();
+            for call in calls.clone() {
+                inputs.push(inputs_of(&stream, me, call, (m, n, k))?);
+                outs.push(stream.alloc_zeros::<bf16>(mp * n)?);
+            }
+            for ((a, bt), out) in inputs.iter().zip(&mut outs) {
+                op.run(p, out, a, bt)?;
+            }
+            for (call, out) in calls.zip(&outs) {
+                check_eq(
+                    &format!("{m} x {n} x {k} a PE by pgas::gemm ({path:?}), call {call}"),
+                    &stream.clone_dtoh(out)?,
+                    &host(pes, me, call, (m, n, k)),
+                )?;
+            }
+            if path == GemmPath::PgasOneKernel {
+                // cuBLAS between two runs of the one kernel: its words start again.
+                op.set_gemm(p, GemmPath::Cublas)?;
+                run_checked(p, &mut op, (m, n, k), 24, "cuBLAS after the one kernel")?;
+                if hopper {
+                    op.set_gemm(p, path)?;
+                }
+                run_checked(p, &mut op, (m, n, k), 25, "the one kernel again")?;
+            }
         }
     }
-    // Chunks of 96 rows and the one-kernel path: refused everywhere, the plan unchanged.
+    // Chunks of 96 rows: refused everywhere, the plan unchanged.
     let mut op = MatmulReduceScatter::with_splits(p, (96 * pes, 64, 64), Some(1))?;
-    for (path, words) in [
-        (
-            GemmPath::PgasPerShard,
-            if hopper {
-                "not a multiple of 128"
-            } else {
-                "sm_90a"
-            },
-        ),
-        (GemmPath::PgasOneKernel, "offers"),
-    ] {
+    let words = if hopper {
+        "not a multiple of 128"
+    } else {
+        "sm_90a"
+    };
+    for path in paths {
         let e = op.set_gemm(p, path);
         ensure(
             e.as_ref().is_err_and(|e| e.to_string().contains(words)),
@@ -115,14 +159,12 @@ fn pgas_gemm_case(p: &Pgas) -> CaseResult {
             },
         )?;
     }
-    let (m, n, k) = (96 * pes, 64, 64);
-    let (a, bt) = inputs_of(&stream, me, 30, (m, n, k))?;
-    let mut out = stream.alloc_zeros::<bf16>(96 * n)?;
-    op.run(p, &mut out, &a, &bt)?;
-    check_eq(
+    run_checked(
+        p,
+        &mut op,
+        (96 * pes, 64, 64),
+        30,
         "96-row chunks by cuBLAS after the refusals",
-        &stream.clone_dtoh(&out)?,
-        &host(pes, me, 30, (m, n, k)),
     )
 }
 

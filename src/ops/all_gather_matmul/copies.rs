@@ -205,9 +205,9 @@ impl AllGatherMatmul {
             (m, n, k),
             // One PE has nothing to gather: the plain specialization, the one `set_gemm` sized.
             if np > 1 {
-                (mp, me, pushes.pieces)
+                (gemm::Chunking::Gather, (mp, me, pushes.pieces))
             } else {
-                (0, 0, 1)
+                (gemm::Chunking::Whole, (0, 0, 1))
             },
             f.cfg,
             false,

@@ -283,7 +283,14 @@ impl AllGatherMatmul {
             &self.pgas,
             cfg,
             (rows, n),
-            (one_kernel && np > 1, false),
+            (
+                if one_kernel && np > 1 {
+                    gemm::Chunking::Gather
+                } else {
+                    gemm::Chunking::Whole
+                },
+                false,
+            ),
             false,
         )?);
         let pushes = one_kernel.then(|| Pushes {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr};
 use half::bf16;
 
 use super::kernel::THREADS;
@@ -55,8 +55,11 @@ pub struct MatmulReduceScatter {
     pub(super) epoch: u64,
     /// The reduction's launch (the same for every chunk: `M/P/splits x N` elements).
     pub(super) reduce_cfg: LaunchConfig,
-    /// The `pgas::gemm` specialization of the chunks' GEMMs; `None`: cuBLAS.
+    /// The `pgas::gemm` specialization of the chunks' GEMMs, or of the one kernel; `None`:
+    /// cuBLAS.
     pub(super) gemm: Option<GemmConfig>,
+    /// The one-kernel path's words (`GemmPath::PgasOneKernel` on more than one PE).
+    pub(super) finished: Option<Finished>,
     /// Where a peer is off NVLink: the whole product (M x N) and this PE's rows (M/P x N),
     /// symmetric, for NVSHMEM's reduce-scatter (its proxy carries what no mapping reaches).
     pub(super) off_node: Option<(SymTensor<bf16>, SymTensor<bf16>)>,
@@ -71,6 +74,22 @@ impl std::fmt::Debug for MatmulReduceScatter {
             .field("epoch", &self.epoch)
             .finish_non_exhaustive()
     }
+}
+
+/// How the one kernel tells the copy and reduction streams that a chunk of the partial product
+/// is written: word `owner * splits + j` grows by `per_call` in every call, as the kernel
+/// finishes chunk `j` of `owner`'s rows.
+pub(super) struct Finished {
+    /// A word a chunk, in this GPU's memory; only the kernel's launches use it through cudarc
+    /// (the streams that wait on it name it by address).
+    pub(super) words: CudaSlice<u64>,
+    /// `words`' address, for the streams' waits.
+    pub(super) at: CUdeviceptr,
+    /// What a call adds to a chunk's word: one for each multiplying warpgroup's part of each
+    /// of its tiles.
+    pub(super) per_call: u64,
+    /// Calls of the one kernel so far (the words hold `calls * per_call` after the last).
+    pub(super) calls: u64,
 }
 
 /// The refusal of a bad argument.
@@ -226,37 +245,67 @@ impl MatmulReduceScatter {
             epoch: 0,
             reduce_cfg,
             gemm: None,
+            finished: None,
             off_node,
         })
     }
 
-    /// Picks the GEMM of later calls: [`GemmPath::Cublas`] (the default) or
-    /// [`GemmPath::PgasPerShard`], one `pgas::gemm` launch per chunk (sm_90a; chunk rows a
-    /// multiple of 128, N and K / P whole tiles). Collective: the PEs agree on the path first,
-    /// so a PE that asks for another, or where it cannot run, is the same `Err` on every PE and
-    /// nothing changes.
+    /// Picks the GEMM of later calls: [`GemmPath::Cublas`] (the default),
+    /// [`GemmPath::PgasPerShard`], one `pgas::gemm` launch per chunk, or
+    /// [`GemmPath::PgasOneKernel`], one persistent `pgas::gemm` kernel for the whole partial
+    /// product that takes the chunks in the same order and announces each as it finishes it,
+    /// so its copy starts while the kernel computes the next (sm_90a; chunk rows a multiple of
+    /// 128, N and K / P whole tiles). Collective: the PEs agree on the path first, so a PE that
+    /// asks for another, or where it cannot run, is the same `Err` on every PE and nothing
+    /// changes.
     pub fn set_gemm(&mut self, pgas: &Pgas, path: GemmPath) -> Result<()> {
-        // One PE multiplies all of A at once; more, a chunk at a time.
-        let rows = if self.pes == 1 {
+        let chunk = self.m / self.pes / self.splits;
+        let one_kernel = path == GemmPath::PgasOneKernel && self.pes > 1;
+        // One PE, or one kernel, multiplies all of A at once; else a chunk at a time.
+        let rows = if self.pes == 1 || one_kernel {
             self.m
         } else {
-            self.m / self.pes / self.splits
+            chunk
         };
-        let offered = [GemmPath::Cublas, GemmPath::PgasPerShard];
+        let offered = [
+            GemmPath::Cublas,
+            GemmPath::PgasPerShard,
+            GemmPath::PgasOneKernel,
+        ];
         let what = "matmul_reduce_scatter with the pgas GEMM";
         let shape = (rows, self.n, self.k);
-        let Some(mut cfg) = agree_path(pgas, what, path, &offered, shape, rows)? else {
+        let Some(mut cfg) = agree_path(pgas, what, path, &offered, shape, chunk)? else {
             self.gemm = None;
+            self.finished = None;
             return Ok(());
+        };
+        let rows_order = if one_kernel {
+            gemm::Chunking::Scatter
+        } else {
+            gemm::Chunking::Whole
         };
         // Asked once here (it compiles the kernel if need be), not at every call.
         cfg.clusters = Some(gemm::persistent_clusters(
             pgas,
             cfg,
             (rows, self.n),
-            (false, false),
+            (rows_order, false),
             false,
         )?);
+        self.finished = match one_kernel {
+            true => {
+                let stream = pgas.stream();
+                let words = stream.alloc_zeros::<u64>(self.pes * self.splits)?;
+                let at = words.device_ptr(stream).0;
+                Some(Finished {
+                    words,
+                    at,
+                    per_call: (2 * (chunk / gemm::BM) * (self.n / cfg.bn as usize)) as u64,
+                    calls: 0,
+                })
+            }
+            false => None,
+        };
         self.gemm = Some(cfg);
         Ok(())
     }

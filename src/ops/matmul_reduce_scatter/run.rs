@@ -11,9 +11,10 @@ use half::bf16;
 
 use super::kernel::add_parts;
 use super::MatmulReduceScatter;
+use crate::gemm;
 use crate::ops::stream_sync;
 use crate::prelude::*;
-use crate::{Error, Result};
+use crate::{Error, Result, TensorMap};
 
 impl MatmulReduceScatter {
     /// Runs it on [`Pgas::stream`]; see [`MatmulReduceScatter::run_on`].
@@ -100,9 +101,10 @@ impl MatmulReduceScatter {
         }
     }
 
-    /// The chunked call on more than one PE: each chunk's GEMM on `stream`, then its copy to the
-    /// owner on that owner's copy stream or, for this PE's own rows, the reduction into `out` on
-    /// the reduction stream. `run_on` checked the buffers' sizes.
+    /// The chunked call on more than one PE: each chunk's GEMM on `stream` (or the one kernel
+    /// for all of them), then its copy to the owner on that owner's copy stream or, for this
+    /// PE's own rows, the reduction into `out` on the reduction stream. `run_on` checked the
+    /// buffers' sizes.
     fn run_chunks(
         &mut self,
         pgas: &Pgas,
@@ -117,32 +119,53 @@ impl MatmulReduceScatter {
         let comm = self.comm.clone();
         // The reduction stream starts after the caller's earlier work (it writes `out`). The
         // copy streams need no start: they read this call's chunks (ordered by the chunk
-        // events) into slots the owner has acknowledged.
-        let (start, chunk_events) = self.events.split_at(1);
-        let (chunk_events, end) = chunk_events.split_at(pes * splits);
-        start[0].record(stream)?;
-        comm.wait(&start[0])?;
+        // events or words) into slots the owner has acknowledged.
+        self.events[0].record(stream)?;
+        comm.wait(&self.events[0])?;
         // The raw address: the copies read chunks of it on the other streams, ordered by the
-        // chunk events below.
+        // chunk events or words below.
         let pp = self.partial.device_ptr_mut(stream).0;
+        if self.finished.is_some() {
+            self.launch_one_kernel(pgas, stream, (pp, pa, pb))?;
+        }
+        let (chunk_events, end) = self.events[1..].split_at(pes * splits);
         for (c, event) in chunk_events.iter().enumerate() {
             let d = 1 + c / splits;
             let owner = (me + d) % pes;
             let j = c % splits;
             let row0 = owner * mp + j * rows;
             let chunk = pp + (row0 * n * 2) as CUdeviceptr;
-            // SAFETY: rows row0.. of A (k wide) and of the M x N partial exist (row0 + rows <= m).
-            unsafe {
-                let a_rows = pa + (row0 * k * 2) as CUdeviceptr;
-                self.gemm(pgas, stream, (chunk, a_rows, pb), rows)?;
-            }
-            event.record(stream)?;
-            if owner != me {
-                let send = &self.sends[d - 1];
-                send.wait(event)?;
-                self.send_chunk(send.cu_stream(), owner, j, chunk)?;
+            // The stream that moves the chunk (its owner's copy stream) or reduces it (this
+            // PE's own rows) starts once the chunk is computed.
+            let next = if owner != me {
+                &self.sends[d - 1]
             } else {
-                comm.wait(event)?;
+                &comm
+            };
+            match &self.finished {
+                // SAFETY: a word of the plan's `finished` words (P x splits of them).
+                Some(f) => unsafe {
+                    stream_sync::stream_wait_geq(
+                        next.cu_stream(),
+                        f.at + ((owner * splits + j) * 8) as CUdeviceptr,
+                        f.calls * f.per_call,
+                        "waiting for the kernel to finish a chunk",
+                    )?
+                },
+                None => {
+                    // SAFETY: rows row0.. of A (k wide) and of the M x N partial exist
+                    // (row0 + rows <= m).
+                    unsafe {
+                        let a_rows = pa + (row0 * k * 2) as CUdeviceptr;
+                        self.gemm(pgas, stream, (chunk, a_rows, pb), rows)?;
+                    }
+                    event.record(stream)?;
+                    next.wait(event)?;
+                }
+            }
+            if owner != me {
+                self.send_chunk(next.cu_stream(), owner, j, chunk)?;
+            } else {
                 self.reduce_chunk(pgas, &comm, out, j)?;
             }
         }
@@ -154,6 +177,51 @@ impl MatmulReduceScatter {
         end[0].record(&comm)?;
         stream.wait(&end[0])?;
         Ok(())
+    }
+
+    /// The one kernel of a call on `stream`: the whole partial product (`pp`) from A and Bt,
+    /// chunks in the loop's order (the next PE's first, this PE's last), each chunk's word
+    /// raised as it is finished.
+    fn launch_one_kernel(
+        &mut self,
+        pgas: &Pgas,
+        stream: &Arc<CudaStream>,
+        (pp, pa, pb): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
+    ) -> Result<()> {
+        let (m, n, k, pes, me, splits) = (self.m, self.n, self.k, self.pes, self.me, self.splits);
+        let cfg = self.gemm.expect("the one-kernel path has a pgas GEMM");
+        let f = self
+            .finished
+            .as_mut()
+            .expect("launch_one_kernel runs on the one-kernel path");
+        f.calls += 1;
+        // SAFETY: the partial product holds m x n, A m x k and Bt n x k (run_on checked A and
+        // Bt); the kernel writes only the partial product, through its map.
+        let (mut c_map, a_map, b_map) = unsafe {
+            (
+                TensorMap::from_device_ptr(pp, m * n, gemm::c_tile(m, n))?,
+                TensorMap::from_device_ptr(pa, m * k, gemm::a_tile(m, k))?,
+                TensorMap::from_device_ptr(pb, n * k, gemm::b_tile(n, k, cfg))?,
+            )
+        };
+        let maps = gemm::Maps {
+            c: &mut c_map,
+            a: &a_map,
+            b: &b_map,
+            gathered: &a_map,
+        };
+        let chunk = m / pes / splits;
+        gemm::launch(
+            pgas,
+            stream,
+            maps,
+            (&mut f.words, 0),
+            (m, n, k),
+            (gemm::Chunking::Scatter, (chunk, (me + 1) % pes * splits, 1)),
+            cfg,
+            false,
+            false,
+        )
     }
 
     /// On the copy stream `cs`: chunk `j` of `owner`'s rows (at `chunk` in the partial product)
