@@ -1,10 +1,11 @@
 //! The plan: [`MatmulReduceScatter`]'s staging buffers, signals, streams and events, made
 //! collectively (`new`, `with_splits`), the GEMM it runs (`set_gemm`), and the one-call form.
 
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
 use half::bf16;
 
 use super::kernel::THREADS;
@@ -58,8 +59,10 @@ pub struct MatmulReduceScatter {
     /// The `pgas::gemm` specialization of the chunks' GEMMs, or of the one kernel; `None`:
     /// cuBLAS.
     pub(super) gemm: Option<GemmConfig>,
-    /// The one-kernel path's words (`GemmPath::PgasOneKernel` on more than one PE).
-    pub(super) finished: Option<Finished>,
+    /// The one kernel's words, and what a call adds to each (`GemmPath::PgasOneKernel` on
+    /// more than one PE; `None` on the other paths).
+    pub(super) finished: Finished,
+    pub(super) per_call: Option<u64>,
     /// Where a peer is off NVLink: the whole product (M x N) and this PE's rows (M/P x N),
     /// symmetric, for NVSHMEM's reduce-scatter (its proxy carries what no mapping reaches).
     pub(super) off_node: Option<(SymTensor<bf16>, SymTensor<bf16>)>,
@@ -77,19 +80,24 @@ impl std::fmt::Debug for MatmulReduceScatter {
 }
 
 /// How the one kernel tells the copy and reduction streams that a chunk of the partial product
-/// is written: word `owner * splits + j` grows by `per_call` in every call, as the kernel
-/// finishes chunk `j` of `owner`'s rows.
+/// is written: word `owner * splits + j` grows as the kernel finishes chunk `j` of `owner`'s
+/// rows, by one for each multiplying warpgroup's part of each of its tiles.
 pub(super) struct Finished {
-    /// A word a chunk, in this GPU's memory; only the kernel's launches use it through cudarc
-    /// (the streams that wait on it name it by address).
-    pub(super) words: CudaSlice<u64>,
-    /// `words`' address, for the streams' waits.
-    pub(super) at: CUdeviceptr,
-    /// What a call adds to a chunk's word: one for each multiplying warpgroup's part of each
-    /// of its tiles.
-    pub(super) per_call: u64,
-    /// Calls of the one kernel so far (the words hold `calls * per_call` after the last).
-    pub(super) calls: u64,
+    /// A word a chunk, this PE's only. In the symmetric heap because stream memory operations
+    /// refuse memory of the stream-ordered allocator that cudarc allocates from.
+    pub(super) words: SymTensor<u64>,
+    /// `words` as a cudarc buffer for the kernel's `landed` argument; never freed through it
+    /// (NVSHMEM owns the memory). The streams that wait on the words name them by address.
+    pub(super) view: ManuallyDrop<CudaSlice<u64>>,
+    /// What every word holds once the one kernel's last call has finished it.
+    pub(super) target: u64,
+}
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        // SAFETY: taken once, here; `leak` gives the pointer back without freeing it.
+        unsafe { ManuallyDrop::take(&mut self.view) }.leak();
+    }
 }
 
 /// The refusal of a bad argument.
@@ -179,6 +187,17 @@ impl MatmulReduceScatter {
         let staging = pgas.alloc::<bf16>((pes.max(2) - 1) * mp * n)?;
         let arrive = pgas.alloc::<u64>(pes * splits)?;
         let ack = pgas.alloc::<u64>(pes * splits)?;
+        let words = pgas.alloc::<u64>(pes * splits)?;
+        // SAFETY: `words` holds pes * splits words and lives in the plan as long as the view,
+        // which never frees it (Finished's Drop).
+        let view = ManuallyDrop::new(unsafe {
+            stream.upgrade_device_ptr::<u64>(words.as_device_ptr(), pes * splits)
+        });
+        let finished = Finished {
+            words,
+            view,
+            target: 0,
+        };
         let unreachable = pgas.first_unreachable(&staging, 0..pes)?;
         crate::ops::agree::agree(
             pgas,
@@ -245,7 +264,8 @@ impl MatmulReduceScatter {
             epoch: 0,
             reduce_cfg,
             gemm: None,
-            finished: None,
+            finished,
+            per_call: None,
             off_node,
         })
     }
@@ -276,7 +296,7 @@ impl MatmulReduceScatter {
         let shape = (rows, self.n, self.k);
         let Some(mut cfg) = agree_path(pgas, what, path, &offered, shape, chunk)? else {
             self.gemm = None;
-            self.finished = None;
+            self.per_call = None;
             return Ok(());
         };
         let rows_order = if one_kernel {
@@ -292,20 +312,8 @@ impl MatmulReduceScatter {
             (rows_order, false),
             false,
         )?);
-        self.finished = match one_kernel {
-            true => {
-                let stream = pgas.stream();
-                let words = stream.alloc_zeros::<u64>(self.pes * self.splits)?;
-                let at = words.device_ptr(stream).0;
-                Some(Finished {
-                    words,
-                    at,
-                    per_call: (2 * (chunk / gemm::BM) * (self.n / cfg.bn as usize)) as u64,
-                    calls: 0,
-                })
-            }
-            false => None,
-        };
+        self.per_call =
+            one_kernel.then_some((2 * (chunk / gemm::BM) * (self.n / cfg.bn as usize)) as u64);
         self.gemm = Some(cfg);
         Ok(())
     }

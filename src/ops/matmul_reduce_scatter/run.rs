@@ -125,8 +125,8 @@ impl MatmulReduceScatter {
         // The raw address: the copies read chunks of it on the other streams, ordered by the
         // chunk events or words below.
         let pp = self.partial.device_ptr_mut(stream).0;
-        if self.finished.is_some() {
-            self.launch_one_kernel(pgas, stream, (pp, pa, pb))?;
+        if let Some(per_call) = self.per_call {
+            self.launch_one_kernel(pgas, stream, (pp, pa, pb), per_call)?;
         }
         let (chunk_events, end) = self.events[1..].split_at(pes * splits);
         for (c, event) in chunk_events.iter().enumerate() {
@@ -142,13 +142,14 @@ impl MatmulReduceScatter {
             } else {
                 &comm
             };
-            match &self.finished {
+            match self.per_call {
                 // SAFETY: a word of the plan's `finished` words (P x splits of them).
-                Some(f) => unsafe {
+                Some(_) => unsafe {
                     stream_sync::stream_wait_geq(
                         next.cu_stream(),
-                        f.at + ((owner * splits + j) * 8) as CUdeviceptr,
-                        f.calls * f.per_call,
+                        self.finished.words.as_device_ptr()
+                            + ((owner * splits + j) * 8) as CUdeviceptr,
+                        self.finished.target,
                         "waiting for the kernel to finish a chunk",
                     )?
                 },
@@ -181,20 +182,16 @@ impl MatmulReduceScatter {
 
     /// The one kernel of a call on `stream`: the whole partial product (`pp`) from A and Bt,
     /// chunks in the loop's order (the next PE's first, this PE's last), each chunk's word
-    /// raised as it is finished.
+    /// raised as it is finished (by `per_call` in all).
     fn launch_one_kernel(
         &mut self,
         pgas: &Pgas,
         stream: &Arc<CudaStream>,
         (pp, pa, pb): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
+        per_call: u64,
     ) -> Result<()> {
         let (m, n, k, pes, me, splits) = (self.m, self.n, self.k, self.pes, self.me, self.splits);
         let cfg = self.gemm.expect("the one-kernel path has a pgas GEMM");
-        let f = self
-            .finished
-            .as_mut()
-            .expect("launch_one_kernel runs on the one-kernel path");
-        f.calls += 1;
         // SAFETY: the partial product holds m x n, A m x k and Bt n x k (run_on checked A and
         // Bt); the kernel writes only the partial product, through its map.
         let (mut c_map, a_map, b_map) = unsafe {
@@ -211,17 +208,21 @@ impl MatmulReduceScatter {
             gathered: &a_map,
         };
         let chunk = m / pes / splits;
+        let f = &mut self.finished;
         gemm::launch(
             pgas,
             stream,
             maps,
-            (&mut f.words, 0),
+            (&mut f.view, 0),
             (m, n, k),
             (gemm::Chunking::Scatter, (chunk, (me + 1) % pes * splits, 1)),
             cfg,
             false,
             false,
-        )
+        )?;
+        // Counted once launched: the words grow by this much only if the kernel runs.
+        f.target += per_call;
+        Ok(())
     }
 
     /// On the copy stream `cs`: chunk `j` of `owner`'s rows (at `chunk` in the partial product)

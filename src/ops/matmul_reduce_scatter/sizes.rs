@@ -35,14 +35,15 @@ pub fn splits_for(rows: usize) -> usize {
 }
 
 /// Symmetric heap bytes a [`MatmulReduceScatter`](super::MatmulReduceScatter) of this shape takes on each PE: `P - 1` staging
-/// slots of M / P x N `bf16` and two signal words per chunk.
+/// slots of M / P x N `bf16` and three signal words per chunk (arrival, acknowledgement, and
+/// the one kernel's word).
 pub fn heap_bytes(m: usize, n: usize, pes: usize) -> usize {
     heap_need(m, n, pes, splits_for(m / pes.max(1)))
 }
 
 /// [`heap_bytes`] with `splits` chunks per owner.
 pub(super) fn heap_need(m: usize, n: usize, pes: usize, splits: usize) -> usize {
-    (pes.max(2) - 1) * (m / pes.max(1)) * n * 2 + 2 * pes * splits * 8
+    (pes.max(2) - 1) * (m / pes.max(1)) * n * 2 + 3 * pes * splits * 8
 }
 
 #[cfg(test)]
@@ -72,9 +73,9 @@ mod tests {
 
     #[test]
     fn the_heap_need_counts_p_minus_1_slots() {
-        // 4 PEs at 8192 x 8192: 3 slots of 2048 x 8192 bf16, 2 x 8 words.
-        assert_eq!(heap_bytes(8192, 8192, 4), 3 * 2048 * 8192 * 2 + 2 * 8 * 8);
+        // 4 PEs at 8192 x 8192: 3 slots of 2048 x 8192 bf16, 3 x 8 words.
+        assert_eq!(heap_bytes(8192, 8192, 4), 3 * 2048 * 8192 * 2 + 3 * 8 * 8);
         // One PE keeps one slot (never used; symmetric buffers are never empty).
-        assert_eq!(heap_bytes(1024, 1024, 1), 1024 * 1024 * 2 + 2 * 8);
+        assert_eq!(heap_bytes(1024, 1024, 1), 1024 * 1024 * 2 + 3 * 8);
     }
 }
