@@ -13,7 +13,8 @@
 //!   pushes, one stream per owner, and the owner's f32 reduction overlapped on another stream).
 //!
 //! N = K = 8192 and M from 1024 to 16384 (K split over the PEs); at M = 1024 and 8192^3 also the
-//! other chunk counts per owner of both. Median of `GEMM_REPS` after
+//! other chunk counts per owner of both, and at M = 1024 the pgas GEMMs alone (the chunks' and
+//! the whole product's, no communication). Median of `GEMM_REPS` after
 //! `GEMM_WARMUP` (CUDA events on the pgas stream, every PE released together by a barrier before
 //! each repetition). Every result is checked before its figures count: at 64 points against the
 //! host (f64), and element by element against the baseline where NCCL is there. Prints a table and
@@ -34,6 +35,7 @@ use common::{
 use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
+use pgas::gemm::{gemm_bf16_with, GemmConfig};
 use pgas::ops::cublas::Cublas;
 use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
 use pgas::ops::GemmPath;
@@ -255,6 +257,51 @@ fn main() -> BenchResult<()> {
                     check(&format!("{name}, {s} chunks"), &fresh, want.as_deref())?;
                     knobs.push((format!("{name}_{s}_chunks_us"), us));
                 }
+            }
+            // The GEMMs alone, without communication, for the record: the pgas path's chunk
+            // GEMMs back to back and the whole partial product in one launch (what the one
+            // kernel computes), each with the specialization its plan gives it: how much of a
+            // fused call is GEMM.
+            let mut alone: Vec<(String, f64)> = Vec::new();
+            if m == 1024 && hopper {
+                let sms = p.sm_count()?;
+                let rows = mp / splits;
+                let a_rows = stream.alloc_zeros::<bf16>(rows * k)?;
+                let mut c_rows = stream.alloc_zeros::<bf16>(rows * n)?;
+                let mut c_all = stream.alloc_zeros::<bf16>(m * n)?;
+                let per_chunk = GemmConfig::for_shape(rows, n, sms);
+                let whole = GemmConfig::for_shape(m, n, sms);
+                let chunk_shape = (rows, n, k);
+                let chunks = timed(&p, &stream, || {
+                    for _ in 0..pes * splits {
+                        gemm_bf16_with(
+                            &p,
+                            &mut c_rows,
+                            &a_rows,
+                            &bt,
+                            chunk_shape,
+                            per_chunk,
+                            false,
+                        )?;
+                    }
+                    Ok(())
+                })? * 1e3;
+                let all = timed(&p, &stream, || {
+                    gemm_bf16_with(&p, &mut c_all, &a, &bt, (m, n, k), whole, false)?;
+                    Ok(())
+                })? * 1e3;
+                alone.push(("pgas_chunk_gemms_alone_us".into(), chunks));
+                alone.push(("pgas_whole_gemm_alone_us".into(), all));
+            }
+            for (name, us) in alone.iter().filter(|_| me == 0) {
+                println!("{BENCH}: {m}x{n}x{kk}, {name}: {} us", show(*us));
+                let f = Figure {
+                    name: format!("gemm_rs_{m}x{n}x{kk}_{pes}pe/{name}"),
+                    value: *us,
+                    unit: "us",
+                    note: format!("median of {GEMM_REPS}; no communication"),
+                };
+                emit(BENCH, &machine, &f);
             }
             for (name, us) in knobs.iter().filter(|_| me == 0) {
                 println!(
