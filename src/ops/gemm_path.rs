@@ -13,9 +13,10 @@ pub enum GemmPath {
     Cublas,
     /// One `pgas::gemm` launch per shard or chunk (sm_90a).
     PgasPerShard,
-    /// One persistent `pgas::gemm` kernel for all of C: it starts on this PE's rows and takes
-    /// each peer's rows as a word the copy stream writes says they landed (sm_90a; the
-    /// all-gather + GEMM only).
+    /// One persistent `pgas::gemm` kernel for all of C (sm_90a, more than one PE). In the
+    /// all-gather + GEMM it starts on this PE's rows and takes each peer's rows as a word the
+    /// copy stream writes says they landed; in the GEMM + reduce-scatter it raises a word as it
+    /// finishes each chunk, which starts that chunk's copy.
     PgasOneKernel,
 }
 
