@@ -41,7 +41,8 @@ pub struct AllGatherMatmul {
     /// Recorded on the pgas stream at the start of a call: the copy streams start there.
     pub(super) start: CudaEvent,
     /// Recorded on `copies[j - 1]` after its copies of a call: the pull of PE `me + j`'s block
-    /// (per-shard paths), or the pushes to PE `me - j` (one kernel).
+    /// (per-shard paths), or the pushes to PE `me - j` (one kernel; also after the first piece,
+    /// which `copies[j]` waits for before its own first piece).
     pub(super) landed: Vec<CudaEvent>,
     pub(super) blas: Cublas,
     /// The GEMM as one pgas kernel (`pgas::gemm`, gathering) instead of cuBLAS per shard.
