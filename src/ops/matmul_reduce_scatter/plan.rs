@@ -294,7 +294,9 @@ impl MatmulReduceScatter {
         ];
         let what = "matmul_reduce_scatter with the pgas GEMM";
         let shape = (rows, self.n, self.k);
-        let Some(mut cfg) = agree_path(pgas, what, path, &offered, shape, chunk)? else {
+        // A cluster of tiles must not straddle a chunk (on one PE there is one block of rows).
+        let unit = if self.pes == 1 { self.m } else { chunk };
+        let Some(mut cfg) = agree_path(pgas, what, path, &offered, shape, unit)? else {
             self.gemm = None;
             self.per_call = None;
             return Ok(());
