@@ -131,7 +131,8 @@ fn pgas_gemm_case(p: &Pgas) -> CaseResult {
                 )?;
             }
             if path == GemmPath::PgasOneKernel {
-                // cuBLAS between two runs of the one kernel: its words start again.
+                // cuBLAS between runs of the one kernel: the words keep their counts, and
+                // the kernel's next call must still wait for its own.
                 op.set_gemm(p, GemmPath::Cublas)?;
                 run_checked(p, &mut op, (m, n, k), 24, "cuBLAS after the one kernel")?;
                 if hopper {
