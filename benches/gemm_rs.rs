@@ -293,28 +293,26 @@ fn main() -> BenchResult<()> {
                 alone.push(("pgas_chunk_gemms_alone_us".into(), chunks));
                 alone.push(("pgas_whole_gemm_alone_us".into(), all));
             }
-            for (name, us) in alone.iter().filter(|_| me == 0) {
-                println!("{BENCH}: {m}x{n}x{kk}, {name}: {} us", show(*us));
-                let f = Figure {
-                    name: format!("gemm_rs_{m}x{n}x{kk}_{pes}pe/{name}"),
-                    value: *us,
-                    unit: "us",
-                    note: format!("median of {GEMM_REPS}; no communication"),
-                };
-                emit(BENCH, &machine, &f);
-            }
-            for (name, us) in knobs.iter().filter(|_| me == 0) {
-                println!(
-                    "{BENCH}: {m}x{n}x{kk}, {name}: {} us (default: {splits} chunks)",
-                    show(*us)
-                );
-                let f = Figure {
-                    name: format!("gemm_rs_{m}x{n}x{kk}_{pes}pe/{name}"),
-                    value: *us,
-                    unit: "us",
-                    note: format!("median of {GEMM_REPS}; a tuning knob other than the default"),
-                };
-                emit(BENCH, &machine, &f);
+            let knob_tail = format!(" (default: {splits} chunks)");
+            let lines = [
+                (&alone, "", "no communication"),
+                (
+                    &knobs,
+                    knob_tail.as_str(),
+                    "a tuning knob other than the default",
+                ),
+            ];
+            for (list, tail, what) in lines.iter().filter(|_| me == 0) {
+                for (name, us) in list.iter() {
+                    println!("{BENCH}: {m}x{n}x{kk}, {name}: {} us{tail}", show(*us));
+                    let f = Figure {
+                        name: format!("gemm_rs_{m}x{n}x{kk}_{pes}pe/{name}"),
+                        value: *us,
+                        unit: "us",
+                        note: format!("median of {GEMM_REPS}; {what}"),
+                    };
+                    emit(BENCH, &machine, &f);
+                }
             }
         }
         rows.push(Row {
