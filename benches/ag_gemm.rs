@@ -12,8 +12,12 @@
 //!   every piece count of 1, 2, 4, 8 and 16 that divides K / 64;
 //! - **pgas per shard**: `AllGatherMatmul` with `GemmPath::PgasPerShard`: the copy-engine pulls of
 //!   pgas::ops, one `pgas::gemm` launch per shard;
-//! - **pgas::ops**: `AllGatherMatmul`, copy-engine pulls overlapped with one cuBLAS GEMM per
-//!   shard.
+//! - **pgas::ops**: `AllGatherMatmul` with `GemmPath::Cublas`, copy-engine pulls overlapped with
+//!   one cuBLAS GEMM per shard.
+//!
+//! A new `AllGatherMatmul` starts on the one kernel with whole shards where it can run (sm_90a,
+//! more than one PE, whole tiles; printed per shape as "new() starts on"), so its default is the
+//! "1k whole" column there, and the cuBLAS column elsewhere.
 //!
 //! Each result (every piece count's too) is compared with the baseline's C (and the baseline
 //! with the host at 64 points);
@@ -236,8 +240,12 @@ fn main() -> BenchResult<()> {
             (f64::NAN, f64::NAN)
         };
 
-        // The library form.
+        // The library form on cuBLAS.
         let mut op = AllGatherMatmul::new(&p, (mp, n, k))?;
+        if me == 0 {
+            println!("{BENCH}: {m}x{n}x{k}: new() starts on {:?}", op.gemm_path());
+        }
+        op.set_gemm(GemmPath::Cublas)?;
         let mut c = stream.alloc_zeros::<bf16>(m * n)?;
         let ops_us = timed(&p, || Ok(op.run(&mut c, &shard, &bt)?))?;
         let ops_diff = bf16_rel_diff(&stream.clone_dtoh(&c)?, &want);

@@ -9,8 +9,10 @@
 //! - **pgas one kernel**: the same with `GemmPath::PgasOneKernel`: one persistent `pgas::gemm`
 //!   kernel for the whole partial product, chunks in owner order, each chunk's copy started by
 //!   the word the kernel raises when it has stored the chunk's tiles;
-//! - **library**: the same with its default GEMM, cuBLAS (chunks in owner order, copy-engine
-//!   pushes, one stream per owner, and the owner's f32 reduction overlapped on another stream).
+//! - **library (cuBLAS)**: the same with `GemmPath::Cublas` (chunks in owner order, copy-engine
+//!   pushes, one stream per owner, and the owner's f32 reduction overlapped on another stream);
+//! - **default**: the path `MatmulReduceScatter::new` starts on for the shape (the one measured
+//!   fastest there, `GemmPath`), and its speed-up, taken from the column of that path.
 //!
 //! N = K = 8192 and M from 1024 to 16384 (K split over the PEs); at M = 1024 and 8192^3 also the
 //! other chunk counts per owner of both, and at M = 1024 the pgas GEMMs alone (the chunks' and
@@ -134,6 +136,19 @@ struct Row {
     pgas: f64,
     one: f64,
     library: f64,
+    /// The path `new` started on.
+    default: GemmPath,
+}
+
+impl Row {
+    /// The time of the path `new` starts on.
+    fn default_us(&self) -> f64 {
+        match self.default {
+            GemmPath::Cublas => self.library,
+            GemmPath::PgasPerShard => self.pgas,
+            GemmPath::PgasOneKernel => self.one,
+        }
+    }
 }
 
 // One long function on purpose: a benchmark reads top to bottom as the run it makes; the shapes
@@ -223,6 +238,8 @@ fn main() -> BenchResult<()> {
         let one = pgas_path(GemmPath::PgasOneKernel, "the one pgas kernel")?;
 
         let mut op = MatmulReduceScatter::new(&p, (m, n, k))?;
+        let default = op.gemm_path();
+        op.set_gemm(&p, GemmPath::Cublas)?;
         let mut fresh = stream.alloc_zeros::<bf16>(mp * n)?;
         let library = timed(&p, &stream, || {
             op.run(&p, &mut fresh, &a, &bt)?;
@@ -323,6 +340,7 @@ fn main() -> BenchResult<()> {
             pgas,
             one,
             library,
+            default,
         });
     }
 
@@ -349,17 +367,17 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
     )?;
     writeln!(
         table,
-        "| M x N x K | cuBLAS GEMM | NCCL RS | cuBLAS + NCCL | pgas GEMM per chunk | one pgas kernel | library (cuBLAS) | pgas speedup | one kernel speedup | library speedup |"
+        "| M x N x K | cuBLAS GEMM | NCCL RS | cuBLAS + NCCL | pgas GEMM per chunk | one pgas kernel | library (cuBLAS) | pgas speedup | one kernel speedup | library speedup | default path | default speedup |"
     )?;
     writeln!(
         table,
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     )?;
     for r in rows {
         let (m, n, k) = r.shape;
         writeln!(
             table,
-            "| {m}x{n}x{k} | {} | {} | {} | {} | {} | {} | {}x | {}x | {}x |",
+            "| {m}x{n}x{k} | {} | {} | {} | {} | {} | {} | {}x | {}x | {}x | {:?} | {}x |",
             show(r.gemm),
             show(r.rs),
             show(r.baseline),
@@ -368,7 +386,9 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
             show(r.library),
             show(r.baseline / r.pgas),
             show(r.baseline / r.one),
-            show(r.baseline / r.library)
+            show(r.baseline / r.library),
+            r.default,
+            show(r.baseline / r.default_us())
         )?;
         let key = format!("gemm_rs_{m}x{n}x{k}_{pes}pe");
         let note = format!("median of {GEMM_REPS}, every PE released by a barrier before each");
@@ -382,6 +402,7 @@ fn report(machine: &str, pes: usize, rows: &[Row], out_dir: Option<&str>) -> Ben
             ("library_us", r.library, "us"),
             ("pgas_speedup", r.baseline / r.pgas, "x"),
             ("library_speedup", r.baseline / r.library, "x"),
+            ("default_speedup", r.baseline / r.default_us(), "x"),
         ] {
             let f = Figure {
                 name: format!("{key}/{name}"),

@@ -6,10 +6,11 @@ use crate::gemm::{self, GemmConfig, BM};
 use crate::{Error, Pgas, Result};
 
 /// Which GEMM [`super::AllGatherMatmul`] and [`super::matmul_reduce_scatter`] run
-/// (`set_gemm`).
+/// (`set_gemm`). A new plan starts on the path measured fastest for its shape where that path
+/// can run, on cuBLAS elsewhere (see [`fastest`]); `gemm_path()` says which it took.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GemmPath {
-    /// One cuBLAS call per shard or chunk (the default).
+    /// One cuBLAS call per shard or chunk (also runs off Hopper).
     Cublas,
     /// One `pgas::gemm` launch per shard or chunk (sm_90a).
     PgasPerShard,
@@ -18,6 +19,61 @@ pub enum GemmPath {
     /// copy stream writes says they landed; in the GEMM + reduce-scatter it raises a word as it
     /// finishes each chunk, which starts that chunk's copy.
     PgasOneKernel,
+}
+
+/// The fused operations that pick a [`GemmPath`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fused {
+    AllGatherMatmul,
+    MatmulReduceScatter,
+}
+
+/// The path measured fastest, by fused operation and rows a PE (M / P): the first row of an
+/// operation whose bound is at least the plan's rows a PE. From 4 and 2 x H200, N = K = 8192,
+/// M = 1024 to 16384, cuBLAS + NCCL and every path in the same job (runs 128-130 of
+/// `docs/gpu-report.md`, the tables in `docs/ops.md`):
+/// - all-gather + GEMM: the one kernel is the fastest or within the runs' noise of it at every
+///   M, and the only path over 1.15x at M = 1024 on 4 PEs (1.230x against 1.05-1.10x);
+/// - GEMM + reduce-scatter: per chunk at up to 1024 rows a PE (4 PEs: 1.02-1.05x against
+///   0.99-1.00x at M = 1024, 1.27-1.31x against 1.23-1.28x at 2048; 2 PEs 1.289x against
+///   1.242x at 1024), the one kernel at 2048 (4 PEs at M = 8192: 1.49-1.54x against 1.45-1.46x;
+///   2 PEs at 4096: 1.304x against 1.237x), cuBLAS above (1.49-1.51x against 1.46-1.50x at
+///   16384 on 4 PEs, 1.31x against 1.29-1.30x at 8192 and 16384 on 2).
+const FASTEST: &[(Fused, usize, GemmPath)] = &[
+    (Fused::AllGatherMatmul, usize::MAX, GemmPath::PgasOneKernel),
+    (Fused::MatmulReduceScatter, 1024, GemmPath::PgasPerShard),
+    (Fused::MatmulReduceScatter, 2048, GemmPath::PgasOneKernel),
+    (Fused::MatmulReduceScatter, usize::MAX, GemmPath::Cublas),
+];
+
+/// The path a new plan of `op` on `pes` PEs with `rows` rows a PE starts on ([`FASTEST`]);
+/// cuBLAS on one PE, where there is no communication to overlap and cuBLAS's GEMM is as fast.
+pub(crate) fn fastest(op: Fused, pes: usize, rows: usize) -> GemmPath {
+    if pes < 2 {
+        return GemmPath::Cublas;
+    }
+    FASTEST
+        .iter()
+        .find(|&&(o, bound, _)| o == op && rows <= bound)
+        .map_or(GemmPath::Cublas, |&(_, _, path)| path)
+}
+
+/// Starts a new plan on [`fastest`]`(op, pes, rows)` through its `set_gemm`, collectively; where
+/// that path cannot run (not sm_90a, not whole tiles, a peer off NVLink: the same
+/// [`Error::Unavailable`] on every PE) the plan stays on cuBLAS. Any other error is returned.
+pub(crate) fn start_on_fastest(
+    (op, pes, rows): (Fused, usize, usize),
+    set_gemm: impl FnOnce(GemmPath) -> Result<()>,
+) -> Result<GemmPath> {
+    let path = fastest(op, pes, rows);
+    if path == GemmPath::Cublas {
+        return Ok(path);
+    }
+    match set_gemm(path) {
+        Ok(()) => Ok(path),
+        Err(Error::Unavailable { .. }) => Ok(GemmPath::Cublas),
+        Err(e) => Err(e),
+    }
 }
 
 /// The `pgas::gemm` specialization for `path` (`None`: cuBLAS), agreed by every PE: `gemm`
@@ -69,4 +125,64 @@ pub(crate) fn agree_path(
         });
     }
     Ok((path != GemmPath::Cublas).then_some(cfg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fastest, start_on_fastest, Fused, GemmPath};
+    use crate::Error;
+
+    #[test]
+    fn each_shape_gets_the_path_measured_fastest() {
+        use Fused::*;
+        use GemmPath::*;
+        for (op, pes, rows, want) in [
+            (AllGatherMatmul, 4, 256, PgasOneKernel),
+            (AllGatherMatmul, 2, 8192, PgasOneKernel),
+            (AllGatherMatmul, 1, 256, Cublas),
+            (MatmulReduceScatter, 4, 256, PgasPerShard),
+            (MatmulReduceScatter, 2, 1024, PgasPerShard),
+            (MatmulReduceScatter, 4, 1025, PgasOneKernel),
+            (MatmulReduceScatter, 4, 2048, PgasOneKernel),
+            (MatmulReduceScatter, 2, 4096, Cublas),
+            (MatmulReduceScatter, 1, 256, Cublas),
+        ] {
+            assert_eq!(
+                fastest(op, pes, rows),
+                want,
+                "{op:?} on {pes} PEs, {rows} rows"
+            );
+        }
+    }
+
+    #[test]
+    fn a_path_that_cannot_run_leaves_cublas_and_other_errors_pass() {
+        let shape = (Fused::AllGatherMatmul, 4, 256);
+        let mut asked = None;
+        let took = start_on_fastest(shape, |p| {
+            asked = Some(p);
+            Ok(())
+        });
+        assert_eq!(took.unwrap(), GemmPath::PgasOneKernel);
+        assert_eq!(asked, Some(GemmPath::PgasOneKernel));
+        let unavailable = start_on_fastest(shape, |_| {
+            Err(Error::Unavailable {
+                what: "w",
+                reason: "not sm_90a".into(),
+            })
+        });
+        assert_eq!(unavailable.unwrap(), GemmPath::Cublas);
+        let other = start_on_fastest(shape, |_| {
+            Err(Error::InvalidConfig {
+                name: "n",
+                value: "v".into(),
+                reason: "r".into(),
+            })
+        });
+        assert!(matches!(other, Err(Error::InvalidConfig { .. })));
+        let none = start_on_fastest((Fused::MatmulReduceScatter, 4, 8192), |_| {
+            panic!("cuBLAS needs no set_gemm")
+        });
+        assert_eq!(none.unwrap(), GemmPath::Cublas);
+    }
 }

@@ -144,11 +144,29 @@ fn hopper(p: &Pgas) -> pgas::Result<bool> {
     )? == 9)
 }
 
-/// `AllGatherMatmul` on `pgas::gemm` (`set_gemm`): per shard and as one kernel fed by pushes,
-/// the same calls as the cuBLAS path; below sm_90 both paths refused on every PE.
+/// `AllGatherMatmul` on `pgas::gemm`: the path `new` starts on (the one kernel on sm_90 with
+/// more than one PE, the path measured fastest at every M; cuBLAS elsewhere, and for shards
+/// that are not whole tiles), then per shard and as one kernel fed by pushes (`set_gemm`), the
+/// same calls as the cuBLAS path; below sm_90 both paths refused on every PE.
 fn ag_matmul_pgas_paths(p: &Pgas) -> CaseResult {
     let (mp, n, k) = (256, 128, 128);
     let bt: Vec<bf16> = (0..n * k).map(|i| small(i, 5)).collect();
+    let fastest = if hopper(p)? && p.n_pes() > 1 {
+        GemmPath::PgasOneKernel
+    } else {
+        GemmPath::Cublas
+    };
+    for (shape, want) in [((mp, n, k), fastest), ((40, 72, 56), GemmPath::Cublas)] {
+        let op = AllGatherMatmul::new(p, shape)?;
+        ensure(op.gemm_path() == want, || {
+            format!(
+                "a new plan of {shape:?} took {:?}, not {want:?}",
+                op.gemm_path()
+            )
+        })?;
+    }
+    let mut op = AllGatherMatmul::new(p, (mp, n, k))?;
+    ag_calls(p, &mut op, &bt, &format!("the default ({fastest:?}): "))?;
     for path in [GemmPath::PgasPerShard, GemmPath::PgasOneKernel] {
         let mut op = AllGatherMatmul::new(p, (mp, n, k))?;
         if let Err(e) = op.set_gemm(path) {
@@ -157,6 +175,9 @@ fn ag_matmul_pgas_paths(p: &Pgas) -> CaseResult {
             })?;
             continue;
         }
+        ensure(op.gemm_path() == path, || {
+            format!("set_gemm({path:?}) left {:?}", op.gemm_path())
+        })?;
         ag_calls(p, &mut op, &bt, &format!("{path:?}: "))?;
     }
     Ok(())
@@ -172,6 +193,7 @@ fn ag_matmul_pgas_paths(p: &Pgas) -> CaseResult {
 fn ag_matmul_pieces(p: &Pgas) -> CaseResult {
     let (me, np) = (p.my_pe(), p.n_pes());
     let mut cublas = AllGatherMatmul::new(p, (128, 64, 128))?;
+    cublas.set_gemm(GemmPath::Cublas)?;
     let e = cublas.set_pieces(2);
     ensure(
         matches!(&e, Err(e) if e.to_string().contains("set_gemm(GemmPath::PgasOneKernel) first")),

@@ -22,6 +22,7 @@ pub const CASES: &[Case] = &[
         bad_input_case,
     ),
     case("ops/matmul_reduce_scatter_pgas_gemm", pgas_gemm_case),
+    case("ops/matmul_reduce_scatter_default_path", default_path_case),
 ];
 
 /// Element `i` of PE `pe`'s A (`which` 0) or Bt (`which` 1) in call `call`: -1, 0 or 1.
@@ -167,6 +168,43 @@ fn pgas_gemm_case(p: &Pgas) -> CaseResult {
         30,
         "96-row chunks by cuBLAS after the refusals",
     )
+}
+
+/// The path `new` starts on, by rows a PE: on sm_90 with more than one PE, the pgas GEMM per
+/// chunk up to 1024 rows, the one kernel at 2048, cuBLAS above (the paths measured fastest at
+/// N = K = 8192); cuBLAS on one PE, below sm_90, and where the chunks are not whole tiles.
+/// Each plan's first call checked against the host.
+fn default_path_case(p: &Pgas) -> CaseResult {
+    let pes = p.n_pes();
+    let pgas_runs = pes > 1
+        && p.cuda().attribute(
+            pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+        )? == 9;
+    let (n, k) = (128, 64);
+    for (mp, fastest) in [
+        (256, GemmPath::PgasPerShard),
+        (2048, GemmPath::PgasOneKernel),
+        (4096, GemmPath::Cublas),
+        (96, GemmPath::Cublas),
+    ] {
+        let want = if pgas_runs { fastest } else { GemmPath::Cublas };
+        let m = mp * pes;
+        let mut op = MatmulReduceScatter::new(p, (m, n, k))?;
+        ensure(op.gemm_path() == want, || {
+            format!(
+                "a new plan of {mp} rows a PE took {:?}, not {want:?}",
+                op.gemm_path()
+            )
+        })?;
+        run_checked(
+            p,
+            &mut op,
+            (m, n, k),
+            40,
+            &format!("the default ({want:?})"),
+        )?;
+    }
+    Ok(())
 }
 
 fn matches_host_case(p: &Pgas) -> CaseResult {

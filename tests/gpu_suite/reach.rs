@@ -257,11 +257,29 @@ fn peer_access(p: &Pgas) -> CaseResult {
         .collect();
     check_eq("GEMM + reduce-scatter", &stream.clone_dtoh(&out)?, &want_rs)?;
     if !all {
-        let e = op.set_gemm(pgas::ops::GemmPath::PgasPerShard).err();
-        ensure(
-            e.is_some_and(|e| e.to_string().contains("off NVLink")),
-            || "a pgas GEMM path with a peer off NVLink was not refused".into(),
-        )?;
+        // Off NVLink both fused operations start on cuBLAS and refuse the pgas paths.
+        use pgas::ops::GemmPath::{Cublas, PgasPerShard};
+        let refused = [
+            (
+                "all-gather + GEMM",
+                op.gemm_path(),
+                op.set_gemm(PgasPerShard).err(),
+            ),
+            (
+                "GEMM + reduce-scatter",
+                rs.gemm_path(),
+                rs.set_gemm(p, PgasPerShard).err(),
+            ),
+        ];
+        for (what, path, e) in refused {
+            ensure(path == Cublas, || {
+                format!("{what} with a peer off NVLink started on {path:?}, not cuBLAS")
+            })?;
+            ensure(
+                e.is_some_and(|e| e.to_string().contains("off NVLink")),
+                || format!("{what}: a pgas GEMM path with a peer off NVLink was not refused"),
+            )?;
+        }
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use half::bf16;
 
 use crate::gemm::{self, GemmConfig, BK};
 use crate::ops::cublas::Cublas;
-use crate::ops::gemm_path::{agree_path, GemmPath};
+use crate::ops::gemm_path::{agree_path, start_on_fastest, Fused as Op, GemmPath};
 use crate::ops::peers::addresses;
 use crate::{Error, Pgas, Result, SymTensor};
 
@@ -220,7 +220,7 @@ impl AllGatherMatmul {
         };
         let start = event()?;
         let landed = (1..np).map(|_| event()).collect::<Result<Vec<_>>>()?;
-        Ok(AllGatherMatmul {
+        let mut op = AllGatherMatmul {
             pgas: pgas.clone(),
             mp,
             n,
@@ -236,7 +236,22 @@ impl AllGatherMatmul {
             blas,
             fused: None,
             off_node,
-        })
+        };
+        start_on_fastest((Op::AllGatherMatmul, np, mp), |path| op.set_gemm(path))?;
+        Ok(op)
+    }
+
+    /// The GEMM calls run ([`GemmPath`]): the one `new` started on (the path measured fastest
+    /// where it can run, else cuBLAS), or the last `set_gemm`'s.
+    pub fn gemm_path(&self) -> GemmPath {
+        match &self.fused {
+            None => GemmPath::Cublas,
+            Some(Fused {
+                one_kernel: Some(_),
+                ..
+            }) => GemmPath::PgasOneKernel,
+            Some(_) => GemmPath::PgasPerShard,
+        }
     }
 
     /// Picks the GEMM of later calls ([`GemmPath`]). Collective: the PEs first agree on the

@@ -12,7 +12,7 @@ use super::kernel::THREADS;
 use super::sizes::{heap_need, shape_error, splits_for};
 use crate::gemm::{self, GemmConfig};
 use crate::ops::cublas::Cublas;
-use crate::ops::gemm_path::{agree_path, GemmPath};
+use crate::ops::gemm_path::{agree_path, start_on_fastest, Fused, GemmPath};
 use crate::ops::peers::addresses;
 use crate::prelude::*;
 use crate::{Error, Result};
@@ -244,7 +244,7 @@ impl MatmulReduceScatter {
         let chunk_vectors = mp / splits * n / 8;
         let blocks = chunk_vectors.div_ceil(THREADS as usize * 4).max(1) as u32;
         let reduce_cfg = LaunchConfig::blocks(blocks.min(pgas.sm_count()? as u32), THREADS);
-        Ok(MatmulReduceScatter {
+        let mut op = MatmulReduceScatter {
             m,
             n,
             k: k_local,
@@ -267,18 +267,43 @@ impl MatmulReduceScatter {
             finished,
             per_call: None,
             off_node,
-        })
+        };
+        let fastest = (Fused::MatmulReduceScatter, pes, mp);
+        start_on_fastest(fastest, |path| op.set_gemm(pgas, path))?;
+        Ok(op)
     }
 
-    /// Picks the GEMM of later calls: [`GemmPath::Cublas`] (the default),
+    /// The GEMM calls run ([`GemmPath`]): the one `new` started on (the path measured fastest
+    /// where it can run, else cuBLAS), or the last `set_gemm`'s. On one PE both pgas paths are
+    /// one launch over all of M, reported as [`GemmPath::PgasPerShard`].
+    pub fn gemm_path(&self) -> GemmPath {
+        match (self.gemm, self.per_call) {
+            (None, _) => GemmPath::Cublas,
+            (Some(_), Some(_)) => GemmPath::PgasOneKernel,
+            (Some(_), None) => GemmPath::PgasPerShard,
+        }
+    }
+
+    /// Picks the GEMM of later calls: [`GemmPath::Cublas`],
     /// [`GemmPath::PgasPerShard`], one `pgas::gemm` launch per chunk, or
     /// [`GemmPath::PgasOneKernel`], one persistent `pgas::gemm` kernel for the whole partial
     /// product that takes the chunks in the same order and announces each as it finishes it,
     /// so its copy starts while the kernel computes the next (sm_90a; chunk rows a multiple of
-    /// 128, N and K / P whole tiles). Collective: the PEs agree on the path first, so a PE that
-    /// asks for another, or where it cannot run, is the same `Err` on every PE and nothing
-    /// changes.
+    /// 128, N and K / P whole tiles, every peer on NVLink). Collective: the PEs agree on the
+    /// path first, so a PE that asks for another, or where it cannot run, is the same `Err` on
+    /// every PE and nothing changes.
     pub fn set_gemm(&mut self, pgas: &Pgas, path: GemmPath) -> Result<()> {
+        if self.off_node.is_some() && path != GemmPath::Cublas {
+            // Every PE agreed on `off_node` in `new`, so every PE refuses.
+            return Err(Error::Unavailable {
+                what: "matmul_reduce_scatter with the pgas GEMM",
+                reason: "a peer is off NVLink, so a call is one GEMM of all of M and NVSHMEM's \
+                         reduce-scatter; the pgas paths overlap copy-engine copies between \
+                         mapped buffers. Fix: keep GemmPath::Cublas, or run the PEs in one \
+                         NVLink domain"
+                    .into(),
+            });
+        }
         let chunk = self.m / self.pes / self.splits;
         let one_kernel = path == GemmPath::PgasOneKernel && self.pes > 1;
         // One PE, or one kernel, multiplies all of A at once; else a chunk at a time.
