@@ -15,9 +15,9 @@
 //! - **pgas::ops**: `AllGatherMatmul` with `GemmPath::Cublas`, copy-engine pulls overlapped with
 //!   one cuBLAS GEMM per shard.
 //!
-//! A new `AllGatherMatmul` starts on the one kernel with whole shards where it can run (sm_90a,
-//! more than one PE, whole tiles; printed per shape as "new() starts on"), so its default is the
-//! "1k whole" column there, and the cuBLAS column elsewhere.
+//! A new `AllGatherMatmul` of up to 512 rows a PE starts on the one kernel with whole shards
+//! where it can run (sm_90a, more than one PE, whole tiles), on cuBLAS elsewhere (printed per
+//! shape as "new() starts on"): its default is the "1k whole" or the "pgas::ops" column.
 //!
 //! Each result (every piece count's too) is compared with the baseline's C (and the baseline
 //! with the host at 64 points);

@@ -30,17 +30,20 @@ pub(crate) enum Fused {
 
 /// The path measured fastest, by fused operation and rows a PE (M / P): the first row of an
 /// operation whose bound is at least the plan's rows a PE. From 4 and 2 x H200, N = K = 8192,
-/// M = 1024 to 16384, cuBLAS + NCCL and every path in the same job (runs 128-130 of
+/// M = 1024 to 16384, cuBLAS + NCCL and every path in the same job (runs 128-131 of
 /// `docs/gpu-report.md`, the tables in `docs/ops.md`):
-/// - all-gather + GEMM: the one kernel is the fastest or within the runs' noise of it at every
-///   M, and the only path over 1.15x at M = 1024 on 4 PEs (1.230x against 1.05-1.10x);
+/// - all-gather + GEMM: the one kernel up to 512 rows a PE (4 PEs at M = 1024: 1.21-1.23x
+///   against 1.04-1.10x in three runs; at 512 rows a PE within the noise, ahead in two of four
+///   runs), cuBLAS per shard above, where the two trade places (4 PEs at 16384: 1.16x against
+///   1.22x in run 131, 1.20x against 1.16-1.23x in run 130);
 /// - GEMM + reduce-scatter: per chunk at up to 1024 rows a PE (4 PEs: 1.02-1.05x against
 ///   0.99-1.00x at M = 1024, 1.27-1.31x against 1.23-1.28x at 2048; 2 PEs 1.289x against
 ///   1.242x at 1024), the one kernel at 2048 (4 PEs at M = 8192: 1.49-1.54x against 1.45-1.46x;
 ///   2 PEs at 4096: 1.304x against 1.237x), cuBLAS above (1.49-1.51x against 1.46-1.50x at
 ///   16384 on 4 PEs, 1.31x against 1.29-1.30x at 8192 and 16384 on 2).
 const FASTEST: &[(Fused, usize, GemmPath)] = &[
-    (Fused::AllGatherMatmul, usize::MAX, GemmPath::PgasOneKernel),
+    (Fused::AllGatherMatmul, 512, GemmPath::PgasOneKernel),
+    (Fused::AllGatherMatmul, usize::MAX, GemmPath::Cublas),
     (Fused::MatmulReduceScatter, 1024, GemmPath::PgasPerShard),
     (Fused::MatmulReduceScatter, 2048, GemmPath::PgasOneKernel),
     (Fused::MatmulReduceScatter, usize::MAX, GemmPath::Cublas),
@@ -138,7 +141,8 @@ mod tests {
         use GemmPath::*;
         for (op, pes, rows, want) in [
             (AllGatherMatmul, 4, 256, PgasOneKernel),
-            (AllGatherMatmul, 2, 8192, PgasOneKernel),
+            (AllGatherMatmul, 2, 512, PgasOneKernel),
+            (AllGatherMatmul, 2, 1024, Cublas),
             (AllGatherMatmul, 1, 256, Cublas),
             (MatmulReduceScatter, 4, 256, PgasPerShard),
             (MatmulReduceScatter, 2, 1024, PgasPerShard),

@@ -144,9 +144,9 @@ fn hopper(p: &Pgas) -> pgas::Result<bool> {
     )? == 9)
 }
 
-/// `AllGatherMatmul` on `pgas::gemm`: the path `new` starts on (the one kernel on sm_90 with
-/// more than one PE, the path measured fastest at every M; cuBLAS elsewhere, and for shards
-/// that are not whole tiles), then per shard and as one kernel fed by pushes (`set_gemm`), the
+/// `AllGatherMatmul` on `pgas::gemm`: the path `new` starts on (on sm_90 with more than one PE
+/// the one kernel up to 512 rows a PE, the path measured fastest there, cuBLAS above; cuBLAS on
+/// one PE, below sm_90 and for shards that are not whole tiles), then per shard and as one kernel fed by pushes (`set_gemm`), the
 /// same calls as the cuBLAS path; below sm_90 both paths refused on every PE.
 fn ag_matmul_pgas_paths(p: &Pgas) -> CaseResult {
     let (mp, n, k) = (256, 128, 128);
@@ -156,7 +156,12 @@ fn ag_matmul_pgas_paths(p: &Pgas) -> CaseResult {
     } else {
         GemmPath::Cublas
     };
-    for (shape, want) in [((mp, n, k), fastest), ((40, 72, 56), GemmPath::Cublas)] {
+    let shapes = [
+        ((mp, n, k), fastest),
+        ((40, 72, 56), GemmPath::Cublas),
+        ((1024, 64, 64), GemmPath::Cublas),
+    ];
+    for (shape, want) in shapes {
         let op = AllGatherMatmul::new(p, shape)?;
         ensure(op.gemm_path() == want, || {
             format!(
