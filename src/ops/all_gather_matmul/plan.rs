@@ -10,7 +10,7 @@ use half::bf16;
 
 use crate::gemm::{self, GemmConfig, BK};
 use crate::ops::cublas::Cublas;
-use crate::ops::gemm_path::{agree_path, start_on_fastest, Fused as Op, GemmPath};
+use crate::ops::gemm_path::{agree_path, agree_prepared, start_on_fastest, Fused as Op, GemmPath};
 use crate::ops::peers::addresses;
 use crate::{Error, Pgas, Result, SymTensor};
 
@@ -295,7 +295,7 @@ impl AllGatherMatmul {
             return Ok(());
         };
         // Asked once here (it compiles the kernel if need be), not at every call.
-        cfg.clusters = Some(gemm::persistent_clusters(
+        let clusters = gemm::persistent_clusters(
             &self.pgas,
             cfg,
             (rows, n),
@@ -308,7 +308,8 @@ impl AllGatherMatmul {
                 false,
             ),
             false,
-        )?);
+        );
+        cfg.clusters = Some(agree_prepared(&self.pgas, "all_gather_matmul", clusters)?);
         let pushes = one_kernel.then(|| Pushes {
             pieces: DEFAULT_PIECES,
             // SAFETY: `flags` holds np * MAX_PIECES words this PE may read and lives as long

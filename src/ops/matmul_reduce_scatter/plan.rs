@@ -12,7 +12,7 @@ use super::kernel::THREADS;
 use super::sizes::{heap_need, shape_error, splits_for};
 use crate::gemm::{self, GemmConfig};
 use crate::ops::cublas::Cublas;
-use crate::ops::gemm_path::{agree_path, start_on_fastest, Fused, GemmPath};
+use crate::ops::gemm_path::{agree_path, agree_prepared, start_on_fastest, Fused, GemmPath};
 use crate::ops::peers::addresses;
 use crate::prelude::*;
 use crate::{Error, Result};
@@ -332,13 +332,9 @@ impl MatmulReduceScatter {
             gemm::Chunking::Whole
         };
         // Asked once here (it compiles the kernel if need be), not at every call.
-        cfg.clusters = Some(gemm::persistent_clusters(
-            pgas,
-            cfg,
-            (rows, self.n),
-            (rows_order, false),
-            false,
-        )?);
+        let clusters =
+            gemm::persistent_clusters(pgas, cfg, (rows, self.n), (rows_order, false), false);
+        cfg.clusters = Some(agree_prepared(pgas, "matmul_reduce_scatter", clusters)?);
         self.per_call =
             one_kernel.then_some((2 * (chunk / gemm::BM) * (self.n / cfg.bn as usize)) as u64);
         self.gemm = Some(cfg);
