@@ -6,8 +6,9 @@ use crate::gemm::{self, GemmConfig, BM};
 use crate::{Error, Pgas, Result};
 
 /// Which GEMM [`super::AllGatherMatmul`] and [`super::matmul_reduce_scatter`] run
-/// (`set_gemm`). A new plan starts on the path measured fastest for its shape where that path
-/// can run, on cuBLAS elsewhere (see [`fastest`]); `gemm_path()` says which it took.
+/// (`set_gemm`). A new plan starts on the path measured fastest for its rows a PE where that
+/// path can run, on cuBLAS elsewhere (the table is in `docs/ops.md`); `gemm_path()` says which
+/// it took.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GemmPath {
     /// One cuBLAS call per shard or chunk (also runs off Hopper).
