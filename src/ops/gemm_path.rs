@@ -146,6 +146,19 @@ pub(crate) fn agree_path(
     Ok((path != GemmPath::Cublas).then_some(cfg))
 }
 
+/// The refusal of a pgas path where a peer is off NVLink, the same on every PE (every PE agreed
+/// on the peers' reach when the plan was made). `instead` says what a call does there.
+pub(crate) fn off_nvlink(what: &'static str, instead: &str) -> Error {
+    Error::Unavailable {
+        what,
+        reason: format!(
+            "a peer is off NVLink, so {instead}; the pgas paths overlap copy-engine copies \
+             between mapped buffers. Fix: keep GemmPath::Cublas, or run the PEs in one NVLink \
+             domain"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{fastest, start_on_fastest, Fused, GemmPath};

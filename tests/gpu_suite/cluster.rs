@@ -10,7 +10,6 @@
 use crate::kernels::cluster::{cluster_multicast_tile, cluster_tma_store_tiles};
 use crate::runner::{case, Case};
 use crate::util::{check_eq, ensure, CaseResult};
-use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::gemm::reference::value;
 use pgas::gemm::{gemm_bf16, gemm_bf16_sm90, gemm_bf16_with, Chunking, GemmConfig};
 use pgas::kernel::{KernelSpec, Variant};
@@ -170,10 +169,7 @@ fn stmatrix_f16(out: &mut CudaSlice<f16>, x: &CudaSlice<f32>) {
 /// Whether this GPU has sm_90a's instructions (and clusters); below it, that `launch` is
 /// refused instead.
 fn sm90_or_refused(p: &Pgas, launch: impl FnOnce() -> pgas::Result<()>) -> Result<bool, String> {
-    let major = p
-        .cuda()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-        .map_err(|e| e.to_string())?;
+    let major = crate::util::compute_major(p).map_err(|e| e.to_string())?;
     if major == 9 {
         return Ok(true);
     }

@@ -10,7 +10,6 @@ use crate::kernels::fp8::wgmma_tile_e4m3;
 use crate::kernels::hopper::{wgmma_from_thread_stores, wgmma_ktiles_f16, wgmma_tile_bf16};
 use crate::runner::{case, Case};
 use crate::util::{self, check_eq, ensure, CaseResult};
-use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
@@ -97,10 +96,7 @@ fn matmul_bt(a: &[f32], bt: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
 
 /// Whether this GPU has sm_90a's instructions; below it, that the launch is refused instead.
 fn hopper_or_refused(p: &Pgas, launch: impl FnOnce() -> pgas::Result<()>) -> Result<bool, String> {
-    let major = p
-        .cuda()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-        .map_err(|e| e.to_string())?;
+    let major = crate::util::compute_major(p).map_err(|e| e.to_string())?;
     if major == 9 {
         return Ok(true);
     }

@@ -138,10 +138,8 @@ fn ag_calls(p: &Pgas, op: &mut AllGatherMatmul, bt: &[bf16], what: &str) -> Case
 }
 
 /// Whether the GPU is a Hopper (sm_90), which the `pgas::gemm` paths need.
-fn hopper(p: &Pgas) -> pgas::Result<bool> {
-    Ok(p.cuda().attribute(
-        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-    )? == 9)
+pub(crate) fn hopper(p: &Pgas) -> pgas::Result<bool> {
+    Ok(crate::util::compute_major(p)? == 9)
 }
 
 /// `AllGatherMatmul` on `pgas::gemm`: the path `new` starts on (on sm_90 with more than one PE

@@ -7,6 +7,7 @@
 //! -1, 0 or 1, so every partial sum is a small integer, exact in bf16, and the results compare
 //! exactly.
 
+use crate::ops::hopper;
 use crate::runner::{case, Case};
 use crate::util::{check_eq, ensure, CaseResult};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
@@ -93,9 +94,7 @@ fn run_checked(
 fn pgas_gemm_case(p: &Pgas) -> CaseResult {
     let (me, pes) = (p.my_pe(), p.n_pes());
     let stream = p.stream().clone();
-    let hopper = p.cuda().attribute(
-        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-    )? == 9;
+    let hopper = hopper(p)?;
     let paths = [GemmPath::PgasPerShard, GemmPath::PgasOneKernel];
     for path in paths {
         for ((mp, n, k), splits) in [
@@ -176,10 +175,7 @@ fn pgas_gemm_case(p: &Pgas) -> CaseResult {
 /// Each plan's first call checked against the host.
 fn default_path_case(p: &Pgas) -> CaseResult {
     let pes = p.n_pes();
-    let pgas_runs = pes > 1
-        && p.cuda().attribute(
-            pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-        )? == 9;
+    let pgas_runs = pes > 1 && hopper(p)?;
     let (n, k) = (128, 64);
     for (mp, fastest) in [
         (256, GemmPath::PgasPerShard),

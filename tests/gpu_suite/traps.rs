@@ -167,9 +167,7 @@ pub fn run(which: &str) -> ExitCode {
                         trap_partial_warp::launch_unchecked(&pgas, LaunchConfig::blocks(1, 48), c)?
                     };
                 } else if which == "cluster-rank" || which == "multicast-mask" {
-                    let major = pgas.cuda().attribute(
-                        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                    )?;
+                    let major = crate::util::compute_major(&pgas)?;
                     if major < 9 {
                         println!("expect-trap {which}: skipped: clusters need sm_90, this GPU is {major}.x");
                         std::process::exit(0);

@@ -10,7 +10,9 @@ use half::bf16;
 
 use crate::gemm::{self, GemmConfig, BK};
 use crate::ops::cublas::Cublas;
-use crate::ops::gemm_path::{agree_path, agree_prepared, start_on_fastest, Fused as Op, GemmPath};
+use crate::ops::gemm_path::{
+    agree_path, agree_prepared, off_nvlink, start_on_fastest, Fused as Op, GemmPath,
+};
 use crate::ops::peers::addresses;
 use crate::{Error, Pgas, Result, SymTensor};
 
@@ -262,14 +264,10 @@ impl AllGatherMatmul {
     /// [`DEFAULT_PIECES`] pieces ([`AllGatherMatmul::set_pieces`] changes the count).
     pub fn set_gemm(&mut self, path: GemmPath) -> Result<()> {
         if self.off_node.is_some() && path != GemmPath::Cublas {
-            return Err(Error::Unavailable {
-                what: "all_gather_matmul with the pgas GEMM",
-                reason: "a peer is off NVLink, so the shards travel by NVSHMEM's fcollect before \
-                         one cuBLAS GEMM; the pgas paths overlap copy-engine copies between \
-                         mapped buffers. Fix: keep GemmPath::Cublas, or run the PEs in one \
-                         NVLink domain"
-                    .into(),
-            });
+            return Err(off_nvlink(
+                "all_gather_matmul with the pgas GEMM",
+                "the shards travel by NVSHMEM's fcollect before one cuBLAS GEMM",
+            ));
         }
         let one_kernel = path == GemmPath::PgasOneKernel;
         let (mp, n, k) = (self.mp, self.n, self.k);

@@ -12,7 +12,9 @@ use super::kernel::THREADS;
 use super::sizes::{heap_need, shape_error, splits_for};
 use crate::gemm::{self, GemmConfig};
 use crate::ops::cublas::Cublas;
-use crate::ops::gemm_path::{agree_path, agree_prepared, start_on_fastest, Fused, GemmPath};
+use crate::ops::gemm_path::{
+    agree_path, agree_prepared, off_nvlink, start_on_fastest, Fused, GemmPath,
+};
 use crate::ops::peers::addresses;
 use crate::prelude::*;
 use crate::{Error, Result};
@@ -295,14 +297,10 @@ impl MatmulReduceScatter {
     pub fn set_gemm(&mut self, pgas: &Pgas, path: GemmPath) -> Result<()> {
         if self.off_node.is_some() && path != GemmPath::Cublas {
             // Every PE agreed on `off_node` in `new`, so every PE refuses.
-            return Err(Error::Unavailable {
-                what: "matmul_reduce_scatter with the pgas GEMM",
-                reason: "a peer is off NVLink, so a call is one GEMM of all of M and NVSHMEM's \
-                         reduce-scatter; the pgas paths overlap copy-engine copies between \
-                         mapped buffers. Fix: keep GemmPath::Cublas, or run the PEs in one \
-                         NVLink domain"
-                    .into(),
-            });
+            return Err(off_nvlink(
+                "matmul_reduce_scatter with the pgas GEMM",
+                "a call is one GEMM of all of M and NVSHMEM's reduce-scatter",
+            ));
         }
         let chunk = self.m / self.pes / self.splits;
         let one_kernel = path == GemmPath::PgasOneKernel && self.pes > 1;
