@@ -244,35 +244,55 @@ fn every_linkable_kernel_links_against_the_nvshmem_library() {
         let kernels = compile_file(&text, &file).unwrap_or_else(|e| panic!("{file}: {e:?}"));
         specs.extend(kernels.iter().flat_map(|k| specializations(&file, k)));
     }
+    // The sm_90a kernels (wgmma, TMA, clusters) as programs of their own: their LTO-IR is
+    // sm_90a's and their link targets sm_90a (the JIT never batches them with others). A
+    // collective kernel with sm_90a instructions stays inline, so the full prelude has none.
+    let sm90a = |s: &&Spec| s.source.contains(pgas_codegen::SM90A_MARKER);
+    let mut groups: Vec<(String, Vec<&Spec>)> = Vec::new();
     for prelude in [Prelude::P2p, Prelude::Barrier, Prelude::Full] {
-        let group: Vec<&Spec> = specs.iter().filter(|s| s.prelude == prelude).collect();
+        let (specific, plain): (Vec<&Spec>, Vec<&Spec>) = specs
+            .iter()
+            .filter(|s| s.prelude == prelude)
+            .partition(sm90a);
+        groups.push((format!("{prelude:?}"), plain));
+        if prelude != Prelude::Full && !specific.is_empty() {
+            groups.push((format!("{prelude:?} sm_90a"), specific));
+        }
+    }
+    assert!(
+        groups
+            .iter()
+            .any(|(g, v)| g.ends_with("sm_90a") && !v.is_empty()),
+        "the corpus has sm_90a kernels (src/gemm), so some group must link for sm_90a"
+    );
+    for (prelude, group) in groups {
         let sources: Vec<&str> = group.iter().map(|s| s.source.as_str()).collect();
-        let program = batch(prelude.text(), &sources).expect("sources start with their prelude");
+        let program =
+            batch(group[0].prelude.text(), &sources).expect("sources start with their prelude");
         let t = std::time::Instant::now();
         let out = tc
             .compile_program(None, &program, "pgas_corpus_linked", ARCH)
-            .unwrap_or_else(|e| panic!("{prelude:?}: {e}"));
+            .unwrap_or_else(|e| panic!("{prelude}: {e}"));
         println!(
-            "{} {:?} specializations linked in {:.2} s (library included)",
+            "{} {prelude} specializations linked in {:.2} s (library included)",
             group.len(),
-            prelude,
             t.elapsed().as_secs_f64()
         );
         let has = |name: &str| out.cubin.windows(name.len()).any(|w| w == name.as_bytes());
         assert_eq!(
             symbols(&out.cubin, "nvshmemi_device_state_d"),
             1,
-            "{prelude:?}: not one NVSHMEM device state"
+            "{prelude}: not one NVSHMEM device state"
         );
         for s in &group {
             assert!(
                 has(&s.name),
-                "{prelude:?}: {} ({}) missing from the image",
+                "{prelude}: {} ({}) missing from the image",
                 s.name,
                 s.file
             );
         }
-        assert_eq!(out.warnings().count(), 0, "{prelude:?}: {}", out.log);
+        assert_eq!(out.warnings().count(), 0, "{prelude}: {}", out.log);
     }
 }
 
@@ -333,6 +353,57 @@ fn the_next_collective_kernel_links_the_object_the_first_one_built() {
         "cache entries after each kernel: {counts:?}"
     );
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// An sm_90a kernel (`pgas::gemm`'s, wgmma and TMA) compiles link-time like any point-to-point
+/// kernel: with a fresh cache the library of its prelude is built beside it (two entries: the
+/// kernel and the library), where `PGAS_JIT_LTO=off` compiles it alone against NVSHMEM's
+/// headers (one entry); for a GPU that is not sm_90 the linked path refuses it as the inline
+/// one does.
+#[test]
+fn an_sm90a_kernel_links_against_the_library() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("src/gemm/kernel.rs")).unwrap();
+    let kernels = compile_file(&text, "src/gemm/kernel.rs").unwrap();
+    let k = kernels
+        .iter()
+        .find(|k| k.source(false).contains(pgas_codegen::SM90A_MARKER))
+        .expect("pgas::gemm's kernel uses sm_90a instructions");
+    let spec = &specializations("src/gemm/kernel.rs", k)[0];
+    let mut entries = Vec::new();
+    for link_time in [LinkTime::PointToPoint, LinkTime::Off] {
+        let tc = Toolchain::discover()
+            .map(|t| t.with_link_time(link_time))
+            .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+        if link_time == LinkTime::PointToPoint {
+            assert!(tc.linker().is_some(), "no nvJitLink beside NVRTC");
+            let e = tc
+                .compile_program(None, &spec.source, &spec.name, (8, 0))
+                .unwrap_err();
+            assert!(e.to_string().contains("sm_90a"), "{e}");
+        }
+        let dir = std::env::temp_dir().join(format!(
+            "pgas-corpus-sm90a-{link_time:?}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let disk = pgas_runtime::jit::disk::DiskCache::open(&dir).unwrap();
+        let t = std::time::Instant::now();
+        let (out, cached) = tc
+            .compile_cached(Some(&disk), None, &spec.source, &spec.name, ARCH)
+            .unwrap_or_else(|e| panic!("{link_time:?}: {e}"));
+        println!(
+            "{} {link_time:?}: {:.2} s (with the library's build where linked)",
+            spec.name,
+            t.elapsed().as_secs_f64()
+        );
+        assert!(!cached);
+        assert_eq!(out.warnings().count(), 0, "{}", out.log);
+        assert_eq!(symbols(&out.cubin, "nvshmemi_device_state_d"), 1);
+        entries.push(std::fs::read_dir(&dir).unwrap().count());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+    assert_eq!(entries, [2, 1], "cache entries linked, inline");
 }
 
 /// How many symbols of an ELF64 image (a CUBIN) are named `name`: an image whose inputs each

@@ -62,7 +62,7 @@ impl Toolchain {
         let options = match self.links(source) {
             // The linked image also depends on the library: its key stands for it.
             Some(prelude) => {
-                let mut o = self.lto_options(arch);
+                let mut o = self.lto_options(arch, source);
                 let lib = self.library_key(nvcall::library_prelude(prelude), arch);
                 o.push(format!("link {:02x?}", lib.as_bytes()));
                 // The collective objects: their sources are the kernel's wrappers; their
@@ -97,7 +97,7 @@ impl Toolchain {
         let mut keys = self.library_keys.lock().unwrap_or_else(|e| e.into_inner());
         *keys.entry((prelude, arch)).or_insert_with(|| {
             let source = nvcall::library(prelude);
-            self.cache_key_with(&source, LIBRARY, arch, &self.lto_options(arch))
+            self.cache_key_with(&source, LIBRARY, arch, &self.lto_options(arch, ""))
         })
     }
 

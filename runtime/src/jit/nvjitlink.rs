@@ -123,8 +123,8 @@ impl NvJitLink {
         &self.path
     }
 
-    /// Links `inputs` (name, bytes, kind) into a CUBIN for `arch`, optimizing the LTO-IR ones
-    /// as one module.
+    /// Links `inputs` (name, bytes, kind) into a CUBIN for `arch` (its architecture-specific
+    /// form, `sm_90a`, with `specific`), optimizing the LTO-IR ones as one module.
     ///
     /// With machine-code inputs (collective objects) beside LTO-IR, nvJitLink keeps and compiles
     /// every function of the LTO-IR (the whole NVSHMEM library), since the objects might call
@@ -135,8 +135,10 @@ impl NvJitLink {
         &self,
         inputs: &[(&str, &[u8], Input)],
         arch: (u32, u32),
+        specific: bool,
     ) -> Result<Vec<u8>> {
-        let arch_opt = format!("-arch=sm_{}{}", arch.0, arch.1);
+        let suffix = if specific { "a" } else { "" };
+        let arch_opt = format!("-arch=sm_{}{}{suffix}", arch.0, arch.1);
         let (lto, objects): (Vec<_>, Vec<_>) = inputs
             .iter()
             .partition(|(_, _, kind)| *kind == Input::LtoIr);

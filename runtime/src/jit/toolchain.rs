@@ -161,11 +161,14 @@ impl Toolchain {
     /// `nvcall::library_prelude` of it).
     pub(super) fn links(&self, source: &str) -> Option<Prelude> {
         self.linker.as_ref()?;
-        // sm_90a kernels (wgmma, TMA) compile inline: the library is built for plain sm_XY.
+        // sm_90a kernels (wgmma, TMA) link too: their LTO-IR is sm_90a's and the link targets
+        // sm_90a, with the library of plain sm_XY (LTO-IR of sm_90 joins an sm_90a link). Not
+        // with collective objects, which are sm_90 machine code.
         Prelude::of_source(source).filter(|p| {
-            (*p != Prelude::Full || self.link_collectives)
+            let full = *p == Prelude::Full;
+            (!full || self.link_collectives)
                 && source.contains(nvcall::GENERATED)
-                && !needs_sm90a(source)
+                && !(full && needs_sm90a(source))
         })
     }
 
@@ -184,10 +187,11 @@ impl Toolchain {
         self
     }
 
-    /// NVRTC's options for LTO-IR (link-time kernels and the NVSHMEM library): the usual ones,
-    /// without `--Ofast-compile` (optimization happens in the link), plus `-dlto -rdc=true`.
-    pub(crate) fn lto_options(&self, arch: (u32, u32)) -> Vec<String> {
-        let mut o = self.relocatable_options(arch);
+    /// NVRTC's options for the LTO-IR of `source` (a link-time kernel, or the NVSHMEM library:
+    /// `""`): the usual ones, without `--Ofast-compile` (optimization happens in the link), plus
+    /// `-dlto -rdc=true`; sm_90a for a source with sm_90a instructions.
+    pub(crate) fn lto_options(&self, arch: (u32, u32), source: &str) -> Vec<String> {
+        let mut o = self.relocatable_options(arch, source);
         o.retain(|o| !o.starts_with("--Ofast-compile"));
         o.push("-dlto".to_owned());
         o
@@ -198,7 +202,7 @@ impl Toolchain {
     /// kernels it links into: `nvcall::register_cap`). `--Ofast-compile` applies here, where
     /// NVSHMEM's collective code is compiled.
     pub(crate) fn object_options(&self, arch: (u32, u32), registers: u32) -> Vec<String> {
-        let mut o = self.relocatable_options(arch);
+        let mut o = self.relocatable_options(arch, "");
         o.push(format!("-maxrregcount={registers}"));
         o
     }
@@ -207,9 +211,9 @@ impl Toolchain {
     /// state declared `extern` (NVSHMEM_ENABLE_ALL_DEVICE_INLINING instead of
     /// __NVSHMEM_NUMBA_SUPPORT__, which would give every input a state of its own), defined once,
     /// by the library (`nvcall::library`).
-    fn relocatable_options(&self, arch: (u32, u32)) -> Vec<String> {
+    fn relocatable_options(&self, arch: (u32, u32), source: &str) -> Vec<String> {
         let mut o: Vec<String> = self
-            .options(arch, "")
+            .options(arch, source)
             .into_iter()
             .map(|o| {
                 if o == NUMBA {
@@ -355,7 +359,7 @@ impl Toolchain {
             Some(prelude) => {
                 let lto = nvcall::lto_source(source)
                     .ok_or_else(|| Error::launch(kernel_name, LaunchCause::NoLinkTimeForm))?;
-                let opts = self.lto_options(arch);
+                let opts = self.lto_options(arch, source);
                 let compiled =
                     self.compile_linked(disk, prelude, source, &lto, kernel_name, arch, &opts);
                 (compiled, lto, opts)
@@ -407,6 +411,13 @@ impl Toolchain {
             .linker
             .as_ref()
             .ok_or_else(|| Error::launch(kernel_name, LaunchCause::NoNvJitLink))?;
+        let sm90a = needs_sm90a(source);
+        if sm90a && arch != (9, 0) {
+            return Err(Error::NeedsSm90a {
+                kernel: kernel_name.to_owned(),
+                arch,
+            });
+        }
         self.check_arch(arch)?;
         let lib_prelude = nvcall::library_prelude(prelude);
         let lib = library::get(
@@ -446,7 +457,7 @@ impl Toolchain {
                 .iter()
                 .map(|(n, b)| (n.as_str(), &b[..], Input::Cubin)),
         );
-        let cubin = linker.link(&inputs, arch)?;
+        let cubin = linker.link(&inputs, arch, sm90a)?;
         Ok(Compiled {
             cubin,
             log: out.log,
@@ -487,7 +498,7 @@ impl Toolchain {
         let out = nvrtc::compile(
             &source,
             &format!("{LIBRARY}.cu"),
-            &self.lto_options(arch),
+            &self.lto_options(arch, ""),
             true,
         )?;
         out.cubin.ok_or_else(|| Error::Compile {
