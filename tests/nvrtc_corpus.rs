@@ -355,11 +355,11 @@ fn the_next_collective_kernel_links_the_object_the_first_one_built() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// An sm_90a kernel (`pgas::gemm`'s, wgmma and TMA) compiles link-time like any point-to-point
-/// kernel: with a fresh cache the library of its prelude is built beside it (two entries: the
-/// kernel and the library), where `PGAS_JIT_LTO=off` compiles it alone against NVSHMEM's
-/// headers (one entry); for a GPU that is not sm_90 the linked path refuses it as the inline
-/// one does.
+/// An sm_90a kernel (`pgas::gemm`'s, wgmma and TMA) compiles link-time under
+/// `PGAS_JIT_LTO=all`: with a fresh cache the library of its prelude is built beside it (two
+/// entries: the kernel and the library), where the default (`on`) and `off` compile it alone
+/// against NVSHMEM's headers (one entry); for a GPU that is not sm_90 the linked path refuses
+/// it as the inline one does.
 #[test]
 fn an_sm90a_kernel_links_against_the_library() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -371,11 +371,11 @@ fn an_sm90a_kernel_links_against_the_library() {
         .expect("pgas::gemm's kernel uses sm_90a instructions");
     let spec = &specializations("src/gemm/kernel.rs", k)[0];
     let mut entries = Vec::new();
-    for link_time in [LinkTime::PointToPoint, LinkTime::Off] {
+    for link_time in [LinkTime::All, LinkTime::PointToPoint, LinkTime::Off] {
         let tc = Toolchain::discover()
             .map(|t| t.with_link_time(link_time))
             .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
-        if link_time == LinkTime::PointToPoint {
+        if link_time == LinkTime::All {
             assert!(tc.linker().is_some(), "no nvJitLink beside NVRTC");
             let e = tc
                 .compile_program(None, &spec.source, &spec.name, (8, 0))
@@ -403,7 +403,7 @@ fn an_sm90a_kernel_links_against_the_library() {
         entries.push(std::fs::read_dir(&dir).unwrap().count());
         std::fs::remove_dir_all(dir).unwrap();
     }
-    assert_eq!(entries, [2, 1], "cache entries linked, inline");
+    assert_eq!(entries, [2, 1, 1], "cache entries under all, on, off");
 }
 
 /// How many symbols of an ELF64 image (a CUBIN) are named `name`: an image whose inputs each

@@ -220,7 +220,7 @@ fn nvrtc_check() -> Check {
                 Some(path) => format!(
                     "; {} kernels link with nvJitLink ({})",
                     if tc.links_collectives() {
-                        "point-to-point, barrier and collective"
+                        "point-to-point, barrier, collective and sm_90a"
                     } else {
                         "point-to-point and barrier"
                     },
