@@ -355,55 +355,94 @@ fn the_next_collective_kernel_links_the_object_the_first_one_built() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// An sm_90a kernel (`pgas::gemm`'s, wgmma and TMA) compiles link-time under
-/// `PGAS_JIT_LTO=all`: with a fresh cache the library of its prelude is built beside it (two
-/// entries: the kernel and the library), where the default (`on`) and `off` compile it alone
-/// against NVSHMEM's headers (one entry); for a GPU that is not sm_90 the linked path refuses
-/// it as the inline one does.
+/// An sm_90a kernel (`pgas::gemm`'s, wgmma and TMA) compiles link-time by default: with a fresh
+/// cache the library of its prelude is built beside it (two entries: the kernel and the
+/// library), where `PGAS_JIT_LTO=off` compiles it alone against NVSHMEM's headers (one entry);
+/// both give the same machine code (the kernel's `.text` section, byte for byte) for the plain
+/// variant at the configurations `pgas::gemm` picks for skinny and square shapes, bf16 and FP8;
+/// for a GPU that is not sm_90 the linked path refuses it as the inline one does.
 #[test]
-fn an_sm90a_kernel_links_against_the_library() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(root.join("src/gemm/kernel.rs")).unwrap();
-    let kernels = compile_file(&text, "src/gemm/kernel.rs").unwrap();
-    let k = kernels
-        .iter()
-        .find(|k| k.source(false).contains(pgas_codegen::SM90A_MARKER))
-        .expect("pgas::gemm's kernel uses sm_90a instructions");
-    let spec = &specializations("src/gemm/kernel.rs", k)[0];
-    let mut entries = Vec::new();
-    for link_time in [LinkTime::All, LinkTime::PointToPoint, LinkTime::Off] {
-        let tc = Toolchain::discover()
-            .map(|t| t.with_link_time(link_time))
-            .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
-        if link_time == LinkTime::All {
-            assert!(tc.linker().is_some(), "no nvJitLink beside NVRTC");
-            let e = tc
-                .compile_program(None, &spec.source, &spec.name, (8, 0))
-                .unwrap_err();
-            assert!(e.to_string().contains("sm_90a"), "{e}");
-        }
-        let dir = std::env::temp_dir().join(format!(
-            "pgas-corpus-sm90a-{link_time:?}-{}",
-            std::process::id()
-        ));
+fn an_sm90a_kernel_links_to_the_inline_machine_code() {
+    use pgas::gemm::{gemm_bf16_sm90, Chunking, GemmConfig};
+    let spec = &gemm_bf16_sm90::SPEC;
+    let names = spec.params.iter().filter_map(|p| match p.kind {
+        pgas::kernel::ParamKind::Comptime(_) => Some(p.name),
+        _ => None,
+    });
+    let names: Vec<&str> = names.collect();
+    let linked = Toolchain::discover()
+        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    assert!(linked.linker().is_some(), "no nvJitLink beside NVRTC");
+    let inline = Toolchain::discover().unwrap().with_link_time(LinkTime::Off);
+    let dirs = ["linked", "inline"].map(|how| {
+        let dir =
+            std::env::temp_dir().join(format!("pgas-corpus-sm90a-{how}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let disk = pgas_runtime::jit::disk::DiskCache::open(&dir).unwrap();
-        let t = std::time::Instant::now();
-        let (out, cached) = tc
-            .compile_cached(Some(&disk), None, &spec.source, &spec.name, ARCH)
-            .unwrap_or_else(|e| panic!("{link_time:?}: {e}"));
-        println!(
-            "{} {link_time:?}: {:.2} s (with the library's build where linked)",
-            spec.name,
-            t.elapsed().as_secs_f64()
+        (how, dir, disk)
+    });
+    // M = 128 (8 stages, 64-wide tiles, no cluster) and 8192 (clusters of 2, 256-wide), FP8.
+    let configs = [(128, false), (8192, false), (8192, true)];
+    for (m, fp8) in configs {
+        let ct = GemmConfig::for_shape(m, 8192, 132).comptime(Chunking::Whole, fp8);
+        let comptime: Vec<(&str, i128)> = names.iter().copied().zip(ct).collect();
+        let (source, name) = specialize(spec.plain_source, spec.cuda_name, "plain", &comptime);
+        let mut text = Vec::new();
+        for (tc, (how, _, disk)) in [&linked, &inline].into_iter().zip(&dirs) {
+            let t = std::time::Instant::now();
+            let (out, cached) = tc
+                .compile_cached(Some(disk), None, &source, &name, ARCH)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            println!("{name} {how}: {:.2} s", t.elapsed().as_secs_f64());
+            assert!(!cached);
+            assert_eq!(out.warnings().count(), 0, "{}", out.log);
+            assert_eq!(symbols(&out.cubin, "nvshmemi_device_state_d"), 1);
+            text.push(section(&out.cubin, &format!(".text.{name}")).expect("the kernel's code"));
+        }
+        assert!(
+            text[0] == text[1],
+            "{name}: the linked kernel's machine code differs from the inline one's ({} against {} bytes)",
+            text[0].len(),
+            text[1].len()
         );
-        assert!(!cached);
-        assert_eq!(out.warnings().count(), 0, "{}", out.log);
-        assert_eq!(symbols(&out.cubin, "nvshmemi_device_state_d"), 1);
-        entries.push(std::fs::read_dir(&dir).unwrap().count());
-        std::fs::remove_dir_all(dir).unwrap();
     }
-    assert_eq!(entries, [2, 1, 1], "cache entries under all, on, off");
+    // Linked: each kernel and the library of its prelude (unless another test of this process
+    // had it in memory already); inline: each kernel alone.
+    let entries = dirs.map(|(_, dir, _)| {
+        let n = std::fs::read_dir(&dir).unwrap().count();
+        std::fs::remove_dir_all(dir).unwrap();
+        n
+    });
+    let k = configs.len();
+    assert!(
+        (entries[0] == k + 1 || entries[0] == k) && entries[1] == k,
+        "cache entries linked, inline: {entries:?}"
+    );
+    let (source, name) = specialize(spec.plain_source, spec.cuda_name, "plain", &[]);
+    let e = linked
+        .compile_program(None, &source, &name, (8, 0))
+        .unwrap_err();
+    assert!(e.to_string().contains("sm_90a"), "{e}");
+}
+
+/// The bytes of the section named `name` of an ELF64 image (a CUBIN), if it has one.
+fn section(elf: &[u8], name: &str) -> Option<Vec<u8>> {
+    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
+    let (shoff, shentsize, shnum, shstrndx) =
+        (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
+    let header = |i: usize| shoff + i * shentsize;
+    let names = u64_at(header(shstrndx) + 0x18);
+    (0..shnum).find_map(|i| {
+        let sh = header(i);
+        let at = names + u32_at(sh);
+        let end = at + elf[at..].iter().position(|&b| b == 0)?;
+        (&elf[at..end] == name.as_bytes()).then(|| {
+            let (off, size) = (u64_at(sh + 0x18), u64_at(sh + 0x20));
+            elf[off..off + size].to_vec()
+        })
+    })
 }
 
 /// How many symbols of an ELF64 image (a CUBIN) are named `name`: an image whose inputs each

@@ -220,9 +220,9 @@ fn nvrtc_check() -> Check {
                 Some(path) => format!(
                     "; {} kernels link with nvJitLink ({})",
                     if tc.links_collectives() {
-                        "point-to-point, barrier, collective and sm_90a"
+                        "point-to-point, barrier, sm_90a and collective"
                     } else {
-                        "point-to-point and barrier"
+                        "point-to-point, barrier and sm_90a"
                     },
                     path.display()
                 ),

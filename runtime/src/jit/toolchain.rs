@@ -53,8 +53,7 @@ pub struct Toolchain {
     /// nvJitLink, when found and not turned off (`PGAS_JIT_LTO=off`): point-to-point and
     /// barrier kernels then compile link-time (docs/jit.md), else against NVSHMEM's headers.
     linker: Option<Arc<NvJitLink>>,
-    /// Whether collective and sm_90a kernels link too (`PGAS_JIT_LTO=all`), the former with
-    /// collective objects.
+    /// Whether collective kernels link too (`PGAS_JIT_LTO=all`), with collective objects.
     link_collectives: bool,
     /// The NVSHMEM library's cache key per (prelude, arch): every linked kernel's key includes
     /// it, and computing it generates and hashes the whole library source, so once is enough.
@@ -162,21 +161,19 @@ impl Toolchain {
     /// `nvcall::library_prelude` of it).
     pub(super) fn links(&self, source: &str) -> Option<Prelude> {
         self.linker.as_ref()?;
-        // Collective kernels and sm_90a kernels (wgmma, TMA) link under `all` only: both cost
-        // run time linked (NVSHMEM's collectives run as calls; `pgas::gemm` measured up to 8%
-        // slower at M = 128, docs/jit.md). An sm_90a kernel's LTO-IR is sm_90a's and its link
-        // targets sm_90a, with the library of plain sm_XY (LTO-IR of sm_90 joins an sm_90a
-        // link); not with collective objects, which are sm_90 machine code.
+        // sm_90a kernels (wgmma, TMA) link too: their LTO-IR is sm_90a's and the link targets
+        // sm_90a, with the library of plain sm_XY (LTO-IR of sm_90 joins an sm_90a link); the
+        // machine code is the inline compile's (tests/nvrtc_corpus.rs compares them). Not with
+        // collective objects, which are sm_90 machine code.
         Prelude::of_source(source).filter(|p| {
             let full = *p == Prelude::Full;
-            let sm90a = needs_sm90a(source);
-            source.contains(nvcall::GENERATED)
-                && (self.link_collectives || !(full || sm90a))
-                && !(full && sm90a)
+            (!full || self.link_collectives)
+                && source.contains(nvcall::GENERATED)
+                && !(full && needs_sm90a(source))
         })
     }
 
-    /// Whether collective and sm_90a kernels compile link-time (`PGAS_JIT_LTO=all`).
+    /// Whether collective kernels compile link-time (`PGAS_JIT_LTO=all`).
     pub fn links_collectives(&self) -> bool {
         self.linker.is_some() && self.link_collectives
     }
@@ -603,14 +600,13 @@ fn link_time(value: Option<&str>) -> Result<LinkTime> {
 pub enum LinkTime {
     /// None: every kernel compiles against NVSHMEM's headers (`off`).
     Off,
-    /// Point-to-point and barrier kernels (`on`, the default); collective kernels compile
-    /// inline.
+    /// Point-to-point, barrier and sm_90a kernels (`on`, the default); collective kernels
+    /// compile inline.
     PointToPoint,
     /// Collective kernels too, linking each NVSHMEM collective they call as an object built
     /// once per machine (`all`): a new collective kernel compiles in 0.2 s instead of 16-20 s,
     /// but NVSHMEM's reduction then runs as a call, which cost 3 us more per small reduction
-    /// on an H100 (docs/jit.md, "Collective objects"); and sm_90a kernels (`pgas::gemm`:
-    /// 0.14-0.22 s instead of 1.2-1.9 s on an H200 host, but up to 8% slower at M = 128).
+    /// on an H100 (docs/jit.md, "Collective objects").
     All,
 }
 
