@@ -206,7 +206,7 @@ const LL_REGIONS: usize = LL_MAX_BYTES / LL_BYTES_PER_BLOCK;
 /// what a block of the other kernels sends, for the broadcast's relay, whose block takes this
 /// for each rank but the root (up to 1 MiB in one call of 128 blocks on 4 PEs: 12.0 us against
 /// 17.4 with regions of 2 KiB, two calls a block, on 4 x H100, runs 95-96).
-pub(super) const LL_REGION_BYTES: usize = 2 * LL_BYTES_PER_BLOCK;
+pub const LL_REGION_BYTES: usize = 2 * LL_BYTES_PER_BLOCK;
 
 /// Words of one block's region of the low-latency scratch in a team of `n` (the most any
 /// element type needs: lines of 8 bytes).

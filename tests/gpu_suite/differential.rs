@@ -15,7 +15,8 @@
 //! that cannot overflow for the integer sums and products; min, max and the bitwise reductions
 //! take any value. Each PE checks its own output exactly, and that the elements around the
 //! destination (and the whole source window, unless in place) kept what was written there.
-//! Arguments the API must refuse (the low-latency all-reduce past `LL_MAX_BYTES`, one-shot in
+//! Arguments the API must refuse (the low-latency all-reduce past the communicator's
+//! `low_latency_max_bytes`, which is `LL_MAX_BYTES` or less on a GPU of fewer or shared SMs, one-shot in
 //! place, overlapping buffers, NVSHMEM's algorithm on another stream, a bitwise reduction of a
 //! float type, lengths that do not split over the PEs, bad shapes of the ops) must be an `Err`
 //! with nothing written; the model of which calls are refused follows `src/coll`'s checks in
@@ -281,6 +282,9 @@ struct Ctx<'a> {
     me: usize,
     n: usize,
     p2p: bool,
+    /// The low-latency forms' limit on this GPU (`Comm::low_latency_max_bytes`: less than
+    /// `LL_MAX_BYTES` where the GPU has fewer SMs than the scratch has regions, or shares them).
+    ll_max: usize,
     /// The PEs a node has where the communicator runs the hierarchical algorithms.
     hier: Option<usize>,
     counts: [u32; COUNTERS],
@@ -365,6 +369,7 @@ fn drive(
     let comm = Comm::new(p, Team::WORLD)?;
     let p2p = comm.peers_reachable();
     let hier = comm.hierarchy();
+    let ll_max = comm.low_latency_max_bytes();
     let mut cx = Ctx {
         p,
         comm,
@@ -375,6 +380,7 @@ fn drive(
         me,
         n,
         p2p,
+        ll_max,
         hier,
         counts: [0; COUNTERS],
     };
@@ -863,13 +869,25 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
     let side_stream = exec != Exec::Context;
     let graph = matches!(exec, Exec::Graph(_));
     let p2p = cx.p2p;
+    let ll_max = cx.ll_max;
+    // The low-latency scratch's regions this GPU's calls use (a block each).
+    let regions = ll_max / coll::LL_BYTES_PER_BLOCK;
+    // Whether a low-latency call takes `chunks` chunks of `chunk` bytes, staging `copies` of a
+    // block's share of one in shared memory (a block's share: whole vectors, at most
+    // LL_BYTES_PER_BLOCK over the chunks, more where the regions run out).
+    let ll_takes = |chunk: usize, chunks: usize, copies: usize| {
+        let share = (coll::LL_BYTES_PER_BLOCK / chunks / 16 * 16)
+            .max(chunk.div_ceil(regions).next_multiple_of(16));
+        chunk <= ll_max
+            && copies * share.min(chunk.next_multiple_of(16)) <= coll::LL_SHARED_MAX_BYTES
+    };
     let expect: Expect = match kind {
         Kind::AllReduce => {
             let same = dptr == sptr;
             // Over several nodes: the hierarchical algorithm where the groups split the data.
             let hier_fits = cx.hier.is_some_and(|g| slen.is_multiple_of(g));
             let eff = match alg {
-                Algorithm::Auto if p2p && sbytes <= coll::LL_MAX_BYTES => Algorithm::LowLatency,
+                Algorithm::Auto if p2p && sbytes <= ll_max => Algorithm::LowLatency,
                 Algorithm::Auto if !p2p && hier_fits => Algorithm::Hierarchical,
                 Algorithm::Auto if !p2p => Algorithm::Nvshmem,
                 Algorithm::Auto if sbytes <= one_shot_max && !same => Algorithm::OneShot,
@@ -878,7 +896,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             };
             let ov = dptr < sptr + sbytes as u64 && sptr < dptr + sbytes as u64;
             if bitwise_float
-                || (eff == Algorithm::LowLatency && sbytes > coll::LL_MAX_BYTES)
+                || (eff == Algorithm::LowLatency && sbytes > ll_max)
                 || (eff == Algorithm::Hierarchical && !hier_fits)
                 || (ov && !(same && eff != Algorithm::OneShot))
             {
@@ -898,10 +916,13 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             }
         }
         Kind::Broadcast => {
-            // The direct form up to its size (smaller ones past 2 PEs), then the relay.
-            let ll_fits = n > 1 && sbytes <= coll::LL_GATHER_MAX_BYTES;
+            // The direct form up to its size (smaller ones past 2 PEs), then the relay while a
+            // block's regions hold its share in one protocol call.
+            let ll_fits = n > 1 && ll_takes(sbytes, 1, 0);
             let direct = ll_fits && (n == 2 || sbytes < coll::BROADCAST_RELAY_MIN_BYTES);
-            let relay = n > 2 && sbytes <= coll::BROADCAST_RELAY_MAX_BYTES;
+            let relay = n > 2
+                && sbytes <= coll::BROADCAST_RELAY_MAX_BYTES
+                && sbytes <= (n - 1) * coll::LL_REGION_BYTES * regions;
             let eff = match alg {
                 Algorithm::Auto if p2p && direct => Algorithm::LowLatency,
                 Algorithm::Auto if p2p && relay => Algorithm::TwoShot,
@@ -936,12 +957,14 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
         }
         Kind::AllGather | Kind::AllToAll => {
             let gather = kind == Kind::AllGather;
-            // The all-gather's limit is on a PE's data, the all-to-all's on a chunk (its
-            // staging both ways fits on teams of up to 16 PEs).
-            let ll_bytes = if gather { sbytes } else { sbytes / n };
+            // The all-gather's limit is on a PE's data (staged once a rank), the all-to-all's
+            // on a chunk (staged both ways).
             let ll_fits = n > 1
-                && ll_bytes <= coll::LL_GATHER_MAX_BYTES
-                && n * ll_bytes.min(coll::LL_BYTES_PER_BLOCK) <= coll::LL_SHARED_MAX_BYTES;
+                && if gather {
+                    ll_takes(sbytes, n, n)
+                } else {
+                    ll_takes(sbytes / n, n, 2 * n)
+                };
             // Off NVLink: NVSHMEM's fcollect / alltoall (both hierarchical over nodes),
             // eagerly only.
             let eff = match alg {
