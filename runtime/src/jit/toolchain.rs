@@ -412,14 +412,8 @@ impl Toolchain {
             .linker
             .as_ref()
             .ok_or_else(|| Error::launch(kernel_name, LaunchCause::NoNvJitLink))?;
+        self.check_target(source, kernel_name, arch)?;
         let sm90a = needs_sm90a(source);
-        if sm90a && arch != (9, 0) {
-            return Err(Error::NeedsSm90a {
-                kernel: kernel_name.to_owned(),
-                arch,
-            });
-        }
-        self.check_arch(arch)?;
         let lib_prelude = nvcall::library_prelude(prelude);
         let lib = library::get(
             self.library_key(lib_prelude, arch),
@@ -513,6 +507,18 @@ impl Toolchain {
         })
     }
 
+    /// [`Error::NeedsSm90a`] for a kernel with sm_90a instructions on another GPU, then
+    /// [`Toolchain::check_arch`]: before either compile, inline or linked.
+    fn check_target(&self, source: &str, kernel_name: &str, arch: (u32, u32)) -> Result<()> {
+        if needs_sm90a(source) && arch != (9, 0) {
+            return Err(Error::NeedsSm90a {
+                kernel: kernel_name.to_owned(),
+                arch,
+            });
+        }
+        self.check_arch(arch)
+    }
+
     /// [`Error::UnsupportedArch`] unless this NVRTC can compile for `arch`.
     fn check_arch(&self, arch: (u32, u32)) -> Result<()> {
         let supported = nvrtc::supported_archs()?;
@@ -535,13 +541,7 @@ impl Toolchain {
         arch: (u32, u32),
         options: &[String],
     ) -> Result<Compiled> {
-        if needs_sm90a(source) && arch != (9, 0) {
-            return Err(Error::NeedsSm90a {
-                kernel: kernel_name.to_owned(),
-                arch,
-            });
-        }
-        self.check_arch(arch)?;
+        self.check_target(source, kernel_name, arch)?;
         let out = nvrtc::compile(source, &format!("{kernel_name}.cu"), options, false)?;
         match out.cubin {
             Some(cubin) => Ok(Compiled {
