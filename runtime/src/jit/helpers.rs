@@ -47,8 +47,8 @@ pub struct Helpers {
 
 impl Helpers {
     /// Writes `jobs` (each with the cache key the build computed) to a fresh directory and
-    /// starts `count` helpers `exe jit-helper DIR MAJOR MINOR START`, each starting at another
-    /// place in the list, with `PGAS_CACHE_DIR` set to `cache`'s directory. `None` when nothing
+    /// starts `count` helpers `exe jit-helper DIR MAJOR MINOR START`, helper `h` at job `h + 1`
+    /// (the build takes job 0), with `PGAS_CACHE_DIR` set to `cache`'s directory. `None` when nothing
     /// could be started (no helper is then needed for the build to finish).
     pub fn start(
         exe: &Path,
@@ -67,9 +67,10 @@ impl Helpers {
         }
         let mut children = Vec::new();
         for h in 0..count {
-            // Helper h starts (h + 1) / (count + 1) of the way down the list; the build starts
-            // at its top.
-            let start = (h + 1) * jobs.len() / (count + 1);
+            // The list starts with its slowest programs (`super::plan`), so every process
+            // starts at the next of them and then takes the first nobody holds: helper h at
+            // job h + 1, the build at the top.
+            let start = (h + 1) % jobs.len();
             let child = Command::new(exe)
                 .arg("jit-helper")
                 .arg(&dir)
@@ -248,7 +249,8 @@ fn find_helper(
 
 /// How many helpers a build starts on a node where `node_pes` PEs build at once:
 /// `PGAS_JIT_HELPERS` when set, else one per CPU this PE's share of the node leaves beside
-/// itself, at most 7. (A build starts no more than it has programs beyond its own first.)
+/// itself, at most [`MAX_HELPERS`]. (A build starts no more than it has programs beyond its own
+/// first.)
 pub fn helper_count(node_pes: usize) -> usize {
     std::env::var("PGAS_JIT_HELPERS")
         .ok()
@@ -259,10 +261,17 @@ pub fn helper_count(node_pes: usize) -> usize {
         })
 }
 
+/// The most helpers a build starts by default. A compile of a collective kernel holds about
+/// 0.7 GB (NVRTC 13.0, NVSHMEM 3.4.5), so 16 compiling processes a PE fit a GPU host's memory;
+/// and with the slow programs started first, more processes than the GPU suite has collective
+/// programs (16) would only wait. (It was 7, which left one PE on a 16-CPU host compiling the
+/// suite's 16 collective programs two rounds deep.)
+const MAX_HELPERS: usize = 15;
+
 /// [`helper_count`] without `PGAS_JIT_HELPERS`: one helper per CPU of this PE's share of `cpus`
-/// beside the PE itself, at most 7.
+/// beside the PE itself, at most [`MAX_HELPERS`].
 fn default_count(cpus: usize, node_pes: usize) -> usize {
-    (cpus / node_pes.max(1)).saturating_sub(1).min(7)
+    (cpus / node_pes.max(1)).saturating_sub(1).min(MAX_HELPERS)
 }
 
 #[cfg(test)]
@@ -334,8 +343,10 @@ mod tests {
 
     #[test]
     fn helpers_share_the_cpus_among_the_node_pes() {
-        assert_eq!(default_count(16, 1), 7, "at most 7");
+        assert_eq!(default_count(16, 1), 15);
+        assert_eq!(default_count(64, 1), MAX_HELPERS, "at most MAX_HELPERS");
         assert_eq!(default_count(16, 4), 3);
+        assert_eq!(default_count(64, 4), 15);
         assert_eq!(default_count(2, 1), 1);
         assert_eq!(default_count(2, 2), 0);
         assert_eq!(default_count(1, 0), 0);

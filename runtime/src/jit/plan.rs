@@ -66,7 +66,7 @@ impl Plan {
             _ => None,
         };
         let compilers = node_pes.max(1) * (1 + helpers.as_ref().map_or(0, |(_, n)| *n));
-        let programs = by_prelude
+        let mut programs: Vec<Program> = by_prelude
             .into_iter()
             .flat_map(|(prelude, members)| {
                 batch::chunks(prelude, members, compilers)
@@ -74,10 +74,53 @@ impl Plan {
                     .map(move |c| (prelude, c))
             })
             .collect();
+        // The slow programs first (the build and its helpers start at the top of the list),
+        // the others in the order they were wanted.
+        programs.sort_by_key(|(_, members)| !members.iter().any(|k| batch::starts_first(&k.src)));
         Plan {
             cached,
             programs,
             helpers,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(name: &str, prelude: &str) -> Source {
+        Source {
+            display: name.to_owned(),
+            cuda_name: name.to_owned(),
+            text: format!(
+                "#define PGAS_KERNEL_NAME {name}\n{prelude}extern \"C\" __global__ void PGAS_KERNEL_NAME() {{}}\n"
+            ),
+            batchable: true,
+        }
+    }
+
+    #[test]
+    fn collective_programs_come_first_and_the_rest_keep_their_order() {
+        let tc = Toolchain::discover()
+            .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+        let (p2p, full) = (pgas_codegen::PRELUDE_P2P, pgas_codegen::PRELUDE);
+        let wanted = [
+            source("plan_a", p2p),
+            source("plan_b", full),
+            source("plan_c", p2p),
+            source("plan_d", full),
+        ];
+        let plan = Plan::new(&tc, None, (9, 0), wanted.into_iter().enumerate(), 1);
+        let names: Vec<Vec<&str>> = plan
+            .programs
+            .iter()
+            .map(|(_, members)| members.iter().map(|k| k.src.cuda_name.as_str()).collect())
+            .collect();
+        assert_eq!(
+            names,
+            [vec!["plan_b"], vec!["plan_d"], vec!["plan_a", "plan_c"]]
+        );
+        assert!(plan.cached.is_empty() && plan.helpers.is_none());
     }
 }
