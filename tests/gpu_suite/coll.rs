@@ -877,7 +877,8 @@ fn bcast_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
     for &len in RS_AG_LENS {
         for root in [0, n - 1] {
             // Every algorithm; the low-latency one where it takes the size (past it: bad input).
-            let ll = n > 1 && len * std::mem::size_of::<T>() <= coll::LL_GATHER_MAX_BYTES;
+            let ll =
+                n > 1 && util::ll_takes(comm.low_latency_max_bytes(), len * size_of::<T>(), 1, 0);
             for &alg in ALGS.iter().filter(|&&a| ll || a != Algorithm::LowLatency) {
                 bcast_check::<T>(p, &mut comm, len, root, alg, RS_AG_VIEWS)?;
             }
@@ -1348,7 +1349,9 @@ fn low_latency(p: &Pgas) -> CaseResult {
         })
         .collect();
     pgas::launch::prewarm(p, &list)?;
-    let big = coll::LL_MAX_BYTES / 8;
+    // As large as the low-latency form takes on this GPU (less than LL_MAX_BYTES on fewer SMs
+    // or SMs the PEs share).
+    let big = comm.low_latency_max_bytes() / 8;
     let sum = |len: usize| -> Vec<u64> {
         (0..len)
             .map(|i| (0..n as usize).map(|pe| (pe * 3 + i) as u64).sum())
@@ -1382,7 +1385,7 @@ fn low_latency(p: &Pgas) -> CaseResult {
         &times(sum(3), 20),
     )?;
     check_eq(
-        "20 ping-pong LL sums of 64 KiB",
+        &format!("20 ping-pong LL sums of {} KiB", big * 8 / 1024),
         &a.to_vec()?,
         &times(sum(big), 20),
     )?;
@@ -1764,24 +1767,42 @@ const MOVE_ALGS: &[Algorithm] = &[
     Algorithm::Auto,
 ];
 
-/// Whether the low-latency all-gather or all-to-all takes `sbytes` a PE (the all-gather) or a
-/// chunk (the all-to-all) on `n` PEs (what `Comm` says in its refusal: at most
-/// `LL_GATHER_MAX_BYTES` (on a GPU of 128 SMs or more), every PE's `LL_BYTES_PER_BLOCK` in a
-/// block's shared memory, more than one PE; the all-to-all's staging both ways is exact here on
-/// teams of up to 16 PEs).
-fn ll_moves(n: usize, sbytes: usize) -> bool {
+/// Which collective moves the data, for [`ll_moves`]: the all-gather stages a PE's data once a
+/// rank, the all-to-all a chunk both ways.
+#[derive(Clone, Copy)]
+enum Move {
+    Gather,
+    AllToAll,
+}
+
+/// Whether `comm`'s low-latency all-gather or all-to-all on `n` PEs takes `sbytes` a PE (the
+/// all-gather) or a chunk (the all-to-all): more than one PE, within the communicator's limit
+/// (`Comm::low_latency_max_bytes`, less than `LL_GATHER_MAX_BYTES` on a GPU of fewer SMs or
+/// one its PEs share) and the staging within a block's shared memory ([`util::ll_takes`]).
+fn ll_moves(comm: &Comm, n: usize, how: Move, sbytes: usize) -> bool {
+    let max = comm.low_latency_max_bytes();
     n > 1
-        && sbytes <= coll::LL_GATHER_MAX_BYTES
-        && n * sbytes.min(coll::LL_BYTES_PER_BLOCK) <= coll::LL_SHARED_MAX_BYTES
+        && match how {
+            Move::Gather => util::ll_takes(max, sbytes, n, n),
+            Move::AllToAll => util::ll_takes(max, sbytes, n, 2 * n),
+        }
 }
 
 /// The algorithm `alg` should come out as for an all-gather or all-to-all whose PE sends
 /// `sbytes` (a chunk of them, for the all-to-all) and whose larger buffer holds `largest` bytes
 /// (every member reachable), or `None` where it is refused.
-fn moved_by(alg: Algorithm, n: usize, sbytes: usize, largest: usize) -> Option<Algorithm> {
+fn moved_by(
+    comm: &Comm,
+    alg: Algorithm,
+    n: usize,
+    how: Move,
+    sbytes: usize,
+    largest: usize,
+) -> Option<Algorithm> {
+    let ll = ll_moves(comm, n, how, sbytes);
     match alg {
-        Algorithm::LowLatency if !ll_moves(n, sbytes) => None,
-        Algorithm::Auto if ll_moves(n, sbytes) => Some(Algorithm::LowLatency),
+        Algorithm::LowLatency if !ll => None,
+        Algorithm::Auto if ll => Some(Algorithm::LowLatency),
         Algorithm::Auto if largest <= coll::MOVE_PULL_MAX_BYTES => Some(Algorithm::OneShot),
         Algorithm::Auto => Some(Algorithm::TwoShot),
         a => Some(a),
@@ -1819,7 +1840,7 @@ fn move_alg_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
                     alg,
                 );
                 util::settle(p)?;
-                match moved_by(alg, n, m * size, n * m * size) {
+                match moved_by(&comm, alg, n, Move::Gather, m * size, n * m * size) {
                     None => refused(got, "low-latency")?,
                     Some(want) => {
                         let used = got?;
@@ -1840,7 +1861,7 @@ fn move_alg_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
                     alg,
                 );
                 util::settle(p)?;
-                match moved_by(alg, n, m * size, n * m * size) {
+                match moved_by(&comm, alg, n, Move::AllToAll, m * size, n * m * size) {
                     None => refused(got, "low-latency")?,
                     Some(want) => {
                         let used = got?;
@@ -1868,11 +1889,11 @@ fn move_algorithms(p: &Pgas) -> CaseResult {
 
 /// The algorithms of [`MOVE_ALGS`] this team runs for `sbytes` a PE (an all-gather) or a chunk
 /// (an all-to-all): low latency where it fits.
-fn move_algs_for(n: usize, sbytes: usize) -> Vec<Algorithm> {
+fn move_algs_for(comm: &Comm, n: usize, how: Move, sbytes: usize) -> Vec<Algorithm> {
     MOVE_ALGS
         .iter()
         .copied()
-        .filter(|&a| a != Algorithm::LowLatency || ll_moves(n, sbytes))
+        .filter(|&a| a != Algorithm::LowLatency || ll_moves(comm, n, how, sbytes))
         .collect()
 }
 
@@ -1891,11 +1912,11 @@ fn move_back_to_back(p: &Pgas) -> CaseResult {
         let mut x = p.alloc_from(&start)?;
         let mut y = p.alloc::<u64>(n * m)?;
         let mut g = p.alloc::<u64>(n * m)?;
-        let a2a = move_algs_for(n, m * 8);
-        let ag = move_algs_for(n, m * 8);
+        let a2a = move_algs_for(&comm, n, Move::AllToAll, m * 8);
+        let ag = move_algs_for(&comm, n, Move::Gather, m * 8);
         // The broadcast's low-latency forms (direct where it fits, and the relay) between them,
         // on the same regions of the scratch, from every root in turn.
-        let bc_algs = if n > 1 && m * 8 <= coll::LL_GATHER_MAX_BYTES {
+        let bc_algs = if n > 1 && util::ll_takes(comm.low_latency_max_bytes(), m * 8, 1, 0) {
             [Algorithm::LowLatency, Algorithm::TwoShot]
         } else {
             [Algorithm::TwoShot, Algorithm::Auto]
@@ -1944,8 +1965,8 @@ fn move_graph_capture_algs(p: &Pgas) -> CaseResult {
     prewarm_moves(p)?;
     let start: Vec<u32> = (0..n * m).map(|k| (me * 100_000 + k) as u32).collect();
     let x = p.alloc_from(&start)?;
-    let a2a = move_algs_for(n, m * 4);
-    let ag = move_algs_for(n, m * 4);
+    let a2a = move_algs_for(&comm, n, Move::AllToAll, m * 4);
+    let ag = move_algs_for(&comm, n, Move::Gather, m * 4);
     let mut ys = Vec::new();
     let mut zs = Vec::new();
     for _ in &a2a {
@@ -2012,7 +2033,7 @@ fn move_split_team_algs(p: &Pgas) -> CaseResult {
             .map(|k| (me * 1000 + k) as i32)
             .collect::<Vec<_>>(),
     )?;
-    let algs = move_algs_for(evens, evens * m * 4);
+    let algs = move_algs_for(&comm, evens, Move::AllToAll, evens * m * 4);
     let mut ags = Vec::new();
     let mut aas = Vec::new();
     for _ in &algs {

@@ -872,15 +872,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
     let ll_max = cx.ll_max;
     // The low-latency scratch's regions this GPU's calls use (a block each).
     let regions = ll_max / coll::LL_BYTES_PER_BLOCK;
-    // Whether a low-latency call takes `chunks` chunks of `chunk` bytes, staging `copies` of a
-    // block's share of one in shared memory (a block's share: whole vectors, at most
-    // LL_BYTES_PER_BLOCK over the chunks, more where the regions run out).
-    let ll_takes = |chunk: usize, chunks: usize, copies: usize| {
-        let share = (coll::LL_BYTES_PER_BLOCK / chunks / 16 * 16)
-            .max(chunk.div_ceil(regions).next_multiple_of(16));
-        chunk <= ll_max
-            && copies * share.min(chunk.next_multiple_of(16)) <= coll::LL_SHARED_MAX_BYTES
-    };
+    let ll_takes = |chunk, chunks, copies| util::ll_takes(ll_max, chunk, chunks, copies);
     let expect: Expect = match kind {
         Kind::AllReduce => {
             let same = dptr == sptr;

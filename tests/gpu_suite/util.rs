@@ -169,6 +169,23 @@ macro_rules! int_fold {
 
 int_fold!(i8, i16, i32, i64, u8, u16, u32, u64);
 
+/// Whether a low-latency kernel of `pgas::coll` takes `chunks` chunks of `chunk` bytes, staging
+/// `copies` of a block's share of one in shared memory, where the communicator's limit is
+/// `ll_max` (`Comm::low_latency_max_bytes`: `LL_MAX_BYTES`, less on a GPU of fewer SMs or
+/// sharing its SMs with other PEs). A block's share is whole 16-byte vectors, at most
+/// `LL_BYTES_PER_BLOCK` over the chunks, more where the scratch's regions (one a block, as many
+/// as `ll_max` holds) run out. This models `Comm::ll_fits` independently of the library, so a
+/// change to its staging rule is made in both. The all-gather stages a PE's data once a rank
+/// (`ll_takes(max, bytes, n, n)`), the all-to-all a chunk both ways
+/// (`ll_takes(max, chunk, n, 2 * n)`), the broadcast nothing (`ll_takes(max, bytes, 1, 0)`).
+pub fn ll_takes(ll_max: usize, chunk: usize, chunks: usize, copies: usize) -> bool {
+    let regions = ll_max / pgas::coll::LL_BYTES_PER_BLOCK;
+    let share = (pgas::coll::LL_BYTES_PER_BLOCK / chunks / 16 * 16)
+        .max(chunk.div_ceil(regions.max(1)).next_multiple_of(16));
+    chunk <= ll_max
+        && copies * share.min(chunk.next_multiple_of(16)) <= pgas::coll::LL_SHARED_MAX_BYTES
+}
+
 /// Passes when `r` is an error whose message says `words` (a bad input refused before
 /// anything is launched).
 pub fn refused<T: Debug>(r: pgas::Result<T>, words: &str) -> CaseResult {
