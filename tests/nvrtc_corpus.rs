@@ -280,7 +280,7 @@ fn every_linkable_kernel_links_against_the_nvshmem_library() {
         );
         let has = |name: &str| out.cubin.windows(name.len()).any(|w| w == name.as_bytes());
         assert_eq!(
-            symbols(&out.cubin, "nvshmemi_device_state_d"),
+            Elf::new(&out.cubin).symbols("nvshmemi_device_state_d"),
             1,
             "{prelude}: not one NVSHMEM device state"
         );
@@ -338,8 +338,11 @@ fn the_next_collective_kernel_links_the_object_the_first_one_built() {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         times.push(t.elapsed().as_secs_f64());
         assert!(!cached);
-        assert_eq!(symbols(&out.cubin, "nvshmemi_device_state_d"), 1);
-        assert_eq!(symbols(&out.cubin, "pgas_nv_reduce_block_f32_sum"), 1);
+        assert_eq!(Elf::new(&out.cubin).symbols("nvshmemi_device_state_d"), 1);
+        assert_eq!(
+            Elf::new(&out.cubin).symbols("pgas_nv_reduce_block_f32_sum"),
+            1
+        );
         counts.push(entries());
     }
     println!(
@@ -396,8 +399,13 @@ fn an_sm90a_kernel_links_to_the_inline_machine_code() {
             println!("{name} {how}: {:.2} s", t.elapsed().as_secs_f64());
             assert!(!cached);
             assert_eq!(out.warnings().count(), 0, "{}", out.log);
-            assert_eq!(symbols(&out.cubin, "nvshmemi_device_state_d"), 1);
-            text.push(section(&out.cubin, &format!(".text.{name}")).expect("the kernel's code"));
+            assert_eq!(Elf::new(&out.cubin).symbols("nvshmemi_device_state_d"), 1);
+            text.push(
+                Elf::new(&out.cubin)
+                    .section(&format!(".text.{name}"))
+                    .expect("the kernel's code")
+                    .to_vec(),
+            );
         }
         assert!(
             text[0] == text[1],
@@ -425,57 +433,78 @@ fn an_sm90a_kernel_links_to_the_inline_machine_code() {
     assert!(e.to_string().contains("sm_90a"), "{e}");
 }
 
-/// The bytes of the section named `name` of an ELF64 image (a CUBIN), if it has one.
-fn section(elf: &[u8], name: &str) -> Option<Vec<u8>> {
-    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
-    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap()) as usize;
-    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
-    let (shoff, shentsize, shnum, shstrndx) =
-        (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
-    let header = |i: usize| shoff + i * shentsize;
-    let names = u64_at(header(shstrndx) + 0x18);
-    (0..shnum).find_map(|i| {
-        let sh = header(i);
-        let at = names + u32_at(sh);
-        let end = at + elf[at..].iter().position(|&b| b == 0)?;
-        (&elf[at..end] == name.as_bytes()).then(|| {
-            let (off, size) = (u64_at(sh + 0x18), u64_at(sh + 0x20));
-            elf[off..off + size].to_vec()
-        })
-    })
+/// An ELF64 image (a CUBIN), read in place: its section headers, the section of a name, the
+/// symbols of a name.
+struct Elf<'a>(&'a [u8]);
+
+/// The fields of a section header the tests read.
+struct Section {
+    /// `sh_type` (2: a symbol table).
+    kind: usize,
+    /// `sh_name`: the name's offset in the section-name string table.
+    name: usize,
+    offset: usize,
+    size: usize,
+    /// `sh_link`: for a symbol table, its string table's section.
+    link: usize,
+    entsize: usize,
 }
 
-/// How many symbols of an ELF64 image (a CUBIN) are named `name`: an image whose inputs each
-/// kept a device state of their own would have several, and `nvshmemx_cumodule_init` would
-/// fill in one.
-fn symbols(elf: &[u8], name: &str) -> usize {
-    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
-    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap()) as usize;
-    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
-    assert_eq!(&elf[..5], b"\x7fELF\x02", "a CUBIN is a 64-bit ELF image");
-    let (shoff, shentsize, shnum) = (u64_at(0x28), u16_at(0x3a), u16_at(0x3c));
-    let section = |i: usize| shoff + i * shentsize;
-    let mut count = 0;
-    for i in 0..shnum {
-        let sh = section(i);
-        if u32_at(sh + 4) != 2 {
-            continue; // not SHT_SYMTAB
-        }
-        let (off, size, link, entsize) = (
-            u64_at(sh + 0x18),
-            u64_at(sh + 0x20),
-            u32_at(sh + 0x28),
-            u64_at(sh + 0x38),
-        );
-        let strtab = u64_at(section(link) + 0x18);
-        for sym in (off..off + size).step_by(entsize) {
-            let at = strtab + u32_at(sym);
-            let end = elf[at..]
-                .iter()
-                .position(|&b| b == 0)
-                .map_or(elf.len(), |e| at + e);
-            count += usize::from(&elf[at..end] == name.as_bytes());
+impl<'a> Elf<'a> {
+    fn new(bytes: &'a [u8]) -> Elf<'a> {
+        assert_eq!(&bytes[..5], b"\x7fELF\x02", "a CUBIN is a 64-bit ELF image");
+        Elf(bytes)
+    }
+
+    fn int(&self, at: usize, width: usize) -> usize {
+        let mut le = [0u8; 8];
+        le[..width].copy_from_slice(&self.0[at..at + width]);
+        u64::from_le_bytes(le) as usize
+    }
+
+    fn header(&self, i: usize) -> Section {
+        let sh = self.int(0x28, 8) + i * self.int(0x3a, 2);
+        Section {
+            kind: self.int(sh + 4, 4),
+            name: self.int(sh, 4),
+            offset: self.int(sh + 0x18, 8),
+            size: self.int(sh + 0x20, 8),
+            link: self.int(sh + 0x28, 4),
+            entsize: self.int(sh + 0x38, 8),
         }
     }
-    count
+
+    fn sections(&self) -> impl Iterator<Item = Section> + '_ {
+        (0..self.int(0x3c, 2)).map(|i| self.header(i))
+    }
+
+    /// The NUL-terminated string at `at` of the string table `table`.
+    fn string(&self, table: &Section, at: usize) -> &'a [u8] {
+        let from = table.offset + at;
+        let len = self.0[from..].iter().position(|&b| b == 0).unwrap_or(0);
+        &self.0[from..from + len]
+    }
+
+    /// The bytes of the section named `name`, if there is one.
+    fn section(&self, name: &str) -> Option<&'a [u8]> {
+        let names = self.header(self.int(0x3e, 2));
+        self.sections()
+            .find(|sh| self.string(&names, sh.name) == name.as_bytes())
+            .map(|sh| &self.0[sh.offset..sh.offset + sh.size])
+    }
+
+    /// How many symbols are named `name`: an image whose inputs each kept a device state of
+    /// their own would have several, and `nvshmemx_cumodule_init` would fill in one.
+    fn symbols(&self, name: &str) -> usize {
+        self.sections()
+            .filter(|sh| sh.kind == 2)
+            .map(|symtab| {
+                let strings = self.header(symtab.link);
+                (symtab.offset..symtab.offset + symtab.size)
+                    .step_by(symtab.entsize)
+                    .filter(|&sym| self.string(&strings, self.int(sym, 4)) == name.as_bytes())
+                    .count()
+            })
+            .sum()
+    }
 }

@@ -463,8 +463,7 @@ pub enum Error {
     #[error(
         "kernel `{kernel}` needs a collective (cooperative) launch, so all its blocks must be \
          resident at once: the grid of {requested} blocks exceeds the largest that fits, {max} \
-         ({per_sm} blocks per SM x {sms} SMs at this block size and shared memory). Fix: launch \
-         at most {max} blocks"
+         ({per_sm} blocks per SM x {sms} SMs, {bound}). Fix: launch at most {max} blocks"
     )]
     CollectiveGrid {
         /// The Rust kernel name.
@@ -475,8 +474,11 @@ pub enum Error {
         max: u64,
         /// Resident blocks per SM.
         per_sm: u32,
-        /// SMs on the device.
+        /// SMs on the device (this process's share of them under CUDA MPS).
         sms: u32,
+        /// What bounds the blocks per SM: the block size and shared memory, or a share of the
+        /// GPU under CUDA MPS (one block an SM).
+        bound: &'static str,
     },
 
     /// A block of this size (or shared memory) cannot run the kernel on this GPU at all: too many

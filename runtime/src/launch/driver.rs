@@ -120,8 +120,35 @@ fn allow_dynamic_shared(f: Function, bytes: u32, ctx: &CudaContext) -> Result<()
     Ok(())
 }
 
-/// The largest grid that can be resident at once for `f` at this block size and shared memory,
-/// and its factors (blocks per SM, SMs).
+/// Whether this process shares its GPU with others under CUDA MPS, on a share of its SMs
+/// (`CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` below 100, which `pgas-run --share-gpus` sets and NVSHMEM
+/// needs for PEs sharing a GPU). Such a process sees its share's SMs, and the occupancy query
+/// answers as for a GPU of its own; but cooperative grids that filled every SM of each share
+/// never finished with 4 PEs on one H200, at 25% and at 20% each, where a block an SM of the
+/// share ran (runs 145-147 of docs/gpu-report.md). So there a collective grid counts one block
+/// an SM: a larger one is [`Error::CollectiveGrid`], not a hang.
+fn mps_share() -> bool {
+    static SHARE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SHARE.get_or_init(|| {
+        std::env::var("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .is_some_and(|share| share < 100.0)
+    })
+}
+
+/// What bounds a collective grid's blocks per SM, as [`Error::CollectiveGrid`] says it.
+fn per_sm_bound(mps: bool) -> &'static str {
+    if mps {
+        "one block an SM where PEs share the GPU under CUDA MPS (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE)"
+    } else {
+        "at this block size and shared memory"
+    }
+}
+
+/// The largest grid that can be resident at once for `f` at this block size and shared memory
+/// (one block an SM where PEs share the GPU, see [`mps_share`]), and its factors (blocks per SM,
+/// SMs).
 pub(crate) fn max_resident_grid(f: Function, cfg: &LaunchConfig, sms: u32) -> Result<(u64, u32)> {
     // SAFETY: f is a live function of the current context.
     let per_sm = unsafe {
@@ -133,6 +160,7 @@ pub(crate) fn max_resident_grid(f: Function, cfg: &LaunchConfig, sms: u32) -> Re
     }
     .map_err(Error::cuda("computing occupancy for a collective launch"))?;
     let per_sm = per_sm.max(0) as u32;
+    let per_sm = if mps_share() { per_sm.min(1) } else { per_sm };
     Ok((per_sm as u64 * sms as u64, per_sm))
 }
 
@@ -169,6 +197,7 @@ pub(crate) unsafe fn launch_function(
                 max,
                 per_sm,
                 sms,
+                bound: per_sm_bound(mps_share()),
             });
         }
         if cfg.cluster_blocks() > 1 {
