@@ -130,11 +130,19 @@ fn allow_dynamic_shared(f: Function, bytes: u32, ctx: &CudaContext) -> Result<()
 fn mps_share() -> bool {
     static SHARE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SHARE.get_or_init(|| {
-        std::env::var("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
-            .ok()
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .is_some_and(|share| share < 100.0)
+        partial_share(
+            std::env::var("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
+                .ok()
+                .as_deref(),
+        )
     })
+}
+
+/// Whether a `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` value gives less than the whole GPU.
+fn partial_share(value: Option<&str>) -> bool {
+    value
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .is_some_and(|share| share < 100.0)
 }
 
 /// What bounds a collective grid's blocks per SM, as [`Error::CollectiveGrid`] says it.
@@ -351,4 +359,20 @@ pub(crate) fn max_active_clusters(
     }
     let mut attrs = cluster_attrs(cfg);
     active_clusters(f, &ex_config(cfg, stream, &mut attrs, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_share_below_the_whole_gpu_bounds_collective_grids_and_says_so() {
+        assert!(partial_share(Some("25")));
+        assert!(partial_share(Some(" 33.3 ")));
+        assert!(!partial_share(Some("100")));
+        assert!(!partial_share(Some("lots")));
+        assert!(!partial_share(None));
+        assert!(per_sm_bound(true).contains("CUDA MPS"));
+        assert!(per_sm_bound(false).contains("block size"));
+    }
 }
