@@ -249,8 +249,8 @@ fn find_helper(
 
 /// How many helpers a build starts on a node where `node_pes` PEs build at once:
 /// `PGAS_JIT_HELPERS` when set, else one per CPU this PE's share of the node leaves beside
-/// itself, at most [`MAX_HELPERS`]. (A build starts no more than it has programs beyond its own
-/// first.)
+/// itself, at most 15 (`MAX_HELPERS`). (A build starts no more than it has programs beyond its
+/// own first.)
 pub fn helper_count(node_pes: usize) -> usize {
     std::env::var("PGAS_JIT_HELPERS")
         .ok()
