@@ -48,8 +48,8 @@ pub struct Helpers {
 impl Helpers {
     /// Writes `jobs` (each with the cache key the build computed) to a fresh directory and
     /// starts `count` helpers `exe jit-helper DIR MAJOR MINOR START`, helper `h` at job `h + 1`
-    /// (the build takes job 0), with `PGAS_CACHE_DIR` set to `cache`'s directory. `None` when nothing
-    /// could be started (no helper is then needed for the build to finish).
+    /// (the build takes job 0), with `PGAS_CACHE_DIR` set to `cache`'s directory. `None` when
+    /// nothing could be started (no helper is then needed for the build to finish).
     pub fn start(
         exe: &Path,
         cache: &DiskCache,
