@@ -8,7 +8,7 @@ object per compile to <out>/nvrtc_study.jsonl, then prints a table of medians.
 
     python3 scripts/studies/nvrtc_study.py [--nvrtc-lib DIR] [--cuda-include DIR] [--cccl-include DIR]
         [--nvshmem-include DIR] [--arch 90] [--out DIR] [--reps 3] [--reduce] [--study]
-        [--reduce-with OPTIONS]...
+        [--reduce-with OPTIONS]... [--reduce-algorithms]
 
 Defaults: the GPU test machines' paths (/usr/local/cuda/lib64, /usr/local/cuda/include,
 /usr/local/cuda/include/cccl, the torch venv's nvidia/nvshmem/include) when they exist, else
@@ -18,7 +18,10 @@ nvshmemx_float_sum_reduce_block (NVVM/ptxas-heavy, slow); --study adds the slowe
 --reduce-with OPTIONS (repeatable; OPTIONS split at spaces) measures only the reduce kernel, to
 PTX and to CUBIN, with the default options and then with each OPTIONS added: how NVRTC's and
 ptxas's optimization options trade compile time (docs/jit.md, "Collective objects"), e.g.
---reduce-with=--Ofast-compile=min --reduce-with=-Xptxas=-O1.
+--reduce-with=--Ofast-compile=min --reduce-with=-Xptxas=-O1. --reduce-algorithms measures, to
+PTX and to CUBIN, the f32 sum reduction through the public wrapper and then each of NVSHMEM
+3.4.5's algorithms called alone (its internal templates: without the NVLS paths, segment,
+recursive exchange, hierarchical fcollect, NVLS two-shot): which of them the compile time is.
 
 Every measured compile uses a kernel name never used before in the run (NVRTC >= 12.9 may
 cache results in the driver's compute cache when libcuda is present) and --no-cache.
@@ -104,6 +107,26 @@ BODY_REDUCE = """extern "C" __global__ void PGAS_KERNEL_NAME(nvshmem_team_t team
     nvshmemx_float_sum_reduce_block(team, fdst, fsrc, pgas_min_len(fdst_len, fsrc_len));
 }
 """
+# The f32 sum reduction of a block: the public wrapper, then NVSHMEM 3.4.5's algorithms (its
+# internal templates, non_abi/device/coll/reduce.cuh) one at a time, for --reduce-algorithms.
+_RDXN = "float, RDXN_OPS_SUM, NVSHMEMI_THREADGROUP_BLOCK"
+REDUCE_ALGORITHMS = [
+    ("public wrapper", "nvshmemx_float_sum_reduce_block"),
+    ("without the NVLS paths", "nvshmemi_gpu_rdxn_threadgroup<%s>" % _RDXN),
+    ("segment only", "gpu_rdxn_segment_threadgroup<%s>" % _RDXN),
+    ("recursive exchange only", "gpu_rdxn_recexch_threadgroup<%s>" % _RDXN),
+    ("hierarchical fcollect only", "nvshmemi_gpu_rdxn_hierarchical_fcollect_threadgroup<%s>" % _RDXN),
+    ("NVLS two-shot only", "nvshmemi_add_reduce_nvls_twoshot_threadgroup<float, NVSHMEMI_THREADGROUP_BLOCK>"),
+]
+
+
+def reduce_body(call):
+    return ('extern "C" __global__ void PGAS_KERNEL_NAME(nvshmem_team_t team, float *fdst, '
+            'unsigned long long fdst_len, float *fsrc, unsigned long long fsrc_len) {\n'
+            '    nvshmemx_barrier_all_block();\n'
+            '    %s(team, fdst, fsrc, pgas_min_len(fdst_len, fsrc_len));\n}\n' % call)
+
+
 BODY_EMPTY = """extern "C" __global__ void PGAS_KERNEL_NAME(float *x) { x[threadIdx.x] = 0.0f; }
 """
 
@@ -358,6 +381,12 @@ class Study:
         t0 = time.perf_counter()
         self.nv.compile('extern "C" __global__ void w(float *x) { x[0] = 1.0f; }', ["-arch=%s" % self.arch])
         self.rows.append(("first trivial compile in process", [time.perf_counter() - t0], "init, not a kernel"))
+        if a.reduce_algorithms:
+            for label, call in REDUCE_ALGORITHMS:
+                for want in ("ptx", "cubin"):
+                    self.measure("reduce, %s -> %s" % (label, want.upper()), "full", [reduce_body(call)],
+                                 "redalg", want=want, reps=1)
+            return
         if a.reduce_with:
             for opts in [""] + a.reduce_with:
                 extra = opts.split()
@@ -479,6 +508,8 @@ def main():
     p.add_argument("--study", action="store_true", help="also the slower extras")
     p.add_argument("--reduce-with", action="append", default=[], metavar="OPTIONS",
                    help="measure only the reduce kernel, by default and with these options added (repeatable)")
+    p.add_argument("--reduce-algorithms", action="store_true",
+                   help="measure only the f32 sum reduction: the public wrapper, then each NVSHMEM algorithm alone")
     args = p.parse_args()
     for k in ("nvrtc_lib", "cuda_include", "cccl_include", "nvshmem_include"):
         if not os.path.isdir(getattr(args, k)):

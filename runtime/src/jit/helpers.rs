@@ -262,7 +262,9 @@ pub fn helper_count(node_pes: usize) -> usize {
 }
 
 /// The most helpers a build starts by default. A compile of a collective kernel holds about
-/// 0.7 GB (NVRTC 13.0, NVSHMEM 3.4.5), so 16 compiling processes a PE fit a GPU host's memory;
+/// 0.7 GB (NVRTC 13.0, NVSHMEM 3.4.5: the peak resident size of
+/// `/usr/bin/time -v python3 scripts/studies/nvrtc_study.py --reduce-algorithms`), so 16
+/// compiling processes a PE fit a GPU host's memory;
 /// and with the slow programs started first, more processes than the GPU suite has collective
 /// programs (16) would only wait. (It was 7, which left one PE on a 16-CPU host compiling the
 /// suite's 16 collective programs two rounds deep.)
