@@ -9,7 +9,7 @@
 //! pulling, pushing, `Auto`), the same ways (`coll/ag_a2a_*`).
 
 use crate::runner::{case, Case};
-use crate::util::{self, check_close, check_eq, ensure, refused, CaseResult, HostFold};
+use crate::util::{self, check_close, check_eq, ensure, refused, CaseResult, HostFold, LlForm};
 use pgas::coll::{self, Algorithm, AllReduceElem, Comm};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::cudarc::driver::DevicePtr;
@@ -877,8 +877,12 @@ fn bcast_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
     for &len in RS_AG_LENS {
         for root in [0, n - 1] {
             // Every algorithm; the low-latency one where it takes the size (past it: bad input).
-            let ll =
-                n > 1 && util::ll_takes(comm.low_latency_max_bytes(), len * size_of::<T>(), 1, 0);
+            let ll = util::ll_moves(
+                comm.low_latency_max_bytes(),
+                n,
+                LlForm::Broadcast,
+                len * size_of::<T>(),
+            );
             for &alg in ALGS.iter().filter(|&&a| ll || a != Algorithm::LowLatency) {
                 bcast_check::<T>(p, &mut comm, len, root, alg, RS_AG_VIEWS)?;
             }
@@ -1767,27 +1771,6 @@ const MOVE_ALGS: &[Algorithm] = &[
     Algorithm::Auto,
 ];
 
-/// Which collective moves the data, for [`ll_moves`]: the all-gather stages a PE's data once a
-/// rank, the all-to-all a chunk both ways.
-#[derive(Clone, Copy)]
-enum Move {
-    Gather,
-    AllToAll,
-}
-
-/// Whether `comm`'s low-latency all-gather or all-to-all on `n` PEs takes `sbytes` a PE (the
-/// all-gather) or a chunk (the all-to-all): more than one PE, within the communicator's limit
-/// (`Comm::low_latency_max_bytes`, less than `LL_GATHER_MAX_BYTES` on a GPU of fewer SMs or
-/// one its PEs share) and the staging within a block's shared memory ([`util::ll_takes`]).
-fn ll_moves(comm: &Comm, n: usize, how: Move, sbytes: usize) -> bool {
-    let max = comm.low_latency_max_bytes();
-    n > 1
-        && match how {
-            Move::Gather => util::ll_takes(max, sbytes, n, n),
-            Move::AllToAll => util::ll_takes(max, sbytes, n, 2 * n),
-        }
-}
-
 /// The algorithm `alg` should come out as for an all-gather or all-to-all whose PE sends
 /// `sbytes` (a chunk of them, for the all-to-all) and whose larger buffer holds `largest` bytes
 /// (every member reachable), or `None` where it is refused.
@@ -1795,11 +1778,11 @@ fn moved_by(
     comm: &Comm,
     alg: Algorithm,
     n: usize,
-    how: Move,
+    how: LlForm,
     sbytes: usize,
     largest: usize,
 ) -> Option<Algorithm> {
-    let ll = ll_moves(comm, n, how, sbytes);
+    let ll = util::ll_moves(comm.low_latency_max_bytes(), n, how, sbytes);
     match alg {
         Algorithm::LowLatency if !ll => None,
         Algorithm::Auto if ll => Some(Algorithm::LowLatency),
@@ -1840,7 +1823,7 @@ fn move_alg_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
                     alg,
                 );
                 util::settle(p)?;
-                match moved_by(&comm, alg, n, Move::Gather, m * size, n * m * size) {
+                match moved_by(&comm, alg, n, LlForm::Gather, m * size, n * m * size) {
                     None => refused(got, "low-latency")?,
                     Some(want) => {
                         let used = got?;
@@ -1861,7 +1844,7 @@ fn move_alg_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
                     alg,
                 );
                 util::settle(p)?;
-                match moved_by(&comm, alg, n, Move::AllToAll, m * size, n * m * size) {
+                match moved_by(&comm, alg, n, LlForm::AllToAll, m * size, n * m * size) {
                     None => refused(got, "low-latency")?,
                     Some(want) => {
                         let used = got?;
@@ -1889,11 +1872,14 @@ fn move_algorithms(p: &Pgas) -> CaseResult {
 
 /// The algorithms of [`MOVE_ALGS`] this team runs for `sbytes` a PE (an all-gather) or a chunk
 /// (an all-to-all): low latency where it fits.
-fn move_algs_for(comm: &Comm, n: usize, how: Move, sbytes: usize) -> Vec<Algorithm> {
+fn move_algs_for(comm: &Comm, n: usize, how: LlForm, sbytes: usize) -> Vec<Algorithm> {
     MOVE_ALGS
         .iter()
         .copied()
-        .filter(|&a| a != Algorithm::LowLatency || ll_moves(comm, n, how, sbytes))
+        .filter(|&a| {
+            a != Algorithm::LowLatency
+                || util::ll_moves(comm.low_latency_max_bytes(), n, how, sbytes)
+        })
         .collect()
 }
 
@@ -1912,11 +1898,11 @@ fn move_back_to_back(p: &Pgas) -> CaseResult {
         let mut x = p.alloc_from(&start)?;
         let mut y = p.alloc::<u64>(n * m)?;
         let mut g = p.alloc::<u64>(n * m)?;
-        let a2a = move_algs_for(&comm, n, Move::AllToAll, m * 8);
-        let ag = move_algs_for(&comm, n, Move::Gather, m * 8);
+        let a2a = move_algs_for(&comm, n, LlForm::AllToAll, m * 8);
+        let ag = move_algs_for(&comm, n, LlForm::Gather, m * 8);
         // The broadcast's low-latency forms (direct where it fits, and the relay) between them,
         // on the same regions of the scratch, from every root in turn.
-        let bc_algs = if n > 1 && util::ll_takes(comm.low_latency_max_bytes(), m * 8, 1, 0) {
+        let bc_algs = if util::ll_moves(comm.low_latency_max_bytes(), n, LlForm::Broadcast, m * 8) {
             [Algorithm::LowLatency, Algorithm::TwoShot]
         } else {
             [Algorithm::TwoShot, Algorithm::Auto]
@@ -1965,8 +1951,8 @@ fn move_graph_capture_algs(p: &Pgas) -> CaseResult {
     prewarm_moves(p)?;
     let start: Vec<u32> = (0..n * m).map(|k| (me * 100_000 + k) as u32).collect();
     let x = p.alloc_from(&start)?;
-    let a2a = move_algs_for(&comm, n, Move::AllToAll, m * 4);
-    let ag = move_algs_for(&comm, n, Move::Gather, m * 4);
+    let a2a = move_algs_for(&comm, n, LlForm::AllToAll, m * 4);
+    let ag = move_algs_for(&comm, n, LlForm::Gather, m * 4);
     let mut ys = Vec::new();
     let mut zs = Vec::new();
     for _ in &a2a {
@@ -2033,7 +2019,7 @@ fn move_split_team_algs(p: &Pgas) -> CaseResult {
             .map(|k| (me * 1000 + k) as i32)
             .collect::<Vec<_>>(),
     )?;
-    let algs = move_algs_for(&comm, evens, Move::AllToAll, evens * m * 4);
+    let algs = move_algs_for(&comm, evens, LlForm::AllToAll, evens * m * 4);
     let mut ags = Vec::new();
     let mut aas = Vec::new();
     for _ in &algs {

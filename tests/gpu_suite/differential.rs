@@ -16,13 +16,13 @@
 //! take any value. Each PE checks its own output exactly, and that the elements around the
 //! destination (and the whole source window, unless in place) kept what was written there.
 //! Arguments the API must refuse (the low-latency all-reduce past the communicator's
-//! `low_latency_max_bytes`, which is `LL_MAX_BYTES` or less on a GPU of fewer or shared SMs, one-shot in
-//! place, overlapping buffers, NVSHMEM's algorithm on another stream, a bitwise reduction of a
-//! float type, lengths that do not split over the PEs, bad shapes of the ops) must be an `Err`
-//! with nothing written; the model of which calls are refused follows `src/coll`'s checks in
-//! their order. The combine of MoE compares within one bf16 step (its `f32` fused
-//! multiply-adds round once per expert, as `moe.rs`'s check allows; off NVLink too, where its
-//! rows move by NVSHMEM's RMA); everything else exactly.
+//! `low_latency_max_bytes`, which is `LL_MAX_BYTES` or less on a GPU of fewer or shared SMs,
+//! one-shot in place, overlapping buffers, NVSHMEM's algorithm on another stream, a bitwise
+//! reduction of a float type, lengths that do not split over the PEs, bad shapes of the ops)
+//! must be an `Err` with nothing written; the model of which calls are refused follows
+//! `src/coll`'s checks in their order. The combine of MoE compares within one bf16 step (its
+//! `f32` fused multiply-adds round once per expert, as `moe.rs`'s check allows; off NVLink too,
+//! where its rows move by NVSHMEM's RMA); everything else exactly.
 //!
 //! The seed is printed first. A mismatch prints the seed, the call's index and every parameter,
 //! and the first differing element; the run goes on. Every 32 calls the PEs agree (NVSHMEM's own
@@ -31,7 +31,7 @@
 //! `differential: seed S, N calls (coll X, ops Y) on P PEs: ..., M mismatches, T s`, and every
 //! PE exits non-zero when any PE saw a mismatch.
 
-use crate::util::{self, HostFold};
+use crate::util::{self, HostFold, LlForm};
 use pgas::coll::{self, Algorithm, AllReduceElem, Comm};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::cudarc::driver::CudaStream;
@@ -872,7 +872,6 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
     let ll_max = cx.ll_max;
     // The low-latency scratch's regions this GPU's calls use (a block each).
     let regions = ll_max / coll::LL_BYTES_PER_BLOCK;
-    let ll_takes = |chunk, chunks, copies| util::ll_takes(ll_max, chunk, chunks, copies);
     let expect: Expect = match kind {
         Kind::AllReduce => {
             let same = dptr == sptr;
@@ -910,7 +909,7 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
         Kind::Broadcast => {
             // The direct form up to its size (smaller ones past 2 PEs), then the relay while a
             // block's regions hold its share in one protocol call.
-            let ll_fits = n > 1 && ll_takes(sbytes, 1, 0);
+            let ll_fits = util::ll_moves(ll_max, n, LlForm::Broadcast, sbytes);
             let direct = ll_fits && (n == 2 || sbytes < coll::BROADCAST_RELAY_MIN_BYTES);
             let relay = n > 2
                 && sbytes <= coll::BROADCAST_RELAY_MAX_BYTES
@@ -951,12 +950,11 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
             let gather = kind == Kind::AllGather;
             // The all-gather's limit is on a PE's data (staged once a rank), the all-to-all's
             // on a chunk (staged both ways).
-            let ll_fits = n > 1
-                && if gather {
-                    ll_takes(sbytes, n, n)
-                } else {
-                    ll_takes(sbytes / n, n, 2 * n)
-                };
+            let ll_fits = if gather {
+                util::ll_moves(ll_max, n, LlForm::Gather, sbytes)
+            } else {
+                util::ll_moves(ll_max, n, LlForm::AllToAll, sbytes / n)
+            };
             // Off NVLink: NVSHMEM's fcollect / alltoall (both hierarchical over nodes),
             // eagerly only.
             let eff = match alg {

@@ -169,16 +169,35 @@ macro_rules! int_fold {
 
 int_fold!(i8, i16, i32, i64, u8, u16, u32, u64);
 
-/// Whether a low-latency kernel of `pgas::coll` takes `chunks` chunks of `chunk` bytes, staging
-/// `copies` of a block's share of one in shared memory, where the communicator's limit is
-/// `ll_max` (`Comm::low_latency_max_bytes`: `LL_MAX_BYTES`, less on a GPU of fewer SMs or
-/// sharing its SMs with other PEs). A block's share is whole 16-byte vectors, at most
-/// `LL_BYTES_PER_BLOCK` over the chunks, more where the scratch's regions (one a block, as many
-/// as `ll_max` holds) run out. This models `Comm::ll_fits` independently of the library, so a
-/// change to its staging rule is made in both. The all-gather stages a PE's data once a rank
-/// (`ll_takes(max, bytes, n, n)`), the all-to-all a chunk both ways
-/// (`ll_takes(max, chunk, n, 2 * n)`), the broadcast nothing (`ll_takes(max, bytes, 1, 0)`).
-pub fn ll_takes(ll_max: usize, chunk: usize, chunks: usize, copies: usize) -> bool {
+/// The low-latency forms of `pgas::coll` that move data, for [`ll_moves`]: what each stages in a
+/// block's shared memory (the broadcast nothing, the all-gather a PE's data once a rank, the
+/// all-to-all a chunk both ways).
+#[derive(Clone, Copy)]
+pub enum LlForm {
+    Broadcast,
+    Gather,
+    AllToAll,
+}
+
+/// Whether the low-latency `form` on `n` PEs takes `bytes` (the broadcast's data, a PE's part of
+/// the all-gather, a chunk of the all-to-all), where the communicator's limit is `ll_max`
+/// (`Comm::low_latency_max_bytes`: `LL_MAX_BYTES`, less on a GPU of fewer SMs or sharing its
+/// SMs with other PEs): more than one PE, and [`ll_takes`] of the form's staging.
+pub fn ll_moves(ll_max: usize, n: usize, form: LlForm, bytes: usize) -> bool {
+    n > 1
+        && match form {
+            LlForm::Broadcast => ll_takes(ll_max, bytes, 1, 0),
+            LlForm::Gather => ll_takes(ll_max, bytes, n, n),
+            LlForm::AllToAll => ll_takes(ll_max, bytes, n, 2 * n),
+        }
+}
+
+/// Whether a low-latency kernel takes `chunks` chunks of `chunk` bytes, staging `copies` of a
+/// block's share of one in shared memory, under the limit `ll_max`. A block's share is whole
+/// 16-byte vectors, at most `LL_BYTES_PER_BLOCK` over the chunks, more where the scratch's
+/// regions (one a block, as many as `ll_max` holds) run out. This models `Comm::ll_fits`
+/// independently of the library, so a change to its staging rule is made in both.
+fn ll_takes(ll_max: usize, chunk: usize, chunks: usize, copies: usize) -> bool {
     let regions = ll_max / pgas::coll::LL_BYTES_PER_BLOCK;
     let share = (pgas::coll::LL_BYTES_PER_BLOCK / chunks / 16 * 16)
         .max(chunk.div_ceil(regions.max(1)).next_multiple_of(16));
