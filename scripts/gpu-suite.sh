@@ -512,8 +512,15 @@ read -ra sanitizer_extra <<<"${PGAS_SANITIZER_ARGS:-}"
 sanitizer_cmd=(env NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_CUDA_VMM=1 "$sanitizer"
   --error-exitcode 86 --report-api-errors no --target-processes all "${sanitizer_extra[@]}")
 sanitize() { # NAME LIMIT TOOL CMD...
-  local name=$1 limit=$2 tool=$3
+  local name=$1 limit=$2 tool=$3 word
   shift 3
+  # A program build-device.sh left out (PGAS_DEVICE_ONLY) is a SKIP, not a failed attach.
+  for word in "$@"; do
+    if [[ "$word" == "$bin"/* ]] && [ ! -x "$word" ]; then
+      note "SKIP $name (${word#"$bin"/} not built: PGAS_DEVICE_ONLY left it out)"
+      return
+    fi
+  done
   step "$name" sanitizer.log "$limit" "${sanitizer_cmd[@]}" --tool "$tool" "$@"
   judge_sanitizer "$name"
 }
