@@ -6,7 +6,8 @@
 //! graph of dispatch + combine replayed; `combine_rows` (rows reduced on the experts' PEs,
 //! pulled by the tokens' PEs) against `reference::combine_rows`, alternating with `combine`, in
 //! the checked variant and in a graph; FP8 dispatch (rows against `reference::fp8_round_trip`,
-//! bit for bit), turned on and off between rounds; and every bad input, an `Err` on every PE.
+//! bit for bit), turned on and off between rounds; dispatch and combine on a second stream,
+//! the routing freed before they finish; and every bad input, an `Err` on every PE.
 
 use crate::runner::{case, Case};
 use crate::util::{self, ensure, CaseResult};
@@ -20,6 +21,7 @@ pub const CASES: &[Case] = &[
     case("moe/back_to_back", back_to_back),
     case("moe/checked_variant", checked_variant),
     case("moe/graph_capture", graph_capture),
+    case("moe/second_stream", second_stream),
     case("moe/combine_rows", combine_rows),
     case("moe/fp8_dispatch", fp8_dispatch),
     case("moe/bad_input", bad_input),
@@ -323,6 +325,23 @@ fn graph_capture_untracked(p: &Pgas) -> CaseResult {
     let mut r2 = round(p, &CFG, 5, None)?;
     run_round(&mut m, &mut r2, me)?;
     check(p, &mut m, &CFG, &r2, "eager after replays")?;
+    util::settle(p)
+}
+
+/// Dispatch and combine on a stream of their own, while the routing's buffers were copied on
+/// the context's stream and are freed there: the dispatch must wait for the copy, and the free
+/// (the routing dropped right after the calls) for the kernels.
+fn second_stream(p: &Pgas) -> CaseResult {
+    let me = p.my_pe();
+    let mut m = MoeDispatcher::new(p, CFG)?;
+    let mut r = round(p, &CFG, 6, None)?;
+    let side = p.cuda().new_stream()?;
+    let routing = m.route(&r.routings[me].0, &r.routings[me].1)?;
+    m.dispatch_on(&side, &r.x, &routing)?;
+    m.combine_on(&side, &r.expert_out, &routing, &mut r.out)?;
+    drop(routing);
+    side.synchronize()?;
+    check(p, &mut m, &CFG, &r, "second stream, routing dropped")?;
     util::settle(p)
 }
 

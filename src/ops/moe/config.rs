@@ -61,6 +61,8 @@ impl MoeConfig {
             self.max_pairs(n_pes) * 4,                 // expert_rows
             n_pes * w * 4,                             // counts
             info_len(n_pes, self.experts_per_pe) * 4,  // info
+            self.max_tokens * n_pes * 4,               // tok_rank
+            self.max_tokens * self.top_k * 4,          // tok_erank
             SYNC_WORDS * 8,                            // sync
             SIG_GROUPS * n_pes * 8,                    // sigs
             AGREE_WORDS * 8,                           // agree_mine

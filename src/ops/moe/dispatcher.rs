@@ -4,7 +4,7 @@
 use super::config::{info_len, MoeConfig, AGREE_WORDS, MAX_BLOCKS, SIG_GROUPS};
 use super::kernels::{self, BLOCKS_PER_SM, DATA_THREADS, LAYOUT_THREADS, SYNC_WORDS};
 use super::routing::{check_routing, RecvCounts, Routing};
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use pgas_runtime::kernel::Variant;
 use pgas_runtime::launch::{KernelArgs, Prewarm};
 
@@ -52,8 +52,8 @@ pub struct MoeDispatcher {
     sigs: SymTensor<u64>,
     agree_mine: SymTensor<u64>,
     agree_all: SymTensor<u64>,
-    tok_rank: CudaSlice<i32>,
-    tok_erank: CudaSlice<i32>,
+    tok_rank: SymTensor<i32>,
+    tok_erank: SymTensor<i32>,
     routes: u64,
     /// The routing of the last dispatch (its id and tokens).
     dispatched: Option<(u64, usize)>,
@@ -135,13 +135,10 @@ impl MoeDispatcher {
         let info = pgas.alloc::<i32>(info_len(n, el))?;
         let sync = pgas.alloc::<u64>(SYNC_WORDS)?;
         let sigs = pgas.alloc::<u64>(SIG_GROUPS * n)?;
-        let stream = pgas.stream();
-        let tok_rank = stream
-            .alloc_zeros::<i32>(cfg.max_tokens * n)
-            .map_err(Error::cuda("allocating the MoE layout"))?;
-        let tok_erank = stream
-            .alloc_zeros::<i32>(cfg.max_tokens * k)
-            .map_err(Error::cuda("allocating the MoE layout"))?;
+        // The layout's ranks, read on this PE only: in the symmetric heap too, so no launch
+        // pays cudarc's event wait and record for them (two driver calls a buffer a launch).
+        let tok_rank = pgas.alloc::<i32>(cfg.max_tokens * n)?;
+        let tok_erank = pgas.alloc::<i32>(cfg.max_tokens * k)?;
         let reachable = u64::from(pgas.first_unreachable(&recv_x, 0..n)?.is_none());
         let all = gather(pgas, &mut agree_mine, &agree_all, &[reachable])?;
         // One PE that cannot reach every peer puts every PE on NVSHMEM's RMA (which still
@@ -317,10 +314,13 @@ impl MoeDispatcher {
         }
         .map_err(Error::cuda("copying the MoE routing"))?;
         self.routes += 1;
+        // The guards record a read on this stream, where the buffers live and are freed.
+        let raw = (idx.device_ptr(stream).0, weights.device_ptr(stream).0);
         Ok(Routing {
             tokens,
             idx,
             weights,
+            raw,
             id: self.routes,
         })
     }
@@ -358,10 +358,16 @@ impl MoeDispatcher {
             self.me as u32,
             self.cfg.experts_per_pe as u32,
         );
+        let home = self.pgas.stream().clone();
+        // `_guards` (held to the end: past the launches) only where `stream` is not the home one.
+        let ((idx, wts), _guards) = routing.pointers(stream, &home);
         let mut args = KernelArgs::new();
-        args.push_local(&routing.idx)
-            .push_local_mut(&mut self.tok_rank)
-            .push_local_mut(&mut self.tok_erank)
+        // SAFETY: `idx` and `wts` are the addresses of `routing`'s buffers, of their lengths,
+        // valid until the kernels finish (`Routing::pointers`), and both kernels read them on
+        // this PE only.
+        unsafe { args.push_local_as_sym::<i32>(idx, routing.idx.len()) };
+        args.push_sym_mut(&mut self.tok_rank)
+            .push_sym_mut(&mut self.tok_erank)
             .push_sym_mut(&mut self.info)
             .push_sym_mut(&mut self.counts)
             .push_sym_mut(&mut self.sync)
@@ -379,11 +385,14 @@ impl MoeDispatcher {
             &mut args,
         )?;
         let mut args = KernelArgs::new();
-        args.push_local(x)
-            .push_local(&routing.idx)
-            .push_local(&routing.weights)
-            .push_local(&self.tok_rank)
-            .push_local(&self.tok_erank)
+        args.push_local(x);
+        // SAFETY: as for the layout's `idx` above.
+        unsafe {
+            args.push_local_as_sym::<i32>(idx, routing.idx.len())
+                .push_local_as_sym::<f32>(wts, routing.weights.len())
+        };
+        args.push_sym(&self.tok_rank)
+            .push_sym(&self.tok_erank)
             .push_sym(&self.info)
             .push_sym_mut(&mut self.recv_x)
             .push_sym_mut(&mut self.recv_q)
@@ -537,7 +546,7 @@ impl MoeDispatcher {
             self.cfg.hidden as u32,
         );
         let mut args = KernelArgs::new();
-        args.push_local(&self.tok_rank)
+        args.push_sym(&self.tok_rank)
             .push_sym(&self.info)
             .push_sym(&self.comb)
             .push_sym_mut(&mut self.stage)
@@ -632,7 +641,7 @@ impl MoeDispatcher {
             &mut args,
         )?;
         let mut args = KernelArgs::new();
-        args.push_local(&self.tok_rank)
+        args.push_sym(&self.tok_rank)
             .push_sym(&self.comb)
             .push_local_mut(out)
             .push_sym_mut(&mut self.sync)

@@ -33,9 +33,9 @@ use crate::prelude::*;
 // Long on purpose: count, scan, rank and exchange run between block barriers on shared state.
 #[pgas_kernel(max_threads = 1024)]
 pub fn moe_layout(
-    idx: &CudaSlice<i32>,
-    tok_rank: &mut CudaSlice<i32>,
-    tok_erank: &mut CudaSlice<i32>,
+    idx: &SymTensor<i32>,
+    tok_rank: &mut SymTensor<i32>,
+    tok_erank: &mut SymTensor<i32>,
     info: &mut SymTensor<i32>,
     counts: &mut SymTensor<i32>,
     sync: &mut SymTensor<u64>,
@@ -209,10 +209,10 @@ pub fn moe_layout(
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_dispatch(
     x: &CudaSlice<bf16>,
-    idx: &CudaSlice<i32>,
-    wts: &CudaSlice<f32>,
-    tok_rank: &CudaSlice<i32>,
-    tok_erank: &CudaSlice<i32>,
+    idx: &SymTensor<i32>,
+    wts: &SymTensor<f32>,
+    tok_rank: &SymTensor<i32>,
+    tok_erank: &SymTensor<i32>,
     info: &SymTensor<i32>,
     recv_x: &mut SymTensor<bf16>,
     recv_q: &mut SymTensor<e4m3>,
@@ -579,7 +579,7 @@ pub fn moe_combine_send(
 /// one's partial instead, and does not add it).
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_combine_reduce(
-    tok_rank: &CudaSlice<i32>,
+    tok_rank: &SymTensor<i32>,
     comb: &SymTensor<bf16>,
     out: &mut CudaSlice<bf16>,
     sync: &mut SymTensor<u64>,
@@ -675,7 +675,7 @@ pub fn moe_combine_reduce(
 // Long on purpose: the signal exchange, the pull and the epoch ticket share the block's state.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_combine_pull(
-    tok_rank: &CudaSlice<i32>,
+    tok_rank: &SymTensor<i32>,
     info: &SymTensor<i32>,
     rows: &SymTensor<bf16>,
     stage: &mut SymTensor<bf16>,

@@ -53,7 +53,7 @@ pub fn moe_ll_dispatch(
     tok_w: &mut SymTensor<f32>,
     recv_count: &mut SymTensor<u64>,
     counts: &mut CudaSlice<i32>,
-    src_tokens: &mut CudaSlice<i32>,
+    src_tokens: &mut SymTensor<i32>,
     sync: &mut SymTensor<u64>,
     me: u32,
     tokens: u32,
@@ -189,7 +189,7 @@ pub fn moe_ll_dispatch(
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_ll_combine(
     expert_out: &CudaSlice<bf16>,
-    src_tokens: &CudaSlice<i32>,
+    src_tokens: &SymTensor<i32>,
     tok_rows: &SymTensor<u64>,
     tok_w: &SymTensor<f32>,
     comb_x: &mut SymTensor<bf16>,

@@ -66,7 +66,9 @@ pub struct LowLatencyMoe {
     comb_sig: SymTensor<u64>,
     sync: SymTensor<u64>,
     counts: CudaSlice<i32>,
-    src_tokens: CudaSlice<i32>,
+    /// Each source's token count, read on this PE only: symmetric, so no launch pays cudarc's
+    /// event wait and record for it.
+    src_tokens: SymTensor<i32>,
     /// The tokens of the last dispatch that no combine has followed yet.
     dispatched: Option<usize>,
 }
@@ -167,10 +169,7 @@ impl LowLatencyMoe {
                 .stream()
                 .alloc_zeros::<i32>(ee)
                 .map_err(Error::cuda("allocating the low-latency MoE counts"))?,
-            src_tokens: pgas
-                .stream()
-                .alloc_zeros::<i32>(n)
-                .map_err(Error::cuda("allocating the low-latency MoE token counts"))?,
+            src_tokens: pgas.alloc::<i32>(n)?,
             dispatched: None,
         };
         pgas.barrier_all()?;
@@ -204,6 +203,7 @@ impl LowLatencyMoe {
             cfg.max_tokens * n_pes * cfg.hidden * 2, // comb_x
             n_pes * 8,                               // comb_sig
             LL_SYNC_WORDS * 8,                       // sync
+            n_pes * 4,                               // src_tokens
         ]
         .iter()
         .map(|b| b.next_multiple_of(4096))
@@ -293,7 +293,7 @@ impl LowLatencyMoe {
             .push_sym_mut(&mut self.tok_w)
             .push_sym_mut(&mut self.recv_count)
             .push_local_mut(&mut self.counts)
-            .push_local_mut(&mut self.src_tokens)
+            .push_sym_mut(&mut self.src_tokens)
             .push_sym_mut(&mut self.sync)
             .push_scalar(self.me as u32)
             .push_scalar(tokens as u32)
@@ -362,7 +362,7 @@ impl LowLatencyMoe {
         let blocks = self.blocks;
         let mut args = KernelArgs::new();
         args.push_local(expert_out)
-            .push_local(&self.src_tokens)
+            .push_sym(&self.src_tokens)
             .push_sym(&self.tok_rows)
             .push_sym(&self.tok_w)
             .push_sym_mut(&mut self.comb_x)

@@ -2,7 +2,7 @@
 //! dispatch delivered ([`RecvCounts`]).
 
 use super::config::MoeConfig;
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, SyncOnDrop};
 
 /// One PE's top-k routing for one call, checked against every PE's by
 /// [`MoeDispatcher::route`](super::MoeDispatcher::route) and kept on the GPU.
@@ -10,6 +10,10 @@ pub struct Routing {
     pub(super) tokens: usize,
     pub(super) idx: CudaSlice<i32>,
     pub(super) weights: CudaSlice<f32>,
+    /// `idx`'s and `weights`' device addresses, taken once when routed: a dispatch on the
+    /// stream they were copied and will be freed on passes them as they are, with none of
+    /// cudarc's event waits and records (see [`Routing::pointers`]).
+    pub(super) raw: (u64, u64),
     /// Which `route` call made it: combine must use the routing of the last dispatch.
     pub(super) id: u64,
 }
@@ -27,6 +31,24 @@ impl Routing {
     /// Tokens routed on this PE.
     pub fn tokens(&self) -> usize {
         self.tokens
+    }
+
+    /// `idx`'s and `weights`' addresses for kernels on `stream`. On `home`, the stream the
+    /// routing was copied on (its buffers are freed there too, after what it queued), stream
+    /// order alone keeps them valid and written, so the addresses go as they are; on another
+    /// stream, cudarc's guards (the stream waits for the copy, and the buffers' free for the
+    /// kernels), which the caller holds until it has launched.
+    pub(super) fn pointers<'a>(
+        &'a self,
+        stream: &'a CudaStream,
+        home: &CudaStream,
+    ) -> ((u64, u64), Option<(SyncOnDrop<'a>, SyncOnDrop<'a>)>) {
+        if stream.cu_stream() == home.cu_stream() {
+            return (self.raw, None);
+        }
+        let (i, gi) = self.idx.device_ptr(stream);
+        let (w, gw) = self.weights.device_ptr(stream);
+        ((i, w), Some((gi, gw)))
     }
 }
 
