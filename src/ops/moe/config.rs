@@ -182,7 +182,7 @@ mod tests {
             b > 2 * 8192 * 7168 * 2 && b < 2 * 8192 * 7168 * 2 + (8 << 20),
             "{b}"
         );
-        // Sizes where every buffer fits in 4 KiB: one 4 KiB slot for each of the 16 buffers
+        // Sizes where every buffer fits in 4 KiB: one 4 KiB slot for each of the 18 buffers
         // `MoeDispatcher::new` allocates.
         let tiny = MoeConfig {
             max_tokens: 1,
@@ -190,7 +190,7 @@ mod tests {
             top_k: 1,
             experts_per_pe: 1,
         };
-        assert_eq!(tiny.symmetric_bytes(2), 16 * 4096);
+        assert_eq!(tiny.symmetric_bytes(2), 18 * 4096);
         // FP8: 8192 rows of 7168 bytes and 56 scales each.
         assert_eq!(c.fp8_bytes(2), 8192 * 7168 + 8192 * 56 * 4);
     }
