@@ -358,9 +358,8 @@ impl MoeDispatcher {
             self.me as u32,
             self.cfg.experts_per_pe as u32,
         );
-        let home = self.pgas.stream().clone();
         // `_guards` (held to the end: past the launches) only where `stream` is not the home one.
-        let ((idx, wts), _guards) = routing.pointers(stream, &home);
+        let ((idx, wts), _guards) = routing.pointers(stream, self.pgas.stream());
         let mut args = KernelArgs::new();
         // SAFETY: `idx` and `wts` are the addresses of `routing`'s buffers, of their lengths,
         // valid until the kernels finish (`Routing::pointers`), and both kernels read them on
