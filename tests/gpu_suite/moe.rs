@@ -2,7 +2,8 @@
 //! metadata, the per-expert row lists, every combined element), for a skewed routing (experts
 //! with no token, unused slots, tokens routed nowhere, a different token count on each PE, one
 //! PE with no token at all) at hidden sizes that take the 4-vector path and the one-vector
-//! tail; three rounds back to back with no host wait between them; the checked variant; a CUDA
+//! tail, and over 8192 tokens a PE (the layout ranks 4096 tokens a round, in 4 steps: three
+//! rounds, the last partial); three rounds back to back with no host wait between them; the checked variant; a CUDA
 //! graph of dispatch + combine replayed; `combine_rows` (rows reduced on the experts' PEs,
 //! pulled by the tokens' PEs) against `reference::combine_rows`, alternating with `combine`, in
 //! the checked variant and in a graph; FP8 dispatch (rows against `reference::fp8_round_trip`,
@@ -41,6 +42,15 @@ const SMALL: MoeConfig = MoeConfig {
     hidden: 264,
     top_k: 1,
     experts_per_pe: 2,
+};
+
+/// 9000 tokens a PE (fewer on the others): the layout kernel ranks them in three rounds of up
+/// to 4 steps of 1024, so ranks carry across steps, rounds and a partial last step.
+const MANY: MoeConfig = MoeConfig {
+    max_tokens: 9000,
+    hidden: 16,
+    top_k: 4,
+    experts_per_pe: 3,
 };
 
 /// Token `t` of PE `pe`, element `c`: small multiples of 1/4, exact in bf16.
@@ -227,7 +237,12 @@ pub(crate) fn run_round(
 fn dispatch_combine(p: &Pgas) -> CaseResult {
     let me = p.my_pe();
     // The last: one PE routes no token (on one PE, no PE has any).
-    for (cfg, empty) in [(CFG, None), (SMALL, None), (CFG, Some(p.n_pes() - 1))] {
+    for (cfg, empty) in [
+        (CFG, None),
+        (SMALL, None),
+        (MANY, None),
+        (CFG, Some(p.n_pes() - 1)),
+    ] {
         let mut m = MoeDispatcher::new(p, cfg)?;
         m.prewarm()?;
         let mut r = round(p, &cfg, 1, empty)?;
