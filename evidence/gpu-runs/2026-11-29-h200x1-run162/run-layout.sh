@@ -1,11 +1,13 @@
 #!/bin/bash
-# Throwaway driver: the MoE layout kernel ranking tokens in rounds (runs 160-162) against
+# Throwaway driver: the MoE layout kernel ranking tokens in rounds (runs 160-162; run 163: its ids
+# loaded as 16-byte vectors, against 5911f61 from .device/carry-5911f61) against
 # 6bb855a. New binaries in .device/carry-new, old in .device/carry. Summary last.
 set -u
 O=$1; mkdir -p "$O/logs"
 N=$PWD/.device/new; B=$PWD/.device/bin; rm -rf "$N" "$B"; mkdir -p "$N" "$B"
 for f in .device/carry-new/*.gz; do n=$(basename "$f" .gz); gunzip -c "$f" > "$N/$n"; chmod +x "$N/$n"; done
-for n in moe pgas pgas-run; do gunzip -c .device/carry/bin/$n.gz > "$B/$n"; chmod +x "$B/$n"; done
+for n in pgas pgas-run; do gunzip -c .device/carry/bin/$n.gz > "$B/$n"; chmod +x "$B/$n"; done
+gunzip -c .device/carry-5911f61/moe.gz > "$B/moe"; chmod +x "$B/moe"
 export NVSHMEM_DISABLE_NVLS=1 NVSHMEM_DISABLE_CUDA_VMM=1 PGAS_CACHE_DIR=/tmp/kc-layout
 [ -x /opt/torch/.venv/bin/python3 ] && export PATH="/opt/torch/.venv/bin:$PATH"
 nl=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
@@ -22,7 +24,6 @@ step moe-2pe 60 "$R" -n 2 --share-gpus -- "$N/gpu_suite" moe/
 step moe-2pe-none 60 env PGAS_PEER_ACCESS=none "$R" -n 2 --share-gpus -- "$N/gpu_suite" moe/
 step moe_dispatch-2pe 60 "$R" -n 2 --share-gpus -- "$N/moe_dispatch"
 step moe_dispatch-1pe 60 "$N/moe_dispatch"
-step diff-2pe 120 "$R" -n 2 --share-gpus -- "$N/gpu_suite" --differential 20261131 2000 100
 echo quit | nvidia-cuda-mps-control; sleep 1
 step moe-1pe 60 "$N/gpu_suite" moe/
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
