@@ -404,6 +404,10 @@ rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must ma
   died=$(echo "$last" | sed -n 's/.* dies by .* at \([0-9]*\) ms.*/\1/p' | head -1)
   took=$((ended - ${died:-0}))
   if [ "$rc" = -1 ]; then return; fi
+  if [ "$rc" = 0 ] && echo "$last" | grep -q "skipped: no GPU"; then
+    verdict "$name" # a SKIP: the program found no GPU
+    return
+  fi
   if [ -z "$died" ]; then
     rc=1 detail="no PE reported its death"
   elif [ "$rc" = 0 ]; then
@@ -420,33 +424,52 @@ rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must ma
   fi
   verdict "$name" "$detail"
 }
+# After a death under --share-gpus (CUDA MPS): the next jobs on the GPU, an ordinary 2-PE job
+# through pgas-run and a 1-PE job without it, must pass. A client that dies with work on the GPU
+# leaves the MPS server in its fault state; pgas-run probes after such a job and restarts the
+# daemon (runtime/src/launcher/mps.rs), and says so.
+after_death() { # NAME: the death step's output is in $last
+  local name=$1 mended=""
+  echo "$last" | grep -q "restarted the MPS daemon" && mended="pgas-run restarted the MPS daemon; "
+  step "after $name: next 2-PE job" faults.log 60 "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" rma/p_g_small_ints
+  verdict "after $name: next 2-PE job${share:+ (sharing $gpus GPU)}" "$mended$(echo "$last" | grep -m1 -E "gpu_suite: [0-9]+ passed" | cut -c1-80)"
+  step "after $name: next 1-PE job" faults.log 60 "$bin/gpu_suite" rma/p_g_small_ints
+  verdict "after $name: next 1-PE job" "$(echo "$last" | grep -m1 -E "gpu_suite: [0-9]+ passed" | cut -c1-80)"
+}
 if [ "$only" != all ] && [ "$only" != faults ]; then
   : # rank death belongs to the default run and `faults`
-elif [ "$gpus" -ge 2 ]; then
-  # A panicking PE exits 101, or dies by SIGSEGV in NVSHMEM's exit handlers (run 12): either way
-  # the launcher must end the job and name the rank.
+elif share_begin 2; then
+  # With one GPU the two PEs share it under CUDA MPS (share_begin); the launcher must behave as
+  # with two GPUs. A panicking PE exits 101, or dies by SIGSEGV in NVSHMEM's exit handlers
+  # (run 12): either way the launcher must end the job and name the rank.
   rank_death "rank death: panic in barrier (pgas-run)" "pgas-run: rank 1 (exited with status 101|was killed by signal 11 \\(SIGSEGV\\))" \
-    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death panic
+    "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" --rank-death panic
   rank_death "rank death: abort in barrier (pgas-run)" "pgas-run: rank 1 was killed by signal 6 \\(SIGABRT\\)" \
-    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death abort
+    "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" --rank-death abort
+  rank_death "rank death: exit in barrier (pgas-run)" "pgas-run: rank 1 exited with status 7" \
+    "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" --rank-death exit
   rank_death "rank death: SIGKILL in barrier (pgas-run)" "pgas-run: rank 1 was killed by signal 9 \\(SIGKILL\\)" \
-    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death kill
+    "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" --rank-death kill
   rank_death "rank death: SIGKILL, others in a kernel (pgas-run)" "pgas-run: rank 1 was killed by signal 9 \\(SIGKILL\\)" \
-    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death kill-in-kernel
-  # OpenMPI ends the job itself ("mpirun noticed that process rank 1 ... exited on signal 9").
-  command -v mpirun >/dev/null && rank_death "rank death: SIGKILL in barrier (mpirun)" "rank 1 .*(signal 9|Killed)" \
+    "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" --rank-death kill-in-kernel
+  after_death "SIGKILL in a kernel"
+  # OpenMPI ends the job itself ("mpirun noticed that process rank 1 ... exited on signal 9");
+  # with a GPU a rank (pgas-run shares GPUs, mpirun here does not).
+  [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null && rank_death "rank death: SIGKILL in barrier (mpirun)" "rank 1 .*(signal 9|Killed)" \
     mpirun -np 2 --bind-to none -x NVSHMEM_BOOTSTRAP=MPI "$bin/gpu_suite" --rank-death kill
   # Deaths inside the library: the others wait inside a collective or fused operation.
   for op in all-reduce all-to-all-v ag-gemm moe-dispatch; do
     rank_death "rank death: SIGKILL inside $op (pgas-run)" "pgas-run: rank 1 was killed by signal 9 \\(SIGKILL\\)" \
-      "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death "kill-in-$op"
-    command -v mpirun >/dev/null && rank_death "rank death: SIGKILL inside $op (mpirun)" "rank 1 .*(signal 9|Killed)" \
+      "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" --rank-death "kill-in-$op"
+    [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null && rank_death "rank death: SIGKILL inside $op (mpirun)" "rank 1 .*(signal 9|Killed)" \
       mpirun -np 2 --bind-to none -x NVSHMEM_BOOTSTRAP=MPI "$bin/gpu_suite" --rank-death "kill-in-$op"
   done
   rank_death "rank death: trap in a collective kernel (pgas-run)" "pgas-run: rank 1 exited with status 1" \
-    "$bin/pgas-run" -n 2 -- "$bin/gpu_suite" --rank-death trap-in-collective
+    "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" --rank-death trap-in-collective
+  after_death "a trap in a kernel"
+  share_end
 else
-  note "SKIP rank death (${gpus} GPU: needs 2)"
+  note "SKIP rank death (${gpus} GPU and no CUDA MPS daemon to share one)"
 fi
 
 # A hung case: the suite's watchdog must name it and end the process with status 124 (before

@@ -7,8 +7,9 @@
 //! NVSHMEM4Py's `stream=` does. Two events keep it in order with pgas's own stream, as before the
 //! runtime had `_on` forms: `s` first waits for the work queued on pgas's stream (a `put` without
 //! `stream=` issued earlier), and pgas's stream then waits for `s` (so `to_list()` and later calls
-//! without `stream=` see the operation). Neither blocks the host; the calls that wait on the host
-//! without `stream=` (`quiet`, the barriers, `signal_wait`) wait for `s` instead of pgas's stream.
+//! without `stream=` see the operation). Neither blocks the host, and neither do the calls that
+//! wait on the host without `stream=` (`quiet`, the barriers, `signal_wait`) when given one: as in
+//! NVSHMEM4Py, they are queued on `s`, and the host waits when it synchronizes `s`.
 //! Every Python call that takes `stream=` has an `_on` form in the runtime; the ones without one
 //! (`fence`, `signal_fetch`, the atomics) take no `stream=`.
 
@@ -160,15 +161,4 @@ pub(crate) fn on<R>(
     let out = op(Some(&theirs))?;
     order(mine, raw as CUstream)?;
     Ok(out)
-}
-
-/// Waits on the host for `stream` (a `stream=` stream): what the calls that wait for pgas's
-/// stream without `stream=` (`quiet`, the barriers) do with one.
-pub(crate) fn wait(stream: &CudaStream) -> PyResult<()> {
-    stream.synchronize().map_err(|source| {
-        to_py(pgas_runtime::Error::Cuda {
-            context: "waiting for the stream= stream",
-            source,
-        })
-    })
 }

@@ -172,6 +172,8 @@ def test_put_get_and_nbi_between_pes():
         pgas.put(mine, src, NXT, stream=stream)
         pgas.put_nbi(pgas.from_dlpack(xin[ME]), src, NXT, stream=stream)
         pgas.barrier_all(stream=stream)
+        if stream is not None:
+            stream.synchronize()      # with stream=, the barrier is queued there, not waited for
         want = torch.arange(256, device=DEV) + 1000 * PRV
         assert bool((xin[PRV] == want).all()), xin[PRV, :4].tolist()
         pgas.get(pgas.from_dlpack(xg[0]), src, PRV, stream=stream)
@@ -228,6 +230,13 @@ def test_signals():
     pgas.put_signal(data, src, sig, 7, "set", NXT, signal_index=0, nbi=True,
                     stream=torch.cuda.current_stream())
     pgas.signal_wait(sig, 7, "eq", timeout=30)
+    # On a stream without a timeout, as NVSHMEM4Py: queued, then seen by the stream's next work.
+    s = torch.cuda.Stream()
+    pgas.signal_wait(sig, 7, "eq", stream=s)
+    with torch.cuda.stream(s):
+        after = view(data).sum()
+    s.synchronize()
+    assert after.item() == float(PRV) * 128, after.item()
     pgas.signal_op(sig, 5, "set", NXT, signal_index=3)
     pgas.quiet()
     pgas.signal_op(sig, 2, "add", NXT, signal_index=3)

@@ -268,6 +268,26 @@ pub enum Error {
         elem: usize,
     },
 
+    /// A region handed to a host call that lies in the symmetric heap but not inside one live
+    /// allocation: over a freed tensor, straddling two allocations, or past the end of one (a
+    /// broken `unsafe impl SymRegion`, or a raw address kept after its tensor was dropped).
+    #[error(
+        "{what} ({bytes} bytes at {ptr:#x}) is not inside one live symmetric allocation: it \
+         overlaps {overlaps}. Fix: pass a live SymTensor (or a view of one) that holds the whole \
+         region; a SymRegion must not outlive the tensor it was made from"
+    )]
+    NotLive {
+        /// Which argument.
+        what: &'static str,
+        /// Its device address on this PE.
+        ptr: u64,
+        /// Its size in bytes.
+        bytes: u64,
+        /// What it overlaps instead ("no live symmetric allocation", or the allocations it
+        /// touches with their address ranges).
+        overlaps: String,
+    },
+
     /// A team call made on a PE that is not a member of the team.
     #[error(
         "this PE is not a member of team {team}, so it cannot {what}. Fix: call it only on the team's \

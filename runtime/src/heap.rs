@@ -5,6 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{Error, Result};
 
+mod live;
+pub use live::{LiveSpans, SpanKind};
+
 /// NVSHMEM's default symmetric heap size (1 GiB) when `NVSHMEM_SYMMETRIC_SIZE` is unset.
 pub const DEFAULT_HEAP_SIZE: usize = 1 << 30;
 

@@ -5,6 +5,10 @@
 use pgas::launcher::{self, multinode};
 
 fn main() {
+    // The child `pgas-run` starts to probe an MPS server (launcher::mps), not a job.
+    if let Some(gpu) = std::env::var_os(launcher::mps::PROBE_VAR) {
+        std::process::exit(launcher::mps::probe_main(&gpu.to_string_lossy()));
+    }
     let args = match launcher::parse_args(std::env::args_os().skip(1)) {
         Ok(Some(a)) => a,
         Ok(None) => {

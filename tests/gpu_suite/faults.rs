@@ -1,8 +1,8 @@
 //! Rank death on GPUs, one job per run: `gpu_suite --rank-death HOW` with 2 PEs or more. Every PE
 //! initializes and meets the others once; then the last PE dies while the others wait for it:
 //!
-//! - `panic`, `abort`, `kill` (a SIGKILL to itself): the others wait in a host barrier
-//!   (`barrier_all`, waiting on the GPU);
+//! - `panic`, `abort`, `kill` (a SIGKILL to itself), `exit` (`std::process::exit(7)`, without
+//!   finalizing): the others wait in a host barrier (`barrier_all`, waiting on the GPU);
 //! - `kill-in-kernel`: the others wait in a kernel spinning on a signal that never comes;
 //! - `kill-in-all-reduce`, `kill-in-all-to-all-v`, `kill-in-ag-gemm`, `kill-in-moe-dispatch`:
 //!   every PE sets the operation up (`pgas::coll::Comm`, `pgas::ops::AllGatherMatmul`,
@@ -54,6 +54,7 @@ const HOWS: &[&str] = &[
     "panic",
     "abort",
     "kill",
+    "exit",
     "kill-in-kernel",
     "kill-in-all-reduce",
     "kill-in-all-to-all-v",
@@ -92,7 +93,7 @@ pub fn run(how: &str) -> ExitCode {
         variant: Variant::Checked,
         comptime: &[],
     });
-    if how != "panic" && how != "abort" && how != "kill" {
+    if !["panic", "abort", "kill", "exit"].contains(&how) {
         if let Err(e) = pgas::launch::prewarm(&pgas, &kernels) {
             println!("rank-death {how}: FAIL: compiling the waiting kernels: {e}");
             return ExitCode::from(1);
@@ -144,6 +145,7 @@ fn die(me: usize, how: &str) -> ! {
     match how {
         "panic" => panic!("rank-death: PE {me} panics on purpose"),
         "abort" => std::process::abort(),
+        "exit" => std::process::exit(7),
         _ => {
             let _ = std::process::Command::new("kill")
                 .args(["-KILL", &std::process::id().to_string()])

@@ -107,12 +107,15 @@ pub(super) fn signal_op(
 }
 
 /// Waits until word `signal_index` of this PE's `signal_var` satisfies `signal <cmp>
-/// signal_val` (`nvshmemx_signal_wait_until_on_stream`, then a host wait of at most `timeout`
-/// seconds). Not satisfied by then: `WaitTimeoutError` naming the value; the stream stays
-/// blocked behind the wait, so treat it as fatal. With `stream=`, the wait is queued on that
-/// stream, and its later work runs after the wait too.
+/// signal_val` (`nvshmemx_signal_wait_until_on_stream`).
+///
+/// With `stream=` and no `timeout`, as NVSHMEM4Py's: the wait is queued on that stream and the
+/// call returns; work queued there after it runs once the signal has arrived. Otherwise
+/// (pgas's stream, or a `timeout` given) the host waits too, for at most `timeout` seconds
+/// (60 by default), polling without a sleep floor; not satisfied by then: `WaitTimeoutError`
+/// naming the value, and the stream stays blocked behind the wait, so treat it as fatal.
 #[pyfunction]
-#[pyo3(signature = (signal_var, signal_val, cmp, *, signal_index=0, timeout=60.0, stream=None))]
+#[pyo3(signature = (signal_var, signal_val, cmp, *, signal_index=0, timeout=None, stream=None))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn signal_wait(
     py: Python<'_>,
@@ -120,22 +123,36 @@ pub(super) fn signal_wait(
     signal_val: u64,
     cmp: &str,
     signal_index: usize,
-    timeout: f64,
+    timeout: Option<f64>,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let cmp = cmp_of(cmp)?;
-    let timeout = Duration::try_from_secs_f64(timeout)
-        .map_err(|e| misuse(format!("signal_wait: timeout {timeout} s: {e}")))?;
+    let bound = match timeout {
+        Some(t) => Some(
+            Duration::try_from_secs_f64(t)
+                .map_err(|e| misuse(format!("signal_wait: timeout {t} s: {e}")))?,
+        ),
+        None if stream.is_some_and(|s| !s.is_none()) => None,
+        None => Some(DEFAULT_WAIT),
+    };
     let sig: &Tensor = &signal_var;
     run(py, stream, |call| {
         let w = signal(call, sig)?;
-        // On pgas's stream this is `signal_wait_until`; on a `stream=` stream the host waits
-        // for that stream, within the same timeout.
-        call.pgas
-            .signal_wait_until_on(call.stream(), w, signal_index, cmp, signal_val, timeout)
-            .map_err(to_py)
+        let pgas = call.pgas;
+        match bound {
+            Some(timeout) => {
+                pgas.signal_wait_until_on(call.stream(), w, signal_index, cmp, signal_val, timeout)
+            }
+            None => {
+                pgas.signal_wait_until_on_stream(call.stream(), w, signal_index, cmp, signal_val)
+            }
+        }
+        .map_err(to_py)
     })
 }
+
+/// How long `signal_wait` waits on the host when not told.
+const DEFAULT_WAIT: Duration = Duration::from_secs(60);
 
 /// This PE's current value of word `signal_index` of `signal_var` (`nvshmem_signal_fetch`).
 #[pyfunction]

@@ -1,16 +1,16 @@
 //! Ordering: `quiet`, `fence`, `barrier_all`, `sync_all`, `barrier`. Without `stream=` each
 //! waits for pgas's stream on the host, as the runtime's plain forms do; with it, the `_on` form
-//! runs on that stream and the host waits for it instead (`stream::wait`).
+//! is queued on that stream and the call returns, as NVSHMEM4Py's do: work queued on the stream
+//! after it runs after it, and the host waits only when it synchronizes the stream.
 
 use pyo3::prelude::*;
 
 use super::call::{run, Call};
 use crate::errors::to_py;
-use crate::stream;
 use crate::team::Team;
 
 /// Runs `plain` (the runtime's form that waits for pgas's stream) or, with `stream=`, `on` of
-/// that stream followed by a host wait for it.
+/// that stream, which the host does not wait for.
 fn ordering(
     call: &Call<'_>,
     plain: impl FnOnce() -> pgas_runtime::Result<()>,
@@ -18,16 +18,13 @@ fn ordering(
 ) -> PyResult<()> {
     match call.user {
         None => plain().map_err(to_py),
-        Some(user) => {
-            on(user).map_err(to_py)?;
-            stream::wait(user)
-        }
+        Some(user) => on(user).map_err(to_py),
     }
 }
 
 /// Completes every put and get this PE issued (`nvshmemx_quiet_on_stream`), then waits for
-/// pgas's stream. With `stream=`, the quiet runs on that stream, the host waits for it, and its
-/// later work runs after it.
+/// pgas's stream. With `stream=`, the quiet is queued on that stream (its later work runs after
+/// it) and the call returns without waiting.
 #[pyfunction]
 #[pyo3(signature = (*, stream=None))]
 pub(super) fn quiet(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
@@ -45,8 +42,9 @@ pub(super) fn fence(py: Python<'_>) -> PyResult<()> {
 }
 
 /// Barrier over all PEs that also completes every put and get issued before it
-/// (`nvshmemx_barrier_all_on_stream`), then waits for pgas's stream (with `stream=`: for that
-/// stream): afterwards every PE's framework views show what was put there.
+/// (`nvshmemx_barrier_all_on_stream`), then waits for pgas's stream: afterwards every PE's
+/// framework views show what was put there. With `stream=`, it is queued on that stream and the
+/// call returns: work queued there after it sees the puts.
 #[pyfunction]
 #[pyo3(signature = (*, stream=None))]
 pub(super) fn barrier_all(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {

@@ -15,9 +15,11 @@ use dlpark::versioned::Dlpack;
 use dlpark::{DlpackElement, Managed, ManagedTensorBase, OpaqueContext};
 
 use super::memory::{Owner, SymTensor};
-use super::pgas::Pgas;
+use super::pgas::{Inner, Pgas};
 use super::shape::{Shape, MAX_DIMS};
 use crate::error::{Error, Result};
+use crate::heap::SpanKind;
+use std::sync::Arc;
 
 impl<T: DeviceRepr + DlpackElement> SymTensor<T> {
     /// Moves this tensor into a DLPack tensor (versioned ABI) with its shape, row-major strides,
@@ -75,12 +77,34 @@ impl Pgas {
                 ),
             });
         }
+        // Memory pgas allocated is tracked already; other heap memory (NVSHMEM4Py's) is live
+        // for as long as this import holds it.
+        let tracked = self
+            .inner
+            .live
+            .track_unless_covered(ptr, bytes, SpanKind::Imported)
+            .then(|| Untrack {
+                inner: self.inner.clone(),
+                start: ptr,
+            });
         Ok(SymTensor::wrap(
             &self.inner,
             ptr,
             shape,
-            Owner::Other(Box::new(tensor)),
+            Owner::Other(Box::new((tensor, tracked))),
         ))
+    }
+}
+
+/// Forgets an imported tensor's live span when the import is dropped.
+struct Untrack {
+    inner: Arc<Inner>,
+    start: CUdeviceptr,
+}
+
+impl Drop for Untrack {
+    fn drop(&mut self) {
+        self.inner.live.untrack(self.start);
     }
 }
 

@@ -25,7 +25,7 @@ use super::memory::{Owner, SymTensor};
 use super::pgas::{Inner, Pgas};
 use super::shape::Shape;
 use crate::error::{Error, Result};
-use crate::heap;
+use crate::heap::{self, SpanKind};
 use std::sync::Arc;
 
 /// NVSHMEM's default `NVSHMEM_CUMEM_GRANULARITY`: registered buffers are multiples of it.
@@ -268,6 +268,9 @@ impl Pgas {
                        says why NVSHMEM refused it",
             });
         }
+        self.inner
+            .live
+            .track(mapped as CUdeviceptr, bytes, SpanKind::Registered);
         let registration = Registration {
             mapped: mapped as CUdeviceptr,
             size: bytes,
@@ -421,6 +424,7 @@ struct Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         let inner = &self.inner;
+        inner.live.untrack(self.mapped);
         // After a sticky CUDA error NVSHMEM would abort the process instead (see Inner).
         if inner.context_lost() || inner.bind().is_err() {
             return;

@@ -39,9 +39,9 @@ use crate::heap;
 /// alias of a borrowed tensor, which the borrow checker cannot express otherwise), and a user may
 /// wrap symmetric memory of their own. A seal across crates would need a public hidden trait
 /// that anyone could implement, so it would promise nothing; `unsafe impl` puts the promise where
-/// it is made. The host calls still check every region against the symmetric heap and return
-/// [`Error::NotSymmetric`] for one outside it, which catches the commonest broken
-/// implementation (a plain `cudaMalloc` pointer) but cannot catch a freed heap allocation.
+/// it is made. The host calls still check every region: [`Error::NotSymmetric`] for one outside
+/// the symmetric heap (a plain `cudaMalloc` pointer), [`Error::NotLive`] for one that is not
+/// inside one live allocation (a freed tensor, two allocations, past the end of one).
 pub unsafe trait SymRegion<T> {
     /// Device address of the first element on this PE (the same symmetric address names the
     /// region on every other PE).
@@ -151,20 +151,39 @@ impl Pgas {
         !local.is_null()
     }
 
-    /// [`Error::NotSymmetric`] unless all of `region` lies in the symmetric heap: what every
-    /// host call checks before handing a region to NVSHMEM. `what` names the argument.
+    /// What every host call checks before handing a region to NVSHMEM: [`Error::NotSymmetric`]
+    /// unless all of `region` lies in the symmetric heap, then [`Error::NotLive`] unless it lies
+    /// in one live allocation (not freed, not straddling two, not past the end of one). `what`
+    /// names the argument.
     pub(crate) fn check_region<T>(
         &self,
         what: &'static str,
         region: &(impl SymRegion<T> + ?Sized),
     ) -> Result<()> {
-        check_symmetric(
-            what,
-            region.as_device_ptr(),
-            region.len(),
-            std::mem::size_of::<T>(),
-            |addr| self.heap_holds(addr),
-        )
+        let elem = std::mem::size_of::<T>();
+        self.check_live(what, region.as_device_ptr(), region.len(), elem)
+    }
+
+    /// [`Pgas::check_region`] of `len` elements of `elem` bytes at `ptr` (also what a checked
+    /// kernel launch does for each symmetric argument).
+    pub(crate) fn check_live(
+        &self,
+        what: &'static str,
+        ptr: u64,
+        len: usize,
+        elem: usize,
+    ) -> Result<()> {
+        check_symmetric(what, ptr, len, elem, |addr| self.heap_holds(addr))?;
+        let bytes = (len as u64).saturating_mul(elem as u64);
+        self.inner
+            .live
+            .check(ptr, bytes)
+            .map_err(|overlaps| Error::NotLive {
+                what,
+                ptr,
+                bytes,
+                overlaps,
+            })
     }
 
     /// Allocates `len` zeroed elements on every PE. Collective: all PEs call it with the same
@@ -196,6 +215,9 @@ impl Pgas {
                     .into(),
             });
         }
+        inner
+            .live
+            .track(raw as CUdeviceptr, bytes, heap::SpanKind::Allocation);
         Ok(SymTensor::wrap(
             inner,
             raw as CUdeviceptr,
@@ -362,6 +384,8 @@ impl<T> Drop for SymTensor<T> {
         let _ = self.inner.sync_stream();
         match std::mem::replace(&mut self.owner, Owner::Heap(0)) {
             Owner::Heap(charge) => {
+                // Before the free: once freed, another thread's allocation may start here.
+                self.inner.live.untrack(self.ptr);
                 // SAFETY: `ptr` came from `nvshmem_calloc` and is freed once: the owner is
                 // replaced, so a second drop cannot free it again.
                 unsafe {

@@ -3,6 +3,7 @@
 //! handle the others hang off.
 
 pub(crate) mod agree;
+mod backoff;
 pub(crate) mod collectives;
 mod cuda;
 mod dlpack;

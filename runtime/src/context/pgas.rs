@@ -155,6 +155,7 @@ impl PgasBuilder {
             device,
             heap_size,
             heap_ledger: crate::heap::Ledger::default(),
+            live: crate::heap::LiveSpans::default(),
             stream,
             ctx,
             bootstrap: bootstrapped,
@@ -183,6 +184,8 @@ pub(crate) struct Inner {
     pub(crate) heap_size: usize,
     /// pgas's live symmetric allocations (see [`crate::heap::Ledger`]).
     pub(crate) heap_ledger: crate::heap::Ledger,
+    /// The address ranges of the live symmetric memory, which host calls check regions against.
+    pub(crate) live: crate::heap::LiveSpans,
     pub(crate) stream: Arc<CudaStream>,
     pub(crate) ctx: Arc<CudaContext>,
     /// Dropped after NVSHMEM finalized (MPI_Finalize must come after it).
@@ -255,8 +258,9 @@ impl Inner {
     }
 
     /// Waits for `stream` (the pgas stream or a caller's of this context) for at most
-    /// `timeout` (polling, so a stream blocked on a signal that never comes cannot hang the
-    /// caller); `what` describes the failure.
+    /// `timeout` (polling with a [`Backoff`](super::backoff::Backoff), so a stream blocked on a
+    /// signal that never comes cannot hang the caller, and one that passes soon is seen within
+    /// a poll); `what` describes the failure.
     pub(crate) fn sync_stream_within(
         &self,
         stream: &CudaStream,
@@ -264,7 +268,7 @@ impl Inner {
         what: impl FnOnce() -> String,
     ) -> Result<()> {
         use cudarc::driver::sys::{cuStreamQuery, CUresult};
-        let start = std::time::Instant::now();
+        let backoff = super::backoff::Backoff::new();
         loop {
             // SAFETY: the caller's stream is alive while it is borrowed here (the pgas stream
             // while `self` is).
@@ -277,13 +281,13 @@ impl Inner {
                         .map_err(Error::cuda("waiting for the stream of a signal wait"))
                 }
             }
-            if start.elapsed() >= timeout {
+            if backoff.elapsed() >= timeout {
                 return Err(Error::TimedOut {
                     what: what(),
                     waited: timeout,
                 });
             }
-            std::thread::sleep(std::time::Duration::from_micros(200));
+            backoff.pause();
         }
     }
 

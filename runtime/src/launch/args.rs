@@ -9,7 +9,7 @@ use cudarc::driver::{
     sys, CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop,
 };
 
-use crate::context::memory::{check_symmetric, SymRegion};
+use crate::context::memory::SymRegion;
 use crate::context::pgas::Pgas;
 use crate::context::team::Team;
 use crate::context::tensor_map::{TensorMap, TmaElem};
@@ -369,16 +369,14 @@ impl<'a> KernelArgs<'a> {
         Ok(())
     }
 
-    /// Checks what the arguments name against `pgas`: every pushed symmetric region lies in its
-    /// symmetric heap ([`Error::NotSymmetric`] otherwise; the kernel addresses it on this PE and
-    /// on others), and every pushed team is live ([`Error::TeamDestroyed`] otherwise). Runs on
-    /// every checked launch: two host-side address look-ups per region, one registry look-up
-    /// per split team.
+    /// Checks what the arguments name against `pgas`: every pushed symmetric region lies in one
+    /// live allocation of its symmetric heap ([`Error::NotSymmetric`] or [`Error::NotLive`]
+    /// otherwise; the kernel addresses it on this PE and on others), and every pushed team is
+    /// live ([`Error::TeamDestroyed`] otherwise). Runs on every checked launch: two host-side
+    /// address look-ups and one ledger look-up per region, one registry look-up per split team.
     pub(crate) fn check_handles(&self, pgas: &Pgas) -> Result<()> {
         for &(ptr, len, elem) in &self.syms[..self.n_syms] {
-            check_symmetric("a symmetric kernel argument", ptr, len, elem, |addr| {
-                pgas.in_symmetric_heap(addr, 1)
-            })?;
+            pgas.check_live("a symmetric kernel argument", ptr, len, elem)?;
         }
         for team in &self.teams[..self.n_teams] {
             team.check_live(pgas, "pass it to a kernel")?;

@@ -15,6 +15,7 @@
 //! nodes is handed to `srun` or `mpirun` ([`multinode`]).
 
 mod args;
+pub mod mps;
 pub mod multinode;
 mod run;
 

@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::args::RunArgs;
+use super::mps;
 use crate::bootstrap::{env, rendezvous};
 use crate::error::{Error, Result};
 
@@ -65,6 +66,26 @@ pub fn exit_code(result: &Result<()>) -> i32 {
 pub fn launch(args: &RunArgs, gpus_visible: usize) -> Result<()> {
     let devices = assign_gpus(args, gpus_visible)?;
     let sharing = sharing_env(&devices, &env::process)?;
+    // Ranks sharing a GPU run under CUDA MPS, whose server a dead client can leave unusable.
+    let shared: Vec<usize> = if ranks_per_gpu(&devices) > 1 {
+        let mut gpus = devices.clone();
+        gpus.sort_unstable();
+        gpus.dedup();
+        gpus
+    } else {
+        Vec::new()
+    };
+    let pipe = mps_pipe_dir(&env::process);
+    let mps = mps::Mps {
+        pipe: &pipe,
+        control: "nvidia-cuda-mps-control",
+        probe: &mps::self_probe,
+    };
+    if !shared.is_empty() {
+        if let Some(note) = mps.ensure_healthy(&shared)? {
+            eprintln!("pgas-run: before the job: {note}");
+        }
+    }
     let token = job_token();
     let server = rendezvous::Server::start(token.clone())?;
     let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -115,6 +136,15 @@ pub fn launch(args: &RunArgs, gpus_visible: usize) -> Result<()> {
         }
     }
     drop(server);
+    // A rank that died with work on the GPU may have left the MPS server in its fault state:
+    // mend it now, so the next job on this GPU starts.
+    if result.is_err() && !shared.is_empty() {
+        match mps.ensure_healthy(&shared) {
+            Ok(None) => {}
+            Ok(Some(note)) => eprintln!("pgas-run: after the job: {note}"),
+            Err(e) => eprintln!("pgas-run: after the job: {e}"),
+        }
+    }
     result
 }
 
