@@ -22,7 +22,7 @@
 # the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
 # a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
-# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused]
+# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4]
 #   suite:    only `pgas doctor`, the GPU test suite (4, 2, 1 PEs) and the differential test: for
 #             a second NVSHMEM version (see .device/nvshmem.tar.xz below).
 #   faults:   only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
@@ -37,13 +37,16 @@
 #             and PyTorch symm_mem's all-reduce (symm_mem_bench.py).
 #   fused:    only `pgas doctor` and issue 10's workloads against their baselines (halo, moe,
 #             ag_gemm, gemm_rs, allreduce_rmsnorm_bench, async_tp_bench.py).
+#   soak2, soak4: only `pgas doctor` and a long differential test (50,000 calls on 2 PEs, 20,000
+#             on 4 PEs; GPUs shared under CUDA MPS where there are fewer), each PE's host and
+#             GPU memory at the start, once warm and at the end; one device call each.
 # The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
 # benchmarks (dsl_vs_cuda, jit_costs, gemm) and the faults part; four calls cover everything.
 set -uo pipefail
-outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused]}"
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4]}"
 only="${2:-all}"
-case "$only" in all | suite | faults | sanitize | coll | fused) ;; *)
-  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused] (not '$only')" >&2
+case "$only" in all | suite | faults | sanitize | coll | fused | soak2 | soak4) ;; *)
+  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4] (not '$only')" >&2
   exit 2
   ;;
 esac
@@ -234,6 +237,27 @@ nccl_lib=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nc
 if [ -n "$nccl_lib" ] && [ -e "$nccl_lib/libnccl.so.2" ]; then
   mkdir -p /tmp/pgas-nccl && ln -sf "$nccl_lib/libnccl.so.2" /tmp/pgas-nccl/libnccl.so
 fi
+# The soak: the differential test at length (tests/gpu_suite/differential.rs), from a seed that is
+# today's date; 0 mismatches and flat memory from the warm point to the end.
+if [ "$only" = soak2 ] || [ "$only" = soak4 ]; then
+  soak_pes=${only#soak}
+  soak_calls=$([ "$soak_pes" = 2 ] && echo 50000 || echo 20000)
+  if share_begin "$soak_pes"; then
+    left=$((deadline - $(date +%s) - 20))
+    step "soak $soak_pes PE" suite.log "$left" "$bin/pgas-run" -n "$soak_pes" $share -- "$bin/gpu_suite" --differential "$(date -u +%Y%m%d)" "$soak_calls" "$((left - 15))"
+    share_end
+    done_calls=$(echo "$last" | sed -n 's/.*differential: seed [0-9]*, \([0-9]*\) calls.*/\1/p' | tail -1)
+    if [ "$rc" = 0 ] && [ "${done_calls:-0}" -lt "$soak_calls" ] && ! echo "$last" | grep -q "skipped: no GPU"; then
+      rc=1 last="$last
+the soak stopped at ${done_calls:-0} of $soak_calls calls (out of time)"
+    fi
+    verdict "soak $soak_pes PE${share:+ (sharing $gpus GPU)}" "$(echo "$last" | grep -oE 'differential: seed .*(mismatches|HUNG).*' | tail -1 | sed 's/: all_reduce.*refusals/: ... refusals/'); $(echo "$last" | grep -m1 -oE 'differential\[pe 0\]: memory .*')"
+  else
+    note "SKIP soak $soak_pes PE (${gpus} GPU and no CUDA MPS daemon to share one)"
+  fi
+  finish
+fi
+
 # Everything but the last part, unless only that was asked for.
 if [ "$only" = all ] || [ "$only" = suite ]; then
 
@@ -370,6 +394,10 @@ fi
 bench_pes=$((gpus >= 2 ? 2 : 1))
 step "dsl_vs_cuda $bench_pes PE" bench.log 120 "$bin/pgas-run" -n "$bench_pes" -- "$bin/dsl_vs_cuda"
 verdict "dsl_vs_cuda $bench_pes PE" "$(figures | brief '64x1024|ping|barrier|reduce_block|host_put|init')"
+# Host calls: RMA, quiet, barrier, atomics, the bounded signal wait against NVSHMEM's on-stream
+# wait, a wait satisfied 10 us in, and the live-allocation check's cost.
+step "host_ops" bench.log 60 "$bin/host_ops"
+verdict "host_ops" "$(figures | brief 'put_signal|bounded|10us|live_check_4096')"
 step "jit_costs" bench.log 90 "$bin/jit_costs"
 verdict "jit_costs" "$(figures | brief 'cold_compile|disk|memory|launch_dsl_checked|launch_bare|nvshmem_init')"
 # The same cold compiles against NVSHMEM's headers, without nvJitLink (figures named inline/...).

@@ -101,7 +101,9 @@ fn every_mode_runs_to_its_summary_on_stubs() {
     let (dev, tools) = fixtures(&root);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gpu-suite.sh");
     let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap());
-    for mode in ["all", "suite", "faults", "sanitize", "coll", "fused"] {
+    for mode in [
+        "all", "suite", "faults", "sanitize", "coll", "fused", "soak2", "soak4",
+    ] {
         let out_dir = root.join(format!("out-{mode}"));
         // `suite` runs on another NVSHMEM, packed as build-device.sh's PGAS_DEVICE_NVSHMEM does,
         // beside only the programs `PGAS_DEVICE_ONLY="gpu_suite hello_ring"` keeps.
@@ -231,7 +233,14 @@ fn every_mode_runs_to_its_summary_on_stubs() {
                 "suite: a program left out was not a SKIP:\n{summary}"
             );
         }
-        if !["suite", "coll", "fused"].contains(&mode) {
+        if mode.starts_with("soak") {
+            let pes = &mode[4..];
+            assert!(
+                summary.contains(&format!("SKIP soak {pes} PE (sharing 1 GPU)")),
+                "{mode}: the soak was not taken:\n{summary}"
+            );
+        }
+        if !["suite", "coll", "fused", "soak2", "soak4"].contains(&mode) {
             let calls = fs::read_to_string(root.join(format!("sanitizer-{mode}.log")))
                 .unwrap_or_else(|e| panic!("{mode}: the sanitizer never ran ({e})"));
             for call in calls.lines() {
@@ -257,6 +266,12 @@ fn every_mode_runs_to_its_summary_on_stubs() {
                     && summary.contains("gpu_suite 2 PE (sharing 1 GPU)")
                     && summary.contains("SKIP differential 2 PE (sharing 1 GPU)"),
                 "the shared-GPU suites were not taken:\n{summary}"
+            );
+            // Rank death runs with the two PEs sharing the one GPU, and the jobs after a death.
+            assert!(
+                summary.contains("SKIP rank death: exit in barrier (pgas-run)")
+                    && summary.contains("SKIP after a trap in a kernel: next 2-PE job"),
+                "rank death on the shared GPU was not taken:\n{summary}"
             );
             // The stub folder has no Python module: the Python steps say why they skipped.
             assert!(

@@ -309,6 +309,43 @@ fn watchdog(origin: Instant, seed: u64) {
     });
 }
 
+/// This process's resident host memory and the memory in use on its GPU (by every process on
+/// it), for the soak's flat-memory check.
+struct Memory {
+    host_rss: u64,
+    device_used: u64,
+}
+
+impl Memory {
+    fn now(p: &Pgas) -> Result<Memory, Box<dyn std::error::Error>> {
+        let status = std::fs::read_to_string("/proc/self/status")?;
+        let host_rss = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .ok_or("no VmRSS in /proc/self/status")?
+            * 1024;
+        p.cuda().bind_to_thread()?;
+        let (free, total) = pgas::cudarc::driver::result::mem_get_info()?;
+        Ok(Memory {
+            host_rss,
+            device_used: (total - free) as u64,
+        })
+    }
+}
+
+impl std::fmt::Display for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+        write!(
+            f,
+            "(host RSS {:.1} MiB, GPU in use {:.1} MiB)",
+            mib(self.host_rss),
+            mib(self.device_used)
+        )
+    }
+}
+
 pub fn run(args: &[String]) -> ExitCode {
     let pos = args.iter().position(|a| a == "--differential").unwrap_or(0);
     let num = |k: usize| args.get(pos + k).and_then(|v| v.parse::<u64>().ok());
@@ -392,7 +429,15 @@ fn drive(
     watchdog(origin, seed);
     let mut rng = Rng(mix(seed));
     let mut done = 0u64;
+    // Memory at the start, once warm (the first tenth of the calls or 1000, whichever is
+    // fewer: lazily made state such as graph instances grows until then) and at the end: a
+    // soak must stay flat after the warm point.
+    let warm_at = (calls / 10).min(1000);
+    let mut memory = vec![("start", Memory::now(p)?)];
     while done < calls {
+        if done == warm_at && warm_at > 0 {
+            memory.push(("warm", Memory::now(p)?));
+        }
         if done > 0 && done.is_multiple_of(STOP_EVERY) {
             // From the process's start: the compiles count, so the whole fits SECONDS.
             stop_in.copy_from(&[(origin.elapsed() > budget) as u32])?;
@@ -417,6 +462,9 @@ fn drive(
     }
     let secs = t0.elapsed().as_secs_f64();
     util::settle(p)?;
+    memory.push(("end", Memory::now(p)?));
+    let shown: Vec<String> = memory.iter().map(|(at, m)| format!("{at} {m}")).collect();
+    println!("differential[pe {me}]: memory {}", shown.join(", "));
     let table = crate::runner::gather(p, &cx.counts)?;
     let mismatches: Vec<u32> = (0..n).map(|q| table[q * COUNTERS + MISMATCHES]).collect();
     let total: u32 = mismatches.iter().sum();

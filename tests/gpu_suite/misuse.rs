@@ -22,6 +22,7 @@ pub const CASES: &[Case] = &[
     case("misuse/stream_of_another_gpu", stream_of_another_gpu),
     case("misuse/buffer_of_another_gpu", buffer_of_another_gpu),
     case("misuse/region_outside_the_heap", region_outside_the_heap),
+    case("misuse/region_not_live", region_not_live),
     case("misuse/team_used_after_destroy", team_used_after_destroy),
 ];
 
@@ -614,6 +615,105 @@ fn region_outside_the_heap(p: &Pgas) -> CaseResult {
         &fix,
     )?;
     drop(plain);
+    ring_still_works(p, 4)
+}
+
+/// A region inside the symmetric heap that is not one live allocation: over a freed tensor
+/// (before, a `get` from it returned `Ok`), straddling two tensors, running past the end of one.
+/// Host RMA, signals, atomics, a collective and a checked launch each refuse it with `NotLive`,
+/// naming the address ranges it overlaps, and leave every buffer as it was.
+fn region_not_live(p: &Pgas) -> CaseResult {
+    let me = util::me(p);
+    let mut a = p.alloc::<u32>(64)?;
+    let b = p.alloc::<u32>(64)?;
+    // Freed last, so that no allocation of this case reuses its address.
+    let freed_ptr = {
+        let gone = p.alloc::<u32>(64)?;
+        gone.as_device_ptr()
+    }; // freed here, collectively
+    let pattern: Vec<u32> = (0..64).map(|i| 7 * i + me as u32).collect();
+    a.copy_from(&pattern)?;
+    p.barrier_all()?;
+    let (pa, pb) = (a.as_device_ptr(), b.as_device_ptr());
+    let freed = Outside(freed_ptr, 64);
+    // The last 16 elements of the lower tensor and the first 16 of the higher.
+    let (lo, hi) = if pa < pb { (pa, pb) } else { (pb, pa) };
+    let straddle = Outside(lo + 48 * 4, ((hi - lo) / 4) as usize - 48 + 16);
+    let past_end = Outside(pa + 32 * 4, 64);
+    let fix = [
+        "is not inside one live symmetric allocation",
+        "Fix: pass a live SymTensor",
+    ];
+    let not_live = |what: &'static str, names: String| {
+        move |e: &Error| {
+            matches!(e, Error::NotLive { what: w, .. } if *w == what)
+                && e.to_string().contains(&names)
+        }
+    };
+    let nothing = "no live symmetric allocation".to_string();
+    let lower = format!("{lo:#x}..");
+    let of_a = format!("{pa:#x}..");
+    expect_err(
+        "get from a freed tensor",
+        p.get(&a, &freed, util::next(p)),
+        not_live("the source", nothing.clone()),
+        &fix,
+    )?;
+    expect_err(
+        "put into a freed tensor",
+        p.put(&freed, &a, util::next(p)),
+        not_live("the destination", nothing.clone()),
+        &fix,
+    )?;
+    expect_err(
+        "get into a region straddling two tensors",
+        p.get(&straddle, &b, me),
+        not_live("the destination", lower.clone()),
+        &fix,
+    )?;
+    expect_err(
+        "put_nbi from a region past a tensor's end",
+        p.put_nbi::<u32>(&b, &past_end, util::next(p)),
+        not_live("the source", of_a.clone()),
+        &fix,
+    )?;
+    expect_err(
+        "signal_op on a freed tensor",
+        p.signal_op(&Outside(freed_ptr, 8), 0, 1, SignalOp::Add, me),
+        not_live("the signal region", nothing.clone()),
+        &fix,
+    )?;
+    expect_err(
+        "atomic_add on a freed tensor",
+        p.atomic_add::<u32>(&freed, 0, 1, util::next(p)),
+        not_live("the atomic's target", nothing.clone()),
+        &fix,
+    )?;
+    expect_err(
+        "broadcast into a region straddling two tensors",
+        p.broadcast::<u32>(Team::WORLD, &straddle, &straddle, 0),
+        not_live("the destination", lower),
+        &fix,
+    )?;
+    let mut args = pgas::__private::KernelArgs::new();
+    args.push_sym_mut::<u32, _>(&mut Outside(freed_ptr, 64));
+    expect_err(
+        "a kernel launched on a freed tensor as a symmetric argument",
+        pgas::__private::launch(
+            p,
+            &misuse_touch::SPEC,
+            pgas::kernel::Variant::Plain,
+            &[],
+            LaunchConfig::blocks(1, 64),
+            None,
+            &mut args,
+        ),
+        not_live("a symmetric kernel argument", nothing),
+        &fix,
+    )?;
+    p.barrier_all()?;
+    util::check_eq("the refused calls left a as it was", &a.to_vec()?, &pattern)?;
+    util::check_eq("and b", &b.to_vec()?, &[0u32; 64])?;
     ring_still_works(p, 4)
 }
 

@@ -1,0 +1,220 @@
+//! What pgas's host calls cost (`host_ops`; one PE, or `pgas-run -n N`), each the median of many
+//! calls, host call plus the stream synchronize that makes its result visible:
+//! - put and get of 4 KiB, quiet, barrier_all, atomic_fetch_add;
+//! - a put-with-signal to the next PE followed by the wait for the previous PE's signal, three
+//!   ways: pgas's bounded host wait (`signal_wait_until`, which polls with a back-off), NVSHMEM's
+//!   own on-stream wait followed by a stream synchronize (`signal_wait_until_on_stream`, the
+//!   form NVSHMEM4Py's `signal_wait(stream=)` is), and their ratio;
+//! - a wait satisfied 10 us after it starts (another thread signals this PE on a second stream
+//!   10 us in): the time until the bounded wait returns, which had a floor of about 300 us while
+//!   it slept 200 us between polls;
+//! - the live-allocation check every host call makes (`heap::LiveSpans::check`), per call, with
+//!   1, 64 and 4096 allocations live: it must not show beside the latencies above.
+
+mod common;
+
+use common::{emit, median, show, BenchResult, Figure};
+use pgas::heap::{LiveSpans, SpanKind};
+use pgas::prelude::*;
+use std::time::{Duration, Instant};
+
+const BENCH: &str = "host_ops";
+const REPS: usize = 2000;
+const WARMUP: usize = 50;
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Median microseconds of `REPS` runs of `op` after `WARMUP` unrecorded ones.
+fn median_us(mut op: impl FnMut() -> BenchResult<()>) -> BenchResult<f64> {
+    let mut us = Vec::with_capacity(REPS);
+    for i in 0..WARMUP + REPS {
+        let t = Instant::now();
+        op()?;
+        if i >= WARMUP {
+            us.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    Ok(median(&us))
+}
+
+/// Nanoseconds of one `LiveSpans::check` with `spans` allocations live (the median of 101
+/// batches of 10,000 checks spread over the allocations).
+fn live_check_ns(spans: usize) -> f64 {
+    let live = LiveSpans::default();
+    for i in 0..spans as u64 {
+        live.track(0x7f00_0000_0000 + i * 4096, 2048, SpanKind::Allocation);
+    }
+    let batch = 10_000u64;
+    let per_call: Vec<f64> = (0..101)
+        .map(|_| {
+            let t = Instant::now();
+            for k in 0..batch {
+                let at = 0x7f00_0000_0000 + (k % spans as u64) * 4096 + 64;
+                std::hint::black_box(live.check(std::hint::black_box(at), 1024).is_ok());
+            }
+            t.elapsed().as_secs_f64() * 1e9 / batch as f64
+        })
+        .collect();
+    median(&per_call)
+}
+
+fn main() -> BenchResult<()> {
+    if !common::gpu_present() {
+        println!("{BENCH}: skipped: no GPU");
+        return Ok(());
+    }
+    let p = pgas::init()?;
+    let (me, n) = (p.my_pe(), p.n_pes());
+    let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+    let machine = format!("{} x{} PE", p.cuda().name()?, n);
+    let src = p.alloc::<u8>(4096)?;
+    let dst = p.alloc::<u8>(4096)?;
+    let counter = p.alloc::<u64>(1)?;
+    let sig = p.alloc::<u64>(2)?;
+    let sync = || -> BenchResult<()> { Ok(p.stream().synchronize()?) };
+    let mut figs: Vec<Figure> = Vec::new();
+    let mut fig = |name: &str, value: f64, unit: &'static str, note: &str| {
+        figs.push(Figure {
+            name: name.into(),
+            value,
+            unit,
+            note: note.into(),
+        })
+    };
+    p.barrier_all()?;
+
+    let put = median_us(|| {
+        p.put(&dst, &src, next)?;
+        sync()
+    })?;
+    fig(
+        "put_4KiB",
+        put,
+        "us",
+        "put to the next PE + stream synchronize",
+    );
+    let get = median_us(|| {
+        p.get(&dst, &src, prev)?;
+        sync()
+    })?;
+    fig(
+        "get_4KiB",
+        get,
+        "us",
+        "get from the previous PE + stream synchronize",
+    );
+    let quiet = median_us(|| Ok(p.quiet()?))?;
+    fig("quiet", quiet, "us", "quiet (waits for the stream)");
+    let barrier = median_us(|| Ok(p.barrier_all()?))?;
+    fig(
+        "barrier_all",
+        barrier,
+        "us",
+        "barrier_all (waits for the stream)",
+    );
+    let amo = median_us(|| {
+        p.atomic_fetch_add::<u64>(&counter, 0, 1, next)?;
+        Ok(())
+    })?;
+    fig(
+        "atomic_fetch_add",
+        amo,
+        "us",
+        "blocking fetch-add on the next PE",
+    );
+
+    // Signal word 0: each round k, every PE sets the next PE's word to k and waits for its own
+    // word to become k (set by the previous PE).
+    let mut round = 0u64;
+    p.barrier_all()?;
+    let bounded = median_us(|| {
+        round += 1;
+        p.put_signal(&dst, &src, &sig, 0, round, SignalOp::Set, next)?;
+        p.signal_wait_until(&sig, 0, Cmp::Ge, round, WAIT)?;
+        Ok(())
+    })?;
+    p.barrier_all()?;
+    let on_stream = median_us(|| {
+        round += 1;
+        p.put_signal(&dst, &src, &sig, 0, round, SignalOp::Set, next)?;
+        p.signal_wait_until_on_stream(p.stream(), &sig, 0, Cmp::Ge, round)?;
+        sync()
+    })?;
+    fig(
+        "put_signal_wait_bounded",
+        bounded,
+        "us",
+        "put_signal 4 KiB + signal_wait_until (pgas's bounded host wait)",
+    );
+    fig(
+        "put_signal_wait_on_stream",
+        on_stream,
+        "us",
+        "put_signal 4 KiB + NVSHMEM's on-stream wait + stream synchronize",
+    );
+    fig(
+        "bounded_over_on_stream",
+        bounded / on_stream,
+        "x",
+        "the bounded wait's time over NVSHMEM's on-stream wait's (1.0: no floor)",
+    );
+
+    // Word 1: this PE's own thread signals it 10 us after the wait starts, on a second stream.
+    let second = p.cuda().new_stream()?;
+    let delay = Duration::from_micros(10);
+    let mut late = Vec::with_capacity(REPS);
+    for i in 0..WARMUP + REPS {
+        let value = i as u64 + 1;
+        let start = Instant::now();
+        std::thread::scope(|s| -> BenchResult<()> {
+            let signaler = s.spawn(|| -> pgas::Result<()> {
+                while start.elapsed() < delay {
+                    std::hint::spin_loop();
+                }
+                p.signal_op_on(&second, &sig, 1, value, SignalOp::Set, me)
+            });
+            p.signal_wait_until(&sig, 1, Cmp::Eq, value, WAIT)?;
+            signaler
+                .join()
+                .map_err(|_| "the signaling thread panicked")??;
+            Ok(())
+        })?;
+        if i >= WARMUP {
+            late.push(start.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    second.synchronize()?;
+    fig(
+        "wait_signaled_after_10us",
+        median(&late),
+        "us",
+        "signal_wait_until satisfied by a signal issued 10 us after it started (was >= 300 us)",
+    );
+
+    for spans in [1, 64, 4096] {
+        fig(
+            &format!("live_check_{spans}_allocations"),
+            live_check_ns(spans),
+            "ns",
+            "LiveSpans::check, the live-allocation check of every host call",
+        );
+    }
+    p.barrier_all()?;
+
+    if me == 0 {
+        println!("{BENCH} on {machine}:");
+        println!("{:<32} {:>10}  what", "figure", "median");
+        for f in &figs {
+            println!(
+                "{:<32} {:>7} {:<2}  {}",
+                f.name,
+                show(f.value),
+                f.unit,
+                f.note
+            );
+        }
+        for f in &figs {
+            emit(BENCH, &machine, f);
+        }
+    }
+    Ok(())
+}
