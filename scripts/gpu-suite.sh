@@ -427,8 +427,11 @@ rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must ma
   local name=$1 want=$2
   shift 2
   step "$name" faults.log 60 "$@"
-  local ended died took
+  local ended died took ranks_ended
   ended=$(date +%s%3N)
+  # Under --share-gpus pgas-run checks the MPS server after the ranks ended, and says when they did.
+  ranks_ended=$(echo "$last" | sed -n 's/.*every rank ended at \([0-9]*\) ms.*/\1/p' | head -1)
+  ended=${ranks_ended:-$ended}
   died=$(echo "$last" | sed -n 's/.* dies by .* at \([0-9]*\) ms.*/\1/p' | head -1)
   took=$((ended - ${died:-0}))
   if [ "$rc" = -1 ]; then return; fi
@@ -458,7 +461,8 @@ rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must ma
 # daemon (runtime/src/launcher/mps.rs), and says so.
 after_death() { # NAME: the death step's output is in $last
   local name=$1 mended=""
-  echo "$last" | grep -q "restarted the MPS daemon" && mended="pgas-run restarted the MPS daemon; "
+  mended=$(echo "$last" | grep -m1 -o "the CUDA MPS server could not take new clients.*" | cut -c1-160)
+  mended=${mended:+$mended; }
   step "after $name: next 2-PE job" faults.log 60 "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" rma/p_g_small_ints
   verdict "after $name: next 2-PE job${share:+ (sharing $gpus GPU)}" "$mended$(echo "$last" | grep -m1 -E "gpu_suite: [0-9]+ passed" | cut -c1-80)"
   step "after $name: next 1-PE job" faults.log 60 "$bin/gpu_suite" rma/p_g_small_ints

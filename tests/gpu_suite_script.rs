@@ -233,8 +233,7 @@ fn every_mode_runs_to_its_summary_on_stubs() {
                 "suite: a program left out was not a SKIP:\n{summary}"
             );
         }
-        if mode.starts_with("soak") {
-            let pes = &mode[4..];
+        if let Some(pes) = mode.strip_prefix("soak") {
             assert!(
                 summary.contains(&format!("SKIP soak {pes} PE (sharing 1 GPU)")),
                 "{mode}: the soak was not taken:\n{summary}"

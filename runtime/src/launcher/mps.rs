@@ -21,8 +21,12 @@ use crate::error::{Error, Result};
 /// program then runs [`probe_main`] instead of a job.
 pub const PROBE_VAR: &str = "PGAS_RUN_MPS_PROBE";
 
-/// How long a probe, a `quit` or a start of the daemon may take.
+/// How long a probe may take.
 const LIMIT: Duration = Duration::from_secs(20);
+/// How long a `quit`, a SIGKILL or a start of the daemon may take.
+const QUIT_LIMIT: Duration = Duration::from_secs(5);
+/// How long a faulted server gets to heal itself before the daemon is restarted.
+pub(super) const RECOVER: Duration = Duration::from_secs(5);
 
 /// The probe process's work: a context on GPU `ordinal`, one allocation, one synchronize. Exit
 /// status 0 when all of it worked; otherwise the error is printed and the status is 1.
@@ -56,9 +60,9 @@ pub fn probe_main(ordinal: &str) -> i32 {
     }
 }
 
-/// Runs `cmd` with `input` on its standard input for at most [`LIMIT`]; its status (`None`:
-/// it did not end in time and was killed) and its output.
-fn run_bounded(mut cmd: Command, input: &str) -> Result<(Option<i32>, String)> {
+/// Runs `cmd` with `input` on its standard input for at most `limit`; its status (`None`: it
+/// did not end in time and was killed) and its output.
+fn run_bounded(mut cmd: Command, input: &str, limit: Duration) -> Result<(Option<i32>, String)> {
     let program = format!("{:?}", cmd.get_program());
     let mut child = cmd
         .stdin(Stdio::piped())
@@ -74,7 +78,7 @@ fn run_bounded(mut cmd: Command, input: &str) -> Result<(Option<i32>, String)> {
         if let Some(status) = child.try_wait().ok().flatten() {
             break Some(status.code().unwrap_or(-1));
         }
-        if start.elapsed() >= LIMIT {
+        if start.elapsed() >= limit {
             let _ = child.kill();
             let _ = child.wait();
             break None;
@@ -100,6 +104,9 @@ pub(super) struct Mps<'a> {
     pub(super) control: &'a str,
     /// The command that probes one GPU (exit status 0: it can take new clients).
     pub(super) probe: &'a dyn Fn(usize) -> Command,
+    /// How long a faulted server gets to heal itself before the daemon is restarted
+    /// ([`RECOVER`]).
+    pub(super) recover: Duration,
 }
 
 /// The probe `pgas-run` runs: itself, with [`PROBE_VAR`] naming the GPU.
@@ -120,7 +127,7 @@ impl Mps<'_> {
     /// Probes each GPU of `gpus`; the first failure, described.
     fn probe(&self, gpus: &[usize]) -> Result<Option<String>> {
         for &gpu in gpus {
-            let (status, output) = run_bounded((self.probe)(gpu), "")?;
+            let (status, output) = run_bounded((self.probe)(gpu), "", LIMIT)?;
             match status {
                 Some(0) => {}
                 Some(_) => return Ok(Some(format!("GPU {gpu}: {output}"))),
@@ -135,11 +142,11 @@ impl Mps<'_> {
         Ok(None)
     }
 
-    /// Waits until the control file exists (`present`) or is gone, for at most [`LIMIT`].
-    fn await_control(&self, present: bool) -> bool {
+    /// Waits until the daemon is up (`up`) or gone, for at most [`QUIT_LIMIT`].
+    fn await_daemon(&self, up: bool) -> bool {
         let start = Instant::now();
-        while self.pipe.join("control").exists() != present {
-            if start.elapsed() >= LIMIT {
+        while daemon_alive(self.pipe) != up {
+            if start.elapsed() >= QUIT_LIMIT {
                 return false;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -147,20 +154,28 @@ impl Mps<'_> {
         true
     }
 
-    /// Restarts the MPS control daemon.
+    /// Restarts the MPS control daemon: `quit`, and where it does not stop in time (a server in
+    /// its fault state can keep `quit` waiting), SIGKILL for the daemon and its servers; then
+    /// `-d`.
     fn restart(&self) -> Result<()> {
-        let (status, output) = run_bounded(Command::new(self.control), "quit\n")?;
-        if status.is_none() || !self.await_control(false) {
-            return Err(Error::Launcher(format!(
-                "the CUDA MPS daemon did not stop within {} s of `quit` ({output}); clear it with \
-                 {CLEAR}",
-                LIMIT.as_secs()
-            )));
+        let _ = run_bounded(Command::new(self.control), "quit\n", QUIT_LIMIT)?;
+        if !self.await_daemon(false) {
+            kill_daemon(self.pipe);
+            if !self.await_daemon(false) {
+                return Err(Error::Launcher(format!(
+                    "the CUDA MPS daemon did not stop, after `quit` and SIGKILL; clear it with \
+                     {CLEAR}"
+                )));
+            }
+        }
+        // A daemon that was killed leaves its pipe and pid files behind.
+        for stale in ["control", PID_FILE] {
+            let _ = std::fs::remove_file(self.pipe.join(stale));
         }
         let mut start = Command::new(self.control);
         start.arg("-d");
-        let (status, output) = run_bounded(start, "")?;
-        if status != Some(0) || !self.await_control(true) {
+        let (status, output) = run_bounded(start, "", QUIT_LIMIT)?;
+        if status != Some(0) || !self.await_daemon(true) {
             return Err(Error::Launcher(format!(
                 "restarting the CUDA MPS daemon (`nvidia-cuda-mps-control -d`) failed ({output}); \
                  start it by hand"
@@ -169,25 +184,96 @@ impl Mps<'_> {
         Ok(())
     }
 
-    /// Makes sure the MPS server of `gpus` can take new clients: probes, and restarts the daemon
-    /// when a probe fails. `Ok(Some(what))` when it restarted it (`what` says why, for the
-    /// user); `Err` when the server stays unusable.
+    /// Makes sure the MPS server of `gpus` can take new clients: probes; when a probe fails,
+    /// probes again for up to `recover` (a server heals itself once every client of the
+    /// faulted context has exited), then restarts the daemon. `Ok(Some(what))` when it waited
+    /// or restarted (`what` says why, for the user); `Err` when the server stays unusable.
     pub(super) fn ensure_healthy(&self, gpus: &[usize]) -> Result<Option<String>> {
         let Some(fault) = self.probe(gpus)? else {
             return Ok(None);
         };
+        let start = Instant::now();
+        while start.elapsed() < self.recover {
+            std::thread::sleep(Duration::from_millis(250));
+            if self.probe(gpus)?.is_none() {
+                return Ok(Some(format!(
+                    "the CUDA MPS server could not take new clients ({fault}); it recovered by \
+                     itself within {} ms",
+                    start.elapsed().as_millis()
+                )));
+            }
+        }
         self.restart()?;
         match self.probe(gpus)? {
             None => Ok(Some(format!(
-                "the CUDA MPS server could not take new clients ({fault}), most likely left in \
-                 its fault state by a process that died with work on the GPU; pgas-run restarted \
-                 the MPS daemon"
+                "the CUDA MPS server could not take new clients ({fault}) for {:.1} s, left in its \
+                 fault state by a process that died with work on the GPU; pgas-run restarted the \
+                 MPS daemon",
+                self.recover.as_secs_f64()
             ))),
             Some(still) => Err(Error::Launcher(format!(
                 "the CUDA MPS server cannot take new clients ({fault}), and it still cannot after \
                  pgas-run restarted the MPS daemon ({still}). Clear it with {CLEAR}"
             ))),
         }
+    }
+}
+
+/// The file in the pipe folder that holds the control daemon's process id.
+const PID_FILE: &str = "nvidia-cuda-mps-control.pid";
+
+/// The process id in `pipe`'s pid file, if there is one.
+fn daemon_pid(pipe: &Path) -> Option<i32> {
+    std::fs::read_to_string(pipe.join(PID_FILE))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Whether process `pid` runs (exists and is not a zombie).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        // The state follows the command name, which is in parentheses.
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().to_string())
+        })
+        .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
+}
+
+/// Whether the MPS control daemon whose pipe folder is `pipe` is up: its pid file names a
+/// running process, or, where there is no pid file, its control pipe exists.
+pub(super) fn daemon_alive(pipe: &Path) -> bool {
+    match daemon_pid(pipe) {
+        Some(pid) => running(pid),
+        None => pipe.join("control").exists(),
+    }
+}
+
+/// SIGKILLs the control daemon of `pipe` and every MPS server process.
+fn kill_daemon(pipe: &Path) {
+    let mut victims: Vec<i32> = daemon_pid(pipe).into_iter().collect();
+    if let Ok(procs) = std::fs::read_dir("/proc") {
+        for entry in procs.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains("nvidia-cuda-mps-server") {
+                victims.push(pid);
+            }
+        }
+    }
+    for pid in victims {
+        // SAFETY: kill(2) with a pid read just now; a process that has exited since makes it
+        // fail with ESRCH, which is ignored.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }
 
@@ -244,6 +330,7 @@ mod tests {
             pipe: &dir,
             control: &control,
             probe: &probe,
+            recover: Duration::ZERO,
         };
         assert!(mps.ensure_healthy(&[0]).unwrap().is_none());
         let _ = std::fs::remove_dir_all(&dir);
@@ -258,6 +345,7 @@ mod tests {
             pipe: &dir,
             control: &control,
             probe: &probe,
+            recover: Duration::ZERO,
         };
         let note = mps.ensure_healthy(&[0, 1]).unwrap().expect("a restart");
         assert!(
@@ -277,6 +365,7 @@ mod tests {
             pipe: &dir,
             control: &control,
             probe: &probe,
+            recover: Duration::ZERO,
         };
         let e = mps.ensure_healthy(&[0]).unwrap_err().to_string();
         assert!(

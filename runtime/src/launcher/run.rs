@@ -80,6 +80,7 @@ pub fn launch(args: &RunArgs, gpus_visible: usize) -> Result<()> {
         pipe: &pipe,
         control: "nvidia-cuda-mps-control",
         probe: &mps::self_probe,
+        recover: mps::RECOVER,
     };
     if !shared.is_empty() {
         if let Some(note) = mps.ensure_healthy(&shared)? {
@@ -139,6 +140,11 @@ pub fn launch(args: &RunArgs, gpus_visible: usize) -> Result<()> {
     // A rank that died with work on the GPU may have left the MPS server in its fault state:
     // mend it now, so the next job on this GPU starts.
     if result.is_err() && !shared.is_empty() {
+        // Every rank is gone now; the check below may take seconds, so say when they ended.
+        eprintln!(
+            "pgas-run: every rank ended at {} ms (Unix time); checking the CUDA MPS server",
+            unix_ms()
+        );
         match mps.ensure_healthy(&shared) {
             Ok(None) => {}
             Ok(Some(note)) => eprintln!("pgas-run: after the job: {note}"),
@@ -230,7 +236,7 @@ fn sharing_env(
         )));
     }
     let pipe = mps_pipe_dir(get);
-    if !pipe.join("control").exists() {
+    if !mps::daemon_alive(&pipe) {
         return Err(Error::Launcher(format!(
             "{per_gpu} ranks share a GPU, which NVSHMEM supports only under CUDA MPS, and no MPS \
              control daemon is running (no {}): start it with `nvidia-cuda-mps-control -d` \
@@ -243,6 +249,13 @@ fn sharing_env(
         Some(_) => Vec::new(),
         None => vec![(SHARE, (100 / per_gpu).to_string())],
     })
+}
+
+/// Milliseconds since the Unix epoch.
+fn unix_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
 }
 
 fn job_token() -> String {

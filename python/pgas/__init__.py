@@ -1,0 +1,75 @@
+"""pgas for Python: NVSHMEM's host API over pgas's runtime, with symmetric tensors handed to
+PyTorch, CuPy or JAX through DLPack without a copy.
+
+The functions and classes are those of the native module (``pgas._pgas``, built from Rust);
+this file adds what is simplest in Python: start-up from an mpi4py communicator
+(``init(mpi_comm=...)``). ``pgas.nvshmem.core`` is NVSHMEM4Py's ``nvshmem.core`` over the same
+runtime, for programs written for NVSHMEM4Py. ``docs/python.md`` is the guide.
+
+    import pgas, torch
+    with pgas.init() as ctx:                   # one per process; pgas-run / mpirun / one PE
+        t = pgas.alloc((4, 1024), "float32")   # symmetric: collective, zeroed
+        x = torch.from_dlpack(t)               # the same memory
+        ...
+"""
+
+from typing import Any, Optional
+
+from . import _pgas
+from ._pgas import *  # noqa: F401,F403  (the native module's public names, listed in __all__)
+from ._pgas import DTYPES, __version__  # noqa: F401
+
+__all__ = [name for name in dir(_pgas) if not name.startswith("_")] + ["__version__"]
+
+
+def init(
+    *,
+    heap_size: Optional[int] = None,
+    device: Optional[int] = None,
+    initializer_method: str = "auto",
+    uid: Optional[bytes] = None,
+    rank: Optional[int] = None,
+    nranks: Optional[int] = None,
+    mpi_comm: Any = None,
+) -> "_pgas.Context":
+    """Initializes NVSHMEM on this process's GPU and returns the ``Context`` (also a context
+    manager: ``with pgas.init() as ctx:`` finalizes at the end of the block).
+
+    Start-up, by ``initializer_method``: ``"auto"`` (from the environment: ``pgas-run``,
+    ``mpirun``/``srun``, or one PE), ``"single"``, ``"launcher"``, ``"mpi"``, ``"nvshmem"``, or
+    ``"uid"``: a unique id from ``get_unique_id()`` on rank 0, handed to every rank by the
+    program (``uid``, with ``rank`` and ``nranks``). With ``mpi_comm`` (an mpi4py communicator)
+    rank 0 makes the id and broadcasts it over the communicator, and every rank of it starts
+    with its rank and size there. ``heap_size`` sets each PE's symmetric heap in bytes,
+    ``device`` the CUDA ordinal. Collective over every rank; once per process.
+    """
+    if mpi_comm is not None:
+        if uid is not None:
+            raise _pgas.ArgumentError(
+                "init: pass either mpi_comm (pgas makes and broadcasts the unique id) or uid, "
+                "not both"
+            )
+        try:
+            comm_rank, comm_size = int(mpi_comm.Get_rank()), int(mpi_comm.Get_size())
+        except AttributeError:
+            raise TypeError(
+                "init: mpi_comm takes an mpi4py communicator (with Get_rank, Get_size and bcast), "
+                f"got {type(mpi_comm).__name__}"
+            ) from None
+        for name, given, actual in (("rank", rank, comm_rank), ("nranks", nranks, comm_size)):
+            if given is not None and given != actual:
+                raise _pgas.ArgumentError(
+                    f"init: {name}={given}, but the communicator says {actual}: leave {name} out "
+                    "with mpi_comm, or pass the communicator of the ranks that start together"
+                )
+        mine = _pgas.get_unique_id() if comm_rank == 0 else None
+        uid = mpi_comm.bcast(mine, root=0)
+        rank, nranks, initializer_method = comm_rank, comm_size, "uid"
+    return _pgas.init(
+        heap_size=heap_size,
+        device=device,
+        initializer_method=initializer_method,
+        uid=uid,
+        rank=rank,
+        nranks=nranks,
+    )

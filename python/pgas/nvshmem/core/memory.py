@@ -1,0 +1,119 @@
+"""NVSHMEM4Py's memory functions: untyped symmetric ``Buffer``s (``buffer``, ``free``), peer and
+multicast views, and registering memory another library allocated with CUDA VMM. Every one of
+them is collective over all PEs, as in NVSHMEM4Py, except the peer and multicast views."""
+
+from typing import Any, Optional
+
+from ... import _pgas
+from . import _registry
+
+
+class SymmetricBuffer:
+    """An untyped symmetric buffer (``handle``: its device address, ``size``: its bytes), what
+    ``buffer`` returns where cuda.core is not installed (with it, a cuda.core ``Buffer``).
+    DLPack hands it out as ``uint8`` bytes."""
+
+    def __init__(self, tensor: Any) -> None:
+        self._tensor = tensor
+        self.handle = int(tensor.data_ptr)
+        self.size = int(tensor.nbytes)
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._tensor.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self) -> Any:
+        return self._tensor.__dlpack_device__()
+
+    def __repr__(self) -> str:
+        return f"SymmetricBuffer(handle={self.handle:#x}, size={self.size})"
+
+
+def _buffer_class() -> Optional[type]:
+    for name in ("cuda.core", "cuda.core.experimental"):
+        try:
+            module = __import__(name, fromlist=["Buffer"])
+            return getattr(module, "Buffer")
+        except (ImportError, AttributeError):
+            continue
+    return None
+
+
+def wrap_buffer(tensor: Any) -> Any:
+    """A Buffer over the bytes of symmetric ``tensor``: a cuda.core ``Buffer`` that does not
+    own them (pgas frees them), else a ``SymmetricBuffer``."""
+    cls = _buffer_class()
+    if cls is not None and hasattr(cls, "from_handle"):
+        return cls.from_handle(int(tensor.data_ptr), int(tensor.nbytes))
+    return SymmetricBuffer(tensor)
+
+
+def buffer(size: int, release: bool = False, except_on_del: bool = True) -> Any:
+    """Allocates ``size`` zeroed bytes of symmetric memory and returns them as a Buffer
+    (``buf.handle``, ``buf.size``). Collective. Free it with ``free``. (``release`` and
+    ``except_on_del`` are NVSHMEM4Py's garbage-collector options; pgas never frees symmetric
+    memory from the collector, so they change nothing.)"""
+    del release, except_on_del
+    t = _pgas.alloc(int(size), "uint8")
+    _registry.track(t, "buffer")
+    return wrap_buffer(t)
+
+
+def free_allocation(obj: Any, what: str) -> None:
+    """Frees the allocation behind ``obj`` (collective), although the object handed out for it
+    may still be alive (NVSHMEM4Py's rule: using it afterwards is a use after free)."""
+    a = _registry.lookup(_registry.data_ptr(obj), what)
+    _pgas.free_tensor(a.tensor, with_views=True)
+    _registry.forget(a)
+
+
+def free(buf: Any) -> None:
+    """Frees a Buffer from ``buffer``. Collective."""
+    free_allocation(buf, "free")
+
+
+def get_peer_buffer(buf: Any, pe: int) -> Any:
+    """PE ``pe``'s copy of ``buf`` mapped into this process (NVLink/PCIe), as a Buffer over the
+    peer's memory; ``ArgumentError`` when PE ``pe`` is not reachable with loads and stores."""
+    a = _registry.lookup(int(buf.handle), "get_peer_buffer")
+    peer = _pgas.get_peer_tensor(a.tensor, int(pe))
+    if peer is None:
+        raise _pgas.ArgumentError(
+            f"get_peer_buffer: PE {pe} is not reachable with loads and stores from this PE "
+            "(use put/get instead)"
+        )
+    return SymmetricBuffer(peer) if _buffer_class() is None else _buffer_class().from_handle(
+        int(peer.data_ptr), a.nbytes
+    )
+
+
+def get_multicast_buffer(team: int, buf: Any) -> Any:
+    """The multicast view of ``buf`` over ``team`` (NVLink SHARP only; otherwise
+    ``UnavailableError`` with the reason)."""
+    from .teams import team_of
+
+    a = _registry.lookup(int(buf.handle), "get_multicast_buffer")
+    mc = _pgas.get_multicast_tensor(team_of(team), a.tensor)
+    cls = _buffer_class()
+    return SymmetricBuffer(mc) if cls is None else cls.from_handle(int(mc.data_ptr), a.nbytes)
+
+
+def register_external(obj: Any) -> Any:
+    """Registers memory another library allocated with CUDA VMM (a DLPack producer or a
+    Buffer) as symmetric; returns its ``pgas.Tensor``. Collective."""
+    t = _pgas.register_external(obj)
+    a = _registry.track(t, "external")
+    # NVSHMEM4Py's examples unregister by the memory they registered, not the result.
+    _registry.alias(a, _registry.data_ptr(obj))
+    return t
+
+
+def register_external_buffer(buf: Any) -> Any:
+    """Registers a CUDA VMM ``Buffer`` (cuda.core's ``VirtualMemoryResource``) as symmetric
+    memory and returns the registered Buffer. Collective; undo with
+    ``unregister_external_buffer``."""
+    return wrap_buffer(register_external(buf))
+
+
+def unregister_external_buffer(buf: Any) -> None:
+    """Undoes ``register_external_buffer``. Collective."""
+    free_allocation(buf, "unregister_external_buffer")
