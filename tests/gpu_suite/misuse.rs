@@ -667,7 +667,7 @@ fn region_not_live(p: &Pgas) -> CaseResult {
     )?;
     expect_err(
         "get into a region straddling two tensors",
-        p.get(&straddle, &straddle, me),
+        p.get::<u32>(&straddle, &straddle, me),
         not_live("the destination", lower.clone()),
         &fix,
     )?;
