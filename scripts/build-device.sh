@@ -10,8 +10,9 @@
 #   <example>                      every example in examples/
 #   hello_ring_mpi                 examples/hello_ring.rs built with the `mpi` feature
 #   mpi_subcomm                    tests/mpi/subcomm.rs (NVSHMEM on MPI sub-communicators), `mpi`
-# and, in .device/python, the Python module (python/, crate pgas-python) as pgas.abi3.so:
-# `PYTHONPATH=.device/python python3 -c "import pgas"` with any CPython >= 3.9.
+# and, in .device/python, the Python package's wheel (python/: the package pgas and its native
+# module, crate pgas-python): `pip install --target DIR .device/python/pgas-*.whl`, then
+# `PYTHONPATH=DIR python3 -c "import pgas"` with any CPython >= 3.9.
 # Building needs no GPU, CUDA or NVSHMEM; the mpi build needs an MPI library (scripts/deps.sh
 # installs OpenMPI) and is skipped with a warning without one.
 #
@@ -68,10 +69,18 @@ else
   echo "build-device: no MPI compiler (mpicc) or no examples/hello_ring.rs: hello_ring_mpi and mpi_subcomm not built" >&2
 fi
 
-# The extension module (not linked to libpython: .cargo/config.toml). Python finds a module
-# `pgas` in a file named pgas.abi3.so (abi3: the stable ABI, any CPython >= 3.9).
-cargo build --release -p pgas-python --lib
-cp "${CARGO_TARGET_DIR:-target}/release/libpgas_python.so" "$pyout/pgas.abi3.so"
+# The Python package as users install it: its wheel (scripts/build-wheel.sh; abi3, any CPython
+# >= 3.9), which scripts/gpu-suite.sh installs there with pip (no Rust needed).
+scripts/build-wheel.sh "$pyout" release >/dev/null
+# Wheels the GPU machines lack, for their Python 3.12 (scripts/gpu-suite.sh installs each into a
+# folder of its own): NVSHMEM4Py, which python/benches/host_ops.py times pgas against, and a
+# numpy that their numba-cuda supports (0.30.4 fails with their numpy 2.5). From PyPI; without
+# it the steps that need them say so and skip.
+extras=(nvshmem4py-cu13==0.4.1 numpy==2.2.6)
+python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+  --python-version 3.12 --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
+  -d "$pyout/extras" "${extras[@]}" >&2 ||
+  echo "build-device: could not download ${extras[*]} from PyPI: the NVSHMEM4Py comparison and the Numba example will skip" >&2
 
 if [ -n "${PGAS_DEVICE_ONLY:-}" ]; then
   for f in "$out"/*; do
@@ -79,7 +88,7 @@ if [ -n "${PGAS_DEVICE_ONLY:-}" ]; then
   done
   rm -f "$pyout"/*
 fi
-strip "$out"/* "$pyout"/* 2>/dev/null || true
+strip "$out"/* 2>/dev/null || true
 if [ -n "${PGAS_DEVICE_NVSHMEM:-}" ]; then
   nv="$PGAS_DEVICE_NVSHMEM"
   [ -f "$nv/include/nvshmem.h" ] && ls "$nv"/lib/libnvshmem_host.so* >/dev/null 2>&1 || {

@@ -22,7 +22,7 @@
 # the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
 # a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
-# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4]
+# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python]
 #   suite:    only `pgas doctor`, the GPU test suite (4, 2, 1 PEs) and the differential test: for
 #             a second NVSHMEM version (see .device/nvshmem.tar.xz below).
 #   faults:   only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
@@ -37,16 +37,19 @@
 #             and PyTorch symm_mem's all-reduce (symm_mem_bench.py).
 #   fused:    only `pgas doctor` and issue 10's workloads against their baselines (halo, moe,
 #             ag_gemm, gemm_rs, allreduce_rmsnorm_bench, async_tp_bench.py).
+#   python:   only `pgas doctor` and the Python steps of the default run (the wheel installed
+#             with pip, python/tests/test_gpu.py, NVSHMEM4Py's examples on pgas.nvshmem.core, on
+#             1 and 2 PEs).
 #   soak2, soak4: only `pgas doctor` and a long differential test (50,000 calls on 2 PEs, 20,000
 #             on 4 PEs; GPUs shared under CUDA MPS where there are fewer), each PE's host and
 #             GPU memory at the start, once warm and at the end; one device call each.
 # The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
 # benchmarks (dsl_vs_cuda, jit_costs, gemm) and the faults part; four calls cover everything.
 set -uo pipefail
-outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4]}"
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python]}"
 only="${2:-all}"
-case "$only" in all | suite | faults | sanitize | coll | fused | soak2 | soak4) ;; *)
-  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4] (not '$only')" >&2
+case "$only" in all | suite | faults | sanitize | coll | fused | soak2 | soak4 | python) ;; *)
+  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python] (not '$only')" >&2
   exit 2
   ;;
 esac
@@ -231,12 +234,115 @@ rows = [json.loads(l) for l in sys.stdin if l.strip()]
 print("; ".join("%s=%s %s" % (r["name"], r["value"], r["unit"]) for r in rows if any(w in r["name"] for w in words)))
 ' "$1"
 }
+# The Python package, from the wheel scripts/build-device.sh put in .device/python, installed
+# with pip as users install it (into a folder of its own: the machine's venv is left alone):
+# pgas tensors handed to PyTorch and back without a copy (python/tests/dlpack_torch.py), every
+# operation of the API checked through torch (python/tests/test_gpu.py: with pytest where the
+# python3 has it, else as a script), and NVSHMEM4Py's documented examples on pgas.nvshmem.core
+# (python/examples/nvshmem4py, under mpirun: they start from an mpi4py communicator), on 1 PE
+# and on 2; then python/benches/host_ops.py on pgas and on NVSHMEM4Py in the same job. The
+# extra wheels build-device.sh carried (.device/python/extras: a numpy Numba supports, which
+# goes first on the examples' path, and NVSHMEM4Py) are installed into folders of their own.
+python_steps() {
+  local wheel pyhome=/tmp/pgas-python pyt="$root/python/tests" ex="$root/python/examples/nvshmem4py"
+  wheel=$(ls "$dev"/python/pgas-*.whl 2>/dev/null | head -1)
+  if [ -z "$wheel" ] || ! python3 -c "import torch" 2>/dev/null; then
+    note "SKIP python (no wheel in .device/python or no torch)"
+    return
+  fi
+  rm -rf "$pyhome"
+  step "python: pip install the wheel" examples.log 60 python3 -m pip install -q --no-deps --no-index --target "$pyhome" "$wheel"
+  verdict "python: pip install $(basename "$wheel")"
+  [ "$rc" = 0 ] || return
+  local expath="$pyhome" extra
+  extra=$(ls "$dev"/python/extras/numpy-*.whl 2>/dev/null | head -1)
+  if [ -n "$extra" ] && python3 -m pip install -q --no-deps --no-index --target /tmp/pgas-numpy-compat "$extra"; then
+    expath="/tmp/pgas-numpy-compat:$pyhome"
+  fi
+  if python3 -c "import pytest" 2>/dev/null; then
+    api=(python3 -m pytest -x -q -rs -p no:cacheprovider "$pyt/test_gpu.py")
+    api_ok() { echo "$last" | grep -oE '[0-9]+ passed[^=]*' | sort -u | tr '\n' ' '; }
+  else
+    api=(python3 "$pyt/test_gpu.py")
+    api_ok() { echo "$last" | grep -o 'test_gpu: ok.*' | tail -1; }
+  fi
+  step "python dlpack 1 PE" examples.log 60 env PYTHONPATH="$pyhome" python3 "$pyt/dlpack_torch.py"
+  verdict "python/torch DLPack 1 PE" "$(echo "$last" | grep -o 'test_dlpack_torch: ok.*' | tail -1)"
+  step "python api 1 PE" examples.log 150 env PYTHONPATH="$pyhome" "${api[@]}"
+  verdict "python API (test_gpu.py) 1 PE" "$(api_ok)"
+  local example
+  for example in tutorial interop; do
+    step "NVSHMEM4Py $example 1 PE" examples.log 120 env PYTHONPATH="$expath" python3 "$ex/$example.py"
+    verdict "NVSHMEM4Py's $example on pgas.nvshmem.core, 1 PE" "$(echo "$last" | grep -o "$example: ok.*" | tail -1)"
+  done
+  if share_begin 2; then
+    step "python dlpack 2 PE" examples.log 90 env PYTHONPATH="$pyhome" \
+      "$bin/pgas-run" -n 2 $share -- python3 "$pyt/dlpack_torch.py"
+    verdict "python/torch DLPack pgas-run -n 2 $share" "$(echo "$last" | grep -o 'test_dlpack_torch: ok.*' | tail -1)"
+    step "python api 2 PE" examples.log 150 env PYTHONPATH="$pyhome" \
+      "$bin/pgas-run" -n 2 $share -- "${api[@]}"
+    verdict "python API (test_gpu.py) pgas-run -n 2 $share" "$(api_ok)"
+    local mps_share=()
+    [ -n "$share" ] && mps_share=(-x CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50)
+    for example in tutorial interop; do
+      if command -v mpirun >/dev/null && python3 -c "import mpi4py" 2>/dev/null; then
+        step "NVSHMEM4Py $example 2 PE" examples.log 150 mpirun -np 2 --bind-to none "${mps_share[@]}" \
+          -x PYTHONPATH="$expath" -x NVSHMEM_DISABLE_NVLS python3 "$ex/$example.py"
+        verdict "NVSHMEM4Py's $example on pgas.nvshmem.core, mpirun -np 2${share:+ (sharing $gpus GPU)}" \
+          "$(echo "$last" | grep -o "$example: ok.*" | sort -u | tr '\n' ' ')"
+      else
+        note "SKIP NVSHMEM4Py's $example on 2 PEs (no mpirun or no mpi4py)"
+      fi
+    done
+    share_end
+  fi
+  host_ops_vs_nvshmem4py "$pyhome"
+}
+
+# python/benches/host_ops.py: the same program on pgas and on NVSHMEM4Py (its wheel from
+# .device/python/extras), one process each, on 1 PE and on 2 under mpirun; compare.py's table
+# goes to bench.log and the ratios to the summary.
+host_ops_vs_nvshmem4py() {
+  local pyhome=$1 nv4py=/tmp/pgas-nvshmem4py wheel pes lib
+  wheel=$(ls "$dev"/python/extras/nvshmem4py*.whl 2>/dev/null | head -1)
+  if [ -z "$wheel" ] || ! python3 -m pip install -q --no-deps --no-index --target "$nv4py" "$wheel"; then
+    note "SKIP host ops against NVSHMEM4Py (no NVSHMEM4Py wheel in .device/python/extras)"
+    return
+  fi
+  for pes in 1 2; do
+    local run=() results=""
+    if [ "$pes" = 2 ]; then
+      share_begin 2 || continue
+      command -v mpirun >/dev/null || { share_end; continue; }
+      run=(mpirun -np 2 --bind-to none -x NVSHMEM_DISABLE_NVLS -x PYTHONPATH)
+      [ -n "$share" ] && run+=(-x CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50)
+    fi
+    for lib in pgas nvshmem4py; do
+      local path="$pyhome"
+      [ "$lib" = nvshmem4py ] && path="$nv4py"
+      step "host ops $lib $pes PE" bench.log 120 env PYTHONPATH="$path" "${run[@]}" \
+        python3 "$root/python/benches/host_ops.py" --lib "$lib"
+      results="$results
+$last"
+      verdict "host ops on $lib, $pes PE${share:+ (sharing $gpus GPU)}" "$(echo "$last" | grep -c '"us"') figures"
+    done
+    [ "$pes" = 2 ] && share_end
+    echo "$results" | python3 "$root/python/benches/compare.py" | tee -a "$out/bench.log" >"$out/host-ops-$pes.md"
+    note "host ops, pgas / NVSHMEM4Py, $pes PE: $(grep -E '^\| [a-z]' "$out/host-ops-$pes.md" | awk -F'|' '{gsub(/ /,"",$6); printf "%s=%s; ", $2, $6}')"
+  done
+}
+
 # NCCL for the benchmarks that run it beside pgas: cudarc loads it as libnccl.so; PyTorch's wheel
 # ships libnccl.so.2 only, so a link to it goes on the loader's path.
 nccl_lib=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null || true)
 if [ -n "$nccl_lib" ] && [ -e "$nccl_lib/libnccl.so.2" ]; then
   mkdir -p /tmp/pgas-nccl && ln -sf "$nccl_lib/libnccl.so.2" /tmp/pgas-nccl/libnccl.so
 fi
+if [ "$only" = python ]; then
+  python_steps
+  finish
+fi
+
 # The soak: the differential test at length (tests/gpu_suite/differential.rs), from a seed that is
 # today's date; 0 mismatches and flat memory from the warm point to the end.
 if [ "$only" = soak2 ] || [ "$only" = soak4 ]; then
@@ -361,36 +467,7 @@ fi
 step "gallery" examples.log 180 env PGAS_BIN_DIR="$bin" "$root/scripts/gallery.sh"
 verdict "gallery" "$(echo "$last" | tail -1)"
 
-# The Python module (python/, which scripts/build-device.sh built into .device/python): pgas
-# tensors handed to PyTorch and back without a copy (python/tests/dlpack_torch.py), and every
-# operation of the API checked through torch (python/tests/test_gpu.py: with pytest where the
-# python3 has it, else as a script), on 1 PE and on 2.
-if [ -f "$dev/python/pgas.abi3.so" ] && python3 -c "import torch" 2>/dev/null; then
-  pyt="$root/python/tests"
-  if python3 -c "import pytest" 2>/dev/null; then
-    api=(python3 -m pytest -x -q -rs -p no:cacheprovider "$pyt/test_gpu.py")
-    api_ok() { echo "$last" | grep -oE '[0-9]+ passed[^=]*' | sort -u | tr '\n' ' '; }
-  else
-    api=(python3 "$pyt/test_gpu.py")
-    api_ok() { echo "$last" | grep -o 'test_gpu: ok.*' | tail -1; }
-  fi
-  step "python dlpack 1 PE" examples.log 60 env PYTHONPATH="$dev/python" python3 "$pyt/dlpack_torch.py"
-  verdict "python/torch DLPack 1 PE" "$(echo "$last" | grep -o 'test_dlpack_torch: ok.*' | tail -1)"
-  step "python api 1 PE" examples.log 150 env PYTHONPATH="$dev/python" "${api[@]}"
-  verdict "python API (test_gpu.py) 1 PE" "$(api_ok)"
-  if share_begin 2; then
-    step "python dlpack 2 PE" examples.log 90 env PYTHONPATH="$dev/python" \
-      "$bin/pgas-run" -n 2 $share -- python3 "$pyt/dlpack_torch.py"
-    verdict "python/torch DLPack pgas-run -n 2 $share" "$(echo "$last" | grep -o 'test_dlpack_torch: ok.*' | tail -1)"
-    step "python api 2 PE" examples.log 150 env PYTHONPATH="$dev/python" \
-      "$bin/pgas-run" -n 2 $share -- "${api[@]}"
-    verdict "python API (test_gpu.py) pgas-run -n 2 $share" "$(api_ok)"
-    share_end
-  fi
-else
-  note "SKIP python/torch DLPack and API (no .device/python/pgas.abi3.so or no torch)"
-fi
-
+python_steps
 bench_pes=$((gpus >= 2 ? 2 : 1))
 step "dsl_vs_cuda $bench_pes PE" bench.log 120 "$bin/pgas-run" -n "$bench_pes" -- "$bin/dsl_vs_cuda"
 verdict "dsl_vs_cuda $bench_pes PE" "$(figures | brief '64x1024|ping|barrier|reduce_block|host_put|init')"

@@ -9,7 +9,9 @@
 #           (with the [workspace.lints] of Cargo.toml: every unsafe block has a SAFETY note)
 #   doc     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
 #   test    cargo test --workspace --all-features "$@"
-#   python  pip install ./python (maturin) into a throwaway venv, then pytest python/tests/test_cpu.py
+#   python  the wheel (scripts/build-wheel.sh: maturin) installed into a throwaway venv, then
+#           pytest python/tests/test_cpu.py and test_nvshmem_cpu.py, stubtest of the type
+#           stubs, mypy of the package
 #   3.8     the NVRTC corpus test again, against NVSHMEM 3.8.0's headers
 # rustfmt and clippy are detected by running `cargo fmt --version` and `cargo clippy --version`;
 # when either is missing and rustup exists, `rustup component add rustfmt clippy` installs them.
@@ -47,35 +49,23 @@ step "doc: RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --all-features --n
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
 step "test: cargo test --workspace --all-features${*:+ $*}"
 cargo test --workspace --all-features "$@"
-# The Python package as a user installs it: `pip install ./python` (maturin builds the module)
-# into a fresh venv, then the CPU pytest tests. maturin builds the dev profile into the cargo
-# target dir (CARGO_TARGET_DIR when set), so it reuses what `cargo test` just built (about 20 s).
-# Each tool is detected by the exact command that uses it: `python3 -m venv` (Debian's
-# python3-venv, installed when missing), then pip installs maturin and pytest into the venv.
-step "python: pip install ./python (maturin) into a throwaway venv, then pytest python/tests/test_cpu.py"
+# The Python package as a user installs it: its manylinux abi3 wheel, built by maturin
+# (scripts/build-wheel.sh, dev profile: it reuses what `cargo test` just built), installed into a
+# fresh venv, then the CPU pytest tests; then its type stubs checked against the module
+# (mypy's stubtest) and the package's Python code type-checked (mypy). `python3 -m venv` is
+# detected by running it (scripts/build-wheel.sh installs Debian's python3-venv when missing).
+step "python: the wheel (scripts/build-wheel.sh) into a fresh venv, pytest python/tests/test_cpu*.py, stubtest, mypy"
 pytmp=$(mktemp -d)
 trap 'rm -rf "$pytmp"' EXIT
-if ! python3 -m venv "$pytmp/venv" >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-    pyver=$(python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-    $sudo apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv "python$pyver-venv" >&2 ||
-      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >&2
-  fi
-  rm -rf "$pytmp/venv"
-  python3 -m venv "$pytmp/venv" || {
-    echo "scripts/test.sh: \`python3 -m venv\` fails here. Fix: install Python's venv module" \
-      "(Debian/Ubuntu: apt-get install python3-venv)." >&2
-    exit 1
-  }
-fi
-"$pytmp/venv/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" pytest
-PATH="$pytmp/venv/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" \
-  "$pytmp/venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation ./python
+wheel=$(scripts/build-wheel.sh "$pytmp/wheel" dev)
+python3 -m venv "$pytmp/venv"
+"$pytmp/venv/bin/python" -m pip install -q --disable-pip-version-check pytest mypy "$wheel"
 # From another folder, so that the installed package is what `import pgas` finds.
-tests="$PWD/python/tests/test_cpu.py"
-(cd "$pytmp" && "$pytmp/venv/bin/python" -m pytest -q -p no:cacheprovider "$tests")
+tests="$PWD/python/tests"
+(cd "$pytmp" && "$pytmp/venv/bin/python" -m pytest -q -p no:cacheprovider "$tests/test_cpu.py" "$tests/test_nvshmem_cpu.py")
+allow="$PWD/python/stubtest-allowlist.txt"
+(cd "$pytmp" && "$pytmp/venv/bin/python" -m mypy.stubtest pgas._pgas --allowlist "$allow")
+"$pytmp/venv/bin/python" -m mypy --ignore-missing-imports python/pgas
 
 # The newest NVSHMEM pgas supports (3.8.0, installed by deps.sh beside the pinned 3.4.5): every
 # kernel of the corpus, the gallery and the libraries compiles against its headers too.

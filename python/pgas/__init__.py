@@ -13,11 +13,25 @@ runtime, for programs written for NVSHMEM4Py. ``docs/python.md`` is the guide.
         ...
 """
 
+import os
 from typing import Any, Optional
 
 from . import _pgas
-from ._pgas import *  # noqa: F401,F403  (the native module's public names, listed in __all__)
-from ._pgas import DTYPES, __version__  # noqa: F401
+from ._pgas import (  # the native module's public names, all but init (below)
+    ArgumentError, CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE, CollectiveMismatchError,
+    Context, DTYPES, FreedError, HeapError, InitError, NotInitializedError, PeerTensor,
+    PgasError, SIGNAL_ADD, SIGNAL_SET, TEAM_NODE, TEAM_SAME_MYPE_NODE, TEAM_SHARED, TEAM_WORLD,
+    Team, TeamError, Teams, Tensor, UnavailableError, WaitTimeoutError, alloc, allreduce,
+    alltoall, atomic_add, atomic_and, atomic_compare_swap, atomic_fetch, atomic_fetch_add,
+    atomic_fetch_and, atomic_fetch_inc, atomic_fetch_or, atomic_fetch_xor, atomic_inc,
+    atomic_or, atomic_set, atomic_swap, atomic_xor, barrier, barrier_all, broadcast, context,
+    fcollect, fence, finalize, flush, free_tensor, from_dlpack, get, get_multicast_tensor,
+    get_nbi, get_peer_tensor, get_team_unique_id, get_unique_id, get_version, init_status,
+    my_pe, n_pes, put, put_nbi, put_signal, quiet, reduce, reducescatter, register_external,
+    signal_fetch, signal_op, signal_wait, sync, sync_all, team_destroy, team_init, team_my_pe,
+    team_n_pes, team_split_2d, team_split_strided, team_translate_pe,
+)
+from ._pgas import __version__
 
 __all__ = [name for name in dir(_pgas) if not name.startswith("_")] + ["__version__"]
 
@@ -56,6 +70,13 @@ def init(
                 "init: mpi_comm takes an mpi4py communicator (with Get_rank, Get_size and bcast), "
                 f"got {type(mpi_comm).__name__}"
             ) from None
+        launched = os.environ.get("PGAS_WORLD_SIZE")
+        if launched is not None and int(launched) != comm_size:
+            raise _pgas.ArgumentError(
+                f"init: pgas-run started {launched} ranks, but mpi_comm has {comm_size}: under "
+                "pgas-run leave mpi_comm out (pgas-run starts the ranks), or start the program "
+                "with mpirun so that the communicator holds every rank"
+            )
         for name, given, actual in (("rank", rank, comm_rank), ("nranks", nranks, comm_size)):
             if given is not None and given != actual:
                 raise _pgas.ArgumentError(

@@ -84,6 +84,27 @@ macro_rules! dtypes {
             None
         }
 
+        /// Registers `bytes` of CUDA VMM memory at `ptr`, owned by `keep_alive`, as a
+        /// symmetric tensor of dtype `name` (see `Pgas::register_external`; collective).
+        ///
+        /// # Safety
+        /// `ptr..ptr + bytes` stays mapped while `keep_alive` lives.
+        pub(crate) unsafe fn register(
+            pgas: &pgas_runtime::Pgas,
+            name: &str,
+            ptr: u64,
+            bytes: usize,
+            keep_alive: impl Send + Sync + 'static,
+        ) -> PyResult<AnyTensor> {
+            match name {
+                // SAFETY: the caller's contract, handed on.
+                $($name => Ok(AnyTensor::$variant(unsafe {
+                    pgas.register_external::<$t>(ptr, bytes, keep_alive)
+                }.map_err(crate::errors::to_py)?)),)*
+                _ => Err(unknown(name)),
+            }
+        }
+
         /// Imports a DLPack tensor of dtype `name` (see `Pgas::from_dlpack`).
         pub(crate) fn import(
             pgas: &pgas_runtime::Pgas,

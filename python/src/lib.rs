@@ -34,9 +34,10 @@ mod tensor;
 
 use pyo3::prelude::*;
 
-/// The Python module `pgas` (the file is `pgas.abi3.so`).
+/// The native module `pgas._pgas` (the file is `pgas/_pgas.abi3.so`); the package `pgas`
+/// (`python/pgas/__init__.py`) re-exports it.
 #[pymodule]
-#[pyo3(name = "pgas")]
+#[pyo3(name = "_pgas")]
 fn pgas(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add("__version__", pgas_runtime::info::VERSION)?;

@@ -49,6 +49,8 @@ pub(crate) struct State {
     registry: Mutex<Registry>,
     /// The symmetric scratch of `agree`: `n_pes` gathered pairs, then this PE's pair.
     agree: Mutex<Option<(SymTensor<u64>, SymTensor<u64>)>>,
+    /// Where an in-place `reduce` copies its source first (`ops::collectives`).
+    staging: Mutex<Option<SymTensor<u8>>>,
     pub(crate) my_pe: usize,
     pub(crate) n_pes: usize,
     pub(crate) device: usize,
@@ -124,8 +126,21 @@ impl State {
         Ok(all.chunks(2).map(|c| [c[0], c[1]]).collect())
     }
 
-    /// Frees owned tensor `id` after the PEs agreed (collective). `what` names the tensor.
-    pub(crate) fn free(&self, id: u64, what: &str) -> PyResult<()> {
+    /// The address of the staging buffer, grown to at least `bytes` (collective when it grows:
+    /// every PE makes the same in-place calls).
+    pub(crate) fn staging(&self, pgas: &Pgas, bytes: usize) -> PyResult<u64> {
+        let mut staging = lock(&self.staging);
+        if staging.as_ref().is_none_or(|t| t.len() < bytes) {
+            // The old buffer first: the heap may not hold both.
+            drop(staging.take());
+            *staging = Some(pgas.alloc::<u8>(bytes.max(1)).map_err(to_py)?);
+        }
+        Ok(staging.as_ref().map_or(0, |t| t.as_device_ptr()))
+    }
+
+    /// Frees owned tensor `id` after the PEs agreed (collective), under live DLPack views only
+    /// when `with_views`. `what` names the tensor.
+    pub(crate) fn free(&self, id: u64, what: &str, with_views: bool) -> PyResult<()> {
         let pgas = self.pgas()?;
         if id >= IMPORTED {
             return Err(misuse(format!(
@@ -136,7 +151,11 @@ impl State {
         let views = {
             let reg = self.registry();
             let entry = reg.entries.get(&id).ok_or_else(|| freed(what))?;
-            entry.views.load(Ordering::SeqCst) as u64
+            if with_views {
+                0
+            } else {
+                entry.views.load(Ordering::SeqCst) as u64
+            }
         };
         let all = self.agree(&pgas, [id, views])?;
         if let Some(msg) = free_mismatch(&all) {
@@ -178,6 +197,7 @@ impl State {
         drop(imported);
         drop(owned);
         drop(lock(&self.agree).take());
+        drop(lock(&self.staging).take());
         drop(lock(&self.pgas).take());
         drop(pgas);
         Ok(())
@@ -259,17 +279,26 @@ pub(crate) fn finalize_mismatch(all: &[[u64; 2]]) -> Option<String> {
 ///
 /// `initializer_method` (NVSHMEM4Py's name) picks the bootstrap: `"auto"` (the default: from the
 /// environment), `"single"` (one PE), `"launcher"` (`pgas-run`), `"mpi"` (`mpirun`/`srun`; a
-/// build with the `mpi` feature) or `"nvshmem"` (NVSHMEM's own, `NVSHMEM_BOOTSTRAP`).
+/// build with the `mpi` feature), `"nvshmem"` (NVSHMEM's own, `NVSHMEM_BOOTSTRAP`) or `"uid"`:
+/// the unique id `uid` (bytes from `get_unique_id()` on rank 0, handed to every rank by the
+/// program) with this process's `rank` of `nranks` (`uid` alone implies `"uid"`). The module's
+/// `pgas.init` adds `mpi_comm=`, which hands the id around over an mpi4py communicator.
 #[pyfunction]
-#[pyo3(signature = (*, heap_size=None, device=None, initializer_method="auto"))]
+#[pyo3(signature = (*, heap_size=None, device=None, initializer_method="auto", uid=None, rank=None, nranks=None))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn init(
     py: Python<'_>,
     heap_size: Option<usize>,
     device: Option<usize>,
     initializer_method: &str,
+    uid: Option<Vec<u8>>,
+    rank: Option<usize>,
+    nranks: Option<usize>,
 ) -> PyResult<Context> {
-    let bootstrap = match initializer_method.to_ascii_lowercase().as_str() {
-        "auto" => Bootstrap::Auto,
+    let method = initializer_method.to_ascii_lowercase();
+    let by_uid = method == "uid" || (method == "auto" && uid.is_some());
+    let bootstrap = match method.as_str() {
+        "auto" | "uid" => Bootstrap::Auto,
         "single" => Bootstrap::Single,
         "launcher" | "pgas-run" => Bootstrap::Launcher,
         "mpi" => Bootstrap::Mpi,
@@ -277,14 +306,27 @@ pub(crate) fn init(
         other => {
             return Err(misuse(format!(
                 "init: unknown initializer_method {other:?}: use \"auto\", \"single\", \
-                 \"launcher\" (pgas-run), \"mpi\" or \"nvshmem\" (NVSHMEM_BOOTSTRAP)"
+                 \"launcher\" (pgas-run), \"mpi\", \"nvshmem\" (NVSHMEM_BOOTSTRAP) or \"uid\" \
+                 (with uid=, rank= and nranks=)"
             )))
         }
+    };
+    let unique = if by_uid {
+        Some(unique_id_args(uid, rank, nranks)?)
+    } else if uid.is_some() || rank.is_some() || nranks.is_some() {
+        return Err(misuse(format!(
+            "init: uid=, rank= and nranks= go with initializer_method=\"uid\", not {method:?}"
+        )));
+    } else {
+        None
     };
     if lock(&CURRENT).is_some() {
         return Err(to_py(pgas_runtime::Error::AlreadyInitialized));
     }
     let mut builder = pgas_runtime::builder().bootstrap(bootstrap);
+    if let Some(args) = unique {
+        builder = builder.unique_id(args.id, args.rank, args.n_pes);
+    }
     if let Some(bytes) = heap_size {
         builder = builder.heap_size(bytes);
     }
@@ -304,6 +346,7 @@ pub(crate) fn init(
             n_pes: n,
             device: pgas.device_ordinal(),
             agree: Mutex::new(Some((gathered, own))),
+            staging: Mutex::new(None),
             registry: Mutex::new(Registry::default()),
             pgas: Mutex::new(Some(pgas)),
         })
@@ -314,6 +357,64 @@ pub(crate) fn init(
     let at_exit = wrap_pyfunction!(finalize_at_exit, py)?;
     py.import("atexit")?.call_method1("register", (at_exit,))?;
     Ok(Context { state })
+}
+
+/// The unique-id start-up's arguments, checked: all three given, the id's bytes whole, `rank`
+/// in `0..nranks`.
+fn unique_id_args(
+    uid: Option<Vec<u8>>,
+    rank: Option<usize>,
+    nranks: Option<usize>,
+) -> PyResult<pgas_runtime::bootstrap::UniqueIdArgs> {
+    let (Some(uid), Some(rank), Some(nranks)) = (uid, rank, nranks) else {
+        return Err(misuse(
+            "init: the unique-id start-up needs uid= (bytes of get_unique_id() on rank 0), \
+             rank= and nranks="
+                .into(),
+        ));
+    };
+    let want = pgas_runtime::bootstrap::UniqueId::LEN;
+    if uid.len() != want {
+        return Err(misuse(format!(
+            "init: uid has {} bytes, a unique id has {want}: pass the bytes of \
+             pgas.get_unique_id() from rank 0 unchanged",
+            uid.len()
+        )));
+    }
+    if rank >= nranks {
+        return Err(misuse(format!(
+            "init: rank {rank} is not below nranks {nranks}: ranks are 0 to nranks - 1"
+        )));
+    }
+    let id = pgas_runtime::bootstrap::UniqueId::from_bytes(&uid).map_err(to_py)?;
+    Ok(pgas_runtime::bootstrap::UniqueIdArgs {
+        id,
+        rank,
+        n_pes: nranks,
+    })
+}
+
+/// A fresh NVSHMEM unique id (128 bytes) for the unique-id start-up: rank 0 makes it, the
+/// program hands the bytes to every rank (a file, a socket, MPI, a torch.distributed store),
+/// and each calls `init(uid=..., rank=..., nranks=...)`. Needs NVSHMEM, not a GPU, and no
+/// `init` first.
+#[pyfunction]
+pub(crate) fn get_unique_id<'py>(py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let id = py
+        .detach(pgas_runtime::bootstrap::UniqueId::new)
+        .map_err(to_py)?;
+    Ok(pyo3::types::PyBytes::new(py, id.as_bytes()))
+}
+
+/// NVSHMEM's state of this process (`nvshmemx_init_status`): 0 before `init` (and after
+/// `finalize`), 2 initialized, 3 several PEs on one GPU with only some APIs (no CUDA MPS), 4
+/// several PEs on one GPU with every API. NVSHMEM4Py's `InitStatus` names them.
+#[pyfunction]
+pub(crate) fn init_status() -> i32 {
+    match lock(&CURRENT).as_ref().map(|s| s.pgas()) {
+        Some(Ok(pgas)) => pgas.init_status(),
+        _ => 0,
+    }
 }
 
 /// Frees every symmetric tensor and finalizes NVSHMEM. Collective: every PE calls it at the
@@ -407,6 +508,34 @@ impl Context {
                 "pgas.Context has no attribute {name:?}"
             ))),
         }
+    }
+
+    /// `with pgas.init() as ctx:` gives the context to the block.
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// Finalizes at the end of the `with` block (collective, as `pgas.finalize()`). When the
+    /// block raised, this PE skips it: the other PEs are not finalizing with it (they may be
+    /// waiting in a collective for it), so a collective finalize would hang; the exception
+    /// goes on, and under `pgas-run` the job ends.
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc_value: Option<&Bound<'_, PyAny>>,
+        _traceback: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        if exc_type.is_some_and(|t| !t.is_none()) {
+            return Ok(false);
+        }
+        if lock(&CURRENT)
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, &self.state))
+        {
+            finalize(py)?;
+        }
+        Ok(false)
     }
 
     /// `pgas.Context(my_pe=..., n_pes=..., device=cuda:N)`.

@@ -1,6 +1,7 @@
 //! `pgas.Team`: NVSHMEM teams (the predefined `TEAM_WORLD`, `TEAM_SHARED`, `TEAM_NODE` and
 //! those split from them), with NVSHMEM4Py's module functions (`team_my_pe`, `team_n_pes`,
-//! `team_translate_pe`, `team_split_strided`, `team_split_2d`, `team_destroy`).
+//! `team_translate_pe`, `team_split_strided`, `team_split_2d`, `team_destroy`, `team_init`,
+//! `get_team_unique_id`).
 
 use pgas_runtime::{Team as RtTeam, TeamConfig};
 use pyo3::prelude::*;
@@ -163,6 +164,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("TEAM_WORLD", RtTeam::WORLD),
         ("TEAM_SHARED", RtTeam::SHARED),
         ("TEAM_NODE", RtTeam::NODE),
+        ("TEAM_SAME_MYPE_NODE", RtTeam::SAME_MYPE_NODE),
     ] {
         let t = Py::new(py, Team { team })?;
         m.add(name, t.clone_ref(py))?;
@@ -179,5 +181,41 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(team_split_strided, m)?)?;
     m.add_function(wrap_pyfunction!(team_split_2d, m)?)?;
     m.add_function(wrap_pyfunction!(team_destroy, m)?)?;
+    m.add_function(wrap_pyfunction!(get_team_unique_id, m)?)?;
+    m.add_function(wrap_pyfunction!(team_init, m)?)?;
     Ok(())
+}
+
+/// A fresh team id for `team_init` (`nvshmemx_team_get_uniqueid`), to hand to the team's other
+/// members. Local: no other PE takes part.
+#[pyfunction]
+fn get_team_unique_id() -> PyResult<u64> {
+    let pgas = current()?.pgas()?;
+    Ok(pgas_runtime::TeamUniqueId::new(&pgas)
+        .map_err(to_py)?
+        .to_u64())
+}
+
+/// Makes a team from a team id its members share, with no parent team to split
+/// (`nvshmemx_team_init`): each member passes `member=(team_id, index, n_pes)` (the id from
+/// `get_team_unique_id` on one member, this PE's number in the team, the team's size), every
+/// other PE `None`. Returns the team on its members, `None` elsewhere. Collective over all PEs:
+/// pgas compares what they passed first, and a mismatch (sizes that differ, indices not 0 to
+/// n_pes - 1 once each) raises `ArgumentError` on every PE before NVSHMEM is called.
+#[pyfunction]
+#[pyo3(signature = (member, *, num_contexts=None))]
+fn team_init(
+    py: Python<'_>,
+    member: Option<(u64, usize, usize)>,
+    num_contexts: Option<u32>,
+) -> PyResult<Option<Team>> {
+    let pgas = current()?.pgas()?;
+    let member = member.map(|(id, index, n_pes)| pgas_runtime::TeamMember {
+        id: pgas_runtime::TeamUniqueId::from_u64(id),
+        index,
+        n_pes,
+    });
+    let config = TeamConfig { num_contexts };
+    let team = py.detach(|| pgas.team_init(member, &config).map_err(to_py))?;
+    Ok(team.map(|team| Team { team }))
 }

@@ -27,13 +27,37 @@ fn built_module() -> PathBuf {
     lib
 }
 
+/// Copies the `.py`, `.pyi` and `py.typed` files under `from` to `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap();
+        if path.is_dir() {
+            if name != "__pycache__" {
+                copy_tree(&path, &to.join(name));
+            }
+        } else if path
+            .extension()
+            .is_some_and(|e| e == "py" || e == "pyi" || e == "typed")
+        {
+            std::fs::copy(&path, to.join(name)).unwrap();
+        }
+    }
+}
+
 #[test]
 fn python_imports_the_module_and_init_raises_without_a_gpu() {
-    // Python imports `pgas` from a file named `pgas.abi3.so` (the module name, then the stable
-    // ABI tag); a fresh folder holds only it.
+    // The package as a wheel lays it out: python/pgas (its Python files) with the native module
+    // beside them as `_pgas.abi3.so` (the module name, then the stable ABI tag), in a fresh
+    // folder that holds only it.
     let dir = std::env::temp_dir().join(format!("pgas-python-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(built_module(), dir.join("pgas.abi3.so")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("pgas"),
+        &dir.join("pgas"),
+    );
+    std::fs::copy(built_module(), dir.join("pgas/_pgas.abi3.so")).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_import.py");
     let out = Command::new("python3")
         .arg(&script)

@@ -35,6 +35,8 @@ FUNCTIONS = [
     "atomic_fetch", "atomic_set", "atomic_swap", "atomic_compare_swap", "atomic_add",
     "atomic_fetch_add", "atomic_inc", "atomic_fetch_inc", "atomic_and", "atomic_fetch_and",
     "atomic_or", "atomic_fetch_or", "atomic_xor", "atomic_fetch_xor",
+    "get_unique_id", "init_status", "sync", "flush", "register_external", "team_init",
+    "get_team_unique_id",
 ]
 
 
@@ -61,6 +63,40 @@ def test_the_exceptions_form_one_hierarchy():
     for name in SUBCLASSES:
         cls = getattr(pgas, name)
         assert issubclass(cls, pgas.PgasError) and cls is not pgas.PgasError, name
+
+
+class FakeComm:
+    """What pgas.init(mpi_comm=) uses of an mpi4py communicator."""
+
+    def __init__(self, rank, size):
+        self.rank, self.size = rank, size
+
+    def Get_rank(self):
+        return self.rank
+
+    def Get_size(self):
+        return self.size
+
+    def bcast(self, obj, root=0):
+        return obj
+
+
+def test_a_communicator_that_disagrees_is_refused(monkeypatch):
+    with pytest.raises(pgas.ArgumentError, match="nranks=4, but the communicator says 2"):
+        pgas.init(mpi_comm=FakeComm(0, 2), nranks=4)
+    monkeypatch.setenv("PGAS_WORLD_SIZE", "4")
+    with pytest.raises(pgas.ArgumentError, match="pgas-run started 4 ranks, but mpi_comm has 1"):
+        pgas.init(mpi_comm=FakeComm(0, 1))
+    with pytest.raises(TypeError, match="mpi4py communicator"):
+        pgas.init(mpi_comm=object())
+
+
+def test_init_status_before_init_is_not_initialized():
+    assert pgas.init_status() == 0
+
+
+def test_context_is_a_context_manager():
+    assert hasattr(pgas.Context, "__enter__") and hasattr(pgas.Context, "__exit__")
 
 
 def test_handles_are_made_by_pgas_only():
@@ -118,7 +154,16 @@ def test_bad_arguments_raise_before_anything_starts():
     with pytest.raises(TypeError):
         pgas.init(heap_size="big")
     with pytest.raises(pgas.ArgumentError, match="unknown initializer_method"):
+        pgas.init(initializer_method="udp")
+    # The unique-id start-up: all three arguments, an id of the right size, a rank in range.
+    with pytest.raises(pgas.ArgumentError, match="needs uid="):
         pgas.init(initializer_method="uid")
+    with pytest.raises(pgas.ArgumentError, match="uid has 5 bytes, a unique id has 128"):
+        pgas.init(uid=b"12345", rank=0, nranks=1)
+    with pytest.raises(pgas.ArgumentError, match="rank 2 is not below nranks 2"):
+        pgas.init(uid=bytes(128), rank=2, nranks=2)
+    with pytest.raises(pgas.ArgumentError, match='go with initializer_method="uid"'):
+        pgas.init(initializer_method="single", rank=0)
     with pytest.raises(pgas.ArgumentError, match="unknown dtype"):
         pgas.alloc(4, "complex64")
     with pytest.raises(TypeError):

@@ -1,7 +1,7 @@
 """Every operation of the pgas module on a GPU, checked through PyTorch, on 1 or more PEs.
 
-Run on every PE of a job, with torch and the folder of pgas.abi3.so on PYTHONPATH (or pgas
-installed):
+Run on every PE of a job, with torch and pgas installed (or the folder it was installed into
+with `pip install --target` on PYTHONPATH):
 
     python3 -m pytest -x -q python/tests/test_gpu.py                     # one PE
     pgas-run -n 2 -- python3 -m pytest -x -q python/tests/test_gpu.py    # two PEs
@@ -492,6 +492,114 @@ def test_jax_interop():
     del j
     gc.collect()
     free(t)
+
+
+def test_start_up_queries():
+    # 2: initialized; 4: PEs sharing the GPU under CUDA MPS with every API (pgas-run --share-gpus).
+    assert pgas.init_status() in (2, 4), pgas.init_status()
+    # A unique id can be made at any time (rank 0 of a later job would hand it around).
+    uid = pgas.get_unique_id()
+    assert isinstance(uid, bytes) and len(uid) == 128
+
+
+def test_team_sync_and_the_same_mype_node_team():
+    pgas.sync(pgas.TEAM_WORLD)
+    pgas.sync(pgas.TEAM_NODE, stream=torch.cuda.current_stream())
+    torch.cuda.current_stream().synchronize()
+    # One node: every PE is its node's PE number ME, alone in that team.
+    assert pgas.TEAM_SAME_MYPE_NODE.n_pes() == 1 and pgas.TEAM_SAME_MYPE_NODE.my_pe() == 0
+
+
+def test_flush_needs_nvshmem_3_7():
+    major, minor, _ = pgas.get_version()[1]
+    if (major, minor) >= (3, 7):
+        pgas.flush()
+        pgas.flush(stream=torch.cuda.current_stream())
+    else:
+        raises(pgas.UnavailableError, pgas.flush, f"NVSHMEM {major}.{minor}", "3.7")
+
+
+def test_reduce_in_place():
+    for dtype, op in (("float32", "sum"), ("int64", "max"), ("bfloat16", "sum")):
+        t = pgas.alloc(1000, dtype)
+        x = view(t)
+        x.copy_(torch.arange(1000, device=DEV) % 7 + ME)
+        torch.cuda.synchronize()
+        pgas.reduce(pgas.TEAM_WORLD, t, t, op)
+        base = torch.arange(1000, device=DEV) % 7
+        want = base * N + N * (N - 1) // 2 if op == "sum" else base + N - 1
+        assert bool((x.to(torch.float64) == want.to(torch.float64)).all()), (dtype, x[:8].tolist())
+        # In place on a stream, with the staging buffer reused.
+        pgas.reduce(pgas.TEAM_WORLD, t, t, op, stream=torch.cuda.current_stream())
+        torch.cuda.synchronize()
+        del x
+        free(t)
+
+
+def test_team_init_from_a_team_id():
+    # PE 0 makes the id; every PE learns it through a broadcast, then all join one team, numbered
+    # in reverse. Collective over every PE.
+    ids = pgas.alloc(1, "uint64")
+    if ME == 0:
+        ids.copy_from([pgas.get_team_unique_id()])
+    got = pgas.alloc(1, "uint64")
+    pgas.barrier_all()
+    pgas.broadcast(pgas.TEAM_WORLD, got, ids, 0)
+    pgas.barrier_all()
+    team = pgas.team_init((got.to_list()[0], N - 1 - ME, N))
+    assert team is not None and team.my_pe() == N - 1 - ME and team.n_pes() == N
+    assert team.translate_pe(0, pgas.TEAM_WORLD) == N - 1
+    team.barrier()
+    team.destroy()
+    # Members that disagree are refused on every PE before NVSHMEM is called.
+    raises(pgas.ArgumentError, lambda: pgas.team_init((7, 0, N + 1)), "team_init")
+    free(ids, got)
+
+
+def test_free_with_views_alive():
+    t = pgas.alloc(64)
+    x = view(t)
+    raises(pgas.CollectiveMismatchError, lambda: pgas.free_tensor(t), "view")
+    pgas.free_tensor(t, with_views=True)  # NVSHMEM4Py's rule: x must not be used now
+    assert t.freed
+    del x
+
+
+def test_register_external_vmm_memory():
+    core = need("cuda.core")
+    if core is None:
+        return
+    vmr = getattr(core, "VirtualMemoryResource", None)
+    if vmr is None:
+        print(f"PE {ME}: SKIP: this cuda.core has no VirtualMemoryResource", flush=True)
+        return
+    buf = vmr(core.Device(CTX.device)).allocate(2 << 20)
+    t = pgas.register_external(buf, "float32")
+    assert t.nbytes == 2 << 20 and t.dtype == "float32"
+    x = view(t)
+    x.fill_(float(ME))
+    torch.cuda.synchronize()
+    pgas.barrier_all()
+    got = pgas.alloc(len(t), "float32")
+    pgas.get(got, t, NXT)
+    pgas.quiet()
+    assert bool((view(got) == float(NXT)).all())
+    del x
+    pgas.barrier_all()
+    pgas.free_tensor(t)  # unregisters, collectively
+    free(got)
+    # Memory that is not CUDA VMM is refused on every PE, with the fix.
+    plain = torch.zeros(1 << 20, device=DEV)
+    raises(pgas.PgasError, lambda: pgas.register_external(plain), "VMM")
+
+
+def test_context_manager_finalizes_nothing_while_the_block_raises():
+    try:
+        with pgas.context():
+            raise KeyError("inside")
+    except KeyError:
+        pass
+    assert pgas.my_pe() == ME  # still initialized: the raising block did not finalize
 
 
 def test_zz_finalize():

@@ -195,6 +195,13 @@ fn real_library_against_mismatched_headers() {
     .unwrap();
     let nv = Nvshmem::load(&real).expect("the real install loads and matches its headers");
     assert_eq!(nv.version(), real.header_version);
+    // nvshmemx_flush_on_stream came with 3.7 (tests/flush_symbol.rs finds it in 3.8).
+    assert_eq!(
+        nv.has_flush(),
+        nv.version() >= (3, 7, 0),
+        "{:?}",
+        nv.version()
+    );
 
     let fake = scratch("mismatch");
     fake_root(&fake, (3, 3, 9), Some(&real.host_library()));

@@ -43,6 +43,12 @@ impl<'a> Call<'a> {
         entry(self.reg, self.state, t)
     }
 
+    /// The address of a symmetric staging buffer of at least `bytes` bytes, grown (an
+    /// allocation: collective) when it is smaller. Kept until `finalize`.
+    pub(super) fn staging(&self, bytes: usize) -> PyResult<u64> {
+        self.state.staging(self.pgas, bytes)
+    }
+
     /// The stream the operation goes on: the caller's, else pgas's (where the runtime's plain
     /// forms issue, so `x_on(call.stream(), ..)` is `x(..)` without `stream=`).
     pub(super) fn stream(&self) -> &'a CudaStream {

@@ -5,7 +5,7 @@ use pgas_runtime::{ReduceOp, Team as RtTeam};
 use pyo3::prelude::*;
 
 use super::call::{dtype_mismatch, run, Call};
-use crate::dtype::with_pair;
+use crate::dtype::{with_pair, with_tensor};
 use crate::errors::{misuse, to_py};
 use crate::team::Team;
 use crate::tensor::Tensor;
@@ -61,6 +61,11 @@ fn issue(call: &Call<'_>, team: RtTeam, dst: &Tensor, src: &Tensor, kind: Coll) 
     };
     let (pgas, on) = (call.pgas, call.stream());
     let (d, s) = (call.tensor(dst)?, call.tensor(src)?);
+    if let Coll::Reduce(op) = kind {
+        if overlap(dst, src) {
+            return reduce_staged(call, team, op, dst, src);
+        }
+    }
     with_pair!(d, s, (d, s) => match kind {
         Coll::Broadcast(root) => pgas.broadcast_on(on, team, d, s, root),
         Coll::Fcollect => pgas.fcollect_on(on, team, d, s),
@@ -68,6 +73,72 @@ fn issue(call: &Call<'_>, team: RtTeam, dst: &Tensor, src: &Tensor, kind: Coll) 
         Coll::Reduce(op) => pgas.reduce_on(on, team, op, d, s),
         Coll::ReduceScatter(op) => pgas.reduce_scatter_on(on, team, op, d, s),
     }.map_err(to_py), else Err(dtype_mismatch(name, dst, src)))
+}
+
+/// Whether two tensors share memory.
+fn overlap(a: &Tensor, b: &Tensor) -> bool {
+    let end = |t: &Tensor| t.ptr + (t.len() * t.elem_size) as u64;
+    a.ptr < end(b) && b.ptr < end(a)
+}
+
+/// `src`'s elements at `ptr` in the staging buffer: a region of the live staging allocation,
+/// which the call holds for as long as the region is used.
+struct Staged<T> {
+    ptr: u64,
+    len: usize,
+    _elem: std::marker::PhantomData<T>,
+}
+
+// SAFETY: `ptr..ptr + len` lies in the context's staging tensor (State::staging), a live
+// symmetric allocation at least that large on every PE, kept until the call returns.
+unsafe impl<T> pgas_runtime::SymRegion<T> for Staged<T> {
+    fn as_device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// An in-place `reduce` (`dst` and `src` share memory): NVSHMEM's reduction reads every PE's
+/// source while it writes the destinations, and in place it gave some elements reduced twice
+/// (NVSHMEM 3.4.5 on 4 PEs), so `src` is first copied, on the call's stream, to a symmetric
+/// staging buffer that the reduction reads. Every PE must pass it in place (the staging
+/// buffer grows collectively the first time a size is needed).
+fn reduce_staged(
+    call: &Call<'_>,
+    team: RtTeam,
+    op: ReduceOp,
+    dst: &Tensor,
+    src: &Tensor,
+) -> PyResult<()> {
+    let (pgas, on) = (call.pgas, call.stream());
+    if dst.dtype != src.dtype {
+        return Err(dtype_mismatch("reduce", dst, src));
+    }
+    let bytes = src.len() * src.elem_size;
+    let staging = call.staging(bytes)?;
+    pgas.cuda()
+        .bind_to_thread()
+        .map_err(|e| misuse(format!("reduce: making pgas's CUDA context current: {e}")))?;
+    // SAFETY: both ranges are live device memory of this context of `bytes` bytes (the source
+    // tensor, and the staging buffer just sized), on a stream of this context.
+    unsafe { cudarc::driver::result::memcpy_dtod_async(staging, src.ptr, bytes, on.cu_stream()) }
+        .map_err(|e| {
+        to_py(pgas_runtime::Error::Cuda {
+            context: "copying an in-place reduce's source to the staging buffer",
+            source: e,
+        })
+    })?;
+    let d = call.tensor(dst)?;
+    with_tensor!(d, d => {
+        let staged = Staged {
+            ptr: staging,
+            len: src.len(),
+            _elem: std::marker::PhantomData,
+        };
+        pgas.reduce_on(on, team, op, d, &staged).map_err(to_py)
+    })
 }
 
 /// Copies `src` of PE `root` (numbered in `team`) into `dst` on every PE of the team.
@@ -114,7 +185,8 @@ pub(super) fn alltoall(
 
 /// Element-wise reduction (`op`: `"sum"`, `"prod"`, `"min"`, `"max"`; integers also `"and"`,
 /// `"or"`, `"xor"`) of every team PE's `src` into `dst` on every PE of the team: NVSHMEM's
-/// reduce, an all-reduce (also named `allreduce` here).
+/// reduce, an all-reduce (also named `allreduce` here). `dst` may be `src` (in place; pgas
+/// stages the source, since NVSHMEM's own in-place form is wrong): then on every PE.
 #[pyfunction]
 #[pyo3(signature = (team, dst, src, op="sum", *, stream=None))]
 pub(super) fn reduce(

@@ -1,5 +1,5 @@
-//! Symmetric tensors: `alloc`, `from_dlpack`, `free_tensor`, `get_peer_tensor`,
-//! `get_multicast_tensor` (and `_views`, for tests).
+//! Symmetric tensors: `alloc`, `from_dlpack`, `register_external`, `free_tensor`,
+//! `get_peer_tensor`, `get_multicast_tensor` (and `_views`, for tests).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -81,19 +81,83 @@ pub(super) fn from_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     Ok(Tensor::register(&state, data, true))
 }
 
+/// Registers memory another library allocated with CUDA VMM (`cuMemCreate` + `cuMemMap`:
+/// cuda.core's `VirtualMemoryResource`, PyTorch's expandable segments) as symmetric
+/// (`nvshmemx_buffer_register_symmetric`), and returns it as a `pgas.Tensor` of `dtype`
+/// (`uint8` by default) at its symmetric address. `obj` is a cuda.core `Buffer` (`handle`,
+/// `size`), a torch tensor or a CuPy array, contiguous from the start of its allocation; it is
+/// kept alive until the registration is undone. Collective: every PE registers the same size
+/// at the same point; `free_tensor` of the result unregisters it (collectively). Memory that is
+/// not VMM, sizes that differ across PEs, and a static heap (`NVSHMEM_DISABLE_CUDA_VMM=1`)
+/// raise with the fix, on every PE, before NVSHMEM is called.
+#[pyfunction]
+#[pyo3(signature = (obj, dtype=None))]
+pub(super) fn register_external(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Tensor> {
+    let name = dtype.map_or(Ok("uint8"), dtype::parse)?;
+    let (ptr, bytes) = address_and_size(obj)?;
+    let state = current()?;
+    let keep: Py<PyAny> = obj.clone().unbind();
+    let data = py.detach(|| {
+        // SAFETY: `keep` holds the object that owns the memory, so it stays mapped until the
+        // registration (which owns `keep`) is undone.
+        unsafe { dtype::register(&state.pgas()?, name, ptr, bytes, keep) }
+    })?;
+    Ok(Tensor::register(&state, data, false))
+}
+
+/// The device address and size in bytes of a cuda.core `Buffer` (`handle`, `size`), a torch
+/// tensor (`data_ptr()`, `nbytes`) or a CuPy array (`data.ptr`, `nbytes`).
+fn address_and_size(obj: &Bound<'_, PyAny>) -> PyResult<(u64, usize)> {
+    let int = |v: Bound<'_, PyAny>| -> PyResult<u64> {
+        v.extract::<u64>()
+            .or_else(|_| v.call_method0("__int__")?.extract::<u64>())
+    };
+    if obj.hasattr("handle")? && obj.hasattr("size")? {
+        return Ok((
+            int(obj.getattr("handle")?)?,
+            obj.getattr("size")?.extract()?,
+        ));
+    }
+    if obj.hasattr("data_ptr")? && obj.hasattr("nbytes")? {
+        return Ok((
+            int(obj.call_method0("data_ptr")?)?,
+            obj.getattr("nbytes")?.extract()?,
+        ));
+    }
+    if obj.hasattr("data")? && obj.hasattr("nbytes")? {
+        return Ok((
+            int(obj.getattr("data")?.getattr("ptr")?)?,
+            obj.getattr("nbytes")?.extract()?,
+        ));
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "register_external takes a cuda.core Buffer, a torch tensor or a CuPy array, not {}",
+        obj.get_type().name()?
+    )))
+}
+
 /// Frees a tensor made by `alloc`. Collective: every PE frees the same tensors in the same
 /// order. The PEs first compare what they are freeing: a different tensor on some PE, or a
 /// DLPack view of it still alive on some PE (`del` the torch tensors made from it first),
 /// raises `CollectiveMismatchError` on every PE and frees nothing. Afterwards every use of `t`
 /// raises `FreedError`. (The garbage collector never frees symmetric memory.)
+///
+/// `with_views=True` frees it although DLPack views of it are alive (NVSHMEM4Py's
+/// `free_tensor` and `free_array` do, and `pgas.nvshmem.core` with them): the caller promises
+/// not to use them again, since they would read and write freed memory.
 #[pyfunction]
-pub(super) fn free_tensor(py: Python<'_>, t: PyRef<'_, Tensor>) -> PyResult<()> {
+#[pyo3(signature = (t, *, with_views=false))]
+pub(super) fn free_tensor(py: Python<'_>, t: PyRef<'_, Tensor>, with_views: bool) -> PyResult<()> {
     let state = current()?;
     if !Arc::ptr_eq(&t.state, &state) {
         return Err(freed(&t.describe()));
     }
     let (id, what) = (t.id, t.describe());
-    py.detach(|| state.free(id, &what))
+    py.detach(|| state.free(id, &what, with_views))
 }
 
 /// PE `pe`'s copy of `t` mapped into this process (NVLink or PCIe peer access), as a

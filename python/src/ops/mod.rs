@@ -1,7 +1,8 @@
 //! The module's functions, with NVSHMEM4Py's names where pgas has the operation: memory
 //! (`alloc`, `from_dlpack`, `free_tensor`, `get_peer_tensor`, `get_multicast_tensor`), RMA
 //! (`put`, `get`, their `_nbi` forms), signals (`put_signal`, `signal_op`, `signal_wait`,
-//! `signal_fetch`), ordering (`quiet`, `fence`, `barrier_all`, `barrier`, `sync_all`), atomics
+//! `signal_fetch`), ordering (`quiet`, `flush`, `fence`, `barrier_all`, `barrier`, `sync_all`,
+//! `sync`), atomics
 //! (`atomic_*`) and collectives over teams (`broadcast`, `fcollect`, `alltoall`, `reduce`).
 //!
 //! Each checks its Python arguments, releases the GIL and calls the runtime; the runtime's
@@ -28,21 +29,27 @@ use crate::state;
 use atomics::add_atomics;
 use collectives::{alltoall, broadcast, fcollect, reduce, reducescatter};
 use context::{get_version, my_pe, n_pes};
-use memory::{_views, alloc, free_tensor, from_dlpack, get_multicast_tensor, get_peer_tensor};
+use memory::{
+    _views, alloc, free_tensor, from_dlpack, get_multicast_tensor, get_peer_tensor,
+    register_external,
+};
 use rma::{get, get_nbi, put, put_nbi};
 use signals::{put_signal, signal_fetch, signal_op, signal_wait};
-use sync::{barrier, barrier_all, fence, quiet, sync_all};
+use sync::{barrier, barrier_all, fence, flush, quiet, sync_all, team_sync};
 
 /// Adds the functions and the operator constants to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(state::init, m)?)?;
     m.add_function(wrap_pyfunction!(state::finalize, m)?)?;
+    m.add_function(wrap_pyfunction!(state::get_unique_id, m)?)?;
+    m.add_function(wrap_pyfunction!(state::init_status, m)?)?;
     m.add_function(wrap_pyfunction!(context::context, m)?)?;
     m.add_function(wrap_pyfunction!(my_pe, m)?)?;
     m.add_function(wrap_pyfunction!(n_pes, m)?)?;
     m.add_function(wrap_pyfunction!(get_version, m)?)?;
     m.add_function(wrap_pyfunction!(alloc, m)?)?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(register_external, m)?)?;
     m.add_function(wrap_pyfunction!(free_tensor, m)?)?;
     m.add_function(wrap_pyfunction!(get_peer_tensor, m)?)?;
     m.add_function(wrap_pyfunction!(get_multicast_tensor, m)?)?;
@@ -59,6 +66,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(barrier_all, m)?)?;
     m.add_function(wrap_pyfunction!(barrier, m)?)?;
     m.add_function(wrap_pyfunction!(sync_all, m)?)?;
+    m.add_function(wrap_pyfunction!(team_sync, m)?)?;
+    m.add_function(wrap_pyfunction!(flush, m)?)?;
     m.add_function(wrap_pyfunction!(broadcast, m)?)?;
     m.add_function(wrap_pyfunction!(fcollect, m)?)?;
     m.add_function(wrap_pyfunction!(alltoall, m)?)?;

@@ -78,3 +78,31 @@ pub(super) fn barrier(
         ordering(call, || team.barrier(pgas), |s| team.barrier_on(pgas, s))
     })
 }
+
+/// Synchronizes the PEs of `team` without completing outstanding RMA
+/// (`nvshmemx_team_sync_on_stream`).
+#[pyfunction]
+#[pyo3(name = "sync", signature = (team, *, stream=None))]
+pub(super) fn team_sync(
+    py: Python<'_>,
+    team: &Team,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let team = team.team;
+    run(py, stream, |call| {
+        let pgas = call.pgas;
+        ordering(call, || team.sync(pgas), |s| team.sync_on(pgas, s))
+    })
+}
+
+/// Makes the sources of this PE's earlier non-blocking puts reusable without waiting for the
+/// data to arrive (`nvshmemx_flush_on_stream`, NVSHMEM 3.7 and later; with an older NVSHMEM,
+/// `UnavailableError` naming its version). Without `stream=` the host waits for pgas's stream.
+#[pyfunction]
+#[pyo3(signature = (*, stream=None))]
+pub(super) fn flush(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    run(py, stream, |call| {
+        let pgas = call.pgas;
+        ordering(call, || pgas.flush(), |s| pgas.flush_on(s))
+    })
+}

@@ -399,6 +399,14 @@ impl Pgas {
         self.inner.nvshmem
     }
 
+    /// NVSHMEM's view of this process (`nvshmemx_init_status`): 2 initialized, 3 initialized
+    /// with several PEs on a GPU but only some APIs (limited MPG: no CUDA MPS, or shares over
+    /// 100%), 4 several PEs on a GPU with every API (full MPG).
+    pub fn init_status(&self) -> i32 {
+        // SAFETY: a query of NVSHMEM's state, callable at any time.
+        unsafe { self.nvshmem().raw().nvshmemx_init_status() }
+    }
+
     /// The running NVSHMEM library's version, `(major, minor, patch)`.
     pub fn nvshmem_version(&self) -> (u32, u32, u32) {
         self.inner.nvshmem.version()

@@ -468,6 +468,34 @@ impl Pgas {
         })
     }
 
+    /// Makes the sources of the non-blocking puts this PE issued on `stream` before it
+    /// reusable (`nvshmemx_flush_on_stream`): unlike [`Pgas::quiet_on`] it does not wait for
+    /// the data to arrive. NVSHMEM 3.7 added it; with an older NVSHMEM this is
+    /// [`Error::Unavailable`] naming the version.
+    pub fn flush_on(&self, stream: &CudaStream) -> Result<()> {
+        let nv = self.nvshmem();
+        let Some(flush) = nv.flush_on_stream() else {
+            let (major, minor, patch) = self.nvshmem_version();
+            return Err(Error::Unavailable {
+                what: "flush (nvshmemx_flush_on_stream)",
+                reason: format!(
+                    "NVSHMEM {major}.{minor}.{patch} ({}) has no flush: NVSHMEM 3.7.0 added it. \
+                     Use quiet (which also completes the puts), or run with NVSHMEM 3.7 or later \
+                     (PGAS_NVSHMEM_HOME, or pip install 'nvidia-nvshmem-cu13>=3.7')",
+                    nv.path().display()
+                ),
+            });
+        };
+        // SAFETY: as in `barrier_all_on`; `flush` is the library's own function.
+        self.on(stream, |_, stream| unsafe { flush(stream) })
+    }
+
+    /// [`Pgas::flush_on`] on the pgas stream, then a wait for it.
+    pub fn flush(&self) -> Result<()> {
+        self.flush_on(self.stream())?;
+        self.inner.sync_stream()
+    }
+
     /// Issues one `nvshmemx_*_on_stream` call on `stream` once it is known to belong to this
     /// context, with the context current on this thread (the driver API is per thread).
     fn on(&self, stream: &CudaStream, call: impl FnOnce(&NvshmemHost, CUstream)) -> Result<()> {

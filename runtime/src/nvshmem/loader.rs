@@ -11,10 +11,16 @@ use crate::ffi::NvshmemHost;
 /// The loaded NVSHMEM host library: every allowlisted function of [`crate::ffi`], resolved.
 pub struct Nvshmem {
     host: NvshmemHost,
+    /// `nvshmemx_flush_on_stream`, which NVSHMEM 3.7 added: not in the 3.4.5 headers the
+    /// bindings come from, so looked up by name; `None` in older libraries.
+    flush_on_stream: Option<FlushOnStream>,
     path: PathBuf,
     version: Version,
     spec_version: (u32, u32),
 }
+
+/// `void nvshmemx_flush_on_stream(cudaStream_t)` (NVSHMEM 3.7 and later).
+pub(crate) type FlushOnStream = unsafe extern "C" fn(cudarc::driver::sys::CUstream);
 
 impl fmt::Debug for Nvshmem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -58,6 +64,11 @@ impl Nvshmem {
             )
         }
         .map_err(|e| load_err(e.to_string()))?;
+        // SAFETY: NVSHMEM 3.7's `void nvshmemx_flush_on_stream(cudaStream_t)`, whose signature
+        // the type states; the pointer is kept with `host`, which keeps the library loaded.
+        let flush_on_stream = unsafe { lib.get::<FlushOnStream>(b"nvshmemx_flush_on_stream\0") }
+            .ok()
+            .map(|f| *f);
         // SAFETY: `lib` is an NVSHMEM 3 host library, whose symbols have the signatures of the
         // headers the bindings were made from (the version is checked against them, see
         // `nvshmem::version`, before pgas calls more than the two version queries below).
@@ -73,6 +84,7 @@ impl Nvshmem {
         unsafe { host.nvshmem_info_get_version(&mut spec_major, &mut spec_minor) };
         Ok(Nvshmem {
             host,
+            flush_on_stream,
             path: path.to_path_buf(),
             version,
             spec_version: (spec_major as u32, spec_minor as u32),
@@ -87,6 +99,16 @@ impl Nvshmem {
     /// The OpenSHMEM specification version the library implements (`nvshmem_info_get_version`).
     pub fn spec_version(&self) -> (u32, u32) {
         self.spec_version
+    }
+
+    /// Whether the library has `nvshmemx_flush_on_stream` (NVSHMEM 3.7 and later).
+    pub fn has_flush(&self) -> bool {
+        self.flush_on_stream.is_some()
+    }
+
+    /// `nvshmemx_flush_on_stream`, where the library has it.
+    pub(crate) fn flush_on_stream(&self) -> Option<FlushOnStream> {
+        self.flush_on_stream
     }
 
     /// Path of the loaded library.

@@ -122,10 +122,10 @@ def symmetric(obj: Any, what: str, count: Optional[int] = None) -> Any:
             )
         return a.tensor
     ptr = data_ptr(obj)
-    a = _by_ptr.get(ptr)
-    whole = a is not None and _nbytes(obj) == a.nbytes and _dtype(obj) == a.tensor.dtype
-    if whole and (count is None or count == len(a.tensor)):
-        return a.tensor
+    mine = _by_ptr.get(ptr)
+    if mine is not None and _nbytes(obj) == mine.nbytes and _dtype(obj) == mine.tensor.dtype:
+        if count is None or count == len(mine.tensor):
+            return mine.tensor
     view = obj
     if count is not None:
         flat = obj.reshape(-1)

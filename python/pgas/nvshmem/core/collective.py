@@ -20,14 +20,16 @@ def _op(op: Any) -> str:
 def reduce(team: Any, dst: Any, src: Any, op: Any = "sum", stream: Any = None) -> None:
     """Every PE of ``team`` gets ``op`` over the PEs' ``src`` in ``dst`` (``dst`` may be
     ``src``: pgas stages the in-place form)."""
-    _pgas.reduce(team_of(team), symmetric(dst, "reduce"), symmetric(src, "reduce"), _op(op),
+    name = _op(op)
+    _pgas.reduce(team_of(team), symmetric(dst, "reduce"), symmetric(src, "reduce"), name,
                  stream=stream)
 
 
 def reducescatter(team: Any, dst: Any, src: Any, op: Any = "sum", stream: Any = None) -> None:
     """Block ``i`` of ``op`` over the PEs' ``src`` on team PE ``i``, in ``dst``."""
+    name = _op(op)
     _pgas.reducescatter(team_of(team), symmetric(dst, "reducescatter"),
-                        symmetric(src, "reducescatter"), _op(op), stream=stream)
+                        symmetric(src, "reducescatter"), name, stream=stream)
 
 
 def alltoall(team: Any, dst: Any, src: Any, stream: Any = None) -> None:

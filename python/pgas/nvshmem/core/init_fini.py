@@ -86,6 +86,11 @@ def get_version() -> Version:
     return Version(f"{major}.{minor}.{patch}", f"pgas {mine}", "1.5")
 
 
+def get_name() -> str:
+    """NVSHMEM's name and version, as ``nvshmem_info_get_name`` gives them."""
+    return f"NVSHMEM v{get_version().nvshmem}"
+
+
 def init_status() -> int:
     """``InitStatus`` as an int: ``STATUS_NOT_INITIALIZED`` before ``init``."""
     return int(_pgas.init_status())
@@ -102,4 +107,4 @@ def n_pes() -> int:
 
 
 __all__ = ["UniqueID", "Version", "InitStatus", "get_unique_id", "init", "finalize",
-           "get_version", "init_status", "my_pe", "n_pes"]
+           "get_version", "get_name", "init_status", "my_pe", "n_pes"]

@@ -2,7 +2,7 @@
 multicast views, and registering memory another library allocated with CUDA VMM. Every one of
 them is collective over all PEs, as in NVSHMEM4Py, except the peer and multicast views."""
 
-from typing import Any, Optional
+from typing import Any
 
 from ... import _pgas
 from . import _registry
@@ -28,7 +28,7 @@ class SymmetricBuffer:
         return f"SymmetricBuffer(handle={self.handle:#x}, size={self.size})"
 
 
-def _buffer_class() -> Optional[type]:
+def _buffer_class() -> Any:
     for name in ("cuda.core", "cuda.core.experimental"):
         try:
             module = __import__(name, fromlist=["Buffer"])
@@ -39,12 +39,25 @@ def _buffer_class() -> Optional[type]:
 
 
 def wrap_buffer(tensor: Any) -> Any:
-    """A Buffer over the bytes of symmetric ``tensor``: a cuda.core ``Buffer`` that does not
-    own them (pgas frees them), else a ``SymmetricBuffer``."""
+    """A Buffer over the bytes of symmetric ``tensor`` (or of a peer or multicast view of it):
+    a cuda.core ``Buffer`` that does not own them (pgas frees them), else a
+    ``SymmetricBuffer``."""
     cls = _buffer_class()
     if cls is not None and hasattr(cls, "from_handle"):
-        return cls.from_handle(int(tensor.data_ptr), int(tensor.nbytes))
+        return cls.from_handle(int(tensor.data_ptr), _bytes_of(tensor))
     return SymmetricBuffer(tensor)
+
+
+def _bytes_of(tensor: Any) -> int:
+    n = getattr(tensor, "nbytes", None)
+    if n is not None:
+        return int(n)
+    count = 1
+    for d in tensor.shape:
+        count *= int(d)
+    return count * {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1,
+                    "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4,
+                    "uint64": 8}[tensor.dtype]
 
 
 def buffer(size: int, release: bool = False, except_on_del: bool = True) -> Any:
@@ -81,9 +94,7 @@ def get_peer_buffer(buf: Any, pe: int) -> Any:
             f"get_peer_buffer: PE {pe} is not reachable with loads and stores from this PE "
             "(use put/get instead)"
         )
-    return SymmetricBuffer(peer) if _buffer_class() is None else _buffer_class().from_handle(
-        int(peer.data_ptr), a.nbytes
-    )
+    return wrap_buffer(peer)
 
 
 def get_multicast_buffer(team: int, buf: Any) -> Any:
@@ -92,9 +103,7 @@ def get_multicast_buffer(team: int, buf: Any) -> Any:
     from .teams import team_of
 
     a = _registry.lookup(int(buf.handle), "get_multicast_buffer")
-    mc = _pgas.get_multicast_tensor(team_of(team), a.tensor)
-    cls = _buffer_class()
-    return SymmetricBuffer(mc) if cls is None else cls.from_handle(int(mc.data_ptr), a.nbytes)
+    return wrap_buffer(_pgas.get_multicast_tensor(team_of(team), a.tensor))
 
 
 def register_external(obj: Any) -> Any:

@@ -10,6 +10,21 @@ from ._registry import symmetric
 from .enums import COMPARISONS, SIGNAL_OPS, ComparisonType, SignalOp
 
 
+class NvshmemStream:
+    """A PyTorch stream in the form NVSHMEM4Py's calls take (``__cuda_stream__``); pgas takes
+    the PyTorch stream itself too."""
+
+    def __init__(self, pt_stream: Any) -> None:
+        self.pt_stream = pt_stream
+        self.handle = pt_stream.cuda_stream
+
+    def __cuda_stream__(self) -> Tuple[int, int]:
+        return (0, int(self.pt_stream.cuda_stream))
+
+
+NvshmemStreamsType = Any
+
+
 def _target(args: Tuple[Any, ...], remote_pe: int, pe: Optional[int], count: Optional[int], what: str):
     """``(count, pe)`` from the forms NVSHMEM4Py's documents show: ``put(dst, src, remote_pe)``,
     ``put(dst, src, count, remote_pe)`` and ``put(dst, src, count=n, pe=p)``."""
@@ -68,24 +83,27 @@ def put_signal(dst: Any, src: Any, signal_var: Any, signal_val: int, signal_op: 
     """Copies ``src`` into ``dst`` on PE ``remote_pe``, then updates its ``signal_var`` (a
     one-word ``uint64`` symmetric array, tensor or Buffer) with ``signal_op``/``signal_val``:
     a PE that sees the signal sees the data."""
+    op = _signal_op(signal_op)
     _pgas.put_signal(symmetric(dst, "put_signal"), symmetric(src, "put_signal"),
-                     symmetric(signal_var, "put_signal"), int(signal_val), _signal_op(signal_op),
-                     int(remote_pe), stream=stream)
+                     symmetric(signal_var, "put_signal"), int(signal_val), op, int(remote_pe),
+                     stream=stream)
 
 
 def put_signal_nbi(dst: Any, src: Any, signal_var: Any, signal_val: int, signal_op: Any,
                    remote_pe: int = -1, stream: Any = None) -> None:
     """``put_signal`` that completes at the next ``quiet``."""
+    op = _signal_op(signal_op)
     _pgas.put_signal(symmetric(dst, "put_signal_nbi"), symmetric(src, "put_signal_nbi"),
-                     symmetric(signal_var, "put_signal_nbi"), int(signal_val),
-                     _signal_op(signal_op), int(remote_pe), nbi=True, stream=stream)
+                     symmetric(signal_var, "put_signal_nbi"), int(signal_val), op,
+                     int(remote_pe), nbi=True, stream=stream)
 
 
 def signal_op(signal_var: Any, signal_val: int, signal_op: Any, remote_pe: int = -1,
               stream: Any = None) -> None:
     """Updates ``signal_var`` on PE ``remote_pe`` without moving data."""
-    _pgas.signal_op(symmetric(signal_var, "signal_op"), int(signal_val), _signal_op(signal_op),
-                    int(remote_pe), stream=stream)
+    op = _signal_op(signal_op)
+    _pgas.signal_op(symmetric(signal_var, "signal_op"), int(signal_val), op, int(remote_pe),
+                    stream=stream)
 
 
 def signal_wait(signal_var: Any, signal_val: int, signal_op: Any, stream: Any = None) -> None:

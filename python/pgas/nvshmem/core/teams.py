@@ -17,21 +17,21 @@ def team_of(handle: Any) -> Any:
         return handle
     if not _teams:
         for t in (_pgas.TEAM_WORLD, _pgas.TEAM_SHARED, _pgas.TEAM_NODE, _pgas.TEAM_SAME_MYPE_NODE):
-            _teams[t.handle()] = t
-    t = _teams.get(int(handle))
-    if t is None:
+            _teams[t.handle] = t
+    found = _teams.get(int(handle))
+    if found is None:
         raise _pgas.TeamError(
             f"team {int(handle)} is not a team of this PE: use a Teams member or a handle that "
             "team_split_strided, team_split_2d or team_init returned (and not destroyed)"
         )
-    return t
+    return found
 
 
 def _handle(team: Optional[Any]) -> Optional[int]:
     if team is None:
         return None
-    _teams[team.handle()] = team
-    return int(team.handle())
+    _teams[team.handle] = team
+    return int(team.handle)
 
 
 class TeamConfig:
@@ -54,6 +54,15 @@ def _contexts(config: Optional[TeamConfig], mask: int) -> Optional[int]:
     if config is not None and int(mask) & MASK_NUM_CONTEXTS:
         return config.num_contexts
     return None
+
+
+TeamUniqueId = int
+"""A team id from ``get_team_unique_id`` (a number)."""
+
+
+def team_get_config(team: Any) -> TeamConfig:
+    """``team``'s configuration (``num_contexts``)."""
+    return TeamConfig(num_contexts=int(team_of(team).config().get("num_contexts", 0)))
 
 
 def team_my_pe(team: Any) -> int:
@@ -111,7 +120,7 @@ def team_destroy(team: Any) -> None:
     """Destroys a team split off or made by ``team_init``. Collective over the team."""
     t = team_of(team)
     t.destroy()
-    _teams.pop(int(t.handle()), None)
+    _teams.pop(int(t.handle), None)
 
 
 def get_team_unique_id() -> int:

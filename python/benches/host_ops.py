@@ -1,0 +1,118 @@
+"""NVSHMEM4Py's host operations timed through one program, on pgas (pgas.nvshmem.core) or on
+NVSHMEM4Py (nvshmem.core): the same code, only the import differs (--lib). Each figure is the
+median of REPS calls of host call + stream synchronize, in microseconds, after WARMUP calls.
+One JSON line a figure (`{"lib":..,"op":..,"us":..,"pes":..}`); run each library in its own
+process (both load NVSHMEM) in one job, and compare with compare.py:
+
+    python3 python/benches/host_ops.py --lib pgas
+    python3 python/benches/host_ops.py --lib nvshmem4py      # where NVSHMEM4Py is installed
+
+Under MPI (`mpirun -np 2 ...`) the PEs start from MPI.COMM_WORLD; alone, from one PE."""
+
+import argparse
+import json
+import statistics
+import time
+
+REPS = 300
+WARMUP = 30
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", choices=("pgas", "nvshmem4py"), required=True)
+    ap.add_argument("--reps", type=int, default=REPS)
+    args = ap.parse_args()
+    if args.lib == "pgas":
+        import pgas.nvshmem.core as nvshmem
+    else:
+        import nvshmem.core as nvshmem
+    import cupy as cp
+    from cuda.core import Device
+
+    try:
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+    except ImportError:
+        comm = None
+    rank = comm.Get_rank() if comm else 0
+    dev = Device(rank % max(1, cp.cuda.runtime.getDeviceCount()))
+    dev.set_current()
+    stream = dev.create_stream()
+    if comm is not None:
+        nvshmem.init(device=dev, mpi_comm=comm, initializer_method="mpi")
+    else:
+        uid = nvshmem.get_unique_id()
+        nvshmem.init(device=dev, uid=uid, rank=0, nranks=1, initializer_method="uid")
+    me, n = nvshmem.my_pe(), nvshmem.n_pes()
+    nxt, prv = (me + 1) % n, (me + n - 1) % n
+    world = nvshmem.Teams.TEAM_WORLD
+
+    src = nvshmem.array((1024,), dtype="float32")   # 4 KiB
+    dst = nvshmem.array((1024,), dtype="float32")
+    part = nvshmem.array((256,), dtype="float32")    # 1 KiB a PE
+    whole = nvshmem.array((256 * n,), dtype="float32")
+    counter = nvshmem.array((1,), dtype="int64")
+    sig = nvshmem.array((1,), dtype="uint64")
+    sig_buf = nvshmem.array_get_buffer(sig)[0]
+    cp.cuda.runtime.deviceSynchronize()
+    nvshmem.barrier_all(stream=stream)
+    stream.sync()
+
+    def timed(op):
+        times = []
+        for i in range(WARMUP + args.reps):
+            t = time.perf_counter()
+            op()
+            stream.sync()
+            if i >= WARMUP:
+                times.append((time.perf_counter() - t) * 1e6)
+        return statistics.median(times)
+
+    figures = {}
+    figures["put 4 KiB"] = timed(lambda: nvshmem.put(dst, src, remote_pe=nxt, stream=stream))
+    figures["get 4 KiB"] = timed(lambda: nvshmem.get(dst, src, remote_pe=prv, stream=stream))
+    figures["reduce 4 KiB"] = timed(lambda: nvshmem.reduce(world, dst, src, "sum", stream=stream))
+    figures["broadcast 4 KiB"] = timed(lambda: nvshmem.broadcast(world, dst, src, 0, stream=stream))
+    figures["reducescatter 1 KiB a PE"] = timed(
+        lambda: nvshmem.reducescatter(world, part, whole, "sum", stream=stream))
+    figures["quiet"] = timed(lambda: nvshmem.quiet(stream=stream))
+    figures["barrier_all"] = timed(lambda: nvshmem.barrier_all(stream=stream))
+    figures["barrier(team)"] = timed(lambda: nvshmem.barrier(world, stream=stream))
+    try:
+        figures["atomic_fetch_add"] = timed(
+            lambda: nvshmem.atomic_fetch_add(counter, 1, remote_pe=nxt))
+    except Exception as e:  # noqa: BLE001 (reported, not hidden)
+        print(json.dumps({"lib": args.lib, "op": "atomic_fetch_add", "error": str(e)[:200]}))
+
+    rounds = [0]
+
+    def signal_round():
+        rounds[0] += 1
+        nvshmem.put_signal(dst, src, sig_buf, rounds[0], nvshmem.SignalOp.SIGNAL_SET,
+                           remote_pe=nxt, stream=stream)
+        nvshmem.signal_wait(sig_buf, rounds[0], nvshmem.ComparisonType.CMP_GE, stream=stream)
+
+    nvshmem.barrier_all(stream=stream)
+    stream.sync()
+    figures["put_signal + signal_wait 4 KiB"] = timed(signal_round)
+
+    def alloc_free():
+        a = nvshmem.array((1024,), dtype="float32")
+        nvshmem.free_array(a)
+
+    figures["alloc + free 4 KiB"] = timed(alloc_free)
+
+    for op, us in figures.items():
+        if me == 0:
+            print(json.dumps({"lib": args.lib, "op": op, "us": round(us, 2), "pes": n}), flush=True)
+    nvshmem.barrier_all(stream=stream)
+    stream.sync()
+    for a in (src, dst, part, whole, counter, sig):
+        nvshmem.free_array(a)
+    nvshmem.finalize()
+
+
+if __name__ == "__main__":
+    main()
