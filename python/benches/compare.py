@@ -21,11 +21,14 @@ def main() -> None:
             continue
         if "us" in r:
             rows.setdefault((r["op"], r["pes"]), {})[r["lib"]] = r["us"]
+        elif "wrong" in r:
+            rows.setdefault((r["op"], r["pes"]), {})[r["lib"]] = f"wrong result ({r['wrong']})"
     print("| operation | PEs | pgas (us) | NVSHMEM4Py (us) | pgas / NVSHMEM4Py |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for (op, pes), libs in rows.items():
         a, b = libs.get("pgas"), libs.get("nvshmem4py")
-        ratio = f"{a / b:.2f}" if a and b else "-"
+        both = isinstance(a, float) and isinstance(b, float)
+        ratio = f"{a / b:.2f}" if both else "-"
         print(f"| {op} | {pes} | {a if a else '-'} | {b if b else '-'} | {ratio} |")
 
 

@@ -31,7 +31,7 @@ from ._pgas import (  # the native module's public names, all but init (below)
     signal_fetch, signal_op, signal_wait, sync, sync_all, team_destroy, team_init, team_my_pe,
     team_n_pes, team_split_2d, team_split_strided, team_translate_pe,
 )
-from ._pgas import __version__
+from ._pgas import __version__, _views  # _views: DLPack views of a tensor, for the tests
 
 __all__ = [name for name in dir(_pgas) if not name.startswith("_")] + ["__version__"]
 

@@ -15,11 +15,11 @@
 
 use std::ptr;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{
-    cuEventCreate, cuEventDestroy_v2, cuEventRecord, cuStreamGetCtx, cuStreamWaitEvent, CUcontext,
-    CUevent, CUevent_flags, CUresult, CUstream,
+    cuEventCreate, cuEventRecord, cuStreamGetCtx, cuStreamWaitEvent, CUcontext, CUevent,
+    CUevent_flags, CUresult, CUstream,
 };
 use cudarc::driver::CudaStream;
 use pgas_runtime::Pgas;
@@ -108,25 +108,50 @@ pub(crate) fn check(pgas: &Pgas, raw: Option<usize>) -> PyResult<Option<UserStre
     Ok(Some(UserStream(raw)))
 }
 
+/// The two events `order` records, made once for the process (which has one pgas context):
+/// creating and destroying one per call cost more than the rest of a `stream=` call's ordering.
+/// The lock is held from a record to its wait, so that two threads never wait on each other's
+/// recording.
+static EVENTS: Mutex<Option<[usize; 2]>> = Mutex::new(None);
+
+/// Which of the two events: pgas's stream recorded for `s`, or `s` recorded for pgas's stream.
+#[derive(Clone, Copy)]
+enum Direction {
+    MineForTheirs = 0,
+    TheirsForMine = 1,
+}
+
 /// Makes `waiter` wait for the work queued on `signaler` so far.
-fn order(waiter: CUstream, signaler: CUstream) -> PyResult<()> {
-    let mut event: CUevent = ptr::null_mut();
-    // SAFETY: both streams belong to the current context (checked by `check`, or pgas's own);
-    // the event is created, recorded, waited on and released here (the driver keeps it until
-    // the wait is satisfied).
-    let status = unsafe {
-        let s = cuEventCreate(&mut event, CUevent_flags::CU_EVENT_DISABLE_TIMING as u32);
-        if s != CUresult::CUDA_SUCCESS {
-            s
-        } else {
-            let mut s = cuEventRecord(event, signaler);
-            if s == CUresult::CUDA_SUCCESS {
-                s = cuStreamWaitEvent(waiter, event, 0);
+fn order(waiter: CUstream, signaler: CUstream, direction: Direction) -> PyResult<()> {
+    let mut events = EVENTS.lock().unwrap_or_else(|p| p.into_inner());
+    let status = (|| {
+        if events.is_none() {
+            let mut made = [0usize; 2];
+            for slot in &mut made {
+                let mut event: CUevent = ptr::null_mut();
+                // SAFETY: pgas's context is current (`on`); `event` is a live local the driver
+                // writes. The events live as long as the process's one context.
+                let s = unsafe {
+                    cuEventCreate(&mut event, CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
+                };
+                if s != CUresult::CUDA_SUCCESS {
+                    return s;
+                }
+                *slot = event as usize;
             }
-            let _ = cuEventDestroy_v2(event);
-            s
+            *events = Some(made);
         }
-    };
+        let event = events.map_or(0, |e| e[direction as usize]) as CUevent;
+        // SAFETY: both streams belong to the current context (checked by `check`, or pgas's
+        // own); the event was made above in it, and the lock keeps its record and wait together.
+        unsafe {
+            let s = cuEventRecord(event, signaler);
+            if s != CUresult::CUDA_SUCCESS {
+                return s;
+            }
+            cuStreamWaitEvent(waiter, event, 0)
+        }
+    })();
     if status == CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
@@ -157,8 +182,8 @@ pub(crate) fn on<R>(
     pgas.cuda()
         .bind_to_thread()
         .map_err(|e| misuse(format!("stream=: making pgas's CUDA context current: {e}")))?;
-    order(raw as CUstream, mine)?;
+    order(raw as CUstream, mine, Direction::MineForTheirs)?;
     let out = op(Some(&theirs))?;
-    order(mine, raw as CUstream)?;
+    order(mine, raw as CUstream, Direction::TheirsForMine)?;
     Ok(out)
 }

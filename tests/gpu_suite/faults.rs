@@ -128,10 +128,27 @@ pub fn run(how: &str) -> ExitCode {
         );
         pgas.barrier_all()
     };
-    println!(
-        "rank-death {how}: FAIL: PE {me}'s wait ended ({waited:?}) although PE {} is dead",
-        n - 1
-    );
+    survivor_ended(how, me, n - 1, "wait", waited)
+}
+
+/// A surviving PE whose wait returned: `Ok` is a failure (it completed without the dead PE);
+/// an `Err` is how CUDA MPS ends it where the PEs share a GPU (a client that dies with work on
+/// the GPU faults every client of the server), so the PE says so, lingers long enough for the
+/// launcher to see the dead PE first and name it, and exits non-zero. Never returns normally.
+fn survivor_ended(how: &str, me: usize, dead: usize, what: &str, waited: pgas::Result<()>) -> ! {
+    match waited {
+        Ok(()) => println!(
+            "rank-death {how}: FAIL: PE {me}'s {what} ended (Ok) although PE {dead} is dead"
+        ),
+        Err(e) => {
+            println!(
+                "rank-death {how}: PE {me}'s {what} failed after PE {dead} died (CUDA MPS \
+                 reports a dead client's fault to every client sharing the GPU): {e}"
+            );
+            let _ = std::io::stdout().flush();
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    }
     // Leave without finalizing: the dead PE would never join it.
     std::process::exit(3)
 }
@@ -200,11 +217,7 @@ fn die_inside(pgas: &Pgas, op: &str, sig: &mut SymTensor<u64>) -> ExitCode {
         // Reached only if the call returned before the death; wait for it.
         std::thread::sleep(Duration::from_secs(3600));
     }
-    println!(
-        "rank-death {how}: FAIL: PE {me}'s {op} ended ({waited:?}) although PE {} is dead",
-        n - 1
-    );
-    std::process::exit(3)
+    survivor_ended(&how, me, n - 1, op, waited)
 }
 
 /// Every PE's set-up of `op` (collective), as a call that runs it once on the context's stream.
@@ -306,10 +319,7 @@ fn trap_in_collective(pgas: &Pgas) -> ExitCode {
             // exit handlers, which `std::process::exit` would run, could only fail or crash.
             unsafe { libc::_exit(1) }
         }
-        _ => {
-            println!("rank-death {how}: FAIL: PE {me}'s kernel ended ({r:?})");
-            std::process::exit(3)
-        }
+        _ => survivor_ended(how, me, n - 1, "kernel", r),
     }
 }
 

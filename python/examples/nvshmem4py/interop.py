@@ -10,7 +10,13 @@ import cupy as cp
 
 # completed: the guide starts past initialization.
 from mpi4py import MPI
-from cuda.core.experimental import Device, system
+try:
+    from cuda.core.experimental import Device, system
+except ImportError:  # completed: cuda.core 1.x has Device at cuda.core, and no .experimental
+    from cuda.core import Device
+
+    class system:  # noqa: N801 (the 0.x name)
+        num_devices = cp.cuda.runtime.getDeviceCount()
 
 dev = Device(MPI.COMM_WORLD.Get_rank() % system.num_devices)
 dev.set_current()

@@ -10,7 +10,13 @@ import cupy as cp
 
 # --- Initializing NVSHMEM
 from mpi4py import MPI
-from cuda.core.experimental import Device, system
+try:
+    from cuda.core.experimental import Device, system
+except ImportError:  # completed: cuda.core 1.x has Device at cuda.core, and no .experimental
+    from cuda.core import Device
+
+    class system:  # noqa: N801 (the 0.x name)
+        num_devices = cp.cuda.runtime.getDeviceCount()
 import pgas.nvshmem.core as nvshmem
 
 rank = MPI.COMM_WORLD.Get_rank()
@@ -73,7 +79,7 @@ nvshmem.free_array(arr)
 # is gone there); the notebook's is tried first.
 try:
     from cuda.core.experimental._memory import VirtualMemoryResource
-except ImportError:
+except ImportError:  # completed: as above
     from cuda.core import VirtualMemoryResource
 dev = Device()
 resource = VirtualMemoryResource(dev)
