@@ -133,10 +133,10 @@ target_pe = (my_pe + 1) % n_pes
 cp.cuda.get_current_stream().synchronize()
 nvshmem.put(dest_array, src_array, size, target_pe, stream=stream)
 
-stream.synchronize()
+stream.sync()  # completed: cuda.core 1.x names the notebook's stream.synchronize() sync()
 # completed: a barrier, so that every PE's put has landed, and a check.
 nvshmem.barrier_all(stream=stream)
-stream.synchronize()
+stream.sync()
 assert float(dest_array[0]) == (my_pe - 1) % n_pes, dest_array
 
 nvshmem.free_array(src_array)
