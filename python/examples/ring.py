@@ -1,6 +1,6 @@
 """The ring of docs/python.md: each PE puts its row to the next PE, then the PEs sum what they
 received. Run: `pgas-run -n 2 -- python3 python/examples/ring.py` (or one PE without pgas-run),
-with pgas installed or PYTHONPATH naming the folder of pgas.abi3.so."""
+with pgas installed (its wheel: scripts/build-wheel.sh)."""
 
 import torch
 

@@ -1,4 +1,4 @@
-"""Imports the pgas extension module (PYTHONPATH names the folder of pgas.abi3.so) and checks
+"""Imports the pgas extension module (PYTHONPATH names the folder that holds the package pgas) and checks
 what works without a GPU: the module's attributes, and that pgas.init() raises pgas.PgasError
 with pgas's message rather than crashing the interpreter, every time it is called. On a machine
 where init succeeds (a GPU, NVSHMEM), it checks a one-PE context instead. Run by

@@ -3,4 +3,4 @@
 test_cpu.py runs anywhere (CI: no GPU); test_gpu.py needs a GPU, NVSHMEM and torch and runs
 on every PE of a job (`pgas-run -n 2 -- python3 -m pytest python/tests/test_gpu.py`). Both
 import the installed module (`pip install ./python`) or the one on PYTHONPATH
-(.device/python/pgas.abi3.so)."""
+(pip install --target DIR .device/python/pgas-*.whl, then PYTHONPATH=DIR)."""

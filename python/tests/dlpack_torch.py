@@ -2,7 +2,7 @@
 
 Run on every PE: `python3 python/tests/dlpack_torch.py` (one PE), under `pgas-run -n N --`,
 or `mpirun -np N -x NVSHMEM_BOOTSTRAP=MPI ... python3 ...` (docs/runtime.md, "Handing tensors
-to PyTorch"), with the folder of pgas.abi3.so on PYTHONPATH (scripts/build-device.sh puts it in
+to PyTorch"), with pgas installed (scripts/build-device.sh puts its wheel in
 .device/python). Checks, on each PE:
 
 - export: torch.from_dlpack(t) has t's pointer, shape, dtype and device, for every dtype both

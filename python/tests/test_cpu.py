@@ -3,7 +3,7 @@ missing machine part raises an exception of the pgas.PgasError hierarchy (or Pyt
 TypeError/OverflowError for a wrong argument type) instead of crashing or hanging.
 
 Run: `python3 -m pytest python/tests/test_cpu.py` with pgas installed (`pip install ./python`)
-or PYTHONPATH naming the folder of pgas.abi3.so. On a machine where pgas.init() succeeds (a
+or PYTHONPATH naming the folder the wheel was installed into. On a machine where pgas.init() succeeds (a
 GPU) the tests that need its failure are skipped; test_gpu.py covers that machine."""
 
 import os
