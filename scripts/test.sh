@@ -10,7 +10,7 @@
 #   doc     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
 #   test    cargo test --workspace --all-features "$@"
 #   python  the wheel (scripts/build-wheel.sh: maturin) installed into a throwaway venv, then
-#           pytest python/tests/test_cpu.py and test_nvshmem_cpu.py, stubtest of the type
+#           pytest python/tests/test_cpu.py, test_nvshmem_cpu.py and test_kernel_cpu.py, stubtest of the type
 #           stubs, mypy of the package
 #   3.8     the NVRTC corpus test again, against NVSHMEM 3.8.0's headers
 # rustfmt and clippy are detected by running `cargo fmt --version` and `cargo clippy --version`;
@@ -62,7 +62,7 @@ python3 -m venv "$pytmp/venv"
 "$pytmp/venv/bin/python" -m pip install -q --disable-pip-version-check pytest mypy "$wheel"
 # From another folder, so that the installed package is what `import pgas` finds.
 tests="$PWD/python/tests"
-(cd "$pytmp" && "$pytmp/venv/bin/python" -m pytest -q -p no:cacheprovider "$tests/test_cpu.py" "$tests/test_nvshmem_cpu.py")
+(cd "$pytmp" && "$pytmp/venv/bin/python" -m pytest -q -p no:cacheprovider "$tests/test_cpu.py" "$tests/test_nvshmem_cpu.py" "$tests/test_kernel_cpu.py")
 allow="$PWD/python/stubtest-allowlist.txt"
 (cd "$pytmp" && "$pytmp/venv/bin/python" -m mypy.stubtest pgas._pgas --allowlist "$allow")
 "$pytmp/venv/bin/python" -m mypy --ignore-missing-imports python/pgas

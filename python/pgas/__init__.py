@@ -17,19 +17,21 @@ import os
 from typing import Any, Optional
 
 from . import _pgas
-from ._pgas import (  # the native module's public names, all but init (below)
+# The native module's public names, all but init (defined below).
+from ._pgas import (
     ArgumentError, CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE, CollectiveMismatchError,
-    Context, DTYPES, FreedError, HeapError, InitError, NotInitializedError, PeerTensor,
-    PgasError, SIGNAL_ADD, SIGNAL_SET, TEAM_NODE, TEAM_SAME_MYPE_NODE, TEAM_SHARED, TEAM_WORLD,
-    Team, TeamError, Teams, Tensor, UnavailableError, WaitTimeoutError, alloc, allreduce,
-    alltoall, atomic_add, atomic_and, atomic_compare_swap, atomic_fetch, atomic_fetch_add,
-    atomic_fetch_and, atomic_fetch_inc, atomic_fetch_or, atomic_fetch_xor, atomic_inc,
-    atomic_or, atomic_set, atomic_swap, atomic_xor, barrier, barrier_all, broadcast, context,
-    fcollect, fence, finalize, flush, free_tensor, from_dlpack, get, get_multicast_tensor,
-    get_nbi, get_peer_tensor, get_team_unique_id, get_unique_id, get_version, init_status,
-    my_pe, n_pes, put, put_nbi, put_signal, quiet, reduce, reducescatter, register_external,
-    signal_fetch, signal_op, signal_wait, sync, sync_all, team_destroy, team_init, team_my_pe,
-    team_n_pes, team_split_2d, team_split_strided, team_translate_pe,
+    Context, DTYPES, FreedError, HeapError, InitError, Kernel, KernelSourceError,
+    NotInitializedError, PeerTensor, PgasError, SIGNAL_ADD, SIGNAL_SET, TEAM_NODE,
+    TEAM_SAME_MYPE_NODE, TEAM_SHARED, TEAM_WORLD, Team, TeamError, Teams, Tensor,
+    UnavailableError, WaitTimeoutError, alloc, allreduce, alltoall, atomic_add, atomic_and,
+    atomic_compare_swap, atomic_fetch, atomic_fetch_add, atomic_fetch_and, atomic_fetch_inc,
+    atomic_fetch_or, atomic_fetch_xor, atomic_inc, atomic_or, atomic_set, atomic_swap,
+    atomic_xor, barrier, barrier_all, broadcast, context, fcollect, fence, finalize, flush,
+    free_tensor, from_dlpack, get, get_multicast_tensor, get_nbi, get_peer_tensor,
+    get_team_unique_id, get_unique_id, get_version, init_status, kernel, my_pe, n_pes, put,
+    put_nbi, put_signal, quiet, reduce, reducescatter, register_external, signal_fetch,
+    signal_op, signal_wait, sync, sync_all, team_destroy, team_init, team_my_pe, team_n_pes,
+    team_split_2d, team_split_strided, team_translate_pe,
 )
 from ._pgas import __version__, _views  # _views: DLPack views of a tensor, for the tests
 

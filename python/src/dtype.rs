@@ -76,6 +76,15 @@ macro_rules! dtypes {
             }
         }
 
+        /// The Rust element type of dtype `name` (`"float32"` -> `"f32"`), as kernel
+        /// parameters spell it.
+        pub(crate) fn rust_elem(name: &str) -> Option<&'static str> {
+            match name {
+                $($name => Some(stringify!($t)),)*
+                _ => None,
+            }
+        }
+
         /// The dtype name of a DLPack type, or `None` when pgas does not hold it.
         pub(crate) fn name_of(dtype: DLDataType) -> Option<&'static str> {
             $(if dtype == <$t as DlpackElement>::DTYPE {

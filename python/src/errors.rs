@@ -54,6 +54,14 @@ create_exception!(
 );
 create_exception!(
     pgas,
+    KernelSourceError,
+    PgasError,
+    "A kernel given to `pgas.kernel` as a string that the pgas language refuses (a syntax or \
+     type error); its message, and its `line` and `column` attributes, name the place in the \
+     string."
+);
+create_exception!(
+    pgas,
     TeamError,
     PgasError,
     "A team this PE is not a member of, or one that was destroyed."
@@ -127,6 +135,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("HeapError", py.get_type::<HeapError>())?;
     m.add("TeamError", py.get_type::<TeamError>())?;
+    m.add("KernelSourceError", py.get_type::<KernelSourceError>())?;
     m.add("UnavailableError", py.get_type::<UnavailableError>())?;
     m.add("WaitTimeoutError", py.get_type::<WaitTimeoutError>())?;
     Ok(())

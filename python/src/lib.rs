@@ -26,6 +26,7 @@
 
 mod dtype;
 mod errors;
+mod kernel;
 mod ops;
 mod state;
 mod stream;
@@ -46,6 +47,8 @@ fn pgas(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::Tensor>()?;
     m.add_class::<tensor::PeerTensor>()?;
     team::register(m)?;
+    m.add_class::<kernel::Kernel>()?;
+    m.add_function(wrap_pyfunction!(kernel::kernel, m)?)?;
     ops::register(m)?;
     Ok(())
 }

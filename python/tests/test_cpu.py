@@ -23,6 +23,7 @@ SUBCLASSES = [
     "TeamError",
     "UnavailableError",
     "WaitTimeoutError",
+    "KernelSourceError",
 ]
 
 FUNCTIONS = [
@@ -56,6 +57,12 @@ def test_the_api_is_there():
     assert pgas.Teams.TEAM_WORLD == pgas.TEAM_WORLD != pgas.TEAM_NODE
     assert repr(pgas.TEAM_WORLD) == "pgas.TEAM_WORLD"
     assert (pgas.SIGNAL_SET, pgas.SIGNAL_ADD, pgas.CMP_GE) == ("set", "add", "ge")
+
+
+def test_the_package_exports_every_name_of_the_native_module():
+    native = {n for n in dir(pgas._pgas) if not n.startswith("_")}
+    missing = sorted(n for n in native if not hasattr(pgas, n))
+    assert not missing, missing
 
 
 def test_the_exceptions_form_one_hierarchy():

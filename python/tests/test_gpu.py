@@ -601,6 +601,56 @@ def test_context_manager_finalizes_nothing_while_the_block_raises():
     assert pgas.my_pe() == ME  # still initialized: the raising block did not finalize
 
 
+KERNELS = """
+#[pgas_kernel]
+fn fill_scaled(x: &mut SymTensor<f32>, a: f32, #[comptime] plus_one: bool) {
+    let i = global_thread_idx();
+    if i < x.len() {
+        x[i] = i as f32 * a;
+        if plus_one {
+            x[i] = x[i] + 1.0;
+        }
+    }
+}
+
+#[pgas_kernel]
+fn ring(dst: &mut SymTensor<f32>, src: &SymTensor<f32>, sig: &mut SymTensor<u64>, round: u64) {
+    let peer = (my_pe() + 1) % n_pes();
+    put_signal_block(dst, src, &mut sig[0], round, SignalOp::Set, peer);
+    signal_wait_until(&sig[0], Cmp::Eq, round);
+}
+"""
+
+
+def test_kernel_from_a_string():
+    import time
+
+    fill = pgas.kernel(KERNELS, "fill_scaled")
+    x = pgas.alloc(1000, "float32")
+    t0 = time.perf_counter()
+    fill(4, 256, x, 0.5, plus_one=True)  # the first launch compiles it (NVRTC, cold or cached)
+    pgas.quiet()
+    print(f"PE {ME}: pgas.kernel's first launch (compile included) took "
+          f"{time.perf_counter() - t0:.3f} s", flush=True)
+    want = torch.arange(1000, device=DEV, dtype=torch.float32) * 0.5 + 1.0
+    assert bool((view(x) == want).all())
+    fill((4,), (256,), x=x, a=2.0, plus_one=False, checked=False, stream=torch.cuda.current_stream())
+    torch.cuda.current_stream().synchronize()
+    assert bool((view(x) == torch.arange(1000, device=DEV, dtype=torch.float32) * 2.0).all())
+    # A put with signal to the next PE from the string's kernel.
+    ring = pgas.kernel(KERNELS, "ring")
+    src, dst, sig = pgas.alloc(256, "float32"), pgas.alloc(256, "float32"), pgas.alloc(1, "uint64")
+    view(src).fill_(float(ME))
+    torch.cuda.synchronize()
+    pgas.barrier_all()
+    ring(1, 128, dst, src, sig, 7)
+    pgas.quiet()
+    assert bool((view(dst) == float(PRV)).all())
+    raises(pgas.ArgumentError, lambda: fill(1, 32, sig, 1.0, plus_one=True), "SymTensor<f32>", "uint64")
+    pgas.barrier_all()
+    free(x, src, dst, sig)
+
+
 def test_zz_finalize():
     t = pgas.alloc(8)
     x = view(t)

@@ -29,17 +29,17 @@ pub(super) fn entry<'r>(
 }
 
 /// What an operation runs with: the runtime, the registry and its stream.
-pub(super) struct Call<'a> {
-    pub(super) pgas: &'a Pgas,
+pub(crate) struct Call<'a> {
+    pub(crate) pgas: &'a Pgas,
     state: &'a Arc<State>,
     reg: &'a Registry,
     /// The caller's `stream=`, wrapped; `None`: pgas's own stream.
-    pub(super) user: Option<&'a CudaStream>,
+    pub(crate) user: Option<&'a CudaStream>,
 }
 
 impl<'a> Call<'a> {
     /// The tensor `t` stands for, or `FreedError`.
-    pub(super) fn tensor(&self, t: &Tensor) -> PyResult<&'a AnyTensor> {
+    pub(crate) fn tensor(&self, t: &Tensor) -> PyResult<&'a AnyTensor> {
         entry(self.reg, self.state, t)
     }
 
@@ -58,7 +58,7 @@ impl<'a> Call<'a> {
 
 /// Runs `f` with the runtime and the registry, the GIL released, on `stream` when given (the
 /// runtime's `_on` forms, ordered with pgas's stream: `stream::on`).
-pub(super) fn run<R: Send>(
+pub(crate) fn run<R: Send>(
     py: Python<'_>,
     stream: Option<&Bound<'_, PyAny>>,
     f: impl FnOnce(&Call<'_>) -> PyResult<R> + Send,

@@ -15,7 +15,7 @@
 //! the functions.
 
 mod atomics;
-mod call;
+pub(crate) mod call;
 mod collectives;
 mod context;
 mod memory;
