@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{emit, median, show, BenchResult, Figure};
+use common::{median, BenchResult, Figure};
 use pgas::heap::{LiveSpans, SpanKind};
 use pgas::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -229,20 +229,7 @@ fn main() -> BenchResult<()> {
     p.barrier_all()?;
 
     if me == 0 {
-        println!("{BENCH} on {machine}:");
-        println!("{:<32} {:>10}  what", "figure", "median");
-        for f in &figs {
-            println!(
-                "{:<32} {:>7} {:<2}  {}",
-                f.name,
-                show(f.value),
-                f.unit,
-                f.note
-            );
-        }
-        for f in &figs {
-            emit(BENCH, &machine, f);
-        }
+        common::report(BENCH, &machine, &figs);
     }
     Ok(())
 }

@@ -25,7 +25,7 @@
 
 mod common;
 
-use common::{emit, median, show, wall, BenchResult, Figure};
+use common::{median, wall, BenchResult, Figure};
 use pgas::cudarc::driver::result;
 use pgas::kernel::Variant;
 use pgas::launch::{Bare, KernelArgs, Prewarm, RawKernel};
@@ -473,19 +473,7 @@ fn main() -> BenchResult<()> {
         "argument checks, lookup, launch",
     );
 
-    println!("\n{BENCH} on {machine}");
-    for f in &figs {
-        println!(
-            "{:<40} {:>10} {:<3} {}",
-            f.name,
-            show(f.value),
-            f.unit,
-            f.note
-        );
-    }
-    for f in &figs {
-        emit(BENCH, &machine, f);
-    }
+    common::report(BENCH, &machine, &figs);
     // The pointer guard borrows bare2's stream: release it first.
     drop(guard);
     drop((bare1, bare2));

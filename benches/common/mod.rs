@@ -129,6 +129,24 @@ pub fn emit(bench: &str, machine: &str, f: &Figure) {
     );
 }
 
+/// Prints `figs` as a table for people under a `BENCH on MACHINE` title, then each as its
+/// machine-readable `FIGURE` line.
+pub fn report(bench: &str, machine: &str, figs: &[Figure]) {
+    println!("\n{bench} on {machine}");
+    for f in figs {
+        println!(
+            "{:<40} {:>10} {:<3} {}",
+            f.name,
+            show(f.value),
+            f.unit,
+            f.note
+        );
+    }
+    for f in figs {
+        emit(bench, machine, f);
+    }
+}
+
 /// Formats a value with a sensible number of digits for the table.
 pub fn show(v: f64) -> String {
     if !v.is_finite() {

@@ -596,26 +596,31 @@ fn region_outside_the_heap(p: &Pgas) -> CaseResult {
         not_sym("the region"),
         &fix,
     )?;
-    // A checked launch through hand-built arguments (the generated launcher takes only a
-    // `&mut SymTensor`): the kernel would store to the plain allocation through NVSHMEM's view.
-    let mut args = pgas::__private::KernelArgs::new();
-    args.push_sym_mut::<u32, _>(&mut Outside(plain_ptr, 64));
+    // The kernel would store to the plain allocation through NVSHMEM's view.
     expect_err(
         "a kernel launched on a plain allocation as a symmetric argument",
-        pgas::__private::launch(
-            p,
-            &misuse_touch::SPEC,
-            pgas::kernel::Variant::Plain,
-            &[],
-            LaunchConfig::blocks(1, 64),
-            None,
-            &mut args,
-        ),
+        launch_touching(p, Outside(plain_ptr, 64)),
         not_sym("a symmetric kernel argument"),
         &fix,
     )?;
     drop(plain);
     ring_still_works(p, 4)
+}
+
+/// `misuse_touch` launched (checked) with `region` as its symmetric argument, through
+/// hand-built arguments: the generated launcher takes only a `&mut SymTensor`.
+fn launch_touching(p: &Pgas, mut region: Outside) -> pgas::Result<()> {
+    let mut args = pgas::__private::KernelArgs::new();
+    args.push_sym_mut::<u32, _>(&mut region);
+    pgas::__private::launch(
+        p,
+        &misuse_touch::SPEC,
+        pgas::kernel::Variant::Plain,
+        &[],
+        LaunchConfig::blocks(1, 64),
+        None,
+        &mut args,
+    )
 }
 
 /// A region inside the symmetric heap that is not one live allocation: over a freed tensor
@@ -695,19 +700,9 @@ fn region_not_live(p: &Pgas) -> CaseResult {
         not_live("the destination", lower),
         &fix,
     )?;
-    let mut args = pgas::__private::KernelArgs::new();
-    args.push_sym_mut::<u32, _>(&mut Outside(freed_ptr, 64));
     expect_err(
         "a kernel launched on a freed tensor as a symmetric argument",
-        pgas::__private::launch(
-            p,
-            &misuse_touch::SPEC,
-            pgas::kernel::Variant::Plain,
-            &[],
-            LaunchConfig::blocks(1, 64),
-            None,
-            &mut args,
-        ),
+        launch_touching(p, Outside(freed_ptr, 64)),
         not_live("a symmetric kernel argument", nothing),
         &fix,
     )?;

@@ -320,11 +320,20 @@ mod tests {
         dir
     }
 
-    #[test]
-    fn a_healthy_server_is_left_alone() {
-        let dir = scratch("healthy");
-        let control = fixture(&dir, true);
-        std::fs::write(dir.join("healthy"), "").unwrap();
+    /// `ensure_healthy(gpus)` against a fake daemon in a fresh folder named `name`: the server
+    /// starts healthy (`healthy`) or not, and a restart heals it (`heals`) or not. Returns the
+    /// result and whether the daemon runs afterwards.
+    fn ensure(
+        name: &str,
+        healthy: bool,
+        heals: bool,
+        gpus: &[usize],
+    ) -> (Result<Option<String>>, bool) {
+        let dir = scratch(name);
+        let control = fixture(&dir, heals);
+        if healthy {
+            std::fs::write(dir.join("healthy"), "").unwrap();
+        }
         let probe = probe_in(&dir);
         let mps = Mps {
             pipe: &dir,
@@ -332,48 +341,39 @@ mod tests {
             probe: &probe,
             recover: Duration::ZERO,
         };
-        assert!(mps.ensure_healthy(&[0]).unwrap().is_none());
+        let result = mps.ensure_healthy(gpus);
+        let running = dir.join("control").exists();
         let _ = std::fs::remove_dir_all(&dir);
+        (result, running)
+    }
+
+    #[test]
+    fn a_healthy_server_is_left_alone() {
+        assert!(ensure("healthy", true, true, &[0]).0.unwrap().is_none());
     }
 
     #[test]
     fn a_faulted_server_is_restarted_and_named() {
-        let dir = scratch("heals");
-        let control = fixture(&dir, true);
-        let probe = probe_in(&dir);
-        let mps = Mps {
-            pipe: &dir,
-            control: &control,
-            probe: &probe,
-            recover: Duration::ZERO,
-        };
-        let note = mps.ensure_healthy(&[0, 1]).unwrap().expect("a restart");
+        let (result, running) = ensure("heals", false, true, &[0, 1]);
+        let note = result.unwrap().expect("a restart");
         assert!(
             note.contains("CUDA_ERROR_UNKNOWN on GPU 0") && note.contains("restarted"),
             "{note}"
         );
-        assert!(dir.join("control").exists(), "the daemon runs again");
-        let _ = std::fs::remove_dir_all(&dir);
+        assert!(running, "the daemon runs again");
     }
 
     #[test]
     fn a_server_that_stays_faulted_is_an_error_with_the_commands() {
-        let dir = scratch("stuck");
-        let control = fixture(&dir, false);
-        let probe = probe_in(&dir);
-        let mps = Mps {
-            pipe: &dir,
-            control: &control,
-            probe: &probe,
-            recover: Duration::ZERO,
-        };
-        let e = mps.ensure_healthy(&[0]).unwrap_err().to_string();
+        let e = ensure("stuck", false, false, &[0])
+            .0
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("still cannot")
                 && e.contains("echo quit | nvidia-cuda-mps-control")
                 && e.contains("nvidia-cuda-mps-control -d"),
             "{e}"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -2,7 +2,7 @@
 multicast views, and registering memory another library allocated with CUDA VMM. Every one of
 them is collective over all PEs, as in NVSHMEM4Py, except the peer and multicast views."""
 
-from typing import Any
+from typing import Any, Tuple
 
 from ... import _pgas
 from . import _registry
@@ -87,23 +87,48 @@ def free(buf: Any) -> None:
 def get_peer_buffer(buf: Any, pe: int) -> Any:
     """PE ``pe``'s copy of ``buf`` mapped into this process (NVLink/PCIe), as a Buffer over the
     peer's memory; ``ArgumentError`` when PE ``pe`` is not reachable with loads and stores."""
-    a = _registry.lookup(int(buf.handle), "get_peer_buffer")
-    peer = _pgas.get_peer_tensor(a.tensor, int(pe))
-    if peer is None:
-        raise _pgas.ArgumentError(
-            f"get_peer_buffer: PE {pe} is not reachable with loads and stores from this PE "
-            "(use put/get instead)"
-        )
-    return wrap_buffer(peer)
+    return wrap_buffer(peer_view(buf, pe, "get_peer_buffer"))
 
 
 def get_multicast_buffer(team: int, buf: Any) -> Any:
     """The multicast view of ``buf`` over ``team`` (NVLink SHARP only; otherwise
     ``UnavailableError`` with the reason)."""
+    return wrap_buffer(multicast_view(team, buf, "get_multicast_buffer"))
+
+
+def allocate(shape: Any, dtype: Any, morder: str, kind: str) -> Any:
+    """A zeroed symmetric ``pgas.Tensor`` of ``shape`` and ``dtype`` for ``interop.torch.tensor``
+    or ``interop.cupy.array`` (``kind``: which). Collective."""
+    if morder != "C":
+        raise _pgas.ArgumentError(f"{kind}: only row-major (morder='C') memory is symmetric in pgas")
+    t = _pgas.alloc(shape, dtype)
+    _registry.track(t, kind)
+    return t
+
+
+def get_buffer(obj: Any, what: str) -> Tuple[Any, int, str]:
+    """``(Buffer, nbytes, dtype)`` of the allocation behind ``obj``."""
+    a = _registry.lookup(_registry.data_ptr(obj), what)
+    return wrap_buffer(a.tensor), a.nbytes, str(obj.dtype)
+
+
+def peer_view(obj: Any, pe: int, what: str) -> Any:
+    """PE ``pe``'s copy of ``obj`` as a ``pgas.PeerTensor`` (NVLink or PCIe loads and stores),
+    or ``ArgumentError`` when that PE is not reachable that way."""
+    peer = _pgas.get_peer_tensor(_registry.symmetric(obj, what), int(pe))
+    if peer is None:
+        raise _pgas.ArgumentError(
+            f"{what}: PE {pe} is not reachable with loads and stores from this PE (use put/get)"
+        )
+    return peer
+
+
+def multicast_view(team: Any, obj: Any, what: str) -> Any:
+    """The multicast view of ``obj`` over ``team`` (NVLink SHARP only; otherwise
+    ``UnavailableError`` with the reason)."""
     from .teams import team_of
 
-    a = _registry.lookup(int(buf.handle), "get_multicast_buffer")
-    return wrap_buffer(_pgas.get_multicast_tensor(team_of(team), a.tensor))
+    return _pgas.get_multicast_tensor(team_of(team), _registry.symmetric(obj, what))
 
 
 def register_external(obj: Any) -> Any:

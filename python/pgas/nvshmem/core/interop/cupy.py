@@ -2,8 +2,7 @@
 
 from typing import Any, Sequence, Tuple, Union
 
-from .... import _pgas
-from .. import _registry, memory
+from .. import memory
 
 Shape = Union[int, Sequence[int]]
 
@@ -25,10 +24,7 @@ def array(
     CuPy array on this PE's GPU. Collective. Free it with ``free_array``."""
     del release, except_on_del
     cupy = _cupy()
-    if morder != "C":
-        raise _pgas.ArgumentError("array: only row-major (morder='C') arrays are symmetric in pgas")
-    t = _pgas.alloc(shape, cupy.dtype(dtype).name)
-    _registry.track(t, "array")
+    t = memory.allocate(shape, cupy.dtype(dtype).name, morder, "array")
     return cupy.from_dlpack(t)
 
 
@@ -50,28 +46,18 @@ def free_array(arr: Any) -> None:
 
 def array_get_buffer(arr: Any) -> Tuple[Any, int, str]:
     """``(Buffer, nbytes, dtype)`` of the allocation behind ``arr``."""
-    a = _registry.lookup(_registry.data_ptr(arr), "array_get_buffer")
-    return memory.wrap_buffer(a.tensor), a.nbytes, str(arr.dtype)
+    return memory.get_buffer(arr, "array_get_buffer")
 
 
 def get_peer_array(arr: Any, peer_pe: int) -> Any:
     """PE ``peer_pe``'s copy of ``arr`` as a CuPy array that loads and stores there (NVLink or
     PCIe); ``ArgumentError`` when the peer is not reachable that way."""
-    peer = _pgas.get_peer_tensor(_registry.symmetric(arr, "get_peer_array"), int(peer_pe))
-    if peer is None:
-        raise _pgas.ArgumentError(
-            f"get_peer_array: PE {peer_pe} is not reachable with loads and stores (use put/get)"
-        )
-    return _cupy().from_dlpack(peer)
+    return _cupy().from_dlpack(memory.peer_view(arr, peer_pe, "get_peer_array"))
 
 
 def get_multicast_array(team: int, arr: Any) -> Any:
     """The multicast view of ``arr`` over ``team`` as a CuPy array (NVLink SHARP only)."""
-    from ..teams import team_of
-
-    return _cupy().from_dlpack(
-        _pgas.get_multicast_tensor(team_of(team), _registry.symmetric(arr, "get_multicast_array"))
-    )
+    return _cupy().from_dlpack(memory.multicast_view(team, arr, "get_multicast_array"))
 
 
 def register_external_array(arr: Any) -> Any:

@@ -2,8 +2,7 @@
 
 from typing import Any, Sequence, Tuple, Union
 
-from .... import _pgas
-from .. import _registry, memory
+from .. import memory
 
 Shape = Union[int, Sequence[int]]
 
@@ -25,10 +24,7 @@ def tensor(
     ``torch.Tensor`` on this PE's GPU. Collective. Free it with ``free_tensor``."""
     del release, except_on_del
     torch = _torch()
-    if morder != "C":
-        raise _pgas.ArgumentError("tensor: only row-major (morder='C') tensors are symmetric in pgas")
-    t = _pgas.alloc(shape, dtype if dtype is not None else torch.float32)
-    _registry.track(t, "tensor")
+    t = memory.allocate(shape, dtype if dtype is not None else torch.float32, morder, "tensor")
     return torch.from_dlpack(t)
 
 
@@ -50,28 +46,18 @@ def free_tensor(t: Any) -> None:
 
 def tensor_get_buffer(t: Any) -> Tuple[Any, int, str]:
     """``(Buffer, nbytes, dtype)`` of the allocation behind ``t``."""
-    a = _registry.lookup(_registry.data_ptr(t), "tensor_get_buffer")
-    return memory.wrap_buffer(a.tensor), a.nbytes, str(t.dtype)
+    return memory.get_buffer(t, "tensor_get_buffer")
 
 
 def get_peer_tensor(t: Any, peer_pe: int) -> Any:
     """PE ``peer_pe``'s copy of ``t`` as a torch tensor that loads and stores there (NVLink or
     PCIe); ``ArgumentError`` when the peer is not reachable that way."""
-    peer = _pgas.get_peer_tensor(_registry.symmetric(t, "get_peer_tensor"), int(peer_pe))
-    if peer is None:
-        raise _pgas.ArgumentError(
-            f"get_peer_tensor: PE {peer_pe} is not reachable with loads and stores (use put/get)"
-        )
-    return _torch().from_dlpack(peer)
+    return _torch().from_dlpack(memory.peer_view(t, peer_pe, "get_peer_tensor"))
 
 
 def get_multicast_tensor(team: int, t: Any) -> Any:
     """The multicast view of ``t`` over ``team`` as a torch tensor (NVLink SHARP only)."""
-    from ..teams import team_of
-
-    return _torch().from_dlpack(
-        _pgas.get_multicast_tensor(team_of(team), _registry.symmetric(t, "get_multicast_tensor"))
-    )
+    return _torch().from_dlpack(memory.multicast_view(team, t, "get_multicast_tensor"))
 
 
 def register_external_tensor(t: Any) -> Any:
