@@ -282,6 +282,25 @@ python_steps() {
     step "python api 2 PE" examples.log 150 env PYTHONPATH="$pyhome" \
       "$bin/pgas-run" -n 2 $share -- "${api[@]}"
     verdict "python API (test_gpu.py) pgas-run -n 2 $share" "$(api_ok)"
+    # A PE that raises in the middle of a collective: pgas-run ends the job within 5 s and
+    # names it (the raising PE prints the time of its raise, Unix ms).
+    step "python: a PE raises in a collective" examples.log 60 env PYTHONPATH="$pyhome" \
+      "$bin/pgas-run" -n 2 $share -- python3 "$pyt/raise_in_collective.py"
+    if [ "$rc" != -1 ] && ! echo "$last" | grep -q "skipped: no GPU"; then
+      local raised ended
+      ended=$(echo "$last" | sed -n 's/.*every rank ended at \([0-9]*\) ms.*/\1/p' | head -1)
+      ended=${ended:-$(date +%s%3N)}
+      raised=$(echo "$last" | sed -n 's/.*raises at \([0-9]*\) ms.*/\1/p' | head -1)
+      if [ -z "$raised" ] || [ "$rc" = 0 ] || echo "$last" | grep -q "raise_in_collective: FAIL"; then
+        rc=1
+      elif [ $((ended - raised)) -ge 5000 ] || ! echo "$last" | grep -q "pgas-run: rank 1 "; then
+        rc=1
+      else
+        rc=0
+      fi
+      verdict "python: a PE raises in a collective, pgas-run -n 2${share:+ (sharing $gpus GPU)}" \
+        "${raised:+ended $((ended - raised)) ms after the raise; }$(echo "$last" | grep -m1 "pgas-run: rank 1 " | cut -c1-100)"
+    fi
     local mps_share=()
     [ -n "$share" ] && mps_share=(-x CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50)
     for example in tutorial interop; do
