@@ -1,9 +1,10 @@
 //! The benchmark plots render on any machine: `benches/common/plot.rs` draws the all-reduce plots
 //! of `benches/coll.rs` from GPU run 14's recorded figures
-//! (`evidence/gpu-runs/2026-11-23-h200x2-run14/coll_figures.jsonl`), and the all-gather + GEMM plot of
-//! `benches/ag_gemm.rs` from run agmm-1's (`evidence/gpu-runs/2026-11-23-h100x1-agmm/figures.jsonl`),
+//! (`docs/figures/2026-11-23-h200x2-run14/coll_figures.jsonl`), and the all-gather + GEMM plot of
+//! `benches/ag_gemm.rs` from run agmm-1's (`docs/figures/2026-11-23-h100x1-agmm/figures.jsonl`),
 //! with the embedded font, and the files are PNG images of the expected size. `PGAS_PLOTS_TO=DIR`
-//! also writes them to DIR (how the copies in those runs' folders were made).
+//! also writes them to DIR (how the copies in those runs' folders, on the branch `evidence`, were
+//! made).
 
 #[path = "../benches/common/plot.rs"]
 #[allow(dead_code)]
@@ -25,7 +26,7 @@ const SIZES: [usize; 10] = [
     1 << 30,
 ];
 
-/// The (name, value) of each figure a run recorded in `evidence/gpu-runs/<run>/<file>`.
+/// The (name, value) of each figure a run recorded in `docs/figures/<run>/<file>`.
 fn figures(run_file: &str) -> Vec<(String, String)> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(run_file);
     let text = std::fs::read_to_string(&path).expect("the recorded figures are in the repository");
@@ -43,7 +44,7 @@ fn figures(run_file: &str) -> Vec<(String, String)> {
 /// `results[size][method][eager, graph]` from the `FIGURE` lines `benches/coll.rs` printed.
 fn recorded() -> Vec<[[f64; 2]; 5]> {
     let mut out = vec![[[f64::NAN; 2]; 5]; SIZES.len()];
-    for (name, value) in figures("evidence/gpu-runs/2026-11-23-h200x2-run14/coll_figures.jsonl") {
+    for (name, value) in figures("docs/figures/2026-11-23-h200x2-run14/coll_figures.jsonl") {
         for (si, &b) in SIZES.iter().enumerate() {
             for (mi, m) in METHODS.iter().enumerate() {
                 for (gi, mode) in ["eager", "graph"].iter().enumerate() {
@@ -140,7 +141,7 @@ fn ag_gemm_plot_renders_from_recorded_figures() {
         ("pgas kernel", "pgas_kernel_us"),
         ("pgas::ops", "pgas_ops_us"),
     ];
-    let recorded = figures("evidence/gpu-runs/2026-11-23-h100x1-agmm/figures.jsonl");
+    let recorded = figures("docs/figures/2026-11-23-h100x1-agmm/figures.jsonl");
     let series: Vec<plot::Series> = methods
         .iter()
         .map(|(legend, figure)| {
@@ -214,7 +215,7 @@ fn fused_speedup_plots_render_from_run_44() {
         ("pgas::ops (cuBLAS)", "pgas_ops_speedup"),
         ("pgas per shard", "pgas_per_shard_speedup"),
     ];
-    let run = "evidence/gpu-runs/2026-11-26-h100x4-run44";
+    let run = "docs/figures/2026-11-26-h100x4-run44";
     let dir = std::env::temp_dir().join(format!("pgas-plots-x-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for (pes, log) in [(2, "ag2_new.log"), (4, "ag4_new.log")] {
