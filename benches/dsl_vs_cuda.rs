@@ -154,8 +154,8 @@ fn main() -> BenchResult<()> {
         return Ok(());
     }
     // Two 1 GiB buffers plus small ones. With CUDA VMM (its default) NVSHMEM 3.4.5 refuses a
-    // single 1 GiB allocation even from a 4 GiB heap (docs/gpu-report.md, run 2); a static heap
-    // takes it. Set before init, which reads NVSHMEM's environment.
+    // single 1 GiB allocation even from a 4 GiB heap (seen on H200s); a static heap takes it.
+    // Set before init, which reads NVSHMEM's environment.
     std::env::set_var("NVSHMEM_DISABLE_CUDA_VMM", "1");
     let (pgas, init_s) = wall(|| pgas::builder().heap_size(4 * GIB).init());
     let p = pgas?;

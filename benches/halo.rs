@@ -4,7 +4,7 @@
 //!
 //! - the fused kernel's forms (`jacobi::FORMS`), all iterations in one launch (edge rows sent
 //!   with `put_signal` while the interior is computed; neighbour flags, no grid barrier):
-//!   `fused_rolled` (the kernel of the first measurements, run halo-1: one row's loads ahead,
+//!   `fused_rolled` (the kernel of the first measurements: one row's loads ahead,
 //!   1024-thread blocks), `fused_b2` and `fused_b4` (batches of 2 and 4 rows loaded at once,
 //!   1024-thread blocks, 64 registers a thread), `fused_512_b4` and `fused_512_b8` (batches of
 //!   4 and 8 rows in 512-thread blocks, up to 128 registers a thread: no spill);

@@ -497,7 +497,7 @@ verdict "host_ops" "$(figures | brief 'put_signal|bounded|10us|live_check_4096')
 step "jit_costs" bench.log 90 "$bin/jit_costs"
 verdict "jit_costs" "$(figures | brief 'cold_compile|disk|memory|launch_dsl_checked|launch_bare|nvshmem_init')"
 # The same cold compiles against NVSHMEM's headers, without nvJitLink (figures named inline/...).
-# (PGAS_JIT_FAST_COMPILE=max, which only inline compiles use, was measured in runs 7 and 10.)
+# (PGAS_JIT_FAST_COMPILE=max, which only inline compiles use, is not timed here: docs/jit.md.)
 step "jit_costs PGAS_JIT_LTO=off" bench.log 60 env PGAS_JIT_LTO=off "$bin/jit_costs"
 last=$(echo "$last" | sed 's/"name": *"/&inline\//')
 verdict "jit_costs PGAS_JIT_LTO=off" "$(figures | brief 'cold_compile')"
@@ -569,7 +569,7 @@ if [ "$only" != all ] && [ "$only" != faults ]; then
 elif share_begin 2; then
   # With one GPU the two PEs share it under CUDA MPS (share_begin); the launcher must behave as
   # with two GPUs. A panicking PE exits 101, or dies by SIGSEGV in NVSHMEM's exit handlers
-  # (run 12): either way the launcher must end the job and name the rank.
+  # (docs/faults.md): either way the launcher must end the job and name the rank.
   rank_death "rank death: panic in barrier (pgas-run)" "pgas-run: rank 1 (exited with status 101|was killed by signal 11 \\(SIGSEGV\\))" \
     "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" --rank-death panic
   rank_death "rank death: abort in barrier (pgas-run)" "pgas-run: rank 1 was killed by signal 6 \\(SIGABRT\\)" \
@@ -736,7 +736,8 @@ else
     # The sweep: the whole suite and every gallery example under each tool, 1 PE. The kernels
     # compile first, outside the sanitizer (it would time the JIT, not the kernels), in several
     # processes at once: NVRTC compiles one program at a time per process, and one process had
-    # compiled 11 of the suite's 19 programs after 200 s (run 16; 4 PEs: all in 65.6 s, run 15).
+    # compiled 11 of the suite's 19 programs after 200 s, where 4 PEs compiled all of them in
+    # far less (docs/jit.md).
     # The suite's by 4 PEs sharing the GPU, the gallery's by its examples run natively, 4 at a
     # time (each checks its results; their timings mean nothing then). PGAS_SANITIZE_WARM=0 skips
     # this where PGAS_CACHE_TAR brought the kernels.
@@ -752,7 +753,7 @@ else
     fi
     # Then every (tool, target) pair as a job of its own, PGAS_SANITIZE_JOBS at a time (the
     # sanitizer's cost is mostly on the host; one process under memcheck got through the first
-    # 50 of the suite's cases in 240 s, run 17): the suite in PGAS_SANITIZE_SHARDS shards
+    # 50 of the suite's cases in 240 s): the suite in PGAS_SANITIZE_SHARDS shards
     # (`gpu_suite shard:I/N`; its per-case watchdog raised, as a case of hundreds of launches
     # takes minutes under a tool), every tool's shards before any example (the shards hold the
     # longest jobs), then each gallery example under each tool.
@@ -760,7 +761,7 @@ else
     # '^memcheck gpu_suite shard 2/6' or '^(racecheck|synccheck) [a-z0-9_]+ 1 PE' (the gallery).
     # One job has options of its own (named after the job): racecheck tracks every shared-memory
     # access of gemm_bf16's mma.sync kernel, and its 16 launches, 12 of them the same timed
-    # 4096^3 launch, outlast a device call (runs 19-22), so it checks the 5 distinct ones.
+    # 4096^3 launch, outlast a device call (docs/faults.md), so it checks the 5 distinct ones.
     declare -A job_opts=(["racecheck gemm_bf16"]="--kernel-name kns=pgas_gemm_bf16_ --launch-count 5")
     tools=${PGAS_SANITIZE_TOOLS:-memcheck racecheck synccheck}
     shards=${PGAS_SANITIZE_SHARDS:-6}

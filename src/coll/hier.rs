@@ -105,7 +105,7 @@ impl Hier {
     /// All-gather of `src` into `dst`: in the node, then across nodes into the scratch, then
     /// into `dst`. NVSHMEM's collectives over a split team get 16-byte aligned buffers only:
     /// given `dst` at an odd element, its on-stream kernels stopped on a misaligned address
-    /// (the differential test on 4 PEs as two nodes, run 55).
+    /// (the differential test on 4 PEs as two nodes).
     pub(super) fn all_gather<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,

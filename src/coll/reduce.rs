@@ -159,7 +159,7 @@ impl Comm {
                 refuse_capture(stream, "NVSHMEM's reduction")?;
                 if in_place {
                     // NVSHMEM's on-stream reduction in place gave each value reduced twice on 4
-                    // PEs (the differential test, run 55): reduce into the scratch, copy back.
+                    // PEs (the differential test): reduce into the scratch, copy back.
                     let (tmp, _) = self.scratch.regions::<T>(stream, src.len(), 0)?;
                     self.pgas.reduce_on(stream, self.team, op, &tmp, src)?;
                     self.pgas.put_on(stream, &*dst, &tmp, self.pgas.my_pe())?;
@@ -339,8 +339,8 @@ impl Comm {
             return Ok(());
         }
         // Limited by a chunk, what each rank's lines to a peer carry, and by the shared memory
-        // that stages `n + 1` shares: the 1 MiB reduce-scatter on 4 x H100 took 12.0 us so,
-        // against the handshaking form's 13.4 (run 92).
+        // that stages `n + 1` shares: so the 1 MiB reduce-scatter on 4 x H100 was faster than
+        // the handshaking form (`docs/coll.md`).
         if n > 1 && self.ll_fits(dst.len() * size, n, n + 1) {
             // Latency-bound: chunk `q` of `src` over the low-latency lines to rank `q`.
             let src = Region::<T>::of(src);

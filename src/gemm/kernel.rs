@@ -294,7 +294,8 @@ pub fn gemm_bf16_sm90(
                 // This warpgroup's 64 rows of the tile are in C: written by the copy engine
                 // (the async proxy), made visible to the copy stream that polls the word. Its
                 // readers are this GPU's (the stream's wait and its copy engine), so the fence
-                // is GPU-wide: a system-wide one cost 10% at 8192^3 on 4 PEs (run 127).
+                // is GPU-wide: a system-wide one was markedly slower at 8192^3 on 4 PEs
+                // (`docs/gemm.md`).
                 tma_store_wait(0);
                 fence_proxy_async_global();
                 threadfence();

@@ -416,7 +416,7 @@ pub const MAX_DEPTH: usize = 8;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sweep {
     /// A thread walks 4 columns of up to 8 rows with the next row's loads in flight: one
-    /// 16-byte load ahead of use per thread (the form of the first measurements, run halo-1).
+    /// 16-byte load ahead of use per thread (the form of the first measurements).
     /// Best while the field fits L2 (its short items spread a small band over every thread).
     Rolled,
     /// A thread walks 4 columns of as many rows as the band divided among the block's threads
@@ -472,7 +472,7 @@ pub struct Fused {
 }
 
 /// The fused forms `benches/halo.rs` times side by side (and the GPU suite checks), the kernel
-/// first measured (run halo-1) first.
+/// of the first measurements ([`Fused::FIRST`]) first.
 pub const FORMS: [Fused; 5] = [
     Fused::FIRST,
     Fused {
@@ -494,19 +494,18 @@ pub const FORMS: [Fused; 5] = [
 ];
 
 impl Fused {
-    /// The kernel as first measured (run halo-1): [`Sweep::Rolled`] in 1024-thread blocks.
+    /// The kernel as first measured: [`Sweep::Rolled`] in 1024-thread blocks.
     pub const FIRST: Fused = Fused {
         sweep: Sweep::Rolled,
         threads: 1024,
     };
 
     /// The form [`run_fused`] runs for a slab of `rows` rows of `nx` values, from the
-    /// measurements in `docs/ops.md` (2 x H100, run 65, every form in one run): up to a plane of
-    /// 4 MiB (N <= 1024), batched 4 deep in 512-thread blocks (7.01 us against 7.45-7.79 for
-    /// the others); up to 16 MiB (N <= 2048), 8 deep in 512-thread blocks (10.4 against
-    /// 10.8-15.0); above, where the planes outgrow the 50 MB L2, batched 2 deep in 1024-thread
-    /// blocks (49.1, 197 and 794 us at N = 4096, 8192 and 16384, the fastest form at each, and
-    /// 1.07x the unfused sweep at 16384 where the first kernel was 0.84x).
+    /// measurements in `docs/ops.md` (2 x H100, every form in one job), the fastest form at
+    /// each size: up to a plane of 4 MiB (N <= 1024), batched 4 deep in 512-thread blocks; up
+    /// to 16 MiB (N <= 2048), 8 deep in 512-thread blocks; above, where the planes outgrow the
+    /// 50 MB L2, batched 2 deep in 1024-thread blocks (at N = 4096, 8192 and 16384; at 16384
+    /// it beat the unfused sweep, which the first kernel did not).
     pub fn for_size(nx: usize, rows: usize) -> Fused {
         let plane = nx.saturating_mul(rows).saturating_mul(4);
         if plane <= 4 << 20 {

@@ -43,7 +43,7 @@ const L: usize = 256;
 
 /// One kernel per type, scope and operator: NVSHMEM's reduce templates cost NVVM and ptxas more
 /// than linearly in the kernel's size (a kernel of seven reductions took 206 s to compile on an
-/// H200 host, one reduction about 12 s), and separate kernels spread over a node's PEs (run 10).
+/// H200 host, one reduction about 12 s), and separate kernels spread over a node's PEs.
 /// Every operator at block scope; the warp scope runs the same template with another group, so
 /// two operators cover it.
 macro_rules! reduce_kernel {

@@ -72,7 +72,7 @@ fn too_large(p: &Pgas) -> CaseResult {
     )?;
     // PEs sharing a GPU under CUDA MPS (`pgas-run --share-gpus` gives each its
     // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE) count a block an SM of their share: fuller grids hung
-    // there (runs 145-146, docs/runtime.md).
+    // there (docs/runtime.md).
     let share = std::env::var("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE").ok();
     if share
         .and_then(|v| v.trim().parse::<f64>().ok())

@@ -720,7 +720,7 @@ fn team_init_evens(p: &Pgas) -> CaseResult {
         return check_init_team(p, t?.ok_or("PE 0 got no team")?, evens, |k| 2 * k);
     }
     // The odd PEs join no team: refused on every PE, before NVSHMEM (whose team_init did not
-    // return on the members then, run 47 of gpu-report.md).
+    // return on the members then; docs/runtime.md).
     let e = t
         .err()
         .ok_or("team_init with the odd PEs outside every team was accepted")?;

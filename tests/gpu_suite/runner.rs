@@ -160,7 +160,7 @@ pub fn run_with(
 /// helper processes, instead of one after the other as the cases first launch them: NVRTC takes
 /// about a second per program. With the suite's kernels go `pgas::coll`'s of every element type,
 /// which the cases would otherwise compile a type at a time in their `coll::prewarm` (twelve
-/// builds of 2.5-4.4 s one after the other in run 140); here they fill the processes the
+/// builds of a few seconds each, one after the other); here they fill the processes the
 /// collective kernels' programs leave free. A kernel that fails to compile is only reported
 /// here; its case fails with the full error.
 fn prewarm(pgas: &Pgas, kernels: &[&'static KernelSpec]) {

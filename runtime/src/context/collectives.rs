@@ -226,8 +226,8 @@ impl Pgas {
 
     /// [`Pgas::check_regions`], and `dst` and `src` apart: NVSHMEM's collectives other than
     /// broadcast read every PE's source while they write the destinations, and in place its
-    /// reductions gave some values reduced twice on 4 PEs (NVSHMEM 3.4.5, `docs/gpu-report.md`
-    /// run 55), so an overlap is an `Err` naming the fix rather than a wrong result.
+    /// reductions gave some values reduced twice on 4 PEs (NVSHMEM 3.4.5; `docs/runtime.md`), so
+    /// an overlap is an `Err` naming the fix rather than a wrong result.
     fn check_collective_regions<T>(
         &self,
         call: &Call<'_>,

@@ -207,8 +207,8 @@ impl Pgas {
             return Err(Error::HeapExhausted {
                 requested: bytes,
                 heap: inner.heap_size,
-                // Seen on H200s (docs/gpu-report.md, run 2): with CUDA VMM, NVSHMEM 3.4.5
-                // refuses one 1 GiB allocation from a 4 GiB heap; its static heap does not.
+                // Seen on H200s: with CUDA VMM, NVSHMEM 3.4.5 refuses one 1 GiB allocation
+                // from a 4 GiB heap; its static heap does not.
                 in_use: ", part of which is in use by earlier allocations and by NVSHMEM itself \
                          (with CUDA VMM, its default, NVSHMEM 3.4.5 also refuses single allocations \
                          of 1 GiB from a larger heap: set NVSHMEM_DISABLE_CUDA_VMM=1 for a static heap)"

@@ -380,7 +380,7 @@ fn check_members(offers: &[Option<(u64, u64, u64)>]) -> std::result::Result<(), 
         .filter(|&pe| offers[pe].is_none())
         .collect();
     if !outside.is_empty() && outside.len() < offers.len() {
-        // On 2 x H100 (NVSHMEM 3.4.5, gpu-report run 47) a member's nvshmemx_team_init did not
+        // On 2 x H100 (NVSHMEM 3.4.5; docs/runtime.md) a member's nvshmemx_team_init did not
         // return while the other PE stayed out.
         return Err(format!(
             "PE(s) {outside:?} join no team while others do, and NVSHMEM's team_init does not \

@@ -91,7 +91,8 @@ const MIN_BATCH: usize = 8;
 /// (the full prelude, linked or not, sm_90a or not). Its NVVM and ptxas time on NVSHMEM's
 /// collective code, 12-16 s on an H200 host, is ten times a point-to-point batch's, so a build
 /// whose slowest program starts last waits for it after the rest is done: the GPU suite's
-/// `bounded_all_reduce` (16.1 s) was program 24 of 25 in run 140, whose prewarm took 45.3 s.
+/// `bounded_all_reduce`, the slowest, was once program 24 of 25, and the prewarm waited for it
+/// long after the others (`docs/jit.md`).
 /// Started first, the slow programs run side by side in the build and its helpers while the
 /// cheap ones fill the processes they leave free.
 pub(crate) fn starts_first(src: &Source) -> bool {

@@ -125,8 +125,8 @@ fn allow_dynamic_shared(f: Function, bytes: u32, ctx: &CudaContext) -> Result<()
 /// needs for PEs sharing a GPU). Such a process sees its share's SMs, and the occupancy query
 /// answers as for a GPU of its own; but cooperative grids that filled every SM of each share
 /// never finished with 4 PEs on one H200, at 25% and at 20% each, where a block an SM of the
-/// share ran (runs 145-147 of docs/gpu-report.md). So there a collective grid counts one block
-/// an SM: a larger one is [`Error::CollectiveGrid`], not a hang.
+/// share ran (`docs/runtime.md`, "Several ranks on one GPU"). So there a collective grid counts
+/// one block an SM: a larger one is [`Error::CollectiveGrid`], not a hang.
 fn mps_share() -> bool {
     static SHARE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SHARE.get_or_init(|| {

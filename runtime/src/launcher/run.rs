@@ -205,7 +205,8 @@ fn mps_pipe_dir(get: &dyn Fn(&str) -> Option<String>) -> std::path::PathBuf {
 /// and each rank gets an equal share, unless the user set one. Every GPU in use must hold as
 /// many ranks: NVSHMEM sets up sharing (with start-up collectives over every PE) only on the
 /// PEs that share their GPU, so a rank alone on its GPU beside shared ones never joins them and
-/// the job hangs at start (seen with 3 ranks on 2 GPUs, run 81 of `docs/gpu-report.md`).
+/// the job hangs at start (seen with 3 ranks on 2 GPUs; `docs/runtime.md`, "Several ranks on
+/// one GPU").
 fn sharing_env(
     devices: &[usize],
     get: &dyn Fn(&str) -> Option<String>,

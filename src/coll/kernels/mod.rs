@@ -43,8 +43,8 @@ macro_rules! with_shared_pieces {
             // byte offset modulo 16) by the block, in 16-byte vectors where both ends share
             // their offset modulo 16. No division by a run-time value: a 64-bit one is a long
             // instruction sequence, and with one per element the copy out cost more than the
-            // exchange (the 64 KiB all-gather, 8.9 us against 6.2 for the all-reduce of as many
-            // lines, run 54).
+            // exchange (the 64 KiB all-gather was far slower than the all-reduce of as many
+            // lines).
             smem_copy: [
                 let gmis = (gs * $s) % 16;
                 let dmis = (db as usize + ds * $s) % 16;

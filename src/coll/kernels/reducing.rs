@@ -65,8 +65,8 @@ macro_rules! coll_kernels {
             ]
             // Both reduce a round of up to three peers at a time: every load of the round is
             // issued before the first is used. A peer load is an NVLink round trip, and one
-            // peer after the other paid `n - 1` of them a step (the 4-PE reduce-scatter at
-            // 1 MiB spent about 5 us there, GPU run 85). The peers' values are still folded in
+            // peer after the other paid `n - 1` of them a step (a large part of the 4-PE
+            // reduce-scatter's time at 1 MiB). The peers' values are still folded in
             // the same order, `me + 1, me + 2, ..`, so the results keep their bits.
             reduce_pair: [
                 let mut x0 = load_vec16(&src[i0]);

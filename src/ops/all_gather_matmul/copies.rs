@@ -74,7 +74,7 @@ impl AllGatherMatmul {
     /// `j + 1` starts it once stream `j` has pushed its own (`landed[j - 1]`, recorded again at
     /// the call's end), so the peer that needs this PE's rows first gets them at the copy
     /// engine's whole speed, not a third of it: at M = 1024 on 4 PEs, where a PE's own rows
-    /// fill half the GPU, the other half waits for that piece (run 130).
+    /// fill half the GPU, the other half waits for that piece (`docs/ops.md`).
     pub(super) fn push_pieces(
         &mut self,
         pa: CUdeviceptr,

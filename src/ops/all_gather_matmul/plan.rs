@@ -60,11 +60,10 @@ pub struct AllGatherMatmul {
 pub const MAX_PIECES: usize = 16;
 
 /// The pieces the one-kernel path pushes a shard in unless [`AllGatherMatmul::set_pieces`]
-/// says otherwise: whole shards. Measured on 4 and 2 x H100 (`docs/gemm.md`, run 65), every
-/// count above 1 was slower at every M from 1024 to 16384 (8 pieces: 0.81-0.96x of whole
-/// shards), but for 2 pieces at M = 1024 and 4096 on 4 PEs (1.02x and 1.005x, within the
-/// runs' noise): a piece's 2D copy and word, and the kernel's wait per piece, cost more than
-/// the earlier start saves.
+/// says otherwise: whole shards. Measured on 4 and 2 x H100 (`docs/gemm.md`, "Pieces of K"),
+/// every count above 1 was slower at every M from 1024 to 16384, but for 2 pieces at M = 1024
+/// and 4096 on 4 PEs (ahead by less than the noise): a piece's 2D copy and word, and the
+/// kernel's wait per piece, cost more than the earlier start saves.
 pub const DEFAULT_PIECES: usize = 1;
 
 /// The copies a shard in `pieces` pieces goes in, each a range of pieces: the first piece
@@ -116,7 +115,7 @@ pub(super) struct Pushes {
     /// this slice (see `Drop`). Only the kernel's launches use it through cudarc: the copy
     /// streams name the words by address, since through `CudaSlice::device_ptr` cudarc's event
     /// tracking would make the kernel's launch wait for the copy streams' last use, that is for
-    /// the whole all-gather (200 us at 8192^3 on 2 x H100, run 41 of docs/gpu-report.md).
+    /// the whole all-gather (hundreds of microseconds at 8192^3 on 2 x H100).
     pub(super) words: ManuallyDrop<CudaSlice<u64>>,
 }
 

@@ -23,36 +23,35 @@ pub const LL_MAX_SHARED_BYTES: usize = 192 << 10;
 pub const LL_MAX_BLOCKS: usize = 32;
 
 /// The most blocks the low-latency form splits a row over ([`AllReduceRmsNorm::ll_slices`]):
-/// 16 slices of 512 elements were slower than 8 of 1024 at 1-4 tokens on 4 and 2 x H100 (run
-/// 110 of `gpu-report.md`: 8.9 against 8.6 us at one token on 4 PEs, 7.5 against 7.2 on 2).
+/// 16 slices of 512 elements were slower than 8 of 1024 at 1-4 tokens, on 4 and on 2 x H100
+/// (`docs/ops.md` has the all-reduce + RMSNorm's figures).
 pub const LL_MAX_SLICES: usize = 8;
 
 /// The fewest 16-byte vectors of a row's slice in the low-latency form (1024 bf16): a block's
 /// share of the lines, as `pgas::coll`'s low-latency all-reduce gives a block.
 const LL_SLICE_MIN_VECTORS: usize = 128;
 
-/// The most tokens whose rows the low-latency form splits: measured on 4 and 2 x H100 (run 104
-/// of `gpu-report.md`), split rows took 1 to 4 tokens from 11.7-11.8 to 9.0-10.0 us (4 PEs) and
-/// from 8.4-8.5 to 7.6-8.2 (2 PEs), but 8 tokens in 4 blocks a row were no faster (11.9, 8.8
-/// against 8.5) and 16 in 2 slower (15.6 against 15.1, 10.4 against 8.6).
+/// The most tokens whose rows the low-latency form splits: measured on 4 and 2 x H100
+/// (`docs/ops.md`), split rows made 1 to 4 tokens faster on both, but 8 tokens in 4 blocks a
+/// row were no faster and 16 in 2 slower.
 const LL_SPLIT_MAX_TOKENS: usize = 4;
 
 /// The most bytes of `x` for which [`Algorithm::Auto`] takes the low-latency form on more than
-/// two PEs: up to 8 tokens of hidden 8192 it was the fastest form on 4 x H100 (runs 104-105:
-/// 9.0-12.3 us against one-shot's 11.4-12.9), and at 16 one-shot was (14.2 against 16.1).
+/// two PEs: up to 8 tokens of hidden 8192 it was the fastest form on 4 x H100, ahead of
+/// one-shot, and at 16 one-shot was (`docs/ops.md`).
 pub const LL_AUTO_MAX_BYTES: usize = 128 << 10;
 
 /// The most bytes of `x` for which [`Algorithm::Auto`] takes the one-shot form on more than two
 /// PEs (two: [`crate::coll::ONE_SHOT_MAX_BYTES_2PE`], where one-shot and two-shot move the same
 /// bytes). Above the all-reduce's 256 KiB: the fused two-shot pays a leave handshake and a
-/// system fence between its halves, and on 4 x H100 (run 106, both forced in one job) one-shot
-/// took 16.2-16.4 us at 32 tokens of hidden 8192 against two-shot's 23.9-24.1, and 22.8-22.9 at
-/// 64 against 26.4; at 128 two-shot was faster (31.4 against 36.1-36.3).
+/// system fence between its halves, and on 4 x H100 (both forced in one job) one-shot was
+/// clearly faster at 32 and 64 tokens of hidden 8192; from 128 two-shot was (`docs/ops.md` has
+/// the times).
 pub const ONE_SHOT_MAX_BYTES: usize = 1 << 20;
 
 /// [`LL_AUTO_MAX_BYTES`] on two PEs, where the low-latency form was the fastest up to 16
-/// tokens of hidden 8192 (run 105 on 2 x H100: 8.8 us at 16 against one-shot's 10.8; 10.9
-/// against 11.1 at 32, even).
+/// tokens of hidden 8192 (on 2 x H100: clearly ahead of one-shot at 16, even with it at 32;
+/// `docs/ops.md`).
 pub const LL_AUTO_MAX_BYTES_2PE: usize = 256 << 10;
 
 /// The kernel's `mode` (comptime): one-shot.
