@@ -70,4 +70,6 @@ allow="$PWD/python/stubtest-allowlist.txt"
 # The newest NVSHMEM pgas supports (3.8.0, installed by deps.sh beside the pinned 3.4.5): every
 # kernel of the corpus, the gallery and the libraries compiles against its headers too.
 step "test: the kernel corpus against NVSHMEM 3.8.0 (PGAS_NVSHMEM_HOME=\$PGAS_NVSHMEM_HOME_NEXT)"
-PGAS_NVSHMEM_HOME="$PGAS_NVSHMEM_HOME_NEXT" cargo test -p pgas --all-features --test nvrtc_corpus
+# --workspace, as the test step: with `-p pgas` alone cargo unifies the dependencies' features
+# differently and rebuilds them (minutes on two cores); here it only runs the built test again.
+PGAS_NVSHMEM_HOME="$PGAS_NVSHMEM_HOME_NEXT" cargo test --workspace --all-features --test nvrtc_corpus
