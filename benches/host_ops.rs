@@ -74,12 +74,7 @@ fn main() -> BenchResult<()> {
     let sync = || -> BenchResult<()> { Ok(p.stream().synchronize()?) };
     let mut figs: Vec<Figure> = Vec::new();
     let mut fig = |name: &str, value: f64, unit: &'static str, note: &str| {
-        figs.push(Figure {
-            name: name.into(),
-            value,
-            unit,
-            note: note.into(),
-        })
+        figs.push(Figure::new(name, value, unit, note))
     };
     p.barrier_all()?;
 

@@ -242,12 +242,7 @@ fn main() -> BenchResult<()> {
     let machine = format!("{} x{} PE", p.cuda().name()?, p.n_pes());
     let mut figs: Vec<Figure> = Vec::new();
     let mut fig = |name: &str, value: f64, unit: &'static str, note: &str| {
-        figs.push(Figure {
-            name: name.into(),
-            value,
-            unit,
-            note: note.into(),
-        })
+        figs.push(Figure::new(name, value, unit, note))
     };
     fig(
         "nvshmem_init",

@@ -117,6 +117,18 @@ pub struct Figure {
     pub note: String,
 }
 
+impl Figure {
+    /// A figure of `value` `unit` named `name`, with `note` for people.
+    pub fn new(name: &str, value: f64, unit: &'static str, note: &str) -> Figure {
+        Figure {
+            name: name.into(),
+            value,
+            unit,
+            note: note.into(),
+        }
+    }
+}
+
 /// Prints the machine-readable line of a figure.
 pub fn emit(bench: &str, machine: &str, f: &Figure) {
     println!(
