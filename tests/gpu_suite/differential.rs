@@ -34,7 +34,7 @@
 use crate::util::{self, HostFold, LlForm};
 use pgas::coll::{self, Algorithm, AllReduceElem, Comm};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
-use pgas::cudarc::driver::CudaStream;
+use pgas::cudarc::driver::{CudaSlice, CudaStream};
 use pgas::ops::all_gather_matmul::AllGatherMatmul;
 use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
 use pgas::ops::moe::{MoeConfig, MoeDispatcher};
@@ -316,15 +316,55 @@ struct Memory {
     device_used: u64,
 }
 
+/// This process's resident host memory in bytes (`VmRSS`).
+fn host_rss() -> Result<u64, Box<dyn std::error::Error>> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .ok_or("no VmRSS in /proc/self/status")?;
+    Ok(kib * 1024)
+}
+
+/// Host memory growth after the warm point, summed by the kind of call that grew it and by
+/// whether it ran in a CUDA graph: where a soak's memory is not flat, this says which calls
+/// to look at.
+#[derive(Default)]
+struct Growth {
+    /// Bytes and calls, `[kind][graph as usize]`.
+    by_kind: [[(i64, u32); 2]; KINDS.len()],
+}
+
+impl Growth {
+    fn add(&mut self, before: &[u32; COUNTERS], after: &[u32; COUNTERS], bytes: i64) {
+        let Some(kind) = (0..KINDS.len()).find(|&i| before[i] != after[i]) else {
+            return;
+        };
+        let cell = &mut self.by_kind[kind][(before[GRAPHS] != after[GRAPHS]) as usize];
+        cell.0 += bytes;
+        cell.1 += 1;
+    }
+}
+
+impl std::fmt::Display for Growth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kib = |b: i64| b as f64 / 1024.0;
+        let mut parts = Vec::new();
+        for (cells, (_, name)) in self.by_kind.iter().zip(KINDS) {
+            for ((bytes, calls), how) in cells.iter().zip(["eager", "graph"]) {
+                if *calls > 0 {
+                    parts.push(format!("{name} {how} {:+.0} KiB in {calls}", kib(*bytes)));
+                }
+            }
+        }
+        write!(f, "{}", parts.join(", "))
+    }
+}
+
 impl Memory {
     fn now(p: &Pgas) -> Result<Memory, Box<dyn std::error::Error>> {
-        let status = std::fs::read_to_string("/proc/self/status")?;
-        let host_rss = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .ok_or("no VmRSS in /proc/self/status")?
-            * 1024;
+        let host_rss = host_rss()?;
         p.cuda().bind_to_thread()?;
         let (free, total) = pgas::cudarc::driver::result::mem_get_info()?;
         Ok(Memory {
@@ -434,6 +474,7 @@ fn drive(
     // soak must stay flat after the warm point.
     let warm_at = (calls / 10).min(1000);
     let mut memory = vec![("start", Memory::now(p)?)];
+    let mut growth = Growth::default();
     while done < calls {
         if done == warm_at && warm_at > 0 {
             memory.push(("warm", Memory::now(p)?));
@@ -449,10 +490,15 @@ fn drive(
         }
         let c = done;
         let mut call_rng = Rng(mix(rng.next()));
+        let before = (cx.counts, if done >= warm_at { host_rss()? } else { 0 });
         let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             one_call(&mut cx, &mut call_rng, c)
         }))
         .unwrap_or_else(|_| Err(format!("call {c}: panicked (see the message above)")));
+        if done >= warm_at {
+            let grew = host_rss()? as i64 - before.1 as i64;
+            growth.add(&before.0, &cx.counts, grew);
+        }
         if let Err(e) = verdict {
             cx.counts[MISMATCHES] += 1;
             println!("differential[pe {me}]: MISMATCH seed {seed}, {e}");
@@ -465,6 +511,7 @@ fn drive(
     memory.push(("end", Memory::now(p)?));
     let shown: Vec<String> = memory.iter().map(|(at, m)| format!("{at} {m}")).collect();
     println!("differential[pe {me}]: memory {}", shown.join(", "));
+    println!("differential[pe {me}]: host memory growth after warm, by call: {growth}");
     let table = crate::runner::gather(p, &cx.counts)?;
     let mismatches: Vec<u32> = (0..n).map(|q| table[q * COUNTERS + MISMATCHES]).collect();
     let total: u32 = mismatches.iter().sum();
@@ -676,6 +723,34 @@ fn compare<T: PartialEq + Debug>(
         "{what}: {bad} element(s) differ; first at {place}: got {:?}, expected {:?}",
         got[i], want[i]
     ))
+}
+
+/// A fused operation's output read once the call's stream is done, as a user reads it, and
+/// again after the whole device is idle: where the two differ, some of the call's work was
+/// still running when its stream said it was done (an ordering bug, not a wrong result).
+fn read_twice(
+    p: &Pgas,
+    s: &Arc<CudaStream>,
+    out: &CudaSlice<bf16>,
+) -> pgas::Result<(Vec<bf16>, Vec<bf16>)> {
+    s.synchronize().map_err(pgas::Error::cuda("sync"))?;
+    let got = s.clone_dtoh(out).map_err(pgas::Error::cuda("download"))?;
+    p.cuda()
+        .synchronize()
+        .map_err(pgas::Error::cuda("device sync"))?;
+    let late = s.clone_dtoh(out).map_err(pgas::Error::cuda("download"))?;
+    Ok((got, late))
+}
+
+/// `desc`, saying how many elements changed between the two reads of [`read_twice`].
+fn late_note(desc: String, got: &[bf16], late: &[bf16]) -> String {
+    match got.iter().zip(late).filter(|(g, l)| g != l).count() {
+        0 => desc,
+        changed => format!(
+            "{desc} [{changed} element(s) changed after the stream was done: the call returned \
+             before its work]"
+        ),
+    }
 }
 
 /// An all-to-all-v layout of every PE: counts `[p][q]`, send displacements `[p][q]`, receive
@@ -1215,7 +1290,7 @@ fn ag_matmul(cx: &mut Ctx, rng: &mut Rng, c: u64) -> Verdict {
     };
     let m = mp * n_pes;
     let s = p.stream();
-    let run = (|| -> pgas::Result<Vec<bf16>> {
+    let run = (|| -> pgas::Result<(Vec<bf16>, Vec<bf16>)> {
         let shard: Vec<bf16> = (0..mp * k)
             .map(|i| bf16::from_f32(tri(at(a_of(me), i))))
             .collect();
@@ -1228,13 +1303,14 @@ fn ag_matmul(cx: &mut Ctx, rng: &mut Rng, c: u64) -> Verdict {
             .clone_htod(&vec![bf16::from_f32(-777.0); m * n])
             .map_err(pgas::Error::cuda("upload"))?;
         plan.run(&mut out, &shard, &bt)?;
-        s.synchronize().map_err(pgas::Error::cuda("sync"))?;
-        s.clone_dtoh(&out).map_err(pgas::Error::cuda("download"))
+        read_twice(p, s, &out)
     })();
     let settled = p.barrier_all();
+    let desc = format!("{desc}, {:?}", plan.gemm_path());
     drop(plan);
-    let got = run.map_err(|e| format!("{desc}: {e}"))?;
+    let (got, late) = run.map_err(|e| format!("{desc}: {e}"))?;
     settled.map_err(|e| format!("{desc}: barrier: {e}"))?;
+    let desc = late_note(desc, &got, &late);
     let bt: Vec<f32> = (0..n * k).map(|i| tri(at(bt_base, i))).collect();
     let mut want = vec![bf16::ZERO; m * n];
     for r in 0..m {
@@ -1294,7 +1370,7 @@ fn matmul_rs(cx: &mut Ctx, rng: &mut Rng, c: u64) -> Verdict {
     let a_of = |q: usize| stream_of(seed, c, q, INPUT);
     let b_of = |q: usize| stream_of(seed, c, q, GUARDS);
     let s = p.stream().clone();
-    let run = (|| -> pgas::Result<Vec<bf16>> {
+    let run = (|| -> pgas::Result<(Vec<bf16>, Vec<bf16>)> {
         let a: Vec<bf16> = (0..m * kl)
             .map(|i| bf16::from_f32(tri(at(a_of(me), i))))
             .collect();
@@ -1307,13 +1383,14 @@ fn matmul_rs(cx: &mut Ctx, rng: &mut Rng, c: u64) -> Verdict {
             .clone_htod(&vec![bf16::from_f32(-777.0); mp * n])
             .map_err(pgas::Error::cuda("upload"))?;
         plan.run(p, &mut out, &a, &bt)?;
-        s.synchronize().map_err(pgas::Error::cuda("sync"))?;
-        s.clone_dtoh(&out).map_err(pgas::Error::cuda("download"))
+        read_twice(p, &s, &out)
     })();
     let settled = p.barrier_all();
+    let desc = format!("{desc}, {:?}, {} chunk(s)", plan.gemm_path(), plan.splits());
     drop(plan);
-    let got = run.map_err(|e| format!("{desc}: {e}"))?;
+    let (got, late) = run.map_err(|e| format!("{desc}: {e}"))?;
     settled.map_err(|e| format!("{desc}: barrier: {e}"))?;
+    let desc = late_note(desc, &got, &late);
     let mut want = vec![0f32; mp * n];
     for q in 0..pes {
         let bt: Vec<f32> = (0..n * kl).map(|i| tri(at(b_of(q), i))).collect();
