@@ -38,11 +38,12 @@
 #   fused:    only `pgas doctor` and issue 10's workloads against their baselines (halo, moe,
 #             ag_gemm, gemm_rs, allreduce_rmsnorm_bench, async_tp_bench.py).
 #   python:   only `pgas doctor` and the Python steps of the default run (the wheel installed
-#             with pip, python/tests/test_gpu.py, NVSHMEM4Py's examples on pgas.nvshmem.core, on
-#             1 and 2 PEs).
+#             with pip, python/tests/test_gpu.py, Numba kernels through pgas.device.numba,
+#             NVSHMEM4Py's examples on pgas.nvshmem.core, on 1 and 2 PEs).
 #   soak2, soak4: only `pgas doctor` and a long differential test (50,000 calls on 2 PEs, 20,000
 #             on 4 PEs; GPUs shared under CUDA MPS where there are fewer), each PE's host and
-#             GPU memory at the start, once warm and at the end; one device call each.
+#             GPU memory at the start, once warm and at the end; one device call each
+#             (PGAS_SOAK_CALLS: another number of calls, for a shorter look at the memory).
 # The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
 # benchmarks (dsl_vs_cuda, jit_costs, gemm) and the faults part; four calls cover everything.
 set -uo pipefail
@@ -270,6 +271,15 @@ python_steps() {
   verdict "python/torch DLPack 1 PE" "$(echo "$last" | grep -o 'test_dlpack_torch: ok.*' | tail -1)"
   step "python api 1 PE" examples.log 150 env PYTHONPATH="$pyhome" "${api[@]}"
   verdict "python API (test_gpu.py) 1 PE" "$(api_ok)"
+  # Numba-CUDA kernels calling pgas.device.numba (numba-cuda wants the numpy carried beside it).
+  local numba_ok=0
+  python3 -c "import numba.cuda" 2>/dev/null && numba_ok=1
+  if [ "$numba_ok" = 1 ]; then
+    step "python numba 1 PE" examples.log 120 env PYTHONPATH="$expath" python3 "$pyt/numba_device.py"
+    verdict "Numba kernels through pgas.device.numba, 1 PE" "$(echo "$last" | grep -oE 'numba_device(\[pe 0\]: first launch.*|: ok.*)' | tr '\n' ' ')"
+  else
+    note "SKIP Numba kernels (no numba-cuda)"
+  fi
   local example
   for example in tutorial interop; do
     step "NVSHMEM4Py $example 1 PE" examples.log 120 env PYTHONPATH="$expath" python3 "$ex/$example.py"
@@ -282,6 +292,11 @@ python_steps() {
     step "python api 2 PE" examples.log 150 env PYTHONPATH="$pyhome" \
       "$bin/pgas-run" -n 2 $share -- "${api[@]}"
     verdict "python API (test_gpu.py) pgas-run -n 2 $share" "$(api_ok)"
+    if [ "$numba_ok" = 1 ]; then
+      step "python numba 2 PE" examples.log 150 env PYTHONPATH="$expath" \
+        "$bin/pgas-run" -n 2 $share -- python3 "$pyt/numba_device.py"
+      verdict "Numba kernels through pgas.device.numba, pgas-run -n 2 $share" "$(echo "$last" | grep -oE 'numba_device: ok.*' | sort -u)"
+    fi
     # A PE that raises in the middle of a collective: pgas-run ends the job within 5 s and
     # names it (the raising PE prints the time of its raise, Unix ms).
     step "python: a PE raises in a collective" examples.log 60 env PYTHONPATH="$pyhome" \
@@ -366,7 +381,7 @@ fi
 # today's date; 0 mismatches and flat memory from the warm point to the end.
 if [ "$only" = soak2 ] || [ "$only" = soak4 ]; then
   soak_pes=${only#soak}
-  soak_calls=$([ "$soak_pes" = 2 ] && echo 50000 || echo 20000)
+  soak_calls=${PGAS_SOAK_CALLS:-$([ "$soak_pes" = 2 ] && echo 50000 || echo 20000)}
   if share_begin "$soak_pes"; then
     left=$((deadline - $(date +%s) - 20))
     step "soak $soak_pes PE" suite.log "$left" "$bin/pgas-run" -n "$soak_pes" $share -- "$bin/gpu_suite" --differential "$(date -u +%Y%m%d)" "$soak_calls" "$((left - 15))"

@@ -10,7 +10,8 @@
 #   doc     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
 #   test    cargo test --workspace --all-features "$@"
 #   python  the wheel (scripts/build-wheel.sh: maturin) installed into a throwaway venv, then
-#           pytest python/tests/test_cpu.py, test_nvshmem_cpu.py and test_kernel_cpu.py, stubtest of the type
+#           pytest python/tests/test_cpu.py, test_nvshmem_cpu.py, test_kernel_cpu.py and
+#           test_numba_cpu.py (with numba-cuda and CUDA 13.0's NVVM), stubtest of the type
 #           stubs, mypy of the package
 #   3.8     the NVRTC corpus test again, against NVSHMEM 3.8.0's headers
 # rustfmt and clippy are detected by running `cargo fmt --version` and `cargo clippy --version`;
@@ -59,10 +60,14 @@ pytmp=$(mktemp -d)
 trap 'rm -rf "$pytmp"' EXIT
 wheel=$(scripts/build-wheel.sh "$pytmp/wheel" dev)
 python3 -m venv "$pytmp/venv"
-"$pytmp/venv/bin/python" -m pip install -q --disable-pip-version-check pytest mypy "$wheel"
+# Numba-CUDA and the NVVM, NVRTC and nvJitLink of CUDA 13.0 (pgas's NVRTC's), for
+# test_numba_cpu.py: Numba kernels calling pgas.device.numba compiled and linked with no GPU.
+numba_cpu=(numba-cuda==0.30.4 numpy==2.2.6 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88
+  nvidia-nvjitlink==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-nvrtc==13.0.88)
+"$pytmp/venv/bin/python" -m pip install -q --disable-pip-version-check pytest mypy "$wheel" "${numba_cpu[@]}"
 # From another folder, so that the installed package is what `import pgas` finds.
 tests="$PWD/python/tests"
-(cd "$pytmp" && "$pytmp/venv/bin/python" -m pytest -q -p no:cacheprovider "$tests/test_cpu.py" "$tests/test_nvshmem_cpu.py" "$tests/test_kernel_cpu.py")
+(cd "$pytmp" && "$pytmp/venv/bin/python" -m pytest -q -p no:cacheprovider "$tests/test_cpu.py" "$tests/test_nvshmem_cpu.py" "$tests/test_kernel_cpu.py" "$tests/test_numba_cpu.py")
 allow="$PWD/python/stubtest-allowlist.txt"
 (cd "$pytmp" && "$pytmp/venv/bin/python" -m mypy.stubtest pgas._pgas --allowlist "$allow")
 "$pytmp/venv/bin/python" -m mypy --ignore-missing-imports python/pgas

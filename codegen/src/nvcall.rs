@@ -316,6 +316,13 @@ pub fn all_wrappers(prelude: Prelude) -> Vec<Wrapper> {
 /// the checks of [`NVSHMEM_CONSTANTS`], and every wrapper and support call as an `extern "C"`
 /// function, for NVRTC to compile once per machine to LTO-IR.
 pub fn library(prelude: Prelude) -> String {
+    library_of(prelude, |_| true)
+}
+
+/// [`library`] with only the wrappers whose names `keep` accepts (the support calls and the
+/// device state always): what another compiler's kernels call (`pgas.device.numba` asks for
+/// those its kernels use, which compile and link in a fraction of the whole's time).
+pub fn library_of(prelude: Prelude, keep: impl Fn(&str) -> bool) -> String {
     let mut out = String::from(prelude.text());
     out.push_str(
         "// pgas NVSHMEM library: every wrapper of this prelude, for link-time kernels.\n",
@@ -346,7 +353,7 @@ pub fn library(prelude: Prelude) -> String {
             args.join(", ")
         ));
     }
-    for w in all_wrappers(prelude) {
+    for w in all_wrappers(prelude).into_iter().filter(|w| keep(&w.name)) {
         out.push_str(&w.library_definition());
         out.push('\n');
     }

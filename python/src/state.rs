@@ -51,6 +51,9 @@ pub(crate) struct State {
     agree: Mutex<Option<(SymTensor<u64>, SymTensor<u64>)>>,
     /// Where an in-place `reduce` copies its source first (`ops::collectives`).
     staging: Mutex<Option<SymTensor<u8>>>,
+    /// The modules of Numba kernels readied for NVSHMEM (`CUlibrary` handles, `device.rs`),
+    /// released before NVSHMEM finalizes.
+    foreign: Mutex<Vec<usize>>,
     pub(crate) my_pe: usize,
     pub(crate) n_pes: usize,
     pub(crate) device: usize,
@@ -169,6 +172,25 @@ impl State {
         Ok(())
     }
 
+    /// Notes a Numba module readied for NVSHMEM (`device.rs`).
+    pub(crate) fn foreign_readied(&self, library: usize) {
+        lock(&self.foreign).push(library);
+    }
+
+    /// Releases a readied Numba module (`nvshmemx_culibrary_finalize`) before Numba unloads it;
+    /// nothing for one already released (by `finalize`).
+    pub(crate) fn foreign_release(&self, library: usize) -> PyResult<()> {
+        let mut readied = lock(&self.foreign);
+        let Some(at) = readied.iter().position(|&l| l == library) else {
+            return Ok(());
+        };
+        readied.swap_remove(at);
+        let pgas = self.pgas()?;
+        // SAFETY: readied by `_culibrary_init` and not released since; Numba calls this before
+        // it unloads the library.
+        unsafe { pgas.finalize_foreign_library(library as *mut _) }.map_err(to_py)
+    }
+
     /// Frees every tensor and finalizes NVSHMEM (collective). `force` (at interpreter exit)
     /// frees under live DLPack views, which can no longer be used.
     pub(crate) fn finalize(&self, force: bool) -> PyResult<()> {
@@ -196,6 +218,13 @@ impl State {
             entries.into_iter().partition(|(id, _)| *id >= IMPORTED);
         drop(imported);
         drop(owned);
+        for library in std::mem::take(&mut *lock(&self.foreign)) {
+            // SAFETY: readied by `_culibrary_init`; one Numba already unloaded was released
+            // and removed then.
+            if let Err(e) = unsafe { pgas.finalize_foreign_library(library as *mut _) } {
+                eprintln!("pgas: releasing a Numba module before finalize: {e}");
+            }
+        }
         drop(lock(&self.agree).take());
         drop(lock(&self.staging).take());
         drop(lock(&self.pgas).take());
@@ -347,6 +376,7 @@ pub(crate) fn init(
             device: pgas.device_ordinal(),
             agree: Mutex::new(Some((gathered, own))),
             staging: Mutex::new(None),
+            foreign: Mutex::new(Vec::new()),
             registry: Mutex::new(Registry::default()),
             pgas: Mutex::new(Some(pgas)),
         })

@@ -8,6 +8,7 @@
 //! | 2 | `state` | the process's context, the tensor registry, `init` / `finalize` |
 //! | 3 | `tensor`, `team` | the Python classes over tensors and teams |
 //! | 4 | `ops` | the module's functions |
+//! | 4 | `device` | the device API of Numba kernels: the library's wrappers, PTX, module readying |
 //! | 5 | `kernel` | `pgas.kernel`: kernels from a string, launched through `ops`' call |
 //!
 //! The root lists the modules and registers them with Python; nothing imports through it.
@@ -23,6 +24,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("team", 3),
     ("ops", 4),
     ("kernel", 5),
+    ("device", 4),
 ];
 
 #[test]

@@ -313,7 +313,29 @@ fn watchdog(origin: Instant, seed: u64) {
 /// it), for the soak's flat-memory check.
 struct Memory {
     host_rss: u64,
+    heap: i64,
     device_used: u64,
+    /// The stream-ordered allocator's pool of this process (cudarc allocates from it): in use
+    /// and reserved.
+    pool: (u64, u64),
+}
+
+/// The default memory pool of the context's device: bytes in use and reserved.
+fn pool_bytes(p: &Pgas) -> Result<(u64, u64), Box<dyn std::error::Error>> {
+    use pgas::cudarc::driver::sys::{self as cu, CUmemPool_attribute as A};
+    let mut pool = std::ptr::null_mut();
+    let read = |pool, attr| -> Result<u64, Box<dyn std::error::Error>> {
+        let mut v = 0u64;
+        // SAFETY: a live pool; the attribute is a u64.
+        unsafe { cu::cuMemPoolGetAttribute(pool, attr, (&mut v as *mut u64).cast()) }.result()?;
+        Ok(v)
+    };
+    // SAFETY: the context is bound (Memory::now); `pool` is an out-pointer.
+    unsafe { cu::cuDeviceGetDefaultMemPool(&mut pool, p.device_ordinal() as i32) }.result()?;
+    Ok((
+        read(pool, A::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?,
+        read(pool, A::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?,
+    ))
 }
 
 /// This process's resident host memory in bytes (`VmRSS`).
@@ -327,7 +349,17 @@ fn host_rss() -> Result<u64, Box<dyn std::error::Error>> {
     Ok(kib * 1024)
 }
 
-/// Host memory growth after the warm point, summed by the kind of call that grew it and by
+/// Bytes the process's allocator has handed out and not had back (glibc's `mallinfo2`: the
+/// heap's in-use chunks and the mmapped ones). Unlike the RSS it does not move with what the
+/// allocator keeps for reuse or returns to the system, so its change over a call is what the
+/// call kept.
+fn heap_in_use() -> i64 {
+    // SAFETY: mallinfo2 only reads the allocator's counters.
+    let info = unsafe { libc::mallinfo2() };
+    (info.uordblks + info.hblkhd) as i64
+}
+
+/// Host heap growth after the warm point, summed by the kind of call that grew it and by
 /// whether it ran in a CUDA graph: where a soak's memory is not flat, this says which calls
 /// to look at.
 #[derive(Default)]
@@ -349,12 +381,11 @@ impl Growth {
 
 impl std::fmt::Display for Growth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kib = |b: i64| b as f64 / 1024.0;
         let mut parts = Vec::new();
         for (cells, (_, name)) in self.by_kind.iter().zip(KINDS) {
             for ((bytes, calls), how) in cells.iter().zip(["eager", "graph"]) {
                 if *calls > 0 {
-                    parts.push(format!("{name} {how} {:+.0} KiB in {calls}", kib(*bytes)));
+                    parts.push(format!("{name} {how} {bytes:+} B in {calls}"));
                 }
             }
         }
@@ -369,7 +400,9 @@ impl Memory {
         let (free, total) = pgas::cudarc::driver::result::mem_get_info()?;
         Ok(Memory {
             host_rss,
+            heap: heap_in_use(),
             device_used: (total - free) as u64,
+            pool: pool_bytes(p)?,
         })
     }
 }
@@ -379,9 +412,13 @@ impl std::fmt::Display for Memory {
         let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
         write!(
             f,
-            "(host RSS {:.1} MiB, GPU in use {:.1} MiB)",
+            "(host RSS {:.1} MiB, heap in use {:.1} MiB, GPU in use {:.1} MiB, stream-ordered \
+             pool {:.1} MiB used / {:.1} MiB reserved)",
             mib(self.host_rss),
-            mib(self.device_used)
+            self.heap as f64 / (1u64 << 20) as f64,
+            mib(self.device_used),
+            mib(self.pool.0),
+            mib(self.pool.1)
         )
     }
 }
@@ -475,6 +512,9 @@ fn drive(
     let warm_at = (calls / 10).min(1000);
     let mut memory = vec![("start", Memory::now(p)?)];
     let mut growth = Growth::default();
+    // Nine more points between warm and end: linear growth is a leak, a plateau is a pool.
+    let series_every = ((calls - warm_at) / 10).max(1);
+    let mut series = Vec::new();
     while done < calls {
         if done == warm_at && warm_at > 0 {
             memory.push(("warm", Memory::now(p)?));
@@ -490,14 +530,16 @@ fn drive(
         }
         let c = done;
         let mut call_rng = Rng(mix(rng.next()));
-        let before = (cx.counts, if done >= warm_at { host_rss()? } else { 0 });
+        let before = (cx.counts, heap_in_use());
         let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             one_call(&mut cx, &mut call_rng, c)
         }))
         .unwrap_or_else(|_| Err(format!("call {c}: panicked (see the message above)")));
         if done >= warm_at {
-            let grew = host_rss()? as i64 - before.1 as i64;
-            growth.add(&before.0, &cx.counts, grew);
+            growth.add(&before.0, &cx.counts, heap_in_use() - before.1);
+        }
+        if done > warm_at && (done - warm_at).is_multiple_of(series_every) {
+            series.push(Memory::now(p)?);
         }
         if let Err(e) = verdict {
             cx.counts[MISMATCHES] += 1;
@@ -511,7 +553,24 @@ fn drive(
     memory.push(("end", Memory::now(p)?));
     let shown: Vec<String> = memory.iter().map(|(at, m)| format!("{at} {m}")).collect();
     println!("differential[pe {me}]: memory {}", shown.join(", "));
-    println!("differential[pe {me}]: host memory growth after warm, by call: {growth}");
+    println!("differential[pe {me}]: host heap growth after warm, by call: {growth}");
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    let points: Vec<String> = series
+        .iter()
+        .map(|m| {
+            format!(
+                "{:.0}/{:.0}/{:.0}",
+                mib(m.host_rss),
+                m.heap as f64 / (1u64 << 20) as f64,
+                mib(m.pool.1)
+            )
+        })
+        .collect();
+    println!(
+        "differential[pe {me}]: every {series_every} calls after warm, host RSS / heap in use / \
+         pool reserved, MiB: {}",
+        points.join(" ")
+    );
     let table = crate::runner::gather(p, &cx.counts)?;
     let mismatches: Vec<u32> = (0..n).map(|q| table[q * COUNTERS + MISMATCHES]).collect();
     let total: u32 = mismatches.iter().sum();

@@ -8,6 +8,7 @@ pub(crate) mod collectives;
 mod cuda;
 mod dlpack;
 mod external;
+mod foreign;
 mod local;
 pub(crate) mod memory;
 mod peer;

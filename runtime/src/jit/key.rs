@@ -113,7 +113,7 @@ impl Toolchain {
     }
 
     /// The cache key of `source` compiled with `options`.
-    fn cache_key_with(
+    pub(crate) fn cache_key_with(
         &self,
         source: &str,
         kernel_name: &str,

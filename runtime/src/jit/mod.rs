@@ -9,6 +9,7 @@
 mod batch;
 mod compile;
 pub mod disk;
+pub mod foreign;
 pub mod helpers;
 mod key;
 mod library;

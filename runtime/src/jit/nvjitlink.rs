@@ -145,6 +145,11 @@ impl NvJitLink {
         if objects.is_empty() {
             return self.run(&[arch_opt, "-lto".to_owned()], inputs, Output::Cubin);
         }
+        if lto.is_empty() {
+            // PTX and machine code only (another compiler's kernel and the pgas NVSHMEM
+            // library for it, `jit::foreign`): one step.
+            return self.run(&[arch_opt], inputs, Output::Cubin);
+        }
         let mut opts = vec![arch_opt.clone(), "-lto".to_owned(), "-ptx".to_owned()];
         opts.extend(KEPT_VARIABLES.map(|v| format!("-variables-used={v}")));
         let mut ptx = self.run(&opts, &lto, Output::Ptx)?;

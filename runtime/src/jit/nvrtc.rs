@@ -74,12 +74,28 @@ pub(crate) fn supported_archs() -> Result<Vec<i32>> {
     Ok(archs)
 }
 
-/// What one NVRTC compilation produced: a CUBIN (or LTO-IR, when asked for) when it
-/// succeeded, and the log either way.
+/// What a compilation hands back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Emit {
+    /// Machine code (`nvrtcGetCUBIN`).
+    Cubin,
+    /// NVVM LTO-IR for nvJitLink (`-dlto` among the options, `nvrtcGetLTOIR`).
+    LtoIr,
+    /// PTX text (`nvrtcGetPTX`), for another compiler's linker.
+    Ptx,
+}
+
+/// What one NVRTC compilation produced: the [`Emit`] asked for (in `cubin`, whatever its
+/// kind) when it succeeded, and the log either way.
 pub(crate) struct Output {
     pub cubin: Option<Vec<u8>>,
     pub log: String,
 }
+
+/// `nvrtcGetCUBINSize` and its kin.
+type SizeFn = unsafe fn(sys::nvrtcProgram, *mut usize) -> sys::nvrtcResult;
+/// `nvrtcGetCUBIN` and its kin.
+type GetFn = unsafe fn(sys::nvrtcProgram, *mut c_char) -> sys::nvrtcResult;
 
 /// Destroys the program however compilation ends.
 struct Program(sys::nvrtcProgram);
@@ -91,9 +107,9 @@ impl Drop for Program {
     }
 }
 
-/// Compiles `source` (named `name` in diagnostics) with `options`; with `lto`, returns the
-/// LTO-IR (`-dlto` among the options) instead of a CUBIN.
-pub(crate) fn compile(source: &str, name: &str, options: &[String], lto: bool) -> Result<Output> {
+/// Compiles `source` (named `name` in diagnostics) with `options`, returning what `emit` asks
+/// for.
+pub(crate) fn compile(source: &str, name: &str, options: &[String], emit: Emit) -> Result<Output> {
     let nul = |what: &'static str| Error::Nvrtc {
         call: "nvrtcCreateProgram",
         detail: format!("the {what} contains a NUL byte"),
@@ -139,28 +155,14 @@ pub(crate) fn compile(source: &str, name: &str, options: &[String], lto: bool) -
             other => check("nvrtcCompileProgram", other).map(|_| ())?,
         }
         let mut size = 0usize;
-        let mut cubin;
-        if lto {
-            check(
-                "nvrtcGetLTOIRSize",
-                sys::nvrtcGetLTOIRSize(prog.0, &mut size),
-            )?;
-            cubin = vec![0u8; size];
-            check(
-                "nvrtcGetLTOIR",
-                sys::nvrtcGetLTOIR(prog.0, cubin.as_mut_ptr().cast()),
-            )?;
-        } else {
-            check(
-                "nvrtcGetCUBINSize",
-                sys::nvrtcGetCUBINSize(prog.0, &mut size),
-            )?;
-            cubin = vec![0u8; size];
-            check(
-                "nvrtcGetCUBIN",
-                sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr().cast()),
-            )?;
-        }
+        let (size_of, get): (SizeFn, GetFn) = match emit {
+            Emit::Cubin => (sys::nvrtcGetCUBINSize, sys::nvrtcGetCUBIN),
+            Emit::LtoIr => (sys::nvrtcGetLTOIRSize, sys::nvrtcGetLTOIR),
+            Emit::Ptx => (sys::nvrtcGetPTXSize, sys::nvrtcGetPTX),
+        };
+        check("nvrtcGet*Size", size_of(prog.0, &mut size))?;
+        let mut cubin = vec![0u8; size];
+        check("nvrtcGet*", get(prog.0, cubin.as_mut_ptr().cast()))?;
         Ok(Output {
             cubin: Some(cubin),
             log,

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::jit::disk::{CacheKey, DiskCache, Lookup};
 use crate::jit::library::{self, Built};
 use crate::jit::nvjitlink::{Input, NvJitLink};
-use crate::jit::nvrtc;
+use crate::jit::nvrtc::{self, Emit};
 use crate::launch_cause::LaunchCause;
 use pgas_codegen::{nvcall, Prelude};
 
@@ -157,6 +157,12 @@ impl Toolchain {
         self.linker.as_deref().map(NvJitLink::path)
     }
 
+    /// nvJitLink, where it was found (the tests of `jit::foreign` link with it).
+    #[cfg(test)]
+    pub(crate) fn nvjitlink(&self) -> Option<&NvJitLink> {
+        self.linker.as_deref()
+    }
+
     /// The prelude of `source` when it compiles link-time (its library is
     /// `nvcall::library_prelude` of it).
     pub(super) fn links(&self, source: &str) -> Option<Prelude> {
@@ -212,7 +218,7 @@ impl Toolchain {
     /// state declared `extern` (NVSHMEM_ENABLE_ALL_DEVICE_INLINING instead of
     /// __NVSHMEM_NUMBA_SUPPORT__, which would give every input a state of its own), defined once,
     /// by the library (`nvcall::library`).
-    fn relocatable_options(&self, arch: (u32, u32), source: &str) -> Vec<String> {
+    pub(crate) fn relocatable_options(&self, arch: (u32, u32), source: &str) -> Vec<String> {
         let mut o: Vec<String> = self
             .options(arch, source)
             .into_iter()
@@ -436,7 +442,12 @@ impl Toolchain {
                 Ok((o.name, bytes))
             })
             .collect::<Result<Vec<_>>>()?;
-        let out = nvrtc::compile(lto_source, &format!("{kernel_name}.cu"), options, true)?;
+        let out = nvrtc::compile(
+            lto_source,
+            &format!("{kernel_name}.cu"),
+            options,
+            Emit::LtoIr,
+        )?;
         let ir = out.cubin.ok_or_else(|| Error::Compile {
             kernel: kernel_name.to_owned(),
             location: first_error_location(&out.log),
@@ -473,7 +484,7 @@ impl Toolchain {
             &object.source,
             &format!("{}.cu", object.name),
             &options,
-            false,
+            Emit::Cubin,
         )?;
         out.cubin.ok_or_else(|| Error::Compile {
             kernel: format!("NVSHMEM's collective {} (for {kernel_name})", object.name),
@@ -494,7 +505,7 @@ impl Toolchain {
             &source,
             &format!("{LIBRARY}.cu"),
             &self.lto_options(arch, ""),
-            true,
+            Emit::LtoIr,
         )?;
         out.cubin.ok_or_else(|| Error::Compile {
             kernel: format!("the pgas NVSHMEM library ({})", prelude.name()),
@@ -542,7 +553,7 @@ impl Toolchain {
         options: &[String],
     ) -> Result<Compiled> {
         self.check_target(source, kernel_name, arch)?;
-        let out = nvrtc::compile(source, &format!("{kernel_name}.cu"), options, false)?;
+        let out = nvrtc::compile(source, &format!("{kernel_name}.cu"), options, Emit::Cubin)?;
         match out.cubin {
             Some(cubin) => Ok(Compiled {
                 cubin,
