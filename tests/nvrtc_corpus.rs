@@ -1,5 +1,8 @@
-//! Every kernel of `tests/corpus/*.rs`, `tests/gpu_suite/kernels/*.rs`, `examples/*.rs` and `src/ops/*.rs`, `src/gemm/*.rs`, both variants, specialized with sample comptime values,
-//! compiled by NVRTC for sm_90 exactly as the runtime JIT would: no errors and no warnings.
+//! Every kernel of the folders in `CORPUS_DIRS` (the corpus, the GPU suite's kernels, the
+//! gallery, `src/ops` and its operations' folders, `src/gemm`), both variants, specialized with
+//! sample comptime values, compiled by NVRTC for sm_90 exactly as the runtime JIT would: no
+//! errors and no warnings. Every file of the library that holds kernels is in the corpus or
+//! compiled by another NVRTC test (`COMPILED_ELSEWHERE`), or a test here fails.
 //! Needs no GPU; needs NVRTC and the headers (CI sets `PGAS_CUDA_HOME` and `PGAS_NVSHMEM_HOME`).
 //!
 //! An NVRTC compile including `nvshmem.h` takes seconds, and parsing the headers is much of it,
@@ -30,20 +33,39 @@ struct Spec {
     prelude: Prelude,
 }
 
-/// The corpus, the gallery (`examples/`, whose kernels users run first) and the fused operations
-/// (`src/ops/`): every file that holds kernels, as (path relative to the crate, absolute path).
+/// The folders of the corpus, the gallery (`examples/`, whose kernels users run first) and the
+/// library (`src/ops/` and the folders of the fused operations, `src/gemm/`).
+const CORPUS_DIRS: &[&str] = &[
+    "tests/corpus",
+    "tests/gpu_suite/kernels",
+    "examples",
+    "src/ops",
+    "src/ops/allreduce_rmsnorm",
+    "src/ops/matmul_reduce_scatter",
+    "src/gemm",
+];
+
+/// The library's kernel files that other NVRTC tests compile, with the specializations they
+/// launch (which the corpus's sample comptime values would not cover), and why.
+const COMPILED_ELSEWHERE: &[(&str, &str)] = &[
+    (
+        "src/coll/kernels/",
+        "tests/nvrtc_coll.rs: every specialization coll::prewarm_all lists",
+    ),
+    (
+        "src/ops/moe/",
+        "tests/nvrtc_moe.rs: every kernel moe::prewarm_list lists, both modes",
+    ),
+    // The crate's documentation example (`//!` lines), not a kernel of the library.
+    ("src/lib.rs", "rustdoc: the crate documentation's example"),
+];
+
+/// The corpus: every file of [`CORPUS_DIRS`] that holds kernels, as (path relative to the crate,
+/// absolute path).
 fn corpus() -> Vec<(String, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in [
-        "tests/corpus",
-        "tests/gpu_suite/kernels",
-        "examples",
-        "src/ops",
-        "src/ops/allreduce_rmsnorm",
-        "src/ops/matmul_reduce_scatter",
-        "src/gemm",
-    ] {
+    for dir in CORPUS_DIRS {
         for entry in std::fs::read_dir(root.join(dir)).expect("the folder exists") {
             let path = entry.expect("readable entry").path();
             if path.extension().is_some_and(|e| e == "rs") {
@@ -145,6 +167,45 @@ fn run(tc: &Toolchain, job: Job) -> (Vec<String>, Vec<Job>) {
             }
         }
     }
+}
+
+/// Every `.rs` file below `dir` (relative to the crate), recursively.
+fn rust_files(root: &Path, dir: &str, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(root.join(dir)).expect("the folder exists") {
+        let path = entry.expect("readable entry").path();
+        let name = format!("{dir}/{}", path.file_name().unwrap().to_string_lossy());
+        if path.is_dir() {
+            rust_files(root, &name, out);
+        } else if name.ends_with(".rs") {
+            out.push(name);
+        }
+    }
+}
+
+/// A new fused operation's folder, or any file of the library that holds kernels, is compiled
+/// by NVRTC in CI: it is in the corpus ([`CORPUS_DIRS`]) or in [`COMPILED_ELSEWHERE`]. Without
+/// this, a folder left out of the list would go unchecked.
+#[test]
+fn every_kernel_file_of_the_library_is_compiled_in_ci() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(root, "src", &mut files);
+    let in_corpus: Vec<String> = corpus().into_iter().map(|(f, _)| f).collect();
+    let missing: Vec<&String> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(root.join(f)).expect("readable source");
+            text.contains("#[pgas_kernel")
+                && !in_corpus.contains(f)
+                && !COMPILED_ELSEWHERE.iter().any(|(p, _)| f.starts_with(p))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "these files hold kernels that no NVRTC test compiles: {missing:?}. Fix: add their \
+         folder to CORPUS_DIRS in tests/nvrtc_corpus.rs (or, where another test compiles the \
+         specializations the library launches, to COMPILED_ELSEWHERE with that test's name)"
+    );
 }
 
 #[test]
