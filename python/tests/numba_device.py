@@ -10,7 +10,7 @@ one block on symmetric tensors (pgas.alloc, handed to Numba through torch):
   get_warp the next PE's row;
 - adds 1 to PE 0's counter with atomic_fetch_add, then a barrier_all_block, then reads it
   back with atomic_fetch (every PE must see n);
-- team queries and sync(TEAM_WORLD).
+- team queries and a block-wide sync(TEAM_WORLD) (a thread-level sync is one thread's call).
 Checks every value on the host, a second launch (the module stays readied), and prints the
 first launch's time (Numba's compile, pgas's library and the link). Prints `numba_device: ok
 (N PEs)` last; any failure raises.
@@ -48,7 +48,7 @@ def ring(inbox, row, sig, scalar, counter, fetched, got, out):
         fetched[0] = dev.atomic_fetch(counter, 0)
         out[2] = dev.team_my_pe(dev.TEAM_WORLD)
         out[3] = dev.team_n_pes(dev.TEAM_WORLD)
-    dev.sync(dev.TEAM_WORLD)
+    dev.sync_block(dev.TEAM_WORLD)
 
 
 def check(cond, what):

@@ -548,7 +548,7 @@ def test_team_init_from_a_team_id():
     team = pgas.team_init((got.to_list()[0], N - 1 - ME, N))
     assert team is not None and team.my_pe() == N - 1 - ME and team.n_pes() == N
     assert team.translate_pe(0, pgas.TEAM_WORLD) == N - 1
-    team.barrier()
+    pgas.barrier(team)
     team.destroy()
     # Members that disagree are refused on every PE before NVSHMEM is called.
     raises(pgas.ArgumentError, lambda: pgas.team_init((7, 0, N + 1)), "team_init")

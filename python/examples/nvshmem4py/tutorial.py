@@ -32,7 +32,9 @@ print(nvshmem.n_pes())
 
 # --- Team management
 team_strided = nvshmem.team_split_strided(
-    nvshmem.Teams.TEAM_WORLD, start=0, stride=2, size=min(2, nvshmem.n_pes()), config=nvshmem.TeamConfig(),
+    # completed: the notebook's size=min(2, n_pes) names PE 2 on 2 PEs (every other PE from 0:
+    # PEs 0 and 2), which NVSHMEM refuses; this is every other PE that exists.
+    nvshmem.Teams.TEAM_WORLD, start=0, stride=2, size=(nvshmem.n_pes() + 1) // 2, config=nvshmem.TeamConfig(),
     config_mask=0, new_team_name="STRIDED_TEAM"
 )
 print(f"Created team with handle {team_strided} using team_split_strided")
