@@ -572,9 +572,9 @@ def test_register_external_vmm_memory():
     if vmr is None:
         print(f"PE {ME}: SKIP: this cuda.core has no VirtualMemoryResource", flush=True)
         return
-    buf = vmr(core.Device(CTX.device)).allocate(2 << 20)
+    buf = vmr(core.Device(CTX.device)).allocate(512 << 20)  # NVSHMEM 3.4.5's granularity
     t = pgas.register_external(buf, "float32")
-    assert t.nbytes == 2 << 20 and t.dtype == "float32"
+    assert t.nbytes == 512 << 20 and t.dtype == "float32"
     x = view(t)
     x.fill_(float(ME))
     torch.cuda.synchronize()
@@ -588,7 +588,7 @@ def test_register_external_vmm_memory():
     pgas.free_tensor(t)  # unregisters, collectively
     free(got)
     # Memory that is not CUDA VMM is refused on every PE, with the fix.
-    plain = torch.zeros(1 << 20, device=DEV)
+    plain = torch.zeros(128 << 20, device=DEV)  # 512 MiB: a whole granule, not VMM memory
     raises(pgas.PgasError, lambda: pgas.register_external(plain), "VMM")
 
 

@@ -356,46 +356,12 @@ fn host_rss() -> Result<u64, Box<dyn std::error::Error>> {
 
 /// Bytes the process's allocator has handed out and not had back (glibc's `mallinfo2`: the
 /// heap's in-use chunks and the mmapped ones). Unlike the RSS it does not move with what the
-/// allocator keeps for reuse or returns to the system, so its change over a call is what the
-/// call kept.
+/// allocator keeps for reuse or returns to the system. It walks the allocator's free lists, so
+/// it is read at the memory points only (every call slowed a soak by a quarter).
 fn heap_in_use() -> i64 {
     // SAFETY: mallinfo2 only reads the allocator's counters.
     let info = unsafe { libc::mallinfo2() };
     (info.uordblks + info.hblkhd) as i64
-}
-
-/// Host heap growth after the warm point, summed by the kind of call that grew it and by
-/// whether it ran in a CUDA graph: where a soak's memory is not flat, this says which calls
-/// to look at.
-#[derive(Default)]
-struct Growth {
-    /// Bytes and calls, `[kind][graph as usize]`.
-    by_kind: [[(i64, u32); 2]; KINDS.len()],
-}
-
-impl Growth {
-    fn add(&mut self, before: &[u32; COUNTERS], after: &[u32; COUNTERS], bytes: i64) {
-        let Some(kind) = (0..KINDS.len()).find(|&i| before[i] != after[i]) else {
-            return;
-        };
-        let cell = &mut self.by_kind[kind][(before[GRAPHS] != after[GRAPHS]) as usize];
-        cell.0 += bytes;
-        cell.1 += 1;
-    }
-}
-
-impl std::fmt::Display for Growth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut parts = Vec::new();
-        for (cells, (_, name)) in self.by_kind.iter().zip(KINDS) {
-            for ((bytes, calls), how) in cells.iter().zip(["eager", "graph"]) {
-                if *calls > 0 {
-                    parts.push(format!("{name} {how} {bytes:+} B in {calls}"));
-                }
-            }
-        }
-        write!(f, "{}", parts.join(", "))
-    }
 }
 
 impl Memory {
@@ -512,13 +478,12 @@ fn drive(
     let mut rng = Rng(mix(seed));
     let mut done = 0u64;
     // Memory at the start, once warm and at the end: a soak must stay flat after the warm
-    // point. Warm is a fifth of the calls: until then the JIT compiles a kernel for each new
-    // shape of the fused operations' GEMMs and the collectives make their plans and graph
-    // instances (the host heap grew for about 6,000 calls after a warm point at 1,000, then
-    // stayed within 2 MiB for 7,000 more, on 2 PEs sharing an H200).
-    let warm_at = calls / 5;
+    // point. Warm is two fifths of the calls, at most 10,000: until then the JIT compiles a
+    // kernel for each new shape of the fused operations' GEMMs and the collectives make their
+    // plans and graph instances (the host heap grew for about 6,000 calls after a warm point at
+    // 1,000, then stayed within 2 MiB for 7,000 more, on 2 PEs sharing an H200).
+    let warm_at = (calls * 2 / 5).min(10_000);
     let mut memory = vec![("start", Memory::now(p)?)];
-    let mut growth = Growth::default();
     // Nine more points between warm and end: linear growth is a leak, a plateau is a pool.
     let series_every = ((calls - warm_at) / 10).max(1);
     let mut series = Vec::new();
@@ -537,14 +502,10 @@ fn drive(
         }
         let c = done;
         let mut call_rng = Rng(mix(rng.next()));
-        let before = (cx.counts, heap_in_use());
         let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             one_call(&mut cx, &mut call_rng, c)
         }))
         .unwrap_or_else(|_| Err(format!("call {c}: panicked (see the message above)")));
-        if done >= warm_at {
-            growth.add(&before.0, &cx.counts, heap_in_use() - before.1);
-        }
         if done > warm_at && (done - warm_at).is_multiple_of(series_every) {
             series.push(Memory::now(p)?);
         }
@@ -560,9 +521,11 @@ fn drive(
     memory.push(("end", Memory::now(p)?));
     let shown: Vec<String> = memory.iter().map(|(at, m)| format!("{at} {m}")).collect();
     println!("differential[pe {me}]: memory {}", shown.join(", "));
-    println!("differential[pe {me}]: host heap growth after warm, by call: {growth}");
     // A soak's verdict on the host heap: flat from the warm point to the end.
-    let warm_heap = memory.iter().find(|(at, _)| *at == "warm").map(|(_, m)| m.heap);
+    let warm_heap = memory
+        .iter()
+        .find(|(at, _)| *at == "warm")
+        .map(|(_, m)| m.heap);
     let grew = warm_heap.map(|w| memory.last().map_or(0, |(_, m)| m.heap) - w);
     let heap_grew = calls >= SOAK_CALLS && grew.is_some_and(|g| g > HEAP_FLAT);
     if let Some(g) = grew.filter(|_| calls >= SOAK_CALLS) {

@@ -104,7 +104,10 @@ unsafe impl<T> pgas_runtime::SymRegion<T> for Staged<T> {
 /// source while it writes the destinations, and in place it gave some elements reduced twice
 /// (NVSHMEM 3.4.5 on 4 PEs), so `src` is first copied, on the call's stream, to a symmetric
 /// staging buffer that the reduction reads. Every PE must pass it in place (the staging
-/// buffer grows collectively the first time a size is needed).
+/// buffer grows collectively the first time a size is needed). The call ends with a sync of
+/// the team on its stream: a PE whose reduction is done may otherwise copy its next source into
+/// the staging buffer while a peer still reads this call's from it (seen once on 2 PEs sharing
+/// an H200: the second of two in-place reductions in a row came out wrong on one PE).
 fn reduce_staged(
     call: &Call<'_>,
     team: RtTeam,
@@ -138,7 +141,8 @@ fn reduce_staged(
             _elem: std::marker::PhantomData,
         };
         pgas.reduce_on(on, team, op, d, &staged).map_err(to_py)
-    })
+    })?;
+    team.sync_on(pgas, on).map_err(to_py)
 }
 
 /// Copies `src` of PE `root` (numbered in `team`) into `dst` on every PE of the team.
