@@ -6,10 +6,11 @@
 //! form (`put_on`, `quiet_on`, `reduce_scatter_on`, ...): NVSHMEM's on-stream call sees `s`, as
 //! NVSHMEM4Py's `stream=` does. Two events keep it in order with pgas's own stream, as before the
 //! runtime had `_on` forms: `s` first waits for the work queued on pgas's stream (a `put` without
-//! `stream=` issued earlier), and pgas's stream then waits for `s` (so `to_list()` and later calls
-//! without `stream=` see the operation). Neither blocks the host, and neither do the calls that
-//! wait on the host without `stream=` (`quiet`, the barriers, `signal_wait`) when given one: as in
-//! NVSHMEM4Py, they are queued on `s`, and the host waits when it synchronizes `s`.
+//! `stream=` issued earlier; skipped when that stream has nothing left to run), and pgas's stream
+//! then waits for `s` (so `to_list()` and later calls without `stream=` see the operation).
+//! Neither blocks the host, and neither do the calls that wait on the host without `stream=`
+//! (`quiet`, the barriers, `signal_wait`) when given one: as in NVSHMEM4Py, they are queued on
+//! `s`, and the host waits when it synchronizes `s`.
 //! Every Python call that takes `stream=` has an `_on` form in the runtime; the ones without one
 //! (`fence`, `signal_fetch`, the atomics) take no `stream=`.
 
@@ -18,8 +19,8 @@ use std::ptr;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{
-    cuEventCreate, cuEventRecord, cuStreamGetCtx, cuStreamWaitEvent, CUcontext, CUevent,
-    CUevent_flags, CUresult, CUstream,
+    cuEventCreate, cuEventRecord, cuStreamGetCtx, cuStreamQuery, cuStreamWaitEvent, CUcontext,
+    CUevent, CUevent_flags, CUresult, CUstream,
 };
 use cudarc::driver::CudaStream;
 use pgas_runtime::Pgas;
@@ -182,7 +183,12 @@ pub(crate) fn on<R>(
     pgas.cuda()
         .bind_to_thread()
         .map_err(|e| misuse(format!("stream=: making pgas's CUDA context current: {e}")))?;
-    order(raw as CUstream, mine, Direction::MineForTheirs)?;
+    // Nothing left on pgas's stream (the usual case: its plain forms wait for it), nothing for
+    // `s` to wait for: a query costs less than an event's record and wait.
+    // SAFETY: pgas's stream, in the context made current above.
+    if unsafe { cuStreamQuery(mine) } != CUresult::CUDA_SUCCESS {
+        order(raw as CUstream, mine, Direction::MineForTheirs)?;
+    }
     let out = op(Some(&theirs))?;
     order(mine, raw as CUstream, Direction::TheirsForMine)?;
     Ok(out)
