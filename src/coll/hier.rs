@@ -1,27 +1,12 @@
 //! Collectives over a team that spans several nodes: peer loads and stores inside each node,
-//! NVSHMEM's collectives (its proxy and remote transport) across them.
-//!
-//! A [`Comm`] over `Team::WORLD` whose PEs form `nodes` groups of `g` consecutive PEs, each PE
-//! reaching exactly the PEs of its own group with loads and stores (PEs of a node, or
-//! `PGAS_PEER_ACCESS=nodes:g`), keeps two communicators beside its own: `node`, over its group
-//! (the peer-to-peer algorithms), and `cross`, over the PEs of the other groups with the same
-//! place in theirs (every peer off-node: NVSHMEM's algorithms). With PE `p = k g + l` (node
-//! `k`, place `l`), `m` elements a PE:
-//!
-//! - all-reduce of `g m` elements: reduce-scatter in the node (`l` gets chunk `l` summed over
-//!   the node), all-reduce of that chunk across nodes, all-gather in the node. Each PE sends
-//!   `1 / g` of the data across nodes instead of all of it.
-//! - all-gather: all-gather in the node (`g m`), then across nodes (`nodes g m`, node-major:
-//!   PE order).
-//! - reduce-scatter of `nodes g m` elements: reduce-scatter across nodes with chunks of `g m`
-//!   (`(k, l)` gets node `k`'s chunks summed over the PEs of place `l`), then in the node with
-//!   chunks of `m` (`(k, l)` gets chunk `k g + l` summed over every PE).
-//! - all-to-all of `nodes g m` elements: the `g` chunks for this node's PEs by the node
-//!   communicator's peer-memory all-to-all (they are consecutive in both buffers), the others
-//!   by one NVSHMEM put each between two barriers of the world.
-//!
-//! The intermediate results live in the communicator's scratch (`scratch.rs`). NVSHMEM's collectives run eagerly only, so
-//! these do too: a stream being captured is refused by the cross-node step.
+//! NVSHMEM's collectives (its proxy and remote transport) across them. A [`Comm`] over
+//! `Team::WORLD` whose PEs form groups of consecutive PEs, each reaching exactly its own group by
+//! loads and stores, keeps two communicators beside its own: `node` (its group) and `cross` (the
+//! PEs with its place in the other groups). The all-reduce is a reduce-scatter in the node, an
+//! all-reduce of that chunk across nodes and an all-gather in the node, so each PE sends `1 / g`
+//! of the data across nodes; all-gather, reduce-scatter and all-to-all are split the same way
+//! (`docs/coll.md`, "Several nodes"). Intermediate results live in the communicator's scratch.
+//! NVSHMEM's collectives run eagerly only, so these do too: a stream being captured is refused.
 
 use cudarc::driver::CudaStream;
 

@@ -1,11 +1,10 @@
 //! All-to-all with per-peer counts (`all_to_all_v`): the layout the members agree on once, on
 //! the host, and the calls that use it.
 //!
-//! The counts and displacements are given on the host, so the PEs can compare them before
-//! anything runs: [`Comm::all_to_all_layout`] gathers every member's (one `fcollect` over the
-//! team on the context stream into the communicator's symmetric scratch, as `agree.rs` gathers
-//! allocation sizes), and every member checks the same gathered table, so a bad layout is an
-//! `Err` on every member alike and none is left waiting in a kernel. The layout then lives on
+//! The counts and displacements are given on the host: [`Comm::all_to_all_layout`] gathers every
+//! member's (one `fcollect` into the communicator's symmetric scratch) and every member checks
+//! the same table, so a bad layout is an `Err` on every member alike and none is left waiting
+//! in a kernel. The layout then lives on
 //! the device (each PE's send offsets, counts and where each peer receives it), so the calls
 //! that use it need no host exchange and can be captured into a CUDA graph.
 

@@ -16,14 +16,9 @@
 //! # }
 //! ```
 //!
-//! Algorithms ([`Algorithm`]): *one-shot* (each PE loads all peers' inputs and reduces: the
-//! fewest steps, for small messages), *two-shot* (reduce-scatter by peer loads, then all-gather by
-//! peer stores: a fraction of the traffic, for large ones), or *NVSHMEM's own*
-//! (`nvshmemx_<type>_<op>_reduce_on_stream`, the fallback where peers are not load/store
-//! reachable), or *hierarchical* over a `Team::WORLD` spread across nodes (peer memory inside a
-//! node, NVSHMEM across: [`Comm::hierarchy`]). [`Algorithm::Auto`] chooses by size and reach.
-//! [`Comm::reduce_scatter`] and [`Comm::all_gather`] are two-shot's halves as kernels of their
-//! own, with the same fallbacks off NVLink. The kernels and their flag protocol are in
+//! [`Algorithm`] picks one-shot (small messages), two-shot (large), low-latency, NVSHMEM's own
+//! (where peers are not load/store reachable) or hierarchical (across nodes); `Auto` chooses by
+//! size and reach (`docs/coll.md` has the table). The kernels and their flag protocol are in
 //! [`kernels`].
 
 mod comm;

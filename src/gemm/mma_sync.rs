@@ -1,27 +1,11 @@
 //! The from-scratch teaching GEMM: a bf16 GEMM on the tensor cores written in pgas, `C = A B`
 //! with `A` (M x K), `B` (K x N) and `C` (M x N) row-major `bf16`, accumulated in `f32`. It is
 //! the sm_80-portable recipe (Ampere and Hopper alike; no `wgmma`), meant to be read top to
-//! bottom; programs call [`crate::gemm`]'s Hopper GEMM instead.
-//!
-//! - each block computes a 128 x 256 tile of `C` with 8 warps, each warp a 64 x 64 sub-tile:
-//!   4 x 8 accumulators of `mma.sync.m16n8k16` (`frag_c::<f32, 32>()`), in registers; where
-//!   256-wide tiles would leave most multiprocessors idle (skinny M), 128 x 128 tiles with 4
-//!   warps, twice the blocks (the tile width is a comptime parameter);
-//! - the K dimension advances 64 at a time through a ring of `stages` tiles of `A` and `B` in
-//!   dynamic shared memory (48 KiB a stage, 32 KiB at width 128), filled by `cp.async` while the
-//!   tensor cores work on the tile before: `stages - 1` tiles are always in flight, and one
-//!   barrier a tile covers four k16 steps;
-//! - `ldmatrix` moves each warp's operands from shared memory into fragments (`.trans` for `B`,
-//!   which is stored K-major); both tiles are stored XOR-swizzled in 16-byte chunks, so the 8 rows
-//!   an `ldmatrix` phase reads fall on different banks;
-//! - the fragments are double-buffered: each k16 step's `mma.sync`s run while the next step's
-//!   operands load, the next tile's first step included (the barrier comes before the last step
-//!   of a tile, not after it);
-//! - the epilogue converts to `bf16` through shared memory and stores 16 bytes a lane.
-//!
-//! Shapes that do not divide into tiles are refused on the host, before any launch
-//! ([`shape_error`]). `examples/gemm_bf16.rs` checks it against the host and times it;
-//! `benches/gemm.rs` times it against cuBLAS and the Hopper GEMM.
+//! bottom; programs call [`crate::gemm`]'s Hopper GEMM instead. The recipe (block and warp
+//! tiles, the `cp.async` ring, swizzled `ldmatrix` loads, double-buffered fragments) is in
+//! `docs/gemm.md`, "The teaching GEMM". Shapes that do not divide into tiles are refused on the
+//! host, before any launch ([`shape_error`]). `examples/gemm_bf16.rs` checks it against the
+//! host; `benches/gemm.rs` times it against cuBLAS and the Hopper GEMM.
 
 use super::shape::{refuse, size_error, tile_error};
 use crate::prelude::*;

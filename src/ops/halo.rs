@@ -9,10 +9,8 @@
 //!                                                  row rows + 1    bottom halo: the first row of PE q + 1
 //! ```
 //!
-//! The PEs form a ring (a periodic boundary in y: PE 0's top halo is the last PE's last row; on
-//! one PE the PE is its own neighbour and still exchanges through put-with-signal). Iteration `e`
-//! (counted from 0 since [`Halo2d::new`], over every launch) reads plane `e % 2` and writes plane
-//! `(e + 1) % 2`.
+//! The PEs form a ring (periodic in y; one PE is its own neighbour). Iteration `e` (counted
+//! since [`Halo2d::new`]) reads plane `e % 2` and writes plane `(e + 1) % 2`.
 //!
 //! # The protocol (shared with fused kernels written against it)
 //! Halos arrive with the iteration number as their signal (waits are `>=`, nothing is reset), and

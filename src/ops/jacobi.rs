@@ -1,24 +1,13 @@
-//! `pgas::ops::jacobi`: a 2-D Jacobi smoother with its halo exchange fused in, the production
-//! form of `examples/halo_exchange.rs`. The domain is periodic in both directions (a torus); each
-//! PE owns a slab of whole rows ([`Halo2d`]: two planes with a halo row above and below), and
-//! one persistent kernel ([`run_fused`]) runs every iteration with no host involvement between
-//! them: the blocks with the PE's edge rows compute and send them first, and blocks wait only for
-//! their neighbours' flags and the halo signals, not for a grid-wide barrier (`docs/ops.md`, "The
-//! protocol" and the fused kernel after it).
-//!
-//! The stencil is `u' = u / 2 + ((up + down) + (left + right)) / 8` in `f32`: scaling by powers
-//! of two is exact, so the GPU's result equals the host's ([`host_jacobi`]) bit for bit however
-//! the compiler contracts it. The same sweep is also launched once per iteration after
-//! [`Halo2d::exchange_on`] ([`run_unfused`]: the unfused form, and `benches/halo.rs`'s
-//! baseline). `examples/jacobi2d.rs` checks both against the host; `benches/halo.rs` times them
-//! and the GPU suite (`tests/gpu_suite/halo.rs`) runs them on every PE count.
-//!
-//! Both kernels come in forms that compute the same values: how a thread walks its rows
-//! ([`Sweep`]: one row's loads ahead, or batches of 1 to 8 rows loaded at once) and, for the
-//! fused kernel, its block size ([`Fused::threads`]: 1024 threads with 64 registers each, or 512
-//! with up to 128, room for deeper batches). [`run_fused`] runs the form [`Fused::for_size`]
-//! picks for the slab, [`run_unfused`] the default [`Sweep`]; [`run_fused_with`] and
-//! [`run_unfused_with`] any form, which `benches/halo.rs` times side by side ([`FORMS`]).
+//! `pgas::ops::jacobi`: a 2-D Jacobi smoother on a torus with its halo exchange fused in, the
+//! production form of `examples/halo_exchange.rs`. Each PE owns a slab of whole rows
+//! ([`Halo2d`]); one persistent kernel ([`run_fused`]) runs every iteration, its edge rows
+//! computed and sent first, its blocks chained by their neighbours' flags and the halo signals
+//! instead of a grid-wide barrier (`docs/ops.md`, "The protocol"). [`run_unfused`] launches the
+//! same sweep once per iteration after [`Halo2d::exchange_on`] (the baseline). The stencil,
+//! `u' = u / 2 + ((up + down) + (left + right)) / 8` in `f32`, scales by powers of two, so the
+//! result equals the host's ([`host_jacobi`]) bit for bit. Both kernels come in forms with the
+//! same values ([`Sweep`], [`Fused::threads`]); [`run_fused_with`] and [`run_unfused_with`] take
+//! any, which `benches/halo.rs` times side by side ([`FORMS`]).
 
 use cudarc::driver::CudaStream;
 

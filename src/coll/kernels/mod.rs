@@ -1,27 +1,12 @@
 //! The collective kernels (all-reduce one-shot and two-shot, reduce-scatter, all-gather), one
-//! module per element type (the language has no generics: each type is its own
-//! `#[pgas_kernel]`, and the reduction is a `#[comptime]` code, so every (type, op) pair is one
-//! small specialization that compiles in about a second with the peer-to-peer prelude: no
-//! NVSHMEM collective templates).
-//!
-//! The flag protocol (`sig[b * n + r]` set to `2e - 1` on entering call `e` and `2e` on leaving
-//! it, `epochs[b]` counting each block's calls in device memory) and the 16-byte data path
-//! (`head`, `vec`) are in `docs/coll.md`, "Synchronization" and "Data path"; `$w` below is the
-//! elements of one 16-byte vector.
-//!
-//! Writing the kernels as one `macro_rules!` template per kind of type keeps one text of each
-//! algorithm: `$t` is the element type, `$a` the type it is reduced in (`f32` for the 16-bit
-//! floats), `$w` the elements in 16 bytes, `$bits` the bitwise reductions where the type has
-//! them; the reduction of `a` and `b` is written once and pasted where values are combined.
-//! The pieces several kernels share (the entry and leave handshakes, the reduction of a vector
-//! pair or one element over the PEs, the stores to every PE) are also written once, in the
-//! template's `@pieces` arm, and pasted by the `@kernels` arm: two-shot is reduce-scatter's
-//! loads and all-gather's stores fused over one chunking, and [`reduce_scatter`] /
-//! [`all_gather`] are the halves as kernels of their own, on the same flags.
-//!
-//! All-gather only copies, so it is written with the data-movement kernels (one per element
-//! size, `move_kernels!`) and shared by every type of a size. The reducing kernels' template is
-//! in `reducing.rs`, the data-movement kernels' in `moving.rs`; the pieces both paste are here.
+//! module per element type (each type is its own `#[pgas_kernel]`, the reduction a `#[comptime]`
+//! code: small specializations of the peer-to-peer prelude, about a second each to compile).
+//! The flag protocol and the 16-byte data path are `docs/coll.md`'s "Synchronization" and "Data
+//! path". Each algorithm is one `macro_rules!` template per kind of type (`$t` the element, `$a`
+//! the type it is reduced in, `$w` the elements in 16 bytes, `$bits` the bitwise reductions):
+//! the reducing kernels' in `reducing.rs`, the data-movement kernels' (one per element size) in
+//! `moving.rs`, and the pieces both paste (handshakes, reductions over the PEs, stores to every
+//! PE) here.
 //!
 //! [`reduce_scatter`]: f32_::reduce_scatter
 //! [`all_gather`]: move32::all_gather

@@ -31,9 +31,8 @@
 //! operations. The protocol, and why a slot is never overwritten while read, are in
 //! `docs/ops.md`, "GEMM + reduce-scatter".
 //!
-//! The files: `sizes.rs` the shapes, chunks and heap a plan takes, `plan.rs` the plan
-//! ([`MatmulReduceScatter::new`], `set_gemm`) and the one-call form, `run.rs` a call, `kernel.rs`
-//! the owner's reduction kernel.
+//! Files: `sizes.rs` (shapes, chunks, heap), `plan.rs` (the plan, `set_gemm`, the one-call
+//! form), `run.rs` (a call), `kernel.rs` (the owner's reduction).
 
 mod kernel;
 mod plan;

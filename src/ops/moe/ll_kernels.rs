@@ -1,32 +1,10 @@
 //! The kernels of [`LowLatencyMoe`](super::LowLatencyMoe), the decode-time mode: one kernel
 //! dispatches ([`moe_ll_dispatch`]), two combine ([`moe_ll_combine`] then [`moe_ll_reduce`]),
 //! with no layout pass, no count exchange before the data and no host round trip, so a decode
-//! step captures into a CUDA graph.
-//!
-//! - **Layout.** Every (token, slot) pair goes to its expert's PE on its own (a token with two
-//!   experts on one PE travels twice, as in DeepEP's low-latency mode), into a region fixed by
-//!   (local expert, source PE): row `(le * n + src) * max_tokens + slot` of `recv_x`, where
-//!   `slot` comes from a counter per expert on the *sending* PE. No PE reserves rows on another,
-//!   so nothing is exchanged before the rows.
-//! - **Counts and epochs.** The dispatch grid's last block (a ticket in `sync[0]`) sends each
-//!   expert's count to its PE as `epoch << 32 | count` in `recv_count[le * n + src]`, and its
-//!   token count to every PE in `recv_count[el * n + src]`, zeroes the counters, then waits for
-//!   every source's words and writes them to `counts` and `src_tokens`. The epoch (`sync[1]`)
-//!   advances once a dispatch, on the GPU, so a replayed graph stays correct.
-//! - **The token table.** With each pair's row the dispatch stores, on the expert's PE, where
-//!   the row landed and the pair's weight, at `(src * max_tokens + token) * k + slot` of
-//!   `tok_rows` (`epoch << 32 | row`) and `tok_w`. A slot whose expert lives elsewhere keeps an
-//!   older epoch there, so the expert PE knows each source token's rows without a reset.
-//! - **Combine.** The expert PE reduces each source token's rows here with their weights (f32
-//!   in slot order, rounded to `bf16` once) and stores that one partial row into the token's
-//!   PE at row `token * n + me` of `comb_x`: a token comes back once from each PE holding one
-//!   of its experts, not once per expert (on 2 PEs with top-8, a quarter of the bytes). Then
-//!   its last block (ticket `sync[2]`) signals every PE `comb_sig[me] = epoch`. The reduce
-//!   waits for every PE's signal and adds each token's partial rows in PE order, in f32.
-//! - **Reuse.** A PE's next dispatch writes a peer's `recv_x` and token table only after its own
-//!   reduce waited for that peer's combine, which followed the peer's experts (their reads of
-//!   `recv_x`) on the peer's stream; the same chain covers `comb_x`. So every PE signals every
-//!   PE, data or not.
+//! step captures into a CUDA graph. The layout (regions by local expert and source PE, filled
+//! from counters on the sending PE), the counts and epochs, the token table, the combine that
+//! sends one partial row per (token, PE) and the reuse without a barrier are explained in
+//! `docs/ops.md`, "The low-latency mode".
 
 /// Threads of a low-latency block.
 pub const LL_THREADS: u32 = 512;

@@ -1,25 +1,10 @@
-//! Mixture-of-experts token dispatch and combine across PEs, over NVLink, with the per-expert
-//! counts exchanged on the GPU (no host round trip inside a call).
-//!
-//! Every PE holds `tokens` rows of `hidden` `bf16` activations and a top-k routing: for each
-//! token, `k` expert ids out of `n_pes * experts_per_pe` (expert `g` lives on PE
-//! `g / experts_per_pe`) and their weights. [`MoeDispatcher::dispatch`] sends each token *once*
-//! to each PE that holds any of its experts (as DeepEP does: not once per expert) and leaves
-//! there, grouped by source PE in token order, the rows, where they came from, which local
-//! experts each is for with what weight, and for each local expert the list of its rows.
-//! The experts run on those (a grouped GEMM over each expert's rows) and write one output row
-//! per (row, local expert) *pair*, in the expert-grouped order of [`MoeDispatcher::expert_rows`].
-//! [`MoeDispatcher::combine`] reduces each row's pairs with their weights on the expert's PE,
-//! sends one partial row back per (token, PE) and sums the partials on the token's PE: f32
-//! accumulation, `bf16` out.
-//! [`MoeDispatcher::combine_rows`] is the combine when the experts reduced each row's pairs
-//! themselves (one row per received row in [`MoeDispatcher::combine_input`], as a grouped GEMM's
-//! epilogue produces it): each token's PE pulls its rows from the PEs it went to and sums them,
-//! in one kernel. [`MoeDispatcher::set_fp8_dispatch`] sends the rows as FP8 (`e4m3`, one scale
-//! per 128 values), expanded to `bf16` on arrival. Where some peer is not load/store reachable,
-//! the rows move by NVSHMEM's puts and gets instead of peer stores and loads (the same calls).
-//! [`LowLatencyMoe`] is the decode-time mode: routing on the GPU, one kernel each way, no count
-//! exchange and no host round trip, in DeepEP's low-latency layout.
+//! Mixture-of-experts token dispatch and combine across PEs, with the per-expert counts
+//! exchanged on the GPU. [`MoeDispatcher::dispatch`] sends each token once to each PE holding
+//! any of its top-k experts (as DeepEP does) and lists each local expert's rows;
+//! [`MoeDispatcher::combine`] (or [`MoeDispatcher::combine_rows`]) brings the weighted expert
+//! outputs back, f32 accumulation, `bf16` out. FP8 dispatch, NVSHMEM RMA where a peer is off
+//! NVLink, and [`LowLatencyMoe`] for decode. `docs/ops.md`, "MoE dispatch and combine", has the
+//! layout, the protocol and the checks; [`mod@reference`] computes the same on the host.
 //!
 //! ```no_run
 //! use pgas::ops::moe::{MoeConfig, MoeDispatcher};
@@ -43,17 +28,7 @@
 //! # }
 //! ```
 //!
-//! # Bad input
-//! [`MoeDispatcher::new`] and [`MoeDispatcher::route`] are collective and compare what every PE
-//! passed (a small `fcollect` and a host wait), so sizes that differ between PEs, expert ids out
-//! of range or repeated within a token, and a heap too small for the buffers are the same `Err`
-//! on every PE, before any kernel is launched. [`MoeDispatcher::dispatch`] and
-//! [`MoeDispatcher::combine`] launch without a host round trip: they check their local buffers
-//! against the routing (an `Err` on the calling PE only, as a length error in NCCL is the
-//! caller's contract: every PE must make the same calls).
-//!
-//! The kernels and their synchronization are in [`kernels`]; what they compute, on the host,
-//! in [`mod@reference`].
+//! `new` and `route` are collective and refuse, on every PE, what any PE got wrong.
 
 mod config;
 mod dispatcher;
