@@ -127,70 +127,10 @@ impl Comm {
         algorithm: Algorithm,
     ) -> Result<Algorithm> {
         let rank = self.member()?;
-        if root >= self.n {
-            return Err(Error::InvalidConfig {
-                name: "broadcast root",
-                value: format!("{root}"),
-                reason: format!(
-                    "the root is a rank of the communicator's team, which has {} PEs; pass \
-                     0..{}",
-                    self.n, self.n
-                ),
-            });
-        }
-        if dst.len() != src.len() {
-            return Err(Error::LengthMismatch {
-                what: "the broadcast destination (the source's length)",
-                got: dst.len(),
-                expected: src.len(),
-            });
-        }
+        let (algorithm, relay) = self.broadcast_algorithm(dst, src, root, algorithm)?;
         let size = std::mem::size_of::<T>();
         let bytes = src.len() * size;
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
-        if d != s {
-            check_apart("broadcast", d, bytes, s, bytes)?;
-        }
-        // The root's data straight into the peers' lines: nothing staged in shared memory.
-        let ll_fits = self.n > 1 && self.ll_fits(bytes, 1, 0);
-        let relay = self.relay_fits(bytes);
-        let algorithm = match algorithm {
-            Algorithm::Auto
-                if self.peers_reachable()
-                    && ll_fits
-                    && (self.n == 2 || bytes < BROADCAST_RELAY_MIN_BYTES) =>
-            {
-                Algorithm::LowLatency
-            }
-            Algorithm::Auto if self.peers_reachable() && relay => Algorithm::TwoShot,
-            // Broadcast has no hierarchical form: NVSHMEM's over the whole team.
-            Algorithm::Auto => match self.auto_pass(bytes, false) {
-                Algorithm::Hierarchical => Algorithm::Nvshmem,
-                a => a,
-            },
-            Algorithm::Hierarchical => {
-                return Err(Error::InvalidConfig {
-                    name: "algorithm",
-                    value: "Hierarchical".into(),
-                    reason: "the hierarchical algorithm is an all-reduce's; broadcast takes \
-                             Algorithm::Auto, LowLatency, OneShot, TwoShot or Nvshmem"
-                        .into(),
-                })
-            }
-            Algorithm::LowLatency if !ll_fits => {
-                return Err(Error::InvalidConfig {
-                    name: "algorithm",
-                    value: format!("LowLatency for {bytes} bytes on {} PEs", self.n),
-                    reason: format!(
-                        "the low-latency broadcast takes at most LL_GATHER_MAX_BYTES \
-                         ({LL_GATHER_MAX_BYTES}; less on a GPU of fewer SMs: \
-                         Comm::low_latency_max_bytes) bytes, on more than one PE; use \
-                         Algorithm::Auto, OneShot, TwoShot or Nvshmem"
-                    ),
-                })
-            }
-            a => a,
-        };
         if algorithm == Algorithm::Nvshmem {
             refuse_capture(stream, "NVSHMEM's broadcast")?;
             self.pgas
@@ -266,6 +206,83 @@ impl Comm {
             }
         }
         Ok(algorithm)
+    }
+
+    /// `algorithm` for a broadcast of `src` from `root`, `Auto` resolved, and whether the
+    /// relay fits, after the checks every PE makes alike (the root, the lengths, the buffers'
+    /// overlap, the algorithm's limits).
+    fn broadcast_algorithm<T: AllReduceElem>(
+        &self,
+        dst: &impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        root: usize,
+        algorithm: Algorithm,
+    ) -> Result<(Algorithm, bool)> {
+        if root >= self.n {
+            return Err(Error::InvalidConfig {
+                name: "broadcast root",
+                value: format!("{root}"),
+                reason: format!(
+                    "the root is a rank of the communicator's team, which has {} PEs; pass \
+                     0..{}",
+                    self.n, self.n
+                ),
+            });
+        }
+        if dst.len() != src.len() {
+            return Err(Error::LengthMismatch {
+                what: "the broadcast destination (the source's length)",
+                got: dst.len(),
+                expected: src.len(),
+            });
+        }
+        let size = std::mem::size_of::<T>();
+        let bytes = src.len() * size;
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        if d != s {
+            check_apart("broadcast", d, bytes, s, bytes)?;
+        }
+        // The root's data straight into the peers' lines: nothing staged in shared memory.
+        let ll_fits = self.n > 1 && self.ll_fits(bytes, 1, 0);
+        let relay = self.relay_fits(bytes);
+        let algorithm = match algorithm {
+            Algorithm::Auto
+                if self.peers_reachable()
+                    && ll_fits
+                    && (self.n == 2 || bytes < BROADCAST_RELAY_MIN_BYTES) =>
+            {
+                Algorithm::LowLatency
+            }
+            Algorithm::Auto if self.peers_reachable() && relay => Algorithm::TwoShot,
+            // Broadcast has no hierarchical form: NVSHMEM's over the whole team.
+            Algorithm::Auto => match self.auto_pass(bytes, false) {
+                Algorithm::Hierarchical => Algorithm::Nvshmem,
+                a => a,
+            },
+            Algorithm::Hierarchical => {
+                return Err(Error::InvalidConfig {
+                    name: "algorithm",
+                    value: "Hierarchical".into(),
+                    reason: "the hierarchical algorithm is an all-reduce's; broadcast takes \
+                             Algorithm::Auto, LowLatency, OneShot, TwoShot or Nvshmem"
+                        .into(),
+                })
+            }
+            Algorithm::LowLatency if !ll_fits => {
+                return Err(Error::InvalidConfig {
+                    name: "algorithm",
+                    value: format!("LowLatency for {bytes} bytes on {} PEs", self.n),
+                    reason: format!(
+                        "the low-latency broadcast takes at most LL_GATHER_MAX_BYTES \
+                         ({LL_GATHER_MAX_BYTES}; less on a GPU of fewer SMs: \
+                         Comm::low_latency_max_bytes) bytes, on more than one PE; use \
+                         Algorithm::Auto, OneShot, TwoShot or Nvshmem"
+                    ),
+                })
+            }
+            a => a,
+        };
+        Ok((algorithm, relay))
     }
 
     /// All-to-all on the context's stream: chunk `q` of team rank `r`'s `src` (elements

@@ -72,10 +72,95 @@ impl Comm {
         self.reduce_into(stream, x, &src, op, algorithm)
     }
 
+    /// An all-reduce of `src` into `dst` (`algorithm` resolved and launched); the in-place
+    /// forms pass `dst` as `src`.
     fn reduce_into<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
         dst: &mut impl SymRegion<T>,
+        src: &Region<T>,
+        op: ReduceOp,
+        algorithm: Algorithm,
+    ) -> Result<Algorithm> {
+        let algorithm = self.all_reduce_algorithm(dst, src, op, algorithm)?;
+        if src.is_empty() {
+            return Ok(algorithm);
+        }
+        let bytes = src.len() * std::mem::size_of::<T>();
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        let in_place = d == s;
+        let spec = match algorithm {
+            Algorithm::Hierarchical => {
+                if let Some(h) = self.hier.as_mut() {
+                    h.all_reduce(stream, dst, src, op, &mut self.scratch)?;
+                }
+                return Ok(algorithm);
+            }
+            Algorithm::Nvshmem => {
+                refuse_capture(stream, "NVSHMEM's reduction")?;
+                if in_place {
+                    // NVSHMEM's on-stream reduction in place gave each value reduced twice on 4
+                    // PEs (the differential test): reduce into the scratch, copy back.
+                    let (tmp, _) = self.scratch.regions::<T>(stream, src.len(), 0)?;
+                    self.pgas.reduce_on(stream, self.team, op, &tmp, src)?;
+                    self.pgas.put_on(stream, &*dst, &tmp, self.pgas.my_pe())?;
+                } else {
+                    self.pgas.reduce_on(stream, self.team, op, &*dst, src)?;
+                }
+                return Ok(algorithm);
+            }
+            _ if !self.p2p => {
+                return Err(Error::InvalidConfig {
+                    name: "algorithm",
+                    value: format!("{algorithm:?}"),
+                    reason: "a PE of the team is not load/store reachable from this one (no \
+                             NVLink or peer access); use Algorithm::Nvshmem or Auto"
+                        .to_owned(),
+                })
+            }
+            Algorithm::LowLatency => {
+                let src = Region::of(src);
+                let shape = LlShape {
+                    len: src.len(),
+                    chunks: 1,
+                    copies: 0,
+                    flags: false,
+                    block_max: LL_BYTES_PER_BLOCK,
+                };
+                let spec = T::LOW_LATENCY;
+                self.launch_ll(stream, (spec, op_code(op)), dst, &src, &[], shape)?;
+                return Ok(algorithm);
+            }
+            Algorithm::OneShot => T::ONE_SHOT,
+            _ if self.two_shot_variant(stream, dst, src, op)? => return Ok(algorithm),
+            _ => T::TWO_SHOT,
+        };
+        let work = if algorithm == Algorithm::OneShot {
+            bytes
+        } else {
+            bytes.div_ceil(self.n)
+        };
+        // The 16-byte data path (see `kernels/`) walks `src`, paired with `dst`.
+        let (head, vec) = vector_start(s, d, std::mem::size_of::<T>(), src.len());
+        self.launch_p2p(
+            stream,
+            spec,
+            op_code(op),
+            dst,
+            src,
+            Between::Nothing,
+            work,
+            &[head, vec],
+        )?;
+        Ok(algorithm)
+    }
+
+    /// `algorithm` for an all-reduce of `src` into `dst`, `Auto` resolved, after the checks
+    /// every PE makes alike (membership, lengths, the reduction, the buffers' overlap, the
+    /// algorithm's limits).
+    fn all_reduce_algorithm<T: AllReduceElem>(
+        &self,
+        dst: &impl SymRegion<T>,
         src: &Region<T>,
         op: ReduceOp,
         algorithm: Algorithm,
@@ -145,122 +230,70 @@ impl Comm {
                 },
             });
         }
-        if src.is_empty() {
-            return Ok(algorithm);
-        }
-        let spec = match algorithm {
-            Algorithm::Hierarchical => {
-                if let Some(h) = self.hier.as_mut() {
-                    h.all_reduce(stream, dst, src, op, &mut self.scratch)?;
-                }
-                return Ok(algorithm);
-            }
-            Algorithm::Nvshmem => {
-                refuse_capture(stream, "NVSHMEM's reduction")?;
-                if in_place {
-                    // NVSHMEM's on-stream reduction in place gave each value reduced twice on 4
-                    // PEs (the differential test): reduce into the scratch, copy back.
-                    let (tmp, _) = self.scratch.regions::<T>(stream, src.len(), 0)?;
-                    self.pgas.reduce_on(stream, self.team, op, &tmp, src)?;
-                    self.pgas.put_on(stream, &*dst, &tmp, self.pgas.my_pe())?;
-                } else {
-                    self.pgas.reduce_on(stream, self.team, op, &*dst, src)?;
-                }
-                return Ok(algorithm);
-            }
-            _ if !self.p2p => {
-                return Err(Error::InvalidConfig {
-                    name: "algorithm",
-                    value: format!("{algorithm:?}"),
-                    reason: "a PE of the team is not load/store reachable from this one (no \
-                             NVLink or peer access); use Algorithm::Nvshmem or Auto"
-                        .to_owned(),
-                })
-            }
-            Algorithm::LowLatency => {
-                let src = Region::of(src);
-                let shape = LlShape {
-                    len: src.len(),
-                    chunks: 1,
-                    copies: 0,
-                    flags: false,
-                    block_max: LL_BYTES_PER_BLOCK,
-                };
-                let spec = T::LOW_LATENCY;
-                self.launch_ll(stream, (spec, op_code(op)), dst, &src, &[], shape)?;
-                return Ok(algorithm);
-            }
-            Algorithm::OneShot => T::ONE_SHOT,
-            _ => {
-                let size = std::mem::size_of::<T>();
-                let m = src.len().div_ceil(self.n).next_multiple_of(16 / size);
-                let aligned = s % 16 == 0 && d % 16 == 0;
-                // The pushed two-shot from PUSH_MIN_BYTES where both buffers start on 16-byte
-                // boundaries (and, during a graph capture, its stage needs not grow), in
-                // kernels of at most PUSH_MAX_BYTES.
-                if aligned && self.n > 1 && self.all_pes && bytes >= PUSH_MIN_BYTES {
-                    let piece = PUSH_MAX_BYTES / size;
-                    let most = src
-                        .len()
-                        .min(piece)
-                        .div_ceil(self.n)
-                        .next_multiple_of(16 / size);
-                    if let Some(stage) = self.push_stage.region::<T>(stream, self.n * most)? {
-                        let dst = Region::of(&*dst);
-                        for lo in (0..src.len()).step_by(piece) {
-                            let len = piece.min(src.len() - lo);
-                            let m = len.div_ceil(self.n).next_multiple_of(16 / size);
-                            self.launch_p2p(
-                                stream,
-                                T::TWO_SHOT_PUSH,
-                                op_code(op),
-                                &mut Region::within(&dst, lo, len),
-                                &Region::within(src, lo, len),
-                                Between::Stage(Region::within(&stage, 0, self.n * m)),
-                                len * size,
-                                &[m as u32],
-                            )?;
-                        }
-                        return Ok(algorithm);
-                    }
-                }
-                // The low-latency two-shot where a chunk fits the low-latency scratch, both
-                // buffers start on 16-byte boundaries and every PE's share of a block fits its
-                // shared memory: no leave handshake, no peer stores to fence.
-                if aligned && self.ll_fits(m * size, self.n, self.n + 1) {
-                    let src = Region::of(src);
-                    let shape = LlShape {
-                        len: m,
-                        chunks: self.n,
-                        copies: self.n + 1,
-                        flags: true,
-                        block_max: LL_BYTES_PER_BLOCK,
-                    };
-                    let spec: (_, &[i128]) = (T::TWO_SHOT_LL, op_code(op));
-                    self.launch_ll(stream, spec, dst, &src, &[m as u32], shape)?;
-                    return Ok(algorithm);
-                }
-                T::TWO_SHOT
-            }
-        };
-        let work = if algorithm == Algorithm::OneShot {
-            bytes
-        } else {
-            bytes.div_ceil(self.n)
-        };
-        // The 16-byte data path (see `kernels/`) walks `src`, paired with `dst`.
-        let (head, vec) = vector_start(s, d, std::mem::size_of::<T>(), src.len());
-        self.launch_p2p(
-            stream,
-            spec,
-            op_code(op),
-            dst,
-            src,
-            Between::Nothing,
-            work,
-            &[head, vec],
-        )?;
         Ok(algorithm)
+    }
+
+    /// The two-shot all-reduce's faster forms, where they apply: the pushed two-shot (large,
+    /// aligned, over every PE) or the low-latency two-shot (a chunk fits the low-latency
+    /// scratch). `false`: neither applies, and the plain two-shot runs.
+    fn two_shot_variant<T: AllReduceElem>(
+        &mut self,
+        stream: &CudaStream,
+        dst: &mut impl SymRegion<T>,
+        src: &Region<T>,
+        op: ReduceOp,
+    ) -> Result<bool> {
+        let bytes = src.len() * std::mem::size_of::<T>();
+        let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
+        let size = std::mem::size_of::<T>();
+        let m = src.len().div_ceil(self.n).next_multiple_of(16 / size);
+        let aligned = s % 16 == 0 && d % 16 == 0;
+        // The pushed two-shot from PUSH_MIN_BYTES where both buffers start on 16-byte
+        // boundaries (and, during a graph capture, its stage needs not grow), in
+        // kernels of at most PUSH_MAX_BYTES.
+        if aligned && self.n > 1 && self.all_pes && bytes >= PUSH_MIN_BYTES {
+            let piece = PUSH_MAX_BYTES / size;
+            let most = src
+                .len()
+                .min(piece)
+                .div_ceil(self.n)
+                .next_multiple_of(16 / size);
+            if let Some(stage) = self.push_stage.region::<T>(stream, self.n * most)? {
+                let dst = Region::of(&*dst);
+                for lo in (0..src.len()).step_by(piece) {
+                    let len = piece.min(src.len() - lo);
+                    let m = len.div_ceil(self.n).next_multiple_of(16 / size);
+                    self.launch_p2p(
+                        stream,
+                        T::TWO_SHOT_PUSH,
+                        op_code(op),
+                        &mut Region::within(&dst, lo, len),
+                        &Region::within(src, lo, len),
+                        Between::Stage(Region::within(&stage, 0, self.n * m)),
+                        len * size,
+                        &[m as u32],
+                    )?;
+                }
+                return Ok(true);
+            }
+        }
+        // The low-latency two-shot where a chunk fits the low-latency scratch, both
+        // buffers start on 16-byte boundaries and every PE's share of a block fits its
+        // shared memory: no leave handshake, no peer stores to fence.
+        if aligned && self.ll_fits(m * size, self.n, self.n + 1) {
+            let src = Region::of(src);
+            let shape = LlShape {
+                len: m,
+                chunks: self.n,
+                copies: self.n + 1,
+                flags: true,
+                block_max: LL_BYTES_PER_BLOCK,
+            };
+            let spec: (_, &[i128]) = (T::TWO_SHOT_LL, op_code(op));
+            self.launch_ll(stream, spec, dst, &src, &[m as u32], shape)?;
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// Reduce-scatter on the context's stream: team rank `r`'s `dst` gets the element-wise

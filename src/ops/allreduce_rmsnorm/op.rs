@@ -388,55 +388,8 @@ impl AllReduceRmsNorm {
             self.off_node = Some(reduced);
             return result;
         }
-        let algorithm = match algorithm {
-            Algorithm::Auto => self.algorithm_for(tokens),
-            a @ (Algorithm::OneShot | Algorithm::TwoShot) => a,
-            Algorithm::LowLatency if self.ll_scratch.is_some() => Algorithm::LowLatency,
-            Algorithm::LowLatency => {
-                return Err(Error::InvalidConfig {
-                    name: "AllReduceRmsNorm algorithm",
-                    value: format!(
-                        "LowLatency with {} PEs x hidden {} x 2 bytes of rows",
-                        self.n, self.hidden
-                    ),
-                    reason: format!(
-                        "the low-latency form gathers every PE's row into a block's shared \
-                         memory, at most LL_MAX_SHARED_BYTES ({LL_MAX_SHARED_BYTES}). Fix: pass \
-                         Algorithm::Auto, OneShot or TwoShot"
-                    ),
-                });
-            }
-            other => {
-                return Err(Error::InvalidConfig {
-                    name: "AllReduceRmsNorm algorithm",
-                    value: format!("{other:?}"),
-                    reason: "the fused kernel has one-shot, two-shot and low-latency forms only. \
-                             Fix: pass Algorithm::Auto, OneShot, TwoShot or LowLatency"
-                        .into(),
-                });
-            }
-        };
-        for (what, ptr, len) in [
-            ("x (peers load it)", x.as_device_ptr(), x.len()),
-            (
-                "residual (peers store into it, two-shot)",
-                residual.as_device_ptr(),
-                residual.len(),
-            ),
-            ("out", out.as_device_ptr(), out.len()),
-            ("weight", weight.as_device_ptr(), weight.len()),
-        ] {
-            if !self.pgas.in_symmetric_heap(ptr, len * 2) {
-                return Err(Error::InvalidConfig {
-                    name: "AllReduceRmsNorm buffer",
-                    value: format!("{what} at {ptr:#x} ({} bytes)", len * 2),
-                    reason: "it is not inside NVSHMEM's symmetric heap, so peers cannot reach \
-                             it. Fix: allocate it with Pgas::alloc (or take a view of such a \
-                             tensor)"
-                        .into(),
-                });
-            }
-        }
+        let algorithm = self.fused_algorithm(algorithm, tokens)?;
+        self.check_reachable(x, &*residual, weight, &*out)?;
         if tokens == 0 {
             return Ok(algorithm);
         }
@@ -503,6 +456,73 @@ impl AllReduceRmsNorm {
             &mut args,
         )?;
         Ok(algorithm)
+    }
+
+    /// `algorithm` for a fused call of `tokens` rows, `Auto` resolved; an algorithm the kernel
+    /// has no form of, or low latency where its rows do not fit a block's shared memory, is an
+    /// `Err`.
+    fn fused_algorithm(&self, algorithm: Algorithm, tokens: usize) -> Result<Algorithm> {
+        Ok(match algorithm {
+            Algorithm::Auto => self.algorithm_for(tokens),
+            a @ (Algorithm::OneShot | Algorithm::TwoShot) => a,
+            Algorithm::LowLatency if self.ll_scratch.is_some() => Algorithm::LowLatency,
+            Algorithm::LowLatency => {
+                return Err(Error::InvalidConfig {
+                    name: "AllReduceRmsNorm algorithm",
+                    value: format!(
+                        "LowLatency with {} PEs x hidden {} x 2 bytes of rows",
+                        self.n, self.hidden
+                    ),
+                    reason: format!(
+                        "the low-latency form gathers every PE's row into a block's shared \
+                         memory, at most LL_MAX_SHARED_BYTES ({LL_MAX_SHARED_BYTES}). Fix: pass \
+                         Algorithm::Auto, OneShot or TwoShot"
+                    ),
+                });
+            }
+            other => {
+                return Err(Error::InvalidConfig {
+                    name: "AllReduceRmsNorm algorithm",
+                    value: format!("{other:?}"),
+                    reason: "the fused kernel has one-shot, two-shot and low-latency forms only. \
+                             Fix: pass Algorithm::Auto, OneShot, TwoShot or LowLatency"
+                        .into(),
+                });
+            }
+        })
+    }
+
+    /// `Ok` when every buffer of a fused call is in NVSHMEM's symmetric heap, where peers reach
+    /// it.
+    fn check_reachable(
+        &self,
+        x: &impl SymRegion<bf16>,
+        residual: &impl SymRegion<bf16>,
+        weight: &impl SymRegion<bf16>,
+        out: &impl SymRegion<bf16>,
+    ) -> Result<()> {
+        for (what, ptr, len) in [
+            ("x (peers load it)", x.as_device_ptr(), x.len()),
+            (
+                "residual (peers store into it, two-shot)",
+                residual.as_device_ptr(),
+                residual.len(),
+            ),
+            ("out", out.as_device_ptr(), out.len()),
+            ("weight", weight.as_device_ptr(), weight.len()),
+        ] {
+            if !self.pgas.in_symmetric_heap(ptr, len * 2) {
+                return Err(Error::InvalidConfig {
+                    name: "AllReduceRmsNorm buffer",
+                    value: format!("{what} at {ptr:#x} ({} bytes)", len * 2),
+                    reason: "it is not inside NVSHMEM's symmetric heap, so peers cannot reach \
+                             it. Fix: allocate it with Pgas::alloc (or take a view of such a \
+                             tensor)"
+                        .into(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The off-node form of [`AllReduceRmsNorm::run_with`]: `pgas::coll`'s all-reduce of `x`

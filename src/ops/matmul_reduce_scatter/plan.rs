@@ -135,45 +135,7 @@ impl MatmulReduceScatter {
         splits: Option<usize>,
     ) -> Result<Self> {
         let pes = pgas.n_pes();
-        let splits = splits.unwrap_or_else(|| splits_for(m / pes));
-        crate::ops::agree::agree(
-            pgas,
-            "matmul_reduce_scatter",
-            &[
-                ("M", m as u64),
-                ("N", n as u64),
-                ("K / P", k_local as u64),
-                ("chunks per owner", splits as u64),
-                ("symmetric heap bytes", pgas.heap_size() as u64),
-            ],
-        )?;
-        crate::ops::stream_sync::require_stream_mem_ops(pgas, "matmul_reduce_scatter")?;
-        let shape = format!("{m} x {n} x {k_local} (M x N x K / P) on {pes} PEs");
-        if let Some(why) = shape_error(m, n, k_local, pes) {
-            return refuse(shape, why);
-        }
-        if splits == 0 || !(m / pes).is_multiple_of(splits) {
-            return refuse(
-                shape,
-                format!(
-                    "{splits} chunks per owner do not divide its M / P = {} rows. Fix: a divisor \
-                     of M / P, or None",
-                    m / pes
-                ),
-            );
-        }
-        let need = heap_need(m, n, pes, splits);
-        if need > pgas.heap_size() {
-            return refuse(
-                shape,
-                format!(
-                    "the staging buffers need {need} bytes of symmetric heap per PE, the heap has \
-                     {}. Fix: a larger heap (pgas::builder().heap_size(..) or \
-                     NVSHMEM_SYMMETRIC_SIZE)",
-                    pgas.heap_size()
-                ),
-            );
-        }
+        let splits = checked_splits(pgas, (m, n, k_local), splits)?;
         // cuBLAS on every PE or on none: a PE without it must not leave the others waiting.
         let blas = Cublas::new(pgas.cuda());
         crate::ops::agree::agree(
@@ -364,6 +326,58 @@ impl MatmulReduceScatter {
     pub fn splits(&self) -> usize {
         self.splits
     }
+}
+
+/// The chunks per owner of a plan of `(m, n, k_local)` (`splits`, or [`splits_for`]'s choice),
+/// after the checks every PE makes alike: the shape and chunk count agreed across PEs, 64-bit
+/// stream memory operations, a shape that divides, chunks that divide M / P, a heap that holds
+/// the staging buffers.
+fn checked_splits(
+    pgas: &Pgas,
+    (m, n, k_local): (usize, usize, usize),
+    splits: Option<usize>,
+) -> Result<usize> {
+    let pes = pgas.n_pes();
+    let splits = splits.unwrap_or_else(|| splits_for(m / pes));
+    crate::ops::agree::agree(
+        pgas,
+        "matmul_reduce_scatter",
+        &[
+            ("M", m as u64),
+            ("N", n as u64),
+            ("K / P", k_local as u64),
+            ("chunks per owner", splits as u64),
+            ("symmetric heap bytes", pgas.heap_size() as u64),
+        ],
+    )?;
+    crate::ops::stream_sync::require_stream_mem_ops(pgas, "matmul_reduce_scatter")?;
+    let shape = format!("{m} x {n} x {k_local} (M x N x K / P) on {pes} PEs");
+    if let Some(why) = shape_error(m, n, k_local, pes) {
+        return refuse(shape, why);
+    }
+    if splits == 0 || !(m / pes).is_multiple_of(splits) {
+        return refuse(
+            shape,
+            format!(
+                "{splits} chunks per owner do not divide its M / P = {} rows. Fix: a divisor \
+                     of M / P, or None",
+                m / pes
+            ),
+        );
+    }
+    let need = heap_need(m, n, pes, splits);
+    if need > pgas.heap_size() {
+        return refuse(
+            shape,
+            format!(
+                "the staging buffers need {need} bytes of symmetric heap per PE, the heap has \
+                     {}. Fix: a larger heap (pgas::builder().heap_size(..) or \
+                     NVSHMEM_SYMMETRIC_SIZE)",
+                pgas.heap_size()
+            ),
+        );
+    }
+    Ok(splits)
 }
 
 impl Drop for MatmulReduceScatter {
