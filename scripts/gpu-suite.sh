@@ -22,7 +22,7 @@
 # the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
 # a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
-# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python]
+# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8]
 #   suite:    only `pgas doctor`, the GPU test suite (4, 2, 1 PEs) and the differential test: for
 #             a second NVSHMEM version (see .device/nvshmem.tar.xz below).
 #   faults:   only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
@@ -44,13 +44,16 @@
 #             on 4 PEs; GPUs shared under CUDA MPS where there are fewer), each PE's host and
 #             GPU memory at the start, once warm and at the end; one device call each
 #             (PGAS_SOAK_CALLS: another number of calls, for a shorter look at the memory).
+#   pe8:      only `pgas doctor`, the GPU test suite on 8 PEs and the differential test on 8 PEs
+#             (4,000 calls), one PE a GPU on 8 GPUs, else sharing the GPUs present under CUDA MPS:
+#             correctness on a full node's PE count (issue 49) on any machine.
 # The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
 # benchmarks (dsl_vs_cuda, jit_costs, gemm) and the faults part; four calls cover everything.
 set -uo pipefail
-outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python]}"
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8]}"
 only="${2:-all}"
-case "$only" in all | suite | faults | sanitize | coll | fused | soak2 | soak4 | python) ;; *)
-  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python] (not '$only')" >&2
+case "$only" in all | suite | faults | sanitize | coll | fused | soak2 | soak4 | python | pe8) ;; *)
+  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8] (not '$only')" >&2
   exit 2
   ;;
 esac
@@ -394,6 +397,19 @@ the soak stopped at ${done_calls:-0} of $soak_calls calls (out of time)"
     verdict "soak $soak_pes PE${share:+ (sharing $gpus GPU)}" "$(echo "$last" | grep -oE 'differential: seed .*(mismatches|HUNG).*' | tail -1 | sed 's/: all_reduce.*refusals/: ... refusals/'); $(echo "$last" | grep -m1 -oE 'differential\[pe 0\]: memory .*')"
   else
     note "SKIP soak $soak_pes PE (${gpus} GPU and no CUDA MPS daemon to share one)"
+  fi
+  finish
+fi
+
+# Eight PEs: the suite, then the differential test (results checked as on fewer PEs).
+if [ "$only" = pe8 ]; then
+  pes 8 300 "$bin/gpu_suite"
+  if share_begin 8; then
+    step "differential 8 PE" suite.log 200 "$bin/pgas-run" -n 8 $share -- "$bin/gpu_suite" --differential "$(date -u +%Y%m%d)" 4000 170
+    share_end
+    verdict "differential 8 PE${share:+ (sharing $gpus GPU)}" "$(echo "$last" | grep -oE 'differential: seed .*(mismatches|HUNG).*' | tail -1)"
+  else
+    note "SKIP differential 8 PE (${gpus} GPU and no CUDA MPS daemon to share one)"
   fi
   finish
 fi

@@ -102,7 +102,7 @@ fn every_mode_runs_to_its_summary_on_stubs() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gpu-suite.sh");
     let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap());
     for mode in [
-        "all", "suite", "faults", "sanitize", "coll", "fused", "soak2", "soak4", "python",
+        "all", "suite", "faults", "sanitize", "coll", "fused", "soak2", "soak4", "python", "pe8",
     ] {
         let out_dir = root.join(format!("out-{mode}"));
         // `suite` runs on another NVSHMEM, packed as build-device.sh's PGAS_DEVICE_NVSHMEM does,
@@ -239,7 +239,13 @@ fn every_mode_runs_to_its_summary_on_stubs() {
                 "{mode}: the soak was not taken:\n{summary}"
             );
         }
-        if !["suite", "coll", "fused", "soak2", "soak4", "python"].contains(&mode) {
+        if mode == "pe8" {
+            assert!(
+                summary.contains("gpu_suite 8 PE") && summary.contains("differential 8 PE"),
+                "pe8: the 8-PE suite or differential step is missing:\n{summary}"
+            );
+        }
+        if !["suite", "coll", "fused", "soak2", "soak4", "python", "pe8"].contains(&mode) {
             let calls = fs::read_to_string(root.join(format!("sanitizer-{mode}.log")))
                 .unwrap_or_else(|e| panic!("{mode}: the sanitizer never ran ({e})"));
             for call in calls.lines() {
