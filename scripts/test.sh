@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/deps.sh)"
 
-step() { printf '\n== %s\n' "$*" >&2; }
+step() { printf '\n== [%d s] %s\n' "$SECONDS" "$*" >&2; }
 
 # The exact commands the gates run, not a look-alike (a rustfmt binary on PATH is not `cargo fmt`).
 have_tools() { cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1; }
@@ -78,3 +78,4 @@ step "test: the kernel corpus against NVSHMEM 3.8.0 (PGAS_NVSHMEM_HOME=\$PGAS_NV
 # --workspace, as the test step: with `-p pgas` alone cargo unifies the dependencies' features
 # differently and rebuilds them (minutes on two cores); here it only runs the built test again.
 PGAS_NVSHMEM_HOME="$PGAS_NVSHMEM_HOME_NEXT" cargo test --workspace --all-features --test nvrtc_corpus
+step "done"
