@@ -401,16 +401,23 @@ the soak stopped at ${done_calls:-0} of $soak_calls calls (out of time)"
   finish
 fi
 
+# The randomized differential test on PES PEs: CALLS calls drawn from today's date as the seed,
+# drawing stops after SECONDS (the step's limit is a minute more).
+differential() {
+  local n=$1 calls=$2 secs=$3
+  if share_begin "$n"; then
+    step "differential $n PE" suite.log $((secs + 60)) "$bin/pgas-run" -n "$n" $share -- "$bin/gpu_suite" --differential "$(date -u +%Y%m%d)" "$calls" "$secs"
+    share_end
+    verdict "differential $n PE${share:+ (sharing $gpus GPU)}" "$(echo "$last" | grep -oE 'differential: seed .*(mismatches|HUNG).*' | tail -1)"
+  else
+    note "SKIP differential $n PE (${gpus} GPU and no CUDA MPS daemon to share one)"
+  fi
+}
+
 # Eight PEs: the suite, then the differential test (results checked as on fewer PEs).
 if [ "$only" = pe8 ]; then
   pes 8 300 "$bin/gpu_suite"
-  if share_begin 8; then
-    step "differential 8 PE" suite.log 200 "$bin/pgas-run" -n 8 $share -- "$bin/gpu_suite" --differential "$(date -u +%Y%m%d)" 4000 170
-    share_end
-    verdict "differential 8 PE${share:+ (sharing $gpus GPU)}" "$(echo "$last" | grep -oE 'differential: seed .*(mismatches|HUNG).*' | tail -1)"
-  else
-    note "SKIP differential 8 PE (${gpus} GPU and no CUDA MPS daemon to share one)"
-  fi
+  differential 8 4000 170
   finish
 fi
 
@@ -424,14 +431,7 @@ pes 2 240 "$bin/gpu_suite"
 # Randomized differential testing (tests/gpu_suite/differential.rs): 12000 calls of pgas::coll
 # and pgas::ops drawn from a seed (today's date, printed, so a failure reproduces), each against
 # a host reference; it stops drawing after 180 s. PE 0's last line is the summary.
-diff_seed=$(date -u +%Y%m%d)
-if share_begin 2; then
-  step "differential 2 PE" suite.log 240 "$bin/pgas-run" -n 2 $share -- "$bin/gpu_suite" --differential "$diff_seed" 12000 180
-  share_end
-  verdict "differential 2 PE${share:+ (sharing $gpus GPU)}" "$(echo "$last" | grep -oE 'differential: seed .*(mismatches|HUNG).*' | tail -1)"
-else
-  note "SKIP differential 2 PE (${gpus} GPU and no CUDA MPS daemon to share one)"
-fi
+differential 2 12000 180
 suite 1 240 "$bin/gpu_suite"
 # Every peer off-node (PGAS_PEER_ACCESS=none, docs/runtime.md): pgas::coll's NVSHMEM fallbacks,
 # the operations' off-node forms and MoE by NVSHMEM's RMA, on 2 PEs.
