@@ -183,6 +183,15 @@ impl NvJitLink {
         self.check("nvJitLinkCreate", rc, &link)?;
         for (name, data, kind) in inputs {
             let cname = CString::new(*name).expect("no NUL in input names");
+            // PTX goes in as a C string: nvJitLink reads it past the given size to its NUL (an
+            // input without one failed now and then with "does not match type PTX").
+            let terminated;
+            let data: &[u8] = if *kind == Input::Ptx && data.last() != Some(&0) {
+                terminated = [*data, &[0u8][..]].concat();
+                &terminated
+            } else {
+                data
+            };
             // SAFETY: data and name outlive the call; nvJitLink copies the input.
             let rc = unsafe {
                 (self.add_data)(
