@@ -34,12 +34,18 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
 
+import importlib
+
 from llvmlite import ir
 from numba import cuda
-from numba.cuda import cgutils, types
 from numba.cuda.core.errors import TypingError
 from numba.cuda.cudadrv.linkable_code import PTXSource
 from numba.cuda.extending import intrinsic
+
+# Numba's type objects and IR helpers, typed as Any: their names are made at import time (star
+# imports, registries), which a static checker cannot see.
+types: Any = importlib.import_module("numba.cuda.types")
+cgutils: Any = importlib.import_module("numba.cuda.cgutils")
 
 from .. import _pgas
 
@@ -254,18 +260,18 @@ def _function(name: str, row: str, by_type: Dict[str, str]) -> Any:
                 )
             if isinstance(arg, types.Array):
                 own = elem is not None and c_type == elem_c
-                want = elem if own else _SCALAR[c_type.rstrip(" *")]
-                if arg.dtype != want:
+                wanted = elem if own else _SCALAR[c_type.rstrip(" *")]
+                if arg.dtype != wanted:
                     raise TypingError(
                         f"pgas.device.numba.{name}: argument {int(key) + 1} must be an array of "
-                        f"{want}, got one of {arg.dtype}"
+                        f"{wanted}, got one of {arg.dtype}"
                     )
         retty = types.void if ret == "void" else _numba_type(ret, elem)
         sig = retty(*args)
 
         def codegen(context: Any, builder: Any, signature: Any, llargs: Any) -> Any:
-            values = []
-            arrays = []
+            values: List[Any] = []
+            arrays: List[Any] = []
             for key, c_type in zip(keys, params):
                 if key == "n":
                     counts = [a.nitems for a in arrays]
