@@ -6,7 +6,7 @@ use std::ffi::c_void;
 
 use crate::error::Result;
 use crate::nvshmem::Nvshmem;
-use crate::Pgas;
+use super::pgas::Pgas;
 
 /// What a failed readying means for the caller.
 const HINT: &str = "the library must link the pgas NVSHMEM library (pgas.device.numba does this) \
