@@ -4,9 +4,9 @@
 
 use std::ffi::c_void;
 
+use super::pgas::Pgas;
 use crate::error::Result;
 use crate::nvshmem::Nvshmem;
-use super::pgas::Pgas;
 
 /// What a failed readying means for the caller.
 const HINT: &str = "the library must link the pgas NVSHMEM library (pgas.device.numba does this) \
