@@ -45,13 +45,20 @@ fn every_collective_specialization_compiles_without_warnings() {
     for (prelude, sources) in by_prelude {
         let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
         let program = batch(prelude.text(), &refs).expect("sources start with their prelude");
-        let out = tc
-            .compile_with(&program, "pgas_coll", (9, 0), &tc.options((9, 0), &program))
-            .unwrap_or_else(|e| panic!("NVRTC rejected the collectives: {e}"));
+        // Inline, and as the JIT compiles them by default (link-time, against the NVSHMEM
+        // library), at once: each is one single-threaded NVRTC program of minutes. The inline
+        // one with `--Ofast-compile=max`, as tests/nvrtc_corpus.rs compiles: it changes the
+        // optimization, not what the front end accepts or warns about.
+        let mut options = tc.options((9, 0), &program);
+        options.push("--Ofast-compile=max".to_owned());
+        let (out, linked) = std::thread::scope(|s| {
+            let inline = s.spawn(|| tc.compile_with(&program, "pgas_coll", (9, 0), &options));
+            let linked = tc.compile_program(None, &program, "pgas_coll_linked", (9, 0));
+            (inline.join().expect("the inline compile's thread"), linked)
+        });
+        let out = out.unwrap_or_else(|e| panic!("NVRTC rejected the collectives: {e}"));
         assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
-        // And as the JIT compiles them by default: link-time, against the NVSHMEM library.
-        let linked = tc
-            .compile_program(None, &program, "pgas_coll_linked", (9, 0))
+        let linked = linked
             .unwrap_or_else(|e| panic!("the link-time compile of the collectives failed: {e}"));
         assert_eq!(linked.warnings().count(), 0, "warnings:\n{}", linked.log);
         assert!(tc.linker().is_some(), "scripts/deps.sh installs nvJitLink");
