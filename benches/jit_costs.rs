@@ -229,8 +229,7 @@ fn cold(p: &Pgas, spec: &'static pgas::kernel::KernelSpec) -> BenchResult<f64> {
 fn main() -> BenchResult<()> {
     // Before the driver starts (the GPU check below starts it): a fresh cache directory, so the
     // first compile of each kernel is cold; and the CUDA driver's own compute cache off and
-    // pointed at an empty folder, so a figure does not depend on what ran on the machine before
-    // (later runs on one machine were 6x faster with it on).
+    // pointed at an empty folder, so a figure does not depend on what ran on the machine before.
     let cache = std::env::temp_dir().join(format!("pgas-jit-costs-{}", std::process::id()));
     std::fs::create_dir_all(cache.join("driver"))?;
     std::env::set_var("PGAS_CACHE_DIR", &cache);

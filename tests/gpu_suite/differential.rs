@@ -357,7 +357,7 @@ fn host_rss() -> Result<u64, Box<dyn std::error::Error>> {
 /// Bytes the process's allocator has handed out and not had back (glibc's `mallinfo2`: the
 /// heap's in-use chunks and the mmapped ones). Unlike the RSS it does not move with what the
 /// allocator keeps for reuse or returns to the system. It walks the allocator's free lists, so
-/// it is read at the memory points only (every call slowed a soak by a quarter).
+/// it is read at the memory points only, not at every call.
 fn heap_in_use() -> i64 {
     // SAFETY: mallinfo2 only reads the allocator's counters.
     let info = unsafe { libc::mallinfo2() };
@@ -480,8 +480,7 @@ fn drive(
     // Memory at the start, once warm and at the end: a soak must stay flat after the warm
     // point. Warm is two fifths of the calls, at most 10,000: until then the JIT compiles a
     // kernel for each new shape of the fused operations' GEMMs and the collectives make their
-    // plans and graph instances (the host heap grew for about 6,000 calls after a warm point at
-    // 1,000, then stayed within 2 MiB for 7,000 more, on 2 PEs sharing an H200).
+    // plans and graph instances (docs/faults.md, "The soak", has the measured curve).
     let warm_at = (calls * 2 / 5).min(10_000);
     let mut memory = vec![("start", Memory::now(p)?)];
     // Nine more points between warm and end: linear growth is a leak, a plateau is a pool.
@@ -553,9 +552,6 @@ fn drive(
          pool reserved, MiB: {}",
         points.join(" ")
     );
-    if heap_grew {
-        cx.counts[MISMATCHES] += 1;
-    }
     let table = crate::runner::gather(p, &cx.counts)?;
     let mismatches: Vec<u32> = (0..n).map(|q| table[q * COUNTERS + MISMATCHES]).collect();
     let total: u32 = mismatches.iter().sum();
@@ -582,7 +578,8 @@ fn drive(
             }
         );
     }
-    Ok(if total == 0 {
+    // A heap that grew fails this PE's run (its line above says so), not the mismatch count.
+    Ok(if total == 0 && !heap_grew {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

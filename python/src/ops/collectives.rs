@@ -106,8 +106,7 @@ unsafe impl<T> pgas_runtime::SymRegion<T> for Staged<T> {
 /// staging buffer that the reduction reads. Every PE must pass it in place (the staging
 /// buffer grows collectively the first time a size is needed). The call ends with a sync of
 /// the team on its stream: a PE whose reduction is done may otherwise copy its next source into
-/// the staging buffer while a peer still reads this call's from it (seen once on 2 PEs sharing
-/// an H200: the second of two in-place reductions in a row came out wrong on one PE).
+/// the staging buffer while a peer still reads this call's from it.
 fn reduce_staged(
     call: &Call<'_>,
     team: RtTeam,

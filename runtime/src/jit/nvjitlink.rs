@@ -152,11 +152,8 @@ impl NvJitLink {
         }
         let mut opts = vec![arch_opt.clone(), "-lto".to_owned(), "-ptx".to_owned()];
         opts.extend(KEPT_VARIABLES.map(|v| format!("-variables-used={v}")));
-        let mut ptx = self.run(&opts, &lto, Output::Ptx)?;
-        // The PTX as a string of its own length (nvJitLink returns it NUL-terminated).
-        while ptx.last() == Some(&0) {
-            ptx.pop();
-        }
+        // NUL-terminated, as `run` passes PTX.
+        let ptx = self.run(&opts, &lto, Output::Ptx)?;
         let mut second = vec![("linked LTO-IR", &ptx[..], Input::Ptx)];
         second.extend(objects);
         self.run(&[arch_opt], &second, Output::Cubin)

@@ -155,14 +155,26 @@ pub(crate) fn compile(source: &str, name: &str, options: &[String], emit: Emit) 
             other => check("nvrtcCompileProgram", other).map(|_| ())?,
         }
         let mut size = 0usize;
-        let (size_of, get): (SizeFn, GetFn) = match emit {
-            Emit::Cubin => (sys::nvrtcGetCUBINSize, sys::nvrtcGetCUBIN),
-            Emit::LtoIr => (sys::nvrtcGetLTOIRSize, sys::nvrtcGetLTOIR),
-            Emit::Ptx => (sys::nvrtcGetPTXSize, sys::nvrtcGetPTX),
+        let (size_of, get, [size_call, get_call]): (SizeFn, GetFn, _) = match emit {
+            Emit::Cubin => (
+                sys::nvrtcGetCUBINSize,
+                sys::nvrtcGetCUBIN,
+                ["nvrtcGetCUBINSize", "nvrtcGetCUBIN"],
+            ),
+            Emit::LtoIr => (
+                sys::nvrtcGetLTOIRSize,
+                sys::nvrtcGetLTOIR,
+                ["nvrtcGetLTOIRSize", "nvrtcGetLTOIR"],
+            ),
+            Emit::Ptx => (
+                sys::nvrtcGetPTXSize,
+                sys::nvrtcGetPTX,
+                ["nvrtcGetPTXSize", "nvrtcGetPTX"],
+            ),
         };
-        check("nvrtcGet*Size", size_of(prog.0, &mut size))?;
+        check(size_call, size_of(prog.0, &mut size))?;
         let mut cubin = vec![0u8; size];
-        check("nvrtcGet*", get(prog.0, cubin.as_mut_ptr().cast()))?;
+        check(get_call, get(prog.0, cubin.as_mut_ptr().cast()))?;
         Ok(Output {
             cubin: Some(cubin),
             log,
