@@ -1,6 +1,6 @@
 //! The gallery's index names every example: each `examples/*.rs` has a row in `docs/gallery.md`
 //! (a link to its file), and each row's file exists. `scripts/gallery.sh` runs every file of
-//! `examples/`, and `tests/nvrtc_corpus.rs` compiles their kernels; this keeps the index the
+//! `examples/`, and `tests/nvrtc/corpus.rs` compiles their kernels; this keeps the index the
 //! reader sees in step with both.
 
 use std::path::Path;

@@ -93,7 +93,7 @@ fn only_programs(dev: &Path, to: &Path, keep: &[&str]) -> PathBuf {
 }
 
 #[test]
-// Long on purpose: one stub directory serves every mode of the script, each checked in turn against
+// Long on purpose: one stub directory serves every mode of the script, each checked against
 // its summary.
 fn every_mode_runs_to_its_summary_on_stubs() {
     let root = std::env::temp_dir().join(format!("pgas-gpu-suite-dry-{}", std::process::id()));
@@ -101,9 +101,9 @@ fn every_mode_runs_to_its_summary_on_stubs() {
     let (dev, tools) = fixtures(&root);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gpu-suite.sh");
     let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap());
-    for mode in [
-        "all", "suite", "faults", "sanitize", "coll", "fused", "soak2", "soak4", "python", "pe8",
-    ] {
+    // Each mode in a thread of its own, with folders of its own: the script spends its time in
+    // stub calls and the fake MPS daemon's pauses, so the modes overlap well.
+    let check = |mode: &str| {
         let out_dir = root.join(format!("out-{mode}"));
         // `suite` runs on another NVSHMEM, packed as build-device.sh's PGAS_DEVICE_NVSHMEM does,
         // beside only the programs `PGAS_DEVICE_ONLY="gpu_suite hello_ring"` keeps.
@@ -135,8 +135,8 @@ fn every_mode_runs_to_its_summary_on_stubs() {
             .arg(mode)
             .env("PATH", &path)
             .env("PGAS_DEVICE_DIR", &dev)
-            .env("PGAS_CACHE_DIR", root.join("cache"))
-            .env("CUDA_MPS_PIPE_DIRECTORY", root.join("mps"))
+            .env("PGAS_CACHE_DIR", root.join(format!("cache-{mode}")))
+            .env("CUDA_MPS_PIPE_DIRECTORY", root.join(format!("mps-{mode}")))
             .env("PGAS_SUITE_BUDGET", "120")
             .env("PGAS_SAVE_CACHE", "1")
             .env(
@@ -284,6 +284,14 @@ fn every_mode_runs_to_its_summary_on_stubs() {
                 "the Python steps were not reached:\n{summary}"
             );
         }
-    }
+    };
+    std::thread::scope(|s| {
+        for mode in [
+            "all", "suite", "faults", "sanitize", "coll", "fused", "soak2", "soak4", "python",
+            "pe8",
+        ] {
+            s.spawn(move || check(mode));
+        }
+    });
     fs::remove_dir_all(&root).unwrap();
 }

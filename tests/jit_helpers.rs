@@ -2,7 +2,7 @@
 //! programs, they compile into the shared kernel cache every program whose key they compute as
 //! the build did, and leave alone what they cannot do (a program NVRTC rejects, a program keyed by
 //! another toolchain). Needs no GPU; needs NVRTC and the headers (`PGAS_CUDA_HOME`,
-//! `PGAS_NVSHMEM_HOME`), as `tests/nvrtc_coll.rs`.
+//! `PGAS_NVSHMEM_HOME`), as `tests/nvrtc/coll.rs`.
 
 use pgas::jit::disk::{CacheKey, DiskCache, Lookup};
 use pgas::jit::helpers::{Helpers, Job};

@@ -40,7 +40,7 @@ mod host_api;
 mod host_collectives;
 mod intrinsics;
 /// Kernels the suite launches that are also the compiler's corpus: `codegen/tests/corpus.rs`
-/// snapshots their CUDA and `tests/nvrtc_corpus.rs` compiles it, so one text serves all three.
+/// snapshots their CUDA and `tests/nvrtc/corpus.rs` compiles it, so one text serves all three.
 mod kernels {
     // Each file also holds kernels that only the snapshot and NVRTC tests compile.
     #![allow(dead_code)]

@@ -735,7 +735,7 @@ fn team_init_evens(p: &Pgas) -> CaseResult {
 /// copies with `multimem_ld_add`, the integer min / max / sum and a 64-bit store and add, and PE
 /// 0 writes every copy from the host (`MulticastView::copy_from`). Where multicast is off
 /// (`NVSHMEM_DISABLE_NVLS=1` on the test machines) it says it is skipped; `host_api/multicast_view`
-/// checks the reason given there, and CI compiles the kernels (`tests/nvrtc_corpus.rs`).
+/// checks the reason given there, and CI compiles the kernels (`tests/nvrtc/corpus.rs`).
 fn multimem(p: &Pgas) -> CaseResult {
     use crate::kernels::multimem::{multimem_add, multimem_int, multimem_store, multimem_sum};
     let (me, n) = (util::me(p), util::npes(p));

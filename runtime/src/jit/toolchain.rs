@@ -169,7 +169,7 @@ impl Toolchain {
         self.linker.as_ref()?;
         // sm_90a kernels (wgmma, TMA) link too: their LTO-IR is sm_90a's and the link targets
         // sm_90a, with the library of plain sm_XY (LTO-IR of sm_90 joins an sm_90a link); the
-        // machine code is the inline compile's (tests/nvrtc_corpus.rs compares them). Not with
+        // machine code is the inline compile's (tests/nvrtc/corpus.rs compares them). Not with
         // collective objects, which are sm_90 machine code.
         Prelude::of_source(source).filter(|p| {
             let full = *p == Prelude::Full;

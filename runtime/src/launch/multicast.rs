@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 const NAME: &str = "pgas_multicast_store_b32";
 
 /// The CUDA source of the write: `(multicast address, local words, word count)`. Public for the
-/// CI test that compiles it with NVRTC and ptxas (`tests/nvrtc_multimem.rs`), since the test
+/// CI test that compiles it with NVRTC and ptxas (`tests/nvrtc/multimem.rs`), since the test
 /// machines, with multicast off, never run it.
 #[doc(hidden)]
 pub const MULTICAST_STORE_SOURCE: &str = "extern \"C\" __global__ void pgas_multicast_store_b32(

@@ -23,9 +23,9 @@ fn norm(x: &SymTensor<f32>) -> f32 {
     s.sqrt()
 }
 
-fn main() {
+pub fn check() {
     assert_eq!(uses_helpers::SPEC.rust_name, "uses_helpers");
     assert!(uses_helpers::SPEC.plain_source.contains("pgas_fn_norm"));
     assert!(uses_helpers::SPEC.checked_source.contains("pgas_fn_twice"));
-    assert!(!uses_helpers::SPEC.collective);
+    const { assert!(!uses_helpers::SPEC.collective) };
 }

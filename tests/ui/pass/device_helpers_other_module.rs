@@ -17,6 +17,6 @@ fn doubled(x: &mut SymTensor<f32>) {
     x[0] = twice(x[0]);
 }
 
-fn main() {
+pub fn check() {
     assert!(doubled::SPEC.plain_source.contains("pgas_fn_twice"));
 }

@@ -2,7 +2,13 @@ use pgas::prelude::*;
 
 /// FP8 buffers, an FP8 scalar and an FP8 tensor map: the launcher takes the host types.
 #[pgas_kernel(max_threads = 128)]
-fn quantize(q: &mut CudaSlice<e4m3>, r: &mut SymTensor<e5m2>, x: &CudaSlice<f32>, fill: e4m3, a_map: &TensorMap<e4m3>) {
+fn quantize(
+    q: &mut CudaSlice<e4m3>,
+    r: &mut SymTensor<e5m2>,
+    x: &CudaSlice<f32>,
+    fill: e4m3,
+    a_map: &TensorMap<e4m3>,
+) {
     let smem = dyn_shared::<e4m3>();
     let bars = dyn_shared::<u64>();
     let i = thread_idx_x() as usize;
@@ -22,11 +28,15 @@ fn launch_it(p: &Pgas, x: &CudaSlice<f32>) -> Result<(), Box<dyn std::error::Err
     let mut q = p.stream().alloc_zeros::<e4m3>(128)?;
     let mut r = p.alloc::<e5m2>(128)?;
     let a = p.alloc_from(&vec![e4m3::from_f32(1.5); 64 * 128])?;
-    let tile = Tile2d { rows: 64, cols: 128, box_rows: 64, box_cols: 128, swizzle: Swizzle::B128 };
+    let tile = Tile2d {
+        rows: 64,
+        cols: 128,
+        box_rows: 64,
+        box_cols: 128,
+        swizzle: Swizzle::B128,
+    };
     let map = TensorMap::tiled_2d_sym(&a, tile)?;
     let cfg = LaunchConfig::blocks(1, 128).with_shared_mem(8200);
     quantize::launch(p, cfg, &mut q, &mut r, x, e4m3::from_f32(0.25), &map)?;
     Ok(())
 }
-
-fn main() {}

@@ -19,11 +19,18 @@ fn everything(
         s[t] = src[t] * scale + table[t] as f32;
         local[t] = s[t];
     }
-    put_signal_block(dst, src, &mut sig[0], 1, SignalOp::Set, team_translate_pe(team, 0, team));
+    put_signal_block(
+        dst,
+        src,
+        &mut sig[0],
+        1,
+        SignalOp::Set,
+        team_translate_pe(team, 0, team),
+    );
     barrier_all_block();
 }
 
-#[allow(dead_code)]
+#[allow(dead_code, clippy::too_many_arguments)]
 fn host(
     pgas: &Pgas,
     cfg: LaunchConfig,
@@ -37,7 +44,7 @@ fn host(
     everything::launch(pgas, cfg, 256, dst, src, sig, local, table, team, 2.0, true)
 }
 
-fn main() {
+pub fn check() {
     let spec = &everything::SPEC;
     assert_eq!(spec.rust_name, "everything");
     assert!(spec.collective);

@@ -8,7 +8,7 @@ fn all_reduce(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, n: usi
     }
 }
 
-#[pgas_kernel(max_threads = 128,)]
+#[pgas_kernel(max_threads = 128)]
 fn scale(x: &mut SymTensor<f32>) {
     let i = global_thread_idx();
     if i < x.len() {
@@ -26,14 +26,16 @@ fn unbounded(x: &mut SymTensor<f32>) {
     x[0] = 1.0;
 }
 
-fn main() {
+pub fn check() {
     assert_eq!(all_reduce::SPEC.max_threads, Some(1024));
-    assert!(all_reduce::SPEC.collective);
+    const { assert!(all_reduce::SPEC.collective) };
     assert!(all_reduce::SPEC
         .plain_source
         .contains("__global__ void __launch_bounds__(1024) PGAS_KERNEL_NAME("));
     assert_eq!(scale::SPEC.max_threads, Some(128));
-    assert!(scale::SPEC.checked_source.contains("__launch_bounds__(128)"));
+    assert!(scale::SPEC
+        .checked_source
+        .contains("__launch_bounds__(128)"));
     assert!(scale::SPEC.checked_source.contains("pgas_fn_halve"));
     assert_eq!(unbounded::SPEC.max_threads, None);
     assert!(!unbounded::SPEC.plain_source.contains("__launch_bounds__"));

@@ -17,9 +17,18 @@ fn tile_in(c: &mut CudaSlice<bf16>, a_map: &TensorMap<bf16>) {
 
 #[allow(dead_code)]
 fn launch_it(p: &Pgas, c: &mut CudaSlice<bf16>, a: &CudaSlice<bf16>) -> pgas::Result<()> {
-    let tile = Tile2d { rows: 64, cols: 64, box_rows: 64, box_cols: 64, swizzle: Swizzle::B128 };
+    let tile = Tile2d {
+        rows: 64,
+        cols: 64,
+        box_rows: 64,
+        box_cols: 64,
+        swizzle: Swizzle::B128,
+    };
     let map = TensorMap::tiled_2d(p.stream(), a, tile)?;
-    tile_in::launch(p, LaunchConfig::blocks(1, 128).with_shared_mem(8200), c, &map)
+    tile_in::launch(
+        p,
+        LaunchConfig::blocks(1, 128).with_shared_mem(8200),
+        c,
+        &map,
+    )
 }
-
-fn main() {}

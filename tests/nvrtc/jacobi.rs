@@ -1,17 +1,14 @@
 //! Every form of `pgas::ops::jacobi`'s kernels (`jacobi::FORMS` of the fused kernel, both block
 //! sizes, and the unfused kernel's sweeps), plain and checked, compiled by NVRTC for sm_90 as
 //! the JIT would, as one program: no errors, no warnings. ptxas reports each kernel's registers
-//! and spills (`--ptxas-options=-v`; `cargo test --test nvrtc_jacobi -- --nocapture` prints
+//! and spills (`--ptxas-options=-v`; `cargo test --test nvrtc jacobi -- --nocapture` prints
 //! them): the plain 512-thread forms must spill nothing (their reason to exist: `docs/ops.md`,
 //! halo section). Their `max_threads = 512` caps them at 128 registers a thread, so one block
 //! fits an SM's 64K registers, which is all `Halo2d::resident_blocks` assumes.
-//! Needs no GPU; needs NVRTC and the headers (`PGAS_CUDA_HOME`, `PGAS_NVSHMEM_HOME`), as
-//! `tests/nvrtc_corpus.rs`.
 
 use pgas::kernel::{KernelSpec, Variant};
 use pgas::ops::jacobi::{self, Fused, Sweep};
 use pgas_codegen::{batch, specialize, Prelude};
-use pgas_runtime::jit::Toolchain;
 
 /// The kernel a fused form runs.
 fn fused_spec(form: Fused) -> &'static KernelSpec {
@@ -49,8 +46,7 @@ fn report(log: &str, kernel: &str) -> (u32, u32) {
 
 #[test]
 fn every_jacobi_form_compiles_without_warnings() {
-    let tc = Toolchain::discover()
-        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    let tc = crate::toolchain();
     // (spec, depth, what it is)
     let mut kernels: Vec<(&'static KernelSpec, usize, String)> = jacobi::FORMS
         .iter()

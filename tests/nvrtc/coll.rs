@@ -1,15 +1,12 @@
 //! Every specialization `pgas::coll` can launch (`coll::prewarm_all`: each algorithm, element
 //! type and reduction), compiled by NVRTC for sm_90 as the JIT would, as one program per prelude:
-//! no errors, no warnings. Needs no GPU; needs NVRTC and the headers (`PGAS_CUDA_HOME`,
-//! `PGAS_NVSHMEM_HOME`), as `tests/nvrtc_corpus.rs`.
+//! no errors, no warnings.
 
 use pgas_codegen::{batch, specialize, Prelude};
-use pgas_runtime::jit::Toolchain;
 
 #[test]
 fn every_collective_specialization_compiles_without_warnings() {
-    let tc = Toolchain::discover()
-        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    let tc = crate::toolchain();
     let list = pgas::coll::prewarm_all();
     // 8 integer types x 7 ops + 4 float types x 4 ops for each of low-latency, one-shot,
     // two-shot (its three forms), reduce-scatter and low-latency reduce-scatter, and three all-gathers (pushing:
@@ -47,7 +44,7 @@ fn every_collective_specialization_compiles_without_warnings() {
         let program = batch(prelude.text(), &refs).expect("sources start with their prelude");
         // Inline, and as the JIT compiles them by default (link-time, against the NVSHMEM
         // library), at once: each is one single-threaded NVRTC program of minutes. The inline
-        // one with `--Ofast-compile=max`, as tests/nvrtc_corpus.rs compiles: it changes the
+        // one with `--Ofast-compile=max`, as tests/nvrtc/corpus.rs compiles: it changes the
         // optimization, not what the front end accepts or warns about.
         let mut options = tc.options((9, 0), &program);
         options.push("--Ofast-compile=max".to_owned());

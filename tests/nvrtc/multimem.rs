@@ -2,15 +2,11 @@
 //! address), compiled by NVRTC for sm_90 with pgas's prelude, as `RawKernel` compiles it: no
 //! errors, no warnings. The test machines run with NVLink multicast off, so this is where its
 //! PTX is checked on every change; the kernel language's multicast rows are checked the same
-//! way by `tests/nvrtc_corpus.rs` (`tests/gpu_suite/kernels/multimem.rs`).
-//! Needs no GPU; needs NVRTC and the headers (`PGAS_CUDA_HOME`, `PGAS_NVSHMEM_HOME`).
-
-use pgas_runtime::jit::Toolchain;
+//! way by `tests/nvrtc/corpus.rs` (`tests/gpu_suite/kernels/multimem.rs`).
 
 #[test]
 fn the_multicast_write_compiles_without_warnings() {
-    let tc = Toolchain::discover()
-        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    let tc = crate::toolchain();
     // The runtime's own write through a multicast view (`MulticastView::copy_from`), with the
     // point-to-point prelude its RawKernel uses.
     let program = format!(

@@ -3,7 +3,6 @@
 //! sample comptime values, compiled by NVRTC for sm_90 exactly as the runtime JIT would: no
 //! errors and no warnings. Every file of the library that holds kernels is in the corpus or
 //! compiled by another NVRTC test (`COMPILED_ELSEWHERE`), or a test here fails.
-//! Needs no GPU; needs NVRTC and the headers (CI sets `PGAS_CUDA_HOME` and `PGAS_NVSHMEM_HOME`).
 //!
 //! An NVRTC compile including `nvshmem.h` takes seconds, and parsing the headers is much of it,
 //! so the specializations that share a prelude (point-to-point, barrier, full) are compiled as one
@@ -50,22 +49,49 @@ const CORPUS_DIRS: &[&str] = &[
 const COMPILED_ELSEWHERE: &[(&str, &str)] = &[
     (
         "src/coll/kernels/",
-        "tests/nvrtc_coll.rs: every specialization coll::prewarm_all lists",
+        "tests/nvrtc/coll.rs: every specialization coll::prewarm_all lists",
     ),
     (
         "src/ops/moe/",
-        "tests/nvrtc_moe.rs: every kernel moe::prewarm_list lists, both modes",
+        "tests/nvrtc/moe.rs: every kernel moe::prewarm_list lists, both modes",
     ),
     // The crate's documentation example (`//!` lines), not a kernel of the library.
     ("src/lib.rs", "rustdoc: the crate documentation's example"),
 ];
 
 /// The corpus: every file of [`CORPUS_DIRS`] that holds kernels, as (path relative to the crate,
-/// absolute path).
+/// absolute path). `PGAS_CORPUS_DIRS=tests/corpus,..` keeps those folders of it only: the second
+/// NVSHMEM version's run (scripts/test.sh) compiles what can differ between versions, the
+/// NVSHMEM-facing text: the preludes, the intrinsic table's calls, which `tests/corpus` and
+/// `tests/gpu_suite/kernels` cover row by row (`corpus_uses_every_intrinsic` in
+/// codegen/tests/corpus.rs), and the NVSHMEM library of every wrapper in every type, which the
+/// link test builds. The gallery's and the library's kernels add only kernel code.
 fn corpus() -> Vec<(String, PathBuf)> {
+    let dirs: Vec<&str> = match std::env::var("PGAS_CORPUS_DIRS") {
+        Ok(v) => {
+            let wanted: Vec<&str> = v.split(',').collect();
+            let dirs: Vec<&str> = CORPUS_DIRS
+                .iter()
+                .copied()
+                .filter(|d| wanted.contains(d))
+                .collect();
+            assert_eq!(
+                dirs.len(),
+                wanted.len(),
+                "PGAS_CORPUS_DIRS={v}: each must be one of {CORPUS_DIRS:?}"
+            );
+            dirs
+        }
+        Err(_) => CORPUS_DIRS.to_vec(),
+    };
+    files_of(&dirs)
+}
+
+/// Every file of `dirs` that holds kernels, as [`corpus`] gives them.
+fn files_of(dirs: &[&str]) -> Vec<(String, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in CORPUS_DIRS {
+    for dir in dirs {
         for entry in std::fs::read_dir(root.join(dir)).expect("the folder exists") {
             let path = entry.expect("readable entry").path();
             if path.extension().is_some_and(|e| e == "rs") {
@@ -190,7 +216,7 @@ fn every_kernel_file_of_the_library_is_compiled_in_ci() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     rust_files(root, "src", &mut files);
-    let in_corpus: Vec<String> = corpus().into_iter().map(|(f, _)| f).collect();
+    let in_corpus: Vec<String> = files_of(CORPUS_DIRS).into_iter().map(|(f, _)| f).collect();
     let missing: Vec<&String> = files
         .iter()
         .filter(|f| {
@@ -203,15 +229,14 @@ fn every_kernel_file_of_the_library_is_compiled_in_ci() {
     assert!(
         missing.is_empty(),
         "these files hold kernels that no NVRTC test compiles: {missing:?}. Fix: add their \
-         folder to CORPUS_DIRS in tests/nvrtc_corpus.rs (or, where another test compiles the \
+         folder to CORPUS_DIRS in tests/nvrtc/corpus.rs (or, where another test compiles the \
          specializations the library launches, to COMPILED_ELSEWHERE with that test's name)"
     );
 }
 
 #[test]
 fn every_corpus_kernel_compiles_without_warnings() {
-    let tc = Toolchain::discover()
-        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    let tc = crate::toolchain();
     // PGAS_CORPUS=amo,rma limits the run to those files (for quick local checks).
     let only: Option<Vec<String>> = std::env::var("PGAS_CORPUS")
         .ok()
@@ -290,10 +315,10 @@ fn every_corpus_kernel_compiles_without_warnings() {
 #[test]
 fn every_linkable_kernel_links_against_the_nvshmem_library() {
     // `--Ofast-compile=max` for the collective objects, as for the corpus above.
-    let tc = Toolchain::discover()
-        .and_then(|t| t.with_fast_compile("max"))
-        .map(|t| t.with_link_time(LinkTime::All))
-        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    let tc = crate::toolchain()
+        .with_fast_compile("max")
+        .expect("a valid level")
+        .with_link_time(LinkTime::All);
     assert!(
         tc.linker().is_some(),
         "no libnvJitLink.so.13 beside NVRTC in {} (scripts/deps.sh installs the nvidia-nvjitlink wheel)",
@@ -361,10 +386,10 @@ fn every_linkable_kernel_links_against_the_nvshmem_library() {
 /// that calls it links it: the cache gains that kernel and nothing else.
 #[test]
 fn the_next_collective_kernel_links_the_object_the_first_one_built() {
-    let tc = Toolchain::discover()
-        .and_then(|t| t.with_fast_compile("max"))
-        .map(|t| t.with_link_time(LinkTime::All))
-        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    let tc = crate::toolchain()
+        .with_fast_compile("max")
+        .expect("a valid level")
+        .with_link_time(LinkTime::All);
     // Bounded to 384 threads: a register cap (168) no other test's kernels have, so no other
     // test of this process has the object in memory already.
     let dir = std::env::temp_dir().join(format!("pgas-corpus-objects-{}", std::process::id()));
@@ -434,10 +459,9 @@ fn an_sm90a_kernel_links_to_the_inline_machine_code() {
         _ => None,
     });
     let names: Vec<&str> = names.collect();
-    let linked = Toolchain::discover()
-        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    let linked = crate::toolchain();
     assert!(linked.linker().is_some(), "no nvJitLink beside NVRTC");
-    let inline = Toolchain::discover().unwrap().with_link_time(LinkTime::Off);
+    let inline = crate::toolchain().with_link_time(LinkTime::Off);
     let dirs = ["linked", "inline"].map(|how| {
         let dir =
             std::env::temp_dir().join(format!("pgas-corpus-sm90a-{how}-{}", std::process::id()));

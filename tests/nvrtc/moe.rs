@@ -3,17 +3,14 @@
 //! NVSHMEM's RMA (the loops over PEs and slots unroll), and the low-latency mode's for the same
 //! PEs and top-k,
 //! compiled by NVRTC for sm_90 as the JIT would, as one program: no errors, no warnings; and
-//! link-time against the NVSHMEM library as the JIT does by default. Needs no GPU; needs NVRTC
-//! and the headers (`PGAS_CUDA_HOME`, `PGAS_NVSHMEM_HOME`), as `tests/nvrtc_corpus.rs`.
+//! link-time against the NVSHMEM library as the JIT does by default.
 
 use pgas::kernel::Variant;
 use pgas_codegen::{batch, specialize, Prelude};
-use pgas_runtime::jit::Toolchain;
 
 #[test]
 fn every_moe_kernel_compiles_without_warnings() {
-    let tc = Toolchain::discover()
-        .unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"));
+    let tc = crate::toolchain();
     let mut sources = Vec::new();
     // [top_k, n_pes, rma, fp8]
     for (comptime, kernels) in [([8, 2, 0, 1], 6), ([1, 1, 1, 0], 5)] {

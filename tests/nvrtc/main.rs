@@ -1,0 +1,23 @@
+//! Every kernel the project generates, compiled by NVRTC (and linked by nvJitLink) for sm_90 as
+//! the runtime's JIT would: no errors, no warnings. Needs no GPU; needs NVRTC, nvJitLink and the
+//! headers (`PGAS_CUDA_HOME`, `PGAS_NVSHMEM_HOME`; `scripts/deps.sh` installs them).
+//!
+//! One test binary, so that its tests run side by side: each is mostly one single-threaded
+//! NVRTC program, and as separate binaries they ran one after the other.
+//! - [`corpus`]: the corpus, the gallery and the library's kernel folders; the link-time path.
+//! - [`coll`]: every specialization `pgas::coll` can launch.
+//! - [`moe`], [`jacobi`]: the fused operations whose launches need more than sample values.
+//! - [`multimem`]: the runtime's own multicast write.
+
+mod coll;
+mod corpus;
+mod jacobi;
+mod moe;
+mod multimem;
+
+use pgas_runtime::jit::Toolchain;
+
+/// The toolchain the JIT would discover, or a panic that says which variables to set.
+fn toolchain() -> Toolchain {
+    Toolchain::discover().unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"))
+}
