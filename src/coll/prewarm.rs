@@ -82,3 +82,72 @@ fn moving<T>() -> impl Iterator<Item = Prewarm<'static>> {
 pub fn prewarm<T: AllReduceElem>(pgas: &Pgas) -> Result<()> {
     pgas_runtime::launch::prewarm(pgas, &prewarm_list::<T>())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The kernels a template defines: the `pub fn` names of `kernels/reducing.rs` or
+    /// `kernels/moving.rs` (each a `#[pgas_kernel]` of every type or size module).
+    fn defined(template: &str) -> BTreeSet<&str> {
+        template
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("pub fn "))
+            .filter_map(|l| l.split('(').next())
+            .collect()
+    }
+
+    fn names(list: &[Prewarm<'static>]) -> BTreeSet<&'static str> {
+        list.iter().map(|p| p.spec.rust_name).collect()
+    }
+
+    /// The kernels the templates define, the lists that launch and prewarm them (the
+    /// `AllReduceElem` constants, `MoveKernels`, [`prewarm_all`]) and so the specializations CI
+    /// compiles (`tests/nvrtc/coll.rs` compiles `prewarm_all`) are one set: a kernel added to
+    /// a template and not to the lists fails here.
+    #[test]
+    fn the_prewarm_lists_hold_every_collective_kernel() {
+        let reducing_defined = defined(include_str!("kernels/reducing.rs"));
+        let moving_defined = defined(include_str!("kernels/moving.rs"));
+        for (ty, list, ops) in [
+            ("f32", reducing::<f32>(), 4),
+            ("f64", reducing::<f64>(), 4),
+            ("f16", reducing::<half::f16>(), 4),
+            ("bf16", reducing::<half::bf16>(), 4),
+            ("i8", reducing::<i8>(), 7),
+            ("i16", reducing::<i16>(), 7),
+            ("i32", reducing::<i32>(), 7),
+            ("i64", reducing::<i64>(), 7),
+            ("u8", reducing::<u8>(), 7),
+            ("u16", reducing::<u16>(), 7),
+            ("u32", reducing::<u32>(), 7),
+            ("u64", reducing::<u64>(), 7),
+        ] {
+            assert_eq!(names(&list), reducing_defined, "{ty}'s reducing kernels");
+            assert_eq!(
+                list.len(),
+                reducing_defined.len() * ops,
+                "{ty}: one per reduction"
+            );
+        }
+        for (size, list) in [
+            (1, moving::<u8>().collect::<Vec<_>>()),
+            (2, moving::<u16>().collect()),
+            (4, moving::<u32>().collect()),
+            (8, moving::<u64>().collect()),
+        ] {
+            assert_eq!(
+                names(&list),
+                moving_defined,
+                "the {size}-byte moving kernels"
+            );
+            assert_eq!(list.len(), moving_defined.len(), "{size} bytes: each once");
+        }
+        // Every specialization once across the types (types of one size share the moving ones).
+        let all = prewarm_all();
+        let distinct: BTreeSet<(&str, &[i128])> =
+            all.iter().map(|p| (p.spec.cuda_name, p.comptime)).collect();
+        assert_eq!(distinct.len(), all.len(), "a specialization listed twice");
+    }
+}
