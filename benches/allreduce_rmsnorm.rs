@@ -114,7 +114,7 @@ fn call(
             return Ok(());
         }
         Way::Pgas => {
-            comm.all_reduce_on(stream, &mut reduced, &x, ReduceOp::Sum, Algorithm::Auto)?;
+            comm.all_reduce(&mut reduced, &x, ReduceOp::Sum, Algorithm::Auto.on(stream))?;
         }
         Way::Nccl => {
             let c = nccl.ok_or("NCCL is not loaded")?.0;

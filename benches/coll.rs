@@ -286,20 +286,14 @@ fn enqueue(
         return Ok(());
     };
     match c {
-        Coll::AllReduce => {
-            comm.all_reduce_on(stream, &mut d, &s, ReduceOp::Sum, a)?;
+        Coll::AllReduce => comm.all_reduce(&mut d, &s, ReduceOp::Sum, a.on(stream)),
+        Coll::AllGather => comm.all_gather(&mut d, &s, a.on(stream)),
+        Coll::ReduceScatter => {
+            comm.reduce_scatter(&mut d, &s, ReduceOp::Sum, Algorithm::Auto.on(stream))
         }
-        Coll::AllGather => {
-            comm.all_gather_with_on(stream, &mut d, &s, a)?;
-        }
-        Coll::ReduceScatter => comm.reduce_scatter_on(stream, &mut d, &s, ReduceOp::Sum)?,
-        Coll::Broadcast => {
-            comm.broadcast_on(stream, &mut d, &s, 0, a)?;
-        }
-        Coll::AllToAll => {
-            comm.all_to_all_with_on(stream, &mut d, &s, a)?;
-        }
-    }
+        Coll::Broadcast => comm.broadcast(&mut d, &s, 0, a.on(stream)),
+        Coll::AllToAll => comm.all_to_all(&mut d, &s, a.on(stream)),
+    }?;
     Ok(())
 }
 

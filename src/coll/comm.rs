@@ -10,9 +10,9 @@ use pgas_runtime::launch::KernelArgs;
 
 use crate::{Error, LaunchConfig, Pgas, Result, SymRegion, SymTensor, Team};
 
-/// How [`Comm::all_reduce`] reduces (and [`Comm::broadcast`], [`Comm::all_gather_with`] and
-/// [`Comm::all_to_all_with`] move data).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// How [`Comm::all_reduce`] reduces (and [`Comm::broadcast`], [`Comm::all_gather`] and
+/// [`Comm::all_to_all`] move data): part of a call's [`Options`](super::Options).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// All-reduce: low latency up to [`LL_MAX_BYTES`] (also in place), one-shot up to
     /// [`ONE_SHOT_MAX_BYTES`] ([`ONE_SHOT_MAX_BYTES_2PE`] in a team of two), two-shot above (in
@@ -20,6 +20,7 @@ pub enum Algorithm {
     /// the same with low latency where it fits. All-gather and all-to-all: low latency up to
     /// [`LL_GATHER_MAX_BYTES`] a PE, pulling (`OneShot`) up to [`MOVE_PULL_MAX_BYTES`],
     /// pushing (`TwoShot`) above; NVSHMEM's (or the hierarchical all-gather) off NVLink.
+    #[default]
     Auto,
     /// Up to [`LL_MAX_BYTES`] (all-reduce) or [`LL_GATHER_MAX_BYTES`] a PE (the others): every
     /// PE stores its data into every peer's scratch with the call's flag beside each 4 bytes,

@@ -81,10 +81,13 @@ impl Hier {
         )?;
         let m = src.len() / self.g;
         let (mut part, mut sum) = scratch.regions::<T>(stream, m, m)?;
-        self.node.reduce_scatter_on(stream, &mut part, src, op)?;
+        self.node
+            .reduce_scatter(&mut part, src, op, Algorithm::Auto.on(stream))?;
         self.cross
-            .all_reduce_on(stream, &mut sum, &part, op, Algorithm::Nvshmem)?;
-        self.node.all_gather_on(stream, dst, &sum)
+            .all_reduce(&mut sum, &part, op, Algorithm::Nvshmem.on(stream))?;
+        self.node
+            .all_gather(dst, &sum, Algorithm::Auto.on(stream))?;
+        Ok(())
     }
 
     /// All-gather of `src` into `dst`: in the node, then across nodes into the scratch, then
@@ -104,9 +107,10 @@ impl Hier {
         )?;
         let (mut node_part, mut gathered) =
             scratch.regions::<T>(stream, self.g * src.len(), dst.len())?;
-        self.node.all_gather_on(stream, &mut node_part, src)?;
+        self.node
+            .all_gather(&mut node_part, src, Algorithm::Auto.on(stream))?;
         self.cross
-            .all_gather_on(stream, &mut gathered, &node_part)?;
+            .all_gather(&mut gathered, &node_part, Algorithm::Auto.on(stream))?;
         self.pgas
             .put_on(stream, &*dst, &gathered, self.pgas.my_pe())
     }
@@ -128,8 +132,10 @@ impl Hier {
         let (copy, mut node_part) = scratch.regions::<T>(stream, src.len(), self.g * dst.len())?;
         self.pgas.put_on(stream, &copy, src, self.pgas.my_pe())?;
         self.cross
-            .reduce_scatter_on(stream, &mut node_part, &copy, op)?;
-        self.node.reduce_scatter_on(stream, dst, &node_part, op)
+            .reduce_scatter(&mut node_part, &copy, op, Algorithm::Auto.on(stream))?;
+        self.node
+            .reduce_scatter(dst, &node_part, op, Algorithm::Auto.on(stream))?;
+        Ok(())
     }
 }
 
@@ -161,7 +167,8 @@ impl Hier {
         let (dst, src) = (Region::of(dst), Region::of(src));
         let mut in_node = Region::within(&dst, first * c, self.g * c);
         let from_node = Region::within(&src, first * c, self.g * c);
-        self.node.all_to_all_on(stream, &mut in_node, &from_node)?;
+        self.node
+            .all_to_all(&mut in_node, &from_node, Algorithm::Auto.on(stream))?;
         Team::WORLD.barrier_on(&self.pgas, stream)?;
         for q in (0..n).filter(|q| q / self.g != me / self.g) {
             let to = Region::within(&dst, me * c, c);

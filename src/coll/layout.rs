@@ -10,9 +10,10 @@
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
-use super::comm::{refuse_capture, row_words, Between, Comm};
+use super::comm::{refuse_capture, row_words, Algorithm, Between, Comm};
 use super::elem::AllReduceElem;
 use super::movement;
+use super::options::Options;
 use super::region::{check_apart, LocalTable, Reached, Region};
 use crate::{Error, Result, SymRegion, Team};
 
@@ -181,22 +182,12 @@ impl Comm {
         })
     }
 
-    /// All-to-all-v on the context's stream by an agreed `layout`. See
-    /// [`Comm::all_to_all_v_on`].
-    pub fn all_to_all_v<T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        layout: &AllToAllLayout,
-    ) -> Result<()> {
-        let stream = self.pgas.stream().clone();
-        self.all_to_all_v_on(&stream, dst, src, layout)
-    }
-
-    /// [`Comm::all_to_all_v`] on `stream` (not waited for on the host; capturable once
-    /// prewarmed): each rank stores its segment for rank `q` into `q`'s `dst` at the
-    /// displacement `q` gave, by peer stores with the flag protocol, so when it completes on a
-    /// PE every segment it receives has arrived. Elements of `dst` outside the receive regions
+    /// All-to-all-v by an agreed `layout`, on `how`'s stream ([`Options`]; the algorithm is
+    /// the call's own, so [`Algorithm::Auto`]; capturable once prewarmed). Returns the
+    /// algorithm used: `TwoShot` (peer stores) or, where some peer is not load/store
+    /// reachable, `Nvshmem` (RMA). Each rank stores its segment for rank `q` into `q`'s `dst` at
+    /// the displacement `q` gave, by peer stores with the flag protocol, so when it completes on
+    /// a PE every segment it receives has arrived. Elements of `dst` outside the receive regions
     /// are left as they were.
     ///
     /// `src` and `dst` name where the layout's offsets start; their lengths may differ from PE
@@ -207,19 +198,32 @@ impl Comm {
     /// the tensors (their [`SymRegion::extent`]): the same verdict on every PE, since it depends
     /// only on the agreed layout and the tensors, never on a PE's own lengths.
     ///
-    /// Errors, before anything is launched: a PE that is not in the team, a layout agreed on
-    /// another communicator, a layout that reaches past the end of the tensor `src` or `dst` is
+    /// Errors, before anything is launched: a PE that is not in the team, an algorithm other
+    /// than `Auto`, a layout agreed on another communicator, a layout that reaches past the end of the tensor `src` or `dst` is
     /// part of, the reaches of `dst` and `src` overlapping, `dst` not in the symmetric heap.
     /// Where some peer is not load/store reachable, the segments go by NVSHMEM RMA instead (see
     /// `all_to_all_v_rma`): `src` must then be symmetric too, and a stream being captured into a
     /// CUDA graph is refused (that path runs eagerly only).
-    pub fn all_to_all_v_on<T: AllReduceElem>(
+    pub fn all_to_all_v<'s, T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        layout: &AllToAllLayout,
+        how: impl Into<Options<'s>>,
+    ) -> Result<Algorithm> {
+        let how = how.into();
+        how.auto_only("all-to-all-v algorithm")?;
+        self.on_stream(&how, |c, stream| c.exchange_v(stream, dst, src, layout))
+    }
+
+    /// [`Comm::all_to_all_v`] on `stream`.
+    fn exchange_v<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
         dst: &mut impl SymRegion<T>,
         src: &impl SymRegion<T>,
         layout: &AllToAllLayout,
-    ) -> Result<()> {
+    ) -> Result<Algorithm> {
         self.member()?;
         if layout.comm != self.id {
             return Err(Error::InvalidConfig {
@@ -248,11 +252,12 @@ impl Comm {
         let mut dst_reach = Region::reaching(&*dst, layout.dst_len)
             .ok_or_else(|| reach("destination", dst.extent(), layout.dst_len))?;
         if !self.p2p {
-            return self.all_to_all_v_rma(stream, &dst_reach, &src_reach, layout);
+            self.all_to_all_v_rma(stream, &dst_reach, &src_reach, layout)?;
+            return Ok(Algorithm::Nvshmem);
         }
         self.check_movement("all-to-all-v", &dst_reach, &src_reach, Reached::Destination)?;
         if layout.max_sent == 0 {
-            return Ok(());
+            return Ok(Algorithm::TwoShot);
         }
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
         self.launch_p2p(
@@ -264,12 +269,13 @@ impl Comm {
             Between::Table(&layout.table_at),
             layout.max_sent * std::mem::size_of::<T>(),
             &[(s % 16) as u32, (d % 16) as u32],
-        )
+        )?;
+        Ok(Algorithm::TwoShot)
     }
 }
 
 impl Comm {
-    /// [`Comm::all_to_all_v_on`] where some peer is not load/store reachable: a team barrier
+    /// [`Comm::all_to_all_v`] where some peer is not load/store reachable: a team barrier
     /// (every member is in the call, so its receive regions are free, as the kernel's entry
     /// flags say), one NVSHMEM put per segment (`nvshmemx_putmem_nbi_on_stream`, which the proxy
     /// carries over the remote transport), then a team barrier, which completes the puts and

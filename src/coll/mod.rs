@@ -27,6 +27,7 @@ mod hier;
 pub mod kernels;
 mod layout;
 mod movement;
+mod options;
 mod prewarm;
 mod reduce;
 mod region;
@@ -40,4 +41,5 @@ pub use comm::{
 };
 pub use elem::AllReduceElem;
 pub use layout::AllToAllLayout;
+pub use options::Options;
 pub use prewarm::{prewarm, prewarm_all, prewarm_list};

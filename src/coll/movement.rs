@@ -12,6 +12,7 @@ use super::comm::{
 };
 use super::elem::AllReduceElem;
 use super::kernels;
+use super::options::Options;
 use super::region::{check_apart, vector_start, Reached, Region};
 use crate::{Error, Result, SymRegion};
 
@@ -83,21 +84,9 @@ pub(super) fn move_specs<T>() -> [&'static KernelSpec; 10] {
 }
 
 impl Comm {
-    /// Broadcast on the context's stream: every member's `dst` gets team rank `root`'s `src`.
-    /// Returns the algorithm used. See [`Comm::broadcast_on`].
-    pub fn broadcast<T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        root: usize,
-        algorithm: Algorithm,
-    ) -> Result<Algorithm> {
-        let stream = self.pgas.stream().clone();
-        self.broadcast_on(&stream, dst, src, root, algorithm)
-    }
-
-    /// [`Comm::broadcast`] on `stream` (not waited for on the host; capturable once
-    /// prewarmed). Every member passes the same symmetric `src` (only the root's is read) and a
+    /// Broadcast: every member's `dst` gets team rank `root`'s `src`, by `how`'s algorithm on
+    /// its stream ([`Options`]; capturable once prewarmed). Returns the algorithm used. Every
+    /// member passes the same symmetric `src` (only the root's is read) and a
     /// `dst` of the same length; `dst` may be `src` (in place: the root then copies nothing).
     /// [`Algorithm::OneShot`]: every PE loads the root's `src` over NVLink;
     /// [`Algorithm::TwoShot`]: on more than 2 PEs up to [`super::BROADCAST_RELAY_MAX_BYTES`],
@@ -118,7 +107,21 @@ impl Comm {
     /// buffer, `src` (and for the handshaking two-shot `dst`) not in the symmetric heap where
     /// peers load or store it, a peer-to-peer algorithm when a peer is not reachable, NVSHMEM's
     /// algorithm on a stream of another GPU.
-    pub fn broadcast_on<T: AllReduceElem>(
+    pub fn broadcast<'s, T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        root: usize,
+        how: impl Into<Options<'s>>,
+    ) -> Result<Algorithm> {
+        let how = how.into();
+        self.on_stream(&how, |c, stream| {
+            c.broadcast_from(stream, dst, src, root, how.algorithm)
+        })
+    }
+
+    /// [`Comm::broadcast`] by `algorithm` on `stream`.
+    fn broadcast_from<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
         dst: &mut impl SymRegion<T>,
@@ -285,45 +288,10 @@ impl Comm {
         Ok((algorithm, relay))
     }
 
-    /// All-to-all on the context's stream: chunk `q` of team rank `r`'s `src` (elements
-    /// `q * m ..`, `m = src.len() / n`) lands as chunk `r` of rank `q`'s `dst`. See
-    /// [`Comm::all_to_all_on`].
-    pub fn all_to_all<T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-    ) -> Result<()> {
-        let stream = self.pgas.stream().clone();
-        self.all_to_all_on(&stream, dst, src)
-    }
-
-    /// [`Comm::all_to_all`] on `stream` (not waited for on the host; capturable once
-    /// prewarmed), by the algorithm [`Algorithm::Auto`] picks: see [`Comm::all_to_all_with_on`].
-    /// When it completes on a PE every peer's chunk has arrived in its `dst`.
-    pub fn all_to_all_on<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-    ) -> Result<()> {
-        self.all_to_all_with_on(stream, dst, src, Algorithm::Auto)
-            .map(|_| ())
-    }
-
-    /// [`Comm::all_to_all`] by `algorithm`, on the context's stream. Returns the algorithm used.
-    /// See [`Comm::all_to_all_with_on`].
-    pub fn all_to_all_with<T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        algorithm: Algorithm,
-    ) -> Result<Algorithm> {
-        let stream = self.pgas.stream().clone();
-        self.all_to_all_with_on(&stream, dst, src, algorithm)
-    }
-
-    /// [`Comm::all_to_all`] by `algorithm` on `stream` (not waited for on the host; capturable
-    /// once prewarmed, but for NVSHMEM's). Returns the algorithm used.
+    /// All-to-all: chunk `q` of team rank `r`'s `src` (elements `q * m ..`,
+    /// `m = src.len() / n`) lands as chunk `r` of rank `q`'s `dst`, by `how`'s algorithm on its
+    /// stream ([`Options`]; capturable once prewarmed, but for NVSHMEM's). Returns the
+    /// algorithm used.
     /// [`Algorithm::LowLatency`] (up to [`super::LL_GATHER_MAX_BYTES`] a chunk, `src.len() / n`,
     /// on 2 to 16 PEs and smaller chunks on more; 1 MiB of `src` on 4 PEs):
     /// chunk `q` of `src` over the low-latency lines to rank `q` only, straight into `dst` (a
@@ -347,7 +315,20 @@ impl Comm {
     /// otherwise) not in the symmetric heap, low latency past its size or on one PE,
     /// [`Algorithm::Hierarchical`], a peer-to-peer algorithm when a peer is not reachable, and
     /// NVSHMEM's during a capture or on a stream of another GPU.
-    pub fn all_to_all_with_on<T: AllReduceElem>(
+    pub fn all_to_all<'s, T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        how: impl Into<Options<'s>>,
+    ) -> Result<Algorithm> {
+        let how = how.into();
+        self.on_stream(&how, |c, stream| {
+            c.exchange(stream, dst, src, how.algorithm)
+        })
+    }
+
+    /// [`Comm::all_to_all`] by `algorithm` on `stream`.
+    fn exchange<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
         dst: &mut impl SymRegion<T>,

@@ -7,69 +7,49 @@ use super::comm::{
 };
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::movement;
+use super::options::Options;
 use super::region::{check_apart, vector_start, Reached, Region};
 use cudarc::driver::CudaStream;
 
 use crate::{Error, ReduceOp, Result, SymRegion};
 
 impl Comm {
-    /// Element-wise reduction of every member's `src` into every member's `dst`, on the
-    /// context's stream. Returns the algorithm used. See [`Comm::all_reduce_on`].
-    pub fn all_reduce<T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        op: ReduceOp,
-        algorithm: Algorithm,
-    ) -> Result<Algorithm> {
-        let stream = self.pgas.stream().clone();
-        self.all_reduce_on(&stream, dst, src, op, algorithm)
-    }
-
-    /// [`Comm::all_reduce`] on `stream`: ordered after the work already on it, and not waited
-    /// for on the host (so it can be captured into a CUDA graph once its kernel has run or
-    /// been prewarmed: [`prewarm`](super::prewarm)). When it completes on a PE, no peer reads that PE's `src`
-    /// any more.
+    /// Element-wise reduction of every member's `src` into every member's `dst`, by `how`'s
+    /// algorithm on its stream ([`Options`]). Returns the algorithm used. When it completes on
+    /// a PE, no peer reads that PE's `src` any more.
     ///
     /// Errors, before anything is launched: a PE that is not in the team, `dst` and `src` of
     /// different lengths, a bitwise op on a float type, one-shot in place (or overlapping
     /// buffers), a peer-to-peer algorithm when a peer is not reachable, NVSHMEM's algorithm on
     /// another stream. Lengths, types and ops that differ between PEs cannot be seen here:
     /// they are the caller's contract, as in NCCL.
-    pub fn all_reduce_on<T: AllReduceElem>(
+    pub fn all_reduce<'s, T: AllReduceElem>(
         &mut self,
-        stream: &CudaStream,
         dst: &mut impl SymRegion<T>,
         src: &impl SymRegion<T>,
         op: ReduceOp,
-        algorithm: Algorithm,
+        how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
+        let how = how.into();
         let src = Region::<T>::of(src);
-        self.reduce_into(stream, dst, &src, op, algorithm)
+        self.on_stream(&how, |c, stream| {
+            c.reduce_into(stream, dst, &src, op, how.algorithm)
+        })
     }
 
-    /// All-reduce of `x` into itself, on the context's stream (two-shot or NVSHMEM's: one-shot
-    /// cannot run in place).
-    pub fn all_reduce_in_place<T: AllReduceElem>(
+    /// All-reduce of `x` into itself (two-shot, low latency or NVSHMEM's: one-shot cannot run
+    /// in place), as [`Comm::all_reduce`].
+    pub fn all_reduce_in_place<'s, T: AllReduceElem>(
         &mut self,
         x: &mut impl SymRegion<T>,
         op: ReduceOp,
-        algorithm: Algorithm,
+        how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
-        let stream = self.pgas.stream().clone();
-        self.all_reduce_in_place_on(&stream, x, op, algorithm)
-    }
-
-    /// [`Comm::all_reduce_in_place`] on `stream`.
-    pub fn all_reduce_in_place_on<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        x: &mut impl SymRegion<T>,
-        op: ReduceOp,
-        algorithm: Algorithm,
-    ) -> Result<Algorithm> {
+        let how = how.into();
         let src = Region::<T>::of(&*x);
-        self.reduce_into(stream, x, &src, op, algorithm)
+        self.on_stream(&how, |c, stream| {
+            c.reduce_into(stream, x, &src, op, how.algorithm)
+        })
     }
 
     /// An all-reduce of `src` into `dst` (`algorithm` resolved and launched); the in-place
@@ -296,42 +276,44 @@ impl Comm {
         Ok(false)
     }
 
-    /// Reduce-scatter on the context's stream: team rank `r`'s `dst` gets the element-wise
-    /// reduction of chunk `r` of every member's `src` (elements `r * dst.len()` to
-    /// `(r + 1) * dst.len()`), so `src.len() == n * dst.len()`. See [`Comm::reduce_scatter_on`].
-    pub fn reduce_scatter<T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        op: ReduceOp,
-    ) -> Result<()> {
-        let stream = self.pgas.stream().clone();
-        self.reduce_scatter_on(&stream, dst, src, op)
-    }
-
-    /// [`Comm::reduce_scatter`] on `stream` (not waited for on the host; capturable once
-    /// prewarmed, as [`Comm::all_reduce_on`]). Two-shot's first half: each rank loads its chunk
+    /// Reduce-scatter: team rank `r`'s `dst` gets the element-wise reduction of chunk `r` of
+    /// every member's `src` (elements `r * dst.len()` to `(r + 1) * dst.len()`), so
+    /// `src.len() == n * dst.len()`, on `how`'s stream ([`Options`]; the algorithm is the
+    /// call's own, so [`Algorithm::Auto`]). Returns the algorithm used. Two-shot's first half: each rank loads its chunk
     /// from every peer's `src` over NVLink and reduces it into its own `dst`, with the same flag
     /// protocol, so when it completes on a PE no peer reads that PE's `src` any more. Up to
     /// [`Comm::low_latency_max_bytes`] a chunk (`dst`'s bytes) it takes the low-latency protocol
     /// instead: chunk `q` of `src` over the lines to rank `q` only, which reduces what it
     /// receives in rank order (a block stages at most `LL_BYTES_PER_BLOCK` of each chunk; one
     /// crossing, no handshake). Where a member is not load/store
-    /// reachable, NVSHMEM's reduce-scatter on `stream` carries it instead, or, over a
+    /// reachable, NVSHMEM's reduce-scatter on the stream carries it instead, or, over a
     /// `Team::WORLD` spread across nodes ([`Comm::hierarchy`]), NVSHMEM's across nodes and
     /// the peer-to-peer one inside the node (eager only).
     ///
-    /// Errors, before anything is launched: a PE that is not in the team, a `src` length that
-    /// is not a multiple of the team size or not `n * dst.len()`, a bitwise op on a float
-    /// type, `dst` and `src` overlapping (no in-place form yet), `src` not in the symmetric
-    /// heap.
-    pub fn reduce_scatter_on<T: AllReduceElem>(
+    /// Errors, before anything is launched: a PE that is not in the team, an algorithm other
+    /// than `Auto`, a `src` length that is not a multiple of the team size or not
+    /// `n * dst.len()`, a bitwise op on a float type, `dst` and `src` overlapping (no in-place
+    /// form yet), `src` not in the symmetric heap.
+    pub fn reduce_scatter<'s, T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        op: ReduceOp,
+        how: impl Into<Options<'s>>,
+    ) -> Result<Algorithm> {
+        let how = how.into();
+        how.auto_only("reduce-scatter algorithm")?;
+        self.on_stream(&how, |c, stream| c.scatter_into(stream, dst, src, op))
+    }
+
+    /// [`Comm::reduce_scatter`] on `stream`.
+    fn scatter_into<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
         dst: &mut impl SymRegion<T>,
         src: &impl SymRegion<T>,
         op: ReduceOp,
-    ) -> Result<()> {
+    ) -> Result<Algorithm> {
         let rank = self.member()?;
         let n = self.n;
         if !src.len().is_multiple_of(n) {
@@ -358,18 +340,19 @@ impl Comm {
             let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
             check_apart("reduce-scatter", d, dst.len() * size, s, src.len() * size)?;
             if let Some(h) = self.hier.as_mut() {
-                return h.reduce_scatter(stream, dst, src, op, &mut self.scratch);
+                h.reduce_scatter(stream, dst, src, op, &mut self.scratch)?;
+                return Ok(Algorithm::Hierarchical);
             }
             refuse_capture(stream, "NVSHMEM's reduce-scatter")?;
-            return self
-                .pgas
-                .reduce_scatter_on(stream, self.team, op, &*dst, src);
+            self.pgas
+                .reduce_scatter_on(stream, self.team, op, &*dst, src)?;
+            return Ok(Algorithm::Nvshmem);
         }
         self.check_movement("reduce-scatter", &*dst, src, Reached::Source)?;
         let size = std::mem::size_of::<T>();
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
         if dst.is_empty() {
-            return Ok(());
+            return Ok(Algorithm::TwoShot);
         }
         // Limited by a chunk, what each rank's lines to a peer carry, and by the shared memory
         // that stages `n + 1` shares: so the 1 MiB reduce-scatter on 4 x H100 was faster than
@@ -385,14 +368,15 @@ impl Comm {
                 flags: false,
                 block_max: LL_BYTES_PER_BLOCK,
             };
-            return self.launch_ll(
+            self.launch_ll(
                 stream,
                 (T::LOW_LATENCY_REDUCE_SCATTER, op_code(op)),
                 dst,
                 &src,
                 &scalars,
                 shape,
-            );
+            )?;
+            return Ok(Algorithm::LowLatency);
         }
         // The vector path starts at this rank's chunk of `src` (see `kernels/`).
         let chunk = s + (rank * dst.len() * size) as u64;
@@ -408,50 +392,15 @@ impl Comm {
             Between::Nothing,
             work,
             &[head, vec],
-        )
+        )?;
+        Ok(Algorithm::TwoShot)
     }
 
-    /// All-gather on the context's stream: every member's `dst` gets every member's `src`,
-    /// concatenated in team rank order (rank `r`'s at elements `r * src.len()` on), so
-    /// `dst.len() == n * src.len()`. See [`Comm::all_gather_on`].
-    pub fn all_gather<T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-    ) -> Result<()> {
-        let stream = self.pgas.stream().clone();
-        self.all_gather_on(&stream, dst, src)
-    }
-
-    /// [`Comm::all_gather`] on `stream` (not waited for on the host; capturable once
-    /// prewarmed), by the algorithm [`Algorithm::Auto`] picks: see
-    /// [`Comm::all_gather_with_on`]. When it completes on a PE every peer's chunk has arrived
-    /// in its `dst` and no peer writes it any more.
-    pub fn all_gather_on<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-    ) -> Result<()> {
-        self.all_gather_with_on(stream, dst, src, Algorithm::Auto)
-            .map(|_| ())
-    }
-
-    /// [`Comm::all_gather`] by `algorithm`, on the context's stream. Returns the algorithm
-    /// used. See [`Comm::all_gather_with_on`].
-    pub fn all_gather_with<T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        algorithm: Algorithm,
-    ) -> Result<Algorithm> {
-        let stream = self.pgas.stream().clone();
-        self.all_gather_with_on(&stream, dst, src, algorithm)
-    }
-
-    /// [`Comm::all_gather`] by `algorithm` on `stream` (not waited for on the host;
-    /// capturable once prewarmed, but for NVSHMEM's and the hierarchical form). Returns the
-    /// algorithm used. [`Algorithm::LowLatency`] (up to [`super::LL_GATHER_MAX_BYTES`] a PE on 2 to 32
+    /// All-gather: every member's `dst` gets every member's `src`, concatenated in team rank
+    /// order (rank `r`'s at elements `r * src.len()` on), so `dst.len() == n * src.len()`, by
+    /// `how`'s algorithm on its stream ([`Options`]; capturable once prewarmed, but for
+    /// NVSHMEM's and the hierarchical form). Returns the algorithm used. When it completes on a
+    /// PE every peer's chunk has arrived in its `dst` and no peer writes it any more. [`Algorithm::LowLatency`] (up to [`super::LL_GATHER_MAX_BYTES`] a PE on 2 to 32
     /// PEs): a block per `LL_BYTES_PER_BLOCK / n` of a PE's data; each rank's data with the call's flag in
     /// 16-byte lines into every peer's scratch, gathered into shared memory by the PE that
     /// polls them and copied into `dst`: one NVLink crossing, no handshake.
@@ -473,7 +422,20 @@ impl Comm {
     /// otherwise) not in the symmetric heap, low latency past its size or on one PE,
     /// [`Algorithm::Hierarchical`] asked for, a peer-to-peer algorithm when a peer is not
     /// reachable, and NVSHMEM's during a capture or on a stream of another GPU.
-    pub fn all_gather_with_on<T: AllReduceElem>(
+    pub fn all_gather<'s, T: AllReduceElem>(
+        &mut self,
+        dst: &mut impl SymRegion<T>,
+        src: &impl SymRegion<T>,
+        how: impl Into<Options<'s>>,
+    ) -> Result<Algorithm> {
+        let how = how.into();
+        self.on_stream(&how, |c, stream| {
+            c.gather_into(stream, dst, src, how.algorithm)
+        })
+    }
+
+    /// [`Comm::all_gather`] by `algorithm` on `stream`.
+    fn gather_into<T: AllReduceElem>(
         &mut self,
         stream: &CudaStream,
         dst: &mut impl SymRegion<T>,

@@ -422,7 +422,7 @@ fn bad_input(p: &Pgas) -> CaseResult {
     // the stream is captured (before anything is enqueued, so the capture stays empty).
     let other = p.cuda().new_stream()?;
     other.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    let captured = comm.all_reduce_on(&other, &mut c, &a, ReduceOp::Sum, Algorithm::Nvshmem);
+    let captured = comm.all_reduce(&mut c, &a, ReduceOp::Sum, Algorithm::Nvshmem.on(&other));
     let _ = other.end_capture(CUgraphInstantiate_flags(0));
     refused(captured, "eagerly only")?;
     Ok(())
@@ -454,10 +454,10 @@ fn graph_capture(p: &Pgas) -> CaseResult {
     let stream = p.cuda().new_stream()?;
     p.barrier_all()?;
     util::replay_captured(p, &stream, 5, || {
-        comm.all_reduce_on(&stream, &mut b, &a, ReduceOp::Sum, Algorithm::OneShot)?;
-        comm.all_reduce_in_place_on(&stream, &mut b, ReduceOp::Sum, Algorithm::TwoShot)?;
+        comm.all_reduce(&mut b, &a, ReduceOp::Sum, Algorithm::OneShot.on(&stream))?;
+        comm.all_reduce_in_place(&mut b, ReduceOp::Sum, Algorithm::TwoShot.on(&stream))?;
         // b -> a so that the next replay starts from the last result.
-        comm.all_reduce_on(&stream, &mut a, &b, ReduceOp::Max, Algorithm::OneShot)?;
+        comm.all_reduce(&mut a, &b, ReduceOp::Max, Algorithm::OneShot.on(&stream))?;
         Ok(())
     })?;
     // One replay: a <- n * sum(a over PEs) (all PEs equal afterwards, so Max keeps it).
@@ -559,6 +559,7 @@ fn rs_sweep<T: SweepElem>(p: &Pgas, op: ReduceOp) -> CaseResult {
                 &mut dst.view_mut(ds..ds + m)?,
                 &src.view(ss..ss + n * m)?,
                 op,
+                Algorithm::Auto,
             )?;
             util::settle(p)?;
             let what = format!("reduce-scatter {op:?} of {m} per rank, dst at {ds}, src at {ss}");
@@ -608,7 +609,11 @@ fn ag_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
             let marks = vec![T::small(5); n * m + 1];
             let mut dst = p.alloc_from(&marks)?;
             p.barrier_all()?;
-            comm.all_gather(&mut dst.view_mut(ds..ds + n * m)?, &src.view(ss..ss + m)?)?;
+            comm.all_gather(
+                &mut dst.view_mut(ds..ds + n * m)?,
+                &src.view(ss..ss + m)?,
+                Algorithm::Auto,
+            )?;
             util::settle(p)?;
             let what = format!(
                 "all-gather of {m} per rank ({}), dst at {ds}, src at {ss}",
@@ -651,8 +656,8 @@ fn rs_ag_back_to_back(p: &Pgas) -> CaseResult {
     let mut c = p.alloc::<u64>(n * m)?;
     p.barrier_all()?;
     for _ in 0..10 {
-        comm.reduce_scatter(&mut b, &a, ReduceOp::Sum)?;
-        comm.all_gather(&mut a, &b)?;
+        comm.reduce_scatter(&mut b, &a, ReduceOp::Sum, Algorithm::Auto)?;
+        comm.all_gather(&mut a, &b, Algorithm::Auto)?;
     }
     comm.all_reduce(&mut c, &a, ReduceOp::Sum, Algorithm::OneShot)?;
     util::settle(p)?;
@@ -686,9 +691,9 @@ fn rs_ag_split_team(p: &Pgas) -> CaseResult {
     let mut rs = p.alloc::<i32>(m)?;
     let mut ag = p.alloc::<i32>(evens * m)?;
     p.barrier_all()?;
-    let r1 = comm.reduce_scatter(&mut rs, &src, ReduceOp::Sum);
+    let r1 = comm.reduce_scatter(&mut rs, &src, ReduceOp::Sum, Algorithm::Auto);
     p.stream().synchronize()?;
-    let r2 = comm.all_gather(&mut ag, &rs);
+    let r2 = comm.all_gather(&mut ag, &rs, Algorithm::Auto);
     p.stream().synchronize()?;
     util::settle(p)?;
     if let Some(t) = team {
@@ -720,18 +725,31 @@ fn rs_ag_bad_input(p: &Pgas) -> CaseResult {
     if n > 1 {
         // Lengths that do not split into one chunk per PE.
         refused(
-            comm.reduce_scatter(&mut small.view_mut(0..m)?, &big, ReduceOp::Sum),
+            comm.reduce_scatter(
+                &mut small.view_mut(0..m)?,
+                &big,
+                ReduceOp::Sum,
+                Algorithm::Auto,
+            ),
             "multiple of",
         )?;
-        refused(comm.all_gather(&mut gathered, &part), "multiple of")?;
+        refused(
+            comm.all_gather(&mut gathered, &part, Algorithm::Auto),
+            "multiple of",
+        )?;
     }
     // Lengths that split, but not into the other buffer's length.
     refused(
-        comm.reduce_scatter(&mut small, &big.view(0..n * m)?, ReduceOp::Sum),
+        comm.reduce_scatter(
+            &mut small,
+            &big.view(0..n * m)?,
+            ReduceOp::Sum,
+            Algorithm::Auto,
+        ),
         "length mismatch",
     )?;
     refused(
-        comm.all_gather(&mut gathered.view_mut(0..n * m)?, &small),
+        comm.all_gather(&mut gathered.view_mut(0..n * m)?, &small, Algorithm::Auto),
         "length mismatch",
     )?;
     refused(
@@ -739,23 +757,34 @@ fn rs_ag_bad_input(p: &Pgas) -> CaseResult {
             &mut small.view_mut(0..m)?,
             &big.view(0..n * m)?,
             ReduceOp::Xor,
+            Algorithm::Auto,
         ),
         "integer types only",
     )?;
     // Overlapping buffers (a SymRegion of one's own can name any address; nothing launches).
     let into_dst = Alias(small.as_device_ptr() + 4, n * m);
     refused(
-        comm.reduce_scatter(&mut small.view_mut(0..m)?, &into_dst, ReduceOp::Sum),
+        comm.reduce_scatter(
+            &mut small.view_mut(0..m)?,
+            &into_dst,
+            ReduceOp::Sum,
+            Algorithm::Auto,
+        ),
         "overlap",
     )?;
     let inside = Alias(big.as_device_ptr() + 4, n * m);
     refused(
-        comm.reduce_scatter(&mut Alias(inside.0, m), &big.view(0..n * m)?, ReduceOp::Sum),
+        comm.reduce_scatter(
+            &mut Alias(inside.0, m),
+            &big.view(0..n * m)?,
+            ReduceOp::Sum,
+            Algorithm::Auto,
+        ),
         "overlap",
     )?;
     let inside = Alias(gathered.as_device_ptr() + 4, m);
     refused(
-        comm.all_gather(&mut gathered.view_mut(0..n * m)?, &inside),
+        comm.all_gather(&mut gathered.view_mut(0..n * m)?, &inside, Algorithm::Auto),
         "overlap",
     )?;
     // Buffers outside the symmetric heap where peers reach them: reduce-scatter's source,
@@ -765,8 +794,13 @@ fn rs_ag_bad_input(p: &Pgas) -> CaseResult {
         let plain = stream.alloc_zeros::<f32>(n * m)?;
         let (ptr, guard) = plain.device_ptr(stream);
         let mut outside = Alias(ptr, n * m);
-        let r1 = comm.reduce_scatter(&mut small.view_mut(0..m)?, &outside, ReduceOp::Sum);
-        let r2 = comm.all_gather(&mut outside, &part);
+        let r1 = comm.reduce_scatter(
+            &mut small.view_mut(0..m)?,
+            &outside,
+            ReduceOp::Sum,
+            Algorithm::Auto,
+        );
+        let r2 = comm.all_gather(&mut outside, &part, Algorithm::Auto);
         drop(guard);
         refused(r1, "symmetric heap")?;
         refused(r2, "symmetric heap")?;
@@ -788,8 +822,8 @@ fn rs_ag_graph_capture(p: &Pgas) -> CaseResult {
     let stream = p.cuda().new_stream()?;
     p.barrier_all()?;
     util::replay_captured(p, &stream, 4, || {
-        comm.reduce_scatter_on(&stream, &mut b, &a, ReduceOp::Sum)?;
-        comm.all_gather_on(&stream, &mut a, &b)?;
+        comm.reduce_scatter(&mut b, &a, ReduceOp::Sum, Algorithm::Auto.on(&stream))?;
+        comm.all_gather(&mut a, &b, Algorithm::Auto.on(&stream))?;
         Ok(())
     })?;
     let nn = n as u64;
@@ -843,7 +877,7 @@ fn pushed_two_shot(p: &Pgas) -> CaseResult {
     let stream = p.cuda().new_stream()?;
     p.barrier_all()?;
     util::replay_captured(p, &stream, 3, || {
-        comm.all_reduce_in_place_on(&stream, &mut b, ReduceOp::Sum, Algorithm::TwoShot)?;
+        comm.all_reduce_in_place(&mut b, ReduceOp::Sum, Algorithm::TwoShot.on(&stream))?;
         Ok(())
     })?;
     let want: Vec<u64> = (0..small).map(|k| summed(k) * nn.pow(4)).collect();
@@ -997,6 +1031,7 @@ fn a2a_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
             comm.all_to_all(
                 &mut dst.view_mut(ds..ds + n * m)?,
                 &src.view(ss..ss + n * m)?,
+                Algorithm::Auto,
             )?;
             util::settle(p)?;
             let what = format!(
@@ -1073,6 +1108,7 @@ fn all_to_all_v_case(p: &Pgas) -> CaseResult {
                 &mut dst.view_mut(ds..ds + dlen)?,
                 &src.view(ss..ss + slen)?,
                 &layout,
+                Algorithm::Auto,
             )?;
             util::settle(p)?;
             let got = dst.to_vec()?;
@@ -1098,7 +1134,12 @@ fn all_to_all_v_case(p: &Pgas) -> CaseResult {
         let marks = vec![6.0f32; dlen];
         let mut dst = p.alloc_from(&marks)?;
         p.barrier_all()?;
-        comm.all_to_all_v(&mut dst.view_mut(0..own_d)?, &src.view(0..own_s)?, &layout)?;
+        comm.all_to_all_v(
+            &mut dst.view_mut(0..own_d)?,
+            &src.view(0..own_s)?,
+            &layout,
+            Algorithm::Auto,
+        )?;
         util::settle(p)?;
         let mut want = marks;
         for q in 0..n {
@@ -1116,7 +1157,7 @@ fn all_to_all_v_case(p: &Pgas) -> CaseResult {
         let src = p.alloc_from(&(0..slen).map(|k| moved(me, k) as u16).collect::<Vec<_>>())?;
         let mut dst = p.alloc::<u16>(dlen)?;
         p.barrier_all()?;
-        comm.all_to_all_v(&mut dst, &src, &layout)?;
+        comm.all_to_all_v(&mut dst, &src, &layout, Algorithm::Auto)?;
         util::settle(p)?;
         let got = dst.to_vec()?;
         for q in 0..n {
@@ -1151,16 +1192,14 @@ fn move_split_team(p: &Pgas) -> CaseResult {
     let mut aa = p.alloc::<i32>(evens * m)?;
     let mut av = p.alloc::<i32>(evens * m)?;
     p.barrier_all()?;
-    let r1 = comm
-        .broadcast(&mut bc, &src, evens - 1, Algorithm::Auto)
-        .map(|_| ());
-    let r2 = comm.all_to_all(&mut aa, &src);
+    let r1 = comm.broadcast(&mut bc, &src, evens - 1, Algorithm::Auto);
+    let r2 = comm.all_to_all(&mut aa, &src, Algorithm::Auto);
     // The uniform layout through all-to-all-v: the same result as all-to-all.
     let counts = vec![m; evens];
     let displs: Vec<usize> = (0..evens).map(|q| q * m).collect();
     let r3 = comm
         .all_to_all_layout(&counts, &displs, &counts, &displs)
-        .and_then(|l| comm.all_to_all_v(&mut av, &src, &l));
+        .and_then(|l| comm.all_to_all_v(&mut av, &src, &l, Algorithm::Auto));
     p.stream().synchronize()?;
     util::settle(p)?;
     if let Some(t) = team {
@@ -1222,15 +1261,15 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
     )?;
     // All-to-all: lengths that differ, or do not split into one chunk per PE; overlap.
     refused(
-        comm.all_to_all(&mut b.view_mut(0..n * m)?, &a),
+        comm.all_to_all(&mut b.view_mut(0..n * m)?, &a, Algorithm::Auto),
         "length mismatch",
     )?;
     if n > 1 {
-        refused(comm.all_to_all(&mut b, &a), "multiple of")?;
+        refused(comm.all_to_all(&mut b, &a, Algorithm::Auto), "multiple of")?;
     }
     let inside = Alias(b.as_device_ptr() + 4, n * m);
     refused(
-        comm.all_to_all(&mut b.view_mut(0..n * m)?, &inside),
+        comm.all_to_all(&mut b.view_mut(0..n * m)?, &inside, Algorithm::Auto),
         "overlap",
     )?;
     // Buffers outside the symmetric heap: the broadcast source, the all-to-all destination.
@@ -1242,7 +1281,7 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
         let r1 = comm
             .broadcast(&mut b.view_mut(0..n * m)?, &outside, 0, Algorithm::OneShot)
             .map(|_| ());
-        let r2 = comm.all_to_all(&mut outside, &a.view(0..n * m)?);
+        let r2 = comm.all_to_all(&mut outside, &a.view(0..n * m)?, Algorithm::Auto);
         drop(guard);
         refused(r1, "symmetric heap")?;
         refused(r2, "symmetric heap")?;
@@ -1273,7 +1312,12 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
     }
     let layout = comm.all_to_all_layout(&ones, &displs, &ones, &displs)?;
     refused(
-        other.all_to_all_v(&mut b.view_mut(0..n)?, &a.view(0..n)?, &layout),
+        other.all_to_all_v(
+            &mut b.view_mut(0..n)?,
+            &a.view(0..n)?,
+            &layout,
+            Algorithm::Auto,
+        ),
         "another communicator",
     )?;
     // Receive displacements one further: the destination needs n + 1 elements.
@@ -1281,14 +1325,19 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
     let needs_more = comm.all_to_all_layout(&ones, &displs, &ones, &further)?;
     let mut exact = p.alloc::<f32>(n)?;
     refused(
-        comm.all_to_all_v(&mut exact, &a.view(0..n)?, &needs_more),
+        comm.all_to_all_v(&mut exact, &a.view(0..n)?, &needs_more, Algorithm::Auto),
         "at least that long",
     )?;
     // What decides is the tensor from the view's start on (the layout's offsets count from
     // there): a view that starts later reaches less.
     if n > 1 {
         refused(
-            comm.all_to_all_v(&mut exact.view_mut(1..n)?, &a.view(0..1)?, &needs_more),
+            comm.all_to_all_v(
+                &mut exact.view_mut(1..n)?,
+                &a.view(0..1)?,
+                &needs_more,
+                Algorithm::Auto,
+            ),
             "at least that long",
         )?;
     }
@@ -1296,7 +1345,7 @@ fn move_bad_input(p: &Pgas) -> CaseResult {
     let src = p.alloc_from(&(0..n).map(|q| (me * n + q) as f32).collect::<Vec<_>>())?;
     let mut dst = p.alloc::<f32>(n)?;
     p.barrier_all()?;
-    comm.all_to_all_v(&mut dst, &src, &layout)?;
+    comm.all_to_all_v(&mut dst, &src, &layout, Algorithm::Auto)?;
     util::settle(p)?;
     let want: Vec<f32> = (0..n).map(|q| (q * n + me) as f32).collect();
     check_eq("all-to-all-v after the refusals", &dst.to_vec()?, &want)
@@ -1323,9 +1372,9 @@ fn move_graph_capture(p: &Pgas) -> CaseResult {
     p.barrier_all()?;
     util::replay_captured(p, &stream, 3, || {
         let xr = TypedAlias::<u32>(Alias(x.as_device_ptr(), n * m), std::marker::PhantomData);
-        comm.broadcast_on(&stream, &mut x, &xr, n - 1, Algorithm::TwoShot)?;
-        comm.all_to_all_on(&stream, &mut y, &x)?;
-        comm.all_to_all_v_on(&stream, &mut z, &y, &layout)?;
+        comm.broadcast(&mut x, &xr, n - 1, Algorithm::TwoShot.on(&stream))?;
+        comm.all_to_all(&mut y, &x, Algorithm::Auto.on(&stream))?;
+        comm.all_to_all_v(&mut z, &y, &layout, Algorithm::Auto.on(&stream))?;
         Ok(())
     })?;
     let root: Vec<u32> = (0..n * m).map(|k| ((n - 1) * 100_000 + k) as u32).collect();
@@ -1404,9 +1453,9 @@ fn low_latency(p: &Pgas) -> CaseResult {
     let stream = p.cuda().new_stream()?;
     p.barrier_all()?;
     util::replay_captured(p, &stream, 10, || {
-        comm.all_reduce_on(&stream, &mut y, &x, ReduceOp::Sum, Algorithm::LowLatency)?;
-        comm.all_reduce_in_place_on(&stream, &mut y, ReduceOp::Sum, Algorithm::Auto)?;
-        comm.all_reduce_on(&stream, &mut x, &y, ReduceOp::Max, Algorithm::LowLatency)?;
+        comm.all_reduce(&mut y, &x, ReduceOp::Sum, Algorithm::LowLatency.on(&stream))?;
+        comm.all_reduce_in_place(&mut y, ReduceOp::Sum, Algorithm::Auto.on(&stream))?;
+        comm.all_reduce(&mut x, &y, ReduceOp::Max, Algorithm::LowLatency.on(&stream))?;
         Ok(())
     })?;
     let want: Vec<u64> = sum(1000)
@@ -1762,8 +1811,7 @@ fn prewarm_moves(p: &Pgas) -> CaseResult {
     Ok(())
 }
 
-/// The all-gather's and all-to-all's algorithms asked for by name (`all_gather_with`,
-/// `all_to_all_with`), `Auto` last.
+/// The all-gather's and all-to-all's algorithms asked for by name, `Auto` last.
 const MOVE_ALGS: &[Algorithm] = &[
     Algorithm::LowLatency,
     Algorithm::OneShot,
@@ -1817,7 +1865,7 @@ fn move_alg_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
                 let src = p.alloc_from(&shifted::<T>(me, m, ss))?;
                 let mut dst = p.alloc_from(&marks)?;
                 p.barrier_all()?;
-                let got = comm.all_gather_with(
+                let got = comm.all_gather(
                     &mut dst.view_mut(ds..ds + n * m)?,
                     &src.view(ss..ss + m)?,
                     alg,
@@ -1838,7 +1886,7 @@ fn move_alg_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
                 let src = p.alloc_from(&moved_from::<T>(me, n * m, ss))?;
                 let mut dst = p.alloc_from(&marks)?;
                 p.barrier_all()?;
-                let got = comm.all_to_all_with(
+                let got = comm.all_to_all(
                     &mut dst.view_mut(ds..ds + n * m)?,
                     &src.view(ss..ss + n * m)?,
                     alg,
@@ -1913,11 +1961,11 @@ fn move_back_to_back(p: &Pgas) -> CaseResult {
         }
         p.barrier_all()?;
         for (i, bc) in bcs.iter_mut().enumerate() {
-            comm.all_to_all_with(&mut y, &x, a2a[i % a2a.len()])?;
+            comm.all_to_all(&mut y, &x, a2a[i % a2a.len()])?;
             comm.broadcast(bc, &x.view(0..m)?, i % n, bc_algs[i % 2])?;
-            comm.all_to_all_with(&mut x, &y, a2a[(i + 1) % a2a.len()])?;
+            comm.all_to_all(&mut x, &y, a2a[(i + 1) % a2a.len()])?;
             let x0 = TypedAlias::<u64>(Alias(x.as_device_ptr(), m), std::marker::PhantomData);
-            comm.all_gather_with(&mut g, &x0, ag[i % ag.len()])?;
+            comm.all_gather(&mut g, &x0, ag[i % ag.len()])?;
         }
         util::settle(p)?;
         for (i, bc) in bcs.iter().enumerate() {
@@ -1967,12 +2015,12 @@ fn move_graph_capture_algs(p: &Pgas) -> CaseResult {
     p.barrier_all()?;
     util::replay_captured(p, &stream, 4, || {
         for (i, &alg) in a2a.iter().enumerate() {
-            comm.all_to_all_with_on(&stream, &mut ys[i], &x, alg)?;
-            comm.all_to_all_with_on(&stream, &mut zs[i], &ys[i], Algorithm::TwoShot)?;
+            comm.all_to_all(&mut ys[i], &x, alg.on(&stream))?;
+            comm.all_to_all(&mut zs[i], &ys[i], Algorithm::TwoShot.on(&stream))?;
         }
         for (i, &alg) in ag.iter().enumerate() {
             let z0 = TypedAlias::<u32>(Alias(zs[0].as_device_ptr(), m), std::marker::PhantomData);
-            comm.all_gather_with_on(&stream, &mut gs[i], &z0, alg)?;
+            comm.all_gather(&mut gs[i], &z0, alg.on(&stream))?;
         }
         Ok(())
     })?;
@@ -2030,8 +2078,8 @@ fn move_split_team_algs(p: &Pgas) -> CaseResult {
     let mut outcomes = Vec::new();
     for (i, &alg) in algs.iter().enumerate() {
         let part = TypedAlias::<i32>(Alias(src.as_device_ptr(), m), std::marker::PhantomData);
-        outcomes.push(("all-gather", comm.all_gather_with(&mut ags[i], &part, alg)));
-        outcomes.push(("all-to-all", comm.all_to_all_with(&mut aas[i], &src, alg)));
+        outcomes.push(("all-gather", comm.all_gather(&mut ags[i], &part, alg)));
+        outcomes.push(("all-to-all", comm.all_to_all(&mut aas[i], &src, alg)));
     }
     p.stream().synchronize()?;
     util::settle(p)?;
@@ -2077,34 +2125,34 @@ fn move_bad_algorithms(p: &Pgas) -> CaseResult {
     let mut whole = p.alloc::<f32>(n * m)?;
     let mut other = p.alloc::<f32>(n * m)?;
     refused(
-        comm.all_gather_with(&mut whole, &part, Algorithm::LowLatency),
+        comm.all_gather(&mut whole, &part, Algorithm::LowLatency),
         "low-latency",
     )?;
     refused(
-        comm.all_to_all_with(&mut other, &whole, Algorithm::LowLatency),
+        comm.all_to_all(&mut other, &whole, Algorithm::LowLatency),
         "low-latency",
     )?;
     refused(
-        comm.all_gather_with(&mut whole, &part, Algorithm::Hierarchical),
+        comm.all_gather(&mut whole, &part, Algorithm::Hierarchical),
         "Hierarchical",
     )?;
     refused(
-        comm.all_to_all_with(&mut other, &whole, Algorithm::Hierarchical),
+        comm.all_to_all(&mut other, &whole, Algorithm::Hierarchical),
         "Hierarchical",
     )?;
     if comm.peers_reachable() {
         let stream = p.stream();
         let plain = stream.alloc_zeros::<f32>(n * m)?;
         let (ptr, guard) = plain.device_ptr(stream);
-        let r1 = comm.all_gather_with(&mut whole, &Alias(ptr, m), Algorithm::OneShot);
-        let r2 = comm.all_to_all_with(&mut other, &Alias(ptr, n * m), Algorithm::OneShot);
+        let r1 = comm.all_gather(&mut whole, &Alias(ptr, m), Algorithm::OneShot);
+        let r2 = comm.all_to_all(&mut other, &Alias(ptr, n * m), Algorithm::OneShot);
         drop(guard);
         refused(r1, "symmetric heap")?;
         refused(r2, "symmetric heap")?;
     }
     let ones = p.alloc_from(&vec![1.0f32; m])?;
     p.barrier_all()?;
-    comm.all_gather_with(&mut whole, &ones, Algorithm::Auto)?;
+    comm.all_gather(&mut whole, &ones, Algorithm::Auto)?;
     util::settle(p)?;
     check_eq(
         "an all-gather after the refusals",

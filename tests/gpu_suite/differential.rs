@@ -1168,14 +1168,21 @@ fn coll_call<T: Elem>(cx: &mut Ctx, rng: &mut Rng, c: u64, kind: Kind) -> Verdic
     }
     let comm = &mut cx.comm;
     let got = execute(cx.p, &cx.side, exec, |s| match kind {
-        Kind::AllReduce if in_place => comm.all_reduce_in_place_on(s, &mut dst, op, alg).map(Some),
-        Kind::AllReduce => comm.all_reduce_on(s, &mut dst, &src, op, alg).map(Some),
-        Kind::Broadcast => comm.broadcast_on(s, &mut dst, &src, root, alg).map(Some),
-        Kind::ReduceScatter => comm.reduce_scatter_on(s, &mut dst, &src, op).map(|_| None),
-        Kind::AllGather => comm.all_gather_with_on(s, &mut dst, &src, alg).map(Some),
-        Kind::AllToAll => comm.all_to_all_with_on(s, &mut dst, &src, alg).map(Some),
+        Kind::AllReduce if in_place => comm.all_reduce_in_place(&mut dst, op, alg.on(s)).map(Some),
+        Kind::AllReduce => comm.all_reduce(&mut dst, &src, op, alg.on(s)).map(Some),
+        Kind::Broadcast => comm.broadcast(&mut dst, &src, root, alg.on(s)).map(Some),
+        Kind::ReduceScatter => comm
+            .reduce_scatter(&mut dst, &src, op, Algorithm::Auto.on(s))
+            .map(|_| None),
+        Kind::AllGather => comm.all_gather(&mut dst, &src, alg.on(s)).map(Some),
+        Kind::AllToAll => comm.all_to_all(&mut dst, &src, alg.on(s)).map(Some),
         _ => comm
-            .all_to_all_v_on(s, &mut dst, &src, layout.as_ref().unwrap())
+            .all_to_all_v(
+                &mut dst,
+                &src,
+                layout.as_ref().unwrap(),
+                Algorithm::Auto.on(s),
+            )
             .map(|_| None),
     });
     let settled = cx.p.barrier_all();

@@ -250,7 +250,10 @@ fn setup<'a>(pgas: &'a Pgas, op: &str) -> pgas::Result<Call<'a>> {
             let layout = comm.all_to_all_layout(&send, &displs(&send), &recv, &displs(&recv))?;
             let src = pgas.alloc::<u32>(4 * n * n + 1)?;
             let mut dst = pgas.alloc::<u32>(4 * n * n + 1)?;
-            Box::new(move || comm.all_to_all_v(&mut dst, &src, &layout))
+            Box::new(move || {
+                comm.all_to_all_v(&mut dst, &src, &layout, Algorithm::Auto)
+                    .map(|_| ())
+            })
         }
         "ag-gemm" => {
             let (mp, nn, k) = (512, 512, 512);

@@ -247,7 +247,7 @@ fn unfused(p: &Pgas) -> CaseResult {
     let mut out = p.alloc::<bf16>(len)?;
     p.barrier_all()?;
     let s = p.stream().clone();
-    comm.all_reduce_on(&s, &mut reduced, &x, ReduceOp::Sum, Algorithm::OneShot)?;
+    comm.all_reduce(&mut reduced, &x, ReduceOp::Sum, Algorithm::OneShot.on(&s))?;
     op.add_rms_norm_on(&s, &reduced, &mut residual, &weight, &mut out)?;
     s.synchronize()?;
     // The all-reduce rounds the sum to bf16 first: the host does the same, from the sum.

@@ -142,16 +142,16 @@ fn peer_access(p: &Pgas) -> CaseResult {
             .map(|i| (me * m + i) as u32)
             .collect::<Vec<_>>(),
     )?;
-    comm.reduce_scatter(&mut scattered, &rs_src, ReduceOp::Sum)?;
+    comm.reduce_scatter(&mut scattered, &rs_src, ReduceOp::Sum, Algorithm::Auto)?;
     let mut gathered = p.alloc::<u32>(n * m)?;
-    comm.all_gather(&mut gathered, &src)?;
+    comm.all_gather(&mut gathered, &src, Algorithm::Auto)?;
     let blocks = p.alloc_from(
         &(0..n * m)
             .map(|i| (me * n * m + i) as u32)
             .collect::<Vec<_>>(),
     )?;
     let mut swapped = p.alloc::<u32>(n * m)?;
-    let a2a_used = comm.all_to_all_with(&mut swapped, &blocks, Algorithm::Auto)?;
+    let a2a_used = comm.all_to_all(&mut swapped, &blocks, Algorithm::Auto)?;
     ensure(
         nodes.is_none() || a2a_used == Algorithm::Hierarchical,
         || format!("over nodes of PEs, Auto's all-to-all took {a2a_used:?}"),
@@ -177,7 +177,7 @@ fn peer_access(p: &Pgas) -> CaseResult {
             .collect::<Vec<_>>(),
     )?;
     let mut vdst = p.alloc::<u32>(layout.dst_len())?;
-    comm.all_to_all_v(&mut vdst, &vsrc, &layout)?;
+    comm.all_to_all_v(&mut vdst, &vsrc, &layout, Algorithm::Auto)?;
     // All-gather + GEMM: copy-engine pulls on NVLink, NVSHMEM's fcollect and one GEMM off it.
     let (mp, gn, gk) = (128, 64, 64);
     let a_val = |row: usize, c: usize| ((row * 3 + c) % 5) as f32;

@@ -561,13 +561,13 @@ impl AllReduceRmsNorm {
         let mut sum = reduced.view_mut(0..tokens * self.hidden)?;
         let used = self
             .comm
-            .all_reduce_on(stream, &mut sum, x, ReduceOp::Sum, Algorithm::Auto)?;
+            .all_reduce(&mut sum, x, ReduceOp::Sum, Algorithm::Auto.on(stream))?;
         self.add_rms_norm_on(stream, &sum, residual, weight, out)?;
         Ok(used)
     }
 
     /// The unfused second half, for an input that is already all-reduced (by NCCL, or
-    /// [`Comm::all_reduce_on`]): `residual = bf16(reduced + residual)` and
+    /// [`Comm::all_reduce`]): `residual = bf16(reduced + residual)` and
     /// `out = RMSNorm(residual) * weight`, on this PE only (no exchange, no flags: any PE may
     /// call it alone), with the same arithmetic as the fused kernel (the same kernel, without
     /// its exchange). Same buffer rules as [`AllReduceRmsNorm::run_on`], but none needs to be

@@ -1,0 +1,88 @@
+//! How one collective call runs ([`Options`]): the stream it is ordered on and the algorithm.
+//! Every collective of a [`Comm`] takes them as its last argument, in one call form.
+
+use std::sync::Arc;
+
+use cudarc::driver::CudaStream;
+
+use super::comm::{Algorithm, Comm};
+use crate::{Error, Result};
+
+/// The options of a collective call. An [`Algorithm`] converts into them (on the context's
+/// stream), and [`Algorithm::on`] names a stream too:
+///
+/// ```no_run
+/// # use pgas::coll::{Algorithm, Comm};
+/// # use pgas::prelude::*;
+/// # fn f(comm: &mut Comm, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, stream: &pgas::cudarc::driver::CudaStream) -> pgas::Result<()> {
+/// comm.all_reduce(dst, src, ReduceOp::Sum, Algorithm::Auto)?; // the context's stream
+/// comm.all_reduce(dst, src, ReduceOp::Sum, Algorithm::OneShot.on(stream))?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// On its own stream a call is ordered after the work already there and not waited for on the
+/// host, so it can be captured into a CUDA graph once its kernel has run or been prewarmed
+/// ([`prewarm`](super::prewarm)); on the context's stream too, which is one stream like any
+/// other.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options<'s> {
+    /// The stream the call is ordered on; `None`: the context's ([`crate::Pgas::stream`]).
+    pub stream: Option<&'s CudaStream>,
+    /// The algorithm ([`Algorithm::Auto`] by default: each collective's choice by size and
+    /// reach, which its documentation gives).
+    pub algorithm: Algorithm,
+}
+
+impl From<Algorithm> for Options<'_> {
+    fn from(algorithm: Algorithm) -> Self {
+        Options {
+            stream: None,
+            algorithm,
+        }
+    }
+}
+
+impl Algorithm {
+    /// This algorithm on `stream`: the [`Options`] of a call ordered on it.
+    pub fn on(self, stream: &CudaStream) -> Options<'_> {
+        Options {
+            stream: Some(stream),
+            algorithm: self,
+        }
+    }
+}
+
+impl Options<'_> {
+    /// [`Error::InvalidConfig`] unless the algorithm is [`Algorithm::Auto`], for a collective
+    /// (`what`) that chooses its own.
+    pub(super) fn auto_only(&self, what: &'static str) -> Result<()> {
+        if self.algorithm == Algorithm::Auto {
+            return Ok(());
+        }
+        Err(Error::InvalidConfig {
+            name: what,
+            value: format!("Algorithm::{:?}", self.algorithm),
+            reason: "this collective chooses its algorithm itself (its documentation says how); \
+                     pass Algorithm::Auto"
+                .to_owned(),
+        })
+    }
+}
+
+impl Comm {
+    /// Runs `call` on the stream of `how`: its own, or the context's.
+    pub(super) fn on_stream<R>(
+        &mut self,
+        how: &Options,
+        call: impl FnOnce(&mut Comm, &CudaStream) -> Result<R>,
+    ) -> Result<R> {
+        match how.stream {
+            Some(stream) => call(self, stream),
+            None => {
+                let stream: Arc<CudaStream> = self.pgas.stream().clone();
+                call(self, &stream)
+            }
+        }
+    }
+}
