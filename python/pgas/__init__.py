@@ -20,7 +20,7 @@ from . import _pgas
 # The native module's public names, all but init (defined below).
 from ._pgas import (
     ArgumentError, CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE, CollectiveMismatchError,
-    Context, DTYPES, FreedError, HeapError, InitError, Kernel, KernelSourceError,
+    Comm, Context, DTYPES, FreedError, HeapError, InitError, Kernel, KernelSourceError,
     NotInitializedError, PeerTensor, PgasError, SIGNAL_ADD, SIGNAL_SET, TEAM_NODE,
     TEAM_SAME_MYPE_NODE, TEAM_SHARED, TEAM_WORLD, Team, TeamError, Teams, Tensor,
     UnavailableError, WaitTimeoutError, alloc, allreduce, alltoall, atomic_add, atomic_and,

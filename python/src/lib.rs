@@ -24,6 +24,7 @@
 // Every public item is documented (docs are part of the feature).
 #![deny(missing_docs)]
 
+mod coll;
 mod device;
 mod dtype;
 mod errors;
@@ -51,6 +52,7 @@ fn pgas(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kernel::Kernel>()?;
     m.add_function(wrap_pyfunction!(kernel::kernel, m)?)?;
     ops::register(m)?;
+    coll::register(m)?;
     device::register(m)?;
     Ok(())
 }

@@ -54,6 +54,9 @@ pub(crate) struct State {
     /// The modules of Numba kernels readied for NVSHMEM (`CUlibrary` handles, `device.rs`),
     /// released before NVSHMEM finalizes.
     foreign: Mutex<Vec<usize>>,
+    /// The communicators of `pgas.Comm` (`coll.rs`), by id in creation order (the same on
+    /// every PE), with the last id given.
+    comms: Mutex<(u64, BTreeMap<u64, pgas::coll::Comm>)>,
     pub(crate) my_pe: usize,
     pub(crate) n_pes: usize,
     pub(crate) device: usize,
@@ -172,6 +175,51 @@ impl State {
         Ok(())
     }
 
+    /// Keeps a new communicator (made collectively, in the same order on every PE) and returns
+    /// its id.
+    pub(crate) fn insert_comm(&self, comm: pgas::coll::Comm) -> u64 {
+        let mut comms = lock(&self.comms);
+        comms.0 += 1;
+        let id = comms.0;
+        comms.1.insert(id, comm);
+        id
+    }
+
+    /// Runs `f` on communicator `id`, or raises `FreedError`.
+    pub(crate) fn with_comm<R>(
+        &self,
+        id: u64,
+        f: impl FnOnce(&mut pgas::coll::Comm) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let mut comms = lock(&self.comms);
+        let comm = comms
+            .1
+            .get_mut(&id)
+            .ok_or_else(|| freed(&format!("communicator {id}")))?;
+        f(comm)
+    }
+
+    /// Frees communicator `id` after the PEs agreed on it (collective: its flags and scratch
+    /// are symmetric memory).
+    pub(crate) fn free_comm(&self, id: u64) -> PyResult<()> {
+        let pgas = self.pgas()?;
+        if !lock(&self.comms).1.contains_key(&id) {
+            return Err(freed(&format!("communicator {id}")));
+        }
+        let all = self.agree(&pgas, [id, 0])?;
+        if all.iter().any(|pair| pair[0] != id) {
+            let ids: Vec<u64> = all.iter().map(|pair| pair[0]).collect();
+            return Err(CollectiveMismatchError::new_err(format!(
+                "Comm.free: the PEs freed different communicators (by PE: {ids:?}); free them in \
+                 the same order on every PE; nothing was freed on any PE"
+            )));
+        }
+        let comm = lock(&self.comms).1.remove(&id);
+        // The collective frees, outside the lock.
+        drop(comm);
+        Ok(())
+    }
+
     /// Notes a Numba module readied for NVSHMEM (`device.rs`).
     pub(crate) fn foreign_readied(&self, library: usize) {
         lock(&self.foreign).push(library);
@@ -211,6 +259,10 @@ impl State {
                 "finalize: {msg}; nothing was finalized on any PE"
             )));
         }
+        // The communicators first, in creation order (each frees symmetric memory, collectively),
+        // and with them their handles on the runtime.
+        let comms = std::mem::take(&mut lock(&self.comms).1);
+        drop(comms);
         let entries = std::mem::take(&mut self.registry().entries);
         // Imported views first (no collective), then the allocations in allocation order:
         // the same order on every PE, so each collective free meets its peers.
@@ -377,6 +429,7 @@ pub(crate) fn init(
             agree: Mutex::new(Some((gathered, own))),
             staging: Mutex::new(None),
             foreign: Mutex::new(Vec::new()),
+            comms: Mutex::new((0, BTreeMap::new())),
             registry: Mutex::new(Registry::default()),
             pgas: Mutex::new(Some(pgas)),
         })

@@ -150,6 +150,7 @@ def test_calls_before_init_raise_not_initialized():
         lambda: pgas.barrier(pgas.TEAM_WORLD),
         lambda: pgas.TEAM_WORLD.n_pes(),
         lambda: pgas.team_split_strided(pgas.TEAM_WORLD, 0, 1, 1),
+        lambda: pgas.Comm(pgas.TEAM_WORLD),
     ):
         with pytest.raises(pgas.NotInitializedError, match="pgas.init"):
             call()

@@ -651,6 +651,66 @@ def test_kernel_from_a_string():
     free(x, src, dst, sig)
 
 
+def test_comm_collectives():
+    # pgas's own collectives (pgas::coll) through pgas.Comm: each algorithm by name, checked.
+    comm = pgas.Comm(pgas.TEAM_WORLD)
+    assert comm.n_pes() == N and comm.rank() == ME
+    names = ("auto", "low_latency", "one_shot", "two_shot") if N > 1 else ("auto",)
+    n = 4096
+    base = torch.arange(n, device=DEV) % 7
+    for dtype, op in (("float32", "sum"), ("int32", "max"), ("bfloat16", "sum")):
+        want = base * N + N * (N - 1) // 2 if op == "sum" else base + N - 1
+        src, dst = pgas.alloc(n, dtype), pgas.alloc(n, dtype)
+        view(src).copy_(base + ME)
+        torch.cuda.synchronize()
+        for algorithm in names:
+            view(dst).zero_()
+            torch.cuda.synchronize()
+            used = comm.all_reduce(dst, src, op, algorithm=algorithm)
+            torch.cuda.synchronize()
+            assert algorithm == "auto" or used == algorithm, (algorithm, used)
+            got = view(dst).to(torch.float64)
+            assert bool((got == want.to(torch.float64)).all()), (dtype, algorithm, got[:8].tolist())
+        # In place, on torch's stream.
+        used = comm.all_reduce(src, src, op, stream=torch.cuda.current_stream())
+        torch.cuda.synchronize()
+        assert bool((view(src).to(torch.float64) == want.to(torch.float64)).all()), (dtype, used)
+        free(src, dst)
+    # Reduce-scatter, all-gather, broadcast, all-to-all of int32 (exact), by Auto.
+    m = 1000
+    whole = pgas.alloc(N * m, "int32")
+    part = pgas.alloc(m, "int32")
+    view(whole).copy_(torch.arange(N * m, device=DEV, dtype=torch.int32) + 1000 * ME)
+    torch.cuda.synchronize()
+    comm.reduce_scatter(part, whole, "sum")
+    torch.cuda.synchronize()
+    k = torch.arange(m, device=DEV, dtype=torch.int64) + ME * m
+    assert bool((view(part).to(torch.int64) == k * N + 1000 * N * (N - 1) // 2).all())
+    comm.all_gather(whole, part)
+    torch.cuda.synchronize()
+    j = torch.arange(N * m, device=DEV, dtype=torch.int64)
+    assert bool((view(whole).to(torch.int64) == j * N + 1000 * N * (N - 1) // 2).all())
+    out = pgas.alloc(N * m, "int32")
+    view(whole).copy_(torch.arange(N * m, device=DEV, dtype=torch.int32) + 1000 * ME)
+    torch.cuda.synchronize()
+    comm.broadcast(out, whole, N - 1)
+    torch.cuda.synchronize()
+    assert bool((view(out).to(torch.int64) == j + 1000 * (N - 1)).all())
+    comm.all_to_all(out, whole)
+    torch.cuda.synchronize()
+    # Chunk r of `out` is chunk ME of rank r's `whole`.
+    r = j // m
+    assert bool((view(out).to(torch.int64) == ME * m + j % m + 1000 * r).all())
+    raises(pgas.ArgumentError, lambda: comm.all_reduce(out, part), "length mismatch")
+    raises(pgas.ArgumentError, lambda: comm.all_gather(whole, part, algorithm="sideways"),
+           "unknown algorithm", "one_shot")
+    raises(pgas.ArgumentError, lambda: comm.reduce_scatter(part, whole, algorithm="one_shot"),
+           "Algorithm::Auto")
+    comm.free()
+    raises(pgas.FreedError, lambda: comm.all_gather(whole, part), "communicator")
+    free(whole, part, out)
+
+
 def test_zz_finalize():
     t = pgas.alloc(8)
     x = view(t)

@@ -51,7 +51,7 @@ impl<'a> Call<'a> {
 
     /// The stream the operation goes on: the caller's, else pgas's (where the runtime's plain
     /// forms issue, so `x_on(call.stream(), ..)` is `x(..)` without `stream=`).
-    pub(super) fn stream(&self) -> &'a CudaStream {
+    pub(crate) fn stream(&self) -> &'a CudaStream {
         self.user.unwrap_or(self.pgas.stream())
     }
 }
@@ -82,9 +82,49 @@ pub(crate) fn run<R: Send>(
 }
 
 /// The error of an operation given tensors of two dtypes.
-pub(super) fn dtype_mismatch(op: &str, a: &Tensor, b: &Tensor) -> PyErr {
+pub(crate) fn dtype_mismatch(op: &str, a: &Tensor, b: &Tensor) -> PyErr {
     misuse(format!(
         "{op}: dst is {} and src is {}; {op} takes tensors of one dtype",
         a.dtype, b.dtype
     ))
+}
+
+/// `len` elements of symmetric memory at `ptr` that the call keeps alive: a registry tensor (for
+/// the collectives that take the destination as `&mut`, where the registry lends it as `&`) or
+/// the staging buffer.
+pub(crate) struct Region<T> {
+    ptr: u64,
+    len: usize,
+    _elem: std::marker::PhantomData<T>,
+}
+
+impl<T> Region<T> {
+    /// # Safety
+    /// `ptr..ptr + len` elements is symmetric memory, live on every PE while the region is used.
+    pub(crate) unsafe fn new(ptr: u64, len: usize) -> Region<T> {
+        Region {
+            ptr,
+            len,
+            _elem: std::marker::PhantomData,
+        }
+    }
+
+    /// The whole of `t`, which the call's registry holds.
+    pub(crate) fn of(t: &pgas_runtime::SymTensor<T>) -> Region<T>
+    where
+        T: cudarc::driver::DeviceRepr,
+    {
+        // SAFETY: a live symmetric tensor, borrowed from the registry for the call.
+        unsafe { Region::new(t.as_device_ptr(), t.len()) }
+    }
+}
+
+// SAFETY: `new`'s contract: symmetric memory of `len` elements, live while the region is used.
+unsafe impl<T> pgas_runtime::SymRegion<T> for Region<T> {
+    fn as_device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
 }

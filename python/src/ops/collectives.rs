@@ -4,14 +4,14 @@
 use pgas_runtime::{ReduceOp, Team as RtTeam};
 use pyo3::prelude::*;
 
-use super::call::{dtype_mismatch, run, Call};
+use super::call::{dtype_mismatch, run, Call, Region};
 use crate::dtype::{with_pair, with_tensor};
 use crate::errors::{misuse, to_py};
 use crate::team::Team;
 use crate::tensor::Tensor;
 
 /// A reduction operator: `"sum"`, `"prod"`, `"min"`, `"max"`, `"and"`, `"or"`, `"xor"`.
-fn reduce_op_of(op: &str) -> PyResult<ReduceOp> {
+pub(crate) fn reduce_op_of(op: &str) -> PyResult<ReduceOp> {
     match op.to_ascii_lowercase().as_str() {
         "sum" => Ok(ReduceOp::Sum),
         "prod" => Ok(ReduceOp::Prod),
@@ -81,25 +81,6 @@ fn overlap(a: &Tensor, b: &Tensor) -> bool {
     a.ptr < end(b) && b.ptr < end(a)
 }
 
-/// `src`'s elements at `ptr` in the staging buffer: a region of the live staging allocation,
-/// which the call holds for as long as the region is used.
-struct Staged<T> {
-    ptr: u64,
-    len: usize,
-    _elem: std::marker::PhantomData<T>,
-}
-
-// SAFETY: `ptr..ptr + len` lies in the context's staging tensor (State::staging), a live
-// symmetric allocation at least that large on every PE, kept until the call returns.
-unsafe impl<T> pgas_runtime::SymRegion<T> for Staged<T> {
-    fn as_device_ptr(&self) -> u64 {
-        self.ptr
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-}
-
 /// An in-place `reduce` (`dst` and `src` share memory): NVSHMEM's reduction reads every PE's
 /// source while it writes the destinations, and in place it gave some elements reduced twice
 /// (NVSHMEM 3.4.5 on 4 PEs), so `src` is first copied, on the call's stream, to a symmetric
@@ -134,11 +115,9 @@ fn reduce_staged(
     })?;
     let d = call.tensor(dst)?;
     with_tensor!(d, d => {
-        let staged = Staged {
-            ptr: staging,
-            len: src.len(),
-            _elem: std::marker::PhantomData,
-        };
+        // SAFETY: the staging buffer, at least `bytes` long on every PE and kept while the
+        // call lasts.
+        let staged = unsafe { Region::new(staging, src.len()) };
         pgas.reduce_on(on, team, op, d, &staged).map_err(to_py)
     })?;
     team.sync_on(pgas, on).map_err(to_py)

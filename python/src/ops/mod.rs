@@ -16,7 +16,7 @@
 
 mod atomics;
 pub(crate) mod call;
-mod collectives;
+pub(crate) mod collectives;
 mod context;
 mod memory;
 mod rma;
