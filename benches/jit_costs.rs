@@ -226,6 +226,40 @@ fn cold(p: &Pgas, spec: &'static pgas::kernel::KernelSpec) -> BenchResult<f64> {
     Ok(s)
 }
 
+/// Reductions one timed launch of `reduce_loop` makes.
+const ROUNDS: u32 = 1000;
+
+/// Device time of one `reduce_block` of `n` f32 by one block of 512 threads on this PE, in us:
+/// `reduce_loop` (compiled by the cold compile above, with this run's `PGAS_JIT_LTO` and
+/// `PGAS_JIT_FAST_COMPILE`) making [`ROUNDS`] reductions a launch, median of 5 launches. So each
+/// run of the bench shows what its compile settings cost at run time beside what they save.
+fn reduce_us(p: &Pgas, n: usize) -> BenchResult<f64> {
+    let src = p.alloc_from(&vec![1.0f32; n])?;
+    let mut dst = p.alloc::<f32>(n)?;
+    let cfg = LaunchConfig::blocks(1, 512);
+    reduce_loop::launch(p, cfg, Team::WORLD, &mut dst, &src, 1)?;
+    p.stream().synchronize()?;
+    let mut us = Vec::new();
+    for _ in 0..5 {
+        let (r, s) = wall(|| -> BenchResult<()> {
+            reduce_loop::launch(p, cfg, Team::WORLD, &mut dst, &src, ROUNDS)?;
+            Ok(p.stream().synchronize()?)
+        });
+        r?;
+        us.push(s * 1e6 / f64::from(ROUNDS));
+    }
+    let got = dst.to_vec()?;
+    if got.iter().any(|&x| x != p.n_pes() as f32) {
+        return Err(format!(
+            "reduce_loop summed to {:?}, not {}",
+            &got[..4.min(n)],
+            p.n_pes()
+        )
+        .into());
+    }
+    Ok(median(&us))
+}
+
 fn main() -> BenchResult<()> {
     // Before the driver starts (the GPU check below starts it): a fresh cache directory, so the
     // first compile of each kernel is cold; and the CUDA driver's own compute cache off and
@@ -318,6 +352,22 @@ fn main() -> BenchResult<()> {
             }
         ),
     );
+    // What the collective kernel's compile settings cost when it runs.
+    let fast = std::env::var("PGAS_JIT_FAST_COMPILE").unwrap_or_else(|_| "0".to_owned());
+    for (n, name) in [
+        (16, "reduce_block_16_f32"),
+        (64 << 10, "reduce_block_64ki_f32"),
+    ] {
+        fig(
+            name,
+            reduce_us(&p, n)?,
+            "us",
+            &format!(
+                "{coll_mode}, PGAS_JIT_FAST_COMPILE={fast}; one reduce_block by 1 x 512 threads \
+                 (reduce_loop, {ROUNDS} a launch), median of 5 launches"
+            ),
+        );
+    }
     fig(
         "cold_compile_dsl_next_collective_kernel",
         next_kernels(&p, &reduce_loop_scaled::SPEC)?,
