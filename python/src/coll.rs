@@ -10,11 +10,12 @@
 use std::sync::Arc;
 
 use pgas::coll::{Algorithm, Comm as RtComm};
+use pgas_runtime::ReduceOp;
 use pyo3::prelude::*;
 
 use crate::dtype::{with_pair, with_tensor};
 use crate::errors::{misuse, to_py};
-use crate::ops::call::{dtype_mismatch, run, Call, Region};
+use crate::ops::call::{dtype_mismatch, run, Region};
 use crate::ops::collectives::reduce_op_of;
 use crate::state::{current, State};
 use crate::team::Team;
@@ -66,19 +67,64 @@ pub(crate) struct Comm {
     id: u64,
 }
 
+/// A collective of [`Comm`], with what it takes beside the tensors.
+#[derive(Clone, Copy)]
+enum Kind {
+    AllReduce(ReduceOp),
+    ReduceScatter(ReduceOp),
+    AllGather,
+    Broadcast(usize),
+    AllToAll,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::AllReduce(_) => "all_reduce",
+            Kind::ReduceScatter(_) => "reduce_scatter",
+            Kind::AllGather => "all_gather",
+            Kind::Broadcast(_) => "broadcast",
+            Kind::AllToAll => "all_to_all",
+        }
+    }
+}
+
 impl Comm {
-    /// Runs `f` with this communicator and the call's stream (`stream=` or pgas's), the GIL
-    /// released.
-    fn call<R: Send>(
+    /// Runs collective `kind` of `dst` and `src` by `algorithm` on `stream` (or pgas's), the
+    /// GIL released; returns the name of the algorithm used.
+    fn collective(
         &self,
         py: Python<'_>,
+        dst: &Tensor,
+        src: &Tensor,
+        kind: Kind,
+        algorithm: &str,
         stream: Option<&Bound<'_, PyAny>>,
-        f: impl FnOnce(&mut RtComm, &Call<'_>) -> PyResult<R> + Send,
-    ) -> PyResult<R> {
-        let state = self.state.clone();
-        let id = self.id;
+    ) -> PyResult<&'static str> {
+        let algorithm = algorithm_of(algorithm)?;
+        let in_place = dst.id == src.id && Arc::ptr_eq(&dst.state, &src.state);
+        let (state, id) = (self.state.clone(), self.id);
         run(py, stream, move |call| {
-            state.with_comm(id, |comm| f(comm, call))
+            state.with_comm(id, |comm| {
+                let how = algorithm.on(call.stream());
+                let (d, s) = (call.tensor(dst)?, call.tensor(src)?);
+                let used = match kind {
+                    Kind::AllReduce(op) if in_place => with_tensor!(d, d => {
+                        comm.all_reduce_in_place(&mut Region::of(d), op, how)
+                    }),
+                    _ => with_pair!(d, s, (d, s) => {
+                        let d = &mut Region::of(d);
+                        match kind {
+                            Kind::AllReduce(op) => comm.all_reduce(d, s, op, how),
+                            Kind::ReduceScatter(op) => comm.reduce_scatter(d, s, op, how),
+                            Kind::AllGather => comm.all_gather(d, s, how),
+                            Kind::Broadcast(root) => comm.broadcast(d, s, root, how),
+                            Kind::AllToAll => comm.all_to_all(d, s, how),
+                        }
+                    }, else return Err(dtype_mismatch(kind.name(), dst, src))),
+                };
+                used.map(name_of).map_err(to_py)
+            })
         })
     }
 }
@@ -117,20 +163,8 @@ impl Comm {
         algorithm: &str,
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
-        let (op, algorithm) = (reduce_op_of(op)?, algorithm_of(algorithm)?);
-        let in_place = dst.id == src.id && Arc::ptr_eq(&dst.state, &src.state);
-        let (dst, src): (&Tensor, &Tensor) = (&dst, &src);
-        self.call(py, stream, |comm, call| {
-            let how = algorithm.on(call.stream());
-            let (d, s) = (call.tensor(dst)?, call.tensor(src)?);
-            let used = if in_place {
-                with_tensor!(d, d => comm.all_reduce_in_place(&mut Region::of(d), op, how))
-            } else {
-                with_pair!(d, s, (d, s) => comm.all_reduce(&mut Region::of(d), s, op, how),
-                    else return Err(dtype_mismatch("all_reduce", dst, src)))
-            };
-            used.map(name_of).map_err(to_py)
-        })
+        let kind = Kind::AllReduce(reduce_op_of(op)?);
+        self.collective(py, &dst, &src, kind, algorithm, stream)
     }
 
     /// Reduce-scatter: team rank `r`'s `dst` gets the reduction of chunk `r` of every member's
@@ -145,16 +179,8 @@ impl Comm {
         algorithm: &str,
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
-        let (op, algorithm) = (reduce_op_of(op)?, algorithm_of(algorithm)?);
-        let (dst, src): (&Tensor, &Tensor) = (&dst, &src);
-        self.call(py, stream, |comm, call| {
-            let how = algorithm.on(call.stream());
-            let (d, s) = (call.tensor(dst)?, call.tensor(src)?);
-            with_pair!(d, s, (d, s) => comm.reduce_scatter(&mut Region::of(d), s, op, how),
-                else return Err(dtype_mismatch("reduce_scatter", dst, src)))
-            .map(name_of)
-            .map_err(to_py)
-        })
+        let kind = Kind::ReduceScatter(reduce_op_of(op)?);
+        self.collective(py, &dst, &src, kind, algorithm, stream)
     }
 
     /// All-gather: every member's `dst` gets every member's `src`, in team rank order.
@@ -167,16 +193,7 @@ impl Comm {
         algorithm: &str,
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
-        let algorithm = algorithm_of(algorithm)?;
-        let (dst, src): (&Tensor, &Tensor) = (&dst, &src);
-        self.call(py, stream, |comm, call| {
-            let how = algorithm.on(call.stream());
-            let (d, s) = (call.tensor(dst)?, call.tensor(src)?);
-            with_pair!(d, s, (d, s) => comm.all_gather(&mut Region::of(d), s, how),
-                else return Err(dtype_mismatch("all_gather", dst, src)))
-            .map(name_of)
-            .map_err(to_py)
-        })
+        self.collective(py, &dst, &src, Kind::AllGather, algorithm, stream)
     }
 
     /// Broadcast: every member's `dst` gets team rank `root`'s `src` (`dst` may be `src`).
@@ -191,16 +208,7 @@ impl Comm {
         algorithm: &str,
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
-        let algorithm = algorithm_of(algorithm)?;
-        let (dst, src): (&Tensor, &Tensor) = (&dst, &src);
-        self.call(py, stream, |comm, call| {
-            let how = algorithm.on(call.stream());
-            let (d, s) = (call.tensor(dst)?, call.tensor(src)?);
-            with_pair!(d, s, (d, s) => comm.broadcast(&mut Region::of(d), s, root, how),
-                else return Err(dtype_mismatch("broadcast", dst, src)))
-            .map(name_of)
-            .map_err(to_py)
-        })
+        self.collective(py, &dst, &src, Kind::Broadcast(root), algorithm, stream)
     }
 
     /// All-to-all: chunk `q` of team rank `r`'s `src` lands as chunk `r` of rank `q`'s `dst`.
@@ -213,16 +221,7 @@ impl Comm {
         algorithm: &str,
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
-        let algorithm = algorithm_of(algorithm)?;
-        let (dst, src): (&Tensor, &Tensor) = (&dst, &src);
-        self.call(py, stream, |comm, call| {
-            let how = algorithm.on(call.stream());
-            let (d, s) = (call.tensor(dst)?, call.tensor(src)?);
-            with_pair!(d, s, (d, s) => comm.all_to_all(&mut Region::of(d), s, how),
-                else return Err(dtype_mismatch("all_to_all", dst, src)))
-            .map(name_of)
-            .map_err(to_py)
-        })
+        self.collective(py, &dst, &src, Kind::AllToAll, algorithm, stream)
     }
 
     /// Frees the communicator's symmetric flags and scratch (collective over every PE, after

@@ -89,7 +89,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     /// The kernels a template defines: the `pub fn` names of `kernels/reducing.rs` or
-    /// `kernels/moving.rs` (each a `#[pgas_kernel]` of every type or size module).
+    /// `kernels/moving.rs` (each a kernel of every type or size module).
     fn defined(template: &str) -> BTreeSet<&str> {
         template
             .lines()

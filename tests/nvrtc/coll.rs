@@ -1,6 +1,12 @@
 //! Every specialization `pgas::coll` can launch (`coll::prewarm_all`: each algorithm, element
 //! type and reduction), compiled by NVRTC for sm_90 as the JIT would, as one program per prelude:
-//! no errors, no warnings.
+//! no errors, no warnings. Link-time (the JIT's default: NVRTC to LTO-IR, nvJitLink against the
+//! NVSHMEM library), every specialization, in one program per CPU; inline (`PGAS_JIT_LTO=off`, against NVSHMEM's headers),
+//! each kernel and type with its first reduction. The reductions of a kernel differ only in the
+//! comptime code `op`, which the front end checks the same way whatever its value (every branch
+//! is in the text); what differs after it, the code each value leaves, the link-time compile
+//! makes for every one. So the inline compile checks what the headers change, the front end, in
+//! a fifth of the time.
 
 use pgas_codegen::{batch, specialize, Prelude};
 
@@ -14,50 +20,85 @@ fn every_collective_specialization_compiles_without_warnings() {
     // low-latency), three all-to-alls (pushing, pulling, low-latency) and all-to-all-v of each
     // element size (1, 2, 4, 8 bytes).
     assert_eq!(list.len(), 7 * (8 * 7 + 4 * 4) + 4 * 10);
-    let mut by_prelude: Vec<(Prelude, Vec<String>)> = Vec::new();
+    // (source, kernel name) of every specialization, and of each kernel's first reduction (code
+    // 0, Sum) with every moving kernel.
+    let mut all: Vec<(String, String)> = Vec::new();
+    let mut first_ops: Vec<(String, String)> = Vec::new();
     for k in &list {
         let pairs: Vec<(&str, i128)> = k
             .spec
             .comptime_names()
             .zip(k.comptime.iter().copied())
             .collect();
-        let (src, _) = specialize(
+        let spec = specialize(
             k.spec.source(k.variant),
             k.spec.cuda_name,
             k.variant.as_str(),
             &pairs,
         );
-        let prelude = Prelude::of_source(&src).expect("a source starts with a prelude");
-        match by_prelude.iter_mut().find(|(p, _)| *p == prelude) {
-            Some((_, v)) => v.push(src),
-            None => by_prelude.push((prelude, vec![src])),
+        // Point-to-point only: the collectives use no NVSHMEM collective templates, so they
+        // compile fast.
+        assert_eq!(
+            Prelude::of_source(&spec.0),
+            Some(Prelude::P2p),
+            "{}: a collective kernel needs a heavier prelude than the point-to-point one",
+            spec.1
+        );
+        if k.comptime.iter().all(|&code| code == 0) {
+            first_ops.push(spec.clone());
         }
+        all.push(spec);
     }
-    // Point-to-point only: the collectives use no NVSHMEM collective templates, so they
-    // compile fast.
-    assert!(
-        by_prelude.iter().all(|(p, _)| *p == Prelude::P2p),
-        "a collective kernel needs a heavier prelude than the point-to-point one"
+    let program = |specs: &[(String, String)]| {
+        let refs: Vec<&str> = specs.iter().map(|(src, _)| src.as_str()).collect();
+        batch(Prelude::P2p.text(), &refs).expect("sources start with their prelude")
+    };
+    // The link-time compile in one program per CPU: most of its time is nvJitLink's, which
+    // runs in parallel (NVRTC's part does not: one compile at a time in a process, docs/jit.md).
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let parts: Vec<&[(String, String)]> = all.chunks(all.len().div_ceil(cpus)).collect();
+    let inline_program = program(&first_ops);
+    let linked_programs: Vec<String> = parts.iter().map(|p| program(p)).collect();
+    // The inline one at once, with `--Ofast-compile=max`, as tests/nvrtc/corpus.rs compiles: it
+    // changes the optimization, not what the front end accepts or warns about.
+    let mut options = tc.options((9, 0), &inline_program);
+    options.push("--Ofast-compile=max".to_owned());
+    let (inline, linked) = std::thread::scope(|s| {
+        let inline = s.spawn(|| tc.compile_with(&inline_program, "pgas_coll", (9, 0), &options));
+        let linked: Vec<_> = linked_programs
+            .iter()
+            .map(|p| s.spawn(|| tc.compile_program(None, p, "pgas_coll_linked", (9, 0))))
+            .collect();
+        let linked: Vec<_> = linked
+            .into_iter()
+            .map(|h| h.join().expect("a link-time compile's thread"))
+            .collect();
+        (inline.join().expect("the inline compile's thread"), linked)
+    });
+    assert!(tc.linker().is_some(), "scripts/deps.sh installs nvJitLink");
+    let inline = inline.unwrap_or_else(|e| panic!("NVRTC rejected the collectives: {e}"));
+    let mut images = vec![("inline", inline, &first_ops[..])];
+    for (out, part) in linked.into_iter().zip(parts) {
+        let out =
+            out.unwrap_or_else(|e| panic!("the link-time compile of the collectives failed: {e}"));
+        images.push(("linked", out, part));
+    }
+    for (what, out, specs) in &images {
+        assert_eq!(out.warnings().count(), 0, "{what}: warnings:\n{}", out.log);
+        let has = |name: &str| out.cubin.windows(name.len()).any(|w| w == name.as_bytes());
+        let missing: Vec<&str> = specs
+            .iter()
+            .map(|(_, name)| name.as_str())
+            .filter(|name| !has(name))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{what}: missing from the image: {missing:?}"
+        );
+    }
+    assert_eq!(
+        first_ops.len(),
+        7 * 12 + 4 * 10,
+        "one of each kernel and type"
     );
-    for (prelude, sources) in by_prelude {
-        let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
-        let program = batch(prelude.text(), &refs).expect("sources start with their prelude");
-        // Inline, and as the JIT compiles them by default (link-time, against the NVSHMEM
-        // library), at once: each is one single-threaded NVRTC program of minutes. The inline
-        // one with `--Ofast-compile=max`, as tests/nvrtc/corpus.rs compiles: it changes the
-        // optimization, not what the front end accepts or warns about.
-        let mut options = tc.options((9, 0), &program);
-        options.push("--Ofast-compile=max".to_owned());
-        let (out, linked) = std::thread::scope(|s| {
-            let inline = s.spawn(|| tc.compile_with(&program, "pgas_coll", (9, 0), &options));
-            let linked = tc.compile_program(None, &program, "pgas_coll_linked", (9, 0));
-            (inline.join().expect("the inline compile's thread"), linked)
-        });
-        let out = out.unwrap_or_else(|e| panic!("NVRTC rejected the collectives: {e}"));
-        assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
-        let linked = linked
-            .unwrap_or_else(|e| panic!("the link-time compile of the collectives failed: {e}"));
-        assert_eq!(linked.warnings().count(), 0, "warnings:\n{}", linked.log);
-        assert!(tc.linker().is_some(), "scripts/deps.sh installs nvJitLink");
-    }
 }
