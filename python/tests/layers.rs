@@ -10,6 +10,7 @@
 //! | 4 | `ops` | the module's functions |
 //! | 4 | `device` | the device API of Numba kernels: the library's wrappers, PTX, module readying |
 //! | 5 | `kernel` | `pgas.kernel`: kernels from a string, launched through `ops`' call |
+//! | 5 | `coll` | `pgas.Comm`: pgas's own collectives, called through `ops`' call |
 //!
 //! The root lists the modules and registers them with Python; nothing imports through it.
 
@@ -24,6 +25,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("team", 3),
     ("ops", 4),
     ("kernel", 5),
+    ("coll", 5),
     ("device", 4),
 ];
 

@@ -8,7 +8,7 @@
 //! makes for every one. So the inline compile checks what the headers change, the front end, in
 //! a fifth of the time.
 
-use pgas_codegen::{batch, specialize, Prelude};
+use pgas_codegen::{batch, Prelude};
 
 #[test]
 fn every_collective_specialization_compiles_without_warnings() {
@@ -25,25 +25,7 @@ fn every_collective_specialization_compiles_without_warnings() {
     let mut all: Vec<(String, String)> = Vec::new();
     let mut first_ops: Vec<(String, String)> = Vec::new();
     for k in &list {
-        let pairs: Vec<(&str, i128)> = k
-            .spec
-            .comptime_names()
-            .zip(k.comptime.iter().copied())
-            .collect();
-        let spec = specialize(
-            k.spec.source(k.variant),
-            k.spec.cuda_name,
-            k.variant.as_str(),
-            &pairs,
-        );
-        // Point-to-point only: the collectives use no NVSHMEM collective templates, so they
-        // compile fast.
-        assert_eq!(
-            Prelude::of_source(&spec.0),
-            Some(Prelude::P2p),
-            "{}: a collective kernel needs a heavier prelude than the point-to-point one",
-            spec.1
-        );
+        let spec = crate::p2p_source(k, k.variant);
         if k.comptime.iter().all(|&code| code == 0) {
             first_ops.push(spec.clone());
         }

@@ -15,9 +15,36 @@ mod jacobi;
 mod moe;
 mod multimem;
 
+use pgas::kernel::Variant;
+use pgas::launch::Prewarm;
+use pgas_codegen::{specialize, Prelude};
 use pgas_runtime::jit::Toolchain;
 
 /// The toolchain the JIT would discover, or a panic that says which variables to set.
 fn toolchain() -> Toolchain {
     Toolchain::discover().unwrap_or_else(|e| panic!("set PGAS_CUDA_HOME / PGAS_NVSHMEM_HOME: {e}"))
+}
+
+/// `k` in `variant` as the JIT compiles it: (source, kernel name). The library's launch lists
+/// hold point-to-point kernels only (no NVSHMEM collective templates, so they compile fast): a
+/// panic names one that needs a heavier prelude.
+fn p2p_source(k: &Prewarm<'_>, variant: Variant) -> (String, String) {
+    let pairs: Vec<(&str, i128)> = k
+        .spec
+        .comptime_names()
+        .zip(k.comptime.iter().copied())
+        .collect();
+    let spec = specialize(
+        k.spec.source(variant),
+        k.spec.cuda_name,
+        variant.as_str(),
+        &pairs,
+    );
+    assert_eq!(
+        Prelude::of_source(&spec.0),
+        Some(Prelude::P2p),
+        "{}: a heavier prelude than the point-to-point one",
+        spec.1
+    );
+    spec
 }

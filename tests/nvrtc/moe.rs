@@ -6,7 +6,7 @@
 //! link-time against the NVSHMEM library as the JIT does by default.
 
 use pgas::kernel::Variant;
-use pgas_codegen::{batch, specialize, Prelude};
+use pgas_codegen::{batch, Prelude};
 
 #[test]
 fn every_moe_kernel_compiles_without_warnings() {
@@ -17,18 +17,8 @@ fn every_moe_kernel_compiles_without_warnings() {
         let list = pgas::ops::moe::prewarm_list(&comptime);
         assert_eq!(list.len(), kernels);
         for k in &list {
-            let pairs: Vec<(&str, i128)> = k
-                .spec
-                .comptime_names()
-                .zip(k.comptime.iter().copied())
-                .collect();
             for variant in [Variant::Plain, Variant::Checked] {
-                let source = k.spec.source(variant);
-                let (src, _) = specialize(source, k.spec.cuda_name, variant.as_str(), &pairs);
-                // Point-to-point only: no NVSHMEM collective templates, so they compile fast.
-                let prelude = Prelude::of_source(&src);
-                assert_eq!(prelude, Some(Prelude::P2p), "{}", k.spec.cuda_name);
-                sources.push(src);
+                sources.push(crate::p2p_source(k, variant).0);
             }
         }
     }
@@ -36,20 +26,7 @@ fn every_moe_kernel_compiles_without_warnings() {
     for kn in [[8, 2], [1, 1]] {
         for variant in [Variant::Plain, Variant::Checked] {
             for k in pgas::ops::moe::ll_prewarm_list(&kn, variant) {
-                let pairs: Vec<(&str, i128)> = k
-                    .spec
-                    .comptime_names()
-                    .zip(k.comptime.iter().copied())
-                    .collect();
-                let source = k.spec.source(variant);
-                let (src, _) = specialize(source, k.spec.cuda_name, variant.as_str(), &pairs);
-                assert_eq!(
-                    Prelude::of_source(&src),
-                    Some(Prelude::P2p),
-                    "{}",
-                    k.spec.cuda_name
-                );
-                sources.push(src);
+                sources.push(crate::p2p_source(&k, variant).0);
             }
         }
     }
