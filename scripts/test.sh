@@ -44,6 +44,29 @@ if ! have_tools; then
   fi
 fi
 
+# The python step's venv and test packages (see that step), installed from here on in the
+# background: downloads and unpacking beside the Rust steps. Where `python3 -m venv` fails here
+# (no python3-venv yet), the step makes the venv after scripts/build-wheel.sh installed it.
+# Numba-CUDA and the NVVM, NVRTC and nvJitLink of CUDA 13.0 (pgas's NVRTC's) are for
+# test_numba_cpu.py: Numba kernels calling pgas.device.numba compiled and linked with no GPU.
+py_pkgs=(pytest mypy numba-cuda==0.30.4 numpy==2.2.6 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88
+  nvidia-nvjitlink==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-nvrtc==13.0.88)
+pytmp=$(mktemp -d)
+# At exit, what runs in the background is stopped and the temporary files go.
+cleanup() {
+  for pid in "${next_pid:-}" "${py_pid:-}"; do
+    if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi
+  done
+  rm -rf "$pytmp"
+}
+trap cleanup EXIT
+py_venv() {
+  python3 -m venv "$pytmp/venv" &&
+    "$pytmp/venv/bin/python" -m pip install -q --disable-pip-version-check "${py_pkgs[@]}"
+}
+py_venv >"$pytmp/venv.log" 2>&1 &
+py_pid=$!
+
 step "fmt: cargo fmt --all --check"
 cargo fmt --all --check
 step "clippy: cargo clippy --workspace --all-targets --all-features -- -D warnings"
@@ -51,13 +74,8 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 step "doc: RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --all-features --no-deps"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
 step "test: build (cargo test --workspace --all-features --no-run)"
-build_json=$(mktemp)
-next_log=$(mktemp)
-cleanup() {
-  if [ -n "${next_pid:-}" ]; then kill "$next_pid" 2>/dev/null || true; fi
-  rm -rf "$build_json" "$next_log" "${pytmp:-}"
-}
-trap cleanup EXIT
+build_json="$pytmp/build.json"
+next_log="$pytmp/nvshmem-3.8.log"
 cargo test --workspace --all-features --no-run --message-format=json-render-diagnostics >"$build_json"
 # The NVRTC tests' executable (tests/nvrtc), for the 3.8 run below.
 nvrtc_bin=$(python3 -c '
@@ -87,14 +105,16 @@ cargo test --workspace --all-features "$@"
 # (mypy's stubtest) and the package's Python code type-checked (mypy). `python3 -m venv` is
 # detected by running it (scripts/build-wheel.sh installs Debian's python3-venv when missing).
 step "python: the wheel (scripts/build-wheel.sh) into a fresh venv, pytest python/tests/test_cpu*.py, stubtest, mypy"
-pytmp=$(mktemp -d)
 wheel=$(scripts/build-wheel.sh "$pytmp/wheel" dev)
-python3 -m venv "$pytmp/venv"
-# Numba-CUDA and the NVVM, NVRTC and nvJitLink of CUDA 13.0 (pgas's NVRTC's), for
-# test_numba_cpu.py: Numba kernels calling pgas.device.numba compiled and linked with no GPU.
-numba_cpu=(numba-cuda==0.30.4 numpy==2.2.6 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88
-  nvidia-nvjitlink==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-nvrtc==13.0.88)
-"$pytmp/venv/bin/python" -m pip install -q --disable-pip-version-check pytest mypy "$wheel" "${numba_cpu[@]}"
+if ! wait "$py_pid"; then
+  # The venv could not be made in the background (its log says why): here, once build-wheel.sh
+  # has installed python3-venv where it was missing.
+  cat "$pytmp/venv.log" >&2
+  rm -rf "$pytmp/venv"
+  py_venv
+fi
+py_pid=
+"$pytmp/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel"
 # From another folder, so that the installed package is what `import pgas` finds.
 tests="$PWD/python/tests"
 (cd "$pytmp" && "$pytmp/venv/bin/python" -m pytest -q -p no:cacheprovider "$tests/test_cpu.py" "$tests/test_nvshmem_cpu.py" "$tests/test_kernel_cpu.py" "$tests/test_numba_cpu.py")
