@@ -976,6 +976,7 @@ pub static INTRINSICS: &[Intrinsic] = &[
     unary_math("sqrt", "sqrt{T}({0})", "Square root."),
     unary_math("rsqrt", "rsqrt{T}({0})", "Reciprocal square root."),
     unary_math("exp", "exp{T}({0})", "e^x."),
+    unary_math("exp2", "exp2{T}({0})", "2^x (an online softmax in base 2 folds log2(e) into its scale)."),
     unary_math("ln", "log{T}({0})", "Natural logarithm."),
     unary_math("log2", "log2{T}({0})", "Base-2 logarithm."),
     unary_math("sin", "sin{T}({0})", "Sine."),

@@ -14,7 +14,8 @@ fn math_f32(x: &mut SymTensor<f32>) {
     let d = v.abs() + abs(v) + v.min(1.0) + min(v, 2.0) + v.max(0.5) + max(v, -1.0);
     let e = v.floor() + floor(v) + v.ceil() + ceil(v) + v.recip() + recip(v);
     let f = v.powf(2.5) + powf(v, 0.5) + v.powi(3) + powi(v, -2) + v.mul_add(2.0, 1.0) + mul_add(v, v, v);
-    x[i] = a + b + c + d + e + f;
+    let g = v.exp2() + exp2(v);
+    x[i] = a + b + c + d + e + f + g;
 }
 
 #[pgas_kernel]
@@ -26,7 +27,7 @@ fn math_f64(x: &mut CudaSlice<f64>) {
     let v = x[i];
     let a = v.sqrt() + rsqrt(v) + v.exp() + ln(v) + v.log2() + sin(v);
     let b = v.cos() + tanh(v) + v.abs() + min(v, 3.0) + v.max(1.0) + floor(v);
-    let c = v.ceil() + recip(v) + v.powf(1.5) + powi(v, 2) + v.mul_add(0.5, 0.25);
+    let c = v.ceil() + recip(v) + v.powf(1.5) + powi(v, 2) + v.mul_add(0.5, 0.25) + exp2(v);
     x[i] = a + b + c;
 }
 

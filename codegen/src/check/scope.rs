@@ -122,6 +122,8 @@ const RESERVED: &[&str] = &[
     "rsqrtf",
     "exp",
     "expf",
+    "exp2",
+    "exp2f",
     "log",
     "logf",
     "log2",
