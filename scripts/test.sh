@@ -44,9 +44,9 @@ if ! have_tools; then
   fi
 fi
 
-# The python step's venv and test packages (see that step), installed from here on in the
-# background: downloads and unpacking beside the Rust steps. Where `python3 -m venv` fails here
-# (no python3-venv yet), the step makes the venv after scripts/build-wheel.sh installed it.
+# The python step's venv and test packages (see that step), installed in the background from
+# after clippy on: downloads and unpacking beside the Rust steps. Where `python3 -m venv` fails
+# there (no python3-venv yet), the step makes the venv after scripts/build-wheel.sh installed it.
 # Numba-CUDA and the NVVM, NVRTC and nvJitLink of CUDA 13.0 (pgas's NVRTC's) are for
 # test_numba_cpu.py: Numba kernels calling pgas.device.numba compiled and linked with no GPU.
 py_pkgs=(pytest mypy numba-cuda==0.30.4 numpy==2.2.6 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88
@@ -64,13 +64,14 @@ py_venv() {
   python3 -m venv "$pytmp/venv" &&
     "$pytmp/venv/bin/python" -m pip install -q --disable-pip-version-check "${py_pkgs[@]}"
 }
-py_venv >"$pytmp/venv.log" 2>&1 &
-py_pid=$!
 
 step "fmt: cargo fmt --all --check"
 cargo fmt --all --check
 step "clippy: cargo clippy --workspace --all-targets --all-features -- -D warnings"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
+# After clippy, whose checks it slowed by a fifth when it ran beside them (unpacking the wheels).
+py_venv >"$pytmp/venv.log" 2>&1 &
+py_pid=$!
 step "doc: RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --all-features --no-deps"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
 step "test: build (cargo test --workspace --all-features --no-run)"
