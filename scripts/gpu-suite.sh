@@ -22,7 +22,7 @@
 # the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
 # a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
-# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|jit]
+# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8]
 #   suite:    only `pgas doctor`, the GPU test suite (4, 2, 1 PEs) and the differential test: for
 #             a second NVSHMEM version (see .device/nvshmem.tar.xz below).
 #   faults:   only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
@@ -44,19 +44,16 @@
 #             on 4 PEs; GPUs shared under CUDA MPS where there are fewer), each PE's host and
 #             GPU memory at the start, once warm and at the end; one device call each
 #             (PGAS_SOAK_CALLS: another number of calls, for a shorter look at the memory).
-#   jit:      only `pgas doctor` and jit_costs (1 PE) at each PGAS_JIT_FAST_COMPILE level (unset,
-#             min, mid, max), each cold: what a collective kernel's compile costs against what its
-#             reduce_block then takes (issue 50's cold NVSHMEM collectives).
 #   pe8:      only `pgas doctor`, the GPU test suite on 8 PEs and the differential test on 8 PEs
 #             (4,000 calls), one PE a GPU on 8 GPUs, else sharing the GPUs present under CUDA MPS:
 #             correctness on a full node's PE count (issue 49) on any machine.
 # The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
 # benchmarks (dsl_vs_cuda, jit_costs, gemm) and the faults part; four calls cover everything.
 set -uo pipefail
-outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|jit]}"
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8]}"
 only="${2:-all}"
-case "$only" in all | suite | faults | sanitize | coll | fused | soak2 | soak4 | python | pe8 | jit) ;; *)
-  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|jit] (not '$only')" >&2
+case "$only" in all | suite | faults | sanitize | coll | fused | soak2 | soak4 | python | pe8) ;; *)
+  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8] (not '$only')" >&2
   exit 2
   ;;
 esac
@@ -416,16 +413,6 @@ differential() {
     note "SKIP differential $n PE (${gpus} GPU and no CUDA MPS daemon to share one)"
   fi
 }
-
-# The JIT's cold compile of a kernel with an NVSHMEM collective at each --Ofast-compile level,
-# with the device time of its reduce_block (benches/jit_costs.rs), one cold process each.
-if [ "$only" = jit ]; then
-  for level in "" min mid max; do
-    step "jit_costs PGAS_JIT_FAST_COMPILE=${level:-unset}" bench.log 120 env ${level:+PGAS_JIT_FAST_COMPILE=$level} "$bin/jit_costs"
-    verdict "jit_costs PGAS_JIT_FAST_COMPILE=${level:-unset}" "$(figures | brief 'dsl_collective|next_collective|reduce_block')"
-  done
-  finish
-fi
 
 # Eight PEs: the suite, then the differential test (results checked as on fewer PEs).
 if [ "$only" = pe8 ]; then
