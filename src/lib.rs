@@ -34,6 +34,7 @@
 // The collectives in `coll` are `#[pgas_kernel]`s, whose expansion names `::pgas`.
 extern crate self as pgas;
 
+pub mod attention;
 pub mod coll;
 pub mod gemm;
 pub mod ops;

@@ -4,15 +4,22 @@
 //! | layer | modules | holds |
 //! | --- | --- | --- |
 //! | 0 | `gemm`, `coll` | the Hopper GEMM, the collectives |
-//! | 1 | `ops` | fused operations, on the GEMM and the collectives |
-//! | 2 | `bin` | the `pgas` and `pgas-run` programs |
+//! | 1 | `attention` | the Hopper attention (its test inputs are the GEMM's) |
+//! | 2 | `ops` | fused operations, on the GEMM, the attention and the collectives |
+//! | 3 | `bin` | the `pgas` and `pgas-run` programs |
 //!
 //! The root re-exports the runtime, so `crate::Pgas` names no file here: only paths to this
 //! crate's own modules count.
 
 use std::path::Path;
 
-const LAYERS: &[(&str, u32)] = &[("gemm", 0), ("coll", 0), ("ops", 1), ("bin", 2)];
+const LAYERS: &[(&str, u32)] = &[
+    ("gemm", 0),
+    ("coll", 0),
+    ("attention", 1),
+    ("ops", 2),
+    ("bin", 3),
+];
 
 #[test]
 fn the_libraries_only_import_downwards_and_have_no_loops() {

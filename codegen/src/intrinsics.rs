@@ -253,6 +253,16 @@ pub enum Arg {
         /// Rows of the operand (64 for A, N for B).
         rows: u32,
     },
+    /// `&x[i]` of a shared buffer of 16-bit `T` holding an MN-major wgmma B operand (K rows of
+    /// N elements, N contiguous) as the copy engine leaves it in `n / 64` tiles of 64 columns
+    /// with a 128-byte swizzle, the tiles argument `chunk`'s elements apart: at a 16-row K step
+    /// (a 1024-byte-aligned row) of the first tile. Passed as a matrix descriptor.
+    WgTileMn {
+        /// Columns of the operand (N).
+        n: u32,
+        /// The argument holding the elements between two 64-column tiles.
+        chunk: usize,
+    },
     /// `&mut acc[i]` of a `frag_c` array: `n` accumulators from `i` on, the registers of a
     /// wgmma `m64nNk16` or `m64nNk32` result (`N = 8 n`).
     WgAcc {
@@ -312,7 +322,10 @@ impl Arg {
             Arg::Mbar { mutable: true } | Arg::TmaDst(_) | Arg::WgAcc { .. } => {
                 format!("&mut {name}[i]")
             }
-            Arg::Mbar { mutable: false } | Arg::WgTile { .. } | Arg::AccIn { .. } => {
+            Arg::Mbar { mutable: false }
+            | Arg::WgTile { .. }
+            | Arg::WgTileMn { .. }
+            | Arg::AccIn { .. } => {
                 format!("&{name}[i]")
             }
             Arg::Map => format!("{name}: &TensorMap<T>"),
@@ -1228,6 +1241,15 @@ pub static INTRINSICS: &[Intrinsic] = &[
     row("wgmma_m64n256k32", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 32 }), ("a", A::WgTile { rows: 64 }), ("b", A::WgTile { rows: 256 })],
         R::Unit, S::Warpgroup, FP8, "pgas_wgmma_m64n256k32_{T}({0}, pgas_wgmma_desc({1}), pgas_wgmma_desc({2}))", N::None, false,
         "`wgmma_m64n64k32` with N = 256: `acc[i..i + 32]`, `b` 256 rows."),
+    row("wgmma_m64n64k16_rs", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 8 }), ("p", A::AccIn { n: 2 }), ("b", A::WgTileMn { n: 64, chunk: 3 }), ("chunk", A::Exact(Scalar::U32))],
+        R::Unit, S::Warpgroup, HALF16, "pgas_wgmma_m64n64k16_rs_{T}({0}, {1}, pgas_wgmma_desc_mn({2}, {3}))", N::None, false,
+        "`acc[i..i + 8] += P * b` by the warpgroup with A from registers (`wgmma.mma_async` m64n64k16, A in registers, B transposed): P is the 64 x 16 tile held as the accumulators `p[j]` and `p[j + 1]` of an earlier `wgmma` (columns 0..8 and 8..16), rounded to `T`, so the probabilities of an attention's `S = Q K^T` feed `P V` without leaving registers; `b` is 16 rows of K by N = 64 columns, MN-major (N contiguous, as a `[K][N]` row-major tensor such as V is), at the K step's row of a 128-byte-swizzled tile of 64 columns; `chunk` is the elements between two such tiles (for N > 64). Asynchronous, as `wgmma_m64n64k16`."),
+    row("wgmma_m64n128k16_rs", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 16 }), ("p", A::AccIn { n: 2 }), ("b", A::WgTileMn { n: 128, chunk: 3 }), ("chunk", A::Exact(Scalar::U32))],
+        R::Unit, S::Warpgroup, HALF16, "pgas_wgmma_m64n128k16_rs_{T}({0}, {1}, pgas_wgmma_desc_mn({2}, {3}))", N::None, false,
+        "`wgmma_m64n64k16_rs` with N = 128: `acc[i..i + 16]`, `b` two tiles of 64 columns, `chunk` elements apart."),
+    row("wgmma_m64n256k16_rs", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 32 }), ("p", A::AccIn { n: 2 }), ("b", A::WgTileMn { n: 256, chunk: 3 }), ("chunk", A::Exact(Scalar::U32))],
+        R::Unit, S::Warpgroup, HALF16, "pgas_wgmma_m64n256k16_rs_{T}({0}, {1}, pgas_wgmma_desc_mn({2}, {3}))", N::None, false,
+        "`wgmma_m64n64k16_rs` with N = 256: `acc[i..i + 32]`, `b` four tiles of 64 columns, `chunk` elements apart."),
     // Thread-block clusters, multicast, register reallocation (sm_90a).
     row("cluster_ctarank", G::Cluster, F::Free, &[], U32, S::Thread, NONE, "pgas_cluster_ctarank()", N::None, false,
         "This block's rank in its thread-block cluster, 0 .. `cluster_nctarank()` (`%cluster_ctarank`); 0 without clusters. Launch in clusters with `LaunchConfig::with_cluster`."),

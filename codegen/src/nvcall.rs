@@ -192,6 +192,7 @@ fn param_type(kind: Arg, c: &str) -> Option<String> {
         | Arg::TmaSrc(_)
         | Arg::TmaDst(_)
         | Arg::WgTile { .. }
+        | Arg::WgTileMn { .. }
         | Arg::WgAcc { .. }
         | Arg::AccIn { .. } => return None,
     })

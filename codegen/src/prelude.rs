@@ -705,6 +705,9 @@ pub fn sm90_support() -> String {
         for (k, t) in WGMMA_TYPES {
             s.push_str(&wgmma_helper(n, k, t));
         }
+        for t in ["bf16", "f16"] {
+            s.push_str(&wgmma_rs_helper(n, t));
+        }
     }
     s
 }
@@ -731,6 +734,37 @@ fn wgmma_helper(n: u32, k: u32, t: &str) -> String {
         list.join(", "),
         regs,
         regs + 1,
+        outs.join(", ")
+    )
+}
+
+/// `pgas_wgmma_m64n{n}k16_rs_{t}(acc, p, desc_b)`: `acc += P B` with A from registers, the
+/// 64 x 16 tile the accumulators `p[0]` and `p[1]` hold (an earlier wgmma's result, whose
+/// fragment layout is A's register layout), each pair of values rounded and packed to `t`, and
+/// B MN-major in shared memory (the last immediate transposes it). PTX reads the A registers
+/// asynchronously too: they are this helper's locals, which the compiler keeps until the
+/// `wgmma_wait` that ends the batch.
+fn wgmma_rs_helper(n: u32, t: &str) -> String {
+    let regs = n / 2;
+    let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    let outs: Vec<String> = (0..regs)
+        .map(|i| format!("\"+f\"(c[{}].x[{}])", i / 4, i % 4))
+        .collect();
+    format!(
+        "__device__ __forceinline__ void pgas_wgmma_m64n{n}k16_rs_{t}(pgas_frag_c *c, const pgas_frag_c *p, uint64_t db) {{
+    const uint32_t a0 = pgas_pack2_{t}(p[0].x[0], p[0].x[1]), a1 = pgas_pack2_{t}(p[0].x[2], p[0].x[3]);
+    const uint32_t a2 = pgas_pack2_{t}(p[1].x[0], p[1].x[1]), a3 = pgas_pack2_{t}(p[1].x[2], p[1].x[3]);
+    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{}}}, {{%{}, %{}, %{}, %{}}}, %{}, p, 1, 1, 1; }}\"
+                 : {}
+                 : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(db));
+}}
+",
+        list.join(", "),
+        regs,
+        regs + 1,
+        regs + 2,
+        regs + 3,
+        regs + 4,
         outs.join(", ")
     )
 }
@@ -789,6 +823,24 @@ __device__ __forceinline__ void pgas_tma_load_2d(void *dst, const pgas_tensor_ma
 __device__ __forceinline__ uint64_t pgas_wgmma_desc(const void *smem) {
     const uint64_t addr = pgas_smem_addr(smem);
     return ((addr & 0x3ffff) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+// The same for an MN-major operand (N contiguous) in tiles of 64 columns as the copy engine
+// writes them with a 128-byte swizzle: 8-row atoms 1024 bytes apart along K (the stride), the
+// tiles `chunk` elements apart along N (the leading offset); a K step of 16 moves 16 rows.
+__device__ __forceinline__ uint64_t pgas_wgmma_desc_mn(const void *smem, uint32_t chunk) {
+    const uint64_t addr = pgas_smem_addr(smem);
+    const uint64_t lead = ((uint64_t)chunk * 2u >> 4) & 0x3fff;
+    return ((addr & 0x3ffff) >> 4) | (lead << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+// Two floats rounded to a 16-bit type, packed into a register (the first in the low half): a
+// wgmma A operand register.
+__device__ __forceinline__ uint32_t pgas_pack2_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+__device__ __forceinline__ uint32_t pgas_pack2_f16(float lo, float hi) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
 }
 __device__ __forceinline__ void pgas_wgmma_fence() {
     asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");
@@ -969,6 +1021,19 @@ template <typename T> __device__ __forceinline__ T *pgas_check_wgmma_tile(T *bas
     }
     if (addr % 1024 >= 128 || addr % 32 != 0) {
         printf(\"%s:%d: a wgmma operand starts at row 0 of a 1024-byte-aligned swizzled tile, at a K offset of a multiple of 32 bytes (16 elements of 16 bits, 32 of FP8); shared address %u is not\\n\", PGAS_RUST_FILE, line, addr);
+        __trap();
+    }
+    return base + i;
+}
+template <typename T> __device__ __forceinline__ T *pgas_check_wgmma_tile_mn(T *base, size_t i, unsigned long long len, unsigned n, uint32_t chunk, int line) {
+    const uint32_t addr = pgas_smem_addr(base + i);
+    const unsigned long long need = (unsigned long long)(n / 64 - 1) * chunk + 16 * 64;
+    if (i >= len || len - i < need) {
+        printf(\"%s:%d: wgmma operand out of bounds: %u tiles of 64 columns, %u elements apart, 16 rows each, from element %llu of a buffer of len %llu\\n\", PGAS_RUST_FILE, line, n / 64, chunk, (unsigned long long)i, len);
+        __trap();
+    }
+    if (addr % 1024 != 0 || (n > 64 && (chunk * 2u) % 1024 != 0)) {
+        printf(\"%s:%d: an MN-major wgmma operand starts at a 1024-byte-aligned row of a swizzled tile, its tiles a multiple of 1024 bytes apart; shared address %u, %u elements apart, are not\\n\", PGAS_RUST_FILE, line, addr, chunk);
         __trap();
     }
     return base + i;

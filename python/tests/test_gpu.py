@@ -525,6 +525,8 @@ def test_reduce_in_place():
         x.copy_(torch.arange(1000, device=DEV) % 7 + ME)
         torch.cuda.synchronize()
         pgas.reduce(pgas.TEAM_WORLD, t, t, op)
+        # The reduction runs on pgas's stream, the check on torch's.
+        torch.cuda.synchronize()
         base = torch.arange(1000, device=DEV) % 7
         want = base * N + N * (N - 1) // 2 if op == "sum" else base + N - 1
         assert bool((x.to(torch.float64) == want.to(torch.float64)).all()), (dtype, x[:8].tolist())
@@ -701,14 +703,16 @@ def test_comm_collectives():
     # Chunk r of `out` is chunk ME of rank r's `whole`.
     r = j // m
     assert bool((view(out).to(torch.int64) == ME * m + j % m + 1000 * r).all())
-    raises(pgas.ArgumentError, lambda: comm.all_reduce(out, part), "length mismatch")
+    # One element more than `part` on any number of PEs (`out` is `part`'s length on 1 PE).
+    odd = pgas.alloc(m + 1, "int32")
+    raises(pgas.ArgumentError, lambda: comm.all_reduce(odd, part), "length mismatch")
     raises(pgas.ArgumentError, lambda: comm.all_gather(whole, part, algorithm="sideways"),
            "unknown algorithm", "one_shot")
     raises(pgas.ArgumentError, lambda: comm.reduce_scatter(part, whole, algorithm="one_shot"),
            "Algorithm::Auto")
     comm.free()
     raises(pgas.FreedError, lambda: comm.all_gather(whole, part), "communicator")
-    free(whole, part, out)
+    free(whole, part, out, odd)
 
 
 def test_zz_finalize():

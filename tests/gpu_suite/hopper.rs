@@ -7,7 +7,9 @@
 //! On a GPU below compute capability 9.0 the cases check that the launch is refused.
 
 use crate::kernels::fp8::wgmma_tile_e4m3;
-use crate::kernels::hopper::{wgmma_from_thread_stores, wgmma_ktiles_f16, wgmma_tile_bf16};
+use crate::kernels::hopper::{
+    wgmma_from_thread_stores, wgmma_ktiles_f16, wgmma_rs_pv, wgmma_tile_bf16,
+};
 use crate::runner::{case, Case};
 use crate::util::{self, check_eq, ensure, CaseResult};
 use pgas::kernel::KernelSpec;
@@ -26,6 +28,10 @@ pub const CASES: &[Case] = &[
     case("hopper/tensor_map_refuses_bad_tiles", bad_tiles_case),
     case("hopper/wgmma_m64n64k32_e4m3_tma", wgmma_e4m3_case),
     case("hopper/wgmma_m64n256k32_e5m2_2_ktiles_tma", wgmma_e5m2_case),
+    case(
+        "hopper/wgmma_m64nNk16_rs_registers_times_mn_major",
+        wgmma_rs_case,
+    ),
 ];
 
 /// None: compiled at first launch (sm_90a), so a suite on an older GPU still prewarms the rest.
@@ -201,6 +207,42 @@ fn thread_stores_case(p: &Pgas) -> CaseResult {
         &s.clone_dtoh(&dc)?,
         &matmul_bt(&a, &bt, 64, 64, 64),
     )
+}
+
+/// S = A Btᵀ, then S V with S from registers and V MN-major, for N = 64, 128 and 256. A and Bt
+/// hold -1, 0 and 1, so S (|S| <= 64) is exact in bf16 and the products are exact in f32.
+fn wgmma_rs_case(p: &Pgas) -> CaseResult {
+    let unit = |i: usize, salt: usize| ((i * 5 + salt * 3) % 3) as f32 - 1.0;
+    let a: Vec<f32> = (0..4096).map(|i| unit(i, 1)).collect();
+    let bt: Vec<f32> = (0..4096).map(|i| unit(i / 3, 2)).collect();
+    let sm = matmul_bt(&a, &bt, 64, 64, 64);
+    let s = p.stream();
+    let bf = |v: &[f32]| v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>();
+    let (da, dbt) = (s.clone_htod(&bf(&a))?, s.clone_htod(&bf(&bt))?);
+    let am = TensorMap::tiled_2d(s, &da, tile(64, 64, 64))?;
+    let bm = TensorMap::tiled_2d(s, &dbt, tile(64, 64, 64))?;
+    for n in [64usize, 128, 256] {
+        let v: Vec<f32> = (0..64 * n).map(|i| small(i, n)).collect();
+        let dv = s.clone_htod(&bf(&v))?;
+        let vm = TensorMap::tiled_2d(s, &dv, tile(64, n, 64))?;
+        let mut dout = s.alloc_zeros::<f32>(64 * n)?;
+        let cfg = LaunchConfig::blocks(1, 128).with_shared_mem(((8192 + n * 64) * 2 + 8) as u32);
+        let launch =
+            |dout: &mut CudaSlice<f32>| wgmma_rs_pv::launch(p, cfg, dout, &am, &bm, &vm, n as u32);
+        if !hopper_or_refused(p, || launch(&mut dout))? {
+            return Ok(());
+        }
+        launch(&mut dout)?;
+        util::settle(p)?;
+        // O = S V, V row-major 64 x n: (n x 64)ᵀ as matmul_bt takes it.
+        let vt: Vec<f32> = (0..n * 64).map(|i| v[(i % 64) * n + i / 64]).collect();
+        check_eq(
+            &format!("S V with S from registers, V MN-major, N = {n}"),
+            &s.clone_dtoh(&dout)?,
+            &matmul_bt(&sm, &vt, 64, 64, n),
+        )?;
+    }
+    Ok(())
 }
 
 /// A 128-byte-swizzled tile of 128 FP8 columns (128 bytes a row).

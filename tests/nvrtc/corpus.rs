@@ -42,6 +42,7 @@ const CORPUS_DIRS: &[&str] = &[
     "src/ops/allreduce_rmsnorm",
     "src/ops/matmul_reduce_scatter",
     "src/gemm",
+    "src/attention",
 ];
 
 /// The library's kernel files that other NVRTC tests compile, with the specializations they

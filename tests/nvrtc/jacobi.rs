@@ -19,31 +19,6 @@ fn fused_spec(form: Fused) -> &'static KernelSpec {
     }
 }
 
-/// ptxas's report for `kernel` in `log`: (registers, bytes of spill stores).
-fn report(log: &str, kernel: &str) -> (u32, u32) {
-    let mut lines = log
-        .lines()
-        .skip_while(|l| !l.contains(&format!("'{kernel}'")));
-    let mut regs = None;
-    let mut spill = None;
-    for l in lines.by_ref().take(4) {
-        if let Some(i) = l.find("bytes spill stores") {
-            let n = l[..i].split_whitespace().last().unwrap_or("");
-            spill = n.parse().ok();
-        }
-        if let Some(i) = l.find("Used ") {
-            regs = l[i + 5..]
-                .split_whitespace()
-                .next()
-                .and_then(|n| n.parse().ok());
-        }
-    }
-    match (regs, spill) {
-        (Some(r), Some(s)) => (r, s),
-        _ => panic!("no ptxas report for {kernel} in:\n{log}"),
-    }
-}
-
 #[test]
 fn every_jacobi_form_compiles_without_warnings() {
     let tc = crate::toolchain();
@@ -87,7 +62,7 @@ fn every_jacobi_form_compiles_without_warnings() {
     assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
     let mut bad = Vec::new();
     for (name, variant, what, spec) in &names {
-        let (regs, spill) = report(&out.log, name);
+        let (regs, spill) = crate::ptxas_report(&out.log, name);
         println!("{what} {variant:?}: {regs} registers, {spill} bytes spilled");
         let half = std::ptr::eq(*spec, &jacobi::jacobi_fused_512::SPEC);
         if half && *variant == Variant::Plain && spill > 0 {

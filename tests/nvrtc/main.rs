@@ -8,7 +8,9 @@
 //! - [`coll`]: every specialization `pgas::coll` can launch.
 //! - [`moe`], [`jacobi`]: the fused operations whose launches need more than sample values.
 //! - [`multimem`]: the runtime's own multicast write.
+//! - [`attention`]: every specialization `pgas::attention` launches, with ptxas's spill counts.
 
+mod attention;
 mod coll;
 mod corpus;
 mod jacobi;
@@ -47,4 +49,29 @@ fn p2p_source(k: &Prewarm<'_>, variant: Variant) -> (String, String) {
         spec.1
     );
     spec
+}
+
+/// ptxas's report for `kernel` in `log`: (registers, bytes of spill stores).
+pub(crate) fn ptxas_report(log: &str, kernel: &str) -> (u32, u32) {
+    let mut lines = log
+        .lines()
+        .skip_while(|l| !l.contains(&format!("entry function '{kernel}'")));
+    let mut regs = None;
+    let mut spill = None;
+    for l in lines.by_ref().take(4) {
+        if let Some(i) = l.find("bytes spill stores") {
+            let n = l[..i].split_whitespace().last().unwrap_or("");
+            spill = n.parse().ok();
+        }
+        if let Some(i) = l.find("Used ") {
+            regs = l[i + 5..]
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse().ok());
+        }
+    }
+    match (regs, spill) {
+        (Some(r), Some(s)) => (r, s),
+        _ => panic!("no ptxas report for {kernel} in:\n{log}"),
+    }
 }

@@ -125,6 +125,7 @@ impl Checker<'_> {
                     | Arg::TmaSrc(_)
                     | Arg::TmaDst(_)
                     | Arg::WgTile { .. }
+                    | Arg::WgTileMn { .. }
                     | Arg::WgAcc { .. }
                     | Arg::AccIn { .. }
             ) {

@@ -250,7 +250,7 @@ fn checked_as(kind: Arg) -> Arg {
             space: Space::Shared,
             mutable: false,
         },
-        Arg::WgTile { .. } => Arg::Bytes16 {
+        Arg::WgTile { .. } | Arg::WgTileMn { .. } => Arg::Bytes16 {
             space: Space::Shared,
             mutable: false,
         },

@@ -132,6 +132,7 @@ impl Emitter {
                 | Arg::TmaDst(_)
                 | Arg::TmaSrc(_)
                 | Arg::WgTile { .. }
+                | Arg::WgTileMn { .. }
                 | Arg::WgAcc { .. }
                 | Arg::AccIn { .. }),
             ) => (self.elem_address(kind, a, args, line), String::new()),
@@ -198,6 +199,10 @@ impl Emitter {
             }
             Arg::WgTile { rows } => {
                 format!("pgas_check_wgmma_tile({bp}, {i}, {bl}, {rows}, {line})")
+            }
+            Arg::WgTileMn { n, chunk } => {
+                let chunk = args.get(chunk).map(|c| self.expr(c)).unwrap_or_default();
+                format!("pgas_check_wgmma_tile_mn({bp}, {i}, {bl}, {n}, {chunk}, {line})")
             }
             _ => unreachable!("elem_address takes element-address kinds only"),
         }

@@ -225,6 +225,20 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
         unsafe { Self::encode(remote as sys::CUdeviceptr, sym.len(), tile, writable) }
     }
 
+    /// [`TensorMap::tiled_2d`] whose last tile along the rows may run past the tensor's end
+    /// (`box_rows` need not divide `rows`): the copy engine fills the rows past it with zeros.
+    /// For kernels that mask those rows themselves, as attention does over sequences of any
+    /// length; `box_cols` still divides `cols`.
+    pub fn tiled_2d_ragged(
+        stream: &CudaStream,
+        slice: &'a CudaSlice<T>,
+        tile: Tile2d,
+    ) -> Result<TensorMap<'a, T>> {
+        let (ptr, _sync) = slice.device_ptr(stream);
+        // SAFETY: the pointer names `slice.len()` elements that live as long as `'a`.
+        unsafe { Self::encode_rows(ptr, slice.len(), tile, false, Rows::Ragged) }
+    }
+
     /// A map of `len` elements at the device address `ptr`: for memory that a kernel also takes
     /// by `&mut` while the copy engine reads it through the map (a gathered buffer that peers'
     /// `put_signal`s fill as the kernel's TMA loads consume the parts already signalled), which a
@@ -254,7 +268,22 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
         tile: Tile2d,
         writable: bool,
     ) -> Result<TensorMap<'a, T>> {
-        check(ptr, len, std::mem::size_of::<T>(), &tile)?;
+        // SAFETY: the caller's contract.
+        unsafe { Self::encode_rows(ptr, len, tile, writable, Rows::Whole) }
+    }
+
+    /// [`TensorMap::encode`], the rows' rule given.
+    ///
+    /// # Safety
+    /// As [`TensorMap::encode`].
+    unsafe fn encode_rows(
+        ptr: sys::CUdeviceptr,
+        len: usize,
+        tile: Tile2d,
+        writable: bool,
+        rows: Rows,
+    ) -> Result<TensorMap<'a, T>> {
+        check(ptr, len, std::mem::size_of::<T>(), &tile, rows)?;
         let elem = std::mem::size_of::<T>();
         let dims = [tile.cols as u64, tile.rows as u64];
         let strides = [(tile.cols * elem) as u64];
@@ -325,9 +354,17 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
     }
 }
 
+/// Whether a map's tiles must divide the tensor's rows: most kernels have no edge handling
+/// (whole tiles), attention masks the rows past the end (ragged).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rows {
+    Whole,
+    Ragged,
+}
+
 /// The rules of `cuTensorMapEncodeTiled` and of the kernels that read the tiles, for a tensor of
 /// `len` elements of `elem` bytes at `ptr`.
-fn check(ptr: u64, len: usize, elem: usize, t: &Tile2d) -> Result<()> {
+fn check(ptr: u64, len: usize, elem: usize, t: &Tile2d, rows: Rows) -> Result<()> {
     let bad = |reason: String| Err(Error::TensorMap { reason });
     if t.rows == 0 || t.cols == 0 || t.rows.checked_mul(t.cols) != Some(len) {
         return bad(format!(
@@ -346,7 +383,7 @@ fn check(ptr: u64, len: usize, elem: usize, t: &Tile2d) -> Result<()> {
                 "{what} = {b}: a tile dimension is 1..={MAX_BOX} elements"
             ));
         }
-        if n % b != 0 {
+        if n % b != 0 && !(what == "box_rows" && rows == Rows::Ragged) {
             return bad(format!(
                 "{what} = {b} does not divide the tensor's {n}: every tile must be whole"
             ));
@@ -431,6 +468,7 @@ mod tests {
             4096 * 4096,
             2,
             &tile(4096, 4096, 128, 64, Swizzle::B128),
+            Rows::Whole,
         )
         .unwrap();
     }
@@ -442,16 +480,35 @@ mod tests {
             500 * 64,
             2,
             &tile(500, 64, 128, 64, Swizzle::B128),
+            Rows::Whole,
         ));
         assert!(
             r.contains("box_rows = 128 does not divide the tensor's 500"),
             "{r}"
         );
+        // Ragged rows (attention's maps): the last tile may run past the end, columns may not.
+        check(
+            0x1000,
+            500 * 64,
+            2,
+            &tile(500, 64, 128, 64, Swizzle::B128),
+            Rows::Ragged,
+        )
+        .unwrap();
+        let r = reason(check(
+            0x1000,
+            500 * 96,
+            2,
+            &tile(500, 96, 128, 64, Swizzle::B128),
+            Rows::Ragged,
+        ));
+        assert!(r.contains("box_cols = 64 does not divide"), "{r}");
         let r = reason(check(
             0x1000,
             4096,
             2,
             &tile(64, 64, 64, 128, Swizzle::B128),
+            Rows::Whole,
         ));
         assert!(r.contains("box_cols = 128 does not divide"), "{r}");
         let r = reason(check(
@@ -459,6 +516,7 @@ mod tests {
             256 * 128,
             2,
             &tile(256, 128, 64, 128, Swizzle::B128),
+            Rows::Whole,
         ));
         assert!(r.contains("longer than the 128-byte swizzle"), "{r}");
         let r = reason(check(
@@ -466,6 +524,7 @@ mod tests {
             512 * 512,
             2,
             &tile(512, 512, 512, 64, Swizzle::B128),
+            Rows::Whole,
         ));
         assert!(r.contains("1..=256"), "{r}");
         let r = reason(check(
@@ -473,6 +532,7 @@ mod tests {
             64 * 64,
             2,
             &tile(64, 64, 64, 64, Swizzle::B128),
+            Rows::Whole,
         ));
         assert!(r.contains("not 16-byte aligned"), "{r}");
         let r = reason(check(
@@ -480,9 +540,16 @@ mod tests {
             12 * 64,
             2,
             &tile(64, 12, 64, 12, Swizzle::None),
+            Rows::Whole,
         ));
         assert!(r.contains("multiple of 16 bytes"), "{r}");
-        let r = reason(check(0x1000, 100, 2, &tile(64, 64, 64, 64, Swizzle::B128)));
+        let r = reason(check(
+            0x1000,
+            100,
+            2,
+            &tile(64, 64, 64, 64, Swizzle::B128),
+            Rows::Whole,
+        ));
         assert!(
             r.contains("needs 4096 elements, but the buffer has 100"),
             "{r}"

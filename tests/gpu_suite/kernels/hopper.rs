@@ -153,3 +153,64 @@ fn wgmma_n256_two_warpgroups(c: &mut CudaSlice<f32>, a_map: &TensorMap<bf16>, b_
         }
     }
 }
+
+/// The two matmuls of attention in one warpgroup: S (64 x 64, f32) = A Btᵀ as in
+/// `wgmma_tile_bf16`, then O (64 x `n`) = S V with S fed from registers (each value rounded to
+/// bf16: `wgmma_m64nNk16_rs`) and V (64 x `n`, row-major, so MN-major for the product) fetched
+/// by the copy engine in `n / 64` tiles of 64 x 64, 4096 elements apart.
+#[pgas_kernel(max_threads = 128)]
+pub fn wgmma_rs_pv(
+    o: &mut CudaSlice<f32>,
+    a_map: &TensorMap<bf16>,
+    b_map: &TensorMap<bf16>,
+    v_map: &TensorMap<bf16>,
+    #[comptime] n: u32,
+) {
+    let smem = dyn_shared::<bf16>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    let nw = n as usize;
+    // A and Bt (4096 elements each), V's tiles from element 8192, then the mbarrier.
+    let bar = (8192 + nw * 64) / 4;
+    if t == 0 {
+        mbarrier_init(&mut bars[bar], 1);
+    }
+    sync_threads();
+    if t == 0 {
+        mbarrier_arrive_expect_tx(&mut bars[bar], ((8192 + nw * 64) * 2) as u32);
+        tma_load_2d(&mut smem[0], a_map, &mut bars[bar], 0, 0);
+        tma_load_2d(&mut smem[4096], b_map, &mut bars[bar], 0, 0);
+        for c in 0..nw / 64 {
+            tma_load_2d(&mut smem[8192 + c * 4096], v_map, &mut bars[bar], (c * 64) as i32, 0);
+        }
+    }
+    mbarrier_wait(&bars[bar], 0);
+    let mut s = frag_c::<f32, 8>();
+    wgmma_fence();
+    for ks in 0..4 {
+        wgmma_m64n64k16(&mut s[0], &smem[ks * 16], &smem[4096 + ks * 16]);
+    }
+    wgmma_commit();
+    wgmma_wait(0);
+    let mut acc = frag_c::<f32, 32>();
+    wgmma_fence();
+    // K step kk: columns 16 kk.. of S (fragments 2 kk and 2 kk + 1), rows 16 kk.. of V.
+    for kk in 0..4 {
+        if n == 256 {
+            wgmma_m64n256k16_rs(&mut acc[0], &s[2 * kk], &smem[8192 + kk * 1024], 4096);
+        } else if n == 128 {
+            wgmma_m64n128k16_rs(&mut acc[0], &s[2 * kk], &smem[8192 + kk * 1024], 4096);
+        } else {
+            wgmma_m64n64k16_rs(&mut acc[0], &s[2 * kk], &smem[8192 + kk * 1024], 4096);
+        }
+    }
+    wgmma_commit();
+    wgmma_wait(0);
+    let lane = lane_id() as usize;
+    let r = warp_id() as usize * 16 + lane / 4;
+    for ni in 0..nw / 8 {
+        for j in 0..4 {
+            o[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, nw)] = acc[ni][j];
+        }
+    }
+}

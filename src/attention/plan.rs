@@ -1,0 +1,298 @@
+//! The host side of [`super::kernel::attention_fwd_sm90`]: a batch's sequences, the checks
+//! before a launch, the specialization a head dim gets, and the launch.
+
+use super::kernel::{attention_fwd_sm90, BM, THREADS};
+use crate::prelude::*;
+
+/// What an attention call computes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttentionParams {
+    /// Query heads.
+    pub heads_q: usize,
+    /// Key and value heads: `heads_q` (multi-head), a divisor of it (grouped-query: query head
+    /// `h` reads key head `h / (heads_q / heads_kv)`) or 1 (multi-query).
+    pub heads_kv: usize,
+    /// Elements of a head: 64, 128 or 256.
+    pub head_dim: usize,
+    /// Whether query `i` of a sequence sees only the keys up to `i + len_k - len_q` (causal,
+    /// aligned to the end of the sequence as FlashAttention does; with equal lengths, key `i`).
+    pub causal: bool,
+    /// The softmax scale: `None` for `1 / sqrt(head_dim)`.
+    pub scale: Option<f32>,
+}
+
+/// The kernel's comptime choices for a head dim: keys per tile and ring slots, as many as the
+/// accumulators' registers and 227 KiB of shared memory allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttentionConfig {
+    /// Keys per K/V tile: 128, or 64 for head dim 256 (whose O takes 128 registers a thread).
+    pub bn: u32,
+    /// Slots of the K/V ring.
+    pub stages: u32,
+}
+
+impl AttentionConfig {
+    /// The specialization for `head_dim` (64, 128 or 256).
+    pub fn for_head_dim(head_dim: usize) -> AttentionConfig {
+        match head_dim {
+            256 => AttentionConfig { bn: 64, stages: 2 },
+            128 => AttentionConfig { bn: 128, stages: 2 },
+            _ => AttentionConfig { bn: 128, stages: 3 },
+        }
+    }
+
+    /// Dynamic shared memory a block needs: Q's tile, the ring of K and V tiles, the mbarriers.
+    pub fn shared_bytes(&self, head_dim: usize) -> u32 {
+        let elems = BM * head_dim + self.stages as usize * 2 * head_dim * self.bn as usize;
+        (elems * 2 + 8 * (1 + 2 * self.stages as usize)) as u32
+    }
+}
+
+/// A batch of sequences planned for attention: their lengths on the host (for the checks, the
+/// grid and the FLOP count) and their cumulative offsets on the GPU (for the kernel). Build it
+/// once per batch layout and run it on any tensors of that layout.
+pub struct Attention {
+    params: AttentionParams,
+    cfg: AttentionConfig,
+    lens: Vec<(usize, usize)>,
+    cu_q: CudaSlice<u32>,
+    cu_k: CudaSlice<u32>,
+}
+
+fn refuse<T>(reason: String) -> crate::Result<T> {
+    Err(crate::Error::launch(
+        "attention_fwd_sm90",
+        crate::LaunchCause::Unsupported(reason),
+    ))
+}
+
+impl Attention {
+    /// `batch` sequences of `len_q` queries and `len_k` keys each.
+    pub fn fixed(
+        pgas: &Pgas,
+        params: AttentionParams,
+        batch: usize,
+        (len_q, len_k): (usize, usize),
+    ) -> crate::Result<Attention> {
+        Attention::varlen(pgas, params, &vec![len_q; batch], &vec![len_k; batch])
+    }
+
+    /// Sequences of their own lengths, packed one after another: sequence `b` is the next
+    /// `lens_q[b]` tokens of Q and O and the next `lens_k[b]` of K and V.
+    pub fn varlen(
+        pgas: &Pgas,
+        params: AttentionParams,
+        lens_q: &[usize],
+        lens_k: &[usize],
+    ) -> crate::Result<Attention> {
+        if let Some(why) = params_error(&params) {
+            return refuse(why);
+        }
+        if lens_q.is_empty() || lens_q.len() != lens_k.len() {
+            return refuse(format!(
+                "{} query lengths and {} key lengths: one of each per sequence, at least one \
+                 sequence",
+                lens_q.len(),
+                lens_k.len()
+            ));
+        }
+        let cumulative = |lens: &[usize]| -> Option<Vec<u32>> {
+            let mut at = 0u32;
+            let mut out = vec![0u32];
+            for &n in lens {
+                at = at.checked_add(u32::try_from(n).ok()?)?;
+                out.push(at);
+            }
+            Some(out)
+        };
+        let (Some(cq), Some(ck)) = (cumulative(lens_q), cumulative(lens_k)) else {
+            return refuse("more than 2^32 - 1 tokens in the batch".to_string());
+        };
+        let stream = pgas.stream();
+        Ok(Attention {
+            params,
+            cfg: AttentionConfig::for_head_dim(params.head_dim),
+            lens: lens_q.iter().copied().zip(lens_k.iter().copied()).collect(),
+            cu_q: stream.clone_htod(&cq)?,
+            cu_k: stream.clone_htod(&ck)?,
+        })
+    }
+
+    /// Tokens of Q (and O) and of K (and V) over the batch.
+    pub fn tokens(&self) -> (usize, usize) {
+        self.lens
+            .iter()
+            .fold((0, 0), |(a, b), (q, k)| (a + q, b + k))
+    }
+
+    /// The multiply-adds' floating-point operations of one call, counted as FlashAttention
+    /// does: `4 d` for each (query, visible key) pair of each query head.
+    pub fn flops(&self) -> f64 {
+        let pairs: f64 = self
+            .lens
+            .iter()
+            .map(|&(q, k)| visible_pairs(q, k, self.params.causal))
+            .sum();
+        4.0 * pairs * (self.params.head_dim * self.params.heads_q) as f64
+    }
+
+    /// `O = softmax(scale Q Kᵀ) V` for every sequence and query head, and the log-sum-exp of
+    /// each row (natural log; -1e30 for a row that sees no key), on the pgas stream. Q and O are
+    /// `[tokens_q][heads_q][head_dim]` bf16, K and V `[tokens_k][heads_kv][head_dim]`, LSE
+    /// `[tokens_q][heads_q]` f32. `checked` runs the variant that checks every index. Needs
+    /// sm_90a (H100, H200).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        pgas: &Pgas,
+        o: &mut CudaSlice<bf16>,
+        lse: &mut CudaSlice<f32>,
+        q: &CudaSlice<bf16>,
+        k: &CudaSlice<bf16>,
+        v: &CudaSlice<bf16>,
+        checked: bool,
+    ) -> crate::Result<()> {
+        let p = &self.params;
+        let (tq, tk) = self.tokens();
+        let (d, hq, hkv) = (p.head_dim, p.heads_q, p.heads_kv);
+        for (what, len, want) in [
+            ("Q", q.len(), tq * hq * d),
+            ("O", o.len(), tq * hq * d),
+            ("K", k.len(), tk * hkv * d),
+            ("V", v.len(), tk * hkv * d),
+            ("LSE", lse.len(), tq * hq),
+        ] {
+            if len != want {
+                return refuse(format!(
+                    "{what} has {len} elements where the batch's {tq} query and {tk} key tokens, \
+                     {hq} query and {hkv} key heads of {d} need {want}"
+                ));
+            }
+        }
+        let max_q = self.lens.iter().map(|l| l.0).max().unwrap_or(0);
+        if tq == 0 || max_q == 0 {
+            return Ok(());
+        }
+        let stream = pgas.stream();
+        let bn = self.cfg.bn as usize;
+        let map = |rows: usize, heads: usize, box_rows: usize| Tile2d {
+            rows,
+            cols: heads * d,
+            box_rows,
+            box_cols: 64,
+            swizzle: Swizzle::B128,
+        };
+        let q_map = TensorMap::tiled_2d_ragged(stream, q, map(tq, hq, BM))?;
+        // A batch whose keys are all empty still passes a map; the kernel loads no tile of it.
+        let k_rows = tk.max(1);
+        let k_map = TensorMap::tiled_2d_ragged(stream, k, map(k_rows, hkv, bn));
+        let v_map = TensorMap::tiled_2d_ragged(stream, v, map(k_rows, hkv, bn));
+        let (k_map, v_map) = match (k_map, v_map) {
+            (Ok(km), Ok(vm)) => (km, vm),
+            (Err(e), _) | (_, Err(e)) => return Err(e),
+        };
+        let launch = LaunchConfig {
+            grid: (max_q.div_ceil(BM) as u32, hq as u32, self.lens.len() as u32),
+            ..LaunchConfig::blocks(1, THREADS).with_shared_mem(self.cfg.shared_bytes(d))
+        };
+        let scale = p.scale.unwrap_or(1.0 / (d as f32).sqrt()) * std::f32::consts::LOG2_E;
+        let (group, cfg) = (hq / hkv, self.cfg);
+        if checked {
+            attention_fwd_sm90::launch(
+                pgas, launch, o, lse, &q_map, &k_map, &v_map, &self.cu_q, &self.cu_k, hq, group,
+                scale, d as u32, cfg.bn, cfg.stages, p.causal,
+            )
+        } else {
+            // SAFETY: every buffer holds exactly what the batch's lengths and heads need
+            // (checked above) and the offsets were built from those lengths, so every index the
+            // kernel forms is in bounds; the maps' rows past the end read as zeros.
+            unsafe {
+                attention_fwd_sm90::launch_unchecked(
+                    pgas, launch, o, lse, &q_map, &k_map, &v_map, &self.cu_q, &self.cu_k, hq,
+                    group, scale, d as u32, cfg.bn, cfg.stages, p.causal,
+                )
+            }
+        }
+    }
+}
+
+/// Why `params` cannot run, if it cannot.
+fn params_error(p: &AttentionParams) -> Option<String> {
+    if ![64, 128, 256].contains(&p.head_dim) {
+        return Some(format!(
+            "head dim {}: the kernel takes 64, 128 or 256",
+            p.head_dim
+        ));
+    }
+    if p.heads_q == 0 || p.heads_kv == 0 || !p.heads_q.is_multiple_of(p.heads_kv) {
+        return Some(format!(
+            "{} query heads and {} key heads: the key heads must divide the query heads \
+             (equal, grouped-query, or 1 for multi-query)",
+            p.heads_q, p.heads_kv
+        ));
+    }
+    match p.scale {
+        Some(s) if !s.is_finite() || s <= 0.0 => {
+            Some(format!("softmax scale {s}: a finite positive number"))
+        }
+        _ => None,
+    }
+}
+
+/// (query, key) pairs that take part in a sequence of `q` queries and `k` keys.
+fn visible_pairs(q: usize, k: usize, causal: bool) -> f64 {
+    if !causal {
+        return (q * k) as f64;
+    }
+    // Query i sees keys 0..=i + k - q, clamped to 0..k.
+    (0..q)
+        .map(|i| ((i + k) as i64 - q as i64 + 1).clamp(0, k as i64) as f64)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(d: usize, hq: usize, hkv: usize) -> AttentionParams {
+        AttentionParams {
+            heads_q: hq,
+            heads_kv: hkv,
+            head_dim: d,
+            causal: false,
+            scale: None,
+        }
+    }
+
+    #[test]
+    fn every_head_dim_fits_shared_memory() {
+        for d in [64, 128, 256] {
+            let bytes = AttentionConfig::for_head_dim(d).shared_bytes(d);
+            assert!(bytes <= 227 * 1024, "head dim {d}: {bytes} bytes");
+        }
+    }
+
+    #[test]
+    fn unsupported_params_are_named() {
+        assert_eq!(params_error(&params(128, 32, 8)), None);
+        let e = params_error(&params(96, 8, 8)).unwrap();
+        assert!(e.contains("64, 128 or 256"), "{e}");
+        let e = params_error(&params(64, 12, 8)).unwrap();
+        assert!(e.contains("must divide the query heads"), "{e}");
+        let bad = AttentionParams {
+            scale: Some(f32::NAN),
+            ..params(64, 8, 8)
+        };
+        assert!(params_error(&bad).unwrap().contains("finite positive"));
+    }
+
+    #[test]
+    fn causal_pairs_are_counted_from_the_end() {
+        assert_eq!(visible_pairs(4, 4, false), 16.0);
+        assert_eq!(visible_pairs(4, 4, true), 10.0);
+        // Two queries at the end of six keys: they see 5 and 6.
+        assert_eq!(visible_pairs(2, 6, true), 11.0);
+        // More queries than keys: the first two see none.
+        assert_eq!(visible_pairs(4, 2, true), 3.0);
+    }
+}

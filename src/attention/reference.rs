@@ -1,0 +1,78 @@
+//! A plain attention in f32 on the GPU, one thread a (query, head), for checking
+//! [`super::Attention`] at shapes a host reference would take minutes over; and the inputs that
+//! tests and the benchmark share.
+
+use crate::prelude::*;
+
+/// One thread per query token and head: that row's attention in f32 from the same bf16 Q, K
+/// and V and the same layouts as `attention_fwd_sm90`, in two passes over the row's visible keys
+/// (the maximum score, then the sum and the weighted values). `seq_of[t]` is the sequence of
+/// query token `t`; `scale` is the softmax scale (natural base). Writes O in f32 and the
+/// log-sum-exp (-1e30 for a row that sees no key).
+#[pgas_kernel]
+pub fn attention_reference(
+    o: &mut CudaSlice<f32>,
+    lse: &mut CudaSlice<f32>,
+    q: &CudaSlice<bf16>,
+    k: &CudaSlice<bf16>,
+    v: &CudaSlice<bf16>,
+    cu_q: &CudaSlice<u32>,
+    cu_k: &CudaSlice<u32>,
+    seq_of: &CudaSlice<u32>,
+    hq: usize,
+    hkv: usize,
+    d: usize,
+    scale: f32,
+    causal: bool,
+) {
+    let id = global_thread_idx();
+    if id >= seq_of.len() * hq {
+        return;
+    }
+    let tok = id / hq;
+    let head = id % hq;
+    let b = seq_of[tok] as usize;
+    let i = tok - cu_q[b] as usize;
+    let q_len = (cu_q[b + 1] - cu_q[b]) as i64;
+    let k_start = cu_k[b] as usize;
+    let k_len = (cu_k[b + 1] - cu_k[b]) as i64;
+    let mut k_end = k_len;
+    if causal {
+        k_end = min(k_len, i as i64 + k_len - q_len + 1);
+    }
+    let kvh = head / (hq / hkv);
+    let qa = (tok * hq + head) * d;
+    let mut mx = -1.0e30f32;
+    for j in 0..max(k_end, 0) as usize {
+        let ka = ((k_start + j) * hkv + kvh) * d;
+        let mut s = 0.0f32;
+        for x in 0..d {
+            s += q[qa + x] as f32 * k[ka + x] as f32;
+        }
+        mx = max(mx, s * scale);
+    }
+    let mut acc = [0.0f32; 256];
+    let mut sum = 0.0f32;
+    for j in 0..max(k_end, 0) as usize {
+        let ka = ((k_start + j) * hkv + kvh) * d;
+        let mut s = 0.0f32;
+        for x in 0..d {
+            s += q[qa + x] as f32 * k[ka + x] as f32;
+        }
+        let p = exp(s * scale - mx);
+        sum += p;
+        for x in 0..d {
+            acc[x] += p * v[ka + x] as f32;
+        }
+    }
+    for x in 0..d {
+        o[qa + x] = if sum > 0.0 { acc[x] / sum } else { 0.0 };
+    }
+    lse[tok * hq + head] = if sum > 0.0 { mx + ln(sum) } else { -1.0e30 };
+}
+
+/// Element `i` of the input tensor `salt` names: spread over [-1, 1) and exact in bf16 (as
+/// `gemm::reference::value`).
+pub fn value(i: usize, salt: u64) -> bf16 {
+    crate::gemm::reference::value(i, salt)
+}
