@@ -22,7 +22,7 @@
 # the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
 # a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
-# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8]
+# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention]
 #   suite:    only `pgas doctor`, the GPU test suite (4, 2, 1 PEs) and the differential test: for
 #             a second NVSHMEM version (see .device/nvshmem.tar.xz below).
 #   faults:   only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
@@ -47,13 +47,16 @@
 #   pe8:      only `pgas doctor`, the GPU test suite on 8 PEs and the differential test on 8 PEs
 #             (4,000 calls), one PE a GPU on 8 GPUs, else sharing the GPUs present under CUDA MPS:
 #             correctness on a full node's PE count (issue 49) on any machine.
+#   attention: only `pgas doctor`, the attention cases of the GPU suite (against the f32 GPU
+#             reference) and benches/attention.rs against torch's scaled_dot_product_attention
+#             (cuDNN and flash backends, scripts/attention_sdpa.py) on the same shapes, 1 PE.
 # The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
 # benchmarks (dsl_vs_cuda, jit_costs, gemm) and the faults part; four calls cover everything.
 set -uo pipefail
-outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8]}"
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention]}"
 only="${2:-all}"
-case "$only" in all | suite | faults | sanitize | coll | fused | soak2 | soak4 | python | pe8) ;; *)
-  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8] (not '$only')" >&2
+case "$only" in all | suite | faults | sanitize | coll | fused | soak2 | soak4 | python | pe8 | attention) ;; *)
+  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention] (not '$only')" >&2
   exit 2
   ;;
 esac
@@ -413,6 +416,33 @@ differential() {
     note "SKIP differential $n PE (${gpus} GPU and no CUDA MPS daemon to share one)"
   fi
 }
+
+# Attention (pgas::attention): correctness against the f32 reference, then the speed beside
+# torch's SDPA in the same job; the summary line gives the ratio to cuDNN per shape.
+if [ "$only" = attention ]; then
+  suite 1 240 "$bin/gpu_suite" hopper/ attention/
+  step "attention bench" bench.log 240 "$bin/attention"
+  pgas_figs=$(figures)
+  verdict "attention bench" "$(echo "$pgas_figs" | brief 'causal|full|cold')"
+  if ! python3 -c "import torch" 2>/dev/null; then
+    note "SKIP attention_sdpa (no torch for python3)"
+  else
+    step "attention_sdpa" bench.log 240 python3 "$root/scripts/attention_sdpa.py"
+    sdpa_figs=$(figures)
+    verdict "attention_sdpa" "$(printf '%s\n%s\n' "$pgas_figs" "$sdpa_figs" | python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin if l.strip()]
+pgas = {r["name"]: r["value"] for r in rows if r["bench"] == "attention"}
+out = []
+for r in rows:
+    if r["bench"] == "attention_sdpa" and r["name"].endswith(" cudnn") and r["value"]:
+        name = r["name"][: -len(" cudnn")]
+        if pgas.get(name):
+            out.append("%s pgas/cuDNN=%.3f" % (name, pgas[name] / r["value"]))
+print("; ".join(out))')"
+  fi
+  finish
+fi
 
 # Eight PEs: the suite, then the differential test (results checked as on fewer PEs).
 if [ "$only" = pe8 ]; then

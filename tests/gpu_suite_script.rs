@@ -239,13 +239,30 @@ fn every_mode_runs_to_its_summary_on_stubs() {
                 "{mode}: the soak was not taken:\n{summary}"
             );
         }
+        if mode == "attention" {
+            assert!(
+                summary.contains("gpu_suite 1 PE") && summary.contains("attention bench"),
+                "attention: the suite's cases or the bench are missing:\n{summary}"
+            );
+        }
         if mode == "pe8" {
             assert!(
                 summary.contains("gpu_suite 8 PE") && summary.contains("differential 8 PE"),
                 "pe8: the 8-PE suite or differential step is missing:\n{summary}"
             );
         }
-        if !["suite", "coll", "fused", "soak2", "soak4", "python", "pe8"].contains(&mode) {
+        if ![
+            "suite",
+            "coll",
+            "fused",
+            "soak2",
+            "soak4",
+            "python",
+            "pe8",
+            "attention",
+        ]
+        .contains(&mode)
+        {
             let calls = fs::read_to_string(root.join(format!("sanitizer-{mode}.log")))
                 .unwrap_or_else(|e| panic!("{mode}: the sanitizer never ran ({e})"));
             for call in calls.lines() {
@@ -287,8 +304,17 @@ fn every_mode_runs_to_its_summary_on_stubs() {
     };
     std::thread::scope(|s| {
         for mode in [
-            "all", "suite", "faults", "sanitize", "coll", "fused", "soak2", "soak4", "python",
+            "all",
+            "suite",
+            "faults",
+            "sanitize",
+            "coll",
+            "fused",
+            "soak2",
+            "soak4",
+            "python",
             "pe8",
+            "attention",
         ] {
             s.spawn(move || check(mode));
         }

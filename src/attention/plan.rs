@@ -137,7 +137,8 @@ impl Attention {
     }
 
     /// `O = softmax(scale Q Kᵀ) V` for every sequence and query head, and the log-sum-exp of
-    /// each row (natural log; -1e30 for a row that sees no key), on the pgas stream. Q and O are
+    /// each row (natural log; -1e30 for a row that sees no key), on the pgas stream. A batch
+    /// with query tokens needs at least one key token. Q and O are
     /// `[tokens_q][heads_q][head_dim]` bf16, K and V `[tokens_k][heads_kv][head_dim]`, LSE
     /// `[tokens_q][heads_q]` f32. `checked` runs the variant that checks every index. Needs
     /// sm_90a (H100, H200).
@@ -155,6 +156,11 @@ impl Attention {
         let p = &self.params;
         let (tq, tk) = self.tokens();
         let (d, hq, hkv) = (p.head_dim, p.heads_q, p.heads_kv);
+        if tq > 0 && tk == 0 {
+            return refuse(format!(
+                "a batch of {tq} query tokens and no key at all: give at least one sequence a key"
+            ));
+        }
         for (what, len, want) in [
             ("Q", q.len(), tq * hq * d),
             ("O", o.len(), tq * hq * d),
@@ -169,10 +175,10 @@ impl Attention {
                 ));
             }
         }
-        let max_q = self.lens.iter().map(|l| l.0).max().unwrap_or(0);
-        if tq == 0 || max_q == 0 {
+        if tq == 0 {
             return Ok(());
         }
+        let max_q = self.lens.iter().map(|l| l.0).max().unwrap_or(0);
         let stream = pgas.stream();
         let bn = self.cfg.bn as usize;
         let map = |rows: usize, heads: usize, box_rows: usize| Tile2d {
@@ -183,14 +189,8 @@ impl Attention {
             swizzle: Swizzle::B128,
         };
         let q_map = TensorMap::tiled_2d_ragged(stream, q, map(tq, hq, BM))?;
-        // A batch whose keys are all empty still passes a map; the kernel loads no tile of it.
-        let k_rows = tk.max(1);
-        let k_map = TensorMap::tiled_2d_ragged(stream, k, map(k_rows, hkv, bn));
-        let v_map = TensorMap::tiled_2d_ragged(stream, v, map(k_rows, hkv, bn));
-        let (k_map, v_map) = match (k_map, v_map) {
-            (Ok(km), Ok(vm)) => (km, vm),
-            (Err(e), _) | (_, Err(e)) => return Err(e),
-        };
+        let k_map = TensorMap::tiled_2d_ragged(stream, k, map(tk, hkv, bn))?;
+        let v_map = TensorMap::tiled_2d_ragged(stream, v, map(tk, hkv, bn))?;
         let launch = LaunchConfig {
             grid: (max_q.div_ceil(BM) as u32, hq as u32, self.lens.len() as u32),
             ..LaunchConfig::blocks(1, THREADS).with_shared_mem(self.cfg.shared_bytes(d))

@@ -29,6 +29,7 @@
 
 mod amo;
 mod arrays;
+mod attention;
 mod cluster;
 mod coll;
 mod collectives;
@@ -153,6 +154,7 @@ fn main() -> ExitCode {
         tensor::CASES,
         arrays::CASES,
         hopper::CASES,
+        attention::CASES,
         cluster::CASES,
         ops_rs::CASES,
         reach::CASES,

@@ -1,0 +1,159 @@
+//! `pgas::attention` (the Hopper attention forward kernel written in pgas) on the shapes of
+//! issue 46's table, bf16, causal and not: median time of 20 runs after 3 (CUDA events on the
+//! pgas stream) and TFLOP/s (FlashAttention's count: `4 d` a visible (query, key) pair a
+//! head); and the cold JIT compile of the kernel. `scripts/attention_sdpa.py` times torch's
+//! `scaled_dot_product_attention` (cuDNN and flash backends) on the same shapes in the same job,
+//! so the two tables compare side by side. Each shape is also checked at a few rows against
+//! the host (f64), so a wrong result fails the run.
+//!
+//! Run: `attention` (1 PE, sm_90a). Exit status 1 when a result is wrong.
+
+mod common;
+
+use common::{median_ms, report, wall, BenchResult, Figure};
+use pgas::attention::reference::value;
+use pgas::attention::{attention_fwd_sm90, Attention, AttentionConfig, AttentionParams};
+use pgas::kernel::Variant;
+use pgas::launch::Prewarm;
+use pgas::prelude::*;
+
+const BENCH: &str = "attention";
+
+/// (batch, query heads, key heads, sequence, head dim), as issue 46's table.
+const SHAPES: [(usize, usize, usize, usize, usize); 7] = [
+    (16, 16, 16, 1024, 128),
+    (4, 16, 16, 4096, 128),
+    (1, 16, 16, 16384, 128),
+    (4, 32, 32, 4096, 64),
+    (4, 8, 8, 4096, 256),
+    (4, 32, 8, 4096, 128),
+    (1, 32, 8, 32768, 128),
+];
+
+/// The host's O at (token, head) in f64 for the fixed-length batch, and the worst difference
+/// of `got` there.
+fn spot_check(
+    got: &[bf16],
+    (q, k, v): (&[bf16], &[bf16], &[bf16]),
+    (seq, hq, hkv, d, causal): (usize, usize, usize, usize, bool),
+) -> f64 {
+    let mut worst: f64 = 0.0;
+    for i in 0..6 {
+        let tok = (i * 7919 + 13) % seq;
+        let head = (i * 5) % hq;
+        let kvh = head / (hq / hkv);
+        let end = if causal { tok + 1 } else { seq };
+        let qa = (tok * hq + head) * d;
+        let scores: Vec<f64> = (0..end)
+            .map(|j| {
+                let ka = (j * hkv + kvh) * d;
+                (0..d)
+                    .map(|x| q[qa + x].to_f64() * k[ka + x].to_f64())
+                    .sum::<f64>()
+                    / (d as f64).sqrt()
+            })
+            .collect();
+        let mx = scores.iter().cloned().fold(f64::MIN, f64::max);
+        let w: Vec<f64> = scores.iter().map(|s| (s - mx).exp()).collect();
+        let sum: f64 = w.iter().sum();
+        for x in 0..d {
+            let want: f64 = (0..end)
+                .map(|j| w[j] * v[(j * hkv + kvh) * d + x].to_f64())
+                .sum::<f64>()
+                / sum;
+            worst = worst.max((got[qa + x].to_f64() - want).abs());
+        }
+    }
+    worst
+}
+
+fn main() -> BenchResult<()> {
+    if !common::gpu_present() {
+        println!("{BENCH}: skipped: no GPU");
+        return Ok(());
+    }
+    let cache = std::env::temp_dir().join(format!("pgas-attention-bench-{}", std::process::id()));
+    std::env::set_var("PGAS_CACHE_DIR", &cache);
+    let p = pgas::init()?;
+    let machine = format!("{} x1 PE", p.cuda().name()?);
+    let major = p.cuda().attribute(
+        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+    )?;
+    if major != 9 {
+        println!("{BENCH}: skipped: the kernel needs sm_90a (compute capability {major}.x here)");
+        return Ok(());
+    }
+    let mut figs = Vec::new();
+    // Cold JIT compile of the head-dim-128 causal specialization (fresh cache).
+    let cfg = AttentionConfig::for_head_dim(128);
+    let ct = [128, cfg.bn as i128, cfg.stages as i128, 1];
+    let one = [Prewarm {
+        spec: &attention_fwd_sm90::SPEC,
+        variant: Variant::Plain,
+        comptime: &ct,
+    }];
+    let (r, s) = wall(|| pgas::launch::prewarm(&p, &one));
+    r?;
+    figs.push(Figure::new(
+        "cold compile d128 causal",
+        s,
+        "s",
+        "NVRTC + load, fresh cache",
+    ));
+
+    let stream = p.stream().clone();
+    let mut wrong = Vec::new();
+    for (batch, hq, hkv, seq, d) in SHAPES {
+        let gen = |n: usize, salt: u64| (0..n).map(|i| value(i, salt)).collect::<Vec<_>>();
+        let (hq_, hk_) = (batch * seq * hq * d, batch * seq * hkv * d);
+        let (qh, kh, vh) = (gen(hq_, 31), gen(hk_, 32), gen(hk_, 33));
+        let q = stream.clone_htod(&qh)?;
+        let k = stream.clone_htod(&kh)?;
+        let v = stream.clone_htod(&vh)?;
+        let mut o = stream.alloc_zeros::<bf16>(hq_)?;
+        let mut lse = stream.alloc_zeros::<f32>(batch * seq * hq)?;
+        for causal in [false, true] {
+            let params = AttentionParams {
+                heads_q: hq,
+                heads_kv: hkv,
+                head_dim: d,
+                causal,
+                scale: None,
+            };
+            let att = Attention::fixed(&p, params, batch, (seq, seq))?;
+            let ms = median_ms(
+                &stream,
+                (3, 20),
+                || Ok(()),
+                || {
+                    att.run(&p, &mut o, &mut lse, &q, &k, &v, false)?;
+                    Ok(())
+                },
+            )?;
+            let tflops = att.flops() / (ms * 1e-3) / 1e12;
+            let name = format!(
+                "{batch}x{hq}({hkv})x{seq}x{d} {}",
+                if causal { "causal" } else { "full" }
+            );
+            figs.push(Figure::new(
+                &name,
+                tflops,
+                "TFLOP/s",
+                &format!("median {ms:.3} ms of 20"),
+            ));
+            let got = stream.clone_dtoh(&o)?;
+            // Sequence 0 only (the first `seq` tokens).
+            let err = spot_check(&got, (&qh, &kh, &vh), (seq, hq, hkv, d, causal));
+            if err > 2e-2 {
+                wrong.push(format!("{name}: off by {err} at a checked row"));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+    report(BENCH, &machine, &figs);
+    if !wrong.is_empty() {
+        eprintln!("{BENCH}: WRONG: {}", wrong.join("; "));
+        std::process::exit(1);
+    }
+    Ok(())
+}

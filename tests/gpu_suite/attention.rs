@@ -1,0 +1,212 @@
+//! `pgas::attention` against its f32 GPU reference (`attention::reference`) at every shape
+//! class: head dims 64, 128 and 256, causal and not, multi-head, grouped- and multi-query,
+//! lengths that are not whole tiles, unequal query and key lengths, a variable-length batch,
+//! a long sequence; the checked variant once; and the refusals before anything launches. Every
+//! PE computes its own (the kernel does not communicate). On a GPU below sm_90 the cases check
+//! that the launch is refused.
+
+use crate::runner::{case, Case};
+use crate::util::{self, ensure, CaseResult};
+use pgas::attention::reference::{attention_reference, value};
+use pgas::attention::{Attention, AttentionParams};
+use pgas::prelude::*;
+
+pub const CASES: &[Case] = &[
+    case("attention/matches_the_f32_reference", shapes_case),
+    case("attention/varlen_batch_and_checked_variant", varlen_case),
+    case("attention/refuses_bad_input", refusals_case),
+];
+
+/// A batch and its parameters: (lengths of Q, lengths of K, query heads, key heads, head dim,
+/// causal).
+type Shape = (Vec<usize>, Vec<usize>, usize, usize, usize, bool);
+
+fn params(&(_, _, hq, hkv, d, causal): &Shape) -> AttentionParams {
+    AttentionParams {
+        heads_q: hq,
+        heads_kv: hkv,
+        head_dim: d,
+        causal,
+        scale: None,
+    }
+}
+
+/// Runs `shape` (the checked variant with `checked`) and compares O and the LSE with the f32
+/// reference: O within 0.02 + 2% of the reference (bf16 P and O), the LSE within 0.01.
+fn check_shape(p: &Pgas, shape: &Shape, checked: bool) -> CaseResult {
+    let (lq, lk, hq, hkv, d, causal) = shape;
+    let att = Attention::varlen(p, params(shape), lq, lk)?;
+    let (tq, tk) = att.tokens();
+    let s = p.stream();
+    let gen = |n: usize, salt: u64| (0..n).map(|i| value(i, salt)).collect::<Vec<_>>();
+    let q = s.clone_htod(&gen(tq * hq * d, 21))?;
+    let k = s.clone_htod(&gen(tk * hkv * d, 22))?;
+    let v = s.clone_htod(&gen(tk * hkv * d, 23))?;
+    let mut o = s.alloc_zeros::<bf16>(tq * hq * d)?;
+    let mut lse = s.alloc_zeros::<f32>(tq * hq)?;
+    att.run(p, &mut o, &mut lse, &q, &k, &v, checked)?;
+    // The reference: one thread per (token, head).
+    let cum = |l: &[usize]| {
+        let mut c = vec![0u32];
+        for &x in l {
+            c.push(c.last().unwrap() + x as u32);
+        }
+        c
+    };
+    let seq_of: Vec<u32> = lq
+        .iter()
+        .enumerate()
+        .flat_map(|(b, &n)| std::iter::repeat_n(b as u32, n))
+        .collect();
+    let (cq, ck, so) = (
+        s.clone_htod(&cum(lq))?,
+        s.clone_htod(&cum(lk))?,
+        s.clone_htod(&seq_of)?,
+    );
+    let mut ro = s.alloc_zeros::<f32>(tq * hq * d)?;
+    let mut rl = s.alloc_zeros::<f32>(tq * hq)?;
+    let scale = 1.0 / (*d as f32).sqrt();
+    let n = (tq * hq) as u32;
+    attention_reference::launch(
+        p,
+        LaunchConfig::blocks(n.div_ceil(128), 128),
+        &mut ro,
+        &mut rl,
+        &q,
+        &k,
+        &v,
+        &cq,
+        &ck,
+        &so,
+        *hq,
+        *hkv,
+        *d,
+        scale,
+        *causal,
+    )?;
+    s.synchronize()?;
+    let (got, want) = (s.clone_dtoh(&o)?, s.clone_dtoh(&ro)?);
+    let (gl, wl) = (s.clone_dtoh(&lse)?, s.clone_dtoh(&rl)?);
+    let what = format!("{shape:?}");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let g = g.to_f32();
+        ensure((g - w).abs() <= 0.02 + 0.02 * w.abs(), || {
+            format!("{what}: O[{i}] = {g}, reference {w}")
+        })?;
+    }
+    for (i, (g, w)) in gl.iter().zip(&wl).enumerate() {
+        ensure((g - w).abs() <= 0.01 + 1e-4 * w.abs(), || {
+            format!("{what}: LSE[{i}] = {g}, reference {w}")
+        })?;
+    }
+    Ok(())
+}
+
+/// Whether this GPU runs the sm_90a kernel; below it, that the plan's launch is refused.
+fn hopper_or_refused(p: &Pgas) -> Result<bool, String> {
+    let major = util::compute_major(p).map_err(|e| e.to_string())?;
+    if major == 9 {
+        return Ok(true);
+    }
+    let shape: Shape = (vec![128], vec![128], 1, 1, 64, false);
+    match check_shape(p, &shape, false) {
+        Err(e) if e.to_string().contains("sm_90a") => Ok(false),
+        other => Err(format!(
+            "attention on compute capability {major}.x: {other:?}"
+        )),
+    }
+}
+
+fn shapes_case(p: &Pgas) -> CaseResult {
+    if !hopper_or_refused(p)? {
+        return Ok(());
+    }
+    let shapes: Vec<Shape> = vec![
+        (vec![256; 2], vec![256; 2], 4, 4, 128, false),
+        (vec![256; 2], vec![256; 2], 4, 4, 128, true),
+        // Grouped-query, lengths off the tiles.
+        (vec![300], vec![300], 8, 2, 64, true),
+        (vec![300], vec![300], 8, 2, 64, false),
+        // Multi-query, head dim 256, more keys than queries (causal aligned to the end).
+        (vec![200], vec![333], 4, 1, 256, true),
+        (vec![200], vec![333], 4, 1, 256, false),
+        // More queries than keys: the first rows see no key.
+        (vec![192], vec![64], 2, 2, 128, true),
+        // A long sequence: many tiles through the ring.
+        (vec![4096], vec![4096], 2, 1, 128, true),
+    ];
+    for shape in &shapes {
+        check_shape(p, shape, false)?;
+    }
+    Ok(())
+}
+
+fn varlen_case(p: &Pgas) -> CaseResult {
+    if !hopper_or_refused(p)? {
+        return Ok(());
+    }
+    let varlen: Shape = (vec![100, 1, 257, 0], vec![130, 64, 257, 5], 4, 2, 128, true);
+    check_shape(p, &varlen, false)?;
+    check_shape(p, &varlen, true)?;
+    let short: Shape = (vec![70, 129], vec![70, 129], 2, 2, 64, false);
+    check_shape(p, &short, true)
+}
+
+fn refusals_case(p: &Pgas) -> CaseResult {
+    let refused = |r: pgas::Result<Attention>, needle: &str| -> CaseResult {
+        match r {
+            Err(e) if e.to_string().contains(needle) => Ok(()),
+            Err(e) => Err(format!("expected an error with {needle:?}, got: {e}").into()),
+            Ok(_) => Err(format!("expected an error with {needle:?}, it was accepted").into()),
+        }
+    };
+    let base: Shape = (vec![128], vec![128], 4, 4, 128, false);
+    let with = |f: &dyn Fn(&mut AttentionParams)| {
+        let mut a = params(&base);
+        f(&mut a);
+        a
+    };
+    refused(
+        Attention::fixed(p, with(&|a| a.head_dim = 96), 1, (128, 128)),
+        "64, 128 or 256",
+    )?;
+    refused(
+        Attention::fixed(p, with(&|a| a.heads_kv = 3), 1, (128, 128)),
+        "must divide the query heads",
+    )?;
+    refused(
+        Attention::fixed(p, with(&|a| a.scale = Some(-1.0)), 1, (128, 128)),
+        "finite positive",
+    )?;
+    refused(
+        Attention::varlen(p, params(&base), &[128, 64], &[128]),
+        "one of each per sequence",
+    )?;
+    // Buffers that do not match the batch: refused before anything launches.
+    let att = Attention::fixed(p, params(&base), 1, (128, 128))?;
+    let s = p.stream();
+    let q = s.alloc_zeros::<bf16>(128 * 4 * 128)?;
+    let short = s.alloc_zeros::<bf16>(127 * 4 * 128)?;
+    let mut o = s.alloc_zeros::<bf16>(128 * 4 * 128)?;
+    let mut lse = s.alloc_zeros::<f32>(128 * 4)?;
+    let e = att
+        .run(p, &mut o, &mut lse, &q, &short, &q, false)
+        .expect_err("a K of 127 tokens for 128");
+    ensure(e.to_string().contains("K has 65024 elements"), || {
+        format!("the size error names K: {e}")
+    })?;
+    // Queries and no key anywhere in the batch.
+    let none = Attention::varlen(p, params(&base), &[4], &[0])?;
+    let (mut o4, mut l4) = (
+        s.alloc_zeros::<bf16>(4 * 4 * 128)?,
+        s.alloc_zeros::<f32>(16)?,
+    );
+    let q4 = s.alloc_zeros::<bf16>(4 * 4 * 128)?;
+    let e = none
+        .run(p, &mut o4, &mut l4, &q4, &q4, &q4, false)
+        .expect_err("no key at all");
+    ensure(e.to_string().contains("no key at all"), || {
+        format!("the empty batch's error: {e}")
+    })?;
+    Ok(())
+}
