@@ -86,7 +86,7 @@ if [ -n "${PGAS_DEVICE_ONLY:-}" ]; then
   for f in "$out"/*; do
     case " pgas pgas-run $PGAS_DEVICE_ONLY " in *" $(basename "$f") "*) ;; *) rm -f "$f" ;; esac
   done
-  rm -f "$pyout"/*
+  rm -rf "${pyout:?}"/*
 fi
 strip "$out"/* 2>/dev/null || true
 if [ -n "${PGAS_DEVICE_NVSHMEM:-}" ]; then
