@@ -56,7 +56,10 @@ fn every_attention_specialization_compiles_without_spills() {
         // ptxas serializes every wgmma of a kernel whose register use it cannot order (C7520):
         // the plain variants must keep them asynchronous.
         if *variant == Variant::Plain
-            && out.log.lines().any(|l| l.contains("C7520") && l.contains(name.as_str()))
+            && out
+                .log
+                .lines()
+                .any(|l| l.contains("C7520") && l.contains(name.as_str()))
         {
             bad.push(format!("{what}: ptxas serializes its wgmma (C7520)"));
         }
