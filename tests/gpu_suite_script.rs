@@ -78,6 +78,24 @@ fn fixtures(root: &Path) -> (PathBuf, PathBuf) {
     (dev, tools)
 }
 
+/// Every mode of the script (`all` is the default run).
+const MODES: &[&str] = &[
+    "all",
+    "suite",
+    "faults",
+    "sanitize",
+    "coll",
+    "fused",
+    "soak2",
+    "soak4",
+    "python",
+    "pe8",
+    "attention",
+];
+
+/// The modes that run compute-sanitizer.
+const SANITIZER_MODES: &[&str] = &["all", "faults", "sanitize"];
+
 /// The programs `PGAS_DEVICE_ONLY="gpu_suite hello_ring" scripts/build-device.sh` keeps.
 const SUITE_ONLY: &[&str] = &["gpu_suite", "hello_ring", "pgas", "pgas-run"];
 
@@ -251,18 +269,7 @@ fn every_mode_runs_to_its_summary_on_stubs() {
                 "pe8: the 8-PE suite or differential step is missing:\n{summary}"
             );
         }
-        if ![
-            "suite",
-            "coll",
-            "fused",
-            "soak2",
-            "soak4",
-            "python",
-            "pe8",
-            "attention",
-        ]
-        .contains(&mode)
-        {
+        if SANITIZER_MODES.contains(&mode) {
             let calls = fs::read_to_string(root.join(format!("sanitizer-{mode}.log")))
                 .unwrap_or_else(|e| panic!("{mode}: the sanitizer never ran ({e})"));
             for call in calls.lines() {
@@ -303,19 +310,7 @@ fn every_mode_runs_to_its_summary_on_stubs() {
         }
     };
     std::thread::scope(|s| {
-        for mode in [
-            "all",
-            "suite",
-            "faults",
-            "sanitize",
-            "coll",
-            "fused",
-            "soak2",
-            "soak4",
-            "python",
-            "pe8",
-            "attention",
-        ] {
+        for &mode in MODES {
             s.spawn(move || check(mode));
         }
     });
