@@ -4,9 +4,9 @@
 //! [`jacobi`]; all-gather fused with a GEMM, [`AllGatherMatmul`]; a GEMM fused with a
 //! reduce-scatter, [`matmul_reduce_scatter`]; an all-reduce fused with the residual add and
 //! RMSNorm, [`AllReduceRmsNorm`]), whole operations a model calls (the token dispatch and combine
-//! of a mixture-of-experts layer across PEs, [`moe`]), and what they share: cuBLAS loaded at run
-//! time ([`cublas`]) and the cross-PE
-//! argument check of collective operations ([`agree`]). See `docs/ops.md`.
+//! of a mixture-of-experts layer across PEs, [`moe`]; attention over one sequence split across
+//! PEs, [`ulysses`]), and what they share: cuBLAS loaded at run time ([`cublas`]) and the
+//! cross-PE argument check of collective operations ([`agree`]). See `docs/ops.md`.
 
 mod agree;
 pub mod all_gather_matmul;
@@ -19,8 +19,10 @@ pub mod matmul_reduce_scatter;
 pub mod moe;
 mod peers;
 mod stream_sync;
+pub mod ulysses;
 
 pub use agree::agree;
 pub use all_gather_matmul::{all_gather_matmul, AllGatherMatmul};
 pub use allreduce_rmsnorm::AllReduceRmsNorm;
 pub use gemm_path::GemmPath;
+pub use ulysses::UlyssesAttention;

@@ -9,12 +9,14 @@ use crate::runner::{case, Case};
 use crate::util::{self, ensure, CaseResult};
 use pgas::attention::reference::{attention_reference, value};
 use pgas::attention::{Attention, AttentionParams};
+use pgas::ops::UlyssesAttention;
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
     case("attention/matches_the_f32_reference", shapes_case),
     case("attention/varlen_batch_and_checked_variant", varlen_case),
     case("attention/refuses_bad_input", refusals_case),
+    case("attention/ulysses_equals_one_pe_attention", ulysses_case),
 ];
 
 /// A batch and its parameters: (lengths of Q, lengths of K, query heads, key heads, head dim,
@@ -208,5 +210,73 @@ fn refusals_case(p: &Pgas) -> CaseResult {
     ensure(e.to_string().contains("no key at all"), || {
         format!("the empty batch's error: {e}")
     })?;
+    Ok(())
+}
+
+/// Context parallel by all-to-all: each PE holds a slice of one sequence (96 tokens, not whole
+/// tiles) with every head; its O must equal, bit for bit, its rows of the single-PE attention
+/// over the whole sequence (the same kernel runs each head on the same data). Grouped-query,
+/// causal and not, head dims 64 and 128; and the refusal of key heads the PEs do not divide.
+fn ulysses_case(p: &Pgas) -> CaseResult {
+    if !hopper_or_refused(p)? {
+        return Ok(());
+    }
+    let (pes, me, t) = (p.n_pes(), util::me(p), 96);
+    let s = p.stream();
+    for (d, causal) in [(128, true), (64, false)] {
+        let params = AttentionParams {
+            heads_q: 8,
+            heads_kv: 4,
+            head_dim: d,
+            causal,
+            scale: None,
+        };
+        let total = t * pes;
+        let gen = |n: usize, salt: u64| (0..n).map(|i| value(i, salt)).collect::<Vec<_>>();
+        let (q, k, v) = (
+            gen(total * 8 * d, 41),
+            gen(total * 4 * d, 42),
+            gen(total * 4 * d, 43),
+        );
+        // The single-PE reference over the whole sequence.
+        let whole = Attention::fixed(p, params, 1, (total, total))?;
+        let (dq, dk, dv) = (s.clone_htod(&q)?, s.clone_htod(&k)?, s.clone_htod(&v)?);
+        let mut want = s.alloc_zeros::<bf16>(total * 8 * d)?;
+        let mut lse = s.alloc_zeros::<f32>(total * 8)?;
+        whole.run(p, &mut want, &mut lse, &dq, &dk, &dv, false)?;
+        // This PE's slice through the all-to-all form.
+        let slice = |x: &[bf16], h: usize| x[me * t * h * d..(me + 1) * t * h * d].to_vec();
+        let lq = s.clone_htod(&slice(&q, 8))?;
+        let lk = s.clone_htod(&slice(&k, 4))?;
+        let lv = s.clone_htod(&slice(&v, 4))?;
+        let mut got = s.alloc_zeros::<bf16>(t * 8 * d)?;
+        let mut op = UlyssesAttention::new(p, params, t)?;
+        op.run(p, &mut got, &lq, &lk, &lv)?;
+        util::settle(p)?;
+        let want = s.clone_dtoh(&want)?;
+        let got = s.clone_dtoh(&got)?;
+        let mine = &want[me * t * 8 * d..(me + 1) * t * 8 * d];
+        if let Some(i) = (0..got.len()).find(|&i| got[i] != mine[i]) {
+            return Err(format!(
+                "Ulysses on {pes} PEs, d {d}, causal {causal}: O[{i}] = {}, one-PE attention {}",
+                got[i], mine[i]
+            )
+            .into());
+        }
+    }
+    if pes > 1 {
+        let mqa = AttentionParams {
+            heads_q: 8,
+            heads_kv: 1,
+            head_dim: 64,
+            causal: false,
+            scale: None,
+        };
+        match UlyssesAttention::new(p, mqa, t) {
+            Err(e) if e.to_string().contains("must be multiples of") => {}
+            Err(e) => return Err(format!("the MQA refusal: {e}").into()),
+            Ok(_) => return Err("one key head over several PEs was accepted".into()),
+        }
+    }
     Ok(())
 }

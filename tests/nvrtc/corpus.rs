@@ -43,6 +43,7 @@ const CORPUS_DIRS: &[&str] = &[
     "src/ops/matmul_reduce_scatter",
     "src/gemm",
     "src/attention",
+    "src/ops/ulysses",
 ];
 
 /// The library's kernel files that other NVRTC tests compile, with the specializations they
