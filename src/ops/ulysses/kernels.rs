@@ -16,14 +16,9 @@ pub fn ulysses_pack(
     pes: usize,
 ) {
     let i = global_thread_idx();
-    if i >= tokens * pes * hp * d {
-        return;
+    if i < dst.len() && i < tokens * pes * hp * d {
+        dst[i] = src[unpacked(i, tokens, hp, d, pes)];
     }
-    let x = i % d;
-    let j = (i / d) % hp;
-    let t = (i / (d * hp)) % tokens;
-    let p = i / (d * hp * tokens);
-    dst[i] = src[(t * pes * hp + p * hp + j) * d + x];
 }
 
 /// The inverse of [`ulysses_pack`]: `dst[t][p * hp + j][x] = src[p][t][j][x]`, block `p` of
@@ -39,12 +34,17 @@ pub fn ulysses_unpack(
     pes: usize,
 ) {
     let i = global_thread_idx();
-    if i >= tokens * pes * hp * d {
-        return;
+    if i < src.len() && i < tokens * pes * hp * d {
+        dst[unpacked(i, tokens, hp, d, pes)] = src[i];
     }
+}
+
+/// Where element `i` of the packed layout `[pes][tokens][hp][d]` is in `[tokens][pes hp][d]`.
+#[pgas_device]
+fn unpacked(i: usize, tokens: usize, hp: usize, d: usize, pes: usize) -> usize {
     let x = i % d;
     let j = (i / d) % hp;
     let t = (i / (d * hp)) % tokens;
     let p = i / (d * hp * tokens);
-    dst[(t * pes * hp + p * hp + j) * d + x] = src[i];
+    (t * pes * hp + p * hp + j) * d + x
 }
