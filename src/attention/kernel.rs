@@ -15,7 +15,8 @@ pub const THREADS: u32 = 384;
 /// Layouts (row-major, bf16): Q and O are `[tokens_q][hq][d]`, K and V `[tokens_k][hkv][d]`,
 /// where `hkv = hq / group` (grouped-query attention: query head `h` reads key head
 /// `h / group`); LSE is `[tokens_q][hq]` f32, natural log. Sequence `b` of the batch is tokens
-/// `cu_q[b]..cu_q[b + 1]` of Q and `cu_k[b]..cu_k[b + 1]` of K and V. The maps view Q, K and V
+/// `cu_q[b]..cu_q[b + 1]` of Q and `k_ranges[2 b]..k_ranges[2 b + 1]` of K and V (key ranges
+/// may overlap: a context-parallel step gives several query ranges the same keys). The maps view Q, K and V
 /// as 2-D tensors of `heads * d` columns: Q's boxes are 128 rows x 64 columns, K's and V's
 /// `bn` x 64, all with the 128-byte swizzle.
 ///
@@ -38,7 +39,7 @@ pub fn attention_fwd_sm90(
     k_map: &TensorMap<bf16>,
     v_map: &TensorMap<bf16>,
     cu_q: &CudaSlice<u32>,
-    cu_k: &CudaSlice<u32>,
+    k_ranges: &CudaSlice<u32>,
     hq: usize,
     group: usize,
     scale_log2: f32,
@@ -55,8 +56,8 @@ pub fn attention_fwd_sm90(
     if q0 >= q_len {
         return;
     }
-    let k_start = cu_k[b] as usize;
-    let k_len = cu_k[b + 1] as usize - k_start;
+    let k_start = k_ranges[2 * b] as usize;
+    let k_len = k_ranges[2 * b + 1] as usize - k_start;
     let kvh = head / group;
     let dw = d as usize;
     let bw = bn as usize;

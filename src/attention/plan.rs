@@ -48,15 +48,16 @@ impl AttentionConfig {
     }
 }
 
-/// A batch of sequences planned for attention: their lengths on the host (for the checks, the
-/// grid and the FLOP count) and their cumulative offsets on the GPU (for the kernel). Build it
-/// once per batch layout and run it on any tensors of that layout.
+/// A batch of sequences planned for attention: their query lengths and key ranges on the host
+/// (for the checks, the grid and the FLOP count) and on the GPU (for the kernel). Build it once
+/// per batch layout and run it on any tensors of that layout.
 pub struct Attention {
     params: AttentionParams,
     cfg: AttentionConfig,
-    lens: Vec<(usize, usize)>,
+    /// Each sequence's queries and its keys' range in K and V.
+    seqs: Vec<(usize, (usize, usize))>,
     cu_q: CudaSlice<u32>,
-    cu_k: CudaSlice<u32>,
+    k_ranges: CudaSlice<u32>,
 }
 
 fn refuse<T>(reason: String) -> crate::Result<T> {
@@ -85,53 +86,88 @@ impl Attention {
         lens_q: &[usize],
         lens_k: &[usize],
     ) -> crate::Result<Attention> {
-        if let Some(why) = params_error(&params) {
-            return refuse(why);
-        }
-        if lens_q.is_empty() || lens_q.len() != lens_k.len() {
+        if lens_q.len() != lens_k.len() {
             return refuse(format!(
-                "{} query lengths and {} key lengths: one of each per sequence, at least one \
-                 sequence",
+                "{} query lengths and {} key lengths: one of each per sequence",
                 lens_q.len(),
                 lens_k.len()
             ));
         }
-        let cumulative = |lens: &[usize]| -> Option<Vec<u32>> {
-            let mut at = 0u32;
-            let mut out = vec![0u32];
-            for &n in lens {
-                at = at.checked_add(u32::try_from(n).ok()?)?;
-                out.push(at);
-            }
-            Some(out)
-        };
-        let (Some(cq), Some(ck)) = (cumulative(lens_q), cumulative(lens_k)) else {
-            return refuse("more than 2^32 - 1 tokens in the batch".to_string());
-        };
+        let mut at = 0;
+        let ranges: Vec<(usize, usize)> = lens_k
+            .iter()
+            .map(|&n| {
+                at += n;
+                (at - n, at)
+            })
+            .collect();
+        Attention::with_key_ranges(pgas, params, lens_q, &ranges)
+    }
+
+    /// Sequences whose queries are packed one after another (sequence `b` is the next
+    /// `lens_q[b]` tokens of Q and O) and whose keys are any range of K and V: sequence `b` sees
+    /// tokens `ranges[b].0..ranges[b].1` (ranges may overlap; causal masking aligns each
+    /// sequence's queries to the end of its range). Context-parallel attention plans its steps
+    /// this way.
+    pub fn with_key_ranges(
+        pgas: &Pgas,
+        params: AttentionParams,
+        lens_q: &[usize],
+        ranges: &[(usize, usize)],
+    ) -> crate::Result<Attention> {
+        if let Some(why) = params_error(&params) {
+            return refuse(why);
+        }
+        if lens_q.is_empty() || lens_q.len() != ranges.len() {
+            return refuse(format!(
+                "{} query lengths and {} key ranges: one of each per sequence, at least one \
+                 sequence",
+                lens_q.len(),
+                ranges.len()
+            ));
+        }
+        if let Some((b, r)) = ranges.iter().enumerate().find(|(_, r)| r.0 > r.1) {
+            return refuse(format!(
+                "sequence {b}'s key range {r:?} ends before it starts"
+            ));
+        }
+        let word = |n: usize| u32::try_from(n).ok();
+        let mut at = 0usize;
+        let mut cq = vec![0u32];
+        let mut kr = Vec::new();
+        for (&n, &(b, e)) in lens_q.iter().zip(ranges) {
+            at += n;
+            let (Some(a), Some(b), Some(e)) = (word(at), word(b), word(e)) else {
+                return refuse("more than 2^32 - 1 tokens in the batch".to_string());
+            };
+            cq.push(a);
+            kr.extend([b, e]);
+        }
         let stream = pgas.stream();
         Ok(Attention {
             params,
             cfg: AttentionConfig::for_head_dim(params.head_dim),
-            lens: lens_q.iter().copied().zip(lens_k.iter().copied()).collect(),
+            seqs: lens_q.iter().copied().zip(ranges.iter().copied()).collect(),
             cu_q: stream.clone_htod(&cq)?,
-            cu_k: stream.clone_htod(&ck)?,
+            k_ranges: stream.clone_htod(&kr)?,
         })
     }
 
-    /// Tokens of Q (and O) and of K (and V) over the batch.
+    /// Tokens of Q (and O), and of K (and V) the batch reads (up to the end of its last key
+    /// range).
     pub fn tokens(&self) -> (usize, usize) {
-        self.lens
-            .iter()
-            .fold((0, 0), |(a, b), (q, k)| (a + q, b + k))
+        let q = self.seqs.iter().map(|s| s.0).sum();
+        let k = self.seqs.iter().map(|s| s.1 .1).max().unwrap_or(0);
+        (q, k)
     }
 
     /// The multiply-adds' floating-point operations of one call, counted as FlashAttention
     /// does: `4 d` for each (query, visible key) pair of each query head.
     pub fn flops(&self) -> f64 {
         let pairs: f64 = self
-            .lens
+            .seqs
             .iter()
-            .map(|&(q, k)| visible_pairs(q, k, self.params.causal))
+            .map(|&(q, (b, e))| visible_pairs(q, e - b, self.params.causal))
             .sum();
         4.0 * pairs * (self.params.head_dim * self.params.heads_q) as f64
     }
@@ -161,24 +197,32 @@ impl Attention {
                 "a batch of {tq} query tokens and no key at all: give at least one sequence a key"
             ));
         }
-        for (what, len, want) in [
-            ("Q", q.len(), tq * hq * d),
-            ("O", o.len(), tq * hq * d),
-            ("K", k.len(), tk * hkv * d),
-            ("V", v.len(), tk * hkv * d),
-            ("LSE", lse.len(), tq * hq),
+        // K and V may hold more tokens than the key ranges read (a range of a larger buffer).
+        let kv_rows = k.len() / (hkv * d);
+        for (what, len, want, exact) in [
+            ("Q", q.len(), tq * hq * d, true),
+            ("O", o.len(), tq * hq * d, true),
+            ("K", k.len(), tk * hkv * d, false),
+            ("V", v.len(), kv_rows * hkv * d, true),
+            ("LSE", lse.len(), tq * hq, true),
         ] {
-            if len != want {
+            let whole = len.is_multiple_of(hkv * d);
+            if (exact && len != want) || (!exact && (len < want || !whole)) {
                 return refuse(format!(
-                    "{what} has {len} elements where the batch's {tq} query and {tk} key tokens, \
-                     {hq} query and {hkv} key heads of {d} need {want}"
+                    "{what} has {len} elements where the batch's {tq} query tokens and keys up \
+                     to token {tk}, {hq} query and {hkv} key heads of {d} need {}{want}",
+                    if exact {
+                        ""
+                    } else {
+                        "whole tokens and at least "
+                    }
                 ));
             }
         }
         if tq == 0 {
             return Ok(());
         }
-        let max_q = self.lens.iter().map(|l| l.0).max().unwrap_or(0);
+        let max_q = self.seqs.iter().map(|s| s.0).max().unwrap_or(0);
         let stream = pgas.stream();
         let bn = self.cfg.bn as usize;
         let map = |rows: usize, heads: usize, box_rows: usize| Tile2d {
@@ -189,18 +233,32 @@ impl Attention {
             swizzle: Swizzle::B128,
         };
         let q_map = TensorMap::tiled_2d_ragged(stream, q, map(tq, hq, BM))?;
-        let k_map = TensorMap::tiled_2d_ragged(stream, k, map(tk, hkv, bn))?;
-        let v_map = TensorMap::tiled_2d_ragged(stream, v, map(tk, hkv, bn))?;
+        let k_map = TensorMap::tiled_2d_ragged(stream, k, map(kv_rows, hkv, bn))?;
+        let v_map = TensorMap::tiled_2d_ragged(stream, v, map(kv_rows, hkv, bn))?;
         let launch = LaunchConfig {
-            grid: (max_q.div_ceil(BM) as u32, hq as u32, self.lens.len() as u32),
+            grid: (max_q.div_ceil(BM) as u32, hq as u32, self.seqs.len() as u32),
             ..LaunchConfig::blocks(1, THREADS).with_shared_mem(self.cfg.shared_bytes(d))
         };
         let scale = p.scale.unwrap_or(1.0 / (d as f32).sqrt()) * std::f32::consts::LOG2_E;
         let (group, cfg) = (hq / hkv, self.cfg);
         if checked {
             attention_fwd_sm90::launch(
-                pgas, launch, o, lse, &q_map, &k_map, &v_map, &self.cu_q, &self.cu_k, hq, group,
-                scale, d as u32, cfg.bn, cfg.stages, p.causal,
+                pgas,
+                launch,
+                o,
+                lse,
+                &q_map,
+                &k_map,
+                &v_map,
+                &self.cu_q,
+                &self.k_ranges,
+                hq,
+                group,
+                scale,
+                d as u32,
+                cfg.bn,
+                cfg.stages,
+                p.causal,
             )
         } else {
             // SAFETY: every buffer holds exactly what the batch's lengths and heads need
@@ -208,8 +266,22 @@ impl Attention {
             // kernel forms is in bounds; the maps' rows past the end read as zeros.
             unsafe {
                 attention_fwd_sm90::launch_unchecked(
-                    pgas, launch, o, lse, &q_map, &k_map, &v_map, &self.cu_q, &self.cu_k, hq,
-                    group, scale, d as u32, cfg.bn, cfg.stages, p.causal,
+                    pgas,
+                    launch,
+                    o,
+                    lse,
+                    &q_map,
+                    &k_map,
+                    &v_map,
+                    &self.cu_q,
+                    &self.k_ranges,
+                    hq,
+                    group,
+                    scale,
+                    d as u32,
+                    cfg.bn,
+                    cfg.stages,
+                    p.causal,
                 )
             }
         }

@@ -6,7 +6,8 @@ use crate::prelude::*;
 
 /// One thread per query token and head: that row's attention in f32 from the same bf16 Q, K
 /// and V and the same layouts as `attention_fwd_sm90`, in two passes over the row's visible keys
-/// (the maximum score, then the sum and the weighted values). `seq_of[t]` is the sequence of
+/// (the maximum score, then the sum and the weighted values); sequence `b`'s keys are
+/// `k_ranges[2 b]..k_ranges[2 b + 1]`. `seq_of[t]` is the sequence of
 /// query token `t`; `scale` is the softmax scale (natural base). Writes O in f32 and the
 /// log-sum-exp (-1e30 for a row that sees no key).
 #[pgas_kernel]
@@ -17,7 +18,7 @@ pub fn attention_reference(
     k: &CudaSlice<bf16>,
     v: &CudaSlice<bf16>,
     cu_q: &CudaSlice<u32>,
-    cu_k: &CudaSlice<u32>,
+    k_ranges: &CudaSlice<u32>,
     seq_of: &CudaSlice<u32>,
     hq: usize,
     hkv: usize,
@@ -34,8 +35,8 @@ pub fn attention_reference(
     let b = seq_of[tok] as usize;
     let i = tok - cu_q[b] as usize;
     let q_len = (cu_q[b + 1] - cu_q[b]) as i64;
-    let k_start = cu_k[b] as usize;
-    let k_len = (cu_k[b + 1] - cu_k[b]) as i64;
+    let k_start = k_ranges[2 * b] as usize;
+    let k_len = (k_ranges[2 * b + 1] - k_ranges[2 * b]) as i64;
     let mut k_end = k_len;
     if causal {
         k_end = min(k_len, i as i64 + k_len - q_len + 1);

@@ -5,7 +5,7 @@
 //! reduce-scatter, [`matmul_reduce_scatter`]; an all-reduce fused with the residual add and
 //! RMSNorm, [`AllReduceRmsNorm`]), whole operations a model calls (the token dispatch and combine
 //! of a mixture-of-experts layer across PEs, [`moe`]; attention over one sequence split across
-//! PEs, [`ulysses`]), and what they share: cuBLAS loaded at run time ([`cublas`]) and the
+//! PEs, [`ring`] and [`ulysses`]), and what they share: cuBLAS loaded at run time ([`cublas`]) and the
 //! cross-PE argument check of collective operations ([`agree`]). See `docs/ops.md`.
 
 mod agree;
@@ -18,6 +18,7 @@ pub mod jacobi;
 pub mod matmul_reduce_scatter;
 pub mod moe;
 mod peers;
+pub mod ring;
 mod stream_sync;
 pub mod ulysses;
 
@@ -25,4 +26,5 @@ pub use agree::agree;
 pub use all_gather_matmul::{all_gather_matmul, AllGatherMatmul};
 pub use allreduce_rmsnorm::AllReduceRmsNorm;
 pub use gemm_path::GemmPath;
+pub use ring::RingAttention;
 pub use ulysses::UlyssesAttention;

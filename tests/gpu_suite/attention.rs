@@ -9,7 +9,7 @@ use crate::runner::{case, Case};
 use crate::util::{self, ensure, CaseResult};
 use pgas::attention::reference::{attention_reference, value};
 use pgas::attention::{Attention, AttentionParams};
-use pgas::ops::UlyssesAttention;
+use pgas::ops::{RingAttention, UlyssesAttention};
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
@@ -17,6 +17,7 @@ pub const CASES: &[Case] = &[
     case("attention/varlen_batch_and_checked_variant", varlen_case),
     case("attention/refuses_bad_input", refusals_case),
     case("attention/ulysses_equals_one_pe_attention", ulysses_case),
+    case("attention/ring_matches_one_pe_attention", ring_case),
 ];
 
 /// A batch and its parameters: (lengths of Q, lengths of K, query heads, key heads, head dim,
@@ -60,9 +61,11 @@ fn check_shape(p: &Pgas, shape: &Shape, checked: bool) -> CaseResult {
         .enumerate()
         .flat_map(|(b, &n)| std::iter::repeat_n(b as u32, n))
         .collect();
+    // Key ranges as the plan makes them from lengths: (start, end) a sequence.
+    let ranges: Vec<u32> = cum(lk).windows(2).flat_map(|w| [w[0], w[1]]).collect();
     let (cq, ck, so) = (
         s.clone_htod(&cum(lq))?,
-        s.clone_htod(&cum(lk))?,
+        s.clone_htod(&ranges)?,
         s.clone_htod(&seq_of)?,
     );
     let mut ro = s.alloc_zeros::<f32>(tq * hq * d)?;
@@ -184,6 +187,10 @@ fn refusals_case(p: &Pgas) -> CaseResult {
         Attention::varlen(p, params(&base), &[128, 64], &[128]),
         "one of each per sequence",
     )?;
+    refused(
+        Attention::with_key_ranges(p, params(&base), &[128], &[(64, 32)]),
+        "ends before it starts",
+    )?;
     // Buffers that do not match the batch: refused before anything launches.
     let att = Attention::fixed(p, params(&base), 1, (128, 128))?;
     let s = p.stream();
@@ -196,6 +203,13 @@ fn refusals_case(p: &Pgas) -> CaseResult {
         .expect_err("a K of 127 tokens for 128");
     ensure(e.to_string().contains("K has 65024 elements"), || {
         format!("the size error names K: {e}")
+    })?;
+    // V of another length than K.
+    let e = att
+        .run(p, &mut o, &mut lse, &q, &q, &short, false)
+        .expect_err("a V of 127 tokens beside a K of 128");
+    ensure(e.to_string().contains("V has 65024 elements"), || {
+        format!("the size error names V: {e}")
     })?;
     // Queries and no key anywhere in the batch.
     let none = Attention::varlen(p, params(&base), &[4], &[0])?;
@@ -279,4 +293,78 @@ fn ulysses_case(p: &Pgas) -> CaseResult {
         }
     }
     Ok(())
+}
+
+/// Context parallel by a ring: each PE holds a slice of one sequence (causal: the zigzag slice of
+/// 96 tokens, two chunks of 48; else 70 contiguous tokens); its O must match its rows of the
+/// single-PE attention over the whole sequence within the rounding of the partial results
+/// (0.02 + 2%). Grouped-query with fewer key heads than some PE counts (the ring has no head
+/// rule), causal and not, head dims 128 and 64; and the refusal of an odd causal slice.
+fn ring_case(p: &Pgas) -> CaseResult {
+    if !hopper_or_refused(p)? {
+        return Ok(());
+    }
+    let (pes, me) = (p.n_pes(), util::me(p));
+    let s = p.stream();
+    for (d, causal, t) in [(128, true, 96), (64, false, 70)] {
+        let params = AttentionParams {
+            heads_q: 8,
+            heads_kv: 2,
+            head_dim: d,
+            causal,
+            scale: None,
+        };
+        let total = t * pes;
+        let gen = |n: usize, salt: u64| (0..n).map(|i| value(i, salt)).collect::<Vec<_>>();
+        let (q, k, v) = (
+            gen(total * 8 * d, 51),
+            gen(total * 2 * d, 52),
+            gen(total * 2 * d, 53),
+        );
+        let whole = Attention::fixed(p, params, 1, (total, total))?;
+        let (dq, dk, dv) = (s.clone_htod(&q)?, s.clone_htod(&k)?, s.clone_htod(&v)?);
+        let mut want = s.alloc_zeros::<bf16>(total * 8 * d)?;
+        let mut lse = s.alloc_zeros::<f32>(total * 8)?;
+        whole.run(p, &mut want, &mut lse, &dq, &dk, &dv, false)?;
+        let mut op = RingAttention::new(p, params, t)?;
+        let ranges = op.slice_of(me);
+        // This PE's rows of a [tokens][heads][d] tensor, in its slice's order.
+        let rows = |x: &[bf16], h: usize| -> Vec<bf16> {
+            ranges
+                .iter()
+                .flat_map(|r| x[r.start * h * d..r.end * h * d].iter().copied())
+                .collect()
+        };
+        let (lq, lk, lv) = (
+            s.clone_htod(&rows(&q, 8))?,
+            s.clone_htod(&rows(&k, 2))?,
+            s.clone_htod(&rows(&v, 2))?,
+        );
+        let mut got = s.alloc_zeros::<bf16>(t * 8 * d)?;
+        // Twice: the second call reuses the signal words (their values grow with the calls).
+        for _ in 0..2 {
+            op.run(p, &mut got, &lq, &lk, &lv)?;
+        }
+        util::settle(p)?;
+        let want = rows(&s.clone_dtoh(&want)?, 8);
+        let got = s.clone_dtoh(&got)?;
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let (g, w) = (g.to_f32(), w.to_f32());
+            ensure((g - w).abs() <= 0.02 + 0.02 * w.abs(), || {
+                format!("ring on {pes} PEs, d {d}, causal {causal}: O[{i}] = {g}, one-PE {w}")
+            })?;
+        }
+    }
+    let odd = AttentionParams {
+        heads_q: 8,
+        heads_kv: 2,
+        head_dim: 64,
+        causal: true,
+        scale: None,
+    };
+    match RingAttention::new(p, odd, 95) {
+        Err(e) if e.to_string().contains("must be even") => Ok(()),
+        Err(e) => Err(format!("the odd causal slice's refusal: {e}").into()),
+        Ok(_) => Err("an odd causal slice was accepted".into()),
+    }
 }

@@ -44,6 +44,7 @@ const CORPUS_DIRS: &[&str] = &[
     "src/gemm",
     "src/attention",
     "src/ops/ulysses",
+    "src/ops/ring",
 ];
 
 /// The library's kernel files that other NVRTC tests compile, with the specializations they
