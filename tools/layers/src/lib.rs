@@ -88,10 +88,11 @@ pub fn imports(rel: &Path, text: &str) -> Vec<Vec<String>> {
     let bytes = code.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
-        let rest = &code[i..];
-        let (base, skip) = if rest.starts_with("crate::") {
+        // Bytes, not `&str`: `i` steps a byte at a time and may stand inside a character.
+        let rest = &bytes[i..];
+        let (base, skip) = if rest.starts_with(b"crate::") {
             (Vec::new(), "crate::".len())
-        } else if rest.starts_with("super::") {
+        } else if rest.starts_with(b"super::") {
             // `super` of a file `a/b.rs` (module a::b) is `a`; of `a/mod.rs` (module a) is the root.
             (
                 module[..module.len().saturating_sub(1)].to_vec(),
@@ -266,6 +267,16 @@ mod tests {
                 "context::Pgas::x"
             ]
         );
+    }
+
+    #[test]
+    fn text_with_wide_characters_is_read() {
+        let found = imports(
+            Path::new("a.rs"),
+            "/// `S = Q K\u{1d40}`\nconst D: &str = \"K\u{1d40} \u{e9}\"; use crate::b::C;\n",
+        );
+        let found: Vec<String> = found.iter().map(|p| p.join("::")).collect();
+        assert_eq!(found, ["b::C"]);
     }
 
     #[test]
