@@ -2,8 +2,8 @@
 //! issue 46's table, bf16, causal and not: median time of 20 runs after 3 (CUDA events on the
 //! pgas stream) and TFLOP/s (FlashAttention's count: `4 d` a visible (query, key) pair a
 //! head); and the cold JIT compile of the kernel. `scripts/attention_sdpa.py` times torch's
-//! `scaled_dot_product_attention` (cuDNN and flash backends) on the same shapes in the same job,
-//! so the two tables compare side by side. Each shape is also checked at a few rows against
+//! `scaled_dot_product_attention` (cuDNN and flash backends) on the shapes this bench's figures
+//! name, in the same job, so the two tables compare side by side (`SHAPES` is their one list). Each shape is also checked at a few rows against
 //! the host (f64), so a wrong result fails the run.
 //!
 //! Run: `attention` (1 PE, sm_90a). Exit status 1 when a result is wrong.

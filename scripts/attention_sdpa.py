@@ -1,25 +1,39 @@
 #!/usr/bin/env python3
-"""torch's scaled_dot_product_attention on the shapes of benches/attention.rs (issue 46's table),
-bf16 forward, causal and not, with the cuDNN and the flash backends: median of 20 timed runs
-after 3 (CUDA events), TFLOP/s counted as FlashAttention does (4 d a visible (query, key) pair a
-head; causal: s (s + 1) / 2 pairs). Prints one FIGURE line per shape and backend, in the format
-of the Rust benchmarks. Run in the same job as `.device/bin/attention` to compare side by side."""
+"""torch's scaled_dot_product_attention on the shapes benches/attention.rs timed, bf16 forward,
+causal and not, with the cuDNN and the flash backends: median of 20 timed runs after 3 (CUDA
+events), TFLOP/s counted as FlashAttention does (4 d a visible (query, key) pair a head; causal:
+s (s + 1) / 2 pairs). The shapes come from that benchmark's figures (FILE: its FIGURE lines, as
+scripts/gpu-suite.sh's attention mode saves them), so the two lists cannot drift apart. Prints
+one FIGURE line per shape and backend, in the format of the Rust benchmarks.
+
+Usage: attention_sdpa.py FILE"""
 import json
+import re
 import statistics
+import sys
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F
 
-SHAPES = [
-    (16, 16, 16, 1024, 128),
-    (4, 16, 16, 4096, 128),
-    (1, 16, 16, 16384, 128),
-    (4, 32, 32, 4096, 64),
-    (4, 8, 8, 4096, 256),
-    (4, 32, 8, 4096, 128),
-    (1, 32, 8, 32768, 128),
-]
+# A figure name of benches/attention.rs: "BATCHxHEADS(KV_HEADS)xSEQxDIM full|causal".
+NAME = re.compile(r"^(\d+)x(\d+)\((\d+)\)x(\d+)x(\d+) (full|causal)$")
+
+
+def shapes(path):
+    """(batch, heads, kv heads, sequence, head dim) of every figure of the pgas benchmark, in order."""
+    out = []
+    for line in open(path):
+        # A FIGURE line, or its JSON alone (scripts/gpu-suite.sh's figures.jsonl).
+        text = line.split("FIGURE ", 1)[-1].strip()
+        if not text.startswith("{"):
+            continue
+        fig = json.loads(text)
+        m = NAME.match(fig["name"]) if fig.get("bench") == "attention" else None
+        shape = tuple(int(x) for x in m.groups()[:5]) if m else None
+        if shape and shape not in out:
+            out.append(shape)
+    return out
 
 
 def timed(fn):
@@ -37,8 +51,10 @@ def timed(fn):
 
 
 def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__.splitlines()[-1])
     machine = torch.cuda.get_device_name() + " x1"
-    for batch, hq, hkv, seq, d in SHAPES:
+    for batch, hq, hkv, seq, d in shapes(sys.argv[1]):
         q = torch.randn(batch, hq, seq, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(batch, hkv, seq, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn(batch, hkv, seq, d, device="cuda", dtype=torch.bfloat16)

@@ -49,7 +49,8 @@
 #             correctness on a full node's PE count (issue 49) on any machine.
 #   attention: only `pgas doctor`, the attention cases of the GPU suite (against the f32 GPU
 #             reference) and benches/attention.rs against torch's scaled_dot_product_attention
-#             (cuDNN and flash backends, scripts/attention_sdpa.py) on the same shapes, 1 PE.
+#             (cuDNN and flash backends, scripts/attention_sdpa.py) on the shapes the bench's
+#             figures name, 1 PE.
 # The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
 # benchmarks (dsl_vs_cuda, jit_costs, gemm) and the faults part; four calls cover everything.
 set -uo pipefail
@@ -427,7 +428,8 @@ if [ "$only" = attention ]; then
   if ! python3 -c "import torch" 2>/dev/null; then
     note "SKIP attention_sdpa (no torch for python3)"
   else
-    step "attention_sdpa" bench.log 240 python3 "$root/scripts/attention_sdpa.py"
+    echo "$pgas_figs" >"$out/attention-shapes.jsonl"
+    step "attention_sdpa" bench.log 240 python3 "$root/scripts/attention_sdpa.py" "$out/attention-shapes.jsonl"
     sdpa_figs=$(figures)
     verdict "attention_sdpa" "$(printf '%s\n%s\n' "$pgas_figs" "$sdpa_figs" | python3 -c '
 import json, sys

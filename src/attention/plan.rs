@@ -288,6 +288,26 @@ impl Attention {
     }
 }
 
+impl AttentionParams {
+    /// Why buffers of `lens` elements (Q, O, K, V) are not `tokens` tokens of these heads, if
+    /// they are not: the check of the context-parallel forms, whose every PE holds a slice.
+    pub(crate) fn slice_error(&self, tokens: usize, lens: [usize; 4]) -> Option<String> {
+        let (hq, hkv, d) = (self.heads_q, self.heads_kv, self.head_dim);
+        ["Q", "O", "K", "V"]
+            .into_iter()
+            .zip(lens)
+            .zip([hq, hq, hkv, hkv])
+            .find(|&((_, len), heads)| len != tokens * heads * d)
+            .map(|((what, len), heads)| {
+                format!(
+                    "{what} has {len} elements where {tokens} tokens of {heads} heads of {d} \
+                     need {}",
+                    tokens * heads * d
+                )
+            })
+    }
+}
+
 /// Why `params` cannot run, if it cannot.
 fn params_error(p: &AttentionParams) -> Option<String> {
     if ![64, 128, 256].contains(&p.head_dim) {
@@ -356,6 +376,18 @@ mod tests {
             ..params(64, 8, 8)
         };
         assert!(params_error(&bad).unwrap().contains("finite positive"));
+    }
+
+    #[test]
+    fn a_slice_of_the_wrong_size_is_named() {
+        let p = params(64, 8, 2);
+        let (q, kv) = (10 * 8 * 64, 10 * 2 * 64);
+        assert_eq!(p.slice_error(10, [q, q, kv, kv]), None);
+        let e = p.slice_error(10, [q, q, kv, kv - 1]).unwrap();
+        assert_eq!(
+            e,
+            "V has 1279 elements where 10 tokens of 2 heads of 64 need 1280"
+        );
     }
 
     #[test]

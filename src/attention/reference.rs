@@ -72,8 +72,6 @@ pub fn attention_reference(
     lse[tok * hq + head] = if sum > 0.0 { mx + ln(sum) } else { -1.0e30 };
 }
 
-/// Element `i` of the input tensor `salt` names: spread over [-1, 1) and exact in bf16 (as
-/// `gemm::reference::value`).
-pub fn value(i: usize, salt: u64) -> bf16 {
-    crate::gemm::reference::value(i, salt)
-}
+/// Element `i` of the input tensor `salt` names: the GEMM's inputs, spread over [-1, 1) and
+/// exact in bf16.
+pub use crate::gemm::reference::value;

@@ -227,6 +227,32 @@ fn refusals_case(p: &Pgas) -> CaseResult {
     Ok(())
 }
 
+/// Q, K and V of one whole sequence of `total` tokens (from `salt`, `salt + 1`, `salt + 2`) and
+/// O of the single-PE attention over it, on the host: what each PE's slice of a
+/// context-parallel form is checked against.
+fn whole_sequence(
+    p: &Pgas,
+    params: AttentionParams,
+    total: usize,
+    salt: u64,
+) -> Result<[Vec<bf16>; 4], Box<dyn std::error::Error>> {
+    let (hq, hkv, d) = (params.heads_q, params.heads_kv, params.head_dim);
+    let gen = |n: usize, salt: u64| (0..n).map(|i| value(i, salt)).collect::<Vec<_>>();
+    let (q, k, v) = (
+        gen(total * hq * d, salt),
+        gen(total * hkv * d, salt + 1),
+        gen(total * hkv * d, salt + 2),
+    );
+    let s = p.stream();
+    let whole = Attention::fixed(p, params, 1, (total, total))?;
+    let (dq, dk, dv) = (s.clone_htod(&q)?, s.clone_htod(&k)?, s.clone_htod(&v)?);
+    let mut o = s.alloc_zeros::<bf16>(total * hq * d)?;
+    let mut lse = s.alloc_zeros::<f32>(total * hq)?;
+    whole.run(p, &mut o, &mut lse, &dq, &dk, &dv, false)?;
+    let o = s.clone_dtoh(&o)?;
+    Ok([q, k, v, o])
+}
+
 /// Context parallel by all-to-all: each PE holds a slice of one sequence (96 tokens, not whole
 /// tiles) with every head; its O must equal, bit for bit, its rows of the single-PE attention
 /// over the whole sequence (the same kernel runs each head on the same data). Grouped-query,
@@ -245,19 +271,7 @@ fn ulysses_case(p: &Pgas) -> CaseResult {
             causal,
             scale: None,
         };
-        let total = t * pes;
-        let gen = |n: usize, salt: u64| (0..n).map(|i| value(i, salt)).collect::<Vec<_>>();
-        let (q, k, v) = (
-            gen(total * 8 * d, 41),
-            gen(total * 4 * d, 42),
-            gen(total * 4 * d, 43),
-        );
-        // The single-PE reference over the whole sequence.
-        let whole = Attention::fixed(p, params, 1, (total, total))?;
-        let (dq, dk, dv) = (s.clone_htod(&q)?, s.clone_htod(&k)?, s.clone_htod(&v)?);
-        let mut want = s.alloc_zeros::<bf16>(total * 8 * d)?;
-        let mut lse = s.alloc_zeros::<f32>(total * 8)?;
-        whole.run(p, &mut want, &mut lse, &dq, &dk, &dv, false)?;
+        let [q, k, v, want] = whole_sequence(p, params, t * pes, 41)?;
         // This PE's slice through the all-to-all form.
         let slice = |x: &[bf16], h: usize| x[me * t * h * d..(me + 1) * t * h * d].to_vec();
         let lq = s.clone_htod(&slice(&q, 8))?;
@@ -267,7 +281,6 @@ fn ulysses_case(p: &Pgas) -> CaseResult {
         let mut op = UlyssesAttention::new(p, params, t)?;
         op.run(p, &mut got, &lq, &lk, &lv)?;
         util::settle(p)?;
-        let want = s.clone_dtoh(&want)?;
         let got = s.clone_dtoh(&got)?;
         let mine = &want[me * t * 8 * d..(me + 1) * t * 8 * d];
         if let Some(i) = (0..got.len()).find(|&i| got[i] != mine[i]) {
@@ -314,18 +327,7 @@ fn ring_case(p: &Pgas) -> CaseResult {
             causal,
             scale: None,
         };
-        let total = t * pes;
-        let gen = |n: usize, salt: u64| (0..n).map(|i| value(i, salt)).collect::<Vec<_>>();
-        let (q, k, v) = (
-            gen(total * 8 * d, 51),
-            gen(total * 2 * d, 52),
-            gen(total * 2 * d, 53),
-        );
-        let whole = Attention::fixed(p, params, 1, (total, total))?;
-        let (dq, dk, dv) = (s.clone_htod(&q)?, s.clone_htod(&k)?, s.clone_htod(&v)?);
-        let mut want = s.alloc_zeros::<bf16>(total * 8 * d)?;
-        let mut lse = s.alloc_zeros::<f32>(total * 8)?;
-        whole.run(p, &mut want, &mut lse, &dq, &dk, &dv, false)?;
+        let [q, k, v, want] = whole_sequence(p, params, t * pes, 51)?;
         let mut op = RingAttention::new(p, params, t)?;
         let ranges = op.slice_of(me);
         // This PE's rows of a [tokens][heads][d] tensor, in its slice's order.
@@ -346,7 +348,7 @@ fn ring_case(p: &Pgas) -> CaseResult {
             op.run(p, &mut got, &lq, &lk, &lv)?;
         }
         util::settle(p)?;
-        let want = rows(&s.clone_dtoh(&want)?, 8);
+        let want = rows(&want, 8);
         let got = s.clone_dtoh(&got)?;
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             let (g, w) = (g.to_f32(), w.to_f32());

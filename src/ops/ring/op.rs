@@ -164,18 +164,8 @@ impl RingAttention {
     ) -> Result<()> {
         let p = self.params;
         let (t, d, pes, me) = (self.tokens, p.head_dim, self.pes, self.me);
-        for (what, len, heads) in [
-            ("Q", q.len(), p.heads_q),
-            ("O", o.len(), p.heads_q),
-            ("K", k.len(), p.heads_kv),
-            ("V", v.len(), p.heads_kv),
-        ] {
-            if len != t * heads * d {
-                return refuse(format!(
-                    "{what} has {len} elements where {t} tokens of {heads} heads of {d} need {}",
-                    t * heads * d
-                ));
-            }
+        if let Some(why) = p.slice_error(t, [q.len(), o.len(), k.len(), v.len()]) {
+            return refuse(why);
         }
         if t == 0 {
             return Ok(());
