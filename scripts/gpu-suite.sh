@@ -22,7 +22,7 @@
 # the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
 # a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
-# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention]
+# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch]
 #   suite:    only `pgas doctor`, the GPU test suite (4, 2, 1 PEs) and the differential test: for
 #             a second NVSHMEM version (see .device/nvshmem.tar.xz below).
 #   faults:   only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
@@ -50,14 +50,20 @@
 #   attention: only `pgas doctor`, the attention cases of the GPU suite (against the f32 GPU
 #             reference) and benches/attention.rs against torch's scaled_dot_product_attention
 #             (cuDNN and flash backends, scripts/attention_sdpa.py) on the shapes the bench's
-#             figures name, 1 PE.
+#             figures name, 1 PE, after the attention cases on 4 and 2 PEs (the
+#             context-parallel forms) and examples/long_context_attention (ring and all-to-all
+#             forms against one-PE attention) on 1, 2 and 4 PEs.
+#   torch:    only `pgas doctor` and pgas's library on torch tensors: the wheel installed with
+#             pip, python/tests/test_torch_ops.py (pgas.gemm, pgas.coll, pgas.ops as torch custom
+#             ops, torch.compile, CUDA graphs, bad input) and python/examples/tp_mlp.py (a
+#             tensor-parallel MLP block against torch), on 1, 2 and 4 PEs.
 # The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
 # benchmarks (dsl_vs_cuda, jit_costs, gemm) and the faults part; four calls cover everything.
 set -uo pipefail
-outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention]}"
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch]}"
 only="${2:-all}"
-case "$only" in all | suite | faults | sanitize | coll | fused | soak2 | soak4 | python | pe8 | attention) ;; *)
-  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention] (not '$only')" >&2
+case "$only" in all | suite | faults | sanitize | coll | fused | soak2 | soak4 | python | pe8 | attention | torch) ;; *)
+  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch] (not '$only')" >&2
   exit 2
   ;;
 esac
@@ -422,6 +428,16 @@ differential() {
 # torch's SDPA in the same job; the summary line gives the ratio to cuDNN per shape.
 if [ "$only" = attention ]; then
   suite 1 240 "$bin/gpu_suite" hopper/ attention/
+  # The context-parallel forms (ring, all-to-all) across PEs.
+  pes 4 180 "$bin/gpu_suite" attention/
+  pes 2 180 "$bin/gpu_suite" attention/
+  for n in 1 2 4; do
+    if share_begin "$n"; then
+      step "long_context_attention $n PE" examples.log 180 "$bin/pgas-run" -n "$n" $share -- "$bin/long_context_attention"
+      verdict "long_context_attention, pgas-run -n $n $share" "$(echo "$last" | grep -m1 -o 'PE 0: .*' | cut -c1-220)"
+      share_end
+    fi
+  done
   step "attention bench" bench.log 240 "$bin/attention"
   pgas_figs=$(figures)
   verdict "attention bench" "$(echo "$pgas_figs" | brief 'causal|full|cold')"
@@ -443,6 +459,28 @@ for r in rows:
             out.append("%s pgas/cuDNN=%.3f" % (name, pgas[name] / r["value"]))
 print("; ".join(out))')"
   fi
+  finish
+fi
+
+# pgas's library on torch tensors (pgas.gemm, pgas.coll, pgas.ops), from the wheel.
+if [ "$only" = torch ]; then
+  wheel=$(ls "$dev"/python/pgas-*.whl 2>/dev/null | head -1)
+  pyhome=/tmp/pgas-python
+  if [ -z "$wheel" ] || ! python3 -c "import torch" 2>/dev/null; then
+    note "SKIP torch (no wheel in .device/python or no torch)"
+    finish
+  fi
+  step "python: pip install the wheel" examples.log 60 python3 -m pip install -q --no-deps --no-index --target "$pyhome" "$wheel"
+  verdict "python: pip install $(basename "$wheel")"
+  for n in 1 2 4; do
+    if share_begin "$n"; then
+      step "torch ops $n PE" examples.log 240 env PYTHONPATH="$pyhome" "$bin/pgas-run" -n "$n" $share -- python3 "$root/python/tests/test_torch_ops.py"
+      verdict "test_torch_ops.py, pgas-run -n $n $share" "$(echo "$last" | grep -o 'test_torch_ops: ok on PE 0.*' | head -1)"
+      step "tp_mlp $n PE" examples.log 180 env PYTHONPATH="$pyhome" "$bin/pgas-run" -n "$n" $share -- python3 "$root/python/examples/tp_mlp.py"
+      verdict "tp_mlp.py, pgas-run -n $n $share" "$(echo "$last" | grep -o 'PE 0: tp_mlp.*' | head -1)"
+      share_end
+    fi
+  done
   finish
 fi
 

@@ -47,7 +47,7 @@ fn algorithm_of(name: &str) -> PyResult<Algorithm> {
 }
 
 /// The Python name of `algorithm`.
-fn name_of(algorithm: Algorithm) -> &'static str {
+pub(crate) fn name_of(algorithm: Algorithm) -> &'static str {
     ALGORITHMS
         .iter()
         .find(|(_, a)| *a == algorithm)

@@ -29,6 +29,7 @@ mod device;
 mod dtype;
 mod errors;
 mod kernel;
+mod library;
 mod ops;
 mod state;
 mod stream;
@@ -53,6 +54,7 @@ fn pgas(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernel::kernel, m)?)?;
     ops::register(m)?;
     coll::register(m)?;
+    library::register(m)?;
     device::register(m)?;
     Ok(())
 }

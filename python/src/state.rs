@@ -57,6 +57,10 @@ pub(crate) struct State {
     /// The communicators of `pgas.Comm` (`coll.rs`), by id in creation order (the same on
     /// every PE), with the last id given.
     comms: Mutex<(u64, BTreeMap<u64, pgas::coll::Comm>)>,
+    /// The plans of pgas's library on foreign memory (`library.rs`: staging buffers and
+    /// fused-op plans), by key. Made at first use by every PE at the same point (collective
+    /// allocations) and freed at `finalize` in key order: the same order on every PE.
+    plans: Mutex<BTreeMap<String, Box<dyn std::any::Any + Send>>>,
     pub(crate) my_pe: usize,
     pub(crate) n_pes: usize,
     pub(crate) device: usize,
@@ -142,6 +146,27 @@ impl State {
             *staging = Some(pgas.alloc::<u8>(bytes.max(1)).map_err(to_py)?);
         }
         Ok(staging.as_ref().map_or(0, |t| t.as_device_ptr()))
+    }
+
+    /// Runs `f` on the plan `key` names, made by `make` when there is none (collective when it
+    /// allocates: every PE reaches the same keys at the same points). A plan of another type
+    /// under `key` is replaced.
+    pub(crate) fn with_plan<P: std::any::Any + Send, R>(
+        &self,
+        key: &str,
+        make: impl FnOnce() -> PyResult<P>,
+        f: impl FnOnce(&mut P) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let mut plans = lock(&self.plans);
+        if !plans.get(key).is_some_and(|p| p.is::<P>()) {
+            // The old plan first: the heap may not hold both.
+            drop(plans.remove(key));
+            plans.insert(key.to_string(), Box::new(make()?));
+        }
+        match plans.get_mut(key).and_then(|p| p.downcast_mut::<P>()) {
+            Some(plan) => f(plan),
+            None => Err(NotInitializedError::new_err("pgas was finalized (pgas.finalize())")),
+        }
     }
 
     /// Frees owned tensor `id` after the PEs agreed (collective), under live DLPack views only
@@ -263,6 +288,8 @@ impl State {
         // and with them their handles on the runtime.
         let comms = std::mem::take(&mut lock(&self.comms).1);
         drop(comms);
+        let plans = std::mem::take(&mut *lock(&self.plans));
+        drop(plans);
         let entries = std::mem::take(&mut self.registry().entries);
         // Imported views first (no collective), then the allocations in allocation order:
         // the same order on every PE, so each collective free meets its peers.
@@ -430,6 +457,7 @@ pub(crate) fn init(
             staging: Mutex::new(None),
             foreign: Mutex::new(Vec::new()),
             comms: Mutex::new((0, BTreeMap::new())),
+            plans: Mutex::new(BTreeMap::new()),
             registry: Mutex::new(Registry::default()),
             pgas: Mutex::new(Some(pgas)),
         })

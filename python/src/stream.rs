@@ -19,8 +19,9 @@ use std::ptr;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{
-    cuEventCreate, cuEventRecord, cuStreamGetCtx, cuStreamQuery, cuStreamWaitEvent, CUcontext,
-    CUevent, CUevent_flags, CUresult, CUstream,
+    cuEventCreate, cuEventRecord, cuStreamGetCtx, cuStreamIsCapturing, cuStreamQuery,
+    cuStreamWaitEvent, CUcontext, CUevent, CUevent_flags, CUresult, CUstream,
+    CUstreamCaptureStatus,
 };
 use cudarc::driver::CudaStream;
 use pgas_runtime::Pgas;
@@ -169,7 +170,7 @@ fn order(waiter: CUstream, signaler: CUstream, direction: Direction) -> PyResult
 pub(crate) fn on<R>(
     pgas: &Pgas,
     user: Option<UserStream>,
-    op: impl FnOnce(Option<&CudaStream>) -> PyResult<R>,
+    op: impl FnOnce(Option<&Arc<CudaStream>>) -> PyResult<R>,
 ) -> PyResult<R> {
     let Some(UserStream(raw)) = user else {
         return op(None);
@@ -183,6 +184,11 @@ pub(crate) fn on<R>(
     pgas.cuda()
         .bind_to_thread()
         .map_err(|e| misuse(format!("stream=: making pgas's CUDA context current: {e}")))?;
+    // Captured into a CUDA graph, `s` is ordered by the graph alone: a wait for pgas's stream
+    // would leave the capture, and pgas's stream waiting for `s` would join it unjoined.
+    if capturing(raw as CUstream)? {
+        return op(Some(&theirs));
+    }
     // Nothing left on pgas's stream (the usual case: its plain forms wait for it), nothing for
     // `s` to wait for: a query costs less than an event's record and wait.
     // SAFETY: pgas's stream, in the context made current above.
@@ -191,5 +197,39 @@ pub(crate) fn on<R>(
     }
     let out = op(Some(&theirs))?;
     order(mine, raw as CUstream, Direction::TheirsForMine)?;
+    Ok(out)
+}
+
+/// Whether `stream` is being captured into a CUDA graph.
+fn capturing(stream: CUstream) -> PyResult<bool> {
+    let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: a stream of the current context (`check`); `status` is a live local.
+    let s = unsafe { cuStreamIsCapturing(stream, &mut status) };
+    if s != CUresult::CUDA_SUCCESS {
+        return Err(misuse(format!("stream=: asking whether the stream is captured: {s:?}")));
+    }
+    Ok(status != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+}
+
+/// Runs `op`, which enqueues on pgas's stream only (a fused op of `pgas::ops` that has no
+/// `_on` form), as an operation of `user`'s stream: pgas's stream first waits for the work
+/// queued on `user`'s, and `user`'s then waits for pgas's. Neither blocks the host; under CUDA
+/// graph capture of `user`'s stream, pgas's stream joins the capture (the first wait) and
+/// leaves it (the second), as a forked stream must.
+pub(crate) fn through_pgas_stream<R>(
+    pgas: &Pgas,
+    user: Option<UserStream>,
+    op: impl FnOnce() -> PyResult<R>,
+) -> PyResult<R> {
+    let Some(UserStream(raw)) = user else {
+        return op();
+    };
+    let mine = pgas.stream().cu_stream();
+    pgas.cuda()
+        .bind_to_thread()
+        .map_err(|e| misuse(format!("stream=: making pgas's CUDA context current: {e}")))?;
+    order(mine, raw as CUstream, Direction::TheirsForMine)?;
+    let out = op()?;
+    order(raw as CUstream, mine, Direction::MineForTheirs)?;
     Ok(out)
 }

@@ -11,6 +11,7 @@
 //! | 4 | `device` | the device API of Numba kernels: the library's wrappers, PTX, module readying |
 //! | 5 | `kernel` | `pgas.kernel`: kernels from a string, launched through `ops`' call |
 //! | 5 | `coll` | `pgas.Comm`: pgas's own collectives, called through `ops`' call |
+//! | 6 | `library` | pgas's library (GEMM, collectives, fused ops) on foreign memory, by address |
 //!
 //! The root lists the modules and registers them with Python; nothing imports through it.
 
@@ -26,6 +27,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("ops", 4),
     ("kernel", 5),
     ("coll", 5),
+    ("library", 6),
     ("device", 4),
 ];
 

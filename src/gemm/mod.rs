@@ -11,8 +11,8 @@ mod shape;
 
 pub use kernel::{gemm_bf16_sm90, BK, BM, THREADS};
 pub(crate) use plan::{
-    a_tile, b_tile, c_tile, check, gemm_bf16_raw, launch, persistent_clusters, Maps,
+    a_tile, b_tile, c_tile, check, gemm_raw_with, launch, persistent_clusters, Maps,
 };
 pub use plan::{
-    gemm_bf16, gemm_bf16_with, gemm_fp8, gemm_fp8_with, shape_error, Chunking, GemmConfig,
+    gemm_bf16, gemm_bf16_with, gemm_fp8, gemm_fp8_with, gemm_raw, shape_error, Chunking, GemmConfig,
 };

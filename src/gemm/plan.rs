@@ -163,18 +163,57 @@ fn launch_local(
     )
 }
 
-/// `C = A Btᵀ` in bf16 on `stream` over device addresses, with `cfg` (checked by the caller
-/// against the shape with [`check`]): what `pgas::ops` runs per shard or chunk.
+/// K in the kernel's columns for an FP8 GEMM of depth `k`: the kernel and its maps count K in
+/// pairs of FP8 values (two bytes, one "bf16" column), so the copy engine moves the same 128-byte
+/// rows. Refuses a `k` that is not whole FP8 tiles.
+fn fp8_pairs(k: usize) -> crate::Result<usize> {
+    if k == 0 || !k.is_multiple_of(2 * BK) {
+        return refuse(format!(
+            "K = {k} is not a positive multiple of {} (FP8 tiles are 128 values of K)",
+            2 * BK
+        ));
+    }
+    Ok(k / 2)
+}
+
+/// `C = A Btᵀ` on `stream` over device addresses, with the specialization
+/// [`GemmConfig::for_shape`] picks: `A` (m x k) and `Bt` (n x k) row-major, bf16, or `e4m3`
+/// when `fp8` (K then a multiple of 128), `C` (m x n) bf16, f32 accumulate. What a caller
+/// holding raw addresses runs (the Python module, on torch tensors). Refuses a shape that is
+/// not whole tiles, before anything launches. Needs sm_90a (H100, H200).
 ///
 /// # Safety
-/// `c`, `a` and `b` name `m x n`, `m x k` and `n x k` bf16 elements that stay allocated until
-/// `stream` has passed the launch, and nothing else writes them meanwhile.
-pub(crate) unsafe fn gemm_bf16_raw(
+/// `c`, `a` and `b` are addresses on this PE's GPU of `m x n` bf16 and `m x k` and `n x k`
+/// elements, 16-byte aligned, that stay allocated until `stream` has passed the launch, and
+/// nothing else writes them meanwhile.
+pub unsafe fn gemm_raw(
+    pgas: &Pgas,
+    stream: &CudaStream,
+    (c, a, b): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
+    (m, n, k): (usize, usize, usize),
+    fp8: bool,
+) -> crate::Result<()> {
+    let cfg = GemmConfig::for_shape(m, n, pgas.sm_count()?);
+    let k = if fp8 { fp8_pairs(k)? } else { k };
+    check(cfg, (m, n, k))?;
+    // SAFETY: the caller's contract; in FP8 the `k` pairs are `2k` bytes a row, as bf16 columns.
+    unsafe { gemm_raw_with(pgas, stream, (c, a, b), (m, n, k), cfg, fp8) }
+}
+
+/// `C = A Btᵀ` on `stream` over device addresses, with `cfg` (checked by the caller against the
+/// shape with [`check`]; `k` in bf16 columns, FP8 pairs when `fp8`): what [`gemm_raw`] and
+/// `pgas::ops` (per shard or chunk) run.
+///
+/// # Safety
+/// `c`, `a` and `b` name `m x n`, `m x k` and `n x k` bf16 elements (columns) that stay
+/// allocated until `stream` has passed the launch, and nothing else writes them meanwhile.
+pub(crate) unsafe fn gemm_raw_with(
     pgas: &Pgas,
     stream: &CudaStream,
     (c, a, b): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
     (m, n, k): (usize, usize, usize),
     cfg: GemmConfig,
+    fp8: bool,
 ) -> crate::Result<()> {
     // SAFETY: the caller's contract; the kernel writes only C, through its map.
     let (mut c_map, a_map, b_map) = unsafe {
@@ -201,7 +240,7 @@ pub(crate) unsafe fn gemm_bf16_raw(
         (m, n, k),
         (Chunking::Whole, (0, 0, 1)),
         cfg,
-        false,
+        fp8,
         false,
     )
 }
@@ -241,15 +280,7 @@ pub fn gemm_fp8_with(
     checked: bool,
 ) -> crate::Result<()> {
     check_sizes((a.len(), bt.len(), c.len()), (m, n, k))?;
-    if k == 0 || !k.is_multiple_of(2 * BK) {
-        return refuse(format!(
-            "K = {k} is not a positive multiple of {} (FP8 tiles are 128 values of K)",
-            2 * BK
-        ));
-    }
-    // The kernel and its maps count K in pairs of FP8 values (two bytes, one "bf16" column):
-    // the copy engine moves the same 128-byte rows.
-    let kp = k / 2;
+    let kp = fp8_pairs(k)?;
     check(cfg, (m, n, kp))?;
     let stream = pgas.stream();
     let (pa, _ra) = a.device_ptr(stream);

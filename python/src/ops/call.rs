@@ -34,7 +34,7 @@ pub(crate) struct Call<'a> {
     state: &'a Arc<State>,
     reg: &'a Registry,
     /// The caller's `stream=`, wrapped; `None`: pgas's own stream.
-    pub(crate) user: Option<&'a CudaStream>,
+    pub(crate) user: Option<&'a Arc<CudaStream>>,
 }
 
 impl<'a> Call<'a> {
@@ -51,7 +51,7 @@ impl<'a> Call<'a> {
 
     /// The stream the operation goes on: the caller's, else pgas's (where the runtime's plain
     /// forms issue, so `x_on(call.stream(), ..)` is `x(..)` without `stream=`).
-    pub(crate) fn stream(&self) -> &'a CudaStream {
+    pub(crate) fn stream(&self) -> &'a Arc<CudaStream> {
         self.user.unwrap_or(self.pgas.stream())
     }
 }

@@ -53,9 +53,9 @@ impl AllGatherMatmul {
         match self.fused.as_ref() {
             // SAFETY: the caller's contract: `c`, `a`, `b` have these shapes, ordered on `main`.
             None => unsafe { self.blas.gemm_bf16_nt_raw(main, c, a, b, (mp, n, k)) },
-            // SAFETY: the same contract, which is gemm_bf16_raw's for these shapes.
+            // SAFETY: the same contract, which is gemm_raw_with's for these shapes.
             Some(f) => unsafe {
-                gemm::gemm_bf16_raw(&self.pgas, main, (c, a, b), (mp, n, k), f.cfg)
+                gemm::gemm_raw_with(&self.pgas, main, (c, a, b), (mp, n, k), f.cfg, false)
             },
         }
     }

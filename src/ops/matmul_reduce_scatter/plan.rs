@@ -317,8 +317,8 @@ impl MatmulReduceScatter {
         match self.gemm {
             // SAFETY: the caller's contract: `c`, `a`, `b` have these shapes, ordered on `stream`.
             None => unsafe { self.blas.gemm_bf16_nt_raw(stream, c, a, b, shape) },
-            // SAFETY: the same contract, which is gemm_bf16_raw's for these shapes.
-            Some(cfg) => unsafe { gemm::gemm_bf16_raw(pgas, stream, (c, a, b), shape, cfg) },
+            // SAFETY: the same contract, which is gemm_raw_with's for these shapes.
+            Some(cfg) => unsafe { gemm::gemm_raw_with(pgas, stream, (c, a, b), shape, cfg, false) },
         }
     }
 

@@ -1,0 +1,259 @@
+"""pgas's own library on torch tensors, as torch custom ops (``torch.ops.pgas.*``).
+
+Each op checks its tensors (on this PE's GPU, dtype, shape, contiguous), allocates its outputs
+with torch's allocator and calls the native module (``python/src/library.rs``) on torch's
+current stream; the host does not wait. Each has a fake implementation (the same checks, the
+output shapes), so a program calling them compiles under ``torch.compile(fullgraph=True)``.
+``pgas.gemm``, ``pgas.coll`` and ``pgas.ops`` re-export them by topic; ``docs/python.md`` says
+which replay in CUDA graphs.
+
+The collectives and the fused ops are collective: every PE calls them in the same order with
+the same shapes (as NCCL's). Their first call of a shape makes symmetric buffers (a collective
+allocation), so warm them up before capturing a CUDA graph.
+"""
+
+from typing import Sequence, Tuple
+
+import torch
+
+from . import _pgas
+
+Tensor = torch.Tensor
+
+_FP8 = torch.float8_e4m3fn
+_BF16 = torch.bfloat16
+_REDUCE_OPS = ("sum", "min", "max", "prod", "and", "or", "xor")
+
+
+def _bad(op: str, what: str) -> Exception:
+    return _pgas.ArgumentError(f"pgas.{op}: {what}")
+
+
+def _check(op: str, name: str, t: Tensor, dtypes: Sequence[torch.dtype], dims: int) -> None:
+    """Raises ``pgas.ArgumentError`` unless ``t`` is a contiguous CUDA tensor of one of
+    ``dtypes`` with ``dims`` dimensions (any when ``dims`` is 0)."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"pgas.{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.device.type != "cuda":
+        raise _bad(op, f"{name} is on {t.device}; pgas runs on this PE's GPU: pass a CUDA "
+                       f"tensor (.cuda())")
+    if t.dtype not in dtypes:
+        names = ", ".join(str(d) for d in dtypes)
+        raise _bad(op, f"{name} is {t.dtype}; it takes {names}")
+    if dims and t.dim() != dims:
+        raise _bad(op, f"{name} has shape {tuple(t.shape)}; it takes {dims} dimensions")
+    if not t.is_contiguous():
+        raise _bad(op, f"{name} is not contiguous; pass {name}.contiguous()")
+
+
+def _stream(t: Tensor) -> int:
+    return torch.cuda.current_stream(t.device).cuda_stream
+
+
+# ---- GEMM -------------------------------------------------------------------------------------
+
+def _gemm_shape(a: Tensor, bt: Tensor) -> Tuple[int, int, int]:
+    _check("gemm", "a", a, (_BF16, _FP8), 2)
+    _check("gemm", "bt", bt, (a.dtype,), 2)
+    (m, k), (n, kb) = a.shape, bt.shape
+    if k != kb:
+        raise _bad("gemm", f"a is {m} x {k} and bt is {n} x {kb}: bt holds B transposed "
+                           f"(N x K, a linear layer's weight), with a's K = {k}")
+    return m, n, k
+
+
+@torch.library.custom_op("pgas::gemm", mutates_args=())
+def gemm(a: Tensor, bt: Tensor) -> Tensor:
+    """``a @ bt.T`` by ``pgas::gemm``, the Hopper GEMM (sm_90a): ``a`` (M x K) and ``bt``
+    (N x K, a linear layer's weight) both bfloat16 or both float8_e4m3fn (unscaled), the
+    result (M x N) bfloat16 with f32 accumulation. M a multiple of 128, N of 64, K of 64
+    (128 in FP8); other shapes raise with the rule."""
+    m, n, k = _gemm_shape(a, bt)
+    c = torch.empty((m, n), dtype=_BF16, device=a.device)
+    _pgas._gemm(c.data_ptr(), a.data_ptr(), bt.data_ptr(), m, n, k, a.dtype == _FP8,
+                stream=_stream(a))
+    return c
+
+
+@gemm.register_fake
+def _(a: Tensor, bt: Tensor) -> Tensor:
+    m, n, _ = _gemm_shape(a, bt)
+    return a.new_empty((m, n), dtype=_BF16)
+
+
+# ---- Collectives ------------------------------------------------------------------------------
+
+_COLL_DTYPES = (torch.float16, _BF16, torch.float32, torch.float64, torch.int32, torch.int64,
+                torch.uint8, torch.int8)
+
+
+def _coll_out_shape(kind: str, x: Tensor, op: str) -> Tuple[int, ...]:
+    _check(kind, "x", x, _COLL_DTYPES, 0)
+    if op not in _REDUCE_OPS:
+        raise _bad(kind, f"op {op!r}: one of {', '.join(_REDUCE_OPS)}")
+    if x.dim() == 0:
+        raise _bad(kind, "x is a scalar; pass a tensor of at least one dimension")
+    pes = _pgas.n_pes()
+    rows = x.shape[0]
+    if kind == "all_gather":
+        return (rows * pes, *x.shape[1:])
+    if kind in ("reduce_scatter", "all_to_all") and rows % pes:
+        raise _bad(kind, f"x has {rows} rows, not a multiple of the {pes} PEs: the rows are "
+                         f"split in {pes} equal chunks")
+    if kind == "reduce_scatter":
+        return (rows // pes, *x.shape[1:])
+    return tuple(x.shape)
+
+
+def _collective(kind: str, x: Tensor, op: str = "sum", root: int = 0) -> Tensor:
+    out = x.new_empty(_coll_out_shape(kind, x, op))
+    _pgas._collective(kind, out.data_ptr(), x.data_ptr(), out.numel(), x.numel(), str(x.dtype),
+                      op, root, stream=_stream(x))
+    return out
+
+
+@torch.library.custom_op("pgas::all_reduce", mutates_args=())
+def all_reduce(x: Tensor, op: str = "sum") -> Tensor:
+    """The element-wise reduction (``op``: sum, min, max, prod, and, or, xor) of every PE's
+    ``x``, by ``pgas::coll`` (low latency, one- or two-shot by size), as a new tensor."""
+    return _collective("all_reduce", x, op)
+
+
+@all_reduce.register_fake
+def _(x: Tensor, op: str = "sum") -> Tensor:
+    return x.new_empty(_coll_out_shape("all_reduce", x, op))
+
+
+@torch.library.custom_op("pgas::all_gather", mutates_args=())
+def all_gather(x: Tensor) -> Tensor:
+    """Every PE's ``x`` stacked along dimension 0 in PE order (``n_pes() x`` its rows)."""
+    return _collective("all_gather", x)
+
+
+@all_gather.register_fake
+def _(x: Tensor) -> Tensor:
+    return x.new_empty(_coll_out_shape("all_gather", x, "sum"))
+
+
+@torch.library.custom_op("pgas::reduce_scatter", mutates_args=())
+def reduce_scatter(x: Tensor, op: str = "sum") -> Tensor:
+    """PE ``r``'s chunk ``r`` (of ``n_pes()`` along dimension 0) of the reduction of every
+    PE's ``x``."""
+    return _collective("reduce_scatter", x, op)
+
+
+@reduce_scatter.register_fake
+def _(x: Tensor, op: str = "sum") -> Tensor:
+    return x.new_empty(_coll_out_shape("reduce_scatter", x, op))
+
+
+@torch.library.custom_op("pgas::broadcast", mutates_args=())
+def broadcast(x: Tensor, root: int) -> Tensor:
+    """PE ``root``'s ``x`` on every PE."""
+    if not 0 <= root < _pgas.n_pes():
+        raise _bad("broadcast", f"root {root} is not a PE (0 to {_pgas.n_pes() - 1})")
+    return _collective("broadcast", x, "sum", root)
+
+
+@broadcast.register_fake
+def _(x: Tensor, root: int) -> Tensor:
+    return x.new_empty(_coll_out_shape("broadcast", x, "sum"))
+
+
+@torch.library.custom_op("pgas::all_to_all", mutates_args=())
+def all_to_all(x: Tensor) -> Tensor:
+    """Chunk ``q`` (of ``n_pes()`` along dimension 0) of PE ``r``'s ``x`` lands as chunk ``r``
+    of PE ``q``'s result."""
+    return _collective("all_to_all", x)
+
+
+@all_to_all.register_fake
+def _(x: Tensor) -> Tensor:
+    return x.new_empty(_coll_out_shape("all_to_all", x, "sum"))
+
+
+# ---- Fused operations -------------------------------------------------------------------------
+
+def _pair_shapes(op: str, a: Tensor, bt: Tensor) -> Tuple[int, int, int]:
+    _check(op, "a", a, (_BF16,), 2)
+    _check(op, "bt", bt, (_BF16,), 2)
+    (m, k), (n, kb) = a.shape, bt.shape
+    if k != kb:
+        raise _bad(op, f"a is {m} x {k} and bt is {n} x {kb}: bt is N x K with a's K = {k}")
+    return m, n, k
+
+
+@torch.library.custom_op("pgas::all_gather_matmul", mutates_args=())
+def all_gather_matmul(shard: Tensor, bt: Tensor) -> Tensor:
+    """``all_gather(shard) @ bt.T`` fused (``pgas::ops::AllGatherMatmul``): ``shard`` is this
+    PE's ``mp x K`` rows of A, ``bt`` N x K, bfloat16; the result is ``mp * n_pes() x N``.
+    Each PE's GEMM starts on its own rows while the others' arrive."""
+    mp, n, k = _pair_shapes("all_gather_matmul", shard, bt)
+    c = shard.new_empty((mp * _pgas.n_pes(), n))
+    _pgas._all_gather_matmul(c.data_ptr(), shard.data_ptr(), bt.data_ptr(), mp, n, k,
+                             stream=_stream(shard))
+    return c
+
+
+@all_gather_matmul.register_fake
+def _(shard: Tensor, bt: Tensor) -> Tensor:
+    mp, n, _ = _pair_shapes("all_gather_matmul", shard, bt)
+    return shard.new_empty((mp * _pgas.n_pes(), n))
+
+
+def _rs_rows(a: Tensor, bt: Tensor) -> Tuple[int, int, int]:
+    m, n, k = _pair_shapes("matmul_reduce_scatter", a, bt)
+    if m % _pgas.n_pes():
+        raise _bad("matmul_reduce_scatter", f"a has {m} rows, not a multiple of the "
+                                            f"{_pgas.n_pes()} PEs")
+    return m, n, k
+
+
+@torch.library.custom_op("pgas::matmul_reduce_scatter", mutates_args=())
+def matmul_reduce_scatter(a: Tensor, bt: Tensor) -> Tensor:
+    """This PE's ``M / n_pes()`` rows of the sum over PEs of ``a @ bt.T``, fused
+    (``pgas::ops::MatmulReduceScatter``): ``a`` (M x K/P) and ``bt`` (N x K/P) are this PE's
+    slices of K, bfloat16. Chunks of the product leave for their owners as they are done."""
+    m, n, k = _rs_rows(a, bt)
+    out = a.new_empty((m // _pgas.n_pes(), n))
+    _pgas._matmul_reduce_scatter(out.data_ptr(), a.data_ptr(), bt.data_ptr(), m, n, k,
+                                 stream=_stream(a))
+    return out
+
+
+@matmul_reduce_scatter.register_fake
+def _(a: Tensor, bt: Tensor) -> Tensor:
+    m, n, _ = _rs_rows(a, bt)
+    return a.new_empty((m // _pgas.n_pes(), n))
+
+
+def _rms_shapes(x: Tensor, residual: Tensor, weight: Tensor) -> Tuple[int, int]:
+    op = "allreduce_rmsnorm"
+    _check(op, "x", x, (_BF16,), 2)
+    _check(op, "residual", residual, (_BF16,), 2)
+    _check(op, "weight", weight, (_BF16,), 1)
+    tokens, hidden = x.shape
+    if tuple(residual.shape) != tuple(x.shape) or weight.shape[0] != hidden:
+        raise _bad(op, f"x is {tuple(x.shape)}, residual {tuple(residual.shape)} and weight "
+                       f"{tuple(weight.shape)}: residual must match x, weight be ({hidden},)")
+    return tokens, hidden
+
+
+@torch.library.custom_op("pgas::allreduce_rmsnorm", mutates_args=())
+def allreduce_rmsnorm(x: Tensor, residual: Tensor, weight: Tensor,
+                      eps: float = 1e-6) -> Tuple[Tensor, Tensor]:
+    """A transformer layer's all-reduce + residual add + RMSNorm in one operation
+    (``pgas::ops::AllReduceRmsNorm``): ``h = sum over PEs of x + residual`` and
+    ``RMSNorm(h) * weight``, returned as ``(normed, h)``; bfloat16 (tokens x hidden)."""
+    tokens, hidden = _rms_shapes(x, residual, weight)
+    out, h = torch.empty_like(x), torch.empty_like(x)
+    _pgas._allreduce_rmsnorm(out.data_ptr(), h.data_ptr(), x.data_ptr(), residual.data_ptr(),
+                             weight.data_ptr(), tokens, hidden, eps, stream=_stream(x))
+    return out, h
+
+
+@allreduce_rmsnorm.register_fake
+def _(x: Tensor, residual: Tensor, weight: Tensor,
+      eps: float = 1e-6) -> Tuple[Tensor, Tensor]:
+    _rms_shapes(x, residual, weight)
+    return torch.empty_like(x), torch.empty_like(x)

@@ -1,0 +1,14 @@
+"""``pgas::coll`` on torch tensors: pgas's own collectives over every PE (NVLink loads and
+stores; all-reduce 1.7x NCCL at 8 bytes on 2 GPUs), as torch custom ops
+(``torch.ops.pgas.all_reduce``, ...), returning new tensors. Collective: every PE calls them in
+the same order with the same shapes. The input is staged through symmetric memory, so any torch
+tensor of this PE's GPU works; ``pgas.Comm`` runs on symmetric tensors without the copies.
+
+    import pgas, pgas.coll, torch
+    pgas.init()
+    y = pgas.coll.all_reduce(torch.ones(1024, device="cuda"))   # n_pes() everywhere
+"""
+
+from ._torch_ops import all_gather, all_reduce, all_to_all, broadcast, reduce_scatter
+
+__all__ = ["all_gather", "all_reduce", "all_to_all", "broadcast", "reduce_scatter"]

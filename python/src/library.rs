@@ -1,0 +1,397 @@
+//! pgas's own library on memory pgas did not allocate: `pgas::gemm`, `pgas::coll` and
+//! `pgas::ops` on tensors of PyTorch's allocator, by address. `pgas/torch.py` checks the torch
+//! tensors (device, dtype, shape, contiguity), calls these with their `data_ptr()`s on torch's
+//! current stream, and registers each as a torch custom op.
+//!
+//! The GEMM reads and writes the tensors themselves. The collectives and the all-reduce +
+//! RMSNorm need symmetric memory (peers read and write it), so they stage: the input is copied
+//! into a symmetric buffer of the call's stream, the operation runs there, and the result is
+//! copied out. The staging buffers and the fused ops' plans live in the state's plans (made at
+//! first use, collectively, and grown when a call needs more) until `finalize`.
+
+use std::collections::BTreeMap;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+use cudarc::driver::sys::{cuMemcpyDtoDAsync_v2, CUdeviceptr};
+use cudarc::driver::{CudaSlice, CudaStream};
+use half::bf16;
+use pgas::coll::{Algorithm, Comm as RtComm};
+use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
+use pgas::ops::{AllGatherMatmul, AllReduceRmsNorm};
+use pgas_runtime::{Pgas, SymTensor};
+use pyo3::prelude::*;
+
+use crate::dtype::{self, with_pair, AnyTensor};
+use crate::errors::{misuse, to_py};
+use crate::ops::call::Region;
+use crate::ops::collectives::reduce_op_of;
+use crate::state::{current, State};
+use crate::stream::{self, UserStream};
+
+/// `len` elements at a foreign address as the cudarc buffer the runtime's fused ops take. It
+/// never frees the memory: dropping it releases the buffer's handle only (`leak`).
+struct Borrowed<T>(ManuallyDrop<CudaSlice<T>>);
+
+impl<T> Borrowed<T> {
+    /// # Safety
+    /// `ptr` holds `len` elements on this PE's GPU for as long as the value lives.
+    unsafe fn new(stream: &Arc<CudaStream>, ptr: u64, len: usize) -> Borrowed<T> {
+        // SAFETY: the caller's contract; `Drop` never frees the memory.
+        Borrowed(ManuallyDrop::new(unsafe { stream.upgrade_device_ptr(ptr, len) }))
+    }
+}
+
+impl<T> Deref for Borrowed<T> {
+    type Target = CudaSlice<T>;
+    fn deref(&self) -> &CudaSlice<T> {
+        &self.0
+    }
+}
+
+impl<T> DerefMut for Borrowed<T> {
+    fn deref_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.0
+    }
+}
+
+impl<T> Drop for Borrowed<T> {
+    fn drop(&mut self) {
+        // SAFETY: taken once, here; `leak` drops the handle's events and stream, not the memory.
+        unsafe { ManuallyDrop::take(&mut self.0) }.leak();
+    }
+}
+
+/// Runs `f` with the runtime and the caller's stream (checked, or pgas's), the GIL released.
+fn with_stream<R: Send>(
+    py: Python<'_>,
+    stream: Option<&Bound<'_, PyAny>>,
+    f: impl FnOnce(&Arc<State>, &Pgas, Option<UserStream>) -> PyResult<R> + Send,
+) -> PyResult<R> {
+    let raw = stream::handle(stream)?;
+    let state = current()?;
+    py.detach(|| {
+        let pgas = state.pgas()?;
+        let user = stream::check(&pgas, raw)?;
+        f(&state, &pgas, user)
+    })
+}
+
+/// Copies `bytes` bytes from `src` to `dst` on `stream`.
+fn copy(stream: &CudaStream, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> PyResult<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: both hold `bytes` on this PE's GPU, live until `stream` passes the copy (the
+    // caller's tensors, held by the Python call; staging, held by the state).
+    unsafe { cuMemcpyDtoDAsync_v2(dst, src, bytes, stream.cu_stream()) }
+        .result()
+        .map_err(|e| misuse(format!("copying through symmetric staging: {e}")))
+}
+
+/// The collectives' plan: the world communicator and the symmetric staging buffers, by dtype
+/// and slot (`in`, `out`), each grown (collectively) when a call needs more.
+struct Staged {
+    comm: RtComm,
+    stages: BTreeMap<(&'static str, &'static str), AnyTensor>,
+}
+
+impl Staged {
+    /// The address of staging buffer `slot` of `dtype`, at least `len` elements.
+    fn stage(
+        &mut self,
+        pgas: &Pgas,
+        (slot, dtype, len): (&'static str, &'static str, usize),
+    ) -> PyResult<u64> {
+        let have = self.stages.get(&(dtype, slot));
+        if have.is_none_or(|t| dtype::with_tensor!(t, t => t.len()) < len) {
+            // The old buffer first: the heap may not hold both.
+            drop(self.stages.remove(&(dtype, slot)));
+            let t = dtype::alloc(pgas, &[len.max(1)], dtype)?;
+            self.stages.insert((dtype, slot), t);
+        }
+        let t = &self.stages[&(dtype, slot)];
+        Ok(dtype::with_tensor!(t, t => t.as_device_ptr()))
+    }
+}
+
+/// The bytes of an element of `t`.
+fn elem_of<T>(_t: &SymTensor<T>) -> usize {
+    std::mem::size_of::<T>()
+}
+
+/// The first `len` elements of `t` as a region.
+///
+/// # Safety
+/// `len <= t.len()`, and `t` lives while the region is used.
+unsafe fn first<T>(t: &SymTensor<T>, len: usize) -> Region<T>
+where
+    T: cudarc::driver::DeviceRepr,
+{
+    // SAFETY: the caller's contract.
+    unsafe { Region::new(t.as_device_ptr(), len) }
+}
+
+/// `C = A Btᵀ` (`pgas::gemm::gemm_raw`): `c`, `a`, `bt` addresses of `m x n` bf16 and `m x k`,
+/// `n x k` bf16 (or e4m3 when `fp8`) elements, on `stream` (pgas's when `None`).
+#[pyfunction]
+#[pyo3(signature = (c, a, bt, m, n, k, fp8, stream=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _gemm(
+    py: Python<'_>,
+    c: u64,
+    a: u64,
+    bt: u64,
+    m: usize,
+    n: usize,
+    k: usize,
+    fp8: bool,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    with_stream(py, stream, |_, pgas, user| {
+        stream::on(pgas, user, |s| {
+            let s = s.unwrap_or(pgas.stream());
+            // SAFETY: `pgas/torch.py` passes contiguous CUDA tensors of these shapes on this
+            // PE's device, which the Python call holds while the stream runs the GEMM (torch's
+            // allocator reuses memory only in its stream's order).
+            unsafe { pgas::gemm::gemm_raw(pgas, s, (c, a, bt), (m, n, k), fp8) }.map_err(to_py)
+        })
+    })
+}
+
+/// One of `pgas::coll`'s collectives over every PE (`kind`: `all_reduce`, `reduce_scatter`,
+/// `all_gather`, `broadcast`, `all_to_all`) from `src_len` elements at `src` into `dst_len` at
+/// `dst`, both of `dtype`, staged through symmetric memory on `stream`. Returns the algorithm
+/// used.
+#[pyfunction]
+#[pyo3(signature = (kind, dst, src, dst_len, src_len, dtype, op="sum", root=0, stream=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _collective(
+    py: Python<'_>,
+    kind: &str,
+    dst: u64,
+    src: u64,
+    dst_len: usize,
+    src_len: usize,
+    dtype: &Bound<'_, PyAny>,
+    op: &str,
+    root: usize,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<&'static str> {
+    let dtype = dtype::parse(dtype)?;
+    let op = reduce_op_of(op)?;
+    const KINDS: [&str; 5] = [
+        "all_reduce",
+        "reduce_scatter",
+        "all_gather",
+        "broadcast",
+        "all_to_all",
+    ];
+    let Some(kind) = KINDS.into_iter().find(|k| *k == kind) else {
+        return Err(misuse(format!(
+            "unknown collective {kind:?}: one of {}",
+            KINDS.join(", ")
+        )));
+    };
+    with_stream(py, stream, move |state, pgas, user| {
+        stream::on(pgas, user, |s| {
+            let s = s.unwrap_or(pgas.stream());
+            let make = || {
+                Ok(Staged {
+                    comm: RtComm::new(pgas, None).map_err(to_py)?,
+                    stages: BTreeMap::new(),
+                })
+            };
+            state.with_plan("coll", make, |plan: &mut Staged| {
+                let si = plan.stage(pgas, ("in", dtype, src_len))?;
+                plan.stage(pgas, ("out", dtype, dst_len))?;
+                let Staged { comm, stages } = plan;
+                let how = Algorithm::Auto.on(s);
+                let (stage_in, stage_out) = (&stages[&(dtype, "in")], &stages[&(dtype, "out")]);
+                let (used, so, elem) = with_pair!(stage_out, stage_in, (o, i) => {
+                    let elem = elem_of(o);
+                    copy(s, si, src, src_len * elem)?;
+                    // SAFETY: `stage` grew both to these lengths; they live in the state.
+                    let (d, i) = unsafe { (&mut first(o, dst_len), &first(i, src_len)) };
+                    let used = match kind {
+                        "all_reduce" => comm.all_reduce(d, i, op, how),
+                        "reduce_scatter" => comm.reduce_scatter(d, i, op, how),
+                        "all_gather" => comm.all_gather(d, i, how),
+                        "broadcast" => comm.broadcast(d, i, root, how),
+                        _ => comm.all_to_all(d, i, how),
+                    };
+                    (used.map_err(to_py)?, o.as_device_ptr(), elem)
+                }, else return Err(misuse(format!("the staging buffers of {dtype} differ in dtype"))));
+                copy(s, dst, so, dst_len * elem)?;
+                Ok(crate::coll::name_of(used))
+            })
+        })
+    })
+}
+
+/// `C = all_gather_rows(shard) Btᵀ` (`pgas::ops::AllGatherMatmul`, its plan made at the first
+/// call of the shape, collectively): `c` (`mp x P` rows by `n`), `shard` (`mp x k`), `bt`
+/// (`n x k`), bf16, ordered on `stream`. Collective.
+#[pyfunction]
+#[pyo3(signature = (c, shard, bt, mp, n, k, stream=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _all_gather_matmul(
+    py: Python<'_>,
+    c: u64,
+    shard: u64,
+    bt: u64,
+    mp: usize,
+    n: usize,
+    k: usize,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    with_stream(py, stream, |state, pgas, user| {
+        let key = format!("all_gather_matmul/{mp}x{n}x{k}");
+        let make = || AllGatherMatmul::new(pgas, (mp, n, k)).map_err(to_py);
+        state.with_plan(&key, make, |op: &mut AllGatherMatmul| {
+            // The op runs on pgas's stream (its copies fork from it).
+            stream::through_pgas_stream(pgas, user, || {
+                let s = pgas.stream();
+                let m = mp * pgas.n_pes();
+                // SAFETY: `pgas/torch.py` passes contiguous bf16 CUDA tensors of these shapes
+                // on this device, held by the Python call while the streams run the op.
+                let (mut c, shard, bt) = unsafe {
+                    (
+                        Borrowed::<bf16>::new(s, c, m * n),
+                        Borrowed::<bf16>::new(s, shard, mp * k),
+                        Borrowed::<bf16>::new(s, bt, n * k),
+                    )
+                };
+                op.run(&mut *c, &*shard, &*bt).map_err(to_py)
+            })
+        })
+    })
+}
+
+/// `out` = this PE's `m / P` rows of the sum over PEs of `A Btᵀ` (`pgas::ops::
+/// MatmulReduceScatter`, its plan made at the first call of the shape, collectively): `a`
+/// (`m x k`, this PE's K slice), `bt` (`n x k`), `out` (`m / P x n`), bf16, on `stream`.
+/// Collective.
+#[pyfunction]
+#[pyo3(signature = (out, a, bt, m, n, k, stream=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _matmul_reduce_scatter(
+    py: Python<'_>,
+    out: u64,
+    a: u64,
+    bt: u64,
+    m: usize,
+    n: usize,
+    k: usize,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    with_stream(py, stream, |state, pgas, user| {
+        let key = format!("matmul_reduce_scatter/{m}x{n}x{k}");
+        let make = || MatmulReduceScatter::new(pgas, (m, n, k)).map_err(to_py);
+        state.with_plan(&key, make, |op: &mut MatmulReduceScatter| {
+            stream::on(pgas, user, |s| {
+                let s = s.unwrap_or(pgas.stream());
+                let rows = m / pgas.n_pes();
+                // SAFETY: as in `_all_gather_matmul`.
+                let (mut out, a, bt) = unsafe {
+                    (
+                        Borrowed::<bf16>::new(s, out, rows * n),
+                        Borrowed::<bf16>::new(s, a, m * k),
+                        Borrowed::<bf16>::new(s, bt, n * k),
+                    )
+                };
+                op.run_on(pgas, s, &mut out, &a, &bt).map_err(to_py)
+            })
+        })
+    })
+}
+
+/// The all-reduce + RMSNorm's plan for one hidden size and epsilon: the op and its symmetric
+/// staging (x, residual, weight, out), for up to `max_tokens` tokens.
+struct RmsNormPlan {
+    op: AllReduceRmsNorm,
+    stage: [SymTensor<bf16>; 4],
+}
+
+impl RmsNormPlan {
+    /// For `tokens` tokens: the next power of two, so that growing calls remake it rarely.
+    fn new(pgas: &Pgas, hidden: usize, tokens: usize, eps: f32) -> PyResult<RmsNormPlan> {
+        let max = tokens.max(1).next_power_of_two();
+        let alloc = |len: usize| pgas.alloc::<bf16>(len).map_err(to_py);
+        Ok(RmsNormPlan {
+            op: AllReduceRmsNorm::new(pgas, hidden, max, eps).map_err(to_py)?,
+            stage: [
+                alloc(max * hidden)?,
+                alloc(max * hidden)?,
+                alloc(hidden)?,
+                alloc(max * hidden)?,
+            ],
+        })
+    }
+}
+
+/// `residual_out = sum over PEs of x + residual` and `out = RMSNorm(residual_out) * weight`
+/// (`pgas::ops::AllReduceRmsNorm`), for `tokens` rows of `hidden` bf16, staged through
+/// symmetric memory on `stream`; returns the algorithm used. Collective.
+#[pyfunction]
+#[pyo3(signature = (out, residual_out, x, residual, weight, tokens, hidden, eps, stream=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _allreduce_rmsnorm(
+    py: Python<'_>,
+    out: u64,
+    residual_out: u64,
+    x: u64,
+    residual: u64,
+    weight: u64,
+    tokens: usize,
+    hidden: usize,
+    eps: f32,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<&'static str> {
+    with_stream(py, stream, |state, pgas, user| {
+        let key = format!("allreduce_rmsnorm/{hidden}/{:08x}", eps.to_bits());
+        let make = || RmsNormPlan::new(pgas, hidden, tokens, eps);
+        state.with_plan(&key, make, |plan: &mut RmsNormPlan| {
+            if plan.op.max_tokens() < tokens {
+                // The old plan first: the heap may not hold both.
+                *plan = RmsNormPlan::new(pgas, hidden, 0, eps)?;
+                *plan = RmsNormPlan::new(pgas, hidden, tokens, eps)?;
+            }
+            stream::on(pgas, user, |s| {
+                let s = s.unwrap_or(pgas.stream());
+                let (len, bytes) = (tokens * hidden, tokens * hidden * 2);
+                let [sx, sr, sw, so] = &mut plan.stage;
+                let addr = |t: &SymTensor<bf16>| t.as_device_ptr();
+                copy(s, addr(sx), x, bytes)?;
+                copy(s, addr(sr), residual, bytes)?;
+                copy(s, addr(sw), weight, hidden * 2)?;
+                // SAFETY: the plan's staging holds at least these lengths and lives in the state.
+                let used = unsafe {
+                    plan.op.run_with(
+                        s,
+                        &first(sx, len),
+                        &mut first(sr, len),
+                        &*sw,
+                        &mut first(so, len),
+                        Algorithm::Auto,
+                    )
+                }
+                .map_err(to_py)?;
+                copy(s, residual_out, addr(sr), bytes)?;
+                copy(s, out, addr(so), bytes)?;
+                Ok(crate::coll::name_of(used))
+            })
+        })
+    })
+}
+
+/// Adds the library's functions to the module (private: `pgas/torch.py` calls them).
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_gemm, m)?)?;
+    m.add_function(wrap_pyfunction!(_collective, m)?)?;
+    m.add_function(wrap_pyfunction!(_all_gather_matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(_matmul_reduce_scatter, m)?)?;
+    m.add_function(wrap_pyfunction!(_allreduce_rmsnorm, m)?)?;
+    Ok(())
+}

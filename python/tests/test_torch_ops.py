@@ -1,0 +1,168 @@
+"""pgas's library on torch tensors (pgas.gemm, pgas.coll, pgas.ops: torch custom ops) on a GPU,
+on 1 or more PEs, checked against torch; then under torch.compile(fullgraph=True) and in a CUDA
+graph; then bad input.
+
+    python3 python/tests/test_torch_ops.py                      # one PE
+    pgas-run -n 2 --share-gpus -- python3 python/tests/test_torch_ops.py
+
+Every PE runs the checks in the same order (the collectives are collective). Prints
+"test_torch_ops: ok ..." on success; any failure raises."""
+
+import sys
+import time
+
+import torch
+
+if not torch.cuda.is_available():
+    sys.exit("test_torch_ops: no CUDA GPU")
+
+import pgas  # noqa: E402
+import pgas.coll  # noqa: E402
+import pgas.gemm  # noqa: E402
+import pgas.ops  # noqa: E402
+
+CTX = pgas.init()
+ME, N = CTX.my_pe, CTX.n_pes
+torch.cuda.set_device(CTX.device)
+DEV = torch.device("cuda", CTX.device)
+HOPPER = torch.cuda.get_device_capability(DEV) == (9, 0)
+
+
+def data(shape, seed, dtype=torch.bfloat16):
+    """The same values on every PE for the same seed: [-1, 1), rounded to dtype."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    return (torch.rand(shape, generator=g) * 2 - 1).to(dtype).to(DEV)
+
+
+def close(got, want, what, tol=2e-2):
+    err = ((got.float() - want.float()).abs() / (want.float().abs() + 1)).max().item()
+    assert err <= tol, f"{what}: worst relative error {err:.4f} > {tol} on PE {ME} of {N}"
+
+
+def raises(exc, fn, needle):
+    try:
+        fn()
+    except exc as e:
+        assert needle in str(e), f"{exc.__name__} without {needle!r}: {e}"
+        return
+    raise AssertionError(f"expected {exc.__name__} with {needle!r}, nothing was raised")
+
+
+def check_gemm():
+    a, bt = data((256, 512), 1), data((192, 512), 2)
+    close(pgas.gemm.gemm(a, bt), a.float() @ bt.float().T, "gemm bf16")
+    a8, b8 = a.to(torch.float8_e4m3fn), bt.to(torch.float8_e4m3fn)
+    close(pgas.gemm.gemm(a8, b8), a8.float() @ b8.float().T, "gemm fp8")
+
+
+def check_collectives():
+    x = data((N * 4, 33), 10 + ME, torch.float32)
+    every = torch.stack([data((N * 4, 33), 10 + p, torch.float32) for p in range(N)])
+    close(pgas.coll.all_reduce(x), every.sum(0), "all_reduce sum", 1e-5)
+    close(pgas.coll.all_reduce(x, "max"), every.max(0).values, "all_reduce max", 0)
+    close(pgas.coll.all_gather(x), every.reshape(N * N * 4, 33), "all_gather", 0)
+    close(pgas.coll.reduce_scatter(x), every.sum(0)[ME * 4:(ME + 1) * 4], "reduce_scatter", 1e-5)
+    close(pgas.coll.broadcast(x, N - 1), every[N - 1], "broadcast", 0)
+    want = torch.cat([every[p][ME * 4:(ME + 1) * 4] for p in range(N)])
+    close(pgas.coll.all_to_all(x), want, "all_to_all", 0)
+    i = torch.full((5,), ME + 1, dtype=torch.int64, device=DEV)
+    assert pgas.coll.all_reduce(i).tolist() == [N * (N + 1) // 2] * 5, "all_reduce int64"
+
+
+def check_fused():
+    mp, n, k = 128, 256, 512
+    shards = [data((mp, k), 20 + p) for p in range(N)]
+    w = data((n, k), 30)
+    close(pgas.ops.all_gather_matmul(shards[ME], w), torch.cat(shards).float() @ w.float().T,
+          "all_gather_matmul")
+    m = 128 * N
+    parts = [(data((m, k), 40 + p), data((n, k), 50 + p)) for p in range(N)]
+    total = sum(a.float() @ b.float().T for a, b in parts)
+    close(pgas.ops.matmul_reduce_scatter(*parts[ME]), total[ME * 128:(ME + 1) * 128],
+          "matmul_reduce_scatter")
+    xs = [data((8, 1024), 60 + p) for p in range(N)]
+    res, weight = data((8, 1024), 70), data((1024,), 71)
+    normed, h = pgas.ops.allreduce_rmsnorm(xs[ME], res, weight, 1e-6)
+    hw = (sum(x.float() for x in xs) + res.float()).bfloat16().float()
+    want = hw * torch.rsqrt(hw.pow(2).mean(-1, keepdim=True) + 1e-6) * weight.float()
+    close(h, hw, "allreduce_rmsnorm residual")
+    close(normed, want, "allreduce_rmsnorm out")
+
+
+def check_compile():
+    """No graph break: fullgraph=True fails on one; aot_eager traces through the fake
+    implementations and runs the real ops."""
+    def layer(x, w):
+        return pgas.coll.all_reduce(pgas.gemm.gemm(x, w))
+
+    x, w = data((128, 256), 80), data((128, 256), 81)
+    eager = layer(x, w)
+    compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")(x, w)
+    close(compiled, eager, "torch.compile(fullgraph=True) of gemm + all_reduce", 0)
+
+
+def check_graph():
+    """gemm, all_reduce and allreduce_rmsnorm captured in a CUDA graph (after a warm-up that
+    makes the staging) and replayed on new inputs."""
+    x, w = data((128, 256), 90), data((128, 256), 91)
+    res, weight = data((128, 128), 94), data((128,), 95)
+
+    def step():
+        y = pgas.coll.all_reduce(pgas.gemm.gemm(x, w))
+        return y, pgas.ops.allreduce_rmsnorm(y, res, weight, 1e-6)[1]
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        step()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    pgas.barrier_all()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y, h = step()
+    for seed in (92, 93):
+        x.copy_(data((128, 256), seed))
+        graph.replay()
+        torch.cuda.synchronize()
+        want = (x.float() @ w.float().T).bfloat16().float() * N
+        close(y, want, f"graph replay {seed}: gemm + all_reduce")
+        close(h, (want * N).bfloat16().float() + res.float(),
+              f"graph replay {seed}: allreduce_rmsnorm's residual", 3e-2)
+
+
+def check_bad_input():
+    cpu = torch.zeros((128, 64), dtype=torch.bfloat16)
+    raises(pgas.ArgumentError, lambda: pgas.gemm.gemm(cpu, cpu), "pass a CUDA tensor")
+    a, b = data((128, 64), 1), data((64, 128), 2)
+    raises(pgas.ArgumentError, lambda: pgas.gemm.gemm(a, b), "bt holds B transposed")
+    raises(pgas.ArgumentError, lambda: pgas.gemm.gemm(a, a.float()), "it takes torch.bfloat16")
+    raises(pgas.ArgumentError, lambda: pgas.gemm.gemm(data((100, 64), 3), b.T.contiguous()),
+           "multiple of 128")
+    raises(pgas.ArgumentError, lambda: pgas.gemm.gemm(a.T, a), "contiguous")
+    if N > 1:
+        raises(pgas.ArgumentError, lambda: pgas.coll.reduce_scatter(data((N + 1, 4), 4)),
+               "not a multiple of the")
+    raises(pgas.ArgumentError, lambda: pgas.coll.all_reduce(data((4,), 5), "mean"), "one of sum")
+    raises(pgas.ArgumentError, lambda: pgas.coll.broadcast(data((4,), 5), N), "is not a PE")
+
+
+def main():
+    start = time.time()
+    done = []
+    checks = [check_collectives]  # the GEMMs need sm_90a
+    if HOPPER:
+        checks = [check_gemm, check_collectives, check_fused, check_compile, check_graph,
+                  check_bad_input]
+    for check in checks:
+        check()
+        torch.cuda.synchronize()
+        pgas.barrier_all()
+        done.append(check.__name__[len("check_"):])
+    pgas.finalize()
+    print(f"test_torch_ops: ok on PE {ME} of {N}: {', '.join(done)} "
+          f"({time.time() - start:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
