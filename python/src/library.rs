@@ -20,7 +20,7 @@ use half::bf16;
 use pgas::coll::{Algorithm, Comm as RtComm};
 use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
 use pgas::ops::{AllGatherMatmul, AllReduceRmsNorm};
-use pgas_runtime::{Pgas, SymTensor};
+use pgas_runtime::{Pgas, SymTensor, Team};
 use pyo3::prelude::*;
 
 use crate::dtype::{self, with_pair, AnyTensor};
@@ -199,7 +199,7 @@ pub(crate) fn _collective(
             let s = s.unwrap_or(pgas.stream());
             let make = || {
                 Ok(Staged {
-                    comm: RtComm::new(pgas, None).map_err(to_py)?,
+                    comm: RtComm::new(pgas, Team::WORLD).map_err(to_py)?,
                     stages: BTreeMap::new(),
                 })
             };

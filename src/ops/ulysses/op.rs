@@ -5,7 +5,7 @@ use super::kernels::{ulysses_pack, ulysses_unpack};
 use crate::attention::{Attention, AttentionParams};
 use crate::coll::{Algorithm, Comm};
 use crate::prelude::*;
-use crate::{Error, LaunchCause, Result, SymTensor};
+use crate::{Error, LaunchCause, Result, SymTensor, Team};
 
 /// Threads per block of the layout kernels.
 const THREADS: u32 = 256;
@@ -67,7 +67,7 @@ impl UlyssesAttention {
             stream.alloc_zeros::<bf16>(nq)?,
         ];
         Ok(UlyssesAttention {
-            comm: Comm::new(pgas, None)?,
+            comm: Comm::new(pgas, Team::WORLD)?,
             params,
             tokens,
             pes,
