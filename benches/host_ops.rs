@@ -9,11 +9,16 @@
 //!   10 us in): the time until the bounded wait returns, which had a floor of about 300 us while
 //!   it slept 200 us between polls;
 //! - the live-allocation check every host call makes (`heap::LiveSpans::check`), per call, with
-//!   1, 64 and 4096 allocations live: it must not show beside the latencies above.
+//!   1, 64 and 4096 allocations live: it must not show beside the latencies above;
+//! - the host time of two library calls, enqueue only (the stream synchronized between calls,
+//!   untimed): `pgas::gemm::gemm_raw` at 256^3 (sm_90a) and `Comm::all_reduce` of 8 bytes;
+//!   `python/benches/torch_ops.py` times the same calls from Python, for the cost the Python
+//!   layer adds.
 
 mod common;
 
 use common::{median, BenchResult, Figure};
+use pgas::cudarc::driver::{DevicePtr, DevicePtrMut};
 use pgas::heap::{LiveSpans, SpanKind};
 use pgas::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +40,67 @@ fn median_us(mut op: impl FnMut() -> BenchResult<()>) -> BenchResult<f64> {
         }
     }
     Ok(median(&us))
+}
+
+/// Median microseconds of the host call `op` alone, the stream synchronized after each (untimed).
+fn enqueue_us(p: &Pgas, mut op: impl FnMut() -> BenchResult<()>) -> BenchResult<f64> {
+    let mut us = Vec::with_capacity(REPS);
+    for i in 0..WARMUP + REPS {
+        let t = Instant::now();
+        op()?;
+        let elapsed = t.elapsed().as_secs_f64() * 1e6;
+        p.stream().synchronize()?;
+        if i >= WARMUP {
+            us.push(elapsed);
+        }
+    }
+    Ok(median(&us))
+}
+
+/// The library calls' host times (see the module docs): the GEMM where the GPU is sm_90a.
+fn library_enqueue(
+    p: &Pgas,
+    fig: &mut impl FnMut(&str, f64, &'static str, &str),
+) -> BenchResult<()> {
+    use pgas::coll::{Algorithm, Comm};
+    let mut comm = Comm::new(p, Team::WORLD)?;
+    let (mut dst, src) = (p.alloc::<f32>(2)?, p.alloc::<f32>(2)?);
+    p.barrier_all()?;
+    let all_reduce = enqueue_us(p, || {
+        comm.all_reduce(&mut dst, &src, ReduceOp::Sum, Algorithm::Auto)?;
+        Ok(())
+    })?;
+    fig(
+        "all_reduce_8B_enqueue",
+        all_reduce,
+        "us",
+        "Comm::all_reduce of 8 bytes, host time of the call (pgas.coll.all_reduce's Rust call)",
+    );
+    let major = p.cuda().attribute(
+        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+    )?;
+    if major == 9 {
+        let n = 256;
+        let s = p.stream();
+        let (mut c, a, b) = (
+            s.alloc_zeros::<bf16>(n * n)?,
+            s.alloc_zeros::<bf16>(n * n)?,
+            s.alloc_zeros::<bf16>(n * n)?,
+        );
+        let (pc, pa, pb) = (c.device_ptr_mut(s).0, a.device_ptr(s).0, b.device_ptr(s).0);
+        let gemm = enqueue_us(p, || {
+            // SAFETY: three live 256 x 256 bf16 buffers on this GPU, synchronized after each call.
+            unsafe { pgas::gemm::gemm_raw(p, s, (pc, pa, pb), (n, n, n), false)? };
+            Ok(())
+        })?;
+        fig(
+            "gemm_256_enqueue",
+            gemm,
+            "us",
+            "pgas::gemm::gemm_raw at 256^3 bf16, host time of the call (pgas.gemm.gemm's Rust call)",
+        );
+    }
+    Ok(())
 }
 
 /// Nanoseconds of one `LiveSpans::check` with `spans` allocations live (the median of 101
@@ -221,6 +287,7 @@ fn main() -> BenchResult<()> {
             "LiveSpans::check, the live-allocation check of every host call",
         );
     }
+    library_enqueue(&p, &mut fig)?;
     p.barrier_all()?;
 
     if me == 0 {

@@ -63,7 +63,9 @@ fn main() -> pgas::Result<()> {
         .cuda()
         .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
     if major != 9 {
-        println!("PE {me}: skipped: needs compute capability 9.0 (sm_90a), this GPU is {major}.x, ok");
+        println!(
+            "PE {me}: skipped: needs compute capability 9.0 (sm_90a), this GPU is {major}.x, ok"
+        );
         return Ok(());
     }
     let fail = |what: String| -> ! {
@@ -75,7 +77,11 @@ fn main() -> pgas::Result<()> {
     // The whole sequence, the same on every PE, and its attention on this PE alone.
     let total = TOKENS * pes;
     let gen = |n: usize, salt: u64| (0..n).map(|i| value(i, salt)).collect::<Vec<bf16>>();
-    let (q, k, v) = (gen(total * hq * d, 1), gen(total * hkv * d, 2), gen(total * hkv * d, 3));
+    let (q, k, v) = (
+        gen(total * hq * d, 1),
+        gen(total * hkv * d, 2),
+        gen(total * hkv * d, 3),
+    );
     let whole = Attention::fixed(&pgas, PARAMS, 1, (total, total))?;
     let mut whole_o = s.alloc_zeros::<bf16>(total * hq * d)?;
     let mut lse = s.alloc_zeros::<f32>(total * hq)?;
@@ -88,6 +94,8 @@ fn main() -> pgas::Result<()> {
     let mut ring = RingAttention::new(&pgas, PARAMS, TOKENS)?;
     let mut ulysses = UlyssesAttention::new(&pgas, PARAMS, TOKENS)?;
     let zigzag = ring.slice_of(me);
+    // All-to-all form: the contiguous slice (one range).
+    #[allow(clippy::single_range_in_vec_init)]
     let contiguous = [me * TOKENS..(me + 1) * TOKENS];
     let mut o = s.alloc_zeros::<bf16>(TOKENS * hq * d)?;
     let mut report = Vec::new();
@@ -107,11 +115,14 @@ fn main() -> pgas::Result<()> {
         for (i, (g, w)) in got.iter().zip(rows(&want, hq, ranges)).enumerate() {
             let (g, w) = (g.to_f32(), w.to_f32());
             if (g - w).abs() > 0.02 + 0.02 * w.abs() {
-                fail(format!("{form}: O[{i}] = {g}, the one-PE attention says {w}"));
+                fail(format!(
+                    "{form}: O[{i}] = {g}, the one-PE attention says {w}"
+                ));
             }
         }
         // The causal FLOPs of this PE's share of the whole sequence.
-        let tflops = 2.0 * (total * total) as f64 * (hq * d) as f64 / pes as f64 / (ms * 1e-3) / 1e12;
+        let tflops =
+            2.0 * (total * total) as f64 * (hq * d) as f64 / pes as f64 / (ms * 1e-3) / 1e12;
         report.push(format!("{form} {ms:.3} ms ({tflops:.0} TFLOP/s a PE)"));
     }
     println!(

@@ -56,7 +56,9 @@
 #   torch:    only `pgas doctor` and pgas's library on torch tensors: the wheel installed with
 #             pip, python/tests/test_torch_ops.py (pgas.gemm, pgas.coll, pgas.ops as torch custom
 #             ops, torch.compile, CUDA graphs, bad input) and python/examples/tp_mlp.py (a
-#             tensor-parallel MLP block against torch), on 1, 2 and 4 PEs.
+#             tensor-parallel MLP block against torch), on 1, 2 and 4 PEs; then the host time of
+#             the same library calls from Rust (benches/host_ops.rs) and from Python
+#             (python/benches/torch_ops.py), 1 PE.
 # The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
 # benchmarks (dsl_vs_cuda, jit_costs, gemm) and the faults part; four calls cover everything.
 set -uo pipefail
@@ -481,6 +483,24 @@ if [ "$only" = torch ]; then
       share_end
     fi
   done
+  # The Python layer's cost: the same library calls' host time from Rust and from Python.
+  step "host_ops (Rust calls)" bench.log 120 "$bin/host_ops"
+  rust_figs=$(figures)
+  step "torch_ops (Python calls)" bench.log 120 env PYTHONPATH="$pyhome" python3 "$root/python/benches/torch_ops.py"
+  py_figs=$(figures)
+  verdict "Python call over the Rust call (host time, 1 PE)" "$(printf '%s\n%s\n' "$rust_figs" "$py_figs" | python3 -c '
+import json, sys
+v = {}
+for l in sys.stdin:
+    if l.strip():
+        r = json.loads(l)
+        v[r["name"]] = r["value"]
+out = []
+for op, rust in (("gemm_256", "gemm_256_enqueue"), ("all_reduce_8B", "all_reduce_8B_enqueue")):
+    if rust in v and op + "_torch_op" in v:
+        out.append("%s: Rust %.1f us, torch op %.1f us (+%.1f), native %.1f us" % (op, v[rust],
+            v[op + "_torch_op"], v[op + "_torch_op"] - v[rust], v[op + "_native"]))
+print("; ".join(out))')"
   finish
 fi
 

@@ -424,7 +424,13 @@ impl Kernel {
                 }
             }
             pgas_runtime::launch::launch(
-                call.pgas, spec, variant, &comptime, cfg, call.user.map(|s| &**s), &mut kargs,
+                call.pgas,
+                spec,
+                variant,
+                &comptime,
+                cfg,
+                call.user.map(|s| &**s),
+                &mut kargs,
             )
             .map_err(to_py)
         })

@@ -39,7 +39,9 @@ impl<T> Borrowed<T> {
     /// `ptr` holds `len` elements on this PE's GPU for as long as the value lives.
     unsafe fn new(stream: &Arc<CudaStream>, ptr: u64, len: usize) -> Borrowed<T> {
         // SAFETY: the caller's contract; `Drop` never frees the memory.
-        Borrowed(ManuallyDrop::new(unsafe { stream.upgrade_device_ptr(ptr, len) }))
+        Borrowed(ManuallyDrop::new(unsafe {
+            stream.upgrade_device_ptr(ptr, len)
+        }))
     }
 }
 
@@ -78,6 +80,18 @@ fn with_stream<R: Send>(
     })
 }
 
+/// Waits for every stream of this PE's GPU: before a staging buffer or plan that enqueued work
+/// may still use is freed (NVSHMEM can unmap freed memory). Refused under CUDA graph capture,
+/// where a first call of a larger shape cannot allocate anyway.
+fn finish_work(pgas: &Pgas) -> PyResult<()> {
+    pgas.cuda().synchronize().map_err(|e| {
+        misuse(format!(
+            "growing pgas's staging for a larger call: waiting for the GPU failed ({e}); under \
+             CUDA graph capture, run each shape once before capturing"
+        ))
+    })
+}
+
 /// Copies `bytes` bytes from `src` to `dst` on `stream`.
 fn copy(stream: &CudaStream, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> PyResult<()> {
     if bytes == 0 {
@@ -106,7 +120,11 @@ impl Staged {
     ) -> PyResult<u64> {
         let have = self.stages.get(&(dtype, slot));
         if have.is_none_or(|t| dtype::with_tensor!(t, t => t.len()) < len) {
-            // The old buffer first: the heap may not hold both.
+            // The old buffer first: the heap may not hold both. Work already enqueued may still
+            // read it (freed memory can be unmapped), so the GPU finishes that first.
+            if have.is_some() {
+                finish_work(pgas)?;
+            }
             drop(self.stages.remove(&(dtype, slot)));
             let t = dtype::alloc(pgas, &[len.max(1)], dtype)?;
             self.stages.insert((dtype, slot), t);
@@ -354,7 +372,8 @@ pub(crate) fn _allreduce_rmsnorm(
         let make = || RmsNormPlan::new(pgas, hidden, tokens, eps);
         state.with_plan(&key, make, |plan: &mut RmsNormPlan| {
             if plan.op.max_tokens() < tokens {
-                // The old plan first: the heap may not hold both.
+                // The old plan first: the heap may not hold both (and the GPU done with it).
+                finish_work(pgas)?;
                 *plan = RmsNormPlan::new(pgas, hidden, 0, eps)?;
                 *plan = RmsNormPlan::new(pgas, hidden, tokens, eps)?;
             }

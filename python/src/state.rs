@@ -141,7 +141,15 @@ impl State {
     pub(crate) fn staging(&self, pgas: &Pgas, bytes: usize) -> PyResult<u64> {
         let mut staging = lock(&self.staging);
         if staging.as_ref().is_none_or(|t| t.len() < bytes) {
-            // The old buffer first: the heap may not hold both.
+            // The old buffer first: the heap may not hold both. Enqueued work may still read it
+            // (freed memory can be unmapped), so the GPU finishes that first.
+            if staging.is_some() {
+                pgas.cuda().synchronize().map_err(|e| {
+                    misuse(format!(
+                        "growing the in-place staging: waiting for the GPU: {e}"
+                    ))
+                })?;
+            }
             drop(staging.take());
             *staging = Some(pgas.alloc::<u8>(bytes.max(1)).map_err(to_py)?);
         }
@@ -165,7 +173,9 @@ impl State {
         }
         match plans.get_mut(key).and_then(|p| p.downcast_mut::<P>()) {
             Some(plan) => f(plan),
-            None => Err(NotInitializedError::new_err("pgas was finalized (pgas.finalize())")),
+            None => Err(NotInitializedError::new_err(
+                "pgas was finalized (pgas.finalize())",
+            )),
         }
     }
 

@@ -206,7 +206,9 @@ fn capturing(stream: CUstream) -> PyResult<bool> {
     // SAFETY: a stream of the current context (`check`); `status` is a live local.
     let s = unsafe { cuStreamIsCapturing(stream, &mut status) };
     if s != CUresult::CUDA_SUCCESS {
-        return Err(misuse(format!("stream=: asking whether the stream is captured: {s:?}")));
+        return Err(misuse(format!(
+            "stream=: asking whether the stream is captured: {s:?}"
+        )));
     }
     Ok(status != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }

@@ -1,0 +1,81 @@
+"""What the Python layer adds to pgas's library calls: the host time of a call, enqueue only
+(torch's stream synchronized after each, untimed), median of REPS after WARMUP, in microseconds:
+
+- ``pgas.gemm.gemm`` at 256^3 bf16 (sm_90a), through the torch custom op and through the
+  native function it calls;
+- ``pgas.coll.all_reduce`` of 8 bytes, the same two ways.
+
+``benches/host_ops.rs`` prints the Rust calls' figures (``gemm_256_enqueue``,
+``all_reduce_8B_enqueue``); scripts/gpu-suite.sh (mode torch) runs both and reports the
+difference. One ``FIGURE {...}`` line a figure, as the Rust benchmarks print them.
+
+    python3 python/benches/torch_ops.py
+"""
+
+import json
+import statistics
+import time
+
+import torch
+
+import pgas
+import pgas.coll
+import pgas.gemm
+from pgas import _pgas
+
+REPS, WARMUP = 2000, 50
+
+
+def enqueue_us(op):
+    times = []
+    for i in range(WARMUP + REPS):
+        t = time.perf_counter()
+        op()
+        elapsed = (time.perf_counter() - t) * 1e6
+        torch.cuda.current_stream().synchronize()
+        if i >= WARMUP:
+            times.append(elapsed)
+    return statistics.median(times)
+
+
+def figure(name, value, note, machine):
+    print("FIGURE " + json.dumps({"bench": "torch_ops", "name": name, "value": round(value, 4),
+                                  "unit": "us", "machine": machine, "note": note}))
+
+
+def main():
+    ctx = pgas.init()
+    torch.cuda.set_device(ctx.device)
+    dev = torch.device("cuda", ctx.device)
+    machine = f"{torch.cuda.get_device_name(dev)} x{ctx.n_pes} PE"
+    stream = torch.cuda.current_stream().cuda_stream
+    x = torch.ones(2, device=dev)
+    out = torch.empty_like(x)
+    figs = [
+        ("all_reduce_8B_torch_op", lambda: pgas.coll.all_reduce(x),
+         "pgas.coll.all_reduce of 8 bytes through the torch custom op (with the output's "
+         "allocation and the staging copies)"),
+        ("all_reduce_8B_native", lambda: _pgas._collective(
+            "all_reduce", out.data_ptr(), x.data_ptr(), 2, 2, "float32", "sum", 0, stream=stream),
+         "the native call the op makes (staging copies included)"),
+    ]
+    if torch.cuda.get_device_capability(dev) == (9, 0):
+        a = torch.ones((256, 256), dtype=torch.bfloat16, device=dev)
+        c = torch.empty_like(a)
+        figs += [
+            ("gemm_256_torch_op", lambda: pgas.gemm.gemm(a, a),
+             "pgas.gemm.gemm at 256^3 through the torch custom op (with the output's allocation)"),
+            ("gemm_256_native", lambda: _pgas._gemm(
+                c.data_ptr(), a.data_ptr(), a.data_ptr(), 256, 256, 256, False, stream=stream),
+             "the native call the op makes"),
+        ]
+    for name, op, note in figs:
+        pgas.barrier_all()
+        value = enqueue_us(op)
+        if ctx.my_pe == 0:
+            figure(name, value, note, machine)
+    pgas.finalize()
+
+
+if __name__ == "__main__":
+    main()
