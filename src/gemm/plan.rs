@@ -400,12 +400,31 @@ pub(crate) fn persistent_clusters(
 
 /// The `landed` word of a launch that does not gather (never read), one a CUDA context in
 /// [`UNUSED`], allocated once: an allocation a call cost host time before every launch.
+///
+/// It carries no cudarc events: every stream launches with it, and a launch captured into a
+/// CUDA graph must not wait on an event another stream recorded outside the capture (the
+/// driver fails the capture with `CUDA_ERROR_STREAM_CAPTURE_ISOLATION`). No launch writes it.
 fn unused_word(words: &mut Vec<(usize, CudaSlice<u64>)>, pgas: &Pgas) -> crate::Result<usize> {
     let ctx = pgas.cuda().cu_ctx() as usize;
     if let Some(i) = words.iter().position(|(c, _)| *c == ctx) {
         return Ok(i);
     }
-    words.push((ctx, pgas.stream().alloc_zeros::<u64>(1)?));
+    let cuda = pgas.cuda();
+    let tracking = cuda.is_event_tracking();
+    // SAFETY: the word is made without events and finished (synchronized) before any stream
+    // uses it; nothing frees it while the process runs, and no kernel writes it.
+    let word = unsafe {
+        cuda.disable_event_tracking();
+        let word = pgas.stream().alloc_zeros::<u64>(1);
+        if tracking {
+            cuda.enable_event_tracking();
+        }
+        word
+    }?;
+    pgas.stream()
+        .synchronize()
+        .map_err(crate::Error::cuda("making the GEMM's unused landed word"))?;
+    words.push((ctx, word));
     Ok(words.len() - 1)
 }
 
