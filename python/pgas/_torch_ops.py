@@ -59,6 +59,14 @@ def _gemm_shape(a: Tensor, bt: Tensor) -> Tuple[int, int, int]:
     if k != kb:
         raise _bad("gemm", f"a is {m} x {k} and bt is {n} x {kb}: bt holds B transposed "
                            f"(N x K, a linear layer's weight), with a's K = {k}")
+    # The kernel's tiles (pgas::gemm::shape_error), checked here too so that a trace under
+    # torch.compile refuses the shape at once.
+    tiles = (("M", m, 128), ("N", n, 64), ("K", k, 128 if a.dtype == _FP8 else 64))
+    bad = [f"{name} = {v} is not a positive multiple of {t}" for name, v, t in tiles
+           if v <= 0 or v % t]
+    if bad:
+        raise _bad("gemm", f"the Hopper GEMM takes whole tiles: {', '.join(bad)} (pad the "
+                           f"tensors, or use torch.matmul for this shape)")
     return m, n, k
 
 
