@@ -15,10 +15,9 @@ allocation), so warm them up before capturing a CUDA graph.
 from typing import Sequence, Tuple
 
 import torch
+from torch import Tensor
 
 from . import _pgas
-
-Tensor = torch.Tensor
 
 _FP8 = torch.float8_e4m3fn
 _BF16 = torch.bfloat16
