@@ -7,9 +7,14 @@
 //! the host (f64), so a wrong result fails the run.
 //!
 //! Run: `attention` (1 PE, sm_90a). Exit status 1 when a result is wrong.
+//!
+//! `attention --plot FIGURES.jsonl OUT.png` (no GPU) draws TFLOP/s against sequence length at
+//! head dim 128 from this bench's and `attention_sdpa.py`'s figures in one file: pgas, cuDNN and
+//! flash, causal and not (`scripts/gpu-suite.sh OUTDIR attention` makes it).
 
 mod common;
 
+use common::plot::{by_count, Series};
 use common::{median_ms, report, wall, BenchResult, Figure};
 use pgas::attention::reference::value;
 use pgas::attention::{attention_fwd_sm90, Attention, AttentionConfig, AttentionParams};
@@ -67,7 +72,52 @@ fn spot_check(
     worst
 }
 
+/// Plots the head-dim-128 shapes of `figures` (JSON lines of this bench and of
+/// `attention_sdpa.py`) as TFLOP/s against sequence length into `out`: one line per
+/// (implementation, mask); where two shapes share a length, the multi-head one.
+fn plot(figures: &str, out: &str) -> BenchResult<()> {
+    let text = std::fs::read_to_string(figures)?;
+    let mut series: Vec<Series> = Vec::new();
+    for (who, suffix) in [("pgas", ""), ("cuDNN", " cudnn"), ("flash", " flash")] {
+        for mask in ["full", "causal"] {
+            let mut points: Vec<(f64, f64)> = Vec::new();
+            for &(b, hq, hkv, seq, d) in SHAPES.iter().filter(|s| s.4 == 128) {
+                let name = format!("\"{b}x{hq}({hkv})x{seq}x{d} {mask}{suffix}\"");
+                let value = text
+                    .lines()
+                    .find(|l| {
+                        l.contains(&format!("\"name\": {name}"))
+                            || l.contains(&format!("\"name\":{name}"))
+                    })
+                    .and_then(|l| l.split("\"value\":").nth(1))
+                    .and_then(|v| v.split([',', '}']).next())
+                    .and_then(|v| v.trim().parse::<f64>().ok());
+                if let (Some(v), false) = (value, points.iter().any(|p| p.0 == seq as f64)) {
+                    points.push((seq as f64, v));
+                }
+            }
+            series.push(Series {
+                name: format!("{who} {mask}"),
+                points,
+            });
+        }
+    }
+    by_count(
+        std::path::Path::new(out),
+        "attention forward, bf16, head dim 128, one H200",
+        ("sequence length", "TFLOP/s"),
+        &series,
+    )
+}
+
 fn main() -> BenchResult<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--plot") {
+        let (Some(figures), Some(out)) = (args.get(i + 1), args.get(i + 2)) else {
+            return Err("usage: attention --plot FIGURES.jsonl OUT.png".into());
+        };
+        return plot(figures, out);
+    }
     if !common::gpu_present() {
         println!("{BENCH}: skipped: no GPU");
         return Ok(());

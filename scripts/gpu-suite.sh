@@ -460,6 +460,8 @@ for r in rows:
         if pgas.get(name):
             out.append("%s pgas/cuDNN=%.3f" % (name, pgas[name] / r["value"]))
 print("; ".join(out))')"
+    step "attention plot" bench.log 30 "$bin/attention" --plot "$out/figures.jsonl" "$out/attention_d128.png"
+    verdict "attention plot" "$out/attention_d128.png"
   fi
   finish
 fi
