@@ -12,7 +12,7 @@ the same shapes (as NCCL's). Their first call of a shape makes symmetric buffers
 allocation), so warm them up before capturing a CUDA graph.
 """
 
-from typing import Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -177,6 +177,40 @@ def all_to_all(x: Tensor) -> Tensor:
 @all_to_all.register_fake
 def _(x: Tensor) -> Tensor:
     return x.new_empty(_coll_out_shape("all_to_all", x, "sum"))
+
+
+def _a2av_shape(x: Tensor, send_counts: List[int], recv_counts: List[int]) -> Tuple[int, ...]:
+    _check("all_to_all_v", "x", x, _COLL_DTYPES, 0)
+    pes = _pgas.n_pes()
+    if x.dim() == 0:
+        raise _bad("all_to_all_v", "x is a scalar; pass a tensor of at least one dimension")
+    for name, counts in (("send_counts", send_counts), ("recv_counts", recv_counts)):
+        if len(counts) != pes or any(c < 0 for c in counts):
+            raise _bad("all_to_all_v", f"{name} is {list(counts)}: one row count a PE, "
+                                       f"{pes} non-negative ints")
+    if sum(send_counts) != x.shape[0]:
+        raise _bad("all_to_all_v", f"send_counts sum to {sum(send_counts)} rows, x has "
+                                   f"{x.shape[0]}: x holds the rows for PE 0, then PE 1, ...")
+    return (sum(recv_counts), *x.shape[1:])
+
+
+@torch.library.custom_op("pgas::all_to_all_v", mutates_args=())
+def all_to_all_v(x: Tensor, send_counts: List[int], recv_counts: List[int]) -> Tensor:
+    """All-to-all with per-PE row counts, as ``torch.distributed.all_to_all_single`` with
+    split sizes: this PE sends ``send_counts[q]`` rows of ``x`` (PE 0's first, then PE 1's,
+    ...) to PE ``q`` and receives ``recv_counts[p]`` rows from PE ``p``, in PE order. PE
+    ``p``'s ``send_counts[q]`` must equal PE ``q``'s ``recv_counts[p]`` (checked on every PE
+    alike). Each new set of counts is agreed once, on the host, and kept until finalize."""
+    out = x.new_empty(_a2av_shape(x, send_counts, recv_counts))
+    row = x[0].numel() if x.shape[0] else (out[0].numel() if out.shape[0] else 1)
+    _pgas._all_to_all_v(out.data_ptr(), x.data_ptr(), [c * row for c in send_counts],
+                        [c * row for c in recv_counts], str(x.dtype), stream=_stream(x))
+    return out
+
+
+@all_to_all_v.register_fake
+def _(x: Tensor, send_counts: List[int], recv_counts: List[int]) -> Tensor:
+    return x.new_empty(_a2av_shape(x, send_counts, recv_counts))
 
 
 # ---- Fused operations -------------------------------------------------------------------------

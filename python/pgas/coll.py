@@ -9,6 +9,8 @@ tensor of this PE's GPU works; ``pgas.Comm`` runs on symmetric tensors without t
     y = pgas.coll.all_reduce(torch.ones(1024, device="cuda"))   # n_pes() everywhere
 """
 
-from ._torch_ops import all_gather, all_reduce, all_to_all, broadcast, reduce_scatter
+from ._torch_ops import (all_gather, all_reduce, all_to_all, all_to_all_v, broadcast,
+                         reduce_scatter)
 
-__all__ = ["all_gather", "all_reduce", "all_to_all", "broadcast", "reduce_scatter"]
+__all__ = ["all_gather", "all_reduce", "all_to_all", "all_to_all_v", "broadcast",
+           "reduce_scatter"]

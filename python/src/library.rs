@@ -17,7 +17,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::{cuMemcpyDtoDAsync_v2, CUdeviceptr};
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
-use pgas::coll::{Algorithm, Comm as RtComm};
+use pgas::coll::{Algorithm, AllToAllLayout, Comm as RtComm};
 use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
 use pgas::ops::{AllGatherMatmul, AllReduceRmsNorm};
 use pgas_runtime::{Pgas, SymTensor, Team};
@@ -109,9 +109,21 @@ fn copy(stream: &CudaStream, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -
 struct Staged {
     comm: RtComm,
     stages: BTreeMap<(&'static str, &'static str), AnyTensor>,
+    /// The all-to-all-v layouts agreed so far, by (send counts, receive counts) in elements:
+    /// kept until finalize, since a call (or a graph that captured one) reads its table.
+    layouts: BTreeMap<(Vec<usize>, Vec<usize>), AllToAllLayout>,
 }
 
 impl Staged {
+    /// The world communicator, no staging yet (collective).
+    fn new(pgas: &Pgas) -> PyResult<Staged> {
+        Ok(Staged {
+            comm: RtComm::new(pgas, Team::WORLD).map_err(to_py)?,
+            stages: BTreeMap::new(),
+            layouts: BTreeMap::new(),
+        })
+    }
+
     /// The address of staging buffer `slot` of `dtype`, at least `len` elements.
     fn stage(
         &mut self,
@@ -215,16 +227,10 @@ pub(crate) fn _collective(
     with_stream(py, stream, move |state, pgas, user| {
         stream::on(pgas, user, |s| {
             let s = s.unwrap_or(pgas.stream());
-            let make = || {
-                Ok(Staged {
-                    comm: RtComm::new(pgas, Team::WORLD).map_err(to_py)?,
-                    stages: BTreeMap::new(),
-                })
-            };
-            state.with_plan("coll", make, |plan: &mut Staged| {
+            state.with_plan("coll", || Staged::new(pgas), |plan: &mut Staged| {
                 let si = plan.stage(pgas, ("in", dtype, src_len))?;
                 plan.stage(pgas, ("out", dtype, dst_len))?;
-                let Staged { comm, stages } = plan;
+                let Staged { comm, stages, .. } = plan;
                 let how = Algorithm::Auto.on(s);
                 let (stage_in, stage_out) = (&stages[&(dtype, "in")], &stages[&(dtype, "out")]);
                 let (used, so, elem) = with_pair!(stage_out, stage_in, (o, i) => {
@@ -243,6 +249,74 @@ pub(crate) fn _collective(
                 }, else return Err(misuse(format!("the staging buffers of {dtype} differ in dtype"))));
                 copy(s, dst, so, dst_len * elem)?;
                 Ok(crate::coll::name_of(used))
+            })
+        })
+    })
+}
+
+/// All-to-all with per-PE counts (`pgas::coll::Comm::all_to_all_v`) over every PE: this PE sends
+/// `send_counts[q]` elements of `src` (packed in PE order) to PE `q` and receives
+/// `recv_counts[p]` from PE `p` into `dst` (packed in PE order), both of `dtype`, staged through
+/// symmetric memory on `stream`. Each new pair of counts is agreed once (a host exchange) and
+/// kept. Collective.
+#[pyfunction]
+#[pyo3(signature = (dst, src, send_counts, recv_counts, dtype, stream=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _all_to_all_v(
+    py: Python<'_>,
+    dst: u64,
+    src: u64,
+    send_counts: Vec<usize>,
+    recv_counts: Vec<usize>,
+    dtype: &Bound<'_, PyAny>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let dtype = dtype::parse(dtype)?;
+    let displs = |counts: &[usize]| -> Vec<usize> {
+        counts
+            .iter()
+            .scan(0, |at, &c| {
+                *at += c;
+                Some(*at - c)
+            })
+            .collect()
+    };
+    let (src_len, dst_len) = (send_counts.iter().sum(), recv_counts.iter().sum());
+    with_stream(py, stream, move |state, pgas, user| {
+        stream::on(pgas, user, |s| {
+            let s = s.unwrap_or(pgas.stream());
+            state.with_plan("coll", || Staged::new(pgas), |plan: &mut Staged| {
+                let key = (send_counts.clone(), recv_counts.clone());
+                if !plan.layouts.contains_key(&key) {
+                    let layout = plan
+                        .comm
+                        .all_to_all_layout(
+                            &send_counts,
+                            &displs(&send_counts),
+                            &recv_counts,
+                            &displs(&recv_counts),
+                        )
+                        .map_err(to_py)?;
+                    plan.layouts.insert(key.clone(), layout);
+                }
+                let si = plan.stage(pgas, ("in", dtype, src_len))?;
+                plan.stage(pgas, ("out", dtype, dst_len))?;
+                let Staged {
+                    comm,
+                    stages,
+                    layouts,
+                } = plan;
+                let layout = &layouts[&key];
+                let (stage_in, stage_out) = (&stages[&(dtype, "in")], &stages[&(dtype, "out")]);
+                let (so, elem) = with_pair!(stage_out, stage_in, (o, i) => {
+                    let elem = elem_of(o);
+                    copy(s, si, src, src_len * elem)?;
+                    // SAFETY: `stage` grew both to these lengths; they live in the state.
+                    let (d, i) = unsafe { (&mut first(o, dst_len), &first(i, src_len)) };
+                    comm.all_to_all_v(d, i, layout, Algorithm::Auto.on(s)).map_err(to_py)?;
+                    (o.as_device_ptr(), elem)
+                }, else return Err(misuse(format!("the staging buffers of {dtype} differ in dtype"))));
+                copy(s, dst, so, dst_len * elem)
             })
         })
     })
@@ -409,6 +483,7 @@ pub(crate) fn _allreduce_rmsnorm(
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_gemm, m)?)?;
     m.add_function(wrap_pyfunction!(_collective, m)?)?;
+    m.add_function(wrap_pyfunction!(_all_to_all_v, m)?)?;
     m.add_function(wrap_pyfunction!(_all_gather_matmul, m)?)?;
     m.add_function(wrap_pyfunction!(_matmul_reduce_scatter, m)?)?;
     m.add_function(wrap_pyfunction!(_allreduce_rmsnorm, m)?)?;

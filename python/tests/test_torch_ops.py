@@ -68,6 +68,12 @@ def check_collectives():
     close(pgas.coll.broadcast(x, N - 1), every[N - 1], "broadcast", 0)
     want = torch.cat([every[p][ME * 4:(ME + 1) * 4] for p in range(N)])
     close(pgas.coll.all_to_all(x), want, "all_to_all", 0)
+    # All-to-all-v: PE p sends q + p + 1 rows to PE q, each row filled with 100 p + q.
+    send = [q + ME + 1 for q in range(N)]
+    rows = torch.cat([torch.full((send[q], 3), 100.0 * ME + q, device=DEV) for q in range(N)])
+    recv = [ME + p + 1 for p in range(N)]
+    want = torch.cat([torch.full((recv[p], 3), 100.0 * p + ME, device=DEV) for p in range(N)])
+    close(pgas.coll.all_to_all_v(rows, send, recv), want, "all_to_all_v", 0)
     i = torch.full((5,), ME + 1, dtype=torch.int64, device=DEV)
     assert pgas.coll.all_reduce(i).tolist() == [N * (N + 1) // 2] * 5, "all_reduce int64"
 
@@ -149,6 +155,13 @@ def check_bad_input():
                "not a multiple of the")
     raises(pgas.ArgumentError, lambda: pgas.coll.all_reduce(data((4,), 5), "mean"), "one of sum")
     raises(pgas.ArgumentError, lambda: pgas.coll.broadcast(data((4,), 5), N), "is not a PE")
+    raises(pgas.ArgumentError, lambda: pgas.coll.all_to_all_v(
+        data((4 * N, 2), 6), [4] * N, [4] * (N + 1)), "one row count a PE")
+    if N > 1:
+        # Counts the peers disagree on (PE p sends p + 1 rows to each, expects 1 from each).
+        mine = [ME + 1] * N
+        raises(pgas.PgasError, lambda: pgas.coll.all_to_all_v(
+            data((N * (ME + 1), 2), 7), mine, [1] * N), "")
 
 
 def main():
