@@ -38,7 +38,6 @@ use common::{
     bf16_rel_diff, emit, median_ms, show, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
     GEMM_WARMUP,
 };
-use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
 use pgas::gemm::reference::{gathered_a, gathered_check, gathered_inputs};
@@ -136,10 +135,7 @@ fn main() -> BenchResult<()> {
     let (me, np) = (p.my_pe(), p.n_pes());
     let machine = format!("{} x{np} PE", p.cuda().name()?);
     let stream = p.stream().clone();
-    let hopper = p
-        .cuda()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?
-        == 9;
+    let hopper = p.compute_capability()?.0 == 9;
     let blas = Cublas::new(p.cuda())?;
     // Without NCCL (not found, or refusing to start, as with two PEs on one GPU) the baseline's
     // all-gather is skipped; its GEMM still runs, on A built on the host.

@@ -126,9 +126,7 @@ fn main() -> BenchResult<()> {
     std::env::set_var("PGAS_CACHE_DIR", &cache);
     let p = pgas::init()?;
     let machine = format!("{} x1 PE", p.cuda().name()?);
-    let major = p.cuda().attribute(
-        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-    )?;
+    let (major, _) = p.compute_capability()?;
     if major != 9 {
         println!("{BENCH}: skipped: the kernel needs sm_90a (compute capability {major}.x here)");
         return Ok(());

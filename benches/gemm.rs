@@ -102,9 +102,7 @@ fn main() -> BenchResult<()> {
     let stream = p.stream().clone();
 
     // Cold JIT compile of each variant (NVRTC, cache store, module load).
-    let hopper = p.cuda().attribute(
-        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-    )? == 9;
+    let hopper = p.compute_capability()?.0 == 9;
     let mut compile = Vec::new();
     // Each kernel's comptime values are its ring depth and tile width (the wide tile of big
     // shapes).

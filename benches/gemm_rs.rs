@@ -34,7 +34,6 @@ use common::{
     bf16_rel_diff, emit, median_ms, show, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
     GEMM_WARMUP,
 };
-use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
 use pgas::gemm::{gemm_bf16_with, GemmConfig};
@@ -163,10 +162,7 @@ fn main() -> BenchResult<()> {
     let (me, pes) = (p.my_pe(), p.n_pes());
     let machine = format!("{} x{pes} PE", p.cuda().name()?);
     let stream = p.stream().clone();
-    let hopper = p
-        .cuda()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?
-        == 9;
+    let hopper = p.compute_capability()?.0 == 9;
     let blas = Cublas::new(p.cuda())?;
     // NCCL refuses two ranks on one GPU (as under MPS); then pgas runs alone, still checked.
     let comm = nccl_comm(&p).unwrap_or_else(|e| {

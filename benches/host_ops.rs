@@ -76,10 +76,7 @@ fn library_enqueue(
         "us",
         "Comm::all_reduce of 8 bytes, host time of the call (pgas.coll.all_reduce's Rust call)",
     );
-    let major = p.cuda().attribute(
-        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-    )?;
-    if major == 9 {
+    if p.compute_capability()?.0 == 9 {
         let n = 256;
         let s = p.stream();
         let (mut c, a, b) = (

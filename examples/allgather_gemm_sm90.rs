@@ -16,7 +16,7 @@
 //!
 //! `benches/ag_gemm.rs` times it against cuBLAS + NCCL and the cuBLAS path.
 
-use pgas::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use pgas::cudarc::driver::sys::CUevent_flags;
 use pgas::gemm::reference::{gathered_check, gathered_inputs};
 use pgas::ops::{AllGatherMatmul, GemmPath};
 use pgas::prelude::*;
@@ -25,9 +25,7 @@ fn main() -> pgas::Result<()> {
     let pgas = pgas::init()?;
     let (me, np) = (pgas.my_pe(), pgas.n_pes());
     let stream = pgas.stream().clone();
-    let major = pgas
-        .cuda()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let (major, _) = pgas.compute_capability()?;
     if major != 9 {
         println!(
             "PE {me}: skipped: needs compute capability 9.0 (sm_90a), this GPU is {major}.x, ok"

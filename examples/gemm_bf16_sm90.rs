@@ -12,7 +12,7 @@
 //! pgas-run -n 1 -- target/release/examples/gemm_bf16_sm90
 //! ```
 
-use pgas::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use pgas::cudarc::driver::sys::CUevent_flags;
 use pgas::gemm::reference::value;
 use pgas::gemm::{gemm_bf16, gemm_bf16_with, GemmConfig};
 use pgas::prelude::*;
@@ -43,9 +43,7 @@ fn main() -> pgas::Result<()> {
     let pgas = pgas::init()?;
     let me = pgas.my_pe();
     let stream = pgas.stream().clone();
-    let major = pgas
-        .cuda()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let (major, _) = pgas.compute_capability()?;
     if major != 9 {
         println!(
             "PE {me}: skipped: needs compute capability 9.0 (sm_90a), this GPU is {major}.x, ok"

@@ -16,7 +16,7 @@
 //!
 //! `benches/gemm_rs.rs` times it against cuBLAS + NCCL and the cuBLAS path.
 
-use pgas::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use pgas::cudarc::driver::sys::CUevent_flags;
 use pgas::gemm::reference::value;
 use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
 use pgas::ops::GemmPath;
@@ -71,9 +71,7 @@ fn main() -> pgas::Result<()> {
     let pgas = pgas::init()?;
     let (me, np) = (pgas.my_pe(), pgas.n_pes());
     let stream = pgas.stream().clone();
-    let major = pgas
-        .cuda()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let (major, _) = pgas.compute_capability()?;
     if major != 9 {
         println!(
             "PE {me}: skipped: needs compute capability 9.0 (sm_90a), this GPU is {major}.x, ok"

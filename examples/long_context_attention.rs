@@ -17,7 +17,6 @@
 
 use pgas::attention::reference::value;
 use pgas::attention::{Attention, AttentionParams};
-use pgas::cudarc::driver::sys::CUdevice_attribute;
 use pgas::ops::{RingAttention, UlyssesAttention};
 use pgas::prelude::*;
 
@@ -59,9 +58,7 @@ fn main() -> pgas::Result<()> {
     let pgas = pgas::init()?;
     let (me, pes) = (pgas.my_pe(), pgas.n_pes());
     let s = pgas.stream().clone();
-    let major = pgas
-        .cuda()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let (major, _) = pgas.compute_capability()?;
     if major != 9 {
         println!(
             "PE {me}: skipped: needs compute capability 9.0 (sm_90a), this GPU is {major}.x, ok"

@@ -25,23 +25,30 @@ use pyo3::prelude::*;
 
 use crate::dtype::{self, with_pair, AnyTensor};
 use crate::errors::{misuse, to_py};
-use crate::ops::call::Region;
+use crate::ops::call::{with_stream, Region};
 use crate::ops::collectives::reduce_op_of;
-use crate::state::{current, State};
-use crate::stream::{self, UserStream};
+use crate::stream;
 
 /// `len` elements at a foreign address as the cudarc buffer the runtime's fused ops take. It
 /// never frees the memory: dropping it releases the buffer's handle only (`leak`).
 struct Borrowed<T>(ManuallyDrop<CudaSlice<T>>);
 
 impl<T> Borrowed<T> {
+    /// Each (address, length) of `buffers`.
+    ///
     /// # Safety
-    /// `ptr` holds `len` elements on this PE's GPU for as long as the value lives.
-    unsafe fn new(stream: &Arc<CudaStream>, ptr: u64, len: usize) -> Borrowed<T> {
-        // SAFETY: the caller's contract; `Drop` never frees the memory.
-        Borrowed(ManuallyDrop::new(unsafe {
-            stream.upgrade_device_ptr(ptr, len)
-        }))
+    /// Each address holds its length of elements on this PE's GPU for as long as its value
+    /// lives.
+    unsafe fn each<const N: usize>(
+        stream: &Arc<CudaStream>,
+        buffers: [(u64, usize); N],
+    ) -> [Borrowed<T>; N] {
+        buffers.map(|(ptr, len)| {
+            // SAFETY: the caller's contract; `Drop` never frees the memory.
+            Borrowed(ManuallyDrop::new(unsafe {
+                stream.upgrade_device_ptr(ptr, len)
+            }))
+        })
     }
 }
 
@@ -63,21 +70,6 @@ impl<T> Drop for Borrowed<T> {
         // SAFETY: taken once, here; `leak` drops the handle's events and stream, not the memory.
         unsafe { ManuallyDrop::take(&mut self.0) }.leak();
     }
-}
-
-/// Runs `f` with the runtime and the caller's stream (checked, or pgas's), the GIL released.
-fn with_stream<R: Send>(
-    py: Python<'_>,
-    stream: Option<&Bound<'_, PyAny>>,
-    f: impl FnOnce(&Arc<State>, &Pgas, Option<UserStream>) -> PyResult<R> + Send,
-) -> PyResult<R> {
-    let raw = stream::handle(stream)?;
-    let state = current()?;
-    py.detach(|| {
-        let pgas = state.pgas()?;
-        let user = stream::check(&pgas, raw)?;
-        f(&state, &pgas, user)
-    })
 }
 
 /// Waits for every stream of this PE's GPU: before a staging buffer or plan that enqueued work
@@ -348,12 +340,8 @@ pub(crate) fn _all_gather_matmul(
                 let m = mp * pgas.n_pes();
                 // SAFETY: `pgas/torch.py` passes contiguous bf16 CUDA tensors of these shapes
                 // on this device, held by the Python call while the streams run the op.
-                let (mut c, shard, bt) = unsafe {
-                    (
-                        Borrowed::<bf16>::new(s, c, m * n),
-                        Borrowed::<bf16>::new(s, shard, mp * k),
-                        Borrowed::<bf16>::new(s, bt, n * k),
-                    )
+                let [mut c, shard, bt] = unsafe {
+                    Borrowed::<bf16>::each(s, [(c, m * n), (shard, mp * k), (bt, n * k)])
                 };
                 op.run(&mut *c, &*shard, &*bt).map_err(to_py)
             })
@@ -386,12 +374,8 @@ pub(crate) fn _matmul_reduce_scatter(
                 let s = s.unwrap_or(pgas.stream());
                 let rows = m / pgas.n_pes();
                 // SAFETY: as in `_all_gather_matmul`.
-                let (mut out, a, bt) = unsafe {
-                    (
-                        Borrowed::<bf16>::new(s, out, rows * n),
-                        Borrowed::<bf16>::new(s, a, m * k),
-                        Borrowed::<bf16>::new(s, bt, n * k),
-                    )
+                let [mut out, a, bt] = unsafe {
+                    Borrowed::<bf16>::each(s, [(out, rows * n), (a, m * k), (bt, n * k)])
                 };
                 op.run_on(pgas, s, &mut out, &a, &bt).map_err(to_py)
             })

@@ -1,7 +1,5 @@
 //! Which GEMM a fused operation runs ([`GemmPath`]), and the choice every PE agrees on.
 
-use cudarc::driver::sys as cu;
-
 use crate::gemm::{self, GemmConfig, BM};
 use crate::{Error, Pgas, Result};
 
@@ -105,10 +103,7 @@ pub(crate) fn agree_path(
     (rows, n, k): (usize, usize, usize),
     unit: usize,
 ) -> Result<Option<GemmConfig>> {
-    let major = pgas
-        .cuda()
-        .attribute(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-        .map_err(Error::cuda("reading the compute capability"))?;
+    let (major, _) = pgas.compute_capability()?;
     let mut cfg = GemmConfig::for_shape(rows, n, pgas.sm_count()?);
     if !unit.is_multiple_of(BM * cfg.cluster as usize) {
         cfg.cluster = 1;

@@ -36,9 +36,7 @@ pub fn prev(p: &Pgas) -> usize {
 /// The GPU's compute capability major version (9 on Hopper, which sm_90a's rows and the
 /// `pgas::gemm` paths need).
 pub fn compute_major(p: &Pgas) -> pgas::Result<i32> {
-    Ok(p.cuda().attribute(
-        pgas::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-    )?)
+    Ok(p.compute_capability()?.0 as i32)
 }
 
 pub fn device_name(p: &Pgas) -> String {

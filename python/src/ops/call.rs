@@ -63,21 +63,34 @@ pub(crate) fn run<R: Send>(
     stream: Option<&Bound<'_, PyAny>>,
     f: impl FnOnce(&Call<'_>) -> PyResult<R> + Send,
 ) -> PyResult<R> {
+    with_stream(py, stream, |state, pgas, user| {
+        let reg = state.registry();
+        stream::on(pgas, user, |user| {
+            f(&Call {
+                pgas,
+                state,
+                reg: &reg,
+                user,
+            })
+        })
+    })
+}
+
+/// Runs `f` with the state, the runtime and the caller's `stream=` (checked to be of this PE's
+/// context; `None` for pgas's own), the GIL released: what `run` and the library's calls on
+/// foreign memory (`library.rs`) start from.
+pub(crate) fn with_stream<R: Send>(
+    py: Python<'_>,
+    stream: Option<&Bound<'_, PyAny>>,
+    f: impl FnOnce(&Arc<State>, &Pgas, Option<stream::UserStream>) -> PyResult<R> + Send,
+) -> PyResult<R> {
     // Arguments first: a bad one raises the same with or without a context.
     let raw = stream::handle(stream)?;
     let state = current()?;
     py.detach(|| {
         let pgas = state.pgas()?;
         let user = stream::check(&pgas, raw)?;
-        let reg = state.registry();
-        stream::on(&pgas, user, |user| {
-            f(&Call {
-                pgas: &pgas,
-                state: &state,
-                reg: &reg,
-                user,
-            })
-        })
+        f(&state, &pgas, user)
     })
 }
 

@@ -379,6 +379,21 @@ impl Pgas {
         Ok(sms.max(1) as usize)
     }
 
+    /// The compute capability of this PE's GPU, (major, minor): (9, 0) on H100 and H200, whose
+    /// sm_90a kernels (`pgas::gemm`, `pgas::attention`) need it.
+    pub fn compute_capability(&self) -> Result<(u32, u32)> {
+        use cudarc::driver::sys::CUdevice_attribute as A;
+        let read = |a| {
+            self.inner
+                .ctx
+                .attribute(a)
+                .map_err(Error::cuda("reading the GPU's compute capability"))
+        };
+        let major = read(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = read(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        Ok((major.max(0) as u32, minor.max(0) as u32))
+    }
+
     /// The stream pgas issues its host-side RMA, collectives and copies on.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.inner.stream
