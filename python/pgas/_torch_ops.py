@@ -4,6 +4,7 @@ Each op checks its tensors (on this PE's GPU, dtype, shape, contiguous), allocat
 with torch's allocator and calls the native module (``python/src/library.rs``) on torch's
 current stream; the host does not wait. Each has a fake implementation (the same checks, the
 output shapes), so a program calling them compiles under ``torch.compile(fullgraph=True)``.
+They are defined with ``torch.library.Library`` (``_Op``).
 ``pgas.gemm``, ``pgas.coll`` and ``pgas.ops`` re-export them by topic; ``docs/python.md`` says
 which replay in CUDA graphs.
 
@@ -12,7 +13,9 @@ the same shapes (as NCCL's). Their first call of a shape makes symmetric buffers
 allocation), so warm them up before capturing a CUDA graph.
 """
 
-from typing import List, Sequence, Tuple
+from typing import Any, Callable, List, Sequence, Tuple
+
+import functools
 
 import torch
 from torch import Tensor
@@ -22,6 +25,39 @@ from . import _pgas
 _FP8 = torch.float8_e4m3fn
 _BF16 = torch.bfloat16
 _REDUCE_OPS = ("sum", "min", "max", "prod", "and", "or", "xor")
+
+
+# torch.ops.pgas: defined here, once per process.
+_LIB = torch.library.Library("pgas", "DEF")
+
+
+class _Op:
+    """``torch.ops.pgas.<name>``, defined by ``schema`` with ``impl`` as its kernel for CUDA
+    tensors (and for CPU ones, which ``impl`` refuses with the fix), called as a function.
+
+    Registered with ``torch.library.Library`` rather than ``torch.library.custom_op``: a call
+    then goes from Python to the dispatcher and back to ``impl`` without custom_op's layers of
+    Python, which cost tens of microseconds a call."""
+
+    def __init__(self, schema: str, impl: Callable[..., Any]) -> None:
+        self.name = schema.split("(", 1)[0]
+        _LIB.define(schema)
+        for key in ("CUDA", "CPU"):
+            _LIB.impl(self.name, impl, key)
+        self._overload = getattr(torch.ops.pgas, self.name).default
+        functools.update_wrapper(self, impl)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._overload(*args, **kwargs)
+
+    def register_fake(self, fake: Callable[..., Any]) -> Callable[..., Any]:
+        """Registers ``fake`` (the checks and the outputs' shapes) for tracing."""
+        torch.library.register_fake(f"pgas::{self.name}", fake, lib=_LIB)
+        return fake
+
+
+def _op(schema: str) -> Callable[[Callable[..., Any]], _Op]:
+    return lambda impl: _Op(schema, impl)
 
 
 def _bad(op: str, what: str) -> Exception:
@@ -69,7 +105,7 @@ def _gemm_shape(a: Tensor, bt: Tensor) -> Tuple[int, int, int]:
     return m, n, k
 
 
-@torch.library.custom_op("pgas::gemm", mutates_args=())
+@_op("gemm(Tensor a, Tensor bt) -> Tensor")
 def gemm(a: Tensor, bt: Tensor) -> Tensor:
     """``a @ bt.T`` by ``pgas::gemm``, the Hopper GEMM (sm_90a): ``a`` (M x K) and ``bt``
     (N x K, a linear layer's weight) both bfloat16 or both float8_e4m3fn (unscaled), the
@@ -119,7 +155,7 @@ def _collective(kind: str, x: Tensor, op: str = "sum", root: int = 0) -> Tensor:
     return out
 
 
-@torch.library.custom_op("pgas::all_reduce", mutates_args=())
+@_op("all_reduce(Tensor x, str op='sum') -> Tensor")
 def all_reduce(x: Tensor, op: str = "sum") -> Tensor:
     """The element-wise reduction (``op``: sum, min, max, prod, and, or, xor) of every PE's
     ``x``, by ``pgas::coll`` (low latency, one- or two-shot by size), as a new tensor."""
@@ -131,7 +167,7 @@ def _(x: Tensor, op: str = "sum") -> Tensor:
     return x.new_empty(_coll_out_shape("all_reduce", x, op))
 
 
-@torch.library.custom_op("pgas::all_gather", mutates_args=())
+@_op("all_gather(Tensor x) -> Tensor")
 def all_gather(x: Tensor) -> Tensor:
     """Every PE's ``x`` stacked along dimension 0 in PE order (``n_pes() x`` its rows)."""
     return _collective("all_gather", x)
@@ -142,7 +178,7 @@ def _(x: Tensor) -> Tensor:
     return x.new_empty(_coll_out_shape("all_gather", x, "sum"))
 
 
-@torch.library.custom_op("pgas::reduce_scatter", mutates_args=())
+@_op("reduce_scatter(Tensor x, str op='sum') -> Tensor")
 def reduce_scatter(x: Tensor, op: str = "sum") -> Tensor:
     """PE ``r``'s chunk ``r`` (of ``n_pes()`` along dimension 0) of the reduction of every
     PE's ``x``."""
@@ -154,7 +190,7 @@ def _(x: Tensor, op: str = "sum") -> Tensor:
     return x.new_empty(_coll_out_shape("reduce_scatter", x, op))
 
 
-@torch.library.custom_op("pgas::broadcast", mutates_args=())
+@_op("broadcast(Tensor x, int root) -> Tensor")
 def broadcast(x: Tensor, root: int) -> Tensor:
     """PE ``root``'s ``x`` on every PE."""
     if not 0 <= root < _pgas.n_pes():
@@ -167,7 +203,7 @@ def _(x: Tensor, root: int) -> Tensor:
     return x.new_empty(_coll_out_shape("broadcast", x, "sum"))
 
 
-@torch.library.custom_op("pgas::all_to_all", mutates_args=())
+@_op("all_to_all(Tensor x) -> Tensor")
 def all_to_all(x: Tensor) -> Tensor:
     """Chunk ``q`` (of ``n_pes()`` along dimension 0) of PE ``r``'s ``x`` lands as chunk ``r``
     of PE ``q``'s result."""
@@ -194,7 +230,7 @@ def _a2av_shape(x: Tensor, send_counts: List[int], recv_counts: List[int]) -> Tu
     return (sum(recv_counts), *x.shape[1:])
 
 
-@torch.library.custom_op("pgas::all_to_all_v", mutates_args=())
+@_op("all_to_all_v(Tensor x, int[] send_counts, int[] recv_counts) -> Tensor")
 def all_to_all_v(x: Tensor, send_counts: List[int], recv_counts: List[int]) -> Tensor:
     """All-to-all with per-PE row counts, as ``torch.distributed.all_to_all_single`` with
     split sizes: this PE sends ``send_counts[q]`` rows of ``x`` (PE 0's first, then PE 1's,
@@ -224,7 +260,7 @@ def _pair_shapes(op: str, a: Tensor, bt: Tensor) -> Tuple[int, int, int]:
     return m, n, k
 
 
-@torch.library.custom_op("pgas::all_gather_matmul", mutates_args=())
+@_op("all_gather_matmul(Tensor shard, Tensor bt) -> Tensor")
 def all_gather_matmul(shard: Tensor, bt: Tensor) -> Tensor:
     """``all_gather(shard) @ bt.T`` fused (``pgas::ops::AllGatherMatmul``): ``shard`` is this
     PE's ``mp x K`` rows of A, ``bt`` N x K, bfloat16; the result is ``mp * n_pes() x N``.
@@ -250,7 +286,7 @@ def _rs_rows(a: Tensor, bt: Tensor) -> Tuple[int, int, int]:
     return m, n, k
 
 
-@torch.library.custom_op("pgas::matmul_reduce_scatter", mutates_args=())
+@_op("matmul_reduce_scatter(Tensor a, Tensor bt) -> Tensor")
 def matmul_reduce_scatter(a: Tensor, bt: Tensor) -> Tensor:
     """This PE's ``M / n_pes()`` rows of the sum over PEs of ``a @ bt.T``, fused
     (``pgas::ops::MatmulReduceScatter``): ``a`` (M x K/P) and ``bt`` (N x K/P) are this PE's
@@ -280,7 +316,7 @@ def _rms_shapes(x: Tensor, residual: Tensor, weight: Tensor) -> Tuple[int, int]:
     return tokens, hidden
 
 
-@torch.library.custom_op("pgas::allreduce_rmsnorm", mutates_args=())
+@_op("allreduce_rmsnorm(Tensor x, Tensor residual, Tensor weight, float eps=1e-06) -> (Tensor, Tensor)")
 def allreduce_rmsnorm(x: Tensor, residual: Tensor, weight: Tensor,
                       eps: float = 1e-6) -> Tuple[Tensor, Tensor]:
     """A transformer layer's all-reduce + residual add + RMSNorm in one operation

@@ -172,8 +172,7 @@ pub(crate) fn _gemm(
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     with_stream(py, stream, |_, pgas, user| {
-        stream::on(pgas, user, |s| {
-            let s = s.unwrap_or(pgas.stream());
+        stream::on_theirs(pgas, user, |s| {
             // SAFETY: `pgas/torch.py` passes contiguous CUDA tensors of these shapes on this
             // PE's device, which the Python call holds while the stream runs the GEMM (torch's
             // allocator reuses memory only in its stream's order).
@@ -217,8 +216,7 @@ pub(crate) fn _collective(
         )));
     };
     with_stream(py, stream, move |state, pgas, user| {
-        stream::on(pgas, user, |s| {
-            let s = s.unwrap_or(pgas.stream());
+        stream::on_theirs(pgas, user, |s| {
             state.with_plan("coll", || Staged::new(pgas), |plan: &mut Staged| {
                 let si = plan.stage(pgas, ("in", dtype, src_len))?;
                 plan.stage(pgas, ("out", dtype, dst_len))?;
@@ -275,8 +273,7 @@ pub(crate) fn _all_to_all_v(
     };
     let (src_len, dst_len) = (send_counts.iter().sum(), recv_counts.iter().sum());
     with_stream(py, stream, move |state, pgas, user| {
-        stream::on(pgas, user, |s| {
-            let s = s.unwrap_or(pgas.stream());
+        stream::on_theirs(pgas, user, |s| {
             state.with_plan("coll", || Staged::new(pgas), |plan: &mut Staged| {
                 let key = (send_counts.clone(), recv_counts.clone());
                 if !plan.layouts.contains_key(&key) {
@@ -370,8 +367,7 @@ pub(crate) fn _matmul_reduce_scatter(
         let key = format!("matmul_reduce_scatter/{m}x{n}x{k}");
         let make = || MatmulReduceScatter::new(pgas, (m, n, k)).map_err(to_py);
         state.with_plan(&key, make, |op: &mut MatmulReduceScatter| {
-            stream::on(pgas, user, |s| {
-                let s = s.unwrap_or(pgas.stream());
+            stream::on_theirs(pgas, user, |s| {
                 let rows = m / pgas.n_pes();
                 // SAFETY: as in `_all_gather_matmul`.
                 let [mut out, a, bt] = unsafe {
@@ -435,8 +431,7 @@ pub(crate) fn _allreduce_rmsnorm(
                 *plan = RmsNormPlan::new(pgas, hidden, 0, eps)?;
                 *plan = RmsNormPlan::new(pgas, hidden, tokens, eps)?;
             }
-            stream::on(pgas, user, |s| {
-                let s = s.unwrap_or(pgas.stream());
+            stream::on_theirs(pgas, user, |s| {
                 let (len, bytes) = (tokens * hidden, tokens * hidden * 2);
                 let [sx, sr, sw, so] = &mut plan.stage;
                 let addr = |t: &SymTensor<bf16>| t.as_device_ptr();

@@ -27,7 +27,7 @@ use cudarc::driver::CudaStream;
 use pgas_runtime::Pgas;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyInt, PyTuple};
 
 use crate::errors::{misuse, to_py};
 
@@ -43,6 +43,11 @@ pub(crate) fn handle(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> 
     if obj.is_none() {
         return Ok(None);
     }
+    // An int first: the form the library's torch ops pass on every call (one check, where the
+    // attribute lookups below would each fail first).
+    if obj.is_instance_of::<PyInt>() {
+        return obj.extract::<usize>().map(Some);
+    }
     if obj.hasattr("__cuda_stream__")? {
         let pair = obj.call_method0("__cuda_stream__")?;
         let pair = pair.cast::<PyTuple>().map_err(|_| {
@@ -57,9 +62,6 @@ pub(crate) fn handle(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> 
             let value = py_int(&value)?;
             return Ok(Some(value));
         }
-    }
-    if let Ok(raw) = obj.extract::<usize>() {
-        return Ok(Some(raw));
     }
     Err(PyTypeError::new_err(format!(
         "stream= takes a CUDA stream: a torch.cuda.Stream, a cupy.cuda.Stream, a cuda.core \
@@ -198,6 +200,32 @@ pub(crate) fn on<R>(
     let out = op(Some(&theirs))?;
     order(mine, raw as CUstream, Direction::TheirsForMine)?;
     Ok(out)
+}
+
+/// Runs `op` on `user`'s stream (or pgas's) as [`on`] does, but without making pgas's stream
+/// wait for it afterwards: for the library's operations on torch tensors (`library.rs`), whose
+/// results only the caller's stream reads (two driver calls a call saved).
+pub(crate) fn on_theirs<R>(
+    pgas: &Pgas,
+    user: Option<UserStream>,
+    op: impl FnOnce(&Arc<CudaStream>) -> PyResult<R>,
+) -> PyResult<R> {
+    let Some(UserStream(raw)) = user else {
+        return op(pgas.stream());
+    };
+    // SAFETY: as in `on`: a checked stream of pgas's context, held by the caller for the call.
+    let theirs: Arc<CudaStream> = unsafe { pgas.cuda().wrap_borrowed_stream(raw as CUstream) };
+    let mine = pgas.stream().cu_stream();
+    pgas.cuda()
+        .bind_to_thread()
+        .map_err(|e| misuse(format!("stream=: making pgas's CUDA context current: {e}")))?;
+    // Work still queued on pgas's stream (a call without stream= before this one) comes first,
+    // unless the stream is captured (see `on`).
+    // SAFETY: pgas's stream, in the context made current above.
+    if !capturing(raw as CUstream)? && unsafe { cuStreamQuery(mine) } != CUresult::CUDA_SUCCESS {
+        order(raw as CUstream, mine, Direction::MineForTheirs)?;
+    }
+    op(&theirs)
 }
 
 /// Whether `stream` is being captured into a CUDA graph.
