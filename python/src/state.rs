@@ -125,6 +125,10 @@ impl State {
     /// check a collective call's arguments against each other before acting on them, so that a
     /// mismatch raises on every PE instead of hanging some.
     pub(crate) fn agree(&self, pgas: &Pgas, mine: [u64; 2]) -> PyResult<Vec<[u64; 2]>> {
+        // One PE has no one to disagree with: no exchange (an fcollect and a copy back).
+        if self.n_pes < 2 {
+            return Ok(vec![mine]);
+        }
         let mut scratch = lock(&self.agree);
         let (gathered, own) = scratch
             .as_mut()
