@@ -43,10 +43,17 @@ pub(crate) fn handle(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> 
     if obj.is_none() {
         return Ok(None);
     }
+    let not_a_stream = || -> PyResult<Option<usize>> {
+        Err(PyTypeError::new_err(format!(
+            "stream= takes a CUDA stream: a torch.cuda.Stream, a cupy.cuda.Stream, a cuda.core \
+             Stream, an object with __cuda_stream__, or an int handle; got {}",
+            obj.get_type().name()?
+        )))
+    };
     // An int first: the form the library's torch ops pass on every call (one check, where the
-    // attribute lookups below would each fail first).
+    // attribute lookups below would each fail first). A negative one is no handle.
     if obj.is_instance_of::<PyInt>() {
-        return obj.extract::<usize>().map(Some);
+        return obj.extract::<usize>().map(Some).or_else(|_| not_a_stream());
     }
     if obj.hasattr("__cuda_stream__")? {
         let pair = obj.call_method0("__cuda_stream__")?;
@@ -63,11 +70,7 @@ pub(crate) fn handle(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> 
             return Ok(Some(value));
         }
     }
-    Err(PyTypeError::new_err(format!(
-        "stream= takes a CUDA stream: a torch.cuda.Stream, a cupy.cuda.Stream, a cuda.core \
-         Stream, an object with __cuda_stream__, or an int handle; got {}",
-        obj.get_type().name()?
-    )))
+    not_a_stream()
 }
 
 fn py_int(value: &Bound<'_, PyAny>) -> PyResult<usize> {
