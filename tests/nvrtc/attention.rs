@@ -66,3 +66,38 @@ fn every_attention_specialization_compiles_without_spills() {
     }
     assert!(bad.is_empty(), "{}", bad.join("; "));
 }
+
+/// A kernel that calls no NVSHMEM (the attention kernel) compiles through the JIT's path without
+/// NVSHMEM's headers or library, and its machine code holds no NVSHMEM device state, so the JIT
+/// loads it without `nvshmemx_cumodule_init`; a kernel that calls NVSHMEM (a collective's, by
+/// peer stores) keeps the state the JIT readies, compiled inline and linked alike.
+#[test]
+fn only_kernels_that_call_nvshmem_carry_its_device_state() {
+    use pgas_runtime::jit::LinkTime;
+    let state = b"nvshmemi_device_state_d";
+    let holds = |cubin: &[u8]| cubin.windows(state.len()).any(|w| w == state);
+    let spec = &attention_fwd_sm90::SPEC;
+    let cfg = AttentionConfig::for_head_dim(128);
+    let values = [128, cfg.bn as i128, cfg.stages as i128, 1];
+    let pairs: Vec<(&str, i128)> = spec.comptime_names().zip(values).collect();
+    let (src, name) = specialize(spec.source(Variant::Plain), spec.cuda_name, "plain", &pairs);
+    assert!(!pgas_codegen::nvcall::calls_nvshmem(&src));
+    let coll = pgas::coll::prewarm_all();
+    let (peer_src, peer_name) = crate::p2p_source(&coll[0], coll[0].variant);
+    assert!(pgas_codegen::nvcall::calls_nvshmem(&peer_src));
+    for link in [LinkTime::Off, LinkTime::PointToPoint] {
+        let tc = crate::toolchain().with_link_time(link);
+        let free = tc.compile_program(None, &src, &name, (9, 0)).unwrap();
+        assert!(
+            !holds(&free.cubin),
+            "{link:?}: the attention kernel's CUBIN holds NVSHMEM's state"
+        );
+        let peer = tc
+            .compile_program(None, &peer_src, &peer_name, (9, 0))
+            .unwrap();
+        assert!(
+            holds(&peer.cubin),
+            "{link:?}: {peer_name}'s CUBIN lacks NVSHMEM's state"
+        );
+    }
+}

@@ -93,6 +93,10 @@ impl Modules {
                     .map_err(Error::cuda(
                         "loading a JIT-compiled kernel module (cuModuleLoadData)",
                     ))?;
+                // A module without NVSHMEM's device state (a kernel that calls no NVSHMEM,
+                // `nvcall::calls_nvshmem`) has nothing to ready: cumodule_init would fail with
+                // "named symbol not found".
+                let nvshmem = nvshmem.filter(|_| has_nvshmem_state(&image.cubin));
                 if let Some(nv) = nvshmem {
                     let status = nv.cumodule_init(module);
                     if status != 0 {
@@ -136,5 +140,29 @@ impl Modules {
 
     fn lock(&self) -> MutexGuard<'_, Vec<Module>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The symbol of NVSHMEM's per-module device state, which `nvshmemx_cumodule_init` fills in.
+const NVSHMEM_STATE: &[u8] = b"nvshmemi_device_state_d";
+
+/// Whether a CUBIN defines NVSHMEM's device state (its symbol table names it).
+fn has_nvshmem_state(cubin: &[u8]) -> bool {
+    cubin
+        .windows(NVSHMEM_STATE.len())
+        .any(|w| w == NVSHMEM_STATE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nvshmem_state_is_found_by_its_symbol_name() {
+        let mut cubin = b"\x7fELF....symtab\0pgas_kernel\0".to_vec();
+        assert!(!has_nvshmem_state(&cubin));
+        cubin.extend_from_slice(b"nvshmemi_device_state_d\0");
+        assert!(has_nvshmem_state(&cubin));
+        assert!(!has_nvshmem_state(b"nvshmemi_device_state"));
     }
 }

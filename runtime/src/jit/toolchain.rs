@@ -164,9 +164,14 @@ impl Toolchain {
     }
 
     /// The prelude of `source` when it compiles link-time (its library is
-    /// `nvcall::library_prelude` of it).
+    /// `nvcall::library_prelude` of it). Never for a source that calls no NVSHMEM
+    /// ([`nvcall::calls_nvshmem`]): that one compiles from its link-time form alone, with no
+    /// library to link (see [`Toolchain::compile_dumped`]).
     pub(super) fn links(&self, source: &str) -> Option<Prelude> {
         self.linker.as_ref()?;
+        if !nvcall::calls_nvshmem(source) {
+            return None;
+        }
         // sm_90a kernels (wgmma, TMA) link too: their LTO-IR is sm_90a's and the link targets
         // sm_90a, with the library of plain sm_XY (LTO-IR of sm_90 joins an sm_90a link); the
         // machine code is the inline compile's (tests/nvrtc/corpus.rs compares them). Not with
@@ -372,9 +377,16 @@ impl Toolchain {
                 (compiled, lto, opts)
             }
             None => {
+                // A generated source that calls no NVSHMEM compiles without NVSHMEM's headers
+                // (a third of a p2p kernel's compile): its link-time form, whose declarations
+                // it never uses, straight to machine code.
+                let text = match nvcall::calls_nvshmem(source) {
+                    false => nvcall::lto_source(source).unwrap_or_else(|| source.to_owned()),
+                    true => source.to_owned(),
+                };
                 let opts = self.options(arch, source);
-                let compiled = self.compile_with(source, kernel_name, arch, &opts);
-                (compiled, source.to_owned(), opts)
+                let compiled = self.compile_with(&text, kernel_name, arch, &opts);
+                (compiled, text, opts)
             }
         };
         if let Some(dir) = dump {
