@@ -32,14 +32,12 @@
 
 mod common;
 
-use common::nccl::{nccl_comm, Nccl};
+use common::nccl::{all_gather_bf16, nccl_comm};
 use common::plot::{by_count, Series};
 use common::{
     bf16_rel_diff, emit, median_ms, show, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
     GEMM_WARMUP,
 };
-use pgas::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
-use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
 use pgas::gemm::reference::{gathered_a, gathered_check, gathered_inputs};
 use pgas::ops::all_gather_matmul::{pieces_error, DEFAULT_PIECES};
 use pgas::ops::cublas::Cublas;
@@ -96,32 +94,6 @@ fn timed(p: &Pgas, run: impl FnMut() -> BenchResult<()>) -> BenchResult<f64> {
     )? * 1e3)
 }
 
-/// `ncclAllGather` of every PE's shard into `gathered`, on the pgas stream.
-fn nccl_all_gather(
-    p: &Pgas,
-    comm: &Nccl,
-    gathered: &mut CudaSlice<bf16>,
-    shard: &CudaSlice<bf16>,
-) -> BenchResult<()> {
-    let stream = p.stream();
-    let (s, _rs) = shard.device_ptr(stream);
-    let (g, _rg) = gathered.device_ptr_mut(stream);
-    // SAFETY: `gathered` holds n_pes shards; both live until the stream is done (the guards
-    // order them on it).
-    unsafe {
-        nccl::all_gather(
-            s as *const _,
-            g as *mut _,
-            shard.len(),
-            nccl_sys::ncclDataType_t::ncclBfloat16,
-            comm.0,
-            stream.cu_stream() as _,
-        )
-    }
-    .map_err(|e| format!("ncclAllGather: {e:?}"))?;
-    Ok(())
-}
-
 // One long function on purpose: a benchmark reads top to bottom as the run it makes; the shapes
 // share the handles and buffers.
 fn main() -> BenchResult<()> {
@@ -166,9 +138,9 @@ fn main() -> BenchResult<()> {
         // The baseline: NCCL all-gather, then cuBLAS; and each part alone.
         let (base_us, allgather_us) = match &comm {
             Some(c) => {
-                let ag = timed(&p, || nccl_all_gather(&p, c, &mut gathered, &shard))?;
+                let ag = timed(&p, || all_gather_bf16(&p, c, &mut gathered, &shard))?;
                 let both = timed(&p, || {
-                    nccl_all_gather(&p, c, &mut gathered, &shard)?;
+                    all_gather_bf16(&p, c, &mut gathered, &shard)?;
                     Ok(blas.gemm_bf16_nt(&stream, &mut want, &gathered, &bt, (m, n, k))?)
                 })?;
                 (both, ag)

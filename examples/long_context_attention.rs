@@ -91,12 +91,14 @@ fn main() -> pgas::Result<()> {
     let mut ring = RingAttention::new(&pgas, PARAMS, TOKENS)?;
     let mut ulysses = UlyssesAttention::new(&pgas, PARAMS, TOKENS)?;
     let zigzag = ring.slice_of(me);
-    // All-to-all form: the contiguous slice (one range).
-    #[allow(clippy::single_range_in_vec_init)]
-    let contiguous = [me * TOKENS..(me + 1) * TOKENS];
+    // All-to-all form: the contiguous slice.
+    let contiguous = me * TOKENS..(me + 1) * TOKENS;
     let mut o = s.alloc_zeros::<bf16>(TOKENS * hq * d)?;
     let mut report = Vec::new();
-    for (form, ranges) in [("ring", &zigzag[..]), ("ulysses", &contiguous[..])] {
+    for (form, ranges) in [
+        ("ring", &zigzag[..]),
+        ("ulysses", std::slice::from_ref(&contiguous)),
+    ] {
         let (lq, lk, lv) = (
             s.clone_htod(&rows(&q, hq, ranges))?,
             s.clone_htod(&rows(&k, hkv, ranges))?,

@@ -36,7 +36,8 @@
 #   coll:     only `pgas doctor` and the collectives against NCCL (benches/coll.rs, nccl_bench.py)
 #             and PyTorch symm_mem's all-reduce (symm_mem_bench.py).
 #   fused:    only `pgas doctor` and issue 10's workloads against their baselines (halo, moe,
-#             ag_gemm, gemm_rs, allreduce_rmsnorm_bench, async_tp_bench.py).
+#             ag_gemm, gemm_rs, allreduce_rmsnorm_bench, async_tp_bench.py), and context-parallel
+#             attention against NCCL + cuDNN (cp_attention, cp_attention_sdpa.py).
 #   python:   only `pgas doctor` and the Python steps of the default run (the wheel installed
 #             with pip, python/tests/test_gpu.py, Numba kernels through pgas.device.numba,
 #             NVSHMEM4Py's examples on pgas.nvshmem.core, on 1 and 2 PEs).
@@ -980,6 +981,15 @@ if [ "$only" = fused ]; then
   # (allreduce_rmsnorm.md/png).
   step "allreduce_rmsnorm $gpus PE" bench.log 150 "${with_nccl[@]}" "$bin/pgas-run" -n "$gpus" -- "$bin/allreduce_rmsnorm_bench" "$out"
   verdict "allreduce_rmsnorm $gpus PE" "$(figures | brief '_1tok_fused_graph|_1tok_fused_ll_graph|_1tok_nccl_graph|_1tok_fused_speedup_vs_nccl|_1tok_fused_ll_speedup_vs_nccl|_64tok_fused_speedup_vs_nccl|_8192tok_fused_speedup_vs_nccl')"
+  # Context-parallel attention (issue 46): the ring, Ulysses and NCCL's all-gather of K/V + the
+  # same kernel (benches/cp_attention.rs), then NCCL's all-gather + cuDNN SDPA
+  # (scripts/cp_attention_sdpa.py), one process a GPU.
+  step "cp_attention $gpus PE" bench.log 180 "${with_nccl[@]}" "$bin/pgas-run" -n "$gpus" -- "$bin/cp_attention"
+  verdict "cp_attention $gpus PE" "$(figures | brief 'ring_ms|ulysses_ms|nccl_ag_ms')"
+  if python3 -c "import torch" 2>/dev/null; then
+    step "cp_attention_sdpa" nccl.log 180 python3 "$root/scripts/cp_attention_sdpa.py" "$gpus"
+    verdict "cp_attention_sdpa $gpus GPU" "$(figures | brief 'nccl_cudnn_ms')"
+  fi
   # PyTorch async-TP (symm_mem fused all-gather + GEMM and GEMM + reduce-scatter) at the same
   # shapes, against torch's unfused ops: the other baseline of issue 10.
   if ! python3 -c "import torch" 2>/dev/null; then

@@ -5,6 +5,7 @@
 //! NVSHMEM broadcast, so no other bootstrap is needed.
 
 use super::BenchResult;
+use pgas::cudarc::driver::{DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
 use pgas::prelude::*;
 
@@ -47,4 +48,30 @@ pub fn nccl_comm(p: &Pgas) -> BenchResult<Option<Nccl>> {
     unsafe { nccl::comm_init_rank(&mut comm, p.n_pes() as i32, id, p.my_pe() as i32) }
         .map_err(|e| format!("ncclCommInitRank: {e:?}"))?;
     Ok(Some(Nccl(comm)))
+}
+
+/// `ncclAllGather` of every PE's shard into `gathered`, on the pgas stream.
+pub fn all_gather_bf16(
+    p: &Pgas,
+    comm: &Nccl,
+    gathered: &mut CudaSlice<bf16>,
+    shard: &CudaSlice<bf16>,
+) -> BenchResult<()> {
+    let stream = p.stream();
+    let (s, _rs) = shard.device_ptr(stream);
+    let (g, _rg) = gathered.device_ptr_mut(stream);
+    // SAFETY: `gathered` holds n_pes shards; both live until the stream is done (the guards
+    // order them on it).
+    unsafe {
+        nccl::all_gather(
+            s as *const _,
+            g as *mut _,
+            shard.len(),
+            nccl_sys::ncclDataType_t::ncclBfloat16,
+            comm.0,
+            stream.cu_stream() as _,
+        )
+    }
+    .map_err(|e| format!("ncclAllGather: {e:?}"))?;
+    Ok(())
 }
