@@ -17,8 +17,14 @@ from typing import Any, Callable, List, Sequence, Tuple
 
 import functools
 
-import torch
-from torch import Tensor
+try:
+    import torch
+    from torch import Tensor
+except ImportError as e:  # pgas itself needs no torch; these modules do
+    raise ImportError(
+        "pgas.gemm, pgas.coll and pgas.ops are PyTorch ops and need torch (>= 2.4): "
+        "pip install torch, or pgas with its torch extra ('pgas[torch]')"
+    ) from e
 
 from . import _pgas
 

@@ -209,3 +209,17 @@ def test_numpy_dtypes_are_understood_where_numpy_is():
         with pytest.raises(pgas.PgasError) as e:
             pgas.alloc(4, dt)
         assert "unknown dtype" not in str(e.value), (dt, e.value)
+
+
+def test_the_torch_ops_without_torch_name_what_to_install():
+    """pgas.gemm, pgas.coll and pgas.ops need PyTorch; where it is missing (CI), importing one
+    says so and how to get it, and pgas itself still imports."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("torch is installed here: test_torch_ops.py covers the modules")
+    for module in ("pgas.gemm", "pgas.coll", "pgas.ops"):
+        with pytest.raises(ImportError, match=r"need torch .*pgas\[torch\]"):
+            __import__(module)

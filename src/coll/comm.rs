@@ -402,7 +402,9 @@ impl Comm {
             value: format!("{}", self.team.raw()),
             reason: format!(
                 "PE {} is not a member of this communicator's team; only members call its \
-                 collectives",
+                 collectives. A communicator made with no team (`Comm::new(pgas, None)`, what \
+                 a PE outside a split passes) has no member: make it over `Team::WORLD` for \
+                 every PE",
                 self.pgas.my_pe()
             ),
         })
