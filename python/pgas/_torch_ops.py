@@ -87,7 +87,15 @@ def _check(op: str, name: str, t: Tensor, dtypes: Sequence[torch.dtype], dims: i
         raise _bad(op, f"{name} is not contiguous; pass {name}.contiguous()")
 
 
+# The current stream's raw handle without a Stream object a call (the call torch.compile's
+# generated code makes); torch.cuda's public form where a build lacks it.
+_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
 def _stream(t: Tensor) -> int:
+    """The handle of torch's current stream on ``t``'s device."""
+    if _RAW_STREAM is not None:
+        return int(_RAW_STREAM(t.device.index))
     return torch.cuda.current_stream(t.device).cuda_stream
 
 
