@@ -22,9 +22,12 @@
 # the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
 # a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
-# Usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch]
+# Usage: scripts/gpu-suite.sh OUTDIR [suite|rest|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch]
 #   suite:    only `pgas doctor`, the GPU test suite (4, 2, 1 PEs) and the differential test: for
 #             a second NVSHMEM version (see .device/nvshmem.tar.xz below).
+#   rest:     only `pgas doctor` and the default run's middle part: the traps, the examples, the
+#             gallery, the Python module (as `python`) and the one-GPU benchmarks (dsl_vs_cuda,
+#             host_ops, jit_costs, jit_helpers, gemm).
 #   faults:   only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
 #             for a second device call when the whole does not fit one.
 #   sanitize: only `pgas doctor` and compute-sanitizer over the WHOLE suite (1 PE) and every gallery
@@ -60,13 +63,13 @@
 #             tensor-parallel MLP block against torch), on 1, 2 and 4 PEs; then the host time of
 #             the same library calls from Rust (benches/host_ops.rs) and from Python
 #             (python/benches/torch_ops.py), 1 PE.
-# The default (all) is everything else: the suite, traps, examples, gallery, the one-GPU
-# benchmarks (dsl_vs_cuda, jit_costs, gemm) and the faults part; four calls cover everything.
+# The default (all) is `suite`, `rest` and `faults` in one run. On one GPU it does not fit one
+# device call (9 minutes): run `OUT suite`, `OUT rest` and `OUT faults` as three calls.
 set -uo pipefail
-outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch]}"
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|rest|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch]}"
 only="${2:-all}"
-case "$only" in all | suite | faults | sanitize | coll | fused | soak2 | soak4 | python | pe8 | attention | torch) ;; *)
-  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch] (not '$only')" >&2
+case "$only" in all | suite | rest | faults | sanitize | coll | fused | soak2 | soak4 | python | pe8 | attention | torch) ;; *)
+  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|rest|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch] (not '$only')" >&2
   exit 2
   ;;
 esac
@@ -543,7 +546,11 @@ else
   note "SKIP gpu_suite 2 PE, unique id from a file (${gpus} GPU and no CUDA MPS daemon to share one)"
 fi
 suite_note=", unique id from a file" suite 1 60 "$bin/gpu_suite" --uid-bootstrap "$out"
-if [ "$only" = all ]; then
+fi # [ "$only" = all ] || [ "$only" = suite ]
+
+# The rest of the default run: traps, examples, the gallery, the Python module, the one-GPU
+# benchmarks (also `rest` alone).
+if [ "$only" = all ] || [ "$only" = rest ]; then
 
 # Traps: the process must report the launch failure and the output name the Rust file:line.
 for kind in oob local-oob bad-pe partial-warp divergent-mma cluster-rank multicast-mask ll-scratch; do
@@ -637,8 +644,7 @@ verdict "jit_helpers" "$(figures | brief 'process|speedup')"
 # does not find it (the bench looks in both).
 step "gemm vs cuBLAS" bench.log 150 "$bin/gemm"
 verdict "gemm vs cuBLAS" "$(figures | brief 'ratio|pgas_tflops|cold_compile_gemm')"
-fi # [ "$only" = all ], after the suite
-fi # [ "$only" = all ] || [ "$only" = suite ]
+fi # [ "$only" = all ] || [ "$only" = rest ]
 
 # Rank death (tests/gpu_suite/faults.rs): the last PE dies while the others wait for it in a
 # barrier or a kernel; the launcher must end the job within 5 s of the death (the dying PE prints

@@ -82,6 +82,7 @@ fn fixtures(root: &Path) -> (PathBuf, PathBuf) {
 const MODES: &[&str] = &[
     "all",
     "suite",
+    "rest",
     "faults",
     "sanitize",
     "coll",
@@ -91,6 +92,7 @@ const MODES: &[&str] = &[
     "python",
     "pe8",
     "attention",
+    "torch",
 ];
 
 /// The modes that run compute-sanitizer.
