@@ -16,7 +16,7 @@ mod common;
 
 use common::plot::{by_count, Series};
 use common::{median_ms, report, wall, BenchResult, Figure};
-use pgas::attention::reference::value;
+use pgas::attention::reference::values;
 use pgas::attention::{attention_fwd_sm90, Attention, AttentionConfig, AttentionParams};
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
@@ -152,9 +152,8 @@ fn main() -> BenchResult<()> {
     let stream = p.stream().clone();
     let mut wrong = Vec::new();
     for (batch, hq, hkv, seq, d) in SHAPES {
-        let gen = |n: usize, salt: u64| (0..n).map(|i| value(i, salt)).collect::<Vec<_>>();
         let (hq_, hk_) = (batch * seq * hq * d, batch * seq * hkv * d);
-        let (qh, kh, vh) = (gen(hq_, 31), gen(hk_, 32), gen(hk_, 33));
+        let (qh, kh, vh) = (values(hq_, 31), values(hk_, 32), values(hk_, 33));
         let q = stream.clone_htod(&qh)?;
         let k = stream.clone_htod(&kh)?;
         let v = stream.clone_htod(&vh)?;

@@ -21,7 +21,7 @@ mod common;
 
 use common::nccl::{all_gather_bf16, nccl_comm};
 use common::{bf16_rel_diff, median_ms, report, BenchResult, Figure};
-use pgas::attention::reference::value;
+use pgas::attention::reference::values;
 use pgas::attention::{Attention, AttentionParams};
 use pgas::ops::{RingAttention, UlyssesAttention};
 use pgas::prelude::*;
@@ -73,11 +73,10 @@ fn main() -> BenchResult<()> {
                 scale: None,
             };
             let total = t * pes;
-            let gen = |n: usize, salt: u64| (0..n).map(|i| value(i, salt)).collect::<Vec<_>>();
             let (q, k, v) = (
-                gen(total * hq * d, 1),
-                gen(total * hkv * d, 2),
-                gen(total * hkv * d, 3),
+                values(total * hq * d, 1),
+                values(total * hkv * d, 2),
+                values(total * hkv * d, 3),
             );
             let name = |form: &str| {
                 let mask = if causal { "causal" } else { "full" };

@@ -15,7 +15,7 @@
 //! pgas-run -n 4 -- target/release/examples/long_context_attention
 //! ```
 
-use pgas::attention::reference::value;
+use pgas::attention::reference::values;
 use pgas::attention::{Attention, AttentionParams};
 use pgas::ops::{RingAttention, UlyssesAttention};
 use pgas::prelude::*;
@@ -73,11 +73,10 @@ fn main() -> pgas::Result<()> {
 
     // The whole sequence, the same on every PE, and its attention on this PE alone.
     let total = TOKENS * pes;
-    let gen = |n: usize, salt: u64| (0..n).map(|i| value(i, salt)).collect::<Vec<bf16>>();
     let (q, k, v) = (
-        gen(total * hq * d, 1),
-        gen(total * hkv * d, 2),
-        gen(total * hkv * d, 3),
+        values(total * hq * d, 1),
+        values(total * hkv * d, 2),
+        values(total * hkv * d, 3),
     );
     let whole = Attention::fixed(&pgas, PARAMS, 1, (total, total))?;
     let mut whole_o = s.alloc_zeros::<bf16>(total * hq * d)?;

@@ -22,7 +22,6 @@ Prints a table on rank 0 and one machine-readable line per figure:
 """
 import json
 import os
-import statistics
 import sys
 
 # NVLink multicast stays off on the test machines (see shared/notes/gpu-test-machines.md).
@@ -40,22 +39,9 @@ SHAPES = [(8192, 8192, 8192), (16384, 8192, 8192), (1024, 8192, 8192), (2048, 81
 MAX_REL_DIFF = 2e-2
 
 
-def timed(fn, warmup=3, reps=10):
+def timed(fn):
     """Median microseconds of fn on this rank, each repetition after a barrier."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        dist.barrier()
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
+    return torch_ranks.median_ms(fn) * 1e3
 
 
 def rel_diff(got, want):

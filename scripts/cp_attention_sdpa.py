@@ -14,8 +14,6 @@ figure of null with the reason in its note.
 """
 import json
 import os
-import statistics
-import sys
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
@@ -29,22 +27,6 @@ import torch_ranks
 
 TOKENS = (4096, 16384)  # as benches/cp_attention.rs
 HEADS_Q, HEADS_KV, DIM = 32, 8, 128
-
-
-def timed(fn, warmup=3, reps=10):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def bench(rank, n):
@@ -76,7 +58,7 @@ def bench(rank, n):
             for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
                                   ("flash", SDPBackend.FLASH_ATTENTION)):
                 try:
-                    value, note = timed(lambda: step(backend)), f"NCCL all-gather of K, V + SDPA ({name})"
+                    value, note = torch_ranks.median_ms(lambda: step(backend)), f"NCCL all-gather of K, V + SDPA ({name})"
                 except RuntimeError as e:  # a backend that does not take this mask or GQA
                     value, note = None, f"unavailable: {str(e).splitlines()[0][:120]}"
                 if rank == 0:
@@ -89,5 +71,4 @@ def bench(rank, n):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(__file__))
     torch_ranks.run(bench, "cp_attention_sdpa")

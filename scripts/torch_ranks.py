@@ -1,9 +1,10 @@
 """One process per GPU for the torch reference benchmarks (nccl_bench.py, async_tp_bench.py,
-symm_mem_bench.py): under `python3 -m torch.distributed.run`, which sets RANK, each process runs
+symm_mem_bench.py, cp_attention_sdpa.py), and their timer (`median_ms`): under `python3 -m torch.distributed.run`, which sets RANK, each process runs
 the benchmark directly; run plainly (`python3 scripts/X.py [N]`), N processes are spawned here
 with a rendezvous on a free local port."""
 import os
 import socket
+import statistics
 import sys
 
 import torch
@@ -28,3 +29,23 @@ def run(bench, name):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     torch.multiprocessing.spawn(_spawned, args=(n, port, bench), nprocs=n, join=True)
+
+
+def median_ms(fn, warmup=3, reps=10):
+    """Median milliseconds of fn on this rank (CUDA events), each repetition after a barrier of
+    every rank (torch.distributed must be initialized), after `warmup` untimed calls."""
+    import torch.distributed as dist
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        dist.barrier()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)

@@ -27,6 +27,7 @@ use crate::dtype::{self, with_pair, AnyTensor};
 use crate::errors::{misuse, to_py};
 use crate::ops::call::{with_stream, Region};
 use crate::ops::collectives::reduce_op_of;
+use crate::state::finish_gpu;
 use crate::stream;
 
 /// `len` elements at a foreign address as the cudarc buffer the runtime's fused ops take. It
@@ -72,18 +73,6 @@ impl<T> Drop for Borrowed<T> {
     }
 }
 
-/// Waits for every stream of this PE's GPU: before a staging buffer or plan that enqueued work
-/// may still use is freed (NVSHMEM can unmap freed memory). Refused under CUDA graph capture,
-/// where a first call of a larger shape cannot allocate anyway.
-fn finish_work(pgas: &Pgas) -> PyResult<()> {
-    pgas.cuda().synchronize().map_err(|e| {
-        misuse(format!(
-            "growing pgas's staging for a larger call: waiting for the GPU failed ({e}); under \
-             CUDA graph capture, run each shape once before capturing"
-        ))
-    })
-}
-
 /// Copies `bytes` bytes from `src` to `dst` on `stream`.
 fn copy(stream: &CudaStream, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> PyResult<()> {
     if bytes == 0 {
@@ -116,25 +105,24 @@ impl Staged {
         })
     }
 
-    /// The address of staging buffer `slot` of `dtype`, at least `len` elements.
+    /// Grows staging buffer `slot` of `dtype` to at least `len` elements.
     fn stage(
         &mut self,
         pgas: &Pgas,
         (slot, dtype, len): (&'static str, &'static str, usize),
-    ) -> PyResult<u64> {
+    ) -> PyResult<()> {
         let have = self.stages.get(&(dtype, slot));
         if have.is_none_or(|t| dtype::with_tensor!(t, t => t.len()) < len) {
             // The old buffer first: the heap may not hold both. Work already enqueued may still
             // read it (freed memory can be unmapped), so the GPU finishes that first.
             if have.is_some() {
-                finish_work(pgas)?;
+                finish_gpu(pgas, "pgas's staging")?;
             }
             drop(self.stages.remove(&(dtype, slot)));
             let t = dtype::alloc(pgas, &[len.max(1)], dtype)?;
             self.stages.insert((dtype, slot), t);
         }
-        let t = &self.stages[&(dtype, slot)];
-        Ok(dtype::with_tensor!(t, t => t.as_device_ptr()))
+        Ok(())
     }
 }
 
@@ -217,15 +205,15 @@ pub(crate) fn _collective(
     };
     with_stream(py, stream, move |state, pgas, user| {
         stream::on_theirs(pgas, user, |s| {
-            state.with_plan("coll", || Staged::new(pgas), |plan: &mut Staged| {
-                let si = plan.stage(pgas, ("in", dtype, src_len))?;
+            state.with_plan("coll", |_| true, || Staged::new(pgas), |plan: &mut Staged| {
+                plan.stage(pgas, ("in", dtype, src_len))?;
                 plan.stage(pgas, ("out", dtype, dst_len))?;
                 let Staged { comm, stages, .. } = plan;
                 let how = Algorithm::Auto.on(s);
                 let (stage_in, stage_out) = (&stages[&(dtype, "in")], &stages[&(dtype, "out")]);
                 let (used, so, elem) = with_pair!(stage_out, stage_in, (o, i) => {
                     let elem = elem_of(o);
-                    copy(s, si, src, src_len * elem)?;
+                    copy(s, i.as_device_ptr(), src, src_len * elem)?;
                     // SAFETY: `stage` grew both to these lengths; they live in the state.
                     let (d, i) = unsafe { (&mut first(o, dst_len), &first(i, src_len)) };
                     let used = match kind {
@@ -274,7 +262,7 @@ pub(crate) fn _all_to_all_v(
     let (src_len, dst_len) = (send_counts.iter().sum(), recv_counts.iter().sum());
     with_stream(py, stream, move |state, pgas, user| {
         stream::on_theirs(pgas, user, |s| {
-            state.with_plan("coll", || Staged::new(pgas), |plan: &mut Staged| {
+            state.with_plan("coll", |_| true, || Staged::new(pgas), |plan: &mut Staged| {
                 let key = (send_counts.clone(), recv_counts.clone());
                 if !plan.layouts.contains_key(&key) {
                     let layout = plan
@@ -288,7 +276,7 @@ pub(crate) fn _all_to_all_v(
                         .map_err(to_py)?;
                     plan.layouts.insert(key.clone(), layout);
                 }
-                let si = plan.stage(pgas, ("in", dtype, src_len))?;
+                plan.stage(pgas, ("in", dtype, src_len))?;
                 plan.stage(pgas, ("out", dtype, dst_len))?;
                 let Staged {
                     comm,
@@ -299,7 +287,7 @@ pub(crate) fn _all_to_all_v(
                 let (stage_in, stage_out) = (&stages[&(dtype, "in")], &stages[&(dtype, "out")]);
                 let (so, elem) = with_pair!(stage_out, stage_in, (o, i) => {
                     let elem = elem_of(o);
-                    copy(s, si, src, src_len * elem)?;
+                    copy(s, i.as_device_ptr(), src, src_len * elem)?;
                     // SAFETY: `stage` grew both to these lengths; they live in the state.
                     let (d, i) = unsafe { (&mut first(o, dst_len), &first(i, src_len)) };
                     comm.all_to_all_v(d, i, layout, Algorithm::Auto.on(s)).map_err(to_py)?;
@@ -330,19 +318,24 @@ pub(crate) fn _all_gather_matmul(
     with_stream(py, stream, |state, pgas, user| {
         let key = format!("all_gather_matmul/{mp}x{n}x{k}");
         let make = || AllGatherMatmul::new(pgas, (mp, n, k)).map_err(to_py);
-        state.with_plan(&key, make, |op: &mut AllGatherMatmul| {
-            // The op runs on pgas's stream (its copies fork from it).
-            stream::through_pgas_stream(pgas, user, || {
-                let s = pgas.stream();
-                let m = mp * pgas.n_pes();
-                // SAFETY: `pgas/torch.py` passes contiguous bf16 CUDA tensors of these shapes
-                // on this device, held by the Python call while the streams run the op.
-                let [mut c, shard, bt] = unsafe {
-                    Borrowed::<bf16>::each(s, [(c, m * n), (shard, mp * k), (bt, n * k)])
-                };
-                op.run(&mut *c, &*shard, &*bt).map_err(to_py)
-            })
-        })
+        state.with_plan(
+            &key,
+            |_| true,
+            make,
+            |op: &mut AllGatherMatmul| {
+                // The op runs on pgas's stream (its copies fork from it).
+                stream::through_pgas_stream(pgas, user, || {
+                    let s = pgas.stream();
+                    let m = mp * pgas.n_pes();
+                    // SAFETY: `pgas/torch.py` passes contiguous bf16 CUDA tensors of these shapes
+                    // on this device, held by the Python call while the streams run the op.
+                    let [mut c, shard, bt] = unsafe {
+                        Borrowed::<bf16>::each(s, [(c, m * n), (shard, mp * k), (bt, n * k)])
+                    };
+                    op.run(&mut *c, &*shard, &*bt).map_err(to_py)
+                })
+            },
+        )
     })
 }
 
@@ -366,16 +359,21 @@ pub(crate) fn _matmul_reduce_scatter(
     with_stream(py, stream, |state, pgas, user| {
         let key = format!("matmul_reduce_scatter/{m}x{n}x{k}");
         let make = || MatmulReduceScatter::new(pgas, (m, n, k)).map_err(to_py);
-        state.with_plan(&key, make, |op: &mut MatmulReduceScatter| {
-            stream::on_theirs(pgas, user, |s| {
-                let rows = m / pgas.n_pes();
-                // SAFETY: as in `_all_gather_matmul`.
-                let [mut out, a, bt] = unsafe {
-                    Borrowed::<bf16>::each(s, [(out, rows * n), (a, m * k), (bt, n * k)])
-                };
-                op.run_on(pgas, s, &mut out, &a, &bt).map_err(to_py)
-            })
-        })
+        state.with_plan(
+            &key,
+            |_| true,
+            make,
+            |op: &mut MatmulReduceScatter| {
+                stream::on_theirs(pgas, user, |s| {
+                    let rows = m / pgas.n_pes();
+                    // SAFETY: as in `_all_gather_matmul`.
+                    let [mut out, a, bt] = unsafe {
+                        Borrowed::<bf16>::each(s, [(out, rows * n), (a, m * k), (bt, n * k)])
+                    };
+                    op.run_on(pgas, s, &mut out, &a, &bt).map_err(to_py)
+                })
+            },
+        )
     })
 }
 
@@ -424,13 +422,8 @@ pub(crate) fn _allreduce_rmsnorm(
     with_stream(py, stream, |state, pgas, user| {
         let key = format!("allreduce_rmsnorm/{hidden}/{:08x}", eps.to_bits());
         let make = || RmsNormPlan::new(pgas, hidden, tokens, eps);
-        state.with_plan(&key, make, |plan: &mut RmsNormPlan| {
-            if plan.op.max_tokens() < tokens {
-                // The old plan first: the heap may not hold both (and the GPU done with it).
-                finish_work(pgas)?;
-                *plan = RmsNormPlan::new(pgas, hidden, 0, eps)?;
-                *plan = RmsNormPlan::new(pgas, hidden, tokens, eps)?;
-            }
+        let fits = |plan: &RmsNormPlan| plan.op.max_tokens() >= tokens;
+        state.with_plan(&key, fits, make, |plan: &mut RmsNormPlan| {
             stream::on_theirs(pgas, user, |s| {
                 let (len, bytes) = (tokens * hidden, tokens * hidden * 2);
                 let [sx, sr, sw, so] = &mut plan.stage;

@@ -148,11 +148,7 @@ impl State {
             // The old buffer first: the heap may not hold both. Enqueued work may still read it
             // (freed memory can be unmapped), so the GPU finishes that first.
             if staging.is_some() {
-                pgas.cuda().synchronize().map_err(|e| {
-                    misuse(format!(
-                        "growing the in-place staging: waiting for the GPU: {e}"
-                    ))
-                })?;
+                finish_gpu(pgas, "the in-place staging")?;
             }
             drop(staging.take());
             *staging = Some(pgas.alloc::<u8>(bytes.max(1)).map_err(to_py)?);
@@ -160,17 +156,22 @@ impl State {
         Ok(staging.as_ref().map_or(0, |t| t.as_device_ptr()))
     }
 
-    /// Runs `f` on the plan `key` names, made by `make` when there is none (collective when it
-    /// allocates: every PE reaches the same keys at the same points). A plan of another type
-    /// under `key` is replaced.
+    /// Runs `f` on the plan `key` names, made by `make` when there is none or when the one there
+    /// does not `fit` the call (collective when it allocates: every PE reaches the same keys at
+    /// the same points, with the same calls).
     pub(crate) fn with_plan<P: std::any::Any + Send, R>(
         &self,
         key: &str,
+        fits: impl FnOnce(&P) -> bool,
         make: impl FnOnce() -> PyResult<P>,
         f: impl FnOnce(&mut P) -> PyResult<R>,
     ) -> PyResult<R> {
         let mut plans = lock(&self.plans);
-        if !plans.get(key).is_some_and(|p| p.is::<P>()) {
+        let kept = plans.get(key).and_then(|p| p.downcast_ref::<P>()).map(fits);
+        if kept != Some(true) {
+            if kept.is_some() {
+                finish_gpu(&self.pgas()?, "a plan of pgas's library")?;
+            }
             // The old plan first: the heap may not hold both.
             drop(plans.remove(key));
             plans.insert(key.to_string(), Box::new(make()?));
@@ -324,6 +325,18 @@ impl State {
         drop(pgas);
         Ok(())
     }
+}
+
+/// Waits for every stream of this PE's GPU before `what` (symmetric memory that enqueued work
+/// may still use) is freed to make room for a larger one: NVSHMEM can unmap freed memory.
+/// Refused under CUDA graph capture, where a first call of a larger shape cannot allocate anyway.
+pub(crate) fn finish_gpu(pgas: &Pgas, what: &str) -> PyResult<()> {
+    pgas.cuda().synchronize().map_err(|e| {
+        misuse(format!(
+            "growing {what}: waiting for the GPU failed ({e}); under CUDA graph capture, run \
+             each shape once before capturing"
+        ))
+    })
 }
 
 /// `FreedError` for a tensor no longer in the registry.

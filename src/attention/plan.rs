@@ -2,6 +2,7 @@
 //! before a launch, the specialization a head dim gets, and the launch.
 
 use super::kernel::{attention_fwd_sm90, BM, THREADS};
+use crate::gemm::refuse;
 use crate::prelude::*;
 
 /// What an attention call computes.
@@ -60,12 +61,8 @@ pub struct Attention {
     k_ranges: CudaSlice<u32>,
 }
 
-fn refuse<T>(reason: String) -> crate::Result<T> {
-    Err(crate::Error::launch(
-        "attention_fwd_sm90",
-        crate::LaunchCause::Unsupported(reason),
-    ))
-}
+/// The name its refusals give.
+const NAME: &str = "attention_fwd_sm90";
 
 impl Attention {
     /// `batch` sequences of `len_q` queries and `len_k` keys each.
@@ -87,11 +84,14 @@ impl Attention {
         lens_k: &[usize],
     ) -> crate::Result<Attention> {
         if lens_q.len() != lens_k.len() {
-            return refuse(format!(
-                "{} query lengths and {} key lengths: one of each per sequence",
-                lens_q.len(),
-                lens_k.len()
-            ));
+            return refuse(
+                NAME,
+                format!(
+                    "{} query lengths and {} key lengths: one of each per sequence",
+                    lens_q.len(),
+                    lens_k.len()
+                ),
+            );
         }
         let mut at = 0;
         let ranges: Vec<(usize, usize)> = lens_k
@@ -116,20 +116,24 @@ impl Attention {
         ranges: &[(usize, usize)],
     ) -> crate::Result<Attention> {
         if let Some(why) = params_error(&params) {
-            return refuse(why);
+            return refuse(NAME, why);
         }
         if lens_q.is_empty() || lens_q.len() != ranges.len() {
-            return refuse(format!(
-                "{} query lengths and {} key ranges: one of each per sequence, at least one \
+            return refuse(
+                NAME,
+                format!(
+                    "{} query lengths and {} key ranges: one of each per sequence, at least one \
                  sequence",
-                lens_q.len(),
-                ranges.len()
-            ));
+                    lens_q.len(),
+                    ranges.len()
+                ),
+            );
         }
         if let Some((b, r)) = ranges.iter().enumerate().find(|(_, r)| r.0 > r.1) {
-            return refuse(format!(
-                "sequence {b}'s key range {r:?} ends before it starts"
-            ));
+            return refuse(
+                NAME,
+                format!("sequence {b}'s key range {r:?} ends before it starts"),
+            );
         }
         let word = |n: usize| u32::try_from(n).ok();
         let mut at = 0usize;
@@ -138,7 +142,7 @@ impl Attention {
         for (&n, &(b, e)) in lens_q.iter().zip(ranges) {
             at += n;
             let (Some(a), Some(b), Some(e)) = (word(at), word(b), word(e)) else {
-                return refuse("more than 2^32 - 1 tokens in the batch".to_string());
+                return refuse(NAME, "more than 2^32 - 1 tokens in the batch".to_string());
             };
             cq.push(a);
             kr.extend([b, e]);
@@ -193,9 +197,12 @@ impl Attention {
         let (tq, tk) = self.tokens();
         let (d, hq, hkv) = (p.head_dim, p.heads_q, p.heads_kv);
         if tq > 0 && tk == 0 {
-            return refuse(format!(
+            return refuse(
+                NAME,
+                format!(
                 "a batch of {tq} query tokens and no key at all: give at least one sequence a key"
-            ));
+            ),
+            );
         }
         // K and V may hold more tokens than the key ranges read (a range of a larger buffer).
         let kv_rows = k.len() / (hkv * d);
@@ -208,7 +215,9 @@ impl Attention {
         ] {
             let whole = len.is_multiple_of(hkv * d);
             if (exact && len != want) || (!exact && (len < want || !whole)) {
-                return refuse(format!(
+                return refuse(
+                    NAME,
+                    format!(
                     "{what} has {len} elements where the batch's {tq} query tokens and keys up \
                      to token {tk}, {hq} query and {hkv} key heads of {d} need {}{want}",
                     if exact {
@@ -216,7 +225,8 @@ impl Attention {
                     } else {
                         "whole tokens and at least "
                     }
-                ));
+                ),
+                );
             }
         }
         if tq == 0 {

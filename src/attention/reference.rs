@@ -74,4 +74,4 @@ pub fn attention_reference(
 
 /// Element `i` of the input tensor `salt` names: the GEMM's inputs, spread over [-1, 1) and
 /// exact in bf16.
-pub use crate::gemm::reference::value;
+pub use crate::gemm::reference::{value, values};

@@ -16,3 +16,4 @@ pub(crate) use plan::{
 pub use plan::{
     gemm_bf16, gemm_bf16_with, gemm_fp8, gemm_fp8_with, gemm_raw, shape_error, Chunking, GemmConfig,
 };
+pub(crate) use shape::refuse;

@@ -16,6 +16,11 @@ pub fn value(i: usize, salt: u64) -> bf16 {
     bf16::from_f32(((x ^ (x >> 31)) >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
 }
 
+/// The first `n` elements of the matrix `salt` names ([`value`]).
+pub fn values(n: usize, salt: u64) -> Vec<bf16> {
+    (0..n).map(|i| value(i, salt)).collect()
+}
+
 /// Element `i` of the all-gather + GEMM's whole A (M x K, row-major): PE p's shard is rows
 /// `p M/P ..`.
 pub fn gathered_a(i: usize) -> bf16 {

@@ -7,7 +7,7 @@
 
 use crate::runner::{case, Case};
 use crate::util::{self, ensure, CaseResult};
-use pgas::attention::reference::{attention_reference, value};
+use pgas::attention::reference::{attention_reference, values};
 use pgas::attention::{Attention, AttentionParams};
 use pgas::ops::{RingAttention, UlyssesAttention};
 use pgas::prelude::*;
@@ -41,10 +41,9 @@ fn check_shape(p: &Pgas, shape: &Shape, checked: bool) -> CaseResult {
     let att = Attention::varlen(p, params(shape), lq, lk)?;
     let (tq, tk) = att.tokens();
     let s = p.stream();
-    let gen = |n: usize, salt: u64| (0..n).map(|i| value(i, salt)).collect::<Vec<_>>();
-    let q = s.clone_htod(&gen(tq * hq * d, 21))?;
-    let k = s.clone_htod(&gen(tk * hkv * d, 22))?;
-    let v = s.clone_htod(&gen(tk * hkv * d, 23))?;
+    let q = s.clone_htod(&values(tq * hq * d, 21))?;
+    let k = s.clone_htod(&values(tk * hkv * d, 22))?;
+    let v = s.clone_htod(&values(tk * hkv * d, 23))?;
     let mut o = s.alloc_zeros::<bf16>(tq * hq * d)?;
     let mut lse = s.alloc_zeros::<f32>(tq * hq)?;
     att.run(p, &mut o, &mut lse, &q, &k, &v, checked)?;
@@ -237,11 +236,10 @@ fn whole_sequence(
     salt: u64,
 ) -> Result<[Vec<bf16>; 4], Box<dyn std::error::Error>> {
     let (hq, hkv, d) = (params.heads_q, params.heads_kv, params.head_dim);
-    let gen = |n: usize, salt: u64| (0..n).map(|i| value(i, salt)).collect::<Vec<_>>();
     let (q, k, v) = (
-        gen(total * hq * d, salt),
-        gen(total * hkv * d, salt + 1),
-        gen(total * hkv * d, salt + 2),
+        values(total * hq * d, salt),
+        values(total * hkv * d, salt + 1),
+        values(total * hkv * d, salt + 2),
     );
     let s = p.stream();
     let whole = Attention::fixed(p, params, 1, (total, total))?;

@@ -1,13 +1,14 @@
 //! [`RingAttention`]: the plan (two symmetric ring slots, their signal words, the copy stream,
 //! one attention plan per kind of step) and a call.
 
+use crate::gemm::refuse;
 use cudarc::driver::sys as cu;
 use cudarc::driver::{CudaEvent, CudaStream};
 
 use super::kernels::{ring_combine, ring_stage, ring_unstage};
 use crate::attention::{Attention, AttentionParams};
 use crate::prelude::*;
-use crate::{Cmp, Error, LaunchCause, Result, SignalOp, SymTensor, Team};
+use crate::{Cmp, Error, Result, SignalOp, SymTensor, Team};
 
 /// Threads per block of the copy and merge kernels.
 const THREADS: u32 = 256;
@@ -47,12 +48,8 @@ pub struct RingAttention {
     calls: u64,
 }
 
-fn refuse<T>(reason: String) -> Result<T> {
-    Err(Error::launch(
-        "RingAttention",
-        LaunchCause::Unsupported(reason),
-    ))
-}
+/// The name its refusals give.
+const NAME: &str = "RingAttention";
 
 impl RingAttention {
     /// The plan for `tokens` tokens a PE (the same on every PE; even when `params.causal`, for
@@ -61,10 +58,13 @@ impl RingAttention {
     pub fn new(pgas: &Pgas, params: AttentionParams, tokens: usize) -> Result<RingAttention> {
         let (pes, me) = (pgas.n_pes(), pgas.my_pe());
         if params.causal && !tokens.is_multiple_of(2) {
-            return refuse(format!(
-                "{tokens} tokens a PE with causal masking: the zigzag slice is two chunks of \
+            return refuse(
+                NAME,
+                format!(
+                    "{tokens} tokens a PE with causal masking: the zigzag slice is two chunks of \
                  tokens / 2, so the count must be even"
-            ));
+                ),
+            );
         }
         let (t, c) = (tokens, tokens / 2);
         let plans = if params.causal {
@@ -165,7 +165,7 @@ impl RingAttention {
         let p = self.params;
         let (t, d, pes, me) = (self.tokens, p.head_dim, self.pes, self.me);
         if let Some(why) = p.slice_error(t, [q.len(), o.len(), k.len(), v.len()]) {
-            return refuse(why);
+            return refuse(NAME, why);
         }
         if t == 0 {
             return Ok(());

@@ -4,8 +4,9 @@
 use super::kernels::{ulysses_pack, ulysses_unpack};
 use crate::attention::{Attention, AttentionParams};
 use crate::coll::{Algorithm, Comm};
+use crate::gemm::refuse;
 use crate::prelude::*;
-use crate::{Error, LaunchCause, Result, SymTensor, Team};
+use crate::{Result, SymTensor, Team};
 
 /// Threads per block of the layout kernels.
 const THREADS: u32 = 256;
@@ -29,12 +30,8 @@ pub struct UlyssesAttention {
     lse: CudaSlice<f32>,
 }
 
-fn refuse<T>(reason: String) -> Result<T> {
-    Err(Error::launch(
-        "UlyssesAttention",
-        LaunchCause::Unsupported(reason),
-    ))
-}
+/// The name its refusals give.
+const NAME: &str = "UlyssesAttention";
 
 impl UlyssesAttention {
     /// The plan for `tokens` tokens a PE (the same on every PE) with `params` (the heads of the
@@ -44,11 +41,14 @@ impl UlyssesAttention {
     pub fn new(pgas: &Pgas, params: AttentionParams, tokens: usize) -> Result<UlyssesAttention> {
         let pes = pgas.n_pes();
         if !params.heads_q.is_multiple_of(pes) || !params.heads_kv.is_multiple_of(pes) {
-            return refuse(format!(
-                "{} query and {} key heads over {pes} PEs: the all-to-all form gives each PE \
+            return refuse(
+                NAME,
+                format!(
+                    "{} query and {} key heads over {pes} PEs: the all-to-all form gives each PE \
                  heads / {pes} of both, so both must be multiples of {pes}",
-                params.heads_q, params.heads_kv
-            ));
+                    params.heads_q, params.heads_kv
+                ),
+            );
         }
         let local = AttentionParams {
             heads_q: params.heads_q / pes,
@@ -93,7 +93,7 @@ impl UlyssesAttention {
         let p = self.params;
         let (t, d, pes) = (self.tokens, p.head_dim, self.pes);
         if let Some(why) = p.slice_error(t, [q.len(), o.len(), k.len(), v.len()]) {
-            return refuse(why);
+            return refuse(NAME, why);
         }
         if t == 0 {
             return Ok(());
