@@ -37,13 +37,33 @@ _REDUCE_OPS = ("sum", "min", "max", "prod", "and", "or", "xor")
 _LIB = torch.library.Library("pgas", "DEF")
 
 
+# Whether torch.compile is tracing, and how many dispatch modes (FakeTensorMode, ...) are on;
+# forms that torch builds without them lack.
+_IS_COMPILING = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+_DISPATCH_MODES = getattr(torch._C, "_len_torch_dispatch_stack", lambda: 0)
+
+
+def _eager(args: Sequence[Any]) -> bool:
+    """Whether a call is plain eager PyTorch: nothing traces it (``torch.compile``, a dispatch
+    mode such as ``FakeTensorMode``) and every tensor argument is a ``torch.Tensor`` itself,
+    not a subclass (``FunctionalTensor``, ``DTensor``, ...) that only the dispatcher handles."""
+    return (not _IS_COMPILING() and not _DISPATCH_MODES()
+            and not any(isinstance(a, torch.Tensor) and type(a) is not torch.Tensor
+                        for a in args))
+
+
 class _Op:
     """``torch.ops.pgas.<name>``, defined by ``schema`` with ``impl`` as its kernel for CUDA
     tensors (and for CPU ones, which ``impl`` refuses with the fix), called as a function.
 
     Registered with ``torch.library.Library`` rather than ``torch.library.custom_op``: a call
     then goes from Python to the dispatcher and back to ``impl`` without custom_op's layers of
-    Python, which cost tens of microseconds a call."""
+    Python, which cost tens of microseconds a call. A plain eager call (``_eager``) skips the
+    dispatcher too and runs ``impl`` directly: the dispatcher's round trip from Python to C++
+    and back was most of what the Python layer added to a call, and in plain eager mode it does
+    nothing else (the ops have no autograd formula). Traced calls go through the op, so
+    ``torch.compile`` sees ``torch.ops.pgas.<name>`` in its graph; ``torch.profiler`` records
+    only those."""
 
     def __init__(self, schema: str, impl: Callable[..., Any]) -> None:
         self.name = schema.split("(", 1)[0]
@@ -51,9 +71,12 @@ class _Op:
         for key in ("CUDA", "CPU"):
             _LIB.impl(self.name, impl, key)
         self._overload = getattr(torch.ops.pgas, self.name).default
+        self._impl = impl
         functools.update_wrapper(self, impl)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _eager(args):
+            return self._impl(*args, **kwargs)
         return self._overload(*args, **kwargs)
 
     def register_fake(self, fake: Callable[..., Any]) -> Callable[..., Any]:
@@ -75,7 +98,7 @@ def _check(op: str, name: str, t: Tensor, dtypes: Sequence[torch.dtype], dims: i
     ``dtypes`` with ``dims`` dimensions (any when ``dims`` is 0)."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"pgas.{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
-    if t.device.type != "cuda":
+    if not t.is_cuda:
         raise _bad(op, f"{name} is on {t.device}; pgas runs on this PE's GPU: pass a CUDA "
                        f"tensor (.cuda())")
     if t.dtype not in dtypes:
@@ -126,7 +149,7 @@ def gemm(a: Tensor, bt: Tensor) -> Tensor:
     result (M x N) bfloat16 with f32 accumulation. M a multiple of 128, N of 64, K of 64
     (128 in FP8); other shapes raise with the rule."""
     m, n, k = _gemm_shape(a, bt)
-    c = torch.empty((m, n), dtype=_BF16, device=a.device)
+    c = a.new_empty((m, n), dtype=_BF16)
     _pgas._gemm(c.data_ptr(), a.data_ptr(), bt.data_ptr(), m, n, k, a.dtype == _FP8,
                 stream=_stream(a))
     return c
@@ -348,3 +371,137 @@ def _(x: Tensor, residual: Tensor, weight: Tensor,
       eps: float = 1e-6) -> Tuple[Tensor, Tensor]:
     _rms_shapes(x, residual, weight)
     return torch.empty_like(x), torch.empty_like(x)
+
+
+# ---- MoE (low-latency mode) -------------------------------------------------------------------
+
+class _Cuda:
+    """A view of device memory for ``torch.as_tensor`` (the CUDA array interface, no stream:
+    torch orders it)."""
+
+    def __init__(self, ptr: int, shape: Sequence[int], typestr: str) -> None:
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": tuple(shape),
+                                         "typestr": typestr, "version": 3}
+
+
+_TYPESTR = {"bfloat16": ("<i2", _BF16), "int32": ("<i4", torch.int32)}
+
+
+def _moe_args(op: str, x: Tensor, topk_idx: Tensor, topk_weights: Tensor,
+              max_tokens: int) -> Tuple[int, int, int]:
+    """(tokens, hidden, top_k) of a dispatch's input, checked."""
+    _check(op, "x", x, (_BF16,), 2)
+    _check(op, "topk_idx", topk_idx, (torch.int32,), 2)
+    _check(op, "topk_weights", topk_weights, (torch.float32,), 2)
+    (tokens, hidden), (ti, top_k) = x.shape, topk_idx.shape
+    if ti != tokens or tuple(topk_weights.shape) != (tokens, top_k):
+        raise _bad(op, f"x is {tuple(x.shape)}, topk_idx {tuple(topk_idx.shape)} and "
+                       f"topk_weights {tuple(topk_weights.shape)}: one row of top_k expert ids "
+                       f"and weights for each of x's {tokens} tokens")
+    if tokens > max_tokens:
+        raise _bad(op, f"{tokens} tokens, over the MoE's max_tokens ({max_tokens})")
+    return tokens, hidden, top_k
+
+
+@_op("moe_dispatch(Tensor x, Tensor topk_idx, Tensor topk_weights, int max_tokens, "
+     "int experts_per_pe, Tensor(a!) recv_x, Tensor(b!) recv_src, Tensor(c!) recv_counts) -> ()")
+def moe_dispatch(x: Tensor, topk_idx: Tensor, topk_weights: Tensor, max_tokens: int,
+                 experts_per_pe: int, recv_x: Tensor, recv_src: Tensor,
+                 recv_counts: Tensor) -> None:
+    """``MoE.dispatch``'s op: writes the receive buffers (``recv_x``, ``recv_src``,
+    ``recv_counts``, which must be the ``MoE``'s own)."""
+    tokens, hidden, top_k = _moe_args("moe_dispatch", x, topk_idx, topk_weights, max_tokens)
+    recv = [t.data_ptr() for t in (recv_x, recv_src, recv_counts)]
+    _pgas._moe_dispatch(x.data_ptr(), topk_idx.data_ptr(), topk_weights.data_ptr(), tokens,
+                        [max_tokens, hidden, top_k, experts_per_pe], recv, stream=_stream(x))
+
+
+@moe_dispatch.register_fake
+def _(x: Tensor, topk_idx: Tensor, topk_weights: Tensor, max_tokens: int, experts_per_pe: int,
+      recv_x: Tensor, recv_src: Tensor, recv_counts: Tensor) -> None:
+    _moe_args("moe_dispatch", x, topk_idx, topk_weights, max_tokens)
+
+
+def _combine_shape(expert_out: Tensor, topk_idx: Tensor, max_tokens: int,
+                   experts_per_pe: int) -> Tuple[int, int, int]:
+    """(tokens, hidden, top_k) of a combine, checked."""
+    op = "moe_combine"
+    _check(op, "expert_out", expert_out, (_BF16,), 3)
+    _check(op, "topk_idx", topk_idx, (torch.int32,), 2)
+    rows = (experts_per_pe, _pgas.n_pes() * max_tokens)
+    if tuple(expert_out.shape[:2]) != rows:
+        raise _bad(op, f"expert_out is {tuple(expert_out.shape)}: it is laid out as recv_x, "
+                       f"{rows + (expert_out.shape[2],)}")
+    tokens, top_k = topk_idx.shape
+    if tokens > max_tokens:
+        raise _bad(op, f"{tokens} tokens, over the MoE's max_tokens ({max_tokens})")
+    return tokens, expert_out.shape[2], top_k
+
+
+@_op("moe_combine(Tensor expert_out, Tensor topk_idx, int max_tokens, int experts_per_pe) "
+     "-> Tensor")
+def moe_combine(expert_out: Tensor, topk_idx: Tensor, max_tokens: int,
+                experts_per_pe: int) -> Tensor:
+    """``MoE.combine``'s op: each token's weighted sum of its experts' rows."""
+    tokens, hidden, top_k = _combine_shape(expert_out, topk_idx, max_tokens, experts_per_pe)
+    out = expert_out.new_empty((tokens, hidden))
+    _pgas._moe_combine(out.data_ptr(), expert_out.data_ptr(), topk_idx.data_ptr(), tokens,
+                       [max_tokens, hidden, top_k, experts_per_pe], stream=_stream(expert_out))
+    return out
+
+
+@moe_combine.register_fake
+def _(expert_out: Tensor, topk_idx: Tensor, max_tokens: int, experts_per_pe: int) -> Tensor:
+    tokens, hidden, _ = _combine_shape(expert_out, topk_idx, max_tokens, experts_per_pe)
+    return expert_out.new_empty((tokens, hidden))
+
+
+class MoE:
+    """MoE dispatch and combine for decoding (``pgas::ops::moe::LowLatencyMoe``, DeepEP's
+    low-latency layout) on torch tensors: one kernel each way, the routing read on the GPU, no
+    host round trip, so a decode step runs under ``torch.compile`` and in a CUDA graph.
+
+    Making one is collective (every PE, the same sizes) and allocates its receive buffers in
+    the symmetric heap, where they stay until ``pgas.finalize()``; ``recv_x``, ``recv_src``
+    and ``recv_counts`` are torch views of them (valid until then), rewritten by each dispatch.
+
+    >>> moe = pgas.ops.MoE(max_tokens=128, hidden=7168, top_k=8, experts_per_pe=8)
+    >>> recv_x, recv_src, counts = moe.dispatch(x, topk_idx, topk_weights)
+    >>> # expert le's rows from PE s: recv_x[le, s * 128 : s * 128 + counts[le, s]]
+    >>> y = moe.combine(expert_out, topk_idx)   # expert_out laid out as recv_x
+    """
+
+    def __init__(self, max_tokens: int, hidden: int, top_k: int, experts_per_pe: int) -> None:
+        self.max_tokens, self.hidden = max_tokens, hidden
+        self.top_k, self.experts_per_pe = top_k, experts_per_pe
+        device = torch.device("cuda", _pgas.context().device)
+        views = []
+        for _, ptr, shape, dtype in _pgas._moe_buffers([max_tokens, hidden, top_k,
+                                                         experts_per_pe]):
+            typestr, as_dtype = _TYPESTR[dtype]
+            views.append(torch.as_tensor(_Cuda(ptr, shape, typestr), device=device)
+                         .view(as_dtype))
+        #: Received rows, ``experts_per_pe x (n_pes * max_tokens) x hidden`` bfloat16: local
+        #: expert ``le``'s rows from PE ``s`` start at row ``s * max_tokens`` of ``recv_x[le]``.
+        self.recv_x: Tensor = views[0]
+        #: For each received row, which pair it is on its source PE: ``token * top_k + slot``.
+        self.recv_src: Tensor = views[1]
+        #: ``experts_per_pe x n_pes`` int32: the rows each source sent each local expert.
+        self.recv_counts: Tensor = views[2]
+
+    def dispatch(self, x: Tensor, topk_idx: Tensor,
+                 topk_weights: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """Sends each of this PE's tokens (rows of ``x``, bfloat16, ``tokens x hidden``) to the
+        PEs of its experts: ``topk_idx`` (int32, ``tokens x top_k``; expert ``g`` lives on PE
+        ``g // experts_per_pe``, ``-1`` sends nothing) and ``topk_weights`` (float32, the
+        same shape; applied in ``combine``). Returns ``(recv_x, recv_src, recv_counts)``.
+        Collective: every PE dispatches, then combines, in turn."""
+        moe_dispatch(x, topk_idx, topk_weights, self.max_tokens, self.experts_per_pe,
+                     self.recv_x, self.recv_src, self.recv_counts)
+        return self.recv_x, self.recv_src, self.recv_counts
+
+    def combine(self, expert_out: Tensor, topk_idx: Tensor) -> Tensor:
+        """Brings the experts' output (``expert_out``, laid out as ``recv_x``) back to the
+        tokens' PEs: returns ``tokens x hidden`` bfloat16, each token the sum of its slots'
+        rows times their weights (f32 sums). ``topk_idx`` is the last dispatch's. Collective."""
+        return moe_combine(expert_out, topk_idx, self.max_tokens, self.experts_per_pe)

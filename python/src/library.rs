@@ -19,6 +19,7 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use pgas::coll::{Algorithm, AllToAllLayout, Comm as RtComm};
 use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
+use pgas::ops::moe::{LowLatencyMoe, MoeConfig};
 use pgas::ops::{AllGatherMatmul, AllReduceRmsNorm};
 use pgas_runtime::{Pgas, SymTensor, Team};
 use pyo3::prelude::*;
@@ -27,11 +28,16 @@ use crate::dtype::{self, with_pair, AnyTensor};
 use crate::errors::{misuse, to_py};
 use crate::ops::call::{with_stream, Region};
 use crate::ops::collectives::reduce_op_of;
-use crate::state::finish_gpu;
+use crate::state::{finish_gpu, State};
 use crate::stream;
 
 /// `len` elements at a foreign address as the cudarc buffer the runtime's fused ops take. It
 /// never frees the memory: dropping it releases the buffer's handle only (`leak`).
+///
+/// It carries no cudarc events. The caller's stream orders the memory (torch's allocator reuses
+/// it in stream order), and a launch captured into a CUDA graph must not wait on an event
+/// recorded outside the capture, which an event-tracked buffer would make it do on its second
+/// use. It also saves two event creations a buffer a call.
 struct Borrowed<T>(ManuallyDrop<CudaSlice<T>>);
 
 impl<T> Borrowed<T> {
@@ -44,12 +50,24 @@ impl<T> Borrowed<T> {
         stream: &Arc<CudaStream>,
         buffers: [(u64, usize); N],
     ) -> [Borrowed<T>; N] {
-        buffers.map(|(ptr, len)| {
-            // SAFETY: the caller's contract; `Drop` never frees the memory.
-            Borrowed(ManuallyDrop::new(unsafe {
-                stream.upgrade_device_ptr(ptr, len)
-            }))
-        })
+        let ctx = stream.context();
+        let tracking = ctx.is_event_tracking();
+        // SAFETY: tracking is off only while these handles are made (the state's lock keeps
+        // other pgas calls of this process out), and the handles' memory is ordered by the
+        // caller's stream (above), not by events.
+        unsafe {
+            if tracking {
+                ctx.disable_event_tracking();
+            }
+            let made = buffers.map(|(ptr, len)| {
+                // The caller's contract; `Drop` never frees the memory.
+                Borrowed(ManuallyDrop::new(stream.upgrade_device_ptr(ptr, len)))
+            });
+            if tracking {
+                ctx.enable_event_tracking();
+            }
+            made
+        }
     }
 }
 
@@ -259,7 +277,7 @@ pub(crate) fn _all_to_all_v(
             })
             .collect()
     };
-    let (src_len, dst_len) = (send_counts.iter().sum(), recv_counts.iter().sum());
+    let (src_len, dst_len): (usize, usize) = (send_counts.iter().sum(), recv_counts.iter().sum());
     with_stream(py, stream, move |state, pgas, user| {
         stream::on_theirs(pgas, user, |s| {
             state.with_plan("coll", |_| true, || Staged::new(pgas), |plan: &mut Staged| {
@@ -276,8 +294,12 @@ pub(crate) fn _all_to_all_v(
                         .map_err(to_py)?;
                     plan.layouts.insert(key.clone(), layout);
                 }
-                plan.stage(pgas, ("in", dtype, src_len))?;
-                plan.stage(pgas, ("out", dtype, dst_len))?;
+                // The staging is symmetric, so it is grown to the lengths of the PE that needs
+                // the most (the layout's, the same on every PE), not to this PE's counts.
+                let layout = &plan.layouts[&key];
+                let (stage_src, stage_dst) = (layout.src_len(), layout.dst_len());
+                plan.stage(pgas, ("in", dtype, stage_src))?;
+                plan.stage(pgas, ("out", dtype, stage_dst))?;
                 let Staged {
                     comm,
                     stages,
@@ -289,7 +311,7 @@ pub(crate) fn _all_to_all_v(
                     let elem = elem_of(o);
                     copy(s, i.as_device_ptr(), src, src_len * elem)?;
                     // SAFETY: `stage` grew both to these lengths; they live in the state.
-                    let (d, i) = unsafe { (&mut first(o, dst_len), &first(i, src_len)) };
+                    let (d, i) = unsafe { (&mut first(o, stage_dst), &first(i, stage_src)) };
                     comm.all_to_all_v(d, i, layout, Algorithm::Auto.on(s)).map_err(to_py)?;
                     (o.as_device_ptr(), elem)
                 }, else return Err(misuse(format!("the staging buffers of {dtype} differ in dtype"))));
@@ -451,6 +473,156 @@ pub(crate) fn _allreduce_rmsnorm(
     })
 }
 
+/// The low-latency MoE of one configuration (`max_tokens`, `hidden`, `top_k`,
+/// `experts_per_pe`): its plan's key and the configuration.
+fn moe_plan(cfg: [usize; 4]) -> (String, MoeConfig) {
+    let [max_tokens, hidden, top_k, experts_per_pe] = cfg;
+    let key = format!("moe/{max_tokens}x{hidden}x{top_k}x{experts_per_pe}");
+    let cfg = MoeConfig {
+        max_tokens,
+        hidden,
+        top_k,
+        experts_per_pe,
+    };
+    (key, cfg)
+}
+
+/// Runs `f` on the low-latency MoE of `cfg` (made at its first use, collectively).
+fn with_moe<R>(
+    state: &State,
+    pgas: &Pgas,
+    cfg: [usize; 4],
+    f: impl FnOnce(&mut LowLatencyMoe) -> PyResult<R>,
+) -> PyResult<R> {
+    let (key, cfg) = moe_plan(cfg);
+    let make = || LowLatencyMoe::new(pgas, cfg).map_err(to_py);
+    state.with_plan(&key, |_| true, make, f)
+}
+
+/// `(name, address, shape, dtype)` of the receive buffers of `ll`, the MoE of `cfg`:
+/// `recv_x`, `recv_src` and `recv_counts`, in `LowLatencyMoe`'s layout by local expert and
+/// source PE.
+fn moe_views(
+    ll: &LowLatencyMoe,
+    n: usize,
+    [m, h, _, el]: [usize; 4],
+) -> [(&'static str, u64, Vec<usize>, &'static str); 3] {
+    [
+        (
+            "recv_x",
+            ll.recv_x().as_device_ptr(),
+            vec![el, n * m, h],
+            "bfloat16",
+        ),
+        (
+            "recv_src",
+            ll.recv_src().as_device_ptr(),
+            vec![el, n * m],
+            "int32",
+        ),
+        (
+            "recv_counts",
+            ll.recv_counts().as_device_ptr(),
+            vec![el, n],
+            "int32",
+        ),
+    ]
+}
+
+/// The receive buffers of the low-latency MoE of `cfg` (`[max_tokens, hidden, top_k,
+/// experts_per_pe]`), made at the first call for it (collective), as `moe_views` gives them.
+/// They live until finalize; `pgas.ops.MoE` makes torch views of them.
+#[pyfunction]
+pub(crate) fn _moe_buffers(
+    py: Python<'_>,
+    cfg: [usize; 4],
+) -> PyResult<[(&'static str, u64, Vec<usize>, &'static str); 3]> {
+    with_stream(py, None, |state, pgas, _| {
+        with_moe(state, pgas, cfg, |ll| Ok(moe_views(ll, pgas.n_pes(), cfg)))
+    })
+}
+
+/// MoE dispatch in the low-latency mode (`LowLatencyMoe::dispatch`) of `tokens` rows of `x`
+/// (bf16, `hidden` each) by `idx` (int32) and `w` (f32), `tokens * top_k` each, into the receive
+/// buffers of `cfg`'s MoE, ordered on `stream`; `recv` the addresses the caller takes for
+/// those buffers (`recv_x`, `recv_src`, `recv_counts`), checked. Collective.
+#[pyfunction]
+#[pyo3(signature = (x, idx, w, tokens, cfg, recv, stream=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _moe_dispatch(
+    py: Python<'_>,
+    x: u64,
+    idx: u64,
+    w: u64,
+    tokens: usize,
+    cfg: [usize; 4],
+    recv: [u64; 3],
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let [_, h, k, _] = cfg;
+    with_stream(py, stream, |state, pgas, user| {
+        with_moe(state, pgas, cfg, |ll| {
+            let views = moe_views(ll, pgas.n_pes(), cfg);
+            if let Some((name, ..)) = views.iter().zip(recv).find(|(v, r)| v.1 != *r).map(|p| p.0) {
+                return Err(misuse(format!(
+                    "moe_dispatch: {name} is not the receive buffer of the MoE of {cfg:?} \
+                     ([max_tokens, hidden, top_k, experts_per_pe]); pass the MoE's own \
+                     (pgas.ops.MoE.dispatch does)"
+                )));
+            }
+            // The MoE runs on pgas's stream.
+            stream::through_pgas_stream(pgas, user, || {
+                let s = pgas.stream();
+                // SAFETY: `pgas/_torch_ops.py` passes contiguous CUDA tensors of these lengths
+                // on this device, held by the Python call while the stream runs the kernel.
+                let ([x], [idx], [w]) = unsafe {
+                    (
+                        Borrowed::<bf16>::each(s, [(x, tokens * h)]),
+                        Borrowed::<i32>::each(s, [(idx, tokens * k)]),
+                        Borrowed::<f32>::each(s, [(w, tokens * k)]),
+                    )
+                };
+                ll.dispatch(&x, &idx, &w, tokens).map_err(to_py)
+            })
+        })
+    })
+}
+
+/// MoE combine in the low-latency mode (`LowLatencyMoe::combine`) after the last dispatch of
+/// `cfg`'s MoE: `expert_out` (bf16, laid out as the receive rows) comes back to the tokens' PEs
+/// and `out` (`tokens x hidden` bf16) gets each token's weighted sum, ordered on `stream`.
+/// Collective.
+#[pyfunction]
+#[pyo3(signature = (out, expert_out, idx, tokens, cfg, stream=None))]
+pub(crate) fn _moe_combine(
+    py: Python<'_>,
+    out: u64,
+    expert_out: u64,
+    idx: u64,
+    tokens: usize,
+    cfg: [usize; 4],
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let [_, h, k, _] = cfg;
+    with_stream(py, stream, |state, pgas, user| {
+        with_moe(state, pgas, cfg, |ll| {
+            stream::through_pgas_stream(pgas, user, || {
+                let s = pgas.stream();
+                let rows = [(out, tokens * h), (expert_out, ll.expert_out_len())];
+                // SAFETY: as in `_moe_dispatch`.
+                let ([mut out, expert_out], [idx]) = unsafe {
+                    (
+                        Borrowed::<bf16>::each(s, rows),
+                        Borrowed::<i32>::each(s, [(idx, tokens * k)]),
+                    )
+                };
+                ll.combine(&expert_out, &idx, tokens, &mut out)
+                    .map_err(to_py)
+            })
+        })
+    })
+}
+
 /// Adds the library's functions to the module (private: `pgas/torch.py` calls them).
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_gemm, m)?)?;
@@ -459,5 +631,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_all_gather_matmul, m)?)?;
     m.add_function(wrap_pyfunction!(_matmul_reduce_scatter, m)?)?;
     m.add_function(wrap_pyfunction!(_allreduce_rmsnorm, m)?)?;
+    m.add_function(wrap_pyfunction!(_moe_buffers, m)?)?;
+    m.add_function(wrap_pyfunction!(_moe_dispatch, m)?)?;
+    m.add_function(wrap_pyfunction!(_moe_combine, m)?)?;
     Ok(())
 }

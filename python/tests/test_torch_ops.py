@@ -54,6 +54,8 @@ def raises(exc, fn, needle):
 def check_gemm():
     a, bt = data((256, 512), 1), data((192, 512), 2)
     close(pgas.gemm.gemm(a, bt), a.float() @ bt.float().T, "gemm bf16")
+    # The eager call skips torch's dispatcher; the op itself gives the same.
+    assert torch.equal(torch.ops.pgas.gemm(a, bt), pgas.gemm.gemm(a, bt)), "gemm: op != eager"
     a8, b8 = a.to(torch.float8_e4m3fn), bt.to(torch.float8_e4m3fn)
     close(pgas.gemm.gemm(a8, b8), a8.float() @ b8.float().T, "gemm fp8")
 
@@ -96,6 +98,70 @@ def check_fused():
     want = hw * torch.rsqrt(hw.pow(2).mean(-1, keepdim=True) + 1e-6) * weight.float()
     close(h, hw, "allreduce_rmsnorm residual")
     close(normed, want, "allreduce_rmsnorm out")
+
+
+def moe_inputs(pe, tokens, hidden, top_k, experts, seed):
+    """PE ``pe``'s tokens, expert ids (distinct per token, some slots -1) and weights."""
+    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + pe)
+    idx = torch.stack([torch.randperm(experts, generator=g)[:top_k] for _ in range(tokens)])
+    idx[torch.rand((tokens, top_k), generator=g) < 0.1] = -1
+    w = torch.rand((tokens, top_k), generator=g)
+    return data((tokens, hidden), seed * 1000 + pe), idx.int().to(DEV), w.to(DEV)
+
+
+def check_moe():
+    """pgas.ops.MoE: every received row against the senders' routing, then the combine of
+    experts that scale their rows by their global id + 1; then the same step replayed in a CUDA
+    graph on new tokens."""
+    m, h, k, el = 32, 256, 4, 3
+    moe = pgas.ops.MoE(max_tokens=m, hidden=h, top_k=k, experts_per_pe=el)
+    scale = (torch.arange(el, device=DEV) + ME * el + 1).float()[:, None, None]
+
+    def experts(recv_x):
+        return (recv_x.float() * scale).bfloat16()
+
+    def want_out(x, idx, w):
+        rows = x.float()[:, None, :] * (idx.float() + 1)[:, :, None]
+        rows = rows.bfloat16().float() * torch.where(idx >= 0, w, 0)[:, :, None]
+        return rows.sum(1)
+
+    for seed, tokens in ((1, 20), (2, m)):
+        ins = [moe_inputs(p, tokens, h, k, N * el, seed) for p in range(N)]
+        x, idx, w = ins[ME]
+        recv_x, recv_src, counts = moe.dispatch(x, idx, w)
+        torch.cuda.synchronize()
+        for le in range(el):
+            for p in range(N):
+                px, pidx, _ = ins[p]
+                sent = (pidx == ME * el + le).nonzero().tolist()
+                got = counts[le, p].item()
+                assert got == len(sent), f"MoE: {got} rows from PE {p} for expert {le}, " \
+                                         f"{len(sent)} sent"
+                at = p * m
+                pairs = sorted(recv_src[le, at:at + got].tolist())
+                assert pairs == sorted(t * k + j for t, j in sent), f"MoE: pairs from PE {p}"
+                for r in range(got):
+                    t = recv_src[le, at + r].item() // k
+                    assert torch.equal(recv_x[le, at + r], px[t]), f"MoE: row {r} from PE {p}"
+        out = moe.combine(experts(recv_x), idx)
+        close(out, want_out(x, idx, w), f"MoE combine ({tokens} tokens)")
+    # A decode step in a CUDA graph: the buffers and the routing stay; new tokens each replay.
+    x, idx, w = moe_inputs(ME, m, h, k, N * el, 3)
+    graph = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    torch.cuda.synchronize()
+    pgas.barrier_all()
+    with torch.cuda.graph(graph, stream=s, capture_error_mode="thread_local"):
+        recv_x, _, _ = moe.dispatch(x, idx, w)
+        y = moe.combine(experts(recv_x), idx)
+    for seed in (4, 5):
+        x.copy_(data((m, h), seed * 1000 + ME))
+        graph.replay()
+        torch.cuda.synchronize()
+        close(y, want_out(x, idx, w), f"MoE graph replay {seed}")
+    raises(pgas.ArgumentError, lambda: moe.dispatch(x, idx.long(), w), "it takes torch.int32")
+    raises(pgas.ArgumentError, lambda: moe.combine(x, idx), "3 dimensions")
 
 
 def check_compile():
@@ -169,8 +235,8 @@ def main():
     done = []
     checks = [check_collectives]  # the GEMMs need sm_90a
     if HOPPER:
-        checks = [check_gemm, check_collectives, check_fused, check_compile, check_graph,
-                  check_bad_input]
+        checks = [check_gemm, check_collectives, check_fused, check_moe, check_compile,
+                  check_graph, check_bad_input]
     for check in checks:
         check()
         torch.cuda.synchronize()

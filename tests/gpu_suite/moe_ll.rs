@@ -103,7 +103,7 @@ fn check_received(
 ) -> Result<Vec<bf16>, Box<dyn std::error::Error>> {
     let (me, n) = (p.my_pe(), p.n_pes());
     let (h, k, m, el) = (LL.hidden, LL.top_k, LL.max_tokens, LL.experts_per_pe);
-    let counts = p.stream().clone_dtoh(ll.recv_counts())?;
+    let counts = ll.recv_counts().to_vec()?;
     let rows = ll.recv_x().to_vec()?;
     let src = ll.recv_src().to_vec()?;
     let mut out = vec![bf16::from_f32(0.0); ll.expert_out_len()];

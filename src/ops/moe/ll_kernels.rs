@@ -30,7 +30,7 @@ pub fn moe_ll_dispatch(
     tok_rows: &mut SymTensor<u64>,
     tok_w: &mut SymTensor<f32>,
     recv_count: &mut SymTensor<u64>,
-    counts: &mut CudaSlice<i32>,
+    counts: &mut SymTensor<i32>,
     src_tokens: &mut SymTensor<i32>,
     sync: &mut SymTensor<u64>,
     me: u32,

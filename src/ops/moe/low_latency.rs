@@ -65,9 +65,11 @@ pub struct LowLatencyMoe {
     comb_x: SymTensor<bf16>,
     comb_sig: SymTensor<u64>,
     sync: SymTensor<u64>,
-    counts: CudaSlice<i32>,
-    /// Each source's token count, read on this PE only: symmetric, so no launch pays cudarc's
-    /// event wait and record for it.
+    /// Rows from each source for each local expert, read on this PE only. It and the next are
+    /// symmetric, so no launch waits on or records a cudarc event for them: a launch captured
+    /// into a CUDA graph must not wait on an event recorded outside the capture.
+    counts: SymTensor<i32>,
+    /// Each source's token count, read on this PE only.
     src_tokens: SymTensor<i32>,
     /// The tokens of the last dispatch that no combine has followed yet.
     dispatched: Option<usize>,
@@ -165,10 +167,7 @@ impl LowLatencyMoe {
             comb_x: pgas.alloc::<bf16>(cfg.max_tokens * n * cfg.hidden)?,
             comb_sig: pgas.alloc::<u64>(n)?,
             sync: pgas.alloc::<u64>(LL_SYNC_WORDS)?,
-            counts: pgas
-                .stream()
-                .alloc_zeros::<i32>(ee)
-                .map_err(Error::cuda("allocating the low-latency MoE counts"))?,
+            counts: pgas.alloc::<i32>(ee)?,
             src_tokens: pgas.alloc::<i32>(n)?,
             dispatched: None,
         };
@@ -204,6 +203,7 @@ impl LowLatencyMoe {
             n_pes * 8,                               // comb_sig
             LL_SYNC_WORDS * 8,                       // sync
             n_pes * 4,                               // src_tokens
+            ee * 4,                                  // counts
         ]
         .iter()
         .map(|b| b.next_multiple_of(4096))
@@ -228,7 +228,7 @@ impl LowLatencyMoe {
 
     /// Rows received from each source for each local expert (`experts_per_pe * n_pes`, on the
     /// GPU): valid on the stream after [`LowLatencyMoe::dispatch`].
-    pub fn recv_counts(&self) -> &CudaSlice<i32> {
+    pub fn recv_counts(&self) -> &SymTensor<i32> {
         &self.counts
     }
 
@@ -292,7 +292,7 @@ impl LowLatencyMoe {
             .push_sym_mut(&mut self.tok_rows)
             .push_sym_mut(&mut self.tok_w)
             .push_sym_mut(&mut self.recv_count)
-            .push_local_mut(&mut self.counts)
+            .push_sym_mut(&mut self.counts)
             .push_sym_mut(&mut self.src_tokens)
             .push_sym_mut(&mut self.sync)
             .push_scalar(self.me as u32)
