@@ -504,9 +504,8 @@ for l in sys.stdin:
 out = []
 for op, rust in (("gemm_256", "gemm_256_enqueue"), ("all_reduce_8B", "all_reduce_8B_enqueue")):
     if rust in v and op + "_torch_op" in v:
-        out.append("%s: Rust %.1f us, Python %.1f us (+%.1f), through the dispatcher %.1f, native %.1f" % (
-            op, v[rust], v[op + "_torch_op"], v[op + "_torch_op"] - v[rust],
-            v.get(op + "_dispatcher", float("nan")), v[op + "_native"]))
+        out.append("%s: Rust %.1f us, torch op %.1f us (+%.1f), native %.1f" % (
+            op, v[rust], v[op + "_torch_op"], v[op + "_torch_op"] - v[rust], v[op + "_native"]))
 parts = [k for k in ("gemm_256_native_pgas_stream", "native_floor", "torch_empty") if k in v]
 out.append("parts: " + ", ".join("%s %.1f us" % (k, v[k]) for k in parts))
 print("; ".join(out))')"

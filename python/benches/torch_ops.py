@@ -1,8 +1,8 @@
 """What the Python layer adds to pgas's library calls: the host time of a call, enqueue only
 (torch's stream synchronized after each, untimed), median of REPS after WARMUP, in microseconds:
 
-- ``pgas.gemm.gemm`` at 256^3 bf16 (sm_90a): the eager call, the op through torch's
-  dispatcher (as a traced program calls it) and the native function it calls;
+- ``pgas.gemm.gemm`` at 256^3 bf16 (sm_90a), through the torch op and through the native
+  function it calls;
 - ``pgas.coll.all_reduce`` of 8 bytes, the same two ways;
 - the parts of the GEMM's call (the native call on pgas's own stream, a native call that does
   nothing, ``torch.empty``), which say where the time goes.
@@ -57,8 +57,6 @@ def main():
         ("all_reduce_8B_torch_op", lambda: pgas.coll.all_reduce(x),
          "pgas.coll.all_reduce of 8 bytes through the torch custom op (with the output's "
          "allocation and the staging copies)"),
-        ("all_reduce_8B_dispatcher", lambda: torch.ops.pgas.all_reduce(x),
-         "the op through torch's dispatcher"),
         ("all_reduce_8B_native", lambda: _pgas._collective(
             "all_reduce", out.data_ptr(), x.data_ptr(), 2, 2, "float32", "sum", 0, stream=stream),
          "the native call the op makes (staging copies included)"),
@@ -69,9 +67,6 @@ def main():
         figs += [
             ("gemm_256_torch_op", lambda: pgas.gemm.gemm(a, a),
              "pgas.gemm.gemm at 256^3 through the torch custom op (with the output's allocation)"),
-            ("gemm_256_dispatcher", lambda: torch.ops.pgas.gemm(a, a),
-             "the op through torch's dispatcher (as a traced program calls it; the eager call "
-             "above skips it)"),
             ("gemm_256_native", lambda: _pgas._gemm(
                 c.data_ptr(), a.data_ptr(), a.data_ptr(), 256, 256, 256, False, stream=stream),
              "the native call the op makes"),

@@ -37,33 +37,14 @@ _REDUCE_OPS = ("sum", "min", "max", "prod", "and", "or", "xor")
 _LIB = torch.library.Library("pgas", "DEF")
 
 
-# Whether torch.compile is tracing, and how many dispatch modes (FakeTensorMode, ...) are on;
-# forms that torch builds without them lack.
-_IS_COMPILING = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
-_DISPATCH_MODES = getattr(torch._C, "_len_torch_dispatch_stack", lambda: 0)
-
-
-def _eager(args: Sequence[Any]) -> bool:
-    """Whether a call is plain eager PyTorch: nothing traces it (``torch.compile``, a dispatch
-    mode such as ``FakeTensorMode``) and every tensor argument is a ``torch.Tensor`` itself,
-    not a subclass (``FunctionalTensor``, ``DTensor``, ...) that only the dispatcher handles."""
-    return (not _IS_COMPILING() and not _DISPATCH_MODES()
-            and not any(isinstance(a, torch.Tensor) and type(a) is not torch.Tensor
-                        for a in args))
-
-
 class _Op:
     """``torch.ops.pgas.<name>``, defined by ``schema`` with ``impl`` as its kernel for CUDA
     tensors (and for CPU ones, which ``impl`` refuses with the fix), called as a function.
 
     Registered with ``torch.library.Library`` rather than ``torch.library.custom_op``: a call
     then goes from Python to the dispatcher and back to ``impl`` without custom_op's layers of
-    Python, which cost tens of microseconds a call. A plain eager call (``_eager``) skips the
-    dispatcher too and runs ``impl`` directly: the dispatcher's round trip from Python to C++
-    and back was most of what the Python layer added to a call, and in plain eager mode it does
-    nothing else (the ops have no autograd formula). Traced calls go through the op, so
-    ``torch.compile`` sees ``torch.ops.pgas.<name>`` in its graph; ``torch.profiler`` records
-    only those."""
+    Python, which cost tens of microseconds a call. (Calling ``impl`` directly in eager mode,
+    past the dispatcher, saved nothing measurable on an H200: 2026-12-02, ``gpu-report.md``.)"""
 
     def __init__(self, schema: str, impl: Callable[..., Any]) -> None:
         self.name = schema.split("(", 1)[0]
@@ -71,12 +52,9 @@ class _Op:
         for key in ("CUDA", "CPU"):
             _LIB.impl(self.name, impl, key)
         self._overload = getattr(torch.ops.pgas, self.name).default
-        self._impl = impl
         functools.update_wrapper(self, impl)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _eager(args):
-            return self._impl(*args, **kwargs)
         return self._overload(*args, **kwargs)
 
     def register_fake(self, fake: Callable[..., Any]) -> Callable[..., Any]:

@@ -54,8 +54,6 @@ def raises(exc, fn, needle):
 def check_gemm():
     a, bt = data((256, 512), 1), data((192, 512), 2)
     close(pgas.gemm.gemm(a, bt), a.float() @ bt.float().T, "gemm bf16")
-    # The eager call skips torch's dispatcher; the op itself gives the same.
-    assert torch.equal(torch.ops.pgas.gemm(a, bt), pgas.gemm.gemm(a, bt)), "gemm: op != eager"
     a8, b8 = a.to(torch.float8_e4m3fn), bt.to(torch.float8_e4m3fn)
     close(pgas.gemm.gemm(a8, b8), a8.float() @ b8.float().T, "gemm fp8")
 
