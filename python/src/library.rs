@@ -499,14 +499,14 @@ fn with_moe<R>(
     state.with_plan(&key, |_| true, make, f)
 }
 
-/// `(name, address, shape, dtype)` of the receive buffers of `ll`, the MoE of `cfg`:
+/// A receive buffer of the low-latency MoE as `pgas.ops.MoE` views it: (name, address, shape,
+/// dtype).
+type MoeView = (&'static str, u64, Vec<usize>, &'static str);
+
+/// The receive buffers of `ll`, the MoE of `cfg`:
 /// `recv_x`, `recv_src` and `recv_counts`, in `LowLatencyMoe`'s layout by local expert and
 /// source PE.
-fn moe_views(
-    ll: &LowLatencyMoe,
-    n: usize,
-    [m, h, _, el]: [usize; 4],
-) -> [(&'static str, u64, Vec<usize>, &'static str); 3] {
+fn moe_views(ll: &LowLatencyMoe, n: usize, [m, h, _, el]: [usize; 4]) -> [MoeView; 3] {
     [
         (
             "recv_x",
@@ -533,10 +533,7 @@ fn moe_views(
 /// experts_per_pe]`), made at the first call for it (collective), as `moe_views` gives them.
 /// They live until finalize; `pgas.ops.MoE` makes torch views of them.
 #[pyfunction]
-pub(crate) fn _moe_buffers(
-    py: Python<'_>,
-    cfg: [usize; 4],
-) -> PyResult<[(&'static str, u64, Vec<usize>, &'static str); 3]> {
+pub(crate) fn _moe_buffers(py: Python<'_>, cfg: [usize; 4]) -> PyResult<[MoeView; 3]> {
     with_stream(py, None, |state, pgas, _| {
         with_moe(state, pgas, cfg, |ll| Ok(moe_views(ll, pgas.n_pes(), cfg)))
     })

@@ -359,8 +359,8 @@ pub(crate) struct Maps<'m, 'a> {
 }
 
 /// The clusters of a persistent grid for `m x n` (as many as can be resident on this PE's SMs,
-/// at most one a cluster tile; see the body for PEs sharing a GPU): the occupancy query
-/// compiles and loads the specialization if it is not yet.
+/// at most one a cluster tile): the occupancy query compiles and loads the specialization if it
+/// is not yet.
 /// A plan that launches often asks once and keeps the answer in [`GemmConfig::clusters`].
 pub(crate) fn persistent_clusters(
     pgas: &Pgas,
@@ -398,15 +398,8 @@ pub(crate) fn persistent_clusters(
     };
     // Where PEs share the GPU under CUDA MPS, this process runs on its share of the SMs
     // (`sm_count`) while the occupancy query answers for the whole GPU: the grid takes one
-    // cluster a share's SMs can hold (docs/runtime.md, "Several ranks on one GPU"). A kernel that
-    // waits for the all-gather's copies leaves one cluster's SMs to them: between PEs on one GPU
-    // they are copies within the device, which may run on SMs, and a grid holding every SM of
-    // the share while it waits for them could wait for ever.
+    // cluster a share's SMs can hold (docs/runtime.md, "Several ranks on one GPU").
     let share = (pgas.sm_count()? as u32 / cfg.cluster).max(1);
-    let share = match rows {
-        Chunking::Gather if pgas_runtime::launch::mps_share() => share.saturating_sub(1).max(1),
-        _ => share,
-    };
     Ok(resident.min(tiles).min(share))
 }
 

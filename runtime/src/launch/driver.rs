@@ -127,7 +127,7 @@ fn allow_dynamic_shared(f: Function, bytes: u32, ctx: &CudaContext) -> Result<()
 /// never finished with 4 PEs on one H200, at 25% and at 20% each, where a block an SM of the
 /// share ran (`docs/runtime.md`, "Several ranks on one GPU"). So there a collective grid counts
 /// one block an SM: a larger one is [`Error::CollectiveGrid`], not a hang.
-pub fn mps_share() -> bool {
+fn mps_share() -> bool {
     static SHARE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SHARE.get_or_init(|| {
         partial_share(

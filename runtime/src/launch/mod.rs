@@ -17,7 +17,6 @@ pub use amo::{AmoElem, AmoInt};
 pub use args::{KernelArgs, KernelScalar, MAX_LOCAL_BUFFERS, MAX_PARAMS};
 pub use bare::Bare;
 pub use config::{LaunchConfig, MAX_CLUSTER_BLOCKS};
-pub use driver::mps_share;
 pub use entry::{launch, max_active_clusters};
 #[doc(hidden)]
 pub use multicast::MULTICAST_STORE_SOURCE;
