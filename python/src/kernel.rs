@@ -229,6 +229,145 @@ fn scalar(ty: &str, name: &str, value: &Bound<'_, PyAny>) -> PyResult<ScalarPush
     })
 }
 
+impl Kernel {
+    /// Each parameter's Python value, in declaration order: positional ones first (the comptime
+    /// ones are named only), then by name; every one present.
+    fn bind<'py>(
+        &self,
+        args: &Bound<'py, PyTuple>,
+        named: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let spec = self.spec;
+        let mut values: Vec<Option<Bound<'py, PyAny>>> = vec![None; spec.params.len()];
+        let mut positional = args.iter();
+        for (slot, p) in values.iter_mut().zip(spec.params) {
+            if !matches!(p.kind, ParamKind::Comptime(_)) {
+                *slot = positional.next();
+            }
+        }
+        if positional.next().is_some() {
+            return Err(misuse(format!(
+                "{}: too many arguments; it takes {:?}",
+                spec.rust_name,
+                self.params()
+            )));
+        }
+        if let Some(named) = named {
+            for (key, value) in named.iter() {
+                let key: String = key.extract()?;
+                let at = spec
+                    .params
+                    .iter()
+                    .position(|p| p.name == key)
+                    .ok_or_else(|| misuse(format!("{}: no parameter {key:?}", spec.rust_name)))?;
+                if values[at].replace(value).is_some() {
+                    return Err(misuse(format!(
+                        "{}: parameter {key} given twice",
+                        spec.rust_name
+                    )));
+                }
+            }
+        }
+        values
+            .into_iter()
+            .zip(spec.params)
+            .map(|(value, p)| {
+                value.ok_or_else(|| {
+                    misuse(format!(
+                        "{}: parameter {} is missing",
+                        spec.rust_name, p.name
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    /// The comptime parameters' values, in declaration order.
+    fn comptime_values(&self, values: &[Bound<'_, PyAny>]) -> PyResult<Vec<i128>> {
+        let mut comptime = Vec::new();
+        for (value, p) in values.iter().zip(self.spec.params) {
+            if let ParamKind::Comptime(ty) = p.kind {
+                let v = if ty == "bool" {
+                    i128::from(value.extract::<bool>()?)
+                } else {
+                    value.extract::<i128>().map_err(|_| {
+                        misuse(format!("comptime parameter {} ({ty}) takes an int", p.name))
+                    })?
+                };
+                comptime.push(v);
+            }
+        }
+        Ok(comptime)
+    }
+
+    /// The `pgas.Tensor` of each symmetric parameter (`None` for the others).
+    fn tensors<'py>(
+        &self,
+        values: &[Bound<'py, PyAny>],
+    ) -> PyResult<Vec<Option<PyRef<'py, Tensor>>>> {
+        let spec = self.spec;
+        values
+            .iter()
+            .zip(spec.params)
+            .map(|(v, p)| match p.kind {
+                ParamKind::Sym { .. } => v.extract::<PyRef<'_, Tensor>>().map(Some).map_err(|_| {
+                    misuse(format!(
+                        "{}: parameter {} takes a pgas.Tensor (symmetric memory), not {}",
+                        spec.rust_name,
+                        p.name,
+                        v.get_type()
+                            .name()
+                            .map(|n| n.to_string())
+                            .unwrap_or_default()
+                    ))
+                }),
+                _ => Ok(None),
+            })
+            .collect()
+    }
+
+    /// What each non-comptime parameter pushes at launch, checked against its declaration.
+    fn pushes<'t>(
+        &self,
+        values: &[Bound<'_, PyAny>],
+        tensors: &'t [Option<PyRef<'_, Tensor>>],
+    ) -> PyResult<Vec<Push<'t>>> {
+        let spec = self.spec;
+        let mut pushes: Vec<Push<'t>> = Vec::new();
+        for ((value, p), tensor) in values.iter().zip(spec.params).zip(tensors) {
+            pushes.push(match p.kind {
+                ParamKind::Sym { elem, .. } => {
+                    let t: &Tensor = tensor.as_deref().expect("extracted by `tensors`");
+                    if dtype::rust_elem(t.dtype) != Some(elem) {
+                        return Err(misuse(format!(
+                            "{}: parameter {} is SymTensor<{elem}>, and the tensor given is {}",
+                            spec.rust_name, p.name, t.dtype
+                        )));
+                    }
+                    Push::Sym(t)
+                }
+                ParamKind::Scalar(ty) => Push::Scalar(scalar(ty, p.name, value)?),
+                ParamKind::Team => Push::Team(value.extract::<PyRef<'_, Team>>()?.team),
+                ParamKind::Comptime(_) => continue,
+                ParamKind::Local { .. } | ParamKind::TensorMap(_) | ParamKind::TensorMapMut(_) => {
+                    return Err(misuse(format!(
+                        "{}: parameter {} is a {}, which pgas.kernel cannot pass from Python yet: \
+                         declare it a SymTensor (symmetric memory from pgas.alloc)",
+                        spec.rust_name,
+                        p.name,
+                        self.params()
+                            .into_iter()
+                            .find(|(n, _)| *n == p.name)
+                            .map(|(_, k)| k)
+                            .unwrap_or_default()
+                    )))
+                }
+            });
+        }
+        Ok(pushes)
+    }
+}
+
 #[pymethods]
 impl Kernel {
     /// The kernel's Rust name.
@@ -294,60 +433,10 @@ impl Kernel {
         checked: bool,
         named: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
-        let spec = self.spec;
         let cfg = LaunchConfig::dims(dims(grid, "grid")?, dims(block, "block")?)
             .with_shared_mem(shared_mem);
-        // Each parameter's Python value, in declaration order: positional ones first (the
-        // comptime ones are named only), then by name.
-        let mut values: Vec<Option<Bound<'_, PyAny>>> = vec![None; spec.params.len()];
-        let mut positional = args.iter();
-        for (slot, p) in values.iter_mut().zip(spec.params) {
-            if !matches!(p.kind, ParamKind::Comptime(_)) {
-                *slot = positional.next();
-            }
-        }
-        if positional.next().is_some() {
-            return Err(misuse(format!(
-                "{}: too many arguments; it takes {:?}",
-                spec.rust_name,
-                self.params()
-            )));
-        }
-        if let Some(named) = named {
-            for (key, value) in named.iter() {
-                let key: String = key.extract()?;
-                let at = spec
-                    .params
-                    .iter()
-                    .position(|p| p.name == key)
-                    .ok_or_else(|| misuse(format!("{}: no parameter {key:?}", spec.rust_name)))?;
-                if values[at].replace(value).is_some() {
-                    return Err(misuse(format!(
-                        "{}: parameter {key} given twice",
-                        spec.rust_name
-                    )));
-                }
-            }
-        }
-        let mut comptime: Vec<i128> = Vec::new();
-        for (value, p) in values.iter().zip(spec.params) {
-            let Some(value) = value else {
-                return Err(misuse(format!(
-                    "{}: parameter {} is missing",
-                    spec.rust_name, p.name
-                )));
-            };
-            if let ParamKind::Comptime(ty) = p.kind {
-                let v = if ty == "bool" {
-                    i128::from(value.extract::<bool>()?)
-                } else {
-                    value.extract::<i128>().map_err(|_| {
-                        misuse(format!("comptime parameter {} ({ty}) takes an int", p.name))
-                    })?
-                };
-                comptime.push(v);
-            }
-        }
+        let values = self.bind(args, named)?;
+        let comptime = self.comptime_values(&values)?;
         let variant = if checked {
             Variant::Checked
         } else {
@@ -355,58 +444,9 @@ impl Kernel {
         };
         // The tensors are looked up in the registry (and the teams read) with the GIL held;
         // the launch itself runs without it, on the call's stream.
-        let tensors: Vec<Option<PyRef<'_, Tensor>>> = values
-            .iter()
-            .zip(spec.params)
-            .map(|(v, p)| match (v, p.kind) {
-                (Some(v), ParamKind::Sym { .. }) => {
-                    v.extract::<PyRef<'_, Tensor>>().map(Some).map_err(|_| {
-                        misuse(format!(
-                            "{}: parameter {} takes a pgas.Tensor (symmetric memory), not {}",
-                            spec.rust_name,
-                            p.name,
-                            v.get_type()
-                                .name()
-                                .map(|n| n.to_string())
-                                .unwrap_or_default()
-                        ))
-                    })
-                }
-                _ => Ok(None),
-            })
-            .collect::<PyResult<_>>()?;
-        let mut pushes: Vec<Push<'_>> = Vec::new();
-        for ((value, p), tensor) in values.iter().zip(spec.params).zip(&tensors) {
-            let value = value.as_ref().expect("checked above");
-            pushes.push(match p.kind {
-                ParamKind::Sym { elem, .. } => {
-                    let t: &Tensor = tensor.as_ref().expect("extracted above");
-                    if dtype::rust_elem(t.dtype) != Some(elem) {
-                        return Err(misuse(format!(
-                            "{}: parameter {} is SymTensor<{elem}>, and the tensor given is {}",
-                            spec.rust_name, p.name, t.dtype
-                        )));
-                    }
-                    Push::Sym(t)
-                }
-                ParamKind::Scalar(ty) => Push::Scalar(scalar(ty, p.name, value)?),
-                ParamKind::Team => Push::Team(value.extract::<PyRef<'_, Team>>()?.team),
-                ParamKind::Comptime(_) => continue,
-                ParamKind::Local { .. } | ParamKind::TensorMap(_) | ParamKind::TensorMapMut(_) => {
-                    return Err(misuse(format!(
-                        "{}: parameter {} is a {}, which pgas.kernel cannot pass from Python yet: \
-                         declare it a SymTensor (symmetric memory from pgas.alloc)",
-                        spec.rust_name,
-                        p.name,
-                        self.params()
-                            .into_iter()
-                            .find(|(n, _)| *n == p.name)
-                            .map(|(_, k)| k)
-                            .unwrap_or_default()
-                    )))
-                }
-            });
-        }
+        let tensors = self.tensors(&values)?;
+        let pushes = self.pushes(&values, &tensors)?;
+        let spec = self.spec;
         run(py, stream, |call| {
             let mut kargs = KernelArgs::new();
             for push in &pushes {

@@ -193,42 +193,10 @@ impl Attention {
         v: &CudaSlice<bf16>,
         checked: bool,
     ) -> crate::Result<()> {
+        let kv_rows = self.check_lengths([o.len(), lse.len(), q.len(), k.len(), v.len()])?;
         let p = &self.params;
-        let (tq, tk) = self.tokens();
+        let (tq, _) = self.tokens();
         let (d, hq, hkv) = (p.head_dim, p.heads_q, p.heads_kv);
-        if tq > 0 && tk == 0 {
-            return refuse(
-                NAME,
-                format!(
-                "a batch of {tq} query tokens and no key at all: give at least one sequence a key"
-            ),
-            );
-        }
-        // K and V may hold more tokens than the key ranges read (a range of a larger buffer).
-        let kv_rows = k.len() / (hkv * d);
-        for (what, len, want, exact) in [
-            ("Q", q.len(), tq * hq * d, true),
-            ("O", o.len(), tq * hq * d, true),
-            ("K", k.len(), tk * hkv * d, false),
-            ("V", v.len(), kv_rows * hkv * d, true),
-            ("LSE", lse.len(), tq * hq, true),
-        ] {
-            let whole = len.is_multiple_of(hkv * d);
-            if (exact && len != want) || (!exact && (len < want || !whole)) {
-                return refuse(
-                    NAME,
-                    format!(
-                    "{what} has {len} elements where the batch's {tq} query tokens and keys up \
-                     to token {tk}, {hq} query and {hkv} key heads of {d} need {}{want}",
-                    if exact {
-                        ""
-                    } else {
-                        "whole tokens and at least "
-                    }
-                ),
-                );
-            }
-        }
         if tq == 0 {
             return Ok(());
         }
@@ -295,6 +263,48 @@ impl Attention {
                 )
             }
         }
+    }
+
+    /// Checks the lengths of `[o, lse, q, k, v]` against the batch ([`Attention::run`]'s
+    /// layouts) and returns the token rows K and V hold.
+    fn check_lengths(&self, [o, lse, q, k, v]: [usize; 5]) -> crate::Result<usize> {
+        let p = &self.params;
+        let (tq, tk) = self.tokens();
+        let (d, hq, hkv) = (p.head_dim, p.heads_q, p.heads_kv);
+        if tq > 0 && tk == 0 {
+            return refuse(
+                NAME,
+                format!(
+                "a batch of {tq} query tokens and no key at all: give at least one sequence a key"
+            ),
+            );
+        }
+        // K and V may hold more tokens than the key ranges read (a range of a larger buffer).
+        let kv_rows = k / (hkv * d);
+        for (what, len, want, exact) in [
+            ("Q", q, tq * hq * d, true),
+            ("O", o, tq * hq * d, true),
+            ("K", k, tk * hkv * d, false),
+            ("V", v, kv_rows * hkv * d, true),
+            ("LSE", lse, tq * hq, true),
+        ] {
+            let whole = len.is_multiple_of(hkv * d);
+            if (exact && len != want) || (!exact && (len < want || !whole)) {
+                return refuse(
+                    NAME,
+                    format!(
+                    "{what} has {len} elements where the batch's {tq} query tokens and keys up \
+                     to token {tk}, {hq} query and {hkv} key heads of {d} need {}{want}",
+                    if exact {
+                        ""
+                    } else {
+                        "whole tokens and at least "
+                    }
+                ),
+                );
+            }
+        }
+        Ok(kv_rows)
     }
 }
 
