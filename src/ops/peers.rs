@@ -4,7 +4,7 @@
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::DeviceRepr;
 
-use crate::{Result, SymTensor};
+use crate::{Error, Pgas, Result, SymTensor};
 
 /// `t`'s address on every PE (NVLink-mapped), by PE; 0 where it is not mapped here (callers
 /// refuse those first, with [`crate::Pgas::first_unreachable`]).
@@ -12,4 +12,25 @@ pub(super) fn addresses<T: DeviceRepr>(t: &SymTensor<T>, n_pes: usize) -> Result
     (0..n_pes)
         .map(|pe| Ok(t.peer(pe)?.map_or(0, |v| v.as_device_ptr())))
         .collect()
+}
+
+/// The most PEs that run on one GPU (compared by the device's UUID, gathered from every PE): 1
+/// where each PE has its own. Collective.
+pub(super) fn most_on_one_gpu(pgas: &Pgas) -> Result<usize> {
+    let uuid = pgas
+        .cuda()
+        .uuid()
+        .map_err(Error::cuda("reading the GPU's UUID"))?;
+    let bytes: Vec<u8> = uuid.bytes.iter().map(|&b| b as u8).collect();
+    let words = [
+        u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default()),
+        u64::from_le_bytes(bytes[8..].try_into().unwrap_or_default()),
+    ];
+    let all = super::agree::gather_words(pgas, &words)?;
+    let gpus: Vec<&[u64]> = all.chunks(2).collect();
+    Ok(gpus
+        .iter()
+        .map(|g| gpus.iter().filter(|h| h == &g).count())
+        .max()
+        .unwrap_or(1))
 }

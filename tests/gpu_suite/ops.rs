@@ -142,14 +142,27 @@ pub(crate) fn hopper(p: &Pgas) -> pgas::Result<bool> {
     Ok(crate::util::compute_major(p)? == 9)
 }
 
+/// Whether `AllGatherMatmul`'s one-kernel path is refused here, as where more than 2 PEs share
+/// a GPU (a known fault, `docs/faults.md`): every PE gets the same answer. Collective.
+fn one_kernel_refused(p: &Pgas) -> pgas::Result<bool> {
+    if !hopper(p)? || p.n_pes() < 2 {
+        return Ok(false);
+    }
+    let mut op = AllGatherMatmul::new(p, (128, 64, 64))?;
+    Ok(matches!(op.set_gemm(GemmPath::PgasOneKernel),
+        Err(e) if e.to_string().contains("share one GPU") && e.to_string().contains("Fix:")))
+}
+
 /// `AllGatherMatmul` on `pgas::gemm`: the path `new` starts on (on sm_90 with more than one PE
 /// the one kernel up to 512 rows a PE, the path measured fastest there, cuBLAS above; cuBLAS on
-/// one PE, below sm_90 and for shards that are not whole tiles), then per shard and as one kernel fed by pushes (`set_gemm`), the
-/// same calls as the cuBLAS path; below sm_90 both paths refused on every PE.
+/// one PE, below sm_90, for shards that are not whole tiles and where more than 2 PEs share a
+/// GPU), then per shard and as one kernel fed by pushes (`set_gemm`), the same calls as the
+/// cuBLAS path; below sm_90 both paths refused on every PE, the one kernel where PEs crowd a GPU.
 fn ag_matmul_pgas_paths(p: &Pgas) -> CaseResult {
     let (mp, n, k) = (256, 128, 128);
     let bt: Vec<bf16> = (0..n * k).map(|i| small(i, 5)).collect();
-    let fastest = if hopper(p)? && p.n_pes() > 1 {
+    let refused = one_kernel_refused(p)?;
+    let fastest = if hopper(p)? && p.n_pes() > 1 && !refused {
         GemmPath::PgasOneKernel
     } else {
         GemmPath::Cublas
@@ -173,9 +186,11 @@ fn ag_matmul_pgas_paths(p: &Pgas) -> CaseResult {
     for path in [GemmPath::PgasPerShard, GemmPath::PgasOneKernel] {
         let mut op = AllGatherMatmul::new(p, (mp, n, k))?;
         if let Err(e) = op.set_gemm(path) {
-            ensure(!hopper(p)? && e.to_string().contains("sm_90a"), || {
-                format!("{path:?} was refused: {e}")
-            })?;
+            let crowded = refused && path == GemmPath::PgasOneKernel;
+            ensure(
+                crowded || !hopper(p)? && e.to_string().contains("sm_90a"),
+                || format!("{path:?} was refused: {e}"),
+            )?;
             continue;
         }
         ensure(op.gemm_path() == path, || {
@@ -192,7 +207,8 @@ fn ag_matmul_pgas_paths(p: &Pgas) -> CaseResult {
 /// place); in 3 pieces of one K step each, with shards of 384 rows (no whole cluster tile);
 /// in 2 pieces of 128-row shards. Then the refusals, each an `Err` on every PE that leaves the
 /// plan as it was: a count that does not divide K / 64, 0, more than 16, counts that differ
-/// between PEs, and `set_pieces` off the one-kernel path. Below sm_90 only the last runs.
+/// between PEs, and `set_pieces` off the one-kernel path. Below sm_90, and where the one kernel
+/// is refused (more than 2 PEs on a GPU), only the last runs.
 fn ag_matmul_pieces(p: &Pgas) -> CaseResult {
     let (me, np) = (p.my_pe(), p.n_pes());
     let mut cublas = AllGatherMatmul::new(p, (128, 64, 128))?;
@@ -206,7 +222,7 @@ fn ag_matmul_pieces(p: &Pgas) -> CaseResult {
         format!("the cuBLAS path reports {:?} pieces", cublas.pieces())
     })?;
     drop(cublas);
-    if !hopper(p)? {
+    if !hopper(p)? || one_kernel_refused(p)? {
         return Ok(());
     }
     for (mp, n, k, counts) in [

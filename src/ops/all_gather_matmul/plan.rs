@@ -13,7 +13,7 @@ use crate::ops::cublas::Cublas;
 use crate::ops::gemm_path::{
     agree_path, agree_prepared, off_nvlink, start_on_fastest, Fused as Op, GemmPath,
 };
-use crate::ops::peers::addresses;
+use crate::ops::peers::{addresses, most_on_one_gpu};
 use crate::{Error, Pgas, Result, SymTensor};
 
 /// A plan for `C = allgather_rows(A) · Btᵀ` at one shape: the symmetric gathered buffers, the
@@ -52,7 +52,17 @@ pub struct AllGatherMatmul {
     /// Where a peer is off NVLink: the shard's symmetric copy, which NVSHMEM's `fcollect`
     /// gathers (its proxy carries what no mapping reaches) before one cuBLAS GEMM.
     pub(super) off_node: Option<SymTensor<bf16>>,
+    /// The most PEs on one GPU ([`most_on_one_gpu`]): the one-kernel path is refused above
+    /// [`MAX_SHARING_ONE_KERNEL`].
+    pub(super) crowd: usize,
 }
+
+/// The most PEs on one GPU the one-kernel path runs with. With 4 PEs sharing an H200 under CUDA
+/// MPS, the all-gather + GEMM example's one kernel hung with the GPU idle, and with 8 the suite's
+/// pieces case faulted (`unspecified launch failure`, which ends the process's CUDA context);
+/// with 2 sharing, and with a GPU a PE, every check passed (`docs/faults.md`). Until the cause is
+/// found the path is refused where more PEs share a GPU.
+const MAX_SHARING_ONE_KERNEL: usize = 2;
 
 /// Most pieces a shard may be pushed in on the one-kernel path
 /// ([`AllGatherMatmul::set_pieces`]): `new` allocates this many words a PE, once, so that a
@@ -237,6 +247,7 @@ impl AllGatherMatmul {
             blas,
             fused: None,
             off_node,
+            crowd: most_on_one_gpu(pgas)?,
         };
         start_on_fastest((Op::AllGatherMatmul, np, mp), |path| op.set_gemm(path))?;
         Ok(op)
@@ -258,8 +269,9 @@ impl AllGatherMatmul {
     /// Picks the GEMM of later calls ([`GemmPath`]). Collective: the PEs first agree on the
     /// path (`ops::agree`), so a PE that asks for another, or one where the path cannot run, is
     /// the same `Err` on every PE. A pgas path cannot run where the GPU is not sm_90 or the
-    /// shape is not whole tiles of `pgas::gemm` (shard rows a multiple of 128, N and K of 64);
-    /// nothing is changed then. `GemmPath::PgasOneKernel` pushes each shard in
+    /// shape is not whole tiles of `pgas::gemm` (shard rows a multiple of 128, N and K of 64),
+    /// and the one kernel where more than 2 PEs share a GPU (a known fault,
+    /// `docs/faults.md`); nothing is changed then. `GemmPath::PgasOneKernel` pushes each shard in
     /// [`DEFAULT_PIECES`] pieces ([`AllGatherMatmul::set_pieces`] changes the count).
     pub fn set_gemm(&mut self, path: GemmPath) -> Result<()> {
         if self.off_node.is_some() && path != GemmPath::Cublas {
@@ -269,6 +281,17 @@ impl AllGatherMatmul {
             ));
         }
         let one_kernel = path == GemmPath::PgasOneKernel;
+        if one_kernel && self.crowd > MAX_SHARING_ONE_KERNEL {
+            return Err(Error::Unavailable {
+                what: "all_gather_matmul with GemmPath::PgasOneKernel",
+                reason: format!(
+                    "{} PEs share one GPU here, and with more than {MAX_SHARING_ONE_KERNEL} on a \
+                     GPU the one kernel hangs or faults (a known fault, docs/faults.md). Fix: \
+                     use GemmPath::PgasPerShard or GemmPath::Cublas, or run a PE a GPU",
+                    self.crowd
+                ),
+            });
+        }
         let (mp, n, k) = (self.mp, self.n, self.k);
         let np = self.pgas.n_pes();
         // The rows one GEMM covers: all of C, or a shard. The one-kernel path pushes where the
