@@ -499,6 +499,21 @@ fn with_moe<R>(
     state.with_plan(&key, |_| true, make, f)
 }
 
+/// Runs `f` on the low-latency MoE of `cfg` as an operation of `stream` (the MoE runs on
+/// pgas's stream, ordered with it).
+fn moe_call(
+    py: Python<'_>,
+    stream: Option<&Bound<'_, PyAny>>,
+    cfg: [usize; 4],
+    f: impl FnOnce(&Pgas, &mut LowLatencyMoe) -> PyResult<()> + Send,
+) -> PyResult<()> {
+    with_stream(py, stream, |state, pgas, user| {
+        with_moe(state, pgas, cfg, |ll| {
+            stream::through_pgas_stream(pgas, user, || f(pgas, ll))
+        })
+    })
+}
+
 /// A receive buffer of the low-latency MoE as `pgas.ops.MoE` views it: (name, address, shape,
 /// dtype).
 type MoeView = (&'static str, u64, Vec<usize>, &'static str);
@@ -557,31 +572,26 @@ pub(crate) fn _moe_dispatch(
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let [_, h, k, _] = cfg;
-    with_stream(py, stream, |state, pgas, user| {
-        with_moe(state, pgas, cfg, |ll| {
-            let views = moe_views(ll, pgas.n_pes(), cfg);
-            if let Some((name, ..)) = views.iter().zip(recv).find(|(v, r)| v.1 != *r).map(|p| p.0) {
-                return Err(misuse(format!(
-                    "moe_dispatch: {name} is not the receive buffer of the MoE of {cfg:?} \
-                     ([max_tokens, hidden, top_k, experts_per_pe]); pass the MoE's own \
-                     (pgas.ops.MoE.dispatch does)"
-                )));
-            }
-            // The MoE runs on pgas's stream.
-            stream::through_pgas_stream(pgas, user, || {
-                let s = pgas.stream();
-                // SAFETY: `pgas/_torch_ops.py` passes contiguous CUDA tensors of these lengths
-                // on this device, held by the Python call while the stream runs the kernel.
-                let ([x], [idx], [w]) = unsafe {
-                    (
-                        Borrowed::<bf16>::each(s, [(x, tokens * h)]),
-                        Borrowed::<i32>::each(s, [(idx, tokens * k)]),
-                        Borrowed::<f32>::each(s, [(w, tokens * k)]),
-                    )
-                };
-                ll.dispatch(&x, &idx, &w, tokens).map_err(to_py)
-            })
-        })
+    moe_call(py, stream, cfg, |pgas, ll| {
+        let views = moe_views(ll, pgas.n_pes(), cfg);
+        if let Some((name, ..)) = views.iter().zip(recv).find(|(v, r)| v.1 != *r).map(|p| p.0) {
+            return Err(misuse(format!(
+                "moe_dispatch: {name} is not the receive buffer of the MoE of {cfg:?} \
+                 ([max_tokens, hidden, top_k, experts_per_pe]); pass the MoE's own \
+                 (pgas.ops.MoE.dispatch does)"
+            )));
+        }
+        let s = pgas.stream();
+        // SAFETY: `pgas/_torch_ops.py` passes contiguous CUDA tensors of these lengths on this
+        // device, held by the Python call while the stream runs the kernel.
+        let ([x], [idx], [w]) = unsafe {
+            (
+                Borrowed::<bf16>::each(s, [(x, tokens * h)]),
+                Borrowed::<i32>::each(s, [(idx, tokens * k)]),
+                Borrowed::<f32>::each(s, [(w, tokens * k)]),
+            )
+        };
+        ll.dispatch(&x, &idx, &w, tokens).map_err(to_py)
     })
 }
 
@@ -601,22 +611,18 @@ pub(crate) fn _moe_combine(
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let [_, h, k, _] = cfg;
-    with_stream(py, stream, |state, pgas, user| {
-        with_moe(state, pgas, cfg, |ll| {
-            stream::through_pgas_stream(pgas, user, || {
-                let s = pgas.stream();
-                let rows = [(out, tokens * h), (expert_out, ll.expert_out_len())];
-                // SAFETY: as in `_moe_dispatch`.
-                let ([mut out, expert_out], [idx]) = unsafe {
-                    (
-                        Borrowed::<bf16>::each(s, rows),
-                        Borrowed::<i32>::each(s, [(idx, tokens * k)]),
-                    )
-                };
-                ll.combine(&expert_out, &idx, tokens, &mut out)
-                    .map_err(to_py)
-            })
-        })
+    moe_call(py, stream, cfg, |pgas, ll| {
+        let s = pgas.stream();
+        let rows = [(out, tokens * h), (expert_out, ll.expert_out_len())];
+        // SAFETY: as in `_moe_dispatch`.
+        let ([mut out, expert_out], [idx]) = unsafe {
+            (
+                Borrowed::<bf16>::each(s, rows),
+                Borrowed::<i32>::each(s, [(idx, tokens * k)]),
+            )
+        };
+        ll.combine(&expert_out, &idx, tokens, &mut out)
+            .map_err(to_py)
     })
 }
 
