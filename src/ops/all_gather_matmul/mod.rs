@@ -26,11 +26,11 @@
 //! gathered buffer is never overwritten while read, are in `docs/ops.md`, "All-gather + GEMM".
 //!
 //! The files: `plan.rs` the plan ([`AllGatherMatmul::new`], `set_gemm`) and the one-call form,
-//! `run.rs` a call and its paths, `copies.rs` the copy streams and the GEMMs they feed.
+//! `op.rs` a call and its paths, `copies.rs` the copy streams and the GEMMs they feed.
 
 mod copies;
+mod op;
 mod plan;
-mod run;
 
 pub use plan::{
     all_gather_matmul, pieces_error, shape_error, AllGatherMatmul, DEFAULT_PIECES, MAX_PIECES,

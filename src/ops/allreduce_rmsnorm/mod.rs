@@ -10,13 +10,15 @@
 //!
 //! One-shot, two-shot and low-latency forms, synchronized by a [`crate::coll::Comm`]'s flags:
 //! `docs/ops.md`, "All-reduce + residual add + RMSNorm", explains each protocol. The kernels are
-//! in [`kernels`], the operation in `op.rs`, the host reference in `reference.rs`.
+//! in [`kernels`], the plan in `plan.rs`, the calls in `op.rs`, the host reference in
+//! `reference.rs`.
 
 pub mod kernels;
 mod op;
+mod plan;
 mod reference;
 
-pub use op::{
+pub use plan::{
     AllReduceRmsNorm, LL_AUTO_MAX_BYTES, LL_AUTO_MAX_BYTES_2PE, LL_MAX_BLOCKS, LL_MAX_SHARED_BYTES,
     LL_MAX_SLICES, ONE_SHOT_MAX_BYTES,
 };

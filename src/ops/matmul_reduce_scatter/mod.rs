@@ -32,13 +32,13 @@
 //! `docs/ops.md`, "GEMM + reduce-scatter".
 //!
 //! Files: `sizes.rs` (shapes, chunks, heap), `plan.rs` (the plan, `set_gemm`, the one-call
-//! form), `run.rs` (a call), `kernel.rs` (the owner's reduction).
+//! form), `op.rs` (a call), `kernels.rs` (the owner's reduction).
 
-mod kernel;
+mod kernels;
+mod op;
 mod plan;
-mod run;
 mod sizes;
 
-pub use kernel::add_parts;
+pub use kernels::add_parts;
 pub use plan::{matmul_reduce_scatter, MatmulReduceScatter};
 pub use sizes::{heap_bytes, shape_error, splits_for, CHUNK_ROWS, MAX_SPLITS};

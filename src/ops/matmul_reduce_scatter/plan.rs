@@ -8,7 +8,7 @@ use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
 use half::bf16;
 
-use super::kernel::THREADS;
+use super::kernels::THREADS;
 use super::sizes::{heap_need, shape_error, splits_for};
 use crate::gemm::{self, GemmConfig};
 use crate::ops::cublas::Cublas;

@@ -9,7 +9,7 @@ use cudarc::driver::sys::{self as cu, CUdeviceptr};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
-use super::kernel::add_parts;
+use super::kernels::add_parts;
 use super::MatmulReduceScatter;
 use crate::gemm;
 use crate::ops::stream_sync;
