@@ -26,11 +26,30 @@ pub(super) fn most_on_one_gpu(pgas: &Pgas) -> Result<usize> {
         u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default()),
         u64::from_le_bytes(bytes[8..].try_into().unwrap_or_default()),
     ];
-    let all = super::agree::gather_words(pgas, &words)?;
-    let gpus: Vec<&[u64]> = all.chunks(2).collect();
-    Ok(gpus
-        .iter()
+    Ok(most_alike(&super::agree::gather_words(pgas, &words)?))
+}
+
+/// The largest number of equal UUIDs (two words each) in `uuids`; 1 for none.
+fn most_alike(uuids: &[u64]) -> usize {
+    let gpus: Vec<&[u64]> = uuids.chunks(2).collect();
+    gpus.iter()
         .map(|g| gpus.iter().filter(|h| h == &g).count())
         .max()
-        .unwrap_or(1))
+        .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::most_alike;
+
+    #[test]
+    fn pes_on_one_gpu_are_counted_by_uuid() {
+        assert_eq!(most_alike(&[]), 1);
+        assert_eq!(most_alike(&[1, 2]), 1);
+        // Four PEs on two GPUs, two each; then three of four on one.
+        assert_eq!(most_alike(&[1, 2, 3, 4, 1, 2, 3, 4]), 2);
+        assert_eq!(most_alike(&[7, 7, 7, 8, 7, 7, 7, 7]), 3);
+        // The second word tells GPUs apart too.
+        assert_eq!(most_alike(&[1, 2, 1, 3]), 1);
+    }
 }
