@@ -251,8 +251,8 @@ impl AllReduceRmsNorm {
     }
 
     /// The unfused second half, for an input that is already all-reduced (by NCCL, or
-    /// [`Comm::all_reduce`]): `residual = bf16(reduced + residual)` and
-    /// `out = RMSNorm(residual) * weight`, on this PE only (no exchange, no flags: any PE may
+    /// [`Comm::all_reduce`](crate::coll::Comm::all_reduce)): `residual = bf16(reduced +
+    /// residual)` and `out = RMSNorm(residual) * weight`, on this PE only (no exchange, no flags: any PE may
     /// call it alone), with the same arithmetic as the fused kernel (the same kernel, without
     /// its exchange). Same buffer rules as [`AllReduceRmsNorm::run_on`], but none needs to be
     /// reachable by peers.
