@@ -34,7 +34,7 @@ fn main() -> pgas::Result<()> {
     }
     // The one kernel is unavailable where PEs cannot map each other's memory, and where more
     // than 2 PEs share a GPU (a known fault, docs/faults.md): the error says which.
-    let mut probe = AllGatherMatmul::new(&pgas, (128, 64, 64))?;
+    let mut probe = AllGatherMatmul::new(&pgas, (256, 512, 1024))?;
     if let Err(e @ pgas::Error::Unavailable { .. }) = probe.set_gemm(GemmPath::PgasOneKernel) {
         println!("PE {me}: skipped: {e}, ok");
         return Ok(());

@@ -148,7 +148,8 @@ fn one_kernel_refused(p: &Pgas) -> pgas::Result<bool> {
     if !hopper(p)? || p.n_pes() < 2 {
         return Ok(false);
     }
-    let mut op = AllGatherMatmul::new(p, (128, 64, 64))?;
+    // A shape the one kernel takes (the pieces case's last).
+    let mut op = AllGatherMatmul::new(p, (128, 128, 128))?;
     Ok(matches!(op.set_gemm(GemmPath::PgasOneKernel),
         Err(e) if e.to_string().contains("share one GPU") && e.to_string().contains("Fix:")))
 }
