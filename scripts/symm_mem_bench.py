@@ -17,7 +17,6 @@ Prints a table on rank 0 and one machine-readable line per figure:
 """
 import json
 import os
-import statistics
 import sys
 
 # NVLink multicast stays off on the test machines (see shared/notes/gpu-test-machines.md).
@@ -99,19 +98,8 @@ def bench(rank, n):
                         def run():
                             for _ in range(k):
                                 call(t, out)
-                    run()
-                    torch.cuda.synchronize()
-                    times = []
-                    for _ in range(REPS):
-                        dist.barrier()
-                        start = torch.cuda.Event(enable_timing=True)
-                        end = torch.cuda.Event(enable_timing=True)
-                        start.record()
-                        run()
-                        end.record()
-                        end.synchronize()
-                        times.append(start.elapsed_time(end) * 1e3 / k)
-                    result[mode] = statistics.median(times)
+                    ms = torch_ranks.median_ms(run, warmup=1, reps=REPS)
+                    result[mode] = ms * 1e3 / k
             except Exception as e:  # torch refuses this size or algorithm: record why
                 result["why"] = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
             rows.append(result)

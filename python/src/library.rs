@@ -52,9 +52,10 @@ impl<T> Borrowed<T> {
     ) -> [Borrowed<T>; N] {
         let ctx = stream.context();
         let tracking = ctx.is_event_tracking();
-        // SAFETY: tracking is off only while these handles are made (the state's lock keeps
-        // other pgas calls of this process out), and the handles' memory is ordered by the
-        // caller's stream (above), not by events.
+        // SAFETY: tracking is off only while these handles are made, and their memory is ordered
+        // by the caller's stream (above), not by events. (A cudarc buffer another thread of this
+        // process made in that window would carry no events either; pgas's own symmetric
+        // buffers carry none anyway.)
         unsafe {
             if tracking {
                 ctx.disable_event_tracking();

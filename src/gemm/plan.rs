@@ -392,15 +392,15 @@ pub(crate) fn persistent_clusters(
                 &key.1,
                 launch,
             )?;
+            // Where PEs share the GPU under CUDA MPS, this process runs on its share of the SMs
+            // (`sm_count`) while the occupancy query answers for the whole GPU: the grid takes
+            // one cluster a share's SMs can hold (docs/runtime.md, "Several ranks on one GPU").
+            let r = r.min((pgas.sm_count()? as u32 / cfg.cluster).max(1));
             cache.push((key, r));
             r
         }
     };
-    // Where PEs share the GPU under CUDA MPS, this process runs on its share of the SMs
-    // (`sm_count`) while the occupancy query answers for the whole GPU: the grid takes one
-    // cluster a share's SMs can hold (docs/runtime.md, "Several ranks on one GPU").
-    let share = (pgas.sm_count()? as u32 / cfg.cluster).max(1);
-    Ok(resident.min(tiles).min(share))
+    Ok(resident.min(tiles))
 }
 
 /// The `landed` word of a launch that does not gather (never read), one a CUDA context in

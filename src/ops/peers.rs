@@ -17,6 +17,9 @@ pub(super) fn addresses<T: DeviceRepr>(t: &SymTensor<T>, n_pes: usize) -> Result
 /// The most PEs that run on one GPU (compared by the device's UUID, gathered from every PE): 1
 /// where each PE has its own. Collective.
 pub(super) fn most_on_one_gpu(pgas: &Pgas) -> Result<usize> {
+    if pgas.n_pes() < 2 {
+        return Ok(1);
+    }
     let uuid = pgas
         .cuda()
         .uuid()
