@@ -60,7 +60,7 @@ pub mod prelude {
 /// Items the `#[pgas_kernel]` macro output refers to. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use cudarc::driver::CudaStream;
+    pub use cudarc::driver::{CudaStream, DeviceRepr};
     pub use pgas_runtime::kernel::*;
-    pub use pgas_runtime::launch::{launch, KernelArgs};
+    pub use pgas_runtime::launch::{launch, KernelArgs, KernelScalar};
 }

@@ -9,7 +9,7 @@ use crate::error::{CodegenError, Errors};
 use crate::ir::{Function, Param};
 use crate::prelude::Prelude;
 use crate::types::{BufKind, Scalar, Ty};
-use crate::{emit, error, intrinsics, parse};
+use crate::{emit, error, generic, intrinsics, parse};
 
 /// The file name the macro passes to the compiler; the generated `SPEC` splices `file!()` in
 /// its place (`concat!`), because a proc macro on stable Rust cannot name its source file.
@@ -42,6 +42,8 @@ pub enum ParamKind {
     TensorMapMut(Scalar),
     /// `#[comptime]`: baked into the source by [`specialize`](crate::specialize), not passed at launch.
     Comptime(Scalar),
+    /// `#[comptime] op: ReduceOp`: as `Comptime`, the reduction's code (`ReduceOp::Max as i128`).
+    ComptimeOp,
 }
 
 /// One kernel parameter.
@@ -115,9 +117,9 @@ pub fn compile_syn_file(
     for k in kernels {
         let compiled = kernel_max_threads(k)
             .map_err(|e| vec![CodegenError::from(e)])
-            .and_then(|max_threads| compile_kernel(k, &helpers, max_threads, file_name));
+            .and_then(|max_threads| compile_instances(k, &helpers, max_threads, file_name));
         match compiled {
-            Ok(c) => out.push(c),
+            Ok(c) => out.extend(c.into_iter().map(|(_, k)| k)),
             Err(es) => {
                 for e in es {
                     if seen.insert((e.line(), e.column(), e.message.clone())) {
@@ -175,6 +177,58 @@ fn collect_items<'a>(
     }
 }
 
+/// Compile a kernel, generic or not ([`generic`]): one [`CompiledKernel`] for each type of
+/// its bound, with the type (its `rust_name` is `k::<f32>`), or the one with `None`. An error
+/// that only some types have says which.
+pub fn compile_instances(
+    kernel: &syn::ItemFn,
+    helpers: &[syn::ItemFn],
+    max_threads: Option<u32>,
+    file_name: &str,
+) -> Result<Vec<(Option<Scalar>, CompiledKernel)>, Vec<CodegenError>> {
+    let Some(g) = generic::generic_of(&kernel.sig).map_err(|e| vec![e])? else {
+        return compile_kernel(kernel, helpers, max_threads, file_name).map(|k| vec![(None, k)]);
+    };
+    let mut out = Vec::new();
+    let mut errors: Vec<(CodegenError, Vec<&str>)> = Vec::new();
+    for &ty in g.bound.members {
+        let compiled = generic::instantiate(kernel, &g, ty)
+            .and_then(|f| compile_kernel(&f, helpers, max_threads, file_name));
+        match compiled {
+            Ok(mut k) => {
+                k.rust_name = format!("{}::<{}>", k.rust_name, ty.rust_name());
+                out.push((Some(ty), k));
+            }
+            Err(es) => {
+                for e in es {
+                    let key = (e.line(), e.column(), e.message.clone());
+                    match errors
+                        .iter_mut()
+                        .find(|(x, _)| (x.line(), x.column(), x.message.clone()) == key)
+                    {
+                        Some((_, types)) => types.push(ty.rust_name()),
+                        None => errors.push((e, vec![ty.rust_name()])),
+                    }
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        return Ok(out);
+    }
+    let all = g.bound.members.len();
+    Err(errors
+        .into_iter()
+        .map(|(mut e, types)| {
+            if types.len() < all {
+                e.message
+                    .push_str(&format!(" (with `{}` = {})", g.param, types.join(", ")));
+            }
+            e
+        })
+        .collect())
+}
+
 /// Compile one kernel together with the device functions it may call; `max_threads` is the
 /// kernel's `#[pgas_kernel(max_threads = N)]` (see [`CompiledKernel::max_threads`]). The
 /// phases: lower the functions to IR, check them, gather what the kernel reaches, check its
@@ -185,6 +239,7 @@ pub fn compile_kernel(
     max_threads: Option<u32>,
     file_name: &str,
 ) -> Result<CompiledKernel, Vec<CodegenError>> {
+    let (kernel, helpers) = &generic::monomorphize(kernel, helpers)?;
     let mut errors = Errors::default();
     let mut kf = parse::lower_fn(kernel, true, &mut errors);
     let mut hfs: Vec<Function> = helpers
@@ -368,6 +423,7 @@ fn check_block(
 /// How a checked kernel parameter is passed.
 fn param_kind(p: &Param) -> ParamKind {
     match p.ty {
+        Ty::Enum(_) if p.comptime => ParamKind::ComptimeOp,
         _ if p.comptime => ParamKind::Comptime(p.ty.scalar().unwrap_or(Scalar::I32)),
         Ty::Buf(b) if b.kind == BufKind::Sym => ParamKind::Sym {
             elem: b.elem,
@@ -394,18 +450,51 @@ fn intrinsic_name_clash(name: &str) -> Option<String> {
 
 /// Errors a `#[pgas_device]` function has on its own (its callees unknown yet).
 pub(crate) fn device_errors(item: &syn::ItemFn) -> Vec<CodegenError> {
-    let mut errors = Errors::default();
+    let mut clash = Errors::default();
     if let Some(message) = intrinsic_name_clash(&item.sig.ident.to_string()) {
-        errors.push(item.sig.ident.span(), message);
+        clash.push(item.sig.ident.span(), message);
+        return clash.into_vec();
     }
-    let mut f = parse::lower_fn(item, false, &mut errors);
-    if !errors.is_empty() {
-        return errors.into_vec();
+    let g = match generic::generic_of(&item.sig) {
+        Ok(g) => g,
+        Err(e) => return vec![e],
+    };
+    // A generic function is checked as each of its instances.
+    let instances: Vec<syn::ItemFn> = match &g {
+        None => vec![item.clone()],
+        Some(g) => {
+            let made: Result<Vec<_>, _> = g
+                .bound
+                .members
+                .iter()
+                .map(|&t| generic::instantiate(item, g, t))
+                .collect();
+            match made {
+                Ok(v) => v,
+                Err(e) => return e,
+            }
+        }
+    };
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for inst in &instances {
+        let mut errors = Errors::default();
+        let mut f = parse::lower_fn(inst, false, &mut errors);
+        let found = if !errors.is_empty() {
+            errors.into_vec()
+        } else {
+            match check_fn(&mut f, &HashMap::new(), true) {
+                Ok(_) => Vec::new(),
+                Err(e) => e.into_vec(),
+            }
+        };
+        out.extend(
+            found
+                .into_iter()
+                .filter(|e| seen.insert((e.line(), e.column(), e.message.clone()))),
+        );
     }
-    match check_fn(&mut f, &HashMap::new(), true) {
-        Ok(_) => Vec::new(),
-        Err(e) => e.into_vec(),
-    }
+    out
 }
 
 /// FNV-1a, folded to 32 bits: a short stable hash for symbol names.

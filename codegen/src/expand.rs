@@ -14,8 +14,11 @@
 //! (transitively) is present; then the kernel compiles.
 
 use crate::attr::parse_kernel_attr;
-use crate::compile::{compile_kernel, device_errors, CompiledKernel, ParamKind, FILE_PLACEHOLDER};
+use crate::compile::{
+    compile_instances, device_errors, CompiledKernel, ParamKind, FILE_PLACEHOLDER,
+};
 use crate::error::{CodegenError, Sp};
+use crate::types::Scalar;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::HashSet;
@@ -49,8 +52,11 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         return quote! { #mac! { { #args } { #(#helpers)* } #item_fn } };
     }
     let max_threads = attr.max_threads.as_ref().map(|(n, _)| *n);
-    match compile_kernel(&item_fn, helpers, max_threads, FILE_PLACEHOLDER) {
-        Ok(k) => kernel_module(&item_fn, &k),
+    match compile_instances(&item_fn, helpers, max_threads, FILE_PLACEHOLDER) {
+        Ok(ks) => match ks.as_slice() {
+            [(None, k)] => kernel_module(&item_fn, k),
+            _ => generic_module(&item_fn, &ks),
+        },
         Err(errors) => {
             // A device function with errors of its own reports them where it is declared;
             // do not repeat them here.
@@ -191,6 +197,92 @@ fn kernel_module(f: &syn::ItemFn, k: &CompiledKernel) -> TokenStream {
     let Some(lparams) = launcher_params(f) else {
         return fallback_module(f);
     };
+    let spec = spec_literal(k);
+    let launchers = launchers(f, k, &lparams, quote! {}, quote! { &SPEC });
+    quote! {
+        #(#docs)*
+        #[allow(non_snake_case, dead_code, unused_imports, clippy::all)]
+        #vis mod #name {
+            use super::*;
+
+            /// What the runtime needs to JIT-compile and launch this kernel.
+            pub const SPEC: ::pgas::__private::KernelSpec = #spec;
+
+            #launchers
+        }
+    }
+}
+
+/// The module a generic kernel (`fn k<T: Elem>`) expands to: the trait `Instance`, implemented
+/// by each type of the bound with that instance's `SPEC`, `spec::<T>()`, and the four
+/// launchers, generic over `T: Instance`.
+fn generic_module(f: &syn::ItemFn, ks: &[(Option<Scalar>, CompiledKernel)]) -> TokenStream {
+    let vis = &f.vis;
+    let name = &f.sig.ident;
+    let docs = kept_attrs(f);
+    let (Some(lparams), Some(param)) = (
+        launcher_params(f),
+        f.sig.generics.type_params().next().map(|p| &p.ident),
+    ) else {
+        return fallback_module(f);
+    };
+    let impls = ks.iter().filter_map(|(ty, k)| {
+        let ty = match (*ty)? {
+            Scalar::F16 => quote! { ::pgas::f16 },
+            Scalar::Bf16 => quote! { ::pgas::bf16 },
+            t => {
+                let id = Ident::new(t.rust_name(), Span::call_site());
+                quote! { #id }
+            }
+        };
+        let spec = spec_literal(k);
+        Some(quote! {
+            impl Instance for #ty {
+                const SPEC: &'static ::pgas::__private::KernelSpec = &#spec;
+            }
+        })
+    });
+    let members: Vec<&str> = ks
+        .iter()
+        .filter_map(|(t, _)| Some((*t)?.rust_name()))
+        .collect();
+    let trait_doc = format!(
+        "The types `{name}` is compiled for ({}), each with its own specification.",
+        members.join(", ")
+    );
+    let launchers = launchers(
+        f,
+        &ks[0].1,
+        &lparams,
+        quote! { <#param: Instance> },
+        quote! { <#param as Instance>::SPEC },
+    );
+    quote! {
+        #(#docs)*
+        #[allow(non_snake_case, dead_code, unused_imports, clippy::all)]
+        #vis mod #name {
+            use super::*;
+
+            #[doc = #trait_doc]
+            pub trait Instance: ::pgas::__private::KernelScalar + ::pgas::__private::DeviceRepr {
+                /// What the runtime needs to JIT-compile and launch this instance.
+                const SPEC: &'static ::pgas::__private::KernelSpec;
+            }
+
+            #(#impls)*
+
+            /// The specification of the instance for `T`.
+            pub fn spec<T: Instance>() -> &'static ::pgas::__private::KernelSpec {
+                T::SPEC
+            }
+
+            #launchers
+        }
+    }
+}
+
+/// The `KernelSpec` literal of a compiled kernel.
+fn spec_literal(k: &CompiledKernel) -> TokenStream {
     let rust_name = &k.rust_name;
     let cuda_name = &k.cuda_name;
     let line = k.line as u32;
@@ -201,126 +293,94 @@ fn kernel_module(f: &syn::ItemFn, k: &CompiledKernel) -> TokenStream {
         Some(n) => quote! { ::core::option::Option::Some(#n) },
         None => quote! { ::core::option::Option::None },
     };
-    let mut specs = Vec::new();
-    let mut pushes = Vec::new();
-    let mut comptime = Vec::new();
-    for (p, lp) in k.params.iter().zip(&lparams) {
+    let specs = k.params.iter().map(|p| {
         let pname = &p.name;
-        let (kind, push, value) = param_tokens(p.kind, lp.name);
-        pushes.extend(push);
-        comptime.extend(value);
-        specs.push(quote! { ::pgas::__private::ParamSpec { name: #pname, kind: #kind } });
-    }
-    let launchers = launchers(rust_name, &lparams, &pushes, &comptime);
+        let kind = param_kind_tokens(p.kind);
+        quote! { ::pgas::__private::ParamSpec { name: #pname, kind: #kind } }
+    });
     quote! {
-        #(#docs)*
-        #[allow(non_snake_case, dead_code, unused_imports, clippy::all)]
-        #vis mod #name {
-            use super::*;
-
-            /// What the runtime needs to JIT-compile and launch this kernel.
-            pub const SPEC: ::pgas::__private::KernelSpec = ::pgas::__private::KernelSpec {
-                rust_name: #rust_name,
-                cuda_name: #cuda_name,
-                file: ::core::file!(),
-                line: #line,
-                plain_source: #plain,
-                checked_source: #checked,
-                params: &[#(#specs),*],
-                collective: #collective,
-                max_threads: #max_threads,
-            };
-
-            #launchers
+        ::pgas::__private::KernelSpec {
+            rust_name: #rust_name,
+            cuda_name: #cuda_name,
+            file: ::core::file!(),
+            line: #line,
+            plain_source: #plain,
+            checked_source: #checked,
+            params: &[#(#specs),*],
+            collective: #collective,
+            max_threads: #max_threads,
         }
     }
 }
 
-/// How the parameter `id` of kind `kind` reaches the runtime: its `ParamKind`, then either
-/// the statement that pushes its value into the launch's arguments or, for a comptime one,
-/// its value among the comptime values.
-fn param_tokens(
-    kind: ParamKind,
-    id: &Ident,
-) -> (TokenStream, Option<TokenStream>, Option<TokenStream>) {
+/// A parameter's `ParamKind`, as the spec spells it.
+fn param_kind_tokens(kind: ParamKind) -> TokenStream {
+    let name = |s: Scalar| s.rust_name();
     match kind {
         ParamKind::Sym { elem, mutable } => {
-            let e = elem.rust_name();
-            let push = if mutable {
-                quote! { __pgas_args.push_sym_mut(#id); }
-            } else {
-                quote! { __pgas_args.push_sym(#id); }
-            };
-            let kind = quote! { ::pgas::__private::ParamKind::Sym { elem: #e, mutable: #mutable } };
-            (kind, Some(push), None)
+            let e = name(elem);
+            quote! { ::pgas::__private::ParamKind::Sym { elem: #e, mutable: #mutable } }
         }
         ParamKind::Local { elem, mutable } => {
-            let e = elem.rust_name();
-            let push = if mutable {
-                quote! { __pgas_args.push_local_mut(#id); }
-            } else {
-                quote! { __pgas_args.push_local(#id); }
-            };
-            let kind =
-                quote! { ::pgas::__private::ParamKind::Local { elem: #e, mutable: #mutable } };
-            (kind, Some(push), None)
+            let e = name(elem);
+            quote! { ::pgas::__private::ParamKind::Local { elem: #e, mutable: #mutable } }
         }
         ParamKind::Scalar(s) => {
-            let e = s.rust_name();
-            let push = quote! { __pgas_args.push_scalar(#id); };
-            (
-                quote! { ::pgas::__private::ParamKind::Scalar(#e) },
-                Some(push),
-                None,
-            )
+            let e = name(s);
+            quote! { ::pgas::__private::ParamKind::Scalar(#e) }
         }
-        ParamKind::Team => {
-            let push = quote! { __pgas_args.push_team(#id); };
-            (
-                quote! { ::pgas::__private::ParamKind::Team },
-                Some(push),
-                None,
-            )
-        }
+        ParamKind::Team => quote! { ::pgas::__private::ParamKind::Team },
         ParamKind::TensorMap(s) => {
-            let e = s.rust_name();
-            let push = quote! { __pgas_args.push_tensor_map(#id); };
-            (
-                quote! { ::pgas::__private::ParamKind::TensorMap(#e) },
-                Some(push),
-                None,
-            )
+            let e = name(s);
+            quote! { ::pgas::__private::ParamKind::TensorMap(#e) }
         }
         ParamKind::TensorMapMut(s) => {
-            let e = s.rust_name();
-            let push = quote! { __pgas_args.push_tensor_map_mut(#id); };
-            (
-                quote! { ::pgas::__private::ParamKind::TensorMapMut(#e) },
-                Some(push),
-                None,
-            )
+            let e = name(s);
+            quote! { ::pgas::__private::ParamKind::TensorMapMut(#e) }
         }
         ParamKind::Comptime(s) => {
-            let e = s.rust_name();
-            let value = quote! { (#id) as i128 };
-            (
-                quote! { ::pgas::__private::ParamKind::Comptime(#e) },
-                None,
-                Some(value),
-            )
+            let e = name(s);
+            quote! { ::pgas::__private::ParamKind::Comptime(#e) }
         }
+        ParamKind::ComptimeOp => quote! { ::pgas::__private::ParamKind::Comptime("ReduceOp") },
     }
+}
+
+/// How the parameter `id` reaches the launch: the statement that pushes its value into the
+/// launch's arguments, or for a comptime one its value among the comptime values.
+fn param_push(kind: ParamKind, id: &Ident) -> Result<TokenStream, TokenStream> {
+    Ok(match kind {
+        ParamKind::Sym { mutable: true, .. } => quote! { __pgas_args.push_sym_mut(#id); },
+        ParamKind::Sym { .. } => quote! { __pgas_args.push_sym(#id); },
+        ParamKind::Local { mutable: true, .. } => quote! { __pgas_args.push_local_mut(#id); },
+        ParamKind::Local { .. } => quote! { __pgas_args.push_local(#id); },
+        ParamKind::Scalar(_) => quote! { __pgas_args.push_scalar(#id); },
+        ParamKind::Team => quote! { __pgas_args.push_team(#id); },
+        ParamKind::TensorMap(_) => quote! { __pgas_args.push_tensor_map(#id); },
+        ParamKind::TensorMapMut(_) => quote! { __pgas_args.push_tensor_map_mut(#id); },
+        ParamKind::Comptime(_) | ParamKind::ComptimeOp => return Err(quote! { (#id) as i128 }),
+    })
 }
 
 /// The kernel module's launchers: `launch` (checked variant), `launch_unchecked` (plain), and
-/// the two `_on` forms on a given stream; each pushes the arguments (`pushes`) and passes the
-/// comptime values (`comptime`).
+/// the two `_on` forms on a given stream; each pushes the arguments of `k`'s parameters and
+/// passes their comptime values to the launch of `spec`. `generics`: the launchers' own
+/// (`<T: Instance>` for a generic kernel).
 fn launchers(
-    rust_name: &str,
+    f: &syn::ItemFn,
+    k: &CompiledKernel,
     lparams: &[LauncherParam<'_>],
-    pushes: &[TokenStream],
-    comptime: &[TokenStream],
+    generics: TokenStream,
+    spec: TokenStream,
 ) -> TokenStream {
+    let rust_name = &f.sig.ident;
+    let (mut pushes, mut comptime) = (Vec::new(), Vec::new());
+    for (p, lp) in k.params.iter().zip(lparams) {
+        match param_push(p.kind, lp.name) {
+            Ok(push) => pushes.push(push),
+            Err(value) => comptime.push(value),
+        }
+    }
     let sig_params: Vec<TokenStream> = lparams
         .iter()
         .map(|p| {
@@ -334,7 +394,7 @@ fn launchers(
         quote! {
             let mut __pgas_args = ::pgas::__private::KernelArgs::new();
             #(#pushes)*
-            ::pgas::__private::launch(pgas, &SPEC, #variant, &[#(#comptime),*], cfg, #stream, &mut __pgas_args)
+            ::pgas::__private::launch(pgas, #spec, #variant, &[#(#comptime),*], cfg, #stream, &mut __pgas_args)
         }
     };
     let none = quote! { ::core::option::Option::None };
@@ -347,17 +407,17 @@ fn launchers(
     let b4 = body(plain_v, some);
     quote! {
         #[doc = #launch_doc]
-        pub fn launch(pgas: &::pgas::Pgas, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+        pub fn launch #generics (pgas: &::pgas::Pgas, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
             #b1
         }
 
         #[doc = #unchecked_doc]
-        pub unsafe fn launch_unchecked(pgas: &::pgas::Pgas, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+        pub unsafe fn launch_unchecked #generics (pgas: &::pgas::Pgas, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
             #b2
         }
 
         /// Like `launch`, on `stream`.
-        pub fn launch_on(pgas: &::pgas::Pgas, stream: &::pgas::__private::CudaStream, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+        pub fn launch_on #generics (pgas: &::pgas::Pgas, stream: &::pgas::__private::CudaStream, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
             #b3
         }
 
@@ -365,7 +425,7 @@ fn launchers(
         ///
         /// # Safety
         /// An out-of-bounds index or PE in the kernel is undefined behavior.
-        pub unsafe fn launch_unchecked_on(pgas: &::pgas::Pgas, stream: &::pgas::__private::CudaStream, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
+        pub unsafe fn launch_unchecked_on #generics (pgas: &::pgas::Pgas, stream: &::pgas::__private::CudaStream, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
             #b4
         }
     }

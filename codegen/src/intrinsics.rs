@@ -182,8 +182,13 @@ pub enum Arg {
     SignalOp,
     /// `Cmp::Eq` ... `Cmp::Le`.
     Cmp,
-    /// `ReduceOp::Sum` ... `ReduceOp::Xor` (bit operations on integer types only).
+    /// `ReduceOp::Sum` ... `ReduceOp::Xor` (bit operations on integer types only), or for
+    /// pgas's own collectives (`pgas_op_{op}` in the template) the kernel's
+    /// `#[comptime] op: ReduceOp`.
     ReduceOp,
+    /// Any value of type `ReduceOp`: a variant, a `#[comptime]` parameter, a device function's
+    /// parameter (emitted as its code).
+    ReduceOpValue,
     /// A mutable symmetric buffer or slice of `T`: a remote destination.
     RemoteDst,
     /// A symmetric buffer or slice of `T`: a remote source, or a collective's source.
@@ -299,7 +304,7 @@ impl Arg {
             Arg::Value => format!("{name}: T"),
             Arg::SignalOp => format!("{name}: SignalOp"),
             Arg::Cmp => format!("{name}: Cmp"),
-            Arg::ReduceOp => format!("{name}: ReduceOp"),
+            Arg::ReduceOp | Arg::ReduceOpValue => format!("{name}: ReduceOp"),
             Arg::RemoteDst => format!("{name}: &mut SymTensor<T>"),
             Arg::SymSrc => format!("{name}: &SymTensor<T>"),
             Arg::AnySrc => format!("{name}: &[T]"),
@@ -1004,6 +1009,8 @@ pub static INTRINSICS: &[Intrinsic] = &[
         "Smaller of two values (floats ignore a NaN, like Rust)."),
     row("max", G::Math, F::Both, &[("a", A::Value), ("b", A::Value)], R::Elem, S::Thread, MAX, "{T}({0}, {1})", N::None, false,
         "Larger of two values (floats ignore a NaN, like Rust)."),
+    row("combine", G::Math, F::Free, &[("op", A::ReduceOpValue), ("a", A::Value), ("b", A::Value)], R::Elem, S::Thread, REDUCE, "pgas_combine({0}, {1}, {2})", N::None, false,
+        "`a` and `b` combined by the reduction `op` (`a + b` for `ReduceOp::Sum`, `min(a, b)` for `Min`, ...; the bitwise ones on integers only), as the collectives reduce. `op` may be a variant, a kernel's `#[comptime] op: ReduceOp` or a device function's `ReduceOp` parameter; a constant one folds to the one operation."),
     row("powf", G::Math, F::Both, &[("x", A::Value), ("y", A::Value)], R::Elem, S::Thread, FLOAT, "pow{T}({0}, {1})", N::None, false,
         "x^y."),
     row("powi", G::Math, F::Both, &[("x", A::Value), ("n", A::Exact(Scalar::I32))], R::Elem, S::Thread, FLOAT, "pow{T}({0}, ({C}){1})", N::None, false,

@@ -34,6 +34,7 @@ mod docs;
 mod emit;
 mod error;
 mod expand;
+pub mod generic;
 pub mod intrinsics;
 mod ir;
 pub mod nvcall;
@@ -44,8 +45,8 @@ mod template;
 mod types;
 
 pub use compile::{
-    compile_file, compile_kernel, compile_syn_file, CompiledKernel, KernelParam, ParamKind,
-    FILE_PLACEHOLDER,
+    compile_file, compile_instances, compile_kernel, compile_syn_file, CompiledKernel, KernelParam,
+    ParamKind, FILE_PLACEHOLDER,
 };
 pub use docs::intrinsics_markdown;
 pub use error::CodegenError;

@@ -181,6 +181,7 @@ fn param_type(kind: Arg, c: &str) -> Option<String> {
         | Arg::SharedBuf => format!("{c} *"),
         Arg::Signal { .. } => "uint64_t *".into(),
         Arg::ReduceOp
+        | Arg::ReduceOpValue
         | Arg::Bytes16 { .. }
         | Arg::Frag { .. }
         | Arg::Vec16

@@ -130,6 +130,50 @@ template <typename T> __device__ __forceinline__ T pgas_abs(T a) { return a < (T
 __device__ __forceinline__ size_t pgas_min_len(unsigned long long a, unsigned long long b) {
     return (size_t)(a < b ? a : b);
 }
+template <typename A> __device__ __forceinline__ A pgas_op_min2(A a, A b) { return pgas_min(a, b); }
+template <> __device__ __forceinline__ float pgas_op_min2(float a, float b) { return fminf(a, b); }
+template <> __device__ __forceinline__ double pgas_op_min2(double a, double b) { return fmin(a, b); }
+template <typename A> __device__ __forceinline__ A pgas_op_max2(A a, A b) { return pgas_max(a, b); }
+template <> __device__ __forceinline__ float pgas_op_max2(float a, float b) { return fmaxf(a, b); }
+template <> __device__ __forceinline__ double pgas_op_max2(double a, double b) { return fmax(a, b); }
+struct pgas_op_sum { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a + b); } };
+struct pgas_op_prod { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a * b); } };
+struct pgas_op_min { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return pgas_op_min2(a, b); } };
+struct pgas_op_max { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return pgas_op_max2(a, b); } };
+struct pgas_op_and { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a & b); } };
+struct pgas_op_or { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a | b); } };
+struct pgas_op_xor { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a ^ b); } };
+// The reductions by code (`EnumTy::ReduceOp`'s order): a comptime reduction's type, and
+// `combine`'s value, which folds to one operation once the code is a constant. The bitwise
+// ones exist for integers only (the checker and the collectives' host side refuse them on
+// floats, where this would sum).
+template <int N> struct pgas_op_of : pgas_op_sum {};
+template <> struct pgas_op_of<1> : pgas_op_prod {};
+template <> struct pgas_op_of<2> : pgas_op_min {};
+template <> struct pgas_op_of<3> : pgas_op_max {};
+template <> struct pgas_op_of<4> : pgas_op_and {};
+template <> struct pgas_op_of<5> : pgas_op_or {};
+template <> struct pgas_op_of<6> : pgas_op_xor {};
+template <typename A> struct pgas_bits { static constexpr bool value = false; };
+template <> struct pgas_bits<int8_t> { static constexpr bool value = true; };
+template <> struct pgas_bits<int16_t> { static constexpr bool value = true; };
+template <> struct pgas_bits<int32_t> { static constexpr bool value = true; };
+template <> struct pgas_bits<int64_t> { static constexpr bool value = true; };
+template <> struct pgas_bits<uint8_t> { static constexpr bool value = true; };
+template <> struct pgas_bits<uint16_t> { static constexpr bool value = true; };
+template <> struct pgas_bits<uint32_t> { static constexpr bool value = true; };
+template <> struct pgas_bits<uint64_t> { static constexpr bool value = true; };
+template <typename A> __device__ __forceinline__ A pgas_combine(int op, A a, A b) {
+    if (op == 1) return pgas_op_prod::f(a, b);
+    if (op == 2) return pgas_op_min::f(a, b);
+    if (op == 3) return pgas_op_max::f(a, b);
+    if constexpr (pgas_bits<A>::value) {
+        if (op == 4) return pgas_op_and::f(a, b);
+        if (op == 5) return pgas_op_or::f(a, b);
+        if (op == 6) return pgas_op_xor::f(a, b);
+    }
+    return pgas_op_sum::f(a, b);
+}
 ";
 
 /// Helpers of the checked variant: each checks, prints the Rust `file:line` and traps on a
@@ -370,19 +414,6 @@ pub const CHECK_LL_SUPPORT: &str = "__device__ __forceinline__ void pgas_check_l
 pub const LL_SUPPORT: &str = "template <typename T> struct pgas_acc { typedef T type; };
 template <> struct pgas_acc<__half> { typedef float type; };
 template <> struct pgas_acc<__nv_bfloat16> { typedef float type; };
-template <typename A> __device__ __forceinline__ A pgas_op_min2(A a, A b) { return pgas_min(a, b); }
-template <> __device__ __forceinline__ float pgas_op_min2(float a, float b) { return fminf(a, b); }
-template <> __device__ __forceinline__ double pgas_op_min2(double a, double b) { return fmin(a, b); }
-template <typename A> __device__ __forceinline__ A pgas_op_max2(A a, A b) { return pgas_max(a, b); }
-template <> __device__ __forceinline__ float pgas_op_max2(float a, float b) { return fmaxf(a, b); }
-template <> __device__ __forceinline__ double pgas_op_max2(double a, double b) { return fmax(a, b); }
-struct pgas_op_sum { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a + b); } };
-struct pgas_op_prod { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a * b); } };
-struct pgas_op_min { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return pgas_op_min2(a, b); } };
-struct pgas_op_max { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return pgas_op_max2(a, b); } };
-struct pgas_op_and { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a & b); } };
-struct pgas_op_or { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a | b); } };
-struct pgas_op_xor { template <typename A> static __device__ __forceinline__ A f(A a, A b) { return (A)(a ^ b); } };
 // Each 64-bit word is one memory operation of the PTX model: flag (high half) and data (low
 // half) are read from the same write (see LL_SUPPORT's doc in prelude.rs).
 __device__ __forceinline__ void pgas_ll_store(void *p, uint32_t d0, uint32_t d1, uint32_t f) {

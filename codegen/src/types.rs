@@ -161,6 +161,16 @@ impl Scalar {
         matches!(self, Scalar::F16 | Scalar::Bf16)
     }
 
+    /// Bytes of one value.
+    pub fn size(self) -> usize {
+        match self {
+            Scalar::Bool | Scalar::I8 | Scalar::U8 | Scalar::E4m3 | Scalar::E5m2 => 1,
+            Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::Bf16 => 2,
+            Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
+            Scalar::I64 | Scalar::U64 | Scalar::F64 | Scalar::Isize | Scalar::Usize => 8,
+        }
+    }
+
     /// Integers narrower than `int`, whose C arithmetic promotes and must be cast back to wrap
     /// like Rust.
     pub fn is_narrow_int(self) -> bool {
@@ -358,6 +368,16 @@ impl EnumTy {
                 ("Xor", "xor"),
             ],
         }
+    }
+
+    /// A variant's code: its place in [`EnumTy::variants`]. A reduction's code is what a
+    /// `#[comptime] op: ReduceOp` carries (`ReduceOp::Sum as i128` on the host: the runtime's
+    /// enum lists them in this order) and the prelude's `pgas_op_of<code>` names.
+    pub fn code(self, variant: &str) -> usize {
+        self.variants()
+            .iter()
+            .position(|(n, _)| *n == variant)
+            .unwrap_or(0)
     }
 
     /// The enum a Rust name denotes.

@@ -161,6 +161,8 @@ fn param_kind(kind: CgKind) -> ParamKind {
         CgKind::TensorMap(s) => ParamKind::TensorMap(name(s)),
         CgKind::TensorMapMut(s) => ParamKind::TensorMapMut(name(s)),
         CgKind::Comptime(s) => ParamKind::Comptime(name(s)),
+        // A reduction's code (`ReduceOp`'s order: Sum 0 .. Xor 6), given as an int.
+        CgKind::ComptimeOp => ParamKind::Comptime("ReduceOp"),
     }
 }
 

@@ -11,56 +11,58 @@ use crate::{Error, ReduceOp, Result};
 /// [`Comm::reduce_scatter`](super::Comm::reduce_scatter) and
 /// [`Comm::all_gather`](super::Comm::all_gather): the
 /// 16-bit floats (reduced in `f32`), `f32`, `f64` and the 8- to 64-bit integers (wrapping, as
-/// NVSHMEM's). Sealed.
-pub trait AllReduceElem: CollectiveElem {
+/// NVSHMEM's). Sealed: the types the reducing kernels are instantiated for (`T: Elem`).
+pub trait AllReduceElem:
+    CollectiveElem
+    + kernels::low_latency::Instance
+    + kernels::one_shot::Instance
+    + kernels::two_shot::Instance
+    + kernels::two_shot_ll::Instance
+    + kernels::two_shot_push::Instance
+    + kernels::reduce_scatter::Instance
+    + kernels::low_latency_reduce_scatter::Instance
+{
     #[doc(hidden)]
-    const LOW_LATENCY: &'static KernelSpec;
+    const LOW_LATENCY: &'static KernelSpec = <Self as kernels::low_latency::Instance>::SPEC;
     #[doc(hidden)]
-    const ONE_SHOT: &'static KernelSpec;
+    const ONE_SHOT: &'static KernelSpec = <Self as kernels::one_shot::Instance>::SPEC;
     #[doc(hidden)]
-    const TWO_SHOT: &'static KernelSpec;
+    const TWO_SHOT: &'static KernelSpec = <Self as kernels::two_shot::Instance>::SPEC;
     #[doc(hidden)]
-    const TWO_SHOT_LL: &'static KernelSpec;
+    const TWO_SHOT_LL: &'static KernelSpec = <Self as kernels::two_shot_ll::Instance>::SPEC;
     #[doc(hidden)]
-    const TWO_SHOT_PUSH: &'static KernelSpec;
+    const TWO_SHOT_PUSH: &'static KernelSpec = <Self as kernels::two_shot_push::Instance>::SPEC;
     #[doc(hidden)]
-    const REDUCE_SCATTER: &'static KernelSpec;
+    const REDUCE_SCATTER: &'static KernelSpec = <Self as kernels::reduce_scatter::Instance>::SPEC;
     #[doc(hidden)]
-    const LOW_LATENCY_REDUCE_SCATTER: &'static KernelSpec;
+    const LOW_LATENCY_REDUCE_SCATTER: &'static KernelSpec =
+        <Self as kernels::low_latency_reduce_scatter::Instance>::SPEC;
     /// Whether the bitwise reductions exist for the type (integers).
     #[doc(hidden)]
     const BITS: bool;
 }
 
 macro_rules! elem {
-    ($($t:ty => $m:ident, $bits:literal;)*) => {$(
+    ($($t:ty => $bits:literal;)*) => {$(
         impl AllReduceElem for $t {
-            const LOW_LATENCY: &'static KernelSpec = &kernels::$m::low_latency::SPEC;
-            const ONE_SHOT: &'static KernelSpec = &kernels::$m::one_shot::SPEC;
-            const TWO_SHOT: &'static KernelSpec = &kernels::$m::two_shot::SPEC;
-            const TWO_SHOT_LL: &'static KernelSpec = &kernels::$m::two_shot_ll::SPEC;
-            const TWO_SHOT_PUSH: &'static KernelSpec = &kernels::$m::two_shot_push::SPEC;
-            const REDUCE_SCATTER: &'static KernelSpec = &kernels::$m::reduce_scatter::SPEC;
-            const LOW_LATENCY_REDUCE_SCATTER: &'static KernelSpec =
-                &kernels::$m::low_latency_reduce_scatter::SPEC;
             const BITS: bool = $bits;
         }
     )*};
 }
 
 elem! {
-    f32 => f32_, false;
-    f64 => f64_, false;
-    half::f16 => f16_, false;
-    half::bf16 => bf16_, false;
-    i8 => i8_, true;
-    i16 => i16_, true;
-    i32 => i32_, true;
-    i64 => i64_, true;
-    u8 => u8_, true;
-    u16 => u16_, true;
-    u32 => u32_, true;
-    u64 => u64_, true;
+    f32 => false;
+    f64 => false;
+    half::f16 => false;
+    half::bf16 => false;
+    i8 => true;
+    i16 => true;
+    i32 => true;
+    i64 => true;
+    u8 => true;
+    u16 => true;
+    u32 => true;
+    u64 => true;
 }
 
 /// The comptime code of each reduction in the kernels (see `kernels/`).

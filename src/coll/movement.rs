@@ -1,5 +1,5 @@
 //! Broadcast and all-to-all: the collectives that only move data. Their kernels, and
-//! all-gather's, (`kernels::move8` .. `move64`) exist per element size, not per type, so a call
+//! all-gather's, exist per element size (instances for `u8` .. `u64`), not per type, so a call
 //! passes its buffers as unsigned integers of the element's width.
 
 use cudarc::driver::CudaStream;
@@ -30,29 +30,40 @@ pub(super) struct MoveKernels {
     pub(super) all_to_all_v: &'static KernelSpec,
 }
 
-macro_rules! move_specs {
-    ($($name:ident = $m:ident;)*) => {$(
-        static $name: MoveKernels = MoveKernels {
-            all_gather: &kernels::$m::all_gather::SPEC,
-            all_gather_pull: &kernels::$m::all_gather_pull::SPEC,
-            low_latency_gather: &kernels::$m::low_latency_gather::SPEC,
-            broadcast_one_shot: &kernels::$m::broadcast_one_shot::SPEC,
-            broadcast_two_shot: &kernels::$m::broadcast_two_shot::SPEC,
-            low_latency_broadcast: &kernels::$m::low_latency_broadcast::SPEC,
-            all_to_all: &kernels::$m::all_to_all::SPEC,
-            all_to_all_pull: &kernels::$m::all_to_all_pull::SPEC,
-            low_latency_all_to_all: &kernels::$m::low_latency_all_to_all::SPEC,
-            all_to_all_v: &kernels::$m::all_to_all_v::SPEC,
-        };
-    )*};
+impl MoveKernels {
+    /// The instances for `U`, the unsigned type of one size.
+    const fn of<U>() -> MoveKernels
+    where
+        U: kernels::all_gather::Instance
+            + kernels::all_gather_pull::Instance
+            + kernels::low_latency_gather::Instance
+            + kernels::broadcast_one_shot::Instance
+            + kernels::broadcast_two_shot::Instance
+            + kernels::low_latency_broadcast::Instance
+            + kernels::all_to_all::Instance
+            + kernels::all_to_all_pull::Instance
+            + kernels::low_latency_all_to_all::Instance
+            + kernels::all_to_all_v::Instance,
+    {
+        MoveKernels {
+            all_gather: <U as kernels::all_gather::Instance>::SPEC,
+            all_gather_pull: <U as kernels::all_gather_pull::Instance>::SPEC,
+            low_latency_gather: <U as kernels::low_latency_gather::Instance>::SPEC,
+            broadcast_one_shot: <U as kernels::broadcast_one_shot::Instance>::SPEC,
+            broadcast_two_shot: <U as kernels::broadcast_two_shot::Instance>::SPEC,
+            low_latency_broadcast: <U as kernels::low_latency_broadcast::Instance>::SPEC,
+            all_to_all: <U as kernels::all_to_all::Instance>::SPEC,
+            all_to_all_pull: <U as kernels::all_to_all_pull::Instance>::SPEC,
+            low_latency_all_to_all: <U as kernels::low_latency_all_to_all::Instance>::SPEC,
+            all_to_all_v: <U as kernels::all_to_all_v::Instance>::SPEC,
+        }
+    }
 }
 
-move_specs! {
-    MOVE8 = move8;
-    MOVE16 = move16;
-    MOVE32 = move32;
-    MOVE64 = move64;
-}
+static MOVE8: MoveKernels = MoveKernels::of::<u8>();
+static MOVE16: MoveKernels = MoveKernels::of::<u16>();
+static MOVE32: MoveKernels = MoveKernels::of::<u32>();
+static MOVE64: MoveKernels = MoveKernels::of::<u64>();
 
 /// The kernels for elements of `T`'s size (every collective element type is 1, 2, 4 or 8
 /// bytes).

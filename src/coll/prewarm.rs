@@ -88,18 +88,21 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    /// The kernels a template defines: the `pub fn` names of `kernels/reducing.rs` or
-    /// `kernels/moving.rs` (each a kernel of every type or size module).
+    /// The kernels a file defines: the `pub fn` names of `kernels/reducing.rs` or
+    /// `kernels/moving.rs` (each a generic kernel).
     fn defined(template: &str) -> BTreeSet<&str> {
         template
             .lines()
             .filter_map(|l| l.trim_start().strip_prefix("pub fn "))
-            .filter_map(|l| l.split('(').next())
+            .filter_map(|l| l.split(['<', '(']).next())
             .collect()
     }
 
     fn names(list: &[Prewarm<'static>]) -> BTreeSet<&'static str> {
-        list.iter().map(|p| p.spec.rust_name).collect()
+        // An instance is named `kernel::<T>`.
+        list.iter()
+            .filter_map(|p| p.spec.rust_name.split("::<").next())
+            .collect()
     }
 
     /// The kernels the templates define, the lists that launch and prewarm them (the

@@ -121,6 +121,8 @@ fn specializations(file: &str, k: &CompiledKernel) -> Vec<Spec> {
         .iter()
         .filter_map(|p: &KernelParam| match p.kind {
             ParamKind::Comptime(s) => Some((p.name.as_str(), sample(s))),
+            // `ReduceOp::Max`: a reduction every element type has.
+            ParamKind::ComptimeOp => Some((p.name.as_str(), 3)),
             _ => None,
         })
         .collect();

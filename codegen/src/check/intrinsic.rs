@@ -303,7 +303,10 @@ impl Checker<'_> {
                         true
                     }
                 },
-                Arg::SignalOp | Arg::Cmp | Arg::ReduceOp => self.enum_arg(*kind, a, pname, found),
+                Arg::SignalOp | Arg::Cmp | Arg::ReduceOp => {
+                    self.enum_arg(row, *kind, a, pname, found)
+                }
+                Arg::ReduceOpValue => self.reduce_op_value(a, pname, found),
                 _ => true,
             };
             if !ok {
@@ -315,7 +318,14 @@ impl Checker<'_> {
     /// An operator argument, written as a variant of its enum (`SignalOp::Set`, `Cmp::Eq`,
     /// `ReduceOp::Sum`); a reduction's operator is kept for the row's rules. False when
     /// reported.
-    fn enum_arg(&mut self, kind: Arg, a: &mut Expr, pname: &str, found: &mut Found) -> bool {
+    fn enum_arg(
+        &mut self,
+        row: &Intrinsic,
+        kind: Arg,
+        a: &mut Expr,
+        pname: &str,
+        found: &mut Found,
+    ) -> bool {
         let want = match kind {
             Arg::SignalOp => EnumTy::SignalOp,
             Arg::Cmp => EnumTy::Cmp,
@@ -328,6 +338,17 @@ impl Checker<'_> {
                     found.reduce_op = Some(v);
                 }
                 true
+            }
+            // pgas's own collectives take the reduction as a template argument, which a
+            // comptime reduction names (`pgas_op_of<code>`); NVSHMEM's name it in the function.
+            ExprKind::Var { name, .. }
+                if want == EnumTy::ReduceOp && row.cuda.contains("pgas_op_{op}") =>
+            {
+                let comptime = self.lookup(name).is_some_and(|i| self.locals[i].comptime);
+                if !comptime {
+                    self.errors.push(a.span, format!("`{pname}` must be a `ReduceOp::` variant or the kernel's `#[comptime]` reduction, known when the kernel is compiled; `{name}` is not"));
+                }
+                comptime
             }
             _ => {
                 let list: Vec<String> = want
@@ -342,6 +363,24 @@ impl Checker<'_> {
                 false
             }
         }
+    }
+
+    /// A reduction as a value: any expression of type `ReduceOp` (a variant is kept for the
+    /// row's rules). False when reported.
+    fn reduce_op_value(&mut self, a: &mut Expr, pname: &str, found: &mut Found) -> bool {
+        let want = Ty::Enum(EnumTy::ReduceOp);
+        let t = self.expr(a, Some(want), Ctx::Nested);
+        if let ExprKind::Enum(EnumTy::ReduceOp, v) = &a.kind {
+            found.reduce_op = Some(v);
+        }
+        if t == want || t == Ty::Error {
+            return t == want;
+        }
+        self.errors.push(
+            a.span,
+            format!("`{pname}` is a reduction: `ReduceOp::Sum` ... `ReduceOp::Xor`, or a parameter of type `ReduceOp`"),
+        );
+        false
     }
 
     /// `setmaxnreg_*`'s register count, where it is a literal; false when reported.

@@ -210,6 +210,8 @@ pub(super) fn param_list(f: &Function) -> String {
             }
             Ty::Scalar(s) => parts.push(format!("{} {}", s.c_type(), p.c_name)),
             Ty::Team => parts.push(format!("nvshmem_team_t {}", p.c_name)),
+            // A reduction passed on to a device function: its code.
+            Ty::Enum(_) => parts.push(format!("int {}", p.c_name)),
             // Passed by value in parameter space, where the copy engine reads it (a
             // `__grid_constant__` parameter has an address); `_box` is the tile's rows << 32 |
             // columns, for the checked variant's bounds.

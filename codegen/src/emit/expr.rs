@@ -4,7 +4,7 @@ use super::emitter::{cast, device_fn_name, float_literal, int_literal, Emitter};
 use super::intrinsic::bare;
 use crate::intrinsics::Ret;
 use crate::ir::*;
-use crate::types::{ArrayTy, Scalar, Ty};
+use crate::types::{ArrayTy, EnumTy, Scalar, Ty};
 
 impl Emitter {
     /// A buffer-valued expression as (pointer, length).
@@ -128,6 +128,9 @@ impl Emitter {
             ExprKind::Float(t, _) => float_literal(t, scalar.unwrap_or(Scalar::F64)),
             ExprKind::Bool(b) => b.to_string(),
             ExprKind::Var { c_name, .. } => c_name.clone(),
+            // A reduction as a value (`combine`'s operand, a device function's argument) is its
+            // code; in an NVSHMEM call its name, which `intrinsic.rs` puts in the function name.
+            ExprKind::Enum(EnumTy::ReduceOp, v) => EnumTy::ReduceOp.code(v).to_string(),
             ExprKind::Enum(en, v) => en
                 .variants()
                 .iter()

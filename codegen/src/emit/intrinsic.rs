@@ -19,7 +19,7 @@ impl Emitter {
     ) -> String {
         let mut texts: Vec<String> = Vec::with_capacity(args.len());
         let mut lens: Vec<String> = Vec::with_capacity(args.len());
-        let mut op = "";
+        let mut op = String::new();
         for (i, a) in args.iter().enumerate() {
             let kind = row.args.get(i).map(|(_, k)| *k);
             let (t, l) = self.arg(kind, a, args, line, &mut op);
@@ -47,7 +47,7 @@ impl Emitter {
         let line_text = line.to_string();
         let call = if nvcall::wraps(row) {
             // Through the row's wrapper (nvcall.rs), so the source also compiles link-time.
-            let w = nvcall::wrapper(row, elem, op);
+            let w = nvcall::wrapper(row, elem, &op);
             let values: Vec<String> = w
                 .keys
                 .iter()
@@ -73,7 +73,7 @@ impl Emitter {
             call
         } else {
             expand_template(
-                row.cuda, &texts, &lens, &count, t_text, c_text, op, &line_text,
+                row.cuda, &texts, &lens, &count, t_text, c_text, &op, &line_text,
             )
         };
         if self.checked && matches!(row.scope, Scope::FullWarp | Scope::Warpgroup) {
@@ -107,7 +107,7 @@ impl Emitter {
         a: &Expr,
         args: &[Expr],
         line: usize,
-        op: &mut &'static str,
+        op: &mut String,
     ) -> (String, String) {
         match kind {
             Some(Arg::RemoteDst | Arg::SymSrc | Arg::AnySrc | Arg::AnyDst | Arg::AnyBuf) => {
@@ -137,14 +137,18 @@ impl Emitter {
                 | Arg::AccIn { .. }),
             ) => (self.elem_address(kind, a, args, line), String::new()),
             Some(Arg::ReduceOp) => {
-                if let ExprKind::Enum(en, v) = &a.kind {
-                    *op = en
+                *op = match &a.kind {
+                    ExprKind::Enum(en, v) => en
                         .variants()
                         .iter()
                         .find(|(n, _)| n == v)
-                        .map(|(_, c)| *c)
-                        .unwrap_or("");
-                }
+                        .map(|(_, c)| c.to_string())
+                        .unwrap_or_default(),
+                    // The kernel's comptime reduction (the checker allows it only where the
+                    // template says `pgas_op_{op}`): the prelude's type for its code.
+                    ExprKind::Var { name, .. } => format!("of<(int)(PGAS_CT_{name})>"),
+                    _ => String::new(),
+                };
                 (String::new(), String::new())
             }
             _ => (self.expr(a), String::new()),

@@ -23,9 +23,20 @@ impl Emitter {
             self.line(&format!("pgas_require_whole_warps({});", f.line));
         }
         for p in &f.params {
-            if let (true, Ty::Scalar(s)) = (p.comptime, p.ty) {
-                let unused = if p.read { "" } else { "[[maybe_unused]] " };
-                let ct = s.c_type();
+            let ct = match p.ty {
+                Ty::Scalar(s) => Some(s.c_type()),
+                // A reduction is its code (`EnumTy::ReduceOp`'s order).
+                Ty::Enum(_) => Some("int"),
+                _ => None,
+            };
+            if let (true, Some(ct)) = (p.comptime, ct) {
+                // A reduction used only by a team collective is read through its macro
+                // (`pgas_op_of<PGAS_CT_op>`), not this variable.
+                let unused = if p.read && p.ty.scalar().is_some() {
+                    ""
+                } else {
+                    "[[maybe_unused]] "
+                };
                 self.line(&format!(
                     "{unused}const {ct} {} = ({ct})(PGAS_CT_{});",
                     p.c_name, p.name

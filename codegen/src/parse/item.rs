@@ -4,7 +4,7 @@ use super::lowerer::Lowerer;
 use super::ty::{is_array_type, scalar_of_type, LOCAL_ARRAY_ACROSS_CALLS};
 use crate::error::{Errors, Sp};
 use crate::ir::{Function, Param};
-use crate::types::{Scalar, Ty};
+use crate::types::{EnumTy, Scalar, Ty};
 use syn::spanned::Spanned;
 
 /// Lower one function. `is_kernel` selects the kernel rules (comptime parameters, no return
@@ -140,14 +140,21 @@ impl Lowerer<'_> {
         if comptime {
             match ty {
                 Ty::Scalar(s) if s.is_int() || s == Scalar::Bool => {}
+                Ty::Enum(EnumTy::ReduceOp) => {}
                 _ => {
                     self.errors.push(
                         Sp::of(&pt.ty),
-                        "a `#[comptime]` parameter must be an integer or `bool`",
+                        "a `#[comptime]` parameter must be an integer, `bool` or `ReduceOp`",
                     );
                     return None;
                 }
             }
+        } else if is_kernel && ty == Ty::Enum(EnumTy::ReduceOp) {
+            self.errors.push(
+                Sp::of(&pt.ty),
+                "a kernel takes its reduction as `#[comptime] op: ReduceOp` (each reduction its own specialization)",
+            );
+            return None;
         }
         Some(Param {
             name,

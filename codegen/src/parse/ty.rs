@@ -2,7 +2,7 @@
 
 use super::lowerer::Lowerer;
 use crate::error::Sp;
-use crate::types::{BufKind, BufTy, Scalar, Ty};
+use crate::types::{BufKind, BufTy, EnumTy, Scalar, Ty};
 
 /// Why a local array type `[T; N]` cannot be a parameter or a return type.
 pub const LOCAL_ARRAY_ACROSS_CALLS: &str = "local arrays `[T; N]` live in the registers of the function that declares them and cannot be passed to or returned from a function; pass their elements `acc[i]` as scalars, or keep the loop over them in one function";
@@ -92,6 +92,11 @@ impl Lowerer<'_> {
                     if let Some(seg) = tp.path.segments.last() {
                         if seg.ident == "Team" && seg.arguments.is_empty() {
                             return Some(Ty::Team);
+                        }
+                        // A reduction: a kernel's `#[comptime]` parameter (item.rs checks),
+                        // or a device function's, passed on from one.
+                        if seg.ident == "ReduceOp" && seg.arguments.is_empty() {
+                            return Some(Ty::Enum(EnumTy::ReduceOp));
                         }
                         if seg.ident == "SymTensor" || seg.ident == "CudaSlice" {
                             self.errors.push(

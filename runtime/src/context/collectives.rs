@@ -17,23 +17,25 @@ use crate::error::{Error, Result};
 use crate::ffi::NvshmemHost;
 use crate::nvshmem::Nvshmem;
 
-/// A reduction operator.
+/// A reduction operator. Its discriminant is its code, what a kernel's
+/// `#[comptime] op: ReduceOp` carries (`pgas_codegen`'s `EnumTy::ReduceOp` lists them in this
+/// order, and a test in `pgas` checks the two agree).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
     /// `+`
-    Sum,
+    Sum = 0,
     /// `*`
-    Prod,
+    Prod = 1,
     /// minimum
-    Min,
+    Min = 2,
     /// maximum
-    Max,
+    Max = 3,
     /// bitwise and (integers only)
-    And,
+    And = 4,
     /// bitwise or (integers only)
-    Or,
+    Or = 5,
     /// bitwise xor (integers only)
-    Xor,
+    Xor = 6,
 }
 
 /// Element types NVSHMEM has typed collectives for: `f32`, `f64`, `f16`, `bf16` and the 8- to

@@ -1,0 +1,364 @@
+//! The pieces the collective kernels share, each a generic `#[pgas_device]` function: the flag
+//! protocol's handshakes (`docs/coll.md`, "Synchronization"), the low-latency kernels' copies
+//! between shared memory and a buffer, the one-shot and two-shot reductions over the PEs, and
+//! the segment copies of the data-movement kernels (the 16-byte data path of "Data path").
+//! Each takes the block's and thread's place from the grid itself.
+
+use crate::prelude::*;
+
+/// Entry handshake of this block's next call: signal "entered call `e`" (`2e - 1`) to every
+/// peer and wait for theirs; returns `e`.
+#[pgas_device]
+pub fn enter(
+    sig: &mut SymTensor<u64>,
+    epochs: &SymTensor<u64>,
+    pes: &SymTensor<i32>,
+    n: u32,
+    me: u32,
+) -> u64 {
+    let blk = block_idx_x() as usize;
+    let t = thread_idx_x() as usize;
+    let nn = n as usize;
+    let e = epochs[blk] + 1;
+    if t < nn {
+        signal_op(
+            &mut sig[blk * nn + me as usize],
+            2 * e - 1,
+            SignalOp::Set,
+            pes[t],
+        );
+        signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
+        threadfence_system();
+    }
+    sync_threads();
+    e
+}
+
+/// Leave handshake of call `e`: signal `2e` to every peer, wait for theirs, and record `e` as
+/// this block's last call. `after_puts`: the call stored into peers, so a release fence goes
+/// before the signal and an acquire fence after the wait.
+#[pgas_device]
+pub fn leave(
+    sig: &mut SymTensor<u64>,
+    epochs: &mut SymTensor<u64>,
+    pes: &SymTensor<i32>,
+    n: u32,
+    me: u32,
+    e: u64,
+    after_puts: bool,
+) {
+    let blk = block_idx_x() as usize;
+    let t = thread_idx_x() as usize;
+    let nn = n as usize;
+    if after_puts {
+        // Release: this thread's peer stores before the block's signal.
+        threadfence_system();
+    }
+    sync_threads();
+    if t < nn {
+        signal_op(
+            &mut sig[blk * nn + me as usize],
+            2 * e,
+            SignalOp::Set,
+            pes[t],
+        );
+        signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
+        if after_puts {
+            threadfence_system();
+        }
+    }
+    sync_threads();
+    if t == 0 {
+        epochs[blk] = e;
+    }
+}
+
+/// The pushed kernels' hand-off of value `sv`: after the block barrier, the threads that
+/// signal fence for the whole block (a release fence is cumulative: it orders every store the
+/// barrier ordered before it), signal every rank, wait for every rank's and acquire. One fence
+/// a rank instead of one a thread.
+#[pgas_device]
+pub fn push_signal(sig: &mut SymTensor<u64>, pes: &SymTensor<i32>, n: u32, mine: usize, sv: u64) {
+    let blk = block_idx_x() as usize;
+    let t = thread_idx_x() as usize;
+    let nn = n as usize;
+    sync_threads();
+    if t < nn {
+        threadfence_system();
+        signal_op(&mut sig[blk * nn + mine], sv, SignalOp::Set, pes[t]);
+        signal_wait_until(&sig[blk * nn + t], Cmp::Ge, sv);
+        threadfence_system();
+    }
+    sync_threads();
+}
+
+/// The low-latency kernels' copy out of shared memory: `cnt` elements from element `gs` of the
+/// dynamic shared memory (128-byte aligned) into `dst[ds..]` (`db`: `dst`'s byte offset modulo
+/// 16) by the block, in 16-byte vectors where both ends share their offset modulo 16. No
+/// division by a run-time value: a 64-bit one is a long instruction sequence, and with one per
+/// element the copy out cost more than the exchange.
+#[pgas_device]
+pub fn smem_copy<T: Elem>(dst: &mut SymTensor<T>, ds: usize, db: u32, gs: usize, cnt: usize) {
+    let g = dyn_shared::<T>();
+    let s = 16 / T::LANES;
+    let gmis = (gs * s) % 16;
+    let dmis = (db as usize + ds * s) % 16;
+    let h = min((16 - dmis) % 16 / s, cnt);
+    let nv = if gmis == dmis {
+        (cnt - h) / T::LANES
+    } else {
+        0
+    };
+    let vend = h + nv * T::LANES;
+    let mut v = thread_idx_x() as usize;
+    while v < nv {
+        let i = h + v * T::LANES;
+        let x = load_vec16(&g[gs + i]);
+        store_vec16(&mut dst[ds + i], x);
+        v += block_dim_x() as usize;
+    }
+    let ns = h + (cnt - vend);
+    let mut q = thread_idx_x() as usize;
+    while q < ns {
+        let i = if q < h { q } else { vend + q - h };
+        dst[ds + i] = g[gs + i];
+        q += block_dim_x() as usize;
+    }
+}
+
+/// `smem_copy` turned around: `cnt` elements of `src[ss..]` (`sb`: `src`'s byte offset modulo
+/// 16) into the dynamic shared memory from element `gs` on, the low-latency kernels' staging of
+/// each chunk's window.
+#[pgas_device]
+pub fn smem_fill<T: Elem>(src: &SymTensor<T>, ss: usize, sb: u32, gs: usize, cnt: usize) {
+    let g = dyn_shared::<T>();
+    let s = 16 / T::LANES;
+    let smis = (sb as usize + ss * s) % 16;
+    let gmis = (gs * s) % 16;
+    let h = min((16 - smis) % 16 / s, cnt);
+    let nv = if gmis == smis {
+        (cnt - h) / T::LANES
+    } else {
+        0
+    };
+    let vend = h + nv * T::LANES;
+    let mut v = thread_idx_x() as usize;
+    while v < nv {
+        let i = h + v * T::LANES;
+        let x = load_vec16(&src[ss + i]);
+        store_vec16(&mut g[gs + i], x);
+        v += block_dim_x() as usize;
+    }
+    let ns = h + (cnt - vend);
+    let mut q = thread_idx_x() as usize;
+    while q < ns {
+        let i = if q < h { q } else { vend + q - h };
+        g[gs + i] = src[ss + i];
+        q += block_dim_x() as usize;
+    }
+}
+
+/// The 16-byte vectors at `i0` and `i1` of `src` reduced by `op` over every PE (this PE's, then
+/// peers `me + 1, me + 2, ..`, so the results keep their bits), stored at `d0` and `d1` of:
+/// `dst` on this PE (`to` 0), `dst` on every PE (1, the two-shot's stores) or the dynamic
+/// shared memory (2). A round
+/// takes up to three peers, every load of it issued before the first is used: a peer load is
+/// an NVLink round trip, and one peer after the other paid `n - 1` of them a step.
+#[pgas_device]
+pub fn reduce_pair<T: Elem>(
+    dst: &mut SymTensor<T>,
+    d0: usize,
+    d1: usize,
+    to: u32,
+    src: &SymTensor<T>,
+    i0: usize,
+    i1: usize,
+    pes: &SymTensor<i32>,
+    n: u32,
+    me: u32,
+    op: ReduceOp,
+) {
+    let nn = n as usize;
+    let mut x0 = load_vec16(&src[i0]);
+    let mut x1 = load_vec16(&src[i1]);
+    let mut k = 1;
+    while k < nn {
+        let p0 = src.peer(pes[(me as usize + k) % nn]);
+        let a0 = load_vec16(&p0[i0]);
+        let a1 = load_vec16(&p0[i1]);
+        // (A missing peer's pair repeats `a`, unused: no address is looked up.)
+        let mut b0 = a0;
+        let mut b1 = a1;
+        if k + 1 < nn {
+            let p1 = src.peer(pes[(me as usize + k + 1) % nn]);
+            b0 = load_vec16(&p1[i0]);
+            b1 = load_vec16(&p1[i1]);
+        }
+        let mut c0 = a0;
+        let mut c1 = a1;
+        if k + 2 < nn {
+            let p2 = src.peer(pes[(me as usize + k + 2) % nn]);
+            c0 = load_vec16(&p2[i0]);
+            c1 = load_vec16(&p2[i1]);
+        }
+        for u in 0..3 {
+            if k + u < nn {
+                let y0 = if u == 0 {
+                    a0
+                } else if u == 1 {
+                    b0
+                } else {
+                    c0
+                };
+                let y1 = if u == 0 {
+                    a1
+                } else if u == 1 {
+                    b1
+                } else {
+                    c1
+                };
+                for j in 0..T::LANES {
+                    let r = combine(op, vec16_get(x0, j) as T::Acc, vec16_get(y0, j) as T::Acc);
+                    x0 = vec16_set(x0, j, r as T);
+                    let r = combine(op, vec16_get(x1, j) as T::Acc, vec16_get(y1, j) as T::Acc);
+                    x1 = vec16_set(x1, j, r as T);
+                }
+            }
+        }
+        k += 3;
+    }
+    if to == 2 {
+        let g = dyn_shared::<T>();
+        store_vec16(&mut g[d0], x0);
+        store_vec16(&mut g[d1], x1);
+    } else if to == 1 {
+        for k in 0..nn {
+            let p = dst.peer(pes[(me as usize + k) % nn]);
+            store_vec16(&mut p[d0], x0);
+            store_vec16(&mut p[d1], x1);
+        }
+    } else {
+        store_vec16(&mut dst[d0], x0);
+        store_vec16(&mut dst[d1], x1);
+    }
+}
+
+/// Element `i` of `src` reduced by `op` over every PE, in the order of `reduce_pair`.
+#[pgas_device]
+pub fn reduce_one<T: Elem>(
+    src: &SymTensor<T>,
+    i: usize,
+    pes: &SymTensor<i32>,
+    n: u32,
+    me: u32,
+    op: ReduceOp,
+) -> T::Acc {
+    let nn = n as usize;
+    let mut a = src[i] as T::Acc;
+    let mut k = 1;
+    while k < nn {
+        let b0 = src.peer(pes[(me as usize + k) % nn])[i] as T::Acc;
+        let b1 = if k + 1 < nn {
+            src.peer(pes[(me as usize + k + 1) % nn])[i] as T::Acc
+        } else {
+            b0
+        };
+        let b2 = if k + 2 < nn {
+            src.peer(pes[(me as usize + k + 2) % nn])[i] as T::Acc
+        } else {
+            b0
+        };
+        for u in 0..3 {
+            if k + u < nn {
+                let b = if u == 0 {
+                    b0
+                } else if u == 1 {
+                    b1
+                } else {
+                    b2
+                };
+                a = combine(op, a, b);
+            }
+        }
+        k += 3;
+    }
+    a
+}
+
+/// Copy of `cnt` elements from `src[so..]` to `dst[ro..]` by the grid, one of them a peer's
+/// view: `dst` on PE `pe` (`pull` false: all-to-all's stores) or `src` on PE `pe` (`pull`:
+/// the pulling kernels' loads). 16-byte vectors from the first boundary of the source when
+/// both ends sit at the same offset modulo 16 bytes (`sb`, `db`: the buffers' own offsets), one
+/// element at a time before it, past the last vector, and throughout otherwise; two vectors a
+/// thread a step.
+#[pgas_device]
+pub fn copy_segment<T: Unsigned>(
+    dst: &mut SymTensor<T>,
+    ro: usize,
+    db: u32,
+    src: &SymTensor<T>,
+    so: usize,
+    sb: u32,
+    cnt: usize,
+    pe: i32,
+    pull: bool,
+) {
+    let s = 16 / T::LANES;
+    let stride = (grid_dim_x() * block_dim_x()) as usize;
+    let gt = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let smis = (sb as usize + so * s) % 16;
+    let dmis = (db as usize + ro * s) % 16;
+    let h = min((16 - smis) % 16 / s, cnt);
+    let nv = if smis == dmis {
+        (cnt - h) / T::LANES
+    } else {
+        0
+    };
+    let vend = h + nv * T::LANES;
+    let ns = h + (cnt - vend);
+    if pull {
+        let p = src.peer(pe);
+        let mut v = gt;
+        while v < nv {
+            let i0 = h + v * T::LANES;
+            let i1 = if v + stride < nv {
+                i0 + stride * T::LANES
+            } else {
+                i0
+            };
+            let x0 = load_vec16(&p[so + i0]);
+            let x1 = load_vec16(&p[so + i1]);
+            store_vec16(&mut dst[ro + i0], x0);
+            store_vec16(&mut dst[ro + i1], x1);
+            v += 2 * stride;
+        }
+        let mut q = gt;
+        while q < ns {
+            let i = if q < h { q } else { vend + q - h };
+            dst[ro + i] = p[so + i];
+            q += stride;
+        }
+    } else {
+        let p = dst.peer(pe);
+        let mut v = gt;
+        while v < nv {
+            let i0 = h + v * T::LANES;
+            let i1 = if v + stride < nv {
+                i0 + stride * T::LANES
+            } else {
+                i0
+            };
+            let x0 = load_vec16(&src[so + i0]);
+            let x1 = load_vec16(&src[so + i1]);
+            store_vec16(&mut p[ro + i0], x0);
+            store_vec16(&mut p[ro + i1], x1);
+            v += 2 * stride;
+        }
+        let mut q = gt;
+        while q < ns {
+            let i = if q < h { q } else { vend + q - h };
+            p[ro + i] = src[so + i];
+            q += stride;
+        }
+    }
+}
