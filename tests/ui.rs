@@ -21,6 +21,9 @@ mod device_helpers_other_module;
 #[path = "ui/pass/fp8_params.rs"]
 mod fp8_params;
 #[allow(dead_code)]
+#[path = "ui/pass/generic_launchers.rs"]
+mod generic_launchers;
+#[allow(dead_code)]
 #[path = "ui/pass/launchers.rs"]
 mod launchers;
 #[allow(dead_code)]
@@ -43,6 +46,11 @@ fn a_device_function_from_another_module() {
 #[test]
 fn a_kernel_becomes_a_spec_and_typed_launchers() {
     launchers::check();
+}
+
+#[test]
+fn a_generic_kernel_becomes_one_instance_a_type() {
+    generic_launchers::check();
 }
 
 #[test]

@@ -90,9 +90,8 @@ mod tests {
 
     /// The kernels a file defines: the `pub fn` names of `kernels/reducing.rs` or
     /// `kernels/moving.rs` (each a generic kernel).
-    fn defined(template: &str) -> BTreeSet<&str> {
-        template
-            .lines()
+    fn defined(file: &str) -> BTreeSet<&str> {
+        file.lines()
             .filter_map(|l| l.trim_start().strip_prefix("pub fn "))
             .filter_map(|l| l.split(['<', '(']).next())
             .collect()
@@ -105,10 +104,10 @@ mod tests {
             .collect()
     }
 
-    /// The kernels the templates define, the lists that launch and prewarm them (the
+    /// The kernels `kernels/` defines, the lists that launch and prewarm them (the
     /// `AllReduceElem` constants, `MoveKernels`, [`prewarm_all`]) and so the specializations CI
     /// compiles (`tests/nvrtc/coll.rs` compiles `prewarm_all`) are one set: a kernel added to
-    /// a template and not to the lists fails here.
+    /// those files and not to the lists fails here.
     #[test]
     fn the_prewarm_lists_hold_every_collective_kernel() {
         let reducing_defined = defined(include_str!("kernels/reducing.rs"));

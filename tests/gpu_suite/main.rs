@@ -59,6 +59,7 @@ mod kernels {
     #[rustfmt::skip]
     pub mod tensor;
 }
+mod generic;
 mod launch;
 mod math;
 mod misuse;
@@ -135,6 +136,7 @@ fn main() -> ExitCode {
         subset::CASES,
         types::CASES,
         math::CASES,
+        generic::CASES,
         intrinsics::CASES,
         rma::CASES,
         signals::CASES,
@@ -169,6 +171,7 @@ fn main() -> ExitCode {
         subset::KERNELS,
         types::KERNELS,
         math::KERNELS,
+        generic::KERNELS,
         intrinsics::KERNELS,
         rma::KERNELS,
         signals::KERNELS,
