@@ -5,7 +5,7 @@
 //! | --- | --- | --- |
 //! | 0 | `error`, `types`, `prelude`, `attr`, `template` | errors and spans, the scalar and buffer types, the fixed CUDA text, `#[pgas_kernel]`'s arguments, a row's template filled |
 //! | 1 | `intrinsics` | the one table of intrinsics |
-//! | 2 | `ir`, `nvcall`, `docs`, `specialize` | the kernel IR, the NVSHMEM call wrappers, the DSL reference, specializations |
+//! | 2 | `ir`, `nvcall`, `docs`, `specialize`, `generic` | the kernel IR, the NVSHMEM call wrappers, the DSL reference, specializations, generic functions' instances |
 //! | 3 | `parse`, `check` | syntax to IR, the type check |
 //! | 4 | `emit` | IR to CUDA |
 //! | 5 | `compile` | a file or function through the stages |
@@ -24,6 +24,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("nvcall", 2),
     ("docs", 2),
     ("specialize", 2),
+    ("generic", 2),
     ("parse", 3),
     ("check", 3),
     ("emit", 4),

@@ -161,7 +161,7 @@ fn param_kind(kind: CgKind) -> ParamKind {
         CgKind::TensorMap(s) => ParamKind::TensorMap(name(s)),
         CgKind::TensorMapMut(s) => ParamKind::TensorMapMut(name(s)),
         CgKind::Comptime(s) => ParamKind::Comptime(name(s)),
-        // A reduction's code (`ReduceOp`'s order: Sum 0 .. Xor 6), given as an int.
+        // A reduction, given by name (`comptime_values`) and passed as its code.
         CgKind::ComptimeOp => ParamKind::Comptime("ReduceOp"),
     }
 }
@@ -291,6 +291,16 @@ impl Kernel {
             if let ParamKind::Comptime(ty) = p.kind {
                 let v = if ty == "bool" {
                     i128::from(value.extract::<bool>()?)
+                } else if ty == "ReduceOp" {
+                    // Named as pgas.coll names reductions; the kernel takes its code.
+                    let name = value.extract::<String>().map_err(|_| {
+                        misuse(format!(
+                            "comptime parameter {} (ReduceOp) takes a reduction's name: \
+                             \"sum\", \"prod\", \"min\", \"max\", \"and\", \"or\" or \"xor\"",
+                            p.name
+                        ))
+                    })?;
+                    crate::ops::collectives::reduce_op_of(&name)? as i128
                 } else {
                     value.extract::<i128>().map_err(|_| {
                         misuse(format!("comptime parameter {} ({ty}) takes an int", p.name))

@@ -102,3 +102,28 @@ def test_launch_arguments_are_checked_before_anything_starts():
         k(1, 32, y=1)
     with pytest.raises(pgas.ArgumentError, match="grid takes"):
         k("many", 32)
+
+
+GENERIC = """
+#[pgas_kernel]
+fn fold<T: Float>(x: &mut SymTensor<T>, y: &SymTensor<T>, #[comptime] op: ReduceOp) {
+    let i = global_thread_idx();
+    if i < x.len() {
+        x[i] = combine(op, x[i] as T::Acc, y[i] as T::Acc) as T;
+    }
+}
+"""
+
+
+def test_a_generic_kernel_is_one_kernel_a_type():
+    k = pgas.kernel(GENERIC, "fold::<bf16>")
+    assert k.name == "fold::<bf16>"
+    assert k.params == [
+        ("x", "&mut SymTensor<bf16>"),
+        ("y", "&SymTensor<bf16>"),
+        ("op", "comptime ReduceOp"),
+    ]
+    # Computed in f32, the reduction a comptime code.
+    assert "__nv_bfloat16 *x" in k.cuda_source() and "pgas_combine(op, " in k.cuda_source()
+    with pytest.raises(pgas.ArgumentError, match="fold::<f32>"):
+        pgas.kernel(GENERIC)
