@@ -158,7 +158,7 @@ pub fn all_gather<T: Unsigned>(
     let nv = if vec != 0 { (len - h) / T::LANES } else { 0 };
     let vend = h + nv * T::LANES;
     let stride = (grid_dim_x() * block_dim_x()) as usize;
-    let gt = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let gt = global_thread_idx();
     // `i0`, `i1` index `dst` (in chunk `me`), `i0 - c`, `i1 - c` index `src`.
     let mut v = gt;
     while v < nv {
@@ -216,7 +216,7 @@ pub fn broadcast_one_shot<T: Unsigned>(
         let nv = if vec != 0 { (len - h) / T::LANES } else { 0 };
         let vend = h + nv * T::LANES;
         let stride = (grid_dim_x() * block_dim_x()) as usize;
-        let gt = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+        let gt = global_thread_idx();
         let mut v = gt;
         while v < nv {
             let i0 = h + v * T::LANES;
@@ -271,7 +271,7 @@ pub fn broadcast_two_shot<T: Unsigned>(
     let vend = h + nv * T::LANES;
     let ns = h + (len - vend);
     let stride = (grid_dim_x() * block_dim_x()) as usize;
-    let gt = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let gt = global_thread_idx();
     // The root owns no chunk where more than one other rank can.
     let apart = nn > 2;
     let rt = root as usize;
@@ -362,7 +362,7 @@ pub fn all_gather_pull<T: Unsigned>(
     let nn = n as usize;
     let e = enter(sig, epochs, pes, n, me);
     let len = src.len();
-    let gt = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let gt = global_thread_idx();
     for k in 0..nn {
         let r = (gt / 32 + k) % nn;
         copy_segment::<T>(dst, r * len, db, src, 0, sb, len, pes[r], true);
@@ -389,7 +389,7 @@ pub fn all_to_all_pull<T: Unsigned>(
     let nn = n as usize;
     let e = enter(sig, epochs, pes, n, me);
     let m = src.len() / nn;
-    let gt = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let gt = global_thread_idx();
     for k in 0..nn {
         let r = (gt / 32 + k) % nn;
         copy_segment::<T>(dst, r * m, db, src, me as usize * m, sb, m, pes[r], true);
@@ -418,7 +418,7 @@ pub fn all_to_all<T: Unsigned>(
     let nn = n as usize;
     let e = enter(sig, epochs, pes, n, me);
     let m = src.len() / nn;
-    let gt = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let gt = global_thread_idx();
     for k in 1..nn + 1 {
         let qr = (me as usize + gt / 32 + k) % nn;
         copy_segment::<T>(dst, me as usize * m, db, src, qr * m, sb, m, pes[qr], false);

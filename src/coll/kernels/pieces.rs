@@ -305,7 +305,7 @@ pub fn copy_segment<T: Unsigned>(
 ) {
     let s = 16 / T::LANES;
     let stride = (grid_dim_x() * block_dim_x()) as usize;
-    let gt = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let gt = global_thread_idx();
     let smis = (sb as usize + so * s) % 16;
     let dmis = (db as usize + ro * s) % 16;
     let h = min((16 - smis) % 16 / s, cnt);

@@ -100,7 +100,7 @@ pub fn one_shot<T: Elem>(
     let nv = if vec != 0 { (len - h) / T::LANES } else { 0 };
     let vend = h + nv * T::LANES;
     let stride = (grid_dim_x() * block_dim_x()) as usize;
-    let gt = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let gt = global_thread_idx();
     // Vectors, two per thread per step so that two 16-byte loads of each peer are in flight;
     // past the end the second slot repeats the first (same value stored twice).
     let mut v = gt;
@@ -150,7 +150,7 @@ pub fn two_shot<T: Elem>(
     let nv = if vec != 0 { (len - h) / T::LANES } else { 0 };
     let vend = h + nv * T::LANES;
     let stride = (grid_dim_x() * block_dim_x()) as usize;
-    let gt = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let gt = global_thread_idx();
     let vchunk = (nv + nn - 1) / nn;
     let vlo = min(me as usize * vchunk, nv);
     let vhi = min(vlo + vchunk, nv);
@@ -378,7 +378,7 @@ pub fn reduce_scatter<T: Elem>(
     let nv = if vec != 0 { (len - h) / T::LANES } else { 0 };
     let vend = h + nv * T::LANES;
     let stride = (grid_dim_x() * block_dim_x()) as usize;
-    let gt = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let gt = global_thread_idx();
     // `i0`, `i1` index `src` (in chunk `me`), `i0 - c`, `i1 - c` index `dst`.
     let mut v = gt;
     while v < nv {
