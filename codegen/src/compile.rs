@@ -200,13 +200,18 @@ pub fn compile_instances(
                 out.push((Some(ty), k));
             }
             Err(es) => {
+                // One error a place: the first instance's words, with every type that has one
+                // there.
                 for e in es {
-                    let key = (e.line(), e.column(), e.message.clone());
+                    let at = (e.line(), e.column());
                     match errors
                         .iter_mut()
-                        .find(|(x, _)| (x.line(), x.column(), x.message.clone()) == key)
+                        .find(|(x, _)| (x.line(), x.column()) == at)
                     {
-                        Some((_, types)) => types.push(ty.rust_name()),
+                        Some((_, types)) if !types.contains(&ty.rust_name()) => {
+                            types.push(ty.rust_name())
+                        }
+                        Some(_) => {}
                         None => errors.push((e, vec![ty.rust_name()])),
                     }
                 }

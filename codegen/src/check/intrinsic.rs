@@ -446,7 +446,12 @@ impl Checker<'_> {
         }
         if let Some(op) = found.reduce_op {
             if matches!(op, "And" | "Or" | "Xor") && !REDUCE_BITWISE.contains(&t) {
-                self.errors.push(name_span, format!("`ReduceOp::{op}` is a bit operation: NVSHMEM provides it for integer types only, not `{t}`"));
+                self.errors.push(
+                    name_span,
+                    format!(
+                        "`ReduceOp::{op}` is a bit operation, for integer types only, not `{t}`"
+                    ),
+                );
                 return false;
             }
         }
