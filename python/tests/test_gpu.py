@@ -660,6 +660,39 @@ def test_kernel_from_a_string():
     free(x, src, dst, sig)
 
 
+GENERIC = """
+#[pgas_kernel]
+fn fold<T: Elem>(x: &mut SymTensor<T>, y: &SymTensor<T>, #[comptime] op: ReduceOp) {
+    let i = global_thread_idx();
+    if i < x.len() {
+        x[i] = combine(op, x[i] as T::Acc, y[i] as T::Acc) as T;
+    }
+}
+"""
+
+
+def test_generic_kernel_from_a_string():
+    # One instance a type, named `fold::<T>`; the comptime reduction by name.
+    for dtype, name, op, ref in (
+        ("float32", "fold::<f32>", "max", torch.maximum),
+        ("int32", "fold::<i32>", "xor", torch.bitwise_xor),
+        ("bfloat16", "fold::<bf16>", "sum", torch.add),
+    ):
+        k = pgas.kernel(GENERIC, name)
+        x, y = pgas.alloc(300, dtype), pgas.alloc(300, dtype)
+        a = (torch.arange(300, device=DEV) * 3 - 400).to(view(x).dtype)
+        b = (500 - torch.arange(300, device=DEV) * 2).to(view(x).dtype)
+        view(x).copy_(a)
+        view(y).copy_(b)
+        torch.cuda.synchronize()
+        k(2, 256, x, y, op=op)
+        pgas.quiet()
+        assert bool((view(x) == ref(a, b)).all()), (name, op)
+        if dtype == "float32":
+            raises(pgas.ArgumentError, lambda: k(1, 32, x, y, op="mean"), "mean")
+        free(x, y)
+
+
 def test_comm_collectives():
     # pgas's own collectives (pgas::coll) through pgas.Comm: each algorithm by name, checked.
     comm = pgas.Comm(pgas.TEAM_WORLD)
