@@ -651,6 +651,36 @@ pub(crate) struct KernelFlags<'a> {
     pub epochs: &'a mut SymTensor<u64>,
 }
 
+/// `Err` unless the buffer `what` (`len` elements) splits into one chunk per PE of a team of
+/// `n`, and `chunk`, the other buffer of the call where it is one chunk (its name and length),
+/// is `len / n` elements: a reduce-scatter's source and destination, an all-gather's
+/// destination and source, all-to-all's buffers.
+pub(super) fn check_chunks(
+    what: &'static str,
+    len: usize,
+    n: usize,
+    chunk: Option<(&'static str, usize)>,
+) -> Result<()> {
+    if !len.is_multiple_of(n) {
+        return Err(Error::InvalidConfig {
+            name: what,
+            value: format!("{len} elements"),
+            reason: format!(
+                "it holds one chunk per PE of the team, so its length must be a multiple of \
+                 the team's {n} PEs"
+            ),
+        });
+    }
+    match chunk {
+        Some((chunk_what, got)) if got != len / n => Err(Error::LengthMismatch {
+            what: chunk_what,
+            got,
+            expected: len / n,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// An `Err` when `stream` is being captured into a CUDA graph: the NVSHMEM paths run eagerly
 /// only (their capture is not tested here).
 pub(super) fn refuse_capture(stream: &CudaStream, what: &str) -> Result<()> {

@@ -6,7 +6,7 @@ use cudarc::driver::CudaStream;
 use pgas_runtime::kernel::KernelSpec;
 
 use super::comm::{
-    refuse_capture, Algorithm, Between, Comm, LlShape, BROADCAST_RELAY_MIN_BYTES,
+    check_chunks, refuse_capture, Algorithm, Between, Comm, LlShape, BROADCAST_RELAY_MIN_BYTES,
     LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES, LL_REGION_BYTES, LL_SHARED_MAX_BYTES,
     MOVE_PULL_MAX_BYTES,
 };
@@ -355,16 +355,7 @@ impl Comm {
                 expected: src.len(),
             });
         }
-        if !src.len().is_multiple_of(n) {
-            return Err(Error::InvalidConfig {
-                name: "all-to-all buffers",
-                value: format!("{} elements", src.len()),
-                reason: format!(
-                    "the buffers hold one chunk per PE of the team, so their length must be a \
-                     multiple of the team's {n} PEs"
-                ),
-            });
-        }
+        check_chunks("all-to-all buffers", src.len(), n, None)?;
         let bytes = src.len() * std::mem::size_of::<T>();
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
         if !self.p2p && algorithm == Algorithm::Auto && self.hier.is_some() {

@@ -2,8 +2,8 @@
 //! reduce-scatter, and all-gather (two-shot's halves as kernels of their own).
 
 use super::comm::{
-    refuse_capture, Algorithm, Between, Comm, LlShape, LL_BYTES_PER_BLOCK, LL_MAX_BYTES,
-    PUSH_MAX_BYTES, PUSH_MIN_BYTES,
+    check_chunks, refuse_capture, Algorithm, Between, Comm, LlShape, LL_BYTES_PER_BLOCK,
+    LL_MAX_BYTES, PUSH_MAX_BYTES, PUSH_MIN_BYTES,
 };
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::movement;
@@ -316,23 +316,15 @@ impl Comm {
     ) -> Result<Algorithm> {
         let rank = self.member()?;
         let n = self.n;
-        if !src.len().is_multiple_of(n) {
-            return Err(Error::InvalidConfig {
-                name: "reduce-scatter source",
-                value: format!("{} elements", src.len()),
-                reason: format!(
-                    "the source is split into one chunk per PE of the team, so its length must \
-                     be a multiple of the team's {n} PEs"
-                ),
-            });
-        }
-        if dst.len() != src.len() / n {
-            return Err(Error::LengthMismatch {
-                what: "the reduce-scatter destination (the source's length / the team's PEs)",
-                got: dst.len(),
-                expected: src.len() / n,
-            });
-        }
+        check_chunks(
+            "reduce-scatter source",
+            src.len(),
+            n,
+            Some((
+                "the reduce-scatter destination (the source's length / the team's PEs)",
+                dst.len(),
+            )),
+        )?;
         check_op::<T>(op)?;
         if !self.p2p {
             // A peer off NVLink: NVSHMEM's reduce-scatter, which its proxy carries.
@@ -444,23 +436,15 @@ impl Comm {
     ) -> Result<Algorithm> {
         let rank = self.member()?;
         let n = self.n;
-        if !dst.len().is_multiple_of(n) {
-            return Err(Error::InvalidConfig {
-                name: "all-gather destination",
-                value: format!("{} elements", dst.len()),
-                reason: format!(
-                    "the destination holds one chunk per PE of the team, so its length must be \
-                     a multiple of the team's {n} PEs"
-                ),
-            });
-        }
-        if src.len() != dst.len() / n {
-            return Err(Error::LengthMismatch {
-                what: "the all-gather source (the destination's length / the team's PEs)",
-                got: src.len(),
-                expected: dst.len() / n,
-            });
-        }
+        check_chunks(
+            "all-gather destination",
+            dst.len(),
+            n,
+            Some((
+                "the all-gather source (the destination's length / the team's PEs)",
+                src.len(),
+            )),
+        )?;
         let size = std::mem::size_of::<T>();
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
         let (sbytes, dbytes) = (src.len() * size, dst.len() * size);
