@@ -189,19 +189,32 @@ pub fn compile_instances(
     let Some(g) = generic::generic_of(&kernel.sig).map_err(|e| vec![e])? else {
         return compile_kernel(kernel, helpers, max_threads, file_name).map(|k| vec![(None, k)]);
     };
+    let compiled = each_instance(kernel, &g, |f| {
+        compile_kernel(f, helpers, max_threads, file_name)
+    })?;
+    Ok(compiled
+        .into_iter()
+        .map(|(ty, mut k)| {
+            k.rust_name = format!("{}::<{}>", k.rust_name, ty.rust_name());
+            (Some(ty), k)
+        })
+        .collect())
+}
+
+/// `run` on each instance of the generic `item` (`g` its type parameter): the results by type,
+/// or the errors of every instance, one a place: the first instance's words, and where not
+/// every type has one there, the types that do.
+fn each_instance<R>(
+    item: &syn::ItemFn,
+    g: &generic::Generic,
+    mut run: impl FnMut(&syn::ItemFn) -> Result<R, Vec<CodegenError>>,
+) -> Result<Vec<(Scalar, R)>, Vec<CodegenError>> {
     let mut out = Vec::new();
     let mut errors: Vec<(CodegenError, Vec<&str>)> = Vec::new();
     for &ty in g.bound.members {
-        let compiled = generic::instantiate(kernel, &g, ty)
-            .and_then(|f| compile_kernel(&f, helpers, max_threads, file_name));
-        match compiled {
-            Ok(mut k) => {
-                k.rust_name = format!("{}::<{}>", k.rust_name, ty.rust_name());
-                out.push((Some(ty), k));
-            }
+        match generic::instantiate(item, g, ty).and_then(|f| run(&f)) {
+            Ok(r) => out.push((ty, r)),
             Err(es) => {
-                // One error a place: the first instance's words, with every type that has one
-                // there.
                 for e in es {
                     let at = (e.line(), e.column());
                     match errors
@@ -455,51 +468,34 @@ fn intrinsic_name_clash(name: &str) -> Option<String> {
 
 /// Errors a `#[pgas_device]` function has on its own (its callees unknown yet).
 pub(crate) fn device_errors(item: &syn::ItemFn) -> Vec<CodegenError> {
-    let mut clash = Errors::default();
     if let Some(message) = intrinsic_name_clash(&item.sig.ident.to_string()) {
-        clash.push(item.sig.ident.span(), message);
-        return clash.into_vec();
-    }
-    let g = match generic::generic_of(&item.sig) {
-        Ok(g) => g,
-        Err(e) => return vec![e],
-    };
-    // A generic function is checked as each of its instances.
-    let instances: Vec<syn::ItemFn> = match &g {
-        None => vec![item.clone()],
-        Some(g) => {
-            let made: Result<Vec<_>, _> = g
-                .bound
-                .members
-                .iter()
-                .map(|&t| generic::instantiate(item, g, t))
-                .collect();
-            match made {
-                Ok(v) => v,
-                Err(e) => return e,
-            }
-        }
-    };
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    for inst in &instances {
+        // The clash and what lowering finds; its calls are not checked.
         let mut errors = Errors::default();
-        let mut f = parse::lower_fn(inst, false, &mut errors);
-        let found = if !errors.is_empty() {
-            errors.into_vec()
-        } else {
-            match check_fn(&mut f, &HashMap::new(), true) {
-                Ok(_) => Vec::new(),
-                Err(e) => e.into_vec(),
-            }
-        };
-        out.extend(
-            found
-                .into_iter()
-                .filter(|e| seen.insert((e.line(), e.column(), e.message.clone()))),
-        );
+        errors.push(item.sig.ident.span(), message);
+        if item.sig.generics.params.is_empty() {
+            parse::lower_fn(item, false, &mut errors);
+        }
+        return errors.into_vec();
     }
-    out
+    // A generic function is checked as each of its instances.
+    let checked = match generic::generic_of(&item.sig) {
+        Ok(None) => own_errors(item),
+        Ok(Some(g)) => each_instance(item, &g, own_errors).map(|_| ()),
+        Err(e) => Err(vec![e]),
+    };
+    checked.err().unwrap_or_default()
+}
+
+/// A device function's errors on its own: lowered and checked with its callees unknown.
+fn own_errors(item: &syn::ItemFn) -> Result<(), Vec<CodegenError>> {
+    let mut errors = Errors::default();
+    let mut f = parse::lower_fn(item, false, &mut errors);
+    if !errors.is_empty() {
+        return Err(errors.into_vec());
+    }
+    check_fn(&mut f, &HashMap::new(), true)
+        .map(|_| ())
+        .map_err(|e| e.into_vec())
 }
 
 /// FNV-1a, folded to 32 bits: a short stable hash for symbol names.

@@ -1070,3 +1070,26 @@ template <typename T> __device__ __forceinline__ T *pgas_check_wgmma_tile_mn(T *
     return base + i;
 }
 ";
+
+#[cfg(test)]
+mod tests {
+    use crate::prelude::SUPPORT;
+    use crate::types::EnumTy;
+
+    /// The reductions' codes are `EnumTy::ReduceOp`'s order in the prelude too: `pgas_op_of`
+    /// (a comptime reduction's type) and `pgas_combine` (`combine`'s value).
+    #[test]
+    fn the_prelude_names_each_reduction_by_its_code() {
+        for (code, (_, infix)) in EnumTy::ReduceOp.variants().iter().enumerate() {
+            if code == 0 {
+                assert!(SUPPORT.contains(&format!("struct pgas_op_of : pgas_op_{infix} {{}}")));
+                assert!(SUPPORT.contains(&format!("    return pgas_op_{infix}::f(a, b);\n}}")));
+            } else {
+                let of = format!("struct pgas_op_of<{code}> : pgas_op_{infix} {{}}");
+                let combine = format!("if (op == {code}) return pgas_op_{infix}::f(a, b);");
+                assert!(SUPPORT.contains(&of), "{of}");
+                assert!(SUPPORT.contains(&combine), "{combine}");
+            }
+        }
+    }
+}

@@ -84,3 +84,40 @@ fn every_collective_specialization_compiles_without_warnings() {
         "one of each kernel and type"
     );
 }
+
+/// Every collective kernel (each type's first reduction), compiled inline at full optimization
+/// as the JIT's `PGAS_JIT_LTO=off` would: ptxas spills at most `MAX_SPILL` bytes in any. On
+/// 2026-12-02, before (a460016, the kernels pasted by `macro_rules!`) and after they became
+/// generic kernels, the same 13 instances spilled 4-32 bytes (`low_latency_broadcast` of 1 and
+/// 2 bytes the most) and the rest none. Registers and spills are printed
+/// (`cargo test --test nvrtc coll:: -- --nocapture`), to compare commits.
+#[test]
+fn no_collective_kernel_spills_more_than_it_did() {
+    const MAX_SPILL: u32 = 32;
+    let tc = crate::toolchain();
+    let mut specs = Vec::new();
+    for k in pgas::coll::prewarm_all() {
+        if k.comptime.iter().all(|&code| code == 0) {
+            specs.push((k.spec.rust_name, crate::p2p_source(&k, k.variant)));
+        }
+    }
+    let refs: Vec<&str> = specs.iter().map(|(_, (src, _))| src.as_str()).collect();
+    let program = batch(Prelude::P2p.text(), &refs).expect("sources start with their prelude");
+    let mut options = tc.options((9, 0), &program);
+    options.push("--ptxas-options=-v".to_owned());
+    let out = tc
+        .compile_with(&program, "pgas_coll_regs", (9, 0), &options)
+        .unwrap_or_else(|e| panic!("NVRTC rejected the collectives: {e}"));
+    let mut spilled = Vec::new();
+    for (rust_name, (_, symbol)) in &specs {
+        let (regs, spill) = crate::ptxas_report(&out.log, symbol);
+        println!("{rust_name}: {regs} registers, {spill} bytes spilled");
+        if spill > MAX_SPILL {
+            spilled.push(format!("{rust_name}: {spill} bytes"));
+        }
+    }
+    assert!(
+        spilled.is_empty(),
+        "spills over {MAX_SPILL} bytes: {spilled:?}"
+    );
+}
