@@ -178,6 +178,9 @@ fn main() -> BenchResult<()> {
         &reduce_loop::SPEC,
     ];
     pgas::launch::prewarm(&p, &specs.map(plain))?;
+    // The reduction kernel starts on its quick build (docs/jit.md, "Tiers"): compare its full
+    // build, which the CUDA C side (a raw kernel, always compiled in full) matches.
+    pgas::launch::finish_compiles(&p);
 
     // 1 GiB put_nbi_block, PE 0 sending.
     let src = p.alloc_from(&vec![1.5f32; ELEMS])?;

@@ -8,8 +8,10 @@
 //!   median of 5 more new point-to-point kernels (what each next kernel costs);
 //! - cold compile of a kernel with a device collective (`reduce_block` in a loop, the full
 //!   prelude): the first, which also builds NVSHMEM's reduction as a collective object once per
-//!   machine under `PGAS_JIT_LTO=all`, then the median of 5 more new kernels calling it (what each next
-//!   collective kernel costs); of a kernel with pgas's own in-kernel all-reduce
+//!   machine (its quick build, docs/jit.md "Tiers", or under `PGAS_JIT_LTO=all`), then the
+//!   median of 5 more new kernels calling it (what each next collective kernel costs); the
+//!   reduction's speed on the quick build, the wait for the full builds (`finish_compiles`),
+//!   and its speed on the full build; of a kernel with pgas's own in-kernel all-reduce
 //!   (`team_all_reduce_block`, point-to-point prelude), the first and the median of 5 more; and
 //!   of 16 specializations of one kernel (16 comptime values) in one `prewarm`,
 //!   which the JIT compiles as one or two NVRTC programs (two where helper processes compile
@@ -337,6 +339,15 @@ fn main() -> BenchResult<()> {
         "s",
         &format!("{mode}; median of 5 new point-to-point kernels, each compiled, stored, loaded"),
     );
+    // A collective kernel starts on its quick build, and its full build compiles in the
+    // background (docs/jit.md, "Tiers"), unless tiers are off or the collective is always linked.
+    let tiers = tc.quick_tier().is_some();
+    let coll_mode = if tiers {
+        "quick build (NVSHMEM's collective as an object at --Ofast-compile=max, built once per \
+         machine), the full build compiled in the background"
+    } else {
+        coll_mode
+    };
     let coll_cold = cold(&p, &reduce_loop::SPEC)?;
     fig(
         "cold_compile_dsl_collective",
@@ -345,35 +356,50 @@ fn main() -> BenchResult<()> {
         &format!(
             "{coll_mode}; reduce_block in a loop (full prelude): NVRTC + store + load + \
              cumodule_init; the first collective kernel{}",
-            if tc.links_collectives() {
+            if tc.links_collectives() || tiers {
                 ", so NVSHMEM's reduction is built as a collective object (once per machine)"
             } else {
                 ""
             }
         ),
     );
-    // What the collective kernel's compile settings cost when it runs.
-    let fast = std::env::var("PGAS_JIT_FAST_COMPILE").unwrap_or_else(|_| "0".to_owned());
-    for (n, name) in [
-        (16, "reduce_block_16_f32"),
-        (64 << 10, "reduce_block_64ki_f32"),
-    ] {
-        fig(
-            name,
-            reduce_us(&p, n)?,
-            "us",
-            &format!(
-                "{coll_mode}, PGAS_JIT_FAST_COMPILE={fast}; one reduce_block by 1 x 512 threads \
-                 (reduce_loop, {ROUNDS} a launch), median of 5 launches"
-            ),
-        );
-    }
     fig(
         "cold_compile_dsl_next_collective_kernel",
         next_kernels(&p, &reduce_loop_scaled::SPEC)?,
         "s",
         &format!("{coll_mode}; median of 5 new kernels calling the same reduce_block"),
     );
+    // What the collective kernel's compile settings cost when it runs: the quick build, then
+    // the full one once every background build is in.
+    let fast = std::env::var("PGAS_JIT_FAST_COMPILE").unwrap_or_else(|_| "0".to_owned());
+    let reductions = [
+        (16, "reduce_block_16_f32"),
+        (64 << 10, "reduce_block_64ki_f32"),
+    ];
+    let note = |build: &str| {
+        format!(
+            "{build}, PGAS_JIT_FAST_COMPILE={fast}; one reduce_block by 1 x 512 threads \
+             (reduce_loop, {ROUNDS} a launch), median of 5 launches"
+        )
+    };
+    if tiers {
+        for (n, name) in reductions {
+            let quick = note("the quick build");
+            fig(&format!("{name}_quick"), reduce_us(&p, n)?, "us", &quick);
+        }
+        let ((), settle_s) = wall(|| pgas::launch::finish_compiles(&p));
+        fig(
+            "full_builds_settled",
+            settle_s,
+            "s",
+            "finish_compiles after the figures above: the wait for the 6 collective kernels' \
+             full builds, which helper processes had been compiling since each quick build loaded",
+        );
+    }
+    let full = if tiers { "the full build" } else { coll_mode };
+    for (n, name) in reductions {
+        fig(name, reduce_us(&p, n)?, "us", &note(full));
+    }
     // pgas's own in-kernel collective compiles like any point-to-point kernel.
     let ll_cold = cold(&p, &ll_reduce_loop::SPEC)?;
     fig(

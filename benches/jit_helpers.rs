@@ -38,7 +38,7 @@ fn run(
     helpers: usize,
 ) -> BenchResult<f64> {
     let (started, secs) =
-        wall(|| Helpers::start(exe, cache, jobs, ARCH, helpers).map(Helpers::wait));
+        wall(|| Helpers::start(exe, cache, jobs, ARCH, helpers, &[]).map(Helpers::wait));
     started.ok_or("the helper processes did not start")?;
     for (job, key) in jobs {
         if !matches!(cache.load(key)?, Lookup::Hit(_)) {

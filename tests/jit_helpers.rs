@@ -66,7 +66,7 @@ fn helpers_compile_the_programs_they_can_into_the_cache_and_leave_the_rest() {
     jobs.push(foreign.clone());
 
     let exe = Path::new(env!("CARGO_BIN_EXE_pgas"));
-    let helpers = Helpers::start(exe, &cache, &jobs, ARCH, 2).expect("the helpers start");
+    let helpers = Helpers::start(exe, &cache, &jobs, ARCH, 2, &[]).expect("the helpers start");
     assert_eq!(helpers.count(), 2);
     helpers.wait();
 
@@ -129,7 +129,7 @@ fn dropping_the_helpers_ends_them() {
         })
         .collect();
     let exe = Path::new(env!("CARGO_BIN_EXE_pgas"));
-    drop(Helpers::start(exe, &cache, &jobs, ARCH, 1).expect("the helper starts"));
+    drop(Helpers::start(exe, &cache, &jobs, ARCH, 1, &[]).expect("the helper starts"));
     // Ended, not left running: nothing is added to the cache afterwards.
     let count = || {
         jobs.iter()
@@ -170,7 +170,7 @@ fn a_helper_killed_mid_compile_costs_time_never_a_result() {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
-    let helpers = Helpers::start(&wrapper, &cache, &jobs, ARCH, 1).expect("the helper starts");
+    let helpers = Helpers::start(&wrapper, &cache, &jobs, ARCH, 1, &[]).expect("the helper starts");
     // Wait until it holds the program's lock (it compiles for about a second), then kill it.
     // The test watches for the lock file rather than trying the lock: a helper that tried while
     // the test held it for its probe would skip the program and never take the lock.
@@ -202,6 +202,7 @@ fn a_helper_killed_mid_compile_costs_time_never_a_result() {
         &jobs,
         ARCH,
         1,
+        &[],
     )
     .expect("a second helper starts")
     .wait();
@@ -211,4 +212,36 @@ fn a_helper_killed_mid_compile_costs_time_never_a_result() {
         assert_eq!(first, cubin, "an entry left by the killed helper is whole");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A helper compiles as the toolchain whose environment it is given
+/// ([`Toolchain::helper_env`]), not as its own environment says: the JIT's quick tier keys its
+/// programs with `--Ofast-compile=max` (`docs/jit.md`, "Tiers"), and its helpers must compute
+/// the same keys to compile them.
+#[test]
+fn a_helper_keys_as_the_toolchain_whose_environment_it_is_given() {
+    let (tc, cache, dir) = fresh("env");
+    let quick = tc
+        .quick_tier()
+        .expect("nvJitLink is beside NVRTC, so the quick tier applies");
+    // A kernel that calls no NVSHMEM compiles with the toolchain's own options.
+    let job = p2p("helper_quick", "if (n) x[0] = 2.0f;");
+    let key = quick.cache_key(&job.text, &job.key_name, ARCH);
+    assert_ne!(key, tc.cache_key(&job.text, &job.key_name, ARCH));
+    let jobs = vec![(job, key)];
+    let exe = Path::new(env!("CARGO_BIN_EXE_pgas"));
+    let run = |env: &[(&str, String)]| {
+        Helpers::start(exe, &cache, &jobs, ARCH, 1, env)
+            .expect("the helper starts")
+            .wait()
+    };
+    run(&[]);
+    assert!(
+        cached(&cache, &key).is_none(),
+        "a helper on its own environment computes another key and leaves the program"
+    );
+    run(&quick.helper_env());
+    let cubin = cached(&cache, &key).expect("compiled under the quick tier's key");
+    assert!(cubin.windows(12).any(|w| w == b"helper_quick"));
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -51,6 +51,16 @@ pub(crate) struct Kernel {
 /// returns the one named `name` (the only one when `name` is omitted). Needs no GPU and no
 /// `init`: NVRTC compiles it at its first launch. A syntax or type error is
 /// `pgas.KernelSourceError` naming the line and column in `source`.
+/// `pgas.finish_compiles()`: waits until every kernel that started on its quick build (one
+/// calling NVSHMEM's device collectives) runs its full build (`docs/jit.md`, "Tiers"). Call it
+/// before timing such a kernel or capturing it in a CUDA graph.
+#[pyfunction]
+pub(crate) fn finish_compiles(py: Python<'_>) -> PyResult<()> {
+    let pgas = crate::state::current()?.pgas()?;
+    py.detach(|| pgas::launch::finish_compiles(&pgas));
+    Ok(())
+}
+
 #[pyfunction]
 #[pyo3(signature = (source, name=None))]
 pub(crate) fn kernel(source: &str, name: Option<&str>) -> PyResult<Kernel> {

@@ -52,6 +52,7 @@ fn pgas(m: &Bound<'_, PyModule>) -> PyResult<()> {
     team::register(m)?;
     m.add_class::<kernel::Kernel>()?;
     m.add_function(wrap_pyfunction!(kernel::kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel::finish_compiles, m)?)?;
     ops::register(m)?;
     coll::register(m)?;
     library::register(m)?;

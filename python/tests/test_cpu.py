@@ -144,6 +144,7 @@ def test_calls_before_init_raise_not_initialized():
         pgas.quiet,
         pgas.fence,
         pgas.barrier_all,
+        pgas.finish_compiles,
         pgas.finalize,
         pgas.context,
         lambda: pgas.alloc(4),

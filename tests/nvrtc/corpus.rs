@@ -405,14 +405,14 @@ fn every_linkable_kernel_links_against_the_nvshmem_library() {
     }
 }
 
-/// A collective kernel's NVSHMEM collective is built once, into the cache, and the next kernel
-/// that calls it links it: the cache gains that kernel and nothing else.
+/// The JIT's quick tier (`docs/jit.md`, "Tiers"): a collective kernel's NVSHMEM collective is
+/// built once, into the cache, and the next kernel that calls it links it: the cache gains that
+/// kernel and nothing else.
 #[test]
 fn the_next_collective_kernel_links_the_object_the_first_one_built() {
     let tc = crate::toolchain()
-        .with_fast_compile("max")
-        .expect("a valid level")
-        .with_link_time(LinkTime::All);
+        .quick_tier()
+        .expect("nvJitLink beside NVRTC: the quick tier applies");
     // Bounded to 384 threads: a register cap (168) no other test's kernels have, so no other
     // test of this process has the object in memory already.
     let dir = std::env::temp_dir().join(format!("pgas-corpus-objects-{}", std::process::id()));

@@ -42,7 +42,7 @@ pub(crate) fn compile(
                 })
                 .collect();
             let count = helper_count.min(programs.len() - 1);
-            helpers::Helpers::start(&exe, disk, &jobs, arch, count)
+            helpers::Helpers::start(&exe, disk, &jobs, arch, count, &tc.helper_env())
         }
         _ => None,
     };

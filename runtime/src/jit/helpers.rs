@@ -48,14 +48,16 @@ pub struct Helpers {
 impl Helpers {
     /// Writes `jobs` (each with the cache key the build computed) to a fresh directory and
     /// starts `count` helpers `exe jit-helper DIR MAJOR MINOR START`, helper `h` at job `h + 1`
-    /// (the build takes job 0), with `PGAS_CACHE_DIR` set to `cache`'s directory. `None` when
-    /// nothing could be started (no helper is then needed for the build to finish).
+    /// (the build takes job 0), with `PGAS_CACHE_DIR` set to `cache`'s directory and `env` (the
+    /// build toolchain's [`Toolchain::helper_env`], so a helper keys as the build does). `None`
+    /// when nothing could be started (no helper is then needed for the build to finish).
     pub fn start(
         exe: &Path,
         cache: &DiskCache,
         jobs: &[(Job, CacheKey)],
         arch: (u32, u32),
         count: usize,
+        env: &[(&str, String)],
     ) -> Option<Helpers> {
         if count == 0 || jobs.is_empty() {
             return None;
@@ -78,6 +80,7 @@ impl Helpers {
                 .arg(arch.1.to_string())
                 .arg(start.to_string())
                 .env("PGAS_CACHE_DIR", cache.dir())
+                .envs(env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .spawn();
@@ -103,6 +106,13 @@ impl Helpers {
         for c in &mut self.children {
             let _ = c.wait();
         }
+    }
+
+    /// Whether every helper has exited (without waiting).
+    pub fn finished(&mut self) -> bool {
+        self.children
+            .iter_mut()
+            .all(|c| !matches!(c.try_wait(), Ok(None)))
     }
 }
 

@@ -19,6 +19,7 @@ mod nvrtc;
 mod plan;
 pub(crate) mod source;
 pub(crate) mod state;
+mod tiers;
 pub mod toolchain;
 
 pub use state::JitState;

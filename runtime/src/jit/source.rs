@@ -4,6 +4,7 @@
 use crate::kernel::{KernelSpec, Variant};
 
 /// What the slow path compiles; built only on a cache miss.
+#[derive(Clone)]
 pub(crate) struct Source {
     /// How errors name the kernel (the Rust name).
     pub display: String,

@@ -11,11 +11,13 @@ use cudarc::driver::{sys, CudaContext};
 use super::compile::compile;
 use super::disk::DiskCache;
 use super::module::{Function, ModuleHooks, Modules};
-use super::plan::Plan;
+use super::plan::{Plan, Program};
 use super::source::Source;
+use super::tiers::{Tiers, Upgrade, Workshop};
 use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
 use crate::kernel::{Variant, MAX_COMPTIME};
+use pgas_codegen::Prelude;
 
 /// Which kernel a cached function belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -103,6 +105,8 @@ pub struct JitState {
     modules: Modules,
     disk: Mutex<Option<Option<Arc<DiskCache>>>>,
     device: OnceLock<DeviceInfo>,
+    /// The full builds of kernels loaded from their quick builds (`super::tiers`).
+    tiers: Tiers,
 }
 
 impl std::fmt::Debug for JitState {
@@ -132,6 +136,7 @@ impl JitState {
             modules: Modules::default(),
             disk: Mutex::new(None),
             device: OnceLock::new(),
+            tiers: Tiers::default(),
         }
     }
 
@@ -201,9 +206,42 @@ impl JitState {
             .filter(|(i, _)| results[*i].is_none())
             .map(|(i, w)| (i, (w.source)()));
         let plan = Plan::new(&tc, disk.as_deref(), arch, pending, target.node_pes);
-        let compiled = compile(&tc, disk.as_deref(), arch, plan.programs, plan.helpers)?;
-
+        // Kernels calling NVSHMEM's device collectives whose full build is not cached start on
+        // their quick build (`super::tiers`); the full one is compiled in the background.
+        let quick = tc.quick_tier();
+        let (programs, deferred): (Vec<Program>, Vec<Program>) =
+            plan.programs.into_iter().partition(|(_, members)| {
+                let tiered = |k: &super::key::Keyed| {
+                    quick.as_ref().and_then(|q| q.links(&k.src.text)) == Some(Prelude::Full)
+                };
+                !members.iter().all(tiered)
+            });
+        let mut compiled = compile(&tc, disk.as_deref(), arch, programs, plan.helpers)?;
         let mut found = plan.cached;
+        let mut upgrades: Vec<Upgrade> = Vec::new();
+        if let (Some(quick), false) = (&quick, deferred.is_empty()) {
+            let full: Vec<super::key::Keyed> = deferred
+                .into_iter()
+                .flat_map(|(_, members)| members)
+                .collect();
+            let sources = full.iter().map(|k| (k.index, k.src.clone()));
+            let qplan = Plan::new(quick, disk.as_deref(), arch, sources, target.node_pes);
+            found.extend(qplan.cached);
+            compiled.extend(compile(
+                quick,
+                disk.as_deref(),
+                arch,
+                qplan.programs,
+                qplan.helpers,
+            )?);
+            upgrades = full
+                .into_iter()
+                .map(|kernel| Upgrade {
+                    key: wants[kernel.index].key,
+                    kernel,
+                })
+                .collect();
+        }
         for (kernel, image) in compiled {
             match image {
                 Ok(image) => found.push((kernel, image)),
@@ -216,17 +254,70 @@ impl JitState {
                 .modules
                 .load(target.ctx, target.nvshmem, &kernel.src, &image);
             if let Ok(f) = f {
-                self.functions
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(wants[kernel.index].key, f);
+                self.insert(wants[kernel.index].key, f);
             }
             results[kernel.index] = Some(f);
+        }
+        // Only what loaded from its quick build waits for a full one.
+        upgrades.retain(|u| matches!(results[u.kernel.index], Some(Ok(_))));
+        if !upgrades.is_empty() {
+            let shop = Workshop {
+                toolchain: tc,
+                disk,
+                arch,
+                node_pes: target.node_pes,
+                helper: super::helpers::helper_exe(),
+            };
+            self.tiers.start(upgrades, shop);
         }
         Ok(results
             .into_iter()
             .map(|r| r.expect("every want has a result"))
             .collect())
+    }
+
+    fn insert(&self, key: FnKey, f: Function) {
+        self.functions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, f);
+    }
+
+    /// Whether a full build is ready to replace a quick one (`super::tiers`): one atomic load,
+    /// on every launch.
+    #[inline]
+    pub(crate) fn has_upgrades(&self) -> bool {
+        self.tiers.any_ready()
+    }
+
+    /// Loads the full builds that are ready and puts them in place of the quick ones, unless
+    /// `stream` is being captured (loading a module is not allowed then: the next launch outside
+    /// capture does it). A full build that fails to load leaves the quick one in place.
+    pub(crate) fn swap_upgrades(&self, target: &Target<'_>, stream: &cudarc::driver::CudaStream) {
+        let idle = stream.capture_status().ok()
+            == Some(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
+        if !idle {
+            return;
+        }
+        for r in self.tiers.take_ready() {
+            let f = self
+                .modules
+                .load(target.ctx, target.nvshmem, &r.kernel.src, &r.image);
+            match f {
+                Ok(f) => self.insert(r.key, f),
+                Err(e) => eprintln!(
+                    "pgas: warning: JIT: the full build of {} did not load ({e}); it keeps \
+                     running its quick build",
+                    r.kernel.src.display
+                ),
+            }
+        }
+    }
+
+    /// Waits for every full build started so far and swaps it in (see [`JitState::swap_upgrades`]).
+    pub(crate) fn finish_compiles(&self, target: &Target<'_>, stream: &cudarc::driver::CudaStream) {
+        self.tiers.wait();
+        self.swap_upgrades(target, stream);
     }
 
     /// The toolchain, discovered on first use and shared by every context of the process
@@ -263,6 +354,7 @@ impl JitState {
     }
 
     fn finalize_with(&self, nv: Option<&dyn ModuleHooks>) {
+        self.tiers.stop();
         self.functions
             .write()
             .unwrap_or_else(|e| e.into_inner())

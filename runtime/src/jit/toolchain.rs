@@ -55,6 +55,10 @@ pub struct Toolchain {
     linker: Option<Arc<NvJitLink>>,
     /// Whether collective kernels link too (`PGAS_JIT_LTO=all`), with collective objects.
     link_collectives: bool,
+    /// Whether a kernel that calls NVSHMEM's device collectives starts on a quick build while
+    /// its full build compiles in the background (`PGAS_JIT_TIERS`, on by default:
+    /// [`Toolchain::quick_tier`]).
+    tiers: bool,
     /// The NVSHMEM library's cache key per (prelude, arch): every linked kernel's key includes
     /// it, and computing it generates and hashes the whole library source, so once is enough.
     pub(super) library_keys: Arc<Mutex<LibraryKeys>>,
@@ -121,6 +125,7 @@ impl Toolchain {
         let nvrtc_version = nvrtc::load(&cuda.lib_dir)?;
         let fast_compile = fast_compile(std::env::var("PGAS_JIT_FAST_COMPILE").ok().as_deref())?;
         let link_time = link_time(std::env::var("PGAS_JIT_LTO").ok().as_deref())?;
+        let tiers = tiers(std::env::var("PGAS_JIT_TIERS").ok().as_deref())?;
         let linker = if link_time != LinkTime::Off {
             // Beside NVRTC in a CUDA root and in the nvidia-nvjitlink wheel; without it kernels
             // compile against the headers, as before (`pgas doctor` says which).
@@ -138,8 +143,47 @@ impl Toolchain {
             fast_compile,
             linker,
             link_collectives: link_time == LinkTime::All,
+            tiers,
             library_keys: Arc::default(),
         })
+    }
+
+    /// The toolchain of the quick tier (docs/jit.md, "Tiers"): collective kernels linked with
+    /// NVSHMEM's collectives as objects compiled at `--Ofast-compile=max`, so a kernel that
+    /// calls a device collective loads in seconds, not the quarter minute its full build takes
+    /// (which runs slower code meanwhile: the JIT swaps the full build in when it is ready).
+    /// `None` when tiers do not apply: `PGAS_JIT_TIERS=off`, no nvJitLink, or a toolchain that
+    /// already trades speed for compile time (`PGAS_JIT_LTO=all`, `PGAS_JIT_FAST_COMPILE`).
+    pub fn quick_tier(&self) -> Option<Toolchain> {
+        if !self.tiers || self.linker.is_none() || self.link_collectives {
+            return None;
+        }
+        if self.fast_compile.is_some() {
+            return None;
+        }
+        let mut quick = self.clone();
+        quick.link_collectives = true;
+        quick.fast_compile = Some("max".to_owned());
+        quick.tiers = false;
+        Some(quick)
+    }
+
+    /// The environment under which a helper process (`pgas jit-helper`, which discovers its
+    /// own toolchain) compiles as this toolchain does, so its cache keys match the build's.
+    pub fn helper_env(&self) -> [(&'static str, String); 2] {
+        let lto = match (&self.linker, self.link_collectives) {
+            (None, _) => "off",
+            (Some(_), false) => "on",
+            (Some(_), true) => "all",
+        };
+        let fast = self
+            .fast_compile
+            .clone()
+            .unwrap_or_else(|| "off".to_owned());
+        [
+            ("PGAS_JIT_LTO", lto.to_owned()),
+            ("PGAS_JIT_FAST_COMPILE", fast),
+        ]
     }
 
     /// This toolchain with NVRTC's `--Ofast-compile` at `level` (`min`, `mid`, `max` or `off`),
@@ -618,6 +662,23 @@ fn link_time(value: Option<&str>) -> Result<LinkTime> {
     }
 }
 
+/// Whether `PGAS_JIT_TIERS` lets collective kernels start on a quick build: yes when unset,
+/// empty, `on` or `1`; no for `off` or `0`; a clear error otherwise.
+fn tiers(value: Option<&str>) -> Result<bool> {
+    match value.map(str::trim) {
+        None | Some("") | Some("on") | Some("1") => Ok(true),
+        Some("off") | Some("0") => Ok(false),
+        Some(other) => Err(Error::InvalidConfig {
+            name: "PGAS_JIT_TIERS",
+            value: other.to_owned(),
+            reason: "use on (a kernel calling NVSHMEM's device collectives starts on a quick \
+                     build and its full build is swapped in when ready, the default) or off \
+                     (wait for the full build)"
+                .to_owned(),
+        }),
+    }
+}
+
 /// Which kernels compile link-time (`PGAS_JIT_LTO`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinkTime {
@@ -759,6 +820,14 @@ mod tests {
         assert_eq!(link_time(Some("0")).unwrap(), LinkTime::Off);
         let e = link_time(Some("yes")).unwrap_err().to_string();
         assert!(e.contains("PGAS_JIT_LTO") && e.contains("all"), "{e}");
+    }
+
+    #[test]
+    fn tier_switch() {
+        assert!(tiers(None).unwrap() && tiers(Some(" on")).unwrap());
+        assert!(!tiers(Some("off")).unwrap() && !tiers(Some("0")).unwrap());
+        let e = tiers(Some("later")).unwrap_err().to_string();
+        assert!(e.contains("PGAS_JIT_TIERS") && e.contains("off"), "{e}");
     }
 
     #[test]

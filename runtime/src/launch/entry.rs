@@ -86,6 +86,10 @@ fn function(
             LaunchCause::TooManyComptime { max: MAX_COMPTIME },
         )
     })?;
+    // A full build that finished in the background replaces its quick one (jit::tiers).
+    if target.jit.has_upgrades() {
+        target.jit.swap_upgrades(target, stream);
+    }
     match target.jit.lookup(&key) {
         Some(f) => Ok(f),
         None => {

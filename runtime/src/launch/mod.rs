@@ -20,5 +20,5 @@ pub use config::{LaunchConfig, MAX_CLUSTER_BLOCKS};
 pub use entry::{launch, max_active_clusters};
 #[doc(hidden)]
 pub use multicast::MULTICAST_STORE_SOURCE;
-pub use prewarm::{prewarm, Prewarm};
+pub use prewarm::{finish_compiles, prewarm, Prewarm};
 pub use raw::RawKernel;

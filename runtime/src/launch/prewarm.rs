@@ -65,6 +65,21 @@ pub fn prewarm(pgas: &Pgas, kernels: &[Prewarm<'_>]) -> Result<()> {
     }
 }
 
+/// Waits until every kernel this context loaded from a quick build runs its full build.
+///
+/// A kernel that calls one of NVSHMEM's device collectives (`reduce_block`, `broadcast_warp`,
+/// ...) spends a quarter minute in a full compile, so its first launch (or [`prewarm`]) loads a
+/// quick build in seconds, whose collective runs slower, and the full build compiles in the
+/// background; the next launch after it is ready uses it (docs/jit.md, "Tiers"). Call this
+/// before timing such a kernel or capturing it in a CUDA graph, which would keep the quick
+/// build. Returns at once when nothing is compiling; `PGAS_JIT_TIERS=off` makes every build
+/// full from the start. A full build that fails leaves the quick one in place and prints one
+/// warning line; this never fails a program that runs.
+pub fn finish_compiles(pgas: &Pgas) {
+    let target = pgas.jit_target();
+    target.jit.finish_compiles(&target, pgas.stream());
+}
+
 /// The cache key of one prewarm entry, checking its comptime count.
 fn key(k: &Prewarm<'_>) -> Result<FnKey> {
     let expected = k.spec.comptime_names().count();
