@@ -387,13 +387,16 @@ fn main() -> BenchResult<()> {
             let quick = note("the quick build");
             fig(&format!("{name}_quick"), reduce_us(&p, n)?, "us", &quick);
         }
-        let ((), settle_s) = wall(|| pgas::launch::finish_compiles(&p));
+        let (swapped, settle_s) = wall(|| pgas::launch::finish_compiles(&p));
         fig(
             "full_builds_settled",
             settle_s,
             "s",
-            "finish_compiles after the figures above: the wait for the 6 collective kernels' \
-             full builds, which helper processes had been compiling since each quick build loaded",
+            &format!(
+                "finish_compiles after the figures above: the wait for the collective kernels' \
+                 full builds ({swapped} swapped in), which helper processes had been compiling \
+                 since each quick build loaded"
+            ),
         );
     }
     let full = if tiers { "the full build" } else { coll_mode };

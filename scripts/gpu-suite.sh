@@ -105,6 +105,9 @@ fi
 # starts empty, as on a fresh machine, so the first suite step records the cold compile
 # (PGAS_KEEP_CACHE=1 keeps an earlier run's kernels).
 export PGAS_CACHE_DIR="${PGAS_CACHE_DIR:-/tmp/pgas-gpu-suite-cache}"
+# The CUDA driver's own cache off too: NVRTC 12.9 and later keep compiles there, which would make
+# a second run on the same machine look warm whatever pgas's cache holds.
+export CUDA_CACHE_DISABLE=1
 [ "${PGAS_KEEP_CACHE:-0}" = 1 ] || rm -rf "$PGAS_CACHE_DIR"
 mkdir -p "$PGAS_CACHE_DIR"
 # PGAS_CACHE_TAR=FILE: start from the kernels an earlier call saved (PGAS_SAVE_CACHE below).
@@ -628,12 +631,12 @@ verdict "dsl_vs_cuda $bench_pes PE" "$(figures | brief '64x1024|ping|barrier|red
 step "host_ops" bench.log 60 "$bin/host_ops"
 verdict "host_ops" "$(figures | brief 'put_signal|bounded|10us|live_check_4096')"
 step "jit_costs" bench.log 90 "$bin/jit_costs"
-verdict "jit_costs" "$(figures | brief 'cold_compile|disk|memory|launch_dsl_checked|launch_bare|nvshmem_init')"
+verdict "jit_costs" "$(figures | brief 'cold_compile|full_builds|reduce_block|disk|memory|launch_dsl_checked|launch_bare|nvshmem_init')"
 # The same cold compiles against NVSHMEM's headers, without nvJitLink (figures named inline/...).
 # (PGAS_JIT_FAST_COMPILE=max, which only inline compiles use, is not timed here: docs/jit.md.)
 step "jit_costs PGAS_JIT_LTO=off" bench.log 60 env PGAS_JIT_LTO=off "$bin/jit_costs"
 last=$(echo "$last" | sed 's/"name": *"/&inline\//')
-verdict "jit_costs PGAS_JIT_LTO=off" "$(figures | brief 'cold_compile')"
+verdict "jit_costs PGAS_JIT_LTO=off" "$(figures | brief 'cold_compile|reduce_block')"
 # Collective kernels link-time too, with NVSHMEM's collectives as objects built once per machine
 # (docs/jit.md, "Collective objects"; figures named objects/...).
 step "jit_costs PGAS_JIT_LTO=all" bench.log 90 env PGAS_JIT_LTO=all "$bin/jit_costs"

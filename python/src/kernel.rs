@@ -52,13 +52,13 @@ pub(crate) struct Kernel {
 /// `init`: NVRTC compiles it at its first launch. A syntax or type error is
 /// `pgas.KernelSourceError` naming the line and column in `source`.
 /// `pgas.finish_compiles()`: waits until every kernel that started on its quick build (one
-/// calling NVSHMEM's device collectives) runs its full build (`docs/jit.md`, "Tiers"). Call it
-/// before timing such a kernel or capturing it in a CUDA graph.
+/// calling NVSHMEM's device collectives) runs its full build (`docs/jit.md`, "Tiers"), and
+/// returns how many it swapped in. Call it before timing such a kernel or capturing it in a
+/// CUDA graph.
 #[pyfunction]
-pub(crate) fn finish_compiles(py: Python<'_>) -> PyResult<()> {
+pub(crate) fn finish_compiles(py: Python<'_>) -> PyResult<usize> {
     let pgas = crate::state::current()?.pgas()?;
-    py.detach(|| pgas::launch::finish_compiles(&pgas));
-    Ok(())
+    Ok(py.detach(|| pgas::launch::finish_compiles(&pgas)))
 }
 
 #[pyfunction]

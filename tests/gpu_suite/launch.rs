@@ -21,6 +21,7 @@ pub const CASES: &[Case] = &[
         "launch/plain_shared_memory_too_large",
         plain_shared_too_large,
     ),
+    case("launch/tiers_swap_in_the_full_build", tiers_swap),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
@@ -130,6 +131,21 @@ fn bounded_all_reduce(
     iters: u32,
 ) {
     for _ in 0..iters {
+        reduce_block(team, &mut dst[0..nn], &src[0..nn], ReduceOp::Sum);
+    }
+}
+
+/// The kernel of the tiers case: an all-reduce whose comptime `salt`, new in every run, makes
+/// it a kernel no cache holds. (It also picks one or two reductions: both leave the same sums.)
+#[pgas_kernel(max_threads = 512)]
+fn salted_all_reduce(
+    team: Team,
+    dst: &mut SymTensor<f32>,
+    src: &SymTensor<f32>,
+    nn: usize,
+    #[comptime] salt: u32,
+) {
+    for _ in 0..(salt % 2 + 1) {
         reduce_block(team, &mut dst[0..nn], &src[0..nn], ReduceOp::Sum);
     }
 }
@@ -288,4 +304,39 @@ fn plain_shared_too_large(p: &Pgas) -> CaseResult {
             && msg.contains("No block size fits with this much shared memory"),
         || format!("the error does not name the shared memory: {msg}"),
     )
+}
+
+/// Tiers (docs/jit.md): a kernel calling an NVSHMEM device collective that no cache holds first
+/// runs its quick build, and `finish_compiles` puts its full build in place on every PE; both
+/// leave the right sums. The salt is PE 0's clock, broadcast, so every PE builds the same new
+/// kernel. Under `PGAS_JIT_TIERS=off` the full build loads at once and nothing is swapped in.
+fn tiers_swap(p: &Pgas) -> CaseResult {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.subsec_nanos());
+    let mine = p.alloc_from(&[nanos])?;
+    let salt = p.alloc::<u32>(1)?;
+    p.broadcast(Team::WORLD, &salt, &mine, 0)?;
+    let salt = salt.to_vec()?[0];
+    let (src, mut dst) = reduce_buffers(p)?;
+    let cfg = LaunchConfig::blocks(1, 256);
+    salted_all_reduce::launch(p, cfg, Team::WORLD, &mut dst, &src, NN, salt)?;
+    check_reduced(p, &dst, "the first launch (quick build)")?;
+    let swapped = pgas::launch::finish_compiles(p);
+    let tiers_off = std::env::var("PGAS_JIT_TIERS").is_ok_and(|v| v.trim() == "off");
+    ensure(tiers_off || swapped >= 1, || {
+        format!("finish_compiles swapped in {swapped} full builds after a cold collective kernel")
+    })?;
+    ensure(pgas::launch::finish_compiles(p) == 0, || {
+        "a second finish_compiles found more to swap in".into()
+    })?;
+    dst.fill(f32::NAN)?;
+    p.barrier_all()?;
+    salted_all_reduce::launch(p, cfg, Team::WORLD, &mut dst, &src, NN, salt)?;
+    check_reduced(p, &dst, "the launch after finish_compiles (full build)")?;
+    println!(
+        "gpu_suite[pe {}]: tiers: {swapped} full build(s) swapped in (salt {salt})",
+        util::me(p)
+    );
+    Ok(())
 }

@@ -15,7 +15,7 @@ use crate::error::Result;
 
 /// A build compiling at least this many kernels prints a line per batch (a first run of many
 /// kernels takes seconds, and should say what it is doing).
-const PROGRESS_MIN: usize = 4;
+pub(super) const PROGRESS_MIN: usize = 4;
 
 /// Compiles `programs` for `arch` (with `helpers`, the helper executable and how many may
 /// start), and returns each kernel with its image or its compile error. The outer `Err` is a

@@ -216,8 +216,11 @@ impl JitState {
                 };
                 !members.iter().all(tiered)
             });
-        let mut compiled = compile(&tc, disk.as_deref(), arch, programs, plan.helpers)?;
+        // The quick builds first: like every collective program they are the slowest (the
+        // first kernel calling a collective builds its object), so they start while the
+        // helpers are fresh.
         let mut found = plan.cached;
+        let mut compiled = Vec::new();
         let mut upgrades: Vec<Upgrade> = Vec::new();
         if let (Some(quick), false) = (&quick, deferred.is_empty()) {
             let full: Vec<super::key::Keyed> = deferred
@@ -227,13 +230,7 @@ impl JitState {
             let sources = full.iter().map(|k| (k.index, k.src.clone()));
             let qplan = Plan::new(quick, disk.as_deref(), arch, sources, target.node_pes);
             found.extend(qplan.cached);
-            compiled.extend(compile(
-                quick,
-                disk.as_deref(),
-                arch,
-                qplan.programs,
-                qplan.helpers,
-            )?);
+            compiled = compile(quick, disk.as_deref(), arch, qplan.programs, qplan.helpers)?;
             upgrades = full
                 .into_iter()
                 .map(|kernel| Upgrade {
@@ -242,6 +239,7 @@ impl JitState {
                 })
                 .collect();
         }
+        compiled.extend(compile(&tc, disk.as_deref(), arch, programs, plan.helpers)?);
         for (kernel, image) in compiled {
             match image {
                 Ok(image) => found.push((kernel, image)),
@@ -261,6 +259,14 @@ impl JitState {
         // Only what loaded from its quick build waits for a full one.
         upgrades.retain(|u| matches!(results[u.kernel.index], Some(Ok(_))));
         if !upgrades.is_empty() {
+            if wants.len() >= super::compile::PROGRESS_MIN {
+                eprintln!(
+                    "pgas: JIT: {} kernel(s) calling NVSHMEM's device collectives run their quick \
+                     builds until the full ones, compiling in the background, are in \
+                     (docs/jit.md, \"Tiers\")",
+                    upgrades.len()
+                );
+            }
             let shop = Workshop {
                 toolchain: tc,
                 disk,
@@ -292,19 +298,28 @@ impl JitState {
 
     /// Loads the full builds that are ready and puts them in place of the quick ones, unless
     /// `stream` is being captured (loading a module is not allowed then: the next launch outside
-    /// capture does it). A full build that fails to load leaves the quick one in place.
-    pub(crate) fn swap_upgrades(&self, target: &Target<'_>, stream: &cudarc::driver::CudaStream) {
+    /// capture does it). A full build that fails to load leaves the quick one in place. Returns
+    /// how many were put in place.
+    pub(crate) fn swap_upgrades(
+        &self,
+        target: &Target<'_>,
+        stream: &cudarc::driver::CudaStream,
+    ) -> usize {
         let idle = stream.capture_status().ok()
             == Some(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
         if !idle {
-            return;
+            return 0;
         }
+        let mut swapped = 0;
         for r in self.tiers.take_ready() {
             let f = self
                 .modules
                 .load(target.ctx, target.nvshmem, &r.kernel.src, &r.image);
             match f {
-                Ok(f) => self.insert(r.key, f),
+                Ok(f) => {
+                    self.insert(r.key, f);
+                    swapped += 1;
+                }
                 Err(e) => eprintln!(
                     "pgas: warning: JIT: the full build of {} did not load ({e}); it keeps \
                      running its quick build",
@@ -312,12 +327,18 @@ impl JitState {
                 ),
             }
         }
+        swapped
     }
 
-    /// Waits for every full build started so far and swaps it in (see [`JitState::swap_upgrades`]).
-    pub(crate) fn finish_compiles(&self, target: &Target<'_>, stream: &cudarc::driver::CudaStream) {
+    /// Waits for every full build started so far and swaps it in (see
+    /// [`JitState::swap_upgrades`]); how many were swapped in.
+    pub(crate) fn finish_compiles(
+        &self,
+        target: &Target<'_>,
+        stream: &cudarc::driver::CudaStream,
+    ) -> usize {
         self.tiers.wait();
-        self.swap_upgrades(target, stream);
+        self.swap_upgrades(target, stream)
     }
 
     /// The toolchain, discovered on first use and shared by every context of the process

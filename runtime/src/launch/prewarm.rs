@@ -72,12 +72,14 @@ pub fn prewarm(pgas: &Pgas, kernels: &[Prewarm<'_>]) -> Result<()> {
 /// quick build in seconds, whose collective runs slower, and the full build compiles in the
 /// background; the next launch after it is ready uses it (docs/jit.md, "Tiers"). Call this
 /// before timing such a kernel or capturing it in a CUDA graph, which would keep the quick
-/// build. Returns at once when nothing is compiling; `PGAS_JIT_TIERS=off` makes every build
-/// full from the start. A full build that fails leaves the quick one in place and prints one
-/// warning line; this never fails a program that runs.
-pub fn finish_compiles(pgas: &Pgas) {
+/// build. Returns how many full builds it put in place of quick ones: at once, 0, when nothing
+/// is compiling; `PGAS_JIT_TIERS=off` makes every build full from the start. A full build that
+/// fails leaves the quick one in place and prints one warning line; this never fails a program
+/// that runs. Called while [`Pgas::stream`] is being captured it waits but swaps nothing in (a
+/// module cannot load then); the next launch outside capture does.
+pub fn finish_compiles(pgas: &Pgas) -> usize {
     let target = pgas.jit_target();
-    target.jit.finish_compiles(&target, pgas.stream());
+    target.jit.finish_compiles(&target, pgas.stream())
 }
 
 /// The cache key of one prewarm entry, checking its comptime count.
