@@ -467,6 +467,53 @@ fn the_next_collective_kernel_links_the_object_the_first_one_built() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// The quick tier's kernel keeps to the register cap its collective object was built for: an
+/// unbounded kernel (a loop around `reduce_block`, as `benches/jit_costs.rs`'s) linked with an
+/// object of at most 128 registers uses at most 128 itself, so blocks of 512 threads fit, as the
+/// cap promises. (On an H200 machine, before the link passed the cap on, the driver counted 130
+/// for `benches/jit_costs.rs`'s kernel and refused blocks of 512.)
+#[test]
+fn a_quick_build_keeps_to_its_objects_register_cap() {
+    let tc = crate::toolchain()
+        .quick_tier()
+        .expect("nvJitLink beside NVRTC: the quick tier applies");
+    let kernels = compile_file(
+        r#"
+        #[pgas_kernel]
+        fn unbounded_reduce(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, rounds: u32) {
+            let n = dst.len();
+            for _ in 0..rounds {
+                reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
+            }
+        }
+        "#,
+        "unbounded.rs",
+    )
+    .unwrap();
+    let (source, name) = specialize(
+        kernels[0].source(true),
+        &kernels[0].cuda_name,
+        "checked",
+        &[],
+    );
+    let cap = pgas_codegen::nvcall::register_cap(&source);
+    assert_eq!(
+        cap, 128,
+        "an unbounded kernel's cap lets blocks of 512 threads run"
+    );
+    let out = tc
+        .compile_program(None, &source, &name, ARCH)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let regs = Elf::new(&out.cubin)
+        .max_registers()
+        .expect("register counts in the image");
+    println!("{name}: at most {regs} registers in any function (cap {cap})");
+    assert!(
+        regs > 0 && regs <= cap,
+        "{regs} registers, over the cap of {cap}"
+    );
+}
+
 /// An sm_90a kernel that calls no NVSHMEM (`pgas::gemm`'s, wgmma and TMA) compiles without
 /// NVSHMEM's headers or library whether link-time compiles are on (the default) or off
 /// (`PGAS_JIT_LTO=off`): one cache entry a kernel either way (no library is built beside it),
@@ -597,6 +644,28 @@ impl<'a> Elf<'a> {
         self.sections()
             .find(|sh| self.string(&names, sh.name) == name.as_bytes())
             .map(|sh| &self.0[sh.offset..sh.offset + sh.size])
+    }
+
+    /// The most registers any function of the image uses (`EIATTR_REGCOUNT`, 0x2f, in its
+    /// `.nv.info` section): what a thread of a kernel that may call any of them needs. Entries
+    /// are a format byte, an attribute byte and two bytes that hold the value (formats 1-3) or
+    /// the size of the value that follows (format 4, here a symbol index and its count).
+    fn max_registers(&self) -> Option<u32> {
+        let info = self.section(".nv.info")?;
+        let (mut at, mut most) = (0, None);
+        while at + 4 <= info.len() {
+            let (format, attr) = (info[at], info[at + 1]);
+            let size = u16::from_le_bytes([info[at + 2], info[at + 3]]) as usize;
+            at += 4;
+            if format == 4 {
+                if attr == 0x2f && size == 8 && at + 8 <= info.len() {
+                    let count = u32::from_le_bytes(info[at + 4..at + 8].try_into().unwrap());
+                    most = most.max(Some(count));
+                }
+                at += size;
+            }
+        }
+        most
     }
 
     /// How many symbols are named `name`: an image whose inputs each kept a device state of

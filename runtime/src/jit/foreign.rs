@@ -130,6 +130,7 @@ extern "C" __global__ void caller(float *d, float *s, unsigned long long *sig) {
                 ],
                 (9, 0),
                 false,
+                255,
             )
             .unwrap();
         assert_eq!(&cubin[..4], b"\x7fELF");

@@ -131,11 +131,16 @@ impl NvJitLink {
     /// any. So that link takes two steps: the LTO-IR alone to PTX (the kernel and what it uses,
     /// with NVSHMEM's state kept), then that PTX with the objects to the CUBIN (docs/jit.md,
     /// "Collective objects", has the times).
+    ///
+    /// The machine code of that second step keeps to `registers` a thread: the cap the objects
+    /// were built for (`nvcall::register_cap`), which the kernel's own code must keep to as
+    /// well, or a kernel without a bound may not run the blocks the cap promises.
     pub(crate) fn link(
         &self,
         inputs: &[(&str, &[u8], Input)],
         arch: (u32, u32),
         specific: bool,
+        registers: u32,
     ) -> Result<Vec<u8>> {
         let suffix = if specific { "a" } else { "" };
         let arch_opt = format!("-arch=sm_{}{}{suffix}", arch.0, arch.1);
@@ -156,7 +161,8 @@ impl NvJitLink {
         let ptx = self.run(&opts, &lto, Output::Ptx)?;
         let mut second = vec![("linked LTO-IR", &ptx[..], Input::Ptx)];
         second.extend(objects);
-        self.run(&[arch_opt], &second, Output::Cubin)
+        let cap = format!("-maxrregcount={registers}");
+        self.run(&[arch_opt, cap], &second, Output::Cubin)
     }
 
     /// One nvJitLink run with `opts` over `inputs`, returning what `output` names.

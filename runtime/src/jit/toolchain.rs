@@ -519,7 +519,7 @@ impl Toolchain {
                 .iter()
                 .map(|(n, b)| (n.as_str(), &b[..], Input::Cubin)),
         );
-        let cubin = linker.link(&inputs, arch, sm90a)?;
+        let cubin = linker.link(&inputs, arch, sm90a, registers)?;
         Ok(Compiled {
             cubin,
             log: out.log,
