@@ -9,6 +9,7 @@
 mod batch;
 mod compile;
 pub mod disk;
+mod fn_key;
 pub mod foreign;
 pub mod helpers;
 mod key;

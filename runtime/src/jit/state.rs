@@ -3,70 +3,20 @@
 //! (`compile.rs`, `batch.rs`: NVRTC), load (`module.rs`: module load, `nvshmemx_cumodule_init`).
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cudarc::driver::{sys, CudaContext};
 
 use super::compile::compile;
 use super::disk::DiskCache;
+pub(crate) use super::fn_key::{FnKey, KernelId};
 use super::module::{Function, ModuleHooks, Modules};
 use super::plan::{Plan, Program};
 use super::source::Source;
 use super::tiers::{Tiers, Upgrade, Workshop};
 use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
-use crate::kernel::{Variant, MAX_COMPTIME};
 use pgas_codegen::Prelude;
-
-/// Which kernel a cached function belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum KernelId {
-    /// A `#[pgas_kernel]`, by its unique CUDA base name.
-    Spec(&'static str),
-    /// A [`crate::jit::RawKernel`], by its process-unique id.
-    Raw(u64),
-}
-
-/// In-memory cache key: a kernel, a variant and its comptime values.
-#[derive(Clone, Copy, Debug, Eq)]
-pub(crate) struct FnKey {
-    id: KernelId,
-    variant: Variant,
-    comptime: [i128; MAX_COMPTIME],
-    n: u8,
-}
-
-impl FnKey {
-    /// `None` when there are more comptime values than [`MAX_COMPTIME`].
-    pub(crate) fn new(id: KernelId, variant: Variant, comptime: &[i128]) -> Option<FnKey> {
-        let mut values = [0; MAX_COMPTIME];
-        values.get_mut(..comptime.len())?.copy_from_slice(comptime);
-        Some(FnKey {
-            id,
-            variant,
-            comptime: values,
-            n: comptime.len() as u8,
-        })
-    }
-}
-
-impl PartialEq for FnKey {
-    fn eq(&self, o: &FnKey) -> bool {
-        self.id == o.id
-            && self.variant == o.variant
-            && self.comptime[..self.n as usize] == o.comptime[..o.n as usize]
-    }
-}
-
-impl Hash for FnKey {
-    // Only the used comptime slots: this runs on every launch.
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        self.id.hash(h);
-        self.variant.hash(h);
-        self.comptime[..self.n as usize].hash(h);
-    }
-}
 
 /// Where kernels are loaded: a context, its JIT state and its NVSHMEM (if any).
 pub(crate) struct Target<'a> {

@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use super::batch::{self, Image};
 use super::disk::DiskCache;
+use super::fn_key::FnKey;
 use super::helpers::{self, Helpers};
 use super::key::Keyed;
-use super::state::FnKey;
 use super::toolchain::Toolchain;
 use pgas_codegen::Prelude;
 
@@ -192,8 +192,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jit::fn_key::KernelId;
     use crate::jit::source::Source;
-    use crate::jit::state::KernelId;
     use crate::kernel::Variant;
 
     const ARCH: (u32, u32) = (9, 0);
