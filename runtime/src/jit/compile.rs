@@ -17,47 +17,54 @@ use crate::error::Result;
 /// kernels takes seconds, and should say what it is doing).
 pub(super) const PROGRESS_MIN: usize = 4;
 
-/// Compiles `programs` for `arch` (with `helpers`, the helper executable and how many may
-/// start), and returns each kernel with its image or its compile error. The outer `Err` is a
-/// failure no kernel is to blame for (no NVRTC).
+/// Programs compiled with one toolchain, and the helper processes that may compile them beside
+/// this one (the helper executable and how many may start).
+pub(crate) struct Stage<'a> {
+    pub tc: &'a Toolchain,
+    pub programs: Vec<Program>,
+    pub helpers: Option<(PathBuf, usize)>,
+}
+
+/// Compiles every stage's programs for `arch`, and returns each kernel with its image or its
+/// compile error. The outer `Err` is a failure no kernel is to blame for (no NVRTC).
+///
+/// Every stage's helpers start before this process compiles anything, so stages overlap: the
+/// few slow programs of the first (the quick builds of collective kernels, which build
+/// NVSHMEM's objects) do not hold up the many of the next while CPUs idle.
 pub(crate) fn compile(
-    tc: &Toolchain,
     disk: Option<&DiskCache>,
     arch: (u32, u32),
-    programs: Vec<Program>,
-    helpers: Option<(PathBuf, usize)>,
+    stages: Vec<Stage<'_>>,
 ) -> Result<Vec<(Keyed, Result<Image>)>> {
     let dump = std::env::var_os("PGAS_DUMP_DIR").map(PathBuf::from);
-    let total: usize = programs.iter().map(|(_, m)| m.len()).sum();
+    let total: usize = stages
+        .iter()
+        .flat_map(|s| &s.programs)
+        .map(|(_, m)| m.len())
+        .sum();
     let progress = total >= PROGRESS_MIN;
     let started = std::time::Instant::now();
     // The helpers, dropped (ended) once every program is built.
-    let helpers = match (helpers, disk) {
-        (Some((exe, helper_count)), Some(disk)) if programs.len() > 1 => {
-            let jobs: Vec<_> = programs
-                .iter()
-                .filter_map(|(prelude, members)| {
-                    let members: Vec<&Keyed> = members.iter().collect();
-                    batch::job(tc, *prelude, &members, arch).ok()
-                })
-                .collect();
-            let count = helper_count.min(programs.len() - 1);
-            helpers::Helpers::start(&exe, disk, &jobs, arch, count, &tc.helper_env())
-        }
-        _ => None,
-    };
-    if let (Some(h), true) = (&helpers, progress) {
+    let helpers: Vec<helpers::Helpers> = stages
+        .iter()
+        .filter_map(|stage| start_helpers(stage, disk, arch))
+        .collect();
+    if progress && !helpers.is_empty() {
         eprintln!(
             "pgas: JIT: {} helper process(es) compile beside this one (PGAS_JIT_HELPERS=0: none)",
-            h.count()
+            helpers.iter().map(helpers::Helpers::count).sum::<usize>()
         );
     }
     // A first pass skips the programs another process holds (a PE of this node compiling the
     // same kernels); the second waits for those and then finds them cached.
-    let n_programs = programs.len();
-    let mut outcomes: Vec<Option<Vec<Result<Image>>>> = programs.iter().map(|_| None).collect();
+    let all: Vec<(&Toolchain, &Program)> = stages
+        .iter()
+        .flat_map(|s| s.programs.iter().map(move |p| (s.tc, p)))
+        .collect();
+    let n_programs = all.len();
+    let mut outcomes: Vec<Option<Vec<Result<Image>>>> = all.iter().map(|_| None).collect();
     for wait in [false, true] {
-        for (g, (prelude, members)) in programs.iter().enumerate() {
+        for (g, &(tc, (prelude, members))) in all.iter().enumerate() {
             if outcomes[g].is_some() {
                 continue;
             }
@@ -92,11 +99,38 @@ pub(crate) fn compile(
         );
     }
     let mut built = Vec::with_capacity(total);
-    for ((_, members), outcome) in programs.into_iter().zip(outcomes) {
+    let programs = stages.into_iter().flat_map(|s| s.programs);
+    for ((_, members), outcome) in programs.zip(outcomes) {
         let outcome = outcome.expect("the waiting pass builds every program");
         built.extend(members.into_iter().zip(outcome));
     }
     Ok(built)
+}
+
+/// The helpers of one stage, started on its programs with its toolchain's settings; `None`
+/// without a helper executable or a disk cache, or for a single program (this process
+/// compiles that itself).
+fn start_helpers(
+    stage: &Stage<'_>,
+    disk: Option<&DiskCache>,
+    arch: (u32, u32),
+) -> Option<helpers::Helpers> {
+    let (Some((exe, count)), Some(disk)) = (&stage.helpers, disk) else {
+        return None;
+    };
+    if stage.programs.len() < 2 {
+        return None;
+    }
+    let jobs: Vec<_> = stage
+        .programs
+        .iter()
+        .filter_map(|(prelude, members)| {
+            let members: Vec<&Keyed> = members.iter().collect();
+            batch::job(stage.tc, *prelude, &members, arch).ok()
+        })
+        .collect();
+    let count = (*count).min(stage.programs.len() - 1);
+    helpers::Helpers::start(exe, disk, &jobs, arch, count, &stage.tc.helper_env())
 }
 
 /// What a progress line says a program holds: its kernels by Rust name when there are few (a

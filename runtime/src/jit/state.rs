@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cudarc::driver::{sys, CudaContext};
 
-use super::compile::compile;
+use super::compile::{compile, Stage};
 use super::disk::DiskCache;
 pub(crate) use super::fn_key::{FnKey, KernelId};
 use super::module::{Function, ModuleHooks, Modules};
@@ -168,9 +168,9 @@ impl JitState {
             });
         // The quick builds first: like every collective program they are the slowest (the
         // first kernel calling a collective builds its object), so they start while the
-        // helpers are fresh.
+        // helpers are fresh, and the other programs' helpers start beside them.
         let mut found = plan.cached;
-        let mut compiled = Vec::new();
+        let mut stages = Vec::new();
         let mut upgrades: Vec<Upgrade> = Vec::new();
         if let (Some(quick), false) = (&quick, deferred.is_empty()) {
             let full: Vec<super::key::Keyed> = deferred
@@ -180,7 +180,11 @@ impl JitState {
             let sources = full.iter().map(|k| (k.index, k.src.clone()));
             let qplan = Plan::new(quick, disk.as_deref(), arch, sources, target.node_pes);
             found.extend(qplan.cached);
-            compiled = compile(quick, disk.as_deref(), arch, qplan.programs, qplan.helpers)?;
+            stages.push(Stage {
+                tc: quick,
+                programs: qplan.programs,
+                helpers: qplan.helpers,
+            });
             upgrades = full
                 .into_iter()
                 .map(|kernel| Upgrade {
@@ -189,7 +193,12 @@ impl JitState {
                 })
                 .collect();
         }
-        compiled.extend(compile(&tc, disk.as_deref(), arch, programs, plan.helpers)?);
+        stages.push(Stage {
+            tc: &tc,
+            programs,
+            helpers: plan.helpers,
+        });
+        let compiled = compile(disk.as_deref(), arch, stages)?;
         for (kernel, image) in compiled {
             match image {
                 Ok(image) => found.push((kernel, image)),
