@@ -126,25 +126,29 @@ pub fn gemm_bf16_with(
     let stream = pgas.stream();
     let a_map = TensorMap::tiled_2d(stream, a, a_tile(m, k))?;
     let b_map = TensorMap::tiled_2d(stream, bt, b_tile(n, k, cfg))?;
-    launch_local(pgas, c, (&a_map, &b_map), (m, n, k), cfg, false, checked)
+    launch_into(pgas, c, (&a_map, &b_map), (m, n, k), cfg, false, checked)
 }
 
-/// A launch that does not gather: C's map, the unused `landed` word, the launch.
-fn launch_local(
+/// A launch that does not gather, on `stream`: the maps of C, A and Bt, the unused `landed`
+/// word, the launch.
+fn launch_local<'t>(
     pgas: &Pgas,
-    c: &mut CudaSlice<bf16>,
-    (a_map, b_map): (&TensorMap<'_, bf16>, &TensorMap<'_, bf16>),
+    stream: &CudaStream,
+    (c_map, a_map, b_map): (
+        &mut TensorMap<'t, bf16>,
+        &TensorMap<'t, bf16>,
+        &TensorMap<'t, bf16>,
+    ),
     (m, n, k): (usize, usize, usize),
     cfg: GemmConfig,
     fp8: bool,
     checked: bool,
 ) -> crate::Result<()> {
-    let mut c_map = TensorMap::tiled_2d_mut(pgas.stream(), c, c_tile(m, n))?;
     // Read only by gathering launches; a plain launch still passes a buffer of the type.
     let mut words = UNUSED.lock().unwrap_or_else(|e| e.into_inner());
     let unused = unused_word(&mut words, pgas)?;
     let maps = Maps {
-        c: &mut c_map,
+        c: c_map,
         a: a_map,
         b: b_map,
         gathered: a_map,
@@ -152,7 +156,7 @@ fn launch_local(
     let landed = (&mut words[unused].1, 0);
     launch(
         pgas,
-        pgas.stream(),
+        stream,
         maps,
         landed,
         (m, n, k),
@@ -161,6 +165,22 @@ fn launch_local(
         fp8,
         checked,
     )
+}
+
+/// [`launch_local`] on the pgas stream, into `c`.
+fn launch_into(
+    pgas: &Pgas,
+    c: &mut CudaSlice<bf16>,
+    (a_map, b_map): (&TensorMap<'_, bf16>, &TensorMap<'_, bf16>),
+    (m, n, k): (usize, usize, usize),
+    cfg: GemmConfig,
+    fp8: bool,
+    checked: bool,
+) -> crate::Result<()> {
+    let stream = pgas.stream();
+    let mut c_map = TensorMap::tiled_2d_mut(stream, c, c_tile(m, n))?;
+    let maps = (&mut c_map, a_map, b_map);
+    launch_local(pgas, stream, maps, (m, n, k), cfg, fp8, checked)
 }
 
 /// K in the kernel's columns for an FP8 GEMM of depth `k`: the kernel and its maps count K in
@@ -223,26 +243,8 @@ pub(crate) unsafe fn gemm_raw_with(
             TensorMap::from_device_ptr(b, n * k, b_tile(n, k, cfg))?,
         )
     };
-    let mut words = UNUSED.lock().unwrap_or_else(|e| e.into_inner());
-    let unused = unused_word(&mut words, pgas)?;
-    let maps = Maps {
-        c: &mut c_map,
-        a: &a_map,
-        b: &b_map,
-        gathered: &a_map,
-    };
-    let landed = (&mut words[unused].1, 0);
-    launch(
-        pgas,
-        stream,
-        maps,
-        landed,
-        (m, n, k),
-        (Chunking::Whole, (0, 0, 1)),
-        cfg,
-        fp8,
-        false,
-    )
+    let maps = (&mut c_map, &a_map, &b_map);
+    launch_local(pgas, stream, maps, (m, n, k), cfg, fp8, false)
 }
 
 /// Refuses buffers that do not hold `m x k`, `n x k` and `m x n` elements.
@@ -293,7 +295,7 @@ pub fn gemm_fp8_with(
             TensorMap::<bf16>::from_device_ptr(pb, n * kp, b_tile(n, kp, cfg))?,
         )
     };
-    launch_local(pgas, c, (&a_map, &b_map), (m, n, kp), cfg, true, checked)
+    launch_into(pgas, c, (&a_map, &b_map), (m, n, kp), cfg, true, checked)
 }
 
 /// Refuses a shape that is not whole tiles, or a tile width, cluster or ring the kernel does
