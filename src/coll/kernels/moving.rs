@@ -163,11 +163,7 @@ pub fn all_gather<T: Unsigned>(
     let mut v = gt;
     while v < nv {
         let i0 = c + h + v * T::LANES;
-        let i1 = if v + stride < nv {
-            i0 + stride * T::LANES
-        } else {
-            i0
-        };
+        let i1 = second_of_pair::<T>(i0, v, stride, nv);
         let x0 = load_vec16(&src[i0 - c]);
         let x1 = load_vec16(&src[i1 - c]);
         for k in 0..nn {
@@ -220,11 +216,7 @@ pub fn broadcast_one_shot<T: Unsigned>(
         let mut v = gt;
         while v < nv {
             let i0 = h + v * T::LANES;
-            let i1 = if v + stride < nv {
-                i0 + stride * T::LANES
-            } else {
-                i0
-            };
+            let i1 = second_of_pair::<T>(i0, v, stride, nv);
             let x0 = load_vec16(&r[i0]);
             let x1 = load_vec16(&r[i1]);
             store_vec16(&mut dst[i0], x0);
@@ -305,11 +297,7 @@ pub fn broadcast_two_shot<T: Unsigned>(
         let mut v = vlo + gt;
         while v < vhi {
             let i0 = h + v * T::LANES;
-            let i1 = if v + stride < vhi {
-                i0 + stride * T::LANES
-            } else {
-                i0
-            };
+            let i1 = second_of_pair::<T>(i0, v, stride, vhi);
             let x0 = load_vec16(&rs[i0]);
             let x1 = load_vec16(&rs[i1]);
             for k in 0..nn {

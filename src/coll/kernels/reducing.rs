@@ -106,11 +106,7 @@ pub fn one_shot<T: Elem>(
     let mut v = gt;
     while v < nv {
         let i0 = h + v * T::LANES;
-        let i1 = if v + stride < nv {
-            i0 + stride * T::LANES
-        } else {
-            i0
-        };
+        let i1 = second_of_pair::<T>(i0, v, stride, nv);
         reduce_pair::<T>(dst, i0, i1, 0, src, i0, i1, pes, n, me, op);
         v += 2 * stride;
     }
@@ -158,11 +154,7 @@ pub fn two_shot<T: Elem>(
     let mut v = vlo + gt;
     while v < vhi {
         let i0 = h + v * T::LANES;
-        let i1 = if v + stride < vhi {
-            i0 + stride * T::LANES
-        } else {
-            i0
-        };
+        let i1 = second_of_pair::<T>(i0, v, stride, vhi);
         reduce_pair::<T>(dst, i0, i1, 1, src, i0, i1, pes, n, me, op);
         v += 2 * stride;
     }
@@ -321,11 +313,7 @@ pub fn two_shot_ll<T: Elem>(
     let mut v = t;
     while v < half {
         let i0 = c + v * T::LANES;
-        let i1 = if v + half < nv {
-            i0 + half * T::LANES
-        } else {
-            i0
-        };
+        let i1 = second_of_pair::<T>(i0, v, half, nv);
         let d0 = nn * wr + v * T::LANES;
         reduce_pair::<T>(dst, d0, nn * wr + (i1 - c), 2, src, i0, i1, pes, n, me, op);
         v += block_dim_x() as usize;
@@ -383,11 +371,7 @@ pub fn reduce_scatter<T: Elem>(
     let mut v = gt;
     while v < nv {
         let i0 = c + h + v * T::LANES;
-        let i1 = if v + stride < nv {
-            i0 + stride * T::LANES
-        } else {
-            i0
-        };
+        let i1 = second_of_pair::<T>(i0, v, stride, nv);
         reduce_pair::<T>(dst, i0 - c, i1 - c, 0, src, i0, i1, pes, n, me, op);
         v += 2 * stride;
     }
