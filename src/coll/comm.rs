@@ -640,6 +640,20 @@ pub(super) struct LlShape {
     pub block_max: usize,
 }
 
+impl LlShape {
+    /// The usual shape: `len` elements of each of `chunks` chunks, `copies` shares of dynamic
+    /// shared memory, no flags, at most [`LL_BYTES_PER_BLOCK`] of a chunk a block.
+    pub(super) fn new(len: usize, chunks: usize, copies: usize) -> LlShape {
+        LlShape {
+            len,
+            chunks,
+            copies,
+            flags: false,
+            block_max: LL_BYTES_PER_BLOCK,
+        }
+    }
+}
+
 /// A [`Comm`]'s flags as a kernel takes them ([`Comm::kernel_flags`]): the rank table, the
 /// entry/leave signals (`sig[b * n + r]`, [`MAX_BLOCKS`] blocks) and each block's call counter.
 pub(crate) struct KernelFlags<'a> {
