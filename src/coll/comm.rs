@@ -531,26 +531,15 @@ impl Comm {
             .push_sym_mut(&mut self.ll_scratch);
         if shape.flags {
             let rank = self.member()?;
-            args.push_sym(&self.pes)
-                .push_sym_mut(&mut self.sig)
-                .push_sym_mut(&mut self.epochs)
-                .push_scalar(self.n as u32)
-                .push_scalar(rank as u32);
+            self.push_flags(&mut args, rank);
         }
         for &v in scalars {
             args.push_scalar(v);
         }
         args.push_scalar(region as u32)
             .push_scalar(per_block as u32);
-        pgas_runtime::launch::launch(
-            &self.pgas,
-            spec,
-            Variant::Plain,
-            comptime,
-            LaunchConfig::blocks(blocks as u32, THREADS).with_shared_mem(shared as u32),
-            Some(stream),
-            &mut args,
-        )
+        let cfg = LaunchConfig::blocks(blocks as u32, THREADS).with_shared_mem(shared as u32);
+        self.launch_plain(stream, (spec, comptime), cfg, &mut args)
     }
 
     /// Launches a peer-to-peer collective kernel of `kernels/` (arguments `dst`, `src`, the
@@ -585,22 +574,40 @@ impl Comm {
                 args.push_sym_mut(&mut stage);
             }
         }
+        self.push_flags(&mut args, rank);
+        for &v in scalars {
+            args.push_scalar(v);
+        }
+        let cfg = LaunchConfig::blocks(blocks, THREADS);
+        self.launch_plain(stream, (spec, comptime), cfg, &mut args)
+    }
+
+    /// Pushes the flag protocol's arguments of team rank `rank` (this PE): the rank table,
+    /// `sig`, `epochs`, the team size and the rank.
+    fn push_flags(&mut self, args: &mut KernelArgs<'_>, rank: usize) {
         args.push_sym(&self.pes)
             .push_sym_mut(&mut self.sig)
             .push_sym_mut(&mut self.epochs)
             .push_scalar(self.n as u32)
             .push_scalar(rank as u32);
-        for &v in scalars {
-            args.push_scalar(v);
-        }
+    }
+
+    /// Launches the plain variant of `spec` (with its comptime values) on `stream` with `args`.
+    fn launch_plain(
+        &self,
+        stream: &CudaStream,
+        (spec, comptime): (&'static KernelSpec, &[i128]),
+        cfg: LaunchConfig,
+        args: &mut KernelArgs<'_>,
+    ) -> Result<()> {
         pgas_runtime::launch::launch(
             &self.pgas,
             spec,
             Variant::Plain,
             comptime,
-            LaunchConfig::blocks(blocks, THREADS),
+            cfg,
             Some(stream),
-            &mut args,
+            args,
         )
     }
 }
