@@ -582,6 +582,20 @@ impl Comm {
         self.launch_plain(stream, (spec, comptime), cfg, &mut args)
     }
 
+    /// [`Comm::launch_p2p`] of a data-movement kernel: no comptime values, nothing between
+    /// `src` and the rank table.
+    pub(super) fn launch_moving<T>(
+        &mut self,
+        stream: &CudaStream,
+        spec: &'static KernelSpec,
+        dst: &mut impl SymRegion<T>,
+        src: &Region<T>,
+        work: usize,
+        scalars: &[u32],
+    ) -> Result<()> {
+        self.launch_p2p(stream, spec, &[], dst, src, Between::Nothing, work, scalars)
+    }
+
     /// Pushes the flag protocol's arguments of team rank `rank` (this PE): the rank table,
     /// `sig`, `epochs`, the team size and the rank.
     fn push_flags(&mut self, args: &mut KernelArgs<'_>, rank: usize) {
@@ -699,6 +713,16 @@ pub(super) fn check_chunks(
             expected: len / n,
         }),
         _ => Ok(()),
+    }
+}
+
+/// The buffer of an all-gather or all-to-all by `algorithm` that the peers reach
+/// ([`Comm::check_movement`]): `src` where one-shot pulls, `dst` where the others push.
+pub(super) fn reached_by(algorithm: Algorithm) -> Reached {
+    if algorithm == Algorithm::OneShot {
+        Reached::Source
+    } else {
+        Reached::Destination
     }
 }
 

@@ -5,13 +5,13 @@
 use cudarc::driver::CudaStream;
 
 use super::comm::{
-    check_chunks, refuse_capture, Algorithm, Between, Comm, LlShape, BROADCAST_RELAY_MIN_BYTES,
+    check_chunks, reached_by, refuse_capture, Algorithm, Comm, LlShape, BROADCAST_RELAY_MIN_BYTES,
     LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES, LL_REGION_BYTES, LL_SHARED_MAX_BYTES,
     MOVE_PULL_MAX_BYTES,
 };
 use super::elem::AllReduceElem;
 use super::options::Options;
-use super::region::{check_apart, vector_start, Reached, Region};
+use super::region::{check_apart, vector_start, Region};
 use super::specs::move_kernels;
 use crate::{Error, Result, SymRegion};
 
@@ -116,16 +116,7 @@ impl Comm {
             let scalars = [root, u32::from(d != s), head, vec];
             (k.broadcast_two_shot, bytes.div_ceil(owners), scalars)
         };
-        self.launch_p2p(
-            stream,
-            spec,
-            &[],
-            dst,
-            &src,
-            Between::Nothing,
-            work,
-            &scalars,
-        )?;
+        self.launch_moving(stream, spec, dst, &src, work, &scalars)?;
         Ok(algorithm)
     }
 
@@ -296,12 +287,7 @@ impl Comm {
             self.pgas.alltoall_on(stream, self.team, &*dst, src)?;
             return Ok(algorithm);
         }
-        let reached = if algorithm == Algorithm::OneShot {
-            Reached::Source
-        } else {
-            Reached::Destination
-        };
-        self.check_movement("all-to-all", &*dst, src, reached)?;
+        self.check_movement("all-to-all", &*dst, src, reached_by(algorithm))?;
         if src.is_empty() {
             return Ok(algorithm);
         }
@@ -325,16 +311,7 @@ impl Comm {
                 } else {
                     (k.all_to_all, &offsets[..])
                 };
-                self.launch_p2p(
-                    stream,
-                    spec,
-                    &[],
-                    dst,
-                    &src,
-                    Between::Nothing,
-                    bytes,
-                    scalars,
-                )?
+                self.launch_moving(stream, spec, dst, &src, bytes, scalars)?
             }
         }
         Ok(algorithm)

@@ -2,8 +2,8 @@
 //! reduce-scatter, and all-gather (two-shot's halves as kernels of their own).
 
 use super::comm::{
-    check_chunks, refuse_capture, Algorithm, Between, Comm, LlShape, LL_MAX_BYTES, PUSH_MAX_BYTES,
-    PUSH_MIN_BYTES,
+    check_chunks, reached_by, refuse_capture, Algorithm, Between, Comm, LlShape, LL_MAX_BYTES,
+    PUSH_MAX_BYTES, PUSH_MIN_BYTES,
 };
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::options::Options;
@@ -451,12 +451,7 @@ impl Comm {
             self.pgas.fcollect_on(stream, self.team, &*dst, src)?;
             return Ok(algorithm);
         }
-        let reached = if algorithm == Algorithm::OneShot {
-            Reached::Source
-        } else {
-            Reached::Destination
-        };
-        self.check_movement("all-gather", &*dst, src, reached)?;
+        self.check_movement("all-gather", &*dst, src, reached_by(algorithm))?;
         if src.is_empty() {
             return Ok(algorithm);
         }
@@ -472,35 +467,17 @@ impl Comm {
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }
             Algorithm::OneShot => {
-                // Each PE loads the whole of `dst`: the grid grows with it.
-                // Every rank's whole `src` (`pull_chunks`' `personal` 0).
+                // Every rank's whole `src` (`pull_chunks`' `personal` 0). Each PE loads the
+                // whole of `dst`: the grid grows with it.
                 let scalars = [(s % 16) as u32, (d % 16) as u32, 0];
-                self.launch_p2p(
-                    stream,
-                    k.pull_chunks,
-                    &[],
-                    dst,
-                    &src,
-                    Between::Nothing,
-                    dbytes,
-                    &scalars,
-                )?
+                self.launch_moving(stream, k.pull_chunks, dst, &src, dbytes, &scalars)?
             }
             _ => {
                 // The vector path starts at `src`'s first 16-byte boundary; this rank's chunk
                 // of `dst` must sit at the same offset (see `kernels/`).
                 let chunk = d + (rank * sbytes) as u64;
                 let (head, vec) = vector_start(s, chunk, size, len);
-                self.launch_p2p(
-                    stream,
-                    k.all_gather,
-                    &[],
-                    dst,
-                    &src,
-                    Between::Nothing,
-                    sbytes,
-                    &[head, vec],
-                )?
+                self.launch_moving(stream, k.all_gather, dst, &src, sbytes, &[head, vec])?
             }
         }
         Ok(algorithm)
