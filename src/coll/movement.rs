@@ -106,8 +106,7 @@ impl Comm {
         let (spec, work, scalars) = if algorithm == Algorithm::OneShot {
             // The root in place has nothing to copy.
             let copy = u32::from(d != s || rank != root as usize);
-            let offsets = [(s % 16) as u32, (d % 16) as u32];
-            let scalars = [root, copy, offsets[0], offsets[1]];
+            let scalars = [root, copy, (s % 16) as u32, (d % 16) as u32];
             (k.broadcast_one_shot, bytes, scalars)
         } else {
             // The chunks' owners: every rank but the root past 2 PEs (see the kernel).
