@@ -45,8 +45,9 @@ pub fn prewarm_all() -> Vec<Prewarm<'static>> {
     .collect()
 }
 
-/// The reducing kernels of `T` (low-latency, one-shot, two-shot in its three forms, reduce-scatter
-/// and its low-latency form), each with every reduction the type has.
+/// The reducing kernels of `T` (low-latency, one-shot, which is also the reduce-scatter's,
+/// two-shot in its three forms, the low-latency reduce-scatter), each with every reduction the
+/// type has.
 fn reducing<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
     let ops = if T::BITS { 7 } else { 4 };
     T::KERNELS

@@ -109,13 +109,15 @@ impl Comm {
             _ if self.two_shot_variant(stream, dst, src, op)? => return Ok(algorithm),
             _ => T::KERNELS.two_shot,
         };
-        let work = if algorithm == Algorithm::OneShot {
-            bytes
-        } else {
-            bytes.div_ceil(self.n)
-        };
         // The 16-byte data path (see `kernels/`) walks `src`, paired with `dst`.
         let (head, vec) = vector_start(s, d, std::mem::size_of::<T>(), src.len());
+        // One-shot reduces the whole of `src` (its `chunk` 0); two-shot takes no `chunk`.
+        let scalars = [head, vec, 0];
+        let (work, scalars) = if algorithm == Algorithm::OneShot {
+            (bytes, &scalars[..])
+        } else {
+            (bytes.div_ceil(self.n), &scalars[..2])
+        };
         self.launch_p2p(
             stream,
             spec,
@@ -124,7 +126,7 @@ impl Comm {
             src,
             Between::Nothing,
             work,
-            &[head, vec],
+            scalars,
         )?;
         Ok(algorithm)
     }
@@ -360,15 +362,16 @@ impl Comm {
         let (head, vec) = vector_start(chunk, d, size, dst.len());
         let work = dst.len() * size;
         let src = Region::<T>::of(src);
+        // The one-shot kernel over chunk `rank` of `src` (its `chunk` 1).
         self.launch_p2p(
             stream,
-            T::KERNELS.reduce_scatter,
+            T::KERNELS.one_shot,
             op_code(op),
             dst,
             &src,
             Between::Nothing,
             work,
-            &[head, vec],
+            &[head, vec, 1],
         )?;
         Ok(Algorithm::TwoShot)
     }

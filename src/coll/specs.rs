@@ -48,7 +48,6 @@ kernel_table! {
     two_shot,
     two_shot_ll,
     two_shot_push,
-    reduce_scatter,
     low_latency_reduce_scatter,
 }
 
