@@ -531,26 +531,15 @@ impl Comm {
             .push_sym_mut(&mut self.ll_scratch);
         if shape.flags {
             let rank = self.member()?;
-            args.push_sym(&self.pes)
-                .push_sym_mut(&mut self.sig)
-                .push_sym_mut(&mut self.epochs)
-                .push_scalar(self.n as u32)
-                .push_scalar(rank as u32);
+            self.push_flags(&mut args, rank);
         }
         for &v in scalars {
             args.push_scalar(v);
         }
         args.push_scalar(region as u32)
             .push_scalar(per_block as u32);
-        pgas_runtime::launch::launch(
-            &self.pgas,
-            spec,
-            Variant::Plain,
-            comptime,
-            LaunchConfig::blocks(blocks as u32, THREADS).with_shared_mem(shared as u32),
-            Some(stream),
-            &mut args,
-        )
+        let cfg = LaunchConfig::blocks(blocks as u32, THREADS).with_shared_mem(shared as u32);
+        self.launch_plain(stream, (spec, comptime), cfg, &mut args)
     }
 
     /// Launches a peer-to-peer collective kernel of `kernels/` (arguments `dst`, `src`, the
@@ -585,22 +574,54 @@ impl Comm {
                 args.push_sym_mut(&mut stage);
             }
         }
+        self.push_flags(&mut args, rank);
+        for &v in scalars {
+            args.push_scalar(v);
+        }
+        let cfg = LaunchConfig::blocks(blocks, THREADS);
+        self.launch_plain(stream, (spec, comptime), cfg, &mut args)
+    }
+
+    /// [`Comm::launch_p2p`] of a data-movement kernel: no comptime values, nothing between
+    /// `src` and the rank table.
+    pub(super) fn launch_moving<T>(
+        &mut self,
+        stream: &CudaStream,
+        spec: &'static KernelSpec,
+        dst: &mut impl SymRegion<T>,
+        src: &Region<T>,
+        work: usize,
+        scalars: &[u32],
+    ) -> Result<()> {
+        self.launch_p2p(stream, spec, &[], dst, src, Between::Nothing, work, scalars)
+    }
+
+    /// Pushes the flag protocol's arguments of team rank `rank` (this PE): the rank table,
+    /// `sig`, `epochs`, the team size and the rank.
+    fn push_flags(&mut self, args: &mut KernelArgs<'_>, rank: usize) {
         args.push_sym(&self.pes)
             .push_sym_mut(&mut self.sig)
             .push_sym_mut(&mut self.epochs)
             .push_scalar(self.n as u32)
             .push_scalar(rank as u32);
-        for &v in scalars {
-            args.push_scalar(v);
-        }
+    }
+
+    /// Launches the plain variant of `spec` (with its comptime values) on `stream` with `args`.
+    fn launch_plain(
+        &self,
+        stream: &CudaStream,
+        (spec, comptime): (&'static KernelSpec, &[i128]),
+        cfg: LaunchConfig,
+        args: &mut KernelArgs<'_>,
+    ) -> Result<()> {
         pgas_runtime::launch::launch(
             &self.pgas,
             spec,
             Variant::Plain,
             comptime,
-            LaunchConfig::blocks(blocks, THREADS),
+            cfg,
             Some(stream),
-            &mut args,
+            args,
         )
     }
 }
@@ -638,6 +659,20 @@ pub(super) struct LlShape {
     /// lines for each rank but the root ([`Comm::relay_fits`]; fewer, fuller blocks: a little
     /// faster at 256 KiB on 4 x H100).
     pub block_max: usize,
+}
+
+impl LlShape {
+    /// The usual shape: `len` elements of each of `chunks` chunks, `copies` shares of dynamic
+    /// shared memory, no flags, at most [`LL_BYTES_PER_BLOCK`] of a chunk a block.
+    pub(super) fn new(len: usize, chunks: usize, copies: usize) -> LlShape {
+        LlShape {
+            len,
+            chunks,
+            copies,
+            flags: false,
+            block_max: LL_BYTES_PER_BLOCK,
+        }
+    }
 }
 
 /// A [`Comm`]'s flags as a kernel takes them ([`Comm::kernel_flags`]): the rank table, the
@@ -678,6 +713,16 @@ pub(super) fn check_chunks(
             expected: len / n,
         }),
         _ => Ok(()),
+    }
+}
+
+/// The buffer of an all-gather or all-to-all by `algorithm` that the peers reach
+/// ([`Comm::check_movement`]): `src` where one-shot pulls, `dst` where the others push.
+pub(super) fn reached_by(algorithm: Algorithm) -> Reached {
+    if algorithm == Algorithm::OneShot {
+        Reached::Source
+    } else {
+        Reached::Destination
     }
 }
 

@@ -1,7 +1,7 @@
 //! The element types of the reducing collectives ([`AllReduceElem`]) and the reductions'
 //! comptime codes.
 
-use super::kernels;
+use super::specs::{ReduceInstances, ReduceKernels};
 use pgas_runtime::kernel::KernelSpec;
 use pgas_runtime::CollectiveElem;
 
@@ -12,31 +12,16 @@ use crate::{Error, ReduceOp, Result};
 /// [`Comm::all_gather`](super::Comm::all_gather): the
 /// 16-bit floats (reduced in `f32`), `f32`, `f64` and the 8- to 64-bit integers (wrapping, as
 /// NVSHMEM's). Sealed: the types the reducing kernels are instantiated for (`T: Elem`).
-pub trait AllReduceElem:
-    CollectiveElem
-    + kernels::low_latency::Instance
-    + kernels::one_shot::Instance
-    + kernels::two_shot::Instance
-    + kernels::two_shot_ll::Instance
-    + kernels::two_shot_push::Instance
-    + kernels::reduce_scatter::Instance
-    + kernels::low_latency_reduce_scatter::Instance
-{
+pub trait AllReduceElem: CollectiveElem + ReduceInstances {
+    /// The type's instances of the reducing kernels.
     #[doc(hidden)]
-    const LOW_LATENCY: &'static KernelSpec = <Self as kernels::low_latency::Instance>::SPEC;
+    const KERNELS: ReduceKernels = ReduceKernels::of::<Self>();
+    /// The low-latency all-reduce's instance (the GPU suite picks it out of the prewarm list).
     #[doc(hidden)]
-    const ONE_SHOT: &'static KernelSpec = <Self as kernels::one_shot::Instance>::SPEC;
+    const LOW_LATENCY: &'static KernelSpec = Self::KERNELS.low_latency;
+    /// The one-shot all-reduce's instance (as [`AllReduceElem::LOW_LATENCY`]).
     #[doc(hidden)]
-    const TWO_SHOT: &'static KernelSpec = <Self as kernels::two_shot::Instance>::SPEC;
-    #[doc(hidden)]
-    const TWO_SHOT_LL: &'static KernelSpec = <Self as kernels::two_shot_ll::Instance>::SPEC;
-    #[doc(hidden)]
-    const TWO_SHOT_PUSH: &'static KernelSpec = <Self as kernels::two_shot_push::Instance>::SPEC;
-    #[doc(hidden)]
-    const REDUCE_SCATTER: &'static KernelSpec = <Self as kernels::reduce_scatter::Instance>::SPEC;
-    #[doc(hidden)]
-    const LOW_LATENCY_REDUCE_SCATTER: &'static KernelSpec =
-        <Self as kernels::low_latency_reduce_scatter::Instance>::SPEC;
+    const ONE_SHOT: &'static KernelSpec = Self::KERNELS.one_shot;
     /// Whether the bitwise reductions exist for the type (integers).
     #[doc(hidden)]
     const BITS: bool;

@@ -12,9 +12,9 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
 use super::comm::{refuse_capture, row_words, Algorithm, Between, Comm};
 use super::elem::AllReduceElem;
-use super::movement;
 use super::options::Options;
 use super::region::{check_apart, LocalTable, Reached, Region};
+use super::specs::move_kernels;
 use crate::{Error, Result, SymRegion, Team};
 
 /// The per-peer counts and displacements of [`Comm::all_to_all_v`], agreed by every member of
@@ -262,7 +262,7 @@ impl Comm {
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
         self.launch_p2p(
             stream,
-            movement::move_kernels::<T>().all_to_all_v,
+            move_kernels::<T>().all_to_all_v,
             &[],
             &mut dst_reach,
             &src_reach,

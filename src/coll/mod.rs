@@ -32,6 +32,7 @@ mod prewarm;
 mod reduce;
 mod region;
 mod scratch;
+mod specs;
 
 pub use comm::{
     device_scratch_len, Algorithm, Comm, BROADCAST_RELAY_MAX_BYTES, BROADCAST_RELAY_MIN_BYTES,

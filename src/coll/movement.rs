@@ -3,96 +3,17 @@
 //! passes its buffers as unsigned integers of the element's width.
 
 use cudarc::driver::CudaStream;
-use pgas_runtime::kernel::KernelSpec;
 
 use super::comm::{
-    check_chunks, refuse_capture, Algorithm, Between, Comm, LlShape, BROADCAST_RELAY_MIN_BYTES,
+    check_chunks, reached_by, refuse_capture, Algorithm, Comm, LlShape, BROADCAST_RELAY_MIN_BYTES,
     LL_BYTES_PER_BLOCK, LL_GATHER_MAX_BYTES, LL_REGION_BYTES, LL_SHARED_MAX_BYTES,
     MOVE_PULL_MAX_BYTES,
 };
 use super::elem::AllReduceElem;
-use super::kernels;
 use super::options::Options;
-use super::region::{check_apart, vector_start, Reached, Region};
+use super::region::{check_apart, vector_start, Region};
+use super::specs::move_kernels;
 use crate::{Error, Result, SymRegion};
-
-/// The data-movement kernels of one element size.
-pub(super) struct MoveKernels {
-    pub(super) all_gather: &'static KernelSpec,
-    pub(super) all_gather_pull: &'static KernelSpec,
-    pub(super) low_latency_gather: &'static KernelSpec,
-    broadcast_one_shot: &'static KernelSpec,
-    broadcast_two_shot: &'static KernelSpec,
-    low_latency_broadcast: &'static KernelSpec,
-    all_to_all: &'static KernelSpec,
-    all_to_all_pull: &'static KernelSpec,
-    low_latency_all_to_all: &'static KernelSpec,
-    pub(super) all_to_all_v: &'static KernelSpec,
-}
-
-impl MoveKernels {
-    /// The instances for `U`, the unsigned type of one size.
-    const fn of<U>() -> MoveKernels
-    where
-        U: kernels::all_gather::Instance
-            + kernels::all_gather_pull::Instance
-            + kernels::low_latency_gather::Instance
-            + kernels::broadcast_one_shot::Instance
-            + kernels::broadcast_two_shot::Instance
-            + kernels::low_latency_broadcast::Instance
-            + kernels::all_to_all::Instance
-            + kernels::all_to_all_pull::Instance
-            + kernels::low_latency_all_to_all::Instance
-            + kernels::all_to_all_v::Instance,
-    {
-        MoveKernels {
-            all_gather: <U as kernels::all_gather::Instance>::SPEC,
-            all_gather_pull: <U as kernels::all_gather_pull::Instance>::SPEC,
-            low_latency_gather: <U as kernels::low_latency_gather::Instance>::SPEC,
-            broadcast_one_shot: <U as kernels::broadcast_one_shot::Instance>::SPEC,
-            broadcast_two_shot: <U as kernels::broadcast_two_shot::Instance>::SPEC,
-            low_latency_broadcast: <U as kernels::low_latency_broadcast::Instance>::SPEC,
-            all_to_all: <U as kernels::all_to_all::Instance>::SPEC,
-            all_to_all_pull: <U as kernels::all_to_all_pull::Instance>::SPEC,
-            low_latency_all_to_all: <U as kernels::low_latency_all_to_all::Instance>::SPEC,
-            all_to_all_v: <U as kernels::all_to_all_v::Instance>::SPEC,
-        }
-    }
-}
-
-static MOVE8: MoveKernels = MoveKernels::of::<u8>();
-static MOVE16: MoveKernels = MoveKernels::of::<u16>();
-static MOVE32: MoveKernels = MoveKernels::of::<u32>();
-static MOVE64: MoveKernels = MoveKernels::of::<u64>();
-
-/// The kernels for elements of `T`'s size (every collective element type is 1, 2, 4 or 8
-/// bytes).
-pub(super) fn move_kernels<T>() -> &'static MoveKernels {
-    match std::mem::size_of::<T>() {
-        1 => &MOVE8,
-        2 => &MOVE16,
-        4 => &MOVE32,
-        _ => &MOVE64,
-    }
-}
-
-/// Every data-movement specialization (ten kernels for each element size), for
-/// [`super::prewarm_list`].
-pub(super) fn move_specs<T>() -> [&'static KernelSpec; 10] {
-    let k = move_kernels::<T>();
-    [
-        k.all_gather,
-        k.all_gather_pull,
-        k.low_latency_gather,
-        k.broadcast_one_shot,
-        k.broadcast_two_shot,
-        k.low_latency_broadcast,
-        k.all_to_all,
-        k.all_to_all_pull,
-        k.low_latency_all_to_all,
-        k.all_to_all_v,
-    ]
-}
 
 impl Comm {
     /// Broadcast: every member's `dst` gets team rank `root`'s `src`, by `how`'s algorithm on
@@ -159,18 +80,11 @@ impl Comm {
             }
             let spec = move_kernels::<T>().low_latency_broadcast;
             let src = Region::of(src);
-            let shape = LlShape {
-                len: src.len(),
-                chunks: 1,
-                copies: 0,
-                flags: false,
+            let mut shape = LlShape::new(src.len(), 1, 0);
+            if !low_latency {
                 // The relay's block sends a region's lines to each other rank.
-                block_max: if low_latency {
-                    LL_BYTES_PER_BLOCK
-                } else {
-                    LL_REGION_BYTES * (self.n - 1)
-                },
-            };
+                shape.block_max = LL_REGION_BYTES * (self.n - 1);
+            }
             let scalars = [root as u32, u32::from(!low_latency)];
             self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?;
             return Ok(algorithm);
@@ -186,39 +100,22 @@ impl Comm {
         if src.is_empty() {
             return Ok(algorithm);
         }
-        let (head, vec) = vector_start(s, d, size, src.len());
         let k = move_kernels::<T>();
         let root = root as u32;
         let src = Region::of(src);
-        match algorithm {
-            Algorithm::OneShot => {
-                let copy = u32::from(d != s || rank != root as usize);
-                self.launch_p2p(
-                    stream,
-                    k.broadcast_one_shot,
-                    &[],
-                    dst,
-                    &src,
-                    Between::Nothing,
-                    bytes,
-                    &[root, copy, head, vec],
-                )?
-            }
-            _ => {
-                // The chunks' owners: every rank but the root past 2 PEs (see the kernel).
-                let owners = if self.n > 2 { self.n - 1 } else { self.n };
-                self.launch_p2p(
-                    stream,
-                    k.broadcast_two_shot,
-                    &[],
-                    dst,
-                    &src,
-                    Between::Nothing,
-                    bytes.div_ceil(owners),
-                    &[root, u32::from(d != s), head, vec],
-                )?
-            }
-        }
+        let (spec, work, scalars) = if algorithm == Algorithm::OneShot {
+            // The root in place has nothing to copy.
+            let copy = u32::from(d != s || rank != root as usize);
+            let scalars = [root, copy, (s % 16) as u32, (d % 16) as u32];
+            (k.broadcast_one_shot, bytes, scalars)
+        } else {
+            // The chunks' owners: every rank but the root past 2 PEs (see the kernel).
+            let owners = if self.n > 2 { self.n - 1 } else { self.n };
+            let (head, vec) = vector_start(s, d, size, src.len());
+            let scalars = [root, u32::from(d != s), head, vec];
+            (k.broadcast_two_shot, bytes.div_ceil(owners), scalars)
+        };
+        self.launch_moving(stream, spec, dst, &src, work, &scalars)?;
         Ok(algorithm)
     }
 
@@ -389,12 +286,7 @@ impl Comm {
             self.pgas.alltoall_on(stream, self.team, &*dst, src)?;
             return Ok(algorithm);
         }
-        let reached = if algorithm == Algorithm::OneShot {
-            Reached::Source
-        } else {
-            Reached::Destination
-        };
-        self.check_movement("all-to-all", &*dst, src, reached)?;
+        self.check_movement("all-to-all", &*dst, src, reached_by(algorithm))?;
         if src.is_empty() {
             return Ok(algorithm);
         }
@@ -406,35 +298,20 @@ impl Comm {
                 // Latency-bound: chunk `q` of `src` over the low-latency lines to rank `q`.
                 let scalars = [n as u32, offsets[0], offsets[1]];
                 let spec = k.low_latency_all_to_all;
-                let shape = LlShape {
-                    len: src.len() / n,
-                    chunks: n,
-                    copies: 2 * n,
-                    flags: false,
-                    block_max: LL_BYTES_PER_BLOCK,
-                };
+                let shape = LlShape::new(src.len() / n, n, 2 * n);
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }
-            Algorithm::OneShot => self.launch_p2p(
-                stream,
-                k.all_to_all_pull,
-                &[],
-                dst,
-                &src,
-                Between::Nothing,
-                bytes,
-                &offsets,
-            )?,
-            _ => self.launch_p2p(
-                stream,
-                k.all_to_all,
-                &[],
-                dst,
-                &src,
-                Between::Nothing,
-                bytes,
-                &offsets,
-            )?,
+            _ => {
+                // One-shot pulls chunk `me` of every peer's `src` (`pull_chunks`' `personal`),
+                // two-shot pushes this PE's chunks into the peers' `dst`.
+                let pull = [offsets[0], offsets[1], 1];
+                let (spec, scalars) = if algorithm == Algorithm::OneShot {
+                    (k.pull_chunks, &pull[..])
+                } else {
+                    (k.all_to_all, &offsets[..])
+                };
+                self.launch_moving(stream, spec, dst, &src, bytes, scalars)?
+            }
         }
         Ok(algorithm)
     }

@@ -2,7 +2,7 @@
 //! graph capture can include any of them.
 
 use super::elem::{AllReduceElem, OP_CODES};
-use super::movement;
+use super::specs::move_kernels;
 use pgas_runtime::kernel::Variant;
 use pgas_runtime::launch::Prewarm;
 
@@ -45,33 +45,27 @@ pub fn prewarm_all() -> Vec<Prewarm<'static>> {
     .collect()
 }
 
-/// The reducing kernels of `T` (low-latency, one-shot, two-shot in its three forms, reduce-scatter
-/// and its low-latency form), each with every reduction the type has.
+/// The reducing kernels of `T` (low-latency, one-shot, which is also the reduce-scatter's,
+/// two-shot in its three forms, the low-latency reduce-scatter), each with every reduction the
+/// type has.
 fn reducing<T: AllReduceElem>() -> Vec<Prewarm<'static>> {
     let ops = if T::BITS { 7 } else { 4 };
-    [
-        T::LOW_LATENCY,
-        T::ONE_SHOT,
-        T::TWO_SHOT,
-        T::TWO_SHOT_LL,
-        T::TWO_SHOT_PUSH,
-        T::REDUCE_SCATTER,
-        T::LOW_LATENCY_REDUCE_SCATTER,
-    ]
-    .into_iter()
-    .flat_map(|spec| {
-        OP_CODES[..ops].iter().map(move |c| Prewarm {
-            spec,
-            variant: Variant::Plain,
-            comptime: c,
+    T::KERNELS
+        .specs()
+        .into_iter()
+        .flat_map(|spec| {
+            OP_CODES[..ops].iter().map(move |c| Prewarm {
+                spec,
+                variant: Variant::Plain,
+                comptime: c,
+            })
         })
-    })
-    .collect()
+        .collect()
 }
 
 /// The data-movement kernels of `T`'s size: no reduction, so no comptime code.
 fn moving<T>() -> impl Iterator<Item = Prewarm<'static>> {
-    movement::move_specs::<T>().into_iter().map(|spec| Prewarm {
+    move_kernels::<T>().specs().into_iter().map(|spec| Prewarm {
         spec,
         variant: Variant::Plain,
         comptime: &[],

@@ -2,13 +2,13 @@
 //! reduce-scatter, and all-gather (two-shot's halves as kernels of their own).
 
 use super::comm::{
-    check_chunks, refuse_capture, Algorithm, Between, Comm, LlShape, LL_BYTES_PER_BLOCK,
-    LL_MAX_BYTES, PUSH_MAX_BYTES, PUSH_MIN_BYTES,
+    check_chunks, reached_by, refuse_capture, Algorithm, Between, Comm, LlShape, LL_MAX_BYTES,
+    PUSH_MAX_BYTES, PUSH_MIN_BYTES,
 };
 use super::elem::{check_op, op_code, AllReduceElem};
-use super::movement;
 use super::options::Options;
 use super::region::{check_apart, vector_start, Reached, Region};
+use super::specs::move_kernels;
 use cudarc::driver::CudaStream;
 
 use crate::{Error, ReduceOp, Result, SymRegion};
@@ -100,28 +100,24 @@ impl Comm {
             }
             Algorithm::LowLatency => {
                 let src = Region::of(src);
-                let shape = LlShape {
-                    len: src.len(),
-                    chunks: 1,
-                    copies: 0,
-                    flags: false,
-                    block_max: LL_BYTES_PER_BLOCK,
-                };
-                let spec = T::LOW_LATENCY;
+                let shape = LlShape::new(src.len(), 1, 0);
+                let spec = T::KERNELS.low_latency;
                 self.launch_ll(stream, (spec, op_code(op)), dst, &src, &[], shape)?;
                 return Ok(algorithm);
             }
-            Algorithm::OneShot => T::ONE_SHOT,
+            Algorithm::OneShot => T::KERNELS.one_shot,
             _ if self.two_shot_variant(stream, dst, src, op)? => return Ok(algorithm),
-            _ => T::TWO_SHOT,
-        };
-        let work = if algorithm == Algorithm::OneShot {
-            bytes
-        } else {
-            bytes.div_ceil(self.n)
+            _ => T::KERNELS.two_shot,
         };
         // The 16-byte data path (see `kernels/`) walks `src`, paired with `dst`.
         let (head, vec) = vector_start(s, d, std::mem::size_of::<T>(), src.len());
+        // One-shot reduces the whole of `src` (its `chunk` 0); two-shot takes no `chunk`.
+        let scalars = [head, vec, 0];
+        let (work, scalars) = if algorithm == Algorithm::OneShot {
+            (bytes, &scalars[..])
+        } else {
+            (bytes.div_ceil(self.n), &scalars[..2])
+        };
         self.launch_p2p(
             stream,
             spec,
@@ -130,7 +126,7 @@ impl Comm {
             src,
             Between::Nothing,
             work,
-            &[head, vec],
+            scalars,
         )?;
         Ok(algorithm)
     }
@@ -245,7 +241,7 @@ impl Comm {
                     let m = len.div_ceil(self.n).next_multiple_of(16 / size);
                     self.launch_p2p(
                         stream,
-                        T::TWO_SHOT_PUSH,
+                        T::KERNELS.two_shot_push,
                         op_code(op),
                         &mut Region::within(&dst, lo, len),
                         &Region::within(src, lo, len),
@@ -263,13 +259,10 @@ impl Comm {
         if aligned && self.ll_fits(m * size, self.n, self.n + 1) {
             let src = Region::of(src);
             let shape = LlShape {
-                len: m,
-                chunks: self.n,
-                copies: self.n + 1,
                 flags: true,
-                block_max: LL_BYTES_PER_BLOCK,
+                ..LlShape::new(m, self.n, self.n + 1)
             };
-            let spec: (_, &[i128]) = (T::TWO_SHOT_LL, op_code(op));
+            let spec: (_, &[i128]) = (T::KERNELS.two_shot_ll, op_code(op));
             self.launch_ll(stream, spec, dst, &src, &[m as u32], shape)?;
             return Ok(true);
         }
@@ -353,16 +346,10 @@ impl Comm {
             // Latency-bound: chunk `q` of `src` over the low-latency lines to rank `q`.
             let src = Region::<T>::of(src);
             let scalars = [n as u32, (s % 16) as u32, (d % 16) as u32];
-            let shape = LlShape {
-                len: dst.len(),
-                chunks: n,
-                copies: n + 1,
-                flags: false,
-                block_max: LL_BYTES_PER_BLOCK,
-            };
+            let shape = LlShape::new(dst.len(), n, n + 1);
             self.launch_ll(
                 stream,
-                (T::LOW_LATENCY_REDUCE_SCATTER, op_code(op)),
+                (T::KERNELS.low_latency_reduce_scatter, op_code(op)),
                 dst,
                 &src,
                 &scalars,
@@ -375,15 +362,16 @@ impl Comm {
         let (head, vec) = vector_start(chunk, d, size, dst.len());
         let work = dst.len() * size;
         let src = Region::<T>::of(src);
+        // The one-shot kernel over chunk `rank` of `src` (its `chunk` 1).
         self.launch_p2p(
             stream,
-            T::REDUCE_SCATTER,
+            T::KERNELS.one_shot,
             op_code(op),
             dst,
             &src,
             Between::Nothing,
             work,
-            &[head, vec],
+            &[head, vec, 1],
         )?;
         Ok(Algorithm::TwoShot)
     }
@@ -466,16 +454,11 @@ impl Comm {
             self.pgas.fcollect_on(stream, self.team, &*dst, src)?;
             return Ok(algorithm);
         }
-        let reached = if algorithm == Algorithm::OneShot {
-            Reached::Source
-        } else {
-            Reached::Destination
-        };
-        self.check_movement("all-gather", &*dst, src, reached)?;
+        self.check_movement("all-gather", &*dst, src, reached_by(algorithm))?;
         if src.is_empty() {
             return Ok(algorithm);
         }
-        let k = movement::move_kernels::<T>();
+        let k = move_kernels::<T>();
         let len = src.len();
         let src = Region::<T>::of(src);
         match algorithm {
@@ -483,44 +466,21 @@ impl Comm {
                 // Latency-bound: the low-latency protocol, no handshake.
                 let scalars = [n as u32, (d % 16) as u32];
                 let spec = k.low_latency_gather;
-                let shape = LlShape {
-                    len,
-                    chunks: n,
-                    copies: n,
-                    flags: false,
-                    block_max: LL_BYTES_PER_BLOCK,
-                };
+                let shape = LlShape::new(len, n, n);
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }
             Algorithm::OneShot => {
-                // Each PE loads the whole of `dst`: the grid grows with it.
-                let offsets = [(s % 16) as u32, (d % 16) as u32];
-                self.launch_p2p(
-                    stream,
-                    k.all_gather_pull,
-                    &[],
-                    dst,
-                    &src,
-                    Between::Nothing,
-                    dbytes,
-                    &offsets,
-                )?
+                // Every rank's whole `src` (`pull_chunks`' `personal` 0). Each PE loads the
+                // whole of `dst`: the grid grows with it.
+                let scalars = [(s % 16) as u32, (d % 16) as u32, 0];
+                self.launch_moving(stream, k.pull_chunks, dst, &src, dbytes, &scalars)?
             }
             _ => {
                 // The vector path starts at `src`'s first 16-byte boundary; this rank's chunk
                 // of `dst` must sit at the same offset (see `kernels/`).
                 let chunk = d + (rank * sbytes) as u64;
                 let (head, vec) = vector_start(s, chunk, size, len);
-                self.launch_p2p(
-                    stream,
-                    k.all_gather,
-                    &[],
-                    dst,
-                    &src,
-                    Between::Nothing,
-                    sbytes,
-                    &[head, vec],
-                )?
+                self.launch_moving(stream, k.all_gather, dst, &src, sbytes, &[head, vec])?
             }
         }
         Ok(algorithm)

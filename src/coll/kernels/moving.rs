@@ -163,11 +163,7 @@ pub fn all_gather<T: Unsigned>(
     let mut v = gt;
     while v < nv {
         let i0 = c + h + v * T::LANES;
-        let i1 = if v + stride < nv {
-            i0 + stride * T::LANES
-        } else {
-            i0
-        };
+        let i1 = second_of_pair::<T>(i0, v, stride, nv);
         let x0 = load_vec16(&src[i0 - c]);
         let x1 = load_vec16(&src[i1 - c]);
         for k in 0..nn {
@@ -191,9 +187,9 @@ pub fn all_gather<T: Unsigned>(
 }
 
 /// Broadcast, one-shot: every PE loads team rank `root`'s `src` over NVLink into its own `dst`
-/// (`copy == 0` on the root in place: nothing to copy). The root's outgoing links carry `n - 1`
-/// copies. `head` and `vec` as in the reducing kernels (`src` and `dst` have the same offsets
-/// on every PE).
+/// (`copy == 0` on the root in place: nothing to copy), by `copy_segment`. The root's outgoing
+/// links carry `n - 1` copies. `sb`, `db`: the byte offsets of `src` and `dst` modulo 16 (the
+/// same on every PE).
 #[pgas_kernel(max_threads = 512)]
 pub fn broadcast_one_shot<T: Unsigned>(
     dst: &mut SymTensor<T>,
@@ -205,39 +201,13 @@ pub fn broadcast_one_shot<T: Unsigned>(
     me: u32,
     root: u32,
     copy: u32,
-    head: u32,
-    vec: u32,
+    sb: u32,
+    db: u32,
 ) {
     let e = enter(sig, epochs, pes, n, me);
     if copy != 0 {
-        let r = src.peer(pes[root as usize]);
         let len = dst.len();
-        let h = min(head as usize, len);
-        let nv = if vec != 0 { (len - h) / T::LANES } else { 0 };
-        let vend = h + nv * T::LANES;
-        let stride = (grid_dim_x() * block_dim_x()) as usize;
-        let gt = global_thread_idx();
-        let mut v = gt;
-        while v < nv {
-            let i0 = h + v * T::LANES;
-            let i1 = if v + stride < nv {
-                i0 + stride * T::LANES
-            } else {
-                i0
-            };
-            let x0 = load_vec16(&r[i0]);
-            let x1 = load_vec16(&r[i1]);
-            store_vec16(&mut dst[i0], x0);
-            store_vec16(&mut dst[i1], x1);
-            v += 2 * stride;
-        }
-        let ns = h + (len - vend);
-        let mut q = gt;
-        while q < ns {
-            let i = if q < h { q } else { vend + q - h };
-            dst[i] = r[i];
-            q += stride;
-        }
+        copy_segment::<T>(dst, 0, db, src, 0, sb, len, pes[root as usize], true);
     }
     leave(sig, epochs, pes, n, me, e, false);
 }
@@ -305,11 +275,7 @@ pub fn broadcast_two_shot<T: Unsigned>(
         let mut v = vlo + gt;
         while v < vhi {
             let i0 = h + v * T::LANES;
-            let i1 = if v + stride < vhi {
-                i0 + stride * T::LANES
-            } else {
-                i0
-            };
+            let i1 = second_of_pair::<T>(i0, v, stride, vhi);
             let x0 = load_vec16(&rs[i0]);
             let x1 = load_vec16(&rs[i1]);
             for k in 0..nn {
@@ -341,14 +307,16 @@ pub fn broadcast_two_shot<T: Unsigned>(
     leave(sig, epochs, pes, n, me, e, true);
 }
 
-/// All-gather by peer loads (the pulling form, `Algorithm::OneShot`): this PE loads every team
-/// rank `r`'s `src` into chunk `r` of its own `dst` (its own `src` included). No peer stores, so
-/// the leave needs no release fence; the entry says each peer's `src` is ready, the leave that
-/// no PE reads it any more. Each warp starts at another rank (`gt / 32`), so that this PE loads
-/// from every peer, and copies its own chunk, at once. `sb`, `db`: the byte offsets of `src`
-/// and `dst` modulo 16 (the same on every PE).
+/// All-gather and all-to-all by peer loads (the pulling forms, `Algorithm::OneShot`): this PE
+/// loads a chunk of every team rank `r`'s `src` into chunk `r` of its own `dst` (its own `src`
+/// included): the whole `src` for the all-gather (`personal == 0`), chunk `me` for the
+/// all-to-all (`m = src.len() / n` elements from `me * m`). No peer stores, so the leave needs
+/// no release fence; the entry says each peer's `src` is ready, the leave that no PE reads it
+/// any more. Each warp starts at another rank (`gt / 32`), so that this PE loads from every
+/// peer, and copies its own chunk, at once. `sb`, `db`: the byte offsets of `src` and `dst`
+/// modulo 16 (the same on every PE).
 #[pgas_kernel(max_threads = 512)]
-pub fn all_gather_pull<T: Unsigned>(
+pub fn pull_chunks<T: Unsigned>(
     dst: &mut SymTensor<T>,
     src: &SymTensor<T>,
     pes: &SymTensor<i32>,
@@ -358,41 +326,18 @@ pub fn all_gather_pull<T: Unsigned>(
     me: u32,
     sb: u32,
     db: u32,
+    personal: u32,
 ) {
     let nn = n as usize;
     let e = enter(sig, epochs, pes, n, me);
+    // The all-to-all's chunk `me` of each rank's `src`, or the all-gather's whole `src`.
     let len = src.len();
+    let m = if personal != 0 { len / nn } else { len };
+    let so = if personal != 0 { me as usize * m } else { 0 };
     let gt = global_thread_idx();
     for k in 0..nn {
         let r = (gt / 32 + k) % nn;
-        copy_segment::<T>(dst, r * len, db, src, 0, sb, len, pes[r], true);
-    }
-    leave(sig, epochs, pes, n, me, e, false);
-}
-
-/// All-to-all by peer loads (the pulling form, `Algorithm::OneShot`): this PE loads chunk `me`
-/// of every team rank `r`'s `src` (`m = src.len() / n` elements from `me * m`) into chunk `r`
-/// of its own `dst`. As `all_gather_pull`: no release fence before the leave, and warps start
-/// at different ranks.
-#[pgas_kernel(max_threads = 512)]
-pub fn all_to_all_pull<T: Unsigned>(
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    pes: &SymTensor<i32>,
-    sig: &mut SymTensor<u64>,
-    epochs: &mut SymTensor<u64>,
-    n: u32,
-    me: u32,
-    sb: u32,
-    db: u32,
-) {
-    let nn = n as usize;
-    let e = enter(sig, epochs, pes, n, me);
-    let m = src.len() / nn;
-    let gt = global_thread_idx();
-    for k in 0..nn {
-        let r = (gt / 32 + k) % nn;
-        copy_segment::<T>(dst, r * m, db, src, me as usize * m, sb, m, pes[r], true);
+        copy_segment::<T>(dst, r * m, db, src, so, sb, m, pes[r], true);
     }
     leave(sig, epochs, pes, n, me, e, false);
 }

@@ -158,6 +158,19 @@ pub fn smem_fill<T: Elem>(src: &SymTensor<T>, ss: usize, sb: u32, gs: usize, cnt
     }
 }
 
+/// Where the second of a thread's two vectors in a step starts, the first being vector `v` at
+/// element `i0`: vector `v + gap`, or `i0` again where that is not below `end`. Two vectors a
+/// step keep two 16-byte loads in flight; past the end the second slot repeats the first (the
+/// same value loaded and stored twice), so the loop needs no tail of its own.
+#[pgas_device]
+pub fn second_of_pair<T: Elem>(i0: usize, v: usize, gap: usize, end: usize) -> usize {
+    if v + gap < end {
+        i0 + gap * T::LANES
+    } else {
+        i0
+    }
+}
+
 /// The 16-byte vectors at `i0` and `i1` of `src` reduced by `op` over every PE (this PE's, then
 /// peers `me + 1, me + 2, ..`, so the results keep their bits), stored at `d0` and `d1` of:
 /// `dst` on this PE (`to` 0), `dst` on every PE (1, the two-shot's stores) or the dynamic
@@ -321,11 +334,7 @@ pub fn copy_segment<T: Unsigned>(
         let mut v = gt;
         while v < nv {
             let i0 = h + v * T::LANES;
-            let i1 = if v + stride < nv {
-                i0 + stride * T::LANES
-            } else {
-                i0
-            };
+            let i1 = second_of_pair::<T>(i0, v, stride, nv);
             let x0 = load_vec16(&p[so + i0]);
             let x1 = load_vec16(&p[so + i1]);
             store_vec16(&mut dst[ro + i0], x0);
@@ -343,11 +352,7 @@ pub fn copy_segment<T: Unsigned>(
         let mut v = gt;
         while v < nv {
             let i0 = h + v * T::LANES;
-            let i1 = if v + stride < nv {
-                i0 + stride * T::LANES
-            } else {
-                i0
-            };
+            let i1 = second_of_pair::<T>(i0, v, stride, nv);
             let x0 = load_vec16(&src[so + i0]);
             let x1 = load_vec16(&src[so + i1]);
             store_vec16(&mut p[ro + i0], x0);

@@ -77,10 +77,14 @@ pub fn low_latency_reduce_scatter<T: Elem>(
 }
 
 /// One-shot: every PE loads every peer's `src` over NVLink and reduces into its own `dst`.
-/// Latency: one flag round trip each side of one pass over the data.
+/// Latency: one flag round trip each side of one pass over the data. With `chunk` set, the
+/// reduce-scatter (two-shot's first half): team rank `r` reduces only chunk `r` of every PE's
+/// `src` (elements `r * dst.len()` on, `dst.len()` of them), so each PE moves `(n - 1) / n` of
+/// `src` over NVLink.
 ///
-/// `head` elements are reduced one at a time before the first 16-byte vector when `vec` is set
-/// (then `dst` and `src` share their offset modulo 16 bytes); without `vec` every element is.
+/// `head` elements (of the part of `src` reduced) are reduced one at a time before the first
+/// 16-byte vector when `vec` is set (then `dst` and that part share their offset modulo 16
+/// bytes); without `vec` every element is.
 #[pgas_kernel(max_threads = 512)]
 pub fn one_shot<T: Elem>(
     dst: &mut SymTensor<T>,
@@ -92,34 +96,33 @@ pub fn one_shot<T: Elem>(
     me: u32,
     head: u32,
     vec: u32,
+    chunk: u32,
     #[comptime] op: ReduceOp,
 ) {
     let e = enter(sig, epochs, pes, n, me);
     let len = dst.len();
+    // Where the part of `src` reduced starts: `i0`, `i1` index `src`, `i0 - c`, `i1 - c` `dst`.
+    let c = if chunk != 0 { me as usize * len } else { 0 };
     let h = min(head as usize, len);
     let nv = if vec != 0 { (len - h) / T::LANES } else { 0 };
     let vend = h + nv * T::LANES;
     let stride = (grid_dim_x() * block_dim_x()) as usize;
     let gt = global_thread_idx();
-    // Vectors, two per thread per step so that two 16-byte loads of each peer are in flight;
-    // past the end the second slot repeats the first (same value stored twice).
+    // Vectors, two per thread per step (`second_of_pair`), so that two 16-byte loads of each
+    // peer are in flight.
     let mut v = gt;
     while v < nv {
-        let i0 = h + v * T::LANES;
-        let i1 = if v + stride < nv {
-            i0 + stride * T::LANES
-        } else {
-            i0
-        };
-        reduce_pair::<T>(dst, i0, i1, 0, src, i0, i1, pes, n, me, op);
+        let i0 = c + h + v * T::LANES;
+        let i1 = second_of_pair::<T>(i0, v, stride, nv);
+        reduce_pair::<T>(dst, i0 - c, i1 - c, 0, src, i0, i1, pes, n, me, op);
         v += 2 * stride;
     }
     // Scalars: the `h` elements before the first vector, then those past the last.
     let ns = h + (len - vend);
     let mut q = gt;
     while q < ns {
-        let i = if q < h { q } else { vend + q - h };
-        dst[i] = reduce_one::<T>(src, i, pes, n, me, op) as T;
+        let j = if q < h { q } else { vend + q - h };
+        dst[j] = reduce_one::<T>(src, c + j, pes, n, me, op) as T;
         q += stride;
     }
     leave(sig, epochs, pes, n, me, e, false);
@@ -158,11 +161,7 @@ pub fn two_shot<T: Elem>(
     let mut v = vlo + gt;
     while v < vhi {
         let i0 = h + v * T::LANES;
-        let i1 = if v + stride < vhi {
-            i0 + stride * T::LANES
-        } else {
-            i0
-        };
+        let i1 = second_of_pair::<T>(i0, v, stride, vhi);
         reduce_pair::<T>(dst, i0, i1, 1, src, i0, i1, pes, n, me, op);
         v += 2 * stride;
     }
@@ -321,11 +320,7 @@ pub fn two_shot_ll<T: Elem>(
     let mut v = t;
     while v < half {
         let i0 = c + v * T::LANES;
-        let i1 = if v + half < nv {
-            i0 + half * T::LANES
-        } else {
-            i0
-        };
+        let i1 = second_of_pair::<T>(i0, v, half, nv);
         let d0 = nn * wr + v * T::LANES;
         reduce_pair::<T>(dst, d0, nn * wr + (i1 - c), 2, src, i0, i1, pes, n, me, op);
         v += block_dim_x() as usize;
@@ -351,52 +346,4 @@ pub fn two_shot_ll<T: Elem>(
     if t == 0 {
         epochs[blk] = e;
     }
-}
-
-/// Reduce-scatter (two-shot's first half): team rank `r` reduces chunk `r` of every PE's `src`
-/// (elements `r * dst.len()` on, `dst.len()` of them) by peer loads into its own `dst`. `head`
-/// and `vec` are those of the chunk: the elements before the chunk's first 16-byte boundary,
-/// and whether `dst` shares the chunk's offset modulo 16 bytes. Each PE moves `(n - 1) / n` of
-/// `src` over NVLink.
-#[pgas_kernel(max_threads = 512)]
-pub fn reduce_scatter<T: Elem>(
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    pes: &SymTensor<i32>,
-    sig: &mut SymTensor<u64>,
-    epochs: &mut SymTensor<u64>,
-    n: u32,
-    me: u32,
-    head: u32,
-    vec: u32,
-    #[comptime] op: ReduceOp,
-) {
-    let e = enter(sig, epochs, pes, n, me);
-    let len = dst.len();
-    let c = me as usize * len;
-    let h = min(head as usize, len);
-    let nv = if vec != 0 { (len - h) / T::LANES } else { 0 };
-    let vend = h + nv * T::LANES;
-    let stride = (grid_dim_x() * block_dim_x()) as usize;
-    let gt = global_thread_idx();
-    // `i0`, `i1` index `src` (in chunk `me`), `i0 - c`, `i1 - c` index `dst`.
-    let mut v = gt;
-    while v < nv {
-        let i0 = c + h + v * T::LANES;
-        let i1 = if v + stride < nv {
-            i0 + stride * T::LANES
-        } else {
-            i0
-        };
-        reduce_pair::<T>(dst, i0 - c, i1 - c, 0, src, i0, i1, pes, n, me, op);
-        v += 2 * stride;
-    }
-    let ns = h + (len - vend);
-    let mut q = gt;
-    while q < ns {
-        let j = if q < h { q } else { vend + q - h };
-        dst[j] = reduce_one::<T>(src, c + j, pes, n, me, op) as T;
-        q += stride;
-    }
-    leave(sig, epochs, pes, n, me, e, false);
 }
