@@ -327,20 +327,11 @@ impl AllReduceRmsNorm {
                 ),
             });
         }
-        let lengths: [(&'static str, usize, usize); 3] = [
+        crate::ops::lengths::exactly(&[
             ("the residual (the input's length)", residual.len(), x.len()),
             ("out (the input's length)", out.len(), x.len()),
             ("weight (hidden)", weight.len(), h),
-        ];
-        for (what, got, expected) in lengths {
-            if got != expected {
-                return Err(Error::LengthMismatch {
-                    what,
-                    got,
-                    expected,
-                });
-            }
-        }
+        ])?;
         let bufs = [
             (input, x.as_device_ptr(), x.len() * 2),
             ("residual", residual.as_device_ptr(), residual.len() * 2),

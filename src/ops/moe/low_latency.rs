@@ -9,6 +9,7 @@ use pgas_runtime::launch::{KernelArgs, Prewarm};
 
 use super::config::MoeConfig;
 use super::ll_kernels::{self, LL_SYNC_WORDS, LL_THREADS};
+use crate::ops::lengths::at_least;
 use crate::{bf16, Error, LaunchConfig, Pgas, Result, SymTensor};
 
 /// Most tokens a PE dispatches in one low-latency call (decode batches; [`super::MoeDispatcher`]
@@ -428,18 +429,6 @@ pub fn ll_prewarm_list(comptime: &[i128; 2], variant: Variant) -> [Prewarm<'_>; 
             comptime,
         },
     ]
-}
-
-/// [`Error::LengthMismatch`] for the first buffer `(what, length, needed)` shorter than needed.
-fn at_least(buffers: &[(&'static str, usize, usize)]) -> Result<()> {
-    match buffers.iter().find(|(_, got, expected)| got < expected) {
-        Some(&(what, got, expected)) => Err(Error::LengthMismatch {
-            what,
-            got,
-            expected,
-        }),
-        None => Ok(()),
-    }
 }
 
 /// Launches a low-latency kernel on the context's stream.
