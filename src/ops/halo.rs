@@ -45,29 +45,37 @@ pub fn halo_rows(
     down: i32,
 ) {
     if block_idx_x() == 0 {
-        put_signal_nbi_block(
-            &mut field[up_dst..up_dst + nx],
-            &field[first..first + nx],
-            &mut sig[1],
-            value,
-            SignalOp::Set,
-            up,
-        );
-        if thread_idx_x() == 0 {
-            signal_wait_until(&sig[0], Cmp::Ge, value);
-        }
+        swap_row(field, sig, up_dst, first, nx, 1, 0, value, up);
     } else {
-        put_signal_nbi_block(
-            &mut field[down_dst..down_dst + nx],
-            &field[last..last + nx],
-            &mut sig[0],
-            value,
-            SignalOp::Set,
-            down,
-        );
-        if thread_idx_x() == 0 {
-            signal_wait_until(&sig[1], Cmp::Ge, value);
-        }
+        swap_row(field, sig, down_dst, last, nx, 0, 1, value, down);
+    }
+}
+
+/// One block's half of [`halo_rows`]: puts the `nx` elements from `src` into `dst` on PE `pe`
+/// with `value` in its `sig[sent]`, then waits (one thread) until this PE's `sig[awaited]`
+/// holds `value`: the halo row coming the other way.
+#[pgas_device]
+fn swap_row(
+    field: &mut SymTensor<f32>,
+    sig: &mut SymTensor<u64>,
+    dst: usize,
+    src: usize,
+    nx: usize,
+    sent: usize,
+    awaited: usize,
+    value: u64,
+    pe: i32,
+) {
+    put_signal_nbi_block(
+        &mut field[dst..dst + nx],
+        &field[src..src + nx],
+        &mut sig[sent],
+        value,
+        SignalOp::Set,
+        pe,
+    );
+    if thread_idx_x() == 0 {
+        signal_wait_until(&sig[awaited], Cmp::Ge, value);
     }
 }
 
@@ -452,10 +460,14 @@ mod tests {
         assert_eq!(plan(&all, 1, HEAP).unwrap().resident_blocks, 66);
     }
 
+    /// The message of PE `me`'s refusal of `all`.
+    fn refusal(all: &[Declared], me: usize) -> String {
+        plan(all, me, HEAP).unwrap_err().to_string()
+    }
+
     #[test]
     fn differing_nx_names_every_pe() {
-        let e = plan(&[d(64, 10), d(32, 10)], 1, HEAP).unwrap_err();
-        let msg = e.to_string();
+        let msg = refusal(&[d(64, 10), d(32, 10)], 1);
         assert!(
             msg.contains("PE 0: 64, PE 1: 32") && msg.contains("same nx"),
             "{msg}"
@@ -466,8 +478,7 @@ mod tests {
 
     #[test]
     fn a_slab_thinner_than_two_halos_is_refused() {
-        let e = plan(&[d(64, 10), d(64, 1)], 0, HEAP).unwrap_err();
-        let msg = e.to_string();
+        let msg = refusal(&[d(64, 10), d(64, 1)], 0);
         assert!(
             msg.contains("PE 1: 1") && msg.contains("at least 2 rows"),
             "{msg}"
