@@ -206,19 +206,6 @@ fn row_sumsq(residual: &SymTensor<bf16>, base: usize, hidden: usize) -> f32 {
     ss
 }
 
-/// `y = bf16(r_out * inv * w)` for the row at `base`, into this PE's `out`.
-#[pgas_device]
-fn norm_row(
-    residual: &SymTensor<bf16>,
-    weight: &SymTensor<bf16>,
-    out: &mut SymTensor<bf16>,
-    base: usize,
-    hidden: usize,
-    inv: f32,
-) {
-    norm_slice(residual, weight, out, base, 0, hidden, inv);
-}
-
 /// `y = bf16(r_out * inv * w)` for the `len` elements of a row at `base`, whose weights start
 /// at `w0` (the slice's place in the row), into this PE's `out`.
 #[pgas_device]
@@ -306,7 +293,8 @@ pub fn allreduce_add_rmsnorm(
                 ss = reduce_row(x, residual, pes, n, me, 1, base, h);
             }
             let inv = rsqrt(block_sum(ss) / hidden as f32 + eps);
-            norm_row(residual, weight, out, base, h, inv);
+            // The whole row, its weights from element 0.
+            norm_slice(residual, weight, out, base, 0, h, inv);
             j += grid;
         }
     }
