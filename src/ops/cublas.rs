@@ -232,19 +232,11 @@ impl Cublas {
         layout: BLayout,
     ) -> Result<()> {
         let dims = dims((m, n, k))?;
-        for (what, got, expected) in [
+        crate::ops::lengths::exactly(&[
             ("the GEMM's A (m x k)", a.len(), m * k),
             ("the GEMM's B (k x n)", b.len(), k * n),
             ("the GEMM's C (m x n)", c.len(), m * n),
-        ] {
-            if got != expected {
-                return Err(Error::LengthMismatch {
-                    what,
-                    got,
-                    expected,
-                });
-            }
-        }
+        ])?;
         let (pa, _ra) = a.device_ptr(stream);
         let (pb, _rb) = b.device_ptr(stream);
         let (pc, _rc) = c.device_ptr_mut(stream);
@@ -396,19 +388,11 @@ impl CublasLt {
     ) -> Result<()> {
         use cudarc::cublaslt::result as lt;
         use cudarc::cublaslt::sys as ltsys;
-        for (what, got, expected) in [
+        crate::ops::lengths::exactly(&[
             ("the FP8 GEMM's A (m x k)", a.len(), m * k),
             ("the FP8 GEMM's Bt (n x k)", bt.len(), n * k),
             ("the FP8 GEMM's C (m x n)", c.len(), m * n),
-        ] {
-            if got != expected {
-                return Err(Error::LengthMismatch {
-                    what,
-                    got,
-                    expected,
-                });
-            }
-        }
+        ])?;
         let err = |call: &'static str| {
             move |e: lt::CublasError| Error::Cublas {
                 call,

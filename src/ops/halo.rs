@@ -44,30 +44,23 @@ pub fn halo_rows(
     up: i32,
     down: i32,
 ) {
-    if block_idx_x() == 0 {
-        put_signal_nbi_block(
-            &mut field[up_dst..up_dst + nx],
-            &field[first..first + nx],
-            &mut sig[1],
-            value,
-            SignalOp::Set,
-            up,
-        );
-        if thread_idx_x() == 0 {
-            signal_wait_until(&sig[0], Cmp::Ge, value);
-        }
-    } else {
-        put_signal_nbi_block(
-            &mut field[down_dst..down_dst + nx],
-            &field[last..last + nx],
-            &mut sig[0],
-            value,
-            SignalOp::Set,
-            down,
-        );
-        if thread_idx_x() == 0 {
-            signal_wait_until(&sig[1], Cmp::Ge, value);
-        }
+    // Block 0 sends up, block 1 down; each then waits for the halo coming the other way
+    // (the receiver's `sig[1]` is for a row from below, `sig[0]` for one from above).
+    let up_block = block_idx_x() == 0;
+    let dst = if up_block { up_dst } else { down_dst };
+    let src = if up_block { first } else { last };
+    let pe = if up_block { up } else { down };
+    let sent = if up_block { 1 } else { 0 };
+    put_signal_nbi_block(
+        &mut field[dst..dst + nx],
+        &field[src..src + nx],
+        &mut sig[sent],
+        value,
+        SignalOp::Set,
+        pe,
+    );
+    if thread_idx_x() == 0 {
+        signal_wait_until(&sig[1 - sent], Cmp::Ge, value);
     }
 }
 
@@ -452,26 +445,25 @@ mod tests {
         assert_eq!(plan(&all, 1, HEAP).unwrap().resident_blocks, 66);
     }
 
+    /// Asserts that PE `me` refuses `all` with a message that says each of `parts`.
+    fn assert_refused(all: &[Declared], me: usize, parts: &[&str]) {
+        let msg = plan(all, me, HEAP).unwrap_err().to_string();
+        assert!(parts.iter().all(|p| msg.contains(p)), "{msg}");
+    }
+
     #[test]
     fn differing_nx_names_every_pe() {
-        let e = plan(&[d(64, 10), d(32, 10)], 1, HEAP).unwrap_err();
-        let msg = e.to_string();
-        assert!(
-            msg.contains("PE 0: 64, PE 1: 32") && msg.contains("same nx"),
-            "{msg}"
+        assert_refused(
+            &[d(64, 10), d(32, 10)],
+            1,
+            &["PE 0: 64, PE 1: 32", "same nx"],
         );
-        let e = plan(&[d(0, 10)], 0, HEAP).unwrap_err();
-        assert!(e.to_string().contains("nx >= 1"), "{e}");
+        assert_refused(&[d(0, 10)], 0, &["nx >= 1"]);
     }
 
     #[test]
     fn a_slab_thinner_than_two_halos_is_refused() {
-        let e = plan(&[d(64, 10), d(64, 1)], 0, HEAP).unwrap_err();
-        let msg = e.to_string();
-        assert!(
-            msg.contains("PE 1: 1") && msg.contains("at least 2 rows"),
-            "{msg}"
-        );
+        assert_refused(&[d(64, 10), d(64, 1)], 0, &["PE 1: 1", "at least 2 rows"]);
     }
 
     #[test]

@@ -267,26 +267,10 @@ fn fused_iterations(
     }
     // The current plane's edge rows have not been sent yet (the protocol's rule between calls).
     let p0 = (base % 2) as usize * plane;
-    if top {
-        put_signal_nbi_block(
-            &mut field[p0 + up_halo * nx..p0 + (up_halo + 1) * nx],
-            &field[p0 + nx..p0 + 2 * nx],
-            &mut sig[1],
-            base + 1,
-            SignalOp::Set,
-            up,
-        );
-    }
-    if bottom {
-        put_signal_nbi_block(
-            &mut field[p0..p0 + nx],
-            &field[p0 + rows * nx..p0 + (rows + 1) * nx],
-            &mut sig[0],
-            base + 1,
-            SignalOp::Set,
-            down,
-        );
-    }
+    let first_sent = base + 1;
+    send_edge_rows(
+        field, sig, p0, nx, rows, up_halo, up, down, first_sent, top, bottom,
+    );
     for k in 0..iters {
         let e = base + k as u64;
         let src = (e % 2) as usize * plane;
@@ -318,26 +302,13 @@ fn fused_iterations(
         if (top || bottom) && send {
             sync_threads();
         }
-        if top && send {
-            put_signal_nbi_block(
-                &mut field[dst + up_halo * nx..dst + (up_halo + 1) * nx],
-                &field[dst + nx..dst + 2 * nx],
-                &mut sig[1],
-                e + 2,
-                SignalOp::Set,
-                up,
-            );
-        }
-        if bottom && send {
-            put_signal_nbi_block(
-                &mut field[dst..dst + nx],
-                &field[dst + rows * nx..dst + (rows + 1) * nx],
-                &mut sig[0],
-                e + 2,
-                SignalOp::Set,
-                down,
-            );
-        }
+        // The edge rows just computed (iteration e + 1, so signalled with e + 2).
+        let sent = e + 2;
+        let send_up = top && send;
+        let send_down = bottom && send;
+        send_edge_rows(
+            field, sig, dst, nx, rows, up_halo, up, down, sent, send_up, send_down,
+        );
         sweep(field, src, dst, nx, lo, hi, depth);
         sync_threads();
         if first {
@@ -345,6 +316,46 @@ fn fused_iterations(
             threadfence();
             atomic_exch_local(&mut flags[b], e + 1);
         }
+    }
+}
+
+/// Sends the edge rows of the plane at `p`, each with its signal set to `value`: with `top`
+/// (the first band), row 1 into halo row `up_halo` of PE `up`, signalling its `sig[1]`; with
+/// `bottom` (the last band), row `rows` into halo row 0 of PE `down`, signalling its `sig[0]`.
+/// Non-blocking puts of the whole block.
+#[pgas_device]
+fn send_edge_rows(
+    field: &mut SymTensor<f32>,
+    sig: &mut SymTensor<u64>,
+    p: usize,
+    nx: usize,
+    rows: usize,
+    up_halo: usize,
+    up: i32,
+    down: i32,
+    value: u64,
+    top: bool,
+    bottom: bool,
+) {
+    if top {
+        put_signal_nbi_block(
+            &mut field[p + up_halo * nx..p + (up_halo + 1) * nx],
+            &field[p + nx..p + 2 * nx],
+            &mut sig[1],
+            value,
+            SignalOp::Set,
+            up,
+        );
+    }
+    if bottom {
+        put_signal_nbi_block(
+            &mut field[p..p + nx],
+            &field[p + rows * nx..p + (rows + 1) * nx],
+            &mut sig[0],
+            value,
+            SignalOp::Set,
+            down,
+        );
     }
 }
 

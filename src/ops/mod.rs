@@ -15,6 +15,7 @@ pub mod cublas;
 mod gemm_path;
 pub mod halo;
 pub mod jacobi;
+mod lengths;
 pub mod matmul_reduce_scatter;
 pub mod moe;
 mod peers;

@@ -30,7 +30,7 @@ impl AllGatherMatmul {
         let (mp, n, k) = (self.mp, self.n, self.k);
         let np = self.pgas.n_pes();
         let m = mp * np;
-        for (what, got, expected) in [
+        crate::ops::lengths::exactly(&[
             (
                 "the all_gather_matmul shard (shard rows x K)",
                 shard.len(),
@@ -38,15 +38,7 @@ impl AllGatherMatmul {
             ),
             ("the all_gather_matmul Bt (N x K)", bt.len(), n * k),
             ("the all_gather_matmul C (M x N)", c.len(), m * n),
-        ] {
-            if got != expected {
-                return Err(Error::LengthMismatch {
-                    what,
-                    got,
-                    expected,
-                });
-            }
-        }
+        ])?;
         let main = self.pgas.stream().clone();
         if np > 1 {
             stream_sync::refuse_capture(&main, "AllGatherMatmul::run")?;

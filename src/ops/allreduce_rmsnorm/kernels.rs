@@ -150,6 +150,43 @@ fn reduce_row(
     ss
 }
 
+/// The sum of `v` over the block's threads, on every thread: each warp adds by shuffles, then
+/// warp 0 adds the warps' sums in warp order (the same bits on every PE). Every thread of the
+/// block calls it; a block barrier goes before the result is read.
+#[pgas_device]
+fn block_sum(v: f32) -> f32 {
+    let red = shared_array::<f32, 33>();
+    let lane = lane_id() as usize;
+    let warp = warp_id() as usize;
+    let warps = (block_dim_x() / 32) as usize;
+    let mut ss = v;
+    ss += shfl_xor_sync(0xffff_ffff, ss, 16);
+    ss += shfl_xor_sync(0xffff_ffff, ss, 8);
+    ss += shfl_xor_sync(0xffff_ffff, ss, 4);
+    ss += shfl_xor_sync(0xffff_ffff, ss, 2);
+    ss += shfl_xor_sync(0xffff_ffff, ss, 1);
+    if lane == 0 {
+        red[warp] = ss;
+    }
+    sync_threads();
+    if warp == 0 {
+        let mut s = 0.0f32;
+        if lane < warps {
+            s = red[lane];
+        }
+        s += shfl_xor_sync(0xffff_ffff, s, 16);
+        s += shfl_xor_sync(0xffff_ffff, s, 8);
+        s += shfl_xor_sync(0xffff_ffff, s, 4);
+        s += shfl_xor_sync(0xffff_ffff, s, 2);
+        s += shfl_xor_sync(0xffff_ffff, s, 1);
+        if lane == 0 {
+            red[32] = s;
+        }
+    }
+    sync_threads();
+    red[32]
+}
+
 /// This thread's sum of the squares of its elements of the row at `base` (two-shot's second
 /// half, where the row's `r_out` arrived from its owner).
 #[pgas_device]
@@ -167,19 +204,6 @@ fn row_sumsq(residual: &SymTensor<bf16>, base: usize, hidden: usize) -> f32 {
         v += stride;
     }
     ss
-}
-
-/// `y = bf16(r_out * inv * w)` for the row at `base`, into this PE's `out`.
-#[pgas_device]
-fn norm_row(
-    residual: &SymTensor<bf16>,
-    weight: &SymTensor<bf16>,
-    out: &mut SymTensor<bf16>,
-    base: usize,
-    hidden: usize,
-    inv: f32,
-) {
-    norm_slice(residual, weight, out, base, 0, hidden, inv);
 }
 
 /// `y = bf16(r_out * inv * w)` for the `len` elements of a row at `base`, whose weights start
@@ -233,15 +257,11 @@ pub fn allreduce_add_rmsnorm(
 ) {
     let blk = block_idx_x() as usize;
     let grid = grid_dim_x() as usize;
-    let lane = lane_id() as usize;
-    let warp = warp_id() as usize;
-    let warps = (block_dim_x() / 32) as usize;
     let h = hidden as usize;
     let tt = tokens as usize;
     let nn = n as usize;
     let two_shot = mode == 1;
     let exchange = mode != 2;
-    let red = shared_array::<f32, 33>();
     let mut e = 0u64;
     if exchange {
         e = enter_call(pes, sig, epochs, n, me);
@@ -272,33 +292,9 @@ pub fn allreduce_add_rmsnorm(
             } else {
                 ss = reduce_row(x, residual, pes, n, me, 1, base, h);
             }
-            // The block's sum of squares: warps by shuffles, then warp 0 over the warps.
-            ss += shfl_xor_sync(0xffff_ffff, ss, 16);
-            ss += shfl_xor_sync(0xffff_ffff, ss, 8);
-            ss += shfl_xor_sync(0xffff_ffff, ss, 4);
-            ss += shfl_xor_sync(0xffff_ffff, ss, 2);
-            ss += shfl_xor_sync(0xffff_ffff, ss, 1);
-            if lane == 0 {
-                red[warp] = ss;
-            }
-            sync_threads();
-            if warp == 0 {
-                let mut s = 0.0f32;
-                if lane < warps {
-                    s = red[lane];
-                }
-                s += shfl_xor_sync(0xffff_ffff, s, 16);
-                s += shfl_xor_sync(0xffff_ffff, s, 8);
-                s += shfl_xor_sync(0xffff_ffff, s, 4);
-                s += shfl_xor_sync(0xffff_ffff, s, 2);
-                s += shfl_xor_sync(0xffff_ffff, s, 1);
-                if lane == 0 {
-                    red[32] = s;
-                }
-            }
-            sync_threads();
-            let inv = rsqrt(red[32] / hidden as f32 + eps);
-            norm_row(residual, weight, out, base, h, inv);
+            let inv = rsqrt(block_sum(ss) / hidden as f32 + eps);
+            // The whole row, its weights from element 0.
+            norm_slice(residual, weight, out, base, 0, h, inv);
             j += grid;
         }
     }
@@ -348,9 +344,6 @@ pub fn allreduce_add_rmsnorm_ll(
 ) {
     let blk = block_idx_x() as usize;
     let grid = grid_dim_x() as usize;
-    let lane = lane_id() as usize;
-    let warp = warp_id() as usize;
-    let warps = (block_dim_x() / 32) as usize;
     let stride = block_dim_x() as usize;
     let h = hidden as usize;
     let sl = slices as usize;
@@ -363,7 +356,8 @@ pub fn allreduce_add_rmsnorm_ll(
     let nn = n as usize;
     let at = blk * region as usize;
     let g = dyn_shared::<bf16>();
-    let red = shared_array::<f32, 33>();
+    // The group's sum of squares, from the thread that adds the partials to the block.
+    let total = shared_array::<f32, 1>();
     let mut row = group;
     let mut parity = 0usize;
     while row < tt {
@@ -418,36 +412,12 @@ pub fn allreduce_add_rmsnorm_ll(
             store_vec16(&mut residual[base + j1], o1);
             v += 2 * stride;
         }
-        // The block's sum of squares, as in `allreduce_add_rmsnorm`.
-        ss += shfl_xor_sync(0xffff_ffff, ss, 16);
-        ss += shfl_xor_sync(0xffff_ffff, ss, 8);
-        ss += shfl_xor_sync(0xffff_ffff, ss, 4);
-        ss += shfl_xor_sync(0xffff_ffff, ss, 2);
-        ss += shfl_xor_sync(0xffff_ffff, ss, 1);
-        if lane == 0 {
-            red[warp] = ss;
-        }
-        sync_threads();
-        if warp == 0 {
-            let mut s = 0.0f32;
-            if lane < warps {
-                s = red[lane];
-            }
-            s += shfl_xor_sync(0xffff_ffff, s, 16);
-            s += shfl_xor_sync(0xffff_ffff, s, 8);
-            s += shfl_xor_sync(0xffff_ffff, s, 4);
-            s += shfl_xor_sync(0xffff_ffff, s, 2);
-            s += shfl_xor_sync(0xffff_ffff, s, 1);
-            if lane == 0 {
-                red[32] = s;
-            }
-        }
-        sync_threads();
+        let mut sum = block_sum(ss);
         if sl > 1 {
             // The row's sum over the group's slices (one thread a block).
             if thread_idx_x() == 0 {
                 let set = parity * grid;
-                atomic_exch_local(&mut partial[set + blk], red[32]);
+                atomic_exch_local(&mut partial[set + blk], sum);
                 // The partial before the arrival, as every block of the group sees them.
                 threadfence();
                 // The group's word: the generation in the high 32 bits, the arrivals in the
@@ -465,11 +435,12 @@ pub fn allreduce_add_rmsnorm_ll(
                 for q in 0..sl {
                     t += atomic_add_local(&mut partial[set + group * sl + q], 0.0f32);
                 }
-                red[32] = t;
+                total[0] = t;
             }
             sync_threads();
+            sum = total[0];
         }
-        let inv = rsqrt(red[32] / hidden as f32 + eps);
+        let inv = rsqrt(sum / hidden as f32 + eps);
         norm_slice(residual, weight, out, base, slice * sh, sh, inv);
         row += groups;
         parity = 1 - parity;

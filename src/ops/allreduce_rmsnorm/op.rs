@@ -6,7 +6,9 @@ use pgas_runtime::kernel::Variant;
 use pgas_runtime::launch::KernelArgs;
 
 use super::kernels::{allreduce_add_rmsnorm, allreduce_add_rmsnorm_ll};
-use super::plan::{AllReduceRmsNorm, LL_MAX_SHARED_BYTES, LOCAL, ONE_SHOT, THREADS, TWO_SHOT};
+use super::plan::{
+    AllReduceRmsNorm, LlScratch, LL_MAX_SHARED_BYTES, LOCAL, ONE_SHOT, THREADS, TWO_SHOT,
+};
 use crate::coll::Algorithm;
 use crate::prelude::*;
 use crate::{Error, Result, SymRegion, SymTensor, Team};
@@ -77,49 +79,95 @@ impl AllReduceRmsNorm {
         if tokens == 0 {
             return Ok(algorithm);
         }
-        let n = self.n;
-        let slices = self.ll_slices(tokens);
-        if let (Algorithm::LowLatency, Some((scratch, sync, partial))) =
-            (algorithm, self.ll_scratch.as_mut())
-        {
-            let mut args = KernelArgs::new();
-            args.push_team(Team::WORLD)
-                .push_sym(x)
-                .push_sym_mut(residual)
-                .push_sym(weight)
-                .push_sym_mut(out)
-                .push_sym_mut(scratch)
-                .push_sym_mut(sync)
-                .push_sym_mut(partial)
-                .push_scalar(self.ll_region as u32)
-                .push_scalar(tokens as u32)
-                .push_scalar(self.hidden as u32)
-                .push_scalar(slices as u32)
-                .push_scalar(self.eps);
-            // Groups of `slices` blocks, a row at a time each.
-            let groups = tokens.clamp(1, self.ll_blocks / slices);
-            let blocks = (groups * slices) as u32;
-            let shared = (n * self.hidden / slices * 2) as u32;
-            pgas_runtime::launch::launch(
-                &self.pgas,
-                &allreduce_add_rmsnorm_ll::SPEC,
-                Variant::Plain,
-                &[n as i128],
-                LaunchConfig::blocks(blocks, THREADS).with_shared_mem(shared),
-                Some(stream),
-                &mut args,
-            )?;
-            return Ok(algorithm);
+        let low_latency = algorithm == Algorithm::LowLatency;
+        if let Some(mut ll) = self.ll_scratch.take_if(|_| low_latency) {
+            // Taken for the launch (which borrows `self`), then put back.
+            let launched =
+                self.launch_low_latency(stream, &mut ll, (x, residual, weight, out), tokens);
+            self.ll_scratch = Some(ll);
+            return launched.map(|()| algorithm);
         }
         let (mode, rows) = if algorithm == Algorithm::TwoShot {
-            (TWO_SHOT, tokens.div_ceil(n))
+            (TWO_SHOT, tokens.div_ceil(self.n))
         } else {
             (ONE_SHOT, tokens)
         };
         let blocks = rows.clamp(1, self.max_blocks) as u32;
-        let (me, flags) = self.comm.kernel_flags("AllReduceRmsNorm")?;
+        self.launch_fused(stream, (x, residual, weight, out), tokens, blocks, mode)?;
+        Ok(algorithm)
+    }
+
+    /// Launches [`allreduce_add_rmsnorm_ll`] for `tokens` rows, with the LL scratch, barrier
+    /// words and partial sums `ll` (the operation's, taken for the call).
+    fn launch_low_latency<X, R, W, O>(
+        &self,
+        stream: &CudaStream,
+        (scratch, sync, partial): &mut LlScratch,
+        (x, residual, weight, out): (&X, &mut R, &W, &mut O),
+        tokens: usize,
+    ) -> Result<()>
+    where
+        X: SymRegion<bf16>,
+        R: SymRegion<bf16>,
+        W: SymRegion<bf16>,
+        O: SymRegion<bf16>,
+    {
+        let n = self.n;
+        let slices = self.ll_slices(tokens);
         let mut args = KernelArgs::new();
-        args.push_sym(x)
+        args.push_team(Team::WORLD)
+            .push_sym(x)
+            .push_sym_mut(residual)
+            .push_sym(weight)
+            .push_sym_mut(out)
+            .push_sym_mut(scratch)
+            .push_sym_mut(sync)
+            .push_sym_mut(partial)
+            .push_scalar(self.ll_region as u32)
+            .push_scalar(tokens as u32)
+            .push_scalar(self.hidden as u32)
+            .push_scalar(slices as u32)
+            .push_scalar(self.eps);
+        // Groups of `slices` blocks, a row at a time each.
+        let groups = tokens.clamp(1, self.ll_blocks / slices);
+        let blocks = (groups * slices) as u32;
+        let shared = (n * self.hidden / slices * 2) as u32;
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            &allreduce_add_rmsnorm_ll::SPEC,
+            Variant::Plain,
+            &[n as i128],
+            LaunchConfig::blocks(blocks, THREADS).with_shared_mem(shared),
+            Some(stream),
+            &mut args,
+        )
+    }
+
+    /// Launches [`allreduce_add_rmsnorm`] in `mode` for `tokens` rows of `input`, in `blocks`
+    /// blocks: one-shot and two-shot as this PE's team rank, over the team; [`LOCAL`]
+    /// (exchanging nothing, so no peer needs to be reachable) as the lone PE of a team of one.
+    fn launch_fused<X, R, W, O>(
+        &mut self,
+        stream: &CudaStream,
+        (input, residual, weight, out): (&X, &mut R, &W, &mut O),
+        tokens: usize,
+        blocks: u32,
+        mode: i128,
+    ) -> Result<()>
+    where
+        X: SymRegion<bf16>,
+        R: SymRegion<bf16>,
+        W: SymRegion<bf16>,
+        O: SymRegion<bf16>,
+    {
+        let (n, me, flags) = if mode == LOCAL {
+            (1, 0, self.comm.local_flags()?.1)
+        } else {
+            let (me, flags) = self.comm.kernel_flags("AllReduceRmsNorm")?;
+            (self.n, me, flags)
+        };
+        let mut args = KernelArgs::new();
+        args.push_sym(input)
             .push_sym_mut(residual)
             .push_sym(weight)
             .push_sym_mut(out)
@@ -138,8 +186,7 @@ impl AllReduceRmsNorm {
             LaunchConfig::blocks(blocks, THREADS),
             Some(stream),
             &mut args,
-        )?;
-        Ok(algorithm)
+        )
     }
 
     /// `algorithm` for a fused call of `tokens` rows, `Auto` resolved; an algorithm the kernel
@@ -271,27 +318,12 @@ impl AllReduceRmsNorm {
         // No residency needed (no block waits for another): one block a row. The LOCAL form
         // exchanges nothing, so its flags need no reachable peer (the off-node form runs it).
         let blocks = tokens.min(65535) as u32;
-        let (_, flags) = self.comm.local_flags()?;
-        let mut args = KernelArgs::new();
-        args.push_sym(reduced)
-            .push_sym_mut(residual)
-            .push_sym(weight)
-            .push_sym_mut(out)
-            .push_sym(flags.pes)
-            .push_sym_mut(flags.sig)
-            .push_sym_mut(flags.epochs)
-            .push_scalar(0u32)
-            .push_scalar(tokens as u32)
-            .push_scalar(self.hidden as u32)
-            .push_scalar(self.eps);
-        pgas_runtime::launch::launch(
-            &self.pgas,
-            &allreduce_add_rmsnorm::SPEC,
-            Variant::Plain,
-            &[1, LOCAL],
-            LaunchConfig::blocks(blocks, THREADS),
-            Some(stream),
-            &mut args,
+        self.launch_fused(
+            stream,
+            (reduced, residual, weight, out),
+            tokens,
+            blocks,
+            LOCAL,
         )
     }
 
@@ -327,20 +359,11 @@ impl AllReduceRmsNorm {
                 ),
             });
         }
-        let lengths: [(&'static str, usize, usize); 3] = [
+        crate::ops::lengths::exactly(&[
             ("the residual (the input's length)", residual.len(), x.len()),
             ("out (the input's length)", out.len(), x.len()),
             ("weight (hidden)", weight.len(), h),
-        ];
-        for (what, got, expected) in lengths {
-            if got != expected {
-                return Err(Error::LengthMismatch {
-                    what,
-                    got,
-                    expected,
-                });
-            }
-        }
+        ])?;
         let bufs = [
             (input, x.as_device_ptr(), x.len() * 2),
             ("residual", residual.as_device_ptr(), residual.len() * 2),

@@ -53,6 +53,10 @@ pub const ONE_SHOT_MAX_BYTES: usize = 1 << 20;
 /// `docs/ops.md`).
 pub const LL_AUTO_MAX_BYTES_2PE: usize = 256 << 10;
 
+/// The low-latency form's buffers: its LL scratch, its groups' barrier words and their partial
+/// sums of squares ([`AllReduceRmsNorm`]'s `ll_scratch`).
+pub(super) type LlScratch = (SymTensor<u64>, SymTensor<u64>, SymTensor<f32>);
+
 /// The kernel's `mode` (comptime): one-shot.
 pub(super) const ONE_SHOT: i128 = 0;
 /// Two-shot.
@@ -102,7 +106,7 @@ pub struct AllReduceRmsNorm {
     /// The low-latency form's LL scratch (`ll_blocks` regions of `ll_region` words), where
     /// `n * hidden * 2 <= LL_MAX_SHARED_BYTES`, and its groups' barrier words (`ll_blocks`)
     /// and partial sums of squares (`2 * ll_blocks`; see [`allreduce_add_rmsnorm_ll`]).
-    pub(super) ll_scratch: Option<(SymTensor<u64>, SymTensor<u64>, SymTensor<f32>)>,
+    pub(super) ll_scratch: Option<LlScratch>,
     pub(super) ll_region: usize,
     pub(super) ll_blocks: usize,
     /// Where some peer is not load/store reachable (off NVLink, another node, or

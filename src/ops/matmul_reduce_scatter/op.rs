@@ -45,19 +45,11 @@ impl MatmulReduceScatter {
     ) -> Result<()> {
         let (m, n, k, pes) = (self.m, self.n, self.k, self.pes);
         let mp = m / pes;
-        for (what, got, expected) in [
+        crate::ops::lengths::exactly(&[
             ("matmul_reduce_scatter's A (M x K/P)", a.len(), m * k),
             ("matmul_reduce_scatter's Bt (N x K/P)", bt.len(), n * k),
             ("matmul_reduce_scatter's out (M/P x N)", out.len(), mp * n),
-        ] {
-            if got != expected {
-                return Err(Error::LengthMismatch {
-                    what,
-                    got,
-                    expected,
-                });
-            }
-        }
+        ])?;
         if pes > 1 {
             stream_sync::refuse_capture(stream, "matmul_reduce_scatter")?;
         }

@@ -151,63 +151,21 @@ impl MatmulReduceScatter {
         let staging = pgas.alloc::<bf16>((pes.max(2) - 1) * mp * n)?;
         let arrive = pgas.alloc::<u64>(pes * splits)?;
         let ack = pgas.alloc::<u64>(pes * splits)?;
-        let words = pgas.alloc::<u64>(pes * splits)?;
-        // SAFETY: `words` holds pes * splits words and lives in the plan as long as the view,
-        // which never frees it (Finished's Drop).
-        let view = ManuallyDrop::new(unsafe {
-            stream.upgrade_device_ptr::<u64>(words.as_device_ptr(), pes * splits)
-        });
-        let finished = Finished {
-            words,
-            view,
-            target: 0,
-        };
-        let unreachable = pgas.first_unreachable(&staging, 0..pes)?;
-        crate::ops::agree::agree(
-            pgas,
-            "matmul_reduce_scatter",
-            &[(
-                "every peer reachable by NVLink",
-                unreachable.is_none() as u64,
-            )],
-        )?;
-        // Every PE agreed on it, so all allocate (a collective step) or none.
-        let off_node = match unreachable {
-            Some(_) => Some((pgas.alloc::<bf16>(m * n)?, pgas.alloc::<bf16>(mp * n)?)),
-            None => None,
-        };
-        let (s, a, k) = (
-            addresses(&staging, pes)?,
-            addresses(&arrive, pes)?,
-            addresses(&ack, pes)?,
-        );
-        let peers = (0..pes)
-            .map(|pe| PeerAddrs {
-                staging: s[pe],
-                arrive: a[pe],
-                ack: k[pe],
-            })
-            .collect();
-        let ctx = pgas.cuda();
-        // The reduction stream at the highest priority: its kernels take SMs as soon as
-        // cuBLAS's blocks free them. The copy streams too, so their stream memory operations
-        // are not queued behind cuBLAS's blocks.
-        let (_, greatest) = cudarc::driver::result::stream::get_priority_range()?;
-        let comm = ctx.new_stream_with_priority(greatest)?;
-        let sends = (1..pes)
-            .map(|_| ctx.new_stream_with_priority(greatest))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let finished = Finished::new(pgas, pes * splits)?;
+        let off_node = off_node_buffers(pgas, &staging, (m, n))?;
+        let peers = peer_addrs(&staging, &arrive, &ack, pes)?;
+        // The reduction stream and one copy stream a peer.
+        let mut streams = priority_streams(pgas, pes)?;
+        let comm = streams.remove(0);
+        let sends = streams;
         let new_events = |count| {
             (0..count)
-                .map(|_| ctx.new_event(None))
+                .map(|_| pgas.cuda().new_event(None))
                 .collect::<std::result::Result<Vec<_>, _>>()
         };
         let events = new_events(pes * splits + 2)?;
         let sent = new_events(sends.len())?;
-        // 4 vectors of 8 elements a thread, at most a block per SM.
-        let chunk_vectors = mp / splits * n / 8;
-        let blocks = chunk_vectors.div_ceil(THREADS as usize * 4).max(1) as u32;
-        let reduce_cfg = LaunchConfig::blocks(blocks.min(pgas.sm_count()? as u32), THREADS);
+        let reduce_cfg = reduce_config(pgas, mp / splits * n)?;
         let mut op = MatmulReduceScatter {
             m,
             n,
@@ -326,6 +284,90 @@ impl MatmulReduceScatter {
     pub fn splits(&self) -> usize {
         self.splits
     }
+}
+
+impl Finished {
+    /// `count` words, zero, in the symmetric heap (a collective allocation).
+    fn new(pgas: &Pgas, count: usize) -> Result<Finished> {
+        let words = pgas.alloc::<u64>(count)?;
+        // SAFETY: `words` holds `count` words and lives in the plan as long as the view,
+        // which never frees it (Finished's Drop).
+        let view = ManuallyDrop::new(unsafe {
+            pgas.stream()
+                .upgrade_device_ptr::<u64>(words.as_device_ptr(), count)
+        });
+        Ok(Finished {
+            words,
+            view,
+            target: 0,
+        })
+    }
+}
+
+/// The off-node path's buffers (`MatmulReduceScatter::off_node`) for an `(m, n)` product,
+/// where some PE cannot reach a peer's `staging`; `None` where every PE reaches every peer.
+/// Collective: the PEs agree on it first, so all allocate or none.
+fn off_node_buffers(
+    pgas: &Pgas,
+    staging: &SymTensor<bf16>,
+    (m, n): (usize, usize),
+) -> Result<Option<(SymTensor<bf16>, SymTensor<bf16>)>> {
+    let pes = pgas.n_pes();
+    let unreachable = pgas.first_unreachable(staging, 0..pes)?;
+    crate::ops::agree::agree(
+        pgas,
+        "matmul_reduce_scatter",
+        &[(
+            "every peer reachable by NVLink",
+            unreachable.is_none() as u64,
+        )],
+    )?;
+    Ok(match unreachable {
+        Some(_) => Some((pgas.alloc::<bf16>(m * n)?, pgas.alloc::<bf16>(m / pes * n)?)),
+        None => None,
+    })
+}
+
+/// Where each of the `pes` PEs' `staging`, `arrive` and `ack` are in this process.
+fn peer_addrs(
+    staging: &SymTensor<bf16>,
+    arrive: &SymTensor<u64>,
+    ack: &SymTensor<u64>,
+    pes: usize,
+) -> Result<Vec<PeerAddrs>> {
+    let (s, a, k) = (
+        addresses(staging, pes)?,
+        addresses(arrive, pes)?,
+        addresses(ack, pes)?,
+    );
+    Ok((0..pes)
+        .map(|pe| PeerAddrs {
+            staging: s[pe],
+            arrive: a[pe],
+            ack: k[pe],
+        })
+        .collect())
+}
+
+/// `count` new streams at the highest priority: the reduction stream's kernels take SMs as
+/// soon as cuBLAS's blocks free them, and the copy streams' stream memory operations are not
+/// queued behind cuBLAS's blocks.
+fn priority_streams(pgas: &Pgas, count: usize) -> Result<Vec<Arc<CudaStream>>> {
+    let (_, greatest) = cudarc::driver::result::stream::get_priority_range()?;
+    Ok((0..count)
+        .map(|_| pgas.cuda().new_stream_with_priority(greatest))
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+/// The reduction kernel's launch for chunks of `elements`: 4 vectors of 8 elements a thread,
+/// at most a block per SM.
+fn reduce_config(pgas: &Pgas, elements: usize) -> Result<LaunchConfig> {
+    let chunk_vectors = elements / 8;
+    let blocks = chunk_vectors.div_ceil(THREADS as usize * 4).max(1) as u32;
+    Ok(LaunchConfig::blocks(
+        blocks.min(pgas.sm_count()? as u32),
+        THREADS,
+    ))
 }
 
 /// The chunks per owner of a plan of `(m, n, k_local)` (`splits`, or [`splits_for`]'s choice),

@@ -2,6 +2,7 @@
 //! on them, and the symmetric memory they take.
 
 use super::kernels::SYNC_WORDS;
+use crate::{Error, Pgas, Result};
 
 /// Most SMs a dispatch or combine grid is sized for (also capped at the GPU's SM count; the
 /// grid has [`BLOCKS_PER_SM`](super::kernels::BLOCKS_PER_SM) blocks for each).
@@ -87,6 +88,30 @@ impl MoeConfig {
             .sum()
     }
 
+    /// Checks that every PE passed these sizes to `who` (a constructor, named in the error)
+    /// and that they suit the context's PEs. Collective: the sizes are gathered from every PE.
+    pub(super) fn agree_and_check(&self, pgas: &Pgas, who: &'static str) -> Result<()> {
+        crate::ops::agree::agree(
+            pgas,
+            who,
+            &[
+                ("max_tokens", self.max_tokens as u64),
+                ("hidden", self.hidden as u64),
+                ("top_k", self.top_k as u64),
+                ("experts_per_pe", self.experts_per_pe as u64),
+            ],
+        )?;
+        let n = pgas.n_pes();
+        match self.problem(n) {
+            Some((name, reason)) => Err(Error::InvalidConfig {
+                name,
+                value: format!("{self:?} on {n} PE(s)"),
+                reason,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// The first thing wrong with these sizes on `n_pes` PEs, if any.
     pub(super) fn problem(&self, n_pes: usize) -> Option<(&'static str, String)> {
         let e = n_pes.saturating_mul(self.experts_per_pe);
@@ -120,6 +145,15 @@ impl MoeConfig {
     }
 }
 
+/// Small sizes the unit tests of the MoE modules share.
+#[cfg(test)]
+pub(super) const TEST_CONFIG: MoeConfig = MoeConfig {
+    max_tokens: 4,
+    hidden: 16,
+    top_k: 2,
+    experts_per_pe: 3,
+};
+
 /// Elements of `info` (see [`kernels`]): counts row, send offsets, send pair bases, receive
 /// offsets, expert offsets.
 pub(super) fn info_len(n: usize, el: usize) -> usize {
@@ -138,18 +172,9 @@ pub(super) const AGREE_WORDS: usize = 8;
 mod tests {
     use super::*;
 
-    fn cfg() -> MoeConfig {
-        MoeConfig {
-            max_tokens: 4,
-            hidden: 16,
-            top_k: 2,
-            experts_per_pe: 3,
-        }
-    }
-
     #[test]
     fn bad_sizes_are_named() {
-        let ok = cfg();
+        let ok = TEST_CONFIG;
         assert_eq!(ok.problem(2), None);
         let bad = |f: fn(&mut MoeConfig)| {
             let mut c = ok;

@@ -5,8 +5,9 @@ use super::config::{info_len, MoeConfig, AGREE_WORDS, MAX_BLOCKS, SIG_GROUPS};
 use super::kernels::{self, BLOCKS_PER_SM, DATA_THREADS, LAYOUT_THREADS, SYNC_WORDS};
 use super::routing::{check_routing, RecvCounts, Routing};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
-use pgas_runtime::kernel::Variant;
+use pgas_runtime::kernel::{KernelSpec, Variant};
 use pgas_runtime::launch::{KernelArgs, Prewarm};
+use std::ops::Range;
 
 use crate::{bf16, e4m3, Error, LaunchConfig, Pgas, Result, SymTensor, Team};
 
@@ -85,16 +86,7 @@ impl MoeDispatcher {
     pub fn new(pgas: &Pgas, cfg: MoeConfig) -> Result<MoeDispatcher> {
         let (n, me) = (pgas.n_pes(), pgas.my_pe());
         let sms = pgas.sm_count()?;
-        crate::ops::agree::agree(
-            pgas,
-            "MoeConfig (MoeDispatcher::new)",
-            &[
-                ("max_tokens", cfg.max_tokens as u64),
-                ("hidden", cfg.hidden as u64),
-                ("top_k", cfg.top_k as u64),
-                ("experts_per_pe", cfg.experts_per_pe as u64),
-            ],
-        )?;
+        cfg.agree_and_check(pgas, "MoeConfig (MoeDispatcher::new)")?;
         let mut agree_mine = pgas.alloc::<u64>(AGREE_WORDS)?;
         let agree_all = pgas.alloc::<u64>(AGREE_WORDS * n)?;
         // The grid must be the same on every PE (each waits for `blocks` signals per peer), and
@@ -102,13 +94,6 @@ impl MoeDispatcher {
         let sm_blocks = MAX_BLOCKS.min(sms) as u64;
         let all = gather(pgas, &mut agree_mine, &agree_all, &[sm_blocks])?;
         let blocks = BLOCKS_PER_SM * all.iter().map(|r| r[0]).min().unwrap_or(1) as u32;
-        if let Some((name, reason)) = cfg.problem(n) {
-            return Err(Error::InvalidConfig {
-                name,
-                value: format!("{cfg:?} on {n} PE(s)"),
-                reason,
-            });
-        }
         let need = cfg.symmetric_bytes(n);
         if need > pgas.heap_size() {
             return Err(Error::HeapExhausted {
@@ -360,6 +345,7 @@ impl MoeDispatcher {
         );
         // `_guards` (held to the end: past the launches) only where `stream` is not the home one.
         let ((idx, wts), _guards) = routing.pointers(stream, self.pgas.stream());
+        let on = self.launches(stream);
         let mut args = KernelArgs::new();
         // SAFETY: `idx` and `wts` are the addresses of `routing`'s buffers, of their lengths,
         // valid until the kernels finish (`Routing::pointers`), and both kernels read them on
@@ -374,13 +360,11 @@ impl MoeDispatcher {
             .push_scalar(me)
             .push_scalar(t as u32)
             .push_scalar(el);
-        pgas_runtime::launch::launch(
-            &self.pgas,
+        let layout_grid = LaunchConfig::blocks(n + n * el, LAYOUT_THREADS);
+        on.grid(
             &kernels::moe_layout::SPEC,
-            self.variant,
-            &self.comptime[window::LAYOUT],
-            LaunchConfig::blocks(n + n * el, LAYOUT_THREADS),
-            Some(stream),
+            window::LAYOUT,
+            layout_grid,
             &mut args,
         )?;
         let mut args = KernelArgs::new();
@@ -408,15 +392,7 @@ impl MoeDispatcher {
             .push_scalar(t as u32)
             .push_scalar(el)
             .push_scalar(h as u32);
-        pgas_runtime::launch::launch(
-            &self.pgas,
-            &kernels::moe_dispatch::SPEC,
-            self.variant,
-            &self.comptime[window::DISPATCH],
-            LaunchConfig::blocks(self.blocks, DATA_THREADS),
-            Some(stream),
-            &mut args,
-        )?;
+        on.data(&kernels::moe_dispatch::SPEC, window::DISPATCH, &mut args)?;
         if self.comptime[FP8] != 0 {
             let mut args = KernelArgs::new();
             args.push_sym(&self.info)
@@ -425,15 +401,7 @@ impl MoeDispatcher {
                 .push_sym_mut(&mut self.recv_x)
                 .push_scalar(el)
                 .push_scalar(h as u32);
-            pgas_runtime::launch::launch(
-                &self.pgas,
-                &kernels::moe_dequant::SPEC,
-                self.variant,
-                &self.comptime[window::N],
-                LaunchConfig::blocks(self.blocks, DATA_THREADS),
-                Some(stream),
-                &mut args,
-            )?;
+            on.data(&kernels::moe_dequant::SPEC, window::N, &mut args)?;
         }
         self.dispatched = Some((routing.id, t));
         self.known = None;
@@ -544,6 +512,7 @@ impl MoeDispatcher {
             self.cfg.experts_per_pe as u32,
             self.cfg.hidden as u32,
         );
+        let on = self.launches(stream);
         let mut args = KernelArgs::new();
         args.push_sym(&self.tok_rank)
             .push_sym(&self.info)
@@ -557,15 +526,7 @@ impl MoeDispatcher {
             .push_scalar(el)
             .push_scalar(h)
             .push_scalar(self.cfg.max_tokens as u32);
-        pgas_runtime::launch::launch(
-            &self.pgas,
-            &kernels::moe_combine_pull::SPEC,
-            self.variant,
-            &self.comptime[window::PULL],
-            LaunchConfig::blocks(self.blocks, DATA_THREADS),
-            Some(stream),
-            &mut args,
-        )?;
+        on.data(&kernels::moe_combine_pull::SPEC, window::PULL, &mut args)?;
         self.combined = true;
         Ok(())
     }
@@ -617,6 +578,7 @@ impl MoeDispatcher {
             });
         }
         let (me, el) = (self.me as u32, self.cfg.experts_per_pe as u32);
+        let on = self.launches(stream);
         let mut args = KernelArgs::new();
         args.push_local(expert_out)
             .push_sym(&self.info)
@@ -630,15 +592,7 @@ impl MoeDispatcher {
             .push_scalar(el)
             .push_scalar(h as u32)
             .push_scalar(self.cfg.max_tokens as u32);
-        pgas_runtime::launch::launch(
-            &self.pgas,
-            &kernels::moe_combine_send::SPEC,
-            self.variant,
-            &self.comptime[window::SEND],
-            LaunchConfig::blocks(self.blocks, DATA_THREADS),
-            Some(stream),
-            &mut args,
-        )?;
+        on.data(&kernels::moe_combine_send::SPEC, window::SEND, &mut args)?;
         let mut args = KernelArgs::new();
         args.push_sym(&self.tok_rank)
             .push_sym(&self.comb)
@@ -649,17 +603,21 @@ impl MoeDispatcher {
             .push_scalar(h as u32)
             .push_scalar(self.cfg.max_tokens as u32)
             .push_scalar(self.blocks);
-        pgas_runtime::launch::launch(
-            &self.pgas,
-            &kernels::moe_combine_reduce::SPEC,
-            self.variant,
-            &self.comptime[window::N],
-            LaunchConfig::blocks(self.blocks, DATA_THREADS),
-            Some(stream),
-            &mut args,
-        )?;
+        on.data(&kernels::moe_combine_reduce::SPEC, window::N, &mut args)?;
         self.combined = true;
         Ok(())
+    }
+
+    /// What this dispatcher's launches on `stream` share; taken before the launch arguments
+    /// borrow the buffers.
+    fn launches<'s>(&self, stream: &'s CudaStream) -> Launches<'s> {
+        Launches {
+            pgas: self.pgas.clone(),
+            variant: self.variant,
+            comptime: self.comptime,
+            blocks: self.blocks,
+            stream,
+        }
     }
 
     /// The checks both combines make before launching; the last dispatch's token count.
@@ -694,6 +652,52 @@ impl MoeDispatcher {
             });
         }
         Ok(tokens)
+    }
+}
+
+/// The context, variant, comptime values, data grid and stream of one call's launches.
+struct Launches<'s> {
+    pgas: Pgas,
+    variant: Variant,
+    comptime: [i128; 4],
+    blocks: u32,
+    stream: &'s CudaStream,
+}
+
+impl Launches<'_> {
+    /// Launches `spec` on `grid`, with the comptime values of `window` (see [`window`]).
+    fn grid(
+        &self,
+        spec: &'static KernelSpec,
+        window: Range<usize>,
+        grid: LaunchConfig,
+        args: &mut KernelArgs<'_>,
+    ) -> Result<()> {
+        pgas_runtime::launch::launch(
+            &self.pgas,
+            spec,
+            self.variant,
+            &self.comptime[window],
+            grid,
+            Some(self.stream),
+            args,
+        )
+    }
+
+    /// Launches a data kernel (dispatch, dequantize, combine): the dispatcher's
+    /// [`MoeDispatcher::blocks`] blocks of [`DATA_THREADS`].
+    fn data(
+        &self,
+        spec: &'static KernelSpec,
+        window: Range<usize>,
+        args: &mut KernelArgs<'_>,
+    ) -> Result<()> {
+        self.grid(
+            spec,
+            window,
+            LaunchConfig::blocks(self.blocks, DATA_THREADS),
+            args,
+        )
     }
 }
 

@@ -24,6 +24,7 @@ pub const DATA_THREADS: u32 = 512;
 /// runs them in more waves.
 pub const BLOCKS_PER_SM: u32 = 2;
 
+use super::ticket::__pgas_device_last_block;
 use crate::prelude::*;
 
 /// Counts and ranks this PE's tokens per destination PE (blocks `0..n`) and per expert (blocks
@@ -48,7 +49,6 @@ pub fn moe_layout(
 ) {
     // Each warp's hits in each of a round's 4 steps (`q * 32 + warp`).
     let warp_hits = shared_array::<i32, 128>();
-    let last = shared_array::<u32, 1>();
     let c = block_idx_x() as usize;
     let t = thread_idx_x() as usize;
     let nt = block_dim_x() as usize;
@@ -166,13 +166,7 @@ pub fn moe_layout(
     // Ticket: the last block to get here sees every block's count (each fenced its writes
     // before taking its ticket) and runs the exchange.
     threadfence();
-    sync_threads();
-    if t == 0 {
-        let old = atomic_add_local(&mut sync[0], 1u64);
-        last[0] = if old + 1 == grid_dim_x() as u64 { 1 } else { 0 };
-    }
-    sync_threads();
-    if last[0] != 0 {
+    if last_block(sync, 0) {
         threadfence();
         let e = sync[1] + 1;
         let mine = me as usize;
@@ -631,7 +625,6 @@ pub fn moe_combine_reduce(
     send_blocks: u32,
     #[comptime] n: u32,
 ) {
-    let last = shared_array::<u32, 1>();
     let t = thread_idx_x() as usize;
     let lane = lane_id() as usize;
     let nn = n as usize;
@@ -685,13 +678,7 @@ pub fn moe_combine_reduce(
         }
         item += warps;
     }
-    sync_threads();
-    if t == 0 {
-        let old = atomic_add_local(&mut sync[4], 1u64);
-        last[0] = if old + 1 == grid_dim_x() as u64 { 1 } else { 0 };
-    }
-    sync_threads();
-    if last[0] != 0 && t == 0 {
+    if last_block(sync, 4) && t == 0 {
         sync[5] = e;
         sync[4] = 0;
     }
@@ -731,7 +718,6 @@ pub fn moe_combine_pull(
     #[comptime] n: u32,
     #[comptime] rma: bool,
 ) {
-    let last = shared_array::<u32, 1>();
     let t = thread_idx_x() as usize;
     let lane = lane_id() as usize;
     let nn = n as usize;
@@ -814,13 +800,7 @@ pub fn moe_combine_pull(
         }
         item += warps;
     }
-    sync_threads();
-    if t == 0 {
-        let old = atomic_add_local(&mut sync[6], 1u64);
-        last[0] = if old + 1 == grid_dim_x() as u64 { 1 } else { 0 };
-    }
-    sync_threads();
-    if last[0] != 0 && t == 0 {
+    if last_block(sync, 6) && t == 0 {
         sync[7] = e;
         sync[6] = 0;
     }

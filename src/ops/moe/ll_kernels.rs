@@ -12,6 +12,7 @@ pub const LL_THREADS: u32 = 512;
 /// Words of a low-latency `sync`: the dispatch ticket, the epoch, the combine ticket.
 pub const LL_SYNC_WORDS: usize = 4;
 
+use super::ticket::__pgas_device_last_block;
 use crate::prelude::*;
 
 /// Sends every (token, slot) pair of `idx` (`tokens * k` expert ids, `-1` or out of range:
@@ -42,7 +43,6 @@ pub fn moe_ll_dispatch(
     #[comptime] n: u32,
 ) {
     let slot_of = shared_array::<u32, 16>();
-    let last = shared_array::<u32, 1>();
     let t = thread_idx_x() as usize;
     let nt = block_dim_x() as usize;
     let lane = lane_id() as usize;
@@ -104,13 +104,7 @@ pub fn moe_ll_dispatch(
     }
     // Release this block's peer stores, then take a ticket: the last block sees every block's.
     threadfence_system();
-    sync_threads();
-    if t == 0 {
-        let old = atomic_add_local(&mut sync[0], 1u64);
-        last[0] = if old + 1 == grid_dim_x() as u64 { 1 } else { 0 };
-    }
-    sync_threads();
-    if last[0] != 0 {
+    if last_block(sync, 0) {
         threadfence_system();
         let mut g = t;
         while g < ee + nn {
@@ -183,7 +177,6 @@ pub fn moe_ll_combine(
     // start[s] .. start[s + 1] of the flat order.
     let start = shared_array::<u32, 4097>();
     let part = shared_array::<u32, 32>();
-    let last = shared_array::<u32, 1>();
     let t = thread_idx_x() as usize;
     let nt = block_dim_x();
     let mut q = thread_idx_x();
@@ -276,13 +269,7 @@ pub fn moe_ll_combine(
         i += threads;
     }
     threadfence_system();
-    sync_threads();
-    if t == 0 {
-        let old = atomic_add_local(&mut sync[2], 1u64);
-        last[0] = if old + 1 == grid_dim_x() as u64 { 1 } else { 0 };
-    }
-    sync_threads();
-    if last[0] != 0 {
+    if last_block(sync, 2) {
         threadfence_system();
         let e = sync[1];
         if t < n as usize {

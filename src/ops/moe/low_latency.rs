@@ -4,11 +4,12 @@
 //! [`super::ll_kernels`].
 
 use cudarc::driver::CudaSlice;
-use pgas_runtime::kernel::Variant;
+use pgas_runtime::kernel::{KernelSpec, Variant};
 use pgas_runtime::launch::{KernelArgs, Prewarm};
 
 use super::config::MoeConfig;
 use super::ll_kernels::{self, LL_SYNC_WORDS, LL_THREADS};
+use crate::ops::lengths::at_least;
 use crate::{bf16, Error, LaunchConfig, Pgas, Result, SymTensor};
 
 /// Most tokens a PE dispatches in one low-latency call (decode batches; [`super::MoeDispatcher`]
@@ -87,23 +88,7 @@ impl LowLatencyMoe {
     /// NVSHMEM's puts).
     pub fn new(pgas: &Pgas, cfg: MoeConfig) -> Result<LowLatencyMoe> {
         let (n, me) = (pgas.n_pes(), pgas.my_pe());
-        crate::ops::agree::agree(
-            pgas,
-            "MoeConfig (LowLatencyMoe::new)",
-            &[
-                ("max_tokens", cfg.max_tokens as u64),
-                ("hidden", cfg.hidden as u64),
-                ("top_k", cfg.top_k as u64),
-                ("experts_per_pe", cfg.experts_per_pe as u64),
-            ],
-        )?;
-        if let Some((name, reason)) = cfg.problem(n) {
-            return Err(Error::InvalidConfig {
-                name,
-                value: format!("{cfg:?} on {n} PE(s)"),
-                reason,
-            });
-        }
+        cfg.agree_and_check(pgas, "MoeConfig (LowLatencyMoe::new)")?;
         if cfg.max_tokens > LL_MAX_TOKENS {
             return Err(Error::InvalidConfig {
                 name: "max_tokens",
@@ -280,8 +265,7 @@ impl LowLatencyMoe {
             topk_weights.len(),
             tokens * k as usize,
         )])?;
-        let (pgas, variant, n) = (self.pgas.clone(), self.variant, self.n as i128);
-        let blocks = self.blocks;
+        let launch = self.launcher();
         let mut args = KernelArgs::new();
         args.push_local(x)
             .push_local(topk_idx)
@@ -300,14 +284,7 @@ impl LowLatencyMoe {
             .push_scalar(el)
             .push_scalar(h)
             .push_scalar(m);
-        launch(
-            &pgas,
-            variant,
-            blocks,
-            &ll_kernels::moe_ll_dispatch::SPEC,
-            &[k, n],
-            &mut args,
-        )?;
+        launch(&ll_kernels::moe_ll_dispatch::SPEC, &mut args)?;
         self.dispatched = Some(tokens);
         Ok(())
     }
@@ -352,14 +329,13 @@ impl LowLatencyMoe {
             }
         }
         self.check_tokens(tokens, out.len(), topk_idx.len(), "combine output")?;
-        let (h, k, m, el) = self.sizes();
+        let (h, _, m, el) = self.sizes();
         at_least(&[(
             "the experts' output (LowLatencyMoe::expert_out_len)",
             expert_out.len(),
             self.expert_out_len(),
         )])?;
-        let (pgas, variant, n) = (self.pgas.clone(), self.variant, self.n as i128);
-        let blocks = self.blocks;
+        let launch = self.launcher();
         let mut args = KernelArgs::new();
         args.push_local(expert_out)
             .push_sym(&self.src_tokens)
@@ -371,14 +347,7 @@ impl LowLatencyMoe {
             .push_scalar(self.me as u32)
             .push_scalar(h)
             .push_scalar(m);
-        launch(
-            &pgas,
-            variant,
-            blocks,
-            &ll_kernels::moe_ll_combine::SPEC,
-            &[k, n],
-            &mut args,
-        )?;
+        launch(&ll_kernels::moe_ll_combine::SPEC, &mut args)?;
         let mut args = KernelArgs::new();
         args.push_sym(&self.comb_x)
             .push_sym(&self.comb_sig)
@@ -388,16 +357,17 @@ impl LowLatencyMoe {
             .push_scalar(tokens as u32)
             .push_scalar(h)
             .push_scalar(el);
-        launch(
-            &pgas,
-            variant,
-            blocks,
-            &ll_kernels::moe_ll_reduce::SPEC,
-            &[k, n],
-            &mut args,
-        )?;
+        launch(&ll_kernels::moe_ll_reduce::SPEC, &mut args)?;
         self.dispatched = None;
         Ok(())
+    }
+
+    /// Launches a low-latency kernel (comptime `[top_k, n_pes]`) on the context's stream; taken
+    /// before the launch arguments borrow the buffers.
+    fn launcher(&self) -> impl Fn(&'static KernelSpec, &mut KernelArgs<'_>) -> Result<()> {
+        let (pgas, variant, blocks) = (self.pgas.clone(), self.variant, self.blocks);
+        let comptime = [self.cfg.top_k as i128, self.n as i128];
+        move |spec, args| launch(&pgas, variant, blocks, spec, &comptime, args)
     }
 
     /// `hidden`, `top_k`, `max_tokens`, `experts_per_pe` as the kernels take them.
@@ -461,24 +431,12 @@ pub fn ll_prewarm_list(comptime: &[i128; 2], variant: Variant) -> [Prewarm<'_>; 
     ]
 }
 
-/// [`Error::LengthMismatch`] for the first buffer `(what, length, needed)` shorter than needed.
-fn at_least(buffers: &[(&'static str, usize, usize)]) -> Result<()> {
-    match buffers.iter().find(|(_, got, expected)| got < expected) {
-        Some(&(what, got, expected)) => Err(Error::LengthMismatch {
-            what,
-            got,
-            expected,
-        }),
-        None => Ok(()),
-    }
-}
-
 /// Launches a low-latency kernel on the context's stream.
 fn launch(
     pgas: &Pgas,
     variant: Variant,
     blocks: u32,
-    spec: &'static pgas_runtime::kernel::KernelSpec,
+    spec: &'static KernelSpec,
     comptime: &[i128],
     args: &mut KernelArgs<'_>,
 ) -> Result<()> {

@@ -38,6 +38,7 @@ mod low_latency;
 pub mod reference;
 mod routing;
 pub mod stand_in;
+mod ticket;
 
 pub use config::{MoeConfig, MAX_BLOCKS, MAX_EXPERTS, MAX_TOP_K};
 pub use dispatcher::{prewarm_list, MoeDispatcher};

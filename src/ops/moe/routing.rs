@@ -128,20 +128,12 @@ pub(super) fn check_routing(
 
 #[cfg(test)]
 mod tests {
+    use super::super::config::TEST_CONFIG;
     use super::*;
-
-    fn cfg() -> MoeConfig {
-        MoeConfig {
-            max_tokens: 4,
-            hidden: 16,
-            top_k: 2,
-            experts_per_pe: 3,
-        }
-    }
 
     #[test]
     fn routing_errors_name_the_token_and_slot() {
-        let c = cfg();
+        let c = TEST_CONFIG;
         assert_eq!(check_routing(&c, 2, &[0, 5, -1, 2], &[1.0; 4]), Ok(()));
         let e = check_routing(&c, 2, &[0, 6], &[1.0; 2]).unwrap_err();
         assert!(
