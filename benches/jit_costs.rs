@@ -79,9 +79,22 @@ fn ring_shift_scaled(
     signal_wait_until(&sig[0], Cmp::Eq, 1);
 }
 
-/// A kernel with a device collective: it starts with the full prelude.
-#[pgas_kernel]
+/// A kernel with a device collective: it starts with the full prelude. Bounded to the blocks
+/// of 512 threads it is timed with, as a kernel calling a block collective should be (an
+/// unbounded one may use more registers than 512 threads can have: `unbounded_reduce_loop`).
+#[pgas_kernel(max_threads = 512)]
 fn reduce_loop(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, rounds: u32) {
+    let n = dst.len();
+    for _ in 0..rounds {
+        reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
+    }
+}
+
+/// `reduce_loop` without a launch bound, as a user who declares none writes it: the bench says
+/// whether each of its builds runs the blocks of 512 threads its collective object's register
+/// cap promises (a line, not a figure).
+#[pgas_kernel]
+fn unbounded_reduce_loop(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, rounds: u32) {
     let n = dst.len();
     for _ in 0..rounds {
         reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
@@ -90,7 +103,7 @@ fn reduce_loop(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, round
 
 /// The next collective kernels: each comptime value is a new kernel calling the same
 /// reduction.
-#[pgas_kernel]
+#[pgas_kernel(max_threads = 512)]
 fn reduce_loop_scaled(
     #[comptime] k: u32,
     team: Team,
@@ -262,6 +275,24 @@ fn reduce_us(p: &Pgas, n: usize) -> BenchResult<f64> {
     Ok(median(&us))
 }
 
+/// Launches `unbounded_reduce_loop` once by one block of 512 threads and prints whether its
+/// `build` (the quick one on its first launch, the full one after `finish_compiles`) ran it or
+/// was refused, with the refusal's reason (its registers).
+fn unbounded_fits(p: &Pgas, build: &str) -> BenchResult<()> {
+    let src = p.alloc_from(&[1.0f32; 16])?;
+    let mut dst = p.alloc::<f32>(16)?;
+    let cfg = LaunchConfig::blocks(1, 512);
+    let ran = unbounded_reduce_loop::launch(p, cfg, Team::WORLD, &mut dst, &src, 1)
+        .and_then(|()| Ok(p.stream().synchronize()?));
+    match ran {
+        Ok(()) => {
+            println!("{BENCH}: unbounded reduce_block kernel, {build} build: ran 512 threads")
+        }
+        Err(e) => println!("{BENCH}: unbounded reduce_block kernel, {build} build: refused: {e}"),
+    }
+    Ok(())
+}
+
 fn main() -> BenchResult<()> {
     // Before the driver starts (the GPU check below starts it): a fresh cache directory, so the
     // first compile of each kernel is cold; and the CUDA driver's own compute cache off and
@@ -387,6 +418,7 @@ fn main() -> BenchResult<()> {
             let quick = note("the quick build");
             fig(&format!("{name}_quick"), reduce_us(&p, n)?, "us", &quick);
         }
+        unbounded_fits(&p, "quick")?;
         let (swapped, settle_s) = wall(|| pgas::launch::finish_compiles(&p));
         fig(
             "full_builds_settled",
@@ -398,6 +430,9 @@ fn main() -> BenchResult<()> {
                  since each quick build loaded"
             ),
         );
+    }
+    if tiers {
+        unbounded_fits(&p, "full")?;
     }
     let full = if tiers { "the full build" } else { coll_mode };
     for (n, name) in reductions {
