@@ -21,6 +21,7 @@ fn p2p(name: &str, body: &str) -> Job {
         ),
         key_name: name.to_owned(),
         compile_name: name.to_owned(),
+        object_registers: None,
     }
 }
 
@@ -243,5 +244,51 @@ fn a_helper_keys_as_the_toolchain_whose_environment_it_is_given() {
     run(&quick.helper_env());
     let cubin = cached(&cache, &key).expect("compiled under the quick tier's key");
     assert!(cubin.windows(12).any(|w| w == b"helper_quick"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A collective object given to a helper (`Job::object`: what a build on a machine without the
+/// NVSHMEM library or the object starts, so that the object builds while the build makes the
+/// library) lands in the cache under the key the build's link looks for, built for the
+/// register cap the job names.
+#[test]
+fn a_helper_builds_a_collective_object_under_the_key_the_link_looks_for() {
+    let (tc, cache, dir) = fresh("object");
+    let quick = tc
+        .quick_tier()
+        .expect("nvJitLink is beside NVRTC, so the quick tier applies");
+    let kernels = pgas_codegen::compile_file(
+        r#"
+        #[pgas_kernel(max_threads = 512)]
+        fn object_sum(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>) {
+            let n = dst.len();
+            reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
+        }
+        "#,
+        "object_sum.rs",
+    )
+    .unwrap();
+    let source = kernels[0].source(true);
+    let objects = pgas_codegen::nvcall::collective_objects(source);
+    let [object] = &objects[..] else {
+        panic!("one collective object, not {}", objects.len());
+    };
+    let registers = pgas_codegen::nvcall::register_cap(source);
+    let key = quick.object_key(object, ARCH, registers);
+    let jobs = vec![(Job::object(object, registers), key)];
+    let exe = Path::new(env!("CARGO_BIN_EXE_pgas"));
+    Helpers::start(exe, &cache, &jobs, ARCH, 1, &quick.helper_env())
+        .expect("the helper starts")
+        .wait();
+    let bytes = cached(&cache, &key).expect("the object is cached under the link's key");
+    assert!(
+        bytes
+            .windows(object.name.len())
+            .any(|w| w == object.name.as_bytes()),
+        "the entry defines {}",
+        object.name
+    );
+    // Another register cap is another object, which this job does not build.
+    assert!(cached(&cache, &quick.object_key(object, ARCH, 64)).is_none());
     std::fs::remove_dir_all(dir).unwrap();
 }

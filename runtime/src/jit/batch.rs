@@ -230,6 +230,7 @@ pub(crate) fn job(
             text,
             key_name: BATCH_KEY_NAME.to_owned(),
             compile_name: batch_name(&key),
+            object_registers: None,
         };
         return Ok((job, key));
     }
@@ -239,6 +240,7 @@ pub(crate) fn job(
         text: src.text.clone(),
         key_name: src.cuda_name.clone(),
         compile_name: src.cuda_name.clone(),
+        object_registers: None,
     };
     Ok((job, *key))
 }

@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 
 use super::batch::{self, Image};
-use super::disk::DiskCache;
+use super::disk::{CacheKey, DiskCache};
 use super::helpers;
 use super::key::Keyed;
+use super::library;
 use super::plan::Program;
 use super::source::Source;
 use super::toolchain::Toolchain;
@@ -48,6 +49,7 @@ pub(crate) fn compile(
     let helpers: Vec<helpers::Helpers> = stages
         .iter()
         .filter_map(|stage| start_helpers(stage, disk, arch))
+        .chain(start_object_helpers(&stages, disk, arch))
         .collect();
     if progress && !helpers.is_empty() {
         eprintln!(
@@ -133,6 +135,60 @@ fn start_helpers(
     helpers::Helpers::start(exe, disk, &jobs, arch, count, &stage.tc.helper_env())
 }
 
+/// Helpers that build the collective objects the stages' link-time kernels need and nobody
+/// has built yet, while this process builds the NVSHMEM library they link, when that is not
+/// built either: NVRTC compiles one program at a time in a process, so on a fresh machine the
+/// first kernel calling a collective would build the library, then its object, one after the
+/// other. `None` when there is nothing to build beside the library, or no helper executable or
+/// disk cache (the objects travel through it).
+fn start_object_helpers(
+    stages: &[Stage<'_>],
+    disk: Option<&DiskCache>,
+    arch: (u32, u32),
+) -> Option<helpers::Helpers> {
+    let disk = disk?;
+    let (jobs, env) = object_jobs(stages, disk, arch)?;
+    let exe = helpers::helper_exe()?;
+    helpers::Helpers::start(&exe, disk, &jobs, arch, jobs.len(), &env)
+}
+
+/// The jobs of [`start_object_helpers`], each object once, and the environment of the
+/// toolchain that keys them; `None` when there are none.
+fn object_jobs(
+    stages: &[Stage<'_>],
+    disk: &DiskCache,
+    arch: (u32, u32),
+) -> Option<(Vec<(helpers::Job, CacheKey)>, HelperEnv)> {
+    let mut jobs: Vec<(helpers::Job, CacheKey)> = Vec::new();
+    let mut env = None;
+    for stage in stages {
+        let sources = stage
+            .programs
+            .iter()
+            .flat_map(|(_, m)| m)
+            .map(|k| &k.src.text);
+        for text in sources {
+            let Some(prelude) = stage.tc.links(text) else {
+                continue;
+            };
+            let inputs = stage.tc.link_inputs(prelude, text, arch);
+            if library::built(&inputs.library, Some(disk)) {
+                continue;
+            }
+            for (object, key) in &inputs.objects {
+                if !library::built(key, Some(disk)) && jobs.iter().all(|(_, k)| k != key) {
+                    jobs.push((helpers::Job::object(object, inputs.registers), *key));
+                    env.get_or_insert(stage.tc.helper_env());
+                }
+            }
+        }
+    }
+    Some((jobs, env?))
+}
+
+/// What [`Toolchain::helper_env`] gives.
+type HelperEnv = [(&'static str, String); 2];
+
 /// What a progress line says a program holds: its kernels by Rust name when there are few (a
 /// slow program then names its culprit), else their number.
 fn program_members(sources: &[&Source]) -> String {
@@ -149,6 +205,7 @@ fn program_members(sources: &[&Source]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jit::plan::Plan;
 
     fn source(name: &str) -> Source {
         Source {
@@ -165,5 +222,56 @@ mod tests {
         assert_eq!(program_members(&[&a]), "1 kernel (a)");
         assert_eq!(program_members(&[&a, &b, &c]), "3 kernels (a, b, c)");
         assert_eq!(program_members(&[&a, &b, &c, &d]), "4 kernels");
+    }
+
+    /// A stage of one collective kernel (`reduce_block`) on a fresh cache: its object is a
+    /// helper's job, under the key its link looks for; once the NVSHMEM library it links is
+    /// cached, nothing is (the build makes the object itself, with nothing else to wait for).
+    #[test]
+    fn a_collective_object_goes_to_a_helper_only_while_the_library_is_missing() {
+        let Some(tc) = Toolchain::discover().ok().and_then(|t| t.quick_tier()) else {
+            panic!("NVRTC and nvJitLink (PGAS_CUDA_HOME, scripts/deps.sh) for the quick tier");
+        };
+        let arch = (9, 0);
+        let dir = std::env::temp_dir().join(format!("pgas-object-jobs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let disk = DiskCache::open(&dir).unwrap();
+        let kernels = pgas_codegen::compile_file(
+            r#"
+            #[pgas_kernel(max_threads = 256)]
+            fn job_sum(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>) {
+                let n = dst.len();
+                reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
+            }
+            "#,
+            "job_sum.rs",
+        )
+        .unwrap();
+        let text = kernels[0].source(true);
+        let src = Source {
+            display: "job_sum".to_owned(),
+            cuda_name: kernels[0].cuda_name.clone(),
+            text: text.to_owned(),
+            batchable: true,
+        };
+        let plan = Plan::new(&tc, Some(&disk), arch, std::iter::once((0, src)), 1);
+        let stages = [Stage {
+            tc: &tc,
+            programs: plan.programs,
+            helpers: None,
+        }];
+        let (jobs, env) = object_jobs(&stages, &disk, arch).expect("the object is a job");
+        let prelude = tc.links(text).expect("the quick tier links it");
+        let inputs = tc.link_inputs(prelude, text, arch);
+        let [(object, key)] = &inputs.objects[..] else {
+            panic!("one collective object");
+        };
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].1, *key);
+        assert_eq!(jobs[0].0, helpers::Job::object(object, inputs.registers));
+        assert_eq!(env, tc.helper_env());
+        disk.store(&inputs.library, b"a library").unwrap();
+        assert!(object_jobs(&stages, &disk, arch).is_none());
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -33,6 +33,22 @@ pub struct Job {
     pub key_name: String,
     /// The name NVRTC compiles the program under.
     pub compile_name: String,
+    /// `Some(cap)`: the text is one of NVSHMEM's collectives as a relocatable object
+    /// (`nvcall::CollectiveObject`, named `key_name`) of at most `cap` registers a thread, which
+    /// link-time kernels link, not a program.
+    pub object_registers: Option<u32>,
+}
+
+impl Job {
+    /// A job that builds `object` for kernels of at most `registers` registers a thread.
+    pub fn object(object: &pgas_codegen::nvcall::CollectiveObject, registers: u32) -> Job {
+        Job {
+            text: object.source.clone(),
+            key_name: object.name.clone(),
+            compile_name: object.name.clone(),
+            object_registers: Some(registers),
+        }
+    }
 }
 
 /// Helper processes started on a list of jobs; each exits once it has gone over the list.
@@ -80,6 +96,8 @@ impl Helpers {
                 .arg(arch.1.to_string())
                 .arg(start.to_string())
                 .env("PGAS_CACHE_DIR", cache.dir())
+                // A helper's own builds start no helpers.
+                .env("PGAS_JIT_HELPER", "off")
                 .envs(env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -137,12 +155,15 @@ fn job_dir() -> PathBuf {
 }
 
 /// Job `i` is `i.cu` (the source) and `i.meta` (the key in hex, the key name, the compile name,
-/// a line each).
+/// a line each, and for an object `object CAP`).
 fn write_jobs(dir: &Path, jobs: &[(Job, CacheKey)]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for (i, (job, key)) in jobs.iter().enumerate() {
         std::fs::write(dir.join(format!("{i}.cu")), &job.text)?;
-        let meta = format!("{}\n{}\n{}\n", key.hex(), job.key_name, job.compile_name);
+        let mut meta = format!("{}\n{}\n{}\n", key.hex(), job.key_name, job.compile_name);
+        if let Some(cap) = job.object_registers {
+            meta.push_str(&format!("object {cap}\n"));
+        }
         std::fs::write(dir.join(format!("{i}.meta")), meta)?;
     }
     Ok(())
@@ -171,10 +192,15 @@ pub fn read_jobs(dir: &Path) -> Result<Vec<(Job, String)>> {
         else {
             return Err(io(std::io::Error::other(format!("job {i} is incomplete"))));
         };
+        let object_registers = lines
+            .next()
+            .and_then(|l| l.strip_prefix("object "))
+            .and_then(|cap| cap.parse().ok());
         let job = Job {
             text,
             key_name: key_name.to_owned(),
             compile_name: compile_name.to_owned(),
+            object_registers,
         };
         jobs.push((job, key.to_owned()));
     }
@@ -196,8 +222,18 @@ pub fn run(
     let dump = std::env::var_os("PGAS_DUMP_DIR").map(PathBuf::from);
     for k in 0..jobs.len() {
         let (job, want) = &jobs[(start + k) % jobs.len()];
+        let object = job.object_registers.map(|cap| {
+            let o = pgas_codegen::nvcall::CollectiveObject {
+                name: job.key_name.clone(),
+                source: job.text.clone(),
+            };
+            (o, cap)
+        });
         // Another toolchain's key: not this helper's to compile.
-        let key = toolchain.cache_key(&job.text, &job.key_name, arch);
+        let key = match &object {
+            Some((o, cap)) => toolchain.object_key(o, arch, *cap),
+            None => toolchain.cache_key(&job.text, &job.key_name, arch),
+        };
         if key.hex() != *want {
             continue;
         }
@@ -209,15 +245,20 @@ pub fn run(
             continue;
         }
         // A program NVRTC rejects is left to the build, which reports it under the kernel's name.
-        let compiled = toolchain.compile_dumped(
-            Some(cache),
-            dump.as_deref(),
-            &job.text,
-            &job.compile_name,
-            arch,
-        );
-        if let Ok(compiled) = compiled {
-            cache.store(&key, &compiled.cubin)?;
+        let built = match &object {
+            Some((o, cap)) => toolchain.build_object(o, arch, *cap, &job.compile_name),
+            None => toolchain
+                .compile_dumped(
+                    Some(cache),
+                    dump.as_deref(),
+                    &job.text,
+                    &job.compile_name,
+                    arch,
+                )
+                .map(|c| c.cubin),
+        };
+        if let Ok(bytes) = built {
+            cache.store(&key, &bytes)?;
         }
     }
     Ok(())
@@ -300,6 +341,7 @@ mod tests {
                     text: "extern \"C\" __global__ void a() {}\n// ünïcode\n".to_owned(),
                     key_name: "pgas_batch".to_owned(),
                     compile_name: "pgas_batch_0102".to_owned(),
+                    object_registers: None,
                 },
                 key,
             ),
@@ -308,6 +350,7 @@ mod tests {
                     text: String::new(),
                     key_name: "b".to_owned(),
                     compile_name: "b".to_owned(),
+                    object_registers: Some(128),
                 },
                 key,
             ),

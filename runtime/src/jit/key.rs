@@ -46,6 +46,16 @@ impl CacheKey {
     }
 }
 
+/// What a link-time kernel links beside its own code ([`Toolchain::link_inputs`]).
+pub(crate) struct LinkInputs {
+    /// The key of the NVSHMEM library of the kernel's prelude.
+    pub library: CacheKey,
+    /// NVSHMEM's collectives the kernel calls, as objects, with their keys.
+    pub objects: Vec<(nvcall::CollectiveObject, CacheKey)>,
+    /// The register cap the objects are built for.
+    pub registers: u32,
+}
+
 /// One specialization the build wants, with its key: made once, when the build plans, and
 /// carried through the compile and the cache's links.
 pub(crate) struct Keyed {
@@ -101,8 +111,35 @@ impl Toolchain {
         })
     }
 
-    /// The disk-cache key of a collective object with at most `registers` registers a thread.
-    pub(crate) fn object_key(
+    /// What a link-time compile of `source` (of `prelude`, as [`Toolchain::links`] says) links
+    /// beside its own LTO-IR: the key of the NVSHMEM library of its prelude, and each
+    /// collective object with its key and register cap.
+    pub(crate) fn link_inputs(
+        &self,
+        prelude: Prelude,
+        source: &str,
+        arch: (u32, u32),
+    ) -> LinkInputs {
+        let library = self.library_key(nvcall::library_prelude(prelude), arch);
+        let registers = nvcall::register_cap(source);
+        let objects = nvcall::collective_objects(source)
+            .into_iter()
+            .map(|o| {
+                let key = self.object_key(&o, arch, registers);
+                (o, key)
+            })
+            .collect();
+        LinkInputs {
+            library,
+            objects,
+            registers,
+        }
+    }
+
+    /// The disk-cache key of a collective object with at most `registers` registers a thread:
+    /// what the link of a kernel calling that collective looks for, and what a helper given the
+    /// object ([`super::helpers::Job::object`]) stores it under.
+    pub fn object_key(
         &self,
         object: &nvcall::CollectiveObject,
         arch: (u32, u32),

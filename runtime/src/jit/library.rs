@@ -63,6 +63,17 @@ pub(crate) fn get(
     Ok(ir)
 }
 
+/// Whether `key`'s library or object is built already: in this process, or in the disk cache
+/// (its entry is there; [`get`] checks it when it reads it).
+pub(crate) fn built(key: &CacheKey, disk: Option<&DiskCache>) -> bool {
+    let loaded = LOADED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .is_some_and(|m| m.contains_key(key));
+    loaded || disk.is_some_and(|d| d.path(key).is_file())
+}
+
 /// What [`get`] builds, for its progress line and span.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Built<'a> {

@@ -477,17 +477,15 @@ impl Toolchain {
         self.check_target(source, kernel_name, arch)?;
         let sm90a = needs_sm90a(source);
         let lib_prelude = nvcall::library_prelude(prelude);
-        let lib = library::get(
-            self.library_key(lib_prelude, arch),
-            disk,
-            Built::Library(lib_prelude),
-            || self.build_library(lib_prelude, arch),
-        )?;
-        let registers = nvcall::register_cap(source);
-        let objects = nvcall::collective_objects(source)
+        let parts = self.link_inputs(prelude, source, arch);
+        let lib = library::get(parts.library, disk, Built::Library(lib_prelude), || {
+            self.build_library(lib_prelude, arch)
+        })?;
+        let registers = parts.registers;
+        let objects = parts
+            .objects
             .into_iter()
-            .map(|o| {
-                let key = self.object_key(&o, arch, registers);
+            .map(|(o, key)| {
                 let what = Built::Collective {
                     name: &o.name,
                     registers,
@@ -528,7 +526,7 @@ impl Toolchain {
 
     /// Compiles one NVSHMEM collective wrapper to a relocatable object (for `kernel_name`,
     /// which a failure names).
-    fn build_object(
+    pub(crate) fn build_object(
         &self,
         object: &nvcall::CollectiveObject,
         arch: (u32, u32),
