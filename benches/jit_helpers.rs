@@ -27,6 +27,7 @@ fn program(name: &str, seed: usize) -> Job {
         ),
         key_name: name.to_owned(),
         compile_name: name.to_owned(),
+        object_registers: None,
     }
 }
 
