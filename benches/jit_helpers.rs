@@ -10,7 +10,7 @@ mod common;
 
 use common::{emit, show, wall, BenchResult, Figure};
 use pgas::jit::disk::{CacheKey, DiskCache, Lookup};
-use pgas::jit::helpers::{helper_exe, Helpers, Job};
+use pgas::jit::helpers::{helper_exe, Helpers, Job, JobKind};
 use pgas::jit::Toolchain;
 
 const BENCH: &str = "jit_helpers";
@@ -27,7 +27,7 @@ fn program(name: &str, seed: usize) -> Job {
         ),
         key_name: name.to_owned(),
         compile_name: name.to_owned(),
-        object_registers: None,
+        kind: JobKind::Program,
     }
 }
 

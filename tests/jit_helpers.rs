@@ -5,7 +5,7 @@
 //! `PGAS_NVSHMEM_HOME`), as `tests/nvrtc/coll.rs`.
 
 use pgas::jit::disk::{CacheKey, DiskCache, Lookup};
-use pgas::jit::helpers::{Helpers, Job};
+use pgas::jit::helpers::{Helpers, Job, JobKind};
 use pgas::jit::Toolchain;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,7 +21,7 @@ fn p2p(name: &str, body: &str) -> Job {
         ),
         key_name: name.to_owned(),
         compile_name: name.to_owned(),
-        object_registers: None,
+        kind: JobKind::Program,
     }
 }
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::disk::{CacheKey, DiskCache, EntryLock, Lookup};
-use super::helpers::Job;
+use super::helpers::{Job, JobKind};
 use super::key::{Keyed, BATCH_KEY_NAME};
 use super::source::Source;
 use super::toolchain::Toolchain;
@@ -230,7 +230,7 @@ pub(crate) fn job(
             text,
             key_name: BATCH_KEY_NAME.to_owned(),
             compile_name: batch_name(&key),
-            object_registers: None,
+            kind: JobKind::Program,
         };
         return Ok((job, key));
     }
@@ -240,7 +240,7 @@ pub(crate) fn job(
         text: src.text.clone(),
         key_name: src.cuda_name.clone(),
         compile_name: src.cuda_name.clone(),
-        object_registers: None,
+        kind: JobKind::Program,
     };
     Ok((job, *key))
 }

@@ -49,7 +49,7 @@ pub(crate) fn compile(
     let helpers: Vec<helpers::Helpers> = stages
         .iter()
         .filter_map(|stage| start_helpers(stage, disk, arch))
-        .chain(start_object_helpers(&stages, disk, arch))
+        .chain(start_library_helpers(&stages, disk, arch))
         .collect();
     if progress && !helpers.is_empty() {
         eprintln!(
@@ -135,26 +135,27 @@ fn start_helpers(
     helpers::Helpers::start(exe, disk, &jobs, arch, count, &stage.tc.helper_env())
 }
 
-/// Helpers that build the collective objects the stages' link-time kernels need and nobody
-/// has built yet, while this process builds the NVSHMEM library they link, when that is not
-/// built either: NVRTC compiles one program at a time in a process, so on a fresh machine the
-/// first kernel calling a collective would build the library, then its object, one after the
-/// other. `None` when there is nothing to build beside the library, or no helper executable or
-/// disk cache (the objects travel through it).
-fn start_object_helpers(
+/// A helper that builds the NVSHMEM library the stages' link-time kernels link, when it is not
+/// built yet and neither are the collective objects they link: NVRTC compiles one program at a
+/// time in a process, so on a fresh machine the first kernel calling a collective would build
+/// its object and then the library, one after the other. The build makes the objects (the
+/// longer part, with its NVRTC already loaded) while the helper makes the library, which the
+/// build's link then finds in the cache. `None` when there is no such library, or no helper
+/// executable or disk cache (the library travels through it).
+fn start_library_helpers(
     stages: &[Stage<'_>],
     disk: Option<&DiskCache>,
     arch: (u32, u32),
 ) -> Option<helpers::Helpers> {
     let disk = disk?;
-    let (jobs, env) = object_jobs(stages, disk, arch)?;
+    let (jobs, env) = library_jobs(stages, disk, arch)?;
     let exe = helpers::helper_exe()?;
     helpers::Helpers::start(&exe, disk, &jobs, arch, jobs.len(), &env)
 }
 
-/// The jobs of [`start_object_helpers`], each object once, and the environment of the
+/// The jobs of [`start_library_helpers`], each library once, and the environment of the
 /// toolchain that keys them; `None` when there are none.
-fn object_jobs(
+fn library_jobs(
     stages: &[Stage<'_>],
     disk: &DiskCache,
     arch: (u32, u32),
@@ -172,14 +173,18 @@ fn object_jobs(
                 continue;
             };
             let inputs = stage.tc.link_inputs(prelude, text, arch);
-            if library::built(&inputs.library, Some(disk)) {
-                continue;
-            }
-            for (object, key) in &inputs.objects {
-                if !library::built(key, Some(disk)) && jobs.iter().all(|(_, k)| k != key) {
-                    jobs.push((helpers::Job::object(object, inputs.registers), *key));
-                    env.get_or_insert(stage.tc.helper_env());
-                }
+            let building_objects = inputs
+                .objects
+                .iter()
+                .any(|(_, key)| !library::built(key, Some(disk)));
+            let key = inputs.library;
+            if building_objects
+                && !library::built(&key, Some(disk))
+                && jobs.iter().all(|(_, k)| *k != key)
+            {
+                let library = pgas_codegen::nvcall::library_prelude(prelude);
+                jobs.push((helpers::Job::library(library), key));
+                env.get_or_insert(stage.tc.helper_env());
             }
         }
     }
@@ -224,16 +229,16 @@ mod tests {
         assert_eq!(program_members(&[&a, &b, &c, &d]), "4 kernels");
     }
 
-    /// A stage of one collective kernel (`reduce_block`) on a fresh cache: its object is a
-    /// helper's job, under the key its link looks for; once the NVSHMEM library it links is
-    /// cached, nothing is (the build makes the object itself, with nothing else to wait for).
+    /// A stage of one collective kernel (`reduce_block`) on a fresh cache: the NVSHMEM library
+    /// it links is a helper's job, under the key its link looks for; once its object is cached,
+    /// nothing is (the library is then all the build has to make).
     #[test]
-    fn a_collective_object_goes_to_a_helper_only_while_the_library_is_missing() {
+    fn the_library_goes_to_a_helper_only_while_the_objects_are_built_too() {
         let Some(tc) = Toolchain::discover().ok().and_then(|t| t.quick_tier()) else {
             panic!("NVRTC and nvJitLink (PGAS_CUDA_HOME, scripts/deps.sh) for the quick tier");
         };
         let arch = (9, 0);
-        let dir = std::env::temp_dir().join(format!("pgas-object-jobs-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("pgas-library-jobs-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let disk = DiskCache::open(&dir).unwrap();
         let kernels = pgas_codegen::compile_file(
@@ -260,18 +265,19 @@ mod tests {
             programs: plan.programs,
             helpers: None,
         }];
-        let (jobs, env) = object_jobs(&stages, &disk, arch).expect("the object is a job");
+        let (jobs, env) = library_jobs(&stages, &disk, arch).expect("the library is a job");
         let prelude = tc.links(text).expect("the quick tier links it");
         let inputs = tc.link_inputs(prelude, text, arch);
-        let [(object, key)] = &inputs.objects[..] else {
+        let library = pgas_codegen::nvcall::library_prelude(prelude);
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].1, inputs.library);
+        assert_eq!(jobs[0].0, helpers::Job::library(library));
+        assert_eq!(env, tc.helper_env());
+        let [(_, object)] = &inputs.objects[..] else {
             panic!("one collective object");
         };
-        assert_eq!(jobs.len(), 1);
-        assert_eq!(jobs[0].1, *key);
-        assert_eq!(jobs[0].0, helpers::Job::object(object, inputs.registers));
-        assert_eq!(env, tc.helper_env());
-        disk.store(&inputs.library, b"a library").unwrap();
-        assert!(object_jobs(&stages, &disk, arch).is_none());
+        disk.store(object, b"an object").unwrap();
+        assert!(library_jobs(&stages, &disk, arch).is_none());
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -19,6 +19,7 @@ use super::disk::{CacheKey, DiskCache, Lookup};
 use super::toolchain::Toolchain;
 use crate::error::{Error, Result};
 use crate::launch_cause::LaunchCause;
+use pgas_codegen::{nvcall, Prelude};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -33,21 +34,68 @@ pub struct Job {
     pub key_name: String,
     /// The name NVRTC compiles the program under.
     pub compile_name: String,
-    /// `Some(cap)`: the text is one of NVSHMEM's collectives as a relocatable object
-    /// (`nvcall::CollectiveObject`, named `key_name`) of at most `cap` registers a thread, which
-    /// link-time kernels link, not a program.
-    pub object_registers: Option<u32>,
+    /// What the text is, which says how it is keyed and built.
+    pub kind: JobKind,
+}
+
+/// What a [`Job`] builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobKind {
+    /// An NVRTC program of kernels, keyed by [`Toolchain::cache_key`].
+    Program,
+    /// One of NVSHMEM's collectives as a relocatable object (`nvcall::CollectiveObject`, named
+    /// by the job's `key_name`) of at most this many registers a thread, which link-time
+    /// kernels link ([`Toolchain::object_key`]).
+    Object(u32),
+    /// The pgas NVSHMEM library of a prelude, which link-time kernels of that prelude link.
+    Library(Prelude),
 }
 
 impl Job {
     /// A job that builds `object` for kernels of at most `registers` registers a thread.
-    pub fn object(object: &pgas_codegen::nvcall::CollectiveObject, registers: u32) -> Job {
+    pub fn object(object: &nvcall::CollectiveObject, registers: u32) -> Job {
         Job {
             text: object.source.clone(),
             key_name: object.name.clone(),
             compile_name: object.name.clone(),
-            object_registers: Some(registers),
+            kind: JobKind::Object(registers),
         }
+    }
+
+    /// A job that builds the pgas NVSHMEM library of `prelude`.
+    pub fn library(prelude: Prelude) -> Job {
+        Job {
+            text: nvcall::library(prelude),
+            key_name: super::toolchain::LIBRARY.to_owned(),
+            compile_name: super::toolchain::LIBRARY.to_owned(),
+            kind: JobKind::Library(prelude),
+        }
+    }
+
+    /// The line the job list adds for this kind (none for a program).
+    fn kind_line(&self) -> Option<String> {
+        match self.kind {
+            JobKind::Program => None,
+            JobKind::Object(cap) => Some(format!("object {cap}")),
+            JobKind::Library(prelude) => Some(format!("library {}", prelude.name())),
+        }
+    }
+
+    /// The kind a job list's line names; a program without one.
+    fn kind_of(line: Option<&str>) -> JobKind {
+        let object = line
+            .and_then(|l| l.strip_prefix("object "))
+            .and_then(|cap| cap.parse().ok())
+            .map(JobKind::Object);
+        let library = line
+            .and_then(|l| l.strip_prefix("library "))
+            .and_then(|name| {
+                Prelude::ALL
+                    .into_iter()
+                    .find(|p| p.name() == name)
+                    .map(JobKind::Library)
+            });
+        object.or(library).unwrap_or(JobKind::Program)
     }
 }
 
@@ -161,8 +209,9 @@ fn write_jobs(dir: &Path, jobs: &[(Job, CacheKey)]) -> std::io::Result<()> {
     for (i, (job, key)) in jobs.iter().enumerate() {
         std::fs::write(dir.join(format!("{i}.cu")), &job.text)?;
         let mut meta = format!("{}\n{}\n{}\n", key.hex(), job.key_name, job.compile_name);
-        if let Some(cap) = job.object_registers {
-            meta.push_str(&format!("object {cap}\n"));
+        if let Some(line) = job.kind_line() {
+            meta.push_str(&line);
+            meta.push('\n');
         }
         std::fs::write(dir.join(format!("{i}.meta")), meta)?;
     }
@@ -192,15 +241,11 @@ pub fn read_jobs(dir: &Path) -> Result<Vec<(Job, String)>> {
         else {
             return Err(io(std::io::Error::other(format!("job {i} is incomplete"))));
         };
-        let object_registers = lines
-            .next()
-            .and_then(|l| l.strip_prefix("object "))
-            .and_then(|cap| cap.parse().ok());
         let job = Job {
             text,
             key_name: key_name.to_owned(),
             compile_name: compile_name.to_owned(),
-            object_registers,
+            kind: Job::kind_of(lines.next()),
         };
         jobs.push((job, key.to_owned()));
     }
@@ -222,17 +267,15 @@ pub fn run(
     let dump = std::env::var_os("PGAS_DUMP_DIR").map(PathBuf::from);
     for k in 0..jobs.len() {
         let (job, want) = &jobs[(start + k) % jobs.len()];
-        let object = job.object_registers.map(|cap| {
-            let o = pgas_codegen::nvcall::CollectiveObject {
-                name: job.key_name.clone(),
-                source: job.text.clone(),
-            };
-            (o, cap)
-        });
+        let object = || nvcall::CollectiveObject {
+            name: job.key_name.clone(),
+            source: job.text.clone(),
+        };
         // Another toolchain's key: not this helper's to compile.
-        let key = match &object {
-            Some((o, cap)) => toolchain.object_key(o, arch, *cap),
-            None => toolchain.cache_key(&job.text, &job.key_name, arch),
+        let key = match job.kind {
+            JobKind::Program => toolchain.cache_key(&job.text, &job.key_name, arch),
+            JobKind::Object(cap) => toolchain.object_key(&object(), arch, cap),
+            JobKind::Library(prelude) => toolchain.library_key(prelude, arch),
         };
         if key.hex() != *want {
             continue;
@@ -245,9 +288,8 @@ pub fn run(
             continue;
         }
         // A program NVRTC rejects is left to the build, which reports it under the kernel's name.
-        let built = match &object {
-            Some((o, cap)) => toolchain.build_object(o, arch, *cap, &job.compile_name),
-            None => toolchain
+        let built = match job.kind {
+            JobKind::Program => toolchain
                 .compile_dumped(
                     Some(cache),
                     dump.as_deref(),
@@ -256,6 +298,8 @@ pub fn run(
                     arch,
                 )
                 .map(|c| c.cubin),
+            JobKind::Object(cap) => toolchain.build_object(&object(), arch, cap, &job.compile_name),
+            JobKind::Library(prelude) => toolchain.build_library(prelude, arch),
         };
         if let Ok(bytes) = built {
             cache.store(&key, &bytes)?;
@@ -341,7 +385,7 @@ mod tests {
                     text: "extern \"C\" __global__ void a() {}\n// ünïcode\n".to_owned(),
                     key_name: "pgas_batch".to_owned(),
                     compile_name: "pgas_batch_0102".to_owned(),
-                    object_registers: None,
+                    kind: JobKind::Program,
                 },
                 key,
             ),
@@ -350,15 +394,16 @@ mod tests {
                     text: String::new(),
                     key_name: "b".to_owned(),
                     compile_name: "b".to_owned(),
-                    object_registers: Some(128),
+                    kind: JobKind::Object(128),
                 },
                 key,
             ),
+            (Job::library(Prelude::Barrier), key),
         ];
         write_jobs(&dir, &jobs).unwrap();
         let back = read_jobs(&dir).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(back.len(), 2);
+        assert_eq!(back.len(), jobs.len());
         for ((job, key), (read, hexkey)) in jobs.iter().zip(&back) {
             assert_eq!(job, read);
             assert_eq!(&key.hex(), hexkey);

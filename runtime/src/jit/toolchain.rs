@@ -326,6 +326,13 @@ impl Toolchain {
         if let Some(level) = &self.fast_compile {
             opts.push(format!("--Ofast-compile={level}"));
         }
+        // A kernel calling NVSHMEM's device collectives keeps to the register cap of its quick
+        // build's objects (`nvcall::register_cap`), so the build swapped in runs every block the
+        // quick one ran: without a bound, the full build of a `reduce_block` loop counted 130
+        // registers on an H200 and refused the blocks of 512 its quick build had run.
+        if Prelude::of_source(source) == Some(Prelude::Full) {
+            opts.push(format!("-maxrregcount={}", nvcall::register_cap(source)));
+        }
         opts
     }
 
@@ -478,9 +485,8 @@ impl Toolchain {
         let sm90a = needs_sm90a(source);
         let lib_prelude = nvcall::library_prelude(prelude);
         let parts = self.link_inputs(prelude, source, arch);
-        let lib = library::get(parts.library, disk, Built::Library(lib_prelude), || {
-            self.build_library(lib_prelude, arch)
-        })?;
+        // The objects first, then the kernel, then the library: on a fresh machine a helper
+        // builds the library meanwhile (`jit::compile`, "library helpers").
         let registers = parts.registers;
         let objects = parts
             .objects
@@ -506,6 +512,9 @@ impl Toolchain {
             kernel: kernel_name.to_owned(),
             location: first_error_location(&out.log),
             log: out.log.clone(),
+        })?;
+        let lib = library::get(parts.library, disk, Built::Library(lib_prelude), || {
+            self.build_library(lib_prelude, arch)
         })?;
         let _span = tracing::debug_span!("pgas.link", kernel = kernel_name).entered();
         let mut inputs = vec![
@@ -553,7 +562,7 @@ impl Toolchain {
 
     /// Compiles the NVSHMEM library of `prelude` (every call wrapper its kernels may use) to
     /// LTO-IR.
-    fn build_library(&self, prelude: Prelude, arch: (u32, u32)) -> Result<Vec<u8>> {
+    pub(crate) fn build_library(&self, prelude: Prelude, arch: (u32, u32)) -> Result<Vec<u8>> {
         let source = nvcall::library(prelude);
         let out = nvrtc::compile(
             &source,
