@@ -362,8 +362,8 @@ fn param_push(kind: ParamKind, id: &Ident) -> Result<TokenStream, TokenStream> {
     })
 }
 
-/// The kernel module's launchers: `launch` (checked variant), `launch_unchecked` (plain), and
-/// the two `_on` forms on a given stream; each pushes the arguments of `k`'s parameters and
+/// The kernel module's launchers: `launch` (checked variant), `launch_unchecked` (plain), the
+/// two `_on` forms on a given stream, and `launch_checked_if_on` (either, by a flag); each pushes the arguments of `k`'s parameters and
 /// passes their comptime values to the launch of `spec`. `generics`: the launchers' own
 /// (`<T: Instance>` for a generic kernel).
 fn launchers(
@@ -404,7 +404,11 @@ fn launchers(
     let b1 = body(checked_v.clone(), none.clone());
     let b2 = body(plain_v.clone(), none);
     let b3 = body(checked_v, some.clone());
-    let b4 = body(plain_v, some);
+    let b4 = body(plain_v, some.clone());
+    let either_v = quote! {
+        if checked { ::pgas::__private::Variant::Checked } else { ::pgas::__private::Variant::Plain }
+    };
+    let b5 = body(either_v, some);
     quote! {
         #[doc = #launch_doc]
         pub fn launch #generics (pgas: &::pgas::Pgas, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
@@ -427,6 +431,16 @@ fn launchers(
         /// An out-of-bounds index or PE in the kernel is undefined behavior.
         pub unsafe fn launch_unchecked_on #generics (pgas: &::pgas::Pgas, stream: &::pgas::__private::CudaStream, cfg: ::pgas::LaunchConfig, #(#sig_params),*) -> ::pgas::Result<()> {
             #b4
+        }
+
+        /// `launch_on` when `checked`, else `launch_unchecked_on`: for a host function that
+        /// offers its caller both variants.
+        ///
+        /// # Safety
+        /// When `checked` is false, an out-of-bounds index or PE in the kernel is undefined
+        /// behavior.
+        pub unsafe fn launch_checked_if_on #generics (pgas: &::pgas::Pgas, stream: &::pgas::__private::CudaStream, cfg: ::pgas::LaunchConfig, checked: bool, #(#sig_params),*) -> ::pgas::Result<()> {
+            #b5
         }
     }
 }

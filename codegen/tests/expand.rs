@@ -31,6 +31,7 @@ fn kernel_becomes_a_module_with_spec_and_launchers() {
         "unsafe fn launch_unchecked (",
         "fn launch_on (",
         "unsafe fn launch_unchecked_on (",
+        "unsafe fn launch_checked_if_on (",
     ] {
         assert!(out.contains(f), "{f} missing");
     }

@@ -219,10 +219,16 @@ impl Attention {
         };
         let scale = p.scale.unwrap_or(1.0 / (d as f32).sqrt()) * std::f32::consts::LOG2_E;
         let (group, cfg) = (hq / hkv, self.cfg);
-        if checked {
-            attention_fwd_sm90::launch(
+        // SAFETY: unchecked only as the caller asked, where every buffer holds exactly what the
+        // batch's lengths and heads need (checked above) and the offsets were built from those
+        // lengths, so every index the kernel forms is in bounds; the maps' rows past the end
+        // read as zeros.
+        unsafe {
+            attention_fwd_sm90::launch_checked_if_on(
                 pgas,
+                stream,
                 launch,
+                checked,
                 o,
                 lse,
                 &q_map,
@@ -238,30 +244,6 @@ impl Attention {
                 cfg.stages,
                 p.causal,
             )
-        } else {
-            // SAFETY: every buffer holds exactly what the batch's lengths and heads need
-            // (checked above) and the offsets were built from those lengths, so every index the
-            // kernel forms is in bounds; the maps' rows past the end read as zeros.
-            unsafe {
-                attention_fwd_sm90::launch_unchecked(
-                    pgas,
-                    launch,
-                    o,
-                    lse,
-                    &q_map,
-                    &k_map,
-                    &v_map,
-                    &self.cu_q,
-                    &self.k_ranges,
-                    hq,
-                    group,
-                    scale,
-                    d as u32,
-                    cfg.bn,
-                    cfg.stages,
-                    p.causal,
-                )
-            }
         }
     }
 

@@ -301,11 +301,11 @@ pub fn gemm_tiled(
     let blocks = ((m / BM) * (n / bn)) as u32;
     let cfg = LaunchConfig::blocks(blocks, threads(bn)).with_shared_mem(shared_bytes(stages, bn));
     let bn = bn as u32;
-    if checked {
-        gemm_bf16::launch(pgas, cfg, c, a, b, m, n, k, stages, bn)
-    } else {
-        // SAFETY: the shape is whole tiles of this width and every buffer has exactly its
-        // matrix's size, so every index the kernel forms is in bounds.
-        unsafe { gemm_bf16::launch_unchecked(pgas, cfg, c, a, b, m, n, k, stages, bn) }
+    let stream = pgas.stream();
+    // SAFETY: unchecked only when the shape is whole tiles of this width and every buffer has
+    // exactly its matrix's size (both checked above), so every index the kernel forms is in
+    // bounds.
+    unsafe {
+        gemm_bf16::launch_checked_if_on(pgas, stream, cfg, checked, c, a, b, m, n, k, stages, bn)
     }
 }

@@ -498,20 +498,13 @@ pub(crate) fn launch(
     let (stages, bn, cluster) = (cfg.stages, cfg.bn, cfg.cluster);
     let (gather, scatter) = (rows == Chunking::Gather, rows == Chunking::Scatter);
     let Maps { c, a, b, gathered } = maps;
-    if checked {
-        gemm_bf16_sm90::launch_on(
-            pgas, stream, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, pieces,
-            stages, bn, cluster, gather, scatter, fp8,
+    // SAFETY: unchecked only where the shape is whole tiles and every buffer has exactly its
+    // matrix's size, so every index the kernel forms is in bounds; when gathering, `landed`
+    // has `pieces` words a PE and `pieces` divides `k / 64` (both checked above).
+    unsafe {
+        gemm_bf16_sm90::launch_checked_if_on(
+            pgas, stream, launch, checked, c, a, b, gathered, landed, epoch, m, n, k, mp, me,
+            pieces, stages, bn, cluster, gather, scatter, fp8,
         )
-    } else {
-        // SAFETY: the shape is whole tiles and every buffer has exactly its matrix's size, so
-        // every index the kernel forms is in bounds; when gathering, `landed` has `pieces`
-        // words a PE and `pieces` divides `k / 64` (both checked above).
-        unsafe {
-            gemm_bf16_sm90::launch_unchecked_on(
-                pgas, stream, launch, c, a, b, gathered, landed, epoch, m, n, k, mp, me, pieces,
-                stages, bn, cluster, gather, scatter, fp8,
-            )
-        }
     }
 }

@@ -637,13 +637,12 @@ pub fn launch_step(
 ) -> Result<()> {
     let cfg = LaunchConfig::blocks(blocks.clamp(1, rows) as u32, THREADS);
     let depth = sweep.depth()?;
-    if checked {
-        jacobi_step::launch_on(pgas, stream, cfg, field, src, dst, nx, rows, depth)
-    } else {
-        // SAFETY: as in `run_fused`: rows 0..=rows + 1 of both planes are in the field.
-        unsafe {
-            jacobi_step::launch_unchecked_on(pgas, stream, cfg, field, src, dst, nx, rows, depth)
-        }
+    // SAFETY: unchecked only as in `run_fused`: rows 0..=rows + 1 of both planes are in the
+    // field.
+    unsafe {
+        jacobi_step::launch_checked_if_on(
+            pgas, stream, cfg, checked, field, src, dst, nx, rows, depth,
+        )
     }
 }
 
