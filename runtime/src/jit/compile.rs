@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::batch::{self, Image};
 use super::disk::{CacheKey, DiskCache};
 use super::helpers;
-use super::key::Keyed;
+use super::key::{Keyed, LinkInputs};
 use super::library;
 use super::plan::Program;
 use super::source::Source;
@@ -140,6 +140,22 @@ fn start_helpers(
     helpers::Helpers::start(exe, disk, &jobs, arch, count, &stage.tc.helper_env())
 }
 
+/// What each of `stage`'s link-time kernels links beside its own code.
+fn link_inputs<'a>(
+    stage: &'a Stage<'_>,
+    arch: (u32, u32),
+) -> impl Iterator<Item = LinkInputs> + 'a {
+    let texts = stage
+        .programs
+        .iter()
+        .flat_map(|(_, m)| m)
+        .map(|k| &k.src.text);
+    texts.filter_map(move |text| {
+        let prelude = stage.tc.links(text)?;
+        Some(stage.tc.link_inputs(prelude, text, arch))
+    })
+}
+
 /// The collective objects `stage`'s link-time programs link that are not built yet, each once,
 /// as helper jobs under the keys their links look for.
 fn object_jobs(
@@ -148,16 +164,7 @@ fn object_jobs(
     arch: (u32, u32),
 ) -> Vec<(helpers::Job, CacheKey)> {
     let mut jobs: Vec<(helpers::Job, CacheKey)> = Vec::new();
-    for text in stage
-        .programs
-        .iter()
-        .flat_map(|(_, m)| m)
-        .map(|k| &k.src.text)
-    {
-        let Some(prelude) = stage.tc.links(text) else {
-            continue;
-        };
-        let inputs = stage.tc.link_inputs(prelude, text, arch);
+    for inputs in link_inputs(stage, arch) {
         for (object, key) in &inputs.objects {
             if !library::built(key, Some(disk)) && jobs.iter().all(|(_, k)| k != key) {
                 jobs.push((helpers::Job::object(object, inputs.registers), *key));
@@ -195,16 +202,7 @@ fn library_jobs(
     let mut jobs: Vec<(helpers::Job, CacheKey)> = Vec::new();
     let mut env = None;
     for stage in stages {
-        let sources = stage
-            .programs
-            .iter()
-            .flat_map(|(_, m)| m)
-            .map(|k| &k.src.text);
-        for text in sources {
-            let Some(prelude) = stage.tc.links(text) else {
-                continue;
-            };
-            let inputs = stage.tc.link_inputs(prelude, text, arch);
+        for inputs in link_inputs(stage, arch) {
             let building_objects = inputs
                 .objects
                 .iter()
@@ -214,8 +212,7 @@ fn library_jobs(
                 && !library::built(&key, Some(disk))
                 && jobs.iter().all(|(_, k)| *k != key)
             {
-                let library = pgas_codegen::nvcall::library_prelude(prelude);
-                jobs.push((helpers::Job::library(library), key));
+                jobs.push((helpers::Job::library(inputs.prelude), key));
                 env.get_or_insert(stage.tc.helper_env());
             }
         }
@@ -261,19 +258,49 @@ mod tests {
         assert_eq!(program_members(&[&a, &b, &c, &d]), "4 kernels");
     }
 
+    /// The quick toolchain, an empty cache in a folder of its own (`tag`), and the text of the
+    /// one kernel of `rust` (a file of the kernel language).
+    fn fixture(tag: &str, rust: &str) -> (Toolchain, DiskCache, PathBuf, String, String) {
+        let Some(tc) = Toolchain::discover().ok().and_then(|t| t.quick_tier()) else {
+            panic!("NVRTC and nvJitLink (PGAS_CUDA_HOME, scripts/deps.sh) for the quick tier");
+        };
+        let dir = std::env::temp_dir().join(format!("pgas-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let disk = DiskCache::open(&dir).unwrap();
+        let kernels = pgas_codegen::compile_file(rust, &format!("{tag}.rs")).unwrap();
+        let text = kernels[0].source(true).to_owned();
+        (tc, disk, dir, text, kernels[0].cuda_name.clone())
+    }
+
+    /// A stage of the one kernel of `text` (compiled as `cuda_name`) for `arch`.
+    fn stage<'t>(
+        tc: &'t Toolchain,
+        disk: &DiskCache,
+        arch: (u32, u32),
+        (text, cuda_name): (&str, &str),
+    ) -> Stage<'t> {
+        let src = Source {
+            display: cuda_name.to_owned(),
+            cuda_name: cuda_name.to_owned(),
+            text: text.to_owned(),
+            batchable: true,
+        };
+        let plan = Plan::new(tc, Some(disk), arch, std::iter::once((0, src)), 1);
+        Stage {
+            tc,
+            programs: plan.programs,
+            helpers: None,
+        }
+    }
+
     /// A stage of one collective kernel (`reduce_block`) on a fresh cache: the NVSHMEM library
     /// it links is a helper's job, under the key its link looks for; once its object is cached,
     /// nothing is (the library is then all the build has to make).
     #[test]
     fn the_library_goes_to_a_helper_only_while_the_objects_are_built_too() {
-        let Some(tc) = Toolchain::discover().ok().and_then(|t| t.quick_tier()) else {
-            panic!("NVRTC and nvJitLink (PGAS_CUDA_HOME, scripts/deps.sh) for the quick tier");
-        };
         let arch = (9, 0);
-        let dir = std::env::temp_dir().join(format!("pgas-library-jobs-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let disk = DiskCache::open(&dir).unwrap();
-        let kernels = pgas_codegen::compile_file(
+        let (tc, disk, dir, text, name) = fixture(
+            "library-jobs",
             r#"
             #[pgas_kernel(max_threads = 256)]
             fn job_sum(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>) {
@@ -281,29 +308,14 @@ mod tests {
                 reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
             }
             "#,
-            "job_sum.rs",
-        )
-        .unwrap();
-        let text = kernels[0].source(true);
-        let src = Source {
-            display: "job_sum".to_owned(),
-            cuda_name: kernels[0].cuda_name.clone(),
-            text: text.to_owned(),
-            batchable: true,
-        };
-        let plan = Plan::new(&tc, Some(&disk), arch, std::iter::once((0, src)), 1);
-        let stages = [Stage {
-            tc: &tc,
-            programs: plan.programs,
-            helpers: None,
-        }];
+        );
+        let stages = [stage(&tc, &disk, arch, (&text, &name))];
         let (jobs, env) = library_jobs(&stages, &disk, arch).expect("the library is a job");
-        let prelude = tc.links(text).expect("the quick tier links it");
-        let inputs = tc.link_inputs(prelude, text, arch);
-        let library = pgas_codegen::nvcall::library_prelude(prelude);
+        let prelude = tc.links(&text).expect("the quick tier links it");
+        let inputs = tc.link_inputs(prelude, &text, arch);
         assert_eq!(jobs.len(), 1);
         assert_eq!(jobs[0].1, inputs.library);
-        assert_eq!(jobs[0].0, helpers::Job::library(library));
+        assert_eq!(jobs[0].0, helpers::Job::library(inputs.prelude));
         assert_eq!(env, tc.helper_env());
         let [(_, object)] = &inputs.objects[..] else {
             panic!("one collective object");
@@ -318,14 +330,9 @@ mod tests {
     /// the cache is not.
     #[test]
     fn a_stage_hands_its_missing_collective_objects_to_the_helpers() {
-        let Some(tc) = Toolchain::discover().ok().and_then(|t| t.quick_tier()) else {
-            panic!("NVRTC and nvJitLink (PGAS_CUDA_HOME, scripts/deps.sh) for the quick tier");
-        };
         let arch = (9, 0);
-        let dir = std::env::temp_dir().join(format!("pgas-stage-objects-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let disk = DiskCache::open(&dir).unwrap();
-        let kernels = pgas_codegen::compile_file(
+        let (tc, disk, dir, text, name) = fixture(
+            "stage-objects",
             r#"
             #[pgas_kernel(max_threads = 256)]
             fn two_sums(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>) {
@@ -334,24 +341,10 @@ mod tests {
                 reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Max);
             }
             "#,
-            "two_sums.rs",
-        )
-        .unwrap();
-        let text = kernels[0].source(true);
-        let src = Source {
-            display: "two_sums".to_owned(),
-            cuda_name: kernels[0].cuda_name.clone(),
-            text: text.to_owned(),
-            batchable: true,
-        };
-        let plan = Plan::new(&tc, Some(&disk), arch, std::iter::once((0, src)), 1);
-        let stage = Stage {
-            tc: &tc,
-            programs: plan.programs,
-            helpers: None,
-        };
-        let prelude = tc.links(text).expect("the quick tier links it");
-        let inputs = tc.link_inputs(prelude, text, arch);
+        );
+        let stage = stage(&tc, &disk, arch, (&text, &name));
+        let prelude = tc.links(&text).expect("the quick tier links it");
+        let inputs = tc.link_inputs(prelude, &text, arch);
         assert_eq!(inputs.objects.len(), 2, "sum and max are two objects");
         let jobs = object_jobs(&stage, &disk, arch);
         let want: Vec<_> = inputs

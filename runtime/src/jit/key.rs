@@ -48,7 +48,9 @@ impl CacheKey {
 
 /// What a link-time kernel links beside its own code ([`Toolchain::link_inputs`]).
 pub(crate) struct LinkInputs {
-    /// The key of the NVSHMEM library of the kernel's prelude.
+    /// The prelude of the NVSHMEM library the kernel links (`nvcall::library_prelude`).
+    pub prelude: Prelude,
+    /// The key of that library.
     pub library: CacheKey,
     /// NVSHMEM's collectives the kernel calls, as objects, with their keys.
     pub objects: Vec<(nvcall::CollectiveObject, CacheKey)>,
@@ -120,7 +122,8 @@ impl Toolchain {
         source: &str,
         arch: (u32, u32),
     ) -> LinkInputs {
-        let library = self.library_key(nvcall::library_prelude(prelude), arch);
+        let library_prelude = nvcall::library_prelude(prelude);
+        let library = self.library_key(library_prelude, arch);
         let registers = nvcall::register_cap(source);
         let objects = nvcall::collective_objects(source)
             .into_iter()
@@ -130,6 +133,7 @@ impl Toolchain {
             })
             .collect();
         LinkInputs {
+            prelude: library_prelude,
             library,
             objects,
             registers,

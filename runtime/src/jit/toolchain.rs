@@ -483,8 +483,8 @@ impl Toolchain {
             .ok_or_else(|| Error::launch(kernel_name, LaunchCause::NoNvJitLink))?;
         self.check_target(source, kernel_name, arch)?;
         let sm90a = needs_sm90a(source);
-        let lib_prelude = nvcall::library_prelude(prelude);
         let parts = self.link_inputs(prelude, source, arch);
+        let lib_prelude = parts.prelude;
         // The objects first, then the kernel, then the library: on a fresh machine a helper
         // builds the library meanwhile (`jit::compile`, "library helpers").
         let registers = parts.registers;
