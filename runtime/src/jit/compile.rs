@@ -116,8 +116,8 @@ pub(crate) fn compile(
 /// The collective objects the programs link and nobody has built yet come first in the
 /// helpers' list (after the program this process starts with): a kernel calling several of
 /// NVSHMEM's collectives would otherwise build their objects one after the other in the one
-/// process that compiles it (on 4 PEs sharing an H200, 4 objects in a row took 30 s of the
-/// suite's cold compile), where the helpers build them side by side.
+/// process that compiles it, where the helpers build them side by side (`docs/jit.md`,
+/// "Tiers").
 fn start_helpers(
     stage: &Stage<'_>,
     disk: Option<&DiskCache>,

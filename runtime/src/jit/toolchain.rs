@@ -328,8 +328,8 @@ impl Toolchain {
         }
         // A kernel calling NVSHMEM's device collectives keeps to the register cap of its quick
         // build's objects (`nvcall::register_cap`), so the build swapped in runs every block the
-        // quick one ran: without a bound, the full build of a `reduce_block` loop counted 130
-        // registers on an H200 and refused the blocks of 512 its quick build had run.
+        // quick one ran (`docs/jit.md`, "Tiers": without it an unbounded kernel's full build
+        // could refuse a block size its quick build ran).
         if Prelude::of_source(source) == Some(Prelude::Full) {
             opts.push(format!("-maxrregcount={}", nvcall::register_cap(source)));
         }
