@@ -247,10 +247,9 @@ fn a_helper_keys_as_the_toolchain_whose_environment_it_is_given() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// A collective object given to a helper (`Job::object`: what a build on a machine without the
-/// NVSHMEM library or the object starts, so that the object builds while the build makes the
-/// library) lands in the cache under the key the build's link looks for, built for the
-/// register cap the job names.
+/// A collective object given to a helper (`Job::object`: the first jobs of a build's helpers,
+/// so that a kernel's objects build side by side) lands in the cache under the key the build's
+/// link looks for, built for the register cap the job names.
 #[test]
 fn a_helper_builds_a_collective_object_under_the_key_the_link_looks_for() {
     let (tc, cache, dir) = fresh("object");

@@ -203,7 +203,7 @@ fn job_dir() -> PathBuf {
 }
 
 /// Job `i` is `i.cu` (the source) and `i.meta` (the key in hex, the key name, the compile name,
-/// a line each, and for an object `object CAP`).
+/// a line each, then `object CAP` for an object or `library PRELUDE` for a library).
 fn write_jobs(dir: &Path, jobs: &[(Job, CacheKey)]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for (i, (job, key)) in jobs.iter().enumerate() {

@@ -486,7 +486,7 @@ impl Toolchain {
         let parts = self.link_inputs(prelude, source, arch);
         let lib_prelude = parts.prelude;
         // The objects first, then the kernel, then the library: on a fresh machine a helper
-        // builds the library meanwhile (`jit::compile`, "library helpers").
+        // builds the library meanwhile (`jit::compile::start_library_helpers`).
         let registers = parts.registers;
         let objects = parts
             .objects

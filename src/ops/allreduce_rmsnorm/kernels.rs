@@ -150,6 +150,19 @@ fn reduce_row(
     ss
 }
 
+/// The sum of `v` over the warp's 32 lanes, on every lane, by a butterfly of shuffles (the same
+/// order on every lane, so the same bits). Every lane of the warp calls it.
+#[pgas_device]
+fn warp_sum(v: f32) -> f32 {
+    let mut s = v;
+    s += shfl_xor_sync(0xffff_ffff, s, 16);
+    s += shfl_xor_sync(0xffff_ffff, s, 8);
+    s += shfl_xor_sync(0xffff_ffff, s, 4);
+    s += shfl_xor_sync(0xffff_ffff, s, 2);
+    s += shfl_xor_sync(0xffff_ffff, s, 1);
+    s
+}
+
 /// The sum of `v` over the block's threads, on every thread: each warp adds by shuffles, then
 /// warp 0 adds the warps' sums in warp order (the same bits on every PE). Every thread of the
 /// block calls it; a block barrier goes before the result is read.
@@ -159,12 +172,7 @@ fn block_sum(v: f32) -> f32 {
     let lane = lane_id() as usize;
     let warp = warp_id() as usize;
     let warps = (block_dim_x() / 32) as usize;
-    let mut ss = v;
-    ss += shfl_xor_sync(0xffff_ffff, ss, 16);
-    ss += shfl_xor_sync(0xffff_ffff, ss, 8);
-    ss += shfl_xor_sync(0xffff_ffff, ss, 4);
-    ss += shfl_xor_sync(0xffff_ffff, ss, 2);
-    ss += shfl_xor_sync(0xffff_ffff, ss, 1);
+    let ss = warp_sum(v);
     if lane == 0 {
         red[warp] = ss;
     }
@@ -174,11 +182,7 @@ fn block_sum(v: f32) -> f32 {
         if lane < warps {
             s = red[lane];
         }
-        s += shfl_xor_sync(0xffff_ffff, s, 16);
-        s += shfl_xor_sync(0xffff_ffff, s, 8);
-        s += shfl_xor_sync(0xffff_ffff, s, 4);
-        s += shfl_xor_sync(0xffff_ffff, s, 2);
-        s += shfl_xor_sync(0xffff_ffff, s, 1);
+        s = warp_sum(s);
         if lane == 0 {
             red[32] = s;
         }
