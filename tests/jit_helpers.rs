@@ -148,13 +148,9 @@ fn dropping_the_helpers_ends_them() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn a_helper_killed_mid_compile_costs_time_never_a_result() {
-    let (tc, cache, dir) = fresh("killed");
-    let job = p2p("helper_killed", "if (n) x[0] = 3.0f;");
-    let key = tc.cache_key(&job.text, &job.key_name, ARCH);
-    let jobs = vec![(job.clone(), key)];
-    // The helper through a script that records its PID and then becomes the real helper.
+/// A script in `dir` that records its PID in the returned file and then becomes the real
+/// helper (`pgas`), and that file.
+fn pid_recording(dir: &Path) -> (PathBuf, PathBuf) {
     let pid_file = dir.join("helper.pid");
     let wrapper = dir.join("pgas-wrapper");
     std::fs::write(
@@ -171,6 +167,55 @@ fn a_helper_killed_mid_compile_costs_time_never_a_result() {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
+    (wrapper, pid_file)
+}
+
+/// The nice value of process `pid` (field 19 of `/proc/PID/stat`, after the command's name).
+fn nice_of(pid: &str) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    after_name.split(' ').nth(16).unwrap().parse().unwrap()
+}
+
+#[test]
+fn helpers_for_builds_nothing_waits_on_yield_the_cpus() {
+    let (tc, cache, dir) = fresh("background");
+    let job = p2p("helper_background", "if (n) x[0] = 4.0f;");
+    let key = tc.cache_key(&job.text, &job.key_name, ARCH);
+    let (wrapper, pid_file) = pid_recording(&dir);
+    let helpers = Helpers::start(&wrapper, &cache, &[(job, key)], ARCH, 1, &[])
+        .expect("the helper starts")
+        .in_background();
+    let t0 = std::time::Instant::now();
+    let pid = loop {
+        match std::fs::read_to_string(&pid_file) {
+            Ok(pid) if pid.ends_with('\n') => break pid.trim().to_owned(),
+            _ => assert!(t0.elapsed().as_secs() < 60, "the helper never started"),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    // The helper compiles for about a second: it is still running (or a zombie, whose stat
+    // still reads) until waited for.
+    assert_eq!(
+        nice_of(&pid),
+        19,
+        "a background helper runs at the lowest priority"
+    );
+    helpers.wait();
+    assert!(
+        cached(&cache, &key).is_some(),
+        "and still builds its program"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_helper_killed_mid_compile_costs_time_never_a_result() {
+    let (tc, cache, dir) = fresh("killed");
+    let job = p2p("helper_killed", "if (n) x[0] = 3.0f;");
+    let key = tc.cache_key(&job.text, &job.key_name, ARCH);
+    let jobs = vec![(job.clone(), key)];
+    let (wrapper, pid_file) = pid_recording(&dir);
     let helpers = Helpers::start(&wrapper, &cache, &jobs, ARCH, 1, &[]).expect("the helper starts");
     // Wait until it holds the program's lock (it compiles for about a second), then kill it.
     // The test watches for the lock file rather than trying the lock: a helper that tried while

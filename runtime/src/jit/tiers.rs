@@ -122,6 +122,9 @@ impl Tiers {
 /// from there (waiting for any another process of the node holds) or, where none did, compiled
 /// here.
 fn work(shared: &Shared, upgrades: Vec<Upgrade>, shop: &Workshop) {
+    // Nothing waits on a full build yet: where this thread compiles one itself (no helper
+    // executable, as in a Python process), the builds launches wait on go first.
+    helpers::lower_priority(0);
     let tc = &*shop.toolchain;
     let disk = shop.disk.as_deref();
     let stopped = || shared.stop.load(Ordering::Acquire);
@@ -134,7 +137,8 @@ fn work(shared: &Shared, upgrades: Vec<Upgrade>, shop: &Workshop) {
         // keep this process's NVRTC free for the kernels its launches wait for.
         let count = helpers::helper_count(shop.node_pes).clamp(1, jobs.len().max(1));
         let env = tc.helper_env();
-        if let Some(mut h) = Helpers::start(exe, disk, &jobs, shop.arch, count, &env) {
+        let started = Helpers::start(exe, disk, &jobs, shop.arch, count, &env);
+        if let Some(mut h) = started.map(Helpers::in_background) {
             while !h.finished() {
                 if stopped() {
                     return;
