@@ -4,38 +4,29 @@
 
 use crate::prelude::*;
 
-/// Block `b`'s entry into its next call: signals "entered call `e`" (`2e - 1`) to every PE's
-/// `sig[b * n + me]` and waits until every PE's block `b` entered it. Returns `e`.
+/// Block `b`'s half of a handshake: signals `v` to every PE's `sig[b * n + me]` and waits until
+/// every PE's block `b` signalled at least `v` here, then a block barrier. `acquire`: the
+/// waiting thread fences after the wait, before the barrier that hands the peers' stores to the
+/// whole block. Entry into call `e` signals `2e - 1` (and acquires), its leave `2e`.
 #[pgas_device]
-fn enter_call(
-    pes: &SymTensor<i32>,
-    sig: &mut SymTensor<u64>,
-    epochs: &mut SymTensor<u64>,
-    n: u32,
-    me: u32,
-) -> u64 {
+fn meet(pes: &SymTensor<i32>, sig: &mut SymTensor<u64>, n: u32, me: u32, v: u64, acquire: bool) {
     let blk = block_idx_x() as usize;
     let t = thread_idx_x() as usize;
     let nn = n as usize;
-    let e = epochs[blk] + 1;
     if t < nn {
-        signal_op(
-            &mut sig[blk * nn + me as usize],
-            2 * e - 1,
-            SignalOp::Set,
-            pes[t],
-        );
-        signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
-        threadfence_system();
+        signal_op(&mut sig[blk * nn + me as usize], v, SignalOp::Set, pes[t]);
+        signal_wait_until(&sig[blk * nn + t], Cmp::Ge, v);
+        if acquire {
+            threadfence_system();
+        }
     }
     sync_threads();
-    e
 }
 
 /// Block `b`'s leave of call `e`: signals `2e` to every PE and waits for every PE's block `b`,
 /// then counts the call. `after_puts`: the block stored into peers, so a system fence orders
 /// those stores before the signal (release) and the waiting thread fences after the wait
-/// (acquire), before the barrier that hands the peers' stores to the whole block.
+/// (acquire).
 #[pgas_device]
 fn leave_call(
     pes: &SymTensor<i32>,
@@ -46,28 +37,13 @@ fn leave_call(
     e: u64,
     after_puts: bool,
 ) {
-    let blk = block_idx_x() as usize;
-    let t = thread_idx_x() as usize;
-    let nn = n as usize;
     if after_puts {
         threadfence_system();
     }
     sync_threads();
-    if t < nn {
-        signal_op(
-            &mut sig[blk * nn + me as usize],
-            2 * e,
-            SignalOp::Set,
-            pes[t],
-        );
-        signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
-        if after_puts {
-            threadfence_system();
-        }
-    }
-    sync_threads();
-    if t == 0 {
-        epochs[blk] = e;
+    meet(pes, sig, n, me, 2 * e, after_puts);
+    if thread_idx_x() == 0 {
+        epochs[block_idx_x() as usize] = e;
     }
 }
 
@@ -268,7 +244,9 @@ pub fn allreduce_add_rmsnorm(
     let exchange = mode != 2;
     let mut e = 0u64;
     if exchange {
-        e = enter_call(pes, sig, epochs, n, me);
+        // Entry into the block's next call.
+        e = epochs[blk] + 1;
+        meet(pes, sig, n, me, 2 * e - 1, true);
     }
     let chunk = (tt + nn - 1) / nn;
     if two_shot {

@@ -13,6 +13,15 @@ use crate::coll::Algorithm;
 use crate::prelude::*;
 use crate::{Error, Result, SymRegion, SymTensor, Team};
 
+/// A call's buffers as the kernels take them: the input (`x`, or rows already reduced), the
+/// residual, the weight and the output.
+type Rows<'a> = (
+    &'a dyn SymRegion<bf16>,
+    &'a mut dyn SymRegion<bf16>,
+    &'a dyn SymRegion<bf16>,
+    &'a mut dyn SymRegion<bf16>,
+);
+
 impl AllReduceRmsNorm {
     /// [`AllReduceRmsNorm::run_on`] on the context's stream ([`Pgas::stream`]).
     pub fn run(
@@ -99,19 +108,13 @@ impl AllReduceRmsNorm {
 
     /// Launches [`allreduce_add_rmsnorm_ll`] for `tokens` rows, with the LL scratch, barrier
     /// words and partial sums `ll` (the operation's, taken for the call).
-    fn launch_low_latency<X, R, W, O>(
+    fn launch_low_latency(
         &self,
         stream: &CudaStream,
         (scratch, sync, partial): &mut LlScratch,
-        (x, residual, weight, out): (&X, &mut R, &W, &mut O),
+        (x, residual, weight, out): Rows<'_>,
         tokens: usize,
-    ) -> Result<()>
-    where
-        X: SymRegion<bf16>,
-        R: SymRegion<bf16>,
-        W: SymRegion<bf16>,
-        O: SymRegion<bf16>,
-    {
+    ) -> Result<()> {
         let n = self.n;
         let slices = self.ll_slices(tokens);
         let mut args = KernelArgs::new();
@@ -146,20 +149,14 @@ impl AllReduceRmsNorm {
     /// Launches [`allreduce_add_rmsnorm`] in `mode` for `tokens` rows of `input`, in `blocks`
     /// blocks: one-shot and two-shot as this PE's team rank, over the team; [`LOCAL`]
     /// (exchanging nothing, so no peer needs to be reachable) as the lone PE of a team of one.
-    fn launch_fused<X, R, W, O>(
+    fn launch_fused(
         &mut self,
         stream: &CudaStream,
-        (input, residual, weight, out): (&X, &mut R, &W, &mut O),
+        (input, residual, weight, out): Rows<'_>,
         tokens: usize,
         blocks: u32,
         mode: i128,
-    ) -> Result<()>
-    where
-        X: SymRegion<bf16>,
-        R: SymRegion<bf16>,
-        W: SymRegion<bf16>,
-        O: SymRegion<bf16>,
-    {
+    ) -> Result<()> {
         let (n, me, flags) = if mode == LOCAL {
             (1, 0, self.comm.local_flags()?.1)
         } else {

@@ -24,7 +24,7 @@ pub const DATA_THREADS: u32 = 512;
 /// runs them in more waves.
 pub const BLOCKS_PER_SM: u32 = 2;
 
-use super::ticket::__pgas_device_last_block;
+use super::ticket::{__pgas_device_end_epoch, __pgas_device_last_block, __pgas_device_wait_pes};
 use crate::prelude::*;
 
 /// Counts and ranks this PE's tokens per destination PE (blocks `0..n`) and per expert (blocks
@@ -180,11 +180,7 @@ pub fn moe_layout(
                 t as i32,
             );
         }
-        if t < nn {
-            signal_wait_until(&sigs[t], Cmp::Ge, e);
-            threadfence_system();
-        }
-        sync_threads();
+        wait_pes(sigs, 0, nn, e);
         // Where this PE's rows start on PE `t`: after the rows of every lower-numbered source.
         if t < nn {
             let mut o = 0i32;
@@ -452,12 +448,7 @@ pub fn moe_dispatch(
     // The last block waits for every PE's blocks of this call (`e` calls of `grid` blocks each).
     if last[0] != 0 {
         let e = sync[3] + 1;
-        let want = e * grid_dim_x() as u64;
-        if t < nn {
-            signal_wait_until(&sigs[nn + t], Cmp::Ge, want);
-            threadfence_system();
-        }
-        sync_threads();
+        wait_pes(sigs, nn, nn, e * grid_dim_x() as u64);
         if t == 0 {
             sync[3] = e;
             sync[2] = 0;
@@ -625,7 +616,6 @@ pub fn moe_combine_reduce(
     send_blocks: u32,
     #[comptime] n: u32,
 ) {
-    let t = thread_idx_x() as usize;
     let lane = lane_id() as usize;
     let nn = n as usize;
     let h = hidden as usize;
@@ -636,11 +626,7 @@ pub fn moe_combine_reduce(
     // Every block reads the epoch before it takes its ticket, and the last ticket's block
     // advances it, so all blocks of one call agree on it.
     let e = sync[5] + 1;
-    if t < nn {
-        signal_wait_until(&sigs[2 * nn + t], Cmp::Ge, e * send_blocks as u64);
-        threadfence_system();
-    }
-    sync_threads();
+    wait_pes(sigs, 2 * nn, nn, e * send_blocks as u64);
     let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
     let mut item = global_thread_idx() / 32;
     while item < ntok * chunks {
@@ -678,10 +664,7 @@ pub fn moe_combine_reduce(
         }
         item += warps;
     }
-    if last_block(sync, 4) && t == 0 {
-        sync[5] = e;
-        sync[4] = 0;
-    }
+    end_epoch(sync, 4, e);
 }
 
 /// The combine of rows already reduced on the experts' PEs: `rows` holds, on every PE, one
@@ -734,10 +717,8 @@ pub fn moe_combine_pull(
     if t < nn {
         threadfence_system();
         signal_op(&mut sigs[3 * nn + mine], e, SignalOp::Set, t as i32);
-        signal_wait_until(&sigs[3 * nn + t], Cmp::Ge, e);
-        threadfence_system();
     }
-    sync_threads();
+    wait_pes(sigs, 3 * nn, nn, e);
     let warps = (grid_dim_x() * block_dim_x()) as usize / 32;
     let mut item = global_thread_idx() / 32;
     while item < ntok * chunks {
@@ -800,8 +781,5 @@ pub fn moe_combine_pull(
         }
         item += warps;
     }
-    if last_block(sync, 6) && t == 0 {
-        sync[7] = e;
-        sync[6] = 0;
-    }
+    end_epoch(sync, 6, e);
 }

@@ -93,42 +93,27 @@ pub fn combine(
     expert_out: impl Fn(usize, usize) -> Vec<bf16>,
 ) -> Vec<bf16> {
     let (h, k) = (cfg.hidden, cfg.top_k);
-    let mut acc = vec![0f32; tokens * h];
-    let mut routed = vec![false; tokens];
-    // PE order: each destination adds its partial rows for this PE's tokens.
-    for (d, r) in received.iter().enumerate() {
-        for (row, &(s, t)) in r.src.iter().enumerate() {
-            if s != me {
-                continue;
-            }
-            routed[t] = true;
-            // The row's pairs in slot order, with their weights.
-            let ys: Vec<(f32, Vec<bf16>)> = (0..k)
-                .filter(|&j| r.row_pairs[row * k + j] >= 0)
-                .map(|j| {
-                    let w = f32::from_bits(r.weight_bits[row * k + j]);
-                    (w, expert_out(d, r.row_pairs[row * k + j] as usize))
-                })
-                .collect();
-            for c in 0..h {
+    // Each destination's partial row for a received row, then summed as `combine_rows` sums.
+    combine_rows(cfg, me, tokens, received, |d, row| {
+        let r = &received[d];
+        // The row's pairs in slot order, with their weights.
+        let ys: Vec<(f32, Vec<bf16>)> = (0..k)
+            .filter(|&j| r.row_pairs[row * k + j] >= 0)
+            .map(|j| {
+                let w = f32::from_bits(r.weight_bits[row * k + j]);
+                (w, expert_out(d, r.row_pairs[row * k + j] as usize))
+            })
+            .collect();
+        (0..h)
+            .map(|c| {
                 let mut a = 0f32;
                 for (w, y) in &ys {
                     a = w.mul_add(y[c].to_f32(), a);
                 }
-                acc[t * h + c] += bf16::from_f32(a).to_f32();
-            }
-        }
-    }
-    acc.iter()
-        .enumerate()
-        .map(|(i, &a)| {
-            if routed[i / h] {
                 bf16::from_f32(a)
-            } else {
-                bf16::ZERO
-            }
-        })
-        .collect()
+            })
+            .collect()
+    })
 }
 
 /// The output of [`MoeDispatcher::combine_rows`] on PE `me` (`tokens * hidden`), given every

@@ -1,5 +1,6 @@
-//! The grid ticket the MoE kernels end with: every block counts itself in, and the last to
-//! arrive (which then sees what every block fenced before its ticket) runs the kernel's tail.
+//! The synchronization the MoE kernels share: the grid ticket they end with (every block counts
+//! itself in, and the last to arrive, which then sees what every block fenced before its
+//! ticket, runs the kernel's tail) and the wait for every PE's signal.
 
 use crate::prelude::*;
 
@@ -17,4 +18,27 @@ pub fn last_block(sync: &mut SymTensor<u64>, word: usize) -> bool {
     }
     sync_threads();
     last[0] != 0
+}
+
+/// The end of a call whose epoch is `sync[word + 1]`: takes the block's ticket at `sync[word]`,
+/// and the grid's last block records epoch `e` and puts the ticket back to 0 for the next call.
+#[pgas_device]
+pub fn end_epoch(sync: &mut SymTensor<u64>, word: usize, e: u64) {
+    if last_block(sync, word) && thread_idx_x() == 0 {
+        sync[word + 1] = e;
+        sync[word] = 0;
+    }
+}
+
+/// Threads `0..n` wait until PE `t`'s word `sigs[at + t]` is at least `want` and fence
+/// (acquire), then a block barrier: past it the whole block sees what every PE released before
+/// its signal.
+#[pgas_device]
+pub fn wait_pes(sigs: &SymTensor<u64>, at: usize, n: usize, want: u64) {
+    let t = thread_idx_x() as usize;
+    if t < n {
+        signal_wait_until(&sigs[at + t], Cmp::Ge, want);
+        threadfence_system();
+    }
+    sync_threads();
 }
