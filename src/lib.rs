@@ -36,6 +36,7 @@ extern crate self as pgas;
 
 pub mod attention;
 pub mod coll;
+mod debug;
 pub mod gemm;
 pub mod ops;
 

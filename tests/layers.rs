@@ -3,7 +3,7 @@
 //!
 //! | layer | modules | holds |
 //! | --- | --- | --- |
-//! | 0 | `gemm`, `coll` | the Hopper GEMM, the collectives |
+//! | 0 | `gemm`, `coll`, `debug` | the Hopper GEMM, the collectives, the `Debug` impls' macro |
 //! | 1 | `attention` | the Hopper attention (its test inputs are the GEMM's) |
 //! | 2 | `ops` | fused operations, on the GEMM, the attention and the collectives |
 //! | 3 | `bin` | the `pgas` and `pgas-run` programs |
@@ -16,6 +16,7 @@ use std::path::Path;
 const LAYERS: &[(&str, u32)] = &[
     ("gemm", 0),
     ("coll", 0),
+    ("debug", 0),
     ("attention", 1),
     ("ops", 2),
     ("bin", 3),

@@ -228,17 +228,8 @@ pub fn device_scratch_len<T>(n_pes: usize, len: usize) -> usize {
 /// The next [`Comm`]'s `id`.
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-impl std::fmt::Debug for Comm {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Comm")
-            .field("team", &self.team)
-            .field("rank", &self.rank)
-            .field("n", &self.n)
-            .field("p2p", &self.p2p)
-            .field("hierarchy", &self.hierarchy())
-            .finish()
-    }
-}
+crate::debug::debug_fields!(|c: Comm| team: c.team, rank: c.rank, n: c.n, p2p: c.p2p,
+    hierarchy: c.hierarchy());
 
 impl Comm {
     /// A communicator over `team`. Collective over **all** PEs (it allocates symmetric memory),

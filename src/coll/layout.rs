@@ -53,15 +53,8 @@ struct Send {
     dst_at: usize,
 }
 
-impl std::fmt::Debug for AllToAllLayout {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AllToAllLayout")
-            .field("comm", &self.comm)
-            .field("src_len", &self.src_len)
-            .field("dst_len", &self.dst_len)
-            .finish()
-    }
-}
+crate::debug::debug_fields!(|l: AllToAllLayout| comm: l.comm, src_len: l.src_len,
+    dst_len: l.dst_len);
 
 impl AllToAllLayout {
     /// The fewest elements each member's source must hold for this layout.

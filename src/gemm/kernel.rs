@@ -111,11 +111,13 @@ pub fn gemm_bf16_sm90(
     // Peers copy into and arrive on these mbarriers: all are initialized before anyone starts.
     cluster_sync();
 
+    // Both roles count the ring slots they use, `it`: the feeder fills slot `it % s` for the
+    // multipliers' `it`-th K step.
+    let mut it = 0;
     if wg == 0 {
         setmaxnreg_dec(40);
         if t == 0 {
             let half = bw / cl;
-            let mut it = 0;
             let mut tile = cluster_id_x() as usize;
             while tile < tiles {
                 let tm = (tile_row(tile, tiles_m, tiles_n, group) + shift) % tiles_m;
@@ -188,7 +190,6 @@ pub fn gemm_bf16_sm90(
         let arows = (wg - 1) * 4096;
         let lane = lane_id() as usize;
         let w = (t % 128) / 32;
-        let mut it = 0;
         let mut tile = cluster_id_x() as usize;
         while tile < tiles {
             let tm = (tile_row(tile, tiles_m, tiles_n, group) + shift) % tiles_m;

@@ -85,18 +85,7 @@ pub fn gemm_bf16(
         if kt < ktiles {
             let base = kt * stage;
             let k0 = kt * 64;
-            for i in 0..1024 / w {
-                cp_async_16(
-                    &mut smem[base + a_dst + i * (w / 8) * 64],
-                    &a[a_src + i * (w / 8) * k + k0],
-                );
-            }
-            for i in 0..8 {
-                cp_async_16(
-                    &mut smem[base + b_dst + i * 8 * w],
-                    &b[b_src + (k0 + i * 8) * n],
-                );
-            }
+            copy_tile(a, a_src, a_dst, k, b, b_src, b_dst, n, base, k0, w);
         }
         cp_async_commit();
     }
@@ -168,18 +157,7 @@ pub fn gemm_bf16(
                 if next < ktiles {
                     let base = wr * stage;
                     let k0 = next * 64;
-                    for i in 0..1024 / w {
-                        cp_async_16(
-                            &mut smem[base + a_dst + i * (w / 8) * 64],
-                            &a[a_src + i * (w / 8) * k + k0],
-                        );
-                    }
-                    for i in 0..8 {
-                        cp_async_16(
-                            &mut smem[base + b_dst + i * 8 * w],
-                            &b[b_src + (k0 + i * 8) * n],
-                        );
-                    }
+                    copy_tile(a, a_src, a_dst, k, b, b_src, b_dst, n, base, k0, w);
                 }
                 cp_async_commit();
             }
@@ -218,6 +196,40 @@ pub fn gemm_bf16(
         let ch = q % (w / 8);
         let v = load_vec16(&smem[r * (w + 8) + ch * 8]);
         store_vec16(&mut c[idx2(row0 + r, col0 + ch * 8, n)], v);
+    }
+}
+
+/// Starts the copies of the k-tile at column `k0` of A (row `k0` of B) into the stage at `base`
+/// of shared memory: this thread's 16-byte chunks of A's 128 x 64 tile and of B's 64 x `w` one,
+/// at the per-thread offsets [`gemm_bf16`] computed once (`a_src`, `a_dst`, `b_src`, `b_dst`).
+/// `k` and `n` are A's and B's row lengths.
+#[pgas_device]
+#[allow(clippy::too_many_arguments)]
+fn copy_tile(
+    a: &CudaSlice<bf16>,
+    a_src: usize,
+    a_dst: usize,
+    k: usize,
+    b: &CudaSlice<bf16>,
+    b_src: usize,
+    b_dst: usize,
+    n: usize,
+    base: usize,
+    k0: usize,
+    w: usize,
+) {
+    let smem = dyn_shared::<bf16>();
+    for i in 0..1024 / w {
+        cp_async_16(
+            &mut smem[base + a_dst + i * (w / 8) * 64],
+            &a[a_src + i * (w / 8) * k + k0],
+        );
+    }
+    for i in 0..8 {
+        cp_async_16(
+            &mut smem[base + b_dst + i * 8 * w],
+            &b[b_src + (k0 + i * 8) * n],
+        );
     }
 }
 

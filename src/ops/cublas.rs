@@ -140,11 +140,7 @@ pub struct Cublas {
 // SAFETY: a cuBLAS handle may move between threads; `&self` methods are not shared (no `Sync`).
 unsafe impl Send for Cublas {}
 
-impl std::fmt::Debug for Cublas {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cublas").finish_non_exhaustive()
-    }
-}
+crate::debug::debug_fields!(|_: Cublas| ..);
 
 /// How B is stored: `Bt` (n x k, row-major: the layout of a linear layer's weight and of the
 /// wgmma GEMM) or `B` (k x n, row-major).
@@ -331,11 +327,7 @@ pub struct CublasLt {
 // SAFETY: a cuBLASLt handle may move between threads; `&self` methods are not shared.
 unsafe impl Send for CublasLt {}
 
-impl std::fmt::Debug for CublasLt {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CublasLt").finish_non_exhaustive()
-    }
-}
+crate::debug::debug_fields!(|_: CublasLt| ..);
 
 impl Drop for CublasLt {
     fn drop(&mut self) {

@@ -193,17 +193,8 @@ pub struct Halo2d {
     flags: SymTensor<u64>,
 }
 
-impl std::fmt::Debug for Halo2d {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Halo2d")
-            .field("nx", &self.plan.nx)
-            .field("rows", &self.plan.rows)
-            .field("up", &self.plan.up)
-            .field("down", &self.plan.down)
-            .field("epoch", &self.epoch)
-            .finish()
-    }
-}
+crate::debug::debug_fields!(|h: Halo2d| nx: h.plan.nx, rows: h.plan.rows, up: h.plan.up,
+    down: h.plan.down, epoch: h.epoch);
 
 /// The symmetric buffers of a [`Halo2d`], for a kernel written against its protocol.
 pub struct HaloParts<'a> {

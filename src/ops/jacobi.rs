@@ -230,95 +230,6 @@ pub fn jacobi_step(
     );
 }
 
-/// Iterations `base .. base + iters` in one launch (see the module docs and
-/// `pgas::ops::halo`'s protocol), the body of both fused kernels ([`jacobi_fused`],
-/// [`jacobi_fused_512`]: the same code under two register budgets). Every block must be
-/// resident: they wait for each other. `depth`: the [`Sweep`] form. The flag of block `b` holds
-/// the iterations whose band it has written (the neighbouring bands read its first and last
-/// rows).
-#[pgas_device]
-fn fused_iterations(
-    field: &mut SymTensor<f32>,
-    sig: &mut SymTensor<u64>,
-    flags: &mut SymTensor<u64>,
-    nx: usize,
-    rows: usize,
-    plane: usize,
-    up_halo: usize,
-    up: i32,
-    down: i32,
-    base: u64,
-    iters: u32,
-    depth: usize,
-) {
-    let b = block_idx_x() as usize;
-    let nb = grid_dim_x() as usize;
-    let top = b == 0;
-    let bottom = b == nb - 1;
-    let ra = 1 + b * rows / nb;
-    let rb = 1 + (b + 1) * rows / nb;
-    // The rows of the band that are not a PE edge (those go first, then out).
-    let lo = if top { ra + 1 } else { ra };
-    let hi = if bottom { rb - 1 } else { rb };
-    let first = thread_idx_x() == 0;
-    if first {
-        // Earlier launches (or unfused iterations) finished `base` iterations.
-        atomic_exch_local(&mut flags[b], base);
-    }
-    // The current plane's edge rows have not been sent yet (the protocol's rule between calls).
-    let p0 = (base % 2) as usize * plane;
-    let first_sent = base + 1;
-    send_edge_rows(
-        field, sig, p0, nx, rows, up_halo, up, down, first_sent, top, bottom,
-    );
-    for k in 0..iters {
-        let e = base + k as u64;
-        let src = (e % 2) as usize * plane;
-        let dst = ((e + 1) % 2) as usize * plane;
-        // Wait until the rows around the band hold iteration e (and, for the neighbouring
-        // bands, until they no longer read iteration e - 1, which this one overwrites).
-        if first {
-            if top {
-                signal_wait_until(&sig[0], Cmp::Ge, e + 1);
-            } else {
-                wait_until(&flags[b - 1], Cmp::Ge, e);
-            }
-            if bottom {
-                signal_wait_until(&sig[1], Cmp::Ge, e + 1);
-            } else {
-                wait_until(&flags[b + 1], Cmp::Ge, e);
-            }
-            // Acquire: later loads see what the neighbours wrote before signalling.
-            threadfence();
-        }
-        sync_threads();
-        let send = k + 1 < iters;
-        if top {
-            sweep(field, src, dst, nx, 1, 2, depth);
-        }
-        if bottom {
-            sweep(field, src, dst, nx, rows, rows + 1, depth);
-        }
-        if (top || bottom) && send {
-            sync_threads();
-        }
-        // The edge rows just computed (iteration e + 1, so signalled with e + 2).
-        let sent = e + 2;
-        let send_up = top && send;
-        let send_down = bottom && send;
-        send_edge_rows(
-            field, sig, dst, nx, rows, up_halo, up, down, sent, send_up, send_down,
-        );
-        sweep(field, src, dst, nx, lo, hi, depth);
-        sync_threads();
-        if first {
-            // Release: the band's rows before the flag that announces them.
-            threadfence();
-            atomic_exch_local(&mut flags[b], e + 1);
-        }
-    }
-}
-
 /// Sends the edge rows of the plane at `p`, each with its signal set to `value`: with `top`
 /// (the first band), row 1 into halo row `up_halo` of PE `up`, signalling its `sig[1]`; with
 /// `bottom` (the last band), row `rows` into halo row 0 of PE `down`, signalling its `sig[0]`.
@@ -359,49 +270,114 @@ fn send_edge_rows(
     }
 }
 
-/// The fused kernel in blocks of 1024 threads: at most 64 registers a thread (a 64K-register
-/// SM holds one such block).
-#[pgas_kernel(max_threads = 1024)]
-pub fn jacobi_fused(
-    field: &mut SymTensor<f32>,
-    sig: &mut SymTensor<u64>,
-    flags: &mut SymTensor<u64>,
-    nx: usize,
-    rows: usize,
-    plane: usize,
-    up_halo: usize,
-    up: i32,
-    down: i32,
-    base: u64,
-    iters: u32,
-    #[comptime] depth: usize,
-) {
-    fused_iterations(
-        field, sig, flags, nx, rows, plane, up_halo, up, down, base, iters, depth,
-    );
+/// Defines a fused kernel `$name` with the block bound `$threads`: iterations
+/// `base .. base + iters` in one launch (see the module docs and `pgas::ops::halo`'s protocol).
+/// The two fused kernels are this code under two register budgets. Every block must be
+/// resident: they wait for each other. `depth`: the [`Sweep`] form. The flag of block `b` holds
+/// the iterations whose band it has written (the neighbouring bands read its first and last
+/// rows).
+macro_rules! fused_kernel {
+    ($(#[$doc:meta])* $name:ident, $threads:tt) => {
+        $(#[$doc])*
+        #[pgas_kernel(max_threads = $threads)]
+        pub fn $name(
+            field: &mut SymTensor<f32>,
+            sig: &mut SymTensor<u64>,
+            flags: &mut SymTensor<u64>,
+            nx: usize,
+            rows: usize,
+            plane: usize,
+            up_halo: usize,
+            up: i32,
+            down: i32,
+            base: u64,
+            iters: u32,
+            #[comptime] depth: usize,
+        ) {
+            let b = block_idx_x() as usize;
+            let nb = grid_dim_x() as usize;
+            let top = b == 0;
+            let bottom = b == nb - 1;
+            let ra = 1 + b * rows / nb;
+            let rb = 1 + (b + 1) * rows / nb;
+            // The rows of the band that are not a PE edge (those go first, then out).
+            let lo = if top { ra + 1 } else { ra };
+            let hi = if bottom { rb - 1 } else { rb };
+            let first = thread_idx_x() == 0;
+            if first {
+                // Earlier launches (or unfused iterations) finished `base` iterations.
+                atomic_exch_local(&mut flags[b], base);
+            }
+            // The current plane's edge rows have not been sent yet (the protocol's rule between
+            // calls).
+            let p0 = (base % 2) as usize * plane;
+            let first_sent = base + 1;
+            send_edge_rows(
+                field, sig, p0, nx, rows, up_halo, up, down, first_sent, top, bottom,
+            );
+            for k in 0..iters {
+                let e = base + k as u64;
+                let src = (e % 2) as usize * plane;
+                let dst = ((e + 1) % 2) as usize * plane;
+                // Wait until the rows around the band hold iteration e (and, for the neighbouring
+                // bands, until they no longer read iteration e - 1, which this one overwrites).
+                if first {
+                    if top {
+                        signal_wait_until(&sig[0], Cmp::Ge, e + 1);
+                    } else {
+                        wait_until(&flags[b - 1], Cmp::Ge, e);
+                    }
+                    if bottom {
+                        signal_wait_until(&sig[1], Cmp::Ge, e + 1);
+                    } else {
+                        wait_until(&flags[b + 1], Cmp::Ge, e);
+                    }
+                    // Acquire: later loads see what the neighbours wrote before signalling.
+                    threadfence();
+                }
+                sync_threads();
+                let send = k + 1 < iters;
+                if top {
+                    sweep(field, src, dst, nx, 1, 2, depth);
+                }
+                if bottom {
+                    sweep(field, src, dst, nx, rows, rows + 1, depth);
+                }
+                if (top || bottom) && send {
+                    sync_threads();
+                }
+                // The edge rows just computed (iteration e + 1, so signalled with e + 2).
+                let sent = e + 2;
+                let send_up = top && send;
+                let send_down = bottom && send;
+                send_edge_rows(
+                    field, sig, dst, nx, rows, up_halo, up, down, sent, send_up, send_down,
+                );
+                sweep(field, src, dst, nx, lo, hi, depth);
+                sync_threads();
+                if first {
+                    // Release: the band's rows before the flag that announces them.
+                    threadfence();
+                    atomic_exch_local(&mut flags[b], e + 1);
+                }
+            }
+        }
+    };
 }
 
-/// The fused kernel in blocks of 512 threads: up to 128 registers a thread, room for a batch
-/// of 8 rows with nothing spilled (still one block an SM: see [`Fused::threads`]).
-#[pgas_kernel(max_threads = 512)]
-pub fn jacobi_fused_512(
-    field: &mut SymTensor<f32>,
-    sig: &mut SymTensor<u64>,
-    flags: &mut SymTensor<u64>,
-    nx: usize,
-    rows: usize,
-    plane: usize,
-    up_halo: usize,
-    up: i32,
-    down: i32,
-    base: u64,
-    iters: u32,
-    #[comptime] depth: usize,
-) {
-    fused_iterations(
-        field, sig, flags, nx, rows, plane, up_halo, up, down, base, iters, depth,
-    );
-}
+fused_kernel!(
+    /// The fused kernel in blocks of 1024 threads: at most 64 registers a thread (a 64K-register
+    /// SM holds one such block).
+    jacobi_fused,
+    1024
+);
+
+fused_kernel!(
+    /// The fused kernel in blocks of 512 threads: up to 128 registers a thread, room for a batch
+    /// of 8 rows with nothing spilled (still one block an SM: see [`Fused::threads`]).
+    jacobi_fused_512,
+    512
+);
 
 /// Threads per block of the unfused stencil kernel ([`jacobi_step`]) and of the fused kernel's
 /// 1024-thread forms.

@@ -32,53 +32,47 @@ pub(crate) fn require_stream_mem_ops(pgas: &Pgas, what: &'static str) -> Result<
     })
 }
 
-/// Enqueues on `stream` a wait until the 64-bit word at `addr` is at least `value`
-/// (`cuStreamWaitValue64`, `GEQ`): how the copy-engine operations wait for a peer's signal.
-/// `what` says what is waited for, in the error.
-///
-/// # Safety
-/// `addr` is a device address of a `u64` this context may read while `stream` runs.
-pub(crate) unsafe fn stream_wait_geq(
-    stream: cudarc::driver::sys::CUstream,
-    addr: cudarc::driver::sys::CUdeviceptr,
-    value: u64,
-    what: &'static str,
-) -> Result<()> {
-    use cudarc::driver::sys as cu;
-    // SAFETY: `addr` is a readable device `u64` while `stream` runs (the caller's contract).
-    unsafe {
-        cu::cuStreamWaitValue64_v2(
-            stream,
-            addr,
-            value,
-            cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-        )
-    }
-    .result()
-    .map_err(Error::cuda(what))
+/// What [`stream_word`] enqueues on a 64-bit word.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Word {
+    /// A wait until the word is at least the value (`cuStreamWaitValue64`, `GEQ`): how the
+    /// copy-engine operations wait for a peer's signal.
+    AtLeast(u64),
+    /// A write of the value (`cuStreamWriteValue64`): how the copy-engine operations signal a
+    /// peer.
+    Write(u64),
 }
 
-/// Enqueues on `stream` a write of `value` to the 64-bit word at `addr`
-/// (`cuStreamWriteValue64`): how the copy-engine operations signal a peer. `what` says what the
-/// write signals, in the error.
+/// Enqueues `op` on `stream` on the 64-bit word at `addr`. `what` says what is waited for or
+/// signalled, in the error.
 ///
 /// # Safety
-/// `addr` is a device address of a `u64` this context may write while `stream` runs.
-pub(crate) unsafe fn stream_write(
+/// `addr` is a device address of a `u64` this context may read (and, for [`Word::Write`],
+/// write) while `stream` runs.
+pub(crate) unsafe fn stream_word(
     stream: cudarc::driver::sys::CUstream,
     addr: cudarc::driver::sys::CUdeviceptr,
-    value: u64,
+    op: Word,
     what: &'static str,
 ) -> Result<()> {
     use cudarc::driver::sys as cu;
-    // SAFETY: `addr` is a writable device `u64` while `stream` runs (the caller's contract).
+    // SAFETY: `addr` is a device `u64` this context may read, and write for a write, while
+    // `stream` runs (the caller's contract).
     unsafe {
-        cu::cuStreamWriteValue64_v2(
-            stream,
-            addr,
-            value,
-            cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
-        )
+        match op {
+            Word::AtLeast(value) => cu::cuStreamWaitValue64_v2(
+                stream,
+                addr,
+                value,
+                cu::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+            ),
+            Word::Write(value) => cu::cuStreamWriteValue64_v2(
+                stream,
+                addr,
+                value,
+                cu::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
+            ),
+        }
     }
     .result()
     .map_err(Error::cuda(what))

@@ -105,10 +105,10 @@ impl AllGatherMatmul {
                 // of each row (group.end <= n).
                 unsafe {
                     if group.start == 0 {
-                        stream_sync::stream_wait_geq(
+                        stream_sync::stream_word(
                             copy,
                             words_here + 8 * q as u64,
-                            self.epoch - 1,
+                            stream_sync::Word::AtLeast(self.epoch - 1),
                             "waiting until a peer's buffer is free",
                         )?;
                     }
@@ -140,10 +140,10 @@ impl AllGatherMatmul {
                             .map_err(Error::cuda("pushing pieces of the shard to a peer"))?;
                     }
                     for i in group.clone() {
-                        stream_sync::stream_write(
+                        stream_sync::stream_word(
                             copy,
                             self.flag_ptrs[q] + (8 * i * np) as u64,
-                            self.epoch,
+                            stream_sync::Word::Write(self.epoch),
                             "signalling a peer that a piece of the shard is in place",
                         )?;
                     }

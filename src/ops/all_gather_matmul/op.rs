@@ -136,10 +136,10 @@ impl AllGatherMatmul {
                 .map_err(Error::cuda("copying the shard into the gathered buffer"))?;
             for (pe, &word) in self.flag_ptrs.iter().enumerate() {
                 if pe != me {
-                    stream_sync::stream_write(
+                    stream_sync::stream_word(
                         copy,
                         word,
-                        self.epoch,
+                        stream_sync::Word::Write(self.epoch),
                         "signalling a peer that the shard is in place",
                     )?;
                 }
@@ -155,10 +155,10 @@ impl AllGatherMatmul {
             // this PE's), which PE `src` filled before writing the word, and nobody writes
             // until the next call of this parity.
             unsafe {
-                stream_sync::stream_wait_geq(
+                stream_sync::stream_word(
                     copy,
                     words + 8 * src as u64,
-                    self.epoch,
+                    stream_sync::Word::AtLeast(self.epoch),
                     "waiting for a peer's shard",
                 )?;
                 cu::cuMemcpyDtoDAsync_v2(

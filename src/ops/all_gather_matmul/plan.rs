@@ -137,16 +137,8 @@ impl Drop for Pushes {
     }
 }
 
-impl std::fmt::Debug for AllGatherMatmul {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AllGatherMatmul")
-            .field("shard_rows", &self.mp)
-            .field("n", &self.n)
-            .field("k", &self.k)
-            .field("calls", &self.epoch)
-            .finish_non_exhaustive()
-    }
-}
+crate::debug::debug_fields!(|s: AllGatherMatmul| shard_rows: s.mp, n: s.n, k: s.k,
+    calls: s.epoch, ..);
 
 /// Why a shard of `mp` rows with `n` and `k` cannot run, if it cannot.
 pub fn shape_error((mp, n, k): (usize, usize, usize), n_pes: usize) -> Option<String> {

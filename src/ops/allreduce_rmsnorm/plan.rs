@@ -115,16 +115,8 @@ pub struct AllReduceRmsNorm {
     pub(super) off_node: Option<SymTensor<bf16>>,
 }
 
-impl std::fmt::Debug for AllReduceRmsNorm {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AllReduceRmsNorm")
-            .field("hidden", &self.hidden)
-            .field("max_tokens", &self.max_tokens)
-            .field("eps", &self.eps)
-            .field("n_pes", &self.n)
-            .finish()
-    }
-}
+crate::debug::debug_fields!(|s: AllReduceRmsNorm| hidden: s.hidden, max_tokens: s.max_tokens,
+    eps: s.eps, n_pes: s.n);
 
 /// Why `(hidden, max_tokens, eps)` cannot make an [`AllReduceRmsNorm`], with the fix, or `None`.
 fn config_error(hidden: usize, max_tokens: usize, eps: f32) -> Option<String> {

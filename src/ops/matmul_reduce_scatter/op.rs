@@ -137,11 +137,11 @@ impl MatmulReduceScatter {
             match self.per_call {
                 // SAFETY: a word of the plan's `finished` words (P x splits of them).
                 Some(_) => unsafe {
-                    stream_sync::stream_wait_geq(
+                    stream_sync::stream_word(
                         next.cu_stream(),
                         self.finished.words.as_device_ptr()
                             + ((owner * splits + j) * 8) as CUdeviceptr,
-                        self.finished.target,
+                        stream_sync::Word::AtLeast(self.finished.target),
                         "waiting for the kernel to finish a chunk",
                     )?
                 },
@@ -239,20 +239,20 @@ impl MatmulReduceScatter {
         unsafe {
             if epoch > 1 {
                 // The owner has read this slot's chunk of the previous call.
-                stream_sync::stream_wait_geq(
+                stream_sync::stream_word(
                     cs,
                     local_ack + ((owner * splits + j) * 8) as CUdeviceptr,
-                    epoch - 1,
+                    stream_sync::Word::AtLeast(epoch - 1),
                     "waiting for a chunk's acknowledgement",
                 )?;
             }
             cu::cuMemcpyDtoDAsync_v2(dst, chunk, rows * n * 2, cs)
                 .result()
                 .map_err(Error::cuda("copying a chunk to its owner"))?;
-            stream_sync::stream_write(
+            stream_sync::stream_word(
                 cs,
                 peer.arrive + ((me * splits + j) * 8) as CUdeviceptr,
-                epoch,
+                stream_sync::Word::Write(epoch),
                 "signalling a chunk to its owner",
             )
         }
@@ -276,10 +276,10 @@ impl MatmulReduceScatter {
             let src = (me + d) % pes;
             // SAFETY: a word of this plan's symmetric signals.
             unsafe {
-                stream_sync::stream_wait_geq(
+                stream_sync::stream_word(
                     cs,
                     local_arrive + ((src * splits + j) * 8) as CUdeviceptr,
-                    epoch,
+                    stream_sync::Word::AtLeast(epoch),
                     "waiting for a chunk from another PE",
                 )?;
             }
@@ -307,10 +307,10 @@ impl MatmulReduceScatter {
             let src = (me + d) % pes;
             // SAFETY: a word of the source's copy of this plan's signals.
             unsafe {
-                stream_sync::stream_write(
+                stream_sync::stream_word(
                     cs,
                     self.peers[src].ack + ((me * splits + j) * 8) as CUdeviceptr,
-                    epoch,
+                    stream_sync::Word::Write(epoch),
                     "acknowledging a chunk",
                 )?;
             }

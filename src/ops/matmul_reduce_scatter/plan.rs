@@ -70,16 +70,8 @@ pub struct MatmulReduceScatter {
     pub(super) off_node: Option<(SymTensor<bf16>, SymTensor<bf16>)>,
 }
 
-impl std::fmt::Debug for MatmulReduceScatter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MatmulReduceScatter")
-            .field("shape", &(self.m, self.n, self.k))
-            .field("pes", &self.pes)
-            .field("splits", &self.splits)
-            .field("epoch", &self.epoch)
-            .finish_non_exhaustive()
-    }
-}
+crate::debug::debug_fields!(|s: MatmulReduceScatter| shape: (s.m, s.n, s.k), pes: s.pes,
+    splits: s.splits, epoch: s.epoch, ..);
 
 /// How the one kernel tells the copy and reduction streams that a chunk of the partial product
 /// is written: word `owner * splits + j` grows as the kernel finishes chunk `j` of `owner`'s

@@ -65,15 +65,7 @@ pub struct MoeDispatcher {
     combined: bool,
 }
 
-impl std::fmt::Debug for MoeDispatcher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MoeDispatcher")
-            .field("cfg", &self.cfg)
-            .field("n", &self.n)
-            .field("blocks", &self.blocks)
-            .finish()
-    }
-}
+crate::debug::debug_fields!(|d: MoeDispatcher| cfg: d.cfg, n: d.n, blocks: d.blocks);
 
 impl MoeDispatcher {
     /// A dispatcher for `cfg` over all PEs. Collective: every PE calls it with the same `cfg`.

@@ -18,14 +18,7 @@ pub struct Routing {
     pub(super) id: u64,
 }
 
-impl std::fmt::Debug for Routing {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Routing")
-            .field("tokens", &self.tokens)
-            .field("id", &self.id)
-            .finish()
-    }
-}
+crate::debug::debug_fields!(|r: Routing| tokens: r.tokens, id: r.id);
 
 impl Routing {
     /// Tokens routed on this PE.

@@ -104,50 +104,50 @@ impl UlyssesAttention {
         // copied out of the symmetric buffer (the attention reads `CudaSlice`s).
         for (x, full, h) in [(q, &mut *qf, hq), (k, &mut *kf, hkv), (v, &mut *vf, hkv)] {
             let n = t * pes * h * d;
-            launch_pack(pgas, &mut self.send, x, (t, h, d, pes))?;
+            Layout(t, h, d, pes).pack(pgas, &mut self.send, x)?;
             self.comm.all_to_all(
                 &mut self.recv.view_mut(..n)?,
                 &self.send.view(..n)?,
                 Algorithm::Auto,
             )?;
-            launch_unpack(pgas, full, &self.recv, (t * pes, h, d, 1))?;
+            Layout(t * pes, h, d, 1).unpack(pgas, full, &self.recv)?;
         }
         self.attention
             .run(pgas, of, &mut self.lse, qf, kf, vf, false)?;
         // And back: PE g's block is the tokens of PE g's slice, for this PE's heads.
         let n = t * pes * hq * d;
-        launch_pack(pgas, &mut self.send, of, (t * pes, hq, d, 1))?;
+        Layout(t * pes, hq, d, 1).pack(pgas, &mut self.send, of)?;
         self.comm.all_to_all(
             &mut self.recv.view_mut(..n)?,
             &self.send.view(..n)?,
             Algorithm::Auto,
         )?;
-        launch_unpack(pgas, o, &self.recv, (t, hq, d, pes))
+        Layout(t, hq, d, pes).unpack(pgas, o, &self.recv)
     }
 }
 
-/// A launch over `tokens * pes * hp * d` elements, one thread each.
-fn blocks(tokens: usize, hp: usize, d: usize, pes: usize) -> LaunchConfig {
-    let n = (tokens * pes * hp * d) as u32;
-    LaunchConfig::blocks(n.div_ceil(THREADS), THREADS)
-}
+/// The sizes of a layout change, the kernels' `(tokens, hp, d, pes)`: `tokens` rows of `pes`
+/// blocks of `hp` heads of `d` elements.
+#[derive(Clone, Copy)]
+struct Layout(usize, usize, usize, usize);
 
-fn launch_pack(
-    pgas: &Pgas,
-    dst: &mut SymTensor<bf16>,
-    src: &CudaSlice<bf16>,
-    (tokens, hp, d, pes): (usize, usize, usize, usize),
-) -> Result<()> {
-    let cfg = blocks(tokens, hp, d, pes);
-    ulysses_pack::launch(pgas, cfg, dst, src, tokens, hp, d, pes)
-}
+impl Layout {
+    /// A launch over `tokens * pes * hp * d` elements, one thread each.
+    fn blocks(self) -> LaunchConfig {
+        let Layout(tokens, hp, d, pes) = self;
+        let n = (tokens * pes * hp * d) as u32;
+        LaunchConfig::blocks(n.div_ceil(THREADS), THREADS)
+    }
 
-fn launch_unpack(
-    pgas: &Pgas,
-    dst: &mut CudaSlice<bf16>,
-    src: &SymTensor<bf16>,
-    (tokens, hp, d, pes): (usize, usize, usize, usize),
-) -> Result<()> {
-    let cfg = blocks(tokens, hp, d, pes);
-    ulysses_unpack::launch(pgas, cfg, dst, src, tokens, hp, d, pes)
+    /// [`ulysses_pack`] of `src` into `dst`.
+    fn pack(self, pgas: &Pgas, dst: &mut SymTensor<bf16>, src: &CudaSlice<bf16>) -> Result<()> {
+        let Layout(tokens, hp, d, pes) = self;
+        ulysses_pack::launch(pgas, self.blocks(), dst, src, tokens, hp, d, pes)
+    }
+
+    /// [`ulysses_unpack`] of `src` into `dst`.
+    fn unpack(self, pgas: &Pgas, dst: &mut CudaSlice<bf16>, src: &SymTensor<bf16>) -> Result<()> {
+        let Layout(tokens, hp, d, pes) = self;
+        ulysses_unpack::launch(pgas, self.blocks(), dst, src, tokens, hp, d, pes)
+    }
 }
