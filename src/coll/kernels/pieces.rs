@@ -17,20 +17,8 @@ pub fn enter(
     n: u32,
     me: u32,
 ) -> u64 {
-    let blk = block_idx_x() as usize;
-    let t = thread_idx_x() as usize;
-    let nn = n as usize;
-    let e = epochs[blk] + 1;
-    if t < nn {
-        signal_op(
-            &mut sig[blk * nn + me as usize],
-            2 * e - 1,
-            SignalOp::Set,
-            pes[t],
-        );
-        signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
-        threadfence_system();
-    }
+    let e = epochs[block_idx_x() as usize] + 1;
+    signal_peers(sig, pes, n, me as usize, 2 * e - 1, false, true);
     sync_threads();
     e
 }
@@ -48,29 +36,15 @@ pub fn leave(
     e: u64,
     after_puts: bool,
 ) {
-    let blk = block_idx_x() as usize;
-    let t = thread_idx_x() as usize;
-    let nn = n as usize;
     if after_puts {
         // Release: this thread's peer stores before the block's signal.
         threadfence_system();
     }
     sync_threads();
-    if t < nn {
-        signal_op(
-            &mut sig[blk * nn + me as usize],
-            2 * e,
-            SignalOp::Set,
-            pes[t],
-        );
-        signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
-        if after_puts {
-            threadfence_system();
-        }
-    }
+    signal_peers(sig, pes, n, me as usize, 2 * e, false, after_puts);
     sync_threads();
-    if t == 0 {
-        epochs[blk] = e;
+    if thread_idx_x() == 0 {
+        epochs[block_idx_x() as usize] = e;
     }
 }
 
@@ -80,17 +54,38 @@ pub fn leave(
 /// a rank instead of one a thread.
 #[pgas_device]
 pub fn push_signal(sig: &mut SymTensor<u64>, pes: &SymTensor<i32>, n: u32, mine: usize, sv: u64) {
+    sync_threads();
+    signal_peers(sig, pes, n, mine, sv, true, true);
+    sync_threads();
+}
+
+/// The flag protocol's exchange of value `sv` by block `b`: thread `t < n` signals `sv` into
+/// word `b n + me` of team rank `t`'s `sig` and waits until word `b n + t` of this PE's is at
+/// least `sv`, rank `t`'s signal; with a system fence before the signal (`release`) and after
+/// the wait (`acquire`).
+#[pgas_device]
+pub fn signal_peers(
+    sig: &mut SymTensor<u64>,
+    pes: &SymTensor<i32>,
+    n: u32,
+    me: usize,
+    sv: u64,
+    release: bool,
+    acquire: bool,
+) {
     let blk = block_idx_x() as usize;
     let t = thread_idx_x() as usize;
     let nn = n as usize;
-    sync_threads();
     if t < nn {
-        threadfence_system();
-        signal_op(&mut sig[blk * nn + mine], sv, SignalOp::Set, pes[t]);
+        if release {
+            threadfence_system();
+        }
+        signal_op(&mut sig[blk * nn + me], sv, SignalOp::Set, pes[t]);
         signal_wait_until(&sig[blk * nn + t], Cmp::Ge, sv);
-        threadfence_system();
+        if acquire {
+            threadfence_system();
+        }
     }
-    sync_threads();
 }
 
 /// The byte offset modulo 16 of element `i` of a buffer of `T` whose element 0 sits at byte
