@@ -206,7 +206,7 @@ impl Comm {
     ) -> Result<Algorithm> {
         let how = how.into();
         how.auto_only("all-to-all-v algorithm")?;
-        self.on_stream(&how, |c, stream| c.exchange_v(stream, dst, src, layout))
+        self.on_stream(how, |c, stream, _| c.exchange_v(stream, dst, src, layout))
     }
 
     /// [`Comm::all_to_all_v`] on `stream`.

@@ -11,7 +11,7 @@ use super::comm::{
 };
 use super::elem::AllReduceElem;
 use super::options::Options;
-use super::region::{check_apart, vector_start, Region};
+use super::region::{check_apart, check_same_len, vector_start, Region};
 use super::specs::move_kernels;
 use crate::{Error, Result, SymRegion};
 
@@ -46,9 +46,8 @@ impl Comm {
         root: usize,
         how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
-        let how = how.into();
-        self.on_stream(&how, |c, stream| {
-            c.broadcast_from(stream, dst, src, root, how.algorithm)
+        self.on_stream(how, |c, stream, algorithm| {
+            c.broadcast_from(stream, dst, src, root, algorithm)
         })
     }
 
@@ -140,13 +139,7 @@ impl Comm {
                 ),
             });
         }
-        if dst.len() != src.len() {
-            return Err(Error::LengthMismatch {
-                what: "the broadcast destination (the source's length)",
-                got: dst.len(),
-                expected: src.len(),
-            });
-        }
+        check_same_len("the broadcast destination (the source's length)", dst, src)?;
         let size = std::mem::size_of::<T>();
         let bytes = src.len() * size;
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
@@ -229,9 +222,8 @@ impl Comm {
         src: &impl SymRegion<T>,
         how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
-        let how = how.into();
-        self.on_stream(&how, |c, stream| {
-            c.exchange(stream, dst, src, how.algorithm)
+        self.on_stream(how, |c, stream, algorithm| {
+            c.exchange(stream, dst, src, algorithm)
         })
     }
 
@@ -245,13 +237,7 @@ impl Comm {
     ) -> Result<Algorithm> {
         self.member()?;
         let n = self.n;
-        if dst.len() != src.len() {
-            return Err(Error::LengthMismatch {
-                what: "the all-to-all destination (the source's length)",
-                got: dst.len(),
-                expected: src.len(),
-            });
-        }
+        check_same_len("the all-to-all destination (the source's length)", dst, src)?;
         check_chunks("all-to-all buffers", src.len(), n, None)?;
         let bytes = src.len() * std::mem::size_of::<T>();
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());

@@ -71,17 +71,18 @@ impl Options<'_> {
 }
 
 impl Comm {
-    /// Runs `call` on the stream of `how`: its own, or the context's.
-    pub(super) fn on_stream<R>(
+    /// Runs `call` on the stream of `how` (its own, or the context's) with its algorithm.
+    pub(super) fn on_stream<'s, R>(
         &mut self,
-        how: &Options,
-        call: impl FnOnce(&mut Comm, &CudaStream) -> Result<R>,
+        how: impl Into<Options<'s>>,
+        call: impl FnOnce(&mut Comm, &CudaStream, Algorithm) -> Result<R>,
     ) -> Result<R> {
+        let how = how.into();
         match how.stream {
-            Some(stream) => call(self, stream),
+            Some(stream) => call(self, stream, how.algorithm),
             None => {
                 let stream: Arc<CudaStream> = self.pgas.stream().clone();
-                call(self, &stream)
+                call(self, &stream, how.algorithm)
             }
         }
     }

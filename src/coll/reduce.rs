@@ -7,7 +7,7 @@ use super::comm::{
 };
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::options::Options;
-use super::region::{check_apart, vector_start, Reached, Region};
+use super::region::{check_apart, check_same_len, vector_start, Reached, Region};
 use super::specs::move_kernels;
 use cudarc::driver::CudaStream;
 
@@ -30,10 +30,9 @@ impl Comm {
         op: ReduceOp,
         how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
-        let how = how.into();
         let src = Region::<T>::of(src);
-        self.on_stream(&how, |c, stream| {
-            c.reduce_into(stream, dst, &src, op, how.algorithm)
+        self.on_stream(how, |c, stream, algorithm| {
+            c.reduce_into(stream, dst, &src, op, algorithm)
         })
     }
 
@@ -45,10 +44,9 @@ impl Comm {
         op: ReduceOp,
         how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
-        let how = how.into();
         let src = Region::<T>::of(&*x);
-        self.on_stream(&how, |c, stream| {
-            c.reduce_into(stream, x, &src, op, how.algorithm)
+        self.on_stream(how, |c, stream, algorithm| {
+            c.reduce_into(stream, x, &src, op, algorithm)
         })
     }
 
@@ -142,13 +140,7 @@ impl Comm {
         algorithm: Algorithm,
     ) -> Result<Algorithm> {
         self.member()?;
-        if dst.len() != src.len() {
-            return Err(Error::LengthMismatch {
-                what: "the all-reduce destination (the source's length)",
-                got: dst.len(),
-                expected: src.len(),
-            });
-        }
+        check_same_len("the all-reduce destination (the source's length)", dst, src)?;
         check_op::<T>(op)?;
         let bytes = src.len() * std::mem::size_of::<T>();
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
@@ -296,7 +288,7 @@ impl Comm {
     ) -> Result<Algorithm> {
         let how = how.into();
         how.auto_only("reduce-scatter algorithm")?;
-        self.on_stream(&how, |c, stream| c.scatter_into(stream, dst, src, op))
+        self.on_stream(how, |c, stream, _| c.scatter_into(stream, dst, src, op))
     }
 
     /// [`Comm::reduce_scatter`] on `stream`.
@@ -408,9 +400,8 @@ impl Comm {
         src: &impl SymRegion<T>,
         how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
-        let how = how.into();
-        self.on_stream(&how, |c, stream| {
-            c.gather_into(stream, dst, src, how.algorithm)
+        self.on_stream(how, |c, stream, algorithm| {
+            c.gather_into(stream, dst, src, algorithm)
         })
     }
 

@@ -10,6 +10,22 @@ pub(super) enum Reached {
     Destination,
 }
 
+/// An `Err` unless `dst`, the destination `what` of a call, holds as many elements as `src`.
+pub(super) fn check_same_len<T>(
+    what: &'static str,
+    dst: &impl SymRegion<T>,
+    src: &impl SymRegion<T>,
+) -> Result<()> {
+    if dst.len() != src.len() {
+        return Err(Error::LengthMismatch {
+            what,
+            got: dst.len(),
+            expected: src.len(),
+        });
+    }
+    Ok(())
+}
+
 /// An `Err` when `dst` and `src` share a byte (reduce-scatter and all-gather have no in-place
 /// form yet).
 pub(super) fn check_apart(what: &str, d: u64, dbytes: usize, s: u64, sbytes: usize) -> Result<()> {

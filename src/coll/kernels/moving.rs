@@ -37,7 +37,7 @@ pub fn low_latency_gather<T: Unsigned>(
         &mut scratch[blk * region as usize],
     );
     for r in 0..n as usize {
-        smem_copy::<T>(dst, r * len + lo, db, r * w, w);
+        smem_move::<T>(dst, src, r * len + lo, db, r * w, w, false);
     }
 }
 
@@ -76,11 +76,10 @@ pub fn low_latency_all_to_all<T: Unsigned>(
         );
         return;
     }
-    let s = 16 / T::LANES;
-    let wr = (w * s + 15) / 16 * 16 / s;
+    let wr = whole_vectors::<T>(w);
     let g = dyn_shared::<T>();
     for q in 0..nn {
-        smem_fill::<T>(src, q * m + lo, sb, q * wr, w);
+        smem_move::<T>(dst, src, q * m + lo, sb, q * wr, w, true);
     }
     team_all_to_all_block(
         team,
@@ -89,7 +88,7 @@ pub fn low_latency_all_to_all<T: Unsigned>(
         &mut scratch[blk * region as usize],
     );
     for r in 0..nn {
-        smem_copy::<T>(dst, r * m + lo, db, nn * wr + r * wr, w);
+        smem_move::<T>(dst, src, r * m + lo, db, nn * wr + r * wr, w, false);
     }
 }
 
@@ -155,7 +154,7 @@ pub fn all_gather<T: Unsigned>(
     let len = src.len();
     let c = me as usize * len;
     let h = min(head as usize, len);
-    let nv = if vec != 0 { (len - h) / T::LANES } else { 0 };
+    let nv = vector_count::<T>(h, len, vec != 0);
     let vend = h + nv * T::LANES;
     let stride = (grid_dim_x() * block_dim_x()) as usize;
     let gt = global_thread_idx();
@@ -176,7 +175,7 @@ pub fn all_gather<T: Unsigned>(
     let ns = h + (len - vend);
     let mut q = gt;
     while q < ns {
-        let j = if q < h { q } else { vend + q - h };
+        let j = scalar_at(q, h, vend);
         let r = src[j];
         for k in 0..nn {
             dst.peer(pes[(me as usize + k) % nn])[c + j] = r;
@@ -237,7 +236,7 @@ pub fn broadcast_two_shot<T: Unsigned>(
     let e = enter(sig, epochs, pes, n, me);
     let len = dst.len();
     let h = min(head as usize, len);
-    let nv = if vec != 0 { (len - h) / T::LANES } else { 0 };
+    let nv = vector_count::<T>(h, len, vec != 0);
     let vend = h + nv * T::LANES;
     let ns = h + (len - vend);
     let stride = (grid_dim_x() * block_dim_x()) as usize;
@@ -256,7 +255,7 @@ pub fn broadcast_two_shot<T: Unsigned>(
             }
             let mut q = gt;
             while q < ns {
-                let i = if q < h { q } else { vend + q - h };
+                let i = scalar_at(q, h, vend);
                 dst[i] = src[i];
                 q += stride;
             }
@@ -293,7 +292,7 @@ pub fn broadcast_two_shot<T: Unsigned>(
         let shi = min(slo + schunk, ns);
         let mut q = slo + gt;
         while q < shi {
-            let i = if q < h { q } else { vend + q - h };
+            let i = scalar_at(q, h, vend);
             let x = rs[i];
             for k in 0..nn {
                 let r = (me as usize + k) % nn;

@@ -1,7 +1,8 @@
-//! The pieces the collective kernels share, each a generic `#[pgas_device]` function: the flag
+//! The pieces the collective kernels share, each a `#[pgas_device]` function: the flag
 //! protocol's handshakes (`docs/coll.md`, "Synchronization"), the low-latency kernels' copies
-//! between shared memory and a buffer, the one-shot and two-shot reductions over the PEs, and
-//! the segment copies of the data-movement kernels (the 16-byte data path of "Data path").
+//! between shared memory and a buffer, the one-shot and two-shot reductions over the PEs, the
+//! segment copies of the data-movement kernels, and the arithmetic of the 16-byte data path
+//! ("Data path") they all follow.
 //! Each takes the block's and thread's place from the grid itself.
 
 use crate::prelude::*;
@@ -16,20 +17,8 @@ pub fn enter(
     n: u32,
     me: u32,
 ) -> u64 {
-    let blk = block_idx_x() as usize;
-    let t = thread_idx_x() as usize;
-    let nn = n as usize;
-    let e = epochs[blk] + 1;
-    if t < nn {
-        signal_op(
-            &mut sig[blk * nn + me as usize],
-            2 * e - 1,
-            SignalOp::Set,
-            pes[t],
-        );
-        signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e - 1);
-        threadfence_system();
-    }
+    let e = epochs[block_idx_x() as usize] + 1;
+    signal_peers(sig, pes, n, me as usize, 2 * e - 1, false, true);
     sync_threads();
     e
 }
@@ -47,29 +36,15 @@ pub fn leave(
     e: u64,
     after_puts: bool,
 ) {
-    let blk = block_idx_x() as usize;
-    let t = thread_idx_x() as usize;
-    let nn = n as usize;
     if after_puts {
         // Release: this thread's peer stores before the block's signal.
         threadfence_system();
     }
     sync_threads();
-    if t < nn {
-        signal_op(
-            &mut sig[blk * nn + me as usize],
-            2 * e,
-            SignalOp::Set,
-            pes[t],
-        );
-        signal_wait_until(&sig[blk * nn + t], Cmp::Ge, 2 * e);
-        if after_puts {
-            threadfence_system();
-        }
-    }
+    signal_peers(sig, pes, n, me as usize, 2 * e, false, after_puts);
     sync_threads();
-    if t == 0 {
-        epochs[blk] = e;
+    if thread_idx_x() == 0 {
+        epochs[block_idx_x() as usize] = e;
     }
 }
 
@@ -79,81 +54,129 @@ pub fn leave(
 /// a rank instead of one a thread.
 #[pgas_device]
 pub fn push_signal(sig: &mut SymTensor<u64>, pes: &SymTensor<i32>, n: u32, mine: usize, sv: u64) {
+    sync_threads();
+    signal_peers(sig, pes, n, mine, sv, true, true);
+    sync_threads();
+}
+
+/// The flag protocol's exchange of value `sv` by block `b`: thread `t < n` signals `sv` into
+/// word `b n + me` of team rank `t`'s `sig` and waits until word `b n + t` of this PE's is at
+/// least `sv`, rank `t`'s signal; with a system fence before the signal (`release`) and after
+/// the wait (`acquire`).
+#[pgas_device]
+pub fn signal_peers(
+    sig: &mut SymTensor<u64>,
+    pes: &SymTensor<i32>,
+    n: u32,
+    me: usize,
+    sv: u64,
+    release: bool,
+    acquire: bool,
+) {
     let blk = block_idx_x() as usize;
     let t = thread_idx_x() as usize;
     let nn = n as usize;
-    sync_threads();
     if t < nn {
-        threadfence_system();
-        signal_op(&mut sig[blk * nn + mine], sv, SignalOp::Set, pes[t]);
+        if release {
+            threadfence_system();
+        }
+        signal_op(&mut sig[blk * nn + me], sv, SignalOp::Set, pes[t]);
         signal_wait_until(&sig[blk * nn + t], Cmp::Ge, sv);
-        threadfence_system();
+        if acquire {
+            threadfence_system();
+        }
     }
-    sync_threads();
 }
 
-/// The low-latency kernels' copy out of shared memory: `cnt` elements from element `gs` of the
-/// dynamic shared memory (128-byte aligned) into `dst[ds..]` (`db`: `dst`'s byte offset modulo
-/// 16) by the block, in 16-byte vectors where both ends share their offset modulo 16. No
-/// division by a run-time value: a 64-bit one is a long instruction sequence, and with one per
-/// element the copy out cost more than the exchange.
+/// The byte offset modulo 16 of element `i` of a buffer of `T` whose element 0 sits at byte
+/// offset `b` modulo 16.
 #[pgas_device]
-pub fn smem_copy<T: Elem>(dst: &mut SymTensor<T>, ds: usize, db: u32, gs: usize, cnt: usize) {
-    let g = dyn_shared::<T>();
-    let s = 16 / T::LANES;
-    let gmis = (gs * s) % 16;
-    let dmis = (db as usize + ds * s) % 16;
-    let h = min((16 - dmis) % 16 / s, cnt);
-    let nv = if gmis == dmis {
+pub fn mod16<T: Elem>(b: u32, i: usize) -> usize {
+    (b as usize + i * (16 / T::LANES)) % 16
+}
+
+/// The 16-byte data path's head: of a run of `cnt` elements whose first sits at byte offset
+/// `mis` modulo 16, those before its first 16-byte boundary (all of them where it has none).
+/// The path copies them one at a time, then whole vectors from the boundary, then one at a
+/// time again past the last vector.
+#[pgas_device]
+pub fn vector_head<T: Elem>(mis: usize, cnt: usize) -> usize {
+    min((16 - mis) % 16 / (16 / T::LANES), cnt)
+}
+
+/// The whole 16-byte vectors of a run of `cnt` elements past its head of `h`: where both ends
+/// of the copy sit at the same offset modulo 16 (`alike`); none otherwise, every element then
+/// being copied one at a time.
+#[pgas_device]
+pub fn vector_count<T: Elem>(h: usize, cnt: usize, alike: bool) -> usize {
+    if alike {
         (cnt - h) / T::LANES
     } else {
         0
-    };
+    }
+}
+
+/// The element that step `q` of the data path's scalar pass takes: the `h` of the head, then
+/// those from `vend`, the end of the last vector.
+#[pgas_device]
+pub fn scalar_at(q: usize, h: usize, vend: usize) -> usize {
+    if q < h {
+        q
+    } else {
+        vend + q - h
+    }
+}
+
+/// `w` elements of `T` rounded up to whole 16-byte vectors: the stride of the windows the
+/// low-latency kernels stage side by side in shared memory, so each starts on a boundary.
+#[pgas_device]
+pub fn whole_vectors<T: Elem>(w: usize) -> usize {
+    (w + T::LANES - 1) / T::LANES * T::LANES
+}
+
+/// The low-latency kernels' copies between shared memory and a buffer, by the block: `cnt`
+/// elements from element `gs` of the dynamic shared memory (128-byte aligned) into `dst[at..]`
+/// or, with `fill` (the staging of each chunk's window), from `src[at..]` into the shared
+/// memory from element `gs` on; `b` is the byte offset modulo 16 of the buffer that is read or
+/// written (the other is not touched). In 16-byte vectors where both ends share their offset
+/// modulo 16. No division by a run-time value: a 64-bit one is a long instruction sequence,
+/// and with one per element the copy out cost more than the exchange.
+#[pgas_device]
+pub fn smem_move<T: Elem>(
+    dst: &mut SymTensor<T>,
+    src: &SymTensor<T>,
+    at: usize,
+    b: u32,
+    gs: usize,
+    cnt: usize,
+    fill: bool,
+) {
+    let g = dyn_shared::<T>();
+    let bmis = mod16::<T>(b, at);
+    let h = vector_head::<T>(bmis, cnt);
+    let nv = vector_count::<T>(h, cnt, mod16::<T>(0, gs) == bmis);
     let vend = h + nv * T::LANES;
     let mut v = thread_idx_x() as usize;
     while v < nv {
         let i = h + v * T::LANES;
-        let x = load_vec16(&g[gs + i]);
-        store_vec16(&mut dst[ds + i], x);
+        if fill {
+            let x = load_vec16(&src[at + i]);
+            store_vec16(&mut g[gs + i], x);
+        } else {
+            let x = load_vec16(&g[gs + i]);
+            store_vec16(&mut dst[at + i], x);
+        }
         v += block_dim_x() as usize;
     }
     let ns = h + (cnt - vend);
     let mut q = thread_idx_x() as usize;
     while q < ns {
-        let i = if q < h { q } else { vend + q - h };
-        dst[ds + i] = g[gs + i];
-        q += block_dim_x() as usize;
-    }
-}
-
-/// `smem_copy` turned around: `cnt` elements of `src[ss..]` (`sb`: `src`'s byte offset modulo
-/// 16) into the dynamic shared memory from element `gs` on, the low-latency kernels' staging of
-/// each chunk's window.
-#[pgas_device]
-pub fn smem_fill<T: Elem>(src: &SymTensor<T>, ss: usize, sb: u32, gs: usize, cnt: usize) {
-    let g = dyn_shared::<T>();
-    let s = 16 / T::LANES;
-    let smis = (sb as usize + ss * s) % 16;
-    let gmis = (gs * s) % 16;
-    let h = min((16 - smis) % 16 / s, cnt);
-    let nv = if gmis == smis {
-        (cnt - h) / T::LANES
-    } else {
-        0
-    };
-    let vend = h + nv * T::LANES;
-    let mut v = thread_idx_x() as usize;
-    while v < nv {
-        let i = h + v * T::LANES;
-        let x = load_vec16(&src[ss + i]);
-        store_vec16(&mut g[gs + i], x);
-        v += block_dim_x() as usize;
-    }
-    let ns = h + (cnt - vend);
-    let mut q = thread_idx_x() as usize;
-    while q < ns {
-        let i = if q < h { q } else { vend + q - h };
-        g[gs + i] = src[ss + i];
+        let i = scalar_at(q, h, vend);
+        if fill {
+            g[gs + i] = src[at + i];
+        } else {
+            dst[at + i] = g[gs + i];
+        }
         q += block_dim_x() as usize;
     }
 }
@@ -316,17 +339,11 @@ pub fn copy_segment<T: Unsigned>(
     pe: i32,
     pull: bool,
 ) {
-    let s = 16 / T::LANES;
     let stride = (grid_dim_x() * block_dim_x()) as usize;
     let gt = global_thread_idx();
-    let smis = (sb as usize + so * s) % 16;
-    let dmis = (db as usize + ro * s) % 16;
-    let h = min((16 - smis) % 16 / s, cnt);
-    let nv = if smis == dmis {
-        (cnt - h) / T::LANES
-    } else {
-        0
-    };
+    let smis = mod16::<T>(sb, so);
+    let h = vector_head::<T>(smis, cnt);
+    let nv = vector_count::<T>(h, cnt, mod16::<T>(db, ro) == smis);
     let vend = h + nv * T::LANES;
     let ns = h + (cnt - vend);
     if pull {
@@ -343,7 +360,7 @@ pub fn copy_segment<T: Unsigned>(
         }
         let mut q = gt;
         while q < ns {
-            let i = if q < h { q } else { vend + q - h };
+            let i = scalar_at(q, h, vend);
             dst[ro + i] = p[so + i];
             q += stride;
         }
@@ -361,7 +378,7 @@ pub fn copy_segment<T: Unsigned>(
         }
         let mut q = gt;
         while q < ns {
-            let i = if q < h { q } else { vend + q - h };
+            let i = scalar_at(q, h, vend);
             p[ro + i] = src[so + i];
             q += stride;
         }

@@ -61,10 +61,10 @@ pub fn low_latency_reduce_scatter<T: Elem>(
         team_reduce_scatter_block(team, &mut dst[0..m], &src[0..nn * m], &mut scratch[at], op);
         return;
     }
-    let wr = (w * (16 / T::LANES) + 15) / 16 * 16 / (16 / T::LANES);
+    let wr = whole_vectors::<T>(w);
     let g = dyn_shared::<T>();
     for q in 0..nn {
-        smem_fill::<T>(src, q * m + lo, sb, q * wr, w);
+        smem_move::<T>(dst, src, q * m + lo, sb, q * wr, w, true);
     }
     team_reduce_scatter_block(
         team,
@@ -73,7 +73,7 @@ pub fn low_latency_reduce_scatter<T: Elem>(
         &mut scratch[at],
         op,
     );
-    smem_copy::<T>(dst, lo, db, nn * wr, w);
+    smem_move::<T>(dst, src, lo, db, nn * wr, w, false);
 }
 
 /// One-shot: every PE loads every peer's `src` over NVLink and reduces into its own `dst`.
@@ -104,7 +104,7 @@ pub fn one_shot<T: Elem>(
     // Where the part of `src` reduced starts: `i0`, `i1` index `src`, `i0 - c`, `i1 - c` `dst`.
     let c = if chunk != 0 { me as usize * len } else { 0 };
     let h = min(head as usize, len);
-    let nv = if vec != 0 { (len - h) / T::LANES } else { 0 };
+    let nv = vector_count::<T>(h, len, vec != 0);
     let vend = h + nv * T::LANES;
     let stride = (grid_dim_x() * block_dim_x()) as usize;
     let gt = global_thread_idx();
@@ -121,7 +121,7 @@ pub fn one_shot<T: Elem>(
     let ns = h + (len - vend);
     let mut q = gt;
     while q < ns {
-        let j = if q < h { q } else { vend + q - h };
+        let j = scalar_at(q, h, vend);
         dst[j] = reduce_one::<T>(src, c + j, pes, n, me, op) as T;
         q += stride;
     }
@@ -150,7 +150,7 @@ pub fn two_shot<T: Elem>(
     let e = enter(sig, epochs, pes, n, me);
     let len = dst.len();
     let h = min(head as usize, len);
-    let nv = if vec != 0 { (len - h) / T::LANES } else { 0 };
+    let nv = vector_count::<T>(h, len, vec != 0);
     let vend = h + nv * T::LANES;
     let stride = (grid_dim_x() * block_dim_x()) as usize;
     let gt = global_thread_idx();
@@ -171,7 +171,7 @@ pub fn two_shot<T: Elem>(
     let shi = min(slo + schunk, ns);
     let mut q = slo + gt;
     while q < shi {
-        let i = if q < h { q } else { vend + q - h };
+        let i = scalar_at(q, h, vend);
         let r = reduce_one::<T>(src, i, pes, n, me, op) as T;
         for k in 0..nn {
             dst.peer(pes[(me as usize + k) % nn])[i] = r;
@@ -309,7 +309,7 @@ pub fn two_shot_ll<T: Elem>(
     let mm = m as usize;
     let lo = min(blk * per_block as usize, mm);
     let w = min(lo + per_block as usize, mm) - lo;
-    let wr = (w + T::LANES - 1) / T::LANES * T::LANES;
+    let wr = whole_vectors::<T>(w);
     let g = dyn_shared::<T>();
     // This rank's window of its chunk, reduced over the PEs: whole vectors (a thread takes
     // vector `v` and `v + half`), then the elements past the last one.
@@ -340,7 +340,7 @@ pub fn two_shot_ll<T: Elem>(
     for r in 0..nn {
         let ds = r * mm + lo;
         if ds < len {
-            smem_copy::<T>(dst, ds, 0, r * w, min(w, len - ds));
+            smem_move::<T>(dst, src, ds, 0, r * w, min(w, len - ds), false);
         }
     }
     if t == 0 {
