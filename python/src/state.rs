@@ -86,7 +86,10 @@ pub(crate) fn current() -> PyResult<Arc<State>> {
 
 impl State {
     /// The runtime handle, or `NotInitializedError` after `finalize`.
+    /// Work queued on pgas's stream through it comes after the operations given `stream=`
+    /// (`stream::settle`).
     pub(crate) fn pgas(&self) -> PyResult<Pgas> {
+        crate::stream::settle()?;
         lock(&self.pgas).clone().ok_or_else(|| {
             NotInitializedError::new_err(
                 "pgas was finalized (pgas.finalize()); NVSHMEM cannot be initialized again in \

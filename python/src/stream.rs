@@ -6,14 +6,20 @@
 //! form (`put_on`, `quiet_on`, `reduce_scatter_on`, ...): NVSHMEM's on-stream call sees `s`, as
 //! NVSHMEM4Py's `stream=` does. Two events keep it in order with pgas's own stream, as before the
 //! runtime had `_on` forms: `s` first waits for the work queued on pgas's stream (a `put` without
-//! `stream=` issued earlier; skipped when that stream has nothing left to run), and pgas's stream
-//! then waits for `s` (so `to_list()` and later calls without `stream=` see the operation).
+//! `stream=` issued earlier; skipped when that stream has nothing left to run, and not even asked
+//! when nothing reached it since a call on `s` asked), and pgas's stream then waits for `s` (so
+//! `to_list()` and later calls without `stream=` see the operation). That second wait is owed,
+//! not queued at once ([`settle`]): the event is recorded on `s`, and pgas's stream waits for it
+//! when something next reaches pgas's stream (the runtime handle, a tensor) outside a call on `s`
+//! itself. A program that calls with one `stream=` after another so makes two driver calls a
+//! call fewer (no query of pgas's stream, no wait queued on it), which NVSHMEM4Py does not make.
 //! Neither blocks the host, and neither do the calls that wait on the host without `stream=`
 //! (`quiet`, the barriers, `signal_wait`) when given one: as in NVSHMEM4Py, they are queued on
 //! `s`, and the host waits when it synchronizes `s`.
 //! Every Python call that takes `stream=` has an `_on` form in the runtime; the ones without one
 //! (`fence`, `signal_fetch`, the atomics) take no `stream=`.
 
+use std::cell::Cell;
 use std::ptr;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -124,11 +130,32 @@ pub(crate) fn check(pgas: &Pgas, raw: Option<usize>) -> PyResult<Option<UserStre
 /// The last stream handle `check` found to belong to pgas's context (0: none yet).
 static LAST_CHECKED: AtomicUsize = AtomicUsize::new(0);
 
-/// The two events `order` records, made once for the process (which has one pgas context):
-/// creating and destroying one per call cost more than the rest of a `stream=` call's ordering.
+/// How pgas's stream and the `stream=` streams are ordered, for the process's one pgas context.
+struct StreamOrder {
+    /// The two events `order` records, made once: creating and destroying one per call cost
+    /// more than the rest of a `stream=` call's ordering.
+    events: Option<[usize; 2]>,
+    /// `(s, pgas's stream)`: pgas's stream owes a wait for the event `TheirsForMine` last
+    /// recorded on `s` ([`settle`]).
+    owed: Option<(usize, usize)>,
+    /// A stream `s` that comes after everything queued on pgas's stream so far: nothing reached
+    /// pgas's stream since a call on `s` made sure of it ([`after_mine`]).
+    ordered_for: Option<usize>,
+}
+
 /// The lock is held from a record to its wait, so that two threads never wait on each other's
 /// recording.
-static EVENTS: Mutex<Option<[usize; 2]>> = Mutex::new(None);
+static ORDER: Mutex<StreamOrder> = Mutex::new(StreamOrder {
+    events: None,
+    owed: None,
+    ordered_for: None,
+});
+
+thread_local! {
+    /// The `stream=` stream of the call this thread runs, if any: pgas's stream need not be
+    /// settled with it for the call, whose work that stream orders itself.
+    static CALL_STREAM: Cell<Option<usize>> = const { Cell::new(None) };
+}
 
 /// Which of the two events: pgas's stream recorded for `s`, or `s` recorded for pgas's stream.
 #[derive(Clone, Copy)]
@@ -137,45 +164,150 @@ enum Direction {
     TheirsForMine = 1,
 }
 
+/// The event for `direction`, made on first use (pgas's context is current: `on`).
+fn event(o: &mut StreamOrder, direction: Direction) -> Result<CUevent, CUresult> {
+    if o.events.is_none() {
+        let mut made = [0usize; 2];
+        for slot in &mut made {
+            let mut event: CUevent = ptr::null_mut();
+            // SAFETY: pgas's context is current; `event` is a live local the driver writes. The
+            // events live as long as the process's one context.
+            let s =
+                unsafe { cuEventCreate(&mut event, CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) };
+            if s != CUresult::CUDA_SUCCESS {
+                return Err(s);
+            }
+            *slot = event as usize;
+        }
+        o.events = Some(made);
+    }
+    Ok(o.events.map_or(0, |e| e[direction as usize]) as CUevent)
+}
+
+/// Queues the wait pgas's stream owes (`o.owed`), if any.
+fn pay(o: &mut StreamOrder) -> Result<(), CUresult> {
+    let Some((_, mine)) = o.owed else {
+        return Ok(());
+    };
+    let event = event(o, Direction::TheirsForMine)?;
+    // SAFETY: the event was recorded on a stream of pgas's context, and `mine` is pgas's stream.
+    let s = unsafe { cuStreamWaitEvent(mine as CUstream, event, 0) };
+    if s != CUresult::CUDA_SUCCESS {
+        return Err(s);
+    }
+    o.owed = None;
+    Ok(())
+}
+
+fn driver_error(status: CUresult) -> PyErr {
+    to_py(pgas_runtime::Error::Cuda {
+        context: "ordering pgas's stream with the stream= stream",
+        source: status.result().unwrap_err(),
+    })
+}
+
 /// Makes `waiter` wait for the work queued on `signaler` so far.
 fn order(waiter: CUstream, signaler: CUstream, direction: Direction) -> PyResult<()> {
-    let mut events = EVENTS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut o = ORDER.lock().unwrap_or_else(|p| p.into_inner());
+    order_in(&mut o, waiter, signaler, direction)
+}
+
+/// [`order`] under the lock.
+fn order_in(
+    o: &mut StreamOrder,
+    waiter: CUstream,
+    signaler: CUstream,
+    direction: Direction,
+) -> PyResult<()> {
     let status = (|| {
-        if events.is_none() {
-            let mut made = [0usize; 2];
-            for slot in &mut made {
-                let mut event: CUevent = ptr::null_mut();
-                // SAFETY: pgas's context is current (`on`); `event` is a live local the driver
-                // writes. The events live as long as the process's one context.
-                let s = unsafe {
-                    cuEventCreate(&mut event, CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
-                };
-                if s != CUresult::CUDA_SUCCESS {
-                    return s;
-                }
-                *slot = event as usize;
-            }
-            *events = Some(made);
+        // The event is recorded anew below: a wait owed for its last recording goes first.
+        if matches!(direction, Direction::TheirsForMine) {
+            pay(o)?;
         }
-        let event = events.map_or(0, |e| e[direction as usize]) as CUevent;
+        let event = event(o, direction)?;
         // SAFETY: both streams belong to the current context (checked by `check`, or pgas's
-        // own); the event was made above in it, and the lock keeps its record and wait together.
+        // own); the event was made in it, and the lock keeps its record and wait together.
         unsafe {
             let s = cuEventRecord(event, signaler);
             if s != CUresult::CUDA_SUCCESS {
-                return s;
+                return Err(s);
             }
-            cuStreamWaitEvent(waiter, event, 0)
+            match cuStreamWaitEvent(waiter, event, 0) {
+                CUresult::CUDA_SUCCESS => Ok(()),
+                s => Err(s),
+            }
         }
     })();
-    if status == CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(to_py(pgas_runtime::Error::Cuda {
-            context: "ordering pgas's stream with the stream= stream",
-            source: status.result().unwrap_err(),
-        }))
+    status.map_err(driver_error)
+}
+
+/// Records that pgas's stream `mine` owes a wait for the work queued on `theirs` so far.
+fn owe(mine: CUstream, theirs: CUstream) -> PyResult<()> {
+    let mut o = ORDER.lock().unwrap_or_else(|p| p.into_inner());
+    let status = (|| {
+        // Another stream's owed wait goes first: the event is recorded anew (a wait owed for
+        // `theirs` itself is covered by the new recording).
+        if o.owed.is_some_and(|(s, _)| s != theirs as usize) {
+            pay(&mut o)?;
+        }
+        let event = event(&mut o, Direction::TheirsForMine)?;
+        // SAFETY: `theirs` belongs to the current context (`check`); the event was made in it.
+        match unsafe { cuEventRecord(event, theirs) } {
+            CUresult::CUDA_SUCCESS => Ok(()),
+            s => Err(s),
+        }
+    })();
+    status.map_err(driver_error)?;
+    o.owed = Some((theirs as usize, mine as usize));
+    Ok(())
+}
+
+/// Queues the wait pgas's stream owes for the last operation given `stream=` (see the module),
+/// unless this thread is running a call on that same stream. Called wherever the module reaches
+/// pgas's stream: the runtime handle (`State::pgas`) and a tensor's memory (`Tensor::with`).
+pub(crate) fn settle() -> PyResult<()> {
+    let call = CALL_STREAM.get();
+    let mut o = ORDER.lock().unwrap_or_else(|p| p.into_inner());
+    // Work may now reach pgas's stream that no stream= stream is ordered after yet.
+    if o.ordered_for != call {
+        o.ordered_for = None;
     }
+    match o.owed {
+        None => Ok(()),
+        Some((s, _)) if Some(s) == call => Ok(()),
+        Some(_) => pay(&mut o).map_err(driver_error),
+    }
+}
+
+/// Runs `f` as a call on `stream=` stream `raw` (see [`settle`]). Afterwards, unless the call
+/// was on the stream known to come after pgas's, no stream is: the call may have left work on
+/// pgas's stream, after another thread's call on that stream checked it.
+pub(crate) fn in_call_on<R>(raw: Option<usize>, f: impl FnOnce() -> R) -> R {
+    let before = CALL_STREAM.replace(raw);
+    let out = f();
+    CALL_STREAM.set(before);
+    let mut o = ORDER.lock().unwrap_or_else(|p| p.into_inner());
+    if o.ordered_for != raw {
+        o.ordered_for = None;
+    }
+    out
+}
+
+/// Makes `theirs` wait for the work queued on pgas's stream `mine`: nothing when a call on
+/// `theirs` did so and nothing reached pgas's stream since (the usual case for a program that
+/// calls with one `stream=` after another: a query of pgas's stream costs about as much as the
+/// rest of the ordering), else after a query finds work left there.
+fn after_mine(theirs: CUstream, mine: CUstream) -> PyResult<()> {
+    let mut o = ORDER.lock().unwrap_or_else(|p| p.into_inner());
+    if o.ordered_for == Some(theirs as usize) {
+        return Ok(());
+    }
+    // SAFETY: pgas's stream, in the context the caller made current.
+    if unsafe { cuStreamQuery(mine) } != CUresult::CUDA_SUCCESS {
+        order_in(&mut o, theirs, mine, Direction::MineForTheirs)?;
+    }
+    o.ordered_for = Some(theirs as usize);
+    Ok(())
 }
 
 /// Runs `op` with the stream the operation goes on: `None` for pgas's own (the runtime's plain
@@ -203,14 +335,9 @@ pub(crate) fn on<R>(
     if capturing(raw as CUstream)? {
         return op(Some(&theirs));
     }
-    // Nothing left on pgas's stream (the usual case: its plain forms wait for it), nothing for
-    // `s` to wait for: a query costs less than an event's record and wait.
-    // SAFETY: pgas's stream, in the context made current above.
-    if unsafe { cuStreamQuery(mine) } != CUresult::CUDA_SUCCESS {
-        order(raw as CUstream, mine, Direction::MineForTheirs)?;
-    }
+    after_mine(raw as CUstream, mine)?;
     let out = op(Some(&theirs))?;
-    order(mine, raw as CUstream, Direction::TheirsForMine)?;
+    owe(mine, raw as CUstream)?;
     Ok(out)
 }
 
@@ -233,9 +360,8 @@ pub(crate) fn on_theirs<R>(
         .map_err(|e| misuse(format!("stream=: making pgas's CUDA context current: {e}")))?;
     // Work still queued on pgas's stream (a call without stream= before this one) comes first,
     // unless the stream is captured (see `on`).
-    // SAFETY: pgas's stream, in the context made current above.
-    if !capturing(raw as CUstream)? && unsafe { cuStreamQuery(mine) } != CUresult::CUDA_SUCCESS {
-        order(raw as CUstream, mine, Direction::MineForTheirs)?;
+    if !capturing(raw as CUstream)? {
+        after_mine(raw as CUstream, mine)?;
     }
     op(&theirs)
 }

@@ -63,6 +63,8 @@ impl Tensor {
     /// Runs `f` on the registry's tensor (`FreedError` once freed). Holds the registry lock:
     /// call it with the GIL released (`py.detach`).
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut AnyTensor) -> PyResult<R>) -> PyResult<R> {
+        // Reads and writes of the memory go on pgas's stream, after the `stream=` operations.
+        crate::stream::settle()?;
         let mut reg = self.state.registry();
         let entry = reg
             .entries
@@ -186,6 +188,8 @@ impl Tensor {
         copy: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
         let request = ExportRequest::parse(stream, max_version, dl_device, copy)?;
+        // The export waits for pgas's stream, which comes after the `stream=` operations.
+        crate::stream::settle()?;
         let views = {
             let reg = self.state.registry();
             let entry = reg

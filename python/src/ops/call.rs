@@ -88,9 +88,11 @@ pub(crate) fn with_stream<R: Send>(
     let raw = stream::handle(stream)?;
     let state = current()?;
     py.detach(|| {
-        let pgas = state.pgas()?;
-        let user = stream::check(&pgas, raw)?;
-        f(&state, &pgas, user)
+        stream::in_call_on(raw, || {
+            let pgas = state.pgas()?;
+            let user = stream::check(&pgas, raw)?;
+            f(&state, &pgas, user)
+        })
     })
 }
 
