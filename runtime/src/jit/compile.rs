@@ -58,7 +58,9 @@ pub(crate) fn compile(
         );
     }
     // A first pass skips the programs another process holds (a PE of this node compiling the
-    // same kernels); the second waits for those and then finds them cached.
+    // same kernels) and those whose library or collective objects another process is building
+    // (a helper's first jobs): this process compiles what nobody has taken meanwhile instead of
+    // waiting. The second pass waits for those and then finds them cached.
     let all: Vec<(&Toolchain, &Program)> = stages
         .iter()
         .flat_map(|s| s.programs.iter().map(move |p| (s.tc, p)))
@@ -67,7 +69,7 @@ pub(crate) fn compile(
     let mut outcomes: Vec<Option<Vec<Result<Image>>>> = all.iter().map(|_| None).collect();
     for wait in [false, true] {
         for (g, &(tc, (prelude, members))) in all.iter().enumerate() {
-            if outcomes[g].is_some() {
+            if outcomes[g].is_some() || (!wait && inputs_in_progress(tc, members, disk, arch)) {
                 continue;
             }
             let t = std::time::Instant::now();
@@ -138,6 +140,27 @@ fn start_helpers(
     }
     let count = (*count).min(jobs.len() - 1);
     helpers::Helpers::start(exe, disk, &jobs, arch, count, &stage.tc.helper_env())
+}
+
+/// Whether a library or collective object that a kernel of `members` links is being built by
+/// another process now: not built, and its entry locked ([`DiskCache::held`]).
+fn inputs_in_progress(
+    tc: &Toolchain,
+    members: &[Keyed],
+    disk: Option<&DiskCache>,
+    arch: (u32, u32),
+) -> bool {
+    let Some(disk) = disk else {
+        return false;
+    };
+    let building = |key: &CacheKey| !library::built(key, Some(disk)) && disk.held(key);
+    members.iter().any(|k| {
+        let Some(prelude) = tc.links(&k.src.text) else {
+            return false;
+        };
+        let inputs = tc.link_inputs(prelude, &k.src.text, arch);
+        building(&inputs.library) || inputs.objects.iter().any(|(_, key)| building(key))
+    })
 }
 
 /// What each of `stage`'s link-time kernels links beside its own code.
@@ -322,6 +345,128 @@ mod tests {
         };
         disk.store(object, b"an object").unwrap();
         assert!(library_jobs(&stages, &disk, arch).is_none());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A collective kernel waits in the first pass's queue only while another process builds
+    /// what it links: its object's entry locked and not yet stored, or its library's.
+    #[test]
+    fn a_program_whose_object_another_process_builds_is_left_for_the_waiting_pass() {
+        let arch = (9, 0);
+        let (tc, disk, dir, text, name) = fixture(
+            "inputs-in-progress",
+            r#"
+            #[pgas_kernel(max_threads = 256)]
+            fn held_sum(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>) {
+                let n = dst.len();
+                reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
+            }
+            "#,
+        );
+        let stage = stage(&tc, &disk, arch, (&text, &name));
+        let members = &stage.programs[0].1;
+        let prelude = tc.links(&text).expect("the quick tier links it");
+        let inputs = tc.link_inputs(prelude, &text, arch);
+        let object = inputs.objects[0].1;
+        assert!(
+            !inputs_in_progress(&tc, members, Some(&disk), arch),
+            "nobody builds yet"
+        );
+        let building = disk.lock(&object).unwrap();
+        assert!(
+            inputs_in_progress(&tc, members, Some(&disk), arch),
+            "its object is building"
+        );
+        assert!(
+            !inputs_in_progress(&tc, members, None, arch),
+            "without a cache, nobody else"
+        );
+        disk.store(&object, b"an object").unwrap();
+        assert!(
+            !inputs_in_progress(&tc, members, Some(&disk), arch),
+            "a stored object is built, held or not"
+        );
+        drop(building);
+        let library = disk.lock(&inputs.library).unwrap();
+        assert!(
+            inputs_in_progress(&tc, members, Some(&disk), arch),
+            "its library is building"
+        );
+        drop(library);
+        assert!(!inputs_in_progress(&tc, members, Some(&disk), arch));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// While another process builds a collective kernel's object, the build compiles its
+    /// other program first (its entry is cached while the object's lock is still held), then
+    /// comes back to the collective kernel and finishes it.
+    #[test]
+    fn the_build_compiles_other_programs_while_an_object_is_built_elsewhere() {
+        let arch = (9, 0);
+        let rust = r#"
+            #[pgas_kernel(max_threads = 256)]
+            fn later_sum(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>) {
+                let n = dst.len();
+                reduce_block(team, &mut dst[0..n], &src[0..n], ReduceOp::Sum);
+            }
+            #[pgas_kernel]
+            fn first_put(dst: &mut SymTensor<f32>, src: &SymTensor<f32>, pe: i32) {
+                put_block(&mut dst[0..4], &src[0..4], pe);
+            }
+            "#;
+        let (tc, disk, dir, _, _) = fixture("other-first", rust);
+        let kernels = pgas_codegen::compile_file(rust, "other-first.rs").unwrap();
+        let sources = kernels.iter().enumerate().map(|(i, k)| {
+            let name = k.cuda_name.clone();
+            let text = k.source(true).to_owned();
+            let src = Source {
+                display: name.clone(),
+                cuda_name: name,
+                text,
+                batchable: true,
+            };
+            (i, src)
+        });
+        let plan = Plan::new(&tc, Some(&disk), arch, sources, 1);
+        assert_eq!(
+            plan.programs.len(),
+            2,
+            "a collective program and a point-to-point one"
+        );
+        let collective = &plan.programs[0].1[0];
+        let put = plan.programs[1].1[0].key;
+        let prelude = tc
+            .links(&collective.src.text)
+            .expect("the quick tier links it");
+        let object = tc.link_inputs(prelude, &collective.src.text, arch).objects[0].1;
+        let held = disk.lock(&object).unwrap();
+        let stages = vec![Stage {
+            tc: &tc,
+            programs: plan.programs,
+            helpers: None,
+        }];
+        std::thread::scope(|s| {
+            let build = s.spawn(|| compile(Some(&disk), arch, stages));
+            let t0 = std::time::Instant::now();
+            let mut first = library::built(&put, Some(&disk));
+            while !first && t0.elapsed().as_secs() < 60 && !build.is_finished() {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                first = library::built(&put, Some(&disk));
+            }
+            // Released unbuilt, as by a helper that failed: the build makes the object itself
+            // (and a build waiting for it ends, before the assertion below can fail).
+            drop(held);
+            assert!(
+                first,
+                "the point-to-point program was not built while the object was held"
+            );
+            let built = build.join().unwrap().expect("NVRTC is there");
+            assert_eq!(built.len(), 2);
+            assert!(
+                built.iter().all(|(_, image)| image.is_ok()),
+                "both kernels build"
+            );
+        });
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -235,9 +235,21 @@ impl DiskCache {
         self.flock(key, false)
     }
 
+    /// Whether `key`'s lock file is there: a process is building the entry (a lock's file goes
+    /// when it is released). A hint for what to do first, never for correctness: a process that
+    /// was killed holding it leaves its file behind. Unlike [`DiskCache::try_lock`], it takes
+    /// nothing, so a helper going over its jobs at that moment never finds the entry taken.
+    pub fn held(&self, key: &CacheKey) -> bool {
+        self.lock_path(key).exists()
+    }
+
+    fn lock_path(&self, key: &CacheKey) -> PathBuf {
+        self.dir.join(format!(".{}.lock", key.file_name()))
+    }
+
     fn flock(&self, key: &CacheKey, wait: bool) -> Result<Option<EntryLock>> {
         use std::os::fd::AsRawFd;
-        let path = self.dir.join(format!(".{}.lock", key.file_name()));
+        let path = self.lock_path(key);
         let open = || {
             fs::OpenOptions::new()
                 .create(true)
@@ -359,9 +371,11 @@ mod tests {
             cache.try_lock(&key(1)).unwrap().is_none(),
             "held: try_lock gives up"
         );
+        assert!(cache.held(&key(1)), "held() sees the lock");
         let other_key = cache.try_lock(&key(2)).unwrap();
         assert!(other_key.is_some(), "another entry's lock is free");
         drop(other_key);
+        assert!(!cache.held(&key(2)), "a released lock is not held");
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {
             s.spawn(|| {
