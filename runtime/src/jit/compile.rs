@@ -57,41 +57,52 @@ pub(crate) fn compile(
             helpers.iter().map(helpers::Helpers::count).sum::<usize>()
         );
     }
-    // A first pass skips the programs another process holds (a PE of this node compiling the
-    // same kernels) and those whose library or collective objects another process is building
-    // (a helper's first jobs): this process compiles what nobody has taken meanwhile instead of
-    // waiting. The second pass waits for those and then finds them cached.
+    // Sweeps over the programs skip those another process holds (a PE of this node compiling
+    // the same kernels) and those whose library or collective objects another process is
+    // building (the helpers' first jobs): this process compiles what nobody has taken instead of
+    // waiting. Only when a sweep builds nothing does it wait, for the first program left, which
+    // it then finds cached or builds; then it sweeps again.
     let all: Vec<(&Toolchain, &Program)> = stages
         .iter()
         .flat_map(|s| s.programs.iter().map(move |p| (s.tc, p)))
         .collect();
     let n_programs = all.len();
     let mut outcomes: Vec<Option<Vec<Result<Image>>>> = all.iter().map(|_| None).collect();
-    for wait in [false, true] {
-        for (g, &(tc, (prelude, members))) in all.iter().enumerate() {
-            if outcomes[g].is_some() || (!wait && inputs_in_progress(tc, members, disk, arch)) {
+    let build = |g: usize, wait: bool| -> Result<Option<Vec<Result<Image>>>> {
+        let (tc, (prelude, members)) = all[g];
+        let t = std::time::Instant::now();
+        let _span = tracing::info_span!(
+            "pgas.compile_batch",
+            kernels = members.len(),
+            prelude = batch::prelude_name(*prelude)
+        )
+        .entered();
+        let members: Vec<&Keyed> = members.iter().collect();
+        let out = batch::compile(tc, disk, dump.as_deref(), *prelude, &members, arch, wait)?;
+        if let (Some(_), true) = (&out, progress) {
+            let sources: Vec<&Source> = members.iter().map(|m| &m.src).collect();
+            eprintln!(
+                "pgas: JIT: program {}/{n_programs}: {}, {}, {:.2} s",
+                g + 1,
+                program_members(&sources),
+                batch::prelude_name(*prelude),
+                t.elapsed().as_secs_f64()
+            );
+        }
+        Ok(out)
+    };
+    while let Some(first_left) = outcomes.iter().position(Option::is_none) {
+        let mut built_any = false;
+        for g in first_left..n_programs {
+            let (tc, (_, members)) = all[g];
+            if outcomes[g].is_some() || inputs_in_progress(tc, members, disk, arch) {
                 continue;
             }
-            let t = std::time::Instant::now();
-            let _span = tracing::info_span!(
-                "pgas.compile_batch",
-                kernels = members.len(),
-                prelude = batch::prelude_name(*prelude)
-            )
-            .entered();
-            let members: Vec<&Keyed> = members.iter().collect();
-            let out = batch::compile(tc, disk, dump.as_deref(), *prelude, &members, arch, wait)?;
-            if let (Some(_), true) = (&out, progress) {
-                let sources: Vec<&Source> = members.iter().map(|m| &m.src).collect();
-                eprintln!(
-                    "pgas: JIT: program {}/{n_programs}: {}, {}, {:.2} s",
-                    g + 1,
-                    program_members(&sources),
-                    batch::prelude_name(*prelude),
-                    t.elapsed().as_secs_f64()
-                );
-            }
-            outcomes[g] = out;
+            outcomes[g] = build(g, false)?;
+            built_any |= outcomes[g].is_some();
+        }
+        if !built_any {
+            outcomes[first_left] = build(first_left, true)?;
         }
     }
     // Every program is built: a helper still running has nothing left to do.
@@ -105,7 +116,7 @@ pub(crate) fn compile(
     let mut built = Vec::with_capacity(total);
     let programs = stages.into_iter().flat_map(|s| s.programs);
     for ((_, members), outcome) in programs.zip(outcomes) {
-        let outcome = outcome.expect("the waiting pass builds every program");
+        let outcome = outcome.expect("the sweeps end once every program is built");
         built.extend(members.into_iter().zip(outcome));
     }
     Ok(built)
