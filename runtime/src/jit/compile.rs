@@ -91,11 +91,14 @@ pub(crate) fn compile(
         }
         Ok(out)
     };
+    let inputs: Vec<Vec<CacheKey>> = all
+        .iter()
+        .map(|(tc, (_, members))| link_keys(tc, members, arch))
+        .collect();
     while let Some(first_left) = outcomes.iter().position(Option::is_none) {
         let mut built_any = false;
         for g in first_left..n_programs {
-            let (tc, (_, members)) = all[g];
-            if outcomes[g].is_some() || inputs_in_progress(tc, members, disk, arch) {
+            if outcomes[g].is_some() || in_progress(&inputs[g], disk) {
                 continue;
             }
             outcomes[g] = build(g, false)?;
@@ -153,24 +156,27 @@ fn start_helpers(
     helpers::Helpers::start(exe, disk, &jobs, arch, count, &stage.tc.helper_env())
 }
 
-/// Whether a library or collective object that a kernel of `members` links is being built by
-/// another process now: not built, and its entry locked ([`DiskCache::held`]).
-fn inputs_in_progress(
-    tc: &Toolchain,
-    members: &[Keyed],
-    disk: Option<&DiskCache>,
-    arch: (u32, u32),
-) -> bool {
-    let Some(disk) = disk else {
-        return false;
-    };
-    let building = |key: &CacheKey| !library::built(key, Some(disk)) && disk.held(key);
-    members.iter().any(|k| {
-        let Some(prelude) = tc.links(&k.src.text) else {
-            return false;
-        };
-        let inputs = tc.link_inputs(prelude, &k.src.text, arch);
-        building(&inputs.library) || inputs.objects.iter().any(|(_, key)| building(key))
+/// The keys of the NVSHMEM libraries and collective objects the kernels of `members` link.
+fn link_keys(tc: &Toolchain, members: &[Keyed], arch: (u32, u32)) -> Vec<CacheKey> {
+    let mut keys = Vec::new();
+    for k in members {
+        if let Some(prelude) = tc.links(&k.src.text) {
+            let inputs = tc.link_inputs(prelude, &k.src.text, arch);
+            keys.push(inputs.library);
+            keys.extend(inputs.objects.iter().map(|(_, key)| *key));
+        }
+    }
+    keys.sort_unstable_by_key(|k| *k.as_bytes());
+    keys.dedup();
+    keys
+}
+
+/// Whether another process is building one of `keys` now: not built, and its entry locked
+/// ([`DiskCache::held`]).
+fn in_progress(keys: &[CacheKey], disk: Option<&DiskCache>) -> bool {
+    disk.is_some_and(|d| {
+        keys.iter()
+            .any(|k| !library::built(k, Some(d)) && d.held(k))
     })
 }
 
@@ -359,10 +365,10 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
-    /// A collective kernel waits in the first pass's queue only while another process builds
-    /// what it links: its object's entry locked and not yet stored, or its library's.
+    /// The sweeps skip a collective kernel only while another process builds what it links:
+    /// its object's entry locked and not yet stored, or its library's.
     #[test]
-    fn a_program_whose_object_another_process_builds_is_left_for_the_waiting_pass() {
+    fn a_program_whose_object_another_process_builds_is_left_for_a_later_sweep() {
         let arch = (9, 0);
         let (tc, disk, dir, text, name) = fixture(
             "inputs-in-progress",
@@ -375,36 +381,26 @@ mod tests {
             "#,
         );
         let stage = stage(&tc, &disk, arch, (&text, &name));
-        let members = &stage.programs[0].1;
         let prelude = tc.links(&text).expect("the quick tier links it");
         let inputs = tc.link_inputs(prelude, &text, arch);
         let object = inputs.objects[0].1;
-        assert!(
-            !inputs_in_progress(&tc, members, Some(&disk), arch),
-            "nobody builds yet"
-        );
+        let keys = link_keys(&tc, &stage.programs[0].1, arch);
+        assert_eq!(keys.len(), 2, "the library and the object");
+        assert!(keys.contains(&inputs.library) && keys.contains(&object));
+        assert!(!in_progress(&keys, Some(&disk)), "nobody builds yet");
         let building = disk.lock(&object).unwrap();
-        assert!(
-            inputs_in_progress(&tc, members, Some(&disk), arch),
-            "its object is building"
-        );
-        assert!(
-            !inputs_in_progress(&tc, members, None, arch),
-            "without a cache, nobody else"
-        );
+        assert!(in_progress(&keys, Some(&disk)), "its object is building");
+        assert!(!in_progress(&keys, None), "without a cache, nobody else");
         disk.store(&object, b"an object").unwrap();
         assert!(
-            !inputs_in_progress(&tc, members, Some(&disk), arch),
+            !in_progress(&keys, Some(&disk)),
             "a stored object is built, held or not"
         );
         drop(building);
         let library = disk.lock(&inputs.library).unwrap();
-        assert!(
-            inputs_in_progress(&tc, members, Some(&disk), arch),
-            "its library is building"
-        );
+        assert!(in_progress(&keys, Some(&disk)), "its library is building");
         drop(library);
-        assert!(!inputs_in_progress(&tc, members, Some(&disk), arch));
+        assert!(!in_progress(&keys, Some(&disk)));
         std::fs::remove_dir_all(dir).unwrap();
     }
 
