@@ -172,11 +172,9 @@ fn event(o: &mut StreamOrder, direction: Direction) -> Result<CUevent, CUresult>
             let mut event: CUevent = ptr::null_mut();
             // SAFETY: pgas's context is current; `event` is a live local the driver writes. The
             // events live as long as the process's one context.
-            let s =
-                unsafe { cuEventCreate(&mut event, CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) };
-            if s != CUresult::CUDA_SUCCESS {
-                return Err(s);
-            }
+            status(unsafe {
+                cuEventCreate(&mut event, CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
+            })?;
             *slot = event as usize;
         }
         o.events = Some(made);
@@ -191,12 +189,17 @@ fn pay(o: &mut StreamOrder) -> Result<(), CUresult> {
     };
     let event = event(o, Direction::TheirsForMine)?;
     // SAFETY: the event was recorded on a stream of pgas's context, and `mine` is pgas's stream.
-    let s = unsafe { cuStreamWaitEvent(mine as CUstream, event, 0) };
-    if s != CUresult::CUDA_SUCCESS {
-        return Err(s);
-    }
+    status(unsafe { cuStreamWaitEvent(mine as CUstream, event, 0) })?;
     o.owed = None;
     Ok(())
+}
+
+/// A driver call's result as one `?` takes.
+fn status(s: CUresult) -> Result<(), CUresult> {
+    match s {
+        CUresult::CUDA_SUCCESS => Ok(()),
+        s => Err(s),
+    }
 }
 
 fn driver_error(status: CUresult) -> PyErr {
@@ -228,14 +231,8 @@ fn order_in(
         // SAFETY: both streams belong to the current context (checked by `check`, or pgas's
         // own); the event was made in it, and the lock keeps its record and wait together.
         unsafe {
-            let s = cuEventRecord(event, signaler);
-            if s != CUresult::CUDA_SUCCESS {
-                return Err(s);
-            }
-            match cuStreamWaitEvent(waiter, event, 0) {
-                CUresult::CUDA_SUCCESS => Ok(()),
-                s => Err(s),
-            }
+            status(cuEventRecord(event, signaler))?;
+            status(cuStreamWaitEvent(waiter, event, 0))
         }
     })();
     status.map_err(driver_error)
@@ -252,10 +249,7 @@ fn owe(mine: CUstream, theirs: CUstream) -> PyResult<()> {
         }
         let event = event(&mut o, Direction::TheirsForMine)?;
         // SAFETY: `theirs` belongs to the current context (`check`); the event was made in it.
-        match unsafe { cuEventRecord(event, theirs) } {
-            CUresult::CUDA_SUCCESS => Ok(()),
-            s => Err(s),
-        }
+        status(unsafe { cuEventRecord(event, theirs) })
     })();
     status.map_err(driver_error)?;
     o.owed = Some((theirs as usize, mine as usize));
