@@ -8,7 +8,7 @@ object per compile to <out>/nvrtc_study.jsonl, then prints a table of medians.
 
     python3 scripts/studies/nvrtc_study.py [--nvrtc-lib DIR] [--cuda-include DIR] [--cccl-include DIR]
         [--nvshmem-include DIR] [--arch 90] [--out DIR] [--reps 3] [--reduce] [--study]
-        [--reduce-with OPTIONS]... [--reduce-algorithms]
+        [--reduce-with OPTIONS]... [--reduce-algorithms] [--auto-pch]
 
 Defaults: the GPU test machines' paths (/usr/local/cuda/lib64, /usr/local/cuda/include,
 /usr/local/cuda/include/cccl, the torch venv's nvidia/nvshmem/include) when they exist, else
@@ -294,14 +294,16 @@ class Study:
         return [(HEADER_NAME[prelude], "#pragma once\n" + PRELUDES[prelude])]
 
     def one(self, label, prelude, bodies, stem, extra=(), pch=None, want="cubin", rep=0):
-        """pch: None, ('create', path) or ('use', path)."""
+        """pch: None, ('create', path), ('use', path) or ('auto', None): NVRTC's automatic PCH
+        (`-pch`), which the process's first compile writes and its later ones use."""
         names = [self.names(stem) for _ in bodies]
         src = source(prelude, names, bodies, pch is not None)
         opts = list(self.base) + list(extra)
         if want == "ptx":
             opts[0] = "-arch=compute_%s" % self.args.arch
         if pch is not None:
-            opts.append(("--create-pch=" if pch[0] == "create" else "--use-pch=") + pch[1])
+            opts.append({"create": "--create-pch=%s", "use": "--use-pch=%s", "auto": "-pch"}[pch[0]]
+                        .replace("%s", pch[1] or ""))
         hdrs = self.headers(prelude) if pch is not None else ()
         r = self.nv.compile(src, opts, hdrs, want)
         syms = all(n.encode() in r["binary"] for n in names) if r["rc"] == 0 else False
@@ -386,6 +388,17 @@ class Study:
                 for want in ("ptx", "cubin"):
                     self.measure("reduce, %s -> %s" % (label, want.upper()), "full", [reduce_body(call)],
                                  "redalg", want=want, reps=1)
+            return
+        if a.auto_pch:
+            # The reduce kernel at --Ofast-compile=max (as the JIT's collective objects are
+            # built), twice without a PCH, then three times with -pch in this one process.
+            of = ["--Ofast-compile=max"]
+            for i in (1, 2):
+                self.measure("reduce kernel --Ofast-compile=max, no PCH, #%d" % i, "full",
+                             [BODY_REDUCE], "apn", of, reps=1)
+            for i in (1, 2, 3):
+                self.measure("reduce kernel --Ofast-compile=max, -pch, #%d" % i, "full",
+                             [BODY_REDUCE], "apc", of, pch=("auto", None), reps=1)
             return
         if a.reduce_with:
             for opts in [""] + a.reduce_with:
@@ -506,6 +519,8 @@ def main():
     p.add_argument("--pch-dir", default=None, help="where the private PCH directory is made (default: $TMPDIR)")
     p.add_argument("--reduce", action="store_true", help="also a kernel with nvshmemx_float_sum_reduce_block (slow: its NVVM+ptxas time dominates; 1 rep for the slow rows)")
     p.add_argument("--study", action="store_true", help="also the slower extras")
+    p.add_argument("--auto-pch", action="store_true",
+                   help="measure only the reduce kernel at --Ofast-compile=max, without a PCH and with NVRTC's automatic -pch (the first compile writes it)")
     p.add_argument("--reduce-with", action="append", default=[], metavar="OPTIONS",
                    help="measure only the reduce kernel, by default and with these options added (repeatable)")
     p.add_argument("--reduce-algorithms", action="store_true",
