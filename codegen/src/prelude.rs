@@ -130,6 +130,12 @@ template <typename T> __device__ __forceinline__ T pgas_abs(T a) { return a < (T
 __device__ __forceinline__ size_t pgas_min_len(unsigned long long a, unsigned long long b) {
     return (size_t)(a < b ? a : b);
 }
+// `exp2_approx`: not volatile, so the compiler may schedule it or drop it like arithmetic.
+__device__ __forceinline__ float pgas_ex2_approx(float x) {
+    float y;
+    asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));
+    return y;
+}
 template <typename A> __device__ __forceinline__ A pgas_op_min2(A a, A b) { return pgas_min(a, b); }
 template <> __device__ __forceinline__ float pgas_op_min2(float a, float b) { return fminf(a, b); }
 template <> __device__ __forceinline__ double pgas_op_min2(double a, double b) { return fmin(a, b); }
@@ -344,6 +350,26 @@ __device__ __forceinline__ void pgas_mma_f16(pgas_frag_c &c, const pgas_frag_a &
                  : \"+f\"(c.x[0]), \"+f\"(c.x[1]), \"+f\"(c.x[2]), \"+f\"(c.x[3])
                  : \"r\"(a.x[0]), \"r\"(a.x[1]), \"r\"(a.x[2]), \"r\"(a.x[3]), \"r\"(b.x[0]), \"r\"(b.x[1]));
 }
+// Two floats rounded to a 16-bit type, packed into a register (the first in the low half).
+__device__ __forceinline__ uint32_t pgas_pack2_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+__device__ __forceinline__ uint32_t pgas_pack2_f16(float lo, float hi) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+// The 16 x 16 tile of two accumulators (columns 0..8, 8..16) as an A fragment: an accumulator's
+// rows g and g + 8 at columns 2 (l % 4).. are the A registers 0 and 1 of that lane.
+#define PGAS_PACK_A(T) \
+    __device__ __forceinline__ void pgas_pack_a_##T(pgas_frag_a &a, const pgas_frag_c *c) { \
+        a.x[0] = pgas_pack2_##T(c[0].x[0], c[0].x[1]); \
+        a.x[1] = pgas_pack2_##T(c[0].x[2], c[0].x[3]); \
+        a.x[2] = pgas_pack2_##T(c[1].x[0], c[1].x[1]); \
+        a.x[3] = pgas_pack2_##T(c[1].x[2], c[1].x[3]); \
+    }
+PGAS_PACK_A(bf16)
+PGAS_PACK_A(f16)
 // Warp-wide instructions need every lane: a block that is not whole warps would leave the last
 // warp short and the instruction undefined (a hang or garbage), so the kernel traps at entry.
 __device__ __forceinline__ void pgas_require_whole_warps(int line) {
@@ -770,11 +796,9 @@ fn wgmma_helper(n: u32, k: u32, t: &str) -> String {
 }
 
 /// `pgas_wgmma_m64n{n}k16_rs_{t}(acc, p, desc_b)`: `acc += P B` with A from registers, the
-/// 64 x 16 tile the accumulators `p[0]` and `p[1]` hold (an earlier wgmma's result, whose
-/// fragment layout is A's register layout), each pair of values rounded and packed to `t`, and
-/// B MN-major in shared memory (the last immediate transposes it). PTX reads the A registers
-/// asynchronously too: they are this helper's locals, which the compiler keeps until the
-/// `wgmma_wait` that ends the batch.
+/// 64 x 16 tile whose warp rows the fragment `p` holds (`pack_a`), and B MN-major in shared
+/// memory (the last immediate transposes it). PTX reads the A registers asynchronously too:
+/// ptxas keeps them until the `wgmma_wait` that ends the batch.
 fn wgmma_rs_helper(n: u32, t: &str) -> String {
     let regs = n / 2;
     let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
@@ -782,12 +806,10 @@ fn wgmma_rs_helper(n: u32, t: &str) -> String {
         .map(|i| format!("\"+f\"(c[{}].x[{}])", i / 4, i % 4))
         .collect();
     format!(
-        "__device__ __forceinline__ void pgas_wgmma_m64n{n}k16_rs_{t}(pgas_frag_c *c, const pgas_frag_c *p, uint64_t db) {{
-    const uint32_t a0 = pgas_pack2_{t}(p[0].x[0], p[0].x[1]), a1 = pgas_pack2_{t}(p[0].x[2], p[0].x[3]);
-    const uint32_t a2 = pgas_pack2_{t}(p[1].x[0], p[1].x[1]), a3 = pgas_pack2_{t}(p[1].x[2], p[1].x[3]);
+        "__device__ __forceinline__ void pgas_wgmma_m64n{n}k16_rs_{t}(pgas_frag_c *c, const pgas_frag_a &p, uint64_t db) {{
     asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{}}}, {{%{}, %{}, %{}, %{}}}, %{}, p, 1, 1, 1; }}\"
                  : {}
-                 : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(db));
+                 : \"r\"(p.x[0]), \"r\"(p.x[1]), \"r\"(p.x[2]), \"r\"(p.x[3]), \"l\"(db));
 }}
 ",
         list.join(", "),
@@ -863,15 +885,8 @@ __device__ __forceinline__ uint64_t pgas_wgmma_desc_mn(const void *smem, uint32_
     const uint64_t lead = ((uint64_t)chunk * 2u >> 4) & 0x3fff;
     return ((addr & 0x3ffff) >> 4) | (lead << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
 }
-// Two floats rounded to a 16-bit type, packed into a register (the first in the low half): a
-// wgmma A operand register.
-__device__ __forceinline__ uint32_t pgas_pack2_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&v);
-}
-__device__ __forceinline__ uint32_t pgas_pack2_f16(float lo, float hi) {
-    __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&v);
+__device__ __forceinline__ void pgas_wgmma_fence_operand(pgas_frag_c &c) {
+    asm volatile(\"\" : \"+f\"(c.x[0]), \"+f\"(c.x[1]), \"+f\"(c.x[2]), \"+f\"(c.x[3]) :: \"memory\");
 }
 __device__ __forceinline__ void pgas_wgmma_fence() {
     asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");
@@ -971,6 +986,10 @@ template <unsigned N> __device__ __forceinline__ void pgas_tma_store_wait_read()
 template <unsigned Threads> __device__ __forceinline__ void pgas_sync_named(uint32_t id) {
     static_assert(Threads % 32 == 0 && Threads > 0, \"sync_named takes a multiple of 32 threads\");
     asm volatile(\"bar.sync %0, %1;\" :: \"r\"(id), \"n\"(Threads) : \"memory\");
+}
+template <unsigned Threads> __device__ __forceinline__ void pgas_arrive_named(uint32_t id) {
+    static_assert(Threads % 32 == 0 && Threads > 0, \"arrive_named takes a multiple of 32 threads\");
+    asm volatile(\"bar.arrive %0, %1;\" :: \"r\"(id), \"n\"(Threads) : \"memory\");
 }
 template <unsigned N> __device__ __forceinline__ void pgas_setmaxnreg_inc() {
     static_assert(N >= 24 && N <= 256 && N % 8 == 0, \"setmaxnreg_inc takes a register count from 24 to 256, a multiple of 8\");

@@ -1,6 +1,8 @@
-//! The Hopper attention forward kernel: warp-specialized, a ring of K/V tiles filled by the copy
-//! engine, `wgmma` for `S = Q Kᵀ` and for `O += P V` with P in registers, the online softmax in
-//! base 2 between them. `docs/attention.md` walks through it.
+//! The Hopper attention forward kernel: warp-specialized, rings of K and V tiles filled by the
+//! copy engine, `wgmma` for `S = Q Kᵀ` and for `O += P V` with P in registers, the online
+//! softmax of one tile computed while the tensor cores run the previous tile's `P V`, and the
+//! two multiplying warpgroups taking turns at the tensor cores. `docs/attention.md` walks
+//! through it.
 
 use crate::prelude::*;
 
@@ -22,14 +24,17 @@ pub const THREADS: u32 = 384;
 ///
 /// The grid is (query tiles of the longest sequence, `hq`, batch); a block past its sequence's
 /// end returns. Warpgroup 0 (24 registers) loads Q's tile once, then fills a ring of `stages`
-/// slots with K's and V's tiles of `bn` rows, `d / 64` boxes each; warpgroups 1 and 2 (240
-/// registers) own 64 query rows each and, per slot, compute `S = Q Kᵀ` (`wgmma_m64n{bn}k16`),
-/// mask it (keys past the sequence; with `causal`, keys after the query, aligned to the end of
-/// the sequence as FlashAttention does when the lengths differ), update the running maximum
-/// and sum of each row, rescale O, and add `P V` with P taken from the score registers
-/// (`wgmma_m64n{d}k16_rs`, V's tile MN-major). `scale_log2` is the softmax scale times
-/// `log2(e)`, so the exponentials are `exp2`.
-// Long on purpose: the two roles share the shared-memory ring and its mbarriers, and the
+/// K tiles and one of `stages` V tiles, `bn` rows and `d / 64` boxes each; warpgroups 1 and 2
+/// (240 registers) own 64 query rows each. For key tile `j` a multiplying warpgroup issues
+/// `S = Q K_jᵀ` (`wgmma_m64n{bn}k16`) and `O += P_{j-1} V_{j-1}` (`wgmma_m64n{d}k16_rs`, P in
+/// registers, V's tile MN-major), then, while `P V` runs, masks S (keys past the sequence;
+/// with `causal`, keys after the query, aligned to the end of the sequence as FlashAttention
+/// does when the lengths differ, only on tiles that cross the edge), updates each row's running
+/// maximum and sum, and computes `P_j`; once `P V` is done it rescales O. The two warpgroups
+/// issue their `wgmma`s in turns (named barriers 1 and 2), so one's softmax runs under the
+/// other's matmuls. `scale_log2` is the softmax scale times `log2(e)`, so the exponentials are
+/// `exp2` of one fused multiply-add.
+// Long on purpose: the two roles share the shared-memory rings and their mbarriers, and the
 // accumulators cannot be passed to a device function.
 #[pgas_kernel(max_threads = 384)]
 pub fn attention_fwd_sm90(
@@ -74,27 +79,33 @@ pub fn attention_fwd_sm90(
         0
     };
     // A masked score: a finite stand-in for minus infinity, so that a row with every key masked
-    // so far weighs them `exp2(masked - 0) = 0`, never `inf - inf`.
+    // so far weighs them `exp2(masked * scale_log2 - 0) = 0`, never `inf - inf`.
     let masked = -1.0e30f32;
 
     let smem = dyn_shared::<bf16>();
     let bars = dyn_shared::<u64>();
-    // Q's tile: d / 64 boxes of 128 x 64 (8192 elements each). Then slot st: K's d / 64 boxes of
-    // bn x 64, then V's. Then the mbarriers: Q's, `full` and `empty` for each slot. Every box
-    // starts at a multiple of 8 KiB (bn x 64 x 2 bytes) from the 1 KiB-aligned base.
+    // Q's tile: d / 64 boxes of 128 x 64 (8192 elements each). Then K's ring, `s` tiles of
+    // d / 64 boxes of bn x 64, then V's. Then the mbarriers: Q's, then `full` and `empty` of each
+    // K slot, then of each V slot. Every box starts at a multiple of 8 KiB (bn x 64 x 2 bytes)
+    // from the 1 KiB-aligned base.
     let q_elems = dw * 128;
-    let slot = 2 * dw * bw;
-    let q_bar = (q_elems + s * slot) / 4;
-    let full0 = q_bar + 1;
-    let empty0 = full0 + s;
+    let tile = dw * bw;
+    let v0 = q_elems + s * tile;
+    let q_bar = (q_elems + 2 * s * tile) / 4;
+    let k_full = q_bar + 1;
+    let k_empty = k_full + s;
+    let v_full = k_empty + s;
+    let v_empty = v_full + s;
     let t = thread_idx_x() as usize;
     let wg = t / 128;
     if t == 0 {
         mbarrier_init(&mut bars[q_bar], 1);
         for i in 0..s {
-            mbarrier_init(&mut bars[full0 + i], 1);
+            mbarrier_init(&mut bars[k_full + i], 1);
+            mbarrier_init(&mut bars[v_full + i], 1);
             // Lane 0 of each of the 8 multiplying warps frees a slot.
-            mbarrier_init(&mut bars[empty0 + i], 8);
+            mbarrier_init(&mut bars[k_empty + i], 8);
+            mbarrier_init(&mut bars[v_empty + i], 8);
         }
     }
     sync_threads();
@@ -114,29 +125,27 @@ pub fn attention_fwd_sm90(
             }
             for j in 0..tiles {
                 let st = j % s;
-                if j >= s {
-                    // Both multiplying warpgroups are done with the slot's last tile.
-                    mbarrier_wait(&bars[empty0 + st], ((j / s + 1) % 2) as u32);
-                }
-                mbarrier_arrive_expect_tx(&mut bars[full0 + st], (slot * 2) as u32);
-                let kb = q_elems + st * slot;
                 let row = (k_start + j * bw) as i32;
+                // K's slot is free once both warpgroups computed S from its last tile, V's once
+                // their P V is done; the phase is that of the slot's previous round.
+                let freed = ((j / s + 1) % 2) as u32;
+                if j >= s {
+                    mbarrier_wait(&bars[k_empty + st], freed);
+                }
+                mbarrier_arrive_expect_tx(&mut bars[k_full + st], (tile * 2) as u32);
                 for c in 0..dw / 64 {
                     let col = (kvh * dw + c * 64) as i32;
-                    tma_load_2d(
-                        &mut smem[kb + c * bw * 64],
-                        k_map,
-                        &mut bars[full0 + st],
-                        col,
-                        row,
-                    );
-                    tma_load_2d(
-                        &mut smem[kb + dw * bw + c * bw * 64],
-                        v_map,
-                        &mut bars[full0 + st],
-                        col,
-                        row,
-                    );
+                    let at = q_elems + st * tile + c * bw * 64;
+                    tma_load_2d(&mut smem[at], k_map, &mut bars[k_full + st], col, row);
+                }
+                if j >= s {
+                    mbarrier_wait(&bars[v_empty + st], freed);
+                }
+                mbarrier_arrive_expect_tx(&mut bars[v_full + st], (tile * 2) as u32);
+                for c in 0..dw / 64 {
+                    let col = (kvh * dw + c * 64) as i32;
+                    let at = v0 + st * tile + c * bw * 64;
+                    tma_load_2d(&mut smem[at], v_map, &mut bars[v_full + st], col, row);
                 }
             }
         }
@@ -146,17 +155,60 @@ pub fn attention_fwd_sm90(
         let w = (t % 128) / 32;
         // This thread's two query rows (in the sequence): r0 and r0 + 8.
         let r0 = q0 + (wg - 1) * 64 + w * 16 + lane / 4;
-        let c0 = 2 * (lane % 4);
+        let c0 = (2 * (lane % 4)) as i32;
+        // Turns at the tensor cores: this warpgroup waits on barrier `wg`, then lets the other
+        // go on `3 - wg`. Warpgroup 1 has the first turn, and warpgroup 2 the last: no arrival
+        // is left that nobody waits for.
+        let mine = wg as u32;
+        let theirs = 3 - wg as u32;
+        if wg == 1 && tiles > 0 {
+            arrive_named(mine, 256);
+        }
         let mut o_acc = frag_c::<f32, 32>();
+        let mut p = frag_a::<bf16, 8>();
+        // Each row's running maximum of the raw scores and sum of the weights.
         let mut m = [masked; 2];
         let mut l = [0.0f32; 2];
         mbarrier_wait(&bars[q_bar], 0);
+        let mut alpha = [1.0f32; 2];
         for j in 0..tiles {
             let st = j % s;
-            mbarrier_wait(&bars[full0 + st], ((j / s) % 2) as u32);
-            let kb = q_elems + st * slot;
-            let vb = kb + dw * bw;
+            let kb = q_elems + st * tile;
+            // S's accumulators start at 0, or at `masked` for keys past the sequence or (causal)
+            // after the query: columns from `lim` on of this tile, per row. Only tiles across an
+            // edge need it. Done before the matmul, not after, so that the code between the
+            // two waits below has no branch, which would let ptxas hoist the second wait
+            // above the softmax it should overlap.
             let mut sc = frag_c::<f32, 16>();
+            let k0 = j * bw;
+            if k0 + bw > k_len || (causal && (k0 + bw) as i64 > (q0 as i64) + diag + 1) {
+                for h in 0..2 {
+                    let mut lim = k_len as i64 - k0 as i64;
+                    if causal {
+                        lim = min(lim, (r0 + h * 8) as i64 + diag + 1 - k0 as i64);
+                    }
+                    let lim = lim as i32;
+                    for ni in 0..bw / 8 {
+                        for e in 0..2 {
+                            if c0 + (ni * 8 + e) as i32 >= lim {
+                                sc[ni][2 * h + e] = masked;
+                            }
+                        }
+                    }
+                }
+            }
+            let pv = v0 + ((j + s - 1) % s) * tile;
+            mbarrier_wait(&bars[k_full + st], ((j / s) % 2) as u32);
+            if j > 0 {
+                mbarrier_wait(&bars[v_full + (j - 1) % s], (((j - 1) / s) % 2) as u32);
+            }
+            for ni in 0..dw / 8 {
+                for e in 0..4 {
+                    o_acc[ni][e] *= alpha[e / 2];
+                }
+                wgmma_fence_operand(&mut o_acc[ni]);
+            }
+            sync_named(mine, 256);
             wgmma_fence();
             for c in 0..dw / 64 {
                 for ks in 0..4 {
@@ -169,75 +221,108 @@ pub fn attention_fwd_sm90(
                 }
             }
             wgmma_commit();
-            wgmma_wait(0);
+            if j > 0 {
+                // O = alpha O + P V of the previous tile, as a batch of its own after its own
+                // fence, so that no register move of the branch falls inside a batch.
+                wgmma_fence();
+                for kk in 0..bw / 16 {
+                    // K step kk: keys 16 kk.. (P's fragment kk, V's rows 16 kk.., 1024
+                    // elements into each of its boxes).
+                    let v = pv + kk * 1024;
+                    let chunk = (bw * 64) as u32;
+                    if d == 256 {
+                        wgmma_m64n256k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
+                    } else if d == 128 {
+                        wgmma_m64n128k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
+                    } else {
+                        wgmma_m64n64k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
+                    }
+                }
+                wgmma_commit();
+                arrive_named(theirs, 256);
+                wgmma_wait(1);
+            } else {
+                // In the same branch as the issue: ptxas's check of the registers a running
+                // `wgmma` uses does not carry `j > 0` from one branch to another, and would
+                // serialize every `wgmma` of the kernel (C7513, C7514).
+                arrive_named(theirs, 256);
+                wgmma_wait(0);
+            }
+            if lane == 0 {
+                mbarrier_arrive(&mut bars[k_empty + st]);
+            }
 
-            // Scale to base 2, mask where a key is past the sequence or (causal) after the
-            // query, and take each row's maximum across the 4 threads that hold it.
-            let k0 = j * bw;
-            let edge = k0 + bw > k_len || (causal && (k0 + bw) as i64 > (q0 as i64) + diag + 1);
-            let mut mx = [masked; 2];
+            // Each row's maximum across the 4 threads that hold it, and the weights in base 2,
+            // while the tensor cores run P V.
+            let mut mx = [m[0], m[1]];
             for ni in 0..bw / 8 {
                 for e in 0..4 {
-                    let mut x = sc[ni][e] * scale_log2;
-                    if edge {
-                        let col = (k0 + ni * 8 + c0 + e % 2) as i64;
-                        let row = (r0 + (e / 2) * 8) as i64;
-                        if col >= k_len as i64 || (causal && col > row + diag) {
-                            x = masked;
-                        }
-                    }
-                    sc[ni][e] = x;
-                    mx[e / 2] = max(mx[e / 2], x);
+                    mx[e / 2] = max(mx[e / 2], sc[ni][e]);
                 }
             }
-            let mut alpha = [0.0f32; 2];
             let mut base = [0.0f32; 2];
             for h in 0..2 {
                 let mut v = mx[h];
                 v = max(v, shfl_xor_sync(0xffff_ffff, v, 1));
                 v = max(v, shfl_xor_sync(0xffff_ffff, v, 2));
-                let m_new = max(m[h], v);
                 // A row with every key masked so far keeps a zero weight for all of them.
-                base[h] = if m_new > masked * 0.5 { m_new } else { 0.0 };
-                alpha[h] = exp2(m[h] - base[h]);
-                m[h] = m_new;
+                base[h] = if v > masked * 0.5 {
+                    v * scale_log2
+                } else {
+                    0.0
+                };
+                alpha[h] = exp2_approx((m[h] - v) * scale_log2);
+                m[h] = v;
             }
             let mut sum = [0.0f32; 2];
             for ni in 0..bw / 8 {
                 for e in 0..4 {
-                    let p = exp2(sc[ni][e] - base[e / 2]);
-                    sc[ni][e] = p;
-                    sum[e / 2] += p;
+                    let w = exp2_approx(sc[ni][e] * scale_log2 - base[e / 2]);
+                    sc[ni][e] = w;
+                    sum[e / 2] += w;
                 }
             }
             for h in 0..2 {
                 l[h] = l[h] * alpha[h] + sum[h];
             }
+            // Unconditional, though nothing is in flight at j = 0 (see above).
+            wgmma_wait(0);
+            if j > 0 && lane == 0 {
+                mbarrier_arrive(&mut bars[v_empty + (j - 1) % s]);
+            }
+            for kk in 0..bw / 16 {
+                pack_a(&mut p[kk], &sc[2 * kk]);
+            }
+        }
+        if tiles > 0 {
+            // The last tile's P V.
+            let last = (tiles - 1) % s;
+            let pv = v0 + last * tile;
             for ni in 0..dw / 8 {
                 for e in 0..4 {
                     o_acc[ni][e] *= alpha[e / 2];
                 }
+                wgmma_fence_operand(&mut o_acc[ni]);
             }
-
-            // O += P V: K step kk is keys 16 kk.. (score fragments 2 kk and 2 kk + 1, V's rows
-            // 16 kk.., 1024 elements into each of its boxes).
+            mbarrier_wait(&bars[v_full + last], (((tiles - 1) / s) % 2) as u32);
+            sync_named(mine, 256);
             wgmma_fence();
             for kk in 0..bw / 16 {
-                let v = vb + kk * 1024;
+                let v = pv + kk * 1024;
                 let chunk = (bw * 64) as u32;
                 if d == 256 {
-                    wgmma_m64n256k16_rs(&mut o_acc[0], &sc[2 * kk], &smem[v], chunk);
+                    wgmma_m64n256k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
                 } else if d == 128 {
-                    wgmma_m64n128k16_rs(&mut o_acc[0], &sc[2 * kk], &smem[v], chunk);
+                    wgmma_m64n128k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
                 } else {
-                    wgmma_m64n64k16_rs(&mut o_acc[0], &sc[2 * kk], &smem[v], chunk);
+                    wgmma_m64n64k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
                 }
             }
             wgmma_commit();
-            wgmma_wait(0);
-            if lane == 0 {
-                mbarrier_arrive(&mut bars[empty0 + st]);
+            if wg == 1 {
+                arrive_named(theirs, 256);
             }
+            wgmma_wait(0);
         }
 
         // Each row's sum over its 4 threads; rows of the tile past the sequence are not stored.
@@ -251,15 +336,15 @@ pub fn attention_fwd_sm90(
             let row = r0 + h * 8;
             if row < q_len {
                 let inv = if l[h] > 0.0 { 1.0 / l[h] } else { 0.0 };
-                let at = ((q_start + row) * hq + head) * dw + c0;
+                let at = ((q_start + row) * hq + head) * dw + c0 as usize;
                 for ni in 0..dw / 8 {
                     o[at + ni * 8] = (o_acc[ni][2 * h] * inv) as bf16;
                     o[at + ni * 8 + 1] = (o_acc[ni][2 * h + 1] * inv) as bf16;
                 }
                 if lane % 4 == 0 {
-                    // ln(sum of e^(scale s)) = (m + log2(l)) ln 2, m in base 2.
+                    // ln(sum of e^(scale s)) = (scale_log2 m + log2(l)) ln 2, m a raw score.
                     lse[(q_start + row) * hq + head] = if l[h] > 0.0 {
-                        (m[h] + log2(l[h])) * 0.693_147_2
+                        (m[h] * scale_log2 + log2(l[h])) * 0.693_147_2
                     } else {
                         masked
                     };

@@ -28,7 +28,7 @@ pub struct AttentionParams {
 pub struct AttentionConfig {
     /// Keys per K/V tile: 128, or 64 for head dim 256 (whose O takes 128 registers a thread).
     pub bn: u32,
-    /// Slots of the K/V ring.
+    /// Slots of each of the K and V rings.
     pub stages: u32,
 }
 
@@ -42,10 +42,11 @@ impl AttentionConfig {
         }
     }
 
-    /// Dynamic shared memory a block needs: Q's tile, the ring of K and V tiles, the mbarriers.
+    /// Dynamic shared memory a block needs: Q's tile, the rings of K and V tiles, the mbarriers
+    /// (Q's, and `full` and `empty` of each slot of each ring).
     pub fn shared_bytes(&self, head_dim: usize) -> u32 {
         let elems = BM * head_dim + self.stages as usize * 2 * head_dim * self.bn as usize;
-        (elems * 2 + 8 * (1 + 2 * self.stages as usize)) as u32
+        (elems * 2 + 8 * (1 + 4 * self.stages as usize)) as u32
     }
 }
 

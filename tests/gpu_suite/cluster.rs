@@ -7,7 +7,7 @@
 //! and the checked variant. On a GPU below compute capability 9.0 the kernel cases check that
 //! the launch is refused instead.
 
-use crate::kernels::cluster::{cluster_multicast_tile, cluster_tma_store_tiles};
+use crate::kernels::cluster::{cluster_multicast_tile, cluster_tma_store_tiles, named_turns};
 use crate::runner::{case, Case};
 use crate::util::{check_eq, ensure, CaseResult};
 use pgas::gemm::reference::value;
@@ -26,6 +26,7 @@ pub const CASES: &[Case] = &[
     case("cluster/gemm_bf16_128x8192x8192_configs", gemm_big_case),
     case("cluster/refuses_bad_clusters_and_shapes", bad_input_case),
     case("cluster/tma_store_and_reduce_add_f32", tma_store_case),
+    case("cluster/named_barriers_take_turns", named_turns_case),
     case("cluster/gemm_fp8_e4m3_256x512x1024", gemm_fp8_case),
 ];
 
@@ -246,6 +247,29 @@ fn tma_store_case(p: &Pgas) -> CaseResult {
         cluster_tma_store_tiles::launch(p, cfg, &mut read_only, &mut sum_map, &mut flags, 7),
         &["`out`", "built from a read-only tensor", "tiled_2d_mut"],
     )
+}
+
+fn named_turns_case(p: &Pgas) -> CaseResult {
+    let s = p.stream();
+    let mut out = s.alloc_zeros::<u32>(17)?;
+    let want: Vec<u32> = std::iter::once(16).chain((0..16).map(|i| i % 2)).collect();
+    for (variant, checked) in VARIANTS {
+        s.memset_zeros(&mut out)?;
+        let cfg = LaunchConfig::blocks(1, 64);
+        if checked {
+            named_turns::launch(p, cfg, &mut out)?;
+        } else {
+            // SAFETY: 17 elements, written at indices below 17.
+            unsafe { named_turns::launch_unchecked(p, cfg, &mut out)? };
+        }
+        s.synchronize()?;
+        check_eq(
+            &format!("{variant}: two warps alternate through arrive_named / sync_named"),
+            &s.clone_dtoh(&out)?,
+            &want,
+        )?;
+    }
+    Ok(())
 }
 
 fn dsmem_case(p: &Pgas, n: u32) -> CaseResult {

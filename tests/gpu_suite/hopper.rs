@@ -209,7 +209,7 @@ fn thread_stores_case(p: &Pgas) -> CaseResult {
     )
 }
 
-/// S = A Btᵀ, then S V with S from registers and V MN-major, for N = 64, 128 and 256. A and Bt
+/// S = A Btᵀ, then 0.5 + S V with S from registers and V MN-major, for N = 64, 128 and 256. A and Bt
 /// hold -1, 0 and 1, so S (|S| <= 64) is exact in bf16 and the products are exact in f32.
 fn wgmma_rs_case(p: &Pgas) -> CaseResult {
     let unit = |i: usize, salt: usize| ((i * 5 + salt * 3) % 3) as f32 - 1.0;
@@ -234,12 +234,16 @@ fn wgmma_rs_case(p: &Pgas) -> CaseResult {
         }
         launch(&mut dout)?;
         util::settle(p)?;
-        // O = S V, V row-major 64 x n: (n x 64)ᵀ as matmul_bt takes it.
+        // O = 0.5 + S V, V row-major 64 x n: (n x 64)ᵀ as matmul_bt takes it.
         let vt: Vec<f32> = (0..n * 64).map(|i| v[(i % 64) * n + i / 64]).collect();
+        let want: Vec<f32> = matmul_bt(&sm, &vt, 64, 64, n)
+            .iter()
+            .map(|x| x + 0.5)
+            .collect();
         check_eq(
-            &format!("S V with S from registers, V MN-major, N = {n}"),
+            &format!("0.5 + S V with S from registers (pack_a), V MN-major, N = {n}"),
             &s.clone_dtoh(&dout)?,
-            &matmul_bt(&sm, &vt, 64, 64, n),
+            &want,
         )?;
     }
     Ok(())

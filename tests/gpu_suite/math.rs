@@ -10,10 +10,49 @@ use pgas::prelude::*;
 pub const CASES: &[Case] = &[
     case("math/f32", math_f32_case),
     case("math/f64", math_f64_case),
+    case("math/exp2_and_exp2_approx_f32", exp2_case),
 ];
 
 /// The kernels the cases launch checked, compiled ahead of the cases (see `runner::prewarm`).
-pub const KERNELS: &[&KernelSpec] = &[&math_f32::SPEC, &math_f64::SPEC];
+pub const KERNELS: &[&KernelSpec] = &[&math_f32::SPEC, &math_f64::SPEC, &exp2_f32::SPEC];
+
+/// `out[2 i]` = `exp2(xs[i])`, `out[2 i + 1]` = `exp2_approx(xs[i])`.
+#[pgas_kernel]
+fn exp2_f32(out: &mut SymTensor<f32>, xs: &SymTensor<f32>) {
+    let i = thread_idx_x() as usize;
+    out[2 * i] = exp2(xs[i]);
+    out[2 * i + 1] = xs[i].exp2_approx();
+}
+
+/// Both within 2^-21 of 2^x relative to it over [-100, 40]; below 2^-126, `exp2` keeps the
+/// subnormal result and `exp2_approx` flushes it to 0.
+fn exp2_case(p: &Pgas) -> CaseResult {
+    let mut xs32: Vec<f32> = (0..63).map(|i| -100.0 + i as f32 * 2.2 + 0.37).collect();
+    xs32.push(-130.0);
+    let n = xs32.len();
+    let xs = p.alloc_from(&xs32)?;
+    let mut out = p.alloc::<f32>(2 * n)?;
+    out.fill(f32::NAN)?;
+    exp2_f32::launch(p, LaunchConfig::blocks(1, n as u32), &mut out, &xs)?;
+    util::settle(p)?;
+    let got = out.to_vec()?;
+    for (i, &x) in xs32[..n - 1].iter().enumerate() {
+        let want = (x as f64).exp2();
+        for (name, v) in [("exp2", got[2 * i]), ("exp2_approx", got[2 * i + 1])] {
+            let rel = ((v as f64 - want) / want).abs();
+            if rel.is_nan() || rel > 1.0 / (1u64 << 21) as f64 {
+                return Err(
+                    format!("{name}({x}) = {v}, expected {want} (relative error {rel:e})").into(),
+                );
+            }
+        }
+    }
+    let (exact, flushed) = (got[2 * (n - 1)], got[2 * n - 1]);
+    if !(exact > 0.0 && flushed == 0.0) {
+        return Err(format!("2^-130: exp2 gave {exact:e} (a subnormal expected), exp2_approx {flushed:e} (0 expected)").into());
+    }
+    Ok(())
+}
 
 const K: usize = 35;
 const N: usize = 64;

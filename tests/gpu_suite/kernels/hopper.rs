@@ -155,8 +155,8 @@ fn wgmma_n256_two_warpgroups(c: &mut CudaSlice<f32>, a_map: &TensorMap<bf16>, b_
 }
 
 /// The two matmuls of attention in one warpgroup: S (64 x 64, f32) = A Btᵀ as in
-/// `wgmma_tile_bf16`, then O (64 x `n`) = S V with S fed from registers (each value rounded to
-/// bf16: `wgmma_m64nNk16_rs`) and V (64 x `n`, row-major, so MN-major for the product) fetched
+/// `wgmma_tile_bf16`, then O (64 x `n`) = 0.5 + S V with S fed from registers (each value rounded to
+/// bf16 by `pack_a`, then `wgmma_m64nNk16_rs`) and V (64 x `n`, row-major, so MN-major for the product) fetched
 /// by the copy engine in `n / 64` tiles of 64 x 64, 4096 elements apart.
 #[pgas_kernel(max_threads = 128)]
 pub fn wgmma_rs_pv(
@@ -192,16 +192,27 @@ pub fn wgmma_rs_pv(
     }
     wgmma_commit();
     wgmma_wait(0);
-    let mut acc = frag_c::<f32, 32>();
-    wgmma_fence();
     // K step kk: columns 16 kk.. of S (fragments 2 kk and 2 kk + 1), rows 16 kk.. of V.
+    let mut p = frag_a::<bf16, 4>();
+    for kk in 0..4 {
+        pack_a(&mut p[kk], &s[2 * kk]);
+    }
+    // O starts at 0.5, pinned before the fence so the stores stay out of the batch.
+    let mut acc = frag_c::<f32, 32>();
+    for ni in 0..nw / 8 {
+        for e in 0..4 {
+            acc[ni][e] = 0.5;
+        }
+        wgmma_fence_operand(&mut acc[ni]);
+    }
+    wgmma_fence();
     for kk in 0..4 {
         if n == 256 {
-            wgmma_m64n256k16_rs(&mut acc[0], &s[2 * kk], &smem[8192 + kk * 1024], 4096);
+            wgmma_m64n256k16_rs(&mut acc[0], &p[kk], &smem[8192 + kk * 1024], 4096);
         } else if n == 128 {
-            wgmma_m64n128k16_rs(&mut acc[0], &s[2 * kk], &smem[8192 + kk * 1024], 4096);
+            wgmma_m64n128k16_rs(&mut acc[0], &p[kk], &smem[8192 + kk * 1024], 4096);
         } else {
-            wgmma_m64n64k16_rs(&mut acc[0], &s[2 * kk], &smem[8192 + kk * 1024], 4096);
+            wgmma_m64n64k16_rs(&mut acc[0], &p[kk], &smem[8192 + kk * 1024], 4096);
         }
     }
     wgmma_commit();
