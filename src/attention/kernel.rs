@@ -23,17 +23,19 @@ pub const THREADS: u32 = 384;
 /// `bn` x 64, all with the 128-byte swizzle.
 ///
 /// The grid is (query tiles of the longest sequence, `hq`, batch); a block past its sequence's
-/// end returns. Warpgroup 0 (24 registers) loads Q's tile once, then fills a ring of `stages`
-/// K tiles and one of `stages` V tiles, `bn` rows and `d / 64` boxes each; warpgroups 1 and 2
-/// (240 registers) own 64 query rows each. For key tile `j` a multiplying warpgroup issues
-/// `S = Q K_jᵀ` (`wgmma_m64n{bn}k16`) and `O += P_{j-1} V_{j-1}` (`wgmma_m64n{d}k16_rs`, P in
-/// registers, V's tile MN-major), then, while `P V` runs, masks S (keys past the sequence;
-/// with `causal`, keys after the query, aligned to the end of the sequence as FlashAttention
-/// does when the lengths differ, only on tiles that cross the edge), updates each row's running
-/// maximum and sum, and computes `P_j`; once `P V` is done it rescales O. The two warpgroups
-/// issue their `wgmma`s in turns (named barriers 1 and 2), so one's softmax runs under the
-/// other's matmuls. `scale_log2` is the softmax scale times `log2(e)`, so the exponentials are
-/// `exp2` of one fused multiply-add.
+/// end returns, and with `causal` block x takes the sequence's x-th query tile from the end.
+/// Warpgroup 0 (24 registers) loads Q's tile once, then fills a ring of `stages` K tiles and
+/// one of `stages` V tiles, `bn` rows and `d / 64` boxes each. Warpgroups 1 and 2 (240
+/// registers) own 64 query rows each. For key tile `j` a multiplying warpgroup starts S's
+/// accumulators at the mask (keys past the sequence; with `causal`, keys after the query,
+/// aligned to the end of the sequence as FlashAttention does when the lengths differ; only on
+/// tiles that cross an edge), rescales O, issues `S = Q K_jᵀ` (`wgmma_m64n{bn}k16`) and
+/// `O += P_{j-1} V_{j-1}` (`wgmma_m64n{d}k16_rs`, P in registers, V's tile MN-major), and while
+/// `P V` runs updates each row's running maximum and sum and computes `P_j`. The two
+/// warpgroups issue their `wgmma`s in turns (named barriers 1 and 2), so one's softmax runs
+/// under the other's matmuls. `scale_log2` is the softmax scale times `log2(e)`, so each
+/// exponential is `exp2_approx` of one fused multiply-add. `docs/attention.md` says what ptxas
+/// needs for the matmuls to stay asynchronous.
 // Long on purpose: the two roles share the shared-memory rings and their mbarriers, and the
 // accumulators cannot be passed to a device function.
 #[pgas_kernel(max_threads = 384)]
@@ -55,12 +57,20 @@ pub fn attention_fwd_sm90(
 ) {
     let b = block_idx_z() as usize;
     let head = block_idx_y() as usize;
-    let q0 = block_idx_x() as usize * 128;
     let q_start = cu_q[b] as usize;
     let q_len = cu_q[b + 1] as usize - q_start;
-    if q0 >= q_len {
+    let q_tiles = (q_len + 127) / 128;
+    let bx = block_idx_x() as usize;
+    if bx >= q_tiles {
         return;
     }
+    // With `causal`, the blocks that see the most keys (the last query tiles) start first, so
+    // that the short ones fill the end of the grid.
+    let q0 = if causal {
+        (q_tiles - 1 - bx) * 128
+    } else {
+        bx * 128
+    };
     let k_start = k_ranges[2 * b] as usize;
     let k_len = k_ranges[2 * b + 1] as usize - k_start;
     let kvh = head / group;
