@@ -974,6 +974,8 @@ pub static INTRINSICS: &[Intrinsic] = &[
         "Global thread index in the x dimension."),
     thread("lane_id", "(threadIdx.x & 31u)", "Lane of the thread in its warp (x dimension)."),
     thread("warp_id", "(threadIdx.x >> 5)", "Warp of the thread in its block (x dimension)."),
+    thread("warpgroup_id", "__shfl_sync(0xffffffffu, threadIdx.x >> 7, 0)",
+        "Warpgroup of the thread in its block (x dimension), read from lane 0 so that the compiler knows it is the same across the warp: addresses computed from it (a warpgroup's `wgmma` operands) stay in uniform registers instead of being moved there before each `wgmma`."),
     row("sync_threads", G::Thread, F::Free, &[], R::Unit, S::Block, NONE, "__syncthreads()", N::None, false,
         "Block-wide barrier."),
     row("sync_warp", G::Thread, F::Free, &[], R::Unit, S::Warp, NONE, "__syncwarp()", N::None, false,

@@ -873,17 +873,17 @@ __device__ __forceinline__ void pgas_tma_load_2d(void *dst, const pgas_tensor_ma
 // A wgmma matrix descriptor for a K-major operand tile as the copy engine writes it with a
 // 128-byte swizzle: rows of 128 bytes, 8-row atoms 1024 bytes apart (the stride), the leading
 // offset unused; the start address moves 32 bytes per 16 elements of K inside the atom.
+// Shared addresses are below 2^18, so the address field (bits 0-13, in 16-byte units) needs no
+// mask, and the low word is a sum: descriptors of one tile at constant offsets then differ by
+// a constant, which the compiler adds instead of rebuilding each one (6 instructions a wgmma).
 __device__ __forceinline__ uint64_t pgas_wgmma_desc(const void *smem) {
-    const uint64_t addr = pgas_smem_addr(smem);
-    return ((addr & 0x3ffff) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+    return (uint64_t)((pgas_smem_addr(smem) >> 4) + (1u << 16)) | (((1024ull >> 4) | (1ull << 30)) << 32);
 }
 // The same for an MN-major operand (N contiguous) in tiles of 64 columns as the copy engine
 // writes them with a 128-byte swizzle: 8-row atoms 1024 bytes apart along K (the stride), the
 // tiles `chunk` elements apart along N (the leading offset); a K step of 16 moves 16 rows.
 __device__ __forceinline__ uint64_t pgas_wgmma_desc_mn(const void *smem, uint32_t chunk) {
-    const uint64_t addr = pgas_smem_addr(smem);
-    const uint64_t lead = ((uint64_t)chunk * 2u >> 4) & 0x3fff;
-    return ((addr & 0x3ffff) >> 4) | (lead << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+    return (uint64_t)((pgas_smem_addr(smem) >> 4) + ((chunk * 2u >> 4) << 16)) | (((1024ull >> 4) | (1ull << 30)) << 32);
 }
 __device__ __forceinline__ void pgas_wgmma_fence_operand(pgas_frag_c &c) {
     asm volatile(\"\" : \"+f\"(c.x[0]), \"+f\"(c.x[1]), \"+f\"(c.x[2]), \"+f\"(c.x[3]) :: \"memory\");

@@ -107,7 +107,7 @@ pub fn attention_fwd_sm90(
     let v_full = k_empty + s;
     let v_empty = v_full + s;
     let t = thread_idx_x() as usize;
-    let wg = t / 128;
+    let wg = warpgroup_id() as usize;
     if t == 0 {
         mbarrier_init(&mut bars[q_bar], 1);
         for i in 0..s {

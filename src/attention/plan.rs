@@ -22,8 +22,9 @@ pub struct AttentionParams {
     pub scale: Option<f32>,
 }
 
-/// The kernel's comptime choices for a head dim: keys per tile and ring slots, as many as the
-/// accumulators' registers and 227 KiB of shared memory allow.
+/// The kernel's comptime choices for a head dim: keys per tile, as many as the accumulators'
+/// registers allow, and the ring depth that ran fastest on an H200 (`docs/attention.md`: a
+/// deeper ring fits at head dim 128 but ran slower).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttentionConfig {
     /// Keys per K/V tile: 128, or 64 for head dim 256 (whose O takes 128 registers a thread).
@@ -38,7 +39,7 @@ impl AttentionConfig {
         match head_dim {
             256 => AttentionConfig { bn: 64, stages: 2 },
             128 => AttentionConfig { bn: 128, stages: 2 },
-            _ => AttentionConfig { bn: 128, stages: 3 },
+            _ => AttentionConfig { bn: 128, stages: 4 },
         }
     }
 

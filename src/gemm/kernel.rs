@@ -99,7 +99,7 @@ pub fn gemm_bf16_sm90(
         group /= 2;
     }
     let t = thread_idx_x() as usize;
-    let wg = t / 128;
+    let wg = warpgroup_id() as usize;
 
     if t == 0 {
         for i in 0..s {

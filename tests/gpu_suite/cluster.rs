@@ -255,7 +255,7 @@ fn named_turns_case(p: &Pgas) -> CaseResult {
     let want: Vec<u32> = std::iter::once(16).chain((0..16).map(|i| i % 2)).collect();
     for (variant, checked) in VARIANTS {
         s.memset_zeros(&mut out)?;
-        let cfg = LaunchConfig::blocks(1, 64);
+        let cfg = LaunchConfig::blocks(1, 256);
         if checked {
             named_turns::launch(p, cfg, &mut out)?;
         } else {
@@ -264,7 +264,7 @@ fn named_turns_case(p: &Pgas) -> CaseResult {
         }
         s.synchronize()?;
         check_eq(
-            &format!("{variant}: two warps alternate through arrive_named / sync_named"),
+            &format!("{variant}: two warpgroups (warpgroup_id) alternate through arrive_named / sync_named"),
             &s.clone_dtoh(&out)?,
             &want,
         )?;

@@ -171,31 +171,32 @@ pub fn cluster_tma_store_tiles(
     }
 }
 
-/// Two warps take 8 turns each, in alternation, through two named barriers (64 threads each):
-/// a warp waits on its own (`sync_named`), appends its index to a log in shared memory, then
-/// lets the other go (`arrive_named` on the other's). Warp 0 arrives on its own barrier first,
-/// so it has the first turn. `out` is the log's length (16), then the warps in the order of
-/// their turns: 0, 1, 0, 1, ... Without the hand-off both warps would write at once.
-#[pgas_kernel(max_threads = 64)]
+/// Two warpgroups take 8 turns each, in alternation, through two named barriers (256 threads
+/// each), as the attention kernel's multiplying warpgroups do: a warpgroup waits on its own
+/// (`sync_named`), appends its index (`warpgroup_id`) to a log in shared memory, then lets the
+/// other go (`arrive_named` on the other's). Warpgroup 0 arrives on its own barrier first, so it
+/// has the first turn. `out` is the log's length (16), then the warpgroups in the order of
+/// their turns: 0, 1, 0, 1, ... Without the hand-off both would write at once.
+#[pgas_kernel(max_threads = 256)]
 pub fn named_turns(out: &mut CudaSlice<u32>) {
     let log = shared_array::<u32, 17>();
     let t = thread_idx_x() as usize;
-    let w = t / 32;
+    let w = warpgroup_id() as usize;
     if t == 0 {
         log[0] = 0;
     }
     sync_threads();
     if w == 0 {
-        arrive_named(1, 64);
+        arrive_named(1, 256);
     }
     for _ in 0..8 {
-        sync_named((1 + w) as u32, 64);
-        if t % 32 == 0 {
+        sync_named((1 + w) as u32, 256);
+        if t % 128 == 0 {
             let n = log[0] as usize;
             log[1 + n] = w as u32;
             log[0] = (n + 1) as u32;
         }
-        arrive_named((2 - w) as u32, 64);
+        arrive_named((2 - w) as u32, 256);
     }
     sync_threads();
     if t < 17 {
