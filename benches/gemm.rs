@@ -2,7 +2,7 @@
 //! `ldmatrix`, `cp.async`; sm_80 and up; `examples/gemm_bf16.rs` runs it) and `pgas::gemm` (TMA, mbarriers, `wgmma`, clusters with multicast,
 //! a persistent grid; sm_90a, timed where the GPU has it, given B transposed), against cuBLAS
 //! (`cublasGemmEx`, bf16 in and out, f32 compute) in the same run, on one GPU:
-//! 4096^3, 8192^3 and the skinny M = 128 and M = 1024 with N = K = 8192. For each shape: median
+//! the shapes of `SHAPES` (square, N = K = 8192 from M = 128, LLM layers). For each shape: median
 //! time over repetitions (CUDA events on the same stream, after warm-up), TFLOP/s, pgas/cuBLAS,
 //! and the largest difference between the two results relative to the largest |C| (pgas is also
 //! spot-checked against the host, so a wrong result fails even without cuBLAS). Also the cold
@@ -33,13 +33,18 @@ use pgas::ops::cublas::{self, Cublas, CublasLt};
 use pgas::prelude::*;
 
 const BENCH: &str = "gemm";
-const SHAPES: [(usize, usize, usize); 6] = [
+/// The square and N = K = 8192 shapes, then LLM layers issue 46 names: decode-sized M against an
+/// MLP's up and down projections (N or K of 28,672), and a long K at moderate M.
+const SHAPES: [(usize, usize, usize); 9] = [
     (4096, 4096, 4096),
     (8192, 8192, 8192),
     (128, 8192, 8192),
     (1024, 8192, 8192),
     (2048, 8192, 8192),
     (4096, 8192, 8192),
+    (256, 28672, 8192),
+    (512, 8192, 28672),
+    (2048, 8192, 18432),
 ];
 
 /// Median milliseconds of `GEMM_REPS` runs of `run` after `GEMM_WARMUP`, each timed on `stream`.
@@ -148,7 +153,14 @@ fn main() -> BenchResult<()> {
                 (0..k * n).map(|i| value(i, 4)).collect::<Vec<_>>(),
             )
         } else {
-            (big_a[..m * k].to_vec(), big_b[..k * n].to_vec())
+            // The same values as the 8192 x 8192 operands, generated where a shape needs more.
+            let take = |big: &[bf16], len: usize, seed| {
+                big.get(..len).map_or_else(
+                    || (0..len).map(|i| value(i, seed)).collect(),
+                    <[bf16]>::to_vec,
+                )
+            };
+            (take(&big_a, m * k, 1), take(&big_b, k * n, 2))
         };
         let a = stream.clone_htod(&a_host)?;
         let b = stream.clone_htod(&b_host)?;
