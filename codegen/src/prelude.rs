@@ -740,8 +740,10 @@ PGAS_MM_ALL(f64, double, \"f64\", \"f64\", \"d\")
 /// (`wgmma`), so the runtime compiles it with `-arch=sm_90a` and refuses other GPUs.
 pub const SM90A_MARKER: &str = "// pgas: this source needs sm_90a (wgmma, TMA, mbarrier tx)";
 
-/// The shapes of `wgmma.mma_async` the intrinsic table has rows for (`m64nNkK`).
-const WGMMA_N: [u32; 3] = [64, 128, 256];
+/// The shapes of `wgmma.mma_async` the intrinsic table has rows for (`m64nNkK`). N = 176 is
+/// attention's tile of keys at head dim 128 (FlashAttention-3's): only its 16-bit form with both
+/// operands in shared memory has a row.
+const WGMMA_N: [u32; 4] = [64, 128, 176, 256];
 
 /// The operand types of `wgmma.mma_async` with f32 accumulation the rows use, with their K (32
 /// bytes of each operand row a step: 16 elements of 16 bits, 32 of FP8) and the helper suffix,
@@ -759,10 +761,11 @@ pub fn sm90_support() -> String {
     s.push_str(SM90_FIXED);
     s.push_str(SM90_CLUSTER);
     for n in WGMMA_N {
-        for (k, t) in WGMMA_TYPES {
+        let whole = n % 64 == 0;
+        for (k, t) in WGMMA_TYPES.into_iter().filter(|&(k, _)| whole || k == 16) {
             s.push_str(&wgmma_helper(n, k, t));
         }
-        for t in ["bf16", "f16"] {
+        for t in ["bf16", "f16"].into_iter().filter(|_| whole) {
             s.push_str(&wgmma_rs_helper(n, t));
         }
     }

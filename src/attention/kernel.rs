@@ -175,7 +175,7 @@ pub fn attention_fwd_sm90(
             arrive_named(mine, 256);
         }
         let mut o_acc = frag_c::<f32, 32>();
-        let mut p = frag_a::<bf16, 8>();
+        let mut p = frag_a::<bf16, 11>();
         // Each row's running maximum of the raw scores and sum of the weights.
         let mut m = [masked; 2];
         let mut l = [0.0f32; 2];
@@ -189,7 +189,7 @@ pub fn attention_fwd_sm90(
             // edge need it. Done before the matmul, not after, so that the code between the
             // two waits below has no branch, which would let ptxas hoist the second wait
             // above the softmax it should overlap.
-            let mut sc = frag_c::<f32, 16>();
+            let mut sc = frag_c::<f32, 22>();
             let k0 = j * bw;
             if k0 + bw > k_len || (causal && (k0 + bw) as i64 > (q0 as i64) + diag + 1) {
                 for h in 0..2 {
@@ -223,7 +223,9 @@ pub fn attention_fwd_sm90(
             for c in 0..dw / 64 {
                 for ks in 0..4 {
                     let a = c * 8192 + (wg - 1) * 4096 + ks * 16;
-                    if bn == 128 {
+                    if bn == 176 {
+                        wgmma_m64n176k16(&mut sc[0], &smem[a], &smem[kb + c * bw * 64 + ks * 16]);
+                    } else if bn == 128 {
                         wgmma_m64n128k16(&mut sc[0], &smem[a], &smem[kb + c * bw * 64 + ks * 16]);
                     } else {
                         wgmma_m64n64k16(&mut sc[0], &smem[a], &smem[kb + c * bw * 64 + ks * 16]);

@@ -22,23 +22,26 @@ pub struct AttentionParams {
     pub scale: Option<f32>,
 }
 
-/// The kernel's comptime choices for a head dim: keys per tile, as many as the accumulators'
-/// registers allow, and the ring depth that ran fastest on an H200 (`docs/attention.md`: a
-/// deeper ring fits at head dim 128 but ran slower).
+/// The kernel's comptime choices for a head dim and mask: keys per tile, as many as the
+/// accumulators' registers allow, and the ring depth that ran fastest on an H200
+/// (`docs/attention.md`: a deeper ring fits at head dim 128 but ran slower).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttentionConfig {
-    /// Keys per K/V tile: 128, or 64 for head dim 256 (whose O takes 128 registers a thread).
+    /// Keys per K/V tile: 128; 176 at head dim 128 without a mask (fewer tiles, so less of each
+    /// tile's fixed cost; FlashAttention-3's choice, and with causal masking the diagonal tile
+    /// would cover more masked keys); 64 at head dim 256 (whose O takes 128 registers a thread).
     pub bn: u32,
     /// Slots of each of the K and V rings.
     pub stages: u32,
 }
 
 impl AttentionConfig {
-    /// The specialization for `head_dim` (64, 128 or 256).
-    pub fn for_head_dim(head_dim: usize) -> AttentionConfig {
-        match head_dim {
-            256 => AttentionConfig { bn: 64, stages: 2 },
-            128 => AttentionConfig { bn: 128, stages: 2 },
+    /// The specialization for `head_dim` (64, 128 or 256), with or without the causal mask.
+    pub fn for_shape(head_dim: usize, causal: bool) -> AttentionConfig {
+        match (head_dim, causal) {
+            (256, _) => AttentionConfig { bn: 64, stages: 2 },
+            (128, false) => AttentionConfig { bn: 176, stages: 2 },
+            (128, true) => AttentionConfig { bn: 128, stages: 2 },
             _ => AttentionConfig { bn: 128, stages: 4 },
         }
     }
@@ -152,7 +155,7 @@ impl Attention {
         let stream = pgas.stream();
         Ok(Attention {
             params,
-            cfg: AttentionConfig::for_head_dim(params.head_dim),
+            cfg: AttentionConfig::for_shape(params.head_dim, params.causal),
             seqs: lens_q.iter().copied().zip(ranges.iter().copied()).collect(),
             cu_q: stream.clone_htod(&cq)?,
             k_ranges: stream.clone_htod(&kr)?,
@@ -363,8 +366,13 @@ mod tests {
     #[test]
     fn every_head_dim_fits_shared_memory() {
         for d in [64, 128, 256] {
-            let bytes = AttentionConfig::for_head_dim(d).shared_bytes(d);
-            assert!(bytes <= 227 * 1024, "head dim {d}: {bytes} bytes");
+            for causal in [false, true] {
+                let bytes = AttentionConfig::for_shape(d, causal).shared_bytes(d);
+                assert!(
+                    bytes <= 227 * 1024,
+                    "head dim {d}, causal {causal}: {bytes} bytes"
+                );
+            }
         }
     }
 

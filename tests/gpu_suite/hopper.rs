@@ -16,7 +16,10 @@ use pgas::kernel::KernelSpec;
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
-    case("hopper/wgmma_m64n64k16_bf16_tma", wgmma_bf16_case),
+    case(
+        "hopper/wgmma_m64n64k16_m64n176k16_bf16_tma",
+        wgmma_bf16_case,
+    ),
     case(
         "hopper/wgmma_m64n128k16_f16_3_ktiles_tma_peer",
         wgmma_f16_peer_case,
@@ -125,25 +128,29 @@ fn tile(rows: usize, cols: usize, box_rows: usize) -> Tile2d {
 }
 
 fn wgmma_bf16_case(p: &Pgas) -> CaseResult {
-    let a: Vec<f32> = (0..4096).map(|i| small(i, 1)).collect();
-    let bt: Vec<f32> = (0..4096).map(|i| small(i, 2)).collect();
     let s = p.stream();
     let bf = |v: &[f32]| v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>();
-    let (da, dbt) = (s.clone_htod(&bf(&a))?, s.clone_htod(&bf(&bt))?);
-    let mut dc = s.alloc_zeros::<f32>(4096)?;
-    let am = TensorMap::tiled_2d(s, &da, tile(64, 64, 64))?;
-    let bm = TensorMap::tiled_2d(s, &dbt, tile(64, 64, 64))?;
-    let cfg = LaunchConfig::blocks(1, 128).with_shared_mem(16384 + 8);
-    if !hopper_or_refused(p, || wgmma_tile_bf16::launch(p, cfg, &mut dc, &am, &bm))? {
-        return Ok(());
+    for n in [64, 176] {
+        let a: Vec<f32> = (0..4096).map(|i| small(i, 1)).collect();
+        let bt: Vec<f32> = (0..n * 64).map(|i| small(i, 2)).collect();
+        let (da, dbt) = (s.clone_htod(&bf(&a))?, s.clone_htod(&bf(&bt))?);
+        let mut dc = s.alloc_zeros::<f32>(64 * n)?;
+        let am = TensorMap::tiled_2d(s, &da, tile(64, 64, 64))?;
+        let bm = TensorMap::tiled_2d(s, &dbt, tile(n, 64, n))?;
+        let cfg = LaunchConfig::blocks(1, 128).with_shared_mem(((4096 + n * 64) * 2 + 8) as u32);
+        let nc = n as u32;
+        if !hopper_or_refused(p, || wgmma_tile_bf16::launch(p, cfg, &mut dc, &am, &bm, nc))? {
+            return Ok(());
+        }
+        wgmma_tile_bf16::launch(p, cfg, &mut dc, &am, &bm, nc)?;
+        util::settle(p)?;
+        check_eq(
+            &format!("bf16 64x{n}x64 wgmma on TMA tiles"),
+            &s.clone_dtoh(&dc)?,
+            &matmul_bt(&a, &bt, 64, 64, n),
+        )?;
     }
-    wgmma_tile_bf16::launch(p, cfg, &mut dc, &am, &bm)?;
-    util::settle(p)?;
-    check_eq(
-        "bf16 64x64x64 wgmma on TMA tiles",
-        &s.clone_dtoh(&dc)?,
-        &matmul_bt(&a, &bt, 64, 64, 64),
-    )
+    Ok(())
 }
 
 fn wgmma_f16_peer_case(p: &Pgas) -> CaseResult {

@@ -1,5 +1,5 @@
 //! Every specialization `pgas::attention` launches (head dims 64, 128 and 256, causal and not,
-//! with the keys per tile and ring slots `AttentionConfig::for_head_dim` picks), plain and
+//! with the keys per tile and ring slots `AttentionConfig::for_shape` picks), plain and
 //! checked, compiled by NVRTC for sm_90a as the JIT would, as one program: no errors, no
 //! warnings, and the plain variants spill no register (their accumulators live in registers,
 //! the reason the kernel is fast; `cargo test --test nvrtc attention -- --nocapture` prints
@@ -16,8 +16,8 @@ fn every_attention_specialization_compiles_without_spills() {
     let mut sources = Vec::new();
     let mut names = Vec::new();
     for d in [64usize, 128, 256] {
-        let cfg = AttentionConfig::for_head_dim(d);
         for causal in [false, true] {
+            let cfg = AttentionConfig::for_shape(d, causal);
             let values = [
                 d as i128,
                 cfg.bn as i128,
@@ -78,7 +78,7 @@ fn only_kernels_that_call_nvshmem_carry_its_device_state() {
     let state = b"nvshmemi_device_state_d";
     let holds = |cubin: &[u8]| cubin.windows(state.len()).any(|w| w == state);
     let spec = &attention_fwd_sm90::SPEC;
-    let cfg = AttentionConfig::for_head_dim(128);
+    let cfg = AttentionConfig::for_shape(128, true);
     let values = [128, cfg.bn as i128, cfg.stages as i128, 1];
     let pairs: Vec<(&str, i128)> = spec.comptime_names().zip(values).collect();
     let (src, name) = specialize(spec.source(Variant::Plain), spec.cuda_name, "plain", &pairs);

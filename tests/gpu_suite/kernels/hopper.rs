@@ -2,36 +2,48 @@
 //! and warpgroup MMA (`wgmma_m64nNk16`) on 128-byte-swizzled tiles in dynamic shared memory.
 use pgas::prelude::*;
 
-/// One warpgroup: C (64 x 64, f32) = A (64 x 64) Btᵀ with Bt (64 x 64) stored `[n][k]`, both
-/// `bf16` tiles fetched by the copy engine onto one mbarrier, four K steps of 16.
+/// One warpgroup: C (64 x `n`, f32) = A (64 x 64) Btᵀ with Bt (`n` x 64) stored `[n][k]`, both
+/// `bf16` tiles fetched by the copy engine onto one mbarrier, four K steps of 16; `n` is 64
+/// (`wgmma_m64n64k16`) or 176 (`wgmma_m64n176k16`).
 #[pgas_kernel(max_threads = 128)]
-pub fn wgmma_tile_bf16(c: &mut CudaSlice<f32>, a_map: &TensorMap<bf16>, b_map: &TensorMap<bf16>) {
+pub fn wgmma_tile_bf16(
+    c: &mut CudaSlice<f32>,
+    a_map: &TensorMap<bf16>,
+    b_map: &TensorMap<bf16>,
+    #[comptime] n: u32,
+) {
     let smem = dyn_shared::<bf16>();
     let bars = dyn_shared::<u64>();
     let t = thread_idx_x() as usize;
-    // Two 8 KiB tiles, then the mbarrier (u64 element 2048).
+    let nw = n as usize;
+    // A's 8 KiB tile, Bt's (n x 64), then the mbarrier.
+    let bar = (4096 + nw * 64) / 4;
     if t == 0 {
-        mbarrier_init(&mut bars[2048], 1);
+        mbarrier_init(&mut bars[bar], 1);
     }
     sync_threads();
     if t == 0 {
-        mbarrier_arrive_expect_tx(&mut bars[2048], 16384);
-        tma_load_2d(&mut smem[0], a_map, &mut bars[2048], 0, 0);
-        tma_load_2d(&mut smem[4096], b_map, &mut bars[2048], 0, 0);
+        mbarrier_arrive_expect_tx(&mut bars[bar], ((4096 + nw * 64) * 2) as u32);
+        tma_load_2d(&mut smem[0], a_map, &mut bars[bar], 0, 0);
+        tma_load_2d(&mut smem[4096], b_map, &mut bars[bar], 0, 0);
     }
-    mbarrier_wait(&bars[2048], 0);
-    let mut acc = frag_c::<f32, 8>();
+    mbarrier_wait(&bars[bar], 0);
+    let mut acc = frag_c::<f32, 22>();
     wgmma_fence();
     for ks in 0..4 {
-        wgmma_m64n64k16(&mut acc[0], &smem[ks * 16], &smem[4096 + ks * 16]);
+        if n == 176 {
+            wgmma_m64n176k16(&mut acc[0], &smem[ks * 16], &smem[4096 + ks * 16]);
+        } else {
+            wgmma_m64n64k16(&mut acc[0], &smem[ks * 16], &smem[4096 + ks * 16]);
+        }
     }
     wgmma_commit();
     wgmma_wait(0);
     let lane = lane_id() as usize;
     let r = warp_id() as usize * 16 + lane / 4;
-    for ni in 0..8 {
+    for ni in 0..nw / 8 {
         for j in 0..4 {
-            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, 64)] = acc[ni][j];
+            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, nw)] = acc[ni][j];
         }
     }
 }
