@@ -133,7 +133,7 @@ fn main() -> BenchResult<()> {
     }
     let mut figs = Vec::new();
     // Cold JIT compile of the head-dim-128 causal specialization (fresh cache).
-    let cfg = AttentionConfig::for_shape(128, true);
+    let cfg = AttentionConfig::for_shape(128, true, 4096);
     let ct = [128, cfg.bn as i128, cfg.stages as i128, 1];
     let one = [Prewarm {
         spec: &attention_fwd_sm90::SPEC,

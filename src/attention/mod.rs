@@ -7,4 +7,4 @@ mod plan;
 pub mod reference;
 
 pub use kernel::{attention_fwd_sm90, BM, THREADS};
-pub use plan::{Attention, AttentionConfig, AttentionParams};
+pub use plan::{Attention, AttentionConfig, AttentionParams, WIDE_KEYS};

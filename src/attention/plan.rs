@@ -22,26 +22,32 @@ pub struct AttentionParams {
     pub scale: Option<f32>,
 }
 
-/// The kernel's comptime choices for a head dim and mask: keys per tile, as many as the
-/// accumulators' registers allow, and the ring depth that ran fastest on an H200
-/// (`docs/attention.md`: a deeper ring fits at head dim 128 but ran slower).
+/// Keys from which head dim 128 without a mask takes 176 keys a tile. On an H200 (2026-12-03)
+/// the wider tile ran 1.03-1.08x at 16,384 and 32,768 keys and 0.97-0.98x at 1,024 and 4,096,
+/// where the last tile's padding (4,096 is 23.3 tiles of 176) costs more than the tiles save.
+pub const WIDE_KEYS: usize = 16384;
+
+/// The kernel's comptime choices for a head dim, mask and sequence length: keys per tile and
+/// the ring depth, the ones that ran fastest on an H200 (`docs/attention.md`: a deeper ring fits
+/// at head dim 128 but ran slower).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttentionConfig {
-    /// Keys per K/V tile: 128; 176 at head dim 128 without a mask (fewer tiles, so less of each
-    /// tile's fixed cost; FlashAttention-3's choice, and with causal masking the diagonal tile
-    /// would cover more masked keys); 64 at head dim 256 (whose O takes 128 registers a thread).
+    /// Keys per K/V tile: 128; 176 at head dim 128 without a mask from [`WIDE_KEYS`] keys on
+    /// (fewer tiles, so less of each tile's fixed cost; FlashAttention-3's tile); 64 at head dim
+    /// 256 (whose O takes 128 registers a thread).
     pub bn: u32,
     /// Slots of each of the K and V rings.
     pub stages: u32,
 }
 
 impl AttentionConfig {
-    /// The specialization for `head_dim` (64, 128 or 256), with or without the causal mask.
-    pub fn for_shape(head_dim: usize, causal: bool) -> AttentionConfig {
+    /// The specialization for `head_dim` (64, 128 or 256), with or without the causal mask, for
+    /// a batch whose longest key range is `keys` tokens.
+    pub fn for_shape(head_dim: usize, causal: bool, keys: usize) -> AttentionConfig {
         match (head_dim, causal) {
             (256, _) => AttentionConfig { bn: 64, stages: 2 },
-            (128, false) => AttentionConfig { bn: 176, stages: 2 },
-            (128, true) => AttentionConfig { bn: 128, stages: 2 },
+            (128, false) if keys >= WIDE_KEYS => AttentionConfig { bn: 176, stages: 2 },
+            (128, _) => AttentionConfig { bn: 128, stages: 2 },
             _ => AttentionConfig { bn: 128, stages: 4 },
         }
     }
@@ -155,7 +161,11 @@ impl Attention {
         let stream = pgas.stream();
         Ok(Attention {
             params,
-            cfg: AttentionConfig::for_shape(params.head_dim, params.causal),
+            cfg: AttentionConfig::for_shape(
+                params.head_dim,
+                params.causal,
+                ranges.iter().map(|r| r.1 - r.0).max().unwrap_or(0),
+            ),
             seqs: lens_q.iter().copied().zip(ranges.iter().copied()).collect(),
             cu_q: stream.clone_htod(&cq)?,
             k_ranges: stream.clone_htod(&kr)?,
@@ -364,10 +374,20 @@ mod tests {
     }
 
     #[test]
+    fn long_unmasked_key_ranges_take_the_wide_tile_at_head_dim_128() {
+        let bn = |d, causal, keys| AttentionConfig::for_shape(d, causal, keys).bn;
+        assert_eq!(bn(128, false, WIDE_KEYS - 1), 128);
+        assert_eq!(bn(128, false, WIDE_KEYS), 176);
+        assert_eq!(bn(128, true, WIDE_KEYS), 128);
+        assert_eq!(bn(64, false, WIDE_KEYS), 128);
+        assert_eq!(bn(256, false, WIDE_KEYS), 64);
+    }
+
+    #[test]
     fn every_head_dim_fits_shared_memory() {
         for d in [64, 128, 256] {
-            for causal in [false, true] {
-                let bytes = AttentionConfig::for_shape(d, causal).shared_bytes(d);
+            for (causal, keys) in [(false, 128), (false, WIDE_KEYS), (true, WIDE_KEYS)] {
+                let bytes = AttentionConfig::for_shape(d, causal, keys).shared_bytes(d);
                 assert!(
                     bytes <= 227 * 1024,
                     "head dim {d}, causal {causal}: {bytes} bytes"

@@ -5,7 +5,7 @@
 //! the reason the kernel is fast; `cargo test --test nvrtc attention -- --nocapture` prints
 //! ptxas's counts) nor have their `wgmma`s serialized, fenced or waited for by ptxas.
 
-use pgas::attention::{attention_fwd_sm90, AttentionConfig};
+use pgas::attention::{attention_fwd_sm90, AttentionConfig, WIDE_KEYS};
 use pgas::kernel::Variant;
 use pgas_codegen::{batch, specialize, Prelude};
 
@@ -16,8 +16,9 @@ fn every_attention_specialization_compiles_without_spills() {
     let mut sources = Vec::new();
     let mut names = Vec::new();
     for d in [64usize, 128, 256] {
-        for causal in [false, true] {
-            let cfg = AttentionConfig::for_shape(d, causal);
+        // Short and long key ranges: head dim 128 without a mask has a wider tile for long ones.
+        for (causal, keys) in [(false, 128), (false, WIDE_KEYS), (true, WIDE_KEYS)] {
+            let cfg = AttentionConfig::for_shape(d, causal, keys);
             let values = [
                 d as i128,
                 cfg.bn as i128,
@@ -32,8 +33,18 @@ fn every_attention_specialization_compiles_without_spills() {
                     variant.as_str(),
                     &pairs,
                 );
+                if names
+                    .iter()
+                    .any(|n: &(String, Variant, String)| n.0 == name)
+                {
+                    continue;
+                }
                 sources.push(src);
-                names.push((name, variant, format!("d {d}, causal {causal}")));
+                names.push((
+                    name,
+                    variant,
+                    format!("d {d}, causal {causal}, {} keys a tile", cfg.bn),
+                ));
             }
         }
     }
@@ -78,7 +89,7 @@ fn only_kernels_that_call_nvshmem_carry_its_device_state() {
     let state = b"nvshmemi_device_state_d";
     let holds = |cubin: &[u8]| cubin.windows(state.len()).any(|w| w == state);
     let spec = &attention_fwd_sm90::SPEC;
-    let cfg = AttentionConfig::for_shape(128, true);
+    let cfg = AttentionConfig::for_shape(128, true, 4096);
     let values = [128, cfg.bn as i128, cfg.stages as i128, 1];
     let pairs: Vec<(&str, i128)> = spec.comptime_names().zip(values).collect();
     let (src, name) = specialize(spec.source(Variant::Plain), spec.cuda_name, "plain", &pairs);
