@@ -130,6 +130,16 @@ template <typename T> __device__ __forceinline__ T pgas_abs(T a) { return a < (T
 __device__ __forceinline__ size_t pgas_min_len(unsigned long long a, unsigned long long b) {
     return (size_t)(a < b ? a : b);
 }
+// Two floats rounded to a 16-bit type, packed into a register (the first in the low half):
+// `pack_a`, and `stmatrix_x4` of accumulators.
+__device__ __forceinline__ uint32_t pgas_pack2_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+__device__ __forceinline__ uint32_t pgas_pack2_f16(float lo, float hi) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
 // `exp2_approx`: not volatile, so the compiler may schedule it or drop it like arithmetic.
 __device__ __forceinline__ float pgas_ex2_approx(float x) {
     float y;
@@ -349,15 +359,6 @@ __device__ __forceinline__ void pgas_mma_f16(pgas_frag_c &c, const pgas_frag_a &
     asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"
                  : \"+f\"(c.x[0]), \"+f\"(c.x[1]), \"+f\"(c.x[2]), \"+f\"(c.x[3])
                  : \"r\"(a.x[0]), \"r\"(a.x[1]), \"r\"(a.x[2]), \"r\"(a.x[3]), \"r\"(b.x[0]), \"r\"(b.x[1]));
-}
-// Two floats rounded to a 16-bit type, packed into a register (the first in the low half).
-__device__ __forceinline__ uint32_t pgas_pack2_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&v);
-}
-__device__ __forceinline__ uint32_t pgas_pack2_f16(float lo, float hi) {
-    __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&v);
 }
 // The 16 x 16 tile of two accumulators (columns 0..8, 8..16) as an A fragment: an accumulator's
 // rows g and g + 8 at columns 2 (l % 4).. are the A registers 0 and 1 of that lane.
@@ -1002,14 +1003,6 @@ template <unsigned N> __device__ __forceinline__ void pgas_setmaxnreg_dec() {
     static_assert(N >= 24 && N <= 256 && N % 8 == 0, \"setmaxnreg_dec takes a register count from 24 to 256, a multiple of 8\");
     asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(N));
 }
-__device__ __forceinline__ uint32_t pgas_pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&v);
-}
-__device__ __forceinline__ uint32_t pgas_pack_f16(float lo, float hi) {
-    __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&v);
-}
 // Matrix j of the four is rows 8 (j % 2).. and columns 8 (j / 2).. of the 16 x 16 tile: the
 // registers of c[j / 2] at row l / 4 (+ 8), each pair of f32 packed into one word. (Functions,
 // not a function-like macro: batch() resets macros by the name after #define.)
@@ -1018,12 +1011,12 @@ __device__ __forceinline__ void pgas_stmatrix_x4(void *dst, uint32_t r0, uint32_
                  :: \"r\"(pgas_smem_addr(dst)), \"r\"(r0), \"r\"(r1), \"r\"(r2), \"r\"(r3) : \"memory\");
 }
 __device__ __forceinline__ void pgas_stmatrix_x4_bf16(void *dst, const pgas_frag_c *c) {
-    pgas_stmatrix_x4(dst, pgas_pack_bf16(c[0].x[0], c[0].x[1]), pgas_pack_bf16(c[0].x[2], c[0].x[3]),
-                     pgas_pack_bf16(c[1].x[0], c[1].x[1]), pgas_pack_bf16(c[1].x[2], c[1].x[3]));
+    pgas_stmatrix_x4(dst, pgas_pack2_bf16(c[0].x[0], c[0].x[1]), pgas_pack2_bf16(c[0].x[2], c[0].x[3]),
+                     pgas_pack2_bf16(c[1].x[0], c[1].x[1]), pgas_pack2_bf16(c[1].x[2], c[1].x[3]));
 }
 __device__ __forceinline__ void pgas_stmatrix_x4_f16(void *dst, const pgas_frag_c *c) {
-    pgas_stmatrix_x4(dst, pgas_pack_f16(c[0].x[0], c[0].x[1]), pgas_pack_f16(c[0].x[2], c[0].x[3]),
-                     pgas_pack_f16(c[1].x[0], c[1].x[1]), pgas_pack_f16(c[1].x[2], c[1].x[3]));
+    pgas_stmatrix_x4(dst, pgas_pack2_f16(c[0].x[0], c[0].x[1]), pgas_pack2_f16(c[0].x[2], c[0].x[3]),
+                     pgas_pack2_f16(c[1].x[0], c[1].x[1]), pgas_pack2_f16(c[1].x[2], c[1].x[3]));
 }
 ";
 
