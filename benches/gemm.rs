@@ -331,7 +331,7 @@ fn main() -> BenchResult<()> {
 }
 
 /// FP8 (e4m3 in, bf16 out, f32 accumulate): `pgas::gemm::gemm_fp8` against cuBLASLt (fast
-/// accumulation, unit scales) at 8192^3 and 4096^3, both checked against the host.
+/// accumulation, unit scales) at 8192^3, 4096^3 and LLM layers, both checked against the host.
 fn fp8(
     p: &Pgas,
     stream: &std::sync::Arc<pgas::cudarc::driver::CudaStream>,
@@ -345,7 +345,16 @@ fn fp8(
             None
         }
     };
-    for (m, n, k) in [(8192, 8192, 8192), (4096, 4096, 4096)] {
+    // The square shapes, then issue 46's LLM layers (decode-sized M, a long K).
+    let shapes = [
+        (8192, 8192, 8192),
+        (4096, 4096, 4096),
+        (64, 8192, 8192),
+        (256, 28672, 8192),
+        (512, 8192, 28672),
+        (2048, 8192, 18432),
+    ];
+    for (m, n, k) in shapes {
         let q = |i: usize, salt: u64| pgas::e4m3::from_f32(value(i, salt).to_f32());
         let a_host: Vec<pgas::e4m3> = (0..m * k).map(|i| q(i, 21)).collect();
         let b_host: Vec<pgas::e4m3> = (0..n * k).map(|i| q(i, 22)).collect();

@@ -55,16 +55,17 @@ fn main() -> pgas::Result<()> {
         std::process::exit(1)
     };
 
-    // A shape that is not whole tiles is an Err before anything launches.
-    let mut tiny = stream.alloc_zeros::<bf16>(500 * 512)?;
-    let ta = stream.alloc_zeros::<bf16>(500 * 512)?;
-    let tb = stream.alloc_zeros::<bf16>(512 * 512)?;
-    match gemm_bf16(&pgas, &mut tiny, &ta, &tb, (500, 512, 512), true) {
+    // N that is not whole 64-column tiles is an Err before anything launches (M may be any
+    // size).
+    let mut tiny = stream.alloc_zeros::<bf16>(512 * 500)?;
+    let ta = stream.alloc_zeros::<bf16>(512 * 512)?;
+    let tb = stream.alloc_zeros::<bf16>(500 * 512)?;
+    match gemm_bf16(&pgas, &mut tiny, &ta, &tb, (512, 500, 512), true) {
         Err(e)
             if e.to_string()
-                .contains("M = 500 is not a positive multiple of 128") => {}
+                .contains("N = 500 is not a positive multiple of 64") => {}
         other => fail(format!(
-            "a 500 x 512 x 512 GEMM was not refused as expected: {other:?}"
+            "a 512 x 500 x 512 GEMM was not refused as expected: {other:?}"
         )),
     }
 

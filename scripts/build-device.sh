@@ -4,7 +4,7 @@
 # scripts/gpu-suite.sh to run there:
 #   pgas, pgas-run                 the CLI and the launcher
 #   gpu_suite                      the GPU test suite (tests/gpu_suite)
-#   dsl_vs_cuda, jit_costs, jit_helpers, gemm, coll, halo, moe, ag_gemm, gemm_rs,
+#   dsl_vs_cuda, jit_costs, jit_helpers, gemm, gemm_shapes, coll, halo, moe, ag_gemm, gemm_rs,
 #   allreduce_rmsnorm_bench, host_ops, attention, cp_attention   the benchmarks (allreduce_rmsnorm_bench is
 #                                  benches/allreduce_rmsnorm.rs)
 #   <example>                      every example in examples/
@@ -34,7 +34,7 @@ trap 'rm -f "$json"' EXIT
 
 cargo build --release --bins --examples --message-format=json-render-diagnostics >>"$json"
 cargo test --release --features gpu --no-run --test gpu_suite --message-format=json-render-diagnostics >>"$json"
-cargo bench --no-run --features gpu --bench dsl_vs_cuda --bench jit_costs --bench jit_helpers --bench gemm --bench coll --bench halo --bench moe --bench ag_gemm --bench gemm_rs --bench allreduce_rmsnorm_bench --bench host_ops --bench attention --bench cp_attention \
+cargo bench --no-run --features gpu --bench dsl_vs_cuda --bench jit_costs --bench jit_helpers --bench gemm --bench gemm_shapes --bench coll --bench halo --bench moe --bench ag_gemm --bench gemm_rs --bench allreduce_rmsnorm_bench --bench host_ops --bench attention --bench cp_attention \
   --message-format=json-render-diagnostics >>"$json"
 
 # Copies every executable cargo reported under its target name (test and bench binaries carry a

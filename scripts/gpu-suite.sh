@@ -11,7 +11,7 @@
 #   examples.log   hello_ring on 1 PE, `pgas-run -n 2`, `mpirun -np 2`; NVSHMEM on MPI
 #                  sub-communicators (mpi_subcomm, `mpirun -np 2` or 4); the gallery; the Python
 #                  module on 1 and 2 PEs (python/tests/dlpack_torch.py and test_gpu.py, with torch)
-#   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm vs cuBLAS (1 PE),
+#   bench.log      dsl_vs_cuda (2 PEs where 2 GPUs), jit_costs (1 PE), gemm and gemm_shapes vs cuBLAS (1 PE),
 #                  coll and halo vs NCCL (2 PEs where 2 GPUs), all-gather + GEMM (ag_gemm),
 #                  GEMM + reduce-scatter (gemm_rs) and all-reduce + RMSNorm (allreduce_rmsnorm_bench),
 #                  every GPU
@@ -27,7 +27,7 @@
 #             a second NVSHMEM version (see .device/nvshmem.tar.xz below).
 #   rest:     only `pgas doctor` and the default run's middle part: the traps, the examples, the
 #             gallery, the Python module (as `python`) and the one-GPU benchmarks (dsl_vs_cuda,
-#             host_ops, jit_costs, jit_helpers, gemm).
+#             host_ops, jit_costs, jit_helpers, gemm, gemm_shapes).
 #   faults:   only `pgas doctor` and the last part (rank death, the unwritable cache, compute-sanitizer),
 #             for a second device call when the whole does not fit one.
 #   sanitize: only `pgas doctor` and compute-sanitizer over the WHOLE suite (1 PE) and every gallery
@@ -649,6 +649,9 @@ verdict "jit_helpers" "$(figures | brief 'process|speedup')"
 # does not find it (the bench looks in both).
 step "gemm vs cuBLAS" bench.log 150 "$bin/gemm"
 verdict "gemm vs cuBLAS" "$(figures | brief 'ratio|pgas_tflops|cold_compile_gemm')"
+# The GEMM at 64 rows and as a grouped GEMM of experts, against cuBLAS (one call, and a loop).
+step "gemm_shapes vs cuBLAS" bench.log 90 "$bin/gemm_shapes"
+verdict "gemm_shapes vs cuBLAS" "$(figures | brief 'ratio|pgas_tflops')"
 fi # [ "$only" = all ] || [ "$only" = rest ]
 
 # Rank death (tests/gpu_suite/faults.rs): the last PE dies while the others wait for it in a

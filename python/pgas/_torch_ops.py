@@ -124,13 +124,14 @@ def _gemm_shape(a: Tensor, bt: Tensor) -> Tuple[int, int, int]:
     # The kernel's tiles (pgas::gemm::shape_error), checked here too so that a trace under
     # torch.compile refuses the shape at once.
     kt = 128 if a.dtype == _FP8 else 64
-    if m > 0 and n > 0 and k > 0 and not (m % 128 or n % 64 or k % kt):
+    if m > 0 and n > 0 and k > 0 and not (n % 64 or k % kt):
         return m, n, k
-    tiles = (("M", m, 128), ("N", n, 64), ("K", k, kt))
+    tiles = (("M", m, 1), ("N", n, 64), ("K", k, kt))
     bad = [f"{name} = {v} is not a positive multiple of {t}" for name, v, t in tiles
            if v <= 0 or v % t]
     if bad:
-        raise _bad("gemm", f"the Hopper GEMM takes whole tiles: {', '.join(bad)} (pad the "
+        raise _bad("gemm", f"the Hopper GEMM takes any M but whole tiles of N and K: "
+                           f"{', '.join(bad)} (pad the "
                            f"tensors, or use torch.matmul for this shape)")
     return m, n, k
 
@@ -139,8 +140,8 @@ def _gemm_shape(a: Tensor, bt: Tensor) -> Tuple[int, int, int]:
 def gemm(a: Tensor, bt: Tensor) -> Tensor:
     """``a @ bt.T`` by ``pgas::gemm``, the Hopper GEMM (sm_90a): ``a`` (M x K) and ``bt``
     (N x K, a linear layer's weight) both bfloat16 or both float8_e4m3fn (unscaled), the
-    result (M x N) bfloat16 with f32 accumulation. M a multiple of 128, N of 64, K of 64
-    (128 in FP8); other shapes raise with the rule."""
+    result (M x N) bfloat16 with f32 accumulation. Any M; N a multiple of 64, K of 64 (128
+    in FP8); other shapes raise with the rule."""
     m, n, k = _gemm_shape(a, bt)
     c = a.new_empty((m, n), dtype=_BF16)
     _pgas._gemm(c.data_ptr(), a.data_ptr(), bt.data_ptr(), m, n, k, a.dtype == _FP8,

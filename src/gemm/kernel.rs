@@ -44,6 +44,15 @@ pub const THREADS: u32 = 384;
 /// With `fp8`, A and Bt hold `e4m3` (K-major, like the bf16 ones): the maps and `k` count
 /// them in pairs (a "bf16" column is two FP8 elements, so a 64-column tile row is 128 FP8
 /// values, the same 128 bytes), and the multipliers run `wgmma_m64n{bn}k32` on the same slots.
+///
+/// With `grouped` (a grouped GEMM, one launch for many experts), Bt is `groups` matrices of
+/// n x k one under the other, and 128-row tile `i` of A and C belongs to group `group_of[i]`:
+/// its tiles multiply by Bt's rows from `group_of[i] * n`. A negative group marks padding rows,
+/// whose tiles are skipped (C's rows there are left as they were). A group past the last reads
+/// zeros (the copy engine fills rows outside Bt's map), so no group value faults.
+///
+/// M need not be whole tiles: the copy engine reads A's rows past M as zeros and does not
+/// store C's.
 // Long on purpose: warp-specialized roles share the smem ring and mbarriers; frag_c cannot be passed.
 #[pgas_kernel(max_threads = 384)]
 pub fn gemm_bf16_sm90(
@@ -52,6 +61,7 @@ pub fn gemm_bf16_sm90(
     b_map: &TensorMap<bf16>,
     g_map: &TensorMap<bf16>,
     landed: &mut CudaSlice<u64>,
+    group_of: &CudaSlice<i32>,
     epoch: u64,
     m: usize,
     n: usize,
@@ -65,6 +75,7 @@ pub fn gemm_bf16_sm90(
     #[comptime] gather: bool,
     #[comptime] scatter: bool,
     #[comptime] fp8: bool,
+    #[comptime] grouped: bool,
 ) {
     let smem = dyn_shared::<bf16>();
     // The same bytes as FP8 (twice the index of `smem`'s), for the `fp8` operands.
@@ -82,7 +93,9 @@ pub fn gemm_bf16_sm90(
     let full0 = (staging + 16384) / 4;
     let empty0 = full0 + s;
     let rank = cluster_ctarank() as usize;
-    let tiles_m = m / (128 * cl);
+    // A last cluster tile may reach past M (partly or, for the second block of a cluster,
+    // wholly): the copy engine reads zeros there and stores nothing.
+    let tiles_m = (m + 128 * cl - 1) / (128 * cl);
     let tiles_n = n / bw;
     let tiles = tiles_m * tiles_n;
     let ktiles = k / 64;
@@ -123,6 +136,12 @@ pub fn gemm_bf16_sm90(
                 let tm = (tile_row(tile, tiles_m, tiles_n, group) + shift) % tiles_m;
                 let row0 = (tm * cl + rank) * 128;
                 let col0 = tile_col(tile, tiles_m, tiles_n, group) * bw;
+                tile += cluster_count_x() as usize;
+                let g = if grouped { group_of[row0 / 128] } else { 0 };
+                if g < 0 {
+                    continue;
+                }
+                let brow = g as usize * n + col0;
                 let q = if gather { row0 / mp } else { me };
                 for kt in 0..ktiles {
                     if q != me && kt % per_piece == 0 {
@@ -166,7 +185,7 @@ pub fn gemm_bf16_sm90(
                             b_map,
                             &mut bars[full0 + st],
                             k0,
-                            col0 as i32,
+                            brow as i32,
                         );
                     } else {
                         tma_load_2d_multicast(
@@ -174,13 +193,12 @@ pub fn gemm_bf16_sm90(
                             b_map,
                             &mut bars[full0 + st],
                             k0,
-                            (col0 + rank * half) as i32,
+                            (brow + rank * half) as i32,
                             ((1 << cluster) - 1) as u16,
                         );
                     }
                     it += 1;
                 }
-                tile += cluster_count_x() as usize;
             }
         }
     } else {
@@ -195,6 +213,10 @@ pub fn gemm_bf16_sm90(
             let tm = (tile_row(tile, tiles_m, tiles_n, group) + shift) % tiles_m;
             let row0 = (tm * cl + rank) * 128;
             let col0 = tile_col(tile, tiles_m, tiles_n, group) * bw;
+            tile += cluster_count_x() as usize;
+            if grouped && group_of[row0 / 128] < 0 {
+                continue;
+            }
             for ni in 0..bw / 8 {
                 for j in 0..4 {
                     acc[ni][j] = 0.0;
@@ -302,7 +324,6 @@ pub fn gemm_bf16_sm90(
                 threadfence();
                 atomic_add_local(&mut landed[row0 / mp], 1);
             }
-            tile += cluster_count_x() as usize;
         }
         if t % 128 == 0 {
             // C is written before the kernel ends.

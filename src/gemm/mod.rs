@@ -3,15 +3,17 @@
 //! from-scratch teaching GEMM (`mma.sync`, sm_80 and up) that `examples/gemm_bf16.rs` runs and
 //! `benches/gemm.rs` times.
 
+mod grouped;
 mod kernel;
 pub mod mma_sync;
 mod plan;
 pub mod reference;
 mod shape;
 
+pub use grouped::{gemm_grouped, gemm_grouped_with, GroupedRows};
 pub use kernel::{gemm_bf16_sm90, BK, BM, THREADS};
 pub(crate) use plan::{
-    a_tile, b_tile, c_tile, check, gemm_raw_with, launch, persistent_clusters, Maps,
+    a_tile, b_tile, c_tile, check, gemm_raw_with, launch, persistent_clusters, Maps, Words,
 };
 pub use plan::{
     gemm_bf16, gemm_bf16_with, gemm_fp8, gemm_fp8_with, gemm_raw, shape_error, Chunking, GemmConfig,

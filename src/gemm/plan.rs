@@ -26,9 +26,9 @@ pub struct GemmConfig {
 impl GemmConfig {
     /// The specialization for `m x n x k` on a GPU with `sms` multiprocessors: the widest tile
     /// that still gives nearly every multiprocessor (90%) a tile, as deep a ring as fits 192 KiB, and
-    /// clusters of 2 where M has an even number of 128-row tiles.
+    /// clusters of 2 where M has an even number of 128-row tiles (the last one may be partial).
     pub fn for_shape(m: usize, n: usize, sms: usize) -> GemmConfig {
-        let tiles = |bn: usize| (m / BM) * (n / bn);
+        let tiles = |bn: usize| m.div_ceil(BM) * (n / bn);
         // A wider tile is worth a few idle multiprocessors (128-wide tiles run at about 0.75x
         // of 256-wide ones): "every multiprocessor" is 90% of them.
         let bn = [256, 128]
@@ -38,7 +38,11 @@ impl GemmConfig {
         GemmConfig {
             stages: (192 * 1024 / slot_bytes(bn as u32)) as u32,
             bn: bn as u32,
-            cluster: if (m / BM).is_multiple_of(2) { 2 } else { 1 },
+            cluster: if m.div_ceil(BM).is_multiple_of(2) {
+                2
+            } else {
+                1
+            },
             clusters: None,
         }
     }
@@ -49,10 +53,20 @@ impl GemmConfig {
         self.stages * (slot_bytes(self.bn) as u32 + 16) + EPILOGUE_BYTES
     }
 
+    /// The specialization for a grouped GEMM of `m` rows (all groups') by `n` on `sms`
+    /// multiprocessors: [`GemmConfig::for_shape`]'s without clusters, since the blocks of a
+    /// cluster share Bt's tile and neighbouring row tiles may belong to different groups.
+    pub fn for_grouped(m: usize, n: usize, sms: usize) -> GemmConfig {
+        GemmConfig {
+            cluster: 1,
+            ..GemmConfig::for_shape(m, n, sms)
+        }
+    }
+
     /// The kernel's comptime values for this specialization (ring, tile width, cluster, then
     /// how it takes C's rows and whether A and Bt are FP8), as `pgas::launch::prewarm` takes
     /// them.
-    pub fn comptime(&self, rows: Chunking, fp8: bool) -> [i128; 6] {
+    pub fn comptime(&self, rows: Chunking, fp8: bool) -> [i128; 7] {
         [
             self.stages as i128,
             self.bn as i128,
@@ -60,6 +74,7 @@ impl GemmConfig {
             (rows == Chunking::Gather) as i128,
             (rows == Chunking::Scatter) as i128,
             fp8 as i128,
+            (rows == Chunking::Grouped) as i128,
         ]
     }
 }
@@ -73,6 +88,8 @@ pub enum Chunking {
     Gather,
     /// C's rows in chunks, each announced as it is finished (the GEMM + reduce-scatter).
     Scatter,
+    /// Each 128-row tile with the Bt of its group (the grouped GEMM, [`super::gemm_grouped`]).
+    Grouped,
 }
 
 /// The epilogue's shared memory: two 64 x 64 bf16 tiles for each multiplying warpgroup.
@@ -83,11 +100,12 @@ fn slot_bytes(bn: u32) -> usize {
     (BM + bn as usize) * BK * 2
 }
 
-/// Why `(m, n, k)` cannot run, if it cannot: the kernel has no edge handling, so M is whole
-/// 128-row tiles, N whole 64-column tiles and K whole 64-element steps.
+/// Why `(m, n, k)` cannot run, if it cannot: M may be any size (the copy engine reads zeros
+/// past it and stores nothing there), but N is whole 64-column tiles and K whole 64-element
+/// steps, which the kernel has no edge handling for.
 pub fn shape_error(m: usize, n: usize, k: usize) -> Option<String> {
-    let note = " (wider N tiles where they divide)";
-    tile_error("the sm_90a GEMM", (m, n, k), (BM, 64, BK), note)
+    let note = " (any M; wider N tiles where they divide)";
+    tile_error("the sm_90a GEMM", (m, n, k), (1, 64, BK), note)
 }
 
 fn refuse<T>(reason: String) -> crate::Result<T> {
@@ -144,21 +162,17 @@ fn launch_local<'t>(
     fp8: bool,
     checked: bool,
 ) -> crate::Result<()> {
-    // Read only by gathering launches; a plain launch still passes a buffer of the type.
-    let mut words = UNUSED.lock().unwrap_or_else(|e| e.into_inner());
-    let unused = unused_word(&mut words, pgas)?;
     let maps = Maps {
         c: c_map,
         a: a_map,
         b: b_map,
         gathered: a_map,
     };
-    let landed = (&mut words[unused].1, 0);
     launch(
         pgas,
         stream,
         maps,
-        landed,
+        Words::default(),
         (m, n, k),
         (Chunking::Whole, (0, 0, 1)),
         cfg,
@@ -308,11 +322,11 @@ pub(crate) fn check(cfg: GemmConfig, (m, n, k): (usize, usize, usize)) -> crate:
     if ![64, 128, 256].contains(&bn) || !n.is_multiple_of(bn) {
         return refuse(format!("tile width {bn}: 64, 128 or 256, dividing N = {n}"));
     }
-    if ![1, 2].contains(&cfg.cluster) || !(m / BM).is_multiple_of(cfg.cluster as usize) {
+    if ![1, 2].contains(&cfg.cluster) || !m.div_ceil(BM).is_multiple_of(cfg.cluster as usize) {
         return refuse(format!(
             "cluster of {}: 1 or 2 blocks, dividing M's {} tiles of {BM} rows",
             cfg.cluster,
-            m / BM
+            m.div_ceil(BM)
         ));
     }
     if cfg.stages < 2 || cfg.shared_bytes() > 227 * 1024 {
@@ -379,7 +393,7 @@ pub(crate) fn persistent_clusters(
     let launch = LaunchConfig::blocks(cfg.cluster, THREADS)
         .with_shared_mem(cfg.shared_bytes())
         .with_cluster((cfg.cluster, 1, 1));
-    let tiles = ((m / BM / cfg.cluster as usize) * (n / cfg.bn as usize)) as u32;
+    let tiles = ((m.div_ceil(BM * cfg.cluster as usize)) * (n / cfg.bn as usize)) as u32;
     // The answer depends on the specialization and the GPU only, and the query (a JIT lookup
     // and cuOccupancyMaxActiveClusters) cost tens of microseconds a call: asked once.
     let key = (pgas.cuda().ordinal(), cfg.comptime(rows, fp8), checked);
@@ -405,57 +419,82 @@ pub(crate) fn persistent_clusters(
     Ok(resident.min(tiles))
 }
 
-/// The `landed` word of a launch that does not gather (never read), one a CUDA context in
+/// The word tables of one launch beyond its matrices, each `None` where the launch does not
+/// read it (a launch then passes [`Unused`]'s, since the kernel takes a buffer of the type).
+#[derive(Default)]
+pub(crate) struct Words<'w> {
+    /// Gathering or scattering: the landed (or finished) words and the call's epoch.
+    pub landed: Option<(&'w mut CudaSlice<u64>, u64)>,
+    /// Grouped: the group of each 128-row tile.
+    pub group_of: Option<&'w CudaSlice<i32>>,
+}
+
+/// The word tables of a launch that does not read them, one pair a CUDA context in
 /// [`UNUSED`], allocated once: an allocation a call cost host time before every launch.
 ///
-/// It carries no cudarc events: every stream launches with it, and a launch captured into a
+/// They carry no cudarc events: every stream launches with them, and a launch captured into a
 /// CUDA graph must not wait on an event another stream recorded outside the capture (the
-/// driver fails the capture with `CUDA_ERROR_STREAM_CAPTURE_ISOLATION`). No launch writes it.
-fn unused_word(words: &mut Vec<(usize, CudaSlice<u64>)>, pgas: &Pgas) -> crate::Result<usize> {
+/// driver fails the capture with `CUDA_ERROR_STREAM_CAPTURE_ISOLATION`). No launch writes them.
+struct Unused {
+    ctx: usize,
+    landed: CudaSlice<u64>,
+    group_of: CudaSlice<i32>,
+}
+
+/// This CUDA context's entry of `all`, made if it is not there yet.
+fn unused_words<'u>(all: &'u mut Vec<Unused>, pgas: &Pgas) -> crate::Result<&'u mut Unused> {
     let ctx = pgas.cuda().cu_ctx() as usize;
-    if let Some(i) = words.iter().position(|(c, _)| *c == ctx) {
-        return Ok(i);
+    if let Some(i) = all.iter().position(|u| u.ctx == ctx) {
+        return Ok(&mut all[i]);
     }
     let cuda = pgas.cuda();
     let tracking = cuda.is_event_tracking();
-    // SAFETY: the word is made without events and finished (synchronized) before any stream
-    // uses it; nothing frees it while the process runs, and no kernel writes it.
-    let word = unsafe {
+    // SAFETY: the words are made without events and finished (synchronized) before any stream
+    // uses them; nothing frees them while the process runs, and no kernel writes them.
+    let words = unsafe {
         cuda.disable_event_tracking();
-        let word = pgas.stream().alloc_zeros::<u64>(1);
+        let stream = pgas.stream();
+        let words = (stream.alloc_zeros::<u64>(1), stream.alloc_zeros::<i32>(1));
         if tracking {
             cuda.enable_event_tracking();
         }
-        word
-    }?;
+        words
+    };
+    let (landed, group_of) = (words.0?, words.1?);
     pgas.stream()
         .synchronize()
-        .map_err(crate::Error::cuda("making the GEMM's unused landed word"))?;
-    words.push((ctx, word));
-    Ok(words.len() - 1)
+        .map_err(crate::Error::cuda("making the GEMM's unused words"))?;
+    all.push(Unused {
+        ctx,
+        landed,
+        group_of,
+    });
+    Ok(all.last_mut().expect("just pushed"))
 }
 
-/// See [`unused_word`]: by CUDA context (its handle's address).
-static UNUSED: std::sync::Mutex<Vec<(usize, CudaSlice<u64>)>> = std::sync::Mutex::new(Vec::new());
+/// See [`unused_words`]: by CUDA context (its handle's address).
+static UNUSED: std::sync::Mutex<Vec<Unused>> = std::sync::Mutex::new(Vec::new());
 
 /// Resident clusters by (device, comptime values, checked): [`persistent_clusters`]' answers.
 #[allow(clippy::type_complexity)]
-static RESIDENT: std::sync::Mutex<Vec<((usize, [i128; 6], bool), u32)>> =
+static RESIDENT: std::sync::Mutex<Vec<((usize, [i128; 7], bool), u32)>> =
     std::sync::Mutex::new(Vec::new());
 
-/// Launches the kernel on `stream` over a persistent grid. `landed` and its epoch, and
-/// `(mp, me, pieces)` serve a chunked launch (`rows`): gathering, rows per PE, this PE and the
-/// pieces of K a chunk lands in (`landed` holds at least `pieces` words a PE, piece-major, and
-/// `pieces` divides `k / 64`); scattering, rows per chunk, the first chunk and 1 (`landed`
-/// holds a word a chunk, the chunk a multiple of the cluster's rows dividing M). Anything else
-/// is refused. `fp8` takes A and Bt as `e4m3` (the maps and `k` counting pairs of them). The
-/// shape and `cfg` were checked by the caller; a launch of all of C passes `(0, 0, 1)`.
+/// Launches the kernel on `stream` over a persistent grid. The `landed` words and their
+/// epoch, and `(mp, me, pieces)` serve a chunked launch (`rows`): gathering, rows per PE, this
+/// PE and the pieces of K a chunk lands in (`landed` holds at least `pieces` words a PE,
+/// piece-major, and `pieces` divides `k / 64`); scattering, rows per chunk, the first chunk
+/// and 1 (`landed` holds a word a chunk, the chunk a multiple of the cluster's rows dividing
+/// M). A grouped launch takes `group_of`, a group for each 128-row tile, without clusters.
+/// Anything else is refused. `fp8` takes A and Bt as `e4m3` (the maps and `k` counting pairs
+/// of them). The shape and `cfg` were checked by the caller; a launch that is not chunked
+/// passes `(0, 0, 1)`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     pgas: &Pgas,
     stream: &CudaStream,
     maps: Maps<'_, '_>,
-    (landed, epoch): (&mut CudaSlice<u64>, u64),
+    words: Words<'_>,
     (m, n, k): (usize, usize, usize),
     (rows, (mp, me, pieces)): (Chunking, (usize, usize, usize)),
     cfg: GemmConfig,
@@ -469,21 +508,47 @@ pub(crate) fn launch(
         ));
     }
     let unit = BM * cfg.cluster as usize;
-    if rows != Chunking::Whole
-        && (mp == 0 || !mp.is_multiple_of(unit) || !m.is_multiple_of(mp) || me >= m / mp)
-    {
+    let chunked = matches!(rows, Chunking::Gather | Chunking::Scatter);
+    if chunked && (mp == 0 || !mp.is_multiple_of(unit) || !m.is_multiple_of(mp) || me >= m / mp) {
         return refuse(format!(
             "chunks of {mp} rows from chunk {me}: a multiple of {unit} (the cluster's rows) \
              dividing M = {m}, starting at one of its chunks"
         ));
     }
-    if rows != Chunking::Whole && landed.len() < pieces * (m / mp) {
-        return refuse(format!(
-            "{} landed words for {pieces} pieces of {} chunks",
-            landed.len(),
-            m / mp
-        ));
-    }
+    let mut unused = UNUSED.lock().unwrap_or_else(|e| e.into_inner());
+    let unused = unused_words(&mut unused, pgas)?;
+    let (landed, epoch) = match words.landed {
+        Some((landed, epoch)) if chunked => {
+            if landed.len() < pieces * (m / mp) {
+                return refuse(format!(
+                    "{} landed words for {pieces} pieces of {} chunks",
+                    landed.len(),
+                    m / mp
+                ));
+            }
+            (landed, epoch)
+        }
+        None if chunked => return refuse(format!("a {rows:?} launch without its landed words")),
+        _ => (&mut unused.landed, 0),
+    };
+    let group_of = match words.group_of {
+        Some(g) if rows == Chunking::Grouped => {
+            if cfg.cluster != 1 || g.len() < m.div_ceil(BM) {
+                return refuse(format!(
+                    "a grouped launch takes clusters of 1 (not {}) and a group for each of its \
+                     {} row tiles ({} given)",
+                    cfg.cluster,
+                    m.div_ceil(BM),
+                    g.len()
+                ));
+            }
+            g
+        }
+        None if rows == Chunking::Grouped => {
+            return refuse("a grouped launch without its groups".to_string())
+        }
+        _ => &unused.group_of,
+    };
     let launch = LaunchConfig::blocks(cfg.cluster, THREADS)
         .with_shared_mem(cfg.shared_bytes())
         .with_cluster((cfg.cluster, 1, 1));
@@ -497,14 +562,17 @@ pub(crate) fn launch(
     };
     let (stages, bn, cluster) = (cfg.stages, cfg.bn, cfg.cluster);
     let (gather, scatter) = (rows == Chunking::Gather, rows == Chunking::Scatter);
+    let grouped = rows == Chunking::Grouped;
     let Maps { c, a, b, gathered } = maps;
-    // SAFETY: unchecked only where the shape is whole tiles and every buffer has exactly its
-    // matrix's size, so every index the kernel forms is in bounds; when gathering, `landed`
-    // has `pieces` words a PE and `pieces` divides `k / 64` (both checked above).
+    // SAFETY: unchecked only where N and K are whole tiles and every buffer has exactly its
+    // matrix's size, so every index the kernel forms is in bounds (rows past M are the copy
+    // engine's, which reads zeros there and stores nothing); when gathering, `landed` has
+    // `pieces` words a PE and `pieces` divides `k / 64`; grouped, `group_of` has a word for
+    // each row tile (all checked above).
     unsafe {
         gemm_bf16_sm90::launch_checked_if_on(
-            pgas, stream, launch, checked, c, a, b, gathered, landed, epoch, m, n, k, mp, me,
-            pieces, stages, bn, cluster, gather, scatter, fp8,
+            pgas, stream, launch, checked, c, a, b, gathered, landed, group_of, epoch, m, n, k, mp,
+            me, pieces, stages, bn, cluster, gather, scatter, fp8, grouped,
         )
     }
 }

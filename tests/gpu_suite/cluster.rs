@@ -472,7 +472,7 @@ fn stmatrix_case(p: &Pgas) -> CaseResult {
 }
 
 /// `(bn, cluster, stages)` as a config with as many clusters as fit.
-fn config((bn, cluster, stages): (u32, u32, u32)) -> GemmConfig {
+pub(crate) fn config((bn, cluster, stages): (u32, u32, u32)) -> GemmConfig {
     GemmConfig {
         stages,
         bn,
@@ -496,7 +496,7 @@ fn variant_of(checked: bool) -> Variant {
 /// Compiles every specialization the GEMM cases launch as one prewarm (in parallel where the
 /// JIT has helper processes), so a case's time is not a string of NVRTC compiles.
 fn prewarm_gemm(p: &Pgas, runs: &[(GemmConfig, bool)]) -> pgas::Result<()> {
-    let comptime: Vec<[i128; 6]> = runs
+    let comptime: Vec<[i128; 7]> = runs
         .iter()
         .map(|(c, _)| c.comptime(Chunking::Whole, false))
         .collect();
@@ -513,7 +513,12 @@ fn prewarm_gemm(p: &Pgas, runs: &[(GemmConfig, bool)]) -> pgas::Result<()> {
 }
 
 /// The host product `A Btᵀ` in f64 at `points`.
-fn host_points(a: &[bf16], bt: &[bf16], k: usize, points: &[(usize, usize)]) -> Vec<f64> {
+pub(crate) fn host_points(
+    a: &[bf16],
+    bt: &[bf16],
+    k: usize,
+    points: &[(usize, usize)],
+) -> Vec<f64> {
     points
         .iter()
         .map(|&(row, col)| {
@@ -526,7 +531,7 @@ fn host_points(a: &[bf16], bt: &[bf16], k: usize, points: &[(usize, usize)]) -> 
 
 /// The points of `got` off by more than `|want| / 128 + 1e-2` (bf16 rounding of the output
 /// plus f32 summation order): how many, and the worst as (row, col, got, want).
-fn off_points(
+pub(crate) fn off_points(
     got: &[bf16],
     n: usize,
     points: &[(usize, usize)],
@@ -644,7 +649,7 @@ fn gemm_fp8_case(p: &Pgas) -> CaseResult {
     )
 }
 
-fn gemm_sm90_or_refused(p: &Pgas) -> Result<bool, String> {
+pub(crate) fn gemm_sm90_or_refused(p: &Pgas) -> Result<bool, String> {
     sm90_or_refused(p, || {
         let s = p.stream();
         let a = s.alloc_zeros::<bf16>(128 * 64)?;
@@ -709,7 +714,7 @@ fn gemm_big_case(p: &Pgas) -> CaseResult {
 }
 
 /// Asserts `r` is an `Err` whose message contains every one of `says`.
-fn refused<T>(what: &str, r: pgas::Result<T>, says: &[&str]) -> CaseResult {
+pub(crate) fn refused<T>(what: &str, r: pgas::Result<T>, says: &[&str]) -> CaseResult {
     match r {
         Ok(_) => Err(format!("{what} was accepted").into()),
         Err(e) => {
@@ -746,18 +751,16 @@ fn bad_input_case(p: &Pgas) -> CaseResult {
         pgas::launch::max_active_clusters(p, &dsmem_exchange::SPEC, Variant::Plain, &[], sixteen),
         &["at most 8"],
     )?;
-    // Shapes and configurations the GEMM refuses before it launches.
-    let mut c = s.alloc_zeros::<bf16>(500 * 512)?;
-    let a = s.alloc_zeros::<bf16>(500 * 512)?;
-    let bt = s.alloc_zeros::<bf16>(512 * 512)?;
+    // Shapes and configurations the GEMM refuses before it launches (M may be any size).
+    let mut c = s.alloc_zeros::<bf16>(512 * 500)?;
+    let a = s.alloc_zeros::<bf16>(512 * 512)?;
+    let bt = s.alloc_zeros::<bf16>(500 * 512)?;
     refused(
-        "a 500 x 512 x 512 GEMM",
-        gemm_bf16(p, &mut c, &a, &bt, (500, 512, 512), false),
-        &[
-            "gemm_bf16_sm90",
-            "M = 500 is not a positive multiple of 128",
-        ],
+        "a 512 x 500 x 512 GEMM",
+        gemm_bf16(p, &mut c, &a, &bt, (512, 500, 512), false),
+        &["gemm_bf16_sm90", "N = 500 is not a positive multiple of 64"],
     )?;
+    let bt = s.alloc_zeros::<bf16>(512 * 512)?;
     let mut c = s.alloc_zeros::<bf16>(128 * 512)?;
     let a = s.alloc_zeros::<bf16>(128 * 512)?;
     refused(

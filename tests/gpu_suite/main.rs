@@ -35,6 +35,7 @@ mod coll;
 mod collectives;
 mod differential;
 mod faults;
+mod gemm_shapes;
 mod halo;
 mod hopper;
 mod host_api;
@@ -158,6 +159,7 @@ fn main() -> ExitCode {
         hopper::CASES,
         attention::CASES,
         cluster::CASES,
+        gemm_shapes::CASES,
         ops_rs::CASES,
         reach::CASES,
         misuse::CASES,

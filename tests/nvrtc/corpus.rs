@@ -546,10 +546,21 @@ fn an_sm90a_kernel_without_nvshmem_compiles_alone_in_either_mode() {
         let disk = pgas_runtime::jit::disk::DiskCache::open(&dir).unwrap();
         (how, dir, disk)
     });
-    // M = 128 (8 stages, 64-wide tiles, no cluster) and 8192 (clusters of 2, 256-wide), FP8.
-    let configs = [(128, false), (8192, false), (8192, true)];
-    for (m, fp8) in configs {
-        let ct = GemmConfig::for_shape(m, 8192, 132).comptime(Chunking::Whole, fp8);
+    // M = 128 (8 stages, 64-wide tiles, no cluster) and 8192 (clusters of 2, 256-wide), FP8,
+    // and a grouped GEMM.
+    let whole = |m| GemmConfig::for_shape(m, 8192, 132);
+    let configs = [
+        (whole(128), Chunking::Whole, false),
+        (whole(8192), Chunking::Whole, false),
+        (whole(8192), Chunking::Whole, true),
+        (
+            GemmConfig::for_grouped(8192, 4096, 132),
+            Chunking::Grouped,
+            false,
+        ),
+    ];
+    for (cfg, rows, fp8) in configs {
+        let ct = cfg.comptime(rows, fp8);
         let comptime: Vec<(&str, i128)> = names.iter().copied().zip(ct).collect();
         let (source, name) = specialize(spec.plain_source, spec.cuda_name, "plain", &comptime);
         let mut text = Vec::new();

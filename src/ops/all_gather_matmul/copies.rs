@@ -214,7 +214,10 @@ impl AllGatherMatmul {
             &self.pgas,
             self.pgas.stream(),
             maps,
-            (&mut pushes.words, self.epoch),
+            gemm::Words {
+                landed: Some((&mut pushes.words, self.epoch)),
+                group_of: None,
+            },
             (m, n, k),
             // One PE has nothing to gather: the plain specialization, the one `set_gemm` sized.
             if np > 1 {

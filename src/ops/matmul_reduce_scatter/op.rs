@@ -205,7 +205,10 @@ impl MatmulReduceScatter {
             pgas,
             stream,
             maps,
-            (&mut f.view, 0),
+            gemm::Words {
+                landed: Some((&mut f.view, 0)),
+                group_of: None,
+            },
             (m, n, k),
             (gemm::Chunking::Scatter, (chunk, (me + 1) % pes * splits, 1)),
             cfg,

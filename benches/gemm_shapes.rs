@@ -1,0 +1,274 @@
+//! `pgas::gemm` where the layer is not one big GEMM, against cuBLAS in the same run, one GPU
+//! (sm_90a): decode-sized M of 64 rows (a partial tile: the copy engine reads zeros past M),
+//! and the grouped GEMM of a mixture of experts (`pgas::gemm::gemm_grouped`: every expert's
+//! rows in one launch) against a loop of cuBLAS calls, one an expert at its own row count, and
+//! against one cuBLAS GEMM over all the rows as if they were one expert (the dense ceiling).
+//! Each result is checked against the host at 64 points; TFLOP/s count the useful rows only
+//! (not the grouped layout's padding). Medians of `GEMM_REPS` after `GEMM_WARMUP`.
+//!
+//! Run: `gemm_shapes` (1 PE). Exit status 1 when a result is wrong; without cuBLAS, pgas runs
+//! alone and the ratios are NaN.
+
+mod common;
+
+use common::{emit, median_ms, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS, GEMM_WARMUP};
+use pgas::cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
+use pgas::gemm::reference::value;
+use pgas::gemm::{gemm_bf16, gemm_grouped, GroupedRows};
+use pgas::ops::cublas::{self, Cublas};
+use pgas::prelude::*;
+
+const BENCH: &str = "gemm_shapes";
+
+/// Decode-sized GEMMs: 64 rows against an MLP's projections.
+const SKINNY: [(usize, usize, usize); 3] = [(64, 8192, 8192), (64, 28672, 8192), (64, 8192, 28672)];
+
+/// Mixtures of experts: (name, rows of each expert, N, K). Prefill-sized experts (8 of 457 to
+/// 1,811 rows) on a DeepSeek-V3-sized up projection (N 4096, K 7168) and down projection (N
+/// 7168, K 2048), and decode-sized ones (32 experts of 9 to 250 rows).
+fn mixtures() -> Vec<(&'static str, &'static str, Vec<usize>, usize, usize)> {
+    let prefill = vec![1024, 457, 1811, 768, 1290, 600, 1500, 998];
+    let decode: Vec<usize> = (0..32).map(|e| 9 + (e * 97) % 242).collect();
+    vec![
+        ("grouped_8_up", "8 experts, up", prefill.clone(), 4096, 7168),
+        ("grouped_8_down", "8 experts, down", prefill, 7168, 2048),
+        (
+            "grouped_32_decode",
+            "32 experts, decode",
+            decode,
+            4096,
+            7168,
+        ),
+    ]
+}
+
+fn timed(stream: &CudaStream, run: impl FnMut() -> BenchResult<()>) -> BenchResult<f64> {
+    median_ms(stream, (GEMM_WARMUP, GEMM_REPS), || Ok(()), run)
+}
+
+/// The largest difference at `points` of `got` (n columns, row-major) from `want(row, col)`,
+/// over the largest |want| there.
+fn spot(
+    got: &[bf16],
+    n: usize,
+    points: &[(usize, usize)],
+    want: impl Fn(usize, usize) -> f64,
+) -> f64 {
+    let (mut worst, mut scale) = (0.0f64, 0.0f64);
+    for &(row, col) in points {
+        let w = want(row, col);
+        let d = (got[row * n + col].to_f64() - w).abs();
+        worst = if d.is_nan() { f64::NAN } else { worst.max(d) };
+        scale = scale.max(w.abs());
+    }
+    worst / scale.max(1.0)
+}
+
+/// 64 points of a C of `n` columns, their rows from `row(i)`.
+fn points(n: usize, row: impl Fn(usize) -> usize) -> Vec<(usize, usize)> {
+    (0..64).map(|i| (row(i), (i * 613 + 101) % n)).collect()
+}
+
+/// The dot product of `k` values of `a` and `b` from their starts, in f64.
+fn dot(a: &[bf16], b: &[bf16], k: usize) -> f64 {
+    a[..k]
+        .iter()
+        .zip(&b[..k])
+        .map(|(x, y)| x.to_f64() * y.to_f64())
+        .sum()
+}
+
+/// Prints and emits one comparison: pgas's time and TFLOP/s against each baseline's. `key`
+/// names the figures, `label` the printed line.
+fn report(
+    machine: &str,
+    (key, label): (&str, &str),
+    flop: f64,
+    pgas_ms: f64,
+    baselines: &[(&str, f64)],
+) {
+    let rate = |ms: f64| flop / (ms * 1e9);
+    let note = format!("median of {GEMM_REPS}; bf16 in and out, f32 accumulate; {label}");
+    let mut line = format!(
+        "{BENCH}: {label}: pgas {pgas_ms:.4} ms {:.1} TFLOP/s",
+        rate(pgas_ms)
+    );
+    emit(
+        BENCH,
+        machine,
+        &Figure::new(
+            &format!("{key}/pgas_tflops"),
+            rate(pgas_ms),
+            "TFLOP/s",
+            &note,
+        ),
+    );
+    for (what, ms) in baselines {
+        line += &format!(
+            ", {what} {ms:.4} ms {:.1} TFLOP/s (pgas/{what} {:.3})",
+            rate(*ms),
+            ms / pgas_ms
+        );
+        emit(
+            BENCH,
+            machine,
+            &Figure::new(&format!("{key}/ratio_{what}"), ms / pgas_ms, "x", &note),
+        );
+    }
+    println!("{line}");
+}
+
+fn main() -> BenchResult<()> {
+    if !common::gpu_present() {
+        println!("{BENCH}: skipped: no GPU");
+        return Ok(());
+    }
+    let p = pgas::init()?;
+    if p.compute_capability()?.0 != 9 {
+        println!("{BENCH}: skipped: pgas::gemm needs sm_90a");
+        return Ok(());
+    }
+    let machine = format!("{} x1 PE", p.cuda().name()?);
+    let stream = p.stream().clone();
+    let blas = match cublas::load() {
+        Ok(_) => Some(Cublas::new(p.cuda())?),
+        Err(why) => {
+            println!("{BENCH}: cuBLAS skipped: {why}; pgas runs alone");
+            None
+        }
+    };
+    let mut failures = Vec::new();
+    let mut check = |what: String, d: f64| {
+        if d.is_nan() || d > GEMM_MAX_REL_DIFF {
+            failures.push(format!("{what} differs from the host by {d:.3e}"));
+        }
+    };
+
+    for (m, n, k) in SKINNY {
+        let a_host: Vec<bf16> = (0..m * k).map(|i| value(i, 1)).collect();
+        let b_host: Vec<bf16> = (0..n * k).map(|i| value(i, 2)).collect();
+        let (a, bt) = (stream.clone_htod(&a_host)?, stream.clone_htod(&b_host)?);
+        let mut c = stream.alloc_zeros::<bf16>(m * n)?;
+        let ms = timed(&stream, || {
+            Ok(gemm_bf16(&p, &mut c, &a, &bt, (m, n, k), false)?)
+        })?;
+        let got = stream.clone_dtoh(&c)?;
+        let at = points(n, |i| (i * 977 + 13) % m);
+        let want = |r: usize, col: usize| dot(&a_host[r * k..], &b_host[col * k..], k);
+        check(format!("{m}x{n}x{k}"), spot(&got, n, &at, want));
+        let mut base = Vec::new();
+        if let Some(blas) = &blas {
+            let mut cb = stream.alloc_zeros::<bf16>(m * n)?;
+            let cms = timed(&stream, || {
+                Ok(blas.gemm_bf16_nt(&stream, &mut cb, &a, &bt, (m, n, k))?)
+            })?;
+            base.push(("cublas", cms));
+        }
+        let key = format!("{m}x{n}x{k}");
+        report(&machine, (&key, &key), 2.0 * (m * n * k) as f64, ms, &base);
+    }
+
+    for (key, name, counts, n, k) in mixtures() {
+        let layout = GroupedRows::new(&counts);
+        let (m, groups) = (layout.m, counts.len());
+        let useful: usize = counts.iter().sum();
+        // Padding rows hold values too (what a caller's buffer holds there is not read back).
+        let a_host: Vec<bf16> = (0..m * k).map(|i| value(i, 3)).collect();
+        let b_host: Vec<bf16> = (0..groups * n * k).map(|i| value(i, 4)).collect();
+        let (a, bt) = (stream.clone_htod(&a_host)?, stream.clone_htod(&b_host)?);
+        let table = stream.clone_htod(&layout.group_of)?;
+        let mut c = stream.alloc_zeros::<bf16>(m * n)?;
+        let ms = timed(&stream, || {
+            Ok(gemm_grouped(
+                &p,
+                &mut c,
+                &a,
+                &bt,
+                &table,
+                (m, n, k),
+                groups,
+                false,
+            )?)
+        })?;
+        let got = stream.clone_dtoh(&c)?;
+        let group = |r: usize| layout.group_of[r / 128] as usize;
+        let want =
+            |r: usize, col: usize| dot(&a_host[r * k..], &b_host[(group(r) * n + col) * k..], k);
+        check(
+            format!("grouped {name}"),
+            spot(&got, n, &points(n, |i| (i * 977 + 13) % m), want),
+        );
+        let mut base = Vec::new();
+        if let Some(blas) = &blas {
+            // One cuBLAS call an expert, over its own rows (no padding), into its rows of C.
+            let mut cb = stream.alloc_zeros::<bf16>(m * n)?;
+            let lms = {
+                let (pa, _ga) = a.device_ptr(&stream);
+                let (pb, _gb) = bt.device_ptr(&stream);
+                let (pc, _gc) = cb.device_ptr_mut(&stream);
+                let esz = std::mem::size_of::<bf16>();
+                let at = |rows: usize, cols: usize| (rows * cols * esz) as u64;
+                timed(&stream, || {
+                    for (g, &rows) in counts.iter().enumerate().filter(|(_, &r)| r > 0) {
+                        let start = layout.starts[g];
+                        // SAFETY: expert g's rows start..start + rows of A (m x k) and C
+                        // (m x n) and its n x k block of Bt are inside their buffers, which
+                        // outlive the timing (their guards are held); only this stream
+                        // touches them.
+                        unsafe {
+                            blas.gemm_bf16_nt_raw(
+                                &stream,
+                                pc + at(start, n),
+                                pa + at(start, k),
+                                pb + at(g * n, k),
+                                (rows, n, k),
+                            )?
+                        };
+                    }
+                    Ok(())
+                })?
+            };
+            // Checked at experts' rows only: the loop leaves the padding rows at zero.
+            let real: Vec<usize> = (0..groups).filter(|&g| counts[g] > 0).collect();
+            let row = |i: usize| {
+                let g = real[i % real.len()];
+                layout.starts[g] + (i * 977 + 13) % counts[g]
+            };
+            let got = stream.clone_dtoh(&cb)?;
+            check(
+                format!("cuBLAS loop {name}"),
+                spot(&got, n, &points(n, row), want),
+            );
+            base.push(("cublas_loop", lms));
+            let mut cd = stream.alloc_zeros::<bf16>(useful * n)?;
+            let dense_a = stream.alloc_zeros::<bf16>(useful * k)?;
+            let bt0 = stream.clone_htod(&b_host[..n * k])?;
+            let dms = timed(&stream, || {
+                Ok(blas.gemm_bf16_nt(&stream, &mut cd, &dense_a, &bt0, (useful, n, k))?)
+            })?;
+            base.push(("cublas_dense", dms));
+        }
+        let (lo, hi) = (counts.iter().min(), counts.iter().max());
+        let label = format!(
+            "grouped, {name}: {groups} x {}..{} rows, N {n}, K {k}",
+            lo.unwrap_or(&0),
+            hi.unwrap_or(&0)
+        );
+        report(
+            &machine,
+            (key, &label),
+            2.0 * (useful * n * k) as f64,
+            ms,
+            &base,
+        );
+    }
+
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        for f in &failures {
+            println!("{BENCH}: FAIL {f}");
+        }
+        std::process::exit(1)
+    }
+}

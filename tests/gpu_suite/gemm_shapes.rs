@@ -1,0 +1,142 @@
+//! `pgas::gemm` beyond whole tiles: M of any size (the copy engine reads zeros past M and
+//! stores nothing there), and the grouped GEMM (`gemm_grouped`: the groups' rows contiguous,
+//! each group multiplied by its own matrix, padding tiles skipped), every element against an
+//! f64 host product, plain and checked.
+
+use crate::cluster::{config, gemm_sm90_or_refused, host_points, off_points, refused};
+use crate::runner::{case, Case};
+use crate::util::{ensure, CaseResult};
+use pgas::gemm::reference::value;
+use pgas::gemm::{gemm_bf16_with, gemm_grouped, gemm_grouped_with, GemmConfig, GroupedRows};
+use pgas::prelude::*;
+
+pub const CASES: &[Case] = &[
+    case("gemm/any_m_rows_1_64_200_328", any_m_case),
+    case("gemm/grouped_5_groups_with_padding", grouped_case),
+];
+
+/// Every point of an `m x n` C.
+fn all_points(m: usize, n: usize) -> Vec<(usize, usize)> {
+    (0..m).flat_map(|r| (0..n).map(move |c| (r, c))).collect()
+}
+
+/// M of 1, 64, 200 and 328 rows (a partial tile, alone or after whole ones; with clusters of 2
+/// where M has an even number of tiles, one block's tile then wholly past M), each tile width.
+fn any_m_case(p: &Pgas) -> CaseResult {
+    if !gemm_sm90_or_refused(p)? {
+        return Ok(());
+    }
+    let s = p.stream();
+    let (n, k) = (256, 512);
+    let mut failed = Vec::new();
+    for m in [1, 64, 200, 328] {
+        let a_host: Vec<bf16> = (0..m * k).map(|i| value(i, 3)).collect();
+        let b_host: Vec<bf16> = (0..n * k).map(|i| value(i, 4)).collect();
+        let (a, bt) = (s.clone_htod(&a_host)?, s.clone_htod(&b_host)?);
+        let points = all_points(m, n);
+        let want = host_points(&a_host, &b_host, k, &points);
+        let picked = GemmConfig::for_shape(m, n, p.sm_count()?);
+        let clustered = m.div_ceil(128) % 2 == 0;
+        let mut configs = vec![picked, config((64, 1, 3)), config((256, 1, 4))];
+        if clustered {
+            configs.push(config((128, 2, 6)));
+        }
+        for cfg in configs {
+            for checked in [false, true] {
+                let mut c = s.alloc_zeros::<bf16>(m * n)?;
+                gemm_bf16_with(p, &mut c, &a, &bt, (m, n, k), cfg, checked)?;
+                let got = s.clone_dtoh(&c)?;
+                if let (bad, Some((r, col, g, w))) = off_points(&got, n, &points, &want) {
+                    failed.push(format!(
+                        "M = {m} {cfg:?} checked={checked}: {bad} points off; C[{r}][{col}] = {g}, host {w:.4}"
+                    ));
+                }
+            }
+        }
+    }
+    ensure(failed.is_empty(), || failed.join("\n  "))
+}
+
+/// Five groups of 130, 0, 128, 1 and 300 rows, each with its own Bt, then a table with a
+/// padding tile (-1: its rows of C keep what they held) and a group past the last (zeros).
+fn grouped_case(p: &Pgas) -> CaseResult {
+    if !gemm_sm90_or_refused(p)? {
+        return Ok(());
+    }
+    let s = p.stream();
+    let (n, k) = (256, 256);
+    let counts = [130, 0, 128, 1, 300];
+    let groups = counts.len();
+    let layout = GroupedRows::new(&counts);
+    let m = layout.m;
+    let a_host: Vec<bf16> = (0..m * k).map(|i| value(i, 5)).collect();
+    let b_host: Vec<bf16> = (0..groups * n * k).map(|i| value(i, 6)).collect();
+    let (a, bt) = (s.clone_htod(&a_host)?, s.clone_htod(&b_host)?);
+    // Tile 1 (rows 128..256, group 0's last 2 rows and padding) made padding, and the last
+    // tile given group 7 of 5.
+    let mut table = layout.group_of.clone();
+    table[1] = -1;
+    let last = table.len() - 1;
+    table[last] = 7;
+    let tables = [layout.group_of.clone(), table];
+    let sentinel = bf16::from_f32(-3.0);
+    let mut failed = Vec::new();
+    for (t, group_of) in tables.iter().enumerate() {
+        let want: Vec<f64> = (0..m * n)
+            .map(|i| {
+                let (row, col) = (i / n, i % n);
+                match group_of[row / 128] {
+                    g if g < 0 => sentinel.to_f64(),
+                    g if g as usize >= groups => 0.0,
+                    g => {
+                        let b = &b_host[g as usize * n * k..];
+                        host_points(&a_host, b, k, &[(row, col)])[0]
+                    }
+                }
+            })
+            .collect();
+        let table = s.clone_htod(group_of)?;
+        let picked = GemmConfig::for_grouped(m, n, p.sm_count()?);
+        for cfg in [picked, config((128, 1, 6)), config((256, 1, 4))] {
+            for checked in [false, true] {
+                let mut c = s.clone_htod(&vec![sentinel; m * n])?;
+                gemm_grouped_with(p, &mut c, &a, &bt, &table, (m, n, k), groups, cfg, checked)?;
+                let got = s.clone_dtoh(&c)?;
+                if let (bad, Some((r, col, g, w))) = off_points(&got, n, &all_points(m, n), &want) {
+                    failed.push(format!(
+                        "table {t} {cfg:?} checked={checked}: {bad} elements off; C[{r}][{col}] = {g}, want {w:.4}"
+                    ));
+                }
+            }
+        }
+    }
+    ensure(failed.is_empty(), || failed.join("\n  "))?;
+    let table = s.clone_htod(&layout.group_of[..2])?;
+    let mut c = s.alloc_zeros::<bf16>(m * n)?;
+    refused(
+        "a grouped GEMM whose table misses tiles",
+        gemm_grouped(p, &mut c, &a, &bt, &table, (m, n, k), groups, false),
+        &["a group for each of its 7 row tiles (2 given)"],
+    )?;
+    let table = s.clone_htod(&layout.group_of)?;
+    refused(
+        "a grouped GEMM in clusters of 2",
+        gemm_grouped_with(
+            p,
+            &mut c,
+            &a,
+            &bt,
+            &table,
+            (m, n, k),
+            groups,
+            config((64, 2, 3)),
+            false,
+        ),
+        &["clusters of 1 (not 2)"],
+    )?;
+    refused(
+        "a grouped GEMM whose Bt has fewer groups",
+        gemm_grouped(p, &mut c, &a, &bt, &table, (m, n, k), groups + 1, false),
+        &["buffer sizes"],
+    )
+}
