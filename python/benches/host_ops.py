@@ -1,6 +1,7 @@
 """NVSHMEM4Py's host operations timed through one program, on pgas (pgas.nvshmem.core) or on
 NVSHMEM4Py (nvshmem.core): the same code, only the import differs (--lib). Each figure is the
-median of REPS calls of host call + stream synchronize, in microseconds, after WARMUP calls.
+median of REPS calls of host call + stream synchronize, in microseconds, after WARMUP calls
+(the ordering calls also without the synchronize: "call only").
 One JSON line a figure (`{"lib":..,"op":..,"us":..,"pes":..}`); run each library in its own
 process (both load NVSHMEM) in one job, and compare with compare.py:
 
@@ -70,6 +71,19 @@ def main() -> None:
                 times.append((time.perf_counter() - t) * 1e6)
         return statistics.median(times)
 
+    def call_only(op):
+        """The host call alone (its stream synchronized after, outside the timing): where a
+        synchronizing figure's time goes, the call or the GPU's work behind it."""
+        times = []
+        for i in range(WARMUP + args.reps):
+            t = time.perf_counter()
+            op()
+            dt = time.perf_counter() - t
+            stream.sync()
+            if i >= WARMUP:
+                times.append(dt * 1e6)
+        return statistics.median(times)
+
     figures = {}
     figures["put 4 KiB"] = timed(lambda: nvshmem.put(dst, src, remote_pe=nxt, stream=stream))
     figures["get 4 KiB"] = timed(lambda: nvshmem.get(dst, src, remote_pe=prv, stream=stream))
@@ -80,6 +94,10 @@ def main() -> None:
     figures["quiet"] = timed(lambda: nvshmem.quiet(stream=stream))
     figures["barrier_all"] = timed(lambda: nvshmem.barrier_all(stream=stream))
     figures["barrier(team)"] = timed(lambda: nvshmem.barrier(world, stream=stream))
+    figures["quiet, call only"] = call_only(lambda: nvshmem.quiet(stream=stream))
+    figures["barrier_all, call only"] = call_only(lambda: nvshmem.barrier_all(stream=stream))
+    figures["barrier(team), call only"] = call_only(lambda: nvshmem.barrier(world, stream=stream))
+    figures["stream sync alone"] = timed(lambda: None)
     # Timed, then checked: every PE added 1 to the next PE's counter WARMUP + reps times, so
     # each counter holds that many (NVSHMEM 3.4.5's host atomics print "not implemented" and
     # return 0 without adding: a figure that is not counted as a speed).

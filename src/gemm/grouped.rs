@@ -77,17 +77,21 @@ pub fn gemm_grouped_with(
     checked: bool,
 ) -> crate::Result<()> {
     let refuse = |why| shape::refuse("gemm_bf16_sm90", why);
-    if groups == 0 {
-        return refuse("a grouped GEMM of 0 groups".to_string());
+    if groups == 0 || cfg.cluster != 1 {
+        return refuse(format!(
+            "a grouped GEMM of {groups} groups in clusters of {}: it takes at least 1 group and \
+             clusters of 1 (neighbouring row tiles may be different groups')",
+            cfg.cluster
+        ));
     }
     if let Some(why) = size_error((a.len(), bt.len(), c.len()), (m, n, k), (groups * n, k)) {
         return refuse(why);
     }
     check(cfg, (m, n, k))?;
     let stream = pgas.stream();
-    let a_map = TensorMap::tiled_2d(stream, a, a_tile(m, k))?;
+    let a_map = TensorMap::tiled_2d_ragged(stream, a, a_tile(m, k))?;
     let b_map = TensorMap::tiled_2d(stream, bt, b_tile(groups * n, k, cfg))?;
-    let mut c_map = TensorMap::tiled_2d_mut(stream, c, c_tile(m, n))?;
+    let mut c_map = TensorMap::tiled_2d_ragged_mut(stream, c, c_tile(m, n))?;
     let maps = Maps {
         c: &mut c_map,
         a: &a_map,

@@ -142,7 +142,7 @@ pub fn gemm_bf16_with(
     check_sizes((a.len(), bt.len(), c.len()), (m, n, k))?;
     check(cfg, (m, n, k))?;
     let stream = pgas.stream();
-    let a_map = TensorMap::tiled_2d(stream, a, a_tile(m, k))?;
+    let a_map = TensorMap::tiled_2d_ragged(stream, a, a_tile(m, k))?;
     let b_map = TensorMap::tiled_2d(stream, bt, b_tile(n, k, cfg))?;
     launch_into(pgas, c, (&a_map, &b_map), (m, n, k), cfg, false, checked)
 }
@@ -192,7 +192,7 @@ fn launch_into(
     checked: bool,
 ) -> crate::Result<()> {
     let stream = pgas.stream();
-    let mut c_map = TensorMap::tiled_2d_mut(stream, c, c_tile(m, n))?;
+    let mut c_map = TensorMap::tiled_2d_ragged_mut(stream, c, c_tile(m, n))?;
     let maps = (&mut c_map, a_map, b_map);
     launch_local(pgas, stream, maps, (m, n, k), cfg, fp8, checked)
 }
@@ -252,8 +252,8 @@ pub(crate) unsafe fn gemm_raw_with(
     // SAFETY: the caller's contract; the kernel writes only C, through its map.
     let (mut c_map, a_map, b_map) = unsafe {
         (
-            TensorMap::from_device_ptr(c, m * n, c_tile(m, n))?,
-            TensorMap::from_device_ptr(a, m * k, a_tile(m, k))?,
+            TensorMap::from_device_ptr_ragged(c, m * n, c_tile(m, n))?,
+            TensorMap::from_device_ptr_ragged(a, m * k, a_tile(m, k))?,
             TensorMap::from_device_ptr(b, n * k, b_tile(n, k, cfg))?,
         )
     };
@@ -305,7 +305,7 @@ pub fn gemm_fp8_with(
     // live, borrowed, until the launch below is enqueued; the kernel only reads them.
     let (a_map, b_map) = unsafe {
         (
-            TensorMap::<bf16>::from_device_ptr(pa, m * kp, a_tile(m, kp))?,
+            TensorMap::<bf16>::from_device_ptr_ragged(pa, m * kp, a_tile(m, kp))?,
             TensorMap::<bf16>::from_device_ptr(pb, n * kp, b_tile(n, kp, cfg))?,
         )
     };

@@ -132,7 +132,7 @@ fn grouped_case(p: &Pgas) -> CaseResult {
             config((64, 2, 3)),
             false,
         ),
-        &["clusters of 1 (not 2)"],
+        &["in clusters of 2", "clusters of 1"],
     )?;
     refused(
         "a grouped GEMM whose Bt has fewer groups",

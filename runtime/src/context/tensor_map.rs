@@ -239,6 +239,33 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
         unsafe { Self::encode_rows(ptr, slice.len(), tile, false, Rows::Ragged) }
     }
 
+    /// [`TensorMap::tiled_2d_ragged`] of a tensor the kernel also writes through the map: the
+    /// copy engine stores nothing past the tensor's last row (a GEMM's C of any M rows).
+    pub fn tiled_2d_ragged_mut(
+        stream: &CudaStream,
+        slice: &'a mut CudaSlice<T>,
+        tile: Tile2d,
+    ) -> Result<TensorMap<'a, T>> {
+        let len = slice.len();
+        let (ptr, _sync) = slice.device_ptr_mut(stream);
+        // SAFETY: the pointer names `len` elements, exclusively borrowed for `'a`.
+        unsafe { Self::encode_rows(ptr, len, tile, true, Rows::Ragged) }
+    }
+
+    /// [`TensorMap::from_device_ptr`] whose last tile along the rows may run past the tensor's
+    /// end, as [`TensorMap::tiled_2d_ragged`]'s.
+    ///
+    /// # Safety
+    /// As [`TensorMap::from_device_ptr`].
+    pub unsafe fn from_device_ptr_ragged(
+        ptr: sys::CUdeviceptr,
+        len: usize,
+        tile: Tile2d,
+    ) -> Result<TensorMap<'a, T>> {
+        // SAFETY: the caller's contract (which covers writes through the map).
+        unsafe { Self::encode_rows(ptr, len, tile, true, Rows::Ragged) }
+    }
+
     /// A map of `len` elements at the device address `ptr`: for memory that a kernel also takes
     /// by `&mut` while the copy engine reads it through the map (a gathered buffer that peers'
     /// `put_signal`s fill as the kernel's TMA loads consume the parts already signalled), which a
