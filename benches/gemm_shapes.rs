@@ -14,14 +14,19 @@ mod common;
 use common::{emit, median_ms, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS, GEMM_WARMUP};
 use pgas::cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use pgas::gemm::reference::value;
-use pgas::gemm::{gemm_bf16, gemm_grouped, GroupedRows};
+use pgas::gemm::{gemm_bf16, gemm_bf16_with, gemm_grouped, GemmConfig, GroupedRows};
 use pgas::ops::cublas::{self, Cublas};
 use pgas::prelude::*;
 
 const BENCH: &str = "gemm_shapes";
 
-/// Decode-sized GEMMs: 64 rows against an MLP's projections.
-const SKINNY: [(usize, usize, usize); 3] = [(64, 8192, 8192), (64, 28672, 8192), (64, 8192, 28672)];
+/// Decode-sized GEMMs: 64 rows against an MLP's projections, and 128.
+const SKINNY: [(usize, usize, usize); 4] = [
+    (64, 8192, 8192),
+    (64, 28672, 8192),
+    (64, 8192, 28672),
+    (128, 8192, 8192),
+];
 
 /// Mixtures of experts: (name, rows of each expert, N, K). Prefill-sized experts (8 of 457 to
 /// 1,811 rows) on a DeepSeek-V3-sized up projection (N 4096, K 7168) and down projection (N
@@ -166,6 +171,45 @@ fn main() -> BenchResult<()> {
         }
         let key = format!("{m}x{n}x{k}");
         report(&machine, (&key, &key), 2.0 * (m * n * k) as f64, ms, &base);
+        // The other tile widths and K splits, each checked, for the record (the choice
+        // `GemmConfig::for_shape` makes is measured from these).
+        let picked = GemmConfig::for_shape(m, n, p.sm_count()?);
+        for (bn, splits) in [
+            (64, 1),
+            (128, 1),
+            (128, 2),
+            (128, 4),
+            (256, 2),
+            (256, 4),
+            (256, 8),
+        ] {
+            let cfg = GemmConfig {
+                stages: if bn == 256 {
+                    4
+                } else if bn == 128 {
+                    6
+                } else {
+                    8
+                },
+                bn,
+                cluster: 1,
+                clusters: None,
+                splits,
+            };
+            if cfg == picked {
+                continue;
+            }
+            let t = timed(&stream, || {
+                Ok(gemm_bf16_with(&p, &mut c, &a, &bt, (m, n, k), cfg, false)?)
+            })?;
+            let got = stream.clone_dtoh(&c)?;
+            let d = spot(&got, n, &at, want);
+            check(format!("{m}x{n}x{k} {bn}-wide, {splits} splits"), d);
+            println!(
+                "{BENCH}: {m}x{n}x{k} {bn}-wide tiles, K in {splits}: {t:.4} ms ({:.3}x {picked:?}), diff {d:.2e}",
+                ms / t
+            );
+        }
     }
 
     for (key, name, counts, n, k) in mixtures() {

@@ -76,12 +76,14 @@ fn main() -> pgas::Result<()> {
     let b_host: Vec<bf16> = (0..n * k).map(|i| value(i, 100 + me as u64)).collect();
     let (a, bt) = (stream.clone_htod(&a_host)?, stream.clone_htod(&b_host)?);
     let all: Vec<(usize, usize)> = (0..m).flat_map(|r| (0..n).map(move |c| (r, c))).collect();
-    for (bn, cluster) in [(256, 2), (128, 2), (64, 1), (256, 1)] {
+    // The last one with K split in 4 parts, their sums added in a workspace (split-K).
+    for (bn, cluster, splits) in [(256, 2, 1), (128, 2, 1), (64, 1, 1), (256, 1, 4)] {
         let cfg = GemmConfig {
             stages: 3,
             bn,
             cluster,
             clusters: None,
+            splits,
         };
         let mut c = stream.alloc_zeros::<bf16>(m * n)?;
         gemm_bf16_with(&pgas, &mut c, &a, &bt, (m, n, k), cfg, true)?;

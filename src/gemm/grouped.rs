@@ -97,6 +97,7 @@ pub fn gemm_grouped_with(
         a: &a_map,
         b: &b_map,
         gathered: &a_map,
+        w: None,
     };
     let words = Words {
         landed: None,

@@ -53,6 +53,12 @@ pub const THREADS: u32 = 384;
 ///
 /// M need not be whole tiles: the copy engine reads A's rows past M as zeros and does not
 /// store C's.
+///
+/// With `splits` above 1 (split-K, for C's of few tiles: decode-sized M), each tile's K steps
+/// are cut in `splits` parts, a work unit each, and a unit's epilogue adds its f32 partial sums
+/// into `w_map` (an f32 m x n workspace the host zeroed; tiles of 64 x 32 with a 128-byte
+/// swizzle) with the copy engine's atomic add; a second kernel (`gemm_splitk_finish`) rounds
+/// the workspace into C. With 1, `w_map` is unused.
 // Long on purpose: warp-specialized roles share the smem ring and mbarriers; frag_c cannot be passed.
 #[pgas_kernel(max_threads = 384)]
 pub fn gemm_bf16_sm90(
@@ -60,6 +66,7 @@ pub fn gemm_bf16_sm90(
     a_map: &TensorMap<bf16>,
     b_map: &TensorMap<bf16>,
     g_map: &TensorMap<bf16>,
+    w_map: &mut TensorMap<f32>,
     landed: &mut CudaSlice<u64>,
     group_of: &CudaSlice<i32>,
     epoch: u64,
@@ -69,6 +76,7 @@ pub fn gemm_bf16_sm90(
     mp: usize,
     me: usize,
     pieces: usize,
+    splits: usize,
     #[comptime] stages: u32,
     #[comptime] bn: u32,
     #[comptime] cluster: u32,
@@ -80,6 +88,8 @@ pub fn gemm_bf16_sm90(
     let smem = dyn_shared::<bf16>();
     // The same bytes as FP8 (twice the index of `smem`'s), for the `fp8` operands.
     let smem8 = dyn_shared::<e4m3>();
+    // The same bytes as f32 (half the index of `smem`'s), for split-K's epilogue.
+    let smemf = dyn_shared::<f32>();
     let bars = dyn_shared::<u64>();
     let s = stages as usize;
     let bw = bn as usize;
@@ -98,7 +108,11 @@ pub fn gemm_bf16_sm90(
     let tiles_m = (m + 128 * cl - 1) / (128 * cl);
     let tiles_n = n / bw;
     let tiles = tiles_m * tiles_n;
+    // Work units: each tile's K steps in `splits` parts (the host checked that it divides
+    // them); unit u is part u / tiles of tile u % tiles.
+    let units = tiles * splits;
     let ktiles = k / 64;
+    let per_split = ktiles / splits;
     // K steps a piece of a gathered chunk (the host checked that `pieces` divides `ktiles`).
     let per_piece = ktiles / pieces;
     // Cluster-tile rows start at chunk `me` (this PE's when gathering), and the groups of rows
@@ -131,19 +145,21 @@ pub fn gemm_bf16_sm90(
         setmaxnreg_dec(40);
         if t == 0 {
             let half = bw / cl;
-            let mut tile = cluster_id_x() as usize;
-            while tile < tiles {
+            let mut unit = cluster_id_x() as usize;
+            while unit < units {
+                let tile = unit % tiles;
+                let kfirst = (unit / tiles) * per_split;
+                unit += cluster_count_x() as usize;
                 let tm = (tile_row(tile, tiles_m, tiles_n, group) + shift) % tiles_m;
                 let row0 = (tm * cl + rank) * 128;
                 let col0 = tile_col(tile, tiles_m, tiles_n, group) * bw;
-                tile += cluster_count_x() as usize;
                 let g = if grouped { group_of[row0 / 128] } else { 0 };
                 if g < 0 {
                     continue;
                 }
                 let brow = g as usize * n + col0;
                 let q = if gather { row0 / mp } else { me };
-                for kt in 0..ktiles {
+                for kt in kfirst..kfirst + per_split {
                     if q != me && kt % per_piece == 0 {
                         // The piece of chunk q holding these K steps is in the gathered buffer
                         // once its word holds this call's epoch. PE q's copy stream wrote the
@@ -208,12 +224,14 @@ pub fn gemm_bf16_sm90(
         let arows = (wg - 1) * 4096;
         let lane = lane_id() as usize;
         let w = (t % 128) / 32;
-        let mut tile = cluster_id_x() as usize;
-        while tile < tiles {
+        let mut unit = cluster_id_x() as usize;
+        while unit < units {
+            let tile = unit % tiles;
+            let kfirst = (unit / tiles) * per_split;
+            unit += cluster_count_x() as usize;
             let tm = (tile_row(tile, tiles_m, tiles_n, group) + shift) % tiles_m;
             let row0 = (tm * cl + rank) * 128;
             let col0 = tile_col(tile, tiles_m, tiles_n, group) * bw;
-            tile += cluster_count_x() as usize;
             if grouped && group_of[row0 / 128] < 0 {
                 continue;
             }
@@ -222,7 +240,7 @@ pub fn gemm_bf16_sm90(
                     acc[ni][j] = 0.0;
                 }
             }
-            for kt in 0..ktiles {
+            for kt in kfirst..kfirst + per_split {
                 let st = it % s;
                 mbarrier_wait(&bars[full0 + st], ((it / s) % 2) as u32);
                 let base = st * slot;
@@ -261,7 +279,7 @@ pub fn gemm_bf16_sm90(
                 wgmma_commit();
                 // The batch before this one is done: its slot can be refilled.
                 wgmma_wait(1);
-                if kt > 0 && lane == 0 {
+                if kt > kfirst && lane == 0 {
                     // Freed in every block of the cluster: each holds a part of the slot.
                     if cluster == 1 {
                         mbarrier_arrive(&mut bars[empty0 + (it - 1) % s]);
@@ -283,34 +301,68 @@ pub fn gemm_bf16_sm90(
                     }
                 }
             }
-            // The epilogue, 64 columns at a time: warp w holds rows 16 w.. of the warpgroup's
-            // 64; lane l addresses row l % 16, column 8 (l / 16) of each 16 x 16 stmatrix tile,
-            // at its place in the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ r % 8).
-            let r = w * 16 + lane % 16;
-            for ch in 0..bw / 64 {
-                let buf = staging + (wg - 1) * 8192 + (ch % 2) * 4096;
-                if t % 128 == 0 {
-                    // The store from this buffer two chunks ago has read it.
-                    tma_store_wait_read(1);
+            if splits > 1 {
+                // Split-K's epilogue, 32 columns (128 bytes of f32) at a time: each thread puts
+                // its accumulators where the 128-byte swizzle has them (16-byte chunk c of row r
+                // at chunk c ^ r % 8), and the copy engine adds the tile into the workspace.
+                let quad = lane / 4;
+                for ch in 0..bw / 32 {
+                    let buf = (staging + (wg - 1) * 8192 + (ch % 2) * 4096) / 2;
+                    if t % 128 == 0 {
+                        tma_store_wait_read(1);
+                    }
+                    sync_named(wg as u32, 128);
+                    for j in 0..4 {
+                        let c = 8 * j + 2 * (lane % 4);
+                        for h in 0..2 {
+                            let rr = w * 16 + quad + 8 * h;
+                            let at = buf + rr * 32 + ((c / 4) ^ (rr % 8)) * 4 + c % 4;
+                            smemf[at] = acc[4 * ch + j][2 * h];
+                            smemf[at + 1] = acc[4 * ch + j][2 * h + 1];
+                        }
+                    }
+                    fence_proxy_async();
+                    sync_named(wg as u32, 128);
+                    if t % 128 == 0 {
+                        tma_reduce_add_2d(
+                            w_map,
+                            &smemf[buf],
+                            (col0 + ch * 32) as i32,
+                            (row0 + (wg - 1) * 64) as i32,
+                        );
+                        tma_store_commit();
+                    }
                 }
-                sync_named(wg as u32, 128);
-                for jj in 0..4 {
-                    let chunk = 2 * jj + lane / 16;
-                    stmatrix_x4(
-                        &mut smem[buf + r * 64 + (chunk ^ (r % 8)) * 8],
-                        &acc[8 * ch + 2 * jj],
-                    );
-                }
-                fence_proxy_async();
-                sync_named(wg as u32, 128);
-                if t % 128 == 0 {
-                    tma_store_2d(
-                        c_map,
-                        &smem[buf],
-                        (col0 + ch * 64) as i32,
-                        (row0 + (wg - 1) * 64) as i32,
-                    );
-                    tma_store_commit();
+            } else {
+                // The epilogue, 64 columns at a time: warp w holds rows 16 w.. of the warpgroup's
+                // 64; lane l addresses row l % 16, column 8 (l / 16) of each 16 x 16 stmatrix tile,
+                // at its place in the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ r % 8).
+                let r = w * 16 + lane % 16;
+                for ch in 0..bw / 64 {
+                    let buf = staging + (wg - 1) * 8192 + (ch % 2) * 4096;
+                    if t % 128 == 0 {
+                        // The store from this buffer two chunks ago has read it.
+                        tma_store_wait_read(1);
+                    }
+                    sync_named(wg as u32, 128);
+                    for jj in 0..4 {
+                        let chunk = 2 * jj + lane / 16;
+                        stmatrix_x4(
+                            &mut smem[buf + r * 64 + (chunk ^ (r % 8)) * 8],
+                            &acc[8 * ch + 2 * jj],
+                        );
+                    }
+                    fence_proxy_async();
+                    sync_named(wg as u32, 128);
+                    if t % 128 == 0 {
+                        tma_store_2d(
+                            c_map,
+                            &smem[buf],
+                            (col0 + ch * 64) as i32,
+                            (row0 + (wg - 1) * 64) as i32,
+                        );
+                        tma_store_commit();
+                    }
                 }
             }
             if scatter && t % 128 == 0 {
@@ -326,7 +378,7 @@ pub fn gemm_bf16_sm90(
             }
         }
         if t % 128 == 0 {
-            // C is written before the kernel ends.
+            // C (or the workspace) is written before the kernel ends.
             tma_store_wait(0);
         }
     }
@@ -353,4 +405,14 @@ fn tile_col(tile: usize, tiles_m: usize, tiles_n: usize, group: usize) -> usize 
     let first = (tile / (rows * tiles_n)) * rows;
     let in_group = min(tiles_m - first, rows);
     (tile % (rows * tiles_n)) / in_group
+}
+
+/// Split-K's last step: `c[i]` = `w[i]` rounded to bf16, for the `len` elements of C (the
+/// workspace `gemm_bf16_sm90` added each split's partial sums into).
+#[pgas_kernel]
+pub fn gemm_splitk_finish(c: &mut CudaSlice<bf16>, w: &CudaSlice<f32>, len: usize) {
+    let i = global_thread_idx() as usize;
+    if i < len {
+        c[i] = w[i] as bf16;
+    }
 }

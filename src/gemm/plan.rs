@@ -1,13 +1,13 @@
 //! The host side of [`super::kernel::gemm_bf16_sm90`]: which tile, ring depth and cluster a
 //! shape gets, the checks before a launch, and the launch itself.
 
-use super::kernel::{gemm_bf16_sm90, BK, BM, THREADS};
+use super::kernel::{gemm_bf16_sm90, gemm_splitk_finish, BK, BM, THREADS};
 use super::shape::{self, size_error, tile_error};
 use crate::e4m3;
 use crate::kernel::Variant;
 use crate::prelude::*;
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaStream, DevicePtr};
+use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 
 /// The comptime choices of one GEMM specialization, and its grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +21,11 @@ pub struct GemmConfig {
     /// Clusters in the grid: `None` for as many as can be resident at once (persistent),
     /// `Some(n)` for `n` (one per cluster tile reproduces a non-persistent launch).
     pub clusters: Option<u32>,
+    /// Parts each tile's K steps are cut into (split-K; 1 for none), dividing them: a C of few
+    /// tiles (decode-sized M) then still gives every multiprocessor work. Above 1 the parts'
+    /// f32 sums meet in a workspace, so only the calls on `CudaSlice`s take it
+    /// ([`gemm_bf16_with`], [`gemm_fp8_with`]).
+    pub splits: u32,
 }
 
 impl GemmConfig {
@@ -44,6 +49,7 @@ impl GemmConfig {
                 1
             },
             clusters: None,
+            splits: 1,
         }
     }
 
@@ -147,8 +153,9 @@ pub fn gemm_bf16_with(
     launch_into(pgas, c, (&a_map, &b_map), (m, n, k), cfg, false, checked)
 }
 
-/// A launch that does not gather, on `stream`: the maps of C, A and Bt, the unused `landed`
-/// word, the launch.
+/// A launch that does not gather, on `stream`: the maps of C, A and Bt (and split-K's
+/// workspace, when `cfg` splits), the unused `landed` word, the launch.
+#[allow(clippy::too_many_arguments)]
 fn launch_local<'t>(
     pgas: &Pgas,
     stream: &CudaStream,
@@ -157,6 +164,7 @@ fn launch_local<'t>(
         &TensorMap<'t, bf16>,
         &TensorMap<'t, bf16>,
     ),
+    w: Option<&mut TensorMap<'t, f32>>,
     (m, n, k): (usize, usize, usize),
     cfg: GemmConfig,
     fp8: bool,
@@ -167,6 +175,7 @@ fn launch_local<'t>(
         a: a_map,
         b: b_map,
         gathered: a_map,
+        w,
     };
     launch(
         pgas,
@@ -181,7 +190,8 @@ fn launch_local<'t>(
     )
 }
 
-/// [`launch_local`] on the pgas stream, into `c`.
+/// [`launch_local`] on the pgas stream, into `c`. With split-K, the parts add into this
+/// context's workspace (zeroed first), then [`gemm_splitk_finish`] rounds it into `c`.
 fn launch_into(
     pgas: &Pgas,
     c: &mut CudaSlice<bf16>,
@@ -192,10 +202,64 @@ fn launch_into(
     checked: bool,
 ) -> crate::Result<()> {
     let stream = pgas.stream();
-    let mut c_map = TensorMap::tiled_2d_ragged_mut(stream, c, c_tile(m, n))?;
-    let maps = (&mut c_map, a_map, b_map);
-    launch_local(pgas, stream, maps, (m, n, k), cfg, fp8, checked)
+    if cfg.splits == 1 {
+        let mut c_map = TensorMap::tiled_2d_ragged_mut(stream, c, c_tile(m, n))?;
+        let maps = (&mut c_map, a_map, b_map);
+        return launch_local(pgas, stream, maps, None, (m, n, k), cfg, fp8, checked);
+    }
+    let mut spaces = WORKSPACES.lock().unwrap_or_else(|e| e.into_inner());
+    let w = workspace(&mut spaces, pgas, m * n)?;
+    stream
+        .memset_zeros(&mut w.slice_mut(0..m * n))
+        .map_err(crate::Error::cuda("zeroing the split-K workspace"))?;
+    {
+        let (wp, _w) = w.device_ptr_mut(stream);
+        // SAFETY: the workspace holds at least m x n f32 (`workspace`) and outlives the launch
+        // (it is kept in WORKSPACES, freed on the stream that uses it).
+        let mut w_map = unsafe { TensorMap::from_device_ptr_ragged(wp, m * n, w_tile(m, n))? };
+        let mut c_map = TensorMap::tiled_2d_ragged_mut(stream, c, c_tile(m, n))?;
+        let maps = (&mut c_map, a_map, b_map);
+        launch_local(
+            pgas,
+            stream,
+            maps,
+            Some(&mut w_map),
+            (m, n, k),
+            cfg,
+            fp8,
+            checked,
+        )?;
+    }
+    let len = m * n;
+    let finish = LaunchConfig::blocks(len.div_ceil(256) as u32, 256);
+    // SAFETY: unchecked, `len` is C's length (checked by the callers) and the workspace's at
+    // least, so every index the kernel forms is in bounds.
+    unsafe { gemm_splitk_finish::launch_checked_if_on(pgas, stream, finish, checked, c, w, len) }
 }
+
+/// This context's split-K workspace, at least `len` f32 (grown, never shrunk).
+fn workspace<'w>(
+    all: &'w mut Vec<(usize, CudaSlice<f32>)>,
+    pgas: &Pgas,
+    len: usize,
+) -> crate::Result<&'w mut CudaSlice<f32>> {
+    let ctx = pgas.cuda().cu_ctx() as usize;
+    let i = match all.iter().position(|(c, _)| *c == ctx) {
+        Some(i) => i,
+        None => {
+            all.push((ctx, pgas.stream().alloc_zeros::<f32>(len)?));
+            all.len() - 1
+        }
+    };
+    if all[i].1.len() < len {
+        all[i].1 = pgas.stream().alloc_zeros::<f32>(len)?;
+    }
+    Ok(&mut all[i].1)
+}
+
+/// Split-K workspaces by CUDA context (its handle's address): see [`workspace`].
+static WORKSPACES: std::sync::Mutex<Vec<(usize, CudaSlice<f32>)>> =
+    std::sync::Mutex::new(Vec::new());
 
 /// K in the kernel's columns for an FP8 GEMM of depth `k`: the kernel and its maps count K in
 /// pairs of FP8 values (two bytes, one "bf16" column), so the copy engine moves the same 128-byte
@@ -211,7 +275,7 @@ fn fp8_pairs(k: usize) -> crate::Result<usize> {
 }
 
 /// `C = A Btᵀ` on `stream` over device addresses, with the specialization
-/// [`GemmConfig::for_shape`] picks: `A` (m x k) and `Bt` (n x k) row-major, bf16, or `e4m3`
+/// [`GemmConfig::for_shape`] picks without split-K: `A` (m x k) and `Bt` (n x k) row-major, bf16, or `e4m3`
 /// when `fp8` (K then a multiple of 128), `C` (m x n) bf16, f32 accumulate. What a caller
 /// holding raw addresses runs (the Python module, on torch tensors). Refuses a shape that is
 /// not whole tiles, before anything launches. Needs sm_90a (H100, H200).
@@ -227,7 +291,10 @@ pub unsafe fn gemm_raw(
     (m, n, k): (usize, usize, usize),
     fp8: bool,
 ) -> crate::Result<()> {
-    let cfg = GemmConfig::for_shape(m, n, pgas.sm_count()?);
+    let cfg = GemmConfig {
+        splits: 1,
+        ..GemmConfig::for_shape(m, n, pgas.sm_count()?)
+    };
     let k = if fp8 { fp8_pairs(k)? } else { k };
     check(cfg, (m, n, k))?;
     // SAFETY: the caller's contract; in FP8 the `k` pairs are `2k` bytes a row, as bf16 columns.
@@ -258,7 +325,7 @@ pub(crate) unsafe fn gemm_raw_with(
         )
     };
     let maps = (&mut c_map, &a_map, &b_map);
-    launch_local(pgas, stream, maps, (m, n, k), cfg, fp8, false)
+    launch_local(pgas, stream, maps, None, (m, n, k), cfg, fp8, false)
 }
 
 /// Refuses buffers that do not hold `m x k`, `n x k` and `m x n` elements.
@@ -329,6 +396,13 @@ pub(crate) fn check(cfg: GemmConfig, (m, n, k): (usize, usize, usize)) -> crate:
             m.div_ceil(BM)
         ));
     }
+    let ksteps = k / BK;
+    if cfg.splits == 0 || !ksteps.is_multiple_of(cfg.splits as usize) {
+        return refuse(format!(
+            "split-K in {} parts: a divisor of K's {ksteps} steps of {BK}",
+            cfg.splits
+        ));
+    }
     if cfg.stages < 2 || cfg.shared_bytes() > 227 * 1024 {
         return refuse(format!(
             "{} stages of {} bytes: at least 2, within Hopper's 227 KiB of shared memory",
@@ -342,25 +416,30 @@ pub(crate) fn check(cfg: GemmConfig, (m, n, k): (usize, usize, usize)) -> crate:
 /// The copy-engine tiles of C (64 x 64, stored by the epilogue), A (128 x 64) and Bt (each
 /// block's share of `bn` rows x 64), all with the 128-byte swizzle.
 pub(crate) fn c_tile(m: usize, n: usize) -> Tile2d {
-    swizzled(m, n, 64)
+    swizzled(m, n, 64, 64)
+}
+
+/// Split-K's workspace (f32, m x n): tiles of 64 rows x 32 columns, 128 bytes a row.
+fn w_tile(m: usize, n: usize) -> Tile2d {
+    swizzled(m, n, 64, 32)
 }
 
 /// See [`c_tile`].
 pub(crate) fn a_tile(m: usize, k: usize) -> Tile2d {
-    swizzled(m, k, BM)
+    swizzled(m, k, BM, 64)
 }
 
 /// See [`c_tile`].
 pub(crate) fn b_tile(n: usize, k: usize, cfg: GemmConfig) -> Tile2d {
-    swizzled(n, k, (cfg.bn / cfg.cluster) as usize)
+    swizzled(n, k, (cfg.bn / cfg.cluster) as usize, 64)
 }
 
-fn swizzled(rows: usize, cols: usize, box_rows: usize) -> Tile2d {
+fn swizzled(rows: usize, cols: usize, box_rows: usize, box_cols: usize) -> Tile2d {
     Tile2d {
         rows,
         cols,
         box_rows,
-        box_cols: 64,
+        box_cols,
         swizzle: Swizzle::B128,
     }
 }
@@ -372,6 +451,8 @@ pub(crate) struct Maps<'m, 'a> {
     pub a: &'m TensorMap<'a, bf16>,
     pub b: &'m TensorMap<'a, bf16>,
     pub gathered: &'m TensorMap<'a, bf16>,
+    /// Split-K's workspace; `None` for a launch that does not split.
+    pub w: Option<&'m mut TensorMap<'a, f32>>,
 }
 
 /// The clusters of a persistent grid for `m x n` (as many as can be resident on this PE's SMs,
@@ -393,7 +474,7 @@ pub(crate) fn persistent_clusters(
     let launch = LaunchConfig::blocks(cfg.cluster, THREADS)
         .with_shared_mem(cfg.shared_bytes())
         .with_cluster((cfg.cluster, 1, 1));
-    let tiles = ((m.div_ceil(BM * cfg.cluster as usize)) * (n / cfg.bn as usize)) as u32;
+    let tiles = (m.div_ceil(BM * cfg.cluster as usize) * (n / cfg.bn as usize)) as u32 * cfg.splits;
     // The answer depends on the specialization and the GPU only, and the query (a JIT lookup
     // and cuOccupancyMaxActiveClusters) cost tens of microseconds a call: asked once.
     let key = (pgas.cuda().ordinal(), cfg.comptime(rows, fp8), checked);
@@ -439,6 +520,8 @@ struct Unused {
     ctx: usize,
     landed: CudaSlice<u64>,
     group_of: CudaSlice<i32>,
+    /// One workspace tile (64 x 32 f32), for the map a launch that does not split passes.
+    w: CudaSlice<f32>,
 }
 
 /// This CUDA context's entry of `all`, made if it is not there yet.
@@ -454,13 +537,17 @@ fn unused_words<'u>(all: &'u mut Vec<Unused>, pgas: &Pgas) -> crate::Result<&'u 
     let words = unsafe {
         cuda.disable_event_tracking();
         let stream = pgas.stream();
-        let words = (stream.alloc_zeros::<u64>(1), stream.alloc_zeros::<i32>(1));
+        let words = (
+            stream.alloc_zeros::<u64>(1),
+            stream.alloc_zeros::<i32>(1),
+            stream.alloc_zeros::<f32>(64 * 32),
+        );
         if tracking {
             cuda.enable_event_tracking();
         }
         words
     };
-    let (landed, group_of) = (words.0?, words.1?);
+    let (landed, group_of, w) = (words.0?, words.1?, words.2?);
     pgas.stream()
         .synchronize()
         .map_err(crate::Error::cuda("making the GEMM's unused words"))?;
@@ -468,6 +555,7 @@ fn unused_words<'u>(all: &'u mut Vec<Unused>, pgas: &Pgas) -> crate::Result<&'u 
         ctx,
         landed,
         group_of,
+        w,
     });
     Ok(all.last_mut().expect("just pushed"))
 }
@@ -563,7 +651,32 @@ pub(crate) fn launch(
     let (stages, bn, cluster) = (cfg.stages, cfg.bn, cfg.cluster);
     let (gather, scatter) = (rows == Chunking::Gather, rows == Chunking::Scatter);
     let grouped = rows == Chunking::Grouped;
-    let Maps { c, a, b, gathered } = maps;
+    let Maps {
+        c,
+        a,
+        b,
+        gathered,
+        w,
+    } = maps;
+    let mut unused_w;
+    let w = match w {
+        Some(w) if cfg.splits > 1 && rows == Chunking::Whole => w,
+        None if cfg.splits == 1 => {
+            let (ptr, _w) = unused.w.device_ptr(stream);
+            // SAFETY: the unused tile lives as long as the process and no launch writes it
+            // (a launch that does not split never touches its workspace).
+            unused_w = unsafe { TensorMap::from_device_ptr_ragged(ptr, 64 * 32, w_tile(64, 32))? };
+            &mut unused_w
+        }
+        _ => {
+            return refuse(format!(
+                "split-K in {} parts takes its workspace, and only when C is stored whole \
+                 (not {rows:?})",
+                cfg.splits
+            ))
+        }
+    };
+    let splits = cfg.splits as usize;
     // SAFETY: unchecked only where N and K are whole tiles and every buffer has exactly its
     // matrix's size, so every index the kernel forms is in bounds (rows past M are the copy
     // engine's, which reads zeros there and stores nothing); when gathering, `landed` has
@@ -571,8 +684,8 @@ pub(crate) fn launch(
     // each row tile (all checked above).
     unsafe {
         gemm_bf16_sm90::launch_checked_if_on(
-            pgas, stream, launch, checked, c, a, b, gathered, landed, group_of, epoch, m, n, k, mp,
-            me, pieces, stages, bn, cluster, gather, scatter, fp8, grouped,
+            pgas, stream, launch, checked, c, a, b, gathered, w, landed, group_of, epoch, m, n, k,
+            mp, me, pieces, splits, stages, bn, cluster, gather, scatter, fp8, grouped,
         )
     }
 }

@@ -478,6 +478,7 @@ pub(crate) fn config((bn, cluster, stages): (u32, u32, u32)) -> GemmConfig {
         bn,
         cluster,
         clusters: None,
+        splits: 1,
     }
 }
 

@@ -1,5 +1,6 @@
 //! `pgas::gemm` beyond whole tiles: M of any size (the copy engine reads zeros past M and
-//! stores nothing there), and the grouped GEMM (`gemm_grouped`: the groups' rows contiguous,
+//! stores nothing there), split-K (each tile's K steps in parts whose f32 sums meet in a
+//! workspace), and the grouped GEMM (`gemm_grouped`: the groups' rows contiguous,
 //! each group multiplied by its own matrix, padding tiles skipped), every element against an
 //! f64 host product, plain and checked.
 
@@ -15,13 +16,22 @@ pub const CASES: &[Case] = &[
     case("gemm/grouped_5_groups_with_padding", grouped_case),
 ];
 
+/// `config(tile)` with K split in `splits` parts.
+fn split(tile: (u32, u32, u32), splits: u32) -> GemmConfig {
+    GemmConfig {
+        splits,
+        ..config(tile)
+    }
+}
+
 /// Every point of an `m x n` C.
 fn all_points(m: usize, n: usize) -> Vec<(usize, usize)> {
     (0..m).flat_map(|r| (0..n).map(move |c| (r, c))).collect()
 }
 
 /// M of 1, 64, 200 and 328 rows (a partial tile, alone or after whole ones; with clusters of 2
-/// where M has an even number of tiles, one block's tile then wholly past M), each tile width.
+/// where M has an even number of tiles, one block's tile then wholly past M), each tile width,
+/// K whole and split in 2, 4 and 8 parts; a split that does not divide K's steps is refused.
 fn any_m_case(p: &Pgas) -> CaseResult {
     if !gemm_sm90_or_refused(p)? {
         return Ok(());
@@ -37,9 +47,16 @@ fn any_m_case(p: &Pgas) -> CaseResult {
         let want = host_points(&a_host, &b_host, k, &points);
         let picked = GemmConfig::for_shape(m, n, p.sm_count()?);
         let clustered = m.div_ceil(128) % 2 == 0;
-        let mut configs = vec![picked, config((64, 1, 3)), config((256, 1, 4))];
+        let mut configs = vec![
+            picked,
+            config((64, 1, 3)),
+            config((256, 1, 4)),
+            split((256, 1, 4), 4),
+            split((128, 1, 6), 8),
+        ];
         if clustered {
             configs.push(config((128, 2, 6)));
+            configs.push(split((128, 2, 6), 2));
         }
         for cfg in configs {
             for checked in [false, true] {
@@ -54,7 +71,17 @@ fn any_m_case(p: &Pgas) -> CaseResult {
             }
         }
     }
-    ensure(failed.is_empty(), || failed.join("\n  "))
+    ensure(failed.is_empty(), || failed.join("\n  "))?;
+    let (a, bt) = (
+        s.alloc_zeros::<bf16>(64 * k)?,
+        s.alloc_zeros::<bf16>(n * k)?,
+    );
+    let mut c = s.alloc_zeros::<bf16>(64 * n)?;
+    refused(
+        "split-K in 3 parts of 8 K steps",
+        gemm_bf16_with(p, &mut c, &a, &bt, (64, n, k), split((256, 1, 4), 3), false),
+        &["split-K in 3 parts: a divisor of K's 8 steps"],
+    )
 }
 
 /// Five groups of 130, 0, 128, 1 and 300 rows, each with its own Bt, then a table with a

@@ -205,6 +205,7 @@ impl AllGatherMatmul {
             a: &a_map,
             b: &b_map,
             gathered: &g_map,
+            w: None,
         };
         let pushes = f
             .one_kernel

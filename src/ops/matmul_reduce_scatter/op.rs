@@ -198,6 +198,7 @@ impl MatmulReduceScatter {
             a: &a_map,
             b: &b_map,
             gathered: &a_map,
+            w: None,
         };
         let chunk = m / pes / splits;
         let f = &mut self.finished;
