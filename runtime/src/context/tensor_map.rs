@@ -146,10 +146,20 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
         slice: &'a mut CudaSlice<T>,
         tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
+        Self::written(stream, slice, tile, Rows::Whole)
+    }
+
+    /// A map of `slice`, which the kernel writes, by the rows' rule given.
+    fn written(
+        stream: &CudaStream,
+        slice: &'a mut CudaSlice<T>,
+        tile: Tile2d,
+        rows: Rows,
+    ) -> Result<TensorMap<'a, T>> {
         let len = slice.len();
         let (ptr, _sync) = slice.device_ptr_mut(stream);
         // SAFETY: the pointer names `len` elements, exclusively borrowed for `'a`.
-        unsafe { Self::encode(ptr, len, tile, true) }
+        unsafe { Self::encode_rows(ptr, len, tile, true, rows) }
     }
 
     /// A map of this PE's copy of a symmetric tensor (or view).
@@ -246,10 +256,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
         slice: &'a mut CudaSlice<T>,
         tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
-        let len = slice.len();
-        let (ptr, _sync) = slice.device_ptr_mut(stream);
-        // SAFETY: the pointer names `len` elements, exclusively borrowed for `'a`.
-        unsafe { Self::encode_rows(ptr, len, tile, true, Rows::Ragged) }
+        Self::written(stream, slice, tile, Rows::Ragged)
     }
 
     /// [`TensorMap::from_device_ptr`] whose last tile along the rows may run past the tensor's
