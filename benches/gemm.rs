@@ -112,7 +112,8 @@ fn main() -> BenchResult<()> {
     // Each kernel's comptime values are its ring depth and tile width (the wide tile of big
     // shapes).
     let mma_ct = [STAGES as i128, mma_sync::BN as i128];
-    let sm90_ct = GemmConfig::for_shape(8192, 8192, p.sm_count()?).comptime(Chunking::Whole, false);
+    let sm90_ct =
+        GemmConfig::for_shape(8192, 8192, 8192, p.sm_count()?).comptime(Chunking::Whole, false);
     let kernels: [(&'static pgas::kernel::KernelSpec, &[i128]); 2] = [
         (&gemm_bf16::SPEC, &mma_ct),
         (&pgas::gemm::gemm_bf16_sm90::SPEC, &sm90_ct),
@@ -204,7 +205,7 @@ fn main() -> BenchResult<()> {
         let (sm90_ms, got90) = if hopper {
             let bt = stream.clone_htod(&transpose(&b_host, k, n))?;
             let mut c90 = stream.alloc_zeros::<bf16>(m * n)?;
-            let cfg = GemmConfig::for_shape(m, n, p.sm_count()?);
+            let cfg = GemmConfig::for_shape(m, n, k, p.sm_count()?);
             let ms = timed(&stream, || {
                 gemm_bf16_with(&p, &mut c90, &a, &bt, (m, n, k), cfg, false)?;
                 Ok(())

@@ -282,8 +282,8 @@ fn main() -> BenchResult<()> {
                 let a_rows = stream.alloc_zeros::<bf16>(rows * k)?;
                 let mut c_rows = stream.alloc_zeros::<bf16>(rows * n)?;
                 let mut c_all = stream.alloc_zeros::<bf16>(m * n)?;
-                let per_chunk = GemmConfig::for_shape(rows, n, sms);
-                let whole = GemmConfig::for_shape(m, n, sms);
+                let per_chunk = GemmConfig::whole_k(rows, n, sms);
+                let whole = GemmConfig::whole_k(m, n, sms);
                 let chunk_shape = (rows, n, k);
                 let chunks = timed(&p, &stream, || {
                     for _ in 0..pes * splits {

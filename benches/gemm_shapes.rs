@@ -173,7 +173,7 @@ fn main() -> BenchResult<()> {
         report(&machine, (&key, &key), 2.0 * (m * n * k) as f64, ms, &base);
         // The other tile widths and K splits, each checked, for the record (the choice
         // `GemmConfig::for_shape` makes is measured from these).
-        let picked = GemmConfig::for_shape(m, n, p.sm_count()?);
+        let picked = GemmConfig::for_shape(m, n, k, p.sm_count()?);
         for (bn, splits) in [
             (64, 1),
             (128, 1),

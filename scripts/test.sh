@@ -21,6 +21,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/deps.sh)"
+# Debug info as line tables only (file and line in backtraces, no variables): the test build,
+# the UI tests' builds and the wheel's (which reuses the test build) compile and link about a
+# quarter faster than with full debug info (137 s against about 185 s for the test build on a
+# 2-CPU machine, 2026-12-03).
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
 step() { printf '\n== [%d s] %s\n' "$SECONDS" "$*" >&2; }
 

@@ -29,16 +29,42 @@ pub struct GemmConfig {
 }
 
 impl GemmConfig {
-    /// The specialization for `m x n x k` on a GPU with `sms` multiprocessors: the widest tile
-    /// that still gives nearly every multiprocessor (90%) a tile, as deep a ring as fits 192 KiB, and
-    /// clusters of 2 where M has an even number of 128-row tiles (the last one may be partial).
-    pub fn for_shape(m: usize, n: usize, sms: usize) -> GemmConfig {
+    /// The specialization for `m x n x k` on a GPU with `sms` multiprocessors:
+    /// [`GemmConfig::whole_k`]'s, except at most 64 rows (a decode step's), which take 256-wide
+    /// tiles with K split in the fewest parts (2, 4 or 8) that give nearly every multiprocessor
+    /// a unit. Measured on an H200 at M = 64 (`docs/gemm.md`, "Split-K"): 1.37-1.58x the unsplit
+    /// 64-wide tiles at N = 8192, 1.11x the unsplit 128-wide ones at N = 28672; at M = 128
+    /// every split was slower than none.
+    pub fn for_shape(m: usize, n: usize, k: usize, sms: usize) -> GemmConfig {
+        let whole = GemmConfig::whole_k(m, n, sms);
+        let ksteps = k / BK;
+        let wide = m.div_ceil(BM) * (n / 256);
+        let split = [2u32, 4, 8]
+            .into_iter()
+            .find(|&s| ksteps.is_multiple_of(s as usize) && busy(wide * s as usize, sms));
+        match split {
+            Some(splits) if m <= 64 && whole.bn < 256 && n.is_multiple_of(256) => GemmConfig {
+                stages: (192 * 1024 / slot_bytes(256)) as u32,
+                bn: 256,
+                splits,
+                ..whole
+            },
+            _ => whole,
+        }
+    }
+
+    /// The specialization for `m x n` with every K step in one unit (no split-K): the widest
+    /// tile that still gives nearly every multiprocessor (90%) a tile, as deep a ring as fits
+    /// 192 KiB, and clusters of 2 where M has an even number of 128-row tiles (the last one may
+    /// be partial). What the fused operations take (they store C's chunks themselves) and the
+    /// calls on device addresses, which have no split-K workspace.
+    pub fn whole_k(m: usize, n: usize, sms: usize) -> GemmConfig {
         let tiles = |bn: usize| m.div_ceil(BM) * (n / bn);
         // A wider tile is worth a few idle multiprocessors (128-wide tiles run at about 0.75x
-        // of 256-wide ones): "every multiprocessor" is 90% of them.
+        // of 256-wide ones).
         let bn = [256, 128]
             .into_iter()
-            .find(|&bn| n.is_multiple_of(bn) && tiles(bn) * 10 >= sms * 9)
+            .find(|&bn| n.is_multiple_of(bn) && busy(tiles(bn), sms))
             .unwrap_or(64);
         GemmConfig {
             stages: (192 * 1024 / slot_bytes(bn as u32)) as u32,
@@ -53,20 +79,20 @@ impl GemmConfig {
         }
     }
 
-    /// Dynamic shared memory a block needs: the ring, the epilogue's four 64 x 64 tiles and
-    /// two mbarriers a slot.
-    pub fn shared_bytes(&self) -> u32 {
-        self.stages * (slot_bytes(self.bn) as u32 + 16) + EPILOGUE_BYTES
-    }
-
     /// The specialization for a grouped GEMM of `m` rows (all groups') by `n` on `sms`
-    /// multiprocessors: [`GemmConfig::for_shape`]'s without clusters, since the blocks of a
+    /// multiprocessors: [`GemmConfig::whole_k`]'s without clusters, since the blocks of a
     /// cluster share Bt's tile and neighbouring row tiles may belong to different groups.
     pub fn for_grouped(m: usize, n: usize, sms: usize) -> GemmConfig {
         GemmConfig {
             cluster: 1,
-            ..GemmConfig::for_shape(m, n, sms)
+            ..GemmConfig::whole_k(m, n, sms)
         }
+    }
+
+    /// Dynamic shared memory a block needs: the ring, the epilogue's four 64 x 64 tiles and
+    /// two mbarriers a slot.
+    pub fn shared_bytes(&self) -> u32 {
+        self.stages * (slot_bytes(self.bn) as u32 + 16) + EPILOGUE_BYTES
     }
 
     /// The kernel's comptime values for this specialization (ring, tile width, cluster, then
@@ -83,6 +109,11 @@ impl GemmConfig {
             (rows == Chunking::Grouped) as i128,
         ]
     }
+}
+
+/// Whether `units` of work give nearly every one of `sms` multiprocessors one: 90% of them.
+fn busy(units: usize, sms: usize) -> bool {
+    units * 10 >= sms * 9
 }
 
 /// How a launch takes C's rows: the kernel's `gather` and `scatter` specializations.
@@ -129,7 +160,7 @@ pub fn gemm_bf16(
     (m, n, k): (usize, usize, usize),
     checked: bool,
 ) -> crate::Result<()> {
-    let cfg = GemmConfig::for_shape(m, n, pgas.sm_count()?);
+    let cfg = GemmConfig::for_shape(m, n, k, pgas.sm_count()?);
     gemm_bf16_with(pgas, c, a, bt, (m, n, k), cfg, checked)
 }
 
@@ -291,10 +322,7 @@ pub unsafe fn gemm_raw(
     (m, n, k): (usize, usize, usize),
     fp8: bool,
 ) -> crate::Result<()> {
-    let cfg = GemmConfig {
-        splits: 1,
-        ..GemmConfig::for_shape(m, n, pgas.sm_count()?)
-    };
+    let cfg = GemmConfig::whole_k(m, n, pgas.sm_count()?);
     let k = if fp8 { fp8_pairs(k)? } else { k };
     check(cfg, (m, n, k))?;
     // SAFETY: the caller's contract; in FP8 the `k` pairs are `2k` bytes a row, as bf16 columns.
@@ -348,7 +376,8 @@ pub fn gemm_fp8(
     (m, n, k): (usize, usize, usize),
     checked: bool,
 ) -> crate::Result<()> {
-    let cfg = GemmConfig::for_shape(m, n, pgas.sm_count()?);
+    // FP8's K in the kernel's steps: pairs of values (see `fp8_pairs`).
+    let cfg = GemmConfig::for_shape(m, n, k / 2, pgas.sm_count()?);
     gemm_fp8_with(pgas, c, a, bt, (m, n, k), cfg, checked)
 }
 
@@ -687,5 +716,29 @@ pub(crate) fn launch(
             pgas, stream, launch, checked, c, a, b, gathered, w, landed, group_of, epoch, m, n, k,
             mp, me, pieces, splits, stages, bn, cluster, gather, scatter, fp8, grouped,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GemmConfig;
+
+    /// (bn, cluster, splits) that `for_shape` picks on an H200's 132 multiprocessors.
+    fn picked(m: usize, n: usize, k: usize) -> (u32, u32, u32) {
+        let c = GemmConfig::for_shape(m, n, k, 132);
+        (c.bn, c.cluster, c.splits)
+    }
+
+    #[test]
+    fn decode_sized_m_splits_k_over_wide_tiles_and_nothing_else_does() {
+        assert_eq!(picked(64, 8192, 8192), (256, 1, 4));
+        assert_eq!(picked(64, 28672, 8192), (256, 1, 2));
+        assert_eq!(picked(1, 8192, 28672), (256, 1, 4));
+        // K of 3 steps: no split divides it.
+        assert_eq!(picked(64, 8192, 192), (64, 1, 1));
+        assert_eq!(picked(128, 8192, 8192), (64, 1, 1));
+        assert_eq!(picked(8192, 8192, 8192), (256, 2, 1));
+        assert_eq!(picked(256, 28672, 8192), (256, 2, 1));
+        assert_eq!(GemmConfig::for_grouped(64, 8192, 132).splits, 1);
     }
 }

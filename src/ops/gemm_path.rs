@@ -104,10 +104,9 @@ pub(crate) fn agree_path(
     unit: usize,
 ) -> Result<Option<GemmConfig>> {
     let (major, _) = pgas.compute_capability()?;
-    let mut cfg = GemmConfig::for_shape(rows, n, pgas.sm_count()?);
     // Every K step in one unit: the fused paths store C's tiles themselves, chunk by chunk,
     // with no split-K workspace.
-    cfg.splits = 1;
+    let mut cfg = GemmConfig::whole_k(rows, n, pgas.sm_count()?);
     if !unit.is_multiple_of(BM * cfg.cluster as usize) {
         cfg.cluster = 1;
     }

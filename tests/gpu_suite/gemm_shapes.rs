@@ -45,7 +45,7 @@ fn any_m_case(p: &Pgas) -> CaseResult {
         let (a, bt) = (s.clone_htod(&a_host)?, s.clone_htod(&b_host)?);
         let points = all_points(m, n);
         let want = host_points(&a_host, &b_host, k, &points);
-        let picked = GemmConfig::for_shape(m, n, p.sm_count()?);
+        let picked = GemmConfig::for_shape(m, n, k, p.sm_count()?);
         let clustered = m.div_ceil(128) % 2 == 0;
         let mut configs = vec![
             picked,

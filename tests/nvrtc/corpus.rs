@@ -548,7 +548,7 @@ fn an_sm90a_kernel_without_nvshmem_compiles_alone_in_either_mode() {
     });
     // M = 128 (8 stages, 64-wide tiles, no cluster) and 8192 (clusters of 2, 256-wide), FP8,
     // and a grouped GEMM.
-    let whole = |m| GemmConfig::for_shape(m, 8192, 132);
+    let whole = |m| GemmConfig::for_shape(m, 8192, 8192, 132);
     let configs = [
         (whole(128), Chunking::Whole, false),
         (whole(8192), Chunking::Whole, false),
