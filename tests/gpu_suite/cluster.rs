@@ -623,7 +623,12 @@ fn gemm_fp8_case(p: &Pgas) -> CaseResult {
         splits: 2,
         ..config((256, 1, 4))
     };
-    for cfg in [config((256, 2, 4)), config((128, 1, 6)), config((64, 1, 3)), split] {
+    for cfg in [
+        config((256, 2, 4)),
+        config((128, 1, 6)),
+        config((64, 1, 3)),
+        split,
+    ] {
         for checked in [false, true] {
             let mut c = s.alloc_zeros::<bf16>(m * n)?;
             pgas::gemm::gemm_fp8_with(p, &mut c, &a, &bt, (m, n, k), cfg, checked)?;
