@@ -188,6 +188,60 @@ pub(crate) fn _gemm(
     })
 }
 
+/// The grouped GEMM (`pgas::gemm::gemm_grouped`): `c` (m x n bf16) = each 128-row tile of `a`
+/// (m x k bf16) times the `bt` (`groups` matrices of n x k, one under the other) of its group
+/// in `group_of` (int32, one a tile), on `stream` (pgas's when `None`).
+#[pyfunction]
+#[pyo3(signature = (c, a, bt, group_of, m, n, k, groups, stream=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _gemm_grouped(
+    py: Python<'_>,
+    c: u64,
+    a: u64,
+    bt: u64,
+    group_of: u64,
+    m: usize,
+    n: usize,
+    k: usize,
+    groups: usize,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    with_stream(py, stream, |_, pgas, user| {
+        stream::on_theirs(pgas, user, |s| {
+            // SAFETY: `pgas/_torch_ops.py` passes contiguous CUDA tensors of these sizes on this
+            // PE's device, held by the Python call while the stream runs the GEMM.
+            let ([mut cs, a_s, b_s], [table]) = unsafe {
+                (
+                    Borrowed::<bf16>::each(s, [(c, m * n), (a, m * k), (bt, groups * n * k)]),
+                    Borrowed::<i32>::each(s, [(group_of, m.div_ceil(128))]),
+                )
+            };
+            let cfg = pgas::gemm::GemmConfig::for_grouped(m, n, pgas.sm_count().map_err(to_py)?);
+            pgas::gemm::gemm_grouped_with(
+                pgas,
+                s,
+                &mut cs,
+                &a_s,
+                &b_s,
+                &table,
+                (m, n, k),
+                groups,
+                cfg,
+                false,
+            )
+            .map_err(to_py)
+        })
+    })
+}
+
+/// Where groups of `counts` rows go in the grouped GEMM's layout (`pgas::gemm::GroupedRows`):
+/// each group's first row, all the rows (M), and each 128-row tile's group.
+#[pyfunction]
+pub(crate) fn _grouped_rows(counts: Vec<usize>) -> (Vec<usize>, usize, Vec<i32>) {
+    let g = pgas::gemm::GroupedRows::new(&counts);
+    (g.starts, g.m, g.group_of)
+}
+
 /// One of `pgas::coll`'s collectives over every PE (`kind`: `all_reduce`, `reduce_scatter`,
 /// `all_gather`, `broadcast`, `all_to_all`) from `src_len` elements at `src` into `dst_len` at
 /// `dst`, both of `dtype`, staged through symmetric memory on `stream`. Returns the algorithm
@@ -630,6 +684,8 @@ pub(crate) fn _moe_combine(
 /// Adds the library's functions to the module (private: `pgas/torch.py` calls them).
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_gemm, m)?)?;
+    m.add_function(wrap_pyfunction!(_gemm_grouped, m)?)?;
+    m.add_function(wrap_pyfunction!(_grouped_rows, m)?)?;
     m.add_function(wrap_pyfunction!(_collective, m)?)?;
     m.add_function(wrap_pyfunction!(_all_to_all_v, m)?)?;
     m.add_function(wrap_pyfunction!(_all_gather_matmul, m)?)?;

@@ -65,6 +65,12 @@ def test_the_package_exports_every_name_of_the_native_module():
     assert not missing, missing
 
 
+def test_grouped_rows_pad_each_group_to_whole_tiles():
+    # pgas.gemm.grouped_rows' layout (that module needs torch): the native half, no GPU.
+    starts, m, group_of = pgas._pgas._grouped_rows([130, 0, 128, 1])
+    assert (starts, m, group_of) == ([0, 256, 256, 384], 512, [0, 0, 2, 3])
+
+
 def test_the_exceptions_form_one_hierarchy():
     assert issubclass(pgas.PgasError, RuntimeError)
     for name in SUBCLASSES:

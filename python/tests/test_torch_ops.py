@@ -58,6 +58,14 @@ def check_gemm():
     close(pgas.gemm.gemm(a8, b8), a8.float() @ b8.float().T, "gemm fp8")
     for m in (1, 70):  # any M: a partial 128-row tile
         close(pgas.gemm.gemm(a[:m], bt), a[:m].float() @ bt.float().T, f"gemm bf16, M = {m}")
+    # The grouped GEMM: experts of 130, 0, 64 and 200 rows, each with its own weight.
+    counts = [130, 0, 64, 200]
+    starts, m, group_of = pgas.gemm.grouped_rows(counts)
+    x, w = data((m, 256), 5), data((len(counts), 192, 256), 6)
+    y = pgas.gemm.gemm_grouped(x, w, torch.tensor(group_of, dtype=torch.int32, device=DEV))
+    for e, (st, rows) in enumerate(zip(starts, counts)):
+        if rows:
+            close(y[st:st + rows], x[st:st + rows].float() @ w[e].float().T, f"gemm_grouped {e}")
 
 
 def check_collectives():
@@ -217,6 +225,9 @@ def check_bad_input():
     raises(pgas.ArgumentError, lambda: pgas.gemm.gemm(data((128, 100), 3), data((64, 100), 3)),
            "K = 100 is not a positive multiple of 64")
     raises(pgas.ArgumentError, lambda: pgas.gemm.gemm(a.T, a), "contiguous")
+    raises(pgas.ArgumentError, lambda: pgas.gemm.gemm_grouped(
+        data((256, 64), 7), data((2, 64, 64), 8), torch.zeros(1, dtype=torch.int32, device=DEV)),
+        "one group each")
     if N > 1:
         raises(pgas.ArgumentError, lambda: pgas.coll.reduce_scatter(data((N + 1, 4), 4)),
                "not a multiple of the")

@@ -7,6 +7,7 @@ use super::kernel::BM;
 use super::plan::{a_tile, b_tile, c_tile, check, launch, Chunking, GemmConfig, Maps, Words};
 use super::shape::{self, size_error};
 use crate::prelude::*;
+use cudarc::driver::CudaStream;
 
 /// Where each group's rows go in the contiguous layout: group `g`'s `counts[g]` rows start at
 /// `starts[g]`, a multiple of 128, and the rows after them up to the next start are padding.
@@ -60,13 +61,27 @@ pub fn gemm_grouped(
     checked: bool,
 ) -> crate::Result<()> {
     let cfg = GemmConfig::for_grouped(m, n, pgas.sm_count()?);
-    gemm_grouped_with(pgas, c, a, bt, group_of, (m, n, k), groups, cfg, checked)
+    let stream = pgas.stream();
+    gemm_grouped_with(
+        pgas,
+        stream,
+        c,
+        a,
+        bt,
+        group_of,
+        (m, n, k),
+        groups,
+        cfg,
+        checked,
+    )
 }
 
-/// [`gemm_grouped`] with the specialization given (its cluster must be 1).
+/// [`gemm_grouped`] on `stream` (one of this PE's context's) with the specialization given
+/// (its cluster must be 1).
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_grouped_with(
     pgas: &Pgas,
+    stream: &CudaStream,
     c: &mut CudaSlice<bf16>,
     a: &CudaSlice<bf16>,
     bt: &CudaSlice<bf16>,
@@ -88,7 +103,6 @@ pub fn gemm_grouped_with(
         return refuse(why);
     }
     check(cfg, (m, n, k))?;
-    let stream = pgas.stream();
     let a_map = TensorMap::tiled_2d_ragged(stream, a, a_tile(m, k))?;
     let b_map = TensorMap::tiled_2d(stream, bt, b_tile(groups * n, k, cfg))?;
     let mut c_map = TensorMap::tiled_2d_ragged_mut(stream, c, c_tile(m, n))?;

@@ -127,7 +127,18 @@ fn grouped_case(p: &Pgas) -> CaseResult {
         for cfg in [picked, config((128, 1, 6)), config((256, 1, 4))] {
             for checked in [false, true] {
                 let mut c = s.clone_htod(&vec![sentinel; m * n])?;
-                gemm_grouped_with(p, &mut c, &a, &bt, &table, (m, n, k), groups, cfg, checked)?;
+                gemm_grouped_with(
+                    p,
+                    s,
+                    &mut c,
+                    &a,
+                    &bt,
+                    &table,
+                    (m, n, k),
+                    groups,
+                    cfg,
+                    checked,
+                )?;
                 let got = s.clone_dtoh(&c)?;
                 if let (bad, Some((r, col, g, w))) = off_points(&got, n, &all_points(m, n), &want) {
                     failed.push(format!(
@@ -150,6 +161,7 @@ fn grouped_case(p: &Pgas) -> CaseResult {
         "a grouped GEMM in clusters of 2",
         gemm_grouped_with(
             p,
+            s,
             &mut c,
             &a,
             &bt,
