@@ -21,8 +21,8 @@
 mod common;
 
 use common::{
-    bf16_rel_diff, emit, median_ms, show, wall, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
-    GEMM_WARMUP,
+    bf16_rel_diff, emit, median_ms, show, spot_diff, spot_points, wall, BenchResult, Figure,
+    GEMM_MAX_REL_DIFF, GEMM_REPS, GEMM_WARMUP,
 };
 use pgas::gemm::mma_sync::{self, gemm, gemm_bf16, gemm_tiled, STAGES};
 use pgas::gemm::reference::value;
@@ -57,18 +57,12 @@ fn timed(
 
 /// pgas's C at 64 points against the host (f64), relative to the same scale as [`bf16_rel_diff`].
 fn host_spot_check(got: &[bf16], a: &[bf16], b: &[bf16], (m, n, k): (usize, usize, usize)) -> f64 {
-    let mut worst: f64 = 0.0;
-    let mut scale: f64 = 0.0;
-    for i in 0..64 {
-        let (row, col) = ((i * 977 + 13) % m, (i * 613 + 101) % n);
-        let want: f64 = (0..k)
+    let want = |row: usize, col: usize| -> f64 {
+        (0..k)
             .map(|x| a[row * k + x].to_f64() * b[x * n + col].to_f64())
-            .sum();
-        let d = (got[row * n + col].to_f64() - want).abs();
-        worst = if d.is_nan() { f64::NAN } else { worst.max(d) };
-        scale = scale.max(want.abs());
-    }
-    worst / scale.max(1.0)
+            .sum()
+    };
+    spot_diff(got, n, &spot_points(n, |i| (i * 977 + 13) % m), want)
 }
 
 struct Row {
@@ -362,18 +356,14 @@ fn fp8(
         let a = stream.clone_htod(&a_host)?;
         let bt = stream.clone_htod(&b_host)?;
         // Against the host at 64 points: the products of e4m3 values are exact in f64.
+        let points = spot_points(n, |i| (i * 977 + 13) % m);
         let spot = |got: &[bf16]| {
-            let (mut worst, mut scale) = (0.0f64, 0.0f64);
-            for i in 0..64 {
-                let (row, col) = ((i * 977 + 13) % m, (i * 613 + 101) % n);
-                let want: f64 = (0..k)
+            let want = |row: usize, col: usize| -> f64 {
+                (0..k)
                     .map(|x| a_host[row * k + x].to_f64() * b_host[col * k + x].to_f64())
-                    .sum();
-                let d = (got[row * n + col].to_f64() - want).abs();
-                worst = if d.is_nan() { f64::NAN } else { worst.max(d) };
-                scale = scale.max(want.abs());
-            }
-            worst / scale.max(1.0)
+                    .sum()
+            };
+            spot_diff(got, n, &points, want)
         };
         let mut c = stream.alloc_zeros::<bf16>(m * n)?;
         let pgas_ms = timed(stream, || {

@@ -11,7 +11,10 @@
 
 mod common;
 
-use common::{emit, median_ms, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS, GEMM_WARMUP};
+use common::{
+    emit, median_ms, spot_diff, spot_points, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
+    GEMM_WARMUP,
+};
 use pgas::cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use pgas::gemm::reference::value;
 use pgas::gemm::{gemm_bf16, gemm_bf16_with, gemm_grouped, GemmConfig, GroupedRows};
@@ -49,29 +52,6 @@ fn mixtures() -> Vec<(&'static str, &'static str, Vec<usize>, usize, usize)> {
 
 fn timed(stream: &CudaStream, run: impl FnMut() -> BenchResult<()>) -> BenchResult<f64> {
     median_ms(stream, (GEMM_WARMUP, GEMM_REPS), || Ok(()), run)
-}
-
-/// The largest difference at `points` of `got` (n columns, row-major) from `want(row, col)`,
-/// over the largest |want| there.
-fn spot(
-    got: &[bf16],
-    n: usize,
-    points: &[(usize, usize)],
-    want: impl Fn(usize, usize) -> f64,
-) -> f64 {
-    let (mut worst, mut scale) = (0.0f64, 0.0f64);
-    for &(row, col) in points {
-        let w = want(row, col);
-        let d = (got[row * n + col].to_f64() - w).abs();
-        worst = if d.is_nan() { f64::NAN } else { worst.max(d) };
-        scale = scale.max(w.abs());
-    }
-    worst / scale.max(1.0)
-}
-
-/// 64 points of a C of `n` columns, their rows from `row(i)`.
-fn points(n: usize, row: impl Fn(usize) -> usize) -> Vec<(usize, usize)> {
-    (0..64).map(|i| (row(i), (i * 613 + 101) % n)).collect()
 }
 
 /// The dot product of `k` values of `a` and `b` from their starts, in f64.
@@ -158,9 +138,9 @@ fn main() -> BenchResult<()> {
             Ok(gemm_bf16(&p, &mut c, &a, &bt, (m, n, k), false)?)
         })?;
         let got = stream.clone_dtoh(&c)?;
-        let at = points(n, |i| (i * 977 + 13) % m);
+        let at = spot_points(n, |i| (i * 977 + 13) % m);
         let want = |r: usize, col: usize| dot(&a_host[r * k..], &b_host[col * k..], k);
-        check(format!("{m}x{n}x{k}"), spot(&got, n, &at, want));
+        check(format!("{m}x{n}x{k}"), spot_diff(&got, n, &at, want));
         let mut base = Vec::new();
         if let Some(blas) = &blas {
             let mut cb = stream.alloc_zeros::<bf16>(m * n)?;
@@ -203,7 +183,7 @@ fn main() -> BenchResult<()> {
                 Ok(gemm_bf16_with(&p, &mut c, &a, &bt, (m, n, k), cfg, false)?)
             })?;
             let got = stream.clone_dtoh(&c)?;
-            let d = spot(&got, n, &at, want);
+            let d = spot_diff(&got, n, &at, want);
             check(format!("{m}x{n}x{k} {bn}-wide, {splits} splits"), d);
             println!(
                 "{BENCH}: {m}x{n}x{k} {bn}-wide tiles, K in {splits}: {t:.4} ms ({:.3}x {picked:?}), diff {d:.2e}",
@@ -240,7 +220,7 @@ fn main() -> BenchResult<()> {
             |r: usize, col: usize| dot(&a_host[r * k..], &b_host[(group(r) * n + col) * k..], k);
         check(
             format!("grouped {name}"),
-            spot(&got, n, &points(n, |i| (i * 977 + 13) % m), want),
+            spot_diff(&got, n, &spot_points(n, |i| (i * 977 + 13) % m), want),
         );
         let mut base = Vec::new();
         if let Some(blas) = &blas {
@@ -281,7 +261,7 @@ fn main() -> BenchResult<()> {
             let got = stream.clone_dtoh(&cb)?;
             check(
                 format!("cuBLAS loop {name}"),
-                spot(&got, n, &points(n, row), want),
+                spot_diff(&got, n, &spot_points(n, row), want),
             );
             base.push(("cublas_loop", lms));
             let mut cd = stream.alloc_zeros::<bf16>(useful * n)?;

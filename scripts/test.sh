@@ -23,8 +23,7 @@ cd "$(dirname "$0")/.."
 eval "$(scripts/deps.sh)"
 # Debug info as line tables only (file and line in backtraces, no variables): the test build,
 # the UI tests' builds and the wheel's (which reuses the test build) compile and link about a
-# quarter faster than with full debug info (137 s against about 185 s for the test build on a
-# 2-CPU machine, 2026-12-03).
+# quarter faster than with full debug info.
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
 step() { printf '\n== [%d s] %s\n' "$SECONDS" "$*" >&2; }
@@ -101,7 +100,7 @@ fi
 # the next steps and is waited for at the end. At the lowest priority (nice 19): it fills the CPU
 # time the test steps leave (NVRTC compiles one program at a time in a process), and it does not
 # starve tests/jit_helpers.rs's background helper, which runs at nice 19 by design and which a
-# process at nice 0 on every CPU held up for 100 s (1.7 s alone).
+# process at nice 0 on every CPU held up for over a minute.
 step "3.8: started in the background (PGAS_NVSHMEM_HOME=\$PGAS_NVSHMEM_HOME_NEXT nice -n 19 tests/nvrtc corpus::)"
 PGAS_NVSHMEM_HOME="$PGAS_NVSHMEM_HOME_NEXT" PGAS_CORPUS_DIRS=tests/corpus,tests/gpu_suite/kernels \
   nice -n 19 "$nvrtc_bin" corpus:: >"$next_log" 2>&1 &

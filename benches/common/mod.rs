@@ -101,6 +101,30 @@ pub fn bf16_rel_diff(got: &[bf16], want: &[bf16]) -> f64 {
     diff / scale.max(f64::MIN_POSITIVE)
 }
 
+/// 64 points of a C of `n` columns, their rows from `row(i)` (the GEMM benchmarks' spot checks
+/// against the host).
+pub fn spot_points(n: usize, row: impl Fn(usize) -> usize) -> Vec<(usize, usize)> {
+    (0..64).map(|i| (row(i), (i * 613 + 101) % n)).collect()
+}
+
+/// The largest difference at `points` of `got` (n columns, row-major) from `want(row, col)`,
+/// over the largest |want| there (at least 1); NaN when a difference is NaN.
+pub fn spot_diff(
+    got: &[bf16],
+    n: usize,
+    points: &[(usize, usize)],
+    want: impl Fn(usize, usize) -> f64,
+) -> f64 {
+    let (mut worst, mut scale) = (0.0f64, 0.0f64);
+    for &(row, col) in points {
+        let w = want(row, col);
+        let d = (got[row * n + col].to_f64() - w).abs();
+        worst = if d.is_nan() { f64::NAN } else { worst.max(d) };
+        scale = scale.max(w.abs());
+    }
+    worst / scale.max(1.0)
+}
+
 /// Wall-clock seconds of `work`.
 pub fn wall<T>(work: impl FnOnce() -> T) -> (T, f64) {
     let t = Instant::now();

@@ -32,9 +32,8 @@ impl GemmConfig {
     /// The specialization for `m x n x k` on a GPU with `sms` multiprocessors:
     /// [`GemmConfig::whole_k`]'s, except at most 64 rows (a decode step's), which take 256-wide
     /// tiles with K split in the fewest parts (2, 4 or 8) that give nearly every multiprocessor
-    /// a unit. Measured on an H200 at M = 64 (`docs/gemm.md`, "Split-K"): 1.37-1.58x the unsplit
-    /// 64-wide tiles at N = 8192, 1.11x the unsplit 128-wide ones at N = 28672; at M = 128
-    /// every split was slower than none.
+    /// a unit. The rule follows what `benches/gemm_shapes.rs` measured (`docs/gemm.md`,
+    /// "Split-K"): splitting paid at M = 64 and lost at M = 128.
     pub fn for_shape(m: usize, n: usize, k: usize, sms: usize) -> GemmConfig {
         let whole = GemmConfig::whole_k(m, n, sms);
         let ksteps = k / BK;
@@ -195,7 +194,7 @@ fn launch_local<'t>(
         &TensorMap<'t, bf16>,
         &TensorMap<'t, bf16>,
     ),
-    w: Option<&mut TensorMap<'t, f32>>,
+    w: Option<&mut TensorMap<'static, f32>>,
     (m, n, k): (usize, usize, usize),
     cfg: GemmConfig,
     fp8: bool,
@@ -274,21 +273,32 @@ fn workspace<'w>(
     pgas: &Pgas,
     len: usize,
 ) -> crate::Result<&'w mut CudaSlice<f32>> {
+    let w = of_context(all, pgas, || Ok(pgas.stream().alloc_zeros::<f32>(len)?))?;
+    if w.len() < len {
+        *w = pgas.stream().alloc_zeros::<f32>(len)?;
+    }
+    Ok(w)
+}
+
+/// This CUDA context's entry of `all` (keyed by the context handle's address), made by `make`
+/// if it is not there yet: what the GEMM keeps once a context ([`UNUSED`], [`WORKSPACES`]).
+fn of_context<'a, T>(
+    all: &'a mut Vec<(usize, T)>,
+    pgas: &Pgas,
+    make: impl FnOnce() -> crate::Result<T>,
+) -> crate::Result<&'a mut T> {
     let ctx = pgas.cuda().cu_ctx() as usize;
     let i = match all.iter().position(|(c, _)| *c == ctx) {
         Some(i) => i,
         None => {
-            all.push((ctx, pgas.stream().alloc_zeros::<f32>(len)?));
+            all.push((ctx, make()?));
             all.len() - 1
         }
     };
-    if all[i].1.len() < len {
-        all[i].1 = pgas.stream().alloc_zeros::<f32>(len)?;
-    }
     Ok(&mut all[i].1)
 }
 
-/// Split-K workspaces by CUDA context (its handle's address): see [`workspace`].
+/// Split-K workspaces by CUDA context: see [`workspace`].
 static WORKSPACES: std::sync::Mutex<Vec<(usize, CudaSlice<f32>)>> =
     std::sync::Mutex::new(Vec::new());
 
@@ -480,8 +490,9 @@ pub(crate) struct Maps<'m, 'a> {
     pub a: &'m TensorMap<'a, bf16>,
     pub b: &'m TensorMap<'a, bf16>,
     pub gathered: &'m TensorMap<'a, bf16>,
-    /// Split-K's workspace; `None` for a launch that does not split.
-    pub w: Option<&'m mut TensorMap<'a, f32>>,
+    /// Split-K's workspace (a map of raw memory the GEMM keeps, hence `'static`); `None` for
+    /// a launch that does not split.
+    pub w: Option<&'m mut TensorMap<'static, f32>>,
 }
 
 /// The clusters of a persistent grid for `m x n` (as many as can be resident on this PE's SMs,
@@ -539,58 +550,61 @@ pub(crate) struct Words<'w> {
     pub group_of: Option<&'w CudaSlice<i32>>,
 }
 
-/// The word tables of a launch that does not read them, one pair a CUDA context in
-/// [`UNUSED`], allocated once: an allocation a call cost host time before every launch.
+/// The word tables and the workspace map of a launch that does not read them, one set a CUDA
+/// context in [`UNUSED`], made once: an allocation (or a map's encoding) a call cost host time
+/// before every launch.
 ///
 /// They carry no cudarc events: every stream launches with them, and a launch captured into a
 /// CUDA graph must not wait on an event another stream recorded outside the capture (the
 /// driver fails the capture with `CUDA_ERROR_STREAM_CAPTURE_ISOLATION`). No launch writes them.
 struct Unused {
-    ctx: usize,
     landed: CudaSlice<u64>,
     group_of: CudaSlice<i32>,
-    /// One workspace tile (64 x 32 f32), for the map a launch that does not split passes.
-    w: CudaSlice<f32>,
+    /// One workspace tile (64 x 32 f32), which `w_map` maps: the map a launch that does not
+    /// split passes.
+    _w: CudaSlice<f32>,
+    w_map: TensorMap<'static, f32>,
 }
 
-/// This CUDA context's entry of `all`, made if it is not there yet.
-fn unused_words<'u>(all: &'u mut Vec<Unused>, pgas: &Pgas) -> crate::Result<&'u mut Unused> {
-    let ctx = pgas.cuda().cu_ctx() as usize;
-    if let Some(i) = all.iter().position(|u| u.ctx == ctx) {
-        return Ok(&mut all[i]);
-    }
-    let cuda = pgas.cuda();
-    let tracking = cuda.is_event_tracking();
-    // SAFETY: the words are made without events and finished (synchronized) before any stream
-    // uses them; nothing frees them while the process runs, and no kernel writes them.
-    let words = unsafe {
-        cuda.disable_event_tracking();
+impl Unused {
+    fn new(pgas: &Pgas) -> crate::Result<Unused> {
+        let cuda = pgas.cuda();
         let stream = pgas.stream();
-        let words = (
-            stream.alloc_zeros::<u64>(1),
-            stream.alloc_zeros::<i32>(1),
-            stream.alloc_zeros::<f32>(64 * 32),
-        );
-        if tracking {
-            cuda.enable_event_tracking();
-        }
-        words
-    };
-    let (landed, group_of, w) = (words.0?, words.1?, words.2?);
-    pgas.stream()
-        .synchronize()
-        .map_err(crate::Error::cuda("making the GEMM's unused words"))?;
-    all.push(Unused {
-        ctx,
-        landed,
-        group_of,
-        w,
-    });
-    Ok(all.last_mut().expect("just pushed"))
+        let tracking = cuda.is_event_tracking();
+        // SAFETY: the words are made without events and finished (synchronized) before any
+        // stream uses them; nothing frees them while the process runs, and no kernel writes
+        // them.
+        let words = unsafe {
+            cuda.disable_event_tracking();
+            let words = (
+                stream.alloc_zeros::<u64>(1),
+                stream.alloc_zeros::<i32>(1),
+                stream.alloc_zeros::<f32>(64 * 32),
+            );
+            if tracking {
+                cuda.enable_event_tracking();
+            }
+            words
+        };
+        let (landed, group_of, w) = (words.0?, words.1?, words.2?);
+        stream
+            .synchronize()
+            .map_err(crate::Error::cuda("making the GEMM's unused words"))?;
+        let ptr = w.device_ptr(stream).0;
+        // SAFETY: the tile lives beside its map for as long as the process (UNUSED never drops
+        // an entry), and no launch writes it (one that does not split never touches it).
+        let w_map = unsafe { TensorMap::from_device_ptr_ragged(ptr, 64 * 32, w_tile(64, 32))? };
+        Ok(Unused {
+            landed,
+            group_of,
+            _w: w,
+            w_map,
+        })
+    }
 }
 
-/// See [`unused_words`]: by CUDA context (its handle's address).
-static UNUSED: std::sync::Mutex<Vec<Unused>> = std::sync::Mutex::new(Vec::new());
+/// See [`Unused`]: by CUDA context.
+static UNUSED: std::sync::Mutex<Vec<(usize, Unused)>> = std::sync::Mutex::new(Vec::new());
 
 /// Resident clusters by (device, comptime values, checked): [`persistent_clusters`]' answers.
 #[allow(clippy::type_complexity)]
@@ -633,7 +647,7 @@ pub(crate) fn launch(
         ));
     }
     let mut unused = UNUSED.lock().unwrap_or_else(|e| e.into_inner());
-    let unused = unused_words(&mut unused, pgas)?;
+    let unused = of_context(&mut unused, pgas, || Unused::new(pgas))?;
     let (landed, epoch) = match words.landed {
         Some((landed, epoch)) if chunked => {
             if landed.len() < pieces * (m / mp) {
@@ -687,16 +701,9 @@ pub(crate) fn launch(
         gathered,
         w,
     } = maps;
-    let mut unused_w;
     let w = match w {
         Some(w) if cfg.splits > 1 && rows == Chunking::Whole => w,
-        None if cfg.splits == 1 => {
-            let (ptr, _w) = unused.w.device_ptr(stream);
-            // SAFETY: the unused tile lives as long as the process and no launch writes it
-            // (a launch that does not split never touches its workspace).
-            unused_w = unsafe { TensorMap::from_device_ptr_ragged(ptr, 64 * 32, w_tile(64, 32))? };
-            &mut unused_w
-        }
+        None if cfg.splits == 1 => &mut unused.w_map,
         _ => {
             return refuse(format!(
                 "split-K in {} parts takes its workspace, and only when C is stored whole \
