@@ -2,7 +2,8 @@
 //! (sm_90a): decode-sized M of 64 rows (a partial tile: the copy engine reads zeros past M),
 //! and the grouped GEMM of a mixture of experts (`pgas::gemm::gemm_grouped`: every expert's
 //! rows in one launch) against a loop of cuBLAS calls, one an expert at its own row count, and
-//! against one cuBLAS GEMM over all the rows as if they were one expert (the dense ceiling).
+//! against one cuBLAS GEMM over all the rows as if they were one expert (the dense ceiling);
+//! then the same mixtures in FP8 (e4m3) against a loop of cuBLASLt calls.
 //! Each result is checked against the host at 64 points; TFLOP/s count the useful rows only
 //! (not the grouped layout's padding). Medians of `GEMM_REPS` after `GEMM_WARMUP`.
 //!
@@ -18,7 +19,7 @@ use common::{
 use pgas::cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use pgas::gemm::reference::value;
 use pgas::gemm::{gemm_bf16, gemm_bf16_with, gemm_grouped, GemmConfig, GroupedRows};
-use pgas::ops::cublas::{self, Cublas};
+use pgas::ops::cublas::{self, Cublas, CublasLt};
 use pgas::prelude::*;
 
 const BENCH: &str = "gemm_shapes";
@@ -54,13 +55,9 @@ fn timed(stream: &CudaStream, run: impl FnMut() -> BenchResult<()>) -> BenchResu
     median_ms(stream, (GEMM_WARMUP, GEMM_REPS), || Ok(()), run)
 }
 
-/// The dot product of `k` values of `a` and `b` from their starts, in f64.
-fn dot(a: &[bf16], b: &[bf16], k: usize) -> f64 {
-    a[..k]
-        .iter()
-        .zip(&b[..k])
-        .map(|(x, y)| x.to_f64() * y.to_f64())
-        .sum()
+/// The dot product of `k` values of `a` and `b` from their starts, in f64 (`f` reads a value).
+fn dot<T: Copy>(a: &[T], b: &[T], k: usize, f: impl Fn(T) -> f64) -> f64 {
+    a[..k].iter().zip(&b[..k]).map(|(&x, &y)| f(x) * f(y)).sum()
 }
 
 /// Prints and emits one comparison: pgas's time and TFLOP/s against each baseline's. `key`
@@ -73,7 +70,7 @@ fn report(
     baselines: &[(&str, f64)],
 ) {
     let rate = |ms: f64| flop / (ms * 1e9);
-    let note = format!("median of {GEMM_REPS}; bf16 in and out, f32 accumulate; {label}");
+    let note = format!("median of {GEMM_REPS}; bf16 out, f32 accumulate; {label}");
     let mut line = format!(
         "{BENCH}: {label}: pgas {pgas_ms:.4} ms {:.1} TFLOP/s",
         rate(pgas_ms)
@@ -139,7 +136,8 @@ fn main() -> BenchResult<()> {
         })?;
         let got = stream.clone_dtoh(&c)?;
         let at = spot_points(n, |i| (i * 977 + 13) % m);
-        let want = |r: usize, col: usize| dot(&a_host[r * k..], &b_host[col * k..], k);
+        let want =
+            |r: usize, col: usize| dot(&a_host[r * k..], &b_host[col * k..], k, bf16::to_f64);
         check(format!("{m}x{n}x{k}"), spot_diff(&got, n, &at, want));
         let mut base = Vec::new();
         if let Some(blas) = &blas {
@@ -216,8 +214,14 @@ fn main() -> BenchResult<()> {
         })?;
         let got = stream.clone_dtoh(&c)?;
         let group = |r: usize| layout.group_of[r / 128] as usize;
-        let want =
-            |r: usize, col: usize| dot(&a_host[r * k..], &b_host[(group(r) * n + col) * k..], k);
+        let want = |r: usize, col: usize| {
+            dot(
+                &a_host[r * k..],
+                &b_host[(group(r) * n + col) * k..],
+                k,
+                bf16::to_f64,
+            )
+        };
         check(
             format!("grouped {name}"),
             spot_diff(&got, n, &spot_points(n, |i| (i * 977 + 13) % m), want),
@@ -281,6 +285,91 @@ fn main() -> BenchResult<()> {
         report(
             &machine,
             (key, &label),
+            2.0 * (useful * n * k) as f64,
+            ms,
+            &base,
+        );
+    }
+
+    // The mixtures in FP8 (e4m3 in, unscaled), against a loop of cuBLASLt calls (fast
+    // accumulation), one an expert at its own row count.
+    let mut lt = match CublasLt::new(&stream) {
+        Ok(lt) => Some(lt),
+        Err(e) => {
+            println!("{BENCH}: cuBLASLt skipped: {e}");
+            None
+        }
+    };
+    for (key, name, counts, n, k) in mixtures() {
+        let layout = GroupedRows::new(&counts);
+        let (m, groups) = (layout.m, counts.len());
+        let useful: usize = counts.iter().sum();
+        let q = |i: usize, salt: u64| e4m3::from_f32(value(i, salt).to_f32());
+        let a_host: Vec<e4m3> = (0..m * k).map(|i| q(i, 3)).collect();
+        let b_host: Vec<e4m3> = (0..groups * n * k).map(|i| q(i, 4)).collect();
+        let (a, bt) = (stream.clone_htod(&a_host)?, stream.clone_htod(&b_host)?);
+        let table = stream.clone_htod(&layout.group_of)?;
+        let mut c = stream.alloc_zeros::<bf16>(m * n)?;
+        let ms = timed(&stream, || {
+            Ok(gemm_grouped(
+                &p,
+                &mut c,
+                &a,
+                &bt,
+                &table,
+                (m, n, k),
+                groups,
+                false,
+            )?)
+        })?;
+        let group = |r: usize| layout.group_of[r / 128] as usize;
+        let want = |r: usize, col: usize| {
+            dot(
+                &a_host[r * k..],
+                &b_host[(group(r) * n + col) * k..],
+                k,
+                e4m3::to_f64,
+            )
+        };
+        let got = stream.clone_dtoh(&c)?;
+        check(
+            format!("grouped FP8 {name}"),
+            spot_diff(&got, n, &spot_points(n, |i| (i * 977 + 13) % m), want),
+        );
+        let mut base = Vec::new();
+        if let Some(lt) = lt.as_mut() {
+            let mut cb = stream.alloc_zeros::<bf16>(m * n)?;
+            let lms = timed(&stream, || {
+                for (g, &rows) in counts.iter().enumerate().filter(|(_, &r)| r > 0) {
+                    let s0 = layout.starts[g];
+                    lt.gemm_fp8_e4m3_nt(
+                        &stream,
+                        &mut cb.slice_mut(s0 * n..(s0 + rows) * n),
+                        &a.slice(s0 * k..(s0 + rows) * k),
+                        &bt.slice(g * n * k..(g + 1) * n * k),
+                        (rows, n, k),
+                    )?;
+                }
+                Ok(())
+            })?;
+            let real: Vec<usize> = (0..groups).filter(|&g| counts[g] > 0).collect();
+            let row = |i: usize| {
+                let g = real[i % real.len()];
+                layout.starts[g] + (i * 977 + 13) % counts[g]
+            };
+            let got = stream.clone_dtoh(&cb)?;
+            check(
+                format!("cuBLASLt loop {name}"),
+                spot_diff(&got, n, &spot_points(n, row), want),
+            );
+            base.push(("cublaslt_loop", lms));
+        }
+        report(
+            &machine,
+            (
+                &format!("{key}_fp8"),
+                &format!("grouped FP8 e4m3, {name}: {groups} experts, N {n}, K {k}"),
+            ),
             2.0 * (useful * n * k) as f64,
             ms,
             &base,

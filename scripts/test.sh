@@ -5,17 +5,19 @@
 #
 # The gates, in order (each fails the run):
 #   fmt     cargo fmt --all --check
+#   nvrtc   tests/nvrtc (every generated kernel through NVRTC and nvJitLink), built first and
+#           started in a process of its own, beside every later step, waited for at the end
+#   3.8     the tests/nvrtc tests of what the NVSHMEM version changes, against NVSHMEM 3.8.0's
+#           headers, likewise in a process of its own (NVRTC compiles one program at a time
+#           in a process, so this is how the CPUs the cargo steps leave get work)
 #   clippy  cargo clippy --workspace --all-targets --all-features -- -D warnings
 #           (with the [workspace.lints] of Cargo.toml: every unsafe block has a SAFETY note)
 #   doc     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
-#   test    cargo test --workspace --all-features "$@"
+#   test    cargo test --workspace --all-features "$@", tests/nvrtc's tests skipped
 #   python  the wheel (scripts/build-wheel.sh: maturin) installed into a throwaway venv, then
 #           pytest python/tests/test_cpu.py, test_nvshmem_cpu.py, test_kernel_cpu.py and
 #           test_numba_cpu.py (with numba-cuda and CUDA 13.0's NVVM), stubtest of the type
 #           stubs, mypy of the package
-#   3.8     the NVRTC corpus tests again, against NVSHMEM 3.8.0's headers (in a process of its
-#           own beside the test and python steps: NVRTC compiles one program at a time in a
-#           process, so this is how the second CPU gets work)
 # rustfmt and clippy are detected by running `cargo fmt --version` and `cargo clippy --version`;
 # when either is missing and rustup exists, `rustup component add rustfmt clippy` installs them.
 set -euo pipefail
@@ -58,7 +60,7 @@ py_pkgs=(pytest mypy numba-cuda==0.30.4 numpy==2.2.6 nvidia-nvvm==13.0.88 nvidia
 pytmp=$(mktemp -d)
 # At exit, what runs in the background is stopped and the temporary files go.
 cleanup() {
-  for pid in "${next_pid:-}" "${py_pid:-}"; do
+  for pid in "${nvrtc_pid:-}" "${next_pid:-}" "${py_pid:-}"; do
     if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi
   done
   rm -rf "$pytmp"
@@ -66,11 +68,59 @@ cleanup() {
 trap cleanup EXIT
 py_venv() {
   python3 -m venv "$pytmp/venv" &&
-    "$pytmp/venv/bin/python" -m pip install -q --disable-pip-version-check "${py_pkgs[@]}"
+    "$pytmp/venv/bin/python" -m pip install -q --no-compile --disable-pip-version-check "${py_pkgs[@]}"
 }
 
 step "fmt: cargo fmt --all --check"
 cargo fmt --all --check
+
+# The NVRTC tests (tests/nvrtc) first, so that they run beside every later step: they are most
+# of the test command's time, nearly all of it NVRTC compiling one program at a time in a
+# process (docs/jit.md), so a process of their own leaves the other CPU to cargo. Built with
+# the workspace's features (--workspace: the build below reuses what this one compiles).
+step "nvrtc: build (cargo test --workspace --all-features --test nvrtc --no-run)"
+nvrtc_json="$pytmp/nvrtc.json"
+cargo test --workspace --all-features --test nvrtc --no-run \
+  --message-format=json-render-diagnostics >"$nvrtc_json"
+nvrtc_bin=$(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "nvrtc" and m.get("executable"):
+        print(m["executable"])' "$nvrtc_json")
+if [ -z "$nvrtc_bin" ]; then
+  echo "scripts/test.sh: cargo built no tests/nvrtc executable" >&2
+  exit 1
+fi
+# Its tests, by name: `cargo test` below skips exactly these (they run here instead).
+mapfile -t nvrtc_tests < <("$nvrtc_bin" --list --format terse | sed -n 's/: test$//p')
+if [ "${#nvrtc_tests[@]}" -eq 0 ]; then
+  echo "scripts/test.sh: tests/nvrtc lists no tests" >&2
+  exit 1
+fi
+# Both NVRTC runs at the lowest priority (nice 19): they fill the CPU time the other steps
+# leave, and they do not starve tests/jit_helpers.rs's background helper, which runs at nice 19
+# by design and which a process at nice 0 on every CPU held up for over a minute. Each is
+# waited for at the end, its log printed then.
+nvrtc_log="$pytmp/nvrtc.log"
+step "nvrtc: started in the background (nice -n 19 tests/nvrtc: ${#nvrtc_tests[@]} tests)"
+nice -n 19 "$nvrtc_bin" >"$nvrtc_log" 2>&1 &
+nvrtc_pid=$!
+# The newest NVSHMEM pgas supports (3.8.0, installed by deps.sh beside the pinned 3.4.5): what
+# can differ between the versions compiles against its headers too, inline and link-time: the
+# preludes, every intrinsic row (the corpus folders cover each), the NVSHMEM library of every
+# wrapper, and the register cap of a collective's two builds (tests/nvrtc/corpus.rs, `corpus`
+# and `link_objects`, say why that is all: the collective objects and the tests of the cache's
+# and the link's mechanics would repeat what does not depend on the version).
+next_log="$pytmp/nvshmem-3.8.log"
+next_tests=(corpus::every_corpus_kernel_compiles_without_warnings
+  corpus::every_linkable_kernel_links_against_the_nvshmem_library
+  corpus::both_builds_of_a_collective_kernel_keep_to_its_objects_register_cap)
+step "3.8: started in the background (PGAS_NVSHMEM_HOME=\$PGAS_NVSHMEM_HOME_NEXT nice -n 19 tests/nvrtc ${next_tests[*]})"
+PGAS_NVSHMEM_HOME="$PGAS_NVSHMEM_HOME_NEXT" PGAS_CORPUS_DIRS=tests/corpus,tests/gpu_suite/kernels \
+  PGAS_LINK_OBJECTS=0 nice -n 19 "$nvrtc_bin" --exact "${next_tests[@]}" >"$next_log" 2>&1 &
+next_pid=$!
+
 step "clippy: cargo clippy --workspace --all-targets --all-features -- -D warnings"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 # After clippy, whose checks it slowed by a fifth when it ran beside them (unpacking the wheels).
@@ -78,35 +128,13 @@ py_venv >"$pytmp/venv.log" 2>&1 &
 py_pid=$!
 step "doc: RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --all-features --no-deps"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
-step "test: build (cargo test --workspace --all-features --no-run)"
-build_json="$pytmp/build.json"
-next_log="$pytmp/nvshmem-3.8.log"
-cargo test --workspace --all-features --no-run --message-format=json-render-diagnostics >"$build_json"
-# The NVRTC tests' executable (tests/nvrtc), for the 3.8 run below.
-nvrtc_bin=$(python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "nvrtc" and m.get("executable"):
-        print(m["executable"])' "$build_json")
-if [ -z "$nvrtc_bin" ]; then
-  echo "scripts/test.sh: cargo built no tests/nvrtc executable" >&2
-  exit 1
-fi
-# The newest NVSHMEM pgas supports (3.8.0, installed by deps.sh beside the pinned 3.4.5): what
-# can differ between the versions compiles against its headers too, inline and link-time: the
-# preludes, every intrinsic row (the corpus folders cover each) and the NVSHMEM library of every
-# wrapper (tests/nvrtc/corpus.rs, `corpus`, says why that is all). It runs from here on beside
-# the next steps and is waited for at the end. At the lowest priority (nice 19): it fills the CPU
-# time the test steps leave (NVRTC compiles one program at a time in a process), and it does not
-# starve tests/jit_helpers.rs's background helper, which runs at nice 19 by design and which a
-# process at nice 0 on every CPU held up for over a minute.
-step "3.8: started in the background (PGAS_NVSHMEM_HOME=\$PGAS_NVSHMEM_HOME_NEXT nice -n 19 tests/nvrtc corpus::)"
-PGAS_NVSHMEM_HOME="$PGAS_NVSHMEM_HOME_NEXT" PGAS_CORPUS_DIRS=tests/corpus,tests/gpu_suite/kernels \
-  nice -n 19 "$nvrtc_bin" corpus:: >"$next_log" 2>&1 &
-next_pid=$!
-step "test: cargo test --workspace --all-features${*:+ $*}"
-cargo test --workspace --all-features "$@"
+# tests/nvrtc's tests by their full names (module path included, so no other test's name
+# contains one), after the harness options given to test.sh if any (`-- ...`).
+skips=()
+for t in "${nvrtc_tests[@]}"; do skips+=(--skip "$t"); done
+case " $* " in *" -- "*) ;; *) skips=(-- "${skips[@]}") ;; esac
+step "test: cargo test --workspace --all-features${*:+ $*} (tests/nvrtc's tests skipped: they run in the background)"
+cargo test --workspace --all-features "$@" "${skips[@]}"
 # The Python package as a user installs it: its manylinux abi3 wheel, built by maturin
 # (scripts/build-wheel.sh, dev profile: it reuses what `cargo test` just built), installed into a
 # fresh venv, then the CPU pytest tests; then its type stubs checked against the module
@@ -122,7 +150,7 @@ if ! wait "$py_pid"; then
   py_venv
 fi
 py_pid=
-"$pytmp/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel"
+"$pytmp/venv/bin/python" -m pip install -q --no-compile --disable-pip-version-check "$wheel"
 # From another folder, so that the installed package is what `import pgas` finds.
 tests="$PWD/python/tests"
 (cd "$pytmp" && "$pytmp/venv/bin/python" -m pytest -q -p no:cacheprovider "$tests/test_cpu.py" "$tests/test_nvshmem_cpu.py" "$tests/test_kernel_cpu.py" "$tests/test_numba_cpu.py")
@@ -130,13 +158,19 @@ allow="$PWD/python/stubtest-allowlist.txt"
 (cd "$pytmp" && "$pytmp/venv/bin/python" -m mypy.stubtest pgas._pgas --allowlist "$allow")
 "$pytmp/venv/bin/python" -m mypy --ignore-missing-imports python/pgas
 
-step "3.8: waiting for the corpus against NVSHMEM 3.8.0"
-status=0
-wait "$next_pid" || status=$?
+# The background runs: each one's log, and the first failure ends the command.
+wait_for() {  # name, pid, log
+  local status=0
+  step "$1: waiting"
+  wait "$2" || status=$?
+  cat "$3" >&2
+  if [ "$status" -ne 0 ]; then
+    echo "scripts/test.sh: $1 failed (above)" >&2
+    exit "$status"
+  fi
+}
+wait_for "nvrtc (tests/nvrtc)" "$nvrtc_pid" "$nvrtc_log"
+nvrtc_pid=
+wait_for "3.8 (tests/nvrtc against NVSHMEM 3.8.0)" "$next_pid" "$next_log"
 next_pid=
-cat "$next_log" >&2
-if [ "$status" -ne 0 ]; then
-  echo "scripts/test.sh: the NVRTC corpus failed against NVSHMEM 3.8.0 (above)" >&2
-  exit "$status"
-fi
 step "done"

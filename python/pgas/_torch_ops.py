@@ -156,8 +156,8 @@ def _(a: Tensor, bt: Tensor) -> Tensor:
 
 
 def _grouped_shape(a: Tensor, bt: Tensor, group_of: Tensor) -> Tuple[int, int, int, int]:
-    _check("gemm_grouped", "a", a, (_BF16,), 2)
-    _check("gemm_grouped", "bt", bt, (_BF16,), 3)
+    _check("gemm_grouped", "a", a, (_BF16, _FP8), 2)
+    _check("gemm_grouped", "bt", bt, (a.dtype,), 3)
     _check("gemm_grouped", "group_of", group_of, (torch.int32,), 1)
     (m, k), (groups, n, kb) = a.shape, bt.shape
     if k != kb:
@@ -168,23 +168,24 @@ def _grouped_shape(a: Tensor, bt: Tensor, group_of: Tensor) -> Tuple[int, int, i
         raise _bad("gemm_grouped", f"group_of has {group_of.shape[0]} entries; a's {m} rows are "
                                    f"{tiles} tiles of 128, one group each (grouped_rows lays "
                                    f"groups out)")
-    if m <= 0 or groups <= 0 or n <= 0 or n % 64 or k <= 0 or k % 64:
+    kt = 128 if a.dtype == _FP8 else 64
+    if m <= 0 or groups <= 0 or n <= 0 or n % 64 or k <= 0 or k % kt:
         raise _bad("gemm_grouped", f"M = {m}, {groups} groups, N = {n}, K = {k}: it takes M "
-                                   f"and the groups positive, N and K multiples of 64")
+                                   f"and the groups positive, N a multiple of 64 and K of {kt}")
     return m, n, k, groups
 
 
 @_op("gemm_grouped(Tensor a, Tensor bt, Tensor group_of) -> Tensor")
 def gemm_grouped(a: Tensor, bt: Tensor, group_of: Tensor) -> Tensor:
     """The grouped GEMM of a mixture of experts, in one launch (``pgas::gemm::gemm_grouped``):
-    128-row tile ``i`` of ``a`` (M x K, bfloat16) times ``bt[group_of[i]]`` transposed (``bt``
-    G x N x K, bfloat16; ``group_of`` int32, one entry a tile), into the result's rows (M x N,
-    bfloat16). ``grouped_rows(counts)`` lays out groups of any row counts. A tile of group -1 is
+    128-row tile ``i`` of ``a`` (M x K) times ``bt[group_of[i]]`` transposed (``bt`` G x N x K;
+    ``group_of`` int32, one entry a tile), into the result's rows (M x N, bfloat16). ``a`` and
+    ``bt`` both bfloat16, or both float8_e4m3fn (unscaled; K then a multiple of 128). ``grouped_rows(counts)`` lays out groups of any row counts. A tile of group -1 is
     skipped (its rows of the result are left unwritten); a group past the last gives zeros."""
     m, n, k, groups = _grouped_shape(a, bt, group_of)
     c = a.new_empty((m, n), dtype=_BF16)
     _pgas._gemm_grouped(c.data_ptr(), a.data_ptr(), bt.data_ptr(), group_of.data_ptr(),
-                        m, n, k, groups, stream=_stream(a))
+                        m, n, k, groups, a.dtype == _FP8, stream=_stream(a))
     return c
 
 

@@ -18,6 +18,7 @@ use cudarc::driver::sys::{cuMemcpyDtoDAsync_v2, CUdeviceptr};
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use pgas::coll::{Algorithm, AllToAllLayout, Comm as RtComm};
+use pgas::e4m3;
 use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
 use pgas::ops::moe::{LowLatencyMoe, MoeConfig};
 use pgas::ops::{AllGatherMatmul, AllReduceRmsNorm};
@@ -189,10 +190,10 @@ pub(crate) fn _gemm(
 }
 
 /// The grouped GEMM (`pgas::gemm::gemm_grouped`): `c` (m x n bf16) = each 128-row tile of `a`
-/// (m x k bf16) times the `bt` (`groups` matrices of n x k, one under the other) of its group
-/// in `group_of` (int32, one a tile), on `stream` (pgas's when `None`).
+/// (m x k, bf16 or e4m3 when `fp8`) times the `bt` (`groups` matrices of n x k, one under the
+/// other) of its group in `group_of` (int32, one a tile), on `stream` (pgas's when `None`).
 #[pyfunction]
-#[pyo3(signature = (c, a, bt, group_of, m, n, k, groups, stream=None))]
+#[pyo3(signature = (c, a, bt, group_of, m, n, k, groups, fp8=false, stream=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn _gemm_grouped(
     py: Python<'_>,
@@ -204,34 +205,53 @@ pub(crate) fn _gemm_grouped(
     n: usize,
     k: usize,
     groups: usize,
+    fp8: bool,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     with_stream(py, stream, |_, pgas, user| {
         stream::on_theirs(pgas, user, |s| {
+            let cfg = pgas::gemm::GemmConfig::for_grouped(m, n, pgas.sm_count().map_err(to_py)?);
             // SAFETY: `pgas/_torch_ops.py` passes contiguous CUDA tensors of these sizes on this
             // PE's device, held by the Python call while the stream runs the GEMM.
-            let ([mut cs, a_s, b_s], [table]) = unsafe {
+            let ([mut cs], [table]) = unsafe {
                 (
-                    Borrowed::<bf16>::each(s, [(c, m * n), (a, m * k), (bt, groups * n * k)]),
+                    Borrowed::<bf16>::each(s, [(c, m * n)]),
                     Borrowed::<i32>::each(s, [(group_of, m.div_ceil(128))]),
                 )
             };
-            let cfg = pgas::gemm::GemmConfig::for_grouped(m, n, pgas.sm_count().map_err(to_py)?);
-            pgas::gemm::gemm_grouped_with(
-                pgas,
-                s,
-                &mut cs,
-                &a_s,
-                &b_s,
-                &table,
-                (m, n, k),
-                groups,
-                cfg,
-                false,
-            )
+            let operands = (a, bt, &*table);
+            // SAFETY: as above; A and Bt hold m x k and groups x n x k elements of the dtype
+            // `fp8` names.
+            unsafe {
+                if fp8 {
+                    grouped_on::<e4m3>(pgas, s, &mut cs, operands, (m, n, k), groups, cfg)
+                } else {
+                    grouped_on::<bf16>(pgas, s, &mut cs, operands, (m, n, k), groups, cfg)
+                }
+            }
             .map_err(to_py)
         })
     })
+}
+
+/// [`_gemm_grouped`]'s launch with A and Bt of `T` at addresses `a` and `bt`.
+///
+/// # Safety
+/// `a` and `bt` hold `m x k` and `groups x n x k` elements of `T` on this PE's GPU until `s`
+/// has run the GEMM.
+#[allow(clippy::too_many_arguments)]
+unsafe fn grouped_on<T: pgas::gemm::Operand>(
+    pgas: &Pgas,
+    s: &Arc<CudaStream>,
+    c: &mut CudaSlice<bf16>,
+    (a, bt, table): (u64, u64, &CudaSlice<i32>),
+    (m, n, k): (usize, usize, usize),
+    groups: usize,
+    cfg: pgas::gemm::GemmConfig,
+) -> pgas::Result<()> {
+    // SAFETY: the caller's contract.
+    let [a_s, b_s] = unsafe { Borrowed::<T>::each(s, [(a, m * k), (bt, groups * n * k)]) };
+    pgas::gemm::gemm_grouped_with(pgas, s, c, &a_s, &b_s, table, (m, n, k), groups, cfg, false)
 }
 
 /// Where groups of `counts` rows go in the grouped GEMM's layout (`pgas::gemm::GroupedRows`):

@@ -62,10 +62,14 @@ def check_gemm():
     counts = [130, 0, 64, 200]
     starts, m, group_of = pgas.gemm.grouped_rows(counts)
     x, w = data((m, 256), 5), data((len(counts), 192, 256), 6)
-    y = pgas.gemm.gemm_grouped(x, w, torch.tensor(group_of, dtype=torch.int32, device=DEV))
-    for e, (st, rows) in enumerate(zip(starts, counts)):
-        if rows:
-            close(y[st:st + rows], x[st:st + rows].float() @ w[e].float().T, f"gemm_grouped {e}")
+    table = torch.tensor(group_of, dtype=torch.int32, device=DEV)
+    x8, w8 = x.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+    for dt, xs, ws in (("bf16", x, w), ("fp8", x8, w8)):
+        y = pgas.gemm.gemm_grouped(xs, ws, table)
+        for e, (st, rows) in enumerate(zip(starts, counts)):
+            if rows:
+                close(y[st:st + rows], xs[st:st + rows].float() @ ws[e].float().T,
+                      f"gemm_grouped {dt} {e}")
 
 
 def check_collectives():
@@ -228,6 +232,9 @@ def check_bad_input():
     raises(pgas.ArgumentError, lambda: pgas.gemm.gemm_grouped(
         data((256, 64), 7), data((2, 64, 64), 8), torch.zeros(1, dtype=torch.int32, device=DEV)),
         "one group each")
+    raises(pgas.ArgumentError, lambda: pgas.gemm.gemm_grouped(
+        data((128, 64), 7).to(torch.float8_e4m3fn), data((2, 64, 64), 8).to(torch.float8_e4m3fn),
+        torch.zeros(1, dtype=torch.int32, device=DEV)), "K of 128")
     if N > 1:
         raises(pgas.ArgumentError, lambda: pgas.coll.reduce_scatter(data((N + 1, 4), 4)),
                "not a multiple of the")

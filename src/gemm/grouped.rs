@@ -4,10 +4,12 @@
 //! and a table on the GPU naming each tile's group.
 
 use super::kernel::BM;
-use super::plan::{a_tile, b_tile, c_tile, check, launch, Chunking, GemmConfig, Maps, Words};
+use super::plan::{
+    a_tile, b_tile, c_tile, check, kernel_k, launch, Chunking, GemmConfig, Maps, Operand, Words,
+};
 use super::shape::{self, size_error};
 use crate::prelude::*;
-use cudarc::driver::CudaStream;
+use cudarc::driver::{CudaStream, DevicePtr};
 
 /// Where each group's rows go in the contiguous layout: group `g`'s `counts[g]` rows start at
 /// `starts[g]`, a multiple of 128, and the rows after them up to the next start are padding.
@@ -44,17 +46,18 @@ impl GroupedRows {
 
 /// `C = A Btᵀ` by groups: 128-row tile `i` of `A` (m x k) and `C` (m x n) belongs to group
 /// `group_of[i]`, whose matrix is `Bt`'s rows `group_of[i] * n ..` (`Bt` is `groups` matrices of
-/// n x k, one under the other). All row-major bf16, f32 accumulate, one launch, with the
-/// specialization [`GemmConfig::for_grouped`] picks; [`GroupedRows`] lays out groups of any
+/// n x k, one under the other). `A` and `Bt` row-major bf16, or FP8 [`crate::e4m3`] (unscaled,
+/// K then a multiple of 128); `C` row-major bf16; f32 accumulate; one launch, with the
+/// specialization [`GemmConfig::for_grouped`] picks. [`GroupedRows`] lays out groups of any
 /// size. A tile of group -1 is padding, skipped (C's rows there are not written); a group past
 /// the last multiplies by zeros. Refuses a shape that is not whole tiles of N and K, buffers of
 /// the wrong size, and a table shorter than M's tiles, before anything launches. Needs sm_90a.
 #[allow(clippy::too_many_arguments)]
-pub fn gemm_grouped(
+pub fn gemm_grouped<T: Operand>(
     pgas: &Pgas,
     c: &mut CudaSlice<bf16>,
-    a: &CudaSlice<bf16>,
-    bt: &CudaSlice<bf16>,
+    a: &CudaSlice<T>,
+    bt: &CudaSlice<T>,
     group_of: &CudaSlice<i32>,
     (m, n, k): (usize, usize, usize),
     groups: usize,
@@ -79,12 +82,12 @@ pub fn gemm_grouped(
 /// [`gemm_grouped`] on `stream` (one of this PE's context's) with the specialization given
 /// (its cluster must be 1).
 #[allow(clippy::too_many_arguments)]
-pub fn gemm_grouped_with(
+pub fn gemm_grouped_with<T: Operand>(
     pgas: &Pgas,
     stream: &CudaStream,
     c: &mut CudaSlice<bf16>,
-    a: &CudaSlice<bf16>,
-    bt: &CudaSlice<bf16>,
+    a: &CudaSlice<T>,
+    bt: &CudaSlice<T>,
     group_of: &CudaSlice<i32>,
     (m, n, k): (usize, usize, usize),
     groups: usize,
@@ -102,9 +105,19 @@ pub fn gemm_grouped_with(
     if let Some(why) = size_error((a.len(), bt.len(), c.len()), (m, n, k), (groups * n, k)) {
         return refuse(why);
     }
-    check(cfg, (m, n, k))?;
-    let a_map = TensorMap::tiled_2d_ragged(stream, a, a_tile(m, k))?;
-    let b_map = TensorMap::tiled_2d(stream, bt, b_tile(groups * n, k, cfg))?;
+    let kk = kernel_k::<T>(k)?;
+    check(cfg, (m, n, kk))?;
+    let (pa, _ra) = a.device_ptr(stream);
+    let (pb, _rb) = bt.device_ptr(stream);
+    // SAFETY: A and Bt hold m x k and groups·n x k elements (checked above), m x kk and
+    // groups·n x kk columns of two bytes, and live, borrowed, until the launch below is
+    // enqueued; the kernel only reads them.
+    let (a_map, b_map) = unsafe {
+        (
+            TensorMap::<bf16>::from_device_ptr_ragged(pa, m * kk, a_tile(m, kk))?,
+            TensorMap::<bf16>::from_device_ptr(pb, groups * n * kk, b_tile(groups * n, kk, cfg))?,
+        )
+    };
     let mut c_map = TensorMap::tiled_2d_ragged_mut(stream, c, c_tile(m, n))?;
     let maps = Maps {
         c: &mut c_map,
@@ -123,10 +136,10 @@ pub fn gemm_grouped_with(
         stream,
         maps,
         words,
-        (m, n, k),
+        (m, n, kk),
         rows,
         cfg,
-        false,
+        T::FP8,
         checked,
     )
 }

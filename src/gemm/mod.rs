@@ -16,6 +16,7 @@ pub(crate) use plan::{
     a_tile, b_tile, c_tile, check, gemm_raw_with, launch, persistent_clusters, Maps, Words,
 };
 pub use plan::{
-    gemm_bf16, gemm_bf16_with, gemm_fp8, gemm_fp8_with, gemm_raw, shape_error, Chunking, GemmConfig,
+    gemm_bf16, gemm_bf16_with, gemm_fp8, gemm_fp8_with, gemm_raw, shape_error, Chunking,
+    GemmConfig, Operand,
 };
 pub(crate) use shape::refuse;

@@ -302,6 +302,38 @@ fn of_context<'a, T>(
 static WORKSPACES: std::sync::Mutex<Vec<(usize, CudaSlice<f32>)>> =
     std::sync::Mutex::new(Vec::new());
 
+/// An element type the Hopper GEMM multiplies: bf16, or FP8 [`e4m3`] (unscaled), whose K the
+/// kernel and its maps count in pairs (see `fp8_pairs`). Sealed: the kernel has multipliers
+/// for these two only.
+pub trait Operand: cudarc::driver::DeviceRepr + sealed::Sealed {
+    /// Whether the kernel runs its FP8 multipliers (`wgmma_m64n{bn}k32`).
+    const FP8: bool;
+}
+
+impl Operand for bf16 {
+    const FP8: bool = false;
+}
+
+impl Operand for e4m3 {
+    const FP8: bool = true;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::bf16 {}
+    impl Sealed for crate::e4m3 {}
+}
+
+/// K in the kernel's columns for a GEMM of `T` of depth `k`: `k` for bf16, its pairs for FP8
+/// (refused unless whole FP8 tiles).
+pub(crate) fn kernel_k<T: Operand>(k: usize) -> crate::Result<usize> {
+    if T::FP8 {
+        fp8_pairs(k)
+    } else {
+        Ok(k)
+    }
+}
+
 /// K in the kernel's columns for an FP8 GEMM of depth `k`: the kernel and its maps count K in
 /// pairs of FP8 values (two bytes, one "bf16" column), so the copy engine moves the same 128-byte
 /// rows. Refuses a `k` that is not whole FP8 tiles.

@@ -1,6 +1,6 @@
 //! `pgas::gemm` beyond whole tiles: M of any size (the copy engine reads zeros past M and
 //! stores nothing there), split-K (each tile's K steps in parts whose f32 sums meet in a
-//! workspace), and the grouped GEMM (`gemm_grouped`: the groups' rows contiguous,
+//! workspace), and the grouped GEMM (`gemm_grouped`, bf16 and FP8: the groups' rows contiguous,
 //! each group multiplied by its own matrix, padding tiles skipped), every element against an
 //! f64 host product, plain and checked.
 
@@ -8,7 +8,9 @@ use crate::cluster::{config, gemm_sm90_or_refused, host_points, off_points, refu
 use crate::runner::{case, Case};
 use crate::util::{ensure, CaseResult};
 use pgas::gemm::reference::value;
-use pgas::gemm::{gemm_bf16_with, gemm_grouped, gemm_grouped_with, GemmConfig, GroupedRows};
+use pgas::gemm::{
+    gemm_bf16_with, gemm_grouped, gemm_grouped_with, GemmConfig, GroupedRows, Operand,
+};
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
@@ -85,7 +87,8 @@ fn any_m_case(p: &Pgas) -> CaseResult {
 }
 
 /// Five groups of 130, 0, 128, 1 and 300 rows, each with its own Bt, then a table with a
-/// padding tile (-1: its rows of C keep what they held) and a group past the last (zeros).
+/// padding tile (-1: its rows of C keep what they held) and a group past the last (zeros); in
+/// bf16, then in FP8 (the same values rounded to e4m3).
 fn grouped_case(p: &Pgas) -> CaseResult {
     if !gemm_sm90_or_refused(p)? {
         return Ok(());
@@ -98,56 +101,16 @@ fn grouped_case(p: &Pgas) -> CaseResult {
     let m = layout.m;
     let a_host: Vec<bf16> = (0..m * k).map(|i| value(i, 5)).collect();
     let b_host: Vec<bf16> = (0..groups * n * k).map(|i| value(i, 6)).collect();
+    let mut failed = grouped_runs(p, &layout, (&a_host, &b_host), (n, k), |x| x.to_f64())?;
+    let q = |v: &bf16| e4m3::from_f32(v.to_f32());
+    let (a8, b8): (Vec<e4m3>, Vec<e4m3>) = (
+        a_host.iter().map(q).collect(),
+        b_host.iter().map(q).collect(),
+    );
+    failed.extend(grouped_runs(p, &layout, (&a8, &b8), (n, k), |x| {
+        x.to_f64()
+    })?);
     let (a, bt) = (s.clone_htod(&a_host)?, s.clone_htod(&b_host)?);
-    // Tile 1 (rows 128..256, group 0's last 2 rows and padding) made padding, and the last
-    // tile given group 7 of 5.
-    let mut table = layout.group_of.clone();
-    table[1] = -1;
-    let last = table.len() - 1;
-    table[last] = 7;
-    let tables = [layout.group_of.clone(), table];
-    let sentinel = bf16::from_f32(-3.0);
-    let mut failed = Vec::new();
-    for (t, group_of) in tables.iter().enumerate() {
-        let want: Vec<f64> = (0..m * n)
-            .map(|i| {
-                let (row, col) = (i / n, i % n);
-                match group_of[row / 128] {
-                    g if g < 0 => sentinel.to_f64(),
-                    g if g as usize >= groups => 0.0,
-                    g => {
-                        let b = &b_host[g as usize * n * k..];
-                        host_points(&a_host, b, k, &[(row, col)])[0]
-                    }
-                }
-            })
-            .collect();
-        let table = s.clone_htod(group_of)?;
-        let picked = GemmConfig::for_grouped(m, n, p.sm_count()?);
-        for cfg in [picked, config((128, 1, 6)), config((256, 1, 4))] {
-            for checked in [false, true] {
-                let mut c = s.clone_htod(&vec![sentinel; m * n])?;
-                gemm_grouped_with(
-                    p,
-                    s,
-                    &mut c,
-                    &a,
-                    &bt,
-                    &table,
-                    (m, n, k),
-                    groups,
-                    cfg,
-                    checked,
-                )?;
-                let got = s.clone_dtoh(&c)?;
-                if let (bad, Some((r, col, g, w))) = off_points(&got, n, &all_points(m, n), &want) {
-                    failed.push(format!(
-                        "table {t} {cfg:?} checked={checked}: {bad} elements off; C[{r}][{col}] = {g}, want {w:.4}"
-                    ));
-                }
-            }
-        }
-    }
     ensure(failed.is_empty(), || failed.join("\n  "))?;
     let table = s.clone_htod(&layout.group_of[..2])?;
     let mut c = s.alloc_zeros::<bf16>(m * n)?;
@@ -177,5 +140,80 @@ fn grouped_case(p: &Pgas) -> CaseResult {
         "a grouped GEMM whose Bt has fewer groups",
         gemm_grouped(p, &mut c, &a, &bt, &table, (m, n, k), groups + 1, false),
         &["buffer sizes"],
+    )?;
+    let (a8, b8) = (
+        s.alloc_zeros::<e4m3>(m * 192)?,
+        s.alloc_zeros::<e4m3>(groups * n * 192)?,
+    );
+    refused(
+        "an FP8 grouped GEMM of K = 192",
+        gemm_grouped(p, &mut c, &a8, &b8, &table, (m, n, 192), groups, false),
+        &["K = 192 is not a positive multiple of 128"],
     )
+}
+
+/// [`grouped_case`]'s launches in `T`: the layout's table and one with a padding tile and a
+/// group past the last, each with the picked specialization and two others, plain and checked,
+/// every element of C against the host (`f` reads an element). Returns what was off.
+fn grouped_runs<T: Operand + Copy>(
+    p: &Pgas,
+    layout: &GroupedRows,
+    (a_host, b_host): (&[T], &[T]),
+    (n, k): (usize, usize),
+    f: impl Fn(&T) -> f64,
+) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let s = p.stream();
+    let m = layout.m;
+    let groups = layout.starts.len();
+    let (a, bt) = (s.clone_htod(a_host)?, s.clone_htod(b_host)?);
+    // Tile 1 (rows 128..256, group 0's last 2 rows and padding) made padding, and the last
+    // tile given group 7 of 5.
+    let mut table = layout.group_of.clone();
+    table[1] = -1;
+    let last = table.len() - 1;
+    table[last] = 7;
+    let tables = [layout.group_of.clone(), table];
+    let sentinel = bf16::from_f32(-3.0);
+    let points = all_points(m, n);
+    let mut failed = Vec::new();
+    for (t, group_of) in tables.iter().enumerate() {
+        let want: Vec<f64> = points
+            .iter()
+            .map(|&(row, col)| match group_of[row / 128] {
+                g if g < 0 => sentinel.to_f64(),
+                g if g as usize >= groups => 0.0,
+                g => {
+                    let b = &b_host[(g as usize * n + col) * k..];
+                    (0..k).map(|x| f(&a_host[row * k + x]) * f(&b[x])).sum()
+                }
+            })
+            .collect();
+        let table = s.clone_htod(group_of)?;
+        let picked = GemmConfig::for_grouped(m, n, p.sm_count()?);
+        for cfg in [picked, config((128, 1, 6)), config((256, 1, 4))] {
+            for checked in [false, true] {
+                let mut c = s.clone_htod(&vec![sentinel; m * n])?;
+                gemm_grouped_with(
+                    p,
+                    s,
+                    &mut c,
+                    &a,
+                    &bt,
+                    &table,
+                    (m, n, k),
+                    groups,
+                    cfg,
+                    checked,
+                )?;
+                let got = s.clone_dtoh(&c)?;
+                if let (bad, Some((r, col, g, w))) = off_points(&got, n, &points, &want) {
+                    failed.push(format!(
+                        "{} table {t} {cfg:?} checked={checked}: {bad} elements off; C[{r}][{col}] = {g}, want {w:.4}",
+                        std::any::type_name::<T>()
+                    ));
+                }
+            }
+        }
+    }
+    Ok(failed)
 }
