@@ -98,20 +98,22 @@ if [ "${#nvrtc_tests[@]}" -eq 0 ]; then
   echo "scripts/test.sh: tests/nvrtc lists no tests" >&2
   exit 1
 fi
-# Both NVRTC runs at the lowest priority (nice 19): they fill the CPU time the other steps
-# leave, and they do not starve tests/jit_helpers.rs's background helper, which runs at nice 19
-# by design and which a process at nice 0 on every CPU held up for over a minute. Each is
-# waited for at the end, its log printed then.
+# At normal priority: it is the longest step, mostly one CPU's, so it starts first and the
+# cargo steps share the CPUs with it (at nice 19 it waited for them, then ran alone on one CPU
+# for four minutes at the end). Waited for at the end, its log printed then.
 nvrtc_log="$pytmp/nvrtc.log"
-step "nvrtc: started in the background (nice -n 19 tests/nvrtc: ${#nvrtc_tests[@]} tests)"
-nice -n 19 "$nvrtc_bin" >"$nvrtc_log" 2>&1 &
+step "nvrtc: started in the background (tests/nvrtc: ${#nvrtc_tests[@]} tests)"
+"$nvrtc_bin" >"$nvrtc_log" 2>&1 &
 nvrtc_pid=$!
 # The newest NVSHMEM pgas supports (3.8.0, installed by deps.sh beside the pinned 3.4.5): what
 # can differ between the versions compiles against its headers too, inline and link-time: the
 # preludes, every intrinsic row (the corpus folders cover each), the NVSHMEM library of every
 # wrapper, and the register cap of a collective's two builds (tests/nvrtc/corpus.rs, `corpus`
 # and `link_objects`, say why that is all: the collective objects and the tests of the cache's
-# and the link's mechanics would repeat what does not depend on the version).
+# and the link's mechanics would repeat what does not depend on the version). At the lowest
+# priority (nice 19): it fills the CPU time the other steps leave, and it does not starve
+# tests/jit_helpers.rs's background helper, which runs at nice 19 by design and which a
+# process at nice 0 on every CPU held up for over a minute.
 next_log="$pytmp/nvshmem-3.8.log"
 next_tests=(corpus::every_corpus_kernel_compiles_without_warnings
   corpus::every_linkable_kernel_links_against_the_nvshmem_library

@@ -56,7 +56,7 @@ pub const THREADS: u32 = 384;
 ///
 /// With `splits` above 1 (split-K, for C's of few tiles: decode-sized M), each tile's K steps
 /// are cut in `splits` parts, a work unit each, and a unit's epilogue adds its f32 partial sums
-/// into `w_map` (an f32 m x n workspace the host zeroed; tiles of 64 x 32 with a 128-byte
+/// into `w_map` (an f32 m x n workspace of zeros; tiles of 64 x 32 with a 128-byte
 /// swizzle) with the copy engine's atomic add; a second kernel (`gemm_splitk_finish`) rounds
 /// the workspace into C. With 1, `w_map` is unused.
 // Long on purpose: warp-specialized roles share the smem ring and mbarriers; frag_c cannot be passed.
@@ -408,11 +408,13 @@ fn tile_col(tile: usize, tiles_m: usize, tiles_n: usize, group: usize) -> usize 
 }
 
 /// Split-K's last step: `c[i]` = `w[i]` rounded to bf16, for the `len` elements of C (the
-/// workspace `gemm_bf16_sm90` added each split's partial sums into).
+/// workspace `gemm_bf16_sm90` added each split's partial sums into), and `w[i]` zeroed for the
+/// next call's sums (so the host zeroes nothing before a call).
 #[pgas_kernel]
-pub fn gemm_splitk_finish(c: &mut CudaSlice<bf16>, w: &CudaSlice<f32>, len: usize) {
+pub fn gemm_splitk_finish(c: &mut CudaSlice<bf16>, w: &mut CudaSlice<f32>, len: usize) {
     let i = global_thread_idx() as usize;
     if i < len {
         c[i] = w[i] as bf16;
+        w[i] = 0.0;
     }
 }

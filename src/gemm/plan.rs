@@ -238,10 +238,16 @@ fn launch_into(
         return launch_local(pgas, stream, maps, None, (m, n, k), cfg, fp8, checked);
     }
     let mut spaces = WORKSPACES.lock().unwrap_or_else(|e| e.into_inner());
-    let w = workspace(&mut spaces, pgas, m * n)?;
-    stream
-        .memset_zeros(&mut w.slice_mut(0..m * n))
-        .map_err(crate::Error::cuda("zeroing the split-K workspace"))?;
+    let space = workspace(&mut spaces, pgas, m * n)?;
+    // The finish kernel leaves the workspace zeroed for the next call, so it is zeroed here only
+    // when a call before did not get its finish enqueued (a launch that failed between).
+    if space.dirty {
+        stream
+            .memset_zeros(&mut space.buf)
+            .map_err(crate::Error::cuda("zeroing the split-K workspace"))?;
+    }
+    space.dirty = true;
+    let w = &mut space.buf;
     {
         let (wp, _w) = w.device_ptr_mut(stream);
         // SAFETY: the workspace holds at least m x n f32 (`workspace`) and outlives the launch
@@ -264,18 +270,33 @@ fn launch_into(
     let finish = LaunchConfig::blocks(len.div_ceil(256) as u32, 256);
     // SAFETY: unchecked, `len` is C's length (checked by the callers) and the workspace's at
     // least, so every index the kernel forms is in bounds.
-    unsafe { gemm_splitk_finish::launch_checked_if_on(pgas, stream, finish, checked, c, w, len) }
+    unsafe { gemm_splitk_finish::launch_checked_if_on(pgas, stream, finish, checked, c, w, len) }?;
+    space.dirty = false;
+    Ok(())
 }
 
-/// This context's split-K workspace, at least `len` f32 (grown, never shrunk).
+/// A context's split-K workspace: f32 sums that the finish kernel rounds into C and zeroes.
+struct Workspace {
+    buf: CudaSlice<f32>,
+    /// Whether `buf` may hold sums: a call got its GEMM enqueued but not its finish.
+    dirty: bool,
+}
+
+/// This context's split-K workspace, at least `len` f32 (grown, never shrunk), made zeroed.
 fn workspace<'w>(
-    all: &'w mut Vec<(usize, CudaSlice<f32>)>,
+    all: &'w mut Vec<(usize, Workspace)>,
     pgas: &Pgas,
     len: usize,
-) -> crate::Result<&'w mut CudaSlice<f32>> {
-    let w = of_context(all, pgas, || Ok(pgas.stream().alloc_zeros::<f32>(len)?))?;
-    if w.len() < len {
-        *w = pgas.stream().alloc_zeros::<f32>(len)?;
+) -> crate::Result<&'w mut Workspace> {
+    let zeroed = |len| -> crate::Result<Workspace> {
+        Ok(Workspace {
+            buf: pgas.stream().alloc_zeros::<f32>(len)?,
+            dirty: false,
+        })
+    };
+    let w = of_context(all, pgas, || zeroed(len))?;
+    if w.buf.len() < len {
+        *w = zeroed(len)?;
     }
     Ok(w)
 }
@@ -299,8 +320,7 @@ fn of_context<'a, T>(
 }
 
 /// Split-K workspaces by CUDA context: see [`workspace`].
-static WORKSPACES: std::sync::Mutex<Vec<(usize, CudaSlice<f32>)>> =
-    std::sync::Mutex::new(Vec::new());
+static WORKSPACES: std::sync::Mutex<Vec<(usize, Workspace)>> = std::sync::Mutex::new(Vec::new());
 
 /// An element type the Hopper GEMM multiplies: bf16, or FP8 [`e4m3`] (unscaled), whose K the
 /// kernel and its maps count in pairs (see `fp8_pairs`). Sealed: the kernel has multipliers
