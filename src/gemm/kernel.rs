@@ -52,7 +52,8 @@ pub const THREADS: u32 = 384;
 /// zeros (the copy engine fills rows outside Bt's map), so no group value faults.
 ///
 /// M need not be whole tiles: the copy engine reads A's rows past M as zeros and does not
-/// store C's.
+/// store C's. With `half` (M of at most 64 rows), the multiplying warpgroup whose rows are all
+/// past M idles.
 ///
 /// With `splits` above 1 (split-K, for C's of few tiles: decode-sized M), each tile's K steps
 /// are cut in `splits` parts, a work unit each, and a unit's epilogue adds its f32 partial sums
@@ -84,6 +85,7 @@ pub fn gemm_bf16_sm90(
     #[comptime] scatter: bool,
     #[comptime] fp8: bool,
     #[comptime] grouped: bool,
+    #[comptime] half: bool,
 ) {
     let smem = dyn_shared::<bf16>();
     // The same bytes as FP8 (twice the index of `smem`'s), for the `fp8` operands.
@@ -235,6 +237,12 @@ pub fn gemm_bf16_sm90(
             if grouped && group_of[row0 / 128] < 0 {
                 continue;
             }
+            // With `half`, a warpgroup whose 64 rows are wholly past M (the second half of a
+            // decode-sized M's tile) keeps the ring's protocol, waiting for each slot and
+            // freeing it, but multiplies nothing and stores nothing, which leaves the tensor
+            // cores and shared memory's bandwidth to the other warpgroup. (A specialization:
+            // the branch around the multiplications cost the large GEMMs 2-4%.)
+            let idle = half && row0 + (wg - 1) * 64 >= m;
             for ni in 0..bw / 8 {
                 for j in 0..4 {
                     acc[ni][j] = 0.0;
@@ -244,41 +252,43 @@ pub fn gemm_bf16_sm90(
                 let st = it % s;
                 mbarrier_wait(&bars[full0 + st], ((it / s) % 2) as u32);
                 let base = st * slot;
-                wgmma_fence();
-                for ks in 0..4 {
-                    // `bn` and `fp8` are comptime values: one branch is compiled. A step is
-                    // 32 bytes of K: 16 bf16 or 32 FP8 values.
-                    let a8 = 2 * (base + arows + ks * 16);
-                    let b8 = 2 * (base + 8192 + ks * 16);
-                    if fp8 && bn == 256 {
-                        wgmma_m64n256k32(&mut acc[0], &smem8[a8], &smem8[b8]);
-                    } else if fp8 && bn == 128 {
-                        wgmma_m64n128k32(&mut acc[0], &smem8[a8], &smem8[b8]);
-                    } else if fp8 {
-                        wgmma_m64n64k32(&mut acc[0], &smem8[a8], &smem8[b8]);
-                    } else if bn == 256 {
-                        wgmma_m64n256k16(
-                            &mut acc[0],
-                            &smem[base + arows + ks * 16],
-                            &smem[base + 8192 + ks * 16],
-                        );
-                    } else if bn == 128 {
-                        wgmma_m64n128k16(
-                            &mut acc[0],
-                            &smem[base + arows + ks * 16],
-                            &smem[base + 8192 + ks * 16],
-                        );
-                    } else {
-                        wgmma_m64n64k16(
-                            &mut acc[0],
-                            &smem[base + arows + ks * 16],
-                            &smem[base + 8192 + ks * 16],
-                        );
+                if !idle {
+                    wgmma_fence();
+                    for ks in 0..4 {
+                        // `bn` and `fp8` are comptime values: one branch is compiled. A step is
+                        // 32 bytes of K: 16 bf16 or 32 FP8 values.
+                        let a8 = 2 * (base + arows + ks * 16);
+                        let b8 = 2 * (base + 8192 + ks * 16);
+                        if fp8 && bn == 256 {
+                            wgmma_m64n256k32(&mut acc[0], &smem8[a8], &smem8[b8]);
+                        } else if fp8 && bn == 128 {
+                            wgmma_m64n128k32(&mut acc[0], &smem8[a8], &smem8[b8]);
+                        } else if fp8 {
+                            wgmma_m64n64k32(&mut acc[0], &smem8[a8], &smem8[b8]);
+                        } else if bn == 256 {
+                            wgmma_m64n256k16(
+                                &mut acc[0],
+                                &smem[base + arows + ks * 16],
+                                &smem[base + 8192 + ks * 16],
+                            );
+                        } else if bn == 128 {
+                            wgmma_m64n128k16(
+                                &mut acc[0],
+                                &smem[base + arows + ks * 16],
+                                &smem[base + 8192 + ks * 16],
+                            );
+                        } else {
+                            wgmma_m64n64k16(
+                                &mut acc[0],
+                                &smem[base + arows + ks * 16],
+                                &smem[base + 8192 + ks * 16],
+                            );
+                        }
                     }
+                    wgmma_commit();
+                    // The batch before this one is done: its slot can be refilled.
+                    wgmma_wait(1);
                 }
-                wgmma_commit();
-                // The batch before this one is done: its slot can be refilled.
-                wgmma_wait(1);
                 if kt > kfirst && lane == 0 {
                     // Freed in every block of the cluster: each holds a part of the slot.
                     if cluster == 1 {
@@ -301,7 +311,7 @@ pub fn gemm_bf16_sm90(
                     }
                 }
             }
-            if splits > 1 {
+            if !idle && splits > 1 {
                 // Split-K's epilogue, 32 columns (128 bytes of f32) at a time: each thread puts
                 // its accumulators where the 128-byte swizzle has them (16-byte chunk c of row r
                 // at chunk c ^ r % 8), and the copy engine adds the tile into the workspace.
@@ -333,7 +343,7 @@ pub fn gemm_bf16_sm90(
                         tma_store_commit();
                     }
                 }
-            } else {
+            } else if !idle {
                 // The epilogue, 64 columns at a time: warp w holds rows 16 w.. of the warpgroup's
                 // 64; lane l addresses row l % 16, column 8 (l / 16) of each 16 x 16 stmatrix tile,
                 // at its place in the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ r % 8).

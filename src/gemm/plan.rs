@@ -97,7 +97,7 @@ impl GemmConfig {
     /// The kernel's comptime values for this specialization (ring, tile width, cluster, then
     /// how it takes C's rows and whether A and Bt are FP8), as `pgas::launch::prewarm` takes
     /// them.
-    pub fn comptime(&self, rows: Chunking, fp8: bool) -> [i128; 7] {
+    pub fn comptime(&self, rows: Chunking, fp8: bool) -> [i128; 8] {
         [
             self.stages as i128,
             self.bn as i128,
@@ -106,6 +106,7 @@ impl GemmConfig {
             (rows == Chunking::Scatter) as i128,
             fp8 as i128,
             (rows == Chunking::Grouped) as i128,
+            (rows == Chunking::Half) as i128,
         ]
     }
 }
@@ -126,6 +127,10 @@ pub enum Chunking {
     Scatter,
     /// Each 128-row tile with the Bt of its group (the grouped GEMM, [`super::gemm_grouped`]).
     Grouped,
+    /// As `Whole`, for M of at most 64 rows (decode-sized): the kernel's `half`
+    /// specialization, whose second multiplying warpgroup idles. A `Whole` launch takes it
+    /// itself when M fits.
+    Half,
 }
 
 /// The epilogue's shared memory: two 64 x 64 bf16 tiles for each multiplying warpgroup.
@@ -221,7 +226,8 @@ fn launch_local<'t>(
 }
 
 /// [`launch_local`] on the pgas stream, into `c`. With split-K, the parts add into this
-/// context's workspace (zeroed first), then [`gemm_splitk_finish`] rounds it into `c`.
+/// context's workspace (left zeroed by the call before), then [`gemm_splitk_finish`] rounds it
+/// into `c` and zeroes it.
 fn launch_into(
     pgas: &Pgas,
     c: &mut CudaSlice<bf16>,
@@ -660,7 +666,7 @@ static UNUSED: std::sync::Mutex<Vec<(usize, Unused)>> = std::sync::Mutex::new(Ve
 
 /// Resident clusters by (device, comptime values, checked): [`persistent_clusters`]' answers.
 #[allow(clippy::type_complexity)]
-static RESIDENT: std::sync::Mutex<Vec<((usize, [i128; 7], bool), u32)>> =
+static RESIDENT: std::sync::Mutex<Vec<((usize, [i128; 8], bool), u32)>> =
     std::sync::Mutex::new(Vec::new());
 
 /// Launches the kernel on `stream` over a persistent grid. The `landed` words and their
@@ -684,6 +690,11 @@ pub(crate) fn launch(
     fp8: bool,
     checked: bool,
 ) -> crate::Result<()> {
+    let rows = match rows {
+        Chunking::Whole if m <= 64 => Chunking::Half,
+        rows => rows,
+    };
+    let whole = matches!(rows, Chunking::Whole | Chunking::Half);
     let ksteps = k / BK;
     if pieces == 0 || !ksteps.is_multiple_of(pieces) || (rows != Chunking::Gather && pieces != 1) {
         return refuse(format!(
@@ -745,7 +756,7 @@ pub(crate) fn launch(
     };
     let (stages, bn, cluster) = (cfg.stages, cfg.bn, cfg.cluster);
     let (gather, scatter) = (rows == Chunking::Gather, rows == Chunking::Scatter);
-    let grouped = rows == Chunking::Grouped;
+    let (grouped, half) = (rows == Chunking::Grouped, rows == Chunking::Half);
     let Maps {
         c,
         a,
@@ -754,7 +765,7 @@ pub(crate) fn launch(
         w,
     } = maps;
     let w = match w {
-        Some(w) if cfg.splits > 1 && rows == Chunking::Whole => w,
+        Some(w) if cfg.splits > 1 && whole => w,
         None if cfg.splits == 1 => &mut unused.w_map,
         _ => {
             return refuse(format!(
@@ -773,7 +784,7 @@ pub(crate) fn launch(
     unsafe {
         gemm_bf16_sm90::launch_checked_if_on(
             pgas, stream, launch, checked, c, a, b, gathered, w, landed, group_of, epoch, m, n, k,
-            mp, me, pieces, splits, stages, bn, cluster, gather, scatter, fp8, grouped,
+            mp, me, pieces, splits, stages, bn, cluster, gather, scatter, fp8, grouped, half,
         )
     }
 }

@@ -497,7 +497,7 @@ fn variant_of(checked: bool) -> Variant {
 /// Compiles every specialization the GEMM cases launch as one prewarm (in parallel where the
 /// JIT has helper processes), so a case's time is not a string of NVRTC compiles.
 fn prewarm_gemm(p: &Pgas, runs: &[(GemmConfig, bool)]) -> pgas::Result<()> {
-    let comptime: Vec<[i128; 7]> = runs
+    let comptime: Vec<[i128; 8]> = runs
         .iter()
         .map(|(c, _)| c.comptime(Chunking::Whole, false))
         .collect();

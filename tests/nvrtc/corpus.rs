@@ -572,6 +572,11 @@ fn an_sm90a_kernel_without_nvshmem_compiles_alone_in_either_mode() {
         (whole(8192), Chunking::Whole, false),
         (whole(8192), Chunking::Whole, true),
         (
+            GemmConfig::for_shape(64, 8192, 8192, 132),
+            Chunking::Half,
+            false,
+        ),
+        (
             GemmConfig::for_grouped(8192, 4096, 132),
             Chunking::Grouped,
             false,
