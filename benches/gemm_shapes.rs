@@ -16,9 +16,9 @@ use common::{
     emit, median_ms, spot_diff, spot_points, BenchResult, Figure, GEMM_MAX_REL_DIFF, GEMM_REPS,
     GEMM_WARMUP,
 };
-use pgas::cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
+use pgas::cudarc::driver::{CudaStream, CudaView, CudaViewMut};
 use pgas::gemm::reference::value;
-use pgas::gemm::{gemm_bf16, gemm_bf16_with, gemm_grouped, GemmConfig, GroupedRows};
+use pgas::gemm::{gemm_bf16, gemm_bf16_with, gemm_grouped, GemmConfig, GroupedRows, Operand};
 use pgas::ops::cublas::{self, Cublas, CublasLt};
 use pgas::prelude::*;
 
@@ -98,6 +98,134 @@ fn report(
         );
     }
     println!("{line}");
+}
+
+/// One mixture's grouped GEMM in `T`: the layout, the operands (padding rows hold values too:
+/// what a caller's buffer holds there is not read back), pgas's time and its difference from
+/// the host at 64 points.
+struct Mixture<'c, T: pgas::cudarc::driver::DeviceRepr> {
+    counts: &'c [usize],
+    layout: GroupedRows,
+    n: usize,
+    k: usize,
+    a_host: Vec<T>,
+    b_host: Vec<T>,
+    a: CudaSlice<T>,
+    bt: CudaSlice<T>,
+    to_f64: fn(T) -> f64,
+    ms: f64,
+    diff: f64,
+}
+
+impl<'c, T: Operand + Copy> Mixture<'c, T> {
+    /// Makes the operands (`value(i, salt)` of A's and Bt's elements), then times and checks
+    /// `gemm_grouped` over them.
+    fn run(
+        p: &Pgas,
+        (counts, n, k): (&'c [usize], usize, usize),
+        value: impl Fn(usize, u64) -> T,
+        to_f64: fn(T) -> f64,
+    ) -> BenchResult<Mixture<'c, T>> {
+        let stream = p.stream();
+        let layout = GroupedRows::new(counts);
+        let (m, groups) = (layout.m, counts.len());
+        let a_host: Vec<T> = (0..m * k).map(|i| value(i, 3)).collect();
+        let b_host: Vec<T> = (0..groups * n * k).map(|i| value(i, 4)).collect();
+        let (a, bt) = (stream.clone_htod(&a_host)?, stream.clone_htod(&b_host)?);
+        let table = stream.clone_htod(&layout.group_of)?;
+        let mut c = stream.alloc_zeros::<bf16>(m * n)?;
+        let ms = timed(stream, || {
+            Ok(gemm_grouped(
+                p,
+                &mut c,
+                &a,
+                &bt,
+                &table,
+                (m, n, k),
+                groups,
+                false,
+            )?)
+        })?;
+        let mut mix = Mixture {
+            counts,
+            layout,
+            n,
+            k,
+            a_host,
+            b_host,
+            a,
+            bt,
+            to_f64,
+            ms,
+            diff: f64::NAN,
+        };
+        let got = stream.clone_dtoh(&c)?;
+        mix.diff = spot_diff(
+            &got,
+            n,
+            &spot_points(n, |i| (i * 977 + 13) % m),
+            |r, col| mix.want(r, col),
+        );
+        Ok(mix)
+    }
+
+    /// C's element at row `r` and column `col` on the host, in f64.
+    fn want(&self, r: usize, col: usize) -> f64 {
+        let (n, k) = (self.n, self.k);
+        let g = self.layout.group_of[r / 128] as usize;
+        let b = &self.b_host[(g * n + col) * k..];
+        dot(&self.a_host[r * k..], b, k, self.to_f64)
+    }
+
+    /// The experts' rows, not the padding.
+    fn useful(&self) -> usize {
+        self.counts.iter().sum()
+    }
+
+    /// 2 M N K over the experts' rows.
+    fn flop(&self) -> f64 {
+        2.0 * (self.useful() * self.n * self.k) as f64
+    }
+
+    /// A baseline that runs one GEMM an expert, `gemm(C's rows, (A's rows, Bt's block),
+    /// rows)`, timed, and its difference from the host at 64 points of the experts' rows (the
+    /// loop leaves the padding rows at zero).
+    fn expert_loop(
+        &self,
+        stream: &std::sync::Arc<CudaStream>,
+        mut gemm: impl FnMut(
+            &mut CudaViewMut<'_, bf16>,
+            (&CudaView<'_, T>, &CudaView<'_, T>),
+            usize,
+        ) -> BenchResult<()>,
+    ) -> BenchResult<(f64, f64)> {
+        let (n, k, starts) = (self.n, self.k, &self.layout.starts);
+        let mut c = stream.alloc_zeros::<bf16>(self.layout.m * n)?;
+        let ms = timed(stream, || {
+            for (g, &rows) in self.counts.iter().enumerate().filter(|(_, &r)| r > 0) {
+                let s0 = starts[g];
+                gemm(
+                    &mut c.slice_mut(s0 * n..(s0 + rows) * n),
+                    (
+                        &self.a.slice(s0 * k..(s0 + rows) * k),
+                        &self.bt.slice(g * n * k..(g + 1) * n * k),
+                    ),
+                    rows,
+                )?;
+            }
+            Ok(())
+        })?;
+        let real: Vec<usize> = (0..self.counts.len())
+            .filter(|&g| self.counts[g] > 0)
+            .collect();
+        let row = |i: usize| {
+            let g = real[i % real.len()];
+            starts[g] + (i * 977 + 13) % self.counts[g]
+        };
+        let got = stream.clone_dtoh(&c)?;
+        let diff = spot_diff(&got, n, &spot_points(n, row), |r, col| self.want(r, col));
+        Ok((ms, diff))
+    }
 }
 
 fn main() -> BenchResult<()> {
@@ -191,86 +319,20 @@ fn main() -> BenchResult<()> {
     }
 
     for (key, name, counts, n, k) in mixtures() {
-        let layout = GroupedRows::new(&counts);
-        let (m, groups) = (layout.m, counts.len());
-        let useful: usize = counts.iter().sum();
-        // Padding rows hold values too (what a caller's buffer holds there is not read back).
-        let a_host: Vec<bf16> = (0..m * k).map(|i| value(i, 3)).collect();
-        let b_host: Vec<bf16> = (0..groups * n * k).map(|i| value(i, 4)).collect();
-        let (a, bt) = (stream.clone_htod(&a_host)?, stream.clone_htod(&b_host)?);
-        let table = stream.clone_htod(&layout.group_of)?;
-        let mut c = stream.alloc_zeros::<bf16>(m * n)?;
-        let ms = timed(&stream, || {
-            Ok(gemm_grouped(
-                &p,
-                &mut c,
-                &a,
-                &bt,
-                &table,
-                (m, n, k),
-                groups,
-                false,
-            )?)
-        })?;
-        let got = stream.clone_dtoh(&c)?;
-        let group = |r: usize| layout.group_of[r / 128] as usize;
-        let want = |r: usize, col: usize| {
-            dot(
-                &a_host[r * k..],
-                &b_host[(group(r) * n + col) * k..],
-                k,
-                bf16::to_f64,
-            )
-        };
-        check(
-            format!("grouped {name}"),
-            spot_diff(&got, n, &spot_points(n, |i| (i * 977 + 13) % m), want),
-        );
+        let mix = Mixture::run(&p, (&counts, n, k), |i, salt| value(i, salt), bf16::to_f64)?;
+        check(format!("grouped {name}"), mix.diff);
         let mut base = Vec::new();
         if let Some(blas) = &blas {
             // One cuBLAS call an expert, over its own rows (no padding), into its rows of C.
-            let mut cb = stream.alloc_zeros::<bf16>(m * n)?;
-            let lms = {
-                let (pa, _ga) = a.device_ptr(&stream);
-                let (pb, _gb) = bt.device_ptr(&stream);
-                let (pc, _gc) = cb.device_ptr_mut(&stream);
-                let esz = std::mem::size_of::<bf16>();
-                let at = |rows: usize, cols: usize| (rows * cols * esz) as u64;
-                timed(&stream, || {
-                    for (g, &rows) in counts.iter().enumerate().filter(|(_, &r)| r > 0) {
-                        let start = layout.starts[g];
-                        // SAFETY: expert g's rows start..start + rows of A (m x k) and C
-                        // (m x n) and its n x k block of Bt are inside their buffers, which
-                        // outlive the timing (their guards are held); only this stream
-                        // touches them.
-                        unsafe {
-                            blas.gemm_bf16_nt_raw(
-                                &stream,
-                                pc + at(start, n),
-                                pa + at(start, k),
-                                pb + at(g * n, k),
-                                (rows, n, k),
-                            )?
-                        };
-                    }
-                    Ok(())
-                })?
-            };
-            // Checked at experts' rows only: the loop leaves the padding rows at zero.
-            let real: Vec<usize> = (0..groups).filter(|&g| counts[g] > 0).collect();
-            let row = |i: usize| {
-                let g = real[i % real.len()];
-                layout.starts[g] + (i * 977 + 13) % counts[g]
-            };
-            let got = stream.clone_dtoh(&cb)?;
-            check(
-                format!("cuBLAS loop {name}"),
-                spot_diff(&got, n, &spot_points(n, row), want),
-            );
+            let (lms, d) = mix.expert_loop(&stream, |cb, (a, bt), rows| {
+                Ok(blas.gemm_bf16_nt(&stream, cb, a, bt, (rows, n, k))?)
+            })?;
+            check(format!("cuBLAS loop {name}"), d);
             base.push(("cublas_loop", lms));
+            let useful = mix.useful();
             let mut cd = stream.alloc_zeros::<bf16>(useful * n)?;
             let dense_a = stream.alloc_zeros::<bf16>(useful * k)?;
-            let bt0 = stream.clone_htod(&b_host[..n * k])?;
+            let bt0 = stream.clone_htod(&mix.b_host[..n * k])?;
             let dms = timed(&stream, || {
                 Ok(blas.gemm_bf16_nt(&stream, &mut cd, &dense_a, &bt0, (useful, n, k))?)
             })?;
@@ -278,17 +340,12 @@ fn main() -> BenchResult<()> {
         }
         let (lo, hi) = (counts.iter().min(), counts.iter().max());
         let label = format!(
-            "grouped, {name}: {groups} x {}..{} rows, N {n}, K {k}",
+            "grouped, {name}: {} x {}..{} rows, N {n}, K {k}",
+            counts.len(),
             lo.unwrap_or(&0),
             hi.unwrap_or(&0)
         );
-        report(
-            &machine,
-            (key, &label),
-            2.0 * (useful * n * k) as f64,
-            ms,
-            &base,
-        );
+        report(&machine, (key, &label), mix.flop(), mix.ms, &base);
     }
 
     // The mixtures in FP8 (e4m3 in, unscaled), against a loop of cuBLASLt calls (fast
@@ -301,77 +358,26 @@ fn main() -> BenchResult<()> {
         }
     };
     for (key, name, counts, n, k) in mixtures() {
-        let layout = GroupedRows::new(&counts);
-        let (m, groups) = (layout.m, counts.len());
-        let useful: usize = counts.iter().sum();
         let q = |i: usize, salt: u64| e4m3::from_f32(value(i, salt).to_f32());
-        let a_host: Vec<e4m3> = (0..m * k).map(|i| q(i, 3)).collect();
-        let b_host: Vec<e4m3> = (0..groups * n * k).map(|i| q(i, 4)).collect();
-        let (a, bt) = (stream.clone_htod(&a_host)?, stream.clone_htod(&b_host)?);
-        let table = stream.clone_htod(&layout.group_of)?;
-        let mut c = stream.alloc_zeros::<bf16>(m * n)?;
-        let ms = timed(&stream, || {
-            Ok(gemm_grouped(
-                &p,
-                &mut c,
-                &a,
-                &bt,
-                &table,
-                (m, n, k),
-                groups,
-                false,
-            )?)
-        })?;
-        let group = |r: usize| layout.group_of[r / 128] as usize;
-        let want = |r: usize, col: usize| {
-            dot(
-                &a_host[r * k..],
-                &b_host[(group(r) * n + col) * k..],
-                k,
-                e4m3::to_f64,
-            )
-        };
-        let got = stream.clone_dtoh(&c)?;
-        check(
-            format!("grouped FP8 {name}"),
-            spot_diff(&got, n, &spot_points(n, |i| (i * 977 + 13) % m), want),
-        );
+        let mix = Mixture::run(&p, (&counts, n, k), q, e4m3::to_f64)?;
+        check(format!("grouped FP8 {name}"), mix.diff);
         let mut base = Vec::new();
         if let Some(lt) = lt.as_mut() {
-            let mut cb = stream.alloc_zeros::<bf16>(m * n)?;
-            let lms = timed(&stream, || {
-                for (g, &rows) in counts.iter().enumerate().filter(|(_, &r)| r > 0) {
-                    let s0 = layout.starts[g];
-                    lt.gemm_fp8_e4m3_nt(
-                        &stream,
-                        &mut cb.slice_mut(s0 * n..(s0 + rows) * n),
-                        &a.slice(s0 * k..(s0 + rows) * k),
-                        &bt.slice(g * n * k..(g + 1) * n * k),
-                        (rows, n, k),
-                    )?;
-                }
-                Ok(())
+            let (lms, d) = mix.expert_loop(&stream, |cb, (a, bt), rows| {
+                Ok(lt.gemm_fp8_e4m3_nt(&stream, cb, a, bt, (rows, n, k))?)
             })?;
-            let real: Vec<usize> = (0..groups).filter(|&g| counts[g] > 0).collect();
-            let row = |i: usize| {
-                let g = real[i % real.len()];
-                layout.starts[g] + (i * 977 + 13) % counts[g]
-            };
-            let got = stream.clone_dtoh(&cb)?;
-            check(
-                format!("cuBLASLt loop {name}"),
-                spot_diff(&got, n, &spot_points(n, row), want),
-            );
+            check(format!("cuBLASLt loop {name}"), d);
             base.push(("cublaslt_loop", lms));
         }
+        let label = format!(
+            "grouped FP8 e4m3, {name}: {} experts, N {n}, K {k}",
+            counts.len()
+        );
         report(
             &machine,
-            (
-                &format!("{key}_fp8"),
-                &format!("grouped FP8 e4m3, {name}: {groups} experts, N {n}, K {k}"),
-            ),
-            2.0 * (useful * n * k) as f64,
-            ms,
+            (&format!("{key}_fp8"), &label),
+            mix.flop(),
+            mix.ms,
             &base,
         );
     }
