@@ -319,7 +319,7 @@ fn main() -> BenchResult<()> {
     }
 
     for (key, name, counts, n, k) in mixtures() {
-        let mix = Mixture::run(&p, (&counts, n, k), |i, salt| value(i, salt), bf16::to_f64)?;
+        let mix = Mixture::run(&p, (&counts, n, k), value, bf16::to_f64)?;
         check(format!("grouped {name}"), mix.diff);
         let mut base = Vec::new();
         if let Some(blas) = &blas {
