@@ -182,6 +182,19 @@ impl<'c, T: Operand + Copy> Mixture<'c, T> {
         self.counts.iter().sum()
     }
 
+    /// The printed line's name of the mixture: `what`, the experts and their rows, N and K.
+    fn label(&self, what: &str) -> String {
+        let (lo, hi) = (self.counts.iter().min(), self.counts.iter().max());
+        format!(
+            "{what}: {} x {}..{} rows, N {}, K {}",
+            self.counts.len(),
+            lo.unwrap_or(&0),
+            hi.unwrap_or(&0),
+            self.n,
+            self.k
+        )
+    }
+
     /// 2 M N K over the experts' rows.
     fn flop(&self) -> f64 {
         2.0 * (self.useful() * self.n * self.k) as f64
@@ -338,13 +351,7 @@ fn main() -> BenchResult<()> {
             })?;
             base.push(("cublas_dense", dms));
         }
-        let (lo, hi) = (counts.iter().min(), counts.iter().max());
-        let label = format!(
-            "grouped, {name}: {} x {}..{} rows, N {n}, K {k}",
-            counts.len(),
-            lo.unwrap_or(&0),
-            hi.unwrap_or(&0)
-        );
+        let label = mix.label(&format!("grouped, {name}"));
         report(&machine, (key, &label), mix.flop(), mix.ms, &base);
     }
 
@@ -369,10 +376,7 @@ fn main() -> BenchResult<()> {
             check(format!("cuBLASLt loop {name}"), d);
             base.push(("cublaslt_loop", lms));
         }
-        let label = format!(
-            "grouped FP8 e4m3, {name}: {} experts, N {n}, K {k}",
-            counts.len()
-        );
+        let label = mix.label(&format!("grouped FP8 e4m3, {name}"));
         report(
             &machine,
             (&format!("{key}_fp8"), &label),

@@ -180,8 +180,9 @@ def gemm_grouped(a: Tensor, bt: Tensor, group_of: Tensor) -> Tensor:
     """The grouped GEMM of a mixture of experts, in one launch (``pgas::gemm::gemm_grouped``):
     128-row tile ``i`` of ``a`` (M x K) times ``bt[group_of[i]]`` transposed (``bt`` G x N x K;
     ``group_of`` int32, one entry a tile), into the result's rows (M x N, bfloat16). ``a`` and
-    ``bt`` both bfloat16, or both float8_e4m3fn (unscaled; K then a multiple of 128). ``grouped_rows(counts)`` lays out groups of any row counts. A tile of group -1 is
-    skipped (its rows of the result are left unwritten); a group past the last gives zeros."""
+    ``bt`` both bfloat16, or both float8_e4m3fn (unscaled; K then a multiple of 128).
+    ``grouped_rows(counts)`` lays out groups of any row counts. A tile of group -1 is skipped
+    (its rows of the result are left unwritten); a group past the last gives zeros."""
     m, n, k, groups = _grouped_shape(a, bt, group_of)
     c = a.new_empty((m, n), dtype=_BF16)
     _pgas._gemm_grouped(c.data_ptr(), a.data_ptr(), bt.data_ptr(), group_of.data_ptr(),

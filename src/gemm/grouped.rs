@@ -105,7 +105,7 @@ pub fn gemm_grouped_with<T: Operand>(
     if let Some(why) = size_error((a.len(), bt.len(), c.len()), (m, n, k), (groups * n, k)) {
         return refuse(why);
     }
-    let kk = kernel_k::<T>(k)?;
+    let kk = kernel_k(T::FP8, k)?;
     check(cfg, (m, n, kk))?;
     let (pa, _ra) = a.device_ptr(stream);
     let (pb, _rb) = bt.device_ptr(stream);

@@ -240,8 +240,9 @@ pub fn gemm_bf16_sm90(
             // With `half`, a warpgroup whose 64 rows are wholly past M (the second half of a
             // decode-sized M's tile) keeps the ring's protocol, waiting for each slot and
             // freeing it, but multiplies nothing and stores nothing, which leaves the tensor
-            // cores and shared memory's bandwidth to the other warpgroup. (A specialization:
-            // the branch around the multiplications cost the large GEMMs 2-4%.)
+            // cores and shared memory's bandwidth to the other warpgroup. A specialization,
+            // since the branch around the multiplications slows the large GEMMs (docs/gemm.md,
+            // "Split-K").
             let idle = half && row0 + (wg - 1) * 64 >= m;
             for ni in 0..bw / 8 {
                 for j in 0..4 {

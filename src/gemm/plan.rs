@@ -246,13 +246,13 @@ fn launch_into(
     let mut spaces = WORKSPACES.lock().unwrap_or_else(|e| e.into_inner());
     let space = workspace(&mut spaces, pgas, m * n)?;
     // The finish kernel leaves the workspace zeroed for the next call, so it is zeroed here only
-    // when a call before did not get its finish enqueued (a launch that failed between).
+    // when a call before got its GEMM enqueued but not its finish.
     if space.dirty {
         stream
             .memset_zeros(&mut space.buf)
             .map_err(crate::Error::cuda("zeroing the split-K workspace"))?;
+        space.dirty = false;
     }
-    space.dirty = true;
     let w = &mut space.buf;
     {
         let (wp, _w) = w.device_ptr_mut(stream);
@@ -272,6 +272,7 @@ fn launch_into(
             checked,
         )?;
     }
+    space.dirty = true;
     let len = m * n;
     let finish = LaunchConfig::blocks(len.div_ceil(256) as u32, 256);
     // SAFETY: unchecked, `len` is C's length (checked by the callers) and the workspace's at
@@ -350,10 +351,10 @@ mod sealed {
     impl Sealed for crate::e4m3 {}
 }
 
-/// K in the kernel's columns for a GEMM of `T` of depth `k`: `k` for bf16, its pairs for FP8
+/// K in the kernel's columns for a GEMM of depth `k`: `k` for bf16, its pairs when `fp8`
 /// (refused unless whole FP8 tiles).
-pub(crate) fn kernel_k<T: Operand>(k: usize) -> crate::Result<usize> {
-    if T::FP8 {
+pub(crate) fn kernel_k(fp8: bool, k: usize) -> crate::Result<usize> {
+    if fp8 {
         fp8_pairs(k)
     } else {
         Ok(k)
@@ -391,7 +392,7 @@ pub unsafe fn gemm_raw(
     fp8: bool,
 ) -> crate::Result<()> {
     let cfg = GemmConfig::whole_k(m, n, pgas.sm_count()?);
-    let k = if fp8 { fp8_pairs(k)? } else { k };
+    let k = kernel_k(fp8, k)?;
     check(cfg, (m, n, k))?;
     // SAFETY: the caller's contract; in FP8 the `k` pairs are `2k` bytes a row, as bf16 columns.
     unsafe { gemm_raw_with(pgas, stream, (c, a, b), (m, n, k), cfg, fp8) }
@@ -572,7 +573,8 @@ pub(crate) fn persistent_clusters(
     let launch = LaunchConfig::blocks(cfg.cluster, THREADS)
         .with_shared_mem(cfg.shared_bytes())
         .with_cluster((cfg.cluster, 1, 1));
-    let tiles = (m.div_ceil(BM * cfg.cluster as usize) * (n / cfg.bn as usize)) as u32 * cfg.splits;
+    // Work units: each cluster tile's K steps in `splits` parts.
+    let units = (m.div_ceil(BM * cfg.cluster as usize) * (n / cfg.bn as usize)) as u32 * cfg.splits;
     // The answer depends on the specialization and the GPU only, and the query (a JIT lookup
     // and cuOccupancyMaxActiveClusters) cost tens of microseconds a call: asked once.
     let key = (pgas.cuda().ordinal(), cfg.comptime(rows, fp8), checked);
@@ -595,7 +597,7 @@ pub(crate) fn persistent_clusters(
             r
         }
     };
-    Ok(resident.min(tiles))
+    Ok(resident.min(units))
 }
 
 /// The word tables of one launch beyond its matrices, each `None` where the launch does not
