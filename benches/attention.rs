@@ -1,5 +1,5 @@
 //! `pgas::attention` (the Hopper attention forward kernel written in pgas) on the shapes of
-//! issue 46's table, bf16, causal and not: median time of 20 runs after 3 (CUDA events on the
+//! issue 46's table, bf16 and FP8 (e4m3, with V's transpose timed apart), causal and not: median time of 20 runs after 3 (CUDA events on the
 //! pgas stream) and TFLOP/s (FlashAttention's count: `4 d` a visible (query, key) pair a
 //! head); and the cold JIT compile of the kernel. `scripts/attention_sdpa.py` times torch's
 //! `scaled_dot_product_attention` (cuDNN and flash backends) on the shapes this bench's figures
@@ -17,7 +17,7 @@ mod common;
 use common::plot::{by_count, Series};
 use common::{median_ms, report, wall, BenchResult, Figure};
 use pgas::attention::reference::values;
-use pgas::attention::{attention_fwd_sm90, Attention, AttentionConfig, AttentionParams};
+use pgas::attention::{attention_fwd_sm90, Attention, AttentionConfig, AttentionParams, Fp8Scales};
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
 use pgas::prelude::*;
@@ -134,7 +134,7 @@ fn main() -> BenchResult<()> {
     let mut figs = Vec::new();
     // Cold JIT compile of the head-dim-128 causal specialization (fresh cache).
     let cfg = AttentionConfig::for_shape(128, true, 4096);
-    let ct = [128, cfg.bn as i128, cfg.stages as i128, 1];
+    let ct = cfg.comptime(128, true);
     let one = [Prewarm {
         spec: &attention_fwd_sm90::SPEC,
         variant: Variant::Plain,
@@ -159,6 +159,22 @@ fn main() -> BenchResult<()> {
         let v = stream.clone_htod(&vh)?;
         let mut o = stream.alloc_zeros::<bf16>(hq_)?;
         let mut lse = stream.alloc_zeros::<f32>(batch * seq * hq)?;
+        // The same values in e4m3 (scale 1: they are within its range), and as bf16 again for
+        // the FP8 run's check.
+        let e8 = |x: &[bf16]| {
+            x.iter()
+                .map(|x| e4m3::from_f32(x.to_f32()))
+                .collect::<Vec<_>>()
+        };
+        let back = |x: &[e4m3]| {
+            x.iter()
+                .map(|x| bf16::from_f32(x.to_f32()))
+                .collect::<Vec<_>>()
+        };
+        let (q8h, k8h, v8h) = (e8(&qh), e8(&kh), e8(&vh));
+        let q8 = stream.clone_htod(&q8h)?;
+        let k8 = stream.clone_htod(&k8h)?;
+        let v8 = stream.clone_htod(&v8h)?;
         for causal in [false, true] {
             let params = AttentionParams {
                 heads_q: hq,
@@ -193,6 +209,48 @@ fn main() -> BenchResult<()> {
             let err = spot_check(&got, (&qh, &kh, &vh), (seq, hq, hkv, d, causal));
             if err > 2e-2 {
                 wrong.push(format!("{name}: off by {err} at a checked row"));
+            }
+            // FP8: V transposed once (timed on its own), then the attention on it.
+            let mut vt = stream.alloc_zeros::<e4m3>(att.vt_len())?;
+            let t_ms = median_ms(
+                &stream,
+                (3, 20),
+                || Ok(()),
+                || {
+                    att.transpose_v(&p, &mut vt, &v8)?;
+                    Ok(())
+                },
+            )?;
+            let one = Fp8Scales {
+                q: 1.0,
+                k: 1.0,
+                v: 1.0,
+            };
+            let ms8 = median_ms(
+                &stream,
+                (3, 20),
+                || Ok(()),
+                || {
+                    att.run_fp8(&p, &mut o, &mut lse, (&q8, &k8, &vt), one, false)?;
+                    Ok(())
+                },
+            )?;
+            let tf8 = att.flops() / (ms8 * 1e-3) / 1e12;
+            figs.push(Figure::new(
+                &format!("{name} fp8"),
+                tf8,
+                "TFLOP/s",
+                &format!(
+                    "median {ms8:.3} ms of 20, {:.3}x bf16; V's transpose {:.1} us",
+                    tf8 / tflops,
+                    t_ms * 1e3
+                ),
+            ));
+            let got = stream.clone_dtoh(&o)?;
+            let deq = (&back(&q8h), &back(&k8h), &back(&v8h));
+            let err = spot_check(&got, (deq.0, deq.1, deq.2), (seq, hq, hkv, d, causal));
+            if err > 3e-2 {
+                wrong.push(format!("{name} fp8: off by {err} at a checked row"));
             }
         }
     }

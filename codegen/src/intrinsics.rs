@@ -632,6 +632,14 @@ const HALF16: &[(Scalar, &str)] = &[(Scalar::Bf16, "bf16"), (Scalar::F16, "f16")
 /// mixed `.e4m3.e5m2` and `.e5m2.e4m3`, which no row offers); `{T}` is the suffix of the support
 /// helper (`pgas_wgmma_m64n64k32_e4m3`), which spells the PTX type.
 const FP8: &[(Scalar, &str)] = &[(Scalar::E4m3, "e4m3"), (Scalar::E5m2, "e5m2")];
+/// What an A fragment holds: the 16-bit floats of `mma_sync` and `wgmma ... k16`, and the 8-bit
+/// floats of `wgmma ... k32` (the same 4 registers a lane hold 16 x 32 of them).
+const FRAG_A: &[(Scalar, &str)] = &[
+    (Scalar::Bf16, "bf16"),
+    (Scalar::F16, "f16"),
+    (Scalar::E4m3, "e4m3"),
+    (Scalar::E5m2, "e5m2"),
+];
 /// What the copy engine moves (`tma_load_2d`): the `CUtensorMap` data types pgas builds maps
 /// for.
 const TMA: &[(Scalar, &str)] = &[
@@ -1185,8 +1193,8 @@ pub static INTRINSICS: &[Intrinsic] = &[
         "({0} * {2} + {1})", N::None, false,
         "Index of (`row`, `col`) in a row-major tile of `ld` elements per row; the checked variant traps when `col >= ld`."),
     // Tensor cores.
-    row("frag_a", G::Tensor, F::Free, &[], R::FragArray(FragKind::A), S::Thread, HALF16, "pgas_frag_a name[N]", N::None, false,
-        "`let mut a = frag_a::<T, N>();`: N fragments of A (16 x 16, row-major; 4 `u32` registers a lane), zeroed. Index them with constants (loops over them are unrolled)."),
+    row("frag_a", G::Tensor, F::Free, &[], R::FragArray(FragKind::A), S::Thread, FRAG_A, "pgas_frag_a name[N]", N::None, false,
+        "`let mut a = frag_a::<T, N>();`: N fragments of A (16 x 16, row-major, of 16-bit `T`; 16 x 32 of FP8 `T`, for `pack_a_k32`; 4 `u32` registers a lane), zeroed. Index them with constants (loops over them are unrolled)."),
     row("frag_b", G::Tensor, F::Free, &[], R::FragArray(FragKind::B), S::Thread, HALF16, "pgas_frag_b name[N]", N::None, false,
         "`let mut b = frag_b::<T, N>();`: N fragments of B (16 x 8, column-major; 2 `u32` registers a lane), zeroed."),
     row("frag_c", G::Tensor, F::Free, &[], R::FragArray(FragKind::C), S::Thread, ACC, "pgas_frag_c name[N]", N::None, false,
@@ -1194,6 +1202,9 @@ pub static INTRINSICS: &[Intrinsic] = &[
     row("pack_a", G::Tensor, F::Free, &[("a", A::Frag { kind: FragKind::A, mutable: true }), ("acc", A::AccIn { n: 2 })],
         R::Unit, S::Thread, HALF16, "pgas_pack_a_{T}({0}, {1})", N::None, false,
         "`a` = the 16 x 16 tile that the accumulators `acc[i]` (columns 0..8) and `acc[i + 1]` (8..16) hold, each value rounded to `T` (the accumulator layout of a warp's 16 rows is the A layout): the probabilities of an attention's `S = Q K^T` become the A operand of `P V` (`mma_sync`, `wgmma_m64nNk16_rs`) in registers. Convert before `wgmma_fence`: a conversion between `wgmma`s makes ptxas fence each of them."),
+    row("pack_a_k32", G::Tensor, F::Free, &[("a", A::Frag { kind: FragKind::A, mutable: true }), ("acc", A::AccIn { n: 4 })],
+        R::Unit, S::Thread, FP8, "pgas_pack_a_k32_{T}({0}, {1})", N::None, false,
+        "`a` = the 16 x 32 tile that the accumulators `acc[i..i + 4]` hold, each value rounded to FP8 `T` (saturating), as the A fragment of `wgmma_m64nNk32_rs`, in a permuted K order: the fragment's K index `4 t + j` (and `16 + 4 t + j`) holds the accumulators' column `2 t + [0, 1, 8, 9][j]` (and `16 +` that), for `t` in 0..4, so no value leaves its thread. The B operand's K rows must be permuted the same way: row `k` of B in shared memory holds the product's row `32 (k / 32) + perm(k % 32)` (an attention stores V's keys so). Convert before `wgmma_fence`, as `pack_a`."),
     row("ldmatrix_x4", G::Tensor, F::Free, &[("a", A::Frag { kind: FragKind::A, mutable: true }), ("smem", A::Bytes16 { space: SMEM, mutable: false })],
         R::Unit, S::FullWarp, HALF16, "pgas_ldmatrix_x4({0}, {1})", N::None, false,
         "Load an A fragment from a row-major 16 x 16 tile in shared memory (`ldmatrix.x4`): lane `l` passes the address of row `l % 16`, column `8 * (l / 16)`."),
@@ -1260,6 +1271,15 @@ pub static INTRINSICS: &[Intrinsic] = &[
     row("wgmma_m64n256k32", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 32 }), ("a", A::WgTile { rows: 64 }), ("b", A::WgTile { rows: 256 })],
         R::Unit, S::Warpgroup, FP8, "pgas_wgmma_m64n256k32_{T}({0}, pgas_wgmma_desc({1}), pgas_wgmma_desc({2}))", N::None, false,
         "`wgmma_m64n64k32` with N = 256: `acc[i..i + 32]`, `b` 256 rows."),
+    row("wgmma_m64n64k32_rs", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 8 }), ("p", A::Frag { kind: FragKind::A, mutable: false }), ("b", A::WgTile { rows: 64 })],
+        R::Unit, S::Warpgroup, FP8, "pgas_wgmma_m64n64k32_rs_{T}({0}, {1}, pgas_wgmma_desc({2}))", N::None, false,
+        "`acc[i..i + 8] += P * b` on FP8 with A from registers (`wgmma.mma_async` m64n64k32, f32 accumulate): P is the 64 x 32 tile whose 16 rows of each warp `p[j]` holds (`pack_a_k32`, whose K order `b`'s rows must follow), `b` 64 rows (N) x 32 of K, K-major in shared memory as `wgmma_m64n64k32` takes it (FP8 has no MN-major operand: a `[K][N]` tensor such as V is stored transposed). Asynchronous, as `wgmma_m64n64k16`."),
+    row("wgmma_m64n128k32_rs", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 16 }), ("p", A::Frag { kind: FragKind::A, mutable: false }), ("b", A::WgTile { rows: 128 })],
+        R::Unit, S::Warpgroup, FP8, "pgas_wgmma_m64n128k32_rs_{T}({0}, {1}, pgas_wgmma_desc({2}))", N::None, false,
+        "`wgmma_m64n64k32_rs` with N = 128: `acc[i..i + 16]`, `b` 128 rows."),
+    row("wgmma_m64n256k32_rs", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 32 }), ("p", A::Frag { kind: FragKind::A, mutable: false }), ("b", A::WgTile { rows: 256 })],
+        R::Unit, S::Warpgroup, FP8, "pgas_wgmma_m64n256k32_rs_{T}({0}, {1}, pgas_wgmma_desc({2}))", N::None, false,
+        "`wgmma_m64n64k32_rs` with N = 256: `acc[i..i + 32]`, `b` 256 rows."),
     row("wgmma_m64n64k16_rs", G::Hopper, F::Free, &[("acc", A::WgAcc { n: 8 }), ("p", A::Frag { kind: FragKind::A, mutable: false }), ("b", A::WgTileMn { n: 64, chunk: 3 }), ("chunk", A::Exact(Scalar::U32))],
         R::Unit, S::Warpgroup, HALF16, "pgas_wgmma_m64n64k16_rs_{T}({0}, {1}, pgas_wgmma_desc_mn({2}, {3}))", N::None, false,
         "`acc[i..i + 8] += P * b` by the warpgroup with A from registers (`wgmma.mma_async` m64n64k16, A in registers, B transposed): P is the 64 x 16 tile whose 16 rows of each warp `p[j]` holds, an A fragment (`pack_a` makes it from an earlier `wgmma`'s accumulators), so the probabilities of an attention's `S = Q K^T` feed `P V` without leaving registers; `b` is 16 rows of K by N = 64 columns, MN-major (N contiguous, as a `[K][N]` row-major tensor such as V is), at the K step's row of a 128-byte-swizzled tile of 64 columns; `chunk` is the elements between two such tiles (for N > 64). Asynchronous, as `wgmma_m64n64k16`."),

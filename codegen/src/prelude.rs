@@ -371,6 +371,28 @@ __device__ __forceinline__ void pgas_mma_f16(pgas_frag_c &c, const pgas_frag_a &
     }
 PGAS_PACK_A(bf16)
 PGAS_PACK_A(f16)
+// Four floats as FP8 bytes, the first in the low byte (cvt puts its first source in the high
+// half), saturating to the type's largest finite value.
+#define PGAS_PACK4_FP8(T) \
+    __device__ __forceinline__ uint32_t pgas_pack4_##T(float a, float b, float c, float d) { \
+        uint32_t r; \
+        asm(\"{ .reg .b16 lo, hi; cvt.rn.satfinite.\" #T \"x2.f32 lo, %2, %1; cvt.rn.satfinite.\" #T \"x2.f32 hi, %4, %3; mov.b32 %0, {lo, hi}; }\" \
+            : \"=r\"(r) : \"f\"(a), \"f\"(b), \"f\"(c), \"f\"(d)); \
+        return r; \
+    }
+// The 16 x 32 tile of four accumulators as an FP8 A fragment of wgmma k32, whose register 0
+// holds row g at K 4 (l % 4).. and register 2 at K 16 + 4 (l % 4)..: this lane's columns
+// 2 (l % 4), + 1 of accumulators 0 and 1 (then 2 and 3) fill them, a K order permuted against
+// the accumulators' that the B operand's rows follow (`pack_a_k32`'s docs).
+#define PGAS_PACK_A_K32(T) PGAS_PACK4_FP8(T) \
+    __device__ __forceinline__ void pgas_pack_a_k32_##T(pgas_frag_a &a, const pgas_frag_c *c) { \
+        a.x[0] = pgas_pack4_##T(c[0].x[0], c[0].x[1], c[1].x[0], c[1].x[1]); \
+        a.x[1] = pgas_pack4_##T(c[0].x[2], c[0].x[3], c[1].x[2], c[1].x[3]); \
+        a.x[2] = pgas_pack4_##T(c[2].x[0], c[2].x[1], c[3].x[0], c[3].x[1]); \
+        a.x[3] = pgas_pack4_##T(c[2].x[2], c[2].x[3], c[3].x[2], c[3].x[3]); \
+    }
+PGAS_PACK_A_K32(e4m3)
+PGAS_PACK_A_K32(e5m2)
 // Warp-wide instructions need every lane: a block that is not whole warps would leave the last
 // warp short and the instruction undefined (a hang or garbage), so the kernel traps at entry.
 __device__ __forceinline__ void pgas_require_whole_warps(int line) {
@@ -766,8 +788,8 @@ pub fn sm90_support() -> String {
         for (k, t) in WGMMA_TYPES.into_iter().filter(|&(k, _)| whole || k == 16) {
             s.push_str(&wgmma_helper(n, k, t));
         }
-        for t in ["bf16", "f16"].into_iter().filter(|_| whole) {
-            s.push_str(&wgmma_rs_helper(n, t));
+        for (k, t) in WGMMA_TYPES.into_iter().filter(|_| whole) {
+            s.push_str(&wgmma_rs_helper(n, k, t));
         }
     }
     s
@@ -799,19 +821,21 @@ fn wgmma_helper(n: u32, k: u32, t: &str) -> String {
     )
 }
 
-/// `pgas_wgmma_m64n{n}k16_rs_{t}(acc, p, desc_b)`: `acc += P B` with A from registers, the
-/// 64 x 16 tile whose warp rows the fragment `p` holds (`pack_a`), and B MN-major in shared
-/// memory (the last immediate transposes it). PTX reads the A registers asynchronously too:
-/// ptxas keeps them until the `wgmma_wait` that ends the batch.
-fn wgmma_rs_helper(n: u32, t: &str) -> String {
+/// `pgas_wgmma_m64n{n}k{k}_rs_{t}(acc, p, desc_b)`: `acc += P B` with A from registers, the
+/// 64 x `k` tile whose warp rows the fragment `p` holds (`pack_a`, `pack_a_k32`), and B in
+/// shared memory: MN-major for the 16-bit types (the last immediate transposes it), K-major for
+/// FP8 (which has no transpose operand). PTX reads the A registers asynchronously too: ptxas
+/// keeps them until the `wgmma_wait` that ends the batch.
+fn wgmma_rs_helper(n: u32, k: u32, t: &str) -> String {
     let regs = n / 2;
     let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
     let outs: Vec<String> = (0..regs)
         .map(|i| format!("\"+f\"(c[{}].x[{}])", i / 4, i % 4))
         .collect();
+    let imms = if k == 16 { "1, 1, 1" } else { "1, 1" };
     format!(
-        "__device__ __forceinline__ void pgas_wgmma_m64n{n}k16_rs_{t}(pgas_frag_c *c, const pgas_frag_a &p, uint64_t db) {{
-    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{}}}, {{%{}, %{}, %{}, %{}}}, %{}, p, 1, 1, 1; }}\"
+        "__device__ __forceinline__ void pgas_wgmma_m64n{n}k{k}_rs_{t}(pgas_frag_c *c, const pgas_frag_a &p, uint64_t db) {{
+    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} {{{}}}, {{%{}, %{}, %{}, %{}}}, %{}, p, {imms}; }}\"
                  : {}
                  : \"r\"(p.x[0]), \"r\"(p.x[1]), \"r\"(p.x[2]), \"r\"(p.x[3]), \"l\"(db));
 }}

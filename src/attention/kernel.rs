@@ -17,10 +17,19 @@ pub const THREADS: u32 = 384;
 /// Layouts (row-major, bf16): Q and O are `[tokens_q][hq][d]`, K and V `[tokens_k][hkv][d]`,
 /// where `hkv = hq / group` (grouped-query attention: query head `h` reads key head
 /// `h / group`); LSE is `[tokens_q][hq]` f32, natural log. Sequence `b` of the batch is tokens
-/// `cu_q[b]..cu_q[b + 1]` of Q and `k_ranges[2 b]..k_ranges[2 b + 1]` of K and V (key ranges
+/// `cu_q[b]..cu_q[b + 1]` of Q and `k_ranges[3 b]..k_ranges[3 b + 1]` of K and V (key ranges
 /// may overlap: a context-parallel step gives several query ranges the same keys). The maps view Q, K and V
 /// as 2-D tensors of `heads * d` columns: Q's boxes are 128 rows x 64 columns, K's and V's
 /// `bn` x 64, all with the 128-byte swizzle.
+///
+/// With `fp8`, Q and K are e4m3 in the same layouts, viewed by their maps as pairs (one bf16
+/// column is two values, so a box is still 128 bytes a row; at `d` = 64 a box holds two heads
+/// and the multiply reads the first), and V comes transposed, `[hkv][d][columns]` e4m3, sequence
+/// `b`'s keys from column `k_ranges[3 b + 2]` on in tiles of 128 whose keys are in
+/// `pack_a_k32`'s order (`attention_v_fp8` writes it so): FP8 `wgmma` reads both operands
+/// K-major. `bn` is 128, S is `wgmma_m64n128k32`, P V `wgmma_m64n{d}k32_rs` on P packed to e4m3
+/// times 256 (`exp2` of 8 more: the small weights keep more bits); `scale_log2` carries the
+/// inputs' scales, and O is multiplied by `o_scale` (V's) at the end.
 ///
 /// The grid is (query tiles of the longest sequence, `hq`, batch); a block past its sequence's
 /// end returns, and with `causal` block x takes the sequence's x-th query tile from the end.
@@ -50,10 +59,12 @@ pub fn attention_fwd_sm90(
     hq: usize,
     group: usize,
     scale_log2: f32,
+    o_scale: f32,
     #[comptime] d: u32,
     #[comptime] bn: u32,
     #[comptime] stages: u32,
     #[comptime] causal: bool,
+    #[comptime] fp8: bool,
 ) {
     let b = block_idx_z() as usize;
     let head = block_idx_y() as usize;
@@ -71,8 +82,9 @@ pub fn attention_fwd_sm90(
     } else {
         bx * 128
     };
-    let k_start = k_ranges[2 * b] as usize;
-    let k_len = k_ranges[2 * b + 1] as usize - k_start;
+    let k_start = k_ranges[3 * b] as usize;
+    let k_len = k_ranges[3 * b + 1] as usize - k_start;
+    let vt_col = k_ranges[3 * b + 2] as usize;
     let kvh = head / group;
     let dw = d as usize;
     let bw = bn as usize;
@@ -93,13 +105,22 @@ pub fn attention_fwd_sm90(
     let masked = -1.0e30f32;
 
     let smem = dyn_shared::<bf16>();
+    // The same bytes as FP8 (twice the index of `smem`'s), for the `fp8` operands.
+    let smem8 = dyn_shared::<e4m3>();
     let bars = dyn_shared::<u64>();
-    // Q's tile: d / 64 boxes of 128 x 64 (8192 elements each). Then K's ring, `s` tiles of
-    // d / 64 boxes of bn x 64, then V's. Then the mbarriers: Q's, then `full` and `empty` of each
-    // K slot, then of each V slot. Every box starts at a multiple of 8 KiB (bn x 64 x 2 bytes)
-    // from the 1 KiB-aligned base.
-    let q_elems = dw * 128;
-    let tile = dw * bw;
+    // A head's columns in Q's and K's maps (pairs with `fp8`) and the columns of a row of their
+    // tiles: `dq / 64` boxes of 64 (128 bytes).
+    let hcols = if fp8 { dw / 2 } else { dw };
+    let dq = if fp8 { max(dw, 128) / 2 } else { dw };
+    // K steps of a box: 4 of 16 (or of 32 FP8 values), 2 at FP8's d = 64.
+    let ksteps = if fp8 { min(dw / 32, 4) } else { 4 };
+    // Q's tile: dq / 64 boxes of 128 x 64 (8192 elements each). Then K's ring, `s` tiles of
+    // dq / 64 boxes of bn x 64, then V's (with `fp8`, a box of d rows of 128 keys). Then the
+    // mbarriers: Q's, then `full` and `empty` of each K slot, then of each V slot. Every box
+    // starts at a multiple of 8 KiB (bn x 64 x 2 bytes) from the 1 KiB-aligned base.
+    let q_elems = dq * 128;
+    let tile = dq * bw;
+    let v_bytes = if fp8 { dw * 128 } else { tile * 2 };
     let v0 = q_elems + s * tile;
     let q_bar = (q_elems + 2 * s * tile) / 4;
     let k_full = q_bar + 1;
@@ -124,12 +145,12 @@ pub fn attention_fwd_sm90(
         setmaxnreg_dec(24);
         if t == 0 {
             mbarrier_arrive_expect_tx(&mut bars[q_bar], (q_elems * 2) as u32);
-            for c in 0..dw / 64 {
+            for c in 0..dq / 64 {
                 tma_load_2d(
                     &mut smem[c * 8192],
                     q_map,
                     &mut bars[q_bar],
-                    (head * dw + c * 64) as i32,
+                    (head * hcols + c * 64) as i32,
                     (q_start + q0) as i32,
                 );
             }
@@ -143,19 +164,32 @@ pub fn attention_fwd_sm90(
                     mbarrier_wait(&bars[k_empty + st], freed);
                 }
                 mbarrier_arrive_expect_tx(&mut bars[k_full + st], (tile * 2) as u32);
-                for c in 0..dw / 64 {
-                    let col = (kvh * dw + c * 64) as i32;
+                for c in 0..dq / 64 {
+                    let col = (kvh * hcols + c * 64) as i32;
                     let at = q_elems + st * tile + c * bw * 64;
                     tma_load_2d(&mut smem[at], k_map, &mut bars[k_full + st], col, row);
                 }
                 if j >= s {
                     mbarrier_wait(&bars[v_empty + st], freed);
                 }
-                mbarrier_arrive_expect_tx(&mut bars[v_full + st], (tile * 2) as u32);
-                for c in 0..dw / 64 {
-                    let col = (kvh * dw + c * 64) as i32;
-                    let at = v0 + st * tile + c * bw * 64;
-                    tma_load_2d(&mut smem[at], v_map, &mut bars[v_full + st], col, row);
+                mbarrier_arrive_expect_tx(&mut bars[v_full + st], v_bytes as u32);
+                if fp8 {
+                    // Vt's box: the head's d rows, 128 keys (64 pairs).
+                    let col = ((vt_col + j * bw) / 2) as i32;
+                    let at = v0 + st * tile;
+                    tma_load_2d(
+                        &mut smem[at],
+                        v_map,
+                        &mut bars[v_full + st],
+                        col,
+                        (kvh * dw) as i32,
+                    );
+                } else {
+                    for c in 0..dw / 64 {
+                        let col = (kvh * dw + c * 64) as i32;
+                        let at = v0 + st * tile + c * bw * 64;
+                        tma_load_2d(&mut smem[at], v_map, &mut bars[v_full + st], col, row);
+                    }
                 }
             }
         }
@@ -176,6 +210,9 @@ pub fn attention_fwd_sm90(
         }
         let mut o_acc = frag_c::<f32, 32>();
         let mut p = frag_a::<bf16, 11>();
+        let mut p8 = frag_a::<e4m3, 4>();
+        // FP8's P is e4m3 times 256: 2^8 more in each weight, taken out of the LSE.
+        let p_shift = if fp8 { 8.0f32 } else { 0.0f32 };
         // Each row's running maximum of the raw scores and sum of the weights.
         let mut m = [masked; 2];
         let mut l = [0.0f32; 2];
@@ -220,10 +257,13 @@ pub fn attention_fwd_sm90(
             }
             sync_named(mine, 256);
             wgmma_fence();
-            for c in 0..dw / 64 {
-                for ks in 0..4 {
+            for c in 0..dq / 64 {
+                for ks in 0..ksteps {
                     let a = c * 8192 + (wg - 1) * 4096 + ks * 16;
-                    if bn == 176 {
+                    if fp8 {
+                        let b8 = 2 * (kb + c * bw * 64) + ks * 32;
+                        wgmma_m64n128k32(&mut sc[0], &smem8[2 * a], &smem8[b8]);
+                    } else if bn == 176 {
                         wgmma_m64n176k16(&mut sc[0], &smem[a], &smem[kb + c * bw * 64 + ks * 16]);
                     } else if bn == 128 {
                         wgmma_m64n128k16(&mut sc[0], &smem[a], &smem[kb + c * bw * 64 + ks * 16]);
@@ -237,17 +277,31 @@ pub fn attention_fwd_sm90(
                 // O = alpha O + P V of the previous tile, as a batch of its own after its own
                 // fence, so that no register move of the branch falls inside a batch.
                 wgmma_fence();
-                for kk in 0..bw / 16 {
-                    // K step kk: keys 16 kk.. (P's fragment kk, V's rows 16 kk.., 1024
-                    // elements into each of its boxes).
-                    let v = pv + kk * 1024;
-                    let chunk = (bw * 64) as u32;
-                    if d == 256 {
-                        wgmma_m64n256k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
-                    } else if d == 128 {
-                        wgmma_m64n128k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
-                    } else {
-                        wgmma_m64n64k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
+                if fp8 {
+                    // K step kk: keys 32 kk.. (P's fragment kk, bytes 32 kk.. of Vt's rows).
+                    for kk in 0..bw / 32 {
+                        let v = 2 * pv + kk * 32;
+                        if d == 256 {
+                            wgmma_m64n256k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
+                        } else if d == 128 {
+                            wgmma_m64n128k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
+                        } else {
+                            wgmma_m64n64k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
+                        }
+                    }
+                } else {
+                    for kk in 0..bw / 16 {
+                        // K step kk: keys 16 kk.. (P's fragment kk, V's rows 16 kk.., 1024
+                        // elements into each of its boxes).
+                        let v = pv + kk * 1024;
+                        let chunk = (bw * 64) as u32;
+                        if d == 256 {
+                            wgmma_m64n256k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
+                        } else if d == 128 {
+                            wgmma_m64n128k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
+                        } else {
+                            wgmma_m64n64k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
+                        }
                     }
                 }
                 wgmma_commit();
@@ -279,9 +333,9 @@ pub fn attention_fwd_sm90(
                 v = max(v, shfl_xor_sync(0xffff_ffff, v, 2));
                 // A row with every key masked so far keeps a zero weight for all of them.
                 base[h] = if v > masked * 0.5 {
-                    v * scale_log2
+                    v * scale_log2 - p_shift
                 } else {
-                    0.0
+                    -p_shift
                 };
                 alpha[h] = exp2_approx((m[h] - v) * scale_log2);
                 m[h] = v;
@@ -302,8 +356,14 @@ pub fn attention_fwd_sm90(
             if j > 0 && lane == 0 {
                 mbarrier_arrive(&mut bars[v_empty + (j - 1) % s]);
             }
-            for kk in 0..bw / 16 {
-                pack_a(&mut p[kk], &sc[2 * kk]);
+            if fp8 {
+                for kk in 0..bw / 32 {
+                    pack_a_k32(&mut p8[kk], &sc[4 * kk]);
+                }
+            } else {
+                for kk in 0..bw / 16 {
+                    pack_a(&mut p[kk], &sc[2 * kk]);
+                }
             }
         }
         if tiles > 0 {
@@ -319,15 +379,28 @@ pub fn attention_fwd_sm90(
             mbarrier_wait(&bars[v_full + last], (((tiles - 1) / s) % 2) as u32);
             sync_named(mine, 256);
             wgmma_fence();
-            for kk in 0..bw / 16 {
-                let v = pv + kk * 1024;
-                let chunk = (bw * 64) as u32;
-                if d == 256 {
-                    wgmma_m64n256k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
-                } else if d == 128 {
-                    wgmma_m64n128k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
-                } else {
-                    wgmma_m64n64k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
+            if fp8 {
+                for kk in 0..bw / 32 {
+                    let v = 2 * pv + kk * 32;
+                    if d == 256 {
+                        wgmma_m64n256k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
+                    } else if d == 128 {
+                        wgmma_m64n128k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
+                    } else {
+                        wgmma_m64n64k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
+                    }
+                }
+            } else {
+                for kk in 0..bw / 16 {
+                    let v = pv + kk * 1024;
+                    let chunk = (bw * 64) as u32;
+                    if d == 256 {
+                        wgmma_m64n256k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
+                    } else if d == 128 {
+                        wgmma_m64n128k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
+                    } else {
+                        wgmma_m64n64k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
+                    }
                 }
             }
             wgmma_commit();
@@ -347,7 +420,7 @@ pub fn attention_fwd_sm90(
         for h in 0..2 {
             let row = r0 + h * 8;
             if row < q_len {
-                let inv = if l[h] > 0.0 { 1.0 / l[h] } else { 0.0 };
+                let inv = if l[h] > 0.0 { o_scale / l[h] } else { 0.0 };
                 let at = ((q_start + row) * hq + head) * dw + c0 as usize;
                 for ni in 0..dw / 8 {
                     o[at + ni * 8] = (o_acc[ni][2 * h] * inv) as bf16;
@@ -356,7 +429,7 @@ pub fn attention_fwd_sm90(
                 if lane % 4 == 0 {
                     // ln(sum of e^(scale s)) = (scale_log2 m + log2(l)) ln 2, m a raw score.
                     lse[(q_start + row) * hq + head] = if l[h] > 0.0 {
-                        (m[h] * scale_log2 + log2(l[h])) * 0.693_147_2
+                        (m[h] * scale_log2 + log2(l[h]) - p_shift) * 0.693_147_2
                     } else {
                         masked
                     };

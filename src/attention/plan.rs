@@ -2,8 +2,10 @@
 //! before a launch, the specialization a head dim gets, and the launch.
 
 use super::kernel::{attention_fwd_sm90, BM, THREADS};
+use super::v_fp8::{attention_v_fp8, VT_KEYS};
 use crate::gemm::refuse;
 use crate::prelude::*;
+use cudarc::driver::DevicePtr;
 
 /// What an attention call computes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -27,9 +29,21 @@ pub struct AttentionParams {
 /// where the last tile's padding (4,096 is 23.3 tiles of 176) costs more than the tiles save.
 pub const WIDE_KEYS: usize = 16384;
 
+/// The per-tensor scales of FP8 attention's inputs (the dequantization factors): each stored
+/// e4m3 value times its tensor's scale is the value meant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fp8Scales {
+    /// Q's scale.
+    pub q: f32,
+    /// K's scale.
+    pub k: f32,
+    /// V's scale.
+    pub v: f32,
+}
+
 /// The kernel's comptime choices for a head dim, mask and sequence length: keys per tile and
 /// the ring depth, the ones that ran fastest on an H200 (`docs/attention.md`: a deeper ring fits
-/// at head dim 128 but ran slower).
+/// at head dim 128 but ran slower), and whether the inputs are FP8.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttentionConfig {
     /// Keys per K/V tile: 128; 176 at head dim 128 without a mask from [`WIDE_KEYS`] keys on
@@ -38,25 +52,60 @@ pub struct AttentionConfig {
     pub bn: u32,
     /// Slots of each of the K and V rings.
     pub stages: u32,
+    /// FP8 (e4m3) Q, K and transposed V ([`Attention::run_fp8`]).
+    pub fp8: bool,
 }
 
 impl AttentionConfig {
     /// The specialization for `head_dim` (64, 128 or 256), with or without the causal mask, for
     /// a batch whose longest key range is `keys` tokens.
     pub fn for_shape(head_dim: usize, causal: bool, keys: usize) -> AttentionConfig {
-        match (head_dim, causal) {
-            (256, _) => AttentionConfig { bn: 64, stages: 2 },
-            (128, false) if keys >= WIDE_KEYS => AttentionConfig { bn: 176, stages: 2 },
-            (128, _) => AttentionConfig { bn: 128, stages: 2 },
-            _ => AttentionConfig { bn: 128, stages: 4 },
+        let (bn, stages) = match (head_dim, causal) {
+            (256, _) => (64, 2),
+            (128, false) if keys >= WIDE_KEYS => (176, 2),
+            (128, _) => (128, 2),
+            _ => (128, 4),
+        };
+        AttentionConfig {
+            bn,
+            stages,
+            fp8: false,
         }
     }
 
+    /// The FP8 specialization for `head_dim`: tiles of [`VT_KEYS`] keys (a row of the transposed
+    /// V's box), a ring of 4 (2 at head dim 256, whose tiles are twice as large).
+    pub fn for_fp8(head_dim: usize) -> AttentionConfig {
+        AttentionConfig {
+            bn: VT_KEYS as u32,
+            stages: if head_dim == 256 { 2 } else { 4 },
+            fp8: true,
+        }
+    }
+
+    /// The kernel's comptime values for this specialization, in its parameters' order (`d`,
+    /// `bn`, `stages`, `causal`, `fp8`): what a prewarm or a compile test passes.
+    pub fn comptime(&self, head_dim: usize, causal: bool) -> [i128; 5] {
+        [
+            head_dim as i128,
+            self.bn as i128,
+            self.stages as i128,
+            causal as i128,
+            self.fp8 as i128,
+        ]
+    }
+
     /// Dynamic shared memory a block needs: Q's tile, the rings of K and V tiles, the mbarriers
-    /// (Q's, and `full` and `empty` of each slot of each ring).
+    /// (Q's, and `full` and `empty` of each slot of each ring). A tile's row is 128 bytes at
+    /// least with FP8 (at head dim 64, two heads' values; V's slot is K's size).
     pub fn shared_bytes(&self, head_dim: usize) -> u32 {
-        let elems = BM * head_dim + self.stages as usize * 2 * head_dim * self.bn as usize;
-        (elems * 2 + 8 * (1 + 4 * self.stages as usize)) as u32
+        let row = if self.fp8 {
+            head_dim.max(128)
+        } else {
+            2 * head_dim
+        };
+        let rows = BM + self.stages as usize * 2 * self.bn as usize;
+        (rows * row + 8 * (1 + 4 * self.stages as usize)) as u32
     }
 }
 
@@ -69,7 +118,10 @@ pub struct Attention {
     /// Each sequence's queries and its keys' range in K and V.
     seqs: Vec<(usize, (usize, usize))>,
     cu_q: CudaSlice<u32>,
+    /// Each sequence's key range and its first column in the transposed FP8 V.
     k_ranges: CudaSlice<u32>,
+    /// Columns of the transposed FP8 V: each sequence's keys in whole tiles of [`VT_KEYS`].
+    vt_cols: usize,
 }
 
 /// The name its refusals give.
@@ -147,16 +199,18 @@ impl Attention {
             );
         }
         let word = |n: usize| u32::try_from(n).ok();
-        let mut at = 0usize;
+        let (mut at, mut vt_at) = (0usize, 0usize);
         let mut cq = vec![0u32];
         let mut kr = Vec::new();
-        for (&n, &(b, e)) in lens_q.iter().zip(ranges) {
+        for (&n, &(start, end)) in lens_q.iter().zip(ranges) {
             at += n;
-            let (Some(a), Some(b), Some(e)) = (word(at), word(b), word(e)) else {
+            let words = (word(at), word(start), word(end), word(vt_at));
+            let (Some(a), Some(b), Some(e), Some(v)) = words else {
                 return refuse(NAME, "more than 2^32 - 1 tokens in the batch".to_string());
             };
             cq.push(a);
-            kr.extend([b, e]);
+            kr.extend([b, e, v]);
+            vt_at += (end - start).next_multiple_of(VT_KEYS);
         }
         let stream = pgas.stream();
         Ok(Attention {
@@ -169,6 +223,7 @@ impl Attention {
             seqs: lens_q.iter().copied().zip(ranges.iter().copied()).collect(),
             cu_q: stream.clone_htod(&cq)?,
             k_ranges: stream.clone_htod(&kr)?,
+            vt_cols: vt_at,
         })
     }
 
@@ -208,36 +263,178 @@ impl Attention {
         v: &CudaSlice<bf16>,
         checked: bool,
     ) -> crate::Result<()> {
-        let kv_rows = self.check_lengths([o.len(), lse.len(), q.len(), k.len(), v.len()])?;
+        let kv_rows = self.check_lengths([o.len(), lse.len(), q.len(), k.len()])?;
+        self.check_v("V", v.len(), kv_rows)?;
         let p = &self.params;
         let (tq, _) = self.tokens();
-        let (d, hq, hkv) = (p.head_dim, p.heads_q, p.heads_kv);
         if tq == 0 {
             return Ok(());
         }
-        let max_q = self.seqs.iter().map(|s| s.0).max().unwrap_or(0);
+        let (d, bn) = (p.head_dim, self.cfg.bn as usize);
         let stream = pgas.stream();
-        let bn = self.cfg.bn as usize;
-        let map = |rows: usize, heads: usize, box_rows: usize| Tile2d {
-            rows,
-            cols: heads * d,
-            box_rows,
-            box_cols: 64,
-            swizzle: Swizzle::B128,
-        };
-        let q_map = TensorMap::tiled_2d_ragged(stream, q, map(tq, hq, BM))?;
-        let k_map = TensorMap::tiled_2d_ragged(stream, k, map(kv_rows, hkv, bn))?;
-        let v_map = TensorMap::tiled_2d_ragged(stream, v, map(kv_rows, hkv, bn))?;
+        let map = |rows: usize, heads: usize, box_rows: usize| swizzled(rows, heads * d, box_rows);
+        let q_map = TensorMap::tiled_2d_ragged(stream, q, map(tq, p.heads_q, BM))?;
+        let k_map = TensorMap::tiled_2d_ragged(stream, k, map(kv_rows, p.heads_kv, bn))?;
+        let v_map = TensorMap::tiled_2d_ragged(stream, v, map(kv_rows, p.heads_kv, bn))?;
+        let scale = p.scale.unwrap_or(1.0 / (d as f32).sqrt());
+        self.launch(
+            pgas,
+            self.cfg,
+            (o, lse),
+            [&q_map, &k_map, &v_map],
+            (scale, 1.0),
+            checked,
+        )
+    }
+
+    /// Elements of the transposed V that [`Attention::run_fp8`] reads and
+    /// [`Attention::transpose_v`] writes: `[heads_kv][head_dim][columns]`, each sequence's keys
+    /// in whole tiles of [`VT_KEYS`].
+    pub fn vt_len(&self) -> usize {
+        self.params.heads_kv * self.params.head_dim * self.vt_cols
+    }
+
+    /// V (`[tokens_k][heads_kv][head_dim]` e4m3, as K) into `vt` ([`Attention::vt_len`]
+    /// elements), the layout [`Attention::run_fp8`] reads: FP8 `wgmma` takes V K-major, and its
+    /// keys come in the order the kernel packs P in (`attention_v_fp8`). Once for a batch's V,
+    /// which any number of runs then read (a KV cache kept in this layout pays it once).
+    pub fn transpose_v(
+        &self,
+        pgas: &Pgas,
+        vt: &mut CudaSlice<e4m3>,
+        v: &CudaSlice<e4m3>,
+    ) -> crate::Result<()> {
+        let p = &self.params;
+        let kv_rows = v.len() / (p.heads_kv * p.head_dim);
+        self.check_v("V", v.len(), kv_rows.max(self.tokens().1))?;
+        self.check_vt(vt.len())?;
+        let tiles = self.seqs.iter().map(|s| s.1 .1 - s.1 .0).max().unwrap_or(0);
+        if self.vt_cols == 0 {
+            return Ok(());
+        }
         let launch = LaunchConfig {
-            grid: (max_q.div_ceil(BM) as u32, hq as u32, self.seqs.len() as u32),
-            ..LaunchConfig::blocks(1, THREADS).with_shared_mem(self.cfg.shared_bytes(d))
+            grid: (
+                tiles.div_ceil(VT_KEYS) as u32,
+                p.heads_kv as u32,
+                self.seqs.len() as u32,
+            ),
+            ..LaunchConfig::blocks(1, 256)
         };
-        let scale = p.scale.unwrap_or(1.0 / (d as f32).sqrt()) * std::f32::consts::LOG2_E;
-        let (group, cfg) = (hq / hkv, self.cfg);
+        attention_v_fp8::launch(
+            pgas,
+            launch,
+            vt,
+            v,
+            &self.k_ranges,
+            p.heads_kv,
+            p.head_dim,
+            self.vt_cols,
+        )
+    }
+
+    /// [`Attention::run`] on FP8: Q and K `e4m3` in `run`'s layouts, V transposed by
+    /// [`Attention::transpose_v`], each tensor with its scale; O (bf16) and the LSE as `run`'s.
+    /// P is rounded to e4m3 for `P V` (FlashAttention-3's FP8 does the same), so O is within
+    /// FP8's rounding of the exact attention. Head dim 64 needs an even number of query and of
+    /// key heads (a tile's 128-byte rows hold two heads).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_fp8(
+        &self,
+        pgas: &Pgas,
+        o: &mut CudaSlice<bf16>,
+        lse: &mut CudaSlice<f32>,
+        (q, k, vt): (&CudaSlice<e4m3>, &CudaSlice<e4m3>, &CudaSlice<e4m3>),
+        scales: Fp8Scales,
+        checked: bool,
+    ) -> crate::Result<()> {
+        let kv_rows = self.check_lengths([o.len(), lse.len(), q.len(), k.len()])?;
+        self.check_vt(vt.len())?;
+        let p = &self.params;
+        let (d, hq, hkv) = (p.head_dim, p.heads_q, p.heads_kv);
+        if d == 64 && (hq % 2 == 1 || hkv % 2 == 1) {
+            return refuse(
+                NAME,
+                format!(
+                    "FP8 at head dim 64 with {hq} query and {hkv} key heads: both must be even                      (a 128-byte tile row holds two heads); run bf16 instead"
+                ),
+            );
+        }
+        let bad = [scales.q, scales.k, scales.v]
+            .into_iter()
+            .find(|s| !s.is_finite() || *s <= 0.0);
+        if let Some(s) = bad {
+            return refuse(NAME, format!("FP8 scale {s}: a finite positive number"));
+        }
+        let (tq, _) = self.tokens();
+        if tq == 0 {
+            return Ok(());
+        }
+        let cfg = AttentionConfig::for_fp8(d);
+        let stream = pgas.stream();
+        let (pq, _rq) = q.device_ptr(stream);
+        let (pk, _rk) = k.device_ptr(stream);
+        let (pv, _rv) = vt.device_ptr(stream);
+        // The maps count pairs of FP8 values (one bf16 column), so a box is 128 bytes a row.
+        let pairs = |heads: usize| heads * d / 2;
+        // SAFETY: Q, K and Vt hold tq x hq x d, kv_rows x hkv x d and vt_len() bytes (checked
+        // above), so many pairs, borrowed until the launch below is enqueued; the kernel only
+        // reads them, and the maps' rows past the end read as zeros.
+        let (q_map, k_map, v_map) = unsafe {
+            (
+                TensorMap::<bf16>::from_device_ptr_ragged(
+                    pq,
+                    q.len() / 2,
+                    swizzled(tq, pairs(hq), BM),
+                )?,
+                TensorMap::<bf16>::from_device_ptr_ragged(
+                    pk,
+                    k.len() / 2,
+                    swizzled(kv_rows, pairs(hkv), cfg.bn as usize),
+                )?,
+                TensorMap::<bf16>::from_device_ptr(
+                    pv,
+                    vt.len() / 2,
+                    swizzled(hkv * d, self.vt_cols / 2, d),
+                )?,
+            )
+        };
+        let scale = p.scale.unwrap_or(1.0 / (d as f32).sqrt()) * scales.q * scales.k;
+        self.launch(
+            pgas,
+            cfg,
+            (o, lse),
+            [&q_map, &k_map, &v_map],
+            (scale, scales.v),
+            checked,
+        )
+    }
+
+    /// Launches the kernel of `cfg` on the maps of Q, K and V (or Vt) with the softmax scale
+    /// (natural base) and O's scale.
+    fn launch(
+        &self,
+        pgas: &Pgas,
+        cfg: AttentionConfig,
+        (o, lse): (&mut CudaSlice<bf16>, &mut CudaSlice<f32>),
+        [q_map, k_map, v_map]: [&TensorMap<bf16>; 3],
+        (scale, o_scale): (f32, f32),
+        checked: bool,
+    ) -> crate::Result<()> {
+        let p = &self.params;
+        let max_q = self.seqs.iter().map(|s| s.0).max().unwrap_or(0);
+        let launch = LaunchConfig {
+            grid: (
+                max_q.div_ceil(BM) as u32,
+                p.heads_q as u32,
+                self.seqs.len() as u32,
+            ),
+            ..LaunchConfig::blocks(1, THREADS).with_shared_mem(cfg.shared_bytes(p.head_dim))
+        };
+        let stream = pgas.stream();
         // SAFETY: unchecked only as the caller asked, where every buffer holds exactly what the
-        // batch's lengths and heads need (checked above) and the offsets were built from those
-        // lengths, so every index the kernel forms is in bounds; the maps' rows past the end
-        // read as zeros.
+        // batch's lengths and heads need (checked by the callers) and the offsets were built from
+        // those lengths, so every index the kernel forms is in bounds; the maps' rows past the
+        // end read as zeros.
         unsafe {
             attention_fwd_sm90::launch_checked_if_on(
                 pgas,
@@ -246,25 +443,27 @@ impl Attention {
                 checked,
                 o,
                 lse,
-                &q_map,
-                &k_map,
-                &v_map,
+                q_map,
+                k_map,
+                v_map,
                 &self.cu_q,
                 &self.k_ranges,
-                hq,
-                group,
-                scale,
-                d as u32,
+                p.heads_q,
+                p.heads_q / p.heads_kv,
+                scale * std::f32::consts::LOG2_E,
+                o_scale,
+                p.head_dim as u32,
                 cfg.bn,
                 cfg.stages,
                 p.causal,
+                cfg.fp8,
             )
         }
     }
 
-    /// Checks the lengths of `[o, lse, q, k, v]` against the batch ([`Attention::run`]'s
-    /// layouts) and returns the token rows K and V hold.
-    fn check_lengths(&self, [o, lse, q, k, v]: [usize; 5]) -> crate::Result<usize> {
+    /// Checks the lengths of `[o, lse, q, k]` against the batch ([`Attention::run`]'s
+    /// layouts) and returns the token rows K holds.
+    fn check_lengths(&self, [o, lse, q, k]: [usize; 4]) -> crate::Result<usize> {
         let p = &self.params;
         let (tq, tk) = self.tokens();
         let (d, hq, hkv) = (p.head_dim, p.heads_q, p.heads_kv);
@@ -282,7 +481,6 @@ impl Attention {
             ("Q", q, tq * hq * d, true),
             ("O", o, tq * hq * d, true),
             ("K", k, tk * hkv * d, false),
-            ("V", v, kv_rows * hkv * d, true),
             ("LSE", lse, tq * hq, true),
         ] {
             let whole = len.is_multiple_of(hkv * d);
@@ -302,6 +500,50 @@ impl Attention {
             }
         }
         Ok(kv_rows)
+    }
+
+    /// Refuses a V of `len` elements unless it is `kv_rows` tokens (as many as K).
+    fn check_v(&self, what: &str, len: usize, kv_rows: usize) -> crate::Result<()> {
+        let p = &self.params;
+        let want = kv_rows * p.heads_kv * p.head_dim;
+        if len != want {
+            return refuse(
+                NAME,
+                format!(
+                    "{what} has {len} elements where {kv_rows} tokens (as K) of {} key heads of \
+                     {} need {want}",
+                    p.heads_kv, p.head_dim
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Refuses a transposed V whose length is not [`Attention::vt_len`].
+    fn check_vt(&self, len: usize) -> crate::Result<()> {
+        if len != self.vt_len() {
+            return refuse(
+                NAME,
+                format!(
+                    "the transposed V has {len} elements where this batch needs {} \
+                     (Attention::vt_len; Attention::transpose_v writes it)",
+                    self.vt_len()
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A map's tile with the 128-byte swizzle: `box_rows` rows of 64 bf16 columns (128 bytes) of a
+/// `rows x cols` tensor.
+fn swizzled(rows: usize, cols: usize, box_rows: usize) -> Tile2d {
+    Tile2d {
+        rows,
+        cols,
+        box_rows,
+        box_cols: 64,
+        swizzle: Swizzle::B128,
     }
 }
 

@@ -8,13 +8,14 @@
 use crate::runner::{case, Case};
 use crate::util::{self, ensure, CaseResult};
 use pgas::attention::reference::{attention_reference, values};
-use pgas::attention::{Attention, AttentionParams};
+use pgas::attention::{Attention, AttentionParams, Fp8Scales};
 use pgas::ops::{RingAttention, UlyssesAttention};
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
     case("attention/matches_the_f32_reference", shapes_case),
     case("attention/varlen_batch_and_checked_variant", varlen_case),
+    case("attention/fp8_matches_the_f32_reference", fp8_case),
     case("attention/refuses_bad_input", refusals_case),
     case("attention/ulysses_equals_one_pe_attention", ulysses_case),
     case("attention/ring_matches_one_pe_attention", ring_case),
@@ -34,19 +35,57 @@ fn params(&(_, _, hq, hkv, d, causal): &Shape) -> AttentionParams {
     }
 }
 
+/// The scales of the FP8 checks: powers of two, so each dequantized value is exact in bf16 for
+/// the reference.
+const SCALES: Fp8Scales = Fp8Scales {
+    q: 1.0 / 64.0,
+    k: 1.0 / 32.0,
+    v: 0.25,
+};
+
 /// Runs `shape` (the checked variant with `checked`) and compares O and the LSE with the f32
-/// reference: O within 0.02 + 2% of the reference (bf16 P and O), the LSE within 0.01.
-fn check_shape(p: &Pgas, shape: &Shape, checked: bool) -> CaseResult {
+/// reference: O within 0.02 + 2% of the reference (bf16 P and O), the LSE within 0.01. With
+/// `fp8`, Q, K and V are the same values quantized to e4m3 with [`SCALES`] (V transposed by
+/// `transpose_v`), the reference reads them dequantized, and O is within 0.03 + 3% (P in e4m3).
+fn check_shape(p: &Pgas, shape: &Shape, checked: bool, fp8: bool) -> CaseResult {
     let (lq, lk, hq, hkv, d, causal) = shape;
     let att = Attention::varlen(p, params(shape), lq, lk)?;
     let (tq, tk) = att.tokens();
     let s = p.stream();
-    let q = s.clone_htod(&values(tq * hq * d, 21))?;
-    let k = s.clone_htod(&values(tk * hkv * d, 22))?;
-    let v = s.clone_htod(&values(tk * hkv * d, 23))?;
+    let (mut q, mut k, mut v) = (
+        values(tq * hq * d, 21),
+        values(tk * hkv * d, 22),
+        values(tk * hkv * d, 23),
+    );
     let mut o = s.alloc_zeros::<bf16>(tq * hq * d)?;
     let mut lse = s.alloc_zeros::<f32>(tq * hq)?;
-    att.run(p, &mut o, &mut lse, &q, &k, &v, checked)?;
+    if fp8 {
+        // Quantized with the scales, then the values they stand for (exact in bf16).
+        let quant = |x: &[bf16], scale: f32| -> Vec<e4m3> {
+            x.iter()
+                .map(|x| e4m3::from_f32(x.to_f32() / scale))
+                .collect()
+        };
+        let deq = |x: &[e4m3], scale: f32| -> Vec<bf16> {
+            x.iter()
+                .map(|x| bf16::from_f32(x.to_f32() * scale))
+                .collect()
+        };
+        let (q8, k8, v8) = (
+            quant(&q, SCALES.q),
+            quant(&k, SCALES.k),
+            quant(&v, SCALES.v),
+        );
+        let mut vt = s.alloc_zeros::<e4m3>(att.vt_len())?;
+        let (dq, dk, dv) = (s.clone_htod(&q8)?, s.clone_htod(&k8)?, s.clone_htod(&v8)?);
+        att.transpose_v(p, &mut vt, &dv)?;
+        att.run_fp8(p, &mut o, &mut lse, (&dq, &dk, &vt), SCALES, checked)?;
+        (q, k, v) = (deq(&q8, SCALES.q), deq(&k8, SCALES.k), deq(&v8, SCALES.v));
+    }
+    let (q, k, v) = (s.clone_htod(&q)?, s.clone_htod(&k)?, s.clone_htod(&v)?);
+    if !fp8 {
+        att.run(p, &mut o, &mut lse, &q, &k, &v, checked)?;
+    }
     // The reference: one thread per (token, head).
     let cum = |l: &[usize]| {
         let mut c = vec![0u32];
@@ -91,10 +130,11 @@ fn check_shape(p: &Pgas, shape: &Shape, checked: bool) -> CaseResult {
     s.synchronize()?;
     let (got, want) = (s.clone_dtoh(&o)?, s.clone_dtoh(&ro)?);
     let (gl, wl) = (s.clone_dtoh(&lse)?, s.clone_dtoh(&rl)?);
-    let what = format!("{shape:?}");
+    let what = format!("{}{shape:?}", if fp8 { "FP8 " } else { "" });
+    let tol = if fp8 { 0.03 } else { 0.02 };
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         let g = g.to_f32();
-        ensure((g - w).abs() <= 0.02 + 0.02 * w.abs(), || {
+        ensure((g - w).abs() <= tol + tol * w.abs(), || {
             format!("{what}: O[{i}] = {g}, reference {w}")
         })?;
     }
@@ -113,7 +153,7 @@ fn hopper_or_refused(p: &Pgas) -> Result<bool, String> {
         return Ok(true);
     }
     let shape: Shape = (vec![128], vec![128], 1, 1, 64, false);
-    match check_shape(p, &shape, false) {
+    match check_shape(p, &shape, false, false) {
         Err(e) if e.to_string().contains("sm_90a") => Ok(false),
         other => Err(format!(
             "attention on compute capability {major}.x: {other:?}"
@@ -140,7 +180,7 @@ fn shapes_case(p: &Pgas) -> CaseResult {
         (vec![4096], vec![4096], 2, 1, 128, true),
     ];
     for shape in &shapes {
-        check_shape(p, shape, false)?;
+        check_shape(p, shape, false, false)?;
     }
     Ok(())
 }
@@ -150,10 +190,64 @@ fn varlen_case(p: &Pgas) -> CaseResult {
         return Ok(());
     }
     let varlen: Shape = (vec![100, 1, 257, 0], vec![130, 64, 257, 5], 4, 2, 128, true);
-    check_shape(p, &varlen, false)?;
-    check_shape(p, &varlen, true)?;
+    check_shape(p, &varlen, false, false)?;
+    check_shape(p, &varlen, true, false)?;
     let short: Shape = (vec![70, 129], vec![70, 129], 2, 2, 64, false);
-    check_shape(p, &short, true)
+    check_shape(p, &short, true, false)
+}
+
+/// FP8 at every head dim: multi-head and grouped-query, multi-query at 128, lengths off the
+/// tiles, a variable-length batch with an empty sequence, causal and not, unequal lengths; the
+/// checked variant once; and FP8's own refusals (odd heads at head dim 64, a transposed V of
+/// the wrong length, a scale that is not positive).
+fn fp8_case(p: &Pgas) -> CaseResult {
+    if !hopper_or_refused(p)? {
+        return Ok(());
+    }
+    let shapes: Vec<Shape> = vec![
+        (vec![300], vec![300], 8, 2, 64, true),
+        (vec![300], vec![300], 8, 2, 64, false),
+        (vec![256; 2], vec![256; 2], 4, 4, 128, false),
+        (vec![100, 1, 257, 0], vec![130, 64, 257, 5], 4, 1, 128, true),
+        (vec![200], vec![333], 2, 2, 256, true),
+        (vec![200], vec![333], 2, 2, 256, false),
+        (vec![4096], vec![4096], 2, 1, 128, true),
+    ];
+    for shape in &shapes {
+        check_shape(p, shape, false, true)?;
+    }
+    check_shape(p, &shapes[3], true, true)?;
+    let odd: Shape = (vec![128], vec![128], 3, 1, 64, false);
+    let att = Attention::varlen(p, params(&odd), &odd.0, &odd.1)?;
+    let s = p.stream();
+    let x = s.alloc_zeros::<e4m3>(128 * 3 * 64)?;
+    let mut vt = s.alloc_zeros::<e4m3>(att.vt_len())?;
+    let (mut o, mut lse) = (
+        s.alloc_zeros::<bf16>(128 * 3 * 64)?,
+        s.alloc_zeros::<f32>(384)?,
+    );
+    let e = att
+        .run_fp8(p, &mut o, &mut lse, (&x, &x, &vt), SCALES, false)
+        .expect_err("3 query heads of 64 in FP8");
+    ensure(e.to_string().contains("must be even"), || {
+        format!("the odd-heads error: {e}")
+    })?;
+    let mut short = s.alloc_zeros::<e4m3>(att.vt_len() - 1)?;
+    let e = att
+        .transpose_v(p, &mut short, &x)
+        .expect_err("a transposed V one short");
+    ensure(e.to_string().contains("Attention::vt_len"), || {
+        format!("the transposed V's size error: {e}")
+    })?;
+    att.transpose_v(p, &mut vt, &x)?;
+    let bad = Fp8Scales { v: 0.0, ..SCALES };
+    let e = att
+        .run_fp8(p, &mut o, &mut lse, (&x, &x, &vt), bad, false)
+        .expect_err("a zero scale");
+    ensure(e.to_string().contains("finite positive"), || {
+        format!("the scale error: {e}")
+    })?;
+    Ok(())
 }
 
 fn refusals_case(p: &Pgas) -> CaseResult {

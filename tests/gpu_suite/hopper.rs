@@ -6,7 +6,7 @@
 //! is exact in f32 and the results compare exactly.
 //! On a GPU below compute capability 9.0 the cases check that the launch is refused.
 
-use crate::kernels::fp8::wgmma_tile_e4m3;
+use crate::kernels::fp8::{wgmma_rs_pv_e4m3, wgmma_tile_e4m3};
 use crate::kernels::hopper::{
     wgmma_from_thread_stores, wgmma_ktiles_f16, wgmma_rs_pv, wgmma_tile_bf16,
 };
@@ -34,6 +34,10 @@ pub const CASES: &[Case] = &[
     case(
         "hopper/wgmma_m64nNk16_rs_registers_times_mn_major",
         wgmma_rs_case,
+    ),
+    case(
+        "hopper/wgmma_m64nNk32_rs_e4m3_registers_times_permuted_k",
+        wgmma_rs_e4m3_case,
     ),
 ];
 
@@ -249,6 +253,62 @@ fn wgmma_rs_case(p: &Pgas) -> CaseResult {
             .collect();
         check_eq(
             &format!("0.5 + S V with S from registers (pack_a), V MN-major, N = {n}"),
+            &s.clone_dtoh(&dout)?,
+            &want,
+        )?;
+    }
+    Ok(())
+}
+
+/// S = A Btᵀ in e4m3, then 0.5 + S V with S from registers (`pack_a_k32`) and V stored
+/// transposed with its keys in `pack_a_k32`'s order, for N = 64, 128 and 256. A is a 0/1
+/// selection (row r has a 1 at column r), so S = Bt's columns, small integers exact in e4m3, and
+/// every product and sum is exact in f32.
+fn wgmma_rs_e4m3_case(p: &Pgas) -> CaseResult {
+    let a: Vec<f32> = (0..64 * 128)
+        .map(|i| f32::from(i % 128 == i / 128))
+        .collect();
+    let bt: Vec<f32> = (0..64 * 128).map(|i| small(i, 12)).collect();
+    let sm = matmul_bt(&a, &bt, 64, 128, 64);
+    let s = p.stream();
+    let q = |v: &[f32]| v.iter().map(|&x| e4m3::from_f32(x)).collect::<Vec<_>>();
+    let (da, dbt) = (s.clone_htod(&q(&a))?, s.clone_htod(&q(&bt))?);
+    let am = TensorMap::tiled_2d(s, &da, tile_fp8(64, 128, 64))?;
+    let bm = TensorMap::tiled_2d(s, &dbt, tile_fp8(64, 128, 64))?;
+    // pack_a_k32's K order: position 4 t + j of each 16 holds column 2 t + [0, 1, 8, 9][j].
+    let perm = |k: usize| (k / 16) * 16 + 2 * ((k % 16) / 4) + [0, 1, 8, 9][k % 4];
+    for n in [64usize, 128, 256] {
+        let v: Vec<f32> = (0..64 * n).map(|i| small(i, n)).collect();
+        // Vt: n rows of 128 keys, key position k holding V's row perm(k); keys 64.. are 0.
+        let vt: Vec<f32> = (0..n * 128)
+            .map(|i| {
+                let (row, k) = (i / 128, i % 128);
+                if k < 64 {
+                    v[perm(k) * n + row]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let dvt = s.clone_htod(&q(&vt))?;
+        let vm = TensorMap::tiled_2d(s, &dvt, tile_fp8(n, 128, n))?;
+        let mut dout = s.alloc_zeros::<f32>(64 * n)?;
+        let cfg = LaunchConfig::blocks(1, 128).with_shared_mem((16384 + n * 128 + 8) as u32);
+        let launch = |dout: &mut CudaSlice<f32>| {
+            wgmma_rs_pv_e4m3::launch(p, cfg, dout, &am, &bm, &vm, n as u32)
+        };
+        if !hopper_or_refused(p, || launch(&mut dout))? {
+            return Ok(());
+        }
+        launch(&mut dout)?;
+        util::settle(p)?;
+        let vcols: Vec<f32> = (0..n * 64).map(|i| v[(i % 64) * n + i / 64]).collect();
+        let want: Vec<f32> = matmul_bt(&sm, &vcols, 64, 64, n)
+            .iter()
+            .map(|x| x + 0.5)
+            .collect();
+        check_eq(
+            &format!("0.5 + S V in e4m3 with S from registers (pack_a_k32), V transposed, N = {n}"),
             &s.clone_dtoh(&dout)?,
             &want,
         )?;

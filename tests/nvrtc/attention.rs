@@ -17,14 +17,12 @@ fn every_attention_specialization_compiles_without_spills() {
     let mut names = Vec::new();
     for d in [64usize, 128, 256] {
         // Short and long key ranges: head dim 128 without a mask has a wider tile for long ones.
-        for (causal, keys) in [(false, 128), (false, WIDE_KEYS), (true, WIDE_KEYS)] {
-            let cfg = AttentionConfig::for_shape(d, causal, keys);
-            let values = [
-                d as i128,
-                cfg.bn as i128,
-                cfg.stages as i128,
-                causal as i128,
-            ];
+        // FP8 has one tile; its causal build has every branch of the unmasked one.
+        let fp8 = AttentionConfig::for_fp8(d);
+        let cfgs = [(false, 128), (false, WIDE_KEYS), (true, WIDE_KEYS)]
+            .map(|(causal, keys)| (causal, AttentionConfig::for_shape(d, causal, keys)));
+        for (causal, cfg) in cfgs.into_iter().chain([(true, fp8)]) {
+            let values = cfg.comptime(d, causal);
             for variant in [Variant::Plain, Variant::Checked] {
                 let pairs: Vec<(&str, i128)> = spec.comptime_names().zip(values).collect();
                 let (src, name) = specialize(
@@ -38,10 +36,11 @@ fn every_attention_specialization_compiles_without_spills() {
                     continue;
                 }
                 sources.push(src);
+                let kind = if cfg.fp8 { "FP8" } else { "bf16" };
                 names.push((
                     name,
                     variant,
-                    format!("d {d}, causal {causal}, {} keys a tile", cfg.bn),
+                    format!("{kind} d {d}, causal {causal}, {} keys a tile", cfg.bn),
                 ));
             }
         }
@@ -93,7 +92,7 @@ fn only_kernels_that_call_nvshmem_carry_its_device_state() {
     let holds = |cubin: &[u8]| cubin.windows(state.len()).any(|w| w == state);
     let spec = &attention_fwd_sm90::SPEC;
     let cfg = AttentionConfig::for_shape(128, true, 4096);
-    let values = [128, cfg.bn as i128, cfg.stages as i128, 1];
+    let values = cfg.comptime(128, true);
     let pairs: Vec<(&str, i128)> = spec.comptime_names().zip(values).collect();
     let (src, name) = specialize(spec.source(Variant::Plain), spec.cuda_name, "plain", &pairs);
     assert!(!pgas_codegen::nvcall::calls_nvshmem(&src));

@@ -163,3 +163,71 @@ fn wgmma_n256_e4m3(c: &mut CudaSlice<e4m3>, a_map: &TensorMap<e4m3>, b_map: &Ten
         }
     }
 }
+
+/// `wgmma_tile_e4m3`, then O (64 x `n`) = 0.5 + S V with S fed from registers (each value
+/// rounded to e4m3 by `pack_a_k32`, then `wgmma_m64nNk32_rs`, two K steps of 32) and V stored
+/// transposed (`n` rows of 128 bytes, keys 0..64 used) with its keys in `pack_a_k32`'s order.
+#[pgas_kernel(max_threads = 128)]
+pub fn wgmma_rs_pv_e4m3(
+    o: &mut CudaSlice<f32>,
+    a_map: &TensorMap<e4m3>,
+    b_map: &TensorMap<e4m3>,
+    vt_map: &TensorMap<e4m3>,
+    #[comptime] n: u32,
+) {
+    let smem = dyn_shared::<e4m3>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    let nw = n as usize;
+    // A and Bt (8 KiB each), Vt's tile from byte 16384, then the mbarrier.
+    let bar = (16384 + nw * 128) / 8;
+    if t == 0 {
+        mbarrier_init(&mut bars[bar], 1);
+    }
+    sync_threads();
+    if t == 0 {
+        mbarrier_arrive_expect_tx(&mut bars[bar], (16384 + nw * 128) as u32);
+        tma_load_2d(&mut smem[0], a_map, &mut bars[bar], 0, 0);
+        tma_load_2d(&mut smem[8192], b_map, &mut bars[bar], 0, 0);
+        tma_load_2d(&mut smem[16384], vt_map, &mut bars[bar], 0, 0);
+    }
+    mbarrier_wait(&bars[bar], 0);
+    let mut s = frag_c::<f32, 8>();
+    wgmma_fence();
+    for ks in 0..4 {
+        wgmma_m64n64k32(&mut s[0], &smem[ks * 32], &smem[8192 + ks * 32]);
+    }
+    wgmma_commit();
+    wgmma_wait(0);
+    // K step kk: columns 32 kk.. of S (fragments 4 kk..4 kk + 4), Vt's keys 32 kk...
+    let mut p = frag_a::<e4m3, 2>();
+    for kk in 0..2 {
+        pack_a_k32(&mut p[kk], &s[4 * kk]);
+    }
+    let mut acc = frag_c::<f32, 32>();
+    for ni in 0..nw / 8 {
+        for e in 0..4 {
+            acc[ni][e] = 0.5;
+        }
+        wgmma_fence_operand(&mut acc[ni]);
+    }
+    wgmma_fence();
+    for kk in 0..2 {
+        if n == 256 {
+            wgmma_m64n256k32_rs(&mut acc[0], &p[kk], &smem[16384 + kk * 32]);
+        } else if n == 128 {
+            wgmma_m64n128k32_rs(&mut acc[0], &p[kk], &smem[16384 + kk * 32]);
+        } else {
+            wgmma_m64n64k32_rs(&mut acc[0], &p[kk], &smem[16384 + kk * 32]);
+        }
+    }
+    wgmma_commit();
+    wgmma_wait(0);
+    let lane = lane_id() as usize;
+    let r = warp_id() as usize * 16 + lane / 4;
+    for ni in 0..nw / 8 {
+        for j in 0..4 {
+            o[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, nw)] = acc[ni][j];
+        }
+    }
+}
