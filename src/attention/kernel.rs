@@ -28,8 +28,8 @@ pub const THREADS: u32 = 384;
 /// `b`'s keys from column `k_ranges[3 b + 2]` on in tiles of 128 whose keys are in
 /// `pack_a_k32`'s order (`attention_v_fp8` writes it so): FP8 `wgmma` reads both operands
 /// K-major. `bn` is 128, S is `wgmma_m64n128k32`, P V `wgmma_m64n{d}k32_rs` on P packed to e4m3
-/// times 256 (`exp2` of 8 more: the small weights keep more bits); `scale_log2` carries the
-/// inputs' scales, and O is multiplied by `o_scale` (V's) at the end.
+/// times 16 (the small weights keep more bits); `scale_log2` carries the inputs' scales, and O
+/// is multiplied by `o_scale` (V's) at the end.
 ///
 /// The grid is (query tiles of the longest sequence, `hq`, batch); a block past its sequence's
 /// end returns, and with `causal` block x takes the sequence's x-th query tile from the end.
@@ -38,9 +38,10 @@ pub const THREADS: u32 = 384;
 /// registers) own 64 query rows each. For key tile `j` a multiplying warpgroup starts S's
 /// accumulators at the mask (keys past the sequence; with `causal`, keys after the query,
 /// aligned to the end of the sequence as FlashAttention does when the lengths differ; only on
-/// tiles that cross an edge), rescales O, issues `S = Q K_jᵀ` (`wgmma_m64n{bn}k16`) and
+/// tiles that cross an edge), issues `S = Q K_jᵀ` (`wgmma_m64n{bn}k16`) and
 /// `O += P_{j-1} V_{j-1}` (`wgmma_m64n{d}k16_rs`, P in registers, V's tile MN-major), and while
-/// `P V` runs updates each row's running maximum and sum and computes `P_j`. The two
+/// `P V` runs updates each row's running maximum and sum and computes `P_j`; then it rescales
+/// O, only where a row's maximum moved by more than a set factor (lazy rescaling). The two
 /// warpgroups issue their `wgmma`s in turns (named barriers 1 and 2), so one's softmax runs
 /// under the other's matmuls. `scale_log2` is the softmax scale times `log2(e)`, so each
 /// exponential is `exp2_approx` of one fused multiply-add. `docs/attention.md` says what ptxas
@@ -211,8 +212,12 @@ pub fn attention_fwd_sm90(
         let mut o_acc = frag_c::<f32, 32>();
         let mut p = frag_a::<bf16, 11>();
         let mut p8 = frag_a::<e4m3, 4>();
-        // FP8's P is e4m3 times 256: 2^8 more in each weight, taken out of the LSE.
-        let p_shift = if fp8 { 8.0f32 } else { 0.0f32 };
+        // Lazy rescaling (FlashAttention-4's): a row's maximum, and with it O and the sum, moves
+        // only when a score exceeds it by more than 2^lazy after scaling, so most tiles skip
+        // O's rescaling; a weight is then below 2^lazy. FP8's P is e4m3 times 2^p_shift (the
+        // small weights keep more bits; taken out of the LSE), within e4m3's 448 with `lazy`.
+        let lazy = if fp8 { 4.0f32 } else { 8.0f32 };
+        let p_shift = if fp8 { 4.0f32 } else { 0.0f32 };
         // Each row's running maximum of the raw scores and sum of the weights.
         let mut m = [masked; 2];
         let mut l = [0.0f32; 2];
@@ -250,9 +255,6 @@ pub fn attention_fwd_sm90(
                 mbarrier_wait(&bars[v_full + (j - 1) % s], (((j - 1) / s) % 2) as u32);
             }
             for ni in 0..dw / 8 {
-                for e in 0..4 {
-                    o_acc[ni][e] *= alpha[e / 2];
-                }
                 wgmma_fence_operand(&mut o_acc[ni]);
             }
             sync_named(mine, 256);
@@ -331,14 +333,16 @@ pub fn attention_fwd_sm90(
                 let mut v = mx[h];
                 v = max(v, shfl_xor_sync(0xffff_ffff, v, 1));
                 v = max(v, shfl_xor_sync(0xffff_ffff, v, 2));
+                // Selects, not a branch: none may sit between the two waits.
+                let grow = (v - m[h]) * scale_log2;
+                alpha[h] = if grow > lazy { exp2_approx(-grow) } else { 1.0 };
+                m[h] = if grow > lazy { v } else { m[h] };
                 // A row with every key masked so far keeps a zero weight for all of them.
-                base[h] = if v > masked * 0.5 {
-                    v * scale_log2 - p_shift
+                base[h] = if m[h] > masked * 0.5 {
+                    m[h] * scale_log2 - p_shift
                 } else {
                     -p_shift
                 };
-                alpha[h] = exp2_approx((m[h] - v) * scale_log2);
-                m[h] = v;
             }
             let mut sum = [0.0f32; 2];
             for ni in 0..bw / 8 {
@@ -365,15 +369,22 @@ pub fn attention_fwd_sm90(
                     pack_a(&mut p[kk], &sc[2 * kk]);
                 }
             }
+            // O = alpha O before the next P V, skipped by a warp none of whose rows moved its
+            // maximum (here, after the last wait: a branch at the top of the loop, before the
+            // fence, made ptxas serialize every wgmma, C7515).
+            if any_sync(0xffff_ffff, alpha[0] != 1.0 || alpha[1] != 1.0) {
+                for ni in 0..dw / 8 {
+                    for e in 0..4 {
+                        o_acc[ni][e] *= alpha[e / 2];
+                    }
+                }
+            }
         }
         if tiles > 0 {
-            // The last tile's P V.
+            // The last tile's P V (O was rescaled for it at the end of the loop).
             let last = (tiles - 1) % s;
             let pv = v0 + last * tile;
             for ni in 0..dw / 8 {
-                for e in 0..4 {
-                    o_acc[ni][e] *= alpha[e / 2];
-                }
                 wgmma_fence_operand(&mut o_acc[ni]);
             }
             mbarrier_wait(&bars[v_full + last], (((tiles - 1) / s) % 2) as u32);

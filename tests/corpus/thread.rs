@@ -39,7 +39,7 @@ fn block_sum(input: &CudaSlice<f32>, out: &mut CudaSlice<f32>) {
         v += shfl_xor_sync(0xffff_ffff, v, 2);
         v += shfl_xor_sync(0xffff_ffff, v, 1);
         sync_warp();
-        if t == 0 {
+        if t == 0 && any_sync(0xffff_ffff, v > 0.0) {
             atomic_add_local(&mut out[0], v);
         }
     }

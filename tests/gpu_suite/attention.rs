@@ -221,7 +221,7 @@ fn fp8_case(p: &Pgas) -> CaseResult {
     let att = Attention::varlen(p, params(&odd), &odd.0, &odd.1)?;
     let s = p.stream();
     let x = s.alloc_zeros::<e4m3>(128 * 3 * 64)?;
-    let mut vt = s.alloc_zeros::<e4m3>(att.vt_len())?;
+    let vt = s.alloc_zeros::<e4m3>(att.vt_len())?;
     let (mut o, mut lse) = (
         s.alloc_zeros::<bf16>(128 * 3 * 64)?,
         s.alloc_zeros::<f32>(384)?,
@@ -239,7 +239,15 @@ fn fp8_case(p: &Pgas) -> CaseResult {
     ensure(e.to_string().contains("Attention::vt_len"), || {
         format!("the transposed V's size error: {e}")
     })?;
+    let even: Shape = (vec![128], vec![128], 2, 2, 64, false);
+    let att = Attention::varlen(p, params(&even), &even.0, &even.1)?;
+    let x = s.alloc_zeros::<e4m3>(128 * 2 * 64)?;
+    let mut vt = s.alloc_zeros::<e4m3>(att.vt_len())?;
     att.transpose_v(p, &mut vt, &x)?;
+    let (mut o, mut lse) = (
+        s.alloc_zeros::<bf16>(128 * 2 * 64)?,
+        s.alloc_zeros::<f32>(256)?,
+    );
     let bad = Fp8Scales { v: 0.0, ..SCALES };
     let e = att
         .run_fp8(p, &mut o, &mut lse, (&x, &x, &vt), bad, false)

@@ -1,5 +1,5 @@
-//! Block and warp intrinsics: static shared memory with `sync_threads`, warp shuffles,
-//! `sync_warp`, `threadfence`, and the local atomics on `CudaSlice` buffers.
+//! Block and warp intrinsics: static shared memory with `sync_threads`, warp shuffles and
+//! votes, `sync_warp`, `threadfence`, and the local atomics on `CudaSlice` buffers.
 
 use crate::runner::{case, Case};
 use crate::util::{self, check_eq, sorted, CaseResult};
@@ -8,7 +8,7 @@ use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
     case("intrinsics/shared_array_sync_threads", shared_reduce),
-    case("intrinsics/shuffles_sync_warp", shuffles),
+    case("intrinsics/shuffles_any_sync_sync_warp", shuffles),
     case("intrinsics/local_atomics", local_atomics_case),
 ];
 
@@ -70,7 +70,9 @@ fn warp_ops(
     d += shfl_down_sync(0xffffffff, d, 4);
     d += shfl_down_sync(0xffffffff, d, 2);
     d += shfl_down_sync(0xffffffff, d, 1);
-    down_sum[t] = d;
+    // Lane 24 of warp 1 and lane 8 of warp 2 hold it; no lane of warps 0 and 3.
+    let one = any_sync(0xffffffff, lane + 16 * warp_id() as u32 == 40);
+    down_sum[t] = if one { d + (1 << 30) } else { d };
     let sh = shared_array::<u32, 128>();
     sh[t] = v;
     threadfence();
@@ -100,6 +102,11 @@ fn shuffles(p: &Pgas) -> CaseResult {
     check_eq("shfl_xor_sync butterfly sum", &xs.to_vec()?, &want_xor)?;
     // shfl_down leaves lane l with the sum over lanes l, l+1, ... of a tree; lane 0 has it all.
     let got_down = ds.to_vec()?;
+    // any_sync marked every lane of warps 1 and 2, and no lane of 0 and 3 (bit 30).
+    let marked: Vec<bool> = got_down.iter().map(|d| d >> 30 == 1).collect();
+    let want_marked: Vec<bool> = (0..n).map(|t| t / 32 == 1 || t / 32 == 2).collect();
+    check_eq("any_sync, the same in every lane", &marked, &want_marked)?;
+    let got_down: Vec<u32> = got_down.iter().map(|d| d & !(1 << 30)).collect();
     let lane0: Vec<u32> = (0..n / 32).map(|w| got_down[w * 32]).collect();
     check_eq(
         "shfl_down_sync sum at lane 0",
