@@ -9,4 +9,4 @@ mod v_fp8;
 
 pub use kernel::{attention_fwd_sm90, BM, THREADS};
 pub use plan::{Attention, AttentionConfig, AttentionParams, Fp8Scales, WIDE_KEYS};
-pub use v_fp8::{attention_v_fp8, VT_KEYS};
+pub use v_fp8::{attention_v_fp8, VT_KEYS, VT_SHARED};

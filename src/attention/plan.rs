@@ -2,7 +2,7 @@
 //! before a launch, the specialization a head dim gets, and the launch.
 
 use super::kernel::{attention_fwd_sm90, BM, THREADS};
-use super::v_fp8::{attention_v_fp8, VT_KEYS};
+use super::v_fp8::{attention_v_fp8, VT_KEYS, VT_SHARED};
 use crate::gemm::refuse;
 use crate::prelude::*;
 use cudarc::driver::DevicePtr;
@@ -318,7 +318,7 @@ impl Attention {
                 p.heads_kv as u32,
                 self.seqs.len() as u32,
             ),
-            ..LaunchConfig::blocks(1, 256)
+            ..LaunchConfig::blocks(1, 256).with_shared_mem(VT_SHARED)
         };
         attention_v_fp8::launch(
             pgas,
