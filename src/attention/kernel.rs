@@ -214,10 +214,18 @@ pub fn attention_fwd_sm90(
         let mut p8 = frag_a::<e4m3, 4>();
         // Lazy rescaling (FlashAttention-4's): a row's maximum, and with it O and the sum, moves
         // only when a score exceeds it by more than 2^lazy after scaling, so most tiles skip
-        // O's rescaling; a weight is then below 2^lazy. FP8's P is e4m3 times 2^p_shift (the
-        // small weights keep more bits; taken out of the LSE), within e4m3's 448 with `lazy`.
-        let lazy = if fp8 { 4.0f32 } else { 8.0f32 };
-        let p_shift = if fp8 { 4.0f32 } else { 0.0f32 };
+        // O's rescaling; a weight is then below 2^lazy. At head dim 64, whose O is 32 registers,
+        // the vote costs more than it saves: every tile rescales (`docs/attention.md`). FP8's P
+        // is e4m3 times 2^p_shift (the small weights keep more bits; taken out of the LSE),
+        // within e4m3's 448 with `lazy`.
+        let lazy = if d == 64 {
+            0.0f32
+        } else if fp8 {
+            4.0f32
+        } else {
+            8.0f32
+        };
+        let p_shift = if fp8 { 8.0 - lazy } else { 0.0f32 };
         // Each row's running maximum of the raw scores and sum of the weights.
         let mut m = [masked; 2];
         let mut l = [0.0f32; 2];
@@ -372,7 +380,7 @@ pub fn attention_fwd_sm90(
             // O = alpha O before the next P V, skipped by a warp none of whose rows moved its
             // maximum (here, after the last wait: a branch at the top of the loop, before the
             // fence, made ptxas serialize every wgmma, C7515).
-            if any_sync(0xffff_ffff, alpha[0] != 1.0 || alpha[1] != 1.0) {
+            if d == 64 || any_sync(0xffff_ffff, alpha[0] != 1.0 || alpha[1] != 1.0) {
                 for ni in 0..dw / 8 {
                     for e in 0..4 {
                         o_acc[ni][e] *= alpha[e / 2];

@@ -49,11 +49,7 @@ pub fn attention_v_fp8(
             let w = load_vec16(&v[(tok * hkv + kvh) * d + c * 64 + x0]);
             let inside = k0 + key < k_len;
             for j in 0..16 {
-                sh[(x0 + j) * 144 + key] = if inside {
-                    vec16_get(w, j as u32)
-                } else {
-                    zero
-                };
+                sh[(x0 + j) * 144 + key] = if inside { vec16_get(w, j as u32) } else { zero };
             }
         }
         sync_threads();
@@ -68,7 +64,10 @@ pub fn attention_v_fp8(
                 let key = 2 * (p / 4) + p % 2 + 8 * ((p % 4) / 2);
                 out = vec16_set(out, p as u32, vec16_get(w, key as u32));
             }
-            store_vec16(&mut vt[(kvh * d + c * 64 + x) * cols + col0 + blk * 16], out);
+            store_vec16(
+                &mut vt[(kvh * d + c * 64 + x) * cols + col0 + blk * 16],
+                out,
+            );
         }
         sync_threads();
     }
