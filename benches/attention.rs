@@ -9,8 +9,8 @@
 //! Run: `attention` (1 PE, sm_90a). Exit status 1 when a result is wrong.
 //!
 //! `attention --plot FIGURES.jsonl OUT.png` (no GPU) draws TFLOP/s against sequence length at
-//! head dim 128 from this bench's and `attention_sdpa.py`'s figures in one file: pgas, cuDNN and
-//! flash, causal and not (`scripts/gpu-suite.sh OUTDIR attention` makes it).
+//! head dim 128 from this bench's and `attention_sdpa.py`'s figures in one file: pgas (bf16 and
+//! FP8), cuDNN and flash, causal and not (`scripts/gpu-suite.sh OUTDIR attention` makes it).
 
 mod common;
 
@@ -78,7 +78,13 @@ fn spot_check(
 fn plot(figures: &str, out: &str) -> BenchResult<()> {
     let text = std::fs::read_to_string(figures)?;
     let mut series: Vec<Series> = Vec::new();
-    for (who, suffix) in [("pgas", ""), ("cuDNN", " cudnn"), ("flash", " flash")] {
+    let who = [
+        ("pgas", ""),
+        ("pgas FP8", " fp8"),
+        ("cuDNN", " cudnn"),
+        ("flash", " flash"),
+    ];
+    for (who, suffix) in who {
         for mask in ["full", "causal"] {
             let mut points: Vec<(f64, f64)> = Vec::new();
             for &(b, hq, hkv, seq, d) in SHAPES.iter().filter(|s| s.4 == 128) {
@@ -104,7 +110,7 @@ fn plot(figures: &str, out: &str) -> BenchResult<()> {
     }
     by_count(
         std::path::Path::new(out),
-        "attention forward, bf16, head dim 128, one H200",
+        "attention forward, bf16 (pgas FP8: e4m3), head dim 128, one H200",
         ("sequence length", "TFLOP/s"),
         &series,
     )

@@ -73,12 +73,13 @@ impl AttentionConfig {
         }
     }
 
-    /// The FP8 specialization for `head_dim`: tiles of [`VT_KEYS`] keys (a row of the transposed
-    /// V's box), a ring of 4 (2 at head dim 256, whose tiles are twice as large).
-    pub fn for_fp8(head_dim: usize) -> AttentionConfig {
+    /// The FP8 specialization: tiles of [`VT_KEYS`] keys (a row of the transposed V's box), a
+    /// ring of 2 (on an H200, 2026-12-03, 0-5% faster than 4 at head dims 64 and 128, and 3
+    /// slower than both: `docs/attention.md`).
+    pub fn for_fp8() -> AttentionConfig {
         AttentionConfig {
             bn: VT_KEYS as u32,
-            stages: if head_dim == 256 { 2 } else { 4 },
+            stages: 2,
             fp8: true,
         }
     }
@@ -369,7 +370,7 @@ impl Attention {
         if tq == 0 {
             return Ok(());
         }
-        let cfg = AttentionConfig::for_fp8(d);
+        let cfg = AttentionConfig::for_fp8();
         let stream = pgas.stream();
         let (pq, _rq) = q.device_ptr(stream);
         let (pk, _rk) = k.device_ptr(stream);
@@ -635,6 +636,15 @@ mod tests {
                     "head dim {d}, causal {causal}: {bytes} bytes"
                 );
             }
+            // FP8: rows of 128 bytes at least (two heads at head dim 64).
+            let fp8 = AttentionConfig::for_fp8().shared_bytes(d);
+            let row = d.max(128);
+            assert_eq!(
+                fp8 as usize,
+                (128 + 2 * 2 * 128) * row + 8 * 9,
+                "FP8 head dim {d}"
+            );
+            assert!(fp8 <= 227 * 1024, "FP8 head dim {d}: {fp8} bytes");
         }
     }
 
