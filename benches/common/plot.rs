@@ -10,13 +10,15 @@ use std::path::Path;
 
 static FONT: &[u8] = include_bytes!("fonts/DejaVuSansMono.ttf");
 const FAMILY: &str = "sans-serif";
-const COLORS: [RGBColor; 6] = [
+const COLORS: [RGBColor; 8] = [
     RGBColor(214, 39, 40),
     RGBColor(31, 119, 180),
     RGBColor(44, 160, 44),
     RGBColor(148, 103, 189),
     RGBColor(0, 0, 0),
     RGBColor(255, 127, 14),
+    RGBColor(140, 86, 75),
+    RGBColor(127, 127, 127),
 ];
 
 /// One line of a plot: its legend and its (x, y) points (non-finite ones are left out).
