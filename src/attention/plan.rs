@@ -265,7 +265,7 @@ impl Attention {
         checked: bool,
     ) -> crate::Result<()> {
         let kv_rows = self.check_lengths([o.len(), lse.len(), q.len(), k.len()])?;
-        self.check_v("V", v.len(), kv_rows)?;
+        self.check_v(v.len(), kv_rows)?;
         let p = &self.params;
         let (tq, _) = self.tokens();
         if tq == 0 {
@@ -307,15 +307,15 @@ impl Attention {
     ) -> crate::Result<()> {
         let p = &self.params;
         let kv_rows = v.len() / (p.heads_kv * p.head_dim);
-        self.check_v("V", v.len(), kv_rows.max(self.tokens().1))?;
+        self.check_v(v.len(), kv_rows.max(self.tokens().1))?;
         self.check_vt(vt.len())?;
-        let tiles = self.seqs.iter().map(|s| s.1 .1 - s.1 .0).max().unwrap_or(0);
         if self.vt_cols == 0 {
             return Ok(());
         }
+        let longest = self.seqs.iter().map(|s| s.1 .1 - s.1 .0).max().unwrap_or(0);
         let launch = LaunchConfig {
             grid: (
-                tiles.div_ceil(VT_KEYS) as u32,
+                longest.div_ceil(VT_KEYS) as u32,
                 p.heads_kv as u32,
                 self.seqs.len() as u32,
             ),
@@ -503,16 +503,17 @@ impl Attention {
         Ok(kv_rows)
     }
 
-    /// Refuses a V of `len` elements unless it is `kv_rows` tokens (as many as K).
-    fn check_v(&self, what: &str, len: usize, kv_rows: usize) -> crate::Result<()> {
+    /// Refuses a V of `len` elements unless it is `kv_rows` whole tokens (as many as K holds, or
+    /// for `transpose_v` at least the batch's).
+    fn check_v(&self, len: usize, kv_rows: usize) -> crate::Result<()> {
         let p = &self.params;
         let want = kv_rows * p.heads_kv * p.head_dim;
         if len != want {
             return refuse(
                 NAME,
                 format!(
-                    "{what} has {len} elements where {kv_rows} tokens (as K) of {} key heads of \
-                     {} need {want}",
+                    "V has {len} elements where {kv_rows} tokens (K's, or at least the \
+                     batch's) of {} key heads of {} need {want}",
                     p.heads_kv, p.head_dim
                 ),
             );
