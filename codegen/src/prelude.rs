@@ -786,7 +786,8 @@ pub fn sm90_support() -> String {
     for n in WGMMA_N {
         let whole = n % 64 == 0;
         for (k, t) in WGMMA_TYPES.into_iter().filter(|&(k, _)| whole || k == 16) {
-            s.push_str(&wgmma_helper(n, k, t));
+            s.push_str(&wgmma_helper(n, k, t, false));
+            s.push_str(&wgmma_helper(n, k, t, true));
         }
         for (k, t) in WGMMA_TYPES.into_iter().filter(|_| whole) {
             s.push_str(&wgmma_rs_helper(n, k, t));
@@ -799,19 +800,30 @@ pub fn sm90_support() -> String {
 /// type `t` K-major in shared memory, accumulating in f32 into the `n / 8` fragments from `acc`
 /// on (4 registers each). The immediates after the predicate scale A and B by 1 and, for the
 /// 16-bit types only, leave them untransposed (PTX has no transpose operands for FP8, whose
-/// operands are always K-major).
-fn wgmma_helper(n: u32, k: u32, t: &str) -> String {
+/// operands are always K-major). With `choose`, the `_acc` form: a last argument `add` is the
+/// predicate (PTX's scale-d), and `add == false` writes `A B` over the accumulators.
+fn wgmma_helper(n: u32, k: u32, t: &str, choose: bool) -> String {
     let regs = n / 2;
     let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
     let outs: Vec<String> = (0..regs)
         .map(|i| format!("\"+f\"(c[{}].x[{}])", i / 4, i % 4))
         .collect();
     let imms = if k == 16 { "1, 1, 0, 0" } else { "1, 1" };
+    let (name, param, pred, input) = if choose {
+        (
+            "_acc",
+            ", bool add",
+            format!("%{}", regs + 2),
+            ", \"r\"((int)add)",
+        )
+    } else {
+        ("", "", "1".to_string(), "")
+    };
     format!(
-        "__device__ __forceinline__ void pgas_wgmma_m64n{n}k{k}_{t}(pgas_frag_c *c, uint64_t da, uint64_t db) {{
-    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} {{{}}}, %{}, %{}, p, {imms}; }}\"
+        "__device__ __forceinline__ void pgas_wgmma_m64n{n}k{k}{name}_{t}(pgas_frag_c *c, uint64_t da, uint64_t db{param}) {{
+    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, {pred}, 0; wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} {{{}}}, %{}, %{}, p, {imms}; }}\"
                  : {}
-                 : \"l\"(da), \"l\"(db));
+                 : \"l\"(da), \"l\"(db){input});
 }}
 ",
         list.join(", "),

@@ -231,17 +231,19 @@ pub fn attention_fwd_sm90(
         let mut l = [0.0f32; 2];
         mbarrier_wait(&bars[q_bar], 0);
         let mut alpha = [1.0f32; 2];
+        let mut sc = frag_c::<f32, 22>();
         for j in 0..tiles {
             let st = j % s;
             let kb = q_elems + st * tile;
-            // S's accumulators start at 0, or at `masked` for keys past the sequence or (causal)
-            // after the query: columns from `lim` on of this tile, per row. Only tiles across an
-            // edge need it. Done before the matmul, not after, so that the code between the
-            // two waits below has no branch, which would let ptxas hoist the second wait
-            // above the softmax it should overlap.
-            let mut sc = frag_c::<f32, 22>();
+            // The first K step of S writes over its accumulators (`_acc` with `add` false), or,
+            // on a tile across an edge, adds to the mask: 0, or `masked` for keys past the
+            // sequence or (causal) after the query, columns from `lim` on of this tile, per row.
+            // Done before the matmul, not after, so that the code between the two waits below
+            // has no branch, which would let ptxas hoist the second wait above the softmax it
+            // should overlap.
             let k0 = j * bw;
-            if k0 + bw > k_len || (causal && (k0 + bw) as i64 > (q0 as i64) + diag + 1) {
+            let edge = k0 + bw > k_len || (causal && (k0 + bw) as i64 > (q0 as i64) + diag + 1);
+            if edge {
                 for h in 0..2 {
                     let mut lim = k_len as i64 - k0 as i64;
                     if causal {
@@ -250,9 +252,11 @@ pub fn attention_fwd_sm90(
                     let lim = lim as i32;
                     for ni in 0..bw / 8 {
                         for e in 0..2 {
-                            if c0 + (ni * 8 + e) as i32 >= lim {
-                                sc[ni][2 * h + e] = masked;
-                            }
+                            sc[ni][2 * h + e] = if c0 + (ni * 8 + e) as i32 >= lim {
+                                masked
+                            } else {
+                                0.0
+                            };
                         }
                     }
                 }
@@ -270,15 +274,26 @@ pub fn attention_fwd_sm90(
             for c in 0..dq / 64 {
                 for ks in 0..ksteps {
                     let a = c * 8192 + (wg - 1) * 4096 + ks * 16;
-                    if fp8 {
-                        let b8 = 2 * (kb + c * bw * 64) + ks * 32;
+                    let b = kb + c * bw * 64 + ks * 16;
+                    let b8 = 2 * (kb + c * bw * 64) + ks * 32;
+                    // `c` and `ks` are unrolled: one call a step is compiled.
+                    let first = c == 0 && ks == 0;
+                    if fp8 && first {
+                        wgmma_m64n128k32_acc(&mut sc[0], &smem8[2 * a], &smem8[b8], edge);
+                    } else if fp8 {
                         wgmma_m64n128k32(&mut sc[0], &smem8[2 * a], &smem8[b8]);
+                    } else if bn == 176 && first {
+                        wgmma_m64n176k16_acc(&mut sc[0], &smem[a], &smem[b], edge);
                     } else if bn == 176 {
-                        wgmma_m64n176k16(&mut sc[0], &smem[a], &smem[kb + c * bw * 64 + ks * 16]);
+                        wgmma_m64n176k16(&mut sc[0], &smem[a], &smem[b]);
+                    } else if bn == 128 && first {
+                        wgmma_m64n128k16_acc(&mut sc[0], &smem[a], &smem[b], edge);
                     } else if bn == 128 {
-                        wgmma_m64n128k16(&mut sc[0], &smem[a], &smem[kb + c * bw * 64 + ks * 16]);
+                        wgmma_m64n128k16(&mut sc[0], &smem[a], &smem[b]);
+                    } else if first {
+                        wgmma_m64n64k16_acc(&mut sc[0], &smem[a], &smem[b], edge);
                     } else {
-                        wgmma_m64n64k16(&mut sc[0], &smem[a], &smem[kb + c * bw * 64 + ks * 16]);
+                        wgmma_m64n64k16(&mut sc[0], &smem[a], &smem[b]);
                     }
                 }
             }

@@ -6,9 +6,9 @@
 //! is exact in f32 and the results compare exactly.
 //! On a GPU below compute capability 9.0 the cases check that the launch is refused.
 
-use crate::kernels::fp8::{wgmma_rs_pv_e4m3, wgmma_tile_e4m3};
+use crate::kernels::fp8::{wgmma_acc_e4m3, wgmma_rs_pv_e4m3, wgmma_tile_e4m3};
 use crate::kernels::hopper::{
-    wgmma_from_thread_stores, wgmma_ktiles_f16, wgmma_rs_pv, wgmma_tile_bf16,
+    wgmma_acc_bf16, wgmma_from_thread_stores, wgmma_ktiles_f16, wgmma_rs_pv, wgmma_tile_bf16,
 };
 use crate::runner::{case, Case};
 use crate::util::{self, check_eq, ensure, CaseResult};
@@ -38,6 +38,10 @@ pub const CASES: &[Case] = &[
     case(
         "hopper/wgmma_m64nNk32_rs_e4m3_registers_times_permuted_k",
         wgmma_rs_e4m3_case,
+    ),
+    case(
+        "hopper/wgmma_acc_bf16_e4m3_writes_over_or_adds",
+        wgmma_acc_case,
     ),
 ];
 
@@ -312,6 +316,71 @@ fn wgmma_rs_e4m3_case(p: &Pgas) -> CaseResult {
             &s.clone_dtoh(&dout)?,
             &want,
         )?;
+    }
+    Ok(())
+}
+
+/// The `_acc` forms on accumulators that start at 7: with `add` false the first K step writes
+/// A Btᵀ over them, with `add` true it adds; bf16 at N = 64, 128, 176, 256 and e4m3 at N = 64,
+/// 128, 256, against the host exactly.
+fn wgmma_acc_case(p: &Pgas) -> CaseResult {
+    let s = p.stream();
+    let bf = |v: &[f32]| v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>();
+    let e8 = |v: &[f32]| v.iter().map(|&x| e4m3::from_f32(x)).collect::<Vec<_>>();
+    for (n, fp8) in [
+        (64, false),
+        (128, false),
+        (176, false),
+        (256, false),
+        (64, true),
+        (128, true),
+        (256, true),
+    ] {
+        let k = if fp8 { 128 } else { 64 };
+        let a: Vec<f32> = (0..64 * k).map(|i| small(i, 3)).collect();
+        let bt: Vec<f32> = (0..n * k).map(|i| small(i, 4)).collect();
+        let mut dc = s.alloc_zeros::<f32>(64 * n)?;
+        let nc = n as u32;
+        for add in [false, true] {
+            if fp8 {
+                let (da, dbt) = (s.clone_htod(&e8(&a))?, s.clone_htod(&e8(&bt))?);
+                let am = TensorMap::tiled_2d(s, &da, tile_fp8(64, 128, 64))?;
+                let bm = TensorMap::tiled_2d(s, &dbt, tile_fp8(n, 128, n))?;
+                let cfg = LaunchConfig::blocks(1, 128).with_shared_mem((8192 + n * 128 + 8) as u32);
+                let launch =
+                    |dc: &mut CudaSlice<f32>| wgmma_acc_e4m3::launch(p, cfg, dc, &am, &bm, add, nc);
+                if !hopper_or_refused(p, || launch(&mut dc))? {
+                    return Ok(());
+                }
+                launch(&mut dc)?;
+            } else {
+                let (da, dbt) = (s.clone_htod(&bf(&a))?, s.clone_htod(&bf(&bt))?);
+                let am = TensorMap::tiled_2d(s, &da, tile(64, 64, 64))?;
+                let bm = TensorMap::tiled_2d(s, &dbt, tile(n, 64, n))?;
+                let cfg =
+                    LaunchConfig::blocks(1, 128).with_shared_mem(((4096 + n * 64) * 2 + 8) as u32);
+                let launch =
+                    |dc: &mut CudaSlice<f32>| wgmma_acc_bf16::launch(p, cfg, dc, &am, &bm, add, nc);
+                if !hopper_or_refused(p, || launch(&mut dc))? {
+                    return Ok(());
+                }
+                launch(&mut dc)?;
+            }
+            util::settle(p)?;
+            let base = if add { 7.0 } else { 0.0 };
+            let want: Vec<f32> = matmul_bt(&a, &bt, 64, k, n)
+                .iter()
+                .map(|x| x + base)
+                .collect();
+            check_eq(
+                &format!(
+                    "{} N = {n} _acc with add = {add}",
+                    if fp8 { "e4m3" } else { "bf16" }
+                ),
+                &s.clone_dtoh(&dc)?,
+                &want,
+            )?;
+        }
     }
     Ok(())
 }

@@ -231,3 +231,65 @@ pub fn wgmma_rs_pv_e4m3(
         }
     }
 }
+
+/// `wgmma_tile_e4m3` with N = `n` (64, 128 or 256), the accumulators starting at 7 and the first
+/// K step an `_acc` form: C = 7 + A Btᵀ with `add`, A Btᵀ without.
+#[pgas_kernel(max_threads = 128)]
+pub fn wgmma_acc_e4m3(
+    c: &mut CudaSlice<f32>,
+    a_map: &TensorMap<e4m3>,
+    b_map: &TensorMap<e4m3>,
+    add: bool,
+    #[comptime] n: u32,
+) {
+    let smem = dyn_shared::<e4m3>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    let nw = n as usize;
+    // A's 8 KiB tile, Bt's (n rows of 128 bytes), then the mbarrier.
+    let bar = (8192 + nw * 128) / 8;
+    if t == 0 {
+        mbarrier_init(&mut bars[bar], 1);
+    }
+    sync_threads();
+    if t == 0 {
+        mbarrier_arrive_expect_tx(&mut bars[bar], (8192 + nw * 128) as u32);
+        tma_load_2d(&mut smem[0], a_map, &mut bars[bar], 0, 0);
+        tma_load_2d(&mut smem[8192], b_map, &mut bars[bar], 0, 0);
+    }
+    mbarrier_wait(&bars[bar], 0);
+    let mut acc = frag_c::<f32, 32>();
+    for ni in 0..nw / 8 {
+        for e in 0..4 {
+            acc[ni][e] = 7.0;
+        }
+        wgmma_fence_operand(&mut acc[ni]);
+    }
+    wgmma_fence();
+    for ks in 0..4 {
+        let a = ks * 32;
+        let b = 8192 + ks * 32;
+        if n == 256 && ks == 0 {
+            wgmma_m64n256k32_acc(&mut acc[0], &smem[a], &smem[b], add);
+        } else if n == 256 {
+            wgmma_m64n256k32(&mut acc[0], &smem[a], &smem[b]);
+        } else if n == 128 && ks == 0 {
+            wgmma_m64n128k32_acc(&mut acc[0], &smem[a], &smem[b], add);
+        } else if n == 128 {
+            wgmma_m64n128k32(&mut acc[0], &smem[a], &smem[b]);
+        } else if ks == 0 {
+            wgmma_m64n64k32_acc(&mut acc[0], &smem[a], &smem[b], add);
+        } else {
+            wgmma_m64n64k32(&mut acc[0], &smem[a], &smem[b]);
+        }
+    }
+    wgmma_commit();
+    wgmma_wait(0);
+    let lane = lane_id() as usize;
+    let r = warp_id() as usize * 16 + lane / 4;
+    for ni in 0..nw / 8 {
+        for j in 0..4 {
+            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, nw)] = acc[ni][j];
+        }
+    }
+}

@@ -237,3 +237,68 @@ pub fn wgmma_rs_pv(
         }
     }
 }
+
+/// `wgmma_tile_bf16` with the accumulators starting at 7 and the first K step an `_acc` form:
+/// C = 7 + A Btᵀ with `add`, A Btᵀ (the 7 written over) without; `n` is 64, 128, 176 or 256.
+#[pgas_kernel(max_threads = 128)]
+pub fn wgmma_acc_bf16(
+    c: &mut CudaSlice<f32>,
+    a_map: &TensorMap<bf16>,
+    b_map: &TensorMap<bf16>,
+    add: bool,
+    #[comptime] n: u32,
+) {
+    let smem = dyn_shared::<bf16>();
+    let bars = dyn_shared::<u64>();
+    let t = thread_idx_x() as usize;
+    let nw = n as usize;
+    let bar = (4096 + nw * 64) / 4;
+    if t == 0 {
+        mbarrier_init(&mut bars[bar], 1);
+    }
+    sync_threads();
+    if t == 0 {
+        mbarrier_arrive_expect_tx(&mut bars[bar], ((4096 + nw * 64) * 2) as u32);
+        tma_load_2d(&mut smem[0], a_map, &mut bars[bar], 0, 0);
+        tma_load_2d(&mut smem[4096], b_map, &mut bars[bar], 0, 0);
+    }
+    mbarrier_wait(&bars[bar], 0);
+    let mut acc = frag_c::<f32, 32>();
+    for ni in 0..nw / 8 {
+        for e in 0..4 {
+            acc[ni][e] = 7.0;
+        }
+        wgmma_fence_operand(&mut acc[ni]);
+    }
+    wgmma_fence();
+    for ks in 0..4 {
+        let a = ks * 16;
+        let b = 4096 + ks * 16;
+        if n == 256 && ks == 0 {
+            wgmma_m64n256k16_acc(&mut acc[0], &smem[a], &smem[b], add);
+        } else if n == 256 {
+            wgmma_m64n256k16(&mut acc[0], &smem[a], &smem[b]);
+        } else if n == 176 && ks == 0 {
+            wgmma_m64n176k16_acc(&mut acc[0], &smem[a], &smem[b], add);
+        } else if n == 176 {
+            wgmma_m64n176k16(&mut acc[0], &smem[a], &smem[b]);
+        } else if n == 128 && ks == 0 {
+            wgmma_m64n128k16_acc(&mut acc[0], &smem[a], &smem[b], add);
+        } else if n == 128 {
+            wgmma_m64n128k16(&mut acc[0], &smem[a], &smem[b]);
+        } else if ks == 0 {
+            wgmma_m64n64k16_acc(&mut acc[0], &smem[a], &smem[b], add);
+        } else {
+            wgmma_m64n64k16(&mut acc[0], &smem[a], &smem[b]);
+        }
+    }
+    wgmma_commit();
+    wgmma_wait(0);
+    let lane = lane_id() as usize;
+    let r = warp_id() as usize * 16 + lane / 4;
+    for ni in 0..nw / 8 {
+        for j in 0..4 {
+            c[idx2(r + (j / 2) * 8, ni * 8 + (lane % 4) * 2 + j % 2, nw)] = acc[ni][j];
+        }
+    }
+}
