@@ -24,9 +24,9 @@ pub struct AttentionParams {
     pub scale: Option<f32>,
 }
 
-/// Keys from which head dim 128 without a mask takes 176 keys a tile. On an H200 (2026-12-03)
-/// the wider tile ran 1.03-1.08x at 16,384 and 32,768 keys and 0.97-0.98x at 1,024 and 4,096,
-/// where the last tile's padding (4,096 is 23.3 tiles of 176) costs more than the tiles save.
+/// Keys from which head dim 128 without a mask takes 176 keys a tile: below it, the last tile's
+/// padding (4,096 keys are 23.3 tiles of 176) costs more than the fewer tiles save
+/// (`docs/attention.md`, "Figures", has the measurement).
 pub const WIDE_KEYS: usize = 16384;
 
 /// The per-tensor scales of FP8 attention's inputs (the dequantization factors): each stored
@@ -74,8 +74,7 @@ impl AttentionConfig {
     }
 
     /// The FP8 specialization: tiles of [`VT_KEYS`] keys (a row of the transposed V's box), a
-    /// ring of 2 (on an H200, 2026-12-03, 0-5% faster than 4 at head dims 64 and 128, and 3
-    /// slower than both: `docs/attention.md`).
+    /// ring of 2 (faster than 3 or 4 on an H200: `docs/attention.md`, "Figures").
     pub fn for_fp8() -> AttentionConfig {
         AttentionConfig {
             bn: VT_KEYS as u32,
