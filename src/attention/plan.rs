@@ -3,7 +3,7 @@
 
 use super::kernel::{attention_fwd_sm90, BM, THREADS};
 use super::v_fp8::{attention_v_fp8, VT_KEYS, VT_SHARED};
-use crate::gemm::refuse;
+use crate::gemm::{refuse, swizzled};
 use crate::prelude::*;
 use cudarc::driver::DevicePtr;
 
@@ -272,7 +272,8 @@ impl Attention {
         }
         let (d, bn) = (p.head_dim, self.cfg.bn as usize);
         let stream = pgas.stream();
-        let map = |rows: usize, heads: usize, box_rows: usize| swizzled(rows, heads * d, box_rows);
+        let map =
+            |rows: usize, heads: usize, box_rows: usize| swizzled(rows, heads * d, box_rows, 64);
         let q_map = TensorMap::tiled_2d_ragged(stream, q, map(tq, p.heads_q, BM))?;
         let k_map = TensorMap::tiled_2d_ragged(stream, k, map(kv_rows, p.heads_kv, bn))?;
         let v_map = TensorMap::tiled_2d_ragged(stream, v, map(kv_rows, p.heads_kv, bn))?;
@@ -384,17 +385,17 @@ impl Attention {
                 TensorMap::<bf16>::from_device_ptr_ragged(
                     pq,
                     q.len() / 2,
-                    swizzled(tq, pairs(hq), BM),
+                    swizzled(tq, pairs(hq), BM, 64),
                 )?,
                 TensorMap::<bf16>::from_device_ptr_ragged(
                     pk,
                     k.len() / 2,
-                    swizzled(kv_rows, pairs(hkv), cfg.bn as usize),
+                    swizzled(kv_rows, pairs(hkv), cfg.bn as usize, 64),
                 )?,
                 TensorMap::<bf16>::from_device_ptr(
                     pv,
                     vt.len() / 2,
-                    swizzled(hkv * d, self.vt_cols / 2, d),
+                    swizzled(hkv * d, self.vt_cols / 2, d, 64),
                 )?,
             )
         };
@@ -533,18 +534,6 @@ impl Attention {
             );
         }
         Ok(())
-    }
-}
-
-/// A map's tile with the 128-byte swizzle: `box_rows` rows of 64 bf16 columns (128 bytes) of a
-/// `rows x cols` tensor.
-fn swizzled(rows: usize, cols: usize, box_rows: usize) -> Tile2d {
-    Tile2d {
-        rows,
-        cols,
-        box_rows,
-        box_cols: 64,
-        swizzle: Swizzle::B128,
     }
 }
 

@@ -13,7 +13,8 @@ mod shape;
 pub use grouped::{gemm_grouped, gemm_grouped_with, GroupedRows};
 pub use kernel::{gemm_bf16_sm90, BK, BM, THREADS};
 pub(crate) use plan::{
-    a_tile, b_tile, c_tile, check, gemm_raw_with, launch, persistent_clusters, Maps, Words,
+    a_tile, b_tile, c_tile, check, gemm_raw_with, launch, persistent_clusters, swizzled, Maps,
+    Words,
 };
 pub use plan::{
     gemm_bf16, gemm_bf16_with, gemm_fp8, gemm_fp8_with, gemm_raw, shape_error, Chunking,

@@ -532,7 +532,9 @@ pub(crate) fn b_tile(n: usize, k: usize, cfg: GemmConfig) -> Tile2d {
     swizzled(n, k, (cfg.bn / cfg.cluster) as usize, 64)
 }
 
-fn swizzled(rows: usize, cols: usize, box_rows: usize, box_cols: usize) -> Tile2d {
+/// A `rows x cols` tensor's tile of `box_rows x box_cols` with the 128-byte swizzle `wgmma`
+/// reads (the GEMM's and the attention's maps).
+pub(crate) fn swizzled(rows: usize, cols: usize, box_rows: usize, box_cols: usize) -> Tile2d {
     Tile2d {
         rows,
         cols,
