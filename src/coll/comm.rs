@@ -54,14 +54,13 @@ pub const ONE_SHOT_MAX_BYTES: usize = 256 << 10;
 /// its scratch holds this much per call (twice over, per peer, in 16-byte lines of 8 data
 /// bytes), in [`LL_MAX_BYTES`] / [`LL_BYTES_PER_BLOCK`] (128) regions, one a block. On a GPU
 /// with fewer SMs than that, [`Comm::low_latency_max_bytes`] is less: the blocks of a call wait
-/// for their namesakes on the peers, so all must be resident. Measured on 4 and 2 x H100
-/// (`docs/coll.md`): at 256 KiB it was faster than one-shot and than NCCL on both. Up to issue
-/// 25's second round the limit was 64 KiB, when the lines went to the peers 16 bytes at a time.
+/// for their namesakes on the peers, so all must be resident. At this size it was still faster
+/// than one-shot and than NCCL on 2 and 4 PEs (`docs/coll.md` has the figures).
 pub const LL_MAX_BYTES: usize = 256 << 10;
 
 /// Data bytes of a chunk each block of a low-latency kernel handles at most (one 8-byte line a
-/// thread). Small blocks spread a call over many SMs: the 64 KiB all-reduce on 4 x H100 was
-/// clearly faster in 32 blocks than in 8.
+/// thread). Small blocks spread a call over many SMs, which the latency-bound sizes want
+/// (`docs/coll.md`).
 pub const LL_BYTES_PER_BLOCK: usize = 2 << 10;
 
 /// The largest `src` (bytes a PE) that [`Comm::all_gather`], [`Comm::reduce_scatter`],
@@ -79,34 +78,31 @@ pub const LL_SHARED_MAX_BYTES: usize = 64 << 10;
 /// Up to this many bytes on more than 2 PEs, [`Comm::broadcast`]'s [`Algorithm::TwoShot`] is
 /// the relay over the low-latency lines (`team_broadcast_relay_block`: the root sends each other
 /// rank a chunk, which passes it on; two crossings, no handshake), a block taking up to `n - 1`
-/// times a region's 4 KiB; above (or where that does not fit), the handshaking two-shot. On
-/// 4 x H100 the relay beat the root's lines to every peer at 256 KiB, and the handshaking
-/// two-shot by far at 1 MiB (close to NCCL there); at 4 MiB, in protocol calls of two crossings
-/// each, it lost to the two-shot and to NCCL. On 2 PEs the root's lines in such calls lost to
-/// the one-shot from 1 MiB (`docs/coll.md`, "The broadcast (third round)", has the figures).
+/// times a region's 4 KiB; above (or where that does not fit), the handshaking two-shot. Up to
+/// this size the relay beat both the root's lines to every peer and the handshaking two-shot;
+/// past it, split into protocol calls, it lost to the two-shot (`docs/coll.md`, "The broadcast
+/// (third round)", has the figures).
 pub const BROADCAST_RELAY_MAX_BYTES: usize = 1 << 20;
 
 /// From this many bytes on more than 2 PEs, [`Algorithm::Auto`] takes the relay
 /// ([`BROADCAST_RELAY_MAX_BYTES`]) for a broadcast instead of the low-latency form, whose root
-/// sends every peer a copy (on 4 x H100 that form was faster at 64 KiB, the relay at
-/// 256 KiB).
+/// sends every peer a copy: the two cross between these sizes (`docs/coll.md`).
 pub const BROADCAST_RELAY_MIN_BYTES: usize = 128 << 10;
 
 /// [`Algorithm::Auto`] takes the pulling all-gather and all-to-all (`Algorithm::OneShot`, peer
 /// loads) above the low-latency sizes while their larger buffer holds at most this many bytes,
 /// and the pushing forms (`Algorithm::TwoShot`, peer stores) above. Pulling has no peer stores
-/// to fence before the leave signal: the pushing all-gather waited in that fence, at 1 MiB on
-/// 2 x H100 far longer than the reduce-scatter's peer loads of as many bytes took
-/// (`docs/coll.md`, "Pulling and pushing").
-/// Above a few MiB the copy dominates and the pushing forms already beat NCCL (1.46x and 1.36x
-/// at 16 MiB), so they keep those sizes. The limit is not measured yet: `benches/coll.rs` runs
-/// both forms at every size.
+/// to fence before the leave signal, where the pushing all-gather waited longer than the
+/// reduce-scatter's peer loads of as many bytes took. Above a few MiB the copy dominates and the
+/// pushing forms already beat NCCL, so they keep those sizes (`docs/coll.md`, "Pulling and
+/// pushing", has the figures). The limit itself is a judgement, not a measurement:
+/// `benches/coll.rs` runs both forms at every size.
 pub const MOVE_PULL_MAX_BYTES: usize = 4 << 20;
 
 /// [`ONE_SHOT_MAX_BYTES`] in a team of two PEs. One-shot moves `n - 1` times the data over
 /// NVLink, two-shot `2 (n - 1) / n` times: the same for two PEs, so one-shot's single pass (one
 /// flag round trip less a call, no peer stores) keeps winning past the latency-bound sizes
-/// (measured with the one-element data path: 27 us against 36 us at 1 MiB on 2 x H200).
+/// (`docs/coll.md` has the figures).
 pub const ONE_SHOT_MAX_BYTES_2PE: usize = 8 << 20;
 
 /// From this many bytes [`Algorithm::TwoShot`] (and so [`Algorithm::Auto`] above the one-shot
@@ -114,9 +110,9 @@ pub const ONE_SHOT_MAX_BYTES_2PE: usize = 8 << 20;
 /// boundaries and the team is every PE: each rank stores chunk `q` of its data into a stage on
 /// rank `q`, which reduces it from local memory and stores the result into every PE's `dst`,
 /// so both crossings are peer stores and no handshake comes before the data moves. It has the
-/// larger fixed cost (on 4 x H100 slower than the low-latency two-shot at 8 B and than the
-/// handshaking two-shot at 4 MiB) and the higher bandwidth (faster than the handshaking two-shot
-/// and than NCCL at 16 and 64 MiB; `docs/coll.md`, "The pushed two-shot", has the figures).
+/// larger fixed cost and the higher bandwidth: below this size the handshaking two-shot is
+/// faster, above it the pushed one beats it and NCCL (`docs/coll.md`, "The pushed two-shot",
+/// has the figures).
 pub const PUSH_MIN_BYTES: usize = 16 << 20;
 
 /// The pushed two-shot ([`PUSH_MIN_BYTES`]) reduces at most this many bytes a kernel: larger
@@ -203,8 +199,8 @@ const LL_REGIONS: usize = LL_MAX_BYTES / LL_BYTES_PER_BLOCK;
 
 /// Data bytes of each sender's lines in one block's region of the low-latency scratch: twice
 /// what a block of the other kernels sends, for the broadcast's relay, whose block takes this
-/// for each rank but the root (up to 1 MiB in one call of 128 blocks on 4 PEs: on 4 x H100 far
-/// faster than with regions of 2 KiB, two calls a block).
+/// for each rank but the root (up to 1 MiB in one call of 128 blocks on 4 PEs: far faster
+/// than regions of 2 KiB, two calls a block; `docs/coll.md`).
 pub const LL_REGION_BYTES: usize = 2 * LL_BYTES_PER_BLOCK;
 
 /// Words of one block's region of the low-latency scratch in a team of `n` (the most any
@@ -634,8 +630,8 @@ pub(super) struct LlShape {
     /// Chunks a block takes its share of: 1 for the all-reduce and the broadcast (the root's
     /// lines, nothing staged); the team's PEs for the all-gather (every PE's share lands in the
     /// block's shared memory) and the personal kernels (the all-to-all and reduce-scatter stage
-    /// chunk `q` for rank `q`), so that what a block stages stays within `block_max`. The
-    /// all-gather's 64 KiB was faster in a graph at `n` than at 1 (2 x H100, one job).
+    /// chunk `q` for rank `q`), so that what a block stages stays within `block_max` (the
+    /// all-gather ran faster with `n` chunks a block than with one: `docs/coll.md`).
     pub chunks: usize,
     /// Dynamic shared memory, in blocks' shares (each a block's elements of a chunk, rounded
     /// up to 16 bytes): none for the all-reduce and the broadcast, the team's PEs for the
@@ -647,8 +643,8 @@ pub(super) struct LlShape {
     pub flags: bool,
     /// The bytes of a chunk a block takes, and more only where the regions run out:
     /// [`LL_BYTES_PER_BLOCK`], but for the broadcast's relay, whose block takes a region's
-    /// lines for each rank but the root ([`Comm::relay_fits`]; fewer, fuller blocks: a little
-    /// faster at 256 KiB on 4 x H100).
+    /// lines for each rank but the root ([`Comm::relay_fits`]; fewer, fuller blocks ran a
+    /// little faster).
     pub block_max: usize,
 }
 

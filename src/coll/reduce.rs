@@ -332,8 +332,7 @@ impl Comm {
             return Ok(Algorithm::TwoShot);
         }
         // Limited by a chunk, what each rank's lines to a peer carry, and by the shared memory
-        // that stages `n + 1` shares: so the 1 MiB reduce-scatter on 4 x H100 was faster than
-        // the handshaking form (`docs/coll.md`).
+        // that stages `n + 1` shares: up to there it beats the handshaking form (`docs/coll.md`).
         if n > 1 && self.ll_fits(dst.len() * size, n, n + 1) {
             // Latency-bound: chunk `q` of `src` over the low-latency lines to rank `q`.
             let src = Region::<T>::of(src);

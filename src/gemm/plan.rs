@@ -59,8 +59,8 @@ impl GemmConfig {
     /// calls on device addresses, which have no split-K workspace.
     pub fn whole_k(m: usize, n: usize, sms: usize) -> GemmConfig {
         let tiles = |bn: usize| m.div_ceil(BM) * (n / bn);
-        // A wider tile is worth a few idle multiprocessors (128-wide tiles run at about 0.75x
-        // of 256-wide ones).
+        // A wider tile is worth a few idle multiprocessors: 128-wide tiles run far slower than
+        // 256-wide ones (`docs/gemm.md` has the figure).
         let bn = [256, 128]
             .into_iter()
             .find(|&bn| n.is_multiple_of(bn) && busy(tiles(bn), sms))

@@ -28,17 +28,13 @@ pub(crate) enum Fused {
 }
 
 /// The path measured fastest, by fused operation and rows a PE (M / P): the first row of an
-/// operation whose bound is at least the plan's rows a PE. From 4 and 2 x H200, N = K = 8192,
-/// M = 1024 to 16384, cuBLAS + NCCL and every path in the same job (seven rounds on 4 PEs; the
-/// tables are in `docs/ops.md`):
-/// - all-gather + GEMM: the one kernel up to 512 rows a PE (4 PEs at M = 1024: clearly ahead
-///   of cuBLAS per shard in three rounds; at 512 rows a PE, M = 2048 on 4 PEs and 1024 on 2,
-///   within the noise, ahead in four rounds of six), cuBLAS per shard above, where the two
-///   trade places from one round to the next (4 PEs at M = 16384);
-/// - GEMM + reduce-scatter: per chunk up to 1024 rows a PE (4 PEs: ahead of cuBLAS's chunks in
-///   six rounds of seven at M = 2048 and 4096, tied at 1024; 2 PEs at 1024 and 2048 within
-///   1%), the one kernel at 2048 (4 PEs at M = 8192: ahead in every round; 2 PEs at 4096 too),
-///   cuBLAS above (4 PEs at 16384: ahead in six rounds of seven).
+/// operation whose bound is at least the plan's rows a PE. Measured on 4 and 2 GPUs at
+/// N = K = 8192, M = 1024 to 16384, with cuBLAS + NCCL and every path in the same job
+/// (`docs/ops.md` has the tables and how often each path led):
+/// - all-gather + GEMM: the one kernel up to 512 rows a PE, cuBLAS per shard above (where
+///   the two trade places from one job to the next);
+/// - GEMM + reduce-scatter: per chunk up to 1024 rows a PE, the one kernel at 2048, cuBLAS
+///   above.
 const FASTEST: &[(Fused, usize, GemmPath)] = &[
     (Fused::AllGatherMatmul, 512, GemmPath::PgasOneKernel),
     (Fused::AllGatherMatmul, usize::MAX, GemmPath::Cublas),

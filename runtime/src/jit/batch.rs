@@ -89,7 +89,7 @@ const MIN_BATCH: usize = 8;
 
 /// Whether a kernel's program is one a build starts before the others: a device collective's
 /// (the full prelude, linked or not, sm_90a or not). Its NVVM and ptxas time on NVSHMEM's
-/// collective code, 12-16 s on an H200 host, is ten times a point-to-point batch's, so a build
+/// collective code is ten times a point-to-point batch's (`docs/jit.md`), so a build
 /// whose slowest program starts last waits for it after the rest is done: the GPU suite's
 /// `bounded_all_reduce`, the slowest, was once program 24 of 25, and the prewarm waited for it
 /// long after the others (`docs/jit.md`).

@@ -696,8 +696,8 @@ pub enum LinkTime {
     PointToPoint,
     /// Collective kernels too, linking each NVSHMEM collective they call as an object built
     /// once per machine (`all`): a new collective kernel compiles in 0.2 s instead of 16-20 s,
-    /// but NVSHMEM's reduction then runs as a call, which cost 3 us more per small reduction
-    /// on an H100 (docs/jit.md, "Collective objects").
+    /// but NVSHMEM's reduction then runs as a call, which makes a small reduction slower
+    /// (docs/jit.md, "Collective objects", has the figures).
     All,
 }
 

@@ -125,7 +125,7 @@ pub(super) struct Pushes {
     /// this slice (see `Drop`). Only the kernel's launches use it through cudarc: the copy
     /// streams name the words by address, since through `CudaSlice::device_ptr` cudarc's event
     /// tracking would make the kernel's launch wait for the copy streams' last use, that is for
-    /// the whole all-gather (hundreds of microseconds at 8192^3 on 2 x H100).
+    /// the whole all-gather.
     pub(super) words: ManuallyDrop<CudaSlice<u64>>,
 }
 

@@ -69,8 +69,8 @@ pub fn moe_layout(
     }
     // A round ranks `4 * nt` consecutive tokens in 4 steps of `nt`, a token a thread in each,
     // so a warp's loads of the ids are adjacent and the round's loads are in flight together (a
-    // thread owning a run of tokens made every load of a warp touch 32 lines: 46 us at 4096
-    // tokens on an H200, more than the rows' copy). A token hits this block at most once (the
+    // thread owning a run of tokens made every load of a warp touch 32 lines and took longer
+    // than the rows' copy: `docs/ops.md`). A token hits this block at most once (the
     // host checked its ids are distinct), so its rank is the hits before it: those of the
     // earlier steps (`count`), of the warps before its warp in its step, and of the lanes
     // before its lane (its warp's suffix sums by shuffles, taken from the warp's total).

@@ -17,8 +17,8 @@ use crate::{bf16, Error, LaunchConfig, Pgas, Result, SymTensor};
 pub const LL_MAX_TOKENS: usize = 1024;
 
 /// Blocks a multiprocessor of a low-latency grid: each thread's work is a chain of loads and
-/// (mostly remote) stores, so the more in flight the better (measured on 2 x H100 at 128 tokens:
-/// 64 blocks in all left the combine at 45 us).
+/// (mostly remote) stores, so the more in flight the better (`docs/ops.md`, "The low-latency
+/// mode", has the figures).
 const LL_BLOCKS_PER_SM: u32 = 2;
 
 /// MoE dispatch and combine for decode steps, in the layout of DeepEP's low-latency mode: each
