@@ -80,8 +80,9 @@ pub const LL_SHARED_MAX_BYTES: usize = 64 << 10;
 /// rank a chunk, which passes it on; two crossings, no handshake), a block taking up to `n - 1`
 /// times a region's 4 KiB; above (or where that does not fit), the handshaking two-shot. Up to
 /// this size the relay beat both the root's lines to every peer and the handshaking two-shot;
-/// past it, split into protocol calls, it lost to the two-shot (`docs/coll.md`, "The broadcast
-/// (third round)", has the figures).
+/// past it, split into protocol calls, it lost to the two-shot. On 2 PEs the root's lines in
+/// such calls lost to the one-shot from 1 MiB, so the relay is for larger teams
+/// (`docs/coll.md`, "The broadcast (third round)", has the figures).
 pub const BROADCAST_RELAY_MAX_BYTES: usize = 1 << 20;
 
 /// From this many bytes on more than 2 PEs, [`Algorithm::Auto`] takes the relay
@@ -102,7 +103,7 @@ pub const MOVE_PULL_MAX_BYTES: usize = 4 << 20;
 /// [`ONE_SHOT_MAX_BYTES`] in a team of two PEs. One-shot moves `n - 1` times the data over
 /// NVLink, two-shot `2 (n - 1) / n` times: the same for two PEs, so one-shot's single pass (one
 /// flag round trip less a call, no peer stores) keeps winning past the latency-bound sizes
-/// (`docs/coll.md` has the figures).
+/// (`docs/coll.md`, `Algorithm::Auto`, has the figure).
 pub const ONE_SHOT_MAX_BYTES_2PE: usize = 8 << 20;
 
 /// From this many bytes [`Algorithm::TwoShot`] (and so [`Algorithm::Auto`] above the one-shot
