@@ -18,7 +18,9 @@ use common::{
 };
 use pgas::cudarc::driver::{CudaStream, CudaView, CudaViewMut};
 use pgas::gemm::reference::value;
-use pgas::gemm::{gemm_bf16, gemm_bf16_with, gemm_grouped, GemmConfig, GroupedRows, Operand};
+use pgas::gemm::{
+    gemm_bf16, gemm_bf16_with, gemm_grouped, GemmConfig, GroupedRows, Operand, STREAM_K,
+};
 use pgas::ops::cublas::{self, Cublas, CublasLt};
 use pgas::prelude::*;
 
@@ -301,6 +303,8 @@ fn main() -> BenchResult<()> {
             (256, 2),
             (256, 4),
             (256, 8),
+            (256, STREAM_K),
+            (128, STREAM_K),
         ] {
             let cfg = GemmConfig {
                 stages: if bn == 256 {

@@ -56,7 +56,9 @@ pub const THREADS: u32 = 384;
 /// past M idles.
 ///
 /// With `splits` above 1 (split-K, for C's of few tiles: decode-sized M), each tile's K steps
-/// are cut in `splits` parts, a work unit each, and a unit's epilogue adds its f32 partial sums
+/// are cut in `splits` parts, a work unit each; with `splits` 0 (stream-K), the grid's clusters
+/// share all tiles' K steps evenly, each taking one contiguous run of them in tile order, a
+/// work unit for each tile the run touches. Either way a unit's epilogue adds its f32 partial sums
 /// into `w_map` (an f32 m x n workspace of zeros; tiles of 64 x 32 with a 128-byte
 /// swizzle) with the copy engine's atomic add; a second kernel (`gemm_splitk_finish`) rounds
 /// the workspace into C. With 1, `w_map` is unused.
@@ -111,10 +113,25 @@ pub fn gemm_bf16_sm90(
     let tiles_n = n / bw;
     let tiles = tiles_m * tiles_n;
     // Work units: each tile's K steps in `splits` parts (the host checked that it divides
-    // them); unit u is part u / tiles of tile u % tiles.
-    let units = tiles * splits;
+    // them); unit u is part u / tiles of tile u % tiles. Stream-K (`splits` 0): cluster c takes
+    // the K steps [c U / G, (c + 1) U / G) of the U = tiles x ktiles steps, tile after tile, for
+    // the grid's G clusters; `unit` is then the next of its steps. Both roles walk the same units.
     let ktiles = k / 64;
-    let per_split = ktiles / splits;
+    let streamk = splits == 0;
+    let clusters = cluster_count_x() as usize;
+    let first = cluster_id_x() as usize;
+    let steps = tiles * ktiles;
+    let units = if streamk {
+        (first + 1) * steps / clusters
+    } else {
+        tiles * splits
+    };
+    let per_split = if streamk { 0 } else { ktiles / splits };
+    let unit0 = if streamk {
+        first * steps / clusters
+    } else {
+        first
+    };
     // K steps a piece of a gathered chunk (the host checked that `pieces` divides `ktiles`).
     let per_piece = ktiles / pieces;
     // Cluster-tile rows start at chunk `me` (this PE's when gathering), and the groups of rows
@@ -147,11 +164,24 @@ pub fn gemm_bf16_sm90(
         setmaxnreg_dec(40);
         if t == 0 {
             let half = bw / cl;
-            let mut unit = cluster_id_x() as usize;
+            let mut unit = unit0;
             while unit < units {
-                let tile = unit % tiles;
-                let kfirst = (unit / tiles) * per_split;
-                unit += cluster_count_x() as usize;
+                let tile = if streamk { unit / ktiles } else { unit % tiles };
+                let kfirst = if streamk {
+                    unit % ktiles
+                } else {
+                    (unit / tiles) * per_split
+                };
+                let kend = if streamk {
+                    min(ktiles, kfirst + units - unit)
+                } else {
+                    kfirst + per_split
+                };
+                unit = if streamk {
+                    unit + kend - kfirst
+                } else {
+                    unit + clusters
+                };
                 let tm = (tile_row(tile, tiles_m, tiles_n, group) + shift) % tiles_m;
                 let row0 = (tm * cl + rank) * 128;
                 let col0 = tile_col(tile, tiles_m, tiles_n, group) * bw;
@@ -161,7 +191,7 @@ pub fn gemm_bf16_sm90(
                 }
                 let brow = g as usize * n + col0;
                 let q = if gather { row0 / mp } else { me };
-                for kt in kfirst..kfirst + per_split {
+                for kt in kfirst..kend {
                     if q != me && kt % per_piece == 0 {
                         // The piece of chunk q holding these K steps is in the gathered buffer
                         // once its word holds this call's epoch. PE q's copy stream wrote the
@@ -226,11 +256,24 @@ pub fn gemm_bf16_sm90(
         let arows = (wg - 1) * 4096;
         let lane = lane_id() as usize;
         let w = (t % 128) / 32;
-        let mut unit = cluster_id_x() as usize;
+        let mut unit = unit0;
         while unit < units {
-            let tile = unit % tiles;
-            let kfirst = (unit / tiles) * per_split;
-            unit += cluster_count_x() as usize;
+            let tile = if streamk { unit / ktiles } else { unit % tiles };
+            let kfirst = if streamk {
+                unit % ktiles
+            } else {
+                (unit / tiles) * per_split
+            };
+            let kend = if streamk {
+                min(ktiles, kfirst + units - unit)
+            } else {
+                kfirst + per_split
+            };
+            unit = if streamk {
+                unit + kend - kfirst
+            } else {
+                unit + clusters
+            };
             let tm = (tile_row(tile, tiles_m, tiles_n, group) + shift) % tiles_m;
             let row0 = (tm * cl + rank) * 128;
             let col0 = tile_col(tile, tiles_m, tiles_n, group) * bw;
@@ -249,7 +292,7 @@ pub fn gemm_bf16_sm90(
                     acc[ni][j] = 0.0;
                 }
             }
-            for kt in kfirst..kfirst + per_split {
+            for kt in kfirst..kend {
                 let st = it % s;
                 mbarrier_wait(&bars[full0 + st], ((it / s) % 2) as u32);
                 let base = st * slot;
@@ -312,7 +355,7 @@ pub fn gemm_bf16_sm90(
                     }
                 }
             }
-            if !idle && splits > 1 {
+            if !idle && splits != 1 {
                 // Split-K's epilogue, 32 columns (128 bytes of f32) at a time: each thread puts
                 // its accumulators where the 128-byte swizzle has them (16-byte chunk c of row r
                 // at chunk c ^ r % 8), and the copy engine adds the tile into the workspace.

@@ -18,6 +18,6 @@ pub(crate) use plan::{
 };
 pub use plan::{
     gemm_bf16, gemm_bf16_with, gemm_fp8, gemm_fp8_with, gemm_raw, shape_error, Chunking,
-    GemmConfig, Operand,
+    GemmConfig, Operand, STREAM_K,
 };
 pub(crate) use shape::refuse;

@@ -22,17 +22,23 @@ pub struct GemmConfig {
     /// `Some(n)` for `n` (one per cluster tile reproduces a non-persistent launch).
     pub clusters: Option<u32>,
     /// Parts each tile's K steps are cut into (split-K; 1 for none), dividing them: a C of few
-    /// tiles (decode-sized M) then still gives every multiprocessor work. Above 1 the parts'
-    /// f32 sums meet in a workspace, so only the calls on `CudaSlice`s take it
-    /// ([`gemm_bf16_with`], [`gemm_fp8_with`]).
+    /// tiles (decode-sized M) then still gives every multiprocessor work. [`STREAM_K`] (0):
+    /// the grid's clusters share all the tiles' K steps evenly instead, a contiguous run each,
+    /// so no wave of units is left part-full. Other than 1 the parts' f32 sums meet in a
+    /// workspace, so only the calls on `CudaSlice`s take it ([`gemm_bf16_with`],
+    /// [`gemm_fp8_with`]).
     pub splits: u32,
 }
+
+/// [`GemmConfig::splits`] for stream-K.
+pub const STREAM_K: u32 = 0;
 
 impl GemmConfig {
     /// The specialization for `m x n x k` on a GPU with `sms` multiprocessors:
     /// [`GemmConfig::whole_k`]'s, except at most 64 rows (a decode step's), which take 256-wide
     /// tiles with K split in the fewest parts (2, 4 or 8) that give nearly every multiprocessor
-    /// a unit. The rule follows what `benches/gemm_shapes.rs` measured (`docs/gemm.md`,
+    /// a unit, or stream-K where those parts would leave a last wave of units less than 90%
+    /// full. The rule follows what `benches/gemm_shapes.rs` measured (`docs/gemm.md`,
     /// "Split-K"): splitting paid at M = 64 and lost at M = 128.
     pub fn for_shape(m: usize, n: usize, k: usize, sms: usize) -> GemmConfig {
         let whole = GemmConfig::whole_k(m, n, sms);
@@ -40,7 +46,14 @@ impl GemmConfig {
         let wide = m.div_ceil(BM) * (n / 256);
         let split = [2u32, 4, 8]
             .into_iter()
-            .find(|&s| ksteps.is_multiple_of(s as usize) && busy(wide * s as usize, sms));
+            .find(|&s| ksteps.is_multiple_of(s as usize) && busy(wide * s as usize, sms))
+            .map(|s| {
+                if whole_waves(wide * s as usize, sms) {
+                    s
+                } else {
+                    STREAM_K
+                }
+            });
         match split {
             Some(splits) if m <= 64 && whole.bn < 256 && n.is_multiple_of(256) => GemmConfig {
                 stages: (192 * 1024 / slot_bytes(256)) as u32,
@@ -114,6 +127,12 @@ impl GemmConfig {
 /// Whether `units` of work give nearly every one of `sms` multiprocessors one: 90% of them.
 fn busy(units: usize, sms: usize) -> bool {
     units * 10 >= sms * 9
+}
+
+/// Whether `units` of work fill their waves on `sms` multiprocessors (the last one 90% full or
+/// more), as [`busy`] asks of the first.
+fn whole_waves(units: usize, sms: usize) -> bool {
+    busy(units - (units - 1) / sms * sms, sms)
 }
 
 /// How a launch takes C's rows: the kernel's `gather` and `scatter` specializations.
@@ -495,9 +514,9 @@ pub(crate) fn check(cfg: GemmConfig, (m, n, k): (usize, usize, usize)) -> crate:
         ));
     }
     let ksteps = k / BK;
-    if cfg.splits == 0 || !ksteps.is_multiple_of(cfg.splits as usize) {
+    if cfg.splits != STREAM_K && !ksteps.is_multiple_of(cfg.splits as usize) {
         return refuse(format!(
-            "split-K in {} parts: a divisor of K's {ksteps} steps of {BK}",
+            "split-K in {} parts: a divisor of K's {ksteps} steps of {BK}, or STREAM_K",
             cfg.splits
         ));
     }
@@ -575,8 +594,14 @@ pub(crate) fn persistent_clusters(
     let launch = LaunchConfig::blocks(cfg.cluster, THREADS)
         .with_shared_mem(cfg.shared_bytes())
         .with_cluster((cfg.cluster, 1, 1));
-    // Work units: each cluster tile's K steps in `splits` parts.
-    let units = (m.div_ceil(BM * cfg.cluster as usize) * (n / cfg.bn as usize)) as u32 * cfg.splits;
+    // Work units: each cluster tile's K steps in `splits` parts; stream-K shares every
+    // cluster tile's K steps between as many clusters as are resident.
+    let tiles = (m.div_ceil(BM * cfg.cluster as usize) * (n / cfg.bn as usize)) as u32;
+    let units = if cfg.splits == STREAM_K {
+        u32::MAX
+    } else {
+        tiles * cfg.splits
+    };
     // The answer depends on the specialization and the GPU only, and the query (a JIT lookup
     // and cuOccupancyMaxActiveClusters) cost tens of microseconds a call: asked once.
     let key = (pgas.cuda().ordinal(), cfg.comptime(rows, fp8), checked);
@@ -769,7 +794,7 @@ pub(crate) fn launch(
         w,
     } = maps;
     let w = match w {
-        Some(w) if cfg.splits > 1 && whole => w,
+        Some(w) if cfg.splits != 1 && whole => w,
         None if cfg.splits == 1 => &mut unused.w_map,
         _ => {
             return refuse(format!(
@@ -806,7 +831,8 @@ mod tests {
     #[test]
     fn decode_sized_m_splits_k_over_wide_tiles_and_nothing_else_does() {
         assert_eq!(picked(64, 8192, 8192), (256, 1, 4));
-        assert_eq!(picked(64, 28672, 8192), (256, 1, 2));
+        // 112 tiles in 2 parts: 224 units, a second wave of 92 on 132 multiprocessors.
+        assert_eq!(picked(64, 28672, 8192), (256, 1, super::STREAM_K));
         assert_eq!(picked(1, 8192, 28672), (256, 1, 4));
         // K of 3 steps: no split divides it.
         assert_eq!(picked(64, 8192, 192), (64, 1, 1));

@@ -9,7 +9,7 @@ use crate::runner::{case, Case};
 use crate::util::{ensure, CaseResult};
 use pgas::gemm::reference::value;
 use pgas::gemm::{
-    gemm_bf16_with, gemm_grouped, gemm_grouped_with, GemmConfig, GroupedRows, Operand,
+    gemm_bf16_with, gemm_grouped, gemm_grouped_with, GemmConfig, GroupedRows, Operand, STREAM_K,
 };
 use pgas::prelude::*;
 
@@ -33,7 +33,9 @@ fn all_points(m: usize, n: usize) -> Vec<(usize, usize)> {
 
 /// M of 1, 64, 200 and 328 rows (a partial tile, alone or after whole ones; with clusters of 2
 /// where M has an even number of tiles, one block's tile then wholly past M), each tile width,
-/// K whole and split in 2, 4 and 8 parts; a split that does not divide K's steps is refused.
+/// K whole, split in 2, 4 and 8 parts and by stream-K (over the persistent grid, and over a
+/// grid of 5 clusters, whose runs of K steps start mid-tile and cross tiles); a split that does
+/// not divide K's steps is refused.
 fn any_m_case(p: &Pgas) -> CaseResult {
     if !gemm_sm90_or_refused(p)? {
         return Ok(());
@@ -55,10 +57,17 @@ fn any_m_case(p: &Pgas) -> CaseResult {
             config((256, 1, 4)),
             split((256, 1, 4), 4),
             split((128, 1, 6), 8),
+            split((256, 1, 4), STREAM_K),
+            split((64, 1, 3), STREAM_K),
+            GemmConfig {
+                clusters: Some(5),
+                ..split((64, 1, 3), STREAM_K)
+            },
         ];
         if clustered {
             configs.push(config((128, 2, 6)));
             configs.push(split((128, 2, 6), 2));
+            configs.push(split((128, 2, 6), STREAM_K));
         }
         for cfg in configs {
             for checked in [false, true] {
