@@ -166,22 +166,10 @@ pub fn gemm_bf16_sm90(
             let half = bw / cl;
             let mut unit = unit0;
             while unit < units {
-                let tile = if streamk { unit / ktiles } else { unit % tiles };
-                let kfirst = if streamk {
-                    unit % ktiles
-                } else {
-                    (unit / tiles) * per_split
-                };
-                let kend = if streamk {
-                    min(ktiles, kfirst + units - unit)
-                } else {
-                    kfirst + per_split
-                };
-                unit = if streamk {
-                    unit + kend - kfirst
-                } else {
-                    unit + clusters
-                };
+                let tile = unit_tile(unit, tiles, ktiles, streamk);
+                let kfirst = unit_kfirst(unit, tiles, ktiles, per_split, streamk);
+                let kend = unit_kend(unit, kfirst, units, ktiles, per_split, streamk);
+                unit = next_unit(unit, kend - kfirst, clusters, streamk);
                 let tm = (tile_row(tile, tiles_m, tiles_n, group) + shift) % tiles_m;
                 let row0 = (tm * cl + rank) * 128;
                 let col0 = tile_col(tile, tiles_m, tiles_n, group) * bw;
@@ -258,22 +246,10 @@ pub fn gemm_bf16_sm90(
         let w = (t % 128) / 32;
         let mut unit = unit0;
         while unit < units {
-            let tile = if streamk { unit / ktiles } else { unit % tiles };
-            let kfirst = if streamk {
-                unit % ktiles
-            } else {
-                (unit / tiles) * per_split
-            };
-            let kend = if streamk {
-                min(ktiles, kfirst + units - unit)
-            } else {
-                kfirst + per_split
-            };
-            unit = if streamk {
-                unit + kend - kfirst
-            } else {
-                unit + clusters
-            };
+            let tile = unit_tile(unit, tiles, ktiles, streamk);
+            let kfirst = unit_kfirst(unit, tiles, ktiles, per_split, streamk);
+            let kend = unit_kend(unit, kfirst, units, ktiles, per_split, streamk);
+            unit = next_unit(unit, kend - kfirst, clusters, streamk);
             let tm = (tile_row(tile, tiles_m, tiles_n, group) + shift) % tiles_m;
             let row0 = (tm * cl + rank) * 128;
             let col0 = tile_col(tile, tiles_m, tiles_n, group) * bw;
@@ -439,6 +415,56 @@ pub fn gemm_bf16_sm90(
     // No block leaves while a peer may still copy into its shared memory or arrive on its
     // mbarriers.
     cluster_sync();
+}
+
+/// The cluster tile of work unit `unit`: split-K's unit is part `unit / tiles` of tile
+/// `unit % tiles`; stream-K's is K step `unit % ktiles` of tile `unit / ktiles`.
+#[pgas_device]
+fn unit_tile(unit: usize, tiles: usize, ktiles: usize, streamk: bool) -> usize {
+    if streamk {
+        unit / ktiles
+    } else {
+        unit % tiles
+    }
+}
+
+/// The first K step of work unit `unit` in its tile (see [`unit_tile`]).
+#[pgas_device]
+fn unit_kfirst(unit: usize, tiles: usize, ktiles: usize, per_split: usize, streamk: bool) -> usize {
+    if streamk {
+        unit % ktiles
+    } else {
+        (unit / tiles) * per_split
+    }
+}
+
+/// The end of unit `unit`'s run of K steps (from `kfirst`): split-K's part is `per_split`
+/// steps; a stream-K run goes to its tile's end or to the end of the cluster's steps, `units`.
+#[pgas_device]
+fn unit_kend(
+    unit: usize,
+    kfirst: usize,
+    units: usize,
+    ktiles: usize,
+    per_split: usize,
+    streamk: bool,
+) -> usize {
+    if streamk {
+        min(ktiles, kfirst + units - unit)
+    } else {
+        kfirst + per_split
+    }
+}
+
+/// The unit a cluster takes after `unit`, whose run was `steps` K steps: split-K's clusters
+/// stride over the units by the grid's `clusters`; a stream-K cluster goes on past its run.
+#[pgas_device]
+fn next_unit(unit: usize, steps: usize, clusters: usize, streamk: bool) -> usize {
+    if streamk {
+        unit + steps
+    } else {
+        unit + clusters
+    }
 }
 
 /// The cluster-tile row of cluster tile `tile`: tiles go down groups of `group` (at most 8)
