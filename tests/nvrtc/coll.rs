@@ -1,7 +1,7 @@
 //! Every specialization `pgas::coll` can launch (`coll::prewarm_all`: each algorithm, element
 //! type and reduction), compiled by NVRTC for sm_90 as the JIT would: no errors, no warnings.
-//! Link-time (the JIT's default: NVRTC to LTO-IR, nvJitLink against the NVSHMEM library), every
-//! specialization, in one program per CPU; inline (`PGAS_JIT_LTO=off`, against NVSHMEM's
+//! Link-time (the JIT's default: NVRTC to LTO-IR, nvJitLink against the NVSHMEM library, here at
+//! `-O0`), every specialization, in one program per CPU; inline (`PGAS_JIT_LTO=off`, against NVSHMEM's
 //! headers), each kernel and type with its first reduction, once, at full optimization with
 //! ptxas's report (the spill check reads it). The reductions of a kernel differ only in the
 //! comptime code `op`, which the front end checks the same way whatever its value (every branch
@@ -33,7 +33,10 @@ fn assert_all_in(what: &str, cubin: &[u8], names: impl Iterator<Item = String>) 
 
 #[test]
 fn every_collective_specialization_links_without_warnings() {
-    let tc = crate::toolchain();
+    // Linked at `-O0` (as the corpus's link test): the check is that each links, without
+    // warnings, into an image holding it; the optimized link is the GPU suite's, which prewarms
+    // every specialization. It halves the test's time (CONTRIBUTING.md, "The test command").
+    let tc = crate::toolchain().with_unoptimized_link();
     let list = pgas::coll::prewarm_all();
     // 8 integer types x 7 ops + 4 float types x 4 ops for each of low-latency, one-shot (the
     // reduce-scatter too), two-shot (its three forms) and low-latency reduce-scatter, and two

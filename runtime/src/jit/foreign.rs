@@ -131,6 +131,7 @@ extern "C" __global__ void caller(float *d, float *s, unsigned long long *sig) {
                 (9, 0),
                 false,
                 255,
+                true,
             )
             .unwrap();
         assert_eq!(&cubin[..4], b"\x7fELF");

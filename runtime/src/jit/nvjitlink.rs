@@ -135,34 +135,42 @@ impl NvJitLink {
     /// The machine code of that second step keeps to `registers` a thread: the cap the objects
     /// were built for (`nvcall::register_cap`), which the kernel's own code must keep to as
     /// well, or a kernel without a bound may not run the blocks the cap promises.
+    ///
+    /// `optimize` false links at nvJitLink's `-O0` (no optimization of the LTO-IR, ptxas at
+    /// `-O0`): for checks of what links, never for code that runs (`Toolchain::with_unoptimized_link`).
     pub(crate) fn link(
         &self,
         inputs: &[(&str, &[u8], Input)],
         arch: (u32, u32),
         specific: bool,
         registers: u32,
+        optimize: bool,
     ) -> Result<Vec<u8>> {
         let suffix = if specific { "a" } else { "" };
-        let arch_opt = format!("-arch=sm_{}{}{suffix}", arch.0, arch.1);
+        let mut arch_opt = vec![format!("-arch=sm_{}{}{suffix}", arch.0, arch.1)];
+        if !optimize {
+            arch_opt.push("-O0".to_owned());
+        }
         let (lto, objects): (Vec<_>, Vec<_>) = inputs
             .iter()
             .partition(|(_, _, kind)| *kind == Input::LtoIr);
         if objects.is_empty() {
-            return self.run(&[arch_opt, "-lto".to_owned()], inputs, Output::Cubin);
+            let opts = [&arch_opt[..], &["-lto".to_owned()]].concat();
+            return self.run(&opts, inputs, Output::Cubin);
         }
         if lto.is_empty() {
             // PTX and machine code only (another compiler's kernel and the pgas NVSHMEM
             // library for it, `jit::foreign`): one step.
-            return self.run(&[arch_opt], inputs, Output::Cubin);
+            return self.run(&arch_opt, inputs, Output::Cubin);
         }
-        let mut opts = vec![arch_opt.clone(), "-lto".to_owned(), "-ptx".to_owned()];
+        let mut opts = [&arch_opt[..], &["-lto".to_owned(), "-ptx".to_owned()]].concat();
         opts.extend(KEPT_VARIABLES.map(|v| format!("-variables-used={v}")));
         // NUL-terminated, as `run` passes PTX.
         let ptx = self.run(&opts, &lto, Output::Ptx)?;
         let mut second = vec![("linked LTO-IR", &ptx[..], Input::Ptx)];
         second.extend(objects);
         let cap = format!("-maxrregcount={registers}");
-        self.run(&[arch_opt, cap], &second, Output::Cubin)
+        self.run(&[&arch_opt[..], &[cap]].concat(), &second, Output::Cubin)
     }
 
     /// One nvJitLink run with `opts` over `inputs`, returning what `output` names.

@@ -59,6 +59,9 @@ pub struct Toolchain {
     /// its full build compiles in the background (`PGAS_JIT_TIERS`, on by default:
     /// [`Toolchain::quick_tier`]).
     tiers: bool,
+    /// Whether nvJitLink optimizes (`-O3`, always for the JIT) or links at `-O0`
+    /// ([`Toolchain::with_unoptimized_link`], for checks of what links).
+    optimize_link: bool,
     /// The NVSHMEM library's cache key per (prelude, arch): every linked kernel's key includes
     /// it, and computing it generates and hashes the whole library source, so once is enough.
     pub(super) library_keys: Arc<Mutex<LibraryKeys>>,
@@ -144,6 +147,7 @@ impl Toolchain {
             linker,
             link_collectives: link_time == LinkTime::All,
             tiers,
+            optimize_link: true,
             library_keys: Arc::default(),
         })
     }
@@ -192,6 +196,17 @@ impl Toolchain {
     pub fn with_fast_compile(mut self, level: &str) -> Result<Toolchain> {
         self.fast_compile = fast_compile(Some(level))?;
         Ok(self)
+    }
+
+    /// This toolchain with its link-time compiles linked at nvJitLink's `-O0`: the same inputs,
+    /// symbols and front-end checks, without the optimization of the linked LTO-IR and with
+    /// ptxas at `-O0`. For tools that check what links rather than run it (the CI tests that
+    /// link every collective specialization and corpus kernel, in about half the time). The
+    /// JIT never builds one, and its cache keys do not tell the two apart: do not give such a
+    /// toolchain a kernel cache.
+    pub fn with_unoptimized_link(mut self) -> Toolchain {
+        self.optimize_link = false;
+        self
     }
 
     /// Where nvJitLink was loaded from, when point-to-point and barrier kernels compile
@@ -526,7 +541,7 @@ impl Toolchain {
                 .iter()
                 .map(|(n, b)| (n.as_str(), &b[..], Input::Cubin)),
         );
-        let cubin = linker.link(&inputs, arch, sm90a, registers)?;
+        let cubin = linker.link(&inputs, arch, sm90a, registers, self.optimize_link)?;
         Ok(Compiled {
             cubin,
             log: out.log,
