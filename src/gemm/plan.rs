@@ -39,7 +39,7 @@ impl GemmConfig {
     /// tiles with K split in the fewest parts (2, 4 or 8) that give nearly every multiprocessor
     /// a unit, or stream-K where those parts would leave a last wave of units less than 90%
     /// full. The rule follows what `benches/gemm_shapes.rs` measured (`docs/gemm.md`,
-    /// "Split-K"): splitting paid at M = 64 and lost at M = 128.
+    /// "Split-K" and its stream-K paragraph): splitting paid at M = 64 and lost at M = 128.
     pub fn for_shape(m: usize, n: usize, k: usize, sms: usize) -> GemmConfig {
         let whole = GemmConfig::whole_k(m, n, sms);
         let ksteps = k / BK;

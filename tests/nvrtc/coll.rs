@@ -35,7 +35,7 @@ fn assert_all_in(what: &str, cubin: &[u8], names: impl Iterator<Item = String>) 
 fn every_collective_specialization_links_without_warnings() {
     // Linked at `-O0` (as the corpus's link test): the check is that each links, without
     // warnings, into an image holding it; the optimized link is the GPU suite's, which prewarms
-    // every specialization. It halves the test's time (CONTRIBUTING.md, "The test command").
+    // every specialization. It halves the test's time (CONTRIBUTING.md, "The CPU tests and the gates").
     let tc = crate::toolchain().with_unoptimized_link();
     let list = pgas::coll::prewarm_all();
     // 8 integer types x 7 ops + 4 float types x 4 ops for each of low-latency, one-shot (the

@@ -335,7 +335,7 @@ fn link_objects() -> bool {
 fn every_linkable_kernel_links_against_the_nvshmem_library() {
     // `--Ofast-compile=max` for the collective objects, as for the corpus above, and the link at
     // `-O0`: what this checks (every symbol resolves, no warning, every kernel in the image)
-    // does not depend on optimization, which the GPU suite's builds, linked at `-O3`, run.
+    // does not depend on optimization; the JIT links at `-O3` on the GPU machines.
     let tc = crate::toolchain()
         .with_fast_compile("max")
         .expect("a valid level")

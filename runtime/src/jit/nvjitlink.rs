@@ -147,30 +147,30 @@ impl NvJitLink {
         optimize: bool,
     ) -> Result<Vec<u8>> {
         let suffix = if specific { "a" } else { "" };
-        let mut arch_opt = vec![format!("-arch=sm_{}{}{suffix}", arch.0, arch.1)];
+        let mut base = vec![format!("-arch=sm_{}{}{suffix}", arch.0, arch.1)];
         if !optimize {
-            arch_opt.push("-O0".to_owned());
+            base.push("-O0".to_owned());
         }
         let (lto, objects): (Vec<_>, Vec<_>) = inputs
             .iter()
             .partition(|(_, _, kind)| *kind == Input::LtoIr);
         if objects.is_empty() {
-            let opts = [&arch_opt[..], &["-lto".to_owned()]].concat();
+            let opts = [&base[..], &["-lto".to_owned()]].concat();
             return self.run(&opts, inputs, Output::Cubin);
         }
         if lto.is_empty() {
             // PTX and machine code only (another compiler's kernel and the pgas NVSHMEM
             // library for it, `jit::foreign`): one step.
-            return self.run(&arch_opt, inputs, Output::Cubin);
+            return self.run(&base, inputs, Output::Cubin);
         }
-        let mut opts = [&arch_opt[..], &["-lto".to_owned(), "-ptx".to_owned()]].concat();
+        let mut opts = [&base[..], &["-lto".to_owned(), "-ptx".to_owned()]].concat();
         opts.extend(KEPT_VARIABLES.map(|v| format!("-variables-used={v}")));
         // NUL-terminated, as `run` passes PTX.
         let ptx = self.run(&opts, &lto, Output::Ptx)?;
         let mut second = vec![("linked LTO-IR", &ptx[..], Input::Ptx)];
         second.extend(objects);
         let cap = format!("-maxrregcount={registers}");
-        self.run(&[&arch_opt[..], &[cap]].concat(), &second, Output::Cubin)
+        self.run(&[&base[..], &[cap]].concat(), &second, Output::Cubin)
     }
 
     /// One nvJitLink run with `opts` over `inputs`, returning what `output` names.
