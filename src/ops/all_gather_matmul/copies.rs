@@ -4,6 +4,7 @@
 use cudarc::driver::sys::{self as cu, CUdeviceptr};
 use cudarc::driver::CudaStream;
 
+use super::op::CallPtrs;
 use super::AllGatherMatmul;
 use crate::gemm;
 use crate::ops::stream_sync;
@@ -61,7 +62,7 @@ impl AllGatherMatmul {
     }
 
     /// The pushes of a fused call, copies `groups` (ranges of the pieces, `copy_groups`) of the
-    /// shard (at `pa`) to every peer, into gathered buffer `buf`. No local copy (a same-GPU copy
+    /// call's shard to every peer, into the call's gathered buffer. No local copy (a same-GPU copy
     /// may take SMs, which the persistent GEMM holds). Stream `j` serves PE `me - j`, which
     /// reads this PE's rows j-th after its own: before its first piece of the call it waits for
     /// that peer's piece-0 word of call `e - 1` here, written after that peer's call `e - 1`
@@ -77,10 +78,10 @@ impl AllGatherMatmul {
     /// fill half the GPU, the other half waits for that piece (`docs/ops.md`).
     pub(super) fn push_pieces(
         &mut self,
-        pa: CUdeviceptr,
-        buf: usize,
+        call: CallPtrs,
         groups: &[std::ops::Range<usize>],
     ) -> Result<()> {
+        let (pa, buf) = (call.a, call.buf);
         let (me, np) = (self.pgas.my_pe(), self.pgas.n_pes());
         let (mp, k) = (self.mp, self.k);
         let n = self
@@ -174,14 +175,10 @@ impl AllGatherMatmul {
         Ok(())
     }
 
-    /// The one-kernel GEMM of a call, on the pgas stream: C from the shard (`pa`) and the
-    /// gathered buffer, whose peers' rows the kernel waits for piece by piece (`flags`, which
+    /// The one-kernel GEMM of a call, on the pgas stream: C from the shard and the gathered
+    /// buffer, whose peers' rows the kernel waits for piece by piece (`flags`, which
     /// the peers' copy streams write).
-    pub(super) fn run_fused(
-        &mut self,
-        (pc, pa, pb): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
-        gathered: CUdeviceptr,
-    ) -> Result<()> {
+    pub(super) fn run_fused(&mut self, call: CallPtrs) -> Result<()> {
         let (mp, n, k) = (self.mp, self.n, self.k);
         let (me, np) = (self.pgas.my_pe(), self.pgas.n_pes());
         let m = mp * np;
@@ -194,10 +191,10 @@ impl AllGatherMatmul {
         // only after their word says they landed.
         let (mut c_map, a_map, b_map, g_map) = unsafe {
             (
-                TensorMap::from_device_ptr(pc, m * n, gemm::c_tile(m, n))?,
-                TensorMap::from_device_ptr(pa, mp * k, gemm::a_tile(mp, k))?,
-                TensorMap::from_device_ptr(pb, n * k, gemm::b_tile(n, k, f.cfg))?,
-                TensorMap::from_device_ptr(gathered, m * k, gemm::a_tile(m, k))?,
+                TensorMap::from_device_ptr(call.c, m * n, gemm::c_tile(m, n))?,
+                TensorMap::from_device_ptr(call.a, mp * k, gemm::a_tile(mp, k))?,
+                TensorMap::from_device_ptr(call.bt, n * k, gemm::b_tile(n, k, f.cfg))?,
+                TensorMap::from_device_ptr(call.gathered, m * k, gemm::a_tile(m, k))?,
             )
         };
         let maps = gemm::Maps {

@@ -12,6 +12,17 @@ use super::AllGatherMatmul;
 use crate::ops::stream_sync;
 use crate::{Error, Result, Team};
 
+/// The device addresses of one call: the caller's C, shard (A) and Bt, and the gathered buffer
+/// of the call's parity (`buf`, at `gathered`).
+#[derive(Clone, Copy)]
+pub(super) struct CallPtrs {
+    pub(super) c: CUdeviceptr,
+    pub(super) a: CUdeviceptr,
+    pub(super) bt: CUdeviceptr,
+    pub(super) buf: usize,
+    pub(super) gathered: CUdeviceptr,
+}
+
 impl AllGatherMatmul {
     /// `C = allgather_rows(A) · Btᵀ` on the pgas stream: `shard` is this PE's `mp x k` rows of
     /// A, `bt` is `n x k` and `c` is `M x n`, M = `mp` x the number of PEs. Asynchronous like
@@ -51,11 +62,16 @@ impl AllGatherMatmul {
         let (pc, _rc) = c.device_ptr_mut(&main);
         self.epoch += 1;
         let buf = (self.epoch % 2) as usize;
-        let gathered = self.gathered[buf].as_device_ptr();
-        let block_bytes = mp * k * 2;
+        let call = CallPtrs {
+            c: pc,
+            a: pa,
+            bt: pb,
+            buf,
+            gathered: self.gathered[buf].as_device_ptr(),
+        };
         self.pgas.cuda().bind_to_thread()?;
         if self.off_node.is_some() {
-            return self.run_off_node(&main, (pc, pa, pb), buf);
+            return self.run_off_node(&main, call);
         }
         let pieces = self.pieces();
         if np > 1 {
@@ -65,10 +81,10 @@ impl AllGatherMatmul {
             // The first piece to every peer before the launch, so the copy engines start at
             // once; the kernel starts on this PE's rows while the host enqueues the rest.
             let groups = copy_groups(pieces);
-            self.push_pieces(pa, buf, &groups[..1])?;
-            let launched = self.run_fused((pc, pa, pb), gathered);
+            self.push_pieces(call, &groups[..1])?;
+            let launched = self.run_fused(call);
             // Pushed even if the launch failed: the peers' kernels wait for every piece.
-            self.push_pieces(pa, buf, &groups[1..])?;
+            self.push_pieces(call, &groups[1..])?;
             self.record_pushes()?;
             // The copy streams' reads of the shard are ordered before the call's end.
             self.join_copies(&main)?;
@@ -76,28 +92,27 @@ impl AllGatherMatmul {
         }
         let one_kernel = pieces.is_some();
         if np > 1 {
-            self.pull_shards(pa, buf, block_bytes)?;
+            self.pull_shards(call)?;
         }
         if one_kernel {
             // One PE: nothing to gather.
-            return self.run_fused((pc, pa, pb), gathered);
+            return self.run_fused(call);
         }
-        self.shard_gemms(&main, (pc, pa, pb), gathered)
+        self.shard_gemms(&main, call)
+    }
+
+    /// Bytes of a shard (`mp x k` bf16), which is also one PE's block of a gathered buffer.
+    fn shard_bytes(&self) -> usize {
+        self.mp * self.k * 2
     }
 
     /// A call where a peer is off NVLink: this PE's shard into its symmetric copy, NVSHMEM's
-    /// `fcollect` of every PE's into the gathered buffer `buf`, then one cuBLAS GEMM, all on the
+    /// `fcollect` of every PE's into the call's gathered buffer, then one cuBLAS GEMM, all on the
     /// pgas stream (`main`). `run` checked the buffers' sizes.
-    fn run_off_node(
-        &mut self,
-        main: &CudaStream,
-        (pc, pa, pb): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
-        buf: usize,
-    ) -> Result<()> {
+    fn run_off_node(&mut self, main: &CudaStream, call: CallPtrs) -> Result<()> {
         let (mp, n, k) = (self.mp, self.n, self.k);
         let m = mp * self.pgas.n_pes();
-        let block_bytes = mp * k * 2;
-        let gathered = self.gathered[buf].as_device_ptr();
+        let block_bytes = self.shard_bytes();
         let mine = self
             .off_node
             .as_ref()
@@ -105,25 +120,27 @@ impl AllGatherMatmul {
         // SAFETY: the shard holds `block_bytes` (checked by `run`), as does `mine`; both are
         // ordered on the pgas stream, where NVSHMEM's fcollect and the GEMM follow.
         unsafe {
-            cu::cuMemcpyDtoDAsync_v2(mine.as_device_ptr(), pa, block_bytes, main.cu_stream())
+            cu::cuMemcpyDtoDAsync_v2(mine.as_device_ptr(), call.a, block_bytes, main.cu_stream())
                 .result()
                 .map_err(Error::cuda("copying the shard into symmetric memory"))?;
         }
-        self.pgas.fcollect(Team::WORLD, &self.gathered[buf], mine)?;
+        self.pgas
+            .fcollect(Team::WORLD, &self.gathered[call.buf], mine)?;
         // SAFETY: the gathered buffer holds m x k, Bt n x k and C m x n (checked by `run`),
         // all ordered on the pgas stream.
         unsafe {
             self.blas
-                .gemm_bf16_nt_raw(main, pc, gathered, pb, (m, n, k))
+                .gemm_bf16_nt_raw(main, call.c, call.gathered, call.bt, (m, n, k))
         }
     }
 
     /// The copy streams of a call on the per-shard paths: the stream of distance 1 puts the
-    /// shard in place in this PE's block of buffer `buf` and signals every peer; stream `j`
-    /// waits for PE `me + j`'s signal and pulls its block, then records `landed[j - 1]`.
-    fn pull_shards(&mut self, pa: CUdeviceptr, buf: usize, block_bytes: usize) -> Result<()> {
+    /// shard in place in this PE's block of the call's gathered buffer and signals every peer;
+    /// stream `j` waits for PE `me + j`'s signal and pulls its block, then records
+    /// `landed[j - 1]`.
+    fn pull_shards(&mut self, call: CallPtrs) -> Result<()> {
         let (me, np) = (self.pgas.my_pe(), self.pgas.n_pes());
-        let gathered = self.gathered[buf].as_device_ptr();
+        let (gathered, block_bytes) = (call.gathered, self.shard_bytes());
         // The stream of distance 1 puts the shard in place for every peer.
         let copy = self.copies[0].cu_stream();
         // SAFETY: the shard holds `block_bytes` (checked by `run`) and this PE's block of the
@@ -131,9 +148,14 @@ impl AllGatherMatmul {
         // last readers of this buffer (call e - 2) are done (module documentation). The
         // words are symmetric u64s mapped here.
         unsafe {
-            cu::cuMemcpyDtoDAsync_v2(row_block(gathered, me, block_bytes), pa, block_bytes, copy)
-                .result()
-                .map_err(Error::cuda("copying the shard into the gathered buffer"))?;
+            cu::cuMemcpyDtoDAsync_v2(
+                row_block(gathered, me, block_bytes),
+                call.a,
+                block_bytes,
+                copy,
+            )
+            .result()
+            .map_err(Error::cuda("copying the shard into the gathered buffer"))?;
             for (pe, &word) in self.flag_ptrs.iter().enumerate() {
                 if pe != me {
                     stream_sync::stream_word(
@@ -149,7 +171,7 @@ impl AllGatherMatmul {
         for (j, (landed, stream)) in (1..np).zip(self.landed.iter().zip(&self.copies)) {
             let copy = stream.cu_stream();
             let src = (me + j) % np;
-            let from = row_block(self.peer_ptrs[buf][src], src, block_bytes);
+            let from = row_block(self.peer_ptrs[call.buf][src], src, block_bytes);
             // SAFETY: word `src` is this PE's symmetric u64; both block addresses name PE
             // `src`'s block of this call's gathered buffer (the peer's copy, mapped here, and
             // this PE's), which PE `src` filled before writing the word, and nobody writes
@@ -179,20 +201,14 @@ impl AllGatherMatmul {
 
     /// The per-shard GEMMs of a call on the pgas stream (`main`): this PE's rows of C first,
     /// then each peer's as its block lands (`landed`). `run` checked the buffers' sizes.
-    fn shard_gemms(
-        &mut self,
-        main: &CudaStream,
-        (pc, pa, pb): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
-        gathered: CUdeviceptr,
-    ) -> Result<()> {
-        let (mp, n, k) = (self.mp, self.n, self.k);
+    fn shard_gemms(&mut self, main: &CudaStream, call: CallPtrs) -> Result<()> {
         let (me, np) = (self.pgas.my_pe(), self.pgas.n_pes());
-        let block_bytes = mp * k * 2;
-        let c_block = mp * n * 2;
+        let block_bytes = self.shard_bytes();
+        let c_block = self.mp * self.n * 2;
         // SAFETY: the shard, Bt and C's rows of this PE hold mp x k, n x k and mp x n (checked
         // by `run`), ordered on the pgas stream.
         unsafe {
-            self.shard_gemm(main, row_block(pc, me, c_block), pa, pb)?;
+            self.shard_gemm(main, row_block(call.c, me, c_block), call.a, call.bt)?;
         }
         for j in 1..np {
             let src = (me + j) % np;
@@ -203,9 +219,9 @@ impl AllGatherMatmul {
             unsafe {
                 self.shard_gemm(
                     main,
-                    row_block(pc, src, c_block),
-                    row_block(gathered, src, block_bytes),
-                    pb,
+                    row_block(call.c, src, c_block),
+                    row_block(call.gathered, src, block_bytes),
+                    call.bt,
                 )?;
             }
         }
