@@ -24,7 +24,10 @@ pub const DATA_THREADS: u32 = 512;
 /// runs them in more waves.
 pub const BLOCKS_PER_SM: u32 = 2;
 
-use super::ticket::{__pgas_device_end_epoch, __pgas_device_last_block, __pgas_device_wait_pes};
+use super::ticket::{
+    __pgas_device_close_epoch, __pgas_device_end_epoch, __pgas_device_last_block,
+    __pgas_device_wait_pes,
+};
 use crate::prelude::*;
 
 /// Counts and ranks this PE's tokens per destination PE (blocks `0..n`) and per expert (blocks
@@ -223,9 +226,8 @@ pub fn moe_layout(
                 }
             }
             info[eoff + ell] = p;
-            sync[1] = e;
-            sync[0] = 0;
         }
+        close_epoch(sync, 0, e);
     }
 }
 
@@ -265,7 +267,6 @@ pub fn moe_dispatch(
     #[comptime] rma: bool,
     #[comptime] fp8: bool,
 ) {
-    let last = shared_array::<u32, 1>();
     let t = thread_idx_x() as usize;
     let lane = lane_id() as usize;
     let nn = n as usize;
@@ -440,19 +441,11 @@ pub fn moe_dispatch(
     if t < nn {
         signal_op(&mut sigs[nn + mine], 1, SignalOp::Add, t as i32);
     }
-    if t == 0 {
-        let old = atomic_add_local(&mut sync[2], 1u64);
-        last[0] = if old + 1 == grid_dim_x() as u64 { 1 } else { 0 };
-    }
-    sync_threads();
     // The last block waits for every PE's blocks of this call (`e` calls of `grid` blocks each).
-    if last[0] != 0 {
+    if last_block(sync, 2) {
         let e = sync[3] + 1;
         wait_pes(sigs, nn, nn, e * grid_dim_x() as u64);
-        if t == 0 {
-            sync[3] = e;
-            sync[2] = 0;
-        }
+        close_epoch(sync, 2, e);
     }
 }
 

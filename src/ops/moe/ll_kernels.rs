@@ -12,7 +12,7 @@ pub const LL_THREADS: u32 = 512;
 /// Words of a low-latency `sync`: the dispatch ticket, the epoch, the combine ticket.
 pub const LL_SYNC_WORDS: usize = 4;
 
-use super::ticket::__pgas_device_last_block;
+use super::ticket::{__pgas_device_close_epoch, __pgas_device_last_block, __pgas_device_wait_pes};
 use crate::prelude::*;
 
 /// Sends every (token, slot) pair of `idx` (`tokens * k` expert ids, `-1` or out of range:
@@ -143,10 +143,7 @@ pub fn moe_ll_dispatch(
         }
         threadfence_system();
         sync_threads();
-        if t == 0 {
-            sync[0] = 0;
-            sync[1] = e;
-        }
+        close_epoch(sync, 0, e);
     }
 }
 
@@ -297,15 +294,10 @@ pub fn moe_ll_reduce(
     #[comptime] k: u32,
     #[comptime] n: u32,
 ) {
-    let t = thread_idx_x() as usize;
     let nn = n as usize;
     let kk = k as usize;
     let h = hidden as usize;
-    if t < nn {
-        signal_wait_until(&comb_sig[t], Cmp::Ge, sync[1]);
-        threadfence_system();
-    }
-    sync_threads();
+    wait_pes(comb_sig, 0, nn, sync[1]);
     let ee = el * n;
     let threads = grid_dim_x() * block_dim_x();
     let nv = hidden / 8;

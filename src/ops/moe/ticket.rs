@@ -20,13 +20,22 @@ pub fn last_block(sync: &mut SymTensor<u64>, word: usize) -> bool {
     last[0] != 0
 }
 
-/// The end of a call whose epoch is `sync[word + 1]`: takes the block's ticket at `sync[word]`,
-/// and the grid's last block records epoch `e` and puts the ticket back to 0 for the next call.
+/// The grid's last block closes call `e` of the ticket at `sync[word]`: thread 0 records the
+/// epoch at `sync[word + 1]` and puts the ticket back to 0 for the next call.
 #[pgas_device]
-pub fn end_epoch(sync: &mut SymTensor<u64>, word: usize, e: u64) {
-    if last_block(sync, word) && thread_idx_x() == 0 {
+pub fn close_epoch(sync: &mut SymTensor<u64>, word: usize, e: u64) {
+    if thread_idx_x() == 0 {
         sync[word + 1] = e;
         sync[word] = 0;
+    }
+}
+
+/// The end of a call whose epoch is `sync[word + 1]`: takes the block's ticket at `sync[word]`,
+/// and the grid's last block closes the call ([`close_epoch`]).
+#[pgas_device]
+pub fn end_epoch(sync: &mut SymTensor<u64>, word: usize, e: u64) {
+    if last_block(sync, word) {
+        close_epoch(sync, word, e);
     }
 }
 
