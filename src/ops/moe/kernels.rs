@@ -25,8 +25,8 @@ pub const DATA_THREADS: u32 = 512;
 pub const BLOCKS_PER_SM: u32 = 2;
 
 use super::ticket::{
-    __pgas_device_close_epoch, __pgas_device_end_epoch, __pgas_device_last_block,
-    __pgas_device_wait_pes,
+    __pgas_device_close_epoch, __pgas_device_count_block_in, __pgas_device_end_epoch,
+    __pgas_device_last_block, __pgas_device_wait_pes,
 };
 use crate::prelude::*;
 
@@ -267,7 +267,6 @@ pub fn moe_dispatch(
     #[comptime] rma: bool,
     #[comptime] fp8: bool,
 ) {
-    let t = thread_idx_x() as usize;
     let lane = lane_id() as usize;
     let nn = n as usize;
     let kk = k as usize;
@@ -432,15 +431,7 @@ pub fn moe_dispatch(
         }
         tok += warps;
     }
-    // Complete this block's puts and release its peer stores, then count the block in on every
-    // PE.
-    quiet();
-    threadfence_system();
-    sync_threads();
-    let mine = me as usize;
-    if t < nn {
-        signal_op(&mut sigs[nn + mine], 1, SignalOp::Add, t as i32);
-    }
+    count_block_in(sigs, nn, nn, me as usize);
     // The last block waits for every PE's blocks of this call (`e` calls of `grid` blocks each).
     if last_block(sync, 2) {
         let e = sync[3] + 1;
@@ -519,7 +510,6 @@ pub fn moe_combine_send(
     #[comptime] n: u32,
     #[comptime] rma: bool,
 ) {
-    let t = thread_idx_x() as usize;
     let lane = lane_id() as usize;
     let nn = n as usize;
     let kk = k as usize;
@@ -582,12 +572,7 @@ pub fn moe_combine_send(
         }
         item += warps;
     }
-    quiet();
-    threadfence_system();
-    sync_threads();
-    if t < nn {
-        signal_op(&mut sigs[2 * nn + mine], 1, SignalOp::Add, t as i32);
-    }
+    count_block_in(sigs, 2 * nn, nn, mine);
 }
 
 /// Waits until every PE's send blocks of this call (`send_blocks` each) have counted in, then

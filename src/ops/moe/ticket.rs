@@ -1,6 +1,7 @@
 //! The synchronization the MoE kernels share: the grid ticket they end with (every block counts
 //! itself in, and the last to arrive, which then sees what every block fenced before its
-//! ticket, runs the kernel's tail) and the wait for every PE's signal.
+//! ticket, runs the kernel's tail), a block's count on every PE and the wait for every PE's
+//! signal.
 
 use crate::prelude::*;
 
@@ -36,6 +37,20 @@ pub fn close_epoch(sync: &mut SymTensor<u64>, word: usize, e: u64) {
 pub fn end_epoch(sync: &mut SymTensor<u64>, word: usize, e: u64) {
     if last_block(sync, word) {
         close_epoch(sync, word, e);
+    }
+}
+
+/// Counts this block in on every PE once its work is out: completes its NVSHMEM puts and
+/// releases its peer stores (fences, then a block barrier), then threads `t < n` add 1 to word
+/// `sigs[at + me]` of PE `t`.
+#[pgas_device]
+pub fn count_block_in(sigs: &mut SymTensor<u64>, at: usize, n: usize, me: usize) {
+    quiet();
+    threadfence_system();
+    sync_threads();
+    let t = thread_idx_x() as usize;
+    if t < n {
+        signal_op(&mut sigs[at + me], 1, SignalOp::Add, t as i32);
     }
 }
 
