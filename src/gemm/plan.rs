@@ -482,18 +482,33 @@ pub fn gemm_fp8_with(
     check_sizes((a.len(), bt.len(), c.len()), (m, n, k))?;
     let kp = fp8_pairs(k)?;
     check(cfg, (m, n, kp))?;
-    let stream = pgas.stream();
+    with_operand_maps(pgas.stream(), (a, bt), (m, n, kp), cfg, |a_map, b_map| {
+        launch_into(pgas, c, (a_map, b_map), (m, n, kp), cfg, true, checked)
+    })
+}
+
+/// Runs `f` with the maps of A (`m` rows) and Bt (`rows_b` rows) of `kk` columns in the
+/// kernel's terms (bf16 columns, or pairs of FP8 values: 128-byte tile rows either way), both
+/// borrowed on `stream` until `f` returns. The caller checked that A and Bt hold that many.
+pub(crate) fn with_operand_maps<T: Operand, R>(
+    stream: &CudaStream,
+    (a, bt): (&CudaSlice<T>, &CudaSlice<T>),
+    (m, rows_b, kk): (usize, usize, usize),
+    cfg: GemmConfig,
+    f: impl FnOnce(&TensorMap<'_, bf16>, &TensorMap<'_, bf16>) -> crate::Result<R>,
+) -> crate::Result<R> {
     let (pa, _ra) = a.device_ptr(stream);
     let (pb, _rb) = bt.device_ptr(stream);
-    // SAFETY: A and Bt hold m x k and n x k bytes (checked above), m x kp and n x kp pairs, and
-    // live, borrowed, until the launch below is enqueued; the kernel only reads them.
+    // SAFETY: A and Bt hold m x kk and rows_b x kk columns of two bytes (the caller's check)
+    // and live, borrowed, until `f` returns, which encloses the launch's enqueueing; the kernel
+    // only reads them.
     let (a_map, b_map) = unsafe {
         (
-            TensorMap::<bf16>::from_device_ptr_ragged(pa, m * kp, a_tile(m, kp))?,
-            TensorMap::<bf16>::from_device_ptr(pb, n * kp, b_tile(n, kp, cfg))?,
+            TensorMap::<bf16>::from_device_ptr_ragged(pa, m * kk, a_tile(m, kk))?,
+            TensorMap::<bf16>::from_device_ptr(pb, rows_b * kk, b_tile(rows_b, kk, cfg))?,
         )
     };
-    launch_into(pgas, c, (&a_map, &b_map), (m, n, kp), cfg, true, checked)
+    f(&a_map, &b_map)
 }
 
 /// Refuses a shape that is not whole tiles, or a tile width, cluster or ring the kernel does
