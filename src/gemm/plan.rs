@@ -489,7 +489,7 @@ pub fn gemm_fp8_with(
 
 /// Runs `f` with the maps of A (`m` rows) and Bt (`rows_b` rows) of `kk` columns in the
 /// kernel's terms (bf16 columns, or pairs of FP8 values: 128-byte tile rows either way), both
-/// borrowed on `stream` until `f` returns. The caller checked that A and Bt hold that many.
+/// borrowed on `stream` until `f` returns. Refuses slices of another size (as the callers did).
 pub(crate) fn with_operand_maps<T: Operand, R>(
     stream: &CudaStream,
     (a, bt): (&CudaSlice<T>, &CudaSlice<T>),
@@ -497,15 +497,16 @@ pub(crate) fn with_operand_maps<T: Operand, R>(
     cfg: GemmConfig,
     f: impl FnOnce(&TensorMap<'_, bf16>, &TensorMap<'_, bf16>) -> crate::Result<R>,
 ) -> crate::Result<R> {
+    // Two-byte columns in each slice: the maps' sizes, which their tiles must match.
+    let columns = |len: usize| len * std::mem::size_of::<T>() / 2;
     let (pa, _ra) = a.device_ptr(stream);
     let (pb, _rb) = bt.device_ptr(stream);
-    // SAFETY: A and Bt hold m x kk and rows_b x kk columns of two bytes (the caller's check)
-    // and live, borrowed, until `f` returns, which encloses the launch's enqueueing; the kernel
-    // only reads them.
+    // SAFETY: each map covers the columns its slice holds (a tile of another size is refused),
+    // and the slices live, borrowed, until `f` returns; the kernel only reads them.
     let (a_map, b_map) = unsafe {
         (
-            TensorMap::<bf16>::from_device_ptr_ragged(pa, m * kk, a_tile(m, kk))?,
-            TensorMap::<bf16>::from_device_ptr(pb, rows_b * kk, b_tile(rows_b, kk, cfg))?,
+            TensorMap::<bf16>::from_device_ptr_ragged(pa, columns(a.len()), a_tile(m, kk))?,
+            TensorMap::<bf16>::from_device_ptr(pb, columns(bt.len()), b_tile(rows_b, kk, cfg))?,
         )
     };
     f(&a_map, &b_map)
