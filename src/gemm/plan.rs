@@ -107,6 +107,14 @@ impl GemmConfig {
         self.stages * (slot_bytes(self.bn) as u32 + 16) + EPILOGUE_BYTES
     }
 
+    /// The launch of one cluster of this specialization: its blocks, their threads and shared
+    /// memory, and the cluster's shape.
+    fn cluster_launch(&self) -> LaunchConfig {
+        LaunchConfig::blocks(self.cluster, THREADS)
+            .with_shared_mem(self.shared_bytes())
+            .with_cluster((self.cluster, 1, 1))
+    }
+
     /// The kernel's comptime values for this specialization (ring, tile width, cluster, then
     /// how it takes C's rows and whether A and Bt are FP8), as `pgas::launch::prewarm` takes
     /// them.
@@ -607,9 +615,7 @@ pub(crate) fn persistent_clusters(
     } else {
         Variant::Plain
     };
-    let launch = LaunchConfig::blocks(cfg.cluster, THREADS)
-        .with_shared_mem(cfg.shared_bytes())
-        .with_cluster((cfg.cluster, 1, 1));
+    let launch = cfg.cluster_launch();
     // Work units: each cluster tile's K steps in `splits` parts; stream-K shares every
     // cluster tile's K steps between as many clusters as are resident.
     let tiles = (m.div_ceil(BM * cfg.cluster as usize) * (n / cfg.bn as usize)) as u32;
@@ -788,16 +794,13 @@ pub(crate) fn launch(
         }
         _ => &unused.group_of,
     };
-    let launch = LaunchConfig::blocks(cfg.cluster, THREADS)
-        .with_shared_mem(cfg.shared_bytes())
-        .with_cluster((cfg.cluster, 1, 1));
     let clusters = match cfg.clusters {
         Some(c) => c,
         None => persistent_clusters(pgas, cfg, (m, n), (rows, fp8), checked)?,
     };
     let launch = LaunchConfig {
         grid: (clusters * cfg.cluster, 1, 1),
-        ..launch
+        ..cfg.cluster_launch()
     };
     let (stages, bn, cluster) = (cfg.stages, cfg.bn, cfg.cluster);
     let (gather, scatter) = (rows == Chunking::Gather, rows == Chunking::Scatter);
