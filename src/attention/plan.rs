@@ -338,7 +338,6 @@ impl Attention {
     /// P is rounded to e4m3 for `P V` (FlashAttention-3's FP8 does the same), so O is within
     /// FP8's rounding of the exact attention. Head dim 64 needs an even number of query and of
     /// key heads (a tile's 128-byte rows hold two heads).
-    #[allow(clippy::too_many_arguments)]
     pub fn run_fp8(
         &self,
         pgas: &Pgas,

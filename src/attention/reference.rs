@@ -46,21 +46,13 @@ pub fn attention_reference(
     let mut mx = -1.0e30f32;
     for j in 0..max(k_end, 0) as usize {
         let ka = ((k_start + j) * hkv + kvh) * d;
-        let mut s = 0.0f32;
-        for x in 0..d {
-            s += q[qa + x] as f32 * k[ka + x] as f32;
-        }
-        mx = max(mx, s * scale);
+        mx = max(mx, dot(q, qa, k, ka, d) * scale);
     }
     let mut acc = [0.0f32; 256];
     let mut sum = 0.0f32;
     for j in 0..max(k_end, 0) as usize {
         let ka = ((k_start + j) * hkv + kvh) * d;
-        let mut s = 0.0f32;
-        for x in 0..d {
-            s += q[qa + x] as f32 * k[ka + x] as f32;
-        }
-        let p = exp(s * scale - mx);
+        let p = exp(dot(q, qa, k, ka, d) * scale - mx);
         sum += p;
         for x in 0..d {
             acc[x] += p * v[ka + x] as f32;
@@ -70,6 +62,17 @@ pub fn attention_reference(
         o[qa + x] = if sum > 0.0 { acc[x] / sum } else { 0.0 };
     }
     lse[tok * hq + head] = if sum > 0.0 { mx + ln(sum) } else { -1.0e30 };
+}
+
+/// The score of a query and a key, each `d` bf16 values from `qa` of `q` and `ka` of `k`: their
+/// dot product in f32, summed in order.
+#[pgas_device]
+fn dot(q: &CudaSlice<bf16>, qa: usize, k: &CudaSlice<bf16>, ka: usize, d: usize) -> f32 {
+    let mut s = 0.0f32;
+    for x in 0..d {
+        s += q[qa + x] as f32 * k[ka + x] as f32;
+    }
+    s
 }
 
 /// Element `i` of the input tensor `salt` names: the GEMM's inputs, spread over [-1, 1) and

@@ -5,11 +5,11 @@
 
 use super::kernel::BM;
 use super::plan::{
-    a_tile, b_tile, c_tile, check, kernel_k, launch, Chunking, GemmConfig, Maps, Operand, Words,
+    c_tile, check, kernel_k, launch, with_operand_maps, Chunking, GemmConfig, Maps, Operand, Words,
 };
 use super::shape::{self, size_error};
 use crate::prelude::*;
-use cudarc::driver::{CudaStream, DevicePtr};
+use cudarc::driver::CudaStream;
 
 /// Where each group's rows go in the contiguous layout: group `g`'s `counts[g]` rows start at
 /// `starts[g]`, a multiple of 128, and the rows after them up to the next start are padding.
@@ -107,41 +107,33 @@ pub fn gemm_grouped_with<T: Operand>(
     }
     let kk = kernel_k(T::FP8, k)?;
     check(cfg, (m, n, kk))?;
-    let (pa, _ra) = a.device_ptr(stream);
-    let (pb, _rb) = bt.device_ptr(stream);
-    // SAFETY: A and Bt hold m x k and groups·n x k elements (checked above), m x kk and
-    // groups·n x kk columns of two bytes, and live, borrowed, until the launch below is
-    // enqueued; the kernel only reads them.
-    let (a_map, b_map) = unsafe {
-        (
-            TensorMap::<bf16>::from_device_ptr_ragged(pa, m * kk, a_tile(m, kk))?,
-            TensorMap::<bf16>::from_device_ptr(pb, groups * n * kk, b_tile(groups * n, kk, cfg))?,
+    let rows_b = groups * n;
+    with_operand_maps(stream, (a, bt), (m, rows_b, kk), cfg, |a_map, b_map| {
+        let mut c_map = TensorMap::tiled_2d_ragged_mut(stream, c, c_tile(m, n))?;
+        let maps = Maps {
+            c: &mut c_map,
+            a: a_map,
+            b: b_map,
+            gathered: a_map,
+            w: None,
+        };
+        let words = Words {
+            landed: None,
+            group_of: Some(group_of),
+        };
+        let rows = (Chunking::Grouped, (0, 0, 1));
+        launch(
+            pgas,
+            stream,
+            maps,
+            words,
+            (m, n, kk),
+            rows,
+            cfg,
+            T::FP8,
+            checked,
         )
-    };
-    let mut c_map = TensorMap::tiled_2d_ragged_mut(stream, c, c_tile(m, n))?;
-    let maps = Maps {
-        c: &mut c_map,
-        a: &a_map,
-        b: &b_map,
-        gathered: &a_map,
-        w: None,
-    };
-    let words = Words {
-        landed: None,
-        group_of: Some(group_of),
-    };
-    let rows = (Chunking::Grouped, (0, 0, 1));
-    launch(
-        pgas,
-        stream,
-        maps,
-        words,
-        (m, n, kk),
-        rows,
-        cfg,
-        T::FP8,
-        checked,
-    )
+    })
 }
 
 #[cfg(test)]

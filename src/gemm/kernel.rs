@@ -310,26 +310,13 @@ pub fn gemm_bf16_sm90(
                     wgmma_wait(1);
                 }
                 if kt > kfirst && lane == 0 {
-                    // Freed in every block of the cluster: each holds a part of the slot.
-                    if cluster == 1 {
-                        mbarrier_arrive(&mut bars[empty0 + (it - 1) % s]);
-                    } else {
-                        for r in 0..cluster {
-                            mbarrier_arrive_cluster(&mut bars[empty0 + (it - 1) % s], r);
-                        }
-                    }
+                    free_slot(empty0 + (it - 1) % s, cluster);
                 }
                 it += 1;
             }
             wgmma_wait(0);
             if lane == 0 {
-                if cluster == 1 {
-                    mbarrier_arrive(&mut bars[empty0 + (it - 1) % s]);
-                } else {
-                    for r in 0..cluster {
-                        mbarrier_arrive_cluster(&mut bars[empty0 + (it - 1) % s], r);
-                    }
-                }
+                free_slot(empty0 + (it - 1) % s, cluster);
             }
             if !idle && splits != 1 {
                 // Split-K's epilogue, 32 columns (128 bytes of f32) at a time: each thread puts
@@ -338,10 +325,7 @@ pub fn gemm_bf16_sm90(
                 let quad = lane / 4;
                 for ch in 0..bw / 32 {
                     let buf = (staging + (wg - 1) * 8192 + (ch % 2) * 4096) / 2;
-                    if t % 128 == 0 {
-                        tma_store_wait_read(1);
-                    }
-                    sync_named(wg as u32, 128);
+                    staging_wait(wg, t);
                     for j in 0..4 {
                         let c = 8 * j + 2 * (lane % 4);
                         for h in 0..2 {
@@ -351,8 +335,7 @@ pub fn gemm_bf16_sm90(
                             smemf[at + 1] = acc[4 * ch + j][2 * h + 1];
                         }
                     }
-                    fence_proxy_async();
-                    sync_named(wg as u32, 128);
+                    staging_done(wg);
                     if t % 128 == 0 {
                         tma_reduce_add_2d(
                             w_map,
@@ -370,11 +353,7 @@ pub fn gemm_bf16_sm90(
                 let r = w * 16 + lane % 16;
                 for ch in 0..bw / 64 {
                     let buf = staging + (wg - 1) * 8192 + (ch % 2) * 4096;
-                    if t % 128 == 0 {
-                        // The store from this buffer two chunks ago has read it.
-                        tma_store_wait_read(1);
-                    }
-                    sync_named(wg as u32, 128);
+                    staging_wait(wg, t);
                     for jj in 0..4 {
                         let chunk = 2 * jj + lane / 16;
                         stmatrix_x4(
@@ -382,8 +361,7 @@ pub fn gemm_bf16_sm90(
                             &acc[8 * ch + 2 * jj],
                         );
                     }
-                    fence_proxy_async();
-                    sync_named(wg as u32, 128);
+                    staging_done(wg);
                     if t % 128 == 0 {
                         tma_store_2d(
                             c_map,
@@ -415,6 +393,38 @@ pub fn gemm_bf16_sm90(
     // No block leaves while a peer may still copy into its shared memory or arrive on its
     // mbarriers.
     cluster_sync();
+}
+
+/// Frees a ring slot, whose `empty` mbarrier is word `at` of the block's shared memory, in every
+/// block of the cluster (of `cluster` blocks): each block holds a part of the slot.
+#[pgas_device]
+fn free_slot(at: usize, cluster: u32) {
+    let bars = dyn_shared::<u64>();
+    if cluster == 1 {
+        mbarrier_arrive(&mut bars[at]);
+    } else {
+        for r in 0..cluster {
+            mbarrier_arrive_cluster(&mut bars[at], r);
+        }
+    }
+}
+
+/// Before warpgroup `wg` (thread `t` of the block) writes its next epilogue staging buffer: the
+/// copy engine's store from that buffer two chunks ago has read it (each warpgroup has two).
+#[pgas_device]
+fn staging_wait(wg: usize, t: usize) {
+    if t % 128 == 0 {
+        tma_store_wait_read(1);
+    }
+    sync_named(wg as u32, 128);
+}
+
+/// After warpgroup `wg` wrote a staging buffer: its writes are ordered before the copy engine's
+/// reads (the async proxy) and done in every thread, so its first thread may store the buffer.
+#[pgas_device]
+fn staging_done(wg: usize) {
+    fence_proxy_async();
+    sync_named(wg as u32, 128);
 }
 
 /// The cluster tile of work unit `unit`: split-K's unit is part `unit / tiles` of tile

@@ -264,7 +264,6 @@ pub fn shape_error(m: usize, n: usize, k: usize) -> Option<String> {
 /// `C = A B` on the pgas stream with the tile width [`tile_n`] picks; `checked` picks the
 /// variant. Refuses shapes that do not divide into tiles and buffers of the wrong size, before
 /// launching (and the launch refuses a ring larger than the GPU gives a block).
-#[allow(clippy::too_many_arguments)]
 pub fn gemm(
     pgas: &Pgas,
     c: &mut CudaSlice<bf16>,
@@ -287,7 +286,6 @@ pub fn gemm(
 }
 
 /// [`gemm`] with the tile width `bn` (128 or 256) given.
-#[allow(clippy::too_many_arguments)]
 pub fn gemm_tiled(
     pgas: &Pgas,
     c: &mut CudaSlice<bf16>,

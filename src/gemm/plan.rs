@@ -107,6 +107,14 @@ impl GemmConfig {
         self.stages * (slot_bytes(self.bn) as u32 + 16) + EPILOGUE_BYTES
     }
 
+    /// The launch of one cluster of this specialization: its blocks, their threads and shared
+    /// memory, and the cluster's shape.
+    fn cluster_launch(&self) -> LaunchConfig {
+        LaunchConfig::blocks(self.cluster, THREADS)
+            .with_shared_mem(self.shared_bytes())
+            .with_cluster((self.cluster, 1, 1))
+    }
+
     /// The kernel's comptime values for this specialization (ring, tile width, cluster, then
     /// how it takes C's rows and whether A and Bt are FP8), as `pgas::launch::prewarm` takes
     /// them.
@@ -482,18 +490,34 @@ pub fn gemm_fp8_with(
     check_sizes((a.len(), bt.len(), c.len()), (m, n, k))?;
     let kp = fp8_pairs(k)?;
     check(cfg, (m, n, kp))?;
-    let stream = pgas.stream();
+    with_operand_maps(pgas.stream(), (a, bt), (m, n, kp), cfg, |a_map, b_map| {
+        launch_into(pgas, c, (a_map, b_map), (m, n, kp), cfg, true, checked)
+    })
+}
+
+/// Runs `f` with the maps of A (`m` rows) and Bt (`rows_b` rows) of `kk` columns in the
+/// kernel's terms (bf16 columns, or pairs of FP8 values: 128-byte tile rows either way), both
+/// borrowed on `stream` until `f` returns. Refuses slices of another size (as the callers did).
+pub(crate) fn with_operand_maps<T: Operand, R>(
+    stream: &CudaStream,
+    (a, bt): (&CudaSlice<T>, &CudaSlice<T>),
+    (m, rows_b, kk): (usize, usize, usize),
+    cfg: GemmConfig,
+    f: impl FnOnce(&TensorMap<'_, bf16>, &TensorMap<'_, bf16>) -> crate::Result<R>,
+) -> crate::Result<R> {
+    // Two-byte columns in each slice: the maps' sizes, which their tiles must match.
+    let columns = |len: usize| len * std::mem::size_of::<T>() / 2;
     let (pa, _ra) = a.device_ptr(stream);
     let (pb, _rb) = bt.device_ptr(stream);
-    // SAFETY: A and Bt hold m x k and n x k bytes (checked above), m x kp and n x kp pairs, and
-    // live, borrowed, until the launch below is enqueued; the kernel only reads them.
+    // SAFETY: each map covers the columns its slice holds (a tile of another size is refused),
+    // and the slices live, borrowed, until `f` returns; the kernel only reads them.
     let (a_map, b_map) = unsafe {
         (
-            TensorMap::<bf16>::from_device_ptr_ragged(pa, m * kp, a_tile(m, kp))?,
-            TensorMap::<bf16>::from_device_ptr(pb, n * kp, b_tile(n, kp, cfg))?,
+            TensorMap::<bf16>::from_device_ptr_ragged(pa, columns(a.len()), a_tile(m, kk))?,
+            TensorMap::<bf16>::from_device_ptr(pb, columns(bt.len()), b_tile(rows_b, kk, cfg))?,
         )
     };
-    launch_into(pgas, c, (&a_map, &b_map), (m, n, kp), cfg, true, checked)
+    f(&a_map, &b_map)
 }
 
 /// Refuses a shape that is not whole tiles, or a tile width, cluster or ring the kernel does
@@ -591,9 +615,7 @@ pub(crate) fn persistent_clusters(
     } else {
         Variant::Plain
     };
-    let launch = LaunchConfig::blocks(cfg.cluster, THREADS)
-        .with_shared_mem(cfg.shared_bytes())
-        .with_cluster((cfg.cluster, 1, 1));
+    let launch = cfg.cluster_launch();
     // Work units: each cluster tile's K steps in `splits` parts; stream-K shares every
     // cluster tile's K steps between as many clusters as are resident.
     let tiles = (m.div_ceil(BM * cfg.cluster as usize) * (n / cfg.bn as usize)) as u32;
@@ -772,16 +794,13 @@ pub(crate) fn launch(
         }
         _ => &unused.group_of,
     };
-    let launch = LaunchConfig::blocks(cfg.cluster, THREADS)
-        .with_shared_mem(cfg.shared_bytes())
-        .with_cluster((cfg.cluster, 1, 1));
     let clusters = match cfg.clusters {
         Some(c) => c,
         None => persistent_clusters(pgas, cfg, (m, n), (rows, fp8), checked)?,
     };
     let launch = LaunchConfig {
         grid: (clusters * cfg.cluster, 1, 1),
-        ..launch
+        ..cfg.cluster_launch()
     };
     let (stages, bn, cluster) = (cfg.stages, cfg.bn, cfg.cluster);
     let (gather, scatter) = (rows == Chunking::Gather, rows == Chunking::Scatter);
