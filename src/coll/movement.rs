@@ -11,7 +11,7 @@ use super::comm::{
 };
 use super::elem::AllReduceElem;
 use super::options::Options;
-use super::region::{check_apart, check_same_len, vector_start, Region};
+use super::region::{check_apart, check_same_len, Region};
 use super::specs::move_kernels;
 use crate::{Error, Result, SymRegion};
 
@@ -100,21 +100,21 @@ impl Comm {
             return Ok(algorithm);
         }
         let k = move_kernels::<T>();
-        let root = root as u32;
         let src = Region::of(src);
-        let (spec, work, scalars) = if algorithm == Algorithm::OneShot {
-            // The root in place has nothing to copy.
-            let copy = u32::from(d != s || rank != root as usize);
-            let scalars = [root, copy, (s % 16) as u32, (d % 16) as u32];
-            (k.broadcast_one_shot, bytes, scalars)
+        let (sb, db) = ((s % 16) as u32, (d % 16) as u32);
+        if algorithm == Algorithm::OneShot {
+            // The root's whole `src` pulled (`pull_chunks` from rank `root` only); the root in
+            // place has nothing to copy.
+            let count = u32::from(d != s || rank != root);
+            let scalars = [sb, db, 0, root as u32, count];
+            self.launch_moving(stream, k.pull_chunks, dst, &src, bytes, &scalars)?;
         } else {
-            // The chunks' owners: every rank but the root past 2 PEs (see the kernel).
+            // The shares' owners: every rank but the root past 2 PEs (see the kernel).
             let owners = if self.n > 2 { self.n - 1 } else { self.n };
-            let (head, vec) = vector_start(s, d, size, src.len());
-            let scalars = [root, u32::from(d != s), head, vec];
-            (k.broadcast_two_shot, bytes.div_ceil(owners), scalars)
-        };
-        self.launch_moving(stream, spec, dst, &src, work, &scalars)?;
+            let scalars = [root as u32, u32::from(d != s), sb, db];
+            let spec = k.broadcast_two_shot;
+            self.launch_moving(stream, spec, dst, &src, bytes.div_ceil(owners), &scalars)?;
+        }
         Ok(algorithm)
     }
 
@@ -288,9 +288,9 @@ impl Comm {
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }
             _ => {
-                // One-shot pulls chunk `me` of every peer's `src` (`pull_chunks`' `personal`),
-                // two-shot pushes this PE's chunks into the peers' `dst`.
-                let pull = [offsets[0], offsets[1], 1];
+                // One-shot pulls chunk `me` of every peer's `src` (`pull_chunks`' `personal`,
+                // every rank), two-shot pushes this PE's chunks into the peers' `dst`.
+                let pull = [offsets[0], offsets[1], 1, 0, n as u32];
                 let (spec, scalars) = if algorithm == Algorithm::OneShot {
                     (k.pull_chunks, &pull[..])
                 } else {

@@ -7,7 +7,7 @@ use super::comm::{
 };
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::options::Options;
-use super::region::{check_apart, check_same_len, vector_start, Reached, Region};
+use super::region::{check_apart, check_same_len, Reached, Region};
 use super::specs::move_kernels;
 use cudarc::driver::CudaStream;
 
@@ -107,10 +107,9 @@ impl Comm {
             _ if self.two_shot_variant(stream, dst, src, op)? => return Ok(algorithm),
             _ => T::KERNELS.two_shot,
         };
-        // The 16-byte data path (see `kernels/`) walks `src`, paired with `dst`.
-        let (head, vec) = vector_start(s, d, std::mem::size_of::<T>(), src.len());
-        // One-shot reduces the whole of `src` (its `chunk` 0); two-shot takes no `chunk`.
-        let scalars = [head, vec, 0];
+        // The 16-byte data path's offsets (see `kernels/`); one-shot reduces the whole of `src`
+        // (its `chunk` 0), two-shot takes no `chunk`.
+        let scalars = [(s % 16) as u32, (d % 16) as u32, 0];
         let (work, scalars) = if algorithm == Algorithm::OneShot {
             (bytes, &scalars[..])
         } else {
@@ -299,7 +298,7 @@ impl Comm {
         src: &impl SymRegion<T>,
         op: ReduceOp,
     ) -> Result<Algorithm> {
-        let rank = self.member()?;
+        self.member()?;
         let n = self.n;
         check_chunks(
             "reduce-scatter source",
@@ -348,9 +347,6 @@ impl Comm {
             )?;
             return Ok(Algorithm::LowLatency);
         }
-        // The vector path starts at this rank's chunk of `src` (see `kernels/`).
-        let chunk = s + (rank * dst.len() * size) as u64;
-        let (head, vec) = vector_start(chunk, d, size, dst.len());
         let work = dst.len() * size;
         let src = Region::<T>::of(src);
         // The one-shot kernel over chunk `rank` of `src` (its `chunk` 1).
@@ -362,7 +358,7 @@ impl Comm {
             &src,
             Between::Nothing,
             work,
-            &[head, vec, 1],
+            &[(s % 16) as u32, (d % 16) as u32, 1],
         )?;
         Ok(Algorithm::TwoShot)
     }
@@ -412,7 +408,7 @@ impl Comm {
         src: &impl SymRegion<T>,
         algorithm: Algorithm,
     ) -> Result<Algorithm> {
-        let rank = self.member()?;
+        self.member()?;
         let n = self.n;
         check_chunks(
             "all-gather destination",
@@ -451,27 +447,22 @@ impl Comm {
         let k = move_kernels::<T>();
         let len = src.len();
         let src = Region::<T>::of(src);
+        let offsets = [(s % 16) as u32, (d % 16) as u32];
         match algorithm {
             Algorithm::LowLatency => {
                 // Latency-bound: the low-latency protocol, no handshake.
-                let scalars = [n as u32, (d % 16) as u32];
+                let scalars = [n as u32, offsets[1]];
                 let spec = k.low_latency_gather;
                 let shape = LlShape::new(len, n, n);
                 self.launch_ll(stream, (spec, &[]), dst, &src, &scalars, shape)?
             }
             Algorithm::OneShot => {
-                // Every rank's whole `src` (`pull_chunks`' `personal` 0). Each PE loads the
-                // whole of `dst`: the grid grows with it.
-                let scalars = [(s % 16) as u32, (d % 16) as u32, 0];
+                // Every rank's whole `src` (`pull_chunks`' `personal` 0, every rank). Each PE
+                // loads the whole of `dst`: the grid grows with it.
+                let scalars = [offsets[0], offsets[1], 0, 0, n as u32];
                 self.launch_moving(stream, k.pull_chunks, dst, &src, dbytes, &scalars)?
             }
-            _ => {
-                // The vector path starts at `src`'s first 16-byte boundary; this rank's chunk
-                // of `dst` must sit at the same offset (see `kernels/`).
-                let chunk = d + (rank * sbytes) as u64;
-                let (head, vec) = vector_start(s, chunk, size, len);
-                self.launch_moving(stream, k.all_gather, dst, &src, sbytes, &[head, vec])?
-            }
+            _ => self.launch_moving(stream, k.all_gather, dst, &src, sbytes, &offsets)?,
         }
         Ok(algorithm)
     }

@@ -121,28 +121,3 @@ unsafe impl<T> SymRegion<T> for Region<T> {
         self.extent
     }
 }
-
-/// The kernels' 16-byte data path for a walk over `len` elements of `size` bytes that starts at
-/// address `start` and pairs with address `other`: `head`, the elements before `start`'s first
-/// 16-byte boundary (done one at a time), and `vec`, whether `other` sits at the same offset
-/// modulo 16 (else every element goes one at a time). Elements are aligned to their size, so the
-/// distance to the boundary is whole elements.
-pub(super) fn vector_start(start: u64, other: u64, size: usize, len: usize) -> (u32, u32) {
-    let head = ((16 - start % 16) % 16 / size as u64).min(len as u64) as u32;
-    (head, u32::from(other % 16 == start % 16))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::vector_start;
-
-    #[test]
-    fn the_vector_path_starts_at_the_first_16_byte_boundary() {
-        // bf16 at 4 bytes past a boundary: 6 elements before the next one.
-        assert_eq!(vector_start(0x1004, 0x2004, 2, 100), (6, 1));
-        // Fewer elements than that: all of them one at a time.
-        assert_eq!(vector_start(0x1004, 0x2004, 2, 3), (3, 1));
-        // Aligned start; a partner at another offset takes no vectors.
-        assert_eq!(vector_start(0x1000, 0x2008, 4, 100), (0, 0));
-    }
-}

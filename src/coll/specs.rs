@@ -57,7 +57,6 @@ kernel_table! {
     all_gather,
     pull_chunks,
     low_latency_gather,
-    broadcast_one_shot,
     broadcast_two_shot,
     low_latency_broadcast,
     all_to_all,

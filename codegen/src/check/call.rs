@@ -155,10 +155,11 @@ impl Checker<'_> {
                     let t = self.expr(a, None, Ctx::Nested);
                     match t {
                         Ty::Buf(got) => {
-                            let kind_ok = match want.kind {
-                                BufKind::Sym => got.kind == BufKind::Sym,
-                                _ => got.kind != BufKind::Sym,
-                            };
+                            // A `SymTensor` parameter can be a remote target, so it takes only
+                            // a `SymTensor`; a `CudaSlice` one is memory this thread loads and
+                            // stores, so it takes any buffer: a `CudaSlice`, this PE's copy of a
+                            // `SymTensor`, shared memory, a peer view.
+                            let kind_ok = want.kind != BufKind::Sym || got.kind == BufKind::Sym;
                             if !kind_ok || got.elem != want.elem || (want.mutable && !got.mutable) {
                                 self.errors.push(a.span, format!("mismatched types: `{name}` expects `{want}`, found `{got}`"));
                             }

@@ -2,12 +2,12 @@
 //! all-gather, broadcast, all-to-all), each written once as a generic kernel: the reducing ones
 //! (`reducing.rs`) over every element type with the reduction a `#[comptime]` parameter, the
 //! data-movement ones (`moving.rs`) over one unsigned type of each size. The pieces they share
-//! (handshakes, copies through shared memory, reductions over the PEs) are the generic device
-//! functions of `pieces.rs`. The flag protocol and the 16-byte data path are `docs/coll.md`'s
-//! "Synchronization" and "Data path".
+//! (handshakes, the walks over the 16-byte data path that copy, spread and reduce) are the
+//! generic device functions of `pieces.rs`. The flag protocol and the 16-byte data path are
+//! `docs/coll.md`'s "Synchronization" and "Data path".
 
 mod moving;
-mod pieces;
+pub(crate) mod pieces;
 mod reducing;
 
 pub use moving::*;

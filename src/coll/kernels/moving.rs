@@ -37,7 +37,7 @@ pub fn low_latency_gather<T: Unsigned>(
         &mut scratch[blk * region as usize],
     );
     for r in 0..n as usize {
-        smem_move::<T>(dst, src, r * len + lo, db, r * w, w, false);
+        block_copy::<T>(dst, r * len + lo, db, g, r * w, 0, w);
     }
 }
 
@@ -79,7 +79,7 @@ pub fn low_latency_all_to_all<T: Unsigned>(
     let wr = whole_vectors::<T>(w);
     let g = dyn_shared::<T>();
     for q in 0..nn {
-        smem_move::<T>(dst, src, q * m + lo, sb, q * wr, w, true);
+        block_copy::<T>(g, q * wr, 0, src, q * m + lo, sb, w);
     }
     team_all_to_all_block(
         team,
@@ -88,7 +88,7 @@ pub fn low_latency_all_to_all<T: Unsigned>(
         &mut scratch[blk * region as usize],
     );
     for r in 0..nn {
-        smem_move::<T>(dst, src, r * m + lo, db, nn * wr + r * wr, w, false);
+        block_copy::<T>(dst, r * m + lo, db, g, (nn + r) * wr, 0, w);
     }
 }
 
@@ -134,9 +134,9 @@ pub fn low_latency_broadcast<T: Unsigned>(
 }
 
 /// All-gather (two-shot's second half): team rank `r` stores its `src` into chunk `r` of every
-/// PE's `dst` (elements `r * src.len()` on), its own included. `head` and `vec` are those of
-/// `src`: the elements before its first 16-byte boundary, and whether chunk `r` of `dst` shares
-/// its offset modulo 16 bytes. Each PE moves `n - 1` copies of its `src` over NVLink.
+/// PE's `dst` (elements `r * src.len()` on), its own included (`spread`). `sb`, `db`: the byte
+/// offsets of `src` and `dst` modulo 16 (`dst`'s the same on every PE). Each PE moves `n - 1`
+/// copies of its `src` over NVLink.
 #[pgas_kernel(max_threads = 512)]
 pub fn all_gather<T: Unsigned>(
     dst: &mut SymTensor<T>,
@@ -146,51 +146,36 @@ pub fn all_gather<T: Unsigned>(
     epochs: &mut SymTensor<u64>,
     n: u32,
     me: u32,
-    head: u32,
-    vec: u32,
+    sb: u32,
+    db: u32,
 ) {
-    let nn = n as usize;
     let e = enter(sig, epochs, pes, n, me);
-    let len = src.len();
-    let c = me as usize * len;
-    let h = min(head as usize, len);
-    let nv = vector_count::<T>(h, len, vec != 0);
-    let vend = h + nv * T::LANES;
-    let stride = (grid_dim_x() * block_dim_x()) as usize;
-    let gt = global_thread_idx();
-    // `i0`, `i1` index `dst` (in chunk `me`), `i0 - c`, `i1 - c` index `src`.
-    let mut v = gt;
-    while v < nv {
-        let i0 = c + h + v * T::LANES;
-        let i1 = second_of_pair::<T>(i0, v, stride, nv);
-        let x0 = load_vec16(&src[i0 - c]);
-        let x1 = load_vec16(&src[i1 - c]);
-        for k in 0..nn {
-            let p = dst.peer(pes[(me as usize + k) % nn]);
-            store_vec16(&mut p[i0], x0);
-            store_vec16(&mut p[i1], x1);
-        }
-        v += 2 * stride;
-    }
-    let ns = h + (len - vend);
-    let mut q = gt;
-    while q < ns {
-        let j = scalar_at(q, h, vend);
-        let r = src[j];
-        for k in 0..nn {
-            dst.peer(pes[(me as usize + k) % nn])[c + j] = r;
-        }
-        q += stride;
-    }
+    spread::<T>(
+        dst,
+        me as usize * src.len(),
+        db,
+        src,
+        sb,
+        0,
+        1,
+        pes,
+        n,
+        me,
+        n,
+    );
     leave(sig, epochs, pes, n, me, e, true);
 }
 
-/// Broadcast, one-shot: every PE loads team rank `root`'s `src` over NVLink into its own `dst`
-/// (`copy == 0` on the root in place: nothing to copy), by `copy_segment`. The root's outgoing
-/// links carry `n - 1` copies. `sb`, `db`: the byte offsets of `src` and `dst` modulo 16 (the
-/// same on every PE).
+/// Broadcast, two-shot (scatter, then all-gather): the chunk owners (every rank on 2 PEs; on
+/// more, every rank but the root) each load their share of the root's `src` and store it into
+/// every PE's `dst` but the root's (`spread`), whose `dst` the root copies itself (`copy`: `dst`
+/// is not `src`). So the root's links carry one copy of the data in all and the owners' SMs
+/// share the stores. On 2 PEs both ranks own a half, the root storing its own into the peer.
+/// `sb`, `db`: the byte offsets of `src` and `dst` modulo 16 (the same on every PE). Safe in
+/// place (only the owner of a share reads it from the root's `src`, and no one stores into the
+/// root's `dst` but the root or, on 2 PEs, the owner of the share, with what it read).
 #[pgas_kernel(max_threads = 512)]
-pub fn broadcast_one_shot<T: Unsigned>(
+pub fn broadcast_two_shot<T: Unsigned>(
     dst: &mut SymTensor<T>,
     src: &SymTensor<T>,
     pes: &SymTensor<i32>,
@@ -204,116 +189,33 @@ pub fn broadcast_one_shot<T: Unsigned>(
     db: u32,
 ) {
     let e = enter(sig, epochs, pes, n, me);
-    if copy != 0 {
-        let len = dst.len();
-        copy_segment::<T>(dst, 0, db, src, 0, sb, len, pes[root as usize], true);
-    }
-    leave(sig, epochs, pes, n, me, e, false);
-}
-
-/// Broadcast, two-shot (scatter, then all-gather): the chunk owners (every rank on 2 PEs; on
-/// more, every rank but the root) each load their chunk of the root's `src` and store it into
-/// every PE's `dst` but the root's, whose `dst` the root copies itself (`copy`: `dst` is not
-/// `src`). So the root's links carry one copy of the data in all and the owners' SMs share the
-/// stores. On 2 PEs both ranks own a half, the root storing its own into the peer. Safe in
-/// place (only the owner of a chunk reads it from the root's `src`, and no one stores into the
-/// root's `dst` but the root or, on 2 PEs, the owner of the chunk, with what it read).
-#[pgas_kernel(max_threads = 512)]
-pub fn broadcast_two_shot<T: Unsigned>(
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    pes: &SymTensor<i32>,
-    sig: &mut SymTensor<u64>,
-    epochs: &mut SymTensor<u64>,
-    n: u32,
-    me: u32,
-    root: u32,
-    copy: u32,
-    head: u32,
-    vec: u32,
-) {
-    let nn = n as usize;
-    let e = enter(sig, epochs, pes, n, me);
-    let len = dst.len();
-    let h = min(head as usize, len);
-    let nv = vector_count::<T>(h, len, vec != 0);
-    let vend = h + nv * T::LANES;
-    let ns = h + (len - vend);
-    let stride = (grid_dim_x() * block_dim_x()) as usize;
-    let gt = global_thread_idx();
-    // The root owns no chunk where more than one other rank can.
-    let apart = nn > 2;
-    let rt = root as usize;
+    // The root owns no share where more than one other rank can.
+    let apart = n > 2;
     if apart && me == root {
         if copy != 0 {
-            let mut v = gt;
-            while v < nv {
-                let i0 = h + v * T::LANES;
-                let x0 = load_vec16(&src[i0]);
-                store_vec16(&mut dst[i0], x0);
-                v += stride;
-            }
-            let mut q = gt;
-            while q < ns {
-                let i = scalar_at(q, h, vend);
-                dst[i] = src[i];
-                q += stride;
-            }
+            copy_run::<T>(dst, 0, db, src, 0, sb, dst.len());
         }
     } else {
-        let owners = if apart { nn - 1 } else { nn };
-        let j = if apart && me > root {
-            me as usize - 1
-        } else {
-            me as usize
-        };
-        let rs = src.peer(pes[rt]);
-        let vchunk = (nv + owners - 1) / owners;
-        let vlo = min(j * vchunk, nv);
-        let vhi = min(vlo + vchunk, nv);
-        let mut v = vlo + gt;
-        while v < vhi {
-            let i0 = h + v * T::LANES;
-            let i1 = second_of_pair::<T>(i0, v, stride, vhi);
-            let x0 = load_vec16(&rs[i0]);
-            let x1 = load_vec16(&rs[i1]);
-            for k in 0..nn {
-                let r = (me as usize + k) % nn;
-                if !apart || r != rt {
-                    let p = dst.peer(pes[r]);
-                    store_vec16(&mut p[i0], x0);
-                    store_vec16(&mut p[i1], x1);
-                }
-            }
-            v += 2 * stride;
-        }
-        let schunk = (ns + owners - 1) / owners;
-        let slo = min(j * schunk, ns);
-        let shi = min(slo + schunk, ns);
-        let mut q = slo + gt;
-        while q < shi {
-            let i = scalar_at(q, h, vend);
-            let x = rs[i];
-            for k in 0..nn {
-                let r = (me as usize + k) % nn;
-                if !apart || r != rt {
-                    dst.peer(pes[r])[i] = x;
-                }
-            }
-            q += stride;
-        }
+        let owner = if apart && me > root { me - 1 } else { me };
+        let owners = if apart { n - 1 } else { n };
+        let skip = if apart { root } else { n };
+        let rs = src.peer(pes[root as usize]);
+        spread::<T>(dst, 0, db, rs, sb, owner, owners, pes, n, me, skip);
     }
     leave(sig, epochs, pes, n, me, e, true);
 }
 
-/// All-gather and all-to-all by peer loads (the pulling forms, `Algorithm::OneShot`): this PE
-/// loads a chunk of every team rank `r`'s `src` into chunk `r` of its own `dst` (its own `src`
-/// included): the whole `src` for the all-gather (`personal == 0`), chunk `me` for the
-/// all-to-all (`m = src.len() / n` elements from `me * m`). No peer stores, so the leave needs
-/// no release fence; the entry says each peer's `src` is ready, the leave that no PE reads it
-/// any more. Each warp starts at another rank (`gt / 32`), so that this PE loads from every
-/// peer, and copies its own chunk, at once. `sb`, `db`: the byte offsets of `src` and `dst`
-/// modulo 16 (the same on every PE).
+/// The pulling forms (`Algorithm::OneShot`) of the all-gather, the all-to-all and the
+/// broadcast: this PE loads a chunk of `src` from each of the `count` team ranks `r` from
+/// `first` on into chunk `r - first` of its own `dst` (its own `src` included): the whole
+/// `src` (`personal == 0`) or chunk `me` (`m = src.len() / n` elements from `me * m`). The
+/// all-gather and the all-to-all take every rank (`first` 0, `count` `n`), the broadcast the
+/// root's whole `src` (`count` 1, or 0 on the root in place: nothing to copy), whose outgoing
+/// links then carry `n - 1` copies. No peer stores, so the leave needs no release fence; the
+/// entry says each peer's `src` is ready, the leave that no PE reads it any more. Each warp
+/// starts at another rank (`gt / 32`), so that this PE loads from every peer, and copies its
+/// own chunk, at once. `sb`, `db`: the byte offsets of `src` and `dst` modulo 16 (the same on
+/// every PE).
 #[pgas_kernel(max_threads = 512)]
 pub fn pull_chunks<T: Unsigned>(
     dst: &mut SymTensor<T>,
@@ -326,17 +228,19 @@ pub fn pull_chunks<T: Unsigned>(
     sb: u32,
     db: u32,
     personal: u32,
+    first: u32,
+    count: u32,
 ) {
-    let nn = n as usize;
     let e = enter(sig, epochs, pes, n, me);
-    // The all-to-all's chunk `me` of each rank's `src`, or the all-gather's whole `src`.
+    // The all-to-all's chunk `me` of each rank's `src`, or the whole `src`.
     let len = src.len();
-    let m = if personal != 0 { len / nn } else { len };
+    let m = if personal != 0 { len / n as usize } else { len };
     let so = if personal != 0 { me as usize * m } else { 0 };
     let gt = global_thread_idx();
-    for k in 0..nn {
-        let r = (gt / 32 + k) % nn;
-        copy_segment::<T>(dst, r * m, db, src, so, sb, m, pes[r], true);
+    for k in 0..count as usize {
+        let j = (gt / 32 + k) % count as usize;
+        let p = src.peer(pes[first as usize + j]);
+        copy_run::<T>(dst, j * m, db, p, so, sb, m);
     }
     leave(sig, epochs, pes, n, me, e, false);
 }
@@ -365,7 +269,8 @@ pub fn all_to_all<T: Unsigned>(
     let gt = global_thread_idx();
     for k in 1..nn + 1 {
         let qr = (me as usize + gt / 32 + k) % nn;
-        copy_segment::<T>(dst, me as usize * m, db, src, qr * m, sb, m, pes[qr], false);
+        let p = dst.peer(pes[qr]);
+        copy_run::<T>(p, me as usize * m, db, src, qr * m, sb, m);
     }
     leave(sig, epochs, pes, n, me, e, true);
 }
@@ -399,7 +304,8 @@ pub fn all_to_all_v<T: Unsigned>(
         let so = table[3 * qr] as usize;
         let cnt = table[3 * qr + 1] as usize;
         let ro = table[3 * qr + 2] as usize;
-        copy_segment::<T>(dst, ro, db, src, so, sb, cnt, pes[qr], false);
+        let p = dst.peer(pes[qr]);
+        copy_run::<T>(p, ro, db, src, so, sb, cnt);
     }
     leave(sig, epochs, pes, n, me, e, true);
 }

@@ -1,9 +1,13 @@
 //! The pieces the collective kernels share, each a `#[pgas_device]` function: the flag
-//! protocol's handshakes (`docs/coll.md`, "Synchronization"), the low-latency kernels' copies
-//! between shared memory and a buffer, the one-shot and two-shot reductions over the PEs, the
-//! segment copies of the data-movement kernels, and the arithmetic of the 16-byte data path
-//! ("Data path") they all follow.
-//! Each takes the block's and thread's place from the grid itself.
+//! protocol's handshakes (`docs/coll.md`, "Synchronization"), the arithmetic of the 16-byte data
+//! path ("Data path") and the walks over it: a block's copies between shared memory and a
+//! buffer (`block_copy`), the grid's copy of one view into another (`copy_run`), into every PE
+//! (`spread`) and its reduction over the PEs (`reduce_run`, from `reduce_pair` and
+//! `reduce_one`), each over one owner's share (`share_start`). The copies take their buffers as
+//! views (`&CudaSlice`: this PE's buffer, a peer's view or shared memory), so one function
+//! serves every direction. Each takes the block's and thread's place from the grid itself.
+//! Crate-visible, so that other kernels of the crate can call them (through their
+//! `__pgas_device_*` macros).
 
 use crate::prelude::*;
 
@@ -95,22 +99,22 @@ pub fn mod16<T: Elem>(b: u32, i: usize) -> usize {
     (b as usize + i * (16 / T::LANES)) % 16
 }
 
-/// The 16-byte data path's head: of a run of `cnt` elements whose first sits at byte offset
-/// `mis` modulo 16, those before its first 16-byte boundary (all of them where it has none).
-/// The path copies them one at a time, then whole vectors from the boundary, then one at a
-/// time again past the last vector.
+/// The 16-byte data path's head: of a run of `cnt` elements from element `so` of a buffer at
+/// byte offset `sb` modulo 16, those before its first 16-byte boundary (all of them where it has
+/// none). The path copies them one at a time, then whole vectors from the boundary, then one at
+/// a time again past the last vector.
 #[pgas_device]
-pub fn vector_head<T: Elem>(mis: usize, cnt: usize) -> usize {
-    min((16 - mis) % 16 / (16 / T::LANES), cnt)
+pub fn run_head<T: Elem>(sb: u32, so: usize, cnt: usize) -> usize {
+    min((16 - mod16::<T>(sb, so)) % 16 / (16 / T::LANES), cnt)
 }
 
-/// The whole 16-byte vectors of a run of `cnt` elements past its head of `h`: where both ends
-/// of the copy sit at the same offset modulo 16 (`alike`); none otherwise, every element then
-/// being copied one at a time.
+/// The whole 16-byte vectors past the head of that run when it pairs with element `ro` of a
+/// buffer at byte offset `db` modulo 16: none unless both sit at the same offset modulo 16,
+/// every element then going one at a time.
 #[pgas_device]
-pub fn vector_count<T: Elem>(h: usize, cnt: usize, alike: bool) -> usize {
-    if alike {
-        (cnt - h) / T::LANES
+pub fn run_vectors<T: Elem>(sb: u32, so: usize, db: u32, ro: usize, cnt: usize) -> usize {
+    if mod16::<T>(sb, so) == mod16::<T>(db, ro) {
+        (cnt - run_head::<T>(sb, so, cnt)) / T::LANES
     } else {
         0
     }
@@ -134,50 +138,71 @@ pub fn whole_vectors<T: Elem>(w: usize) -> usize {
     (w + T::LANES - 1) / T::LANES * T::LANES
 }
 
-/// The low-latency kernels' copies between shared memory and a buffer, by the block: `cnt`
-/// elements from element `gs` of the dynamic shared memory (128-byte aligned) into `dst[at..]`
-/// or, with `fill` (the staging of each chunk's window), from `src[at..]` into the shared
-/// memory from element `gs` on; `b` is the byte offset modulo 16 of the buffer that is read or
-/// written (the other is not touched). In 16-byte vectors where both ends share their offset
-/// modulo 16. No division by a run-time value: a 64-bit one is a long instruction sequence,
-/// and with one per element the copy out cost more than the exchange.
+/// The threads of the grid: the stride of its loops.
 #[pgas_device]
-pub fn smem_move<T: Elem>(
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    at: usize,
-    b: u32,
-    gs: usize,
+pub fn grid_threads() -> usize {
+    (grid_dim_x() * block_dim_x()) as usize
+}
+
+/// Where share `j` of `total` items starts, split among `parts` owners in shares of
+/// `total / parts` rounded up (so the last may be short or empty; `total` past the last):
+/// share `j` is `share_start(.., j)..share_start(.., j + 1)`.
+#[pgas_device]
+pub fn share_start(total: usize, parts: u32, j: u32) -> usize {
+    let size = (total + parts as usize - 1) / parts as usize;
+    min(j as usize * size, total)
+}
+
+/// The low-latency kernels' copies between shared memory and a buffer, by the block, one vector
+/// a thread: `cnt` elements from `src[so..]` into `dst[ro..]` (`sb`, `db`: the byte offsets
+/// modulo 16 of the two views' element 0; 0 for the dynamic shared memory, 128-byte aligned).
+/// In 16-byte vectors where both ends share their offset modulo 16. No division by a run-time
+/// value: a 64-bit one is a long instruction sequence, and with one per element the copy out
+/// cost more than the exchange.
+#[pgas_device]
+pub fn block_copy<T: Elem>(
+    dst: &mut CudaSlice<T>,
+    ro: usize,
+    db: u32,
+    src: &CudaSlice<T>,
+    so: usize,
+    sb: u32,
     cnt: usize,
-    fill: bool,
 ) {
-    let g = dyn_shared::<T>();
-    let bmis = mod16::<T>(b, at);
-    let h = vector_head::<T>(bmis, cnt);
-    let nv = vector_count::<T>(h, cnt, mod16::<T>(0, gs) == bmis);
-    let vend = h + nv * T::LANES;
-    let mut v = thread_idx_x() as usize;
+    let t = thread_idx_x() as usize;
+    let bd = block_dim_x() as usize;
+    let h = run_head::<T>(sb, so, cnt);
+    let nv = run_vectors::<T>(sb, so, db, ro, cnt);
+    let mut v = t;
     while v < nv {
         let i = h + v * T::LANES;
-        if fill {
-            let x = load_vec16(&src[at + i]);
-            store_vec16(&mut g[gs + i], x);
-        } else {
-            let x = load_vec16(&g[gs + i]);
-            store_vec16(&mut dst[at + i], x);
-        }
-        v += block_dim_x() as usize;
+        store_vec16(&mut dst[ro + i], load_vec16(&src[so + i]));
+        v += bd;
     }
-    let ns = h + (cnt - vend);
-    let mut q = thread_idx_x() as usize;
-    while q < ns {
+    copy_scalars::<T>(dst, ro, src, so, h, nv, cnt, t, bd);
+}
+
+/// The data path's scalar pass over a run of `cnt` elements (head `h`, then `nv` vectors): the
+/// elements the vectors leave, from `src[so..]` into `dst[ro..]` one at a time, by the threads
+/// `first, first + stride, ..`.
+#[pgas_device]
+pub fn copy_scalars<T: Elem>(
+    dst: &mut CudaSlice<T>,
+    ro: usize,
+    src: &CudaSlice<T>,
+    so: usize,
+    h: usize,
+    nv: usize,
+    cnt: usize,
+    first: usize,
+    stride: usize,
+) {
+    let vend = h + nv * T::LANES;
+    let mut q = first;
+    while q < cnt - nv * T::LANES {
         let i = scalar_at(q, h, vend);
-        if fill {
-            g[gs + i] = src[at + i];
-        } else {
-            dst[at + i] = g[gs + i];
-        }
-        q += block_dim_x() as usize;
+        dst[ro + i] = src[so + i];
+        q += stride;
     }
 }
 
@@ -321,66 +346,155 @@ pub fn reduce_one<T: Elem>(
     a
 }
 
-/// Copy of `cnt` elements from `src[so..]` to `dst[ro..]` by the grid, one of them a peer's
-/// view: `dst` on PE `pe` (`pull` false: all-to-all's stores) or `src` on PE `pe` (`pull`:
-/// the pulling kernels' loads). 16-byte vectors from the first boundary of the source when
-/// both ends sit at the same offset modulo 16 bytes (`sb`, `db`: the buffers' own offsets), one
+/// Copy of `cnt` elements from `src[so..]` to `dst[ro..]` by the grid (`sb`, `db`: the byte
+/// offsets modulo 16 of the two views' element 0), either of them a peer's view: 16-byte vectors
+/// from the first boundary of the source when both ends sit at the same offset modulo 16, one
 /// element at a time before it, past the last vector, and throughout otherwise; two vectors a
 /// thread a step.
 #[pgas_device]
-pub fn copy_segment<T: Unsigned>(
-    dst: &mut SymTensor<T>,
+pub fn copy_run<T: Elem>(
+    dst: &mut CudaSlice<T>,
     ro: usize,
+    db: u32,
+    src: &CudaSlice<T>,
+    so: usize,
+    sb: u32,
+    cnt: usize,
+) {
+    let stride = grid_threads();
+    let gt = global_thread_idx();
+    let h = run_head::<T>(sb, so, cnt);
+    let nv = run_vectors::<T>(sb, so, db, ro, cnt);
+    let mut v = gt;
+    while v < nv {
+        let i0 = h + v * T::LANES;
+        let i1 = second_of_pair::<T>(i0, v, stride, nv);
+        let x0 = load_vec16(&src[so + i0]);
+        let x1 = load_vec16(&src[so + i1]);
+        store_vec16(&mut dst[ro + i0], x0);
+        store_vec16(&mut dst[ro + i1], x1);
+        v += 2 * stride;
+    }
+    copy_scalars::<T>(dst, ro, src, so, h, nv, cnt, gt, stride);
+}
+
+/// Element `i` of `dst` on every team rank but `skip` (`n`: none) set to `x`, this PE's first,
+/// then ranks `me + 1, me + 2, ..`.
+#[pgas_device]
+pub fn store_everywhere<T: Elem>(
+    dst: &mut SymTensor<T>,
+    i: usize,
+    x: T,
+    pes: &SymTensor<i32>,
+    n: u32,
+    me: u32,
+    skip: u32,
+) {
+    let nn = n as usize;
+    for k in 0..nn {
+        let r = (me as usize + k) % nn;
+        if r != skip as usize {
+            dst.peer(pes[r])[i] = x;
+        }
+    }
+}
+
+/// Share `part` of `parts` (of the vectors, then of the elements they leave) of `src` (a
+/// view: this PE's buffer or a peer's, at byte offset `sb` modulo 16) stored from element `at`
+/// on into `dst` (at `db`) on every team rank but `skip` (`n`: none), this PE's first; by the
+/// grid, two vectors a thread a step, each loaded once for all the ranks.
+#[pgas_device]
+pub fn spread<T: Elem>(
+    dst: &mut SymTensor<T>,
+    at: usize,
+    db: u32,
+    src: &CudaSlice<T>,
+    sb: u32,
+    part: u32,
+    parts: u32,
+    pes: &SymTensor<i32>,
+    n: u32,
+    me: u32,
+    skip: u32,
+) {
+    let nn = n as usize;
+    let len = src.len();
+    let stride = grid_threads();
+    let gt = global_thread_idx();
+    let h = run_head::<T>(sb, 0, len);
+    let nv = run_vectors::<T>(sb, 0, db, at, len);
+    let vhi = share_start(nv, parts, part + 1);
+    let mut v = share_start(nv, parts, part) + gt;
+    while v < vhi {
+        let i0 = h + v * T::LANES;
+        let i1 = second_of_pair::<T>(i0, v, stride, vhi);
+        let x0 = load_vec16(&src[i0]);
+        let x1 = load_vec16(&src[i1]);
+        for k in 0..nn {
+            let r = (me as usize + k) % nn;
+            if r != skip as usize {
+                let p = dst.peer(pes[r]);
+                store_vec16(&mut p[at + i0], x0);
+                store_vec16(&mut p[at + i1], x1);
+            }
+        }
+        v += 2 * stride;
+    }
+    let ns = len - nv * T::LANES;
+    let shi = share_start(ns, parts, part + 1);
+    let mut q = share_start(ns, parts, part) + gt;
+    while q < shi {
+        let i = scalar_at(q, h, h + nv * T::LANES);
+        store_everywhere::<T>(dst, at + i, src[i], pes, n, me, skip);
+        q += stride;
+    }
+}
+
+/// Share `part` of `parts` (of the vectors, then of the elements they leave) of the run of
+/// `dst.len()` elements of `src` from element `so`, reduced by `op` over every PE into `dst`:
+/// this PE's (`everywhere` false) or every PE's, this PE's first. `sb`, `db`: the byte offsets
+/// modulo 16 of `src` and `dst`. By the grid, two vectors a thread a step (`reduce_pair`), so
+/// that two 16-byte loads of each peer are in flight.
+#[pgas_device]
+pub fn reduce_run<T: Elem>(
+    dst: &mut SymTensor<T>,
     db: u32,
     src: &SymTensor<T>,
     so: usize,
     sb: u32,
-    cnt: usize,
-    pe: i32,
-    pull: bool,
+    part: u32,
+    parts: u32,
+    everywhere: bool,
+    pes: &SymTensor<i32>,
+    n: u32,
+    me: u32,
+    op: ReduceOp,
 ) {
-    let stride = (grid_dim_x() * block_dim_x()) as usize;
+    let len = dst.len();
+    let stride = grid_threads();
     let gt = global_thread_idx();
-    let smis = mod16::<T>(sb, so);
-    let h = vector_head::<T>(smis, cnt);
-    let nv = vector_count::<T>(h, cnt, mod16::<T>(db, ro) == smis);
-    let vend = h + nv * T::LANES;
-    let ns = h + (cnt - vend);
-    if pull {
-        let p = src.peer(pe);
-        let mut v = gt;
-        while v < nv {
-            let i0 = h + v * T::LANES;
-            let i1 = second_of_pair::<T>(i0, v, stride, nv);
-            let x0 = load_vec16(&p[so + i0]);
-            let x1 = load_vec16(&p[so + i1]);
-            store_vec16(&mut dst[ro + i0], x0);
-            store_vec16(&mut dst[ro + i1], x1);
-            v += 2 * stride;
+    let h = run_head::<T>(sb, so, len);
+    let nv = run_vectors::<T>(sb, so, db, 0, len);
+    let to = if everywhere { 1 } else { 0 };
+    let vhi = share_start(nv, parts, part + 1);
+    let mut v = share_start(nv, parts, part) + gt;
+    while v < vhi {
+        let i0 = h + v * T::LANES;
+        let i1 = second_of_pair::<T>(i0, v, stride, vhi);
+        reduce_pair::<T>(dst, i0, i1, to, src, so + i0, so + i1, pes, n, me, op);
+        v += 2 * stride;
+    }
+    let ns = len - nv * T::LANES;
+    let shi = share_start(ns, parts, part + 1);
+    let mut q = share_start(ns, parts, part) + gt;
+    while q < shi {
+        let i = scalar_at(q, h, h + nv * T::LANES);
+        let r = reduce_one::<T>(src, so + i, pes, n, me, op) as T;
+        if everywhere {
+            store_everywhere::<T>(dst, i, r, pes, n, me, n);
+        } else {
+            dst[i] = r;
         }
-        let mut q = gt;
-        while q < ns {
-            let i = scalar_at(q, h, vend);
-            dst[ro + i] = p[so + i];
-            q += stride;
-        }
-    } else {
-        let p = dst.peer(pe);
-        let mut v = gt;
-        while v < nv {
-            let i0 = h + v * T::LANES;
-            let i1 = second_of_pair::<T>(i0, v, stride, nv);
-            let x0 = load_vec16(&src[so + i0]);
-            let x1 = load_vec16(&src[so + i1]);
-            store_vec16(&mut p[ro + i0], x0);
-            store_vec16(&mut p[ro + i1], x1);
-            v += 2 * stride;
-        }
-        let mut q = gt;
-        while q < ns {
-            let i = scalar_at(q, h, vend);
-            p[ro + i] = src[so + i];
-            q += stride;
-        }
+        q += stride;
     }
 }

@@ -64,7 +64,7 @@ pub fn low_latency_reduce_scatter<T: Elem>(
     let wr = whole_vectors::<T>(w);
     let g = dyn_shared::<T>();
     for q in 0..nn {
-        smem_move::<T>(dst, src, q * m + lo, sb, q * wr, w, true);
+        block_copy::<T>(g, q * wr, 0, src, q * m + lo, sb, w);
     }
     team_reduce_scatter_block(
         team,
@@ -73,18 +73,15 @@ pub fn low_latency_reduce_scatter<T: Elem>(
         &mut scratch[at],
         op,
     );
-    smem_move::<T>(dst, src, lo, db, nn * wr, w, false);
+    block_copy::<T>(dst, lo, db, g, nn * wr, 0, w);
 }
 
-/// One-shot: every PE loads every peer's `src` over NVLink and reduces into its own `dst`.
-/// Latency: one flag round trip each side of one pass over the data. With `chunk` set, the
-/// reduce-scatter (two-shot's first half): team rank `r` reduces only chunk `r` of every PE's
-/// `src` (elements `r * dst.len()` on, `dst.len()` of them), so each PE moves `(n - 1) / n` of
-/// `src` over NVLink.
-///
-/// `head` elements (of the part of `src` reduced) are reduced one at a time before the first
-/// 16-byte vector when `vec` is set (then `dst` and that part share their offset modulo 16
-/// bytes); without `vec` every element is.
+/// One-shot: every PE loads every peer's `src` over NVLink and reduces into its own `dst`
+/// (`reduce_run`). Latency: one flag round trip each side of one pass over the data. With
+/// `chunk` set, the reduce-scatter (two-shot's first half): team rank `r` reduces only chunk `r`
+/// of every PE's `src` (elements `r * dst.len()` on, `dst.len()` of them), so each PE moves
+/// `(n - 1) / n` of `src` over NVLink. `sb`, `db`: the byte offsets of `src` and `dst` modulo
+/// 16 (the same on every PE).
 #[pgas_kernel(max_threads = 512)]
 pub fn one_shot<T: Elem>(
     dst: &mut SymTensor<T>,
@@ -94,45 +91,27 @@ pub fn one_shot<T: Elem>(
     epochs: &mut SymTensor<u64>,
     n: u32,
     me: u32,
-    head: u32,
-    vec: u32,
+    sb: u32,
+    db: u32,
     chunk: u32,
     #[comptime] op: ReduceOp,
 ) {
     let e = enter(sig, epochs, pes, n, me);
-    let len = dst.len();
-    // Where the part of `src` reduced starts: `i0`, `i1` index `src`, `i0 - c`, `i1 - c` `dst`.
-    let c = if chunk != 0 { me as usize * len } else { 0 };
-    let h = min(head as usize, len);
-    let nv = vector_count::<T>(h, len, vec != 0);
-    let vend = h + nv * T::LANES;
-    let stride = (grid_dim_x() * block_dim_x()) as usize;
-    let gt = global_thread_idx();
-    // Vectors, two per thread per step (`second_of_pair`), so that two 16-byte loads of each
-    // peer are in flight.
-    let mut v = gt;
-    while v < nv {
-        let i0 = c + h + v * T::LANES;
-        let i1 = second_of_pair::<T>(i0, v, stride, nv);
-        reduce_pair::<T>(dst, i0 - c, i1 - c, 0, src, i0, i1, pes, n, me, op);
-        v += 2 * stride;
-    }
-    // Scalars: the `h` elements before the first vector, then those past the last.
-    let ns = h + (len - vend);
-    let mut q = gt;
-    while q < ns {
-        let j = scalar_at(q, h, vend);
-        dst[j] = reduce_one::<T>(src, c + j, pes, n, me, op) as T;
-        q += stride;
-    }
+    // Where the part of `src` reduced starts.
+    let so = if chunk != 0 {
+        me as usize * dst.len()
+    } else {
+        0
+    };
+    reduce_run::<T>(dst, db, src, so, sb, 0, 1, false, pes, n, me, op);
     leave(sig, epochs, pes, n, me, e, false);
 }
 
-/// Two-shot: team rank `r` reduces chunk `r` of the data (loads from every peer), then stores
-/// the result into every peer's `dst` (including its own). Each PE moves `2 (n - 1) / n` of the
-/// data over NVLink instead of one-shot's `n - 1`. Safe in place (`dst` and `src` the same
-/// buffer): only rank `r` reads or writes chunk `r`, and each thread loads all it reduces
-/// before it stores. The vectors are chunked by rank, and so are the scalar elements.
+/// Two-shot: team rank `r` reduces share `r` of the data (loads from every peer), then stores
+/// the result into every peer's `dst` (including its own), the vectors and the elements they
+/// leave each shared by rank (`reduce_run`). Each PE moves `2 (n - 1) / n` of the data over
+/// NVLink instead of one-shot's `n - 1`. Safe in place (`dst` and `src` the same buffer): only
+/// rank `r` reads or writes share `r`, and each thread loads all it reduces before it stores.
 #[pgas_kernel(max_threads = 512)]
 pub fn two_shot<T: Elem>(
     dst: &mut SymTensor<T>,
@@ -142,42 +121,12 @@ pub fn two_shot<T: Elem>(
     epochs: &mut SymTensor<u64>,
     n: u32,
     me: u32,
-    head: u32,
-    vec: u32,
+    sb: u32,
+    db: u32,
     #[comptime] op: ReduceOp,
 ) {
-    let nn = n as usize;
     let e = enter(sig, epochs, pes, n, me);
-    let len = dst.len();
-    let h = min(head as usize, len);
-    let nv = vector_count::<T>(h, len, vec != 0);
-    let vend = h + nv * T::LANES;
-    let stride = (grid_dim_x() * block_dim_x()) as usize;
-    let gt = global_thread_idx();
-    let vchunk = (nv + nn - 1) / nn;
-    let vlo = min(me as usize * vchunk, nv);
-    let vhi = min(vlo + vchunk, nv);
-    // Two vectors per thread per step, as in one-shot.
-    let mut v = vlo + gt;
-    while v < vhi {
-        let i0 = h + v * T::LANES;
-        let i1 = second_of_pair::<T>(i0, v, stride, vhi);
-        reduce_pair::<T>(dst, i0, i1, 1, src, i0, i1, pes, n, me, op);
-        v += 2 * stride;
-    }
-    let ns = h + (len - vend);
-    let schunk = (ns + nn - 1) / nn;
-    let slo = min(me as usize * schunk, ns);
-    let shi = min(slo + schunk, ns);
-    let mut q = slo + gt;
-    while q < shi {
-        let i = scalar_at(q, h, vend);
-        let r = reduce_one::<T>(src, i, pes, n, me, op) as T;
-        for k in 0..nn {
-            dst.peer(pes[(me as usize + k) % nn])[i] = r;
-        }
-        q += stride;
-    }
+    reduce_run::<T>(dst, db, src, 0, sb, me, n, true, pes, n, me, op);
     leave(sig, epochs, pes, n, me, e, true);
 }
 
@@ -210,8 +159,8 @@ pub fn two_shot_push<T: Elem>(
     let len = dst.len();
     let mm = m as usize;
     let nv = mm / T::LANES;
-    let stride = (grid_dim_x() * block_dim_x()) as usize;
-    let gt = blk * block_dim_x() as usize + thread_idx_x() as usize;
+    let stride = grid_threads();
+    let gt = global_thread_idx();
     // Chunk `q` of `src` into slot `me` of rank `q`'s stage (a partial last vector element by
     // element).
     for k in 1..nn {
@@ -260,10 +209,7 @@ pub fn two_shot_push<T: Elem>(
                 for k in 1..nn {
                     a = combine(op, a, stage[((mine + k) % nn) * mm + s - c] as T::Acc);
                 }
-                let r = a as T;
-                for k in 0..nn {
-                    dst.peer(pes[(mine + k) % nn])[s] = r;
-                }
+                store_everywhere::<T>(dst, s, a as T, pes, n, me, n);
                 s += 1;
             }
         }
@@ -340,7 +286,7 @@ pub fn two_shot_ll<T: Elem>(
     for r in 0..nn {
         let ds = r * mm + lo;
         if ds < len {
-            smem_move::<T>(dst, src, ds, 0, r * w, min(w, len - ds), false);
+            block_copy::<T>(dst, ds, 0, g, r * w, 0, min(w, len - ds));
         }
     }
     if t == 0 {

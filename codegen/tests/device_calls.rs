@@ -1,0 +1,74 @@
+//! Calls of `#[pgas_device]` functions: which buffers a buffer parameter takes.
+
+use pgas_codegen::{compile_file, CompiledKernel};
+
+fn compile(src: &str) -> Vec<CompiledKernel> {
+    match compile_file(src, "k.rs") {
+        Ok(k) => k,
+        Err(errors) => {
+            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            panic!("does not compile:\n{}", list.join("\n"))
+        }
+    }
+}
+
+fn errors(src: &str) -> String {
+    match compile_file(src, "k.rs") {
+        Ok(_) => panic!("compiled, but should not have"),
+        Err(errors) => {
+            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            list.join("\n")
+        }
+    }
+}
+
+/// A `CudaSlice` parameter takes every buffer a thread loads and stores: a `CudaSlice`, this
+/// PE's copy of a `SymTensor`, shared memory, a peer view, whole or sliced.
+#[test]
+fn a_cuda_slice_parameter_takes_any_buffer() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_device]
+fn copy_one(dst: &mut CudaSlice<f32>, src: &CudaSlice<f32>, i: usize) {
+    dst[i] = src[i];
+}
+#[pgas_kernel]
+fn k(x: &mut SymTensor<f32>, y: &SymTensor<f32>, z: &mut CudaSlice<f32>) {
+    let i = thread_idx_x() as usize;
+    let s = dyn_shared::<f32>();
+    copy_one(s, y, i);
+    copy_one(x, s, i);
+    let p = x.peer(1);
+    copy_one(p, z, i);
+    copy_one(z, &y[1..], i);
+}
+"#;
+    let plain = &compile(src)[0].plain;
+    assert!(plain.contains("copy_one(s, s_len, y, y_len, i)"), "{plain}");
+    assert!(plain.contains("copy_one(x, x_len, s, s_len, i)"), "{plain}");
+}
+
+/// A `SymTensor` parameter may be a remote target: it takes a `SymTensor` only.
+#[test]
+fn a_sym_tensor_parameter_takes_only_a_sym_tensor() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_device]
+fn put_one(dst: &mut SymTensor<f32>, v: f32, pe: i32) {
+    p(&mut dst[0], v, pe);
+}
+#[pgas_kernel]
+fn k(x: &mut SymTensor<f32>, z: &mut CudaSlice<f32>) {
+    put_one(z, 1.0, 1);
+    let q = x.peer(1);
+    put_one(q, 1.0, 1);
+}
+"#;
+    let e = errors(src);
+    assert_eq!(
+        e.matches("mismatched types: `put_one` expects `&mut SymTensor<f32>`")
+            .count(),
+        2,
+        "{e}"
+    );
+}
