@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README.md): installs what the CPU tests need, runs the style gates, then runs
-# every test of the workspace with all features. Needs no GPU; the GPU suite is scripts/gpu-suite.sh.
+# every test of the workspace (every feature but `gpu`: see "test" below). Needs no GPU; the GPU
+# suite is scripts/gpu-suite.sh.
 # CONTRIBUTING.md describes each step.
 #
 # The gates, in order (each fails the run):
@@ -13,7 +14,9 @@
 #   clippy  cargo clippy --workspace --all-targets --all-features -- -D warnings
 #           (with the [workspace.lints] of Cargo.toml: every unsafe block has a SAFETY note)
 #   doc     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
-#   test    cargo test --workspace --all-features "$@", tests/nvrtc's tests skipped
+#   test    cargo test --workspace --features mpi "$@", tests/nvrtc's tests skipped (every
+#           feature but `gpu`, which adds only tests/gpu_suite and the benchmarks: programs that
+#           without a GPU print that they skipped, so clippy's check of them is what CI can do)
 #   python  the wheel (scripts/build-wheel.sh: maturin) installed into a throwaway venv, then
 #           pytest python/tests/test_cpu.py, test_nvshmem_cpu.py, test_kernel_cpu.py and
 #           test_numba_cpu.py (with numba-cuda and CUDA 13.0's NVVM), stubtest of the type
@@ -77,10 +80,10 @@ cargo fmt --all --check
 # The NVRTC tests (tests/nvrtc) first, so that they run beside every later step: they are most
 # of the test command's time, nearly all of it NVRTC compiling one program at a time in a
 # process (docs/jit.md), so a process of their own leaves the other CPU to cargo. Built with
-# the workspace's features (--workspace: the build below reuses what this one compiles).
-step "nvrtc: build (cargo test --workspace --all-features --test nvrtc --no-run)"
+# the test step's features (--workspace: the build below reuses what this one compiles).
+step "nvrtc: build (cargo test --workspace --features mpi --test nvrtc --no-run)"
 nvrtc_json="$pytmp/nvrtc.json"
-cargo test --workspace --all-features --test nvrtc --no-run \
+cargo test --workspace --features mpi --test nvrtc --no-run \
   --message-format=json-render-diagnostics >"$nvrtc_json"
 nvrtc_bin=$(python3 -c '
 import json, sys
@@ -135,8 +138,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
 skips=()
 for t in "${nvrtc_tests[@]}"; do skips+=(--skip "$t"); done
 case " $* " in *" -- "*) ;; *) skips=(-- "${skips[@]}") ;; esac
-step "test: cargo test --workspace --all-features${*:+ $*} (tests/nvrtc's tests skipped: they run in the background)"
-cargo test --workspace --all-features "$@" "${skips[@]}"
+step "test: cargo test --workspace --features mpi${*:+ $*} (tests/nvrtc's tests skipped: they run in the background)"
+cargo test --workspace --features mpi "$@" "${skips[@]}"
 # The Python package as a user installs it: its manylinux abi3 wheel, built by maturin
 # (scripts/build-wheel.sh, dev profile: it reuses what `cargo test` just built), installed into a
 # fresh venv, then the CPU pytest tests; then its type stubs checked against the module

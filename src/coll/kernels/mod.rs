@@ -7,7 +7,7 @@
 //! `docs/coll.md`'s "Synchronization" and "Data path".
 
 mod moving;
-pub(crate) mod pieces;
+mod pieces;
 mod reducing;
 
 pub use moving::*;

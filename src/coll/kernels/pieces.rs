@@ -6,8 +6,6 @@
 //! `reduce_one`), each over one owner's share (`share_start`). The copies take their buffers as
 //! views (`&CudaSlice`: this PE's buffer, a peer's view or shared memory), so one function
 //! serves every direction. Each takes the block's and thread's place from the grid itself.
-//! Crate-visible, so that other kernels of the crate can call them (through their
-//! `__pgas_device_*` macros).
 
 use crate::prelude::*;
 
