@@ -4,11 +4,21 @@
 use cudarc::driver::sys::{self as cu, CUdeviceptr};
 use cudarc::driver::CudaStream;
 
-use super::op::CallPtrs;
 use super::AllGatherMatmul;
 use crate::gemm;
 use crate::ops::stream_sync;
 use crate::{Error, Result, TensorMap};
+
+/// The device addresses of one call (made by `op.rs`'s `run`): the caller's C, shard (A) and
+/// Bt, and the gathered buffer of the call's parity (`buf`, at `gathered`).
+#[derive(Clone, Copy)]
+pub(super) struct CallPtrs {
+    pub(super) c: CUdeviceptr,
+    pub(super) a: CUdeviceptr,
+    pub(super) bt: CUdeviceptr,
+    pub(super) buf: usize,
+    pub(super) gathered: CUdeviceptr,
+}
 
 /// The address of PE `pe`'s block of `bytes` in a buffer of one block a PE at `base`.
 pub(super) fn row_block(base: CUdeviceptr, pe: usize, bytes: usize) -> CUdeviceptr {

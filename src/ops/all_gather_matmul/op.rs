@@ -2,26 +2,15 @@
 //! after NVSHMEM's `fcollect` (a peer off NVLink), the one-kernel GEMM fed by pushes, or a GEMM a
 //! shard as the copy streams pull the peers' blocks.
 
-use cudarc::driver::sys::{self as cu, CUdeviceptr};
+use cudarc::driver::sys as cu;
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 
-use super::copies::row_block;
+use super::copies::{row_block, CallPtrs};
 use super::plan::copy_groups;
 use super::AllGatherMatmul;
 use crate::ops::stream_sync;
 use crate::{Error, Result, Team};
-
-/// The device addresses of one call: the caller's C, shard (A) and Bt, and the gathered buffer
-/// of the call's parity (`buf`, at `gathered`).
-#[derive(Clone, Copy)]
-pub(super) struct CallPtrs {
-    pub(super) c: CUdeviceptr,
-    pub(super) a: CUdeviceptr,
-    pub(super) bt: CUdeviceptr,
-    pub(super) buf: usize,
-    pub(super) gathered: CUdeviceptr,
-}
 
 impl AllGatherMatmul {
     /// `C = allgather_rows(A) · Btᵀ` on the pgas stream: `shard` is this PE's `mp x k` rows of
