@@ -24,8 +24,9 @@
 //! writes to a file in DIR, not through pgas's bootstraps (see `uid_start.rs`).
 //! `gpu_suite CASE...` runs only the cases whose names contain one of the given words.
 //!
-//! Without a GPU (CI runs `cargo test --all-features` on CPU machines) it prints
-//! `gpu_suite: skipped: no GPU` and exits 0.
+//! Without a GPU it prints `gpu_suite: skipped: no GPU` and exits 0 (`cargo test
+//! --all-features` on a CPU machine runs it so; CI's test step leaves out the `gpu` feature and
+//! with it this binary, which clippy still checks).
 
 mod amo;
 mod arrays;
