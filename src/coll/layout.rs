@@ -13,7 +13,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use super::comm::{refuse_capture, row_words, Algorithm, Between, Comm};
 use super::elem::AllReduceElem;
 use super::options::Options;
-use super::region::{check_apart, LocalTable, Reached, Region};
+use super::region::{check_apart, offsets16, LocalTable, Reached, Region};
 use super::specs::move_kernels;
 use crate::{Error, Result, SymRegion, Team};
 
@@ -261,7 +261,7 @@ impl Comm {
             &src_reach,
             Between::Table(&layout.table_at),
             layout.max_sent * std::mem::size_of::<T>(),
-            &[(s % 16) as u32, (d % 16) as u32],
+            &offsets16(s, d),
         )?;
         Ok(Algorithm::TwoShot)
     }

@@ -11,7 +11,7 @@ use super::comm::{
 };
 use super::elem::AllReduceElem;
 use super::options::Options;
-use super::region::{check_apart, check_same_len, Region};
+use super::region::{check_apart, check_same_len, offsets16, Region};
 use super::specs::move_kernels;
 use crate::{Error, Result, SymRegion};
 
@@ -101,7 +101,7 @@ impl Comm {
         }
         let k = move_kernels::<T>();
         let src = Region::of(src);
-        let (sb, db) = ((s % 16) as u32, (d % 16) as u32);
+        let [sb, db] = offsets16(s, d);
         if algorithm == Algorithm::OneShot {
             // The root's whole `src` pulled (`pull_chunks` from rank `root` only); the root in
             // place has nothing to copy.
@@ -276,7 +276,7 @@ impl Comm {
         if src.is_empty() {
             return Ok(algorithm);
         }
-        let offsets = [(s % 16) as u32, (d % 16) as u32];
+        let offsets = offsets16(s, d);
         let k = move_kernels::<T>();
         let src = Region::of(src);
         match algorithm {

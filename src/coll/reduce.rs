@@ -7,7 +7,7 @@ use super::comm::{
 };
 use super::elem::{check_op, op_code, AllReduceElem};
 use super::options::Options;
-use super::region::{check_apart, check_same_len, Reached, Region};
+use super::region::{check_apart, check_same_len, offsets16, Reached, Region};
 use super::specs::move_kernels;
 use cudarc::driver::CudaStream;
 
@@ -109,7 +109,8 @@ impl Comm {
         };
         // The 16-byte data path's offsets (see `kernels/`); one-shot reduces the whole of `src`
         // (its `chunk` 0), two-shot takes no `chunk`.
-        let scalars = [(s % 16) as u32, (d % 16) as u32, 0];
+        let [sb, db] = offsets16(s, d);
+        let scalars = [sb, db, 0];
         let (work, scalars) = if algorithm == Algorithm::OneShot {
             (bytes, &scalars[..])
         } else {
@@ -335,7 +336,8 @@ impl Comm {
         if n > 1 && self.ll_fits(dst.len() * size, n, n + 1) {
             // Latency-bound: chunk `q` of `src` over the low-latency lines to rank `q`.
             let src = Region::<T>::of(src);
-            let scalars = [n as u32, (s % 16) as u32, (d % 16) as u32];
+            let [sb, db] = offsets16(s, d);
+            let scalars = [n as u32, sb, db];
             let shape = LlShape::new(dst.len(), n, n + 1);
             self.launch_ll(
                 stream,
@@ -349,6 +351,7 @@ impl Comm {
         }
         let work = dst.len() * size;
         let src = Region::<T>::of(src);
+        let [sb, db] = offsets16(s, d);
         // The one-shot kernel over chunk `rank` of `src` (its `chunk` 1).
         self.launch_p2p(
             stream,
@@ -358,7 +361,7 @@ impl Comm {
             &src,
             Between::Nothing,
             work,
-            &[(s % 16) as u32, (d % 16) as u32, 1],
+            &[sb, db, 1],
         )?;
         Ok(Algorithm::TwoShot)
     }
@@ -447,7 +450,7 @@ impl Comm {
         let k = move_kernels::<T>();
         let len = src.len();
         let src = Region::<T>::of(src);
-        let offsets = [(s % 16) as u32, (d % 16) as u32];
+        let offsets = offsets16(s, d);
         match algorithm {
             Algorithm::LowLatency => {
                 // Latency-bound: the low-latency protocol, no handshake.

@@ -121,3 +121,9 @@ unsafe impl<T> SymRegion<T> for Region<T> {
         self.extent
     }
 }
+
+/// The byte offsets modulo 16 of a collective's `src` and `dst` addresses, which the kernels'
+/// 16-byte data path takes to find where its vectors start (`docs/coll.md`, "Data path").
+pub(super) fn offsets16(src: u64, dst: u64) -> [u32; 2] {
+    [(src % 16) as u32, (dst % 16) as u32]
+}
