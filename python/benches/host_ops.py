@@ -98,6 +98,16 @@ def main() -> None:
     figures["barrier_all, call only"] = call_only(lambda: nvshmem.barrier_all(stream=stream))
     figures["barrier(team), call only"] = call_only(lambda: nvshmem.barrier(world, stream=stream))
     figures["stream sync alone"] = timed(lambda: None)
+    # Where a barrier's host time goes: NVSHMEM's own call, reached through ctypes in this
+    # process (the library either module loaded), alone and followed by an event record on the
+    # same stream (what pgas adds to order its own stream after a stream= call). The same two
+    # figures in both processes say whether a difference is the module's or NVSHMEM's.
+    raw = _raw_calls(stream)
+    if raw is not None:
+        barrier_raw, record = raw
+        figures["barrier_all, NVSHMEM's call alone (ctypes)"] = call_only(barrier_raw)
+        figures["barrier_all + event record (ctypes)"] = call_only(
+            lambda: (barrier_raw(), record()))
     # Timed, then checked: every PE added 1 to the next PE's counter WARMUP + reps times, so
     # each counter holds that many (NVSHMEM 3.4.5's host atomics print "not implemented" and
     # return 0 without adding: a figure that is not counted as a speed).
@@ -140,6 +150,28 @@ def main() -> None:
     for a in (src, dst, part, whole, counter, sig):
         nvshmem.free_array(a)
     nvshmem.finalize()
+
+
+def _raw_calls(stream):
+    """``nvshmemx_barrier_all_on_stream(stream)`` and ``cuEventRecord(event, stream)`` as
+    ctypes calls into the NVSHMEM host library and the driver this process already loaded;
+    None where either is not loaded under its usual name."""
+    import ctypes
+    import os
+
+    try:
+        nv = ctypes.CDLL("libnvshmem_host.so.3", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+        cu = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+    except OSError as e:
+        print(json.dumps({"op": "raw calls", "error": str(e)[:200]}))
+        return None
+    handle = ctypes.c_void_p(int(stream.handle))
+    nv.nvshmemx_barrier_all_on_stream.argtypes = [ctypes.c_void_p]
+    event = ctypes.c_void_p()
+    if cu.cuEventCreate(ctypes.byref(event), 2) != 0:  # CU_EVENT_DISABLE_TIMING
+        return None
+    return (lambda: nv.nvshmemx_barrier_all_on_stream(handle),
+            lambda: cu.cuEventRecord(event, handle))
 
 
 if __name__ == "__main__":

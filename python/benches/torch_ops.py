@@ -5,7 +5,9 @@
   function it calls;
 - ``pgas.coll.all_reduce`` of 8 bytes, the same two ways;
 - the parts of the GEMM's call (the native call on pgas's own stream, a native call that does
-  nothing, ``torch.empty``), which say where the time goes.
+  nothing, ``torch.empty``), which say where the time goes;
+- the dispatcher's floors: the same allocation as an ATen op (C++ kernel) through
+  ``torch.ops``, and as an op with a Python kernel.
 
 ``benches/host_ops.rs`` prints the Rust calls' figures (``gemm_256_enqueue``,
 ``all_reduce_8B_enqueue``); scripts/gpu-suite.sh (mode torch) runs both and reports the
@@ -74,10 +76,22 @@ def main():
                 c.data_ptr(), a.data_ptr(), a.data_ptr(), 256, 256, 256, False),
              "the native call on pgas's own stream (no stream= check or ordering)"),
         ]
+    # The floors an op on the dispatcher stands on: an ATen op whose kernel is C++ and
+    # allocates its output, called as torch.ops calls it, and an op of this process whose
+    # kernel is Python (as pgas's are) doing only the same allocation.
+    noop = torch.library.Library("pgas_bench", "DEF")
+    noop.define("alloc(Tensor a) -> Tensor")
+    noop.impl("alloc", lambda t: t.new_empty((256, 256), dtype=torch.bfloat16), "CUDA")
     figs += [
         ("native_floor", _pgas.n_pes, "a native call that does nothing (pgas.n_pes())"),
         ("torch_empty", lambda: torch.empty((256, 256), dtype=torch.bfloat16, device=dev),
          "torch.empty of the GEMM's output"),
+        ("aten_op_empty", lambda: torch.ops.aten.empty.memory_format(
+            [256, 256], dtype=torch.bfloat16, device=dev),
+         "the same allocation as an ATen op through torch.ops (a C++ kernel on the "
+         "dispatcher)"),
+        ("python_kernel_op_empty", lambda: torch.ops.pgas_bench.alloc.default(x),
+         "an op whose Python kernel makes only that allocation (torch.library.Library)"),
     ]
     for name, op, note in figs:
         pgas.barrier_all()

@@ -207,6 +207,39 @@ def test_stream_orders_torch_work_before_and_after():
     free(t, dst)
 
 
+def test_a_call_without_stream_runs_after_the_stream_calls_before_it():
+    """A call with stream=s leaves pgas's stream owing a wait for s, recorded only when pgas's
+    stream is next used: a put without stream= then reads what s wrote before it. While s is
+    captured into a CUDA graph the wait stays owed (a call in the capture neither fails nor
+    joins pgas's stream to it), and it is paid after."""
+    s = torch.cuda.Stream()
+    t = pgas.alloc(1 << 20, "float32")
+    dst = pgas.alloc(1 << 20, "float32")
+    x, y = view(t), view(dst)
+    pgas.barrier_all()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(20_000_000)     # the fill below lands well after the calls return
+        x.fill_(float(ME + 1))
+    pgas.quiet(stream=s)                  # owed: nothing recorded yet
+    pgas.put(dst, t, NXT)                 # pgas's stream: after s's fill
+    pgas.barrier_all()
+    assert bool((y == float(PRV + 1)).all()), y[:4].tolist()
+    pgas.quiet(stream=s)                  # owed again, then s is captured
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=s):
+        x.add_(1.0)
+        # Reaches pgas's runtime handle (a host query, nothing enqueued): the wait stays owed.
+        assert pgas.TEAM_WORLD.my_pe() == ME
+    pgas.fence()                          # after the capture: paid
+    graph.replay()
+    torch.cuda.synchronize()
+    assert bool((x == float(ME + 2)).all()), x[:4].tolist()
+    pgas.barrier_all()
+    del x, y
+    free(t, dst)
+
+
 def test_streams_of_other_devices_are_refused():
     raises(TypeError, lambda: pgas.quiet(stream=object()), "stream= takes a CUDA stream")
     if torch.cuda.device_count() > 1:
