@@ -3,7 +3,8 @@
 
 - ``pgas.gemm.gemm`` at 256^3 bf16 (sm_90a), through the torch op and through the native
   function it calls;
-- ``pgas.coll.all_reduce`` of 8 bytes, the same two ways;
+- ``pgas.coll.all_reduce`` of 8 bytes, the same two ways, and ``pgas.Comm.all_reduce`` on
+  symmetric tensors (no staging), on pgas's stream and on torch's;
 - the parts of the GEMM's call (the native call on pgas's own stream, a native call that does
   nothing, ``torch.empty``), which say where the time goes;
 - the dispatcher's floors: the same allocation as an ATen op (C++ kernel) through
@@ -63,6 +64,16 @@ def main():
             "all_reduce", out.data_ptr(), x.data_ptr(), 2, 2, "float32", "sum", 0, stream=stream),
          "the native call the op makes (staging copies included)"),
     ]
+    # pgas.Comm on symmetric tensors: the Python form of the Rust call all_reduce_8B_enqueue
+    # times (no staging: the tensors are symmetric).
+    comm = pgas.Comm(pgas.TEAM_WORLD)
+    sd, ss = pgas.alloc(2, "float32"), pgas.alloc(2, "float32")
+    figs += [
+        ("all_reduce_8B_comm", lambda: comm.all_reduce(sd, ss),
+         "pgas.Comm.all_reduce of 8 bytes on symmetric tensors, on pgas's stream"),
+        ("all_reduce_8B_comm_stream", lambda: comm.all_reduce(sd, ss, stream=stream),
+         "the same on torch's current stream (stream=)"),
+    ]
     if torch.cuda.get_device_capability(dev) == (9, 0):
         a = torch.ones((256, 256), dtype=torch.bfloat16, device=dev)
         c = torch.empty_like(a)
@@ -98,6 +109,10 @@ def main():
         value = enqueue_us(op)
         if ctx.my_pe == 0:
             figure(name, value, note, machine)
+    pgas.barrier_all()
+    comm.free()
+    pgas.free_tensor(sd)
+    pgas.free_tensor(ss)
     pgas.finalize()
 
 
