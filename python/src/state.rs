@@ -69,7 +69,7 @@ pub(crate) struct State {
 /// The state of this process, from `init` until `finalize`.
 static CURRENT: Mutex<Option<Arc<State>>> = Mutex::new(None);
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section leaves consistent data behind (one insert, remove or take).
     m.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -43,6 +43,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyTuple};
 
 use crate::errors::{misuse, to_py};
+use crate::state::lock;
 
 /// A user stream, checked (`check`) to be a stream of pgas's CUDA context.
 #[derive(Clone, Copy, Debug)]
@@ -68,6 +69,30 @@ pub(crate) fn handle(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> 
     if obj.is_instance_of::<PyInt>() {
         return obj.extract::<usize>().map(Some).or_else(|_| not_a_stream());
     }
+    // The stream object of the last call, again: a program passes one stream call after call,
+    // and asking the object costs Python calls (about as much as the rest of an ordering call).
+    // The object is kept alive beside its handle, so the same address is the same object.
+    if let Some((last, raw)) = &*lock(&LAST_OBJECT) {
+        if last.as_ptr() == obj.as_ptr() {
+            return Ok(Some(*raw));
+        }
+    }
+    let raw = handle_of(obj)?.map_or_else(not_a_stream, |raw| Ok(Some(raw)))?;
+    if let Some(raw) = raw {
+        // The object it replaces is dropped after the lock is released: its finalizer may be
+        // Python code that calls pgas again.
+        let old = lock(&LAST_OBJECT).replace((obj.clone().unbind(), raw));
+        drop(old);
+    }
+    Ok(raw)
+}
+
+/// The last stream object [`handle`] read, with its handle. (A stream object's handle does not
+/// change while it lives: the CUDA stream protocol's, PyTorch's, CuPy's and cuda.core's.)
+static LAST_OBJECT: Mutex<Option<(Py<PyAny>, usize)>> = Mutex::new(None);
+
+/// A stream object's handle by the protocols [`handle`] names; `None` when it speaks none.
+fn handle_of(obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
     if obj.hasattr("__cuda_stream__")? {
         let pair = obj.call_method0("__cuda_stream__")?;
         let pair = pair.cast::<PyTuple>().map_err(|_| {
@@ -79,11 +104,10 @@ pub(crate) fn handle(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> 
         if obj.hasattr(attr)? {
             let value = obj.getattr(attr)?;
             // cuda.core's `handle` is a CUstream object that converts with int().
-            let value = py_int(&value)?;
-            return Ok(Some(value));
+            return py_int(&value).map(Some);
         }
     }
-    not_a_stream()
+    Ok(None)
 }
 
 fn py_int(value: &Bound<'_, PyAny>) -> PyResult<usize> {
@@ -229,7 +253,7 @@ fn driver_error(status: CUresult) -> PyErr {
 
 /// Makes `waiter` wait for the work queued on `signaler` so far.
 fn order(waiter: CUstream, signaler: CUstream, direction: Direction) -> PyResult<()> {
-    let mut o = ORDER.lock().unwrap_or_else(|p| p.into_inner());
+    let mut o = lock(&ORDER);
     order_in(&mut o, waiter, signaler, direction)
 }
 
@@ -259,7 +283,7 @@ fn order_in(
 /// Records that pgas's stream `mine` owes a wait for the work queued on `theirs` (see the
 /// module: nothing is recorded until the wait is paid).
 fn owe(mine: CUstream, theirs: CUstream) {
-    let mut o = ORDER.lock().unwrap_or_else(|p| p.into_inner());
+    let mut o = lock(&ORDER);
     let debt = (theirs as usize, mine as usize);
     if !o.owed.contains(&debt) {
         o.owed.push(debt);
@@ -271,7 +295,7 @@ fn owe(mine: CUstream, theirs: CUstream) {
 /// pgas's stream: the runtime handle (`State::pgas`) and a tensor's memory (`Tensor::with`).
 pub(crate) fn settle() -> PyResult<()> {
     let call = CALL_STREAM.get();
-    let mut o = ORDER.lock().unwrap_or_else(|p| p.into_inner());
+    let mut o = lock(&ORDER);
     // Work may now reach pgas's stream that no stream= stream is ordered after yet.
     if o.ordered_for != call {
         o.ordered_for = None;
@@ -286,7 +310,7 @@ pub(crate) fn in_call_on<R>(raw: Option<usize>, f: impl FnOnce() -> R) -> R {
     let before = CALL_STREAM.replace(raw);
     let out = f();
     CALL_STREAM.set(before);
-    let mut o = ORDER.lock().unwrap_or_else(|p| p.into_inner());
+    let mut o = lock(&ORDER);
     if o.ordered_for != raw {
         o.ordered_for = None;
     }
@@ -298,7 +322,7 @@ pub(crate) fn in_call_on<R>(raw: Option<usize>, f: impl FnOnce() -> R) -> R {
 /// calls with one `stream=` after another: a query of pgas's stream costs about as much as the
 /// rest of the ordering), else after a query finds work left there.
 fn after_mine(theirs: CUstream, mine: CUstream) -> PyResult<()> {
-    let mut o = ORDER.lock().unwrap_or_else(|p| p.into_inner());
+    let mut o = lock(&ORDER);
     if o.ordered_for == Some(theirs as usize) {
         return Ok(());
     }

@@ -209,6 +209,27 @@ def test_stream_protocol_answers_are_checked():
         pgas.quiet(stream=FakeStream())
 
 
+class CountingStream:
+    """A stream object that counts how often its handle is asked for."""
+
+    def __init__(self, handle):
+        self.handle_value, self.asked = handle, 0
+
+    def __cuda_stream__(self):
+        self.asked += 1
+        return (0, self.handle_value)
+
+
+def test_a_stream_object_is_asked_for_its_handle_once_in_a_row():
+    # The handle is read before the call needs init, so the calls raise NotInitializedError
+    # after reading it; the same object again is not asked again, another one is.
+    a, b = CountingStream(0x1000), CountingStream(0x2000)
+    for s in (a, a, b, a):
+        with pytest.raises(pgas.NotInitializedError):
+            pgas.quiet(stream=s)
+    assert (a.asked, b.asked) == (2, 1)
+
+
 def test_numpy_dtypes_are_understood_where_numpy_is():
     np = pytest.importorskip("numpy")
     # The name is accepted (the call then needs init): anything but "unknown dtype".
