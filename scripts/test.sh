@@ -111,9 +111,10 @@ nvrtc_pid=$!
 # The newest NVSHMEM pgas supports (3.8.0, installed by deps.sh beside the pinned 3.4.5): what
 # can differ between the versions compiles against its headers too, inline and link-time: the
 # preludes, every intrinsic row (the corpus folders cover each), the NVSHMEM library of every
-# wrapper, and the register cap of a collective's two builds (tests/nvrtc/corpus.rs, `corpus`
-# and `link_objects`, say why that is all: the collective objects and the tests of the cache's
-# and the link's mechanics would repeat what does not depend on the version). At the lowest
+# wrapper, and the register cap of a collective's two builds (tests/nvrtc/corpus.rs, `corpus`,
+# `variants` and `link_objects`, say why that is all: the collective objects, the checked
+# variants and the tests of the cache's and the link's mechanics would repeat what does not
+# depend on the version). At the lowest
 # priority (nice 19): it fills the CPU time the other steps leave, and it does not starve
 # tests/jit_helpers.rs's background helper, which runs at nice 19 by design and which a
 # process at nice 0 on every CPU held up for over a minute.
@@ -123,7 +124,8 @@ next_tests=(corpus::every_corpus_kernel_compiles_without_warnings
   corpus::both_builds_of_a_collective_kernel_keep_to_its_objects_register_cap)
 step "3.8: started in the background (PGAS_NVSHMEM_HOME=\$PGAS_NVSHMEM_HOME_NEXT nice -n 19 tests/nvrtc ${next_tests[*]})"
 PGAS_NVSHMEM_HOME="$PGAS_NVSHMEM_HOME_NEXT" PGAS_CORPUS_DIRS=tests/corpus,tests/gpu_suite/kernels \
-  PGAS_LINK_OBJECTS=0 nice -n 19 "$nvrtc_bin" --exact "${next_tests[@]}" >"$next_log" 2>&1 &
+  PGAS_CORPUS_VARIANTS=plain PGAS_LINK_OBJECTS=0 nice -n 19 "$nvrtc_bin" --exact "${next_tests[@]}" \
+  >"$next_log" 2>&1 &
 next_pid=$!
 
 step "clippy: cargo clippy --workspace --all-targets --all-features -- -D warnings"

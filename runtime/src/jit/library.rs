@@ -16,22 +16,43 @@ use crate::error::Result;
 /// architecture, options and versions).
 static LOADED: Mutex<Option<HashMap<CacheKey, Arc<[u8]>>>> = Mutex::new(None);
 
+/// The lock of each key a thread of this process is building or looking up, so that threads
+/// wanting the same library or object (programs compiled side by side) build it once: the
+/// disk cache's entry lock does that across processes, and only where there is a cache.
+static BUILDING: Mutex<Option<HashMap<CacheKey, Arc<Mutex<()>>>>> = Mutex::new(None);
+
 /// The bytes of `what` (a library or a collective object) under `key` (which covers its
 /// source, architecture, options and versions): from memory, the disk cache, or `build` (then
-/// stored). PEs sharing the cache build it once: the others wait on its entry's lock.
+/// stored). PEs sharing the cache build it once: the others wait on its entry's lock; threads
+/// of one process wait on the key's lock in `BUILDING`.
 pub(crate) fn get(
     key: CacheKey,
     disk: Option<&DiskCache>,
     what: Built<'_>,
     build: impl FnOnce() -> Result<Vec<u8>>,
 ) -> Result<Arc<[u8]>> {
-    if let Some(ir) = LOADED
+    let loaded = || {
+        LOADED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(HashMap::new)
+            .get(&key)
+            .cloned()
+    };
+    if let Some(ir) = loaded() {
+        return Ok(ir);
+    }
+    let key_lock = BUILDING
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .get_or_insert_with(HashMap::new)
-        .get(&key)
-    {
-        return Ok(ir.clone());
+        .entry(key)
+        .or_default()
+        .clone();
+    let _building = key_lock.lock().unwrap_or_else(|e| e.into_inner());
+    // Built by the thread this one waited for.
+    if let Some(ir) = loaded() {
+        return Ok(ir);
     }
     // A cache that cannot be locked, read or written is skipped (one warning; see `disk.rs`).
     let _lock = disk.map(|d| d.lock_or_warn(&key, true));
@@ -174,6 +195,31 @@ mod tests {
         assert_eq!((&*ir, builds.get()), (&b"LTO-IR rebuilt"[..], 2));
         assert!(matches!(disk.load(&k).unwrap(), Lookup::Hit(b) if b == b"LTO-IR rebuilt"));
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn threads_wanting_one_library_without_a_cache_build_it_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let k = key(&format!("threads {}", std::process::id()));
+        let builds = AtomicUsize::new(0);
+        let got: Vec<Arc<[u8]>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        get(k, None, Built::Library(Prelude::P2p), || {
+                            builds.fetch_add(1, Ordering::SeqCst);
+                            // Long enough that the other threads ask while it builds.
+                            std::thread::sleep(std::time::Duration::from_millis(200));
+                            Ok(b"LTO-IR once".to_vec())
+                        })
+                        .unwrap()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+        assert!(got.iter().all(|ir| &**ir == b"LTO-IR once"));
     }
 
     #[test]
