@@ -189,12 +189,18 @@ def test_put_get_and_nbi_between_pes():
         free(src, inbox, got)
 
 
-def test_stream_orders_torch_work_before_and_after():
+def stream_and_pair():
+    """A new stream and two symmetric tensors of 1 Mi floats with their torch views, every PE
+    past a barrier."""
     s = torch.cuda.Stream()
     t = pgas.alloc(1 << 20, "float32")
     dst = pgas.alloc(1 << 20, "float32")
-    x, y = view(t), view(dst)
     pgas.barrier_all()
+    return s, t, dst, view(t), view(dst)
+
+
+def test_stream_orders_torch_work_before_and_after():
+    s, t, dst, x, y = stream_and_pair()
     with torch.cuda.stream(s):
         x.fill_(float(ME + 1))            # queued on s ...
         pgas.put(dst, t, NXT, stream=s)   # ... then the put, in s's order
@@ -212,11 +218,7 @@ def test_a_call_without_stream_runs_after_the_stream_calls_before_it():
     stream is next used: a put without stream= then reads what s wrote before it. While s is
     captured into a CUDA graph the wait stays owed (a call in the capture neither fails nor
     joins pgas's stream to it), and it is paid after."""
-    s = torch.cuda.Stream()
-    t = pgas.alloc(1 << 20, "float32")
-    dst = pgas.alloc(1 << 20, "float32")
-    x, y = view(t), view(dst)
-    pgas.barrier_all()
+    s, t, dst, x, y = stream_and_pair()
     with torch.cuda.stream(s):
         torch.cuda._sleep(20_000_000)     # the fill below lands well after the calls return
         x.fill_(float(ME + 1))
