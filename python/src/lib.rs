@@ -30,6 +30,7 @@ mod dtype;
 mod errors;
 mod kernel;
 mod library;
+mod locks;
 mod ops;
 mod state;
 mod stream;

@@ -19,6 +19,7 @@ use pyo3::prelude::*;
 
 use crate::dtype::AnyTensor;
 use crate::errors::{misuse, to_py, CollectiveMismatchError, FreedError, NotInitializedError};
+use crate::locks::lock;
 
 /// Ids of imported tensors (views of symmetric memory taken with `from_dlpack`) start here;
 /// owned allocations count from 1 in allocation order, the same on every PE.
@@ -68,11 +69,6 @@ pub(crate) struct State {
 
 /// The state of this process, from `init` until `finalize`.
 static CURRENT: Mutex<Option<Arc<State>>> = Mutex::new(None);
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section leaves consistent data behind (one insert, remove or take).
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// The state made by `pgas.init()`, or `NotInitializedError`.
 pub(crate) fn current() -> PyResult<Arc<State>> {

@@ -44,7 +44,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyTuple};
 
 use crate::errors::{misuse, to_py};
-use crate::state::lock;
+use crate::locks::lock;
 
 /// A user stream, checked (`check`) to be a stream of pgas's CUDA context.
 #[derive(Clone, Copy, Debug)]

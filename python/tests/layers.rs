@@ -4,6 +4,7 @@
 //! | layer | modules | holds |
 //! | --- | --- | --- |
 //! | 0 | `errors` | the exceptions |
+//! | 0 | `locks` | the one way the module locks its process-wide mutexes |
 //! | 1 | `dtype`, `stream` | element types, the `stream=` argument |
 //! | 2 | `state` | the process's context, the tensor registry, `init` / `finalize` |
 //! | 3 | `tensor`, `team` | the Python classes over tensors and teams |
@@ -19,6 +20,7 @@ use std::path::Path;
 
 const LAYERS: &[(&str, u32)] = &[
     ("errors", 0),
+    ("locks", 0),
     ("dtype", 1),
     ("stream", 1),
     ("state", 2),
