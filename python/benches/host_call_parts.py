@@ -5,8 +5,8 @@ ctypes in the same process. Each figure is the median, over ROUNDS rounds that t
 in turn (so a drift of the machine falls on every form alike), of the median of REPS calls, host
 call only (the stream synchronized after each, untimed), in microseconds; one JSON line each.
 
-    python3 scripts/studies/host_call_parts.py --lib pgas
-    python3 scripts/studies/host_call_parts.py --lib nvshmem4py
+    python3 python/benches/host_call_parts.py --lib pgas
+    python3 python/benches/host_call_parts.py --lib nvshmem4py
 """
 
 import argparse
