@@ -25,6 +25,20 @@ fn p2p(name: &str, body: &str) -> Job {
     }
 }
 
+/// [`p2p`] as codegen emits a kernel that calls no NVSHMEM (its `GENERATED` line after the
+/// prelude): compiled without NVSHMEM's headers, for the tests whose mechanics (which programs
+/// a helper builds, under which key) do not depend on them.
+fn p2p_free(name: &str, body: &str) -> Job {
+    let mut job = p2p(name, body);
+    let prelude = pgas_codegen::PRELUDE_P2P;
+    job.text = job.text.replacen(
+        prelude,
+        &format!("{prelude}{} {name}\n", pgas_codegen::nvcall::GENERATED),
+        1,
+    );
+    job
+}
+
 fn cached(cache: &DiskCache, key: &CacheKey) -> Option<Vec<u8>> {
     match cache.load(key).unwrap() {
         Lookup::Hit(bytes) => Some(bytes.to_vec()),
@@ -51,15 +65,15 @@ fn helpers_compile_the_programs_they_can_into_the_cache_and_leave_the_rest() {
     };
     let good: Vec<(Job, CacheKey)> = (0..4)
         .map(|i| {
-            keyed(p2p(
+            keyed(p2p_free(
                 &format!("helper_k{i}"),
                 &format!("if (n) x[0] = {i}.0f;"),
             ))
         })
         .collect();
-    let rejected = keyed(p2p("helper_bad", "if (n) x[0] = no_such_name;"));
+    let rejected = keyed(p2p_free("helper_bad", "if (n) x[0] = no_such_name;"));
     // Keyed by "another toolchain": the helper's own key for it differs.
-    let foreign_job = p2p("helper_foreign", "if (n) x[0] = 9.0f;");
+    let foreign_job = p2p_free("helper_foreign", "if (n) x[0] = 9.0f;");
     let foreign_own_key = tc.cache_key(&foreign_job.text, &foreign_job.key_name, ARCH);
     let foreign = (foreign_job, CacheKey::from_bytes(&[1u8; 32]).unwrap());
     let mut jobs = good.clone();
