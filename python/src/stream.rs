@@ -9,17 +9,14 @@
 //! `stream=` issued earlier; skipped when that stream has nothing left to run, and not even asked
 //! when nothing reached it since a call on `s` asked), and pgas's stream then waits for `s` (so
 //! `to_list()` and later calls without `stream=` see the operation). That second wait is owed,
-//! not queued at once ([`settle`]): nothing is recorded when the call returns; when something
-//! next reaches pgas's stream (the runtime handle, a tensor) outside a call on `s` itself, the
-//! event is recorded on `s` and pgas's stream waits for it, so it then waits for all the work
-//! queued on `s` by then. A program that calls with one `stream=` after another so makes no
-//! driver call of its own a call (no query of pgas's stream, no capture check, no event
-//! recorded), as NVSHMEM4Py makes none: with the stream object's handle read once ([`handle`]),
-//! that took a barrier's host call from 0.85 us over NVSHMEM's own call to 0.27 us on an H200
-//! (`docs/python.md`). While `s` is being captured into a CUDA graph the wait stays owed (recording on `s`
-//! then would pull pgas's stream into the capture) and is paid after the capture: so work
-//! queued on `s` before its capture began must be complete before pgas's stream is used during
-//! the capture, as `torch.cuda.graph`, which synchronizes the device first, makes it.
+//! not queued at once ([`settle`]): the event is recorded on `s` when the call returns (while
+//! `s` surely lives: the caller holds it), and pgas's stream waits for it when something next
+//! reaches pgas's stream (the runtime handle, a tensor) outside a call on `s` itself. A program
+//! that calls with one `stream=` after another so makes two driver calls a call fewer (no query
+//! of pgas's stream, no wait queued on it), and reads the stream object's handle once
+//! ([`handle`]). (Recording the event only when the wait is paid saved about 0.3 us more a
+//! call on an H200, but it records on `s` after the call, when `s` may have been destroyed: not
+//! done, `docs/python.md`.)
 //! Neither blocks the host, and neither do the calls that wait on the host without `stream=`
 //! (`quiet`, the barriers, `signal_wait`) when given one: as in NVSHMEM4Py, they are queued on
 //! `s`, and the host waits when it synchronizes `s`.
@@ -166,9 +163,9 @@ struct StreamOrder {
     /// The two events `order` records, made once: creating and destroying one per call cost
     /// more than the rest of a `stream=` call's ordering.
     events: Option<[usize; 2]>,
-    /// `(s, pgas's stream)` for each stream `s` whose work so far pgas's stream owes a wait for
-    /// ([`settle`]; more than one only while one of them is being captured).
-    owed: Vec<(usize, usize)>,
+    /// `(s, pgas's stream)`: pgas's stream owes a wait for the event `TheirsForMine` last
+    /// recorded on `s` ([`settle`]).
+    owed: Option<(usize, usize)>,
     /// A stream `s` that comes after everything queued on pgas's stream so far: nothing reached
     /// pgas's stream since a call on `s` made sure of it ([`after_mine`]).
     ordered_for: Option<usize>,
@@ -178,7 +175,7 @@ struct StreamOrder {
 /// recording.
 static ORDER: Mutex<StreamOrder> = Mutex::new(StreamOrder {
     events: None,
-    owed: Vec::new(),
+    owed: None,
     ordered_for: None,
 });
 
@@ -213,27 +210,15 @@ fn event(o: &mut StreamOrder, direction: Direction) -> Result<CUevent, CUresult>
     Ok(o.events.map_or(0, |e| e[direction as usize]) as CUevent)
 }
 
-/// Queues the waits pgas's stream owes (`o.owed`) but the one for stream `except` (the stream
-/// of the call running, which orders its own work): each stream's work so far, recorded now.
-/// A stream being captured keeps its wait owed (see the module).
-fn pay(o: &mut StreamOrder, except: Option<usize>) -> Result<(), CUresult> {
-    let mut i = 0;
-    while i < o.owed.len() {
-        let (theirs, mine) = o.owed[i];
-        if Some(theirs) == except || capturing_raw(theirs as CUstream)? {
-            i += 1;
-            continue;
-        }
-        let event = event(o, Direction::TheirsForMine)?;
-        // SAFETY: `theirs` was checked to be a stream of pgas's context (`check`) and `mine` is
-        // pgas's stream; the event was made in that context, and the lock keeps the record and
-        // the wait together.
-        unsafe {
-            status(cuEventRecord(event, theirs as CUstream))?;
-            status(cuStreamWaitEvent(mine as CUstream, event, 0))?;
-        }
-        o.owed.swap_remove(i);
-    }
+/// Queues the wait pgas's stream owes (`o.owed`), if any.
+fn pay(o: &mut StreamOrder) -> Result<(), CUresult> {
+    let Some((_, mine)) = o.owed else {
+        return Ok(());
+    };
+    let event = event(o, Direction::TheirsForMine)?;
+    // SAFETY: the event was recorded on a stream of pgas's context, and `mine` is pgas's stream.
+    status(unsafe { cuStreamWaitEvent(mine as CUstream, event, 0) })?;
+    o.owed = None;
     Ok(())
 }
 
@@ -266,9 +251,9 @@ fn order_in(
     direction: Direction,
 ) -> PyResult<()> {
     let status = (|| {
-        // pgas's stream is about to wait: the waits it owes go first.
+        // The event is recorded anew below: a wait owed for its last recording goes first.
         if matches!(direction, Direction::TheirsForMine) {
-            pay(o, None)?;
+            pay(o)?;
         }
         let event = event(o, direction)?;
         // SAFETY: both streams belong to the current context (checked by `check`, or pgas's
@@ -281,14 +266,22 @@ fn order_in(
     status.map_err(driver_error)
 }
 
-/// Records that pgas's stream `mine` owes a wait for the work queued on `theirs` (see the
-/// module: nothing is recorded until the wait is paid).
-fn owe(mine: CUstream, theirs: CUstream) {
+/// Records that pgas's stream `mine` owes a wait for the work queued on `theirs` so far.
+fn owe(mine: CUstream, theirs: CUstream) -> PyResult<()> {
     let mut o = lock(&ORDER);
-    let debt = (theirs as usize, mine as usize);
-    if !o.owed.contains(&debt) {
-        o.owed.push(debt);
-    }
+    let status = (|| {
+        // Another stream's owed wait goes first: the event is recorded anew (a wait owed for
+        // `theirs` itself is covered by the new recording).
+        if o.owed.is_some_and(|(s, _)| s != theirs as usize) {
+            pay(&mut o)?;
+        }
+        let event = event(&mut o, Direction::TheirsForMine)?;
+        // SAFETY: `theirs` belongs to the current context (`check`); the event was made in it.
+        status(unsafe { cuEventRecord(event, theirs) })
+    })();
+    status.map_err(driver_error)?;
+    o.owed = Some((theirs as usize, mine as usize));
+    Ok(())
 }
 
 /// Queues the wait pgas's stream owes for the last operation given `stream=` (see the module),
@@ -301,7 +294,11 @@ pub(crate) fn settle() -> PyResult<()> {
     if o.ordered_for != call {
         o.ordered_for = None;
     }
-    pay(&mut o, call).map_err(driver_error)
+    match o.owed {
+        None => Ok(()),
+        Some((s, _)) if Some(s) == call => Ok(()),
+        Some(_) => pay(&mut o).map_err(driver_error),
+    }
 }
 
 /// Runs `f` as a call on `stream=` stream `raw` (see [`settle`]). Afterwards, unless the call
@@ -355,20 +352,14 @@ pub(crate) fn on<R>(
     pgas.cuda()
         .bind_to_thread()
         .map_err(|e| misuse(format!("stream=: making pgas's CUDA context current: {e}")))?;
-    // Where `s` already comes after pgas's stream (the usual case: a call on it made sure, and
-    // nothing reached pgas's stream since), nothing is queued before the operation, so `s` is
-    // not even asked whether it is being captured (the owed wait asks when it is paid, `pay`).
-    if !comes_after_mine(raw) {
-        // Captured into a CUDA graph, `s` is ordered by the graph alone: a wait for pgas's
-        // stream would leave the capture, and pgas's stream waiting for `s` would join it
-        // unjoined.
-        if capturing(raw as CUstream)? {
-            return op(Some(&theirs));
-        }
-        after_mine(raw as CUstream, mine)?;
+    // Captured into a CUDA graph, `s` is ordered by the graph alone: a wait for pgas's stream
+    // would leave the capture, and pgas's stream waiting for `s` would join it unjoined.
+    if capturing(raw as CUstream)? {
+        return op(Some(&theirs));
     }
+    after_mine(raw as CUstream, mine)?;
     let out = op(Some(&theirs))?;
-    owe(mine, raw as CUstream);
+    owe(mine, raw as CUstream)?;
     Ok(out)
 }
 
@@ -395,8 +386,9 @@ pub(crate) fn on_theirs<R>(
         .bind_to_thread()
         .map_err(|e| misuse(format!("stream=: making pgas's CUDA context current: {e}")))?;
     // Work still queued on pgas's stream (a call without stream= before this one) comes first,
-    // unless the stream is captured (see `on`, which also says why a stream known to come after
-    // pgas's is not asked).
+    // unless the stream is captured (see `on`). Where `s` is known to come after pgas's stream
+    // already, there is nothing to order, so `s` is not asked whether it is being captured
+    // either (this call owes pgas's stream no wait, as `on`'s do, that a capture would affect).
     if !comes_after_mine(raw) && !capturing(raw as CUstream)? {
         after_mine(raw as CUstream, mine)?;
     }
@@ -405,19 +397,15 @@ pub(crate) fn on_theirs<R>(
 
 /// Whether `stream` is being captured into a CUDA graph.
 fn capturing(stream: CUstream) -> PyResult<bool> {
-    capturing_raw(stream).map_err(|s| {
-        misuse(format!(
+    let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: a stream of the current context (`check`); `status` is a live local.
+    let s = unsafe { cuStreamIsCapturing(stream, &mut status) };
+    if s != CUresult::CUDA_SUCCESS {
+        return Err(misuse(format!(
             "stream=: asking whether the stream is captured: {s:?}"
-        ))
-    })
-}
-
-/// [`capturing`] with the driver's status as the error.
-fn capturing_raw(stream: CUstream) -> Result<bool, CUresult> {
-    let mut capture = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: a stream of pgas's context (`check`, or pgas's own); `capture` is a live local.
-    status(unsafe { cuStreamIsCapturing(stream, &mut capture) })?;
-    Ok(capture != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+        )));
+    }
+    Ok(status != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
 /// Runs `op`, which enqueues on pgas's stream only (a fused op of `pgas::ops` that has no

@@ -214,15 +214,15 @@ def test_stream_orders_torch_work_before_and_after():
 
 
 def test_a_call_without_stream_runs_after_the_stream_calls_before_it():
-    """A call with stream=s leaves pgas's stream owing a wait for s, recorded only when pgas's
-    stream is next used: a put without stream= then reads what s wrote before it. While s is
-    captured into a CUDA graph the wait stays owed (a call in the capture neither fails nor
-    joins pgas's stream to it), and it is paid after."""
+    """A call with stream=s leaves pgas's stream owing a wait for s, paid when pgas's stream is
+    next used: a put without stream= then reads what s wrote before it. A call that reaches
+    pgas's runtime while s is captured into a CUDA graph pays a wait owed from before the
+    capture without failing or joining pgas's stream to the capture."""
     s, t, dst, x, y = stream_and_pair()
     with torch.cuda.stream(s):
         torch.cuda._sleep(20_000_000)     # the fill below lands well after the calls return
         x.fill_(float(ME + 1))
-    pgas.quiet(stream=s)                  # owed: nothing recorded yet
+    pgas.quiet(stream=s)                  # owed
     pgas.put(dst, t, NXT)                 # pgas's stream: after s's fill
     pgas.barrier_all()
     assert bool((y == float(PRV + 1)).all()), y[:4].tolist()
@@ -231,9 +231,9 @@ def test_a_call_without_stream_runs_after_the_stream_calls_before_it():
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=s):
         x.add_(1.0)
-        # Reaches pgas's runtime handle (a host query, nothing enqueued): the wait stays owed.
+        # Reaches pgas's runtime handle (a host query, nothing enqueued): the owed wait is paid.
         assert pgas.TEAM_WORLD.my_pe() == ME
-    pgas.fence()                          # after the capture: paid
+    pgas.fence()
     graph.replay()
     torch.cuda.synchronize()
     assert bool((x == float(ME + 2)).all()), x[:4].tolist()
