@@ -2,27 +2,9 @@
 //! snapshots: the loops that unroll, the element type inference fixes, the fill value evaluated
 //! once, the checked variant's named index check, and errors that need no trybuild fixture.
 
-use pgas_codegen::{compile_file, CompiledKernel};
+mod common;
 
-fn compile(src: &str) -> Vec<CompiledKernel> {
-    match compile_file(src, "k.rs") {
-        Ok(k) => k,
-        Err(errors) => {
-            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            panic!("does not compile:\n{}", list.join("\n"))
-        }
-    }
-}
-
-fn errors(src: &str) -> String {
-    match compile_file(src, "k.rs") {
-        Ok(_) => panic!("compiled, but should not have"),
-        Err(errors) => {
-            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            list.join("\n")
-        }
-    }
-}
+use common::{compile, errors};
 
 /// The line of `text` and the one before it.
 fn line_before(src: &str, text: &str) -> String {

@@ -1,26 +1,8 @@
 //! Calls of `#[pgas_device]` functions: which buffers a buffer parameter takes.
 
-use pgas_codegen::{compile_file, CompiledKernel};
+mod common;
 
-fn compile(src: &str) -> Vec<CompiledKernel> {
-    match compile_file(src, "k.rs") {
-        Ok(k) => k,
-        Err(errors) => {
-            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            panic!("does not compile:\n{}", list.join("\n"))
-        }
-    }
-}
-
-fn errors(src: &str) -> String {
-    match compile_file(src, "k.rs") {
-        Ok(_) => panic!("compiled, but should not have"),
-        Err(errors) => {
-            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            list.join("\n")
-        }
-    }
-}
+use common::{compile, errors};
 
 /// A `CudaSlice` parameter takes every buffer a thread loads and stores: a `CudaSlice`, this
 /// PE's copy of a `SymTensor`, shared memory, a peer view, whole or sliced.
