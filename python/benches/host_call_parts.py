@@ -12,9 +12,10 @@ call only (the stream synchronized after each, untimed), in microseconds; one JS
 import argparse
 import ctypes
 import json
-import os
 import statistics
 import time
+
+from host_ops import loaded  # beside this file
 
 REPS, ROUNDS, WARMUP = 200, 15, 50
 
@@ -34,11 +35,10 @@ def main() -> None:
     stream = dev.create_stream()
     nvshmem.init(device=dev, uid=nvshmem.get_unique_id(), rank=0, nranks=1,
                  initializer_method="uid")
-    nv = ctypes.CDLL("libnvshmem_host.so.3", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+    nv = loaded("libnvshmem_host.so.3", "nvshmemx_barrier_all_on_stream",
+                "nvshmemx_quiet_on_stream")
     raw = int(stream.handle)
     handle = ctypes.c_void_p(raw)
-    for f in ("nvshmemx_barrier_all_on_stream", "nvshmemx_quiet_on_stream"):
-        getattr(nv, f).argtypes = [ctypes.c_void_p]
     forms = {
         "barrier_all: NVSHMEM by ctypes": lambda: nv.nvshmemx_barrier_all_on_stream(handle),
         "barrier_all: the API, a Stream": lambda: nvshmem.barrier_all(stream=stream),

@@ -152,21 +152,32 @@ def main() -> None:
     nvshmem.finalize()
 
 
+def loaded(name, *stream_functions):
+    """The library ``name`` this process already loaded, through ctypes (OSError where it is
+    not loaded under that name), with each of ``stream_functions`` declared as taking one
+    stream handle (NVSHMEM's ``*_on_stream`` calls)."""
+    import ctypes
+    import os
+
+    lib = ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+    for f in stream_functions:
+        getattr(lib, f).argtypes = [ctypes.c_void_p]
+    return lib
+
+
 def _raw_calls(stream):
     """``nvshmemx_barrier_all_on_stream(stream)`` and ``cuEventRecord(event, stream)`` as
     ctypes calls into the NVSHMEM host library and the driver this process already loaded;
     None where either is not loaded under its usual name."""
     import ctypes
-    import os
 
     try:
-        nv = ctypes.CDLL("libnvshmem_host.so.3", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
-        cu = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+        nv = loaded("libnvshmem_host.so.3", "nvshmemx_barrier_all_on_stream")
+        cu = loaded("libcuda.so.1")
     except OSError as e:
         print(json.dumps({"op": "raw calls", "error": str(e)[:200]}))
         return None
     handle = ctypes.c_void_p(int(stream.handle))
-    nv.nvshmemx_barrier_all_on_stream.argtypes = [ctypes.c_void_p]
     event = ctypes.c_void_p()
     if cu.cuEventCreate(ctypes.byref(event), 2) != 0:  # CU_EVENT_DISABLE_TIMING
         return None
