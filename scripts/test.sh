@@ -30,10 +30,6 @@ eval "$(scripts/deps.sh)"
 # the UI tests' builds and the wheel's (which reuses the test build) compile and link about a
 # quarter faster than with full debug info.
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
-# No incremental compilation of the workspace's crates (unless the caller sets it): a fresh
-# clone has nothing to reuse, and writing the incremental state cost the test build 13% more
-# CPU time (165 against 144 CPU-s for the workspace's crates, 2-CPU machine, 2026-12-04).
-export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 step() { printf '\n== [%d s] %s\n' "$SECONDS" "$*" >&2; }
 
