@@ -40,7 +40,7 @@ use common::{
 };
 use pgas::gemm::reference::{gathered_a, gathered_check, gathered_inputs};
 use pgas::ops::all_gather_matmul::{pieces_error, DEFAULT_PIECES};
-use pgas::ops::cublas::Cublas;
+use pgas::ops::cublas::{BLayout, Cublas};
 use pgas::ops::{AllGatherMatmul, GemmPath};
 use pgas::prelude::*;
 use std::path::PathBuf;
@@ -141,7 +141,14 @@ fn main() -> BenchResult<()> {
                 let ag = timed(&p, || all_gather_bf16(&p, c, &mut gathered, &shard))?;
                 let both = timed(&p, || {
                     all_gather_bf16(&p, c, &mut gathered, &shard)?;
-                    Ok(blas.gemm_bf16_nt(&stream, &mut want, &gathered, &bt, (m, n, k))?)
+                    Ok(blas.gemm_bf16(
+                        &stream,
+                        &mut want,
+                        &gathered,
+                        &bt,
+                        (m, n, k),
+                        BLayout::Transposed,
+                    )?)
                 })?;
                 (both, ag)
             }
@@ -153,7 +160,14 @@ fn main() -> BenchResult<()> {
             gathered = stream.clone_htod(&all)?;
         }
         let gemm_us = timed(&p, || {
-            Ok(blas.gemm_bf16_nt(&stream, &mut want, &gathered, &bt, (m, n, k))?)
+            Ok(blas.gemm_bf16(
+                &stream,
+                &mut want,
+                &gathered,
+                &bt,
+                (m, n, k),
+                BLayout::Transposed,
+            )?)
         })?;
         let want = stream.clone_dtoh(&want)?;
         let points = (0..64).map(|i| ((i * 977 + 13) % m, (i * 613 + 101) % n));

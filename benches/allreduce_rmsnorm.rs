@@ -1,7 +1,7 @@
 //! The tensor-parallel decoder's step between two layers, tokens x hidden 8192 bf16 (tokens 1,
 //! 2, 4, .. 8192), three ways in the same run, each eager and captured into a CUDA graph:
 //!
-//! - `fused`: `pgas::ops::AllReduceRmsNorm::run_on`, all-reduce + residual add + RMSNorm in one
+//! - `fused`: `pgas::ops::AllReduceRmsNorm::run`, all-reduce + residual add + RMSNorm in one
 //!   kernel (its automatic low-latency / one-shot / two-shot choice);
 //! - `fused_ll`: the same by `Algorithm::LowLatency` (LL lines, no handshake), up to
 //!   `LL_TOKENS` tokens;
@@ -105,12 +105,12 @@ fn call(
     let mut reduced = b.reduced.view_mut(0..len)?;
     match way {
         Way::Fused => {
-            op.run_with(stream, &x, &mut residual, &b.weight, &mut out, fused)?;
+            op.run(&x, &mut residual, &b.weight, &mut out, fused.on(stream))?;
             return Ok(());
         }
         Way::FusedLl => {
             let ll = Algorithm::LowLatency;
-            op.run_with(stream, &x, &mut residual, &b.weight, &mut out, ll)?;
+            op.run(&x, &mut residual, &b.weight, &mut out, ll.on(stream))?;
             return Ok(());
         }
         Way::Pgas => {

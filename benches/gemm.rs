@@ -29,7 +29,7 @@ use pgas::gemm::reference::value;
 use pgas::gemm::{gemm_bf16_with, Chunking, GemmConfig};
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
-use pgas::ops::cublas::{self, Cublas, CublasLt};
+use pgas::ops::cublas::{self, BLayout, Cublas, CublasLt};
 use pgas::prelude::*;
 
 const BENCH: &str = "gemm";
@@ -278,7 +278,7 @@ fn main() -> BenchResult<()> {
             Some(blas) => {
                 let mut cb = stream.alloc_zeros::<bf16>(m * n)?;
                 let ms = timed(&stream, || {
-                    Ok(blas.gemm_bf16_nn(&stream, &mut cb, &a, &b, (m, n, k))?)
+                    Ok(blas.gemm_bf16(&stream, &mut cb, &a, &b, (m, n, k), BLayout::Plain)?)
                 })?;
                 let want = stream.clone_dtoh(&cb)?;
                 let diff = bf16_rel_diff(&got, &want);

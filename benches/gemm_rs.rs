@@ -37,7 +37,7 @@ use common::{
 use pgas::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
 use pgas::gemm::{gemm_bf16_with, GemmConfig};
-use pgas::ops::cublas::Cublas;
+use pgas::ops::cublas::{BLayout, Cublas};
 use pgas::ops::matmul_reduce_scatter::MatmulReduceScatter;
 use pgas::ops::GemmPath;
 use pgas::prelude::*;
@@ -103,7 +103,7 @@ fn baseline(
     (gemm, rs): (bool, bool),
 ) -> BenchResult<()> {
     if gemm {
-        blas.gemm_bf16_nt(stream, partial, a, bt, (m, n, k))?;
+        blas.gemm_bf16(stream, partial, a, bt, (m, n, k), BLayout::Transposed)?;
     }
     if rs {
         let len = out.len();

@@ -21,7 +21,7 @@ use pgas::gemm::reference::value;
 use pgas::gemm::{
     gemm_bf16, gemm_bf16_with, gemm_grouped, GemmConfig, GroupedRows, Operand, STREAM_K,
 };
-use pgas::ops::cublas::{self, Cublas, CublasLt};
+use pgas::ops::cublas::{self, BLayout, Cublas, CublasLt};
 use pgas::prelude::*;
 
 const BENCH: &str = "gemm_shapes";
@@ -286,7 +286,7 @@ fn main() -> BenchResult<()> {
         if let Some(blas) = &blas {
             let mut cb = stream.alloc_zeros::<bf16>(m * n)?;
             let cms = timed(&stream, || {
-                Ok(blas.gemm_bf16_nt(&stream, &mut cb, &a, &bt, (m, n, k))?)
+                Ok(blas.gemm_bf16(&stream, &mut cb, &a, &bt, (m, n, k), BLayout::Transposed)?)
             })?;
             base.push(("cublas", cms));
         }
@@ -342,7 +342,7 @@ fn main() -> BenchResult<()> {
         if let Some(blas) = &blas {
             // One cuBLAS call an expert, over its own rows (no padding), into its rows of C.
             let (lms, d) = mix.expert_loop(&stream, |cb, (a, bt), rows| {
-                Ok(blas.gemm_bf16_nt(&stream, cb, a, bt, (rows, n, k))?)
+                Ok(blas.gemm_bf16(&stream, cb, a, bt, (rows, n, k), BLayout::Transposed)?)
             })?;
             check(format!("cuBLAS loop {name}"), d);
             base.push(("cublas_loop", lms));
@@ -351,7 +351,14 @@ fn main() -> BenchResult<()> {
             let dense_a = stream.alloc_zeros::<bf16>(useful * k)?;
             let bt0 = stream.clone_htod(&mix.b_host[..n * k])?;
             let dms = timed(&stream, || {
-                Ok(blas.gemm_bf16_nt(&stream, &mut cd, &dense_a, &bt0, (useful, n, k))?)
+                Ok(blas.gemm_bf16(
+                    &stream,
+                    &mut cd,
+                    &dense_a,
+                    &bt0,
+                    (useful, n, k),
+                    BLayout::Transposed,
+                )?)
             })?;
             base.push(("cublas_dense", dms));
         }

@@ -69,7 +69,7 @@ fn main() -> pgas::Result<()> {
                     .collect();
                 let x = pgas.alloc_from(&parts[me])?;
                 pgas.barrier_all()?;
-                op.run_with(&stream, &x, &mut residual, &weight, &mut out, alg)?;
+                op.run(&x, &mut residual, &weight, &mut out, alg.on(&stream))?;
                 stream.synchronize()?;
                 let refs: Vec<&[bf16]> = parts.iter().map(Vec::as_slice).collect();
                 let (r_want, y_want) = reference(&refs, &res_h, &weight_h, hidden, EPS);
@@ -107,7 +107,7 @@ fn main() -> pgas::Result<()> {
                 stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
                 let mut r = Ok(Algorithm::Auto);
                 for _ in 0..ITERS {
-                    r = r.and(op.run_with(&stream, &x, &mut residual, &weight, &mut out, alg));
+                    r = r.and(op.run(&x, &mut residual, &weight, &mut out, alg.on(&stream)));
                 }
                 let g = stream.end_capture(CUgraphInstantiate_flags(0))?;
                 r?;
@@ -120,7 +120,7 @@ fn main() -> pgas::Result<()> {
                     Some(g) => g.launch()?,
                     None => {
                         for _ in 0..ITERS {
-                            op.run_with(&stream, &x, &mut residual, &weight, &mut out, alg)?;
+                            op.run(&x, &mut residual, &weight, &mut out, alg.on(&stream))?;
                         }
                     }
                 }

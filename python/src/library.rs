@@ -530,13 +530,12 @@ pub(crate) fn _allreduce_rmsnorm(
                 copy(s, addr(sw), weight, hidden * 2)?;
                 // SAFETY: the plan's staging holds at least these lengths and lives in the state.
                 let used = unsafe {
-                    plan.op.run_with(
-                        s,
+                    plan.op.run(
                         &first(sx, len),
                         &mut first(sr, len),
                         &*sw,
                         &mut first(so, len),
-                        Algorithm::Auto,
+                        Algorithm::Auto.on(s),
                     )
                 }
                 .map_err(to_py)?;

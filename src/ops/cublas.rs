@@ -7,7 +7,7 @@
 //! (the loader matches a loaded library's soname). It happens once per process.
 //!
 //! ```no_run
-//! use pgas::ops::cublas::Cublas;
+//! use pgas::ops::cublas::{BLayout, Cublas};
 //! use pgas::prelude::*;
 //!
 //! # fn main() -> pgas::Result<()> {
@@ -18,7 +18,7 @@
 //! let bt = stream.clone_htod(&vec![bf16::ONE; n * k])?; // B transposed: n x k, row-major
 //! let mut c = stream.alloc_zeros::<bf16>(m * n)?;
 //! let blas = Cublas::new(pgas.cuda())?;
-//! blas.gemm_bf16_nt(stream, &mut c, &a, &bt, (m, n, k))?; // C = A Bt^T, every element 64
+//! blas.gemm_bf16(stream, &mut c, &a, &bt, (m, n, k), BLayout::Transposed)?; // C = A Bt^T: 64s
 //! # Ok(())
 //! # }
 //! ```
@@ -142,11 +142,12 @@ unsafe impl Send for Cublas {}
 
 crate::debug::debug_fields!(|_: Cublas| ..);
 
-/// How B is stored: `Bt` (n x k, row-major: the layout of a linear layer's weight and of the
-/// wgmma GEMM) or `B` (k x n, row-major).
+/// How [`Cublas::gemm_bf16`]'s B is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum BLayout {
+pub enum BLayout {
+    /// Bt, n x k row-major: the layout of a linear layer's weight and of pgas's wgmma GEMM.
     Transposed,
+    /// B, k x n row-major.
     Plain,
 }
 
@@ -165,60 +166,15 @@ impl Cublas {
         })
     }
 
-    /// `C = A · Btᵀ` on `stream`: A is m x k, `bt` (B transposed) n x k and C m x n, all bf16,
-    /// row-major, accumulated in f32.
+    /// `C = A · op(B)` on `stream`, all bf16, row-major, accumulated in f32: A is m x k, C
+    /// m x n, and `b` is Bt (n x k: `op(B) = Bᵀ`, a linear layer's weight) or B (k x n) as
+    /// `layout` says.
     ///
     /// # Errors
     /// [`Error::LengthMismatch`] when a buffer does not hold its matrix exactly,
     /// [`Error::InvalidConfig`] for a zero or too large dimension, [`Error::Cublas`] when cuBLAS
     /// refuses.
-    pub fn gemm_bf16_nt(
-        &self,
-        stream: &CudaStream,
-        c: &mut impl DevicePtrMut<bf16>,
-        a: &impl DevicePtr<bf16>,
-        bt: &impl DevicePtr<bf16>,
-        (m, n, k): (usize, usize, usize),
-    ) -> Result<()> {
-        self.gemm_checked(stream, c, a, bt, (m, n, k), BLayout::Transposed)
-    }
-
-    /// `C = A · B` on `stream`: A is m x k, B k x n and C m x n, all bf16, row-major,
-    /// accumulated in f32. Errors as [`Cublas::gemm_bf16_nt`].
-    pub fn gemm_bf16_nn(
-        &self,
-        stream: &CudaStream,
-        c: &mut impl DevicePtrMut<bf16>,
-        a: &impl DevicePtr<bf16>,
-        b: &impl DevicePtr<bf16>,
-        (m, n, k): (usize, usize, usize),
-    ) -> Result<()> {
-        self.gemm_checked(stream, c, a, b, (m, n, k), BLayout::Plain)
-    }
-
-    /// [`Cublas::gemm_bf16_nt`] on raw device addresses, with no cudarc stream ordering: the
-    /// caller orders the buffers' producers and consumers itself (events), which lets parts
-    /// of one allocation be written on one stream while other parts are read on another
-    /// (cudarc would order the whole allocation).
-    ///
-    /// # Safety
-    /// `a`, `bt` and `c` hold at least `m * k`, `n * k` and `m * n` bf16 on this handle's
-    /// device and stay valid until `stream` has run the GEMM; nothing else writes them
-    /// meanwhile.
-    pub unsafe fn gemm_bf16_nt_raw(
-        &self,
-        stream: &CudaStream,
-        c: CUdeviceptr,
-        a: CUdeviceptr,
-        bt: CUdeviceptr,
-        shape: (usize, usize, usize),
-    ) -> Result<()> {
-        let dims = dims(shape)?;
-        // SAFETY: the caller's contract.
-        unsafe { self.gemm_ex(stream, c, a, bt, dims, BLayout::Transposed) }
-    }
-
-    fn gemm_checked(
+    pub fn gemm_bf16(
         &self,
         stream: &CudaStream,
         c: &mut impl DevicePtrMut<bf16>,
@@ -239,6 +195,28 @@ impl Cublas {
         // SAFETY: the lengths are checked above; cudarc orders the buffers on `stream` and the
         // guards above record their use until the GEMM is enqueued.
         unsafe { self.gemm_ex(stream, pc, pa, pb, dims, layout) }
+    }
+
+    /// [`Cublas::gemm_bf16`] with Bt ([`BLayout::Transposed`]) on raw device addresses, with no cudarc stream ordering: the
+    /// caller orders the buffers' producers and consumers itself (events), which lets parts
+    /// of one allocation be written on one stream while other parts are read on another
+    /// (cudarc would order the whole allocation).
+    ///
+    /// # Safety
+    /// `a`, `bt` and `c` hold at least `m * k`, `n * k` and `m * n` bf16 on this handle's
+    /// device and stay valid until `stream` has run the GEMM; nothing else writes them
+    /// meanwhile.
+    pub unsafe fn gemm_bf16_nt_raw(
+        &self,
+        stream: &CudaStream,
+        c: CUdeviceptr,
+        a: CUdeviceptr,
+        bt: CUdeviceptr,
+        shape: (usize, usize, usize),
+    ) -> Result<()> {
+        let dims = dims(shape)?;
+        // SAFETY: the caller's contract.
+        unsafe { self.gemm_ex(stream, c, a, bt, dims, BLayout::Transposed) }
     }
 
     /// Row-major `C = A · op(B)` in cuBLAS's column-major terms: row-major C (m x n) is

@@ -9,7 +9,7 @@ use crate::runner::{case, Case};
 use crate::util::{ensure, CaseResult};
 use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::ops::all_gather_matmul::DEFAULT_PIECES;
-use pgas::ops::cublas::Cublas;
+use pgas::ops::cublas::{BLayout, Cublas};
 use pgas::ops::{all_gather_matmul, AllGatherMatmul, GemmPath};
 use pgas::prelude::*;
 
@@ -64,12 +64,12 @@ fn cublas_gemm(p: &Pgas) -> CaseResult {
     let blas = Cublas::new(p.cuda())?;
     let (da, dbt, db) = (s.clone_htod(&a)?, s.clone_htod(&bt)?, s.clone_htod(&b)?);
     let mut c = s.alloc_zeros::<bf16>(m * n)?;
-    blas.gemm_bf16_nt(s, &mut c, &da, &dbt, (m, n, k))?;
+    blas.gemm_bf16(s, &mut c, &da, &dbt, (m, n, k), BLayout::Transposed)?;
     check("A·Btᵀ", &s.clone_dtoh(&c)?, &want)?;
     let mut c = s.alloc_zeros::<bf16>(m * n)?;
-    blas.gemm_bf16_nn(s, &mut c, &da, &db, (m, n, k))?;
+    blas.gemm_bf16(s, &mut c, &da, &db, (m, n, k), BLayout::Plain)?;
     check("A·B", &s.clone_dtoh(&c)?, &want)?;
-    let e = blas.gemm_bf16_nt(s, &mut c, &da, &dbt, (m, n, k + 1));
+    let e = blas.gemm_bf16(s, &mut c, &da, &dbt, (m, n, k + 1), BLayout::Transposed);
     ensure(matches!(e, Err(pgas::Error::LengthMismatch { .. })), || {
         format!("a K that does not match the buffers was not refused: {e:?}")
     })

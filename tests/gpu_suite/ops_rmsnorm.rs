@@ -88,7 +88,7 @@ fn sweep(p: &Pgas) -> CaseResult {
                     xbig.view_mut(8..8 + len)?.copy_from(&xs[me])?;
                     p.barrier_all()?;
                     let x = xbig.view(8..8 + len)?;
-                    let used = op.run_with(&s, &x, &mut residual, &weight, &mut out, alg)?;
+                    let used = op.run(&x, &mut residual, &weight, &mut out, alg.on(&s))?;
                     s.synchronize()?;
                     ensure(alg == Algorithm::Auto || used == alg, || {
                         format!("asked for {alg:?}, ran {used:?}")
@@ -152,7 +152,7 @@ fn queued_calls(p: &Pgas, hidden: usize, algs: [Algorithm; 4]) -> CaseResult {
         let x = xs[c].view(0..len)?;
         let mut r = residual.view_mut(0..len)?;
         let mut o = out.view_mut(0..len)?;
-        op.run_with(&s, &x, &mut r, &weight, &mut o, algs[c % 4])?;
+        op.run(&x, &mut r, &weight, &mut o, algs[c % 4].on(&s))?;
         let refs: Vec<&[bf16]> = all[c].iter().map(|v| &v[..len]).collect();
         let (r_new, y) = reference(&refs, &res_h[..len], &w_h, hidden, EPS);
         res_h[..len].copy_from_slice(&r_new);
@@ -203,7 +203,7 @@ fn replayed(p: &Pgas, hidden: usize, tokens: usize) -> CaseResult {
         Algorithm::LowLatency,
         Algorithm::Auto,
     ] {
-        r = r.and(op.run_with(&s, &x, &mut residual, &weight, &mut out, alg));
+        r = r.and(op.run(&x, &mut residual, &weight, &mut out, alg.on(&s)));
     }
     let g = s.end_capture(CUgraphInstantiate_flags(0))?;
     r?;
@@ -330,44 +330,56 @@ fn bad_input(p: &Pgas) -> CaseResult {
     let xv = x.view(0..len)?;
     expect_err(
         "not whole rows",
-        op.run_on(&s, &x.view(0..len - 1)?, &mut residual, &weight, &mut out),
+        op.run(
+            &x.view(0..len - 1)?,
+            &mut residual,
+            &weight,
+            &mut out,
+            Algorithm::Auto.on(&s),
+        ),
         "whole rows",
     )?;
     expect_err(
         "more tokens than max_tokens",
-        op.run_on(
-            &s,
+        op.run(
             &x.view(0..len + hidden)?,
             &mut residual,
             &weight,
             &mut out,
+            Algorithm::Auto.on(&s),
         ),
         "at most 4 tokens",
     )?;
     expect_err(
         "out of another length",
-        op.run_on(&s, &xv, &mut residual, &weight, &mut out),
+        op.run(
+            &xv,
+            &mut residual,
+            &weight,
+            &mut out,
+            Algorithm::Auto.on(&s),
+        ),
         "out (the input's length)",
     )?;
     expect_err(
         "weight of another length",
-        op.run_on(
-            &s,
+        op.run(
             &xv,
             &mut residual,
             &weight.view(0..hidden - 8)?,
             &mut out.view_mut(0..len)?,
+            Algorithm::Auto.on(&s),
         ),
         "weight (hidden)",
     )?;
     expect_err(
         "a misaligned x",
-        op.run_on(
-            &s,
+        op.run(
             &x.view(1..len + 1)?,
             &mut residual,
             &weight,
             &mut out.view_mut(0..len)?,
+            Algorithm::Auto.on(&s),
         ),
         "16-byte boundary",
     )?;
@@ -379,18 +391,23 @@ fn bad_input(p: &Pgas) -> CaseResult {
     };
     expect_err(
         "overlapping residual and out",
-        op.run_on(&s, &xv, &mut r_alias, &weight, &mut o_alias),
+        op.run(
+            &xv,
+            &mut r_alias,
+            &weight,
+            &mut o_alias,
+            Algorithm::Auto.on(&s),
+        ),
         "overlap",
     )?;
     expect_err(
         "NVSHMEM's algorithm",
-        op.run_with(
-            &s,
+        op.run(
             &xv,
             &mut residual,
             &weight,
             &mut out.view_mut(0..len)?,
-            Algorithm::Nvshmem,
+            Algorithm::Nvshmem.on(&s),
         ),
         "low-latency forms only",
     )?;
@@ -408,12 +425,18 @@ fn bad_input(p: &Pgas) -> CaseResult {
     );
     expect_err(
         "low latency past the shared memory",
-        big_op.run_with(&s, &bx, &mut br, &bw, &mut bo, Algorithm::LowLatency),
+        big_op.run(&bx, &mut br, &bw, &mut bo, Algorithm::LowLatency.on(&s)),
         "LL_MAX_SHARED_BYTES",
     )?;
     // Nothing was launched: a good call works and matches the host.
     p.barrier_all()?;
-    op.run_on(&s, &xv, &mut residual, &weight, &mut out.view_mut(0..len)?)?;
+    op.run(
+        &xv,
+        &mut residual,
+        &weight,
+        &mut out.view_mut(0..len)?,
+        Algorithm::Auto.on(&s),
+    )?;
     s.synchronize()?;
     let refs: Vec<&[bf16]> = xs_h.iter().map(|v| &v[..len]).collect();
     let (rw, yw) = reference(&refs, &res_h, &w_h, hidden, EPS);

@@ -49,7 +49,7 @@ fn allreduce_rmsnorm(p: &Pgas) -> CaseResult {
         xbig.view_mut(8..8 + len)?.copy_from(&xs[me])?;
         p.barrier_all()?;
         let x = xbig.view(8..8 + len)?;
-        let used = op.run_with(&s, &x, &mut residual, &weight, &mut out, Algorithm::Auto)?;
+        let used = op.run(&x, &mut residual, &weight, &mut out, Algorithm::Auto.on(&s))?;
         s.synchronize()?;
         let fused = matches!(
             used,
@@ -73,7 +73,13 @@ fn allreduce_rmsnorm(p: &Pgas) -> CaseResult {
     if !all {
         let x = xbig.view(8..8 + len)?;
         let e = op
-            .run_with(&s, &x, &mut residual, &weight, &mut out, Algorithm::OneShot)
+            .run(
+                &x,
+                &mut residual,
+                &weight,
+                &mut out,
+                Algorithm::OneShot.on(&s),
+            )
             .err();
         ensure(
             e.is_some_and(|e| e.to_string().contains("pass Algorithm::Auto")),

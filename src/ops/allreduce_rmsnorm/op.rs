@@ -9,7 +9,7 @@ use super::kernels::{allreduce_add_rmsnorm, allreduce_add_rmsnorm_ll};
 use super::plan::{
     AllReduceRmsNorm, LlScratch, LL_MAX_SHARED_BYTES, LOCAL, ONE_SHOT, THREADS, TWO_SHOT,
 };
-use crate::coll::Algorithm;
+use crate::coll::{Algorithm, Options};
 use crate::prelude::*;
 use crate::{Error, Result, SymRegion, SymTensor, Team};
 
@@ -23,53 +23,34 @@ type Rows<'a> = (
 );
 
 impl AllReduceRmsNorm {
-    /// [`AllReduceRmsNorm::run_on`] on the context's stream ([`Pgas::stream`]).
-    pub fn run(
-        &mut self,
-        x: &impl SymRegion<bf16>,
-        residual: &mut impl SymRegion<bf16>,
-        weight: &impl SymRegion<bf16>,
-        out: &mut impl SymRegion<bf16>,
-    ) -> Result<Algorithm> {
-        let stream = self.pgas.stream().clone();
-        self.run_with(&stream, x, residual, weight, out, Algorithm::Auto)
-    }
-
-    /// Enqueues on `stream` one call, by [`AllReduceRmsNorm::algorithm_for`]'s algorithm:
-    /// `residual = bf16(sum over PEs of x + residual)` and `out = RMSNorm(residual) * weight`,
-    /// on every PE, for `x.len() / hidden` tokens. Not waited for on the host. When it completes
-    /// on a PE, that PE's `residual` and `out` hold the results and no peer reads its `x` or
-    /// writes its buffers any more. Returns the algorithm used.
+    /// Enqueues one call on `how`'s stream ([`Options`]; the context's, [`Pgas::stream`], by
+    /// default) by `how`'s algorithm: `residual = bf16(sum over PEs of x + residual)` and
+    /// `out = RMSNorm(residual) * weight`, on every PE, for `x.len() / hidden` tokens. Not
+    /// waited for on the host. When it completes on a PE, that PE's `residual` and `out` hold
+    /// the results and no peer reads its `x` or writes its buffers any more. Returns the
+    /// algorithm used.
+    ///
+    /// The algorithms: `Auto` ([`AllReduceRmsNorm::algorithm_for`]'s choice), `OneShot`,
+    /// `TwoShot` or `LowLatency` (where [`AllReduceRmsNorm::low_latency_available`]: no entry
+    /// or leave handshake, each PE's rows sent as LL lines into every peer's scratch; see
+    /// [`allreduce_add_rmsnorm_ll`]). `Nvshmem` is an `Err`. Every PE must pass the same.
     ///
     /// Errors, on the calling PE before anything is enqueued: `x` not a whole number of rows or
     /// more than `max_tokens` of them; `residual` or `out` of another length than `x`, `weight`
     /// not `hidden` long; a buffer not 16-byte aligned or not in the symmetric heap; buffers
     /// that overlap. Token counts that differ between PEs cannot be seen here: they are the
     /// caller's contract, as in NCCL.
-    pub fn run_on(
+    pub fn run<'s>(
         &mut self,
-        stream: &CudaStream,
         x: &impl SymRegion<bf16>,
         residual: &mut impl SymRegion<bf16>,
         weight: &impl SymRegion<bf16>,
         out: &mut impl SymRegion<bf16>,
+        how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
-        self.run_with(stream, x, residual, weight, out, Algorithm::Auto)
-    }
-
-    /// [`AllReduceRmsNorm::run_on`] by a given algorithm: `Auto`, `OneShot`, `TwoShot` or
-    /// `LowLatency` (where [`AllReduceRmsNorm::low_latency_available`]: no entry or leave
-    /// handshake, each PE's rows sent as LL lines into every peer's scratch; see
-    /// [`allreduce_add_rmsnorm_ll`]). `Nvshmem` is an `Err`. Every PE must pass the same.
-    pub fn run_with(
-        &mut self,
-        stream: &CudaStream,
-        x: &impl SymRegion<bf16>,
-        residual: &mut impl SymRegion<bf16>,
-        weight: &impl SymRegion<bf16>,
-        out: &mut impl SymRegion<bf16>,
-        algorithm: Algorithm,
-    ) -> Result<Algorithm> {
+        let Options { stream, algorithm } = how.into();
+        let own = self.pgas.stream().clone();
+        let stream: &CudaStream = stream.unwrap_or(&own);
         let tokens = self.check_call("x", x, &*residual, weight, &*out)?;
         if let Some(mut reduced) = self.off_node.take() {
             // Taken for the call (the norm kernel's launch borrows `self`), then put back.
@@ -253,7 +234,7 @@ impl AllReduceRmsNorm {
         Ok(())
     }
 
-    /// The off-node form of [`AllReduceRmsNorm::run_with`]: `pgas::coll`'s all-reduce of `x`
+    /// The off-node form of [`AllReduceRmsNorm::run`]: `pgas::coll`'s all-reduce of `x`
     /// into the operation's buffer (the algorithm [`Comm`]'s `Auto` takes where some peer is
     /// off NVLink: NVSHMEM's, or the hierarchical one), then the norm kernel on it. The sum is
     /// rounded to `bf16` before the residual is added, so the residual can differ from the
@@ -298,7 +279,7 @@ impl AllReduceRmsNorm {
     /// [`Comm::all_reduce`](crate::coll::Comm::all_reduce)): `residual = bf16(reduced +
     /// residual)` and `out = RMSNorm(residual) * weight`, on this PE only (no exchange, no flags: any PE may
     /// call it alone), with the same arithmetic as the fused kernel (the same kernel, without
-    /// its exchange). Same buffer rules as [`AllReduceRmsNorm::run_on`], but none needs to be
+    /// its exchange). Same buffer rules as [`AllReduceRmsNorm::run`], but none needs to be
     /// reachable by peers.
     pub fn add_rms_norm_on(
         &mut self,

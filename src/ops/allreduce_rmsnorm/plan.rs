@@ -66,9 +66,10 @@ pub(super) const LOCAL: i128 = 2;
 
 /// All-reduce + residual add + RMSNorm over every PE, fused into one kernel (see the
 /// [module docs](super)): made collectively with [`AllReduceRmsNorm::new`], then one
-/// [`AllReduceRmsNorm::run_on`] per layer step on every PE.
+/// [`AllReduceRmsNorm::run`] per layer step on every PE.
 ///
 /// ```no_run
+/// use pgas::coll::Algorithm;
 /// use pgas::ops::AllReduceRmsNorm;
 /// use pgas::prelude::*;
 ///
@@ -80,8 +81,7 @@ pub(super) const LOCAL: i128 = 2;
 /// let mut residual = pgas.alloc::<bf16>(tokens * hidden)?; // the same on every PE
 /// let weight = pgas.alloc::<bf16>(hidden)?;
 /// let mut out = pgas.alloc::<bf16>(tokens * hidden)?;
-/// let stream = pgas.stream().clone();
-/// op.run_on(&stream, &x, &mut residual, &weight, &mut out)?; // residual += sum(x); out = norm
+/// op.run(&x, &mut residual, &weight, &mut out, Algorithm::Auto)?; // residual += sum(x); out = norm
 /// # Ok(())
 /// # }
 /// ```
