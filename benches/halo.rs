@@ -14,13 +14,13 @@
 //!   launch as `pgas`: what a user writes today;
 //! - `nccl_graph`: the same captured into one CUDA graph per timed run.
 //!
-//! `fused` is not a run of its own: at each N it is the form `jacobi::run_fused` picks
+//! `fused` is not a run of its own: at each N it is the form `jacobi::Method::Fused` picks
 //! (`Fused::for_size`), whose time the table and the `fused` FIGURE lines repeat.
 //!
 //! Each (size, way) runs one warm-up and `REPS` timed runs of `iters` iterations (CUDA events
 //! on one stream; the median is reported as microseconds per iteration). Every way starts from
 //! the same field and runs the same number of iterations, and its final field must equal the
-//! first one bit for bit (the stencil is exact in `f32`); `run_fused` (the default form) also
+//! first one bit for bit (the stencil is exact in `f32`); `Method::Fused` (the default form) also
 //! matches the host's smoother exactly over a short run at N <= 2048. A mismatch fails the run
 //! (exit 1). PE 0 prints a table (every way's time, the default form and its time, `fused`
 //! against each baseline and against `fused_rolled`) and `FIGURE` lines: every way's time,
@@ -49,7 +49,7 @@ use pgas::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use pgas::cudarc::driver::CudaStream;
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
 use pgas::ops::halo::Halo2d;
-use pgas::ops::jacobi::{self, Fused, Sweep};
+use pgas::ops::jacobi::{self, Fused, Method, Sweep};
 use pgas::prelude::*;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -212,9 +212,16 @@ fn measure(
     let run = |h: &mut Halo2d| -> BenchResult<()> {
         match way {
             Way::Fused(form) => {
-                jacobi::run_fused_with(h, stream, iters, fused_blocks, false, form)?
+                jacobi::run(h, stream, Method::FusedAs(form), iters, fused_blocks, false)?
             }
-            Way::Pgas => jacobi::run_unfused(h, stream, iters, step, false)?,
+            Way::Pgas => jacobi::run(
+                h,
+                stream,
+                Method::Unfused(Sweep::default()),
+                iters,
+                step,
+                false,
+            )?,
             Way::Nccl => run_nccl(p, h, comm.ok_or("NCCL is not loaded")?, stream, iters, step)?,
             Way::NcclGraph => {
                 graph.as_ref().ok_or("no graph")?.launch()?;
@@ -248,13 +255,13 @@ fn times(x: f64) -> String {
     }
 }
 
-/// `run_fused` (the form `Fused::for_size` picks) over `CHECK_ITERS` iterations against the
+/// `Method::Fused` (the form `Fused::for_size` picks) over `CHECK_ITERS` iterations against the
 /// host's smoother, exactly.
 fn host_check(p: &Pgas, n: usize, stream: &Arc<CudaStream>, max_blocks: usize) -> BenchResult<()> {
     let (me, pes) = (p.my_pe(), p.n_pes());
     let mut h = fresh(p, n)?;
     let blocks = h.resident_blocks().min(max_blocks);
-    jacobi::run_fused(&mut h, stream, CHECK_ITERS, blocks, false)?;
+    jacobi::run(&mut h, stream, Method::Fused, CHECK_ITERS, blocks, false)?;
     stream.synchronize()?;
     let got = h.read_interior()?;
     drop(h);
@@ -408,7 +415,7 @@ fn main() -> BenchResult<()> {
         "# 2-D Jacobi with halo exchange on {machine}\n\n\
          Per GPU an N x N f32 slab (periodic ring of {pes} PE(s)); median microseconds per \
          iteration over {REPS} timed runs (min-max in the FIGURE notes); speedup = other / fused. \
-         `fused` is the form `run_fused` picks at that N (`Fused::for_size`); `fused_rolled` the \
+         `fused` is the form `Method::Fused` picks at that N (`Fused::for_size`); `fused_rolled` the \
          kernel first measured.\n\n\
          | N (field per GPU) | iterations a run | {} | fused (form) | fused | fused vs pgas | fused vs NCCL | fused vs NCCL graph | fused vs fused_rolled |\n\
          |{}\n",

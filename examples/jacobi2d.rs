@@ -12,7 +12,7 @@
 //! ```
 
 use pgas::ops::halo::Halo2d;
-use pgas::ops::jacobi::{host_jacobi, initial, row_starts, run_fused, run_unfused};
+use pgas::ops::jacobi::{self, host_jacobi, initial, row_starts, Method, Sweep};
 
 /// The self-check's slab height of PE `pe`: uneven, so that halo rows land at different
 /// offsets on different PEs.
@@ -36,15 +36,22 @@ fn main() -> pgas::Result<()> {
     let mut halo = Halo2d::new(&pgas, NX, rows[me])?;
     halo.write_interior(mine)?;
     let blocks = halo.resident_blocks();
-    run_fused(&mut halo, &stream, 7, blocks, true)?;
-    run_fused(&mut halo, &stream, 18, blocks, true)?;
-    run_unfused(&mut halo, &stream, 5, blocks, true)?;
-    run_fused(&mut halo, &stream, 10, blocks, true)?;
+    jacobi::run(&mut halo, &stream, Method::Fused, 7, blocks, true)?;
+    jacobi::run(&mut halo, &stream, Method::Fused, 18, blocks, true)?;
+    jacobi::run(
+        &mut halo,
+        &stream,
+        Method::Unfused(Sweep::default()),
+        5,
+        blocks,
+        true,
+    )?;
+    jacobi::run(&mut halo, &stream, Method::Fused, 10, blocks, true)?;
     let mixed = halo.read_interior()?;
     // 40 fused iterations on one block per PE (both edge rows in one block).
     let mut single = Halo2d::new(&pgas, NX, rows[me])?;
     single.write_interior(mine)?;
-    run_fused(&mut single, &stream, 40, 1, true)?;
+    jacobi::run(&mut single, &stream, Method::Fused, 40, 1, true)?;
     let one_block = single.read_interior()?;
     pgas.barrier_all()?;
 

@@ -1,13 +1,13 @@
 //! `pgas::ops::jacobi`: a 2-D Jacobi smoother on a torus with its halo exchange fused in, the
 //! production form of `examples/halo_exchange.rs`. Each PE owns a slab of whole rows
-//! ([`Halo2d`]); one persistent kernel ([`run_fused`]) runs every iteration, its edge rows
+//! ([`Halo2d`]); one persistent kernel ([`Method::Fused`]) runs every iteration, its edge rows
 //! computed and sent first, its blocks chained by their neighbours' flags and the halo signals
-//! instead of a grid-wide barrier (`docs/ops.md`, "The protocol"). [`run_unfused`] launches the
-//! same sweep once per iteration after [`Halo2d::exchange_on`] (the baseline). The stencil,
+//! instead of a grid-wide barrier (`docs/ops.md`, "The protocol"). [`Method::Unfused`] launches
+//! the same sweep once per iteration after [`Halo2d::exchange_on`] (the baseline). The stencil,
 //! `u' = u / 2 + ((up + down) + (left + right)) / 8` in `f32`, scales by powers of two, so the
 //! result equals the host's ([`host_jacobi`]) bit for bit. Both kernels come in forms with the
-//! same values ([`Sweep`], [`Fused::threads`]); [`run_fused_with`] and [`run_unfused_with`] take
-//! any, which `benches/halo.rs` times side by side ([`FORMS`]).
+//! same values ([`Sweep`], [`Fused::threads`]); [`Method::FusedAs`] and [`Method::Unfused`]
+//! take any, which `benches/halo.rs` times side by side ([`FORMS`]).
 
 use cudarc::driver::CudaStream;
 
@@ -407,7 +407,7 @@ pub enum Sweep {
 }
 
 impl Default for Sweep {
-    /// [`Sweep::Batched`] 4 deep: the unfused kernel's form ([`run_unfused`]).
+    /// [`Sweep::Batched`] 4 deep: the unfused kernel's form ([`Method::Unfused`]).
     fn default() -> Sweep {
         Sweep::Batched { depth: 4 }
     }
@@ -432,8 +432,8 @@ impl Sweep {
     }
 }
 
-/// The form of the fused kernel ([`run_fused_with`]); [`Fused::for_size`] is what
-/// [`run_fused`] runs. Every form computes the same values bit for bit, and every form is one
+/// The form of the fused kernel ([`Method::FusedAs`]); [`Fused::for_size`] is what
+/// [`Method::Fused`] runs. Every form computes the same values bit for bit, and every form is one
 /// block an SM, so [`Halo2d::resident_blocks`] holds for all of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fused {
@@ -476,7 +476,7 @@ impl Fused {
         threads: 1024,
     };
 
-    /// The form [`run_fused`] runs for a slab of `rows` rows of `nx` values, from the
+    /// The form [`Method::Fused`] runs for a slab of `rows` rows of `nx` values, from the
     /// measurements in `docs/ops.md` (2 x H100, every form in one job), the fastest form at
     /// each size: up to a plane of 4 MiB (N <= 1024), batched 4 deep in 512-thread blocks; up
     /// to 16 MiB (N <= 2048), 8 deep in 512-thread blocks; above, where the planes outgrow the
@@ -518,32 +518,60 @@ fn check_vector_rows(halo: &Halo2d) -> Result<()> {
     Ok(())
 }
 
-/// Runs `iters` iterations in one launch of `blocks` blocks on `stream` (`checked`: the
-/// bounds-checked variant), in the form [`Fused::for_size`] picks for this PE's slab. `blocks`
-/// is at most [`Halo2d::resident_blocks`], which is the same on every PE, so a grid that cannot
-/// be resident is an `Err` on every PE before any launch.
-pub fn run_fused(
-    halo: &mut Halo2d,
-    stream: &CudaStream,
-    iters: u32,
-    blocks: usize,
-    checked: bool,
-) -> Result<()> {
-    let form = Fused::for_size(halo.nx(), halo.rows());
-    run_fused_with(halo, stream, iters, blocks, checked, form)
+/// How [`run`] iterates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Every iteration in one launch ([`jacobi_fused`] or [`jacobi_fused_512`]), in the form
+    /// [`Fused::for_size`] picks for this PE's slab.
+    Fused,
+    /// The same in the form given (each form is its own specialization, compiled on first
+    /// use); an `Err` for a form no kernel has (threads other than 512 or 1024, a batch depth
+    /// outside 1 to [`MAX_DEPTH`]).
+    FusedAs(Fused),
+    /// Per iteration, `Halo2d::exchange_on` and one [`jacobi_step`] launch, the stencil walking
+    /// its rows as the sweep says ([`Sweep::default`]: batched, 4 deep).
+    Unfused(Sweep),
 }
 
-/// [`run_fused`] in the form `form` (each form is its own specialization of [`jacobi_fused`]
-/// or [`jacobi_fused_512`], compiled on first use). An `Err` for a form no kernel has (threads
-/// other than 512 or 1024, a batch depth outside 1 to [`MAX_DEPTH`]).
-pub fn run_fused_with(
+/// Runs `iters` iterations by `method` on `stream`, with `blocks` blocks a launch (`checked`:
+/// the bounds-checked variants). The fused kernel's blocks wait for each other, so there
+/// `blocks` is at most [`Halo2d::resident_blocks`], which is the same on every PE: a grid that
+/// cannot be resident is an `Err` on every PE before any launch.
+pub fn run(
     halo: &mut Halo2d,
     stream: &CudaStream,
+    method: Method,
     iters: u32,
     blocks: usize,
     checked: bool,
-    form: Fused,
 ) -> Result<()> {
+    let call = Call {
+        iters,
+        blocks,
+        checked,
+    };
+    match method {
+        Method::Fused => fused(halo, stream, call, Fused::for_size(halo.nx(), halo.rows())),
+        Method::FusedAs(form) => fused(halo, stream, call, form),
+        Method::Unfused(sweep) => unfused(halo, stream, call, sweep),
+    }
+}
+
+/// What [`run`] was asked for beside the method.
+#[derive(Clone, Copy)]
+struct Call {
+    iters: u32,
+    blocks: usize,
+    checked: bool,
+}
+
+/// [`Method::FusedAs`] `form`.
+fn fused(halo: &mut Halo2d, stream: &CudaStream, call: Call, form: Fused) -> Result<()> {
+    let Call {
+        iters,
+        blocks,
+        checked,
+    } = call;
     check_vector_rows(halo)?;
     let depth = form.sweep.depth()?;
     if form.threads != 512 && form.threads != THREADS {
@@ -613,7 +641,7 @@ pub fn launch_step(
 ) -> Result<()> {
     let cfg = LaunchConfig::blocks(blocks.clamp(1, rows) as u32, THREADS);
     let depth = sweep.depth()?;
-    // SAFETY: unchecked only as in `run_fused`: rows 0..=rows + 1 of both planes are in the
+    // SAFETY: unchecked only as in `fused`: rows 0..=rows + 1 of both planes are in the
     // field.
     unsafe {
         jacobi_step::launch_checked_if_on(
@@ -622,27 +650,13 @@ pub fn launch_step(
     }
 }
 
-/// Runs `iters` iterations unfused: per iteration, `Halo2d::exchange_on` and one
-/// [`jacobi_step`] launch of `blocks` blocks, in the default [`Sweep`].
-pub fn run_unfused(
-    halo: &mut Halo2d,
-    stream: &CudaStream,
-    iters: u32,
-    blocks: usize,
-    checked: bool,
-) -> Result<()> {
-    run_unfused_with(halo, stream, iters, blocks, checked, Sweep::default())
-}
-
-/// [`run_unfused`] with the stencil walking its rows as `sweep` says.
-pub fn run_unfused_with(
-    halo: &mut Halo2d,
-    stream: &CudaStream,
-    iters: u32,
-    blocks: usize,
-    checked: bool,
-    sweep: Sweep,
-) -> Result<()> {
+/// [`Method::Unfused`] `sweep`.
+fn unfused(halo: &mut Halo2d, stream: &CudaStream, call: Call, sweep: Sweep) -> Result<()> {
+    let Call {
+        iters,
+        blocks,
+        checked,
+    } = call;
     check_vector_rows(halo)?;
     let (nx, rows) = (halo.nx(), halo.rows());
     for _ in 0..iters {

@@ -9,7 +9,7 @@ use crate::runner::{case, Case};
 use crate::util::{self, check_eq, ensure, CaseResult};
 use pgas::kernel::KernelSpec;
 use pgas::ops::halo::{halo_rows, Halo2d};
-use pgas::ops::jacobi;
+use pgas::ops::jacobi::{self, Method};
 use pgas::prelude::*;
 
 pub const CASES: &[Case] = &[
@@ -84,7 +84,7 @@ fn exchange_rows(p: &Pgas) -> CaseResult {
 /// columns, where a sweep's work item takes several rows (2 to 11 on one block: the rolled
 /// form's next row ahead of the arithmetic, the batched forms' full and partial batches, a last
 /// item shorter than the others), which 64 columns never do (a block has a thread per vector of
-/// every row there). `Fused::for_size` picks among these forms, so `run_fused` is covered too.
+/// every row there). `Fused::for_size` picks among these forms, so `Method::Fused` is covered too.
 fn jacobi_vs_host(p: &Pgas) -> CaseResult {
     for form in jacobi::FORMS {
         jacobi_vs_host_at(p, 64, form)?;
@@ -106,14 +106,21 @@ fn jacobi_vs_host_at(p: &Pgas, nx: usize, form: jacobi::Fused) -> CaseResult {
     let mut h = Halo2d::new(p, nx, rows[me])?;
     h.write_interior(mine)?;
     let blocks = h.resident_blocks();
-    jacobi::run_fused_with(&mut h, &stream, 3, blocks, true, form)?;
-    jacobi::run_fused_with(&mut h, &stream, 4, blocks, true, form)?;
-    jacobi::run_unfused_with(&mut h, &stream, 2, blocks, true, form.sweep)?;
-    jacobi::run_fused_with(&mut h, &stream, 5, blocks, true, form)?;
+    jacobi::run(&mut h, &stream, Method::FusedAs(form), 3, blocks, true)?;
+    jacobi::run(&mut h, &stream, Method::FusedAs(form), 4, blocks, true)?;
+    jacobi::run(
+        &mut h,
+        &stream,
+        Method::Unfused(form.sweep),
+        2,
+        blocks,
+        true,
+    )?;
+    jacobi::run(&mut h, &stream, Method::FusedAs(form), 5, blocks, true)?;
     let mixed = h.read_interior()?;
     let mut one = Halo2d::new(p, nx, rows[me])?;
     one.write_interior(mine)?;
-    jacobi::run_fused_with(&mut one, &stream, 14, 1, true, form)?;
+    jacobi::run(&mut one, &stream, Method::FusedAs(form), 14, 1, true)?;
     let single = one.read_interior()?;
     p.barrier_all()?;
     let want = jacobi::host_jacobi(&whole, nx, 14);
@@ -165,12 +172,12 @@ fn bad_input(p: &Pgas) -> CaseResult {
     let too_many = h.resident_blocks() + 1;
     expect_err(
         "more blocks than can be resident",
-        jacobi::run_fused(&mut h, &stream, 2, too_many, true),
+        jacobi::run(&mut h, &stream, Method::Fused, 2, too_many, true),
         "resident",
     );
     expect_err(
         "no blocks",
-        jacobi::run_fused(&mut h, &stream, 2, 0, true),
+        jacobi::run(&mut h, &stream, Method::Fused, 2, 0, true),
         "resident",
     );
     expect_err(
@@ -184,7 +191,7 @@ fn bad_input(p: &Pgas) -> CaseResult {
     };
     expect_err(
         "a block size no fused kernel has",
-        jacobi::run_fused_with(&mut h, &stream, 2, 1, true, no_kernel),
+        jacobi::run(&mut h, &stream, Method::FusedAs(no_kernel), 2, 1, true),
         "threads 1024 or 512",
     );
     let too_deep = jacobi::Fused {
@@ -195,17 +202,17 @@ fn bad_input(p: &Pgas) -> CaseResult {
     };
     expect_err(
         "a batch deeper than the kernels hold",
-        jacobi::run_fused_with(&mut h, &stream, 2, 1, true, too_deep),
+        jacobi::run(&mut h, &stream, Method::FusedAs(too_deep), 2, 1, true),
         "depth from 1 to",
     );
     let mut odd = Halo2d::new(p, 6, 8)?;
     expect_err(
         "rows that are not whole vectors",
-        jacobi::run_fused(&mut odd, &stream, 2, 1, true),
+        jacobi::run(&mut odd, &stream, Method::Fused, 2, 1, true),
         "multiple of 4",
     );
     // After an iteration the field can no longer be written.
-    jacobi::run_fused(&mut h, &stream, 2, 1, true)?;
+    jacobi::run(&mut h, &stream, Method::Fused, 2, 1, true)?;
     expect_err(
         "writing after the first iteration",
         h.write_interior(&[0.0; 64 * 8]),
