@@ -136,19 +136,15 @@ fn main() -> BenchResult<()> {
         let mut gathered = stream.alloc_zeros::<bf16>(m * k)?;
 
         // The baseline: NCCL all-gather, then cuBLAS; and each part alone.
+        let cublas = |c: &mut CudaSlice<bf16>, a: &CudaSlice<bf16>| {
+            blas.gemm_bf16(&stream, c, a, &bt, (m, n, k), BLayout::Transposed)
+        };
         let (base_us, allgather_us) = match &comm {
             Some(c) => {
                 let ag = timed(&p, || all_gather_bf16(&p, c, &mut gathered, &shard))?;
                 let both = timed(&p, || {
                     all_gather_bf16(&p, c, &mut gathered, &shard)?;
-                    Ok(blas.gemm_bf16(
-                        &stream,
-                        &mut want,
-                        &gathered,
-                        &bt,
-                        (m, n, k),
-                        BLayout::Transposed,
-                    )?)
+                    Ok(cublas(&mut want, &gathered)?)
                 })?;
                 (both, ag)
             }
@@ -159,16 +155,7 @@ fn main() -> BenchResult<()> {
             let all: Vec<bf16> = (0..m * k).map(gathered_a).collect();
             gathered = stream.clone_htod(&all)?;
         }
-        let gemm_us = timed(&p, || {
-            Ok(blas.gemm_bf16(
-                &stream,
-                &mut want,
-                &gathered,
-                &bt,
-                (m, n, k),
-                BLayout::Transposed,
-            )?)
-        })?;
+        let gemm_us = timed(&p, || Ok(cublas(&mut want, &gathered)?))?;
         let want = stream.clone_dtoh(&want)?;
         let points = (0..64).map(|i| ((i * 977 + 13) % m, (i * 613 + 101) % n));
         let (ratio, row, col, g, w) = gathered_check(&want, (n, k), points);

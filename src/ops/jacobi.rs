@@ -545,6 +545,7 @@ pub fn run(
     blocks: usize,
     checked: bool,
 ) -> Result<()> {
+    check_vector_rows(halo)?;
     let call = Call {
         iters,
         blocks,
@@ -567,12 +568,7 @@ struct Call {
 
 /// [`Method::FusedAs`] `form`.
 fn fused(halo: &mut Halo2d, stream: &CudaStream, call: Call, form: Fused) -> Result<()> {
-    let Call {
-        iters,
-        blocks,
-        checked,
-    } = call;
-    check_vector_rows(halo)?;
+    let Call { iters, blocks, .. } = call;
     let depth = form.sweep.depth()?;
     if form.threads != 512 && form.threads != THREADS {
         return Err(Error::InvalidConfig {
@@ -612,7 +608,7 @@ fn fused(halo: &mut Halo2d, stream: &CudaStream, call: Call, form: Fused) -> Res
             )
         };
     }
-    match (form.threads == THREADS, checked) {
+    match (form.threads == THREADS, call.checked) {
         (true, true) => launch!(jacobi_fused, launch_on)?,
         (false, true) => launch!(jacobi_fused_512, launch_on)?,
         // SAFETY: the same launch the checked variant runs without traps in the GPU suite
@@ -657,7 +653,6 @@ fn unfused(halo: &mut Halo2d, stream: &CudaStream, call: Call, sweep: Sweep) -> 
         blocks,
         checked,
     } = call;
-    check_vector_rows(halo)?;
     let (nx, rows) = (halo.nx(), halo.rows());
     for _ in 0..iters {
         halo.exchange_on(stream)?;
