@@ -224,7 +224,7 @@ fn main() -> BenchResult<()> {
             op.set_gemm(&p, path)?;
             let mut fresh = stream.alloc_zeros::<bf16>(mp * n)?;
             let us = timed(&p, &stream, || {
-                op.run(&p, &mut fresh, &a, &bt)?;
+                op.run(&p, p.stream(), &mut fresh, &a, &bt)?;
                 Ok(())
             })? * 1e3;
             check(what, &fresh, want.as_deref())?;
@@ -238,7 +238,7 @@ fn main() -> BenchResult<()> {
         op.set_gemm(&p, GemmPath::Cublas)?;
         let mut fresh = stream.alloc_zeros::<bf16>(mp * n)?;
         let library = timed(&p, &stream, || {
-            op.run(&p, &mut fresh, &a, &bt)?;
+            op.run(&p, p.stream(), &mut fresh, &a, &bt)?;
             Ok(())
         })? * 1e3;
         check("the library form", &fresh, want.as_deref())?;
@@ -264,7 +264,7 @@ fn main() -> BenchResult<()> {
                     let mut op = MatmulReduceScatter::with_splits(&p, (m, n, k), Some(s))?;
                     op.set_gemm(&p, path)?;
                     let us = timed(&p, &stream, || {
-                        op.run(&p, &mut fresh, &a, &bt)?;
+                        op.run(&p, p.stream(), &mut fresh, &a, &bt)?;
                         Ok(())
                     })? * 1e3;
                     check(&format!("{name}, {s} chunks"), &fresh, want.as_deref())?;

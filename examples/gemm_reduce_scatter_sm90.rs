@@ -100,7 +100,7 @@ fn main() -> pgas::Result<()> {
         let rows = m / np;
         for call in 0..3 {
             let mut out = stream.alloc_zeros::<bf16>(rows * n)?;
-            op.run(&pgas, &mut out, &a, &bt)?;
+            op.run(&pgas, pgas.stream(), &mut out, &a, &bt)?;
             let all = (0..rows).flat_map(|r| (0..n).map(move |c| (r, c)));
             let (e, row, col, g, want) = check(&pgas, &stream.clone_dtoh(&out)?, (m, n, k), all);
             if e.is_nan() || e > 1.0 {
@@ -122,7 +122,7 @@ fn main() -> pgas::Result<()> {
     for rep in 0..12 {
         pgas.barrier_all()?;
         let start = stream.record_event(flags)?;
-        op.run(&pgas, &mut out, &a, &bt)?;
+        op.run(&pgas, pgas.stream(), &mut out, &a, &bt)?;
         let end = stream.record_event(flags)?;
         end.synchronize()?;
         if rep >= 2 {

@@ -467,7 +467,7 @@ pub(crate) fn _matmul_reduce_scatter(
                     let [mut out, a, bt] = unsafe {
                         Borrowed::<bf16>::each(s, [(out, rows * n), (a, m * k), (bt, n * k)])
                     };
-                    op.run_on(pgas, s, &mut out, &a, &bt).map_err(to_py)
+                    op.run(pgas, s, &mut out, &a, &bt).map_err(to_py)
                 })
             },
         )

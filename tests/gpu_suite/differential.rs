@@ -1430,7 +1430,7 @@ fn matmul_rs(cx: &mut Ctx, rng: &mut Rng, c: u64) -> Verdict {
         let mut out = s
             .clone_htod(&vec![bf16::from_f32(-777.0); mp * n])
             .map_err(pgas::Error::cuda("upload"))?;
-        plan.run(p, &mut out, &a, &bt)?;
+        plan.run(p, &s, &mut out, &a, &bt)?;
         read_twice(p, &s, &out)
     })();
     let settled = p.barrier_all();

@@ -77,7 +77,7 @@ fn run_checked(
     let stream = p.stream().clone();
     let (a, bt) = inputs_of(&stream, me, call, (m, n, k))?;
     let mut out = stream.alloc_zeros::<bf16>(m / pes * n)?;
-    op.run(p, &mut out, &a, &bt)?;
+    op.run(p, p.stream(), &mut out, &a, &bt)?;
     check_eq(
         &format!("{m} x {n} x {k}, {what}, call {call}"),
         &stream.clone_dtoh(&out)?,
@@ -121,7 +121,7 @@ fn pgas_gemm_case(p: &Pgas) -> CaseResult {
                 outs.push(stream.alloc_zeros::<bf16>(mp * n)?);
             }
             for ((a, bt), out) in inputs.iter().zip(&mut outs) {
-                op.run(p, out, a, bt)?;
+                op.run(p, p.stream(), out, a, bt)?;
             }
             for (call, out) in calls.zip(&outs) {
                 check_eq(
@@ -222,7 +222,7 @@ fn matches_host_case(p: &Pgas) -> CaseResult {
         let mut out = stream.alloc_zeros::<bf16>(mp * n)?;
         for call in 0..3 {
             let (a, bt) = inputs_of(&stream, me, call, (m, n, k))?;
-            op.run(p, &mut out, &a, &bt)?;
+            op.run(p, p.stream(), &mut out, &a, &bt)?;
             let got = stream.clone_dtoh(&out)?;
             check_eq(
                 &format!("{m} x {n} x {k} a PE, call {call}"),
@@ -245,7 +245,7 @@ fn matches_host_case(p: &Pgas) -> CaseResult {
         outs.push(stream.alloc_zeros::<bf16>(mp * n)?);
     }
     for (out, (a, bt)) in outs.iter_mut().zip(&inputs) {
-        op.run(p, out, a, bt)?;
+        op.run(p, p.stream(), out, a, bt)?;
     }
     for (call, out) in (10..14).zip(&outs) {
         check_eq(
@@ -315,7 +315,7 @@ fn bad_input_case(p: &Pgas) -> CaseResult {
     let a = stream.clone_htod(&host_a)?;
     let bt = stream.alloc_zeros::<bf16>(63 * 64)?;
     let mut out = stream.alloc_zeros::<bf16>(64 * 64)?;
-    match op.run(p, &mut out, &a, &bt) {
+    match op.run(p, p.stream(), &mut out, &a, &bt) {
         Err(e) if e.to_string().contains("Bt (N x K/P) has 4032 elements") => {}
         other => return Err(format!("a Bt of 63 rows was not refused: {other:?}").into()),
     }
@@ -324,7 +324,7 @@ fn bad_input_case(p: &Pgas) -> CaseResult {
         // (a replay would repeat the captured call number and not wait for the peers).
         let bt = stream.clone_htod(&host_bt)?;
         stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-        let r = op.run(p, &mut out, &a, &bt);
+        let r = op.run(p, p.stream(), &mut out, &a, &bt);
         drop(stream.end_capture(CUgraphInstantiate_flags(0))?);
         match r {
             Err(e) if e.to_string().contains("captured into a CUDA graph") => {}
@@ -333,7 +333,7 @@ fn bad_input_case(p: &Pgas) -> CaseResult {
             }
         }
         // The plan still works after the refused call.
-        op.run(p, &mut out, &a, &bt)?;
+        op.run(p, p.stream(), &mut out, &a, &bt)?;
         check_eq("after a refused capture", &stream.clone_dtoh(&out)?, &want)?;
     }
     Ok(())

@@ -250,7 +250,7 @@ fn peer_access(p: &Pgas) -> CaseResult {
     let (a, b) = (stream.clone_htod(&a)?, stream.clone_htod(&b)?);
     let mut out = stream.alloc_zeros::<bf16>(m / n * rn)?;
     let mut rs = MatmulReduceScatter::new(p, (m, rn, kl))?;
-    rs.run(p, &mut out, &a, &b)?;
+    rs.run(p, p.stream(), &mut out, &a, &b)?;
     util::settle(p)?;
     let want_rs: Vec<bf16> = (0..m / n * rn)
         .map(|i| {

@@ -1,4 +1,4 @@
-//! A call of [`MatmulReduceScatter`]: `run_on` checks the buffers and picks the path (one GEMM
+//! A call of [`MatmulReduceScatter`]: `run` checks the buffers and picks the path (one GEMM
 //! on one PE, the whole product and NVSHMEM's reduce-scatter where a peer is off NVLink, or the
 //! chunks); for each chunk the owner's rows are sent to it (`send_chunk`) or, on the owner,
 //! added to the staged parts (`reduce_chunk`).
@@ -17,25 +17,13 @@ use crate::prelude::*;
 use crate::{Error, Result, TensorMap};
 
 impl MatmulReduceScatter {
-    /// Runs it on [`Pgas::stream`]; see [`MatmulReduceScatter::run_on`].
-    pub fn run(
-        &mut self,
-        pgas: &Pgas,
-        out: &mut CudaSlice<bf16>,
-        a: &CudaSlice<bf16>,
-        bt: &CudaSlice<bf16>,
-    ) -> Result<()> {
-        let stream = pgas.stream().clone();
-        self.run_on(pgas, &stream, out, a, bt)
-    }
-
     /// `out` (M/P x N) = this PE's rows of `sum over PEs of A Btᵀ`, with `a` (M x K/P) and `bt`
     /// (N x K/P) this PE's slices, enqueued on `stream` (no host sync). Collective: every PE
     /// calls it, its calls in the same order on every PE. Buffers whose lengths do not match
     /// the shape given to [`MatmulReduceScatter::new`] are refused before anything is enqueued,
     /// and so is, on more than one PE, a `stream` being captured into a CUDA graph (the call's
     /// number is on the host: a replay would not wait for the peers).
-    pub fn run_on(
+    pub fn run(
         &mut self,
         pgas: &Pgas,
         stream: &Arc<CudaStream>,
@@ -67,7 +55,7 @@ impl MatmulReduceScatter {
     }
 
     /// A call where a peer is off NVLink: the whole product, NVSHMEM's reduce-scatter (bf16
-    /// sums), this PE's rows out, on `stream`. No overlap. `run_on` checked the buffers' sizes.
+    /// sums), this PE's rows out, on `stream`. No overlap. `run` checked the buffers' sizes.
     fn run_off_node(
         &self,
         pgas: &Pgas,
@@ -81,11 +69,11 @@ impl MatmulReduceScatter {
             .off_node
             .as_ref()
             .expect("run_off_node runs where a peer is off NVLink");
-        // SAFETY: `full` holds m x n, a m x k, bt n x k (checked by `run_on`), on `stream`.
+        // SAFETY: `full` holds m x n, a m x k, bt n x k (checked by `run`), on `stream`.
         unsafe { self.gemm(pgas, stream, (full.as_device_ptr(), pa, pb), m)? };
         pgas.reduce_scatter_on(stream, Team::WORLD, ReduceOp::Sum, mine, full)?;
         let (po, _wo) = out.device_ptr_mut(stream);
-        // SAFETY: `mine` and `out` hold mp x n bf16 (checked by `run_on`), ordered on `stream`.
+        // SAFETY: `mine` and `out` hold mp x n bf16 (checked by `run`), ordered on `stream`.
         unsafe {
             cu::cuMemcpyDtoDAsync_v2(po, mine.as_device_ptr(), mp * n * 2, stream.cu_stream())
                 .result()
@@ -95,7 +83,7 @@ impl MatmulReduceScatter {
 
     /// The chunked call on more than one PE: each chunk's GEMM on `stream` (or the one kernel
     /// for all of them), then its copy to the owner on that owner's copy stream or, for this
-    /// PE's own rows, the reduction into `out` on the reduction stream. `run_on` checked the
+    /// PE's own rows, the reduction into `out` on the reduction stream. `run` checked the
     /// buffers' sizes.
     fn run_chunks(
         &mut self,
@@ -184,7 +172,7 @@ impl MatmulReduceScatter {
     ) -> Result<()> {
         let (m, n, k, pes, me, splits) = (self.m, self.n, self.k, self.pes, self.me, self.splits);
         let cfg = self.gemm.expect("the one-kernel path has a pgas GEMM");
-        // SAFETY: the partial product holds m x n, A m x k and Bt n x k (run_on checked A and
+        // SAFETY: the partial product holds m x n, A m x k and Bt n x k (run checked A and
         // Bt); the kernel writes only the partial product, through its map.
         let (mut c_map, a_map, b_map) = unsafe {
             (

@@ -435,7 +435,7 @@ pub fn matmul_reduce_scatter(
     shape: (usize, usize, usize),
 ) -> Result<()> {
     let mut op = MatmulReduceScatter::new(pgas, shape)?;
-    op.run(pgas, out, a, bt)?;
+    op.run(pgas, pgas.stream(), out, a, bt)?;
     pgas.stream()
         .synchronize()
         .map_err(Error::cuda("finishing matmul_reduce_scatter"))
