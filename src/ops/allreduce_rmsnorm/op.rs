@@ -49,8 +49,16 @@ impl AllReduceRmsNorm {
         how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
         let Options { stream, algorithm } = how.into();
-        let own = self.pgas.stream().clone();
-        let stream: &CudaStream = stream.unwrap_or(&own);
+        // The context's stream is cloned only when none is given (as `Comm::on_stream` does):
+        // the call's launches borrow `self` mutably.
+        let own;
+        let stream: &CudaStream = match stream {
+            Some(s) => s,
+            None => {
+                own = self.pgas.stream().clone();
+                &own
+            }
+        };
         let tokens = self.check_call("x", x, &*residual, weight, &*out)?;
         if let Some(mut reduced) = self.off_node.take() {
             // Taken for the call (the norm kernel's launch borrows `self`), then put back.

@@ -19,7 +19,7 @@
 //! // Collective: checks the shape on every PE, allocates the staging buffers once.
 //! let mut op = MatmulReduceScatter::new(&pgas, (m, n, k_local))?;
 //! for _ in 0..3 {
-//!     op.run(&pgas, pgas.stream(), &mut out, &a, &bt)?; // no host sync
+//!     op.run(&pgas, stream, &mut out, &a, &bt)?; // no host sync
 //! }
 //! # Ok(())
 //! # }
