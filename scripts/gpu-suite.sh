@@ -506,9 +506,14 @@ for l in sys.stdin:
         v[r["name"]] = r["value"]
 out = []
 for op, rust in (("gemm_256", "gemm_256_enqueue"), ("all_reduce_8B", "all_reduce_8B_enqueue")):
-    if rust in v and op + "_torch_op" in v:
-        out.append("%s: Rust %.1f us, torch op %.1f us (+%.1f), native %.1f" % (
-            op, v[rust], v[op + "_torch_op"], v[op + "_torch_op"] - v[rust], v[op + "_native"]))
+    forms = [(k, op + s) for k, s in (("out=", "_torch_op_out"), ("new", "_torch_op"),
+                                       ("dispatcher", "_dispatcher"), ("native", "_native"))]
+    if rust in v and all(name in v for _, name in forms):
+        out.append("%s: Rust %.1f us; Python %s" % (op, v[rust], ", ".join(
+            "%s %.1f (%+.1f)" % (k, v[name], v[name] - v[rust]) for k, name in forms)))
+if "all_reduce_8B_comm_stream" in v and "all_reduce_8B_enqueue" in v:
+    out.append("Comm.all_reduce (symmetric, stream=) %.1f (%+.1f)" % (
+        v["all_reduce_8B_comm_stream"], v["all_reduce_8B_comm_stream"] - v["all_reduce_8B_enqueue"]))
 parts = [k for k in ("gemm_256_native_pgas_stream", "native_floor", "torch_empty") if k in v]
 out.append("parts: " + ", ".join("%s %.1f us" % (k, v[k]) for k in parts))
 print("; ".join(out))')"

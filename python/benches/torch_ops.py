@@ -1,9 +1,10 @@
 """What the Python layer adds to pgas's library calls: the host time of a call, enqueue only
 (torch's stream synchronized after each, untimed), median of REPS after WARMUP, in microseconds:
 
-- ``pgas.gemm.gemm`` at 256^3 bf16 (sm_90a), through the torch op and through the native
-  function it calls;
-- ``pgas.coll.all_reduce`` of 8 bytes, the same two ways, and ``pgas.Comm.all_reduce`` on
+- ``pgas.gemm.gemm`` at 256^3 bf16 (sm_90a): the call (eager: past the dispatcher), the
+  same with ``out=`` (no allocation: what the Rust call does), the op through the dispatcher
+  (``torch.ops.pgas.gemm``) and the native function they call;
+- ``pgas.coll.all_reduce`` of 8 bytes, the same ways, and ``pgas.Comm.all_reduce`` on
   symmetric tensors (no staging), on pgas's stream and on torch's;
 - the parts of the GEMM's call (the native call on pgas's own stream, a native call that does
   nothing, ``torch.empty``), which say where the time goes;
@@ -58,8 +59,12 @@ def main():
     out = torch.empty_like(x)
     figs = [
         ("all_reduce_8B_torch_op", lambda: pgas.coll.all_reduce(x),
-         "pgas.coll.all_reduce of 8 bytes through the torch custom op (with the output's "
-         "allocation and the staging copies)"),
+         "pgas.coll.all_reduce of 8 bytes (with the output's allocation and the staging "
+         "copies)"),
+        ("all_reduce_8B_torch_op_out", lambda: pgas.coll.all_reduce(x, out=out),
+         "the same into out= (the staging copies, no allocation)"),
+        ("all_reduce_8B_dispatcher", lambda: torch.ops.pgas.all_reduce.default(x),
+         "the op through torch's dispatcher (as a traced program calls it)"),
         ("all_reduce_8B_native", lambda: _pgas._collective(
             "all_reduce", out.data_ptr(), x.data_ptr(), 2, 2, "float32", "sum", 0, stream=stream),
          "the native call the op makes (staging copies included)"),
@@ -79,7 +84,11 @@ def main():
         c = torch.empty_like(a)
         figs += [
             ("gemm_256_torch_op", lambda: pgas.gemm.gemm(a, a),
-             "pgas.gemm.gemm at 256^3 through the torch custom op (with the output's allocation)"),
+             "pgas.gemm.gemm at 256^3 (with the output's allocation)"),
+            ("gemm_256_torch_op_out", lambda: pgas.gemm.gemm(a, a, out=c),
+             "the same into out= (no allocation, as the Rust call)"),
+            ("gemm_256_dispatcher", lambda: torch.ops.pgas.gemm.default(a, a),
+             "the op through torch's dispatcher (as a traced program calls it)"),
             ("gemm_256_native", lambda: _pgas._gemm(
                 c.data_ptr(), a.data_ptr(), a.data_ptr(), 256, 256, 256, False, stream=stream),
              "the native call the op makes"),

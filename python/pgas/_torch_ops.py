@@ -1,10 +1,11 @@
 """pgas's own library on torch tensors, as torch custom ops (``torch.ops.pgas.*``).
 
 Each op checks its tensors (on this PE's GPU, dtype, shape, contiguous), allocates its outputs
-with torch's allocator and calls the native module (``python/src/library.rs``) on torch's
-current stream; the host does not wait. Each has a fake implementation (the same checks, the
-output shapes), so a program calling them compiles under ``torch.compile(fullgraph=True)``.
-They are defined with ``torch.library.Library`` (``_Op``).
+with torch's allocator, or writes them into ``out=``, and calls the native module
+(``python/src/library.rs``) on torch's current stream; the host does not wait. Each has a fake
+implementation (the same checks, the output shapes), so a program calling them compiles under
+``torch.compile(fullgraph=True)``. They are defined with ``torch.library.Library`` (``_Op``);
+an eager call on plain tensors skips the dispatcher (``_eager``).
 ``pgas.gemm``, ``pgas.coll`` and ``pgas.ops`` re-export them by topic; ``docs/python.md`` says
 which replay in CUDA graphs.
 
@@ -13,9 +14,10 @@ the same shapes (as NCCL's). Their first call of a shape makes symmetric buffers
 allocation), so warm them up before capturing a CUDA graph.
 """
 
-from typing import Any, Callable, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import functools
+import inspect
 
 try:
     import torch
@@ -43,8 +45,14 @@ class _Op:
 
     Registered with ``torch.library.Library`` rather than ``torch.library.custom_op``: a call
     then goes from Python to the dispatcher and back to ``impl`` without custom_op's layers of
-    Python, which cost tens of microseconds a call. (Calling ``impl`` directly in eager mode,
-    past the dispatcher, saved nothing measurable on an H200: 2026-12-02, ``gpu-report.md``.)"""
+    Python, which cost tens of microseconds a call. An eager call on plain tensors
+    (``_eager``) calls ``impl`` itself: the dispatcher would only call it back, at about 4 us
+    (``python_kernel_op_empty`` against ``torch_empty`` in ``python/benches/torch_ops.py``).
+
+    ``out=`` (an op with results; a tuple of tensors for several) writes the results into
+    tensors the caller holds, of the results' shapes and dtypes, contiguous, on the inputs'
+    GPU, in place of new ones, and returns them. Eager, the op writes them directly; traced,
+    the op's results are copied into them."""
 
     def __init__(self, schema: str, impl: Callable[..., Any]) -> None:
         self.name = schema.split("(", 1)[0]
@@ -52,15 +60,81 @@ class _Op:
         for key in ("CUDA", "CPU"):
             _LIB.impl(self.name, impl, key)
         self._overload = getattr(torch.ops.pgas, self.name).default
+        self._impl = impl
+        self._takes_out = "out" in inspect.signature(impl).parameters
         functools.update_wrapper(self, impl)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._overload(*args, **kwargs)
+    def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
+        if out is not None and not self._takes_out:
+            raise TypeError(f"pgas.{self.name} takes no out=: it returns no tensor")
+        if _eager(args, kwargs):
+            if out is None:
+                return self._impl(*args, **kwargs)
+            return self._impl(*args, out=out, **kwargs)
+        result = self._overload(*args, **kwargs)
+        return result if out is None else _into(self.name, result, out)
 
     def register_fake(self, fake: Callable[..., Any]) -> Callable[..., Any]:
         """Registers ``fake`` (the checks and the outputs' shapes) for tracing."""
         torch.library.register_fake(f"pgas::{self.name}", fake, lib=_LIB)
         return fake
+
+
+# How many torch dispatch modes are active (FakeTensorMode, make_fx's proxy mode, ...); where a
+# build lacks the call, one, so that every call takes the dispatcher.
+_DISPATCH_MODES: Callable[[], int] = getattr(torch._C, "_len_torch_dispatch_stack", lambda: 1)
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def _eager(args: Sequence[Any], kwargs: Dict[str, Any]) -> bool:
+    """Whether a call may skip the dispatcher: no trace (``torch.compile``'s, a dispatch mode's)
+    and only plain tensors, none of which requires grad while grad is on (through the
+    dispatcher such a call's results require grad, with an autograd kernel that refuses
+    backward). The dispatcher would then call the implementation with the same arguments."""
+    # is_compiling first: torch.compile's trace takes it as True and reads no further.
+    if torch.compiler.is_compiling() or _DISPATCH_MODES():
+        return False
+    grad = torch.is_grad_enabled()
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor) and (type(a) not in _PLAIN or (grad and a.requires_grad)):
+            return False
+    return True
+
+
+def _check_out(op: str, name: str, out: Any, shape: Sequence[int], dtype: torch.dtype,
+               like: Tensor) -> None:
+    """Raises ``pgas.ArgumentError`` unless ``out`` can hold a result of ``shape`` and
+    ``dtype``: contiguous, on ``like``'s device."""
+    if (isinstance(out, torch.Tensor) and out.dtype == dtype and tuple(out.shape) == tuple(shape)
+            and out.device == like.device and out.is_contiguous()):
+        return
+    got = (f"a{'' if out.is_contiguous() else ' non-contiguous'} {out.dtype} tensor of shape "
+           f"{tuple(out.shape)} on {out.device}" if isinstance(out, torch.Tensor)
+           else type(out).__name__)
+    raise _bad(op, f"{name} is {got}; the result is a contiguous {dtype} tensor of shape "
+                   f"{tuple(shape)} on {like.device}")
+
+
+def _new(op: str, out: Optional[Tensor], shape: Sequence[int], dtype: torch.dtype,
+         like: Tensor) -> Tensor:
+    """A result of ``shape`` and ``dtype`` on ``like``'s device: ``out`` when given (checked),
+    else a new tensor."""
+    if out is None:
+        return like.new_empty(shape, dtype=dtype)
+    _check_out(op, "out", out, shape, dtype, like)
+    return out
+
+
+def _into(op: str, result: Any, out: Any) -> Any:
+    """``out=`` on the dispatcher's path: ``result`` (a tensor or a tuple of them) copied into
+    ``out`` (the same structure), which is returned."""
+    if isinstance(result, torch.Tensor):
+        _check_out(op, "out", out, result.shape, result.dtype, result)
+        return out.copy_(result)
+    if not isinstance(out, (tuple, list)) or len(out) != len(result):
+        raise _bad(op, f"out is {type(out).__name__}; the op returns {len(result)} tensors, so "
+                       f"out is a tuple of {len(result)}")
+    return tuple(_into(op, r, o) for r, o in zip(result, out))
 
 
 def _op(schema: str) -> Callable[[Callable[..., Any]], _Op]:
@@ -137,13 +211,14 @@ def _gemm_shape(a: Tensor, bt: Tensor) -> Tuple[int, int, int]:
 
 
 @_op("gemm(Tensor a, Tensor bt) -> Tensor")
-def gemm(a: Tensor, bt: Tensor) -> Tensor:
+def gemm(a: Tensor, bt: Tensor, out: Optional[Tensor] = None) -> Tensor:
     """``a @ bt.T`` by ``pgas::gemm``, the Hopper GEMM (sm_90a): ``a`` (M x K) and ``bt``
     (N x K, a linear layer's weight) both bfloat16 or both float8_e4m3fn (unscaled), the
     result (M x N) bfloat16 with f32 accumulation. Any M; N a multiple of 64, K of 64 (128
-    in FP8); other shapes raise with the rule."""
+    in FP8); other shapes raise with the rule. ``out``, when given, receives the result (it
+    must not overlap ``a`` or ``bt``)."""
     m, n, k = _gemm_shape(a, bt)
-    c = a.new_empty((m, n), dtype=_BF16)
+    c = _new("gemm", out, (m, n), _BF16, a)
     _pgas._gemm(c.data_ptr(), a.data_ptr(), bt.data_ptr(), m, n, k, a.dtype == _FP8,
                 stream=_stream(a))
     return c
@@ -176,15 +251,17 @@ def _grouped_shape(a: Tensor, bt: Tensor, group_of: Tensor) -> Tuple[int, int, i
 
 
 @_op("gemm_grouped(Tensor a, Tensor bt, Tensor group_of) -> Tensor")
-def gemm_grouped(a: Tensor, bt: Tensor, group_of: Tensor) -> Tensor:
+def gemm_grouped(a: Tensor, bt: Tensor, group_of: Tensor,
+                 out: Optional[Tensor] = None) -> Tensor:
     """The grouped GEMM of a mixture of experts, in one launch (``pgas::gemm::gemm_grouped``):
     128-row tile ``i`` of ``a`` (M x K) times ``bt[group_of[i]]`` transposed (``bt`` G x N x K;
     ``group_of`` int32, one entry a tile), into the result's rows (M x N, bfloat16). ``a`` and
     ``bt`` both bfloat16, or both float8_e4m3fn (unscaled; K then a multiple of 128).
     ``grouped_rows(counts)`` lays out groups of any row counts. A tile of group -1 is skipped
-    (its rows of the result are left unwritten); a group past the last gives zeros."""
+    (its rows of the result are left unwritten); a group past the last gives zeros. ``out``,
+    when given, receives the result (it must not overlap the inputs)."""
     m, n, k, groups = _grouped_shape(a, bt, group_of)
-    c = a.new_empty((m, n), dtype=_BF16)
+    c = _new("gemm_grouped", out, (m, n), _BF16, a)
     _pgas._gemm_grouped(c.data_ptr(), a.data_ptr(), bt.data_ptr(), group_of.data_ptr(),
                         m, n, k, groups, a.dtype == _FP8, stream=_stream(a))
     return c
@@ -227,18 +304,21 @@ def _coll_out_shape(kind: str, x: Tensor, op: str) -> Tuple[int, ...]:
     return tuple(x.shape)
 
 
-def _collective(kind: str, x: Tensor, op: str = "sum", root: int = 0) -> Tensor:
-    out = x.new_empty(_coll_out_shape(kind, x, op))
-    _pgas._collective(kind, out.data_ptr(), x.data_ptr(), out.numel(), x.numel(), str(x.dtype),
+def _collective(kind: str, x: Tensor, op: str = "sum", root: int = 0,
+                out: Optional[Tensor] = None) -> Tensor:
+    """``kind`` of ``x`` into ``out`` or a new tensor. Staged (the module's docstring), so
+    ``out`` may be ``x`` itself."""
+    y = _new(kind, out, _coll_out_shape(kind, x, op), x.dtype, x)
+    _pgas._collective(kind, y.data_ptr(), x.data_ptr(), y.numel(), x.numel(), str(x.dtype),
                       op, root, stream=_stream(x))
-    return out
+    return y
 
 
 @_op("all_reduce(Tensor x, str op='sum') -> Tensor")
-def all_reduce(x: Tensor, op: str = "sum") -> Tensor:
+def all_reduce(x: Tensor, op: str = "sum", out: Optional[Tensor] = None) -> Tensor:
     """The element-wise reduction (``op``: sum, min, max, prod, and, or, xor) of every PE's
     ``x``, by ``pgas::coll`` (low latency, one- or two-shot by size), as a new tensor."""
-    return _collective("all_reduce", x, op)
+    return _collective("all_reduce", x, op, out=out)
 
 
 @all_reduce.register_fake
@@ -247,9 +327,9 @@ def _(x: Tensor, op: str = "sum") -> Tensor:
 
 
 @_op("all_gather(Tensor x) -> Tensor")
-def all_gather(x: Tensor) -> Tensor:
+def all_gather(x: Tensor, out: Optional[Tensor] = None) -> Tensor:
     """Every PE's ``x`` stacked along dimension 0 in PE order (``n_pes() x`` its rows)."""
-    return _collective("all_gather", x)
+    return _collective("all_gather", x, out=out)
 
 
 @all_gather.register_fake
@@ -258,10 +338,10 @@ def _(x: Tensor) -> Tensor:
 
 
 @_op("reduce_scatter(Tensor x, str op='sum') -> Tensor")
-def reduce_scatter(x: Tensor, op: str = "sum") -> Tensor:
+def reduce_scatter(x: Tensor, op: str = "sum", out: Optional[Tensor] = None) -> Tensor:
     """PE ``r``'s chunk ``r`` (of ``n_pes()`` along dimension 0) of the reduction of every
     PE's ``x``."""
-    return _collective("reduce_scatter", x, op)
+    return _collective("reduce_scatter", x, op, out=out)
 
 
 @reduce_scatter.register_fake
@@ -270,11 +350,11 @@ def _(x: Tensor, op: str = "sum") -> Tensor:
 
 
 @_op("broadcast(Tensor x, int root) -> Tensor")
-def broadcast(x: Tensor, root: int) -> Tensor:
+def broadcast(x: Tensor, root: int, out: Optional[Tensor] = None) -> Tensor:
     """PE ``root``'s ``x`` on every PE."""
     if not 0 <= root < _pgas.n_pes():
         raise _bad("broadcast", f"root {root} is not a PE (0 to {_pgas.n_pes() - 1})")
-    return _collective("broadcast", x, "sum", root)
+    return _collective("broadcast", x, "sum", root, out)
 
 
 @broadcast.register_fake
@@ -283,10 +363,10 @@ def _(x: Tensor, root: int) -> Tensor:
 
 
 @_op("all_to_all(Tensor x) -> Tensor")
-def all_to_all(x: Tensor) -> Tensor:
+def all_to_all(x: Tensor, out: Optional[Tensor] = None) -> Tensor:
     """Chunk ``q`` (of ``n_pes()`` along dimension 0) of PE ``r``'s ``x`` lands as chunk ``r``
     of PE ``q``'s result."""
-    return _collective("all_to_all", x)
+    return _collective("all_to_all", x, out=out)
 
 
 @all_to_all.register_fake
@@ -310,17 +390,18 @@ def _a2av_shape(x: Tensor, send_counts: List[int], recv_counts: List[int]) -> Tu
 
 
 @_op("all_to_all_v(Tensor x, int[] send_counts, int[] recv_counts) -> Tensor")
-def all_to_all_v(x: Tensor, send_counts: List[int], recv_counts: List[int]) -> Tensor:
+def all_to_all_v(x: Tensor, send_counts: List[int], recv_counts: List[int],
+                 out: Optional[Tensor] = None) -> Tensor:
     """All-to-all with per-PE row counts, as ``torch.distributed.all_to_all_single`` with
     split sizes: this PE sends ``send_counts[q]`` rows of ``x`` (PE 0's first, then PE 1's,
     ...) to PE ``q`` and receives ``recv_counts[p]`` rows from PE ``p``, in PE order. PE
     ``p``'s ``send_counts[q]`` must equal PE ``q``'s ``recv_counts[p]`` (checked on every PE
     alike). Each new set of counts is agreed once, on the host, and kept until finalize."""
-    out = x.new_empty(_a2av_shape(x, send_counts, recv_counts))
-    row = x[0].numel() if x.shape[0] else (out[0].numel() if out.shape[0] else 1)
-    _pgas._all_to_all_v(out.data_ptr(), x.data_ptr(), [c * row for c in send_counts],
+    y = _new("all_to_all_v", out, _a2av_shape(x, send_counts, recv_counts), x.dtype, x)
+    row = x[0].numel() if x.shape[0] else (y[0].numel() if y.shape[0] else 1)
+    _pgas._all_to_all_v(y.data_ptr(), x.data_ptr(), [c * row for c in send_counts],
                         [c * row for c in recv_counts], str(x.dtype), stream=_stream(x))
-    return out
+    return y
 
 
 @all_to_all_v.register_fake
@@ -340,12 +421,12 @@ def _pair_shapes(op: str, a: Tensor, bt: Tensor) -> Tuple[int, int, int]:
 
 
 @_op("all_gather_matmul(Tensor shard, Tensor bt) -> Tensor")
-def all_gather_matmul(shard: Tensor, bt: Tensor) -> Tensor:
+def all_gather_matmul(shard: Tensor, bt: Tensor, out: Optional[Tensor] = None) -> Tensor:
     """``all_gather(shard) @ bt.T`` fused (``pgas::ops::AllGatherMatmul``): ``shard`` is this
     PE's ``mp x K`` rows of A, ``bt`` N x K, bfloat16; the result is ``mp * n_pes() x N``.
     Each PE's GEMM starts on its own rows while the others' arrive."""
     mp, n, k = _pair_shapes("all_gather_matmul", shard, bt)
-    c = shard.new_empty((mp * _pgas.n_pes(), n))
+    c = _new("all_gather_matmul", out, (mp * _pgas.n_pes(), n), _BF16, shard)
     _pgas._all_gather_matmul(c.data_ptr(), shard.data_ptr(), bt.data_ptr(), mp, n, k,
                              stream=_stream(shard))
     return c
@@ -366,15 +447,15 @@ def _rs_rows(a: Tensor, bt: Tensor) -> Tuple[int, int, int]:
 
 
 @_op("matmul_reduce_scatter(Tensor a, Tensor bt) -> Tensor")
-def matmul_reduce_scatter(a: Tensor, bt: Tensor) -> Tensor:
+def matmul_reduce_scatter(a: Tensor, bt: Tensor, out: Optional[Tensor] = None) -> Tensor:
     """This PE's ``M / n_pes()`` rows of the sum over PEs of ``a @ bt.T``, fused
     (``pgas::ops::MatmulReduceScatter``): ``a`` (M x K/P) and ``bt`` (N x K/P) are this PE's
     slices of K, bfloat16. Chunks of the product leave for their owners as they are done."""
     m, n, k = _rs_rows(a, bt)
-    out = a.new_empty((m // _pgas.n_pes(), n))
-    _pgas._matmul_reduce_scatter(out.data_ptr(), a.data_ptr(), bt.data_ptr(), m, n, k,
+    y = _new("matmul_reduce_scatter", out, (m // _pgas.n_pes(), n), _BF16, a)
+    _pgas._matmul_reduce_scatter(y.data_ptr(), a.data_ptr(), bt.data_ptr(), m, n, k,
                                  stream=_stream(a))
-    return out
+    return y
 
 
 @matmul_reduce_scatter.register_fake
@@ -396,16 +477,21 @@ def _rms_shapes(x: Tensor, residual: Tensor, weight: Tensor) -> Tuple[int, int]:
 
 
 @_op("allreduce_rmsnorm(Tensor x, Tensor residual, Tensor weight, float eps=1e-06) -> (Tensor, Tensor)")
-def allreduce_rmsnorm(x: Tensor, residual: Tensor, weight: Tensor,
-                      eps: float = 1e-6) -> Tuple[Tensor, Tensor]:
+def allreduce_rmsnorm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6,
+                      out: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tensor]:
     """A transformer layer's all-reduce + residual add + RMSNorm in one operation
     (``pgas::ops::AllReduceRmsNorm``): ``h = sum over PEs of x + residual`` and
-    ``RMSNorm(h) * weight``, returned as ``(normed, h)``; bfloat16 (tokens x hidden)."""
+    ``RMSNorm(h) * weight``, returned as ``(normed, h)``; bfloat16 (tokens x hidden).
+    ``out``, when given, is the pair ``(normed, h)`` to write (staged, so either may be an
+    input)."""
+    op = "allreduce_rmsnorm"
     tokens, hidden = _rms_shapes(x, residual, weight)
-    out, h = torch.empty_like(x), torch.empty_like(x)
-    _pgas._allreduce_rmsnorm(out.data_ptr(), h.data_ptr(), x.data_ptr(), residual.data_ptr(),
+    if out is not None and (not isinstance(out, (tuple, list)) or len(out) != 2):
+        raise _bad(op, f"out is {type(out).__name__}; it is the pair (normed, h)")
+    normed, h = (_new(op, o, x.shape, _BF16, x) for o in (out or (None, None)))
+    _pgas._allreduce_rmsnorm(normed.data_ptr(), h.data_ptr(), x.data_ptr(), residual.data_ptr(),
                              weight.data_ptr(), tokens, hidden, eps, stream=_stream(x))
-    return out, h
+    return normed, h
 
 
 @allreduce_rmsnorm.register_fake
@@ -483,13 +569,13 @@ def _combine_shape(expert_out: Tensor, topk_idx: Tensor, max_tokens: int,
 @_op("moe_combine(Tensor expert_out, Tensor topk_idx, int max_tokens, int experts_per_pe) "
      "-> Tensor")
 def moe_combine(expert_out: Tensor, topk_idx: Tensor, max_tokens: int,
-                experts_per_pe: int) -> Tensor:
+                experts_per_pe: int, out: Optional[Tensor] = None) -> Tensor:
     """``MoE.combine``'s op: each token's weighted sum of its experts' rows."""
     tokens, hidden, top_k = _combine_shape(expert_out, topk_idx, max_tokens, experts_per_pe)
-    out = expert_out.new_empty((tokens, hidden))
-    _pgas._moe_combine(out.data_ptr(), expert_out.data_ptr(), topk_idx.data_ptr(), tokens,
+    y = _new("moe_combine", out, (tokens, hidden), _BF16, expert_out)
+    _pgas._moe_combine(y.data_ptr(), expert_out.data_ptr(), topk_idx.data_ptr(), tokens,
                        [max_tokens, hidden, top_k, experts_per_pe], stream=_stream(expert_out))
-    return out
+    return y
 
 
 @moe_combine.register_fake

@@ -4,6 +4,7 @@ as the torch custom op ``torch.ops.pgas.gemm`` (``torch.compile`` and CUDA graph
     import pgas, pgas.gemm, torch
     pgas.init()
     c = pgas.gemm.gemm(a, w)        # a @ w.T: a (M x K), w (N x K), bf16 or float8_e4m3fn
+    pgas.gemm.gemm(a, w, out=c)     # the same into c (no allocation)
 
 and the grouped GEMM of a mixture of experts, every expert in one launch
 (``torch.ops.pgas.gemm_grouped``):

@@ -8,7 +8,8 @@
 - ``MoE(max_tokens, hidden, top_k, experts_per_pe)``: MoE dispatch and combine for decoding
   (the ops ``moe_dispatch`` / ``moe_combine`` underneath).
 
-Collective: every PE calls them in the same order with the same shapes.
+Collective: every PE calls them in the same order with the same shapes. Each takes ``out=``
+(the results' tensors, in place of new ones).
 ``python/examples/tp_mlp.py`` builds a tensor-parallel transformer MLP from the first two.
 """
 

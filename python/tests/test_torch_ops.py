@@ -1,6 +1,6 @@
 """pgas's library on torch tensors (pgas.gemm, pgas.coll, pgas.ops: torch custom ops) on a GPU,
-on 1 or more PEs, checked against torch; then under torch.compile(fullgraph=True) and in a CUDA
-graph; then bad input.
+on 1 or more PEs, checked against torch; then out= (the eager path and the dispatcher's), under
+torch.compile(fullgraph=True) and in a CUDA graph; then bad input.
 
     python3 python/tests/test_torch_ops.py                      # one PE
     pgas-run -n 2 --share-gpus -- python3 python/tests/test_torch_ops.py
@@ -177,6 +177,44 @@ def check_moe():
     raises(pgas.ArgumentError, lambda: moe.combine(x, idx), "3 dimensions")
 
 
+def check_out():
+    """out=: the results written into tensors the caller holds, on the eager path (which skips
+    the dispatcher) and on the dispatcher's (the op itself, an input that requires grad,
+    torch.compile); a wrong out refused."""
+    a, bt = data((256, 512), 1), data((192, 512), 2)
+    want = a.float() @ bt.float().T
+    c = torch.empty((256, 192), dtype=torch.bfloat16, device=DEV)
+    assert pgas.gemm.gemm(a, bt, out=c) is c, "gemm out= returns out"
+    close(c, want, "gemm out=")
+    close(torch.ops.pgas.gemm(a, bt), want, "torch.ops.pgas.gemm (the dispatcher)")
+    c.zero_()
+    assert pgas.gemm.gemm(a, bt.clone().requires_grad_(), out=c) is c
+    close(c, want, "gemm out= through the dispatcher (an input that requires grad)")
+    c.zero_()
+    compiled = torch.compile(lambda a, bt, c: pgas.gemm.gemm(a, bt, out=c), fullgraph=True,
+                             backend="aot_eager")
+    compiled(a, bt, c)
+    close(c, want, "gemm out= under torch.compile(fullgraph=True)")
+    raises(pgas.ArgumentError, lambda: pgas.gemm.gemm(a, bt, out=c[:, :191]),
+           "the result is a contiguous torch.bfloat16 tensor of shape (256, 192)")
+    raises(TypeError, lambda: pgas.ops.moe_dispatch(a, out=c), "takes no out=")
+    x = data((N * 4, 33), 10 + ME, torch.float32)
+    total = sum(data((N * 4, 33), 10 + p, torch.float32) for p in range(N))
+    y = torch.empty_like(x)
+    assert pgas.coll.all_reduce(x, out=y) is y, "all_reduce out= returns out"
+    close(y, total, "all_reduce out=", 1e-5)
+    pgas.coll.all_reduce(x, out=x)
+    close(x, total, "all_reduce in place (out=x)", 1e-5)
+    xs = [data((8, 1024), 60 + p) for p in range(N)]
+    res, weight = data((8, 1024), 70), data((1024,), 71)
+    want_normed, want_h = pgas.ops.allreduce_rmsnorm(xs[ME], res, weight, 1e-6)
+    pair = (torch.empty_like(res), torch.empty_like(res))
+    got = pgas.ops.allreduce_rmsnorm(xs[ME], res, weight, 1e-6, out=pair)
+    assert got[0] is pair[0] and got[1] is pair[1], "allreduce_rmsnorm out= returns out"
+    close(pair[0], want_normed, "allreduce_rmsnorm out= (normed)")
+    close(pair[1], want_h, "allreduce_rmsnorm out= (h)")
+
+
 def check_compile():
     """No graph break: fullgraph=True fails on one; aot_eager traces through the fake
     implementations and runs the real ops."""
@@ -254,8 +292,8 @@ def main():
     done = []
     checks = [check_collectives]  # the GEMMs need sm_90a
     if HOPPER:
-        checks = [check_gemm, check_collectives, check_fused, check_moe, check_compile,
-                  check_graph, check_bad_input]
+        checks = [check_gemm, check_collectives, check_fused, check_moe, check_out,
+                  check_compile, check_graph, check_bad_input]
     for check in checks:
         check()
         torch.cuda.synchronize()
