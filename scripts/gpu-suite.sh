@@ -514,7 +514,8 @@ for op, rust in (("gemm_256", "gemm_256_enqueue"), ("all_reduce_8B", "all_reduce
 if "all_reduce_8B_comm_stream" in v and "all_reduce_8B_enqueue" in v:
     out.append("Comm.all_reduce (symmetric, stream=) %.1f (%+.1f)" % (
         v["all_reduce_8B_comm_stream"], v["all_reduce_8B_comm_stream"] - v["all_reduce_8B_enqueue"]))
-parts = [k for k in ("gemm_256_native_pgas_stream", "native_floor", "torch_empty") if k in v]
+parts = [k for k in ("gemm_256_native_pgas_stream", "native_floor", "torch_empty",
+                     "py_eager_test", "py_gemm_checks", "py_out_check", "py_stream") if k in v]
 out.append("parts: " + ", ".join("%s %.1f us" % (k, v[k]) for k in parts))
 print("; ".join(out))')"
   finish

@@ -7,7 +7,8 @@
 - ``pgas.coll.all_reduce`` of 8 bytes, the same ways, and ``pgas.Comm.all_reduce`` on
   symmetric tensors (no staging), on pgas's stream and on torch's;
 - the parts of the GEMM's call (the native call on pgas's own stream, a native call that does
-  nothing, ``torch.empty``), which say where the time goes;
+  nothing, ``torch.empty``, and the Python layer's steps: the eager test, the operands'
+  checks, the ``out=`` check, taking torch's stream), which say where the time goes;
 - the dispatcher's floors: the same allocation as an ATen op (C++ kernel) through
   ``torch.ops``, and as an op with a Python kernel.
 
@@ -27,7 +28,7 @@ import torch
 import pgas
 import pgas.coll
 import pgas.gemm
-from pgas import _pgas
+from pgas import _pgas, _torch_ops
 
 REPS, WARMUP = 2000, 50
 
@@ -95,6 +96,14 @@ def main():
             ("gemm_256_native_pgas_stream", lambda: _pgas._gemm(
                 c.data_ptr(), a.data_ptr(), a.data_ptr(), 256, 256, 256, False),
              "the native call on pgas's own stream (no stream= check or ordering)"),
+            ("py_eager_test", lambda: _torch_ops._eager((a, a), {}),
+             "the Python layer: whether the call may skip the dispatcher"),
+            ("py_gemm_checks", lambda: _torch_ops._gemm_shape(a, a),
+             "the Python layer: the operands' checks (two tensors)"),
+            ("py_out_check", lambda: _torch_ops._new("gemm", c, (256, 256), torch.bfloat16, a),
+             "the Python layer: the out= tensor's check"),
+            ("py_stream", lambda: _torch_ops._stream(a),
+             "the Python layer: torch's current stream's handle"),
         ]
     # The floors an op on the dispatcher stands on: an ATen op whose kernel is C++ and
     # allocates its output, called as torch.ops calls it, and an op of this process whose

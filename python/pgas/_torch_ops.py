@@ -81,8 +81,11 @@ class _Op:
 
 
 # How many torch dispatch modes are active (FakeTensorMode, make_fx's proxy mode, ...); where a
-# build lacks the call, one, so that every call takes the dispatcher.
+# build lacks the call, one, so that every call takes the dispatcher. The functions an eager
+# call asks are bound here once: each lookup through ``torch.`` costs a module attribute read.
 _DISPATCH_MODES: Callable[[], int] = getattr(torch._C, "_len_torch_dispatch_stack", lambda: 1)
+_COMPILING = torch.compiler.is_compiling
+_GRAD = torch.is_grad_enabled
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
@@ -92,44 +95,47 @@ def _eager(args: Sequence[Any], kwargs: Dict[str, Any]) -> bool:
     dispatcher such a call's results require grad, with an autograd kernel that refuses
     backward). The dispatcher would then call the implementation with the same arguments."""
     # is_compiling first: torch.compile's trace takes it as True and reads no further.
-    if torch.compiler.is_compiling() or _DISPATCH_MODES():
+    if _COMPILING() or _DISPATCH_MODES():
         return False
-    grad = torch.is_grad_enabled()
-    for a in (*args, *kwargs.values()):
-        if isinstance(a, torch.Tensor) and (type(a) not in _PLAIN or (grad and a.requires_grad)):
+    grad = _GRAD()
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        if isinstance(a, Tensor) and (type(a) not in _PLAIN or (grad and a.requires_grad)):
             return False
     return True
 
 
-def _check_out(op: str, name: str, out: Any, shape: Sequence[int], dtype: torch.dtype,
-               like: Tensor) -> None:
-    """Raises ``pgas.ArgumentError`` unless ``out`` can hold a result of ``shape`` and
-    ``dtype``: contiguous, on ``like``'s device."""
-    if (isinstance(out, torch.Tensor) and out.dtype == dtype and tuple(out.shape) == tuple(shape)
-            and out.device == like.device and out.is_contiguous()):
-        return
+def _out_error(op: str, out: Any, shape: Sequence[int], dtype: torch.dtype,
+               device: torch.device) -> Exception:
+    """The error for an ``out`` that cannot hold a result of ``shape``, ``dtype`` on
+    ``device``."""
     got = (f"a{'' if out.is_contiguous() else ' non-contiguous'} {out.dtype} tensor of shape "
-           f"{tuple(out.shape)} on {out.device}" if isinstance(out, torch.Tensor)
+           f"{tuple(out.shape)} on {out.device}" if isinstance(out, Tensor)
            else type(out).__name__)
-    raise _bad(op, f"{name} is {got}; the result is a contiguous {dtype} tensor of shape "
-                   f"{tuple(shape)} on {like.device}")
+    return _bad(op, f"out is {got}; the result is a contiguous {dtype} tensor of shape "
+                    f"{tuple(shape)} on {device}")
 
 
 def _new(op: str, out: Optional[Tensor], shape: Sequence[int], dtype: torch.dtype,
          like: Tensor) -> Tensor:
-    """A result of ``shape`` and ``dtype`` on ``like``'s device: ``out`` when given (checked),
-    else a new tensor."""
+    """A result of ``shape`` and ``dtype`` on ``like``'s device: ``out`` when given (checked:
+    contiguous, on that device, compared by index since a ``device`` is a new object each
+    read), else a new tensor."""
     if out is None:
         return like.new_empty(shape, dtype=dtype)
-    _check_out(op, "out", out, shape, dtype, like)
-    return out
+    if (isinstance(out, Tensor) and out.dtype == dtype and out.shape == tuple(shape)
+            and out.get_device() == like.get_device() and out.is_contiguous()):
+        return out
+    raise _out_error(op, out, shape, dtype, like.device)
 
 
 def _into(op: str, result: Any, out: Any) -> Any:
     """``out=`` on the dispatcher's path: ``result`` (a tensor or a tuple of them) copied into
-    ``out`` (the same structure), which is returned."""
-    if isinstance(result, torch.Tensor):
-        _check_out(op, "out", out, result.shape, result.dtype, result)
+    ``out`` (the same structure), which is returned. Shapes and dtypes are checked (``copy_``
+    would broadcast and convert); where it lives is ``copy_``'s affair."""
+    if isinstance(result, Tensor):
+        if not (isinstance(out, Tensor) and out.dtype == result.dtype
+                and out.shape == result.shape):
+            raise _out_error(op, out, result.shape, result.dtype, result.device)
         return out.copy_(result)
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
         raise _bad(op, f"out is {type(out).__name__}; the op returns {len(result)} tensors, so "
