@@ -223,6 +223,10 @@ def gemm(a: Tensor, bt: Tensor, out: Optional[Tensor] = None) -> Tensor:
     result (M x N) bfloat16 with f32 accumulation. Any M; N a multiple of 64, K of 64 (128
     in FP8); other shapes raise with the rule. ``out``, when given, receives the result (it
     must not overlap ``a`` or ``bt``)."""
+    # With out=, one native call checks the three tensors and launches (``torch_tensor.rs``);
+    # where it declines, the checks below say why.
+    if out is not None and _pgas._gemm_into(a, bt, out):
+        return out
     m, n, k = _gemm_shape(a, bt)
     c = _new("gemm", out, (m, n), _BF16, a)
     _pgas._gemm(c.data_ptr(), a.data_ptr(), bt.data_ptr(), m, n, k, a.dtype == _FP8,

@@ -36,6 +36,7 @@ mod state;
 mod stream;
 mod team;
 mod tensor;
+mod torch_tensor;
 
 use pyo3::prelude::*;
 

@@ -1,5 +1,5 @@
 //! pgas's own library on memory pgas did not allocate: `pgas::gemm`, `pgas::coll` and
-//! `pgas::ops` on tensors of PyTorch's allocator, by address. `pgas/torch.py` checks the torch
+//! `pgas::ops` on tensors of PyTorch's allocator, by address. `pgas/_torch_ops.py` checks the torch
 //! tensors (device, dtype, shape, contiguity), calls these with their `data_ptr()`s on torch's
 //! current stream, and registers each as a torch custom op.
 //!
@@ -31,6 +31,7 @@ use crate::ops::call::{with_stream, Region};
 use crate::ops::collectives::reduce_op_of;
 use crate::state::{finish_gpu, State};
 use crate::stream;
+use crate::torch_tensor::{current_stream, matrix, Elem};
 
 /// `len` elements at a foreign address as the cudarc buffer the runtime's fused ops take. It
 /// never frees the memory: dropping it releases the buffer's handle only (`leak`).
@@ -187,6 +188,40 @@ pub(crate) fn _gemm(
             unsafe { pgas::gemm::gemm_raw(pgas, s, (c, a, bt), (m, n, k), fp8) }.map_err(to_py)
         })
     })
+}
+
+/// `out = a @ bt.T` on torch tensors when all three are what the GEMM takes (contiguous
+/// matrices on one GPU: `a` M x K and `bt` N x K, both bfloat16 or both float8_e4m3fn, `out`
+/// M x N bfloat16, the shape in the kernel's tiles), on torch's current stream: `True`. Else
+/// nothing is done and the answer is `False`, for `pgas.gemm.gemm`'s Python checks to say what
+/// is wrong (`torch_tensor.rs`).
+#[pyfunction]
+pub(crate) fn _gemm_into(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    bt: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<bool> {
+    let (Some(a), Some(b), Some(c)) = (matrix(a), matrix(bt), matrix(out)) else {
+        return Ok(false);
+    };
+    let (m, n, k) = (a.rows, b.rows, a.cols);
+    let takes = a.elem.is_some()
+        && a.elem == b.elem
+        && c.elem == Some(Elem::Bf16)
+        && (a.device, c.device) == (b.device, b.device)
+        && b.cols == k
+        && (c.rows, c.cols) == (m, n)
+        && m > 0
+        && pgas::gemm::shape_error(m, n, k).is_none()
+        && (a.elem == Some(Elem::Bf16) || k % 128 == 0);
+    if !takes {
+        return Ok(false);
+    }
+    let stream = current_stream(py, a.device)?;
+    let fp8 = a.elem == Some(Elem::E4m3);
+    _gemm(py, c.ptr, a.ptr, b.ptr, m, n, k, fp8, Some(&stream))?;
+    Ok(true)
 }
 
 /// The grouped GEMM (`pgas::gemm::gemm_grouped`): `c` (m x n bf16) = each 128-row tile of `a`
@@ -703,6 +738,7 @@ pub(crate) fn _moe_combine(
 /// Adds the library's functions to the module (private: `pgas/torch.py` calls them).
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_gemm, m)?)?;
+    m.add_function(wrap_pyfunction!(_gemm_into, m)?)?;
     m.add_function(wrap_pyfunction!(_gemm_grouped, m)?)?;
     m.add_function(wrap_pyfunction!(_grouped_rows, m)?)?;
     m.add_function(wrap_pyfunction!(_collective, m)?)?;

@@ -20,6 +20,7 @@ import pgas  # noqa: E402
 import pgas.coll  # noqa: E402
 import pgas.gemm  # noqa: E402
 import pgas.ops  # noqa: E402
+from pgas import _pgas  # noqa: E402
 
 CTX = pgas.init()
 ME, N = CTX.my_pe, CTX.n_pes
@@ -198,6 +199,17 @@ def check_out():
     raises(pgas.ArgumentError, lambda: pgas.gemm.gemm(a, bt, out=c[:, :191]),
            "the result is a contiguous torch.bfloat16 tensor of shape (256, 192)")
     raises(TypeError, lambda: pgas.ops.moe_dispatch(a, out=c), "takes no out=")
+    # The GEMM's native path (one call checks and launches) takes these and declines the
+    # rest, which the Python checks then explain.
+    a8, b8 = a.to(torch.float8_e4m3fn), bt.to(torch.float8_e4m3fn)
+    assert _pgas._gemm_into(a8, b8, c), "the native path declined an FP8 GEMM it takes"
+    close(c, a8.float() @ b8.float().T, "gemm fp8 out= (the native path)")
+    assert _pgas._gemm_into(a, bt, c), "the native path declined a bf16 GEMM it takes"
+    close(c, want, "gemm out= (the native path)")
+    for bad in (c[:, :191], c.float(), c[:128], "c"):
+        assert not _pgas._gemm_into(a, bt, bad), "the native path took a wrong out"
+    for x, y in ((a, b8), (a.cpu(), bt), (a[:, :500], bt[:, :500]), (a.T, bt)):
+        assert not _pgas._gemm_into(x, y, c), "the native path took wrong operands"
     x = data((N * 4, 33), 10 + ME, torch.float32)
     total = sum(data((N * 4, 33), 10 + p, torch.float32) for p in range(N))
     y = torch.empty_like(x)
