@@ -6,6 +6,7 @@
 //! | 0 | `errors` | the exceptions |
 //! | 0 | `locks` | the one way the module locks its process-wide mutexes |
 //! | 1 | `dtype`, `stream` | element types, the `stream=` argument |
+//! | 1 | `torch_tensor` | a torch tensor read from Rust (the GEMM's `out=` in one call) |
 //! | 2 | `state` | the process's context, the tensor registry, `init` / `finalize` |
 //! | 3 | `tensor`, `team` | the Python classes over tensors and teams |
 //! | 4 | `ops` | the module's functions |
@@ -23,6 +24,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("locks", 0),
     ("dtype", 1),
     ("stream", 1),
+    ("torch_tensor", 1),
     ("state", 2),
     ("tensor", 3),
     ("team", 3),

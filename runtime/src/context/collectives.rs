@@ -19,7 +19,7 @@ use crate::nvshmem::Nvshmem;
 
 /// A reduction operator. Its discriminant is its code, what a kernel's
 /// `#[comptime] op: ReduceOp` carries (`pgas_codegen`'s `EnumTy::ReduceOp` lists them in this
-/// order; `macros/tests/ui/pass/generic_launchers.rs` checks the two agree).
+/// order; `tools/ui/tests/ui/pass/generic_launchers.rs` checks the two agree).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
     /// `+`
