@@ -492,31 +492,45 @@ if [ "$only" = torch ]; then
       share_end
     fi
   done
-  # The Python layer's cost: the same library calls' host time from Rust and from Python.
-  step "host_ops (Rust calls)" bench.log 120 "$bin/host_ops"
-  rust_figs=$(figures)
-  step "torch_ops (Python calls)" bench.log 120 env PYTHONPATH="$pyhome" python3 "$root/python/benches/torch_ops.py"
-  py_figs=$(figures)
-  verdict "Python call over the Rust call (host time, 1 PE)" "$(printf '%s\n%s\n' "$rust_figs" "$py_figs" | python3 -c '
-import json, sys
-v = {}
+  # The Python layer's cost: the same library calls' host time from Rust and from Python, in
+  # five alternating rounds (a machine's speed moves between minutes; each round's Python
+  # figures are set against the Rust figures of the same round). Every round's figures go to
+  # figures.jsonl; the verdict gives the median over rounds of each difference and its range.
+  rounds=""
+  for round in 1 2 3 4 5; do
+    step "host_ops (Rust calls), round $round" bench.log 120 "$bin/host_ops"
+    rounds="$rounds$(figures | sed "s/^/$round /")
+"
+    step "torch_ops (Python calls), round $round" bench.log 120 env PYTHONPATH="$pyhome" python3 "$root/python/benches/torch_ops.py"
+    rounds="$rounds$(figures | sed "s/^/$round /")
+"
+  done
+  verdict "Python call over the Rust call (host time, 1 PE, median of 5 alternating rounds [range])" "$(echo "$rounds" | python3 -c '
+import json, statistics, sys
+by = {}
 for l in sys.stdin:
     if l.strip():
-        r = json.loads(l)
-        v[r["name"]] = r["value"]
+        rnd, fig = l.split(" ", 1)
+        r = json.loads(fig)
+        by.setdefault(rnd, {})[r["name"]] = r["value"]
+def over(name, rust):
+    d = [v[name] - v[rust] for v in by.values() if name in v and rust in v]
+    return "%+.1f [%+.1f, %+.1f]" % (statistics.median(d), min(d), max(d)) if d else "-"
+def med(name):
+    d = [v[name] for v in by.values() if name in v]
+    return "%.1f" % statistics.median(d) if d else "-"
 out = []
-for op, rust in (("gemm_256", "gemm_256_enqueue"), ("all_reduce_8B", "all_reduce_8B_enqueue")):
-    forms = [(k, op + s) for k, s in (("out=", "_torch_op_out"), ("new", "_torch_op"),
-                                       ("dispatcher", "_dispatcher"), ("native", "_native"))]
-    if rust in v and all(name in v for _, name in forms):
-        out.append("%s: Rust %.1f us; Python %s" % (op, v[rust], ", ".join(
-            "%s %.1f (%+.1f)" % (k, v[name], v[name] - v[rust]) for k, name in forms)))
-if "all_reduce_8B_comm_stream" in v and "all_reduce_8B_enqueue" in v:
-    out.append("Comm.all_reduce (symmetric, stream=) %.1f (%+.1f)" % (
-        v["all_reduce_8B_comm_stream"], v["all_reduce_8B_comm_stream"] - v["all_reduce_8B_enqueue"]))
-parts = [k for k in ("gemm_256_native_pgas_stream", "native_floor", "torch_empty",
-                     "py_eager_test", "py_gemm_checks", "py_out_check", "py_stream") if k in v]
-out.append("parts: " + ", ".join("%s %.1f us" % (k, v[k]) for k in parts))
+for op, rust, forms in (
+        ("gemm_256", "gemm_256_enqueue", (("out=", "_torch_op_out"), ("new", "_torch_op"),
+                                          ("dispatcher", "_dispatcher"), ("native", "_native"))),
+        ("all_reduce_8B", "all_reduce_8B_enqueue", (("Comm stream=", "_comm_stream"),
+                                                    ("out= (staged)", "_torch_op_out"),
+                                                    ("native (staged)", "_native")))):
+    out.append("%s: Rust %s us; Python %s" % (op, med(rust), ", ".join(
+        "%s %s" % (k, over(op + s, rust)) for k, s in forms)))
+parts = ("native_floor", "torch_empty", "py_eager_test", "py_gemm_checks", "py_out_check",
+         "py_stream")
+out.append("parts: " + ", ".join("%s %s us" % (k, med(k)) for k in parts))
 print("; ".join(out))')"
   finish
 fi
