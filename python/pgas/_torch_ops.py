@@ -52,21 +52,29 @@ class _Op:
     ``out=`` (an op with results; a tuple of tensors for several) writes the results into
     tensors the caller holds, of the results' shapes and dtypes, contiguous, on the inputs'
     GPU, in place of new ones, and returns them. Eager, the op writes them directly; traced,
-    the op's results are copied into them."""
+    the op's results are copied into them. ``fast``, where an op has one, is a native function
+    that takes the inputs and ``out``, and checks and launches in one call when the call may
+    skip the dispatcher and the tensors are what it takes (``True``), else does nothing."""
 
-    def __init__(self, schema: str, impl: Callable[..., Any]) -> None:
+    def __init__(self, schema: str, impl: Callable[..., Any],
+                 fast: Optional[Callable[..., bool]] = None) -> None:
         self.name = schema.split("(", 1)[0]
         _LIB.define(schema)
         for key in ("CUDA", "CPU"):
             _LIB.impl(self.name, impl, key)
         self._overload = getattr(torch.ops.pgas, self.name).default
         self._impl = impl
+        self._fast = fast
         self._takes_out = "out" in inspect.signature(impl).parameters
         functools.update_wrapper(self, impl)
 
     def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
         if out is not None and not self._takes_out:
             raise TypeError(f"pgas.{self.name} takes no out=: it returns no tensor")
+        # is_compiling first, as in _eager: torch.compile's trace cannot step into ``fast``.
+        if (out is not None and self._fast is not None and not kwargs and not _COMPILING()
+                and self._fast(*args, out)):
+            return out
         if _eager(args, kwargs):
             if out is None:
                 return self._impl(*args, **kwargs)
@@ -80,28 +88,17 @@ class _Op:
         return fake
 
 
-# How many torch dispatch modes are active (FakeTensorMode, make_fx's proxy mode, ...); where a
-# build lacks the call, one, so that every call takes the dispatcher. The functions an eager
-# call asks are bound here once: each lookup through ``torch.`` costs a module attribute read.
-_DISPATCH_MODES: Callable[[], int] = getattr(torch._C, "_len_torch_dispatch_stack", lambda: 1)
+# Bound once: each lookup through ``torch.`` costs a module attribute read.
 _COMPILING = torch.compiler.is_compiling
-_GRAD = torch.is_grad_enabled
-_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
-def _eager(args: Sequence[Any], kwargs: Dict[str, Any]) -> bool:
-    """Whether a call may skip the dispatcher: no trace (``torch.compile``'s, a dispatch mode's)
-    and only plain tensors, none of which requires grad while grad is on (through the
-    dispatcher such a call's results require grad, with an autograd kernel that refuses
-    backward). The dispatcher would then call the implementation with the same arguments."""
-    # is_compiling first: torch.compile's trace takes it as True and reads no further.
-    if _COMPILING() or _DISPATCH_MODES():
-        return False
-    grad = _GRAD()
-    for a in (*args, *kwargs.values()) if kwargs else args:
-        if isinstance(a, Tensor) and (type(a) not in _PLAIN or (grad and a.requires_grad)):
-            return False
-    return True
+def _eager(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> bool:
+    """Whether a call may skip the dispatcher, which would call the implementation with the
+    same arguments: not traced by ``torch.compile`` (asked first: its trace takes it as True
+    and reads no further) and, by ``_pgas._untraced`` (``python/src/torch_tensor.rs``), no
+    dispatch mode active, only plain tensors, none requiring grad while grad is on."""
+    return not _COMPILING() and _pgas._untraced(args) and (
+        not kwargs or _pgas._untraced(tuple(kwargs.values())))
 
 
 def _out_error(op: str, out: Any, shape: Sequence[int], dtype: torch.dtype,
@@ -143,8 +140,9 @@ def _into(op: str, result: Any, out: Any) -> Any:
     return tuple(_into(op, r, o) for r, o in zip(result, out))
 
 
-def _op(schema: str) -> Callable[[Callable[..., Any]], _Op]:
-    return lambda impl: _Op(schema, impl)
+def _op(schema: str, fast: Optional[Callable[..., bool]] = None
+        ) -> Callable[[Callable[..., Any]], _Op]:
+    return lambda impl: _Op(schema, impl, fast)
 
 
 def _bad(op: str, what: str) -> Exception:
@@ -216,17 +214,13 @@ def _gemm_shape(a: Tensor, bt: Tensor) -> Tuple[int, int, int]:
     return m, n, k
 
 
-@_op("gemm(Tensor a, Tensor bt) -> Tensor")
+@_op("gemm(Tensor a, Tensor bt) -> Tensor", fast=_pgas._gemm_into)
 def gemm(a: Tensor, bt: Tensor, out: Optional[Tensor] = None) -> Tensor:
     """``a @ bt.T`` by ``pgas::gemm``, the Hopper GEMM (sm_90a): ``a`` (M x K) and ``bt``
     (N x K, a linear layer's weight) both bfloat16 or both float8_e4m3fn (unscaled), the
     result (M x N) bfloat16 with f32 accumulation. Any M; N a multiple of 64, K of 64 (128
     in FP8); other shapes raise with the rule. ``out``, when given, receives the result (it
     must not overlap ``a`` or ``bt``)."""
-    # With out=, one native call checks the three tensors and launches (``torch_tensor.rs``);
-    # where it declines, the checks below say why.
-    if out is not None and _pgas._gemm_into(a, bt, out):
-        return out
     m, n, k = _gemm_shape(a, bt)
     c = _new("gemm", out, (m, n), _BF16, a)
     _pgas._gemm(c.data_ptr(), a.data_ptr(), bt.data_ptr(), m, n, k, a.dtype == _FP8,

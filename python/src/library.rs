@@ -24,6 +24,7 @@ use pgas::ops::moe::{LowLatencyMoe, MoeConfig};
 use pgas::ops::{AllGatherMatmul, AllReduceRmsNorm};
 use pgas_runtime::{Pgas, SymTensor, Team};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 use crate::dtype::{self, with_pair, AnyTensor};
 use crate::errors::{misuse, to_py};
@@ -31,7 +32,7 @@ use crate::ops::call::{with_stream, Region};
 use crate::ops::collectives::reduce_op_of;
 use crate::state::{finish_gpu, State};
 use crate::stream;
-use crate::torch_tensor::{current_stream, matrix, Elem};
+use crate::torch_tensor::{_untraced, current_stream, matrix, Elem};
 
 /// `len` elements at a foreign address as the cudarc buffer the runtime's fused ops take. It
 /// never frees the memory: dropping it releases the buffer's handle only (`leak`).
@@ -190,11 +191,11 @@ pub(crate) fn _gemm(
     })
 }
 
-/// `out = a @ bt.T` on torch tensors when all three are what the GEMM takes (contiguous
-/// matrices on one GPU: `a` M x K and `bt` N x K, both bfloat16 or both float8_e4m3fn, `out`
-/// M x N bfloat16, the shape in the kernel's tiles), on torch's current stream: `True`. Else
-/// nothing is done and the answer is `False`, for `pgas.gemm.gemm`'s Python checks to say what
-/// is wrong (`torch_tensor.rs`).
+/// `out = a @ bt.T` on torch tensors when the call may skip the dispatcher (`_untraced`) and
+/// all three are what the GEMM takes (contiguous matrices on one GPU: `a` M x K and `bt` N x K,
+/// both bfloat16 or both float8_e4m3fn, `out` M x N bfloat16, the shape in the kernel's
+/// tiles), on torch's current stream: `True`. Else nothing is done and the answer is `False`,
+/// for `pgas.gemm.gemm`'s Python path to run or to say what is wrong (`torch_tensor.rs`).
 #[pyfunction]
 pub(crate) fn _gemm_into(
     py: Python<'_>,
@@ -202,6 +203,10 @@ pub(crate) fn _gemm_into(
     bt: &Bound<'_, PyAny>,
     out: &Bound<'_, PyAny>,
 ) -> PyResult<bool> {
+    let all = PyTuple::new(py, [a, bt, out])?;
+    if !_untraced(&all)? {
+        return Ok(false);
+    }
     let (Some(a), Some(b), Some(c)) = (matrix(a), matrix(bt), matrix(out)) else {
         return Ok(false);
     };
@@ -739,6 +744,7 @@ pub(crate) fn _moe_combine(
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_gemm, m)?)?;
     m.add_function(wrap_pyfunction!(_gemm_into, m)?)?;
+    m.add_function(wrap_pyfunction!(_untraced, m)?)?;
     m.add_function(wrap_pyfunction!(_gemm_grouped, m)?)?;
     m.add_function(wrap_pyfunction!(_grouped_rows, m)?)?;
     m.add_function(wrap_pyfunction!(_collective, m)?)?;

@@ -1,12 +1,14 @@
-//! torch tensors read from Rust, for the torch ops' fast path: an eager GEMM with `out=`
-//! (`pgas/_torch_ops.py`) is checked and launched in one native call, where the same checks in
-//! Python cost about 3.5 us of attribute reads (`py_*` in `python/benches/torch_ops.py`).
-//! Whatever this does not recognize gives no view; the Python path then checks again and says
-//! what is wrong, so the error messages live there alone.
+//! torch tensors read from Rust: whether a call may skip torch's dispatcher (`_untraced`, the
+//! test behind `pgas/_torch_ops.py`'s eager path), and the GEMM's `out=` form checked and
+//! launched in one native call (`library.rs`'s `_gemm_into`), where the same checks in Python
+//! cost microseconds of attribute reads (`py_*` in `python/benches/torch_ops.py`). Whatever
+//! this does not recognize gives no view; the Python path then checks again and says what is
+//! wrong, so the error messages live there alone.
 
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::PyTuple;
 
 /// The element types of the GEMM's operands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,12 +28,73 @@ pub(crate) struct Matrix {
     pub(crate) cols: usize,
 }
 
-/// `torch.bfloat16` and `torch.float8_e4m3fn`, looked up once (a dtype is one object for the
-/// life of the process, so a tensor's is compared by identity).
-static DTYPES: PyOnceLock<[Py<PyAny>; 2]> = PyOnceLock::new();
+/// What of torch the reads compare with or call, looked up once (a dtype or a type is one
+/// object for the life of the process, so a tensor's is compared by identity).
+struct Torch {
+    tensor: Py<PyAny>,
+    parameter: Py<PyAny>,
+    bf16: Py<PyAny>,
+    e4m3: Py<PyAny>,
+    grad_enabled: Py<PyAny>,
+    /// `torch._C._len_torch_dispatch_stack`: active dispatch modes (FakeTensorMode, make_fx's).
+    dispatch_modes: Py<PyAny>,
+    /// `torch._C._cuda_getCurrentRawStream`.
+    raw_stream: Py<PyAny>,
+}
 
-/// `torch._C._cuda_getCurrentRawStream`, looked up once.
-static RAW_STREAM: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static TORCH: PyOnceLock<Torch> = PyOnceLock::new();
+
+fn torch(py: Python<'_>) -> PyResult<&Torch> {
+    TORCH.get_or_try_init(py, || {
+        let torch = py.import("torch")?;
+        let c = torch.getattr("_C")?;
+        Ok(Torch {
+            tensor: torch.getattr("Tensor")?.unbind(),
+            parameter: torch.getattr("nn")?.getattr("Parameter")?.unbind(),
+            bf16: torch.getattr("bfloat16")?.unbind(),
+            e4m3: torch.getattr("float8_e4m3fn")?.unbind(),
+            grad_enabled: torch.getattr("is_grad_enabled")?.unbind(),
+            dispatch_modes: c.getattr("_len_torch_dispatch_stack")?.unbind(),
+            raw_stream: c.getattr("_cuda_getCurrentRawStream")?.unbind(),
+        })
+    })
+}
+
+/// Whether a call on `args` may skip torch's dispatcher, which would only call the op's
+/// implementation back: no dispatch mode is active, and every tensor of `args` is a plain
+/// `torch.Tensor` or `torch.nn.Parameter` (no subclass such as a FakeTensor), none requiring
+/// grad while grad is on (through the dispatcher such a call's results require grad, with an
+/// autograd kernel that refuses backward). `torch.compile`'s trace is the caller's test: it
+/// cannot step into a native function.
+#[pyfunction]
+pub(crate) fn _untraced(args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+    let py = args.py();
+    let t = torch(py)?;
+    if t.dispatch_modes.bind(py).call0()?.is_truthy()? {
+        return Ok(false);
+    }
+    let (tensor, parameter) = (t.tensor.bind(py), t.parameter.bind(py));
+    let mut grad = None;
+    for a in args.iter() {
+        if !a.is_instance(tensor)? {
+            continue;
+        }
+        let ty = a.get_type();
+        if !(ty.is(tensor) || ty.is(parameter)) {
+            return Ok(false);
+        }
+        if a.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
+            let on = match grad {
+                Some(on) => on,
+                None => *grad.insert(t.grad_enabled.bind(py).call0()?.is_truthy()?),
+            };
+            if on {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
 
 /// `t` as a [`Matrix`], or `None` when it is not a contiguous 2-dimensional CUDA tensor (or not
 /// a tensor at all: any failed read).
@@ -53,16 +116,8 @@ pub(crate) fn matrix(t: &Bound<'_, PyAny>) -> Option<Matrix> {
         .extract()
         .ok()?;
     let dtype = t.getattr(intern!(py, "dtype")).ok()?;
-    let [bf16, e4m3] = DTYPES
-        .get_or_try_init(py, || -> PyResult<_> {
-            let torch = py.import("torch")?;
-            Ok([
-                torch.getattr("bfloat16")?.unbind(),
-                torch.getattr("float8_e4m3fn")?.unbind(),
-            ])
-        })
-        .ok()?;
-    let elem = [(bf16, Elem::Bf16), (e4m3, Elem::E4m3)]
+    let torch = torch(py).ok()?;
+    let elem = [(&torch.bf16, Elem::Bf16), (&torch.e4m3, Elem::E4m3)]
         .into_iter()
         .find_map(|(d, e)| dtype.is(d).then_some(e));
     let ptr = t
@@ -81,14 +136,5 @@ pub(crate) fn matrix(t: &Bound<'_, PyAny>) -> Option<Matrix> {
 
 /// torch's current stream on CUDA device `device`, as its raw handle (what `stream=` takes).
 pub(crate) fn current_stream(py: Python<'_>, device: i64) -> PyResult<Bound<'_, PyAny>> {
-    RAW_STREAM
-        .get_or_try_init(py, || -> PyResult<_> {
-            Ok(py
-                .import("torch")?
-                .getattr("_C")?
-                .getattr("_cuda_getCurrentRawStream")?
-                .unbind())
-        })?
-        .bind(py)
-        .call1((device,))
+    torch(py)?.raw_stream.bind(py).call1((device,))
 }

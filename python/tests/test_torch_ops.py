@@ -210,6 +210,15 @@ def check_out():
         assert not _pgas._gemm_into(a, bt, bad), "the native path took a wrong out"
     for x, y in ((a, b8), (a.cpu(), bt), (a[:, :500], bt[:, :500]), (a.T, bt)):
         assert not _pgas._gemm_into(x, y, c), "the native path took wrong operands"
+    # What may skip the dispatcher: not an input that requires grad while grad is on, nor
+    # anything under a dispatch mode.
+    w = bt.clone().requires_grad_()
+    assert not _pgas._untraced((a, w)) and not _pgas._gemm_into(a, w, c)
+    with torch.no_grad():
+        assert _pgas._untraced((a, w, 3, "x")), "no grad: a call on w may skip the dispatcher"
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        assert not _pgas._untraced((a,)), "a dispatch mode is active: the dispatcher must run"
     x = data((N * 4, 33), 10 + ME, torch.float32)
     total = sum(data((N * 4, 33), 10 + p, torch.float32) for p in range(N))
     y = torch.empty_like(x)
