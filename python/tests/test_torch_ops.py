@@ -200,7 +200,11 @@ def check_out():
            "the result is a contiguous torch.bfloat16 tensor of shape (256, 192)")
     raises(TypeError, lambda: pgas.ops.moe_dispatch(a, out=c), "takes no out=")
     # The GEMM's native path (one call checks and launches) takes these and declines the
-    # rest, which the Python checks then explain.
+    # rest, which the Python checks then explain. c requires grad since the call through the
+    # dispatcher above wrote a result that requires grad into it; a call writing into it
+    # then takes the dispatcher (below), so the native path's checks write into a copy.
+    assert c.requires_grad and not _pgas._gemm_into(a, bt, c)
+    c = c.detach()
     a8, b8 = a.to(torch.float8_e4m3fn), bt.to(torch.float8_e4m3fn)
     assert _pgas._gemm_into(a8, b8, c), "the native path declined an FP8 GEMM it takes"
     close(c, a8.float() @ b8.float().T, "gemm fp8 out= (the native path)")
