@@ -1,27 +1,11 @@
 //! `stream=`: a PyTorch, CuPy or cuda.core stream (or anything that speaks the CUDA stream
 //! protocol) as a raw `CUstream` checked to belong to this PE's device, and the call that puts a
-//! pgas operation into that stream.
-//!
-//! An operation given `stream=s` is issued on `s` itself, through the runtime's `_on(stream)`
-//! form (`put_on`, `quiet_on`, `reduce_scatter_on`, ...): NVSHMEM's on-stream call sees `s`, as
-//! NVSHMEM4Py's `stream=` does. Two events keep it in order with pgas's own stream, as before the
-//! runtime had `_on` forms: `s` first waits for the work queued on pgas's stream (a `put` without
-//! `stream=` issued earlier; skipped when that stream has nothing left to run, and not even asked
-//! when nothing reached it since a call on `s` asked), and pgas's stream then waits for `s` (so
-//! `to_list()` and later calls without `stream=` see the operation). That second wait is owed,
-//! not queued at once ([`settle`]): the event is recorded on `s` when the call returns (while
-//! `s` surely lives: the caller holds it), and pgas's stream waits for it when something next
-//! reaches pgas's stream (the runtime handle, a tensor) outside a call on `s` itself. A program
-//! that calls with one `stream=` after another so makes two driver calls a call fewer (no query
-//! of pgas's stream, no wait queued on it), and reads the stream object's handle once
-//! ([`handle`]). (Recording the event only when the wait is paid saved about 0.3 us more a
-//! call on an H200, but it records on `s` after the call, when `s` may have been destroyed: not
-//! done, `docs/python.md`.)
-//! Neither blocks the host, and neither do the calls that wait on the host without `stream=`
-//! (`quiet`, the barriers, `signal_wait`) when given one: as in NVSHMEM4Py, they are queued on
-//! `s`, and the host waits when it synchronizes `s`.
-//! Every Python call that takes `stream=` has an `_on` form in the runtime; the ones without one
-//! (`fence`, `signal_fetch`, the atomics) take no `stream=`.
+//! pgas operation into that stream: issued on `s` itself through the runtime's `_on(stream)`
+//! form, kept in order with pgas's own stream by two events, of which the second is owed
+//! ([`settle`]) and the stream object's handle read once ([`handle`]). `docs/python.md`,
+//! "`stream=`", has the protocol and why each wait is where it is. Every Python call that
+//! takes `stream=` has an `_on` form in the runtime; the ones without one (`fence`,
+//! `signal_fetch`, the atomics) take no `stream=`.
 
 use std::cell::Cell;
 use std::ptr;
