@@ -158,9 +158,10 @@ if ! wait "$py_pid"; then
 fi
 py_pid=
 "$pytmp/venv/bin/python" -m pip install -q --no-compile --disable-pip-version-check "$wheel"
-# From another folder, so that the installed package is what `import pgas` finds.
+# From another folder, so that the installed package is what `import pgas` finds; with a
+# kernel cache of its own, so that what the tests compile stays out of the user's.
 tests="$PWD/python/tests"
-(cd "$pytmp" && "$pytmp/venv/bin/python" -m pytest -q -p no:cacheprovider "$tests/test_cpu.py" "$tests/test_nvshmem_cpu.py" "$tests/test_kernel_cpu.py" "$tests/test_numba_cpu.py")
+(cd "$pytmp" && PGAS_CACHE_DIR="$pytmp/kernel-cache" "$pytmp/venv/bin/python" -m pytest -q -p no:cacheprovider "$tests/test_cpu.py" "$tests/test_nvshmem_cpu.py" "$tests/test_kernel_cpu.py" "$tests/test_numba_cpu.py")
 allow="$PWD/python/stubtest-allowlist.txt"
 (cd "$pytmp" && "$pytmp/venv/bin/python" -m mypy.stubtest pgas._pgas --allowlist "$allow")
 "$pytmp/venv/bin/python" -m mypy --ignore-missing-imports python/pgas
