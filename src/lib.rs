@@ -40,7 +40,7 @@ mod debug;
 pub mod gemm;
 pub mod ops;
 
-pub use pgas_macros::{pgas_device, pgas_kernel};
+pub use pgas_macros::{pgas_device, pgas_kernel, pgas_params};
 pub use pgas_runtime::*;
 
 /// Half-precision scalar types usable as kernel parameters (`__half` / `__nv_bfloat16`).
@@ -53,7 +53,7 @@ pub use cudarc;
 
 /// Everything a kernel file or a host program usually needs.
 pub mod prelude {
-    pub use crate::{bf16, f16, pgas_device, pgas_kernel};
+    pub use crate::{bf16, f16, pgas_device, pgas_kernel, pgas_params};
     pub use cudarc::driver::CudaSlice;
     pub use pgas_runtime::prelude::*;
 }

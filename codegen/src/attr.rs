@@ -12,27 +12,33 @@ use syn::Ident;
 const MAX_BLOCK_THREADS: u64 = 1024;
 
 /// The arguments of `#[pgas_kernel(...)]`: the user's `max_threads = N` and the internal
-/// `__helpers { ... }` that device-function macros add.
+/// `__helpers { fn ... }` and `__params { struct ... }` that device-function and
+/// parameter-group macros add (`params.rs`).
 #[derive(Default)]
 pub(crate) struct KernelAttr {
     /// `max_threads = N`: the value, and the literal as written (re-emitted through the
     /// device-function macros so a later error still points at the user's token).
     pub max_threads: Option<(u32, syn::LitInt)>,
     pub helpers: Vec<syn::ItemFn>,
+    pub params: Vec<syn::ItemStruct>,
 }
 
 impl KernelAttr {
-    /// The user's arguments as tokens, to hand to a device function's macro.
+    /// The user's arguments and the groups already held, as tokens, to hand to a device
+    /// function's or a group's macro (which adds the helpers itself).
     pub(crate) fn user_args(&self) -> TokenStream {
-        match &self.max_threads {
-            Some((_, lit)) => quote! { max_threads = #lit, },
-            None => TokenStream::new(),
-        }
+        let max = self
+            .max_threads
+            .as_ref()
+            .map(|(_, lit)| quote! { max_threads = #lit, });
+        let params = &self.params;
+        let params = (!params.is_empty()).then(|| quote! { __params { #(#params)* }, });
+        quote! { #max #params }
     }
 }
 
-/// Parses `#[pgas_kernel]`'s arguments: `max_threads = N` (1 to 1024) and `__helpers { fn... }`,
-/// comma-separated. Errors point at the offending token.
+/// Parses `#[pgas_kernel]`'s arguments: `max_threads = N` (1 to 1024), `__helpers { fn... }`
+/// and `__params { struct... }`, comma-separated. Errors point at the offending token.
 pub(crate) fn parse_kernel_attr(attr: TokenStream) -> syn::Result<KernelAttr> {
     let parser = |input: ParseStream| -> syn::Result<KernelAttr> {
         let mut out = KernelAttr::default();
@@ -44,6 +50,12 @@ pub(crate) fn parse_kernel_attr(attr: TokenStream) -> syn::Result<KernelAttr> {
                 syn::braced!(content in input);
                 while !content.is_empty() {
                     out.helpers.push(content.parse()?);
+                }
+            } else if key == "__params" {
+                let content;
+                syn::braced!(content in input);
+                while !content.is_empty() {
+                    out.params.push(content.parse()?);
                 }
             } else if key == "max_threads" {
                 if out.max_threads.is_some() {

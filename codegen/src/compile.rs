@@ -96,8 +96,8 @@ impl CompiledKernel {
 }
 
 /// Compile every `#[pgas_kernel]` in a Rust source file, with the `#[pgas_device]` functions
-/// of the same file (inline modules included). `file_name` goes into the `#line` directives
-/// and the checked variant's messages.
+/// and `#[pgas_params]` groups of the same file (inline modules included). `file_name` goes
+/// into the `#line` directives and the checked variant's messages.
 pub fn compile_file(src: &str, file_name: &str) -> Result<Vec<CompiledKernel>, Vec<CodegenError>> {
     let file = syn::parse_file(src).map_err(|e| vec![CodegenError::from(e)])?;
     compile_syn_file(&file, file_name)
@@ -110,14 +110,18 @@ pub fn compile_syn_file(
 ) -> Result<Vec<CompiledKernel>, Vec<CodegenError>> {
     let mut kernels = Vec::new();
     let mut helpers = Vec::new();
-    collect_items(&file.items, &mut kernels, &mut helpers);
+    let mut groups = Vec::new();
+    collect_items(&file.items, &mut kernels, &mut helpers, &mut groups);
     let mut out = Vec::new();
     let mut errors: Vec<CodegenError> = Vec::new();
     let mut seen = HashSet::new();
     for k in kernels {
         let compiled = kernel_max_threads(k)
             .map_err(|e| vec![CodegenError::from(e)])
-            .and_then(|max_threads| compile_instances(k, &helpers, max_threads, file_name));
+            .and_then(|max_threads| {
+                let k = crate::params::flatten(k, &groups)?;
+                compile_instances(&k, &helpers, max_threads, file_name)
+            });
         match compiled {
             Ok(c) => out.extend(c.into_iter().map(|(_, k)| k)),
             Err(es) => {
@@ -136,20 +140,21 @@ pub fn compile_syn_file(
     }
 }
 
-fn attr<'a>(f: &'a syn::ItemFn, name: &str) -> Option<&'a syn::Attribute> {
-    f.attrs
+/// The attribute `name` (by its last path segment) among `attrs`.
+fn attr<'a>(attrs: &'a [syn::Attribute], name: &str) -> Option<&'a syn::Attribute> {
+    attrs
         .iter()
         .find(|a| a.path().segments.last().is_some_and(|s| s.ident == name))
 }
 
-fn has_attr(f: &syn::ItemFn, name: &str) -> bool {
-    attr(f, name).is_some()
+fn has_attr(attrs: &[syn::Attribute], name: &str) -> bool {
+    attr(attrs, name).is_some()
 }
 
 /// The `max_threads` of a kernel's own `#[pgas_kernel(...)]` attribute (what the macro gets as
 /// its arguments).
 fn kernel_max_threads(f: &syn::ItemFn) -> syn::Result<Option<u32>> {
-    let args = match attr(f, "pgas_kernel").map(|a| &a.meta) {
+    let args = match attr(&f.attrs, "pgas_kernel").map(|a| &a.meta) {
         Some(syn::Meta::List(list)) => list.tokens.clone(),
         _ => return Ok(None),
     };
@@ -162,14 +167,16 @@ fn collect_items<'a>(
     items: &'a [syn::Item],
     kernels: &mut Vec<&'a syn::ItemFn>,
     helpers: &mut Vec<syn::ItemFn>,
+    groups: &mut Vec<syn::ItemStruct>,
 ) {
     for item in items {
         match item {
-            syn::Item::Fn(f) if has_attr(f, "pgas_kernel") => kernels.push(f),
-            syn::Item::Fn(f) if has_attr(f, "pgas_device") => helpers.push(f.clone()),
+            syn::Item::Fn(f) if has_attr(&f.attrs, "pgas_kernel") => kernels.push(f),
+            syn::Item::Fn(f) if has_attr(&f.attrs, "pgas_device") => helpers.push(f.clone()),
+            syn::Item::Struct(s) if has_attr(&s.attrs, "pgas_params") => groups.push(s.clone()),
             syn::Item::Mod(m) => {
                 if let Some((_, inner)) = &m.content {
-                    collect_items(inner, kernels, helpers);
+                    collect_items(inner, kernels, helpers, groups);
                 }
             }
             _ => {}

@@ -11,13 +11,15 @@
 //! it already holds, it expands to `__pgas_device_f! { {args} {helpers} kernel }`, which
 //! re-invokes `#[::pgas::pgas_kernel(args __helpers { helpers f })]` on the kernel (`args`: the
 //! user's own arguments, such as `max_threads = N`). This repeats until every callee
-//! (transitively) is present; then the kernel compiles.
+//! (transitively) is present; then the kernel compiles. Parameter groups come the same way
+//! (`params.rs`), and a kernel compiles with each group replaced by its fields.
 
 use crate::attr::parse_kernel_attr;
 use crate::compile::{
     compile_instances, device_errors, CompiledKernel, ParamKind, FILE_PLACEHOLDER,
 };
 use crate::error::{CodegenError, Sp};
+use crate::params::{first_missing_group, flatten};
 use crate::types::Scalar;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
@@ -44,6 +46,20 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let helpers = &attr.helpers;
+    if let Some(missing) = first_missing_group(&item_fn, &attr.params) {
+        // As for a device function below: the group's macro adds it and re-runs this attribute.
+        let mac = format_ident!("__pgas_params_{}", missing, span = missing.span());
+        let args = attr.user_args();
+        return quote! { #mac! { { #args } { #(#helpers)* } #item_fn } };
+    }
+    let item_fn = match flatten(&item_fn, &attr.params) {
+        Ok(f) => f,
+        Err(errors) => {
+            let errs = errors.iter().map(CodegenError::to_compile_error);
+            let module = fallback_module(&item_fn);
+            return quote! { #(#errs)* #module };
+        }
+    };
     if let Some(missing) = first_missing_callee(&item_fn, helpers) {
         // Ask the device function's macro (spanned at the call, so a missing function is
         // reported there) to add itself and re-run this attribute with the user's arguments.

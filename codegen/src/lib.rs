@@ -1,7 +1,7 @@
 //! The pgas kernel compiler: Rust kernel syntax to kernel IR, type check, CUDA C++.
 //!
-//! `#[pgas_kernel]` and `#[pgas_device]` (crate `pgas-macros`) are thin shims over
-//! [`expand_kernel`] and [`expand_device`]. Tests, tools and the runtime use the same compiler
+//! `#[pgas_kernel]`, `#[pgas_device]` and `#[pgas_params]` (crate `pgas-macros`) are thin shims
+//! over [`expand_kernel`], [`expand_device`] and [`expand_params`]. Tests, tools and the runtime use the same compiler
 //! through [`compile_file`] / [`compile_kernel`], and [`specialize`] to turn a generated source
 //! into one compilable specialization.
 //!
@@ -38,6 +38,7 @@ pub mod generic;
 pub mod intrinsics;
 mod ir;
 pub mod nvcall;
+mod params;
 mod parse;
 mod prelude;
 mod specialize;
@@ -51,6 +52,7 @@ pub use compile::{
 pub use docs::intrinsics_markdown;
 pub use error::CodegenError;
 pub use expand::{expand_device, expand_kernel};
+pub use params::expand_params;
 pub use prelude::{Prelude, PRELUDE, PRELUDE_BARRIER, PRELUDE_P2P, SM90A_MARKER};
 pub use specialize::{batch, specialize};
 pub use types::Scalar;

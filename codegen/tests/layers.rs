@@ -5,7 +5,7 @@
 //! | --- | --- | --- |
 //! | 0 | `error`, `types`, `prelude`, `attr`, `template` | errors and spans, the scalar and buffer types, the fixed CUDA text, `#[pgas_kernel]`'s arguments, a row's template filled |
 //! | 1 | `intrinsics` | the one table of intrinsics |
-//! | 2 | `ir`, `nvcall`, `docs`, `specialize`, `generic` | the kernel IR, the NVSHMEM call wrappers, the DSL reference, specializations, generic functions' instances |
+//! | 2 | `ir`, `nvcall`, `docs`, `specialize`, `generic`, `params` | the kernel IR, the NVSHMEM call wrappers, the DSL reference, specializations, generic functions' instances, parameter groups flattened |
 //! | 3 | `parse`, `check` | syntax to IR, the type check |
 //! | 4 | `emit` | IR to CUDA |
 //! | 5 | `compile` | a file or function through the stages |
@@ -25,6 +25,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("docs", 2),
     ("specialize", 2),
     ("generic", 2),
+    ("params", 2),
     ("parse", 3),
     ("check", 3),
     ("emit", 4),

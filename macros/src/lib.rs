@@ -1,4 +1,4 @@
-//! `#[pgas_kernel]` and `#[pgas_device]`: a thin shim; all the work is in `pgas-codegen`.
+//! `#[pgas_kernel]`, `#[pgas_device]` and `#[pgas_params]`: a thin shim; all the work is in `pgas-codegen`.
 
 // Every public item is documented (docs are part of the feature).
 #![deny(missing_docs)]
@@ -17,4 +17,12 @@ pub fn pgas_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn pgas_device(attr: TokenStream, item: TokenStream) -> TokenStream {
     pgas_codegen::expand_device(attr.into(), item.into()).into()
+}
+
+/// A group of kernel parameters that many kernels take together: a kernel takes it as one
+/// destructuring parameter, `Peers { pes, n, me }: Peers`, which stands for the fields in the
+/// struct's order (in the kernel's signature and its launchers). See `docs/dsl.md`.
+#[proc_macro_attribute]
+pub fn pgas_params(attr: TokenStream, item: TokenStream) -> TokenStream {
+    pgas_codegen::expand_params(attr.into(), item.into()).into()
 }

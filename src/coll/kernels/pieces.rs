@@ -9,6 +9,18 @@
 
 use crate::prelude::*;
 
+/// What every collective kernel takes for its handshakes (`enter`, `leave`): the team's PEs in
+/// rank order (`pes[r]`, `n` of them), this PE's rank `me`, the flags the blocks signal and wait
+/// on (`sig`) and each block's count of calls (`epochs`).
+#[pgas_params]
+pub struct Handshake {
+    pes: &SymTensor<i32>,
+    sig: &mut SymTensor<u64>,
+    epochs: &mut SymTensor<u64>,
+    n: u32,
+    me: u32,
+}
+
 /// Entry handshake of this block's next call: signal "entered call `e`" (`2e - 1`) to every
 /// peer and wait for theirs; returns `e`.
 #[pgas_device]

@@ -30,6 +30,9 @@ mod launchers;
 #[path = "ui/pass/max_threads.rs"]
 mod max_threads;
 #[allow(dead_code)]
+#[path = "ui/pass/param_groups.rs"]
+mod param_groups;
+#[allow(dead_code)]
 #[path = "ui/pass/tensor_map_param.rs"]
 mod tensor_map_param;
 
@@ -56,4 +59,9 @@ fn a_generic_kernel_becomes_one_instance_a_type() {
 #[test]
 fn max_threads_reaches_the_spec_and_the_source() {
     max_threads::check();
+}
+
+#[test]
+fn a_parameter_group_stands_for_its_fields() {
+    param_groups::check();
 }
