@@ -64,6 +64,22 @@ def where(source):
     return e.value
 
 
+def test_a_parameter_group_stands_for_its_fields():
+    source = """
+#[pgas_params]
+struct Peers { pes: &SymTensor<i32>, n: u32, me: u32 }
+
+#[pgas_kernel]
+fn pass_on(x: &mut SymTensor<f32>, Peers { me, pes, n }: Peers) {
+    x.peer(pes[((me + 1) % n) as usize])[0] = 1.0;
+}
+"""
+    k = pgas.kernel(source)
+    assert [p for p, _ in k.params] == ["x", "pes", "n", "me"]
+    with pytest.raises(pgas.KernelSourceError, match="missing: me"):
+        pgas.kernel(source.replace("{ me, pes, n }", "{ pes, n }"))
+
+
 def test_a_syntax_error_names_its_line_and_column():
     src = "#[pgas_kernel]\nfn bad(x: &mut SymTensor<f32>) {\n    let i = ;\n}\n"
     e = where(src)
