@@ -110,3 +110,26 @@ fn max_threads_value(value: syn::Expr) -> syn::Result<(u32, syn::LitInt)> {
         )),
     }
 }
+
+/// The item of an attribute that takes no arguments (`#[pgas_device]`, `#[pgas_params]`):
+/// `item` parsed as a `T` (`what` names it in the error), with an error for arguments in
+/// `attr`; or, where `item` is not a `T`, the tokens to expand to (the error and the item).
+pub(crate) fn argless_item<T: syn::parse::Parse>(
+    name: &str,
+    what: &str,
+    attr: &TokenStream,
+    item: TokenStream,
+) -> Result<(T, Option<TokenStream>), TokenStream> {
+    let parsed: T = match syn::parse2(item.clone()) {
+        Ok(t) => t,
+        Err(e) => {
+            let err = syn::Error::new(e.span(), format!("#[{name}] applies to a {what}"))
+                .to_compile_error();
+            return Err(quote! { #err #item });
+        }
+    };
+    let args = (!attr.is_empty()).then(|| {
+        syn::Error::new(attr.span(), format!("#[{name}] takes no arguments")).to_compile_error()
+    });
+    Ok((parsed, args))
+}

@@ -14,7 +14,7 @@
 //! (transitively) is present; then the kernel compiles. Parameter groups come the same way
 //! (`params.rs`), and a kernel compiles with each group replaced by its fields.
 
-use crate::attr::parse_kernel_attr;
+use crate::attr::{argless_item, parse_kernel_attr};
 use crate::compile::{
     compile_instances, device_errors, CompiledKernel, ParamKind, FILE_PLACEHOLDER,
 };
@@ -24,7 +24,6 @@ use crate::types::Scalar;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::HashSet;
-use syn::spanned::Spanned;
 use syn::visit::Visit;
 
 /// Expand `#[pgas_kernel]` (`attr` is the attribute's arguments).
@@ -93,23 +92,15 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Expand `#[pgas_device]`.
 pub fn expand_device(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let f: syn::ItemFn = match syn::parse2(item.clone()) {
-        Ok(f) => f,
-        Err(e) => {
-            let err =
-                syn::Error::new(e.span(), "#[pgas_device] applies to a `fn`").to_compile_error();
-            return quote! { #err #item };
-        }
+    let (f, args_err) = match argless_item::<syn::ItemFn>("pgas_device", "`fn`", &attr, item) {
+        Ok(parsed) => parsed,
+        Err(tokens) => return tokens,
     };
-    let mut errs: Vec<TokenStream> = device_errors(&f)
+    let errs: Vec<TokenStream> = device_errors(&f)
         .iter()
         .map(CodegenError::to_compile_error)
+        .chain(args_err)
         .collect();
-    if !attr.is_empty() {
-        errs.push(
-            syn::Error::new(attr.span(), "#[pgas_device] takes no arguments").to_compile_error(),
-        );
-    }
     let mac = format_ident!("__pgas_device_{}", f.sig.ident);
     let cfgs: Vec<&syn::Attribute> = f
         .attrs

@@ -8,32 +8,25 @@
 //! functions do (`expand.rs`): `#[pgas_params]` expands to a macro, `__pgas_params_Peers!`,
 //! that hands the struct to `#[pgas_kernel]` again as `__params { struct Peers { .. } }`.
 
+use crate::attr::argless_item;
 use crate::error::{CodegenError, Sp};
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
-use syn::spanned::Spanned;
 
 /// Expand `#[pgas_params]` on a struct: the macro that adds the struct to a kernel's
 /// `#[pgas_kernel]` arguments (nothing of it is Rust code: its fields are kernel parameter
 /// types, which the launchers name).
 pub fn expand_params(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let s: syn::ItemStruct = match syn::parse2(item.clone()) {
-        Ok(s) => s,
-        Err(e) => {
-            let err = syn::Error::new(e.span(), "#[pgas_params] applies to a `struct`")
-                .to_compile_error();
-            return quote! { #err #item };
-        }
-    };
-    let mut errs: Vec<TokenStream> = group_errors(&s)
+    let (s, args_err) =
+        match argless_item::<syn::ItemStruct>("pgas_params", "`struct`", &attr, item) {
+            Ok(parsed) => parsed,
+            Err(tokens) => return tokens,
+        };
+    let errs: Vec<TokenStream> = group_errors(&s)
         .iter()
         .map(CodegenError::to_compile_error)
+        .chain(args_err)
         .collect();
-    if !attr.is_empty() {
-        errs.push(
-            syn::Error::new(attr.span(), "#[pgas_params] takes no arguments").to_compile_error(),
-        );
-    }
     let mac = format_ident!("__pgas_params_{}", s.ident);
     quote! {
         #(#errs)*
