@@ -37,3 +37,26 @@ fn a_missing_field_is_an_error_at_the_pattern() {
     );
     assert_eq!((errors[0].line(), errors[0].column()), (5, 37));
 }
+
+/// A field may be a comptime parameter: it stays one where the group stands.
+#[test]
+fn a_field_keeps_its_comptime_attribute() {
+    let src = r#"
+        #[pgas_params]
+        struct Shape { len: u32, #[comptime] lanes: u32 }
+        #[pgas_kernel]
+        fn k(x: &mut SymTensor<f32>, Shape { len, lanes }: Shape) {
+            let i = global_thread_idx();
+            if i < (len * lanes) as usize {
+                x[i] = 0.0;
+            }
+        }
+    "#;
+    let k = &compile_file(src, "k.rs").unwrap()[0];
+    let kinds: Vec<String> = k
+        .params
+        .iter()
+        .map(|p| format!("{} {:?}", p.name, p.kind))
+        .collect();
+    assert_eq!(kinds[1..], ["len Scalar(U32)", "lanes Comptime(U32)"]);
+}
