@@ -60,3 +60,29 @@ fn a_field_keeps_its_comptime_attribute() {
         .collect();
     assert_eq!(kinds[1..], ["len Scalar(U32)", "lanes Comptime(U32)"]);
 }
+
+/// A device function takes no group: the error says so at the pattern.
+#[test]
+fn a_device_function_takes_no_group() {
+    let src = r#"
+        #[pgas_params]
+        struct Peers { n: u32, me: u32 }
+        #[pgas_device]
+        fn next(Peers { n, me }: Peers) -> u32 {
+            (me + 1) % n
+        }
+        #[pgas_kernel]
+        fn k(x: &mut SymTensor<u32>, n: u32, me: u32) {
+            x[0] = next(n, me);
+        }
+    "#;
+    let errors = compile_file(src, "k.rs").unwrap_err();
+    assert!(
+        errors[0]
+            .message
+            .starts_with("a #[pgas_params] group is a kernel's parameter"),
+        "{}",
+        errors[0].message
+    );
+    assert_eq!((errors[0].line(), errors[0].column()), (5, 16));
+}
