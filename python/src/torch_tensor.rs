@@ -36,8 +36,9 @@ struct Torch {
     bf16: Py<PyAny>,
     e4m3: Py<PyAny>,
     grad_enabled: Py<PyAny>,
-    /// `torch._C._len_torch_dispatch_stack`: active dispatch modes (FakeTensorMode, make_fx's).
-    dispatch_modes: Py<PyAny>,
+    /// `torch._C._len_torch_dispatch_stack`: active dispatch modes (FakeTensorMode, make_fx's);
+    /// `None` in a torch without it, where every call takes the dispatcher.
+    dispatch_modes: Option<Py<PyAny>>,
     /// `torch._C._cuda_getCurrentRawStream`.
     raw_stream: Py<PyAny>,
 }
@@ -54,7 +55,10 @@ fn torch(py: Python<'_>) -> PyResult<&Torch> {
             bf16: torch.getattr("bfloat16")?.unbind(),
             e4m3: torch.getattr("float8_e4m3fn")?.unbind(),
             grad_enabled: torch.getattr("is_grad_enabled")?.unbind(),
-            dispatch_modes: c.getattr("_len_torch_dispatch_stack")?.unbind(),
+            dispatch_modes: c
+                .getattr("_len_torch_dispatch_stack")
+                .ok()
+                .map(Bound::unbind),
             raw_stream: c.getattr("_cuda_getCurrentRawStream")?.unbind(),
         })
     })
@@ -70,7 +74,10 @@ fn torch(py: Python<'_>) -> PyResult<&Torch> {
 pub(crate) fn _untraced(args: &Bound<'_, PyTuple>) -> PyResult<bool> {
     let py = args.py();
     let t = torch(py)?;
-    if t.dispatch_modes.bind(py).call0()?.is_truthy()? {
+    let Some(modes) = &t.dispatch_modes else {
+        return Ok(false);
+    };
+    if modes.bind(py).call0()?.is_truthy()? {
         return Ok(false);
     }
     let (tensor, parameter) = (t.tensor.bind(py), t.parameter.bind(py));
