@@ -1,9 +1,9 @@
 //! The pgas kernel compiler: Rust kernel syntax to kernel IR, type check, CUDA C++.
 //!
 //! `#[pgas_kernel]`, `#[pgas_device]` and `#[pgas_params]` (crate `pgas-macros`) are thin shims
-//! over [`expand_kernel`], [`expand_device`] and [`expand_params`]. Tests, tools and the runtime use the same compiler
-//! through [`compile_file`] / [`compile_kernel`], and [`specialize`] to turn a generated source
-//! into one compilable specialization.
+//! over [`expand_kernel`], [`expand_device`] and [`expand_params`]. Tests, tools and the runtime
+//! use the same compiler through [`compile_file`] / [`compile_kernel`], and [`specialize`] to
+//! turn a generated source into one compilable specialization.
 //!
 //! ```
 //! let src = r#"

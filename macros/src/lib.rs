@@ -1,4 +1,5 @@
-//! `#[pgas_kernel]`, `#[pgas_device]` and `#[pgas_params]`: a thin shim; all the work is in `pgas-codegen`.
+//! `#[pgas_kernel]`, `#[pgas_device]` and `#[pgas_params]`: a thin shim; all the work is in
+//! `pgas-codegen`.
 
 // Every public item is documented (docs are part of the feature).
 #![deny(missing_docs)]

@@ -24,7 +24,6 @@ use pgas::ops::moe::{LowLatencyMoe, MoeConfig};
 use pgas::ops::{AllGatherMatmul, AllReduceRmsNorm};
 use pgas_runtime::{Pgas, SymTensor, Team};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 
 use crate::dtype::{self, with_pair, AnyTensor};
 use crate::errors::{misuse, to_py};
@@ -32,7 +31,7 @@ use crate::ops::call::{with_stream, Region};
 use crate::ops::collectives::reduce_op_of;
 use crate::state::{finish_gpu, State};
 use crate::stream;
-use crate::torch_tensor::{_untraced, current_stream, matrix, Elem};
+use crate::torch_tensor::{_untraced, current_stream, matrix, untraced, Elem};
 
 /// `len` elements at a foreign address as the cudarc buffer the runtime's fused ops take. It
 /// never frees the memory: dropping it releases the buffer's handle only (`leak`).
@@ -203,28 +202,25 @@ pub(crate) fn _gemm_into(
     bt: &Bound<'_, PyAny>,
     out: &Bound<'_, PyAny>,
 ) -> PyResult<bool> {
-    let all = PyTuple::new(py, [a, bt, out])?;
-    if !_untraced(&all)? {
+    if !untraced(py, [a.clone(), bt.clone(), out.clone()])? {
         return Ok(false);
     }
     let (Some(a), Some(b), Some(c)) = (matrix(a), matrix(bt), matrix(out)) else {
         return Ok(false);
     };
     let (m, n, k) = (a.rows, b.rows, a.cols);
+    let fp8 = a.elem == Some(Elem::E4m3);
     let takes = a.elem.is_some()
         && a.elem == b.elem
         && c.elem == Some(Elem::Bf16)
         && (a.device, c.device) == (b.device, b.device)
         && b.cols == k
         && (c.rows, c.cols) == (m, n)
-        && m > 0
-        && pgas::gemm::shape_error(m, n, k).is_none()
-        && (a.elem == Some(Elem::Bf16) || k % 128 == 0);
+        && pgas::gemm::raw_shape_error(m, n, k, fp8).is_none();
     if !takes {
         return Ok(false);
     }
     let stream = current_stream(py, a.device)?;
-    let fp8 = a.elem == Some(Elem::E4m3);
     _gemm(py, c.ptr, a.ptr, b.ptr, m, n, k, fp8, Some(&stream))?;
     Ok(true)
 }
@@ -740,7 +736,7 @@ pub(crate) fn _moe_combine(
     })
 }
 
-/// Adds the library's functions to the module (private: `pgas/torch.py` calls them).
+/// Adds the library's functions to the module (private: `pgas/_torch_ops.py` calls them).
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_gemm, m)?)?;
     m.add_function(wrap_pyfunction!(_gemm_into, m)?)?;

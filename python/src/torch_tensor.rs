@@ -72,7 +72,15 @@ fn torch(py: Python<'_>) -> PyResult<&Torch> {
 /// cannot step into a native function.
 #[pyfunction]
 pub(crate) fn _untraced(args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-    let py = args.py();
+    untraced(args.py(), args.iter())
+}
+
+/// [`_untraced`] on any arguments (the GEMM's `out=` call asks it of its three without making
+/// a tuple).
+pub(crate) fn untraced<'py>(
+    py: Python<'py>,
+    args: impl IntoIterator<Item = Bound<'py, PyAny>>,
+) -> PyResult<bool> {
     let t = torch(py)?;
     let Some(modes) = &t.dispatch_modes else {
         return Ok(false);
@@ -82,7 +90,7 @@ pub(crate) fn _untraced(args: &Bound<'_, PyTuple>) -> PyResult<bool> {
     }
     let (tensor, parameter) = (t.tensor.bind(py), t.parameter.bind(py));
     let mut grad = None;
-    for a in args.iter() {
+    for a in args {
         if !a.is_instance(tensor)? {
             continue;
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::CudaStream;
 
 use super::comm::{Algorithm, Comm};
-use crate::{Error, Result};
+use crate::{Error, Pgas, Result};
 
 /// The options of a collective call. An [`Algorithm`] converts into them (on the context's
 /// stream), and [`Algorithm::on`] names a stream too:
@@ -70,6 +70,25 @@ impl Options<'_> {
     }
 }
 
+impl<'s> Options<'s> {
+    /// The stream the call runs on: the one given, or `pgas`'s, cloned into `own` only then, so
+    /// that the returned stream borrows neither `pgas` nor its owner (whose launches take
+    /// `&mut self`).
+    pub(crate) fn stream_or<'a>(
+        self,
+        pgas: &Pgas,
+        own: &'a mut Option<Arc<CudaStream>>,
+    ) -> &'a CudaStream
+    where
+        's: 'a,
+    {
+        match self.stream {
+            Some(stream) => stream,
+            None => own.insert(pgas.stream().clone()),
+        }
+    }
+}
+
 impl Comm {
     /// Runs `call` on the stream of `how` (its own, or the context's) with its algorithm.
     pub(super) fn on_stream<'s, R>(
@@ -78,12 +97,8 @@ impl Comm {
         call: impl FnOnce(&mut Comm, &CudaStream, Algorithm) -> Result<R>,
     ) -> Result<R> {
         let how = how.into();
-        match how.stream {
-            Some(stream) => call(self, stream, how.algorithm),
-            None => {
-                let stream: Arc<CudaStream> = self.pgas.stream().clone();
-                call(self, &stream, how.algorithm)
-            }
-        }
+        let mut own = None;
+        let stream = how.stream_or(&self.pgas, &mut own);
+        call(self, stream, how.algorithm)
     }
 }

@@ -17,7 +17,7 @@ pub(crate) use plan::{
     Words,
 };
 pub use plan::{
-    gemm_bf16, gemm_bf16_with, gemm_fp8, gemm_fp8_with, gemm_raw, shape_error, Chunking,
-    GemmConfig, Operand, STREAM_K,
+    gemm_bf16, gemm_bf16_with, gemm_fp8, gemm_fp8_with, gemm_raw, raw_shape_error, shape_error,
+    Chunking, GemmConfig, Operand, STREAM_K,
 };
 pub(crate) use shape::refuse;

@@ -388,6 +388,15 @@ pub(crate) fn kernel_k(fp8: bool, k: usize) -> crate::Result<usize> {
     }
 }
 
+/// Why [`gemm_raw`] refuses an `m x n x k` GEMM (`k` in values, FP8 ones when `fp8`), or
+/// `None`: what a caller that checks before calling asks (the Python module's `out=` GEMM).
+pub fn raw_shape_error(m: usize, n: usize, k: usize, fp8: bool) -> Option<String> {
+    match kernel_k(fp8, k) {
+        Ok(k) => shape_error(m, n, k),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 /// K in the kernel's columns for an FP8 GEMM of depth `k`: the kernel and its maps count K in
 /// pairs of FP8 values (two bytes, one "bf16" column), so the copy engine moves the same 128-byte
 /// rows. Refuses a `k` that is not whole FP8 tiles.
@@ -840,6 +849,17 @@ pub(crate) fn launch(
 #[cfg(test)]
 mod tests {
     use super::GemmConfig;
+
+    /// What `gemm_raw` refuses: K of FP8 in whole 128-value tiles, bf16's in 64, any M but 0.
+    #[test]
+    fn raw_shape_error_is_gemm_raws_rule() {
+        use super::raw_shape_error;
+        assert!(raw_shape_error(5, 64, 192, false).is_none());
+        assert!(raw_shape_error(5, 64, 192, true).is_some());
+        assert!(raw_shape_error(5, 64, 256, true).is_none());
+        assert!(raw_shape_error(0, 64, 64, false).is_some());
+        assert!(raw_shape_error(5, 96, 64, false).is_some());
+    }
 
     /// (bn, cluster, splits) that `for_shape` picks on an H200's 132 multiprocessors.
     fn picked(m: usize, n: usize, k: usize) -> (u32, u32, u32) {

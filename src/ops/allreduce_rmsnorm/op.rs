@@ -48,17 +48,10 @@ impl AllReduceRmsNorm {
         out: &mut impl SymRegion<bf16>,
         how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
-        let Options { stream, algorithm } = how.into();
-        // The context's stream is cloned only when none is given (as `Comm::on_stream` does):
-        // the call's launches borrow `self` mutably.
-        let own;
-        let stream: &CudaStream = match stream {
-            Some(s) => s,
-            None => {
-                own = self.pgas.stream().clone();
-                &own
-            }
-        };
+        let how: Options<'s> = how.into();
+        let algorithm = how.algorithm;
+        let mut own = None;
+        let stream = how.stream_or(&self.pgas, &mut own);
         let tokens = self.check_call("x", x, &*residual, weight, &*out)?;
         if let Some(mut reduced) = self.off_node.take() {
             // Taken for the call (the norm kernel's launch borrows `self`), then put back.
