@@ -248,6 +248,18 @@ pub enum FragKind {
 }
 
 impl FragKind {
+    /// Every kind.
+    pub const ALL: [FragKind; 3] = [FragKind::A, FragKind::B, FragKind::C];
+
+    /// How a device function's parameter names an array of them: `&mut [FragC<f32>]`.
+    pub fn param_name(self) -> &'static str {
+        match self {
+            FragKind::A => "FragA",
+            FragKind::B => "FragB",
+            FragKind::C => "FragC",
+        }
+    }
+
     /// The declaring intrinsic (`frag_a` ...), also how messages name the kind.
     pub fn decl_name(self) -> &'static str {
         match self {
@@ -313,6 +325,17 @@ pub enum ArrElem {
     Scalar(Scalar),
     Var(u32),
     Vec16(Scalar),
+}
+
+impl ArrElem {
+    /// The C type of an element; `None` while the type is still being inferred.
+    pub fn c_type(self) -> Option<&'static str> {
+        match self {
+            ArrElem::Scalar(s) => Some(s.c_type()),
+            ArrElem::Vec16(_) => Some("uint4"),
+            ArrElem::Var(_) => None,
+        }
+    }
 }
 
 /// A local (register) array `let mut acc = [0f32; 8];` or `let a = [x, y, z];`, of scalars or

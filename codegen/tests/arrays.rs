@@ -186,3 +186,118 @@ fn k(x: &mut CudaSlice<f32>, c: bool) {
     );
     assert!(e.contains("cannot apply `+` to type `[f32; 2]`"), "{e}");
 }
+
+/// A device function borrows its caller's register arrays as slices: the address and the
+/// length go in, the function is always inlined (so the arrays stay in registers), and a loop
+/// over the borrowed array unrolls as over one of its own.
+#[test]
+fn a_device_function_borrows_register_arrays() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_device]
+fn scale(acc: &mut [f32], o: &mut [FragC<f32>], by: &[f32]) {
+    for j in 0..8 {
+        acc[j] *= by[j % 2];
+    }
+    for i in 0..4 {
+        o[i][0] *= by[0];
+    }
+}
+#[pgas_kernel]
+fn k(x: &mut CudaSlice<f32>, #[comptime] n: usize) {
+    let mut acc = [1.0; 8];
+    let by = [2.0f32; n];
+    let mut o = frag_c::<f32, 4>();
+    scale(&mut acc, &mut o, &by);
+    x[0] = acc[7] + o[3][0];
+}
+"#;
+    let k = &compile(src)[0];
+    let plain = &k.plain;
+    assert!(
+        plain.contains("static __device__ __forceinline__ void pgas_fn_scale(float *acc, unsigned long long acc_len, pgas_frag_c *o, unsigned long long o_len, float *by, unsigned long long by_len)"),
+        "{plain}"
+    );
+    // The caller's lengths: a literal, the fragment array's and the comptime one's.
+    assert!(
+        plain.contains("pgas_fn_scale(acc, 8, o, o_len, by, by_len);"),
+        "{plain}"
+    );
+    // `[1.0; 8]` took its element type from the parameter.
+    assert!(plain.contains("float acc[8];"), "{plain}");
+    assert_eq!(plain.matches("#pragma unroll").count(), 4, "{plain}");
+    assert!(
+        k.checked.contains("acc[pgas_check_local_index("),
+        "{}",
+        k.checked
+    );
+}
+
+#[test]
+fn a_borrowed_array_must_match_the_parameter() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_device]
+fn fill(acc: &mut [f32], a: &[FragA<bf16>]) {
+    acc[0] = 0.0;
+}
+#[pgas_kernel]
+fn k(x: &mut CudaSlice<f32>) {
+    let acc = [1.0f32; 8];
+    let mut d = [1.0f64; 8];
+    let mut a = frag_a::<f16, 1>();
+    let mut c = frag_c::<f32, 1>();
+    fill(&mut acc, &a);
+    fill(&mut d, &c);
+    fill(x, &a);
+    x[0] = acc[0] + d[0] as f32;
+}
+"#;
+    let e = errors(src);
+    let borrows = |want: &str, got: &str| {
+        format!("mismatched types: `fill` borrows `{want}`, found `{got}` (a `&mut` slice takes a `let mut` array)")
+    };
+    let frags = |kind: &str, elem: &str| format!("array of {kind} fragment of {elem}s");
+    assert!(e.contains(&borrows("&mut [f32]", "[f32; 8]")), "{e}");
+    assert!(
+        e.contains(&borrows("&[FragA<bf16>]", &frags("A", "f16"))),
+        "{e}"
+    );
+    assert!(e.contains(&borrows("&mut [f32]", "[f64; 8]")), "{e}");
+    assert!(
+        e.contains(&borrows("&[FragA<bf16>]", &frags("C", "f32"))),
+        "{e}"
+    );
+    assert!(
+        e.contains(&borrows("&mut [f32]", "&mut CudaSlice<f32>")),
+        "{e}"
+    );
+}
+
+/// Register arrays are borrowed as slices by device functions only, of scalars or of the
+/// fragments each kind may hold.
+#[test]
+fn register_array_parameters_are_device_slices() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_kernel]
+fn k(x: &mut CudaSlice<f32>, y: &[f32]) {
+    x[0] = y[0];
+}
+#[pgas_device]
+fn bad(a: &mut [FragC<bf16>], v: &[u32; 4]) {}
+"#;
+    let e = errors(src);
+    assert!(
+        e.contains("a kernel's parameters come from the host"),
+        "{e}"
+    );
+    assert!(
+        e.contains("a register array parameter is a slice of a scalar type"),
+        "{e}"
+    );
+    assert!(
+        e.contains("a #[pgas_device] function borrows one as a slice"),
+        "{e}"
+    );
+}

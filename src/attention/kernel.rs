@@ -46,8 +46,7 @@ pub const THREADS: u32 = 384;
 /// under the other's matmuls. `scale_log2` is the softmax scale times `log2(e)`, so each
 /// exponential is `exp2_approx` of one fused multiply-add. `docs/attention.md` says what ptxas
 /// needs for the matmuls to stay asynchronous.
-// Long on purpose: the two roles share the shared-memory rings and their mbarriers, and the
-// accumulators cannot be passed to a device function.
+// Long on purpose: the two roles share the shared-memory rings and their mbarriers.
 #[pgas_kernel(max_threads = 384)]
 pub fn attention_fwd_sm90(
     o: &mut CudaSlice<bf16>,
@@ -302,33 +301,7 @@ pub fn attention_fwd_sm90(
                 // O = alpha O + P V of the previous tile, as a batch of its own after its own
                 // fence, so that no register move of the branch falls inside a batch.
                 wgmma_fence();
-                if fp8 {
-                    // K step kk: keys 32 kk.. (P's fragment kk, bytes 32 kk.. of Vt's rows).
-                    for kk in 0..bw / 32 {
-                        let v = 2 * pv + kk * 32;
-                        if d == 256 {
-                            wgmma_m64n256k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
-                        } else if d == 128 {
-                            wgmma_m64n128k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
-                        } else {
-                            wgmma_m64n64k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
-                        }
-                    }
-                } else {
-                    for kk in 0..bw / 16 {
-                        // K step kk: keys 16 kk.. (P's fragment kk, V's rows 16 kk.., 1024
-                        // elements into each of its boxes).
-                        let v = pv + kk * 1024;
-                        let chunk = (bw * 64) as u32;
-                        if d == 256 {
-                            wgmma_m64n256k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
-                        } else if d == 128 {
-                            wgmma_m64n128k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
-                        } else {
-                            wgmma_m64n64k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
-                        }
-                    }
-                }
+                issue_pv(&mut o_acc, &p, &p8, pv, bw, d, fp8);
                 wgmma_commit();
                 arrive_named(theirs, 256);
                 wgmma_wait(1);
@@ -413,30 +386,7 @@ pub fn attention_fwd_sm90(
             mbarrier_wait(&bars[v_full + last], (((tiles - 1) / s) % 2) as u32);
             sync_named(mine, 256);
             wgmma_fence();
-            if fp8 {
-                for kk in 0..bw / 32 {
-                    let v = 2 * pv + kk * 32;
-                    if d == 256 {
-                        wgmma_m64n256k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
-                    } else if d == 128 {
-                        wgmma_m64n128k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
-                    } else {
-                        wgmma_m64n64k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
-                    }
-                }
-            } else {
-                for kk in 0..bw / 16 {
-                    let v = pv + kk * 1024;
-                    let chunk = (bw * 64) as u32;
-                    if d == 256 {
-                        wgmma_m64n256k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
-                    } else if d == 128 {
-                        wgmma_m64n128k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
-                    } else {
-                        wgmma_m64n64k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
-                    }
-                }
-            }
+            issue_pv(&mut o_acc, &p, &p8, pv, bw, d, fp8);
             wgmma_commit();
             if wg == 1 {
                 arrive_named(theirs, 256);
@@ -468,6 +418,49 @@ pub fn attention_fwd_sm90(
                         masked
                     };
                 }
+            }
+        }
+    }
+}
+
+/// `O += P V` for one tile of `bw` keys, as one batch of `wgmma`s (the caller fences before and
+/// commits after): P in registers, its fragment `kk` for keys `16 kk..` (`p`) or, with `fp8`,
+/// `32 kk..` (`p8`, in `pack_a_k32`'s order); V's tile at element `pv` of the shared memory,
+/// MN-major in boxes of 64 columns `bw * 64` elements apart (row `16 kk` is 1024 elements into
+/// each), or with `fp8` Vt's box at byte `2 pv`, K-major (bytes `32 kk..` of its rows).
+#[pgas_device]
+fn issue_pv(
+    o_acc: &mut [FragC<f32>],
+    p: &[FragA<bf16>],
+    p8: &[FragA<e4m3>],
+    pv: usize,
+    bw: usize,
+    d: u32,
+    fp8: bool,
+) {
+    let smem = dyn_shared::<bf16>();
+    let smem8 = dyn_shared::<e4m3>();
+    if fp8 {
+        for kk in 0..bw / 32 {
+            let v = 2 * pv + kk * 32;
+            if d == 256 {
+                wgmma_m64n256k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
+            } else if d == 128 {
+                wgmma_m64n128k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
+            } else {
+                wgmma_m64n64k32_rs(&mut o_acc[0], &p8[kk], &smem8[v]);
+            }
+        }
+    } else {
+        let chunk = (bw * 64) as u32;
+        for kk in 0..bw / 16 {
+            let v = pv + kk * 1024;
+            if d == 256 {
+                wgmma_m64n256k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
+            } else if d == 128 {
+                wgmma_m64n128k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
+            } else {
+                wgmma_m64n64k16_rs(&mut o_acc[0], &p[kk], &smem[v], chunk);
             }
         }
     }

@@ -10,6 +10,7 @@
 //! - [`multimem`]: the runtime's own multicast write.
 //! - [`attention`]: every specialization `pgas::attention` launches, with ptxas's spill counts.
 
+mod allreduce_rmsnorm;
 mod attention;
 mod coll;
 mod corpus;

@@ -7,7 +7,7 @@ use super::checker::{Checker, Ctx, FnSig};
 use crate::error::Sp;
 use crate::intrinsics::{self, Form, Ret};
 use crate::ir::*;
-use crate::types::{BufKind, Scalar, Ty};
+use crate::types::{ArrElem, ArrayTy, BufKind, Scalar, Ty};
 
 impl Checker<'_> {
     /// Check a call `f(...)` or a method call `x.f(...)`.
@@ -145,12 +145,13 @@ impl Checker<'_> {
             return sig.ret;
         }
         for (a, p) in args.iter_mut().zip(&sig.params) {
-            if self.is_local_array(a) {
+            if self.is_local_array(a) && !matches!(p, Ty::Array(_)) {
                 self.expr(a, None, Ctx::Nested);
-                self.errors.push(a.span, format!("local arrays cannot be passed to a function (`{name}`): they live in the registers of the function that declares them; pass elements `acc[i]` as scalars"));
+                self.errors.push(a.span, format!("`{name}` does not take a local array here: an array is passed whole only to a slice parameter (`acc: &mut [f32]`); pass elements `acc[i]` as scalars"));
                 continue;
             }
             match p {
+                Ty::Array(_) | Ty::FragArray(_) => self.register_arg(name, a, *p),
                 Ty::Buf(want) => {
                     let t = self.expr(a, None, Ctx::Nested);
                     match t {
@@ -184,6 +185,33 @@ impl Checker<'_> {
         sig.ret
     }
 
+    /// An argument for a register array parameter (`&mut [f32]`, `&[FragA<bf16>]`): the
+    /// caller's array itself (`&mut acc`, or a slice parameter of its own), of the element type
+    /// and kind the parameter names, and `let mut` where the parameter is `&mut`.
+    fn register_arg(&mut self, name: &str, a: &mut Expr, want: Ty) {
+        let got = self.expr(a, None, Ctx::Nested);
+        let ok = match (want, self.resolve(got)) {
+            (_, Ty::Error) => true,
+            (Ty::Array(w), Ty::Array(g)) => {
+                let elem_ok = match (w.elem, g.elem) {
+                    (ArrElem::Scalar(ws), ArrElem::Var(v)) => {
+                        self.unify(Ty::Var(v), Ty::Scalar(ws))
+                    }
+                    (we, ge) => we == ge,
+                };
+                elem_ok && (g.mutable || !w.mutable)
+            }
+            (Ty::FragArray(w), Ty::FragArray(g)) => {
+                w.kind == g.kind && w.elem == g.elem && (g.mutable || !w.mutable)
+            }
+            _ => false,
+        };
+        if !ok {
+            let got = self.show(got);
+            self.errors.push(a.span, format!("mismatched types: `{name}` borrows `{}`, found `{got}` (a `&mut` slice takes a `let mut` array)", slice_text(want)));
+        }
+    }
+
     /// Whether `e` names a local array (before it is checked).
     pub(super) fn is_local_array(&self, e: &Expr) -> bool {
         match &e.kind {
@@ -193,4 +221,19 @@ impl Checker<'_> {
             _ => false,
         }
     }
+}
+
+/// How a register array parameter is written: `&mut [f32]`, `&[FragA<bf16>]`.
+fn slice_text(param: Ty) -> String {
+    let (mutable, elem) = match param {
+        Ty::Array(ArrayTy {
+            elem: ArrElem::Scalar(s),
+            mutable,
+            ..
+        }) => (mutable, s.to_string()),
+        Ty::FragArray(f) => (f.mutable, format!("{}<{}>", f.kind.param_name(), f.elem)),
+        other => (false, format!("{other:?}")),
+    };
+    let borrow = if mutable { "&mut " } else { "&" };
+    format!("{borrow}[{elem}]")
 }

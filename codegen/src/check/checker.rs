@@ -122,6 +122,8 @@ pub fn check_fn(
                 ),
             );
         }
+        // A borrowed local array is indexed here: the checked variant's check comes along.
+        c.info.local_arrays |= matches!(p.ty, Ty::Array(_));
         p.c_name = c.declare(&p.name, p.ty, false, true, p.comptime);
     }
     let ret = c.ret;

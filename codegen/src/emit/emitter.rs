@@ -197,6 +197,13 @@ pub(super) enum Target<'a> {
     Var(&'a str),
 }
 
+/// Whether `f` borrows a register array (`&mut [f32]`, `&[FragA<bf16>]`).
+fn register_params(f: &Function) -> bool {
+    f.params
+        .iter()
+        .any(|p| matches!(p.ty, Ty::Array(_) | Ty::FragArray(_)))
+}
+
 pub(super) fn param_list(f: &Function) -> String {
     let mut parts = Vec::new();
     for p in &f.params {
@@ -209,6 +216,18 @@ pub(super) fn param_list(f: &Function) -> String {
                 parts.push(format!("unsigned long long {}_len", p.c_name));
             }
             Ty::Scalar(s) => parts.push(format!("{} {}", s.c_type(), p.c_name)),
+            // A device function's borrow of its caller's registers: the array's address and
+            // length, which inlining (`register_params`) turns back into the caller's registers.
+            Ty::Array(a) => {
+                if let Some(t) = a.elem.c_type() {
+                    parts.push(format!("{t} *{}", p.c_name));
+                    parts.push(format!("unsigned long long {}_len", p.c_name));
+                }
+            }
+            Ty::FragArray(fr) => {
+                parts.push(format!("{} *{}", fr.kind.c_type(), p.c_name));
+                parts.push(format!("unsigned long long {}_len", p.c_name));
+            }
             Ty::Team => parts.push(format!("nvshmem_team_t {}", p.c_name)),
             // A reduction passed on to a device function: its code.
             Ty::Enum(_) => parts.push(format!("int {}", p.c_name)),
@@ -341,8 +360,15 @@ impl Emitter {
             format!("extern \"C\" __global__ void {bounds}PGAS_KERNEL_NAME({params})")
         } else {
             let ret = f.ret.map(|(s, _)| s.c_type()).unwrap_or("void");
+            // A function that borrows register arrays is always inlined: out of line, the
+            // arrays would need addresses, and so local memory instead of registers.
+            let inline = if register_params(f) {
+                "__forceinline__ "
+            } else {
+                ""
+            };
             format!(
-                "static __device__ {ret} {}({params})",
+                "static __device__ {inline}{ret} {}({params})",
                 device_fn_name(&f.name)
             )
         }

@@ -179,10 +179,16 @@ impl Emitter {
                 Callee::Device => {
                     let mut parts = Vec::new();
                     for a in args {
-                        if matches!(a.ty, Ty::Buf(_)) {
+                        if matches!(a.ty, Ty::Buf(_) | Ty::FragArray(_)) {
                             let (p, l) = self.buf(a);
                             parts.push(p);
                             parts.push(l);
+                        } else if let (Ty::Array(arr), ExprKind::Var { c_name, .. }) =
+                            (a.ty, &a.kind)
+                        {
+                            // A borrowed local array: its address and length.
+                            parts.push(c_name.clone());
+                            parts.push(array_len(arr, c_name));
                         } else {
                             parts.push(self.expr(a));
                         }

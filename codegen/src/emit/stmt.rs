@@ -4,7 +4,7 @@ use super::emitter::{c_string, Emitter, Target};
 use super::intrinsic::bare;
 use crate::check::is_simple_value;
 use crate::ir::*;
-use crate::types::{ArrElem, ArrayTy, Scalar, Ty, MAX_LOCAL_ARRAY};
+use crate::types::{ArrayTy, Scalar, Ty, MAX_LOCAL_ARRAY};
 
 impl Emitter {
     pub(super) fn function(&mut self, f: &Function) {
@@ -349,10 +349,8 @@ impl Emitter {
     /// kernel is specialized.
     fn local_array(&mut self, l: &Let, a: ArrayTy) {
         let unused = if l.read { "" } else { "[[maybe_unused]] " };
-        let t = match a.elem {
-            ArrElem::Scalar(s) => s.c_type(),
-            ArrElem::Vec16(_) => "uint4",
-            ArrElem::Var(_) => return,
+        let Some(t) = a.elem.c_type() else {
+            return;
         };
         let c = &l.c_name;
         match l.init.as_ref().map(|i| &i.kind) {

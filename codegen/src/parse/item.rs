@@ -146,7 +146,7 @@ impl Lowerer<'_> {
                 return None;
             }
         };
-        let ty = self.lower_param_type(&pt.ty)?;
+        let ty = self.lower_param_type(&pt.ty, is_kernel)?;
         if comptime {
             match ty {
                 Ty::Scalar(s) if s.is_int() || s == Scalar::Bool => {}

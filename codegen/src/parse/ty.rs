@@ -2,10 +2,19 @@
 
 use super::lowerer::Lowerer;
 use crate::error::Sp;
-use crate::types::{BufKind, BufTy, EnumTy, Scalar, Ty};
+use crate::intrinsics;
+use crate::types::{ArrElem, ArrayTy, BufKind, BufTy, EnumTy, FragKind, FragTy, Scalar, Ty};
 
 /// Why a local array type `[T; N]` cannot be a parameter or a return type.
-pub const LOCAL_ARRAY_ACROSS_CALLS: &str = "local arrays `[T; N]` live in the registers of the function that declares them and cannot be passed to or returned from a function; pass their elements `acc[i]` as scalars, or keep the loop over them in one function";
+pub const LOCAL_ARRAY_ACROSS_CALLS: &str = "local arrays `[T; N]` live in the registers of the function that declares them and are not copied into or out of a function; a #[pgas_device] function borrows one as a slice, `acc: &mut [f32]` (fragments: `&mut [FragC<f32>]`), and the caller passes `&mut acc`";
+
+/// Why a kernel cannot take a register array.
+const KERNEL_SLICE: &str = "a kernel's parameters come from the host, and registers do not; a slice `&[T]` is how a #[pgas_device] function borrows its caller's local or fragment array. A kernel takes host memory as `&CudaSlice<T>` or `&SymTensor<T>`";
+
+/// Whether fragments of `kind` may hold `elem`: the types its declaring intrinsic takes.
+fn holds(kind: FragKind, elem: Scalar) -> bool {
+    intrinsics::free(kind.decl_name()).is_some_and(|row| intrinsics::type_text(row, elem).is_some())
+}
 
 /// Whether `ty` is an array type `[T; N]`, or a reference to one.
 pub fn is_array_type(ty: &syn::Type) -> bool {
@@ -21,8 +30,18 @@ pub fn is_array_type(ty: &syn::Type) -> bool {
 const PARAM_TYPES: &str = "kernel parameters are `&SymTensor<T>`, `&mut SymTensor<T>`, `&CudaSlice<T>`, `&mut CudaSlice<T>`, `&TensorMap<T>`, a scalar type, or `Team`";
 
 impl Lowerer<'_> {
-    /// A parameter's type, or `None` (with an error) where kernels cannot take it.
-    pub fn lower_param_type(&mut self, ty: &syn::Type) -> Option<Ty> {
+    /// A parameter's type, or `None` (with an error) where the function cannot take it: a
+    /// kernel what the host passes, a device function also its caller's register arrays.
+    pub fn lower_param_type(&mut self, ty: &syn::Type, is_kernel: bool) -> Option<Ty> {
+        if let syn::Type::Reference(r) = ty {
+            if let syn::Type::Slice(sl) = &*r.elem {
+                if is_kernel {
+                    self.errors.push(Sp::of(&ty), KERNEL_SLICE);
+                    return None;
+                }
+                return self.register_slice(&sl.elem, r.mutability.is_some());
+            }
+        }
         if is_array_type(ty) {
             self.errors.push(Sp::of(&ty), LOCAL_ARRAY_ACROSS_CALLS);
             return None;
@@ -111,6 +130,49 @@ impl Lowerer<'_> {
                     }
                 }
                 self.errors.push(Sp::of(&ty), PARAM_TYPES);
+                None
+            }
+        }
+    }
+
+    /// A device function's borrow of a register array, `&[T]` / `&mut [T]`: of a scalar `T` a
+    /// local array (`let mut acc = [0f32; 8]`), of `FragA<T>` / `FragB<T>` / `FragC<f32>` a
+    /// fragment array (`frag_a::<T, N>()` ...). Its length is the caller's array's.
+    fn register_slice(&mut self, elem: &syn::Type, mutable: bool) -> Option<Ty> {
+        if let Some(s) = scalar_of_type(elem) {
+            return Some(Ty::Array(ArrayTy {
+                elem: ArrElem::Scalar(s),
+                len: None,
+                mutable,
+            }));
+        }
+        let frag = match elem {
+            syn::Type::Path(tp) if tp.qself.is_none() => tp.path.segments.last().and_then(|seg| {
+                let kind = FragKind::ALL
+                    .into_iter()
+                    .find(|k| seg.ident == k.param_name())?;
+                match &seg.arguments {
+                    syn::PathArguments::AngleBracketed(ab) if ab.args.len() == 1 => {
+                        match &ab.args[0] {
+                            syn::GenericArgument::Type(t) => scalar_of_type(t)
+                                .filter(|s| holds(kind, *s))
+                                .map(|s| (kind, s)),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                }
+            }),
+            _ => None,
+        };
+        match frag {
+            Some((kind, elem)) => Some(Ty::FragArray(FragTy {
+                kind,
+                elem,
+                mutable,
+            })),
+            None => {
+                self.errors.push(Sp::of(&elem), "a register array parameter is a slice of a scalar type (`&mut [f32]`, a local array) or of fragments: `&mut [FragA<T>]` (T bf16, f16, e4m3, e5m2), `&[FragB<T>]` (bf16, f16), `&mut [FragC<f32>]`");
                 None
             }
         }

@@ -3,11 +3,12 @@
 //! (`reducing.rs`) over every element type with the reduction a `#[comptime]` parameter, the
 //! data-movement ones (`moving.rs`) over one unsigned type of each size. The pieces they share
 //! (handshakes, the walks over the 16-byte data path that copy, spread and reduce) are the
-//! generic device functions of `pieces.rs`. The flag protocol and the 16-byte data path are
+//! generic device functions of `pieces.rs`, whose handshakes the fused all-reduce + RMSNorm
+//! kernel shares. The flag protocol and the 16-byte data path are
 //! `docs/coll.md`'s "Synchronization" and "Data path".
 
 mod moving;
-mod pieces;
+pub(crate) mod pieces;
 mod reducing;
 
 pub use moving::*;

@@ -2,50 +2,9 @@
 //! exchanging one (one-shot, two-shot, or none), the low-latency one, and the device functions
 //! they share.
 
+// The handshakes are the collectives' (`enter`, `leave`): the same flags, from a `Comm`.
+use crate::coll::kernels::pieces::*;
 use crate::prelude::*;
-
-/// Block `b`'s half of a handshake: signals `v` to every PE's `sig[b * n + me]` and waits until
-/// every PE's block `b` signalled at least `v` here, then a block barrier. `acquire`: the
-/// waiting thread fences after the wait, before the barrier that hands the peers' stores to the
-/// whole block. Entry into call `e` signals `2e - 1` (and acquires), its leave `2e`.
-#[pgas_device]
-fn meet(pes: &SymTensor<i32>, sig: &mut SymTensor<u64>, n: u32, me: u32, v: u64, acquire: bool) {
-    let blk = block_idx_x() as usize;
-    let t = thread_idx_x() as usize;
-    let nn = n as usize;
-    if t < nn {
-        signal_op(&mut sig[blk * nn + me as usize], v, SignalOp::Set, pes[t]);
-        signal_wait_until(&sig[blk * nn + t], Cmp::Ge, v);
-        if acquire {
-            threadfence_system();
-        }
-    }
-    sync_threads();
-}
-
-/// Block `b`'s leave of call `e`: signals `2e` to every PE and waits for every PE's block `b`,
-/// then counts the call. `after_puts`: the block stored into peers, so a system fence orders
-/// those stores before the signal (release) and the waiting thread fences after the wait
-/// (acquire).
-#[pgas_device]
-fn leave_call(
-    pes: &SymTensor<i32>,
-    sig: &mut SymTensor<u64>,
-    epochs: &mut SymTensor<u64>,
-    n: u32,
-    me: u32,
-    e: u64,
-    after_puts: bool,
-) {
-    if after_puts {
-        threadfence_system();
-    }
-    sync_threads();
-    meet(pes, sig, n, me, 2 * e, after_puts);
-    if thread_idx_x() == 0 {
-        epochs[block_idx_x() as usize] = e;
-    }
-}
 
 /// The block's pass over one row (`hidden` elements from `base`): the sum over the `n` PEs'
 /// `x` (peer loads; this PE's own from local memory) in f32 in rank order, plus the residual,
@@ -244,9 +203,7 @@ pub fn allreduce_add_rmsnorm(
     let exchange = mode != 2;
     let mut e = 0u64;
     if exchange {
-        // Entry into the block's next call.
-        e = epochs[blk] + 1;
-        meet(pes, sig, n, me, 2 * e - 1, true);
+        e = enter(sig, epochs, pes, n, me);
     }
     let chunk = (tt + nn - 1) / nn;
     if two_shot {
@@ -257,7 +214,7 @@ pub fn allreduce_add_rmsnorm(
             reduce_row(x, residual, pes, n, me, n, (lo + j) * h, h);
             j += grid;
         }
-        leave_call(pes, sig, epochs, n, me, e, true);
+        leave(sig, epochs, pes, n, me, e, true);
     }
     // The rows this block normalizes: one-shot (and no exchange) rows `blk, blk + grid, ..`;
     // two-shot rows `q * chunk + blk, q * chunk + blk + grid, ..` of every owner `q`, which
@@ -281,7 +238,7 @@ pub fn allreduce_add_rmsnorm(
         }
     }
     if exchange && !two_shot {
-        leave_call(pes, sig, epochs, n, me, e, false);
+        leave(sig, epochs, pes, n, me, e, false);
     }
 }
 
