@@ -5,8 +5,8 @@ the attention kernel it is the loop over K/V tiles. `docs/attention.md`, "Instru
 these counts.
 
 Usage: sass_loop.py CUBIN [NAME_PART]
-  CUBIN      machine code, e.g. from
-             PGAS_ATTENTION_CUBIN=/tmp/att.cubin cargo test --test nvrtc attention
+  CUBIN      machine code, e.g. /tmp/att/pgas_attention.cubin from
+             PGAS_NVRTC_CUBIN_DIR=/tmp/att cargo test --test nvrtc attention
   NAME_PART  the kernels whose name contains it (default: every kernel), e.g. plain_d128_bn128
 Needs `cuobjdump` on PATH (CUDA toolkit, or `pip install nvidia-cuda-cuobjdump`)."""
 

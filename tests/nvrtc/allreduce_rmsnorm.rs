@@ -42,4 +42,5 @@ fn every_allreduce_rmsnorm_kernel_compiles_without_warnings() {
         )
         .unwrap_or_else(|e| panic!("NVRTC rejected the all-reduce + RMSNorm kernels: {e}"));
     assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
+    crate::keep_cubin("pgas_rmsnorm", &out.cubin);
 }

@@ -54,11 +54,7 @@ fn every_attention_specialization_compiles_without_spills() {
         .compile_with(&program, "pgas_attention", (9, 0), &options)
         .unwrap_or_else(|e| panic!("NVRTC rejected the attention kernels: {e}"));
     assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
-    // PGAS_ATTENTION_CUBIN=FILE keeps the machine code for `scripts/studies/sass_loop.py`, which
-    // counts the instructions of a kernel's main loop (`docs/attention.md`, "Instructions").
-    if let Ok(path) = std::env::var("PGAS_ATTENTION_CUBIN") {
-        std::fs::write(&path, &out.cubin).unwrap_or_else(|e| panic!("{path}: {e}"));
-    }
+    crate::keep_cubin("pgas_attention", &out.cubin);
     let mut bad = Vec::new();
     for (name, variant, what) in &names {
         let (regs, spill) = crate::ptxas_report(&out.log, name);

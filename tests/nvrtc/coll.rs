@@ -104,6 +104,7 @@ fn every_collective_kernel_compiles_inline_without_warnings_or_spills() {
         .unwrap_or_else(|e| panic!("NVRTC rejected the collectives: {e}"));
     // ptxas's `-v` report is `info` lines: `warnings` still counts only real warnings.
     assert_eq!(out.warnings().count(), 0, "inline: warnings:\n{}", out.log);
+    crate::keep_cubin("pgas_coll_inline", &out.cubin);
     assert_all_in(
         "inline",
         &out.cubin,

@@ -183,7 +183,10 @@ fn run(tc: &Toolchain, job: Job) -> (Vec<String>, Vec<Job>) {
             let outcome = match batch(specs[0].prelude.text(), &sources) {
                 None => Err("sources do not start with their prelude".to_owned()),
                 Some(src) => match tc.compile_with(&src, &name, ARCH, &options(tc, &src)) {
-                    Ok(out) if out.warnings().count() == 0 => Ok(()),
+                    Ok(out) if out.warnings().count() == 0 => {
+                        crate::keep_cubin(&name, &out.cubin);
+                        Ok(())
+                    }
                     Ok(out) => Err(format!("{} warning lines", out.warnings().count())),
                     Err(e) => Err(e
                         .to_string()

@@ -60,6 +60,7 @@ fn every_jacobi_form_compiles_without_warnings() {
         .compile_with(&program, "pgas_jacobi", (9, 0), &options)
         .unwrap_or_else(|e| panic!("NVRTC rejected the Jacobi kernels: {e}"));
     assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
+    crate::keep_cubin("pgas_jacobi", &out.cubin);
     let mut bad = Vec::new();
     for (name, variant, what, spec) in &names {
         let (regs, spill) = crate::ptxas_report(&out.log, name);

@@ -9,6 +9,12 @@
 //! - [`moe`], [`jacobi`]: the fused operations whose launches need more than sample values.
 //! - [`multimem`]: the runtime's own multicast write.
 //! - [`attention`]: every specialization `pgas::attention` launches, with ptxas's spill counts.
+//! - [`allreduce_rmsnorm`]: the fused all-reduce + RMSNorm's kernels.
+//!
+//! `PGAS_NVRTC_CUBIN_DIR=DIR` keeps each inline program's machine code as `DIR/<program>.cubin`:
+//! `scripts/studies/sass_same.py` compares two such folders kernel by kernel (a restructuring
+//! that should not change the code, checked without a GPU), `scripts/studies/sass_loop.py`
+//! counts a kernel's main-loop instructions.
 
 mod allreduce_rmsnorm;
 mod attention;
@@ -50,6 +56,17 @@ fn p2p_source(k: &Prewarm<'_>, variant: Variant) -> (String, String) {
         spec.1
     );
     spec
+}
+
+/// Keeps `cubin`, the machine code of program `name`, where `PGAS_NVRTC_CUBIN_DIR` says (see
+/// the module doc).
+fn keep_cubin(name: &str, cubin: &[u8]) {
+    if let Some(dir) = std::env::var_os("PGAS_NVRTC_CUBIN_DIR") {
+        let path = std::path::Path::new(&dir).join(format!("{name}.cubin"));
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&path, cubin))
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
 }
 
 /// ptxas's report for `kernel` in `log`: (registers, bytes of spill stores).

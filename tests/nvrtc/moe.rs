@@ -36,6 +36,7 @@ fn every_moe_kernel_compiles_without_warnings() {
         .compile_with(&program, "pgas_moe", (9, 0), &tc.options((9, 0), &program))
         .unwrap_or_else(|e| panic!("NVRTC rejected the MoE kernels: {e}"));
     assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
+    crate::keep_cubin("pgas_moe", &out.cubin);
     let linked = tc
         .compile_program(None, &program, "pgas_moe_linked", (9, 0))
         .unwrap_or_else(|e| panic!("the link-time compile of the MoE kernels failed: {e}"));
