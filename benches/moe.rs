@@ -45,7 +45,7 @@ use common::{emit, median, show, time_on_stream, BenchResult, Figure};
 use pgas::cudarc::driver::sys as cu;
 use pgas::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use pgas::cudarc::nccl::{result as nccl, sys as nccl_sys};
-use pgas::ops::moe::stand_in::{experts, x_value};
+use pgas::ops::moe::reference::{experts, x_value};
 use pgas::ops::moe::{reference, LowLatencyMoe, MoeConfig, MoeDispatcher};
 use pgas::prelude::*;
 use std::fmt::Write as _;

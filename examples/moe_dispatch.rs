@@ -12,7 +12,7 @@
 //! pgas-run -n 2 -- target/release/examples/moe_dispatch
 //! ```
 
-use pgas::ops::moe::stand_in::{experts, x_value};
+use pgas::ops::moe::reference::{experts, x_value};
 use pgas::ops::moe::{reference, MoeConfig, MoeDispatcher};
 use pgas::prelude::*;
 

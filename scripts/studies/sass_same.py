@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Whether two builds' machine code is the same, kernel by kernel: for a restructuring of kernel
 code that should change nothing (a device function instead of a copy, a shared handshake),
-checked without a GPU. Instructions are compared with their operands, immediates and branch
-targets aside (the checked variants carry line numbers as immediates), and kernels are matched
+checked without a GPU. Instructions are compared with their operands, immediates, branch targets
+and spacing aside (the checked variants carry line numbers as immediates), and kernels are matched
 by name without the source hash (`pgas_k_1a2b3c4d_plain_..`: it changes with the text).
 
 Usage: sass_same.py BEFORE_DIR AFTER_DIR
@@ -20,6 +20,7 @@ from sass_loop import kernels
 
 HASH = re.compile(r"_[0-9a-f]{8}_")
 IMMEDIATE = re.compile(r"0x[0-9a-f]+|-?\d+\.\d+(?:e[-+]\d+)?")
+ENCODING = re.compile(r"/\*.*?\*/")
 
 
 def build(folder):
@@ -27,7 +28,7 @@ def build(folder):
     out = {}
     for cubin in sorted(pathlib.Path(folder).glob("*.cubin")):
         for name, body in kernels(str(cubin)):
-            out[HASH.sub("_", name, count=1)] = [(op, IMMEDIATE.sub("#", rest)) for _, op, rest in body]
+            out[HASH.sub("_", name, count=1)] = [(op, " ".join(IMMEDIATE.sub("#", ENCODING.sub("", rest)).split())) for _, op, rest in body]
     return out
 
 

@@ -39,6 +39,8 @@ const CORPUS_DIRS: &[&str] = &[
     "tests/gpu_suite/kernels",
     "examples",
     "src/ops",
+    "src/ops/halo",
+    "src/ops/jacobi",
     "src/ops/matmul_reduce_scatter",
     "src/gemm",
     "src/attention",

@@ -31,16 +31,15 @@
 //! `new` and `route` are collective and refuse, on every PE, what any PE got wrong.
 
 mod config;
-mod dispatcher;
 pub mod kernels;
-pub mod ll_kernels;
-mod low_latency;
+pub mod low_latency;
+mod op;
+mod plan;
 pub mod reference;
 mod routing;
-pub mod stand_in;
 mod ticket;
 
 pub use config::{MoeConfig, MAX_BLOCKS, MAX_EXPERTS, MAX_TOP_K};
-pub use dispatcher::{prewarm_list, MoeDispatcher};
 pub use low_latency::{ll_prewarm_list, LowLatencyMoe, LL_MAX_TOKENS};
+pub use plan::{prewarm_list, MoeDispatcher};
 pub use routing::{RecvCounts, Routing};

@@ -7,6 +7,7 @@
 
 mod kernels;
 mod op;
+mod plan;
 
 pub use kernels::{ring_combine, ring_stage, ring_unstage};
-pub use op::RingAttention;
+pub use plan::RingAttention;

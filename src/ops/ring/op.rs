@@ -1,155 +1,18 @@
-//! [`RingAttention`]: the plan (two symmetric ring slots, their signal words, the copy stream,
-//! one attention plan per kind of step) and a call.
+//! [`RingAttention::run`]: the ring's steps (a block's attention while the next block travels)
+//! and the merge of their results.
 
-use crate::gemm::refuse;
-use cudarc::driver::sys as cu;
-use cudarc::driver::{CudaEvent, CudaStream};
+use cudarc::driver::CudaStream;
 
 use super::kernels::{ring_combine, ring_stage, ring_unstage};
-use crate::attention::{Attention, AttentionParams};
+use super::plan::{RingAttention, CREDIT, NAME};
+use crate::gemm::refuse;
 use crate::prelude::*;
-use crate::{Cmp, Error, Result, SignalOp, SymTensor, Team};
+use crate::{Cmp, Error, Result, Team};
 
 /// Threads per block of the copy and merge kernels.
 const THREADS: u32 = 256;
 
-/// Signal words of [`RingAttention::sig`]: the arrival in each slot, then the successor's credit.
-const CREDIT: usize = 2;
-
-/// Attention over one sequence split across every PE by a ring (see the [module docs](super)):
-/// made collectively with [`RingAttention::new`], then one [`RingAttention::run`] per call on
-/// every PE.
-///
-/// Each PE holds `tokens` tokens of the sequence (Q and O `[tokens][heads_q][head_dim]`, K and
-/// V `[tokens][heads_kv][head_dim]`, bf16). Without `causal` any split works; with it, PE `r`
-/// holds the zigzag slice [`RingAttention::slice_of`]: chunks `r` and `2P - 1 - r` of the `2P`
-/// chunks of `tokens / 2` tokens, one after the other.
-pub struct RingAttention {
-    params: AttentionParams,
-    tokens: usize,
-    pes: usize,
-    me: usize,
-    /// The step plans: causal, [own block, an earlier PE's, a later PE's]; else [any block].
-    plans: Vec<Attention>,
-    /// Ring slots 0 and 1, each K then V of one block.
-    slots: [SymTensor<bf16>; 2],
-    sig: SymTensor<u64>,
-    /// The credit's payload (a put carries each signal).
-    token: SymTensor<u64>,
-    /// K and V of the block a step computes on, the step's O and LSE, the running O and LSE.
-    kv: [CudaSlice<bf16>; 2],
-    step_o: CudaSlice<bf16>,
-    step_lse: CudaSlice<f32>,
-    acc: CudaSlice<f32>,
-    lse_acc: CudaSlice<f32>,
-    copy: std::sync::Arc<CudaStream>,
-    events: [CudaEvent; 2],
-    /// Calls made: signal values grow with them, so no word is ever reset.
-    calls: u64,
-}
-
-/// The name its refusals give.
-const NAME: &str = "RingAttention";
-
 impl RingAttention {
-    /// The plan for `tokens` tokens a PE (the same on every PE; even when `params.causal`, for
-    /// the two chunks of the zigzag slice). Collective: every PE calls it with the same
-    /// arguments. Refuses what [`Attention`] refuses.
-    pub fn new(pgas: &Pgas, params: AttentionParams, tokens: usize) -> Result<RingAttention> {
-        let (pes, me) = (pgas.n_pes(), pgas.my_pe());
-        if params.causal && !tokens.is_multiple_of(2) {
-            return refuse(
-                NAME,
-                format!(
-                    "{tokens} tokens a PE with causal masking: the zigzag slice is two chunks of \
-                 tokens / 2, so the count must be even"
-                ),
-            );
-        }
-        let (t, c) = (tokens, tokens / 2);
-        let plans = if params.causal {
-            vec![
-                // Own block: chunk r against itself (the diagonal), chunk 2P-1-r against both
-                // (causal, aligned to the end of the range).
-                Attention::with_key_ranges(pgas, params, &[c, c], &[(0, c), (0, t)])?,
-                // An earlier PE's block: both chunks see its first chunk only.
-                Attention::with_key_ranges(
-                    pgas,
-                    AttentionParams {
-                        causal: false,
-                        ..params
-                    },
-                    &[t],
-                    &[(0, c)],
-                )?,
-                // A later PE's block: chunk r sees none of it, chunk 2P-1-r all of it.
-                Attention::with_key_ranges(
-                    pgas,
-                    AttentionParams {
-                        causal: false,
-                        ..params
-                    },
-                    &[c, c],
-                    &[(0, 0), (0, t)],
-                )?,
-            ]
-        } else {
-            vec![Attention::fixed(pgas, params, 1, (t, t))?]
-        };
-        let (hq, hkv, d) = (params.heads_q, params.heads_kv, params.head_dim);
-        let kv_len = t * hkv * d;
-        let stream = pgas.stream();
-        let ctx = pgas.cuda();
-        let event = || {
-            ctx.new_event(Some(cu::CUevent_flags::CU_EVENT_DISABLE_TIMING))
-                .map_err(Error::cuda("creating the ring's events"))
-        };
-        let sig = pgas.alloc::<u64>(3)?;
-        let ring = RingAttention {
-            params,
-            tokens,
-            pes,
-            me,
-            plans,
-            slots: [
-                pgas.alloc::<bf16>((2 * kv_len).max(1))?,
-                pgas.alloc::<bf16>((2 * kv_len).max(1))?,
-            ],
-            sig,
-            token: pgas.alloc::<u64>(1)?,
-            kv: [
-                stream.alloc_zeros::<bf16>(kv_len.max(1))?,
-                stream.alloc_zeros::<bf16>(kv_len.max(1))?,
-            ],
-            step_o: stream.alloc_zeros::<bf16>((t * hq * d).max(1))?,
-            step_lse: stream.alloc_zeros::<f32>((t * hq).max(1))?,
-            acc: stream.alloc_zeros::<f32>((t * hq * d).max(1))?,
-            lse_acc: stream.alloc_zeros::<f32>((t * hq).max(1))?,
-            copy: ctx
-                .new_stream()
-                .map_err(Error::cuda("creating the ring's copy stream"))?,
-            events: [event()?, event()?],
-            calls: 0,
-        };
-        // Every PE's signal words are zeroed before any PE's first call can signal them.
-        pgas.barrier_all()?;
-        Ok(ring)
-    }
-
-    /// The sequence positions of PE `pe`'s tokens, in the order its tensors hold them: with
-    /// causal masking the zigzag slice (chunk `pe`, then chunk `2P - 1 - pe`, each `tokens / 2`
-    /// long), else the contiguous slice `pe`.
-    pub fn slice_of(&self, pe: usize) -> Vec<std::ops::Range<usize>> {
-        let (t, p) = (self.tokens, self.pes);
-        if self.params.causal {
-            let c = t / 2;
-            vec![pe * c..(pe + 1) * c, (2 * p - 1 - pe) * c..(2 * p - pe) * c]
-        } else {
-            let slice = pe * t..(pe + 1) * t;
-            vec![slice]
-        }
-    }
-
     /// `O = softmax(scale Q Kᵀ) V` of this PE's tokens over the whole sequence, on the pgas
     /// stream (the ring's puts on a copy stream of its own). Collective: every PE calls it, in
     /// the same order as its other collectives. Refuses buffers of the wrong size before

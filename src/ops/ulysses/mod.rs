@@ -7,6 +7,7 @@
 
 mod kernels;
 mod op;
+mod plan;
 
 pub use kernels::{ulysses_pack, ulysses_unpack};
-pub use op::UlyssesAttention;
+pub use plan::UlyssesAttention;

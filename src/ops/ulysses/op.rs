@@ -1,84 +1,17 @@
-//! [`UlyssesAttention`]: the plan (its `Comm`, symmetric exchange buffers, the per-PE attention
-//! over the whole sequence) and a call.
+//! [`UlyssesAttention::run`]: the all-to-alls that trade the sequence split for a head split
+//! and back, with the layout kernels around them and the attention between.
 
 use super::kernels::{ulysses_pack, ulysses_unpack};
-use crate::attention::{Attention, AttentionParams};
-use crate::coll::{Algorithm, Comm};
+use super::plan::{UlyssesAttention, NAME};
+use crate::coll::Algorithm;
 use crate::gemm::refuse;
 use crate::prelude::*;
-use crate::{Result, SymTensor, Team};
+use crate::{Result, SymTensor};
 
 /// Threads per block of the layout kernels.
 const THREADS: u32 = 256;
 
-/// Attention over one sequence split across every PE (see the [module docs](super)): made
-/// collectively with [`UlyssesAttention::new`], then one [`UlyssesAttention::run`] per call on
-/// every PE.
-///
-/// PE `p` holds tokens `p * tokens .. (p + 1) * tokens` of the sequence: its Q and O are
-/// `[tokens][heads_q][head_dim]`, its K and V `[tokens][heads_kv][head_dim]` (bf16). `causal`
-/// masks by position in the whole sequence.
-pub struct UlyssesAttention {
-    comm: Comm,
-    params: AttentionParams,
-    tokens: usize,
-    pes: usize,
-    attention: Attention,
-    send: SymTensor<bf16>,
-    recv: SymTensor<bf16>,
-    full: [CudaSlice<bf16>; 4],
-    lse: CudaSlice<f32>,
-}
-
-/// The name its refusals give.
-const NAME: &str = "UlyssesAttention";
-
 impl UlyssesAttention {
-    /// The plan for `tokens` tokens a PE (the same on every PE) with `params` (the heads of the
-    /// whole model layer). Collective: every PE calls it with the same arguments. Refuses head
-    /// counts that the PEs do not divide (each PE takes `heads / P` of the query and of the key
-    /// heads) and what [`Attention`] refuses.
-    pub fn new(pgas: &Pgas, params: AttentionParams, tokens: usize) -> Result<UlyssesAttention> {
-        let pes = pgas.n_pes();
-        if !params.heads_q.is_multiple_of(pes) || !params.heads_kv.is_multiple_of(pes) {
-            return refuse(
-                NAME,
-                format!(
-                    "{} query and {} key heads over {pes} PEs: the all-to-all form gives each PE \
-                 heads / {pes} of both, so both must be multiples of {pes}",
-                    params.heads_q, params.heads_kv
-                ),
-            );
-        }
-        let local = AttentionParams {
-            heads_q: params.heads_q / pes,
-            heads_kv: params.heads_kv / pes,
-            ..params
-        };
-        let total = tokens * pes;
-        let attention = Attention::fixed(pgas, local, 1, (total, total))?;
-        let d = params.head_dim;
-        let (nq, nkv) = (total * local.heads_q * d, total * local.heads_kv * d);
-        let stream = pgas.stream();
-        let full = [
-            stream.alloc_zeros::<bf16>(nq)?,
-            stream.alloc_zeros::<bf16>(nkv)?,
-            stream.alloc_zeros::<bf16>(nkv)?,
-            stream.alloc_zeros::<bf16>(nq)?,
-        ];
-        Ok(UlyssesAttention {
-            comm: Comm::new(pgas, Team::WORLD)?,
-            params,
-            tokens,
-            pes,
-            attention,
-            send: pgas.alloc::<bf16>(nq.max(1))?,
-            recv: pgas.alloc::<bf16>(nq.max(1))?,
-            full,
-            lse: stream.alloc_zeros::<f32>((total * local.heads_q).max(1))?,
-        })
-    }
-
     /// `O = softmax(scale Q Kᵀ) V` of this PE's tokens over the whole sequence, on the pgas
     /// stream. Collective: every PE calls it, in the same order as its other collectives.
     /// Refuses buffers of the wrong size before anything is sent.

@@ -12,7 +12,9 @@ pub const LL_THREADS: u32 = 512;
 /// Words of a low-latency `sync`: the dispatch ticket, the epoch, the combine ticket.
 pub const LL_SYNC_WORDS: usize = 4;
 
-use super::ticket::{__pgas_device_close_epoch, __pgas_device_last_block, __pgas_device_wait_pes};
+use crate::ops::moe::ticket::{
+    __pgas_device_close_epoch, __pgas_device_last_block, __pgas_device_wait_pes,
+};
 use crate::prelude::*;
 
 /// Sends every (token, slot) pair of `idx` (`tokens * k` expert ids, `-1` or out of range:

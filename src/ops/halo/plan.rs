@@ -1,68 +1,12 @@
-//! Halo exchange for a 2-D field split into slabs of rows across the PEs: [`Halo2d`] owns the
-//! symmetric field (two planes, each with a halo row above and below the PE's rows), the
-//! signals the halos arrive with and the flags a persistent kernel chains its blocks with, and
-//! exchanges the halo rows on a stream ([`Halo2d::exchange_on`]) for a user's own stencil kernel.
-//!
-//! ```text
-//! plane p of PE q, at element p * plane_len():     row 0           top halo: the last row of PE q - 1
-//!                                                  rows 1..=rows   PE q's own rows
-//!                                                  row rows + 1    bottom halo: the first row of PE q + 1
-//! ```
-//!
-//! The PEs form a ring (periodic in y; one PE is its own neighbour). Iteration `e` (counted
-//! since [`Halo2d::new`]) reads plane `e % 2` and writes plane `(e + 1) % 2`.
-//!
-//! # The protocol (shared with fused kernels written against it)
-//! Halos arrive with the iteration number as their signal (waits are `>=`, nothing is reset), and
-//! two planes suffice with no barrier: `docs/ops.md`, "The protocol", says how and why.
+//! [`Halo2d`]'s plan: what every PE declared, checked together ([`plan`]), the symmetric field,
+//! signals and flags, and what a kernel written against the protocol reads of them; `op.rs`
+//! has the exchange.
 
-use cudarc::driver::CudaStream;
-
-use crate::prelude::*;
 use crate::{Error, Pgas, Result, SymTensor};
 
 /// Flags a [`Halo2d`] holds for persistent kernels: at most this many blocks (also capped at
 /// the SM count: see [`Halo2d::resident_blocks`]).
 pub const MAX_BLOCKS: usize = 1024;
-
-/// Threads per block of the exchange kernel.
-const EXCHANGE_THREADS: u32 = 256;
-
-/// Sends this PE's first row to the bottom halo of the PE above and its last row to the top
-/// halo of the PE below (block 0 and block 1), each with `value` in the receiver's signal, then
-/// waits until both of this PE's own halos arrived with `value`.
-#[pgas_kernel]
-pub fn halo_rows(
-    field: &mut SymTensor<f32>,
-    sig: &mut SymTensor<u64>,
-    nx: usize,
-    first: usize,
-    last: usize,
-    up_dst: usize,
-    down_dst: usize,
-    value: u64,
-    up: i32,
-    down: i32,
-) {
-    // Block 0 sends up, block 1 down; each then waits for the halo coming the other way
-    // (the receiver's `sig[1]` is for a row from below, `sig[0]` for one from above).
-    let up_block = block_idx_x() == 0;
-    let dst = if up_block { up_dst } else { down_dst };
-    let src = if up_block { first } else { last };
-    let pe = if up_block { up } else { down };
-    let sent = if up_block { 1 } else { 0 };
-    put_signal_nbi_block(
-        &mut field[dst..dst + nx],
-        &field[src..src + nx],
-        &mut sig[sent],
-        value,
-        SignalOp::Set,
-        pe,
-    );
-    if thread_idx_x() == 0 {
-        signal_wait_until(&sig[1 - sent], Cmp::Ge, value);
-    }
-}
 
 /// What every PE declared to [`Halo2d::new`], checked once all of them are known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,7 +112,7 @@ pub(crate) fn plan(all: &[Declared], me: usize, heap: usize) -> Result<Plan> {
 }
 
 /// A 2-D `f32` field split into slabs of rows, one per PE in PE order, with its halo rows and
-/// their signals (see the [module docs](self) for the layout and the protocol).
+/// their signals (see the [module docs](super) for the layout and the protocol).
 ///
 /// Made collectively by [`Halo2d::new`]; then on each PE either
 /// - [`Halo2d::exchange_on`], the user's stencil kernel from plane [`Halo2d::current`] into
@@ -182,15 +126,15 @@ pub(crate) fn plan(all: &[Declared], me: usize, heap: usize) -> Result<Plan> {
 /// graph would replay the same count: run it eagerly. Dropping it frees the symmetric buffers
 /// collectively: synchronize the streams its iterations ran on first, on every PE.
 pub struct Halo2d {
-    pgas: Pgas,
-    plan: Plan,
+    pub(super) pgas: Pgas,
+    pub(super) plan: Plan,
     /// Iterations run since `new` (what the next iteration reads: plane `epoch % 2`).
-    epoch: u64,
+    pub(super) epoch: u64,
     /// Whether any halo was sent: the interior may be written only before.
-    started: bool,
-    field: SymTensor<f32>,
-    sig: SymTensor<u64>,
-    flags: SymTensor<u64>,
+    pub(super) started: bool,
+    pub(super) field: SymTensor<f32>,
+    pub(super) sig: SymTensor<u64>,
+    pub(super) flags: SymTensor<u64>,
 }
 
 crate::debug::debug_fields!(|h: Halo2d| nx: h.plan.nx, rows: h.plan.rows, up: h.plan.up,
@@ -307,82 +251,11 @@ impl Halo2d {
             flags: &mut self.flags,
         }
     }
-
-    /// Writes this PE's rows of the current plane (`rows * nx` values, row-major) on the pgas
-    /// stream, returning when done. Only before the first exchange or iteration: after that the
-    /// neighbours hold halos of the old values (make a new `Halo2d` to start over).
-    pub fn write_interior(&mut self, rows: &[f32]) -> Result<()> {
-        if self.started {
-            return Err(Error::InvalidConfig {
-                name: "Halo2d::write_interior",
-                value: format!("after {} iterations", self.epoch),
-                reason: "the neighbours already received halos of the old field. Fix: write \
-                         the field before the first exchange, or make a new Halo2d"
-                    .to_owned(),
-            });
-        }
-        let n = self.plan.rows * self.plan.nx;
-        if rows.len() != n {
-            return Err(Error::LengthMismatch {
-                what: "the rows given to Halo2d::write_interior (rows * nx)",
-                got: rows.len(),
-                expected: n,
-            });
-        }
-        let start = self.current() + self.plan.nx;
-        self.field.view_mut(start..start + n)?.copy_from(rows)
-    }
-
-    /// This PE's rows of the current plane, read on the pgas stream (synchronize the stream the
-    /// iterations ran on first).
-    pub fn read_interior(&self) -> Result<Vec<f32>> {
-        let start = self.current() + self.plan.nx;
-        self.field
-            .view(start..start + self.plan.rows * self.plan.nx)?
-            .to_vec()
-    }
-
-    /// Enqueues on `stream` the exchange of the current plane's halo rows: this PE's first row
-    /// into the bottom halo of the PE above, its last row into the top halo of the PE below,
-    /// each with a signal, then a wait until both of this PE's halos arrived. The stencil
-    /// launched after it on `stream` reads [`Halo2d::current`] with its halos; then call
-    /// [`Halo2d::advance`]`(1)`. Every PE calls it once per iteration.
-    pub fn exchange_on(&mut self, stream: &CudaStream) -> Result<()> {
-        let (nx, rows, cur) = (self.plan.nx, self.plan.rows, self.current());
-        self.started = true;
-        // SAFETY: every range is within the field: a plane holds (largest rows + 2) * nx
-        // elements and the rows named are at most rows + 1 of the PE that owns them; `up` and
-        // `down` are PEs of the world.
-        unsafe {
-            halo_rows::launch_unchecked_on(
-                &self.pgas,
-                stream,
-                LaunchConfig::blocks(2, EXCHANGE_THREADS),
-                &mut self.field,
-                &mut self.sig,
-                nx,
-                cur + nx,
-                cur + rows * nx,
-                cur + (self.plan.up_rows + 1) * nx,
-                cur,
-                self.epoch + 1,
-                self.plan.up as i32,
-                self.plan.down as i32,
-            )
-        }
-    }
-
-    /// Records that `iters` iterations ran (each wrote [`Halo2d::next`] from
-    /// [`Halo2d::current`], which then swap).
-    pub fn advance(&mut self, iters: u64) {
-        self.epoch += iters;
-        self.started = true;
-    }
 }
 
 /// Every PE's [`Declared`], in PE order (collective).
 fn gather(pgas: &Pgas, mine: Declared) -> Result<Vec<Declared>> {
-    let v = super::agree::gather_words(pgas, &[mine.nx, mine.rows, mine.sms])?;
+    let v = crate::ops::agree::gather_words(pgas, &[mine.nx, mine.rows, mine.sms])?;
     Ok(v.chunks(3)
         .map(|c| Declared {
             nx: c[0],
