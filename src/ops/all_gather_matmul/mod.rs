@@ -32,6 +32,53 @@ mod copies;
 mod op;
 mod plan;
 
-pub use plan::{
-    all_gather_matmul, pieces_error, shape_error, AllGatherMatmul, DEFAULT_PIECES, MAX_PIECES,
-};
+pub use plan::{all_gather_matmul, pieces_error, shape_error, DEFAULT_PIECES, MAX_PIECES};
+
+use self::plan::Fused;
+use crate::ops::cublas::Cublas;
+use crate::{Pgas, SymTensor};
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{CudaEvent, CudaStream};
+use half::bf16;
+use std::sync::Arc;
+
+/// A plan for `C = allgather_rows(A) · Btᵀ` at one shape: the symmetric gathered buffers, the
+/// signal words, a copy stream a peer and a cuBLAS handle (see the module documentation).
+/// Collective: every PE creates it with the same shape and calls [`AllGatherMatmul::run`] the
+/// same number of times.
+pub struct AllGatherMatmul {
+    pgas: Pgas,
+    mp: usize,
+    n: usize,
+    k: usize,
+    /// Double-buffered by call parity.
+    gathered: [SymTensor<bf16>; 2],
+    /// Each buffer's address on every PE (NVLink-mapped), by buffer then PE.
+    peer_ptrs: [Vec<CUdeviceptr>; 2],
+    /// Word `i * P + q` on PE `p` (P PEs, `i` below [`MAX_PIECES`]): the last call whose piece
+    /// `i` of PE `q`'s block PE `q` has put in place for PE `p`. The per-shard paths and a
+    /// whole-shard push use piece 0 only. The words of a piece do not depend on how many pieces
+    /// a call pushes, so a plan may change the count between calls.
+    flags: SymTensor<u64>,
+    /// This PE's word of piece 0 (`me`) on every PE, by PE; piece `i`'s is `8 i P` bytes on.
+    flag_ptrs: Vec<CUdeviceptr>,
+    epoch: u64,
+    /// One copy stream a peer, by distance from `me` (`copies[j - 1]` serves PEs `me ± j`), so
+    /// the peers' shards travel at once, on several copy engines.
+    copies: Vec<Arc<CudaStream>>,
+    /// Recorded on the pgas stream at the start of a call: the copy streams start there.
+    start: CudaEvent,
+    /// Recorded on `copies[j - 1]` after its copies of a call: the pull of PE `me + j`'s block
+    /// (per-shard paths), or the pushes to PE `me - j` (one kernel; also after the first piece,
+    /// which `copies[j]` waits for before its own first piece).
+    landed: Vec<CudaEvent>,
+    blas: Cublas,
+    /// The GEMM as one pgas kernel (`pgas::gemm`, gathering) instead of cuBLAS per shard.
+    fused: Option<Fused>,
+    /// Where a peer is off NVLink: the shard's symmetric copy, which NVSHMEM's `fcollect`
+    /// gathers (its proxy carries what no mapping reaches) before one cuBLAS GEMM.
+    off_node: Option<SymTensor<bf16>>,
+    /// The most PEs on one GPU ([`most_on_one_gpu`]): the one-kernel path is refused above
+    /// [`MAX_SHARING_ONE_KERNEL`].
+    crowd: usize,
+}

@@ -1,11 +1,11 @@
 //! The plan: [`AllGatherMatmul`]'s buffers, streams and events, made collectively (`new`), the
 //! GEMM it runs (`set_gemm`), and the one-call form.
 
+use super::AllGatherMatmul;
 use std::mem::ManuallyDrop;
-use std::sync::Arc;
 
-use cudarc::driver::sys::{self as cu, CUdeviceptr};
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::sys::{self as cu};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use half::bf16;
 
 use crate::gemm::{self, GemmConfig, BK};
@@ -14,48 +14,7 @@ use crate::ops::gemm_path::{
     agree_path, agree_prepared, off_nvlink, start_on_fastest, Fused as Op, GemmPath,
 };
 use crate::ops::peers::{addresses, most_on_one_gpu};
-use crate::{Error, Pgas, Result, SymTensor};
-
-/// A plan for `C = allgather_rows(A) · Btᵀ` at one shape: the symmetric gathered buffers, the
-/// signal words, a copy stream a peer and a cuBLAS handle (see the module documentation).
-/// Collective: every PE creates it with the same shape and calls [`AllGatherMatmul::run`] the
-/// same number of times.
-pub struct AllGatherMatmul {
-    pub(super) pgas: Pgas,
-    pub(super) mp: usize,
-    pub(super) n: usize,
-    pub(super) k: usize,
-    /// Double-buffered by call parity.
-    pub(super) gathered: [SymTensor<bf16>; 2],
-    /// Each buffer's address on every PE (NVLink-mapped), by buffer then PE.
-    pub(super) peer_ptrs: [Vec<CUdeviceptr>; 2],
-    /// Word `i * P + q` on PE `p` (P PEs, `i` below [`MAX_PIECES`]): the last call whose piece
-    /// `i` of PE `q`'s block PE `q` has put in place for PE `p`. The per-shard paths and a
-    /// whole-shard push use piece 0 only. The words of a piece do not depend on how many pieces
-    /// a call pushes, so a plan may change the count between calls.
-    pub(super) flags: SymTensor<u64>,
-    /// This PE's word of piece 0 (`me`) on every PE, by PE; piece `i`'s is `8 i P` bytes on.
-    pub(super) flag_ptrs: Vec<CUdeviceptr>,
-    pub(super) epoch: u64,
-    /// One copy stream a peer, by distance from `me` (`copies[j - 1]` serves PEs `me ± j`), so
-    /// the peers' shards travel at once, on several copy engines.
-    pub(super) copies: Vec<Arc<CudaStream>>,
-    /// Recorded on the pgas stream at the start of a call: the copy streams start there.
-    pub(super) start: CudaEvent,
-    /// Recorded on `copies[j - 1]` after its copies of a call: the pull of PE `me + j`'s block
-    /// (per-shard paths), or the pushes to PE `me - j` (one kernel; also after the first piece,
-    /// which `copies[j]` waits for before its own first piece).
-    pub(super) landed: Vec<CudaEvent>,
-    pub(super) blas: Cublas,
-    /// The GEMM as one pgas kernel (`pgas::gemm`, gathering) instead of cuBLAS per shard.
-    pub(super) fused: Option<Fused>,
-    /// Where a peer is off NVLink: the shard's symmetric copy, which NVSHMEM's `fcollect`
-    /// gathers (its proxy carries what no mapping reaches) before one cuBLAS GEMM.
-    pub(super) off_node: Option<SymTensor<bf16>>,
-    /// The most PEs on one GPU ([`most_on_one_gpu`]): the one-kernel path is refused above
-    /// [`MAX_SHARING_ONE_KERNEL`].
-    pub(super) crowd: usize,
-}
+use crate::{Error, Pgas, Result};
 
 /// The most PEs on one GPU the one-kernel path runs with. With 4 PEs sharing an H200 under CUDA
 /// MPS, the all-gather + GEMM example's one kernel hung with the GPU idle, and with 8 the suite's

@@ -6,9 +6,8 @@ use pgas_runtime::kernel::Variant;
 use pgas_runtime::launch::KernelArgs;
 
 use super::kernels::{allreduce_add_rmsnorm, allreduce_add_rmsnorm_ll};
-use super::plan::{
-    AllReduceRmsNorm, LlScratch, LL_MAX_SHARED_BYTES, LOCAL, ONE_SHOT, THREADS, TWO_SHOT,
-};
+use super::plan::{LlScratch, LL_MAX_SHARED_BYTES, LOCAL, ONE_SHOT, THREADS, TWO_SHOT};
+use super::AllReduceRmsNorm;
 use crate::coll::{Algorithm, Options};
 use crate::prelude::*;
 use crate::{Error, Result, SymRegion, SymTensor, Team};

@@ -1,6 +1,7 @@
 //! [`AllReduceRmsNorm`]: the plan (its `Comm`, sizes and low-latency scratch), the choice of
 //! algorithm and the kernels' prewarm; `op.rs` has the calls.
 
+use super::AllReduceRmsNorm;
 use pgas_runtime::kernel::Variant;
 use pgas_runtime::launch::Prewarm;
 
@@ -63,60 +64,6 @@ pub(super) const ONE_SHOT: i128 = 0;
 pub(super) const TWO_SHOT: i128 = 1;
 /// No exchange: the residual add and RMSNorm of an input that is already reduced.
 pub(super) const LOCAL: i128 = 2;
-
-/// All-reduce + residual add + RMSNorm over every PE, fused into one kernel (see the
-/// [module docs](super)): made collectively with [`AllReduceRmsNorm::new`], then one
-/// [`AllReduceRmsNorm::run`] per layer step on every PE.
-///
-/// ```no_run
-/// use pgas::coll::Algorithm;
-/// use pgas::ops::AllReduceRmsNorm;
-/// use pgas::prelude::*;
-///
-/// # fn main() -> pgas::Result<()> {
-/// let pgas = pgas::init()?;
-/// let (hidden, tokens) = (8192, 4);
-/// let mut op = AllReduceRmsNorm::new(&pgas, hidden, 4096, 1e-5)?; // collective
-/// let x = pgas.alloc::<bf16>(tokens * hidden)?; // this PE's partial sums
-/// let mut residual = pgas.alloc::<bf16>(tokens * hidden)?; // the same on every PE
-/// let weight = pgas.alloc::<bf16>(hidden)?;
-/// let mut out = pgas.alloc::<bf16>(tokens * hidden)?;
-/// op.run(&x, &mut residual, &weight, &mut out, Algorithm::Auto)?; // residual += sum(x); out = norm
-/// # Ok(())
-/// # }
-/// ```
-///
-/// Every buffer is symmetric (peers load `x` and, two-shot, store into `residual`), 16-byte
-/// aligned, `tokens * hidden` elements (`weight`: `hidden`), and the four are apart. Every PE
-/// makes the same calls with the same token counts, in the same order (as with NCCL). Calls are
-/// ordered on the host by `&mut self`; run them on one stream at a time. Capturable into a CUDA
-/// graph once the kernels are compiled ([`AllReduceRmsNorm::prewarm`] or a first eager call):
-/// the call counters live in device memory.
-pub struct AllReduceRmsNorm {
-    pub(super) pgas: Pgas,
-    pub(super) comm: Comm,
-    pub(super) hidden: usize,
-    pub(super) max_tokens: usize,
-    pub(super) eps: f32,
-    /// PEs of the world team.
-    pub(super) n: usize,
-    /// Blocks a fused call may launch: the fewest SMs of any PE, at most
-    /// [`crate::coll::MAX_BLOCKS`] (blocks wait for their namesakes on the other PEs).
-    pub(super) max_blocks: usize,
-    /// The low-latency form's LL scratch (`ll_blocks` regions of `ll_region` words), where
-    /// `n * hidden * 2 <= LL_MAX_SHARED_BYTES`, and its groups' barrier words (`ll_blocks`)
-    /// and partial sums of squares (`2 * ll_blocks`; see [`allreduce_add_rmsnorm_ll`]).
-    pub(super) ll_scratch: Option<LlScratch>,
-    pub(super) ll_region: usize,
-    pub(super) ll_blocks: usize,
-    /// Where some peer is not load/store reachable (off NVLink, another node, or
-    /// `PGAS_PEER_ACCESS`): the all-reduced rows, which `pgas::coll`'s all-reduce (NVSHMEM's or
-    /// the hierarchical one) writes before the norm kernel reads them. `None` on NVLink.
-    pub(super) off_node: Option<SymTensor<bf16>>,
-}
-
-crate::debug::debug_fields!(|s: AllReduceRmsNorm| hidden: s.hidden, max_tokens: s.max_tokens,
-    eps: s.eps, n_pes: s.n);
 
 /// Why `(hidden, max_tokens, eps)` cannot make an [`AllReduceRmsNorm`], with the fix, or `None`.
 fn config_error(hidden: usize, max_tokens: usize, eps: f32) -> Option<String> {

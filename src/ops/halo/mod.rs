@@ -21,4 +21,36 @@ mod op;
 mod plan;
 
 pub use kernels::halo_rows;
-pub use plan::{Halo2d, HaloParts, MAX_BLOCKS};
+pub use plan::{HaloParts, MAX_BLOCKS};
+
+use self::plan::Plan;
+use crate::{Pgas, SymTensor};
+
+/// A 2-D `f32` field split into slabs of rows, one per PE in PE order, with its halo rows and
+/// their signals (see the [module docs](super) for the layout and the protocol).
+///
+/// Made collectively by [`Halo2d::new`]; then on each PE either
+/// - [`Halo2d::exchange_on`], the user's stencil kernel from plane [`Halo2d::current`] into
+///   [`Halo2d::next`], and [`Halo2d::advance`]`(1)`, per iteration; or
+/// - a persistent kernel written against the protocol that runs many iterations in one launch
+///   (`examples/jacobi2d.rs`), given [`Halo2d::parts_mut`], then [`Halo2d::advance`]`(iters)`.
+///
+/// Every PE runs the same number of iterations, in the same order of calls (a PE that stops
+/// early leaves its neighbours waiting for its halos, as with NCCL's send and receive). The
+/// iteration count is kept on the host and passed to the kernels, so a launch captured in a CUDA
+/// graph would replay the same count: run it eagerly. Dropping it frees the symmetric buffers
+/// collectively: synchronize the streams its iterations ran on first, on every PE.
+pub struct Halo2d {
+    pgas: Pgas,
+    plan: Plan,
+    /// Iterations run since `new` (what the next iteration reads: plane `epoch % 2`).
+    epoch: u64,
+    /// Whether any halo was sent: the interior may be written only before.
+    started: bool,
+    field: SymTensor<f32>,
+    sig: SymTensor<u64>,
+    flags: SymTensor<u64>,
+}
+
+crate::debug::debug_fields!(|h: Halo2d| nx: h.plan.nx, rows: h.plan.rows, up: h.plan.up,
+    down: h.plan.down, epoch: h.epoch);

@@ -4,7 +4,7 @@
 use cudarc::driver::CudaStream;
 
 use super::kernels::halo_rows;
-use super::plan::Halo2d;
+use super::Halo2d;
 use crate::prelude::*;
 use crate::{Error, Result};
 

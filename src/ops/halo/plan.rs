@@ -2,6 +2,7 @@
 //! signals and flags, and what a kernel written against the protocol reads of them; `op.rs`
 //! has the exchange.
 
+use super::Halo2d;
 use crate::{Error, Pgas, Result, SymTensor};
 
 /// Flags a [`Halo2d`] holds for persistent kernels: at most this many blocks (also capped at
@@ -110,35 +111,6 @@ pub(crate) fn plan(all: &[Declared], me: usize, heap: usize) -> Result<Plan> {
         resident_blocks: (fewest as usize).clamp(1, MAX_BLOCKS),
     })
 }
-
-/// A 2-D `f32` field split into slabs of rows, one per PE in PE order, with its halo rows and
-/// their signals (see the [module docs](super) for the layout and the protocol).
-///
-/// Made collectively by [`Halo2d::new`]; then on each PE either
-/// - [`Halo2d::exchange_on`], the user's stencil kernel from plane [`Halo2d::current`] into
-///   [`Halo2d::next`], and [`Halo2d::advance`]`(1)`, per iteration; or
-/// - a persistent kernel written against the protocol that runs many iterations in one launch
-///   (`examples/jacobi2d.rs`), given [`Halo2d::parts_mut`], then [`Halo2d::advance`]`(iters)`.
-///
-/// Every PE runs the same number of iterations, in the same order of calls (a PE that stops
-/// early leaves its neighbours waiting for its halos, as with NCCL's send and receive). The
-/// iteration count is kept on the host and passed to the kernels, so a launch captured in a CUDA
-/// graph would replay the same count: run it eagerly. Dropping it frees the symmetric buffers
-/// collectively: synchronize the streams its iterations ran on first, on every PE.
-pub struct Halo2d {
-    pub(super) pgas: Pgas,
-    pub(super) plan: Plan,
-    /// Iterations run since `new` (what the next iteration reads: plane `epoch % 2`).
-    pub(super) epoch: u64,
-    /// Whether any halo was sent: the interior may be written only before.
-    pub(super) started: bool,
-    pub(super) field: SymTensor<f32>,
-    pub(super) sig: SymTensor<u64>,
-    pub(super) flags: SymTensor<u64>,
-}
-
-crate::debug::debug_fields!(|h: Halo2d| nx: h.plan.nx, rows: h.plan.rows, up: h.plan.up,
-    down: h.plan.down, epoch: h.epoch);
 
 /// The symmetric buffers of a [`Halo2d`], for a kernel written against its protocol.
 pub struct HaloParts<'a> {

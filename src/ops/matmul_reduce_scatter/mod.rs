@@ -40,5 +40,59 @@ mod plan;
 mod sizes;
 
 pub use kernels::add_parts;
-pub use plan::{matmul_reduce_scatter, MatmulReduceScatter};
+pub use plan::matmul_reduce_scatter;
 pub use sizes::{heap_bytes, shape_error, splits_for, CHUNK_ROWS, MAX_SPLITS};
+
+use self::plan::{Finished, PeerAddrs};
+use crate::gemm::GemmConfig;
+use crate::ops::cublas::Cublas;
+use crate::prelude::*;
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
+use half::bf16;
+use std::sync::Arc;
+
+/// A GEMM + reduce-scatter of one shape, set up once (collectively) and run many times. See
+/// the module documentation for what it computes and how.
+pub struct MatmulReduceScatter {
+    m: usize,
+    n: usize,
+    k: usize,
+    me: usize,
+    pes: usize,
+    splits: usize,
+    blas: Cublas,
+    /// The reduction stream: waits for the peers' parts of this PE's rows and adds them.
+    comm: Arc<CudaStream>,
+    /// `P - 1` copy streams, stream `d - 1` serving PE `me + d`, so the copies to different
+    /// owners overlap (one stream would run them one after the other).
+    sends: Vec<Arc<CudaStream>>,
+    /// The whole M x N partial product of this PE (the chunks the copies read).
+    partial: CudaSlice<bf16>,
+    /// `P - 1` slots of M / P x N: slot `(src - me - 1) mod P` holds PE `src`'s part.
+    staging: SymTensor<bf16>,
+    /// On the owner, word `src * splits + j`: the call whose chunk `j` PE `src` delivered.
+    arrive: SymTensor<u64>,
+    /// On the source, word `owner * splits + j`: the call whose chunk `j` the owner has read.
+    ack: SymTensor<u64>,
+    peers: Vec<PeerAddrs>,
+    /// One event per chunk (compute stream to its copy or reduction stream) and the two joins.
+    events: Vec<CudaEvent>,
+    /// One join a copy stream (`sends`), the caller's stream waiting for each at a call's end.
+    sent: Vec<CudaEvent>,
+    epoch: u64,
+    /// The reduction's launch (the same for every chunk: `M/P/splits x N` elements).
+    reduce_cfg: LaunchConfig,
+    /// The `pgas::gemm` specialization of the chunks' GEMMs, or of the one kernel; `None`:
+    /// cuBLAS.
+    gemm: Option<GemmConfig>,
+    /// The one kernel's words, and what a call adds to each (`GemmPath::PgasOneKernel` on
+    /// more than one PE; `None` on the other paths).
+    finished: Finished,
+    per_call: Option<u64>,
+    /// Where a peer is off NVLink: the whole product (M x N) and this PE's rows (M/P x N),
+    /// symmetric, for NVSHMEM's reduce-scatter (its proxy carries what no mapping reaches).
+    off_node: Option<(SymTensor<bf16>, SymTensor<bf16>)>,
+}
+
+crate::debug::debug_fields!(|s: MatmulReduceScatter| shape: (s.m, s.n, s.k), pes: s.pes,
+    splits: s.splits, epoch: s.epoch, ..);

@@ -1,16 +1,17 @@
 //! The plan: [`MatmulReduceScatter`]'s staging buffers, signals, streams and events, made
 //! collectively (`new`, `with_splits`), the GEMM it runs (`set_gemm`), and the one-call form.
 
+use super::MatmulReduceScatter;
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
+use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 
 use super::kernels::THREADS;
 use super::sizes::{heap_need, shape_error, splits_for};
-use crate::gemm::{self, GemmConfig};
+use crate::gemm::{self};
 use crate::ops::cublas::Cublas;
 use crate::ops::gemm_path::{
     agree_path, agree_prepared, off_nvlink, start_on_fastest, Fused, GemmPath,
@@ -26,52 +27,6 @@ pub(super) struct PeerAddrs {
     pub(super) arrive: CUdeviceptr,
     pub(super) ack: CUdeviceptr,
 }
-
-/// A GEMM + reduce-scatter of one shape, set up once (collectively) and run many times. See
-/// the module documentation for what it computes and how.
-pub struct MatmulReduceScatter {
-    pub(super) m: usize,
-    pub(super) n: usize,
-    pub(super) k: usize,
-    pub(super) me: usize,
-    pub(super) pes: usize,
-    pub(super) splits: usize,
-    pub(super) blas: Cublas,
-    /// The reduction stream: waits for the peers' parts of this PE's rows and adds them.
-    pub(super) comm: Arc<CudaStream>,
-    /// `P - 1` copy streams, stream `d - 1` serving PE `me + d`, so the copies to different
-    /// owners overlap (one stream would run them one after the other).
-    pub(super) sends: Vec<Arc<CudaStream>>,
-    /// The whole M x N partial product of this PE (the chunks the copies read).
-    pub(super) partial: CudaSlice<bf16>,
-    /// `P - 1` slots of M / P x N: slot `(src - me - 1) mod P` holds PE `src`'s part.
-    pub(super) staging: SymTensor<bf16>,
-    /// On the owner, word `src * splits + j`: the call whose chunk `j` PE `src` delivered.
-    pub(super) arrive: SymTensor<u64>,
-    /// On the source, word `owner * splits + j`: the call whose chunk `j` the owner has read.
-    pub(super) ack: SymTensor<u64>,
-    pub(super) peers: Vec<PeerAddrs>,
-    /// One event per chunk (compute stream to its copy or reduction stream) and the two joins.
-    pub(super) events: Vec<CudaEvent>,
-    /// One join a copy stream (`sends`), the caller's stream waiting for each at a call's end.
-    pub(super) sent: Vec<CudaEvent>,
-    pub(super) epoch: u64,
-    /// The reduction's launch (the same for every chunk: `M/P/splits x N` elements).
-    pub(super) reduce_cfg: LaunchConfig,
-    /// The `pgas::gemm` specialization of the chunks' GEMMs, or of the one kernel; `None`:
-    /// cuBLAS.
-    pub(super) gemm: Option<GemmConfig>,
-    /// The one kernel's words, and what a call adds to each (`GemmPath::PgasOneKernel` on
-    /// more than one PE; `None` on the other paths).
-    pub(super) finished: Finished,
-    pub(super) per_call: Option<u64>,
-    /// Where a peer is off NVLink: the whole product (M x N) and this PE's rows (M/P x N),
-    /// symmetric, for NVSHMEM's reduce-scatter (its proxy carries what no mapping reaches).
-    pub(super) off_node: Option<(SymTensor<bf16>, SymTensor<bf16>)>,
-}
-
-crate::debug::debug_fields!(|s: MatmulReduceScatter| shape: (s.m, s.n, s.k), pes: s.pes,
-    splits: s.splits, epoch: s.epoch, ..);
 
 /// How the one kernel tells the copy and reduction streams that a chunk of the partial product
 /// is written: word `owner * splits + j` grows as the kernel finishes chunk `j` of `owner`'s

@@ -2,8 +2,9 @@
 //! experts' outputs.
 
 use super::kernels::{self, DATA_THREADS, LAYOUT_THREADS};
-use super::plan::{gather, window, MoeDispatcher, FP8};
+use super::plan::{gather, window, FP8};
 use super::routing::{check_routing, RecvCounts, Routing};
+use super::MoeDispatcher;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use pgas_runtime::kernel::{KernelSpec, Variant};
 use pgas_runtime::launch::KernelArgs;

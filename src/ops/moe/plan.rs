@@ -4,67 +4,11 @@
 
 use super::config::{info_len, MoeConfig, AGREE_WORDS, MAX_BLOCKS, SIG_GROUPS};
 use super::kernels::{self, BLOCKS_PER_SM, SYNC_WORDS};
-use super::routing::RecvCounts;
+use super::MoeDispatcher;
 use pgas_runtime::kernel::Variant;
 use pgas_runtime::launch::Prewarm;
 
 use crate::{bf16, e4m3, Error, Pgas, Result, SymTensor, Team};
-
-/// MoE dispatch and combine over all PEs, with the symmetric buffers for the sizes of a
-/// [`MoeConfig`]. Create it once (collectively), route each batch with
-/// [`MoeDispatcher::route`], then [`MoeDispatcher::dispatch`] and [`MoeDispatcher::combine`].
-/// Calls are ordered on the host (`&mut self`) and every PE makes the same calls in the same
-/// order; the buffers are per call, so the results of a dispatch are valid until the next.
-///
-/// Rows move by peer stores where every peer is load/store reachable (NVLink or PCIe peer
-/// access); where some peer is not (another node, or `PGAS_PEER_ACCESS`), by NVSHMEM's puts and
-/// gets through a symmetric stage (`n_pes * max_tokens * hidden` more `bf16` of heap), which
-/// NVSHMEM carries by its proxy where nothing maps the peer.
-pub struct MoeDispatcher {
-    pub(super) pgas: Pgas,
-    pub(super) cfg: MoeConfig,
-    pub(super) n: usize,
-    pub(super) me: usize,
-    pub(super) blocks: u32,
-    pub(super) variant: Variant,
-    /// The kernels' comptime values, `[top_k, n_pes, rma, fp8]` ([`prewarm_list`] says which
-    /// kernel takes which).
-    pub(super) comptime: [i128; 4],
-    pub(super) recv_x: SymTensor<bf16>,
-    /// FP8 dispatch's rows (`e4m3`) and scales (one a 128 values); a token's worth until
-    /// [`MoeDispatcher::set_fp8_dispatch`] first turns it on.
-    pub(super) recv_q: SymTensor<e4m3>,
-    pub(super) recv_scale: SymTensor<f32>,
-    /// Where some peer is not load/store reachable, the symmetric rows NVSHMEM's puts and gets
-    /// go from and to (`n_pes * max_tokens` rows); 16 elements otherwise.
-    pub(super) stage: SymTensor<bf16>,
-    pub(super) recv_src: SymTensor<i32>,
-    pub(super) recv_idx: SymTensor<i32>,
-    pub(super) recv_w: SymTensor<f32>,
-    pub(super) row_pairs: SymTensor<i32>,
-    pub(super) expert_rows: SymTensor<i32>,
-    /// Combine's rows: the partials peers send here (`combine`), or this PE's experts' rows
-    /// that peers pull (`combine_rows`, [`MoeDispatcher::combine_input`]).
-    pub(super) comb: SymTensor<bf16>,
-    pub(super) counts: SymTensor<i32>,
-    pub(super) info: SymTensor<i32>,
-    pub(super) sync: SymTensor<u64>,
-    pub(super) sigs: SymTensor<u64>,
-    pub(super) agree_mine: SymTensor<u64>,
-    pub(super) agree_all: SymTensor<u64>,
-    pub(super) tok_rank: SymTensor<i32>,
-    pub(super) tok_erank: SymTensor<i32>,
-    pub(super) routes: u64,
-    /// The routing of the last dispatch (its id and tokens).
-    pub(super) dispatched: Option<(u64, usize)>,
-    /// The last dispatch's counts, once read on the host.
-    pub(super) known: Option<RecvCounts>,
-    /// Whether the last dispatch was combined already (a second combine could overwrite the
-    /// combine rows a peer still reads: only the next dispatch orders them).
-    pub(super) combined: bool,
-}
-
-crate::debug::debug_fields!(|d: MoeDispatcher| cfg: d.cfg, n: d.n, blocks: d.blocks);
 
 impl MoeDispatcher {
     /// A dispatcher for `cfg` over all PEs. Collective: every PE calls it with the same `cfg`.
@@ -165,7 +109,7 @@ impl MoeDispatcher {
         self.cfg
     }
 
-    /// Blocks of its dispatch and combine grids: [`BLOCKS_PER_SM`](super::kernels::BLOCKS_PER_SM)
+    /// Blocks of its dispatch and combine grids: [`BLOCKS_PER_SM`]
     /// for each SM of the PE with the fewest (counting at most [`MAX_BLOCKS`] SMs).
     pub fn blocks(&self) -> u32 {
         self.blocks
@@ -244,7 +188,7 @@ impl MoeDispatcher {
     }
 
     /// Received rows, `hidden` elements each, grouped by source PE (PE 0's first) and in each
-    /// source's token order: rows `0..rows` of [`RecvCounts`] hold this call's. Capacity
+    /// source's token order: rows `0..rows` of [`RecvCounts`](super::RecvCounts) hold this call's. Capacity
     /// [`MoeConfig::max_recv_rows`].
     pub fn recv_x(&self) -> &SymTensor<bf16> {
         &self.recv_x
@@ -268,7 +212,7 @@ impl MoeDispatcher {
     }
 
     /// The pairs, grouped by local expert (expert `e`'s at `expert_offsets[e]..[e + 1]` of
-    /// [`RecvCounts`]) and in row order within each: the received row each pair is for. Pair
+    /// [`RecvCounts`](super::RecvCounts)) and in row order within each: the received row each pair is for. Pair
     /// `j`'s expert output is row `j` of combine's input.
     pub fn expert_rows(&self) -> &SymTensor<i32> {
         &self.expert_rows

@@ -4,7 +4,8 @@
 use cudarc::driver::CudaStream;
 
 use super::kernels::{ring_combine, ring_stage, ring_unstage};
-use super::plan::{RingAttention, CREDIT, NAME};
+use super::plan::{CREDIT, NAME};
+use super::RingAttention;
 use crate::gemm::refuse;
 use crate::prelude::*;
 use crate::{Cmp, Error, Result, Team};

@@ -1,47 +1,15 @@
 //! [`RingAttention`]'s plan: two symmetric ring slots and their signal words, the copy stream,
 //! one attention plan per kind of step, and the zigzag slices; `op.rs` has the call.
 
+use super::RingAttention;
 use crate::attention::{Attention, AttentionParams};
 use crate::gemm::refuse;
 use crate::prelude::*;
-use crate::{Error, Result, SymTensor};
+use crate::{Error, Result};
 use cudarc::driver::sys as cu;
-use cudarc::driver::{CudaEvent, CudaStream};
 
 /// Signal words of [`RingAttention::sig`]: the arrival in each slot, then the successor's credit.
 pub(super) const CREDIT: usize = 2;
-
-/// Attention over one sequence split across every PE by a ring (see the [module docs](super)):
-/// made collectively with [`RingAttention::new`], then one [`RingAttention::run`] per call on
-/// every PE.
-///
-/// Each PE holds `tokens` tokens of the sequence (Q and O `[tokens][heads_q][head_dim]`, K and
-/// V `[tokens][heads_kv][head_dim]`, bf16). Without `causal` any split works; with it, PE `r`
-/// holds the zigzag slice [`RingAttention::slice_of`]: chunks `r` and `2P - 1 - r` of the `2P`
-/// chunks of `tokens / 2` tokens, one after the other.
-pub struct RingAttention {
-    pub(super) params: AttentionParams,
-    pub(super) tokens: usize,
-    pub(super) pes: usize,
-    pub(super) me: usize,
-    /// The step plans: causal, [own block, an earlier PE's, a later PE's]; else [any block].
-    pub(super) plans: Vec<Attention>,
-    /// Ring slots 0 and 1, each K then V of one block.
-    pub(super) slots: [SymTensor<bf16>; 2],
-    pub(super) sig: SymTensor<u64>,
-    /// The credit's payload (a put carries each signal).
-    pub(super) token: SymTensor<u64>,
-    /// K and V of the block a step computes on, the step's O and LSE, the running O and LSE.
-    pub(super) kv: [CudaSlice<bf16>; 2],
-    pub(super) step_o: CudaSlice<bf16>,
-    pub(super) step_lse: CudaSlice<f32>,
-    pub(super) acc: CudaSlice<f32>,
-    pub(super) lse_acc: CudaSlice<f32>,
-    pub(super) copy: std::sync::Arc<CudaStream>,
-    pub(super) events: [CudaEvent; 2],
-    /// Calls made: signal values grow with them, so no word is ever reset.
-    pub(super) calls: u64,
-}
 
 /// The name its refusals give.
 pub(super) const NAME: &str = "RingAttention";

@@ -10,4 +10,27 @@ mod op;
 mod plan;
 
 pub use kernels::{ulysses_pack, ulysses_unpack};
-pub use plan::UlyssesAttention;
+
+use crate::attention::{Attention, AttentionParams};
+use crate::coll::Comm;
+use crate::prelude::*;
+use crate::SymTensor;
+
+/// Attention over one sequence split across every PE (see the [module docs](super)): made
+/// collectively with [`UlyssesAttention::new`], then one [`UlyssesAttention::run`] per call on
+/// every PE.
+///
+/// PE `p` holds tokens `p * tokens .. (p + 1) * tokens` of the sequence: its Q and O are
+/// `[tokens][heads_q][head_dim]`, its K and V `[tokens][heads_kv][head_dim]` (bf16). `causal`
+/// masks by position in the whole sequence.
+pub struct UlyssesAttention {
+    comm: Comm,
+    params: AttentionParams,
+    tokens: usize,
+    pes: usize,
+    attention: Attention,
+    send: SymTensor<bf16>,
+    recv: SymTensor<bf16>,
+    full: [CudaSlice<bf16>; 4],
+    lse: CudaSlice<f32>,
+}

@@ -2,7 +2,8 @@
 //! and back, with the layout kernels around them and the attention between.
 
 use super::kernels::{ulysses_pack, ulysses_unpack};
-use super::plan::{UlyssesAttention, NAME};
+use super::plan::NAME;
+use super::UlyssesAttention;
 use crate::coll::Algorithm;
 use crate::gemm::refuse;
 use crate::prelude::*;

@@ -1,30 +1,12 @@
 //! [`UlyssesAttention`]'s plan: its `Comm`, the symmetric exchange buffers and the per-PE
 //! attention over the whole sequence; `op.rs` has the call.
 
+use super::UlyssesAttention;
 use crate::attention::{Attention, AttentionParams};
 use crate::coll::Comm;
 use crate::gemm::refuse;
 use crate::prelude::*;
-use crate::{Result, SymTensor, Team};
-
-/// Attention over one sequence split across every PE (see the [module docs](super)): made
-/// collectively with [`UlyssesAttention::new`], then one [`UlyssesAttention::run`] per call on
-/// every PE.
-///
-/// PE `p` holds tokens `p * tokens .. (p + 1) * tokens` of the sequence: its Q and O are
-/// `[tokens][heads_q][head_dim]`, its K and V `[tokens][heads_kv][head_dim]` (bf16). `causal`
-/// masks by position in the whole sequence.
-pub struct UlyssesAttention {
-    pub(super) comm: Comm,
-    pub(super) params: AttentionParams,
-    pub(super) tokens: usize,
-    pub(super) pes: usize,
-    pub(super) attention: Attention,
-    pub(super) send: SymTensor<bf16>,
-    pub(super) recv: SymTensor<bf16>,
-    pub(super) full: [CudaSlice<bf16>; 4],
-    pub(super) lse: CudaSlice<f32>,
-}
+use crate::{Result, Team};
 
 /// The name its refusals give.
 pub(super) const NAME: &str = "UlyssesAttention";

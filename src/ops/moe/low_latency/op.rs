@@ -6,7 +6,7 @@ use pgas_runtime::kernel::{KernelSpec, Variant};
 use pgas_runtime::launch::KernelArgs;
 
 use super::kernels::{self, LL_THREADS};
-use super::plan::LowLatencyMoe;
+use super::LowLatencyMoe;
 use crate::ops::lengths::at_least;
 use crate::{bf16, Error, LaunchConfig, Pgas, Result};
 

@@ -1,6 +1,7 @@
 //! [`LowLatencyMoe`]'s plan: the symmetric buffers of a decode step's dispatch and combine,
 //! their sizes, and the kernels it compiles ahead; `op.rs` has the calls.
 
+use super::LowLatencyMoe;
 use pgas_runtime::kernel::Variant;
 use pgas_runtime::launch::Prewarm;
 
@@ -16,61 +17,6 @@ pub const LL_MAX_TOKENS: usize = 1024;
 /// (mostly remote) stores, so the more in flight the better (`docs/ops.md`, "The low-latency
 /// mode", has the figures).
 pub(super) const LL_BLOCKS_PER_SM: u32 = 2;
-
-/// MoE dispatch and combine for decode steps, in the layout of DeepEP's low-latency mode: each
-/// (token, slot) pair travels on its own to its expert's PE, where the rows of local expert `le`
-/// from source PE `s` are rows `(le * n_pes + s) * max_tokens ..` of [`LowLatencyMoe::recv_x`],
-/// [`LowLatencyMoe::recv_counts`]`[le * n_pes + s]` of them, and
-/// [`LowLatencyMoe::recv_src`] says which pair each row is (`token * top_k + slot` on `s`).
-/// The experts write their output row for row in that layout (a local buffer of
-/// [`LowLatencyMoe::expert_out_len`] elements), and [`LowLatencyMoe::combine`] brings every
-/// row back to its token's PE and sums them with their weights. Over NVLink (peer stores).
-///
-/// ```no_run
-/// use pgas::ops::moe::{LowLatencyMoe, MoeConfig};
-/// use pgas::prelude::*;
-///
-/// # fn main() -> pgas::Result<()> {
-/// let pgas = pgas::init()?;
-/// let cfg = MoeConfig { max_tokens: 128, hidden: 7168, top_k: 8, experts_per_pe: 8 };
-/// let mut ll = LowLatencyMoe::new(&pgas, cfg)?;                       // collective
-/// # let s = pgas.stream();
-/// # let (x, idx, w) = (s.alloc_zeros::<bf16>(128 * 7168)?, s.alloc_zeros::<i32>(128 * 8)?, s.alloc_zeros::<f32>(128 * 8)?);
-/// # let mut expert_out = s.alloc_zeros::<bf16>(ll.expert_out_len())?;
-/// # let mut out = s.alloc_zeros::<bf16>(128 * 7168)?;
-/// ll.dispatch(&x, &idx, &w, 128)?;         // idx, w: tokens * top_k expert ids and weights
-/// // ... experts: rows of recv_x() by (local expert, source), recv_counts() of each,
-/// //     output row r at row r of expert_out ...
-/// ll.combine(&expert_out, &idx, 128, &mut out)?;  // out[t] = sum of w * expert row
-/// # Ok(())
-/// # }
-/// ```
-pub struct LowLatencyMoe {
-    pub(super) pgas: Pgas,
-    pub(super) cfg: MoeConfig,
-    pub(super) n: usize,
-    pub(super) me: usize,
-    pub(super) variant: Variant,
-    /// Blocks of its grids: [`LL_BLOCKS_PER_SM`] on each of this GPU's multiprocessors.
-    pub(super) blocks: u32,
-    pub(super) counters: SymTensor<u32>,
-    pub(super) recv_x: SymTensor<bf16>,
-    pub(super) recv_src: SymTensor<i32>,
-    pub(super) tok_rows: SymTensor<u64>,
-    pub(super) tok_w: SymTensor<f32>,
-    pub(super) recv_count: SymTensor<u64>,
-    pub(super) comb_x: SymTensor<bf16>,
-    pub(super) comb_sig: SymTensor<u64>,
-    pub(super) sync: SymTensor<u64>,
-    /// Rows from each source for each local expert, read on this PE only. It and the next are
-    /// symmetric, so no launch waits on or records a cudarc event for them: a launch captured
-    /// into a CUDA graph must not wait on an event recorded outside the capture.
-    pub(super) counts: SymTensor<i32>,
-    /// Each source's token count, read on this PE only.
-    pub(super) src_tokens: SymTensor<i32>,
-    /// The tokens of the last dispatch that no combine has followed yet.
-    pub(super) dispatched: Option<usize>,
-}
 
 impl LowLatencyMoe {
     /// Allocates the buffers for `cfg` ([`LowLatencyMoe::symmetric_bytes`] of symmetric heap
