@@ -80,6 +80,28 @@ fn pass_on(x: &mut SymTensor<f32>, Peers { me, pes, n }: Peers) {
         pgas.kernel(source.replace("{ me, pes, n }", "{ pes, n }"))
 
 
+def test_a_device_function_borrows_the_callers_registers():
+    source = """
+#[pgas_device]
+fn halve(acc: &mut [f32]) {
+    for j in 0..4 {
+        acc[j] *= 0.5;
+    }
+}
+
+#[pgas_kernel]
+fn k(x: &mut SymTensor<f32>) {
+    let mut acc = [1.0f32; 4];
+    halve(&mut acc);
+    x[0] = acc[3];
+}
+"""
+    cuda = pgas.kernel(source).cuda_source(checked=False)
+    assert "pgas_fn_halve(acc, 4)" in cuda
+    with pytest.raises(pgas.KernelSourceError, match="borrows `&mut \\[f32\\]`"):
+        pgas.kernel(source.replace("let mut acc", "let acc"))
+
+
 def test_a_syntax_error_names_its_line_and_column():
     src = "#[pgas_kernel]\nfn bad(x: &mut SymTensor<f32>) {\n    let i = ;\n}\n"
     e = where(src)
