@@ -7,7 +7,7 @@ use super::checker::{Checker, Ctx, FnSig};
 use crate::error::Sp;
 use crate::intrinsics::{self, Form, Ret};
 use crate::ir::*;
-use crate::types::{ArrElem, ArrayTy, BufKind, Scalar, Ty};
+use crate::types::{ArrElem, BufKind, Scalar, Ty};
 
 impl Checker<'_> {
     /// Check a call `f(...)` or a method call `x.f(...)`.
@@ -190,25 +190,42 @@ impl Checker<'_> {
     /// and kind the parameter names, and `let mut` where the parameter is `&mut`.
     fn register_arg(&mut self, name: &str, a: &mut Expr, want: Ty) {
         let got = self.expr(a, None, Ctx::Nested);
-        let ok = match (want, self.resolve(got)) {
-            (_, Ty::Error) => true,
-            (Ty::Array(w), Ty::Array(g)) => {
-                let elem_ok = match (w.elem, g.elem) {
-                    (ArrElem::Scalar(ws), ArrElem::Var(v)) => {
-                        self.unify(Ty::Var(v), Ty::Scalar(ws))
-                    }
-                    (we, ge) => we == ge,
+        let resolved = self.resolve(got);
+        // Whether `got` fits, and how the parameter is written (`&mut [f32]`, `&[FragA<bf16>]`).
+        let (ok, mutable, elem) = match want {
+            Ty::Array(w) => {
+                let elem_ok = match (w.elem, resolved) {
+                    (_, Ty::Error) => true,
+                    (ArrElem::Scalar(ws), Ty::Array(g)) => match g.elem {
+                        ArrElem::Var(v) => self.unify(Ty::Var(v), Ty::Scalar(ws)),
+                        ge => ge == w.elem,
+                    },
+                    _ => false,
                 };
-                elem_ok && (g.mutable || !w.mutable)
+                let mut_ok = !matches!(resolved, Ty::Array(g) if w.mutable && !g.mutable);
+                (elem_ok && mut_ok, w.mutable, self.show_elem(w.elem))
             }
-            (Ty::FragArray(w), Ty::FragArray(g)) => {
-                w.kind == g.kind && w.elem == g.elem && (g.mutable || !w.mutable)
+            Ty::FragArray(w) => {
+                let ok = match resolved {
+                    Ty::Error => true,
+                    Ty::FragArray(g) => {
+                        w.kind == g.kind && w.elem == g.elem && (g.mutable || !w.mutable)
+                    }
+                    _ => false,
+                };
+                (
+                    ok,
+                    w.mutable,
+                    format!("{}<{}>", w.kind.param_name(), w.elem),
+                )
             }
-            _ => false,
+            // `device_call` sends only register array parameters here.
+            _ => return,
         };
         if !ok {
+            let borrow = if mutable { "&mut " } else { "&" };
             let got = self.show(got);
-            self.errors.push(a.span, format!("mismatched types: `{name}` borrows `{}`, found `{got}` (a `&mut` slice takes a `let mut` array)", slice_text(want)));
+            self.errors.push(a.span, format!("mismatched types: `{name}` borrows `{borrow}[{elem}]`, found `{got}` (a `&mut` slice takes a `let mut` array)"));
         }
     }
 
@@ -221,19 +238,4 @@ impl Checker<'_> {
             _ => false,
         }
     }
-}
-
-/// How a register array parameter is written: `&mut [f32]`, `&[FragA<bf16>]`.
-fn slice_text(param: Ty) -> String {
-    let (mutable, elem) = match param {
-        Ty::Array(ArrayTy {
-            elem: ArrElem::Scalar(s),
-            mutable,
-            ..
-        }) => (mutable, s.to_string()),
-        Ty::FragArray(f) => (f.mutable, format!("{}<{}>", f.kind.param_name(), f.elem)),
-        other => (false, format!("{other:?}")),
-    };
-    let borrow = if mutable { "&mut " } else { "&" };
-    format!("{borrow}[{elem}]")
 }

@@ -101,6 +101,15 @@ impl Checker<'_> {
         }
     }
 
+    /// A local array's element type as messages write it.
+    pub(super) fn show_elem(&self, e: ArrElem) -> String {
+        match e {
+            ArrElem::Scalar(s) => s.to_string(),
+            ArrElem::Var(v) => self.show(Ty::Var(v)),
+            ArrElem::Vec16(s) => format!("Vec16<{s}>"),
+        }
+    }
+
     pub(super) fn show(&self, t: Ty) -> String {
         match self.resolve(t) {
             Ty::Scalar(s) => s.to_string(),
@@ -114,11 +123,7 @@ impl Checker<'_> {
             Ty::Frag(f) => f.to_string(),
             Ty::Vec16(s) => format!("Vec16<{s}>"),
             Ty::Array(a) => {
-                let elem = match a.elem {
-                    ArrElem::Scalar(s) => s.to_string(),
-                    ArrElem::Var(v) => self.show(Ty::Var(v)),
-                    ArrElem::Vec16(s) => format!("Vec16<{s}>"),
-                };
+                let elem = self.show_elem(a.elem);
                 match a.len {
                     Some(n) => format!("[{elem}; {n}]"),
                     None => format!("[{elem}; N]"),
