@@ -7,7 +7,6 @@
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
 use pgas::ops::allreduce_rmsnorm::kernels::{allreduce_add_rmsnorm, allreduce_add_rmsnorm_ll};
-use pgas_codegen::{batch, Prelude};
 
 #[test]
 fn every_allreduce_rmsnorm_kernel_compiles_without_warnings() {
@@ -31,16 +30,11 @@ fn every_allreduce_rmsnorm_kernel_compiles_without_warnings() {
             sources.push(crate::p2p_source(&k, variant).0);
         }
     }
-    let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
-    let program = batch(Prelude::P2p.text(), &refs).expect("sources start with their prelude");
-    let out = tc
-        .compile_with(
-            &program,
-            "pgas_rmsnorm",
-            (9, 0),
-            &tc.options((9, 0), &program),
-        )
-        .unwrap_or_else(|e| panic!("NVRTC rejected the all-reduce + RMSNorm kernels: {e}"));
-    assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
-    crate::keep_cubin("pgas_rmsnorm", &out.cubin);
+    crate::compile_p2p(
+        &tc,
+        &sources,
+        "pgas_rmsnorm",
+        "the all-reduce + RMSNorm kernels",
+        false,
+    );
 }

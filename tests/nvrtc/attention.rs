@@ -48,13 +48,13 @@ fn every_attention_specialization_compiles_without_spills() {
     let prelude = Prelude::of_source(&sources[0]).expect("a pgas kernel source");
     let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
     let program = batch(prelude.text(), &refs).expect("sources start with their prelude");
-    let mut options = tc.options((9, 0), &program);
-    options.push("--ptxas-options=-v".to_owned());
-    let out = tc
-        .compile_with(&program, "pgas_attention", (9, 0), &options)
-        .unwrap_or_else(|e| panic!("NVRTC rejected the attention kernels: {e}"));
-    assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
-    crate::keep_cubin("pgas_attention", &out.cubin);
+    let out = crate::compile_clean(
+        &tc,
+        &program,
+        "pgas_attention",
+        "the attention kernels",
+        true,
+    );
     let mut bad = Vec::new();
     for (name, variant, what) in &names {
         let (regs, spill) = crate::ptxas_report(&out.log, name);

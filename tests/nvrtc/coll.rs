@@ -97,14 +97,7 @@ fn every_collective_kernel_compiles_inline_without_warnings_or_spills() {
     assert_eq!(specs.len(), 6 * 12 + 4 * 8, "one of each kernel and type");
     let refs: Vec<&str> = specs.iter().map(|(_, (src, _))| src.as_str()).collect();
     let program = batch(Prelude::P2p.text(), &refs).expect("sources start with their prelude");
-    let mut options = tc.options((9, 0), &program);
-    options.push("--ptxas-options=-v".to_owned());
-    let out = tc
-        .compile_with(&program, "pgas_coll_inline", (9, 0), &options)
-        .unwrap_or_else(|e| panic!("NVRTC rejected the collectives: {e}"));
-    // ptxas's `-v` report is `info` lines: `warnings` still counts only real warnings.
-    assert_eq!(out.warnings().count(), 0, "inline: warnings:\n{}", out.log);
-    crate::keep_cubin("pgas_coll_inline", &out.cubin);
+    let out = crate::compile_clean(&tc, &program, "pgas_coll_inline", "the collectives", true);
     assert_all_in(
         "inline",
         &out.cubin,

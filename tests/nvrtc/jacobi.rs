@@ -8,7 +8,7 @@
 
 use pgas::kernel::{KernelSpec, Variant};
 use pgas::ops::jacobi::{self, Fused, Sweep};
-use pgas_codegen::{batch, specialize, Prelude};
+use pgas_codegen::{specialize, Prelude};
 
 /// The kernel a fused form runs.
 fn fused_spec(form: Fused) -> &'static KernelSpec {
@@ -52,15 +52,7 @@ fn every_jacobi_form_compiles_without_warnings() {
             names.push((name, variant, what.clone(), *spec));
         }
     }
-    let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
-    let program = batch(Prelude::P2p.text(), &refs).expect("sources start with their prelude");
-    let mut options = tc.options((9, 0), &program);
-    options.push("--ptxas-options=-v".to_owned());
-    let out = tc
-        .compile_with(&program, "pgas_jacobi", (9, 0), &options)
-        .unwrap_or_else(|e| panic!("NVRTC rejected the Jacobi kernels: {e}"));
-    assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
-    crate::keep_cubin("pgas_jacobi", &out.cubin);
+    let out = crate::compile_p2p(&tc, &sources, "pgas_jacobi", "the Jacobi kernels", true);
     let mut bad = Vec::new();
     for (name, variant, what, spec) in &names {
         let (regs, spill) = crate::ptxas_report(&out.log, name);

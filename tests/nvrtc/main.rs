@@ -26,8 +26,8 @@ mod multimem;
 
 use pgas::kernel::Variant;
 use pgas::launch::Prewarm;
-use pgas_codegen::{specialize, Prelude};
-use pgas_runtime::jit::Toolchain;
+use pgas_codegen::{batch, specialize, Prelude};
+use pgas_runtime::jit::{Compiled, Toolchain};
 
 /// The toolchain the JIT would discover, or a panic that says which variables to set.
 fn toolchain() -> Toolchain {
@@ -56,6 +56,37 @@ fn p2p_source(k: &Prewarm<'_>, variant: Variant) -> (String, String) {
         spec.1
     );
     spec
+}
+
+/// `program` compiled by NVRTC as one program `name` for sm_90 with the JIT's options (and
+/// ptxas's register and spill report where `report`): its output, which must carry no warning,
+/// kept where `PGAS_NVRTC_CUBIN_DIR` says. `what` names the kernels in a rejection's panic.
+fn compile_clean(tc: &Toolchain, program: &str, name: &str, what: &str, report: bool) -> Compiled {
+    let mut options = tc.options((9, 0), program);
+    if report {
+        options.push("--ptxas-options=-v".to_owned());
+    }
+    let out = tc
+        .compile_with(program, name, (9, 0), &options)
+        .unwrap_or_else(|e| panic!("NVRTC rejected {what}: {e}"));
+    // ptxas's `-v` report is `info` lines: `warnings` counts only real warnings.
+    assert_eq!(out.warnings().count(), 0, "{what}: warnings:\n{}", out.log);
+    keep_cubin(name, &out.cubin);
+    out
+}
+
+/// `sources`, each starting with the point-to-point prelude, as one program (see
+/// [`compile_clean`]).
+fn compile_p2p(
+    tc: &Toolchain,
+    sources: &[String],
+    name: &str,
+    what: &str,
+    report: bool,
+) -> Compiled {
+    let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
+    let program = batch(Prelude::P2p.text(), &refs).expect("sources start with their prelude");
+    compile_clean(tc, &program, name, what, report)
 }
 
 /// Keeps `cubin`, the machine code of program `name`, where `PGAS_NVRTC_CUBIN_DIR` says (see

@@ -42,11 +42,7 @@ fn every_moe_kernel_compiles_without_warnings() {
     }
     let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
     let program = batch(Prelude::P2p.text(), &refs).expect("sources start with their prelude");
-    let out = tc
-        .compile_with(&program, "pgas_moe", (9, 0), &tc.options((9, 0), &program))
-        .unwrap_or_else(|e| panic!("NVRTC rejected the MoE kernels: {e}"));
-    assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
-    crate::keep_cubin("pgas_moe", &out.cubin);
+    crate::compile_clean(&tc, &program, "pgas_moe", "the MoE kernels", false);
     let linked = tc
         .compile_program(None, &program, "pgas_moe_linked", (9, 0))
         .unwrap_or_else(|e| panic!("the link-time compile of the MoE kernels failed: {e}"));

@@ -14,13 +14,11 @@ fn the_multicast_write_compiles_without_warnings() {
         pgas_codegen::PRELUDE_P2P,
         pgas_runtime::launch::MULTICAST_STORE_SOURCE
     );
-    let out = tc
-        .compile_with(
-            &program,
-            "pgas_multicast_store",
-            (9, 0),
-            &tc.options((9, 0), &program),
-        )
-        .unwrap_or_else(|e| panic!("NVRTC rejected the multicast write: {e}"));
-    assert_eq!(out.warnings().count(), 0, "warnings:\n{}", out.log);
+    crate::compile_clean(
+        &tc,
+        &program,
+        "pgas_multicast_store",
+        "the multicast write",
+        false,
+    );
 }
