@@ -1,6 +1,7 @@
 //! The arguments of `#[pgas_kernel(...)]`, parsed once for the macro (`expand`) and the
 //! compiler (`compile`).
 
+use crate::bound::MaxThreads;
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::ext::IdentExt;
@@ -8,17 +9,14 @@ use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::Ident;
 
-/// The largest block CUDA allows, so the largest `max_threads`.
-const MAX_BLOCK_THREADS: u64 = 1024;
-
 /// The arguments of `#[pgas_kernel(...)]`: the user's `max_threads = N` and the internal
 /// `__helpers { fn ... }` and `__params { struct ... }` that device-function and
 /// parameter-group macros add (`params.rs`).
 #[derive(Default)]
 pub(crate) struct KernelAttr {
-    /// `max_threads = N`: the value, and the literal as written (re-emitted through the
+    /// `max_threads = N`: the value, and the expression as written (re-emitted through the
     /// device-function macros so a later error still points at the user's token).
-    pub max_threads: Option<(u32, syn::LitInt)>,
+    pub max_threads: Option<(MaxThreads, syn::Expr)>,
     pub helpers: Vec<syn::ItemFn>,
     pub params: Vec<syn::ItemStruct>,
 }
@@ -30,7 +28,7 @@ impl KernelAttr {
         let max = self
             .max_threads
             .as_ref()
-            .map(|(_, lit)| quote! { max_threads = #lit, });
+            .map(|(_, e)| quote! { max_threads = #e, });
         let params = &self.params;
         let params = (!params.is_empty()).then(|| quote! { __params { #(#params)* }, });
         quote! { #max #params }
@@ -68,7 +66,8 @@ pub(crate) fn parse_kernel_attr(attr: TokenStream) -> syn::Result<KernelAttr> {
                     ));
                 }
                 input.parse::<syn::Token![=]>()?;
-                out.max_threads = Some(max_threads_value(input.parse()?)?);
+                let e: syn::Expr = input.parse()?;
+                out.max_threads = Some((MaxThreads::parse(e.clone())?, e));
             } else {
                 return Err(syn::Error::new(
                     key.span(),
@@ -85,30 +84,6 @@ pub(crate) fn parse_kernel_attr(attr: TokenStream) -> syn::Result<KernelAttr> {
         Ok(out)
     };
     parser.parse2(attr)
-}
-
-/// The value of `max_threads`: an integer literal from 1 to [`MAX_BLOCK_THREADS`].
-fn max_threads_value(value: syn::Expr) -> syn::Result<(u32, syn::LitInt)> {
-    let syn::Expr::Lit(syn::ExprLit {
-        lit: syn::Lit::Int(lit),
-        ..
-    }) = value
-    else {
-        return Err(syn::Error::new(
-            value.span(),
-            "`max_threads` takes an integer literal: the most threads per block (1 to 1024)",
-        ));
-    };
-    match lit.base10_parse::<u64>() {
-        Ok(n @ 1..=MAX_BLOCK_THREADS) => Ok((n as u32, lit)),
-        _ => Err(syn::Error::new(
-            lit.span(),
-            format!(
-                "`max_threads` must be from 1 to {MAX_BLOCK_THREADS} (CUDA's largest block), not {}",
-                lit.base10_digits()
-            ),
-        )),
-    }
 }
 
 /// The item of an attribute that takes no arguments (`#[pgas_device]`, `#[pgas_params]`):

@@ -2,6 +2,7 @@
 //! [`CompiledKernel`] (parse, check, emit both variants), with what the launcher needs to know
 //! of its parameters.
 
+use crate::bound::MaxThreads;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::check::{check_fn, FnInfo, FnSig};
@@ -80,7 +81,8 @@ pub struct CompiledKernel {
     pub comptime: Vec<String>,
     /// The most threads per block the kernel declares (`#[pgas_kernel(max_threads = N)]`),
     /// emitted as `__launch_bounds__(N)` so NVRTC keeps its registers within what blocks of `N`
-    /// threads can have.
+    /// threads can have; `None` also where the bound is an expression of comptime parameters
+    /// (each specialization's `__launch_bounds__` is its own, and the driver checks a launch).
     pub max_threads: Option<u32>,
 }
 
@@ -120,7 +122,7 @@ pub fn compile_syn_file(
             .map_err(|e| vec![CodegenError::from(e)])
             .and_then(|max_threads| {
                 let k = crate::params::flatten(k, &groups)?;
-                compile_instances(&k, &helpers, max_threads, file_name)
+                compile_instances(&k, &helpers, max_threads.as_ref(), file_name)
             });
         match compiled {
             Ok(c) => out.extend(c.into_iter().map(|(_, k)| k)),
@@ -153,14 +155,14 @@ fn has_attr(attrs: &[syn::Attribute], name: &str) -> bool {
 
 /// The `max_threads` of a kernel's own `#[pgas_kernel(...)]` attribute (what the macro gets as
 /// its arguments).
-fn kernel_max_threads(f: &syn::ItemFn) -> syn::Result<Option<u32>> {
+fn kernel_max_threads(f: &syn::ItemFn) -> syn::Result<Option<MaxThreads>> {
     let args = match attr(&f.attrs, "pgas_kernel").map(|a| &a.meta) {
         Some(syn::Meta::List(list)) => list.tokens.clone(),
         _ => return Ok(None),
     };
     Ok(crate::attr::parse_kernel_attr(args)?
         .max_threads
-        .map(|(n, _)| n))
+        .map(|(m, _)| m))
 }
 
 fn collect_items<'a>(
@@ -190,7 +192,7 @@ fn collect_items<'a>(
 pub fn compile_instances(
     kernel: &syn::ItemFn,
     helpers: &[syn::ItemFn],
-    max_threads: Option<u32>,
+    max_threads: Option<&MaxThreads>,
     file_name: &str,
 ) -> Result<Vec<(Option<Scalar>, CompiledKernel)>, Vec<CodegenError>> {
     let Some(g) = generic::generic_of(&kernel.sig).map_err(|e| vec![e])? else {
@@ -261,7 +263,7 @@ fn each_instance<R>(
 pub fn compile_kernel(
     kernel: &syn::ItemFn,
     helpers: &[syn::ItemFn],
-    max_threads: Option<u32>,
+    max_threads: Option<&MaxThreads>,
     file_name: &str,
 ) -> Result<CompiledKernel, Vec<CodegenError>> {
     let (kernel, helpers) = &generic::monomorphize(kernel, helpers)?;
@@ -287,13 +289,23 @@ pub fn compile_kernel(
         return Err(errors.into_vec());
     };
     let reached = reach(&kinfo, &infos);
+    let comptime: Vec<String> = kf
+        .params
+        .iter()
+        .filter(|p| p.comptime)
+        .map(|p| p.name.clone())
+        .collect();
+    if let Some(m) = max_threads {
+        m.check_names(&comptime)?;
+    }
     check_block(kernel, &reached, max_threads)?;
     let uses = reached.uses;
     let used: Vec<&Function> = hfs
         .iter()
         .filter(|h| reached.functions.contains(&h.name))
         .collect();
-    let emit = |checked| emit::emit_source(&kf, &used, checked, uses, max_threads, file_name);
+    let bound = max_threads.map(MaxThreads::c_text);
+    let emit = |checked| emit::emit_source(&kf, &used, checked, uses, bound.as_deref(), file_name);
     let (plain, checked) = (emit(false), emit(true));
     let params: Vec<KernelParam> = kf
         .params
@@ -302,12 +314,6 @@ pub fn compile_kernel(
             name: p.name.clone(),
             kind: param_kind(p),
         })
-        .collect();
-    let comptime = kf
-        .params
-        .iter()
-        .filter(|p| p.comptime)
-        .map(|p| p.name.clone())
         .collect();
     let cuda_name = format!(
         "pgas_{}_{:08x}",
@@ -324,7 +330,7 @@ pub fn compile_kernel(
         collective: uses.prelude.collective(),
         prelude: uses.prelude,
         comptime,
-        max_threads,
+        max_threads: max_threads.and_then(MaxThreads::fixed),
     })
 }
 
@@ -424,9 +430,10 @@ fn reach(kinfo: &FnInfo, infos: &HashMap<String, FnInfo>) -> Reach {
 fn check_block(
     kernel: &syn::ItemFn,
     reach: &Reach,
-    max_threads: Option<u32>,
+    max_threads: Option<&MaxThreads>,
 ) -> Result<(), Vec<CodegenError>> {
-    if let (true, Some(n)) = (reach.uses.warpgroup, max_threads.filter(|n| n % 128 != 0)) {
+    let fixed = max_threads.and_then(MaxThreads::fixed);
+    if let (true, Some(n)) = (reach.uses.warpgroup, fixed.filter(|n| n % 128 != 0)) {
         let mut errors = Errors::default();
         errors.push(
             error::Sp::of(&kernel.sig.ident),

@@ -66,7 +66,7 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         let args = attr.user_args();
         return quote! { #mac! { { #args } { #(#helpers)* } #item_fn } };
     }
-    let max_threads = attr.max_threads.as_ref().map(|(n, _)| *n);
+    let max_threads = attr.max_threads.as_ref().map(|(m, _)| m);
     match compile_instances(&item_fn, helpers, max_threads, FILE_PLACEHOLDER) {
         Ok(ks) => match ks.as_slice() {
             [(None, k)] => kernel_module(&item_fn, k),

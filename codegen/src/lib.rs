@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 mod attr;
+mod bound;
 mod check;
 mod compile;
 mod docs;

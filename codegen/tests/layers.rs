@@ -3,7 +3,7 @@
 //!
 //! | layer | modules | holds |
 //! | --- | --- | --- |
-//! | 0 | `error`, `types`, `prelude`, `attr`, `template` | errors and spans, the scalar and buffer types, the fixed CUDA text, `#[pgas_kernel]`'s arguments, a row's template filled |
+//! | 0 | `error`, `types`, `prelude`, `bound`, `attr`, `template` | errors and spans, the scalar and buffer types, the fixed CUDA text, a kernel's block bound, `#[pgas_kernel]`'s arguments, a row's template filled |
 //! | 1 | `intrinsics` | the one table of intrinsics |
 //! | 2 | `ir`, `nvcall`, `docs`, `specialize`, `generic`, `params` | the kernel IR, the NVSHMEM call wrappers, the DSL reference, specializations, generic functions' instances, parameter groups flattened |
 //! | 3 | `parse`, `check` | syntax to IR, the type check |
@@ -17,6 +17,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("error", 0),
     ("types", 0),
     ("prelude", 0),
+    ("bound", 0),
     ("attr", 0),
     ("template", 0),
     ("intrinsics", 1),

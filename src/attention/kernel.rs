@@ -6,10 +6,8 @@
 
 use crate::prelude::*;
 
-/// Query rows per block: 64 for each of the two multiplying warpgroups.
-pub const BM: usize = 128;
-/// Threads per block: the feeding warpgroup and two multiplying ones.
-pub const THREADS: u32 = 384;
+/// Query rows of each multiplying warpgroup: a block has `64 * wgs` (`wgs` of them, 2 or 3).
+pub const WG_ROWS: usize = 64;
 
 /// `O = softmax(scale Q Kᵀ) V` for one 128-row tile of queries of one head of one sequence, and
 /// the log-sum-exp of each row.
@@ -47,7 +45,7 @@ pub const THREADS: u32 = 384;
 /// exponential is `exp2_approx` of one fused multiply-add. `docs/attention.md` says what ptxas
 /// needs for the matmuls to stay asynchronous.
 // Long on purpose: the two roles share the shared-memory rings and their mbarriers.
-#[pgas_kernel(max_threads = 384)]
+#[pgas_kernel(max_threads = 128 * (1 + wgs))]
 pub fn attention_fwd_sm90(
     o: &mut CudaSlice<bf16>,
     lse: &mut CudaSlice<f32>,
@@ -65,12 +63,15 @@ pub fn attention_fwd_sm90(
     #[comptime] stages: u32,
     #[comptime] causal: bool,
     #[comptime] fp8: bool,
+    #[comptime] wgs: u32,
 ) {
     let b = block_idx_z() as usize;
     let head = block_idx_y() as usize;
     let q_start = cu_q[b] as usize;
     let q_len = cu_q[b + 1] as usize - q_start;
-    let q_tiles = (q_len + 127) / 128;
+    // Query rows of a block: 64 for each multiplying warpgroup.
+    let bm = 64 * wgs as usize;
+    let q_tiles = (q_len + bm - 1) / bm;
     let bx = block_idx_x() as usize;
     if bx >= q_tiles {
         return;
@@ -78,9 +79,9 @@ pub fn attention_fwd_sm90(
     // With `causal`, the blocks that see the most keys (the last query tiles) start first, so
     // that the short ones fill the end of the grid.
     let q0 = if causal {
-        (q_tiles - 1 - bx) * 128
+        (q_tiles - 1 - bx) * bm
     } else {
-        bx * 128
+        bx * bm
     };
     let k_start = k_ranges[3 * b] as usize;
     let k_len = k_ranges[3 * b + 1] as usize - k_start;
@@ -93,7 +94,7 @@ pub fn attention_fwd_sm90(
     let diag = k_len as i64 - q_len as i64;
     let mut k_end = k_len as i64;
     if causal {
-        k_end = min(k_end, (q0 + 128) as i64 + diag);
+        k_end = min(k_end, (q0 + bm) as i64 + diag);
     }
     let tiles = if k_end > 0 {
         (k_end as usize + bw - 1) / bw
@@ -118,7 +119,7 @@ pub fn attention_fwd_sm90(
     // dq / 64 boxes of bn x 64, then V's (with `fp8`, a box of d rows of 128 keys). Then the
     // mbarriers: Q's, then `full` and `empty` of each K slot, then of each V slot. Every box
     // starts at a multiple of 8 KiB (bn x 64 x 2 bytes) from the 1 KiB-aligned base.
-    let q_elems = dq * 128;
+    let q_elems = dq * bm;
     let tile = dq * bw;
     let v_bytes = if fp8 { dw * 128 } else { tile * 2 };
     let v0 = q_elems + s * tile;
@@ -134,9 +135,9 @@ pub fn attention_fwd_sm90(
         for i in 0..s {
             mbarrier_init(&mut bars[k_full + i], 1);
             mbarrier_init(&mut bars[v_full + i], 1);
-            // Lane 0 of each of the 8 multiplying warps frees a slot.
-            mbarrier_init(&mut bars[k_empty + i], 8);
-            mbarrier_init(&mut bars[v_empty + i], 8);
+            // Lane 0 of each multiplying warp frees a slot.
+            mbarrier_init(&mut bars[k_empty + i], 4 * wgs);
+            mbarrier_init(&mut bars[v_empty + i], 4 * wgs);
         }
     }
     sync_threads();
@@ -147,7 +148,7 @@ pub fn attention_fwd_sm90(
             mbarrier_arrive_expect_tx(&mut bars[q_bar], (q_elems * 2) as u32);
             for c in 0..dq / 64 {
                 tma_load_2d(
-                    &mut smem[c * 8192],
+                    &mut smem[c * bm * 64],
                     q_map,
                     &mut bars[q_bar],
                     (head * hcols + c * 64) as i32,
@@ -194,17 +195,27 @@ pub fn attention_fwd_sm90(
             }
         }
     } else {
-        setmaxnreg_inc(240);
+        // The registers the feeder gave back, shared by the multiplying warpgroups.
+        if wgs == 3 {
+            setmaxnreg_inc(160);
+        } else {
+            setmaxnreg_inc(240);
+        }
         let lane = lane_id() as usize;
         let w = (t % 128) / 32;
         // This thread's two query rows (in the sequence): r0 and r0 + 8.
         let r0 = q0 + (wg - 1) * 64 + w * 16 + lane / 4;
         let c0 = (2 * (lane % 4)) as i32;
-        // Turns at the tensor cores: this warpgroup waits on barrier `wg`, then lets the other
-        // go on `3 - wg`. Warpgroup 1 has the first turn, and warpgroup 2 the last: no arrival
-        // is left that nobody waits for.
+        // Turns at the tensor cores: this warpgroup waits on barrier `wg`, then lets the next
+        // go on `wg % wgs + 1`. Warpgroup 1 has the first turn, and the last warpgroup the
+        // last: no arrival is left that nobody waits for.
         let mine = wg as u32;
-        let theirs = 3 - wg as u32;
+        // (Of two, the other, as `3 - wg`: the code the two-warpgroup kernel always had.)
+        let theirs = if wgs == 2 {
+            3 - wg as u32
+        } else {
+            wg as u32 % wgs + 1
+        };
         if wg == 1 && tiles > 0 {
             arrive_named(mine, 256);
         }
@@ -272,7 +283,7 @@ pub fn attention_fwd_sm90(
             wgmma_fence();
             for c in 0..dq / 64 {
                 for ks in 0..ksteps {
-                    let a = c * 8192 + (wg - 1) * 4096 + ks * 16;
+                    let a = c * bm * 64 + (wg - 1) * 4096 + ks * 16;
                     let b = kb + c * bw * 64 + ks * 16;
                     let b8 = 2 * (kb + c * bw * 64) + ks * 32;
                     // `c` and `ks` are unrolled: one call a step is compiled.
@@ -388,7 +399,7 @@ pub fn attention_fwd_sm90(
             wgmma_fence();
             issue_pv(&mut o_acc, &p, &p8, pv, bw, d, fp8);
             wgmma_commit();
-            if wg == 1 {
+            if wg != wgs as usize {
                 arrive_named(theirs, 256);
             }
             wgmma_wait(0);

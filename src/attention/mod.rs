@@ -7,6 +7,6 @@ mod plan;
 pub mod reference;
 mod v_fp8;
 
-pub use kernel::{attention_fwd_sm90, BM, THREADS};
+pub use kernel::{attention_fwd_sm90, WG_ROWS};
 pub use plan::{Attention, AttentionConfig, AttentionParams, Fp8Scales, WIDE_KEYS};
 pub use v_fp8::{attention_v_fp8, VT_KEYS, VT_SHARED};

@@ -1,7 +1,7 @@
 //! The host side of [`super::kernel::attention_fwd_sm90`]: a batch's sequences, the checks
 //! before a launch, the specialization a head dim gets, and the launch.
 
-use super::kernel::{attention_fwd_sm90, BM, THREADS};
+use super::kernel::{attention_fwd_sm90, WG_ROWS};
 use super::v_fp8::{attention_v_fp8, VT_KEYS, VT_SHARED};
 use crate::gemm::{refuse, swizzled};
 use crate::prelude::*;
@@ -52,6 +52,10 @@ pub struct AttentionConfig {
     pub bn: u32,
     /// Slots of each of the K and V rings.
     pub stages: u32,
+    /// Multiplying warpgroups, 64 query rows each: 2, or 3 at head dim 64, whose tile's
+    /// exponentials take as long as its matmuls, so that more warps share the issue slots
+    /// (FlashAttention-3's 192-row tile there).
+    pub wgs: u32,
     /// FP8 (e4m3) Q, K and transposed V ([`Attention::run_fp8`]).
     pub fp8: bool,
 }
@@ -60,39 +64,53 @@ impl AttentionConfig {
     /// The specialization for `head_dim` (64, 128 or 256), with or without the causal mask, for
     /// a batch whose longest key range is `keys` tokens.
     pub fn for_shape(head_dim: usize, causal: bool, keys: usize) -> AttentionConfig {
-        let (bn, stages) = match (head_dim, causal) {
-            (256, _) => (64, 2),
-            (128, false) if keys >= WIDE_KEYS => (176, 2),
-            (128, _) => (128, 2),
-            _ => (128, 4),
+        let (bn, stages, wgs) = match (head_dim, causal) {
+            (256, _) => (64, 2, 2),
+            (128, false) if keys >= WIDE_KEYS => (176, 2, 2),
+            (128, _) => (128, 2, 2),
+            _ => (128, 4, 3),
         };
         AttentionConfig {
             bn,
             stages,
             fp8: false,
+            wgs,
         }
     }
 
-    /// The FP8 specialization: tiles of [`VT_KEYS`] keys (a row of the transposed V's box), a
-    /// ring of 2 (faster than 3 or 4 on an H200: `docs/attention.md`, "Figures").
-    pub fn for_fp8() -> AttentionConfig {
+    /// The FP8 specialization for `head_dim`: tiles of [`VT_KEYS`] keys (a row of the
+    /// transposed V's box), a ring of 2 (faster than 3 or 4 on an H200: `docs/attention.md`,
+    /// "Figures"), three multiplying warpgroups at head dim 64 as in bf16.
+    pub fn for_fp8(head_dim: usize) -> AttentionConfig {
         AttentionConfig {
             bn: VT_KEYS as u32,
             stages: 2,
             fp8: true,
+            wgs: if head_dim == 64 { 3 } else { 2 },
         }
     }
 
     /// The kernel's comptime values for this specialization, in its parameters' order (`d`,
-    /// `bn`, `stages`, `causal`, `fp8`): what a prewarm or a compile test passes.
-    pub fn comptime(&self, head_dim: usize, causal: bool) -> [i128; 5] {
+    /// `bn`, `stages`, `causal`, `fp8`, `wgs`): what a prewarm or a compile test passes.
+    pub fn comptime(&self, head_dim: usize, causal: bool) -> [i128; 6] {
         [
             head_dim as i128,
             self.bn as i128,
             self.stages as i128,
             causal as i128,
             self.fp8 as i128,
+            self.wgs as i128,
         ]
+    }
+
+    /// Query rows of a block: 64 for each multiplying warpgroup.
+    pub fn block_rows(&self) -> usize {
+        WG_ROWS * self.wgs as usize
+    }
+
+    /// Threads of a block: the feeding warpgroup and the multiplying ones.
+    pub fn threads(&self) -> u32 {
+        128 * (1 + self.wgs)
     }
 
     /// Dynamic shared memory a block needs: Q's tile, the rings of K and V tiles, the mbarriers
@@ -104,7 +122,7 @@ impl AttentionConfig {
         } else {
             2 * head_dim
         };
-        let rows = BM + self.stages as usize * 2 * self.bn as usize;
+        let rows = self.block_rows() + self.stages as usize * 2 * self.bn as usize;
         (rows * row + 8 * (1 + 4 * self.stages as usize)) as u32
     }
 }
@@ -274,7 +292,8 @@ impl Attention {
         let stream = pgas.stream();
         let map =
             |rows: usize, heads: usize, box_rows: usize| swizzled(rows, heads * d, box_rows, 64);
-        let q_map = TensorMap::tiled_2d_ragged(stream, q, map(tq, p.heads_q, BM))?;
+        let q_map =
+            TensorMap::tiled_2d_ragged(stream, q, map(tq, p.heads_q, self.cfg.block_rows()))?;
         let k_map = TensorMap::tiled_2d_ragged(stream, k, map(kv_rows, p.heads_kv, bn))?;
         let v_map = TensorMap::tiled_2d_ragged(stream, v, map(kv_rows, p.heads_kv, bn))?;
         let scale = p.scale.unwrap_or(1.0 / (d as f32).sqrt());
@@ -369,7 +388,7 @@ impl Attention {
         if tq == 0 {
             return Ok(());
         }
-        let cfg = AttentionConfig::for_fp8();
+        let cfg = AttentionConfig::for_fp8(p.head_dim);
         let stream = pgas.stream();
         let (pq, _rq) = q.device_ptr(stream);
         let (pk, _rk) = k.device_ptr(stream);
@@ -384,7 +403,7 @@ impl Attention {
                 TensorMap::<bf16>::from_device_ptr_ragged(
                     pq,
                     q.len() / 2,
-                    swizzled(tq, pairs(hq), BM, 64),
+                    swizzled(tq, pairs(hq), cfg.block_rows(), 64),
                 )?,
                 TensorMap::<bf16>::from_device_ptr_ragged(
                     pk,
@@ -424,11 +443,11 @@ impl Attention {
         let max_q = self.seqs.iter().map(|s| s.0).max().unwrap_or(0);
         let launch = LaunchConfig {
             grid: (
-                max_q.div_ceil(BM) as u32,
+                max_q.div_ceil(cfg.block_rows()) as u32,
                 p.heads_q as u32,
                 self.seqs.len() as u32,
             ),
-            ..LaunchConfig::blocks(1, THREADS).with_shared_mem(cfg.shared_bytes(p.head_dim))
+            ..LaunchConfig::blocks(1, cfg.threads()).with_shared_mem(cfg.shared_bytes(p.head_dim))
         };
         let stream = pgas.stream();
         // SAFETY: unchecked only as the caller asked, where every buffer holds exactly what the
@@ -457,6 +476,7 @@ impl Attention {
                 cfg.stages,
                 p.causal,
                 cfg.fp8,
+                cfg.wgs,
             )
         }
     }
@@ -624,12 +644,16 @@ mod tests {
                     "head dim {d}, causal {causal}: {bytes} bytes"
                 );
             }
-            // FP8: rows of 128 bytes at least (two heads at head dim 64).
-            let fp8 = AttentionConfig::for_fp8().shared_bytes(d);
+            // FP8: rows of 128 bytes at least (two heads at head dim 64), Q's tile 192 rows
+            // there (three multiplying warpgroups), 128 elsewhere.
+            let cfg = AttentionConfig::for_fp8(d);
+            let fp8 = cfg.shared_bytes(d);
             let row = d.max(128);
+            let q_rows = if d == 64 { 192 } else { 128 };
+            assert_eq!(cfg.block_rows(), q_rows);
             assert_eq!(
                 fp8 as usize,
-                (128 + 2 * 2 * 128) * row + 8 * 9,
+                (q_rows + 2 * 2 * 128) * row + 8 * 9,
                 "FP8 head dim {d}"
             );
             assert!(fp8 <= 227 * 1024, "FP8 head dim {d}: {fp8} bytes");

@@ -18,7 +18,7 @@ fn every_attention_specialization_compiles_without_spills() {
     for d in [64usize, 128, 256] {
         // Short and long key ranges: head dim 128 without a mask has a wider tile for long ones.
         // FP8 has one tile; its causal build has every branch of the unmasked one.
-        let fp8 = AttentionConfig::for_fp8();
+        let fp8 = AttentionConfig::for_fp8(d);
         let cfgs = [(false, 128), (false, WIDE_KEYS), (true, WIDE_KEYS)]
             .map(|(causal, keys)| (causal, AttentionConfig::for_shape(d, causal, keys)));
         for (causal, cfg) in cfgs.into_iter().chain([(true, fp8)]) {

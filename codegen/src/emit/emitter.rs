@@ -88,14 +88,14 @@ pub fn emit_source(
     helpers: &[&Function],
     checked: bool,
     uses: Uses,
-    max_threads: Option<u32>,
+    max_threads: Option<&str>,
     file: &str,
 ) -> String {
     let mut e = Emitter {
         out: String::new(),
         indent: 0,
         checked,
-        max_threads,
+        max_threads: max_threads.map(str::to_owned),
         full_warp: uses.full_warp,
         warpgroup: uses.warpgroup,
         setmaxnreg: uses.setmaxnreg,
@@ -175,8 +175,9 @@ pub(super) struct Emitter {
     pub(super) out: String,
     pub(super) indent: usize,
     pub(super) checked: bool,
-    /// The kernel's `max_threads`, emitted as `__launch_bounds__`.
-    pub(super) max_threads: Option<u32>,
+    /// The kernel's `max_threads` as C (a number, or an expression of `PGAS_CT_` values),
+    /// emitted as `__launch_bounds__`.
+    pub(super) max_threads: Option<String>,
     /// The kernel reaches a warp-wide tensor-core instruction: it starts with the whole-warp
     /// guard.
     pub(super) full_warp: bool,
@@ -355,6 +356,7 @@ impl Emitter {
             let min_blocks = if self.setmaxnreg { ", 1" } else { "" };
             let bounds = self
                 .max_threads
+                .as_ref()
                 .map(|n| format!("__launch_bounds__({n}{min_blocks}) "))
                 .unwrap_or_default();
             format!("extern \"C\" __global__ void {bounds}PGAS_KERNEL_NAME({params})")

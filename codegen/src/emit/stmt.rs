@@ -12,10 +12,19 @@ impl Emitter {
         let sig = self.signature(f);
         self.raw(&format!("{sig} {{"));
         self.indent += 1;
-        if let (true, true, true, Some(n)) =
-            (f.is_kernel, self.checked, self.setmaxnreg, self.max_threads)
-        {
-            self.line(&format!("pgas_check_block_threads({n}u, {});", f.line));
+        if let (true, true, true, Some(n)) = (
+            f.is_kernel,
+            self.checked,
+            self.setmaxnreg,
+            &self.max_threads,
+        ) {
+            // A number as an unsigned literal; an expression of comptime values cast.
+            let n = if n.starts_with('(') {
+                format!("(unsigned){n}")
+            } else {
+                format!("{n}u")
+            };
+            self.line(&format!("pgas_check_block_threads({n}, {});", f.line));
         }
         if f.is_kernel && self.warpgroup {
             self.line(&format!("pgas_require_whole_warpgroups({});", f.line));

@@ -30,4 +30,14 @@ fn misspelled(x: &mut SymTensor<f32>) {
     x[0] = 1.0;
 }
 
+#[pgas_kernel(max_threads = 128 * n)]
+fn not_comptime(x: &mut SymTensor<f32>, n: u32) {
+    x[0] = 1.0;
+}
+
+#[pgas_kernel(max_threads = 128 * max(1, wgs))]
+fn a_call(x: &mut SymTensor<f32>, #[comptime] wgs: u32) {
+    x[0] = 1.0;
+}
+
 fn main() {}

@@ -21,6 +21,12 @@ fn halve(v: f32) -> f32 {
     v * 0.5
 }
 
+/// The bound follows a comptime parameter: each specialization has its own.
+#[pgas_kernel(max_threads = 128 * (1 + wgs))]
+fn per_specialization(x: &mut SymTensor<f32>, #[comptime] wgs: u32) {
+    x[0] = wgs as f32;
+}
+
 #[pgas_kernel]
 fn unbounded(x: &mut SymTensor<f32>) {
     x[0] = 1.0;
@@ -37,6 +43,10 @@ pub fn check() {
         .checked_source
         .contains("__launch_bounds__(128)"));
     assert!(scale::SPEC.checked_source.contains("pgas_fn_halve"));
+    assert_eq!(per_specialization::SPEC.max_threads, None);
+    assert!(per_specialization::SPEC
+        .plain_source
+        .contains("__launch_bounds__((128 * (1 + PGAS_CT_wgs)))"));
     assert_eq!(unbounded::SPEC.max_threads, None);
     assert!(!unbounded::SPEC.plain_source.contains("__launch_bounds__"));
 }
