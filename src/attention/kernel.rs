@@ -1,7 +1,7 @@
 //! The Hopper attention forward kernel: warp-specialized, rings of K and V tiles filled by the
 //! copy engine, `wgmma` for `S = Q Kᵀ` and for `O += P V` with P in registers, the online
 //! softmax of one tile computed while the tensor cores run the previous tile's `P V`, and the
-//! two multiplying warpgroups taking turns at the tensor cores. `docs/attention.md` walks
+//! multiplying warpgroups (two, or three at head dim 64) taking turns at the tensor cores. `docs/attention.md` walks
 //! through it.
 
 use crate::prelude::*;
@@ -9,7 +9,7 @@ use crate::prelude::*;
 /// Query rows of each multiplying warpgroup: a block has `64 * wgs` (`wgs` of them, 2 or 3).
 pub const WG_ROWS: usize = 64;
 
-/// `O = softmax(scale Q Kᵀ) V` for one 128-row tile of queries of one head of one sequence, and
+/// `O = softmax(scale Q Kᵀ) V` for one tile of `64 * wgs` queries of one head of one sequence, and
 /// the log-sum-exp of each row.
 ///
 /// Layouts (row-major, bf16): Q and O are `[tokens_q][hq][d]`, K and V `[tokens_k][hkv][d]`,
@@ -32,8 +32,8 @@ pub const WG_ROWS: usize = 64;
 /// The grid is (query tiles of the longest sequence, `hq`, batch); a block past its sequence's
 /// end returns, and with `causal` block x takes the sequence's x-th query tile from the end.
 /// Warpgroup 0 (24 registers) loads Q's tile once, then fills a ring of `stages` K tiles and
-/// one of `stages` V tiles, `bn` rows and `d / 64` boxes each. Warpgroups 1 and 2 (240
-/// registers) own 64 query rows each. For key tile `j` a multiplying warpgroup starts S's
+/// one of `stages` V tiles, `bn` rows and `d / 64` boxes each. Warpgroups 1 to `wgs` (240
+/// registers, 160 of three) own 64 query rows each. For key tile `j` a multiplying warpgroup starts S's
 /// accumulators at the mask (keys past the sequence; with `causal`, keys after the query,
 /// aligned to the end of the sequence as FlashAttention does when the lengths differ; only on
 /// tiles that cross an edge), issues `S = Q K_jᵀ` (`wgmma_m64n{bn}k16`) and
