@@ -1,16 +1,16 @@
 //! The Hopper attention forward kernel: warp-specialized, rings of K and V tiles filled by the
 //! copy engine, `wgmma` for `S = Q Kᵀ` and for `O += P V` with P in registers, the online
 //! softmax of one tile computed while the tensor cores run the previous tile's `P V`, and the
-//! multiplying warpgroups (two, or three at head dim 64) taking turns at the tensor cores. `docs/attention.md` walks
-//! through it.
+//! multiplying warpgroups (two, or three at head dim 64) taking turns at the tensor cores.
+//! `docs/attention.md` walks through it.
 
 use crate::prelude::*;
 
 /// Query rows of each multiplying warpgroup: a block has `64 * wgs` (`wgs` of them, 2 or 3).
 pub const WG_ROWS: usize = 64;
 
-/// `O = softmax(scale Q Kᵀ) V` for one tile of `64 * wgs` queries of one head of one sequence, and
-/// the log-sum-exp of each row.
+/// `O = softmax(scale Q Kᵀ) V` for one tile of `64 * wgs` queries of one head of one sequence,
+/// and the log-sum-exp of each row.
 ///
 /// Layouts (row-major, bf16): Q and O are `[tokens_q][hq][d]`, K and V `[tokens_k][hkv][d]`,
 /// where `hkv = hq / group` (grouped-query attention: query head `h` reads key head
@@ -33,10 +33,10 @@ pub const WG_ROWS: usize = 64;
 /// end returns, and with `causal` block x takes the sequence's x-th query tile from the end.
 /// Warpgroup 0 (24 registers) loads Q's tile once, then fills a ring of `stages` K tiles and
 /// one of `stages` V tiles, `bn` rows and `d / 64` boxes each. Warpgroups 1 to `wgs` (240
-/// registers, 160 of three) own 64 query rows each. For key tile `j` a multiplying warpgroup starts S's
-/// accumulators at the mask (keys past the sequence; with `causal`, keys after the query,
-/// aligned to the end of the sequence as FlashAttention does when the lengths differ; only on
-/// tiles that cross an edge), issues `S = Q K_jᵀ` (`wgmma_m64n{bn}k16`) and
+/// registers, 160 of three) own 64 query rows each. For key tile `j` a multiplying warpgroup
+/// starts S's accumulators at the mask (keys past the sequence; with `causal`, keys after the
+/// query, aligned to the end of the sequence as FlashAttention does when the lengths differ;
+/// only on tiles that cross an edge), issues `S = Q K_jᵀ` (`wgmma_m64n{bn}k16`) and
 /// `O += P_{j-1} V_{j-1}` (`wgmma_m64n{d}k16_rs`, P in registers, V's tile MN-major), and while
 /// `P V` runs updates each row's running maximum and sum and computes `P_j`; then it rescales
 /// O, only where a row's maximum moved by more than a set factor (lazy rescaling). The two
@@ -69,7 +69,8 @@ pub fn attention_fwd_sm90(
     let head = block_idx_y() as usize;
     let q_start = cu_q[b] as usize;
     let q_len = cu_q[b + 1] as usize - q_start;
-    // Query rows of a block: 64 for each multiplying warpgroup.
+    // Query rows of a block: 64 for each multiplying warpgroup (`WG_ROWS`, which a kernel
+    // cannot read: it sees its parameters only).
     let bm = 64 * wgs as usize;
     let q_tiles = (q_len + bm - 1) / bm;
     let bx = block_idx_x() as usize;
