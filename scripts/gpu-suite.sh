@@ -152,10 +152,12 @@ TIMEOUT after ${limit}s"; fi
 }
 
 # verdict NAME DETAIL: ok when $rc is 0, else FAIL (counted); SKIP when the program said it
-# skipped (no GPU).
+# skipped (no GPU). Output is searched with `grep -q PATTERN <<<"$last"`, never through a pipe:
+# under pipefail, `echo "$last" | grep -q` fails when grep exits at a first-line match before
+# echo wrote the rest (SIGPIPE), which made a skipped step an "ok" now and then.
 verdict() {
   [ "$rc" = -1 ] && return # step() already noted the skip
-  if [ "$rc" = 0 ] && echo "$last" | grep -q "skipped: no GPU"; then
+  if [ "$rc" = 0 ] && grep -q "skipped: no GPU" <<<"$last"; then
     note "SKIP $1 (the program found no GPU)"
   elif [ "$rc" = 0 ]; then
     note "ok   $1${2:+: $2}"
@@ -323,14 +325,14 @@ python_steps() {
     # names it (the raising PE prints the time of its raise, Unix ms).
     step "python: a PE raises in a collective" examples.log 60 env PYTHONPATH="$pyhome" \
       "$bin/pgas-run" -n 2 $share -- python3 "$pyt/raise_in_collective.py"
-    if [ "$rc" != -1 ] && ! echo "$last" | grep -q "skipped: no GPU"; then
+    if [ "$rc" != -1 ] && ! grep -q "skipped: no GPU" <<<"$last"; then
       local raised ended
       ended=$(echo "$last" | sed -n 's/.*every rank ended at \([0-9]*\) ms.*/\1/p' | head -1)
       ended=${ended:-$(date +%s%3N)}
       raised=$(echo "$last" | sed -n 's/.*raises at \([0-9]*\) ms.*/\1/p' | head -1)
-      if [ -z "$raised" ] || [ "$rc" = 0 ] || echo "$last" | grep -q "raise_in_collective: FAIL"; then
+      if [ -z "$raised" ] || [ "$rc" = 0 ] || grep -q "raise_in_collective: FAIL" <<<"$last"; then
         rc=1
-      elif [ $((ended - raised)) -ge 5000 ] || ! echo "$last" | grep -q "pgas-run: rank 1 "; then
+      elif [ $((ended - raised)) -ge 5000 ] || ! grep -q "pgas-run: rank 1 " <<<"$last"; then
         rc=1
       else
         rc=0
@@ -409,7 +411,7 @@ if [ "$only" = soak2 ] || [ "$only" = soak4 ]; then
     step "soak $soak_pes PE" suite.log "$left" "$bin/pgas-run" -n "$soak_pes" $share -- "$bin/gpu_suite" --differential "$(date -u +%Y%m%d)" "$soak_calls" "$((left - 15))"
     share_end
     done_calls=$(echo "$last" | sed -n 's/.*differential: seed [0-9]*, \([0-9]*\) calls.*/\1/p' | tail -1)
-    if [ "$rc" = 0 ] && [ "${done_calls:-0}" -lt "$soak_calls" ] && ! echo "$last" | grep -q "skipped: no GPU"; then
+    if [ "$rc" = 0 ] && [ "${done_calls:-0}" -lt "$soak_calls" ] && ! grep -q "skipped: no GPU" <<<"$last"; then
       rc=1 last="$last
 the soak stopped at ${done_calls:-0} of $soak_calls calls (out of time)"
     fi
@@ -581,15 +583,15 @@ if [ "$only" = all ] || [ "$only" = rest ]; then
 for kind in oob local-oob bad-pe partial-warp divergent-mma cluster-rank multicast-mask ll-scratch; do
   step "trap $kind" traps.log 40 "$bin/gpu_suite" --expect-trap "$kind"
   line=$(echo "$last" | sed -n 's/.*the report must name file .*, line \([0-9]*\).*/\1/p' | head -1)
-  if [ "$rc" = 0 ] && ! echo "$last" | grep -q "skipped: " &&
-    { [ -z "$line" ] || ! echo "$last" | grep -q "traps.rs:$line"; }; then
+  if [ "$rc" = 0 ] && ! grep -q "skipped: " <<<"$last" &&
+    { [ -z "$line" ] || ! grep -q "traps.rs:$line" <<<"$last"; }; then
     rc=1
     last="$last
 the output does not name traps.rs:$line"
   fi
   # A local array's report names the array, not only the line.
-  if [ "$kind" = local-oob ] && [ "$rc" = 0 ] && ! echo "$last" | grep -q "skipped: " &&
-    ! echo "$last" | grep -q 'local array `acc`'; then
+  if [ "$kind" = local-oob ] && [ "$rc" = 0 ] && ! grep -q "skipped: " <<<"$last" &&
+    ! grep -q 'local array `acc`' <<<"$last"; then
     rc=1
     last="$last
 the output does not name the local array \`acc\`"
@@ -628,7 +630,7 @@ fi
 if [ -x "$bin/hello_ring" ] && [ "$gpus" -ge 1 ]; then
   # More ranks than GPUs: pgas-run must refuse before starting anything.
   step "pgas-run -n $((gpus + 1))" examples.log 20 "$bin/pgas-run" -n $((gpus + 1)) -- "$bin/hello_ring"
-  if [ "$rc" != 0 ] && ! echo "$last" | grep -q "PE 0/"; then rc=0; else rc=1; fi
+  if [ "$rc" != 0 ] && ! grep -q "PE 0/" <<<"$last"; then rc=0; else rc=1; fi
   verdict "pgas-run refuses $((gpus + 1)) ranks on $gpus GPU(s)" "$(echo "$last" | head -1 | cut -c1-150)"
 fi
 if [ -x "$bin/hello_ring" ] && [ "$gpus" -ge 2 ]; then
@@ -689,7 +691,7 @@ rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must ma
   died=$(echo "$last" | sed -n 's/.* dies by .* at \([0-9]*\) ms.*/\1/p' | head -1)
   took=$((ended - ${died:-0}))
   if [ "$rc" = -1 ]; then return; fi
-  if [ "$rc" = 0 ] && echo "$last" | grep -q "skipped: no GPU"; then
+  if [ "$rc" = 0 ] && grep -q "skipped: no GPU" <<<"$last"; then
     verdict "$name" # a SKIP: the program found no GPU
     return
   fi
@@ -700,9 +702,9 @@ rank_death() { # NAME WANT CMD...: WANT is a regex the launcher's output must ma
   elif [ "$took" -ge 5000 ]; then
     # A timeout of the step lands here too (its limit is far above 5 s).
     rc=1 detail="the job ended ${took} ms after the death (limit 5000 ms)"
-  elif echo "$last" | grep -q "rank-death .*: FAIL"; then
+  elif grep -q "rank-death .*: FAIL" <<<"$last"; then
     rc=1 detail="$(echo "$last" | grep -m1 "rank-death .*: FAIL" | cut -c1-150)"
-  elif ! echo "$last" | grep -qE "$want"; then
+  elif ! grep -qE "$want" <<<"$last"; then
     rc=1 detail="the launcher's output does not match /$want/"
   else
     rc=0 detail="ended ${took} ms after the death: $(echo "$last" | grep -m1 -E "$want" | cut -c1-120)"
@@ -765,10 +767,10 @@ if [ "$only" = all ] || [ "$only" = faults ]; then
   # step's own limit is told apart by the time it took (the watchdog gives up after 5 s).
   hang_check() { # NAME T0: from $rc and $last, T0 the step's start
     local took=$(($(date +%s) - $2))
-    if [ "$rc" = 0 ] && echo "$last" | grep -q "skipped: no GPU"; then
+    if [ "$rc" = 0 ] && grep -q "skipped: no GPU" <<<"$last"; then
       : # verdict says SKIP
     elif [ "$rc" = 124 ] && [ "$took" -lt 35 ] &&
-      echo "$last" | grep -q "FAIL faults/hang_in_kernel: still running after 5 s (hung); giving up"; then
+      grep -q "FAIL faults/hang_in_kernel: still running after 5 s (hung); giving up" <<<"$last"; then
       rc=0 last=$(echo "$last" | grep -v "^TIMEOUT after")
     elif [ "$rc" != -1 ]; then
       last="$last
