@@ -233,6 +233,47 @@ fn k(x: &mut CudaSlice<f32>, #[comptime] n: usize) {
     );
 }
 
+/// Arrays of 16-byte vectors are borrowed the same way (`uint4` in C), and a `Vec16` slice of
+/// one element type does not take another's.
+#[test]
+fn a_device_function_borrows_vector_arrays() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_device]
+fn widen(a: &mut [f32], u: &[Vec16<bf16>]) {
+    for h in 0..2 {
+        for j in 0..8 {
+            a[h * 8 + j] += vec16_get(u[h], j as u32) as f32;
+        }
+    }
+}
+#[pgas_kernel]
+fn k(x: &mut CudaSlice<f32>, y: &CudaSlice<bf16>) {
+    let mut a = [0.0f32; 16];
+    let u = [load_vec16(&y[0]), load_vec16(&y[8])];
+    widen(&mut a, &u);
+    x[0] = a[15];
+}
+"#;
+    let plain = &compile(src)[0].plain;
+    assert!(
+        plain.contains(
+            "pgas_fn_widen(float *a, unsigned long long a_len, uint4 *u, unsigned long long u_len)"
+        ),
+        "{plain}"
+    );
+    assert!(plain.contains("pgas_fn_widen(a, 16, u, 2);"), "{plain}");
+    let wrong = src.replace(
+        "[load_vec16(&y[0]), load_vec16(&y[8])]",
+        "[load_vec16(&x[0]); 2]",
+    );
+    let e = errors(&wrong);
+    assert!(
+        e.contains("borrows `&[Vec16<bf16>]`, found `[Vec16<f32>; 2]`"),
+        "{e}"
+    );
+}
+
 #[test]
 fn a_borrowed_array_must_match_the_parameter() {
     let src = r#"

@@ -200,6 +200,7 @@ impl Checker<'_> {
                         ArrElem::Var(v) => self.unify(Ty::Var(v), Ty::Scalar(ws)),
                         ge => ge == w.elem,
                     },
+                    (ArrElem::Vec16(_), Ty::Array(g)) => g.elem == w.elem,
                     _ => false,
                 };
                 let mut_ok = !matches!(resolved, Ty::Array(g) if w.mutable && !g.mutable);

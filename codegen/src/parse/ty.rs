@@ -135,47 +135,61 @@ impl Lowerer<'_> {
         }
     }
 
-    /// A device function's borrow of a register array, `&[T]` / `&mut [T]`: of a scalar `T` a
-    /// local array (`let mut acc = [0f32; 8]`), of `FragA<T>` / `FragB<T>` / `FragC<f32>` a
-    /// fragment array (`frag_a::<T, N>()` ...). Its length is the caller's array's.
+    /// A device function's borrow of a register array, `&[T]` / `&mut [T]`: of a scalar `T` or a
+    /// `Vec16<T>` a local array (`let mut acc = [0f32; 8]`, `let v = [load_vec16(&x[i]); 2]`), of
+    /// `FragA<T>` / `FragB<T>` / `FragC<f32>` a fragment array (`frag_a::<T, N>()` ...). Its length
+    /// is the caller's array's.
     fn register_slice(&mut self, elem: &syn::Type, mutable: bool) -> Option<Ty> {
-        if let Some(s) = scalar_of_type(elem) {
-            return Some(Ty::Array(ArrayTy {
-                elem: ArrElem::Scalar(s),
+        let array = |elem| {
+            Some(Ty::Array(ArrayTy {
+                elem,
                 len: None,
                 mutable,
-            }));
+            }))
+        };
+        if let Some(s) = scalar_of_type(elem) {
+            return array(ArrElem::Scalar(s));
         }
-        let frag = match elem {
-            syn::Type::Path(tp) if tp.qself.is_none() => tp.path.segments.last().and_then(|seg| {
-                let kind = FragKind::ALL
-                    .into_iter()
-                    .find(|k| seg.ident == k.param_name())?;
-                match &seg.arguments {
-                    syn::PathArguments::AngleBracketed(ab) if ab.args.len() == 1 => {
-                        match &ab.args[0] {
-                            syn::GenericArgument::Type(t) => scalar_of_type(t)
-                                .filter(|s| holds(kind, *s))
-                                .map(|s| (kind, s)),
-                            _ => None,
+        // `Name<T>` for a scalar `T`: the wrapper's name and `T`.
+        let wrapped = match elem {
+            syn::Type::Path(tp) if tp.qself.is_none() => {
+                tp.path
+                    .segments
+                    .last()
+                    .and_then(|seg| match &seg.arguments {
+                        syn::PathArguments::AngleBracketed(ab) if ab.args.len() == 1 => {
+                            match &ab.args[0] {
+                                syn::GenericArgument::Type(t) => {
+                                    scalar_of_type(t).map(|s| (&seg.ident, s))
+                                }
+                                _ => None,
+                            }
                         }
-                    }
-                    _ => None,
-                }
-            }),
+                        _ => None,
+                    })
+            }
             _ => None,
         };
-        match frag {
-            Some((kind, elem)) => Some(Ty::FragArray(FragTy {
-                kind,
-                elem,
-                mutable,
-            })),
-            None => {
-                self.errors.push(Sp::of(&elem), "a register array parameter is a slice of a scalar type (`&mut [f32]`, a local array) or of fragments: `&mut [FragA<T>]` (T bf16, f16, e4m3, e5m2), `&[FragB<T>]` (bf16, f16), `&mut [FragC<f32>]`");
-                None
-            }
+        match wrapped {
+            Some((name, s)) if name == "Vec16" && s != Scalar::Bool => array(ArrElem::Vec16(s)),
+            Some((name, s)) => match FragKind::ALL
+                .into_iter()
+                .find(|k| name == k.param_name() && holds(*k, s))
+            {
+                Some(kind) => Some(Ty::FragArray(FragTy {
+                    kind,
+                    elem: s,
+                    mutable,
+                })),
+                None => self.slice_error(elem),
+            },
+            None => self.slice_error(elem),
         }
+    }
+
+    fn slice_error(&mut self, elem: &syn::Type) -> Option<Ty> {
+        self.errors.push(Sp::of(&elem), "a register array parameter is a slice of a scalar type (`&mut [f32]`, a local array), of 16-byte vectors (`&[Vec16<T>]`) or of fragments: `&mut [FragA<T>]` (T bf16, f16, e4m3, e5m2), `&[FragB<T>]` (bf16, f16), `&mut [FragC<f32>]`");
+        None
     }
 
     /// `&TensorMap<T>`: read-only (the copy engine reads it from parameter space), of a type the

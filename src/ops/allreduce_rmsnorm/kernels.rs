@@ -34,55 +34,60 @@ fn reduce_row(
         let two = v + stride < nv;
         let i0 = base + v * 8;
         let i1 = if two { i0 + stride * 8 } else { i0 };
-        let own0 = load_vec16(&x[i0]);
-        let own1 = load_vec16(&x[i1]);
-        let r0 = load_vec16(&residual[i0]);
-        let r1 = load_vec16(&residual[i1]);
-        let mut a0 = [0.0f32; 8];
-        let mut a1 = [0.0f32; 8];
+        let own = [load_vec16(&x[i0]), load_vec16(&x[i1])];
+        let r = [load_vec16(&residual[i0]), load_vec16(&residual[i1])];
+        let mut a = [0.0f32; 16];
         for k in 0..nn {
-            let mut u0 = own0;
-            let mut u1 = own1;
+            let mut u = [own[0], own[1]];
             if k != me as usize {
                 let p = x.peer(pes[k]);
-                u0 = load_vec16(&p[i0]);
-                u1 = load_vec16(&p[i1]);
+                u[0] = load_vec16(&p[i0]);
+                u[1] = load_vec16(&p[i1]);
             }
-            for j in 0..8 {
-                a0[j] += vec16_get(u0, j as u32) as f32;
-            }
-            for j in 0..8 {
-                a1[j] += vec16_get(u1, j as u32) as f32;
-            }
+            add_lanes(&mut a, &u);
         }
-        let mut o0 = r0;
-        let mut o1 = r1;
-        let mut ss0 = 0.0f32;
-        let mut ss1 = 0.0f32;
-        for j in 0..8 {
-            let q = (a0[j] + vec16_get(r0, j as u32) as f32) as bf16;
-            o0 = vec16_set(o0, j as u32, q);
-            ss0 += q as f32 * q as f32;
-        }
-        for j in 0..8 {
-            let q = (a1[j] + vec16_get(r1, j as u32) as f32) as bf16;
-            o1 = vec16_set(o1, j as u32, q);
-            ss1 += q as f32 * q as f32;
-        }
-        ss += ss0;
-        if two {
-            ss += ss1;
-        }
-        store_vec16(&mut residual[i0], o0);
-        store_vec16(&mut residual[i1], o1);
+        let mut o = [r[0], r[1]];
+        ss = plus_residual(&mut o, &a, &r, two, ss);
+        store_vec16(&mut residual[i0], o[0]);
+        store_vec16(&mut residual[i1], o[1]);
         for k in 1..stores as usize {
             let d = residual.peer(pes[(me as usize + k) % nn]);
-            store_vec16(&mut d[i0], o0);
-            store_vec16(&mut d[i1], o1);
+            store_vec16(&mut d[i0], o[0]);
+            store_vec16(&mut d[i1], o[1]);
         }
         v += 2 * stride;
     }
     ss
+}
+
+/// `a[8h + j] += u[h]`'s lane `j` (bf16) in f32, for the two vectors `u[0]`, `u[1]`.
+#[pgas_device]
+fn add_lanes(a: &mut [f32], u: &[Vec16<bf16>]) {
+    for h in 0..2 {
+        for j in 0..8 {
+            a[8 * h + j] += vec16_get(u[h], j as u32) as f32;
+        }
+    }
+}
+
+/// `o[h]`'s lane `j`: `a[8h + j]` plus the residual's (`r[h]`'s), rounded to bf16 once.
+/// Returns `ss` plus the sum of the squares of `o[0]`'s lanes and, where `two` (the second
+/// vector is not a repeat of the first), of `o[1]`'s.
+#[pgas_device]
+fn plus_residual(o: &mut [Vec16<bf16>], a: &[f32], r: &[Vec16<bf16>], two: bool, ss: f32) -> f32 {
+    let mut sq = [0.0f32; 2];
+    for h in 0..2 {
+        for j in 0..8 {
+            let q = (a[8 * h + j] + vec16_get(r[h], j as u32) as f32) as bf16;
+            o[h] = vec16_set(o[h], j as u32, q);
+            sq[h] += q as f32 * q as f32;
+        }
+    }
+    let mut total = ss + sq[0];
+    if two {
+        total += sq[1];
+    }
+    total
 }
 
 /// The sum of `v` over the warp's 32 lanes, on every lane, by a butterfly of shuffles (the same
@@ -315,40 +320,19 @@ pub fn allreduce_add_rmsnorm_ll(
             let two = v + stride < nv;
             let j0 = v * 8;
             let j1 = if two { j0 + stride * 8 } else { j0 };
-            let r0 = load_vec16(&residual[base + j0]);
-            let r1 = load_vec16(&residual[base + j1]);
-            let mut a0 = [0.0f32; 8];
-            let mut a1 = [0.0f32; 8];
+            let r = [
+                load_vec16(&residual[base + j0]),
+                load_vec16(&residual[base + j1]),
+            ];
+            let mut a = [0.0f32; 16];
             for k in 0..nn {
-                let u0 = load_vec16(&g[k * sh + j0]);
-                let u1 = load_vec16(&g[k * sh + j1]);
-                for j in 0..8 {
-                    a0[j] += vec16_get(u0, j as u32) as f32;
-                }
-                for j in 0..8 {
-                    a1[j] += vec16_get(u1, j as u32) as f32;
-                }
+                let u = [load_vec16(&g[k * sh + j0]), load_vec16(&g[k * sh + j1])];
+                add_lanes(&mut a, &u);
             }
-            let mut o0 = r0;
-            let mut o1 = r1;
-            let mut ss0 = 0.0f32;
-            let mut ss1 = 0.0f32;
-            for j in 0..8 {
-                let q = (a0[j] + vec16_get(r0, j as u32) as f32) as bf16;
-                o0 = vec16_set(o0, j as u32, q);
-                ss0 += q as f32 * q as f32;
-            }
-            for j in 0..8 {
-                let q = (a1[j] + vec16_get(r1, j as u32) as f32) as bf16;
-                o1 = vec16_set(o1, j as u32, q);
-                ss1 += q as f32 * q as f32;
-            }
-            ss += ss0;
-            if two {
-                ss += ss1;
-            }
-            store_vec16(&mut residual[base + j0], o0);
-            store_vec16(&mut residual[base + j1], o1);
+            let mut o = [r[0], r[1]];
+            ss = plus_residual(&mut o, &a, &r, two, ss);
+            store_vec16(&mut residual[base + j0], o[0]);
+            store_vec16(&mut residual[base + j1], o[1]);
             v += 2 * stride;
         }
         let mut sum = block_sum(ss);
