@@ -114,6 +114,10 @@ pub fn compile_syn_file(
     let mut helpers = Vec::new();
     let mut groups = Vec::new();
     collect_items(&file.items, &mut kernels, &mut helpers, &mut groups);
+    let flat_helpers = helpers
+        .iter()
+        .map(|h| crate::params::flatten(h, &groups))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut out = Vec::new();
     let mut errors: Vec<CodegenError> = Vec::new();
     let mut seen = HashSet::new();
@@ -122,7 +126,7 @@ pub fn compile_syn_file(
             .map_err(|e| vec![CodegenError::from(e)])
             .and_then(|max_threads| {
                 let k = crate::params::flatten(k, &groups)?;
-                compile_instances(&k, &helpers, max_threads.as_ref(), file_name)
+                compile_instances(&k, &flat_helpers, max_threads.as_ref(), file_name)
             });
         match compiled {
             Ok(c) => out.extend(c.into_iter().map(|(_, k)| k)),
@@ -482,6 +486,10 @@ fn intrinsic_name_clash(name: &str) -> Option<String> {
 
 /// Errors a `#[pgas_device]` function has on its own (its callees unknown yet).
 pub(crate) fn device_errors(item: &syn::ItemFn) -> Vec<CodegenError> {
+    // Its groups' fields are known only in a kernel, which reports its errors.
+    if crate::params::takes_group(item) {
+        return Vec::new();
+    }
     if let Some(message) = intrinsic_name_clash(&item.sig.ident.to_string()) {
         // The clash and what lowering finds; its calls are not checked.
         let mut errors = Errors::default();

@@ -45,20 +45,14 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let helpers = &attr.helpers;
-    if let Some(missing) = first_missing_group(&item_fn, &attr.params) {
+    if let Some(missing) =
+        first_missing_group(std::iter::once(&item_fn).chain(helpers), &attr.params)
+    {
         // As for a device function below: the group's macro adds it and re-runs this attribute.
         let mac = format_ident!("__pgas_params_{}", missing, span = missing.span());
         let args = attr.user_args();
         return quote! { #mac! { { #args } { #(#helpers)* } #item_fn } };
     }
-    let item_fn = match flatten(&item_fn, &attr.params) {
-        Ok(f) => f,
-        Err(errors) => {
-            let errs = errors.iter().map(CodegenError::to_compile_error);
-            let module = fallback_module(&item_fn);
-            return quote! { #(#errs)* #module };
-        }
-    };
     if let Some(missing) = first_missing_callee(&item_fn, helpers) {
         // Ask the device function's macro (spanned at the call, so a missing function is
         // reported there) to add itself and re-run this attribute with the user's arguments.
@@ -66,15 +60,28 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         let args = attr.user_args();
         return quote! { #mac! { { #args } { #(#helpers)* } #item_fn } };
     }
+    // Every group is known: the kernel and its device functions take their fields instead.
+    let flat = flatten(&item_fn, &attr.params).and_then(|k| {
+        let hs = helpers.iter().map(|h| flatten(h, &attr.params));
+        Ok((k, hs.collect::<Result<Vec<_>, _>>()?))
+    });
+    let (flat_fn, flat_helpers) = match flat {
+        Ok(f) => f,
+        Err(errors) => {
+            let errs = errors.iter().map(CodegenError::to_compile_error);
+            let module = fallback_module(&item_fn);
+            return quote! { #(#errs)* #module };
+        }
+    };
     let max_threads = attr.max_threads.as_ref().map(|(m, _)| m);
-    match compile_instances(&item_fn, helpers, max_threads, FILE_PLACEHOLDER) {
+    match compile_instances(&flat_fn, &flat_helpers, max_threads, FILE_PLACEHOLDER) {
         Ok(ks) => match ks.as_slice() {
-            [(None, k)] => kernel_module(&item_fn, k),
-            _ => generic_module(&item_fn, &ks),
+            [(None, k)] => kernel_module(&flat_fn, k),
+            _ => generic_module(&flat_fn, &ks),
         },
         Err(errors) => {
             // A device function with errors of its own reports them where it is declared;
-            // do not repeat them here.
+            // do not repeat them here (one that takes a group is checked only in kernels).
             let reported: Vec<Sp> = helpers
                 .iter()
                 .filter(|h| !device_errors(h).is_empty())
@@ -84,7 +91,7 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
                 .iter()
                 .filter(|e| !reported.iter().any(|h| contains(*h, e.span)))
                 .map(CodegenError::to_compile_error);
-            let module = fallback_module(&item_fn);
+            let module = fallback_module(&flat_fn);
             quote! { #(#errs)* #module }
         }
     }

@@ -1,8 +1,9 @@
 //! Parameter groups: `#[pgas_params] struct Peers { pes: &SymTensor<i32>, n: u32, .. }` names
-//! parameters that many kernels take together, and a kernel takes them as one destructuring
-//! parameter, `Peers { pes, n, .. }: Peers`. The group stands for its fields, in the struct's
-//! order, where it is written: in the kernel's CUDA signature and in its launchers' arguments,
-//! so a kernel with a group compiles to the same source as one that lists the fields.
+//! parameters that many kernels take together. A kernel or device function takes them whole,
+//! `peers: Peers` (read as `peers.n`, passed on as `f(peers)`), or destructured,
+//! `Peers { pes, n, me }: Peers`. The group stands for its fields, in the struct's order, where
+//! it is written: in the CUDA signature and in the launchers' arguments, so a kernel with a group
+//! compiles to the same source as one that lists the fields.
 //!
 //! A proc macro sees only its own item, so a group reaches the kernels that use it as device
 //! functions do (`expand.rs`): `#[pgas_params]` expands to a macro, `__pgas_params_Peers!`,
@@ -10,8 +11,10 @@
 
 use crate::attr::argless_item;
 use crate::error::{CodegenError, Sp};
+use crate::types::Scalar;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
+use syn::visit_mut::{self, VisitMut};
 
 /// Expand `#[pgas_params]` on a struct: the macro that adds the struct to a kernel's
 /// `#[pgas_kernel]` arguments (nothing of it is Rust code: its fields are kernel parameter
@@ -63,57 +66,221 @@ fn group_errors(s: &syn::ItemStruct) -> Vec<CodegenError> {
     errs
 }
 
-/// The group a parameter destructures, `Peers { .. }: Peers`, by its pattern's name.
-fn group_of(arg: &syn::FnArg) -> Option<&syn::PatStruct> {
-    match arg {
-        syn::FnArg::Typed(pt) => match &*pt.pat {
-            syn::Pat::Struct(ps) => Some(ps),
-            _ => None,
-        },
-        syn::FnArg::Receiver(_) => None,
+/// How a parameter takes a group: destructured, `Peers { pes, n, me }: Peers`, or whole under a
+/// name, `peers: Peers` (a bare CamelCase type name that is none of [`NOT_GROUPS`] nor the
+/// function's type parameter).
+enum GroupParam<'a> {
+    Pattern(&'a syn::PatStruct, &'a syn::Type),
+    Named(&'a Ident, &'a Ident),
+}
+
+impl GroupParam<'_> {
+    /// The group's name as the parameter writes it.
+    fn group(&self) -> Option<&Ident> {
+        match self {
+            GroupParam::Pattern(ps, _) => ps.path.get_ident(),
+            GroupParam::Named(_, g) => Some(g),
+        }
     }
 }
 
-/// The first group `f` destructures that is not among `groups`.
-pub(crate) fn first_missing_group(f: &syn::ItemFn, groups: &[syn::ItemStruct]) -> Option<Ident> {
+/// Bare type names that are no group: the language's own, and Rust's that a newcomer may try
+/// (the parser says which types a parameter takes).
+const NOT_GROUPS: &[&str] = &["Team", "ReduceOp", "String", "Self"];
+
+/// `f`'s parameters that take a group.
+fn group_params(f: &syn::ItemFn) -> impl Iterator<Item = GroupParam<'_>> {
     f.sig
         .inputs
         .iter()
-        .filter_map(group_of)
-        .filter_map(|ps| ps.path.get_ident())
-        .find(|id| !groups.iter().any(|g| g.ident == **id))
-        .cloned()
+        .filter_map(|a| group_param(a, &f.sig.generics))
 }
 
-/// `f` with each group parameter replaced by the group's fields, in the struct's order: the
-/// name as the pattern writes it (so errors in the body point there), the type and attributes
-/// as the struct declares them. A pattern must name every field by itself (`Peers { pes, n }`),
-/// and its type be the group (`: Peers`).
+/// How `arg` takes a group, if it does (a bare type name that is one of `generics`' type
+/// parameters is not a group).
+fn group_param<'a>(arg: &'a syn::FnArg, generics: &syn::Generics) -> Option<GroupParam<'a>> {
+    let syn::FnArg::Typed(pt) = arg else {
+        return None;
+    };
+    match &*pt.pat {
+        syn::Pat::Struct(ps) => Some(GroupParam::Pattern(ps, &pt.ty)),
+        syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+            let syn::Type::Path(tp) = &*pt.ty else {
+                return None;
+            };
+            let g = tp.path.get_ident().filter(|_| tp.qself.is_none())?;
+            let name = g.to_string();
+            let group_like = name.starts_with(|c: char| c.is_ascii_uppercase())
+                && !NOT_GROUPS.contains(&name.as_str())
+                && Scalar::from_rust(&name).is_none()
+                && !generics.type_params().any(|t| t.ident == *g);
+            group_like.then_some(GroupParam::Named(&pi.ident, g))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `f` takes a group, in either form: such a device function is checked in the kernels
+/// that call it, where its groups are known.
+pub(crate) fn takes_group(f: &syn::ItemFn) -> bool {
+    group_params(f).next().is_some()
+}
+
+/// The first group that one of `fns` (a kernel and its device functions) takes and that is not
+/// among `groups`.
+pub(crate) fn first_missing_group<'f>(
+    fns: impl IntoIterator<Item = &'f syn::ItemFn>,
+    groups: &[syn::ItemStruct],
+) -> Option<Ident> {
+    fns.into_iter()
+        .flat_map(group_params)
+        .filter_map(|p| p.group().cloned())
+        .find(|id| !groups.iter().any(|g| g.ident == *id))
+}
+
+/// `f` with each group parameter replaced by the group's fields, in the struct's order, with the
+/// type and attributes the struct declares. A pattern names every field by itself, and they keep
+/// their names (errors in the body point there). A group taken whole as `peers: Peers` becomes
+/// parameters `peers_pes`, `peers_n`, ..: in the body, `peers.n` reads one, and `peers` as the
+/// argument of a call stands for all of them, in order (the callee takes a `Peers` there).
 pub(crate) fn flatten(
     f: &syn::ItemFn,
     groups: &[syn::ItemStruct],
 ) -> Result<syn::ItemFn, Vec<CodegenError>> {
-    if !f.sig.inputs.iter().any(|a| group_of(a).is_some()) {
+    if !takes_group(f) {
         return Ok(f.clone());
     }
     let mut errors = Vec::new();
+    let mut bound = Vec::new();
     let mut inputs = syn::punctuated::Punctuated::new();
     for arg in &f.sig.inputs {
-        let (Some(ps), syn::FnArg::Typed(pt)) = (group_of(arg), arg) else {
-            inputs.push(arg.clone());
-            continue;
-        };
-        match fields_of(ps, &pt.ty, groups) {
-            Ok(params) => inputs.extend(params),
-            Err(e) => errors.push(e),
+        match group_param(arg, &f.sig.generics) {
+            Some(GroupParam::Pattern(ps, ty)) => match fields_of(ps, ty, groups) {
+                Ok(params) => inputs.extend(params),
+                Err(e) => errors.push(e),
+            },
+            Some(GroupParam::Named(name, g)) => match groups.iter().find(|s| s.ident == *g) {
+                Some(group) => {
+                    inputs.extend(group.fields.iter().map(|field| {
+                        let id = field.ident.as_ref().expect("a group's fields have names");
+                        let param = format_ident!("{name}_{id}", span = name.span());
+                        let (attrs, ty) = (&field.attrs, &field.ty);
+                        let p: syn::FnArg = syn::parse_quote! { #(#attrs)* #param: #ty };
+                        p
+                    }));
+                    bound.push((name.clone(), group));
+                }
+                // Not a group: the parameter's type is reported as any unknown type is.
+                None => inputs.push(arg.clone()),
+            },
+            None => inputs.push(arg.clone()),
         }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
     }
     let mut out = f.clone();
     out.sig.inputs = inputs;
-    Ok(out)
+    let mut uses = Uses {
+        bound,
+        errors: Vec::new(),
+    };
+    uses.visit_block_mut(&mut out.block);
+    errors.extend(uses.errors);
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Rewrites a body's uses of the groups bound by name: `peers.n` to `peers_n`, `peers` as a
+/// call's argument to its fields; any other use is an error at its token.
+struct Uses<'g> {
+    bound: Vec<(Ident, &'g syn::ItemStruct)>,
+    errors: Vec<CodegenError>,
+}
+
+impl Uses<'_> {
+    /// The group bound to `e`, where `e` is the bare name.
+    fn group_named(&self, e: &syn::Expr) -> Option<(Ident, &syn::ItemStruct)> {
+        let syn::Expr::Path(p) = e else {
+            return None;
+        };
+        let id = p.path.get_ident().filter(|_| p.qself.is_none())?;
+        self.bound
+            .iter()
+            .find(|(name, _)| name == id)
+            .map(|(_, g)| (id.clone(), *g))
+    }
+}
+
+fn path_expr(id: Ident) -> syn::Expr {
+    syn::parse_quote! { #id }
+}
+
+impl VisitMut for Uses<'_> {
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        if let syn::Expr::Field(f) = e {
+            if let Some((name, g)) = self.group_named(&f.base) {
+                let known = match &f.member {
+                    syn::Member::Named(m) => g.fields.iter().any(|x| x.ident.as_ref() == Some(m)),
+                    syn::Member::Unnamed(_) => false,
+                };
+                if known {
+                    let syn::Member::Named(m) = &f.member else {
+                        unreachable!("checked above")
+                    };
+                    *e = path_expr(format_ident!("{name}_{m}", span = m.span()));
+                } else {
+                    let member = &f.member;
+                    self.errors.push(CodegenError::new(
+                        Sp::of(member),
+                        format!(
+                            "`{}` has no field `{}`; its fields: {}",
+                            g.ident,
+                            quote!(#member),
+                            field_names(g)
+                        ),
+                    ));
+                }
+                return;
+            }
+        }
+        if let Some((name, g)) = self.group_named(e) {
+            self.errors.push(CodegenError::new(
+                Sp::of(&*e),
+                format!(
+                    "`{name}` is a parameter group: read a field (`{name}.{}`) or pass it whole as a call's argument to a device function that takes a `{}`",
+                    g.fields.iter().next().and_then(|f| f.ident.as_ref()).map(ToString::to_string).unwrap_or_default(),
+                    g.ident
+                ),
+            ));
+            return;
+        }
+        visit_mut::visit_expr_mut(self, e);
+    }
+
+    fn visit_expr_call_mut(&mut self, c: &mut syn::ExprCall) {
+        let mut args = syn::punctuated::Punctuated::new();
+        for arg in std::mem::take(&mut c.args) {
+            match self.group_named(&arg) {
+                Some((name, g)) => args.extend(g.fields.iter().map(|field| {
+                    let id = field.ident.as_ref().expect("a group's fields have names");
+                    path_expr(format_ident!("{name}_{id}", span = name.span()))
+                })),
+                None => args.push(arg),
+            }
+        }
+        c.args = args;
+        visit_mut::visit_expr_call_mut(self, c);
+    }
+}
+
+/// A group's field names, `pes, n, me`.
+fn field_names(g: &syn::ItemStruct) -> String {
+    g.fields
+        .iter()
+        .filter_map(|f| f.ident.as_ref().map(ToString::to_string))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The parameters a group pattern stands for, or the error at the pattern's token.
@@ -142,13 +309,7 @@ fn fields_of(
         ));
     }
     let named: Vec<&syn::Field> = g.fields.iter().collect();
-    let names = || {
-        named
-            .iter()
-            .filter_map(|f| f.ident.as_ref().map(ToString::to_string))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let names = || field_names(g);
     if let Some(rest) = &ps.rest {
         return Err(CodegenError::new(
             Sp::of(rest),
@@ -269,11 +430,65 @@ mod tests {
         );
     }
 
+    fn team() -> syn::ItemStruct {
+        syn::parse_quote! { struct Team { a: u32 } }
+    }
+
+    fn flat_fn(f: syn::ItemFn) -> Result<String, String> {
+        flatten(&f, &[group()])
+            .map(|f| quote!(#f).to_string())
+            .map_err(|e| e[0].message.clone())
+    }
+
+    #[test]
+    fn a_group_taken_whole_is_its_fields_by_the_name_and_field() {
+        let k = syn::parse_quote! {
+            fn k(x: &mut SymTensor<f32>, peers: Peers) {
+                x[peers.me as usize] = 1.0;
+                f(peers, peers.n);
+            }
+        };
+        let out = flat_fn(k).unwrap();
+        assert!(
+            out.contains("peers_pes : & SymTensor < i32 > , peers_n : u32 , peers_me : u32"),
+            "{out}"
+        );
+        assert!(out.contains("x [peers_me as usize] = 1.0"), "{out}");
+        // Whole as an argument: every field, in the struct's order.
+        assert!(
+            out.contains("f (peers_pes , peers_n , peers_me , peers_n)"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_group_taken_whole_is_used_by_its_fields_or_passed_on() {
+        let unknown = syn::parse_quote! { fn k(peers: Peers) { let a = peers.sig; } };
+        assert_eq!(
+            flat_fn(unknown).unwrap_err(),
+            "`Peers` has no field `sig`; its fields: pes, n, me"
+        );
+        let bare = syn::parse_quote! { fn k(peers: Peers) { let a = peers; } };
+        assert!(flat_fn(bare)
+            .unwrap_err()
+            .starts_with("`peers` is a parameter group: read a field (`peers.pes`)"));
+        // A name that is no group stays a parameter, for the parser to report its type.
+        let other = syn::parse_quote! { fn k(q: Queue) {} };
+        assert_eq!(flat_fn(other).unwrap(), "fn k (q : Queue) { }");
+    }
+
     #[test]
     fn a_missing_group_is_asked_for_by_name() {
         let k: syn::ItemFn =
             syn::parse_quote! { fn k(Team { a }: Team, Peers { pes, n, me }: Peers) {} };
-        assert_eq!(first_missing_group(&k, &[group()]).unwrap(), "Team");
-        assert!(first_missing_group(&k, &[]).is_some());
+        assert_eq!(first_missing_group([&k], &[group()]).unwrap(), "Team");
+        assert!(first_missing_group([&k], &[]).is_some());
+        // A group taken whole, in a device function.
+        let f: syn::ItemFn =
+            syn::parse_quote! { fn f<T: Elem>(x: u32, y: T, t: Team, r: ReduceOp, q: Queue) {} };
+        assert_eq!(
+            first_missing_group([&k, &f], &[group(), team()]).unwrap(),
+            "Queue"
+        );
     }
 }

@@ -128,16 +128,6 @@ impl Lowerer<'_> {
                 }
                 (pi.ident.to_string(), pi.ident.span())
             }
-            // A kernel's groups are flattened before lowering (`params.rs`): one left here is a
-            // device function's.
-            syn::Pat::Struct(ps) => {
-                self.errors.push(
-                    Sp::of(&ps.path),
-                    "a #[pgas_params] group is a kernel's parameter; a device function lists \
-                     the fields (`n: u32, me: u32`) and its callers pass them",
-                );
-                return None;
-            }
             other => {
                 self.errors.push(
                     Sp::of(&other),

@@ -141,31 +141,25 @@ pub fn low_latency_broadcast<T: Unsigned>(
 pub fn all_gather<T: Unsigned>(
     dst: &mut SymTensor<T>,
     src: &SymTensor<T>,
-    Handshake {
-        pes,
-        sig,
-        epochs,
-        n,
-        me,
-    }: Handshake,
+    hs: Handshake,
     sb: u32,
     db: u32,
 ) {
-    let e = enter(sig, epochs, pes, n, me);
+    let e = enter(hs);
     spread::<T>(
         dst,
-        me as usize * src.len(),
+        hs.me as usize * src.len(),
         db,
         src,
         sb,
         0,
         1,
-        pes,
-        n,
-        me,
-        n,
+        hs.pes,
+        hs.n,
+        hs.me,
+        hs.n,
     );
-    leave(sig, epochs, pes, n, me, e, true);
+    leave(hs, e, true);
 }
 
 /// Broadcast, two-shot (scatter, then all-gather): the chunk owners (every rank on 2 PEs; on
@@ -180,33 +174,31 @@ pub fn all_gather<T: Unsigned>(
 pub fn broadcast_two_shot<T: Unsigned>(
     dst: &mut SymTensor<T>,
     src: &SymTensor<T>,
-    Handshake {
-        pes,
-        sig,
-        epochs,
-        n,
-        me,
-    }: Handshake,
+    hs: Handshake,
     root: u32,
     copy: u32,
     sb: u32,
     db: u32,
 ) {
-    let e = enter(sig, epochs, pes, n, me);
+    let e = enter(hs);
     // The root owns no share where more than one other rank can.
-    let apart = n > 2;
-    if apart && me == root {
+    let apart = hs.n > 2;
+    if apart && hs.me == root {
         if copy != 0 {
             copy_run::<T>(dst, 0, db, src, 0, sb, dst.len());
         }
     } else {
-        let owner = if apart && me > root { me - 1 } else { me };
-        let owners = if apart { n - 1 } else { n };
-        let skip = if apart { root } else { n };
-        let rs = src.peer(pes[root as usize]);
-        spread::<T>(dst, 0, db, rs, sb, owner, owners, pes, n, me, skip);
+        let owner = if apart && hs.me > root {
+            hs.me - 1
+        } else {
+            hs.me
+        };
+        let owners = if apart { hs.n - 1 } else { hs.n };
+        let skip = if apart { root } else { hs.n };
+        let rs = src.peer(hs.pes[root as usize]);
+        spread::<T>(dst, 0, db, rs, sb, owner, owners, hs.pes, hs.n, hs.me, skip);
     }
-    leave(sig, epochs, pes, n, me, e, true);
+    leave(hs, e, true);
 }
 
 /// The pulling forms (`Algorithm::OneShot`) of the all-gather, the all-to-all and the
@@ -224,31 +216,29 @@ pub fn broadcast_two_shot<T: Unsigned>(
 pub fn pull_chunks<T: Unsigned>(
     dst: &mut SymTensor<T>,
     src: &SymTensor<T>,
-    Handshake {
-        pes,
-        sig,
-        epochs,
-        n,
-        me,
-    }: Handshake,
+    hs: Handshake,
     sb: u32,
     db: u32,
     personal: u32,
     first: u32,
     count: u32,
 ) {
-    let e = enter(sig, epochs, pes, n, me);
+    let e = enter(hs);
     // The all-to-all's chunk `me` of each rank's `src`, or the whole `src`.
     let len = src.len();
-    let m = if personal != 0 { len / n as usize } else { len };
-    let so = if personal != 0 { me as usize * m } else { 0 };
+    let m = if personal != 0 {
+        len / hs.n as usize
+    } else {
+        len
+    };
+    let so = if personal != 0 { hs.me as usize * m } else { 0 };
     let gt = global_thread_idx();
     for k in 0..count as usize {
         let j = (gt / 32 + k) % count as usize;
-        let p = src.peer(pes[first as usize + j]);
+        let p = src.peer(hs.pes[first as usize + j]);
         copy_run::<T>(dst, j * m, db, p, so, sb, m);
     }
-    leave(sig, epochs, pes, n, me, e, false);
+    leave(hs, e, false);
 }
 
 /// All-to-all: chunk `q` of team rank `r`'s `src` (`m = src.len() / n` elements from `q * m`)
@@ -261,26 +251,20 @@ pub fn pull_chunks<T: Unsigned>(
 pub fn all_to_all<T: Unsigned>(
     dst: &mut SymTensor<T>,
     src: &SymTensor<T>,
-    Handshake {
-        pes,
-        sig,
-        epochs,
-        n,
-        me,
-    }: Handshake,
+    hs: Handshake,
     sb: u32,
     db: u32,
 ) {
-    let nn = n as usize;
-    let e = enter(sig, epochs, pes, n, me);
+    let nn = hs.n as usize;
+    let e = enter(hs);
     let m = src.len() / nn;
     let gt = global_thread_idx();
     for k in 1..nn + 1 {
-        let qr = (me as usize + gt / 32 + k) % nn;
-        let p = dst.peer(pes[qr]);
-        copy_run::<T>(p, me as usize * m, db, src, qr * m, sb, m);
+        let qr = (hs.me as usize + gt / 32 + k) % nn;
+        let p = dst.peer(hs.pes[qr]);
+        copy_run::<T>(p, hs.me as usize * m, db, src, qr * m, sb, m);
     }
-    leave(sig, epochs, pes, n, me, e, true);
+    leave(hs, e, true);
 }
 
 /// All-to-all with per-peer counts and displacements: for team rank `q`, `table[3 q]` is the
@@ -297,25 +281,19 @@ pub fn all_to_all_v<T: Unsigned>(
     dst: &mut SymTensor<T>,
     src: &SymTensor<T>,
     table: &SymTensor<u64>,
-    Handshake {
-        pes,
-        sig,
-        epochs,
-        n,
-        me,
-    }: Handshake,
+    hs: Handshake,
     sb: u32,
     db: u32,
 ) {
-    let nn = n as usize;
-    let e = enter(sig, epochs, pes, n, me);
+    let nn = hs.n as usize;
+    let e = enter(hs);
     for k in 1..nn + 1 {
-        let qr = (me as usize + k) % nn;
+        let qr = (hs.me as usize + k) % nn;
         let so = table[3 * qr] as usize;
         let cnt = table[3 * qr + 1] as usize;
         let ro = table[3 * qr + 2] as usize;
-        let p = dst.peer(pes[qr]);
+        let p = dst.peer(hs.pes[qr]);
         copy_run::<T>(p, ro, db, src, so, sb, cnt);
     }
-    leave(sig, epochs, pes, n, me, e, true);
+    leave(hs, e, true);
 }

@@ -24,15 +24,9 @@ pub struct Handshake {
 /// Entry handshake of this block's next call: signal "entered call `e`" (`2e - 1`) to every
 /// peer and wait for theirs; returns `e`.
 #[pgas_device]
-pub fn enter(
-    sig: &mut SymTensor<u64>,
-    epochs: &SymTensor<u64>,
-    pes: &SymTensor<i32>,
-    n: u32,
-    me: u32,
-) -> u64 {
-    let e = epochs[block_idx_x() as usize] + 1;
-    signal_peers(sig, pes, n, me as usize, 2 * e - 1, false, true);
+pub fn enter(hs: Handshake) -> u64 {
+    let e = hs.epochs[block_idx_x() as usize] + 1;
+    signal_peers(hs.sig, hs.pes, hs.n, hs.me as usize, 2 * e - 1, false, true);
     sync_threads();
     e
 }
@@ -41,24 +35,24 @@ pub fn enter(
 /// this block's last call. `after_puts`: the call stored into peers, so a release fence goes
 /// before the signal and an acquire fence after the wait.
 #[pgas_device]
-pub fn leave(
-    sig: &mut SymTensor<u64>,
-    epochs: &mut SymTensor<u64>,
-    pes: &SymTensor<i32>,
-    n: u32,
-    me: u32,
-    e: u64,
-    after_puts: bool,
-) {
+pub fn leave(hs: Handshake, e: u64, after_puts: bool) {
     if after_puts {
         // Release: this thread's peer stores before the block's signal.
         threadfence_system();
     }
     sync_threads();
-    signal_peers(sig, pes, n, me as usize, 2 * e, false, after_puts);
+    signal_peers(
+        hs.sig,
+        hs.pes,
+        hs.n,
+        hs.me as usize,
+        2 * e,
+        false,
+        after_puts,
+    );
     sync_threads();
     if thread_idx_x() == 0 {
-        epochs[block_idx_x() as usize] = e;
+        hs.epochs[block_idx_x() as usize] = e;
     }
 }
 

@@ -86,27 +86,21 @@ pub fn low_latency_reduce_scatter<T: Elem>(
 pub fn one_shot<T: Elem>(
     dst: &mut SymTensor<T>,
     src: &SymTensor<T>,
-    Handshake {
-        pes,
-        sig,
-        epochs,
-        n,
-        me,
-    }: Handshake,
+    hs: Handshake,
     sb: u32,
     db: u32,
     chunk: u32,
     #[comptime] op: ReduceOp,
 ) {
-    let e = enter(sig, epochs, pes, n, me);
+    let e = enter(hs);
     // Where the part of `src` reduced starts.
     let so = if chunk != 0 {
-        me as usize * dst.len()
+        hs.me as usize * dst.len()
     } else {
         0
     };
-    reduce_run::<T>(dst, db, src, so, sb, 0, 1, false, pes, n, me, op);
-    leave(sig, epochs, pes, n, me, e, false);
+    reduce_run::<T>(dst, db, src, so, sb, 0, 1, false, hs.pes, hs.n, hs.me, op);
+    leave(hs, e, false);
 }
 
 /// Two-shot: team rank `r` reduces share `r` of the data (loads from every peer), then stores
@@ -118,20 +112,16 @@ pub fn one_shot<T: Elem>(
 pub fn two_shot<T: Elem>(
     dst: &mut SymTensor<T>,
     src: &SymTensor<T>,
-    Handshake {
-        pes,
-        sig,
-        epochs,
-        n,
-        me,
-    }: Handshake,
+    hs: Handshake,
     sb: u32,
     db: u32,
     #[comptime] op: ReduceOp,
 ) {
-    let e = enter(sig, epochs, pes, n, me);
-    reduce_run::<T>(dst, db, src, 0, sb, me, n, true, pes, n, me, op);
-    leave(sig, epochs, pes, n, me, e, true);
+    let e = enter(hs);
+    reduce_run::<T>(
+        dst, db, src, 0, sb, hs.me, hs.n, true, hs.pes, hs.n, hs.me, op,
+    );
+    leave(hs, e, true);
 }
 
 /// Two-shot by peer stores (the pushed two-shot): rank `r` stores chunk `q` of its `src` into
@@ -148,20 +138,14 @@ pub fn two_shot_push<T: Elem>(
     dst: &mut SymTensor<T>,
     src: &SymTensor<T>,
     stage: &mut SymTensor<T>,
-    Handshake {
-        pes,
-        sig,
-        epochs,
-        n,
-        me,
-    }: Handshake,
+    hs: Handshake,
     m: u32,
     #[comptime] op: ReduceOp,
 ) {
     let blk = block_idx_x() as usize;
-    let nn = n as usize;
-    let mine = me as usize;
-    let e = epochs[blk] + 1;
+    let nn = hs.n as usize;
+    let mine = hs.me as usize;
+    let e = hs.epochs[blk] + 1;
     let len = dst.len();
     let mm = m as usize;
     let nv = mm / T::LANES;
@@ -171,7 +155,7 @@ pub fn two_shot_push<T: Elem>(
     // element).
     for k in 1..nn {
         let q = (mine + k) % nn;
-        let p = stage.peer(pes[q]);
+        let p = stage.peer(hs.pes[q]);
         let mut v = gt;
         while v < nv {
             let j = v * T::LANES;
@@ -189,7 +173,7 @@ pub fn two_shot_push<T: Elem>(
         }
     }
     // Release this block's slots to every rank, then acquire theirs.
-    push_signal(sig, pes, n, mine, 2 * e - 1);
+    push_signal(hs.sig, hs.pes, hs.n, mine, 2 * e - 1);
     // This rank's chunk, reduced from local memory and stored into every PE's `dst`.
     let c = mine * mm;
     let mut v = gt;
@@ -206,7 +190,7 @@ pub fn two_shot_push<T: Elem>(
                 }
             }
             for k in 0..nn {
-                store_vec16(&mut dst.peer(pes[(mine + k) % nn])[i], x);
+                store_vec16(&mut dst.peer(hs.pes[(mine + k) % nn])[i], x);
             }
         } else {
             let mut s = i;
@@ -215,15 +199,15 @@ pub fn two_shot_push<T: Elem>(
                 for k in 1..nn {
                     a = combine(op, a, stage[((mine + k) % nn) * mm + s - c] as T::Acc);
                 }
-                store_everywhere::<T>(dst, s, a as T, pes, n, me, n);
+                store_everywhere::<T>(dst, s, a as T, hs.pes, hs.n, hs.me, hs.n);
                 s += 1;
             }
         }
         v += stride;
     }
-    push_signal(sig, pes, n, mine, 2 * e);
+    push_signal(hs.sig, hs.pes, hs.n, mine, 2 * e);
     if thread_idx_x() == 0 {
-        epochs[blk] = e;
+        hs.epochs[blk] = e;
     }
 }
 
@@ -243,13 +227,7 @@ pub fn two_shot_ll<T: Elem>(
     dst: &mut SymTensor<T>,
     src: &SymTensor<T>,
     scratch: &mut SymTensor<u64>,
-    Handshake {
-        pes,
-        sig,
-        epochs,
-        n,
-        me,
-    }: Handshake,
+    hs: Handshake,
     m: u32,
     region: u32,
     per_block: u32,
@@ -257,8 +235,8 @@ pub fn two_shot_ll<T: Elem>(
 ) {
     let blk = block_idx_x() as usize;
     let t = thread_idx_x() as usize;
-    let nn = n as usize;
-    let e = enter(sig, epochs, pes, n, me);
+    let nn = hs.n as usize;
+    let e = enter(hs);
     let len = dst.len();
     let mm = m as usize;
     let lo = min(blk * per_block as usize, mm);
@@ -267,7 +245,7 @@ pub fn two_shot_ll<T: Elem>(
     let g = dyn_shared::<T>();
     // This rank's window of its chunk, reduced over the PEs: whole vectors (a thread takes
     // vector `v` and `v + half`), then the elements past the last one.
-    let c = me as usize * mm + lo;
+    let c = hs.me as usize * mm + lo;
     let valid = if c < len { min(w, len - c) } else { 0 };
     let nv = valid / T::LANES;
     let half = (nv + 1) / 2;
@@ -276,12 +254,24 @@ pub fn two_shot_ll<T: Elem>(
         let i0 = c + v * T::LANES;
         let i1 = second_of_pair::<T>(i0, v, half, nv);
         let d0 = nn * wr + v * T::LANES;
-        reduce_pair::<T>(dst, d0, nn * wr + (i1 - c), 2, src, i0, i1, pes, n, me, op);
+        reduce_pair::<T>(
+            dst,
+            d0,
+            nn * wr + (i1 - c),
+            2,
+            src,
+            i0,
+            i1,
+            hs.pes,
+            hs.n,
+            hs.me,
+            op,
+        );
         v += block_dim_x() as usize;
     }
     let mut q = nv * T::LANES + t;
     while q < valid {
-        g[nn * wr + q] = reduce_one::<T>(src, c + q, pes, n, me, op) as T;
+        g[nn * wr + q] = reduce_one::<T>(src, c + q, hs.pes, hs.n, hs.me, op) as T;
         q += block_dim_x() as usize;
     }
     team_all_gather_block(
@@ -298,6 +288,6 @@ pub fn two_shot_ll<T: Elem>(
         }
     }
     if t == 0 {
-        epochs[blk] = e;
+        hs.epochs[blk] = e;
     }
 }

@@ -2,7 +2,8 @@
 //! exchanging one (one-shot, two-shot, or none), the low-latency one, and the device functions
 //! they share.
 
-// The handshakes are the collectives' (`enter`, `leave`): the same flags, from a `Comm`.
+// The handshakes are the collectives' (`enter`, `leave`): the same flags, from a `Comm`. With
+// `n` comptime this kernel takes no `Handshake`: it passes the group's fields one by one.
 use crate::coll::kernels::pieces::*;
 use crate::prelude::*;
 
@@ -208,7 +209,7 @@ pub fn allreduce_add_rmsnorm(
     let exchange = mode != 2;
     let mut e = 0u64;
     if exchange {
-        e = enter(sig, epochs, pes, n, me);
+        e = enter(pes, sig, epochs, n, me);
     }
     let chunk = (tt + nn - 1) / nn;
     if two_shot {
@@ -219,7 +220,7 @@ pub fn allreduce_add_rmsnorm(
             reduce_row(x, residual, pes, n, me, n, (lo + j) * h, h);
             j += grid;
         }
-        leave(sig, epochs, pes, n, me, e, true);
+        leave(pes, sig, epochs, n, me, e, true);
     }
     // The rows this block normalizes: one-shot (and no exchange) rows `blk, blk + grid, ..`;
     // two-shot rows `q * chunk + blk, q * chunk + blk + grid, ..` of every owner `q`, which
@@ -243,7 +244,7 @@ pub fn allreduce_add_rmsnorm(
         }
     }
     if exchange && !two_shot {
-        leave(sig, epochs, pes, n, me, e, false);
+        leave(pes, sig, epochs, n, me, e, false);
     }
 }
 

@@ -43,6 +43,12 @@ fn undeclared(x: &mut SymTensor<f32>, Team { pes }: Team) {
     x[0] = 1.0;
 }
 
+// A group taken whole: a field it lacks, and the bare name as a value.
+#[pgas_kernel]
+fn whole(x: &mut SymTensor<u32>, peers: Peers) {
+    x[0] = peers.rank + peers;
+}
+
 // A generic group.
 #[pgas_params]
 struct Typed<T> {
