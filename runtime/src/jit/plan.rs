@@ -69,9 +69,13 @@ impl Plan {
         let mut programs: Vec<Program> = by_prelude
             .into_iter()
             .flat_map(|(prelude, members)| {
-                batch::chunks(prelude, members, compilers)
-                    .into_iter()
-                    .map(move |c| (prelude, c))
+                batch::chunks(prelude, members, compilers, |k| {
+                    // The kernel's own text: every member carries the same prelude.
+                    let shared = prelude.map_or(0, |p| p.text().len());
+                    k.src.text.len().saturating_sub(shared)
+                })
+                .into_iter()
+                .map(move |c| (prelude, c))
             })
             .collect();
         // The slow programs first (the build and its helpers start at the top of the list),
