@@ -22,7 +22,7 @@
 # the ones after it. The rank-death and compute-sanitizer steps come last (about 40 s and at most 115 s), so
 # a tight budget skips them first. Exit status: 0 when every step that ran passed.
 #
-# Usage: scripts/gpu-suite.sh OUTDIR [suite|rest|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch]
+# Usage: scripts/gpu-suite.sh OUTDIR [suite|rest|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch|quick]
 #   suite:    only `pgas doctor`, the GPU test suite (4, 2, 1 PEs) and the differential test: for
 #             a second NVSHMEM version (see .device/nvshmem.tar.xz below).
 #   rest:     only `pgas doctor` and the default run's middle part: the traps, the examples, the
@@ -57,6 +57,10 @@
 #             figures name, 1 PE, after the attention cases on 4 and 2 PEs (the
 #             context-parallel forms) and examples/long_context_attention (ring and all-to-all
 #             forms against one-PE attention) on 1, 2 and 4 PEs.
+#   quick:    only `pgas doctor`, the whole suite on 4 PEs from the empty cache (the cold compile),
+#             `coll/ ops/ generic/` on 2 PEs and 1 PE, the differential test on 2 PEs (4,000
+#             calls, 50 s) and the gallery: a restructuring's check in one short call (about 6
+#             minutes on one H200).
 #   torch:    only `pgas doctor` and pgas's library on torch tensors: the wheel installed with
 #             pip, python/tests/test_torch_ops.py (pgas.gemm, pgas.coll, pgas.ops as torch custom
 #             ops, torch.compile, CUDA graphs, bad input) and python/examples/tp_mlp.py (a
@@ -66,10 +70,10 @@
 # The default (all) is `suite`, `rest` and `faults` in one run. On one GPU it does not fit one
 # device call (9 minutes): run `OUT suite`, `OUT rest` and `OUT faults` as three calls.
 set -uo pipefail
-outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|rest|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch]}"
+outarg="${1:?usage: scripts/gpu-suite.sh OUTDIR [suite|rest|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch|quick]}"
 only="${2:-all}"
-case "$only" in all | suite | rest | faults | sanitize | coll | fused | soak2 | soak4 | python | pe8 | attention | torch) ;; *)
-  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|rest|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch] (not '$only')" >&2
+case "$only" in all | suite | rest | faults | sanitize | coll | fused | soak2 | soak4 | python | pe8 | attention | torch | quick) ;; *)
+  echo "usage: scripts/gpu-suite.sh OUTDIR [suite|rest|faults|sanitize|coll|fused|soak2|soak4|python|pe8|attention|torch|quick] (not '$only')" >&2
   exit 2
   ;;
 esac
@@ -434,6 +438,18 @@ differential() {
     note "SKIP differential $n PE (${gpus} GPU and no CUDA MPS daemon to share one)"
   fi
 }
+
+# Quick: the cold suite on 4 PEs, the collectives and fused operations on 2 PEs and 1 PE, a
+# short differential test, the gallery.
+if [ "$only" = quick ]; then
+  pes 4 240 "$bin/gpu_suite"
+  pes 2 120 "$bin/gpu_suite" coll/ ops/ generic/
+  differential 2 4000 50
+  suite 1 90 "$bin/gpu_suite" coll/ ops/ generic/
+  step "gallery" examples.log 150 env PGAS_BIN_DIR="$bin" "$root/scripts/gallery.sh"
+  verdict "gallery" "$(echo "$last" | tail -1)"
+  finish
+fi
 
 # Attention (pgas::attention): correctness against the f32 reference, then the speed beside
 # torch's SDPA in the same job; the summary line gives the ratio to cuDNN per shape.

@@ -93,6 +93,7 @@ const MODES: &[&str] = &[
     "pe8",
     "attention",
     "torch",
+    "quick",
 ];
 
 /// The modes that run compute-sanitizer.
@@ -263,6 +264,15 @@ fn every_mode_runs_to_its_summary_on_stubs() {
             assert!(
                 summary.contains("gpu_suite 1 PE") && summary.contains("attention bench"),
                 "attention: the suite's cases or the bench are missing:\n{summary}"
+            );
+        }
+        if mode == "quick" {
+            assert!(
+                summary.contains("gpu_suite 4 PE")
+                    && summary.contains("gpu_suite 1 PE")
+                    && summary.contains("differential 2 PE")
+                    && summary.contains("gallery"),
+                "quick: the suite, the differential or the gallery is missing:\n{summary}"
             );
         }
         if mode == "pe8" {
