@@ -31,13 +31,17 @@ fn sweep_rolled(
         let r1 = min(r0 + per_item, rb);
         let jl = if j == 0 { nx - 1 } else { j - 1 };
         let jr = if j + 4 == nx { 0 } else { j + 4 };
-        let mut up = load_vec16(&field[src + (r0 - 1) * nx + j]);
-        let mut mid = load_vec16(&field[src + r0 * nx + j]);
-        let mut dn = load_vec16(&field[src + (r0 + 1) * nx + j]);
+        // The rows above, at and below row `r`.
+        let mut w = [
+            load_vec16(&field[src + (r0 - 1) * nx + j]),
+            load_vec16(&field[src + r0 * nx + j]),
+            load_vec16(&field[src + (r0 + 1) * nx + j]),
+        ];
         let mut left = field[src + r0 * nx + jl];
         let mut right = field[src + r0 * nx + jr];
+        let mut out = [w[1]];
         for r in r0..r1 {
-            let mut dn_next = dn;
+            let mut dn_next = w[2];
             let mut left_next = left;
             let mut right_next = right;
             if r + 1 < r1 {
@@ -46,26 +50,11 @@ fn sweep_rolled(
                 left_next = field[next + jl];
                 right_next = field[next + jr];
             }
-            let m0 = vec16_get(mid, 0);
-            let m1 = vec16_get(mid, 1);
-            let m2 = vec16_get(mid, 2);
-            let m3 = vec16_get(mid, 3);
-            let mut out = vec16_set(
-                mid,
-                0,
-                cell(m0, vec16_get(up, 0), vec16_get(dn, 0), left, m1),
-            );
-            out = vec16_set(out, 1, cell(m1, vec16_get(up, 1), vec16_get(dn, 1), m0, m2));
-            out = vec16_set(out, 2, cell(m2, vec16_get(up, 2), vec16_get(dn, 2), m1, m3));
-            out = vec16_set(
-                out,
-                3,
-                cell(m3, vec16_get(up, 3), vec16_get(dn, 3), m2, right),
-            );
-            store_vec16(&mut field[dst + r * nx + j], out);
-            up = mid;
-            mid = dn;
-            dn = dn_next;
+            stencil_vec(&mut out, &w, 0, left, right);
+            store_vec16(&mut field[dst + r * nx + j], out[0]);
+            w[0] = w[1];
+            w[1] = w[2];
+            w[2] = dn_next;
             left = left_next;
             right = right_next;
         }
@@ -117,6 +106,7 @@ fn sweep_batched(
         w[1] = load_vec16(&field[at]);
         let mut left = [0.0f32; 8];
         let mut right = [0.0f32; 8];
+        let mut out = [w[0]];
         let mut done = 0;
         while done < n {
             for k in 0..8 {
@@ -130,26 +120,8 @@ fn sweep_batched(
             }
             for k in 0..8 {
                 if k < depth && done + k < n {
-                    let up = w[k];
-                    let mid = w[k + 1];
-                    let dn = w[k + 2];
-                    let m0 = vec16_get(mid, 0);
-                    let m1 = vec16_get(mid, 1);
-                    let m2 = vec16_get(mid, 2);
-                    let m3 = vec16_get(mid, 3);
-                    let mut out = vec16_set(
-                        mid,
-                        0,
-                        cell(m0, vec16_get(up, 0), vec16_get(dn, 0), left[k], m1),
-                    );
-                    out = vec16_set(out, 1, cell(m1, vec16_get(up, 1), vec16_get(dn, 1), m0, m2));
-                    out = vec16_set(out, 2, cell(m2, vec16_get(up, 2), vec16_get(dn, 2), m1, m3));
-                    out = vec16_set(
-                        out,
-                        3,
-                        cell(m3, vec16_get(up, 3), vec16_get(dn, 3), m2, right[k]),
-                    );
-                    store_vec16(&mut field[at + k * nx + dd], out);
+                    stencil_vec(&mut out, &w, k, left[k], right[k]);
+                    store_vec16(&mut field[at + k * nx + dd], out[0]);
                 }
             }
             // The batch's last row and the one below it are the next batch's rows above and
@@ -165,6 +137,33 @@ fn sweep_batched(
         }
         item += threads;
     }
+}
+
+/// The stencil over the four cells of row vector `w[k + 1]` (columns `j..j + 4`), from the rows
+/// above and below it, `w[k]` and `w[k + 2]`, and the cells left and right of it: into `out[0]`.
+/// Called with `k` a constant (the rows stay in registers).
+#[pgas_device]
+fn stencil_vec(out: &mut [Vec16<f32>], w: &[Vec16<f32>], k: usize, left: f32, right: f32) {
+    let up = w[k];
+    let mid = w[k + 1];
+    let dn = w[k + 2];
+    let m0 = vec16_get(mid, 0);
+    let m1 = vec16_get(mid, 1);
+    let m2 = vec16_get(mid, 2);
+    let m3 = vec16_get(mid, 3);
+    let mut o = vec16_set(
+        mid,
+        0,
+        cell(m0, vec16_get(up, 0), vec16_get(dn, 0), left, m1),
+    );
+    o = vec16_set(o, 1, cell(m1, vec16_get(up, 1), vec16_get(dn, 1), m0, m2));
+    o = vec16_set(o, 2, cell(m2, vec16_get(up, 2), vec16_get(dn, 2), m1, m3));
+    o = vec16_set(
+        o,
+        3,
+        cell(m3, vec16_get(up, 3), vec16_get(dn, 3), m2, right),
+    );
+    out[0] = o;
 }
 
 /// The stencil at one cell: `u / 2 + ((up + down) + (left + right)) / 8`, in this order of
