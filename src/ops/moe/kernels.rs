@@ -24,6 +24,7 @@ pub const DATA_THREADS: u32 = 512;
 /// runs them in more waves.
 pub const BLOCKS_PER_SM: u32 = 2;
 
+use super::rows::{__pgas_device_load_four, __pgas_device_store_four};
 use super::ticket::{
     __pgas_device_close_epoch, __pgas_device_count_block_in, __pgas_device_end_epoch,
     __pgas_device_last_block, __pgas_device_wait_pes,
@@ -400,19 +401,13 @@ pub fn moe_dispatch(
             // The row: loaded once, four vectors a lane in flight, stored to every destination.
             let mut v = lane;
             while v + 96 < nv {
-                let a0 = load_vec16(&x[xb + v * 8]);
-                let a1 = load_vec16(&x[xb + (v + 32) * 8]);
-                let a2 = load_vec16(&x[xb + (v + 64) * 8]);
-                let a3 = load_vec16(&x[xb + (v + 96) * 8]);
+                let mut a = [load_vec16(&x[xb + v * 8]); 4];
+                load_four(&mut a, x, xb, v);
                 for d in 0..nn {
                     let r = tok_rank[tok * nn + d];
                     if r >= 0 {
                         let rb = (info[w + d] + r) as usize * h;
-                        let p = recv_x.peer(d as i32);
-                        store_vec16(&mut p[rb + v * 8], a0);
-                        store_vec16(&mut p[rb + (v + 32) * 8], a1);
-                        store_vec16(&mut p[rb + (v + 64) * 8], a2);
-                        store_vec16(&mut p[rb + (v + 96) * 8], a3);
+                        store_four(recv_x.peer(d as i32), rb, v, &a);
                     }
                 }
                 v += 128;

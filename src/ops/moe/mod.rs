@@ -37,6 +37,7 @@ mod op;
 mod plan;
 pub mod reference;
 mod routing;
+mod rows;
 mod ticket;
 
 pub use config::{MoeConfig, MAX_BLOCKS, MAX_EXPERTS, MAX_TOP_K};

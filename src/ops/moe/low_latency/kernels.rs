@@ -12,6 +12,7 @@ pub const LL_THREADS: u32 = 512;
 /// Words of a low-latency `sync`: the dispatch ticket, the epoch, the combine ticket.
 pub const LL_SYNC_WORDS: usize = 4;
 
+use crate::ops::moe::rows::{__pgas_device_load_four, __pgas_device_store_four};
 use crate::ops::moe::ticket::{
     __pgas_device_close_epoch, __pgas_device_last_block, __pgas_device_wait_pes,
 };
@@ -75,17 +76,12 @@ pub fn moe_ll_dispatch(
             let xb = (pr / kk) * h;
             let rb = r * h;
             let p = recv_x.peer(d);
-            // Four vectors a lane in flight: a row is a chain of loads and remote stores.
+            // Four vectors a lane in flight (`rows.rs`).
             let mut v = lane;
             while v + 96 < nv {
-                let a0 = load_vec16(&x[xb + v * 8]);
-                let a1 = load_vec16(&x[xb + (v + 32) * 8]);
-                let a2 = load_vec16(&x[xb + (v + 64) * 8]);
-                let a3 = load_vec16(&x[xb + (v + 96) * 8]);
-                store_vec16(&mut p[rb + v * 8], a0);
-                store_vec16(&mut p[rb + (v + 32) * 8], a1);
-                store_vec16(&mut p[rb + (v + 64) * 8], a2);
-                store_vec16(&mut p[rb + (v + 96) * 8], a3);
+                let mut a = [load_vec16(&x[xb + v * 8]); 4];
+                load_four(&mut a, x, xb, v);
+                store_four(p, rb, v, &a);
                 v += 128;
             }
             while v < nv {
