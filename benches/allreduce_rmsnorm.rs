@@ -91,13 +91,8 @@ struct Bufs {
 /// Enqueues one call of `way` on `len` elements; `fused` is the algorithm of `Way::Fused`
 /// (`Auto` unless `--fused` names another).
 fn call(
-    (way, fused): (Way, Algorithm),
-    op: &mut AllReduceRmsNorm,
-    comm: &mut Comm,
-    nccl: Option<&Nccl>,
-    stream: &CudaStream,
-    b: &mut Bufs,
-    len: usize,
+    (way, fused): (Way, Algorithm), op: &mut AllReduceRmsNorm, comm: &mut Comm,
+    nccl: Option<&Nccl>, stream: &CudaStream, b: &mut Bufs, len: usize,
 ) -> BenchResult<()> {
     let x = b.x.view(0..len)?;
     let mut residual = b.residual.view_mut(0..len)?;
@@ -352,10 +347,7 @@ fn main() -> BenchResult<()> {
 
 /// The table, FIGURE lines and plots (PE 0).
 fn report(
-    machine: &str,
-    hidden: usize,
-    tokens_list: &[usize],
-    results: &[[[f64; 2]; 4]],
+    machine: &str, hidden: usize, tokens_list: &[usize], results: &[[[f64; 2]; 4]],
     out_dir: Option<&str>,
 ) -> BenchResult<()> {
     let mut table = format!(

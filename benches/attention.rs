@@ -38,8 +38,7 @@ const SHAPES: [(usize, usize, usize, usize, usize); 7] = [
 /// The host's O at (token, head) in f64 for the fixed-length batch, and the worst difference
 /// of `got` there.
 fn spot_check(
-    got: &[bf16],
-    (q, k, v): (&[bf16], &[bf16], &[bf16]),
+    got: &[bf16], (q, k, v): (&[bf16], &[bf16], &[bf16]),
     (seq, hq, hkv, d, causal): (usize, usize, usize, usize, bool),
 ) -> f64 {
     let mut worst: f64 = 0.0;

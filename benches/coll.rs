@@ -241,14 +241,8 @@ fn lens(c: Coll, bytes: usize, n: usize) -> (usize, usize) {
 /// Enqueues one call of `c` by `m` on `stream`, on the first elements of `src` and `dst`.
 #[allow(clippy::too_many_arguments)]
 fn enqueue(
-    c: Coll,
-    m: Method,
-    comm: &mut Comm,
-    nccl_comm: Option<&Nccl>,
-    stream: &CudaStream,
-    bytes: usize,
-    dst: &mut SymTensor<bf16>,
-    src: &SymTensor<bf16>,
+    c: Coll, m: Method, comm: &mut Comm, nccl_comm: Option<&Nccl>, stream: &CudaStream,
+    bytes: usize, dst: &mut SymTensor<bf16>, src: &SymTensor<bf16>,
 ) -> BenchResult<()> {
     let n = comm.n_pes();
     let (sl, dl) = lens(c, bytes, n);

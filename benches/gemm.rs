@@ -49,8 +49,7 @@ const SHAPES: [(usize, usize, usize); 9] = [
 
 /// Median milliseconds of `GEMM_REPS` runs of `run` after `GEMM_WARMUP`, each timed on `stream`.
 fn timed(
-    stream: &pgas::cudarc::driver::CudaStream,
-    run: impl FnMut() -> BenchResult<()>,
+    stream: &pgas::cudarc::driver::CudaStream, run: impl FnMut() -> BenchResult<()>,
 ) -> BenchResult<f64> {
     median_ms(stream, (GEMM_WARMUP, GEMM_REPS), || Ok(()), run)
 }
@@ -328,9 +327,7 @@ fn main() -> BenchResult<()> {
 /// FP8 (e4m3 in, bf16 out, f32 accumulate): `pgas::gemm::gemm_fp8` against cuBLASLt (fast
 /// accumulation, unit scales) at 8192^3, 4096^3 and LLM layers, both checked against the host.
 fn fp8(
-    p: &Pgas,
-    stream: &std::sync::Arc<pgas::cudarc::driver::CudaStream>,
-    machine: &str,
+    p: &Pgas, stream: &std::sync::Arc<pgas::cudarc::driver::CudaStream>, machine: &str,
     failures: &mut Vec<String>,
 ) -> BenchResult<()> {
     let mut lt = match CublasLt::new(stream) {

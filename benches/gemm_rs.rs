@@ -94,12 +94,9 @@ fn host_check(got: &[bf16], (me, pes): (usize, usize), (m, n, k): (usize, usize,
 /// cuBLAS of the whole partial product, then NCCL's reduce-scatter of it into `out`.
 #[allow(clippy::too_many_arguments)]
 fn baseline(
-    blas: &Cublas,
-    comm: &Nccl,
-    stream: &CudaStream,
+    blas: &Cublas, comm: &Nccl, stream: &CudaStream,
     (partial, out): (&mut CudaSlice<bf16>, &mut CudaSlice<bf16>),
-    (a, bt): (&CudaSlice<bf16>, &CudaSlice<bf16>),
-    (m, n, k): (usize, usize, usize),
+    (a, bt): (&CudaSlice<bf16>, &CudaSlice<bf16>), (m, n, k): (usize, usize, usize),
     (gemm, rs): (bool, bool),
 ) -> BenchResult<()> {
     if gemm {

@@ -65,11 +65,7 @@ fn dot<T: Copy>(a: &[T], b: &[T], k: usize, f: impl Fn(T) -> f64) -> f64 {
 /// Prints and emits one comparison: pgas's time and TFLOP/s against each baseline's. `key`
 /// names the figures, `label` the printed line.
 fn report(
-    machine: &str,
-    (key, label): (&str, &str),
-    flop: f64,
-    pgas_ms: f64,
-    baselines: &[(&str, f64)],
+    machine: &str, (key, label): (&str, &str), flop: f64, pgas_ms: f64, baselines: &[(&str, f64)],
 ) {
     let rate = |ms: f64| flop / (ms * 1e9);
     let note = format!("median of {GEMM_REPS}; bf16 out, f32 accumulate; {label}");
@@ -123,9 +119,7 @@ impl<'c, T: Operand + Copy> Mixture<'c, T> {
     /// Makes the operands (`value(i, salt)` of A's and Bt's elements), then times and checks
     /// `gemm_grouped` over them.
     fn run(
-        p: &Pgas,
-        (counts, n, k): (&'c [usize], usize, usize),
-        value: impl Fn(usize, u64) -> T,
+        p: &Pgas, (counts, n, k): (&'c [usize], usize, usize), value: impl Fn(usize, u64) -> T,
         to_f64: fn(T) -> f64,
     ) -> BenchResult<Mixture<'c, T>> {
         let stream = p.stream();
@@ -206,8 +200,7 @@ impl<'c, T: Operand + Copy> Mixture<'c, T> {
     /// rows)`, timed, and its difference from the host at 64 points of the experts' rows (the
     /// loop leaves the padding rows at zero).
     fn expert_loop(
-        &self,
-        stream: &std::sync::Arc<CudaStream>,
+        &self, stream: &std::sync::Arc<CudaStream>,
         mut gemm: impl FnMut(
             &mut CudaViewMut<'_, bf16>,
             (&CudaView<'_, T>, &CudaView<'_, T>),

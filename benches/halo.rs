@@ -144,12 +144,7 @@ fn nccl_exchange(h: &mut Halo2d, c: &Nccl, stream: &CudaStream) -> BenchResult<(
 
 /// `iters` NCCL-exchanged iterations on `stream`.
 fn run_nccl(
-    p: &Pgas,
-    h: &mut Halo2d,
-    c: &Nccl,
-    stream: &CudaStream,
-    iters: u32,
-    blocks: usize,
+    p: &Pgas, h: &mut Halo2d, c: &Nccl, stream: &CudaStream, iters: u32, blocks: usize,
 ) -> BenchResult<()> {
     let (nx, rows) = (h.nx(), h.rows());
     for _ in 0..iters {
@@ -185,12 +180,7 @@ fn fresh(p: &Pgas, n: usize) -> BenchResult<Halo2d> {
 /// Returns microseconds per iteration of each run and the final field.
 #[allow(clippy::too_many_arguments)]
 fn measure(
-    p: &Pgas,
-    way: Way,
-    n: usize,
-    iters: u32,
-    comm: Option<&Nccl>,
-    stream: &Arc<CudaStream>,
+    p: &Pgas, way: Way, n: usize, iters: u32, comm: Option<&Nccl>, stream: &Arc<CudaStream>,
     (step, max_blocks): (usize, usize),
 ) -> BenchResult<(Vec<f64>, Vec<f32>)> {
     let mut h = fresh(p, n)?;

@@ -59,8 +59,7 @@ fn enqueue_us(p: &Pgas, mut op: impl FnMut() -> BenchResult<()>) -> BenchResult<
 
 /// The library calls' host times (see the module docs): the GEMM where the GPU is sm_90a.
 fn library_enqueue(
-    p: &Pgas,
-    fig: &mut impl FnMut(&str, f64, &'static str, &str),
+    p: &Pgas, fig: &mut impl FnMut(&str, f64, &'static str, &str),
 ) -> BenchResult<()> {
     use pgas::coll::{Algorithm, Comm};
     let mut comm = Comm::new(p, Team::WORLD)?;

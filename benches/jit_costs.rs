@@ -64,9 +64,7 @@ extern "C" __global__ void cuda_ring_shift(float* dst, unsigned long long dst_le
 /// compile of a user's next kernel (the JIT experimentation loop) can be timed several times.
 #[pgas_kernel]
 fn ring_shift_scaled(
-    #[comptime] k: u32,
-    dst: &mut SymTensor<f32>,
-    src: &mut SymTensor<f32>,
+    #[comptime] k: u32, dst: &mut SymTensor<f32>, src: &mut SymTensor<f32>,
     sig: &mut SymTensor<u64>,
 ) {
     let i = global_thread_idx();
@@ -105,11 +103,7 @@ fn unbounded_reduce_loop(team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f
 /// reduction.
 #[pgas_kernel(max_threads = 512)]
 fn reduce_loop_scaled(
-    #[comptime] k: u32,
-    team: Team,
-    dst: &mut SymTensor<f32>,
-    src: &SymTensor<f32>,
-    rounds: u32,
+    #[comptime] k: u32, team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, rounds: u32,
 ) {
     let n = dst.len();
     for _ in 0..rounds * k {
@@ -121,10 +115,7 @@ fn reduce_loop_scaled(
 /// over peer memory, docs/coll.md): the point-to-point prelude, no NVSHMEM collective code.
 #[pgas_kernel(max_threads = 512)]
 fn ll_reduce_loop(
-    team: Team,
-    dst: &mut SymTensor<f32>,
-    src: &SymTensor<f32>,
-    scratch: &mut SymTensor<u64>,
+    team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, scratch: &mut SymTensor<u64>,
     rounds: u32,
 ) {
     let n = dst.len();
@@ -142,12 +133,8 @@ fn ll_reduce_loop(
 /// The next kernels of that kind: each comptime value is a new kernel.
 #[pgas_kernel(max_threads = 512)]
 fn ll_reduce_loop_scaled(
-    #[comptime] k: u32,
-    team: Team,
-    dst: &mut SymTensor<f32>,
-    src: &SymTensor<f32>,
-    scratch: &mut SymTensor<u64>,
-    rounds: u32,
+    #[comptime] k: u32, team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>,
+    scratch: &mut SymTensor<u64>, rounds: u32,
 ) {
     let n = dst.len();
     for _ in 0..rounds * k {
@@ -189,8 +176,7 @@ extern "C" __global__ void cuda_trivial(unsigned int* x, unsigned long long len)
 
 /// Median host time of one call of `launch`, in microseconds.
 fn per_launch(
-    stream_sync: &dyn Fn() -> BenchResult<()>,
-    mut launch: impl FnMut() -> BenchResult<()>,
+    stream_sync: &dyn Fn() -> BenchResult<()>, mut launch: impl FnMut() -> BenchResult<()>,
 ) -> BenchResult<f64> {
     let mut us = Vec::with_capacity(LAUNCHES);
     for i in 0..LAUNCHES + DRAIN {

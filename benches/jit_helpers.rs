@@ -33,10 +33,7 @@ fn program(name: &str, seed: usize) -> Job {
 
 /// Compiles `jobs` with `helpers` processes and checks every program landed in the cache.
 fn run(
-    exe: &std::path::Path,
-    cache: &DiskCache,
-    jobs: &[(Job, CacheKey)],
-    helpers: usize,
+    exe: &std::path::Path, cache: &DiskCache, jobs: &[(Job, CacheKey)], helpers: usize,
 ) -> BenchResult<f64> {
     let (started, secs) =
         wall(|| Helpers::start(exe, cache, jobs, ARCH, helpers, &[]).map(Helpers::wait));

@@ -65,14 +65,8 @@ const CFG: MoeConfig = MoeConfig {
 /// `recv[s]` into `rbuf` at `roff[s]` from PE `s`.
 #[allow(clippy::too_many_arguments)]
 fn all_to_all_v(
-    comm: &Nccl,
-    stream: &CudaStream,
-    sbuf: u64,
-    send: &[usize],
-    rbuf: u64,
-    recv: &[usize],
-    dtype: nccl_sys::ncclDataType_t,
-    size: usize,
+    comm: &Nccl, stream: &CudaStream, sbuf: u64, send: &[usize], rbuf: u64, recv: &[usize],
+    dtype: nccl_sys::ncclDataType_t, size: usize,
 ) -> BenchResult<()> {
     nccl::group_start().map_err(|e| format!("ncclGroupStart: {e:?}"))?;
     let (mut so, mut ro) = (0usize, 0usize);
@@ -112,14 +106,8 @@ fn all_to_all_v(
 /// NCCL's dispatch: the count exchange (one count per peer, to the host), then the rows.
 #[allow(clippy::too_many_arguments)]
 fn nccl_dispatch(
-    comm: &Nccl,
-    stream: &CudaStream,
-    counts_out: &CudaSlice<i32>,
-    counts_in: &mut CudaSlice<i32>,
-    send_rows: &[usize],
-    sbuf: u64,
-    rbuf: u64,
-    h: usize,
+    comm: &Nccl, stream: &CudaStream, counts_out: &CudaSlice<i32>, counts_in: &mut CudaSlice<i32>,
+    send_rows: &[usize], sbuf: u64, rbuf: u64, h: usize,
 ) -> BenchResult<Vec<usize>> {
     let n = send_rows.len();
     let ones = vec![1usize; n];

@@ -15,14 +15,8 @@ use pgas::prelude::*;
 /// Rows of `A` each block handles; a comptime parameter, so each value is its own specialization.
 #[pgas_kernel]
 fn allgather_matmul(
-    c: &mut CudaSlice<f32>,
-    a_stage: &mut CudaSlice<f32>,
-    a_shard: &SymTensor<f32>,
-    b: &CudaSlice<f32>,
-    rows_per_pe: u32,
-    k: u32,
-    n: u32,
-    #[comptime] rows_per_block: u32,
+    c: &mut CudaSlice<f32>, a_stage: &mut CudaSlice<f32>, a_shard: &SymTensor<f32>,
+    b: &CudaSlice<f32>, rows_per_pe: u32, k: u32, n: u32, #[comptime] rows_per_block: u32,
 ) {
     let first = block_idx_x() * rows_per_block;
     let owner = (first / rows_per_pe) as i32;

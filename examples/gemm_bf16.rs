@@ -39,10 +39,7 @@ fn tolerance(want: f64) -> f64 {
 /// Compares `got` with the host product at `points` (row, col); returns the worst error
 /// relative to the tolerance (> 1 fails) and where.
 fn compare(
-    got: &[bf16],
-    a: &[bf16],
-    b: &[bf16],
-    (n, k): (usize, usize),
+    got: &[bf16], a: &[bf16], b: &[bf16], (n, k): (usize, usize),
     points: impl Iterator<Item = (usize, usize)>,
 ) -> (f64, usize, usize, f64, f64) {
     let mut worst = (0.0, 0, 0, 0.0, 0.0);

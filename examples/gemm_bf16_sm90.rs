@@ -20,11 +20,7 @@ use pgas::prelude::*;
 /// The worst error of `got` against the host product at `points`, relative to the tolerance
 /// (bf16 rounding of the output plus f32 order; > 1 fails), and where.
 fn worst(
-    got: &[bf16],
-    a: &[bf16],
-    bt: &[bf16],
-    (n, k): (usize, usize),
-    points: &[(usize, usize)],
+    got: &[bf16], a: &[bf16], bt: &[bf16], (n, k): (usize, usize), points: &[(usize, usize)],
 ) -> (f64, usize, usize) {
     let mut w = (0.0, 0, 0);
     for &(row, col) in points {

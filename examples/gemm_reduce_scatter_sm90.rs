@@ -24,8 +24,7 @@ use pgas::prelude::*;
 
 /// This PE's A_p (m x k) and Bt_p (n x k), `k` being K / P.
 fn inputs(
-    pgas: &Pgas,
-    (m, n, k): (usize, usize, usize),
+    pgas: &Pgas, (m, n, k): (usize, usize, usize),
 ) -> pgas::Result<(CudaSlice<bf16>, CudaSlice<bf16>)> {
     let me = pgas.my_pe() as u64;
     let a: Vec<bf16> = (0..m * k).map(|i| value(i, 2 * me + 1)).collect();
@@ -39,9 +38,7 @@ fn inputs(
 /// before the parts are added (as NCCL's bf16 reduce-scatter of cuBLAS's bf16 output does), so
 /// the tolerance scales with the parts, not with their sum, which may cancel.
 fn check(
-    pgas: &Pgas,
-    got: &[bf16],
-    (m, n, k): (usize, usize, usize),
+    pgas: &Pgas, got: &[bf16], (m, n, k): (usize, usize, usize),
     points: impl Iterator<Item = (usize, usize)>,
 ) -> (f64, usize, usize, f64, f64) {
     let (me, np) = (pgas.my_pe(), pgas.n_pes());

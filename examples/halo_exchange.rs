@@ -13,11 +13,8 @@ use pgas::prelude::*;
 
 #[pgas_kernel]
 fn jacobi_ring(
-    u: &mut CudaSlice<f32>,
-    scratch: &mut CudaSlice<f32>,
-    halo: &mut SymTensor<f32>,
-    sig: &mut SymTensor<u64>,
-    iters: u32,
+    u: &mut CudaSlice<f32>, scratch: &mut CudaSlice<f32>, halo: &mut SymTensor<f32>,
+    sig: &mut SymTensor<u64>, iters: u32,
 ) {
     let len = u.len();
     let next = (my_pe() + 1) % n_pes();

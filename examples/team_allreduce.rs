@@ -11,10 +11,7 @@ use pgas::prelude::*;
 
 #[pgas_kernel]
 fn sum_and_broadcast(
-    team: Team,
-    sum: &mut SymTensor<f32>,
-    contrib: &SymTensor<f32>,
-    bcast: &mut SymTensor<i64>,
+    team: Team, sum: &mut SymTensor<f32>, contrib: &SymTensor<f32>, bcast: &mut SymTensor<i64>,
     root_data: &SymTensor<i64>,
 ) {
     reduce_block(team, sum, contrib, ReduceOp::Sum);

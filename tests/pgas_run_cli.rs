@@ -38,10 +38,7 @@ fn rank_stand_in() {
 
 /// Runs `pgas-run -n N -- PROGRAM ARGS` with `env`; returns its exit code, stderr and run time.
 fn pgas_run(
-    n: usize,
-    program: &str,
-    args: &[&str],
-    env: &[(&str, &str)],
+    n: usize, program: &str, args: &[&str], env: &[(&str, &str)],
 ) -> (i32, String, Duration) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_pgas-run"));
     cmd.args(["-n", &n.to_string(), "--", program])
@@ -74,10 +71,7 @@ fn stand_in(n: usize, role: &str) -> (i32, String, Duration) {
 }
 
 fn assert_ended(
-    what: &str,
-    (code, err, took): (i32, String, Duration),
-    status: &str,
-    want_code: i32,
+    what: &str, (code, err, took): (i32, String, Duration), status: &str, want_code: i32,
 ) {
     assert!(
         took < DELAY + Duration::from_secs(5),

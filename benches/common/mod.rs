@@ -52,8 +52,7 @@ pub fn spread(xs: &[f64]) -> (f64, f64) {
 /// Milliseconds between two CUDA events recorded around `work` on `stream`, after the stream
 /// finished. `work` only enqueues.
 pub fn time_on_stream(
-    stream: &CudaStream,
-    work: impl FnOnce() -> BenchResult<()>,
+    stream: &CudaStream, work: impl FnOnce() -> BenchResult<()>,
 ) -> BenchResult<f64> {
     let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
     let start = stream.record_event(flags)?;
@@ -67,10 +66,8 @@ pub fn time_on_stream(
 /// `stream` with CUDA events; `before` runs ahead of each run, outside the timing (a barrier, so
 /// that every PE starts together).
 pub fn median_ms(
-    stream: &CudaStream,
-    (warmup, reps): (usize, usize),
-    mut before: impl FnMut() -> BenchResult<()>,
-    mut run: impl FnMut() -> BenchResult<()>,
+    stream: &CudaStream, (warmup, reps): (usize, usize),
+    mut before: impl FnMut() -> BenchResult<()>, mut run: impl FnMut() -> BenchResult<()>,
 ) -> BenchResult<f64> {
     let mut ms = Vec::with_capacity(reps);
     for i in 0..warmup + reps {
@@ -110,10 +107,7 @@ pub fn spot_points(n: usize, row: impl Fn(usize) -> usize) -> Vec<(usize, usize)
 /// The largest difference at `points` of `got` (n columns, row-major) from `want(row, col)`,
 /// over the largest |want| there (at least 1); NaN when a difference is NaN.
 pub fn spot_diff(
-    got: &[bf16],
-    n: usize,
-    points: &[(usize, usize)],
-    want: impl Fn(usize, usize) -> f64,
+    got: &[bf16], n: usize, points: &[(usize, usize)], want: impl Fn(usize, usize) -> f64,
 ) -> f64 {
     let (mut worst, mut scale) = (0.0f64, 0.0f64);
     for &(row, col) in points {

@@ -52,10 +52,7 @@ pub fn nccl_comm(p: &Pgas) -> BenchResult<Option<Nccl>> {
 
 /// `ncclAllGather` of every PE's shard into `gathered`, on the pgas stream.
 pub fn all_gather_bf16(
-    p: &Pgas,
-    comm: &Nccl,
-    gathered: &mut CudaSlice<bf16>,
-    shard: &CudaSlice<bf16>,
+    p: &Pgas, comm: &Nccl, gathered: &mut CudaSlice<bf16>, shard: &CudaSlice<bf16>,
 ) -> BenchResult<()> {
     let stream = p.stream();
     let (s, _rs) = shard.device_ptr(stream);

@@ -47,10 +47,7 @@ fn register() {
 
 /// A log-log plot of `series` against message size in bytes, written to `path` (PNG).
 pub fn log_log_by_size(
-    path: &Path,
-    title: &str,
-    y_label: &str,
-    series: &[Series],
+    path: &Path, title: &str, y_label: &str, series: &[Series],
 ) -> Result<(), Box<dyn Error>> {
     log_log_by_bytes(path, title, "message size", y_label, series)
 }
@@ -58,11 +55,7 @@ pub fn log_log_by_size(
 /// [`log_log_by_size`] with the x axis (a size in bytes, labelled at whole powers of two) named
 /// `x_label`.
 pub fn log_log_by_bytes(
-    path: &Path,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    series: &[Series],
+    path: &Path, title: &str, x_label: &str, y_label: &str, series: &[Series],
 ) -> Result<(), Box<dyn Error>> {
     register();
     let points = || {
@@ -125,13 +118,8 @@ pub struct Collective<'a> {
 /// microseconds, NaN where not run; `methods` names the methods in that order.
 #[allow(clippy::too_many_arguments)]
 pub fn collective<R: AsRef<[[f64; 2]]>>(
-    dir: &Path,
-    c: &Collective<'_>,
-    machine: &str,
-    sizes: &[usize],
-    results: &[R],
-    methods: &[&str],
-    n: usize,
+    dir: &Path, c: &Collective<'_>, machine: &str, sizes: &[usize], results: &[R],
+    methods: &[&str], n: usize,
 ) -> Result<(), Box<dyn Error>> {
     let busbw = |bytes: usize, us: f64| bytes as f64 / (us * 1e-6) * c.bus_factor / 1e9;
     let series = |small: bool| -> Vec<Series> {
@@ -184,10 +172,7 @@ pub fn collective<R: AsRef<[[f64; 2]]>>(
 /// A plot of `series` against a power-of-two count (GEMM rows, say) on a log2 x axis labelled
 /// with the counts, and a linear y axis from 0, written to `path` (PNG).
 pub fn by_count(
-    path: &Path,
-    title: &str,
-    (x_desc, y_desc): (&str, &str),
-    series: &[Series],
+    path: &Path, title: &str, (x_desc, y_desc): (&str, &str), series: &[Series],
 ) -> Result<(), Box<dyn Error>> {
     register();
     let finite = |&&(x, y): &&(f64, f64)| x.is_finite() && y.is_finite() && x > 0.0;
@@ -248,8 +233,7 @@ pub fn by_count(
 /// axis), and the legend, upper left.
 fn lines<'a, Y: Ranged<ValueType = f64>>(
     chart: &mut ChartContext<'a, BitMapBackend<'a>, Cartesian2d<RangedCoordf64, Y>>,
-    series: &[Series],
-    keep: impl Fn(&(f64, f64)) -> bool,
+    series: &[Series], keep: impl Fn(&(f64, f64)) -> bool,
 ) -> Result<(), Box<dyn Error>> {
     for (i, s) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];

@@ -90,10 +90,7 @@ pub(crate) fn parse_kernel_attr(attr: TokenStream) -> syn::Result<KernelAttr> {
 /// `item` parsed as a `T` (`what` names it in the error), with an error for arguments in
 /// `attr`; or, where `item` is not a `T`, the tokens to expand to (the error and the item).
 pub(crate) fn argless_item<T: syn::parse::Parse>(
-    name: &str,
-    what: &str,
-    attr: &TokenStream,
-    item: TokenStream,
+    name: &str, what: &str, attr: &TokenStream, item: TokenStream,
 ) -> Result<(T, Option<TokenStream>), TokenStream> {
     let parsed: T = match syn::parse2(item.clone()) {
         Ok(t) => t,

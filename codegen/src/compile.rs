@@ -107,8 +107,7 @@ pub fn compile_file(src: &str, file_name: &str) -> Result<Vec<CompiledKernel>, V
 
 /// [`compile_file`] on an already parsed file.
 pub fn compile_syn_file(
-    file: &syn::File,
-    file_name: &str,
+    file: &syn::File, file_name: &str,
 ) -> Result<Vec<CompiledKernel>, Vec<CodegenError>> {
     let mut kernels = Vec::new();
     let mut helpers = Vec::new();
@@ -170,9 +169,7 @@ fn kernel_max_threads(f: &syn::ItemFn) -> syn::Result<Option<MaxThreads>> {
 }
 
 fn collect_items<'a>(
-    items: &'a [syn::Item],
-    kernels: &mut Vec<&'a syn::ItemFn>,
-    helpers: &mut Vec<syn::ItemFn>,
+    items: &'a [syn::Item], kernels: &mut Vec<&'a syn::ItemFn>, helpers: &mut Vec<syn::ItemFn>,
     groups: &mut Vec<syn::ItemStruct>,
 ) {
     for item in items {
@@ -194,9 +191,7 @@ fn collect_items<'a>(
 /// its bound, with the type (its `rust_name` is `k::<f32>`), or the one with `None`. An error
 /// that only some types have says which.
 pub fn compile_instances(
-    kernel: &syn::ItemFn,
-    helpers: &[syn::ItemFn],
-    max_threads: Option<&MaxThreads>,
+    kernel: &syn::ItemFn, helpers: &[syn::ItemFn], max_threads: Option<&MaxThreads>,
     file_name: &str,
 ) -> Result<Vec<(Option<Scalar>, CompiledKernel)>, Vec<CodegenError>> {
     let Some(g) = generic::generic_of(&kernel.sig).map_err(|e| vec![e])? else {
@@ -218,8 +213,7 @@ pub fn compile_instances(
 /// or the errors of every instance, one a place: the first instance's words, and where not
 /// every type has one there, the types that do.
 fn each_instance<R>(
-    item: &syn::ItemFn,
-    g: &generic::Generic,
+    item: &syn::ItemFn, g: &generic::Generic,
     mut run: impl FnMut(&syn::ItemFn) -> Result<R, Vec<CodegenError>>,
 ) -> Result<Vec<(Scalar, R)>, Vec<CodegenError>> {
     let mut out = Vec::new();
@@ -265,9 +259,7 @@ fn each_instance<R>(
 /// phases: lower the functions to IR, check them, gather what the kernel reaches, check its
 /// block against what that uses, then emit both variants.
 pub fn compile_kernel(
-    kernel: &syn::ItemFn,
-    helpers: &[syn::ItemFn],
-    max_threads: Option<&MaxThreads>,
+    kernel: &syn::ItemFn, helpers: &[syn::ItemFn], max_threads: Option<&MaxThreads>,
     file_name: &str,
 ) -> Result<CompiledKernel, Vec<CodegenError>> {
     let (kernel, helpers) = &generic::monomorphize(kernel, helpers)?;
@@ -363,9 +355,7 @@ fn signatures(kf: &Function, hfs: &[Function], errors: &mut Errors) -> HashMap<S
 /// Check every device function against the signatures; what each uses, by name (the errors
 /// go to `errors`).
 fn check_helpers(
-    hfs: &mut [Function],
-    sigs: &HashMap<String, FnSig>,
-    errors: &mut Errors,
+    hfs: &mut [Function], sigs: &HashMap<String, FnSig>, errors: &mut Errors,
 ) -> HashMap<String, FnInfo> {
     let mut infos = HashMap::new();
     for h in hfs {
@@ -432,9 +422,7 @@ fn reach(kinfo: &FnInfo, infos: &HashMap<String, FnInfo>) -> Reach {
 /// The kernel's declared block against what it uses: whole warpgroups for `wgmma_*`, and a
 /// declared block at all for `setmaxnreg_*`.
 fn check_block(
-    kernel: &syn::ItemFn,
-    reach: &Reach,
-    max_threads: Option<&MaxThreads>,
+    kernel: &syn::ItemFn, reach: &Reach, max_threads: Option<&MaxThreads>,
 ) -> Result<(), Vec<CodegenError>> {
     let fixed = max_threads.and_then(MaxThreads::fixed);
     if let (true, Some(n)) = (reach.uses.warpgroup, fixed.filter(|n| n % 128 != 0)) {

@@ -381,10 +381,7 @@ fn param_push(kind: ParamKind, id: &Ident) -> Result<TokenStream, TokenStream> {
 /// passes their comptime values to the launch of `spec`. `generics`: the launchers' own
 /// (`<T: Instance>` for a generic kernel).
 fn launchers(
-    f: &syn::ItemFn,
-    k: &CompiledKernel,
-    lparams: &[LauncherParam<'_>],
-    generics: TokenStream,
+    f: &syn::ItemFn, k: &CompiledKernel, lparams: &[LauncherParam<'_>], generics: TokenStream,
     spec: TokenStream,
 ) -> TokenStream {
     let rust_name = &f.sig.ident;

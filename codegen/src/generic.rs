@@ -116,9 +116,7 @@ pub fn generic_of(sig: &syn::Signature) -> Result<Option<Generic>, CodegenError>
 /// `f` for `T` = `ty`: its type parameter dropped and `T`, `T::Acc`, `T::LANES` replaced in
 /// its signature and body (each at `T`'s span, so errors point at the user's token).
 pub fn instantiate(
-    f: &syn::ItemFn,
-    g: &Generic,
-    ty: Scalar,
+    f: &syn::ItemFn, g: &Generic, ty: Scalar,
 ) -> Result<syn::ItemFn, Vec<CodegenError>> {
     let mut f = f.clone();
     f.sig.generics = syn::Generics::default();
@@ -196,8 +194,7 @@ pub fn instance_name(f: &str, ty: Scalar) -> String {
 /// (`f::<u8>(..)`) renamed to its instance (`f__u8(..)`), and those instances made (each
 /// once, also for calls inside instances). Device functions that are not generic pass through.
 pub fn monomorphize(
-    kernel: &syn::ItemFn,
-    helpers: &[syn::ItemFn],
+    kernel: &syn::ItemFn, helpers: &[syn::ItemFn],
 ) -> Result<(syn::ItemFn, Vec<syn::ItemFn>), Vec<CodegenError>> {
     let mut errors = Errors::default();
     let mut generic = Vec::new();
@@ -241,9 +238,7 @@ pub fn monomorphize(
 /// `f` with its calls of the generic functions renamed to their instances, each instance
 /// wanted pushed onto `wanted` (index into `generic`, type).
 fn rename_calls(
-    f: &syn::ItemFn,
-    generic: &[(&syn::ItemFn, Generic)],
-    wanted: &mut Vec<(usize, Scalar)>,
+    f: &syn::ItemFn, generic: &[(&syn::ItemFn, Generic)], wanted: &mut Vec<(usize, Scalar)>,
     errors: &mut Errors,
 ) -> Result<syn::ItemFn, Vec<CodegenError>> {
     if generic.is_empty() {
@@ -254,9 +249,7 @@ fn rename_calls(
 }
 
 fn rename_in(
-    ts: TokenStream,
-    generic: &[(&syn::ItemFn, Generic)],
-    wanted: &mut Vec<(usize, Scalar)>,
+    ts: TokenStream, generic: &[(&syn::ItemFn, Generic)], wanted: &mut Vec<(usize, Scalar)>,
     errors: &mut Errors,
 ) -> TokenStream {
     let toks: Vec<TokenTree> = ts.into_iter().collect();

@@ -702,17 +702,9 @@ const GMEM: Space = Space::Global;
 /// Builds a table row; keeps each row on a few lines.
 #[allow(clippy::too_many_arguments)]
 const fn row(
-    name: &'static str,
-    group: Group,
-    form: Form,
-    args: &'static [(&'static str, Arg)],
-    ret: Ret,
-    scope: Scope,
-    types: &'static [(Scalar, &'static str)],
-    cuda: &'static str,
-    count: Count,
-    collective: bool,
-    doc: &'static str,
+    name: &'static str, group: Group, form: Form, args: &'static [(&'static str, Arg)], ret: Ret,
+    scope: Scope, types: &'static [(Scalar, &'static str)], cuda: &'static str, count: Count,
+    collective: bool, doc: &'static str,
 ) -> Intrinsic {
     Intrinsic {
         name,
@@ -777,9 +769,7 @@ const fn unary_math(name: &'static str, cuda: &'static str, doc: &'static str) -
     )
 }
 const fn local_atomic(
-    name: &'static str,
-    types: &'static [(Scalar, &'static str)],
-    cuda: &'static str,
+    name: &'static str, types: &'static [(Scalar, &'static str)], cuda: &'static str,
     doc: &'static str,
 ) -> Intrinsic {
     row(
@@ -797,11 +787,7 @@ const fn local_atomic(
     )
 }
 const fn bulk(
-    name: &'static str,
-    get: bool,
-    scope: Scope,
-    cuda: &'static str,
-    doc: &'static str,
+    name: &'static str, get: bool, scope: Scope, cuda: &'static str, doc: &'static str,
 ) -> Intrinsic {
     let args: &'static [(&'static str, Arg)] = if get {
         &[("dst", A::AnyDst), ("src", A::SymSrc), ("pe", A::Pe)]
@@ -831,10 +817,7 @@ const PUT_SIGNAL_ARGS: &[(&str, Arg)] = &[
     ("pe", A::Pe),
 ];
 const fn put_signal(
-    name: &'static str,
-    scope: Scope,
-    cuda: &'static str,
-    doc: &'static str,
+    name: &'static str, scope: Scope, cuda: &'static str, doc: &'static str,
 ) -> Intrinsic {
     row(
         name,
@@ -851,12 +834,8 @@ const fn put_signal(
     )
 }
 const fn amo(
-    name: &'static str,
-    args: &'static [(&'static str, Arg)],
-    ret: Ret,
-    types: &'static [(Scalar, &'static str)],
-    cuda: &'static str,
-    doc: &'static str,
+    name: &'static str, args: &'static [(&'static str, Arg)], ret: Ret,
+    types: &'static [(Scalar, &'static str)], cuda: &'static str, doc: &'static str,
 ) -> Intrinsic {
     row(
         name,
@@ -879,11 +858,7 @@ const AMO_VALUE: &[(&str, Arg)] = &[
 ];
 const AMO_NOVALUE: &[(&str, Arg)] = &[("x", A::SymElem { mutable: true }), ("pe", A::Pe)];
 const fn barrier(
-    name: &'static str,
-    team: bool,
-    scope: Scope,
-    cuda: &'static str,
-    doc: &'static str,
+    name: &'static str, team: bool, scope: Scope, cuda: &'static str, doc: &'static str,
 ) -> Intrinsic {
     let args: &'static [(&'static str, Arg)] = if team { &[("team", A::Team)] } else { &[] };
     Intrinsic {
@@ -938,13 +913,8 @@ const TEAM_BROADCAST_ARGS: &[(&str, Arg)] = &[
 ];
 #[allow(clippy::too_many_arguments)]
 const fn coll(
-    name: &'static str,
-    args: &'static [(&'static str, Arg)],
-    scope: Scope,
-    types: &'static [(Scalar, &'static str)],
-    cuda: &'static str,
-    count: Count,
-    doc: &'static str,
+    name: &'static str, args: &'static [(&'static str, Arg)], scope: Scope,
+    types: &'static [(Scalar, &'static str)], cuda: &'static str, count: Count, doc: &'static str,
 ) -> Intrinsic {
     row(
         name,

@@ -129,8 +129,7 @@ pub(crate) fn takes_group(f: &syn::ItemFn) -> bool {
 /// The first group that one of `fns` (a kernel and its device functions) takes and that is not
 /// among `groups`.
 pub(crate) fn first_missing_group<'f>(
-    fns: impl IntoIterator<Item = &'f syn::ItemFn>,
-    groups: &[syn::ItemStruct],
+    fns: impl IntoIterator<Item = &'f syn::ItemFn>, groups: &[syn::ItemStruct],
 ) -> Option<Ident> {
     fns.into_iter()
         .flat_map(group_params)
@@ -144,8 +143,7 @@ pub(crate) fn first_missing_group<'f>(
 /// parameters `peers_pes`, `peers_n`, ..: in the body, `peers.n` reads one, and `peers` as the
 /// argument of a call stands for all of them, in order (the callee takes a `Peers` there).
 pub(crate) fn flatten(
-    f: &syn::ItemFn,
-    groups: &[syn::ItemStruct],
+    f: &syn::ItemFn, groups: &[syn::ItemStruct],
 ) -> Result<syn::ItemFn, Vec<CodegenError>> {
     if !takes_group(f) {
         return Ok(f.clone());
@@ -285,9 +283,7 @@ fn field_names(g: &syn::ItemStruct) -> String {
 
 /// The parameters a group pattern stands for, or the error at the pattern's token.
 fn fields_of(
-    ps: &syn::PatStruct,
-    ty: &syn::Type,
-    groups: &[syn::ItemStruct],
+    ps: &syn::PatStruct, ty: &syn::Type, groups: &[syn::ItemStruct],
 ) -> Result<Vec<syn::FnArg>, CodegenError> {
     let Some(g) = ps
         .path

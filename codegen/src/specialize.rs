@@ -7,10 +7,7 @@
 /// specialization has its own symbol. Booleans are passed as 0/1. The runtime JIT and the CI
 /// NVRTC tests both call this.
 pub fn specialize(
-    source: &str,
-    base_name: &str,
-    variant: &str,
-    comptime: &[(&str, i128)],
+    source: &str, base_name: &str, variant: &str, comptime: &[(&str, i128)],
 ) -> (String, String) {
     let mut name = format!("{base_name}_{variant}");
     let mut defines = String::new();

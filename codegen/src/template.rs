@@ -5,13 +5,7 @@
 /// Substitute `{0}`, `{0.len}`, `{n}`, `{T}`, `{C}`, `{op}`, `{line}` in a row's CUDA template.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn expand_template(
-    template: &str,
-    args: &[String],
-    lens: &[String],
-    count: &str,
-    t: &str,
-    c: &str,
-    op: &str,
+    template: &str, args: &[String], lens: &[String], count: &str, t: &str, c: &str, op: &str,
     line: &str,
 ) -> String {
     let mut out = String::with_capacity(template.len() + 32);

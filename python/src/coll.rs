@@ -93,12 +93,7 @@ impl Comm {
     /// Runs collective `kind` of `dst` and `src` by `algorithm` on `stream` (or pgas's), the
     /// GIL released; returns the name of the algorithm used.
     fn collective(
-        &self,
-        py: Python<'_>,
-        dst: &Tensor,
-        src: &Tensor,
-        kind: Kind,
-        algorithm: &str,
+        &self, py: Python<'_>, dst: &Tensor, src: &Tensor, kind: Kind, algorithm: &str,
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
         let algorithm = algorithm_of(algorithm)?;
@@ -155,13 +150,8 @@ impl Comm {
     /// member's `dst`; `dst` may be `src` (in place: low latency, two-shot or NVSHMEM's).
     #[pyo3(signature = (dst, src, op="sum", *, algorithm="auto", stream=None))]
     fn all_reduce(
-        &self,
-        py: Python<'_>,
-        dst: PyRef<'_, Tensor>,
-        src: PyRef<'_, Tensor>,
-        op: &str,
-        algorithm: &str,
-        stream: Option<&Bound<'_, PyAny>>,
+        &self, py: Python<'_>, dst: PyRef<'_, Tensor>, src: PyRef<'_, Tensor>, op: &str,
+        algorithm: &str, stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
         let kind = Kind::AllReduce(reduce_op_of(op)?);
         self.collective(py, &dst, &src, kind, algorithm, stream)
@@ -171,13 +161,8 @@ impl Comm {
     /// `src` (`src` holds `n_pes()` chunks of `dst`'s length). `algorithm` must be `"auto"`.
     #[pyo3(signature = (dst, src, op="sum", *, algorithm="auto", stream=None))]
     fn reduce_scatter(
-        &self,
-        py: Python<'_>,
-        dst: PyRef<'_, Tensor>,
-        src: PyRef<'_, Tensor>,
-        op: &str,
-        algorithm: &str,
-        stream: Option<&Bound<'_, PyAny>>,
+        &self, py: Python<'_>, dst: PyRef<'_, Tensor>, src: PyRef<'_, Tensor>, op: &str,
+        algorithm: &str, stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
         let kind = Kind::ReduceScatter(reduce_op_of(op)?);
         self.collective(py, &dst, &src, kind, algorithm, stream)
@@ -186,11 +171,7 @@ impl Comm {
     /// All-gather: every member's `dst` gets every member's `src`, in team rank order.
     #[pyo3(signature = (dst, src, *, algorithm="auto", stream=None))]
     fn all_gather(
-        &self,
-        py: Python<'_>,
-        dst: PyRef<'_, Tensor>,
-        src: PyRef<'_, Tensor>,
-        algorithm: &str,
+        &self, py: Python<'_>, dst: PyRef<'_, Tensor>, src: PyRef<'_, Tensor>, algorithm: &str,
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
         self.collective(py, &dst, &src, Kind::AllGather, algorithm, stream)
@@ -200,13 +181,8 @@ impl Comm {
     #[pyo3(signature = (dst, src, root, *, algorithm="auto", stream=None))]
     #[allow(clippy::too_many_arguments)]
     fn broadcast(
-        &self,
-        py: Python<'_>,
-        dst: PyRef<'_, Tensor>,
-        src: PyRef<'_, Tensor>,
-        root: usize,
-        algorithm: &str,
-        stream: Option<&Bound<'_, PyAny>>,
+        &self, py: Python<'_>, dst: PyRef<'_, Tensor>, src: PyRef<'_, Tensor>, root: usize,
+        algorithm: &str, stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
         self.collective(py, &dst, &src, Kind::Broadcast(root), algorithm, stream)
     }
@@ -214,11 +190,7 @@ impl Comm {
     /// All-to-all: chunk `q` of team rank `r`'s `src` lands as chunk `r` of rank `q`'s `dst`.
     #[pyo3(signature = (dst, src, *, algorithm="auto", stream=None))]
     fn all_to_all(
-        &self,
-        py: Python<'_>,
-        dst: PyRef<'_, Tensor>,
-        src: PyRef<'_, Tensor>,
-        algorithm: &str,
+        &self, py: Python<'_>, dst: PyRef<'_, Tensor>, src: PyRef<'_, Tensor>, algorithm: &str,
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
         self.collective(py, &dst, &src, Kind::AllToAll, algorithm, stream)

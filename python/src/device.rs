@@ -59,9 +59,7 @@ pub(crate) fn _device_wrappers() -> Vec<(String, String, Vec<String>, Vec<String
 /// headers and kept in pgas's kernel cache. Needs no GPU and no `init`.
 #[pyfunction]
 pub(crate) fn _device_library_ptx(
-    py: Python<'_>,
-    wrappers: Vec<String>,
-    arch: (u32, u32),
+    py: Python<'_>, wrappers: Vec<String>, arch: (u32, u32),
 ) -> PyResult<String> {
     let (tc, disk) = toolchain()?;
     let names: Vec<&str> = wrappers.iter().map(String::as_str).collect();

@@ -245,9 +245,7 @@ impl Kernel {
     /// Each parameter's Python value, in declaration order: positional ones first (the comptime
     /// ones are named only), then by name; every one present.
     fn bind<'py>(
-        &self,
-        args: &Bound<'py, PyTuple>,
-        named: Option<&Bound<'py, PyDict>>,
+        &self, args: &Bound<'py, PyTuple>, named: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let spec = self.spec;
         let mut values: Vec<Option<Bound<'py, PyAny>>> = vec![None; spec.params.len()];
@@ -324,8 +322,7 @@ impl Kernel {
 
     /// The `pgas.Tensor` of each symmetric parameter (`None` for the others).
     fn tensors<'py>(
-        &self,
-        values: &[Bound<'py, PyAny>],
+        &self, values: &[Bound<'py, PyAny>],
     ) -> PyResult<Vec<Option<PyRef<'py, Tensor>>>> {
         let spec = self.spec;
         values
@@ -350,9 +347,7 @@ impl Kernel {
 
     /// What each non-comptime parameter pushes at launch, checked against its declaration.
     fn pushes<'t>(
-        &self,
-        values: &[Bound<'_, PyAny>],
-        tensors: &'t [Option<PyRef<'_, Tensor>>],
+        &self, values: &[Bound<'_, PyAny>], tensors: &'t [Option<PyRef<'_, Tensor>>],
     ) -> PyResult<Vec<Push<'t>>> {
         let spec = self.spec;
         let mut pushes: Vec<Push<'t>> = Vec::new();
@@ -445,15 +440,9 @@ impl Kernel {
     #[pyo3(signature = (grid, block, *args, stream=None, shared_mem=0, checked=true, **named))]
     #[allow(clippy::too_many_arguments)]
     fn __call__(
-        &self,
-        py: Python<'_>,
-        grid: &Bound<'_, PyAny>,
-        block: &Bound<'_, PyAny>,
-        args: &Bound<'_, PyTuple>,
-        stream: Option<&Bound<'_, PyAny>>,
-        shared_mem: u32,
-        checked: bool,
-        named: Option<&Bound<'_, PyDict>>,
+        &self, py: Python<'_>, grid: &Bound<'_, PyAny>, block: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>, stream: Option<&Bound<'_, PyAny>>, shared_mem: u32,
+        checked: bool, named: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
         let cfg = LaunchConfig::dims(dims(grid, "grid")?, dims(block, "block")?)
             .with_shared_mem(shared_mem);

@@ -49,8 +49,7 @@ impl<T> Borrowed<T> {
     /// Each address holds its length of elements on this PE's GPU for as long as its value
     /// lives.
     unsafe fn each<const N: usize>(
-        stream: &Arc<CudaStream>,
-        buffers: [(u64, usize); N],
+        stream: &Arc<CudaStream>, buffers: [(u64, usize); N],
     ) -> [Borrowed<T>; N] {
         let ctx = stream.context();
         let tracking = ctx.is_event_tracking();
@@ -128,9 +127,7 @@ impl Staged {
 
     /// Grows staging buffer `slot` of `dtype` to at least `len` elements.
     fn stage(
-        &mut self,
-        pgas: &Pgas,
-        (slot, dtype, len): (&'static str, &'static str, usize),
+        &mut self, pgas: &Pgas, (slot, dtype, len): (&'static str, &'static str, usize),
     ) -> PyResult<()> {
         let have = self.stages.get(&(dtype, slot));
         if have.is_none_or(|t| dtype::with_tensor!(t, t => t.len()) < len) {
@@ -170,14 +167,7 @@ where
 #[pyo3(signature = (c, a, bt, m, n, k, fp8, stream=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn _gemm(
-    py: Python<'_>,
-    c: u64,
-    a: u64,
-    bt: u64,
-    m: usize,
-    n: usize,
-    k: usize,
-    fp8: bool,
+    py: Python<'_>, c: u64, a: u64, bt: u64, m: usize, n: usize, k: usize, fp8: bool,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     with_stream(py, stream, |_, pgas, user| {
@@ -197,10 +187,7 @@ pub(crate) fn _gemm(
 /// for `pgas.gemm.gemm`'s Python path to run or to say what is wrong (`torch_tensor.rs`).
 #[pyfunction]
 pub(crate) fn _gemm_into(
-    py: Python<'_>,
-    a: &Bound<'_, PyAny>,
-    bt: &Bound<'_, PyAny>,
-    out: &Bound<'_, PyAny>,
+    py: Python<'_>, a: &Bound<'_, PyAny>, bt: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>,
 ) -> PyResult<bool> {
     if !untraced(py, [a.clone(), bt.clone(), out.clone()])? {
         return Ok(false);
@@ -232,17 +219,8 @@ pub(crate) fn _gemm_into(
 #[pyo3(signature = (c, a, bt, group_of, m, n, k, groups, fp8=false, stream=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn _gemm_grouped(
-    py: Python<'_>,
-    c: u64,
-    a: u64,
-    bt: u64,
-    group_of: u64,
-    m: usize,
-    n: usize,
-    k: usize,
-    groups: usize,
-    fp8: bool,
-    stream: Option<&Bound<'_, PyAny>>,
+    py: Python<'_>, c: u64, a: u64, bt: u64, group_of: u64, m: usize, n: usize, k: usize,
+    groups: usize, fp8: bool, stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     with_stream(py, stream, |_, pgas, user| {
         stream::on_theirs(pgas, user, |s| {
@@ -277,12 +255,8 @@ pub(crate) fn _gemm_grouped(
 /// has run the GEMM.
 #[allow(clippy::too_many_arguments)]
 unsafe fn grouped_on<T: pgas::gemm::Operand>(
-    pgas: &Pgas,
-    s: &Arc<CudaStream>,
-    c: &mut CudaSlice<bf16>,
-    (a, bt, table): (u64, u64, &CudaSlice<i32>),
-    (m, n, k): (usize, usize, usize),
-    groups: usize,
+    pgas: &Pgas, s: &Arc<CudaStream>, c: &mut CudaSlice<bf16>,
+    (a, bt, table): (u64, u64, &CudaSlice<i32>), (m, n, k): (usize, usize, usize), groups: usize,
     cfg: pgas::gemm::GemmConfig,
 ) -> pgas::Result<()> {
     // SAFETY: the caller's contract.
@@ -306,16 +280,8 @@ pub(crate) fn _grouped_rows(counts: Vec<usize>) -> (Vec<usize>, usize, Vec<i32>)
 #[pyo3(signature = (kind, dst, src, dst_len, src_len, dtype, op="sum", root=0, stream=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn _collective(
-    py: Python<'_>,
-    kind: &str,
-    dst: u64,
-    src: u64,
-    dst_len: usize,
-    src_len: usize,
-    dtype: &Bound<'_, PyAny>,
-    op: &str,
-    root: usize,
-    stream: Option<&Bound<'_, PyAny>>,
+    py: Python<'_>, kind: &str, dst: u64, src: u64, dst_len: usize, src_len: usize,
+    dtype: &Bound<'_, PyAny>, op: &str, root: usize, stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<&'static str> {
     let dtype = dtype::parse(dtype)?;
     let op = reduce_op_of(op)?;
@@ -370,13 +336,8 @@ pub(crate) fn _collective(
 #[pyo3(signature = (dst, src, send_counts, recv_counts, dtype, stream=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn _all_to_all_v(
-    py: Python<'_>,
-    dst: u64,
-    src: u64,
-    send_counts: Vec<usize>,
-    recv_counts: Vec<usize>,
-    dtype: &Bound<'_, PyAny>,
-    stream: Option<&Bound<'_, PyAny>>,
+    py: Python<'_>, dst: u64, src: u64, send_counts: Vec<usize>, recv_counts: Vec<usize>,
+    dtype: &Bound<'_, PyAny>, stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let dtype = dtype::parse(dtype)?;
     let displs = |counts: &[usize]| -> Vec<usize> {
@@ -439,13 +400,7 @@ pub(crate) fn _all_to_all_v(
 #[pyo3(signature = (c, shard, bt, mp, n, k, stream=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn _all_gather_matmul(
-    py: Python<'_>,
-    c: u64,
-    shard: u64,
-    bt: u64,
-    mp: usize,
-    n: usize,
-    k: usize,
+    py: Python<'_>, c: u64, shard: u64, bt: u64, mp: usize, n: usize, k: usize,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     with_stream(py, stream, |state, pgas, user| {
@@ -480,13 +435,7 @@ pub(crate) fn _all_gather_matmul(
 #[pyo3(signature = (out, a, bt, m, n, k, stream=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn _matmul_reduce_scatter(
-    py: Python<'_>,
-    out: u64,
-    a: u64,
-    bt: u64,
-    m: usize,
-    n: usize,
-    k: usize,
+    py: Python<'_>, out: u64, a: u64, bt: u64, m: usize, n: usize, k: usize,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     with_stream(py, stream, |state, pgas, user| {
@@ -541,16 +490,8 @@ impl RmsNormPlan {
 #[pyo3(signature = (out, residual_out, x, residual, weight, tokens, hidden, eps, stream=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn _allreduce_rmsnorm(
-    py: Python<'_>,
-    out: u64,
-    residual_out: u64,
-    x: u64,
-    residual: u64,
-    weight: u64,
-    tokens: usize,
-    hidden: usize,
-    eps: f32,
-    stream: Option<&Bound<'_, PyAny>>,
+    py: Python<'_>, out: u64, residual_out: u64, x: u64, residual: u64, weight: u64, tokens: usize,
+    hidden: usize, eps: f32, stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<&'static str> {
     with_stream(py, stream, |state, pgas, user| {
         let key = format!("allreduce_rmsnorm/{hidden}/{:08x}", eps.to_bits());
@@ -599,10 +540,7 @@ fn moe_plan(cfg: [usize; 4]) -> (String, MoeConfig) {
 
 /// Runs `f` on the low-latency MoE of `cfg` (made at its first use, collectively).
 fn with_moe<R>(
-    state: &State,
-    pgas: &Pgas,
-    cfg: [usize; 4],
-    f: impl FnOnce(&mut LowLatencyMoe) -> PyResult<R>,
+    state: &State, pgas: &Pgas, cfg: [usize; 4], f: impl FnOnce(&mut LowLatencyMoe) -> PyResult<R>,
 ) -> PyResult<R> {
     let (key, cfg) = moe_plan(cfg);
     let make = || LowLatencyMoe::new(pgas, cfg).map_err(to_py);
@@ -612,9 +550,7 @@ fn with_moe<R>(
 /// Runs `f` on the low-latency MoE of `cfg` as an operation of `stream` (the MoE runs on
 /// pgas's stream, ordered with it).
 fn moe_call(
-    py: Python<'_>,
-    stream: Option<&Bound<'_, PyAny>>,
-    cfg: [usize; 4],
+    py: Python<'_>, stream: Option<&Bound<'_, PyAny>>, cfg: [usize; 4],
     f: impl FnOnce(&Pgas, &mut LowLatencyMoe) -> PyResult<()> + Send,
 ) -> PyResult<()> {
     with_stream(py, stream, |state, pgas, user| {
@@ -672,13 +608,7 @@ pub(crate) fn _moe_buffers(py: Python<'_>, cfg: [usize; 4]) -> PyResult<[MoeView
 #[pyo3(signature = (x, idx, w, tokens, cfg, recv, stream=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn _moe_dispatch(
-    py: Python<'_>,
-    x: u64,
-    idx: u64,
-    w: u64,
-    tokens: usize,
-    cfg: [usize; 4],
-    recv: [u64; 3],
+    py: Python<'_>, x: u64, idx: u64, w: u64, tokens: usize, cfg: [usize; 4], recv: [u64; 3],
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let [_, h, k, _] = cfg;
@@ -712,12 +642,7 @@ pub(crate) fn _moe_dispatch(
 #[pyfunction]
 #[pyo3(signature = (out, expert_out, idx, tokens, cfg, stream=None))]
 pub(crate) fn _moe_combine(
-    py: Python<'_>,
-    out: u64,
-    expert_out: u64,
-    idx: u64,
-    tokens: usize,
-    cfg: [usize; 4],
+    py: Python<'_>, out: u64, expert_out: u64, idx: u64, tokens: usize, cfg: [usize; 4],
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let [_, h, k, _] = cfg;

@@ -159,10 +159,7 @@ impl State {
     /// does not `fit` the call (collective when it allocates: every PE reaches the same keys at
     /// the same points, with the same calls).
     pub(crate) fn with_plan<P: std::any::Any + Send, R>(
-        &self,
-        key: &str,
-        fits: impl FnOnce(&P) -> bool,
-        make: impl FnOnce() -> PyResult<P>,
+        &self, key: &str, fits: impl FnOnce(&P) -> bool, make: impl FnOnce() -> PyResult<P>,
         f: impl FnOnce(&mut P) -> PyResult<R>,
     ) -> PyResult<R> {
         let mut plans = lock(&self.plans);
@@ -226,9 +223,7 @@ impl State {
 
     /// Runs `f` on communicator `id`, or raises `FreedError`.
     pub(crate) fn with_comm<R>(
-        &self,
-        id: u64,
-        f: impl FnOnce(&mut pgas::coll::Comm) -> PyResult<R>,
+        &self, id: u64, f: impl FnOnce(&mut pgas::coll::Comm) -> PyResult<R>,
     ) -> PyResult<R> {
         let mut comms = lock(&self.comms);
         let comm = comms
@@ -421,13 +416,8 @@ pub(crate) fn finalize_mismatch(all: &[[u64; 2]]) -> Option<String> {
 #[pyo3(signature = (*, heap_size=None, device=None, initializer_method="auto", uid=None, rank=None, nranks=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn init(
-    py: Python<'_>,
-    heap_size: Option<usize>,
-    device: Option<usize>,
-    initializer_method: &str,
-    uid: Option<Vec<u8>>,
-    rank: Option<usize>,
-    nranks: Option<usize>,
+    py: Python<'_>, heap_size: Option<usize>, device: Option<usize>, initializer_method: &str,
+    uid: Option<Vec<u8>>, rank: Option<usize>, nranks: Option<usize>,
 ) -> PyResult<Context> {
     let method = initializer_method.to_ascii_lowercase();
     let by_uid = method == "uid" || (method == "auto" && uid.is_some());
@@ -499,9 +489,7 @@ pub(crate) fn init(
 /// The unique-id start-up's arguments, checked: all three given, the id's bytes whole, `rank`
 /// in `0..nranks`.
 fn unique_id_args(
-    uid: Option<Vec<u8>>,
-    rank: Option<usize>,
-    nranks: Option<usize>,
+    uid: Option<Vec<u8>>, rank: Option<usize>, nranks: Option<usize>,
 ) -> PyResult<pgas_runtime::bootstrap::UniqueIdArgs> {
     let (Some(uid), Some(rank), Some(nranks)) = (uid, rank, nranks) else {
         return Err(misuse(
@@ -657,11 +645,8 @@ impl Context {
     /// waiting in a collective for it), so a collective finalize would hang; the exception
     /// goes on, and under `pgas-run` the job ends.
     fn __exit__(
-        &self,
-        py: Python<'_>,
-        exc_type: Option<&Bound<'_, PyAny>>,
-        _exc_value: Option<&Bound<'_, PyAny>>,
-        _traceback: Option<&Bound<'_, PyAny>>,
+        &self, py: Python<'_>, exc_type: Option<&Bound<'_, PyAny>>,
+        _exc_value: Option<&Bound<'_, PyAny>>, _traceback: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         if exc_type.is_some_and(|t| !t.is_none()) {
             return Ok(false);

@@ -229,10 +229,7 @@ fn order(waiter: CUstream, signaler: CUstream, direction: Direction) -> PyResult
 
 /// [`order`] under the lock.
 fn order_in(
-    o: &mut StreamOrder,
-    waiter: CUstream,
-    signaler: CUstream,
-    direction: Direction,
+    o: &mut StreamOrder, waiter: CUstream, signaler: CUstream, direction: Direction,
 ) -> PyResult<()> {
     let status = (|| {
         // The event is recorded anew below: a wait owed for its last recording goes first.
@@ -320,9 +317,7 @@ fn after_mine(theirs: CUstream, mine: CUstream) -> PyResult<()> {
 /// forms), or `user`'s, wrapped for the runtime's `_on` forms and ordered with pgas's stream (see
 /// the module).
 pub(crate) fn on<R>(
-    pgas: &Pgas,
-    user: Option<UserStream>,
-    op: impl FnOnce(Option<&Arc<CudaStream>>) -> PyResult<R>,
+    pgas: &Pgas, user: Option<UserStream>, op: impl FnOnce(Option<&Arc<CudaStream>>) -> PyResult<R>,
 ) -> PyResult<R> {
     let Some(UserStream(raw)) = user else {
         return op(None);
@@ -356,9 +351,7 @@ fn comes_after_mine(raw: usize) -> bool {
 /// wait for it afterwards: for the library's operations on torch tensors (`library.rs`), whose
 /// results only the caller's stream reads (two driver calls a call saved).
 pub(crate) fn on_theirs<R>(
-    pgas: &Pgas,
-    user: Option<UserStream>,
-    op: impl FnOnce(&Arc<CudaStream>) -> PyResult<R>,
+    pgas: &Pgas, user: Option<UserStream>, op: impl FnOnce(&Arc<CudaStream>) -> PyResult<R>,
 ) -> PyResult<R> {
     let Some(UserStream(raw)) = user else {
         return op(pgas.stream());
@@ -398,9 +391,7 @@ fn capturing(stream: CUstream) -> PyResult<bool> {
 /// graph capture of `user`'s stream, pgas's stream joins the capture (the first wait) and
 /// leaves it (the second), as a forked stream must.
 pub(crate) fn through_pgas_stream<R>(
-    pgas: &Pgas,
-    user: Option<UserStream>,
-    op: impl FnOnce() -> PyResult<R>,
+    pgas: &Pgas, user: Option<UserStream>, op: impl FnOnce() -> PyResult<R>,
 ) -> PyResult<R> {
     let Some(UserStream(raw)) = user else {
         return op();

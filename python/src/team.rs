@@ -47,12 +47,7 @@ impl Team {
     /// `num_contexts` sets the new team's `nvshmem_team_config_t.num_contexts`.
     #[pyo3(signature = (start, stride, size, *, num_contexts=None))]
     fn split_strided(
-        &self,
-        py: Python<'_>,
-        start: usize,
-        stride: usize,
-        size: usize,
-        num_contexts: Option<u32>,
+        &self, py: Python<'_>, start: usize, stride: usize, size: usize, num_contexts: Option<u32>,
     ) -> PyResult<Option<Team>> {
         let pgas = current()?.pgas()?;
         let config = TeamConfig { num_contexts };
@@ -132,11 +127,7 @@ fn team_translate_pe(src_team: &Team, pe: usize, dest_team: &Team) -> PyResult<O
 #[pyfunction]
 #[pyo3(signature = (parent, start, stride, size, *, num_contexts=None))]
 fn team_split_strided(
-    py: Python<'_>,
-    parent: &Team,
-    start: usize,
-    stride: usize,
-    size: usize,
+    py: Python<'_>, parent: &Team, start: usize, stride: usize, size: usize,
     num_contexts: Option<u32>,
 ) -> PyResult<Option<Team>> {
     parent.split_strided(py, start, stride, size, num_contexts)
@@ -205,9 +196,7 @@ fn get_team_unique_id() -> PyResult<u64> {
 #[pyfunction]
 #[pyo3(signature = (member, *, num_contexts=None))]
 fn team_init(
-    py: Python<'_>,
-    member: Option<(u64, usize, usize)>,
-    num_contexts: Option<u32>,
+    py: Python<'_>, member: Option<(u64, usize, usize)>, num_contexts: Option<u32>,
 ) -> PyResult<Option<Team>> {
     let pgas = current()?.pgas()?;
     let member = member.map(|(id, index, n_pes)| pgas_runtime::TeamMember {

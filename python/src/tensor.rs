@@ -180,12 +180,8 @@ impl Tensor {
     /// releases it (`free_tensor` refuses meanwhile).
     #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
     fn __dlpack__(
-        &self,
-        py: Python<'_>,
-        stream: Option<&Bound<'_, PyAny>>,
-        max_version: Option<(u32, u32)>,
-        dl_device: Option<(u32, i32)>,
-        copy: Option<bool>,
+        &self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>, max_version: Option<(u32, u32)>,
+        dl_device: Option<(u32, i32)>, copy: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
         let request = ExportRequest::parse(stream, max_version, dl_device, copy)?;
         // The export waits for pgas's stream, which comes after the `stream=` operations.
@@ -261,11 +257,7 @@ pub(crate) struct PeerTensor {
 impl PeerTensor {
     /// Counts itself as a view of the tensor whose views counter is `views`.
     pub(crate) fn new(
-        state: &Arc<State>,
-        views: Arc<AtomicUsize>,
-        src: &Tensor,
-        dl_dtype: DLDataType,
-        ptr: u64,
+        state: &Arc<State>, views: Arc<AtomicUsize>, src: &Tensor, dl_dtype: DLDataType, ptr: u64,
         pe: Option<usize>,
     ) -> PeerTensor {
         views.fetch_add(1, Ordering::SeqCst);
@@ -331,12 +323,8 @@ impl PeerTensor {
     /// The DLPack protocol, as `pgas.Tensor.__dlpack__` (no copy, refuses `copy=True`).
     #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
     fn __dlpack__(
-        &self,
-        py: Python<'_>,
-        stream: Option<&Bound<'_, PyAny>>,
-        max_version: Option<(u32, u32)>,
-        dl_device: Option<(u32, i32)>,
-        copy: Option<bool>,
+        &self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>, max_version: Option<(u32, u32)>,
+        dl_device: Option<(u32, i32)>, copy: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
         let request = ExportRequest::parse(stream, max_version, dl_device, copy)?;
         let exporter = Exporter {

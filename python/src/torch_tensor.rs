@@ -78,8 +78,7 @@ pub(crate) fn _untraced(args: &Bound<'_, PyTuple>) -> PyResult<bool> {
 /// [`_untraced`] on any arguments (the GEMM's `out=` call asks it of its three without making
 /// a tuple).
 pub(crate) fn untraced<'py>(
-    py: Python<'py>,
-    args: impl IntoIterator<Item = Bound<'py, PyAny>>,
+    py: Python<'py>, args: impl IntoIterator<Item = Bound<'py, PyAny>>,
 ) -> PyResult<bool> {
     let t = torch(py)?;
     let Some(modes) = &t.dispatch_modes else {

@@ -84,10 +84,7 @@ fn ok(name: &'static str, detail: impl Into<String>) -> Check {
 }
 
 fn bad(
-    name: &'static str,
-    status: Status,
-    detail: impl Into<String>,
-    fix: impl Into<String>,
+    name: &'static str, status: Status, detail: impl Into<String>, fix: impl Into<String>,
 ) -> Check {
     Check {
         name,

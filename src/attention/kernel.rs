@@ -47,23 +47,11 @@ pub const WG_ROWS: usize = 64;
 // Long on purpose: the two roles share the shared-memory rings and their mbarriers.
 #[pgas_kernel(max_threads = 128 * (1 + wgs))]
 pub fn attention_fwd_sm90(
-    o: &mut CudaSlice<bf16>,
-    lse: &mut CudaSlice<f32>,
-    q_map: &TensorMap<bf16>,
-    k_map: &TensorMap<bf16>,
-    v_map: &TensorMap<bf16>,
-    cu_q: &CudaSlice<u32>,
-    k_ranges: &CudaSlice<u32>,
-    hq: usize,
-    group: usize,
-    scale_log2: f32,
-    o_scale: f32,
-    #[comptime] d: u32,
-    #[comptime] bn: u32,
-    #[comptime] stages: u32,
-    #[comptime] causal: bool,
-    #[comptime] fp8: bool,
-    #[comptime] wgs: u32,
+    o: &mut CudaSlice<bf16>, lse: &mut CudaSlice<f32>, q_map: &TensorMap<bf16>,
+    k_map: &TensorMap<bf16>, v_map: &TensorMap<bf16>, cu_q: &CudaSlice<u32>,
+    k_ranges: &CudaSlice<u32>, hq: usize, group: usize, scale_log2: f32, o_scale: f32,
+    #[comptime] d: u32, #[comptime] bn: u32, #[comptime] stages: u32, #[comptime] causal: bool,
+    #[comptime] fp8: bool, #[comptime] wgs: u32,
 ) {
     let b = block_idx_z() as usize;
     let head = block_idx_y() as usize;
@@ -442,12 +430,7 @@ pub fn attention_fwd_sm90(
 /// each), or with `fp8` Vt's box at byte `2 pv`, K-major (bytes `32 kk..` of its rows).
 #[pgas_device]
 fn issue_pv(
-    o_acc: &mut [FragC<f32>],
-    p: &[FragA<bf16>],
-    p8: &[FragA<e4m3>],
-    pv: usize,
-    bw: usize,
-    d: u32,
+    o_acc: &mut [FragC<f32>], p: &[FragA<bf16>], p8: &[FragA<e4m3>], pv: usize, bw: usize, d: u32,
     fp8: bool,
 ) {
     let smem = dyn_shared::<bf16>();

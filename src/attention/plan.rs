@@ -148,10 +148,7 @@ const NAME: &str = "attention_fwd_sm90";
 impl Attention {
     /// `batch` sequences of `len_q` queries and `len_k` keys each.
     pub fn fixed(
-        pgas: &Pgas,
-        params: AttentionParams,
-        batch: usize,
-        (len_q, len_k): (usize, usize),
+        pgas: &Pgas, params: AttentionParams, batch: usize, (len_q, len_k): (usize, usize),
     ) -> crate::Result<Attention> {
         Attention::varlen(pgas, params, &vec![len_q; batch], &vec![len_k; batch])
     }
@@ -159,10 +156,7 @@ impl Attention {
     /// Sequences of their own lengths, packed one after another: sequence `b` is the next
     /// `lens_q[b]` tokens of Q and O and the next `lens_k[b]` of K and V.
     pub fn varlen(
-        pgas: &Pgas,
-        params: AttentionParams,
-        lens_q: &[usize],
-        lens_k: &[usize],
+        pgas: &Pgas, params: AttentionParams, lens_q: &[usize], lens_k: &[usize],
     ) -> crate::Result<Attention> {
         if lens_q.len() != lens_k.len() {
             return refuse(
@@ -191,10 +185,7 @@ impl Attention {
     /// sequence's queries to the end of its range). Context-parallel attention plans its steps
     /// this way.
     pub fn with_key_ranges(
-        pgas: &Pgas,
-        params: AttentionParams,
-        lens_q: &[usize],
-        ranges: &[(usize, usize)],
+        pgas: &Pgas, params: AttentionParams, lens_q: &[usize], ranges: &[(usize, usize)],
     ) -> crate::Result<Attention> {
         if let Some(why) = params_error(&params) {
             return refuse(NAME, why);
@@ -272,14 +263,8 @@ impl Attention {
     /// sm_90a (H100, H200).
     #[allow(clippy::too_many_arguments)]
     pub fn run(
-        &self,
-        pgas: &Pgas,
-        o: &mut CudaSlice<bf16>,
-        lse: &mut CudaSlice<f32>,
-        q: &CudaSlice<bf16>,
-        k: &CudaSlice<bf16>,
-        v: &CudaSlice<bf16>,
-        checked: bool,
+        &self, pgas: &Pgas, o: &mut CudaSlice<bf16>, lse: &mut CudaSlice<f32>, q: &CudaSlice<bf16>,
+        k: &CudaSlice<bf16>, v: &CudaSlice<bf16>, checked: bool,
     ) -> crate::Result<()> {
         let kv_rows = self.check_lengths([o.len(), lse.len(), q.len(), k.len()])?;
         self.check_v(v.len(), kv_rows)?;
@@ -319,10 +304,7 @@ impl Attention {
     /// keys come in the order the kernel packs P in (`attention_v_fp8`). Once for a batch's V,
     /// which any number of runs then read (a KV cache kept in this layout pays it once).
     pub fn transpose_v(
-        &self,
-        pgas: &Pgas,
-        vt: &mut CudaSlice<e4m3>,
-        v: &CudaSlice<e4m3>,
+        &self, pgas: &Pgas, vt: &mut CudaSlice<e4m3>, v: &CudaSlice<e4m3>,
     ) -> crate::Result<()> {
         let p = &self.params;
         let kv_rows = v.len() / (p.heads_kv * p.head_dim);
@@ -358,12 +340,8 @@ impl Attention {
     /// FP8's rounding of the exact attention. Head dim 64 needs an even number of query and of
     /// key heads (a tile's 128-byte rows hold two heads).
     pub fn run_fp8(
-        &self,
-        pgas: &Pgas,
-        o: &mut CudaSlice<bf16>,
-        lse: &mut CudaSlice<f32>,
-        (q, k, vt): (&CudaSlice<e4m3>, &CudaSlice<e4m3>, &CudaSlice<e4m3>),
-        scales: Fp8Scales,
+        &self, pgas: &Pgas, o: &mut CudaSlice<bf16>, lse: &mut CudaSlice<f32>,
+        (q, k, vt): (&CudaSlice<e4m3>, &CudaSlice<e4m3>, &CudaSlice<e4m3>), scales: Fp8Scales,
         checked: bool,
     ) -> crate::Result<()> {
         let kv_rows = self.check_lengths([o.len(), lse.len(), q.len(), k.len()])?;
@@ -431,13 +409,9 @@ impl Attention {
     /// Launches the kernel of `cfg` on the maps of Q, K and V (or Vt) with the softmax scale
     /// (natural base) and O's scale.
     fn launch(
-        &self,
-        pgas: &Pgas,
-        cfg: AttentionConfig,
+        &self, pgas: &Pgas, cfg: AttentionConfig,
         (o, lse): (&mut CudaSlice<bf16>, &mut CudaSlice<f32>),
-        [q_map, k_map, v_map]: [&TensorMap<bf16>; 3],
-        (scale, o_scale): (f32, f32),
-        checked: bool,
+        [q_map, k_map, v_map]: [&TensorMap<bf16>; 3], (scale, o_scale): (f32, f32), checked: bool,
     ) -> crate::Result<()> {
         let p = &self.params;
         let max_q = self.seqs.iter().map(|s| s.0).max().unwrap_or(0);

@@ -12,19 +12,9 @@ use crate::prelude::*;
 /// log-sum-exp (-1e30 for a row that sees no key).
 #[pgas_kernel]
 pub fn attention_reference(
-    o: &mut CudaSlice<f32>,
-    lse: &mut CudaSlice<f32>,
-    q: &CudaSlice<bf16>,
-    k: &CudaSlice<bf16>,
-    v: &CudaSlice<bf16>,
-    cu_q: &CudaSlice<u32>,
-    k_ranges: &CudaSlice<u32>,
-    seq_of: &CudaSlice<u32>,
-    hq: usize,
-    hkv: usize,
-    d: usize,
-    scale: f32,
-    causal: bool,
+    o: &mut CudaSlice<f32>, lse: &mut CudaSlice<f32>, q: &CudaSlice<bf16>, k: &CudaSlice<bf16>,
+    v: &CudaSlice<bf16>, cu_q: &CudaSlice<u32>, k_ranges: &CudaSlice<u32>, seq_of: &CudaSlice<u32>,
+    hq: usize, hkv: usize, d: usize, scale: f32, causal: bool,
 ) {
     let id = global_thread_idx();
     if id >= seq_of.len() * hq {

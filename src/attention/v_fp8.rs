@@ -18,11 +18,7 @@ pub const VT_SHARED: u32 = 64 * 144;
 /// thread at a time from V (16 values of a token) and into Vt (16 keys of a row).
 #[pgas_kernel(max_threads = 256)]
 pub fn attention_v_fp8(
-    vt: &mut CudaSlice<e4m3>,
-    v: &CudaSlice<e4m3>,
-    k_ranges: &CudaSlice<u32>,
-    hkv: usize,
-    d: usize,
+    vt: &mut CudaSlice<e4m3>, v: &CudaSlice<e4m3>, k_ranges: &CudaSlice<u32>, hkv: usize, d: usize,
     cols: usize,
 ) {
     let b = block_idx_z() as usize;

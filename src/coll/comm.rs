@@ -435,11 +435,7 @@ impl Comm {
     /// every member load/store reachable, and the buffer the peers reach into (`reached`) in the
     /// symmetric heap.
     pub(super) fn check_movement<T>(
-        &self,
-        what: &str,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        reached: Reached,
+        &self, what: &str, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, reached: Reached,
     ) -> Result<()> {
         let size = std::mem::size_of::<T>();
         let (d, dbytes) = (dst.as_device_ptr(), dst.len() * size);
@@ -492,13 +488,8 @@ impl Comm {
     /// only, on teams whose every PE is load/store reachable, with `len` at most
     /// [`Comm::low_latency_max_bytes`] of `T` a chunk.
     pub(super) fn launch_ll<T>(
-        &mut self,
-        stream: &CudaStream,
-        (spec, comptime): (&'static KernelSpec, &[i128]),
-        dst: &mut impl SymRegion<T>,
-        src: &Region<T>,
-        scalars: &[u32],
-        shape: LlShape,
+        &mut self, stream: &CudaStream, (spec, comptime): (&'static KernelSpec, &[i128]),
+        dst: &mut impl SymRegion<T>, src: &Region<T>, scalars: &[u32], shape: LlShape,
     ) -> Result<()> {
         let size = std::mem::size_of::<T>();
         let bytes = self.ll_share(shape.len * size, shape.chunks, shape.block_max);
@@ -537,14 +528,8 @@ impl Comm {
     /// by members only (after [`Comm::member`]).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn launch_p2p<T>(
-        &mut self,
-        stream: &CudaStream,
-        spec: &'static KernelSpec,
-        comptime: &[i128],
-        dst: &mut impl SymRegion<T>,
-        src: &Region<T>,
-        between: Between<'_, T>,
-        work: usize,
+        &mut self, stream: &CudaStream, spec: &'static KernelSpec, comptime: &[i128],
+        dst: &mut impl SymRegion<T>, src: &Region<T>, between: Between<'_, T>, work: usize,
         scalars: &[u32],
     ) -> Result<()> {
         let rank = self.member()?;
@@ -573,13 +558,8 @@ impl Comm {
     /// [`Comm::launch_p2p`] of a data-movement kernel: no comptime values, nothing between
     /// `src` and the rank table.
     pub(super) fn launch_moving<T>(
-        &mut self,
-        stream: &CudaStream,
-        spec: &'static KernelSpec,
-        dst: &mut impl SymRegion<T>,
-        src: &Region<T>,
-        work: usize,
-        scalars: &[u32],
+        &mut self, stream: &CudaStream, spec: &'static KernelSpec, dst: &mut impl SymRegion<T>,
+        src: &Region<T>, work: usize, scalars: &[u32],
     ) -> Result<()> {
         self.launch_p2p(stream, spec, &[], dst, src, Between::Nothing, work, scalars)
     }
@@ -596,11 +576,8 @@ impl Comm {
 
     /// Launches the plain variant of `spec` (with its comptime values) on `stream` with `args`.
     fn launch_plain(
-        &self,
-        stream: &CudaStream,
-        (spec, comptime): (&'static KernelSpec, &[i128]),
-        cfg: LaunchConfig,
-        args: &mut KernelArgs<'_>,
+        &self, stream: &CudaStream, (spec, comptime): (&'static KernelSpec, &[i128]),
+        cfg: LaunchConfig, args: &mut KernelArgs<'_>,
     ) -> Result<()> {
         pgas_runtime::launch::launch(
             &self.pgas,
@@ -679,10 +656,7 @@ pub(crate) struct KernelFlags<'a> {
 /// is `len / n` elements: a reduce-scatter's source and destination, an all-gather's
 /// destination and source, all-to-all's buffers.
 pub(super) fn check_chunks(
-    what: &'static str,
-    len: usize,
-    n: usize,
-    chunk: Option<(&'static str, usize)>,
+    what: &'static str, len: usize, n: usize, chunk: Option<(&'static str, usize)>,
 ) -> Result<()> {
     if !len.is_multiple_of(n) {
         return Err(Error::InvalidConfig {

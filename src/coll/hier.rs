@@ -68,11 +68,7 @@ impl Hier {
     /// All-reduce of `src` into `dst` (`len` a multiple of the group size): reduce-scatter in
     /// the node, all-reduce across nodes, all-gather in the node.
     pub(super) fn all_reduce<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &mut impl SymRegion<T>,
-        src: &Region<T>,
-        op: ReduceOp,
+        &mut self, stream: &CudaStream, dst: &mut impl SymRegion<T>, src: &Region<T>, op: ReduceOp,
         scratch: &mut Scratch,
     ) -> Result<()> {
         refuse_capture(
@@ -95,10 +91,7 @@ impl Hier {
     /// given `dst` at an odd element, its on-stream kernels stopped on a misaligned address
     /// (the differential test on 4 PEs as two nodes).
     pub(super) fn all_gather<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &mut self, stream: &CudaStream, dst: &mut impl SymRegion<T>, src: &impl SymRegion<T>,
         scratch: &mut Scratch,
     ) -> Result<()> {
         refuse_capture(
@@ -118,12 +111,8 @@ impl Hier {
     /// Reduce-scatter of `src` into `dst`: across nodes with chunks of `g` times `dst` (from an
     /// aligned copy of `src` in the scratch, as `all_gather` says why), then in the node.
     pub(super) fn reduce_scatter<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        op: ReduceOp,
-        scratch: &mut Scratch,
+        &mut self, stream: &CudaStream, dst: &mut impl SymRegion<T>, src: &impl SymRegion<T>,
+        op: ReduceOp, scratch: &mut Scratch,
     ) -> Result<()> {
         refuse_capture(
             stream,
@@ -147,10 +136,7 @@ impl Hier {
     /// another node, and a world barrier, which completes the puts and tells every PE its
     /// chunks have landed. Both buffers symmetric and apart (the caller checked).
     pub(super) fn all_to_all<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &mut self, stream: &CudaStream, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
     ) -> Result<()> {
         refuse_capture(
             stream,

@@ -80,10 +80,7 @@ impl Comm {
     /// do not overlap; no offset + count overflows. The lengths of the slices (the team size)
     /// are checked too, also on every member. Errors name the PEs and counts involved.
     pub fn all_to_all_layout(
-        &mut self,
-        send_counts: &[usize],
-        send_displs: &[usize],
-        recv_counts: &[usize],
+        &mut self, send_counts: &[usize], send_displs: &[usize], recv_counts: &[usize],
         recv_displs: &[usize],
     ) -> Result<AllToAllLayout> {
         let rank = self.member()?;
@@ -198,10 +195,7 @@ impl Comm {
     /// `all_to_all_v_rma`): `src` must then be symmetric too, and a stream being captured into a
     /// CUDA graph is refused (that path runs eagerly only).
     pub fn all_to_all_v<'s, T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        layout: &AllToAllLayout,
+        &mut self, dst: &mut impl SymRegion<T>, src: &impl SymRegion<T>, layout: &AllToAllLayout,
         how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
         let how = how.into();
@@ -211,10 +205,7 @@ impl Comm {
 
     /// [`Comm::all_to_all_v`] on `stream`.
     fn exchange_v<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &mut self, stream: &CudaStream, dst: &mut impl SymRegion<T>, src: &impl SymRegion<T>,
         layout: &AllToAllLayout,
     ) -> Result<Algorithm> {
         self.member()?;
@@ -275,11 +266,7 @@ impl Comm {
     /// tells every receiver that its segments have landed. Eager only (NVSHMEM's `on_stream`
     /// calls are not captured here).
     fn all_to_all_v_rma<T>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &Region<T>,
-        src: &Region<T>,
-        layout: &AllToAllLayout,
+        &mut self, stream: &CudaStream, dst: &Region<T>, src: &Region<T>, layout: &AllToAllLayout,
     ) -> Result<()> {
         let size = std::mem::size_of::<T>();
         check_apart(

@@ -40,10 +40,7 @@ impl Comm {
     /// peers load or store it, a peer-to-peer algorithm when a peer is not reachable, NVSHMEM's
     /// algorithm on a stream of another GPU.
     pub fn broadcast<'s, T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        root: usize,
+        &mut self, dst: &mut impl SymRegion<T>, src: &impl SymRegion<T>, root: usize,
         how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
         self.on_stream(how, |c, stream, algorithm| {
@@ -53,12 +50,8 @@ impl Comm {
 
     /// [`Comm::broadcast`] by `algorithm` on `stream`.
     fn broadcast_from<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        root: usize,
-        algorithm: Algorithm,
+        &mut self, stream: &CudaStream, dst: &mut impl SymRegion<T>, src: &impl SymRegion<T>,
+        root: usize, algorithm: Algorithm,
     ) -> Result<Algorithm> {
         let rank = self.member()?;
         let (algorithm, relay) = self.broadcast_algorithm(dst, src, root, algorithm)?;
@@ -122,11 +115,7 @@ impl Comm {
     /// relay fits, after the checks every PE makes alike (the root, the lengths, the buffers'
     /// overlap, the algorithm's limits).
     fn broadcast_algorithm<T: AllReduceElem>(
-        &self,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        root: usize,
-        algorithm: Algorithm,
+        &self, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, root: usize, algorithm: Algorithm,
     ) -> Result<(Algorithm, bool)> {
         if root >= self.n {
             return Err(Error::InvalidConfig {
@@ -217,9 +206,7 @@ impl Comm {
     /// [`Algorithm::Hierarchical`], a peer-to-peer algorithm when a peer is not reachable, and
     /// NVSHMEM's during a capture or on a stream of another GPU.
     pub fn all_to_all<'s, T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &mut self, dst: &mut impl SymRegion<T>, src: &impl SymRegion<T>,
         how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
         self.on_stream(how, |c, stream, algorithm| {
@@ -229,10 +216,7 @@ impl Comm {
 
     /// [`Comm::all_to_all`] by `algorithm` on `stream`.
     fn exchange<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &mut self, stream: &CudaStream, dst: &mut impl SymRegion<T>, src: &impl SymRegion<T>,
         algorithm: Algorithm,
     ) -> Result<Algorithm> {
         self.member()?;
@@ -309,10 +293,7 @@ impl Comm {
     /// hierarchical all-gather is `Auto`'s choice over a `Team::WORLD` that spans nodes, taken
     /// before this).
     pub(super) fn movement_algorithm(
-        &self,
-        what: &str,
-        algorithm: Algorithm,
-        (ll_fits, ll_bytes, per): (bool, usize, &str),
+        &self, what: &str, algorithm: Algorithm, (ll_fits, ll_bytes, per): (bool, usize, &str),
         largest: usize,
     ) -> Result<Algorithm> {
         match algorithm {

@@ -75,9 +75,7 @@ impl<'s> Options<'s> {
     /// that the returned stream borrows neither `pgas` nor its owner (whose launches take
     /// `&mut self`).
     pub(crate) fn stream_or<'a>(
-        self,
-        pgas: &Pgas,
-        own: &'a mut Option<Arc<CudaStream>>,
+        self, pgas: &Pgas, own: &'a mut Option<Arc<CudaStream>>,
     ) -> &'a CudaStream
     where
         's: 'a,
@@ -92,8 +90,7 @@ impl<'s> Options<'s> {
 impl Comm {
     /// Runs `call` on the stream of `how` (its own, or the context's) with its algorithm.
     pub(super) fn on_stream<'s, R>(
-        &mut self,
-        how: impl Into<Options<'s>>,
+        &mut self, how: impl Into<Options<'s>>,
         call: impl FnOnce(&mut Comm, &CudaStream, Algorithm) -> Result<R>,
     ) -> Result<R> {
         let how = how.into();

@@ -24,10 +24,7 @@ impl Comm {
     /// another stream. Lengths, types and ops that differ between PEs cannot be seen here:
     /// they are the caller's contract, as in NCCL.
     pub fn all_reduce<'s, T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        op: ReduceOp,
+        &mut self, dst: &mut impl SymRegion<T>, src: &impl SymRegion<T>, op: ReduceOp,
         how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
         let src = Region::<T>::of(src);
@@ -39,10 +36,7 @@ impl Comm {
     /// All-reduce of `x` into itself (two-shot, low latency or NVSHMEM's: one-shot cannot run
     /// in place), as [`Comm::all_reduce`].
     pub fn all_reduce_in_place<'s, T: AllReduceElem>(
-        &mut self,
-        x: &mut impl SymRegion<T>,
-        op: ReduceOp,
-        how: impl Into<Options<'s>>,
+        &mut self, x: &mut impl SymRegion<T>, op: ReduceOp, how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
         let src = Region::<T>::of(&*x);
         self.on_stream(how, |c, stream, algorithm| {
@@ -53,11 +47,7 @@ impl Comm {
     /// An all-reduce of `src` into `dst` (`algorithm` resolved and launched); the in-place
     /// forms pass `dst` as `src`.
     fn reduce_into<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &mut impl SymRegion<T>,
-        src: &Region<T>,
-        op: ReduceOp,
+        &mut self, stream: &CudaStream, dst: &mut impl SymRegion<T>, src: &Region<T>, op: ReduceOp,
         algorithm: Algorithm,
     ) -> Result<Algorithm> {
         let algorithm = self.all_reduce_algorithm(dst, src, op, algorithm)?;
@@ -133,11 +123,7 @@ impl Comm {
     /// every PE makes alike (membership, lengths, the reduction, the buffers' overlap, the
     /// algorithm's limits).
     fn all_reduce_algorithm<T: AllReduceElem>(
-        &self,
-        dst: &impl SymRegion<T>,
-        src: &Region<T>,
-        op: ReduceOp,
-        algorithm: Algorithm,
+        &self, dst: &impl SymRegion<T>, src: &Region<T>, op: ReduceOp, algorithm: Algorithm,
     ) -> Result<Algorithm> {
         self.member()?;
         check_same_len("the all-reduce destination (the source's length)", dst, src)?;
@@ -205,11 +191,7 @@ impl Comm {
     /// aligned, over every PE) or the low-latency two-shot (a chunk fits the low-latency
     /// scratch). `false`: neither applies, and the plain two-shot runs.
     fn two_shot_variant<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &mut impl SymRegion<T>,
-        src: &Region<T>,
-        op: ReduceOp,
+        &mut self, stream: &CudaStream, dst: &mut impl SymRegion<T>, src: &Region<T>, op: ReduceOp,
     ) -> Result<bool> {
         let bytes = src.len() * std::mem::size_of::<T>();
         let (d, s) = (dst.as_device_ptr(), src.as_device_ptr());
@@ -280,10 +262,7 @@ impl Comm {
     /// `n * dst.len()`, a bitwise op on a float type, `dst` and `src` overlapping (no in-place
     /// form yet), `src` not in the symmetric heap.
     pub fn reduce_scatter<'s, T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        op: ReduceOp,
+        &mut self, dst: &mut impl SymRegion<T>, src: &impl SymRegion<T>, op: ReduceOp,
         how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
         let how = how.into();
@@ -293,10 +272,7 @@ impl Comm {
 
     /// [`Comm::reduce_scatter`] on `stream`.
     fn scatter_into<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &mut self, stream: &CudaStream, dst: &mut impl SymRegion<T>, src: &impl SymRegion<T>,
         op: ReduceOp,
     ) -> Result<Algorithm> {
         self.member()?;
@@ -393,9 +369,7 @@ impl Comm {
     /// [`Algorithm::Hierarchical`] asked for, a peer-to-peer algorithm when a peer is not
     /// reachable, and NVSHMEM's during a capture or on a stream of another GPU.
     pub fn all_gather<'s, T: AllReduceElem>(
-        &mut self,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &mut self, dst: &mut impl SymRegion<T>, src: &impl SymRegion<T>,
         how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
         self.on_stream(how, |c, stream, algorithm| {
@@ -405,10 +379,7 @@ impl Comm {
 
     /// [`Comm::all_gather`] by `algorithm` on `stream`.
     fn gather_into<T: AllReduceElem>(
-        &mut self,
-        stream: &CudaStream,
-        dst: &mut impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &mut self, stream: &CudaStream, dst: &mut impl SymRegion<T>, src: &impl SymRegion<T>,
         algorithm: Algorithm,
     ) -> Result<Algorithm> {
         self.member()?;

@@ -12,9 +12,7 @@ pub(super) enum Reached {
 
 /// An `Err` unless `dst`, the destination `what` of a call, holds as many elements as `src`.
 pub(super) fn check_same_len<T>(
-    what: &'static str,
-    dst: &impl SymRegion<T>,
-    src: &impl SymRegion<T>,
+    what: &'static str, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
 ) -> Result<()> {
     if dst.len() != src.len() {
         return Err(Error::LengthMismatch {

@@ -27,9 +27,7 @@ impl Scratch {
     /// `None` where the scratch would have to grow while `stream` is being captured into a
     /// CUDA graph (growing waits for the stream, which a capture cannot do).
     pub(super) fn region<T>(
-        &mut self,
-        stream: &CudaStream,
-        len: usize,
+        &mut self, stream: &CudaStream, len: usize,
     ) -> Result<Option<Region<T>>> {
         let bytes = len * std::mem::size_of::<T>();
         if self.buf.as_ref().is_none_or(|s| s.len() < bytes) && capturing(stream)? {
@@ -43,10 +41,7 @@ impl Scratch {
     /// for `stream` (work on it may still read the old buffer), frees the old buffer and
     /// allocates the new one on every member alike.
     pub(super) fn regions<T>(
-        &mut self,
-        stream: &CudaStream,
-        a: usize,
-        b: usize,
+        &mut self, stream: &CudaStream, a: usize, b: usize,
     ) -> Result<(Region<T>, Region<T>)> {
         let size = std::mem::size_of::<T>();
         let at = (a * size).next_multiple_of(16);

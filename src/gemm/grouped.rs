@@ -54,14 +54,8 @@ impl GroupedRows {
 /// the wrong size, and a table shorter than M's tiles, before anything launches. Needs sm_90a.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_grouped<T: Operand>(
-    pgas: &Pgas,
-    c: &mut CudaSlice<bf16>,
-    a: &CudaSlice<T>,
-    bt: &CudaSlice<T>,
-    group_of: &CudaSlice<i32>,
-    (m, n, k): (usize, usize, usize),
-    groups: usize,
-    checked: bool,
+    pgas: &Pgas, c: &mut CudaSlice<bf16>, a: &CudaSlice<T>, bt: &CudaSlice<T>,
+    group_of: &CudaSlice<i32>, (m, n, k): (usize, usize, usize), groups: usize, checked: bool,
 ) -> crate::Result<()> {
     let cfg = GemmConfig::for_grouped(m, n, pgas.sm_count()?);
     let stream = pgas.stream();
@@ -83,15 +77,8 @@ pub fn gemm_grouped<T: Operand>(
 /// (its cluster must be 1).
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_grouped_with<T: Operand>(
-    pgas: &Pgas,
-    stream: &CudaStream,
-    c: &mut CudaSlice<bf16>,
-    a: &CudaSlice<T>,
-    bt: &CudaSlice<T>,
-    group_of: &CudaSlice<i32>,
-    (m, n, k): (usize, usize, usize),
-    groups: usize,
-    cfg: GemmConfig,
+    pgas: &Pgas, stream: &CudaStream, c: &mut CudaSlice<bf16>, a: &CudaSlice<T>, bt: &CudaSlice<T>,
+    group_of: &CudaSlice<i32>, (m, n, k): (usize, usize, usize), groups: usize, cfg: GemmConfig,
     checked: bool,
 ) -> crate::Result<()> {
     let refuse = |why| shape::refuse("gemm_bf16_sm90", why);

@@ -65,29 +65,12 @@ pub const THREADS: u32 = 384;
 // Long on purpose: warp-specialized roles share the smem ring and mbarriers; frag_c cannot be passed.
 #[pgas_kernel(max_threads = 384)]
 pub fn gemm_bf16_sm90(
-    c_map: &mut TensorMap<bf16>,
-    a_map: &TensorMap<bf16>,
-    b_map: &TensorMap<bf16>,
-    g_map: &TensorMap<bf16>,
-    w_map: &mut TensorMap<f32>,
-    landed: &mut CudaSlice<u64>,
-    group_of: &CudaSlice<i32>,
-    epoch: u64,
-    m: usize,
-    n: usize,
-    k: usize,
-    mp: usize,
-    me: usize,
-    pieces: usize,
-    splits: usize,
-    #[comptime] stages: u32,
-    #[comptime] bn: u32,
-    #[comptime] cluster: u32,
-    #[comptime] gather: bool,
-    #[comptime] scatter: bool,
-    #[comptime] fp8: bool,
-    #[comptime] grouped: bool,
-    #[comptime] half: bool,
+    c_map: &mut TensorMap<bf16>, a_map: &TensorMap<bf16>, b_map: &TensorMap<bf16>,
+    g_map: &TensorMap<bf16>, w_map: &mut TensorMap<f32>, landed: &mut CudaSlice<u64>,
+    group_of: &CudaSlice<i32>, epoch: u64, m: usize, n: usize, k: usize, mp: usize, me: usize,
+    pieces: usize, splits: usize, #[comptime] stages: u32, #[comptime] bn: u32,
+    #[comptime] cluster: u32, #[comptime] gather: bool, #[comptime] scatter: bool,
+    #[comptime] fp8: bool, #[comptime] grouped: bool, #[comptime] half: bool,
 ) {
     let smem = dyn_shared::<bf16>();
     // The same bytes as FP8 (twice the index of `smem`'s), for the `fp8` operands.
@@ -452,12 +435,7 @@ fn unit_kfirst(unit: usize, tiles: usize, ktiles: usize, per_split: usize, strea
 /// steps; a stream-K run goes to its tile's end or to the end of the cluster's steps, `units`.
 #[pgas_device]
 fn unit_kend(
-    unit: usize,
-    kfirst: usize,
-    units: usize,
-    ktiles: usize,
-    per_split: usize,
-    streamk: bool,
+    unit: usize, kfirst: usize, units: usize, ktiles: usize, per_split: usize, streamk: bool,
 ) -> usize {
     if streamk {
         min(ktiles, kfirst + units - unit)

@@ -29,14 +29,8 @@ pub const STAGES: u32 = 3;
 /// (prologue, the ring's main loop, epilogue), and each part is commented where it happens.
 #[pgas_kernel(max_threads = 256)]
 pub fn gemm_bf16(
-    c: &mut CudaSlice<bf16>,
-    a: &CudaSlice<bf16>,
-    b: &CudaSlice<bf16>,
-    m: usize,
-    n: usize,
-    k: usize,
-    #[comptime] stages: u32,
-    #[comptime] bn: u32,
+    c: &mut CudaSlice<bf16>, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>, m: usize, n: usize,
+    k: usize, #[comptime] stages: u32, #[comptime] bn: u32,
 ) {
     // The tile is 128 x w with 2 x (w / 64) warps of 64 x 64, so a block has w threads. Stage s
     // holds A's 128 x 64 tile at s * stage and B's 64 x w tile 8192 elements later.
@@ -206,17 +200,8 @@ pub fn gemm_bf16(
 #[pgas_device]
 #[allow(clippy::too_many_arguments)]
 fn copy_tile(
-    a: &CudaSlice<bf16>,
-    a_src: usize,
-    a_dst: usize,
-    k: usize,
-    b: &CudaSlice<bf16>,
-    b_src: usize,
-    b_dst: usize,
-    n: usize,
-    base: usize,
-    k0: usize,
-    w: usize,
+    a: &CudaSlice<bf16>, a_src: usize, a_dst: usize, k: usize, b: &CudaSlice<bf16>, b_src: usize,
+    b_dst: usize, n: usize, base: usize, k0: usize, w: usize,
 ) {
     let smem = dyn_shared::<bf16>();
     for i in 0..1024 / w {
@@ -265,13 +250,8 @@ pub fn shape_error(m: usize, n: usize, k: usize) -> Option<String> {
 /// variant. Refuses shapes that do not divide into tiles and buffers of the wrong size, before
 /// launching (and the launch refuses a ring larger than the GPU gives a block).
 pub fn gemm(
-    pgas: &Pgas,
-    c: &mut CudaSlice<bf16>,
-    a: &CudaSlice<bf16>,
-    b: &CudaSlice<bf16>,
-    (m, n, k): (usize, usize, usize),
-    stages: u32,
-    checked: bool,
+    pgas: &Pgas, c: &mut CudaSlice<bf16>, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>,
+    (m, n, k): (usize, usize, usize), stages: u32, checked: bool,
 ) -> Result<()> {
     let sms = pgas.sm_count()?;
     gemm_tiled(
@@ -287,13 +267,8 @@ pub fn gemm(
 
 /// [`gemm`] with the tile width `bn` (128 or 256) given.
 pub fn gemm_tiled(
-    pgas: &Pgas,
-    c: &mut CudaSlice<bf16>,
-    a: &CudaSlice<bf16>,
-    b: &CudaSlice<bf16>,
-    (m, n, k): (usize, usize, usize),
-    (stages, bn): (u32, usize),
-    checked: bool,
+    pgas: &Pgas, c: &mut CudaSlice<bf16>, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>,
+    (m, n, k): (usize, usize, usize), (stages, bn): (u32, usize), checked: bool,
 ) -> Result<()> {
     let refuse = |reason: String| refuse("gemm_bf16", reason);
     if let Some(why) = shape_error(m, n, k) {

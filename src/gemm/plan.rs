@@ -184,12 +184,8 @@ fn refuse<T>(reason: String) -> crate::Result<T> {
 /// stream with the specialization [`GemmConfig::for_shape`] picks; `checked` runs the variant
 /// that checks every index. Needs sm_90a (H100, H200).
 pub fn gemm_bf16(
-    pgas: &Pgas,
-    c: &mut CudaSlice<bf16>,
-    a: &CudaSlice<bf16>,
-    bt: &CudaSlice<bf16>,
-    (m, n, k): (usize, usize, usize),
-    checked: bool,
+    pgas: &Pgas, c: &mut CudaSlice<bf16>, a: &CudaSlice<bf16>, bt: &CudaSlice<bf16>,
+    (m, n, k): (usize, usize, usize), checked: bool,
 ) -> crate::Result<()> {
     let cfg = GemmConfig::for_shape(m, n, k, pgas.sm_count()?);
     gemm_bf16_with(pgas, c, a, bt, (m, n, k), cfg, checked)
@@ -199,13 +195,8 @@ pub fn gemm_bf16(
 /// buffers of the wrong size, a tile width, ring or cluster the kernel does not take, before
 /// anything launches.
 pub fn gemm_bf16_with(
-    pgas: &Pgas,
-    c: &mut CudaSlice<bf16>,
-    a: &CudaSlice<bf16>,
-    bt: &CudaSlice<bf16>,
-    (m, n, k): (usize, usize, usize),
-    cfg: GemmConfig,
-    checked: bool,
+    pgas: &Pgas, c: &mut CudaSlice<bf16>, a: &CudaSlice<bf16>, bt: &CudaSlice<bf16>,
+    (m, n, k): (usize, usize, usize), cfg: GemmConfig, checked: bool,
 ) -> crate::Result<()> {
     check_sizes((a.len(), bt.len(), c.len()), (m, n, k))?;
     check(cfg, (m, n, k))?;
@@ -219,18 +210,14 @@ pub fn gemm_bf16_with(
 /// workspace, when `cfg` splits), the unused `landed` word, the launch.
 #[allow(clippy::too_many_arguments)]
 fn launch_local<'t>(
-    pgas: &Pgas,
-    stream: &CudaStream,
+    pgas: &Pgas, stream: &CudaStream,
     (c_map, a_map, b_map): (
         &mut TensorMap<'t, bf16>,
         &TensorMap<'t, bf16>,
         &TensorMap<'t, bf16>,
     ),
-    w: Option<&mut TensorMap<'static, f32>>,
-    (m, n, k): (usize, usize, usize),
-    cfg: GemmConfig,
-    fp8: bool,
-    checked: bool,
+    w: Option<&mut TensorMap<'static, f32>>, (m, n, k): (usize, usize, usize), cfg: GemmConfig,
+    fp8: bool, checked: bool,
 ) -> crate::Result<()> {
     let maps = Maps {
         c: c_map,
@@ -256,13 +243,9 @@ fn launch_local<'t>(
 /// context's workspace (left zeroed by the call before), then [`gemm_splitk_finish`] rounds it
 /// into `c` and zeroes it.
 fn launch_into(
-    pgas: &Pgas,
-    c: &mut CudaSlice<bf16>,
-    (a_map, b_map): (&TensorMap<'_, bf16>, &TensorMap<'_, bf16>),
-    (m, n, k): (usize, usize, usize),
-    cfg: GemmConfig,
-    fp8: bool,
-    checked: bool,
+    pgas: &Pgas, c: &mut CudaSlice<bf16>,
+    (a_map, b_map): (&TensorMap<'_, bf16>, &TensorMap<'_, bf16>), (m, n, k): (usize, usize, usize),
+    cfg: GemmConfig, fp8: bool, checked: bool,
 ) -> crate::Result<()> {
     let stream = pgas.stream();
     if cfg.splits == 1 {
@@ -318,9 +301,7 @@ struct Workspace {
 
 /// This context's split-K workspace, at least `len` f32 (grown, never shrunk), made zeroed.
 fn workspace<'w>(
-    all: &'w mut Vec<(usize, Workspace)>,
-    pgas: &Pgas,
-    len: usize,
+    all: &'w mut Vec<(usize, Workspace)>, pgas: &Pgas, len: usize,
 ) -> crate::Result<&'w mut Workspace> {
     let zeroed = |len| -> crate::Result<Workspace> {
         Ok(Workspace {
@@ -338,9 +319,7 @@ fn workspace<'w>(
 /// This CUDA context's entry of `all` (keyed by the context handle's address), made by `make`
 /// if it is not there yet: what the GEMM keeps once a context ([`UNUSED`], [`WORKSPACES`]).
 fn of_context<'a, T>(
-    all: &'a mut Vec<(usize, T)>,
-    pgas: &Pgas,
-    make: impl FnOnce() -> crate::Result<T>,
+    all: &'a mut Vec<(usize, T)>, pgas: &Pgas, make: impl FnOnce() -> crate::Result<T>,
 ) -> crate::Result<&'a mut T> {
     let ctx = pgas.cuda().cu_ctx() as usize;
     let i = match all.iter().position(|(c, _)| *c == ctx) {
@@ -421,11 +400,8 @@ fn fp8_pairs(k: usize) -> crate::Result<usize> {
 /// elements, 16-byte aligned, that stay allocated until `stream` has passed the launch, and
 /// nothing else writes them meanwhile.
 pub unsafe fn gemm_raw(
-    pgas: &Pgas,
-    stream: &CudaStream,
-    (c, a, b): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
-    (m, n, k): (usize, usize, usize),
-    fp8: bool,
+    pgas: &Pgas, stream: &CudaStream, (c, a, b): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
+    (m, n, k): (usize, usize, usize), fp8: bool,
 ) -> crate::Result<()> {
     let cfg = GemmConfig::whole_k(m, n, pgas.sm_count()?);
     let k = kernel_k(fp8, k)?;
@@ -442,12 +418,8 @@ pub unsafe fn gemm_raw(
 /// `c`, `a` and `b` name `m x n`, `m x k` and `n x k` bf16 elements (columns) that stay
 /// allocated until `stream` has passed the launch, and nothing else writes them meanwhile.
 pub(crate) unsafe fn gemm_raw_with(
-    pgas: &Pgas,
-    stream: &CudaStream,
-    (c, a, b): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
-    (m, n, k): (usize, usize, usize),
-    cfg: GemmConfig,
-    fp8: bool,
+    pgas: &Pgas, stream: &CudaStream, (c, a, b): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
+    (m, n, k): (usize, usize, usize), cfg: GemmConfig, fp8: bool,
 ) -> crate::Result<()> {
     // SAFETY: the caller's contract; the kernel writes only C, through its map.
     let (mut c_map, a_map, b_map) = unsafe {
@@ -474,12 +446,8 @@ fn check_sizes(lens: (usize, usize, usize), (m, n, k): (usize, usize, usize)) ->
 /// K a multiple of 128. The same kernel as [`gemm_bf16`], its multipliers on
 /// `wgmma_m64n{bn}k32`.
 pub fn gemm_fp8(
-    pgas: &Pgas,
-    c: &mut CudaSlice<bf16>,
-    a: &CudaSlice<e4m3>,
-    bt: &CudaSlice<e4m3>,
-    (m, n, k): (usize, usize, usize),
-    checked: bool,
+    pgas: &Pgas, c: &mut CudaSlice<bf16>, a: &CudaSlice<e4m3>, bt: &CudaSlice<e4m3>,
+    (m, n, k): (usize, usize, usize), checked: bool,
 ) -> crate::Result<()> {
     // FP8's K in the kernel's steps: pairs of values (see `fp8_pairs`).
     let cfg = GemmConfig::for_shape(m, n, k / 2, pgas.sm_count()?);
@@ -488,13 +456,8 @@ pub fn gemm_fp8(
 
 /// [`gemm_fp8`] with the specialization given.
 pub fn gemm_fp8_with(
-    pgas: &Pgas,
-    c: &mut CudaSlice<bf16>,
-    a: &CudaSlice<e4m3>,
-    bt: &CudaSlice<e4m3>,
-    (m, n, k): (usize, usize, usize),
-    cfg: GemmConfig,
-    checked: bool,
+    pgas: &Pgas, c: &mut CudaSlice<bf16>, a: &CudaSlice<e4m3>, bt: &CudaSlice<e4m3>,
+    (m, n, k): (usize, usize, usize), cfg: GemmConfig, checked: bool,
 ) -> crate::Result<()> {
     check_sizes((a.len(), bt.len(), c.len()), (m, n, k))?;
     let kp = fp8_pairs(k)?;
@@ -508,10 +471,8 @@ pub fn gemm_fp8_with(
 /// kernel's terms (bf16 columns, or pairs of FP8 values: 128-byte tile rows either way), both
 /// borrowed on `stream` until `f` returns. Refuses slices of another size (as the callers did).
 pub(crate) fn with_operand_maps<T: Operand, R>(
-    stream: &CudaStream,
-    (a, bt): (&CudaSlice<T>, &CudaSlice<T>),
-    (m, rows_b, kk): (usize, usize, usize),
-    cfg: GemmConfig,
+    stream: &CudaStream, (a, bt): (&CudaSlice<T>, &CudaSlice<T>),
+    (m, rows_b, kk): (usize, usize, usize), cfg: GemmConfig,
     f: impl FnOnce(&TensorMap<'_, bf16>, &TensorMap<'_, bf16>) -> crate::Result<R>,
 ) -> crate::Result<R> {
     // Two-byte columns in each slice: the maps' sizes, which their tiles must match.
@@ -613,10 +574,7 @@ pub(crate) struct Maps<'m, 'a> {
 /// is not yet.
 /// A plan that launches often asks once and keeps the answer in [`GemmConfig::clusters`].
 pub(crate) fn persistent_clusters(
-    pgas: &Pgas,
-    cfg: GemmConfig,
-    (m, n): (usize, usize),
-    (rows, fp8): (Chunking, bool),
+    pgas: &Pgas, cfg: GemmConfig, (m, n): (usize, usize), (rows, fp8): (Chunking, bool),
     checked: bool,
 ) -> crate::Result<u32> {
     let variant = if checked {
@@ -740,15 +698,9 @@ static RESIDENT: std::sync::Mutex<Vec<((usize, [i128; 8], bool), u32)>> =
 /// passes `(0, 0, 1)`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
-    pgas: &Pgas,
-    stream: &CudaStream,
-    maps: Maps<'_, '_>,
-    words: Words<'_>,
-    (m, n, k): (usize, usize, usize),
-    (rows, (mp, me, pieces)): (Chunking, (usize, usize, usize)),
-    cfg: GemmConfig,
-    fp8: bool,
-    checked: bool,
+    pgas: &Pgas, stream: &CudaStream, maps: Maps<'_, '_>, words: Words<'_>,
+    (m, n, k): (usize, usize, usize), (rows, (mp, me, pieces)): (Chunking, (usize, usize, usize)),
+    cfg: GemmConfig, fp8: bool, checked: bool,
 ) -> crate::Result<()> {
     let rows = match rows {
         Chunking::Whole if m <= 64 => Chunking::Half,

@@ -34,8 +34,7 @@ pub fn gathered_bt(i: usize) -> bf16 {
 
 /// This PE's shard of A (`mp` x `k`) and Bt (`n` x `k`) on the GPU.
 pub fn gathered_inputs(
-    pgas: &Pgas,
-    (mp, n, k): (usize, usize, usize),
+    pgas: &Pgas, (mp, n, k): (usize, usize, usize),
 ) -> Result<(CudaSlice<bf16>, CudaSlice<bf16>)> {
     let me = pgas.my_pe();
     let shard: Vec<bf16> = (0..mp * k).map(|i| gathered_a(me * mp * k + i)).collect();
@@ -47,9 +46,7 @@ pub fn gathered_inputs(
 /// The worst error of `got` (C, M x n) against the host at `points`, relative to the tolerance
 /// (bf16 rounding of the output plus f32 order; > 1 fails), with where and both values.
 pub fn gathered_check(
-    got: &[bf16],
-    (n, k): (usize, usize),
-    points: impl Iterator<Item = (usize, usize)>,
+    got: &[bf16], (n, k): (usize, usize), points: impl Iterator<Item = (usize, usize)>,
 ) -> (f64, usize, usize, f64, f64) {
     let mut worst = (0.0, 0, 0, 0.0, 0.0);
     for (row, col) in points {

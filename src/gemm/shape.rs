@@ -6,10 +6,7 @@
 /// handling): "`what` takes whole `tm` x `tn` x `tk` tiles`note`: M = .. is not a positive
 /// multiple of ..".
 pub(crate) fn tile_error(
-    what: &str,
-    (m, n, k): (usize, usize, usize),
-    (tm, tn, tk): (usize, usize, usize),
-    note: &str,
+    what: &str, (m, n, k): (usize, usize, usize), (tm, tn, tk): (usize, usize, usize), note: &str,
 ) -> Option<String> {
     let bad: Vec<String> = [("M", m, tm), ("N", n, tn), ("K", k, tk)]
         .iter()
@@ -27,9 +24,7 @@ pub(crate) fn tile_error(
 /// Why buffers of `lens` (A, B, C) do not hold an `m x k` A, a B of `b` (rows, columns) and an
 /// `m x n` C, if they do not.
 pub(crate) fn size_error(
-    (a, b_len, c): (usize, usize, usize),
-    (m, n, k): (usize, usize, usize),
-    b: (usize, usize),
+    (a, b_len, c): (usize, usize, usize), (m, n, k): (usize, usize, usize), b: (usize, usize),
 ) -> Option<String> {
     (a != m * k || b_len != b.0 * b.1 || c != m * n).then(|| {
         format!(

@@ -175,13 +175,8 @@ impl Cublas {
     /// [`Error::InvalidConfig`] for a zero or too large dimension, [`Error::Cublas`] when cuBLAS
     /// refuses.
     pub fn gemm_bf16(
-        &self,
-        stream: &CudaStream,
-        c: &mut impl DevicePtrMut<bf16>,
-        a: &impl DevicePtr<bf16>,
-        b: &impl DevicePtr<bf16>,
-        (m, n, k): (usize, usize, usize),
-        layout: BLayout,
+        &self, stream: &CudaStream, c: &mut impl DevicePtrMut<bf16>, a: &impl DevicePtr<bf16>,
+        b: &impl DevicePtr<bf16>, (m, n, k): (usize, usize, usize), layout: BLayout,
     ) -> Result<()> {
         let dims = dims((m, n, k))?;
         crate::ops::lengths::exactly(&[
@@ -207,11 +202,7 @@ impl Cublas {
     /// device and stay valid until `stream` has run the GEMM; nothing else writes them
     /// meanwhile.
     pub unsafe fn gemm_bf16_nt_raw(
-        &self,
-        stream: &CudaStream,
-        c: CUdeviceptr,
-        a: CUdeviceptr,
-        bt: CUdeviceptr,
+        &self, stream: &CudaStream, c: CUdeviceptr, a: CUdeviceptr, bt: CUdeviceptr,
         shape: (usize, usize, usize),
     ) -> Result<()> {
         let dims = dims(shape)?;
@@ -225,13 +216,8 @@ impl Cublas {
     /// column-major B (k x n, ld k), transposed by cuBLAS ("TN", its fastest layout); row-major
     /// B (k x n) is column-major Bᵀ (n x k, ld n), taken as is.
     unsafe fn gemm_ex(
-        &self,
-        stream: &CudaStream,
-        c: CUdeviceptr,
-        a: CUdeviceptr,
-        b: CUdeviceptr,
-        (m, n, k): (i32, i32, i32),
-        layout: BLayout,
+        &self, stream: &CudaStream, c: CUdeviceptr, a: CUdeviceptr, b: CUdeviceptr,
+        (m, n, k): (i32, i32, i32), layout: BLayout,
     ) -> Result<()> {
         let (transa, lda) = match layout {
             BLayout::Transposed => (cublasOperation_t::CUBLAS_OP_T, k),
@@ -349,11 +335,8 @@ impl CublasLt {
     /// [`Error::LengthMismatch`] when a buffer does not hold its matrix, [`Error::Cublas`] when
     /// cuBLASLt refuses (it takes K a multiple of 16 and 16-byte aligned rows for FP8).
     pub fn gemm_fp8_e4m3_nt(
-        &mut self,
-        stream: &CudaStream,
-        c: &mut impl DevicePtrMut<bf16>,
-        a: &impl DevicePtr<crate::e4m3>,
-        bt: &impl DevicePtr<crate::e4m3>,
+        &mut self, stream: &CudaStream, c: &mut impl DevicePtrMut<bf16>,
+        a: &impl DevicePtr<crate::e4m3>, bt: &impl DevicePtr<crate::e4m3>,
         (m, n, k): (usize, usize, usize),
     ) -> Result<()> {
         use cudarc::cublaslt::result as lt;

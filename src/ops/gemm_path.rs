@@ -59,8 +59,7 @@ pub(crate) fn fastest(op: Fused, pes: usize, rows: usize) -> GemmPath {
 /// that path cannot run (not sm_90a, not whole tiles, a peer off NVLink: the same
 /// [`Error::Unavailable`] on every PE) the plan stays on cuBLAS. Any other error is returned.
 pub(crate) fn start_on_fastest(
-    (op, pes, rows): (Fused, usize, usize),
-    set_gemm: impl FnOnce(GemmPath) -> Result<()>,
+    (op, pes, rows): (Fused, usize, usize), set_gemm: impl FnOnce(GemmPath) -> Result<()>,
 ) -> Result<()> {
     let path = fastest(op, pes, rows);
     if path == GemmPath::Cublas {
@@ -92,12 +91,8 @@ pub(crate) fn agree_prepared<T>(pgas: &Pgas, what: &'static str, prepared: Resul
 /// which a cluster of tiles must not straddle. A path some PE cannot run (not sm_90, not whole
 /// tiles, not offered by `what`) is the same `Err` on every PE, naming the reason.
 pub(crate) fn agree_path(
-    pgas: &Pgas,
-    what: &'static str,
-    path: GemmPath,
-    offered: &[GemmPath],
-    (rows, n, k): (usize, usize, usize),
-    unit: usize,
+    pgas: &Pgas, what: &'static str, path: GemmPath, offered: &[GemmPath],
+    (rows, n, k): (usize, usize, usize), unit: usize,
 ) -> Result<Option<GemmConfig>> {
     let (major, _) = pgas.compute_capability()?;
     // Every K step in one unit: the fused paths store C's tiles themselves, chunk by chunk,

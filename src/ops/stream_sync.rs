@@ -50,9 +50,7 @@ pub(crate) enum Word {
 /// `addr` is a device address of a `u64` this context may read (and, for [`Word::Write`],
 /// write) while `stream` runs.
 pub(crate) unsafe fn stream_word(
-    stream: cudarc::driver::sys::CUstream,
-    addr: cudarc::driver::sys::CUdeviceptr,
-    op: Word,
+    stream: cudarc::driver::sys::CUstream, addr: cudarc::driver::sys::CUdeviceptr, op: Word,
     what: &'static str,
 ) -> Result<()> {
     use cudarc::driver::sys as cu;
@@ -84,8 +82,7 @@ pub(crate) unsafe fn stream_word(
 /// replay the captured number, so from the second replay on every wait (`>=` that number) would
 /// pass at once and the copies would read and overwrite peers' buffers unsynchronized, silently.
 pub(crate) fn refuse_capture(
-    stream: &cudarc::driver::CudaStream,
-    what: &'static str,
+    stream: &cudarc::driver::CudaStream, what: &'static str,
 ) -> Result<()> {
     let status = stream.capture_status().map_err(Error::cuda(
         "querying the stream's CUDA-graph capture status",

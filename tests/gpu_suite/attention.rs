@@ -332,10 +332,7 @@ fn refusals_case(p: &Pgas) -> CaseResult {
 /// O of the single-PE attention over it, on the host: what each PE's slice of a
 /// context-parallel form is checked against.
 fn whole_sequence(
-    p: &Pgas,
-    params: AttentionParams,
-    total: usize,
-    salt: u64,
+    p: &Pgas, params: AttentionParams, total: usize, salt: u64,
 ) -> Result<[Vec<bf16>; 4], Box<dyn std::error::Error>> {
     let (hq, hkv, d) = (params.heads_q, params.heads_kv, params.head_dim);
     let (q, k, v) = (

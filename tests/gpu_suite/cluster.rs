@@ -515,10 +515,7 @@ fn prewarm_gemm(p: &Pgas, runs: &[(GemmConfig, bool)]) -> pgas::Result<()> {
 
 /// The host product `A Btᵀ` in f64 at `points`.
 pub(crate) fn host_points(
-    a: &[bf16],
-    bt: &[bf16],
-    k: usize,
-    points: &[(usize, usize)],
+    a: &[bf16], bt: &[bf16], k: usize, points: &[(usize, usize)],
 ) -> Vec<f64> {
     points
         .iter()
@@ -533,10 +530,7 @@ pub(crate) fn host_points(
 /// The points of `got` off by more than `|want| / 128 + 1e-2` (bf16 rounding of the output
 /// plus f32 summation order): how many, and the worst as (row, col, got, want).
 pub(crate) fn off_points(
-    got: &[bf16],
-    n: usize,
-    points: &[(usize, usize)],
-    want: &[f64],
+    got: &[bf16], n: usize, points: &[(usize, usize)], want: &[f64],
 ) -> (usize, Option<(usize, usize, f64, f64)>) {
     let mut bad = 0;
     let mut worst: Option<(f64, (usize, usize, f64, f64))> = None;
@@ -556,9 +550,7 @@ pub(crate) fn off_points(
 /// Runs `runs` (configs, each plain or checked) at `(m, n, k)` on reproducible inputs and compares
 /// `points` with the host; returns every failing run by name (not only the first).
 fn gemm_runs(
-    p: &Pgas,
-    (m, n, k): (usize, usize, usize),
-    runs: &[(GemmConfig, bool)],
+    p: &Pgas, (m, n, k): (usize, usize, usize), runs: &[(GemmConfig, bool)],
     points: &[(usize, usize)],
 ) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let s = p.stream();

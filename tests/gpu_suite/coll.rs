@@ -153,11 +153,7 @@ fn folded<T: SweepElem>(op: ReduceOp, n: usize, k: usize) -> T {
 /// A destination viewed from `at`: the view holds `want` (compared by `compare`), and the
 /// elements before and past it still hold `marks`.
 fn check_view<T>(
-    compare: impl Fn(&str, &[T], &[T]) -> CaseResult,
-    what: &str,
-    got: &[T],
-    at: usize,
-    want: &[T],
+    compare: impl Fn(&str, &[T], &[T]) -> CaseResult, what: &str, got: &[T], at: usize, want: &[T],
     marks: &[T],
 ) -> CaseResult {
     let end = at + want.len();
@@ -929,12 +925,7 @@ fn bcast_sweep<T: SweepElem>(p: &Pgas) -> CaseResult {
 /// one in place (every PE's buffer becomes the root's), each checked, the marks around the
 /// views kept.
 fn bcast_check<T: SweepElem>(
-    p: &Pgas,
-    comm: &mut Comm,
-    len: usize,
-    root: usize,
-    alg: Algorithm,
-    views: &[(usize, usize)],
+    p: &Pgas, comm: &mut Comm, len: usize, root: usize, alg: Algorithm, views: &[(usize, usize)],
 ) -> CaseResult {
     let me = util::me(p);
     let want: Vec<T> = (0..len).map(|k| T::small(moved(root, k))).collect();
@@ -1478,13 +1469,8 @@ fn low_latency(p: &Pgas) -> CaseResult {
 /// region of `words` words.
 #[pgas_kernel(max_threads = 256)]
 fn device_all_reduce(
-    team: Team,
-    a: &mut SymTensor<i32>,
-    b: &mut SymTensor<i32>,
-    scratch: &mut SymTensor<u64>,
-    words: usize,
-    per_block: usize,
-    reps: u32,
+    team: Team, a: &mut SymTensor<i32>, b: &mut SymTensor<i32>, scratch: &mut SymTensor<u64>,
+    words: usize, per_block: usize, reps: u32,
 ) {
     let blk = block_idx_x() as usize;
     let lo = min(blk * per_block, a.len());
@@ -1535,15 +1521,8 @@ fn device_all_gather(team: Team, dst: &mut SymTensor<f16>, scratch: &mut SymTens
 /// chunks of `y` into `z`, both over its own region of `scratch` (`words` each).
 #[pgas_kernel(max_threads = 256)]
 fn device_personal(
-    team: Team,
-    rs: &mut SymTensor<i32>,
-    x: &SymTensor<i32>,
-    z: &mut SymTensor<u16>,
-    y: &SymTensor<u16>,
-    scratch: &mut SymTensor<u64>,
-    words: usize,
-    m: usize,
-    reps: u32,
+    team: Team, rs: &mut SymTensor<i32>, x: &SymTensor<i32>, z: &mut SymTensor<u16>,
+    y: &SymTensor<u16>, scratch: &mut SymTensor<u64>, words: usize, m: usize, reps: u32,
 ) {
     let blk = block_idx_x() as usize;
     let n = team_n_pes(team) as usize;
@@ -1573,14 +1552,8 @@ fn device_personal(
 /// form in even rounds, the relay in odd ones), then all-reduces its first element into `sums`.
 #[pgas_kernel(max_threads = 256)]
 fn device_broadcast(
-    team: Team,
-    y: &mut SymTensor<i32>,
-    x: &SymTensor<i32>,
-    sums: &mut SymTensor<i32>,
-    scratch: &mut SymTensor<u64>,
-    words: usize,
-    m: usize,
-    reps: u32,
+    team: Team, y: &mut SymTensor<i32>, x: &SymTensor<i32>, sums: &mut SymTensor<i32>,
+    scratch: &mut SymTensor<u64>, words: usize, m: usize, reps: u32,
 ) {
     let blk = block_idx_x() as usize;
     let nb = grid_dim_x() as usize;
@@ -1823,12 +1796,7 @@ const MOVE_ALGS: &[Algorithm] = &[
 /// `sbytes` (a chunk of them, for the all-to-all) and whose larger buffer holds `largest` bytes
 /// (every member reachable), or `None` where it is refused.
 fn moved_by(
-    comm: &Comm,
-    alg: Algorithm,
-    n: usize,
-    how: LlForm,
-    sbytes: usize,
-    largest: usize,
+    comm: &Comm, alg: Algorithm, n: usize, how: LlForm, sbytes: usize, largest: usize,
 ) -> Option<Algorithm> {
     let ll = util::ll_moves(comm.low_latency_max_bytes(), n, how, sbytes);
     match alg {

@@ -117,11 +117,7 @@ fn fold_pes<T: Copy>(n: usize, i: usize, v: fn(usize, usize) -> T, op: impl Fn(T
 
 /// Each reduction of `ops` into a fresh buffer, against the host's fold over every PE's input.
 fn reduce_cases<T>(
-    p: &Pgas,
-    ty: &str,
-    ops: &[ReduceCase<T>],
-    val: fn(usize, usize) -> T,
-    fill: T,
+    p: &Pgas, ty: &str, ops: &[ReduceCase<T>], val: fn(usize, usize) -> T, fill: T,
 ) -> CaseResult
 where
     T: pgas::cudarc::driver::DeviceRepr
@@ -156,16 +152,9 @@ where
 
 #[pgas_kernel]
 fn movers_block(
-    team: Team,
-    rs: &mut SymTensor<i64>,
-    rs_src: &SymTensor<i64>,
-    ag: &mut SymTensor<i64>,
-    ag_src: &SymTensor<i64>,
-    a2a: &mut SymTensor<i64>,
-    a2a_src: &SymTensor<i64>,
-    bc: &mut SymTensor<i64>,
-    bc_src: &SymTensor<i64>,
-    root: i32,
+    team: Team, rs: &mut SymTensor<i64>, rs_src: &SymTensor<i64>, ag: &mut SymTensor<i64>,
+    ag_src: &SymTensor<i64>, a2a: &mut SymTensor<i64>, a2a_src: &SymTensor<i64>,
+    bc: &mut SymTensor<i64>, bc_src: &SymTensor<i64>, root: i32,
 ) {
     reduce_scatter_block(team, rs, rs_src, ReduceOp::Sum);
     all_gather_block(team, ag, ag_src);
@@ -175,16 +164,9 @@ fn movers_block(
 
 #[pgas_kernel]
 fn movers_warp(
-    team: Team,
-    rs: &mut SymTensor<i64>,
-    rs_src: &SymTensor<i64>,
-    ag: &mut SymTensor<i64>,
-    ag_src: &SymTensor<i64>,
-    a2a: &mut SymTensor<i64>,
-    a2a_src: &SymTensor<i64>,
-    bc: &mut SymTensor<i64>,
-    bc_src: &SymTensor<i64>,
-    root: i32,
+    team: Team, rs: &mut SymTensor<i64>, rs_src: &SymTensor<i64>, ag: &mut SymTensor<i64>,
+    ag_src: &SymTensor<i64>, a2a: &mut SymTensor<i64>, a2a_src: &SymTensor<i64>,
+    bc: &mut SymTensor<i64>, bc_src: &SymTensor<i64>, root: i32,
 ) {
     reduce_scatter_warp(team, rs, rs_src, ReduceOp::Sum);
     all_gather_warp(team, ag, ag_src);

@@ -423,10 +423,7 @@ pub fn run(args: &[String]) -> ExitCode {
 }
 
 fn drive(
-    p: &Pgas,
-    seed: u64,
-    calls: u64,
-    budget: Duration,
+    p: &Pgas, seed: u64, calls: u64, budget: Duration,
 ) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let (me, n) = (util::me(p), util::npes(p));
     let origin = Instant::now();
@@ -670,9 +667,7 @@ fn draw_exec(rng: &mut Rng, replays: bool) -> Exec {
 /// Runs `issue` as `exec` says, waits for its stream. The outer `Err`: the stream or graph
 /// machinery failed (a mismatch); the inner result is the API's.
 fn execute<R>(
-    p: &Pgas,
-    side: &Arc<CudaStream>,
-    exec: Exec,
+    p: &Pgas, side: &Arc<CudaStream>, exec: Exec,
     issue: impl FnOnce(&CudaStream) -> pgas::Result<R>,
 ) -> Result<pgas::Result<R>, String> {
     let sync = |s: &CudaStream| s.synchronize().map_err(|e| format!("stream sync: {e}"));
@@ -742,11 +737,7 @@ fn read_window<T: Copy>(buf: &SymTensor<u8>, w: Window) -> Result<Vec<T>, String
 /// The first element where `got` and `want` differ, described; `base` is the element number of
 /// `got[0]` in the buffer, `region` the destination's (or source's) range there.
 fn compare<T: PartialEq + Debug>(
-    what: &str,
-    got: &[T],
-    want: &[T],
-    base: usize,
-    region: (usize, usize),
+    what: &str, got: &[T], want: &[T], base: usize, region: (usize, usize),
 ) -> Verdict {
     let bad = (0..want.len()).filter(|&i| got[i] != want[i]).count();
     let Some(i) = (0..want.len()).find(|&i| got[i] != want[i]) else {
@@ -770,9 +761,7 @@ fn compare<T: PartialEq + Debug>(
 /// again after the whole device is idle: where the two differ, some of the call's work was
 /// still running when its stream said it was done (an ordering bug, not a wrong result).
 fn read_twice(
-    p: &Pgas,
-    s: &Arc<CudaStream>,
-    out: &CudaSlice<bf16>,
+    p: &Pgas, s: &Arc<CudaStream>, out: &CudaSlice<bf16>,
 ) -> pgas::Result<(Vec<bf16>, Vec<bf16>)> {
     s.synchronize().map_err(pgas::Error::cuda("sync"))?;
     let got = s.clone_dtoh(out).map_err(pgas::Error::cuda("download"))?;

@@ -165,10 +165,7 @@ fn grouped_case(p: &Pgas) -> CaseResult {
 /// group past the last, each with the picked specialization and two others, plain and checked,
 /// every element of C against the host (`f` reads an element). Returns what was off.
 fn grouped_runs<T: Operand + Copy>(
-    p: &Pgas,
-    layout: &GroupedRows,
-    (a_host, b_host): (&[T], &[T]),
-    (n, k): (usize, usize),
+    p: &Pgas, layout: &GroupedRows, (a_host, b_host): (&[T], &[T]), (n, k): (usize, usize),
     f: impl Fn(&T) -> f64,
 ) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let s = p.stream();

@@ -46,10 +46,7 @@ const N: usize = 100;
 
 /// `a op b` on the GPU, by the instance for `T`.
 fn run<T: combine_into::Instance>(
-    p: &Pgas,
-    a: &[T],
-    b: &[T],
-    op: ReduceOp,
+    p: &Pgas, a: &[T], b: &[T], op: ReduceOp,
 ) -> Result<Vec<T>, Box<dyn std::error::Error>> {
     let mut dst = p.alloc_from(a)?;
     let x = p.alloc_from(b)?;

@@ -52,9 +52,7 @@ pub const KERNELS: &[&KernelSpec] = &[];
 /// 32 KiB), the mbarrier's parity alternating.
 #[pgas_kernel(max_threads = 128)]
 fn wgmma_ktiles_e5m2(
-    c: &mut CudaSlice<f32>,
-    a_map: &TensorMap<e5m2>,
-    b_map: &TensorMap<e5m2>,
+    c: &mut CudaSlice<f32>, a_map: &TensorMap<e5m2>, b_map: &TensorMap<e5m2>,
     #[comptime] ktiles: u32,
 ) {
     let smem = dyn_shared::<e5m2>();

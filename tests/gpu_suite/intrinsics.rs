@@ -50,9 +50,7 @@ fn shared_reduce(p: &Pgas) -> CaseResult {
 
 #[pgas_kernel]
 fn warp_ops(
-    xor_sum: &mut SymTensor<u32>,
-    down_sum: &mut SymTensor<u32>,
-    mirror: &mut SymTensor<u32>,
+    xor_sum: &mut SymTensor<u32>, down_sum: &mut SymTensor<u32>, mirror: &mut SymTensor<u32>,
 ) {
     let t = thread_idx_x() as usize;
     let lane = lane_id() as u32;
@@ -123,9 +121,7 @@ fn shuffles(p: &Pgas) -> CaseResult {
 
 #[pgas_kernel]
 fn local_atomics(
-    cnt: &mut CudaSlice<u32>,
-    ints: &mut CudaSlice<i32>,
-    fsum: &mut CudaSlice<f32>,
+    cnt: &mut CudaSlice<u32>, ints: &mut CudaSlice<i32>, fsum: &mut CudaSlice<f32>,
     olds: &mut SymTensor<u32>,
 ) {
     let t = global_thread_idx();

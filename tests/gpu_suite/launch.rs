@@ -110,11 +110,7 @@ const ITERS: u32 = 3;
 /// registers than blocks of 1024 threads can have (more than 64 per thread) unless bounded.
 #[pgas_kernel]
 fn looped_all_reduce(
-    team: Team,
-    dst: &mut SymTensor<f32>,
-    src: &SymTensor<f32>,
-    nn: usize,
-    iters: u32,
+    team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, nn: usize, iters: u32,
 ) {
     for _ in 0..iters {
         reduce_block(team, &mut dst[0..nn], &src[0..nn], ReduceOp::Sum);
@@ -124,11 +120,7 @@ fn looped_all_reduce(
 /// The same kernel with the bound: NVRTC keeps it within 64 registers per thread.
 #[pgas_kernel(max_threads = 1024)]
 fn bounded_all_reduce(
-    team: Team,
-    dst: &mut SymTensor<f32>,
-    src: &SymTensor<f32>,
-    nn: usize,
-    iters: u32,
+    team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, nn: usize, iters: u32,
 ) {
     for _ in 0..iters {
         reduce_block(team, &mut dst[0..nn], &src[0..nn], ReduceOp::Sum);
@@ -139,11 +131,7 @@ fn bounded_all_reduce(
 /// it a kernel no cache holds. (It also picks one or two reductions: both leave the same sums.)
 #[pgas_kernel(max_threads = 512)]
 fn salted_all_reduce(
-    team: Team,
-    dst: &mut SymTensor<f32>,
-    src: &SymTensor<f32>,
-    nn: usize,
-    #[comptime] salt: u32,
+    team: Team, dst: &mut SymTensor<f32>, src: &SymTensor<f32>, nn: usize, #[comptime] salt: u32,
 ) {
     for _ in 0..(salt % 2 + 1) {
         reduce_block(team, &mut dst[0..nn], &src[0..nn], ReduceOp::Sum);

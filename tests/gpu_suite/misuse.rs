@@ -58,10 +58,7 @@ fn misuse_team_size(out: &mut SymTensor<i32>, team: Team) {
 
 /// `r` must be an `Err` that `want` accepts, whose message holds every part of `fix`.
 fn expect_err<T>(
-    what: &str,
-    r: Result<T, Error>,
-    want: impl Fn(&Error) -> bool,
-    fix: &[&str],
+    what: &str, r: Result<T, Error>, want: impl Fn(&Error) -> bool, fix: &[&str],
 ) -> CaseResult {
     let e = match r {
         Ok(_) => return Err(format!("{what}: accepted, expected an error").into()),

@@ -98,10 +98,7 @@ pub(crate) struct Round {
 }
 
 pub(crate) fn round(
-    p: &Pgas,
-    cfg: &MoeConfig,
-    seed: u64,
-    empty: Option<usize>,
+    p: &Pgas, cfg: &MoeConfig, seed: u64, empty: Option<usize>,
 ) -> pgas::Result<Round> {
     let (me, n) = (p.my_pe(), p.n_pes());
     let tokens_of = |pe: usize| match empty {
@@ -132,23 +129,14 @@ pub(crate) fn round(
 /// Checks what the last dispatch left here and the combined tokens in `r.out` against the
 /// reference.
 pub(crate) fn check(
-    p: &Pgas,
-    moe: &mut MoeDispatcher,
-    cfg: &MoeConfig,
-    r: &Round,
-    what: &str,
+    p: &Pgas, moe: &mut MoeDispatcher, cfg: &MoeConfig, r: &Round, what: &str,
 ) -> CaseResult {
     check_as(p, moe, cfg, r, what, false)
 }
 
 /// [`check`], the rows as an FP8 dispatch delivers them where `fp8`.
 fn check_as(
-    p: &Pgas,
-    moe: &mut MoeDispatcher,
-    cfg: &MoeConfig,
-    r: &Round,
-    what: &str,
-    fp8: bool,
+    p: &Pgas, moe: &mut MoeDispatcher, cfg: &MoeConfig, r: &Round, what: &str, fp8: bool,
 ) -> CaseResult {
     let me = p.my_pe();
     let idx: Vec<&[i32]> = r.routings.iter().map(|x| x.0.as_slice()).collect();
@@ -224,9 +212,7 @@ fn check_as(
 }
 
 pub(crate) fn run_round(
-    moe: &mut MoeDispatcher,
-    r: &mut Round,
-    me: usize,
+    moe: &mut MoeDispatcher, r: &mut Round, me: usize,
 ) -> pgas::Result<Routing> {
     let routing = moe.route(&r.routings[me].0, &r.routings[me].1)?;
     moe.dispatch(&r.x, &routing)?;

@@ -97,9 +97,7 @@ fn round(p: &Pgas, seed: usize) -> pgas::Result<Round> {
 /// Checks the received rows and counts of round `seed` here against every PE's routing, and
 /// returns the experts' output: each row times its local expert's number plus one (exact).
 fn check_received(
-    p: &Pgas,
-    ll: &LowLatencyMoe,
-    seed: usize,
+    p: &Pgas, ll: &LowLatencyMoe, seed: usize,
 ) -> Result<Vec<bf16>, Box<dyn std::error::Error>> {
     let (me, n) = (p.my_pe(), p.n_pes());
     let (h, k, m, el) = (LL.hidden, LL.top_k, LL.max_tokens, LL.experts_per_pe);

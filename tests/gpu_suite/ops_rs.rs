@@ -33,10 +33,7 @@ fn input(pe: usize, which: usize, call: usize, i: usize) -> f32 {
 
 /// PE `me`'s A (m x k) and Bt (n x k) of call `call`, on the GPU.
 fn inputs_of(
-    stream: &std::sync::Arc<CudaStream>,
-    me: usize,
-    call: usize,
-    (m, n, k): (usize, usize, usize),
+    stream: &std::sync::Arc<CudaStream>, me: usize, call: usize, (m, n, k): (usize, usize, usize),
 ) -> pgas::Result<(CudaSlice<bf16>, CudaSlice<bf16>)> {
     let of = |which: usize, len: usize| -> Vec<bf16> {
         (0..len)
@@ -67,10 +64,7 @@ fn host(pes: usize, me: usize, call: usize, (m, n, k): (usize, usize, usize)) ->
 
 /// One call of `op` on inputs `call`, checked against the host.
 fn run_checked(
-    p: &Pgas,
-    op: &mut MatmulReduceScatter,
-    (m, n, k): (usize, usize, usize),
-    call: usize,
+    p: &Pgas, op: &mut MatmulReduceScatter, (m, n, k): (usize, usize, usize), call: usize,
     what: &str,
 ) -> CaseResult {
     let (me, pes) = (p.my_pe(), p.n_pes());

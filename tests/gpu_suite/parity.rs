@@ -366,10 +366,7 @@ fn sync_all(p: &Pgas) -> CaseResult {
 /// Device barriers and collectives over a team split off WORLD.
 #[pgas_kernel]
 fn split_team_coll(
-    team: Team,
-    ag: &mut SymTensor<i64>,
-    ag_src: &SymTensor<i64>,
-    red: &mut SymTensor<i64>,
+    team: Team, ag: &mut SymTensor<i64>, ag_src: &SymTensor<i64>, red: &mut SymTensor<i64>,
     red_src: &SymTensor<i64>,
 ) {
     barrier_block(team);

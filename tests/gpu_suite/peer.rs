@@ -17,10 +17,7 @@ const H: usize = 64;
 /// Thread i stores into the upper half of the next PE's `x` and loads from its lower half.
 #[pgas_kernel]
 fn peer_access(
-    x: &mut SymTensor<u32>,
-    has: &mut SymTensor<u32>,
-    got: &mut SymTensor<u32>,
-    pe: i32,
+    x: &mut SymTensor<u32>, has: &mut SymTensor<u32>, got: &mut SymTensor<u32>, pe: i32,
 ) {
     let i = thread_idx_x() as usize;
     if i == 0 {

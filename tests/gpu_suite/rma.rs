@@ -39,19 +39,10 @@ fn val(pe: usize, i: usize) -> i64 {
 
 #[pgas_kernel]
 fn pg_small_kernel(
-    d8: &mut SymTensor<i8>,
-    s8: &SymTensor<i8>,
-    g8: &mut SymTensor<i8>,
-    du8: &mut SymTensor<u8>,
-    su8: &SymTensor<u8>,
-    gu8: &mut SymTensor<u8>,
-    d16: &mut SymTensor<i16>,
-    s16: &SymTensor<i16>,
-    g16: &mut SymTensor<i16>,
-    du16: &mut SymTensor<u16>,
-    su16: &SymTensor<u16>,
-    gu16: &mut SymTensor<u16>,
-    pe: i32,
+    d8: &mut SymTensor<i8>, s8: &SymTensor<i8>, g8: &mut SymTensor<i8>, du8: &mut SymTensor<u8>,
+    su8: &SymTensor<u8>, gu8: &mut SymTensor<u8>, d16: &mut SymTensor<i16>, s16: &SymTensor<i16>,
+    g16: &mut SymTensor<i16>, du16: &mut SymTensor<u16>, su16: &SymTensor<u16>,
+    gu16: &mut SymTensor<u16>, pe: i32,
 ) {
     let i = thread_idx_x() as usize;
     p(&mut d8[i], s8[i], pe);
@@ -66,25 +57,12 @@ fn pg_small_kernel(
 
 #[pgas_kernel]
 fn pg_wide_kernel(
-    d32: &mut SymTensor<i32>,
-    s32: &SymTensor<i32>,
-    g32: &mut SymTensor<i32>,
-    du32: &mut SymTensor<u32>,
-    su32: &SymTensor<u32>,
-    gu32: &mut SymTensor<u32>,
-    d64: &mut SymTensor<i64>,
-    s64: &SymTensor<i64>,
-    g64: &mut SymTensor<i64>,
-    du64: &mut SymTensor<u64>,
-    su64: &SymTensor<u64>,
-    gu64: &mut SymTensor<u64>,
-    dsz: &mut SymTensor<isize>,
-    ssz: &SymTensor<isize>,
-    gsz: &mut SymTensor<isize>,
-    dus: &mut SymTensor<usize>,
-    sus: &SymTensor<usize>,
-    gus: &mut SymTensor<usize>,
-    pe: i32,
+    d32: &mut SymTensor<i32>, s32: &SymTensor<i32>, g32: &mut SymTensor<i32>,
+    du32: &mut SymTensor<u32>, su32: &SymTensor<u32>, gu32: &mut SymTensor<u32>,
+    d64: &mut SymTensor<i64>, s64: &SymTensor<i64>, g64: &mut SymTensor<i64>,
+    du64: &mut SymTensor<u64>, su64: &SymTensor<u64>, gu64: &mut SymTensor<u64>,
+    dsz: &mut SymTensor<isize>, ssz: &SymTensor<isize>, gsz: &mut SymTensor<isize>,
+    dus: &mut SymTensor<usize>, sus: &SymTensor<usize>, gus: &mut SymTensor<usize>, pe: i32,
 ) {
     let i = thread_idx_x() as usize;
     p(&mut d32[i], s32[i], pe);
@@ -103,13 +81,8 @@ fn pg_wide_kernel(
 
 #[pgas_kernel]
 fn pg_float_kernel(
-    d32: &mut SymTensor<f32>,
-    s32: &SymTensor<f32>,
-    g32: &mut SymTensor<f32>,
-    d64: &mut SymTensor<f64>,
-    s64: &SymTensor<f64>,
-    g64: &mut SymTensor<f64>,
-    pe: i32,
+    d32: &mut SymTensor<f32>, s32: &SymTensor<f32>, g32: &mut SymTensor<f32>,
+    d64: &mut SymTensor<f64>, s64: &SymTensor<f64>, g64: &mut SymTensor<f64>, pe: i32,
 ) {
     let i = thread_idx_x() as usize;
     p(&mut d32[i], s32[i] * 0.5, pe);
@@ -120,13 +93,8 @@ fn pg_float_kernel(
 
 #[pgas_kernel]
 fn pg_half_kernel(
-    dh: &mut SymTensor<f16>,
-    sh: &SymTensor<f16>,
-    gh: &mut SymTensor<f16>,
-    db: &mut SymTensor<bf16>,
-    sb: &SymTensor<bf16>,
-    gb: &mut SymTensor<bf16>,
-    pe: i32,
+    dh: &mut SymTensor<f16>, sh: &SymTensor<f16>, gh: &mut SymTensor<f16>,
+    db: &mut SymTensor<bf16>, sb: &SymTensor<bf16>, gb: &mut SymTensor<bf16>, pe: i32,
 ) {
     let i = thread_idx_x() as usize;
     p(&mut dh[i], sh[i], pe);
@@ -302,12 +270,8 @@ const L: usize = 8192;
 /// calls; `get_nbi` lands in a local `CudaSlice`.
 #[pgas_kernel]
 fn rma_thread(
-    dput: &mut SymTensor<i32>,
-    dget: &mut SymTensor<i32>,
-    dput_nbi: &mut SymTensor<i32>,
-    dget_nbi: &mut CudaSlice<i32>,
-    src: &SymTensor<i32>,
-    pe: i32,
+    dput: &mut SymTensor<i32>, dget: &mut SymTensor<i32>, dput_nbi: &mut SymTensor<i32>,
+    dget_nbi: &mut CudaSlice<i32>, src: &SymTensor<i32>, pe: i32,
 ) {
     let a = global_thread_idx() * 32;
     let b = a + 32;
@@ -321,12 +285,8 @@ fn rma_thread(
 /// Warp scope: 2 blocks x 4 warps, a 1024-element piece per warp.
 #[pgas_kernel]
 fn rma_warp(
-    dput: &mut SymTensor<i32>,
-    dget: &mut SymTensor<i32>,
-    dput_nbi: &mut SymTensor<i32>,
-    dget_nbi: &mut SymTensor<i32>,
-    src: &SymTensor<i32>,
-    pe: i32,
+    dput: &mut SymTensor<i32>, dget: &mut SymTensor<i32>, dput_nbi: &mut SymTensor<i32>,
+    dget_nbi: &mut SymTensor<i32>, src: &SymTensor<i32>, pe: i32,
 ) {
     let w = (block_idx_x() * (block_dim_x() / 32)) as usize + warp_id() as usize;
     let a = w * 1024;
@@ -341,12 +301,8 @@ fn rma_warp(
 /// Block scope: 4 blocks of 256 threads, a 2048-element piece per block.
 #[pgas_kernel]
 fn rma_block(
-    dput: &mut SymTensor<i32>,
-    dget: &mut SymTensor<i32>,
-    dput_nbi: &mut SymTensor<i32>,
-    dget_nbi: &mut SymTensor<i32>,
-    src: &SymTensor<i32>,
-    pe: i32,
+    dput: &mut SymTensor<i32>, dget: &mut SymTensor<i32>, dput_nbi: &mut SymTensor<i32>,
+    dget_nbi: &mut SymTensor<i32>, src: &SymTensor<i32>, pe: i32,
 ) {
     let a = block_idx_x() as usize * 2048;
     let b = a + 2048;

@@ -95,10 +95,7 @@ pub fn run(cases: &[Case], kernels: &[&'static KernelSpec], args: &[String]) -> 
 /// [`run`] on a context that the caller initialized (`--uid-bootstrap` starts it from a unique
 /// id of its own, see `uid_start.rs`).
 pub fn run_with(
-    init: pgas::Result<Pgas>,
-    cases: &[Case],
-    kernels: &[&'static KernelSpec],
-    args: &[String],
+    init: pgas::Result<Pgas>, cases: &[Case], kernels: &[&'static KernelSpec], args: &[String],
 ) -> ExitCode {
     let shard = shard(args);
     let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with("shard:")).collect();

@@ -31,13 +31,8 @@ const L: usize = 4096;
 
 #[pgas_kernel]
 fn put_signal_thread(
-    d: &mut SymTensor<u32>,
-    d_nbi: &mut SymTensor<u32>,
-    seen: &mut SymTensor<u32>,
-    src: &SymTensor<u32>,
-    sig: &mut SymTensor<u64>,
-    got: &mut SymTensor<u64>,
-    pe: i32,
+    d: &mut SymTensor<u32>, d_nbi: &mut SymTensor<u32>, seen: &mut SymTensor<u32>,
+    src: &SymTensor<u32>, sig: &mut SymTensor<u64>, got: &mut SymTensor<u64>, pe: i32,
 ) {
     put_signal(d, src, &mut sig[0], 1, SignalOp::Set, pe);
     put_signal_nbi(d_nbi, src, &mut sig[1], 5, SignalOp::Add, pe);
@@ -50,13 +45,8 @@ fn put_signal_thread(
 
 #[pgas_kernel]
 fn put_signal_warp_kernel(
-    d: &mut SymTensor<u32>,
-    d_nbi: &mut SymTensor<u32>,
-    seen: &mut SymTensor<u32>,
-    src: &SymTensor<u32>,
-    sig: &mut SymTensor<u64>,
-    got: &mut SymTensor<u64>,
-    pe: i32,
+    d: &mut SymTensor<u32>, d_nbi: &mut SymTensor<u32>, seen: &mut SymTensor<u32>,
+    src: &SymTensor<u32>, sig: &mut SymTensor<u64>, got: &mut SymTensor<u64>, pe: i32,
 ) {
     put_signal_warp(d, src, &mut sig[0], 1, SignalOp::Set, pe);
     put_signal_nbi_warp(d_nbi, src, &mut sig[1], 5, SignalOp::Add, pe);
@@ -75,13 +65,8 @@ fn put_signal_warp_kernel(
 
 #[pgas_kernel]
 fn put_signal_block_kernel(
-    d: &mut SymTensor<u32>,
-    d_nbi: &mut SymTensor<u32>,
-    seen: &mut SymTensor<u32>,
-    src: &SymTensor<u32>,
-    sig: &mut SymTensor<u64>,
-    got: &mut SymTensor<u64>,
-    pe: i32,
+    d: &mut SymTensor<u32>, d_nbi: &mut SymTensor<u32>, seen: &mut SymTensor<u32>,
+    src: &SymTensor<u32>, sig: &mut SymTensor<u64>, got: &mut SymTensor<u64>, pe: i32,
 ) {
     put_signal_block(d, src, &mut sig[0], 1, SignalOp::Set, pe);
     put_signal_nbi_block(d_nbi, src, &mut sig[1], 5, SignalOp::Add, pe);
@@ -260,13 +245,8 @@ fn signal_ops_case(p: &Pgas) -> CaseResult {
 /// and `wait_until` with each `Cmp` on a host-preset value (12 `test` outcomes, true and false).
 #[pgas_kernel]
 fn p2p(
-    flag: &mut SymTensor<i32>,
-    data: &mut SymTensor<f32>,
-    data2: &mut SymTensor<f32>,
-    src: &SymTensor<f32>,
-    seen: &mut SymTensor<f32>,
-    tests: &mut SymTensor<u32>,
-    pe: i32,
+    flag: &mut SymTensor<i32>, data: &mut SymTensor<f32>, data2: &mut SymTensor<f32>,
+    src: &SymTensor<f32>, seen: &mut SymTensor<f32>, tests: &mut SymTensor<u32>, pe: i32,
 ) {
     let n = data.len();
     for i in 0..n {

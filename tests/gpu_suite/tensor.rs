@@ -31,10 +31,7 @@ pub const KERNELS: &[&KernelSpec] = &[
 /// k-steps, and D (16 x 8) = A[:, 0..16] x Bt^T with Bt (8 x 16) stored `[n][k]` (`ldmatrix_x2`).
 #[pgas_kernel]
 fn mma_two_steps(
-    c: &mut CudaSlice<f32>,
-    d: &mut CudaSlice<f32>,
-    a: &CudaSlice<f16>,
-    b: &CudaSlice<f16>,
+    c: &mut CudaSlice<f32>, d: &mut CudaSlice<f32>, a: &CudaSlice<f16>, b: &CudaSlice<f16>,
     bt: &CudaSlice<f16>,
 ) {
     let sa = shared_array::<f16, 512>();
@@ -89,10 +86,7 @@ fn mma_two_steps(
 /// into dynamic shared memory with `cp.async`, then writes it to `dst` 16 bytes at a time.
 #[pgas_kernel]
 fn stage_copy(
-    dst: &mut CudaSlice<u16>,
-    used_peer: &mut CudaSlice<u32>,
-    src: &SymTensor<u16>,
-    pe: i32,
+    dst: &mut CudaSlice<u16>, used_peer: &mut CudaSlice<u32>, src: &SymTensor<u16>, pe: i32,
 ) {
     let smem = dyn_shared::<u16>();
     let chunks = smem.len() / 8;

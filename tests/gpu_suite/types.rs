@@ -28,26 +28,11 @@ const N: usize = 16;
 
 #[pgas_kernel]
 fn ints(
-    o8: &mut SymTensor<i8>,
-    o16: &mut SymTensor<i16>,
-    o32: &mut SymTensor<i32>,
-    o64: &mut SymTensor<i64>,
-    osz: &mut SymTensor<isize>,
-    u8o: &mut SymTensor<u8>,
-    u16o: &mut SymTensor<u16>,
-    u32o: &mut SymTensor<u32>,
-    u64o: &mut SymTensor<u64>,
-    usz: &mut SymTensor<usize>,
-    a: i8,
-    b: i16,
-    c: i32,
-    d: i64,
-    e: isize,
-    f: u8,
-    g: u16,
-    h: u32,
-    k: u64,
-    m: usize,
+    o8: &mut SymTensor<i8>, o16: &mut SymTensor<i16>, o32: &mut SymTensor<i32>,
+    o64: &mut SymTensor<i64>, osz: &mut SymTensor<isize>, u8o: &mut SymTensor<u8>,
+    u16o: &mut SymTensor<u16>, u32o: &mut SymTensor<u32>, u64o: &mut SymTensor<u64>,
+    usz: &mut SymTensor<usize>, a: i8, b: i16, c: i32, d: i64, e: isize, f: u8, g: u16, h: u32,
+    k: u64, m: usize,
 ) {
     let i = thread_idx_x() as usize;
     o8[i] = a + i as i8 * 3i8;
@@ -190,11 +175,7 @@ fn floats(p: &Pgas) -> CaseResult {
 
 #[pgas_kernel]
 fn half_kernel(
-    h: &mut SymTensor<f16>,
-    b: &mut SymTensor<bf16>,
-    hf: &mut SymTensor<f32>,
-    x: f16,
-    y: bf16,
+    h: &mut SymTensor<f16>, b: &mut SymTensor<bf16>, hf: &mut SymTensor<f32>, x: f16, y: bf16,
 ) {
     let i = thread_idx_x() as usize;
     let fi = i as f32;
@@ -282,12 +263,8 @@ const FP8_N: usize = 256;
 
 #[pgas_kernel]
 fn fp8_kernel(
-    q4: &mut SymTensor<e4m3>,
-    q5: &mut SymTensor<e5m2>,
-    back: &mut SymTensor<f32>,
-    wide: &mut SymTensor<f32>,
-    x: &SymTensor<f32>,
-    fill: e4m3,
+    q4: &mut SymTensor<e4m3>, q5: &mut SymTensor<e5m2>, back: &mut SymTensor<f32>,
+    wide: &mut SymTensor<f32>, x: &SymTensor<f32>, fill: e4m3,
 ) {
     let i = thread_idx_x() as usize;
     q4[i] = x[i] as e4m3;

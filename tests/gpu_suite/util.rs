@@ -216,10 +216,7 @@ pub fn refused<T: Debug>(r: pgas::Result<T>, words: &str) -> CaseResult {
 /// The calls of `body` captured into one graph on `stream`, replayed `replays` times, then
 /// every PE settled.
 pub fn replay_captured(
-    p: &Pgas,
-    stream: &Arc<CudaStream>,
-    replays: usize,
-    body: impl FnOnce() -> pgas::Result<()>,
+    p: &Pgas, stream: &Arc<CudaStream>, replays: usize, body: impl FnOnce() -> pgas::Result<()>,
 ) -> CaseResult {
     stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
     let captured = body();

@@ -78,11 +78,7 @@ fn compile_clean(tc: &Toolchain, program: &str, name: &str, what: &str, report: 
 /// `sources`, each starting with the point-to-point prelude, as one program (see
 /// [`compile_clean`]).
 fn compile_p2p(
-    tc: &Toolchain,
-    sources: &[String],
-    name: &str,
-    what: &str,
-    report: bool,
+    tc: &Toolchain, sources: &[String], name: &str, what: &str, report: bool,
 ) -> Compiled {
     let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
     let program = batch(Prelude::P2p.text(), &refs).expect("sources start with their prelude");

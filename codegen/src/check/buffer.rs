@@ -145,12 +145,7 @@ impl Checker<'_> {
 
     /// Validate a buffer-like argument against its kind; returns the buffer type.
     pub(super) fn buffer_arg(
-        &mut self,
-        kind: Arg,
-        t: Ty,
-        pname: &str,
-        fname: &str,
-        span: Sp,
+        &mut self, kind: Arg, t: Ty, pname: &str, fname: &str, span: Sp,
     ) -> Option<BufTy> {
         let want_text = match kind {
             Arg::RemoteDst => "a `&mut SymTensor<T>` or a slice `&mut x[a..b]` of one",

@@ -124,11 +124,7 @@ impl Checker<'_> {
     }
 
     pub(super) fn device_call(
-        &mut self,
-        name: &str,
-        sig: &FnSig,
-        args: &mut [Expr],
-        span: Sp,
+        &mut self, name: &str, sig: &FnSig, args: &mut [Expr], span: Sp,
     ) -> Ty {
         if args.len() != sig.params.len() {
             self.errors.push(

@@ -87,9 +87,7 @@ pub struct Checker<'a> {
 /// Check `f` against the signatures of the device functions it may call. On success the IR
 /// is fully typed and named.
 pub fn check_fn(
-    f: &mut Function,
-    sigs: &HashMap<String, FnSig>,
-    lenient: bool,
+    f: &mut Function, sigs: &HashMap<String, FnSig>, lenient: bool,
 ) -> Result<FnInfo, Errors> {
     let mut c = Checker {
         sigs,

@@ -343,12 +343,7 @@ impl Checker<'_> {
     }
 
     pub(super) fn binary(
-        &mut self,
-        op: BinOp,
-        l: &mut Expr,
-        r: &mut Expr,
-        expect: Option<Ty>,
-        span: Sp,
+        &mut self, op: BinOp, l: &mut Expr, r: &mut Expr, expect: Option<Ty>, span: Sp,
     ) -> Ty {
         match op {
             BinOp::And | BinOp::Or => {

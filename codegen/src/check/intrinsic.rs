@@ -18,13 +18,8 @@ impl Checker<'_> {
     /// when no buffer does, the other arguments, the row's own rules, and then what the
     /// kernel uses and the call's type.
     pub(super) fn intrinsic(
-        &mut self,
-        row: &'static Intrinsic,
-        args: &mut [Expr],
-        span: Sp,
-        name_span: Span,
-        method: bool,
-        expect: Option<Ty>,
+        &mut self, row: &'static Intrinsic, args: &mut [Expr], span: Sp, name_span: Span,
+        method: bool, expect: Option<Ty>,
     ) -> (Ty, Option<Scalar>) {
         let shown_name = if method {
             format!(".{}", row.name)
@@ -62,11 +57,7 @@ impl Checker<'_> {
     /// The argument count; on a mismatch, reports it (listing the row's arguments), checks the
     /// arguments on their own and returns false.
     fn intrinsic_arity(
-        &mut self,
-        row: &'static Intrinsic,
-        args: &mut [Expr],
-        span: Sp,
-        method: bool,
+        &mut self, row: &'static Intrinsic, args: &mut [Expr], span: Sp, method: bool,
         shown_name: &str,
     ) -> bool {
         if args.len() == row.args.len() {
@@ -95,11 +86,7 @@ impl Checker<'_> {
     /// The arguments that fix `T`: tiles, fragments and tensor maps (`tensor.rs`), then
     /// buffers and element addresses; each is marked done.
     fn binding_args(
-        &mut self,
-        row: &'static Intrinsic,
-        args: &mut [Expr],
-        shown_name: &str,
-        found: &mut Found,
+        &mut self, row: &'static Intrinsic, args: &mut [Expr], shown_name: &str, found: &mut Found,
     ) {
         for (i, (pname, kind)) in row.args.iter().enumerate() {
             let binds = matches!(
@@ -141,12 +128,7 @@ impl Checker<'_> {
     /// A tile, fragment, vector or tensor-map argument: its element type (if it has one that
     /// fixes `T`) must agree with what earlier arguments fixed.
     fn tile_binds(
-        &mut self,
-        kind: Arg,
-        a: &mut Expr,
-        pname: &str,
-        shown_name: &str,
-        found: &mut Found,
+        &mut self, kind: Arg, a: &mut Expr, pname: &str, shown_name: &str, found: &mut Found,
     ) {
         match self.tensor_arg(kind, a, pname, shown_name) {
             Ok(Some(b)) => match found.elem {
@@ -176,12 +158,7 @@ impl Checker<'_> {
     /// (but for signals and any-type buffers) its element type, which must agree with what
     /// earlier arguments fixed.
     fn buffer_binds(
-        &mut self,
-        i: usize,
-        kind: Arg,
-        a: &mut Expr,
-        pname: &str,
-        shown_name: &str,
+        &mut self, i: usize, kind: Arg, a: &mut Expr, pname: &str, shown_name: &str,
         found: &mut Found,
     ) {
         let t = self.expr(a, None, Ctx::Arg);
@@ -219,12 +196,8 @@ impl Checker<'_> {
     /// with the call's expected type when `T` is returned), like a Rust generic. Checks the
     /// first value argument here and keeps its type.
     fn value_fixes_elem(
-        &mut self,
-        row: &'static Intrinsic,
-        args: &mut [Expr],
-        expect: Option<Ty>,
-        shown_name: &str,
-        found: &mut Found,
+        &mut self, row: &'static Intrinsic, args: &mut [Expr], expect: Option<Ty>,
+        shown_name: &str, found: &mut Found,
     ) {
         if found.elem.is_some() || row.types.is_empty() {
             return;
@@ -252,11 +225,7 @@ impl Checker<'_> {
     /// The arguments not checked yet: PEs, teams, exact scalars, cluster ranks and masks,
     /// columns, compile-time constants, the other values (of type `T`) and enum operands.
     fn other_args(
-        &mut self,
-        row: &'static Intrinsic,
-        args: &mut [Expr],
-        shown_name: &str,
-        found: &mut Found,
+        &mut self, row: &'static Intrinsic, args: &mut [Expr], shown_name: &str, found: &mut Found,
     ) {
         for (i, (pname, kind)) in row.args.iter().enumerate() {
             if found.done[i] {
@@ -319,12 +288,7 @@ impl Checker<'_> {
     /// `ReduceOp::Sum`); a reduction's operator is kept for the row's rules. False when
     /// reported.
     fn enum_arg(
-        &mut self,
-        row: &Intrinsic,
-        kind: Arg,
-        a: &mut Expr,
-        pname: &str,
-        found: &mut Found,
+        &mut self, row: &Intrinsic, kind: Arg, a: &mut Expr, pname: &str, found: &mut Found,
     ) -> bool {
         let want = match kind {
             Arg::SignalOp => EnumTy::SignalOp,
@@ -385,10 +349,7 @@ impl Checker<'_> {
 
     /// `setmaxnreg_*`'s register count, where it is a literal; false when reported.
     fn setmaxnreg_range(
-        &mut self,
-        row: &'static Intrinsic,
-        args: &[Expr],
-        shown_name: &str,
+        &mut self, row: &'static Intrinsic, args: &[Expr], shown_name: &str,
     ) -> bool {
         if !row.name.starts_with("setmaxnreg_") {
             return true;
@@ -408,11 +369,7 @@ impl Checker<'_> {
     /// sibling row that takes it), and bit operations of reductions on integers only. False
     /// when the call fails (reported, or `T` still unknown).
     fn row_types(
-        &mut self,
-        row: &'static Intrinsic,
-        found: &Found,
-        shown_name: &str,
-        name_span: Span,
+        &mut self, row: &'static Intrinsic, found: &Found, shown_name: &str, name_span: Span,
     ) -> bool {
         if row.types.is_empty() {
             return true;

@@ -193,12 +193,7 @@ impl Checker<'_> {
     }
 
     pub(super) fn declare(
-        &mut self,
-        name: &str,
-        ty: Ty,
-        mutable: bool,
-        is_param: bool,
-        comptime: bool,
+        &mut self, name: &str, ty: Ty, mutable: bool, is_param: bool, comptime: bool,
     ) -> String {
         let c_name = self.c_name(
             name,

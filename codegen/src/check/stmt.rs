@@ -299,13 +299,8 @@ impl Checker<'_> {
     /// `if cond { then } else { els }`: without `else` it has no value; with one, both branches
     /// have one type, and branches with statements produce a value only in a statement context.
     fn if_expr(
-        &mut self,
-        cond: &mut Expr,
-        then: &mut Block,
-        els: &mut Option<Box<Expr>>,
-        expect: Option<Ty>,
-        ctx: Ctx,
-        span: Sp,
+        &mut self, cond: &mut Expr, then: &mut Block, els: &mut Option<Box<Expr>>,
+        expect: Option<Ty>, ctx: Ctx, span: Sp,
     ) -> Ty {
         self.expect(cond, Ty::Scalar(Scalar::Bool), Ctx::Nested);
         let inner_ctx = if ctx == Ctx::Stmt {

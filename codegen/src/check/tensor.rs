@@ -16,11 +16,7 @@ impl Checker<'_> {
     /// the element type it fixes (`None`: an accumulator, whose `f32` does not fix `T`); `Err`
     /// means it was reported.
     pub(super) fn tensor_arg(
-        &mut self,
-        kind: Arg,
-        a: &mut Expr,
-        pname: &str,
-        fname: &str,
+        &mut self, kind: Arg, a: &mut Expr, pname: &str, fname: &str,
     ) -> Result<Option<Scalar>, ()> {
         let kind = checked_as(kind);
         let t = self.expr(a, None, Ctx::Arg);
@@ -83,13 +79,7 @@ impl Checker<'_> {
     /// A 16-byte element address `&x[i]` (`a`, checked to type `t`) in the memory `space`
     /// asks for, of a mutable buffer if the instruction writes there; fixes `T`.
     fn bytes16_arg(
-        &mut self,
-        space: Space,
-        mutable: bool,
-        a: &Expr,
-        t: Ty,
-        pname: &str,
-        fname: &str,
+        &mut self, space: Space, mutable: bool, a: &Expr, t: Ty, pname: &str, fname: &str,
     ) -> Result<Option<Scalar>, ()> {
         let span = a.span;
         let Ty::ElemRef(b) = t else {
@@ -118,13 +108,7 @@ impl Checker<'_> {
     /// One fragment `&acc[i]` (`a`, checked to type `t`) of a `want` array, `&mut` if the
     /// instruction writes it; an operand fragment fixes `T`, an accumulator does not.
     fn frag_arg(
-        &mut self,
-        want: FragKind,
-        mutable: bool,
-        a: &Expr,
-        t: Ty,
-        pname: &str,
-        fname: &str,
+        &mut self, want: FragKind, mutable: bool, a: &Expr, t: Ty, pname: &str, fname: &str,
     ) -> Result<Option<Scalar>, ()> {
         let span = a.span;
         let amp = if mutable { "&mut " } else { "&" };

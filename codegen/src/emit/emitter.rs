@@ -84,11 +84,7 @@ pub struct Uses {
 /// `uses` says what it needs (prelude, support code, the whole-warp guard); `max_threads`
 /// becomes the kernel's `__launch_bounds__`.
 pub fn emit_source(
-    kernel: &Function,
-    helpers: &[&Function],
-    checked: bool,
-    uses: Uses,
-    max_threads: Option<&str>,
+    kernel: &Function, helpers: &[&Function], checked: bool, uses: Uses, max_threads: Option<&str>,
     file: &str,
 ) -> String {
     let mut e = Emitter {

@@ -11,11 +11,7 @@ use crate::types::Scalar;
 impl Emitter {
     /// Expand an intrinsic row's template.
     pub(super) fn intrinsic(
-        &mut self,
-        row: &Intrinsic,
-        elem: Option<Scalar>,
-        args: &[Expr],
-        line: usize,
+        &mut self, row: &Intrinsic, elem: Option<Scalar>, args: &[Expr], line: usize,
     ) -> String {
         let mut texts: Vec<String> = Vec::with_capacity(args.len());
         let mut lens: Vec<String> = Vec::with_capacity(args.len());
@@ -102,12 +98,7 @@ impl Emitter {
     /// One argument of an intrinsic call of kind `kind` as (text, length text), with the
     /// checked variant's check where the kind has one; a reduction's operator goes to `op`.
     fn arg(
-        &mut self,
-        kind: Option<Arg>,
-        a: &Expr,
-        args: &[Expr],
-        line: usize,
-        op: &mut String,
+        &mut self, kind: Option<Arg>, a: &Expr, args: &[Expr], line: usize, op: &mut String,
     ) -> (String, String) {
         match kind {
             Some(Arg::RemoteDst | Arg::SymSrc | Arg::AnySrc | Arg::AnyDst | Arg::AnyBuf) => {

@@ -308,12 +308,7 @@ impl Emitter {
     /// The C header `for (T v = start, v_end = end; v < v_end; inc) {` of a `for` loop over
     /// `start..end` (`.step_by(step)`).
     fn for_header(
-        &mut self,
-        c_var: &str,
-        c_end: &str,
-        start: &Expr,
-        end: &Expr,
-        step: Option<&Expr>,
+        &mut self, c_var: &str, c_end: &str, start: &Expr, end: &Expr, step: Option<&Expr>,
     ) -> String {
         let t = match start.ty {
             Ty::Scalar(s) => s.c_type(),

@@ -61,11 +61,7 @@ enum Amo {
 /// Runs atomic `op` on element `index` of `t` on PE `pe` with operands `a` (and `b`: the new
 /// value of a compare-swap); returns the fetched value, or `None` for the non-fetching ones.
 fn amo(
-    py: Python<'_>,
-    op: Amo,
-    t: &Tensor,
-    index: usize,
-    pe: usize,
+    py: Python<'_>, op: Amo, t: &Tensor, index: usize, pe: usize,
     operands: [Option<&Bound<'_, PyAny>>; 2],
 ) -> PyResult<Option<Py<PyAny>>> {
     let what = "atomic";

@@ -15,9 +15,7 @@ use crate::tensor::Tensor;
 
 /// The tensor `t` stands for in `reg`, or `FreedError`.
 pub(super) fn entry<'r>(
-    reg: &'r Registry,
-    state: &Arc<State>,
-    t: &Tensor,
+    reg: &'r Registry, state: &Arc<State>, t: &Tensor,
 ) -> PyResult<&'r AnyTensor> {
     if !Arc::ptr_eq(&t.state, state) {
         return Err(freed(&t.describe()));
@@ -59,8 +57,7 @@ impl<'a> Call<'a> {
 /// Runs `f` with the runtime and the registry, the GIL released, on `stream` when given (the
 /// runtime's `_on` forms, ordered with pgas's stream: `stream::on`).
 pub(crate) fn run<R: Send>(
-    py: Python<'_>,
-    stream: Option<&Bound<'_, PyAny>>,
+    py: Python<'_>, stream: Option<&Bound<'_, PyAny>>,
     f: impl FnOnce(&Call<'_>) -> PyResult<R> + Send,
 ) -> PyResult<R> {
     with_stream(py, stream, |state, pgas, user| {
@@ -80,8 +77,7 @@ pub(crate) fn run<R: Send>(
 /// context; `None` for pgas's own), the GIL released: what `run` and the library's calls on
 /// foreign memory (`library.rs`) start from.
 pub(crate) fn with_stream<R: Send>(
-    py: Python<'_>,
-    stream: Option<&Bound<'_, PyAny>>,
+    py: Python<'_>, stream: Option<&Bound<'_, PyAny>>,
     f: impl FnOnce(&Arc<State>, &Pgas, Option<stream::UserStream>) -> PyResult<R> + Send,
 ) -> PyResult<R> {
     // Arguments first: a bad one raises the same with or without a context.

@@ -38,11 +38,7 @@ enum Coll {
 }
 
 fn collective(
-    py: Python<'_>,
-    team: &Team,
-    dst: &Tensor,
-    src: &Tensor,
-    kind: Coll,
+    py: Python<'_>, team: &Team, dst: &Tensor, src: &Tensor, kind: Coll,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let team = team.team;
@@ -89,11 +85,7 @@ fn overlap(a: &Tensor, b: &Tensor) -> bool {
 /// the team on its stream: a PE whose reduction is done may otherwise copy its next source into
 /// the staging buffer while a peer still reads this call's from it.
 fn reduce_staged(
-    call: &Call<'_>,
-    team: RtTeam,
-    op: ReduceOp,
-    dst: &Tensor,
-    src: &Tensor,
+    call: &Call<'_>, team: RtTeam, op: ReduceOp, dst: &Tensor, src: &Tensor,
 ) -> PyResult<()> {
     let (pgas, on) = (call.pgas, call.stream());
     if dst.dtype != src.dtype {
@@ -128,11 +120,7 @@ fn reduce_staged(
 #[pyfunction]
 #[pyo3(signature = (team, dst, src, root, *, stream=None))]
 pub(super) fn broadcast(
-    py: Python<'_>,
-    team: &Team,
-    dst: PyRef<'_, Tensor>,
-    src: PyRef<'_, Tensor>,
-    root: usize,
+    py: Python<'_>, team: &Team, dst: PyRef<'_, Tensor>, src: PyRef<'_, Tensor>, root: usize,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     collective(py, team, &dst, &src, Coll::Broadcast(root), stream)
@@ -142,10 +130,7 @@ pub(super) fn broadcast(
 #[pyfunction]
 #[pyo3(signature = (team, dst, src, *, stream=None))]
 pub(super) fn fcollect(
-    py: Python<'_>,
-    team: &Team,
-    dst: PyRef<'_, Tensor>,
-    src: PyRef<'_, Tensor>,
+    py: Python<'_>, team: &Team, dst: PyRef<'_, Tensor>, src: PyRef<'_, Tensor>,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     collective(py, team, &dst, &src, Coll::Fcollect, stream)
@@ -156,10 +141,7 @@ pub(super) fn fcollect(
 #[pyfunction]
 #[pyo3(signature = (team, dst, src, *, stream=None))]
 pub(super) fn alltoall(
-    py: Python<'_>,
-    team: &Team,
-    dst: PyRef<'_, Tensor>,
-    src: PyRef<'_, Tensor>,
+    py: Python<'_>, team: &Team, dst: PyRef<'_, Tensor>, src: PyRef<'_, Tensor>,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     collective(py, team, &dst, &src, Coll::Alltoall, stream)
@@ -172,11 +154,7 @@ pub(super) fn alltoall(
 #[pyfunction]
 #[pyo3(signature = (team, dst, src, op="sum", *, stream=None))]
 pub(super) fn reduce(
-    py: Python<'_>,
-    team: &Team,
-    dst: PyRef<'_, Tensor>,
-    src: PyRef<'_, Tensor>,
-    op: &str,
+    py: Python<'_>, team: &Team, dst: PyRef<'_, Tensor>, src: PyRef<'_, Tensor>, op: &str,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let op = reduce_op_of(op)?;
@@ -189,11 +167,7 @@ pub(super) fn reduce(
 #[pyfunction]
 #[pyo3(signature = (team, dst, src, op="sum", *, stream=None))]
 pub(super) fn reducescatter(
-    py: Python<'_>,
-    team: &Team,
-    dst: PyRef<'_, Tensor>,
-    src: PyRef<'_, Tensor>,
-    op: &str,
+    py: Python<'_>, team: &Team, dst: PyRef<'_, Tensor>, src: PyRef<'_, Tensor>, op: &str,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let op = reduce_op_of(op)?;

@@ -31,9 +31,7 @@ pub(super) enum Dims {
 #[pyfunction]
 #[pyo3(signature = (shape, dtype=None))]
 pub(super) fn alloc(
-    py: Python<'_>,
-    shape: Dims,
-    dtype: Option<&Bound<'_, PyAny>>,
+    py: Python<'_>, shape: Dims, dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Tensor> {
     let name = dtype.map_or(Ok("float32"), dtype::parse)?;
     let state = current()?;
@@ -93,9 +91,7 @@ pub(super) fn from_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 #[pyfunction]
 #[pyo3(signature = (obj, dtype=None))]
 pub(super) fn register_external(
-    py: Python<'_>,
-    obj: &Bound<'_, PyAny>,
-    dtype: Option<&Bound<'_, PyAny>>,
+    py: Python<'_>, obj: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Tensor> {
     let name = dtype.map_or(Ok("uint8"), dtype::parse)?;
     let (ptr, bytes) = address_and_size(obj)?;
@@ -165,9 +161,7 @@ pub(super) fn free_tensor(py: Python<'_>, t: PyRef<'_, Tensor>, with_views: bool
 /// when PE `pe` is not reachable with loads and stores (RMA still works).
 #[pyfunction]
 pub(super) fn get_peer_tensor(
-    py: Python<'_>,
-    t: PyRef<'_, Tensor>,
-    pe: usize,
+    py: Python<'_>, t: PyRef<'_, Tensor>, pe: usize,
 ) -> PyResult<Option<PeerTensor>> {
     let state = current()?;
     let tr: &Tensor = &t;
@@ -189,9 +183,7 @@ pub(super) fn get_peer_tensor(
 /// raises `pgas.UnavailableError` with the reason.
 #[pyfunction]
 pub(super) fn get_multicast_tensor(
-    py: Python<'_>,
-    team: &Team,
-    t: PyRef<'_, Tensor>,
+    py: Python<'_>, team: &Team, t: PyRef<'_, Tensor>,
 ) -> PyResult<PeerTensor> {
     let state = current()?;
     let tr: &Tensor = &t;

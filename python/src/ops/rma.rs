@@ -19,11 +19,7 @@ enum Rma {
 /// Issues `kind` of `src` into `dst` with PE `pe` on the call's stream (`_on` forms; on pgas's
 /// stream they are the plain ones).
 fn rma(
-    py: Python<'_>,
-    kind: Rma,
-    dst: &Tensor,
-    src: &Tensor,
-    pe: usize,
+    py: Python<'_>, kind: Rma, dst: &Tensor, src: &Tensor, pe: usize,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let name = match kind {

@@ -58,15 +58,8 @@ fn signal<'r>(call: &Call<'r>, sig: &Tensor) -> PyResult<&'r SymTensor<u64>> {
 #[pyo3(signature = (dst, src, signal_var, signal_val, signal_op, remote_pe, *, signal_index=0, nbi=false, stream=None))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn put_signal(
-    py: Python<'_>,
-    dst: PyRef<'_, Tensor>,
-    src: PyRef<'_, Tensor>,
-    signal_var: PyRef<'_, Tensor>,
-    signal_val: u64,
-    signal_op: &str,
-    remote_pe: usize,
-    signal_index: usize,
-    nbi: bool,
+    py: Python<'_>, dst: PyRef<'_, Tensor>, src: PyRef<'_, Tensor>, signal_var: PyRef<'_, Tensor>,
+    signal_val: u64, signal_op: &str, remote_pe: usize, signal_index: usize, nbi: bool,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let op = signal_op_of(signal_op)?;
@@ -88,13 +81,8 @@ pub(super) fn put_signal(
 #[pyfunction]
 #[pyo3(signature = (signal_var, signal_val, signal_op, remote_pe, *, signal_index=0, stream=None))]
 pub(super) fn signal_op(
-    py: Python<'_>,
-    signal_var: PyRef<'_, Tensor>,
-    signal_val: u64,
-    signal_op: &str,
-    remote_pe: usize,
-    signal_index: usize,
-    stream: Option<&Bound<'_, PyAny>>,
+    py: Python<'_>, signal_var: PyRef<'_, Tensor>, signal_val: u64, signal_op: &str,
+    remote_pe: usize, signal_index: usize, stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let op = signal_op_of(signal_op)?;
     let sig: &Tensor = &signal_var;
@@ -118,13 +106,8 @@ pub(super) fn signal_op(
 #[pyo3(signature = (signal_var, signal_val, cmp, *, signal_index=0, timeout=None, stream=None))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn signal_wait(
-    py: Python<'_>,
-    signal_var: PyRef<'_, Tensor>,
-    signal_val: u64,
-    cmp: &str,
-    signal_index: usize,
-    timeout: Option<f64>,
-    stream: Option<&Bound<'_, PyAny>>,
+    py: Python<'_>, signal_var: PyRef<'_, Tensor>, signal_val: u64, cmp: &str, signal_index: usize,
+    timeout: Option<f64>, stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let cmp = cmp_of(cmp)?;
     let bound = match timeout {
@@ -158,9 +141,7 @@ const DEFAULT_WAIT: Duration = Duration::from_secs(60);
 #[pyfunction]
 #[pyo3(signature = (signal_var, signal_index=0))]
 pub(super) fn signal_fetch(
-    py: Python<'_>,
-    signal_var: PyRef<'_, Tensor>,
-    signal_index: usize,
+    py: Python<'_>, signal_var: PyRef<'_, Tensor>, signal_index: usize,
 ) -> PyResult<u64> {
     let sig: &Tensor = &signal_var;
     run(py, None, |call| {

@@ -12,8 +12,7 @@ use crate::team::Team;
 /// Runs `plain` (the runtime's form that waits for pgas's stream) or, with `stream=`, `on` of
 /// that stream, which the host does not wait for.
 fn ordering(
-    call: &Call<'_>,
-    plain: impl FnOnce() -> pgas_runtime::Result<()>,
+    call: &Call<'_>, plain: impl FnOnce() -> pgas_runtime::Result<()>,
     on: impl FnOnce(&cudarc::driver::CudaStream) -> pgas_runtime::Result<()>,
 ) -> PyResult<()> {
     match call.user {
@@ -68,9 +67,7 @@ pub(super) fn sync_all(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyR
 #[pyfunction]
 #[pyo3(signature = (team, *, stream=None))]
 pub(super) fn barrier(
-    py: Python<'_>,
-    team: &Team,
-    stream: Option<&Bound<'_, PyAny>>,
+    py: Python<'_>, team: &Team, stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let team = team.team;
     run(py, stream, |call| {
@@ -84,9 +81,7 @@ pub(super) fn barrier(
 #[pyfunction]
 #[pyo3(name = "sync", signature = (team, *, stream=None))]
 pub(super) fn team_sync(
-    py: Python<'_>,
-    team: &Team,
-    stream: Option<&Bound<'_, PyAny>>,
+    py: Python<'_>, team: &Team, stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let team = team.team;
     run(py, stream, |call| {

@@ -47,8 +47,7 @@ pub fn process(name: &str) -> Option<String> {
 
 /// Parses a non-negative integer variable; unset is `None`, garbage is an error.
 pub fn parse_usize(
-    get: &dyn Fn(&str) -> Option<String>,
-    name: &'static str,
+    get: &dyn Fn(&str) -> Option<String>, name: &'static str,
 ) -> Result<Option<usize>> {
     get(name)
         .map(|v| {

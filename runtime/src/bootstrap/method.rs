@@ -69,9 +69,7 @@ pub fn describe_auto() -> String {
 /// Picks the GPU of this process, before NVSHMEM init: an explicit ordinal, else `PGAS_DEVICE`
 /// (set by `pgas-run`), else the local rank from the launcher's environment, else 0.
 pub fn pick_device(
-    explicit: Option<usize>,
-    get: &dyn Fn(&str) -> Option<String>,
-    count: usize,
+    explicit: Option<usize>, get: &dyn Fn(&str) -> Option<String>, count: usize,
 ) -> Result<usize> {
     let (ordinal, why) = match explicit {
         Some(d) => (d, "PgasBuilder::device".to_string()),

@@ -50,9 +50,7 @@ pub(crate) fn check_unique_id(method: Bootstrap, args: Option<&UniqueIdArgs>) ->
 /// Initializes NVSHMEM with a resolved (non-`Auto`) bootstrap (with its unique id for
 /// [`Bootstrap::UniqueId`], checked by [`check_unique_id`]). The GPU must already be current.
 pub(crate) fn run(
-    method: Bootstrap,
-    nv: &Nvshmem,
-    unique_id: Option<&UniqueIdArgs>,
+    method: Bootstrap, nv: &Nvshmem, unique_id: Option<&UniqueIdArgs>,
 ) -> Result<Bootstrapped> {
     Ok(match method {
         Bootstrap::Auto => unreachable!("resolve() never returns Auto"),

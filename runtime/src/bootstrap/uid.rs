@@ -115,9 +115,7 @@ const HINT: &str = "Check that every rank runs the same program and that NVSHMEM
 /// The unique-id bootstrap: rank 0 creates the id, `exchange` hands it to the others (on rank 0
 /// it sends, elsewhere it fills `id` in), then every rank initializes with it.
 pub(crate) fn init(
-    nv: &Nvshmem,
-    rank: usize,
-    size: usize,
+    nv: &Nvshmem, rank: usize, size: usize,
     exchange: impl FnOnce(&mut ffi::nvshmemx_uniqueid_t) -> Result<()>,
 ) -> Result<()> {
     let mut id = ffi::empty_uniqueid();
@@ -133,10 +131,7 @@ pub(crate) fn init(
 
 /// Initializes this rank with an id every rank holds.
 pub(crate) fn init_with(
-    nv: &Nvshmem,
-    rank: usize,
-    size: usize,
-    id: &ffi::nvshmemx_uniqueid_t,
+    nv: &Nvshmem, rank: usize, size: usize, id: &ffi::nvshmemx_uniqueid_t,
 ) -> Result<()> {
     let mut attr = ffi::init_attr();
     // SAFETY: `id` and `attr` are live, versioned NVSHMEM structs; NVSHMEM copies the id into

@@ -43,53 +43,25 @@ pub enum ReduceOp {
 pub trait CollectiveElem: cudarc::driver::DeviceRepr + private::Sealed + Sized {
     #[doc(hidden)]
     unsafe fn broadcast(
-        h: &NvshmemHost,
-        t: i32,
-        d: *mut Self,
-        s: *const Self,
-        n: usize,
-        root: i32,
-        st: CUstream,
+        h: &NvshmemHost, t: i32, d: *mut Self, s: *const Self, n: usize, root: i32, st: CUstream,
     ) -> i32;
     #[doc(hidden)]
     unsafe fn fcollect(
-        h: &NvshmemHost,
-        t: i32,
-        d: *mut Self,
-        s: *const Self,
-        n: usize,
-        st: CUstream,
+        h: &NvshmemHost, t: i32, d: *mut Self, s: *const Self, n: usize, st: CUstream,
     ) -> i32;
     #[doc(hidden)]
     unsafe fn alltoall(
-        h: &NvshmemHost,
-        t: i32,
-        d: *mut Self,
-        s: *const Self,
-        n: usize,
-        st: CUstream,
+        h: &NvshmemHost, t: i32, d: *mut Self, s: *const Self, n: usize, st: CUstream,
     ) -> i32;
     /// `None` when NVSHMEM has no such reduction for the type (bitwise ops on floats).
     #[doc(hidden)]
     unsafe fn reduce(
-        h: &NvshmemHost,
-        op: ReduceOp,
-        t: i32,
-        d: *mut Self,
-        s: *const Self,
-        n: usize,
-        st: CUstream,
+        h: &NvshmemHost, op: ReduceOp, t: i32, d: *mut Self, s: *const Self, n: usize, st: CUstream,
     ) -> Option<i32>;
     /// As `reduce`, for the reduce-scatter (`n`: elements of `d`, the block of each PE).
     #[doc(hidden)]
     unsafe fn reduce_scatter(
-        h: &NvshmemHost,
-        op: ReduceOp,
-        t: i32,
-        d: *mut Self,
-        s: *const Self,
-        n: usize,
-        st: CUstream,
+        h: &NvshmemHost, op: ReduceOp, t: i32, d: *mut Self, s: *const Self, n: usize, st: CUstream,
     ) -> Option<i32>;
 }
 
@@ -231,10 +203,7 @@ impl Pgas {
     /// reductions gave some values reduced twice on 4 PEs (NVSHMEM 3.4.5; `docs/runtime.md`), so
     /// an overlap is an `Err` naming the fix rather than a wrong result.
     fn check_collective_regions<T>(
-        &self,
-        call: &Call<'_>,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &self, call: &Call<'_>, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
     ) -> Result<()> {
         self.check_regions(dst, src)?;
         let size = std::mem::size_of::<T>() as u64;
@@ -277,22 +246,14 @@ impl Pgas {
 
     /// Copies `src` of PE `root` (numbered in `team`) into `dst` on every PE of the team.
     pub fn broadcast<T: CollectiveElem>(
-        &self,
-        team: Team,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        root: usize,
+        &self, team: Team, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, root: usize,
     ) -> Result<()> {
         self.broadcast_on(self.stream(), team, dst, src, root)
     }
 
     /// [`Pgas::broadcast`] on `stream` (`nvshmemx_<type>_broadcast_on_stream`).
     pub fn broadcast_on<T: CollectiveElem>(
-        &self,
-        stream: &CudaStream,
-        team: Team,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &self, stream: &CudaStream, team: Team, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
         root: usize,
     ) -> Result<()> {
         let n_pes = self.team_check(team)?;
@@ -322,21 +283,14 @@ impl Pgas {
 
     /// Concatenates every PE's `src` into `dst` (length `src.len() * team size`), in PE order.
     pub fn fcollect<T: CollectiveElem>(
-        &self,
-        team: Team,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &self, team: Team, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
     ) -> Result<()> {
         self.fcollect_on(self.stream(), team, dst, src)
     }
 
     /// [`Pgas::fcollect`] on `stream` (`nvshmemx_<type>_fcollect_on_stream`).
     pub fn fcollect_on<T: CollectiveElem>(
-        &self,
-        stream: &CudaStream,
-        team: Team,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &self, stream: &CudaStream, team: Team, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
     ) -> Result<()> {
         let n = shape::fcollect(dst.len(), src.len(), self.team_check(team)?)?;
         let call = Call {
@@ -350,21 +304,14 @@ impl Pgas {
     /// Block `j` of `src` on PE `i` lands as block `i` of `dst` on PE `j`; both hold one equal
     /// block per PE of the team.
     pub fn alltoall<T: CollectiveElem>(
-        &self,
-        team: Team,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &self, team: Team, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
     ) -> Result<()> {
         self.alltoall_on(self.stream(), team, dst, src)
     }
 
     /// [`Pgas::alltoall`] on `stream` (`nvshmemx_<type>_alltoall_on_stream`).
     pub fn alltoall_on<T: CollectiveElem>(
-        &self,
-        stream: &CudaStream,
-        team: Team,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &self, stream: &CudaStream, team: Team, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
     ) -> Result<()> {
         let n = shape::alltoall(dst.len(), src.len(), self.team_check(team)?)?;
         let call = Call {
@@ -378,11 +325,7 @@ impl Pgas {
     /// `fcollect` and `alltoall` once their shapes are checked: issues `call` with `n` elements
     /// per PE on the call's stream.
     fn exchange<T: CollectiveElem>(
-        &self,
-        call: Call<'_>,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        n: usize,
+        &self, call: Call<'_>, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, n: usize,
         f: Exchange<T>,
     ) -> Result<()> {
         // The stream first: a stream of another GPU is the more basic mistake.
@@ -407,22 +350,14 @@ impl Pgas {
     /// Element-wise reduction of every PE's `src` into `dst` on every PE of the team
     /// (all-reduce). Bitwise operators are for integer types only.
     pub fn reduce<T: CollectiveElem>(
-        &self,
-        team: Team,
-        op: ReduceOp,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &self, team: Team, op: ReduceOp, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
     ) -> Result<()> {
         self.reduce_on(self.stream(), team, op, dst, src)
     }
 
     /// [`Pgas::reduce`] on `stream` (`nvshmemx_<type>_<op>_reduce_on_stream`).
     pub fn reduce_on<T: CollectiveElem>(
-        &self,
-        stream: &CudaStream,
-        team: Team,
-        op: ReduceOp,
-        dst: &impl SymRegion<T>,
+        &self, stream: &CudaStream, team: Team, op: ReduceOp, dst: &impl SymRegion<T>,
         src: &impl SymRegion<T>,
     ) -> Result<()> {
         self.team_check(team)?;
@@ -439,22 +374,14 @@ impl Pgas {
     /// `i`, reduced element-wise over every PE, lands in `dst` on the team's PE `i`. Bitwise
     /// operators are for integer types only.
     pub fn reduce_scatter<T: CollectiveElem>(
-        &self,
-        team: Team,
-        op: ReduceOp,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
+        &self, team: Team, op: ReduceOp, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
     ) -> Result<()> {
         self.reduce_scatter_on(self.stream(), team, op, dst, src)
     }
 
     /// [`Pgas::reduce_scatter`] on `stream` (`nvshmemx_<type>_<op>_reducescatter_on_stream`).
     pub fn reduce_scatter_on<T: CollectiveElem>(
-        &self,
-        stream: &CudaStream,
-        team: Team,
-        op: ReduceOp,
-        dst: &impl SymRegion<T>,
+        &self, stream: &CudaStream, team: Team, op: ReduceOp, dst: &impl SymRegion<T>,
         src: &impl SymRegion<T>,
     ) -> Result<()> {
         let n = shape::reduce_scatter(dst.len(), src.len(), self.team_check(team)?)?;
@@ -468,13 +395,8 @@ impl Pgas {
 
     /// `reduce` and `reduce_scatter` once their shapes are checked (`n`: elements of `dst`).
     fn reduction<T: CollectiveElem>(
-        &self,
-        call: Call<'_>,
-        op: ReduceOp,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        n: usize,
-        f: Reduction<T>,
+        &self, call: Call<'_>, op: ReduceOp, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
+        n: usize, f: Reduction<T>,
     ) -> Result<()> {
         // The stream first: a stream of another GPU is the more basic mistake.
         self.check_stream(call.stream)?;

@@ -37,8 +37,7 @@ macro_rules! cudarc_buffer {
         }
         impl<T> DevicePtrMut<T> for $ty<'_, T> {
             fn device_ptr_mut<'a>(
-                &'a mut self,
-                stream: &'a CudaStream,
+                &'a mut self, stream: &'a CudaStream,
             ) -> (CUdeviceptr, SyncOnDrop<'a>) {
                 self.local.slice_mut().device_ptr_mut(stream)
             }
@@ -110,8 +109,7 @@ impl Pgas {
     /// Allocates a symmetric tensor holding a copy of a cudarc buffer on this PE (collective;
     /// every PE passes a buffer of the same length).
     pub fn alloc_from_device<T: DeviceRepr>(
-        &self,
-        src: &impl DevicePtr<T>,
+        &self, src: &impl DevicePtr<T>,
     ) -> Result<SymTensor<T>> {
         let mut t = self.alloc::<T>(src.len())?;
         t.copy_from_device(src)?;

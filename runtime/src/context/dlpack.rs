@@ -45,8 +45,7 @@ impl<T: DeviceRepr + DlpackElement> SymTensor<T> {
     /// it, or hold a reference count on whatever owns it. The consumer reads and writes the
     /// memory through the DLPack tensor without any borrow of `self`.
     pub unsafe fn dlpack_sharing<M: ManagedTensorBase, C: OpaqueContext>(
-        &self,
-        keep_alive: C,
+        &self, keep_alive: C,
     ) -> Result<Managed<M>> {
         self.inner.sync_stream()?;
         export::<T, _, M>(self.ptr, &self.shape, self.inner.device, keep_alive)
@@ -61,8 +60,7 @@ impl Pgas {
     /// are symmetric. Either DLPack ABI is taken (`dlpark::versioned::Dlpack` or the legacy
     /// `dlpark::legacy::Dlpack`).
     pub fn from_dlpack<T: DeviceRepr + DlpackElement>(
-        &self,
-        tensor: Managed<impl ManagedTensorBase + 'static>,
+        &self, tensor: Managed<impl ManagedTensorBase + 'static>,
     ) -> Result<SymTensor<T>> {
         let (ptr, shape) = check_import::<T, _>(&tensor, self.inner.device)?;
         self.inner.bind()?;
@@ -111,10 +109,7 @@ impl Drop for Untrack {
 /// A DLPack tensor (ABI `M`) over `len(shape)` elements of `T` at `ptr` on CUDA device
 /// `device`, owning `owner` (dropped by the deleter).
 fn export<T: DlpackElement, C: OpaqueContext, M: ManagedTensorBase>(
-    ptr: CUdeviceptr,
-    shape: &Shape,
-    device: usize,
-    owner: C,
+    ptr: CUdeviceptr, shape: &Shape, device: usize, owner: C,
 ) -> Result<Managed<M>> {
     let dims: Vec<i64> = shape.dims().iter().map(|&d| d as i64).collect();
     let strides: Vec<i64> = shape.strides().iter().map(|&s| s as i64).collect();
@@ -133,8 +128,7 @@ fn export<T: DlpackElement, C: OpaqueContext, M: ManagedTensorBase>(
 /// Checks what `from_dlpack` needs of a tensor's metadata; returns its data address (with the
 /// byte offset) and shape.
 fn check_import<T: DlpackElement, M: ManagedTensorBase>(
-    tensor: &Managed<M>,
-    device: usize,
+    tensor: &Managed<M>, device: usize,
 ) -> Result<(CUdeviceptr, Shape)> {
     let bad = |reason: String| Error::Dlpack { reason };
     let t = tensor

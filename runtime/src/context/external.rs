@@ -225,10 +225,7 @@ impl Pgas {
     /// returned tensor and every view of it are gone; handing the owner in as `keep_alive`
     /// does that.
     pub unsafe fn register_external<T: DeviceRepr>(
-        &self,
-        ptr: CUdeviceptr,
-        bytes: usize,
-        keep_alive: impl Send + Sync + 'static,
+        &self, ptr: CUdeviceptr, bytes: usize, keep_alive: impl Send + Sync + 'static,
     ) -> Result<SymTensor<T>> {
         if let Some(reason) =
             registration_blocked(std::env::var("NVSHMEM_DISABLE_CUDA_VMM").ok().as_deref())
@@ -288,9 +285,7 @@ impl Pgas {
 
 /// The size checks of a registration that need no GPU: whole elements, whole granules.
 fn check_whole<T>(
-    bytes: usize,
-    elem: usize,
-    granularity: usize,
+    bytes: usize, elem: usize, granularity: usize,
 ) -> std::result::Result<(), String> {
     if elem == 0 || bytes == 0 || !bytes.is_multiple_of(elem) {
         return Err(format!(

@@ -68,11 +68,7 @@ pub unsafe trait SymRegion<T> {
 /// region addresses nothing and passes; a region whose end overflows the address space fails.
 /// `what` names the argument in the error.
 pub(crate) fn check_symmetric(
-    what: &'static str,
-    ptr: u64,
-    len: usize,
-    elem: usize,
-    inside: impl Fn(u64) -> bool,
+    what: &'static str, ptr: u64, len: usize, elem: usize, inside: impl Fn(u64) -> bool,
 ) -> Result<()> {
     let bytes = (len as u128) * (elem as u128);
     if bytes == 0 {
@@ -156,9 +152,7 @@ impl Pgas {
     /// in one live allocation (not freed, not straddling two, not past the end of one). `what`
     /// names the argument.
     pub(crate) fn check_region<T>(
-        &self,
-        what: &'static str,
-        region: &(impl SymRegion<T> + ?Sized),
+        &self, what: &'static str, region: &(impl SymRegion<T> + ?Sized),
     ) -> Result<()> {
         let elem = std::mem::size_of::<T>();
         self.check_live(what, region.as_device_ptr(), region.len(), elem)
@@ -167,11 +161,7 @@ impl Pgas {
     /// [`Pgas::check_region`] of `len` elements of `elem` bytes at `ptr` (also what a checked
     /// kernel launch does for each symmetric argument).
     pub(crate) fn check_live(
-        &self,
-        what: &'static str,
-        ptr: u64,
-        len: usize,
-        elem: usize,
+        &self, what: &'static str, ptr: u64, len: usize, elem: usize,
     ) -> Result<()> {
         check_symmetric(what, ptr, len, elem, |addr| self.heap_holds(addr))?;
         let bytes = (len as u64).saturating_mul(elem as u64);
@@ -252,10 +242,7 @@ impl Pgas {
 impl<T> SymTensor<T> {
     /// Wraps symmetric memory at `ptr`, released by `owner` when the tensor drops.
     pub(crate) fn wrap(
-        inner: &Arc<Inner>,
-        ptr: CUdeviceptr,
-        shape: Shape,
-        owner: Owner,
+        inner: &Arc<Inner>, ptr: CUdeviceptr, shape: Shape, owner: Owner,
     ) -> SymTensor<T> {
         SymTensor {
             ptr,

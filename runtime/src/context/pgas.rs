@@ -262,10 +262,7 @@ impl Inner {
     /// signal that never comes cannot hang the caller, and one that passes soon is seen within
     /// a poll); `what` describes the failure.
     pub(crate) fn sync_stream_within(
-        &self,
-        stream: &CudaStream,
-        timeout: std::time::Duration,
-        what: impl FnOnce() -> String,
+        &self, stream: &CudaStream, timeout: std::time::Duration, what: impl FnOnce() -> String,
     ) -> Result<()> {
         use cudarc::driver::sys::{cuStreamQuery, CUresult};
         let backoff = super::backoff::Backoff::new();

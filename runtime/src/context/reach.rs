@@ -28,9 +28,7 @@ impl Pgas {
     /// The first PE of `pes` that this PE does not reach in `region` ([`Pgas::peer_reachable`]),
     /// if any: the check a peer-memory algorithm makes before it chooses itself.
     pub fn first_unreachable<T>(
-        &self,
-        region: &impl SymRegion<T>,
-        pes: impl IntoIterator<Item = usize>,
+        &self, region: &impl SymRegion<T>, pes: impl IntoIterator<Item = usize>,
     ) -> Result<Option<usize>> {
         for pe in pes {
             if !self.peer_reachable(region, pe)? {

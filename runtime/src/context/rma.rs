@@ -91,21 +91,14 @@ impl Pgas {
     /// Copies this PE's `src` into `dst` on PE `pe` (`nvshmemx_putmem_on_stream`). Asynchronous;
     /// complete after [`Pgas::quiet`] or [`Pgas::barrier_all`].
     pub fn put<T>(
-        &self,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        pe: usize,
+        &self, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, pe: usize,
     ) -> Result<()> {
         self.put_on(self.stream(), dst, src, pe)
     }
 
     /// [`Pgas::put`] on `stream` (a stream of this context; see the module documentation).
     pub fn put_on<T>(
-        &self,
-        stream: &CudaStream,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        pe: usize,
+        &self, stream: &CudaStream, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, pe: usize,
     ) -> Result<()> {
         self.transfer(stream, dst, src, pe, NvshmemHost::nvshmemx_putmem_on_stream)
     }
@@ -113,21 +106,14 @@ impl Pgas {
     /// Copies `src` on PE `pe` into this PE's `dst` (`nvshmemx_getmem_on_stream`). Asynchronous
     /// on the pgas stream; `dst.to_vec()` (which uses that stream) sees the result.
     pub fn get<T>(
-        &self,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        pe: usize,
+        &self, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, pe: usize,
     ) -> Result<()> {
         self.get_on(self.stream(), dst, src, pe)
     }
 
     /// [`Pgas::get`] on `stream`: `dst` holds the data once `stream` has passed it.
     pub fn get_on<T>(
-        &self,
-        stream: &CudaStream,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        pe: usize,
+        &self, stream: &CudaStream, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, pe: usize,
     ) -> Result<()> {
         self.transfer(stream, dst, src, pe, NvshmemHost::nvshmemx_getmem_on_stream)
     }
@@ -135,21 +121,14 @@ impl Pgas {
     /// [`Pgas::put`] without the guarantee that `src` may be reused when the stream passes it
     /// (`nvshmemx_putmem_nbi_on_stream`): complete after [`Pgas::quiet`] or a barrier.
     pub fn put_nbi<T>(
-        &self,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        pe: usize,
+        &self, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, pe: usize,
     ) -> Result<()> {
         self.put_nbi_on(self.stream(), dst, src, pe)
     }
 
     /// [`Pgas::put_nbi`] on `stream`; complete after [`Pgas::quiet_on`] on the same stream.
     pub fn put_nbi_on<T>(
-        &self,
-        stream: &CudaStream,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        pe: usize,
+        &self, stream: &CudaStream, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, pe: usize,
     ) -> Result<()> {
         self.transfer(
             stream,
@@ -163,21 +142,14 @@ impl Pgas {
     /// [`Pgas::get`] that may complete later (`nvshmemx_getmem_nbi_on_stream`): `dst` holds the
     /// data after [`Pgas::quiet`].
     pub fn get_nbi<T>(
-        &self,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        pe: usize,
+        &self, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, pe: usize,
     ) -> Result<()> {
         self.get_nbi_on(self.stream(), dst, src, pe)
     }
 
     /// [`Pgas::get_nbi`] on `stream`; `dst` holds the data after [`Pgas::quiet_on`] on it.
     pub fn get_nbi_on<T>(
-        &self,
-        stream: &CudaStream,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        pe: usize,
+        &self, stream: &CudaStream, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, pe: usize,
     ) -> Result<()> {
         self.transfer(
             stream,
@@ -193,14 +165,8 @@ impl Pgas {
     /// waits with [`Pgas::signal_wait_until`] or a kernel's `signal_wait_until`.
     #[allow(clippy::too_many_arguments)]
     pub fn put_signal<T>(
-        &self,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        sig: &impl SymRegion<u64>,
-        sig_index: usize,
-        value: u64,
-        op: SignalOp,
-        pe: usize,
+        &self, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, sig: &impl SymRegion<u64>,
+        sig_index: usize, value: u64, op: SignalOp, pe: usize,
     ) -> Result<()> {
         let signal = (sig, sig_index, value, op);
         self.put_signal_with(self.stream(), dst, src, signal, pe, false)
@@ -209,15 +175,8 @@ impl Pgas {
     /// [`Pgas::put_signal`] on `stream`.
     #[allow(clippy::too_many_arguments)]
     pub fn put_signal_on<T>(
-        &self,
-        stream: &CudaStream,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        sig: &impl SymRegion<u64>,
-        sig_index: usize,
-        value: u64,
-        op: SignalOp,
-        pe: usize,
+        &self, stream: &CudaStream, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
+        sig: &impl SymRegion<u64>, sig_index: usize, value: u64, op: SignalOp, pe: usize,
     ) -> Result<()> {
         let signal = (sig, sig_index, value, op);
         self.put_signal_with(stream, dst, src, signal, pe, false)
@@ -227,14 +186,8 @@ impl Pgas {
     /// (`nvshmemx_putmem_signal_nbi_on_stream`).
     #[allow(clippy::too_many_arguments)]
     pub fn put_signal_nbi<T>(
-        &self,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        sig: &impl SymRegion<u64>,
-        sig_index: usize,
-        value: u64,
-        op: SignalOp,
-        pe: usize,
+        &self, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, sig: &impl SymRegion<u64>,
+        sig_index: usize, value: u64, op: SignalOp, pe: usize,
     ) -> Result<()> {
         let signal = (sig, sig_index, value, op);
         self.put_signal_with(self.stream(), dst, src, signal, pe, true)
@@ -243,27 +196,16 @@ impl Pgas {
     /// [`Pgas::put_signal_nbi`] on `stream`.
     #[allow(clippy::too_many_arguments)]
     pub fn put_signal_nbi_on<T>(
-        &self,
-        stream: &CudaStream,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        sig: &impl SymRegion<u64>,
-        sig_index: usize,
-        value: u64,
-        op: SignalOp,
-        pe: usize,
+        &self, stream: &CudaStream, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
+        sig: &impl SymRegion<u64>, sig_index: usize, value: u64, op: SignalOp, pe: usize,
     ) -> Result<()> {
         let signal = (sig, sig_index, value, op);
         self.put_signal_with(stream, dst, src, signal, pe, true)
     }
 
     fn put_signal_with<T>(
-        &self,
-        stream: &CudaStream,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        (sig, sig_index, value, op): (&impl SymRegion<u64>, usize, u64, SignalOp),
-        pe: usize,
+        &self, stream: &CudaStream, dst: &impl SymRegion<T>, src: &impl SymRegion<T>,
+        (sig, sig_index, value, op): (&impl SymRegion<u64>, usize, u64, SignalOp), pe: usize,
         nbi: bool,
     ) -> Result<()> {
         let pe = self.check_pe(pe)?;
@@ -291,25 +233,15 @@ impl Pgas {
     /// Updates word `index` of `sig` on PE `pe` with `op`/`value`
     /// (`nvshmemx_signal_op_on_stream`).
     pub fn signal_op(
-        &self,
-        sig: &impl SymRegion<u64>,
-        index: usize,
-        value: u64,
-        op: SignalOp,
-        pe: usize,
+        &self, sig: &impl SymRegion<u64>, index: usize, value: u64, op: SignalOp, pe: usize,
     ) -> Result<()> {
         self.signal_op_on(self.stream(), sig, index, value, op, pe)
     }
 
     /// [`Pgas::signal_op`] on `stream`.
     pub fn signal_op_on(
-        &self,
-        stream: &CudaStream,
-        sig: &impl SymRegion<u64>,
-        index: usize,
-        value: u64,
-        op: SignalOp,
-        pe: usize,
+        &self, stream: &CudaStream, sig: &impl SymRegion<u64>, index: usize, value: u64,
+        op: SignalOp, pe: usize,
     ) -> Result<()> {
         let pe = self.check_pe(pe)?;
         let word = signal_word(self, sig, index)?;
@@ -324,11 +256,7 @@ impl Pgas {
     /// at most `timeout`. A wait that has not been satisfied by then is an error naming the
     /// signal's value; the stream stays blocked behind it, so treat it as fatal for the run.
     pub fn signal_wait_until(
-        &self,
-        sig: &impl SymRegion<u64>,
-        index: usize,
-        cmp: Cmp,
-        value: u64,
+        &self, sig: &impl SymRegion<u64>, index: usize, cmp: Cmp, value: u64,
         timeout: std::time::Duration,
     ) -> Result<()> {
         self.signal_wait_until_on(self.stream(), sig, index, cmp, value, timeout)
@@ -339,12 +267,7 @@ impl Pgas {
     /// queued on it before). The one `_on` form that waits on the host: the bounded wait is its
     /// point; [`Pgas::signal_wait_until_on_stream`] is the form that does not.
     pub fn signal_wait_until_on(
-        &self,
-        stream: &CudaStream,
-        sig: &impl SymRegion<u64>,
-        index: usize,
-        cmp: Cmp,
-        value: u64,
+        &self, stream: &CudaStream, sig: &impl SymRegion<u64>, index: usize, cmp: Cmp, value: u64,
         timeout: std::time::Duration,
     ) -> Result<()> {
         self.signal_wait_until_on_stream(stream, sig, index, cmp, value)?;
@@ -362,12 +285,7 @@ impl Pgas {
     /// that never comes blocks the stream for good; [`Pgas::signal_wait_until`] is the bounded
     /// form on the pgas stream.
     pub fn signal_wait_until_on_stream(
-        &self,
-        stream: &CudaStream,
-        sig: &impl SymRegion<u64>,
-        index: usize,
-        cmp: Cmp,
-        value: u64,
+        &self, stream: &CudaStream, sig: &impl SymRegion<u64>, index: usize, cmp: Cmp, value: u64,
     ) -> Result<()> {
         let word = signal_word(self, sig, index)?;
         // SAFETY: `word` is a symmetric u64 on this PE; the stream belongs to this context.
@@ -398,11 +316,7 @@ impl Pgas {
     /// `put` and `get`: checks the PE, the lengths and that both regions lie in the symmetric
     /// heap, then issues `call` (dst, src, bytes, pe) on `stream`.
     fn transfer<T>(
-        &self,
-        stream: &CudaStream,
-        dst: &impl SymRegion<T>,
-        src: &impl SymRegion<T>,
-        pe: usize,
+        &self, stream: &CudaStream, dst: &impl SymRegion<T>, src: &impl SymRegion<T>, pe: usize,
         call: Transfer,
     ) -> Result<()> {
         let pe = self.check_pe(pe)?;
@@ -517,9 +431,7 @@ impl Pgas {
 /// The check of [`Pgas::check_stream`] on raw handles (so that a CPU test can run it):
 /// `ordinals` gives the stream's and the context's GPU for the message.
 fn stream_of_context<C: PartialEq>(
-    stream_ctx: C,
-    ctx: C,
-    ordinals: impl FnOnce() -> (usize, usize),
+    stream_ctx: C, ctx: C, ordinals: impl FnOnce() -> (usize, usize),
 ) -> Result<()> {
     if stream_ctx == ctx {
         return Ok(());

@@ -87,23 +87,14 @@ impl Team {
     /// Splits off the team of `size` PEs `start, start + stride, ...` (numbered in this team).
     /// Collective over this team. Returns `None` on PEs that are not members.
     pub fn split_strided(
-        self,
-        pgas: &Pgas,
-        start: usize,
-        stride: usize,
-        size: usize,
+        self, pgas: &Pgas, start: usize, stride: usize, size: usize,
     ) -> Result<Option<Team>> {
         self.split_strided_with(pgas, start, stride, size, &TeamConfig::default())
     }
 
     /// [`Team::split_strided`] with a configuration for the new team (the same on every PE).
     pub fn split_strided_with(
-        self,
-        pgas: &Pgas,
-        start: usize,
-        stride: usize,
-        size: usize,
-        config: &TeamConfig,
+        self, pgas: &Pgas, start: usize, stride: usize, size: usize, config: &TeamConfig,
     ) -> Result<Option<Team>> {
         self.member(pgas, "split it")?;
         let n = self.n_pes(pgas)?;
@@ -146,11 +137,7 @@ impl Team {
     /// team (its y axis: the same `my_pe % xrange`). Collective over this team; `xrange` is 1 to
     /// the team's size. With a size that `xrange` does not divide, the last row is short.
     pub fn split_2d(
-        self,
-        pgas: &Pgas,
-        xrange: usize,
-        x_config: &TeamConfig,
-        y_config: &TeamConfig,
+        self, pgas: &Pgas, xrange: usize, x_config: &TeamConfig, y_config: &TeamConfig,
     ) -> Result<(Team, Team)> {
         self.member(pgas, "split it")?;
         let n = self.n_pes(pgas)?;
@@ -437,8 +424,7 @@ fn check_members(offers: &[Option<(u64, u64, u64)>]) -> std::result::Result<(), 
 }
 
 fn pes_where(
-    offers: &[Option<(u64, u64, u64)>],
-    f: impl Fn(&(u64, u64, u64)) -> bool,
+    offers: &[Option<(u64, u64, u64)>], f: impl Fn(&(u64, u64, u64)) -> bool,
 ) -> Vec<usize> {
     (0..offers.len())
         .filter(|&pe| offers[pe].as_ref().is_some_and(&f))
@@ -458,9 +444,7 @@ impl Pgas {
     /// with [`Team::split_strided`]), are an `Err` on every PE naming the PEs and the fix,
     /// before NVSHMEM (which would wait for members that never come) is called.
     pub fn team_init(
-        &self,
-        member: Option<TeamMember>,
-        config: &TeamConfig,
+        &self, member: Option<TeamMember>, config: &TeamConfig,
     ) -> Result<Option<Team>> {
         self.inner.bind()?;
         let word = |f: fn(&TeamMember) -> u64| member.as_ref().map_or(NO_TEAM, f);
@@ -513,10 +497,7 @@ impl Pgas {
 
     /// [`Team::split_strided`] of [`Team::WORLD`].
     pub fn team_split_strided(
-        &self,
-        start: usize,
-        stride: usize,
-        size: usize,
+        &self, start: usize, stride: usize, size: usize,
     ) -> Result<Option<Team>> {
         Team::WORLD.split_strided(self, start, stride, size)
     }

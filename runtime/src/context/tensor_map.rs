@@ -129,9 +129,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
     /// A map of `slice` as a `rows` x `cols` row-major tensor, moved in `box_rows` x `box_cols`
     /// tiles. The slice's device pointer is read on `stream` (the stream later launches use).
     pub fn tiled_2d(
-        stream: &CudaStream,
-        slice: &'a CudaSlice<T>,
-        tile: Tile2d,
+        stream: &CudaStream, slice: &'a CudaSlice<T>, tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
         let (ptr, _sync) = slice.device_ptr(stream);
         // SAFETY: the pointer names `slice.len()` elements that live as long as `'a`.
@@ -142,19 +140,14 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
     /// (`tma_store_2d`, `tma_reduce_add_2d`, a `&mut TensorMap<T>` parameter): the map holds
     /// the exclusive borrow for as long as it lives.
     pub fn tiled_2d_mut(
-        stream: &CudaStream,
-        slice: &'a mut CudaSlice<T>,
-        tile: Tile2d,
+        stream: &CudaStream, slice: &'a mut CudaSlice<T>, tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
         Self::written(stream, slice, tile, Rows::Whole)
     }
 
     /// A map of `slice`, which the kernel writes, by the rows' rule given.
     fn written(
-        stream: &CudaStream,
-        slice: &'a mut CudaSlice<T>,
-        tile: Tile2d,
-        rows: Rows,
+        stream: &CudaStream, slice: &'a mut CudaSlice<T>, tile: Tile2d, rows: Rows,
     ) -> Result<TensorMap<'a, T>> {
         let len = slice.len();
         let (ptr, _sync) = slice.device_ptr_mut(stream);
@@ -164,8 +157,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
 
     /// A map of this PE's copy of a symmetric tensor (or view).
     pub fn tiled_2d_sym<S: SymRegion<T> + ?Sized>(
-        sym: &'a S,
-        tile: Tile2d,
+        sym: &'a S, tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
         // SAFETY: a symmetric region's pointer names `len()` elements that live as long as it.
         unsafe { Self::encode(sym.as_device_ptr(), sym.len(), tile, false) }
@@ -173,8 +165,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
 
     /// [`TensorMap::tiled_2d_sym`] of a symmetric tensor the kernel writes through the map.
     pub fn tiled_2d_sym_mut<S: SymRegion<T> + ?Sized>(
-        sym: &'a mut S,
-        tile: Tile2d,
+        sym: &'a mut S, tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
         // SAFETY: as tiled_2d_sym; the region is exclusively borrowed for `'a`.
         unsafe { Self::encode(sym.as_device_ptr(), sym.len(), tile, true) }
@@ -184,10 +175,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
     /// remote tiles like local ones. An `Err` when `pe` is out of range or its memory is not
     /// mapped into this GPU's address space (`x.has_peer(pe)` in a kernel says the same).
     pub fn tiled_2d_peer<S: SymRegion<T> + ?Sized>(
-        pgas: &Pgas,
-        sym: &'a S,
-        pe: usize,
-        tile: Tile2d,
+        pgas: &Pgas, sym: &'a S, pe: usize, tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
         Self::peer(pgas, sym, pe, tile, false)
     }
@@ -196,20 +184,13 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
     /// (`tma_reduce_add_2d`) tiles into PE `pe`'s copy over NVLink. That PE must order its own
     /// reads after these writes (a signal or barrier after the kernel's `tma_store_wait`).
     pub fn tiled_2d_peer_mut<S: SymRegion<T> + ?Sized>(
-        pgas: &Pgas,
-        sym: &'a mut S,
-        pe: usize,
-        tile: Tile2d,
+        pgas: &Pgas, sym: &'a mut S, pe: usize, tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
         Self::peer(pgas, sym, pe, tile, true)
     }
 
     fn peer<S: SymRegion<T> + ?Sized>(
-        pgas: &Pgas,
-        sym: &S,
-        pe: usize,
-        tile: Tile2d,
-        writable: bool,
+        pgas: &Pgas, sym: &S, pe: usize, tile: Tile2d, writable: bool,
     ) -> Result<TensorMap<'a, T>> {
         let bad = |reason: String| Err(Error::TensorMap { reason });
         if pe >= pgas.n_pes() {
@@ -240,9 +221,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
     /// For kernels that mask those rows themselves, as attention does over sequences of any
     /// length; `box_cols` still divides `cols`.
     pub fn tiled_2d_ragged(
-        stream: &CudaStream,
-        slice: &'a CudaSlice<T>,
-        tile: Tile2d,
+        stream: &CudaStream, slice: &'a CudaSlice<T>, tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
         let (ptr, _sync) = slice.device_ptr(stream);
         // SAFETY: the pointer names `slice.len()` elements that live as long as `'a`.
@@ -252,9 +231,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
     /// [`TensorMap::tiled_2d_ragged`] of a tensor the kernel also writes through the map: the
     /// copy engine stores nothing past the tensor's last row (a GEMM's C of any M rows).
     pub fn tiled_2d_ragged_mut(
-        stream: &CudaStream,
-        slice: &'a mut CudaSlice<T>,
-        tile: Tile2d,
+        stream: &CudaStream, slice: &'a mut CudaSlice<T>, tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
         Self::written(stream, slice, tile, Rows::Ragged)
     }
@@ -265,9 +242,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
     /// # Safety
     /// As [`TensorMap::from_device_ptr`].
     pub unsafe fn from_device_ptr_ragged(
-        ptr: sys::CUdeviceptr,
-        len: usize,
-        tile: Tile2d,
+        ptr: sys::CUdeviceptr, len: usize, tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
         // SAFETY: the caller's contract (which covers writes through the map).
         unsafe { Self::encode_rows(ptr, len, tile, true, Rows::Ragged) }
@@ -284,9 +259,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
     /// used, and the kernel must order its writes and the map's reads of the same elements
     /// itself (signals, barriers).
     pub unsafe fn from_device_ptr(
-        ptr: sys::CUdeviceptr,
-        len: usize,
-        tile: Tile2d,
+        ptr: sys::CUdeviceptr, len: usize, tile: Tile2d,
     ) -> Result<TensorMap<'a, T>> {
         // SAFETY: the caller's contract (which covers writes through the map).
         unsafe { Self::encode(ptr, len, tile, true) }
@@ -297,10 +270,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
     /// # Safety
     /// `ptr` must name `len` elements of `T` that live as long as `'a`.
     unsafe fn encode(
-        ptr: sys::CUdeviceptr,
-        len: usize,
-        tile: Tile2d,
-        writable: bool,
+        ptr: sys::CUdeviceptr, len: usize, tile: Tile2d, writable: bool,
     ) -> Result<TensorMap<'a, T>> {
         // SAFETY: the caller's contract.
         unsafe { Self::encode_rows(ptr, len, tile, writable, Rows::Whole) }
@@ -311,11 +281,7 @@ impl<'a, T: TmaElem> TensorMap<'a, T> {
     /// # Safety
     /// As [`TensorMap::encode`].
     unsafe fn encode_rows(
-        ptr: sys::CUdeviceptr,
-        len: usize,
-        tile: Tile2d,
-        writable: bool,
-        rows: Rows,
+        ptr: sys::CUdeviceptr, len: usize, tile: Tile2d, writable: bool, rows: Rows,
     ) -> Result<TensorMap<'a, T>> {
         check(ptr, len, std::mem::size_of::<T>(), &tile, rows)?;
         let elem = std::mem::size_of::<T>();

@@ -108,10 +108,7 @@ pub(crate) fn starts_first(src: &Source) -> bool {
 /// where the others took 0.5-5 s, on 4 PEs sharing an H200, `docs/jit.md`). Each program keeps
 /// its kernels in the order wanted, and every process of a node cuts the same programs.
 pub(crate) fn chunks<T>(
-    prelude: Option<Prelude>,
-    members: Vec<T>,
-    compilers: usize,
-    cost: impl Fn(&T) -> usize,
+    prelude: Option<Prelude>, members: Vec<T>, compilers: usize, cost: impl Fn(&T) -> usize,
 ) -> Vec<Vec<T>> {
     if members.is_empty() {
         return Vec::new();
@@ -158,13 +155,8 @@ pub(crate) fn prelude_name(prelude: Option<Prelude>) -> &'static str {
 /// the entry. NVRTC runs one compile at a time per process; this is how the PEs of a node share
 /// the work.
 pub(crate) fn compile(
-    tc: &Toolchain,
-    disk: Option<&DiskCache>,
-    dump: Option<&Path>,
-    prelude: Option<Prelude>,
-    members: &[&Keyed],
-    arch: (u32, u32),
-    wait: bool,
+    tc: &Toolchain, disk: Option<&DiskCache>, dump: Option<&Path>, prelude: Option<Prelude>,
+    members: &[&Keyed], arch: (u32, u32), wait: bool,
 ) -> Result<Option<Vec<Result<Image>>>> {
     // `None`: another process holds the program (only when not waiting).
     let lock = |key: &CacheKey| -> Option<Option<EntryLock>> {
@@ -226,10 +218,7 @@ pub(crate) fn compile(
 /// one member). [`compile`] and [`job`] both take it from here, so a helper's job is the
 /// program the build compiles.
 fn batch_program(
-    tc: &Toolchain,
-    prelude: Option<Prelude>,
-    members: &[&Keyed],
-    arch: (u32, u32),
+    tc: &Toolchain, prelude: Option<Prelude>, members: &[&Keyed], arch: (u32, u32),
 ) -> Result<Option<(String, CacheKey)>> {
     let (Some(prelude), [_, _, ..]) = (prelude, members) else {
         return Ok(None);
@@ -244,10 +233,7 @@ fn batch_program(
 /// The program [`compile`] would compile for `members` as a job for the helper processes (see
 /// [`super::helpers`]), with its cache key.
 pub(crate) fn job(
-    tc: &Toolchain,
-    prelude: Option<Prelude>,
-    members: &[&Keyed],
-    arch: (u32, u32),
+    tc: &Toolchain, prelude: Option<Prelude>, members: &[&Keyed], arch: (u32, u32),
 ) -> Result<(Job, CacheKey)> {
     if let Some((text, key)) = batch_program(tc, prelude, members, arch)? {
         let job = Job {
@@ -272,11 +258,7 @@ pub(crate) fn job(
 /// One kernel compiled on its own (a raw kernel, a batch of one, or a member of a batch NVRTC
 /// rejected), cached under its own key; the caller holds the key's lock.
 fn alone(
-    tc: &Toolchain,
-    disk: Option<&DiskCache>,
-    dump: Option<&Path>,
-    kernel: &Keyed,
-    arch: (u32, u32),
+    tc: &Toolchain, disk: Option<&DiskCache>, dump: Option<&Path>, kernel: &Keyed, arch: (u32, u32),
 ) -> Result<Result<Image>> {
     let Keyed { src, key, .. } = kernel;
     let key = *key;

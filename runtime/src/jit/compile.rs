@@ -33,9 +33,7 @@ pub(crate) struct Stage<'a> {
 /// few slow programs of the first (the quick builds of collective kernels, which build
 /// NVSHMEM's objects) do not hold up the many of the next while CPUs idle.
 pub(crate) fn compile(
-    disk: Option<&DiskCache>,
-    arch: (u32, u32),
-    stages: Vec<Stage<'_>>,
+    disk: Option<&DiskCache>, arch: (u32, u32), stages: Vec<Stage<'_>>,
 ) -> Result<Vec<(Keyed, Result<Image>)>> {
     let dump = std::env::var_os("PGAS_DUMP_DIR").map(PathBuf::from);
     let total: usize = stages
@@ -135,9 +133,7 @@ pub(crate) fn compile(
 /// process that compiles it, where the helpers build them side by side (`docs/jit.md`,
 /// "Tiers").
 fn start_helpers(
-    stage: &Stage<'_>,
-    disk: Option<&DiskCache>,
-    arch: (u32, u32),
+    stage: &Stage<'_>, disk: Option<&DiskCache>, arch: (u32, u32),
 ) -> Option<helpers::Helpers> {
     let (Some((exe, count)), Some(disk)) = (&stage.helpers, disk) else {
         return None;
@@ -179,8 +175,7 @@ fn in_progress(keys: &[CacheKey], disk: Option<&DiskCache>) -> bool {
 
 /// What each of `stage`'s link-time kernels links beside its own code.
 fn link_inputs<'a>(
-    stage: &'a Stage<'_>,
-    arch: (u32, u32),
+    stage: &'a Stage<'_>, arch: (u32, u32),
 ) -> impl Iterator<Item = LinkInputs> + 'a {
     stage
         .programs
@@ -190,9 +185,7 @@ fn link_inputs<'a>(
 
 /// What each link-time kernel of `members` links beside its own code.
 fn members_inputs<'a>(
-    tc: &'a Toolchain,
-    members: &'a [Keyed],
-    arch: (u32, u32),
+    tc: &'a Toolchain, members: &'a [Keyed], arch: (u32, u32),
 ) -> impl Iterator<Item = LinkInputs> + 'a {
     members.iter().filter_map(move |k| {
         let prelude = tc.links(&k.src.text)?;
@@ -203,9 +196,7 @@ fn members_inputs<'a>(
 /// The collective objects `stage`'s link-time programs link that are not built yet, each once,
 /// as helper jobs under the keys their links look for.
 fn object_jobs(
-    stage: &Stage<'_>,
-    disk: &DiskCache,
-    arch: (u32, u32),
+    stage: &Stage<'_>, disk: &DiskCache, arch: (u32, u32),
 ) -> Vec<(helpers::Job, CacheKey)> {
     let mut jobs: Vec<(helpers::Job, CacheKey)> = Vec::new();
     for inputs in link_inputs(stage, arch) {
@@ -226,9 +217,7 @@ fn object_jobs(
 /// build's link then finds in the cache. `None` when there is no such library, or no helper
 /// executable or disk cache (the library travels through it).
 fn start_library_helpers(
-    stages: &[Stage<'_>],
-    disk: Option<&DiskCache>,
-    arch: (u32, u32),
+    stages: &[Stage<'_>], disk: Option<&DiskCache>, arch: (u32, u32),
 ) -> Option<helpers::Helpers> {
     let disk = disk?;
     let (jobs, env) = library_jobs(stages, disk, arch)?;
@@ -239,9 +228,7 @@ fn start_library_helpers(
 /// The jobs of [`start_library_helpers`], each library once, and the environment of the
 /// toolchain that keys them; `None` when there are none.
 fn library_jobs(
-    stages: &[Stage<'_>],
-    disk: &DiskCache,
-    arch: (u32, u32),
+    stages: &[Stage<'_>], disk: &DiskCache, arch: (u32, u32),
 ) -> Option<(Vec<(helpers::Job, CacheKey)>, HelperEnv)> {
     let mut jobs: Vec<(helpers::Job, CacheKey)> = Vec::new();
     let mut env = None;
@@ -327,10 +314,7 @@ mod tests {
 
     /// A stage of the one kernel of `text` (compiled as `cuda_name`) for `arch`.
     fn stage<'t>(
-        tc: &'t Toolchain,
-        disk: &DiskCache,
-        arch: (u32, u32),
-        (text, cuda_name): (&str, &str),
+        tc: &'t Toolchain, disk: &DiskCache, arch: (u32, u32), (text, cuda_name): (&str, &str),
     ) -> Stage<'t> {
         let src = Source {
             display: cuda_name.to_owned(),

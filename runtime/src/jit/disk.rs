@@ -195,9 +195,7 @@ impl DiskCache {
     /// Writes through `write` into a temporary file and renames it into place; on any error the
     /// temporary file is removed and the error names the directory.
     fn store_with(
-        &self,
-        key: &CacheKey,
-        write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+        &self, key: &CacheKey, write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     ) -> Result<()> {
         let tmp = self.tmp_path(&key.file_name());
         let result = (|| {

@@ -26,10 +26,7 @@ impl Toolchain {
     /// from `disk` when it holds it (compiled and stored otherwise). Needs no GPU. A name that
     /// is no wrapper is [`Error::InvalidConfig`].
     pub fn device_library_ptx(
-        &self,
-        disk: Option<&DiskCache>,
-        arch: (u32, u32),
-        wrappers: &[&str],
+        &self, disk: Option<&DiskCache>, arch: (u32, u32), wrappers: &[&str],
     ) -> Result<String> {
         let known = device_wrappers();
         if let Some(bad) = wrappers

@@ -116,11 +116,7 @@ impl Helpers {
     /// build toolchain's [`Toolchain::helper_env`], so a helper keys as the build does). `None`
     /// when nothing could be started (no helper is then needed for the build to finish).
     pub fn start(
-        exe: &Path,
-        cache: &DiskCache,
-        jobs: &[(Job, CacheKey)],
-        arch: (u32, u32),
-        count: usize,
+        exe: &Path, cache: &DiskCache, jobs: &[(Job, CacheKey)], arch: (u32, u32), count: usize,
         env: &[(&str, String)],
     ) -> Option<Helpers> {
         if count == 0 || jobs.is_empty() {
@@ -277,11 +273,7 @@ pub fn read_jobs(dir: &Path) -> Result<Vec<(Job, String)>> {
 /// `start` on (wrapping round), compiling for `arch` every program that no other process holds
 /// and that is not cached yet into `cache`, with `toolchain`.
 pub fn run(
-    toolchain: &Toolchain,
-    cache: &DiskCache,
-    dir: &Path,
-    arch: (u32, u32),
-    start: usize,
+    toolchain: &Toolchain, cache: &DiskCache, dir: &Path, arch: (u32, u32), start: usize,
 ) -> Result<()> {
     let jobs = read_jobs(dir)?;
     // As the build does: with PGAS_DUMP_DIR, the source and log of every program compiled.
@@ -344,9 +336,7 @@ pub fn helper_exe() -> Option<PathBuf> {
 
 /// [`helper_exe`] for the value of `PGAS_JIT_HELPER`, the running executable and `PATH`.
 fn find_helper(
-    var: Option<std::ffi::OsString>,
-    exe: Option<PathBuf>,
-    path: &std::ffi::OsStr,
+    var: Option<std::ffi::OsString>, exe: Option<PathBuf>, path: &std::ffi::OsStr,
 ) -> Option<PathBuf> {
     match var {
         Some(v) if v == "off" => return None,

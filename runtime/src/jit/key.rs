@@ -20,12 +20,8 @@ pub(crate) const BATCH_KEY_NAME: &str = "pgas_batch";
 impl CacheKey {
     /// Hashes every input that determines a CUBIN.
     pub fn new(
-        source: &str,
-        kernel_name: &str,
-        options: &[String],
-        nvrtc_version: (i32, i32),
-        nvshmem_version: &str,
-        arch: (u32, u32),
+        source: &str, kernel_name: &str, options: &[String], nvrtc_version: (i32, i32),
+        nvshmem_version: &str, arch: (u32, u32),
     ) -> CacheKey {
         let mut h = Sha256::new();
         // Length-prefix each field so no two different inputs hash the same byte stream.
@@ -117,10 +113,7 @@ impl Toolchain {
     /// beside its own LTO-IR: the key of the NVSHMEM library of its prelude, and each
     /// collective object with its key and register cap.
     pub(crate) fn link_inputs(
-        &self,
-        prelude: Prelude,
-        source: &str,
-        arch: (u32, u32),
+        &self, prelude: Prelude, source: &str, arch: (u32, u32),
     ) -> LinkInputs {
         let library_prelude = nvcall::library_prelude(prelude);
         let library = self.library_key(library_prelude, arch);
@@ -144,10 +137,7 @@ impl Toolchain {
     /// what the link of a kernel calling that collective looks for, and what a helper given the
     /// object ([`super::helpers::Job::object`]) stores it under.
     pub fn object_key(
-        &self,
-        object: &nvcall::CollectiveObject,
-        arch: (u32, u32),
-        registers: u32,
+        &self, object: &nvcall::CollectiveObject, arch: (u32, u32), registers: u32,
     ) -> CacheKey {
         let options = self.object_options(arch, registers);
         self.cache_key_with(&object.source, &object.name, arch, &options)
@@ -155,11 +145,7 @@ impl Toolchain {
 
     /// The cache key of `source` compiled with `options`.
     pub(crate) fn cache_key_with(
-        &self,
-        source: &str,
-        kernel_name: &str,
-        arch: (u32, u32),
-        options: &[String],
+        &self, source: &str, kernel_name: &str, arch: (u32, u32), options: &[String],
     ) -> CacheKey {
         CacheKey::new(
             source,

@@ -26,9 +26,7 @@ static BUILDING: Mutex<Option<HashMap<CacheKey, Arc<Mutex<()>>>>> = Mutex::new(N
 /// stored). PEs sharing the cache build it once: the others wait on its entry's lock; threads
 /// of one process wait on the key's lock in `BUILDING`.
 pub(crate) fn get(
-    key: CacheKey,
-    disk: Option<&DiskCache>,
-    what: Built<'_>,
+    key: CacheKey, disk: Option<&DiskCache>, what: Built<'_>,
     build: impl FnOnce() -> Result<Vec<u8>>,
 ) -> Result<Arc<[u8]>> {
     let loaded = || {

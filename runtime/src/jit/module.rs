@@ -74,10 +74,7 @@ impl Modules {
     /// The function `src` names in `image`, loading the image as a module in `ctx` (and
     /// readying it for `nvshmem`) unless an earlier kernel of the same batch already did.
     pub(crate) fn load(
-        &self,
-        ctx: &Arc<CudaContext>,
-        nvshmem: Option<&dyn ModuleHooks>,
-        src: &Source,
+        &self, ctx: &Arc<CudaContext>, nvshmem: Option<&dyn ModuleHooks>, src: &Source,
         image: &Image,
     ) -> Result<Function> {
         ctx.bind_to_thread()

@@ -139,11 +139,7 @@ impl NvJitLink {
     /// `optimize` false links at nvJitLink's `-O0` (no optimization of the LTO-IR, ptxas at
     /// `-O0`): for checks of what links, never for code that runs (`Toolchain::with_unoptimized_link`).
     pub(crate) fn link(
-        &self,
-        inputs: &[(&str, &[u8], Input)],
-        arch: (u32, u32),
-        specific: bool,
-        registers: u32,
+        &self, inputs: &[(&str, &[u8], Input)], arch: (u32, u32), specific: bool, registers: u32,
         optimize: bool,
     ) -> Result<Vec<u8>> {
         let suffix = if specific { "a" } else { "" };
@@ -175,10 +171,7 @@ impl NvJitLink {
 
     /// One nvJitLink run with `opts` over `inputs`, returning what `output` names.
     fn run(
-        &self,
-        opts: &[String],
-        inputs: &[(&str, &[u8], Input)],
-        output: Output,
+        &self, opts: &[String], inputs: &[(&str, &[u8], Input)], output: Output,
     ) -> Result<Vec<u8>> {
         let opts: Vec<CString> = opts
             .iter()

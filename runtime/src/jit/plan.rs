@@ -29,11 +29,8 @@ impl Plan {
     /// The plan for the `pending` kernels (each with its want's index) on `arch`, with
     /// `node_pes` PEs on this node compiling the same kernels.
     pub(crate) fn new(
-        tc: &Toolchain,
-        disk: Option<&DiskCache>,
-        arch: (u32, u32),
-        pending: impl Iterator<Item = (usize, Source)>,
-        node_pes: usize,
+        tc: &Toolchain, disk: Option<&DiskCache>, arch: (u32, u32),
+        pending: impl Iterator<Item = (usize, Source)>, node_pes: usize,
     ) -> Plan {
         // Each pending kernel, keyed once: from the disk cache, or into its prelude's group.
         let mut cached = Vec::new();

@@ -119,10 +119,7 @@ impl JitState {
 
     /// The function for `key`, compiling and loading it on a miss.
     pub(crate) fn get_or_build(
-        &self,
-        target: &Target<'_>,
-        key: FnKey,
-        source: &dyn Fn() -> Source,
+        &self, target: &Target<'_>, key: FnKey, source: &dyn Fn() -> Source,
     ) -> Result<Function> {
         if let Some(f) = self.lookup(&key) {
             return Ok(f);
@@ -137,9 +134,7 @@ impl JitState {
     /// one module. One result per want; the outer `Err` is a failure no kernel is to blame for
     /// (no toolchain, an unusable cache).
     pub(crate) fn build(
-        &self,
-        target: &Target<'_>,
-        wants: &[Want<'_>],
+        &self, target: &Target<'_>, wants: &[Want<'_>],
     ) -> Result<Vec<Result<Function>>> {
         let _building = lock(&self.building);
         let mut results: Vec<Option<Result<Function>>> =
@@ -260,9 +255,7 @@ impl JitState {
     /// capture does it). A full build that fails to load leaves the quick one in place. Returns
     /// how many were put in place.
     pub(crate) fn swap_upgrades(
-        &self,
-        target: &Target<'_>,
-        stream: &cudarc::driver::CudaStream,
+        &self, target: &Target<'_>, stream: &cudarc::driver::CudaStream,
     ) -> usize {
         let idle = stream.capture_status().ok()
             == Some(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
@@ -292,9 +285,7 @@ impl JitState {
     /// Waits for every full build started so far and swaps it in (see
     /// [`JitState::swap_upgrades`]); how many were swapped in.
     pub(crate) fn finish_compiles(
-        &self,
-        target: &Target<'_>,
-        stream: &cudarc::driver::CudaStream,
+        &self, target: &Target<'_>, stream: &cudarc::driver::CudaStream,
     ) -> usize {
         self.tiers.wait();
         self.swap_upgrades(target, stream)

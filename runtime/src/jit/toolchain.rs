@@ -358,10 +358,7 @@ impl Toolchain {
     /// error (the Rust location when the source carries `#line` directives) and the full log; an
     /// architecture NVRTC does not know is [`Error::UnsupportedArch`].
     pub fn compile_cubin(
-        &self,
-        source: &str,
-        kernel_name: &str,
-        arch: (u32, u32),
+        &self, source: &str, kernel_name: &str, arch: (u32, u32),
     ) -> Result<Compiled> {
         self.compile_with(source, kernel_name, arch, &self.options(arch, source))
     }
@@ -372,11 +369,7 @@ impl Toolchain {
     /// With `dump`, `<kernel_name>.cu` and `<kernel_name>.log` (options,
     /// NVRTC log or the cache entry used) are written there.
     pub fn compile_cached(
-        &self,
-        cache: Option<&DiskCache>,
-        dump: Option<&Path>,
-        source: &str,
-        kernel_name: &str,
+        &self, cache: Option<&DiskCache>, dump: Option<&Path>, source: &str, kernel_name: &str,
         arch: (u32, u32),
     ) -> Result<(Compiled, bool)> {
         let key = self.cache_key(source, kernel_name, arch);
@@ -411,11 +404,7 @@ impl Toolchain {
     /// against the NVSHMEM library when it applies ([`Toolchain::linker`]), else as
     /// [`Toolchain::compile_cubin`]. The library comes from `disk` when given, else is built.
     pub fn compile_program(
-        &self,
-        disk: Option<&DiskCache>,
-        source: &str,
-        kernel_name: &str,
-        arch: (u32, u32),
+        &self, disk: Option<&DiskCache>, source: &str, kernel_name: &str, arch: (u32, u32),
     ) -> Result<Compiled> {
         self.compile_dumped(disk, None, source, kernel_name, arch)
     }
@@ -424,11 +413,7 @@ impl Toolchain {
     /// from `disk` or built), writing `<kernel_name>.cu` and `<kernel_name>.log` (what NVRTC
     /// compiled, its options and log) to `dump` when given.
     pub(crate) fn compile_dumped(
-        &self,
-        disk: Option<&DiskCache>,
-        dump: Option<&Path>,
-        source: &str,
-        kernel_name: &str,
+        &self, disk: Option<&DiskCache>, dump: Option<&Path>, source: &str, kernel_name: &str,
         arch: (u32, u32),
     ) -> Result<Compiled> {
         let _span = tracing::debug_span!("pgas.compile", kernel = kernel_name).entered();
@@ -483,14 +468,8 @@ impl Toolchain {
     /// `source`'s wrappers) into a CUBIN.
     #[allow(clippy::too_many_arguments)]
     fn compile_linked(
-        &self,
-        disk: Option<&DiskCache>,
-        prelude: Prelude,
-        source: &str,
-        lto_source: &str,
-        kernel_name: &str,
-        arch: (u32, u32),
-        options: &[String],
+        &self, disk: Option<&DiskCache>, prelude: Prelude, source: &str, lto_source: &str,
+        kernel_name: &str, arch: (u32, u32), options: &[String],
     ) -> Result<Compiled> {
         let linker = self
             .linker
@@ -551,10 +530,7 @@ impl Toolchain {
     /// Compiles one NVSHMEM collective wrapper to a relocatable object (for `kernel_name`,
     /// which a failure names).
     pub(crate) fn build_object(
-        &self,
-        object: &nvcall::CollectiveObject,
-        arch: (u32, u32),
-        registers: u32,
+        &self, object: &nvcall::CollectiveObject, arch: (u32, u32), registers: u32,
         kernel_name: &str,
     ) -> Result<Vec<u8>> {
         let options = self.object_options(arch, registers);
@@ -624,11 +600,7 @@ impl Toolchain {
 
     /// [`Toolchain::compile_cubin`] with explicit options (see [`Toolchain::options`]).
     pub fn compile_with(
-        &self,
-        source: &str,
-        kernel_name: &str,
-        arch: (u32, u32),
-        options: &[String],
+        &self, source: &str, kernel_name: &str, arch: (u32, u32), options: &[String],
     ) -> Result<Compiled> {
         self.check_target(source, kernel_name, arch)?;
         let out = nvrtc::compile(source, &format!("{kernel_name}.cu"), options, Emit::Cubin)?;

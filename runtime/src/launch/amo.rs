@@ -177,13 +177,8 @@ impl Pgas {
     /// Runs `op` on element `index` of `t` on PE `pe` with operands `a`, `b`; returns what the
     /// kernel wrote (the old value for the fetching ones).
     fn amo<T: AmoElem>(
-        &self,
-        op: Op,
-        add_as: (&'static str, &'static str),
-        t: &impl SymRegion<T>,
-        index: usize,
-        pe: usize,
-        (a, b): (T, T),
+        &self, op: Op, add_as: (&'static str, &'static str), t: &impl SymRegion<T>, index: usize,
+        pe: usize, (a, b): (T, T),
     ) -> Result<T> {
         let pe = self.check_pe(pe)?;
         self.check_region("the atomic's target", t)?;
@@ -209,10 +204,7 @@ impl Pgas {
 
     /// Atomically reads `t[index]` on PE `pe` (`nvshmem_<type>_atomic_fetch`).
     pub fn atomic_fetch<T: AmoElem>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, pe: usize,
     ) -> Result<T> {
         let z = T::default();
         self.amo(Op::Fetch, ("", ""), t, index, pe, (z, z))
@@ -220,11 +212,7 @@ impl Pgas {
 
     /// Atomically writes `value` to `t[index]` on PE `pe`.
     pub fn atomic_set<T: AmoElem>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        value: T,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, value: T, pe: usize,
     ) -> Result<()> {
         self.amo(Op::Set, ("", ""), t, index, pe, (value, value))
             .map(|_| ())
@@ -232,11 +220,7 @@ impl Pgas {
 
     /// Atomically writes `value` to `t[index]` on PE `pe` and returns the old value.
     pub fn atomic_swap<T: AmoElem>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        value: T,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, value: T, pe: usize,
     ) -> Result<T> {
         self.amo(Op::Swap, ("", ""), t, index, pe, (value, value))
     }
@@ -244,132 +228,83 @@ impl Pgas {
     /// Writes `value` to `t[index]` on PE `pe` if it equals `cond`; returns the old value either
     /// way.
     pub fn atomic_compare_swap<T: AmoInt>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        cond: T,
-        value: T,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, cond: T, value: T, pe: usize,
     ) -> Result<T> {
         self.amo(Op::CompareSwap, T::ADD_AS, t, index, pe, (cond, value))
     }
 
     /// Atomically adds `value` to `t[index]` on PE `pe` (wrapping).
     pub fn atomic_add<T: AmoInt>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        value: T,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, value: T, pe: usize,
     ) -> Result<()> {
         self.rmw(t, index, Rmw::Add, false, value, pe).map(|_| ())
     }
 
     /// [`Pgas::atomic_add`] that returns the old value.
     pub fn atomic_fetch_add<T: AmoInt>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        value: T,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, value: T, pe: usize,
     ) -> Result<T> {
         self.rmw(t, index, Rmw::Add, true, value, pe)
     }
 
     /// Atomically adds 1 to `t[index]` on PE `pe`.
     pub fn atomic_inc<T: AmoInt + From<u8>>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, pe: usize,
     ) -> Result<()> {
         self.atomic_add(t, index, T::from(1), pe)
     }
 
     /// [`Pgas::atomic_inc`] that returns the old value.
     pub fn atomic_fetch_inc<T: AmoInt + From<u8>>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, pe: usize,
     ) -> Result<T> {
         self.atomic_fetch_add(t, index, T::from(1), pe)
     }
 
     /// Atomically ands `value` into `t[index]` on PE `pe`.
     pub fn atomic_and<T: AmoInt>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        value: T,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, value: T, pe: usize,
     ) -> Result<()> {
         self.rmw(t, index, Rmw::And, false, value, pe).map(|_| ())
     }
 
     /// [`Pgas::atomic_and`] that returns the old value.
     pub fn atomic_fetch_and<T: AmoInt>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        value: T,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, value: T, pe: usize,
     ) -> Result<T> {
         self.rmw(t, index, Rmw::And, true, value, pe)
     }
 
     /// Atomically ors `value` into `t[index]` on PE `pe`.
     pub fn atomic_or<T: AmoInt>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        value: T,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, value: T, pe: usize,
     ) -> Result<()> {
         self.rmw(t, index, Rmw::Or, false, value, pe).map(|_| ())
     }
 
     /// [`Pgas::atomic_or`] that returns the old value.
     pub fn atomic_fetch_or<T: AmoInt>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        value: T,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, value: T, pe: usize,
     ) -> Result<T> {
         self.rmw(t, index, Rmw::Or, true, value, pe)
     }
 
     /// Atomically xors `value` into `t[index]` on PE `pe`.
     pub fn atomic_xor<T: AmoInt>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        value: T,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, value: T, pe: usize,
     ) -> Result<()> {
         self.rmw(t, index, Rmw::Xor, false, value, pe).map(|_| ())
     }
 
     /// [`Pgas::atomic_xor`] that returns the old value.
     pub fn atomic_fetch_xor<T: AmoInt>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        value: T,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, value: T, pe: usize,
     ) -> Result<T> {
         self.rmw(t, index, Rmw::Xor, true, value, pe)
     }
 
     fn rmw<T: AmoInt>(
-        &self,
-        t: &impl SymRegion<T>,
-        index: usize,
-        op: Rmw,
-        fetch: bool,
-        value: T,
-        pe: usize,
+        &self, t: &impl SymRegion<T>, index: usize, op: Rmw, fetch: bool, value: T, pe: usize,
     ) -> Result<T> {
         self.amo(Op::Rmw(op, fetch), T::ADD_AS, t, index, pe, (value, value))
     }

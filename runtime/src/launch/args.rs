@@ -398,12 +398,7 @@ impl<'a> KernelArgs<'a> {
     /// Takes the local buffers' pointers on `stream` and launches `f`; cudarc records the launch
     /// as the buffers' last use when the guards drop, after the launch call.
     pub(super) fn launch(
-        &mut self,
-        f: Function,
-        kernel: &str,
-        collective: bool,
-        sms: u32,
-        cfg: &LaunchConfig,
+        &mut self, f: Function, kernel: &str, collective: bool, sms: u32, cfg: &LaunchConfig,
         stream: &CudaStream,
     ) -> Result<()> {
         let KernelArgs {

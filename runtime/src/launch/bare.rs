@@ -59,11 +59,7 @@ impl Bare {
 
     /// [`super::launch`] on this device.
     pub fn launch(
-        &self,
-        spec: &'static KernelSpec,
-        variant: Variant,
-        comptime: &[i128],
-        cfg: LaunchConfig,
+        &self, spec: &'static KernelSpec, variant: Variant, comptime: &[i128], cfg: LaunchConfig,
         args: &mut KernelArgs<'_>,
     ) -> Result<()> {
         launch_in(
@@ -80,13 +76,8 @@ impl Bare {
 
     /// [`Bare::launch`] on `stream` (a stream of this device's context).
     pub fn launch_on(
-        &self,
-        stream: &CudaStream,
-        spec: &'static KernelSpec,
-        variant: Variant,
-        comptime: &[i128],
-        cfg: LaunchConfig,
-        args: &mut KernelArgs<'_>,
+        &self, stream: &CudaStream, spec: &'static KernelSpec, variant: Variant, comptime: &[i128],
+        cfg: LaunchConfig, args: &mut KernelArgs<'_>,
     ) -> Result<()> {
         launch_in(
             &self.target(),
@@ -105,10 +96,7 @@ impl Bare {
     /// # Safety
     /// As [`RawKernel::launch`].
     pub unsafe fn launch_raw(
-        &self,
-        k: &RawKernel,
-        cfg: LaunchConfig,
-        args: &mut KernelArgs<'_>,
+        &self, k: &RawKernel, cfg: LaunchConfig, args: &mut KernelArgs<'_>,
     ) -> Result<()> {
         // SAFETY: the caller's contract, which is launch_in's; the stream is this device's.
         unsafe { k.launch_in(&self.target(), &self.stream, cfg, args) }

@@ -106,10 +106,7 @@ impl LaunchConfig {
     /// before anything is compiled: the driver would refuse the launch, and NVRTC may have
     /// given the kernel more registers than a larger block can have.
     pub(crate) fn check_max_threads(
-        &self,
-        kernel: &str,
-        collective: bool,
-        max_threads: Option<u32>,
+        &self, kernel: &str, collective: bool, max_threads: Option<u32>,
     ) -> Result<()> {
         match max_threads {
             Some(bound) if self.block_threads() > u64::from(bound) => Err(BlockDiagnosis {

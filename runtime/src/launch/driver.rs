@@ -47,11 +47,7 @@ fn block_limits(f: Function, ctx: &CudaContext) -> Result<BlockLimits> {
 
 /// The error for a launch of `f` whose block does not fit (slow path: reads the limits).
 fn block_error(
-    f: Function,
-    kernel: &str,
-    collective: bool,
-    cfg: &LaunchConfig,
-    ctx: &CudaContext,
+    f: Function, kernel: &str, collective: bool, cfg: &LaunchConfig, ctx: &CudaContext,
 ) -> Error {
     match block_limits(f, ctx) {
         Ok(limits) => diagnose_block(cfg.block_threads() as u32, cfg.shared_mem_bytes, &limits)
@@ -180,12 +176,7 @@ pub(crate) fn max_resident_grid(f: Function, cfg: &LaunchConfig, sms: u32) -> Re
 /// `params` must match the kernel's parameter list, and every pointer in it must stay valid for
 /// as long as the kernel runs.
 pub(crate) unsafe fn launch_function(
-    f: Function,
-    kernel: &str,
-    collective: bool,
-    sms: u32,
-    cfg: &LaunchConfig,
-    stream: &CudaStream,
+    f: Function, kernel: &str, collective: bool, sms: u32, cfg: &LaunchConfig, stream: &CudaStream,
     params: &mut [*mut c_void],
 ) -> Result<()> {
     // Before the occupancy and fit checks: both count against the function's allowance.
@@ -258,11 +249,7 @@ pub(crate) unsafe fn launch_function(
 /// # Safety
 /// As [`launch_function`].
 unsafe fn launch_clustered(
-    f: Function,
-    kernel: &str,
-    collective: bool,
-    cfg: &LaunchConfig,
-    stream: &CudaStream,
+    f: Function, kernel: &str, collective: bool, cfg: &LaunchConfig, stream: &CudaStream,
     params: &mut [*mut c_void],
 ) -> Result<()> {
     let bad = |cause| Err(Error::launch(kernel, cause));
@@ -314,9 +301,7 @@ fn cluster_attrs(cfg: &LaunchConfig) -> [sys::CUlaunchAttribute; 2] {
 
 /// `cuLaunchKernelEx`'s configuration for `cfg` on `stream`, pointing at `attrs`.
 fn ex_config(
-    cfg: &LaunchConfig,
-    stream: &CudaStream,
-    attrs: &mut [sys::CUlaunchAttribute; 2],
+    cfg: &LaunchConfig, stream: &CudaStream, attrs: &mut [sys::CUlaunchAttribute; 2],
     collective: bool,
 ) -> sys::CUlaunchConfig {
     sys::CUlaunchConfig {
@@ -350,9 +335,7 @@ fn active_clusters(f: Function, config: &sys::CUlaunchConfig) -> Result<u32> {
 /// be resident at once: the grid of a persistent clustered kernel. Raises the function's
 /// dynamic shared-memory allowance first, as a launch would.
 pub(crate) fn max_active_clusters(
-    f: Function,
-    cfg: &LaunchConfig,
-    stream: &CudaStream,
+    f: Function, cfg: &LaunchConfig, stream: &CudaStream,
 ) -> Result<u32> {
     if cfg.shared_mem_bytes > DEFAULT_DYNAMIC_SHARED {
         allow_dynamic_shared(f, cfg.shared_mem_bytes, stream.context())?;

@@ -19,13 +19,8 @@ use crate::launch_cause::LaunchCause;
 /// specialization, and launches it on `stream` (default: the context's stream); collective
 /// kernels go through a cooperative launch after an occupancy check.
 pub fn launch(
-    pgas: &Pgas,
-    spec: &'static KernelSpec,
-    variant: Variant,
-    comptime: &[i128],
-    cfg: LaunchConfig,
-    stream: Option<&CudaStream>,
-    args: &mut KernelArgs<'_>,
+    pgas: &Pgas, spec: &'static KernelSpec, variant: Variant, comptime: &[i128], cfg: LaunchConfig,
+    stream: Option<&CudaStream>, args: &mut KernelArgs<'_>,
 ) -> Result<()> {
     // Here rather than in `launch_in`: a bare device has no symmetric heap and no teams.
     args.check_handles(pgas)?;
@@ -44,14 +39,8 @@ pub fn launch(
 /// [`launch`] on any target (a `Pgas` or a [`super::Bare`] device).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch_in(
-    target: &Target<'_>,
-    default_stream: &CudaStream,
-    spec: &'static KernelSpec,
-    variant: Variant,
-    comptime: &[i128],
-    cfg: LaunchConfig,
-    stream: Option<&CudaStream>,
-    args: &mut KernelArgs<'_>,
+    target: &Target<'_>, default_stream: &CudaStream, spec: &'static KernelSpec, variant: Variant,
+    comptime: &[i128], cfg: LaunchConfig, stream: Option<&CudaStream>, args: &mut KernelArgs<'_>,
 ) -> Result<()> {
     // A trace-level span: one relaxed load when nobody listens, on the launch hit path.
     let _span = tracing::trace_span!("pgas.launch", kernel = spec.rust_name).entered();
@@ -74,10 +63,7 @@ pub(crate) fn launch_in(
 /// The loaded function of one specialization: a cache hit, or compiled and loaded (never while
 /// `stream` is being captured).
 fn function(
-    target: &Target<'_>,
-    spec: &'static KernelSpec,
-    variant: Variant,
-    comptime: &[i128],
+    target: &Target<'_>, spec: &'static KernelSpec, variant: Variant, comptime: &[i128],
     stream: &CudaStream,
 ) -> Result<Function> {
     let key = FnKey::new(KernelId::Spec(spec.cuda_name), variant, comptime).ok_or_else(|| {
@@ -107,11 +93,7 @@ fn function(
 /// Compiles and loads the specialization if it is not yet. An `Err` where the GPU has no
 /// clusters (before sm_90) or `cfg` is invalid.
 pub fn max_active_clusters(
-    pgas: &Pgas,
-    spec: &'static KernelSpec,
-    variant: Variant,
-    comptime: &[i128],
-    cfg: LaunchConfig,
+    pgas: &Pgas, spec: &'static KernelSpec, variant: Variant, comptime: &[i128], cfg: LaunchConfig,
 ) -> Result<u32> {
     cfg.validate(spec.rust_name)?;
     let target = pgas.jit_target();
@@ -125,13 +107,8 @@ pub fn max_active_clusters(
 
 /// Binds the context, checks the stream belongs to it, and launches.
 pub(crate) fn launch_checked_stream(
-    target: &Target<'_>,
-    f: Function,
-    kernel: &str,
-    collective: bool,
-    cfg: &LaunchConfig,
-    stream: &CudaStream,
-    args: &mut KernelArgs<'_>,
+    target: &Target<'_>, f: Function, kernel: &str, collective: bool, cfg: &LaunchConfig,
+    stream: &CudaStream, args: &mut KernelArgs<'_>,
 ) -> Result<()> {
     if stream.context().cu_ctx() != target.ctx.cu_ctx() {
         let cause = LaunchCause::ForeignStream {

@@ -82,9 +82,7 @@ pub(crate) struct BlockDiagnosis {
 /// call this once they know (occupancy 0, or a failed attribute check) that the block does not
 /// fit.
 pub(crate) fn diagnose_block(
-    threads: u32,
-    dynamic_shared: u32,
-    limits: &BlockLimits,
+    threads: u32, dynamic_shared: u32, limits: &BlockLimits,
 ) -> BlockDiagnosis {
     let l = limits;
     let fits = l.fn_max_threads.min(l.threads_per_sm);

@@ -87,10 +87,7 @@ impl RawKernel {
     /// `args` must match the kernel's parameters (nothing checks them), and the kernel must not
     /// access memory it does not own.
     pub unsafe fn launch(
-        &self,
-        pgas: &Pgas,
-        cfg: LaunchConfig,
-        args: &mut KernelArgs<'_>,
+        &self, pgas: &Pgas, cfg: LaunchConfig, args: &mut KernelArgs<'_>,
     ) -> Result<()> {
         // SAFETY: the caller's contract, which is launch_in's.
         unsafe { self.launch_in(&pgas.jit_target(), pgas.stream(), cfg, args) }
@@ -101,11 +98,7 @@ impl RawKernel {
     /// # Safety
     /// As [`RawKernel::launch`].
     pub unsafe fn launch_on(
-        &self,
-        pgas: &Pgas,
-        stream: &CudaStream,
-        cfg: LaunchConfig,
-        args: &mut KernelArgs<'_>,
+        &self, pgas: &Pgas, stream: &CudaStream, cfg: LaunchConfig, args: &mut KernelArgs<'_>,
     ) -> Result<()> {
         // SAFETY: the caller's contract, which is launch_in's; `stream` is of pgas's context.
         unsafe { self.launch_in(&pgas.jit_target(), stream, cfg, args) }
@@ -126,10 +119,7 @@ impl RawKernel {
     }
 
     pub(crate) unsafe fn launch_in(
-        &self,
-        target: &Target<'_>,
-        stream: &CudaStream,
-        cfg: LaunchConfig,
+        &self, target: &Target<'_>, stream: &CudaStream, cfg: LaunchConfig,
         args: &mut KernelArgs<'_>,
     ) -> Result<()> {
         cfg.validate(&self.name)?;

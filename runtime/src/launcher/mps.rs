@@ -324,10 +324,7 @@ mod tests {
     /// starts healthy (`healthy`) or not, and a restart heals it (`heals`) or not. Returns the
     /// result and whether the daemon runs afterwards.
     fn ensure(
-        name: &str,
-        healthy: bool,
-        heals: bool,
-        gpus: &[usize],
+        name: &str, healthy: bool, heals: bool, gpus: &[usize],
     ) -> (Result<Option<String>>, bool) {
         let dir = scratch(name);
         let control = fixture(&dir, heals);

@@ -40,11 +40,7 @@ fn forwarded(name: &str) -> bool {
 /// # Errors
 /// `mpirun` without `--hosts`, or with another number of hosts than `--nodes`.
 pub fn command(
-    nodes: &Nodes,
-    per_node: usize,
-    program: &str,
-    args: &[String],
-    env: &[(String, String)],
+    nodes: &Nodes, per_node: usize, program: &str, args: &[String], env: &[(String, String)],
 ) -> Result<Vec<String>> {
     let n = nodes.count;
     let user_bootstrap = env.iter().any(|(k, _)| k == "NVSHMEM_BOOTSTRAP");

@@ -208,8 +208,7 @@ fn mps_pipe_dir(get: &dyn Fn(&str) -> Option<String>) -> std::path::PathBuf {
 /// the job hangs at start (seen with 3 ranks on 2 GPUs; `docs/runtime.md`, "Several ranks on
 /// one GPU").
 fn sharing_env(
-    devices: &[usize],
-    get: &dyn Fn(&str) -> Option<String>,
+    devices: &[usize], get: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<(&'static str, String)>> {
     let per_gpu = ranks_per_gpu(devices);
     if per_gpu <= 1 {
@@ -269,10 +268,7 @@ fn job_token() -> String {
 
 /// Copies a rank's stdout or stderr to ours, line by line, with a `[rank N]` prefix.
 fn relay(
-    pipe: Option<impl Read + Send + 'static>,
-    rank: usize,
-    is_err: bool,
-    done: mpsc::Sender<()>,
+    pipe: Option<impl Read + Send + 'static>, rank: usize, is_err: bool, done: mpsc::Sender<()>,
 ) {
     let Some(pipe) = pipe else {
         let _ = done.send(());

@@ -46,10 +46,7 @@ pub fn parse_header_version(text: &str) -> std::result::Result<Version, String> 
 /// Checks that the library's version equals the headers' (major, minor and patch: the device
 /// state layout that JIT-compiled kernels share with the library may change in any release).
 pub fn check(
-    library: &Path,
-    library_version: Version,
-    include: &Path,
-    header_version: Version,
+    library: &Path, library_version: Version, include: &Path, header_version: Version,
 ) -> Result<()> {
     if library_version == header_version {
         Ok(())

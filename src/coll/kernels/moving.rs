@@ -16,14 +16,8 @@ use crate::prelude::*;
 /// rank's chunk of `dst`: what lands there is what it held).
 #[pgas_kernel(max_threads = 512)]
 pub fn low_latency_gather<T: Unsigned>(
-    team: Team,
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    scratch: &mut SymTensor<u64>,
-    n: u32,
-    db: u32,
-    region: u32,
-    per_block: u32,
+    team: Team, dst: &mut SymTensor<T>, src: &SymTensor<T>, scratch: &mut SymTensor<u64>, n: u32,
+    db: u32, region: u32, per_block: u32,
 ) {
     let blk = block_idx_x() as usize;
     let len = src.len();
@@ -50,15 +44,8 @@ pub fn low_latency_gather<T: Unsigned>(
 /// it is for; no handshake. Dynamic shared memory: `2 n wr` elements.
 #[pgas_kernel(max_threads = 512)]
 pub fn low_latency_all_to_all<T: Unsigned>(
-    team: Team,
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    scratch: &mut SymTensor<u64>,
-    n: u32,
-    sb: u32,
-    db: u32,
-    region: u32,
-    per_block: u32,
+    team: Team, dst: &mut SymTensor<T>, src: &SymTensor<T>, scratch: &mut SymTensor<u64>, n: u32,
+    sb: u32, db: u32, region: u32, per_block: u32,
 ) {
     let blk = block_idx_x() as usize;
     let nn = n as usize;
@@ -100,14 +87,8 @@ pub fn low_latency_all_to_all<T: Unsigned>(
 /// links). No handshake, no staging in shared memory. Safe in place.
 #[pgas_kernel(max_threads = 512)]
 pub fn low_latency_broadcast<T: Unsigned>(
-    team: Team,
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    scratch: &mut SymTensor<u64>,
-    root: u32,
-    relay: u32,
-    region: u32,
-    per_block: u32,
+    team: Team, dst: &mut SymTensor<T>, src: &SymTensor<T>, scratch: &mut SymTensor<u64>,
+    root: u32, relay: u32, region: u32, per_block: u32,
 ) {
     let blk = block_idx_x() as usize;
     let len = src.len();
@@ -139,11 +120,7 @@ pub fn low_latency_broadcast<T: Unsigned>(
 /// copies of its `src` over NVLink.
 #[pgas_kernel(max_threads = 512)]
 pub fn all_gather<T: Unsigned>(
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    hs: Handshake,
-    sb: u32,
-    db: u32,
+    dst: &mut SymTensor<T>, src: &SymTensor<T>, hs: Handshake, sb: u32, db: u32,
 ) {
     let e = enter(hs);
     spread::<T>(
@@ -172,12 +149,7 @@ pub fn all_gather<T: Unsigned>(
 /// root's `dst` but the root or, on 2 PEs, the owner of the share, with what it read).
 #[pgas_kernel(max_threads = 512)]
 pub fn broadcast_two_shot<T: Unsigned>(
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    hs: Handshake,
-    root: u32,
-    copy: u32,
-    sb: u32,
+    dst: &mut SymTensor<T>, src: &SymTensor<T>, hs: Handshake, root: u32, copy: u32, sb: u32,
     db: u32,
 ) {
     let e = enter(hs);
@@ -214,14 +186,8 @@ pub fn broadcast_two_shot<T: Unsigned>(
 /// every PE).
 #[pgas_kernel(max_threads = 512)]
 pub fn pull_chunks<T: Unsigned>(
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    hs: Handshake,
-    sb: u32,
-    db: u32,
-    personal: u32,
-    first: u32,
-    count: u32,
+    dst: &mut SymTensor<T>, src: &SymTensor<T>, hs: Handshake, sb: u32, db: u32, personal: u32,
+    first: u32, count: u32,
 ) {
     let e = enter(hs);
     // The all-to-all's chunk `me` of each rank's `src`, or the whole `src`.
@@ -249,11 +215,7 @@ pub fn pull_chunks<T: Unsigned>(
 /// every PE).
 #[pgas_kernel(max_threads = 512)]
 pub fn all_to_all<T: Unsigned>(
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    hs: Handshake,
-    sb: u32,
-    db: u32,
+    dst: &mut SymTensor<T>, src: &SymTensor<T>, hs: Handshake, sb: u32, db: u32,
 ) {
     let nn = hs.n as usize;
     let e = enter(hs);
@@ -278,11 +240,7 @@ pub fn all_to_all<T: Unsigned>(
 /// launch wait on cudarc's events, which a CUDA graph capture on another stream refuses).
 #[pgas_kernel(max_threads = 512)]
 pub fn all_to_all_v<T: Unsigned>(
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    table: &SymTensor<u64>,
-    hs: Handshake,
-    sb: u32,
+    dst: &mut SymTensor<T>, src: &SymTensor<T>, table: &SymTensor<u64>, hs: Handshake, sb: u32,
     db: u32,
 ) {
     let nn = hs.n as usize;

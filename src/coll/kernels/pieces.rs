@@ -73,12 +73,7 @@ pub fn push_signal(sig: &mut SymTensor<u64>, pes: &SymTensor<i32>, n: u32, mine:
 /// the wait (`acquire`).
 #[pgas_device]
 pub fn signal_peers(
-    sig: &mut SymTensor<u64>,
-    pes: &SymTensor<i32>,
-    n: u32,
-    me: usize,
-    sv: u64,
-    release: bool,
+    sig: &mut SymTensor<u64>, pes: &SymTensor<i32>, n: u32, me: usize, sv: u64, release: bool,
     acquire: bool,
 ) {
     let blk = block_idx_x() as usize;
@@ -165,13 +160,7 @@ pub fn share_start(total: usize, parts: u32, j: u32) -> usize {
 /// cost more than the exchange.
 #[pgas_device]
 pub fn block_copy<T: Elem>(
-    dst: &mut CudaSlice<T>,
-    ro: usize,
-    db: u32,
-    src: &CudaSlice<T>,
-    so: usize,
-    sb: u32,
-    cnt: usize,
+    dst: &mut CudaSlice<T>, ro: usize, db: u32, src: &CudaSlice<T>, so: usize, sb: u32, cnt: usize,
 ) {
     let t = thread_idx_x() as usize;
     let bd = block_dim_x() as usize;
@@ -191,15 +180,8 @@ pub fn block_copy<T: Elem>(
 /// `first, first + stride, ..`.
 #[pgas_device]
 pub fn copy_scalars<T: Elem>(
-    dst: &mut CudaSlice<T>,
-    ro: usize,
-    src: &CudaSlice<T>,
-    so: usize,
-    h: usize,
-    nv: usize,
-    cnt: usize,
-    first: usize,
-    stride: usize,
+    dst: &mut CudaSlice<T>, ro: usize, src: &CudaSlice<T>, so: usize, h: usize, nv: usize,
+    cnt: usize, first: usize, stride: usize,
 ) {
     let vend = h + nv * T::LANES;
     let mut q = first;
@@ -231,17 +213,8 @@ pub fn second_of_pair<T: Elem>(i0: usize, v: usize, gap: usize, end: usize) -> u
 /// an NVLink round trip, and one peer after the other paid `n - 1` of them a step.
 #[pgas_device]
 pub fn reduce_pair<T: Elem>(
-    dst: &mut SymTensor<T>,
-    d0: usize,
-    d1: usize,
-    to: u32,
-    src: &SymTensor<T>,
-    i0: usize,
-    i1: usize,
-    pes: &SymTensor<i32>,
-    n: u32,
-    me: u32,
-    op: ReduceOp,
+    dst: &mut SymTensor<T>, d0: usize, d1: usize, to: u32, src: &SymTensor<T>, i0: usize,
+    i1: usize, pes: &SymTensor<i32>, n: u32, me: u32, op: ReduceOp,
 ) {
     let nn = n as usize;
     let mut x0 = load_vec16(&src[i0]);
@@ -311,12 +284,7 @@ pub fn reduce_pair<T: Elem>(
 /// Element `i` of `src` reduced by `op` over every PE, in the order of `reduce_pair`.
 #[pgas_device]
 pub fn reduce_one<T: Elem>(
-    src: &SymTensor<T>,
-    i: usize,
-    pes: &SymTensor<i32>,
-    n: u32,
-    me: u32,
-    op: ReduceOp,
+    src: &SymTensor<T>, i: usize, pes: &SymTensor<i32>, n: u32, me: u32, op: ReduceOp,
 ) -> T::Acc {
     let nn = n as usize;
     let mut a = src[i] as T::Acc;
@@ -357,13 +325,7 @@ pub fn reduce_one<T: Elem>(
 /// thread a step.
 #[pgas_device]
 pub fn copy_run<T: Elem>(
-    dst: &mut CudaSlice<T>,
-    ro: usize,
-    db: u32,
-    src: &CudaSlice<T>,
-    so: usize,
-    sb: u32,
-    cnt: usize,
+    dst: &mut CudaSlice<T>, ro: usize, db: u32, src: &CudaSlice<T>, so: usize, sb: u32, cnt: usize,
 ) {
     let stride = grid_threads();
     let gt = global_thread_idx();
@@ -386,13 +348,7 @@ pub fn copy_run<T: Elem>(
 /// then ranks `me + 1, me + 2, ..`.
 #[pgas_device]
 pub fn store_everywhere<T: Elem>(
-    dst: &mut SymTensor<T>,
-    i: usize,
-    x: T,
-    pes: &SymTensor<i32>,
-    n: u32,
-    me: u32,
-    skip: u32,
+    dst: &mut SymTensor<T>, i: usize, x: T, pes: &SymTensor<i32>, n: u32, me: u32, skip: u32,
 ) {
     let nn = n as usize;
     for k in 0..nn {
@@ -409,17 +365,8 @@ pub fn store_everywhere<T: Elem>(
 /// grid, two vectors a thread a step, each loaded once for all the ranks.
 #[pgas_device]
 pub fn spread<T: Elem>(
-    dst: &mut SymTensor<T>,
-    at: usize,
-    db: u32,
-    src: &CudaSlice<T>,
-    sb: u32,
-    part: u32,
-    parts: u32,
-    pes: &SymTensor<i32>,
-    n: u32,
-    me: u32,
-    skip: u32,
+    dst: &mut SymTensor<T>, at: usize, db: u32, src: &CudaSlice<T>, sb: u32, part: u32, parts: u32,
+    pes: &SymTensor<i32>, n: u32, me: u32, skip: u32,
 ) {
     let nn = n as usize;
     let len = src.len();
@@ -461,18 +408,8 @@ pub fn spread<T: Elem>(
 /// that two 16-byte loads of each peer are in flight.
 #[pgas_device]
 pub fn reduce_run<T: Elem>(
-    dst: &mut SymTensor<T>,
-    db: u32,
-    src: &SymTensor<T>,
-    so: usize,
-    sb: u32,
-    part: u32,
-    parts: u32,
-    everywhere: bool,
-    pes: &SymTensor<i32>,
-    n: u32,
-    me: u32,
-    op: ReduceOp,
+    dst: &mut SymTensor<T>, db: u32, src: &SymTensor<T>, so: usize, sb: u32, part: u32, parts: u32,
+    everywhere: bool, pes: &SymTensor<i32>, n: u32, me: u32, op: ReduceOp,
 ) {
     let len = dst.len();
     let stride = grid_threads();

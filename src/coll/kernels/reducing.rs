@@ -13,13 +13,8 @@ use crate::prelude::*;
 /// one NVLink crossing and no handshake. Safe in place. The call counters live in `scratch`.
 #[pgas_kernel(max_threads = 512)]
 pub fn low_latency<T: Elem>(
-    team: Team,
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    scratch: &mut SymTensor<u64>,
-    region: u32,
-    per_block: u32,
-    #[comptime] op: ReduceOp,
+    team: Team, dst: &mut SymTensor<T>, src: &SymTensor<T>, scratch: &mut SymTensor<u64>,
+    region: u32, per_block: u32, #[comptime] op: ReduceOp,
 ) {
     let blk = block_idx_x() as usize;
     let len = dst.len();
@@ -39,16 +34,8 @@ pub fn low_latency<T: Elem>(
 /// shared memory: `(n + 1) wr` elements.
 #[pgas_kernel(max_threads = 512)]
 pub fn low_latency_reduce_scatter<T: Elem>(
-    team: Team,
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    scratch: &mut SymTensor<u64>,
-    n: u32,
-    sb: u32,
-    db: u32,
-    region: u32,
-    per_block: u32,
-    #[comptime] op: ReduceOp,
+    team: Team, dst: &mut SymTensor<T>, src: &SymTensor<T>, scratch: &mut SymTensor<u64>, n: u32,
+    sb: u32, db: u32, region: u32, per_block: u32, #[comptime] op: ReduceOp,
 ) {
     let blk = block_idx_x() as usize;
     let nn = n as usize;
@@ -84,12 +71,7 @@ pub fn low_latency_reduce_scatter<T: Elem>(
 /// 16 (the same on every PE).
 #[pgas_kernel(max_threads = 512)]
 pub fn one_shot<T: Elem>(
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    hs: Handshake,
-    sb: u32,
-    db: u32,
-    chunk: u32,
+    dst: &mut SymTensor<T>, src: &SymTensor<T>, hs: Handshake, sb: u32, db: u32, chunk: u32,
     #[comptime] op: ReduceOp,
 ) {
     let e = enter(hs);
@@ -110,11 +92,7 @@ pub fn one_shot<T: Elem>(
 /// rank `r` reads or writes share `r`, and each thread loads all it reduces before it stores.
 #[pgas_kernel(max_threads = 512)]
 pub fn two_shot<T: Elem>(
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    hs: Handshake,
-    sb: u32,
-    db: u32,
+    dst: &mut SymTensor<T>, src: &SymTensor<T>, hs: Handshake, sb: u32, db: u32,
     #[comptime] op: ReduceOp,
 ) {
     let e = enter(hs);
@@ -135,11 +113,7 @@ pub fn two_shot<T: Elem>(
 /// on 16-byte boundaries (the launch checks). Safe in place.
 #[pgas_kernel(max_threads = 512)]
 pub fn two_shot_push<T: Elem>(
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    stage: &mut SymTensor<T>,
-    hs: Handshake,
-    m: u32,
+    dst: &mut SymTensor<T>, src: &SymTensor<T>, stage: &mut SymTensor<T>, hs: Handshake, m: u32,
     #[comptime] op: ReduceOp,
 ) {
     let blk = block_idx_x() as usize;
@@ -223,15 +197,8 @@ pub fn two_shot_push<T: Elem>(
 /// it. Safe in place: a PE writes its `dst` only after every peer's lines.
 #[pgas_kernel(max_threads = 512)]
 pub fn two_shot_ll<T: Elem>(
-    team: Team,
-    dst: &mut SymTensor<T>,
-    src: &SymTensor<T>,
-    scratch: &mut SymTensor<u64>,
-    hs: Handshake,
-    m: u32,
-    region: u32,
-    per_block: u32,
-    #[comptime] op: ReduceOp,
+    team: Team, dst: &mut SymTensor<T>, src: &SymTensor<T>, scratch: &mut SymTensor<u64>,
+    hs: Handshake, m: u32, region: u32, per_block: u32, #[comptime] op: ReduceOp,
 ) {
     let blk = block_idx_x() as usize;
     let t = thread_idx_x() as usize;

@@ -54,11 +54,7 @@ impl AllGatherMatmul {
     /// # Safety
     /// `c`, `a` and `b` name `mp x n`, `mp x k` and `n x k` bf16 elements ordered on `main`.
     pub(super) unsafe fn shard_gemm(
-        &mut self,
-        main: &CudaStream,
-        c: CUdeviceptr,
-        a: CUdeviceptr,
-        b: CUdeviceptr,
+        &mut self, main: &CudaStream, c: CUdeviceptr, a: CUdeviceptr, b: CUdeviceptr,
     ) -> Result<()> {
         let (mp, n, k) = (self.mp, self.n, self.k);
         match self.fused.as_ref() {
@@ -87,9 +83,7 @@ impl AllGatherMatmul {
     /// engine's whole speed, not a third of it: at M = 1024 on 4 PEs, where a PE's own rows
     /// fill half the GPU, the other half waits for that piece (`docs/ops.md`).
     pub(super) fn push_pieces(
-        &mut self,
-        call: CallPtrs,
-        groups: &[std::ops::Range<usize>],
+        &mut self, call: CallPtrs, groups: &[std::ops::Range<usize>],
     ) -> Result<()> {
         let (pa, buf) = (call.a, call.buf);
         let (me, np) = (self.pgas.my_pe(), self.pgas.n_pes());

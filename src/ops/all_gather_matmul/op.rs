@@ -22,9 +22,7 @@ impl AllGatherMatmul {
     /// [`Error::LengthMismatch`] when a buffer does not match the plan's shape (checked before
     /// anything is enqueued), or a CUDA, cuBLAS or launch error.
     pub fn run(
-        &mut self,
-        c: &mut impl DevicePtrMut<bf16>,
-        shard: &impl DevicePtr<bf16>,
+        &mut self, c: &mut impl DevicePtrMut<bf16>, shard: &impl DevicePtr<bf16>,
         bt: &impl DevicePtr<bf16>,
     ) -> Result<()> {
         let (mp, n, k) = (self.mp, self.n, self.k);

@@ -356,11 +356,8 @@ impl AllGatherMatmul {
 /// call allocates and agrees on the shape anew (collective steps with host waits); keep an
 /// [`AllGatherMatmul`] for repeated calls.
 pub fn all_gather_matmul(
-    pgas: &Pgas,
-    c: &mut impl DevicePtrMut<bf16>,
-    shard: &impl DevicePtr<bf16>,
-    bt: &impl DevicePtr<bf16>,
-    (mp, n, k): (usize, usize, usize),
+    pgas: &Pgas, c: &mut impl DevicePtrMut<bf16>, shard: &impl DevicePtr<bf16>,
+    bt: &impl DevicePtr<bf16>, (mp, n, k): (usize, usize, usize),
 ) -> Result<()> {
     let mut op = AllGatherMatmul::new(pgas, (mp, n, k))?;
     op.run(c, shard, bt)?;

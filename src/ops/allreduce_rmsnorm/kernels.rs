@@ -15,14 +15,8 @@ use crate::prelude::*;
 /// PE's two loads are in flight together (with `n` comptime the PE loop unrolls).
 #[pgas_device]
 fn reduce_row(
-    x: &SymTensor<bf16>,
-    residual: &mut SymTensor<bf16>,
-    pes: &SymTensor<i32>,
-    n: u32,
-    me: u32,
-    stores: u32,
-    base: usize,
-    hidden: usize,
+    x: &SymTensor<bf16>, residual: &mut SymTensor<bf16>, pes: &SymTensor<i32>, n: u32, me: u32,
+    stores: u32, base: usize, hidden: usize,
 ) -> f32 {
     let nn = n as usize;
     let nv = hidden / 8;
@@ -155,13 +149,8 @@ fn row_sumsq(residual: &SymTensor<bf16>, base: usize, hidden: usize) -> f32 {
 /// at `w0` (the slice's place in the row), into this PE's `out`.
 #[pgas_device]
 fn norm_slice(
-    residual: &SymTensor<bf16>,
-    weight: &SymTensor<bf16>,
-    out: &mut SymTensor<bf16>,
-    base: usize,
-    w0: usize,
-    len: usize,
-    inv: f32,
+    residual: &SymTensor<bf16>, weight: &SymTensor<bf16>, out: &mut SymTensor<bf16>, base: usize,
+    w0: usize, len: usize, inv: f32,
 ) {
     let nv = len / 8;
     let stride = block_dim_x() as usize;
@@ -186,18 +175,9 @@ fn norm_slice(
 /// team rank -> world PE; `sig`, `epochs`: the [`crate::coll::Comm`]'s flags. Every buffer 16-byte aligned.
 #[pgas_kernel(max_threads = 512)]
 pub fn allreduce_add_rmsnorm(
-    x: &SymTensor<bf16>,
-    residual: &mut SymTensor<bf16>,
-    weight: &SymTensor<bf16>,
-    out: &mut SymTensor<bf16>,
-    pes: &SymTensor<i32>,
-    sig: &mut SymTensor<u64>,
-    epochs: &mut SymTensor<u64>,
-    me: u32,
-    tokens: u32,
-    hidden: u32,
-    eps: f32,
-    #[comptime] n: u32,
+    x: &SymTensor<bf16>, residual: &mut SymTensor<bf16>, weight: &SymTensor<bf16>,
+    out: &mut SymTensor<bf16>, pes: &SymTensor<i32>, sig: &mut SymTensor<u64>,
+    epochs: &mut SymTensor<u64>, me: u32, tokens: u32, hidden: u32, eps: f32, #[comptime] n: u32,
     #[comptime] mode: u32,
 ) {
     let blk = block_idx_x() as usize;
@@ -272,19 +252,9 @@ pub fn allreduce_add_rmsnorm(
 #[pgas_kernel(max_threads = 512)]
 #[allow(clippy::too_many_arguments)]
 pub fn allreduce_add_rmsnorm_ll(
-    team: Team,
-    x: &SymTensor<bf16>,
-    residual: &mut SymTensor<bf16>,
-    weight: &SymTensor<bf16>,
-    out: &mut SymTensor<bf16>,
-    scratch: &mut SymTensor<u64>,
-    sync: &mut SymTensor<u64>,
-    partial: &mut SymTensor<f32>,
-    region: u32,
-    tokens: u32,
-    hidden: u32,
-    slices: u32,
-    eps: f32,
+    team: Team, x: &SymTensor<bf16>, residual: &mut SymTensor<bf16>, weight: &SymTensor<bf16>,
+    out: &mut SymTensor<bf16>, scratch: &mut SymTensor<u64>, sync: &mut SymTensor<u64>,
+    partial: &mut SymTensor<f32>, region: u32, tokens: u32, hidden: u32, slices: u32, eps: f32,
     #[comptime] n: u32,
 ) {
     let blk = block_idx_x() as usize;

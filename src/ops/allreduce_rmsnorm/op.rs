@@ -40,12 +40,8 @@ impl AllReduceRmsNorm {
     /// that overlap. Token counts that differ between PEs cannot be seen here: they are the
     /// caller's contract, as in NCCL.
     pub fn run<'s>(
-        &mut self,
-        x: &impl SymRegion<bf16>,
-        residual: &mut impl SymRegion<bf16>,
-        weight: &impl SymRegion<bf16>,
-        out: &mut impl SymRegion<bf16>,
-        how: impl Into<Options<'s>>,
+        &mut self, x: &impl SymRegion<bf16>, residual: &mut impl SymRegion<bf16>,
+        weight: &impl SymRegion<bf16>, out: &mut impl SymRegion<bf16>, how: impl Into<Options<'s>>,
     ) -> Result<Algorithm> {
         let how: Options<'s> = how.into();
         let algorithm = how.algorithm;
@@ -90,11 +86,8 @@ impl AllReduceRmsNorm {
     /// Launches [`allreduce_add_rmsnorm_ll`] for `tokens` rows, with the LL scratch, barrier
     /// words and partial sums `ll` (the operation's, taken for the call).
     fn launch_low_latency(
-        &self,
-        stream: &CudaStream,
-        (scratch, sync, partial): &mut LlScratch,
-        (x, residual, weight, out): Rows<'_>,
-        tokens: usize,
+        &self, stream: &CudaStream, (scratch, sync, partial): &mut LlScratch,
+        (x, residual, weight, out): Rows<'_>, tokens: usize,
     ) -> Result<()> {
         let n = self.n;
         let slices = self.ll_slices(tokens);
@@ -131,12 +124,8 @@ impl AllReduceRmsNorm {
     /// blocks: one-shot and two-shot as this PE's team rank, over the team; [`LOCAL`]
     /// (exchanging nothing, so no peer needs to be reachable) as the lone PE of a team of one.
     fn launch_fused(
-        &mut self,
-        stream: &CudaStream,
-        (input, residual, weight, out): Rows<'_>,
-        tokens: usize,
-        blocks: u32,
-        mode: i128,
+        &mut self, stream: &CudaStream, (input, residual, weight, out): Rows<'_>, tokens: usize,
+        blocks: u32, mode: i128,
     ) -> Result<()> {
         let (n, me, flags) = if mode == LOCAL {
             (1, 0, self.comm.local_flags()?.1)
@@ -204,11 +193,8 @@ impl AllReduceRmsNorm {
     /// `Ok` when every buffer of a fused call is in NVSHMEM's symmetric heap, where peers reach
     /// it.
     fn check_reachable(
-        &self,
-        x: &impl SymRegion<bf16>,
-        residual: &impl SymRegion<bf16>,
-        weight: &impl SymRegion<bf16>,
-        out: &impl SymRegion<bf16>,
+        &self, x: &impl SymRegion<bf16>, residual: &impl SymRegion<bf16>,
+        weight: &impl SymRegion<bf16>, out: &impl SymRegion<bf16>,
     ) -> Result<()> {
         for (what, ptr, len) in [
             ("x (peers load it)", x.as_device_ptr(), x.len()),
@@ -241,12 +227,8 @@ impl AllReduceRmsNorm {
     /// fused kernel's (which adds in `f32`) by one `bf16` step. Returns the all-reduce's
     /// algorithm.
     fn run_off_node<X, R, W, O>(
-        &mut self,
-        stream: &CudaStream,
-        reduced: &mut SymTensor<bf16>,
-        tokens: usize,
-        (x, residual, weight, out): (&X, &mut R, &W, &mut O),
-        algorithm: Algorithm,
+        &mut self, stream: &CudaStream, reduced: &mut SymTensor<bf16>, tokens: usize,
+        (x, residual, weight, out): (&X, &mut R, &W, &mut O), algorithm: Algorithm,
     ) -> Result<Algorithm>
     where
         X: SymRegion<bf16>,
@@ -282,11 +264,8 @@ impl AllReduceRmsNorm {
     /// its exchange). Same buffer rules as [`AllReduceRmsNorm::run`], but none needs to be
     /// reachable by peers.
     pub fn add_rms_norm_on(
-        &mut self,
-        stream: &CudaStream,
-        reduced: &impl SymRegion<bf16>,
-        residual: &mut impl SymRegion<bf16>,
-        weight: &impl SymRegion<bf16>,
+        &mut self, stream: &CudaStream, reduced: &impl SymRegion<bf16>,
+        residual: &mut impl SymRegion<bf16>, weight: &impl SymRegion<bf16>,
         out: &mut impl SymRegion<bf16>,
     ) -> Result<()> {
         let tokens = self.check_call("reduced", reduced, &*residual, weight, &*out)?;
@@ -307,12 +286,8 @@ impl AllReduceRmsNorm {
 
     /// The per-call checks of the buffers' lengths, alignment and overlap; returns the tokens.
     fn check_call(
-        &self,
-        input: &'static str,
-        x: &impl SymRegion<bf16>,
-        residual: &impl SymRegion<bf16>,
-        weight: &impl SymRegion<bf16>,
-        out: &impl SymRegion<bf16>,
+        &self, input: &'static str, x: &impl SymRegion<bf16>, residual: &impl SymRegion<bf16>,
+        weight: &impl SymRegion<bf16>, out: &impl SymRegion<bf16>,
     ) -> Result<usize> {
         let h = self.hidden;
         if !x.len().is_multiple_of(h) {

@@ -9,11 +9,7 @@ use crate::bf16;
 /// over a block's threads on the GPU, and the GPU's `rsqrt` is approximate, so `out` agrees
 /// within [`within_tolerance`].
 pub fn reference(
-    parts: &[&[bf16]],
-    residual: &[bf16],
-    weight: &[bf16],
-    hidden: usize,
-    eps: f32,
+    parts: &[&[bf16]], residual: &[bf16], weight: &[bf16], hidden: usize, eps: f32,
 ) -> (Vec<bf16>, Vec<bf16>) {
     let r: Vec<bf16> = (0..residual.len())
         .map(|i| {

@@ -7,16 +7,8 @@ use crate::prelude::*;
 /// waits until both of this PE's own halos arrived with `value`.
 #[pgas_kernel]
 pub fn halo_rows(
-    field: &mut SymTensor<f32>,
-    sig: &mut SymTensor<u64>,
-    nx: usize,
-    first: usize,
-    last: usize,
-    up_dst: usize,
-    down_dst: usize,
-    value: u64,
-    up: i32,
-    down: i32,
+    field: &mut SymTensor<f32>, sig: &mut SymTensor<u64>, nx: usize, first: usize, last: usize,
+    up_dst: usize, down_dst: usize, value: u64, up: i32, down: i32,
 ) {
     // Block 0 sends up, block 1 down; each then waits for the halo coming the other way
     // (the receiver's `sig[1]` is for a row from below, `sig[0]` for one from above).

@@ -13,12 +13,7 @@ use crate::prelude::*;
 /// (coalesced). Columns wrap around (periodic in x); `nx` is a multiple of 4.
 #[pgas_device]
 fn sweep_rolled(
-    field: &mut SymTensor<f32>,
-    src: usize,
-    dst: usize,
-    nx: usize,
-    ra: usize,
-    rb: usize,
+    field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, ra: usize, rb: usize,
 ) {
     let nv = nx / 4;
     let threads = block_dim_x() as usize;
@@ -76,12 +71,7 @@ fn sweep_rolled(
 /// `depth` is (a comptime value of the kernel: the skipped rows compile away).
 #[pgas_device]
 fn sweep_batched(
-    field: &mut SymTensor<f32>,
-    src: usize,
-    dst: usize,
-    nx: usize,
-    ra: usize,
-    rb: usize,
+    field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, ra: usize, rb: usize,
     depth: usize,
 ) {
     let nv = nx / 4;
@@ -177,12 +167,7 @@ fn cell(mid: f32, up: f32, dn: f32, left: f32, right: f32) -> f32 {
 /// with `depth` rows a batch; [`Sweep::depth`]).
 #[pgas_device]
 fn sweep(
-    field: &mut SymTensor<f32>,
-    src: usize,
-    dst: usize,
-    nx: usize,
-    ra: usize,
-    rb: usize,
+    field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, ra: usize, rb: usize,
     depth: usize,
 ) {
     if rb > ra {
@@ -198,11 +183,7 @@ fn sweep(
 /// of `nb` takes rows `1 + b * rows / nb ..`; `depth`: the [`Sweep`](super::Sweep) form ([`Sweep::depth`](super::Sweep::depth)).
 #[pgas_kernel(max_threads = 1024)]
 pub fn jacobi_step(
-    field: &mut SymTensor<f32>,
-    src: usize,
-    dst: usize,
-    nx: usize,
-    rows: usize,
+    field: &mut SymTensor<f32>, src: usize, dst: usize, nx: usize, rows: usize,
     #[comptime] depth: usize,
 ) {
     let b = block_idx_x() as usize;
@@ -224,17 +205,8 @@ pub fn jacobi_step(
 /// Non-blocking puts of the whole block.
 #[pgas_device]
 fn send_edge_rows(
-    field: &mut SymTensor<f32>,
-    sig: &mut SymTensor<u64>,
-    p: usize,
-    nx: usize,
-    rows: usize,
-    up_halo: usize,
-    up: i32,
-    down: i32,
-    value: u64,
-    top: bool,
-    bottom: bool,
+    field: &mut SymTensor<f32>, sig: &mut SymTensor<u64>, p: usize, nx: usize, rows: usize,
+    up_halo: usize, up: i32, down: i32, value: u64, top: bool, bottom: bool,
 ) {
     if top {
         put_signal_nbi_block(

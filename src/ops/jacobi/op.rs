@@ -14,11 +14,7 @@ use crate::{Error, Result};
 /// `blocks` is at most [`Halo2d::resident_blocks`], which is the same on every PE: a grid that
 /// cannot be resident is an `Err` on every PE before any launch.
 pub fn run(
-    halo: &mut Halo2d,
-    stream: &CudaStream,
-    method: Method,
-    iters: u32,
-    blocks: usize,
+    halo: &mut Halo2d, stream: &CudaStream, method: Method, iters: u32, blocks: usize,
     checked: bool,
 ) -> Result<()> {
     check_vector_rows(halo)?;
@@ -102,14 +98,8 @@ fn fused(halo: &mut Halo2d, stream: &CudaStream, call: Call, form: Fused) -> Res
 /// `Err` for a batch depth outside 1 to [`MAX_DEPTH`](super::MAX_DEPTH)).
 #[allow(clippy::too_many_arguments)]
 pub fn launch_step(
-    pgas: &Pgas,
-    stream: &CudaStream,
-    field: &mut SymTensor<f32>,
-    (src, dst): (usize, usize),
-    (nx, rows): (usize, usize),
-    blocks: usize,
-    sweep: Sweep,
-    checked: bool,
+    pgas: &Pgas, stream: &CudaStream, field: &mut SymTensor<f32>, (src, dst): (usize, usize),
+    (nx, rows): (usize, usize), blocks: usize, sweep: Sweep, checked: bool,
 ) -> Result<()> {
     let cfg = LaunchConfig::blocks(blocks.clamp(1, rows) as u32, THREADS);
     let depth = sweep.depth()?;

@@ -12,14 +12,8 @@ pub(super) const THREADS: u32 = 512;
 #[pgas_kernel(max_threads = 512)]
 #[allow(clippy::too_many_arguments)]
 pub fn add_parts(
-    out: &mut CudaSlice<bf16>,
-    own: &CudaSlice<bf16>,
-    staging: &SymTensor<bf16>,
-    own0: usize,
-    base: usize,
-    len: usize,
-    part: usize,
-    slots: usize,
+    out: &mut CudaSlice<bf16>, own: &CudaSlice<bf16>, staging: &SymTensor<bf16>, own0: usize,
+    base: usize, len: usize, part: usize, slots: usize,
 ) {
     let stride = (grid_dim_x() * block_dim_x()) as usize * 8;
     let mut i = base + global_thread_idx() * 8;

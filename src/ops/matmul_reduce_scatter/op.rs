@@ -24,12 +24,8 @@ impl MatmulReduceScatter {
     /// and so is, on more than one PE, a `stream` being captured into a CUDA graph (the call's
     /// number is on the host: a replay would not wait for the peers).
     pub fn run(
-        &mut self,
-        pgas: &Pgas,
-        stream: &Arc<CudaStream>,
-        out: &mut CudaSlice<bf16>,
-        a: &CudaSlice<bf16>,
-        bt: &CudaSlice<bf16>,
+        &mut self, pgas: &Pgas, stream: &Arc<CudaStream>, out: &mut CudaSlice<bf16>,
+        a: &CudaSlice<bf16>, bt: &CudaSlice<bf16>,
     ) -> Result<()> {
         let (m, n, k, pes) = (self.m, self.n, self.k, self.pes);
         let mp = m / pes;
@@ -57,10 +53,7 @@ impl MatmulReduceScatter {
     /// A call where a peer is off NVLink: the whole product, NVSHMEM's reduce-scatter (bf16
     /// sums), this PE's rows out, on `stream`. No overlap. `run` checked the buffers' sizes.
     fn run_off_node(
-        &self,
-        pgas: &Pgas,
-        stream: &Arc<CudaStream>,
-        out: &mut CudaSlice<bf16>,
+        &self, pgas: &Pgas, stream: &Arc<CudaStream>, out: &mut CudaSlice<bf16>,
         (pa, pb): (CUdeviceptr, CUdeviceptr),
     ) -> Result<()> {
         let (m, n) = (self.m, self.n);
@@ -86,10 +79,7 @@ impl MatmulReduceScatter {
     /// PE's own rows, the reduction into `out` on the reduction stream. `run` checked the
     /// buffers' sizes.
     fn run_chunks(
-        &mut self,
-        pgas: &Pgas,
-        stream: &Arc<CudaStream>,
-        out: &mut CudaSlice<bf16>,
+        &mut self, pgas: &Pgas, stream: &Arc<CudaStream>, out: &mut CudaSlice<bf16>,
         (pa, pb): (CUdeviceptr, CUdeviceptr),
     ) -> Result<()> {
         let (m, n, k, pes, me) = (self.m, self.n, self.k, self.pes, self.me);
@@ -164,11 +154,8 @@ impl MatmulReduceScatter {
     /// chunks in the loop's order (the next PE's first, this PE's last), each chunk's word
     /// raised as it is finished (by `per_call` in all).
     fn launch_one_kernel(
-        &mut self,
-        pgas: &Pgas,
-        stream: &Arc<CudaStream>,
-        (pp, pa, pb): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
-        per_call: u64,
+        &mut self, pgas: &Pgas, stream: &Arc<CudaStream>,
+        (pp, pa, pb): (CUdeviceptr, CUdeviceptr, CUdeviceptr), per_call: u64,
     ) -> Result<()> {
         let (m, n, k, pes, me, splits) = (self.m, self.n, self.k, self.pes, self.me, self.splits);
         let cfg = self.gemm.expect("the one-kernel path has a pgas GEMM");
@@ -213,11 +200,7 @@ impl MatmulReduceScatter {
     /// into this PE's slot of the owner's staging buffer, once the owner has read the slot's
     /// previous contents, then the owner's arrival word.
     fn send_chunk(
-        &self,
-        cs: cu::CUstream,
-        owner: usize,
-        j: usize,
-        chunk: CUdeviceptr,
+        &self, cs: cu::CUstream, owner: usize, j: usize, chunk: CUdeviceptr,
     ) -> Result<()> {
         let (n, pes, me, splits, epoch) = (self.n, self.pes, self.me, self.splits, self.epoch);
         let rows = self.m / pes / splits;
@@ -253,11 +236,7 @@ impl MatmulReduceScatter {
     /// On the reduction stream `comm`: once every peer's part of this PE's chunk `j` has arrived,
     /// adds them and this PE's own part into `out`, then acknowledges each peer's slot.
     fn reduce_chunk(
-        &self,
-        pgas: &Pgas,
-        comm: &Arc<CudaStream>,
-        out: &mut CudaSlice<bf16>,
-        j: usize,
+        &self, pgas: &Pgas, comm: &Arc<CudaStream>, out: &mut CudaSlice<bf16>, j: usize,
     ) -> Result<()> {
         let (n, pes, me, splits, epoch) = (self.n, self.pes, self.me, self.splits, self.epoch);
         let rows = self.m / pes / splits;

@@ -77,9 +77,7 @@ impl MatmulReduceScatter {
     /// tuning knob: more chunks start the first copy and the last reduction sooner, fewer keep
     /// cuBLAS's GEMMs larger. It must divide M / P, and be the same on every PE.
     pub fn with_splits(
-        pgas: &Pgas,
-        (m, n, k_local): (usize, usize, usize),
-        splits: Option<usize>,
+        pgas: &Pgas, (m, n, k_local): (usize, usize, usize), splits: Option<usize>,
     ) -> Result<Self> {
         let pes = pgas.n_pes();
         let splits = checked_splits(pgas, (m, n, k_local), splits)?;
@@ -212,11 +210,8 @@ impl MatmulReduceScatter {
     /// `c`, `a` and `b` name `rows x n`, `rows x k` and `n x k` bf16 elements ordered on
     /// `stream`.
     pub(super) unsafe fn gemm(
-        &self,
-        pgas: &Pgas,
-        stream: &CudaStream,
-        (c, a, b): (CUdeviceptr, CUdeviceptr, CUdeviceptr),
-        rows: usize,
+        &self, pgas: &Pgas, stream: &CudaStream,
+        (c, a, b): (CUdeviceptr, CUdeviceptr, CUdeviceptr), rows: usize,
     ) -> Result<()> {
         let shape = (rows, self.n, self.k);
         match self.gemm {
@@ -255,9 +250,7 @@ impl Finished {
 /// where some PE cannot reach a peer's `staging`; `None` where every PE reaches every peer.
 /// Collective: the PEs agree on it first, so all allocate or none.
 fn off_node_buffers(
-    pgas: &Pgas,
-    staging: &SymTensor<bf16>,
-    (m, n): (usize, usize),
+    pgas: &Pgas, staging: &SymTensor<bf16>, (m, n): (usize, usize),
 ) -> Result<Option<(SymTensor<bf16>, SymTensor<bf16>)>> {
     let pes = pgas.n_pes();
     let unreachable = pgas.first_unreachable(staging, 0..pes)?;
@@ -277,10 +270,7 @@ fn off_node_buffers(
 
 /// Where each of the `pes` PEs' `staging`, `arrive` and `ack` are in this process.
 fn peer_addrs(
-    staging: &SymTensor<bf16>,
-    arrive: &SymTensor<u64>,
-    ack: &SymTensor<u64>,
-    pes: usize,
+    staging: &SymTensor<bf16>, arrive: &SymTensor<u64>, ack: &SymTensor<u64>, pes: usize,
 ) -> Result<Vec<PeerAddrs>> {
     let (s, a, k) = (
         addresses(staging, pes)?,
@@ -322,9 +312,7 @@ fn reduce_config(pgas: &Pgas, elements: usize) -> Result<LaunchConfig> {
 /// stream memory operations, a shape that divides, chunks that divide M / P, a heap that holds
 /// the staging buffers.
 fn checked_splits(
-    pgas: &Pgas,
-    (m, n, k_local): (usize, usize, usize),
-    splits: Option<usize>,
+    pgas: &Pgas, (m, n, k_local): (usize, usize, usize), splits: Option<usize>,
 ) -> Result<usize> {
     let pes = pgas.n_pes();
     let splits = splits.unwrap_or_else(|| splits_for(m / pes));
@@ -383,10 +371,7 @@ impl Drop for MatmulReduceScatter {
 /// (`new`, then `run`), for a single call. Collective; allocates and checks the shape across
 /// PEs every time (milliseconds), so keep a [`MatmulReduceScatter`] for repeated calls.
 pub fn matmul_reduce_scatter(
-    pgas: &Pgas,
-    out: &mut CudaSlice<bf16>,
-    a: &CudaSlice<bf16>,
-    bt: &CudaSlice<bf16>,
+    pgas: &Pgas, out: &mut CudaSlice<bf16>, a: &CudaSlice<bf16>, bt: &CudaSlice<bf16>,
     shape: (usize, usize, usize),
 ) -> Result<()> {
     let mut op = MatmulReduceScatter::new(pgas, shape)?;

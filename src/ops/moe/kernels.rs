@@ -38,17 +38,9 @@ use crate::prelude::*;
 // Long on purpose: ranking rounds and the exchange run between block barriers on shared state.
 #[pgas_kernel(max_threads = 1024)]
 pub fn moe_layout(
-    idx: &SymTensor<i32>,
-    tok_rank: &mut SymTensor<i32>,
-    tok_erank: &mut SymTensor<i32>,
-    info: &mut SymTensor<i32>,
-    counts: &mut SymTensor<i32>,
-    sync: &mut SymTensor<u64>,
-    sigs: &mut SymTensor<u64>,
-    me: u32,
-    tokens: u32,
-    el: u32,
-    #[comptime] k: u32,
+    idx: &SymTensor<i32>, tok_rank: &mut SymTensor<i32>, tok_erank: &mut SymTensor<i32>,
+    info: &mut SymTensor<i32>, counts: &mut SymTensor<i32>, sync: &mut SymTensor<u64>,
+    sigs: &mut SymTensor<u64>, me: u32, tokens: u32, el: u32, #[comptime] k: u32,
     #[comptime] n: u32,
 ) {
     // Each warp's hits in each of a round's 4 steps (`q * 32 + warp`).
@@ -242,31 +234,13 @@ pub fn moe_layout(
 // Long on purpose: a warp a token; its row vectors stay in registers across the PE loop.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_dispatch(
-    x: &CudaSlice<bf16>,
-    idx: &SymTensor<i32>,
-    wts: &SymTensor<f32>,
-    tok_rank: &SymTensor<i32>,
-    tok_erank: &SymTensor<i32>,
-    info: &SymTensor<i32>,
-    recv_x: &mut SymTensor<bf16>,
-    recv_q: &mut SymTensor<e4m3>,
-    recv_scale: &mut SymTensor<f32>,
-    stage: &mut SymTensor<bf16>,
-    recv_src: &mut SymTensor<i32>,
-    recv_idx: &mut SymTensor<i32>,
-    recv_w: &mut SymTensor<f32>,
-    row_pairs: &mut SymTensor<i32>,
-    expert_rows: &mut SymTensor<i32>,
-    sync: &mut SymTensor<u64>,
-    sigs: &mut SymTensor<u64>,
-    me: u32,
-    tokens: u32,
-    el: u32,
-    hidden: u32,
-    #[comptime] k: u32,
-    #[comptime] n: u32,
-    #[comptime] rma: bool,
-    #[comptime] fp8: bool,
+    x: &CudaSlice<bf16>, idx: &SymTensor<i32>, wts: &SymTensor<f32>, tok_rank: &SymTensor<i32>,
+    tok_erank: &SymTensor<i32>, info: &SymTensor<i32>, recv_x: &mut SymTensor<bf16>,
+    recv_q: &mut SymTensor<e4m3>, recv_scale: &mut SymTensor<f32>, stage: &mut SymTensor<bf16>,
+    recv_src: &mut SymTensor<i32>, recv_idx: &mut SymTensor<i32>, recv_w: &mut SymTensor<f32>,
+    row_pairs: &mut SymTensor<i32>, expert_rows: &mut SymTensor<i32>, sync: &mut SymTensor<u64>,
+    sigs: &mut SymTensor<u64>, me: u32, tokens: u32, el: u32, hidden: u32, #[comptime] k: u32,
+    #[comptime] n: u32, #[comptime] rma: bool, #[comptime] fp8: bool,
 ) {
     let lane = lane_id() as usize;
     let nn = n as usize;
@@ -441,13 +415,8 @@ pub fn moe_dispatch(
 /// 16 values (one 16-byte vector in, two out).
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_dequant(
-    info: &SymTensor<i32>,
-    recv_q: &SymTensor<e4m3>,
-    recv_scale: &SymTensor<f32>,
-    recv_x: &mut SymTensor<bf16>,
-    el: u32,
-    hidden: u32,
-    #[comptime] n: u32,
+    info: &SymTensor<i32>, recv_q: &SymTensor<e4m3>, recv_scale: &SymTensor<f32>,
+    recv_x: &mut SymTensor<bf16>, el: u32, hidden: u32, #[comptime] n: u32,
 ) {
     let nn = n as usize;
     let ee = nn * el as usize;
@@ -489,21 +458,10 @@ pub fn moe_dequant(
 /// does not add it) are in flight together.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_combine_send(
-    expert_out: &CudaSlice<bf16>,
-    info: &SymTensor<i32>,
-    recv_src: &SymTensor<i32>,
-    recv_w: &SymTensor<f32>,
-    row_pairs: &SymTensor<i32>,
-    comb: &mut SymTensor<bf16>,
-    stage: &mut SymTensor<bf16>,
-    sigs: &mut SymTensor<u64>,
-    me: u32,
-    el: u32,
-    hidden: u32,
-    max_tokens: u32,
-    #[comptime] k: u32,
-    #[comptime] n: u32,
-    #[comptime] rma: bool,
+    expert_out: &CudaSlice<bf16>, info: &SymTensor<i32>, recv_src: &SymTensor<i32>,
+    recv_w: &SymTensor<f32>, row_pairs: &SymTensor<i32>, comb: &mut SymTensor<bf16>,
+    stage: &mut SymTensor<bf16>, sigs: &mut SymTensor<u64>, me: u32, el: u32, hidden: u32,
+    max_tokens: u32, #[comptime] k: u32, #[comptime] n: u32, #[comptime] rma: bool,
 ) {
     let lane = lane_id() as usize;
     let nn = n as usize;
@@ -578,16 +536,9 @@ pub fn moe_combine_send(
 /// one's partial instead, and does not add it).
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_combine_reduce(
-    tok_rank: &SymTensor<i32>,
-    comb: &SymTensor<bf16>,
-    out: &mut CudaSlice<bf16>,
-    sync: &mut SymTensor<u64>,
-    sigs: &mut SymTensor<u64>,
-    tokens: u32,
-    hidden: u32,
-    max_tokens: u32,
-    send_blocks: u32,
-    #[comptime] n: u32,
+    tok_rank: &SymTensor<i32>, comb: &SymTensor<bf16>, out: &mut CudaSlice<bf16>,
+    sync: &mut SymTensor<u64>, sigs: &mut SymTensor<u64>, tokens: u32, hidden: u32,
+    max_tokens: u32, send_blocks: u32, #[comptime] n: u32,
 ) {
     let lane = lane_id() as usize;
     let nn = n as usize;
@@ -659,20 +610,10 @@ pub fn moe_combine_reduce(
 // Long on purpose: the signal exchange, the pull and the epoch ticket share the block's state.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_combine_pull(
-    tok_rank: &SymTensor<i32>,
-    info: &SymTensor<i32>,
-    rows: &SymTensor<bf16>,
-    stage: &mut SymTensor<bf16>,
-    out: &mut CudaSlice<bf16>,
-    sync: &mut SymTensor<u64>,
-    sigs: &mut SymTensor<u64>,
-    me: u32,
-    tokens: u32,
-    el: u32,
-    hidden: u32,
-    max_tokens: u32,
-    #[comptime] n: u32,
-    #[comptime] rma: bool,
+    tok_rank: &SymTensor<i32>, info: &SymTensor<i32>, rows: &SymTensor<bf16>,
+    stage: &mut SymTensor<bf16>, out: &mut CudaSlice<bf16>, sync: &mut SymTensor<u64>,
+    sigs: &mut SymTensor<u64>, me: u32, tokens: u32, el: u32, hidden: u32, max_tokens: u32,
+    #[comptime] n: u32, #[comptime] rma: bool,
 ) {
     let t = thread_idx_x() as usize;
     let lane = lane_id() as usize;

@@ -86,10 +86,7 @@ impl MoeDispatcher {
     /// # Errors
     /// On this PE only, before launching: `x` shorter than `tokens * hidden`.
     pub fn dispatch_on(
-        &mut self,
-        stream: &CudaStream,
-        x: &CudaSlice<bf16>,
-        routing: &Routing,
+        &mut self, stream: &CudaStream, x: &CudaSlice<bf16>, routing: &Routing,
     ) -> Result<()> {
         let (h, t) = (self.cfg.hidden, routing.tokens);
         if x.len() < t * h {
@@ -218,10 +215,7 @@ impl MoeDispatcher {
     /// another routing, a second combine of one dispatch, `out` shorter than
     /// `tokens * hidden`).
     pub fn combine_rows_on(
-        &mut self,
-        stream: &CudaStream,
-        routing: &Routing,
-        out: &mut CudaSlice<bf16>,
+        &mut self, stream: &CudaStream, routing: &Routing, out: &mut CudaSlice<bf16>,
     ) -> Result<()> {
         let tokens = self.check_combine(routing, out)?;
         let (me, el, h) = (
@@ -250,10 +244,7 @@ impl MoeDispatcher {
 
     /// [`MoeDispatcher::combine_on`] on the context's stream.
     pub fn combine(
-        &mut self,
-        expert_out: &CudaSlice<bf16>,
-        routing: &Routing,
-        out: &mut CudaSlice<bf16>,
+        &mut self, expert_out: &CudaSlice<bf16>, routing: &Routing, out: &mut CudaSlice<bf16>,
     ) -> Result<()> {
         let stream = self.pgas.stream().clone();
         self.combine_on(&stream, expert_out, routing, out)
@@ -274,10 +265,7 @@ impl MoeDispatcher {
     /// [`MoeDispatcher::recv_counts`] was read after the last dispatch, else the worst case
     /// [`MoeConfig::max_pairs`](super::MoeConfig::max_pairs).
     pub fn combine_on(
-        &mut self,
-        stream: &CudaStream,
-        expert_out: &CudaSlice<bf16>,
-        routing: &Routing,
+        &mut self, stream: &CudaStream, expert_out: &CudaSlice<bf16>, routing: &Routing,
         out: &mut CudaSlice<bf16>,
     ) -> Result<()> {
         let tokens = self.check_combine(routing, out)?;
@@ -384,10 +372,7 @@ struct Launches<'s> {
 impl Launches<'_> {
     /// Launches `spec` on `grid`, with the comptime values of `window` (see [`window`]).
     fn grid(
-        &self,
-        spec: &'static KernelSpec,
-        window: Range<usize>,
-        grid: LaunchConfig,
+        &self, spec: &'static KernelSpec, window: Range<usize>, grid: LaunchConfig,
         args: &mut KernelArgs<'_>,
     ) -> Result<()> {
         pgas_runtime::launch::launch(
@@ -404,10 +389,7 @@ impl Launches<'_> {
     /// Launches a data kernel (dispatch, dequantize, combine): the dispatcher's
     /// [`MoeDispatcher::blocks`] blocks of [`DATA_THREADS`].
     fn data(
-        &self,
-        spec: &'static KernelSpec,
-        window: Range<usize>,
-        args: &mut KernelArgs<'_>,
+        &self, spec: &'static KernelSpec, window: Range<usize>, args: &mut KernelArgs<'_>,
     ) -> Result<()> {
         self.grid(
             spec,

@@ -235,10 +235,7 @@ impl MoeDispatcher {
 /// Every PE's `words` (the same count on each), gathered on every PE through the dispatcher's
 /// agreement buffers: an `fcollect` on the pgas stream, then a host wait. Collective.
 pub(super) fn gather(
-    pgas: &Pgas,
-    mine: &mut SymTensor<u64>,
-    all: &SymTensor<u64>,
-    words: &[u64],
+    pgas: &Pgas, mine: &mut SymTensor<u64>, all: &SymTensor<u64>, words: &[u64],
 ) -> Result<Vec<[u64; AGREE_WORDS]>> {
     let mut row = [0u64; AGREE_WORDS];
     row[..words.len()].copy_from_slice(words);

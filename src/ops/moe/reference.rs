@@ -90,10 +90,7 @@ pub fn dispatch(cfg: &MoeConfig, idx: &[&[i32]], weights: &[&[f32]]) -> Vec<Rece
 /// slot order, rounded to `bf16`; on the token's PE, the partials summed in `f32` in PE order,
 /// rounded to `bf16`. Zeros for a token routed nowhere.
 pub fn combine(
-    cfg: &MoeConfig,
-    me: usize,
-    tokens: usize,
-    received: &[Received],
+    cfg: &MoeConfig, me: usize, tokens: usize, received: &[Received],
     expert_out: impl Fn(usize, usize) -> Vec<bf16>,
 ) -> Vec<bf16> {
     let (h, k) = (cfg.hidden, cfg.top_k);
@@ -127,10 +124,7 @@ pub fn combine(
 ///
 /// [`MoeDispatcher::combine_rows`]: super::MoeDispatcher::combine_rows
 pub fn combine_rows(
-    cfg: &MoeConfig,
-    me: usize,
-    tokens: usize,
-    received: &[Received],
+    cfg: &MoeConfig, me: usize, tokens: usize, received: &[Received],
     rows: impl Fn(usize, usize) -> Vec<bf16>,
 ) -> Vec<bf16> {
     let h = cfg.hidden;
@@ -175,11 +169,7 @@ pub fn fp8_round_trip(row: &[bf16]) -> Vec<bf16> {
 /// 17th token leaves its last slot unused (-1) and every 97th is routed nowhere. Weights in
 /// `[0.05, 1)`.
 pub fn sample_routing(
-    cfg: &MoeConfig,
-    n_pes: usize,
-    tokens: usize,
-    seed: u64,
-    skewed: bool,
+    cfg: &MoeConfig, n_pes: usize, tokens: usize, seed: u64, skewed: bool,
 ) -> (Vec<i32>, Vec<f32>) {
     let k = cfg.top_k;
     let experts = n_pes * cfg.experts_per_pe;
@@ -359,11 +349,8 @@ mod tests {
 /// offsets[e + 1]`) is its received row scaled by `(e + 1) / 4`, one warp a pair.
 #[pgas_kernel]
 pub fn experts(
-    expert_out: &mut CudaSlice<bf16>,
-    recv_x: &SymTensor<bf16>,
-    expert_rows: &SymTensor<i32>,
-    offsets: &CudaSlice<i32>,
-    hidden: u32,
+    expert_out: &mut CudaSlice<bf16>, recv_x: &SymTensor<bf16>, expert_rows: &SymTensor<i32>,
+    offsets: &CudaSlice<i32>, hidden: u32,
 ) {
     let h = hidden as usize;
     let el = offsets.len() - 1;

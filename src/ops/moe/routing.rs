@@ -32,9 +32,7 @@ impl Routing {
     /// stream, cudarc's guards (the stream waits for the copy, and the buffers' free for the
     /// kernels), which the caller holds until it has launched.
     pub(super) fn pointers<'a>(
-        &'a self,
-        stream: &'a CudaStream,
-        home: &CudaStream,
+        &'a self, stream: &'a CudaStream, home: &CudaStream,
     ) -> ((u64, u64), Option<(SyncOnDrop<'a>, SyncOnDrop<'a>)>) {
         if stream.cu_stream() == home.cu_stream() {
             return (self.raw, None);
@@ -64,10 +62,7 @@ pub struct RecvCounts {
 
 /// The first thing wrong with one PE's routing, as a sentence.
 pub(super) fn check_routing(
-    cfg: &MoeConfig,
-    n: usize,
-    idx: &[i32],
-    weights: &[f32],
+    cfg: &MoeConfig, n: usize, idx: &[i32], weights: &[f32],
 ) -> std::result::Result<(), String> {
     let k = cfg.top_k;
     let experts = (n * cfg.experts_per_pe) as i32;

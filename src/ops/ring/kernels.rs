@@ -30,13 +30,8 @@ pub fn ring_unstage(dst: &mut CudaSlice<bf16>, src: &SymTensor<bf16>, offset: us
 /// `last` the merged row is also written, rounded, to `o`.
 #[pgas_kernel]
 pub fn ring_combine(
-    acc: &mut CudaSlice<f32>,
-    lse_acc: &mut CudaSlice<f32>,
-    o: &mut CudaSlice<bf16>,
-    o_s: &CudaSlice<bf16>,
-    lse_s: &CudaSlice<f32>,
-    d: usize,
-    #[comptime] first: bool,
+    acc: &mut CudaSlice<f32>, lse_acc: &mut CudaSlice<f32>, o: &mut CudaSlice<bf16>,
+    o_s: &CudaSlice<bf16>, lse_s: &CudaSlice<f32>, d: usize, #[comptime] first: bool,
     #[comptime] last: bool,
 ) {
     let row = global_thread_idx();

@@ -19,11 +19,7 @@ impl RingAttention {
     /// the same order as its other collectives. Refuses buffers of the wrong size before
     /// anything is sent.
     pub fn run(
-        &mut self,
-        pgas: &Pgas,
-        o: &mut CudaSlice<bf16>,
-        q: &CudaSlice<bf16>,
-        k: &CudaSlice<bf16>,
+        &mut self, pgas: &Pgas, o: &mut CudaSlice<bf16>, q: &CudaSlice<bf16>, k: &CudaSlice<bf16>,
         v: &CudaSlice<bf16>,
     ) -> Result<()> {
         let p = self.params;
@@ -127,11 +123,7 @@ impl RingAttention {
     /// Step `s`: attention of this PE's queries against the block in slot `s % 2`, which came
     /// from PE `me - s`, merged into the running result; the last step writes O.
     fn step(
-        &mut self,
-        pgas: &Pgas,
-        o: &mut CudaSlice<bf16>,
-        q: &CudaSlice<bf16>,
-        s: usize,
+        &mut self, pgas: &Pgas, o: &mut CudaSlice<bf16>, q: &CudaSlice<bf16>, s: usize,
     ) -> Result<()> {
         let p = self.params;
         let (t, d) = (self.tokens, p.head_dim);

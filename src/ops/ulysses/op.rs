@@ -17,11 +17,7 @@ impl UlyssesAttention {
     /// stream. Collective: every PE calls it, in the same order as its other collectives.
     /// Refuses buffers of the wrong size before anything is sent.
     pub fn run(
-        &mut self,
-        pgas: &Pgas,
-        o: &mut CudaSlice<bf16>,
-        q: &CudaSlice<bf16>,
-        k: &CudaSlice<bf16>,
+        &mut self, pgas: &Pgas, o: &mut CudaSlice<bf16>, q: &CudaSlice<bf16>, k: &CudaSlice<bf16>,
         v: &CudaSlice<bf16>,
     ) -> Result<()> {
         let p = self.params;

@@ -221,11 +221,8 @@ pub fn check(krate: &Crate<'_>) -> Vec<String> {
 
 /// A depth-first search from `n` that reports each back edge as a loop.
 fn visit(
-    n: &PathBuf,
-    g: &BTreeMap<PathBuf, BTreeSet<PathBuf>>,
-    state: &mut BTreeMap<PathBuf, u8>,
-    stack: &mut Vec<PathBuf>,
-    loops: &mut Vec<String>,
+    n: &PathBuf, g: &BTreeMap<PathBuf, BTreeSet<PathBuf>>, state: &mut BTreeMap<PathBuf, u8>,
+    stack: &mut Vec<PathBuf>, loops: &mut Vec<String>,
 ) {
     state.insert(n.clone(), 1);
     stack.push(n.clone());

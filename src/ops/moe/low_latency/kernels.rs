@@ -25,25 +25,11 @@ use crate::prelude::*;
 /// each source for each local expert and `src_tokens[src]` each source's token count.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_ll_dispatch(
-    x: &CudaSlice<bf16>,
-    idx: &CudaSlice<i32>,
-    wts: &CudaSlice<f32>,
-    counters: &mut SymTensor<u32>,
-    recv_x: &mut SymTensor<bf16>,
-    recv_src: &mut SymTensor<i32>,
-    tok_rows: &mut SymTensor<u64>,
-    tok_w: &mut SymTensor<f32>,
-    recv_count: &mut SymTensor<u64>,
-    counts: &mut SymTensor<i32>,
-    src_tokens: &mut SymTensor<i32>,
-    sync: &mut SymTensor<u64>,
-    me: u32,
-    tokens: u32,
-    el: u32,
-    hidden: u32,
-    max_tokens: u32,
-    #[comptime] k: u32,
-    #[comptime] n: u32,
+    x: &CudaSlice<bf16>, idx: &CudaSlice<i32>, wts: &CudaSlice<f32>, counters: &mut SymTensor<u32>,
+    recv_x: &mut SymTensor<bf16>, recv_src: &mut SymTensor<i32>, tok_rows: &mut SymTensor<u64>,
+    tok_w: &mut SymTensor<f32>, recv_count: &mut SymTensor<u64>, counts: &mut SymTensor<i32>,
+    src_tokens: &mut SymTensor<i32>, sync: &mut SymTensor<u64>, me: u32, tokens: u32, el: u32,
+    hidden: u32, max_tokens: u32, #[comptime] k: u32, #[comptime] n: u32,
 ) {
     let slot_of = shared_array::<u32, 16>();
     let t = thread_idx_x() as usize;
@@ -155,17 +141,9 @@ pub fn moe_ll_dispatch(
 /// search. Vectors are counted in 32 bits (`LowLatencyMoe::new` refuses sizes beyond that).
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_ll_combine(
-    expert_out: &CudaSlice<bf16>,
-    src_tokens: &SymTensor<i32>,
-    tok_rows: &SymTensor<u64>,
-    tok_w: &SymTensor<f32>,
-    comb_x: &mut SymTensor<bf16>,
-    comb_sig: &mut SymTensor<u64>,
-    sync: &mut SymTensor<u64>,
-    me: u32,
-    hidden: u32,
-    max_tokens: u32,
-    #[comptime] k: u32,
+    expert_out: &CudaSlice<bf16>, src_tokens: &SymTensor<i32>, tok_rows: &SymTensor<u64>,
+    tok_w: &SymTensor<f32>, comb_x: &mut SymTensor<bf16>, comb_sig: &mut SymTensor<u64>,
+    sync: &mut SymTensor<u64>, me: u32, hidden: u32, max_tokens: u32, #[comptime] k: u32,
     #[comptime] n: u32,
 ) {
     // One start a source and the end (`n <= MAX_EXPERTS`): source s's tokens are items
@@ -281,16 +259,9 @@ pub fn moe_ll_combine(
 /// (`bf16` out), a thread a 16-byte vector of a token.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_ll_reduce(
-    comb_x: &SymTensor<bf16>,
-    comb_sig: &SymTensor<u64>,
-    idx: &CudaSlice<i32>,
-    out: &mut CudaSlice<bf16>,
-    sync: &SymTensor<u64>,
-    tokens: u32,
-    hidden: u32,
-    el: u32,
-    #[comptime] k: u32,
-    #[comptime] n: u32,
+    comb_x: &SymTensor<bf16>, comb_sig: &SymTensor<u64>, idx: &CudaSlice<i32>,
+    out: &mut CudaSlice<bf16>, sync: &SymTensor<u64>, tokens: u32, hidden: u32, el: u32,
+    #[comptime] k: u32, #[comptime] n: u32,
 ) {
     let nn = n as usize;
     let kk = k as usize;

@@ -24,10 +24,7 @@ impl LowLatencyMoe {
     /// On this PE only, before launching: `tokens` over `max_tokens`; `x`, `topk_idx` or
     /// `topk_weights` too short.
     pub fn dispatch(
-        &mut self,
-        x: &CudaSlice<bf16>,
-        topk_idx: &CudaSlice<i32>,
-        topk_weights: &CudaSlice<f32>,
+        &mut self, x: &CudaSlice<bf16>, topk_idx: &CudaSlice<i32>, topk_weights: &CudaSlice<f32>,
         tokens: usize,
     ) -> Result<()> {
         self.check_tokens(tokens, x.len(), topk_idx.len(), "dispatch input")?;
@@ -74,10 +71,7 @@ impl LowLatencyMoe {
     /// On this PE only, before launching: no dispatch since the last combine; `tokens` not the
     /// dispatch's; a buffer too short.
     pub fn combine(
-        &mut self,
-        expert_out: &CudaSlice<bf16>,
-        topk_idx: &CudaSlice<i32>,
-        tokens: usize,
+        &mut self, expert_out: &CudaSlice<bf16>, topk_idx: &CudaSlice<i32>, tokens: usize,
         out: &mut CudaSlice<bf16>,
     ) -> Result<()> {
         match self.dispatched {
@@ -154,11 +148,7 @@ impl LowLatencyMoe {
 
     /// `tokens` within `max_tokens`, a row buffer of `rows_len` and ids of `idx_len` enough.
     fn check_tokens(
-        &self,
-        tokens: usize,
-        rows_len: usize,
-        idx_len: usize,
-        what: &'static str,
+        &self, tokens: usize, rows_len: usize, idx_len: usize, what: &'static str,
     ) -> Result<()> {
         if tokens > self.cfg.max_tokens {
             return Err(Error::InvalidConfig {
@@ -183,11 +173,7 @@ impl LowLatencyMoe {
 
 /// Launches a low-latency kernel on the context's stream.
 fn launch(
-    pgas: &Pgas,
-    variant: Variant,
-    blocks: u32,
-    spec: &'static KernelSpec,
-    comptime: &[i128],
+    pgas: &Pgas, variant: Variant, blocks: u32, spec: &'static KernelSpec, comptime: &[i128],
     args: &mut KernelArgs<'_>,
 ) -> Result<()> {
     pgas_runtime::launch::launch(

@@ -3,10 +3,7 @@ use pgas::prelude::*;
 /// FP8 buffers, an FP8 scalar and an FP8 tensor map: the launcher takes the host types.
 #[pgas_kernel(max_threads = 128)]
 fn quantize(
-    q: &mut CudaSlice<e4m3>,
-    r: &mut SymTensor<e5m2>,
-    x: &CudaSlice<f32>,
-    fill: e4m3,
+    q: &mut CudaSlice<e4m3>, r: &mut SymTensor<e5m2>, x: &CudaSlice<f32>, fill: e4m3,
     a_map: &TensorMap<e4m3>,
 ) {
     let smem = dyn_shared::<e4m3>();

@@ -9,10 +9,7 @@ fn widened<T: Elem>(x: &SymTensor<T>, i: usize) -> T::Acc {
 
 #[pgas_kernel(max_threads = 256)]
 fn fold_into<T: Elem>(
-    dst: &mut SymTensor<T>,
-    x: &SymTensor<T>,
-    scale: T,
-    #[comptime] op: ReduceOp,
+    dst: &mut SymTensor<T>, x: &SymTensor<T>, scale: T, #[comptime] op: ReduceOp,
 ) {
     let i = global_thread_idx();
     if i < dst.len() && i < x.len() {
@@ -23,12 +20,8 @@ fn fold_into<T: Elem>(
 
 #[allow(dead_code)]
 fn host(
-    pgas: &Pgas,
-    cfg: LaunchConfig,
-    a: &mut SymTensor<f32>,
-    b: &SymTensor<f32>,
-    c: &mut SymTensor<bf16>,
-    d: &SymTensor<bf16>,
+    pgas: &Pgas, cfg: LaunchConfig, a: &mut SymTensor<f32>, b: &SymTensor<f32>,
+    c: &mut SymTensor<bf16>, d: &SymTensor<bf16>,
 ) -> pgas::Result<()> {
     // The instance follows from the buffers, or is named.
     fold_into::launch(pgas, cfg, a, b, 2.0, ReduceOp::Max)?;

@@ -3,15 +3,9 @@ use pgas::prelude::*;
 
 #[pgas_kernel]
 fn everything(
-    #[comptime] block: u32,
-    dst: &mut SymTensor<f32>,
-    src: &SymTensor<f32>,
-    sig: &mut SymTensor<u64>,
-    local: &mut CudaSlice<f32>,
-    table: &CudaSlice<i32>,
-    team: Team,
-    scale: f32,
-    flag: bool,
+    #[comptime] block: u32, dst: &mut SymTensor<f32>, src: &SymTensor<f32>,
+    sig: &mut SymTensor<u64>, local: &mut CudaSlice<f32>, table: &CudaSlice<i32>, team: Team,
+    scale: f32, flag: bool,
 ) {
     let s = shared_array::<f32, block>();
     let t = thread_idx_x() as usize;
@@ -32,14 +26,8 @@ fn everything(
 
 #[allow(dead_code, clippy::too_many_arguments)]
 fn host(
-    pgas: &Pgas,
-    cfg: LaunchConfig,
-    dst: &mut SymTensor<f32>,
-    src: &SymTensor<f32>,
-    sig: &mut SymTensor<u64>,
-    local: &mut CudaSlice<f32>,
-    table: &CudaSlice<i32>,
-    team: Team,
+    pgas: &Pgas, cfg: LaunchConfig, dst: &mut SymTensor<f32>, src: &SymTensor<f32>,
+    sig: &mut SymTensor<u64>, local: &mut CudaSlice<f32>, table: &CudaSlice<i32>, team: Team,
 ) -> pgas::Result<()> {
     everything::launch(pgas, cfg, 256, dst, src, sig, local, table, team, 2.0, true)
 }
@@ -58,5 +46,5 @@ pub fn check() {
     assert!(spec.plain_source.contains("PGAS_CT_block"));
     // Lines come from the macro's spans: the `fn` name and the first statement.
     assert_eq!(spec.line, 5);
-    assert!(spec.plain_source.contains("#line 16 PGAS_RUST_FILE"));
+    assert!(spec.plain_source.contains("#line 10 PGAS_RUST_FILE"));
 }

@@ -47,11 +47,7 @@ fn pass_whole(x: &mut SymTensor<f32>, ring: Ring, v: f32) {
 /// The same kernel with its parameters listed.
 #[pgas_kernel(max_threads = 64)]
 fn pass_on_listed(
-    x: &mut SymTensor<f32>,
-    pes: &SymTensor<i32>,
-    flags: &mut SymTensor<u64>,
-    n: u32,
-    me: u32,
+    x: &mut SymTensor<f32>, pes: &SymTensor<i32>, flags: &mut SymTensor<u64>, n: u32, me: u32,
     v: f32,
 ) {
     let to = next(me, n);
@@ -62,11 +58,7 @@ fn pass_on_listed(
 /// The launcher takes the fields where the group stands.
 #[allow(clippy::too_many_arguments)]
 fn launch(
-    pgas: &Pgas,
-    x: &mut SymTensor<f32>,
-    pes: &SymTensor<i32>,
-    flags: &mut SymTensor<u64>,
-    n: u32,
+    pgas: &Pgas, x: &mut SymTensor<f32>, pes: &SymTensor<i32>, flags: &mut SymTensor<u64>, n: u32,
     me: u32,
 ) -> pgas::Result<()> {
     pass_on::launch(pgas, LaunchConfig::blocks(1, 1), x, pes, flags, n, me, 2.0)
