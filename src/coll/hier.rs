@@ -1,12 +1,11 @@
 //! Collectives over a team that spans several nodes: peer loads and stores inside each node,
-//! NVSHMEM's collectives (its proxy and remote transport) across them. A [`Comm`] over
-//! `Team::WORLD` whose PEs form groups of consecutive PEs, each reaching exactly its own group by
-//! loads and stores, keeps two communicators beside its own: `node` (its group) and `cross` (the
-//! PEs with its place in the other groups). The all-reduce is a reduce-scatter in the node, an
-//! all-reduce of that chunk across nodes and an all-gather in the node, so each PE sends `1 / g`
-//! of the data across nodes; all-gather, reduce-scatter and all-to-all are split the same way
-//! (`docs/coll.md`, "Several nodes"). Intermediate results live in the communicator's scratch.
-//! NVSHMEM's collectives run eagerly only, so these do too: a stream being captured is refused.
+//! NVSHMEM's collectives across them. A [`Comm`] over `Team::WORLD` whose PEs form groups of
+//! consecutive PEs, each reaching exactly its own group by loads and stores, keeps two
+//! communicators beside its own: `node` (its group) and `cross` (the PEs with its place in the
+//! other groups). The all-reduce is a reduce-scatter in the node, an all-reduce across nodes and
+//! an all-gather in the node; the other collectives split the same way (`docs/coll.md`, "Several
+//! nodes"). NVSHMEM's collectives run eagerly only, so these do too: a stream being captured is
+//! refused.
 
 use cudarc::driver::CudaStream;
 

@@ -22,8 +22,7 @@
 //!
 //! # How
 //! The shards travel by copy engine and the PEs synchronize with stream memory operations, so
-//! neither takes an SM from cuBLAS's per-shard GEMMs. The protocol, and why the double-buffered
-//! gathered buffer is never overwritten while read, are in `docs/ops.md`, "All-gather + GEMM".
+//! neither takes an SM from cuBLAS's per-shard GEMMs (`docs/ops.md`, "All-gather + GEMM").
 //!
 //! The files: `plan.rs` the plan ([`AllGatherMatmul::new`], `set_gemm`) and the one-call form,
 //! `op.rs` a call and its paths, `copies.rs` the copy streams and the GEMMs they feed.

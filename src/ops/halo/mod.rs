@@ -1,7 +1,7 @@
 //! Halo exchange for a 2-D field split into slabs of rows across the PEs: [`Halo2d`] owns the
-//! symmetric field (two planes, each with a halo row above and below the PE's rows), the
-//! signals the halos arrive with and the flags a persistent kernel chains its blocks with, and
-//! exchanges the halo rows on a stream ([`Halo2d::exchange_on`]) for a user's own stencil kernel.
+//! symmetric field (two planes, each with a halo row above and below the PE's rows) and the
+//! signals and flags of the protocol, and exchanges the halo rows on a stream
+//! ([`Halo2d::exchange_on`]) for a user's own stencil kernel.
 //!
 //! ```text
 //! plane p of PE q, at element p * plane_len():     row 0           top halo: the last row of PE q - 1

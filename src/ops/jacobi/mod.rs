@@ -5,9 +5,8 @@
 //! instead of a grid-wide barrier (`docs/ops.md`, "The protocol"). [`Method::Unfused`] launches
 //! the same sweep once per iteration after [`Halo2d::exchange_on`](crate::ops::halo::Halo2d::exchange_on) (the baseline). The stencil,
 //! `u' = u / 2 + ((up + down) + (left + right)) / 8` in `f32`, scales by powers of two, so the
-//! result equals the host's ([`host_jacobi`]) bit for bit. Both kernels come in forms with the
-//! same values ([`Sweep`], [`Fused::threads`]); [`Method::FusedAs`] and [`Method::Unfused`]
-//! take any, which `benches/halo.rs` times side by side ([`FORMS`]).
+//! result equals the host's ([`host_jacobi`]) bit for bit. Both kernels come in forms
+//! ([`Sweep`], [`Fused::threads`], listed in [`FORMS`]) that `benches/halo.rs` times side by side.
 
 mod kernels;
 mod op;

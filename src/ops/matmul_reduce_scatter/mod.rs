@@ -27,9 +27,7 @@
 //!
 //! # How
 //! The rows of `A` go in chunks ordered by owner; the copy engine moves each finished chunk to its
-//! owner over NVLink and a small pgas kernel adds the parts there, signalled with stream memory
-//! operations. The protocol, and why a slot is never overwritten while read, are in
-//! `docs/ops.md`, "GEMM + reduce-scatter".
+//! owner and a small pgas kernel adds the parts there (`docs/ops.md`, "GEMM + reduce-scatter").
 //!
 //! Files: `sizes.rs` (shapes, chunks, heap), `plan.rs` (the plan, `set_gemm`, the one-call
 //! form), `op.rs` (a call), `kernels.rs` (the owner's reduction).

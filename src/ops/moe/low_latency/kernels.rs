@@ -23,6 +23,8 @@ use crate::prelude::*;
 /// then the last block sends and collects the counts (see the module doc). When it completes
 /// on a PE, `recv_x` holds every row bound there, `counts[le * n + src]` how many came from
 /// each source for each local expert and `src_tokens[src]` each source's token count.
+// Long on purpose: the rows and the last block's count exchange are one kernel, so that a decode
+// step has no second launch and no host round trip.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_ll_dispatch(
     x: &CudaSlice<bf16>, idx: &CudaSlice<i32>, wts: &CudaSlice<f32>, counters: &mut SymTensor<u32>,
@@ -139,6 +141,8 @@ pub fn moe_ll_dispatch(
 /// The grid strides over the source tokens only (`src_tokens[s]` from each PE `s`): each block
 /// lays them out as running starts in shared memory and finds an item's source by binary
 /// search. Vectors are counted in 32 bits (`LowLatencyMoe::new` refuses sizes beyond that).
+// Long on purpose: the source layout in shared memory, the weighted sums and the last block's
+// signals are one kernel, for the same reason as the dispatch's.
 #[pgas_kernel(max_threads = 512)]
 pub fn moe_ll_combine(
     expert_out: &CudaSlice<bf16>, src_tokens: &SymTensor<i32>, tok_rows: &SymTensor<u64>,
