@@ -345,7 +345,7 @@ fn signatures(kf: &Function, hfs: &[Function], errors: &mut Errors) -> HashMap<S
             h.name.clone(),
             FnSig {
                 params: h.params.iter().map(|p| p.ty).collect(),
-                ret: h.ret.map(|(s, _)| Ty::Scalar(s)).unwrap_or(Ty::Unit),
+                ret: h.ret.map(|(t, _)| t).unwrap_or(Ty::Unit),
             },
         );
     }

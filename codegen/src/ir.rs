@@ -15,8 +15,8 @@ pub struct Function {
     pub line: usize,
     pub is_kernel: bool,
     pub params: Vec<Param>,
-    /// Declared return type (device functions only).
-    pub ret: Option<(Scalar, Span)>,
+    /// Declared return type (device functions only): a scalar or a `Vec16<T>`.
+    pub ret: Option<(Ty, Span)>,
     pub body: Block,
 }
 

@@ -54,3 +54,48 @@ fn k(x: &mut SymTensor<f32>, z: &mut CudaSlice<f32>) {
         "{e}"
     );
 }
+
+/// A device function takes and returns a 16-byte vector by value (`uint4` in C); the vector's
+/// element type is part of its type, and a kernel cannot take one (its parameters come from the
+/// host).
+#[test]
+fn a_device_function_takes_and_returns_vectors() {
+    let src = r#"
+use pgas::prelude::*;
+#[pgas_device]
+fn doubled(v: Vec16<f32>) -> Vec16<f32> {
+    let mut o = v;
+    for j in 0..4 {
+        o = vec16_set(o, j as u32, vec16_get(v, j as u32) * 2.0);
+    }
+    o
+}
+#[pgas_kernel]
+fn k(x: &mut CudaSlice<f32>) {
+    let v = load_vec16(&x[0]);
+    store_vec16(&mut x[4], doubled(v));
+}
+"#;
+    let plain = &compile(src)[0].plain;
+    assert!(
+        plain.contains("static __device__ uint4 pgas_fn_doubled(uint4 v)"),
+        "{plain}"
+    );
+    let wrong = src
+        .replace("load_vec16(&x[0])", "load_vec16(&y[0])")
+        .replace(
+            "fn k(x: &mut CudaSlice<f32>)",
+            "fn k(x: &mut CudaSlice<f32>, y: &CudaSlice<u32>)",
+        );
+    let e = errors(&wrong);
+    assert!(
+        e.contains("expected `Vec16<f32>`, found `Vec16<u32>`"),
+        "{e}"
+    );
+    let kernel = "#[pgas_kernel]\nfn k(v: Vec16<f32>) {}\n";
+    assert!(
+        errors(kernel).contains("a kernel's parameters come from the host"),
+        "{}",
+        errors(kernel)
+    );
+}

@@ -98,7 +98,7 @@ pub fn check_fn(
         scopes: vec![Vec::new()],
         used_c_names: HashSet::new(),
         read: HashSet::new(),
-        ret: f.ret.map(|(s, _)| Ty::Scalar(s)).unwrap_or(Ty::Unit),
+        ret: f.ret.map(|(t, _)| t).unwrap_or(Ty::Unit),
         loop_depth: 0,
         info: FnInfo::default(),
         incomplete: false,
@@ -177,9 +177,11 @@ pub(super) fn ends_in_return(b: &Block) -> bool {
     )
 }
 
+/// A declared return type as the user wrote it.
 pub(super) fn show_scalar(t: Ty) -> String {
     match t {
         Ty::Scalar(s) => s.to_string(),
+        Ty::Vec16(s) => format!("Vec16<{s}>"),
         _ => "()".into(),
     }
 }

@@ -1,7 +1,7 @@
 //! The entry points: a function's signature and parameters.
 
 use super::lowerer::Lowerer;
-use super::ty::{is_array_type, scalar_of_type, LOCAL_ARRAY_ACROSS_CALLS};
+use super::ty::{is_array_type, scalar_of_type, vec16_of_type, LOCAL_ARRAY_ACROSS_CALLS};
 use crate::error::{Errors, Sp};
 use crate::ir::{Function, Param};
 use crate::types::{EnumTy, Scalar, Ty};
@@ -71,15 +71,18 @@ impl Lowerer<'_> {
                 );
                     None
                 } else {
-                    match scalar_of_type(ty) {
-                        Some(s) => Some((s, ty.span())),
+                    match scalar_of_type(ty)
+                        .map(Ty::Scalar)
+                        .or_else(|| vec16_of_type(ty))
+                    {
+                        Some(t) => Some((t, ty.span())),
                         None if is_array_type(ty) => {
                             self.errors.push(Sp::of(&ty), LOCAL_ARRAY_ACROSS_CALLS);
                             None
                         }
                         None => {
                             self.errors.push(Sp::of(&ty),
-                            "a #[pgas_device] function returns a scalar type (bool, i8..i64, u8..u64, usize, isize, f16, bf16, f32, f64) or nothing",
+                            "a #[pgas_device] function returns a scalar type (bool, i8..i64, u8..u64, usize, isize, f16, bf16, f32, f64), a 16-byte vector (`Vec16<T>`) or nothing",
                         );
                             None
                         }

@@ -117,6 +117,18 @@ impl Lowerer<'_> {
                         if seg.ident == "ReduceOp" && seg.arguments.is_empty() {
                             return Some(Ty::Enum(EnumTy::ReduceOp));
                         }
+                        if let Some(v) = vec16_of_type(ty) {
+                            if !is_kernel {
+                                return Some(v);
+                            }
+                            self.errors.push(
+                                Sp::of(&ty),
+                                "a kernel's parameters come from the host: pass the buffer and \
+                                 `load_vec16` in the kernel (a `#[pgas_device]` function may take \
+                                 a `Vec16<T>`)",
+                            );
+                            return None;
+                        }
                         if seg.ident == "SymTensor" || seg.ident == "CudaSlice" {
                             self.errors.push(
                                 Sp::of(&ty),
@@ -150,28 +162,10 @@ impl Lowerer<'_> {
         if let Some(s) = scalar_of_type(elem) {
             return array(ArrElem::Scalar(s));
         }
-        // `Name<T>` for a scalar `T`: the wrapper's name and `T`.
-        let wrapped = match elem {
-            syn::Type::Path(tp) if tp.qself.is_none() => {
-                tp.path
-                    .segments
-                    .last()
-                    .and_then(|seg| match &seg.arguments {
-                        syn::PathArguments::AngleBracketed(ab) if ab.args.len() == 1 => {
-                            match &ab.args[0] {
-                                syn::GenericArgument::Type(t) => {
-                                    scalar_of_type(t).map(|s| (&seg.ident, s))
-                                }
-                                _ => None,
-                            }
-                        }
-                        _ => None,
-                    })
-            }
-            _ => None,
-        };
-        match wrapped {
-            Some((name, s)) if name == "Vec16" && s != Scalar::Bool => array(ArrElem::Vec16(s)),
+        if let Some(Ty::Vec16(s)) = vec16_of_type(elem) {
+            return array(ArrElem::Vec16(s));
+        }
+        match wrapped_scalar(elem) {
             Some((name, s)) => match FragKind::ALL
                 .into_iter()
                 .find(|k| name == k.param_name() && holds(*k, s))
@@ -215,6 +209,29 @@ impl Lowerer<'_> {
             Ty::TensorMap(elem)
         })
     }
+}
+
+/// `Name<T>` for a scalar `T`: the wrapper's name and `T`.
+fn wrapped_scalar(ty: &syn::Type) -> Option<(&syn::Ident, Scalar)> {
+    let syn::Type::Path(tp) = ty else {
+        return None;
+    };
+    let seg = tp.path.segments.last().filter(|_| tp.qself.is_none())?;
+    match &seg.arguments {
+        syn::PathArguments::AngleBracketed(ab) if ab.args.len() == 1 => match &ab.args[0] {
+            syn::GenericArgument::Type(t) => scalar_of_type(t).map(|s| (&seg.ident, s)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `Vec16<T>` (`T` a scalar but `bool`): 16 bytes of `T` in registers, which a device function
+/// takes and returns by value.
+pub fn vec16_of_type(ty: &syn::Type) -> Option<Ty> {
+    wrapped_scalar(ty)
+        .filter(|(name, s)| *name == "Vec16" && *s != Scalar::Bool)
+        .map(|(_, s)| Ty::Vec16(s))
 }
 
 /// The scalar a type names, if it is one (`f32`, `half::f16`, ...).

@@ -26,17 +26,13 @@ fn sweep_rolled(
         let r1 = min(r0 + per_item, rb);
         let jl = if j == 0 { nx - 1 } else { j - 1 };
         let jr = if j + 4 == nx { 0 } else { j + 4 };
-        // The rows above, at and below row `r`.
-        let mut w = [
-            load_vec16(&field[src + (r0 - 1) * nx + j]),
-            load_vec16(&field[src + r0 * nx + j]),
-            load_vec16(&field[src + (r0 + 1) * nx + j]),
-        ];
+        let mut up = load_vec16(&field[src + (r0 - 1) * nx + j]);
+        let mut mid = load_vec16(&field[src + r0 * nx + j]);
+        let mut dn = load_vec16(&field[src + (r0 + 1) * nx + j]);
         let mut left = field[src + r0 * nx + jl];
         let mut right = field[src + r0 * nx + jr];
-        let mut out = [w[1]];
         for r in r0..r1 {
-            let mut dn_next = w[2];
+            let mut dn_next = dn;
             let mut left_next = left;
             let mut right_next = right;
             if r + 1 < r1 {
@@ -45,11 +41,11 @@ fn sweep_rolled(
                 left_next = field[next + jl];
                 right_next = field[next + jr];
             }
-            stencil_vec(&mut out, &w, 0, left, right);
-            store_vec16(&mut field[dst + r * nx + j], out[0]);
-            w[0] = w[1];
-            w[1] = w[2];
-            w[2] = dn_next;
+            let out = stencil_vec(up, mid, dn, left, right);
+            store_vec16(&mut field[dst + r * nx + j], out);
+            up = mid;
+            mid = dn;
+            dn = dn_next;
             left = left_next;
             right = right_next;
         }
@@ -96,7 +92,6 @@ fn sweep_batched(
         w[1] = load_vec16(&field[at]);
         let mut left = [0.0f32; 8];
         let mut right = [0.0f32; 8];
-        let mut out = [w[0]];
         let mut done = 0;
         while done < n {
             for k in 0..8 {
@@ -110,8 +105,8 @@ fn sweep_batched(
             }
             for k in 0..8 {
                 if k < depth && done + k < n {
-                    stencil_vec(&mut out, &w, k, left[k], right[k]);
-                    store_vec16(&mut field[at + k * nx + dd], out[0]);
+                    let out = stencil_vec(w[k], w[k + 1], w[k + 2], left[k], right[k]);
+                    store_vec16(&mut field[at + k * nx + dd], out);
                 }
             }
             // The batch's last row and the one below it are the next batch's rows above and
@@ -129,14 +124,12 @@ fn sweep_batched(
     }
 }
 
-/// The stencil over the four cells of row vector `w[k + 1]` (columns `j..j + 4`), from the rows
-/// above and below it, `w[k]` and `w[k + 2]`, and the cells left and right of it: into `out[0]`.
-/// Called with `k` a constant (the rows stay in registers).
+/// The stencil over the four cells of row vector `mid` (columns `j..j + 4`), from the rows above
+/// and below it and the cells left and right of it.
 #[pgas_device]
-fn stencil_vec(out: &mut [Vec16<f32>], w: &[Vec16<f32>], k: usize, left: f32, right: f32) {
-    let up = w[k];
-    let mid = w[k + 1];
-    let dn = w[k + 2];
+fn stencil_vec(
+    up: Vec16<f32>, mid: Vec16<f32>, dn: Vec16<f32>, left: f32, right: f32,
+) -> Vec16<f32> {
     let m0 = vec16_get(mid, 0);
     let m1 = vec16_get(mid, 1);
     let m2 = vec16_get(mid, 2);
@@ -148,12 +141,11 @@ fn stencil_vec(out: &mut [Vec16<f32>], w: &[Vec16<f32>], k: usize, left: f32, ri
     );
     o = vec16_set(o, 1, cell(m1, vec16_get(up, 1), vec16_get(dn, 1), m0, m2));
     o = vec16_set(o, 2, cell(m2, vec16_get(up, 2), vec16_get(dn, 2), m1, m3));
-    o = vec16_set(
+    vec16_set(
         o,
         3,
         cell(m3, vec16_get(up, 3), vec16_get(dn, 3), m2, right),
-    );
-    out[0] = o;
+    )
 }
 
 /// The stencil at one cell: `u / 2 + ((up + down) + (left + right)) / 8`, in this order of
