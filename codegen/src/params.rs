@@ -161,7 +161,7 @@ pub(crate) fn flatten(
                 Some(group) => {
                     inputs.extend(group.fields.iter().map(|field| {
                         let id = field.ident.as_ref().expect("a group's fields have names");
-                        let param = format_ident!("{name}_{id}", span = name.span());
+                        let param = field_param(name, id, name.span());
                         let (attrs, ty) = (&field.attrs, &field.ty);
                         let p: syn::FnArg = syn::parse_quote! { #(#attrs)* #param: #ty };
                         p
@@ -210,6 +210,11 @@ impl Uses<'_> {
     }
 }
 
+/// The parameter field `field` of group `name` becomes (`peers.n`: `peers_n`), at `span`.
+fn field_param(name: &Ident, field: &Ident, span: proc_macro2::Span) -> Ident {
+    format_ident!("{name}_{field}", span = span)
+}
+
 fn path_expr(id: Ident) -> syn::Expr {
     syn::parse_quote! { #id }
 }
@@ -226,7 +231,7 @@ impl VisitMut for Uses<'_> {
                     let syn::Member::Named(m) = &f.member else {
                         unreachable!("checked above")
                     };
-                    *e = path_expr(format_ident!("{name}_{m}", span = m.span()));
+                    *e = path_expr(field_param(&name, m, m.span()));
                 } else {
                     let member = &f.member;
                     self.errors.push(CodegenError::new(
@@ -262,7 +267,7 @@ impl VisitMut for Uses<'_> {
             match self.group_named(&arg) {
                 Some((name, g)) => args.extend(g.fields.iter().map(|field| {
                     let id = field.ident.as_ref().expect("a group's fields have names");
-                    path_expr(format_ident!("{name}_{id}", span = name.span()))
+                    path_expr(field_param(&name, id, name.span()))
                 })),
                 None => args.push(arg),
             }
