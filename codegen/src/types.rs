@@ -453,4 +453,13 @@ impl Ty {
             _ => None,
         }
     }
+
+    /// The C type of a value passed and returned as is: a scalar, or a 16-byte vector (`uint4`).
+    pub fn value_c_type(self) -> Option<&'static str> {
+        match self {
+            Ty::Scalar(s) => Some(s.c_type()),
+            Ty::Vec16(_) => Some("uint4"),
+            _ => None,
+        }
+    }
 }

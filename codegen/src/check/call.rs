@@ -192,11 +192,12 @@ impl Checker<'_> {
             Ty::Array(w) => {
                 let elem_ok = match (w.elem, resolved) {
                     (_, Ty::Error) => true,
-                    (ArrElem::Scalar(ws), Ty::Array(g)) => match g.elem {
-                        ArrElem::Var(v) => self.unify(Ty::Var(v), Ty::Scalar(ws)),
-                        ge => ge == w.elem,
+                    (_, Ty::Array(g)) => match (w.elem, g.elem) {
+                        (ArrElem::Scalar(ws), ArrElem::Var(v)) => {
+                            self.unify(Ty::Var(v), Ty::Scalar(ws))
+                        }
+                        (we, ge) => we == ge,
                     },
-                    (ArrElem::Vec16(_), Ty::Array(g)) => g.elem == w.elem,
                     _ => false,
                 };
                 let mut_ok = !matches!(resolved, Ty::Array(g) if w.mutable && !g.mutable);

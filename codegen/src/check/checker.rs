@@ -133,7 +133,7 @@ pub fn check_fn(
                 tail_span,
                 format!(
                     "this function must return a `{}`: end it with a value or a `return`",
-                    show_scalar(ret)
+                    c.show(ret)
                 ),
             );
         } else if !c.unify(body_ty, ret) {
@@ -142,7 +142,7 @@ pub fn check_fn(
                 tail_span,
                 format!(
                     "mismatched types: expected `{}`, found `{found}`",
-                    show_scalar(ret)
+                    c.show(ret)
                 ),
             );
         }
@@ -175,15 +175,6 @@ pub(super) fn ends_in_return(b: &Block) -> bool {
             ..
         }))
     )
-}
-
-/// A declared return type as the user wrote it.
-pub(super) fn show_scalar(t: Ty) -> String {
-    match t {
-        Ty::Scalar(s) => s.to_string(),
-        Ty::Vec16(s) => format!("Vec16<{s}>"),
-        _ => "()".into(),
-    }
 }
 
 pub(super) fn is_simple_block(b: &Block) -> bool {

@@ -3,7 +3,7 @@
 //! `expr.rs` because these decide where a value may come from (a block's tail, a branch) and
 //! what a function returns, not what an operator does.
 
-use super::checker::{ends_in_return, is_simple_block, is_simple_value, show_scalar, Checker, Ctx};
+use super::checker::{ends_in_return, is_simple_block, is_simple_value, Checker, Ctx};
 use crate::error::Sp;
 use crate::intrinsics::{self, Group, Intrinsic, Ret};
 use crate::ir::*;
@@ -387,7 +387,7 @@ impl Checker<'_> {
                         span,
                         format!(
                             "this function returns `{}`: `return value;`",
-                            show_scalar(ret)
+                            self.show(ret)
                         ),
                     );
                 }

@@ -212,8 +212,10 @@ pub(super) fn param_list(f: &Function) -> String {
                 parts.push(format!("{} *{}", b.elem.c_type(), p.c_name));
                 parts.push(format!("unsigned long long {}_len", p.c_name));
             }
-            Ty::Scalar(s) => parts.push(format!("{} {}", s.c_type(), p.c_name)),
-            Ty::Vec16(_) => parts.push(format!("uint4 {}", p.c_name)),
+            Ty::Scalar(_) | Ty::Vec16(_) => {
+                let c = p.ty.value_c_type().expect("a value type");
+                parts.push(format!("{c} {}", p.c_name));
+            }
             // A device function's borrow of its caller's registers: the array's address and
             // length, which inlining (`register_params`) turns back into the caller's registers.
             Ty::Array(a) => {
@@ -358,11 +360,7 @@ impl Emitter {
                 .unwrap_or_default();
             format!("extern \"C\" __global__ void {bounds}PGAS_KERNEL_NAME({params})")
         } else {
-            let ret = match f.ret {
-                Some((Ty::Vec16(_), _)) => "uint4",
-                Some((Ty::Scalar(s), _)) => s.c_type(),
-                _ => "void",
-            };
+            let ret = f.ret.and_then(|(t, _)| t.value_c_type()).unwrap_or("void");
             // A function that borrows register arrays is always inlined: out of line, the
             // arrays would need addresses, and so local memory instead of registers.
             let inline = if register_params(f) {

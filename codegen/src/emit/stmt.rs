@@ -137,11 +137,7 @@ impl Emitter {
             }
             (Ty::Array(a), _) => self.local_array(l, a),
             (ty, _) => {
-                let c_ty = match ty {
-                    Ty::Scalar(s) => s.c_type(),
-                    Ty::Vec16(_) => "uint4",
-                    _ => "nvshmem_team_t",
-                };
+                let c_ty = ty.value_c_type().unwrap_or("nvshmem_team_t");
                 match &l.init {
                     Some(init) if !is_simple_value(init) => {
                         self.line(&format!("{unused}{c_ty} {};", l.c_name));

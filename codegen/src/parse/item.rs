@@ -73,7 +73,7 @@ impl Lowerer<'_> {
                 } else {
                     match scalar_of_type(ty)
                         .map(Ty::Scalar)
-                        .or_else(|| vec16_of_type(ty))
+                        .or_else(|| vec16_of_type(ty).map(Ty::Vec16))
                     {
                         Some(t) => Some((t, ty.span())),
                         None if is_array_type(ty) => {

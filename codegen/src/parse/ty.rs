@@ -117,9 +117,9 @@ impl Lowerer<'_> {
                         if seg.ident == "ReduceOp" && seg.arguments.is_empty() {
                             return Some(Ty::Enum(EnumTy::ReduceOp));
                         }
-                        if let Some(v) = vec16_of_type(ty) {
+                        if let Some(s) = vec16_of_type(ty) {
                             if !is_kernel {
-                                return Some(v);
+                                return Some(Ty::Vec16(s));
                             }
                             self.errors.push(
                                 Sp::of(&ty),
@@ -162,7 +162,7 @@ impl Lowerer<'_> {
         if let Some(s) = scalar_of_type(elem) {
             return array(ArrElem::Scalar(s));
         }
-        if let Some(Ty::Vec16(s)) = vec16_of_type(elem) {
+        if let Some(s) = vec16_of_type(elem) {
             return array(ArrElem::Vec16(s));
         }
         match wrapped_scalar(elem) {
@@ -228,10 +228,10 @@ fn wrapped_scalar(ty: &syn::Type) -> Option<(&syn::Ident, Scalar)> {
 
 /// `Vec16<T>` (`T` a scalar but `bool`): 16 bytes of `T` in registers, which a device function
 /// takes and returns by value.
-pub fn vec16_of_type(ty: &syn::Type) -> Option<Ty> {
+pub fn vec16_of_type(ty: &syn::Type) -> Option<Scalar> {
     wrapped_scalar(ty)
         .filter(|(name, s)| *name == "Vec16" && *s != Scalar::Bool)
-        .map(|(_, s)| Ty::Vec16(s))
+        .map(|(_, s)| s)
 }
 
 /// The scalar a type names, if it is one (`f32`, `half::f16`, ...).

@@ -115,9 +115,10 @@ pub(crate) fn chunks<T>(
     }
     let size = chunk_size(prelude, members.len(), compilers);
     let count = members.len().div_ceil(size);
+    let costs: Vec<usize> = members.iter().map(cost).collect();
     let mut order: Vec<usize> = (0..members.len()).collect();
     // Stable: equal costs keep their order.
-    order.sort_by_key(|&i| std::cmp::Reverse(cost(&members[i])));
+    order.sort_by_key(|&i| std::cmp::Reverse(costs[i]));
     // Each program's (cost, kernels), and each kernel's program.
     let mut load = vec![(0usize, 0usize); count];
     let mut program_of = vec![0usize; members.len()];
@@ -126,7 +127,7 @@ pub(crate) fn chunks<T>(
             .filter(|&p| load[p].1 < size)
             .min_by_key(|&p| (load[p].0, p))
             .expect("count programs of size kernels hold every kernel");
-        load[p].0 += cost(&members[i]);
+        load[p].0 += costs[i];
         load[p].1 += 1;
         program_of[i] = p;
     }

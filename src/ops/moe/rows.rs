@@ -4,7 +4,9 @@
 
 use crate::prelude::*;
 
-/// Vectors `v + 32 u` (u < 4) of the row at element `at` of `src`, into `a[u]`.
+/// Vectors `v + 32 u` (u < 4) of the row at element `at` of `src`, into `a[u]`. The callers'
+/// array starts as copies of the first vector (`[load_vec16(..); 4]`: an array needs a value),
+/// a load the compiler merges with this one's.
 #[pgas_device]
 pub fn load_four(a: &mut [Vec16<bf16>], src: &CudaSlice<bf16>, at: usize, v: usize) {
     for u in 0..4 {
