@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The instructions of a kernel's main loop in its machine code, by opcode: the loop is the
-backward branch whose body holds the most `HGMMA`s (the smallest such body on a tie), so for
+backward branch whose body holds the most `HGMMA`s or `QGMMA`s (FP8) (the smallest such body on a tie), so for
 the attention kernel it is the loop over K/V tiles. `docs/attention.md`, "Instructions", quotes
 these counts.
 
@@ -45,7 +45,7 @@ def main_loop(body):
             continue
         lo = int(t.group(1), 16)
         inside = [i for i in body if lo <= i[0] <= at]
-        key = (sum(i[1].startswith("HGMMA") for i in inside), -len(inside))
+        key = (sum(i[1].startswith(("HGMMA", "QGMMA")) for i in inside), -len(inside))
         if best is None or key > best[0]:
             best = (key, inside)
     return best[1] if best else []
