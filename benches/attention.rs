@@ -6,7 +6,9 @@
 //! name, in the same job, so the two tables compare side by side (`SHAPES` is their one list). Each shape is also checked at a few rows against
 //! the host (f64), so a wrong result fails the run.
 //!
-//! Run: `attention` (1 PE, sm_90a). Exit status 1 when a result is wrong.
+//! Run: `attention [SHAPE ...]` (1 PE, sm_90a): every shape, or those whose name (as the figures
+//! give it, `16x16(16)x1024x128`) contains one of the SHAPEs, e.g. `attention x1024x` for a
+//! profiler (`scripts/studies/ncu_attention.sh`). Exit status 1 when a result is wrong.
 //!
 //! `attention --plot FIGURES.jsonl OUT.png` (no GPU) draws TFLOP/s against sequence length at
 //! head dim 128 from this bench's and `attention_sdpa.py`'s figures in one file: pgas (bf16 and
@@ -156,7 +158,17 @@ fn main() -> BenchResult<()> {
 
     let stream = p.stream().clone();
     let mut wrong = Vec::new();
+    // (`cargo bench` passes `--bench`.)
+    let only: Vec<&String> = args
+        .iter()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
     for (batch, hq, hkv, seq, d) in SHAPES {
+        let shape = format!("{batch}x{hq}({hkv})x{seq}x{d}");
+        if !only.is_empty() && !only.iter().any(|o| shape.contains(o.as_str())) {
+            continue;
+        }
         let (hq_, hk_) = (batch * seq * hq * d, batch * seq * hkv * d);
         let (qh, kh, vh) = (values(hq_, 31), values(hk_, 32), values(hk_, 33));
         let q = stream.clone_htod(&qh)?;
@@ -199,10 +211,7 @@ fn main() -> BenchResult<()> {
                 },
             )?;
             let tflops = att.flops() / (ms * 1e-3) / 1e12;
-            let name = format!(
-                "{batch}x{hq}({hkv})x{seq}x{d} {}",
-                if causal { "causal" } else { "full" }
-            );
+            let name = format!("{shape} {}", if causal { "causal" } else { "full" });
             figs.push(Figure::new(
                 &name,
                 tflops,
