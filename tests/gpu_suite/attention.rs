@@ -1,7 +1,8 @@
 //! `pgas::attention` against its f32 GPU reference (`attention::reference`) at every shape
 //! class: head dims 64, 128 and 256, causal and not, multi-head, grouped- and multi-query,
 //! lengths that are not whole tiles, unequal query and key lengths, a variable-length batch,
-//! a long sequence; the checked variant once; and the refusals before anything launches. Every
+//! a long sequence, one of 128k tokens (against the host at a few rows: the f32 reference would
+//! take minutes there); the checked variant once; and the refusals before anything launches. Every
 //! PE computes its own (the kernel does not communicate). On a GPU below sm_90 the cases check
 //! that the launch is refused.
 
@@ -17,6 +18,7 @@ pub const CASES: &[Case] = &[
     case("attention/varlen_batch_and_checked_variant", varlen_case),
     case("attention/fp8_matches_the_f32_reference", fp8_case),
     case("attention/refuses_bad_input", refusals_case),
+    case("attention/sequence_of_128k_tokens", longest_case),
     case("attention/ulysses_equals_one_pe_attention", ulysses_case),
     case("attention/ring_matches_one_pe_attention", ring_case),
 ];
@@ -142,6 +144,70 @@ fn check_shape(p: &Pgas, shape: &Shape, checked: bool, fp8: bool) -> CaseResult 
         ensure((g - w).abs() <= 0.01 + 1e-4 * w.abs(), || {
             format!("{what}: LSE[{i}] = {g}, reference {w}")
         })?;
+    }
+    Ok(())
+}
+
+/// The longest sequence issue 46 names, 131,072 tokens, two query heads on one key head, causal
+/// and not: O and the LSE at rows across the sequence (the first, the last, rows past 2^16 and
+/// off the tiles) against the host in f64. Each row is a pass over up to all 131,072 keys, which
+/// the host does in well under a second; the GPU reference, a thread a row, would take minutes.
+fn longest_case(p: &Pgas) -> CaseResult {
+    if !hopper_or_refused(p)? {
+        return Ok(());
+    }
+    let (n, hq, hkv, d) = (131_072usize, 2usize, 1usize, 128usize);
+    let (qh, kh, vh) = (
+        values(n * hq * d, 41),
+        values(n * hkv * d, 42),
+        values(n * hkv * d, 43),
+    );
+    let s = p.stream();
+    let (q, k, v) = (s.clone_htod(&qh)?, s.clone_htod(&kh)?, s.clone_htod(&vh)?);
+    let mut o = s.alloc_zeros::<bf16>(n * hq * d)?;
+    let mut lse = s.alloc_zeros::<f32>(n * hq)?;
+    let scale = 1.0 / (d as f64).sqrt();
+    for causal in [false, true] {
+        let shape: Shape = (vec![n], vec![n], hq, hkv, d, causal);
+        let att = Attention::varlen(p, params(&shape), &[n], &[n])?;
+        att.run(p, &mut o, &mut lse, &q, &k, &v, false)?;
+        let (got, gl) = (s.clone_dtoh(&o)?, s.clone_dtoh(&lse)?);
+        for tok in [0, 1, 4_097, 65_537, 100_003, n - 1] {
+            for head in 0..hq {
+                let keys = if causal { tok + 1 } else { n };
+                let qa = (tok * hq + head) * d;
+                let dot = |j: usize| -> f64 {
+                    let ka = (j * hkv + head / (hq / hkv)) * d;
+                    (0..d)
+                        .map(|x| qh[qa + x].to_f64() * kh[ka + x].to_f64())
+                        .sum::<f64>()
+                        * scale
+                };
+                let scores: Vec<f64> = (0..keys).map(dot).collect();
+                let mx = scores.iter().cloned().fold(f64::MIN, f64::max);
+                let weights: Vec<f64> = scores.iter().map(|s| (s - mx).exp()).collect();
+                let sum: f64 = weights.iter().sum();
+                let what = format!("128k tokens, causal {causal}, token {tok}, head {head}");
+                let mut acc = vec![0.0f64; d];
+                for (j, w) in weights.iter().enumerate() {
+                    let va = (j * hkv + head / (hq / hkv)) * d;
+                    for (a, x) in acc.iter_mut().zip(&vh[va..va + d]) {
+                        *a += w * x.to_f64();
+                    }
+                }
+                for (x, a) in acc.iter().enumerate() {
+                    let want = a / sum;
+                    let g = got[qa + x].to_f64();
+                    ensure((g - want).abs() <= 0.02 + 0.02 * want.abs(), || {
+                        format!("{what}: O[{x}] = {g}, host {want}")
+                    })?;
+                }
+                let (g, want) = (gl[tok * hq + head] as f64, mx + sum.ln());
+                ensure((g - want).abs() <= 0.01 + 1e-4 * want.abs(), || {
+                    format!("{what}: LSE = {g}, host {want}")
+                })?;
+            }
+        }
     }
     Ok(())
 }
