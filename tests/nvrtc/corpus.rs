@@ -626,6 +626,9 @@ fn an_sm90a_kernel_without_nvshmem_compiles_alone_in_either_mode() {
             assert!(!cached);
             assert_eq!(out.warnings().count(), 0, "{}", out.log);
             assert_eq!(Elf::new(&out.cubin).symbols("nvshmemi_device_state_d"), 0);
+            if *how == "inline" {
+                crate::keep_cubin(&name, &out.cubin);
+            }
             text.push(
                 Elf::new(&out.cubin)
                     .section(&format!(".text.{name}"))

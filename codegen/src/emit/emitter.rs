@@ -232,13 +232,15 @@ pub(super) fn param_list(f: &Function) -> String {
             // A reduction passed on to a device function: its code.
             Ty::Enum(_) => parts.push(format!("int {}", p.c_name)),
             // Passed by value in parameter space, where the copy engine reads it (a
-            // `__grid_constant__` parameter has an address); `_box` is the tile's rows << 32 |
-            // columns, for the checked variant's bounds.
+            // `__grid_constant__` parameter has an address), and to a device function by
+            // reference to that parameter; `_box` is the tile's rows << 32 | columns, for the
+            // checked variant's bounds.
             Ty::TensorMap(_) | Ty::TensorMapMut(_) => {
-                parts.push(format!(
-                    "const __grid_constant__ pgas_tensor_map {}",
-                    p.c_name
-                ));
+                parts.push(if f.is_kernel {
+                    format!("const __grid_constant__ pgas_tensor_map {}", p.c_name)
+                } else {
+                    format!("const pgas_tensor_map &{}", p.c_name)
+                });
                 parts.push(format!("unsigned long long {}_box", p.c_name));
             }
             _ => {}

@@ -189,6 +189,14 @@ impl Emitter {
                             // A borrowed local array: its address and length.
                             parts.push(c_name.clone());
                             parts.push(array_len(arr, c_name));
+                        } else if let (
+                            Ty::TensorMap(_) | Ty::TensorMapMut(_),
+                            ExprKind::Var { c_name, .. },
+                        ) = (a.ty, &a.kind)
+                        {
+                            // A tensor map: the parameter, and its box for the bounds.
+                            parts.push(c_name.clone());
+                            parts.push(format!("{c_name}_box"));
                         } else {
                             parts.push(self.expr(a));
                         }

@@ -2,9 +2,20 @@
 //! and warpgroup MMA (`wgmma_m64nNk16`) on 128-byte-swizzled tiles in dynamic shared memory.
 use pgas::prelude::*;
 
+/// Thread 0's start of the copies of A's tile (to element 0) and Bt's (to 4096) onto
+/// `bars[bar]`, `bytes` in all: a device function taking the kernel's maps.
+#[pgas_device]
+fn fetch_a_bt(a_map: &TensorMap<bf16>, b_map: &TensorMap<bf16>, bar: usize, bytes: u32) {
+    let smem = dyn_shared::<bf16>();
+    let bars = dyn_shared::<u64>();
+    mbarrier_arrive_expect_tx(&mut bars[bar], bytes);
+    tma_load_2d(&mut smem[0], a_map, &mut bars[bar], 0, 0);
+    tma_load_2d(&mut smem[4096], b_map, &mut bars[bar], 0, 0);
+}
+
 /// One warpgroup: C (64 x `n`, f32) = A (64 x 64) Btᵀ with Bt (`n` x 64) stored `[n][k]`, both
-/// `bf16` tiles fetched by the copy engine onto one mbarrier, four K steps of 16; `n` is 64
-/// (`wgmma_m64n64k16`) or 176 (`wgmma_m64n176k16`).
+/// `bf16` tiles fetched by the copy engine onto one mbarrier (`fetch_a_bt`), four K steps of
+/// 16; `n` is 64 (`wgmma_m64n64k16`) or 176 (`wgmma_m64n176k16`).
 #[pgas_kernel(max_threads = 128)]
 pub fn wgmma_tile_bf16(
     c: &mut CudaSlice<f32>,
@@ -23,9 +34,7 @@ pub fn wgmma_tile_bf16(
     }
     sync_threads();
     if t == 0 {
-        mbarrier_arrive_expect_tx(&mut bars[bar], ((4096 + nw * 64) * 2) as u32);
-        tma_load_2d(&mut smem[0], a_map, &mut bars[bar], 0, 0);
-        tma_load_2d(&mut smem[4096], b_map, &mut bars[bar], 0, 0);
+        fetch_a_bt(a_map, b_map, bar, ((4096 + nw * 64) * 2) as u32);
     }
     mbarrier_wait(&bars[bar], 0);
     let mut acc = frag_c::<f32, 22>();
