@@ -26,12 +26,16 @@ use pgas::prelude::*;
 
 const BENCH: &str = "gemm_shapes";
 
-/// Decode-sized GEMMs: 64 rows against an MLP's projections, and 128.
-const SKINNY: [(usize, usize, usize); 4] = [
+/// Decode-sized GEMMs: 64 rows against an MLP's projections, and 128; then 64, 128 and 256
+/// rows against a 4096-wide layer (issue 46 names N and K from 4096 on), whose C is few tiles.
+const SKINNY: [(usize, usize, usize); 7] = [
     (64, 8192, 8192),
     (64, 28672, 8192),
     (64, 8192, 28672),
     (128, 8192, 8192),
+    (64, 4096, 4096),
+    (128, 4096, 4096),
+    (256, 4096, 4096),
 ];
 
 /// Mixtures of experts: (name, rows of each expert, N, K). Prefill-sized experts (8 of 457 to
