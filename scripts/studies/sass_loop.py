@@ -2,7 +2,9 @@
 """The instructions of a kernel's main loop in its machine code, by opcode: the loop is the
 backward branch whose body holds the most `HGMMA`s or `QGMMA`s (FP8) (the smallest such body on a tie), so for
 the attention kernel it is the loop over K/V tiles. `docs/attention.md`, "Instructions", quotes
-these counts.
+these counts. For a kernel whose name gives its keys a tile (`_bn128_`), it also prints the
+instructions a key without the `ISETP`s, `FSEL`s and `FMUL`s, nearly all of them the attention
+loop's masking and rescaling branches (which most tiles skip).
 
 Usage: sass_loop.py CUBIN [NAME_PART]
   CUBIN      machine code, e.g. /tmp/att/pgas_attention.cubin from
@@ -62,6 +64,10 @@ def main():
         ops = collections.Counter(i[1].split(".")[0] for i in loop)
         print(f"{name}: {len(loop)} instructions in the main loop")
         print("  " + ", ".join(f"{op} {n}" for op, n in ops.most_common()))
+        keys = re.search(r"_bn(\d+)_", name)
+        if keys:
+            rest = len(loop) - sum(ops[op] for op in ("ISETP", "FSEL", "FMUL"))
+            print(f"  {rest / int(keys.group(1)):.2f} a key without ISETP, FSEL, FMUL")
 
 
 if __name__ == "__main__":
